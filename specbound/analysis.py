@@ -1,0 +1,84 @@
+"""From a model name to its spectral profile: resolve, fetch, look in the cache, else compute.
+
+``compute_profile`` is the slow, exact part (one pass over the layers); ``load_profile`` wraps it with
+model resolution, the Hub and the disk cache. The bound terms then come from
+:class:`specbound.bounds.BoundAnalysis` without touching any file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from .cache import ProfileCache
+from .checkpoints import fetch, fingerprint, open_checkpoint
+from .matrices import EncoderShape, Kind, LayerWeights, layer_factors
+from .models import ModelRef, resolve
+from .profile import SpectralProfile
+from .progress import ProgressCallback, ProgressEvent, silent
+from .spectrum import norm_11, norm_21, singular_values, singular_values_factored
+
+
+def compute_profile(layers: Iterable[LayerWeights], shape: EncoderShape, *, model: str = "",
+                    revision: str = "", progress: ProgressCallback = silent) -> SpectralProfile:
+    """Singular values and (2,1), (1,1) norms of all L (2H + 2) proxy matrices, layer by layer."""
+    H, N = shape.num_heads, shape.hidden_size
+    k_ffn = min(N, shape.ffn_size)
+    width = max(N, k_ffn)
+    rows_sv, rows_21, rows_11 = [], [], []
+    for index, weights in enumerate(layers):
+        factors = layer_factors(weights, H)
+        per_head = []
+        for kind, left, right in ((Kind.QK, factors.qk_left, factors.qk_right),
+                                  (Kind.V, factors.v_left, factors.v_right)):
+            sv = singular_values_factored(left, right)  # (H, <= d)
+            per_head.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
+            dense = left @ right  # (H, N, N): only for the entrywise norms
+            rows_21.append(norm_21(dense))
+            rows_11.append(norm_11(dense))
+        rows_sv.extend(per_head)
+        for matrix in (factors.m_in, factors.m_out):
+            rows_sv.append(np.pad(singular_values(matrix), (0, width - k_ffn))[None, :])
+            rows_21.append(np.atleast_1d(norm_21(matrix)))
+            rows_11.append(np.atleast_1d(norm_11(matrix)))
+        progress(ProgressEvent("analyse", index + 1, shape.num_layers, f"layer {index + 1}"))
+    if not rows_sv:
+        raise ValueError("no layers given")
+    kinds_dims = [N] * (2 * H) + [k_ffn, k_ffn]
+    return SpectralProfile(
+        model=model, revision=revision, shape=shape,
+        singular_values=np.concatenate(rows_sv, axis=0),  # (L (2H + 2), width)
+        full_dims=np.tile(kinds_dims, shape.num_layers),
+        norm_21=np.concatenate(rows_21), norm_11=np.concatenate(rows_11),
+    )
+
+
+def load_profile(model: str | ModelRef, *, progress: ProgressCallback = silent,
+                 cache: ProfileCache | None = None, use_cache: bool = True) -> SpectralProfile:
+    """The spectral profile of a model by name (see :func:`specbound.models.resolve`).
+
+    Downloads what is missing (with progress), reuses a cached profile when the checkpoint's
+    revision is unchanged, and stores a newly computed one.
+    """
+    ref = resolve(model) if isinstance(model, str) else model
+    directory = fetch(ref, progress)
+    revision = fingerprint(directory)
+    cache = cache or ProfileCache()
+    if use_cache and (cached := cache.load(ref.name, revision)) is not None:
+        return cached
+    checkpoint = open_checkpoint(directory)
+    profile = compute_profile(checkpoint.layers(), checkpoint.shape, model=ref.name, revision=revision,
+                              progress=progress)
+    if use_cache:
+        try:
+            cache.save(profile)
+        except OSError:
+            pass  # a read-only cache directory only costs speed next time
+    return profile
+
+
+def profile_directory(directory: Path | str, **kwargs) -> SpectralProfile:
+    """Shortcut for a local checkpoint directory."""
+    return load_profile(str(directory), **kwargs)

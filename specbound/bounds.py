@@ -1,0 +1,310 @@
+"""Bound terms of the spectrum-adaptive proxy (Sakai & Imaizumi 2026) and of the Edelman-style proxy.
+
+Notation (all norms of the row-vector proxy matrices of :mod:`specbound.matrices`):
+
+    S_p(W)      = sum of sigma_i^p over sigma_i above the rank threshold (p > 0); S_0 = rank
+    f^(k)       = L_phi ||M_in^(k)||_2 ||M_out^(k)||_2 sum_h ||V^(k,h)||_2 (1 + 4 ||QK^(k,h)||_2)
+    alpha^(l)   = prod_{k > l} f^(k)                       (1 for the top layer)
+    gamma       = 2 ||V^(l,h)||_2 ||M_out||_2 ||M_in||_2 (QK),  ||M_out||_2 ||M_in||_2 (V),
+                  ||M_out||_2 (M_in),  1 (M_out)
+    s_W         = max(gamma alpha^(l) L, smallest positive float)
+    c(W; p)     = S_p(W)^(1/(p+2)) s_W^(p/(p+2)) N^((p+1)/(p+2))
+    P_m         = {0, 1/m, ..., 2},  m = ceil(L + ln max(N, 2))
+    ours        = sum_W c(W; p_W) + sqrt(L)
+    xi^(l)      = sum_h [(||M_out|| ||M_in|| ||V_h|| ||QK_h||_{2,1})^(2/3) + (||M_out|| ||M_in|| ||V_h||_{2,1})^(2/3)]
+                  + (||M_out|| ||M_in||_{2,1})^(2/3) + ||M_out||_{2,1}^(2/3)
+    edelman     = (1 + sum_l (alpha^(l))^(2/3) xi^(l))^(3/2)
+
+alpha and the Edelman proxy overflow float64 for deep or large-norm models, so every product is
+carried as a natural logarithm; plain values are exp() of those and may be inf.
+
+References: Sakai & Imaizumi, "Spectrum-Adaptive Generalization Bounds for Trained Deep Transformers"
+(arXiv 2605.07297); Edelman, Goel, Kakade & Zhang, "Inductive Biases and Variable Creation in
+Self-Attention Mechanisms" (ICML 2022).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from .defaults import L_PHI, P_MAX
+from .matrices import Kind
+from .profile import MatrixId, SpectralProfile
+
+_LOG_TINY = math.log(np.finfo(np.float64).tiny)
+
+
+# --- elementary formulas: arrays in, numbers out --------------------------------------------------
+
+def grid_resolution(num_layers: int, hidden_size: int) -> int:
+    """m = ceil(L + ln max(N, 2)), at least 1: the post-hoc grid has spacing 1/m."""
+    return max(1, math.ceil(num_layers + math.log(max(hidden_size, 2))))
+
+
+def p_grid(m: int) -> np.ndarray:
+    """P_m = {0, 1/m, 2/m, ..., 2}: the 2m + 1 indices the theorem's guarantee covers."""
+    if m < 1:
+        raise ValueError(f"the grid resolution m must be at least 1, got {m}")
+    return np.arange(int(P_MAX * m) + 1) / m
+
+
+def snap_to_grid(p: np.ndarray | float, m: int) -> np.ndarray:
+    """Nearest point of P_m for each p (halves round to the even multiple of 1/m)."""
+    return np.clip(np.round(np.asarray(p, dtype=np.float64) * m) / m, 0.0, P_MAX)
+
+
+def log_schatten(singular_values: np.ndarray, counted: np.ndarray, p: np.ndarray | float) -> np.ndarray:
+    """ln S_p per matrix: S_p = sum sigma_i^p over the counted singular values; S_0 = their number.
+
+    singular_values and counted (the mask sigma_i > threshold) are (M, K); p is a scalar or (M,).
+    Values at or below the threshold contribute exactly zero for every p, so S_p -> S_0 as p -> 0+.
+    A matrix with nothing counted (a zero matrix) gives ln 0 = -inf.
+    """
+    p = np.broadcast_to(np.asarray(p, dtype=np.float64), singular_values.shape[:1])
+    powered = np.where(counted, singular_values ** p[:, None], 0.0)  # (M, K)
+    with np.errstate(divide="ignore"):
+        return np.log(powered.sum(axis=1))
+
+
+def log_contribution(log_s_p: np.ndarray, log_scale: np.ndarray, p: np.ndarray | float,
+                     hidden_size: int) -> np.ndarray:
+    """ln c(W; p) = [ln S_p + p ln s_W + (p + 1) ln N] / (p + 2)."""
+    p = np.asarray(p, dtype=np.float64)
+    return (log_s_p + p * log_scale + (p + 1.0) * math.log(hidden_size)) / (p + 2.0)
+
+
+def log_layer_factors(spec_m_in: np.ndarray, spec_m_out: np.ndarray, spec_v: np.ndarray,
+                      spec_qk: np.ndarray, l_phi: float) -> np.ndarray:
+    """ln f^(k) per layer. spec_m_in, spec_m_out: (L,) spectral norms; spec_v, spec_qk: (L, H)."""
+    head_sum = (spec_v * (1.0 + 4.0 * spec_qk)).sum(axis=1)  # (L,)
+    with np.errstate(divide="ignore"):
+        return math.log(l_phi) + np.log(spec_m_in) + np.log(spec_m_out) + np.log(head_sum)
+
+
+def log_alpha(log_factors: np.ndarray) -> np.ndarray:
+    """ln alpha^(l) = sum over k > l of ln f^(k); the top layer gets ln 1 = 0."""
+    above = np.cumsum(log_factors[::-1])[::-1]  # sum over k >= l
+    return np.append(above[1:], 0.0)
+
+
+def _logsumexp(x: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """ln sum exp(x), exact for -inf entries (an all -inf sum is -inf)."""
+    x = np.asarray(x, dtype=np.float64)
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.exp(x - top).sum(axis=axis, keepdims=True)) + top
+    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+
+
+def log_edelman(log_alpha_: np.ndarray, spec_m_in: np.ndarray, spec_m_out: np.ndarray,
+                norm21_m_in: np.ndarray, norm21_m_out: np.ndarray, spec_v: np.ndarray,
+                norm21_v: np.ndarray, norm21_qk: np.ndarray) -> tuple[np.ndarray, float]:
+    """(ln xi^(l) per layer, ln of the Edelman-style proxy). Per-layer inputs (L,), per-head (L, H)."""
+    with np.errstate(divide="ignore"):
+        log_mlp = np.log(spec_m_out) + np.log(spec_m_in)  # (L,)
+        terms = np.concatenate([
+            (2 / 3) * (log_mlp[:, None] + np.log(spec_v) + np.log(norm21_qk)),  # (L, H)
+            (2 / 3) * (log_mlp[:, None] + np.log(norm21_v)),  # (L, H)
+            (2 / 3) * (np.log(spec_m_out) + np.log(norm21_m_in))[:, None],  # (L, 1)
+            (2 / 3) * np.log(norm21_m_out)[:, None],  # (L, 1)
+        ], axis=1)
+    log_xi = _logsumexp(terms, axis=1)  # (L,)
+    inner = _logsumexp(np.append((2 / 3) * log_alpha_ + log_xi, 0.0))  # ln(1 + sum_l ...)
+    return log_xi, 1.5 * float(inner)
+
+
+# --- the user's choice of p ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PAssignment:
+    """Which Schatten index each matrix uses. None anywhere means the post-hoc optimum p*.
+
+    The most specific setting wins: ``by_matrix`` over ``by_layer`` over ``by_kind`` over ``default``.
+    """
+
+    default: float | None = None
+    by_kind: Mapping[Kind, float | None] = field(default_factory=dict)
+    by_layer: Mapping[int, float | None] = field(default_factory=dict)
+    by_matrix: Mapping[MatrixId, float | None] = field(default_factory=dict)
+
+    @classmethod
+    def uniform(cls, p: float) -> PAssignment:
+        return cls(default=p)
+
+    def resolve(self, profile: SpectralProfile, p_opt: np.ndarray) -> np.ndarray:
+        """The index of every matrix, (M,), in profile order."""
+        p = np.array(p_opt if self.default is None else np.full(len(p_opt), self.default), dtype=float)
+
+        def apply(mask: np.ndarray, value: float | None) -> None:
+            p[mask] = p_opt[mask] if value is None else value
+
+        for kind, value in self.by_kind.items():
+            apply(profile.mask(Kind(kind)), value)
+        for layer, value in self.by_layer.items():
+            apply(profile.layers == layer, value)
+        for matrix, value in self.by_matrix.items():
+            apply(np.arange(len(p)) == profile.index(matrix), value)
+        if np.any((p < 0) | (p > P_MAX)) or not np.all(np.isfinite(p)):
+            raise ValueError(f"Schatten indices must lie in [0, {P_MAX:g}]")
+        return p
+
+
+# --- results ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BoundSettings:
+    """Constants of the proxy. grid_m=None takes m = ceil(L + ln max(N, 2))."""
+
+    l_phi: float = L_PHI
+    grid_m: int | None = None
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.l_phi) and self.l_phi > 0):
+            raise ValueError(f"L_phi must be a positive number, got {self.l_phi}")
+        if self.grid_m is not None and self.grid_m < 1:
+            raise ValueError(f"the grid resolution m must be at least 1, got {self.grid_m}")
+
+
+@dataclass(frozen=True, eq=False)
+class BoundTerms:
+    """Every term of the spectrum-adaptive proxy for one assignment of p (natural logs, per matrix)."""
+
+    p: np.ndarray  # (M,)
+    log_schatten: np.ndarray  # (M,) ln S_p
+    log_contribution: np.ndarray  # (M,) ln c(W; p)
+    layers: np.ndarray  # (M,)
+    kinds: np.ndarray  # (M,)
+    sqrt_depth: float  # sqrt(L)
+
+    @cached_property
+    def contribution(self) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return np.exp(self.log_contribution)
+
+    @cached_property
+    def schatten(self) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return np.exp(self.log_schatten)
+
+    @cached_property
+    def log_total(self) -> float:
+        """ln(sum_W c(W; p) + sqrt(L))."""
+        return float(_logsumexp(np.append(self.log_contribution, math.log(self.sqrt_depth))))
+
+    @property
+    def total(self) -> float:
+        return _exp(self.log_total)
+
+    def per_layer(self, num_layers: int) -> np.ndarray:
+        """Sum of c(W; p) over the matrices of each layer, (L,)."""
+        return np.bincount(self.layers, weights=self.contribution, minlength=num_layers)
+
+    def per_kind(self) -> dict[Kind, float]:
+        return {kind: float(self.contribution[self.kinds == kind.value].sum()) for kind in Kind}
+
+
+def _exp(log_value: float) -> float:
+    """exp that returns inf instead of raising on overflow."""
+    return math.exp(log_value) if log_value < 709.78 else math.inf
+
+
+@dataclass(frozen=True, eq=False)
+class BoundAnalysis:
+    """Everything about the bound that does not depend on p, precomputed once from a profile.
+
+    Build with :meth:`from_profile`; then :meth:`evaluate` gives the terms for any assignment of p
+    with array arithmetic over the cached singular values only (no SVD, no file access).
+    """
+
+    profile: SpectralProfile
+    settings: BoundSettings
+    grid_m: int
+    log_alpha: np.ndarray  # (L,)
+    log_gamma: np.ndarray  # (M,)
+    log_scale: np.ndarray  # (M,)
+    log_contribution_grid: np.ndarray  # (M, 2m + 1) ln c(W; p) on P_m
+    p_opt: np.ndarray  # (M,) argmin over P_m, ties to the smaller p
+    log_xi: np.ndarray  # (L,)
+    log_edelman: float
+
+    @classmethod
+    def from_profile(cls, profile: SpectralProfile, settings: BoundSettings = BoundSettings()) -> BoundAnalysis:
+        shape = profile.shape
+        L, H, N = shape.num_layers, shape.num_heads, shape.hidden_size
+        spec = profile.spectral_norm
+        per_head = (L, H)
+        spec_qk = spec[profile.mask(Kind.QK)].reshape(per_head)
+        spec_v = spec[profile.mask(Kind.V)].reshape(per_head)
+        spec_in = spec[profile.mask(Kind.M_IN)]  # (L,)
+        spec_out = spec[profile.mask(Kind.M_OUT)]  # (L,)
+
+        log_alpha_ = log_alpha(log_layer_factors(spec_in, spec_out, spec_v, spec_qk, settings.l_phi))
+
+        with np.errstate(divide="ignore"):
+            log_mlp = np.log(spec_out) + np.log(spec_in)  # (L,)
+            gamma_qk = math.log(2.0) + np.log(spec_v) + log_mlp[:, None]  # (L, H)
+            gamma_v = np.broadcast_to(log_mlp[:, None], per_head)  # (L, H)
+            gamma_layer = np.stack([np.log(spec_out), np.zeros(L)], axis=1)  # (L, 2): M_in, M_out
+        log_gamma = np.concatenate([gamma_qk, gamma_v, gamma_layer], axis=1).ravel()  # profile order
+        log_scale = np.maximum(log_gamma + log_alpha_[profile.layers] + math.log(L), _LOG_TINY)
+
+        m = settings.grid_m or grid_resolution(L, N)
+        grid = p_grid(m)
+        log_c_grid = np.stack([
+            log_contribution(log_schatten(profile.singular_values, profile.above_threshold, p),
+                             log_scale, p, N)
+            for p in grid
+        ], axis=1)  # (M, 2m + 1)
+        p_opt = grid[np.argmin(log_c_grid, axis=1)]  # first minimum: ties go to the smaller p
+
+        norm21 = profile.norm_21
+        log_xi, log_edel = log_edelman(
+            log_alpha_, spec_in, spec_out,
+            norm21[profile.mask(Kind.M_IN)], norm21[profile.mask(Kind.M_OUT)], spec_v,
+            norm21[profile.mask(Kind.V)].reshape(per_head), norm21[profile.mask(Kind.QK)].reshape(per_head),
+        )
+        return cls(profile, settings, m, log_alpha_, log_gamma, log_scale, log_c_grid, p_opt,
+                   log_xi, log_edel)
+
+    @property
+    def grid(self) -> np.ndarray:
+        return p_grid(self.grid_m)
+
+    @cached_property
+    def gamma(self) -> np.ndarray:
+        return np.exp(self.log_gamma)
+
+    @property
+    def edelman(self) -> float:
+        return _exp(self.log_edelman)
+
+    def evaluate(self, p: PAssignment | np.ndarray | float | None = None) -> BoundTerms:
+        """Terms for an assignment of p: a PAssignment, a per-matrix array, one float, or None for p*."""
+        if p is None:
+            p = self.p_opt
+        elif isinstance(p, PAssignment):
+            p = p.resolve(self.profile, self.p_opt)
+        p = np.broadcast_to(np.asarray(p, dtype=np.float64), self.p_opt.shape)
+        if np.any((p < 0) | (p > P_MAX)):
+            raise ValueError(f"Schatten indices must lie in [0, {P_MAX:g}]")
+        prof = self.profile
+        log_s = log_schatten(prof.singular_values, prof.above_threshold, p)
+        return BoundTerms(
+            p=p.copy(), log_schatten=log_s,
+            log_contribution=log_contribution(log_s, self.log_scale, p, prof.shape.hidden_size),
+            layers=prof.layers, kinds=prof.kinds, sqrt_depth=math.sqrt(prof.shape.num_layers),
+        )
+
+    def contribution_curves(self, ps: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """ln c(W; p) for the selected matrices (rows) at every p in ps: (rows, len(ps))."""
+        prof = self.profile
+        sv, counted, scale = prof.singular_values[rows], prof.above_threshold[rows], self.log_scale[rows]
+        return np.stack([
+            log_contribution(log_schatten(sv, counted, p), scale, p, prof.shape.hidden_size) for p in ps
+        ], axis=1)

@@ -1,0 +1,21 @@
+"""Every default of the analysis, in one place.
+
+The dashboard, the CLI and the maths read these names; nothing else repeats the numbers.
+"""
+
+from __future__ import annotations
+
+#: Upper bound on the Lipschitz constant of GELU, the activation of BERT's feed-forward block.
+L_PHI: float = 1.13
+
+#: Relative tolerance tau of the numerical rank: sigma_i counts when sigma_i > tau * k * max(sigma_1, 1).
+RANK_TOL: float = 1e-10
+
+#: Upper end of the Schatten index range [0, P_MAX] covered by the theorem (p = 2 is Frobenius).
+P_MAX: float = 2.0
+
+#: The model the CLI and the dashboard open when none is named (shipped inside a PyPI package).
+DEFAULT_MODEL: str = "minilm-l6"
+
+#: Environment variable that overrides where spectral profiles are cached.
+CACHE_ENV_VAR: str = "SPECBOUND_CACHE"

@@ -1,0 +1,153 @@
+"""The spectral profile of a model: every singular value and norm the bound needs, and no weights.
+
+A :class:`SpectralProfile` is what the slow part of the analysis produces and what the disk cache
+stores; all bound terms are computed from it (see :mod:`specbound.bounds`) without touching the
+checkpoint again. Matrices are listed layer by layer, bottom first; within a layer QK heads 0..H-1,
+V heads 0..H-1, then M_in and M_out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .defaults import RANK_TOL
+from .matrices import EncoderShape, Kind
+from .spectrum import rank_threshold
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True, order=True)
+class MatrixId:
+    """Which proxy matrix: its layer (0-based, bottom first), kind and head (None for M_in, M_out)."""
+
+    layer: int
+    kind: Kind
+    head: int | None = None
+
+    @property
+    def label(self) -> str:
+        head = f" h{self.head}" if self.head is not None else ""
+        return f"L{self.layer} {self.kind.value}{head}"
+
+
+def matrix_ids(shape: EncoderShape) -> tuple[MatrixId, ...]:
+    """The L (2H + 2) matrices of a model, in profile order."""
+    ids: list[MatrixId] = []
+    for layer in range(shape.num_layers):
+        for kind in (Kind.QK, Kind.V):
+            ids.extend(MatrixId(layer, kind, h) for h in range(shape.num_heads))
+        ids.extend((MatrixId(layer, Kind.M_IN), MatrixId(layer, Kind.M_OUT)))
+    return tuple(ids)
+
+
+@dataclass(frozen=True, eq=False)
+class SpectralProfile:
+    """Singular values (descending, zero-padded to a common length) and the two entrywise norms.
+
+    ``full_dims[i]`` is k = min(rows, cols) of matrix i as a full matrix (N for QK and V even though
+    only d singular values can be nonzero); it enters the numerical-rank threshold.
+    """
+
+    model: str
+    revision: str
+    shape: EncoderShape
+    singular_values: np.ndarray  # (M, K) float64, M = L (2H + 2)
+    full_dims: np.ndarray  # (M,) int
+    norm_21: np.ndarray  # (M,) sum of column 2-norms
+    norm_11: np.ndarray  # (M,) sum of absolute entries
+
+    def __post_init__(self) -> None:
+        m = self.shape.num_matrices
+        if self.singular_values.ndim != 2 or self.singular_values.shape[0] != m:
+            raise ValueError(f"expected singular values for {m} matrices, got {self.singular_values.shape}")
+        for name in ("full_dims", "norm_21", "norm_11"):
+            if getattr(self, name).shape != (m,):
+                raise ValueError(f"{name} must have shape ({m},)")
+
+    # --- which matrix is where ---------------------------------------------------------------
+    @cached_property
+    def ids(self) -> tuple[MatrixId, ...]:
+        return matrix_ids(self.shape)
+
+    @cached_property
+    def layers(self) -> np.ndarray:
+        return np.array([i.layer for i in self.ids])
+
+    @cached_property
+    def heads(self) -> np.ndarray:
+        """Head index per matrix, -1 for the layer-level M_in and M_out."""
+        return np.array([-1 if i.head is None else i.head for i in self.ids])
+
+    @cached_property
+    def kinds(self) -> np.ndarray:
+        """Kind per matrix as its string value ("QK", "V", "M_in", "M_out")."""
+        return np.array([i.kind.value for i in self.ids])
+
+    def mask(self, kind: Kind) -> np.ndarray:
+        return self.kinds == kind.value
+
+    def index(self, matrix: MatrixId) -> int:
+        return self.ids.index(matrix)
+
+    # --- derived quantities -----------------------------------------------------------------
+    @cached_property
+    def spectral_norm(self) -> np.ndarray:
+        return self.singular_values[:, 0]
+
+    @cached_property
+    def frobenius_norm(self) -> np.ndarray:
+        return np.sqrt(np.square(self.singular_values).sum(axis=1))
+
+    @cached_property
+    def nuclear_norm(self) -> np.ndarray:
+        return self.singular_values.sum(axis=1)
+
+    @cached_property
+    def stable_rank(self) -> np.ndarray:
+        """||W||_F^2 / sigma_1^2 (0 for a zero matrix)."""
+        sq = np.square(self.frobenius_norm)
+        top = np.square(self.spectral_norm)
+        return np.divide(sq, top, out=np.zeros_like(sq), where=top > 0)
+
+    @cached_property
+    def rank_thresholds(self) -> np.ndarray:
+        return rank_threshold(self.spectral_norm, self.full_dims, RANK_TOL)
+
+    @cached_property
+    def above_threshold(self) -> np.ndarray:
+        """(M, K) mask of the singular values that count: sigma_i > tau k max(sigma_1, 1)."""
+        return self.singular_values > self.rank_thresholds[:, None]
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        return self.above_threshold.sum(axis=1)
+
+    def singular_values_of(self, matrix: MatrixId | int) -> np.ndarray:
+        """The min(rows, cols) singular values of one matrix, descending, zeros included."""
+        i = matrix if isinstance(matrix, int) else self.index(matrix)
+        k = int(self.full_dims[i])
+        sv = self.singular_values[i, :k]
+        return np.pad(sv, (0, k - sv.size))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per matrix with its norms and ranks (the table edge; pandas is imported here)."""
+        import pandas as pd
+
+        return pd.DataFrame({
+            "layer": self.layers,
+            "head": pd.array([i.head for i in self.ids], dtype="Int64"),
+            "kind": self.kinds,
+            "rank": self.rank,
+            "spectral_norm": self.spectral_norm,
+            "frobenius_norm": self.frobenius_norm,
+            "nuclear_norm": self.nuclear_norm,
+            "norm_21": self.norm_21,
+            "norm_11": self.norm_11,
+            "stable_rank": self.stable_rank,
+        })

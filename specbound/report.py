@@ -1,0 +1,113 @@
+"""Results as JSON (the SPEC §5 interface) and as tables: the edge where numbers become text.
+
+Overflowing values (inf) become ``null`` in JSON; their log10 always stands beside them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .bounds import BoundAnalysis, BoundTerms
+from .spectrum import cumulative_energy
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_LOG10_E = 1.0 / math.log(10.0)
+
+
+def finite_or_none(value: float) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def log10(log_value: float | np.ndarray) -> Any:
+    """Natural log to log10 (the bound code keeps natural logs)."""
+    return np.asarray(log_value) * _LOG10_E
+
+
+def analysis_json(analysis: BoundAnalysis, at_p: float | None = None) -> dict[str, Any]:
+    """The object printed by ``specbound analyze MODEL --json [--p P]`` (SPEC §5), field for field."""
+    profile, shape = analysis.profile, analysis.profile.shape
+    optimal = analysis.evaluate()
+    fixed = analysis.evaluate(at_p) if at_p is not None else None
+    matrices = []
+    for i, matrix in enumerate(profile.ids):
+        matrices.append({
+            "layer": matrix.layer, "head": matrix.head, "kind": matrix.kind.value,
+            "rank": int(profile.rank[i]),
+            "spectral_norm": float(profile.spectral_norm[i]),
+            "frobenius_norm": float(profile.frobenius_norm[i]),
+            "nuclear_norm": float(profile.nuclear_norm[i]),
+            "norm_21": float(profile.norm_21[i]), "norm_11": float(profile.norm_11[i]),
+            "stable_rank": float(profile.stable_rank[i]),
+            "gamma": finite_or_none(analysis.gamma[i]),
+            "log10_scale": float(log10(analysis.log_scale[i])),
+            "p_opt": float(analysis.p_opt[i]),
+            "contribution": finite_or_none(optimal.contribution[i]),
+            "contribution_at_p": None if fixed is None else finite_or_none(fixed.contribution[i]),
+        })
+    return {
+        "model": profile.model, "num_layers": shape.num_layers, "hidden_size": shape.hidden_size,
+        "num_heads": shape.num_heads, "head_dim": shape.head_dim, "ffn_size": shape.ffn_size,
+        "l_phi": analysis.settings.l_phi, "grid_m": analysis.grid_m,
+        "proxies": {
+            "ours": finite_or_none(optimal.total), "ours_log10": float(log10(optimal.log_total)),
+            "edelman": finite_or_none(analysis.edelman), "edelman_log10": float(log10(analysis.log_edelman)),
+            "at_p": None if fixed is None else finite_or_none(fixed.total),
+            "at_p_log10": None if fixed is None else float(log10(fixed.log_total)),
+        },
+        "log10_alpha": [float(v) for v in log10(analysis.log_alpha)],
+        "matrices": matrices,
+    }
+
+
+def terms_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
+    """Per-matrix table: norms, rank, gamma, scale, p, S_p and c(W; p) (plus p* and c at p*)."""
+    frame = analysis.profile.to_frame()
+    optimal = analysis.evaluate()
+    frame["log10_alpha"] = log10(analysis.log_alpha)[analysis.profile.layers]
+    frame["gamma"] = analysis.gamma
+    frame["log10_scale"] = log10(analysis.log_scale)
+    frame["p"] = terms.p
+    frame["schatten_p"] = terms.schatten
+    frame["contribution"] = terms.contribution
+    frame["p_opt"] = analysis.p_opt
+    frame["contribution_at_p_opt"] = optimal.contribution
+    return frame
+
+
+def layer_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
+    """Per-layer table: log10 alpha, the sum of c(W; p) by kind and in total, and Edelman's xi."""
+    import pandas as pd
+
+    profile = analysis.profile
+    frame = pd.DataFrame({"layer": profile.layers, "kind": profile.kinds, "c": terms.contribution})
+    table = frame.pivot_table(index="layer", columns="kind", values="c", aggfunc="sum")
+    table = table[[k for k in ("QK", "V", "M_in", "M_out") if k in table.columns]]
+    table.columns = [f"sum_c_{k}" for k in table.columns]
+    table.insert(0, "log10_alpha", log10(analysis.log_alpha))
+    table["sum_c"] = terms.per_layer(profile.shape.num_layers)
+    table["log10_xi"] = log10(analysis.log_xi)
+    return table.reset_index()
+
+
+def singular_values_frame(analysis_or_profile: Any) -> pd.DataFrame:
+    """Long table of every singular value: layer, head, kind, index (1-based), sigma, energy."""
+    import pandas as pd
+
+    profile = getattr(analysis_or_profile, "profile", analysis_or_profile)
+    parts = []
+    for i, matrix in enumerate(profile.ids):
+        sv = profile.singular_values_of(i)
+        parts.append(pd.DataFrame({
+            "layer": matrix.layer, "head": matrix.head if matrix.head is not None else pd.NA,
+            "kind": matrix.kind.value, "index": np.arange(1, sv.size + 1), "sigma": sv,
+            "cumulative_energy": cumulative_energy(sv),
+        }))
+    frame = pd.concat(parts, ignore_index=True)
+    frame["head"] = frame["head"].astype("Int64")
+    return frame
