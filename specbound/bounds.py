@@ -78,6 +78,17 @@ def log_contribution(log_s_p: np.ndarray, log_scale: np.ndarray, p: np.ndarray |
     return (log_s_p + p * log_scale + (p + 1.0) * math.log(hidden_size)) / (p + 2.0)
 
 
+#: Two contributions within this relative distance count as a tie, resolved to the smaller p: the
+#: closed forms can tie exactly (e.g. S_p constant and s_W = sqrt(S_0 / N)) while rounding does not.
+TIE_RTOL: float = 1e-12
+
+
+def optimal_index(log_c_grid: np.ndarray) -> np.ndarray:
+    """Index of the smallest c(W; p) along the last axis, ties (within TIE_RTOL) to the smaller p."""
+    best = np.min(log_c_grid, axis=-1, keepdims=True)
+    return np.argmax(log_c_grid <= best + TIE_RTOL, axis=-1)
+
+
 def log_layer_factors(spec_m_in: np.ndarray, spec_m_out: np.ndarray, spec_v: np.ndarray,
                       spec_qk: np.ndarray, l_phi: float) -> np.ndarray:
     """ln f^(k) per layer. spec_m_in, spec_m_out: (L,) spectral norms; spec_v, spec_qk: (L, H)."""
@@ -261,7 +272,7 @@ class BoundAnalysis:
                              log_scale, p, N)
             for p in grid
         ], axis=1)  # (M, 2m + 1)
-        p_opt = grid[np.argmin(log_c_grid, axis=1)]  # first minimum: ties go to the smaller p
+        p_opt = grid[optimal_index(log_c_grid)]
 
         norm21 = profile.norm_21
         log_xi, log_edel = log_edelman(
