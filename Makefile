@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 MODEL  ?= minilm-l6
 PORT   ?= 8501
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,17 @@ $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/specbound analyze $(MODEL)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+# The browser tests drive Debian's Chromium; install it when it is missing and we may (root + apt).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the browser tests"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is missing: the browser tests will be skipped (apt-get install chromium)"; fi; }
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_spectra.py
