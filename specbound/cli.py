@@ -1,4 +1,4 @@
-"""Command line: ``specbound analyze | models | export``.
+"""Command line: ``specbound analyze | models | export | grid | atlas``.
 
 Errors leave with a non-zero status and one plain line on stderr; progress goes to stderr only
 when it is a terminal, so ``--json`` output can be piped.
@@ -137,6 +137,90 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_grid(args: argparse.Namespace) -> int:
+    from .batch import Status, miniature_names, run_grid
+    from .bounds import BoundSettings
+
+    names = miniature_names(args.layers, args.widths) if (args.layers or args.widths or not args.models) else []
+    names += [m for m in args.models or [] if m not in names]
+    result = run_grid(names, Path(args.out), settings=BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m),
+                      atlas=args.atlas, use_cache=not args.no_cache, progress=lambda name: _progress(),
+                      report=lambda line: print(line, flush=True))
+    done = sum(o.status is Status.DONE for o in result.outcomes)
+    print(f"{len(result.succeeded)} of {len(result.outcomes)} models available ({done} analysed now, "
+          f"{len(result.succeeded) - done} already done), {len(result.missing)} missing; wrote "
+          f"{', '.join(f.name for f in result.files)} to {args.out}")
+    if result.missing:
+        print(f"missing models are listed with how to get them in {Path(args.out) / 'missing.csv'}")
+    return 0
+
+
+def _cmd_atlas_export(args: argparse.Namespace) -> int:
+    from .analysis import load_profile
+    from .atlas import save_atlas
+
+    profiles, failed = [], []
+    for name in args.models:
+        try:
+            profiles.append(load_profile(name, progress=_progress(), use_cache=not args.no_cache))
+        except SpecboundError as exc:
+            failed.append(name)
+            print(f"{name}: missing: {exc}", flush=True)
+    if not profiles:
+        raise SpecboundError("no profile to export: none of the models could be analysed")
+    try:
+        path = save_atlas(profiles, args.out)
+    except OSError as exc:
+        raise SpecboundError(f"cannot write the atlas {args.out}: {exc.strerror}") from None
+    print(f"wrote {len(profiles)} profile(s) to {path}" + (f"; left out: {', '.join(failed)}" if failed else ""))
+    return 0
+
+
+def _cmd_atlas_show(args: argparse.Namespace) -> int:
+    from .atlas import read_manifest
+
+    manifest = read_manifest(args.file)
+    print(f"{args.file}: specbound atlas, schema {manifest.schema}, {len(manifest.entries)} model(s), "
+          f"written by {manifest.created_by or 'unknown'}")
+    print(f"{'L':>3} {'N':>5} {'H':>3} {'d_ff':>5}  {'revision':<16} name")
+    for e in manifest.entries:
+        print(f"{e.shape.num_layers:>3} {e.shape.hidden_size:>5} {e.shape.num_heads:>3} "
+              f"{e.shape.ffn_size:>5}  {e.revision:<16} {e.name}")
+    return 0
+
+
+def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
+    """The scaling-study commands: ``grid`` and ``atlas export | show``."""
+    from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS
+
+    grid = commands.add_parser("grid", help="analyse a set of models for the scaling study (resumable)")
+    grid.add_argument("--layers", type=int, nargs="+", choices=MINIATURE_LAYERS, metavar="L",
+                      help=f"miniature depths among {list(MINIATURE_LAYERS)} (default: all)")
+    grid.add_argument("--widths", type=int, nargs="+", choices=MINIATURE_WIDTHS, metavar="N",
+                      help=f"miniature widths among {list(MINIATURE_WIDTHS)} (default: all)")
+    grid.add_argument("--models", nargs="+", metavar="NAME",
+                      help="any model names or local directories (instead of, or besides, the miniatures)")
+    grid.add_argument("--out", required=True, help="output directory (a re-run skips models done there)")
+    grid.add_argument("--atlas", default=None, metavar="FILE", help="also export the profiles to this atlas")
+    grid.add_argument("--l-phi", type=_positive_float, default=L_PHI,
+                      help=f"Lipschitz bound of the activation (default {L_PHI})")
+    grid.add_argument("--grid-m", type=_positive_int, default=None,
+                      help="grid resolution m of P_m (default ceil(L + ln N) per model)")
+    grid.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
+    grid.set_defaults(handler=_cmd_grid)
+
+    atlas = commands.add_parser("atlas", help="export spectral profiles to one portable file, or show one")
+    actions = atlas.add_subparsers(dest="atlas_command", required=True)
+    export = actions.add_parser("export", help="write the profiles of some models to an atlas file")
+    export.add_argument("--models", nargs="+", required=True, metavar="NAME", help="models to include")
+    export.add_argument("--out", required=True, metavar="FILE", help="atlas file to write (.npz)")
+    export.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
+    export.set_defaults(handler=_cmd_atlas_export)
+    show = actions.add_parser("show", help="list the models of an atlas file (validating it)")
+    show.add_argument("file", help="atlas file")
+    show.set_defaults(handler=_cmd_atlas_show)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specbound",
@@ -169,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=("csv", "json"), default="csv")
     export.add_argument("--out", required=True, help="output directory")
     export.set_defaults(handler=_cmd_export)
+    _add_batch_commands(commands)
     return parser
 
 

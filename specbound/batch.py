@@ -1,0 +1,300 @@
+"""Batch analysis of a set of models for the scaling study, resumable and tolerant of missing models.
+
+This is an edge module (it writes files); the maths is in :mod:`specbound.bounds` and
+:mod:`specbound.scaling`. Layout of the output directory::
+
+    models/<slug>.json           per-model record (summary, settings, revision), written on completion
+    models/<slug>.matrices.csv   per-matrix terms of that model at p*
+    models.csv                   one row per model: name, L, N, H, log10 and plain proxies
+    matrices.csv                 every per-matrix table, with a model column
+    curves.csv, exponents.csv    normalised growth curves and fitted growth exponents
+    growth_L.html, growth_N.html self-contained Plotly figures (work offline)
+    missing.csv                  models that could not be analysed, why, and how to get them
+
+A model whose record exists (with the same settings) is skipped on a re-run, so an interrupted run
+resumes where it stopped; a model that fails is recorded and the run goes on with the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from .bounds import BoundAnalysis, BoundSettings
+from .errors import CheckpointError, ModelNotFoundError, OfflineError, SpecboundError
+from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_alias, resolve
+from .profile import SpectralProfile
+from .progress import ProgressCallback, silent
+from .scaling import ModelSummary, ScalingStudy, summarize
+
+#: Bump when the per-model record changes: older records are then recomputed, not trusted.
+RECORD_SCHEMA = 1
+RECORDS_DIR = "models"
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+
+
+class Status(str, Enum):
+    DONE = "done"  # analysed in this run
+    SKIPPED = "skipped"  # a record from an earlier run was reused
+    MISSING = "missing"  # could not be analysed
+
+
+@dataclass(frozen=True)
+class ModelOutcome:
+    """What happened to one requested model."""
+
+    requested: str
+    status: Status
+    summary: ModelSummary | None = None
+    reason: str = ""
+    how_to_get: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not Status.MISSING
+
+
+@dataclass(frozen=True)
+class GridResult:
+    outcomes: tuple[ModelOutcome, ...]
+    study: ScalingStudy | None
+    files: tuple[Path, ...]
+    notes: tuple[str, ...]  # things that were left out of the outputs, one line each
+
+    @property
+    def succeeded(self) -> tuple[ModelOutcome, ...]:
+        return tuple(o for o in self.outcomes if o.ok)
+
+    @property
+    def missing(self) -> tuple[ModelOutcome, ...]:
+        return tuple(o for o in self.outcomes if not o.ok)
+
+
+def miniature_names(layers: Iterable[int] | None = None, widths: Iterable[int] | None = None) -> list[str]:
+    """Aliases of the BERT Miniatures with the given depths and widths (default: all 24), depth-major."""
+    layers = sorted(set(layers)) if layers else list(MINIATURE_LAYERS)
+    widths = sorted(set(widths)) if widths else list(MINIATURE_WIDTHS)
+    return [miniature_alias(l, w) for l in layers for w in widths]
+
+
+def record_slug(name: str) -> str:
+    """A file-name-safe key for a model name; names that are not safe as they are get a hash suffix."""
+    if _SAFE_NAME.match(name):
+        return name
+    tail = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name or name).strip("._-")[:60] or "model"
+    return f"{tail}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
+
+
+def how_to_get(error: SpecboundError, ref: ModelRef | None) -> str:
+    """A one-line hint for a model that could not be analysed."""
+    if isinstance(error, OfflineError) and ref is not None and ref.repo_id:
+        return (f"re-run with network access to download {ref.repo_id} into the Hugging Face cache "
+                f"(later runs then work offline), or copy that cache from a machine that has it")
+    if isinstance(error, ModelNotFoundError):
+        return ("give a local checkpoint directory, a Hub repository id (owner/name), a miniature alias "
+                "such as L4-H256, or minilm-l6")
+    if isinstance(error, CheckpointError):
+        return "the checkpoint files are unusable: re-download them or use another checkpoint"
+    return "see the reason"
+
+
+# --- files --------------------------------------------------------------------------------------
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _settings_dict(settings: BoundSettings) -> dict[str, Any]:
+    return {"l_phi": settings.l_phi, "grid_m": settings.grid_m}
+
+
+def _record_paths(out: Path, name: str) -> tuple[Path, Path]:
+    slug = record_slug(name)
+    return out / RECORDS_DIR / f"{slug}.json", out / RECORDS_DIR / f"{slug}.matrices.csv"
+
+
+def _read_record(out: Path, name: str, settings: BoundSettings) -> ModelSummary | None:
+    """The summary of a finished model, or None if there is no usable record for these settings."""
+    record_path, matrices_path = _record_paths(out, name)
+    if not (record_path.is_file() and matrices_path.is_file()):
+        return None
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        if (record["schema"], record["model"], record["settings"]) != (RECORD_SCHEMA, name,
+                                                                      _settings_dict(settings)):
+            return None
+        return ModelSummary.from_dict(record["summary"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # unreadable or foreign: analyse again
+
+
+def _write_record(out: Path, requested: str, analysis: BoundAnalysis, summary: ModelSummary) -> None:
+    """The per-matrix table first, then the JSON record that marks the model as done."""
+    from .report import terms_frame
+
+    record_path, matrices_path = _record_paths(out, summary.name)
+    frame = terms_frame(analysis, analysis.evaluate())
+    frame.insert(0, "model", summary.name)
+    _write_atomic(matrices_path, frame.to_csv(index=False))
+    record = {"schema": RECORD_SCHEMA, "model": summary.name, "requested": requested,
+              "revision": analysis.profile.revision, "settings": _settings_dict(analysis.settings),
+              "summary": summary.to_dict()}
+    _write_atomic(record_path, json.dumps(record, indent=1, allow_nan=False))
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+def run_grid(names: Sequence[str], out: Path | str, *, settings: BoundSettings = BoundSettings(),
+             atlas: Path | str | None = None, use_cache: bool = True,
+             progress: Callable[[str], ProgressCallback] = lambda name: silent,
+             report: Callable[[str], None] = lambda line: None) -> GridResult:
+    """Analyse each model (skipping those already recorded in ``out``) and write the study's files.
+
+    ``progress(name)`` gives the download/analysis callback for one model; ``report`` receives one
+    line per model and per note. Raises SpecboundError only if no model could be analysed.
+    """
+    from .analysis import load_profile
+
+    out = Path(out)
+    try:
+        (out / RECORDS_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecboundError(f"cannot create the output directory {out}: {exc.strerror}") from None
+
+    outcomes: list[ModelOutcome] = []
+    profiles: dict[str, SpectralProfile] = {}
+    seen: set[str] = set()
+    total = len(names)
+    for index, requested in enumerate(names, start=1):
+        prefix = f"[{index}/{total}] {requested}"
+        ref = None
+        try:
+            ref = resolve(requested)
+            if ref.name in seen:
+                report(f"{prefix}: given twice, analysed once")
+                continue
+            seen.add(ref.name)
+            if (summary := _read_record(out, ref.name, settings)) is not None:
+                outcomes.append(ModelOutcome(requested, Status.SKIPPED, summary))
+                report(f"{prefix}: skipped, already done ({RECORDS_DIR}/{_record_paths(out, ref.name)[0].name})")
+                continue
+            profile = load_profile(ref, progress=progress(requested), use_cache=use_cache)
+            analysis = BoundAnalysis.from_profile(profile, settings)
+            summary = summarize(analysis)
+            _write_record(out, requested, analysis, summary)
+        except SpecboundError as exc:
+            hint = how_to_get(exc, ref)
+            outcomes.append(ModelOutcome(requested, Status.MISSING, reason=str(exc), how_to_get=hint))
+            report(f"{prefix}: missing: {exc}")
+            continue
+        except OSError as exc:
+            raise SpecboundError(f"cannot write the results of {requested} to {out}: {exc.strerror}") from None
+        profiles[summary.name] = profile
+        outcomes.append(ModelOutcome(requested, Status.DONE, summary))
+        report(f"{prefix}: done, L={summary.num_layers} N={summary.hidden_size}, "
+               f"log10 ours {summary.log_ours / math.log(10):.4f}, "
+               f"log10 Edelman {summary.log_edelman / math.log(10):.4f}")
+
+    if not any(o.ok for o in outcomes):
+        _write_missing(out, outcomes)
+        raise SpecboundError(f"none of the {total} models could be analysed; see {out / 'missing.csv'}")
+    try:
+        return _write_outputs(out, outcomes, profiles, atlas, use_cache, report)
+    except OSError as exc:
+        raise SpecboundError(f"cannot write to {out}: {exc.strerror}") from None
+
+
+def _write_missing(out: Path, outcomes: Sequence[ModelOutcome]) -> Path | None:
+    import pandas as pd
+
+    path = out / "missing.csv"
+    missing = [o for o in outcomes if not o.ok]
+    if not missing:
+        path.unlink(missing_ok=True)  # a stale list from an earlier run would mislead
+        return None
+    pd.DataFrame([{"name": o.requested, "reason": o.reason, "how_to_get": o.how_to_get} for o in missing],
+                 columns=["name", "reason", "how_to_get"]).to_csv(path, index=False)
+    return path
+
+
+def _write_outputs(out: Path, outcomes: Sequence[ModelOutcome], profiles: dict[str, SpectralProfile],
+                   atlas: Path | str | None, use_cache: bool,
+                   report: Callable[[str], None]) -> GridResult:
+    import pandas as pd
+
+    from .scaling import summaries_frame
+
+    summaries = [o.summary for o in outcomes if o.ok and o.summary is not None]
+    files: list[Path] = []
+    notes: list[str] = []
+
+    summaries_frame(summaries).to_csv(out / "models.csv", index=False)
+    files.append(out / "models.csv")
+    tables = [pd.read_csv(_record_paths(out, s.name)[1], dtype={"head": "Int64", "model": str})
+              for s in summaries]
+    pd.concat(tables, ignore_index=True).to_csv(out / "matrices.csv", index=False)
+    files.append(out / "matrices.csv")
+
+    study = None
+    try:
+        study = ScalingStudy.from_summaries(summaries)
+    except ValueError as exc:
+        notes.append(f"no growth curves or exponents: {exc}")
+    if study is not None:
+        study.curves_frame().to_csv(out / "curves.csv", index=False)
+        study.exponents_frame().to_csv(out / "exponents.csv", index=False)
+        files += [out / "curves.csv", out / "exponents.csv"]
+        if not study.curves_depth and not study.curves_width:
+            notes.append("no growth curves: no two models share a depth or a width")
+        try:
+            from .figures.scaling import growth_figure
+
+            for axis in ("L", "N"):
+                figure = growth_figure(study.curves(axis), axis, study.exponents)
+                figure.write_html(out / f"growth_{axis}.html", include_plotlyjs=True)
+                files.append(out / f"growth_{axis}.html")
+        except ImportError:
+            notes.append("no HTML figures: plotly is not installed (pip install plotly)")
+
+    if atlas is not None:
+        from .analysis import load_profile
+        from .atlas import save_atlas
+
+        chosen = []
+        for o in outcomes:
+            if not o.ok or o.summary is None:
+                continue
+            profile = profiles.get(o.summary.name)
+            if profile is None:  # skipped this run: its profile comes from the profile cache
+                try:
+                    profile = load_profile(o.summary.name, use_cache=use_cache)
+                except SpecboundError as exc:
+                    notes.append(f"{o.requested} is not in the atlas: {exc}")
+                    continue
+            chosen.append(profile)
+        if chosen:
+            files.append(save_atlas(chosen, atlas))
+        else:
+            notes.append("no atlas written: no profile available")
+
+    if (missing := _write_missing(out, outcomes)) is not None:
+        files.append(missing)
+    for note in notes:
+        report(f"note: {note}")
+    return GridResult(tuple(outcomes), study, tuple(files), tuple(notes))

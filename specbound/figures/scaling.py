@@ -1,0 +1,89 @@
+"""Growth figures of the scaling study: normalised proxy curves against depth L or width N.
+
+One panel per value of the size held fixed; in each, ours and Edelman's proxy as solid lines and
+the fixed-p regimes as dashed ones, all divided by their value at the smallest size (log y axis), so
+a flatter curve means slower growth.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..scaling import Axis, GrowthCurve, GrowthExponent, Proxy
+
+#: Line style per proxy: the two proxies the paper compares are solid, the fixed-p regimes dashed.
+PROXY_STYLE: dict[Proxy, dict[str, str]] = {
+    Proxy.OURS: {"color": "#1f77b4", "dash": "solid"},
+    Proxy.EDELMAN: {"color": "#d62728", "dash": "solid"},
+    Proxy.P0: {"color": "#2ca02c", "dash": "dash"},
+    Proxy.P1: {"color": "#9467bd", "dash": "dash"},
+    Proxy.P2: {"color": "#8c564b", "dash": "dash"},
+}
+_LABEL = {Proxy.OURS: "ours (p*)", Proxy.EDELMAN: "Edelman et al.", Proxy.P0: "p = 0 (rank)",
+          Proxy.P1: "p = 1 (nuclear)", Proxy.P2: "p = 2 (Frobenius)"}
+_AXIS_TITLE = {Axis.DEPTH: "depth L", Axis.WIDTH: "width N"}
+
+
+def _legend_name(proxy: Proxy, exponents: dict[Proxy, float]) -> str:
+    if proxy in exponents:
+        return f"{_LABEL[proxy]} ~ x^{exponents[proxy]:.2f}"
+    return _LABEL[proxy]
+
+
+def growth_figure(curves: Sequence[GrowthCurve], against: Axis | str,
+                  exponents: Iterable[GrowthExponent] = (), title: str | None = None) -> go.Figure:
+    """Normalised growth curves against ``against`` ("L" or "N"), one panel per fixed other size.
+
+    y = B(x) / B(x_min) on a log axis; a value that overflows float64 is left as a gap, its log10
+    is in the hover text. Pooled exponents given in ``exponents`` are quoted in the legend.
+    """
+    against = Axis(against)
+    curves = [c for c in curves if c.against is against]
+    pooled = {e.proxy: e.slope for e in exponents if e.against is against and e.fixed is None}
+    fixed_values = sorted({c.fixed for c in curves})
+    panels = max(len(fixed_values), 1)
+    cols = panels if panels <= 4 else 3
+    rows = math.ceil(panels / cols)
+    other = against.other.value
+    fig = make_subplots(rows=rows, cols=cols, shared_yaxes=True, shared_xaxes=False,
+                        subplot_titles=[f"{other} = {v}" for v in fixed_values] or None,
+                        horizontal_spacing=0.04, vertical_spacing=0.12 if rows > 1 else 0.0)
+    shown: set[Proxy] = set()
+    for index, fixed in enumerate(fixed_values):
+        row, col = divmod(index, cols)
+        for curve in (c for c in curves if c.fixed == fixed):
+            style = PROXY_STYLE[curve.proxy]
+            ratio = [float(v) if math.isfinite(v) else None for v in curve.ratio]
+            fig.add_trace(go.Scatter(
+                x=list(curve.x), y=ratio, mode="lines+markers", name=_legend_name(curve.proxy, pooled),
+                legendgroup=curve.proxy.value, showlegend=curve.proxy not in shown,
+                line={"color": style["color"], "dash": style["dash"]},
+                customdata=[[m, lr] for m, lr in zip(curve.models, curve.log10_ratio)],
+                hovertemplate=(f"{_LABEL[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
+                               f"<br>ratio = %{{y:.4g}} (log10 %{{customdata[1]:.3f}})<extra></extra>"),
+            ), row=row + 1, col=col + 1)
+            shown.add(curve.proxy)
+    fig.update_yaxes(type="log")
+    fig.update_yaxes(title_text=f"proxy / proxy at smallest {against.value}", col=1)
+    fig.update_xaxes(title_text=_AXIS_TITLE[against], tickmode="array",
+                     tickvals=sorted({x for c in curves for x in c.x}))
+    fig.update_layout(
+        title=title or f"Growth of the bound proxies with {_AXIS_TITLE[against]} "
+                       f"(normalised at the smallest {against.value}; proxies, not generalization gaps)",
+        legend={"title": {"text": "proxy"}}, height=380 * rows, template="plotly_white",
+    )
+    return fig
+
+
+def growth_figure_depth(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = ()) -> go.Figure:
+    """Growth against depth L, one panel per width N."""
+    return growth_figure(curves, Axis.DEPTH, exponents)
+
+
+def growth_figure_width(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = ()) -> go.Figure:
+    """Growth against width N, one panel per depth L."""
+    return growth_figure(curves, Axis.WIDTH, exponents)

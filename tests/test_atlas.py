@@ -1,0 +1,135 @@
+"""Atlas files: profiles survive export and import bit for bit, and damaged files are refused."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specbound.analysis import load_profile
+from specbound.atlas import AtlasError, atlas_profile, load_atlas, read_manifest, save_atlas
+from specbound.bounds import BoundAnalysis
+from specbound.cli import main
+from specbound.errors import SpecboundError
+from specbound.profile import SpectralProfile
+
+FIELDS = ("singular_values", "full_dims", "norm_21", "norm_11")
+
+
+@pytest.fixture
+def profiles(make_checkpoint) -> list[SpectralProfile]:
+    return [load_profile(str(make_checkpoint(layers=2, hidden=32, heads=4, seed=1))),
+            load_profile(str(make_checkpoint(layers=1, hidden=16, heads=2, ffn=24, safe=False, seed=2)))]
+
+
+def _assert_identical(a: SpectralProfile, b: SpectralProfile) -> None:
+    assert (a.model, a.revision, a.shape) == (b.model, b.revision, b.shape)
+    for name in FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert x.tobytes() == y.tobytes()  # bit for bit
+
+
+def test_round_trip_gives_identical_profiles_and_bound_terms(profiles, tmp_path: Path) -> None:
+    path = save_atlas(profiles, tmp_path / "class.npz")
+    loaded = load_atlas(path)
+    assert len(loaded) == 2
+    for original, imported in zip(profiles, loaded):
+        _assert_identical(original, imported)
+        before, after = BoundAnalysis.from_profile(original), BoundAnalysis.from_profile(imported)
+        assert after.log_edelman == before.log_edelman
+        np.testing.assert_array_equal(after.log_alpha, before.log_alpha)
+        np.testing.assert_array_equal(after.p_opt, before.p_opt)
+        for p in (None, 0.0, 0.5, 2.0):
+            t0, t1 = before.evaluate(p), after.evaluate(p)
+            assert t1.log_total == t0.log_total
+            np.testing.assert_array_equal(t1.log_contribution, t0.log_contribution)
+            np.testing.assert_array_equal(t1.log_schatten, t0.log_schatten)
+    manifest = read_manifest(path)
+    assert manifest.names == tuple(p.model for p in profiles)
+    assert [e.shape for e in manifest.entries] == [p.shape for p in profiles]
+    assert manifest.entries[0].singular_value_width == profiles[0].singular_values.shape[1]
+    _assert_identical(atlas_profile(path, profiles[1].model), profiles[1])
+    with pytest.raises(AtlasError, match="holds no model 'nope'"):
+        atlas_profile(path, "nope")
+
+
+def test_the_file_is_a_plain_npz_with_a_json_manifest(profiles, tmp_path: Path) -> None:
+    path = save_atlas(profiles, tmp_path / "a.npz")
+    with np.load(path, allow_pickle=False) as data:
+        manifest = json.loads(str(data["manifest"]))
+        assert manifest["format"] == "specbound-atlas" and manifest["schema"] == 1
+        assert [m["name"] for m in manifest["models"]] == [p.model for p in profiles]
+        assert manifest["models"][1]["shape"] == {"num_layers": 1, "hidden_size": 16, "num_heads": 2,
+                                                  "ffn_size": 24}
+        assert data[manifest["models"][0]["arrays"]["singular_values"]].dtype == np.float64
+
+
+def _rewrite(source: Path, target: Path, change) -> Path:
+    """Copy an atlas archive member by member, letting ``change(name, bytes)`` alter or drop members."""
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w") as zout:
+        for item in zin.infolist():
+            data = change(item.filename, zin.read(item.filename))
+            if data is not None:
+                zout.writestr(item.filename, data)
+    return target
+
+
+def _npy(array: np.ndarray) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def test_damaged_or_foreign_files_are_refused(profiles, tmp_path: Path) -> None:
+    good = save_atlas(profiles, tmp_path / "good.npz")
+    not_zip = tmp_path / "text.npz"
+    not_zip.write_text("hello, not an atlas")
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, x=np.arange(3))
+    single = tmp_path / "single.npy"
+    np.save(single, np.arange(3))
+    no_array = _rewrite(good, tmp_path / "no_array.npz",
+                        lambda name, data: None if name == "m1_norm_11.npy" else data)
+    tampered = _rewrite(good, tmp_path / "tampered.npz",
+                        lambda name, data: _npy(np.zeros(len(profiles[0].norm_21)))
+                        if name == "m0_norm_21.npy" else data)
+    wrong_format = _rewrite(good, tmp_path / "wrong_format.npz",
+                            lambda name, data: _npy(np.array(json.dumps({"format": "other", "schema": 1})))
+                            if name == "manifest.npy" else data)
+    future = _rewrite(good, tmp_path / "future.npz",
+                      lambda name, data: _npy(np.array(json.dumps({"format": "specbound-atlas", "schema": 99,
+                                                                   "models": []})))
+                      if name == "manifest.npy" else data)
+    cases = {not_zip: "not a readable .npz", truncated: "not a readable .npz", foreign: "no manifest",
+             single: "single array", no_array: "'m1_norm_11' .* is missing", tampered: "checksum",
+             wrong_format: "format 'specbound-atlas'", future: "schema 99",
+             tmp_path / "absent.npz": "no atlas file"}
+    for path, message in cases.items():
+        with pytest.raises(AtlasError, match=message):
+            load_atlas(path)
+    assert issubclass(AtlasError, SpecboundError)
+
+
+def test_cli_export_and_show(make_checkpoint, tmp_path: Path, capsys) -> None:
+    small = make_checkpoint(layers=1, hidden=16, heads=2, ffn=24)
+    out = tmp_path / "atlas.npz"
+    assert main(["atlas", "export", "--models", str(small), "no-such-model", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "no-such-model: missing" in printed and "wrote 1 profile(s)" in printed
+    _assert_identical(load_atlas(out)[0], load_profile(str(small)))
+    assert main(["atlas", "show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "1 model(s)" in shown and str(small.resolve()) in shown
+    bad = tmp_path / "bad.npz"
+    bad.write_text("x")
+    assert main(["atlas", "show", str(bad)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a specbound atlas" in err[0]
