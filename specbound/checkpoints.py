@@ -144,6 +144,7 @@ def _download(ref: ModelRef, progress: ProgressCallback) -> Path:
     repo = ref.repo_id
     assert repo is not None
     try:
+        _check_reachable(ref)
         config = _hub_file(repo, CONFIG_FILE, ref.revision, local_only=False, progress=progress)
         for filename in WEIGHT_FILES:
             try:
@@ -164,11 +165,32 @@ def _download(ref: ModelRef, progress: ProgressCallback) -> Path:
                                  f"(or it is private)") from None
     except RevisionNotFoundError:
         raise ModelNotFoundError(f"'{repo}' has no revision '{ref.revision}' on the Hub") from None
+    except LocalEntryNotFoundError as exc:  # a subclass of EntryNotFoundError: the network failed
+        raise OfflineError(_offline_message(ref, f"the Hub cannot be reached ({type(exc).__name__})")) from None
     except EntryNotFoundError:
         raise CheckpointError(f"'{repo}' on the Hub has no {CONFIG_FILE}: not a transformers model") from None
-    except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as exc:
+    except (HfHubHTTPError, OSError) as exc:
         raise OfflineError(_offline_message(ref, f"the Hub cannot be reached ({type(exc).__name__})")) from None
     raise CheckpointError(f"'{repo}' on the Hub has neither safetensors nor PyTorch weights")
+
+
+def _check_reachable(ref: ModelRef) -> None:
+    """One request for the config's metadata, without retries, before any download.
+
+    With no network, hf_hub_download retries with back-off for about 20 s and logs every retry on
+    stderr; this probe fails at once instead. HTTP answers (no such repository, gated, ...) are
+    left to the caller, which has a specific message for each.
+    """
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError
+
+    assert ref.repo_id is not None
+    try:
+        get_hf_file_metadata(hf_hub_url(ref.repo_id, CONFIG_FILE, revision=ref.revision))
+    except HfHubHTTPError:
+        raise
+    except Exception as exc:  # httpx transport errors: no DNS, refused, timed out
+        raise OfflineError(_offline_message(ref, f"the Hub cannot be reached ({type(exc).__name__})")) from None
 
 
 def _offline_message(ref: ModelRef, why: str) -> str:
@@ -280,8 +302,6 @@ class _TensorReader:
 
     def _state_dict(self, path: Path) -> dict[str, Any]:
         if path not in self._state_dicts:
-            import pickle
-
             import torch
 
             try:
@@ -291,7 +311,7 @@ class _TensorReader:
                     if "mmap" not in str(exc):
                         raise
                     state = torch.load(path, map_location="cpu", weights_only=True)  # legacy format
-            except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
+            except Exception as exc:  # garbage makes the unpickler fail in many ways (IndexError, ...)
                 raise CheckpointError(f"cannot read {path.name}: corrupt, or not a weights-only "
                                       f"PyTorch file ({_first_line(exc)})") from None
             if not isinstance(state, dict):

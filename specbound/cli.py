@@ -12,6 +12,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from . import __version__
 from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
@@ -221,8 +222,15 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
     show.set_defaults(handler=_cmd_atlas_show)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one stderr line (SPEC §5), still exiting with status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="specbound",
         description="Spectra and spectrum-adaptive generalization-bound proxies of trained BERT encoders.")
     parser.add_argument("--version", action="version", version=f"specbound {__version__}")
