@@ -1,0 +1,174 @@
+"""The on-disk profile cache: hits, misses after a weight change, corrupt entries, where it lives."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specbound import EncoderShape, Kind, MatrixId, load_profile
+from specbound.cache import ProfileCache, default_cache_dir
+from specbound.checkpoints import fingerprint
+from specbound.errors import CheckpointError
+
+
+def assert_same_profile(a, b) -> None:
+    assert (a.model, a.revision, a.shape) == (b.model, b.revision, b.shape)
+    for name in ("singular_values", "full_dims", "norm_21", "norm_11"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def cache_entry(directory: Path, cache: ProfileCache) -> Path:
+    return cache.path(str(directory.resolve()), fingerprint(directory))
+
+
+def test_second_load_is_a_cache_hit_that_does_not_read_the_weights(make_checkpoint, tmp_path):
+    cache = ProfileCache(tmp_path / "profiles")
+    directory = make_checkpoint(seed=4)
+    first = load_profile(str(directory), cache=cache)
+    entry = cache_entry(directory, cache)
+    assert entry.is_file() and list(cache.directory.iterdir()) == [entry]
+    written = entry.stat().st_mtime_ns
+
+    # Spoil the weights but keep their size and mtime: the revision key is unchanged, so a hit
+    # returns the stored profile, whereas reading the checkpoint would now fail.
+    weights = directory / "model.safetensors"
+    stat = weights.stat()
+    weights.write_bytes(b"\0" * stat.st_size)
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert fingerprint(directory) == first.revision
+
+    second = load_profile(str(directory), cache=cache)
+    assert_same_profile(first, second)
+    assert second is not first
+    assert entry.stat().st_mtime_ns == written  # not rewritten
+    with pytest.raises(CheckpointError, match="corrupt or not a safetensors file"):
+        load_profile(str(directory), cache=cache, use_cache=False)
+
+
+def test_changed_weights_change_the_revision_and_miss(make_checkpoint, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    cache = ProfileCache(tmp_path / "profiles")
+    directory = make_checkpoint(seed=5)
+    before = load_profile(str(directory), cache=cache)
+    old_entry = cache_entry(directory, cache)
+
+    weights = directory / "model.safetensors"
+    state = load_file(str(weights))
+    state["encoder.layer.1.intermediate.dense.weight"] *= 3.0
+    save_file(state, str(weights), metadata={"format": "pt"})
+    stat = weights.stat()
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a distinct mtime however fast
+    assert fingerprint(directory) != before.revision
+
+    after = load_profile(str(directory), cache=cache)
+    assert after.revision == fingerprint(directory) != before.revision
+    new_entry = cache_entry(directory, cache)
+    assert new_entry != old_entry
+    assert sorted(cache.directory.iterdir()) == sorted([old_entry, new_entry])
+    m_in_1 = after.index(MatrixId(1, Kind.M_IN))
+    # the weights are float32 on disk: tripling them rounds each entry by up to one float32 ulp
+    np.testing.assert_allclose(after.singular_values[m_in_1], 3.0 * before.singular_values[m_in_1], rtol=1e-6)
+    unchanged = np.ones(after.shape.num_matrices, dtype=bool)
+    unchanged[m_in_1] = False
+    np.testing.assert_array_equal(after.singular_values[unchanged], before.singular_values[unchanged])
+
+
+def test_touching_the_weight_file_is_a_new_revision(make_checkpoint):
+    directory = make_checkpoint()
+    key = fingerprint(directory)
+    weights = directory / "model.safetensors"
+    stat = weights.stat()
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert fingerprint(directory) != key
+    (directory / "config.json").write_text((directory / "config.json").read_text() + " ")
+    assert len({key, fingerprint(directory)}) == 2
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not an npz file", b"PK\x03\x04" + b"\0" * 64])
+def test_corrupt_entry_is_recomputed_and_replaced(make_checkpoint, tmp_path, garbage):
+    cache = ProfileCache(tmp_path / "profiles")
+    directory = make_checkpoint(seed=6)
+    good = load_profile(str(directory), cache=cache)
+    entry = cache_entry(directory, cache)
+    entry.write_bytes(garbage)
+    assert cache.load(good.model, good.revision) is None
+    assert not entry.exists()  # dropped, not trusted
+
+    entry.write_bytes(garbage)
+    again = load_profile(str(directory), cache=cache)
+    assert_same_profile(good, again)
+    assert entry.stat().st_size > 1000
+    assert_same_profile(good, cache.load(good.model, good.revision))
+
+
+def test_entry_of_another_model_under_this_key_is_not_trusted(make_checkpoint, tmp_path):
+    cache = ProfileCache(tmp_path / "profiles")
+    a = load_profile(str(make_checkpoint(seed=1, name="a")), cache=cache)
+    b_dir = make_checkpoint(seed=2, name="b")
+    b_entry = cache_entry(b_dir, cache)
+    cache_entry(Path(a.model), cache).rename(b_entry)  # a's arrays stored where b's belong
+    b = load_profile(str(b_dir), cache=cache)
+    assert b.model == str(b_dir.resolve())
+    assert not np.array_equal(a.singular_values, b.singular_values)
+    assert_same_profile(b, cache.load(b.model, b.revision))
+
+
+def test_round_trip_keeps_every_array_exactly(make_checkpoint, tmp_path):
+    cache = ProfileCache(tmp_path / "profiles")
+    profile = load_profile(str(make_checkpoint("distilbert", layers=3)), use_cache=False)
+    path = cache.save(profile)
+    assert path.suffix == ".npz" and not list(cache.directory.glob("*.tmp"))
+    loaded = cache.load(profile.model, profile.revision)
+    assert_same_profile(profile, loaded)
+    assert loaded.shape == EncoderShape(3, 32, 4, 48)
+    assert cache.load(profile.model, "another-revision") is None
+    assert cache.load("another-model", profile.revision) is None
+
+
+def test_no_cache_neither_reads_nor_writes(make_checkpoint, tmp_path):
+    cache = ProfileCache(tmp_path / "profiles")
+    load_profile(str(make_checkpoint()), cache=cache, use_cache=False)
+    assert not cache.directory.exists()
+
+
+def test_unwritable_cache_directory_only_costs_speed(make_checkpoint, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    cache = ProfileCache(blocker / "profiles")  # cannot be created: its parent is a file
+    profile = load_profile(str(make_checkpoint()), cache=cache)
+    assert profile.shape.num_matrices == 20
+
+
+def test_default_profile_cache_follows_specbound_cache(make_checkpoint, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECBOUND_CACHE", str(tmp_path / "mine"))
+    assert default_cache_dir() == tmp_path / "mine"
+    assert ProfileCache().directory == tmp_path / "mine"
+    load_profile(str(make_checkpoint()))
+    assert len(list((tmp_path / "mine").glob("*.npz"))) == 1
+
+
+def test_cache_directory_resolution(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECBOUND_CACHE", "~/profiles")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "home" / "profiles"  # the override wins, ~ expanded
+
+    monkeypatch.delenv("SPECBOUND_CACHE")
+    assert default_cache_dir() == tmp_path / "xdg" / "specbound"
+
+    monkeypatch.setenv("XDG_CACHE_HOME", "")
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "specbound"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "specbound"
+
+
+def test_cache_keys_depend_on_model_and_revision(tmp_path):
+    cache = ProfileCache(tmp_path)
+    keys = {cache.path(m, r) for m in ("a", "b") for r in ("1", "2")}
+    assert len(keys) == 4
+    assert all(p.parent == tmp_path and p.suffix == ".npz" for p in keys)
+    assert cache.path("a", "1") == ProfileCache(tmp_path).path("a", "1")

@@ -1,0 +1,442 @@
+"""Loading real checkpoints written by ``save_pretrained``, and every way a checkpoint can be bad.
+
+The reference for each profile is built here, independently of specbound: the model is reloaded with
+transformers, its ``state_dict()`` is read, the proxy matrices are formed densely in float64 and
+numpy's dense SVD gives their singular values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specbound import EncoderShape, Kind, MatrixId, load_profile
+from specbound.checkpoints import fingerprint, open_checkpoint, weight_files
+from specbound.errors import (CheckpointError, InvalidWeightsError, ModelNotFoundError, OfflineError,
+                              UnsupportedModelError)
+
+#: (out, in) weight names per family, relative to one layer.
+BERT_KEYS = ("attention.self.query.weight", "attention.self.key.weight", "attention.self.value.weight",
+             "attention.output.dense.weight", "intermediate.dense.weight", "output.dense.weight")
+DISTIL_KEYS = ("attention.q_lin.weight", "attention.k_lin.weight", "attention.v_lin.weight",
+               "attention.out_lin.weight", "ffn.lin1.weight", "ffn.lin2.weight")
+
+
+# --- a reference built from the model's own weights ----------------------------------------------
+
+def dense_reference(state: dict, shape: EncoderShape, root: str, keys: tuple[str, ...]) -> dict:
+    """MatrixId -> (dense proxy matrix, its singular values from numpy's dense SVD)."""
+    H, d = shape.num_heads, shape.head_dim
+    out = {}
+    for layer in range(shape.num_layers):
+        wq, wk, wv, wo, w_int, w_out = (state[f"{root}.{layer}.{k}"].detach().double().numpy() for k in keys)
+        for h in range(H):
+            s = slice(h * d, (h + 1) * d)
+            out[MatrixId(layer, Kind.QK, h)] = wq[s, :].T @ wk[s, :]
+            out[MatrixId(layer, Kind.V, h)] = wv[s, :].T @ wo.T[s, :]
+        out[MatrixId(layer, Kind.M_IN)] = w_int.T
+        out[MatrixId(layer, Kind.M_OUT)] = w_out.T
+    return {key: (m, np.linalg.svd(m, compute_uv=False)) for key, m in out.items()}
+
+
+def assert_profile_matches(profile, reference: dict) -> None:
+    assert len(reference) == profile.shape.num_matrices
+    for i, matrix in enumerate(profile.ids):
+        dense, sv = reference[matrix]
+        ours = profile.singular_values_of(matrix)
+        assert ours.shape == sv.shape, matrix.label
+        np.testing.assert_allclose(ours, sv, rtol=0, atol=1e-9 * sv[0], err_msg=matrix.label)
+        np.testing.assert_allclose(profile.norm_21[i], np.linalg.norm(dense, axis=0).sum(), rtol=1e-12)
+        np.testing.assert_allclose(profile.norm_11[i], np.abs(dense).sum(), rtol=1e-12)
+
+
+def reload_state(directory: Path) -> dict:
+    import transformers
+
+    return transformers.AutoModel.from_pretrained(directory).state_dict()
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "distilbert"])
+@pytest.mark.parametrize("safe", [True, False], ids=["safetensors", "pytorch"])
+def test_checkpoint_loads_with_its_shape_and_exact_spectra(make_checkpoint, family, safe):
+    directory = make_checkpoint(family, layers=2, hidden=32, heads=4, ffn=48, safe=safe)
+    expected_file = "model.safetensors" if safe else "pytorch_model.bin"
+    assert [p.name for p in weight_files(directory)] == [expected_file]
+
+    checkpoint = open_checkpoint(directory)
+    assert checkpoint.shape == EncoderShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
+    assert checkpoint.shape.head_dim == 8
+    assert checkpoint.shape.num_matrices == 20
+
+    profile = load_profile(str(directory), use_cache=False)
+    assert profile.model == str(directory.resolve())
+    assert profile.revision == fingerprint(directory)
+    root, keys = ("transformer.layer", DISTIL_KEYS) if family == "distilbert" else ("encoder.layer", BERT_KEYS)
+    assert_profile_matches(profile, dense_reference(reload_state(directory), profile.shape, root, keys))
+    # random init: every QK and V has full head rank d, the feed-forward matrices rank N
+    assert profile.rank.tolist() == ([8] * 8 + [32, 32]) * 2
+
+
+def test_pytorch_and_safetensors_formats_give_the_same_profile(make_checkpoint):
+    safe = load_profile(str(make_checkpoint(seed=3, name="st")), use_cache=False)
+    pickle = load_profile(str(make_checkpoint(seed=3, safe=False, name="pt")), use_cache=False)
+    np.testing.assert_array_equal(safe.singular_values, pickle.singular_values)
+    np.testing.assert_array_equal(safe.norm_21, pickle.norm_21)
+
+
+def test_sharded_safetensors_checkpoint_loads(tmp_path):
+    import torch
+    import transformers
+
+    torch.manual_seed(1)
+    config = transformers.BertConfig(vocab_size=50, num_hidden_layers=3, hidden_size=32, num_attention_heads=4,
+                                     intermediate_size=48, max_position_embeddings=16)
+    model = transformers.BertModel(config)
+    model.save_pretrained(tmp_path, max_shard_size="20KB")
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
+    shards = sorted(set(index["weight_map"].values()))
+    assert len(shards) > 1 and not (tmp_path / "model.safetensors").exists()
+    assert [p.name for p in weight_files(tmp_path)] == shards
+
+    profile = load_profile(str(tmp_path), use_cache=False)
+    assert profile.shape == EncoderShape(3, 32, 4, 48)
+    assert_profile_matches(profile, dense_reference(model.state_dict(), profile.shape, "encoder.layer", BERT_KEYS))
+
+
+def test_prefixed_keys_of_a_masked_lm_head_checkpoint_load(tmp_path):
+    import torch
+    import transformers
+
+    torch.manual_seed(2)
+    config = transformers.BertConfig(vocab_size=50, num_hidden_layers=2, hidden_size=32, num_attention_heads=2,
+                                     intermediate_size=40, max_position_embeddings=16)
+    model = transformers.BertForMaskedLM(config)
+    model.save_pretrained(tmp_path)
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "model.safetensors"), framework="np") as f:
+        names = list(f.keys())
+    assert "bert.encoder.layer.0.attention.self.query.weight" in names
+    assert not any(n.startswith("encoder.") for n in names)
+
+    profile = load_profile(str(tmp_path), use_cache=False)
+    assert profile.shape == EncoderShape(2, 32, 2, 40)
+    assert profile.rank.tolist() == ([16] * 4 + [32, 32]) * 2
+    reference = dense_reference(model.bert.state_dict(), profile.shape, "encoder.layer", BERT_KEYS)
+    assert_profile_matches(profile, reference)
+
+
+def test_layers_are_read_one_at_a_time_as_float64(make_checkpoint):
+    checkpoint = open_checkpoint(make_checkpoint(layers=3))
+    layers = checkpoint.layers()
+    first = next(layers)
+    assert first.query.dtype == np.float64 and first.ffn_in.shape == (48, 32) and first.ffn_out.shape == (32, 48)
+    assert len(list(layers)) == 2
+
+
+# --- the bundled, trained MiniLM ------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_bundled_minilm_profile():
+    from safetensors.numpy import load_file
+
+    from specbound.models import bundled_model_dir
+
+    profile = load_profile("minilm-l6")
+    shape = profile.shape
+    assert shape == EncoderShape(num_layers=6, hidden_size=384, num_heads=12, ffn_size=1536)
+    assert shape.head_dim == 32 and shape.num_matrices == 156 and len(profile.ids) == 156
+    for kind, rank in ((Kind.QK, 32), (Kind.V, 32), (Kind.M_IN, 384), (Kind.M_OUT, 384)):
+        assert profile.rank[profile.mask(kind)].tolist() == [rank] * int(profile.mask(kind).sum()), kind
+    # only the first d = 32 singular values of a QK or V matrix can be nonzero
+    qkv = profile.mask(Kind.QK) | profile.mask(Kind.V)
+    assert np.all(profile.singular_values[qkv, 32:] == 0.0)
+
+    weights = load_file(str(bundled_model_dir() / "model.safetensors"))
+    prefix = "" if "encoder.layer.0.attention.self.query.weight" in weights else "bert."
+
+    def w(layer: int, key: str) -> np.ndarray:
+        return weights[f"{prefix}encoder.layer.{layer}.{key}"].astype(np.float64)
+
+    s = slice(5 * 32, 6 * 32)
+    picks = {
+        MatrixId(0, Kind.QK, 5): w(0, BERT_KEYS[0])[s].T @ w(0, BERT_KEYS[1])[s],
+        MatrixId(3, Kind.V, 5): w(3, BERT_KEYS[2])[s].T @ w(3, BERT_KEYS[3]).T[s],
+        MatrixId(5, Kind.M_IN): w(5, BERT_KEYS[4]).T,
+        MatrixId(2, Kind.M_OUT): w(2, BERT_KEYS[5]).T,
+    }
+    for matrix, dense in picks.items():
+        sv = np.linalg.svd(dense, compute_uv=False)
+        np.testing.assert_allclose(profile.singular_values_of(matrix), sv, rtol=0, atol=1e-9 * sv[0],
+                                   err_msg=matrix.label)
+        np.testing.assert_allclose(profile.norm_21[profile.index(matrix)], np.linalg.norm(dense, axis=0).sum(),
+                                   rtol=1e-12)
+
+
+# --- bad checkpoints (SPEC §8) --------------------------------------------------------------------
+
+def edit_config(directory: Path, **changes) -> None:
+    path = directory / "config.json"
+    config = json.loads(path.read_text())
+    for key, value in changes.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    path.write_text(json.dumps(config))
+
+
+def edit_weights(directory: Path, edit) -> None:
+    """Rewrite model.safetensors after ``edit(state)`` changes the dict of torch tensors in place."""
+    from safetensors.torch import load_file, save_file
+
+    path = directory / "model.safetensors"
+    state = load_file(str(path))
+    edit(state)
+    save_file(state, str(path), metadata={"format": "pt"})
+
+
+def _missing_weights(d: Path) -> None:
+    (d / "model.safetensors").unlink()
+
+
+def _corrupt_safetensors(d: Path) -> None:
+    (d / "model.safetensors").write_bytes(b"\x13\x00\x00\x00\x00\x00\x00\x00not a header at all" * 10)
+
+
+def _truncated_safetensors(d: Path) -> None:
+    data = (d / "model.safetensors").read_bytes()
+    (d / "model.safetensors").write_bytes(data[: len(data) // 2])
+
+
+def _corrupt_bin(d: Path) -> None:
+    (d / "model.safetensors").unlink()
+    (d / "pytorch_model.bin").write_bytes(b"this is not a pickle nor a zip archive\n" * 20)
+
+
+def _no_config(d: Path) -> None:
+    (d / "config.json").unlink()
+
+
+def _config_not_json(d: Path) -> None:
+    (d / "config.json").write_text('{"model_type": "bert", "hidden_size": 32,')
+
+
+def _config_without_heads(d: Path) -> None:
+    edit_config(d, num_attention_heads=None)
+
+
+def _gpt2(d: Path) -> None:
+    edit_config(d, model_type="gpt2")
+
+
+def _heads_not_dividing(d: Path) -> None:
+    edit_config(d, num_attention_heads=5)
+
+
+def _nan_weight(d: Path) -> None:
+    def edit(state):
+        state["encoder.layer.1.attention.self.key.weight"][3, 4] = float("nan")
+    edit_weights(d, edit)
+
+
+def _inf_weight(d: Path) -> None:
+    def edit(state):
+        state["encoder.layer.0.output.dense.weight"][0, 0] = float("-inf")
+    edit_weights(d, edit)
+
+
+def _wrong_shape(d: Path) -> None:
+    import torch
+
+    def edit(state):
+        state["encoder.layer.1.intermediate.dense.weight"] = torch.zeros(40, 32)
+    edit_weights(d, edit)
+
+
+def _layer_missing(d: Path) -> None:
+    def edit(state):
+        for name in [n for n in state if n.startswith("encoder.layer.1.")]:
+            del state[name]
+    edit_weights(d, edit)
+
+
+def _not_a_bert_layout(d: Path) -> None:
+    def edit(state):
+        for name in [n for n in state if n.startswith("encoder.layer.")]:
+            state[name.replace("encoder.layer.", "blocks.")] = state.pop(name)
+    edit_weights(d, edit)
+
+
+#: id -> (how to spoil a tiny BERT checkpoint, the error class, words its message must contain)
+BAD_CHECKPOINTS = {
+    "missing weights": (_missing_weights, CheckpointError, ["no weights in", "model.safetensors"]),
+    "corrupt safetensors": (_corrupt_safetensors, CheckpointError,
+                            ["cannot read model.safetensors", "corrupt or not a safetensors file"]),
+    "truncated safetensors": (_truncated_safetensors, CheckpointError,
+                              ["model.safetensors", "corrupt or not a safetensors file"]),
+    "corrupt bin": (_corrupt_bin, CheckpointError,
+                    ["cannot read pytorch_model.bin", "not a weights-only PyTorch file"]),
+    "no config": (_no_config, CheckpointError, ["cannot read config.json", "No such file or directory"]),
+    "config not json": (_config_not_json, CheckpointError, ["config.json", "is not valid JSON"]),
+    "no heads in config": (_config_without_heads, CheckpointError,
+                           ["lacks a positive integer 'num_attention_heads'"]),
+    "gpt2": (_gpt2, UnsupportedModelError, ["model type 'gpt2' is not a BERT-family encoder", "supported:"]),
+    "heads not dividing N": (_heads_not_dividing, UnsupportedModelError,
+                             ["hidden size 32 is not divisible by 5 attention heads"]),
+    "nan weight": (_nan_weight, InvalidWeightsError,
+                   ["'encoder.layer.1.attention.self.key.weight'", "NaN or infinite"]),
+    "inf weight": (_inf_weight, InvalidWeightsError, ["'encoder.layer.0.output.dense.weight'", "NaN or infinite"]),
+    "wrong shape": (_wrong_shape, UnsupportedModelError,
+                    ["'encoder.layer.1.intermediate.dense.weight' has shape (40, 32)", "implies (48, 32)"]),
+    "layer missing": (_layer_missing, CheckpointError,
+                      ["'encoder.layer.1.attention.self.query.weight' is missing",
+                       "config.json declares 2 layers"]),
+    "other layout": (_not_a_bert_layout, CheckpointError, ["no weight named", "encoder.layer"]),
+}
+
+
+def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specbound.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=300)
+
+
+@pytest.mark.parametrize("case", list(BAD_CHECKPOINTS))
+def test_bad_checkpoint_gives_its_specific_error(make_checkpoint, case):
+    spoil, error, words = BAD_CHECKPOINTS[case]
+    directory = make_checkpoint()
+    spoil(directory)
+    with pytest.raises(error) as info:
+        load_profile(str(directory))
+    message = str(info.value)
+    for word in words:
+        assert word in message
+    assert "\n" not in message
+
+    result = run_cli("analyze", str(directory), "--json")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [f"specbound: error: {message}"]
+
+
+def test_corrupt_pytorch_zip_archive(make_checkpoint):
+    directory = make_checkpoint(safe=False)
+    data = (directory / "pytorch_model.bin").read_bytes()
+    (directory / "pytorch_model.bin").write_bytes(data[: len(data) // 3])
+    with pytest.raises(CheckpointError, match="cannot read pytorch_model.bin: corrupt, or not a weights-only"):
+        load_profile(str(directory))
+
+
+def test_bad_shard_index(make_checkpoint):
+    directory = make_checkpoint()
+    (directory / "model.safetensors").unlink()
+    (directory / "model.safetensors.index.json").write_text('{"metadata": {}}')
+    with pytest.raises(CheckpointError, match="cannot read the shard index model.safetensors.index.json"):
+        load_profile(str(directory))
+
+
+def test_zero_query_weight_gives_rank_zero_and_zero_contribution(make_checkpoint):
+    import torch
+
+    from specbound import BoundAnalysis
+
+    directory = make_checkpoint()
+
+    def edit(state):
+        state["encoder.layer.0.attention.self.query.weight"] = torch.zeros(32, 32)
+    edit_weights(directory, edit)
+
+    profile = load_profile(str(directory))
+    zero = profile.mask(Kind.QK) & (profile.layers == 0)
+    assert profile.rank[zero].tolist() == [0, 0, 0, 0]
+    assert np.all(profile.singular_values[zero] == 0.0)
+    assert np.all(profile.norm_21[zero] == 0.0) and np.all(profile.norm_11[zero] == 0.0)
+    assert profile.rank[~zero].tolist() == [8] * 4 + [32, 32] + ([8] * 8 + [32, 32])
+
+    analysis = BoundAnalysis.from_profile(profile)
+    for p in (None, 0.0, 0.5, 1.0, 2.0):
+        terms = analysis.evaluate(p)
+        assert np.all(terms.contribution[zero] == 0.0)
+        assert np.all(terms.contribution[~zero] > 0.0)
+        assert np.isfinite(terms.total)
+    assert np.isfinite(analysis.edelman)
+    # p* of a zero matrix: every p gives c = 0, and ties go to the smallest p
+    assert analysis.p_opt[zero].tolist() == [0.0] * 4
+
+
+def test_zero_query_weight_through_the_cli(make_checkpoint, capsys):
+    import torch
+
+    from specbound.cli import main
+
+    directory = make_checkpoint()
+
+    def edit(state):
+        state["encoder.layer.1.attention.self.query.weight"] = torch.zeros(32, 32)
+    edit_weights(directory, edit)
+    assert main(["analyze", str(directory), "--json", "--p", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    zeros = [m for m in out["matrices"] if m["layer"] == 1 and m["kind"] == "QK"]
+    assert [(m["rank"], m["contribution"], m["contribution_at_p"]) for m in zeros] == [(0, 0.0, 0.0)] * 4
+    assert all(m["contribution"] > 0 for m in out["matrices"] if m not in zeros)
+
+
+# --- the Hub, offline -----------------------------------------------------------------------------
+
+def test_uncached_hub_id_in_offline_mode(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OfflineError) as info:
+        load_profile("someone/never-downloaded-encoder")
+    assert str(info.value) == (
+        "model 'someone/never-downloaded-encoder' is not in the local Hugging Face cache and offline mode "
+        "is on (HF_HUB_OFFLINE); connect to the internet and retry to download it once, or pass a local "
+        "checkpoint directory")
+
+
+def test_uncached_miniature_in_offline_mode_names_the_alias(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OfflineError, match=r"^model 'L12-H768' is not in the local Hugging Face cache"):
+        load_profile("L12-H768")
+
+
+def test_uncached_hub_id_without_network_is_an_offline_error(monkeypatch):
+    """HF_HUB_OFFLINE unset: the download is attempted and fails (this machine has no route to the Hub)."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises((OfflineError, ModelNotFoundError)) as info:
+        load_profile("someone/never-downloaded-encoder")
+    message = str(info.value)
+    if isinstance(info.value, OfflineError):  # no network: the expected case here
+        assert message.startswith("model 'someone/never-downloaded-encoder' is not in the local Hugging "
+                                  "Face cache and ")
+        assert "connect to the internet" in message
+    else:  # a network that reaches the Hub answers that the repository does not exist
+        assert "there is no model 'someone/never-downloaded-encoder' on the Hugging Face Hub" in message
+
+
+def test_cli_offline_error_is_one_line(tmp_path):
+    result = run_cli("analyze", "someone/never-downloaded-encoder", "--json", HF_HUB_OFFLINE="1")
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert lines[0].startswith("specbound: error: model 'someone/never-downloaded-encoder' is not in the "
+                               "local Hugging Face cache and offline mode is on (HF_HUB_OFFLINE)")
+
+
+def test_cli_without_network_is_one_line():
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    result = subprocess.run([sys.executable, "-m", "specbound.cli", "analyze", "someone/never-downloaded-encoder"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("specbound: error: ")
+    assert "someone/never-downloaded-encoder" in lines[0]

@@ -1,0 +1,335 @@
+"""The command line: the JSON interface of SPEC §5 field for field, human output, models, export, errors."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specbound.cli import main
+
+NUMBER = float
+TOP_LEVEL = {"model": str, "num_layers": int, "hidden_size": int, "num_heads": int, "head_dim": int,
+             "ffn_size": int, "l_phi": NUMBER, "grid_m": int, "proxies": dict, "log10_alpha": list,
+             "matrices": list}
+PROXIES = {"ours": NUMBER, "ours_log10": NUMBER, "edelman": NUMBER, "edelman_log10": NUMBER,
+           "at_p": (NUMBER, type(None)), "at_p_log10": (NUMBER, type(None))}
+MATRIX = {"layer": int, "head": (int, type(None)), "kind": str, "rank": int, "spectral_norm": NUMBER,
+          "frobenius_norm": NUMBER, "nuclear_norm": NUMBER, "norm_21": NUMBER, "norm_11": NUMBER,
+          "stable_rank": NUMBER, "gamma": NUMBER, "log10_scale": NUMBER, "p_opt": NUMBER,
+          "contribution": NUMBER, "contribution_at_p": (NUMBER, type(None))}
+
+
+def run_main(*argv: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(argv)) == 0
+    return out.getvalue()
+
+
+def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specbound.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=300)
+
+
+def assert_types(obj: dict, schema: dict, where: str) -> None:
+    assert set(obj) == set(schema), where
+    for key, expected in schema.items():
+        value = obj[key]
+        assert not isinstance(value, bool), f"{where}.{key}"
+        assert isinstance(value, expected), f"{where}.{key} is {type(value).__name__}"
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """`analyze minilm-l6 --json` without and with --p 1 (the profile cache makes the second cheap)."""
+    return json.loads(run_main("analyze", "minilm-l6", "--json")), \
+        json.loads(run_main("analyze", "minilm-l6", "--json", "--p", "1"))
+
+
+def expected_order(layers: int, heads: int) -> list[tuple[int, int | None, str]]:
+    order = []
+    for layer in range(layers):
+        order += [(layer, h, "QK") for h in range(heads)] + [(layer, h, "V") for h in range(heads)]
+        order += [(layer, None, "M_in"), (layer, None, "M_out")]
+    return order
+
+
+# --- analyze --json (SPEC §5) ---------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_analyze_json_matches_the_interface(minilm):
+    out, _ = minilm
+    assert_types(out, TOP_LEVEL, "top")
+    assert_types(out["proxies"], PROXIES, "proxies")
+    assert (out["model"], out["num_layers"], out["hidden_size"], out["num_heads"], out["head_dim"],
+            out["ffn_size"]) == ("minilm-l6", 6, 384, 12, 32, 1536)
+    assert out["l_phi"] == 1.13
+    assert out["grid_m"] == math.ceil(6 + math.log(384)) == 12
+    assert out["proxies"]["at_p"] is None and out["proxies"]["at_p_log10"] is None
+
+    assert len(out["log10_alpha"]) == 6 and all(type(v) is float for v in out["log10_alpha"])
+    assert out["log10_alpha"][-1] == 0.0
+    assert all(a > b for a, b in zip(out["log10_alpha"], out["log10_alpha"][1:]))  # trained: every f > 1
+
+    matrices = out["matrices"]
+    assert len(matrices) == 156
+    for i, m in enumerate(matrices):
+        assert_types(m, MATRIX, f"matrices[{i}]")
+        assert m["contribution_at_p"] is None
+    assert [(m["layer"], m["head"], m["kind"]) for m in matrices] == expected_order(6, 12)
+    assert {m["rank"] for m in matrices if m["kind"] in ("QK", "V")} == {32}
+    assert {m["rank"] for m in matrices if m["kind"] in ("M_in", "M_out")} == {384}
+
+    grid = np.arange(25) / 12
+    for m in matrices:
+        assert np.min(np.abs(grid - m["p_opt"])) < 1e-12
+        assert m["spectral_norm"] <= m["frobenius_norm"] <= m["nuclear_norm"]
+        assert m["stable_rank"] == pytest.approx(m["frobenius_norm"] ** 2 / m["spectral_norm"] ** 2, rel=1e-12)
+        assert 1.0 <= m["stable_rank"] <= m["rank"]
+
+    proxies = out["proxies"]
+    total = sum(m["contribution"] for m in matrices) + math.sqrt(6)
+    assert proxies["ours"] == pytest.approx(total, rel=1e-12)
+    assert proxies["ours_log10"] == pytest.approx(math.log10(proxies["ours"]), rel=1e-12)
+    assert proxies["edelman_log10"] == pytest.approx(math.log10(proxies["edelman"]), rel=1e-12)
+    assert proxies["edelman"] > proxies["ours"]
+
+
+@pytest.mark.slow
+def test_analyze_json_with_p(minilm):
+    plain, at_one = minilm
+    assert_types(at_one["proxies"], PROXIES, "proxies")
+    proxies = at_one["proxies"]
+    assert type(proxies["at_p"]) is float and type(proxies["at_p_log10"]) is float
+    assert {k: v for k, v in at_one.items() if k != "proxies" and k != "matrices"} == \
+        {k: v for k, v in plain.items() if k != "proxies" and k != "matrices"}
+    for key in ("ours", "ours_log10", "edelman", "edelman_log10"):
+        assert proxies[key] == plain["proxies"][key]
+
+    N = 384
+    for with_p, without in zip(at_one["matrices"], plain["matrices"]):
+        assert {k: v for k, v in with_p.items() if k != "contribution_at_p"} == \
+            {k: v for k, v in without.items() if k != "contribution_at_p"}
+        # p = 1: c = (||W||_* s_W)^(1/3) N^(2/3)
+        scale = 10.0 ** with_p["log10_scale"]
+        expected = (with_p["nuclear_norm"] * scale) ** (1 / 3) * N ** (2 / 3)
+        assert with_p["contribution_at_p"] == pytest.approx(expected, rel=1e-9)
+        assert with_p["contribution_at_p"] >= with_p["contribution"] * (1 - 1e-12) or with_p["p_opt"] == 1.0
+    total = sum(m["contribution_at_p"] for m in at_one["matrices"]) + math.sqrt(6)
+    assert proxies["at_p"] == pytest.approx(total, rel=1e-12)
+    assert proxies["at_p_log10"] == pytest.approx(math.log10(total), rel=1e-12)
+
+
+@pytest.mark.slow
+def test_analyze_json_at_p_zero_counts_rank():
+    out = json.loads(run_main("analyze", "minilm-l6", "--json", "--p", "0"))
+    for m in out["matrices"]:
+        assert m["contribution_at_p"] == pytest.approx(math.sqrt(m["rank"] * 384), rel=1e-12)
+    expected = 144 * math.sqrt(32 * 384) + 12 * math.sqrt(384 * 384) + math.sqrt(6)
+    assert out["proxies"]["at_p"] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_l_phi_and_grid_m_options(minilm):
+    plain, _ = minilm
+    _, at_one = minilm
+    out = json.loads(run_main("analyze", "minilm-l6", "--json", "--l-phi", "2", "--grid-m", "5", "--p", "1"))
+    assert out["l_phi"] == 2.0 and type(out["l_phi"]) is float
+    assert out["grid_m"] == 5
+    # alpha of layer l carries one factor L_phi per layer above it
+    shift = math.log10(2 / 1.13)
+    for layer, (a, b) in enumerate(zip(out["log10_alpha"], plain["log10_alpha"])):
+        assert a - b == pytest.approx((5 - layer) * shift, abs=1e-9)
+    assert all(abs(m["p_opt"] * 5 - round(m["p_opt"] * 5)) < 1e-12 for m in out["matrices"])
+    # MiniLM's scales s_W are so large (alpha up to 1e22) that p* = 0 everywhere, on either grid:
+    # the proxy at p* is then sum sqrt(rank N) + sqrt(L), independent of L_phi
+    assert {m["p_opt"] for m in out["matrices"]} == {m["p_opt"] for m in plain["matrices"]} == {0.0}
+    expected = 144 * math.sqrt(32 * 384) + 12 * 384 + math.sqrt(6)
+    assert out["proxies"]["ours"] == pytest.approx(expected, rel=1e-12)
+    assert plain["proxies"]["ours"] == pytest.approx(expected, rel=1e-12)
+    # at a fixed p > 0 the scale enters: c(W; 1) grows with s_W^(1/3), except in the top layer (alpha = 1)
+    assert out["proxies"]["at_p"] > at_one["proxies"]["at_p"]
+    assert out["proxies"]["edelman_log10"] > plain["proxies"]["edelman_log10"]
+    for new, old in zip(out["matrices"], at_one["matrices"]):
+        assert new["spectral_norm"] == old["spectral_norm"] and new["gamma"] == old["gamma"]
+        shift = (5 - new["layer"]) * math.log10(2 / 1.13)
+        assert new["log10_scale"] - old["log10_scale"] == pytest.approx(shift, abs=1e-9)
+        assert new["contribution_at_p"] == pytest.approx(old["contribution_at_p"] * 10 ** (shift / 3), rel=1e-9)
+
+
+def test_analyze_json_on_a_local_checkpoint(make_checkpoint, capsys):
+    directory = make_checkpoint(layers=3, hidden=32, heads=4, ffn=48)
+    capsys.readouterr()  # drop what save_pretrained printed
+    assert main(["analyze", str(directory), "--json", "--p", "2"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    out = json.loads(captured.out)
+    assert out["model"] == str(directory.resolve())
+    assert (out["num_layers"], out["hidden_size"], out["num_heads"], out["head_dim"], out["ffn_size"]) == (3, 32, 4, 8, 48)
+    assert out["grid_m"] == math.ceil(3 + math.log(32))
+    assert [(m["layer"], m["head"], m["kind"]) for m in out["matrices"]] == expected_order(3, 4)
+    for m in out["matrices"]:
+        assert_types(m, MATRIX, m["kind"])
+        # p = 2: c = sqrt(||W||_F s_W) N^(3/4)
+        expected = math.sqrt(m["frobenius_norm"] * 10.0 ** m["log10_scale"]) * 32 ** 0.75
+        assert m["contribution_at_p"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_default_model_is_the_bundled_one(capsys):
+    assert main(["analyze", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "minilm-l6"
+
+
+def test_no_cache_recomputes_the_same_numbers(make_checkpoint, capsys):
+    directory = make_checkpoint()
+    assert main(["analyze", str(directory), "--json"]) == 0
+    cached = capsys.readouterr().out
+    assert main(["analyze", str(directory), "--json", "--no-cache"]) == 0
+    assert capsys.readouterr().out == cached
+
+
+# --- human output -------------------------------------------------------------------------------
+
+def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
+    directory = make_checkpoint(layers=2)
+    assert main(["analyze", str(directory), "--json", "--p", "0.5"]) == 0
+    numbers = json.loads(capsys.readouterr().out)["proxies"]
+    assert main(["analyze", str(directory), "--p", "0.5"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0] == (f"{directory.resolve()}: L=2 N=32 H=4 d=8 d_ff=48, 20 matrices, L_phi=1.13, "
+                        f"grid m={math.ceil(2 + math.log(32))}")
+    assert lines[1] == f"spectrum-adaptive proxy at p*:   {numbers['ours']:.6g}  (log10 {numbers['ours_log10']:.4f})"
+    assert lines[2] == f"spectrum-adaptive proxy at p = 0.5: {numbers['at_p']:.6g}  (log10 {numbers['at_p_log10']:.4f})"
+    assert lines[3].startswith(f"Edelman-style proxy:             {numbers['edelman']:.6g}")
+    assert "per layer, c(W; p) at p = 0.5 (sqrt(L) = 1.414 is added to the total):" in text
+    assert "sum_c_QK" in text and "log10_xi" in text
+    assert lines[-1] == "These are proxies of the bound's leading complexity factor, not the generalization gap."
+
+
+# --- models ---------------------------------------------------------------------------------------
+
+def test_models_lists_25_entries_and_marks_the_bundled_one(capsys):
+    assert main(["models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "L", "N", "H", "offline", "source"]
+    rows = [line.split() for line in lines[1:26]]
+    assert len(rows) == 25 and lines[26] == ""
+    assert rows[0] == ["minilm-l6", "6", "384", "12", "yes", "sentence-transformers/all-MiniLM-L6-v2"]
+    assert rows[1][:4] == ["L2-H128", "2", "128", "2"] and rows[1][5] == "google/bert_uncased_L-2_H-128_A-2"
+    assert rows[-1][:4] == ["L12-H768", "12", "768", "12"]
+    assert all(row[4] in ("yes", "no") for row in rows)
+    assert "local checkpoint directory" in lines[-1]
+
+
+# --- export ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_export_writes_tables_that_match_the_json(make_checkpoint, tmp_path, capsys, fmt):
+    directory = make_checkpoint(layers=2, seed=9)
+    assert main(["analyze", str(directory), "--json", "--p", "1.5"]) == 0
+    reference = json.loads(capsys.readouterr().out)
+    out = tmp_path / "out"
+    assert main(["export", str(directory), "--format", fmt, "--out", str(out), "--p", "1.5"]) == 0
+    assert capsys.readouterr().out.strip() == \
+        f"wrote matrices.{fmt}, layers.{fmt}, singular_values.{fmt} and summary.json to {out}"
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"layers.{fmt}", f"matrices.{fmt}", f"singular_values.{fmt}", "summary.json"])
+
+    read = pd.read_csv if fmt == "csv" else (lambda p: pd.read_json(p, orient="records"))
+    # pandas writes JSON floats with 10 decimals; CSV keeps every digit
+    rtol, atol = (1e-15, 0.0) if fmt == "csv" else (1e-9, 1e-10)
+    matrices = read(out / f"matrices.{fmt}")
+    assert len(matrices) == 20
+    assert matrices["kind"].tolist() == [m["kind"] for m in reference["matrices"]]
+    assert matrices["layer"].tolist() == [m["layer"] for m in reference["matrices"]]
+    for column, key in (("contribution", "contribution_at_p"), ("contribution_at_p_opt", "contribution"),
+                        ("p_opt", "p_opt"), ("spectral_norm", "spectral_norm"), ("norm_21", "norm_21"),
+                        ("norm_11", "norm_11"), ("gamma", "gamma"), ("log10_scale", "log10_scale"),
+                        ("rank", "rank")):
+        np.testing.assert_allclose(matrices[column].to_numpy(dtype=float),
+                                   [m[key] for m in reference["matrices"]], rtol=rtol, atol=atol, err_msg=column)
+    assert np.all(matrices["p"] == 1.5)
+
+    layers = read(out / f"layers.{fmt}")
+    assert layers["layer"].tolist() == [0, 1]
+    np.testing.assert_allclose(layers["log10_alpha"], reference["log10_alpha"], rtol=rtol, atol=max(atol, 1e-15))
+    per_layer = [sum(m["contribution_at_p"] for m in reference["matrices"] if m["layer"] == l) for l in (0, 1)]
+    np.testing.assert_allclose(layers["sum_c"], per_layer, rtol=max(rtol, 1e-12), atol=atol)
+
+    sv = read(out / f"singular_values.{fmt}")
+    assert len(sv) == 20 * 32  # k = N = 32 values for every matrix here (d_ff = 48 > N)
+    first = sv.groupby(["layer", "kind", "head"], dropna=False, sort=False)["sigma"].max().to_numpy()
+    np.testing.assert_allclose(first, [m["spectral_norm"] for m in reference["matrices"]], rtol=rtol, atol=atol)
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary == {k: v for k, v in reference.items() if k != "matrices"}
+
+
+def test_export_to_an_unwritable_place(make_checkpoint, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    directory = make_checkpoint()
+    capsys.readouterr()
+    assert main(["export", str(directory), "--out", str(blocker / "out")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"specbound: error: cannot write to {blocker / 'out'}")
+
+
+# --- errors: one line on stderr, non-zero status ----------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["analyze", "--p", "3"], "specbound analyze: error: argument --p: p must lie in [0, 2], got 3"),
+    (["analyze", "--p", "x"], "specbound analyze: error: argument --p: 'x' is not a number"),
+    (["analyze", "--p", "-0.5"], "specbound analyze: error: argument --p: p must lie in [0, 2], got -0.5"),
+    (["analyze", "--l-phi", "0"], "specbound analyze: error: argument --l-phi: expected a positive number, got 0"),
+    (["analyze", "--l-phi", "nan"], "specbound analyze: error: argument --l-phi: expected a positive number, got nan"),
+    (["analyze", "--grid-m", "0"], "specbound analyze: error: argument --grid-m: expected a positive integer, got 0"),
+    (["export", "--format", "xml", "--out", "x"], "specbound export: error: argument --format: invalid choice"),
+    (["bogus"], "specbound: error: argument command: invalid choice: 'bogus'"),
+])
+def test_bad_arguments_exit_2_with_one_line(args, message):
+    result = run_cli(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(message)
+
+
+def test_bad_p_through_main(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["analyze", "--json", "--p", "3"])
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "specbound analyze: error: argument --p: p must lie in [0, 2], got 3 (see specbound analyze --help)"]
+
+
+@pytest.mark.parametrize("name, message", [
+    ("not a model!", "specbound: error: 'not a model!' is neither a local directory, a Hub repository id"),
+    ("L5-H128", "specbound: error: 'L5-H128' is not a BERT Miniature"),
+    ("someone/nothing-here", "specbound: error: model 'someone/nothing-here' is not in the local Hugging Face "
+                             "cache and offline mode is on (HF_HUB_OFFLINE)"),
+])
+def test_unknown_models_exit_1_with_one_line(name, message):
+    result = run_cli("analyze", name, "--json", HF_HUB_OFFLINE="1")
+    assert result.returncode == 1 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(message)
+
+
+def test_main_reports_errors_on_stderr(capsys, tmp_path):
+    assert main(["analyze", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"specbound: error: no weights in {tmp_path}: expected one of model.safetensors, "
+                            f"model.safetensors.index.json, pytorch_model.bin, pytorch_model.bin.index.json\n")
