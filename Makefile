@@ -19,7 +19,7 @@ $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/specbound analyze $(MODEL)
+	$(BIN)/streamlit run app.py --server.port $(PORT)
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest

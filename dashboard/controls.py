@@ -1,0 +1,93 @@
+"""The p controls of the Bound explorer: widgets in, a :class:`~specbound.bounds.PAssignment` out.
+
+One global p (or the optimal p* as the default), then optional overrides per kind and per layer;
+the package applies them most specific first (layer over kind over the default). By default every
+slider snaps to the grid P_m = {0, 1/m, ..., 2}, where the theorem's post-hoc guarantee holds; free p
+is a labelled option.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from specbound.bounds import BoundAnalysis, PAssignment, snap_to_grid
+from specbound.defaults import P_MAX
+from specbound.matrices import Kind
+
+#: Step of the sliders when p is free (not snapped to P_m).
+FREE_STEP = 0.01
+#: Where the sliders start: p = 1 (the nuclear-norm regime) lies on every grid P_m.
+DEFAULT_P = 1.0
+
+INHERIT, OPTIMAL, OWN = "follow default", "optimal p*", "own p"
+OVERRIDE_MODES = (INHERIT, OPTIMAL, OWN)
+
+
+@dataclass(frozen=True)
+class PChoice:
+    """The assignment the widgets describe, and how it was made (for captions and tests)."""
+
+    assignment: PAssignment
+    snap: bool
+    grid_m: int
+    summary: str
+
+
+def _p_slider(label: str, key: str, m: int, snap: bool, *, disabled: bool = False,
+              label_visibility: str = "visible") -> float:
+    """A p slider in [0, P_MAX]; steps of 1/m and snapped to P_m, or steps of FREE_STEP when free."""
+    value = st.slider(label, min_value=0.0, max_value=P_MAX, value=DEFAULT_P, step=1.0 / m if snap else FREE_STEP,
+                      format="%.3f", key=key, disabled=disabled, label_visibility=label_visibility)
+    return float(snap_to_grid(value, m)) if snap else float(value)
+
+
+def _override(label: str, key: str, m: int, snap: bool) -> tuple[str, float | None]:
+    """One row: a mode (follow the default, p*, own p) and its slider. Returns (mode, p or None)."""
+    mode_col, slider_col = st.columns([2, 3])
+    mode = mode_col.selectbox(label, OVERRIDE_MODES, key=f"{key}_mode")
+    value = _p_slider(f"p for {label}", key, m, snap, disabled=mode != OWN, label_visibility="collapsed")
+    return mode, (value if mode == OWN else None)
+
+
+def _describe(value: float | None) -> str:
+    return "p*" if value is None else f"p = {value:.3g}"
+
+
+def p_controls(analysis: BoundAnalysis) -> PChoice:
+    """Draw the p controls and return the assignment they set."""
+    m = analysis.grid_m
+    shape = analysis.profile.shape
+    toggles, slider = st.columns([2, 3])
+    with toggles:
+        optimal = st.toggle("Optimal p* as the default", key="p_optimal",
+                            help="Every matrix takes the p in P_m that minimises its own c(W; p).")
+        snap = st.toggle("Snap p to the grid P_m", value=True, key="p_snap",
+                         help="Off: free p in steps of 0.01, outside the theorem's post-hoc guarantee.")
+    with slider:
+        global_p = _p_slider("Global p (every matrix without an override)", "p_global", m, snap, disabled=optimal)
+        if snap:
+            st.caption(f"p ∈ P_m = {{0, 1/{m}, 2/{m}, …, 2}} (m = ⌈L + ln N⌉ = {m}): "
+                       f"the indices the theorem's guarantee covers.")
+        else:
+            st.caption("**Free p**: values off the grid P_m lie outside the theorem's post-hoc guarantee.")
+
+    by_kind: dict[Kind, float | None] = {}
+    with st.expander("Overrides per kind"):
+        for kind in Kind:
+            mode, value = _override(kind.value, f"p_kind_{kind.value}", m, snap)
+            if mode != INHERIT:
+                by_kind[kind] = value
+    by_layer: dict[int, float | None] = {}
+    with st.expander("Overrides per layer (win over kinds)"):
+        for layer in range(shape.num_layers):
+            mode, value = _override(f"layer {layer}", f"p_layer_{layer}", m, snap)
+            if mode != INHERIT:
+                by_layer[layer] = value
+
+    default = None if optimal else global_p
+    parts = [f"default {_describe(default)}"]
+    parts += [f"{kind.value}: {_describe(v)}" for kind, v in by_kind.items()]
+    parts += [f"layer {layer}: {_describe(v)}" for layer, v in by_layer.items()]
+    return PChoice(PAssignment(default=default, by_kind=by_kind, by_layer=by_layer), snap, m, " · ".join(parts))

@@ -1,0 +1,100 @@
+"""Streamlit caches wrapped around the specbound package, and the session's current model.
+
+Two layers of caching, both keyed by the model name:
+
+* ``profile_for`` (``st.cache_data``): the spectral profile, i.e. every singular value and norm
+  (the slow part: download, read, SVD; behind it sits specbound's own disk cache);
+* ``analysis_for`` (``st.cache_resource``): the opened model as a shared object, a
+  :class:`~specbound.bounds.BoundAnalysis` holding the profile and everything that does not depend
+  on p. Pages call ``analysis.evaluate(p)`` on it, which is array arithmetic over cached singular
+  values only: a slider move never reads a file or runs an SVD.
+
+Progress is reported through specbound's callback. Streamlit records every element drawn while a
+cached function runs and replays it on later cache hits; a progress bar must not be replayed (its
+container no longer exists then), so :func:`progress_outside_cache` runs the drawing in the
+caller's context, where no cached function is active.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+
+import streamlit as st
+
+from specbound import analysis as sb_analysis
+from specbound import models
+from specbound.bounds import BoundAnalysis
+from specbound.defaults import DEFAULT_MODEL
+from specbound.errors import SpecboundError
+from specbound.profile import SpectralProfile
+from specbound.progress import ProgressCallback, ProgressEvent, silent
+
+#: Session-state key holding the name of the model the pages show.
+MODEL_KEY = "model"
+#: Session-state key holding the last error met while opening a model (shown until the next success).
+ERROR_KEY = "model_error"
+#: How long the catalog's "cached" marks are trusted before the Hub cache is looked at again.
+CATALOG_TTL_SECONDS = 60
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def profile_for(name: str, _progress: ProgressCallback = silent) -> SpectralProfile:
+    """The spectral profile of a model (download, disk cache or computation, with progress)."""
+    return sb_analysis.load_profile(name, progress=_progress)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def analysis_for(name: str, _progress: ProgressCallback = silent) -> BoundAnalysis:
+    """The opened model: its profile and the p-independent bound terms, shared by all sessions."""
+    return BoundAnalysis.from_profile(profile_for(name, _progress))
+
+
+@st.cache_data(show_spinner=False, ttl=CATALOG_TTL_SECONDS)
+def catalog_entries() -> list[models.CatalogEntry]:
+    """The bundled model and the 24 miniatures with their offline availability (looks at the Hub cache)."""
+    return models.catalog()
+
+
+def progress_outside_cache(callback: ProgressCallback) -> ProgressCallback:
+    """Wrap a callback that draws Streamlit elements so that the caches do not record the drawing."""
+    context = contextvars.copy_context()
+
+    def forward(event: ProgressEvent) -> None:
+        context.run(callback, event)
+
+    return forward
+
+
+def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
+    """Open a model for this session: on success it becomes the current model.
+
+    Raises :class:`SpecboundError` (with a message for people) and leaves the current model as it was.
+    """
+    name = name.strip()
+    result = analysis_for(name, progress_outside_cache(progress))
+    st.session_state[MODEL_KEY] = name
+    st.session_state.pop(ERROR_KEY, None)
+    catalog_entries.clear()  # a download may have changed what is cached
+    return result
+
+
+def current_model() -> str:
+    return st.session_state.get(MODEL_KEY, DEFAULT_MODEL)
+
+
+def current_analysis(on_error: Callable[[str], None] | None = None) -> BoundAnalysis:
+    """The analysis of the session's model (a cache hit after the first time).
+
+    If it cannot be opened any more (a deleted directory after the cache was evicted), fall back to
+    the bundled default and report why through ``on_error``.
+    """
+    try:
+        return analysis_for(current_model())
+    except SpecboundError as exc:
+        if current_model() == DEFAULT_MODEL:
+            raise
+        if on_error is not None:
+            on_error(f"{current_model()} cannot be opened any more ({exc}); showing {DEFAULT_MODEL}.")
+        st.session_state[MODEL_KEY] = DEFAULT_MODEL
+        return analysis_for(DEFAULT_MODEL)

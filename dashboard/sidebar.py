@@ -1,0 +1,132 @@
+"""The shared sidebar: where the model comes from, opening it with progress, and its shape.
+
+Model sources are a list of :class:`ModelSource`: a label and a function that draws the source's
+own inputs and returns the model name to open. Adding a source is one more entry in
+``MODEL_SOURCES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import streamlit as st
+
+from specbound.bounds import BoundAnalysis
+from specbound.defaults import DEFAULT_MODEL
+from specbound.errors import SpecboundError
+from specbound.models import MINIATURE_LAYERS, MINIATURE_WIDTHS, miniature_alias
+from specbound.progress import ProgressCallback, ProgressEvent
+
+from . import data
+
+CACHED_MARK, DOWNLOAD_MARK = "●", "○"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """One way of choosing a model: a label for the picker and the inputs that name the model."""
+
+    label: str
+    pick: Callable[[], str | None]  # draws its widgets; returns a model name, or None if incomplete
+
+
+def _pick_bundled() -> str:
+    st.caption("all-MiniLM-L6-v2 (L = 6, N = 384, 12 heads), shipped as a Python package: "
+               "it opens with no network.")
+    return DEFAULT_MODEL
+
+
+def miniature_grid_markdown(cached: Mapping[tuple[int, int], bool], selected: tuple[int, int]) -> str:
+    """A depth x width table of the 24 BERT Miniatures: cached or not, the selection in brackets."""
+    header = "| L \\ H | " + " | ".join(str(w) for w in MINIATURE_WIDTHS) + " |"
+    lines = [header, "|" + "---|" * (len(MINIATURE_WIDTHS) + 1)]
+    for layers in MINIATURE_LAYERS:
+        cells = []
+        for width in MINIATURE_WIDTHS:
+            mark = CACHED_MARK if cached.get((layers, width)) else DOWNLOAD_MARK
+            cells.append(f"**[{mark}]**" if (layers, width) == selected else mark)
+        lines.append(f"| **{layers}** | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _pick_miniature() -> str:
+    cached = {(e.num_layers, e.hidden_size): e.available_offline
+              for e in data.catalog_entries() if e.name != DEFAULT_MODEL}
+    left, right = st.columns(2)
+    layers = left.selectbox("Depth L", MINIATURE_LAYERS, index=1, key="miniature_layers")
+    width = right.selectbox("Width H", MINIATURE_WIDTHS, index=1, key="miniature_width")
+    st.markdown(miniature_grid_markdown(cached, (layers, width)))
+    st.caption(f"{CACHED_MARK} cached, opens offline · {DOWNLOAD_MARK} downloaded from the Hugging Face "
+               f"Hub when opened (google/bert_uncased_L-*_H-*)")
+    return miniature_alias(layers, width)
+
+
+def _pick_custom() -> str | None:
+    name = st.text_input("Hub id or local directory", key="model_custom",
+                         placeholder="owner/name or a checkpoint directory",
+                         help="A BERT-family encoder (BERT, RoBERTa, ELECTRA, MiniLM, DistilBERT) with "
+                              "config.json and safetensors or PyTorch weights.")
+    return name.strip() or None
+
+
+MODEL_SOURCES: list[ModelSource] = [
+    ModelSource("Bundled model", _pick_bundled),
+    ModelSource("BERT Miniature", _pick_miniature),
+    ModelSource("Hub id or local directory", _pick_custom),
+]
+
+
+def _megabytes(n: float | None) -> str:
+    return "?" if n is None else f"{n / 1e6:.1f} MB"
+
+
+def _progress_callback(bar) -> ProgressCallback:
+    """Forward download (bytes) and analysis (layers) events into an ``st.progress`` bar."""
+    def update(event: ProgressEvent) -> None:
+        if event.stage == "download":
+            text = f"Downloading {event.detail}: {_megabytes(event.done)} of {_megabytes(event.total)}"
+        else:
+            text = f"Computing spectra: {event.detail} of {event.total:g}" if event.total else "Computing spectra"
+        bar.progress(event.fraction or 0.0, text=text)
+    return update
+
+
+def _open(name: str) -> None:
+    bar = st.progress(0.0, text=f"Opening {name}")
+    try:
+        data.open_model(name, _progress_callback(bar))
+    except (SpecboundError, OSError) as exc:
+        st.session_state[data.ERROR_KEY] = f"Could not open {name}: {exc}. Still showing {data.current_model()}."
+    finally:
+        bar.empty()
+
+
+def _shape_summary(analysis: BoundAnalysis) -> None:
+    shape = analysis.profile.shape
+    st.markdown(f"**Current model:** `{data.current_model()}`")
+    st.caption(
+        f"L = {shape.num_layers} layers · N = {shape.hidden_size} · {shape.num_heads} heads of "
+        f"d = {shape.head_dim} · d_ff = {shape.ffn_size}  \n"
+        f"{shape.num_matrices} proxy matrices · grid P_m with m = {analysis.grid_m}"
+    )
+
+
+def render_sidebar() -> BoundAnalysis:
+    """Draw the model picker and return the analysis of the model the pages should show."""
+    with st.sidebar:
+        st.header("Model")
+        labels = [source.label for source in MODEL_SOURCES]
+        chosen = st.radio("Source", labels, key="model_source")
+        name = MODEL_SOURCES[labels.index(chosen)].pick()
+        if st.button("Open model", key="open_model", disabled=not name, type="primary") and name:
+            _open(name)
+        if message := st.session_state.get(data.ERROR_KEY):
+            st.error(message)
+        try:
+            analysis = data.current_analysis(on_error=st.error)
+        except SpecboundError as exc:  # not even the bundled model opens: nothing to show
+            st.error(f"No model can be opened: {exc}")
+            st.stop()
+        _shape_summary(analysis)
+    return analysis
