@@ -184,6 +184,7 @@ def test_analyze_json_on_a_local_checkpoint(make_checkpoint, capsys):
         assert m["contribution_at_p"] == pytest.approx(expected, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_default_model_is_the_bundled_one(capsys):
     assert main(["analyze", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model"] == "minilm-l6"
