@@ -44,14 +44,17 @@ show_figure(figures.proxy_comparison({"ours at the chosen p": terms.log_total, "
                                       "Edelman-style": analysis.log_edelman}), "proxy_comparison")
 
 st.subheader("Where the total comes from")
-sums_col, kinds_col = st.columns([3, 1])
+sums_col, kinds_col = st.columns([2, 1])
 with sums_col:
     show_figure(figures.term_sums(analysis, terms), "term_sums")
 with kinds_col:
     per_kind = terms.per_kind()
-    kind_table = pd.DataFrame({"kind": [k.value for k in per_kind], "Σ c(W; p)": list(per_kind.values())})
-    kind_table["share of total"] = kind_table["Σ c(W; p)"] / terms.total
-    st.dataframe(kind_table, hide_index=True, key="kind_sums")
+    kind_table = pd.DataFrame({"kind": [k.value for k in per_kind], "sum_c": list(per_kind.values())})
+    kind_table["share"] = kind_table["sum_c"] / terms.total
+    st.dataframe(kind_table, hide_index=True, key="kind_sums", column_config={
+        "sum_c": st.column_config.NumberColumn("Σ c(W; p)", format="scientific"),
+        "share": st.column_config.NumberColumn("share of total", format="percent"),
+    })
 bound_note()
 show_figure(figures.depth_factors(analysis), "depth_factors")
 

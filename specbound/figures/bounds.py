@@ -63,9 +63,9 @@ def depth_factors(analysis: BoundAnalysis) -> go.Figure:
     """log10 α⁽ℓ⁾ (product of the layer factors above ℓ) and log10 ξ⁽ℓ⁾ (Edelman's layer sum)."""
     layers = np.arange(analysis.profile.shape.num_layers)
     fig = go.Figure([
-        go.Bar(x=layers, y=log10(analysis.log_alpha), name="log10 α⁽ℓ⁾",
+        go.Bar(x=layers, y=log10(analysis.log_alpha), name="log10 α<sup>(ℓ)</sup>",
                hovertemplate="layer %{x}<br>log10 α = %{y:.4g}<extra></extra>"),
-        go.Bar(x=layers, y=log10(analysis.log_xi), name="log10 ξ⁽ℓ⁾ (Edelman)",
+        go.Bar(x=layers, y=log10(analysis.log_xi), name="log10 ξ<sup>(ℓ)</sup> (Edelman)",
                hovertemplate="layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>"),
     ])
     fig.update_layout(barmode="group", title="Depth factors per layer (log10)", xaxis_title="layer",

@@ -73,8 +73,8 @@ def _per_kind_lines(profile: SpectralProfile, rows: np.ndarray, title: str, y_ti
                                          legendgroup=f"layer {matrix.layer}", showlegend=True,
                                          line={"color": colors[matrix.layer]}, hoverinfo="skip"),
                               row=1, col=col)
-        fig.update_xaxes(type="log", title_text="index i", row=1, col=col)
-        fig.update_yaxes(type="log", row=1, col=col)
+        fig.update_xaxes(type="log", dtick=1, title_text="index i", row=1, col=col)  # ticks at 1, 10, 100
+        fig.update_yaxes(type="log", dtick=1, exponentformat="power", row=1, col=col)
     fig.update_yaxes(title_text=y_title, row=1, col=1)
     fig.update_layout(title=title, legend={"title": {"text": "layer (0 = bottom)"}},
                       margin={"t": 80}, height=420)

@@ -1,0 +1,104 @@
+"""AppTest fixtures: the dashboard run in-process on the bundled model, and Plotly specs as arrays."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specbound.analysis import load_profile
+from specbound.bounds import BoundAnalysis
+
+APP = Path(__file__).resolve().parents[2] / "app.py"
+#: The first run computes the bundled model's spectra into the test cache (about a second).
+TIMEOUT_S = 120
+
+
+def _decode(value: Any) -> Any:
+    """Plotly's JSON keeps numpy arrays as {"dtype", "bdata"(, "shape")}: turn them back into arrays."""
+    if isinstance(value, dict):
+        if set(value) >= {"dtype", "bdata"}:
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+            if "shape" in value:
+                array = array.reshape([int(n) for n in str(value["shape"]).split(",")])
+            return array
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+@pytest.fixture(autouse=True)
+def navigation_apps_rerun_their_entry_point(monkeypatch):
+    """Make every AppTest run execute app.py, as the server does.
+
+    AppTest resets ``PagesManager.uses_pages_directory`` before each run and recomputes it from
+    whether a ``pages/`` folder sits beside the main script; it does here, so from the second run
+    on AppTest takes the legacy multipage path and runs the page file alone (no sidebar, no
+    navigation). The server computes the flag once and ``st.navigation`` sets it to False for good
+    (streamlit/streamlit#9446 and #14217 fixed the stale flag, not this case).
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def plotly_specs():
+    """figures(at) -> list of the page's Plotly figures as dicts, arrays decoded, in page order."""
+    def figures(at: AppTest) -> list[dict[str, Any]]:
+        return [_decode(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
+    return figures
+
+
+@pytest.fixture
+def figure_titled(plotly_specs):
+    """figure(at, words) -> the one figure whose title contains ``words``."""
+    def figure(at: AppTest, words: str) -> dict[str, Any]:
+        found = [f for f in plotly_specs(at) if words in f["layout"].get("title", {}).get("text", "")]
+        assert len(found) == 1, f"expected one figure titled '{words}', found {len(found)}"
+        return found[0]
+    return figure
+
+
+@pytest.fixture(scope="session")
+def minilm() -> BoundAnalysis:
+    """The package's own analysis of the bundled model: the reference the pages must agree with."""
+    return BoundAnalysis.from_profile(load_profile("minilm-l6"))
+
+
+def run_clean(at: AppTest) -> AppTest:
+    """Run and require that nothing raised (exceptions are shown, not raised, by AppTest)."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture
+def app() -> AppTest:
+    """The dashboard on its default page (Spectra) with the bundled model."""
+    return run_clean(AppTest.from_file(str(APP), default_timeout=TIMEOUT_S))
+
+
+@pytest.fixture
+def bounds_app(app: AppTest) -> AppTest:
+    """The dashboard on the Bound explorer page."""
+    app.switch_page("pages/bounds.py")
+    return run_clean(app)
+
+
+@pytest.fixture
+def rerun():
+    """rerun(at) -> at after one more run, requiring that nothing raised."""
+    return run_clean
