@@ -34,8 +34,6 @@ from specbound.progress import ProgressCallback, ProgressEvent, silent
 MODEL_KEY = "model"
 #: Session-state key holding the last error met while opening a model (shown until the next success).
 ERROR_KEY = "model_error"
-#: How long the catalog's "cached" marks are trusted before the Hub cache is looked at again.
-CATALOG_TTL_SECONDS = 60
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -50,9 +48,13 @@ def analysis_for(name: str, _progress: ProgressCallback = silent) -> BoundAnalys
     return BoundAnalysis.from_profile(profile_for(name, _progress))
 
 
-@st.cache_data(show_spinner=False, ttl=CATALOG_TTL_SECONDS)
+@st.cache_data(show_spinner=False)
 def catalog_entries() -> list[models.CatalogEntry]:
-    """The bundled model and the 24 miniatures with their offline availability (looks at the Hub cache)."""
+    """The bundled model and the 24 miniatures with their offline availability.
+
+    Looking at the Hub cache reads the disk, so it is done once and again only after a model is
+    opened (see :func:`open_model`), never on a slider move.
+    """
     return models.catalog()
 
 
