@@ -11,9 +11,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .cache import ProfileCache
-from .checkpoints import fetch, fingerprint, open_checkpoint
+from .checkpoints import fetch, fingerprint, open_checkpoint, read_config
 from .matrices import EncoderShape, Kind, LayerWeights, layer_factors
 from .models import ModelRef, resolve
 from .profile import SpectralProfile
@@ -21,9 +22,21 @@ from .progress import ProgressCallback, ProgressEvent, silent
 from .spectrum import norm_11, norm_21, singular_values, singular_values_factored
 
 
+#: BLAS threads for the spectral analysis. Its problems are small (d x d cores, N x N Gram matrices):
+#: one thread loses little on an idle machine, while OpenBLAS's spinning threads made the same work
+#: 10 to 90 times slower whenever another process (a browser, a test runner) shared the cores.
+BLAS_THREADS = 1
+
+
 def compute_profile(layers: Iterable[LayerWeights], shape: EncoderShape, *, model: str = "",
                     revision: str = "", progress: ProgressCallback = silent) -> SpectralProfile:
     """Singular values and (2,1), (1,1) norms of all L (2H + 2) proxy matrices, layer by layer."""
+    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+        return _compute_profile(layers, shape, model=model, revision=revision, progress=progress)
+
+
+def _compute_profile(layers: Iterable[LayerWeights], shape: EncoderShape, *, model: str, revision: str,
+                     progress: ProgressCallback) -> SpectralProfile:
     H, N = shape.num_heads, shape.hidden_size
     k_ffn = min(N, shape.ffn_size)
     width = max(N, k_ffn)
@@ -64,6 +77,7 @@ def load_profile(model: str | ModelRef, *, progress: ProgressCallback = silent,
     """
     ref = resolve(model) if isinstance(model, str) else model
     directory = fetch(ref, progress)
+    read_config(directory)  # a clear message for a directory that is not a checkpoint, before anything else
     revision = fingerprint(directory)
     cache = cache or ProfileCache()
     if use_cache and (cached := cache.load(ref.name, revision)) is not None:

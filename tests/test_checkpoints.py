@@ -285,7 +285,7 @@ BAD_CHECKPOINTS = {
                               ["model.safetensors", "corrupt or not a safetensors file"]),
     "corrupt bin": (_corrupt_bin, CheckpointError,
                     ["cannot read pytorch_model.bin", "not a weights-only PyTorch file"]),
-    "no config": (_no_config, CheckpointError, ["cannot read config.json", "No such file or directory"]),
+    "no config": (_no_config, CheckpointError, ["has no config.json", "not a Hugging Face checkpoint directory"]),
     "config not json": (_config_not_json, CheckpointError, ["config.json", "is not valid JSON"]),
     "no heads in config": (_config_without_heads, CheckpointError,
                            ["lacks a positive integer 'num_attention_heads'"]),

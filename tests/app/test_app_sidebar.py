@@ -67,7 +67,7 @@ def test_directory_that_is_not_a_checkpoint(app, rerun, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a model")
     _open(app, rerun, "Hub id or local directory", model_custom=str(tmp_path))
     (error,) = app.error
-    assert f"Could not open {tmp_path}" in error.value and "no weights" in error.value
+    assert f"Could not open {tmp_path}" in error.value and "not a Hugging Face checkpoint directory" in error.value
     assert _shape_caption(app).startswith("L = 6 layers")
 
 
