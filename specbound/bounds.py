@@ -210,7 +210,7 @@ class BoundTerms:
 
     @property
     def total(self) -> float:
-        return _exp(self.log_total)
+        return exp_or_inf(self.log_total)
 
     def per_layer(self, num_layers: int) -> np.ndarray:
         """Sum of c(W; p) over the matrices of each layer, (L,)."""
@@ -220,9 +220,12 @@ class BoundTerms:
         return {kind: float(self.contribution[self.kinds == kind.value].sum()) for kind in Kind}
 
 
-def _exp(log_value: float) -> float:
-    """exp that returns inf instead of raising on overflow."""
-    return math.exp(log_value) if log_value < 709.78 else math.inf
+def exp_or_inf(log_value: float) -> float:
+    """exp that returns inf instead of raising OverflowError (proxies are carried as logs)."""
+    try:
+        return math.exp(log_value)
+    except OverflowError:
+        return math.inf
 
 
 @dataclass(frozen=True, eq=False)
@@ -293,7 +296,7 @@ class BoundAnalysis:
 
     @property
     def edelman(self) -> float:
-        return _exp(self.log_edelman)
+        return exp_or_inf(self.log_edelman)
 
     def evaluate(self, p: PAssignment | np.ndarray | float | None = None) -> BoundTerms:
         """Terms for an assignment of p: a PAssignment, a per-matrix array, one float, or None for p*."""

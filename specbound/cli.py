@@ -20,34 +20,25 @@ from .errors import SpecboundError
 from .progress import ProgressEvent, silent
 
 
-def _p_value(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not 0.0 <= value <= P_MAX:
-        raise argparse.ArgumentTypeError(f"p must lie in [0, {P_MAX:g}], got {text}")
-    return value
+def _checked(convert, accept, requirement: str):
+    """An argparse type: ``convert`` the text, then require ``accept(value)`` (one-line errors)."""
+    kind = "an integer" if convert is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not {kind}") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"{requirement}, got {text}")
+        return value
+
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
+_p_value = _checked(float, lambda v: 0.0 <= v <= P_MAX, f"p must lie in [0, {P_MAX:g}]")
+_positive_float = _checked(float, lambda v: math.isfinite(v) and v > 0, "expected a positive number")
+_positive_int = _checked(int, lambda v: v >= 1, "expected a positive integer")
 
 
 class _TerminalProgress:

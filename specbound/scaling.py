@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .bounds import BoundAnalysis
+from .bounds import BoundAnalysis, exp_or_inf
 
 if TYPE_CHECKING:
     import pandas as pd
 
 _LOG10_E = 1.0 / math.log(10.0)
-_MAX_LOG = math.log(np.finfo(np.float64).max)
 
 
 class Proxy(str, Enum):
@@ -65,10 +64,6 @@ class Axis(str, Enum):
     @property
     def other(self) -> Axis:
         return Axis.WIDTH if self is Axis.DEPTH else Axis.DEPTH
-
-
-def _exp(log_value: float) -> float:
-    return math.exp(log_value) if log_value <= _MAX_LOG else math.inf
 
 
 # --- one model ----------------------------------------------------------------------------------
@@ -177,7 +172,7 @@ class GrowthCurve:
     @property
     def ratio(self) -> np.ndarray:
         """B(x) / B(x_0), plain (inf where that overflows)."""
-        return np.array([_exp(v) for v in self.log_ratio])
+        return np.array([exp_or_inf(v) for v in self.log_ratio])
 
     @property
     def log10_ratio(self) -> np.ndarray:
@@ -331,7 +326,7 @@ def summaries_frame(summaries: Iterable[ModelSummary], proxies: Iterable[Proxy |
         row: dict[str, Any] = {"name": s.name, "L": s.num_layers, "N": s.hidden_size, "H": s.num_heads}
         for proxy in proxies:
             log_value = s.log_proxy(proxy) if s.has(proxy) else math.nan
-            plain = _exp(log_value) if math.isfinite(log_value) else math.nan
+            plain = exp_or_inf(log_value) if math.isfinite(log_value) else math.nan
             row[f"{proxy.value}_log10"] = log_value * _LOG10_E
             row[proxy.value] = plain if math.isfinite(plain) else math.nan
         rows.append(row)
@@ -346,7 +341,7 @@ def curves_frame(curves: Iterable[GrowthCurve]) -> pd.DataFrame:
     import pandas as pd
 
     rows = [{"proxy": c.proxy.value, "against": c.against.value, "fixed": c.fixed, "model": model,
-             "x": x, "log10_ratio": lr * _LOG10_E, "ratio": _exp(lr)}
+             "x": x, "log10_ratio": lr * _LOG10_E, "ratio": exp_or_inf(lr)}
             for c in curves for model, x, lr in zip(c.models, c.x, c.log_ratio)]
     return pd.DataFrame(rows, columns=["proxy", "against", "fixed", "model", "x", "log10_ratio", "ratio"])
 
