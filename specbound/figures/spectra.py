@@ -150,7 +150,7 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str) -> go.Figure:
         fig.add_trace(go.Heatmap(
             z=z, x=heads, y=layers, name=name, colorscale=scale,
             colorbar={"x": domain[1] + 0.005, "thickness": 10, "len": 0.9},
-            texttemplate="%{z:.3g}", textfont={"size": 9},
+            texttemplate="%{z:.3~g}", textfont={"size": 9},
             hovertemplate=f"layer %{{y}}, head %{{x}}<br>{name} = %{{z:.4g}}<extra></extra>",
         ), row=1, col=col)
         fig.update_xaxes(title_text="head", dtick=1, row=1, col=col)
