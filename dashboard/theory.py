@@ -1,0 +1,84 @@
+"""The Theory page's live numbers: every quantity of SPEC §3 for one matrix of the current model.
+
+:func:`readout` is plain array arithmetic over a cached :class:`~specbound.bounds.BoundAnalysis`
+(no Streamlit, no file access), so the page and its tests read the same numbers. Values that can
+overflow float64 are carried as natural logs, like everywhere else in specbound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from specbound.bounds import BoundAnalysis
+
+#: Metric labels of the live values (tests look them up by these).
+RANK_LABEL = "numerical rank"
+SCHATTEN_LABEL = "S_p(W) at the chosen p"
+ALPHA_LABEL = "α⁽ℓ⁾ (depth factor)"
+GAMMA_LABEL = "γ (local factor)"
+SCALE_LABEL = "s_W = γ α⁽ℓ⁾ L"
+CONTRIBUTION_LABEL = "c(W; p) at the chosen p"
+CLOSED_FORM_LABELS = {0.0: "c(W; 0) = √(rank · N)", 1.0: "c(W; 1) = (‖W‖_* s_W)^{1/3} N^{2/3}",
+                      2.0: "c(W; 2) = √(‖W‖_F s_W) N^{3/4}"}
+GRID_LABEL = "m (grid P_m)"
+P_OPT_LABEL = "p* of this matrix"
+OURS_LABEL = "spectrum-adaptive proxy at p*"
+OURS_AT_P_LABEL = "spectrum-adaptive proxy, every matrix at the chosen p"
+XI_LABEL = "ξ⁽ℓ⁾ of this layer"
+EDELMAN_LABEL = "Edelman-style proxy"
+
+
+@dataclass(frozen=True)
+class Readout:
+    """Everything the Theory page shows for matrix ``index`` at the uniform index ``p`` (logs are natural)."""
+
+    label: str
+    layer: int
+    p: float
+    rank: int
+    log_schatten: float
+    log_alpha: float
+    log_gamma: float
+    log_scale: float
+    log_contribution: float
+    log_closed_form: dict[float, float]  # p = 0, 1, 2 from the closed forms (norms, not S_p)
+    grid_m: int
+    p_opt: float
+    log_contribution_opt: float
+    log_ours: float
+    log_ours_at_p: float
+    log_xi: float
+    log_edelman: float
+
+
+def _log(x: float) -> float:
+    return math.log(x) if x > 0 else -math.inf
+
+
+def readout(analysis: BoundAnalysis, index: int, p: float) -> Readout:
+    """The live values of one matrix: its terms at p, the closed forms at p = 0, 1, 2, p*, the totals."""
+    profile = analysis.profile
+    n = profile.shape.hidden_size
+    layer = int(profile.layers[index])
+    terms = analysis.evaluate(float(p))
+    log_s = float(analysis.log_scale[index])
+    rank = int(profile.rank[index])
+    closed = {
+        0.0: 0.5 * (_log(rank) + math.log(n)),
+        1.0: (_log(float(profile.nuclear_norm[index])) + log_s) / 3.0 + 2.0 / 3.0 * math.log(n),
+        2.0: 0.5 * (_log(float(profile.frobenius_norm[index])) + log_s) + 0.75 * math.log(n),
+    }
+    best = int(np.flatnonzero(analysis.grid == analysis.p_opt[index])[0])
+    return Readout(
+        label=profile.ids[index].label, layer=layer, p=float(p), rank=rank,
+        log_schatten=float(terms.log_schatten[index]), log_alpha=float(analysis.log_alpha[layer]),
+        log_gamma=float(analysis.log_gamma[index]), log_scale=log_s,
+        log_contribution=float(terms.log_contribution[index]), log_closed_form=closed,
+        grid_m=analysis.grid_m, p_opt=float(analysis.p_opt[index]),
+        log_contribution_opt=float(analysis.log_contribution_grid[index, best]),
+        log_ours=analysis.evaluate().log_total, log_ours_at_p=terms.log_total,
+        log_xi=float(analysis.log_xi[layer]), log_edelman=float(analysis.log_edelman),
+    )

@@ -1,0 +1,132 @@
+"""Scaling: how the proxies grow with depth L and width N over the BERT Miniatures available here.
+
+Models come from the session's atlas file and the Hugging Face cache (see :mod:`dashboard.scaling`
+for how a model is placed at its (L, N) and which ones count as the family); missing miniatures are
+listed with how to get them, and can be downloaded on request.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import atlas, data
+from dashboard import scaling as service
+from dashboard.export import csv_download, show_figure
+from dashboard.text import bound_note
+from specbound.errors import SpecboundError
+from specbound.figures.scaling import growth_figure_depth, growth_figure_width
+from specbound.scaling import Axis, Proxy, ScalingStudy
+
+#: Session-state key of the errors met by the last download request (shown until the next one).
+DOWNLOAD_ERRORS_KEY = "scaling_download_errors"
+
+st.title("Scaling")
+st.caption("The paper's growth study: each proxy against width N at fixed depth L, and against L at fixed N, "
+           "divided by its value at the smallest size (log y). A flatter curve grows more slowly.")
+
+available = service.candidates()
+by_name = {c.name: c for c in available}
+chosen = st.multiselect(
+    "Models in the study", list(by_name), default=service.default_selection(available), key="scaling_models",
+    format_func=lambda name: by_name[name].describe(),
+    help="By default the BERT Miniatures available here (from an atlas file or the Hugging Face cache). "
+         "The bundled MiniLM and other opened models can be added, but they are not of the family.")
+show_fixed = st.toggle("Also show the fixed-p regimes p = 0, 1, 2", key="scaling_fixed_p",
+                       help="Every matrix at one p (rank, nuclear, Frobenius): what choosing p per matrix buys.")
+proxies = [Proxy.OURS, Proxy.EDELMAN] + ([Proxy.P0, Proxy.P1, Proxy.P2] if show_fixed else [])
+
+summaries, profiles, failed = [], [], []
+if chosen:
+    bar = st.progress(0.0, text="Summarising the models")
+    for index, name in enumerate(chosen):
+        bar.progress(index / len(chosen), text=f"Summarising {name} ({index + 1} of {len(chosen)})")
+        try:
+            summary, profile = service.summary_for(name, service.progress_to_bar(bar, name))
+        except (SpecboundError, OSError) as exc:
+            failed.append(name)
+            st.error(f"{name} left out of the study: {exc}")
+            continue
+        summaries.append(summary)
+        profiles.append(profile)
+    bar.empty()
+
+study = None
+if len(summaries) < 2:
+    st.info(f"The study needs at least two models of the family; {len(summaries)} "
+            f"{'is' if len(summaries) == 1 else 'are'} chosen and available. Download miniatures below, open "
+            f"an atlas file in the sidebar (source 'Atlas file'), or choose more models above. "
+            f"{atlas.HOW_TO_MAKE}")
+else:
+    try:
+        study = ScalingStudy.from_summaries(summaries)
+    except ValueError as exc:  # two models of one (L, N)
+        st.error(f"{exc}: deselect one of them above.")
+
+if study is not None:
+    exponents = [e for e in study.exponents if e.proxy in proxies]
+    for axis, figure, key in ((Axis.WIDTH, growth_figure_width, "growth_width"),
+                              (Axis.DEPTH, growth_figure_depth, "growth_depth")):
+        curves = [c for c in study.curves(axis) if c.proxy in proxies]
+        if curves:
+            show_figure(figure(curves, exponents), key)
+        else:
+            fixed = "depth L" if axis is Axis.WIDTH else "width N"
+            st.info(f"No curve against {axis.value}: it needs two models of the same {fixed} "
+                    f"with different {axis.value}.")
+    bound_note()
+
+    st.subheader("Fitted growth exponents")
+    st.caption("Least-squares slope of ln(proxy) against ln L (at each fixed N) or ln N (at each fixed L); "
+               "an empty 'fixed' is the pooled fit, one common slope over all groups.")
+    exponents_table = study.exponents_frame()
+    exponents_table = exponents_table[exponents_table["proxy"].isin([p.value for p in proxies])]
+    st.dataframe(exponents_table, hide_index=True, key="scaling_exponents")
+    csv_download(exponents_table, "growth-exponents.csv", "download_exponents", "Download the exponents (CSV)")
+
+    st.subheader("The models")
+    models_table = study.models_frame()
+    st.dataframe(models_table, hide_index=True, key="scaling_models_table")
+    csv_download(models_table, "scaling-models.csv", "download_scaling_models", "Download the proxies (CSV)")
+    bound_note()
+
+st.subheader("Not available here")
+missing = service.missing_miniatures(available)
+if failed:
+    st.caption("Chosen but left out (see the errors above): " + ", ".join(failed))
+if missing.empty:
+    st.caption("Every one of the 24 BERT Miniatures is available.")
+else:
+    st.caption(f"{len(missing)} of the 24 BERT Miniatures are neither in the Hugging Face cache nor in an "
+               f"opened atlas, so they are not in the study:")
+    st.dataframe(missing, hide_index=True, key="scaling_missing")
+    with st.form("scaling_download_form"):
+        wanted = st.multiselect("Download and analyse (needs network access to the Hugging Face Hub)",
+                                list(missing["model"]), key="scaling_download_models")
+        requested = st.form_submit_button("Download the chosen miniatures")
+    if requested and wanted:
+        errors, bar = [], st.progress(0.0, text="Starting the downloads")
+        for name in wanted:
+            try:
+                data.profile_for(name, data.progress_outside_cache(service.progress_to_bar(bar, name)))
+            except (SpecboundError, OSError) as exc:
+                errors.append(f"Could not get {name}: {exc}")
+        bar.empty()
+        data.catalog_entries.clear()
+        st.session_state[DOWNLOAD_ERRORS_KEY] = errors
+        if len(errors) < len(wanted):
+            st.rerun()  # the new models are now in the cache: list them
+    for message in st.session_state.get(DOWNLOAD_ERRORS_KEY, []):
+        st.error(message)
+
+st.subheader("Export as an atlas")
+st.caption("The spectral profiles as one portable file, which opens offline in this dashboard (source "
+           "'Atlas file') or with `specbound atlas show`.")
+left, right = st.columns(2)
+with left:
+    atlas.export_button(profiles, "scaling-atlas.npz", "export_scaling_atlas",
+                        f"Export the {len(profiles)} models of the study")
+with right:
+    current = data.current_analysis()
+    safe_name = data.current_model().replace("/", "_").replace(":", "_")
+    atlas.export_button([current.profile], f"{safe_name}-atlas.npz", "export_current_atlas",
+                        f"Export the current model ({data.current_model()})")

@@ -1,0 +1,158 @@
+"""Theory: the definitions behind the bound, each beside its live value for the current model, and a
+synthetic-spectrum playground for teaching which Schatten index wins and why.
+"""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from dashboard import data
+from dashboard import theory as live
+from dashboard.export import show_figure
+from dashboard.text import bound_note, format_log_value
+from specbound.bounds import grid_resolution, snap_to_grid
+from specbound.defaults import L_PHI, P_MAX
+from specbound.figures.theory import playground_figure
+from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
+
+#: Scales s_W offered in the playground: powers of ten from 1e-6 to 1e6.
+PLAYGROUND_SCALES = tuple(10.0 ** k for k in range(-6, 7))
+PLAYGROUND_P_LABEL = "p* of the synthetic matrix"
+
+analysis = data.current_analysis()
+profile = analysis.profile
+shape = profile.shape
+labels = [matrix.label for matrix in profile.ids]
+
+st.title("Theory")
+st.markdown(
+    """
+Why does a Transformer with millions of weights generalise at all? Classical capacity measures count
+parameters and predict nothing useful. **Norm-based bounds** (Edelman et al., 2022, and later work) do
+better: they no longer grow polynomially with the hidden width or the sequence length. They still pay
+twice, though.
+
+* **Depth piles up.** Each layer's Lipschitz constant multiplies into the next one, so the complexity
+  carries a product over layers, and in the best known norm-based results still a polynomial factor that
+  grows like L^{3/2}.
+* **The norm radii are fixed before training.** A bound written with, say, (2,1) norms commits to that
+  measure of size for every matrix. Trained weights do not cooperate: the attention products are exactly
+  low rank (a head has only d = N/H dimensions), while the feed-forward matrices have slowly decaying
+  spectra. One fixed norm cannot suit both.
+
+Sakai & Imaizumi (2026) replace the fixed norms by **Schatten quantities** S_p with an index p in [0, 2]
+that is picked **after training, separately for each matrix**. Small p counts rank, p = 2 is the Frobenius
+norm, and values in between interpolate: each matrix is split into a low-rank head and a tail that a
+Frobenius-type term controls. Because the choice is made on a finite grid of p values with a union
+bound over it, the guarantee survives the post-hoc choice. In representative regimes the dependence on
+depth drops from L^{3/2} to √L or better, and the sequence length T enters only through a logarithm (a
+price of the ℓ₂-type covering argument behind the spectral approach).
+
+Below, every definition comes with its value for the model open in the sidebar.
+"""
+)
+
+st.subheader("Live values for the current model")
+st.caption(f"`{data.current_model()}`: L = {shape.num_layers}, N = {shape.hidden_size}, "
+           f"{shape.num_heads} heads of d = {shape.head_dim}, d_ff = {shape.ffn_size}.")
+pick_col, p_col = st.columns([2, 3])
+top_layer = shape.num_layers - 1
+default_label = f"L{top_layer} M_in"
+matrix = pick_col.selectbox("Matrix W", labels, index=labels.index(default_label) if default_label in labels else 0,
+                            key="theory_matrix")
+p_value = p_col.slider("Schatten index p (snapped to P_m)", 0.0, P_MAX, 1.0, step=1.0 / analysis.grid_m,
+                       format="%.3f", key="theory_p")
+p = float(snap_to_grid(p_value, analysis.grid_m))
+values = live.readout(analysis, labels.index(matrix), p)
+
+
+def definition(latex: str, *metrics: tuple[str, str], note: str | None = None) -> None:
+    """One definition: the formula on the left, its live values for the chosen matrix on the right."""
+    left, right = st.columns([3, 2], vertical_alignment="center")
+    with left:
+        st.latex(latex)
+        if note:
+            st.caption(note)
+    with right:
+        columns = st.columns(len(metrics))
+        for column, (label, value) in zip(columns, metrics):
+            column.metric(label, value)
+
+
+st.markdown("**Singular values and numerical rank.** σ₁ ≥ σ₂ ≥ … of W, in float64; values at or below "
+            "a relative threshold count as exact zeros.")
+definition(r"\operatorname{rank}(W) = \#\{\, i : \sigma_i > \tau\, k\, \max(\sigma_1, 1) \,\},"
+           r"\quad \tau = 10^{-10},\ k = \min(\text{rows}, \text{cols})",
+           (live.RANK_LABEL, str(values.rank)))
+definition(r"S_p(W) = \sum_{i \le \operatorname{rank}(W)} \sigma_i^{\,p} \ (p > 0), \qquad "
+           r"S_0(W) = \operatorname{rank}(W)",
+           (live.SCHATTEN_LABEL, format_log_value(values.log_schatten)),
+           note=f"At p = {p:.3g}. p → 0 counts the rank, p = 1 is the nuclear norm, p = 2 the squared Frobenius norm.")
+
+st.markdown("**How the layers above and around W scale its contribution.**")
+definition(r"\alpha^{(\ell)} = \prod_{k > \ell} L_\varphi\, \|M_{\mathrm{in}}^{(k)}\|_2\, \|M_{\mathrm{out}}^{(k)}\|_2"
+           r" \sum_h \|V^{(k,h)}\|_2 \,\bigl(1 + 4\,\|QK^{(k,h)}\|_2\bigr)",
+           (live.ALPHA_LABEL, format_log_value(values.log_alpha)),
+           note=f"L_φ = {L_PHI} bounds the GELU's Lipschitz constant; α = 1 for the top layer. Layer ℓ = {values.layer}.")
+definition(r"\gamma = \begin{cases} 2\,\|V^{(\ell,h)}\|_2 \|M_{\mathrm{out}}^{(\ell)}\|_2 \|M_{\mathrm{in}}^{(\ell)}\|_2"
+           r" & QK \\ \|M_{\mathrm{out}}^{(\ell)}\|_2 \|M_{\mathrm{in}}^{(\ell)}\|_2 & V \\ "
+           r"\|M_{\mathrm{out}}^{(\ell)}\|_2 & M_{\mathrm{in}} \\ 1 & M_{\mathrm{out}} \end{cases}"
+           r"\qquad s_W = \gamma\, \alpha^{(\ell)}\, L",
+           (live.GAMMA_LABEL, format_log_value(values.log_gamma)),
+           (live.SCALE_LABEL, format_log_value(values.log_scale)))
+
+st.markdown("**The contribution of one matrix, and its three landmark regimes.**")
+definition(r"c(W; p) = S_p(W)^{\frac{1}{p+2}}\; s_W^{\frac{p}{p+2}}\; N^{\frac{p+1}{p+2}}",
+           (live.CONTRIBUTION_LABEL, format_log_value(values.log_contribution)))
+definition(r"c(W;0) = \sqrt{\operatorname{rank}(W)\, N},\quad c(W;1) = (\|W\|_*\, s_W)^{1/3} N^{2/3},\quad"
+           r" c(W;2) = \sqrt{\|W\|_F\, s_W}\; N^{3/4}",
+           *[(label, format_log_value(values.log_closed_form[q])) for q, label in live.CLOSED_FORM_LABELS.items()],
+           note="Computed here from the rank and the norms directly, as a check on c(W; p) at p = 0, 1, 2.")
+
+st.markdown("**Choosing p after training.** The guarantee covers a finite grid; each matrix takes its best point.")
+definition(r"P_m = \{0, \tfrac1m, \tfrac2m, \dots, 2\},\quad m = \lceil L + \ln \max(N, 2) \rceil,\qquad "
+           r"p^*_W = \operatorname*{arg\,min}_{p \in P_m} c(W; p)",
+           (live.GRID_LABEL, str(values.grid_m)), (live.P_OPT_LABEL, f"{values.p_opt:.4g}"),
+           note=f"c(W; p*) = {format_log_value(values.log_contribution_opt)} (ties go to the smaller p).")
+
+st.markdown("**The two proxies compared on the Scaling page.**")
+definition(r"B_{\text{ours}} = \sum_{W} c(W; p^*_W) + \sqrt{L}",
+           (live.OURS_LABEL, format_log_value(values.log_ours)),
+           (live.OURS_AT_P_LABEL, format_log_value(values.log_ours_at_p)),
+           note=f"The sum runs over all L(2H + 2) = {shape.num_matrices} proxy matrices.")
+definition(r"\xi^{(\ell)} = \sum_h \Bigl[(\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_2\|QK_h\|_{2,1})^{2/3}"
+           r" + (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_{2,1})^{2/3}\Bigr]"
+           r" + (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_{2,1})^{2/3} + \|M_{\mathrm{out}}\|_{2,1}^{2/3}",
+           (live.XI_LABEL, format_log_value(values.log_xi)))
+definition(r"B_{\text{Edelman}} = \Bigl(1 + \sum_\ell \bigl(\alpha^{(\ell)}\bigr)^{2/3} \xi^{(\ell)}\Bigr)^{3/2}",
+           (live.EDELMAN_LABEL, format_log_value(values.log_edelman)),
+           note="The exponent 3/2 on a sum over L layers is where the L^{3/2} depth dependence comes from.")
+bound_note()
+
+st.divider()
+st.subheader("Playground: a synthetic spectrum")
+st.info("**Synthetic, not from any model.** Choose how the singular values of an imaginary matrix decay and "
+        "watch c(W; p) over p: a sharply low-rank spectrum favours small p, a large scale s_W pushes p* "
+        "down and a small one pushes it up, towards the Frobenius end.", icon=":material/science:")
+left, middle, right = st.columns(3)
+rank = left.slider("Rank", 1, 512, 64, key="play_rank")
+decay = left.selectbox("Decay law", list(Decay), format_func=lambda d: d.value, key="play_decay")
+rate = middle.slider("Decay rate", 0.0, 3.0, 1.0, step=0.05, key="play_rate",
+                     help="power law: σᵢ = σ₁ i^(-rate); exponential: σᵢ = σ₁ e^(-rate (i - 1)); "
+                          "step: σ₁ for the first quarter, σ₁ 10^(-rate) after; flat ignores it.")
+top = middle.number_input("Top value σ₁", min_value=1e-3, max_value=1e3, value=1.0, key="play_top")
+scale = right.select_slider("Scale s_W", PLAYGROUND_SCALES, value=1.0, key="play_scale",
+                            format_func=lambda s: f"1e{round(math.log10(s)):+d}")
+width = right.number_input("Width N", min_value=2, max_value=8192, value=512, step=64, key="play_width")
+grid_m = st.slider("Grid resolution m of P_m", 1, 40, grid_resolution(12, int(width)), key="play_m",
+                   help="Default ⌈L + ln N⌉ for a 12-layer model of this width.")
+spectrum = synthetic_spectrum(int(rank), decay, float(rate), float(top))
+curve = contribution_curve(spectrum, hidden_size=max(int(width), int(rank)), scale=float(scale), grid_m=int(grid_m))
+st.metric(PLAYGROUND_P_LABEL, f"{curve.p_opt:.4g}")
+regime = ("the rank end (p = 0)" if curve.p_opt == 0 else "the Frobenius end (p = 2)" if curve.p_opt == P_MAX
+          else "in between: neither rank nor Frobenius alone")
+st.caption(f"Winner: {regime}. Numerical rank {curve.rank}; N = {max(int(width), int(rank))} "
+           f"(at least the rank).")
+show_figure(playground_figure(spectrum, curve), "playground")

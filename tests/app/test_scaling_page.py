@@ -1,0 +1,132 @@
+"""The Scaling page over a miniature-shaped family opened from an atlas file: its growth curves and
+exponents are the ones specbound.scaling computes, missing miniatures are listed, never skipped."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import APP, TIMEOUT_S, run_clean
+from miniature_family import family_atlas
+from streamlit.testing.v1 import AppTest
+
+from dashboard.atlas import atlas_name
+from specbound.bounds import BoundAnalysis
+from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
+
+SHOWN = (Proxy.OURS, Proxy.EDELMAN)
+
+
+@pytest.fixture
+def family(make_checkpoint, tmp_path):
+    return family_atlas(make_checkpoint, tmp_path)
+
+
+@pytest.fixture
+def study(family) -> ScalingStudy:
+    """The package's own study of the family: the reference for the page."""
+    _, profiles = family
+    return ScalingStudy.from_summaries(
+        summarize(BoundAnalysis.from_profile(p), name=atlas_name(p.model)) for p in profiles)
+
+
+@pytest.fixture
+def scaling_app(family) -> AppTest:
+    path, _ = family
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params["atlas"] = str(path)  # the atlas of a shared link, read from the server's disk
+    run_clean(at)
+    at.switch_page("pages/scaling.py")
+    return run_clean(at)
+
+
+def _traces(figure: dict) -> dict[tuple[str, tuple[int, ...], tuple[str, ...]], np.ndarray]:
+    return {(t["legendgroup"], tuple(int(x) for x in t["x"]), tuple(str(c[0]) for c in t["customdata"])):
+            np.asarray(t["y"], dtype=float) for t in figure["data"]}
+
+
+def _check_curves(figure: dict, study: ScalingStudy, axis: Axis, proxies) -> None:
+    traces = _traces(figure)
+    expected = [c for c in study.curves(axis) if c.proxy in proxies]
+    assert expected and len(traces) == len(expected)
+    for curve in expected:
+        y = traces[(curve.proxy.value, curve.x, curve.models)]
+        assert y[0] == 1.0
+        np.testing.assert_allclose(y, curve.ratio, rtol=1e-12)
+
+
+def _exponents_table(at):
+    (table,) = [d.value for d in at.dataframe if "slope" in d.value.columns]
+    return table
+
+
+def test_growth_curves_and_exponents_match_the_package(scaling_app, study, figure_titled) -> None:
+    at = scaling_app
+    assert [t.value for t in at.title] == ["Scaling"]
+    assert not at.error
+    chosen = at.multiselect(key="scaling_models")
+    assert sorted(chosen.value) == sorted(s.name for s in study.summaries)
+    assert "minilm-l6 (L = 6, N = 384; bundled model)" in chosen.options  # offered, but not of the family
+    assert "minilm-l6" not in chosen.value
+
+    _check_curves(figure_titled(at, "with width N"), study, Axis.WIDTH, SHOWN)
+    _check_curves(figure_titled(at, "with depth L"), study, Axis.DEPTH, SHOWN)
+
+    table = _exponents_table(at).reset_index(drop=True)
+    expected = study.exponents_frame()
+    expected = expected[expected["proxy"].isin([p.value for p in SHOWN])].reset_index(drop=True)
+    assert len(table) == len(expected) > 0
+    assert list(table["proxy"]) == list(expected["proxy"])
+    assert list(table["against"]) == list(expected["against"])
+    np.testing.assert_allclose(table["slope"], expected["slope"], rtol=1e-12)
+    pooled = study.exponent(Proxy.OURS, Axis.DEPTH)
+    assert pooled.num_groups == 2 and pooled.num_points == 6
+
+
+def test_fixed_p_regimes_are_optional_curves(scaling_app, study, figure_titled) -> None:
+    at = scaling_app
+    at.toggle(key="scaling_fixed_p").set_value(True)
+    run_clean(at)
+    _check_curves(figure_titled(at, "with width N"), study, Axis.WIDTH, tuple(Proxy))
+    assert set(_exponents_table(at)["proxy"]) == {p.value for p in Proxy}
+
+
+def test_missing_miniatures_are_listed_with_how_to_get_them(scaling_app) -> None:
+    at = scaling_app
+    (missing,) = [d.value for d in at.dataframe if "how to get it" in d.value.columns]
+    # the test family is not the real grid and the Hub cache is empty: all 24 miniatures are missing
+    assert len(missing) == 24
+    assert "L2-H128" in set(missing["model"])
+    assert all("specbound grid" in how for how in missing["how to get it"])
+    assert at.multiselect(key="scaling_download_models").options == list(missing["model"])
+
+
+def test_fewer_than_two_models_says_what_is_needed(scaling_app, figure_titled, plotly_specs) -> None:
+    at = scaling_app
+    at.multiselect(key="scaling_models").set_value([atlas_name("L1-H16")])
+    run_clean(at)
+    assert plotly_specs(at) == []
+    assert any("at least two models" in i.value for i in at.info)
+    assert not at.error
+
+
+def test_two_models_of_one_shape_are_refused_plainly(scaling_app, plotly_specs) -> None:
+    at = scaling_app
+    at.multiselect(key="scaling_models").set_value([atlas_name("L1-H16"), atlas_name("L2-H16")])
+    run_clean(at)
+    assert len(plotly_specs(at)) == 1  # against L only; no two widths share a depth
+    assert any("No curve against N" in i.value for i in at.info)
+
+
+def test_atlas_export_of_the_study(scaling_app, family, tmp_path) -> None:
+    from dashboard.atlas import atlas_bytes
+    from specbound.atlas import load_atlas
+
+    at = scaling_app
+    labels = [b.label for b in at.get("download_button")]
+    assert "Export the 6 models of the study" in labels
+    _, profiles = family
+    exported = tmp_path / "exported.npz"
+    exported.write_bytes(atlas_bytes(profiles))  # what the button serves
+    again = load_atlas(exported)
+    assert [p.model for p in again] == [p.model for p in profiles]
+    np.testing.assert_array_equal(again[0].singular_values, profiles[0].singular_values)

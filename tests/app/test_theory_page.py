@@ -1,0 +1,127 @@
+"""The Theory page shows the live values of the current model, its playground reacts to its widgets,
+and a link's query parameters restore the model and the p settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import APP, TIMEOUT_S, run_clean
+from miniature_family import family_atlas
+from streamlit.testing.v1 import AppTest
+
+from dashboard import theory as live
+from dashboard.atlas import atlas_name
+from dashboard.controls import OWN
+from dashboard.text import TOTAL_LABEL, format_log_value
+from specbound.bounds import BoundAnalysis, PAssignment
+from specbound.matrices import Kind
+
+MODEL = "L2-H32"
+
+
+@pytest.fixture
+def family(make_checkpoint, tmp_path):
+    return family_atlas(make_checkpoint, tmp_path)
+
+
+@pytest.fixture
+def reference(family) -> BoundAnalysis:
+    _, profiles = family
+    (profile,) = [p for p in profiles if p.model == MODEL]
+    return BoundAnalysis.from_profile(profile)
+
+
+def _linked_app(family, **params: str) -> AppTest:
+    """The dashboard opened from a link naming the atlas on the server, the model and ``params``."""
+    path, _ = family
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"atlas": str(path), "model": atlas_name(MODEL), **params})
+    return run_clean(at)
+
+
+def _metric(at, label: str) -> str:
+    (value,) = [m.value for m in at.metric if m.label == label]
+    return value
+
+
+def test_theory_page_shows_the_live_values(family, reference) -> None:
+    at = _linked_app(family)
+    at.switch_page("pages/theory.py")
+    run_clean(at)
+    assert [t.value for t in at.title] == ["Theory"]
+    assert not at.error
+    assert len(at.get("latex")) >= 9
+    labels = [m.label for m in reference.profile.ids]
+    assert at.selectbox(key="theory_matrix").value == "L1 M_in"
+    values = live.readout(reference, labels.index("L1 M_in"), 1.0)
+    assert _metric(at, live.RANK_LABEL) == str(int(reference.profile.rank[labels.index("L1 M_in")])) == "32"
+    assert _metric(at, live.SCHATTEN_LABEL) == format_log_value(values.log_schatten)
+    assert _metric(at, live.ALPHA_LABEL) == "1.00"  # the top layer
+    assert _metric(at, live.GRID_LABEL) == str(reference.grid_m) == "6"  # ceil(2 + ln 32)
+    assert _metric(at, live.OURS_LABEL) == format_log_value(reference.evaluate().log_total)
+    assert _metric(at, live.EDELMAN_LABEL) == format_log_value(reference.log_edelman)
+
+    at.selectbox(key="theory_matrix").set_value("L0 QK h1")
+    at.slider(key="theory_p").set_value(0.5)
+    run_clean(at)
+    index = labels.index("L0 QK h1")
+    terms = reference.evaluate(0.5)
+    assert _metric(at, live.RANK_LABEL) == "16"  # head dimension d = 32 / 2
+    assert _metric(at, live.SCHATTEN_LABEL) == format_log_value(terms.log_schatten[index])
+    assert _metric(at, live.CONTRIBUTION_LABEL) == format_log_value(terms.log_contribution[index])
+    assert _metric(at, live.ALPHA_LABEL) == format_log_value(reference.log_alpha[0])
+    assert _metric(at, live.SCALE_LABEL) == format_log_value(reference.log_scale[index])
+    assert _metric(at, live.P_OPT_LABEL) == f"{reference.p_opt[index]:.4g}"
+    assert _metric(at, live.OURS_AT_P_LABEL) == format_log_value(terms.log_total)
+
+
+def test_closed_forms_agree_with_the_contribution(reference) -> None:
+    for index in range(len(reference.p_opt)):
+        values = live.readout(reference, index, 1.0)
+        for p, log_closed in values.log_closed_form.items():
+            np.testing.assert_allclose(log_closed, reference.evaluate(p).log_contribution[index], rtol=1e-9)
+
+
+def test_playground_reacts_to_the_scale(family) -> None:
+    at = _linked_app(family)
+    at.switch_page("pages/theory.py")
+    run_clean(at)
+    assert any("Synthetic, not from any model" in i.value for i in at.info)
+    at.select_slider(key="play_scale").set_value(1e6)
+    run_clean(at)
+    large = _metric(at, "p* of the synthetic matrix")
+    at.select_slider(key="play_scale").set_value(1e-6)
+    run_clean(at)
+    small = _metric(at, "p* of the synthetic matrix")
+    assert (large, small) == ("0", "2")
+    at.selectbox(key="play_decay").set_value("exponential")
+    at.slider(key="play_rank").set_value(8)
+    run_clean(at)
+    assert any("Numerical rank 8" in c.value for c in at.caption)
+
+
+def test_a_link_restores_model_and_p_settings(family, reference) -> None:
+    at = _linked_app(family, p_global="0.5", p_snap="0", p_kind_V_mode="own", p_kind_V="0.25",
+                     p_layer_1_mode="optimal")
+    at.switch_page("pages/bounds.py")
+    run_clean(at)
+    assert not at.error
+    assert at.session_state["model"] == atlas_name(MODEL)
+    assert at.slider(key="p_global").value == 0.5
+    assert at.toggle(key="p_snap").value is False
+    assert at.selectbox(key="p_kind_V_mode").value == OWN
+    assert at.slider(key="p_kind_V").value == 0.25
+    expected = reference.evaluate(PAssignment(default=0.5, by_kind={Kind.V: 0.25}, by_layer={1: None}))
+    assert _metric(at, TOTAL_LABEL) == format_log_value(expected.log_total)
+    # the address bar keeps the view: model, atlas and every non-default setting
+    assert at.query_params["model"] == atlas_name(MODEL)
+    assert at.query_params["p_global"] == "0.5" and at.query_params["p_snap"] == "0"
+    assert at.query_params["p_kind_V_mode"] == "own" and at.query_params["p_layer_1_mode"] == "optimal"
+    assert "p_optimal" not in at.query_params  # defaults stay out of the link
+
+
+def test_a_link_to_a_model_that_cannot_open_keeps_the_app_usable(family) -> None:
+    at = _linked_app(family, model=atlas_name("L9-H999"), p_global="not a number")
+    assert any("cannot be opened" in e.value for e in at.error)
+    assert at.session_state.get("model", "minilm-l6") == "minilm-l6"  # still the bundled default
+    assert not at.exception
