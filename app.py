@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard import share
 from dashboard.export import figure_format_picker
 from dashboard.sidebar import render_sidebar
 
@@ -17,10 +18,14 @@ st.set_page_config(page_title="specbound", page_icon=":material/ssid_chart:", la
 PAGES: list[st.Page] = [
     st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:", url_path="spectra", default=True),
     st.Page("pages/bounds.py", title="Bound explorer", icon=":material/tune:", url_path="bounds"),
+    st.Page("pages/scaling.py", title="Scaling", icon=":material/trending_up:", url_path="scaling"),
+    st.Page("pages/theory.py", title="Theory", icon=":material/school:", url_path="theory"),
 ]
 
 page = st.navigation(PAGES)
+share.restore()  # a shared link: seed the model and p settings before any widget is drawn
 render_sidebar()
 with st.sidebar:
     figure_format_picker()
 page.run()
+share.publish()  # keep the address bar a link to this view

@@ -30,6 +30,8 @@ from specbound.errors import SpecboundError
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, ProgressEvent, silent
 
+from . import atlas
+
 #: Session-state key holding the name of the model the pages show.
 MODEL_KEY = "model"
 #: Session-state key holding the last error met while opening a model (shown until the next success).
@@ -58,6 +60,14 @@ def catalog_entries() -> list[models.CatalogEntry]:
     return models.catalog()
 
 
+def resolve_analysis(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
+    """The analysis behind any model name: ``atlas:<model>`` from the session's atlas file
+    (see :mod:`dashboard.atlas`), every other name through :func:`analysis_for`."""
+    if atlas.is_atlas_name(name):
+        return atlas.analysis_for(name)
+    return analysis_for(name, progress)
+
+
 def progress_outside_cache(callback: ProgressCallback) -> ProgressCallback:
     """Wrap a callback that draws Streamlit elements so that the caches do not record the drawing."""
     context = contextvars.copy_context()
@@ -74,7 +84,7 @@ def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
     Raises :class:`SpecboundError` (with a message for people) and leaves the current model as it was.
     """
     name = name.strip()
-    result = analysis_for(name, progress_outside_cache(progress))
+    result = resolve_analysis(name, progress_outside_cache(progress))
     st.session_state[MODEL_KEY] = name
     st.session_state.pop(ERROR_KEY, None)
     catalog_entries.clear()  # a download may have changed what is cached
@@ -92,7 +102,7 @@ def current_analysis(on_error: Callable[[str], None] | None = None) -> BoundAnal
     the bundled default and report why through ``on_error``.
     """
     try:
-        return analysis_for(current_model())
+        return resolve_analysis(current_model())
     except SpecboundError as exc:
         if current_model() == DEFAULT_MODEL:
             raise

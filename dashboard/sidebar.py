@@ -19,6 +19,7 @@ from specbound.models import MINIATURE_LAYERS, MINIATURE_WIDTHS, miniature_alias
 from specbound.progress import ProgressCallback, ProgressEvent
 
 from . import data
+from .atlas import pick_from_atlas
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
 
@@ -74,6 +75,7 @@ MODEL_SOURCES: list[ModelSource] = [
     ModelSource("Bundled model", _pick_bundled),
     ModelSource("BERT Miniature", _pick_miniature),
     ModelSource("Hub id or local directory", _pick_custom),
+    ModelSource("Atlas file", pick_from_atlas),
 ]
 
 
