@@ -13,10 +13,13 @@ import streamlit as st
 from dashboard import data
 from dashboard.controls import p_controls
 from dashboard.export import csv_download, show_figure
+from dashboard.routing import ensure_app_entry
 from dashboard.text import (EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, bound_note,
                             format_log_value)
 from specbound.figures import bounds as figures
 from specbound.report import layer_frame, terms_frame
+
+ensure_app_entry()
 
 analysis = data.current_analysis()
 profile = analysis.profile

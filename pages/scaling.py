@@ -12,10 +12,13 @@ import streamlit as st
 from dashboard import atlas, data
 from dashboard import scaling as service
 from dashboard.export import csv_download, show_figure
+from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note
 from specbound.errors import SpecboundError
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width
 from specbound.scaling import Axis, Proxy, ScalingStudy
+
+ensure_app_entry()
 
 #: Session-state key of the errors met by the last download request (shown until the next one).
 DOWNLOAD_ERRORS_KEY = "scaling_download_errors"

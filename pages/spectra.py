@@ -6,9 +6,12 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.export import csv_download, show_figure
+from dashboard.routing import ensure_app_entry
 from specbound.figures import spectra as figures
 from specbound.matrices import Kind
 from specbound.report import singular_values_frame
+
+ensure_app_entry()
 
 analysis = data.current_analysis()
 profile = analysis.profile

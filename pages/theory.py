@@ -11,11 +11,14 @@ import streamlit as st
 from dashboard import data
 from dashboard import theory as live
 from dashboard.export import show_figure
+from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, format_log_value
 from specbound.bounds import grid_resolution, snap_to_grid
 from specbound.defaults import L_PHI, P_MAX
 from specbound.figures.theory import playground_figure
 from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
+
+ensure_app_entry()
 
 #: Scales s_W offered in the playground: powers of ten from 1e-6 to 1e6.
 PLAYGROUND_SCALES = tuple(10.0 ** k for k in range(-6, 7))
@@ -36,7 +39,7 @@ twice, though.
 
 * **Depth piles up.** Each layer's Lipschitz constant multiplies into the next one, so the complexity
   carries a product over layers, and in the best known norm-based results still a polynomial factor that
-  grows like L^{3/2}.
+  grows like $L^{3/2}$.
 * **The norm radii are fixed before training.** A bound written with, say, (2,1) norms commits to that
   measure of size for every matrix. Trained weights do not cooperate: the attention products are exactly
   low rank (a head has only d = N/H dimensions), while the feed-forward matrices have slowly decaying
@@ -47,7 +50,7 @@ that is picked **after training, separately for each matrix**. Small p counts ra
 norm, and values in between interpolate: each matrix is split into a low-rank head and a tail that a
 Frobenius-type term controls. Because the choice is made on a finite grid of p values with a union
 bound over it, the guarantee survives the post-hoc choice. In representative regimes the dependence on
-depth drops from L^{3/2} to √L or better, and the sequence length T enters only through a logarithm (a
+depth drops from $L^{3/2}$ to √L or better, and the sequence length T enters only through a logarithm (a
 price of the ℓ₂-type covering argument behind the spectral approach).
 
 Below, every definition comes with its value for the model open in the sidebar.
@@ -83,9 +86,9 @@ def definition(latex: str, *metrics: tuple[str, str], note: str | None = None) -
 
 st.markdown("**Singular values and numerical rank.** σ₁ ≥ σ₂ ≥ … of W, in float64; values at or below "
             "a relative threshold count as exact zeros.")
-definition(r"\operatorname{rank}(W) = \#\{\, i : \sigma_i > \tau\, k\, \max(\sigma_1, 1) \,\},"
-           r"\quad \tau = 10^{-10},\ k = \min(\text{rows}, \text{cols})",
-           (live.RANK_LABEL, str(values.rank)))
+definition(r"\operatorname{rank}(W) = \#\{\, i : \sigma_i > \tau\, k\, \max(\sigma_1, 1) \,\}",
+           (live.RANK_LABEL, str(values.rank)),
+           note="τ = 1e-10 and k = min(rows, cols) of W (N for QK and V, whose rank is at most d).")
 definition(r"S_p(W) = \sum_{i \le \operatorname{rank}(W)} \sigma_i^{\,p} \ (p > 0), \qquad "
            r"S_0(W) = \operatorname{rank}(W)",
            (live.SCHATTEN_LABEL, format_log_value(values.log_schatten)),
@@ -128,7 +131,7 @@ definition(r"\xi^{(\ell)} = \sum_h \Bigl[(\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}
            (live.XI_LABEL, format_log_value(values.log_xi)))
 definition(r"B_{\text{Edelman}} = \Bigl(1 + \sum_\ell \bigl(\alpha^{(\ell)}\bigr)^{2/3} \xi^{(\ell)}\Bigr)^{3/2}",
            (live.EDELMAN_LABEL, format_log_value(values.log_edelman)),
-           note="The exponent 3/2 on a sum over L layers is where the L^{3/2} depth dependence comes from.")
+           note="The exponent 3/2 on a sum over L layers is where the $L^{3/2}$ depth dependence comes from.")
 bound_note()
 
 st.divider()

@@ -1,0 +1,38 @@
+"""Reading a Streamlit page in the browser tests: waiting for a run to finish, checking for errors.
+
+Screenshots go to ``ARTIFACTS`` (``test-artifacts/`` at the top of the repository, ignored by git)
+for people to look at.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+#: An uncaught exception, and an st.error box. Info and warning boxes are not errors.
+ERROR_SELECTORS = ('[data-testid="stException"]', '[data-testid="stAlertContentError"]')
+
+
+def assert_no_errors(page) -> None:
+    for selector in ERROR_SELECTORS:
+        found = page.locator(selector)
+        assert found.count() == 0, found.all_inner_texts()
+
+
+def wait_idle(page) -> None:
+    """Wait until the script run is over (the status widget shows 'Running' while a rerun is on)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+
+
+def screenshot(page, name: str, *, full_page: bool = False) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{slug(name)}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
