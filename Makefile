@@ -33,8 +33,9 @@ browser:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium is missing: the browser tests will be skipped (apt-get install chromium)"; fi; }
 
-bench: $(STAMP)
+bench: $(STAMP) browser
 	$(BIN)/python benchmarks/bench_spectra.py
+	$(BIN)/python benchmarks/bench_dashboard.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts

@@ -94,7 +94,10 @@ def test_hub_id_and_local_directory(tmp_path):
     ("../x", "'../x' is neither a local directory"),
     ("owner/..", "'owner/..' is neither a local directory"),
 ])
-def test_nonsense_names_are_rejected_with_a_specific_message(name, message):
+def test_nonsense_names_are_rejected_with_a_specific_message(name, message, tmp_path, monkeypatch):
+    empty = tmp_path / "cwd"
+    empty.mkdir()
+    monkeypatch.chdir(empty)  # relative names such as ../x must not find a real directory
     with pytest.raises(ModelNotFoundError) as info:
         resolve(name)
     assert str(info.value).startswith(message)

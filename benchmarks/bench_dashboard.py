@@ -1,0 +1,121 @@
+"""Benchmark of the dashboard (SPEC §6-7): memory per browser session and slider latency.
+
+Run with ``python benchmarks/bench_dashboard.py`` (Debian's Chromium must be installed). It serves
+the dashboard with a real ``streamlit run`` and a fresh profile cache, then in the same run:
+
+* opens the Bound explorer in a first browser session (this fills the shared caches: the bundled
+  model's spectra and bound terms) and reads the server's resident memory as the baseline;
+* opens more sessions, each in its own browser context kept open, moves their p slider, and reports
+  the server's memory growth per added session (target: at most 50 MB, since a session holds widget
+  state and references to the shared caches, not weights);
+* times slider moves in the browser from the key press to the updated total on the page, beside the
+  computation-layer time the page reports for the same moves.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]  # the dashboard and the browser-test launchers
+
+from streamlit_page import wait_idle  # noqa: E402
+from streamlit_server import CHROMIUM, launch_chromium, serve_dashboard  # noqa: E402
+
+from dashboard.text import TOTAL_LABEL  # noqa: E402
+
+EXTRA_SESSIONS = 6
+SLIDER_MOVES = 8
+TARGET_SESSION_MB = 50.0
+
+
+def resident_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of a process from /proc (Linux): VmRSS now, or VmHWM, its peak so far."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} for process {pid}")
+
+
+def total_text(page) -> str:
+    metric = page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL)
+    return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def open_explorer(browser, url: str):
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page.set_default_timeout(120_000)
+    page.goto(f"{url}/bounds")
+    page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
+    wait_idle(page)
+    return page
+
+
+def move_slider(page, key: str) -> float:
+    """Press one arrow key on the global p slider; seconds until the displayed total changes."""
+    before = total_text(page)
+    page.locator('.st-key-p_global [role="slider"], .st-key-p_global input[type="range"]').first.focus()
+    start = time.perf_counter()
+    page.keyboard.press(key)
+    page.wait_for_function(
+        """([label, old]) => [...document.querySelectorAll('[data-testid="stMetric"]')]
+               .some(m => m.innerText.includes(label)
+                      && m.querySelector('[data-testid="stMetricValue"]').innerText.trim() !== old)""",
+        arg=[TOTAL_LABEL, before], polling="raf")
+    elapsed = time.perf_counter() - start
+    wait_idle(page)
+    return elapsed
+
+
+def main() -> int:
+    if not CHROMIUM.is_file():
+        print(f"Debian's chromium is needed at {CHROMIUM} (apt-get install chromium)", file=sys.stderr)
+        return 2
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="specbound-bench-") as tmp, serve_dashboard(Path(tmp)) as server, \
+            sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        idle_mb = resident_mb(server.pid)
+        first = open_explorer(browser, server.url)
+        latencies = [move_slider(first, "ArrowLeft" if i % 2 else "ArrowRight") for i in range(SLIDER_MOVES)]
+        server_ms = first.get_by_text("terms evaluated in").inner_text().split("evaluated in ")[-1]
+        baseline_mb = resident_mb(server.pid)
+        baseline_peak_mb = resident_mb(server.pid, "VmHWM")
+
+        pages = []
+        for _ in range(EXTRA_SESSIONS):
+            page = open_explorer(browser, server.url)
+            move_slider(page, "ArrowRight")
+            pages.append(page)
+        loaded_mb = resident_mb(server.pid)
+        loaded_peak_mb = resident_mb(server.pid, "VmHWM")
+        browser.close()
+
+    # The garbage collector can return memory between two readings, so the growth is judged on the
+    # larger of the current and the peak resident memory.
+    per_session = max(loaded_mb - baseline_mb, loaded_peak_mb - baseline_peak_mb) / EXTRA_SESSIONS + 0.0  # no -0.0
+    rows = [
+        ("server, before any session", f"{idle_mb:.0f} MB", ""),
+        ("server, one session on the Bound explorer (baseline)", f"{baseline_mb:.0f} MB", ""),
+        ("  its peak so far", f"{baseline_peak_mb:.0f} MB", ""),
+        (f"server, {EXTRA_SESSIONS} more sessions", f"{loaded_mb:.0f} MB", ""),
+        ("  its peak so far", f"{loaded_peak_mb:.0f} MB", ""),
+        ("memory added per session", f"{per_session:.1f} MB",
+         f"<= {TARGET_SESSION_MB:g} MB: {'ok' if per_session <= TARGET_SESSION_MB else 'MISSED'}"),
+        ("slider key press to updated total (median)", f"{1e3 * statistics.median(latencies):.0f} ms",
+         f"min {1e3 * min(latencies):.0f}, max {1e3 * max(latencies):.0f} ms over {SLIDER_MOVES} moves"),
+        ("  of which the computation layer (last move)", server_ms, "target < 50 ms"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:>9}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Serve the dashboard with a real ``streamlit run`` on a free local port, and start Debian's Chromium.
+
+Shared by the browser tests (``conftest.py``) and the dashboard benchmark. The server gets its own
+profile cache, and is always stopped when the ``with`` block ends.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+STARTUP_TIMEOUT_S = 90
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    pid: int
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(url: str, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"streamlit did not become healthy in {STARTUP_TIMEOUT_S} s:\n{log.read_text()}")
+
+
+@contextmanager
+def serve_dashboard(scratch: Path) -> Iterator[Server]:
+    """``streamlit run app.py`` on a free port, with its profile cache and log under ``scratch``."""
+    port = _free_port()
+    log = scratch / "streamlit.log"
+    env = dict(os.environ, SPECBOUND_CACHE=str(scratch / "profiles"))
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+             "--server.headless", "true", "--server.address", "127.0.0.1"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_healthy(url, process, log)
+        yield Server(url, process.pid)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def launch_chromium(playwright):
+    """Debian's Chromium, headless, through Playwright (never a browser download of its own)."""
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
