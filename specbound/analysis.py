@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .cache import ProfileCache
 from .checkpoints import fetch, fingerprint, open_checkpoint, read_config
@@ -19,24 +18,13 @@ from .matrices import EncoderShape, Kind, LayerWeights, layer_factors
 from .models import ModelRef, resolve
 from .profile import SpectralProfile
 from .progress import ProgressCallback, ProgressEvent, silent
-from .spectrum import norm_11, norm_21, singular_values, singular_values_factored
-
-
-#: BLAS threads for the spectral analysis. Its problems are small (d x d cores, N x N Gram matrices):
-#: one thread loses little on an idle machine, while OpenBLAS's spinning threads made the same work
-#: 10 to 90 times slower whenever another process (a browser, a test runner) shared the cores.
-BLAS_THREADS = 1
+from .spectrum import (entrywise_norms_factored, norm_11, norm_21, singular_values,
+                       singular_values_factored)
 
 
 def compute_profile(layers: Iterable[LayerWeights], shape: EncoderShape, *, model: str = "",
                     revision: str = "", progress: ProgressCallback = silent) -> SpectralProfile:
     """Singular values and (2,1), (1,1) norms of all L (2H + 2) proxy matrices, layer by layer."""
-    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
-        return _compute_profile(layers, shape, model=model, revision=revision, progress=progress)
-
-
-def _compute_profile(layers: Iterable[LayerWeights], shape: EncoderShape, *, model: str, revision: str,
-                     progress: ProgressCallback) -> SpectralProfile:
     H, N = shape.num_heads, shape.hidden_size
     k_ffn = min(N, shape.ffn_size)
     width = max(N, k_ffn)
@@ -48,9 +36,9 @@ def _compute_profile(layers: Iterable[LayerWeights], shape: EncoderShape, *, mod
                                   (Kind.V, factors.v_left, factors.v_right)):
             sv = singular_values_factored(left, right)  # (H, <= d)
             per_head.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
-            dense = left @ right  # (H, N, N): only for the entrywise norms
-            rows_21.append(norm_21(dense))
-            rows_11.append(norm_11(dense))
+            n21, n11 = entrywise_norms_factored(left, right)  # (H,) each
+            rows_21.append(n21)
+            rows_11.append(n11)
         rows_sv.extend(per_head)
         for matrix in (factors.m_in, factors.m_out):
             rows_sv.append(np.pad(singular_values(matrix), (0, width - k_ffn))[None, :])

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from specbound.defaults import RANK_TOL
-from specbound.spectrum import (cumulative_energy, norm_11, norm_21, numerical_rank, rank_threshold,
-                                singular_values, singular_values_factored)
+from specbound.spectrum import (cumulative_energy, entrywise_norms_factored, norm_11, norm_21,
+                                numerical_rank, rank_threshold, singular_values,
+                                singular_values_factored)
 
 
 def with_singular_values(sigma: np.ndarray, rows: int, cols: int, seed: int = 0) -> np.ndarray:
@@ -112,3 +113,13 @@ def test_norms_by_hand_and_orientation() -> None:
 def test_cumulative_energy() -> None:
     np.testing.assert_allclose(cumulative_energy(np.array([2.0, 1.0, 1.0, 0.0])), [4 / 6, 5 / 6, 1.0, 1.0])
     np.testing.assert_array_equal(cumulative_energy(np.zeros(3)), np.zeros(3))
+
+
+def test_entrywise_norms_of_factored_products_equal_dense() -> None:
+    rng = np.random.default_rng(4)
+    left, right = rng.standard_normal((3, 20, 4)), rng.standard_normal((3, 4, 30))
+    n21, n11 = entrywise_norms_factored(left, right)
+    dense = left @ right
+    np.testing.assert_allclose(n21, norm_21(dense), rtol=1e-13)
+    np.testing.assert_allclose(n11, norm_11(dense), rtol=1e-13)
+    np.testing.assert_allclose(n11[1], np.abs(left[1] @ right[1]).sum(), rtol=1e-13)
