@@ -29,6 +29,7 @@ from specbound.matrices import Kind
 
 from . import atlas, data
 from .controls import DEFAULT_P, INHERIT, OPTIMAL, OWN
+from .sidebar import show_in_picker
 
 MODEL_PARAM, ATLAS_PARAM = "model", "atlas"
 #: Session flag: the query parameters of this session have been read.
@@ -110,11 +111,12 @@ def restore() -> None:
             atlas.load_path(_first(path))
         except AtlasError as exc:
             st.session_state[data.ERROR_KEY] = f"The link's atlas file cannot be read: {exc}"
-    model = (params.get(MODEL_PARAM) or "").strip()
+    model = _first(params.get(MODEL_PARAM) or "").strip()
     if model and model != data.current_model():
         try:
             with st.spinner(f"Opening {model} from the link"):
                 data.open_model(model)
+            show_in_picker(model)
         except (SpecboundError, OSError) as exc:
             st.session_state[data.ERROR_KEY] = (f"The link names {model}, which cannot be opened here: {exc}. "
                                                 f"Showing {data.current_model()}.")

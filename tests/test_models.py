@@ -195,3 +195,12 @@ def test_cached_pytorch_format_repository(make_checkpoint, hub_entry, monkeypatc
     assert is_cached("someone/bin-only")
     profile = load_profile("someone/bin-only", use_cache=False)
     assert profile.rank.tolist() == ([8] * 8 + [32, 32]) * 2
+
+
+def test_parse_miniature_alias():
+    from specbound.models import parse_miniature_alias
+
+    assert parse_miniature_alias("L4-H256") == (4, 256)
+    assert parse_miniature_alias(" l12-h768 ") == (12, 768)
+    assert parse_miniature_alias("L3-H100") == (3, 100)  # parsed; resolve() checks the grid
+    assert parse_miniature_alias("google/bert") is None

@@ -1,37 +1,19 @@
-"""AppTest fixtures: the dashboard run in-process on the bundled model, and Plotly specs as arrays."""
+"""AppTest fixtures: the dashboard run in-process on the bundled model, and Plotly specs as arrays.
+
+Plain helpers that test modules import live in ``app_harness.py`` beside this file.
+"""
 
 from __future__ import annotations
 
-import base64
 import json
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from app_harness import APP, TIMEOUT_S, decode_arrays, run_clean
 from streamlit.testing.v1 import AppTest
 
 from specbound.analysis import load_profile
 from specbound.bounds import BoundAnalysis
-
-APP = Path(__file__).resolve().parents[2] / "app.py"
-#: The first run computes the bundled model's spectra into the test cache (about a second).
-TIMEOUT_S = 120
-
-
-def _decode(value: Any) -> Any:
-    """Plotly's JSON keeps numpy arrays as {"dtype", "bdata"(, "shape")}: turn them back into arrays."""
-    if isinstance(value, dict):
-        if set(value) >= {"dtype", "bdata"}:
-            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-            if "shape" in value:
-                array = array.reshape([int(n) for n in str(value["shape"]).split(",")])
-            return array
-        return {k: _decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
-
 
 @pytest.fixture(autouse=True)
 def navigation_apps_rerun_their_entry_point(monkeypatch):
@@ -58,7 +40,7 @@ def navigation_apps_rerun_their_entry_point(monkeypatch):
 def plotly_specs():
     """figures(at) -> list of the page's Plotly figures as dicts, arrays decoded, in page order."""
     def figures(at: AppTest) -> list[dict[str, Any]]:
-        return [_decode(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
+        return [decode_arrays(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
     return figures
 
 
@@ -76,13 +58,6 @@ def figure_titled(plotly_specs):
 def minilm() -> BoundAnalysis:
     """The package's own analysis of the bundled model: the reference the pages must agree with."""
     return BoundAnalysis.from_profile(load_profile("minilm-l6"))
-
-
-def run_clean(at: AppTest) -> AppTest:
-    """Run and require that nothing raised (exceptions are shown, not raised, by AppTest)."""
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 @pytest.fixture

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app_harness import APP, TIMEOUT_S, run_clean
+from streamlit.testing.v1 import AppTest
+
 from dashboard.sidebar import CACHED_MARK, DOWNLOAD_MARK
 from dashboard.text import TOTAL_LABEL
 
@@ -84,3 +87,14 @@ def test_opening_a_local_checkpoint_switches_every_page(app, rerun, make_checkpo
     rerun(app)
     assert any(m.label == TOTAL_LABEL for m in app.metric)
     assert app.slider(key="p_layer_1").value == 1.0 and "p_layer_2" not in [s.key for s in app.slider]
+
+
+def test_a_link_to_a_local_checkpoint_shows_it_in_the_picker(make_checkpoint) -> None:
+    directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params["model"] = str(directory)
+    run_clean(at)
+    assert at.session_state["model"] == str(directory)
+    assert at.radio(key="model_source").value == "Hub id or local directory"
+    assert at.text_input(key="model_custom").value == str(directory)
+    assert _shape_caption(at).startswith("L = 2 layers · N = 32")

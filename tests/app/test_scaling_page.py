@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import APP, TIMEOUT_S, run_clean
+from app_harness import APP, TIMEOUT_S, run_clean
 from miniature_family import family_atlas
 from streamlit.testing.v1 import AppTest
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import APP, TIMEOUT_S, run_clean
+from app_harness import APP, TIMEOUT_S, run_clean
 from miniature_family import family_atlas
 from streamlit.testing.v1 import AppTest
 
@@ -107,6 +107,9 @@ def test_a_link_restores_model_and_p_settings(family, reference) -> None:
     run_clean(at)
     assert not at.error
     assert at.session_state["model"] == atlas_name(MODEL)
+    # the sidebar shows where the model came from: the atlas source, with the model picked
+    assert at.radio(key="model_source").value == "Atlas file"
+    assert at.selectbox(key="atlas_model").value == MODEL
     assert at.slider(key="p_global").value == 0.5
     assert at.toggle(key="p_snap").value is False
     assert at.selectbox(key="p_kind_V_mode").value == OWN

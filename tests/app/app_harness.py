@@ -1,0 +1,36 @@
+"""What the AppTest modules share besides fixtures: the entry script, the time limit, running cleanly
+and reading Plotly specs back as arrays."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[2] / "app.py"
+#: The first run computes the bundled model's spectra into the test cache (about a second).
+TIMEOUT_S = 120
+
+
+def decode_arrays(value: Any) -> Any:
+    """Plotly's JSON keeps numpy arrays as {"dtype", "bdata"(, "shape")}: turn them back into arrays."""
+    if isinstance(value, dict):
+        if set(value) >= {"dtype", "bdata"}:
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+            if "shape" in value:
+                array = array.reshape([int(n) for n in str(value["shape"]).split(",")])
+            return array
+        return {k: decode_arrays(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_arrays(v) for v in value]
+    return value
+
+
+def run_clean(at: AppTest) -> AppTest:
+    """Run and require that nothing raised (exceptions are shown, not raised, by AppTest)."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
