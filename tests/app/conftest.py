@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from app_harness import APP, TIMEOUT_S, decode_arrays, run_clean
+from miniature_family import family_atlas
 from streamlit.testing.v1 import AppTest
 
 from specbound.analysis import load_profile
@@ -77,3 +78,9 @@ def bounds_app(app: AppTest) -> AppTest:
 def rerun():
     """rerun(at) -> at after one more run, requiring that nothing raised."""
     return run_clean
+
+
+@pytest.fixture
+def family(make_checkpoint, tmp_path):
+    """(atlas path, profiles) of the miniature-shaped family of tiny checkpoints (tests/miniature_family.py)."""
+    return family_atlas(make_checkpoint, tmp_path)

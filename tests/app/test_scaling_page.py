@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from app_harness import APP, TIMEOUT_S, run_clean
-from miniature_family import family_atlas
 from streamlit.testing.v1 import AppTest
 
 from dashboard.atlas import atlas_name
@@ -14,11 +13,6 @@ from specbound.bounds import BoundAnalysis
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
 SHOWN = (Proxy.OURS, Proxy.EDELMAN)
-
-
-@pytest.fixture
-def family(make_checkpoint, tmp_path):
-    return family_atlas(make_checkpoint, tmp_path)
 
 
 @pytest.fixture

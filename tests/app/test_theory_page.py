@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from app_harness import APP, TIMEOUT_S, run_clean
-from miniature_family import family_atlas
 from streamlit.testing.v1 import AppTest
 
 from dashboard import theory as live
@@ -17,11 +16,6 @@ from specbound.bounds import BoundAnalysis, PAssignment
 from specbound.matrices import Kind
 
 MODEL = "L2-H32"
-
-
-@pytest.fixture
-def family(make_checkpoint, tmp_path):
-    return family_atlas(make_checkpoint, tmp_path)
 
 
 @pytest.fixture
