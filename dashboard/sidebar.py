@@ -121,8 +121,11 @@ def _open(name: str) -> None:
         data.open_model(name, _progress_callback(bar))
     except (SpecboundError, OSError) as exc:
         st.session_state[data.ERROR_KEY] = f"Could not open {name}: {exc}. Still showing {data.current_model()}."
+        return
     finally:
         bar.empty()
+    # The picker above was drawn before the download: draw it again with the model marked as cached.
+    st.rerun()
 
 
 def _shape_summary(analysis: BoundAnalysis) -> None:

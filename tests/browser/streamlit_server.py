@@ -51,11 +51,11 @@ def _wait_healthy(url: str, process: subprocess.Popen, log: Path) -> None:
 
 
 @contextmanager
-def serve_dashboard(scratch: Path) -> Iterator[Server]:
+def serve_dashboard(scratch: Path, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
     """``streamlit run app.py`` on a free port, with its profile cache and log under ``scratch``."""
     port = _free_port()
     log = scratch / "streamlit.log"
-    env = dict(os.environ, SPECBOUND_CACHE=str(scratch / "profiles"))
+    env = dict(os.environ, SPECBOUND_CACHE=str(scratch / "profiles"), **(extra_env or {}))
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),

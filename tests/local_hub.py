@@ -1,0 +1,90 @@
+"""A local stand-in for the Hugging Face Hub's file-resolve endpoint, to test real downloads offline.
+
+``huggingface_hub`` talks to the Hub through ``{HF_ENDPOINT}/{repo_id}/resolve/{revision}/{file}``:
+a HEAD request for the metadata (commit, ETag, size), then a GET for the bytes. This server answers
+those two from folders on disk, and answers like the Hub when a repository or a file does not exist
+(401 with ``X-Error-Code: RepoNotFound``, 404 with ``X-Error-Code: EntryNotFound``). Processes
+started with ``HF_ENDPOINT`` set to :attr:`LocalHub.url` then run the unmodified download code,
+progress bars and cache layout included. It serves loopback only and stops with its ``with`` block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import shutil
+import socketserver
+import threading
+from pathlib import Path
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"  # every repository's single revision
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def _file(self) -> tuple[Path | None, int, str | None]:
+        parts = self.path.split("?")[0].strip("/").split("/")
+        if len(parts) < 5 or parts[2] != "resolve":
+            return None, 404, "EntryNotFound"
+        repo = self.server.root / parts[0] / parts[1]
+        if not repo.is_dir():
+            return None, 401, "RepoNotFound"
+        path = repo.joinpath(*parts[4:])
+        return (path, 200, None) if path.is_file() else (None, 404, "EntryNotFound")
+
+    def _answer(self, with_body: bool) -> None:
+        path, status, error = self._file()
+        self.send_response(status)
+        if path is None:
+            self.send_header("X-Error-Code", str(error))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        data = path.read_bytes()
+        self.send_header("X-Repo-Commit", COMMIT)
+        self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if with_body:
+            self.wfile.write(data)
+
+    def do_HEAD(self) -> None:
+        self._answer(with_body=False)
+
+    def do_GET(self) -> None:
+        self._answer(with_body=True)
+
+
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    root: Path
+
+
+class LocalHub:
+    """``with LocalHub(folder) as hub: hub.add(repo_id, checkpoint_dir)``; then use ``hub.url``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.root = root
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def add(self, repo_id: str, directory: Path, extra_files: dict[str, bytes] | None = None) -> Path:
+        """Publish a checkpoint directory's files as ``repo_id`` (plus any ``extra_files``)."""
+        repo = self.root / repo_id
+        shutil.copytree(directory, repo)
+        for name, content in (extra_files or {}).items():
+            (repo / name).write_bytes(content)
+        return repo
+
+    def __enter__(self) -> LocalHub:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()

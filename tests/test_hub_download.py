@@ -1,0 +1,103 @@
+"""Downloads from the Hub, end to end, against a local server that speaks the Hub's file protocol.
+
+The download code is specbound's and huggingface_hub's own; only the address differs
+(``HF_ENDPOINT``, see tests/local_hub.py). Each case runs in a fresh process, because
+huggingface_hub reads its endpoint and cache location once, at import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from local_hub import COMMIT, LocalHub
+
+from specbound.models import miniature_repo_id
+
+REPORT_DOWNLOADS = """
+import json, sys
+from specbound.analysis import load_profile
+events = []
+profile = load_profile(sys.argv[1], progress=events.append)
+print(json.dumps({"shape": [profile.shape.num_layers, profile.shape.hidden_size, profile.shape.num_heads],
+                  "downloads": [[e.detail, e.done, e.total] for e in events if e.stage == "download"]}))
+"""
+
+
+@pytest.fixture
+def hub(tmp_path: Path):
+    with LocalHub(tmp_path / "hub") as running:
+        yield running
+
+
+def run(hub: LocalHub, tmp_path: Path, *args: str, offline: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"),
+               SPECBOUND_CACHE=str(tmp_path / "profiles"))
+    env.pop("HF_HUB_OFFLINE", None)
+    if offline:
+        env["HF_HUB_OFFLINE"] = "1"
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def snapshot(tmp_path: Path, repo_id: str) -> Path:
+    return tmp_path / "hf" / "hub" / f"models--{repo_id.replace('/', '--')}" / "snapshots" / COMMIT
+
+
+def test_download_reports_progress_and_fills_the_hub_cache(hub, tmp_path, make_checkpoint) -> None:
+    hub.add("someone/tiny-bert", make_checkpoint("bert", layers=2, hidden=32, heads=4))
+    result = run(hub, tmp_path, "-c", REPORT_DOWNLOADS, "someone/tiny-bert")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["shape"] == [2, 32, 4]
+    finished = {name: (done, total) for name, done, total in report["downloads"] if done == total}
+    weights = (hub.root / "someone/tiny-bert/model.safetensors").stat().st_size
+    assert finished["model.safetensors"] == (weights, weights)  # byte progress up to the full size
+    assert "config.json" in finished
+    assert sorted(p.name for p in snapshot(tmp_path, "someone/tiny-bert").iterdir()) == [
+        "config.json", "model.safetensors"]
+
+    # a second use needs no network
+    again = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/tiny-bert", "--json", offline=True)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["num_layers"] == 2
+
+
+def test_only_the_needed_files_are_downloaded(hub, tmp_path, make_checkpoint) -> None:
+    # like most miniature repositories: a PyTorch pickle only, beside files the analysis never reads
+    hub.add("someone/pickled", make_checkpoint("bert", safe=False),
+            extra_files={"vocab.txt": b"[PAD]\n", "tf_model.h5": b"\0" * 4096, "flax_model.msgpack": b"\0" * 64})
+    result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/pickled", "--json")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in snapshot(tmp_path, "someone/pickled").iterdir()) == [
+        "config.json", "pytorch_model.bin"]
+
+
+def test_a_miniature_alias_downloads_and_is_then_listed_offline(hub, tmp_path, make_checkpoint) -> None:
+    repo = miniature_repo_id(2, 128)
+    hub.add(repo, make_checkpoint("bert", layers=2, hidden=128, heads=2, ffn=256))
+    result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "L2-H128", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["model"] == "L2-H128"
+    listing = run(hub, tmp_path, "-m", "specbound.cli", "models", offline=True).stdout
+    rows = {line.split()[0]: line.split()[4] for line in listing.splitlines()[1:26]}
+    assert rows["L2-H128"] == "yes" and rows["L4-H128"] == "no"
+
+
+def test_a_repository_that_does_not_exist(hub, tmp_path) -> None:
+    result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/missing")
+    assert result.returncode == 1
+    assert result.stderr == ("specbound: error: there is no model 'someone/missing' on the Hugging Face Hub "
+                             "(or it is private)\n")
+
+
+def test_a_repository_without_weights(hub, tmp_path, make_checkpoint) -> None:
+    repo = hub.add("someone/config-only", make_checkpoint("bert"))
+    (repo / "model.safetensors").unlink()
+    result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/config-only")
+    assert result.returncode == 1
+    assert result.stderr == ("specbound: error: 'someone/config-only' on the Hub has neither safetensors "
+                             "nor PyTorch weights\n")
