@@ -22,6 +22,8 @@ ensure_app_entry()
 
 #: Session-state key of the errors met by the last download request (shown until the next one).
 DOWNLOAD_ERRORS_KEY = "scaling_download_errors"
+#: Session-state keys of the study's model choice, and of models just downloaded that should join it.
+MODELS_KEY, DOWNLOADED_KEY = "scaling_models", "scaling_downloaded"
 
 st.title("Scaling")
 st.caption("The paper's growth study: each proxy against width N at fixed depth L, and against L at fixed N, "
@@ -29,8 +31,10 @@ st.caption("The paper's growth study: each proxy against width N at fixed depth 
 
 available = service.candidates()
 by_name = {c.name: c for c in available}
+if downloaded := st.session_state.pop(DOWNLOADED_KEY, None):  # join the study once they are available
+    st.session_state[MODELS_KEY] = list(dict.fromkeys([*st.session_state.get(MODELS_KEY, []), *downloaded]))
 chosen = st.multiselect(
-    "Models in the study", list(by_name), default=service.default_selection(available), key="scaling_models",
+    "Models in the study", list(by_name), default=service.default_selection(available), key=MODELS_KEY,
     format_func=lambda name: by_name[name].describe(),
     help="By default the BERT Miniatures available here (from an atlas file or the Hugging Face cache). "
          "The bundled MiniLM and other opened models can be added, but they are not of the family.")
@@ -107,17 +111,19 @@ else:
                                 list(missing["model"]), key="scaling_download_models")
         requested = st.form_submit_button("Download the chosen miniatures")
     if requested and wanted:
-        errors, bar = [], st.progress(0.0, text="Starting the downloads")
+        errors, got, bar = [], [], st.progress(0.0, text="Starting the downloads")
         for name in wanted:
             try:
                 data.profile_for(name, data.progress_outside_cache(service.progress_to_bar(bar, name)))
+                got.append(name)
             except (SpecboundError, OSError) as exc:
                 errors.append(f"Could not get {name}: {exc}")
         bar.empty()
         data.catalog_entries.clear()
         st.session_state[DOWNLOAD_ERRORS_KEY] = errors
-        if len(errors) < len(wanted):
-            st.rerun()  # the new models are now in the cache: list them
+        if got:
+            st.session_state[DOWNLOADED_KEY] = got
+            st.rerun()  # the new models are now in the cache: list them and add them to the study
     for message in st.session_state.get(DOWNLOAD_ERRORS_KEY, []):
         st.error(message)
 

@@ -1,8 +1,9 @@
-"""Opening a BERT Miniature that is not cached: the dashboard downloads it (from a local server that
-speaks the Hub's protocol, see tests/local_hub.py) and the grid then marks it as cached."""
+"""Downloads from the dashboard: BERT Miniatures that are not cached come from a local server that
+speaks the Hub's protocol (see tests/local_hub.py), with the app's real download code."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,33 +16,60 @@ from specbound.models import miniature_repo_id
 
 pytestmark = pytest.mark.browser
 
-
-def choose(page, key: str, option: str) -> None:
-    """Pick an option of a selectbox (a combo box: open its list, click the option)."""
-    page.locator(f".st-key-{key} [role='combobox']").click()
-    page.get_by_role("option", name=option, exact=True).click()
-    wait_idle(page)
+#: Tiny stand-ins for L2-H128 and L4-H128 (their shapes, random weights): one growth curve in L.
+PUBLISHED = ((2, 128), (4, 128))
 
 
-def test_a_miniature_is_downloaded_when_opened(browser_page, make_checkpoint, tmp_path: Path) -> None:
-    page = browser_page
+@pytest.fixture
+def hub_server(make_checkpoint, tmp_path: Path) -> Iterator[str]:
+    """A dashboard whose Hub is a local server publishing the PUBLISHED miniatures."""
     with LocalHub(tmp_path / "hub") as hub:
-        hub.add(miniature_repo_id(2, 128), make_checkpoint("bert", layers=2, hidden=128, heads=2, ffn=256))
+        for layers, width in PUBLISHED:
+            hub.add(miniature_repo_id(layers, width),
+                    make_checkpoint("bert", layers=layers, hidden=width, heads=2, ffn=256, seed=layers))
         env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
         with serve_dashboard(tmp_path, env) as server:
-            page.goto(server.url)
-            page.locator(".st-key-sv_profiles .js-plotly-plot").wait_for()
-            wait_idle(page)
-            page.locator(".st-key-model_source").get_by_text("BERT Miniature").click()
-            wait_idle(page)
-            choose(page, "miniature_layers", "2")
-            choose(page, "miniature_width", "128")
-            page.locator(".st-key-open_model button").click()
-            page.get_by_text("L = 2 layers · N = 128").wait_for()
-            wait_idle(page)
-            assert_no_errors(page)
-            screenshot(page, "download-miniature")
-            # the selection now shows as cached in the grid
-            grid = page.locator("[data-testid='stSidebar'] table").inner_text()
-            assert f"[{CACHED_MARK}]" in grid and grid.count(CACHED_MARK) == 1
-    assert (tmp_path / "hf" / "hub" / f"models--{miniature_repo_id(2, 128).replace('/', '--')}").is_dir()
+            yield server.url
+
+
+def choose(page, key: str, *options: str) -> None:
+    """Pick options of a selectbox or multiselect (a combo box: open its list, click each option)."""
+    for option in options:
+        page.locator(f".st-key-{key} [role='combobox']").click()
+        page.get_by_role("option", name=option, exact=True).click()
+        wait_idle(page)
+
+
+def test_a_miniature_is_downloaded_when_opened(browser_page, hub_server: str) -> None:
+    page = browser_page
+    page.goto(hub_server)
+    page.locator(".st-key-sv_profiles .js-plotly-plot").wait_for()
+    wait_idle(page)
+    page.locator(".st-key-model_source").get_by_text("BERT Miniature").click()
+    wait_idle(page)
+    choose(page, "miniature_layers", "2")
+    choose(page, "miniature_width", "128")
+    page.locator(".st-key-open_model button").click()
+    page.get_by_text("L = 2 layers · N = 128").wait_for()
+    wait_idle(page)
+    assert_no_errors(page)
+    # the grid now marks the selection as cached, and only it
+    grid = page.locator("[data-testid='stSidebar'] table").inner_text()
+    assert f"[{CACHED_MARK}]" in grid and grid.count(CACHED_MARK) == 1
+    screenshot(page, "download-miniature")
+
+
+def test_the_scaling_page_downloads_the_chosen_miniatures(browser_page, hub_server: str) -> None:
+    page = browser_page
+    page.goto(f"{hub_server}/scaling")
+    page.get_by_text("The study needs at least two models").wait_for()
+    wait_idle(page)
+    choose(page, "scaling_download_models", "L2-H128", "L4-H128")
+    page.keyboard.press("Escape")  # a multiselect keeps its list open
+    page.locator("[data-testid='stFormSubmitButton'] button").click()
+    page.locator(".st-key-growth_depth .js-plotly-plot").wait_for()
+    wait_idle(page)
+    assert_no_errors(page)
+    assert page.get_by_text("Fitted growth exponents").count() == 1
+    assert page.get_by_text("22 of the 24 BERT Miniatures").count() == 1  # the two left the missing list
+    screenshot(page, "scaling-after-download", full_page=True)
