@@ -82,8 +82,13 @@ def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
     """Open a model for this session: on success it becomes the current model.
 
     Raises :class:`SpecboundError` (with a message for people) and leaves the current model as it was.
+    Opening is an explicit request, so the in-memory caches for this name are dropped first: a
+    checkpoint rewritten in place since (a directory after more training) is read again, while an
+    unchanged one comes back from specbound's disk cache, keyed by its revision, in milliseconds.
     """
     name = name.strip()
+    profile_for.clear(name)
+    analysis_for.clear(name)
     result = resolve_analysis(name, progress_outside_cache(progress))
     st.session_state[MODEL_KEY] = name
     st.session_state.pop(ERROR_KEY, None)

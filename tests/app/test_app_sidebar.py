@@ -98,3 +98,17 @@ def test_a_link_to_a_local_checkpoint_shows_it_in_the_picker(make_checkpoint) ->
     assert at.radio(key="model_source").value == "Hub id or local directory"
     assert at.text_input(key="model_custom").value == str(directory)
     assert _shape_caption(at).startswith("L = 2 layers · N = 32")
+
+
+def test_opening_again_reads_a_checkpoint_rewritten_in_place(app, rerun, make_checkpoint) -> None:
+    import shutil
+
+    directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48, name="trained")
+    _open(app, rerun, "Hub id or local directory", model_custom=str(directory))
+    assert _shape_caption(app).startswith("L = 2 layers")
+    deeper = make_checkpoint("bert", layers=3, hidden=32, heads=4, ffn=48, name="trained-more")
+    shutil.rmtree(directory)
+    shutil.copytree(deeper, directory)  # the same path, new weights
+    app.button(key="open_model").click()
+    rerun(app)
+    assert _shape_caption(app).startswith("L = 3 layers")
