@@ -8,13 +8,12 @@ model resolution, the Hub and the disk cache. The bound terms then come from
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
 
 from .cache import ProfileCache
 from .checkpoints import fetch, fingerprint, open_checkpoint, read_config
-from .matrices import EncoderShape, Kind, LayerWeights, layer_factors
+from .matrices import EncoderShape, LayerWeights, layer_factors
 from .models import ModelRef, resolve
 from .profile import SpectralProfile
 from .progress import ProgressCallback, ProgressEvent, silent
@@ -31,15 +30,12 @@ def compute_profile(layers: Iterable[LayerWeights], shape: EncoderShape, *, mode
     rows_sv, rows_21, rows_11 = [], [], []
     for index, weights in enumerate(layers):
         factors = layer_factors(weights, H)
-        per_head = []
-        for kind, left, right in ((Kind.QK, factors.qk_left, factors.qk_right),
-                                  (Kind.V, factors.v_left, factors.v_right)):
+        for left, right in ((factors.qk_left, factors.qk_right), (factors.v_left, factors.v_right)):
             sv = singular_values_factored(left, right)  # (H, <= d)
-            per_head.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
+            rows_sv.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
             n21, n11 = entrywise_norms_factored(left, right)  # (H,) each
             rows_21.append(n21)
             rows_11.append(n11)
-        rows_sv.extend(per_head)
         for matrix in (factors.m_in, factors.m_out):
             rows_sv.append(np.pad(singular_values(matrix), (0, width - k_ffn))[None, :])
             rows_21.append(np.atleast_1d(norm_21(matrix)))
@@ -79,8 +75,3 @@ def load_profile(model: str | ModelRef, *, progress: ProgressCallback = silent,
         except OSError:
             pass  # a read-only cache directory only costs speed next time
     return profile
-
-
-def profile_directory(directory: Path | str, **kwargs) -> SpectralProfile:
-    """Shortcut for a local checkpoint directory."""
-    return load_profile(str(directory), **kwargs)

@@ -144,10 +144,6 @@ class PAssignment:
     by_layer: Mapping[int, float | None] = field(default_factory=dict)
     by_matrix: Mapping[MatrixId, float | None] = field(default_factory=dict)
 
-    @classmethod
-    def uniform(cls, p: float) -> PAssignment:
-        return cls(default=p)
-
     def resolve(self, profile: SpectralProfile, p_opt: np.ndarray) -> np.ndarray:
         """The index of every matrix, (M,), in profile order."""
         p = np.array(p_opt if self.default is None else np.full(len(p_opt), self.default), dtype=float)

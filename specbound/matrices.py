@@ -30,10 +30,6 @@ class Kind(str, Enum):
     M_IN = "M_in"
     M_OUT = "M_out"
 
-    @property
-    def per_head(self) -> bool:
-        return self in (Kind.QK, Kind.V)
-
 
 @dataclass(frozen=True)
 class EncoderShape:

