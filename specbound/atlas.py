@@ -19,10 +19,9 @@ raises :class:`AtlasError` with a plain message, never a half-read profile.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ import numpy as np
 
 from . import __version__
 from .errors import SpecboundError
+from .files import atomic_write
 from .matrices import EncoderShape
 from .profile import SpectralProfile
 
@@ -45,9 +45,6 @@ _ARRAYS: dict[str, np.dtype] = {
     "singular_values": np.dtype(np.float64), "full_dims": np.dtype(np.int64),
     "norm_21": np.dtype(np.float64), "norm_11": np.dtype(np.float64),
 }
-_SHAPE_FIELDS = ("num_layers", "hidden_size", "num_heads", "ffn_size")
-
-
 class AtlasError(SpecboundError):
     """The file is not a specbound atlas, or it is damaged."""
 
@@ -97,7 +94,7 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
         seen.add((profile.model, profile.revision))
         entry: dict[str, Any] = {
             "name": profile.model, "revision": profile.revision,
-            "shape": {f: getattr(profile.shape, f) for f in _SHAPE_FIELDS}, "arrays": {}, "sha256": {},
+            "shape": dataclasses.asdict(profile.shape), "arrays": {}, "sha256": {},
         }
         for field_name, dtype in _ARRAYS.items():
             array = np.ascontiguousarray(getattr(profile, field_name))
@@ -111,15 +108,8 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
     manifest = {"format": FORMAT, "schema": SCHEMA_VERSION, "created_by": f"specbound {__version__}",
                 "models": models}
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, **{MANIFEST_KEY: np.array(json.dumps(manifest))}, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as f:
+        np.savez_compressed(f, **{MANIFEST_KEY: np.array(json.dumps(manifest))}, **arrays)
     return path
 
 
@@ -148,7 +138,7 @@ def _parse_manifest(raw: Any, path: Path) -> tuple[AtlasManifest, list[Mapping[s
     for i, model in enumerate(models):
         try:
             name, revision = model["name"], model["revision"]
-            shape = EncoderShape(*(model["shape"][f] for f in _SHAPE_FIELDS))
+            shape = EncoderShape(**{f.name: model["shape"][f.name] for f in dataclasses.fields(EncoderShape)})
             keys, digests = model["arrays"], model["sha256"]
             if not (isinstance(name, str) and isinstance(revision, str)
                     and all(isinstance(keys[f], str) and isinstance(digests[f], str) for f in _ARRAYS)):

@@ -20,9 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -31,6 +29,7 @@ from typing import Any
 
 from .bounds import BoundAnalysis, BoundSettings
 from .errors import CheckpointError, ModelNotFoundError, OfflineError, SpecboundError
+from .files import atomic_write
 from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_alias, resolve
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
@@ -110,14 +109,8 @@ def how_to_get(error: SpecboundError, ref: ModelRef | None) -> str:
 # --- files --------------------------------------------------------------------------------------
 
 def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as f:
+        f.write(text.encode("utf-8"))
 
 
 def _settings_dict(settings: BoundSettings) -> dict[str, Any]:

@@ -7,15 +7,16 @@ atomic rename, so a crash cannot leave half an entry.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .defaults import CACHE_ENV_VAR
+from .files import atomic_write
 from .matrices import EncoderShape
 from .profile import SpectralProfile
 
@@ -61,18 +62,9 @@ class ProfileCache:
 
     def save(self, profile: SpectralProfile) -> Path:
         path = self.path(profile.model, profile.revision)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        shape = profile.shape
         meta = {"schema": SCHEMA_VERSION, "model": profile.model, "revision": profile.revision,
-                "shape": {"num_layers": shape.num_layers, "hidden_size": shape.hidden_size,
-                          "num_heads": shape.num_heads, "ffn_size": shape.ffn_size}}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, meta=np.array(json.dumps(meta)), singular_values=profile.singular_values,
-                         full_dims=profile.full_dims, norm_21=profile.norm_21, norm_11=profile.norm_11)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+                "shape": dataclasses.asdict(profile.shape)}
+        with atomic_write(path) as f:
+            np.savez(f, meta=np.array(json.dumps(meta)), singular_values=profile.singular_values,
+                     full_dims=profile.full_dims, norm_21=profile.norm_21, norm_11=profile.norm_11)
         return path
