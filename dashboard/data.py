@@ -78,6 +78,25 @@ def progress_outside_cache(callback: ProgressCallback) -> ProgressCallback:
     return forward
 
 
+def _megabytes(n: float | None) -> str:
+    return "?" if n is None else f"{n / 1e6:.1f} MB"
+
+
+def bar_progress(bar, model: str) -> ProgressCallback:
+    """Show specbound's progress events for ``model`` in an ``st.progress`` bar.
+
+    Downloads report bytes of each file, the analysis its layers.
+    """
+    def update(event: ProgressEvent) -> None:
+        if event.stage == "download":
+            text = f"{model}: downloading {event.detail}, {_megabytes(event.done)} of {_megabytes(event.total)}"
+        else:
+            text = f"{model}: computing spectra, {event.detail} of {event.total:g}" if event.total \
+                else f"{model}: computing spectra"
+        bar.progress(event.fraction or 0.0, text=text)
+    return update
+
+
 def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
     """Open a model for this session: on success it becomes the current model.
 

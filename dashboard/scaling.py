@@ -11,7 +11,6 @@ of one (L, N) cannot share a curve: the default keeps the first (atlas models be
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,14 +19,13 @@ import streamlit as st
 
 from specbound.bounds import BoundAnalysis
 from specbound.errors import SpecboundError
-from specbound.models import BUNDLED_ALIAS, MINIATURE_LAYERS, MINIATURE_WIDTHS, miniature_alias, miniature_repo_id
+from specbound.models import (BUNDLED_ALIAS, MINIATURE_LAYERS, MINIATURE_WIDTHS, miniature_alias,
+                              miniature_repo_id, parse_miniature_alias)
 from specbound.profile import SpectralProfile
-from specbound.progress import ProgressCallback, ProgressEvent, silent
+from specbound.progress import ProgressCallback, silent
 from specbound.scaling import ModelSummary, summarize
 
 from . import atlas, data
-
-_FAMILY_NAME = re.compile(r"^L(\d+)-H(\d+)$", re.IGNORECASE)
 
 ATLAS, HUB_CACHE, BUNDLED, OPENED = "atlas file", "Hugging Face cache", "bundled model", "opened in this session"
 
@@ -53,8 +51,7 @@ class Candidate:
 def family_member(name: str, num_layers: int, hidden_size: int) -> bool:
     """Whether a model name is a miniature alias that matches its shape (``atlas:`` prefix ignored)."""
     model = name[len(atlas.ATLAS_PREFIX):] if atlas.is_atlas_name(name) else name
-    match = _FAMILY_NAME.match(model)
-    return match is not None and (int(match[1]), int(match[2])) == (num_layers, hidden_size)
+    return parse_miniature_alias(model) == (num_layers, hidden_size)
 
 
 def candidates() -> list[Candidate]:
@@ -127,14 +124,38 @@ def summary_for(name: str, progress: ProgressCallback = silent) -> tuple[ModelSu
     return ModelSummary.from_dict(_summary_record(name, profile.revision, content, profile)), profile
 
 
-def progress_to_bar(bar, model: str) -> ProgressCallback:
-    """Forward specbound's download and analysis events for one model into an ``st.progress`` bar."""
-    def update(event: ProgressEvent) -> None:
-        if event.stage == "download":
-            done = "?" if event.done is None else f"{event.done / 1e6:.1f}"
-            total = "?" if event.total is None else f"{event.total / 1e6:.1f}"
-            text = f"{model}: downloading {event.detail} ({done} of {total} MB)"
-        else:
-            text = f"{model}: computing spectra, {event.detail}"
-        bar.progress(event.fraction or 0.0, text=text)
-    return update
+def summarise(names: Sequence[str]) -> tuple[list[ModelSummary], list[SpectralProfile], list[str]]:
+    """(summaries, profiles, names that failed) of the chosen models, with a progress bar.
+
+    A model that cannot be opened is shown in an error box and left out; the others go on.
+    """
+    summaries, profiles, failed = [], [], []
+    if not names:
+        return summaries, profiles, failed
+    bar = st.progress(0.0, text="Summarising the models")
+    for index, name in enumerate(names):
+        bar.progress(index / len(names), text=f"Summarising {name} ({index + 1} of {len(names)})")
+        try:
+            summary, profile = summary_for(name, data.bar_progress(bar, name))
+        except (SpecboundError, OSError) as exc:
+            failed.append(name)
+            st.error(f"{name} left out of the study: {exc}")
+            continue
+        summaries.append(summary)
+        profiles.append(profile)
+    bar.empty()
+    return summaries, profiles, failed
+
+
+def download(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Download and analyse miniatures with a progress bar: (names obtained, error messages)."""
+    got, errors, bar = [], [], st.progress(0.0, text="Starting the downloads")
+    for name in names:
+        try:
+            data.profile_for(name, data.progress_outside_cache(data.bar_progress(bar, name)))
+            got.append(name)
+        except (SpecboundError, OSError) as exc:
+            errors.append(f"Could not get {name}: {exc}")
+    bar.empty()
+    data.catalog_entries.clear()  # the Hub cache has changed
+    return got, errors

@@ -17,7 +17,6 @@ from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import SpecboundError
 from specbound.models import (MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature, miniature_alias,
                               parse_miniature_alias)
-from specbound.progress import ProgressCallback, ProgressEvent
 
 from . import data
 from .atlas import ATLAS_PREFIX, MODEL_PICK_KEY, is_atlas_name, pick_from_atlas
@@ -100,25 +99,10 @@ def show_in_picker(name: str) -> None:
         state[SOURCE_KEY], state["model_custom"] = CUSTOM, name
 
 
-def _megabytes(n: float | None) -> str:
-    return "?" if n is None else f"{n / 1e6:.1f} MB"
-
-
-def _progress_callback(bar) -> ProgressCallback:
-    """Forward download (bytes) and analysis (layers) events into an ``st.progress`` bar."""
-    def update(event: ProgressEvent) -> None:
-        if event.stage == "download":
-            text = f"Downloading {event.detail}: {_megabytes(event.done)} of {_megabytes(event.total)}"
-        else:
-            text = f"Computing spectra: {event.detail} of {event.total:g}" if event.total else "Computing spectra"
-        bar.progress(event.fraction or 0.0, text=text)
-    return update
-
-
 def _open(name: str) -> None:
     bar = st.progress(0.0, text=f"Opening {name}")
     try:
-        data.open_model(name, _progress_callback(bar))
+        data.open_model(name, data.bar_progress(bar, name))
     except (SpecboundError, OSError) as exc:
         st.session_state[data.ERROR_KEY] = f"Could not open {name}: {exc}. Still showing {data.current_model()}."
         return

@@ -14,7 +14,6 @@ from dashboard import scaling as service
 from dashboard.export import csv_download, show_figure
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note
-from specbound.errors import SpecboundError
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width
 from specbound.scaling import Axis, Proxy, ScalingStudy
 
@@ -42,20 +41,7 @@ show_fixed = st.toggle("Also show the fixed-p regimes p = 0, 1, 2", key="scaling
                        help="Every matrix at one p (rank, nuclear, Frobenius): what choosing p per matrix buys.")
 proxies = [Proxy.OURS, Proxy.EDELMAN] + ([Proxy.P0, Proxy.P1, Proxy.P2] if show_fixed else [])
 
-summaries, profiles, failed = [], [], []
-if chosen:
-    bar = st.progress(0.0, text="Summarising the models")
-    for index, name in enumerate(chosen):
-        bar.progress(index / len(chosen), text=f"Summarising {name} ({index + 1} of {len(chosen)})")
-        try:
-            summary, profile = service.summary_for(name, service.progress_to_bar(bar, name))
-        except (SpecboundError, OSError) as exc:
-            failed.append(name)
-            st.error(f"{name} left out of the study: {exc}")
-            continue
-        summaries.append(summary)
-        profiles.append(profile)
-    bar.empty()
+summaries, profiles, failed = service.summarise(chosen)
 
 study = None
 if len(summaries) < 2:
@@ -111,15 +97,7 @@ else:
                                 list(missing["model"]), key="scaling_download_models")
         requested = st.form_submit_button("Download the chosen miniatures")
     if requested and wanted:
-        errors, got, bar = [], [], st.progress(0.0, text="Starting the downloads")
-        for name in wanted:
-            try:
-                data.profile_for(name, data.progress_outside_cache(service.progress_to_bar(bar, name)))
-                got.append(name)
-            except (SpecboundError, OSError) as exc:
-                errors.append(f"Could not get {name}: {exc}")
-        bar.empty()
-        data.catalog_entries.clear()
+        got, errors = service.download(wanted)
         st.session_state[DOWNLOAD_ERRORS_KEY] = errors
         if got:
             st.session_state[DOWNLOADED_KEY] = got
