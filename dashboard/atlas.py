@@ -46,6 +46,11 @@ def is_atlas_name(name: str) -> bool:
     return name.startswith(ATLAS_PREFIX)
 
 
+def model_in_atlas(name: str) -> str:
+    """The model's own name: ``atlas:<model>`` -> ``<model>``; other names are returned as they are."""
+    return name.removeprefix(ATLAS_PREFIX)
+
+
 def loaded() -> tuple[SpectralProfile, ...]:
     """The profiles of the session's atlas (empty when none is loaded)."""
     return st.session_state.get(PROFILES_KEY, ())
@@ -106,7 +111,7 @@ def load_path(path: str) -> tuple[SpectralProfile, ...]:
 
 def profile_named(name: str) -> SpectralProfile:
     """The profile behind ``atlas:<model>`` in the session's atlas (AtlasError if it is not there)."""
-    model = name[len(ATLAS_PREFIX):] if is_atlas_name(name) else name
+    model = model_in_atlas(name)
     profiles = loaded()
     if not profiles:
         raise AtlasError(f"'{model}' comes from an atlas file and no atlas is loaded in this session: "

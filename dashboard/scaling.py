@@ -50,8 +50,7 @@ class Candidate:
 
 def family_member(name: str, num_layers: int, hidden_size: int) -> bool:
     """Whether a model name is a miniature alias that matches its shape (``atlas:`` prefix ignored)."""
-    model = name[len(atlas.ATLAS_PREFIX):] if atlas.is_atlas_name(name) else name
-    return parse_miniature_alias(model) == (num_layers, hidden_size)
+    return parse_miniature_alias(atlas.model_in_atlas(name)) == (num_layers, hidden_size)
 
 
 def candidates() -> list[Candidate]:

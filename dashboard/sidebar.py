@@ -19,7 +19,7 @@ from specbound.models import (MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature, 
                               parse_miniature_alias)
 
 from . import data
-from .atlas import ATLAS_PREFIX, MODEL_PICK_KEY, is_atlas_name, pick_from_atlas
+from .atlas import MODEL_PICK_KEY, is_atlas_name, model_in_atlas, pick_from_atlas
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
 
@@ -92,7 +92,7 @@ def show_in_picker(name: str) -> None:
     if name == DEFAULT_MODEL:
         state[SOURCE_KEY] = BUNDLED
     elif is_atlas_name(name):
-        state[SOURCE_KEY], state[MODEL_PICK_KEY] = ATLAS, name[len(ATLAS_PREFIX):]
+        state[SOURCE_KEY], state[MODEL_PICK_KEY] = ATLAS, model_in_atlas(name)
     elif alias is not None and is_miniature(*alias):
         state[SOURCE_KEY], state["miniature_layers"], state["miniature_width"] = MINIATURE, *alias
     else:
