@@ -89,6 +89,13 @@ def optimal_index(log_c_grid: np.ndarray) -> np.ndarray:
     return np.argmax(log_c_grid <= best + TIE_RTOL, axis=-1)
 
 
+def log_contribution_table(singular_values: np.ndarray, counted: np.ndarray, log_scale: np.ndarray,
+                           ps: np.ndarray, hidden_size: int) -> np.ndarray:
+    """ln c(W; p) of every matrix (rows) at every p in ps (columns): (M, len(ps))."""
+    return np.stack([log_contribution(log_schatten(singular_values, counted, p), log_scale, p, hidden_size)
+                     for p in ps], axis=1)
+
+
 def log_layer_factors(spec_m_in: np.ndarray, spec_m_out: np.ndarray, spec_v: np.ndarray,
                       spec_qk: np.ndarray, l_phi: float) -> np.ndarray:
     """ln f^(k) per layer. spec_m_in, spec_m_out: (L,) spectral norms; spec_v, spec_qk: (L, H)."""
@@ -266,11 +273,8 @@ class BoundAnalysis:
 
         m = settings.grid_m or grid_resolution(L, N)
         grid = p_grid(m)
-        log_c_grid = np.stack([
-            log_contribution(log_schatten(profile.singular_values, profile.above_threshold, p),
-                             log_scale, p, N)
-            for p in grid
-        ], axis=1)  # (M, 2m + 1)
+        log_c_grid = log_contribution_table(profile.singular_values, profile.above_threshold, log_scale,
+                                            grid, N)  # (M, 2m + 1)
         p_opt = grid[optimal_index(log_c_grid)]
 
         norm21 = profile.norm_21
@@ -294,12 +298,20 @@ class BoundAnalysis:
     def edelman(self) -> float:
         return exp_or_inf(self.log_edelman)
 
+    @cached_property
+    def optimal(self) -> BoundTerms:
+        """The terms at p*, the spectrum-adaptive proxy itself (computed once: it does not depend on p)."""
+        return self._terms(self.p_opt)
+
     def evaluate(self, p: PAssignment | np.ndarray | float | None = None) -> BoundTerms:
         """Terms for an assignment of p: a PAssignment, a per-matrix array, one float, or None for p*."""
         if p is None:
-            p = self.p_opt
-        elif isinstance(p, PAssignment):
+            return self.optimal
+        if isinstance(p, PAssignment):
             p = p.resolve(self.profile, self.p_opt)
+        return self._terms(p)
+
+    def _terms(self, p: np.ndarray | float) -> BoundTerms:
         p = np.broadcast_to(np.asarray(p, dtype=np.float64), self.p_opt.shape)
         if np.any((p < 0) | (p > P_MAX)):
             raise ValueError(f"Schatten indices must lie in [0, {P_MAX:g}]")
@@ -314,7 +326,5 @@ class BoundAnalysis:
     def contribution_curves(self, ps: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """ln c(W; p) for the selected matrices (rows) at every p in ps: (rows, len(ps))."""
         prof = self.profile
-        sv, counted, scale = prof.singular_values[rows], prof.above_threshold[rows], self.log_scale[rows]
-        return np.stack([
-            log_contribution(log_schatten(sv, counted, p), scale, p, prof.shape.hidden_size) for p in ps
-        ], axis=1)
+        return log_contribution_table(prof.singular_values[rows], prof.above_threshold[rows],
+                                      self.log_scale[rows], ps, prof.shape.hidden_size)

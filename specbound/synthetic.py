@@ -12,7 +12,7 @@ from enum import Enum
 
 import numpy as np
 
-from .bounds import log_contribution, log_schatten, optimal_index, p_grid
+from .bounds import log_contribution_table, optimal_index, p_grid
 from .spectrum import rank_threshold
 
 
@@ -61,13 +61,13 @@ def contribution_curve(sv: np.ndarray, *, hidden_size: int, scale: float, grid_m
     sv = np.sort(np.asarray(sv, dtype=np.float64))[::-1][None, :]  # (1, K)
     top = sv[0, 0] if sv.size else 0.0
     counted = sv > rank_threshold(top, hidden_size)
-    log_s = float(np.log(scale))
+    log_s = np.array([np.log(scale)])
 
-    def curve(ps: np.ndarray) -> np.ndarray:
-        return np.exp([log_contribution(log_schatten(sv, counted, p), log_s, p, hidden_size)[0] for p in ps])
+    def log_curve(ps: np.ndarray) -> np.ndarray:
+        return log_contribution_table(sv, counted, log_s, ps, hidden_size)  # (1, len(ps))
 
     fine, grid = np.linspace(0.0, 2.0, points), p_grid(grid_m)
-    on_grid = curve(grid)
-    with np.errstate(divide="ignore"):
-        best = optimal_index(np.log(on_grid)[None, :])[0]
-    return SyntheticCurve(fine, curve(fine), grid, on_grid, float(grid[best]), int(counted.sum()))
+    log_on_grid = log_curve(grid)
+    best = optimal_index(log_on_grid)[0]
+    return SyntheticCurve(fine, np.exp(log_curve(fine)[0]), grid, np.exp(log_on_grid[0]), float(grid[best]),
+                          int(counted.sum()))
