@@ -332,5 +332,5 @@ def test_main_reports_errors_on_stderr(capsys, tmp_path):
     assert main(["analyze", str(tmp_path)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == (f"specbound: error: {tmp_path} has no config.json: not a Hugging Face "
+    assert captured.err == (f"specbound: error: {tmp_path.name} has no config.json: not a Hugging Face "
                             f"checkpoint directory\n")
