@@ -79,9 +79,7 @@ def output_dir(path: Path, what: str) -> Path:
     """
     if path.is_dir():
         return path
-    if not path.parent.is_dir():
-        raise SpecboundError(f"cannot create the {what} {path.name}: its parent directory does not exist "
-                             f"(create it first; specbound creates at most the last directory)")
+    require_parent(path, what)
     try:
         path.mkdir()
     except FileExistsError:
@@ -93,10 +91,10 @@ def output_dir(path: Path, what: str) -> Path:
 
 
 def require_parent(path: Path, what: str) -> None:
-    """A file is about to be written at ``path``: its directory must already exist."""
+    """``path`` is about to be created: its parent must already be a directory (never made here)."""
     if not path.parent.is_dir():
-        raise SpecboundError(f"cannot write the {what} {path.name}: its directory does not exist "
-                             f"(create it first; specbound does not create parent directories)")
+        raise SpecboundError(f"cannot create the {what} {path.name}: its parent is not an existing directory "
+                             f"(specbound creates at most the last component of a path)")
 
 
 def describe_os_error(exc: OSError) -> str:
