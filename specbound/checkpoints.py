@@ -115,14 +115,18 @@ def _forwarding_tqdm(progress: ProgressCallback, filename: str) -> type:
 
 
 def _cached_snapshot(repo_id: str, revision: str | None) -> Path | None:
-    """The cached snapshot directory holding config.json and one weight format, or None."""
+    """The cached snapshot directory holding config.json and one complete weight format, or None."""
     from huggingface_hub import try_to_load_from_cache
 
     config = try_to_load_from_cache(repo_id, CONFIG_FILE, revision=revision)
     if not isinstance(config, str):
         return None
     snapshot = Path(config).parent
-    return snapshot if _find_weights(snapshot) is not None else None
+    try:
+        complete = all(path.is_file() for path in weight_files(snapshot))  # every shard, not only the index
+    except CheckpointError:
+        return None
+    return snapshot if complete else None
 
 
 def is_cached(repo_id: str, revision: str | None = None) -> bool:
