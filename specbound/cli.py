@@ -344,7 +344,7 @@ def _fail(message: str) -> None:
         sys.stdout.flush()
     except (OSError, ValueError):
         _detach_stdout()
-    line = " ".join(message.split())
+    line = _printable(" ".join(message.split()))
     try:
         print(f"specbound: {line}", file=sys.stderr, flush=True)
     except OSError:
