@@ -36,7 +36,7 @@ import numpy as np
 from . import __version__
 from .errors import SpecboundError
 from .files import NpzArchive, array_sha256, atomic_write, parse_json, require_parent
-from .limits import LIMITS, check_encoder_shape
+from .limits import LIMITS, check_encoder_shape, is_genuine_int, quoted
 from .matrices import EncoderShape
 from .profile import SpectralProfile, validate_profile
 
@@ -126,10 +126,6 @@ def _require(condition: bool, path: Path, problem: str) -> None:
         raise AtlasError(f"{path.name} is not a valid specbound atlas: {problem}")
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _parse_entry(i: int, model: Any, path: Path) -> AtlasEntry:
     """One manifest entry, with genuine integer sizes within the limits (nothing is read for it yet)."""
     try:
@@ -143,7 +139,7 @@ def _parse_entry(i: int, model: Any, path: Path) -> AtlasEntry:
     except (KeyError, TypeError, ValueError):
         raise AtlasError(f"{path.name} is not a valid specbound atlas: manifest entry {i} is "
                          f"incomplete") from None
-    _require(all(_is_int(v) and v >= 1 for v in values.values()), path,
+    _require(all(is_genuine_int(v) and v >= 1 for v in values.values()), path,
              f"manifest entry {i} has sizes that are not positive integers")
     try:
         shape = EncoderShape(**values)
@@ -161,7 +157,7 @@ def _parse_manifest(text: str, path: Path) -> tuple[AtlasManifest, list[Mapping[
     _require(isinstance(manifest, dict) and manifest.get("format") == FORMAT, path,
              f"the manifest does not declare format '{FORMAT}'")
     schema = manifest.get("schema")
-    _require(_is_int(schema) and schema >= 1, path, "the manifest has no schema version")
+    _require(is_genuine_int(schema) and schema >= 1, path, "the manifest has no schema version")
     if schema > SCHEMA_VERSION:
         raise AtlasError(f"{path.name} uses atlas schema {schema}, newer than this specbound reads "
                          f"({SCHEMA_VERSION}); upgrade specbound")
@@ -172,7 +168,7 @@ def _parse_manifest(text: str, path: Path) -> tuple[AtlasManifest, list[Mapping[
     entries = tuple(_parse_entry(i, model, path) for i, model in enumerate(models))
     seen: set[str] = set()
     for entry in entries:
-        _require(entry.name not in seen, path, f"model name '{entry.name[:60]}' is listed twice")
+        _require(entry.name not in seen, path, f"model name '{quoted(entry.name)}' is listed twice")
         seen.add(entry.name)
     created_by = manifest.get("created_by", "")
     return AtlasManifest(schema, created_by if isinstance(created_by, str) else "", entries), models
@@ -197,29 +193,9 @@ def _read(path: Path | str) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]
             _require(MANIFEST_KEY in archive.keys, path, "it has no manifest")
             manifest, models = _parse_manifest(archive.read_text(MANIFEST_KEY, LIMITS.max_manifest_bytes), path)
             for entry, model in zip(manifest.entries, models):  # every declared size, before any data
-                for field_name, dtype in _ARRAYS.items():
-                    key = model["arrays"][field_name]
-                    _require(key in archive.keys, path, f"array '{key[:60]}' of {entry.name[:60]} is missing")
-                    header = archive.header(key)
-                    _require(header.dtype == dtype and header.shape == _expected(field_name, entry.shape), path,
-                             f"array '{key[:60]}' of {entry.name[:60]} is declared {header.dtype} "
-                             f"{header.shape}, but its manifest implies {dtype} {_expected(field_name, entry.shape)}")
-            profiles = []
-            for entry, model in zip(manifest.entries, models):
-                arrays = {}
-                for field_name, dtype in _ARRAYS.items():
-                    key = model["arrays"][field_name]
-                    array = archive.read(key, dtype, _expected(field_name, entry.shape))
-                    _require(array_sha256(array) == model["sha256"][field_name], path,
-                             f"array '{key[:60]}' of {entry.name[:60]} does not match its checksum (damaged file)")
-                    arrays[field_name] = array
-                try:
-                    profile = SpectralProfile(model=entry.name, revision=entry.revision, shape=entry.shape, **arrays)
-                    validate_profile(profile, full_width=True)
-                except ValueError as exc:
-                    raise AtlasError(f"{path.name} is not a valid specbound atlas: {entry.name[:60]}: "
-                                     f"{exc}") from None
-                profiles.append(profile)
+                _check_declared(archive, entry, model, path)
+            profiles = tuple(_read_profile(archive, entry, model, path)
+                             for entry, model in zip(manifest.entries, models))
     except AtlasError:
         raise
     except zipfile.BadZipFile:
@@ -227,13 +203,37 @@ def _read(path: Path | str) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]
             _require(f.read(6) != b"\x93NUMPY", path, "it is a single array, not an archive")
         raise AtlasError(f"{path.name} is not a specbound atlas (not a readable .npz file)") from None
     except (ValueError, OSError, EOFError, KeyError, zipfile.LargeZipFile, NotImplementedError) as exc:
-        raise AtlasError(f"{path.name} is not a valid specbound atlas: {_one_line(exc)}") from None
-    return manifest, tuple(profiles)
+        raise AtlasError(f"{path.name} is not a valid specbound atlas: "
+                         f"{quoted(exc, 160) or type(exc).__name__}") from None
+    return manifest, profiles
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())[:160]
-    return text or type(exc).__name__
+def _check_declared(archive: NpzArchive, entry: AtlasEntry, model: Mapping[str, Any], path: Path) -> None:
+    """Each array's .npy header declares exactly the dtype and shape the manifest implies."""
+    for field_name, dtype in _ARRAYS.items():
+        key, expected = model["arrays"][field_name], _expected(field_name, entry.shape)
+        _require(key in archive.keys, path, f"array '{quoted(key)}' of {quoted(entry.name)} is missing")
+        header = archive.header(key)
+        _require(header.dtype == dtype and header.shape == expected, path,
+                 f"array '{quoted(key)}' of {quoted(entry.name)} is declared {header.dtype} {header.shape}, "
+                 f"but its manifest implies {dtype} {expected}")
+
+
+def _read_profile(archive: NpzArchive, entry: AtlasEntry, model: Mapping[str, Any], path: Path) -> SpectralProfile:
+    """One model's arrays, each matching its checksum, as a validated profile."""
+    arrays = {}
+    for field_name, dtype in _ARRAYS.items():
+        key = model["arrays"][field_name]
+        array = archive.read(key, dtype, _expected(field_name, entry.shape))
+        _require(array_sha256(array) == model["sha256"][field_name], path,
+                 f"array '{quoted(key)}' of {quoted(entry.name)} does not match its checksum (damaged file)")
+        arrays[field_name] = array
+    try:
+        profile = SpectralProfile(model=entry.name, revision=entry.revision, shape=entry.shape, **arrays)
+        validate_profile(profile, full_width=True)
+    except ValueError as exc:
+        raise AtlasError(f"{path.name} is not a valid specbound atlas: {quoted(entry.name)}: {exc}") from None
+    return profile
 
 
 def load_atlas(path: Path | str) -> tuple[SpectralProfile, ...]:
@@ -252,5 +252,5 @@ def atlas_profile(path: Path | str, name: str) -> SpectralProfile:
     for profile in profiles:
         if profile.model == name:
             return profile
-    raise AtlasError(f"{Path(path).name} holds no model '{name[:60]}' "
+    raise AtlasError(f"{Path(path).name} holds no model '{quoted(name)}' "
                      f"(it holds: {', '.join(p.model for p in profiles)})")

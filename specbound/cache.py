@@ -20,7 +20,7 @@ import numpy as np
 
 from .defaults import CACHE_ENV_VAR
 from .files import NpzArchive, array_sha256, atomic_write, parse_json, remove_stale_temps
-from .limits import LIMITS
+from .limits import LIMITS, is_genuine_int
 from .matrices import EncoderShape
 from .profile import SpectralProfile, validate_profile
 
@@ -78,7 +78,7 @@ class ProfileCache:
             if (meta["schema"], meta["model"], meta["revision"]) != (SCHEMA_VERSION, model, revision):
                 raise ValueError("entry does not match its key")
             sizes = meta["shape"]
-            if not all(type(sizes[f.name]) is int for f in dataclasses.fields(EncoderShape)):
+            if not all(is_genuine_int(sizes[f.name]) for f in dataclasses.fields(EncoderShape)):
                 raise ValueError("the shape must hold integers")
             shape = EncoderShape(**{f.name: sizes[f.name] for f in dataclasses.fields(EncoderShape)})
             m, n = shape.num_matrices, shape.hidden_size

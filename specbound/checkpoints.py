@@ -37,7 +37,7 @@ from .errors import (CheckpointError, InvalidWeightsError, ModelNotFoundError, O
                      UnsupportedModelError)
 from .files import describe_os_error, parse_json, read_json
 from .limits import (LIMITS, MAX_DOWNLOAD_ENV_VAR, LimitExceededError, check_encoder_shape,
-                     max_download_bytes)
+                     is_genuine_int, max_download_bytes, quoted)
 from .matrices import EncoderShape, LayerWeights
 from .models import ModelRef
 from .progress import ProgressCallback, ProgressEvent, silent
@@ -315,12 +315,6 @@ def _offline_message(ref: ModelRef, why: str) -> str:
 
 # --- files on disk ------------------------------------------------------------------------------
 
-def _shown(value: Any, limit: int = 60) -> str:
-    """A value from a file, shortened and on one line, for an error message."""
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _inside(directory: Path, path: Path) -> bool:
     """Whether ``path``, links followed, stays inside the checkpoint directory.
 
@@ -336,12 +330,12 @@ def _inside(directory: Path, path: Path) -> bool:
 def _contained(directory: Path, name: Any, source: str) -> Path:
     """The file ``name`` of the checkpoint, refusing names and links that lead out of its directory."""
     if not isinstance(name, str) or not name or "\0" in name or len(name) > 255:
-        raise CheckpointError(f"{source} names a weight file that is not a file name ({_shown(name)})")
+        raise CheckpointError(f"{source} names a weight file that is not a file name ({quoted(name)})")
     pure = PurePosixPath(name)
     path = directory / name
     if pure.is_absolute() or ".." in pure.parts or "\\" in name or not _inside(directory, path):
         raise CheckpointError(f"{source} names a file outside the checkpoint directory "
-                              f"({_shown(name)}): refused")
+                              f"({quoted(name)}): refused")
     return path
 
 
@@ -360,13 +354,13 @@ def _read_index(index_file: Path) -> dict[str, str]:
         raise CheckpointError(f"cannot read the shard index {index_file.name}: {describe_os_error(exc)}") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"cannot read the shard index {index_file.name}: "
-                              f"{_shown(exc) or type(exc).__name__}") from None
+                              f"{quoted(exc) or type(exc).__name__}") from None
     if not isinstance(weight_map, dict):
         raise CheckpointError(f"the shard index {index_file.name} has no weight_map")
     for tensor, shard in weight_map.items():
         if not isinstance(shard, str):
-            raise CheckpointError(f"the shard index {index_file.name} gives tensor {_shown(tensor)} a shard "
-                                  f"that is not a file name ({_shown(shard)})")
+            raise CheckpointError(f"the shard index {index_file.name} gives tensor {quoted(tensor)} a shard "
+                                  f"that is not a file name ({quoted(shard)})")
     return weight_map
 
 
@@ -448,20 +442,20 @@ def read_config(directory: Path) -> tuple[EncoderShape, LayerNaming]:
     except OSError as exc:
         raise CheckpointError(f"cannot read {where}: {describe_os_error(exc)}") from None
     except ValueError as exc:
-        raise CheckpointError(f"{where} is not valid JSON ({_shown(exc, 120)})") from None
+        raise CheckpointError(f"{where} is not valid JSON ({quoted(exc, 120)})") from None
     if not isinstance(config, dict):
         raise CheckpointError(f"{where} is not a JSON object")
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise UnsupportedModelError(
-            f"model type '{_shown(model_type)}' is not a BERT-family encoder "
+            f"model type '{quoted(model_type)}' is not a BERT-family encoder "
             f"(supported: {', '.join(sorted(FAMILIES))})"
         )
     naming = FAMILIES[model_type]
     values = []
     for name in naming.config_fields:
         value = config.get(name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        if not is_genuine_int(value) or value < 1:
             raise CheckpointError(f"{where} lacks a positive integer '{name}', which the analysis needs")
         values.append(value)
     try:
@@ -518,7 +512,7 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
     try:
         header = parse_json(raw, "header", LIMITS.max_safetensors_header_bytes)
     except ValueError as exc:
-        raise corrupt(_shown(exc)) from None
+        raise corrupt(quoted(exc)) from None
     if not isinstance(header, dict):
         raise corrupt("header is not a JSON object")
     data_size = size - 8 - header_len
@@ -529,19 +523,15 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
         try:
             dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
             if not (isinstance(dtype, str) and isinstance(shape, list)
-                    and all(_is_int(v) and v >= 0 for v in (*shape, begin, end))):
+                    and all(is_genuine_int(v) and v >= 0 for v in (*shape, begin, end))):
                 raise TypeError
         except (KeyError, TypeError, ValueError):
-            raise corrupt(f"malformed entry for tensor {_shown(name)}") from None
+            raise corrupt(f"malformed entry for tensor {quoted(name)}") from None
         itemsize = _SAFETENSORS_ITEMSIZE.get(dtype)
         if itemsize is None or not begin <= end <= data_size or end - begin != itemsize * _product(shape):
-            raise corrupt(f"tensor {_shown(name)} does not fit the file")
+            raise corrupt(f"tensor {quoted(name)} does not fit the file")
         tensors[name] = TensorInfo(dtype, tuple(shape))
     return tensors
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _product(values: list[int]) -> int:
@@ -601,7 +591,7 @@ class _TensorReader:
                 with safe_open(str(path), framework="pt") as f:
                     array = f.get_tensor(name).double().numpy()
             except Exception as exc:
-                raise CheckpointError(f"cannot read tensor {_shown(name)} from {path.name} "
+                raise CheckpointError(f"cannot read tensor {quoted(name)} from {path.name} "
                                       f"({_first_line(exc)})") from None
         else:
             array = self._state_dict(path)[name].double().numpy()
@@ -643,7 +633,7 @@ def _load_pickle(path: Path) -> dict[str, Any]:
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return _shown(text[0], 160) if text else type(exc).__name__
+    return quoted(text[0], 160) if text else type(exc).__name__
 
 
 class Checkpoint:
@@ -683,7 +673,7 @@ class Checkpoint:
                 raise UnsupportedModelError(f"weight '{label}' has shape {info.shape}, but config.json "
                                             f"implies {expected_shapes[field_name]}")
             if not info.is_float:
-                raise UnsupportedModelError(f"weight '{label}' has dtype {_shown(info.dtype)}, not a "
+                raise UnsupportedModelError(f"weight '{label}' has dtype {quoted(info.dtype)}, not a "
                                             f"floating-point type")
             array = self._reader.get(key)
             _check_values(array, label)

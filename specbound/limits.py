@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import SpecboundError
 from .matrices import EncoderShape
 
@@ -56,6 +58,8 @@ class Limits:
     max_l_phi: float = 1e6
     #: characters of a model name typed by a user (a Hub id has at most 96)
     max_model_name_chars: int = 4096
+    #: characters of user- or file-supplied text quoted in an error message
+    max_quoted_chars: int = 60
     #: temporary files of an interrupted atomic write older than this are removed
     stale_temp_seconds: float = 600.0
 
@@ -65,6 +69,18 @@ LIMITS = Limits()
 
 class LimitExceededError(SpecboundError):
     """A size declared by a file, a manifest, the Hub or an option is above a documented limit."""
+
+
+def quoted(value: object, limit: int | None = None) -> str:
+    """Text from a user or a file, on one line and shortened, for quoting in an error message."""
+    limit = limit or LIMITS.max_quoted_chars
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_genuine_int(value: object) -> bool:
+    """An integer size as a file declares it: an int (numpy's too), never a bool or a float like 2.0."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def max_download_bytes() -> int:

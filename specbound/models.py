@@ -16,7 +16,7 @@ from enum import Enum
 from pathlib import Path
 
 from .errors import ModelNotFoundError
-from .limits import LIMITS
+from .limits import LIMITS, quoted
 
 MINIATURE_LAYERS: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
 MINIATURE_WIDTHS: tuple[int, ...] = (128, 256, 512, 768)
@@ -76,12 +76,6 @@ def bundled_model_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
-def _shown(name: str, limit: int = 60) -> str:
-    """A user's text, shortened and on one line, for an error message."""
-    text = " ".join(name.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _validate_repo_id(name: str) -> None:
     """huggingface_hub's own rules (1 to 96 characters, no '--' or '..', ...), as one-line errors."""
     from huggingface_hub.errors import HFValidationError
@@ -91,7 +85,7 @@ def _validate_repo_id(name: str) -> None:
         validate_repo_id(name)
     except HFValidationError:
         raise ModelNotFoundError(
-            f"'{_shown(name)}' is not a valid Hub repository id (owner/name: at most 96 letters, digits, "
+            f"'{quoted(name)}' is not a valid Hub repository id (owner/name: at most 96 letters, digits, "
             f"'-', '_' or '.', without '--' or '..')") from None
 
 
@@ -106,10 +100,10 @@ def _local_directory(name: str) -> Path | None:
         return None
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:
-            raise ModelNotFoundError(f"'{_shown(name)}' is too long to be a file name") from None
-        raise ModelNotFoundError(f"'{_shown(name)}' cannot be looked up on this machine") from None
+            raise ModelNotFoundError(f"'{quoted(name)}' is too long to be a file name") from None
+        raise ModelNotFoundError(f"'{quoted(name)}' cannot be looked up on this machine") from None
     if exists:
-        raise ModelNotFoundError(f"'{_shown(name)}' is a file; give the checkpoint directory that holds it")
+        raise ModelNotFoundError(f"'{quoted(name)}' is a file; give the checkpoint directory that holds it")
     return None
 
 
@@ -119,14 +113,14 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
     if not name:
         raise ModelNotFoundError("no model given")
     if len(name) > LIMITS.max_model_name_chars or "\0" in name:
-        raise ModelNotFoundError(f"'{_shown(name)}' is not a model name ({len(name)} characters)")
+        raise ModelNotFoundError(f"'{quoted(name)}' is not a model name ({len(name)} characters)")
     if name.lower() == BUNDLED_ALIAS:
         return ModelRef(BUNDLED_ALIAS, Source.BUNDLED, repo_id=BUNDLED_REPO_ID, path=bundled_model_dir())
     if (alias := parse_miniature_alias(name)) is not None:
         layers, width = alias
         if not is_miniature(layers, width):
             raise ModelNotFoundError(
-                f"'{_shown(name)}' is not a BERT Miniature: depth must be one of {list(MINIATURE_LAYERS)} "
+                f"'{quoted(name)}' is not a BERT Miniature: depth must be one of {list(MINIATURE_LAYERS)} "
                 f"and width one of {list(MINIATURE_WIDTHS)}"
             )
         return ModelRef(miniature_alias(layers, width), Source.HUB,
@@ -137,7 +131,7 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
         _validate_repo_id(name)
         return ModelRef(name, Source.HUB, repo_id=name, revision=revision)
     raise ModelNotFoundError(
-        f"'{_shown(name)}' is neither a local directory, a Hub repository id (owner/name), "
+        f"'{quoted(name)}' is neither a local directory, a Hub repository id (owner/name), "
         f"a miniature alias such as L4-H256, nor '{BUNDLED_ALIAS}'"
     )
 

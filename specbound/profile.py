@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .defaults import RANK_TOL
-from .limits import LIMITS
+from .limits import LIMITS, is_genuine_int
 from .matrices import EncoderShape, Kind
 from .spectrum import rank_threshold
 
@@ -45,10 +45,6 @@ def full_dims_of(shape: EncoderShape) -> np.ndarray:
     return np.tile(np.array(per_layer, dtype=np.int64), shape.num_layers)  # (M,)
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
-
-
 def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> None:
     """The one check every profile passes, whatever its origin (computed, the cache, an atlas).
 
@@ -59,7 +55,7 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
     integers equal to that min(rows, cols); the norms are finite and non-negative.
     """
     shape = profile.shape
-    if not isinstance(shape, EncoderShape) or not all(_is_int(getattr(shape, f)) for f in _SHAPE_FIELDS):
+    if not isinstance(shape, EncoderShape) or not all(is_genuine_int(getattr(shape, f)) for f in _SHAPE_FIELDS):
         raise ValueError("the shape must hold integer sizes")
     if not (isinstance(profile.model, str) and isinstance(profile.revision, str)):
         raise ValueError("the model name and revision must be strings")

@@ -112,11 +112,9 @@ def test_archive_caps_are_checked_from_the_zip_directory(profile, tmp_path, caps
 
 def test_a_wrong_shape_tensor_is_refused_from_the_header_before_conversion(make_checkpoint, tmp_path):
     """A 128 MB uint8 tensor where a (48, 32) weight belongs: float64 would be 1 GB."""
-    from safetensors.numpy import save_file
+    from safetensors.numpy import load_file, save_file
 
     directory = make_checkpoint()
-    from safetensors.numpy import load_file
-
     state = load_file(str(directory / "model.safetensors"))
     state["encoder.layer.0.intermediate.dense.weight"] = np.ones((128, 2**20), dtype=np.uint8)
     save_file(state, str(directory / "model.safetensors"))

@@ -6,7 +6,6 @@ are null in JSON, like values that overflow, and nothing reaches stdout before t
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
