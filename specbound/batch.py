@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 from .bounds import BoundAnalysis, BoundSettings
 from .errors import CheckpointError, ModelNotFoundError, OfflineError, SpecboundError
 from .files import atomic_write
+from .logspace import LOG10_E
 from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_alias, resolve
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
@@ -201,8 +201,8 @@ def run_grid(names: Sequence[str], out: Path | str, *, settings: BoundSettings =
         profiles[summary.name] = profile
         outcomes.append(ModelOutcome(requested, Status.DONE, summary))
         report(f"{prefix}: done, L={summary.num_layers} N={summary.hidden_size}, "
-               f"log10 ours {summary.log_ours / math.log(10):.4f}, "
-               f"log10 Edelman {summary.log_edelman / math.log(10):.4f}")
+               f"log10 ours {summary.log_ours * LOG10_E:.4f}, "
+               f"log10 Edelman {summary.log_edelman * LOG10_E:.4f}")
 
     if not any(o.ok for o in outcomes):
         _write_missing(out, outcomes)

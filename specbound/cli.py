@@ -68,7 +68,8 @@ def _analysis(args: argparse.Namespace):
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    from .report import analysis_json, layer_frame, log10
+    from .logspace import to_log10 as log10
+    from .report import analysis_json, layer_frame
 
     analysis = _analysis(args)
     if args.json:

@@ -11,7 +11,7 @@ import pytest
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL, format_log_value
 from specbound.bounds import PAssignment
 from specbound.matrices import Kind
-from specbound.report import log10
+from specbound.logspace import to_log10 as log10
 
 
 def _metric(at, label: str) -> str:
