@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 from .errors import SpecboundError
 from .files import atomic_write
 from .matrices import EncoderShape
@@ -64,10 +64,6 @@ class AtlasManifest:
     schema: int
     created_by: str
     entries: tuple[AtlasEntry, ...]
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(e.name for e in self.entries)
 
 
 def _digest(array: np.ndarray) -> str:
@@ -205,12 +201,20 @@ def read_manifest(path: Path | str) -> AtlasManifest:
     return _read(path, with_arrays=False)[0]
 
 
-def atlas_profile(path: Path | str, name: str) -> SpectralProfile:
-    """One model of an atlas by name (AtlasError if it is not there)."""
+def atlas_member(path: Path | str, name: str | None = None) -> SpectralProfile:
+    """One model of an atlas by name, or its only model when ``name`` is None (AtlasError otherwise).
+
+    This is how ``atlas:FILE#MODEL`` references open (:func:`specbound.loading.load_profile`).
+    """
     profiles = load_atlas(path)
+    held = ", ".join(p.model for p in profiles)
+    if name is None:
+        if len(profiles) == 1:
+            return profiles[0]
+        raise AtlasError(f"{Path(path).name} holds {len(profiles)} models: name one as "
+                         f"atlas:FILE#MODEL (it holds: {held})")
     for profile in profiles:
         if profile.model == name:
             return profile
-    raise AtlasError(f"{Path(path).name} holds no model '{name}' "
-                     f"(it holds: {', '.join(p.model for p in profiles)})")
+    raise AtlasError(f"{Path(path).name} holds no model '{name}' (it holds: {held})")
 

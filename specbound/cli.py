@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from . import __version__
+from ._version import __version__
 from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
 from .errors import SpecboundError
 from .progress import ProgressEvent, silent
@@ -60,7 +60,7 @@ def _progress():
 
 
 def _analysis(args: argparse.Namespace):
-    from .analysis import load_profile
+    from .loading import load_profile
     from .bounds import BoundAnalysis, BoundSettings
 
     profile = load_profile(args.model, progress=_progress(), use_cache=not args.no_cache)
@@ -94,16 +94,17 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
+    from .checkpoints import is_cached
     from .models import catalog
 
-    rows = catalog()
+    rows = catalog(is_cached)
     print(f"{'name':<10} {'L':>3} {'N':>4} {'H':>3}  {'offline':<8} source")
     for entry in rows:
         mark = "yes" if entry.available_offline else "no"
         print(f"{entry.name:<10} {entry.num_layers:>3} {entry.hidden_size:>4} {entry.num_heads:>3}  "
               f"{mark:<8} {entry.repo_id}")
     print("\nAny Hub repository id (owner/name) or local checkpoint directory of a BERT-family encoder "
-          "also works.")
+          "also works, and so does a model of an atlas file (atlas:FILE#MODEL).")
     return 0
 
 
@@ -149,7 +150,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 
 def _cmd_atlas_export(args: argparse.Namespace) -> int:
-    from .analysis import load_profile
+    from .loading import load_profile
     from .atlas import save_atlas
 
     profiles, failed = [], []
@@ -195,11 +196,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
                       help="any model names or local directories (instead of, or besides, the miniatures)")
     grid.add_argument("--out", required=True, help="output directory (a re-run skips models done there)")
     grid.add_argument("--atlas", default=None, metavar="FILE", help="also export the profiles to this atlas")
-    grid.add_argument("--l-phi", type=_positive_float, default=L_PHI,
-                      help=f"Lipschitz bound of the activation (default {L_PHI})")
-    grid.add_argument("--grid-m", type=_positive_int, default=None,
-                      help="grid resolution m of P_m (default ceil(L + ln N) per model)")
-    grid.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
+    _bound_options(grid)
     grid.set_defaults(handler=_cmd_grid)
 
     atlas = commands.add_parser("atlas", help="export spectral profiles to one portable file, or show one")
@@ -207,11 +204,21 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
     export = actions.add_parser("export", help="write the profiles of some models to an atlas file")
     export.add_argument("--models", nargs="+", required=True, metavar="NAME", help="models to include")
     export.add_argument("--out", required=True, metavar="FILE", help="atlas file to write (.npz)")
-    export.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
+    _bound_options(export, bound_terms=False)
     export.set_defaults(handler=_cmd_atlas_export)
     show = actions.add_parser("show", help="list the models of an atlas file (validating it)")
     show.add_argument("file", help="atlas file")
     show.set_defaults(handler=_cmd_atlas_show)
+
+
+def _bound_options(parser: argparse.ArgumentParser, *, bound_terms: bool = True) -> None:
+    """The options every analysing command shares: the constants of the proxy and the profile cache."""
+    if bound_terms:
+        parser.add_argument("--l-phi", type=_positive_float, default=L_PHI,
+                            help=f"Lipschitz bound of the activation (default {L_PHI})")
+        parser.add_argument("--grid-m", type=_positive_int, default=None,
+                            help="grid resolution m of P_m (default ceil(L + ln N) per model)")
+    parser.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -230,15 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def model_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("model", nargs="?", default=DEFAULT_MODEL,
-                       help=f"local directory, Hub repo id, miniature alias like L4-H256, or "
-                            f"'{DEFAULT_MODEL}' (default)")
-        p.add_argument("--l-phi", type=_positive_float, default=L_PHI,
-                       help=f"Lipschitz bound of the activation (default {L_PHI})")
-        p.add_argument("--grid-m", type=_positive_int, default=None,
-                       help="grid resolution m of P_m (default ceil(L + ln N))")
+                       help=f"local directory, Hub repo id, miniature alias like L4-H256, atlas model "
+                            f"atlas:FILE#MODEL, or '{DEFAULT_MODEL}' (the bundled model, default)")
+        _bound_options(p)
         p.add_argument("--p", type=_p_value, default=None,
                        help="also evaluate every matrix at this Schatten index")
-        p.add_argument("--no-cache", action="store_true", help="recompute, ignoring the profile cache")
 
     analyze = commands.add_parser("analyze", help="analyse a model and print its bound terms")
     model_options(analyze)

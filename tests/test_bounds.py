@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from specbound.analysis import compute_profile
+from specbound.loading import compute_profile
 from specbound.bounds import (BoundAnalysis, BoundSettings, PAssignment, grid_resolution, log_schatten,
                               optimal_index, p_grid, snap_to_grid)
 from specbound.defaults import L_PHI

@@ -13,7 +13,7 @@ from app_harness import APP, TIMEOUT_S, decode_arrays, run_clean
 from miniature_family import family_atlas
 from streamlit.testing.v1 import AppTest
 
-from specbound.analysis import load_profile
+from specbound.loading import load_profile
 from specbound.bounds import BoundAnalysis
 
 @pytest.fixture(autouse=True)
