@@ -1,13 +1,16 @@
-"""Atlas files in the dashboard: open one, resolve ``atlas:<model>`` names against it, export profiles.
+"""Atlas files in the dashboard: open one as the session's atlas, name its models, export profiles.
 
 An atlas (:mod:`specbound.atlas`) holds the spectral profiles of several models, so its models open
-with no checkpoint and no network. A session loads at most one atlas at a time, from an upload or
-from a path on the server; the profiles live in the session (they are spectra, not weights). A model
-of the loaded atlas is named ``atlas:<model name>`` everywhere in the dashboard, which keeps it apart
-from the checkpoint of the same name: :func:`dashboard.data.resolve_analysis` sends those names here.
+with no checkpoint and no network. Its models are ordinary model references of the package,
+``atlas:FILE#MODEL`` (:mod:`specbound.models`), opened by :func:`specbound.loading.load_profile` like
+any other name: nothing here parses names.
 
-Parsed atlases and analyses are shared between sessions by content (a SHA-256 of the file, or of a
-profile's arrays), never by name alone: two atlases may hold different profiles under one name.
+A session has at most one atlas at a time, from an upload or from a path on the server. An upload
+is stored once in the upload store, a folder of the profile cache, under the SHA-256 of its bytes,
+so its models have a file to name and a shared link to them works on the same server. In links and
+on screen the store's folder is never shown: :func:`link_form` writes ``atlas:@<digest>#MODEL``
+instead and :func:`from_link` reads it back; :func:`display_name` names a model by its atlas's
+file name.
 """
 
 from __future__ import annotations
@@ -17,121 +20,151 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import streamlit as st
 
 from specbound import atlas as sb_atlas
 from specbound.atlas import AtlasError
-from specbound.bounds import BoundAnalysis
+from specbound.cache import default_cache_dir
+from specbound.errors import ModelNotFoundError
+from specbound.files import atomic_write
+from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference, resolve
 from specbound.profile import SpectralProfile
 
-#: Prefix of a model name that refers to a profile of the session's atlas.
-ATLAS_PREFIX = "atlas:"
-#: Session-state keys: the loaded profiles, the file's name, and its path when it was read from one.
-PROFILES_KEY = "atlas_profiles"
+#: Session-state keys: the path of the session's atlas file, and the name it is shown under.
+FILE_KEY = "atlas_file"
 LABEL_KEY = "atlas_label"
-PATH_KEY = "atlas_path"
 #: Widget keys of the sidebar's atlas source.
 UPLOAD_KEY, PATH_INPUT_KEY, READ_KEY, MODEL_PICK_KEY = "atlas_upload", "atlas_path_input", "atlas_read", "atlas_model"
+#: Folder of the profile cache where uploaded atlases are kept, one file per content digest.
+UPLOAD_DIR = "atlases"
+#: Characters of the SHA-256 that name an uploaded atlas (in its file name and in links).
+DIGEST_CHARS = 16
+#: How a link names an uploaded atlas instead of its path: ``atlas:@<digest>#MODEL``.
+UPLOAD_TOKEN = "@"
 #: How people get an atlas, quoted wherever one is asked for.
 HOW_TO_MAKE = ("Make one where the checkpoints are (with network for the miniatures): "
                "`specbound grid --layers 2 4 --widths 128 256 --out grid --atlas atlas.npz`, "
                "or `specbound atlas export --models L2-H128 L4-H128 --out atlas.npz`.")
 
 
-def atlas_name(model: str) -> str:
-    return ATLAS_PREFIX + model
+def upload_dir() -> Path:
+    return default_cache_dir() / UPLOAD_DIR
 
 
-def is_atlas_name(name: str) -> bool:
-    return name.startswith(ATLAS_PREFIX)
+# --- names --------------------------------------------------------------------------------------
+
+def atlas_ref(name: str) -> ModelRef | None:
+    """The reference behind ``name`` when it is an atlas model, else None (also when it names nothing)."""
+    try:
+        ref = resolve(name)
+    except ModelNotFoundError:
+        return None
+    return ref if ref.source is Source.ATLAS else None
 
 
-def model_in_atlas(name: str) -> str:
-    """The model's own name: ``atlas:<model>`` -> ``<model>``; other names are returned as they are."""
-    return name.removeprefix(ATLAS_PREFIX)
+def model_name(path: Path | str, member: str) -> str:
+    """The model name of one profile of an atlas file."""
+    return atlas_reference(Path(path).resolve(), member)
+
+
+def display_name(name: str) -> str:
+    """How a model is named on screen: an atlas model as ``MODEL (atlas FILE)``, never with its folder."""
+    ref = atlas_ref(name)
+    if ref is None or ref.path is None:
+        return name
+    label = st.session_state.get(LABEL_KEY) if str(ref.path) == st.session_state.get(FILE_KEY) else None
+    return f"{ref.member or 'its model'} (atlas {label or ref.path.name})"
+
+
+def link_form(name: str) -> str:
+    """The model name as a link carries it: an uploaded atlas by its digest, not its server path."""
+    ref = atlas_ref(name)
+    if ref is None or ref.path is None or ref.path.parent != upload_dir().resolve():
+        return name
+    member = "" if ref.member is None else f"{ATLAS_MEMBER_SEP}{ref.member}"
+    return f"{ATLAS_PREFIX}{UPLOAD_TOKEN}{ref.path.stem}{member}"
+
+
+def from_link(text: str) -> str:
+    """The inverse of :func:`link_form`: ``atlas:@<digest>#MODEL`` back to the stored upload's name."""
+    token = ATLAS_PREFIX + UPLOAD_TOKEN
+    if not text.startswith(token):
+        return text
+    digest, sep, member = text[len(token):].partition(ATLAS_MEMBER_SEP)
+    if len(digest) != DIGEST_CHARS or not all(c in "0123456789abcdef" for c in digest):
+        return text  # not a digest: let resolution report the name as it is
+    return atlas_reference(upload_dir().resolve() / f"{digest}.npz", member if sep else None)
+
+
+# --- the session's atlas ------------------------------------------------------------------------
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _read(path: str, size: int, mtime_ns: int) -> tuple[SpectralProfile, ...]:
+    """Profiles of an atlas file (read again when its size or time changes)."""
+    return sb_atlas.load_atlas(path)
+
+
+def _profiles_of(path: Path) -> tuple[SpectralProfile, ...]:
+    try:
+        stat = path.stat()
+    except OSError:
+        raise AtlasError(f"the atlas file {path.name} is no longer there") from None
+    return _read(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+def use(path: Path | str, label: str | None = None) -> tuple[SpectralProfile, ...]:
+    """Make the atlas at ``path`` the session's atlas (AtlasError if it is missing or not one)."""
+    target = Path(path).expanduser()
+    if not target.is_file():
+        raise AtlasError(f"no atlas file at {path}")
+    profiles = _profiles_of(target.resolve())
+    st.session_state[FILE_KEY] = str(target.resolve())
+    st.session_state[LABEL_KEY] = label or target.name
+    return profiles
+
+
+def store_upload(file_name: str, content: bytes) -> Path:
+    """Keep uploaded bytes in the upload store under their digest (once) and return the file."""
+    target = upload_dir() / f"{hashlib.sha256(content).hexdigest()[:DIGEST_CHARS]}.npz"
+    if not target.is_file():
+        with atomic_write(target) as f:
+            f.write(content)
+    return target
+
+
+def use_upload(file_name: str, content: bytes) -> tuple[SpectralProfile, ...]:
+    """Make an uploaded atlas the session's atlas (AtlasError if it is not one; then nothing is kept)."""
+    target = store_upload(file_name, content)
+    try:
+        return use(target, Path(file_name).name)
+    except AtlasError:
+        target.unlink(missing_ok=True)
+        raise
 
 
 def loaded() -> tuple[SpectralProfile, ...]:
-    """The profiles of the session's atlas (empty when none is loaded)."""
-    return st.session_state.get(PROFILES_KEY, ())
+    """The profiles of the session's atlas (empty when none is open)."""
+    path = st.session_state.get(FILE_KEY)
+    if not path:
+        return ()
+    try:
+        return _profiles_of(Path(path))
+    except AtlasError:
+        return ()
+
+
+def loaded_file() -> Path | None:
+    path = st.session_state.get(FILE_KEY)
+    return Path(path) if path else None
 
 
 def profile_digest(profile: SpectralProfile) -> str:
     """Content key of a profile: its name, revision, shape and every stored array."""
     digest = hashlib.sha256(f"{profile.model}\n{profile.revision}\n{profile.shape}\n".encode())
     for array in (profile.singular_values, profile.full_dims, profile.norm_21, profile.norm_11):
-        digest.update(array.tobytes())
+        digest.update(np.ascontiguousarray(array).data)
     return digest.hexdigest()
-
-
-# --- reading ------------------------------------------------------------------------------------
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _read_upload(digest: str, file_name: str, _content: bytes) -> tuple[SpectralProfile, ...]:
-    """Profiles of uploaded bytes (keyed by their SHA-256); the file name only shapes messages."""
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / (Path(file_name).name or "atlas.npz")
-        path.write_bytes(_content)
-        return sb_atlas.load_atlas(path)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _read_path(path: str, size: int, mtime_ns: int) -> tuple[SpectralProfile, ...]:
-    """Profiles of an atlas on the server's disk (re-read when its size or time changes)."""
-    return sb_atlas.load_atlas(path)
-
-
-def _remember(profiles: tuple[SpectralProfile, ...], label: str, path: str | None) -> None:
-    st.session_state[PROFILES_KEY] = profiles
-    st.session_state[LABEL_KEY] = label
-    if path is None:
-        st.session_state.pop(PATH_KEY, None)
-    else:
-        st.session_state[PATH_KEY] = path
-
-
-def load_upload(file_name: str, content: bytes) -> tuple[SpectralProfile, ...]:
-    """Make an uploaded atlas the session's atlas (AtlasError if it is not one)."""
-    profiles = _read_upload(hashlib.sha256(content).hexdigest(), file_name, content)
-    _remember(profiles, Path(file_name).name, None)
-    return profiles
-
-
-def load_path(path: str) -> tuple[SpectralProfile, ...]:
-    """Make the atlas at ``path`` the session's atlas (AtlasError if it is missing or not one)."""
-    target = Path(path.strip()).expanduser()
-    try:
-        stat = target.stat()
-    except OSError:
-        raise AtlasError(f"no atlas file at {path.strip()}") from None
-    profiles = _read_path(str(target.resolve()), stat.st_size, stat.st_mtime_ns)
-    _remember(profiles, target.name, path.strip())
-    return profiles
-
-
-def profile_named(name: str) -> SpectralProfile:
-    """The profile behind ``atlas:<model>`` in the session's atlas (AtlasError if it is not there)."""
-    model = model_in_atlas(name)
-    profiles = loaded()
-    if not profiles:
-        raise AtlasError(f"'{model}' comes from an atlas file and no atlas is loaded in this session: "
-                         f"open the atlas in the sidebar (source 'Atlas file')")
-    for profile in profiles:
-        if profile.model == model:
-            return profile
-    raise AtlasError(f"the loaded atlas ({st.session_state.get(LABEL_KEY, 'atlas')}) holds no model "
-                     f"'{model}'")
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _analysis(digest: str, _profile: SpectralProfile) -> BoundAnalysis:
-    return BoundAnalysis.from_profile(_profile)
-
-
-def analysis_for(name: str) -> BoundAnalysis:
-    """The bound analysis of an atlas model: no checkpoint, only its stored spectra."""
-    profile = profile_named(name)
-    return _analysis(profile_digest(profile), profile)
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -184,19 +217,20 @@ def pick_from_atlas() -> str | None:
     path = st.text_input("…or its path on the server", key=PATH_INPUT_KEY, placeholder="atlas.npz")
     try:
         if uploaded is not None:
-            load_upload(uploaded.name, uploaded.getvalue())
+            use_upload(uploaded.name, uploaded.getvalue())
         elif st.button("Read the atlas", key=READ_KEY, disabled=not path.strip()):
-            load_path(path)
+            use(path.strip())
     except AtlasError as exc:
         st.error(str(exc))
-    profiles = loaded()
-    if not profiles:
+    profiles, file = loaded(), loaded_file()
+    if not profiles or file is None:
         st.caption("No atlas loaded. " + HOW_TO_MAKE)
         return None
     by_name = {p.model: p for p in profiles}
     st.caption(f"{st.session_state.get(LABEL_KEY, 'atlas')}: {len(profiles)} models, opened from their "
                f"stored spectra (no checkpoint). The Scaling page uses all of them.")
-    model = st.selectbox("Model in the atlas", list(by_name), key=MODEL_PICK_KEY,
-                         format_func=lambda name: _describe(by_name[name]))
-    return atlas_name(model)
-
+    if st.session_state.get(MODEL_PICK_KEY) not in by_name:
+        st.session_state.pop(MODEL_PICK_KEY, None)
+    member = st.selectbox("Model in the atlas", list(by_name), key=MODEL_PICK_KEY,
+                          format_func=lambda name: _describe(by_name[name]))
+    return model_name(file, member)

@@ -16,13 +16,21 @@ from specbound.bounds import BoundAnalysis, PAssignment, snap_to_grid
 from specbound.defaults import P_MAX
 from specbound.matrices import Kind
 
-#: Step of the sliders when p is free (not snapped to P_m).
-FREE_STEP = 0.01
+from . import share
+
+#: Decimals, and so step, of the sliders when p is free (not snapped to P_m).
+FREE_DECIMALS = 2
+FREE_STEP = 10.0 ** -FREE_DECIMALS
 #: Where the sliders start: p = 1 (the nuclear-norm regime) lies on every grid P_m.
 DEFAULT_P = 1.0
 
 INHERIT, OPTIMAL, OWN = "follow default", "optimal p*", "own p"
 OVERRIDE_MODES = (INHERIT, OPTIMAL, OWN)
+#: How an override mode is written in a shared link.
+MODE_CODEC = share.choice_codec({INHERIT: "inherit", OPTIMAL: "optimal", OWN: "own"})
+#: Widget keys (and link parameters) of the controls; per kind and per layer they take a suffix.
+OPTIMAL_KEY, SNAP_KEY, GLOBAL_KEY = "p_optimal", "p_snap", "p_global"
+KIND_KEY, LAYER_KEY = "p_kind_{}", "p_layer_{}"
 
 
 @dataclass(frozen=True)
@@ -37,8 +45,14 @@ class PChoice:
 
 def _p_slider(label: str, key: str, m: int, snap: bool, *, disabled: bool = False,
               label_visibility: str = "visible") -> float:
-    """A p slider in [0, P_MAX]; steps of 1/m and snapped to P_m, or steps of FREE_STEP when free."""
-    value = st.slider(label, min_value=0.0, max_value=P_MAX, value=DEFAULT_P, step=1.0 / m if snap else FREE_STEP,
+    """A p slider in [0, P_MAX]; steps of 1/m and snapped to P_m, or steps of FREE_STEP when free.
+
+    The value is normalised before the slider is drawn (onto P_m when snapping), so the slider, the
+    terms and a shared link all show the p that is computed, and toggling the snap keeps the value.
+    """
+    value = float(share.shared(key, share.P_VALUE, DEFAULT_P))
+    st.session_state[key] = float(snap_to_grid(value, m)) if snap else round(value, FREE_DECIMALS)
+    value = st.slider(label, min_value=0.0, max_value=P_MAX, step=1.0 / m if snap else FREE_STEP,
                       format="%.3f", key=key, disabled=disabled, label_visibility=label_visibility)
     return float(snap_to_grid(value, m)) if snap else float(value)
 
@@ -46,6 +60,7 @@ def _p_slider(label: str, key: str, m: int, snap: bool, *, disabled: bool = Fals
 def _override(label: str, key: str, m: int, snap: bool) -> tuple[str, float | None]:
     """One row: a mode (follow the default, p*, own p) and its slider. Returns (mode, p or None)."""
     mode_col, slider_col = st.columns([2, 3])
+    share.shared(f"{key}_mode", MODE_CODEC, INHERIT)
     mode = mode_col.selectbox(label, OVERRIDE_MODES, key=f"{key}_mode")
     value = _p_slider(f"p for {label}", key, m, snap, disabled=mode != OWN, label_visibility="collapsed")
     return mode, (value if mode == OWN else None)
@@ -61,12 +76,14 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
     shape = analysis.profile.shape
     toggles, slider = st.columns([2, 3])
     with toggles:
-        optimal = st.toggle("Optimal p* as the default", key="p_optimal",
+        share.shared(OPTIMAL_KEY, share.BOOL, False)
+        optimal = st.toggle("Optimal p* as the default", key=OPTIMAL_KEY,
                             help="Every matrix takes the p in P_m that minimises its own c(W; p).")
-        snap = st.toggle("Snap p to the grid P_m", value=True, key="p_snap",
+        share.shared(SNAP_KEY, share.BOOL, True)
+        snap = st.toggle("Snap p to the grid P_m", key=SNAP_KEY,
                          help="Off: free p in steps of 0.01, outside the theorem's post-hoc guarantee.")
     with slider:
-        global_p = _p_slider("Global p (every matrix without an override)", "p_global", m, snap, disabled=optimal)
+        global_p = _p_slider("Global p (every matrix without an override)", GLOBAL_KEY, m, snap, disabled=optimal)
         if snap:
             st.caption(f"p ∈ P_m = {{0, 1/{m}, 2/{m}, …, 2}} (m = ⌈L + ln N⌉ = {m}): "
                        f"the indices the theorem's guarantee covers.")
@@ -76,13 +93,13 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
     by_kind: dict[Kind, float | None] = {}
     with st.expander("Overrides per kind"):
         for kind in Kind:
-            mode, value = _override(kind.value, f"p_kind_{kind.value}", m, snap)
+            mode, value = _override(kind.value, KIND_KEY.format(kind.value), m, snap)
             if mode != INHERIT:
                 by_kind[kind] = value
     by_layer: dict[int, float | None] = {}
     with st.expander("Overrides per layer (win over kinds)"):
         for layer in range(shape.num_layers):
-            mode, value = _override(f"layer {layer}", f"p_layer_{layer}", m, snap)
+            mode, value = _override(f"layer {layer}", LAYER_KEY.format(layer), m, snap)
             if mode != INHERIT:
                 by_layer[layer] = value
 

@@ -1,6 +1,7 @@
 """Streamlit caches wrapped around the specbound package, and the session's current model.
 
-Two layers of caching, both keyed by the model name:
+Two layers of caching, both keyed by the model name (any name of :func:`specbound.models.resolve`,
+atlas models included):
 
 * ``profile_for`` (``st.cache_data``): the spectral profile, i.e. every singular value and norm
   (the slow part: download, read, SVD; behind it sits specbound's own disk cache);
@@ -22,15 +23,12 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from specbound import analysis as sb_analysis
-from specbound import models
+from specbound import checkpoints, loading, models
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import SpecboundError
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, ProgressEvent, silent
-
-from . import atlas
 
 #: Session-state key holding the name of the model the pages show.
 MODEL_KEY = "model"
@@ -41,7 +39,7 @@ ERROR_KEY = "model_error"
 @st.cache_data(show_spinner=False, max_entries=32)
 def profile_for(name: str, _progress: ProgressCallback = silent) -> SpectralProfile:
     """The spectral profile of a model (download, disk cache or computation, with progress)."""
-    return sb_analysis.load_profile(name, progress=_progress)
+    return loading.load_profile(name, progress=_progress)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -57,15 +55,7 @@ def catalog_entries() -> list[models.CatalogEntry]:
     Looking at the Hub cache reads the disk, so it is done once and again only after a model is
     opened (see :func:`open_model`), never on a slider move.
     """
-    return models.catalog()
-
-
-def resolve_analysis(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
-    """The analysis behind any model name: ``atlas:<model>`` from the session's atlas file
-    (see :mod:`dashboard.atlas`), every other name through :func:`analysis_for`."""
-    if atlas.is_atlas_name(name):
-        return atlas.analysis_for(name)
-    return analysis_for(name, progress)
+    return models.catalog(checkpoints.is_cached)
 
 
 def progress_outside_cache(callback: ProgressCallback) -> ProgressCallback:
@@ -108,7 +98,7 @@ def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
     name = name.strip()
     profile_for.clear(name)
     analysis_for.clear(name)
-    result = resolve_analysis(name, progress_outside_cache(progress))
+    result = analysis_for(name, progress_outside_cache(progress))
     st.session_state[MODEL_KEY] = name
     st.session_state.pop(ERROR_KEY, None)
     catalog_entries.clear()  # a download may have changed what is cached
@@ -126,7 +116,7 @@ def current_analysis(on_error: Callable[[str], None] | None = None) -> BoundAnal
     the bundled default and report why through ``on_error``.
     """
     try:
-        return resolve_analysis(current_model())
+        return analysis_for(current_model())
     except SpecboundError as exc:
         if current_model() == DEFAULT_MODEL:
             raise

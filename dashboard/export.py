@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+
+from specbound.profile import SpectralProfile
 
 #: Session-state key of the sidebar's choice of image format for Plotly's download button.
 FIGURE_FORMAT_KEY = "figure_format"
@@ -24,6 +28,11 @@ def show_figure(fig: go.Figure, key: str) -> None:
         "displaylogo": False,
         "toImageButtonOptions": {"format": image_format, "filename": key, "scale": 2},
     })
+
+
+def file_stem(profile: SpectralProfile) -> str:
+    """A safe file-name stem for downloads about one model: its own name with anything odd replaced."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", profile.model).strip("._") or "model"
 
 
 def csv_download(frame: pd.DataFrame, filename: str, key: str, label: str = "Download CSV") -> None:

@@ -2,11 +2,11 @@
 
 How a profile is placed in the study: its (L, N) is read from the profile's own shape
 (``num_layers``, ``hidden_size``), never parsed from a name. Which models belong to the miniatures
-family, and so are in the study by default, is decided by the name: a miniature alias ``L{l}-H{n}``
-(a cached BERT Miniature, or an atlas model named that way, e.g. ``atlas:L4-H256``) whose numbers
-agree with the shape. Anything else available (the bundled MiniLM, a model opened by Hub id or
-directory, an atlas model with another name) is offered too, but left out unless chosen. Two models
-of one (L, N) cannot share a curve: the default keeps the first (atlas models before the Hub cache).
+family, and so are in the study by default: a cached BERT Miniature, and an atlas model whose shape
+is a miniature's (depth and width on the grid, heads of 64; whatever its name, e.g. a directory path)
+or whose name is a miniature alias ``L{l}-H{n}`` that agrees with its shape. Anything else available (the bundled MiniLM, a model opened by Hub id or
+directory) is offered too, but left out unless chosen. Two models of one (L, N) cannot share a
+curve: the default keeps the first (atlas models before the Hub cache).
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ import streamlit as st
 
 from specbound.bounds import BoundAnalysis
 from specbound.errors import SpecboundError
-from specbound.models import (BUNDLED_ALIAS, MINIATURE_LAYERS, MINIATURE_WIDTHS, miniature_alias,
-                              miniature_repo_id, parse_miniature_alias)
+from specbound.defaults import DEFAULT_MODEL
+from specbound.matrices import EncoderShape
+from specbound.models import (MINIATURE_HEAD_SIZE, MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature,
+                              miniature_alias, miniature_repo_id, parse_miniature_alias)
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, silent
 from specbound.scaling import ModelSummary, summarize
@@ -34,7 +36,7 @@ ATLAS, HUB_CACHE, BUNDLED, OPENED = "atlas file", "Hugging Face cache", "bundled
 class Candidate:
     """A model that can enter the study without a download."""
 
-    name: str  # what data.resolve_analysis opens (``atlas:`` names for atlas models)
+    name: str  # what data.analysis_for opens (``atlas:FILE#MODEL`` for atlas models)
     num_layers: int
     hidden_size: int
     origin: str
@@ -45,32 +47,42 @@ class Candidate:
         return self.num_layers, self.hidden_size
 
     def describe(self) -> str:
-        return f"{self.name} (L = {self.num_layers}, N = {self.hidden_size}; {self.origin})"
+        return f"{atlas.display_name(self.name)} (L = {self.num_layers}, N = {self.hidden_size}; {self.origin})"
 
 
-def family_member(name: str, num_layers: int, hidden_size: int) -> bool:
-    """Whether a model name is a miniature alias that matches its shape (``atlas:`` prefix ignored)."""
-    return parse_miniature_alias(atlas.model_in_atlas(name)) == (num_layers, hidden_size)
+def family_member(shape: EncoderShape, name: str = "") -> bool:
+    """Whether a model stands for a BERT Miniature: a miniature's shape (L and N on the grid, heads of
+    64), or a name that is a miniature alias agreeing with the shape."""
+    layers, width = shape.num_layers, shape.hidden_size
+    if is_miniature(layers, width) and shape.num_heads * MINIATURE_HEAD_SIZE == width:
+        return True
+    return parse_miniature_alias(name) == (layers, width)
 
 
 def candidates() -> list[Candidate]:
     """Every model available now: the session's atlas, cached miniatures, the bundled and current model."""
     found: dict[str, Candidate] = {}
 
-    def add(name: str, layers: int, width: int, origin: str) -> None:
+    def add(name: str, layers: int, width: int, origin: str, in_family: bool) -> None:
         if name not in found:
-            found[name] = Candidate(name, layers, width, origin, family_member(name, layers, width))
+            found[name] = Candidate(name, layers, width, origin, in_family)
 
+    file = atlas.loaded_file()
     for profile in atlas.loaded():
-        add(atlas.atlas_name(profile.model), profile.shape.num_layers, profile.shape.hidden_size, ATLAS)
+        shape: EncoderShape = profile.shape
+        assert file is not None
+        add(atlas.model_name(file, profile.model), shape.num_layers, shape.hidden_size, ATLAS,
+            family_member(shape, profile.model))
     for entry in data.catalog_entries():
         if entry.available_offline:
-            add(entry.name, entry.num_layers, entry.hidden_size, BUNDLED if entry.name == BUNDLED_ALIAS else HUB_CACHE)
+            bundled = entry.name == DEFAULT_MODEL
+            add(entry.name, entry.num_layers, entry.hidden_size, BUNDLED if bundled else HUB_CACHE,
+                not bundled)
     current = data.current_model()
     if current not in found:
         try:
-            shape = data.resolve_analysis(current).profile.shape
-            add(current, shape.num_layers, shape.hidden_size, OPENED)
+            shape = data.analysis_for(current).profile.shape
+            add(current, shape.num_layers, shape.hidden_size, OPENED, False)
         except SpecboundError:
             pass
     return list(found.values())
@@ -101,26 +113,21 @@ def missing_miniatures(available: Sequence[Candidate]) -> pd.DataFrame:
 # --- summaries ----------------------------------------------------------------------------------
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _summary_record(name: str, revision: str, content: str, _profile: SpectralProfile) -> dict:
-    """The summary as a plain dict (cacheable); keyed by name and revision (and content for atlases)."""
-    return summarize(BoundAnalysis.from_profile(_profile), name=name).to_dict()
-
-
-def _profile(name: str, progress: ProgressCallback) -> SpectralProfile:
-    if atlas.is_atlas_name(name):
-        return atlas.profile_named(name)
-    return data.profile_for(name, data.progress_outside_cache(progress))
+def _summary_record(name: str, shown: str, revision: str, content: str, _profile: SpectralProfile) -> dict:
+    """The summary as a plain dict (cacheable), named ``shown``; keyed by name, revision and content."""
+    return summarize(BoundAnalysis.from_profile(_profile), name=shown).to_dict()
 
 
 def summary_for(name: str, progress: ProgressCallback = silent) -> tuple[ModelSummary, SpectralProfile]:
-    """A model's scaling summary (cached by name and revision) and the profile it came from.
+    """A model's scaling summary (cached by name, revision and content) and the profile it came from.
 
     Goes through the profile cache, not the analysis cache, so that a study of many models does not
     push the session's open models out of it.
     """
-    profile = _profile(name, progress)
-    content = atlas.profile_digest(profile) if atlas.is_atlas_name(name) else ""
-    return ModelSummary.from_dict(_summary_record(name, profile.revision, content, profile)), profile
+    profile = data.profile_for(name, data.progress_outside_cache(progress))
+    content = atlas.profile_digest(profile)
+    record = _summary_record(name, atlas.display_name(name), profile.revision, content, profile)
+    return ModelSummary.from_dict(record), profile
 
 
 def summarise(names: Sequence[str]) -> tuple[list[ModelSummary], list[SpectralProfile], list[str]]:

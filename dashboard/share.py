@@ -1,51 +1,45 @@
-"""Shareable links: the current model and the p settings live in the URL's query parameters.
+"""Shareable links: the current model and every shareable widget live in the URL's query parameters.
 
-The page is already in the URL path (each page's ``url_path``). On a session's first run,
-:func:`restore` reads ``st.query_params`` and seeds ``st.session_state`` before any widget is drawn
-(and opens the model, and the atlas file when the link names one on the server); after the page has
-drawn, :func:`publish` writes back the values that differ from their defaults, so the address bar
-always holds a link that reproduces the view. Only the keys listed here are read or written.
+The page is already in the URL path (each page's ``url_path``). A widget becomes part of the link
+where it is created: the page calls :func:`shared` with the widget's key, a :class:`Codec` and the
+default, just before drawing the widget (with ``key=`` and no ``value=``). On the session's first
+run :func:`restore` keeps the link's parameters and opens the model it names; :func:`shared` then
+seeds each widget from them the first time the widget appears. After the page has drawn,
+:func:`publish` writes back the registered values that differ from their defaults and drops every
+other parameter, so the address bar always holds a link that reproduces the view and nothing else.
 
-Query parameters: ``model`` (any model name; ``atlas:<name>`` with ``atlas`` = the atlas file's path
-on the server), and the widget keys of the Bound explorer (``p_optimal``, ``p_snap``, ``p_global``,
-``p_kind_<kind>[_mode]``, ``p_layer_<i>[_mode]``), of the Theory page (``theory_p``) and of the
-Scaling page (``scaling_fixed_p``). Booleans are 1/0, override modes inherit/optimal/own.
+The model parameter carries any model name of :func:`specbound.models.resolve`; an uploaded atlas
+travels as its content digest (:func:`dashboard.atlas.link_form`), never as a server path.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 
-from specbound.atlas import AtlasError
 from specbound.defaults import DEFAULT_MODEL, P_MAX
 from specbound.errors import SpecboundError
-from specbound.matrices import Kind
 
 from . import atlas, data
-from .controls import DEFAULT_P, INHERIT, OPTIMAL, OWN
 from .sidebar import show_in_picker
 
-MODEL_PARAM, ATLAS_PARAM = "model", "atlas"
-#: Session flag: the query parameters of this session have been read.
-_RESTORED_KEY = "_share_restored"
-_MODE_CODES = {INHERIT: "inherit", OPTIMAL: "optimal", OWN: "own"}
-_KINDS = "|".join(re.escape(kind.value) for kind in Kind)
+MODEL_PARAM = "model"
+#: Session-state keys: the parameters of the link the session was opened with (consumed as widgets
+#: appear), and the registry of shareable widget keys with their codecs and defaults.
+_LINK_KEY = "_share_link"
+_REGISTRY_KEY = "_share_registry"
 
 
 @dataclass(frozen=True)
-class SharedSetting:
-    """A family of session-state keys shared in the URL: how to read, write and compare its values."""
+class Codec:
+    """How a widget value is written into a link and read back (``parse`` raises ValueError on junk)."""
 
-    pattern: re.Pattern[str]
-    parse: Callable[[str], Any]  # raises ValueError on a bad value
+    parse: Callable[[str], Any]
     format: Callable[[Any], str]
-    default: Any
 
 
 def _parse_bool(text: str) -> bool:
@@ -63,62 +57,59 @@ def _parse_p(text: str) -> float:
     return value
 
 
-def _parse_mode(text: str) -> str:
-    return {code: mode for mode, code in _MODE_CODES.items()}[text.lower()]
+def choice_codec(codes: dict[str, str]) -> Codec:
+    """A codec for a selectbox or radio: each option written as its short code."""
+    options = {code: option for option, code in codes.items()}
+
+    def parse(text: str) -> str:
+        try:
+            return options[text.lower()]
+        except KeyError:
+            raise ValueError(text) from None
+
+    return Codec(parse, lambda option: codes[option])
 
 
-_BOOL = {"parse": _parse_bool, "format": lambda v: "1" if v else "0"}
-_P = {"parse": _parse_p, "format": lambda v: f"{float(v):.6g}", "default": DEFAULT_P}
-_MODE = {"parse": _parse_mode, "format": lambda v: _MODE_CODES[v], "default": INHERIT}
-
-SETTINGS: tuple[SharedSetting, ...] = (
-    SharedSetting(re.compile(r"p_optimal"), default=False, **_BOOL),
-    SharedSetting(re.compile(r"p_snap"), default=True, **_BOOL),
-    SharedSetting(re.compile(r"p_global"), **_P),
-    SharedSetting(re.compile(rf"p_kind_(?:{_KINDS})"), **_P),
-    SharedSetting(re.compile(r"p_layer_\d{1,3}"), **_P),
-    SharedSetting(re.compile(rf"p_kind_(?:{_KINDS})_mode"), **_MODE),
-    SharedSetting(re.compile(r"p_layer_\d{1,3}_mode"), **_MODE),
-    SharedSetting(re.compile(r"theory_p"), **_P),
-    SharedSetting(re.compile(r"scaling_fixed_p"), default=False, **_BOOL),
-)
+BOOL = Codec(_parse_bool, lambda v: "1" if v else "0")
+P_VALUE = Codec(_parse_p, lambda v: f"{float(v):.6g}")
 
 
-def setting_for(key: str) -> SharedSetting | None:
-    return next((s for s in SETTINGS if s.pattern.fullmatch(key)), None)
+def shared(key: str, codec: Codec, default: Any) -> Any:
+    """Declare the widget ``key`` shareable and give it its value before it is drawn.
 
-
-def _first(value: str | list[str]) -> str:
-    return value[-1] if isinstance(value, list) else value
+    The first time the widget appears in a session its value comes from the link (when the link has
+    a valid one) or is ``default``; afterwards the widget keeps its own state. Draw the widget with
+    ``key=key`` and without ``value=``, so Streamlit takes the value from the session state.
+    """
+    registry: dict[str, tuple[Codec, Any]] = st.session_state.setdefault(_REGISTRY_KEY, {})
+    registry[key] = (codec, default)
+    if key not in st.session_state:
+        value = default
+        raw = st.session_state.get(_LINK_KEY, {}).pop(key, None)
+        if raw is not None:
+            try:
+                value = codec.parse(raw)
+            except ValueError:
+                pass  # a hand-edited link with a bad value: the widget keeps its default
+        st.session_state[key] = value
+    return st.session_state[key]
 
 
 def restore() -> None:
-    """On the session's first run: seed widget values and open the model named in the URL."""
-    if st.session_state.get(_RESTORED_KEY):
+    """On the session's first run: keep the link's parameters and open the model it names."""
+    if _LINK_KEY in st.session_state:
         return
-    st.session_state[_RESTORED_KEY] = True
     params = {key: st.query_params.get(key) for key in st.query_params}
-    for key, raw in params.items():
-        setting = setting_for(key)
-        if setting is None or raw is None:
-            continue
-        try:
-            st.session_state[key] = setting.parse(_first(raw))
-        except (ValueError, KeyError):
-            pass  # a hand-edited link with a bad value: that widget keeps its default
-    if path := params.get(ATLAS_PARAM):
-        try:
-            atlas.load_path(_first(path))
-        except AtlasError as exc:
-            st.session_state[data.ERROR_KEY] = f"The link's atlas file cannot be read: {exc}"
-    model = _first(params.get(MODEL_PARAM) or "").strip()
+    st.session_state[_LINK_KEY] = {k: v for k, v in params.items() if v is not None and k != MODEL_PARAM}
+    model = atlas.from_link((params.get(MODEL_PARAM) or "").strip())
     if model and model != data.current_model():
+        shown = atlas.display_name(model)
         try:
-            with st.spinner(f"Opening {model} from the link"):
+            with st.spinner(f"Opening {shown} from the link"):
                 data.open_model(model)
             show_in_picker(model)
         except (SpecboundError, OSError) as exc:
-            st.session_state[data.ERROR_KEY] = (f"The link names {model}, which cannot be opened here: {exc}. "
+            st.session_state[data.ERROR_KEY] = (f"The link names {shown}, which cannot be opened here: {exc}. "
                                                 f"Showing {data.current_model()}.")
 
 
@@ -127,21 +118,19 @@ def wanted_params() -> dict[str, str]:
     wanted: dict[str, str] = {}
     model = data.current_model()
     if model != DEFAULT_MODEL:
-        wanted[MODEL_PARAM] = model
-    if path := st.session_state.get(atlas.PATH_KEY):  # an uploaded atlas cannot travel in a link
-        wanted[ATLAS_PARAM] = path
-    for key in list(st.session_state):
-        setting = setting_for(str(key))
-        if setting is not None and st.session_state[key] != setting.default:
-            wanted[str(key)] = setting.format(st.session_state[key])
+        wanted[MODEL_PARAM] = atlas.link_form(model)
+    registry: dict[str, tuple[Codec, Any]] = st.session_state.get(_REGISTRY_KEY, {})
+    for key, (codec, default) in registry.items():
+        if key in st.session_state and st.session_state[key] != default:
+            wanted[key] = codec.format(st.session_state[key])
     return wanted
 
 
 def publish() -> None:
-    """Write the view into the URL: set what differs from the defaults, drop what no longer does."""
+    """Write the view into the URL: set what differs from the defaults, drop everything else."""
     wanted = wanted_params()
     for key in list(st.query_params):
-        if (key in (MODEL_PARAM, ATLAS_PARAM) or setting_for(key) is not None) and key not in wanted:
+        if key not in wanted:
             del st.query_params[key]
     for key, value in wanted.items():
         if st.query_params.get(key) != value:

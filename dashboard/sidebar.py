@@ -18,8 +18,7 @@ from specbound.errors import SpecboundError
 from specbound.models import (MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature, miniature_alias,
                               parse_miniature_alias)
 
-from . import data
-from .atlas import MODEL_PICK_KEY, is_atlas_name, model_in_atlas, pick_from_atlas
+from . import atlas, data
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
 
@@ -76,7 +75,7 @@ MODEL_SOURCES: list[ModelSource] = [
     ModelSource(BUNDLED, _pick_bundled),
     ModelSource(MINIATURE, _pick_miniature),
     ModelSource(CUSTOM, _pick_custom),
-    ModelSource(ATLAS, pick_from_atlas),
+    ModelSource(ATLAS, atlas.pick_from_atlas),
 ]
 #: Session-state key of the source radio.
 SOURCE_KEY = "model_source"
@@ -91,8 +90,11 @@ def show_in_picker(name: str) -> None:
     alias = parse_miniature_alias(name)
     if name == DEFAULT_MODEL:
         state[SOURCE_KEY] = BUNDLED
-    elif is_atlas_name(name):
-        state[SOURCE_KEY], state[MODEL_PICK_KEY] = ATLAS, model_in_atlas(name)
+    elif (ref := atlas.atlas_ref(name)) is not None and ref.path is not None:
+        atlas.use(ref.path)
+        state[SOURCE_KEY] = ATLAS
+        if ref.member is not None:
+            state[atlas.MODEL_PICK_KEY] = ref.member
     elif alias is not None and is_miniature(*alias):
         state[SOURCE_KEY], state["miniature_layers"], state["miniature_width"] = MINIATURE, *alias
     else:
@@ -114,7 +116,7 @@ def _open(name: str) -> None:
 
 def _shape_summary(analysis: BoundAnalysis) -> None:
     shape = analysis.profile.shape
-    st.markdown(f"**Current model:** `{data.current_model()}`")
+    st.markdown(f"**Current model:** `{atlas.display_name(data.current_model())}`")
     st.caption(
         f"L = {shape.num_layers} layers · N = {shape.hidden_size} · {shape.num_heads} heads of "
         f"d = {shape.head_dim} · d_ff = {shape.ffn_size}  \n"

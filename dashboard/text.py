@@ -6,7 +6,7 @@ import math
 
 import streamlit as st
 
-from specbound.report import log10
+from specbound.logspace import LOG_MAX, to_log10
 
 #: Shown under every bound number: what the proxy is and what it leaves out (SPEC §3).
 BOUND_NOTE = (
@@ -32,7 +32,7 @@ def format_log_value(log_value: float) -> str:
         return "n/a"
     if log_value == -math.inf:
         return "0"
-    if log_value >= 709.0:  # exp would overflow float64: keep the decimal exponent only
-        return f"10^{float(log10(log_value)):.3f}"
+    if log_value > LOG_MAX:  # exp would overflow float64: keep the decimal exponent only
+        return f"10^{float(to_log10(log_value)):.3f}"
     value = math.exp(log_value)
     return f"{value:,.2f}" if 0.01 <= value < 1e6 else f"{value:.4e}"

@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard import data
 from dashboard.controls import p_controls
-from dashboard.export import csv_download, show_figure
+from dashboard.export import csv_download, file_stem, show_figure
 from dashboard.routing import ensure_app_entry
 from dashboard.text import (EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, bound_note,
                             format_log_value)
@@ -24,7 +24,7 @@ ensure_app_entry()
 analysis = data.current_analysis()
 profile = analysis.profile
 labels = [matrix.label for matrix in profile.ids]
-model_file = data.current_model().replace("/", "_")
+model_file = file_stem(profile)
 
 st.title("Bound explorer")
 choice = p_controls(analysis)
@@ -62,9 +62,12 @@ bound_note()
 show_figure(figures.depth_factors(analysis), "depth_factors")
 
 st.subheader("c(W; p) against p")
-top = profile.shape.num_layers - 1
-default_rows = [label for label in labels if label.startswith(f"L{top} ") and (" h" not in label or label.endswith(" h0"))]
-chosen = st.multiselect("Matrices", labels, default=default_rows, key="curve_matrices")
+top_layer_rows = profile.rows_of(layers=[profile.shape.num_layers - 1], heads=[0])  # head 0 of QK and V, M_in, M_out
+default_rows = [labels[i] for i in top_layer_rows]
+# a selection made on another model keeps the matrices this one has, else falls back to the default
+kept = [label for label in st.session_state.get("curve_matrices", []) if label in labels]
+st.session_state["curve_matrices"] = kept or default_rows
+chosen = st.multiselect("Matrices", labels, key="curve_matrices")
 if chosen:
     show_figure(figures.contribution_curves(analysis, [labels.index(c) for c in chosen], terms), "contribution_curves")
 bound_note()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, data
+from dashboard import atlas, data, share
 from dashboard import scaling as service
-from dashboard.export import csv_download, show_figure
+from dashboard.export import csv_download, file_stem, show_figure
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width
@@ -37,6 +37,7 @@ chosen = st.multiselect(
     format_func=lambda name: by_name[name].describe(),
     help="By default the BERT Miniatures available here (from an atlas file or the Hugging Face cache). "
          "The bundled MiniLM and other opened models can be added, but they are not of the family.")
+share.shared("scaling_fixed_p", share.BOOL, False)
 show_fixed = st.toggle("Also show the fixed-p regimes p = 0, 1, 2", key="scaling_fixed_p",
                        help="Every matrix at one p (rank, nuclear, Frobenius): what choosing p per matrix buys.")
 proxies = [Proxy.OURS, Proxy.EDELMAN] + ([Proxy.P0, Proxy.P1, Proxy.P2] if show_fixed else [])
@@ -114,6 +115,5 @@ with left:
                         f"Export the {len(profiles)} models of the study")
 with right:
     current = data.current_analysis()
-    safe_name = data.current_model().replace("/", "_").replace(":", "_")
-    atlas.export_button([current.profile], f"{safe_name}-atlas.npz", "export_current_atlas",
-                        f"Export the current model ({data.current_model()})")
+    atlas.export_button([current.profile], f"{file_stem(current.profile)}-atlas.npz", "export_current_atlas",
+                        f"Export the current model ({atlas.display_name(data.current_model())})")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import data
-from dashboard.export import csv_download, show_figure
+from dashboard import atlas, data
+from dashboard.export import csv_download, file_stem, show_figure
 from dashboard.routing import ensure_app_entry
 from specbound.figures import spectra as figures
 from specbound.matrices import Kind
@@ -20,7 +20,7 @@ all_layers = list(range(shape.num_layers))
 all_kinds = [kind.value for kind in Kind]
 
 st.title("Spectra")
-st.caption(f"`{data.current_model()}`: singular values of its L(2H + 2) = {shape.num_matrices} proxy matrices "
+st.caption(f"`{atlas.display_name(data.current_model())}`: singular values of its L(2H + 2) = {shape.num_matrices} proxy matrices "
            f"(QK and V per head, M_in and M_out per layer), exact in float64.")
 
 layer_col, kind_col, option_col = st.columns([3, 3, 2])
@@ -43,8 +43,8 @@ table = profile.to_frame()
 st.dataframe(table, hide_index=True, key="spectra_table")
 left, right = st.columns(2)
 with left:
-    csv_download(table, f"{data.current_model().replace('/', '_')}-matrices.csv", "download_matrices",
+    csv_download(table, f"{file_stem(profile)}-matrices.csv", "download_matrices",
                  "Download this table (CSV)")
 with right:
-    csv_download(singular_values_frame(profile), f"{data.current_model().replace('/', '_')}-singular-values.csv",
+    csv_download(singular_values_frame(profile), f"{file_stem(profile)}-singular-values.csv",
                  "download_singular_values", "Download every singular value (CSV)")

@@ -8,14 +8,17 @@ import math
 
 import streamlit as st
 
-from dashboard import data
+from dashboard import atlas, data, share
 from dashboard import theory as live
+from dashboard.controls import DEFAULT_P
 from dashboard.export import show_figure
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, format_log_value
 from specbound.bounds import grid_resolution, snap_to_grid
-from specbound.defaults import L_PHI, P_MAX
+from specbound.defaults import L_PHI, P_MAX, RANK_TOL
 from specbound.figures.theory import playground_figure
+from specbound.matrices import Kind
+from specbound.profile import MatrixId
 from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
 
 ensure_app_entry()
@@ -58,17 +61,18 @@ Below, every definition comes with its value for the model open in the sidebar.
 )
 
 st.subheader("Live values for the current model")
-st.caption(f"`{data.current_model()}`: L = {shape.num_layers}, N = {shape.hidden_size}, "
+st.caption(f"`{atlas.display_name(data.current_model())}`: L = {shape.num_layers}, N = {shape.hidden_size}, "
            f"{shape.num_heads} heads of d = {shape.head_dim}, d_ff = {shape.ffn_size}.")
 pick_col, p_col = st.columns([2, 3])
-top_layer = shape.num_layers - 1
-default_label = f"L{top_layer} M_in"
-matrix = pick_col.selectbox("Matrix W", labels, index=labels.index(default_label) if default_label in labels else 0,
-                            key="theory_matrix")
-p_value = p_col.slider("Schatten index p (snapped to P_m)", 0.0, P_MAX, 1.0, step=1.0 / analysis.grid_m,
+default_index = profile.index(MatrixId(shape.num_layers - 1, Kind.M_IN))  # the top layer's M_in
+if st.session_state.get("theory_matrix") not in range(shape.num_matrices):
+    st.session_state["theory_matrix"] = default_index
+index = pick_col.selectbox("Matrix W", range(shape.num_matrices), format_func=labels.__getitem__, key="theory_matrix")
+st.session_state["theory_p"] = float(snap_to_grid(share.shared("theory_p", share.P_VALUE, DEFAULT_P), analysis.grid_m))
+p_value = p_col.slider("Schatten index p (snapped to P_m)", 0.0, P_MAX, step=1.0 / analysis.grid_m,
                        format="%.3f", key="theory_p")
 p = float(snap_to_grid(p_value, analysis.grid_m))
-values = live.readout(analysis, labels.index(matrix), p)
+values = live.readout(analysis, int(index), p)
 
 
 def definition(latex: str, *metrics: tuple[str, str], note: str | None = None) -> None:
@@ -88,7 +92,7 @@ st.markdown("**Singular values and numerical rank.** σ₁ ≥ σ₂ ≥ … of 
             "a relative threshold count as exact zeros.")
 definition(r"\operatorname{rank}(W) = \#\{\, i : \sigma_i > \tau\, k\, \max(\sigma_1, 1) \,\}",
            (live.RANK_LABEL, str(values.rank)),
-           note="τ = 1e-10 and k = min(rows, cols) of W (N for QK and V, whose rank is at most d).")
+           note=f"τ = {RANK_TOL:g} and k = min(rows, cols) of W (N for QK and V, whose rank is at most d).")
 definition(r"S_p(W) = \sum_{i \le \operatorname{rank}(W)} \sigma_i^{\,p} \ (p > 0), \qquad "
            r"S_0(W) = \operatorname{rank}(W)",
            (live.SCHATTEN_LABEL, format_log_value(values.log_schatten)),
@@ -149,8 +153,8 @@ top = middle.number_input("Top value σ₁", min_value=1e-3, max_value=1e3, valu
 scale = right.select_slider("Scale s_W", PLAYGROUND_SCALES, value=1.0, key="play_scale",
                             format_func=lambda s: f"1e{round(math.log10(s)):+d}")
 width = right.number_input("Width N", min_value=2, max_value=8192, value=512, step=64, key="play_width")
-grid_m = st.slider("Grid resolution m of P_m", 1, 40, grid_resolution(12, int(width)), key="play_m",
-                   help="Default ⌈L + ln N⌉ for a 12-layer model of this width.")
+grid_m = st.slider("Grid resolution m of P_m", 1, 40, grid_resolution(shape.num_layers, int(width)), key="play_m",
+                   help=f"Default ⌈L + ln N⌉ with the current model's depth L = {shape.num_layers} and this width.")
 spectrum = synthetic_spectrum(int(rank), decay, float(rate), float(top))
 curve = contribution_curve(spectrum, hidden_size=max(int(width), int(rank)), scale=float(scale), grid_m=int(grid_m))
 st.metric(PLAYGROUND_P_LABEL, f"{curve.p_opt:.4g}")

@@ -9,9 +9,8 @@ Pure computation (no UI imports). The usual path::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .analysis import compute_profile, load_profile
+from ._version import __version__
+from .loading import compute_profile, load_profile
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from .errors import SpecboundError
 from .matrices import EncoderShape, Kind

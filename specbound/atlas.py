@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 from .errors import SpecboundError
 from .files import NpzArchive, array_sha256, atomic_write, parse_json, require_parent
 from .limits import LIMITS, check_encoder_shape, is_genuine_int, quoted
@@ -70,10 +70,6 @@ class AtlasManifest:
     schema: int
     created_by: str
     entries: tuple[AtlasEntry, ...]
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(e.name for e in self.entries)
 
 
 def _key(index: int, field_name: str) -> str:
@@ -246,11 +242,19 @@ def read_manifest(path: Path | str) -> AtlasManifest:
     return _read(path)[0]
 
 
-def atlas_profile(path: Path | str, name: str) -> SpectralProfile:
-    """One model of an atlas by name (AtlasError if it is not there)."""
+def atlas_member(path: Path | str, name: str | None = None) -> SpectralProfile:
+    """One model of an atlas by name, or its only model when ``name`` is None (AtlasError otherwise).
+
+    This is how ``atlas:FILE#MODEL`` references open (:func:`specbound.loading.load_profile`).
+    """
     profiles = load_atlas(path)
+    held = ", ".join(p.model for p in profiles)
+    if name is None:
+        if len(profiles) == 1:
+            return profiles[0]
+        raise AtlasError(f"{Path(path).name} holds {len(profiles)} models: name one as "
+                         f"atlas:FILE#MODEL (it holds: {held})")
     for profile in profiles:
         if profile.model == name:
             return profile
-    raise AtlasError(f"{Path(path).name} holds no model '{quoted(name)}' "
-                     f"(it holds: {', '.join(p.model for p in profiles)})")
+    raise AtlasError(f"{Path(path).name} holds no model '{quoted(name)}' (it holds: {held})")

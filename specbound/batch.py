@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from .bounds import BoundAnalysis, BoundSettings
 from .errors import CheckpointError, ModelNotFoundError, OfflineError, SpecboundError
 from .files import describe_os_error, output_dir, read_json, remove_stale_temps, require_parent, write_text_atomic
 from .limits import LIMITS
+from .logspace import LOG10_E
 from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_alias, resolve
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
@@ -158,7 +158,7 @@ def run_grid(names: Sequence[str], out: Path | str, *, settings: BoundSettings =
     ``progress(name)`` gives the download/analysis callback for one model; ``report`` receives one
     line per model and per note. Raises SpecboundError only if no model could be analysed.
     """
-    from .analysis import load_profile
+    from .loading import load_profile
 
     out = Path(out)
     if atlas is not None:
@@ -199,8 +199,8 @@ def run_grid(names: Sequence[str], out: Path | str, *, settings: BoundSettings =
         profiles[summary.name] = profile
         outcomes.append(ModelOutcome(requested, Status.DONE, summary))
         report(f"{prefix}: done, L={summary.num_layers} N={summary.hidden_size}, "
-               f"log10 ours {summary.log_ours / math.log(10):.4f}, "
-               f"log10 Edelman {summary.log_edelman / math.log(10):.4f}")
+               f"log10 ours {summary.log_ours * LOG10_E:.4f}, "
+               f"log10 Edelman {summary.log_edelman * LOG10_E:.4f}")
 
     if not any(o.ok for o in outcomes):
         _write_missing(out, outcomes)
@@ -225,66 +225,74 @@ def _write_missing(out: Path, outcomes: Sequence[ModelOutcome]) -> Path | None:
     return path
 
 
-def _write_outputs(out: Path, outcomes: Sequence[ModelOutcome], profiles: dict[str, SpectralProfile],
-                   atlas: Path | str | None, use_cache: bool,
-                   report: Callable[[str], None]) -> GridResult:
+def _write_tables(out: Path, summaries: Sequence[ModelSummary]) -> list[Path]:
+    """models.csv (one row per model) and matrices.csv (every per-matrix record, with a model column)."""
     import pandas as pd
 
     from .scaling import summaries_frame
 
-    summaries = [o.summary for o in outcomes if o.ok and o.summary is not None]
-    files: list[Path] = []
-    notes: list[str] = []
-
     write_text_atomic(out / "models.csv", summaries_frame(summaries).to_csv(index=False))
-    files.append(out / "models.csv")
-    tables = [pd.read_csv(_record_paths(out, s.name)[1], dtype={"head": "Int64", "model": str})
-              for s in summaries]
+    tables = [pd.read_csv(_record_paths(out, s.name)[1], dtype={"head": "Int64", "model": str}) for s in summaries]
     write_text_atomic(out / "matrices.csv", pd.concat(tables, ignore_index=True).to_csv(index=False))
-    files.append(out / "matrices.csv")
+    return [out / "models.csv", out / "matrices.csv"]
 
+
+def _write_study(out: Path, study: ScalingStudy, notes: list[str]) -> list[Path]:
+    """curves.csv, exponents.csv and the self-contained growth figures growth_L.html, growth_N.html."""
+    from .figures.scaling import growth_figure
+
+    write_text_atomic(out / "curves.csv", study.curves_frame().to_csv(index=False))
+    write_text_atomic(out / "exponents.csv", study.exponents_frame().to_csv(index=False))
+    files = [out / "curves.csv", out / "exponents.csv"]
+    if not study.curves_depth and not study.curves_width:
+        notes.append("no growth curves: no two models share a depth or a width")
+    for axis in ("L", "N"):
+        figure = growth_figure(study.curves(axis), axis, study.exponents)
+        write_text_atomic(out / f"growth_{axis}.html", figure.to_html(include_plotlyjs=True))
+        files.append(out / f"growth_{axis}.html")
+    return files
+
+
+def _write_atlas(outcomes: Sequence[ModelOutcome], profiles: dict[str, SpectralProfile], atlas: Path | str,
+                 use_cache: bool, notes: list[str]) -> list[Path]:
+    """The profiles of every available model in one atlas file (those skipped this run from the cache)."""
+    from .atlas import save_atlas
+    from .loading import load_profile
+
+    chosen = []
+    for o in outcomes:
+        if not o.ok or o.summary is None:
+            continue
+        profile = profiles.get(o.summary.name)
+        if profile is None:  # skipped this run: its profile comes from the profile cache
+            try:
+                profile = load_profile(o.summary.name, use_cache=use_cache)
+            except SpecboundError as exc:
+                notes.append(f"{o.requested} is not in the atlas: {exc}")
+                continue
+        chosen.append(profile)
+    if not chosen:
+        notes.append("no atlas written: no profile available")
+        return []
+    return [save_atlas(chosen, atlas)]
+
+
+def _write_outputs(out: Path, outcomes: Sequence[ModelOutcome], profiles: dict[str, SpectralProfile],
+                   atlas: Path | str | None, use_cache: bool,
+                   report: Callable[[str], None]) -> GridResult:
+    """Every file of the study from the finished models; notes say what had to be left out."""
+    summaries = [o.summary for o in outcomes if o.ok and o.summary is not None]
+    notes: list[str] = []
+    files = _write_tables(out, summaries)
     study = None
     try:
         study = ScalingStudy.from_summaries(summaries)
     except ValueError as exc:
         notes.append(f"no growth curves or exponents: {exc}")
     if study is not None:
-        write_text_atomic(out / "curves.csv", study.curves_frame().to_csv(index=False))
-        write_text_atomic(out / "exponents.csv", study.exponents_frame().to_csv(index=False))
-        files += [out / "curves.csv", out / "exponents.csv"]
-        if not study.curves_depth and not study.curves_width:
-            notes.append("no growth curves: no two models share a depth or a width")
-        try:
-            from .figures.scaling import growth_figure
-
-            for axis in ("L", "N"):
-                figure = growth_figure(study.curves(axis), axis, study.exponents)
-                write_text_atomic(out / f"growth_{axis}.html", figure.to_html(include_plotlyjs=True))
-                files.append(out / f"growth_{axis}.html")
-        except ImportError:
-            notes.append("no HTML figures: plotly is not installed (pip install plotly)")
-
+        files += _write_study(out, study, notes)
     if atlas is not None:
-        from .analysis import load_profile
-        from .atlas import save_atlas
-
-        chosen = []
-        for o in outcomes:
-            if not o.ok or o.summary is None:
-                continue
-            profile = profiles.get(o.summary.name)
-            if profile is None:  # skipped this run: its profile comes from the profile cache
-                try:
-                    profile = load_profile(o.summary.name, use_cache=use_cache)
-                except SpecboundError as exc:
-                    notes.append(f"{o.requested} is not in the atlas: {exc}")
-                    continue
-            chosen.append(profile)
-        if chosen:
-            files.append(save_atlas(chosen, atlas))
-        else:
-            notes.append("no atlas written: no profile available")
-
+        files += _write_atlas(outcomes, profiles, atlas, use_cache, notes)
     if (missing := _write_missing(out, outcomes)) is not None:
         files.append(missing)
     for note in notes:

@@ -34,10 +34,9 @@ import numpy as np
 
 from .defaults import L_PHI, P_MAX
 from .limits import LIMITS
+from .logspace import LOG_TINY, exp_array, exp_or_inf, logsumexp, safe_log
 from .matrices import Kind
 from .profile import MatrixId, SpectralProfile
-
-_LOG_TINY = math.log(np.finfo(np.float64).tiny)
 
 
 # --- elementary formulas: arrays in, numbers out --------------------------------------------------
@@ -54,6 +53,15 @@ def p_grid(m: int) -> np.ndarray:
     return np.arange(int(P_MAX * m) + 1) / m
 
 
+#: Points of the fine p axis on which c(W; p) curves are drawn (spacing P_MAX / (points - 1)).
+FINE_P_POINTS: int = 201
+
+
+def fine_p_axis(points: int = FINE_P_POINTS) -> np.ndarray:
+    """An evenly spaced p axis over [0, P_MAX] for drawing c(W; p) between the grid points."""
+    return np.linspace(0.0, P_MAX, points)
+
+
 def snap_to_grid(p: np.ndarray | float, m: int) -> np.ndarray:
     """Nearest point of P_m for each p (halves round to the even multiple of 1/m)."""
     return np.clip(np.round(np.asarray(p, dtype=np.float64) * m) / m, 0.0, P_MAX)
@@ -68,8 +76,7 @@ def log_schatten(singular_values: np.ndarray, counted: np.ndarray, p: np.ndarray
     """
     p = np.broadcast_to(np.asarray(p, dtype=np.float64), singular_values.shape[:1])
     powered = np.where(counted, singular_values ** p[:, None], 0.0)  # (M, K)
-    with np.errstate(divide="ignore"):
-        return np.log(powered.sum(axis=1))
+    return safe_log(powered.sum(axis=1))
 
 
 def log_contribution(log_s_p: np.ndarray, log_scale: np.ndarray, p: np.ndarray | float,
@@ -101,8 +108,7 @@ def log_layer_factors(spec_m_in: np.ndarray, spec_m_out: np.ndarray, spec_v: np.
                       spec_qk: np.ndarray, l_phi: float) -> np.ndarray:
     """ln f^(k) per layer. spec_m_in, spec_m_out: (L,) spectral norms; spec_v, spec_qk: (L, H)."""
     head_sum = (spec_v * (1.0 + 4.0 * spec_qk)).sum(axis=1)  # (L,)
-    with np.errstate(divide="ignore"):
-        return math.log(l_phi) + np.log(spec_m_in) + np.log(spec_m_out) + np.log(head_sum)
+    return math.log(l_phi) + safe_log(spec_m_in) + safe_log(spec_m_out) + safe_log(head_sum)
 
 
 def log_alpha(log_factors: np.ndarray) -> np.ndarray:
@@ -111,30 +117,19 @@ def log_alpha(log_factors: np.ndarray) -> np.ndarray:
     return np.append(above[1:], 0.0)
 
 
-def _logsumexp(x: np.ndarray, axis: int | None = None) -> np.ndarray:
-    """ln sum exp(x), exact for -inf entries (an all -inf sum is -inf)."""
-    x = np.asarray(x, dtype=np.float64)
-    top = np.max(x, axis=axis, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.exp(x - top).sum(axis=axis, keepdims=True)) + top
-    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
-
-
 def log_edelman(log_alpha_: np.ndarray, spec_m_in: np.ndarray, spec_m_out: np.ndarray,
                 norm21_m_in: np.ndarray, norm21_m_out: np.ndarray, spec_v: np.ndarray,
                 norm21_v: np.ndarray, norm21_qk: np.ndarray) -> tuple[np.ndarray, float]:
     """(ln xi^(l) per layer, ln of the Edelman-style proxy). Per-layer inputs (L,), per-head (L, H)."""
-    with np.errstate(divide="ignore"):
-        log_mlp = np.log(spec_m_out) + np.log(spec_m_in)  # (L,)
-        terms = np.concatenate([
-            (2 / 3) * (log_mlp[:, None] + np.log(spec_v) + np.log(norm21_qk)),  # (L, H)
-            (2 / 3) * (log_mlp[:, None] + np.log(norm21_v)),  # (L, H)
-            (2 / 3) * (np.log(spec_m_out) + np.log(norm21_m_in))[:, None],  # (L, 1)
-            (2 / 3) * np.log(norm21_m_out)[:, None],  # (L, 1)
-        ], axis=1)
-    log_xi = _logsumexp(terms, axis=1)  # (L,)
-    inner = _logsumexp(np.append((2 / 3) * log_alpha_ + log_xi, 0.0))  # ln(1 + sum_l ...)
+    log_mlp = safe_log(spec_m_out) + safe_log(spec_m_in)  # (L,)
+    terms = np.concatenate([
+        (2 / 3) * (log_mlp[:, None] + safe_log(spec_v) + safe_log(norm21_qk)),  # (L, H)
+        (2 / 3) * (log_mlp[:, None] + safe_log(norm21_v)),  # (L, H)
+        (2 / 3) * (safe_log(spec_m_out) + safe_log(norm21_m_in))[:, None],  # (L, 1)
+        (2 / 3) * safe_log(norm21_m_out)[:, None],  # (L, 1)
+    ], axis=1)
+    log_xi = logsumexp(terms, axis=1)  # (L,)
+    inner = logsumexp(np.append((2 / 3) * log_alpha_ + log_xi, 0.0))  # ln(1 + sum_l ...)
     return log_xi, 1.5 * float(inner)
 
 
@@ -201,18 +196,16 @@ class BoundTerms:
 
     @cached_property
     def contribution(self) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            return np.exp(self.log_contribution)
+        return exp_array(self.log_contribution)
 
     @cached_property
     def schatten(self) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            return np.exp(self.log_schatten)
+        return exp_array(self.log_schatten)
 
     @cached_property
     def log_total(self) -> float:
         """ln(sum_W c(W; p) + sqrt(L))."""
-        return float(_logsumexp(np.append(self.log_contribution, math.log(self.sqrt_depth))))
+        return float(logsumexp(np.append(self.log_contribution, math.log(self.sqrt_depth))))
 
     @property
     def total(self) -> float:
@@ -224,14 +217,6 @@ class BoundTerms:
 
     def per_kind(self) -> dict[Kind, float]:
         return {kind: float(self.contribution[self.kinds == kind.value].sum()) for kind in Kind}
-
-
-def exp_or_inf(log_value: float) -> float:
-    """exp that returns inf instead of raising OverflowError (proxies are carried as logs)."""
-    try:
-        return math.exp(log_value)
-    except OverflowError:
-        return math.inf
 
 
 @dataclass(frozen=True, eq=False)
@@ -249,53 +234,59 @@ class BoundAnalysis:
     log_gamma: np.ndarray  # (M,)
     log_scale: np.ndarray  # (M,)
     log_contribution_grid: np.ndarray  # (M, 2m + 1) ln c(W; p) on P_m
-    p_opt: np.ndarray  # (M,) argmin over P_m, ties to the smaller p
+    p_opt_index: np.ndarray  # (M,) column of p* in the grid: argmin over P_m, ties to the smaller p
     log_xi: np.ndarray  # (L,)
     log_edelman: float
 
     @classmethod
     def from_profile(cls, profile: SpectralProfile, settings: BoundSettings = BoundSettings()) -> BoundAnalysis:
         shape = profile.shape
-        L, H, N = shape.num_layers, shape.num_heads, shape.hidden_size
+        L, N = shape.num_layers, shape.hidden_size
         spec = profile.spectral_norm
-        per_head = (L, H)
-        spec_qk = spec[profile.mask(Kind.QK)].reshape(per_head)
-        spec_v = spec[profile.mask(Kind.V)].reshape(per_head)
-        spec_in = spec[profile.mask(Kind.M_IN)]  # (L,)
-        spec_out = spec[profile.mask(Kind.M_OUT)]  # (L,)
+        spec_qk, spec_v = profile.per_head(spec, Kind.QK), profile.per_head(spec, Kind.V)  # (L, H) each
+        spec_in, spec_out = profile.per_layer(spec, Kind.M_IN), profile.per_layer(spec, Kind.M_OUT)  # (L,)
 
         log_alpha_ = log_alpha(log_layer_factors(spec_in, spec_out, spec_v, spec_qk, settings.l_phi))
 
-        with np.errstate(divide="ignore"):
-            log_mlp = np.log(spec_out) + np.log(spec_in)  # (L,)
-            gamma_qk = math.log(2.0) + np.log(spec_v) + log_mlp[:, None]  # (L, H)
-            gamma_v = np.broadcast_to(log_mlp[:, None], per_head)  # (L, H)
-            gamma_layer = np.stack([np.log(spec_out), np.zeros(L)], axis=1)  # (L, 2): M_in, M_out
-        log_gamma = np.concatenate([gamma_qk, gamma_v, gamma_layer], axis=1).ravel()  # profile order
-        log_scale = np.maximum(log_gamma + log_alpha_[profile.layers] + math.log(L), _LOG_TINY)
+        log_mlp = safe_log(spec_out) + safe_log(spec_in)  # (L,)
+        log_gamma = profile.assemble(
+            qk=math.log(2.0) + safe_log(spec_v) + log_mlp[:, None],  # (L, H)
+            v=log_mlp[:, None],  # (L, 1), the same for every head
+            m_in=safe_log(spec_out), m_out=np.zeros(L),
+        )
+        log_scale = np.maximum(log_gamma + log_alpha_[profile.layers] + math.log(L), LOG_TINY)
 
         m = settings.grid_m or grid_resolution(L, N)
-        grid = p_grid(m)
         log_c_grid = log_contribution_table(profile.singular_values, profile.above_threshold, log_scale,
-                                            grid, N)  # (M, 2m + 1)
-        p_opt = grid[optimal_index(log_c_grid)]
+                                            p_grid(m), N)  # (M, 2m + 1)
 
         norm21 = profile.norm_21
         log_xi, log_edel = log_edelman(
             log_alpha_, spec_in, spec_out,
-            norm21[profile.mask(Kind.M_IN)], norm21[profile.mask(Kind.M_OUT)], spec_v,
-            norm21[profile.mask(Kind.V)].reshape(per_head), norm21[profile.mask(Kind.QK)].reshape(per_head),
+            profile.per_layer(norm21, Kind.M_IN), profile.per_layer(norm21, Kind.M_OUT), spec_v,
+            profile.per_head(norm21, Kind.V), profile.per_head(norm21, Kind.QK),
         )
-        return cls(profile, settings, m, log_alpha_, log_gamma, log_scale, log_c_grid, p_opt,
-                   log_xi, log_edel)
+        return cls(profile, settings, m, log_alpha_, log_gamma, log_scale, log_c_grid,
+                   optimal_index(log_c_grid), log_xi, log_edel)
 
     @property
     def grid(self) -> np.ndarray:
+        """P_m = {0, 1/m, ..., 2}."""
         return p_grid(self.grid_m)
 
     @cached_property
+    def p_opt(self) -> np.ndarray:
+        """(M,) the post-hoc optimum p*_W of every matrix (the grid point at ``p_opt_index``)."""
+        return self.grid[self.p_opt_index]
+
+    @cached_property
+    def log_contribution_opt(self) -> np.ndarray:
+        """(M,) ln c(W; p*_W), read off the grid table."""
+        return np.take_along_axis(self.log_contribution_grid, self.p_opt_index[:, None], axis=1)[:, 0]
+
+    @cached_property
     def gamma(self) -> np.ndarray:
-        return np.exp(self.log_gamma)
+        return exp_array(self.log_gamma)
 
     @property
     def edelman(self) -> float:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__
+from ._version import __version__
 from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
 from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
@@ -74,7 +74,7 @@ def _progress():
 
 
 def _analysis(args: argparse.Namespace):
-    from .analysis import load_profile
+    from .loading import load_profile
     from .bounds import BoundAnalysis, BoundSettings
 
     profile = load_profile(args.model, progress=_progress(), use_cache=not args.no_cache)
@@ -88,7 +88,8 @@ def _write_stdout(text: str) -> None:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    from .report import analysis_json, layer_frame, log10, to_json_text
+    from .logspace import to_log10 as log10
+    from .report import analysis_json, layer_frame, to_json_text
 
     analysis = _analysis(args)
     if args.json:
@@ -117,16 +118,17 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
+    from .checkpoints import is_cached
     from .models import catalog
 
-    rows = catalog()
+    rows = catalog(is_cached)
     print(f"{'name':<10} {'L':>3} {'N':>4} {'H':>3}  {'offline':<8} source")
     for entry in rows:
         mark = "yes" if entry.available_offline else "no"
         print(f"{entry.name:<10} {entry.num_layers:>3} {entry.hidden_size:>4} {entry.num_heads:>3}  "
               f"{mark:<8} {entry.repo_id}")
     print("\nAny Hub repository id (owner/name) or local checkpoint directory of a BERT-family encoder "
-          "also works.")
+          "also works, and so does a model of an atlas file (atlas:FILE#MODEL).")
     return 0
 
 
@@ -176,7 +178,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 
 def _cmd_atlas_export(args: argparse.Namespace) -> int:
-    from .analysis import load_profile
+    from .loading import load_profile
     from .atlas import save_atlas
 
     require_parent(Path(args.out), "atlas")  # before the analyses, not after them
@@ -230,11 +232,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
                       help="any model names or local directories (instead of, or besides, the miniatures)")
     grid.add_argument("--out", required=True, help="output directory (a re-run skips models done there)")
     grid.add_argument("--atlas", default=None, metavar="FILE", help="also export the profiles to this atlas")
-    grid.add_argument("--l-phi", type=_l_phi, default=L_PHI,
-                      help=f"Lipschitz bound of the activation, in (0, {LIMITS.max_l_phi:g}] (default {L_PHI})")
-    grid.add_argument("--grid-m", type=_grid_m, default=None,
-                      help=f"grid resolution m of P_m, 1 to {LIMITS.max_grid_m} (default ceil(L + ln N) per model)")
-    grid.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
+    _bound_options(grid)
     grid.set_defaults(handler=_cmd_grid)
 
     atlas = commands.add_parser("atlas", parents=[_debug_option()],
@@ -244,12 +242,23 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
                                 help="write the profiles of some models to an atlas file")
     export.add_argument("--models", nargs="+", required=True, metavar="NAME", help="models to include")
     export.add_argument("--out", required=True, metavar="FILE", help="atlas file to write (.npz)")
-    export.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
+    _bound_options(export, bound_terms=False)
     export.set_defaults(handler=_cmd_atlas_export)
     show = actions.add_parser("show", parents=[_debug_option()],
                               help="list the models of an atlas file (validating it)")
     show.add_argument("file", help="atlas file")
     show.set_defaults(handler=_cmd_atlas_show)
+
+
+def _bound_options(parser: argparse.ArgumentParser, *, bound_terms: bool = True) -> None:
+    """The options every analysing command shares: the constants of the proxy and the profile cache."""
+    if bound_terms:
+        parser.add_argument("--l-phi", type=_l_phi, default=L_PHI,
+                            help=f"Lipschitz bound of the activation, in (0, {LIMITS.max_l_phi:g}] (default {L_PHI})")
+        parser.add_argument("--grid-m", type=_grid_m, default=None,
+                            help=f"grid resolution m of P_m, 1 to {LIMITS.max_grid_m} "
+                                 f"(default ceil(L + ln N) per model)")
+    parser.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -277,15 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def model_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("model", nargs="?", default=DEFAULT_MODEL,
-                       help=f"local directory, Hub repo id, miniature alias like L4-H256, or "
-                            f"'{DEFAULT_MODEL}' (default)")
-        p.add_argument("--l-phi", type=_l_phi, default=L_PHI,
-                       help=f"Lipschitz bound of the activation, in (0, {LIMITS.max_l_phi:g}] (default {L_PHI})")
-        p.add_argument("--grid-m", type=_grid_m, default=None,
-                       help=f"grid resolution m of P_m, 1 to {LIMITS.max_grid_m} (default ceil(L + ln N))")
+                       help=f"local directory, Hub repo id, miniature alias like L4-H256, atlas model "
+                            f"atlas:FILE#MODEL, or '{DEFAULT_MODEL}' (the bundled model, default)")
+        _bound_options(p)
         p.add_argument("--p", type=_p_value, default=None,
                        help="also evaluate every matrix at this Schatten index")
-        p.add_argument("--no-cache", action="store_true", help="recompute, ignoring the profile cache")
 
     analyze = commands.add_parser("analyze", parents=[_debug_option()],
                                   help="analyse a model and print its bound terms")

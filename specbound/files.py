@@ -35,8 +35,11 @@ _TEMP_PREFIX, _TEMP_SUFFIX = ".", ".tmp"
 def atomic_write(path: Path) -> Iterator[BinaryIO]:
     """Yield a binary file beside ``path``; on success it is renamed over ``path``, else removed.
 
-    The directory must exist: creating directories is the caller's decision (see :func:`output_dir`).
+    Missing parents are created, for the package's own stores (the profile cache, an upload store);
+    where a user names the target, callers check it first with :func:`require_parent` or
+    :func:`output_dir`, which never create more than the last directory.
     """
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TEMP_PREFIX}{path.name}.", suffix=_TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as f:

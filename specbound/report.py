@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .bounds import BoundAnalysis, BoundTerms
+from .logspace import to_log10
 from .spectrum import cumulative_energy
 
 if TYPE_CHECKING:
     import pandas as pd
-
-_LOG10_E = 1.0 / math.log(10.0)
 
 
 def finite_or_none(value: float) -> float | None:
@@ -46,11 +45,6 @@ def to_json_text(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(finite_only(obj), allow_nan=False, indent=indent)
 
 
-def log10(log_value: float | np.ndarray) -> Any:
-    """Natural log to log10 (the bound code keeps natural logs)."""
-    return np.asarray(log_value) * _LOG10_E
-
-
 def analysis_json(analysis: BoundAnalysis, at_p: float | None = None) -> dict[str, Any]:
     """The object printed by ``specbound analyze MODEL --json [--p P]`` (SPEC §5), field for field."""
     profile, shape = analysis.profile, analysis.profile.shape
@@ -67,7 +61,7 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | None = None) -> dict[st
             "norm_21": float(profile.norm_21[i]), "norm_11": float(profile.norm_11[i]),
             "stable_rank": float(profile.stable_rank[i]),
             "gamma": finite_or_none(analysis.gamma[i]),
-            "log10_scale": float(log10(analysis.log_scale[i])),
+            "log10_scale": float(to_log10(analysis.log_scale[i])),
             "p_opt": float(analysis.p_opt[i]),
             "contribution": finite_or_none(optimal.contribution[i]),
             "contribution_at_p": None if fixed is None else finite_or_none(fixed.contribution[i]),
@@ -77,12 +71,12 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | None = None) -> dict[st
         "num_heads": shape.num_heads, "head_dim": shape.head_dim, "ffn_size": shape.ffn_size,
         "l_phi": analysis.settings.l_phi, "grid_m": analysis.grid_m,
         "proxies": {
-            "ours": finite_or_none(optimal.total), "ours_log10": float(log10(optimal.log_total)),
-            "edelman": finite_or_none(analysis.edelman), "edelman_log10": float(log10(analysis.log_edelman)),
+            "ours": finite_or_none(optimal.total), "ours_log10": float(to_log10(optimal.log_total)),
+            "edelman": finite_or_none(analysis.edelman), "edelman_log10": float(to_log10(analysis.log_edelman)),
             "at_p": None if fixed is None else finite_or_none(fixed.total),
-            "at_p_log10": None if fixed is None else float(log10(fixed.log_total)),
+            "at_p_log10": None if fixed is None else float(to_log10(fixed.log_total)),
         },
-        "log10_alpha": [float(v) for v in log10(analysis.log_alpha)],
+        "log10_alpha": [float(v) for v in to_log10(analysis.log_alpha)],
         "matrices": matrices,
     }
 
@@ -91,9 +85,9 @@ def terms_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
     """Per-matrix table: norms, rank, gamma, scale, p, S_p and c(W; p) (plus p* and c at p*)."""
     frame = analysis.profile.to_frame()
     optimal = analysis.evaluate()
-    frame["log10_alpha"] = log10(analysis.log_alpha)[analysis.profile.layers]
+    frame["log10_alpha"] = to_log10(analysis.log_alpha)[analysis.profile.layers]
     frame["gamma"] = analysis.gamma
-    frame["log10_scale"] = log10(analysis.log_scale)
+    frame["log10_scale"] = to_log10(analysis.log_scale)
     frame["p"] = terms.p
     frame["schatten_p"] = terms.schatten
     frame["contribution"] = terms.contribution
@@ -111,9 +105,9 @@ def layer_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
     table = frame.pivot_table(index="layer", columns="kind", values="c", aggfunc="sum")
     table = table[[k for k in ("QK", "V", "M_in", "M_out") if k in table.columns]]
     table.columns = [f"sum_c_{k}" for k in table.columns]
-    table.insert(0, "log10_alpha", log10(analysis.log_alpha))
+    table.insert(0, "log10_alpha", to_log10(analysis.log_alpha))
     table["sum_c"] = terms.per_layer(profile.shape.num_layers)
-    table["log10_xi"] = log10(analysis.log_xi)
+    table["log10_xi"] = to_log10(analysis.log_xi)
     return table.reset_index()
 
 

@@ -26,12 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .bounds import BoundAnalysis, exp_or_inf
+from .bounds import BoundAnalysis
+from .logspace import LOG10_E, exp_or_inf
 
 if TYPE_CHECKING:
     import pandas as pd
-
-_LOG10_E = 1.0 / math.log(10.0)
 
 
 class Proxy(str, Enum):
@@ -176,7 +175,7 @@ class GrowthCurve:
 
     @property
     def log10_ratio(self) -> np.ndarray:
-        return np.asarray(self.log_ratio) * _LOG10_E
+        return np.asarray(self.log_ratio) * LOG10_E
 
 
 def growth_curves(summaries: Sequence[ModelSummary], against: Axis | str,
@@ -327,7 +326,7 @@ def summaries_frame(summaries: Iterable[ModelSummary], proxies: Iterable[Proxy |
         for proxy in proxies:
             log_value = s.log_proxy(proxy) if s.has(proxy) else math.nan
             plain = exp_or_inf(log_value) if math.isfinite(log_value) else math.nan
-            row[f"{proxy.value}_log10"] = log_value * _LOG10_E
+            row[f"{proxy.value}_log10"] = log_value * LOG10_E
             row[proxy.value] = plain if math.isfinite(plain) else math.nan
         rows.append(row)
     frame = pd.DataFrame(rows, columns=["name", "L", "N", "H",
@@ -341,7 +340,7 @@ def curves_frame(curves: Iterable[GrowthCurve]) -> pd.DataFrame:
     import pandas as pd
 
     rows = [{"proxy": c.proxy.value, "against": c.against.value, "fixed": c.fixed, "model": model,
-             "x": x, "log10_ratio": lr * _LOG10_E, "ratio": exp_or_inf(lr)}
+             "x": x, "log10_ratio": lr * LOG10_E, "ratio": exp_or_inf(lr)}
             for c in curves for model, x, lr in zip(c.models, c.x, c.log_ratio)]
     return pd.DataFrame(rows, columns=["proxy", "against", "fixed", "model", "x", "log10_ratio", "ratio"])
 

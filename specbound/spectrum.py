@@ -68,13 +68,6 @@ def rank_threshold(sigma_max: np.ndarray | float, k: np.ndarray | int, tol: floa
     return tol * np.asarray(k, dtype=np.float64) * np.maximum(sigma_max, 1.0)
 
 
-def numerical_rank(sv: np.ndarray, k: int, tol: float = RANK_TOL) -> int:
-    """#{i : sigma_i > tau k max(sigma_1, 1)}; k is min(rows, cols) of the full matrix."""
-    if sv.size == 0:
-        return 0
-    return int(np.count_nonzero(sv > rank_threshold(sv.max(), k, tol)))
-
-
 def norm_21(matrix: np.ndarray) -> np.ndarray:
     """(2,1) norm: the sum over columns j of ||W[:, j]||_2. Batched over leading axes."""
     return np.linalg.norm(matrix, axis=-2).sum(axis=-1)

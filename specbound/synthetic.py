@@ -12,7 +12,7 @@ from enum import Enum
 
 import numpy as np
 
-from .bounds import log_contribution_table, optimal_index, p_grid
+from .bounds import FINE_P_POINTS, fine_p_axis, log_contribution_table, optimal_index, p_grid
 from .spectrum import rank_threshold
 
 
@@ -49,12 +49,16 @@ class SyntheticCurve:
     contribution: np.ndarray
     grid: np.ndarray  # P_m
     grid_contribution: np.ndarray
-    p_opt: float  # argmin over P_m, ties to the smaller p
+    p_opt_index: int  # column of p* in ``grid``: argmin over P_m, ties to the smaller p
     rank: int
+
+    @property
+    def p_opt(self) -> float:
+        return float(self.grid[self.p_opt_index])
 
 
 def contribution_curve(sv: np.ndarray, *, hidden_size: int, scale: float, grid_m: int,
-                       points: int = 201) -> SyntheticCurve:
+                       points: int = FINE_P_POINTS) -> SyntheticCurve:
     """c(W; p) = S_p^(1/(p+2)) s^(p/(p+2)) N^((p+1)/(p+2)) for the spectrum sv, with k = N."""
     if scale <= 0:
         raise ValueError("the scale s_W must be positive")
@@ -66,8 +70,8 @@ def contribution_curve(sv: np.ndarray, *, hidden_size: int, scale: float, grid_m
     def log_curve(ps: np.ndarray) -> np.ndarray:
         return log_contribution_table(sv, counted, log_s, ps, hidden_size)  # (1, len(ps))
 
-    fine, grid = np.linspace(0.0, 2.0, points), p_grid(grid_m)
+    fine, grid = fine_p_axis(points), p_grid(grid_m)
     log_on_grid = log_curve(grid)
     best = optimal_index(log_on_grid)[0]
-    return SyntheticCurve(fine, np.exp(log_curve(fine)[0]), grid, np.exp(log_on_grid[0]), float(grid[best]),
+    return SyntheticCurve(fine, np.exp(log_curve(fine)[0]), grid, np.exp(log_on_grid[0]), int(best),
                           int(counted.sum()))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from specbound.analysis import load_profile
+from specbound.loading import load_profile
 from specbound.atlas import save_atlas
 from specbound.profile import SpectralProfile
 

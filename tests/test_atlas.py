@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbound.analysis import load_profile
-from specbound.atlas import AtlasError, atlas_profile, load_atlas, read_manifest, save_atlas
+from specbound.loading import load_profile
+from specbound.atlas import AtlasError, atlas_member, load_atlas, read_manifest, save_atlas
+from specbound.loading import load_profile as load_by_name
+from specbound.models import Source, atlas_reference, resolve
 from specbound.bounds import BoundAnalysis
 from specbound.cli import main
 from specbound.errors import SpecboundError
@@ -49,12 +51,24 @@ def test_round_trip_gives_identical_profiles_and_bound_terms(profiles, tmp_path:
             np.testing.assert_array_equal(t1.log_contribution, t0.log_contribution)
             np.testing.assert_array_equal(t1.log_schatten, t0.log_schatten)
     manifest = read_manifest(path)
-    assert manifest.names == tuple(p.model for p in profiles)
+    assert tuple(e.name for e in manifest.entries) == tuple(p.model for p in profiles)
     assert [e.shape for e in manifest.entries] == [p.shape for p in profiles]
     assert manifest.entries[0].singular_value_width == profiles[0].singular_values.shape[1]
-    _assert_identical(atlas_profile(path, profiles[1].model), profiles[1])
+    _assert_identical(atlas_member(path, profiles[1].model), profiles[1])
     with pytest.raises(AtlasError, match="holds no model 'nope'"):
-        atlas_profile(path, "nope")
+        atlas_member(path, "nope")
+    with pytest.raises(AtlasError, match="holds 2 models: name one"):
+        atlas_member(path)
+
+
+def test_an_atlas_model_is_a_model_reference_that_load_profile_opens(profiles, tmp_path: Path) -> None:
+    path = save_atlas(profiles, tmp_path / "with # in name.npz")
+    name = atlas_reference(path, profiles[1].model)
+    ref = resolve(name)
+    assert (ref.source, ref.path, ref.member) == (Source.ATLAS, path.resolve(), profiles[1].model)
+    _assert_identical(load_by_name(name), profiles[1])
+    single = save_atlas(profiles[:1], tmp_path / "one.npz")
+    _assert_identical(load_by_name(f"atlas:{single}"), profiles[0])
 
 
 def test_the_file_is_a_plain_npz_with_a_json_manifest(profiles, tmp_path: Path) -> None:

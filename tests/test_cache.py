@@ -35,7 +35,7 @@ def test_second_load_is_a_cache_hit_that_does_not_open_the_checkpoint(make_check
     def no_opening(directory):
         raise AssertionError("a cache hit opened the checkpoint")
 
-    monkeypatch.setattr("specbound.analysis.open_checkpoint", no_opening)
+    monkeypatch.setattr("specbound.loading.open_checkpoint", no_opening)
     second = load_profile(str(directory), cache=cache)
     assert_same_profile(first, second)
     assert second is not first

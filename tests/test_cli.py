@@ -338,3 +338,26 @@ def test_main_reports_errors_on_stderr(capsys, tmp_path):
     assert captured.out == ""
     assert captured.err == (f"specbound: error: {tmp_path.name} has no config.json: not a Hugging Face "
                             f"checkpoint directory\n")
+
+
+# --- atlas models ---------------------------------------------------------------------------------
+
+def test_analyze_and_export_open_an_atlas_model(make_checkpoint, tmp_path, capsys):
+    from specbound.atlas import save_atlas
+    from specbound.loading import load_profile
+
+    profiles = [load_profile(str(make_checkpoint(layers=layers, seed=layers))) for layers in (1, 2)]
+    atlas_file = save_atlas(profiles, tmp_path / "two.npz")
+    capsys.readouterr()
+    assert main(["analyze", str(profiles[1].model), "--json"]) == 0
+    from_checkpoint = json.loads(capsys.readouterr().out)
+    assert main(["analyze", f"atlas:{atlas_file}#{profiles[1].model}", "--json"]) == 0
+    from_atlas = json.loads(capsys.readouterr().out)
+    assert from_atlas == from_checkpoint  # the stored spectra give every number exactly
+    assert main(["export", f"atlas:{atlas_file}#{profiles[0].model}", "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "matrices.csv").is_file()
+    capsys.readouterr()
+    assert main(["analyze", f"atlas:{atlas_file}"]) == 1  # two models: the name must say which
+    assert "holds 2 models: name one as atlas:FILE#MODEL" in capsys.readouterr().err
+    assert main(["analyze", f"atlas:{tmp_path / 'missing.npz'}#x"]) == 1
+    assert "no atlas file at" in capsys.readouterr().err

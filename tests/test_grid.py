@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbound.analysis import load_profile
+from specbound.loading import load_profile
 from specbound.atlas import load_atlas
 from specbound.batch import record_slug
 from specbound.bounds import BoundAnalysis

@@ -20,7 +20,7 @@ from specbound.models import miniature_repo_id
 
 REPORT_DOWNLOADS = """
 import json, sys
-from specbound.analysis import load_profile
+from specbound.loading import load_profile
 events = []
 profile = load_profile(sys.argv[1], progress=events.append)
 print(json.dumps({"shape": [profile.shape.num_layers, profile.shape.hidden_size, profile.shape.num_heads],

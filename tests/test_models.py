@@ -20,7 +20,8 @@ import pytest
 from specbound import EncoderShape, load_profile
 from specbound.checkpoints import is_cached
 from specbound.errors import ModelNotFoundError
-from specbound.models import (BUNDLED_ALIAS, BUNDLED_REPO_ID, MINIATURE_LAYERS, MINIATURE_WIDTHS, Source,
+from specbound.defaults import DEFAULT_MODEL
+from specbound.models import (BUNDLED_REPO_ID, MINIATURE_LAYERS, MINIATURE_WIDTHS, Source,
                               bundled_model_dir, catalog, miniature_repo_id, resolve)
 
 
@@ -60,7 +61,7 @@ def hub_entry():
 
 def test_bundled_alias_resolves_to_the_installed_package():
     ref = resolve(" MiniLM-L6 ")
-    assert (ref.name, ref.source, ref.repo_id) == (BUNDLED_ALIAS, Source.BUNDLED, BUNDLED_REPO_ID)
+    assert (ref.name, ref.source, ref.repo_id) == (DEFAULT_MODEL, Source.BUNDLED, BUNDLED_REPO_ID)
     assert ref.path == bundled_model_dir()
     assert (ref.path / "config.json").is_file() and (ref.path / "model.safetensors").is_file()
 
@@ -89,7 +90,7 @@ def test_hub_id_and_local_directory(tmp_path):
                 "and width one of [128, 256, 512, 768]"),
     ("L4-H1024", "'L4-H1024' is not a BERT Miniature"),
     ("not a model!", "'not a model!' is neither a local directory, a Hub repository id (owner/name), "
-                     "a miniature alias such as L4-H256, nor 'minilm-l6'"),
+                     "a miniature alias such as L4-H256, an atlas model (atlas:FILE#MODEL), nor 'minilm-l6'"),
     ("a/b/c", "'a/b/c' is neither a local directory"),
     ("../x", "'../x' is neither a local directory"),
     ("owner/..", "'owner/..' is not a valid Hub repository id"),
@@ -114,7 +115,7 @@ def test_a_file_is_not_a_checkpoint_directory(make_checkpoint):
 # --- the catalog ---------------------------------------------------------------------------------
 
 def test_catalog_lists_the_bundled_model_then_24_miniatures():
-    entries = catalog()
+    entries = catalog(is_cached)
     assert len(entries) == 25
     bundled = entries[0]
     assert (bundled.name, bundled.repo_id, bundled.num_layers, bundled.hidden_size, bundled.num_heads) == \
@@ -132,11 +133,11 @@ def test_cached_miniature_is_offline_in_the_catalog_and_loads_offline(make_check
     repo = "google/bert_uncased_L-2_H-128_A-2"
     source = make_checkpoint(layers=2, hidden=128, heads=2, ffn=512, seed=7)
     assert not is_cached(repo)
-    assert not {e.name: e.available_offline for e in catalog()}["L2-H128"]
+    assert not {e.name: e.available_offline for e in catalog(is_cached)}["L2-H128"]
 
     snapshot = hub_entry(repo, source)
     assert is_cached(repo)
-    offline = {e.name: e.available_offline for e in catalog()}
+    offline = {e.name: e.available_offline for e in catalog(is_cached)}
     assert offline["L2-H128"] is True and offline["minilm-l6"] is True
     assert offline["L2-H256"] is False and offline["L12-H768"] is False
 

@@ -51,3 +51,49 @@ def test_rejects_inconsistent_arrays() -> None:
     shape = EncoderShape(num_layers=1, hidden_size=4, num_heads=1, ffn_size=4)
     with pytest.raises(ValueError):
         SpectralProfile("m", "r", shape, np.zeros((3, 4)), np.ones(3), np.ones(3), np.ones(3))
+
+
+def _profile_with_row_numbers(shape: EncoderShape) -> SpectralProfile:
+    m = shape.num_matrices
+    sv = np.ones((m, 1))
+    return SpectralProfile("m", "r", shape, sv, np.full(m, shape.hidden_size), np.arange(m, dtype=float), np.ones(m))
+
+
+def test_order_accessors_agree_with_the_ids() -> None:
+    shape = EncoderShape(num_layers=3, hidden_size=8, num_heads=2, ffn_size=12)
+    profile = _profile_with_row_numbers(shape)
+    rows = profile.norm_21  # row i holds the number i
+    for i, matrix in enumerate(profile.ids):
+        assert profile.index(matrix) == i
+    qk, v = profile.per_head(rows, Kind.QK), profile.per_head(rows, Kind.V)
+    assert qk.shape == v.shape == (3, 2)
+    for layer in range(3):
+        for head in range(2):
+            assert profile.ids[int(qk[layer, head])] == MatrixId(layer, Kind.QK, head)
+            assert profile.ids[int(v[layer, head])] == MatrixId(layer, Kind.V, head)
+        assert profile.ids[int(profile.per_layer(rows, Kind.M_IN)[layer])] == MatrixId(layer, Kind.M_IN)
+        assert profile.ids[int(profile.per_layer(rows, Kind.M_OUT)[layer])] == MatrixId(layer, Kind.M_OUT)
+    rebuilt = profile.assemble(qk, v, profile.per_layer(rows, Kind.M_IN), profile.per_layer(rows, Kind.M_OUT))
+    np.testing.assert_array_equal(rebuilt, rows)
+
+
+def test_order_accessors_refuse_the_wrong_kind_and_position() -> None:
+    shape = EncoderShape(num_layers=1, hidden_size=4, num_heads=2, ffn_size=4)
+    profile = _profile_with_row_numbers(shape)
+    with pytest.raises(ValueError):
+        profile.per_head(profile.norm_21, Kind.M_IN)
+    with pytest.raises(ValueError):
+        profile.per_layer(profile.norm_21, Kind.QK)
+    for bad in (MatrixId(1, Kind.QK, 0), MatrixId(0, Kind.QK, 2), MatrixId(0, Kind.M_IN, 0), MatrixId(0, Kind.V)):
+        with pytest.raises(IndexError):
+            profile.index(bad)
+
+
+def test_rows_of_selects_layers_kinds_and_heads() -> None:
+    shape = EncoderShape(num_layers=2, hidden_size=4, num_heads=2, ffn_size=4)
+    profile = _profile_with_row_numbers(shape)
+    assert [profile.ids[i].label for i in profile.rows_of(layers=[1], kinds=[Kind.QK, Kind.M_OUT])] == \
+        ["L1 QK h0", "L1 QK h1", "L1 M_out"]
+    assert [profile.ids[i].label for i in profile.rows_of(layers=[0], heads=[1])] == \
+        ["L0 QK h1", "L0 V h1", "L0 M_in", "L0 M_out"]
+    assert profile.rows_of().tolist() == list(range(shape.num_matrices))

@@ -6,9 +6,13 @@ import numpy as np
 import pytest
 
 from specbound.defaults import RANK_TOL
-from specbound.spectrum import (cumulative_energy, entrywise_norms_factored, norm_11, norm_21,
-                                numerical_rank, rank_threshold, singular_values,
-                                singular_values_factored)
+from specbound.spectrum import (cumulative_energy, entrywise_norms_factored, norm_11, norm_21, rank_threshold,
+                                singular_values, singular_values_factored)
+
+
+def numerical_rank(sv: np.ndarray, k: int) -> int:
+    """SPEC §3's rank: #{i : sigma_i > tau k max(sigma_1, 1)}, through the package's threshold."""
+    return int(np.count_nonzero(sv > rank_threshold(sv.max(initial=0.0), k)))
 
 
 def with_singular_values(sigma: np.ndarray, rows: int, cols: int, seed: int = 0) -> np.ndarray:

@@ -14,9 +14,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from ..bounds import BoundAnalysis, BoundTerms
+from ..bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ..matrices import Kind
-from ..report import log10
+from ..logspace import to_log10
 
 #: One colour per matrix kind, shared by every bound figure.
 KIND_COLORS: Mapping[Kind, str] = {
@@ -63,9 +63,9 @@ def depth_factors(analysis: BoundAnalysis) -> go.Figure:
     """log10 α⁽ℓ⁾ (product of the layer factors above ℓ) and log10 ξ⁽ℓ⁾ (Edelman's layer sum)."""
     layers = np.arange(analysis.profile.shape.num_layers)
     fig = go.Figure([
-        go.Bar(x=layers, y=log10(analysis.log_alpha), name="log10 α<sup>(ℓ)</sup>",
+        go.Bar(x=layers, y=to_log10(analysis.log_alpha), name="log10 α<sup>(ℓ)</sup>",
                hovertemplate="layer %{x}<br>log10 α = %{y:.4g}<extra></extra>"),
-        go.Bar(x=layers, y=log10(analysis.log_xi), name="log10 ξ<sup>(ℓ)</sup> (Edelman)",
+        go.Bar(x=layers, y=to_log10(analysis.log_xi), name="log10 ξ<sup>(ℓ)</sup> (Edelman)",
                hovertemplate="layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>"),
     ])
     fig.update_layout(barmode="group", title="Depth factors per layer (log10)", xaxis_title="layer",
@@ -81,17 +81,17 @@ def contribution_curves(analysis: BoundAnalysis, rows: Sequence[int], terms: Bou
     p the matrix uses now.
     """
     rows = np.asarray(rows, dtype=int)
-    ps = np.linspace(0.0, 2.0, 201) if ps is None else np.asarray(ps, dtype=float)
+    ps = fine_p_axis() if ps is None else np.asarray(ps, dtype=float)
     grid = analysis.grid
-    curves = log10(analysis.contribution_curves(ps, rows))  # (rows, len(ps))
-    on_grid = log10(analysis.log_contribution_grid[rows])  # (rows, 2m + 1)
-    at_p = log10(terms.log_contribution[rows])  # (rows,)
+    curves = to_log10(analysis.contribution_curves(ps, rows))  # (rows, len(ps))
+    on_grid = to_log10(analysis.log_contribution_grid[rows])  # (rows, 2m + 1)
+    at_p = to_log10(terms.log_contribution[rows])  # (rows,)
     palette = qualitative.Plotly
     fig = go.Figure()
     for n, i in enumerate(rows):
         label = analysis.profile.ids[i].label
         color = palette[n % len(palette)]
-        best = int(np.argmin(analysis.log_contribution_grid[i]))
+        best = int(analysis.p_opt_index[i])
         fig.add_trace(go.Scatter(x=ps, y=_finite_or_gap(10.0 ** curves[n]), mode="lines", name=label,
                                  legendgroup=label, line={"color": color},
                                  hovertemplate=f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.4g}}<extra></extra>"))
@@ -116,7 +116,7 @@ def contribution_curves(analysis: BoundAnalysis, rows: Sequence[int], terms: Bou
 def proxy_comparison(log_values: Mapping[str, float]) -> go.Figure:
     """Horizontal bars of log10 of each named proxy (natural logs in), e.g. ours at p, at p*, Edelman."""
     names = list(log_values)
-    values = log10(np.array([log_values[n] for n in names], dtype=float))
+    values = to_log10(np.array([log_values[n] for n in names], dtype=float))
     fig = go.Figure(go.Bar(x=values, y=names, orientation="h", text=[f"10^{v:.2f}" for v in values],
                            textposition="auto", marker_color=["#4c78a8", "#72b7b2", "#e45756"][:len(names)],
                            hovertemplate="%{y}<br>log10 = %{x:.4g}<extra></extra>"))

@@ -18,7 +18,7 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve) -> go.Figure:
     fig.add_trace(go.Scatter(x=curve.p, y=curve.contribution, mode="lines", name="c(W; p)"), row=1, col=2)
     fig.add_trace(go.Scatter(x=curve.grid, y=curve.grid_contribution, mode="markers", name="grid P_m",
                              marker={"size": 7, "symbol": "circle-open"}), row=1, col=2)
-    best = int(np.flatnonzero(curve.grid == curve.p_opt)[0])
+    best = curve.p_opt_index
     fig.add_trace(go.Scatter(x=[curve.p_opt], y=[curve.grid_contribution[best]], mode="markers",
                              name=f"p* = {curve.p_opt:.3g}", marker={"size": 14, "symbol": "star"}),
                   row=1, col=2)

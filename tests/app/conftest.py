@@ -13,28 +13,17 @@ from app_harness import APP, TIMEOUT_S, decode_arrays, run_clean
 from miniature_family import family_atlas
 from streamlit.testing.v1 import AppTest
 
-from specbound.analysis import load_profile
+from dashboard.routing import guard_apptest_runs
+
+from specbound.loading import load_profile
 from specbound.bounds import BoundAnalysis
 
 @pytest.fixture(autouse=True)
-def navigation_apps_rerun_their_entry_point(monkeypatch):
-    """Make every AppTest run execute app.py, as the server does.
-
-    AppTest resets ``PagesManager.uses_pages_directory`` before each run and recomputes it from
-    whether a ``pages/`` folder sits beside the main script; it does here, so from the second run
-    on AppTest takes the legacy multipage path and runs the page file alone (no sidebar, no
-    navigation). The server computes the flag once and ``st.navigation`` sets it to False for good
-    (streamlit/streamlit#9446 and #14217 fixed the stale flag, not this case).
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
+def navigation_apps_rerun_their_entry_point():
+    """Make every AppTest run execute app.py, as the server does (see dashboard/routing.py for why)."""
+    undo = guard_apptest_runs()
+    yield
+    undo()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL, format_log_value
 from specbound.bounds import PAssignment
 from specbound.matrices import Kind
-from specbound.report import log10
+from specbound.logspace import to_log10 as log10
 
 
 def _metric(at, label: str) -> str:
@@ -120,7 +120,7 @@ def test_charts_carry_the_terms(bounds_app, rerun, figure_titled, minilm) -> Non
 
 def test_slider_path_touches_no_file_and_runs_no_svd(bounds_app, rerun, minilm, monkeypatch) -> None:
     """After the first render, moving p only evaluates the cached analysis."""
-    import specbound.analysis
+    import specbound.loading
     import specbound.cache
     import specbound.checkpoints
     import specbound.models
@@ -128,7 +128,7 @@ def test_slider_path_touches_no_file_and_runs_no_svd(bounds_app, rerun, minilm, 
     def forbidden(*_, **__):
         raise AssertionError("the slider path reached file access or a decomposition")
 
-    for module, name in [(specbound.analysis, "load_profile"), (specbound.analysis, "compute_profile"),
+    for module, name in [(specbound.loading, "load_profile"), (specbound.loading, "compute_profile"),
                          (specbound.checkpoints, "fetch"), (specbound.checkpoints, "is_cached"),
                          (specbound.checkpoints, "open_checkpoint"), (specbound.cache.ProfileCache, "load"),
                          (specbound.models, "catalog"), (np.linalg, "svd"), (np.linalg, "eigvalsh")]:

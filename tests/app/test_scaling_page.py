@@ -8,7 +8,7 @@ import pytest
 from app_harness import APP, TIMEOUT_S, run_clean
 from streamlit.testing.v1 import AppTest
 
-from dashboard.atlas import atlas_name
+from dashboard.atlas import model_name
 from specbound.bounds import BoundAnalysis
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
@@ -19,15 +19,15 @@ SHOWN = (Proxy.OURS, Proxy.EDELMAN)
 def study(family) -> ScalingStudy:
     """The package's own study of the family: the reference for the page."""
     _, profiles = family
-    return ScalingStudy.from_summaries(
-        summarize(BoundAnalysis.from_profile(p), name=atlas_name(p.model)) for p in profiles)
+    return ScalingStudy.from_summaries(  # the page names atlas models by model and file, not by path
+        summarize(BoundAnalysis.from_profile(p), name=f"{p.model} (atlas family.npz)") for p in profiles)
 
 
 @pytest.fixture
 def scaling_app(family) -> AppTest:
     path, _ = family
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
-    at.query_params["atlas"] = str(path)  # the atlas of a shared link, read from the server's disk
+    at.query_params["model"] = model_name(path, "L1-H16")  # a shared link naming an atlas model on the server
     run_clean(at)
     at.switch_page("pages/scaling.py")
     return run_clean(at)
@@ -53,12 +53,13 @@ def _exponents_table(at):
     return table
 
 
-def test_growth_curves_and_exponents_match_the_package(scaling_app, study, figure_titled) -> None:
+def test_growth_curves_and_exponents_match_the_package(scaling_app, family, study, figure_titled) -> None:
     at = scaling_app
     assert [t.value for t in at.title] == ["Scaling"]
     assert not at.error
     chosen = at.multiselect(key="scaling_models")
-    assert sorted(chosen.value) == sorted(s.name for s in study.summaries)
+    _, profiles = family
+    assert sorted(chosen.value) == sorted(model_name(family[0], p.model) for p in profiles)
     assert "minilm-l6 (L = 6, N = 384; bundled model)" in chosen.options  # offered, but not of the family
     assert "minilm-l6" not in chosen.value
 
@@ -94,18 +95,18 @@ def test_missing_miniatures_are_listed_with_how_to_get_them(scaling_app) -> None
     assert at.multiselect(key="scaling_download_models").options == list(missing["model"])
 
 
-def test_fewer_than_two_models_says_what_is_needed(scaling_app, figure_titled, plotly_specs) -> None:
+def test_fewer_than_two_models_says_what_is_needed(scaling_app, family, figure_titled, plotly_specs) -> None:
     at = scaling_app
-    at.multiselect(key="scaling_models").set_value([atlas_name("L1-H16")])
+    at.multiselect(key="scaling_models").set_value([model_name(family[0], "L1-H16")])
     run_clean(at)
     assert plotly_specs(at) == []
     assert any("at least two models" in i.value for i in at.info)
     assert not at.error
 
 
-def test_two_models_of_one_shape_are_refused_plainly(scaling_app, plotly_specs) -> None:
+def test_two_models_of_one_shape_are_refused_plainly(scaling_app, family, plotly_specs) -> None:
     at = scaling_app
-    at.multiselect(key="scaling_models").set_value([atlas_name("L1-H16"), atlas_name("L2-H16")])
+    at.multiselect(key="scaling_models").set_value([model_name(family[0], "L1-H16"), model_name(family[0], "L2-H16")])
     run_clean(at)
     assert len(plotly_specs(at)) == 1  # against L only; no two widths share a depth
     assert any("No curve against N" in i.value for i in at.info)

@@ -9,7 +9,7 @@ from app_harness import APP, TIMEOUT_S, run_clean
 from streamlit.testing.v1 import AppTest
 
 from dashboard import theory as live
-from dashboard.atlas import atlas_name
+from dashboard.atlas import model_name
 from dashboard.controls import OWN
 from dashboard.text import TOTAL_LABEL, format_log_value
 from specbound.bounds import BoundAnalysis, PAssignment
@@ -29,7 +29,7 @@ def _linked_app(family, **params: str) -> AppTest:
     """The dashboard opened from a link naming the atlas on the server, the model and ``params``."""
     path, _ = family
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
-    at.query_params.update({"atlas": str(path), "model": atlas_name(MODEL), **params})
+    at.query_params.update({"model": model_name(path, MODEL), **params})
     return run_clean(at)
 
 
@@ -46,7 +46,7 @@ def test_theory_page_shows_the_live_values(family, reference) -> None:
     assert not at.error
     assert len(at.get("latex")) >= 9
     labels = [m.label for m in reference.profile.ids]
-    assert at.selectbox(key="theory_matrix").value == "L1 M_in"
+    assert labels[at.selectbox(key="theory_matrix").value] == "L1 M_in"
     values = live.readout(reference, labels.index("L1 M_in"), 1.0)
     assert _metric(at, live.RANK_LABEL) == str(int(reference.profile.rank[labels.index("L1 M_in")])) == "32"
     assert _metric(at, live.SCHATTEN_LABEL) == format_log_value(values.log_schatten)
@@ -55,7 +55,7 @@ def test_theory_page_shows_the_live_values(family, reference) -> None:
     assert _metric(at, live.OURS_LABEL) == format_log_value(reference.evaluate().log_total)
     assert _metric(at, live.EDELMAN_LABEL) == format_log_value(reference.log_edelman)
 
-    at.selectbox(key="theory_matrix").set_value("L0 QK h1")
+    at.selectbox(key="theory_matrix").set_value(labels.index("L0 QK h1"))
     at.slider(key="theory_p").set_value(0.5)
     run_clean(at)
     index = labels.index("L0 QK h1")
@@ -100,7 +100,7 @@ def test_a_link_restores_model_and_p_settings(family, reference) -> None:
     at.switch_page("pages/bounds.py")
     run_clean(at)
     assert not at.error
-    assert at.session_state["model"] == atlas_name(MODEL)
+    assert at.session_state["model"] == model_name(family[0], MODEL)
     # the sidebar shows where the model came from: the atlas source, with the model picked
     assert at.radio(key="model_source").value == "Atlas file"
     assert at.selectbox(key="atlas_model").value == MODEL
@@ -110,15 +110,15 @@ def test_a_link_restores_model_and_p_settings(family, reference) -> None:
     assert at.slider(key="p_kind_V").value == 0.25
     expected = reference.evaluate(PAssignment(default=0.5, by_kind={Kind.V: 0.25}, by_layer={1: None}))
     assert _metric(at, TOTAL_LABEL) == format_log_value(expected.log_total)
-    # the address bar keeps the view: model, atlas and every non-default setting
-    assert at.query_params["model"] == atlas_name(MODEL)
+    # the address bar keeps the view: the model (with its atlas file) and every non-default setting
+    assert at.query_params["model"] == model_name(family[0], MODEL)
     assert at.query_params["p_global"] == "0.5" and at.query_params["p_snap"] == "0"
     assert at.query_params["p_kind_V_mode"] == "own" and at.query_params["p_layer_1_mode"] == "optimal"
     assert "p_optimal" not in at.query_params  # defaults stay out of the link
 
 
 def test_a_link_to_a_model_that_cannot_open_keeps_the_app_usable(family) -> None:
-    at = _linked_app(family, model=atlas_name("L9-H999"), p_global="not a number")
+    at = _linked_app(family, model=model_name(family[0], "L9-H999"), p_global="not a number")
     assert any("cannot be opened" in e.value for e in at.error)
     assert at.session_state.get("model", "minilm-l6") == "minilm-l6"  # still the bundled default
     assert not at.exception

@@ -9,7 +9,7 @@ import pytest
 from miniature_family import family_atlas
 from streamlit_page import assert_no_errors, screenshot, wait_idle
 
-from dashboard.atlas import atlas_name
+from dashboard.atlas import model_name
 from dashboard.text import TOTAL_LABEL
 
 pytestmark = pytest.mark.browser
@@ -18,11 +18,11 @@ pytestmark = pytest.mark.browser
 def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkpoint, tmp_path) -> None:
     page = browser_page
     path, _ = family_atlas(make_checkpoint, tmp_path)
-    model = atlas_name("L2-H32")
+    model = model_name(path, "L2-H32")
 
     # The first request to this fresh server is a link straight to a page: it must still run through
     # app.py (sidebar, atlas and model from the URL), not Streamlit's legacy pages/ mode.
-    page.goto(f"{server}/scaling?{urlencode({'atlas': str(path)})}")
+    page.goto(f"{server}/scaling?{urlencode({'model': model})}")
     page.locator(".st-key-growth_width .js-plotly-plot").wait_for()
     page.locator(".st-key-growth_depth .js-plotly-plot").wait_for()
     wait_idle(page)
@@ -33,7 +33,7 @@ def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkp
     assert_no_errors(page)
     screenshot(page, "scaling", full_page=True)
 
-    page.goto(f"{server}/theory?{urlencode({'atlas': str(path), 'model': model, 'theory_p': '0.5'})}")
+    page.goto(f"{server}/theory?{urlencode({'model': model, 'theory_p': '0.5'})}")
     page.locator(".st-key-playground .js-plotly-plot").wait_for()
     wait_idle(page)
     assert page.get_by_role("heading", name="Theory").count() >= 1
@@ -43,12 +43,12 @@ def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkp
     assert_no_errors(page)
     screenshot(page, "theory", full_page=True)
 
-    shared = {"atlas": str(path), "model": model, "p_global": "0.5", "p_kind_V_mode": "own", "p_kind_V": "0.25"}
+    shared = {"model": model, "p_global": "0.5", "p_kind_V_mode": "own", "p_kind_V": "0.25"}
     page.goto(f"{server}/bounds?{urlencode(shared)}")
     page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
     wait_idle(page)
     assert float(page.locator('.st-key-p_global input[type="range"]').input_value()) == 0.5
-    assert page.get_by_text(model).count() >= 1
+    assert page.get_by_text("L2-H32 (atlas family.npz)").count() >= 1
     assert "p_global=0.5" in page.url and "p_kind_V_mode=own" in page.url
     assert_no_errors(page)
     screenshot(page, "shared-link", full_page=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hostile_helpers import assert_one_line_error, cli, run_cli
 
-from specbound.analysis import load_profile
+from specbound.loading import load_profile
 from specbound.cache import ProfileCache
 from specbound.files import remove_stale_temps
 from specbound.limits import LIMITS

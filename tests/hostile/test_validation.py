@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hostile_helpers import assert_one_line_error, cli, hand_profile, write_atlas
 
-from specbound.analysis import load_profile
+from specbound.loading import load_profile
 from specbound.atlas import AtlasError, load_atlas, read_manifest
 from specbound.cache import ProfileCache
 from specbound.checkpoints import fingerprint

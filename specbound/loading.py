@@ -1,8 +1,8 @@
 """From a model name to its spectral profile: resolve, fetch, look in the cache, else compute.
 
 ``compute_profile`` is the slow, exact part (one pass over the layers); ``load_profile`` wraps it with
-model resolution, the Hub and the disk cache. The bound terms then come from
-:class:`specbound.bounds.BoundAnalysis` without touching any file.
+model resolution, the Hub and the disk cache, or reads the stored profile of an atlas model. The
+bound terms then come from :class:`specbound.bounds.BoundAnalysis` without touching any file.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from .cache import ProfileCache
 from .checkpoints import fetch, fingerprint, open_checkpoint, read_config
 from .matrices import EncoderShape, LayerWeights, layer_factors
-from .models import ModelRef, resolve
+from .models import ModelRef, Source, resolve
 from .profile import SpectralProfile
 from .progress import ProgressCallback, ProgressEvent, silent
 from .spectrum import (entrywise_norms_factored, norm_11, norm_21, singular_values,
@@ -60,6 +60,11 @@ def load_profile(model: str | ModelRef, *, progress: ProgressCallback = silent,
     revision is unchanged, and stores a newly computed one.
     """
     ref = resolve(model) if isinstance(model, str) else model
+    if ref.source is Source.ATLAS:
+        from .atlas import atlas_member
+
+        assert ref.path is not None
+        return atlas_member(ref.path, ref.member)  # stored spectra: nothing to compute or cache
     directory = fetch(ref, progress)
     read_config(directory)  # a clear message for a directory that is not a checkpoint, before anything else
     revision = fingerprint(directory)
