@@ -21,7 +21,7 @@ from ._version import __version__
 from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
 from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
-from .limits import LIMITS
+from .limits import LIMITS, quoted
 from .progress import ProgressEvent, silent
 
 #: Exit statuses: a problem the user can fix, a usage error (argparse's), a bug, an interrupt.
@@ -34,8 +34,8 @@ def _checked(convert: Callable[[str], Any], accept: Callable[[Any], bool],
     kind = "an integer" if convert is int else "a number"
 
     def parse(text: str) -> Any:
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        if len(text) > 40:  # int() of a 4,300-digit string is refused by Python itself, and slow before
+        shown = quoted(text, 40)
+        if len(text) > 100:  # no useful number is this long; int() of 4,300 digits is refused anyway
             raise argparse.ArgumentTypeError(f"'{shown}' is too long for {kind}")
         try:
             value = convert(text)
