@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbound.loading import load_profile
 from specbound.atlas import load_atlas
 from specbound.batch import record_slug
 from specbound.bounds import BoundAnalysis
 from specbound.cli import main
+from specbound.loading import load_profile
 
 DEPTHS = (1, 2, 3)
 WIDTHS = (16, 32)

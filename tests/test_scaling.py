@@ -305,7 +305,7 @@ def test_frames_and_record_round_trip() -> None:
 
 def test_two_models_of_one_shape_are_refused() -> None:
     with pytest.raises(ValueError, match="share L=2 N=128"):
-        growth_curves(_family() + [_summary(2, 128)], Axis.DEPTH)
+        growth_curves([*_family(), _summary(2, 128)], Axis.DEPTH)
 
 
 def test_summary_of_a_real_analysis_matches_closed_forms() -> None:
