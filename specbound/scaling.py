@@ -277,7 +277,7 @@ def _curves_and_notes(summaries: Sequence[ModelSummary], against: Axis, proxies:
         elif left_out:
             notes.append(f"{', '.join(left_out)} against {name} at {other} = {fixed} left out: the model at "
                          f"the common reference {name} = {reference} does not carry it.")
-    return tuple(curves), tuple(notes)
+    return tuple(sorted(curves, key=lambda c: proxies.index(c.proxy))), tuple(notes)  # proxy by proxy
 
 
 def growth_curves(summaries: Sequence[ModelSummary], against: Axis | str,

@@ -81,7 +81,7 @@ def growth_figure(curves: Sequence[GrowthCurve], against: Axis | str,
                 name=_legend_name(curve.proxy, quoted.get(curve.proxy)),
                 legendgroup=curve.proxy.value, showlegend=curve.proxy not in shown,
                 line={"color": style["color"], "dash": style["dash"]},
-                customdata=[[m, lr] for m, lr in zip(curve.models, curve.log10_ratio)],
+                customdata=[[m, lr] for m, lr in zip(curve.models, curve.log10_ratio, strict=True)],
                 hovertemplate=(f"{_LABEL[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
                                f"<br>ratio = %{{y:.4g}} (log10 %{{customdata[1]:.3f}})<extra></extra>"),
             ), row=row + 1, col=col + 1)
