@@ -167,6 +167,8 @@ CONFIDENCE = 0.95
 #: Fewest distinct sizes for a fit to count as evidence: through two points any line fits exactly
 #: (r² = 1, no residual), and a power law cannot be told from a log-linear law.
 MIN_SIZES = 3
+#: Fewest models a growth curve is drawn through (one point says nothing about growth).
+MIN_CURVE_POINTS = 2
 #: Two residual sums of squares closer than this fraction of SS_within count as a tie.
 _TIE_TOLERANCE = 1e-9
 
@@ -281,7 +283,8 @@ def _curves_and_notes(summaries: Sequence[ModelSummary], against: Axis, proxies:
 
 
 def growth_curves(summaries: Sequence[ModelSummary], against: Axis | str,
-                  proxies: Iterable[Proxy | str] = PROXIES, min_points: int = 2) -> tuple[GrowthCurve, ...]:
+                  proxies: Iterable[Proxy | str] = PROXIES,
+                  min_points: int = MIN_CURVE_POINTS) -> tuple[GrowthCurve, ...]:
     """Normalised curves of each proxy against ``against`` ("L" or "N"), one per fixed other size.
 
     Every curve is divided by its value at the common :func:`reference_size`; a group without a model
@@ -480,8 +483,8 @@ class ScalingStudy:
                        proxies: Iterable[Proxy | str] = PROXIES) -> ScalingStudy:
         ordered = tuple(sorted(summaries, key=lambda s: (s.num_layers, s.hidden_size, s.name)))
         chosen = tuple(map(Proxy, proxies))
-        curves_depth, notes_depth = _curves_and_notes(ordered, Axis.DEPTH, chosen, min_points=2)
-        curves_width, notes_width = _curves_and_notes(ordered, Axis.WIDTH, chosen, min_points=2)
+        curves_depth, notes_depth = _curves_and_notes(ordered, Axis.DEPTH, chosen, MIN_CURVE_POINTS)
+        curves_width, notes_width = _curves_and_notes(ordered, Axis.WIDTH, chosen, MIN_CURVE_POINTS)
         return cls(
             summaries=ordered, curves_depth=curves_depth, curves_width=curves_width,
             exponents=growth_exponents(ordered, Axis.DEPTH, chosen) + growth_exponents(ordered, Axis.WIDTH, chosen),
