@@ -4,28 +4,37 @@ How a profile is placed in the study: its (L, N) is read from the profile's own 
 (``num_layers``, ``hidden_size``), never parsed from a name. Which models belong to the miniatures
 family, and so are in the study by default: a cached BERT Miniature, and an atlas model whose shape
 is a miniature's (depth and width on the grid, heads of 64; whatever its name, e.g. a directory path)
-or whose name is a miniature alias ``L{l}-H{n}`` that agrees with its shape. Anything else available (the bundled MiniLM, a model opened by Hub id or
-directory) is offered too, but left out unless chosen. Two models of one (L, N) cannot share a
-curve: the default keeps the first (atlas models before the Hub cache).
+or whose name is a miniature alias ``L{l}-H{n}`` that agrees with its shape. Anything else available
+(the bundled MiniLM, a model opened by Hub id or directory) is offered too, but left out unless chosen.
+Two models of one (L, N) cannot share a curve: the default keeps the first (atlas models before the
+Hub cache).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from specbound.bounds import BoundAnalysis
-from specbound.errors import SpecboundError
 from specbound.defaults import DEFAULT_MODEL
+from specbound.errors import SpecboundError
 from specbound.matrices import EncoderShape
-from specbound.models import (MINIATURE_HEAD_SIZE, MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature,
-                              miniature_alias, miniature_repo_id, parse_miniature_alias)
+from specbound.models import (
+    MINIATURE_HEAD_SIZE,
+    MINIATURE_LAYERS,
+    MINIATURE_WIDTHS,
+    is_miniature,
+    miniature_alias,
+    miniature_repo_id,
+    parse_miniature_alias,
+)
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, silent
-from specbound.scaling import ModelSummary, summarize
+from specbound.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, summarize
 
 from . import atlas, data
 
@@ -108,6 +117,46 @@ def missing_miniatures(available: Sequence[Candidate]) -> pd.DataFrame:
                                f"atlas.npz` where there is network and open the atlas here")}
             for layers in MINIATURE_LAYERS for width in MINIATURE_WIDTHS if (layers, width) not in covered]
     return pd.DataFrame(rows, columns=["model", "L", "N", "Hub repository", "how to get it"])
+
+
+# --- the exponents table -----------------------------------------------------------------------
+
+#: Columns of the exponents table shown on the page, in order. The ordinary r² (it counts a pooled
+#: fit's group intercepts as explained) and the intercepts stay in the CSV download only.
+EXPONENT_ORDER = ("proxy", "against", "fixed", "model", "slope", "slope_se", "ci_low", "ci_high",
+                  "r_squared_within", "residual_df", "num_sizes", "num_points", "num_groups", "few_points",
+                  "better_fit")
+
+
+def exponent_columns() -> dict[str, Any]:
+    """Readable headers (and help) for the columns of :func:`specbound.scaling.exponents_frame`."""
+    level = f"{CONFIDENCE:.0%}"
+    number = st.column_config.NumberColumn
+    return {
+        "proxy": st.column_config.TextColumn("Proxy"),
+        "against": st.column_config.TextColumn("Against", help="The size that varies: depth L or width N."),
+        "fixed": number("Fixed at", help="The value of the other size; empty for the pooled fit over all groups."),
+        "model": st.column_config.TextColumn(
+            "Law", help="power: ln proxy against ln size (slope = exponent); log-linear: ln proxy against L "
+                        "(slope = growth rate per layer, e^slope = factor per layer)."),
+        "slope": number("Slope", format="%.3f"),
+        "slope_se": number("± s.e.", format="%.3f", help="Standard error of the slope; empty with no "
+                                                          "residual degree of freedom."),
+        "ci_low": number(f"{level} CI low", format="%.3f", help="Student-t interval on the residual df."),
+        "ci_high": number(f"{level} CI high", format="%.3f"),
+        "r_squared_within": number(
+            "r² within groups", format="%.3f",
+            help="1 − SS_res / SS_within: the share of the variation inside each group that the slope explains."),
+        "residual_df": number("Residual df", help="Number of models − number of groups − 1."),
+        "num_sizes": number("Sizes"),
+        "num_points": number("Models"),
+        "num_groups": number("Groups"),
+        "few_points": st.column_config.CheckboxColumn(
+            f"Fewer than {MIN_SIZES} sizes", help="Two points fit any law exactly: r² = 1 is no evidence."),
+        "better_fit": st.column_config.TextColumn(
+            "Better fit", help="The law with the smaller residual variance (against L only); undecided with "
+                               f"fewer than {MIN_SIZES} sizes or a tie."),
+    }
 
 
 # --- summaries ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dashboard.export import csv_download, file_stem, show_figure
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width
-from specbound.scaling import Axis, Proxy, ScalingStudy
+from specbound.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
 
 ensure_app_entry()
 
@@ -26,7 +26,8 @@ MODELS_KEY, DOWNLOADED_KEY = "scaling_models", "scaling_downloaded"
 
 st.title("Scaling")
 st.caption("The paper's growth study: each proxy against width N at fixed depth L, and against L at fixed N, "
-           "divided by its value at the smallest size (log y). A flatter curve grows more slowly.")
+           "divided by its value at one common reference, the smallest L and N in the study (log y). "
+           "A flatter curve grows more slowly.")
 
 available = service.candidates()
 by_name = {c.name: c for c in available}
@@ -57,6 +58,8 @@ else:
         st.error(f"{exc}: deselect one of them above.")
 
 if study is not None:
+    for note in study.notes:
+        st.warning(note)
     exponents = [e for e in study.exponents if e.proxy in proxies]
     for axis, figure, key in ((Axis.WIDTH, growth_figure_width, "growth_width"),
                               (Axis.DEPTH, growth_figure_depth, "growth_depth")):
@@ -65,16 +68,23 @@ if study is not None:
             show_figure(figure(curves, exponents), key)
         else:
             fixed = "depth L" if axis is Axis.WIDTH else "width N"
-            st.info(f"No curve against {axis.value}: it needs two models of the same {fixed} "
-                    f"with different {axis.value}.")
+            st.info(f"No curve against {axis.value}: it needs two models of the same {fixed} with different "
+                    f"{axis.value}, one of them at the reference {axis.value} = {study.reference(axis)}.")
     bound_note()
 
     st.subheader("Fitted growth exponents")
     st.caption("Least-squares slope of ln(proxy) against ln L (at each fixed N) or ln N (at each fixed L); "
-               "an empty 'fixed' is the pooled fit, one common slope over all groups.")
+               "rows without a 'Fixed at' value are the pooled fits, one common slope over all groups. "
+               "**r² within groups** counts only the variation inside each group, not the differences "
+               "between groups that their own intercepts absorb. Against L each proxy is also fitted "
+               "**log-linearly** (ln proxy against L, a growth rate per layer: the right law for exponential "
+               "growth such as Edelman's), and 'Better fit' names the law with the smaller residual variance. "
+               f"± is one standard error; fits on fewer than {MIN_SIZES} sizes are flagged, since two "
+               "points fit any law exactly.")
     exponents_table = study.exponents_frame()
     exponents_table = exponents_table[exponents_table["proxy"].isin([p.value for p in proxies])]
-    st.dataframe(exponents_table, hide_index=True, key="scaling_exponents")
+    st.dataframe(exponents_table, hide_index=True, key="scaling_exponents",
+                 column_config=service.exponent_columns(), column_order=service.EXPONENT_ORDER)
     csv_download(exponents_table, "growth-exponents.csv", "download_exponents", "Download the exponents (CSV)")
 
     st.subheader("The models")

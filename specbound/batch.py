@@ -7,8 +7,10 @@ This is an edge module (it writes files); the maths is in :mod:`specbound.bounds
     models/<slug>.matrices.csv   per-matrix terms of that model at p*
     models.csv                   one row per model: name, L, N, H, log10 and plain proxies
     matrices.csv                 every per-matrix table, with a model column
-    curves.csv, exponents.csv    normalised growth curves and fitted growth exponents
+    curves.csv, exponents.csv    normalised growth curves (with their common reference size) and fitted
+                                 growth laws (slope, standard error, interval, within-group r², flags)
     growth_L.html, growth_N.html self-contained Plotly figures (work offline)
+    notes.txt                    what had to be left out (e.g. curves without a model at the reference)
     missing.csv                  models that could not be analysed, why, and how to get them
 
 A model whose record exists (with the same settings) is skipped on a re-run, so an interrupted run
@@ -225,6 +227,16 @@ def _write_missing(out: Path, outcomes: Sequence[ModelOutcome]) -> Path | None:
     return path
 
 
+def _write_notes(out: Path, notes: Sequence[str]) -> Path | None:
+    """notes.txt, one note a line; removed when there is nothing to say (a stale one would mislead)."""
+    path = out / "notes.txt"
+    if not notes:
+        path.unlink(missing_ok=True)
+        return None
+    _write_atomic(path, "".join(f"{note}\n" for note in notes))
+    return path
+
+
 def _write_tables(out: Path, summaries: Sequence[ModelSummary]) -> list[Path]:
     """models.csv (one row per model) and matrices.csv (every per-matrix record, with a model column)."""
     import pandas as pd
@@ -238,13 +250,17 @@ def _write_tables(out: Path, summaries: Sequence[ModelSummary]) -> list[Path]:
 
 
 def _write_study(out: Path, study: ScalingStudy, notes: list[str]) -> list[Path]:
-    """curves.csv, exponents.csv and the self-contained growth figures growth_L.html, growth_N.html."""
+    """curves.csv, exponents.csv and the self-contained growth figures growth_L.html, growth_N.html.
+
+    The study's own notes (curves left out for want of a model at the common reference) join ``notes``.
+    """
     from .figures.scaling import growth_figure
 
     write_text_atomic(out / "curves.csv", study.curves_frame().to_csv(index=False))
     write_text_atomic(out / "exponents.csv", study.exponents_frame().to_csv(index=False))
     files = [out / "curves.csv", out / "exponents.csv"]
-    if not study.curves_depth and not study.curves_width:
+    notes.extend(study.notes)
+    if not study.curves_depth and not study.curves_width and not study.notes:
         notes.append("no growth curves: no two models share a depth or a width")
     for axis in ("L", "N"):
         figure = growth_figure(study.curves(axis), axis, study.exponents)
@@ -295,6 +311,8 @@ def _write_outputs(out: Path, outcomes: Sequence[ModelOutcome], profiles: dict[s
         files += _write_atlas(outcomes, profiles, atlas, use_cache, notes)
     if (missing := _write_missing(out, outcomes)) is not None:
         files.append(missing)
+    if (written := _write_notes(out, notes)) is not None:
+        files.append(written)
     for note in notes:
         report(f"note: {note}")
     return GridResult(tuple(outcomes), study, tuple(files), tuple(notes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 
@@ -34,8 +35,32 @@ def test_growth_figure_panels_and_styles(axis: Axis, panels: int) -> None:
     legend = [t.name for t in figure.data if t.showlegend]
     assert len(legend) == len(Proxy)  # each proxy named once
     ours = next(name for name in legend if name.startswith("ours"))
-    slope = 0.5 if axis is Axis.DEPTH else 1.0
-    assert ours.endswith(f"x^{slope:.2f}")  # the pooled exponent is quoted in the legend
+    # the pooled exponent is quoted with its standard error (exact power laws: 0)
+    assert ours == ("ours (p*) ~ L^0.50 ± 0.00" if axis is Axis.DEPTH
+                    else "ours (p*) ~ N^1.00 ± 0.00 (2 sizes only)")  # N in {128, 256}
+    assert figure.layout.yaxis.title.text == f"proxy / proxy at {axis.value} = {2 if axis is Axis.DEPTH else 128}"
+
+
+def _legend(study: ScalingStudy, axis: Axis) -> dict[str, str]:
+    figure = growth_figure(study.curves(axis), axis, study.exponents)
+    return {t.legendgroup: t.name for t in figure.data if t.showlegend}
+
+
+def test_legend_quotes_the_better_law_with_its_uncertainty() -> None:
+    """Edelman-like B = 10^L N is quoted as a rate per layer, ln 10 = 2.30; a noisy power law with its
+    standard error; a fit on two depths only is flagged (and undecided, so quoted as a power law)."""
+    noise = iter(np.random.default_rng(3).normal(0.0, 0.05, 12))
+    study = ScalingStudy.from_summaries(
+        ModelSummary(f"L{l}-H{n}", l, n, log_ours=0.5 * math.log(l) + math.log(n) + next(noise),
+                     log_edelman=l * math.log(10) + math.log(n))
+        for l in (2, 4, 6, 8, 10, 12) for n in (128, 256))
+    legend = _legend(study, Axis.DEPTH)
+    assert legend["edelman"] == "Edelman et al. ~ e^(r·L), r = 2.30 ± 0.00"
+    ours = study.exponent(Proxy.OURS, Axis.DEPTH)
+    assert legend["ours"] == f"ours (p*) ~ L^{ours.slope:.2f} ± {ours.slope_se:.2f}"
+    assert (round(ours.slope, 2), round(ours.slope_se, 2)) == (0.51, 0.04)
+    two = ScalingStudy.from_summaries(s for s in study.summaries if s.num_layers in (2, 4))
+    assert _legend(two, Axis.DEPTH)["edelman"] == "Edelman et al. ~ L^6.64 ± 0.00 (2 sizes only)"
 
 
 def test_edelman_ratio_is_finite_although_its_values_overflow() -> None:

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbound.loading import load_profile
 from specbound.atlas import load_atlas
 from specbound.batch import record_slug
 from specbound.bounds import BoundAnalysis
 from specbound.cli import main
+from specbound.loading import load_profile
 
 DEPTHS = (1, 2, 3)
 WIDTHS = (16, 32)
@@ -68,19 +68,35 @@ def test_grid_writes_every_output_with_the_direct_numbers(family, tmp_path: Path
 
     # exponents: least-squares slope of ln(ours) against ln L at N = 16, and the pooled one
     exponents = pd.read_csv(out / "exponents.csv")
-    ours_l = exponents[(exponents["proxy"] == "ours") & (exponents["against"] == "L")].set_index("fixed", drop=False)
+    ours = exponents[(exponents["proxy"] == "ours") & (exponents["against"] == "L")]
+    ours_l = ours[ours["model"] == "power"].set_index("fixed", drop=False)
     logs = {key: a.evaluate().log_total for key, a in analyses.items()}
-    slope_16 = np.polyfit(np.log(DEPTHS), [logs[l, 16] for l in DEPTHS], 1)[0]
+    y_16 = [logs[l, 16] for l in DEPTHS]
+    (slope_16, _), (ss_res_16,), *_ = np.polyfit(np.log(DEPTHS), y_16, 1, full=True)
     assert ours_l.loc[16, "slope"] == pytest.approx(slope_16, rel=1e-10)
-    pooled = ours_l[ours_l["fixed"].isna()]
+    # three depths: one residual degree of freedom, se = √(SS_res / 1 / S_xx)
     x = np.log(np.array(DEPTHS, dtype=float))
+    sxx = (x - x.mean()) @ (x - x.mean())
+    assert ours_l.loc[16, "residual_df"] == 1 and not ours_l.loc[16, "few_points"]
+    assert ours_l.loc[16, "slope_se"] == pytest.approx(math.sqrt(ss_res_16 / sxx), rel=1e-8)
+    assert ours_l.loc[16, "ci_high"] - slope_16 == pytest.approx(12.706204736174696 * math.sqrt(ss_res_16 / sxx),
+                                                                 rel=1e-8)
+    assert ours_l.loc[16, "r_squared_within"] == pytest.approx(ours_l.loc[16, "r_squared"], rel=1e-12)
+    rate_16 = ours[(ours["model"] == "log-linear") & (ours["fixed"] == 16)]
+    assert rate_16["slope"].item() == pytest.approx(np.polyfit(DEPTHS, y_16, 1)[0], rel=1e-10)
+    assert rate_16["better_fit"].item() == ours_l.loc[16, "better_fit"] in {"power", "log-linear", "undecided"}
+    pooled = ours_l[ours_l["fixed"].isna()]
     within = sum((x - x.mean()) @ (y - y.mean()) for y in
-                 (np.array([logs[l, n] for l in DEPTHS]) for n in WIDTHS)) / (len(WIDTHS) * ((x - x.mean()) @ (x - x.mean())))
+                 (np.array([logs[l, n] for l in DEPTHS]) for n in WIDTHS)) / (len(WIDTHS) * sxx)
     assert pooled["slope"].item() == pytest.approx(within, rel=1e-10)
+    assert pooled["residual_df"].item() == 6 - 2 - 1
     edelman_n = exponents[(exponents["proxy"] == "edelman") & (exponents["against"] == "N")
                           & (exponents["fixed"] == 2)]
     assert edelman_n["slope"].item() == pytest.approx(
         (analyses[2, 32].log_edelman - analyses[2, 16].log_edelman) / math.log(2), rel=1e-10)
+    assert edelman_n["few_points"].item() and math.isnan(edelman_n["slope_se"].item())  # two widths
+    assert set(pd.read_csv(out / "curves.csv")["reference"]) == {1, 16}
+    assert not (out / "notes.txt").exists()
 
     html = (out / "growth_L.html").read_text()
     assert re.search(r"<script[^>]*\bsrc=", html) is None  # plotly.js is inlined: works offline
@@ -139,6 +155,27 @@ def test_missing_models_are_listed_and_the_others_succeed(family, tmp_path: Path
     # two models of one width: a curve against L, none against N
     curves = pd.read_csv(out / "curves.csv")
     assert set(curves["against"]) == {"L"} and set(curves["fixed"]) == {16}
+
+
+def test_curves_without_the_reference_model_are_left_out_with_a_note(family, tmp_path: Path, capsys) -> None:
+    """Without the L = 1, N = 32 model, the curve against L at N = 32 is not normalised at L = 2."""
+    out = tmp_path / "study"
+    dirs = [str(d) for key, d in family.items() if key != (1, 32)]
+    assert main(["grid", "--models", *dirs, "--out", str(out)]) == 0
+    note = ("No curve against L at N = 32: the study has no model with L = 1 and N = 32, and every curve "
+            "against L is normalised at L = 1 (the smallest L in the study).")
+    assert f"note: {note}" in capsys.readouterr().out
+    assert (out / "notes.txt").read_text() == note + "\n"
+    curves = pd.read_csv(out / "curves.csv")
+    against_l = curves[curves["against"] == "L"]
+    assert set(against_l["fixed"]) == {16} and set(against_l["reference"]) == {1}
+    assert (against_l[against_l["x"] == 1]["ratio"] == 1.0).all()
+    exponents = pd.read_csv(out / "exponents.csv")  # the fit at N = 32 still uses L = 2 and 3
+    fit_32 = exponents[(exponents["against"] == "L") & (exponents["fixed"] == 32) & (exponents["model"] == "power")]
+    assert list(fit_32["num_points"]) == [2] * 5 and fit_32["few_points"].all()
+
+    assert main(["grid", "--models", *map(str, family.values()), "--out", str(out)]) == 0  # the model is back
+    assert not (out / "notes.txt").exists()
 
 
 def test_nothing_analysed_is_an_error(tmp_path: Path, capsys) -> None:

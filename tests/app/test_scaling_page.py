@@ -3,12 +3,15 @@ exponents are the ones specbound.scaling computes, missing miniatures are listed
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from app_harness import APP, TIMEOUT_S, run_clean
 from streamlit.testing.v1 import AppTest
 
 from dashboard.atlas import model_name
+from dashboard.scaling import EXPONENT_ORDER
 from specbound.bounds import BoundAnalysis
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
@@ -48,9 +51,13 @@ def _check_curves(figure: dict, study: ScalingStudy, axis: Axis, proxies) -> Non
         np.testing.assert_allclose(y, curve.ratio, rtol=1e-12)
 
 
+def _exponents_element(at):
+    (element,) = [d for d in at.dataframe if "slope" in d.value.columns]
+    return element
+
+
 def _exponents_table(at):
-    (table,) = [d.value for d in at.dataframe if "slope" in d.value.columns]
-    return table
+    return _exponents_element(at).value
 
 
 def test_growth_curves_and_exponents_match_the_package(scaling_app, family, study, figure_titled) -> None:
@@ -72,9 +79,26 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     assert len(table) == len(expected) > 0
     assert list(table["proxy"]) == list(expected["proxy"])
     assert list(table["against"]) == list(expected["against"])
-    np.testing.assert_allclose(table["slope"], expected["slope"], rtol=1e-12)
+    for column in ("model", "few_points", "better_fit", "residual_df", "num_sizes"):
+        assert list(table[column]) == list(expected[column]), column
+    for column in ("slope", "slope_se", "ci_low", "ci_high", "r_squared_within"):
+        np.testing.assert_allclose(table[column], expected[column], rtol=1e-12, err_msg=column)
     pooled = study.exponent(Proxy.OURS, Axis.DEPTH)
-    assert pooled.num_groups == 2 and pooled.num_points == 6
+    assert pooled.num_groups == 2 and pooled.num_points == 6 and pooled.residual_df == 3
+    assert (pooled.num_sizes, pooled.few_points) == (3, False) and pooled.better_fit is not None
+    assert study.exponent(Proxy.OURS, Axis.WIDTH).few_points  # N in {16, 32}: two sizes
+    assert set(table["model"]) == {"power", "log-linear"}
+
+    element = _exponents_element(at)
+    config = json.loads(element.proto.columns)
+    headers = {name: config[name]["label"] for name in EXPONENT_ORDER}  # every shown column has a label
+    assert not any("_" in label for label in headers.values())
+    assert headers["r_squared_within"] == "r² within groups" and headers["slope_se"] == "± s.e."
+    assert headers["ci_low"] == "95% CI low" and headers["few_points"] == "Fewer than 3 sizes"
+    assert list(element.proto.column_order) == list(EXPONENT_ORDER)
+    assert "r_squared" not in element.proto.column_order  # counts group intercepts: CSV only
+    assert any("r² within groups" in c.value and "log-linearly" in c.value for c in at.caption)
+    assert not at.warning  # the family is complete: every curve has its reference
 
 
 def test_fixed_p_regimes_are_optional_curves(scaling_app, study, figure_titled) -> None:
@@ -83,6 +107,19 @@ def test_fixed_p_regimes_are_optional_curves(scaling_app, study, figure_titled) 
     run_clean(at)
     _check_curves(figure_titled(at, "with width N"), study, Axis.WIDTH, tuple(Proxy))
     assert set(_exponents_table(at)["proxy"]) == {p.value for p in Proxy}
+
+
+def test_a_curve_without_its_reference_model_is_left_out_with_a_note(scaling_app, family, figure_titled) -> None:
+    at = scaling_app
+    chosen = [model_name(family[0], p.model) for p in family[1] if p.model != "L1-H32"]
+    at.multiselect(key="scaling_models").set_value(chosen)
+    run_clean(at)
+    assert [w.value for w in at.warning] == [
+        "No curve against L at N = 32: the study has no model with L = 1 and N = 32, and every curve against L "
+        "is normalised at L = 1 (the smallest L in the study)."]
+    depth = figure_titled(at, "with depth L")
+    assert {tuple(t["x"]) for t in depth["data"]} == {(1, 2, 3)}  # N = 16 only
+    assert depth["layout"]["yaxis"]["title"]["text"] == "proxy / proxy at L = 1"
 
 
 def test_missing_miniatures_are_listed_with_how_to_get_them(scaling_app) -> None:
