@@ -233,7 +233,7 @@ def _write_notes(out: Path, notes: Sequence[str]) -> Path | None:
     if not notes:
         path.unlink(missing_ok=True)
         return None
-    _write_atomic(path, "".join(f"{note}\n" for note in notes))
+    write_text_atomic(path, "".join(f"{note}\n" for note in notes))
     return path
 
 
