@@ -3,7 +3,8 @@
 Layout of ``specbound/lab/reference/`` (the same layout as a lab directory, minus the checkpoints)::
 
     manifest.json                 what this is (small encoders trained by the lab, not BERT Miniatures),
-                                  the task, the command that regenerates it, the sweep's wall time
+                                  the task, the command that regenerates it, the sweep's wall time (when
+                                  the whole sweep ran in the exporting command) and its training time
     runs/<run>/trajectory.json    every run's record (errors and bound terms at every saved step)
     runs.csv, correlations.csv    as in any lab directory; the checkpoint column names weights not shipped
     atlas.npz                     spectral profiles of the final checkpoints of the depth x width family
@@ -71,7 +72,8 @@ def export_reference(sweep_dir: Path | str, dest: Path | str = REFERENCE_DIR, *,
         "description": "Small BERT encoders (transformers' BertForSequenceClassification) trained by the "
                        "specbound lab on a synthetic task; results and spectral profiles only, no weights.",
         "task": runs[0].spec.task.describe(), "runs": len(runs), "regenerate": REGENERATE,
-        "sweep_seconds": sweep_seconds, "atlas_models": [r.name for r in members],
+        "sweep_seconds": sweep_seconds, "training_seconds": round(sum(r.seconds for r in runs), 1),
+        "atlas_models": [r.name for r in members],
         "weights_shipped": False,
     }
     with atomic_write(dest / MANIFEST_FILE) as f:

@@ -239,10 +239,16 @@ def finished_run(out: Path, spec: RunSpec) -> RunTrajectory | None:
     return trajectory if trajectory is not None and trajectory.spec.to_dict() == spec.to_dict() else None
 
 
+def _order(run: RunTrajectory) -> tuple[Any, ...]:
+    """Runs in grid order: by the axes (numerically), then the rest of the spec."""
+    s = run.spec
+    return (s.layers, s.hidden, s.heads, s.n_train, s.label_noise, s.seed, json.dumps(s.to_dict(), sort_keys=True))
+
+
 def read_runs(out: Path | str) -> tuple[RunTrajectory, ...]:
-    """Every finished run in a lab directory, by name."""
-    runs = (read_record(p) for p in sorted((Path(out) / RUNS_DIR).glob(f"*/{RECORD_FILE}")))
-    return tuple(r for r in runs if r is not None)
+    """Every finished run in a lab directory, in grid order (see :func:`_order`)."""
+    runs = (read_record(p) for p in (Path(out) / RUNS_DIR).glob(f"*/{RECORD_FILE}"))
+    return tuple(sorted((r for r in runs if r is not None), key=_order))
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -310,9 +316,11 @@ def correlations_frame(table: Sequence[MeasureCorrelation]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def write_tables(out: Path, runs: Sequence[RunTrajectory]) -> tuple[Path, ...]:
-    """runs.csv and correlations.csv from the given runs, each written whole or not at all."""
-    table = correlations(runs)
+def write_tables(out: Path, runs: Sequence[RunTrajectory],
+                 table: Sequence[MeasureCorrelation] | None = None) -> tuple[Path, ...]:
+    """runs.csv and correlations.csv (of ``table``, else computed) from the given runs, each written whole
+    or not at all."""
+    table = correlations(runs) if table is None else table
     _write_text(out / RUNS_CSV, runs_frame(runs).to_csv(index=False))
     _write_text(out / CORRELATIONS_CSV, correlations_frame(table).to_csv(index=False))
     return out / RUNS_CSV, out / CORRELATIONS_CSV
@@ -375,6 +383,6 @@ def run_sweep(specs: Iterable[RunSpec], out: Path | str, *, bound_settings: Boun
     except OSError as exc:
         raise LabError(f"cannot write to the lab directory {out}: {exc.strerror}") from None
     runs = read_runs(out)
-    files = write_tables(out, runs)
-    return SweepResult(tuple(outcomes), LabResults(runs, correlations(runs)), files,
-                       time.perf_counter() - started)
+    table = correlations(runs)
+    files = write_tables(out, runs, table)
+    return SweepResult(tuple(outcomes), LabResults(runs, table), files, time.perf_counter() - started)

@@ -281,5 +281,6 @@ def train_run(spec: RunSpec, directory: Path | str, *, progress: ProgressCallbac
             loss.backward()
             optimizer.step()
             if (step + 1) % report_every == 0 or step + 1 == settings.steps:
-                progress(ProgressEvent("train", step + 1, settings.steps, f"{spec.name} loss {float(loss.detach()):.3f}"))
+                detail = f"{spec.name} loss {float(loss.detach()):.3f}"
+                progress(ProgressEvent("train", step + 1, settings.steps, detail))
     return TrainResult(spec, int(params), tuple(records), time.perf_counter() - started)

@@ -57,6 +57,17 @@ def test_train_joins_a_lab_directory(tmp_path: Path, capsys) -> None:
     assert list(rows["step"]) == [0, 10, 20] and rows["checkpoint"].str.startswith(f"runs/{name}/").all()
 
 
+def test_sweep_axes_and_settings_replace_the_preset(tmp_path: Path, capsys) -> None:
+    grid = tmp_path / "grid.json"
+    grid.write_text('{"n_train": [64, 32], "settings": {"test_samples": 300}}')
+    assert main(["lab", "sweep", "--grid", str(grid), "--label-noise", "0.1", "--hidden", "16",
+                 "--steps", "20", "--save-every", "10", "--out", str(tmp_path / "o")]) == 0
+    assert "2 runs (2 trained now" in capsys.readouterr().out
+    runs = read_runs(tmp_path / "o")
+    assert [r.name for r in runs] == ["lab-L2-N16-H2-n32-q0.1-s0-t20", "lab-L2-N16-H2-n64-q0.1-s0-t20"]
+    assert all(r.final.test_samples == 300 and r.spec.settings.save_every == 10 for r in runs)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["train", "--layers", "99", "--hidden", "16", "--heads", "2", "--n-train", "4", "--out", "x"], "<= 12"),
     (["train", "--layers", "1", "--hidden", "16", "--heads", "2", "--n-train", "4", "--label-noise", "0.5",
