@@ -20,6 +20,8 @@ torch and transformers are imported inside the functions that train, so reading 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -121,9 +123,28 @@ class RunSpec:
 
     @property
     def name(self) -> str:
-        """``lab-L{L}-N{N}-H{H}-n{n}-q{q}-s{seed}-t{steps}``: always marked as a lab model."""
-        return (f"lab-L{self.layers}-N{self.hidden}-H{self.heads}-n{self.n_train}-q{self.label_noise:g}"
+        """``lab-L{L}-N{N}-H{H}-n{n}-q{q}-s{seed}-t{steps}``: always marked as a lab model.
+
+        A run whose task (noise aside) or optimiser settings differ from the defaults gets a suffix
+        ``-v{hash}`` of them, so such runs never take each other's place in a directory. The
+        checkpoint schedule, the test sample size and the thread count do not change the trained
+        model and are not part of the name (a run differing only there replaces the earlier one).
+        """
+        name = (f"lab-L{self.layers}-N{self.hidden}-H{self.heads}-n{self.n_train}-q{self.label_noise:g}"
                 f"-s{self.seed}-t{self.settings.steps}")
+        variant = self._variant()
+        if variant != RunSpec._default_variant():
+            name += "-v" + hashlib.sha256(json.dumps(variant, sort_keys=True).encode()).hexdigest()[:8]
+        return name
+
+    def _variant(self) -> dict[str, Any]:
+        task = {k: v for k, v in self.task.to_dict().items() if k != "label_noise"}
+        s = self.settings
+        return {"task": task, "lr": s.learning_rate, "wd": s.weight_decay, "batch": s.batch_size}
+
+    @staticmethod
+    def _default_variant() -> dict[str, Any]:
+        return RunSpec(layers=1, hidden=2, heads=1, n_train=1)._variant()
 
     def to_dict(self) -> dict[str, Any]:
         return {"layers": self.layers, "hidden": self.hidden, "heads": self.heads, "n_train": self.n_train,

@@ -66,3 +66,14 @@ def test_save_steps_include_zero_and_the_last_step() -> None:
     assert TrainSettings(steps=10, save_every=4).save_steps == (0, 4, 8, 10)
     with pytest.raises(LabError):
         TrainSettings(steps=0)
+
+
+def test_runs_that_train_differently_have_different_names() -> None:
+    base = RunSpec(layers=1, hidden=16, heads=2, n_train=10)
+    assert base.name == "lab-L1-N16-H2-n10-q0-s0-t600"
+    other_lr = RunSpec(layers=1, hidden=16, heads=2, n_train=10, settings=TrainSettings(learning_rate=3e-4))
+    other_task = RunSpec(layers=1, hidden=16, heads=2, n_train=10, task=ThresholdTask(vocab_size=6))
+    names = {base.name, other_lr.name, other_task.name}
+    assert len(names) == 3 and all(n.startswith("lab-L1-N16-H2-n10-q0-s0-t600-v") for n in names - {base.name})
+    same_model = RunSpec(layers=1, hidden=16, heads=2, n_train=10, settings=TrainSettings(save_every=7))
+    assert same_model.name == base.name
