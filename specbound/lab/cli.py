@@ -89,7 +89,7 @@ def _print_correlations(results: Any) -> None:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from .sweep import read_results, run_sweep
+    from .sweep import run_sweep
     from .tasks import ThresholdTask
     from .train import RunSpec
 
@@ -106,13 +106,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"{s.step:>6} {s.train_error:>9.4f} {s.test_error:>9.4f} {s.test_error_se:>7.4f} {s.gap:>+8.4f} "
               f"{s.ours_log10:>10.4f} {s.edelman_log10:>13.4f} {sum(s.p_opt) / len(s.p_opt):>7.3f}")
     print(f"{run.params} parameters; test error on {settings.test_samples} fresh samples; checkpoints, "
-          f"runs.csv and correlations.csv in {args.out} ({len(read_results(args.out).runs)} run(s) there)")
+          f"runs.csv and correlations.csv in {args.out} ({len(result.results.runs)} run(s) there)")
     return 0
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from .reference import export_reference
-    from .sweep import PRESETS, read_grid, run_sweep
+    from .sweep import PRESETS, Status, read_grid, run_sweep
 
     grid = read_grid(args.grid, PRESETS[args.preset]) if args.grid else PRESETS[args.preset]
     overrides: dict[str, Any] = {axis: tuple(dict.fromkeys(getattr(args, axis))) for axis in
@@ -125,7 +125,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{len(specs)} runs on {grid.task.describe()}; results in {args.out}", flush=True)
     started = time.perf_counter()
     result = run_sweep(specs, Path(args.out), use_cache=not args.no_cache, progress=_progress, report=_report)
-    done = sum(o.status.value == "done" for o in result.outcomes)
+    done = sum(o.status is Status.DONE for o in result.outcomes)
     print(f"{len(specs)} runs ({done} trained now, {len(specs) - done} already done) in "
           f"{time.perf_counter() - started:.1f} s; wrote {', '.join(f.name for f in result.files)}")
     _print_correlations(result.results)

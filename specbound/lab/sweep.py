@@ -98,9 +98,9 @@ class SweepGrid:
             raise LabError(f"the grid has {count} runs; at most {MAX_RUNS} are allowed")
         try:
             return tuple(
-                RunSpec(layers=l, hidden=n, heads=h, n_train=m, seed=s,
+                RunSpec(layers=depth, hidden=width, heads=h, n_train=n, seed=s,
                         task=replace(self.task, label_noise=q), settings=self.settings)
-                for l, n, h, m, q, s in itertools.product(self.layers, self.hidden, self.heads, self.n_train,
+                for depth, width, h, n, q, s in itertools.product(self.layers, self.hidden, self.heads, self.n_train,
                                                           self.label_noise, self.seeds))
         except ValueError as exc:
             raise LabError(str(exc)) from None
@@ -110,7 +110,7 @@ PRESETS: dict[str, SweepGrid] = {
     # 4 runs, about a minute: what the tests use.
     "smoke": SweepGrid(layers=(2,), hidden=(32,), heads=(2,), n_train=(64, 512), label_noise=(0.0, 0.2),
                        settings=TrainSettings(steps=200, save_every=100, test_samples=2000)),
-    # 48 runs, within 15 minutes on 2 cores: every axis has groups for the granulated tau.
+    # 48 runs, within 15 minutes on 2 cores: every axis but heads has groups for the granulated tau.
     "class": SweepGrid(layers=(1, 2), hidden=(32, 64), heads=(2,), n_train=(100, 400, 1600),
                        label_noise=(0.0, 0.1), seeds=(0, 1), settings=TrainSettings(steps=500, save_every=125)),
 }
