@@ -17,7 +17,7 @@ from typing import Any
 
 from ..progress import ProgressCallback, ProgressEvent, silent
 from .tasks import MAX_LABEL_NOISE
-from .train import MAX_HEADS, MAX_HIDDEN, MAX_LAYERS, MAX_STEPS, MAX_TEST_SAMPLES, MAX_TRAIN, TrainSettings
+from .train import MAX_HEADS, MAX_HIDDEN, MAX_LAYERS, MAX_SEED, MAX_STEPS, MAX_TEST_SAMPLES, MAX_TRAIN, TrainSettings
 
 _DEFAULTS = TrainSettings()
 LAB_MODELS = "small BERT encoders trained by the specbound lab on the sparse threshold task (not BERT Miniatures)"
@@ -47,7 +47,7 @@ _heads = _bounded(int, 1, MAX_HEADS)
 _n_train = _bounded(int, 1, MAX_TRAIN)
 _noise = _bounded(float, 0.0, MAX_LABEL_NOISE, high_open=True)
 _steps = _bounded(int, 1, MAX_STEPS)
-_seed = _bounded(int, 0, 2**31 - 1)
+_seed = _bounded(int, 0, MAX_SEED)
 _test_samples = _bounded(int, 1, MAX_TEST_SAMPLES)
 
 

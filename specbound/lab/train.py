@@ -46,6 +46,8 @@ MAX_HEADS: int = 16
 MAX_TRAIN: int = 100_000
 MAX_STEPS: int = 100_000
 MAX_TEST_SAMPLES: int = 200_000
+MAX_SEED: int = 2**31 - 1
+MAX_THREADS: int = 64
 #: Feed-forward width as a multiple of N, as in BERT.
 FFN_RATIO: int = 4
 CHECKPOINTS_DIR = "checkpoints"
@@ -79,7 +81,7 @@ class TrainSettings:
         _check_int("save_every", self.save_every, 1, MAX_STEPS)
         _check_int("batch_size", self.batch_size, 1, MAX_TRAIN)
         _check_int("test_samples", self.test_samples, 1, MAX_TEST_SAMPLES)
-        _check_int("threads", self.threads, 1, 64)
+        _check_int("threads", self.threads, 1, MAX_THREADS)
         if not (math.isfinite(self.learning_rate) and 0 < self.learning_rate <= 1):
             raise LabError(f"the learning rate must lie in (0, 1], got {self.learning_rate}")
         if not (math.isfinite(self.weight_decay) and 0 <= self.weight_decay <= 1):
@@ -113,7 +115,7 @@ class RunSpec:
         _check_int("hidden", self.hidden, 2, MAX_HIDDEN)
         _check_int("heads", self.heads, 1, MAX_HEADS)
         _check_int("n_train", self.n_train, 1, MAX_TRAIN)
-        _check_int("seed", self.seed, 0, 2**31 - 1)
+        _check_int("seed", self.seed, 0, MAX_SEED)
         if self.hidden % self.heads:
             raise LabError(f"the width {self.hidden} is not divisible by {self.heads} heads")
 
