@@ -7,7 +7,9 @@ STAMP  := $(VENV)/.installed
 MODEL  ?= minilm-l6
 PORT   ?= 8501
 
-.PHONY: run test bench clean browser
+LAB_DIR ?= lab-class
+
+.PHONY: run test bench clean browser lab-reference
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +38,10 @@ browser:
 bench: $(STAMP) browser
 	$(BIN)/python benchmarks/bench_spectra.py
 	$(BIN)/python benchmarks/bench_dashboard.py
+
+# Retrain the lab's class sweep (within 15 minutes on 2 cores) and ship its results as the reference.
+lab-reference: $(STAMP)
+	$(BIN)/specbound lab sweep --preset class --out $(LAB_DIR) --export-reference
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts

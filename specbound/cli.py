@@ -309,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, help="output directory")
     export.set_defaults(handler=_cmd_export)
     _add_batch_commands(commands)
+    __import__("specbound.lab.cli", fromlist=["add_lab_commands"]).add_lab_commands(commands)
     return parser
 
 

@@ -1,0 +1,207 @@
+"""Command line of the lab: ``specbound lab train | sweep | show``.
+
+Registered by :func:`add_lab_commands` from ``specbound.cli.build_parser``. Per-run lines go to stdout;
+the progress bar goes to stderr only when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..progress import ProgressCallback, ProgressEvent, silent
+from .tasks import MAX_LABEL_NOISE
+from .train import MAX_HEADS, MAX_HIDDEN, MAX_LAYERS, MAX_SEED, MAX_STEPS, MAX_TEST_SAMPLES, MAX_TRAIN, TrainSettings
+
+_DEFAULTS = TrainSettings()
+LAB_MODELS = "small BERT encoders trained by the specbound lab on the sparse threshold task (not BERT Miniatures)"
+
+
+def _bounded(convert: Callable[[str], Any], low: float, high: float, *, high_open: bool = False
+             ) -> Callable[[str], Any]:
+    """An argparse type: ``convert`` the text and require low <= value <= high (< high if high_open)."""
+    kind = "an integer" if convert is int else "a number"
+    upper = f"< {high:g}" if high_open else f"<= {high:g}"
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not {kind}") from None
+        if not (math.isfinite(value) and low <= value and (value < high if high_open else value <= high)):
+            raise argparse.ArgumentTypeError(f"expected {kind} >= {low:g} and {upper}, got {text}")
+        return value
+
+    return parse
+
+
+_layers = _bounded(int, 1, MAX_LAYERS)
+_hidden = _bounded(int, 2, MAX_HIDDEN)
+_heads = _bounded(int, 1, MAX_HEADS)
+_n_train = _bounded(int, 1, MAX_TRAIN)
+_noise = _bounded(float, 0.0, MAX_LABEL_NOISE, high_open=True)
+_steps = _bounded(int, 1, MAX_STEPS)
+_seed = _bounded(int, 0, MAX_SEED)
+_test_samples = _bounded(int, 1, MAX_TEST_SAMPLES)
+
+
+class _RunProgress:
+    """One progress line per run on stderr (a terminal only): the stage, a bar and the detail."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, event: ProgressEvent) -> None:
+        fraction = event.fraction or 0.0
+        bar = "#" * int(30 * fraction) + "-" * (30 - int(30 * fraction))
+        sys.stderr.write(f"\r{event.stage:<8} [{bar}] {event.done:.0f}/{event.total or 0:.0f} {self.name[:48]:<48}")
+        if event.stage == "analyse" and fraction >= 1.0:
+            sys.stderr.write("\r" + " " * 100 + "\r")
+        sys.stderr.flush()
+
+
+def _progress(name: str) -> ProgressCallback:
+    return _RunProgress(name) if sys.stderr.isatty() else silent
+
+
+def _report(line: str) -> None:
+    print(line, flush=True)
+
+
+def _print_correlations(results: Any) -> None:
+    from .sweep import correlations_frame
+
+    runs = len(results.runs)
+    if runs < 2:
+        print(f"{runs} finished run(s): correlations need at least two runs")
+        return
+    frame = correlations_frame(results.correlations)[["measure", "kendall_tau", "granulated_tau", "runs", "groups"]]
+    print(f"Rank correlation with the gap (test - train error) over the final checkpoints of {runs} runs:")
+    print("  kendall_tau: tau-b over all runs; granulated_tau: Jiang et al. (2020), mean over axes of the mean "
+          "tau-a within groups differing in that axis only")
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:+.3f}", na_rep="n/a"))
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from .sweep import run_sweep
+    from .tasks import ThresholdTask
+    from .train import RunSpec
+
+    settings = replace(_DEFAULTS, steps=args.steps, save_every=args.save_every or max(1, args.steps // 4),
+                       test_samples=args.test_samples)
+    spec = RunSpec(layers=args.layers, hidden=args.hidden, heads=args.heads, n_train=args.n_train, seed=args.seed,
+                   task=ThresholdTask(label_noise=args.label_noise), settings=settings)
+    print(f"{spec.name}: {spec.task.describe()}", flush=True)
+    result = run_sweep([spec], Path(args.out), use_cache=not args.no_cache, progress=_progress, report=_report)
+    run = result.results.run(spec.name)
+    print(f"{'step':>6} {'train_err':>9} {'test_err':>9} {'se':>7} {'gap':>8} {'log10 ours':>10} "
+          f"{'log10 Edelman':>13} {'mean p*':>7}")
+    for s in run.steps:
+        print(f"{s.step:>6} {s.train_error:>9.4f} {s.test_error:>9.4f} {s.test_error_se:>7.4f} {s.gap:>+8.4f} "
+              f"{s.ours_log10:>10.4f} {s.edelman_log10:>13.4f} {sum(s.p_opt) / len(s.p_opt):>7.3f}")
+    print(f"{run.params} parameters; test error on {settings.test_samples} fresh samples; checkpoints, "
+          f"runs.csv and correlations.csv in {args.out} ({len(result.results.runs)} run(s) there)")
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .reference import export_reference
+    from .sweep import PRESETS, Status, read_grid, run_sweep
+
+    grid = read_grid(args.grid, PRESETS[args.preset]) if args.grid else PRESETS[args.preset]
+    overrides: dict[str, Any] = {axis: tuple(dict.fromkeys(getattr(args, axis))) for axis in
+                                 ("layers", "hidden", "heads", "n_train", "label_noise", "seeds")
+                                 if getattr(args, axis)}
+    settings = {name: getattr(args, name) for name in ("steps", "save_every") if getattr(args, name)}
+    overrides["settings"] = replace(grid.settings, **settings)
+    grid = replace(grid, **overrides)
+    specs = grid.specs()
+    print(f"{len(specs)} runs on {grid.task.describe()}; results in {args.out}", flush=True)
+    started = time.perf_counter()
+    result = run_sweep(specs, Path(args.out), use_cache=not args.no_cache, progress=_progress, report=_report)
+    done = sum(o.status is Status.DONE for o in result.outcomes)
+    print(f"{len(specs)} runs ({done} trained now, {len(specs) - done} already done) in "
+          f"{time.perf_counter() - started:.1f} s; wrote {', '.join(f.name for f in result.files)}")
+    _print_correlations(result.results)
+    if args.export_reference:
+        written = export_reference(Path(args.out), sweep_seconds=time.perf_counter() - started
+                                   if done == len(specs) else None)
+        print(f"exported the reference ({len(written)} files) to {written[0].parent}")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from .reference import REFERENCE_DIR
+    from .sweep import read_results
+
+    if args.dir is None:
+        print(f"the shipped reference: {LAB_MODELS}")
+    results = read_results(Path(args.dir) if args.dir is not None else REFERENCE_DIR)
+    _print_correlations(results)
+    if args.runs:
+        from .sweep import runs_frame
+
+        frame = runs_frame(results.runs)
+        frame = frame[frame["final"]][["run", "train_error", "test_error", "test_error_se", "gap", "ours_log10",
+                                       "edelman_log10", "p_opt_mean"]]
+        print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0
+
+
+def add_lab_commands(commands: argparse._SubParsersAction) -> None:
+    """``lab train | sweep | show`` under the main parser's subcommands."""
+    from .sweep import PRESETS
+
+    lab = commands.add_parser("lab", help="train small BERT encoders on a synthetic task and set bounds beside "
+                                          "their measured gaps")
+    actions = lab.add_subparsers(dest="lab_command", required=True)
+
+    train = actions.add_parser("train", help="train one run, saving checkpoints and every bound term per step")
+    train.add_argument("--layers", type=_layers, required=True, help=f"encoder layers L (1..{MAX_LAYERS})")
+    train.add_argument("--hidden", type=_hidden, required=True, help=f"width N (2..{MAX_HIDDEN})")
+    train.add_argument("--heads", type=_heads, required=True, help=f"attention heads H dividing N (1..{MAX_HEADS})")
+    train.add_argument("--n-train", type=_n_train, required=True, help=f"training examples n (1..{MAX_TRAIN})")
+    train.add_argument("--label-noise", type=_noise, default=0.0,
+                       help=f"probability q of flipping each label, train and test (0 <= q < {MAX_LABEL_NOISE:g})")
+    train.add_argument("--steps", type=_steps, default=_DEFAULTS.steps,
+                       help=f"optimiser steps (default {_DEFAULTS.steps}, at most {MAX_STEPS})")
+    train.add_argument("--save-every", type=_steps, default=None,
+                       help="checkpoint every k steps (default steps / 4); step 0 and the last step always")
+    train.add_argument("--seed", type=_seed, default=0, help="seed of the data, the initialisation and the batches")
+    train.add_argument("--test-samples", type=_test_samples, default=_DEFAULTS.test_samples,
+                       help=f"fresh samples for the test error (default {_DEFAULTS.test_samples}, "
+                            f"at most {MAX_TEST_SAMPLES})")
+    train.add_argument("--out", required=True, help="lab directory (the run joins any runs already there)")
+    train.add_argument("--no-cache", action="store_true", help="analyse checkpoints without the profile cache")
+    train.set_defaults(handler=_cmd_train)
+
+    sweep = actions.add_parser("sweep", help="train and analyse a grid of runs (resumable)")
+    sweep.add_argument("--preset", choices=sorted(PRESETS), default="smoke",
+                       help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores")
+    sweep.add_argument("--grid", metavar="FILE.json", default=None,
+                       help="a JSON grid (axis lists layers, hidden, heads, n_train, label_noise, seeds; optional "
+                            "settings and task objects) overriding the preset")
+    sweep.add_argument("--layers", type=_layers, nargs="+", help="replace the depth axis")
+    sweep.add_argument("--hidden", type=_hidden, nargs="+", help="replace the width axis")
+    sweep.add_argument("--heads", type=_heads, nargs="+", help="replace the heads axis")
+    sweep.add_argument("--n-train", dest="n_train", type=_n_train, nargs="+", help="replace the n axis")
+    sweep.add_argument("--label-noise", dest="label_noise", type=_noise, nargs="+", help="replace the noise axis")
+    sweep.add_argument("--seeds", type=_seed, nargs="+", help="replace the seed axis")
+    sweep.add_argument("--steps", type=_steps, default=None, help="optimiser steps per run")
+    sweep.add_argument("--save-every", type=_steps, default=None, help="checkpoint every k steps")
+    sweep.add_argument("--out", required=True, help="lab directory (a re-run skips the runs finished there)")
+    sweep.add_argument("--export-reference", action="store_true",
+                       help="also write the results (no weights) as the reference shipped inside the package")
+    sweep.add_argument("--no-cache", action="store_true", help="analyse checkpoints without the profile cache")
+    sweep.set_defaults(handler=_cmd_sweep)
+
+    show = actions.add_parser("show", help="print the correlation table of a lab directory")
+    show.add_argument("dir", nargs="?", default=None, help="lab directory (default: the shipped reference)")
+    show.add_argument("--runs", action="store_true", help="also list every run's final errors and proxies")
+    show.set_defaults(handler=_cmd_show)

@@ -1,0 +1,388 @@
+"""Sweeps over depth, width, heads, training-set size, label noise and seed; resumable; result files.
+
+Layout of a lab directory ``DIR`` (the file names and columns are an interface)::
+
+    runs/<run>/checkpoints/step-XXXXXX/   save_pretrained checkpoints (config.json, model.safetensors)
+    runs/<run>/trajectory.json            the run's record: spec, errors and terms at every saved step;
+                                          written atomically last, it marks the run as finished
+    runs.csv                              one row per run and saved step (see RUN_COLUMNS)
+    correlations.csv                      one row per measure: Kendall tau and granulated tau with the gap
+
+A re-run skips every run whose record exists with the same spec; a run without a record (killed
+mid-way, or cancelled) is deleted and trained again from scratch, so it is redone cleanly. The tables
+are rebuilt from every record in ``runs/``, so a run trained later into the same directory joins them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import shutil
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..bounds import BoundSettings
+from ..files import atomic_write
+from ..progress import ProgressCallback, silent
+from .correlation import MeasureCorrelation, correlate
+from .tasks import ThresholdTask
+from .train import LabError, RunSpec, TrainingCancelled, TrainSettings, train_run
+from .trajectory import DEFAULT_BOUNDS, RunTrajectory, analyse_run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RUNS_DIR = "runs"
+RECORD_FILE = "trajectory.json"
+RUNS_CSV = "runs.csv"
+CORRELATIONS_CSV = "correlations.csv"
+RECORD_FORMAT = "specbound-lab-run"
+#: Bump when the record changes: older records are then retrained, not trusted.
+RECORD_SCHEMA = 1
+#: A label that travels with every record and reference file.
+LAB_LABEL = "small BERT encoder trained by the specbound lab (not a BERT Miniature)"
+MAX_RUNS: int = 500
+
+#: The hyperparameter axes of a sweep (also the axes of the granulated tau).
+AXES: tuple[str, ...] = ("layers", "hidden", "heads", "n_train", "label_noise", "seed")
+
+#: Measure name -> its value on a run's final checkpoint (log10 for the proxies: tau only sees ranks).
+MEASURES: dict[str, Callable[[RunTrajectory], float]] = {
+    "ours": lambda r: r.final.ours_log10,
+    "ours_p0": lambda r: r.final.ours_p0_log10,
+    "ours_p1": lambda r: r.final.ours_p1_log10,
+    "ours_p2": lambda r: r.final.ours_p2_log10,
+    "edelman": lambda r: r.final.edelman_log10,
+    "params": lambda r: float(r.params),
+    "frobenius": lambda r: r.final.frobenius,
+    "spectral_product": lambda r: r.final.spectral_product_log10,
+    "bartlett": lambda r: r.final.bartlett_log10,
+}
+
+RUN_COLUMNS: tuple[str, ...] = (
+    "run", "layers", "hidden", "heads", "n_train", "label_noise", "seed", "step", "steps", "final",
+    "train_loss", "train_error", "test_error", "test_error_se", "gap", "test_samples", "params",
+    "ours", "ours_log10", "ours_p0_log10", "ours_p1_log10", "ours_p2_log10", "edelman", "edelman_log10",
+    "frobenius", "spectral_product_log10", "bartlett_log10", "grid_m", "p_opt_mean", "p_opt_min", "p_opt_max",
+    "p_opt_zero_fraction", "checkpoint",
+)
+
+
+# --- grids --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """The full product of the axis values, with one task and one set of training settings."""
+
+    layers: tuple[int, ...]
+    hidden: tuple[int, ...]
+    heads: tuple[int, ...]
+    n_train: tuple[int, ...]
+    label_noise: tuple[float, ...] = (0.0,)
+    seeds: tuple[int, ...] = (0,)
+    task: ThresholdTask = field(default_factory=ThresholdTask)
+    settings: TrainSettings = field(default_factory=TrainSettings)
+
+    def specs(self) -> tuple[RunSpec, ...]:
+        """Every run of the grid (LabError if one is invalid or there are too many)."""
+        count = math.prod(len(v) for v in (self.layers, self.hidden, self.heads, self.n_train,
+                                           self.label_noise, self.seeds))
+        if count == 0:
+            raise LabError("the grid is empty: every axis needs at least one value")
+        if count > MAX_RUNS:
+            raise LabError(f"the grid has {count} runs; at most {MAX_RUNS} are allowed")
+        try:
+            return tuple(
+                RunSpec(layers=depth, hidden=width, heads=h, n_train=n, seed=s,
+                        task=replace(self.task, label_noise=q), settings=self.settings)
+                for depth, width, h, n, q, s in itertools.product(self.layers, self.hidden, self.heads, self.n_train,
+                                                          self.label_noise, self.seeds))
+        except ValueError as exc:
+            raise LabError(str(exc)) from None
+
+
+PRESETS: dict[str, SweepGrid] = {
+    # 4 runs, about a minute: what the tests use.
+    "smoke": SweepGrid(layers=(2,), hidden=(32,), heads=(2,), n_train=(64, 512), label_noise=(0.0, 0.2),
+                       settings=TrainSettings(steps=200, save_every=100, test_samples=2000)),
+    # 48 runs, within 15 minutes on 2 cores: every axis but heads has groups for the granulated tau.
+    "class": SweepGrid(layers=(1, 2), hidden=(32, 64), heads=(2,), n_train=(100, 400, 1600),
+                       label_noise=(0.0, 0.1), seeds=(0, 1), settings=TrainSettings(steps=500, save_every=125)),
+}
+
+_GRID_AXES = {"layers": int, "hidden": int, "heads": int, "n_train": int, "label_noise": float, "seeds": int}
+
+
+def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> SweepGrid:
+    """A grid from JSON-like data: axis lists (layers, hidden, heads, n_train, label_noise, seeds),
+    optional ``settings`` (fields of TrainSettings) and ``task`` (vocab_size, length, positions,
+    threshold). Missing entries come from ``base`` (default: the smoke preset)."""
+    base = base or PRESETS["smoke"]
+    if not isinstance(data, Mapping):
+        raise LabError("a grid must be a JSON object")
+    unknown = set(data) - set(_GRID_AXES) - {"settings", "task"}
+    if unknown:
+        raise LabError(f"unknown grid entries: {', '.join(sorted(unknown))} "
+                       f"(known: {', '.join([*_GRID_AXES, 'settings', 'task'])})")
+    values: dict[str, Any] = {}
+    try:
+        for axis, convert in _GRID_AXES.items():
+            if axis in data:
+                raw = data[axis] if isinstance(data[axis], list) else [data[axis]]
+                if any(isinstance(v, (bool, str)) or not isinstance(v, (int, float)) for v in raw):
+                    raise LabError(f"grid entry '{axis}' must be a number or a list of numbers")
+                if convert is int and any(v != int(v) for v in raw):
+                    raise LabError(f"grid entry '{axis}' must hold integers")
+                values[axis] = tuple(dict.fromkeys(convert(v) for v in raw))
+        settings, task = data.get("settings", {}), data.get("task", {})
+        if not isinstance(settings, Mapping) or not isinstance(task, Mapping):
+            raise LabError("grid entries 'settings' and 'task' must be JSON objects")
+        known_settings = {f.name for f in fields(TrainSettings)}
+        known_task = {f.name for f in fields(ThresholdTask)} - {"label_noise"}
+        if set(settings) - known_settings or set(task) - known_task:
+            raise LabError(f"unknown settings or task entries: "
+                           f"{', '.join(sorted((set(settings) - known_settings) | (set(task) - known_task)))}")
+        if "positions" in task:
+            task = {**task, "positions": tuple(task["positions"])}
+        values["settings"] = replace(base.settings, **settings)
+        values["task"] = replace(base.task, **{"threshold": None, **task})  # rebalanced unless given
+        return replace(base, **values)
+    except (TypeError, ValueError) as exc:
+        raise LabError(f"invalid grid: {exc}") from None
+
+
+def read_grid(path: Path | str, base: SweepGrid | None = None) -> SweepGrid:
+    """A grid from a JSON file (see :func:`grid_from_dict`)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise LabError(f"cannot read the grid file {path}: {exc.strerror}") from None
+    except ValueError:
+        raise LabError(f"the grid file {path} is not valid JSON") from None
+    return grid_from_dict(data, base)
+
+
+# --- records ------------------------------------------------------------------------------------
+
+class Status(str, Enum):
+    DONE = "done"  # trained in this sweep
+    SKIPPED = "skipped"  # finished in an earlier sweep
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    name: str
+    status: Status
+    seconds: float  # wall time spent on it in this sweep (0 when skipped)
+
+
+@dataclass(frozen=True)
+class LabResults:
+    """Everything a lab directory holds, read back: finished runs (by name) and the correlations."""
+
+    runs: tuple[RunTrajectory, ...]
+    correlations: tuple[MeasureCorrelation, ...]
+
+    def run(self, name: str) -> RunTrajectory:
+        for run in self.runs:
+            if run.name == name:
+                return run
+        raise LabError(f"no finished run named {name}")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    outcomes: tuple[RunOutcome, ...]
+    results: LabResults
+    files: tuple[Path, ...]
+    seconds: float
+
+
+def _write_text(path: Path, text: str) -> None:
+    with atomic_write(path) as f:
+        f.write(text.encode("utf-8"))
+
+
+def record_path(out: Path, name: str) -> Path:
+    return out / RUNS_DIR / name / RECORD_FILE
+
+
+def write_record(out: Path, trajectory: RunTrajectory) -> Path:
+    path = record_path(out, trajectory.name)
+    record = {"format": RECORD_FORMAT, "schema": RECORD_SCHEMA, "label": LAB_LABEL,
+              "task": trajectory.spec.task.describe(), **trajectory.to_dict()}
+    _write_text(path, json.dumps(record, indent=1, allow_nan=False))
+    return path
+
+
+def read_record(path: Path) -> RunTrajectory | None:
+    """A finished run's record, or None if it is missing, unreadable, foreign or of another schema."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != RECORD_FORMAT or data.get("schema") != RECORD_SCHEMA:
+            return None
+        trajectory = RunTrajectory.from_dict(data)
+        return trajectory if trajectory.name == data["name"] and trajectory.steps else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def finished_run(out: Path, spec: RunSpec) -> RunTrajectory | None:
+    """The record of ``spec`` in ``out`` if that exact run has finished there."""
+    trajectory = read_record(record_path(out, spec.name))
+    return trajectory if trajectory is not None and trajectory.spec.to_dict() == spec.to_dict() else None
+
+
+def _order(run: RunTrajectory) -> tuple[Any, ...]:
+    """Runs in grid order: by the axes (numerically), then the rest of the spec."""
+    s = run.spec
+    return (s.layers, s.hidden, s.heads, s.n_train, s.label_noise, s.seed, json.dumps(s.to_dict(), sort_keys=True))
+
+
+def read_runs(out: Path | str) -> tuple[RunTrajectory, ...]:
+    """Every finished run in a lab directory, in grid order (see :func:`_order`)."""
+    runs = (read_record(p) for p in (Path(out) / RUNS_DIR).glob(f"*/{RECORD_FILE}"))
+    return tuple(sorted((r for r in runs if r is not None), key=_order))
+
+
+# --- tables -------------------------------------------------------------------------------------
+
+def _group_key(run: RunTrajectory) -> dict[str, Any]:
+    """Axis values of a run plus everything else that must match within a granulated-tau group."""
+    spec = run.spec
+    task = {k: v for k, v in spec.task.to_dict().items() if k != "label_noise"}
+    return {"layers": spec.layers, "hidden": spec.hidden, "heads": spec.heads, "n_train": spec.n_train,
+            "label_noise": spec.label_noise, "seed": spec.seed,
+            "fixed": json.dumps({"task": task, "settings": spec.to_dict()["settings"]}, sort_keys=True)}
+
+
+def correlations(runs: Sequence[RunTrajectory]) -> tuple[MeasureCorrelation, ...]:
+    """tau of every measure in MEASURES with the gap over the final checkpoints of ``runs``."""
+    return correlate({name: [measure(r) for r in runs] for name, measure in MEASURES.items()},
+                     [r.final.gap for r in runs], [_group_key(r) for r in runs], AXES)
+
+
+def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
+    """One row per run and saved step (columns RUN_COLUMNS); checkpoints relative to the lab directory."""
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for run in runs:
+        spec = run.spec
+        for s in run.steps:
+            p = np.asarray(s.p_opt)
+            rows.append({
+                "run": run.name, "layers": spec.layers, "hidden": spec.hidden, "heads": spec.heads,
+                "n_train": spec.n_train, "label_noise": spec.label_noise, "seed": spec.seed, "step": s.step,
+                "steps": spec.settings.steps, "final": s is run.final, "train_loss": s.train_loss,
+                "train_error": s.train_error, "test_error": s.test_error, "test_error_se": s.test_error_se,
+                "gap": s.gap, "test_samples": s.test_samples, "params": run.params,
+                "ours": 10.0 ** s.ours_log10, "ours_log10": s.ours_log10, "ours_p0_log10": s.ours_p0_log10,
+                "ours_p1_log10": s.ours_p1_log10, "ours_p2_log10": s.ours_p2_log10,
+                "edelman": _pow10(s.edelman_log10), "edelman_log10": s.edelman_log10, "frobenius": s.frobenius,
+                "spectral_product_log10": s.spectral_product_log10, "bartlett_log10": s.bartlett_log10,
+                "grid_m": s.grid_m, "p_opt_mean": float(p.mean()), "p_opt_min": float(p.min()),
+                "p_opt_max": float(p.max()), "p_opt_zero_fraction": float((p == 0).mean()),
+                "checkpoint": f"{RUNS_DIR}/{run.name}/{s.checkpoint}",
+            })
+    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+
+
+def _pow10(log10_value: float) -> float:
+    try:
+        return 10.0 ** log10_value
+    except OverflowError:
+        return math.inf
+
+
+def correlations_frame(table: Sequence[MeasureCorrelation]) -> pd.DataFrame:
+    """``measure, kendall_tau, granulated_tau, runs`` first, then tau-a, groups and psi per axis."""
+    import pandas as pd
+
+    rows = []
+    for c in table:
+        row: dict[str, Any] = {"measure": c.measure, "kendall_tau": c.kendall_tau, "granulated_tau": c.granulated_tau,
+                               "runs": c.runs, "kendall_tau_a": c.kendall_tau_a, "groups": c.groups}
+        for a in c.axes:
+            row[f"psi_{a.axis}"], row[f"groups_{a.axis}"] = a.tau, a.groups
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_tables(out: Path, runs: Sequence[RunTrajectory],
+                 table: Sequence[MeasureCorrelation] | None = None) -> tuple[Path, ...]:
+    """runs.csv and correlations.csv (of ``table``, else computed) from the given runs, each written whole
+    or not at all."""
+    table = correlations(runs) if table is None else table
+    _write_text(out / RUNS_CSV, runs_frame(runs).to_csv(index=False))
+    _write_text(out / CORRELATIONS_CSV, correlations_frame(table).to_csv(index=False))
+    return out / RUNS_CSV, out / CORRELATIONS_CSV
+
+
+def read_results(out: Path | str) -> LabResults:
+    """The finished runs of a lab directory and their correlations (recomputed from the records)."""
+    out = Path(out)
+    if not (out / RUNS_DIR).is_dir():
+        raise LabError(f"{out} is not a lab directory (it has no {RUNS_DIR}/ folder)")
+    runs = read_runs(out)
+    return LabResults(runs, correlations(runs))
+
+
+# --- the sweep ----------------------------------------------------------------------------------
+
+def run_sweep(specs: Iterable[RunSpec], out: Path | str, *, bound_settings: BoundSettings = DEFAULT_BOUNDS,
+              use_cache: bool = True, progress: Callable[[str], ProgressCallback] = lambda name: silent,
+              report: Callable[[str], None] = lambda line: None,
+              should_stop: Callable[[], bool] = lambda: False) -> SweepResult:
+    """Train and analyse every run not finished in ``out`` yet, then rebuild the tables.
+
+    ``progress(name)`` gives the callback of one run (train, then analyse events); ``report`` gets one
+    line per run; ``should_stop`` is the cancel hook, checked between training steps. On cancellation
+    the tables are rebuilt from the finished runs and TrainingCancelled is raised.
+    """
+    out = Path(out)
+    specs = tuple(dict.fromkeys(specs))
+    started = time.perf_counter()
+    try:
+        (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LabError(f"cannot create the lab directory {out}: {exc.strerror}") from None
+    outcomes: list[RunOutcome] = []
+    try:
+        for index, spec in enumerate(specs, start=1):
+            prefix = f"[{index}/{len(specs)}] {spec.name}"
+            if finished_run(out, spec) is not None:
+                outcomes.append(RunOutcome(spec.name, Status.SKIPPED, 0.0))
+                report(f"{prefix}: skipped, already done")
+                continue
+            run_started = time.perf_counter()
+            run_dir = out / RUNS_DIR / spec.name
+            if run_dir.exists():
+                shutil.rmtree(run_dir)  # an unfinished or different earlier run: start it again cleanly
+            callback = progress(spec.name)
+            result = train_run(spec, run_dir, progress=callback, should_stop=should_stop)
+            trajectory = analyse_run(result, run_dir, settings=bound_settings, progress=callback,
+                                     use_cache=use_cache)
+            write_record(out, trajectory)
+            seconds = time.perf_counter() - run_started
+            outcomes.append(RunOutcome(spec.name, Status.DONE, seconds))
+            final = trajectory.final
+            report(f"{prefix}: done in {seconds:.1f} s, train error {final.train_error:.4f}, "
+                   f"test error {final.test_error:.4f} (se {final.test_error_se:.4f}), "
+                   f"log10 ours {final.ours_log10:.4f}")
+    except TrainingCancelled:
+        write_tables(out, read_runs(out))
+        raise
+    except OSError as exc:
+        raise LabError(f"cannot write to the lab directory {out}: {exc.strerror}") from None
+    runs = read_runs(out)
+    table = correlations(runs)
+    files = write_tables(out, runs, table)
+    return SweepResult(tuple(outcomes), LabResults(runs, table), files, time.perf_counter() - started)

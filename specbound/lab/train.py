@@ -1,0 +1,309 @@
+"""Training one small BERT encoder on a synthetic task, with checkpoints and measured errors.
+
+The model is transformers' ``BertForSequenceClassification`` (two labels) built from a ``BertConfig``:
+L layers of width N with H heads, intermediate size 4 N (BERT's ratio), no dropout (the lab studies
+the trained function itself, without explicit regularisation besides AdamW's weight decay). The input is
+the task's T tokens behind one [CLS] token (id V), so max_position_embeddings = T + 1; the padding id
+V + 1 never occurs, so every data token keeps a trainable embedding.
+
+Optimisation: AdamW with a constant learning rate on minibatches drawn with replacement (the whole
+training set when it is smaller than the batch), seeded; ``torch.use_deterministic_algorithms(True)``
+and a fixed thread count make a run reproducible bit for bit on one CPU.
+
+Measured at every saved step (in eval mode): the training error on the whole training set and the test
+error on ``test_samples`` fresh examples (stream TEST of the run's seed, the same set at every step),
+with standard error sqrt(e (1 - e) / m). Checkpoints are written with ``save_pretrained``
+(config.json + model.safetensors) at step 0 and every ``save_every`` steps, and at the last step.
+
+torch and transformers are imported inside the functions that train, so reading lab results stays light.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import SpecboundError
+from ..progress import ProgressCallback, ProgressEvent, silent
+from .tasks import LabeledSample, Stream, ThresholdTask
+
+if TYPE_CHECKING:
+    import torch
+
+#: Limits of one run (a lab model is small; these keep a typo from starting an hour-long job).
+MAX_LAYERS: int = 12
+MAX_HIDDEN: int = 512
+MAX_HEADS: int = 16
+MAX_TRAIN: int = 100_000
+MAX_STEPS: int = 100_000
+MAX_TEST_SAMPLES: int = 200_000
+MAX_SEED: int = 2**31 - 1
+MAX_THREADS: int = 64
+#: Feed-forward width as a multiple of N, as in BERT.
+FFN_RATIO: int = 4
+CHECKPOINTS_DIR = "checkpoints"
+#: About this many progress events per run (often enough for a bar, rare enough to cost nothing).
+PROGRESS_EVENTS: int = 100
+_EVAL_CHUNK = 2048  # examples per forward pass when measuring errors
+
+
+class LabError(SpecboundError):
+    """A lab setting or file that cannot be used."""
+
+
+class TrainingCancelled(SpecboundError):
+    """The cancel hook asked the run to stop; its partial checkpoints are not a finished run."""
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Optimisation and measurement settings shared by the runs of a sweep."""
+
+    steps: int = 600
+    save_every: int = 150
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.01
+    batch_size: int = 64
+    test_samples: int = 4000
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        _check_int("steps", self.steps, 1, MAX_STEPS)
+        _check_int("save_every", self.save_every, 1, MAX_STEPS)
+        _check_int("batch_size", self.batch_size, 1, MAX_TRAIN)
+        _check_int("test_samples", self.test_samples, 1, MAX_TEST_SAMPLES)
+        _check_int("threads", self.threads, 1, MAX_THREADS)
+        if not (math.isfinite(self.learning_rate) and 0 < self.learning_rate <= 1):
+            raise LabError(f"the learning rate must lie in (0, 1], got {self.learning_rate}")
+        if not (math.isfinite(self.weight_decay) and 0 <= self.weight_decay <= 1):
+            raise LabError(f"the weight decay must lie in [0, 1], got {self.weight_decay}")
+
+    @property
+    def save_steps(self) -> tuple[int, ...]:
+        """0, k, 2k, ... and the last step."""
+        return tuple(sorted({*range(0, self.steps + 1, self.save_every), self.steps}))
+
+
+def _check_int(name: str, value: int, low: int, high: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise LabError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run: architecture, data, seed and settings. Its name identifies it in a sweep."""
+
+    layers: int
+    hidden: int
+    heads: int
+    n_train: int
+    seed: int = 0
+    task: ThresholdTask = field(default_factory=ThresholdTask)
+    settings: TrainSettings = field(default_factory=TrainSettings)
+
+    def __post_init__(self) -> None:
+        _check_int("layers", self.layers, 1, MAX_LAYERS)
+        _check_int("hidden", self.hidden, 2, MAX_HIDDEN)
+        _check_int("heads", self.heads, 1, MAX_HEADS)
+        _check_int("n_train", self.n_train, 1, MAX_TRAIN)
+        _check_int("seed", self.seed, 0, MAX_SEED)
+        if self.hidden % self.heads:
+            raise LabError(f"the width {self.hidden} is not divisible by {self.heads} heads")
+
+    @property
+    def label_noise(self) -> float:
+        return self.task.label_noise
+
+    @property
+    def name(self) -> str:
+        """``lab-L{L}-N{N}-H{H}-n{n}-q{q}-s{seed}-t{steps}``: always marked as a lab model.
+
+        A run whose task (noise aside) or optimiser settings differ from the defaults gets a suffix
+        ``-v{hash}`` of them, so such runs never take each other's place in a directory. The
+        checkpoint schedule, the test sample size and the thread count do not change the trained
+        model and are not part of the name (a run differing only there replaces the earlier one).
+        """
+        name = (f"lab-L{self.layers}-N{self.hidden}-H{self.heads}-n{self.n_train}-q{self.label_noise:g}"
+                f"-s{self.seed}-t{self.settings.steps}")
+        variant = self._variant()
+        if variant != RunSpec._default_variant():
+            name += "-v" + hashlib.sha256(json.dumps(variant, sort_keys=True).encode()).hexdigest()[:8]
+        return name
+
+    def _variant(self) -> dict[str, Any]:
+        task = {k: v for k, v in self.task.to_dict().items() if k != "label_noise"}
+        s = self.settings
+        return {"task": task, "lr": s.learning_rate, "wd": s.weight_decay, "batch": s.batch_size}
+
+    @staticmethod
+    def _default_variant() -> dict[str, Any]:
+        return RunSpec(layers=1, hidden=2, heads=1, n_train=1)._variant()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layers": self.layers, "hidden": self.hidden, "heads": self.heads, "n_train": self.n_train,
+                "label_noise": self.label_noise, "seed": self.seed, "task": self.task.to_dict(),
+                "settings": asdict(self.settings)}
+
+
+def standard_error(error: float, samples: int) -> float:
+    """sqrt(e (1 - e) / m): the standard error of an error rate e measured on m independent samples."""
+    return math.sqrt(error * (1.0 - error) / samples)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """Errors measured at one saved step; ``checkpoint`` is relative to the run directory."""
+
+    step: int
+    train_loss: float  # mean cross-entropy on the training set
+    train_error: float
+    test_error: float
+    test_samples: int
+    checkpoint: str
+
+    @property
+    def test_error_se(self) -> float:
+        return standard_error(self.test_error, self.test_samples)
+
+    @property
+    def gap(self) -> float:
+        return self.test_error - self.train_error
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    spec: RunSpec
+    params: int  # every parameter of the BertForSequenceClassification (embeddings, pooler, head included)
+    steps: tuple[StepRecord, ...]
+    seconds: float
+
+
+def bert_config(spec: RunSpec) -> Any:
+    """The ``transformers.BertConfig`` of a run (see the module docstring for each choice)."""
+    import transformers
+
+    vocab = spec.task.vocab_size
+    return transformers.BertConfig(
+        vocab_size=vocab + 2, hidden_size=spec.hidden, num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads, intermediate_size=FFN_RATIO * spec.hidden,
+        max_position_embeddings=spec.task.length + 1, type_vocab_size=1, pad_token_id=vocab + 1,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=2,  # type: ignore[call-arg]
+    )
+
+
+def model_inputs(sample: LabeledSample, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """input_ids (n, T + 1) with the [CLS] id V in front, and labels (n,)."""
+    import torch
+
+    n = sample.tokens.shape[0]
+    ids = np.concatenate([np.full((n, 1), vocab_size, dtype=np.int64), sample.tokens], axis=1)  # (n, T + 1)
+    return torch.from_numpy(ids), torch.from_numpy(sample.labels)
+
+
+@contextmanager
+def _training_context(threads: int) -> Iterator[None]:
+    """Deterministic kernels, a fixed thread count and a quiet transformers (no bars or notices on
+    stderr: progress goes through the callback) for the block; the previous state is restored."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    old_threads, old_flag = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    old_verbosity, old_bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(old_flag)
+        torch.set_num_threads(old_threads)
+        hf_logging.set_verbosity(old_verbosity)
+        if old_bars:
+            hf_logging.enable_progress_bar()
+
+
+def _measure(model: Any, ids: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
+    """(mean cross-entropy, error rate) of the model on a labelled set, in eval mode, no gradients."""
+    import torch
+
+    loss_sum, wrong = 0.0, 0
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, ids.shape[0], _EVAL_CHUNK):
+            logits = model(input_ids=ids[start:start + _EVAL_CHUNK]).logits  # (chunk, 2)
+            target = labels[start:start + _EVAL_CHUNK]
+            loss_sum += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
+            wrong += int((logits.argmax(dim=1) != target).sum())
+    model.train()
+    n = ids.shape[0]
+    return loss_sum / n, wrong / n
+
+
+def checkpoint_dir(step: int) -> str:
+    """Checkpoint directory of a step, relative to the run directory."""
+    return f"{CHECKPOINTS_DIR}/step-{step:06d}"
+
+
+def train_run(spec: RunSpec, directory: Path | str, *, progress: ProgressCallback = silent,
+              should_stop: Callable[[], bool] = lambda: False) -> TrainResult:
+    """Train one run, saving checkpoints under ``directory`` and measuring errors at each saved step.
+
+    ``progress`` receives ("train", step, steps) events; ``should_stop`` is checked between steps and
+    raises :class:`TrainingCancelled` when it returns True.
+    """
+    import torch
+    import transformers
+
+    directory = Path(directory)
+    settings = spec.settings
+    train = spec.task.sample(spec.n_train, spec.seed, Stream.TRAIN)
+    test = spec.task.sample(settings.test_samples, spec.seed, Stream.TEST)
+    train_ids, train_labels = model_inputs(train, spec.task.vocab_size)
+    test_ids, test_labels = model_inputs(test, spec.task.vocab_size)
+    save_at = set(settings.save_steps)
+    records: list[StepRecord] = []
+    started = time.perf_counter()
+    with _training_context(settings.threads):
+        torch.manual_seed(spec.seed)
+        model = transformers.BertForSequenceClassification(bert_config(spec))
+        params = sum(p.numel() for p in model.parameters())
+        optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate,
+                                      weight_decay=settings.weight_decay)
+        batches = torch.Generator().manual_seed(spec.seed)
+        batch = min(settings.batch_size, spec.n_train)
+        report_every = max(1, settings.steps // PROGRESS_EVENTS)
+        model.train()
+        for step in range(settings.steps + 1):
+            if step in save_at:
+                relative = checkpoint_dir(step)
+                model.save_pretrained(directory / relative)
+                train_loss, train_error = _measure(model, train_ids, train_labels)
+                _, test_error = _measure(model, test_ids, test_labels)
+                records.append(StepRecord(step, train_loss, train_error, test_error, settings.test_samples,
+                                          relative))
+            if step == settings.steps:
+                break
+            if should_stop():
+                raise TrainingCancelled(f"training of {spec.name} was cancelled at step {step}")
+            if batch == spec.n_train:
+                rows = torch.arange(spec.n_train)
+            else:
+                rows = torch.randint(0, spec.n_train, (batch,), generator=batches)  # (B,)
+            loss = model(input_ids=train_ids[rows], labels=train_labels[rows]).loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if (step + 1) % report_every == 0 or step + 1 == settings.steps:
+                detail = f"{spec.name} loss {float(loss.detach()):.3f}"
+                progress(ProgressEvent("train", step + 1, settings.steps, detail))
+    return TrainResult(spec, int(params), tuple(records), time.perf_counter() - started)

@@ -1,0 +1,64 @@
+"""The reference shipped in the package parses, and everything in it is labelled as a lab model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from specbound.atlas import load_atlas, read_manifest
+from specbound.cli import main
+from specbound.lab import reference
+from specbound.lab.sweep import CORRELATIONS_CSV, LAB_LABEL, MEASURES, RUN_COLUMNS, RUNS_CSV, read_results
+from specbound.models import parse_miniature_alias
+
+
+def _check_reference(directory: Path) -> None:
+    manifest = reference.read_manifest(directory)
+    assert manifest["label"] == LAB_LABEL and "not a BERT Miniature" in manifest["label"]
+    assert manifest["weights_shipped"] is False and manifest["regenerate"] == reference.REGENERATE
+    results = read_results(directory)
+    assert len(results.runs) == manifest["runs"] > 0
+    assert all(r.name.startswith("lab-") and parse_miniature_alias(r.name) is None for r in results.runs)
+    runs = pd.read_csv(directory / RUNS_CSV)
+    assert tuple(runs.columns) == RUN_COLUMNS
+    assert len(runs) == sum(len(r.steps) for r in results.runs)
+    assert runs["run"].str.startswith("lab-").all()
+    table = pd.read_csv(directory / CORRELATIONS_CSV)
+    assert list(table["measure"]) == list(MEASURES)
+    for row, computed in zip(table.itertuples(), results.correlations):
+        assert row.runs == computed.runs == len(results.runs)
+        assert row.kendall_tau == pytest.approx(computed.kendall_tau, nan_ok=True)
+        assert row.granulated_tau == pytest.approx(computed.granulated_tau, nan_ok=True)
+    atlas = directory / reference.ATLAS_FILE
+    profiles = load_atlas(atlas)
+    assert [p.model for p in profiles] == manifest["atlas_models"]
+    names = {r.name: r for r in results.runs}
+    for profile in profiles:
+        run = names[profile.model]
+        assert "/" not in profile.model and parse_miniature_alias(profile.model) is None
+        assert (profile.shape.num_layers, profile.shape.hidden_size) == (run.spec.layers, run.spec.hidden)
+    assert len(read_manifest(atlas).entries) == len({(r.spec.layers, r.spec.hidden) for r in results.runs})
+    assert not list(directory.rglob("*.safetensors"))
+
+
+def test_export_of_the_smoke_sweep(smoke_sweep, tmp_path: Path) -> None:
+    written = reference.export_reference(smoke_sweep.out, tmp_path / "ref", sweep_seconds=12.5)
+    assert written[0].name == reference.MANIFEST_FILE
+    _check_reference(tmp_path / "ref")
+    assert reference.read_manifest(tmp_path / "ref")["sweep_seconds"] == 12.5
+    (profile,) = load_atlas(tmp_path / "ref" / reference.ATLAS_FILE)  # smoke: one depth x width cell
+    assert profile.model == "lab-L2-N32-H2-n512-q0-s0-t200"  # noise 0, first seed, largest n
+
+
+def test_the_shipped_reference_parses_and_is_labelled_as_lab_models(capsys) -> None:
+    _check_reference(reference.REFERENCE_DIR)
+    assert main(["lab", "show"]) == 0
+    printed = capsys.readouterr().out
+    assert "trained by the specbound lab" in printed and "not BERT Miniatures" in printed
+    manifest = reference.read_manifest()
+    assert manifest["runs"] == len(reference.load_reference().runs) >= 40
+    assert "sparse-threshold" in manifest["task"]
+    size = sum(p.stat().st_size for p in reference.REFERENCE_DIR.rglob("*") if p.is_file())
+    assert size < 5_000_000

@@ -1,0 +1,79 @@
+"""One short run: it lowers the training error, saves loadable checkpoints from step 0, and repeats exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specbound.lab.tasks import ThresholdTask
+from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings, standard_error, train_run
+
+SHORT = TrainSettings(steps=150, save_every=50, test_samples=1000)
+
+
+def test_a_short_run_lowers_the_training_error(tmp_path: Path) -> None:
+    spec = RunSpec(layers=2, hidden=32, heads=2, n_train=256, seed=0, settings=SHORT)
+    events = []
+    result = train_run(spec, tmp_path, progress=events.append)
+    assert [s.step for s in result.steps] == [0, 50, 100, 150]
+    first, last = result.steps[0], result.steps[-1]
+    assert first.train_error > 0.3  # an untrained classifier is near chance on a balanced task
+    assert last.train_error < 0.05 and last.train_loss < first.train_loss / 4
+    assert last.test_error < 0.25
+    assert last.test_error_se == pytest.approx(standard_error(last.test_error, 1000))
+    for s in result.steps:
+        assert (tmp_path / s.checkpoint / "config.json").is_file()
+        assert (tmp_path / s.checkpoint / "model.safetensors").is_file()
+    assert events[-1].stage == "train" and events[-1].done == events[-1].total == 150
+    # 2 layers of width 32: attention 4 (32*32 + 32) + 2 LayerNorms 4*32, MLP 2*32*128 + 128 + 32,
+    # embeddings (10 + 17 + 1) * 32 + 2*32, pooler 32*32 + 32, classifier 2*32 + 2
+    layer = 4 * (32 * 32 + 32) + 2 * 32 * 128 + 128 + 32 + 4 * 32
+    assert result.params == 2 * layer + 28 * 32 + 64 + 32 * 32 + 32 + 66
+
+
+def test_runs_are_reproducible(tmp_path: Path) -> None:
+    spec = RunSpec(layers=1, hidden=16, heads=2, n_train=64, seed=5, task=ThresholdTask(label_noise=0.1),
+                   settings=TrainSettings(steps=30, save_every=15, test_samples=500))
+    a, b = train_run(spec, tmp_path / "a"), train_run(spec, tmp_path / "b")
+    assert a.steps == b.steps
+    last = a.steps[-1].checkpoint
+    assert (tmp_path / "a" / last / "model.safetensors").read_bytes() == \
+        (tmp_path / "b" / last / "model.safetensors").read_bytes()
+
+
+def test_the_cancel_hook_stops_between_steps(tmp_path: Path) -> None:
+    calls = []
+
+    def stop() -> bool:
+        calls.append(1)
+        return len(calls) > 7
+
+    spec = RunSpec(layers=1, hidden=16, heads=2, n_train=32, settings=TrainSettings(steps=50, save_every=5))
+    with pytest.raises(TrainingCancelled, match="cancelled at step 7"):
+        train_run(spec, tmp_path, should_stop=stop)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step-000000", "step-000005"]
+
+
+@pytest.mark.parametrize("kwargs", [{"hidden": 30, "heads": 4}, {"layers": 0}, {"layers": 99}, {"n_train": 0}])
+def test_invalid_runs_are_refused(kwargs: dict) -> None:
+    values = {"layers": 1, "hidden": 16, "heads": 2, "n_train": 10, **kwargs}
+    with pytest.raises(LabError):
+        RunSpec(**values)
+
+
+def test_save_steps_include_zero_and_the_last_step() -> None:
+    assert TrainSettings(steps=10, save_every=4).save_steps == (0, 4, 8, 10)
+    with pytest.raises(LabError):
+        TrainSettings(steps=0)
+
+
+def test_runs_that_train_differently_have_different_names() -> None:
+    base = RunSpec(layers=1, hidden=16, heads=2, n_train=10)
+    assert base.name == "lab-L1-N16-H2-n10-q0-s0-t600"
+    other_lr = RunSpec(layers=1, hidden=16, heads=2, n_train=10, settings=TrainSettings(learning_rate=3e-4))
+    other_task = RunSpec(layers=1, hidden=16, heads=2, n_train=10, task=ThresholdTask(vocab_size=6))
+    names = {base.name, other_lr.name, other_task.name}
+    assert len(names) == 3 and all(n.startswith("lab-L1-N16-H2-n10-q0-s0-t600-v") for n in names - {base.name})
+    same_model = RunSpec(layers=1, hidden=16, heads=2, n_train=10, settings=TrainSettings(save_every=7))
+    assert same_model.name == base.name
