@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ._version import __version__
+from .lab.cli import add_lab_commands
 from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
 from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
@@ -309,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, help="output directory")
     export.set_defaults(handler=_cmd_export)
     _add_batch_commands(commands)
-    __import__("specbound.lab.cli", fromlist=["add_lab_commands"]).add_lab_commands(commands)
+    add_lab_commands(commands)
     return parser
 
 

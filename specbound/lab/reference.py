@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..analysis import load_profile
+from ..loading import load_profile
 from ..atlas import save_atlas
 from ..files import atomic_write
 from .sweep import LAB_LABEL, RUNS_DIR, LabResults, read_results, read_runs, write_record, write_tables

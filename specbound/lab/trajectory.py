@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis import load_profile
+from ..loading import load_profile
 from ..bounds import BoundAnalysis, BoundSettings
 from ..progress import ProgressCallback, ProgressEvent, silent
 from .measures import frobenius_sum, log_bartlett, log_spectral_product
