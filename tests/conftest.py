@@ -54,3 +54,16 @@ def make_checkpoint(tmp_path: Path):
         return directory
 
     return make
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The package's analysis of the bundled MiniLM, computed once per test session (every test folder).
+
+    It is the reference the CLI and the dashboard must agree with; the first call fills the test
+    session's profile cache, so later opens of the model (by the CLI or the app) are cache hits.
+    """
+    from specbound.bounds import BoundAnalysis
+    from specbound.loading import load_profile
+
+    return BoundAnalysis.from_profile(load_profile("minilm-l6"))

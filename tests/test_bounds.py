@@ -12,7 +12,7 @@ from specbound.bounds import (BoundAnalysis, BoundSettings, PAssignment, grid_re
                               optimal_index, p_grid, snap_to_grid)
 from specbound.defaults import L_PHI
 from specbound.matrices import EncoderShape, Kind, LayerWeights
-from specbound.profile import MatrixId, SpectralProfile, matrix_ids
+from specbound.profile import MatrixId, matrix_ids
 
 from hand_profiles import HAND_NORM21, HAND_SHAPE, HAND_SPECTRA, make_profile
 

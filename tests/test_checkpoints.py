@@ -8,9 +8,6 @@ numpy's dense SVD gives their singular values.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +15,9 @@ import pytest
 
 from specbound import EncoderShape, Kind, MatrixId, load_profile
 from specbound.checkpoints import fingerprint, open_checkpoint, weight_files
-from specbound.errors import (CheckpointError, InvalidWeightsError, ModelNotFoundError, OfflineError,
-                              UnsupportedModelError)
+from specbound.errors import CheckpointError
+
+from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
 
 #: (out, in) weight names per family, relative to one layer.
 BERT_KEYS = ("attention.self.query.weight", "attention.self.key.weight", "attention.self.value.weight",
@@ -181,133 +179,7 @@ def test_bundled_minilm_profile():
                                    rtol=1e-12)
 
 
-# --- bad checkpoints (SPEC §8) --------------------------------------------------------------------
-
-def edit_config(directory: Path, **changes) -> None:
-    path = directory / "config.json"
-    config = json.loads(path.read_text())
-    for key, value in changes.items():
-        if value is None:
-            config.pop(key, None)
-        else:
-            config[key] = value
-    path.write_text(json.dumps(config))
-
-
-def edit_weights(directory: Path, edit) -> None:
-    """Rewrite model.safetensors after ``edit(state)`` changes the dict of torch tensors in place."""
-    from safetensors.torch import load_file, save_file
-
-    path = directory / "model.safetensors"
-    state = load_file(str(path))
-    edit(state)
-    save_file(state, str(path), metadata={"format": "pt"})
-
-
-def _missing_weights(d: Path) -> None:
-    (d / "model.safetensors").unlink()
-
-
-def _corrupt_safetensors(d: Path) -> None:
-    (d / "model.safetensors").write_bytes(b"\x13\x00\x00\x00\x00\x00\x00\x00not a header at all" * 10)
-
-
-def _truncated_safetensors(d: Path) -> None:
-    data = (d / "model.safetensors").read_bytes()
-    (d / "model.safetensors").write_bytes(data[: len(data) // 2])
-
-
-def _corrupt_bin(d: Path) -> None:
-    (d / "model.safetensors").unlink()
-    (d / "pytorch_model.bin").write_bytes(b"this is not a pickle nor a zip archive\n" * 20)
-
-
-def _no_config(d: Path) -> None:
-    (d / "config.json").unlink()
-
-
-def _config_not_json(d: Path) -> None:
-    (d / "config.json").write_text('{"model_type": "bert", "hidden_size": 32,')
-
-
-def _config_without_heads(d: Path) -> None:
-    edit_config(d, num_attention_heads=None)
-
-
-def _gpt2(d: Path) -> None:
-    edit_config(d, model_type="gpt2")
-
-
-def _heads_not_dividing(d: Path) -> None:
-    edit_config(d, num_attention_heads=5)
-
-
-def _nan_weight(d: Path) -> None:
-    def edit(state):
-        state["encoder.layer.1.attention.self.key.weight"][3, 4] = float("nan")
-    edit_weights(d, edit)
-
-
-def _inf_weight(d: Path) -> None:
-    def edit(state):
-        state["encoder.layer.0.output.dense.weight"][0, 0] = float("-inf")
-    edit_weights(d, edit)
-
-
-def _wrong_shape(d: Path) -> None:
-    import torch
-
-    def edit(state):
-        state["encoder.layer.1.intermediate.dense.weight"] = torch.zeros(40, 32)
-    edit_weights(d, edit)
-
-
-def _layer_missing(d: Path) -> None:
-    def edit(state):
-        for name in [n for n in state if n.startswith("encoder.layer.1.")]:
-            del state[name]
-    edit_weights(d, edit)
-
-
-def _not_a_bert_layout(d: Path) -> None:
-    def edit(state):
-        for name in [n for n in state if n.startswith("encoder.layer.")]:
-            state[name.replace("encoder.layer.", "blocks.")] = state.pop(name)
-    edit_weights(d, edit)
-
-
-#: id -> (how to spoil a tiny BERT checkpoint, the error class, words its message must contain)
-BAD_CHECKPOINTS = {
-    "missing weights": (_missing_weights, CheckpointError, ["no weights in", "model.safetensors"]),
-    "corrupt safetensors": (_corrupt_safetensors, CheckpointError,
-                            ["cannot read model.safetensors", "corrupt or not a safetensors file"]),
-    "truncated safetensors": (_truncated_safetensors, CheckpointError,
-                              ["model.safetensors", "corrupt or not a safetensors file"]),
-    "corrupt bin": (_corrupt_bin, CheckpointError,
-                    ["cannot read pytorch_model.bin", "not a weights-only PyTorch file"]),
-    "no config": (_no_config, CheckpointError, ["has no config.json", "not a Hugging Face checkpoint directory"]),
-    "config not json": (_config_not_json, CheckpointError, ["config.json", "is not valid JSON"]),
-    "no heads in config": (_config_without_heads, CheckpointError,
-                           ["lacks a positive integer 'num_attention_heads'"]),
-    "gpt2": (_gpt2, UnsupportedModelError, ["model type 'gpt2' is not a BERT-family encoder", "supported:"]),
-    "heads not dividing N": (_heads_not_dividing, UnsupportedModelError,
-                             ["hidden size 32 is not divisible by 5 attention heads"]),
-    "nan weight": (_nan_weight, InvalidWeightsError,
-                   ["'encoder.layer.1.attention.self.key.weight'", "NaN or infinite"]),
-    "inf weight": (_inf_weight, InvalidWeightsError, ["'encoder.layer.0.output.dense.weight'", "NaN or infinite"]),
-    "wrong shape": (_wrong_shape, UnsupportedModelError,
-                    ["'encoder.layer.1.intermediate.dense.weight' has shape (40, 32)", "implies (48, 32)"]),
-    "layer missing": (_layer_missing, CheckpointError,
-                      ["'encoder.layer.1.attention.self.query.weight' is missing",
-                       "config.json declares 2 layers"]),
-    "other layout": (_not_a_bert_layout, CheckpointError, ["no weight named", "encoder.layer"]),
-}
-
-
-def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specbound.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=300)
-
+# --- bad checkpoints (SPEC §8; the builders are in bad_checkpoints.py) ---------------------------
 
 @pytest.mark.parametrize("case", list(BAD_CHECKPOINTS))
 def test_bad_checkpoint_gives_its_specific_error(make_checkpoint, case):
@@ -320,11 +192,6 @@ def test_bad_checkpoint_gives_its_specific_error(make_checkpoint, case):
     for word in words:
         assert word in message
     assert "\n" not in message
-
-    result = run_cli("analyze", str(directory), "--json")
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert result.stderr.splitlines() == [f"specbound: error: {message}"]
 
 
 def test_corrupt_pytorch_zip_archive(make_checkpoint):
@@ -370,73 +237,3 @@ def test_zero_query_weight_gives_rank_zero_and_zero_contribution(make_checkpoint
     assert np.isfinite(analysis.edelman)
     # p* of a zero matrix: every p gives c = 0, and ties go to the smallest p
     assert analysis.p_opt[zero].tolist() == [0.0] * 4
-
-
-def test_zero_query_weight_through_the_cli(make_checkpoint, capsys):
-    import torch
-
-    from specbound.cli import main
-
-    directory = make_checkpoint()
-
-    def edit(state):
-        state["encoder.layer.1.attention.self.query.weight"] = torch.zeros(32, 32)
-    edit_weights(directory, edit)
-    assert main(["analyze", str(directory), "--json", "--p", "1"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    zeros = [m for m in out["matrices"] if m["layer"] == 1 and m["kind"] == "QK"]
-    assert [(m["rank"], m["contribution"], m["contribution_at_p"]) for m in zeros] == [(0, 0.0, 0.0)] * 4
-    assert all(m["contribution"] > 0 for m in out["matrices"] if m not in zeros)
-
-
-# --- the Hub, offline -----------------------------------------------------------------------------
-
-def test_uncached_hub_id_in_offline_mode(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(OfflineError) as info:
-        load_profile("someone/never-downloaded-encoder")
-    assert str(info.value) == (
-        "model 'someone/never-downloaded-encoder' is not in the local Hugging Face cache and offline mode "
-        "is on (HF_HUB_OFFLINE); connect to the internet and retry to download it once, or pass a local "
-        "checkpoint directory")
-
-
-def test_uncached_miniature_in_offline_mode_names_the_alias(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(OfflineError, match=r"^model 'L12-H768' is not in the local Hugging Face cache"):
-        load_profile("L12-H768")
-
-
-def test_uncached_hub_id_without_network_is_an_offline_error(monkeypatch):
-    """HF_HUB_OFFLINE unset: the download is attempted and fails (this machine has no route to the Hub)."""
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    with pytest.raises((OfflineError, ModelNotFoundError)) as info:
-        load_profile("someone/never-downloaded-encoder")
-    message = str(info.value)
-    if isinstance(info.value, OfflineError):  # no network: the expected case here
-        assert message.startswith("model 'someone/never-downloaded-encoder' is not in the local Hugging "
-                                  "Face cache and ")
-        assert "connect to the internet" in message
-    else:  # a network that reaches the Hub answers that the repository does not exist
-        assert "there is no model 'someone/never-downloaded-encoder' on the Hugging Face Hub" in message
-
-
-def test_cli_offline_error_is_one_line(tmp_path):
-    result = run_cli("analyze", "someone/never-downloaded-encoder", "--json", HF_HUB_OFFLINE="1")
-    assert result.returncode == 1 and result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr
-    assert lines[0].startswith("specbound: error: model 'someone/never-downloaded-encoder' is not in the "
-                               "local Hugging Face cache and offline mode is on (HF_HUB_OFFLINE)")
-
-
-def test_cli_without_network_is_one_line():
-    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-    result = subprocess.run([sys.executable, "-m", "specbound.cli", "analyze", "someone/never-downloaded-encoder"],
-                            capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 1 and result.stdout == ""
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith("specbound: error: ")
-    assert "someone/never-downloaded-encoder" in lines[0]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
+from cli_runner import cli, run_cli, run_main
 
 from specbound.cli import main
 
@@ -28,18 +26,6 @@ MATRIX = {"layer": int, "head": (int, type(None)), "kind": str, "rank": int, "sp
           "contribution": NUMBER, "contribution_at_p": (NUMBER, type(None))}
 
 
-def run_main(*argv: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(list(argv)) == 0
-    return out.getvalue()
-
-
-def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specbound.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=300)
-
-
 def assert_types(obj: dict, schema: dict, where: str) -> None:
     assert set(obj) == set(schema), where
     for key, expected in schema.items():
@@ -49,7 +35,7 @@ def assert_types(obj: dict, schema: dict, where: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def minilm():
+def minilm_json():
     """`analyze minilm-l6 --json` without and with --p 1 (the profile cache makes the second cheap)."""
     return json.loads(run_main("analyze", "minilm-l6", "--json")), \
         json.loads(run_main("analyze", "minilm-l6", "--json", "--p", "1"))
@@ -66,8 +52,8 @@ def expected_order(layers: int, heads: int) -> list[tuple[int, int | None, str]]
 # --- analyze --json (SPEC §5) ---------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_analyze_json_matches_the_interface(minilm):
-    out, _ = minilm
+def test_analyze_json_matches_the_interface(minilm_json):
+    out, _ = minilm_json
     assert_types(out, TOP_LEVEL, "top")
     assert_types(out["proxies"], PROXIES, "proxies")
     assert (out["model"], out["num_layers"], out["hidden_size"], out["num_heads"], out["head_dim"],
@@ -105,8 +91,8 @@ def test_analyze_json_matches_the_interface(minilm):
 
 
 @pytest.mark.slow
-def test_analyze_json_with_p(minilm):
-    plain, at_one = minilm
+def test_analyze_json_with_p(minilm_json):
+    plain, at_one = minilm_json
     assert_types(at_one["proxies"], PROXIES, "proxies")
     proxies = at_one["proxies"]
     assert type(proxies["at_p"]) is float and type(proxies["at_p_log10"]) is float
@@ -139,9 +125,8 @@ def test_analyze_json_at_p_zero_counts_rank():
 
 
 @pytest.mark.slow
-def test_l_phi_and_grid_m_options(minilm):
-    plain, _ = minilm
-    _, at_one = minilm
+def test_l_phi_and_grid_m_options(minilm_json):
+    plain, at_one = minilm_json
     out = json.loads(run_main("analyze", "minilm-l6", "--json", "--l-phi", "2", "--grid-m", "5", "--p", "1"))
     assert out["l_phi"] == 2.0 and type(out["l_phi"]) is float
     assert out["grid_m"] == 5
@@ -327,7 +312,7 @@ def test_bad_p_through_main(capsys):
                              "cache and offline mode is on (HF_HUB_OFFLINE)"),
 ])
 def test_unknown_models_exit_1_with_one_line(name, message):
-    result = run_cli("analyze", name, "--json", HF_HUB_OFFLINE="1")
+    result = run_cli("analyze", name, "--json", env={"HF_HUB_OFFLINE": "1"})
     assert result.returncode == 1 and result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(message)
 
@@ -361,3 +346,35 @@ def test_analyze_and_export_open_an_atlas_model(make_checkpoint, tmp_path, capsy
     assert "holds 2 models: name one as atlas:FILE#MODEL" in capsys.readouterr().err
     assert main(["analyze", f"atlas:{tmp_path / 'missing.npz'}#x"]) == 1
     assert "no atlas file at" in capsys.readouterr().err
+
+
+# --- bad checkpoints through the command line (SPEC §8) ----------------------------------------------
+
+@pytest.mark.parametrize("case", list(BAD_CHECKPOINTS))
+def test_bad_checkpoint_is_one_line_with_exit_1(make_checkpoint, case):
+    spoil, _, words = BAD_CHECKPOINTS[case]
+    directory = make_checkpoint()
+    spoil(directory)
+    result = cli("analyze", str(directory), "--json")
+    assert (result.returncode, result.stdout) == (1, "")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("specbound: error: ")
+    for word in words:
+        assert word in line
+
+
+def test_zero_query_weight_through_the_cli(make_checkpoint, capsys):
+    import torch
+
+    from specbound.cli import main
+
+    directory = make_checkpoint()
+
+    def edit(state):
+        state["encoder.layer.1.attention.self.query.weight"] = torch.zeros(32, 32)
+    edit_weights(directory, edit)
+    assert main(["analyze", str(directory), "--json", "--p", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    zeros = [m for m in out["matrices"] if m["layer"] == 1 and m["kind"] == "QK"]
+    assert [(m["rank"], m["contribution"], m["contribution_at_p"]) for m in zeros] == [(0, 0.0, 0.0)] * 4
+    assert all(m["contribution"] > 0 for m in out["matrices"] if m not in zeros)

@@ -15,8 +15,6 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.routing import guard_apptest_runs
 
-from specbound.loading import load_profile
-from specbound.bounds import BoundAnalysis
 
 @pytest.fixture(autouse=True)
 def navigation_apps_rerun_their_entry_point():
@@ -42,12 +40,6 @@ def figure_titled(plotly_specs):
         assert len(found) == 1, f"expected one figure titled '{words}', found {len(found)}"
         return found[0]
     return figure
-
-
-@pytest.fixture(scope="session")
-def minilm() -> BoundAnalysis:
-    """The package's own analysis of the bundled model: the reference the pages must agree with."""
-    return BoundAnalysis.from_profile(load_profile("minilm-l6"))
 
 
 @pytest.fixture

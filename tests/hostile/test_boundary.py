@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hostile_helpers import assert_one_line_error, cli, run_cli
+from cli_runner import assert_one_line_error, cli, run_cli
 
 import specbound.cli
 

@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from hostile_helpers import assert_one_line_error, cli, run_cli
+from cli_runner import assert_one_line_error, cli, run_cli
 
 from specbound.loading import load_profile
 from specbound.cache import ProfileCache

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hostile_helpers import (assert_one_line_error, cli, hand_profile, npy_bytes, npy_header_only, run_cli,
-                             run_cli_measured, write_atlas, write_safetensors)
+from cli_runner import assert_one_line_error, cli, run_cli, run_cli_measured
+from hostile_helpers import hand_profile, npy_bytes, npy_header_only, write_atlas, write_safetensors
 from local_hub import COMMIT, LocalHub
 
 from specbound.atlas import AtlasError, load_atlas, read_manifest

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hostile_helpers import assert_one_line_error, cli
+from cli_runner import assert_one_line_error, cli
 
 from specbound.checkpoints import weight_files
 from specbound.errors import CheckpointError

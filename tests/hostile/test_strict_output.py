@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hostile_helpers import assert_one_line_error, cli, strict_json
+from cli_runner import assert_one_line_error, cli, strict_json
 
 from specbound.report import finite_only, to_json_text
 

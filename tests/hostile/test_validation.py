@@ -9,7 +9,8 @@ import shutil
 
 import numpy as np
 import pytest
-from hostile_helpers import assert_one_line_error, cli, hand_profile, write_atlas
+from cli_runner import assert_one_line_error, cli
+from hostile_helpers import hand_profile, write_atlas
 
 from specbound.loading import load_profile
 from specbound.atlas import AtlasError, load_atlas, read_manifest
