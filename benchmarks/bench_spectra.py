@@ -147,7 +147,7 @@ def main() -> int:
         analysis = BoundAnalysis.from_profile(profile)
         moves = [PAssignment(default=0.5, by_kind={Kind.QK: 1.25}, by_layer={3: 0.75}),
                  PAssignment(default=1.0), PAssignment(by_kind={Kind.M_IN: 2.0})]
-        slider_seconds = max(time_call(lambda: _touch(analysis.evaluate(move)), repeat=20) for move in moves)
+        slider_seconds = max(time_call(lambda move=move: _touch(analysis.evaluate(move)), repeat=20) for move in moves)
         from_profile_seconds = time_call(lambda: BoundAnalysis.from_profile(profile), repeat=5)
 
     agree = worst <= AGREEMENT
@@ -173,7 +173,7 @@ def main() -> int:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
     print()
     for r in [header, tuple("-" * w for w in widths), *rows]:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
     if not agree:
         print(f"\nFAILED: the spectra differ from the dense SVD by {worst:.2e} of sigma_1 (> {AGREEMENT:g})",
               file=sys.stderr)

@@ -111,7 +111,7 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
     path = Path(path)
     require_parent(path, "atlas")
     with atomic_write(path) as f:
-        np.savez_compressed(f, **{MANIFEST_KEY: np.array(json.dumps(manifest))}, **arrays)
+        np.savez_compressed(f, allow_pickle=False, **{MANIFEST_KEY: np.array(json.dumps(manifest)), **arrays})
     return path
 
 
@@ -188,10 +188,10 @@ def _read(path: Path | str) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]
                         max_members=1 + len(_ARRAYS) * LIMITS.max_atlas_models) as archive:
             _require(MANIFEST_KEY in archive.keys, path, "it has no manifest")
             manifest, models = _parse_manifest(archive.read_text(MANIFEST_KEY, LIMITS.max_manifest_bytes), path)
-            for entry, model in zip(manifest.entries, models):  # every declared size, before any data
+            for entry, model in zip(manifest.entries, models, strict=True):  # every declared size, before any data
                 _check_declared(archive, entry, model, path)
             profiles = tuple(_read_profile(archive, entry, model, path)
-                             for entry, model in zip(manifest.entries, models))
+                             for entry, model in zip(manifest.entries, models, strict=True))
     except AtlasError:
         raise
     except zipfile.BadZipFile:

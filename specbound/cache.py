@@ -103,5 +103,5 @@ class ProfileCache:
         meta = {"schema": SCHEMA_VERSION, "model": profile.model, "revision": profile.revision,
                 "shape": dataclasses.asdict(profile.shape), "sha256": _content_digest(arrays)}
         with atomic_write(path) as f:
-            np.savez(f, **{_META: np.array(json.dumps(meta))}, **arrays)
+            np.savez(f, allow_pickle=False, **{_META: np.array(json.dumps(meta)), **arrays})
         return path

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -258,7 +258,7 @@ class _hub_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Literal[False]:
         if exc is None or isinstance(exc, CheckpointError | ModelNotFoundError | OfflineError
                                      | LimitExceededError):
             return False
@@ -452,10 +452,10 @@ def read_config(directory: Path) -> tuple[EncoderShape, LayerNaming]:
             f"(supported: {', '.join(sorted(FAMILIES))})"
         )
     naming = FAMILIES[model_type]
-    values = []
+    values: list[int] = []
     for name in naming.config_fields:
         value = config.get(name)
-        if not is_genuine_int(value) or value < 1:
+        if not isinstance(value, int) or not is_genuine_int(value) or value < 1:
             raise CheckpointError(f"{where} lacks a positive integer '{name}', which the analysis needs")
         values.append(value)
     try:

@@ -9,13 +9,14 @@ ends the program quietly. Progress goes to stderr only when it is a terminal, so
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._version import __version__
 from .lab.cli import add_lab_commands
@@ -23,7 +24,10 @@ from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
 from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
 from .limits import LIMITS, quoted
-from .progress import ProgressEvent, silent
+from .progress import ProgressCallback, ProgressEvent, silent
+
+if TYPE_CHECKING:
+    from .bounds import BoundAnalysis
 
 #: Exit statuses: a problem the user can fix, a usage error (argparse's), a bug, an interrupt.
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
@@ -70,11 +74,11 @@ class _TerminalProgress:
         sys.stderr.flush()
 
 
-def _progress():
+def _progress() -> ProgressCallback:
     return _TerminalProgress() if sys.stderr.isatty() else silent
 
 
-def _analysis(args: argparse.Namespace):
+def _analysis(args: argparse.Namespace) -> BoundAnalysis:
     from .loading import load_profile
     from .bounds import BoundAnalysis, BoundSettings
 
@@ -269,9 +273,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _debug_option() -> argparse.ArgumentParser:
+def _debug_option() -> _Parser:
     """``--debug`` accepted after the command too (``specbound analyze X --debug``)."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = _Parser(add_help=False)
     parent.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show the traceback of an unexpected error")
     return parent
@@ -352,10 +356,8 @@ def _fail(message: str) -> None:
     except (OSError, ValueError):
         _detach_stdout()
     line = _printable(" ".join(message.split()))
-    try:
+    with contextlib.suppress(OSError):  # stderr itself may be gone: then there is no one to tell
         print(f"specbound: {line}", file=sys.stderr, flush=True)
-    except OSError:
-        pass  # stderr itself is gone: there is no one to tell
 
 
 def _detach_stdout() -> None:

@@ -7,6 +7,7 @@ bound terms then come from :class:`specbound.bounds.BoundAnalysis` without touch
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 
 import numpy as np
@@ -75,8 +76,6 @@ def load_profile(model: str | ModelRef, *, progress: ProgressCallback = silent,
     profile = compute_profile(checkpoint.layers(), checkpoint.shape, model=ref.name, revision=revision,
                               progress=progress)
     if use_cache:
-        try:
+        with contextlib.suppress(OSError):  # a read-only cache directory only costs speed next time
             cache.save(profile)
-        except OSError:
-            pass  # a read-only cache directory only costs speed next time
     return profile

@@ -63,7 +63,7 @@ def singular_values(matrix: np.ndarray) -> np.ndarray:
         return np.linalg.svd(matrix, compute_uv=False)
 
 
-def rank_threshold(sigma_max: np.ndarray | float, k: np.ndarray | int, tol: float = RANK_TOL):
+def rank_threshold(sigma_max: np.ndarray | float, k: np.ndarray | int, tol: float = RANK_TOL) -> np.ndarray:
     """Cut-off below which a singular value counts as zero: tau k max(sigma_1, 1)."""
     return tol * np.asarray(k, dtype=np.float64) * np.maximum(sigma_max, 1.0)
 

@@ -39,7 +39,7 @@ def test_round_trip_gives_identical_profiles_and_bound_terms(profiles, tmp_path:
     path = save_atlas(profiles, tmp_path / "class.npz")
     loaded = load_atlas(path)
     assert len(loaded) == 2
-    for original, imported in zip(profiles, loaded):
+    for original, imported in zip(profiles, loaded, strict=True):
         _assert_identical(original, imported)
         before, after = BoundAnalysis.from_profile(original), BoundAnalysis.from_profile(imported)
         assert after.log_edelman == before.log_edelman

@@ -198,7 +198,7 @@ def test_corrupt_pytorch_zip_archive(make_checkpoint):
     directory = make_checkpoint(safe=False)
     data = (directory / "pytorch_model.bin").read_bytes()
     (directory / "pytorch_model.bin").write_bytes(data[: len(data) // 3])
-    with pytest.raises(CheckpointError, match="cannot read pytorch_model.bin: corrupt, or not a weights-only"):
+    with pytest.raises(CheckpointError, match=r"cannot read pytorch_model\.bin: corrupt, or not a weights-only"):
         load_profile(str(directory))
 
 
@@ -206,7 +206,7 @@ def test_bad_shard_index(make_checkpoint):
     directory = make_checkpoint()
     (directory / "model.safetensors").unlink()
     (directory / "model.safetensors.index.json").write_text('{"metadata": {}}')
-    with pytest.raises(CheckpointError, match="cannot read the shard index model.safetensors.index.json"):
+    with pytest.raises(CheckpointError, match=r"cannot read the shard index model\.safetensors\.index\.json"):
         load_profile(str(directory))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -64,7 +65,7 @@ def test_analyze_json_matches_the_interface(minilm_json):
 
     assert len(out["log10_alpha"]) == 6 and all(type(v) is float for v in out["log10_alpha"])
     assert out["log10_alpha"][-1] == 0.0
-    assert all(a > b for a, b in zip(out["log10_alpha"], out["log10_alpha"][1:]))  # trained: every f > 1
+    assert all(a > b for a, b in itertools.pairwise(out["log10_alpha"]))  # trained: every f > 1
 
     matrices = out["matrices"]
     assert len(matrices) == 156
@@ -102,7 +103,7 @@ def test_analyze_json_with_p(minilm_json):
         assert proxies[key] == plain["proxies"][key]
 
     N = 384
-    for with_p, without in zip(at_one["matrices"], plain["matrices"]):
+    for with_p, without in zip(at_one["matrices"], plain["matrices"], strict=True):
         assert {k: v for k, v in with_p.items() if k != "contribution_at_p"} == \
             {k: v for k, v in without.items() if k != "contribution_at_p"}
         # p = 1: c = (||W||_* s_W)^(1/3) N^(2/3)
@@ -132,7 +133,7 @@ def test_l_phi_and_grid_m_options(minilm_json):
     assert out["grid_m"] == 5
     # alpha of layer l carries one factor L_phi per layer above it
     shift = math.log10(2 / 1.13)
-    for layer, (a, b) in enumerate(zip(out["log10_alpha"], plain["log10_alpha"])):
+    for layer, (a, b) in enumerate(zip(out["log10_alpha"], plain["log10_alpha"], strict=True)):
         assert a - b == pytest.approx((5 - layer) * shift, abs=1e-9)
     assert all(abs(m["p_opt"] * 5 - round(m["p_opt"] * 5)) < 1e-12 for m in out["matrices"])
     # MiniLM's scales s_W are so large (alpha up to 1e22) that p* = 0 everywhere, on either grid:
@@ -144,7 +145,7 @@ def test_l_phi_and_grid_m_options(minilm_json):
     # at a fixed p > 0 the scale enters: c(W; 1) grows with s_W^(1/3), except in the top layer (alpha = 1)
     assert out["proxies"]["at_p"] > at_one["proxies"]["at_p"]
     assert out["proxies"]["edelman_log10"] > plain["proxies"]["edelman_log10"]
-    for new, old in zip(out["matrices"], at_one["matrices"]):
+    for new, old in zip(out["matrices"], at_one["matrices"], strict=True):
         assert new["spectral_norm"] == old["spectral_norm"] and new["gamma"] == old["gamma"]
         shift = (5 - new["layer"]) * math.log10(2 / 1.13)
         assert new["log10_scale"] - old["log10_scale"] == pytest.approx(shift, abs=1e-9)
@@ -159,7 +160,8 @@ def test_analyze_json_on_a_local_checkpoint(make_checkpoint, capsys):
     assert captured.err == ""
     out = json.loads(captured.out)
     assert out["model"] == str(directory.resolve())
-    assert (out["num_layers"], out["hidden_size"], out["num_heads"], out["head_dim"], out["ffn_size"]) == (3, 32, 4, 8, 48)
+    sizes = (out["num_layers"], out["hidden_size"], out["num_heads"], out["head_dim"], out["ffn_size"])
+    assert sizes == (3, 32, 4, 8, 48)
     assert out["grid_m"] == math.ceil(3 + math.log(32))
     assert [(m["layer"], m["head"], m["kind"]) for m in out["matrices"]] == expected_order(3, 4)
     for m in out["matrices"]:

@@ -78,7 +78,8 @@ def test_miniature_aliases(name, alias, repo):
 
 def test_hub_id_and_local_directory(tmp_path):
     ref = resolve("prajjwal1/bert-tiny")
-    assert (ref.name, ref.source, ref.repo_id, ref.path) == ("prajjwal1/bert-tiny", Source.HUB, "prajjwal1/bert-tiny", None)
+    assert (ref.name, ref.source, ref.repo_id, ref.path) == \
+        ("prajjwal1/bert-tiny", Source.HUB, "prajjwal1/bert-tiny", None)
     local = resolve(str(tmp_path))
     assert (local.name, local.source, local.path) == (str(tmp_path.resolve()), Source.LOCAL, tmp_path.resolve())
 
@@ -184,7 +185,7 @@ def test_cache_entry_without_weights_is_not_cached(make_checkpoint, hub_entry, m
     hub_entry("someone/config-only", make_checkpoint(), files=("config.json",))
     assert not is_cached("someone/config-only")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(OfflineError, match="^model 'someone/config-only' is not in the local Hugging Face cache"):
+    with pytest.raises(OfflineError, match=r"^model 'someone/config-only' is not in the local Hugging Face cache"):
         load_profile("someone/config-only")
 
 

@@ -141,7 +141,7 @@ TAMPERED_ATLASES = {
 def test_a_tampered_atlas_is_refused_by_loading_and_by_show(tmp_path, case):
     edit, words = TAMPERED_ATLASES[case]
     path = write_atlas(tmp_path / "tampered.npz", [hand_profile(name="a"), hand_profile(seed=1, name="b")], edit)
-    with pytest.raises(AtlasError, match="tampered.npz is not a valid specbound atlas") as info:
+    with pytest.raises(AtlasError, match=r"tampered\.npz is not a valid specbound atlas") as info:
         load_atlas(path)
     assert words in str(info.value)
     with pytest.raises(AtlasError) as shown:

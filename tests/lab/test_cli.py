@@ -36,7 +36,7 @@ def test_show_prints_the_correlation_table(smoke_sweep, capsys) -> None:
     printed = capsys.readouterr().out
     assert "final checkpoints of 4 runs" in printed
     table = pd.read_csv(smoke_sweep.out / CORRELATIONS_CSV)
-    for measure, tau in zip(table["measure"], table["kendall_tau"]):
+    for measure, tau in zip(table["measure"], table["kendall_tau"], strict=True):
         line = next(l for l in printed.splitlines() if l.split() and l.split()[0] == measure)
         assert line.split()[1] == ("n/a" if pd.isna(tau) else f"{tau:+.3f}")
     assert printed.count("lab-L2-N32-H2-") == 4

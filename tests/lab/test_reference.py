@@ -27,7 +27,7 @@ def _check_reference(directory: Path) -> None:
     assert runs["run"].str.startswith("lab-").all()
     table = pd.read_csv(directory / CORRELATIONS_CSV)
     assert list(table["measure"]) == list(MEASURES)
-    for row, computed in zip(table.itertuples(), results.correlations):
+    for row, computed in zip(table.itertuples(), results.correlations, strict=True):
         assert row.runs == computed.runs == len(results.runs)
         assert row.kendall_tau == pytest.approx(computed.kendall_tau, nan_ok=True)
         assert row.granulated_tau == pytest.approx(computed.granulated_tau, nan_ok=True)
