@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from specbound.analysis import load_profile
+from specbound.loading import load_profile
 from specbound.lab.measures import frobenius_sum, log_bartlett, log_spectral_product
 
 
