@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..loading import load_profile
 from ..atlas import atlas_member, save_atlas
 from ..files import atomic_write
+from ..loading import load_profile
 from ..profile import SpectralProfile
 from .sweep import LAB_LABEL, RUNS_DIR, LabResults, read_results, read_runs, write_record, write_tables
 from .train import LabError

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..loading import load_profile
 from ..bounds import BoundAnalysis, BoundSettings
+from ..loading import load_profile
 from ..progress import ProgressCallback, ProgressEvent, silent
 from .measures import frobenius_sum, log_bartlett, log_spectral_product
 from .tasks import ThresholdTask

@@ -12,9 +12,9 @@ from specbound.atlas import load_atlas, read_manifest
 from specbound.bounds import BoundAnalysis
 from specbound.cli import main
 from specbound.lab import reference
+from specbound.lab.sweep import CORRELATIONS_CSV, LAB_LABEL, MEASURES, RUN_COLUMNS, RUNS_CSV, read_results
 from specbound.lab.train import LabError
 from specbound.lab.trajectory import DEFAULT_BOUNDS
-from specbound.lab.sweep import CORRELATIONS_CSV, LAB_LABEL, MEASURES, RUN_COLUMNS, RUNS_CSV, read_results
 from specbound.models import parse_miniature_alias
 
 
@@ -31,7 +31,7 @@ def _check_reference(directory: Path) -> None:
     assert runs["run"].str.startswith("lab-").all()
     table = pd.read_csv(directory / CORRELATIONS_CSV)
     assert list(table["measure"]) == list(MEASURES)
-    for row, computed in zip(table.itertuples(), results.correlations):
+    for row, computed in zip(table.itertuples(), results.correlations, strict=True):
         assert row.runs == computed.runs == len(results.runs)
         assert row.kendall_tau == pytest.approx(computed.kendall_tau, nan_ok=True)
         assert row.granulated_tau == pytest.approx(computed.granulated_tau, nan_ok=True)
@@ -53,7 +53,7 @@ def _check_step_atlases(directory: Path, runs) -> None:
     for run in runs:
         profiles = load_atlas(directory / "runs" / run.name / reference.STEPS_ATLAS_FILE)
         assert [p.model for p in profiles] == [reference.step_member(run.name, s.step) for s in run.steps]
-        for record, profile in zip(run.steps, profiles):
+        for record, profile in zip(run.steps, profiles, strict=True):
             assert reference.step_profile(directory, run, record.step).model == profile.model
             analysis = BoundAnalysis.from_profile(profile, DEFAULT_BOUNDS)
             assert analysis.evaluate().log_total / math.log(10) == pytest.approx(record.ours_log10, rel=1e-12)
