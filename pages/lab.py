@@ -144,7 +144,7 @@ else:
         noise = b.number_input("Label noise q", 0.0, caps.max_label_noise, default.label_noise, step=0.05,
                                key="lab_form_noise")
         train_steps = c.number_input("Steps", 1, caps.max_steps, default.steps, key="lab_form_steps")
-        submitted = st.form_submit_button("Train", type="primary")
+        submitted = st.form_submit_button("Train", type="primary", key="lab_train")
     if submitted:
         request = service.RunRequest(layers=int(layers), hidden=int(hidden), heads=int(heads), n_train=int(n_train),
                                      label_noise=float(noise), steps=int(train_steps), seed=int(seed))
