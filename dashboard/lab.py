@@ -75,6 +75,7 @@ class VisitorCaps:
     max_seed: int = 99
     test_samples: int = 2000  # fresh samples for the test error (standard error at most 0.011)
     checkpoints: int = 4  # saved steps besides step 0
+    max_stored_runs: int = 200  # runs kept in the lab store (a few MB each, with their checkpoints)
 
 
 VISITOR_CAPS = VisitorCaps()
@@ -363,11 +364,17 @@ def session_job() -> TrainingJob | None:
 
 
 def start_training(request: RunRequest) -> TrainingJob:
-    """Start this session's run (LabError outside the caps, LabBusy when a job is running)."""
+    """Start this session's run (LabError outside the caps; LabBusy when a job is running or the
+    store is full, so visitors cannot fill the server's disk)."""
     job = session_job()
     if job is not None and job.status().state is JobState.RUNNING:
         raise LabBusy("this session is training a run already: cancel it or wait for it to end")
-    job = board().start(request.spec())
+    spec = request.spec()
+    stored = store_runs()
+    if len(stored) >= VISITOR_CAPS.max_stored_runs and spec.name not in {r.name for r in stored}:
+        raise LabBusy(f"the lab store of this server holds {len(stored)} runs, as many as it keeps; "
+                      f"pick one of them in the run picker")
+    job = board().start(spec)
     st.session_state[JOB_KEY] = job
     return job
 

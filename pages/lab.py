@@ -65,14 +65,16 @@ if view == RUN_VIEW:
                             help="The spectra and the p* map below are those of the checkpoint saved at this step.")
     record = next(s for s in run.steps if s.step == step)
     st.caption(f"`{run.name}`: a {service.LAB_MODEL_LABEL}; {run.params:,} parameters, {len(run.matrices)} proxy "
-               f"matrices; test error on {record.test_samples:,} fresh samples.")
+               f"matrices; test error at step {step} measured on {record.test_samples:,} fresh samples, standard "
+               f"error {record.test_error_se:.4f}.")
 
     with st.container(key="lab_step_metrics"):
         total_col, edelman_col, train_col, test_col, gap_col = st.columns(5)
         total_col.metric("Total (ours at p*)", format_log_value(record.ours_log10 * LN10))
         edelman_col.metric("Edelman-style proxy", format_log_value(record.edelman_log10 * LN10))
         train_col.metric("Train error", f"{record.train_error:.4f}")
-        test_col.metric("Test error", f"{record.test_error:.4f} ± {record.test_error_se:.4f}")
+        test_col.metric("Test error", f"{record.test_error:.4f}", help=f"± {record.test_error_se:.4f} (one standard "
+                        f"error over {record.test_samples:,} fresh samples)")
         gap_col.metric("Gap", f"{record.gap:+.4f}")
 
     frame = service.trajectory(key, run)
@@ -85,22 +87,27 @@ if view == RUN_VIEW:
         show_figure(figures.p_star_distribution_figure(run, step), "lab_p_distribution")
 
     st.subheader(f"At step {step}")
-    left, right = st.columns([2, 3])
+    try:
+        profile = service.step_profile(key, step, run)
+    except LabError as exc:
+        profile = None
+        st.error(f"The spectra of this step cannot be read: {exc}")
+    left, right = st.columns(2)
     with left:
         show_figure(figures.p_star_map_figure(views.p_star_map(run, step)), "lab_p_map")
     with right:
-        try:
-            profile = service.step_profile(key, step, run)
-            show_figure(singular_value_profiles(profile), "lab_spectra")
-        except LabError as exc:
-            profile = None
-            st.error(f"The spectra of this step cannot be read: {exc}")
-    if message := st.session_state.pop(service.OPEN_ERROR_KEY, None):
-        st.error(message)
-    st.button("Open as a model", key="lab_open", type="primary", disabled=profile is None,
-              on_click=service.open_as_model, args=(key, step),
-              help="Make this run at this step the model of the other pages (Spectra, Bound explorer, …), "
-                   "opened from its stored spectra; a link to it works on this server.")
+        st.markdown(f"Each cell is the p* that minimises that matrix's term at step {step}: 0 counts the rank, "
+                    f"1 the nuclear norm, 2 the Frobenius norm. In every reference run all p* are 2 at "
+                    f"initialisation; training moves them, layer by layer.")
+        if message := st.session_state.pop(service.OPEN_ERROR_KEY, None):
+            st.error(message)
+        st.button("Open as a model", key="lab_open", type="primary", disabled=profile is None,
+                  on_click=service.open_as_model, args=(key, step),
+                  help="Make this run at this step the model of the other pages (Spectra, Bound explorer, …), "
+                       "opened from its stored spectra; a link to it works on this server.")
+        st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {service.LAB_MODEL_LABEL}.")
+    if profile is not None:
+        show_figure(singular_value_profiles(profile), "lab_spectra")
     bound_note()
     csv_download(frame, f"{run.name}-trajectory.csv", "lab_download_trajectory", "Download the trajectory (CSV)")
 
