@@ -165,9 +165,13 @@ def describe(key: str, run: RunTrajectory) -> str:
             f"seed {s.seed}, {s.settings.steps} steps ({origin})")
 
 
+#: The run shown first: the widest, deepest reference run with the fewest examples, so the gap is visible.
+DEFAULT_RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
+
+
 def default_run(keys: list[str]) -> str:
-    """The reference's family member with the fewest training examples: a visible gap to start with."""
-    preferred = run_key(REFERENCE, "lab-L2-N64-H2-n100-q0-s0-t500")
+    """:data:`DEFAULT_RUN` from the reference, or the first run when a regenerated reference lacks it."""
+    preferred = run_key(REFERENCE, DEFAULT_RUN)
     return preferred if preferred in keys else keys[0]
 
 
@@ -202,12 +206,13 @@ def step_profile(key: str, step: int, _run: RunTrajectory) -> SpectralProfile:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _sweep(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[pd.DataFrame, tuple]:
+def _sweep(origin: str, version: int,
+           _runs: tuple[RunTrajectory, ...]) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
     table = reference().correlations if origin == REFERENCE else correlations(_runs)
     return views.sweep_frame(_runs), table
 
 
-def sweep(origin: str) -> tuple[pd.DataFrame, tuple]:
+def sweep(origin: str) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
     """(one row per final checkpoint, the correlation table) of the reference or of the store."""
     runs = reference().runs if origin == REFERENCE else store_runs()
     return _sweep(origin, 0 if origin == REFERENCE else board().version, runs)

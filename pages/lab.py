@@ -37,6 +37,10 @@ st.caption(f"Every model here is a {service.LAB_MODEL_LABEL} ({manifest_task}), 
            f"is known, so the generalization gap (test error on fresh samples − training error) is measured, "
            f"not guessed. The shipped reference holds {len(service.reference().runs)} runs of the `class` sweep.")
 
+for kept in (RUN_KEY, STEP_KEY):  # Streamlit drops a widget's state while it is not drawn: keep the choice
+    if kept in st.session_state:
+        st.session_state[kept] = st.session_state[kept]
+
 finished = service.collect_finished()
 runs = service.available_runs()
 keys = list(runs)

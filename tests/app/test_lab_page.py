@@ -120,6 +120,12 @@ def test_a_link_reproduces_the_run_and_step(runs_csv) -> None:
     assert at.selectbox(key="lab_run").value == service.run_key(service.REFERENCE, other)
     assert at.select_slider(key="lab_step").value == 250
     assert _metric(at, "Total (ours at p*)") == format_log_value(math.log(_row(runs_csv, other, 250)["ours"]))
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    at.radio(key="lab_view").set_value("One run through training")
+    run_clean(at)  # back from the sweep: the same run and step
+    assert at.selectbox(key="lab_run").value == service.run_key(service.REFERENCE, other)
+    assert at.select_slider(key="lab_step").value == 250
 
 
 def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_titled) -> None:
