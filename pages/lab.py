@@ -31,8 +31,8 @@ caps = service.VISITOR_CAPS
 LN10 = math.log(10.0)  # the records keep proxies as log10; format_log_value takes natural logs
 
 st.title("Lab")
-manifest_task = service.reference().runs[0].spec.task.describe()
-st.caption(f"Every model here is a {service.LAB_MODEL_LABEL} ({manifest_task}), a "
+task = service.reference().runs[0].spec.task.describe()
+st.caption(f"Every model here is a {service.LAB_MODEL_LABEL} ({task}), a "
            f"transformers BertForSequenceClassification, not a BERT Miniature. The population of the task "
            f"is known, so the generalization gap (test error on fresh samples − training error) is measured, "
            f"not guessed. The shipped reference holds {len(service.reference().runs)} runs of the `class` sweep.")
