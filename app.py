@@ -20,6 +20,7 @@ PAGES: list[st.Page] = [
     st.Page("pages/bounds.py", title="Bound explorer", icon=":material/tune:", url_path="bounds"),
     st.Page("pages/scaling.py", title="Scaling", icon=":material/trending_up:", url_path="scaling"),
     st.Page("pages/theory.py", title="Theory", icon=":material/school:", url_path="theory"),
+    st.Page("pages/lab.py", title="Lab", icon=":material/science:", url_path="lab"),
 ]
 
 page = st.navigation(PAGES)

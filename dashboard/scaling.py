@@ -8,20 +8,28 @@ or whose name is a miniature alias ``L{l}-H{n}`` that agrees with its shape. Any
 (the bundled MiniLM, a model opened by Hub id or directory) is offered too, but left out unless chosen.
 Two models of one (L, N) cannot share a curve: the default keeps the first (atlas models before the
 Hub cache).
+
+The other family is the lab's (:func:`lab_candidates`): the final checkpoints of the depth x width
+family of the shipped lab reference, small encoders trained by the specbound lab, so a class sees
+growth curves of trained models with no network. Their atlas is put in the upload store like an
+uploaded one, so they are opened by the same names as any uploaded atlas model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from specbound import atlas as sb_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import SpecboundError
+from specbound.lab import reference as lab_reference
 from specbound.matrices import EncoderShape
 from specbound.models import (
     MINIATURE_HEAD_SIZE,
@@ -39,6 +47,7 @@ from specbound.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, summarize
 from . import atlas, data
 
 ATLAS, HUB_CACHE, BUNDLED, OPENED = "atlas file", "Hugging Face cache", "bundled model", "opened in this session"
+LAB_REFERENCE = "trained by the specbound lab on the sparse threshold task, not a BERT Miniature"
 
 
 @dataclass(frozen=True)
@@ -50,13 +59,18 @@ class Candidate:
     hidden_size: int
     origin: str
     in_family: bool
+    shown: str | None = None  # how it is named on screen, when not by atlas.display_name
+
+    @property
+    def label(self) -> str:
+        return self.shown or atlas.display_name(self.name)
 
     @property
     def size(self) -> tuple[int, int]:
         return self.num_layers, self.hidden_size
 
     def describe(self) -> str:
-        return f"{atlas.display_name(self.name)} (L = {self.num_layers}, N = {self.hidden_size}; {self.origin})"
+        return f"{self.label} (L = {self.num_layers}, N = {self.hidden_size}; {self.origin})"
 
 
 def family_member(shape: EncoderShape, name: str = "") -> bool:
@@ -95,6 +109,20 @@ def candidates() -> list[Candidate]:
         except SpecboundError:
             pass
     return list(found.values())
+
+
+@st.cache_resource(show_spinner=False)
+def _lab_family_file() -> Path:
+    """The lab reference's family atlas in the upload store (written once per store)."""
+    source = lab_reference.REFERENCE_DIR / lab_reference.ATLAS_FILE
+    return atlas.store_upload(source.name, source.read_bytes())
+
+
+def lab_candidates() -> list[Candidate]:
+    """The lab's depth x width family (final checkpoints), every one in the family of the study."""
+    path = _lab_family_file()
+    return [Candidate(atlas.model_name(path, entry.name), entry.shape.num_layers, entry.shape.hidden_size,
+                      LAB_REFERENCE, True, shown=entry.name) for entry in sb_atlas.read_manifest(path).entries]
 
 
 def default_selection(available: Sequence[Candidate]) -> list[str]:
@@ -167,7 +195,8 @@ def _summary_record(name: str, shown: str, revision: str, content: str, _profile
     return summarize(BoundAnalysis.from_profile(_profile), name=shown).to_dict()
 
 
-def summary_for(name: str, progress: ProgressCallback = silent) -> tuple[ModelSummary, SpectralProfile]:
+def summary_for(name: str, progress: ProgressCallback = silent,
+                shown: str | None = None) -> tuple[ModelSummary, SpectralProfile]:
     """A model's scaling summary (cached by name, revision and content) and the profile it came from.
 
     Goes through the profile cache, not the analysis cache, so that a study of many models does not
@@ -175,12 +204,14 @@ def summary_for(name: str, progress: ProgressCallback = silent) -> tuple[ModelSu
     """
     profile = data.profile_for(name, data.progress_outside_cache(progress))
     content = atlas.profile_digest(profile)
-    record = _summary_record(name, atlas.display_name(name), profile.revision, content, profile)
+    record = _summary_record(name, shown or atlas.display_name(name), profile.revision, content, profile)
     return ModelSummary.from_dict(record), profile
 
 
-def summarise(names: Sequence[str]) -> tuple[list[ModelSummary], list[SpectralProfile], list[str]]:
-    """(summaries, profiles, names that failed) of the chosen models, with a progress bar.
+def summarise(names: Sequence[str], shown: Mapping[str, str] | None = None
+              ) -> tuple[list[ModelSummary], list[SpectralProfile], list[str]]:
+    """(summaries, profiles, names that failed) of the chosen models, with a progress bar; ``shown``
+    names models on screen where :func:`atlas.display_name` would not say what they are.
 
     A model that cannot be opened is shown in an error box and left out; the others go on.
     """
@@ -191,7 +222,7 @@ def summarise(names: Sequence[str]) -> tuple[list[ModelSummary], list[SpectralPr
     for index, name in enumerate(names):
         bar.progress(index / len(names), text=f"Summarising {name} ({index + 1} of {len(names)})")
         try:
-            summary, profile = summary_for(name, data.bar_progress(bar, name))
+            summary, profile = summary_for(name, data.bar_progress(bar, name), (shown or {}).get(name))
         except (SpecboundError, OSError) as exc:
             failed.append(name)
             st.error(f"{name} left out of the study: {exc}")

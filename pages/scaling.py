@@ -1,4 +1,5 @@
-"""Scaling: how the proxies grow with depth L and width N over the BERT Miniatures available here.
+"""Scaling: how the proxies grow with depth L and width N over the BERT Miniatures available here, or
+over the lab's trained encoders (shipped, so the study works with no network).
 
 Models come from the session's atlas file and the Hugging Face cache (see :mod:`dashboard.scaling`
 for how a model is placed at its (L, N) and which ones count as the family); missing miniatures are
@@ -23,27 +24,39 @@ ensure_app_entry()
 DOWNLOAD_ERRORS_KEY = "scaling_download_errors"
 #: Session-state keys of the study's model choice, and of models just downloaded that should join it.
 MODELS_KEY, DOWNLOADED_KEY = "scaling_models", "scaling_downloaded"
+#: The family radio, and the lab family's own model choice (its options are other models).
+FAMILY_KEY, LAB_MODELS_KEY = "scaling_family", "scaling_lab_models"
+MINIATURES = "BERT Miniatures"
+LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
 
 st.title("Scaling")
 st.caption("The paper's growth study: each proxy against width N at fixed depth L, and against L at fixed N, "
            "divided by its value at one common reference, the smallest L and N in the study (log y). "
            "A flatter curve grows more slowly.")
 
-available = service.candidates()
+share.shared(FAMILY_KEY, share.choice_codec({MINIATURES: "mini", LAB_FAMILY: "lab"}), MINIATURES)
+family = st.radio("Family", [MINIATURES, LAB_FAMILY], key=FAMILY_KEY, horizontal=True,
+                  help="The lab's encoders are small BERT encoders trained by the specbound lab on a synthetic "
+                       "task (depth 1–2, width 32–64), shipped with the package: growth curves of trained "
+                       "models with no network. They are not BERT Miniatures.")
+lab_family = family == LAB_FAMILY
+available = service.lab_candidates() if lab_family else service.candidates()
 by_name = {c.name: c for c in available}
 if downloaded := st.session_state.pop(DOWNLOADED_KEY, None):  # join the study once they are available
     st.session_state[MODELS_KEY] = list(dict.fromkeys([*st.session_state.get(MODELS_KEY, []), *downloaded]))
 chosen = st.multiselect(
-    "Models in the study", list(by_name), default=service.default_selection(available), key=MODELS_KEY,
-    format_func=lambda name: by_name[name].describe(),
-    help="By default the BERT Miniatures available here (from an atlas file or the Hugging Face cache). "
+    "Models in the study", list(by_name), default=service.default_selection(available),
+    key=LAB_MODELS_KEY if lab_family else MODELS_KEY, format_func=lambda name: by_name[name].describe(),
+    help="The final checkpoints of the lab reference's depth × width family (no label noise, first seed, "
+         "largest n)." if lab_family else
+         "By default the BERT Miniatures available here (from an atlas file or the Hugging Face cache). "
          "The bundled MiniLM and other opened models can be added, but they are not of the family.")
 share.shared("scaling_fixed_p", share.BOOL, False)
 show_fixed = st.toggle("Also show the fixed-p regimes p = 0, 1, 2", key="scaling_fixed_p",
                        help="Every matrix at one p (rank, nuclear, Frobenius): what choosing p per matrix buys.")
 proxies = [Proxy.OURS, Proxy.EDELMAN] + ([Proxy.P0, Proxy.P1, Proxy.P2] if show_fixed else [])
 
-summaries, profiles, failed = service.summarise(chosen)
+summaries, profiles, failed = service.summarise(chosen, {c.name: c.label for c in available if c.shown})
 
 study = None
 if len(summaries) < 2:
@@ -97,7 +110,10 @@ st.subheader("Not available here")
 missing = service.missing_miniatures(available)
 if failed:
     st.caption("Chosen but left out (see the errors above): " + ", ".join(failed))
-if missing.empty:
+if lab_family:
+    st.caption("Every model of the lab family is shipped with the package. For the BERT Miniatures choose "
+               "that family above.")
+elif missing.empty:
     st.caption("Every one of the 24 BERT Miniatures is available.")
 else:
     st.caption(f"{len(missing)} of the 24 BERT Miniatures are neither in the Hugging Face cache nor in an "

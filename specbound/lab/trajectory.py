@@ -1,6 +1,6 @@
 """Every bound term of a run at every saved step, through the normal analysis path.
 
-Each checkpoint directory goes through :func:`specbound.analysis.load_profile` (so the profile cache
+Each checkpoint directory goes through :func:`specbound.loading.load_profile` (so the profile cache
 is used, exactly as ``specbound analyze DIR`` would) and :class:`specbound.bounds.BoundAnalysis`. Per
 step: the measured errors; ours at p* and with every matrix at p = 0, 1, 2; the Edelman-style proxy;
 log10 alpha per layer; p* of every matrix; and the comparison measures of :mod:`specbound.lab.measures`.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..loading import load_profile
 from ..bounds import BoundAnalysis, BoundSettings
+from ..loading import load_profile
 from ..progress import ProgressCallback, ProgressEvent, silent
 from .measures import frobenius_sum, log_bartlett, log_spectral_product
 from .tasks import ThresholdTask

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from specbound.loading import load_profile
 from specbound.lab.measures import frobenius_sum, log_bartlett, log_spectral_product
+from specbound.loading import load_profile
 
 
 def test_measures_match_dense_matrices(make_checkpoint) -> None:

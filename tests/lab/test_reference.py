@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from specbound.atlas import load_atlas, read_manifest
+from specbound.bounds import BoundAnalysis
 from specbound.cli import main
 from specbound.lab import reference
 from specbound.lab.sweep import CORRELATIONS_CSV, LAB_LABEL, MEASURES, RUN_COLUMNS, RUNS_CSV, read_results
+from specbound.lab.train import LabError
+from specbound.lab.trajectory import DEFAULT_BOUNDS
 from specbound.models import parse_miniature_alias
 
 
@@ -41,6 +45,22 @@ def _check_reference(directory: Path) -> None:
         assert (profile.shape.num_layers, profile.shape.hidden_size) == (run.spec.layers, run.spec.hidden)
     assert len(read_manifest(atlas).entries) == len({(r.spec.layers, r.spec.hidden) for r in results.runs})
     assert not list(directory.rglob("*.safetensors"))
+    _check_step_atlases(directory, results.runs)
+
+
+def _check_step_atlases(directory: Path, runs) -> None:
+    """Every saved step of every run has its profile, and its bound terms are the trajectory's."""
+    for run in runs:
+        profiles = load_atlas(directory / "runs" / run.name / reference.STEPS_ATLAS_FILE)
+        assert [p.model for p in profiles] == [reference.step_member(run.name, s.step) for s in run.steps]
+        for record, profile in zip(run.steps, profiles, strict=True):
+            assert reference.step_profile(directory, run, record.step).model == profile.model
+            analysis = BoundAnalysis.from_profile(profile, DEFAULT_BOUNDS)
+            assert analysis.evaluate().log_total / math.log(10) == pytest.approx(record.ours_log10, rel=1e-12)
+            assert analysis.log_edelman / math.log(10) == pytest.approx(record.edelman_log10, rel=1e-12)
+            assert tuple(float(p) for p in analysis.p_opt) == record.p_opt
+    with pytest.raises(LabError, match="no saved step 7"):
+        reference.step_profile(directory, runs[0], 7)
 
 
 def test_export_of_the_smoke_sweep(smoke_sweep, tmp_path: Path) -> None:
@@ -48,6 +68,14 @@ def test_export_of_the_smoke_sweep(smoke_sweep, tmp_path: Path) -> None:
     assert written[0].name == reference.MANIFEST_FILE
     _check_reference(tmp_path / "ref")
     assert reference.read_manifest(tmp_path / "ref")["sweep_seconds"] == 12.5
+    reference.export_reference(smoke_sweep.out, tmp_path / "ref")  # again, untimed: the same runs keep it
+    assert reference.read_manifest(tmp_path / "ref")["sweep_seconds"] == 12.5
+    # a lab directory with checkpoints and no steps atlas: the profile comes from the checkpoint
+    run = read_results(smoke_sweep.out).runs[0]
+    from_checkpoint = reference.step_profile(smoke_sweep.out, run, run.final.step)
+    from_atlas = reference.step_profile(tmp_path / "ref", run, run.final.step)
+    assert from_checkpoint.model == from_atlas.model == f"{run.name}@{run.final.step}"
+    assert (from_checkpoint.singular_values == from_atlas.singular_values).all()
     (profile,) = load_atlas(tmp_path / "ref" / reference.ATLAS_FILE)  # smoke: one depth x width cell
     assert profile.model == "lab-L2-N32-H2-n512-q0-s0-t200"  # noise 0, first seed, largest n
 

@@ -1,0 +1,437 @@
+"""The Lab page's data: the shipped reference and this server's lab store, cached; training one small
+run in a background thread; opening a run's checkpoint as the session's model.
+
+Where runs come from. The shipped reference (:mod:`specbound.lab.reference`: records and every saved
+step's spectral profile, no weights) and the *lab store*, a lab directory inside the profile cache
+(``<cache>/lab``) that runs trained from this page go to. A visitor never names a directory: the
+store is the only place the page trains into or reads checkpoints from. A run is chosen by a key
+``reference:<run>`` or ``here:<run>``, since a run trained here may share its name with a reference
+run (same spec, fewer test samples).
+
+Training. A visitor's run is held to :data:`VISITOR_CAPS` (about a minute of CPU at most). It runs in
+a daemon thread (:class:`TrainingJob`) calling :func:`specbound.lab.sweep.run_sweep`, with a
+``threading.Event`` as the cancel hook and progress written under a lock; the page polls it from a
+fragment. A session has at most one job, the server at most :data:`MAX_JOBS` at once (the
+:class:`JobBoard`, shared by all sessions); two jobs never train the same run.
+
+Opening as a model. A step's profile is written as a one-model atlas into the upload store
+(:func:`dashboard.atlas.store_upload`), so the other pages open it like any uploaded atlas and a
+shared link carries its digest, never a server path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from specbound.cache import default_cache_dir
+from specbound.errors import SpecboundError
+from specbound.lab import reference as lab_reference
+from specbound.lab import views
+from specbound.lab.correlation import MeasureCorrelation
+from specbound.lab.sweep import LabResults, correlations, correlations_frame, read_runs, run_sweep
+from specbound.lab.tasks import ThresholdTask
+from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings
+from specbound.lab.trajectory import RunTrajectory
+from specbound.profile import SpectralProfile
+from specbound.progress import ProgressEvent
+
+from . import atlas, data
+from .share import Codec
+
+#: How a lab model is named wherever it is shown (never as a BERT Miniature).
+LAB_MODEL_LABEL = "small encoder trained by the lab on the sparse threshold task"
+#: Folder of the profile cache that holds the runs trained from the dashboard.
+STORE_DIR = "lab"
+#: Origins of a run, as the first part of its key.
+REFERENCE, HERE = "reference", "here"
+_KEY_SEP = ":"
+#: Session-state keys: this session's training job, and the last finished job's message.
+JOB_KEY, LAST_JOB_KEY = "lab_job", "lab_last_job"
+#: Session-state key of an error met by "Open as a model" (shown once, on the next run).
+OPEN_ERROR_KEY = "lab_open_error"
+#: At most this many trainings run at once on the server, whoever started them.
+MAX_JOBS: int = 2
+#: How often the page looks at a running job (seconds).
+POLL_SECONDS: float = 1.0
+
+
+@dataclass(frozen=True)
+class VisitorCaps:
+    """What a visitor may ask of one run: small enough to finish in about a minute on one core."""
+
+    max_layers: int = 2
+    widths: tuple[int, ...] = (16, 32, 64)
+    heads: tuple[int, ...] = (1, 2, 4)  # each divides every width above
+    max_n_train: int = 2000
+    max_label_noise: float = 0.3
+    max_steps: int = 600
+    max_seed: int = 99
+    test_samples: int = 2000  # fresh samples for the test error (standard error at most 0.011)
+    checkpoints: int = 4  # saved steps besides step 0
+    max_stored_runs: int = 200  # runs kept in the lab store (a few MB each, with their checkpoints)
+
+
+VISITOR_CAPS = VisitorCaps()
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the form asks for; :meth:`spec` checks it against the caps."""
+
+    layers: int = 1
+    hidden: int = 32
+    heads: int = 2
+    n_train: int = 400
+    label_noise: float = 0.0
+    steps: int = 300
+    seed: int = 0
+
+    def spec(self, caps: VisitorCaps = VISITOR_CAPS) -> RunSpec:
+        """The run to train (LabError when a value is outside the caps)."""
+        checks = ((1 <= self.layers <= caps.max_layers, f"layers must lie in 1..{caps.max_layers}"),
+                  (self.hidden in caps.widths, f"the width must be one of {caps.widths}"),
+                  (self.heads in caps.heads, f"the heads must be one of {caps.heads}"),
+                  (1 <= self.n_train <= caps.max_n_train, f"n must lie in 1..{caps.max_n_train}"),
+                  (0.0 <= self.label_noise <= caps.max_label_noise,
+                   f"the label noise must lie in [0, {caps.max_label_noise}]"),
+                  (1 <= self.steps <= caps.max_steps, f"steps must lie in 1..{caps.max_steps}"),
+                  (0 <= self.seed <= caps.max_seed, f"the seed must lie in 0..{caps.max_seed}"))
+        for ok, message in checks:
+            if not ok:
+                raise LabError(message)
+        settings = TrainSettings(steps=self.steps, save_every=max(1, self.steps // caps.checkpoints),
+                                 test_samples=caps.test_samples, threads=1)
+        return RunSpec(layers=self.layers, hidden=self.hidden, heads=self.heads, n_train=self.n_train,
+                       seed=self.seed, task=ThresholdTask(label_noise=self.label_noise), settings=settings)
+
+
+DEFAULT_REQUEST = RunRequest()
+
+
+def store_dir() -> Path:
+    return default_cache_dir() / STORE_DIR
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+def run_key(origin: str, name: str) -> str:
+    return f"{origin}{_KEY_SEP}{name}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    origin, _, name = key.partition(_KEY_SEP)
+    return origin, name
+
+
+@st.cache_resource(show_spinner=False)
+def reference() -> LabResults:
+    """The shipped reference, read once per server."""
+    return lab_reference.load_reference()
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _store_runs(version: int) -> tuple[RunTrajectory, ...]:
+    """The finished runs of the lab store (read again when a job of this server has finished)."""
+    return read_runs(store_dir()) if (store_dir() / "runs").is_dir() else ()
+
+
+def store_runs() -> tuple[RunTrajectory, ...]:
+    return _store_runs(board().version)
+
+
+def available_runs() -> dict[str, RunTrajectory]:
+    """Every run the page can show, by key: the reference's, then those trained here."""
+    runs = {run_key(REFERENCE, r.name): r for r in reference().runs}
+    runs.update({run_key(HERE, r.name): r for r in store_runs()})
+    return runs
+
+
+def directory_of(key: str) -> Path:
+    return lab_reference.REFERENCE_DIR if split_key(key)[0] == REFERENCE else store_dir()
+
+
+def describe(key: str, run: RunTrajectory) -> str:
+    """A run as the picker lists it: its hyperparameters and where it comes from."""
+    s = run.spec
+    origin = "shipped reference" if split_key(key)[0] == REFERENCE else "trained here"
+    return (f"L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}, noise {s.label_noise:g}, "
+            f"seed {s.seed}, {s.settings.steps} steps ({origin})")
+
+
+#: The run shown first: the widest, deepest reference run with the fewest examples, so the gap is visible.
+DEFAULT_RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
+
+
+def default_run(keys: list[str]) -> str:
+    """:data:`DEFAULT_RUN` from the reference, or the first run when a regenerated reference lacks it."""
+    preferred = run_key(REFERENCE, DEFAULT_RUN)
+    return preferred if preferred in keys else keys[0]
+
+
+def run_codec(keys: list[str]) -> Codec:
+    """Links carry a run by its key; a key this server does not know keeps the default."""
+    def parse(text: str) -> str:
+        if text not in keys:
+            raise ValueError(text)
+        return text
+    return Codec(parse, str)
+
+
+def _parse_step(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+STEP = Codec(_parse_step, str)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def trajectory(key: str, _run: RunTrajectory) -> pd.DataFrame:
+    return views.trajectory_frame(_run)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def step_profile(key: str, step: int, _run: RunTrajectory) -> SpectralProfile:
+    """The run's profile at a saved step: the reference's steps atlas, or the store's checkpoint."""
+    return lab_reference.step_profile(directory_of(key), _run, step)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _sweep(origin: str, version: int,
+           _runs: tuple[RunTrajectory, ...]) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
+    table = reference().correlations if origin == REFERENCE else correlations(_runs)
+    return views.sweep_frame(_runs), table
+
+
+def sweep(origin: str) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
+    """(one row per final checkpoint, the correlation table) of the reference or of the store."""
+    runs = reference().runs if origin == REFERENCE else store_runs()
+    return _sweep(origin, 0 if origin == REFERENCE else board().version, runs)
+
+
+def correlation_table(table: tuple[MeasureCorrelation, ...]) -> pd.DataFrame:
+    """The correlation table exactly as ``correlations.csv`` holds it (headers made readable on screen)."""
+    return correlations_frame(table)
+
+
+def correlation_columns(columns: pd.Index) -> dict[str, object]:
+    """Readable headers (and help) for :func:`correlation_table`'s columns, psi and groups per axis too."""
+    number, text = st.column_config.NumberColumn, st.column_config.TextColumn
+    config: dict[str, object] = {
+        "measure": text("Measure", help="ours (at p*), ours_p0/p1/p2 (every matrix at p = 0, 1, 2), edelman, "
+                                        "params (parameter count), frobenius (Σ‖W‖_F²), spectral_product "
+                                        "(Π‖W‖₂), bartlett (Bartlett et al. 2017, adapted; see the README)."),
+        "kendall_tau": number("Kendall τ", format="%+.3f", help="τ-b with the gap over all runs."),
+        "granulated_tau": number("Granulated τ", format="%+.3f", help="Jiang et al. (2020): mean over axes of "
+                                 "the mean τ among runs differing in that axis alone."),
+        "runs": number("Runs", help="Runs with a finite measure and gap."),
+        "kendall_tau_a": number("τ-a", format="%+.3f", help="Ties count as neither agreement nor disagreement."),
+        "groups": number("Groups", help="Groups behind the granulated τ, over all axes."),
+    }
+    for column in columns:
+        if column.startswith("psi_"):
+            config[column] = number(f"ψ {column.removeprefix('psi_')}", format="%+.3f",
+                                    help="Mean τ-a among runs that differ in this axis alone (empty: no group).")
+        elif column.startswith("groups_"):
+            config[column] = number(f"groups {column.removeprefix('groups_')}")
+    return config
+
+
+# --- training -------------------------------------------------------------------------------------
+
+class JobState(StrEnum):
+    RUNNING = "running"
+    DONE = "done"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    run: str  # the run's name
+    state: JobState
+    fraction: float
+    text: str
+
+
+class TrainingJob:
+    """One run trained in a daemon thread; its status is read by the page under a lock.
+
+    Training gets 90 % of the bar (steps), the analysis of the checkpoints the rest.
+    """
+
+    _TRAIN_SHARE = 0.9
+
+    def __init__(self, spec: RunSpec, on_end: Callable[[TrainingJob], None]) -> None:
+        self.spec = spec
+        self.cancel_event = threading.Event()
+        self._lock = threading.Lock()
+        self._status = JobStatus(spec.name, JobState.RUNNING, 0.0, f"starting {spec.name}")
+        self._on_end = on_end
+        self._thread = threading.Thread(target=self._work, name=f"lab {spec.name}", daemon=True)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+    def status(self) -> JobStatus:
+        with self._lock:
+            return self._status
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def _set(self, state: JobState, fraction: float, text: str) -> None:
+        with self._lock:
+            self._status = JobStatus(self.spec.name, state, fraction, text)
+
+    def _progress(self, event: ProgressEvent) -> None:
+        done, total = event.done, event.total or 1
+        if event.stage == "train":
+            fraction, text = self._TRAIN_SHARE * done / total, f"training: step {done:.0f} of {total:.0f}"
+        else:
+            fraction = self._TRAIN_SHARE + (1 - self._TRAIN_SHARE) * done / total
+            text = f"analysing the checkpoints: {done:.0f} of {total:.0f}"
+        self._set(JobState.RUNNING, min(fraction, 1.0), text)
+
+    def _work(self) -> None:
+        try:
+            run_sweep([self.spec], store_dir(), progress=lambda name: self._progress,
+                      should_stop=self.cancel_event.is_set)
+            self._set(JobState.DONE, 1.0, f"{self.name} finished")
+        except TrainingCancelled:
+            self._set(JobState.CANCELLED, self.status().fraction, f"{self.name} was cancelled")
+        except (SpecboundError, OSError) as exc:
+            self._set(JobState.FAILED, self.status().fraction, f"{self.name} failed: {exc}")
+        except Exception as exc:  # a bug must not leave the slot taken: report it as a failure
+            self._set(JobState.FAILED, self.status().fraction, f"{self.name} failed ({type(exc).__name__})")
+        finally:
+            self._on_end(self)
+
+
+class LabBusy(SpecboundError):
+    """The server is already training as much as it allows, or this run is being trained."""
+
+
+class JobBoard:
+    """The server's running jobs (shared by every session) and a version bumped when one ends."""
+
+    def __init__(self, limit: int = MAX_JOBS) -> None:
+        self.limit = limit
+        self.version = 0
+        self._lock = threading.Lock()
+        self._running: dict[str, TrainingJob] = {}
+
+    def start(self, spec: RunSpec) -> TrainingJob:
+        with self._lock:
+            if spec.name in self._running:
+                raise LabBusy(f"{spec.name} is being trained already; it will join the runs when it ends")
+            if len(self._running) >= self.limit:
+                raise LabBusy(f"the server is training {len(self._running)} runs already (at most "
+                              f"{self.limit} at once); try again in a minute")
+            job = TrainingJob(spec, self._ended)
+            self._running[spec.name] = job
+        job.start()
+        return job
+
+    def running(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    def _ended(self, job: TrainingJob) -> None:
+        with self._lock:
+            self._running.pop(job.name, None)
+            self.version += 1
+
+
+@st.cache_resource(show_spinner=False)
+def board() -> JobBoard:
+    return JobBoard()
+
+
+def session_job() -> TrainingJob | None:
+    return st.session_state.get(JOB_KEY)
+
+
+def start_training(request: RunRequest) -> TrainingJob:
+    """Start this session's run (LabError outside the caps; LabBusy when a job is running or the
+    store is full, so visitors cannot fill the server's disk)."""
+    job = session_job()
+    if job is not None and job.status().state is JobState.RUNNING:
+        raise LabBusy("this session is training a run already: cancel it or wait for it to end")
+    spec = request.spec()
+    stored = store_runs()
+    if len(stored) >= VISITOR_CAPS.max_stored_runs and spec.name not in {r.name for r in stored}:
+        raise LabBusy(f"the lab store of this server holds {len(stored)} runs, as many as it keeps; "
+                      f"pick one of them in the run picker")
+    job = board().start(spec)
+    st.session_state[JOB_KEY] = job
+    return job
+
+
+def collect_finished() -> JobStatus | None:
+    """When this session's job has ended: forget it and return its final status (else None)."""
+    job = session_job()
+    if job is None:
+        return None
+    status = job.status()
+    if status.state is JobState.RUNNING:
+        return None
+    del st.session_state[JOB_KEY]
+    st.session_state[LAST_JOB_KEY] = status
+    return status
+
+
+# --- opening a step as a model ---------------------------------------------------------------------
+
+def open_as_model(key: str, step: int) -> None:
+    """Button callback: the run's profile at ``step`` becomes the session's model on every page.
+
+    Runs before the next script run, so the sidebar's picker can still be set to it.
+    """
+    from .sidebar import show_in_picker
+
+    run = available_runs().get(key)
+    try:
+        if run is None:
+            raise LabError("that run is no longer available here")
+        profile = step_profile(key, step, run)
+        path = atlas.store_upload(f"{profile.model}.npz", atlas.atlas_bytes([profile]))
+        name = atlas.model_name(path, profile.model)
+        data.open_model(name)
+        show_in_picker(name)
+        st.session_state[atlas.LABEL_KEY] = LAB_MODEL_LABEL
+    except (SpecboundError, OSError) as exc:
+        st.session_state[OPEN_ERROR_KEY] = f"Could not open {split_key(key)[1]} at step {step}: {exc}"
+
+
+# --- the progress panel -----------------------------------------------------------------------------
+
+@st.fragment(run_every=POLL_SECONDS)
+def progress_panel() -> None:
+    """This session's running job: a bar and a Cancel button, polled; a full rerun when it ends."""
+    job = session_job()
+    if job is None:
+        return
+    status = job.status()
+    if status.state is not JobState.RUNNING:
+        st.rerun()  # the whole page: the finished run joins the picker
+    cancelling = job.cancel_event.is_set()
+    st.progress(status.fraction, text=f"{job.name}: {'cancelling…' if cancelling else status.text}")
+    st.button("Cancel", key="lab_cancel", on_click=job.cancel, disabled=cancelling,
+              help="Stop training at the next step; nothing of this run is kept.")

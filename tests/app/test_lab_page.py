@@ -1,0 +1,249 @@
+"""The Lab page: its numbers are the shipped reference's (runs.csv, trajectories, correlations.csv), the
+step slider moves the p* map and the spectra, a tiny run trains from the form (and can be cancelled),
+a step opens as the model of the other pages, and the Scaling page draws the lab's family."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from app_harness import APP, TIMEOUT_S, run_clean
+from streamlit.testing.v1 import AppTest
+
+from dashboard import lab as service
+from dashboard.text import OPTIMAL_LABEL, format_log_value
+from specbound.atlas import load_atlas
+from specbound.bounds import BoundAnalysis
+from specbound.lab import reference
+from specbound.lab.sweep import CORRELATIONS_CSV, RUNS_CSV, read_results
+from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
+
+RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
+RUN_KEY = service.run_key(service.REFERENCE, RUN)
+#: How long a test waits for a training thread (a tiny run takes a few seconds).
+TRAINING_WAIT_S = 120
+
+
+@pytest.fixture(scope="module")
+def runs_csv() -> pd.DataFrame:
+    return pd.read_csv(reference.REFERENCE_DIR / RUNS_CSV)
+
+
+def _row(runs_csv: pd.DataFrame, run: str, step: int) -> pd.Series:
+    (index,) = runs_csv.index[(runs_csv["run"] == run) & (runs_csv["step"] == step)]
+    return runs_csv.loc[index]
+
+
+def _metric(at: AppTest, label: str) -> str:
+    (metric,) = [m for m in at.metric if m.label == label]
+    return metric.value
+
+
+@pytest.fixture
+def lab_app() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    run_clean(at)
+    at.switch_page("pages/lab.py")
+    return run_clean(at)
+
+
+def _dataframe(at: AppTest, column: str) -> pd.DataFrame:
+    (frame,) = [d.value for d in at.dataframe if column in d.value.columns]
+    return frame
+
+
+def _trace(figure: dict, name: str) -> dict:
+    (trace,) = [t for t in figure["data"] if t.get("name") == name]
+    return trace
+
+
+def test_a_reference_run_shows_the_reference_numbers(lab_app, runs_csv, figure_titled) -> None:
+    at = lab_app
+    assert [t.value for t in at.title] == ["Lab"]
+    assert not at.error
+    assert at.selectbox(key="lab_run").value == RUN_KEY
+    assert at.select_slider(key="lab_step").value == 500
+    assert any(service.LAB_MODEL_LABEL in c.value and "not a BERT Miniature" in c.value for c in at.caption)
+    final = _row(runs_csv, RUN, 500)
+    assert _metric(at, "Total (ours at p*)") == format_log_value(math.log(final["ours"]))
+    assert _metric(at, "Edelman-style proxy") == format_log_value(math.log(final["edelman"]))
+    assert _metric(at, "Gap") == f"{final['gap']:+.4f}"
+
+    rows = runs_csv[runs_csv["run"] == RUN].sort_values("step")
+    proxies = figure_titled(at, "Proxies through training")
+    np.testing.assert_array_equal(_trace(proxies, "ours at p*")["x"], rows["step"])
+    np.testing.assert_allclose(_trace(proxies, "ours at p*")["y"], rows["ours_log10"], rtol=1e-12)
+    np.testing.assert_allclose(_trace(proxies, "Edelman-style")["y"], rows["edelman_log10"], rtol=1e-12)
+    np.testing.assert_allclose(_trace(proxies, "ours at p = 0")["y"], rows["ours_p0_log10"], rtol=1e-12)
+    errors = figure_titled(at, "Errors and gap")
+    np.testing.assert_allclose(_trace(errors, "train error")["y"], rows["train_error"], rtol=1e-12)
+    np.testing.assert_allclose(_trace(errors, "test error (± 1 s.e.)")["y"], rows["test_error"], rtol=1e-12)
+    np.testing.assert_allclose(_trace(errors, "gap = test − train")["y"], rows["gap"], rtol=1e-12)
+    run = reference.load_reference().run(RUN)
+    alpha = figure_titled(at, "log10 α per layer")
+    np.testing.assert_allclose(_trace(alpha, "layer 1")["y"], [s.log10_alpha[1] for s in run.steps], rtol=1e-12)
+    boxes = figure_titled(at, "p* of the 12 matrices")["data"]
+    assert [list(b["y"]) for b in boxes] == [list(s.p_opt) for s in run.steps]
+
+
+def test_the_step_slider_shows_that_steps_p_map_and_spectra(lab_app, runs_csv, figure_titled) -> None:
+    at = lab_app
+    at.select_slider(key="lab_step").set_value(125)
+    run_clean(at)
+    run = reference.load_reference().run(RUN)
+    record = next(s for s in run.steps if s.step == 125)
+    assert _metric(at, "Total (ours at p*)") == format_log_value(math.log(_row(runs_csv, RUN, 125)["ours"]))
+    p_map = figure_titled(at, "p* map at step 125")["data"][0]
+    np.testing.assert_array_equal(np.asarray(p_map["z"]), np.reshape(record.p_opt, (2, 6)))
+    assert list(p_map["x"]) == ["QK h0", "QK h1", "V h0", "V h1", "M_in", "M_out"]
+    assert not np.array_equal(np.asarray(p_map["z"]), np.reshape(run.final.p_opt, (2, 6)))  # it moved
+
+    profile = reference.step_profile(reference.REFERENCE_DIR, run, 125)
+    spectra = figure_titled(at, "Singular-value profiles")
+    first = spectra["data"][0]  # layer 0, QK head 0: its nonzero singular values
+    rank = int(profile.rank[0])
+    np.testing.assert_allclose(first["y"], profile.singular_values[0, :rank], rtol=1e-12)
+    assert at.query_params["lab_step"] == "125"
+
+
+def test_a_link_reproduces_the_run_and_step(runs_csv) -> None:
+    other = "lab-L1-N32-H2-n400-q0.1-s1-t500"
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"lab_view": "run", "lab_run": service.run_key(service.REFERENCE, other),
+                            "lab_step": "250"})
+    run_clean(at)
+    at.switch_page("pages/lab.py")
+    run_clean(at)
+    assert at.selectbox(key="lab_run").value == service.run_key(service.REFERENCE, other)
+    assert at.select_slider(key="lab_step").value == 250
+    assert _metric(at, "Total (ours at p*)") == format_log_value(math.log(_row(runs_csv, other, 250)["ours"]))
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    at.radio(key="lab_view").set_value("One run through training")
+    run_clean(at)  # back from the sweep: the same run and step
+    assert at.selectbox(key="lab_run").value == service.run_key(service.REFERENCE, other)
+    assert at.select_slider(key="lab_step").value == 250
+
+
+def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_titled) -> None:
+    at = lab_app
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    expected = pd.read_csv(reference.REFERENCE_DIR / CORRELATIONS_CSV)
+    shown = _dataframe(at, "granulated_tau").reset_index(drop=True)
+    pd.testing.assert_frame_equal(shown, expected, check_dtype=False, rtol=1e-12)
+    assert (shown["runs"] == 48).all()
+
+    figure = figure_titled(at, "Each measure against the gap over the final checkpoints of 48 runs")
+    titles = [a["text"] for a in figure["layout"]["annotations"]]
+    assert len(titles) == len(expected)
+    for title, row in zip(titles, expected.itertuples(), strict=True):
+        assert f"τ = {row.kendall_tau:+.2f}, granulated τ = {row.granulated_tau:+.2f}" in title
+    finals = pd.read_csv(reference.REFERENCE_DIR / RUNS_CSV).query("final")
+    ours_x = np.concatenate([np.asarray(t["x"], float) for t in figure["data"] if t["xaxis"] == "x"])
+    gap_y = np.concatenate([np.asarray(t["y"], float) for t in figure["data"] if t["xaxis"] == "x"])
+    np.testing.assert_allclose(np.array(sorted(zip(ours_x, gap_y, strict=True))),
+                               np.array(sorted(zip(finals["ours_log10"], finals["gap"], strict=True))), rtol=1e-12)
+    params_axis = figure["layout"]["xaxis6"]
+    assert params_axis["type"] == "log"  # parameters: a plain count, drawn on a log axis
+
+
+def _open_train_form(at: AppTest, **values: float) -> None:
+    at.radio(key="lab_view").set_value("Train a run now")
+    run_clean(at)
+    for key, value in values.items():
+        widget = at.selectbox(key=key) if key in ("lab_form_hidden", "lab_form_heads") else at.number_input(key=key)
+        widget.set_value(value)
+    at.button(key="lab_train").click()
+    run_clean(at)
+
+
+def _wait(at: AppTest, done) -> None:
+    deadline = time.monotonic() + TRAINING_WAIT_S
+    while not done():
+        assert time.monotonic() < deadline, "the training thread did not end in time"
+        time.sleep(0.5)
+        run_clean(at)
+
+
+def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
+    at = lab_app
+    _open_train_form(at, lab_form_layers=1, lab_form_hidden=16, lab_form_heads=2, lab_form_n=64,
+                     lab_form_steps=20, lab_form_seed=3)
+    name = "lab-L1-N16-H2-n64-q0-s3-t20"
+    key = service.run_key(service.HERE, name)
+    _wait(at, lambda: service.JOB_KEY not in at.session_state)
+    assert at.radio(key="lab_view").value == "One run through training"
+    picker = at.selectbox(key="lab_run")
+    trained = read_results(service.store_dir()).run(name)
+    assert picker.value == key and picker.options[-1] == service.describe(key, trained)
+    assert picker.options[-1].endswith("20 steps (trained here)")
+    assert len(picker.options) == len(reference.load_reference().runs) + 1  # the reference stays
+    assert [s.step for s in trained.steps] == [0, 5, 10, 15, 20]
+    assert trained.final.test_samples == service.VISITOR_CAPS.test_samples
+    assert _metric(at, "Total (ours at p*)") == format_log_value(trained.final.ours_log10 * math.log(10))
+    assert any(f"{name} finished" in s.value for s in at.success)
+
+
+def test_cancel_stops_a_run(lab_app) -> None:
+    at = lab_app
+    caps = service.VISITOR_CAPS
+    _open_train_form(at, lab_form_layers=caps.max_layers, lab_form_hidden=max(caps.widths), lab_form_n=1500,
+                     lab_form_steps=caps.max_steps, lab_form_seed=7)
+    name = f"lab-L{caps.max_layers}-N{max(caps.widths)}-H2-n1500-q0-s7-t{caps.max_steps}"
+    assert at.session_state[service.JOB_KEY].name == name
+    assert at.button(key="lab_cancel").label == "Cancel"
+    at.button(key="lab_cancel").click()
+    run_clean(at)
+    _wait(at, lambda: service.JOB_KEY not in at.session_state)
+    assert any(f"{name} was cancelled" in w.value for w in at.warning)
+    assert any(f"{name} was cancelled" in c.value for c in at.caption)  # the train view keeps saying so
+    at.radio(key="lab_view").set_value("One run through training")
+    run_clean(at)
+    assert not any(f"{caps.max_steps} steps (trained here)" in o for o in at.selectbox(key="lab_run").options)
+    assert not (service.store_dir() / "runs" / name / "trajectory.json").exists()
+    assert service.board().running() == 0
+
+
+def test_open_as_a_model_makes_that_step_the_current_model(lab_app, runs_csv) -> None:
+    at = lab_app
+    at.select_slider(key="lab_step").set_value(250)
+    run_clean(at)
+    at.button(key="lab_open").click()
+    run_clean(at)
+    assert f"{RUN}@250" in at.session_state["model"]
+    at.switch_page("pages/bounds.py")
+    run_clean(at)
+    expected = format_log_value(math.log(_row(runs_csv, RUN, 250)["ours"]))
+    assert _metric(at, OPTIMAL_LABEL) == expected
+    profile = reference.step_profile(reference.REFERENCE_DIR, reference.load_reference().run(RUN), 250)
+    assert expected == format_log_value(BoundAnalysis.from_profile(profile).evaluate().log_total)
+    shown = " ".join(m.value for m in at.sidebar.markdown)
+    assert f"{RUN}@250 (atlas {service.LAB_MODEL_LABEL})" in shown
+    assert "/" not in at.query_params["model"].split("#")[0].removeprefix("atlas:")  # a digest, no path
+
+
+def test_the_scaling_page_draws_the_lab_family(figure_titled) -> None:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    run_clean(at)
+    at.switch_page("pages/scaling.py")
+    run_clean(at)
+    at.radio(key="scaling_family").set_value("Lab encoders (trained by the specbound lab on the sparse threshold task)")
+    run_clean(at)
+    assert not at.error
+    profiles = load_atlas(reference.REFERENCE_DIR / reference.ATLAS_FILE)
+    assert len(at.multiselect(key="scaling_lab_models").value) == len(profiles) == 4
+    study = ScalingStudy.from_summaries(summarize(BoundAnalysis.from_profile(p), name=p.model) for p in profiles)
+    for axis, title in ((Axis.WIDTH, "with width N"), (Axis.DEPTH, "with depth L")):
+        traces = {(t["legendgroup"], tuple(str(c[0]) for c in t["customdata"])): np.asarray(t["y"], float)
+                  for t in figure_titled(at, title)["data"]}
+        expected = [c for c in study.curves(axis) if c.proxy in (Proxy.OURS, Proxy.EDELMAN)]
+        assert expected and len(traces) == len(expected)
+        for curve in expected:
+            np.testing.assert_allclose(traces[(curve.proxy.value, curve.models)], curve.ratio, rtol=1e-12)
+    models = _dataframe(at, "p=2_log10")
+    assert sorted(models["name"]) == sorted(p.model for p in profiles)
+    assert at.query_params["scaling_family"] == "lab"

@@ -1,0 +1,36 @@
+"""The Lab page in a real Chromium, opened by its URL: its figures draw from the shipped reference and
+nothing fails; a screenshot at 1440 px wide goes to ``test-artifacts/lab.png``."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit_page import assert_no_errors, screenshot, wait_idle
+
+from dashboard.lab import LAB_MODEL_LABEL
+
+pytestmark = pytest.mark.browser
+
+FIGURES = ("lab_proxies", "lab_errors", "lab_alpha", "lab_p_distribution", "lab_p_map", "lab_spectra")
+
+
+def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
+    page = browser_page
+    page.set_viewport_size({"width": 1440, "height": 2900})
+    page.goto(f"{server}/lab")
+    for key in FIGURES:
+        page.locator(f".st-key-{key} .js-plotly-plot").wait_for()
+    wait_idle(page)
+    assert page.get_by_role("heading", name="Lab").count() >= 1
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == len(FIGURES)
+    assert page.get_by_text(LAB_MODEL_LABEL).count() >= 1
+    assert page.locator('[data-testid="stMetric"]', has_text="Total (ours at p*)").count() == 1
+    assert page.get_by_text("Current model:").count() == 1  # app.py's shared sidebar ran
+    assert_no_errors(page)
+    screenshot(page, "lab", full_page=True)
+
+    page.get_by_text("Sweep: measures against the gap").click()
+    page.locator(".st-key-lab_measures .js-plotly-plot").wait_for()
+    wait_idle(page)
+    assert "lab_view=sweep" in page.url
+    assert_no_errors(page)
+    screenshot(page, "lab-sweep", full_page=True)
