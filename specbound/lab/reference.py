@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..atlas import atlas_member, save_atlas
 from ..files import atomic_write
 from ..loading import load_profile
