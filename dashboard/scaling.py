@@ -27,7 +27,8 @@ from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, silent
 from specbound.scaling import ModelSummary, summarize
 
-from . import atlas, data
+from . import atlas, data, safety
+from .text import plain
 
 ATLAS, HUB_CACHE, BUNDLED, OPENED = "atlas file", "Hugging Face cache", "bundled model", "opened in this session"
 
@@ -140,12 +141,13 @@ def summarise(names: Sequence[str]) -> tuple[list[ModelSummary], list[SpectralPr
         return summaries, profiles, failed
     bar = st.progress(0.0, text="Summarising the models")
     for index, name in enumerate(names):
-        bar.progress(index / len(names), text=f"Summarising {name} ({index + 1} of {len(names)})")
+        shown = atlas.display_name(name)
+        bar.progress(index / len(names), text=f"Summarising {plain(shown)} ({index + 1} of {len(names)})")
         try:
-            summary, profile = summary_for(name, data.bar_progress(bar, name))
+            summary, profile = summary_for(name, data.bar_progress(bar, shown))
         except (SpecboundError, OSError) as exc:
             failed.append(name)
-            st.error(f"{name} left out of the study: {exc}")
+            st.error(f"{plain(shown)} left out of the study: {plain(safety.public_message(exc))}")
             continue
         summaries.append(summary)
         profiles.append(profile)
@@ -161,7 +163,7 @@ def download(names: Sequence[str]) -> tuple[list[str], list[str]]:
             data.profile_for(name, data.progress_outside_cache(data.bar_progress(bar, name)))
             got.append(name)
         except (SpecboundError, OSError) as exc:
-            errors.append(f"Could not get {name}: {exc}")
+            errors.append(f"Could not get {plain(name)}: {plain(safety.public_message(exc))}")
     bar.empty()
     data.catalog_entries.clear()  # the Hub cache has changed
     return got, errors

@@ -13,7 +13,7 @@ from dashboard import atlas, data, share
 from dashboard import scaling as service
 from dashboard.export import csv_download, file_stem, show_figure
 from dashboard.routing import ensure_app_entry
-from dashboard.text import bound_note
+from dashboard.text import bound_note, plain
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width
 from specbound.scaling import Axis, Proxy, ScalingStudy
 
@@ -54,7 +54,7 @@ else:
     try:
         study = ScalingStudy.from_summaries(summaries)
     except ValueError as exc:  # two models of one (L, N)
-        st.error(f"{exc}: deselect one of them above.")
+        st.error(f"{plain(str(exc))}: deselect one of them above.")
 
 if study is not None:
     exponents = [e for e in study.exponents if e.proxy in proxies]
@@ -86,7 +86,8 @@ if study is not None:
 st.subheader("Not available here")
 missing = service.missing_miniatures(available)
 if failed:
-    st.caption("Chosen but left out (see the errors above): " + ", ".join(failed))
+    st.caption("Chosen but left out (see the errors above): "
+               + ", ".join(plain(atlas.display_name(name)) for name in failed))
 if missing.empty:
     st.caption("Every one of the 24 BERT Miniatures is available.")
 else:

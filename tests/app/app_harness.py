@@ -4,6 +4,7 @@ and reading Plotly specs back as arrays."""
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,11 @@ def decode_arrays(value: Any) -> Any:
     if isinstance(value, list):
         return [decode_arrays(v) for v in value]
     return value
+
+
+def unescaped(markdown: str) -> str:
+    """Text escaped by :func:`dashboard.text.plain`, as the page shows it (backslash escapes removed)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def run_clean(at: AppTest) -> AppTest:
