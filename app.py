@@ -16,7 +16,8 @@ from dashboard import atlas, data, safety, share
 from dashboard.export import figure_format_picker
 from dashboard.sidebar import render_sidebar
 
-st.set_page_config(page_title="specbound", page_icon=":material/ssid_chart:", layout="wide")
+# An emoji favicon is drawn in the page; a material-icon favicon is fetched from Google by every visitor.
+st.set_page_config(page_title="specbound", page_icon="📈", layout="wide")
 
 PAGES: list[st.Page] = [
     st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:", url_path="spectra", default=True),

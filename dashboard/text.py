@@ -28,6 +28,11 @@ SQRT_DEPTH_LABEL = "√L"
 _MARKDOWN_ACTIVE = re.compile(r"([!-/:-@\[-`{-~])")
 #: Line breaks and other control characters: a message is one line.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+#: Where GFM makes a link of plain text even when every character is escaped (it looks for URLs after
+#: the escapes are resolved): "scheme://", "www." and "user@host". A word joiner goes in there.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+#: U+2060 WORD JOINER: invisible, and not part of any URL or e-mail address.
+WORD_JOINER = "\u2060"
 
 
 def plain(text: str) -> str:
@@ -35,9 +40,11 @@ def plain(text: str) -> str:
 
     For every element that renders markdown: st.error, st.info, st.caption, st.markdown, st.spinner,
     st.progress texts. Each punctuation character gets a backslash, control characters and line
-    breaks become one space, so no link, image, HTML, LaTeX or emphasis can come out of it.
+    breaks become one space, and an invisible word joiner breaks every bare URL and e-mail address,
+    so no link, image, HTML, LaTeX or emphasis can come out of it.
     """
-    return _MARKDOWN_ACTIVE.sub(r"\\\1", _CONTROL.sub(" ", str(text)))
+    text = _AUTOLINK.sub(WORD_JOINER, _CONTROL.sub(" ", str(text)))
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", text)
 
 
 def code(text: str) -> str:

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from dashboard.text import WORD_JOINER
+
 APP = Path(__file__).resolve().parents[2] / "app.py"
 #: The first run computes the bundled model's spectra into the test cache (about a second).
 TIMEOUT_S = 120
@@ -31,8 +33,9 @@ def decode_arrays(value: Any) -> Any:
 
 
 def unescaped(markdown: str) -> str:
-    """Text escaped by :func:`dashboard.text.plain`, as the page shows it (backslash escapes removed)."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+    """Text escaped by :func:`dashboard.text.plain`, as the page shows it and a person reads it
+    (backslash escapes and the invisible word joiners that break bare URLs removed)."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace(WORD_JOINER, "")
 
 
 def run_clean(at: AppTest) -> AppTest:

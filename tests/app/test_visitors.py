@@ -98,6 +98,7 @@ def _tiny_atlas(make_checkpoint, tmp_path: Path, member: str = "L2-H32") -> byte
 def test_plain_escapes_every_markup_character(text: str) -> None:
     escaped = plain(text)
     assert _all_escaped(escaped) and "\n" not in escaped
+    assert re.search(r"://|www\.|@\w", escaped.replace("\\", ""), re.IGNORECASE) is None  # no bare URL left
     assert unescaped(escaped) == " ".join(text.split("\n"))
 
 
