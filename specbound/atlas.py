@@ -12,15 +12,18 @@ Format: one ``.npz`` file (a zip of ``.npy`` arrays), read with ``allow_pickle=F
 * per model i, ``m{i}_singular_values`` (float64, (M, K)), ``m{i}_full_dims`` (int64, (M,)),
   ``m{i}_norm_21`` and ``m{i}_norm_11`` (float64, (M,)), with M = L (2H + 2).
 
-Arrays are stored as they are, so an imported profile is bit-for-bit the exported one. Import checks
-the format tag, the schema, every dtype and shape, and every checksum: a corrupt or foreign file
-raises :class:`AtlasError` with a plain message, never a half-read profile.
+Arrays are stored as they are, so an imported profile is bit-for-bit the exported one. Import checks,
+before any array is read, the file's size, every member's declared uncompressed size and every
+``.npy`` header against the manifest and the limits of :mod:`specbound.limits` (a deflate bomb or a
+header declaring 10^7 x 10^7 values costs nothing); then every checksum (hashed through a memoryview,
+no copy) and every profile (:func:`specbound.profile.validate_profile`). A corrupt, foreign or
+oversized file raises :class:`AtlasError` with a plain message, never a half-read profile; ``atlas
+show`` runs exactly the same checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -32,9 +35,10 @@ import numpy as np
 
 from ._version import __version__
 from .errors import SpecboundError
-from .files import atomic_write
+from .files import NpzArchive, array_sha256, atomic_write, parse_json, require_parent
+from .limits import LIMITS, check_encoder_shape, is_genuine_int, quoted
 from .matrices import EncoderShape
-from .profile import SpectralProfile
+from .profile import SpectralProfile, validate_profile
 
 FORMAT = "specbound-atlas"
 #: Bump when the layout changes; older readers then refuse newer files with a clear message.
@@ -45,6 +49,8 @@ _ARRAYS: dict[str, np.dtype] = {
     "singular_values": np.dtype(np.float64), "full_dims": np.dtype(np.int64),
     "norm_21": np.dtype(np.float64), "norm_11": np.dtype(np.float64),
 }
+
+
 class AtlasError(SpecboundError):
     """The file is not a specbound atlas, or it is damaged."""
 
@@ -64,10 +70,6 @@ class AtlasManifest:
     schema: int
     created_by: str
     entries: tuple[AtlasEntry, ...]
-
-
-def _digest(array: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
 
 
 def _key(index: int, field_name: str) -> str:
@@ -96,14 +98,18 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
             array = np.ascontiguousarray(getattr(profile, field_name))
             if array.dtype != dtype:
                 array = array.astype(dtype)  # e.g. int32 dims on some platforms; values unchanged
+            if field_name == "singular_values" and array.shape[1] < profile.shape.hidden_size:
+                # rows are always stored N wide (a hand-made profile may be narrower): pad with zeros
+                array = np.pad(array, ((0, 0), (0, profile.shape.hidden_size - array.shape[1])))
             key = _key(index, field_name)
             arrays[key] = array
             entry["arrays"][field_name] = key
-            entry["sha256"][field_name] = _digest(array)
+            entry["sha256"][field_name] = array_sha256(array)
         models.append(entry)
     manifest = {"format": FORMAT, "schema": SCHEMA_VERSION, "created_by": f"specbound {__version__}",
                 "models": models}
     path = Path(path)
+    require_parent(path, "atlas")
     with atomic_write(path) as f:
         np.savez_compressed(f, **{MANIFEST_KEY: np.array(json.dumps(manifest))}, **arrays)
     return path
@@ -116,89 +122,124 @@ def _require(condition: bool, path: Path, problem: str) -> None:
         raise AtlasError(f"{path.name} is not a valid specbound atlas: {problem}")
 
 
-def _parse_manifest(raw: Any, path: Path) -> tuple[AtlasManifest, list[Mapping[str, Any]]]:
+def _parse_entry(i: int, model: Any, path: Path) -> AtlasEntry:
+    """One manifest entry, with genuine integer sizes within the limits (nothing is read for it yet)."""
     try:
-        manifest = json.loads(str(raw[()]) if isinstance(raw, np.ndarray) else str(raw))
+        name, revision, sizes = model["name"], model["revision"], model["shape"]
+        keys, digests = model["arrays"], model["sha256"]
+        if not (isinstance(name, str) and name and isinstance(revision, str) and isinstance(sizes, dict)
+                and isinstance(keys, dict) and isinstance(digests, dict)
+                and all(isinstance(keys[f], str) and isinstance(digests[f], str) for f in _ARRAYS)):
+            raise TypeError
+        values = {f.name: sizes[f.name] for f in dataclasses.fields(EncoderShape)}
+    except (KeyError, TypeError, ValueError):
+        raise AtlasError(f"{path.name} is not a valid specbound atlas: manifest entry {i} is "
+                         f"incomplete") from None
+    _require(all(is_genuine_int(v) and v >= 1 for v in values.values()), path,
+             f"manifest entry {i} has sizes that are not positive integers")
+    try:
+        shape = EncoderShape(**values)
+        check_encoder_shape(shape, f"manifest entry {i}")
+    except (ValueError, SpecboundError) as exc:
+        raise AtlasError(f"{path.name} is not a valid specbound atlas: {exc}") from None
+    return AtlasEntry(name, revision, shape, shape.hidden_size)
+
+
+def _parse_manifest(text: str, path: Path) -> tuple[AtlasManifest, list[Mapping[str, Any]]]:
+    try:
+        manifest = parse_json(text, "the manifest", LIMITS.max_manifest_bytes)
     except ValueError:
         raise AtlasError(f"{path.name} is not a valid specbound atlas: its manifest is not JSON") from None
     _require(isinstance(manifest, dict) and manifest.get("format") == FORMAT, path,
              f"the manifest does not declare format '{FORMAT}'")
     schema = manifest.get("schema")
-    _require(isinstance(schema, int), path, "the manifest has no schema version")
+    _require(is_genuine_int(schema) and schema >= 1, path, "the manifest has no schema version")
     if schema > SCHEMA_VERSION:
         raise AtlasError(f"{path.name} uses atlas schema {schema}, newer than this specbound reads "
                          f"({SCHEMA_VERSION}); upgrade specbound")
     models = manifest.get("models")
     _require(isinstance(models, list) and len(models) > 0, path, "the manifest lists no models")
-    entries = []
-    for i, model in enumerate(models):
-        try:
-            name, revision = model["name"], model["revision"]
-            shape = EncoderShape(**{f.name: model["shape"][f.name] for f in dataclasses.fields(EncoderShape)})
-            keys, digests = model["arrays"], model["sha256"]
-            if not (isinstance(name, str) and isinstance(revision, str)
-                    and all(isinstance(keys[f], str) and isinstance(digests[f], str) for f in _ARRAYS)):
-                raise TypeError
-        except (KeyError, TypeError, ValueError):
-            raise AtlasError(f"{path.name} is not a valid specbound atlas: manifest entry {i} is "
-                             f"incomplete") from None
-        entries.append(AtlasEntry(name, revision, shape, 0))
-    return AtlasManifest(schema, str(manifest.get("created_by", "")), tuple(entries)), models
+    _require(len(models) <= LIMITS.max_atlas_models, path,
+             f"it lists {len(models)} models, above the limit of {LIMITS.max_atlas_models}")
+    entries = tuple(_parse_entry(i, model, path) for i, model in enumerate(models))
+    seen: set[str] = set()
+    for entry in entries:
+        _require(entry.name not in seen, path, f"model name '{quoted(entry.name)}' is listed twice")
+        seen.add(entry.name)
+    created_by = manifest.get("created_by", "")
+    return AtlasManifest(schema, created_by if isinstance(created_by, str) else "", entries), models
 
 
-def _open(path: Path | str) -> tuple[Path, Any]:
+def _expected(field_name: str, shape: EncoderShape) -> tuple[int, ...]:
+    m = shape.num_matrices
+    return (m, shape.hidden_size) if field_name == "singular_values" else (m,)
+
+
+def _read(path: Path | str) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]:
+    """Validate the whole atlas: sizes from the zip directory and .npy headers before any array is
+    read, then every checksum (streamed) and every profile (:func:`validate_profile`)."""
     path = Path(path)
     if not path.is_file():
-        raise AtlasError(f"no atlas file at {path}")
+        raise AtlasError(f"no atlas file at {path.name}")
     try:
-        return path, np.load(path, allow_pickle=False)
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise AtlasError(f"{path.name} is not a specbound atlas (not a readable .npz file: "
-                         f"{type(exc).__name__})") from None
+        with NpzArchive(path, max_file_bytes=LIMITS.max_atlas_file_bytes,
+                        max_total_bytes=LIMITS.max_atlas_total_bytes,
+                        max_member_bytes=8 * LIMITS.max_profile_values,
+                        max_members=1 + len(_ARRAYS) * LIMITS.max_atlas_models) as archive:
+            _require(MANIFEST_KEY in archive.keys, path, "it has no manifest")
+            manifest, models = _parse_manifest(archive.read_text(MANIFEST_KEY, LIMITS.max_manifest_bytes), path)
+            for entry, model in zip(manifest.entries, models):  # every declared size, before any data
+                _check_declared(archive, entry, model, path)
+            profiles = tuple(_read_profile(archive, entry, model, path)
+                             for entry, model in zip(manifest.entries, models))
+    except AtlasError:
+        raise
+    except zipfile.BadZipFile:
+        with open(path, "rb") as f:
+            _require(f.read(6) != b"\x93NUMPY", path, "it is a single array, not an archive")
+        raise AtlasError(f"{path.name} is not a specbound atlas (not a readable .npz file)") from None
+    except (ValueError, OSError, EOFError, KeyError, zipfile.LargeZipFile, NotImplementedError) as exc:
+        raise AtlasError(f"{path.name} is not a valid specbound atlas: "
+                         f"{quoted(exc, 160) or type(exc).__name__}") from None
+    return manifest, profiles
 
 
-def _read(path: Path | str, *, with_arrays: bool) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]:
-    path, data = _open(path)
-    _require(isinstance(data, np.lib.npyio.NpzFile), path, "it is a single array, not an archive")
+def _check_declared(archive: NpzArchive, entry: AtlasEntry, model: Mapping[str, Any], path: Path) -> None:
+    """Each array's .npy header declares exactly the dtype and shape the manifest implies."""
+    for field_name, dtype in _ARRAYS.items():
+        key, expected = model["arrays"][field_name], _expected(field_name, entry.shape)
+        _require(key in archive.keys, path, f"array '{quoted(key)}' of {quoted(entry.name)} is missing")
+        header = archive.header(key)
+        _require(header.dtype == dtype and header.shape == expected, path,
+                 f"array '{quoted(key)}' of {quoted(entry.name)} is declared {header.dtype} {header.shape}, "
+                 f"but its manifest implies {dtype} {expected}")
+
+
+def _read_profile(archive: NpzArchive, entry: AtlasEntry, model: Mapping[str, Any], path: Path) -> SpectralProfile:
+    """One model's arrays, each matching its checksum, as a validated profile."""
+    arrays = {}
+    for field_name, dtype in _ARRAYS.items():
+        key = model["arrays"][field_name]
+        array = archive.read(key, dtype, _expected(field_name, entry.shape))
+        _require(array_sha256(array) == model["sha256"][field_name], path,
+                 f"array '{quoted(key)}' of {quoted(entry.name)} does not match its checksum (damaged file)")
+        arrays[field_name] = array
     try:
-        with data:
-            _require(MANIFEST_KEY in data.files, path, "it has no manifest")
-            manifest, models = _parse_manifest(data[MANIFEST_KEY], path)
-            entries, profiles = [], []
-            for entry, model in zip(manifest.entries, models):
-                arrays = {}
-                for field_name, dtype in _ARRAYS.items():
-                    key = model["arrays"][field_name]
-                    _require(key in data.files, path, f"array '{key}' of {entry.name} is missing")
-                    array = data[key]
-                    _require(array.dtype == dtype, path,
-                             f"array '{key}' of {entry.name} has dtype {array.dtype}, expected {dtype}")
-                    _require(_digest(array) == model["sha256"][field_name], path,
-                             f"array '{key}' of {entry.name} does not match its checksum (damaged file)")
-                    arrays[field_name] = array
-                sv = arrays["singular_values"]
-                entries.append(AtlasEntry(entry.name, entry.revision, entry.shape,
-                                          sv.shape[1] if sv.ndim == 2 else 0))
-                if with_arrays:
-                    try:
-                        profiles.append(SpectralProfile(model=entry.name, revision=entry.revision,
-                                                        shape=entry.shape, **arrays))
-                    except ValueError as exc:
-                        raise AtlasError(f"{path.name} is not a valid specbound atlas: {entry.name}: "
-                                         f"{exc}") from None
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
-        raise AtlasError(f"{path.name} is damaged: an array cannot be read ({type(exc).__name__})") from None
-    return AtlasManifest(manifest.schema, manifest.created_by, tuple(entries)), tuple(profiles)
+        profile = SpectralProfile(model=entry.name, revision=entry.revision, shape=entry.shape, **arrays)
+        validate_profile(profile, full_width=True)
+    except ValueError as exc:
+        raise AtlasError(f"{path.name} is not a valid specbound atlas: {quoted(entry.name)}: {exc}") from None
+    return profile
 
 
 def load_atlas(path: Path | str) -> tuple[SpectralProfile, ...]:
     """Every profile of an atlas, in the order exported, validated (AtlasError otherwise)."""
-    return _read(path, with_arrays=True)[1]
+    return _read(path)[1]
 
 
 def read_manifest(path: Path | str) -> AtlasManifest:
-    """The atlas's table of contents, after the same validation as :func:`load_atlas`."""
-    return _read(path, with_arrays=False)[0]
+    """The atlas's table of contents, after exactly the validation of :func:`load_atlas`."""
+    return _read(path)[0]
 
 
 def atlas_member(path: Path | str, name: str | None = None) -> SpectralProfile:
@@ -216,5 +257,4 @@ def atlas_member(path: Path | str, name: str | None = None) -> SpectralProfile:
     for profile in profiles:
         if profile.model == name:
             return profile
-    raise AtlasError(f"{Path(path).name} holds no model '{name}' (it holds: {held})")
-
+    raise AtlasError(f"{Path(path).name} holds no model '{quoted(name)}' (it holds: {held})")

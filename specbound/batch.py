@@ -28,7 +28,8 @@ from typing import Any
 
 from .bounds import BoundAnalysis, BoundSettings
 from .errors import CheckpointError, ModelNotFoundError, OfflineError, SpecboundError
-from .files import atomic_write
+from .files import describe_os_error, output_dir, read_json, remove_stale_temps, require_parent, write_text_atomic
+from .limits import LIMITS
 from .logspace import LOG10_E
 from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_alias, resolve
 from .profile import SpectralProfile
@@ -108,11 +109,6 @@ def how_to_get(error: SpecboundError, ref: ModelRef | None) -> str:
 
 # --- files --------------------------------------------------------------------------------------
 
-def _write_atomic(path: Path, text: str) -> None:
-    with atomic_write(path) as f:
-        f.write(text.encode("utf-8"))
-
-
 def _settings_dict(settings: BoundSettings) -> dict[str, Any]:
     return {"l_phi": settings.l_phi, "grid_m": settings.grid_m}
 
@@ -128,7 +124,7 @@ def _read_record(out: Path, name: str, settings: BoundSettings) -> ModelSummary 
     if not (record_path.is_file() and matrices_path.is_file()):
         return None
     try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
+        record = read_json(record_path, record_path.name, LIMITS.max_config_bytes)
         if (record["schema"], record["model"], record["settings"]) != (RECORD_SCHEMA, name,
                                                                       _settings_dict(settings)):
             return None
@@ -144,11 +140,11 @@ def _write_record(out: Path, requested: str, analysis: BoundAnalysis, summary: M
     record_path, matrices_path = _record_paths(out, summary.name)
     frame = terms_frame(analysis, analysis.evaluate())
     frame.insert(0, "model", summary.name)
-    _write_atomic(matrices_path, frame.to_csv(index=False))
+    write_text_atomic(matrices_path, frame.to_csv(index=False))
     record = {"schema": RECORD_SCHEMA, "model": summary.name, "requested": requested,
               "revision": analysis.profile.revision, "settings": _settings_dict(analysis.settings),
               "summary": summary.to_dict()}
-    _write_atomic(record_path, json.dumps(record, indent=1, allow_nan=False))
+    write_text_atomic(record_path, json.dumps(record, indent=1, allow_nan=False))
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -165,10 +161,11 @@ def run_grid(names: Sequence[str], out: Path | str, *, settings: BoundSettings =
     from .loading import load_profile
 
     out = Path(out)
-    try:
-        (out / RECORDS_DIR).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SpecboundError(f"cannot create the output directory {out}: {exc.strerror}") from None
+    if atlas is not None:
+        require_parent(Path(atlas), "atlas")
+    output_dir(output_dir(out, "output directory") / RECORDS_DIR, "records directory")
+    for directory in (out, out / RECORDS_DIR):  # temporary files of a run that was killed
+        remove_stale_temps(directory)
 
     outcomes: list[ModelOutcome] = []
     profiles: dict[str, SpectralProfile] = {}
@@ -197,7 +194,8 @@ def run_grid(names: Sequence[str], out: Path | str, *, settings: BoundSettings =
             report(f"{prefix}: missing: {exc}")
             continue
         except OSError as exc:
-            raise SpecboundError(f"cannot write the results of {requested} to {out}: {exc.strerror}") from None
+            raise SpecboundError(f"cannot write the results of {requested} to {out.name}: "
+                                 f"{describe_os_error(exc)}") from None
         profiles[summary.name] = profile
         outcomes.append(ModelOutcome(requested, Status.DONE, summary))
         report(f"{prefix}: done, L={summary.num_layers} N={summary.hidden_size}, "
@@ -210,7 +208,7 @@ def run_grid(names: Sequence[str], out: Path | str, *, settings: BoundSettings =
     try:
         return _write_outputs(out, outcomes, profiles, atlas, use_cache, report)
     except OSError as exc:
-        raise SpecboundError(f"cannot write to {out}: {exc.strerror}") from None
+        raise SpecboundError(f"cannot write to {out.name}: {describe_os_error(exc)}") from None
 
 
 def _write_missing(out: Path, outcomes: Sequence[ModelOutcome]) -> Path | None:
@@ -221,8 +219,9 @@ def _write_missing(out: Path, outcomes: Sequence[ModelOutcome]) -> Path | None:
     if not missing:
         path.unlink(missing_ok=True)  # a stale list from an earlier run would mislead
         return None
-    pd.DataFrame([{"name": o.requested, "reason": o.reason, "how_to_get": o.how_to_get} for o in missing],
-                 columns=["name", "reason", "how_to_get"]).to_csv(path, index=False)
+    write_text_atomic(path, pd.DataFrame([{"name": o.requested, "reason": o.reason, "how_to_get": o.how_to_get}
+                                           for o in missing],
+                                          columns=["name", "reason", "how_to_get"]).to_csv(index=False))
     return path
 
 
@@ -232,9 +231,9 @@ def _write_tables(out: Path, summaries: Sequence[ModelSummary]) -> list[Path]:
 
     from .scaling import summaries_frame
 
-    summaries_frame(summaries).to_csv(out / "models.csv", index=False)
+    write_text_atomic(out / "models.csv", summaries_frame(summaries).to_csv(index=False))
     tables = [pd.read_csv(_record_paths(out, s.name)[1], dtype={"head": "Int64", "model": str}) for s in summaries]
-    pd.concat(tables, ignore_index=True).to_csv(out / "matrices.csv", index=False)
+    write_text_atomic(out / "matrices.csv", pd.concat(tables, ignore_index=True).to_csv(index=False))
     return [out / "models.csv", out / "matrices.csv"]
 
 
@@ -242,14 +241,14 @@ def _write_study(out: Path, study: ScalingStudy, notes: list[str]) -> list[Path]
     """curves.csv, exponents.csv and the self-contained growth figures growth_L.html, growth_N.html."""
     from .figures.scaling import growth_figure
 
-    study.curves_frame().to_csv(out / "curves.csv", index=False)
-    study.exponents_frame().to_csv(out / "exponents.csv", index=False)
+    write_text_atomic(out / "curves.csv", study.curves_frame().to_csv(index=False))
+    write_text_atomic(out / "exponents.csv", study.exponents_frame().to_csv(index=False))
     files = [out / "curves.csv", out / "exponents.csv"]
     if not study.curves_depth and not study.curves_width:
         notes.append("no growth curves: no two models share a depth or a width")
     for axis in ("L", "N"):
         figure = growth_figure(study.curves(axis), axis, study.exponents)
-        figure.write_html(out / f"growth_{axis}.html", include_plotlyjs=True)
+        write_text_atomic(out / f"growth_{axis}.html", figure.to_html(include_plotlyjs=True))
         files.append(out / f"growth_{axis}.html")
     return files
 

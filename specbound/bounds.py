@@ -33,6 +33,7 @@ from functools import cached_property
 import numpy as np
 
 from .defaults import L_PHI, P_MAX
+from .limits import LIMITS
 from .logspace import LOG_TINY, exp_array, exp_or_inf, logsumexp, safe_log
 from .matrices import Kind
 from .profile import MatrixId, SpectralProfile
@@ -174,10 +175,12 @@ class BoundSettings:
     grid_m: int | None = None
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.l_phi) and self.l_phi > 0):
-            raise ValueError(f"L_phi must be a positive number, got {self.l_phi}")
-        if self.grid_m is not None and self.grid_m < 1:
-            raise ValueError(f"the grid resolution m must be at least 1, got {self.grid_m}")
+        if not (math.isfinite(self.l_phi) and 0 < self.l_phi <= LIMITS.max_l_phi):
+            raise ValueError(f"L_phi must be a positive number of at most {LIMITS.max_l_phi:g}, got {self.l_phi}")
+        if self.grid_m is not None and (not isinstance(self.grid_m, int | np.integer) or isinstance(self.grid_m, bool)
+                                        or not 1 <= self.grid_m <= LIMITS.max_grid_m):
+            raise ValueError(f"the grid resolution m must be an integer from 1 to {LIMITS.max_grid_m}, "
+                             f"got {self.grid_m}")
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,8 +1,11 @@
 """On-disk cache of spectral profiles, keyed by model name and revision (never the weights).
 
-Entries are ``.npz`` files read with ``allow_pickle=False``; a file that cannot be read or does not
-match its key is deleted and recomputed, never trusted. Writes go through a temporary file and an
-atomic rename, so a crash cannot leave half an entry.
+Entries are ``.npz`` files read within limits (member sizes and ``.npy`` headers checked before any
+array is read, never with pickles). An entry is used only if it matches its key, its arrays have the
+shapes its model implies, their SHA-256 matches the one stored beside them and the profile passes
+:func:`specbound.profile.validate_profile`; anything else is deleted and recomputed, never trusted.
+Writes go through a temporary file and an atomic rename, so a crash cannot leave half an entry, and
+temporary files left by a killed process are removed the next time the directory is written.
 """
 
 from __future__ import annotations
@@ -16,12 +19,16 @@ from pathlib import Path
 import numpy as np
 
 from .defaults import CACHE_ENV_VAR
-from .files import atomic_write
+from .files import NpzArchive, array_sha256, atomic_write, parse_json, remove_stale_temps
+from .limits import LIMITS, is_genuine_int
 from .matrices import EncoderShape
-from .profile import SpectralProfile
+from .profile import SpectralProfile, validate_profile
 
 #: Bump when the stored arrays or their meaning change: old entries then miss and are recomputed.
-SCHEMA_VERSION = 1
+#: 2: entries carry a SHA-256 of their arrays.
+SCHEMA_VERSION = 2
+_META = "meta"
+_FLOATS, _INTS = np.dtype("<f8"), np.dtype("<i8")
 
 
 def default_cache_dir() -> Path:
@@ -30,6 +37,18 @@ def default_cache_dir() -> Path:
         return Path(override).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base).expanduser() / "specbound"
+
+
+def _content_digest(arrays: dict[str, np.ndarray]) -> str:
+    """One SHA-256 over the per-array digests, in a fixed order."""
+    return hashlib.sha256("".join(array_sha256(arrays[k]) for k in sorted(arrays)).encode()).hexdigest()
+
+
+def _stored_arrays(profile: SpectralProfile) -> dict[str, np.ndarray]:
+    return {"singular_values": profile.singular_values.astype(_FLOATS, copy=False),
+            "full_dims": profile.full_dims.astype(_INTS, copy=False),
+            "norm_21": profile.norm_21.astype(_FLOATS, copy=False),
+            "norm_11": profile.norm_11.astype(_FLOATS, copy=False)}
 
 
 class ProfileCache:
@@ -45,26 +64,44 @@ class ProfileCache:
         if not path.is_file():
             return None
         try:
-            with np.load(path, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                if (meta["schema"], meta["model"], meta["revision"]) != (SCHEMA_VERSION, model, revision):
-                    raise ValueError("entry does not match its key")
-                return SpectralProfile(
-                    model=model, revision=revision, shape=EncoderShape(**meta["shape"]),
-                    singular_values=data["singular_values"].astype(np.float64),
-                    full_dims=data["full_dims"].astype(np.int64),
-                    norm_21=data["norm_21"].astype(np.float64),
-                    norm_11=data["norm_11"].astype(np.float64),
-                )
-        except Exception:  # any unreadable entry: drop it and let the caller recompute
+            return self._read(path, model, revision)
+        except Exception:  # any unreadable, foreign or tampered entry: drop it and let the caller recompute
             path.unlink(missing_ok=True)
             return None
 
+    @staticmethod
+    def _read(path: Path, model: str, revision: str) -> SpectralProfile:
+        width_bytes = 8 * LIMITS.max_profile_values
+        with NpzArchive(path, max_file_bytes=2 * width_bytes, max_total_bytes=2 * width_bytes,
+                        max_member_bytes=width_bytes, max_members=5) as archive:
+            meta = parse_json(archive.read_text(_META, LIMITS.max_config_bytes), "meta", 4 * LIMITS.max_config_bytes)
+            if (meta["schema"], meta["model"], meta["revision"]) != (SCHEMA_VERSION, model, revision):
+                raise ValueError("entry does not match its key")
+            sizes = meta["shape"]
+            if not all(is_genuine_int(sizes[f.name]) for f in dataclasses.fields(EncoderShape)):
+                raise ValueError("the shape must hold integers")
+            shape = EncoderShape(**{f.name: sizes[f.name] for f in dataclasses.fields(EncoderShape)})
+            m, n = shape.num_matrices, shape.hidden_size
+            if m * n > LIMITS.max_profile_values:
+                raise ValueError("entry too large")
+            arrays = {"singular_values": archive.read("singular_values", _FLOATS, (m, n)),
+                      "full_dims": archive.read("full_dims", _INTS, (m,)),
+                      "norm_21": archive.read("norm_21", _FLOATS, (m,)),
+                      "norm_11": archive.read("norm_11", _FLOATS, (m,))}
+        if _content_digest(arrays) != meta["sha256"]:
+            raise ValueError("entry does not match its checksum")
+        profile = SpectralProfile(model=model, revision=revision, shape=shape, **arrays)
+        validate_profile(profile, full_width=True)
+        return profile
+
     def save(self, profile: SpectralProfile) -> Path:
+        """Store a profile (the cache directory and its parents are created: it is the operator's)."""
         path = self.path(profile.model, profile.revision)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(path.parent)
+        arrays = _stored_arrays(profile)
         meta = {"schema": SCHEMA_VERSION, "model": profile.model, "revision": profile.revision,
-                "shape": dataclasses.asdict(profile.shape)}
+                "shape": dataclasses.asdict(profile.shape), "sha256": _content_digest(arrays)}
         with atomic_write(path) as f:
-            np.savez(f, meta=np.array(json.dumps(meta)), singular_values=profile.singular_values,
-                     full_dims=profile.full_dims, norm_21=profile.norm_21, norm_11=profile.norm_11)
+            np.savez(f, **{_META: np.array(json.dumps(meta))}, **arrays)
         return path

@@ -11,24 +11,33 @@ What it does, in order of a user's request:
   matrices of each layer as float64 arrays, one layer at a time, so a large model never sits in
   memory in float64 (embeddings are never converted).
 
-Safety: no remote code is ever run; PyTorch pickles are loaded with ``weights_only=True``.
+Safety: no remote code is ever run; PyTorch pickles are loaded with ``weights_only=True``. Every
+size is checked before it costs anything (limits in :mod:`specbound.limits`): config.json is read and
+validated before any weight file is fetched, the download's total size comes from the Hub's metadata
+and is refused above the cap, a tensor's dtype and shape come from the safetensors header (or the
+mmap'd pickle) before it is converted, and weight files must lie inside their checkpoint directory.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
-import json
 import os
+import struct
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 
 from .errors import (CheckpointError, InvalidWeightsError, ModelNotFoundError, OfflineError,
                      UnsupportedModelError)
+from .files import describe_os_error, parse_json, read_json
+from .limits import (LIMITS, MAX_DOWNLOAD_ENV_VAR, LimitExceededError, check_encoder_shape,
+                     is_genuine_int, max_download_bytes, quoted)
 from .matrices import EncoderShape, LayerWeights
 from .models import ModelRef
 from .progress import ProgressCallback, ProgressEvent, silent
@@ -106,14 +115,18 @@ def _forwarding_tqdm(progress: ProgressCallback, filename: str) -> type:
 
 
 def _cached_snapshot(repo_id: str, revision: str | None) -> Path | None:
-    """The cached snapshot directory holding config.json and one weight format, or None."""
+    """The cached snapshot directory holding config.json and one complete weight format, or None."""
     from huggingface_hub import try_to_load_from_cache
 
     config = try_to_load_from_cache(repo_id, CONFIG_FILE, revision=revision)
     if not isinstance(config, str):
         return None
     snapshot = Path(config).parent
-    return snapshot if _find_weights(snapshot) is not None else None
+    try:
+        complete = all(path.is_file() for path in weight_files(snapshot))  # every shard, not only the index
+    except CheckpointError:
+        return None
+    return snapshot if complete else None
 
 
 def is_cached(repo_id: str, revision: str | None = None) -> bool:
@@ -122,7 +135,11 @@ def is_cached(repo_id: str, revision: str | None = None) -> bool:
 
 
 def fetch(ref: ModelRef, progress: ProgressCallback = silent) -> Path:
-    """The local directory holding the model's config and weights, downloading them if needed."""
+    """The local directory holding the model's config and weights, downloading them if needed.
+
+    A download first fetches and validates config.json, then sizes the weight files from the Hub's
+    metadata and refuses them above the cap (:func:`specbound.limits.max_download_bytes`).
+    """
     if ref.path is not None:
         return ref.path
     assert ref.repo_id is not None
@@ -133,45 +150,143 @@ def fetch(ref: ModelRef, progress: ProgressCallback = silent) -> Path:
 
     if constants.HF_HUB_OFFLINE or offline_mode():
         raise OfflineError(_offline_message(ref, "offline mode is on (HF_HUB_OFFLINE)"))
-    return _download(ref, progress)
+    plan = download_plan(ref, progress)
+    plan.check_cap()
+    return _download(ref, plan, progress)
 
 
-def _download(ref: ModelRef, progress: ProgressCallback) -> Path:
-    from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTTPError,
-                                        LocalEntryNotFoundError, RepositoryNotFoundError,
-                                        RevisionNotFoundError)
+@dataclass(frozen=True)
+class DownloadPlan:
+    """What opening a Hub model would download: its weight files and their sizes, from metadata only.
 
+    ``config.json`` (and a shard index) are already fetched and validated when a plan exists, so a
+    plan is only ever made for a BERT-family encoder of admissible size.
+    """
+
+    repo_id: str
+    revision: str | None
+    directory: Path  # the snapshot directory holding config.json
+    files: tuple[tuple[str, int], ...]  # (file name, bytes) still to download
+    cap_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(size for _, size in self.files)
+
+    @property
+    def within_cap(self) -> bool:
+        return self.total_bytes <= self.cap_bytes
+
+    def check_cap(self) -> None:
+        if not self.within_cap:
+            raise LimitExceededError(
+                f"'{self.repo_id}' needs {self.total_bytes / 1e6:,.0f} MB of weights, more than the download "
+                f"cap of {self.cap_bytes / 1e6:,.0f} MB (set {MAX_DOWNLOAD_ENV_VAR} to raise it)")
+
+
+def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> DownloadPlan:
+    """Fetch and validate config.json, then size the weight download from the Hub's metadata.
+
+    The dashboard calls this to show the size before asking; :func:`fetch` calls it before any
+    weight byte is requested. Raises the same errors as :func:`fetch` (not found, offline, not a
+    BERT-family encoder, sizes beyond the limits).
+    """
     repo = ref.repo_id
-    assert repo is not None
-    try:
+    if repo is None:
+        raise ModelNotFoundError(f"'{ref.name}' is not a Hub model: nothing to download")
+    cap = max_download_bytes()
+    with _hub_errors(ref):
         _check_reachable(ref)
+        config_size = _remote_size(repo, CONFIG_FILE, ref.revision)
+        if config_size is not None and config_size > LIMITS.max_config_bytes:
+            raise LimitExceededError(f"{CONFIG_FILE} of '{repo}' is {config_size} bytes, more than the "
+                                     f"{LIMITS.max_config_bytes} a model configuration may have")
         config = _hub_file(repo, CONFIG_FILE, ref.revision, local_only=False, progress=progress)
+        read_config(config.parent)  # not a BERT-family encoder, or too large: stop before any weight
         for filename in WEIGHT_FILES:
-            try:
-                weights = _hub_file(repo, filename, ref.revision, local_only=False, progress=progress)
-            except LocalEntryNotFoundError:
-                raise
-            except EntryNotFoundError:
+            size = _remote_size(repo, filename, ref.revision)
+            if size is None:
                 continue
-            if filename.endswith(".index.json"):
-                for shard in sorted(set(_read_index(weights).values())):
-                    _hub_file(repo, shard, ref.revision, local_only=False, progress=progress)
-            return config.parent
-    except GatedRepoError:
-        raise ModelNotFoundError(f"'{repo}' is a gated repository on the Hub: log in with "
-                                 f"'hf auth login' after accepting its terms") from None
-    except RepositoryNotFoundError:
-        raise ModelNotFoundError(f"there is no model '{repo}' on the Hugging Face Hub "
-                                 f"(or it is private)") from None
-    except RevisionNotFoundError:
-        raise ModelNotFoundError(f"'{repo}' has no revision '{ref.revision}' on the Hub") from None
-    except LocalEntryNotFoundError as exc:  # a subclass of EntryNotFoundError: the network failed
-        raise OfflineError(_offline_message(ref, f"the Hub cannot be reached ({type(exc).__name__})")) from None
-    except EntryNotFoundError:
-        raise CheckpointError(f"'{repo}' on the Hub has no {CONFIG_FILE}: not a transformers model") from None
-    except (HfHubHTTPError, OSError) as exc:
-        raise OfflineError(_offline_message(ref, f"the Hub cannot be reached ({type(exc).__name__})")) from None
+            if not filename.endswith(".index.json"):
+                return DownloadPlan(repo, ref.revision, config.parent, ((filename, size),), cap)
+            if size > LIMITS.max_index_bytes:
+                raise LimitExceededError(f"the shard index {filename} of '{repo}' is {size} bytes, more "
+                                         f"than the {LIMITS.max_index_bytes} allowed")
+            index = _hub_file(repo, filename, ref.revision, local_only=False, progress=progress)
+            shards = sorted(set(_read_index(index).values()))
+            sized = []
+            for shard in shards:
+                shard_size = _remote_size(repo, shard, ref.revision)
+                if shard_size is None:
+                    raise CheckpointError(f"the shard index of '{repo}' names {shard}, which the Hub does not have")
+                sized.append((shard, shard_size))
+            return DownloadPlan(repo, ref.revision, config.parent, tuple(sized), cap)
     raise CheckpointError(f"'{repo}' on the Hub has neither safetensors nor PyTorch weights")
+
+
+def _remote_size(repo_id: str, filename: str, revision: str | None) -> int | None:
+    """Size in bytes of a file of a Hub repository from a HEAD request, or None if it has no such file."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        metadata = get_hf_file_metadata(hf_hub_url(repo_id, filename, revision=revision))
+    except EntryNotFoundError:
+        return None
+    if metadata.size is None:
+        raise CheckpointError(f"the Hub does not say how large {filename} of '{repo_id}' is: not downloaded")
+    return int(metadata.size)
+
+
+def _download(ref: ModelRef, plan: DownloadPlan, progress: ProgressCallback) -> Path:
+    with _hub_errors(ref):
+        for filename, _ in plan.files:
+            _hub_file(plan.repo_id, filename, ref.revision, local_only=False, progress=progress)
+    return plan.directory
+
+
+#: errno values of a local disk problem during a download (not a network one)
+_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.ENAMETOOLONG})
+
+
+class _hub_errors:
+    """Turns huggingface_hub's exceptions into specbound's one-line errors (a context manager)."""
+
+    def __init__(self, ref: ModelRef) -> None:
+        self.ref = ref
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None or isinstance(exc, CheckpointError | ModelNotFoundError | OfflineError
+                                     | LimitExceededError):
+            return False
+        from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTTPError,
+                                            HFValidationError, LocalEntryNotFoundError,
+                                            RepositoryNotFoundError, RevisionNotFoundError)
+
+        repo, ref = self.ref.repo_id, self.ref
+        if isinstance(exc, GatedRepoError):
+            raise ModelNotFoundError(f"'{repo}' is a gated repository on the Hub: log in with "
+                                     f"'hf auth login' after accepting its terms") from None
+        if isinstance(exc, RepositoryNotFoundError):
+            raise ModelNotFoundError(f"there is no model '{repo}' on the Hugging Face Hub "
+                                     f"(or it is private)") from None
+        if isinstance(exc, RevisionNotFoundError):
+            raise ModelNotFoundError(f"'{repo}' has no revision '{ref.revision}' on the Hub") from None
+        if isinstance(exc, HFValidationError):
+            raise ModelNotFoundError(f"'{repo}' is not a valid Hub repository id or file name") from None
+        if isinstance(exc, LocalEntryNotFoundError):  # a subclass of EntryNotFoundError: the network failed
+            raise OfflineError(_offline_message(ref, f"the Hub cannot be reached ({type(exc).__name__})")) from None
+        if isinstance(exc, EntryNotFoundError):
+            raise CheckpointError(f"'{repo}' on the Hub has no {CONFIG_FILE}: not a transformers model") from None
+        if isinstance(exc, OSError) and exc.errno in _DISK_ERRORS:
+            raise CheckpointError(f"cannot store the files of '{repo}' in the Hugging Face cache: "
+                                  f"{describe_os_error(exc)}") from None
+        if isinstance(exc, HfHubHTTPError | OSError):
+            raise OfflineError(_offline_message(ref, f"the Hub cannot be reached ({type(exc).__name__})")) from None
+        return False
 
 
 def _check_reachable(ref: ModelRef) -> None:
@@ -200,6 +315,30 @@ def _offline_message(ref: ModelRef, why: str) -> str:
 
 # --- files on disk ------------------------------------------------------------------------------
 
+def _inside(directory: Path, path: Path) -> bool:
+    """Whether ``path``, links followed, stays inside the checkpoint directory.
+
+    A Hub snapshot's files are links into the repository's content-addressed ``blobs`` folder,
+    which is accepted as inside.
+    """
+    root, target = directory.resolve(), path.resolve()
+    if target.is_relative_to(root):
+        return True
+    return root.parent.name == "snapshots" and target.is_relative_to(root.parent.parent / "blobs")
+
+
+def _contained(directory: Path, name: Any, source: str) -> Path:
+    """The file ``name`` of the checkpoint, refusing names and links that lead out of its directory."""
+    if not isinstance(name, str) or not name or "\0" in name or len(name) > 255:
+        raise CheckpointError(f"{source} names a weight file that is not a file name ({quoted(name)})")
+    pure = PurePosixPath(name)
+    path = directory / name
+    if pure.is_absolute() or ".." in pure.parts or "\\" in name or not _inside(directory, path):
+        raise CheckpointError(f"{source} names a file outside the checkpoint directory "
+                              f"({quoted(name)}): refused")
+    return path
+
+
 def _find_weights(directory: Path) -> Path | None:
     for name in WEIGHT_FILES:
         if (directory / name).is_file():
@@ -210,76 +349,208 @@ def _find_weights(directory: Path) -> Path | None:
 def _read_index(index_file: Path) -> dict[str, str]:
     """tensor name -> shard file name, from a ``*.index.json`` of a sharded checkpoint."""
     try:
-        weight_map = json.loads(index_file.read_text())["weight_map"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CheckpointError(f"cannot read the shard index {index_file.name}: {exc}") from None
+        weight_map = read_json(index_file, index_file.name, LIMITS.max_index_bytes)["weight_map"]
+    except OSError as exc:
+        raise CheckpointError(f"cannot read the shard index {index_file.name}: {describe_os_error(exc)}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"cannot read the shard index {index_file.name}: "
+                              f"{quoted(exc) or type(exc).__name__}") from None
     if not isinstance(weight_map, dict):
         raise CheckpointError(f"the shard index {index_file.name} has no weight_map")
+    for tensor, shard in weight_map.items():
+        if not isinstance(shard, str):
+            raise CheckpointError(f"the shard index {index_file.name} gives tensor {quoted(tensor)} a shard "
+                                  f"that is not a file name ({quoted(shard)})")
     return weight_map
 
 
 def weight_files(directory: Path) -> list[Path]:
-    """The weight files the analysis reads (one format), for loading and for the cache fingerprint."""
+    """The weight files the analysis reads (one format), for loading and for the cache fingerprint.
+
+    Every file must lie inside the checkpoint directory (see :func:`_inside`).
+    """
     first = _find_weights(directory)
     if first is None:
-        raise CheckpointError(f"no weights in {directory}: expected one of {', '.join(WEIGHT_FILES)}")
+        raise CheckpointError(f"no weights in {directory.name}: expected one of {', '.join(WEIGHT_FILES)}")
     if first.name.endswith(".index.json"):
-        return [directory / shard for shard in sorted(set(_read_index(first).values()))]
-    return [first]
+        shards = sorted(set(_read_index(first).values()))
+        return [_contained(directory, shard, f"the shard index {first.name}") for shard in shards]
+    return [_contained(directory, first.name, "the checkpoint")]
+
+
+#: Bytes hashed at each end of a weight file, and the evenly spaced blocks hashed in between: the
+#: content part of the revision key. About 3 MiB per file, so a cache hit stays in milliseconds.
+_SAMPLE_EDGE = 1 << 20
+_SAMPLE_BLOCKS, _SAMPLE_BLOCK = 16, 64 << 10
+
+
+def _content_sample(path: Path, size: int) -> bytes:
+    """SHA-256 of a file's first and last MiB (and the whole safetensors header) and 16 blocks between.
+
+    A small file is hashed whole. With the size, mtime and ctime in the key, this catches a file
+    rewritten in place (same size, mtime restored) without reading a large checkpoint in full.
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        head = _SAMPLE_EDGE
+        if path.suffix == ".safetensors" and size >= 8:
+            (header_len,) = struct.unpack("<Q", f.read(8))
+            head = max(head, 8 + min(header_len, LIMITS.max_safetensors_header_bytes))
+            f.seek(0)
+        if size <= head + _SAMPLE_EDGE + _SAMPLE_BLOCKS * _SAMPLE_BLOCK:
+            while chunk := f.read(_SAMPLE_EDGE):
+                digest.update(chunk)
+            return digest.digest()
+        digest.update(f.read(head))
+        span = size - head - _SAMPLE_EDGE - _SAMPLE_BLOCK
+        for i in range(_SAMPLE_BLOCKS):
+            f.seek(head + span * i // (_SAMPLE_BLOCKS - 1))
+            digest.update(f.read(_SAMPLE_BLOCK))
+        f.seek(size - _SAMPLE_EDGE)
+        digest.update(f.read(_SAMPLE_EDGE))
+    return digest.digest()
 
 
 def fingerprint(directory: Path) -> str:
-    """Revision key of a checkpoint directory: names, sizes and mtimes of its config and weights.
+    """Revision key of a checkpoint directory: its config and weights' names, sizes, times and content.
 
-    Hub snapshots link to content-addressed blobs, so the resolved name already carries the hash.
+    Hub snapshots link to content-addressed blobs, so the resolved name already carries the hash; for
+    local files the change time and a content sample (:func:`_content_sample`) make a rewrite with
+    the same size and a restored mtime (``cp -p``) a new revision.
     """
     digest = hashlib.sha256()
     for path in [directory / CONFIG_FILE, *weight_files(directory)]:
         try:
             stat = path.stat()
+            sample = _content_sample(path, stat.st_size)
         except OSError as exc:
-            raise CheckpointError(f"cannot read {path.name} in {directory}: {exc.strerror}") from None
-        digest.update(f"{path.name}:{path.resolve().name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+            raise CheckpointError(f"cannot read {path.name} in {directory.name}: {describe_os_error(exc)}") from None
+        digest.update(f"{path.name}:{path.resolve().name}:{stat.st_size}:{stat.st_mtime_ns}:"
+                      f"{stat.st_ctime_ns}:".encode() + sample + b"\n")
     return digest.hexdigest()[:16]
 
 
 def read_config(directory: Path) -> tuple[EncoderShape, LayerNaming]:
-    """Shape and naming scheme of a BERT-family encoder, from its config.json."""
+    """Shape and naming scheme of a BERT-family encoder, from its config.json, within the limits."""
     path = directory / CONFIG_FILE
     if not path.is_file():
-        raise CheckpointError(f"{directory} has no {CONFIG_FILE}: not a Hugging Face checkpoint directory")
+        raise CheckpointError(f"{directory.name} has no {CONFIG_FILE}: not a Hugging Face checkpoint directory")
+    _contained(directory, CONFIG_FILE, "the checkpoint")
+    where = f"{CONFIG_FILE} in {directory.name}"
     try:
-        config = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise CheckpointError(f"{CONFIG_FILE} in {directory} is not valid JSON ({exc})") from None
+        config = read_json(path, where, LIMITS.max_config_bytes)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {where}: {describe_os_error(exc)}") from None
+    except ValueError as exc:
+        raise CheckpointError(f"{where} is not valid JSON ({quoted(exc, 120)})") from None
     if not isinstance(config, dict):
-        raise CheckpointError(f"{CONFIG_FILE} in {directory} is not a JSON object")
+        raise CheckpointError(f"{where} is not a JSON object")
     model_type = config.get("model_type")
-    if model_type not in FAMILIES:
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise UnsupportedModelError(
-            f"model type '{model_type}' is not a BERT-family encoder "
+            f"model type '{quoted(model_type)}' is not a BERT-family encoder "
             f"(supported: {', '.join(sorted(FAMILIES))})"
         )
     naming = FAMILIES[model_type]
     values = []
     for name in naming.config_fields:
         value = config.get(name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise CheckpointError(f"{CONFIG_FILE} in {directory} lacks a positive integer '{name}', "
-                                  f"which the analysis needs")
+        if not is_genuine_int(value) or value < 1:
+            raise CheckpointError(f"{where} lacks a positive integer '{name}', which the analysis needs")
         values.append(value)
     try:
         shape = EncoderShape(*values)
     except ValueError as exc:
         raise UnsupportedModelError(str(exc)) from None
+    check_encoder_shape(shape, where)
     return shape, naming
 
 
+#: safetensors dtype -> bytes per element (the format's full list, to check the data offsets)
+_SAFETENSORS_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2,
+                         "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+#: dtypes a weight matrix may have
+_FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64", "float16", "bfloat16", "float32", "float64"})
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What a file declares about a tensor before any of its bytes are read."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype.removeprefix("torch.") in _FLOAT_DTYPES
+
+
+def safetensors_header(path: Path) -> dict[str, TensorInfo]:
+    """The tensors a safetensors file declares, from its header alone (8-byte length, then JSON).
+
+    The header length is capped, and every entry's dtype, shape and data offsets are checked against
+    the file's size, so a lying header is refused before safetensors maps any tensor.
+    """
+    def corrupt(problem: str) -> CheckpointError:
+        return CheckpointError(f"cannot read {path.name}: corrupt or not a safetensors file ({problem})")
+
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise corrupt("shorter than its 8-byte header length")
+            (header_len,) = struct.unpack("<Q", head)
+            if header_len > LIMITS.max_safetensors_header_bytes:
+                raise LimitExceededError(f"{path.name} declares a header of {header_len} bytes, above the limit of "
+                                         f"{LIMITS.max_safetensors_header_bytes}")
+            if 8 + header_len > size:
+                raise corrupt("header longer than the file")
+            raw = f.read(header_len)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path.name}: {describe_os_error(exc)}") from None
+    try:
+        header = parse_json(raw, "header", LIMITS.max_safetensors_header_bytes)
+    except ValueError as exc:
+        raise corrupt(quoted(exc)) from None
+    if not isinstance(header, dict):
+        raise corrupt("header is not a JSON object")
+    data_size = size - 8 - header_len
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+            if not (isinstance(dtype, str) and isinstance(shape, list)
+                    and all(is_genuine_int(v) and v >= 0 for v in (*shape, begin, end))):
+                raise TypeError
+        except (KeyError, TypeError, ValueError):
+            raise corrupt(f"malformed entry for tensor {quoted(name)}") from None
+        itemsize = _SAFETENSORS_ITEMSIZE.get(dtype)
+        if itemsize is None or not begin <= end <= data_size or end - begin != itemsize * _product(shape):
+            raise corrupt(f"tensor {quoted(name)} does not fit the file")
+        tensors[name] = TensorInfo(dtype, tuple(shape))
+    return tensors
+
+
+def _product(values: list[int]) -> int:
+    result = 1
+    for v in values:
+        result *= v
+    return result
+
+
 class _TensorReader:
-    """Reads named tensors as float64 arrays from safetensors files or weights-only PyTorch pickles."""
+    """Reads named tensors as float64 arrays from safetensors files or weights-only PyTorch pickles.
+
+    :meth:`info` tells a tensor's dtype and shape without reading its data, so the caller checks them
+    before :meth:`get` converts anything.
+    """
 
     def __init__(self, files: list[Path]) -> None:
         self._where: dict[str, Path] = {}
+        self._headers: dict[Path, dict[str, TensorInfo]] = {}
         self._state_dicts: dict[Path, dict[str, Any]] = {}
         for path in files:
             for name in self._keys(path):
@@ -290,34 +561,23 @@ class _TensorReader:
 
     def _keys(self, path: Path) -> list[str]:
         if path.suffix == ".safetensors":
-            from safetensors import safe_open
-
-            try:
-                with safe_open(str(path), framework="np") as f:
-                    return list(f.keys())
-            except Exception as exc:  # safetensors raises its own error type for any malformed file
-                raise CheckpointError(f"cannot read {path.name}: corrupt or not a safetensors file "
-                                      f"({_first_line(exc)})") from None
+            self._headers[path] = safetensors_header(path)
+            return list(self._headers[path])
         return list(self._state_dict(path))
 
     def _state_dict(self, path: Path) -> dict[str, Any]:
         if path not in self._state_dicts:
-            import torch
-
-            try:
-                try:
-                    state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-                except RuntimeError as exc:
-                    if "mmap" not in str(exc):
-                        raise
-                    state = torch.load(path, map_location="cpu", weights_only=True)  # legacy format
-            except Exception as exc:  # garbage makes the unpickler fail in many ways (IndexError, ...)
-                raise CheckpointError(f"cannot read {path.name}: corrupt, or not a weights-only "
-                                      f"PyTorch file ({_first_line(exc)})") from None
-            if not isinstance(state, dict):
-                raise CheckpointError(f"{path.name} does not hold a state dict")
-            self._state_dicts[path] = state
+            self._state_dicts[path] = _load_pickle(path)
         return self._state_dicts[path]
+
+    def info(self, name: str) -> TensorInfo:
+        path = self._where[name]
+        if path.suffix == ".safetensors":
+            return self._headers[path][name]
+        tensor = self._state_dict(path)[name]
+        if not hasattr(tensor, "shape") or not hasattr(tensor, "dtype"):
+            return TensorInfo(type(tensor).__name__, ())
+        return TensorInfo(str(tensor.dtype), tuple(int(n) for n in tensor.shape))
 
     def get(self, name: str) -> np.ndarray:
         path = self._where[name]
@@ -331,15 +591,49 @@ class _TensorReader:
                 with safe_open(str(path), framework="pt") as f:
                     array = f.get_tensor(name).double().numpy()
             except Exception as exc:
-                raise CheckpointError(f"cannot read tensor {name} from {path.name} ({_first_line(exc)})") from None
+                raise CheckpointError(f"cannot read tensor {quoted(name)} from {path.name} "
+                                      f"({_first_line(exc)})") from None
         else:
             array = self._state_dict(path)[name].double().numpy()
         return np.asarray(array, dtype=np.float64)
 
 
+def _load_pickle(path: Path) -> dict[str, Any]:
+    """A weights-only, memory-mapped state dict; torch's warnings and advice never reach the user.
+
+    torch's own message for a pickle holding other objects suggests ``weights_only=False``, which
+    would run the file's code: this tool never gives that advice, so the error is its own line.
+    """
+    import pickle
+
+    import torch
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            except RuntimeError as exc:
+                if "mmap" not in str(exc):
+                    raise
+                state = torch.load(path, map_location="cpu", weights_only=True)  # legacy format
+    except pickle.UnpicklingError as exc:
+        if "weights_only" in str(exc) or "Weights only" in str(exc):
+            raise CheckpointError(f"cannot read {path.name}: it holds objects other than tensors, which are "
+                                  f"never loaded (use a safetensors version of the model)") from None
+        raise CheckpointError(f"cannot read {path.name}: corrupt, or not a weights-only PyTorch file "
+                              f"({_first_line(exc)})") from None
+    except Exception as exc:  # garbage makes the unpickler fail in many ways (IndexError, ...)
+        raise CheckpointError(f"cannot read {path.name}: corrupt, or not a weights-only "
+                              f"PyTorch file ({_first_line(exc)})") from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise CheckpointError(f"{path.name} does not hold a state dict")
+    return state
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return quoted(text[0], 160) if text else type(exc).__name__
 
 
 class Checkpoint:
@@ -361,29 +655,44 @@ class Checkpoint:
         return min(prefixes, key=len)
 
     def layer(self, index: int) -> LayerWeights:
-        """The six weights of one layer, float64, validated for shape and finiteness."""
+        """The six weights of one layer, float64, validated for dtype and shape before they are read,
+        then for finiteness and magnitude before any SVD."""
         arrays = {}
         names = set(self._reader.names())
+        n, f = self.shape.hidden_size, self.shape.ffn_size
+        expected_shapes = {"query": (n, n), "key": (n, n), "value": (n, n), "attn_out": (n, n),
+                           "ffn_in": (f, n), "ffn_out": (n, f)}  # (out, in), as LayerWeights documents
         for field_name, tensor in self.naming.tensor_names().items():
             key = f"{self._prefix}{self.naming.root}.{index}.{tensor}"
+            label = f"{self.naming.root}.{index}.{tensor}"
             if key not in names:
                 raise CheckpointError(f"weight '{key}' is missing from the checkpoint "
                                       f"(config.json declares {self.shape.num_layers} layers)")
-            arrays[field_name] = self._reader.get(key)
-        weights = LayerWeights(**arrays)
-        for field_name, expected in weights.expected_shapes(self.shape).items():
-            array = getattr(weights, field_name)
-            key = f"{self.naming.root}.{index}.{self.naming.tensor_names()[field_name]}"
-            if array.shape != expected:
-                raise UnsupportedModelError(f"weight '{key}' has shape {array.shape}, but config.json "
-                                            f"implies {expected}")
-            if not np.all(np.isfinite(array)):
-                raise InvalidWeightsError(f"weight '{key}' contains NaN or infinite values")
-        return weights
+            info = self._reader.info(key)
+            if info.shape != expected_shapes[field_name]:
+                raise UnsupportedModelError(f"weight '{label}' has shape {info.shape}, but config.json "
+                                            f"implies {expected_shapes[field_name]}")
+            if not info.is_float:
+                raise UnsupportedModelError(f"weight '{label}' has dtype {quoted(info.dtype)}, not a "
+                                            f"floating-point type")
+            array = self._reader.get(key)
+            _check_values(array, label)
+            arrays[field_name] = array
+        return LayerWeights(**arrays)
 
     def layers(self) -> Iterator[LayerWeights]:
         for index in range(self.shape.num_layers):
             yield self.layer(index)
+
+
+def _check_values(array: np.ndarray, label: str) -> None:
+    """NaN, infinite and absurdly large weights are refused before any SVD sees them."""
+    peak = max(float(array.max()), -float(array.min())) if array.size else 0.0
+    if not np.isfinite(peak):
+        raise InvalidWeightsError(f"weight '{label}' contains NaN or infinite values")
+    if peak > LIMITS.max_abs_weight:
+        raise InvalidWeightsError(f"weight '{label}' has entries of magnitude {peak:.3g}: too large to analyse "
+                                  f"(at most {LIMITS.max_abs_weight:.0e})")
 
 
 def open_checkpoint(directory: Path | str) -> Checkpoint:

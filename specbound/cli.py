@@ -1,44 +1,58 @@
 """Command line: ``specbound analyze | models | export | grid | atlas``.
 
-Errors leave with a non-zero status and one plain line on stderr; progress goes to stderr only
-when it is a terminal, so ``--json`` output can be piped.
+One boundary (:func:`main`): whatever goes wrong leaves with a non-zero status and one plain line on
+stderr, a traceback only with ``--debug``. Output is built whole before it is written: ``--json``
+prints one strict JSON object or nothing, files are written atomically. A closed pipe (``| head``)
+ends the program quietly. Progress goes to stderr only when it is a terminal, so output can be piped.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
+import os
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ._version import __version__
 from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
 from .errors import SpecboundError
+from .files import describe_os_error, output_dir, require_parent, write_text_atomic
+from .limits import LIMITS, quoted
 from .progress import ProgressEvent, silent
 
+#: Exit statuses: a problem the user can fix, a usage error (argparse's), a bug, an interrupt.
+EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
 
-def _checked(convert, accept, requirement: str):
+
+def _checked(convert: Callable[[str], Any], accept: Callable[[Any], bool],
+             requirement: str) -> Callable[[str], Any]:
     """An argparse type: ``convert`` the text, then require ``accept(value)`` (one-line errors)."""
     kind = "an integer" if convert is int else "a number"
 
-    def parse(text: str):
+    def parse(text: str) -> Any:
+        shown = quoted(text, 40)
+        if len(text) > 100:  # no useful number is this long; int() of 4,300 digits is refused anyway
+            raise argparse.ArgumentTypeError(f"'{shown}' is too long for {kind}")
         try:
             value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not {kind}") from None
+            raise argparse.ArgumentTypeError(f"'{shown}' is not {kind}") from None
         if not accept(value):
-            raise argparse.ArgumentTypeError(f"{requirement}, got {text}")
+            raise argparse.ArgumentTypeError(f"{requirement}, got {shown}")
         return value
 
     return parse
 
 
 _p_value = _checked(float, lambda v: 0.0 <= v <= P_MAX, f"p must lie in [0, {P_MAX:g}]")
-_positive_float = _checked(float, lambda v: math.isfinite(v) and v > 0, "expected a positive number")
-_positive_int = _checked(int, lambda v: v >= 1, "expected a positive integer")
+_l_phi = _checked(float, lambda v: math.isfinite(v) and 0 < v <= LIMITS.max_l_phi,
+                  f"L_phi must be a positive number of at most {LIMITS.max_l_phi:g}")
+_grid_m = _checked(int, lambda v: 1 <= v <= LIMITS.max_grid_m,
+                   f"the grid resolution m must be an integer from 1 to {LIMITS.max_grid_m}")
 
 
 class _TerminalProgress:
@@ -67,29 +81,39 @@ def _analysis(args: argparse.Namespace):
     return BoundAnalysis.from_profile(profile, BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m))
 
 
+def _write_stdout(text: str) -> None:
+    """All of a command's output in one write, so an error while building it leaves stdout empty."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from .logspace import to_log10 as log10
-    from .report import analysis_json, layer_frame
+    from .report import analysis_json, layer_frame, to_json_text
 
     analysis = _analysis(args)
     if args.json:
-        json.dump(analysis_json(analysis, args.p), sys.stdout, allow_nan=False)
-        sys.stdout.write("\n")
+        _write_stdout(to_json_text(analysis_json(analysis, args.p)) + "\n")
         return 0
     shape = analysis.profile.shape
     optimal = analysis.evaluate()
     terms = optimal if args.p is None else analysis.evaluate(args.p)
     label = "p*" if args.p is None else f"p = {args.p:g}"
-    print(f"{analysis.profile.model}: L={shape.num_layers} N={shape.hidden_size} H={shape.num_heads} "
-          f"d={shape.head_dim} d_ff={shape.ffn_size}, {shape.num_matrices} matrices, "
-          f"L_phi={analysis.settings.l_phi:g}, grid m={analysis.grid_m}")
-    print(f"spectrum-adaptive proxy at p*:   {optimal.total:.6g}  (log10 {log10(optimal.log_total):.4f})")
+    lines = [
+        f"{analysis.profile.model}: L={shape.num_layers} N={shape.hidden_size} H={shape.num_heads} "
+        f"d={shape.head_dim} d_ff={shape.ffn_size}, {shape.num_matrices} matrices, "
+        f"L_phi={analysis.settings.l_phi:g}, grid m={analysis.grid_m}",
+        f"spectrum-adaptive proxy at p*:   {optimal.total:.6g}  (log10 {log10(optimal.log_total):.4f})",
+    ]
     if args.p is not None:
-        print(f"spectrum-adaptive proxy at {label}: {terms.total:.6g}  (log10 {log10(terms.log_total):.4f})")
-    print(f"Edelman-style proxy:             {analysis.edelman:.6g}  (log10 {log10(analysis.log_edelman):.4f})")
-    print(f"\nper layer, c(W; p) at {label} (sqrt(L) = {math.sqrt(shape.num_layers):.4g} is added to the total):")
-    print(layer_frame(analysis, terms).to_string(index=False, float_format=lambda v: f"{v:.5g}"))
-    print("\nThese are proxies of the bound's leading complexity factor, not the generalization gap.")
+        lines.append(f"spectrum-adaptive proxy at {label}: {terms.total:.6g}  (log10 {log10(terms.log_total):.4f})")
+    lines += [
+        f"Edelman-style proxy:             {analysis.edelman:.6g}  (log10 {log10(analysis.log_edelman):.4f})",
+        f"\nper layer, c(W; p) at {label} (sqrt(L) = {math.sqrt(shape.num_layers):.4g} is added to the total):",
+        layer_frame(analysis, terms).to_string(index=False, float_format=lambda v: f"{v:.5g}"),
+        "\nThese are proxies of the bound's leading complexity factor, not the generalization gap.",
+    ]
+    _write_stdout("\n".join(lines) + "\n")
     return 0
 
 
@@ -109,25 +133,27 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .report import analysis_json, layer_frame, singular_values_frame, terms_frame
+    from .report import analysis_json, layer_frame, singular_values_frame, terms_frame, to_json_text
 
+    out = Path(args.out)
+    if not out.is_dir():
+        require_parent(out, "output directory")  # before the analysis, not after it
     analysis = _analysis(args)
     terms = analysis.evaluate(args.p)
-    out = Path(args.out)
+    tables = {"matrices": terms_frame(analysis, terms), "layers": layer_frame(analysis, terms),
+              "singular_values": singular_values_frame(analysis)}
+    texts = {f"{name}.{args.format}": frame.to_csv(index=False) if args.format == "csv"
+             else frame.to_json(orient="records", indent=1) for name, frame in tables.items()}
+    texts["summary.json"] = to_json_text(
+        {k: v for k, v in analysis_json(analysis, args.p).items() if k != "matrices"}, indent=1)
+    output_dir(out, "output directory")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        tables = {"matrices": terms_frame(analysis, terms), "layers": layer_frame(analysis, terms),
-                  "singular_values": singular_values_frame(analysis)}
-        for name, frame in tables.items():
-            if args.format == "csv":
-                frame.to_csv(out / f"{name}.csv", index=False)
-            else:
-                frame.to_json(out / f"{name}.json", orient="records", indent=1)
-        (out / "summary.json").write_text(json.dumps(
-            {k: v for k, v in analysis_json(analysis, args.p).items() if k != "matrices"}, indent=1))
+        for name, text in texts.items():
+            write_text_atomic(out / name, text)
     except OSError as exc:
-        raise SpecboundError(f"cannot write to {out}: {exc.strerror}") from None
-    print(f"wrote {', '.join(f'{n}.{args.format}' for n in tables)} and summary.json to {out}")
+        raise SpecboundError(f"cannot write to {out.name}: {describe_os_error(exc)}") from None
+    tables_written = ", ".join(name for name in texts if name != "summary.json")
+    _write_stdout(f"wrote {tables_written} and summary.json to {out}\n")
     return 0
 
 
@@ -137,6 +163,8 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
     names = miniature_names(args.layers, args.widths) if (args.layers or args.widths or not args.models) else []
     names += [m for m in args.models or [] if m not in names]
+    if args.atlas is not None:
+        require_parent(Path(args.atlas), "atlas")  # before hours of analysis, not after
     result = run_grid(names, Path(args.out), settings=BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m),
                       atlas=args.atlas, use_cache=not args.no_cache, progress=lambda name: _progress(),
                       report=lambda line: print(line, flush=True))
@@ -153,6 +181,7 @@ def _cmd_atlas_export(args: argparse.Namespace) -> int:
     from .loading import load_profile
     from .atlas import save_atlas
 
+    require_parent(Path(args.out), "atlas")  # before the analyses, not after them
     profiles, failed = [], []
     for name in args.models:
         try:
@@ -165,7 +194,7 @@ def _cmd_atlas_export(args: argparse.Namespace) -> int:
     try:
         path = save_atlas(profiles, args.out)
     except OSError as exc:
-        raise SpecboundError(f"cannot write the atlas {args.out}: {exc.strerror}") from None
+        raise SpecboundError(f"cannot write the atlas {Path(args.out).name}: {describe_os_error(exc)}") from None
     print(f"wrote {len(profiles)} profile(s) to {path}" + (f"; left out: {', '.join(failed)}" if failed else ""))
     return 0
 
@@ -174,20 +203,27 @@ def _cmd_atlas_show(args: argparse.Namespace) -> int:
     from .atlas import read_manifest
 
     manifest = read_manifest(args.file)
-    print(f"{args.file}: specbound atlas, schema {manifest.schema}, {len(manifest.entries)} model(s), "
-          f"written by {manifest.created_by or 'unknown'}")
-    print(f"{'L':>3} {'N':>5} {'H':>3} {'d_ff':>5}  {'revision':<16} name")
+    lines = [f"{args.file}: specbound atlas, schema {manifest.schema}, {len(manifest.entries)} model(s), "
+             f"written by {_printable(manifest.created_by) or 'unknown'}",
+             f"{'L':>3} {'N':>5} {'H':>3} {'d_ff':>5}  {'revision':<16} name"]
     for e in manifest.entries:
-        print(f"{e.shape.num_layers:>3} {e.shape.hidden_size:>5} {e.shape.num_heads:>3} "
-              f"{e.shape.ffn_size:>5}  {e.revision:<16} {e.name}")
+        lines.append(f"{e.shape.num_layers:>3} {e.shape.hidden_size:>5} {e.shape.num_heads:>3} "
+                     f"{e.shape.ffn_size:>5}  {_printable(e.revision):<16} {_printable(e.name)}")
+    _write_stdout("\n".join(lines) + "\n")
     return 0
+
+
+def _printable(text: str) -> str:
+    """Text from a file, with control characters (terminal escapes, newlines) shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
     """The scaling-study commands: ``grid`` and ``atlas export | show``."""
     from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS
 
-    grid = commands.add_parser("grid", help="analyse a set of models for the scaling study (resumable)")
+    grid = commands.add_parser("grid", parents=[_debug_option()],
+                               help="analyse a set of models for the scaling study (resumable)")
     grid.add_argument("--layers", type=int, nargs="+", choices=MINIATURE_LAYERS, metavar="L",
                       help=f"miniature depths among {list(MINIATURE_LAYERS)} (default: all)")
     grid.add_argument("--widths", type=int, nargs="+", choices=MINIATURE_WIDTHS, metavar="N",
@@ -199,14 +235,17 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
     _bound_options(grid)
     grid.set_defaults(handler=_cmd_grid)
 
-    atlas = commands.add_parser("atlas", help="export spectral profiles to one portable file, or show one")
+    atlas = commands.add_parser("atlas", parents=[_debug_option()],
+                                help="export spectral profiles to one portable file, or show one")
     actions = atlas.add_subparsers(dest="atlas_command", required=True)
-    export = actions.add_parser("export", help="write the profiles of some models to an atlas file")
+    export = actions.add_parser("export", parents=[_debug_option()],
+                                help="write the profiles of some models to an atlas file")
     export.add_argument("--models", nargs="+", required=True, metavar="NAME", help="models to include")
     export.add_argument("--out", required=True, metavar="FILE", help="atlas file to write (.npz)")
     _bound_options(export, bound_terms=False)
     export.set_defaults(handler=_cmd_atlas_export)
-    show = actions.add_parser("show", help="list the models of an atlas file (validating it)")
+    show = actions.add_parser("show", parents=[_debug_option()],
+                              help="list the models of an atlas file (validating it)")
     show.add_argument("file", help="atlas file")
     show.set_defaults(handler=_cmd_atlas_show)
 
@@ -214,10 +253,11 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
 def _bound_options(parser: argparse.ArgumentParser, *, bound_terms: bool = True) -> None:
     """The options every analysing command shares: the constants of the proxy and the profile cache."""
     if bound_terms:
-        parser.add_argument("--l-phi", type=_positive_float, default=L_PHI,
-                            help=f"Lipschitz bound of the activation (default {L_PHI})")
-        parser.add_argument("--grid-m", type=_positive_int, default=None,
-                            help="grid resolution m of P_m (default ceil(L + ln N) per model)")
+        parser.add_argument("--l-phi", type=_l_phi, default=L_PHI,
+                            help=f"Lipschitz bound of the activation, in (0, {LIMITS.max_l_phi:g}] (default {L_PHI})")
+        parser.add_argument("--grid-m", type=_grid_m, default=None,
+                            help=f"grid resolution m of P_m, 1 to {LIMITS.max_grid_m} "
+                                 f"(default ceil(L + ln N) per model)")
     parser.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
 
 
@@ -228,11 +268,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _debug_option() -> argparse.ArgumentParser:
+    """``--debug`` accepted after the command too (``specbound analyze X --debug``)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an unexpected error")
+    return parent
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="specbound",
         description="Spectra and spectrum-adaptive generalization-bound proxies of trained BERT encoders.")
     parser.add_argument("--version", action="version", version=f"specbound {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def model_options(p: argparse.ArgumentParser) -> None:
@@ -243,15 +292,18 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--p", type=_p_value, default=None,
                        help="also evaluate every matrix at this Schatten index")
 
-    analyze = commands.add_parser("analyze", help="analyse a model and print its bound terms")
+    analyze = commands.add_parser("analyze", parents=[_debug_option()],
+                                  help="analyse a model and print its bound terms")
     model_options(analyze)
     analyze.add_argument("--json", action="store_true", help="print the JSON object of SPEC §5")
     analyze.set_defaults(handler=_cmd_analyze)
 
-    models = commands.add_parser("models", help="list the catalog and what is available offline")
+    models = commands.add_parser("models", parents=[_debug_option()],
+                                 help="list the catalog and what is available offline")
     models.set_defaults(handler=_cmd_models)
 
-    export = commands.add_parser("export", help="write per-matrix tables and singular values")
+    export = commands.add_parser("export", parents=[_debug_option()],
+                                 help="write per-matrix tables and singular values")
     model_options(export)
     export.add_argument("--format", choices=("csv", "json"), default="csv")
     export.add_argument("--out", required=True, help="output directory")
@@ -261,15 +313,57 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every failure becomes one stderr line and a non-zero status (see EXIT_*)."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
-    except SpecboundError as exc:
-        print(f"specbound: error: {exc}", file=sys.stderr)
-        return 1
+        status = args.handler(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say, to anyone
+        _detach_stdout()
+        return EXIT_ERROR
     except KeyboardInterrupt:
-        print("specbound: interrupted", file=sys.stderr)
-        return 130
+        _fail("interrupted")
+        return EXIT_INTERRUPTED
+    except SpecboundError as exc:
+        _fail(f"error: {exc}")
+        return EXIT_ERROR
+    except OSError as exc:  # a write to stdout or a file outside the package's own handling (a full disk)
+        _fail(f"error: {describe_os_error(exc)}")
+        return EXIT_ERROR
+    except MemoryError:
+        _fail("error: out of memory (try a smaller model or --grid-m)")
+        return EXIT_ERROR
+    except Exception as exc:  # a bug: one line, the traceback only on request
+        if args.debug:
+            traceback.print_exc()
+        first = " ".join(str(exc).split())[:200]
+        _fail(f"internal error: {type(exc).__name__}{': ' + first if first else ''}; "
+              f"run with --debug for the traceback")
+        return EXIT_INTERNAL
+
+
+def _fail(message: str) -> None:
+    """One line on stderr; stdout, if it cannot take its last bytes, is detached so exit stays quiet."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        _detach_stdout()
+    line = _printable(" ".join(message.split()))
+    try:
+        print(f"specbound: {line}", file=sys.stderr, flush=True)
+    except OSError:
+        pass  # stderr itself is gone: there is no one to tell
+
+
+def _detach_stdout() -> None:
+    """Point stdout at devnull, as the Python docs advise after EPIPE, so the flush at exit is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (captured in a test)
+        pass
 
 
 if __name__ == "__main__":

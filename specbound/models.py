@@ -15,6 +15,7 @@ reading atlases :mod:`specbound.atlas`'s, both dispatched by :func:`specbound.lo
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import re
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from .defaults import DEFAULT_MODEL
 from .errors import ModelNotFoundError
+from .limits import LIMITS, quoted
 
 MINIATURE_LAYERS: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
 MINIATURE_WIDTHS: tuple[int, ...] = (128, 256, 512, 768)
@@ -77,10 +79,14 @@ def _resolve_atlas(name: str) -> ModelRef:
     if not sep:
         file_part, member = body, ""
     if not file_part.strip():
-        raise ModelNotFoundError(f"'{name}' names no atlas file: write atlas:FILE#MODEL")
+        raise ModelNotFoundError(f"'{quoted(name)}' names no atlas file: write atlas:FILE#MODEL")
     path = Path(file_part.strip()).expanduser()
-    if not path.is_file():
-        raise ModelNotFoundError(f"no atlas file at {file_part.strip()}")
+    try:
+        found = path.is_file()
+    except (OSError, RuntimeError):  # a name too long for the file system, '~' without a home
+        found = False
+    if not found:
+        raise ModelNotFoundError(f"no atlas file at {quoted(file_part.strip())}")
     resolved = path.resolve()
     chosen = member.strip() or None
     return ModelRef(atlas_reference(resolved, chosen), Source.ATLAS, path=resolved, member=chosen)
@@ -115,11 +121,44 @@ def bundled_model_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
+def _validate_repo_id(name: str) -> None:
+    """huggingface_hub's own rules (1 to 96 characters, no '--' or '..', ...), as one-line errors."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        raise ModelNotFoundError(
+            f"'{quoted(name)}' is not a valid Hub repository id (owner/name: at most 96 letters, digits, "
+            f"'-', '_' or '.', without '--' or '..')") from None
+
+
+def _local_directory(name: str) -> Path | None:
+    """The directory a name denotes, or None; a name the file system cannot even look up is refused."""
+    try:
+        path = Path(name).expanduser()
+        if path.is_dir():
+            return path.resolve()
+        exists = path.exists()
+    except RuntimeError:  # '~' with no home directory
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise ModelNotFoundError(f"'{quoted(name)}' is too long to be a file name") from None
+        raise ModelNotFoundError(f"'{quoted(name)}' cannot be looked up on this machine") from None
+    if exists:
+        raise ModelNotFoundError(f"'{quoted(name)}' is a file; give the checkpoint directory that holds it")
+    return None
+
+
 def resolve(name: str, revision: str | None = None) -> ModelRef:
     """Turn a user's model name into a :class:`ModelRef`; raises ModelNotFoundError if it names nothing."""
     name = name.strip()
     if not name:
         raise ModelNotFoundError("no model given")
+    if len(name) > LIMITS.max_model_name_chars or "\0" in name:
+        raise ModelNotFoundError(f"'{quoted(name)}' is not a model name ({len(name)} characters)")
     if name.lower() == DEFAULT_MODEL:
         return ModelRef(DEFAULT_MODEL, Source.BUNDLED, repo_id=BUNDLED_REPO_ID, path=bundled_model_dir())
     if name.startswith(ATLAS_PREFIX):
@@ -128,20 +167,18 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
         layers, width = alias
         if not is_miniature(layers, width):
             raise ModelNotFoundError(
-                f"'{name}' is not a BERT Miniature: depth must be one of {list(MINIATURE_LAYERS)} "
+                f"'{quoted(name)}' is not a BERT Miniature: depth must be one of {list(MINIATURE_LAYERS)} "
                 f"and width one of {list(MINIATURE_WIDTHS)}"
             )
         return ModelRef(miniature_alias(layers, width), Source.HUB,
                         repo_id=miniature_repo_id(layers, width), revision=revision)
-    path = Path(name).expanduser()
-    if path.is_dir():
-        return ModelRef(str(path.resolve()), Source.LOCAL, path=path.resolve())
-    if path.exists():
-        raise ModelNotFoundError(f"'{name}' is a file; give the checkpoint directory that holds it")
-    if _REPO_ID.match(name) and ".." not in name:
+    if (path := _local_directory(name)) is not None:
+        return ModelRef(str(path), Source.LOCAL, path=path)
+    if _REPO_ID.match(name):
+        _validate_repo_id(name)
         return ModelRef(name, Source.HUB, repo_id=name, revision=revision)
     raise ModelNotFoundError(
-        f"'{name}' is neither a local directory, a Hub repository id (owner/name), a miniature alias "
+        f"'{quoted(name)}' is neither a local directory, a Hub repository id (owner/name), a miniature alias "
         f"such as L4-H256, an atlas model (atlas:FILE#MODEL), nor '{DEFAULT_MODEL}'"
     )
 

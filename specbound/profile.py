@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .defaults import RANK_TOL
+from .limits import LIMITS, is_genuine_int
 from .matrices import EncoderShape, Kind
 from .spectrum import rank_threshold
 
 if TYPE_CHECKING:
     import pandas as pd
+
+_SHAPE_FIELDS = ("num_layers", "hidden_size", "num_heads", "ffn_size")
 
 
 @dataclass(frozen=True, order=True)
@@ -42,6 +45,58 @@ class MatrixId:
         return f"L{self.layer} {self.kind.value}{head}"
 
 
+def full_dims_of(shape: EncoderShape) -> np.ndarray:
+    """min(rows, cols) of every matrix as a full matrix: N for QK and V, min(N, d_ff) for M_in, M_out."""
+    per_layer = [shape.hidden_size] * (2 * shape.num_heads) + [min(shape.hidden_size, shape.ffn_size)] * 2
+    return np.tile(np.array(per_layer, dtype=np.int64), shape.num_layers)  # (M,)
+
+
+def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> None:
+    """The one check every profile passes, whatever its origin (computed, the cache, an atlas).
+
+    ValueError unless: the shape's fields are genuine positive integers within the limits; the
+    arrays have the shapes the model implies (M = L (2H + 2) rows, at most N columns, exactly N with
+    ``full_width``, as every computed profile has); singular values are finite, non-negative,
+    non-increasing along each row and zero beyond the matrix's own min(rows, cols); ``full_dims`` are
+    integers equal to that min(rows, cols); the norms are finite and non-negative.
+    """
+    shape = profile.shape
+    if not isinstance(shape, EncoderShape) or not all(is_genuine_int(getattr(shape, f)) for f in _SHAPE_FIELDS):
+        raise ValueError("the shape must hold integer sizes")
+    if not (isinstance(profile.model, str) and isinstance(profile.revision, str)):
+        raise ValueError("the model name and revision must be strings")
+    m, n = shape.num_matrices, shape.hidden_size
+    if m * n > LIMITS.max_profile_values:
+        raise ValueError(f"a profile of {m} matrices of width {n} is above the limit of "
+                         f"{LIMITS.max_profile_values} values")
+    sv = profile.singular_values
+    if not isinstance(sv, np.ndarray) or sv.ndim != 2 or sv.shape[0] != m:
+        raise ValueError(f"expected singular values for {m} matrices, got {getattr(sv, 'shape', None)}")
+    width = sv.shape[1]
+    if width > n or width < 1 or (full_width and width != n):
+        raise ValueError(f"the singular-value rows have {width} columns; the model implies "
+                         f"{'exactly' if full_width else 'at most'} {n}")
+    for name in ("full_dims", "norm_21", "norm_11"):
+        array = getattr(profile, name)
+        if not isinstance(array, np.ndarray) or array.shape != (m,):
+            raise ValueError(f"{name} must have shape ({m},)")
+    if sv.dtype.kind != "f" or profile.norm_21.dtype.kind != "f" or profile.norm_11.dtype.kind != "f":
+        raise ValueError("singular values and norms must be floating-point numbers")
+    if profile.full_dims.dtype.kind not in "iu":
+        raise ValueError("full_dims must be integers")
+    if not np.array_equal(profile.full_dims, full_dims_of(shape)):
+        raise ValueError("full_dims do not match the matrices' sizes (N for QK and V, min(N, d_ff) for M_in, M_out)")
+    if not np.isfinite(sv).all() or (sv < 0).any():
+        raise ValueError("singular values must be finite and non-negative")
+    if (np.diff(sv, axis=1) > 0).any():
+        raise ValueError("singular values must be listed in non-increasing order")
+    beyond = np.arange(width)[None, :] >= profile.full_dims[:, None]  # (M, K)
+    if (sv[beyond] != 0).any():
+        raise ValueError("a matrix has more nonzero singular values than min(rows, cols)")
+    for name in ("norm_21", "norm_11"):
+        array = getattr(profile, name)
+        if not np.isfinite(array).all() or (array < 0).any():
+            raise ValueError(f"{name} must be finite and non-negative")
 #: The per-head kinds (one matrix per head) and the per-layer ones (one per layer), in profile order.
 HEAD_KINDS: tuple[Kind, ...] = (Kind.QK, Kind.V)
 LAYER_KINDS: tuple[Kind, ...] = (Kind.M_IN, Kind.M_OUT)
@@ -90,12 +145,7 @@ class SpectralProfile:
     norm_11: np.ndarray  # (M,) sum of absolute entries
 
     def __post_init__(self) -> None:
-        m = self.shape.num_matrices
-        if self.singular_values.ndim != 2 or self.singular_values.shape[0] != m:
-            raise ValueError(f"expected singular values for {m} matrices, got {self.singular_values.shape}")
-        for name in ("full_dims", "norm_21", "norm_11"):
-            if getattr(self, name).shape != (m,):
-                raise ValueError(f"{name} must have shape ({m},)")
+        validate_profile(self)
 
     # --- which matrix is where ---------------------------------------------------------------
     @cached_property

@@ -1,10 +1,14 @@
 """Results as JSON (the SPEC §5 interface) and as tables: the edge where numbers become text.
 
-Overflowing values (inf) become ``null`` in JSON; their log10 always stands beside them.
+JSON is strict (RFC 8259 has no NaN or Infinity): a plain value that overflows float64 becomes
+``null`` and its ``*_log10`` twin stands beside it; a log10 of a quantity that is exactly zero
+(-inf, e.g. alpha below a layer whose feed-forward matrix is all zeros) is ``null`` as well.
+:func:`to_json_text` applies that rule to a whole object before any of it is written.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +21,28 @@ from .spectrum import cumulative_energy
 if TYPE_CHECKING:
     import pandas as pd
 
+
 def finite_or_none(value: float) -> float | None:
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def finite_only(obj: Any) -> Any:
+    """The same object with every NaN or infinite float (numpy's included) replaced by None."""
+    if isinstance(obj, dict):
+        return {k: finite_only(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite_only(v) for v in obj]
+    if isinstance(obj, float | np.floating):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def to_json_text(obj: Any, *, indent: int | None = None) -> str:
+    """Strict JSON of a whole object (non-finite numbers as null), built before anything is written."""
+    return json.dumps(finite_only(obj), allow_nan=False, indent=indent)
 
 
 def analysis_json(analysis: BoundAnalysis, at_p: float | None = None) -> dict[str, Any]:

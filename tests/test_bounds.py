@@ -14,29 +14,7 @@ from specbound.defaults import L_PHI
 from specbound.matrices import EncoderShape, Kind, LayerWeights
 from specbound.profile import MatrixId, SpectralProfile, matrix_ids
 
-
-def make_profile(shape: EncoderShape, spectra: list[list[float]], norm_21: list[float] | None = None,
-                 full_dims: list[int] | None = None) -> SpectralProfile:
-    """A profile with prescribed singular values, listed in profile order."""
-    width = max(len(s) for s in spectra)
-    sv = np.zeros((len(spectra), width))
-    for i, s in enumerate(spectra):
-        sv[i, : len(s)] = sorted(s, reverse=True)
-    m = len(spectra)
-    dims = full_dims or [min(shape.hidden_size, shape.ffn_size) if i.kind in (Kind.M_IN, Kind.M_OUT)
-                         else shape.hidden_size for i in matrix_ids(shape)]
-    return SpectralProfile(model="hand", revision="0", shape=shape, singular_values=sv,
-                           full_dims=np.array(dims), norm_21=np.array(norm_21 or [1.0] * m),
-                           norm_11=np.ones(m))
-
-
-# Two layers, two heads of size 2, N = 4, d_ff = 6. Order per layer: QK h0, QK h1, V h0, V h1, M_in, M_out.
-HAND_SHAPE = EncoderShape(num_layers=2, hidden_size=4, num_heads=2, ffn_size=6)
-HAND_SPECTRA = [
-    [2.0, 1.0], [3.0], [1.0, 0.5], [2.0], [4.0, 2.0, 1.0, 1.0], [3.0, 1.0, 1.0, 0.5],
-    [1.5], [0.5, 0.25], [2.0, 2.0], [1.0], [2.0, 1.0], [5.0, 1.0, 1.0, 1.0],
-]
-HAND_NORM21 = [1.5 * (i + 1) for i in range(12)]
+from hand_profiles import HAND_NORM21, HAND_SHAPE, HAND_SPECTRA, make_profile
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ def cache_entry(directory: Path, cache: ProfileCache) -> Path:
     return cache.path(str(directory.resolve()), fingerprint(directory))
 
 
-def test_second_load_is_a_cache_hit_that_does_not_read_the_weights(make_checkpoint, tmp_path):
+def test_second_load_is_a_cache_hit_that_does_not_open_the_checkpoint(make_checkpoint, tmp_path, monkeypatch):
     cache = ProfileCache(tmp_path / "profiles")
     directory = make_checkpoint(seed=4)
     first = load_profile(str(directory), cache=cache)
@@ -32,20 +32,28 @@ def test_second_load_is_a_cache_hit_that_does_not_read_the_weights(make_checkpoi
     assert entry.is_file() and list(cache.directory.iterdir()) == [entry]
     written = entry.stat().st_mtime_ns
 
-    # Spoil the weights but keep their size and mtime: the revision key is unchanged, so a hit
-    # returns the stored profile, whereas reading the checkpoint would now fail.
-    weights = directory / "model.safetensors"
-    stat = weights.stat()
-    weights.write_bytes(b"\0" * stat.st_size)
-    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert fingerprint(directory) == first.revision
+    def no_opening(directory):
+        raise AssertionError("a cache hit opened the checkpoint")
 
+    monkeypatch.setattr("specbound.loading.open_checkpoint", no_opening)
     second = load_profile(str(directory), cache=cache)
     assert_same_profile(first, second)
     assert second is not first
     assert entry.stat().st_mtime_ns == written  # not rewritten
+
+
+def test_a_rewrite_with_the_same_size_and_mtime_is_a_new_revision(make_checkpoint, tmp_path):
+    """`cp -p` of other weights over the checkpoint: the stale entry must not be served."""
+    cache = ProfileCache(tmp_path / "profiles")
+    directory = make_checkpoint(seed=4)
+    first = load_profile(str(directory), cache=cache)
+    weights = directory / "model.safetensors"
+    stat = weights.stat()
+    weights.write_bytes(b"\0" * stat.st_size)
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert fingerprint(directory) != first.revision
     with pytest.raises(CheckpointError, match="corrupt or not a safetensors file"):
-        load_profile(str(directory), cache=cache, use_cache=False)
+        load_profile(str(directory), cache=cache)
 
 
 def test_changed_weights_change_the_revision_and_miss(make_checkpoint, tmp_path):

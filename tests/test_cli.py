@@ -283,7 +283,8 @@ def test_export_to_an_unwritable_place(make_checkpoint, tmp_path, capsys):
     capsys.readouterr()
     assert main(["export", str(directory), "--out", str(blocker / "out")]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith(f"specbound: error: cannot write to {blocker / 'out'}")
+    assert len(err) == 1 and err[0] == ("specbound: error: cannot create the output directory out: its parent is not "
+                                       "an existing directory (specbound creates at most the last component of a path)")
 
 
 # --- errors: one line on stderr, non-zero status ----------------------------------------------------
@@ -292,9 +293,12 @@ def test_export_to_an_unwritable_place(make_checkpoint, tmp_path, capsys):
     (["analyze", "--p", "3"], "specbound analyze: error: argument --p: p must lie in [0, 2], got 3"),
     (["analyze", "--p", "x"], "specbound analyze: error: argument --p: 'x' is not a number"),
     (["analyze", "--p", "-0.5"], "specbound analyze: error: argument --p: p must lie in [0, 2], got -0.5"),
-    (["analyze", "--l-phi", "0"], "specbound analyze: error: argument --l-phi: expected a positive number, got 0"),
-    (["analyze", "--l-phi", "nan"], "specbound analyze: error: argument --l-phi: expected a positive number, got nan"),
-    (["analyze", "--grid-m", "0"], "specbound analyze: error: argument --grid-m: expected a positive integer, got 0"),
+    (["analyze", "--l-phi", "0"], "specbound analyze: error: argument --l-phi: L_phi must be a positive number "
+                                  "of at most 1e+06, got 0"),
+    (["analyze", "--l-phi", "nan"], "specbound analyze: error: argument --l-phi: L_phi must be a positive number "
+                                    "of at most 1e+06, got nan"),
+    (["analyze", "--grid-m", "0"], "specbound analyze: error: argument --grid-m: the grid resolution m must be an "
+                                   "integer from 1 to 1000, got 0"),
     (["export", "--format", "xml", "--out", "x"], "specbound export: error: argument --format: invalid choice"),
     (["bogus"], "specbound: error: argument command: invalid choice: 'bogus'"),
 ])
@@ -332,5 +336,28 @@ def test_main_reports_errors_on_stderr(capsys, tmp_path):
     assert main(["analyze", str(tmp_path)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == (f"specbound: error: {tmp_path} has no config.json: not a Hugging Face "
+    assert captured.err == (f"specbound: error: {tmp_path.name} has no config.json: not a Hugging Face "
                             f"checkpoint directory\n")
+
+
+# --- atlas models ---------------------------------------------------------------------------------
+
+def test_analyze_and_export_open_an_atlas_model(make_checkpoint, tmp_path, capsys):
+    from specbound.atlas import save_atlas
+    from specbound.loading import load_profile
+
+    profiles = [load_profile(str(make_checkpoint(layers=layers, seed=layers))) for layers in (1, 2)]
+    atlas_file = save_atlas(profiles, tmp_path / "two.npz")
+    capsys.readouterr()
+    assert main(["analyze", str(profiles[1].model), "--json"]) == 0
+    from_checkpoint = json.loads(capsys.readouterr().out)
+    assert main(["analyze", f"atlas:{atlas_file}#{profiles[1].model}", "--json"]) == 0
+    from_atlas = json.loads(capsys.readouterr().out)
+    assert from_atlas == from_checkpoint  # the stored spectra give every number exactly
+    assert main(["export", f"atlas:{atlas_file}#{profiles[0].model}", "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "matrices.csv").is_file()
+    capsys.readouterr()
+    assert main(["analyze", f"atlas:{atlas_file}"]) == 1  # two models: the name must say which
+    assert "holds 2 models: name one as atlas:FILE#MODEL" in capsys.readouterr().err
+    assert main(["analyze", f"atlas:{tmp_path / 'missing.npz'}#x"]) == 1
+    assert "no atlas file at" in capsys.readouterr().err

@@ -93,7 +93,7 @@ def test_hub_id_and_local_directory(tmp_path):
                      "a miniature alias such as L4-H256, an atlas model (atlas:FILE#MODEL), nor 'minilm-l6'"),
     ("a/b/c", "'a/b/c' is neither a local directory"),
     ("../x", "'../x' is neither a local directory"),
-    ("owner/..", "'owner/..' is neither a local directory"),
+    ("owner/..", "'owner/..' is not a valid Hub repository id"),
 ])
 def test_nonsense_names_are_rejected_with_a_specific_message(name, message, tmp_path, monkeypatch):
     empty = tmp_path / "cwd"

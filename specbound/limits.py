@@ -1,0 +1,116 @@
+"""Every size limit of the package, in one place, so that work is refused before it is started.
+
+A checkpoint, a cache entry, an atlas or a command-line option is checked against these numbers from
+its header, manifest or config alone, before any array is allocated or any byte is downloaded (SPEC
+§9). The maxima are well above every BERT-family encoder the analysis is meant for (BERT-large: 24
+layers, N = 1024, 16 heads, d_ff = 4096) and well below what would exhaust a laptop's memory.
+
+Only the download cap is configurable, through ``$SPECBOUND_MAX_DOWNLOAD_MB``: it is the one limit
+an operator may reasonably want to lower (a shared server) or raise (a large private model).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import SpecboundError
+from .matrices import EncoderShape
+
+#: Environment variable that overrides the download cap, in megabytes (10^6 bytes).
+MAX_DOWNLOAD_ENV_VAR = "SPECBOUND_MAX_DOWNLOAD_MB"
+#: Default download cap: enough for BERT-large in either format (1.34 GB), not for a multi-GB LLM.
+DEFAULT_MAX_DOWNLOAD_MB = 1500
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The documented maxima; :data:`LIMITS` is the single instance the package reads."""
+
+    # config.json of a checkpoint
+    max_layers: int = 96
+    max_hidden_size: int = 8192
+    max_heads: int = 256
+    max_ffn_size: int = 32768
+    #: float64 bytes of one layer's six weight matrices (4 N^2 + 2 N d_ff values): one layer is what
+    #: the analysis holds in memory at a time.
+    max_layer_bytes: int = 2 * 1024**3
+    #: values in one spectral profile, (L (2H + 2)) x max(N, min(N, d_ff)): 256 MiB of float64.
+    max_profile_values: int = 2**25
+    # small JSON files read whole: config.json, a shard index, an atlas manifest, a cache entry's meta
+    max_config_bytes: int = 1024**2
+    max_index_bytes: int = 16 * 1024**2
+    max_manifest_bytes: int = 16 * 1024**2
+    #: the JSON header of one safetensors file (BERT-large's is about 40 kB)
+    max_safetensors_header_bytes: int = 16 * 1024**2
+    #: largest |w| accepted in a weight matrix: squares and products of two weights summed over
+    #: 10^9 terms stay far below the float64 maximum (1.8e308), so no SVD or norm overflows.
+    max_abs_weight: float = 1e100
+    #: an atlas: whole file, the sum of its members' uncompressed sizes, and any one member
+    max_atlas_file_bytes: int = 512 * 1024**2
+    max_atlas_total_bytes: int = 1024**3
+    max_atlas_models: int = 256
+    #: the post-hoc grid P_m has 2m + 1 points; every bound evaluation is linear in it
+    max_grid_m: int = 1000
+    #: Lipschitz constant of the activation (GELU's is 1.13): anything above is a typo
+    max_l_phi: float = 1e6
+    #: characters of a model name typed by a user (a Hub id has at most 96)
+    max_model_name_chars: int = 4096
+    #: characters of user- or file-supplied text quoted in an error message
+    max_quoted_chars: int = 60
+    #: temporary files of an interrupted atomic write older than this are removed
+    stale_temp_seconds: float = 600.0
+
+
+LIMITS = Limits()
+
+
+class LimitExceededError(SpecboundError):
+    """A size declared by a file, a manifest, the Hub or an option is above a documented limit."""
+
+
+def quoted(value: object, limit: int | None = None) -> str:
+    """Text from a user or a file, on one line and shortened, for quoting in an error message."""
+    limit = limit or LIMITS.max_quoted_chars
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_genuine_int(value: object) -> bool:
+    """An integer size as a file declares it: an int (numpy's too), never a bool or a float like 2.0."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def max_download_bytes() -> int:
+    """The download cap in bytes: ``$SPECBOUND_MAX_DOWNLOAD_MB`` megabytes, else the default."""
+    text = os.environ.get(MAX_DOWNLOAD_ENV_VAR, "").strip()
+    if not text:
+        return DEFAULT_MAX_DOWNLOAD_MB * 10**6
+    try:
+        megabytes = float(text)
+    except ValueError:
+        raise SpecboundError(f"{MAX_DOWNLOAD_ENV_VAR} must be a number of megabytes, got '{text[:40]}'") from None
+    if not (megabytes >= 0 and megabytes < 1e9):
+        raise SpecboundError(f"{MAX_DOWNLOAD_ENV_VAR} must be between 0 and 1e9 megabytes, got '{text[:40]}'")
+    return int(megabytes * 10**6)
+
+
+def check_encoder_shape(shape: EncoderShape, where: str) -> None:
+    """Refuse a model whose declared sizes exceed the maxima, before anything is allocated for it."""
+    for name, value, limit in (("num_layers", shape.num_layers, LIMITS.max_layers),
+                               ("hidden_size", shape.hidden_size, LIMITS.max_hidden_size),
+                               ("num_heads", shape.num_heads, LIMITS.max_heads),
+                               ("ffn_size", shape.ffn_size, LIMITS.max_ffn_size)):
+        if value > limit:
+            raise LimitExceededError(f"{where} declares {name} = {value}, above the limit of {limit}")
+    n, f = shape.hidden_size, shape.ffn_size
+    layer_bytes = 8 * (4 * n * n + 2 * n * f)
+    if layer_bytes > LIMITS.max_layer_bytes:
+        raise LimitExceededError(f"{where} declares layers of {layer_bytes / 2**30:.1f} GiB in float64, above "
+                                 f"the limit of {LIMITS.max_layer_bytes / 2**30:.1f} GiB")
+    values = shape.num_matrices * n
+    if values > LIMITS.max_profile_values:
+        raise LimitExceededError(f"{where} declares {shape.num_matrices} matrices of width {n}: a spectral "
+                                 f"profile of {values} values, above the limit of {LIMITS.max_profile_values}")
