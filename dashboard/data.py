@@ -37,6 +37,8 @@ from .text import plain
 MODEL_KEY = "model"
 #: Session-state key holding the last error met while opening a model (shown until the next success).
 ERROR_KEY = "model_error"
+#: Session-state key of a Hub download shown to the visitor and waiting for a click: (name, bytes, cap).
+PENDING_KEY = "download_pending"
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -96,6 +98,36 @@ def bar_progress(bar, model: str) -> ProgressCallback:
     return update
 
 
+def download_plan(name: str) -> checkpoints.DownloadPlan | None:
+    """What opening ``name`` would download from the Hub, or None when nothing (not a Hub model, cached).
+
+    Fetches and checks the model's config.json and sizes its weights from the Hub's metadata, so the
+    size can be shown before any weight is fetched; raises LimitExceededError above the download cap
+    (``SPECBOUND_MAX_DOWNLOAD_MB``, :mod:`specbound.limits`) and the errors of a download otherwise.
+    """
+    ref = safety.model_ref(name)
+    if ref.source is not models.Source.HUB or ref.repo_id is None or checkpoints.is_cached(ref.repo_id):
+        return None
+    if checkpoints.offline_mode():
+        return None  # opening says that the model is not cached and the Hub is off
+    plan = checkpoints.download_plan(ref)
+    plan.check_cap()
+    return plan
+
+
+def ask_before_download(name: str) -> bool:
+    """True if opening ``name`` needs a download, which is then left for the visitor to confirm.
+
+    The size is kept under :data:`PENDING_KEY` for the sidebar to show beside a confirmation button.
+    Raises what :func:`download_plan` raises (a download above the cap, no network, not an encoder).
+    """
+    plan = download_plan(name)
+    if plan is None:
+        return False
+    st.session_state[PENDING_KEY] = (name.strip(), plan.total_bytes, plan.cap_bytes)
+    return True
+
+
 def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
     """Open a model for this session: on success it becomes the current model.
 
@@ -110,6 +142,7 @@ def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
     result = analysis_for(name, progress_outside_cache(progress))
     st.session_state[MODEL_KEY] = name
     st.session_state.pop(ERROR_KEY, None)
+    st.session_state.pop(PENDING_KEY, None)
     catalog_entries.clear()  # a download may have changed what is cached
     return result
 

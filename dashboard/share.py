@@ -109,7 +109,8 @@ def restore() -> None:
         failures: list[str] = []
         with st.spinner(f"Opening {shown} from the link"), \
                 safety.guarded(f"opening {model!r} from a link", failures.append):
-            data.open_model(model)
+            if not data.ask_before_download(model):  # a link alone never starts a download
+                data.open_model(model)
             show_in_picker(model)
         if failures:  # the link's model is dropped from the address bar by publish(): a reload does not retry
             st.session_state[data.ERROR_KEY] = (f"The link names {shown}, which cannot be opened here: "

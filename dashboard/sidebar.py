@@ -107,12 +107,15 @@ def show_in_picker(name: str) -> None:
         state[SOURCE_KEY], state["model_custom"] = CUSTOM, name
 
 
-def _open(name: str) -> None:
+def _open(name: str, *, confirmed: bool = False) -> None:
+    """Open ``name``; a Hub model that is not here yet is first sized, and downloaded once confirmed."""
     shown = plain(atlas.display_name(name))
     bar = st.progress(0.0, text=f"Opening {shown}")
     failures: list[str] = []
     try:
         with safety.guarded(f"opening {name!r} from the sidebar", failures.append):
+            if not confirmed and data.ask_before_download(name):
+                return  # the sidebar now shows the size and asks
             data.open_model(name, data.bar_progress(bar, atlas.display_name(name)))
     finally:
         bar.empty()
@@ -122,6 +125,23 @@ def _open(name: str) -> None:
         return
     # The picker above was drawn before the download: draw it again with the model marked as cached.
     st.rerun()
+
+
+def _confirm_download(name: str | None) -> None:
+    """The size of a pending Hub download of the model in the picker, and the button that starts it."""
+    pending = st.session_state.get(data.PENDING_KEY)
+    if not pending or pending[0].lower() != (name or "").strip().lower():
+        return
+    _, size, cap = pending
+    st.info(f"{plain(atlas.display_name(pending[0]))} is not on this server yet: opening it downloads "
+            f"{_megabytes(size)} of weights from the Hugging Face Hub (at most {_megabytes(cap)} are allowed).")
+    if st.button(f"Download {_megabytes(size)} and open", key="confirm_download"):
+        st.session_state.pop(data.PENDING_KEY, None)
+        _open(pending[0], confirmed=True)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"
 
 
 def _shape_summary(analysis: BoundAnalysis) -> None:
@@ -142,7 +162,9 @@ def render_sidebar() -> BoundAnalysis:
         chosen = st.radio("Source", labels, key=SOURCE_KEY, format_func=_custom_label)
         name = MODEL_SOURCES[labels.index(chosen)].pick()
         if st.button("Open model", key="open_model", disabled=not name, type="primary") and name:
+            st.session_state.pop(data.PENDING_KEY, None)
             _open(name)
+        _confirm_download(name)
         if message := st.session_state.get(data.ERROR_KEY):
             st.error(message)
         try:

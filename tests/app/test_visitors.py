@@ -218,8 +218,9 @@ def test_messages_never_show_server_paths(name: str) -> None:
     # the package names the upload store's file in its message: the visitor sees its last part only
     at = _linked(model=name)
     error = _one_error(at)
-    assert "0123456789abcdef.npz" in unescaped(error)
+    assert "no atlas file at …/0123456789" in unescaped(error)
     _assert_no_server_detail(error)
+    assert "/profiles" not in unescaped(error) and "/tmp" not in unescaped(error)
 
 
 # --- one boundary -----------------------------------------------------------------------------------
@@ -264,6 +265,7 @@ def test_an_unexpected_error_while_opening_keeps_the_previous_model(monkeypatch,
         return original(ref, *args, **kwargs)
 
     monkeypatch.setattr(specbound.loading, "load_profile", load_profile)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no download to size first: straight to opening
     if how == "link":
         at = _linked(model="owner/boom")
     else:
@@ -293,6 +295,71 @@ def test_a_config_of_nested_brackets_is_one_error_box(monkeypatch, make_checkpoi
     _assert_sidebar_and_model(at)
     assert "model" not in at.query_params
     assert not _reload(at).error
+
+
+# --- downloads show their size first and stay under the cap -------------------------------------------
+
+@pytest.fixture
+def hub_sizes(monkeypatch):
+    """A Hub whose models weigh what the test says (sizes from metadata only) and a record of opens."""
+    import specbound.checkpoints
+    import specbound.loading
+
+    sizes: dict[str, int] = {}
+    opened: list[str] = []
+    original = specbound.loading.load_profile
+
+    def plan(ref, progress=None):
+        return specbound.checkpoints.DownloadPlan(ref.repo_id, None, Path("/nowhere"),
+                                                  (("model.safetensors", sizes[ref.repo_id]),),
+                                                  specbound.checkpoints.max_download_bytes())
+
+    def load_profile(ref, *args, **kwargs):
+        if getattr(ref, "repo_id", None) in sizes:
+            opened.append(ref.repo_id)
+            return dataclasses.replace(original("minilm-l6"), model=ref.name)
+        return original(ref, *args, **kwargs)
+
+    monkeypatch.setattr(specbound.checkpoints, "download_plan", plan)
+    monkeypatch.setattr(specbound.checkpoints, "is_cached", lambda repo_id, revision=None: False)
+    monkeypatch.setattr(specbound.loading, "load_profile", load_profile)
+    monkeypatch.setenv("SPECBOUND_MAX_DOWNLOAD_MB", "100")
+    return sizes, opened
+
+
+@pytest.mark.parametrize("how", ["link", "sidebar"])
+def test_a_download_shows_its_size_and_waits_for_a_click(hub_sizes, how: str) -> None:
+    sizes, opened = hub_sizes
+    sizes["owner/small-encoder"] = 12_345_678
+    if how == "link":
+        at = _linked(model="owner/small-encoder")
+    else:
+        at = _linked()
+        at.radio(key="model_source").set_value("Hub id or local directory")
+        run_clean(at)
+        at.text_input(key="model_custom").input("owner/small-encoder")
+        run_clean(at)
+        at.button(key="open_model").click()
+        run_clean(at)
+    assert not at.error and opened == []  # nothing downloaded yet
+    (info,) = [unescaped(i.value) for i in at.sidebar.info]
+    assert "downloads 12.3 MB of weights" in info and "at most 100.0 MB" in info
+    assert at.button(key="confirm_download").label == "Download 12.3 MB and open"
+    _assert_sidebar_and_model(at)
+    at.button(key="confirm_download").click()
+    run_clean(at)
+    assert opened == ["owner/small-encoder"] and not at.error and not at.sidebar.info
+    assert at.session_state["model"] == "owner/small-encoder"
+
+
+def test_a_download_above_the_cap_is_refused(hub_sizes) -> None:
+    sizes, opened = hub_sizes
+    sizes["owner/huge-encoder"] = 5_000_000_000
+    at = _linked(model="owner/huge-encoder")
+    error = unescaped(_one_error(at))
+    assert "needs 5,000 MB of weights, more than the download cap of 100 MB" in error
+    assert "SPECBOUND_MAX_DOWNLOAD_MB" in error and opened == [] and not at.sidebar.info
+    _assert_sidebar_and_model(at)
 
 
 # --- uploads are capped before they are read --------------------------------------------------------
