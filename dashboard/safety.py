@@ -32,7 +32,7 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
 from specbound.defaults import DEFAULT_MODEL
-from specbound.errors import SpecboundError
+from specbound.errors import ModelNotFoundError, SpecboundError
 from specbound.models import (ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, parse_miniature_alias,
                               resolve)
 
@@ -94,8 +94,21 @@ def model_ref(name: str) -> ModelRef:
         raise ServerPathRefused()
     if _HUB_ID.match(name) and ".." not in name:
         # built here, not by resolve(): that would first look for a local directory of this name
+        _check_hub_id(name)
         return ModelRef(name, Source.HUB, repo_id=name)
     raise ServerPathRefused()
+
+
+def _check_hub_id(name: str) -> None:
+    """The Hub's own rules for a repository id (at most 96 characters, no '--', ...), as a plain error."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        raise ModelNotFoundError(f"'{name[:60]}' is not a valid Hub repository id (owner/name: at most 96 "
+                                 f"letters, digits, '-', '_' or '.', without '--' or '..')") from None
 
 
 def _short_path(match: re.Match[str]) -> str:

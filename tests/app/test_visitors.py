@@ -164,6 +164,14 @@ def test_hub_ids_that_are_also_server_paths_are_only_hub_ids(monkeypatch) -> Non
     assert len(messages) == 1  # an existing directory, an existing file and an absent name: one answer
 
 
+@pytest.mark.parametrize("name", ["a/b--c", "owner/" + "x" * 120, "-owner/name"])
+def test_invalid_hub_ids_are_one_line(name: str) -> None:
+    error = unescaped(_one_error(_linked(model=name)))
+    assert "not a valid Hub repository id" in error or safety.PATHS_OFF in error
+    assert safety.UNEXPECTED not in error
+    _assert_sidebar_and_model(_linked(model=name))
+
+
 def test_the_sidebar_refuses_local_directories_and_hides_the_atlas_path(make_checkpoint) -> None:
     directory = str(make_checkpoint(layers=2, hidden=32, heads=4, ffn=48))
     at = _linked()
