@@ -225,8 +225,8 @@ def pick_from_atlas() -> str | None:
     cap = safety.max_upload_bytes()
     with safety.guarded("reading an atlas", lambda message: st.error(f"Could not read the atlas: {message}")):
         if uploaded is not None and uploaded.size > cap:  # before its bytes are read
-            st.error(f"{plain(uploaded.name)} is {uploaded.size / 1e6:.1f} MB, more than the {cap / 1e6:.0f} MB "
-                     f"an upload may have.")
+            st.error(f"{plain(uploaded.name)} is {uploaded.size / 2**20:.1f} MB, more than the "
+                     f"{cap / 2**20:.0f} MB an upload may have.")
         elif uploaded is not None:
             use_upload(uploaded.name, uploaded.getvalue())
         elif safety.server_paths_allowed() and st.button("Read the atlas", key=READ_KEY,

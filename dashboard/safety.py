@@ -33,8 +33,7 @@ from streamlit.navigation.page import StreamlitPage
 
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import ModelNotFoundError, SpecboundError
-from specbound.models import (ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, parse_miniature_alias,
-                              resolve)
+from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, parse_miniature_alias, resolve
 
 from .text import plain
 
@@ -125,18 +124,13 @@ def redact_paths(text: str) -> str:
 def public_message(exc: BaseException) -> str:
     """An exception as a visitor may read it: a SpecboundError's message, else :data:`UNEXPECTED`.
 
-    No server path (see :func:`redact_paths`); not yet escaped for markdown (see :func:`shown`).
+    No server path (see :func:`redact_paths`); not yet escaped for markdown (see :func:`dashboard.text.plain`).
     """
     if isinstance(exc, SpecboundError):
         return redact_paths(" ".join(str(exc).split()))
     if isinstance(exc, OSError):  # a file problem of the server: its kind, never its path
         return redact_paths(exc.strerror or UNEXPECTED)
     return UNEXPECTED
-
-
-def shown(text: str) -> str:
-    """User-given text ready for any Streamlit element that renders markdown: no paths, no markup."""
-    return plain(redact_paths(text))
 
 
 def max_upload_bytes() -> int:
