@@ -160,7 +160,10 @@ def render_sidebar() -> BoundAnalysis:
         st.header("Model")
         labels = [source.label for source in MODEL_SOURCES]
         chosen = st.radio("Source", labels, key=SOURCE_KEY, format_func=_custom_label)
-        name = MODEL_SOURCES[labels.index(chosen)].pick()
+        name = None
+        with safety.guarded(f"drawing the model source {chosen!r}",
+                            lambda message: st.error(f"This source cannot be used now: {message}")):
+            name = MODEL_SOURCES[labels.index(chosen)].pick()
         if st.button("Open model", key="open_model", disabled=not name, type="primary") and name:
             st.session_state.pop(data.PENDING_KEY, None)
             _open(name)

@@ -293,6 +293,22 @@ def test_an_unexpected_error_while_opening_keeps_the_previous_model(monkeypatch,
     assert not _reload(at).error
 
 
+def test_a_source_that_raises_leaves_the_sidebar_standing(monkeypatch) -> None:
+    from dashboard import data
+
+    def broken():
+        raise OSError(13, "Permission denied", "/root/.cache/huggingface/hub")
+
+    monkeypatch.setattr(data, "catalog_entries", broken)
+    at = _linked()
+    at.radio(key="model_source").set_value("BERT Miniature")
+    run_clean(at)
+    error = _one_error(at)
+    assert unescaped(error) == "This source cannot be used now: Permission denied"
+    _assert_sidebar_and_model(at)
+    assert len(at.get("plotly_chart")) == 3  # the page is drawn too
+
+
 def test_a_config_of_nested_brackets_is_one_error_box(monkeypatch, make_checkpoint) -> None:
     monkeypatch.setenv(safety.SERVER_PATHS_ENV, "1")  # only the operator may name a directory
     directory = make_checkpoint(layers=2, hidden=32, heads=4, ffn=48, name="deep-config")
