@@ -6,6 +6,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 MODEL  ?= minilm-l6
 PORT   ?= 8501
+# Only this machine by default; `make run HOST=0.0.0.0` serves every network interface on purpose
+# (README, "Security and limits": what a visitor can then do).
+HOST   ?= 127.0.0.1
 
 LAB_DIR ?= lab-class
 
@@ -21,7 +24,7 @@ $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/streamlit run app.py --server.port $(PORT)
+	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest

@@ -3,17 +3,21 @@
 Run with ``make run`` (or ``streamlit run app.py``). This entry point sets the page up, draws the
 shared sidebar (model picker) and hands over to the page chosen in the navigation; each page lives
 in ``pages/`` and adds itself to PAGES.
+
+The page runs inside the dashboard's boundary (:func:`dashboard.safety.guarded`): whatever it raises
+becomes one error box, the sidebar stays, and the link drops the model the page failed on.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import share
+from dashboard import atlas, data, safety, share
 from dashboard.export import figure_format_picker
 from dashboard.sidebar import render_sidebar
 
-st.set_page_config(page_title="specbound", page_icon=":material/ssid_chart:", layout="wide")
+# An emoji favicon is drawn in the page; a material-icon favicon is fetched from Google by every visitor.
+st.set_page_config(page_title="specbound", page_icon="📈", layout="wide")
 
 PAGES: list[st.Page] = [
     st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:", url_path="spectra", default=True),
@@ -28,5 +32,5 @@ share.restore()  # a shared link: seed the model and p settings before any widge
 render_sidebar()
 with st.sidebar:
     figure_format_picker()
-page.run()
-share.publish()  # keep the address bar a link to this view
+drawn = safety.run_page(page, atlas.display_name(data.current_model()))
+share.publish(with_model=drawn)  # keep the address bar a link to this view (without a model that failed)

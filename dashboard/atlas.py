@@ -5,7 +5,8 @@ with no checkpoint and no network. Its models are ordinary model references of t
 ``atlas:FILE#MODEL`` (:mod:`specbound.models`), opened by :func:`specbound.loading.load_profile` like
 any other name: nothing here parses names.
 
-A session has at most one atlas at a time, from an upload or from a path on the server. An upload
+A session has at most one atlas at a time, from an upload or, when the operator allows server paths
+(:func:`dashboard.safety.server_paths_allowed`), from a path on the server. An upload
 is stored once in the upload store, a folder of the profile cache, under the SHA-256 of its bytes,
 so its models have a file to name and a shared link to them works on the same server. In links and
 on screen the store's folder is never shown: :func:`link_form` writes ``atlas:@<digest>#MODEL``
@@ -26,10 +27,13 @@ import streamlit as st
 from specbound import atlas as sb_atlas
 from specbound.atlas import AtlasError
 from specbound.cache import default_cache_dir
-from specbound.errors import ModelNotFoundError
+from specbound.errors import SpecboundError
 from specbound.files import atomic_write
-from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference, resolve
+from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
 from specbound.profile import SpectralProfile
+
+from . import safety
+from .text import plain
 
 #: Session-state keys: the path of the session's atlas file, and the name it is shown under.
 FILE_KEY = "atlas_file"
@@ -55,10 +59,11 @@ def upload_dir() -> Path:
 # --- names --------------------------------------------------------------------------------------
 
 def atlas_ref(name: str) -> ModelRef | None:
-    """The reference behind ``name`` when it is an atlas model, else None (also when it names nothing)."""
+    """The reference behind ``name`` when it is an atlas model, else None (also when it names nothing,
+    or nothing a visitor may open: see :func:`dashboard.safety.model_ref`)."""
     try:
-        ref = resolve(name)
-    except ModelNotFoundError:
+        ref = safety.model_ref(name)
+    except SpecboundError:
         return None
     return ref if ref.source is Source.ATLAS else None
 
@@ -214,20 +219,25 @@ def pick_from_atlas() -> str | None:
     uploaded = st.file_uploader("Atlas file (.npz)", type=["npz"], key=UPLOAD_KEY,
                                 help="Spectral profiles exported by `specbound grid --atlas` or "
                                      "`specbound atlas export`; its models open with no checkpoint.")
-    path = st.text_input("…or its path on the server", key=PATH_INPUT_KEY, placeholder="atlas.npz")
-    try:
-        if uploaded is not None:
+    path = ""
+    if safety.server_paths_allowed():
+        path = st.text_input("…or its path on the server", key=PATH_INPUT_KEY, placeholder="atlas.npz")
+    cap = safety.max_upload_bytes()
+    with safety.guarded("reading an atlas", lambda message: st.error(f"Could not read the atlas: {message}")):
+        if uploaded is not None and uploaded.size > cap:  # before its bytes are read
+            st.error(f"{plain(uploaded.name)} is {uploaded.size / 2**20:.1f} MB, more than the "
+                     f"{cap / 2**20:.0f} MB an upload may have.")
+        elif uploaded is not None:
             use_upload(uploaded.name, uploaded.getvalue())
-        elif st.button("Read the atlas", key=READ_KEY, disabled=not path.strip()):
+        elif safety.server_paths_allowed() and st.button("Read the atlas", key=READ_KEY,
+                                                         disabled=not path.strip()):
             use(path.strip())
-    except AtlasError as exc:
-        st.error(str(exc))
     profiles, file = loaded(), loaded_file()
     if not profiles or file is None:
         st.caption("No atlas loaded. " + HOW_TO_MAKE)
         return None
     by_name = {p.model: p for p in profiles}
-    st.caption(f"{st.session_state.get(LABEL_KEY, 'atlas')}: {len(profiles)} models, opened from their "
+    st.caption(f"{plain(st.session_state.get(LABEL_KEY, 'atlas'))}: {len(profiles)} models, opened from their "
                f"stored spectra (no checkpoint). The Scaling page uses all of them.")
     if st.session_state.get(MODEL_PICK_KEY) not in by_name:
         st.session_state.pop(MODEL_PICK_KEY, None)

@@ -30,16 +30,24 @@ from specbound.errors import SpecboundError
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, ProgressEvent, silent
 
+from . import atlas, safety
+from .text import plain
+
 #: Session-state key holding the name of the model the pages show.
 MODEL_KEY = "model"
 #: Session-state key holding the last error met while opening a model (shown until the next success).
 ERROR_KEY = "model_error"
+#: Session-state key of a Hub download shown to the visitor and waiting for a click: (name, bytes, cap).
+PENDING_KEY = "download_pending"
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def profile_for(name: str, _progress: ProgressCallback = silent) -> SpectralProfile:
-    """The spectral profile of a model (download, disk cache or computation, with progress)."""
-    return loading.load_profile(name, progress=_progress)
+    """The spectral profile of a model (download, disk cache or computation, with progress).
+
+    The name goes through :func:`dashboard.safety.model_ref`: what a visitor may open is decided there.
+    """
+    return loading.load_profile(safety.model_ref(name), progress=_progress)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -77,14 +85,47 @@ def bar_progress(bar, model: str) -> ProgressCallback:
 
     Downloads report bytes of each file, the analysis its layers.
     """
+    shown = plain(model)
+
     def update(event: ProgressEvent) -> None:
         if event.stage == "download":
-            text = f"{model}: downloading {event.detail}, {_megabytes(event.done)} of {_megabytes(event.total)}"
+            text = (f"{shown}: downloading {plain(event.detail)}, {_megabytes(event.done)} of "
+                    f"{_megabytes(event.total)}")
         else:
-            text = f"{model}: computing spectra, {event.detail} of {event.total:g}" if event.total \
-                else f"{model}: computing spectra"
+            text = f"{shown}: computing spectra, {plain(event.detail)} of {event.total:g}" if event.total \
+                else f"{shown}: computing spectra"
         bar.progress(event.fraction or 0.0, text=text)
     return update
+
+
+def download_plan(name: str) -> checkpoints.DownloadPlan | None:
+    """What opening ``name`` would download from the Hub, or None when nothing (not a Hub model, cached).
+
+    Fetches and checks the model's config.json and sizes its weights from the Hub's metadata, so the
+    size can be shown before any weight is fetched; raises LimitExceededError above the download cap
+    (``SPECBOUND_MAX_DOWNLOAD_MB``, :mod:`specbound.limits`) and the errors of a download otherwise.
+    """
+    ref = safety.model_ref(name)
+    if ref.source is not models.Source.HUB or ref.repo_id is None or checkpoints.is_cached(ref.repo_id):
+        return None
+    if checkpoints.offline_mode():
+        return None  # opening says that the model is not cached and the Hub is off
+    plan = checkpoints.download_plan(ref)
+    plan.check_cap()
+    return plan
+
+
+def ask_before_download(name: str) -> bool:
+    """True if opening ``name`` needs a download, which is then left for the visitor to confirm.
+
+    The size is kept under :data:`PENDING_KEY` for the sidebar to show beside a confirmation button.
+    Raises what :func:`download_plan` raises (a download above the cap, no network, not an encoder).
+    """
+    plan = download_plan(name)
+    if plan is None:
+        return False
+    st.session_state[PENDING_KEY] = (name.strip(), plan.total_bytes, plan.cap_bytes)
+    return True
 
 
 def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
@@ -101,6 +142,7 @@ def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
     result = analysis_for(name, progress_outside_cache(progress))
     st.session_state[MODEL_KEY] = name
     st.session_state.pop(ERROR_KEY, None)
+    st.session_state.pop(PENDING_KEY, None)
     catalog_entries.clear()  # a download may have changed what is cached
     return result
 
@@ -113,14 +155,17 @@ def current_analysis(on_error: Callable[[str], None] | None = None) -> BoundAnal
     """The analysis of the session's model (a cache hit after the first time).
 
     If it cannot be opened any more (a deleted directory after the cache was evicted), fall back to
-    the bundled default and report why through ``on_error``.
+    the bundled default and report why through ``on_error`` (markdown-safe text).
     """
     try:
         return analysis_for(current_model())
-    except SpecboundError as exc:
+    except Exception as exc:  # whatever happened, the session goes on with the default
         if current_model() == DEFAULT_MODEL:
             raise
+        if not isinstance(exc, SpecboundError):
+            safety.log.exception("reopening %r", current_model())
         if on_error is not None:
-            on_error(f"{current_model()} cannot be opened any more ({exc}); showing {DEFAULT_MODEL}.")
+            on_error(f"{plain(atlas.display_name(current_model()))} cannot be opened any more "
+                     f"({plain(safety.public_message(exc))}); showing {DEFAULT_MODEL}.")
         st.session_state[MODEL_KEY] = DEFAULT_MODEL
         return analysis_for(DEFAULT_MODEL)

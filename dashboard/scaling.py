@@ -44,7 +44,8 @@ from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, silent
 from specbound.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, summarize
 
-from . import atlas, data
+from . import atlas, data, safety
+from .text import plain
 
 ATLAS, HUB_CACHE, BUNDLED, OPENED = "atlas file", "Hugging Face cache", "bundled model", "opened in this session"
 LAB_REFERENCE = "trained by the specbound lab on the sparse threshold task, not a BERT Miniature"
@@ -220,12 +221,14 @@ def summarise(names: Sequence[str], shown: Mapping[str, str] | None = None
         return summaries, profiles, failed
     bar = st.progress(0.0, text="Summarising the models")
     for index, name in enumerate(names):
-        bar.progress(index / len(names), text=f"Summarising {name} ({index + 1} of {len(names)})")
+        given = (shown or {}).get(name)
+        label = given or atlas.display_name(name)
+        bar.progress(index / len(names), text=f"Summarising {plain(label)} ({index + 1} of {len(names)})")
         try:
-            summary, profile = summary_for(name, data.bar_progress(bar, name), (shown or {}).get(name))
+            summary, profile = summary_for(name, data.bar_progress(bar, label), given)
         except (SpecboundError, OSError) as exc:
             failed.append(name)
-            st.error(f"{name} left out of the study: {exc}")
+            st.error(f"{plain(label)} left out of the study: {plain(safety.public_message(exc))}")
             continue
         summaries.append(summary)
         profiles.append(profile)
@@ -241,7 +244,7 @@ def download(names: Sequence[str]) -> tuple[list[str], list[str]]:
             data.profile_for(name, data.progress_outside_cache(data.bar_progress(bar, name)))
             got.append(name)
         except (SpecboundError, OSError) as exc:
-            errors.append(f"Could not get {name}: {exc}")
+            errors.append(f"Could not get {plain(name)}: {plain(safety.public_message(exc))}")
     bar.empty()
     data.catalog_entries.clear()  # the Hub cache has changed
     return got, errors

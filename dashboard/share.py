@@ -22,10 +22,10 @@ from typing import Any
 import streamlit as st
 
 from specbound.defaults import DEFAULT_MODEL, P_MAX
-from specbound.errors import SpecboundError
 
-from . import atlas, data
+from . import atlas, data, safety
 from .sidebar import show_in_picker
+from .text import plain
 
 MODEL_PARAM = "model"
 #: Session-state keys: the parameters of the link the session was opened with (consumed as widgets
@@ -101,23 +101,28 @@ def restore() -> None:
         return
     params = {key: st.query_params.get(key) for key in st.query_params}
     st.session_state[_LINK_KEY] = {k: v for k, v in params.items() if v is not None and k != MODEL_PARAM}
-    model = atlas.from_link((params.get(MODEL_PARAM) or "").strip())
+    linked = (params.get(MODEL_PARAM) or "").strip()
+    model = atlas.from_link(linked)
     if model and model != data.current_model():
-        shown = atlas.display_name(model)
-        try:
-            with st.spinner(f"Opening {shown} from the link"):
+        # an atlas model by its file name; anything else as the link wrote it (never the upload store's path)
+        shown = plain(linked if atlas.atlas_ref(model) is None else atlas.display_name(model))
+        failures: list[str] = []
+        with st.spinner(f"Opening {shown} from the link"), \
+                safety.guarded(f"opening {model!r} from a link", failures.append):
+            if not data.ask_before_download(model):  # a link alone never starts a download
                 data.open_model(model)
             show_in_picker(model)
-        except (SpecboundError, OSError) as exc:
-            st.session_state[data.ERROR_KEY] = (f"The link names {shown}, which cannot be opened here: {exc}. "
-                                                f"Showing {data.current_model()}.")
+        if failures:  # the link's model is dropped from the address bar by publish(): a reload does not retry
+            st.session_state[data.ERROR_KEY] = (f"The link names {shown}, which cannot be opened here: "
+                                                f"{failures[0]}. Showing "
+                                                f"{plain(atlas.display_name(data.current_model()))}.")
 
 
-def wanted_params() -> dict[str, str]:
+def wanted_params(with_model: bool = True) -> dict[str, str]:
     """The query parameters that describe this session's view: non-default values only."""
     wanted: dict[str, str] = {}
     model = data.current_model()
-    if model != DEFAULT_MODEL:
+    if with_model and model != DEFAULT_MODEL:
         wanted[MODEL_PARAM] = atlas.link_form(model)
     registry: dict[str, tuple[Codec, Any]] = st.session_state.get(_REGISTRY_KEY, {})
     for key, (codec, default) in registry.items():
@@ -126,9 +131,12 @@ def wanted_params() -> dict[str, str]:
     return wanted
 
 
-def publish() -> None:
-    """Write the view into the URL: set what differs from the defaults, drop everything else."""
-    wanted = wanted_params()
+def publish(with_model: bool = True) -> None:
+    """Write the view into the URL: set what differs from the defaults, drop everything else.
+
+    ``with_model=False`` leaves the model out (after a page failed on it: a reload does not repeat that).
+    """
+    wanted = wanted_params(with_model)
     for key in list(st.query_params):
         if key not in wanted:
             del st.query_params[key]

@@ -14,11 +14,11 @@ import streamlit as st
 
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
-from specbound.errors import SpecboundError
 from specbound.models import (MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature, miniature_alias,
                               parse_miniature_alias)
 
-from . import atlas, data
+from . import atlas, data, safety
+from .text import code, plain
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
 
@@ -63,8 +63,9 @@ def _pick_miniature() -> str:
 
 
 def _pick_custom() -> str | None:
-    name = st.text_input("Hub id or local directory", key="model_custom",
-                         placeholder="owner/name or a checkpoint directory",
+    paths = safety.server_paths_allowed()
+    name = st.text_input(_custom_label(CUSTOM), key="model_custom",
+                         placeholder="owner/name or a checkpoint directory" if paths else "owner/name",
                          help="A BERT-family encoder (BERT, RoBERTa, ELECTRA, MiniLM, DistilBERT) with "
                               "config.json and safetensors or PyTorch weights.")
     return name.strip() or None
@@ -79,6 +80,11 @@ MODEL_SOURCES: list[ModelSource] = [
 ]
 #: Session-state key of the source radio.
 SOURCE_KEY = "model_source"
+
+
+def _custom_label(label: str) -> str:
+    """How a source is labelled: without local directories when visitors may not name server paths."""
+    return label if label != CUSTOM or safety.server_paths_allowed() else "Hub id"
 
 
 def show_in_picker(name: str) -> None:
@@ -101,22 +107,46 @@ def show_in_picker(name: str) -> None:
         state[SOURCE_KEY], state["model_custom"] = CUSTOM, name
 
 
-def _open(name: str) -> None:
-    bar = st.progress(0.0, text=f"Opening {name}")
+def _open(name: str, *, confirmed: bool = False) -> None:
+    """Open ``name``; a Hub model that is not here yet is first sized, and downloaded once confirmed."""
+    shown = plain(atlas.display_name(name))
+    bar = st.progress(0.0, text=f"Opening {shown}")
+    failures: list[str] = []
     try:
-        data.open_model(name, data.bar_progress(bar, name))
-    except (SpecboundError, OSError) as exc:
-        st.session_state[data.ERROR_KEY] = f"Could not open {name}: {exc}. Still showing {data.current_model()}."
-        return
+        with safety.guarded(f"opening {name!r} from the sidebar", failures.append):
+            if not confirmed and data.ask_before_download(name):
+                return  # the sidebar now shows the size and asks
+            data.open_model(name, data.bar_progress(bar, atlas.display_name(name)))
     finally:
         bar.empty()
+    if failures:
+        st.session_state[data.ERROR_KEY] = (f"Could not open {shown}: {failures[0]}. Still showing "
+                                            f"{plain(atlas.display_name(data.current_model()))}.")
+        return
     # The picker above was drawn before the download: draw it again with the model marked as cached.
     st.rerun()
 
 
+def _confirm_download(name: str | None) -> None:
+    """The size of a pending Hub download of the model in the picker, and the button that starts it."""
+    pending = st.session_state.get(data.PENDING_KEY)
+    if not pending or pending[0].lower() != (name or "").strip().lower():
+        return
+    _, size, cap = pending
+    st.info(f"{plain(atlas.display_name(pending[0]))} is not on this server yet: opening it downloads "
+            f"{_megabytes(size)} of weights from the Hugging Face Hub (at most {_megabytes(cap)} are allowed).")
+    if st.button(f"Download {_megabytes(size)} and open", key="confirm_download"):
+        st.session_state.pop(data.PENDING_KEY, None)
+        _open(pending[0], confirmed=True)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"
+
+
 def _shape_summary(analysis: BoundAnalysis) -> None:
     shape = analysis.profile.shape
-    st.markdown(f"**Current model:** `{atlas.display_name(data.current_model())}`")
+    st.markdown(f"**Current model:** {code(atlas.display_name(data.current_model()))}")
     st.caption(
         f"L = {shape.num_layers} layers · N = {shape.hidden_size} · {shape.num_heads} heads of "
         f"d = {shape.head_dim} · d_ff = {shape.ffn_size}  \n"
@@ -129,16 +159,22 @@ def render_sidebar() -> BoundAnalysis:
     with st.sidebar:
         st.header("Model")
         labels = [source.label for source in MODEL_SOURCES]
-        chosen = st.radio("Source", labels, key=SOURCE_KEY)
-        name = MODEL_SOURCES[labels.index(chosen)].pick()
+        chosen = st.radio("Source", labels, key=SOURCE_KEY, format_func=_custom_label)
+        name = None
+        with safety.guarded(f"drawing the model source {chosen!r}",
+                            lambda message: st.error(f"This source cannot be used now: {message}")):
+            name = MODEL_SOURCES[labels.index(chosen)].pick()
         if st.button("Open model", key="open_model", disabled=not name, type="primary") and name:
+            st.session_state.pop(data.PENDING_KEY, None)
             _open(name)
+        _confirm_download(name)
         if message := st.session_state.get(data.ERROR_KEY):
             st.error(message)
         try:
             analysis = data.current_analysis(on_error=st.error)
-        except SpecboundError as exc:  # not even the bundled model opens: nothing to show
-            st.error(f"No model can be opened: {exc}")
+        except Exception as exc:  # not even the bundled model opens: nothing to show
+            safety.log.exception("opening the bundled model")
+            st.error(f"No model can be opened: {plain(safety.public_message(exc))}")
             st.stop()
         _shape_summary(analysis)
     return analysis

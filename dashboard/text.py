@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import streamlit as st
 
@@ -19,6 +20,42 @@ TOTAL_LABEL = "Ours at the chosen p"
 OPTIMAL_LABEL = "Ours at the optimal p*"
 EDELMAN_LABEL = "Edelman-style proxy"
 SQRT_DEPTH_LABEL = "√L"
+
+
+#: Every ASCII punctuation character: CommonMark lets each be escaped with a backslash, and each may
+#: start markup in Streamlit's markdown (links, images, emphasis, code, HTML, LaTeX $, :emoji: and
+#: :color[...] directives, tables, headings, lists).
+_MARKDOWN_ACTIVE = re.compile(r"([!-/:-@\[-`{-~])")
+#: Line breaks and other control characters: a message is one line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+#: Where GFM makes a link of plain text even when every character is escaped (it looks for URLs after
+#: the escapes are resolved): "scheme://", "www." and "user@host". A word joiner goes in there.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+#: U+2060 WORD JOINER: invisible, and not part of any URL or e-mail address.
+WORD_JOINER = "\u2060"
+
+
+def plain(text: str) -> str:
+    """``text`` (anything a visitor typed or a link carried) escaped so that markdown shows it as typed.
+
+    For every element that renders markdown: st.error, st.info, st.caption, st.markdown, st.spinner,
+    st.progress texts. Each punctuation character gets a backslash, control characters and line
+    breaks become one space, and an invisible word joiner breaks every bare URL and e-mail address,
+    so no link, image, HTML, LaTeX or emphasis can come out of it.
+    """
+    text = _AUTOLINK.sub(WORD_JOINER, _CONTROL.sub(" ", str(text)))
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", text)
+
+
+def code(text: str) -> str:
+    """``text`` as an inline code span, shown as typed: nothing inside a code span is markup.
+
+    The fence is one backtick longer than any run of backticks in the text, so none can close it.
+    """
+    text = _CONTROL.sub(" ", str(text))
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def bound_note() -> None:

@@ -16,7 +16,8 @@ from dashboard import lab as service
 from dashboard import share
 from dashboard.export import csv_download, show_figure
 from dashboard.routing import ensure_app_entry
-from dashboard.text import bound_note, format_log_value
+from dashboard.safety import public_message
+from dashboard.text import bound_note, format_log_value, plain
 from specbound.figures import lab as figures
 from specbound.figures.spectra import singular_value_profiles
 from specbound.lab import views
@@ -95,7 +96,7 @@ if view == RUN_VIEW:
         profile = service.step_profile(key, step, run)
     except LabError as exc:
         profile = None
-        st.error(f"The spectra of this step cannot be read: {exc}")
+        st.error(f"The spectra of this step cannot be read: {plain(public_message(exc))}")
     left, right = st.columns(2)
     with left:
         show_figure(figures.p_star_map_figure(views.p_star_map(run, step)), "lab_p_map")
@@ -104,7 +105,7 @@ if view == RUN_VIEW:
                     f"1 the nuclear norm, 2 the Frobenius norm. In every reference run all p* are 2 at "
                     f"initialisation; training moves them, layer by layer.")
         if message := st.session_state.pop(service.OPEN_ERROR_KEY, None):
-            st.error(message)
+            st.error(plain(message))
         st.button("Open as a model", key="lab_open", type="primary", disabled=profile is None,
                   on_click=service.open_as_model, args=(key, step),
                   help="Make this run at this step the model of the other pages (Spectra, Bound explorer, …), "
@@ -162,9 +163,9 @@ else:
         try:
             service.start_training(request)
         except LabError as exc:
-            st.error(str(exc))
+            st.error(plain(public_message(exc)))
         except service.LabBusy as exc:
-            st.warning(str(exc))
+            st.warning(plain(str(exc)))
     if service.session_job() is not None:
         service.progress_panel()
     elif (last := st.session_state.get(service.LAST_JOB_KEY)) is not None:

@@ -14,7 +14,7 @@ from dashboard import atlas, data, share
 from dashboard import scaling as service
 from dashboard.export import csv_download, file_stem, show_figure
 from dashboard.routing import ensure_app_entry
-from dashboard.text import bound_note
+from dashboard.text import bound_note, plain
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width
 from specbound.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
 
@@ -68,11 +68,11 @@ else:
     try:
         study = ScalingStudy.from_summaries(summaries)
     except ValueError as exc:  # two models of one (L, N)
-        st.error(f"{exc}: deselect one of them above.")
+        st.error(f"{plain(str(exc))}: deselect one of them above.")
 
 if study is not None:
     for note in study.notes:
-        st.warning(note)
+        st.warning(plain(note))
     exponents = [e for e in study.exponents if e.proxy in proxies]
     for axis, figure, key in ((Axis.WIDTH, growth_figure_width, "growth_width"),
                               (Axis.DEPTH, growth_figure_depth, "growth_depth")):
@@ -109,7 +109,8 @@ if study is not None:
 st.subheader("Not available here")
 missing = service.missing_miniatures(available)
 if failed:
-    st.caption("Chosen but left out (see the errors above): " + ", ".join(failed))
+    st.caption("Chosen but left out (see the errors above): "
+               + ", ".join(plain(atlas.display_name(name)) for name in failed))
 if lab_family:
     st.caption("Every model of the lab family is shipped with the package. For the BERT Miniatures choose "
                "that family above.")

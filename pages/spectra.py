@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import atlas, data
 from dashboard.export import csv_download, file_stem, show_figure
 from dashboard.routing import ensure_app_entry
+from dashboard.text import code
 from specbound.figures import spectra as figures
 from specbound.matrices import Kind
 from specbound.report import singular_values_frame
@@ -20,7 +21,7 @@ all_layers = list(range(shape.num_layers))
 all_kinds = [kind.value for kind in Kind]
 
 st.title("Spectra")
-st.caption(f"`{atlas.display_name(data.current_model())}`: singular values of its L(2H + 2) = {shape.num_matrices} proxy matrices "
+st.caption(f"{code(atlas.display_name(data.current_model()))}: singular values of its L(2H + 2) = {shape.num_matrices} proxy matrices "
            f"(QK and V per head, M_in and M_out per layer), exact in float64.")
 
 layer_col, kind_col, option_col = st.columns([3, 3, 2])

@@ -13,7 +13,7 @@ from dashboard import theory as live
 from dashboard.controls import DEFAULT_P
 from dashboard.export import show_figure
 from dashboard.routing import ensure_app_entry
-from dashboard.text import bound_note, format_log_value
+from dashboard.text import bound_note, code, format_log_value
 from specbound.bounds import grid_resolution, snap_to_grid
 from specbound.defaults import L_PHI, P_MAX, RANK_TOL
 from specbound.figures.theory import playground_figure
@@ -61,7 +61,7 @@ Below, every definition comes with its value for the model open in the sidebar.
 )
 
 st.subheader("Live values for the current model")
-st.caption(f"`{atlas.display_name(data.current_model())}`: L = {shape.num_layers}, N = {shape.hidden_size}, "
+st.caption(f"{code(atlas.display_name(data.current_model()))}: L = {shape.num_layers}, N = {shape.hidden_size}, "
            f"{shape.num_heads} heads of d = {shape.head_dim}, d_ff = {shape.ffn_size}.")
 pick_col, p_col = st.columns([2, 3])
 default_index = profile.index(MatrixId(shape.num_layers - 1, Kind.M_IN))  # the top layer's M_in

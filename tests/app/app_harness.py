@@ -4,11 +4,14 @@ and reading Plotly specs back as arrays."""
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
+
+from dashboard.text import WORD_JOINER
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 #: The first run computes the bundled model's spectra into the test cache (about a second).
@@ -27,6 +30,12 @@ def decode_arrays(value: Any) -> Any:
     if isinstance(value, list):
         return [decode_arrays(v) for v in value]
     return value
+
+
+def unescaped(markdown: str) -> str:
+    """Text escaped by :func:`dashboard.text.plain`, as the page shows it and a person reads it
+    (backslash escapes and the invisible word joiners that break bare URLs removed)."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace(WORD_JOINER, "")
 
 
 def run_clean(at: AppTest) -> AppTest:

@@ -14,6 +14,7 @@ from miniature_family import family_atlas
 from streamlit.testing.v1 import AppTest
 
 from dashboard.routing import guard_apptest_runs
+from dashboard.safety import SERVER_PATHS_ENV
 
 
 @pytest.fixture(autouse=True)
@@ -22,6 +23,15 @@ def navigation_apps_rerun_their_entry_point():
     undo = guard_apptest_runs()
     yield
     undo()
+
+
+@pytest.fixture(autouse=True)
+def operator_allows_server_paths(monkeypatch):
+    """These tests open checkpoints and atlases from temporary folders, as the operator of a server may.
+
+    Visitors' limits (server paths off, the default) are tested in test_visitors.py, which clears this.
+    """
+    monkeypatch.setenv(SERVER_PATHS_ENV, "1")
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app_harness import APP, TIMEOUT_S, run_clean
+from app_harness import APP, TIMEOUT_S, run_clean, unescaped
 from streamlit.testing.v1 import AppTest
 
 from dashboard.sidebar import CACHED_MARK, DOWNLOAD_MARK
@@ -45,9 +45,9 @@ def test_miniature_grid_marks_what_needs_a_download(app, rerun) -> None:
 def test_uncached_miniature_offline_says_so_and_keeps_the_model(app, rerun, monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     _open(app, rerun, "BERT Miniature")
-    (error,) = app.error
-    assert "L4-H256" in error.value and "not in the local Hugging Face cache" in error.value
-    assert "Still showing minilm-l6" in error.value
+    (error,) = [unescaped(e.value) for e in app.error]
+    assert "L4-H256" in error and "not in the local Hugging Face cache" in error
+    assert "Still showing minilm-l6" in error
     assert _shape_caption(app).startswith("L = 6 layers · N = 384")
     assert len(app.get("plotly_chart")) == 3
 
@@ -56,8 +56,8 @@ def test_uncached_hub_id_offline_is_an_error_box(bounds_app, rerun, monkeypatch)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     before = next(m.value for m in bounds_app.metric if m.label == TOTAL_LABEL)
     _open(bounds_app, rerun, "Hub id or local directory", model_custom="someone/never-downloaded-encoder")
-    (error,) = bounds_app.error
-    assert "someone/never-downloaded-encoder" in error.value and "not in the local Hugging Face cache" in error.value
+    (error,) = [unescaped(e.value) for e in bounds_app.error]
+    assert "someone/never-downloaded-encoder" in error and "not in the local Hugging Face cache" in error
     # the explorer still works on the previous model
     assert next(m.value for m in bounds_app.metric if m.label == TOTAL_LABEL) == before
     bounds_app.slider(key="p_global").set_value(0.5)
@@ -69,8 +69,8 @@ def test_uncached_hub_id_offline_is_an_error_box(bounds_app, rerun, monkeypatch)
 def test_directory_that_is_not_a_checkpoint(app, rerun, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a model")
     _open(app, rerun, "Hub id or local directory", model_custom=str(tmp_path))
-    (error,) = app.error
-    assert f"Could not open {tmp_path}" in error.value and "not a Hugging Face checkpoint directory" in error.value
+    (error,) = [unescaped(e.value) for e in app.error]
+    assert f"Could not open {tmp_path}" in error and "not a Hugging Face checkpoint directory" in error
     assert _shape_caption(app).startswith("L = 6 layers")
 
 

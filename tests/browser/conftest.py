@@ -12,11 +12,17 @@ from pathlib import Path
 import pytest
 from streamlit_server import CHROMIUM, launch_chromium, serve_dashboard
 
+from dashboard.safety import SERVER_PATHS_ENV
+
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
-    """The dashboard's URL; the server is always stopped, even when the test fails."""
-    with serve_dashboard(tmp_path) as running:
+    """The dashboard's URL; the server is always stopped, even when the test fails.
+
+    Its operator lets visitors name server paths: the tests open atlases from temporary folders.
+    The default settings are tested in test_visitors.py.
+    """
+    with serve_dashboard(tmp_path, {SERVER_PATHS_ENV: "1"}) as running:
         yield running.url
 
 

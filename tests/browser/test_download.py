@@ -3,6 +3,7 @@ speaks the Hub's protocol (see tests/local_hub.py), with the app's real download
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +51,11 @@ def test_a_miniature_is_downloaded_when_opened(browser_page, hub_server: str) ->
     choose(page, "miniature_layers", "2")
     choose(page, "miniature_width", "128")
     page.locator(".st-key-open_model button").click()
+    # the size comes first, from the Hub's metadata; the weights only after the visitor agrees
+    confirm = page.locator(".st-key-confirm_download button")
+    confirm.wait_for()
+    assert re.fullmatch(r"Download \d+\.\d MB and open", confirm.inner_text().strip())
+    confirm.click()
     page.get_by_text("L = 2 layers · N = 128").wait_for()
     wait_idle(page)
     assert_no_errors(page)

@@ -1,0 +1,165 @@
+"""What a page visitor may make the server do, and the one boundary around everything a visit runs.
+
+Whoever opens a link is a visitor, not the operator (SPEC §9). This module holds the three rules the
+dashboard enforces for visitors, each in one place:
+
+* **Names, not paths.** :func:`model_ref` is the dashboard's only way from a typed or linked model
+  name to a :class:`~specbound.models.ModelRef`. Unless the operator sets ``SPECBOUND_ALLOW_SERVER_PATHS=1``
+  (read by :func:`server_paths_allowed`, nowhere else), it accepts the bundled model, the miniature
+  aliases, Hub ids and atlases uploaded to this server, all decided from the text alone: a name that is
+  anything else is refused with one message (:data:`PATHS_OFF`) before the disk is looked at, so the
+  answer never tells whether a path exists.
+* **No server paths on screen.** :func:`public_message` turns an exception into the text a visitor
+  sees; with server paths off, every absolute path in it is cut to its last component.
+* **One boundary.** :func:`guarded` runs a step (opening a model, drawing a page); an error meant for
+  people (:class:`~specbound.errors.SpecboundError`) becomes its message, anything else a plain
+  sentence, with the traceback in the server log only (Python ``logging``). Streamlit's own control
+  flow (``st.rerun``, ``st.stop``) is not an error and passes through.
+
+Sizes a visitor can ask for are capped too: uploads by Streamlit's ``server.maxUploadSize``
+(:func:`max_upload_bytes`, checked again before an upload is read).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+from streamlit.navigation.page import StreamlitPage
+
+from specbound.defaults import DEFAULT_MODEL
+from specbound.errors import ModelNotFoundError, SpecboundError
+from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, parse_miniature_alias, resolve
+
+from .text import plain
+
+#: The operator's switch: "1" lets page visitors open local checkpoint directories and atlas files.
+SERVER_PATHS_ENV = "SPECBOUND_ALLOW_SERVER_PATHS"
+#: What a visitor is told for any name that is, or might be, a path on the server.
+PATHS_OFF = ("this dashboard does not open files or directories on its server: choose a catalog model, "
+             "a Hub id (owner/name) or upload an atlas file")
+#: What a visitor is told when something unexpected happened (the details are in the server log).
+UNEXPECTED = "an unexpected error (the details are in the server log)"
+
+#: Hub repository ids as the Hub writes them: owner/name, letters, digits, '-', '_' and '.'.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
+#: An uploaded atlas in the upload store: its file is named by its content digest.
+_UPLOAD_FILE = re.compile(r"^[0-9a-f]{16}\.npz$")
+#: An absolute path inside a message: a '/' (or '~/') that starts a word, up to a space or a quote.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~-])~?/[^\s'\"`,;()\[\]<>]*")
+
+log = logging.getLogger("specbound.dashboard")
+
+
+def server_paths_allowed() -> bool:
+    """Whether the operator lets visitors name paths on the server (``SPECBOUND_ALLOW_SERVER_PATHS=1``)."""
+    return os.environ.get(SERVER_PATHS_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+class ServerPathRefused(SpecboundError):
+    """A visitor named something that is not a catalog model, a Hub id or an uploaded atlas."""
+
+    def __init__(self) -> None:
+        super().__init__(PATHS_OFF)
+
+
+def _is_upload(name: str) -> bool:
+    """Whether ``name`` is ``atlas:<upload store>/<digest>.npz[#MODEL]``, decided from the text alone."""
+    from .atlas import upload_dir  # the store's location lives with the uploads
+
+    body = name[len(ATLAS_PREFIX):]
+    file_part, sep, _ = body.rpartition(ATLAS_MEMBER_SEP)
+    file_part = file_part if sep else body
+    store = str(upload_dir().resolve())
+    head, slash, file_name = file_part.strip().rpartition("/")
+    return bool(slash) and head == store and _UPLOAD_FILE.match(file_name) is not None
+
+
+def model_ref(name: str) -> ModelRef:
+    """The model a visitor's name denotes; ServerPathRefused for paths unless the operator allows them.
+
+    Raises ModelNotFoundError (from :func:`specbound.models.resolve`) for names that denote nothing.
+    """
+    name = name.strip()
+    if server_paths_allowed() or name.lower() == DEFAULT_MODEL or parse_miniature_alias(name) is not None:
+        return resolve(name)
+    if name.startswith(ATLAS_PREFIX):
+        if _is_upload(name):
+            return resolve(name)
+        raise ServerPathRefused()
+    if _HUB_ID.match(name) and ".." not in name:
+        # built here, not by resolve(): that would first look for a local directory of this name
+        _check_hub_id(name)
+        return ModelRef(name, Source.HUB, repo_id=name)
+    raise ServerPathRefused()
+
+
+def _check_hub_id(name: str) -> None:
+    """The Hub's own rules for a repository id (at most 96 characters, no '--', ...), as a plain error."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        raise ModelNotFoundError(f"'{name[:60]}' is not a valid Hub repository id (owner/name: at most 96 "
+                                 f"letters, digits, '-', '_' or '.', without '--' or '..')") from None
+
+
+def _short_path(match: re.Match[str]) -> str:
+    text = match.group(0).rstrip(".")
+    tail = text.rstrip("/").rpartition("/")[2]
+    return f"…/{tail}" if tail else "…"
+
+
+def redact_paths(text: str) -> str:
+    """``text`` with every absolute path cut to its last component, unless server paths are allowed."""
+    return text if server_paths_allowed() else _ABSOLUTE_PATH.sub(_short_path, text)
+
+
+def public_message(exc: BaseException) -> str:
+    """An exception as a visitor may read it: a SpecboundError's message, else :data:`UNEXPECTED`.
+
+    No server path (see :func:`redact_paths`); not yet escaped for markdown (see :func:`dashboard.text.plain`).
+    """
+    if isinstance(exc, SpecboundError):
+        return redact_paths(" ".join(str(exc).split()))
+    if isinstance(exc, OSError):  # a file problem of the server: its kind, never its path
+        return redact_paths(exc.strerror or UNEXPECTED)
+    return UNEXPECTED
+
+
+def max_upload_bytes() -> int:
+    """The upload cap: Streamlit's ``server.maxUploadSize`` (megabytes, .streamlit/config.toml)."""
+    return int(st.get_option("server.maxUploadSize")) * 1024 * 1024
+
+
+@contextmanager
+def guarded(what: str, on_error: Callable[[str], None]) -> Iterator[None]:
+    """Run the block; an exception becomes one message passed to ``on_error`` (markdown-safe text).
+
+    ``what`` names the step for the server log. Anything that is not a SpecboundError is logged with
+    its traceback; only :func:`public_message` of it reaches the page.
+    """
+    try:
+        yield
+    except SpecboundError as exc:
+        on_error(plain(public_message(exc)))
+    except Exception as exc:  # the boundary: nothing unexpected reaches a visitor raw
+        log.exception("unexpected error while %s", what)
+        on_error(plain(public_message(exc)))
+
+
+def run_page(page: StreamlitPage, model: str) -> bool:
+    """Run the chosen page inside the boundary; False (after one error box) if it failed on ``model``."""
+    failures: list[str] = []
+    with guarded(f"drawing the page {page.title!r} for {model!r}", failures.append):
+        page.run()
+    for message in failures:
+        st.error(f"This page could not be drawn for {plain(model)}: {message}. The sidebar, the other pages "
+                 f"and other models still work.")
+    return not failures
