@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from app_harness import APP, TIMEOUT_S, run_clean
+from app_harness import APP, TIMEOUT_S, run_clean, unescaped
 from streamlit.testing.v1 import AppTest
 
 from dashboard.atlas import model_name
@@ -114,7 +114,7 @@ def test_a_curve_without_its_reference_model_is_left_out_with_a_note(scaling_app
     chosen = [model_name(family[0], p.model) for p in family[1] if p.model != "L1-H32"]
     at.multiselect(key="scaling_models").set_value(chosen)
     run_clean(at)
-    assert [w.value for w in at.warning] == [
+    assert [unescaped(w.value) for w in at.warning] == [
         "No curve against L at N = 32: the study has no model with L = 1 and N = 32, and every curve against L "
         "is normalised at L = 1 (the smallest L in the study)."]
     depth = figure_titled(at, "with depth L")
