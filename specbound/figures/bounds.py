@@ -14,6 +14,7 @@ from enum import Enum
 
 import numpy as np
 import plotly.graph_objects as go
+from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
@@ -40,7 +41,7 @@ class SumsView(str, Enum):
     SHARE = "share"  # stacked bars of each kind's share of the layer's sum (%), the layer's share of the total in hover
 
 
-def _finite_or_gap(values: np.ndarray) -> list[float | None]:
+def _finite_or_gap(values: ArrayLike) -> list[float | None]:
     return [float(v) if np.isfinite(v) else None for v in np.asarray(values, dtype=float)]
 
 
@@ -113,14 +114,14 @@ def contribution_curves(analysis: BoundAnalysis, rows: Sequence[int], terms: Bou
     ``analysis.p_opt_index``), one size smaller per curve so stars at one point nest; open diamond:
     the p the matrix uses now.
     """
-    rows = np.asarray(rows, dtype=int)
+    chosen = np.asarray(rows, dtype=int)
     ps = fine_p_axis() if ps is None else np.asarray(ps, dtype=float)
     grid = analysis.grid
-    curves = 10.0 ** to_log10(analysis.contribution_curves(ps, rows))  # (rows, len(ps))
-    on_grid = 10.0 ** to_log10(analysis.log_contribution_grid[rows])  # (rows, 2m + 1)
-    at_p = 10.0 ** to_log10(terms.log_contribution[rows])  # (rows,)
+    curves = 10.0 ** to_log10(analysis.contribution_curves(ps, chosen))  # (rows, len(ps))
+    on_grid = 10.0 ** to_log10(analysis.log_contribution_grid[chosen])  # (rows, 2m + 1)
+    at_p = 10.0 ** to_log10(terms.log_contribution[chosen])  # (rows,)
     fig = go.Figure()
-    for n, i in enumerate(rows):
+    for n, i in enumerate(chosen):
         label = analysis.profile.ids[i].label
         color = palette_color(n)
         best = int(analysis.p_opt_index[i])
@@ -192,7 +193,8 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
     # cell labels only while they fit; the hover always carries the value
     labels = {"texttemplate": "%{z:.3~g}", "textfont": {"size": 9}} if H <= MAX_LABELLED_HEADS else {}
     common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": np.arange(L), **labels}
-    panels = [(by_kind[kind], np.arange(H), kind.value) for kind in HEAD_KINDS]
+    panels: list[tuple[np.ndarray, np.ndarray | list[str], str]] = [
+        (by_kind[kind], np.arange(H), kind.value) for kind in HEAD_KINDS]
     panels.append((np.stack([by_kind[kind] for kind in LAYER_KINDS], axis=1), [k.value for k in LAYER_KINDS],
                    "M_in, M_out"))  # (L, 2)
     for col, (z, x, name) in enumerate(panels, start=1):

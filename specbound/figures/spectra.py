@@ -64,28 +64,30 @@ def _kinds_present(profile: SpectralProfile, rows: np.ndarray) -> list[Kind]:
     return [kind for kind in Kind if kind.value in present]
 
 
-def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> list[go.Scatter]:
-    """Median over rows of y (NaN ignored) with a min-max band: lower edge, upper edge (filled), median."""
+def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> list[dict]:
+    """Median over rows of y (NaN ignored) with a min-max band: lower edge, upper edge (filled), median.
+
+    Traces are plain dicts: plotly validates them once, when they join the figure.
+    """
     counted = np.isfinite(y).any(axis=0)  # (K,) an index some head reaches
     x, y = x[counted], y[:, counted]
     low, high, mid = np.nanmin(y, axis=0), np.nanmax(y, axis=0), np.nanmedian(y, axis=0)
-    edge = {"mode": "lines", "line": {"width": 0, "color": color}, "legendgroup": group, "showlegend": False,
-            "hoverinfo": "skip"}
+    edge = {"type": "scatter", "x": x, "mode": "lines", "line": {"width": 0, "color": color}, "legendgroup": group,
+            "showlegend": False, "hoverinfo": "skip"}
     return [
-        go.Scatter(x=x, y=low, name=f"{name} min", **edge),
-        go.Scatter(x=x, y=high, name=f"{name} max", fill="tonexty", fillcolor=_transparent(color, BAND_OPACITY),
-                   **edge),
-        go.Scatter(x=x, y=mid, mode="lines", name=name, legendgroup=group, showlegend=False,
-                   line={"color": color, "width": 1.6},
-                   hovertemplate=f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>"),
+        {**edge, "y": low, "name": f"{name} min"},
+        {**edge, "y": high, "name": f"{name} max", "fill": "tonexty", "fillcolor": _transparent(color, BAND_OPACITY)},
+        {"type": "scatter", "x": x, "y": mid, "mode": "lines", "name": name, "legendgroup": group, "showlegend": False,
+         "line": {"color": color, "width": 1.6},
+         "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>"},
     ]
 
 
-def _line(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> go.Scatter:
+def _line(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> dict:
     keep = np.isfinite(y)
-    return go.Scatter(x=x[keep], y=y[keep], mode="lines", name=name, legendgroup=group, showlegend=False,
-                      line={"color": color, "width": 1.2},
-                      hovertemplate=f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>")
+    return {"type": "scatter", "x": x[keep], "y": y[keep], "mode": "lines", "name": name, "legendgroup": group,
+            "showlegend": False, "line": {"color": color, "width": 1.2},
+            "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>"}
 
 
 def _per_kind_lines(profile: SpectralProfile, rows: np.ndarray, title: str, y_title: str, values_of: CurveValues,
@@ -101,7 +103,7 @@ def _per_kind_lines(profile: SpectralProfile, rows: np.ndarray, title: str, y_ti
     fig.update_annotations(font_size=12)
     colors = layer_colors(profile.shape.num_layers)
     chosen = None if heads is None else set(heads)
-    traces: list[tuple[go.Scatter, int, int]] = []
+    traces: list[tuple[dict, int, int]] = []
     in_legend: set[int] = set()
     for panel, kind in enumerate(kinds):
         row, col = panel // grid_cols + 1, panel % grid_cols + 1
@@ -116,14 +118,14 @@ def _per_kind_lines(profile: SpectralProfile, rows: np.ndarray, title: str, y_ti
                 traces += [(t, row, col) for t in _median_band(x, y[at], name, color, group, y_title)]
             else:
                 for i, values in zip(kind_rows[at], y[at]):
-                    if kind in LAYER_KINDS or profile.heads[i] in chosen:
+                    if kind in LAYER_KINDS or (chosen is not None and profile.heads[i] in chosen):
                         traces.append((_line(x, values, profile.ids[i].label, color, group, y_title), row, col))
             y_drawn.append(y[at])
             if layer not in in_legend:
                 in_legend.add(layer)
                 # a point-free stand-in so the legend lists layers, not matrices
-                traces.append((go.Scatter(x=[None], y=[None], mode="lines", name=group, legendgroup=group,
-                                          line={"color": color}, hoverinfo="skip"), row, col))
+                traces.append(({"type": "scatter", "x": [None], "y": [None], "mode": "lines", "name": group,
+                                "legendgroup": group, "line": {"color": color}, "hoverinfo": "skip"}, row, col))
         set_log_ticks(fig, "x", x[np.isfinite(y).any(axis=0)], row=row, col=col)
         fig.update_xaxes(title_text="index i", row=row, col=col)
         if log_y and y_drawn:
@@ -233,6 +235,7 @@ def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: 
     """
     kind = Kind(kind)
     rank, maximum = rank_and_maximum(profile)
+    x: np.ndarray | list[str]
     if kind in HEAD_KINDS:
         z, top = profile.per_head(rank, kind), profile.per_head(maximum, kind)  # (L, H)
         x, x_title = np.arange(profile.shape.num_heads), "head"
@@ -271,7 +274,7 @@ def overlaid_spectra(profile_a: SpectralProfile, profile_b: SpectralProfile, kin
             traces = _median_band(x, y, profile.model, palette_color(n), profile.model, what)
         else:
             traces = [_line(x, y[0], profile.model, palette_color(n), profile.model, what)]
-        traces[-1].showlegend = True
+        traces[-1]["showlegend"] = True
         fig.add_traces(traces)
         drawn.append(y)
     set_log_ticks(fig, "x", np.arange(1, max(d.shape[1] for d in drawn) + 1))

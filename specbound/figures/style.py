@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
+from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
 
 from ..matrices import Kind
@@ -133,7 +134,7 @@ def log_axis_ticks(vmin: float, vmax: float) -> tuple[list[float], list[str]]:
     return values, [format_tick(v) for v in values]
 
 
-def set_log_ticks(fig: go.Figure, axis: str, values: np.ndarray, **selector: int) -> None:
+def set_log_ticks(fig: go.Figure, axis: str, values: ArrayLike, **selector: int) -> None:
     """Make ``axis`` ('x' or 'y') logarithmic with :func:`log_axis_ticks` over the positive finite ``values``."""
     data = np.asarray(values, dtype=float)
     data = data[np.isfinite(data) & (data > 0)]
