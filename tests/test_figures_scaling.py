@@ -35,7 +35,7 @@ def test_growth_figure_panels_and_styles(axis: Axis, panels: int) -> None:
     assert len(legend) == len(Proxy)  # each proxy named once
     ours = next(name for name in legend if name.startswith("ours"))
     slope = 0.5 if axis is Axis.DEPTH else 1.0
-    assert ours.endswith(f"x^{slope:.2f}")  # the pooled exponent is quoted in the legend
+    assert ours.endswith(f"∝ {axis.value}<sup>{slope:.2f}</sup>")  # the pooled exponent, named by its axis
 
 
 def test_edelman_ratio_is_finite_although_its_values_overflow() -> None:

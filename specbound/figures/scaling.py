@@ -14,32 +14,33 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..scaling import Axis, GrowthCurve, GrowthExponent, Proxy
+from .style import apply_layout, palette_color, set_log_ticks
 
 #: Line style per proxy: the two proxies the paper compares are solid, the fixed-p regimes dashed.
 PROXY_STYLE: dict[Proxy, dict[str, str]] = {
-    Proxy.OURS: {"color": "#1f77b4", "dash": "solid"},
-    Proxy.EDELMAN: {"color": "#d62728", "dash": "solid"},
-    Proxy.P0: {"color": "#2ca02c", "dash": "dash"},
-    Proxy.P1: {"color": "#9467bd", "dash": "dash"},
-    Proxy.P2: {"color": "#8c564b", "dash": "dash"},
+    proxy: {"color": palette_color(n), "dash": "solid" if proxy in (Proxy.OURS, Proxy.EDELMAN) else "dash"}
+    for n, proxy in enumerate((Proxy.OURS, Proxy.EDELMAN, Proxy.P0, Proxy.P1, Proxy.P2))
 }
 _LABEL = {Proxy.OURS: "ours (p*)", Proxy.EDELMAN: "Edelman et al.", Proxy.P0: "p = 0 (rank)",
           Proxy.P1: "p = 1 (nuclear)", Proxy.P2: "p = 2 (Frobenius)"}
 _AXIS_TITLE = {Axis.DEPTH: "depth L", Axis.WIDTH: "width N"}
 
 
-def _legend_name(proxy: Proxy, exponents: dict[Proxy, float]) -> str:
+def _legend_name(proxy: Proxy, exponents: dict[Proxy, float], against: Axis) -> str:
+    """'ours (p*) ∝ L<sup>0.50</sup>' when a pooled exponent is known."""
     if proxy in exponents:
-        return f"{_LABEL[proxy]} ~ x^{exponents[proxy]:.2f}"
+        return f"{_LABEL[proxy]} ∝ {against.value}<sup>{exponents[proxy]:.2f}</sup>"
     return _LABEL[proxy]
 
 
 def growth_figure(curves: Sequence[GrowthCurve], against: Axis | str,
-                  exponents: Iterable[GrowthExponent] = (), title: str | None = None) -> go.Figure:
+                  exponents: Iterable[GrowthExponent] = (), title: str | None = None, *,
+                  source: str | None = None) -> go.Figure:
     """Normalised growth curves against ``against`` ("L" or "N"), one panel per fixed other size.
 
     y = B(x) / B(x_min) on a log axis; a value that overflows float64 is left as a gap, its log10
-    is in the hover text. Pooled exponents given in ``exponents`` are quoted in the legend.
+    is in the hover text. Pooled exponents given in ``exponents`` are quoted in the legend; ``source``
+    (which models) joins the normalisation note in the subtitle.
     """
     against = Axis(against)
     curves = [c for c in curves if c.against is against]
@@ -59,7 +60,7 @@ def growth_figure(curves: Sequence[GrowthCurve], against: Axis | str,
             style = PROXY_STYLE[curve.proxy]
             ratio = [float(v) if math.isfinite(v) else None for v in curve.ratio]
             fig.add_trace(go.Scatter(
-                x=list(curve.x), y=ratio, mode="lines+markers", name=_legend_name(curve.proxy, pooled),
+                x=list(curve.x), y=ratio, mode="lines+markers", name=_legend_name(curve.proxy, pooled, against),
                 legendgroup=curve.proxy.value, showlegend=curve.proxy not in shown,
                 line={"color": style["color"], "dash": style["dash"]},
                 customdata=[[m, lr] for m, lr in zip(curve.models, curve.log10_ratio)],
@@ -67,23 +68,23 @@ def growth_figure(curves: Sequence[GrowthCurve], against: Axis | str,
                                f"<br>ratio = %{{y:.4g}} (log10 %{{customdata[1]:.3f}})<extra></extra>"),
             ), row=row + 1, col=col + 1)
             shown.add(curve.proxy)
-    fig.update_yaxes(type="log")
+    set_log_ticks(fig, "y", [r for c in curves for r in c.ratio])
     fig.update_yaxes(title_text=f"proxy / proxy at smallest {against.value}", col=1)
     fig.update_xaxes(title_text=_AXIS_TITLE[against], tickmode="array",
                      tickvals=sorted({x for c in curves for x in c.x}))
-    fig.update_layout(
-        title=title or f"Growth of the bound proxies with {_AXIS_TITLE[against]} "
-                       f"(normalised at the smallest {against.value}; proxies, not generalization gaps)",
-        legend={"title": {"text": "proxy"}}, height=380 * rows, template="plotly_white",
-    )
-    return fig
+    note = f"normalised at the smallest {against.value}; proxies, not generalization gaps"
+    return apply_layout(fig, title or f"Growth of the proxies with {_AXIS_TITLE[against]}",
+                        source=f"{source} · {note}" if source else note, height=380 * rows + 80,
+                        legend_title="proxy")
 
 
-def growth_figure_depth(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = ()) -> go.Figure:
+def growth_figure_depth(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *,
+                        source: str | None = None) -> go.Figure:
     """Growth against depth L, one panel per width N."""
-    return growth_figure(curves, Axis.DEPTH, exponents)
+    return growth_figure(curves, Axis.DEPTH, exponents, source=source)
 
 
-def growth_figure_width(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = ()) -> go.Figure:
+def growth_figure_width(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *,
+                        source: str | None = None) -> go.Figure:
     """Growth against width N, one panel per depth L."""
-    return growth_figure(curves, Axis.WIDTH, exponents)
+    return growth_figure(curves, Axis.WIDTH, exponents, source=source)
