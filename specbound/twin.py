@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .analysis import compute_profile
+from .loading import compute_profile
 from .defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from .matrices import EncoderShape, LayerWeights
 from .profile import SpectralProfile
