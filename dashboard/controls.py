@@ -23,6 +23,8 @@ FREE_DECIMALS = 2
 FREE_STEP = 10.0 ** -FREE_DECIMALS
 #: Where the sliders start: p = 1 (the nuclear-norm regime) lies on every grid P_m.
 DEFAULT_P = 1.0
+#: The explorer opens at the post-hoc optimum p* (the proxy itself); the sliders take over when it is off.
+DEFAULT_OPTIMAL = True
 
 INHERIT, OPTIMAL, OWN = "follow default", "optimal p*", "own p"
 OVERRIDE_MODES = (INHERIT, OPTIMAL, OWN)
@@ -76,7 +78,7 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
     shape = analysis.profile.shape
     toggles, slider = st.columns([2, 3])
     with toggles:
-        share.shared(OPTIMAL_KEY, share.BOOL, False)
+        share.shared(OPTIMAL_KEY, share.BOOL, DEFAULT_OPTIMAL)
         optimal = st.toggle("Optimal p* as the default", key=OPTIMAL_KEY,
                             help="Every matrix takes the p in P_m that minimises its own c(W; p).")
         share.shared(SNAP_KEY, share.BOOL, True)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from specbound.figures.html_report import ReportSection, html_report
 from specbound.profile import SpectralProfile
 
 #: Session-state key of the sidebar's choice of image format for Plotly's download button.
@@ -21,19 +23,46 @@ def figure_format_picker() -> None:
              format_func=str.upper, help="Used by the camera icon in the top-right corner of each chart.")
 
 
-def show_figure(fig: go.Figure, key: str) -> None:
-    """Render a figure full width; its camera button saves it as PNG or SVG (see the sidebar)."""
+def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | None = None) -> None:
+    """Render a figure full width; its camera button saves it as PNG or SVG (see the sidebar).
+
+    With ``on_select``, a click on a point (a bar, a heatmap cell) selects it and calls ``on_select``.
+    """
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
+    selection = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
     st.plotly_chart(fig, key=key, config={
         "displaylogo": False,
         "toImageButtonOptions": {"format": image_format, "filename": key, "scale": 2},
-    })
+    }, **selection)
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "model"
 
 
 def file_stem(profile: SpectralProfile) -> str:
     """A safe file-name stem for downloads about one model: its own name with anything odd replaced."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", profile.model).strip("._") or "model"
+    return _safe(profile.model)
 
 
 def csv_download(frame: pd.DataFrame, filename: str, key: str, label: str = "Download CSV") -> None:
     st.download_button(label, frame.to_csv(index=False).encode(), file_name=filename, mime="text/csv", key=key)
+
+
+def provenance(model: str, p_text: str) -> str:
+    """The subtitle every exported figure carries: which model and which p it shows."""
+    return f"{model} · {p_text}"
+
+
+def report_download(title: str, sections: Callable[[], Sequence[ReportSection]], *, model: str, p_text: str,
+                    key: str) -> None:
+    """A button that saves a self-contained HTML report (figures and tables, opens offline) of this view.
+
+    The report is built only when the button is pressed (``sections`` is called then), never on a rerun.
+    """
+    def build() -> str:
+        return html_report(title, sections(), model=model, p=p_text)
+
+    st.download_button("Download this view as an HTML report", build, file_name=f"{_safe(model)}-{_safe(title)}.html",
+                       mime="text/html", key=key, icon=":material/description:",
+                       help="Figures and tables in one file that opens offline: for a collaborator or a slide.")
