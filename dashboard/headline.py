@@ -31,6 +31,13 @@ def headline_sentence(analysis: BoundAnalysis) -> str:
     return comparison_sentence(OURS_NAME, analysis.optimal.log_total, EDELMAN_NAME, analysis.log_edelman)
 
 
+def _delta_style(log_value: float, log_reference: float) -> dict[str, str]:
+    """Arrow and colour of a change of a bound (lower is better): red up, green down, grey and no arrow for none."""
+    if log_value == log_reference:
+        return {"delta_color": "off", "delta_arrow": "off"}
+    return {"delta_color": "inverse"}
+
+
 def log_one_layer_change(terms: BoundTerms) -> float:
     """ln of the smallest per-layer sum Σ c(W; p): the size of change that moving one layer's p makes.
 
@@ -50,7 +57,8 @@ def explorer_headline(analysis: BoundAnalysis, terms: BoundTerms, comparison: Co
     optimal = analysis.optimal
     ours, best, edelman, last = st.columns(4)
     ours.metric(TOTAL_LABEL, format_resolving(terms.log_total, log_one_layer_change(terms)),
-                delta=f"{format_change(terms.log_total, optimal.log_total)} vs p*", delta_color="inverse",
+                delta=f"{format_change(terms.log_total, optimal.log_total)} vs p*", **_delta_style(terms.log_total,
+                                                                                                    optimal.log_total),
                 help="Σ c(W; p) + √L at the p the controls set; the change is against the same sum at p*.")
     best.metric(OPTIMAL_LABEL, format_value(optimal.log_total))
     edelman.metric(EDELMAN_LABEL, format_value(analysis.log_edelman),
@@ -60,6 +68,6 @@ def explorer_headline(analysis: BoundAnalysis, terms: BoundTerms, comparison: Co
     else:
         model_at, base_at = comparison.model.log_ours_at, comparison.baseline.log_ours_at
         last.metric(BASELINE_LABEL, format_against(base_at, model_at),
-                    delta=f"{format_change(model_at, base_at)} ours − baseline", delta_color="inverse",
+                    delta=f"{format_change(model_at, base_at)} ours − baseline", **_delta_style(model_at, base_at),
                     help=f"{literal(baseline_name or '')} at the same p settings")
     st.caption(caption if baseline_name is None else f"{caption} · baseline: {literal(baseline_name)}")

@@ -49,10 +49,10 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
         base_col.metric(BASELINE_LABEL, format_value(comparison.baseline.log_ours_opt))
         change_col.metric(CHANGE_LABEL, format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt))
     st.markdown(f"**Baseline:** {literal(base_name)}")
-    st.markdown(comparison_sentence(f"Ours at p* for {literal(name)}", comparison.model.log_ours_opt, "its baseline's",
-                                    comparison.baseline.log_ours_opt) + " "
-                + comparison_sentence("Its Edelman-style proxy", comparison.model.log_edelman, "the baseline's",
-                                      comparison.baseline.log_edelman))
+    st.markdown(literal(comparison_sentence(f"Ours at p* for {name}", comparison.model.log_ours_opt, "its baseline's",
+                                            comparison.baseline.log_ours_opt) + " "
+                        + comparison_sentence("Its Edelman-style proxy", comparison.model.log_edelman, "the baseline's",
+                                              comparison.baseline.log_edelman)))
     bound_note()
 
     bars = figures.compare_bars(comparison, source=source)

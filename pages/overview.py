@@ -61,12 +61,12 @@ with headline():
         ratio_col.metric(RATIO_LABEL, times_in_words(log_edelman - log_ours))
     else:
         ratio_col.metric("ours ÷ Edelman-style", times_in_words(log_ours - log_edelman))
-st.markdown(f"**{headline_sentence(analysis)}**")
+st.markdown(f"**{literal(headline_sentence(analysis))}**")
 bound_note()
 
 st.subheader("Which p each matrix takes")
 st.metric(P_STAR_LABEL, summary.headline())
-st.markdown(sentence)
+st.markdown(literal(sentence))
 
 st.subheader("A tour in three steps")
 for page, label, icon, what in TOUR:

@@ -26,6 +26,8 @@ ensure_app_entry()
 #: Scales s_W offered in the playground: powers of ten from 1e-6 to 1e6.
 PLAYGROUND_SCALES = tuple(10.0 ** k for k in range(-6, 7))
 PLAYGROUND_P_LABEL = "p* of the synthetic matrix"
+#: Live values beside a definition, per row.
+METRICS_PER_ROW = 2
 
 analysis = data.current_analysis()
 profile = analysis.profile
@@ -77,15 +79,16 @@ values = live.readout(analysis, int(index), p)
 
 def definition(latex: str, *metrics: tuple[str, str], note: str | None = None) -> None:
     """One definition: the formula on the left, its live values for the chosen matrix on the right."""
-    left, right = st.columns([3, 2], vertical_alignment="center")
+    left, right = st.columns([1, 1], vertical_alignment="center")
     with left:
         st.latex(latex)
         if note:
             st.caption(note)
     with right:
-        columns = st.columns(len(metrics))
-        for column, (label, value) in zip(columns, metrics):
-            column.metric(label, value)
+        for start in range(0, len(metrics), METRICS_PER_ROW):  # two per row: values stay whole on a projector
+            row = metrics[start:start + METRICS_PER_ROW]
+            for column, (label, value) in zip(st.columns(METRICS_PER_ROW), row):
+                column.metric(label, value)
 
 
 st.markdown("**Singular values and numerical rank.** σ₁ ≥ σ₂ ≥ … of W, in float64; values at or below "

@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import atlas, data, drilldown, share
 from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
-from dashboard.presentation import folded
+from dashboard.presentation import folded, literal
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note
@@ -31,7 +31,7 @@ summary, sentence = data.explanation_for(data.current_model())
 source = provenance(name, "p*")
 
 st.title("Why p* wins")
-st.markdown(f"**{summary.headline()}.** {sentence}")
+st.markdown(f"**{literal(summary.headline())}.** {literal(sentence)}")
 bound_note()
 
 st.subheader("p* of every matrix")
