@@ -83,7 +83,8 @@ def picker(analysis: BoundAnalysis) -> int | None:
     if chosen is not None and not 0 <= int(chosen) < len(labels):  # a link made on a larger model
         st.session_state[MATRIX_KEY] = None
     return st.selectbox("Open one matrix", [None, *range(len(labels))], key=MATRIX_KEY,
-                        format_func=lambda i: "none (click a table row or a heatmap cell)" if i is None else labels[i])
+                        format_func=lambda i: "none" if i is None else labels[i],
+                        placeholder="none: click a table row or a heatmap cell, or choose here")
 
 
 def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) -> None:

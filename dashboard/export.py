@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from specbound.figures.html_report import ReportSection, html_report
+from specbound.figures.style import MAX_LABELLED_HEADS, TOP_MARGIN_SUBTITLE
 from specbound.profile import SpectralProfile
 
 #: Session-state key of the sidebar's choice of image format for Plotly's download button.
@@ -38,6 +39,21 @@ def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | Non
 
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "model"
+
+
+def fit_heatmap_panels(fig: go.Figure, columns: int) -> go.Figure:
+    """Side-by-side heatmap panels that stay readable in a narrow column (a projector at 1024 px).
+
+    With more columns than :data:`~specbound.figures.style.MAX_LABELLED_HEADS`, cell numbers overlap, so
+    they are left to the hover (as the p* map does); the layer ticks are kept on the first panel only,
+    where no colour bar runs into them; a taller top margin keeps the subtitle off the panel titles.
+    """
+    if columns > MAX_LABELLED_HEADS:
+        fig.update_traces(texttemplate=None)
+    fig.update_yaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=True, row=1, col=1)
+    fig.update_layout(margin={"t": TOP_MARGIN_SUBTITLE + 24})
+    return fig
 
 
 def file_stem(profile: SpectralProfile) -> str:

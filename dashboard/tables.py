@@ -75,9 +75,16 @@ def column_config(frame: pd.DataFrame) -> dict[str, Any]:
     return config
 
 
+#: What a row is about; the first of these a frame has leads it, then the key columns in COLUMNS' order.
+ROW_NAMES: tuple[str, ...] = ("matrix", "layer", "kind")
+
+
 def for_display(frame: pd.DataFrame) -> pd.DataFrame:
-    """Key columns first (the order of :data:`COLUMNS`), per-layer matrices with an empty head cell."""
+    """The row's name, then the key columns (the order of :data:`COLUMNS`); per-layer matrices get an empty head."""
     known = [name for name in COLUMNS if name in frame.columns]
+    lead = next((name for name in ROW_NAMES if name in frame.columns), None)
+    if lead is not None:
+        known = [lead] + [name for name in known if name != lead]
     shown = frame[known + [c for c in frame.columns if c not in COLUMNS]].copy()
     if "head" in shown.columns:
         shown["head"] = shown["head"].astype("string").fillna("")  # M_in, M_out have no head

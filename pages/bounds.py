@@ -61,7 +61,8 @@ def explorer() -> None:
         baseline.controls()
 
     st.caption(headline_sentence(analysis))
-    proxies = figures.proxy_comparison({"ours at the chosen p": terms.log_total, "ours at p*": analysis.optimal.log_total,
+    proxies = figures.proxy_comparison({"ours at the chosen p": terms.log_total,
+                                        "ours at p*": analysis.optimal.log_total,
                                         "Edelman-style": analysis.log_edelman}, source=source)
     show_figure(proxies, "proxy_comparison")
 

@@ -70,10 +70,8 @@ st.markdown(literal(sentence))
 
 st.subheader("A tour in three steps")
 for page, label, icon, what in TOUR:
-    link_col, text_col = st.columns([1, 3], vertical_alignment="center")
-    with link_col:
-        st.page_link(page, label=label, icon=icon)
-    text_col.caption(what)
+    st.page_link(page, label=label, icon=icon)
+    st.caption(what)
 
 st.subheader("Glossary")
 with folded("Symbols"):

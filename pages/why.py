@@ -51,8 +51,8 @@ ranks = rank_against_maximum(profile, rank_kind, source=source)
 show_figure(ranks, "rank_against_maximum")
 
 st.subheader("Scale against break-even")
-st.caption("Above the diagonal, s_W is larger than the break-even scale s*_W: every p > 0 costs more than counting "
-           "rank, so p* = 0. Below it, some p > 0 wins.")
+st.caption(literal("Above the diagonal, s_W is larger than the break-even scale s*_W: every p > 0 costs more than "
+                   "counting rank, so p* = 0. Below it, some p > 0 wins."))
 even_figure = figures.break_even_figure(analysis, source=source)
 show_figure(even_figure, "break_even")
 even = break_even(analysis)

@@ -14,9 +14,9 @@ from miniature_family import family_atlas
 from streamlit.testing.v1 import AppTest
 
 from dashboard.routing import guard_apptest_runs
-
-from specbound.loading import load_profile
 from specbound.bounds import BoundAnalysis
+from specbound.loading import load_profile
+
 
 @pytest.fixture(autouse=True)
 def navigation_apps_rerun_their_entry_point():

@@ -10,12 +10,11 @@ import pytest
 
 from dashboard.headline import log_one_layer_change
 from dashboard.numbers import format_against, format_change, format_resolving, format_value
-from specbound.bounds import BoundTerms
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL, format_log_value
+from specbound.bounds import BoundTerms, PAssignment
 from specbound.figures.bounds import SumsView
-from specbound.bounds import PAssignment
-from specbound.matrices import Kind
 from specbound.logspace import to_log10 as log10
+from specbound.matrices import Kind
 
 
 def _metric(at, label: str) -> str:
@@ -64,6 +63,8 @@ def test_a_one_layer_change_shows_in_the_headline(free_p_app, rerun, minilm) -> 
     """Layer 0 dominates at p = 1: moving the top layer's p changes the total in its 10th digit."""
     at = free_p_app
     before = _metric(at, TOTAL_LABEL)
+    at.toggle(key="p_layers").set_value(True)
+    rerun(at)  # the per-layer rows appear
     at.selectbox(key="p_layer_5_mode").select("own p")
     rerun(at)
     at.slider(key="p_layer_5").set_value(0.5)
@@ -114,6 +115,10 @@ def test_optimal_toggle_gives_the_optimum(free_p_app, rerun, minilm) -> None:
 
 def test_overrides_per_kind_and_per_layer(free_p_app, rerun, minilm) -> None:
     at = free_p_app
+    assert not [s for s in at.slider if s.key.startswith(("p_kind_", "p_layer_"))]  # no override rows yet
+    at.toggle(key="p_kinds").set_value(True)
+    at.toggle(key="p_layers").set_value(True)
+    rerun(at)
     at.selectbox(key="p_kind_M_in_mode").select("own p")
     rerun(at)  # the slider is enabled once its row asks for its own p
     at.slider(key="p_kind_M_in").set_value(2.0)
@@ -163,9 +168,9 @@ def test_charts_carry_the_terms(free_p_app, rerun, figure_titled, minilm) -> Non
 
 def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, monkeypatch) -> None:
     """After the first render, moving p only evaluates the cached analysis."""
-    import specbound.loading
     import specbound.cache
     import specbound.checkpoints
+    import specbound.loading
     import specbound.models
 
     def forbidden(*_, **__):
@@ -229,8 +234,9 @@ def test_a_shared_link_draws_its_widgets_without_a_session_state_clash(monkeypat
 
     monkeypatch.setattr(policies, "check_session_state_rules", check)
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
-    at.query_params.update({"p_optimal": "0", "p_global": "0.5", "p_kind_QK_mode": "own", "p_kind_QK": "0.25",
-                            "p_layer_2_mode": "optimal", "sums_view": "share", "present": "1"})
+    at.query_params.update({"p_optimal": "0", "p_global": "0.5", "p_kinds": "1", "p_kind_QK_mode": "own",
+                            "p_kind_QK": "0.25", "p_layers": "1", "p_layer_2_mode": "optimal", "sums_view": "share",
+                            "present": "1"})
     run_clean(at)
     at.switch_page("pages/bounds.py")
     run_clean(at)

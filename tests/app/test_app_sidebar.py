@@ -89,6 +89,8 @@ def test_opening_a_local_checkpoint_switches_every_page(app, rerun, make_checkpo
     app.switch_page("pages/bounds.py")
     rerun(app)
     assert any(m.label == TOTAL_LABEL for m in app.metric)
+    app.toggle(key="p_layers").set_value(True)
+    rerun(app)
     assert app.slider(key="p_layer_1").value == 1.0 and "p_layer_2" not in [s.key for s in app.slider]
 
 

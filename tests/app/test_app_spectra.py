@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from dashboard.numbers import format_value
-
 from specbound.matrices import Kind
 from specbound.profile import MatrixId
 from specbound.spectrum import cumulative_energy
@@ -99,7 +98,7 @@ def test_head_heatmaps_match_the_profile(app, rerun, figure_titled, minilm) -> N
         mask = profile.mask(kind)
         expected = [profile.rank, profile.stable_rank, profile.spectral_norm]
         assert [h["name"] for h in heatmaps] == ["numerical rank", "stable rank", "spectral norm σ₁"]
-        for heatmap, values in zip(heatmaps, expected):
+        for heatmap, values in zip(heatmaps, expected, strict=True):
             assert heatmap["z"].shape == (6, 12)
             np.testing.assert_allclose(heatmap["z"], values[mask].reshape(6, 12), rtol=1e-15)
 

@@ -6,8 +6,15 @@ import math
 
 import pytest
 
-from dashboard.numbers import (comparison_sentence, format_against, format_change, format_resolving, format_value,
-                               log_difference, times_in_words)
+from dashboard.numbers import (
+    comparison_sentence,
+    format_against,
+    format_change,
+    format_resolving,
+    format_value,
+    log_difference,
+    times_in_words,
+)
 
 
 def test_values_read_as_before_with_five_digits() -> None:

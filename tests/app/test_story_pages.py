@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from app_harness import run_clean
 
 from dashboard.baseline import PIN_KEY, TWIN_KEY, twin_analysis
 from dashboard.drilldown import head_cell, p_star_cell
