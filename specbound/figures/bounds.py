@@ -189,7 +189,7 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
                         subplot_titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)",
                                         "M_in, M_out"])
     zmin, zmax = p_star_range(grid)
-    used = np.unique(analysis.p_opt)
+    used = np.union1d(analysis.p_opt, [grid[0], grid[-1]])  # the values taken, and the ends of P_m for scale
     # cell labels only while they fit; the hover always carries the value
     labels = {"texttemplate": "%{z:.3~g}", "textfont": {"size": 9}} if H <= MAX_LABELLED_HEADS else {}
     common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": np.arange(L), **labels}

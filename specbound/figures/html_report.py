@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -32,13 +32,16 @@ th { background: #f2f2f2; }
 
 @dataclass(frozen=True)
 class ReportSection:
-    """One heading with an optional note, figures and tables (DataFrames), in that order."""
+    """One heading with an optional note, figures and tables (DataFrames), in that order.
+
+    ``table_captions[i]``, when given, is shown above ``tables[i]``.
+    """
 
     heading: str
     figures: Sequence[go.Figure] = ()
     tables: Sequence[pd.DataFrame] = ()
     note: str = ""
-    table_captions: Sequence[str] = field(default_factory=tuple)
+    table_captions: Sequence[str] = ()
 
 
 def _table_html(frame: pd.DataFrame) -> str:

@@ -74,7 +74,7 @@ def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
     step = grid[1] - grid[0]
     assert qk.zmin == pytest.approx(-step / 2) and qk.zmax == pytest.approx(2 + step / 2)
     assert len(qk.colorscale) == 2 * len(grid)  # one flat band per grid value
-    assert list(mlp.colorbar.tickvals) == sorted(set(mixed.p_opt))
+    assert list(mlp.colorbar.tickvals) == sorted(set(mixed.p_opt) | {0.0, 2.0})
 
     hist = figures.p_star_histogram(mixed)
     assert hist.layout.barmode == "stack"
