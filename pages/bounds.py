@@ -84,7 +84,7 @@ def explorer() -> None:
     top_layer_rows = profile.rows_of(layers=[profile.shape.num_layers - 1], heads=[0])  # QK h0, V h0, M_in, M_out
     default_rows = [labels[i] for i in top_layer_rows]
     # a selection made on another model keeps the matrices this one has, else falls back to the default
-    kept = [label for label in st.session_state.get("curve_matrices", []) if label in labels]
+    kept = [label for label in share.shared("curve_matrices", share.TEXTS, default_rows) if label in labels]
     st.session_state["curve_matrices"] = kept or default_rows
     chosen = st.multiselect("Matrices", labels, key="curve_matrices")
     curves = figures.contribution_curves(analysis, [labels.index(c) for c in chosen], terms, source=source) \

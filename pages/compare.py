@@ -25,7 +25,7 @@ from specbound.matrices import Kind
 ensure_app_entry()
 
 OVERLAY_KIND_KEY, OVERLAY_LAYER_KEY = "overlay_kind", "overlay_layer"
-OVERLAY_KIND_CODEC = share.choice_codec({kind.value: kind.value for kind in Kind})
+OVERLAY_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in Kind})
 MODEL_LABEL, BASELINE_LABEL, CHANGE_LABEL = "Ours at p*: model", "Ours at p*: baseline", "model − baseline"
 
 analysis = data.current_analysis()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, data, drilldown
+from dashboard import atlas, data, drilldown, share
 from dashboard.export import csv_download, file_stem, fit_heatmap_panels, provenance, report_download, show_figure
 from dashboard.presentation import folded, literal
 from dashboard.routing import ensure_app_entry
@@ -21,6 +21,7 @@ from specbound.report import singular_values_frame
 ensure_app_entry()
 
 HEATMAP_KEY = "head_heatmaps"
+HEATMAP_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in (Kind.QK, Kind.V)})
 
 analysis = data.current_analysis()
 profile = analysis.profile
@@ -35,10 +36,18 @@ st.caption(f"{literal(name)}: singular values of its L(2H + 2) = {shape.num_matr
            f"(QK and V per head, M_in and M_out per layer), exact in float64. Zero singular values (below the "
            f"numerical-rank threshold) cannot sit on a log axis: each panel title counts them.")
 
+all_heads = list(range(shape.num_heads))
+for key, codec, offered in (("spectra_layers", share.INTS, all_layers), ("spectra_kinds", share.TEXTS, all_kinds),
+                            ("spectra_heads", share.INTS, all_heads)):
+    chosen = share.shared(key, codec, offered if key != "spectra_heads" else [])
+    st.session_state[key] = [item for item in chosen if item in offered]  # a link made on a larger model
+share.shared("spectra_normalise", share.BOOL, False)
+share.shared("heatmap_kind", HEATMAP_KIND_CODEC, Kind.QK.value)
+
 layer_col, kind_col, head_col, option_col = st.columns([3, 3, 3, 2])
-layers = layer_col.multiselect("Layers", all_layers, default=all_layers, key="spectra_layers")
-kinds = kind_col.multiselect("Kinds", all_kinds, default=all_kinds, key="spectra_kinds")
-heads = head_col.multiselect("Draw these heads one by one", list(range(shape.num_heads)), key="spectra_heads",
+layers = layer_col.multiselect("Layers", all_layers, key="spectra_layers")
+kinds = kind_col.multiselect("Kinds", all_kinds, key="spectra_kinds")
+heads = head_col.multiselect("Draw these heads one by one", all_heads, key="spectra_heads",
                              placeholder="median and range over heads",
                              help="Empty: per layer, the median over the heads with a band from min to max.")
 normalise = option_col.toggle("Normalise by σ₁", key="spectra_normalise")

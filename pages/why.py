@@ -21,7 +21,7 @@ from specbound.matrices import Kind
 ensure_app_entry()
 
 RANK_KIND_KEY = "rank_kind"
-RANK_KIND_CODEC = share.choice_codec({kind.value: kind.value for kind in Kind})
+RANK_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in Kind})
 P_STAR_MAP_KEY = "p_star_map"
 
 analysis = data.current_analysis()

@@ -131,3 +131,22 @@ def test_a_matrix_opens_with_its_spectrum_curve_and_terms(app, rerun, figure_tit
     star = next(t for t in curve["data"] if t["name"] == "L1 QK h4 p*")
     assert star["y"][0] == pytest.approx(minilm.optimal.contribution[i], rel=1e-12)
     assert app.query_params["matrix"] == str(i)  # the open matrix is part of the link
+
+
+def test_a_link_restores_the_spectra_view(figure_titled) -> None:
+    from app_harness import APP, TIMEOUT_S, run_clean
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"spectra_layers": "2,9", "spectra_kinds": "M_in,V", "spectra_heads": "3",
+                            "spectra_normalise": "1", "heatmap_kind": "V"})
+    run_clean(at)
+    at.switch_page("pages/spectra.py")
+    run_clean(at)
+    assert at.multiselect(key="spectra_layers").value == [2]  # layer 9 does not exist in a 6-layer model
+    assert at.multiselect(key="spectra_kinds").value == ["M_in", "V"]
+    assert at.multiselect(key="spectra_heads").value == [3] and at.toggle(key="spectra_normalise").value
+    traces = _matrix_traces(figure_titled(at, "σᵢ / σ₁"))
+    assert sorted(traces) == ["L2 M_in", "L2 V h3"]
+    assert figure_titled(at, "V heads")
+    assert at.query_params["spectra_layers"] == "2" and at.query_params["heatmap_kind"] == "v"

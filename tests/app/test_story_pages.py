@@ -66,7 +66,7 @@ def test_why_page_shows_p_star_ranks_and_break_even(landing_app, rerun, figure_t
     at.radio(key="rank_kind").set_value("M_in")
     rerun(at)
     assert figure_titled(at, "M_in rank: 6 of 6 at the maximum")
-    assert at.query_params["rank_kind"] == "M_in"
+    assert at.query_params["rank_kind"] == "m_in"
 
 
 def test_chart_clicks_point_at_the_right_matrix() -> None:
@@ -133,3 +133,18 @@ def test_presentation_mode_folds_notes_and_tables_and_is_in_the_link(landing_app
     folded = {e.label for e in at.expander}
     assert {"Sums per kind (table)", "Per-matrix terms (table)"} <= folded
     assert any("font-size: 19px" in h.proto.body for h in at.get("html"))
+
+
+def test_the_twin_takes_the_initializer_range_of_the_model(make_checkpoint, tmp_path) -> None:
+    import json
+
+    from dashboard.baseline import initializer_range
+    from specbound.defaults import BERT_INITIALIZER_RANGE
+
+    directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
+    config = json.loads((directory / "config.json").read_text())
+    config["initializer_range"] = 0.05
+    (directory / "config.json").write_text(json.dumps(config))
+    assert initializer_range(str(directory)) == 0.05
+    assert initializer_range("minilm-l6") == BERT_INITIALIZER_RANGE  # all-MiniLM-L6-v2's config says 0.02
+    assert initializer_range(str(tmp_path / "nowhere")) == BERT_INITIALIZER_RANGE  # nothing on disk: the default
