@@ -64,14 +64,19 @@ def from_chart(key: str, analysis: BoundAnalysis, locate: Locate) -> None:
 
 
 def head_cell(kind: Kind) -> Locate:
-    """Locator of a layer x head heatmap of ``kind`` (x: head, y: layer), whatever its panel."""
+    """Locator of layer x head heatmaps of ``kind`` (x: head, y: layer), whatever the panel or cell trace."""
     return lambda _trace, x, y: MatrixId(int(y), kind, int(x))
 
 
-def p_star_cell(_trace: int, x: Any, y: Any, kinds: tuple[Kind, ...] = HEAD_KINDS) -> MatrixId | None:
-    """Locator of the p* map: panels QK and V (x: head), then M_in/M_out (x: the kind's name)."""
-    if _trace < len(kinds):
-        return MatrixId(int(y), kinds[_trace], int(x))
+#: Panels of the p* map, in trace order: QK and V (x: head), then M_in and M_out (x: the kind's name).
+P_STAR_PANELS = 3
+
+
+def p_star_cell(trace: int, x: Any, y: Any) -> MatrixId | None:
+    """Locator of the p* map (its heatmaps, or the clickable cells over them, which follow in the same order)."""
+    panel = trace % P_STAR_PANELS
+    if panel < len(HEAD_KINDS):
+        return MatrixId(int(y), HEAD_KINDS[panel], int(x))
     return MatrixId(int(y), Kind(str(x)))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -53,6 +54,27 @@ def fit_heatmap_panels(fig: go.Figure, columns: int) -> go.Figure:
     fig.update_yaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=True, row=1, col=1)
     fig.update_layout(margin={"t": TOP_MARGIN_SUBTITLE + 24})
+    return fig
+
+
+def clickable_cells(fig: go.Figure) -> go.Figure:
+    """Make every heatmap cell clickable: an invisible marker on each cell, one trace per heatmap, in order.
+
+    Plotly selects points of scatter traces only, so a click on a bare heatmap reaches no ``on_select``
+    callback. The markers' trace numbers follow the heatmaps' (heatmap n gets trace H + n, where H is
+    the number of heatmaps), with the cell's x and y.
+    """
+    heatmaps = [trace for trace in fig.data if trace.type == "heatmap"]
+    for trace in heatmaps:
+        z = np.asarray(trace.z)  # (rows, columns)
+        xs = list(trace.x) if trace.x is not None else list(range(z.shape[1]))
+        ys = list(trace.y) if trace.y is not None else list(range(z.shape[0]))
+        fig.add_trace(go.Scatter(
+            x=[x for _ in ys for x in xs], y=[y for y in ys for _ in xs], mode="markers", name=f"{trace.name} cells",
+            marker={"size": 16, "opacity": 0}, hoverinfo="none", showlegend=False,
+            xaxis=trace.xaxis, yaxis=trace.yaxis,
+        ))
+    fig.update_layout(clickmode="event+select")
     return fig
 
 

@@ -9,7 +9,15 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import atlas, data, drilldown, share
-from dashboard.export import csv_download, file_stem, fit_heatmap_panels, provenance, report_download, show_figure
+from dashboard.export import (
+    clickable_cells,
+    csv_download,
+    file_stem,
+    fit_heatmap_panels,
+    provenance,
+    report_download,
+    show_figure,
+)
 from dashboard.presentation import folded, literal
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
@@ -66,7 +74,8 @@ else:
 st.subheader("Per head: rank, stable rank, spectral norm")
 head_kind = Kind(st.radio("Heads of", [Kind.QK.value, Kind.V.value], horizontal=True, key="heatmap_kind"))
 st.caption("Click a cell to open that matrix below.")
-heatmaps = fit_heatmap_panels(figures.head_heatmaps(profile, head_kind, source=source), shape.num_heads)
+heatmaps = clickable_cells(fit_heatmap_panels(figures.head_heatmaps(profile, head_kind, source=source),
+                                              shape.num_heads))
 show_figure(heatmaps, HEATMAP_KEY,
             on_select=lambda: drilldown.from_chart(HEATMAP_KEY, analysis, drilldown.head_cell(head_kind)))
 

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import atlas, data, drilldown, share
-from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
+from dashboard.export import clickable_cells, csv_download, file_stem, provenance, report_download, show_figure
 from dashboard.presentation import folded, literal
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
@@ -36,7 +36,7 @@ bound_note()
 
 st.subheader("p* of every matrix")
 st.caption("Click a cell to open that matrix below.")
-p_map = figures.p_star_map(analysis, source=source)
+p_map = clickable_cells(figures.p_star_map(analysis, source=source))
 show_figure(p_map, P_STAR_MAP_KEY,
             on_select=lambda: drilldown.from_chart(P_STAR_MAP_KEY, analysis, drilldown.p_star_cell))
 histogram = figures.p_star_histogram(analysis, source=source)

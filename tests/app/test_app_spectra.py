@@ -94,7 +94,7 @@ def test_head_heatmaps_match_the_profile(app, rerun, figure_titled, minilm) -> N
     for kind in (Kind.QK, Kind.V):
         app.radio(key="heatmap_kind").set_value(kind.value)
         rerun(app)
-        heatmaps = figure_titled(app, f"{kind.value} heads")["data"]
+        heatmaps = [t for t in figure_titled(app, f"{kind.value} heads")["data"] if t["type"] == "heatmap"]
         mask = profile.mask(kind)
         expected = [profile.rank, profile.stable_rank, profile.spectral_norm]
         assert [h["name"] for h in heatmaps] == ["numerical rank", "stable rank", "spectral norm σ₁"]

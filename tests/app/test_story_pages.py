@@ -73,6 +73,7 @@ def test_chart_clicks_point_at_the_right_matrix() -> None:
     assert p_star_cell(0, 3, 2) == MatrixId(2, Kind.QK, 3)
     assert p_star_cell(1, 11, 5) == MatrixId(5, Kind.V, 11)
     assert p_star_cell(2, "M_out", 4) == MatrixId(4, Kind.M_OUT)
+    assert p_star_cell(4, 11, 5) == MatrixId(5, Kind.V, 11)  # the clickable cells over the V panel
     assert head_cell(Kind.V)(1, 7, 0) == MatrixId(0, Kind.V, 7)
 
 

@@ -85,6 +85,29 @@ def test_every_page_by_its_address_at_two_widths(server: str, browser_page) -> N
     assert page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).is_visible()
     screenshot(page, "bounds-1024-scrolled")
 
+    # drill-down: a click on a heatmap cell, and on a table row, opens that matrix
+    page.set_viewport_size(WIDE)
+    _open(page, f"{server}/spectra", "Spectra")
+    cells = page.locator(".st-key-head_heatmaps .nsewdrag").first
+    cells.scroll_into_view_if_needed()
+    box = cells.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 0.3 * box["width"], box["y"] + 0.2 * box["height"])
+    page.locator(".st-key-drill_curve .js-plotly-plot").wait_for()
+    assert re.search(r"[?&]matrix=\d+", page.url)
+    _open(page, f"{server}/why", "Why p* wins")
+    table = page.locator(".st-key-break_even_table [data-testid='stDataFrameResizable']").first
+    table.scroll_into_view_if_needed()
+    box = table.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 18, box["y"] + 4 * 35 + 18)  # the fourth row's selection box: L0 QK h3
+    page.locator(".st-key-drill_curve .js-plotly-plot").wait_for()
+    assert "matrix=3" in page.url
+    assert page.get_by_text("L0 QK h3").count() >= 1
+    assert_no_errors(page)
+    screenshot(page, "drill-down")
+    page.set_viewport_size(PROJECTOR)
+
     # the twin as a baseline, in presentation mode: larger type, values still whole
     _open(page, f"{server}/compare?present=1", "Compare")
     page.locator(".st-key-baseline_twin button").first.click()
