@@ -81,7 +81,7 @@ values = live.readout(analysis, int(index), p)
 
 def definition(latex: str, *metrics: tuple[str, str], note: str | None = None) -> None:
     """One definition: the formula on the left, its live values for the chosen matrix on the right."""
-    left, right = st.columns([1, 1], vertical_alignment="center")
+    left, right = st.columns([3, 2], vertical_alignment="center")
     with left:
         st.latex(latex)
         if note:
