@@ -42,9 +42,17 @@ class Baseline:
 
 
 def _parse(text: str) -> Baseline:
+    """A baseline from a link. A directory on the server is refused: a link must not make the server read a
+    path of its choosing (pin such a model with the button instead)."""
     twin = text.startswith(TWIN_PREFIX)
     name = atlas.from_link(text.removeprefix(TWIN_PREFIX).strip())
     if not name:
+        raise ValueError(text)
+    try:
+        local = resolve(name).source is Source.LOCAL
+    except SpecboundError:
+        local = False  # a Hub id that may not exist: opening it says so
+    if local:
         raise ValueError(text)
     return Baseline(name, twin)
 

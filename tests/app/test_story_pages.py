@@ -136,6 +136,17 @@ def test_presentation_mode_folds_notes_and_tables_and_is_in_the_link(landing_app
     assert any("font-size: 19px" in h.proto.body for h in at.get("html"))
 
 
+def test_a_link_cannot_name_a_server_directory_as_the_baseline(make_checkpoint) -> None:
+    from dashboard.baseline import BASELINE_CODEC, Baseline
+
+    directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
+    assert BASELINE_CODEC.parse("twin:minilm-l6") == Baseline("minilm-l6", twin=True)
+    assert BASELINE_CODEC.parse("L2-H128") == Baseline("L2-H128")
+    for text in (str(directory), f"twin:{directory}"):
+        with pytest.raises(ValueError):
+            BASELINE_CODEC.parse(text)
+
+
 def test_the_twin_takes_the_initializer_range_of_the_model(make_checkpoint, tmp_path) -> None:
     import json
 
