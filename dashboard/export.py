@@ -1,18 +1,24 @@
-"""Getting tables and figures out of the dashboard: CSV downloads and Plotly's image export."""
+"""Getting tables and figures out of the dashboard: CSV downloads, Plotly's image export, HTML reports.
+
+app.py imports this module for the sidebar's format picker, so plotly and pandas are imported where
+they are used: the landing page needs neither, and the first page after a start comes sooner.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from specbound.figures.html_report import ReportSection, html_report
-from specbound.figures.style import MAX_LABELLED_HEADS, TOP_MARGIN_SUBTITLE
-from specbound.profile import SpectralProfile
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from specbound.figures.html_report import ReportSection
+    from specbound.profile import SpectralProfile
 
 #: Session-state key of the sidebar's choice of image format for Plotly's download button.
 FIGURE_FORMAT_KEY = "figure_format"
@@ -49,6 +55,8 @@ def fit_heatmap_panels(fig: go.Figure, columns: int) -> go.Figure:
     they are left to the hover (as the p* map does); the layer ticks are kept on the first panel only,
     where no colour bar runs into them; a taller top margin keeps the subtitle off the panel titles.
     """
+    from specbound.figures.style import MAX_LABELLED_HEADS, TOP_MARGIN_SUBTITLE
+
     if columns > MAX_LABELLED_HEADS:
         fig.update_traces(texttemplate=None)
     fig.update_yaxes(showticklabels=False)
@@ -64,6 +72,8 @@ def clickable_cells(fig: go.Figure) -> go.Figure:
     callback. The markers' trace numbers follow the heatmaps' (heatmap n gets trace H + n, where H is
     the number of heatmaps), with the cell's x and y.
     """
+    import plotly.graph_objects as go
+
     heatmaps = [trace for trace in fig.data if trace.type == "heatmap"]
     for trace in heatmaps:
         z = np.asarray(trace.z)  # (rows, columns)
@@ -99,6 +109,8 @@ def report_download(title: str, sections: Callable[[], Sequence[ReportSection]],
     The report is built only when the button is pressed (``sections`` is called then), never on a rerun.
     """
     def build() -> str:
+        from specbound.figures.html_report import html_report
+
         return html_report(title, sections(), model=model, p=p_text)
 
     st.download_button("Download this view as an HTML report", build, file_name=f"{_safe(model)}-{_safe(title)}.html",
