@@ -35,6 +35,8 @@ def test_miniature_grid_marks_what_needs_a_download(app, rerun) -> None:
     # the test Hub cache is empty: all 24 need a download; L4-H256 is the selection
     assert grid.count(DOWNLOAD_MARK) == 24 and CACHED_MARK not in grid
     assert rows[1].split("|")[3].strip() == f"**[{DOWNLOAD_MARK}]**"
+    # the repository pattern is code, so markdown keeps its asterisks (issue 10 saw "L-_H-")
+    assert any("`google/bert_uncased_L-*_H-*`" in c.value for c in app.sidebar.caption)
     app.selectbox(key="miniature_layers").select(12)
     app.selectbox(key="miniature_width").select(768)
     rerun(app)
