@@ -21,6 +21,7 @@ from dashboard.export import (
 from dashboard.presentation import folded, literal
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
+from dashboard.text import bound_note
 from specbound.figures import spectra as figures
 from specbound.figures.html_report import ReportSection
 from specbound.matrices import Kind
@@ -84,6 +85,7 @@ index = drilldown.picker(analysis)
 if index is not None:
     st.caption("At p*, each matrix's own optimum; the Bound explorer shows it at any p.")
     drilldown.detail(analysis, index, analysis.optimal, provenance(name, "p*"))
+    bound_note()  # the page's only bound numbers
 
 st.subheader("Every matrix")
 table = profile.to_frame()
