@@ -14,23 +14,35 @@ import streamlit as st
 
 from dashboard import atlas, data, safety, share
 from dashboard.export import figure_format_picker
+from dashboard.presentation import inject_style, presentation_toggle
+from dashboard.routing import landing_page
 from dashboard.sidebar import render_sidebar
 
 # An emoji favicon is drawn in the page; a material-icon favicon is fetched from Google by every visitor.
 st.set_page_config(page_title="specbound", page_icon="📈", layout="wide")
 
+OVERVIEW = st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="overview")
+LANDING = landing_page(OVERVIEW)  # "/" forwards to the Overview, so every page keeps its own address
 PAGES: list[st.Page] = [
-    st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:", url_path="spectra", default=True),
+    LANDING,
+    OVERVIEW,
     st.Page("pages/bounds.py", title="Bound explorer", icon=":material/tune:", url_path="bounds"),
+    st.Page("pages/why.py", title="Why p* wins", icon=":material/lightbulb:", url_path="why"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+    st.Page("pages/spectra.py", title="Spectra", icon=":material/bar_chart:", url_path="spectra"),
     st.Page("pages/scaling.py", title="Scaling", icon=":material/trending_up:", url_path="scaling"),
     st.Page("pages/theory.py", title="Theory", icon=":material/school:", url_path="theory"),
     st.Page("pages/lab.py", title="Lab", icon=":material/science:", url_path="lab"),
 ]
 
 page = st.navigation(PAGES)
+if page is LANDING:
+    page.run()  # switches to the Overview with the link's parameters: nothing below runs for "/"
 share.restore()  # a shared link: seed the model and p settings before any widget is drawn
 render_sidebar()
 with st.sidebar:
+    presentation_toggle()
     figure_format_picker()
+inject_style()
 drawn = safety.run_page(page, atlas.display_name(data.current_model()))
 share.publish(with_model=drawn)  # keep the address bar a link to this view (without a model that failed)

@@ -1,4 +1,4 @@
-"""Benchmark of the dashboard (SPEC §6-7): memory per browser session and slider latency.
+"""Benchmark of the dashboard (SPEC §6-7): memory per session, slider latency, first page, Spectra build.
 
 Run with ``python benchmarks/bench_dashboard.py`` (Debian's Chromium must be installed). It serves
 the dashboard with a real ``streamlit run`` and a fresh profile cache, then in the same run:
@@ -9,7 +9,12 @@ the dashboard with a real ``streamlit run`` and a fresh profile cache, then in t
   the server's memory growth per added session (target: at most 50 MB, since a session holds widget
   state and references to the shared caches, not weights);
 * times slider moves in the browser from the key press to the updated total on the page, beside the
-  computation-layer time the page reports for the same moves.
+  computation-layer time the page reports for the same moves (the explorer opens at p*, so the link
+  switches that off first);
+* starts a second server on the now warm profile cache and times the first useful page: from the
+  process start, and from the server answering, to the landing page's first headline number or chart;
+* runs the Spectra page in-process (Streamlit's AppTest, no browser) and reports the median server
+  time of a full run of app.py on that page.
 """
 
 from __future__ import annotations
@@ -31,6 +36,11 @@ from dashboard.text import TOTAL_LABEL  # noqa: E402
 EXTRA_SESSIONS = 6
 SLIDER_MOVES = 8
 TARGET_SESSION_MB = 50.0
+SPECTRA_RUNS = 5
+#: The explorer's link with the sliders in charge (it opens at p* otherwise, with the global slider off).
+EXPLORER_LINK = "/bounds?p_optimal=0"
+#: What counts as the first useful thing on the landing page: a headline number or a drawn chart.
+USEFUL = '[data-testid="stMetricValue"], [data-testid="stPlotlyChart"] .js-plotly-plot'
 
 
 def resident_mb(pid: int, field: str = "VmRSS") -> float:
@@ -49,7 +59,7 @@ def total_text(page) -> str:
 def open_explorer(browser, url: str):
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     page.set_default_timeout(120_000)
-    page.goto(f"{url}/bounds")
+    page.goto(f"{url}{EXPLORER_LINK}")
     page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
     wait_idle(page)
     return page
@@ -69,6 +79,43 @@ def move_slider(page, key: str) -> float:
     elapsed = time.perf_counter() - start
     wait_idle(page)
     return elapsed
+
+
+def first_useful_page(browser, scratch: Path) -> tuple[float, float]:
+    """(seconds from process start, seconds from the server's first answer) to the first useful view of "/"."""
+    started = time.perf_counter()
+    with serve_dashboard(scratch) as server:
+        healthy = time.perf_counter()
+        page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+        page.set_default_timeout(120_000)
+        page.goto(server.url)
+        page.locator(USEFUL).first.wait_for()
+        shown = time.perf_counter()
+        page.context.close()
+    return shown - started, shown - healthy
+
+
+def spectra_server_seconds() -> list[float]:
+    """Server time of full runs of app.py on the Spectra page (the first run, which fills caches, left out)."""
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard.routing import guard_apptest_runs
+
+    undo = guard_apptest_runs()
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.run()
+        at.switch_page("pages/spectra.py")
+        at.run()
+        times = []
+        for _ in range(SPECTRA_RUNS):
+            start = time.perf_counter()
+            at.run()
+            times.append(time.perf_counter() - start)
+        assert not at.exception, [e.value for e in at.exception]
+        return times
+    finally:
+        undo()
 
 
 def main() -> int:
@@ -94,7 +141,11 @@ def main() -> int:
             pages.append(page)
         loaded_mb = resident_mb(server.pid)
         loaded_peak_mb = resident_mb(server.pid, "VmHWM")
+        for page in [first, *pages]:
+            page.context.close()
+        from_start_s, from_answer_s = first_useful_page(browser, Path(tmp))  # the same, now warm, profile cache
         browser.close()
+    spectra_s = spectra_server_seconds()
 
     # The garbage collector can return memory between two readings, so the growth is judged on the
     # larger of the current and the peak resident memory.
@@ -110,6 +161,10 @@ def main() -> int:
         ("slider key press to updated total (median)", f"{1e3 * statistics.median(latencies):.0f} ms",
          f"min {1e3 * min(latencies):.0f}, max {1e3 * max(latencies):.0f} ms over {SLIDER_MOVES} moves"),
         ("  of which the computation layer (last move)", server_ms, "target < 50 ms"),
+        ("first useful page, warm cache, from process start", f"{from_start_s:.1f} s", "target < 3 s"),
+        ("  from the server's first answer", f"{from_answer_s:.2f} s", ""),
+        ("Spectra page, server time of a full run (median)", f"{statistics.median(spectra_s):.2f} s",
+         f"target < 0.5 s; min {min(spectra_s):.2f}, max {max(spectra_s):.2f} s over {SPECTRA_RUNS} runs"),
     ]
     width = max(len(r[0]) for r in rows)
     for name, value, note in rows:

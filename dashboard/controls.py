@@ -1,7 +1,8 @@
 """The p controls of the Bound explorer: widgets in, a :class:`~specbound.bounds.PAssignment` out.
 
-One global p (or the optimal p* as the default), then optional overrides per kind and per layer;
-the package applies them most specific first (layer over kind over the default). By default every
+One global p (or the optimal p* as the default), then optional overrides per kind and per layer,
+shown when their toggle is on; the package applies them most specific first (layer over kind over
+the default). By default every
 slider snaps to the grid P_m = {0, 1/m, ..., 2}, where the theorem's post-hoc guarantee holds; free p
 is a labelled option.
 """
@@ -23,6 +24,8 @@ FREE_DECIMALS = 2
 FREE_STEP = 10.0 ** -FREE_DECIMALS
 #: Where the sliders start: p = 1 (the nuclear-norm regime) lies on every grid P_m.
 DEFAULT_P = 1.0
+#: The explorer opens at the post-hoc optimum p* (the proxy itself); the sliders take over when it is off.
+DEFAULT_OPTIMAL = True
 
 INHERIT, OPTIMAL, OWN = "follow default", "optimal p*", "own p"
 OVERRIDE_MODES = (INHERIT, OPTIMAL, OWN)
@@ -31,6 +34,8 @@ MODE_CODEC = share.choice_codec({INHERIT: "inherit", OPTIMAL: "optimal", OWN: "o
 #: Widget keys (and link parameters) of the controls; per kind and per layer they take a suffix.
 OPTIMAL_KEY, SNAP_KEY, GLOBAL_KEY = "p_optimal", "p_snap", "p_global"
 KIND_KEY, LAYER_KEY = "p_kind_{}", "p_layer_{}"
+#: Toggles (and link parameters) that show the override rows per kind and per layer; off, there are none.
+KINDS_KEY, LAYERS_KEY = "p_kinds", "p_layers"
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
     shape = analysis.profile.shape
     toggles, slider = st.columns([2, 3])
     with toggles:
-        share.shared(OPTIMAL_KEY, share.BOOL, False)
+        share.shared(OPTIMAL_KEY, share.BOOL, DEFAULT_OPTIMAL)
         optimal = st.toggle("Optimal p* as the default", key=OPTIMAL_KEY,
                             help="Every matrix takes the p in P_m that minimises its own c(W; p).")
         share.shared(SNAP_KEY, share.BOOL, True)
@@ -90,18 +95,27 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
         else:
             st.caption("**Free p**: values off the grid P_m lie outside the theorem's post-hoc guarantee.")
 
+    kinds_col, layers_col = st.columns(2)
+    share.shared(KINDS_KEY, share.BOOL, False)
+    per_kind = kinds_col.toggle("Set p per kind", key=KINDS_KEY,
+                                help="Each kind follows the default, takes its p*, or its own p.")
+    share.shared(LAYERS_KEY, share.BOOL, False)
+    per_layer = layers_col.toggle("Set p per layer (wins over kinds)", key=LAYERS_KEY)
+    # the override rows are drawn only when asked for: some 40 widgets would slow every slider move
     by_kind: dict[Kind, float | None] = {}
-    with st.expander("Overrides per kind"):
-        for kind in Kind:
-            mode, value = _override(kind.value, KIND_KEY.format(kind.value), m, snap)
-            if mode != INHERIT:
-                by_kind[kind] = value
+    if per_kind:
+        with st.container(border=True):
+            for kind in Kind:
+                mode, value = _override(kind.value, KIND_KEY.format(kind.value), m, snap)
+                if mode != INHERIT:
+                    by_kind[kind] = value
     by_layer: dict[int, float | None] = {}
-    with st.expander("Overrides per layer (win over kinds)"):
-        for layer in range(shape.num_layers):
-            mode, value = _override(f"layer {layer}", LAYER_KEY.format(layer), m, snap)
-            if mode != INHERIT:
-                by_layer[layer] = value
+    if per_layer:
+        with st.container(border=True):
+            for layer in range(shape.num_layers):
+                mode, value = _override(f"layer {layer}", LAYER_KEY.format(layer), m, snap)
+                if mode != INHERIT:
+                    by_layer[layer] = value
 
     default = None if optimal else global_p
     parts = [f"default {_describe(default)}"]

@@ -27,6 +27,7 @@ from specbound import checkpoints, loading, models
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import SpecboundError
+from specbound.explain import PStarSummary, explain_p_star, p_star_summary
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, ProgressEvent, silent
 
@@ -139,6 +140,7 @@ def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
     name = name.strip()
     profile_for.clear(name)
     analysis_for.clear(name)
+    explanation_for.clear(name)
     result = analysis_for(name, progress_outside_cache(progress))
     st.session_state[MODEL_KEY] = name
     st.session_state.pop(ERROR_KEY, None)
@@ -169,3 +171,10 @@ def current_analysis(on_error: Callable[[str], None] | None = None) -> BoundAnal
                      f"({plain(safety.public_message(exc))}); showing {DEFAULT_MODEL}.")
         st.session_state[MODEL_KEY] = DEFAULT_MODEL
         return analysis_for(DEFAULT_MODEL)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def explanation_for(name: str) -> tuple[PStarSummary, str]:
+    """The p* summary of a model and the one sentence that explains it from its own s_W (cached per model)."""
+    analysis = analysis_for(name)
+    return p_star_summary(analysis), explain_p_star(analysis)

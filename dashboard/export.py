@@ -1,14 +1,24 @@
-"""Getting tables and figures out of the dashboard: CSV downloads and Plotly's image export."""
+"""Getting tables and figures out of the dashboard: CSV downloads, Plotly's image export, HTML reports.
+
+app.py imports this module for the sidebar's format picker, so plotly and pandas are imported where
+they are used: the landing page needs neither, and the first page after a start comes sooner.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import plotly.graph_objects as go
+import numpy as np
 import streamlit as st
 
-from specbound.profile import SpectralProfile
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from specbound.figures.html_report import ReportSection
+    from specbound.profile import SpectralProfile
 
 #: Session-state key of the sidebar's choice of image format for Plotly's download button.
 FIGURE_FORMAT_KEY = "figure_format"
@@ -21,19 +31,88 @@ def figure_format_picker() -> None:
              format_func=str.upper, help="Used by the camera icon in the top-right corner of each chart.")
 
 
-def show_figure(fig: go.Figure, key: str) -> None:
-    """Render a figure full width; its camera button saves it as PNG or SVG (see the sidebar)."""
+def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | None = None) -> None:
+    """Render a figure full width; its camera button saves it as PNG or SVG (see the sidebar).
+
+    With ``on_select``, a click on a point (a bar, a heatmap cell) selects it and calls ``on_select``.
+    """
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
+    selection = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
     st.plotly_chart(fig, key=key, config={
         "displaylogo": False,
         "toImageButtonOptions": {"format": image_format, "filename": key, "scale": 2},
-    })
+    }, **selection)
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "model"
+
+
+def fit_heatmap_panels(fig: go.Figure, columns: int) -> go.Figure:
+    """Side-by-side heatmap panels that stay readable in a narrow column (a projector at 1024 px).
+
+    With more columns than :data:`~specbound.figures.style.MAX_LABELLED_HEADS`, cell numbers overlap, so
+    they are left to the hover (as the p* map does); the layer ticks are kept on the first panel only,
+    where no colour bar runs into them; a taller top margin keeps the subtitle off the panel titles.
+    """
+    from specbound.figures.style import MAX_LABELLED_HEADS, TOP_MARGIN_SUBTITLE
+
+    if columns > MAX_LABELLED_HEADS:
+        fig.update_traces(texttemplate=None)
+    fig.update_yaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=True, row=1, col=1)
+    fig.update_layout(margin={"t": TOP_MARGIN_SUBTITLE + 24})
+    return fig
+
+
+def clickable_cells(fig: go.Figure) -> go.Figure:
+    """Make every heatmap cell clickable: an invisible marker on each cell, one trace per heatmap, in order.
+
+    Plotly selects points of scatter traces only, so a click on a bare heatmap reaches no ``on_select``
+    callback. The markers' trace numbers follow the heatmaps' (heatmap n gets trace H + n, where H is
+    the number of heatmaps), with the cell's x and y.
+    """
+    import plotly.graph_objects as go
+
+    heatmaps = [trace for trace in fig.data if trace.type == "heatmap"]
+    for trace in heatmaps:
+        z = np.asarray(trace.z)  # (rows, columns)
+        xs = list(trace.x) if trace.x is not None else list(range(z.shape[1]))
+        ys = list(trace.y) if trace.y is not None else list(range(z.shape[0]))
+        fig.add_trace(go.Scatter(
+            x=[x for _ in ys for x in xs], y=[y for y in ys for _ in xs], mode="markers", name=f"{trace.name} cells",
+            marker={"size": 16, "opacity": 0}, hoverinfo="none", showlegend=False,
+            xaxis=trace.xaxis, yaxis=trace.yaxis,
+        ))
+    fig.update_layout(clickmode="event+select")
+    return fig
 
 
 def file_stem(profile: SpectralProfile) -> str:
     """A safe file-name stem for downloads about one model: its own name with anything odd replaced."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", profile.model).strip("._") or "model"
+    return _safe(profile.model)
 
 
 def csv_download(frame: pd.DataFrame, filename: str, key: str, label: str = "Download CSV") -> None:
     st.download_button(label, frame.to_csv(index=False).encode(), file_name=filename, mime="text/csv", key=key)
+
+
+def provenance(model: str, p_text: str) -> str:
+    """The subtitle every exported figure carries: which model and which p it shows."""
+    return f"{model} · {p_text}"
+
+
+def report_download(title: str, sections: Callable[[], Sequence[ReportSection]], *, model: str, p_text: str,
+                    key: str) -> None:
+    """A button that saves a self-contained HTML report (figures and tables, opens offline) of this view.
+
+    The report is built only when the button is pressed (``sections`` is called then), never on a rerun.
+    """
+    def build() -> str:
+        from specbound.figures.html_report import html_report
+
+        return html_report(title, sections(), model=model, p=p_text)
+
+    st.download_button("Download this view as an HTML report", build, file_name=f"{_safe(model)}-{_safe(title)}.html",
+                       mime="text/html", key=key, icon=":material/description:",
+                       help="Figures and tables in one file that opens offline: for a collaborator or a slide.")

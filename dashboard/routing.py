@@ -55,3 +55,17 @@ def guard_apptest_runs() -> Callable[[], None]:
         PagesManager.__init__ = original  # type: ignore[method-assign]
 
     return undo
+
+
+def landing_page(target: st.Page) -> st.Page:
+    """The app's root "/": a hidden default page whose run forwards to ``target`` with the link's parameters.
+
+    Streamlit serves its default page at "/" and ignores that page's own ``url_path``, so a link to
+    "/spectra" said "Page not found" while Spectra was the default. With this stand-in as the default,
+    every visible page keeps its own address.
+    """
+    def forward() -> None:
+        st.switch_page(target, query_params=st.query_params.to_dict())
+
+    return st.Page(forward, title=target.title, url_path="home", default=True, visibility="hidden")
+

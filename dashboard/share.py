@@ -70,7 +70,17 @@ def choice_codec(codes: dict[str, str]) -> Codec:
     return Codec(parse, lambda option: codes[option])
 
 
+def list_codec(item: Callable[[str], Any]) -> Codec:
+    """A codec for a multiselect: its items joined by commas (the page drops items it does not offer)."""
+    def parse(text: str) -> list[Any]:
+        return [item(part) for part in text.split(",") if part]
+
+    return Codec(parse, lambda values: ",".join(str(v) for v in values))
+
+
 BOOL = Codec(_parse_bool, lambda v: "1" if v else "0")
+INTS = list_codec(int)
+TEXTS = list_codec(str)
 P_VALUE = Codec(_parse_p, lambda v: f"{float(v):.6g}")
 
 

@@ -58,7 +58,7 @@ def _pick_miniature() -> str:
     width = right.selectbox("Width H", MINIATURE_WIDTHS, index=1, key="miniature_width")
     st.markdown(miniature_grid_markdown(cached, (layers, width)))
     st.caption(f"{CACHED_MARK} cached, opens offline · {DOWNLOAD_MARK} downloaded from the Hugging Face "
-               f"Hub when opened (google/bert_uncased_L-*_H-*)")
+               f"Hub when opened (`google/bert_uncased_L-*_H-*`)")
     return miniature_alias(layers, width)
 
 

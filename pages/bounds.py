@@ -1,6 +1,8 @@
 """Bound explorer: choose p (globally, per kind, per layer) and watch every term of the proxy change.
 
-A slider move only calls ``analysis.evaluate`` on the cached analysis: no file access, no SVD.
+Everything that depends on p is one fragment: a control move reruns only it (not the sidebar, not the
+p-independent figures), and it only calls ``analysis.evaluate`` on the cached analysis: no file
+access, no SVD. The headline row above the controls stays at the top of the window while they move.
 """
 
 from __future__ import annotations
@@ -10,76 +12,114 @@ import time
 import pandas as pd
 import streamlit as st
 
-from dashboard import data
+from dashboard import atlas, baseline, data, drilldown, share
 from dashboard.controls import p_controls
-from dashboard.export import csv_download, file_stem, show_figure
+from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
+from dashboard.headline import explorer_headline, headline_sentence
+from dashboard.presentation import folded, headline
 from dashboard.routing import ensure_app_entry
-from dashboard.text import (EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, bound_note,
-                            format_log_value)
+from dashboard.tables import show_table
+from dashboard.text import bound_note
+from specbound.compare import compare
 from specbound.figures import bounds as figures
+from specbound.figures.html_report import ReportSection
 from specbound.report import layer_frame, terms_frame
 
 ensure_app_entry()
 
+#: How the per-layer sums are drawn (story of issue 10: layer 0 hides the rest on a linear axis).
+SUMS_VIEW_KEY = "sums_view"
+SUMS_VIEWS = {figures.SumsView.LOG: "log axis", figures.SumsView.SHARE: "share of each layer",
+              figures.SumsView.LINEAR: "stacked values"}
+SUMS_CODEC = share.choice_codec({view: view.value for view in SUMS_VIEWS})
+
 analysis = data.current_analysis()
 profile = analysis.profile
+model = atlas.display_name(data.current_model())
 labels = [matrix.label for matrix in profile.ids]
 model_file = file_stem(profile)
 
 st.title("Bound explorer")
-choice = p_controls(analysis)
-
-start = time.perf_counter()
-terms = analysis.evaluate(choice.assignment)
-elapsed_ms = 1e3 * (time.perf_counter() - start)
-optimal = analysis.evaluate()
-
-with st.container(key="bound_totals"):
-    ours_col, best_col, edelman_col, depth_col = st.columns(4)
-    ours_col.metric(TOTAL_LABEL, format_log_value(terms.log_total))
-    best_col.metric(OPTIMAL_LABEL, format_log_value(optimal.log_total))
-    edelman_col.metric(EDELMAN_LABEL, format_log_value(analysis.log_edelman))
-    depth_col.metric(SQRT_DEPTH_LABEL, f"{terms.sqrt_depth:.4g}")
 bound_note()
-st.caption(f"{choice.summary} · terms evaluated in {elapsed_ms:.2f} ms from the cached spectra")
 
-show_figure(figures.proxy_comparison({"ours at the chosen p": terms.log_total, "ours at p*": optimal.log_total,
-                                      "Edelman-style": analysis.log_edelman}), "proxy_comparison")
 
-st.subheader("Where the total comes from")
-sums_col, kinds_col = st.columns([2, 1])
-with sums_col:
-    show_figure(figures.term_sums(analysis, terms), "term_sums")
-with kinds_col:
+@st.fragment
+def explorer() -> None:
+    """Controls, headline and every p-dependent figure and table; reruns alone when a control moves."""
+    top = headline()  # filled once the controls have said which p
+    choice = p_controls(analysis)
+    start = time.perf_counter()
+    terms = analysis.evaluate(choice.assignment)
+    elapsed_ms = 1e3 * (time.perf_counter() - start)
+    pinned = baseline.current_analysis()
+    comparison = compare(analysis, pinned[1], choice.assignment) if pinned else None
+    with top:
+        explorer_headline(analysis, terms, comparison, baseline.name_of(pinned[0]) if pinned else None,
+                          f"{choice.summary} · terms evaluated in {elapsed_ms:.2f} ms from the cached spectra")
+    source = provenance(model, choice.summary)
+    with st.expander("Compare with a baseline"):
+        baseline.controls()
+
+    st.caption(headline_sentence(analysis))
+    proxies = figures.proxy_comparison({"ours at the chosen p": terms.log_total,
+                                        "ours at p*": analysis.optimal.log_total,
+                                        "Edelman-style": analysis.log_edelman}, source=source)
+    show_figure(proxies, "proxy_comparison")
+
+    st.subheader("Where the total comes from")
+    share.shared(SUMS_VIEW_KEY, SUMS_CODEC, figures.SumsView.LOG)
+    view = st.radio("Per-layer sums", list(SUMS_VIEWS), format_func=SUMS_VIEWS.__getitem__, horizontal=True,
+                    key=SUMS_VIEW_KEY)
+    sums_col, kinds_col = st.columns([2, 1])
+    with sums_col:
+        sums = figures.term_sums(analysis, terms, view, source=source)
+        show_figure(sums, "term_sums")
     per_kind = terms.per_kind()
     kind_table = pd.DataFrame({"kind": [k.value for k in per_kind], "sum_c": list(per_kind.values())})
     kind_table["share"] = kind_table["sum_c"] / terms.total
-    st.dataframe(kind_table, hide_index=True, key="kind_sums", column_config={
-        "sum_c": st.column_config.NumberColumn("Σ c(W; p)", format="scientific"),
-        "share": st.column_config.NumberColumn("share of total", format="percent"),
-    })
-bound_note()
-show_figure(figures.depth_factors(analysis), "depth_factors")
+    with kinds_col, folded("Sums per kind (table)"):
+        show_table(kind_table, "kind_sums")
 
-st.subheader("c(W; p) against p")
-top_layer_rows = profile.rows_of(layers=[profile.shape.num_layers - 1], heads=[0])  # head 0 of QK and V, M_in, M_out
-default_rows = [labels[i] for i in top_layer_rows]
-# a selection made on another model keeps the matrices this one has, else falls back to the default
-kept = [label for label in st.session_state.get("curve_matrices", []) if label in labels]
-st.session_state["curve_matrices"] = kept or default_rows
-chosen = st.multiselect("Matrices", labels, key="curve_matrices")
-if chosen:
-    show_figure(figures.contribution_curves(analysis, [labels.index(c) for c in chosen], terms), "contribution_curves")
-bound_note()
+    st.subheader("c(W; p) against p")
+    top_layer_rows = profile.rows_of(layers=[profile.shape.num_layers - 1], heads=[0])  # QK h0, V h0, M_in, M_out
+    default_rows = [labels[i] for i in top_layer_rows]
+    # a selection made on another model keeps the matrices this one has, else falls back to the default
+    kept = [label for label in share.shared("curve_matrices", share.TEXTS, default_rows) if label in labels]
+    st.session_state["curve_matrices"] = kept or default_rows
+    chosen = st.multiselect("Matrices", labels, key="curve_matrices")
+    curves = figures.contribution_curves(analysis, [labels.index(c) for c in chosen], terms, source=source) \
+        if chosen else None
+    if curves is not None:
+        show_figure(curves, "contribution_curves")
 
-st.subheader("Every term")
-st.caption("Per matrix: γ, log10 scale s_W = γ α⁽ℓ⁾ L, the p used, S_p and c(W; p), beside p* and c(W; p*). "
-           "Click a column header to sort.")
-table = terms_frame(analysis, terms)
-table.insert(0, "matrix", labels)
-st.dataframe(table, hide_index=True, key="terms_table")
-csv_download(table, f"{model_file}-terms.csv", "download_terms", "Download the per-matrix terms (CSV)")
-layers_table = layer_frame(analysis, terms)
-st.dataframe(layers_table, hide_index=True, key="layers_table")
-csv_download(layers_table, f"{model_file}-layers.csv", "download_layers", "Download the per-layer sums (CSV)")
-bound_note()
+    st.subheader("One matrix")
+    index = drilldown.picker(analysis)
+    if index is not None:
+        drilldown.detail(analysis, index, terms, source)
+
+    st.subheader("Every term")
+    table = terms_frame(analysis, terms)
+    table.insert(0, "matrix", labels)
+    with folded("Per-matrix terms (table)"):
+        st.caption("Per matrix: the p used, c(W; p), p* and c(W; p*), then S_p, s_W = γ α⁽ℓ⁾ L and the norms. "
+                   "Click a row to open that matrix above; click a header to sort.")
+        show_table(table, "terms_table", on_select=lambda: drilldown.from_table("terms_table"))
+        csv_download(table, f"{model_file}-terms.csv", "download_terms", "Download the per-matrix terms (CSV)")
+        layers_table = layer_frame(analysis, terms)
+        show_table(layers_table, "layers_table")
+        csv_download(layers_table, f"{model_file}-layers.csv", "download_layers", "Download the per-layer sums (CSV)")
+
+    report_download("Bound explorer", lambda: [
+        ReportSection("Totals", [proxies], note=headline_sentence(analysis)),
+        ReportSection("Where the total comes from", [sums], [kind_table]),
+        ReportSection("c(W; p) against p", [curves] if curves is not None else []),
+        ReportSection("Every term", tables=[table, layer_frame(analysis, terms)],
+                      table_captions=["Per matrix", "Per layer"]),
+    ], model=model, p_text=choice.summary, key="report_bounds")
+    share.publish()  # a fragment rerun skips app.py: keep the link in step with these controls here
+
+
+explorer()
+
+st.subheader("Depth factors")
+show_figure(figures.depth_factors(analysis, source=provenance(model, "independent of p")), "depth_factors")

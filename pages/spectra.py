@@ -1,51 +1,108 @@
-"""Spectra: singular-value profiles, layer x head heatmaps and cumulative energy of every proxy matrix."""
+"""Spectra: singular-value profiles, layer x head heatmaps and cumulative energy of every proxy matrix.
+
+Per layer the QK and V heads are drawn as their median with a min-max band (a few traces instead of
+one per head); chosen heads are drawn one by one on demand.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, data
-from dashboard.export import csv_download, file_stem, show_figure
+from dashboard import atlas, data, drilldown, share
+from dashboard.export import (
+    clickable_cells,
+    csv_download,
+    file_stem,
+    fit_heatmap_panels,
+    provenance,
+    report_download,
+    show_figure,
+)
+from dashboard.presentation import folded, literal
 from dashboard.routing import ensure_app_entry
-from dashboard.text import code
+from dashboard.tables import show_table
+from dashboard.text import bound_note, code
 from specbound.figures import spectra as figures
+from specbound.figures.html_report import ReportSection
 from specbound.matrices import Kind
 from specbound.report import singular_values_frame
 
 ensure_app_entry()
 
+HEATMAP_KEY = "head_heatmaps"
+HEATMAP_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in (Kind.QK, Kind.V)})
+
 analysis = data.current_analysis()
 profile = analysis.profile
 shape = profile.shape
+name = atlas.display_name(data.current_model())
 all_layers = list(range(shape.num_layers))
 all_kinds = [kind.value for kind in Kind]
+source = provenance(name, "spectra, independent of p")
 
 st.title("Spectra")
-st.caption(f"{code(atlas.display_name(data.current_model()))}: singular values of its L(2H + 2) = {shape.num_matrices} proxy matrices "
-           f"(QK and V per head, M_in and M_out per layer), exact in float64.")
+st.caption(f"{code(name)}: singular values of its L(2H + 2) = {shape.num_matrices} proxy matrices "
+           f"(QK and V per head, M_in and M_out per layer), exact in float64. Zero singular values (below the "
+           f"numerical-rank threshold) cannot sit on a log axis: each panel title counts them.")
 
-layer_col, kind_col, option_col = st.columns([3, 3, 2])
-layers = layer_col.multiselect("Layers", all_layers, default=all_layers, key="spectra_layers")
-kinds = kind_col.multiselect("Kinds", all_kinds, default=all_kinds, key="spectra_kinds")
+all_heads = list(range(shape.num_heads))
+for key, codec, offered in (("spectra_layers", share.INTS, all_layers), ("spectra_kinds", share.TEXTS, all_kinds),
+                            ("spectra_heads", share.INTS, all_heads)):
+    chosen = share.shared(key, codec, offered if key != "spectra_heads" else [])
+    st.session_state[key] = [item for item in chosen if item in offered]  # a link made on a larger model
+share.shared("spectra_normalise", share.BOOL, False)
+share.shared("heatmap_kind", HEATMAP_KIND_CODEC, Kind.QK.value)
+
+layer_col, kind_col, head_col, option_col = st.columns([3, 3, 3, 2])
+layers = layer_col.multiselect("Layers", all_layers, key="spectra_layers")
+kinds = kind_col.multiselect("Kinds", all_kinds, key="spectra_kinds")
+heads = head_col.multiselect("Draw these heads one by one", all_heads, key="spectra_heads",
+                             placeholder="median and range over heads",
+                             help="Empty: per layer, the median over the heads with a band from min to max.")
 normalise = option_col.toggle("Normalise by σ₁", key="spectra_normalise")
 
+profiles = energy = None
 if layers and kinds:
-    show_figure(figures.singular_value_profiles(profile, layers, kinds, normalise=normalise), "sv_profiles")
-    show_figure(figures.cumulative_energy_curves(profile, layers, kinds), "cumulative_energy")
+    chosen_heads = heads or None
+    profiles = figures.singular_value_profiles(profile, layers, kinds, normalise=normalise, heads=chosen_heads,
+                                               source=source)
+    show_figure(profiles, "sv_profiles")
+    energy = figures.cumulative_energy_curves(profile, layers, kinds, heads=chosen_heads, source=source)
+    show_figure(energy, "cumulative_energy")
 else:
     st.caption("Choose at least one layer and one kind to draw the profiles.")
 
 st.subheader("Per head: rank, stable rank, spectral norm")
-head_kind = st.radio("Heads of", [Kind.QK.value, Kind.V.value], horizontal=True, key="heatmap_kind")
-show_figure(figures.head_heatmaps(profile, head_kind), "head_heatmaps")
+head_kind = Kind(st.radio("Heads of", [Kind.QK.value, Kind.V.value], horizontal=True, key="heatmap_kind"))
+st.caption("Click a cell to open that matrix below.")
+heatmaps = clickable_cells(fit_heatmap_panels(figures.head_heatmaps(profile, head_kind, source=source),
+                                              shape.num_heads))
+show_figure(heatmaps, HEATMAP_KEY,
+            on_select=lambda: drilldown.from_chart(HEATMAP_KEY, analysis, drilldown.head_cell(head_kind)))
+
+st.subheader("One matrix")
+index = drilldown.picker(analysis)
+if index is not None:
+    st.caption("At p*, each matrix's own optimum; the Bound explorer shows it at any p.")
+    drilldown.detail(analysis, index, analysis.optimal, provenance(name, "p*"))
+    bound_note()  # the page's only bound numbers
 
 st.subheader("Every matrix")
 table = profile.to_frame()
-st.dataframe(table, hide_index=True, key="spectra_table")
-left, right = st.columns(2)
-with left:
-    csv_download(table, f"{file_stem(profile)}-matrices.csv", "download_matrices",
-                 "Download this table (CSV)")
-with right:
-    csv_download(singular_values_frame(profile), f"{file_stem(profile)}-singular-values.csv",
-                 "download_singular_values", "Download every singular value (CSV)")
+with folded("Norms and ranks (table)"):
+    show_table(table.assign(matrix=[m.label for m in profile.ids]), "spectra_table",
+               on_select=lambda: drilldown.from_table("spectra_table"))
+    left, right = st.columns(2)
+    with left:
+        csv_download(table, f"{file_stem(profile)}-matrices.csv", "download_matrices", "Download this table (CSV)")
+    with right:
+        st.download_button("Download every singular value (CSV)",
+                           lambda: singular_values_frame(profile).to_csv(index=False).encode(),
+                           file_name=f"{file_stem(profile)}-singular-values.csv", mime="text/csv",
+                           key="download_singular_values")
+
+report_download("Spectra", lambda: [
+    ReportSection("Singular values", [f for f in (profiles, energy) if f is not None]),
+    ReportSection(f"{head_kind.value} heads", [heatmaps]),
+    ReportSection("Every matrix", tables=[table]),
+], model=name, p_text="independent of p", key="report_spectra")

@@ -12,6 +12,7 @@ from dashboard import atlas, data, share
 from dashboard import theory as live
 from dashboard.controls import DEFAULT_P
 from dashboard.export import show_figure
+from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, code, format_log_value
 from specbound.bounds import grid_resolution, snap_to_grid
@@ -26,6 +27,8 @@ ensure_app_entry()
 #: Scales s_W offered in the playground: powers of ten from 1e-6 to 1e6.
 PLAYGROUND_SCALES = tuple(10.0 ** k for k in range(-6, 7))
 PLAYGROUND_P_LABEL = "p* of the synthetic matrix"
+#: Live values beside a definition, per row.
+METRICS_PER_ROW = 2
 
 analysis = data.current_analysis()
 profile = analysis.profile
@@ -33,32 +36,33 @@ shape = profile.shape
 labels = [matrix.label for matrix in profile.ids]
 
 st.title("Theory")
-st.markdown(
+with folded("Why spectrum-adaptive bounds"):  # the lecture notes fold away in presentation mode
+    st.markdown(
+        """
+    Why does a Transformer with millions of weights generalise at all? Classical capacity measures count
+    parameters and predict nothing useful. **Norm-based bounds** (Edelman et al., 2022, and later work) do
+    better: they no longer grow polynomially with the hidden width or the sequence length. They still pay
+    twice, though.
+
+    * **Depth piles up.** Each layer's Lipschitz constant multiplies into the next one, so the complexity
+      carries a product over layers, and in the best known norm-based results still a polynomial factor that
+      grows like $L^{3/2}$.
+    * **The norm radii are fixed before training.** A bound written with, say, (2,1) norms commits to that
+      measure of size for every matrix. Trained weights do not cooperate: the attention products are exactly
+      low rank (a head has only d = N/H dimensions), while the feed-forward matrices have slowly decaying
+      spectra. One fixed norm cannot suit both.
+
+    Sakai & Imaizumi (2026) replace the fixed norms by **Schatten quantities** S_p with an index p in [0, 2]
+    that is picked **after training, separately for each matrix**. Small p counts rank, p = 2 is the Frobenius
+    norm, and values in between interpolate: each matrix is split into a low-rank head and a tail that a
+    Frobenius-type term controls. Because the choice is made on a finite grid of p values with a union
+    bound over it, the guarantee survives the post-hoc choice. In representative regimes the dependence on
+    depth drops from $L^{3/2}$ to √L or better, and the sequence length T enters only through a logarithm (a
+    price of the ℓ₂-type covering argument behind the spectral approach).
+
+    Below, every definition comes with its value for the model open in the sidebar.
     """
-Why does a Transformer with millions of weights generalise at all? Classical capacity measures count
-parameters and predict nothing useful. **Norm-based bounds** (Edelman et al., 2022, and later work) do
-better: they no longer grow polynomially with the hidden width or the sequence length. They still pay
-twice, though.
-
-* **Depth piles up.** Each layer's Lipschitz constant multiplies into the next one, so the complexity
-  carries a product over layers, and in the best known norm-based results still a polynomial factor that
-  grows like $L^{3/2}$.
-* **The norm radii are fixed before training.** A bound written with, say, (2,1) norms commits to that
-  measure of size for every matrix. Trained weights do not cooperate: the attention products are exactly
-  low rank (a head has only d = N/H dimensions), while the feed-forward matrices have slowly decaying
-  spectra. One fixed norm cannot suit both.
-
-Sakai & Imaizumi (2026) replace the fixed norms by **Schatten quantities** S_p with an index p in [0, 2]
-that is picked **after training, separately for each matrix**. Small p counts rank, p = 2 is the Frobenius
-norm, and values in between interpolate: each matrix is split into a low-rank head and a tail that a
-Frobenius-type term controls. Because the choice is made on a finite grid of p values with a union
-bound over it, the guarantee survives the post-hoc choice. In representative regimes the dependence on
-depth drops from $L^{3/2}$ to √L or better, and the sequence length T enters only through a logarithm (a
-price of the ℓ₂-type covering argument behind the spectral approach).
-
-Below, every definition comes with its value for the model open in the sidebar.
-"""
-)
+    )
 
 st.subheader("Live values for the current model")
 st.caption(f"{code(atlas.display_name(data.current_model()))}: L = {shape.num_layers}, N = {shape.hidden_size}, "
@@ -83,9 +87,10 @@ def definition(latex: str, *metrics: tuple[str, str], note: str | None = None) -
         if note:
             st.caption(note)
     with right:
-        columns = st.columns(len(metrics))
-        for column, (label, value) in zip(columns, metrics):
-            column.metric(label, value)
+        for start in range(0, len(metrics), METRICS_PER_ROW):  # two per row: values stay whole on a projector
+            row = metrics[start:start + METRICS_PER_ROW]
+            for column, (label, value) in zip(st.columns(METRICS_PER_ROW)[:len(row)], row, strict=True):
+                column.metric(label, value)
 
 
 st.markdown("**Singular values and numerical rank.** σ₁ ≥ σ₂ ≥ … of W, in float64; values at or below "

@@ -19,3 +19,9 @@ DEFAULT_MODEL: str = "minilm-l6"
 
 #: Environment variable that overrides where spectral profiles are cached.
 CACHE_ENV_VAR: str = "SPECBOUND_CACHE"
+
+#: Standard deviation of BERT's weight initialisation N(0, initializer_range^2) (config.json's default).
+BERT_INITIALIZER_RANGE: float = 0.02
+
+#: Seed of the random-initialised twin when none is given.
+TWIN_SEED: int = 0

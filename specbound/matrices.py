@@ -74,7 +74,9 @@ class LayerWeights:
     ffn_in: np.ndarray  # (d_ff, N)  intermediate.dense
     ffn_out: np.ndarray  # (N, d_ff)  output.dense
 
-    def expected_shapes(self, shape: EncoderShape) -> dict[str, tuple[int, int]]:
+    @staticmethod
+    def expected_shapes(shape: EncoderShape) -> dict[str, tuple[int, int]]:
+        """(out, in) shape of each field for an encoder of ``shape``."""
         n, f = shape.hidden_size, shape.ffn_size
         return {"query": (n, n), "key": (n, n), "value": (n, n), "attn_out": (n, n),
                 "ffn_in": (f, n), "ffn_out": (n, f)}

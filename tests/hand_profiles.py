@@ -1,4 +1,5 @@
-"""Profiles with prescribed singular values, shared by the tests of the bound terms and their tables."""
+"""Profiles with prescribed singular values, for the tests of the bound terms, their tables and the
+closed forms behind the explanations."""
 
 from __future__ import annotations
 
@@ -30,3 +31,29 @@ HAND_SPECTRA = [
     [1.5], [0.5, 0.25], [2.0, 2.0], [1.0], [2.0, 1.0], [5.0, 1.0, 1.0, 1.0],
 ]
 HAND_NORM21 = [1.5 * (i + 1) for i in range(12)]
+
+
+#: One layer, one head of d = N = 4, d_ff = 4: four matrices QK, V, M_in, M_out, alpha = 1, L = 1.
+ONE_LAYER = EncoderShape(num_layers=1, hidden_size=4, num_heads=1, ffn_size=4)
+
+
+def profile_from_spectra(shape: EncoderShape, spectra: list[list[float]], model: str = "hand") -> SpectralProfile:
+    """A profile whose matrices (profile order) have the listed singular values (zeros elsewhere)."""
+    width = max(max(len(s) for s in spectra), 1)
+    sv = np.zeros((len(spectra), width))
+    for i, s in enumerate(spectra):
+        sv[i, :len(s)] = sorted(s, reverse=True)
+    dims = [min(shape.hidden_size, shape.ffn_size) if i.kind in (Kind.M_IN, Kind.M_OUT) else shape.hidden_size
+            for i in matrix_ids(shape)]
+    m = len(spectra)
+    return SpectralProfile(model=model, revision="0", shape=shape, singular_values=sv, full_dims=np.array(dims),
+                           norm_21=np.ones(m), norm_11=np.ones(m))
+
+
+def flat_one_layer(qk: float, v: float, m_in: float, m_out: float, rank: int = 4,
+                   model: str = "hand") -> SpectralProfile:
+    """:data:`ONE_LAYER` with flat spectra: every matrix has ``rank`` singular values equal to its value.
+
+    Then s_W = 2 v m_out m_in (QK), m_out m_in (V), m_out (M_in), 1 (M_out), and S_p = rank sigma^p.
+    """
+    return profile_from_spectra(ONE_LAYER, [[sigma] * rank for sigma in (qk, v, m_in, m_out)], model)

@@ -1,32 +1,47 @@
-"""Figures of the bound terms: sums by layer and kind, depth factors, c(W; p) curves, proxy totals.
+"""Figures of the bound terms: sums by layer and kind, depth factors, c(W; p) curves, proxy totals, and
+why p* wins (p* map and histogram, break-even scales) and a model against its baseline.
 
 Builders take a :class:`~specbound.bounds.BoundAnalysis` and, where p matters, the
 :class:`~specbound.bounds.BoundTerms` of the current assignment; they return ``go.Figure`` objects.
 Values that overflow float64 are drawn as gaps (None); the logarithmic charts use log10 values,
-which always exist.
+which always exist. ``source`` (model and p, e.g. "minilm-l6 · p*") becomes the subtitle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import Enum
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
+from numpy.typing import ArrayLike
+from plotly.colors import sample_colorscale
+from plotly.subplots import make_subplots
 
 from ..bounds import BoundAnalysis, BoundTerms, fine_p_axis
-from ..matrices import Kind
+from ..compare import Comparison
+from ..explain import break_even, p_star_by_kind
 from ..logspace import to_log10
+from ..matrices import Kind
+from ..profile import HEAD_KINDS, LAYER_KINDS
+from .style import (KIND_COLORS, MAX_LABELLED_HEADS, NEUTRAL, SEQUENTIAL, apply_layout, palette_color,
+                    set_log_ticks)
 
-#: One colour per matrix kind, shared by every bound figure.
-KIND_COLORS: Mapping[Kind, str] = {
-    Kind.QK: "#4c78a8", Kind.V: "#f58518", Kind.M_IN: "#54a24b", Kind.M_OUT: "#b279a2",
-}
-SQRT_DEPTH_COLOR = "#9d9d9d"
+SQRT_DEPTH_COLOR = NEUTRAL
 SQRT_DEPTH_LABEL = "√L"
+#: Sizes of the p* stars, largest first: stars of curves that meet at one point nest instead of hiding.
+STAR_SIZES: tuple[int, ...] = (18, 14, 10, 7)
 
 
-def _finite_or_gap(values: np.ndarray) -> list[float | None]:
+class SumsView(str, Enum):
+    """How :func:`term_sums` draws the per-layer sums."""
+
+    LINEAR = "linear"  # stacked bars, plain values: heights add up to the total
+    LOG = "log"  # bars per kind side by side on a log axis: every layer visible whatever layer 0 holds
+    SHARE = "share"  # stacked bars of each kind's share of the layer's sum (%), the layer's share of the total in hover
+
+
+def _finite_or_gap(values: ArrayLike) -> list[float | None]:
     return [float(v) if np.isfinite(v) else None for v in np.asarray(values, dtype=float)]
 
 
@@ -39,87 +54,226 @@ def kind_layer_sums(terms: BoundTerms, num_layers: int) -> dict[Kind, np.ndarray
     }
 
 
-def term_sums(analysis: BoundAnalysis, terms: BoundTerms) -> go.Figure:
-    """Stacked bars: per layer the sum of c(W; p) split by kind, then a bar for √L.
+def term_sums(analysis: BoundAnalysis, terms: BoundTerms, view: SumsView | str = SumsView.LINEAR, *,
+              source: str | None = None) -> go.Figure:
+    """Per layer the sum of c(W; p) split by kind, then a bar for √L.
 
-    The heights of all bars add up to the total Σ_W c(W; p) + √L.
+    ``view``: LINEAR stacks plain values (all bars add up to Σ_W c(W; p) + √L); LOG puts the kinds side by
+    side on a log axis so layers far below layer 0 stay visible; SHARE stacks each kind's percentage of
+    the layer's sum, with the layer's share of the total in the hover.
     """
+    view = SumsView(view)
     num_layers = analysis.profile.shape.num_layers
     categories = [f"layer {layer}" for layer in range(num_layers)] + [SQRT_DEPTH_LABEL]
+    sums = kind_layer_sums(terms, num_layers)
+    layer_total = sum(sums.values())  # (L,)
+    share_of_total = 100.0 * layer_total / terms.total if np.isfinite(terms.total) else np.full(num_layers, np.nan)
     fig = go.Figure()
-    for kind, sums in kind_layer_sums(terms, num_layers).items():
-        fig.add_trace(go.Bar(x=categories[:-1], y=_finite_or_gap(sums), name=kind.value,
-                             marker_color=KIND_COLORS[kind],
-                             hovertemplate=f"%{{x}}<br>Σ c({kind.value}) = %{{y:.4g}}<extra></extra>"))
-    fig.add_trace(go.Bar(x=[SQRT_DEPTH_LABEL], y=[terms.sqrt_depth], name=SQRT_DEPTH_LABEL,
-                         marker_color=SQRT_DEPTH_COLOR, hovertemplate="√L = %{y:.4g}<extra></extra>"))
-    fig.update_layout(barmode="stack", title="Σ c(W; p) by layer and kind, plus √L",
-                      xaxis={"categoryorder": "array", "categoryarray": categories},
-                      yaxis_title="contribution", legend_title_text="kind", height=380)
-    return fig
+    for kind, values in sums.items():
+        if view is SumsView.SHARE:
+            y = 100.0 * np.divide(values, layer_total, out=np.zeros_like(values), where=layer_total > 0)
+            hover = (f"%{{x}}<br>{kind.value}: %{{y:.3g}}% of the layer<br>"
+                     f"layer: %{{customdata:.3g}}% of the total<extra></extra>")
+        else:
+            y, hover = values, f"%{{x}}<br>Σ c({kind.value}) = %{{y:.6g}}<extra></extra>"
+        fig.add_trace(go.Bar(x=categories[:-1], y=_finite_or_gap(y), name=kind.value, marker_color=KIND_COLORS[kind],
+                             customdata=share_of_total, hovertemplate=hover))
+    if view is not SumsView.SHARE:
+        fig.add_trace(go.Bar(x=[SQRT_DEPTH_LABEL], y=[terms.sqrt_depth], name=SQRT_DEPTH_LABEL,
+                             marker_color=SQRT_DEPTH_COLOR, hovertemplate="√L = %{y:.6g}<extra></extra>"))
+    fig.update_layout(barmode="group" if view is SumsView.LOG else "stack",
+                      xaxis={"categoryorder": "array", "categoryarray": categories})
+    if view is SumsView.LOG:
+        set_log_ticks(fig, "y", np.append(np.concatenate(list(sums.values())), terms.sqrt_depth))
+        fig.update_yaxes(title_text="Σ c(W; p) (log)")
+    else:
+        fig.update_yaxes(title_text="% of the layer's sum" if view is SumsView.SHARE else "Σ c(W; p)")
+    return apply_layout(fig, "Σ c(W; p) by layer and kind", source=source, height=400, legend_title="kind")
 
 
-def depth_factors(analysis: BoundAnalysis) -> go.Figure:
+def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """log10 α⁽ℓ⁾ (product of the layer factors above ℓ) and log10 ξ⁽ℓ⁾ (Edelman's layer sum)."""
     layers = np.arange(analysis.profile.shape.num_layers)
     fig = go.Figure([
-        go.Bar(x=layers, y=to_log10(analysis.log_alpha), name="log10 α<sup>(ℓ)</sup>",
+        go.Bar(x=layers, y=to_log10(analysis.log_alpha), name="log10 α<sup>(ℓ)</sup>", marker_color=palette_color(0),
                hovertemplate="layer %{x}<br>log10 α = %{y:.4g}<extra></extra>"),
         go.Bar(x=layers, y=to_log10(analysis.log_xi), name="log10 ξ<sup>(ℓ)</sup> (Edelman)",
-               hovertemplate="layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>"),
+               marker_color=palette_color(1), hovertemplate="layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>"),
     ])
-    fig.update_layout(barmode="group", title="Depth factors per layer (log10)", xaxis_title="layer",
-                      xaxis_dtick=1, yaxis_title="log10", height=340)
-    return fig
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text="layer", dtick=1)
+    fig.update_yaxes(title_text="log10")
+    return apply_layout(fig, "Depth factors per layer (log10)", source=source, height=340)
 
 
 def contribution_curves(analysis: BoundAnalysis, rows: Sequence[int], terms: BoundTerms,
-                        ps: np.ndarray | None = None) -> go.Figure:
+                        ps: np.ndarray | None = None, *, source: str | None = None) -> go.Figure:
     """c(W; p) against p for the chosen matrices (log y), with the grid P_m, p* and the current p.
 
-    Lines: c on a fine p axis; dots: c on the grid P_m; star: p* (the grid minimum); diamond: the
-    p the matrix uses now.
+    Lines: c on a fine p axis; dots: c on the grid P_m; star: p* (the grid minimum, at
+    ``analysis.p_opt_index``), one size smaller per curve so stars at one point nest; open diamond:
+    the p the matrix uses now.
     """
-    rows = np.asarray(rows, dtype=int)
+    chosen = np.asarray(rows, dtype=int)
     ps = fine_p_axis() if ps is None else np.asarray(ps, dtype=float)
     grid = analysis.grid
-    curves = to_log10(analysis.contribution_curves(ps, rows))  # (rows, len(ps))
-    on_grid = to_log10(analysis.log_contribution_grid[rows])  # (rows, 2m + 1)
-    at_p = to_log10(terms.log_contribution[rows])  # (rows,)
-    palette = qualitative.Plotly
+    curves = 10.0 ** to_log10(analysis.contribution_curves(ps, chosen))  # (rows, len(ps))
+    on_grid = 10.0 ** to_log10(analysis.log_contribution_grid[chosen])  # (rows, 2m + 1)
+    at_p = 10.0 ** to_log10(terms.log_contribution[chosen])  # (rows,)
     fig = go.Figure()
-    for n, i in enumerate(rows):
+    for n, i in enumerate(chosen):
         label = analysis.profile.ids[i].label
-        color = palette[n % len(palette)]
+        color = palette_color(n)
         best = int(analysis.p_opt_index[i])
-        fig.add_trace(go.Scatter(x=ps, y=_finite_or_gap(10.0 ** curves[n]), mode="lines", name=label,
+        fig.add_trace(go.Scatter(x=ps, y=_finite_or_gap(curves[n]), mode="lines", name=label,
                                  legendgroup=label, line={"color": color},
-                                 hovertemplate=f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.4g}}<extra></extra>"))
-        fig.add_trace(go.Scatter(x=grid, y=_finite_or_gap(10.0 ** on_grid[n]), mode="markers",
+                                 hovertemplate=f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.6g}}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=grid, y=_finite_or_gap(on_grid[n]), mode="markers",
                                  name=f"{label} on P_m", legendgroup=label, showlegend=False,
                                  marker={"color": color, "size": 4}, hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=[grid[best]], y=_finite_or_gap([10.0 ** on_grid[n, best]]), mode="markers",
+        fig.add_trace(go.Scatter(x=[grid[best]], y=_finite_or_gap([on_grid[n, best]]), mode="markers",
                                  name=f"{label} p*", legendgroup=label, showlegend=False,
-                                 marker={"color": color, "size": 14, "symbol": "star",
+                                 marker={"color": color, "size": STAR_SIZES[n % len(STAR_SIZES)], "symbol": "star",
                                          "line": {"color": "black", "width": 1}},
-                                 hovertemplate=f"{label}<br>p* = %{{x:.4g}}<br>c = %{{y:.4g}}<extra></extra>"))
-        fig.add_trace(go.Scatter(x=[float(terms.p[i])], y=_finite_or_gap([10.0 ** at_p[n]]), mode="markers",
+                                 hovertemplate=f"{label}<br>p* = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=[float(terms.p[i])], y=_finite_or_gap([at_p[n]]), mode="markers",
                                  name=f"{label} current p", legendgroup=label, showlegend=False,
                                  marker={"color": "white", "size": 11, "symbol": "diamond",
                                          "line": {"color": color, "width": 2}},
-                                 hovertemplate=f"{label}<br>current p = %{{x:.4g}}<br>c = %{{y:.4g}}<extra></extra>"))
-    fig.update_layout(title="c(W; p) against p  (★ p*, ◇ current p, dots: grid P_m)",
-                      xaxis_title="Schatten index p", yaxis_type="log", yaxis_title="c(W; p)", height=420)
-    return fig
+                                 hovertemplate=f"{label}<br>current p = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>"))
+    set_log_ticks(fig, "y", np.concatenate([curves.ravel(), on_grid.ravel(), at_p]))
+    fig.update_xaxes(title_text="Schatten index p")
+    fig.update_yaxes(title_text="c(W; p)")
+    return apply_layout(fig, "c(W; p) against p (★ p*, ◇ current p)", source=source, height=420)
 
 
-def proxy_comparison(log_values: Mapping[str, float]) -> go.Figure:
+def proxy_comparison(log_values: Mapping[str, float], *, source: str | None = None) -> go.Figure:
     """Horizontal bars of log10 of each named proxy (natural logs in), e.g. ours at p, at p*, Edelman."""
     names = list(log_values)
     values = to_log10(np.array([log_values[n] for n in names], dtype=float))
     fig = go.Figure(go.Bar(x=values, y=names, orientation="h", text=[f"10^{v:.2f}" for v in values],
-                           textposition="auto", marker_color=["#4c78a8", "#72b7b2", "#e45756"][:len(names)],
+                           textposition="auto", marker_color=[palette_color(n) for n in range(len(names))],
                            hovertemplate="%{y}<br>log10 = %{x:.4g}<extra></extra>"))
-    fig.update_layout(title="Proxies side by side (log10)", xaxis_title="log10 of the proxy",
-                      yaxis={"autorange": "reversed"}, height=260)
-    return fig
+    fig.update_xaxes(title_text="log10 of the proxy")
+    fig.update_yaxes(autorange="reversed")
+    return apply_layout(fig, "Proxies side by side (log10)", source=source, height=260)
+
+
+# --- why p* wins --------------------------------------------------------------------------------
+
+def p_star_colorscale(grid: np.ndarray) -> list[list[float | str]]:
+    """A stepped colour scale with one flat colour band per grid value of p* (for zmin/zmax of p_star_range)."""
+    n = len(grid)
+    colors = sample_colorscale(SEQUENTIAL, np.linspace(0.0, 1.0, n).tolist())
+    scale: list[list[float | str]] = []
+    for k, color in enumerate(colors):
+        scale += [[k / n, color], [(k + 1) / n, color]]
+    return scale
+
+
+def p_star_range(grid: np.ndarray) -> tuple[float, float]:
+    """zmin, zmax that centre each grid value in its band of :func:`p_star_colorscale`."""
+    half = 0.5 * (grid[1] - grid[0]) if len(grid) > 1 else 0.5
+    return float(grid[0] - half), float(grid[-1] + half)
+
+
+def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
+    """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out.
+
+    One flat colour per grid value of P_m (a stepped Cividis scale), the value written in each cell.
+    """
+    grid = analysis.grid
+    by_kind = p_star_by_kind(analysis)
+    L, H = analysis.profile.shape.num_layers, analysis.profile.shape.num_heads
+    fig = make_subplots(rows=1, cols=3, column_widths=[0.44, 0.44, 0.12], horizontal_spacing=0.05,
+                        subplot_titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)",
+                                        "M_in, M_out"])
+    zmin, zmax = p_star_range(grid)
+    used = np.union1d(analysis.p_opt, [grid[0], grid[-1]])  # the values taken, and the ends of P_m for scale
+    # cell labels only while they fit; the hover always carries the value
+    labels = {"texttemplate": "%{z:.3~g}", "textfont": {"size": 9}} if H <= MAX_LABELLED_HEADS else {}
+    common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": np.arange(L), **labels}
+    panels: list[tuple[np.ndarray, np.ndarray | list[str], str]] = [
+        (by_kind[kind], np.arange(H), kind.value) for kind in HEAD_KINDS]
+    panels.append((np.stack([by_kind[kind] for kind in LAYER_KINDS], axis=1), [k.value for k in LAYER_KINDS],
+                   "M_in, M_out"))  # (L, 2)
+    for col, (z, x, name) in enumerate(panels, start=1):
+        fig.add_trace(go.Heatmap(z=z, x=x, name=name, showscale=col == 3,
+                                 colorbar={"title": {"text": "p*"}, "thickness": 10, "tickvals": used,
+                                           "ticktext": [f"{p:.3g}" for p in used]},
+                                 hovertemplate=f"{name}<br>layer %{{y}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
+                                 **common), row=1, col=col)
+        fig.update_yaxes(dtick=1, title_text="layer" if col == 1 else None, row=1, col=col)
+    fig.update_xaxes(title_text="head", dtick=1, row=1, col=1)
+    fig.update_xaxes(title_text="head", dtick=1, row=1, col=2)
+    return apply_layout(fig, "p* of every matrix", source=source, height=320 + 14 * L)
+
+
+def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
+    """How many matrices take each grid value of p*, stacked by kind."""
+    grid, prof = analysis.grid, analysis.profile
+    fig = go.Figure()
+    for kind in Kind:
+        counts = np.bincount(analysis.p_opt_index[prof.mask(kind)], minlength=len(grid))
+        fig.add_trace(go.Bar(x=grid, y=counts, name=kind.value, marker_color=KIND_COLORS[kind],
+                             width=0.8 * (grid[1] - grid[0]) if len(grid) > 1 else 0.8,
+                             hovertemplate=f"{kind.value}<br>p* = %{{x:.3g}}: %{{y}} matrices<extra></extra>"))
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title_text="p* (grid P_m)", range=[grid[0] - 0.1, grid[-1] + 0.1])
+    fig.update_yaxes(title_text="matrices")
+    return apply_layout(fig, "How often each p* wins", source=source, height=340, legend_title="kind")
+
+
+def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
+    """log10 s_W against the log10 break-even scale of every nonzero matrix, with the diagonal s_W = s*_W.
+
+    Above the diagonal p = 0 wins (p* = 0); below it some p > 0 beats counting rank
+    (see :mod:`specbound.explain`).
+    """
+    even = break_even(analysis)
+    prof = analysis.profile
+    nonzero = prof.rank > 0
+    labels = np.array([m.label for m in prof.ids])
+    fig = go.Figure()
+    for kind in Kind:
+        keep = prof.mask(kind) & nonzero
+        fig.add_trace(go.Scatter(x=even.log10_break_even[keep], y=even.log10_scale[keep], mode="markers",
+                                 name=kind.value, marker={"color": KIND_COLORS[kind], "size": 7},
+                                 customdata=np.stack([labels[keep], analysis.p_opt[keep]], axis=1),
+                                 hovertemplate="%{customdata[0]}<br>log10 s* = %{x:.3g}<br>log10 s_W = %{y:.3g}"
+                                               "<br>p* = %{customdata[1]}<extra></extra>"))
+    both = np.concatenate([even.log10_break_even[nonzero], even.log10_scale[nonzero]])
+    low, high = (float(both.min()) - 0.5, float(both.max()) + 0.5) if both.size else (0.0, 1.0)
+    fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="s_W = s*_W",
+                             line={"color": NEUTRAL, "dash": "dash"}, hoverinfo="skip"))
+    mid = 0.5 * (low + high)
+    fig.add_annotation(x=mid, y=mid, xanchor="right", yanchor="bottom", showarrow=False, text="above the line: p* = 0")
+    fig.add_annotation(x=mid, y=mid, xanchor="left", yanchor="top", showarrow=False, text="below: some p > 0 wins")
+    fig.update_xaxes(title_text="log10 break-even scale s*_W", range=[low, high])
+    fig.update_yaxes(title_text="log10 s_W", range=[low, high])
+    return apply_layout(fig, "Scale against break-even", source=source, height=420, legend_title="kind")
+
+
+# --- a model against its baseline --------------------------------------------------------------
+
+#: The proxies of :func:`compare_bars`, in order: key of ProxyTotals.log10 -> label.
+COMPARED_PROXIES: Mapping[str, str] = {"ours_opt": "ours at p*", "ours_at": "ours at the chosen p",
+                                       "edelman": "Edelman-style"}
+
+
+def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Figure:
+    """log10 of each proxy for the model and the baseline, side by side, the ratio in the hover."""
+    labels = list(COMPARED_PROXIES.values())
+    ratio = comparison.log10_ratio
+    fig = go.Figure()
+    for n, totals in enumerate((comparison.model, comparison.baseline)):
+        values = [totals.log10[key] for key in COMPARED_PROXIES]
+        fig.add_trace(go.Bar(y=labels, x=values, orientation="h", name=totals.model, marker_color=palette_color(n),
+                             text=[f"10^{v:.2f}" for v in values], textposition="auto",
+                             customdata=[ratio[key] for key in COMPARED_PROXIES],
+                             hovertemplate=f"{totals.model}<br>%{{y}}: log10 = %{{x:.4g}}"
+                                           "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>"))
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text="log10 of the proxy")
+    fig.update_yaxes(autorange="reversed")
+    return apply_layout(fig, "Model against baseline (log10)", source=source, height=320)

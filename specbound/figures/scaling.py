@@ -2,8 +2,7 @@
 
 One panel per value of the size held fixed; in each, ours and Edelman's proxy as solid lines and
 the fixed-p regimes as dashed ones, all divided by their value at the study's common reference size
-(log y axis), so a flatter curve means slower growth. The legend quotes each proxy's pooled fit with
-its standard error: the better-fitting law when one is decided, otherwise the power law.
+(log y axis), so a flatter curve means slower growth.
 """
 
 from __future__ import annotations
@@ -15,14 +14,12 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..scaling import Axis, BetterFit, GrowthCurve, GrowthExponent, GrowthModel, Proxy
+from .style import apply_layout, palette_color, set_log_ticks
 
 #: Line style per proxy: the two proxies the paper compares are solid, the fixed-p regimes dashed.
 PROXY_STYLE: dict[Proxy, dict[str, str]] = {
-    Proxy.OURS: {"color": "#1f77b4", "dash": "solid"},
-    Proxy.EDELMAN: {"color": "#d62728", "dash": "solid"},
-    Proxy.P0: {"color": "#2ca02c", "dash": "dash"},
-    Proxy.P1: {"color": "#9467bd", "dash": "dash"},
-    Proxy.P2: {"color": "#8c564b", "dash": "dash"},
+    proxy: {"color": palette_color(n), "dash": "solid" if proxy in (Proxy.OURS, Proxy.EDELMAN) else "dash"}
+    for n, proxy in enumerate((Proxy.OURS, Proxy.EDELMAN, Proxy.P0, Proxy.P1, Proxy.P2))
 }
 _LABEL = {Proxy.OURS: "ours (p*)", Proxy.EDELMAN: "Edelman et al.", Proxy.P0: "p = 0 (rank)",
           Proxy.P1: "p = 1 (nuclear)", Proxy.P2: "p = 2 (Frobenius)"}
@@ -52,11 +49,14 @@ def _legend_name(proxy: Proxy, fit: GrowthExponent | None) -> str:
 
 
 def growth_figure(curves: Sequence[GrowthCurve], against: Axis | str,
-                  exponents: Iterable[GrowthExponent] = (), title: str | None = None) -> go.Figure:
+                  exponents: Iterable[GrowthExponent] = (), title: str | None = None, *,
+                  source: str | None = None) -> go.Figure:
     """Normalised growth curves against ``against`` ("L" or "N"), one panel per fixed other size.
 
-    y = B(x) / B(reference) on a log axis; a value that overflows float64 is left as a gap, its log10
-    is in the hover text. Pooled fits given in ``exponents`` are quoted in the legend.
+    y = B(x) / B(reference) on a log axis, the reference being the study's common one; a value that
+    overflows float64 is left as a gap, its log10 is in the hover text. Pooled fits given in
+    ``exponents`` are quoted in the legend (the law that fits better); ``source`` (which models)
+    joins the normalisation note in the subtitle.
     """
     against = Axis(against)
     curves = [c for c in curves if c.against is against]
@@ -86,23 +86,23 @@ def growth_figure(curves: Sequence[GrowthCurve], against: Axis | str,
                                f"<br>ratio = %{{y:.4g}} (log10 %{{customdata[1]:.3f}})<extra></extra>"),
             ), row=row + 1, col=col + 1)
             shown.add(curve.proxy)
-    fig.update_yaxes(type="log")
+    set_log_ticks(fig, "y", [r for c in curves for r in c.ratio])
     fig.update_yaxes(title_text=f"proxy / proxy at {reference}", col=1)
     fig.update_xaxes(title_text=_AXIS_TITLE[against], tickmode="array",
                      tickvals=sorted({x for c in curves for x in c.x}))
-    fig.update_layout(
-        title=title or f"Growth of the bound proxies with {_AXIS_TITLE[against]} "
-                       f"(normalised at {reference}; proxies, not generalization gaps)",
-        legend={"title": {"text": "proxy"}}, height=380 * rows, template="plotly_white",
-    )
-    return fig
+    note = f"normalised at {reference}; proxies, not generalization gaps"
+    return apply_layout(fig, title or f"Growth of the proxies with {_AXIS_TITLE[against]}",
+                        source=f"{source} · {note}" if source else note, height=380 * rows + 80,
+                        legend_title="proxy")
 
 
-def growth_figure_depth(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = ()) -> go.Figure:
+def growth_figure_depth(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *,
+                        source: str | None = None) -> go.Figure:
     """Growth against depth L, one panel per width N."""
-    return growth_figure(curves, Axis.DEPTH, exponents)
+    return growth_figure(curves, Axis.DEPTH, exponents, source=source)
 
 
-def growth_figure_width(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = ()) -> go.Figure:
+def growth_figure_width(curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *,
+                        source: str | None = None) -> go.Figure:
     """Growth against width N, one panel per depth L."""
-    return growth_figure(curves, Axis.WIDTH, exponents)
+    return growth_figure(curves, Axis.WIDTH, exponents, source=source)

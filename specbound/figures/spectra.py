@@ -1,46 +1,62 @@
-"""Figures of a spectral profile: singular-value profiles, layer x head heatmaps, cumulative energy.
+"""Figures of a spectral profile: singular-value profiles, cumulative energy, layer x head heatmaps.
 
 Every builder takes a :class:`~specbound.profile.SpectralProfile` (and a selection) and returns a
 ``go.Figure``; nothing is drawn or styled globally. Singular values at or below the numerical-rank
 threshold are exact zeros of the analysis (SPEC §3): a log axis cannot show them, so they are left
 out of the curves and counted in the subplot titles instead.
+
+Curves are aggregated by default: per layer and per-head kind, the median over the heads with a band
+from their minimum to their maximum (3 traces instead of H), so MiniLM's 156 matrices draw as 48
+traces. ``heads=`` draws the chosen heads one by one instead. At index i the aggregate runs over the
+heads whose rank reaches i.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from ..explain import rank_and_maximum
 from ..matrices import Kind
-from ..profile import SpectralProfile
+from ..profile import HEAD_KINDS, LAYER_KINDS, SpectralProfile
 from ..spectrum import cumulative_energy
+from .style import (MAX_LABELLED_HEADS, SEQUENTIAL, apply_layout, palette_color, sequential_colors,
+                    set_log_ticks)
 
-#: Sequential colours from the bottom layer to the top one, so depth reads as a gradient.
-LAYER_COLORSCALE = "Viridis"
-#: The per-head quantities of :func:`head_heatmaps`: (title, colour scale).
-HEATMAP_QUANTITIES: tuple[tuple[str, str], ...] = (
-    ("numerical rank", "Blues"), ("stable rank", "Greens"), ("spectral norm σ₁", "Oranges"),
-)
+#: The per-head quantities of :func:`head_heatmaps`, in panel order.
+HEATMAP_QUANTITIES: tuple[str, ...] = ("numerical rank", "stable rank", "spectral norm σ₁")
+#: Panels per row of the per-kind figures (2 x 2 for the four kinds: readable in a narrow column).
+PANEL_COLUMNS: int = 2
+#: Height of one row of panels, in pixels.
+PANEL_HEIGHT: int = 260
+#: Opacity of the min-max band around a median curve.
+BAND_OPACITY: float = 0.2
+
+#: Per-matrix curves: rows (profile order) -> (x, (rows, K) y) with NaN where a row has no value.
+CurveValues = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def selected_rows(profile: SpectralProfile, layers: Iterable[int] | None = None,
                   kinds: Iterable[Kind | str] | None = None) -> np.ndarray:
     """Indices (profile order) of the matrices in the chosen layers and kinds; None selects all."""
-    keep = np.ones(profile.shape.num_matrices, dtype=bool)
-    if layers is not None:
-        keep &= np.isin(profile.layers, list(layers))
-    if kinds is not None:
-        keep &= np.isin(profile.kinds, [Kind(k).value for k in kinds])
-    return np.flatnonzero(keep)
+    return profile.rows_of(layers=layers, kinds=kinds)
 
 
 def layer_colors(num_layers: int) -> list[str]:
     """One colour per layer, bottom (dark) to top (light)."""
-    return sample_colorscale(LAYER_COLORSCALE, np.linspace(0.0, 0.9, max(num_layers, 1)).tolist())
+    return sequential_colors(num_layers)
+
+
+def _transparent(color: str, opacity: float) -> str:
+    """'rgb(r, g, b)' or '#rrggbb' -> 'rgba(r, g, b, opacity)'."""
+    if color.startswith("#"):
+        r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
+    else:
+        r, g, b = (int(float(c)) for c in color[color.index("(") + 1:-1].split(","))
+    return f"rgba({r}, {g}, {b}, {opacity})"
 
 
 def _kinds_present(profile: SpectralProfile, rows: np.ndarray) -> list[Kind]:
@@ -48,80 +64,131 @@ def _kinds_present(profile: SpectralProfile, rows: np.ndarray) -> list[Kind]:
     return [kind for kind in Kind if kind.value in present]
 
 
-def _per_kind_lines(profile: SpectralProfile, rows: np.ndarray, title: str, y_title: str,
-                    values_of, subplot_title) -> go.Figure:
-    """One subplot per kind, one line per matrix coloured by layer, one legend entry per layer."""
+def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> list[dict]:
+    """Median over rows of y (NaN ignored) with a min-max band: lower edge, upper edge (filled), median.
+
+    Traces are plain dicts: plotly validates them once, when they join the figure.
+    """
+    counted = np.isfinite(y).any(axis=0)  # (K,) an index some head reaches
+    x, y = x[counted], y[:, counted]
+    low, high, mid = np.nanmin(y, axis=0), np.nanmax(y, axis=0), np.nanmedian(y, axis=0)
+    edge = {"type": "scatter", "x": x, "mode": "lines", "line": {"width": 0, "color": color}, "legendgroup": group,
+            "showlegend": False, "hoverinfo": "skip"}
+    return [
+        {**edge, "y": low, "name": f"{name} min"},
+        {**edge, "y": high, "name": f"{name} max", "fill": "tonexty", "fillcolor": _transparent(color, BAND_OPACITY)},
+        {"type": "scatter", "x": x, "y": mid, "mode": "lines", "name": name, "legendgroup": group, "showlegend": False,
+         "line": {"color": color, "width": 1.6},
+         "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>"},
+    ]
+
+
+def _line(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> dict:
+    keep = np.isfinite(y)
+    return {"type": "scatter", "x": x[keep], "y": y[keep], "mode": "lines", "name": name, "legendgroup": group,
+            "showlegend": False, "line": {"color": color, "width": 1.2},
+            "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>"}
+
+
+def _per_kind_lines(profile: SpectralProfile, rows: np.ndarray, title: str, y_title: str, values_of: CurveValues,
+                    subplot_title: Callable[[Kind, np.ndarray], str], heads: Iterable[int] | None,
+                    source: str | None, log_y: bool) -> go.Figure:
+    """One subplot per kind; per layer a median with a min-max band over heads, or the chosen heads."""
     kinds = _kinds_present(profile, rows)
     titles = [subplot_title(kind, rows[profile.kinds[rows] == kind.value]) for kind in kinds]
-    fig = make_subplots(rows=1, cols=max(len(kinds), 1), subplot_titles=titles or None,
-                        horizontal_spacing=0.06)
+    grid_cols = min(max(len(kinds), 1), PANEL_COLUMNS)
+    grid_rows = -(-max(len(kinds), 1) // grid_cols)
+    fig = make_subplots(rows=grid_rows, cols=grid_cols, subplot_titles=titles or None, horizontal_spacing=0.1,
+                        vertical_spacing=0.22 if grid_rows > 1 else 0.0)
+    fig.update_annotations(font_size=12)
     colors = layer_colors(profile.shape.num_layers)
+    chosen = None if heads is None else set(heads)
+    traces: list[tuple[dict, int, int]] = []
     in_legend: set[int] = set()
-    for col, kind in enumerate(kinds, start=1):
-        for i in rows[profile.kinds[rows] == kind.value]:
-            matrix = profile.ids[i]
-            x, y = values_of(int(i))
-            fig.add_trace(go.Scatter(
-                x=x, y=y, mode="lines", name=matrix.label, legendgroup=f"layer {matrix.layer}",
-                showlegend=False, line={"color": colors[matrix.layer], "width": 1.2},
-                hovertemplate=f"{matrix.label}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>",
-            ), row=1, col=col)
-            if matrix.layer not in in_legend:
-                in_legend.add(matrix.layer)
-                # a marker-free stand-in so the legend lists layers, not 100+ matrices
-                fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"layer {matrix.layer}",
-                                         legendgroup=f"layer {matrix.layer}", showlegend=True,
-                                         line={"color": colors[matrix.layer]}, hoverinfo="skip"),
-                              row=1, col=col)
-        fig.update_xaxes(type="log", dtick=1, title_text="index i", row=1, col=col)  # ticks at 1, 10, 100
-        fig.update_yaxes(type="log", dtick=1, exponentformat="power", row=1, col=col)
-    fig.update_yaxes(title_text=y_title, row=1, col=1)
-    fig.update_layout(title=title, legend={"title": {"text": "layer (0 = bottom)"}},
-                      margin={"t": 80}, height=420)
-    return fig
+    for panel, kind in enumerate(kinds):
+        row, col = panel // grid_cols + 1, panel % grid_cols + 1
+        kind_rows = rows[profile.kinds[rows] == kind.value]
+        x, y = values_of(kind_rows)  # (K,), (rows, K)
+        y_drawn = []
+        for layer in np.unique(profile.layers[kind_rows]):
+            at = profile.layers[kind_rows] == layer
+            group, color = f"layer {layer}", colors[layer]
+            if kind in HEAD_KINDS and chosen is None:
+                name = f"L{layer} {kind.value} median of {int(at.sum())} heads"
+                traces += [(t, row, col) for t in _median_band(x, y[at], name, color, group, y_title)]
+            else:
+                for i, values in zip(kind_rows[at], y[at]):
+                    if kind in LAYER_KINDS or (chosen is not None and profile.heads[i] in chosen):
+                        traces.append((_line(x, values, profile.ids[i].label, color, group, y_title), row, col))
+            y_drawn.append(y[at])
+            if layer not in in_legend:
+                in_legend.add(layer)
+                # a point-free stand-in so the legend lists layers, not matrices
+                traces.append(({"type": "scatter", "x": [None], "y": [None], "mode": "lines", "name": group,
+                                "legendgroup": group, "line": {"color": color}, "hoverinfo": "skip"}, row, col))
+        set_log_ticks(fig, "x", x[np.isfinite(y).any(axis=0)], row=row, col=col)
+        fig.update_xaxes(title_text="index i", row=row, col=col)
+        if log_y and y_drawn:
+            set_log_ticks(fig, "y", np.concatenate(y_drawn).ravel(), row=row, col=col)
+        if col == 1:
+            fig.update_yaxes(title_text=y_title, row=row, col=col)
+    fig.add_traces([t for t, _, _ in traces], rows=[r for _, r, _ in traces], cols=[c for _, _, c in traces])
+    return apply_layout(fig, title, source=source, height=PANEL_HEIGHT * grid_rows + 140,
+                        legend_title="layer (0 = bottom)")
+
+
+def _masked_singular_values(profile: SpectralProfile, rows: np.ndarray, normalise: bool) -> np.ndarray:
+    """(rows, K) singular values above the rank threshold, NaN elsewhere; divided by σ₁ when normalising."""
+    sv = np.where(profile.above_threshold[rows], profile.singular_values[rows], np.nan)  # (rows, K)
+    if normalise:
+        top = profile.spectral_norm[rows][:, None]
+        sv = np.divide(sv, top, out=np.full_like(sv, np.nan), where=top > 0)
+    return sv
 
 
 def singular_value_profiles(profile: SpectralProfile, layers: Iterable[int] | None = None,
-                            kinds: Iterable[Kind | str] | None = None, *,
-                            normalise: bool = False) -> go.Figure:
-    """σ_i against i on log-log axes (or σ_i / σ₁ when ``normalise``), per kind and matrix.
+                            kinds: Iterable[Kind | str] | None = None, *, normalise: bool = False,
+                            heads: Iterable[int] | None = None, source: str | None = None) -> go.Figure:
+    """σ_i against i on log-log axes (or σ_i / σ₁ when ``normalise``), one panel per kind.
 
-    Only the rank(W) nonzero values of each matrix are drawn; the subplot title counts the zeros.
+    Per layer, QK and V show the median over heads with a min-max band; ``heads`` draws those heads
+    individually instead. Only the rank(W) nonzero values are drawn; the panel titles count the zeros.
     """
     rows = selected_rows(profile, layers, kinds)
     ranks, dims = profile.rank, profile.full_dims
 
-    def values_of(i: int) -> tuple[np.ndarray, np.ndarray]:
-        r = int(ranks[i])
-        sv = profile.singular_values[i, :r]  # (rank,) descending, all > threshold
-        if normalise and r:
-            sv = sv / sv[0]
-        return np.arange(1, r + 1), sv
+    def values_of(kind_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        width = max(int(ranks[kind_rows].max()), 1)
+        return np.arange(1, width + 1), _masked_singular_values(profile, kind_rows, normalise)[:, :width]
 
     def subplot_title(kind: Kind, kind_rows: np.ndarray) -> str:
         zeros = int((dims[kind_rows] - ranks[kind_rows]).sum())
         return f"{kind.value} · {zeros:,} zero σ not drawn" if zeros else kind.value
 
     what = "σᵢ / σ₁" if normalise else "σᵢ"
-    return _per_kind_lines(profile, rows, f"Singular-value profiles ({what}, log-log)", what,
-                           values_of, subplot_title)
+    return _per_kind_lines(profile, rows, f"Singular-value profiles ({what})", what, values_of, subplot_title,
+                           heads, source, log_y=True)
 
 
 def cumulative_energy_curves(profile: SpectralProfile, layers: Iterable[int] | None = None,
-                             kinds: Iterable[Kind | str] | None = None) -> go.Figure:
+                             kinds: Iterable[Kind | str] | None = None, *, heads: Iterable[int] | None = None,
+                             source: str | None = None) -> go.Figure:
     """Σ_{j ≤ i} σ_j² / ‖W‖_F² against i (log x): how few directions carry the Frobenius mass.
 
-    Each curve stops at the numerical rank, where it has reached 1.
+    Each matrix's curve stops at its numerical rank, where it has reached 1; aggregation as in
+    :func:`singular_value_profiles`.
     """
     rows = selected_rows(profile, layers, kinds)
     ranks = profile.rank
 
-    def values_of(i: int) -> tuple[np.ndarray, np.ndarray]:
-        r = int(ranks[i])
-        return np.arange(1, r + 1), cumulative_energy(profile.singular_values[i, :r])
+    def values_of(kind_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        width = max(int(ranks[kind_rows].max()), 1)
+        counted = profile.above_threshold[kind_rows, :width]
+        energy = cumulative_energy(np.where(counted, profile.singular_values[kind_rows, :width], 0.0))
+        return np.arange(1, width + 1), np.where(counted, energy, np.nan)  # (width,), (rows, width)
 
-    fig = _per_kind_lines(profile, rows, "Cumulative energy of the singular values", "energy fraction",
-                          values_of, lambda kind, _: kind.value)
+    fig = _per_kind_lines(profile, rows, "Cumulative energy", "energy fraction", values_of,
+                          lambda kind, _: kind.value, heads, source, log_y=False)
     fig.update_yaxes(type="linear", range=[0, 1.02])
     return fig
 
@@ -129,32 +196,89 @@ def cumulative_energy_curves(profile: SpectralProfile, layers: Iterable[int] | N
 def head_quantities(profile: SpectralProfile, kind: Kind | str) -> dict[str, np.ndarray]:
     """Numerical rank, stable rank and spectral norm of every head of a per-head kind, each (L, H)."""
     kind = Kind(kind)
-    if kind not in (Kind.QK, Kind.V):
+    if kind not in HEAD_KINDS:
         raise ValueError(f"{kind.value} has one matrix per layer, not one per head")
-    mask = profile.mask(kind)
-    per_head = (profile.shape.num_layers, profile.shape.num_heads)
     values = (profile.rank, profile.stable_rank, profile.spectral_norm)
-    return {name: v[mask].reshape(per_head) for (name, _), v in zip(HEATMAP_QUANTITIES, values)}
+    return {name: profile.per_head(v, kind) for name, v in zip(HEATMAP_QUANTITIES, values)}
 
 
-def head_heatmaps(profile: SpectralProfile, kind: Kind | str) -> go.Figure:
-    """Layer x head heatmaps of numerical rank, stable rank and spectral norm for QK or V."""
+def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | None = None) -> go.Figure:
+    """Layer x head heatmaps of numerical rank, stable rank and spectral norm for QK or V.
+
+    Both ranks share the colour range [0, d], so a full-rank model reads as full instead of noise
+    around d.
+    """
     kind = Kind(kind)
     quantities = head_quantities(profile, kind)
-    fig = make_subplots(rows=1, cols=len(quantities), subplot_titles=list(quantities),
-                        horizontal_spacing=0.09)
+    fig = make_subplots(rows=1, cols=len(quantities), subplot_titles=list(quantities), horizontal_spacing=0.09)
     heads = np.arange(profile.shape.num_heads)
     layers = np.arange(profile.shape.num_layers)
-    for col, ((name, z), (_, scale)) in enumerate(zip(quantities.items(), HEATMAP_QUANTITIES), start=1):
+    ranges = {"numerical rank": (0, profile.shape.head_dim), "stable rank": (0, profile.shape.head_dim)}
+    for col, (name, z) in enumerate(quantities.items(), start=1):
         domain = fig.layout[f"xaxis{'' if col == 1 else col}"].domain
+        zmin, zmax = ranges.get(name, (None, None))
         fig.add_trace(go.Heatmap(
-            z=z, x=heads, y=layers, name=name, colorscale=scale,
+            z=z, x=heads, y=layers, name=name, colorscale=SEQUENTIAL, zmin=zmin, zmax=zmax,
             colorbar={"x": domain[1] + 0.005, "thickness": 10, "len": 0.9},
             texttemplate="%{z:.3~g}", textfont={"size": 9},
             hovertemplate=f"layer %{{y}}, head %{{x}}<br>{name} = %{{z:.4g}}<extra></extra>",
         ), row=1, col=col)
         fig.update_xaxes(title_text="head", dtick=1, row=1, col=col)
         fig.update_yaxes(title_text="layer" if col == 1 else None, dtick=1, row=1, col=col)
-    fig.update_layout(title=f"{kind.value} heads: layer × head", height=360 + 12 * len(layers))
-    return fig
+    return apply_layout(fig, f"{kind.value} heads: layer × head", source=source, height=360 + 12 * len(layers))
 
+
+def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: str | None = None) -> go.Figure:
+    """Rank of each matrix of ``kind`` against its structural maximum ("32 of 32"), colours fixed to [0, max].
+
+    QK and V: a layer x head heatmap (maximum d); M_in and M_out: one column per layer (maximum min(N, d_ff)).
+    """
+    kind = Kind(kind)
+    rank, maximum = rank_and_maximum(profile)
+    x: np.ndarray | list[str]
+    if kind in HEAD_KINDS:
+        z, top = profile.per_head(rank, kind), profile.per_head(maximum, kind)  # (L, H)
+        x, x_title = np.arange(profile.shape.num_heads), "head"
+    else:
+        z, top = profile.per_layer(rank, kind)[:, None], profile.per_layer(maximum, kind)[:, None]  # (L, 1)
+        x, x_title = [kind.value], ""
+    text = np.char.add(np.char.add(z.astype(str), " of "), top.astype(str))
+    # cell labels only while they fit; the hover always says "32 of 32"
+    labels = {"texttemplate": "%{text}", "textfont": {"size": 9}} if z.shape[1] <= MAX_LABELLED_HEADS else {}
+    fig = go.Figure(go.Heatmap(
+        z=z, x=x, y=np.arange(profile.shape.num_layers), text=text, colorscale=SEQUENTIAL, zmin=0,
+        zmax=int(top.max()), colorbar={"thickness": 10, "title": {"text": "rank"}},
+        hovertemplate="layer %{y}<br>rank %{text}<extra></extra>", name="rank", **labels,
+    ))
+    fig.update_xaxes(title_text=x_title, dtick=1 if kind in HEAD_KINDS else None)
+    fig.update_yaxes(title_text="layer", dtick=1)
+    full = int((z == top).sum())
+    return apply_layout(fig, f"{kind.value} rank: {full} of {z.size} at the maximum", source=source,
+                        height=320 + 12 * profile.shape.num_layers)
+
+
+def overlaid_spectra(profile_a: SpectralProfile, profile_b: SpectralProfile, kind: Kind | str, layer: int, *,
+                     normalise: bool = False, source: str | None = None) -> go.Figure:
+    """σ_i of one kind and layer of two models on the same log-log axes (median and min-max band over heads)."""
+    kind = Kind(kind)
+    fig = go.Figure()
+    drawn = []
+    for n, profile in enumerate((profile_a, profile_b)):
+        if not 0 <= layer < profile.shape.num_layers:
+            raise ValueError(f"{profile.model} has no layer {layer} (layers 0..{profile.shape.num_layers - 1})")
+        rows = profile.rows_of(layers=[layer], kinds=[kind])
+        width = max(int(profile.rank[rows].max()), 1)
+        x, y = np.arange(1, width + 1), _masked_singular_values(profile, rows, normalise)[:, :width]
+        what = "σᵢ / σ₁" if normalise else "σᵢ"
+        if kind in HEAD_KINDS:
+            traces = _median_band(x, y, profile.model, palette_color(n), profile.model, what)
+        else:
+            traces = [_line(x, y[0], profile.model, palette_color(n), profile.model, what)]
+        traces[-1]["showlegend"] = True
+        fig.add_traces(traces)
+        drawn.append(y)
+    set_log_ticks(fig, "x", np.arange(1, max(d.shape[1] for d in drawn) + 1))
+    set_log_ticks(fig, "y", np.concatenate([d.ravel() for d in drawn]))
+    fig.update_xaxes(title_text="index i")
+    fig.update_yaxes(title_text="σᵢ / σ₁" if normalise else "σᵢ")
+    return apply_layout(fig, f"Spectra overlaid: {kind.value}, layer {layer}", source=source, height=400)

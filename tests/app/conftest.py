@@ -53,16 +53,30 @@ def figure_titled(plotly_specs):
 
 
 @pytest.fixture
-def app() -> AppTest:
-    """The dashboard on its default page (Spectra) with the bundled model."""
+def landing_app() -> AppTest:
+    """The dashboard as "/" opens it (the Overview) with the bundled model."""
     return run_clean(AppTest.from_file(str(APP), default_timeout=TIMEOUT_S))
 
 
 @pytest.fixture
-def bounds_app(app: AppTest) -> AppTest:
-    """The dashboard on the Bound explorer page."""
-    app.switch_page("pages/bounds.py")
-    return run_clean(app)
+def app(landing_app: AppTest) -> AppTest:
+    """The dashboard on the Spectra page with the bundled model."""
+    landing_app.switch_page("pages/spectra.py")
+    return run_clean(landing_app)
+
+
+@pytest.fixture
+def bounds_app(landing_app: AppTest) -> AppTest:
+    """The dashboard on the Bound explorer page (it opens at p*)."""
+    landing_app.switch_page("pages/bounds.py")
+    return run_clean(landing_app)
+
+
+@pytest.fixture
+def free_p_app(bounds_app: AppTest) -> AppTest:
+    """The Bound explorer with the "optimal p*" default switched off, so the sliders set p."""
+    bounds_app.toggle(key="p_optimal").set_value(False)
+    return run_clean(bounds_app)
 
 
 @pytest.fixture

@@ -8,10 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from dashboard.headline import log_one_layer_change
+from dashboard.numbers import format_against, format_change, format_resolving, format_value
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL, format_log_value
-from specbound.bounds import PAssignment
-from specbound.matrices import Kind
+from specbound.bounds import BoundTerms, PAssignment
+from specbound.figures.bounds import SumsView
 from specbound.logspace import to_log10 as log10
+from specbound.matrices import Kind
 
 
 def _metric(at, label: str) -> str:
@@ -19,50 +22,90 @@ def _metric(at, label: str) -> str:
     return value
 
 
+def _total_text(terms: BoundTerms) -> str:
+    """The headline's text for the total of ``terms``: digits enough to resolve its smallest layer's sum."""
+    return format_resolving(terms.log_total, log_one_layer_change(terms))
+
+
 def _terms_table(at):
     (table,) = [d.value for d in at.dataframe if "contribution" in d.value.columns]
     return table
 
 
-def test_page_renders_with_the_package_totals(bounds_app, minilm) -> None:
+def test_page_opens_at_p_star_with_the_package_totals(bounds_app, minilm) -> None:
     at = bounds_app
     assert [t.value for t in at.title] == ["Bound explorer"]
     assert not at.error
-    assert at.slider(key="p_global").value == 1.0
-    assert _metric(at, TOTAL_LABEL) == format_log_value(minilm.evaluate(PAssignment(default=1.0)).log_total)
-    assert _metric(at, OPTIMAL_LABEL) == format_log_value(minilm.evaluate().log_total) == "20,573.03"
-    assert _metric(at, EDELMAN_LABEL) == format_log_value(minilm.log_edelman)
+    assert at.toggle(key="p_optimal").value is True and at.slider(key="p_global").disabled
+    assert _metric(at, TOTAL_LABEL) == _metric(at, OPTIMAL_LABEL) == format_value(minilm.optimal.log_total) \
+        == "20,573.03"
+    (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
+    assert total.delta == "±0 vs p*"
+    assert _metric(at, EDELMAN_LABEL) == format_value(minilm.log_edelman) == "6.8537e+28"
     assert _metric(at, "√L") == f"{math.sqrt(6):.4g}"
-    assert sum(c.value == BOUND_NOTE for c in at.caption) >= 3
+    assert sum(c.value == BOUND_NOTE for c in at.caption) == 1  # the proxy note once per page
+    np.testing.assert_array_equal(_terms_table(at)["p"], minilm.p_opt)
 
 
-def test_moving_the_global_slider_changes_the_total(bounds_app, rerun, minilm) -> None:
-    at = bounds_app
-    before = _metric(at, TOTAL_LABEL)
+def test_moving_the_global_slider_changes_the_total(free_p_app, rerun, minilm) -> None:
+    at = free_p_app
+    assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(1.0))
     at.slider(key="p_global").set_value(0.5)
     rerun(at)
+    terms = minilm.evaluate(0.5)
+    assert _metric(at, TOTAL_LABEL) == _total_text(terms)
+    (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
+    assert total.delta == f"{format_change(terms.log_total, minilm.optimal.log_total)} vs p*"
+    np.testing.assert_allclose(_terms_table(at)["contribution"], terms.contribution, rtol=1e-12)
+
+
+def test_a_one_layer_change_shows_in_the_headline(free_p_app, rerun, minilm) -> None:
+    """Layer 0 dominates at p = 1: moving the top layer's p changes the total in its 10th digit."""
+    at = free_p_app
+    before = _metric(at, TOTAL_LABEL)
+    at.toggle(key="p_layers").set_value(True)
+    rerun(at)  # the per-layer rows appear
+    at.selectbox(key="p_layer_5_mode").select("own p")
+    rerun(at)
+    at.slider(key="p_layer_5").set_value(0.5)
+    rerun(at)
+    expected = minilm.evaluate(PAssignment(default=1.0, by_layer={5: 0.5}))
     after = _metric(at, TOTAL_LABEL)
-    assert after != before
-    assert after == format_log_value(minilm.evaluate(0.5).log_total)
-    np.testing.assert_allclose(_terms_table(at)["contribution"], minilm.evaluate(0.5).contribution, rtol=1e-12)
+    assert after == _total_text(expected) != before
+    # five significant digits would hide the change: both totals read 1.4986e+12
+    assert format_log_value(expected.log_total) == format_log_value(minilm.evaluate(1.0).log_total)
+    change = expected.total - minilm.evaluate(1.0).total
+    assert abs(float(after) - expected.total) < abs(change) / 10  # the shown digits resolve the change
 
 
-def test_snapping_and_free_p(bounds_app, rerun, minilm) -> None:
-    at = bounds_app
+def test_snapping_and_free_p(free_p_app, rerun, minilm) -> None:
+    at = free_p_app
     at.slider(key="p_global").set_value(0.52)  # between 6/12 and 7/12: snaps to 0.5
     rerun(at)
-    assert _metric(at, TOTAL_LABEL) == format_log_value(minilm.evaluate(0.5).log_total)
+    assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(0.5))
     at.toggle(key="p_snap").set_value(False)
     rerun(at)
     assert any("Free p" in c.value for c in at.caption)
     at.slider(key="p_global").set_value(0.52)
     rerun(at)
-    assert _metric(at, TOTAL_LABEL) == format_log_value(minilm.evaluate(0.52).log_total)
-    assert _metric(at, TOTAL_LABEL) != format_log_value(minilm.evaluate(0.5).log_total)
+    assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(0.52))
 
 
-def test_optimal_toggle_gives_the_optimum(bounds_app, rerun, minilm) -> None:
-    at = bounds_app
+def test_switching_the_snap_keeps_the_global_p(free_p_app, rerun, minilm) -> None:
+    """Bug of issue 10: switching "Snap p to the grid" reset the global p to 1."""
+    at = free_p_app
+    at.slider(key="p_global").set_value(0.25)
+    rerun(at)
+    for snap in (False, True):
+        at.toggle(key="p_snap").set_value(snap)
+        rerun(at)
+        assert at.slider(key="p_global").value == 0.25
+        assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(0.25))
+    assert at.query_params["p_global"] == "0.25"
+
+
+def test_optimal_toggle_gives_the_optimum(free_p_app, rerun, minilm) -> None:
+    at = free_p_app
     at.toggle(key="p_optimal").set_value(True)
     rerun(at)
     assert at.slider(key="p_global").disabled
@@ -70,22 +113,27 @@ def test_optimal_toggle_gives_the_optimum(bounds_app, rerun, minilm) -> None:
     np.testing.assert_array_equal(_terms_table(at)["p"], minilm.p_opt)
 
 
-def test_overrides_per_kind_and_per_layer(bounds_app, rerun, minilm) -> None:
-    at = bounds_app
+def test_overrides_per_kind_and_per_layer(free_p_app, rerun, minilm) -> None:
+    at = free_p_app
+    assert not [s for s in at.slider if s.key.startswith(("p_kind_", "p_layer_"))]  # no override rows yet
+    at.toggle(key="p_kinds").set_value(True)
+    at.toggle(key="p_layers").set_value(True)
+    rerun(at)
     at.selectbox(key="p_kind_M_in_mode").select("own p")
     rerun(at)  # the slider is enabled once its row asks for its own p
     at.slider(key="p_kind_M_in").set_value(2.0)
     at.selectbox(key="p_layer_3_mode").select("optimal p*")
     rerun(at)
     expected = minilm.evaluate(PAssignment(default=1.0, by_kind={Kind.M_IN: 2.0}, by_layer={3: None}))
-    assert _metric(at, TOTAL_LABEL) == format_log_value(expected.log_total)
+    assert _metric(at, TOTAL_LABEL) == _total_text(expected)
     table = _terms_table(at)
     np.testing.assert_array_equal(table["p"], expected.p)
     assert set(table.loc[(table["kind"] == "M_in") & (table["layer"] != 3), "p"]) == {2.0}
 
 
-def test_charts_carry_the_terms(bounds_app, rerun, figure_titled, minilm) -> None:
-    at = bounds_app
+def test_charts_carry_the_terms(free_p_app, rerun, figure_titled, minilm) -> None:
+    at = free_p_app
+    at.radio(key="sums_view").set_value(SumsView.LINEAR)
     at.slider(key="p_global").set_value(0.75)
     rerun(at)
     terms = minilm.evaluate(0.75)
@@ -118,11 +166,11 @@ def test_charts_carry_the_terms(bounds_app, rerun, figure_titled, minilm) -> Non
         assert here["y"][0] == pytest.approx(terms.contribution[i], rel=1e-12)
 
 
-def test_slider_path_touches_no_file_and_runs_no_svd(bounds_app, rerun, minilm, monkeypatch) -> None:
+def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, monkeypatch) -> None:
     """After the first render, moving p only evaluates the cached analysis."""
-    import specbound.loading
     import specbound.cache
     import specbound.checkpoints
+    import specbound.loading
     import specbound.models
 
     def forbidden(*_, **__):
@@ -134,14 +182,82 @@ def test_slider_path_touches_no_file_and_runs_no_svd(bounds_app, rerun, minilm, 
                          (specbound.models, "catalog"), (np.linalg, "svd"), (np.linalg, "eigvalsh")]:
         monkeypatch.setattr(module, name, forbidden)
     for p in (0.25, 1.75):
-        at = bounds_app
+        at = free_p_app
         at.slider(key="p_global").set_value(p)
         rerun(at)
-        assert _metric(at, TOTAL_LABEL) == format_log_value(minilm.evaluate(p).log_total)
+        assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(p))
 
 
 def test_tables_export_as_csv(bounds_app) -> None:
     labels = {b.label for b in bounds_app.get("download_button")}
     assert labels >= {"Download the per-matrix terms (CSV)", "Download the per-layer sums (CSV)"}
     table = _terms_table(bounds_app)
-    assert {"matrix", "gamma", "log10_scale", "p", "schatten_p", "contribution", "p_opt"} <= set(table.columns)
+    assert list(table.columns)[:5] == ["matrix", "p", "contribution", "p_opt", "contribution_at_p_opt"]
+    assert {"gamma", "log10_scale", "schatten_p"} <= set(table.columns)
+    assert set(table.loc[table["kind"] == "M_out", "head"]) == {""}  # no "None" cells
+
+
+def test_the_curve_chart_survives_a_model_with_fewer_layers(free_p_app, rerun, make_checkpoint, figure_titled) -> None:
+    """Bug of issue 10: after switching to a shallower model the c(W; p) chart disappeared."""
+    at = free_p_app
+    at.multiselect(key="curve_matrices").set_value(["L5 M_in", "L4 QK h3"])
+    rerun(at)
+    directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
+    at.radio(key="model_source").set_value("Hub id or local directory")
+    rerun(at)
+    at.text_input(key="model_custom").input(str(directory))
+    rerun(at)
+    at.button(key="open_model").click()
+    rerun(at)
+    assert at.multiselect(key="curve_matrices").value == ["L1 QK h0", "L1 V h0", "L1 M_in", "L1 M_out"]
+    curves = figure_titled(at, "c(W; p) against p")["data"]
+    assert [t["name"] for t in curves if t.get("showlegend", True)] == ["L1 QK h0", "L1 V h0", "L1 M_in", "L1 M_out"]
+
+
+def test_a_shared_link_draws_its_widgets_without_a_session_state_clash(monkeypatch, minilm) -> None:
+    """Bug of issue 10: a link opened with "p_kind_QK created with a default value but also set via Session State".
+
+    Streamlit logs that warning only under a server runtime; here the same rule is checked on every widget.
+    """
+    from app_harness import APP, TIMEOUT_S, run_clean
+    from streamlit.elements.lib import policies
+    from streamlit.runtime.state import get_session_state
+    from streamlit.testing.v1 import AppTest
+
+    clashes: list[str] = []
+    original = policies.check_session_state_rules
+
+    def check(default_value, key, writes_allowed=True):
+        if key is not None and default_value is not None and get_session_state().is_new_state_value(key):
+            clashes.append(key)
+        return original(default_value, key, writes_allowed)
+
+    monkeypatch.setattr(policies, "check_session_state_rules", check)
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"p_optimal": "0", "p_global": "0.5", "p_kinds": "1", "p_kind_QK_mode": "own",
+                            "p_kind_QK": "0.25", "p_layers": "1", "p_layer_2_mode": "optimal", "sums_view": "share",
+                            "present": "1"})
+    run_clean(at)
+    at.switch_page("pages/bounds.py")
+    run_clean(at)
+    assert at.slider(key="p_kind_QK").value == 0.25 and at.radio(key="sums_view").value == SumsView.SHARE
+    expected = minilm.evaluate(PAssignment(default=0.5, by_kind={Kind.QK: 0.25}, by_layer={2: None}))
+    assert _metric(at, TOTAL_LABEL) == _total_text(expected)
+    assert clashes == []
+
+
+def test_the_headline_compares_with_the_random_twin(bounds_app, rerun, minilm) -> None:
+    from dashboard.baseline import TWIN_KEY, twin_analysis
+    from dashboard.headline import BASELINE_LABEL
+    from specbound.compare import compare
+
+    at = bounds_app
+    at.button(key=TWIN_KEY).click()
+    rerun(at)
+    twin = twin_analysis("minilm-l6", 0.02)
+    comparison = compare(minilm, twin)
+    assert twin.profile.model == "random twin of minilm-l6 (seed 0, σ = 0.02)"
+    assert _metric(at, BASELINE_LABEL) == format_against(comparison.baseline.log_ours_at, comparison.model.log_ours_at)
+    assert _metric(at, BASELINE_LABEL) == "20,573.03"  # full rank everywhere: the same architecture-only number
+    assert at.query_params["baseline"] == "twin:minilm-l6"
+    assert any("baseline: random twin of minilm" in c.value for c in at.caption)

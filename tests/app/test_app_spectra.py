@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from dashboard.numbers import format_value
 from specbound.matrices import Kind
+from specbound.profile import MatrixId
 from specbound.spectrum import cumulative_energy
 
 
@@ -20,31 +23,55 @@ def test_spectra_page_renders_three_charts(app) -> None:
     assert any("`minilm-l6`" in m.value for m in app.sidebar.markdown)
 
 
-def test_profiles_chart_holds_every_nonzero_singular_value(app, figure_titled, minilm) -> None:
+def _median_of_heads(profile, layer: int, kind: Kind) -> np.ndarray:
+    """The package's own numbers: per index, the median over the heads whose rank reaches it."""
+    rows = profile.rows_of(layers=[layer], kinds=[kind])
+    width = int(profile.rank[rows].max())
+    sv = np.where(profile.above_threshold[rows, :width], profile.singular_values[rows, :width], np.nan)
+    return np.nanmedian(sv, axis=0)
+
+
+def test_profiles_chart_aggregates_heads_and_keeps_every_layer_matrix(app, figure_titled, minilm) -> None:
     profile = minilm.profile
     figure = figure_titled(app, "Singular-value profiles")
     traces = _matrix_traces(figure)
-    assert len(traces) == profile.shape.num_matrices == 156
-    for i in (0, 30, 154, 155):  # L0 QK h0, L1 V h6, L5 M_in, L5 M_out
-        trace = traces[profile.ids[i].label]
-        rank = int(profile.rank[i])
-        np.testing.assert_array_equal(trace["x"], np.arange(1, rank + 1))
-        np.testing.assert_allclose(trace["y"], profile.singular_values[i, :rank], rtol=1e-15)
+    # per layer: QK and V as a median with a min-max band (3 traces each), M_in and M_out one line each
+    assert len(figure["data"]) < 80 and len(traces) == 6 * (2 * 3 + 2)
+    for layer in (0, 5):
+        for kind in (Kind.QK, Kind.V):
+            median = traces[f"L{layer} {kind.value} median of 12 heads"]
+            np.testing.assert_allclose(median["y"], _median_of_heads(profile, layer, kind), rtol=1e-12)
+    i = profile.index(MatrixId(5, Kind.M_IN))
+    rank = int(profile.rank[i])
+    np.testing.assert_array_equal(traces["L5 M_in"]["x"], np.arange(1, rank + 1))
+    np.testing.assert_allclose(traces["L5 M_in"]["y"], profile.singular_values[i, :rank], rtol=1e-15)
     assert figure["layout"]["xaxis"]["type"] == "log" and figure["layout"]["yaxis"]["type"] == "log"
     # QK heads have rank 32 out of N = 384: the zeros are counted, not drawn
     zeros_qk = int((profile.full_dims - profile.rank)[profile.mask(Kind.QK)].sum())
     titles = [a["text"] for a in figure["layout"]["annotations"]]
     assert f"QK · {zeros_qk:,} zero σ not drawn" in titles and zeros_qk == 72 * (384 - 32)
+    assert figure["layout"]["title"]["subtitle"]["text"].startswith("minilm-l6")  # provenance on exports
+
+
+def test_chosen_heads_are_drawn_one_by_one(app, rerun, figure_titled, minilm) -> None:
+    app.multiselect(key="spectra_heads").set_value([3])
+    rerun(app)
+    traces = _matrix_traces(figure_titled(app, "Singular-value profiles"))
+    assert {f"L{layer} {kind} h3" for layer in range(6) for kind in ("QK", "V")} <= set(traces)
+    assert not any("median" in name for name in traces)
+    i = minilm.profile.index(MatrixId(2, Kind.V, 3))
+    rank = int(minilm.profile.rank[i])
+    np.testing.assert_allclose(traces["L2 V h3"]["y"], minilm.profile.singular_values[i, :rank], rtol=1e-15)
 
 
 def test_normalised_profiles_start_at_one(app, rerun, figure_titled, minilm) -> None:
     app.toggle(key="spectra_normalise").set_value(True)
     rerun(app)
     traces = _matrix_traces(figure_titled(app, "σᵢ / σ₁"))
-    i = minilm.profile.index(minilm.profile.ids[154])
+    i = minilm.profile.index(MatrixId(5, Kind.M_IN))
     sv = minilm.profile.singular_values[i, : minilm.profile.rank[i]]
     np.testing.assert_allclose(traces["L5 M_in"]["y"], sv / sv[0], rtol=1e-15)
-    assert all(t["y"][0] == 1.0 for t in traces.values())
+    assert all(t["y"][0] == 1.0 for name, t in traces.items() if "min" not in name.split()[-1])
 
 
 def test_choosing_layers_and_kinds(app, rerun, figure_titled, minilm) -> None:
@@ -52,10 +79,10 @@ def test_choosing_layers_and_kinds(app, rerun, figure_titled, minilm) -> None:
     app.multiselect(key="spectra_kinds").set_value(["M_in", "V"])
     rerun(app)
     traces = _matrix_traces(figure_titled(app, "Singular-value profiles"))
-    assert sorted(traces) == sorted(["L2 M_in"] + [f"L2 V h{h}" for h in range(12)])
+    assert sorted(traces) == sorted(["L2 M_in", "L2 V median of 12 heads", "L2 V median of 12 heads min",
+                                     "L2 V median of 12 heads max"])
     energy = _matrix_traces(figure_titled(app, "Cumulative energy"))
-    i = minilm.profile.index(minilm.profile.ids[2 * 26 + 24])  # L2 M_in
-    assert minilm.profile.ids[i].label == "L2 M_in"
+    i = minilm.profile.index(MatrixId(2, Kind.M_IN))
     rank = minilm.profile.rank[i]
     np.testing.assert_allclose(energy["L2 M_in"]["y"],
                                cumulative_energy(minilm.profile.singular_values[i, :rank]), rtol=1e-12)
@@ -67,19 +94,59 @@ def test_head_heatmaps_match_the_profile(app, rerun, figure_titled, minilm) -> N
     for kind in (Kind.QK, Kind.V):
         app.radio(key="heatmap_kind").set_value(kind.value)
         rerun(app)
-        heatmaps = figure_titled(app, f"{kind.value} heads")["data"]
+        heatmaps = [t for t in figure_titled(app, f"{kind.value} heads")["data"] if t["type"] == "heatmap"]
         mask = profile.mask(kind)
         expected = [profile.rank, profile.stable_rank, profile.spectral_norm]
         assert [h["name"] for h in heatmaps] == ["numerical rank", "stable rank", "spectral norm σ₁"]
-        for heatmap, values in zip(heatmaps, expected):
+        for heatmap, values in zip(heatmaps, expected, strict=True):
             assert heatmap["z"].shape == (6, 12)
             np.testing.assert_allclose(heatmap["z"], values[mask].reshape(6, 12), rtol=1e-15)
 
 
-def test_matrix_table_is_the_profile_frame(app, minilm) -> None:
-    table = app.dataframe[0].value
+def test_matrix_table_is_the_profile_frame_with_readable_headers(app, minilm) -> None:
+    (frame,) = [d.value for d in app.dataframe if "stable_rank" in d.value.columns]
     expected = minilm.profile.to_frame()
-    assert list(table.columns) == list(expected.columns) and len(table) == 156
-    np.testing.assert_allclose(table["stable_rank"], expected["stable_rank"])
+    assert list(frame.columns)[:2] == ["matrix", "layer"] and set(expected.columns) <= set(frame.columns)
+    assert len(frame) == 156
+    np.testing.assert_allclose(frame["stable_rank"], expected["stable_rank"])
+    assert set(frame.loc[frame["kind"] == "M_in", "head"]) == {""}  # no "None" cell for per-layer matrices
     assert {b.label for b in app.get("download_button")} >= {"Download this table (CSV)",
-                                                               "Download every singular value (CSV)"}
+                                                               "Download every singular value (CSV)",
+                                                               "Download this view as an HTML report"}
+
+
+def test_a_matrix_opens_with_its_spectrum_curve_and_terms(app, rerun, figure_titled, minilm) -> None:
+    from dashboard.drilldown import GAMMA_LABEL, P_OPT_LABEL, SHARE_LABEL
+
+    i = minilm.profile.index(MatrixId(1, Kind.QK, 4))
+    app.selectbox(key="matrix").set_value(i)
+    rerun(app)
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics[P_OPT_LABEL] == f"{minilm.p_opt[i]:.3g}"
+    assert metrics[GAMMA_LABEL] == format_value(float(minilm.log_gamma[i]))
+    share = minilm.optimal.contribution[i] / minilm.optimal.total
+    assert metrics[SHARE_LABEL] == f"{100 * share:.3g} %"
+    curve = figure_titled(app, "c(W; p) against p")
+    assert [t["name"] for t in curve["data"] if t.get("showlegend", True)] == ["L1 QK h4"]
+    star = next(t for t in curve["data"] if t["name"] == "L1 QK h4 p*")
+    assert star["y"][0] == pytest.approx(minilm.optimal.contribution[i], rel=1e-12)
+    assert app.query_params["matrix"] == str(i)  # the open matrix is part of the link
+
+
+def test_a_link_restores_the_spectra_view(figure_titled) -> None:
+    from app_harness import APP, TIMEOUT_S, run_clean
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"spectra_layers": "2,9", "spectra_kinds": "M_in,V", "spectra_heads": "3",
+                            "spectra_normalise": "1", "heatmap_kind": "V"})
+    run_clean(at)
+    at.switch_page("pages/spectra.py")
+    run_clean(at)
+    assert at.multiselect(key="spectra_layers").value == [2]  # layer 9 does not exist in a 6-layer model
+    assert at.multiselect(key="spectra_kinds").value == ["M_in", "V"]
+    assert at.multiselect(key="spectra_heads").value == [3] and at.toggle(key="spectra_normalise").value
+    traces = _matrix_traces(figure_titled(at, "σᵢ / σ₁"))
+    assert sorted(traces) == ["L2 M_in", "L2 V h3"]
+    assert figure_titled(at, "V heads")
+    assert at.query_params["spectra_layers"] == "2" and at.query_params["heatmap_kind"] == "v"

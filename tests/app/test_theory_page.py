@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import theory as live
 from dashboard.atlas import model_name
 from dashboard.controls import OWN
+from dashboard.numbers import format_against
 from dashboard.text import TOTAL_LABEL, format_log_value
 from specbound.bounds import BoundAnalysis, PAssignment
 from specbound.matrices import Kind
@@ -95,8 +96,8 @@ def test_playground_reacts_to_the_scale(family) -> None:
 
 
 def test_a_link_restores_model_and_p_settings(family, reference) -> None:
-    at = _linked_app(family, p_global="0.5", p_snap="0", p_kind_V_mode="own", p_kind_V="0.25",
-                     p_layer_1_mode="optimal")
+    at = _linked_app(family, p_optimal="0", p_global="0.5", p_snap="0", p_kinds="1", p_kind_V_mode="own",
+                     p_kind_V="0.25", p_layers="1", p_layer_1_mode="optimal")
     at.switch_page("pages/bounds.py")
     run_clean(at)
     assert not at.error
@@ -109,12 +110,13 @@ def test_a_link_restores_model_and_p_settings(family, reference) -> None:
     assert at.selectbox(key="p_kind_V_mode").value == OWN
     assert at.slider(key="p_kind_V").value == 0.25
     expected = reference.evaluate(PAssignment(default=0.5, by_kind={Kind.V: 0.25}, by_layer={1: None}))
-    assert _metric(at, TOTAL_LABEL) == format_log_value(expected.log_total)
+    assert _metric(at, TOTAL_LABEL) == format_against(expected.log_total, reference.optimal.log_total)
     # the address bar keeps the view: the model (with its atlas file) and every non-default setting
     assert at.query_params["model"] == model_name(family[0], MODEL)
     assert at.query_params["p_global"] == "0.5" and at.query_params["p_snap"] == "0"
     assert at.query_params["p_kind_V_mode"] == "own" and at.query_params["p_layer_1_mode"] == "optimal"
-    assert "p_optimal" not in at.query_params  # defaults stay out of the link
+    assert at.query_params["p_optimal"] == "0"
+    assert "p_kind_QK_mode" not in at.query_params and "sums_view" not in at.query_params  # defaults stay out
 
 
 def test_a_link_to_a_model_that_cannot_open_keeps_the_app_usable(family) -> None:

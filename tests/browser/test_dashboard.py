@@ -1,7 +1,9 @@
-"""The dashboard in a real headless Chromium: serve app.py, open each page, drag the global p slider.
+"""The dashboard in a real headless Chromium: every page by its own address at 1440 and at 1024 × 768 (a
+projector, sidebar open), headline values never truncated, the headline in view while the page scrolls,
+and the global p slider dragged to a new total.
 
 The server (a real ``streamlit run`` on a free local port with a fresh profile cache) and Debian's
-Chromium come from ``conftest.py``; screenshots go to ``test-artifacts/``.
+Chromium come from ``conftest.py``; screenshots of every page at both widths go to ``test-artifacts/``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,21 @@ import time
 import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_idle
 
-from dashboard.text import TOTAL_LABEL
+from dashboard.text import OPTIMAL_LABEL, TOTAL_LABEL
 
 pytestmark = pytest.mark.browser
+
+#: Every page's address and the heading it shows.
+PAGES: tuple[tuple[str, str], ...] = (
+    ("overview", "Overview"), ("bounds", "Bound explorer"), ("why", "Why p* wins"), ("compare", "Compare"),
+    ("spectra", "Spectra"), ("scaling", "Scaling"), ("theory", "Theory"),
+)
+WIDE, PROJECTOR = {"width": 1440, "height": 900}, {"width": 1024, "height": 768}
+
+#: Elements whose text is cut (ellipsis or clipping): each headline value and everything inside it.
+TRUNCATED_METRICS = """() => [...document.querySelectorAll(
+    '[data-testid="stMetricValue"], [data-testid="stMetricValue"] *, [data-testid="stMetricLabel"] *')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
 
 
 def _total(page) -> str:
@@ -22,36 +36,95 @@ def _total(page) -> str:
     return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
-def test_every_page_opens_and_the_slider_moves_the_total(server: str, browser_page) -> None:
+def _open(page, url: str, heading: str) -> None:
+    page.goto(url)
+    page.get_by_role("heading", name=heading).first.wait_for()
+    wait_idle(page)
+    page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+        .every(chart => chart.querySelector('.js-plotly-plot'))""")  # every chart drawn
+    page.wait_for_timeout(300)
+
+
+def _whole_page_screenshot(page, name: str, viewport: dict[str, int]) -> None:
+    """The page's whole height at this width (Streamlit scrolls inside its main block, not the document)."""
+    height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+    page.set_viewport_size({"width": viewport["width"], "height": min(max(height, viewport["height"]), 6000)})
+    page.wait_for_timeout(500)
+    screenshot(page, name)
+    page.set_viewport_size(viewport)
+
+
+def test_every_page_by_its_address_at_two_widths(server: str, browser_page) -> None:
     page = browser_page
 
-    page.goto(server)
-    page.locator(".st-key-sv_profiles .js-plotly-plot").wait_for()
-    wait_idle(page)
-    assert page.get_by_role("heading", name="Spectra").count() >= 1
-    assert page.locator('[data-testid="stPlotlyChart"]').count() == 3
+    # "/" lands on the Overview, which then has its own address
+    page.set_viewport_size(WIDE)
+    _open(page, server, "Overview")
+    assert page.url.rstrip("/").endswith("/overview")
+    assert page.locator('[data-testid="stMetric"]', has_text=OPTIMAL_LABEL).count() == 1
     assert page.get_by_text("L = 6 layers · N = 384").count() == 1  # the sidebar's model shape
     assert_no_errors(page)
-    screenshot(page, "spectra")
 
-    # every page in the navigation opens without an exception
-    # each link's text is the icon's ligature name, then the title
-    titles = [t.strip().splitlines()[-1] for t in page.locator('[data-testid="stSidebarNavLink"]').all_inner_texts()]
-    assert {"Spectra", "Bound explorer"} <= set(titles)
-    for title in titles:
-        page.locator('[data-testid="stSidebarNavLink"]', has_text=title).click()
-        page.get_by_role("heading", name=title).first.wait_for()
-        wait_idle(page)
-        exceptions = page.locator('[data-testid="stException"]')
-        assert exceptions.count() == 0, (title, exceptions.all_inner_texts())
-        screenshot(page, f"page-{title}")
+    for viewport, width in ((WIDE, 1440), (PROJECTOR, 1024)):
+        page.set_viewport_size(viewport)
+        for path, heading in PAGES:
+            _open(page, f"{server}/{path}", heading)
+            assert page.get_by_text("Page not found").count() == 0, path
+            assert page.locator('[data-testid="stSidebarNavLink"]').count() == len(PAGES)  # app.py's sidebar ran
+            assert_no_errors(page)
+            cut = page.evaluate(TRUNCATED_METRICS)
+            assert cut == [], (path, width, cut)
+            _whole_page_screenshot(page, f"{path}-{width}", viewport)
 
-    page.locator('[data-testid="stSidebarNavLink"]', has_text="Bound explorer").click()
-    page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
+    # at 1024 x 768, the explorer's headline stays in view while the page scrolls to its tables
+    _open(page, f"{server}/bounds", "Bound explorer")
+    page.locator(".st-key-terms_table").scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    box = page.locator(".st-key-headline").bounding_box()
+    assert box is not None and 0 <= box["y"] < 150, box
+    assert page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).is_visible()
+    screenshot(page, "bounds-1024-scrolled")
+
+    # drill-down: a click on a heatmap cell, and on a table row, opens that matrix
+    page.set_viewport_size(WIDE)
+    _open(page, f"{server}/spectra", "Spectra")
+    cells = page.locator(".st-key-head_heatmaps .nsewdrag").first
+    cells.scroll_into_view_if_needed()
+    box = cells.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 0.3 * box["width"], box["y"] + 0.2 * box["height"])
+    page.locator(".st-key-drill_curve .js-plotly-plot").wait_for()
+    assert re.search(r"[?&]matrix=\d+", page.url)
+    _open(page, f"{server}/why", "Why p* wins")
+    table = page.locator(".st-key-break_even_table [data-testid='stDataFrameResizable']").first
+    table.scroll_into_view_if_needed()
+    box = table.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 18, box["y"] + 4 * 35 + 18)  # the fourth row's selection box: L0 QK h3
+    page.locator(".st-key-drill_curve .js-plotly-plot").wait_for()
+    assert "matrix=3" in page.url
+    assert page.get_by_text("L0 QK h3").count() >= 1
+    assert_no_errors(page)
+    screenshot(page, "drill-down")
+    page.set_viewport_size(PROJECTOR)
+
+    # the twin as a baseline, in presentation mode: larger type, values still whole
+    _open(page, f"{server}/compare?present=1", "Compare")
+    page.locator(".st-key-baseline_twin button").first.click()
+    page.get_by_text("Ours at p*: baseline").wait_for()
     wait_idle(page)
+    assert page.evaluate(TRUNCATED_METRICS) == []
+    assert "baseline=twin" in page.url and "present=1" in page.url
+    assert_no_errors(page)
+    _whole_page_screenshot(page, "compare-twin-present-1024", PROJECTOR)
+
+
+def test_the_slider_moves_the_total(server: str, browser_page) -> None:
+    page = browser_page
+    _open(page, f"{server}/bounds?p_optimal=0", "Bound explorer")
+    page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
     assert_no_errors(page)
     before = _total(page)
-    screenshot(page, "bounds-before")
 
     slider_input = page.locator('.st-key-p_global input[type="range"]')
     thumb = slider_input.locator("xpath=../..")  # the thumb wraps a visually hidden range input
@@ -80,7 +153,5 @@ def test_every_page_opens_and_the_slider_moves_the_total(server: str, browser_pa
     print(f"server side: {timing.split(' · ')[-1]}")
     assert after != before
     assert end_p < start_p
+    assert f"p_global={end_p:g}" in page.url  # the fragment keeps the link in step
     assert_no_errors(page)
-    screenshot(page, "bounds-after")
-    page.locator(".st-key-contribution_curves").scroll_into_view_if_needed()
-    screenshot(page, "bounds-curves-and-tables")

@@ -43,7 +43,7 @@ def choose(page, key: str, *options: str) -> None:
 
 def test_a_miniature_is_downloaded_when_opened(browser_page, hub_server: str) -> None:
     page = browser_page
-    page.goto(hub_server)
+    page.goto(f"{hub_server}/spectra")
     page.locator(".st-key-sv_profiles .js-plotly-plot").wait_for()
     wait_idle(page)
     page.locator(".st-key-model_source").get_by_text("BERT Miniature").click()

@@ -43,12 +43,15 @@ def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkp
     assert_no_errors(page)
     screenshot(page, "theory", full_page=True)
 
-    shared = {"model": model, "p_global": "0.5", "p_kind_V_mode": "own", "p_kind_V": "0.25"}
+    shared = {"model": model, "p_optimal": "0", "p_global": "0.5", "p_kinds": "1", "p_kind_V_mode": "own",
+              "p_kind_V": "0.25"}
     page.goto(f"{server}/bounds?{urlencode(shared)}")
     page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
     wait_idle(page)
     assert float(page.locator('.st-key-p_global input[type="range"]').input_value()) == 0.5
     assert page.get_by_text("L2-H32 (atlas family.npz)").count() >= 1
     assert "p_global=0.5" in page.url and "p_kind_V_mode=own" in page.url
+    # issue 10: the link's widgets are drawn without value=, so no session-state clash is logged
+    assert "created with a default value" not in (tmp_path / "streamlit.log").read_text()
     assert_no_errors(page)
     screenshot(page, "shared-link", full_page=True)

@@ -1,0 +1,139 @@
+"""The session's baseline: another opened model, or the random-initialised twin of one, pinned for comparison.
+
+The baseline lives in the session state (key :data:`BASELINE_KEY`) and in the link, like a widget: a
+model travels as its link form (:func:`dashboard.atlas.link_form`), a twin as ``twin:`` and the link
+form of the model it copies. A twin is made in memory by :func:`specbound.twin.random_twin_of` with
+the model's own ``initializer_range`` (read from its config.json when it has one, else BERT's 0.02) and
+the default seed, and cached for every session.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import streamlit as st
+
+from specbound import checkpoints
+from specbound.bounds import BoundAnalysis
+from specbound.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
+from specbound.errors import SpecboundError
+from specbound.models import Source, resolve
+from specbound.twin import random_twin_of, twin_name
+
+from . import atlas, data, share
+
+#: Session-state key (and link parameter) of the baseline.
+BASELINE_KEY = "baseline"
+#: How a twin is written in a link: ``twin:<model>``.
+TWIN_PREFIX = "twin:"
+#: Button keys.
+PIN_KEY, TWIN_KEY, CLEAR_KEY = "baseline_pin", "baseline_twin", "baseline_clear"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A model to compare against: ``model`` itself, or (``twin``) its random-initialised twin."""
+
+    model: str
+    twin: bool = False
+
+
+def _parse(text: str) -> Baseline:
+    """A baseline from a link. A directory on the server is refused: a link must not make the server read a
+    path of its choosing (pin such a model with the button instead)."""
+    twin = text.startswith(TWIN_PREFIX)
+    name = atlas.from_link(text.removeprefix(TWIN_PREFIX).strip())
+    if not name:
+        raise ValueError(text)
+    try:
+        local = resolve(name).source is Source.LOCAL
+    except SpecboundError:
+        local = False  # a Hub id that may not exist: opening it says so
+    if local:
+        raise ValueError(text)
+    return Baseline(name, twin)
+
+
+def _format(baseline: Baseline) -> str:
+    return (TWIN_PREFIX if baseline.twin else "") + atlas.link_form(baseline.model)
+
+
+BASELINE_CODEC = share.Codec(_parse, _format)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def initializer_range(model: str) -> float:
+    """``initializer_range`` of the model's config.json when its files are on disk, else BERT's default.
+
+    Never downloads: an atlas model (spectra only) or a Hub model that is not cached gets the default.
+    """
+    try:
+        ref = resolve(model)
+        if ref.source is Source.ATLAS:
+            return BERT_INITIALIZER_RANGE
+        if ref.path is None and not (ref.repo_id and checkpoints.is_cached(ref.repo_id, ref.revision)):
+            return BERT_INITIALIZER_RANGE
+        config = json.loads((checkpoints.fetch(ref) / checkpoints.CONFIG_FILE).read_text())
+        value = float(config.get("initializer_range", BERT_INITIALIZER_RANGE))
+    except (SpecboundError, OSError, ValueError, TypeError, AttributeError):
+        return BERT_INITIALIZER_RANGE
+    return value if math.isfinite(value) and value > 0 else BERT_INITIALIZER_RANGE
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def twin_analysis(model: str, sigma: float, seed: int = TWIN_SEED) -> BoundAnalysis:
+    """The analysis of the random-initialised twin of ``model`` (shape from its profile), shared by sessions."""
+    return BoundAnalysis.from_profile(random_twin_of(data.profile_for(model), initializer_range=sigma, seed=seed))
+
+
+def name_of(baseline: Baseline) -> str:
+    """How the baseline is named on screen: the model, or "random twin of MODEL (seed 0, σ = 0.02)"."""
+    shown = atlas.display_name(baseline.model)
+    return twin_name(shown, initializer_range(baseline.model), TWIN_SEED) if baseline.twin else shown
+
+
+def analysis_of(baseline: Baseline) -> BoundAnalysis:
+    """The baseline's analysis (a cache hit after the first time); raises SpecboundError if it cannot open."""
+    if baseline.twin:
+        return twin_analysis(baseline.model, initializer_range(baseline.model))
+    return data.analysis_for(baseline.model)
+
+
+def current() -> Baseline | None:
+    """The session's baseline (declared shareable here), or None."""
+    return share.shared(BASELINE_KEY, BASELINE_CODEC, None)
+
+
+def current_analysis(on_error: Callable[[str], None] = st.warning) -> tuple[Baseline, BoundAnalysis] | None:
+    """(baseline, its analysis), or None when there is none or it cannot be opened (then it is dropped)."""
+    baseline = current()
+    if baseline is None:
+        return None
+    try:
+        with st.spinner(f"Preparing the baseline {name_of(baseline)}"):
+            return baseline, analysis_of(baseline)
+    except (SpecboundError, OSError) as exc:
+        on_error(f"The baseline {name_of(baseline)} cannot be opened here ({exc}); it was dropped.")
+        st.session_state[BASELINE_KEY] = None
+        return None
+
+
+def _set(baseline: Baseline | None) -> None:
+    st.session_state[BASELINE_KEY] = baseline
+
+
+def controls() -> None:
+    """Buttons: pin the current model, make its random-initialised twin the baseline, clear the baseline."""
+    model = data.current_model()
+    pinned = current()
+    with st.container(horizontal=True):  # buttons wrap onto a second line on a narrow screen
+        st.button(f"Pin {atlas.display_name(model)} as the baseline", key=PIN_KEY, on_click=_set,
+                  args=(Baseline(model),), disabled=pinned == Baseline(model))
+        st.button("Compare with its random-initialised twin", key=TWIN_KEY, on_click=_set,
+                  args=(Baseline(model, twin=True),), disabled=pinned == Baseline(model, twin=True), type="primary",
+                  help=f"Same shape, weights drawn from N(0, σ²) with σ = {initializer_range(model):g} "
+                       f"(initializer_range), seed {TWIN_SEED}: an untrained model made in memory.")
+        st.button("Clear the baseline", key=CLEAR_KEY, on_click=_set, args=(None,), disabled=pinned is None)

@@ -1,0 +1,113 @@
+"""Drill-down: one matrix opened from a table row, a heatmap cell or a picker, with everything about it.
+
+The open matrix is a shareable picker (:data:`MATRIX_KEY`, its profile-order index in the link); a
+click on a table row or a heatmap cell sets the picker through a callback that runs before the page
+draws it. The detail shows the matrix's spectrum, its c(W; p) curve with p* and the current p, its γ,
+s_W, p* and share of the total.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from specbound.bounds import BoundAnalysis, BoundTerms
+from specbound.figures import bounds as bound_figures
+from specbound.figures import spectra as spectra_figures
+from specbound.logspace import to_log10
+from specbound.matrices import Kind
+from specbound.profile import HEAD_KINDS, MatrixId
+
+from . import share, tables
+from .export import show_figure
+from .numbers import format_value
+
+#: Session-state key (and link parameter) of the open matrix: its profile-order index, or None.
+MATRIX_KEY = "matrix"
+MATRIX_CODEC = share.Codec(int, str)
+#: Metric labels of the detail (tests read them).
+P_OPT_LABEL, GAMMA_LABEL, SCALE_LABEL, SHARE_LABEL, C_LABEL = ("p* of this matrix", "γ", "log10 s_W",
+                                                               "share of the total", "c(W; p) now")
+
+
+def open_matrix(index: int | None) -> None:
+    st.session_state[MATRIX_KEY] = index
+
+
+def from_table(key: str) -> None:
+    """Callback of a per-matrix table in profile order: open the clicked row's matrix."""
+    row = tables.selected_row(key)
+    if row is not None:
+        open_matrix(row)
+
+
+#: Where a click on a chart points: (trace number, x, y) of the clicked point -> the matrix, or None.
+Locate = Callable[[int, Any, Any], MatrixId | None]
+
+
+def from_chart(key: str, analysis: BoundAnalysis, locate: Locate) -> None:
+    """Callback of a chart drawn with ``on_select``: open the matrix under the clicked point."""
+    state = st.session_state.get(key)
+    points = state.selection.points if state is not None and hasattr(state, "selection") else []
+    if not points:
+        return
+    point = points[0]
+    try:
+        matrix = locate(int(point.get("curve_number", 0)), point.get("x"), point.get("y"))
+    except (ValueError, TypeError, IndexError):
+        return
+    if matrix is not None:
+        open_matrix(analysis.profile.index(matrix))
+
+
+def head_cell(kind: Kind) -> Locate:
+    """Locator of layer x head heatmaps of ``kind`` (x: head, y: layer), whatever the panel or cell trace."""
+    return lambda _trace, x, y: MatrixId(int(y), kind, int(x))
+
+
+#: Panels of the p* map, in trace order: QK and V (x: head), then M_in and M_out (x: the kind's name).
+P_STAR_PANELS = 3
+
+
+def p_star_cell(trace: int, x: Any, y: Any) -> MatrixId | None:
+    """Locator of the p* map (its heatmaps, or the clickable cells over them, which follow in the same order)."""
+    panel = trace % P_STAR_PANELS
+    if panel < len(HEAD_KINDS):
+        return MatrixId(int(y), HEAD_KINDS[panel], int(x))
+    return MatrixId(int(y), Kind(str(x)))
+
+
+def picker(analysis: BoundAnalysis) -> int | None:
+    """The shareable matrix picker; returns the open matrix's index or None."""
+    profile = analysis.profile
+    labels = [m.label for m in profile.ids]
+    chosen = share.shared(MATRIX_KEY, MATRIX_CODEC, None)
+    if chosen is not None and not 0 <= int(chosen) < len(labels):  # a link made on a larger model
+        st.session_state[MATRIX_KEY] = None
+    return st.selectbox("Open one matrix", [None, *range(len(labels))], key=MATRIX_KEY,
+                        format_func=lambda i: "none" if i is None else labels[i],
+                        placeholder="none: click a table row or a heatmap cell, or choose here")
+
+
+def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) -> None:
+    """Everything about one matrix at the current assignment ``terms``."""
+    profile = analysis.profile
+    matrix = profile.ids[index]
+    log_share = float(terms.log_contribution[index]) - terms.log_total
+    p_col, c_col, share_col, gamma_col, scale_col = st.columns(5)
+    p_col.metric(P_OPT_LABEL, f"{analysis.p_opt[index]:.3g}", help=f"current p = {terms.p[index]:.3g}")
+    c_col.metric(C_LABEL, format_value(float(terms.log_contribution[index])))
+    share_col.metric(SHARE_LABEL, f"{100 * math.exp(log_share):.3g} %")
+    gamma_col.metric(GAMMA_LABEL, format_value(float(analysis.log_gamma[index])))
+    scale_col.metric(SCALE_LABEL, f"{float(to_log10(analysis.log_scale[index])):.2f}")
+    spectrum_col, curve_col = st.columns(2)
+    heads = [matrix.head] if matrix.head is not None else None
+    with spectrum_col:
+        show_figure(spectra_figures.singular_value_profiles(profile, [matrix.layer], [matrix.kind], heads=heads,
+                                                            source=f"{source} · {matrix.label}"), "drill_spectrum")
+    with curve_col:
+        show_figure(bound_figures.contribution_curves(analysis, [index], terms, source=f"{source} · {matrix.label}"),
+                    "drill_curve")

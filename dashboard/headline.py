@@ -1,0 +1,73 @@
+"""The headline numbers: the Overview's summary and the Bound explorer's sticky row of totals.
+
+Values come from the package (``BoundTerms.log_total``, ``BoundAnalysis.log_edelman``, a
+:class:`~specbound.compare.Comparison`) and are written by :mod:`dashboard.numbers`; the total at the
+chosen p carries its change against p* (and the baseline row its change against the model) with enough
+digits that a one-layer change shows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import streamlit as st
+
+from specbound.bounds import BoundAnalysis, BoundTerms
+from specbound.compare import Comparison
+from specbound.logspace import logsumexp
+
+from .numbers import comparison_sentence, format_against, format_change, format_resolving, format_value
+from .presentation import literal
+from .text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL
+
+BASELINE_LABEL = "Baseline at the same p"
+#: How the Overview and the explorer name the two proxies in sentences.
+OURS_NAME, EDELMAN_NAME = "Ours at p*", "the Edelman-style proxy"
+
+
+def headline_sentence(analysis: BoundAnalysis) -> str:
+    """"Ours at p* is 10^20.7 times smaller than the Edelman-style proxy." for this model."""
+    return comparison_sentence(OURS_NAME, analysis.optimal.log_total, EDELMAN_NAME, analysis.log_edelman)
+
+
+def _delta_style(log_value: float, log_reference: float) -> dict[str, str]:
+    """Arrow and colour of a change of a bound (lower is better): red up, green down, grey and no arrow for none."""
+    if log_value == log_reference:
+        return {"delta_color": "off", "delta_arrow": "off"}
+    return {"delta_color": "inverse"}
+
+
+def log_one_layer_change(terms: BoundTerms) -> float:
+    """ln of the smallest per-layer sum Σ c(W; p): the size of change that moving one layer's p makes.
+
+    The total is written with enough digits to resolve it, so a move of the top layer's p shows even
+    when layer 0 holds nearly all of the total.
+    """
+    return float(min(logsumexp(terms.log_contribution[terms.layers == layer]) for layer in np.unique(terms.layers)))
+
+
+def explorer_headline(analysis: BoundAnalysis, terms: BoundTerms, comparison: Comparison | None,
+                      baseline_name: str | None, caption: str) -> None:
+    """The explorer's row of totals, drawn where the caller is (its sticky headline container).
+
+    Ours at the chosen p (change against p*), ours at p*, Edelman-style, and the baseline at the same p
+    (change: model minus baseline), or √L when there is no baseline.
+    """
+    optimal = analysis.optimal
+    ours, best, edelman, last = st.columns(4)
+    ours.metric(TOTAL_LABEL, format_resolving(terms.log_total, log_one_layer_change(terms)),
+                delta=f"{format_change(terms.log_total, optimal.log_total)} vs p*", **_delta_style(terms.log_total,
+                                                                                                    optimal.log_total),
+                help="Σ c(W; p) + √L at the p the controls set; the change is against the same sum at p*.")
+    best.metric(OPTIMAL_LABEL, format_value(optimal.log_total))
+    edelman.metric(EDELMAN_LABEL, format_value(analysis.log_edelman),
+                   help=f"log10 = {analysis.log_edelman / math.log(10):.2f}")
+    if comparison is None:
+        last.metric(SQRT_DEPTH_LABEL, f"{terms.sqrt_depth:.4g}")
+    else:
+        model_at, base_at = comparison.model.log_ours_at, comparison.baseline.log_ours_at
+        last.metric(BASELINE_LABEL, format_against(base_at, model_at),
+                    delta=f"{format_change(model_at, base_at)} ours − baseline", **_delta_style(model_at, base_at),
+                    help=f"{literal(baseline_name or '')} at the same p settings")
+    st.caption(caption if baseline_name is None else f"{caption} · baseline: {literal(baseline_name)}")

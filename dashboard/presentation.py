@@ -1,0 +1,84 @@
+"""Page look shared by every page: the style sheet, presentation mode, folded notes and the sticky headline.
+
+Presentation mode (a sidebar toggle kept in the link) is for a projector or a demo: larger type, notes
+and tables folded away. Whatever the mode, a headline number never truncates (metric values wrap
+instead of ending in "…") and the container keyed :data:`HEADLINE_KEY` stays at the top of the window
+while the page scrolls, so the total stays in view while its controls move. (Streamlit wraps each
+container in a layout wrapper of the same height, so the wrapper is what sticks.)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from . import share
+
+#: Widget key (and link parameter) of the presentation toggle.
+PRESENT_KEY = "present"
+#: Key of the container that holds a page's headline numbers (CSS class ``st-key-headline``).
+HEADLINE_KEY = "headline"
+
+#: Always on: headline values and labels wrap rather than truncate, and the headline container is sticky.
+BASE_CSS = f"""
+[data-testid="stMetricValue"] > div, [data-testid="stMetricValue"] p,
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"] p {{
+  white-space: normal !important; overflow-wrap: anywhere; text-overflow: clip;
+}}
+[data-testid="stMetricValue"] {{ font-size: clamp(1.25rem, 2.1vw, 2.1rem); line-height: 1.2; }}
+[data-testid="stLayoutWrapper"]:has(> .st-key-{HEADLINE_KEY}) {{
+  position: sticky; top: 3.5rem; z-index: 990; background: var(--st-background-color, #ffffff);
+  padding: 0.35rem 0 0.25rem 0; border-bottom: 1px solid rgba(49, 51, 63, 0.15);
+}}
+"""
+#: Presentation mode: larger type everywhere (metric values included, still wrapping).
+PRESENT_CSS = """
+html { font-size: 19px; }
+[data-testid="stMetricValue"] { font-size: clamp(1.4rem, 2.6vw, 2.6rem); }
+[data-testid="stCaptionContainer"] { font-size: 0.95rem; }
+"""
+
+
+def presentation_toggle() -> bool:
+    """The sidebar toggle; returns whether presentation mode is on."""
+    share.shared(PRESENT_KEY, share.BOOL, False)
+    return st.toggle("Presentation mode", key=PRESENT_KEY,
+                     help="Larger type for a projector; notes and tables fold away. Kept in the link.")
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get(PRESENT_KEY, False))
+
+
+def inject_style() -> None:
+    """Add the style sheet to the page (once per run, from app.py)."""
+    css = BASE_CSS + (PRESENT_CSS if presenting() else "")
+    st.html(f"<style>{css}</style>")
+
+
+@contextmanager
+def folded(label: str) -> Iterator[None]:
+    """Notes and tables: open normally, folded into a closed expander in presentation mode."""
+    if presenting():
+        with st.expander(label, expanded=False):
+            yield
+    else:
+        yield
+
+
+def headline() -> st.delta_generator.DeltaGenerator:
+    """The page's sticky headline container (fill it with metrics)."""
+    return st.container(key=HEADLINE_KEY)
+
+
+#: Characters that Streamlit's markdown would interpret.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def literal(text: str) -> str:
+    """``text`` (a model name, a path someone typed) escaped so markdown shows it as it is."""
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", text)

@@ -1,0 +1,111 @@
+"""Compare: the current model against a pinned baseline (another model, or its random-initialised twin), both
+at their own p*: totals, per-kind and per-layer differences, spectra overlaid."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import atlas, baseline, data, share
+from dashboard.export import provenance, report_download, show_figure
+from dashboard.numbers import comparison_sentence, format_change, format_value
+from dashboard.presentation import folded, headline, literal
+from dashboard.routing import ensure_app_entry
+from dashboard.tables import show_table
+from dashboard.text import bound_note
+from specbound.bounds import BoundAnalysis
+from specbound.compare import compare
+from specbound.figures import bounds as figures
+from specbound.figures.html_report import ReportSection
+from specbound.figures.spectra import overlaid_spectra
+from specbound.logspace import exp_array
+from specbound.matrices import Kind
+
+ensure_app_entry()
+
+OVERLAY_KIND_KEY, OVERLAY_LAYER_KEY = "overlay_kind", "overlay_layer"
+OVERLAY_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in Kind})
+MODEL_LABEL, BASELINE_LABEL, CHANGE_LABEL = "Ours at p*: model", "Ours at p*: baseline", "model − baseline"
+
+analysis = data.current_analysis()
+name = atlas.display_name(data.current_model())
+
+st.title("Compare")
+st.caption(f"The open model, {literal(name)}, against a baseline, each at its own p*.")
+baseline.controls()
+pinned = baseline.current_analysis()
+
+
+def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
+    """Everything about the model against ``base``."""
+    base_name = baseline.name_of(base)
+    comparison = compare(analysis, base_analysis, None, None)
+    source = provenance(f"{name} against {base_name}", "p*")
+
+    with headline():
+        model_col, base_col, change_col = st.columns(3)
+        model_col.metric(MODEL_LABEL, format_value(comparison.model.log_ours_opt))
+        base_col.metric(BASELINE_LABEL, format_value(comparison.baseline.log_ours_opt))
+        change_col.metric(CHANGE_LABEL, format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt))
+    st.markdown(f"**Baseline:** {literal(base_name)}")
+    st.markdown(literal(comparison_sentence(f"Ours at p* for {name}", comparison.model.log_ours_opt, "its baseline's",
+                                            comparison.baseline.log_ours_opt) + " "
+                        + comparison_sentence("Its Edelman-style proxy", comparison.model.log_edelman, "the baseline's",
+                                              comparison.baseline.log_edelman)))
+    bound_note()
+
+    bars = figures.compare_bars(comparison, source=source)
+    show_figure(bars, "compare_bars")
+
+    st.subheader("Per kind and per layer")
+    kinds = pd.DataFrame({
+        "kind": [kind.value for kind in Kind],
+        "model": exp_array([comparison.log_kind_sums_model[kind] for kind in Kind]),
+        "baseline": exp_array([comparison.log_kind_sums_baseline[kind] for kind in Kind]),
+        "difference": [comparison.kind_difference[kind] for kind in Kind],
+    })
+    layers = None
+    if comparison.layers_match:
+        layers = pd.DataFrame({"layer": np.arange(len(comparison.log_layer_sums_model)),
+                               "model": exp_array(comparison.log_layer_sums_model),
+                               "baseline": exp_array(comparison.log_layer_sums_baseline),
+                               "difference": comparison.per_layer_difference})
+    with folded("Σ c(W; p*) per kind and per layer (tables)"):
+        kind_col, layer_col = st.columns(2)
+        with kind_col:
+            show_table(kinds, "compare_kinds")
+        with layer_col:
+            if layers is not None:
+                show_table(layers, "compare_layers")
+            else:
+                st.caption("The two models have different depths, so their layers do not correspond: no per-layer "
+                           "differences.")
+
+    st.subheader("Spectra overlaid")
+    common_layers = list(range(min(analysis.profile.shape.num_layers, base_analysis.profile.shape.num_layers)))
+    kind_col, layer_col = st.columns(2)
+    with kind_col:
+        share.shared(OVERLAY_KIND_KEY, OVERLAY_KIND_CODEC, Kind.M_IN.value)
+        kind = st.radio("Kind", [k.value for k in Kind], horizontal=True, key=OVERLAY_KIND_KEY)
+    with layer_col:
+        share.shared(OVERLAY_LAYER_KEY, share.Codec(int, str), 0)
+        if st.session_state[OVERLAY_LAYER_KEY] not in common_layers:
+            st.session_state[OVERLAY_LAYER_KEY] = 0
+        layer = st.selectbox("Layer", common_layers, key=OVERLAY_LAYER_KEY)
+    overlay = overlaid_spectra(analysis.profile, base_analysis.profile, kind, int(layer), source=source)
+    show_figure(overlay, "overlaid_spectra")
+
+    report_download("Compare", lambda: [
+        ReportSection("Totals", [bars], note=f"Baseline: {base_name}"),
+        ReportSection("Per kind and per layer", tables=[kinds] + ([layers] if layers is not None else []),
+                      table_captions=["Σ c(W; p*) per kind", "Σ c(W; p*) per layer"]),
+        ReportSection("Spectra overlaid", [overlay]),
+    ], model=name, p_text="p*", key="report_compare")
+
+
+if pinned is None:
+    st.info("No baseline yet. Pin the open model (then open another one in the sidebar), or make its "
+            "random-initialised twin: the same shape with untrained weights.", icon=":material/push_pin:")
+else:
+    show(*pinned)

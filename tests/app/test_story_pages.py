@@ -1,0 +1,162 @@
+"""The Overview, Why p* wins and Compare pages, and presentation mode, on the bundled model: every number
+on screen is the package's own (specbound.explain, specbound.compare, specbound.twin)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dashboard.baseline import PIN_KEY, TWIN_KEY, twin_analysis
+from dashboard.drilldown import head_cell, p_star_cell
+from dashboard.numbers import format_change, format_value
+from dashboard.presentation import literal
+from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL
+from pages.overview import GLOSSARY, P_STAR_LABEL, RATIO_LABEL, TOUR
+from specbound.compare import compare
+from specbound.explain import break_even, explain_p_star, p_star_by_kind, p_star_summary
+from specbound.logspace import to_log10
+from specbound.matrices import Kind
+from specbound.profile import MatrixId
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_overview_is_the_landing_page_with_the_package_numbers(landing_app, minilm) -> None:
+    at = landing_app
+    assert [t.value for t in at.title] == ["Overview"]
+    metrics = _metrics(at)
+    assert metrics[OPTIMAL_LABEL] == format_value(minilm.optimal.log_total) == "20,573.03"
+    assert metrics[EDELMAN_LABEL] == format_value(minilm.log_edelman) == "6.8537e+28"
+    assert metrics[RATIO_LABEL] == f"10^{float(to_log10(minilm.log_edelman - minilm.optimal.log_total)):.1f} times"
+    assert metrics[P_STAR_LABEL] == p_star_summary(minilm).headline() == "p* = 0 for 156 of 156 matrices"
+    texts = [m.value for m in at.markdown]
+    assert f"**{literal('Ours at p* is 10^24.5 times smaller than the Edelman-style proxy.')}**" in texts
+    assert literal(explain_p_star(minilm)) in texts and "depth factor α" in explain_p_star(minilm)
+    links = at.get("page_link")
+    assert [link.proto.label for link in links] == [label for _, label, _, _ in TOUR]
+    glossary = next(t for t in texts if t.startswith("- **QK**"))
+    for symbol in ("QK", "V", "M_in", "M_out", "α⁽ℓ⁾", "γ", "s_W", "S_p"):
+        assert f"**{symbol}**" in glossary
+    assert len(GLOSSARY) == glossary.count("\n") + 1
+    assert sum(c.value == BOUND_NOTE for c in at.caption) == 1
+
+
+def test_why_page_shows_p_star_ranks_and_break_even(landing_app, rerun, figure_titled, minilm) -> None:
+    at = landing_app
+    at.switch_page("pages/why.py")
+    rerun(at)
+    assert [t.value for t in at.title] == ["Why p* wins"] and not at.error
+    by_kind = p_star_by_kind(minilm)
+    p_map = figure_titled(at, "p* of every matrix")["data"]
+    np.testing.assert_array_equal(p_map[0]["z"], by_kind[Kind.QK])
+    np.testing.assert_array_equal(p_map[1]["z"], by_kind[Kind.V])
+    histogram = figure_titled(at, "How often each p* wins")["data"]
+    assert sum(int(np.sum(t["y"])) for t in histogram) == 156
+    assert int(histogram[0]["y"][0]) == 72  # every QK head takes p* = 0
+    ranks = figure_titled(at, "QK rank: 72 of 72 at the maximum")["data"][0]
+    np.testing.assert_array_equal(ranks["z"], minilm.profile.per_head(minilm.profile.rank, Kind.QK))
+    assert ranks["zmin"] == 0 and ranks["zmax"] == 32  # colours span [0, d]: a full-rank model reads as full
+    (table,) = [d.value for d in at.dataframe if "log10_break_even" in d.value.columns]
+    even = break_even(minilm)
+    np.testing.assert_allclose(table["log10_break_even"], even.log10_break_even, rtol=1e-12)
+    np.testing.assert_allclose(table["log10_scale"], even.log10_scale, rtol=1e-12)
+    assert set(table["first_winning_p"]) == {"none: p = 0 wins"}
+    at.radio(key="rank_kind").set_value("M_in")
+    rerun(at)
+    assert figure_titled(at, "M_in rank: 6 of 6 at the maximum")
+    assert at.query_params["rank_kind"] == "m_in"
+
+
+def test_chart_clicks_point_at_the_right_matrix() -> None:
+    assert p_star_cell(0, 3, 2) == MatrixId(2, Kind.QK, 3)
+    assert p_star_cell(1, 11, 5) == MatrixId(5, Kind.V, 11)
+    assert p_star_cell(2, "M_out", 4) == MatrixId(4, Kind.M_OUT)
+    assert p_star_cell(4, 11, 5) == MatrixId(5, Kind.V, 11)  # the clickable cells over the V panel
+    assert head_cell(Kind.V)(1, 7, 0) == MatrixId(0, Kind.V, 7)
+
+
+def test_compare_with_the_random_twin(landing_app, rerun, figure_titled, minilm) -> None:
+    at = landing_app
+    at.switch_page("pages/compare.py")
+    rerun(at)
+    assert any("No baseline yet" in i.value for i in at.info)
+    at.button(key=TWIN_KEY).click()
+    rerun(at)
+    twin = twin_analysis("minilm-l6", 0.02)
+    comparison = compare(minilm, twin)
+    metrics = _metrics(at)
+    assert metrics["Ours at p*: model"] == format_value(comparison.model.log_ours_opt) == "20,573.03"
+    assert metrics["Ours at p*: baseline"] == format_value(comparison.baseline.log_ours_opt) == "20,573.03"
+    assert metrics["model − baseline"] == format_change(comparison.model.log_ours_opt,
+                                                        comparison.baseline.log_ours_opt) == "±0"
+    # the lesson of issue 10: equal at p*, 10^28.8 against 10^8.1 for the Edelman-style proxy
+    assert comparison.baseline.log10["edelman"] == pytest.approx(8.1, abs=0.05)
+    lesson = literal("Its Edelman-style proxy is 10^20.7 times larger than the baseline's.")
+    assert any(lesson in m.value for m in at.markdown)
+    assert any("random twin of minilm\\-l6 \\(seed 0, σ = 0\\.02\\)" in m.value for m in at.markdown)
+    bars = figure_titled(at, "Model against baseline")["data"]
+    np.testing.assert_allclose(bars[1]["x"], [comparison.baseline.log10[k] for k in ("ours_opt", "ours_at", "edelman")])
+    (layers,) = [d.value for d in at.dataframe if "layer" in d.value.columns]
+    np.testing.assert_allclose(layers["difference"], comparison.per_layer_difference, atol=1e-9)
+    overlay = figure_titled(at, "Spectra overlaid: M_in, layer 0")["data"]
+    assert {t["name"] for t in overlay if t.get("showlegend")} == {"minilm-l6", twin.profile.model}
+    assert at.query_params["baseline"] == "twin:minilm-l6"
+
+
+def test_a_pinned_model_of_another_depth(landing_app, rerun, make_checkpoint) -> None:
+    at = landing_app
+    at.switch_page("pages/compare.py")
+    rerun(at)
+    at.button(key=PIN_KEY).click()
+    rerun(at)
+    directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
+    at.radio(key="model_source").set_value("Hub id or local directory")
+    rerun(at)
+    at.text_input(key="model_custom").input(str(directory))
+    rerun(at)
+    at.button(key="open_model").click()
+    rerun(at)
+    assert any("different depths" in c.value for c in at.caption)
+    assert any("Baseline:** minilm\\-l6" in m.value for m in at.markdown)
+
+
+def test_presentation_mode_folds_notes_and_tables_and_is_in_the_link(landing_app, rerun) -> None:
+    at = landing_app
+    assert [e.label for e in at.expander] == []
+    at.toggle(key="present").set_value(True)
+    rerun(at)
+    assert [e.label for e in at.expander] == ["Symbols"]
+    assert at.query_params["present"] == "1"
+    at.switch_page("pages/bounds.py")
+    rerun(at)
+    folded = {e.label for e in at.expander}
+    assert {"Sums per kind (table)", "Per-matrix terms (table)"} <= folded
+    assert any("font-size: 19px" in h.proto.body for h in at.get("html"))
+
+
+def test_a_link_cannot_name_a_server_directory_as_the_baseline(make_checkpoint) -> None:
+    from dashboard.baseline import BASELINE_CODEC, Baseline
+
+    directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
+    assert BASELINE_CODEC.parse("twin:minilm-l6") == Baseline("minilm-l6", twin=True)
+    assert BASELINE_CODEC.parse("L2-H128") == Baseline("L2-H128")
+    for text in (str(directory), f"twin:{directory}"):
+        with pytest.raises(ValueError):
+            BASELINE_CODEC.parse(text)
+
+
+def test_the_twin_takes_the_initializer_range_of_the_model(make_checkpoint, tmp_path) -> None:
+    import json
+
+    from dashboard.baseline import initializer_range
+    from specbound.defaults import BERT_INITIALIZER_RANGE
+
+    directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
+    config = json.loads((directory / "config.json").read_text())
+    config["initializer_range"] = 0.05
+    (directory / "config.json").write_text(json.dumps(config))
+    assert initializer_range(str(directory)) == 0.05
+    assert initializer_range("minilm-l6") == BERT_INITIALIZER_RANGE  # all-MiniLM-L6-v2's config says 0.02
+    assert initializer_range(str(tmp_path / "nowhere")) == BERT_INITIALIZER_RANGE  # nothing on disk: the default

@@ -1,0 +1,121 @@
+"""Bound figures carry the analysis' numbers: sums, p* stars, p* map and histogram, break-even, comparison."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from specbound.bounds import BoundAnalysis
+from specbound.compare import compare
+from specbound.explain import break_even
+from specbound.figures import bounds as figures
+from specbound.figures.style import KIND_COLORS, PALETTE, log_axis_ticks
+from specbound.matrices import EncoderShape, Kind
+from specbound.twin import random_twin
+
+SHAPE = EncoderShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
+
+
+@pytest.fixture(scope="module")
+def mixed() -> BoundAnalysis:
+    """σ = 0.08 on this shape gives p* = 0 for some matrices and p > 0 for others."""
+    analysis = BoundAnalysis.from_profile(random_twin(SHAPE, model="tiny", initializer_range=0.08))
+    assert 0.0 in analysis.p_opt and np.any(analysis.p_opt > 0)
+    return analysis
+
+
+def _bars(fig) -> dict[str, np.ndarray]:
+    return {t.name: np.asarray(t.y, dtype=float) for t in fig.data}
+
+
+def test_term_sums_views(mixed: BoundAnalysis) -> None:
+    terms = mixed.evaluate(0.5)
+    linear = figures.term_sums(mixed, terms)
+    assert linear.layout.barmode == "stack"
+    assert sum(b.sum() for b in _bars(linear).values()) == pytest.approx(terms.total, rel=1e-12)
+    log = figures.term_sums(mixed, terms, "log")
+    sums = figures.kind_layer_sums(terms, 2)
+    values = np.append(np.concatenate(list(sums.values())), terms.sqrt_depth)
+    assert log.layout.barmode == "group" and log.layout.yaxis.type == "log"
+    assert list(log.layout.yaxis.tickvals) == log_axis_ticks(values.min(), values.max())[0]
+    share = _bars(figures.term_sums(mixed, terms, figures.SumsView.SHARE))
+    assert figures.SQRT_DEPTH_LABEL not in share
+    np.testing.assert_allclose(sum(share.values()), [100.0, 100.0])
+    np.testing.assert_allclose(share["QK"], 100 * sums[Kind.QK] / sum(sums.values()), rtol=1e-12)
+    assert [t.marker.color for t in log.data[:4]] == [KIND_COLORS[k] for k in Kind]
+
+
+def test_contribution_curves_mark_p_star_and_the_current_p(mixed: BoundAnalysis) -> None:
+    rows = [0, 4, 8, 9]  # L0 QK h0, L0 V h0, L0 M_in, L0 M_out
+    terms = mixed.evaluate(0.75)
+    fig = figures.contribution_curves(mixed, rows, terms)
+    assert len(fig.data) == 4 * len(rows)
+    for n, i in enumerate(rows):
+        label = mixed.profile.ids[i].label
+        line, star, here = (next(t for t in fig.data if t.name == name)
+                            for name in (label, f"{label} p*", f"{label} current p"))
+        assert line.line.color == PALETTE[n]
+        assert star.x[0] == mixed.p_opt[i] and star.marker.size == figures.STAR_SIZES[n]
+        assert star.y[0] == pytest.approx(math.exp(mixed.log_contribution_opt[i]), rel=1e-12)
+        assert here.x[0] == 0.75 and here.y[0] == pytest.approx(terms.contribution[i], rel=1e-12)
+    assert fig.layout.yaxis.type == "log" and all("<sup>" in t or "." in t or t.isdigit()
+                                                  for t in fig.layout.yaxis.ticktext)
+
+
+def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
+    prof, grid = mixed.profile, mixed.grid
+    fig = figures.p_star_map(mixed)
+    qk, v, mlp = fig.data
+    np.testing.assert_array_equal(qk.z, prof.per_head(mixed.p_opt, Kind.QK))
+    np.testing.assert_array_equal(v.z, prof.per_head(mixed.p_opt, Kind.V))
+    np.testing.assert_array_equal(np.asarray(mlp.z)[:, 1], prof.per_layer(mixed.p_opt, Kind.M_OUT))
+    step = grid[1] - grid[0]
+    assert qk.zmin == pytest.approx(-step / 2) and qk.zmax == pytest.approx(2 + step / 2)
+    assert len(qk.colorscale) == 2 * len(grid)  # one flat band per grid value
+    assert list(mlp.colorbar.tickvals) == sorted(set(mixed.p_opt) | {0.0, 2.0})
+
+    hist = figures.p_star_histogram(mixed)
+    assert hist.layout.barmode == "stack"
+    total = sum(np.asarray(t.y) for t in hist.data)
+    np.testing.assert_array_equal(total, np.bincount(mixed.p_opt_index, minlength=len(grid)))
+    assert sum(total) == SHAPE.num_matrices
+
+
+def test_break_even_figure_plots_scale_against_break_even(mixed: BoundAnalysis) -> None:
+    fig = figures.break_even_figure(mixed)
+    even = break_even(mixed)
+    for kind in Kind:
+        trace = next(t for t in fig.data if t.name == kind.value)
+        mask = mixed.profile.mask(kind)
+        np.testing.assert_allclose(trace.x, even.log10_break_even[mask])
+        np.testing.assert_allclose(trace.y, even.log10_scale[mask])
+        assert trace.marker.color == KIND_COLORS[kind]
+    diagonal = fig.data[-1]
+    assert list(diagonal.x) == list(diagonal.y)
+
+
+def test_compare_bars_show_both_models(mixed: BoundAnalysis) -> None:
+    other = BoundAnalysis.from_profile(random_twin(SHAPE, model="tiny", initializer_range=0.02))
+    result = compare(mixed, other, p=1.0)
+    fig = figures.compare_bars(result, source="tiny · p = 1")
+    model, baseline = fig.data
+    assert model.name == mixed.profile.model and baseline.name == other.profile.model
+    np.testing.assert_allclose(model.x, [result.model.log10[k] for k in figures.COMPARED_PROXIES])
+    np.testing.assert_allclose(baseline.customdata, [result.log10_ratio[k] for k in figures.COMPARED_PROXIES])
+    assert [model.marker.color, baseline.marker.color] == list(PALETTE[:2])
+    assert fig.layout.title.subtitle.text == "tiny · p = 1"
+
+
+@pytest.mark.parametrize("build", [
+    lambda a: figures.term_sums(a, a.optimal, source="S"), lambda a: figures.depth_factors(a, source="S"),
+    lambda a: figures.contribution_curves(a, [0], a.optimal, source="S"),
+    lambda a: figures.proxy_comparison({"ours": a.optimal.log_total}, source="S"),
+    lambda a: figures.p_star_map(a, source="S"), lambda a: figures.p_star_histogram(a, source="S"),
+    lambda a: figures.break_even_figure(a, source="S"),
+])
+def test_every_builder_carries_its_source(mixed: BoundAnalysis, build) -> None:
+    fig = build(mixed)
+    assert fig.layout.title.subtitle.text == "S" and len(fig.layout.title.text) <= 40
+    assert fig.layout.legend.orientation == "h"

@@ -1,0 +1,96 @@
+"""Spectra figures: heads aggregated by default (median and min-max band), each head on demand, rank maxima."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hand_profiles import profile_from_spectra
+
+from specbound.figures import spectra as figures
+from specbound.figures.style import PALETTE, log_axis_ticks
+from specbound.matrices import EncoderShape, Kind
+from specbound.spectrum import cumulative_energy
+from specbound.twin import random_twin
+
+SHAPE = EncoderShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return random_twin(SHAPE, model="tiny")
+
+
+def _named(fig) -> dict[str, object]:
+    return {t.name: t for t in fig.data}
+
+
+def test_default_draws_median_and_band_per_layer_and_kind(profile) -> None:
+    fig = figures.singular_value_profiles(profile)
+    # per layer: QK and V 3 traces each (min, max, median), M_in and M_out 1 each, one legend stand-in
+    assert len(fig.data) == SHAPE.num_layers * (3 + 3 + 1 + 1 + 1)
+    traces = _named(fig)
+    qk = profile.per_head(np.arange(SHAPE.num_matrices), Kind.QK)[1]  # rows of layer 1's QK heads
+    sv = profile.singular_values[qk, :8]  # (4 heads, d = 8), all full rank
+    np.testing.assert_allclose(traces["L1 QK median of 4 heads"].y, np.median(sv, axis=0), rtol=1e-15)
+    np.testing.assert_allclose(traces["L1 QK median of 4 heads min"].y, sv.min(axis=0), rtol=1e-15)
+    assert traces["L1 QK median of 4 heads max"].fill == "tonexty"
+    m_in = profile.index(profile.ids[2 * SHAPE.matrices_per_layer - 2])
+    np.testing.assert_allclose(traces["L1 M_in"].y, profile.singular_values[m_in, :32], rtol=1e-15)
+    titles = [a.text for a in fig.layout.annotations]
+    assert f"QK · {2 * 4 * (32 - 8):,} zero σ not drawn" in titles
+
+
+def test_heads_on_demand_draw_each_chosen_head(profile) -> None:
+    fig = figures.singular_value_profiles(profile, layers=[0], kinds=["QK", "M_out"], heads=[1, 3], normalise=True)
+    lines = sorted(t.name for t in fig.data if t.name.startswith("L"))
+    assert lines == ["L0 M_out", "L0 QK h1", "L0 QK h3"]
+    assert all(t.y[0] == 1.0 for t in fig.data if t.name.startswith("L"))
+
+
+def test_log_axes_carry_ticks_from_the_data_range(profile) -> None:
+    fig = figures.singular_value_profiles(profile, kinds=["V"])
+    drawn = np.concatenate([np.asarray(t.y, dtype=float) for t in fig.data if t.y is not None and t.y[0] is not None])
+    assert list(fig.layout.yaxis.tickvals) == log_axis_ticks(drawn.min(), drawn.max())[0]
+    assert list(fig.layout.xaxis.tickvals) == log_axis_ticks(1, 8)[0] == [2.0, 4.0, 6.0, 8.0]  # d = 8 < 10
+
+
+def test_cumulative_energy_median_ends_at_one(profile) -> None:
+    fig = figures.cumulative_energy_curves(profile, layers=[1], kinds=["V", "M_in"])
+    traces = _named(fig)
+    v = profile.per_head(np.arange(SHAPE.num_matrices), Kind.V)[1]
+    energy = cumulative_energy(profile.singular_values[v, :8])
+    np.testing.assert_allclose(traces["L1 V median of 4 heads"].y, np.median(energy, axis=0), rtol=1e-12)
+    assert traces["L1 M_in"].y[-1] == pytest.approx(1.0)
+
+
+def test_rank_against_maximum_fixes_the_colour_range(profile) -> None:
+    fig = figures.rank_against_maximum(profile, Kind.QK, source="tiny")
+    (heatmap,) = fig.data
+    assert heatmap.zmin == 0 and heatmap.zmax == 8 and np.asarray(heatmap.z).shape == (2, 4)
+    assert set(np.asarray(heatmap.text).ravel()) == {"8 of 8"} and heatmap.texttemplate == "%{text}"
+    assert fig.layout.title.text == "QK rank: 8 of 8 at the maximum"
+    (strip,) = figures.rank_against_maximum(profile, "M_out").data
+    assert strip.zmax == 32 and list(np.asarray(strip.text).ravel()) == ["32 of 32"] * 2
+    low = profile_from_spectra(EncoderShape(1, 4, 1, 4), [[1.0], [1.0, 1.0], [1.0] * 3, [1.0] * 4])
+    deficient = figures.rank_against_maximum(low, "QK")
+    assert np.asarray(deficient.data[0].text).ravel().tolist() == ["1 of 4"]
+    assert deficient.layout.title.text == "QK rank: 0 of 1 at the maximum"
+
+
+def test_head_heatmaps_rank_colours_span_zero_to_d(profile) -> None:
+    rank, stable, norm = figures.head_heatmaps(profile, "V").data
+    assert (rank.zmin, rank.zmax) == (0, 8) and norm.zmin is None
+    np.testing.assert_array_equal(rank.z, profile.per_head(profile.rank, Kind.V))
+
+
+def test_overlaid_spectra_of_two_models(profile) -> None:
+    other = random_twin(EncoderShape(3, 32, 4, 48), model="other", initializer_range=0.05)
+    fig = figures.overlaid_spectra(profile, other, "V", 1, source="tiny vs other")
+    legend = [t for t in fig.data if t.showlegend]
+    assert [t.name for t in legend] == [profile.model, other.model]
+    assert [t.line.color for t in legend] == list(PALETTE[:2])
+    assert fig.layout.yaxis.type == "log" and fig.layout.title.subtitle.text == "tiny vs other"
+    m_in = figures.overlaid_spectra(profile, other, "M_in", 0)
+    assert len(m_in.data) == 2
+    with pytest.raises(ValueError, match="no layer 2"):
+        figures.overlaid_spectra(other, profile, "V", 2)

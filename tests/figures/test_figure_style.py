@@ -1,0 +1,64 @@
+"""The shared look: palette, layout helper, and full-valued log ticks on short and long ranges."""
+
+from __future__ import annotations
+
+import importlib
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from specbound.figures import bounds, html_report, scaling, spectra, style, theory
+from specbound.figures.style import (KIND_COLORS, OKABE_ITO, PALETTE, apply_layout, format_tick, log_axis_ticks,
+                                     palette_color)
+
+
+def test_less_than_a_decade_still_gets_ticks() -> None:
+    assert log_axis_ticks(0.3, 0.8) == ([0.4, 0.6, 0.8], ["0.4", "0.6", "0.8"])
+    assert log_axis_ticks(0.55, 0.62) == ([0.56, 0.58, 0.6, 0.62], ["0.56", "0.58", "0.6", "0.62"])
+    values, text = log_axis_ticks(2.1e5, 9e5)
+    assert values == [4e5, 6e5, 8e5] and text == ["4×10<sup>5</sup>", "6×10<sup>5</sup>", "8×10<sup>5</sup>"]
+    assert log_axis_ticks(5.0, 5.0) == ([5.0], ["5"])
+
+
+def test_one_to_two_decades_get_1_2_5_and_longer_ranges_powers_of_ten() -> None:
+    assert log_axis_ticks(3, 40) == ([5.0, 10.0, 20.0], ["5", "10", "20"])
+    assert log_axis_ticks(1, 100)[1] == ["1", "2", "5", "10", "20", "50", "100"]
+    assert log_axis_ticks(1, 384) == ([1.0, 10.0, 100.0], ["1", "10", "100"])
+    values, text = log_axis_ticks(1e-3, 1e20)  # 24 decades: every third
+    assert values == [10.0 ** e for e in range(-3, 19, 3)]
+    assert text[:3] == ["0.001", "1", "1000"] and text[-1] == "10<sup>18</sup>"
+
+
+def test_huge_ranges_stay_few_and_round() -> None:
+    values, text = log_axis_ticks(1e-300, 1e300)
+    assert values == [10.0 ** e for e in range(-300, 301, 100)]
+    assert text[0] == "10<sup>-300</sup>" and text[3] == "1"
+
+
+def test_labels_are_full_values_never_bare_mantissas() -> None:
+    assert [format_tick(v) for v in (0.5, 0.05, 2e-4, 1e12, 3.5e7, 20)] == [
+        "0.5", "0.05", "2×10<sup>-4</sup>", "10<sup>12</sup>", "3.5×10<sup>7</sup>", "20"]
+    with pytest.raises(ValueError, match="positive"):
+        log_axis_ticks(0.0, 1.0)
+
+
+def test_palette_is_okabe_ito_and_kinds_use_it() -> None:
+    assert set(PALETTE) <= set(OKABE_ITO.values()) and len(set(PALETTE)) == len(PALETTE)
+    assert set(KIND_COLORS.values()) <= set(PALETTE)
+    assert palette_color(len(PALETTE)) == PALETTE[0]
+
+
+def test_layout_puts_source_in_the_subtitle_and_the_legend_below() -> None:
+    fig = apply_layout(go.Figure(go.Scatter(x=[1], y=[1])), "Short title", source="minilm-l6 · p*", height=300)
+    assert fig.layout.title.text == "Short title" and fig.layout.title.subtitle.text == "minilm-l6 · p*"
+    assert fig.layout.legend.orientation == "h" and fig.layout.legend.yanchor == "bottom"
+    assert fig.layout.xaxis.automargin and fig.layout.yaxis.automargin and fig.layout.height == 300
+    assert fig.layout.margin.t > apply_layout(go.Figure(), "t").layout.margin.t  # room for the subtitle
+
+
+def test_importing_the_builders_changes_no_global_plotly_state() -> None:
+    before = (pio.templates.default, pio.renderers.default, tuple(pio.templates))
+    for module in (style, spectra, bounds, scaling, theory, html_report):
+        importlib.reload(module)
+    assert (pio.templates.default, pio.renderers.default, tuple(pio.templates)) == before
