@@ -18,7 +18,7 @@ from specbound.compare import Comparison
 from specbound.logspace import logsumexp
 
 from .numbers import comparison_sentence, format_against, format_change, format_resolving, format_value
-from .presentation import literal
+from .text import plain
 from .text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL
 
 BASELINE_LABEL = "Baseline at the same p"
@@ -69,5 +69,5 @@ def explorer_headline(analysis: BoundAnalysis, terms: BoundTerms, comparison: Co
         model_at, base_at = comparison.model.log_ours_at, comparison.baseline.log_ours_at
         last.metric(BASELINE_LABEL, format_against(base_at, model_at),
                     delta=f"{format_change(model_at, base_at)} ours − baseline", **_delta_style(model_at, base_at),
-                    help=f"{literal(baseline_name or '')} at the same p settings")
-    st.caption(caption if baseline_name is None else f"{caption} · baseline: {literal(baseline_name)}")
+                    help=f"{plain(baseline_name or '')} at the same p settings")
+    st.caption(caption if baseline_name is None else f"{caption} · baseline: {plain(baseline_name)}")

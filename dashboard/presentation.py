@@ -9,7 +9,6 @@ container in a layout wrapper of the same height, so the wrapper is what sticks.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -75,10 +74,3 @@ def headline() -> st.delta_generator.DeltaGenerator:
     return st.container(key=HEADLINE_KEY)
 
 
-#: Characters that Streamlit's markdown would interpret.
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-
-
-def literal(text: str) -> str:
-    """``text`` (a model name, a path someone typed) escaped so markdown shows it as it is."""
-    return _MARKDOWN_SPECIALS.sub(r"\\\1", text)

@@ -10,10 +10,10 @@ import streamlit as st
 from dashboard import atlas, baseline, data, share
 from dashboard.export import provenance, report_download, show_figure
 from dashboard.numbers import comparison_sentence, format_change, format_value
-from dashboard.presentation import folded, headline, literal
+from dashboard.presentation import folded, headline
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
-from dashboard.text import bound_note
+from dashboard.text import bound_note, plain
 from specbound.bounds import BoundAnalysis
 from specbound.compare import compare
 from specbound.figures import bounds as figures
@@ -32,7 +32,7 @@ analysis = data.current_analysis()
 name = atlas.display_name(data.current_model())
 
 st.title("Compare")
-st.caption(f"The open model, {literal(name)}, against a baseline, each at its own p*.")
+st.caption(f"The open model, {plain(name)}, against a baseline, each at its own p*.")
 baseline.controls()
 pinned = baseline.current_analysis()
 
@@ -48,8 +48,8 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
         model_col.metric(MODEL_LABEL, format_value(comparison.model.log_ours_opt))
         base_col.metric(BASELINE_LABEL, format_value(comparison.baseline.log_ours_opt))
         change_col.metric(CHANGE_LABEL, format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt))
-    st.markdown(f"**Baseline:** {literal(base_name)}")
-    st.markdown(literal(comparison_sentence(f"Ours at p* for {name}", comparison.model.log_ours_opt, "its baseline's",
+    st.markdown(f"**Baseline:** {plain(base_name)}")
+    st.markdown(plain(comparison_sentence(f"Ours at p* for {name}", comparison.model.log_ours_opt, "its baseline's",
                                             comparison.baseline.log_ours_opt) + " "
                         + comparison_sentence("Its Edelman-style proxy", comparison.model.log_edelman, "the baseline's",
                                               comparison.baseline.log_edelman)))

@@ -7,9 +7,9 @@ import streamlit as st
 from dashboard import atlas, data
 from dashboard.headline import headline_sentence
 from dashboard.numbers import format_value, times_in_words
-from dashboard.presentation import folded, headline, literal
+from dashboard.presentation import folded, headline
 from dashboard.routing import ensure_app_entry
-from dashboard.text import EDELMAN_LABEL, OPTIMAL_LABEL, bound_note
+from dashboard.text import EDELMAN_LABEL, OPTIMAL_LABEL, bound_note, plain
 from specbound.logspace import to_log10
 
 ensure_app_entry()
@@ -46,7 +46,7 @@ summary, sentence = data.explanation_for(data.current_model())
 
 st.title("Overview")
 with st.container(border=True):
-    st.markdown(f"**Model:** {literal(name)}")
+    st.markdown(f"**Model:** {plain(name)}")
     st.caption(f"L = {shape.num_layers} layers · hidden width N = {shape.hidden_size} · {shape.num_heads} heads of "
                f"d = {shape.head_dim} · feed-forward width d_ff = {shape.ffn_size} · "
                f"{shape.num_matrices} proxy matrices (QK and V per head, M_in and M_out per layer) · "
@@ -61,12 +61,12 @@ with headline():
         ratio_col.metric(RATIO_LABEL, times_in_words(log_edelman - log_ours))
     else:
         ratio_col.metric("ours ÷ Edelman-style", times_in_words(log_ours - log_edelman))
-st.markdown(f"**{literal(headline_sentence(analysis))}**")
+st.markdown(f"**{plain(headline_sentence(analysis))}**")
 bound_note()
 
 st.subheader("Which p each matrix takes")
 st.metric(P_STAR_LABEL, summary.headline())
-st.markdown(literal(sentence))
+st.markdown(plain(sentence))
 
 st.subheader("A tour in three steps")
 for page, label, icon, what in TOUR:

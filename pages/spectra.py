@@ -18,7 +18,7 @@ from dashboard.export import (
     report_download,
     show_figure,
 )
-from dashboard.presentation import folded, literal
+from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, code

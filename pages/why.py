@@ -8,10 +8,10 @@ import streamlit as st
 
 from dashboard import atlas, data, drilldown, share
 from dashboard.export import clickable_cells, csv_download, file_stem, provenance, report_download, show_figure
-from dashboard.presentation import folded, literal
+from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
-from dashboard.text import bound_note
+from dashboard.text import bound_note, plain
 from specbound.explain import break_even
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
@@ -31,7 +31,7 @@ summary, sentence = data.explanation_for(data.current_model())
 source = provenance(name, "p*")
 
 st.title("Why p* wins")
-st.markdown(f"**{literal(summary.headline())}.** {literal(sentence)}")
+st.markdown(f"**{plain(summary.headline())}.** {plain(sentence)}")
 bound_note()
 
 st.subheader("p* of every matrix")
@@ -51,7 +51,7 @@ ranks = rank_against_maximum(profile, rank_kind, source=source)
 show_figure(ranks, "rank_against_maximum")
 
 st.subheader("Scale against break-even")
-st.caption(literal("Above the diagonal, s_W is larger than the break-even scale s*_W: every p > 0 costs more than "
+st.caption(plain("Above the diagonal, s_W is larger than the break-even scale s*_W: every p > 0 costs more than "
                    "counting rank, so p* = 0. Below it, some p > 0 wins."))
 even_figure = figures.break_even_figure(analysis, source=source)
 show_figure(even_figure, "break_even")

@@ -9,7 +9,7 @@ import pytest
 from dashboard.baseline import PIN_KEY, TWIN_KEY, twin_analysis
 from dashboard.drilldown import head_cell, p_star_cell
 from dashboard.numbers import format_change, format_value
-from dashboard.presentation import literal
+from dashboard.text import plain
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL
 from pages.overview import GLOSSARY, P_STAR_LABEL, RATIO_LABEL, TOUR
 from specbound.compare import compare
@@ -32,8 +32,8 @@ def test_overview_is_the_landing_page_with_the_package_numbers(landing_app, mini
     assert metrics[RATIO_LABEL] == f"10^{float(to_log10(minilm.log_edelman - minilm.optimal.log_total)):.1f} times"
     assert metrics[P_STAR_LABEL] == p_star_summary(minilm).headline() == "p* = 0 for 156 of 156 matrices"
     texts = [m.value for m in at.markdown]
-    assert f"**{literal('Ours at p* is 10^24.5 times smaller than the Edelman-style proxy.')}**" in texts
-    assert literal(explain_p_star(minilm)) in texts and "depth factor α" in explain_p_star(minilm)
+    assert f"**{plain('Ours at p* is 10^24.5 times smaller than the Edelman-style proxy.')}**" in texts
+    assert plain(explain_p_star(minilm)) in texts and "depth factor α" in explain_p_star(minilm)
     links = at.get("page_link")
     assert [link.proto.label for link in links] == [label for _, label, _, _ in TOUR]
     glossary = next(t for t in texts if t.startswith("- **QK**"))
@@ -93,7 +93,7 @@ def test_compare_with_the_random_twin(landing_app, rerun, figure_titled, minilm)
                                                         comparison.baseline.log_ours_opt) == "±0"
     # the lesson of issue 10: equal at p*, 10^28.8 against 10^8.1 for the Edelman-style proxy
     assert comparison.baseline.log10["edelman"] == pytest.approx(8.1, abs=0.05)
-    lesson = literal("Its Edelman-style proxy is 10^20.7 times larger than the baseline's.")
+    lesson = plain("Its Edelman-style proxy is 10^20.7 times larger than the baseline's.")
     assert any(lesson in m.value for m in at.markdown)
     assert any("random twin of minilm\\-l6 \\(seed 0, σ = 0\\.02\\)" in m.value for m in at.markdown)
     bars = figure_titled(at, "Model against baseline")["data"]
