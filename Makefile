@@ -12,7 +12,7 @@ HOST   ?= 127.0.0.1
 
 LAB_DIR ?= lab-class
 
-.PHONY: run test bench clean browser lab-reference
+.PHONY: run test lint bench clean browser lab-reference
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,14 @@ $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
 
-test: $(STAMP) browser
+test: lint browser
 	$(BIN)/python -m pytest
+
+# ruff (lint and format) and mypy, configured in pyproject.toml; any finding fails the target.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # The browser tests drive Debian's Chromium; install it when it is missing and we may (root + apt).
 browser:

@@ -75,7 +75,9 @@ def move_slider(page, key: str) -> float:
         """([label, old]) => [...document.querySelectorAll('[data-testid="stMetric"]')]
                .some(m => m.innerText.includes(label)
                       && m.querySelector('[data-testid="stMetricValue"]').innerText.trim() !== old)""",
-        arg=[TOTAL_LABEL, before], polling="raf")
+        arg=[TOTAL_LABEL, before],
+        polling="raf",
+    )
     elapsed = time.perf_counter() - start
     wait_idle(page)
     return elapsed
@@ -124,8 +126,11 @@ def main() -> int:
         return 2
     from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory(prefix="specbound-bench-") as tmp, serve_dashboard(Path(tmp)) as server, \
-            sync_playwright() as playwright:
+    with (
+        tempfile.TemporaryDirectory(prefix="specbound-bench-") as tmp,
+        serve_dashboard(Path(tmp)) as server,
+        sync_playwright() as playwright,
+    ):
         browser = launch_chromium(playwright)
         idle_mb = resident_mb(server.pid)
         first = open_explorer(browser, server.url)
@@ -156,15 +161,24 @@ def main() -> int:
         ("  its peak so far", f"{baseline_peak_mb:.0f} MB", ""),
         (f"server, {EXTRA_SESSIONS} more sessions", f"{loaded_mb:.0f} MB", ""),
         ("  its peak so far", f"{loaded_peak_mb:.0f} MB", ""),
-        ("memory added per session", f"{per_session:.1f} MB",
-         f"<= {TARGET_SESSION_MB:g} MB: {'ok' if per_session <= TARGET_SESSION_MB else 'MISSED'}"),
-        ("slider key press to updated total (median)", f"{1e3 * statistics.median(latencies):.0f} ms",
-         f"min {1e3 * min(latencies):.0f}, max {1e3 * max(latencies):.0f} ms over {SLIDER_MOVES} moves"),
+        (
+            "memory added per session",
+            f"{per_session:.1f} MB",
+            f"<= {TARGET_SESSION_MB:g} MB: {'ok' if per_session <= TARGET_SESSION_MB else 'MISSED'}",
+        ),
+        (
+            "slider key press to updated total (median)",
+            f"{1e3 * statistics.median(latencies):.0f} ms",
+            f"min {1e3 * min(latencies):.0f}, max {1e3 * max(latencies):.0f} ms over {SLIDER_MOVES} moves",
+        ),
         ("  of which the computation layer (last move)", server_ms, "target < 50 ms"),
         ("first useful page, warm cache, from process start", f"{from_start_s:.1f} s", "target < 3 s"),
         ("  from the server's first answer", f"{from_answer_s:.2f} s", ""),
-        ("Spectra page, server time of a full run (median)", f"{statistics.median(spectra_s):.2f} s",
-         f"target < 0.5 s; min {min(spectra_s):.2f}, max {max(spectra_s):.2f} s over {SPECTRA_RUNS} runs"),
+        (
+            "Spectra page, server time of a full run (median)",
+            f"{statistics.median(spectra_s):.2f} s",
+            f"target < 0.5 s; min {min(spectra_s):.2f}, max {max(spectra_s):.2f} s over {SPECTRA_RUNS} runs",
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     for name, value, note in rows:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import plotly.graph_objects as go  # noqa: E402
+import plotly.graph_objects as go
 
-from specbound.analysis import load_profile  # noqa: E402
-from specbound.figures import spectra  # noqa: E402
+from specbound.figures import spectra
+from specbound.loading import load_profile
 
 REPEATS = 5
 
@@ -43,7 +43,8 @@ def main() -> None:
         "cumulative_energy_curves": lambda: spectra.cumulative_energy_curves(profile),
         "head_heatmaps (QK)": lambda: spectra.head_heatmaps(profile, "QK"),
         "singular_value_profiles, every head": lambda: spectra.singular_value_profiles(
-            profile, heads=range(profile.shape.num_heads)),
+            profile, heads=range(profile.shape.num_heads)
+        ),
     }
     for name, build in cases.items():
         traces, size, wall, cpu = best_of(build)

@@ -47,9 +47,11 @@ DIGEST_CHARS = 16
 #: How a link names an uploaded atlas instead of its path: ``atlas:@<digest>#MODEL``.
 UPLOAD_TOKEN = "@"
 #: How people get an atlas, quoted wherever one is asked for.
-HOW_TO_MAKE = ("Make one where the checkpoints are (with network for the miniatures): "
-               "`specbound grid --layers 2 4 --widths 128 256 --out grid --atlas atlas.npz`, "
-               "or `specbound atlas export --models L2-H128 L4-H128 --out atlas.npz`.")
+HOW_TO_MAKE = (
+    "Make one where the checkpoints are (with network for the miniatures): "
+    "`specbound grid --layers 2 4 --widths 128 256 --out grid --atlas atlas.npz`, "
+    "or `specbound atlas export --models L2-H128 L4-H128 --out atlas.npz`."
+)
 
 
 def upload_dir() -> Path:
@@ -57,6 +59,7 @@ def upload_dir() -> Path:
 
 
 # --- names --------------------------------------------------------------------------------------
+
 
 def atlas_ref(name: str) -> ModelRef | None:
     """The reference behind ``name`` when it is an atlas model, else None (also when it names nothing,
@@ -96,13 +99,14 @@ def from_link(text: str) -> str:
     token = ATLAS_PREFIX + UPLOAD_TOKEN
     if not text.startswith(token):
         return text
-    digest, sep, member = text[len(token):].partition(ATLAS_MEMBER_SEP)
+    digest, sep, member = text[len(token) :].partition(ATLAS_MEMBER_SEP)
     if len(digest) != DIGEST_CHARS or not all(c in "0123456789abcdef" for c in digest):
         return text  # not a digest: let resolution report the name as it is
     return atlas_reference(upload_dir().resolve() / f"{digest}.npz", member if sep else None)
 
 
 # --- the session's atlas ------------------------------------------------------------------------
+
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _read(path: str, size: int, mtime_ns: int) -> tuple[SpectralProfile, ...]:
@@ -174,6 +178,7 @@ def profile_digest(profile: SpectralProfile) -> str:
 
 # --- writing ------------------------------------------------------------------------------------
 
+
 def _unique(profiles: Iterable[SpectralProfile]) -> list[SpectralProfile]:
     seen: set[tuple[str, str]] = set()
     kept = []
@@ -202,12 +207,19 @@ def export_button(profiles: Iterable[SpectralProfile], file_name: str, key: str,
     if not profiles:
         st.download_button(label, b"", file_name=file_name, key=key, disabled=True)
         return
-    st.download_button(label, atlas_bytes(profiles), file_name=file_name, mime="application/octet-stream",
-                       key=key, help="An atlas file (.npz): the spectral profiles, which open offline in "
-                                     "this dashboard (source 'Atlas file') and with `specbound atlas show`.")
+    st.download_button(
+        label,
+        atlas_bytes(profiles),
+        file_name=file_name,
+        mime="application/octet-stream",
+        key=key,
+        help="An atlas file (.npz): the spectral profiles, which open offline in "
+        "this dashboard (source 'Atlas file') and with `specbound atlas show`.",
+    )
 
 
 # --- the sidebar source ---------------------------------------------------------------------------
+
 
 def _describe(profile: SpectralProfile) -> str:
     shape = profile.shape
@@ -216,31 +228,39 @@ def _describe(profile: SpectralProfile) -> str:
 
 def pick_from_atlas() -> str | None:
     """Sidebar inputs of the "Atlas file" source: upload or path, then one of its models."""
-    uploaded = st.file_uploader("Atlas file (.npz)", type=["npz"], key=UPLOAD_KEY,
-                                help="Spectral profiles exported by `specbound grid --atlas` or "
-                                     "`specbound atlas export`; its models open with no checkpoint.")
+    uploaded = st.file_uploader(
+        "Atlas file (.npz)",
+        type=["npz"],
+        key=UPLOAD_KEY,
+        help="Spectral profiles exported by `specbound grid --atlas` or "
+        "`specbound atlas export`; its models open with no checkpoint.",
+    )
     path = ""
     if safety.server_paths_allowed():
         path = st.text_input("…or its path on the server", key=PATH_INPUT_KEY, placeholder="atlas.npz")
     cap = safety.max_upload_bytes()
     with safety.guarded("reading an atlas", lambda message: st.error(f"Could not read the atlas: {message}")):
         if uploaded is not None and uploaded.size > cap:  # before its bytes are read
-            st.error(f"{plain(uploaded.name)} is {uploaded.size / 2**20:.1f} MB, more than the "
-                     f"{cap / 2**20:.0f} MB an upload may have.")
+            st.error(
+                f"{plain(uploaded.name)} is {uploaded.size / 2**20:.1f} MB, more than the "
+                f"{cap / 2**20:.0f} MB an upload may have."
+            )
         elif uploaded is not None:
             use_upload(uploaded.name, uploaded.getvalue())
-        elif safety.server_paths_allowed() and st.button("Read the atlas", key=READ_KEY,
-                                                         disabled=not path.strip()):
+        elif safety.server_paths_allowed() and st.button("Read the atlas", key=READ_KEY, disabled=not path.strip()):
             use(path.strip())
     profiles, file = loaded(), loaded_file()
     if not profiles or file is None:
         st.caption("No atlas loaded. " + HOW_TO_MAKE)
         return None
     by_name = {p.model: p for p in profiles}
-    st.caption(f"{plain(st.session_state.get(LABEL_KEY, 'atlas'))}: {len(profiles)} models, opened from their "
-               f"stored spectra (no checkpoint). The Scaling page uses all of them.")
+    st.caption(
+        f"{plain(st.session_state.get(LABEL_KEY, 'atlas'))}: {len(profiles)} models, opened from their "
+        f"stored spectra (no checkpoint). The Scaling page uses all of them."
+    )
     if st.session_state.get(MODEL_PICK_KEY) not in by_name:
         st.session_state.pop(MODEL_PICK_KEY, None)
-    member = st.selectbox("Model in the atlas", list(by_name), key=MODEL_PICK_KEY,
-                          format_func=lambda name: _describe(by_name[name]))
+    member = st.selectbox(
+        "Model in the atlas", list(by_name), key=MODEL_PICK_KEY, format_func=lambda name: _describe(by_name[name])
+    )
     return model_name(file, member)

@@ -130,10 +130,21 @@ def controls() -> None:
     model = data.current_model()
     pinned = current()
     with st.container(horizontal=True):  # buttons wrap onto a second line on a narrow screen
-        st.button(f"Pin {atlas.display_name(model)} as the baseline", key=PIN_KEY, on_click=_set,
-                  args=(Baseline(model),), disabled=pinned == Baseline(model))
-        st.button("Compare with its random-initialised twin", key=TWIN_KEY, on_click=_set,
-                  args=(Baseline(model, twin=True),), disabled=pinned == Baseline(model, twin=True), type="primary",
-                  help=f"Same shape, weights drawn from N(0, σ²) with σ = {initializer_range(model):g} "
-                       f"(initializer_range), seed {TWIN_SEED}: an untrained model made in memory.")
+        st.button(
+            f"Pin {atlas.display_name(model)} as the baseline",
+            key=PIN_KEY,
+            on_click=_set,
+            args=(Baseline(model),),
+            disabled=pinned == Baseline(model),
+        )
+        st.button(
+            "Compare with its random-initialised twin",
+            key=TWIN_KEY,
+            on_click=_set,
+            args=(Baseline(model, twin=True),),
+            disabled=pinned == Baseline(model, twin=True),
+            type="primary",
+            help=f"Same shape, weights drawn from N(0, σ²) with σ = {initializer_range(model):g} "
+            f"(initializer_range), seed {TWIN_SEED}: an untrained model made in memory.",
+        )
         st.button("Clear the baseline", key=CLEAR_KEY, on_click=_set, args=(None,), disabled=pinned is None)

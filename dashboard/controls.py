@@ -21,7 +21,7 @@ from . import share
 
 #: Decimals, and so step, of the sliders when p is free (not snapped to P_m).
 FREE_DECIMALS = 2
-FREE_STEP = 10.0 ** -FREE_DECIMALS
+FREE_STEP = 10.0**-FREE_DECIMALS
 #: Where the sliders start: p = 1 (the nuclear-norm regime) lies on every grid P_m.
 DEFAULT_P = 1.0
 #: The explorer opens at the post-hoc optimum p* (the proxy itself); the sliders take over when it is off.
@@ -48,8 +48,9 @@ class PChoice:
     summary: str
 
 
-def _p_slider(label: str, key: str, m: int, snap: bool, *, disabled: bool = False,
-              label_visibility: str = "visible") -> float:
+def _p_slider(
+    label: str, key: str, m: int, snap: bool, *, disabled: bool = False, label_visibility: str = "visible"
+) -> float:
     """A p slider in [0, P_MAX]; steps of 1/m and snapped to P_m, or steps of FREE_STEP when free.
 
     The value is normalised before the slider is drawn (onto P_m when snapping), so the slider, the
@@ -57,8 +58,16 @@ def _p_slider(label: str, key: str, m: int, snap: bool, *, disabled: bool = Fals
     """
     value = float(share.shared(key, share.P_VALUE, DEFAULT_P))
     st.session_state[key] = float(snap_to_grid(value, m)) if snap else round(value, FREE_DECIMALS)
-    value = st.slider(label, min_value=0.0, max_value=P_MAX, step=1.0 / m if snap else FREE_STEP,
-                      format="%.3f", key=key, disabled=disabled, label_visibility=label_visibility)
+    value = st.slider(
+        label,
+        min_value=0.0,
+        max_value=P_MAX,
+        step=1.0 / m if snap else FREE_STEP,
+        format="%.3f",
+        key=key,
+        disabled=disabled,
+        label_visibility=label_visibility,
+    )
     return float(snap_to_grid(value, m)) if snap else float(value)
 
 
@@ -67,7 +76,8 @@ def _override(label: str, key: str, m: int, snap: bool) -> tuple[str, float | No
     mode_col, slider_col = st.columns([2, 3])
     share.shared(f"{key}_mode", MODE_CODEC, INHERIT)
     mode = mode_col.selectbox(label, OVERRIDE_MODES, key=f"{key}_mode")
-    value = _p_slider(f"p for {label}", key, m, snap, disabled=mode != OWN, label_visibility="collapsed")
+    with slider_col:
+        value = _p_slider(f"p for {label}", key, m, snap, disabled=mode != OWN, label_visibility="collapsed")
     return mode, (value if mode == OWN else None)
 
 
@@ -82,23 +92,32 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
     toggles, slider = st.columns([2, 3])
     with toggles:
         share.shared(OPTIMAL_KEY, share.BOOL, DEFAULT_OPTIMAL)
-        optimal = st.toggle("Optimal p* as the default", key=OPTIMAL_KEY,
-                            help="Every matrix takes the p in P_m that minimises its own c(W; p).")
+        optimal = st.toggle(
+            "Optimal p* as the default",
+            key=OPTIMAL_KEY,
+            help="Every matrix takes the p in P_m that minimises its own c(W; p).",
+        )
         share.shared(SNAP_KEY, share.BOOL, True)
-        snap = st.toggle("Snap p to the grid P_m", key=SNAP_KEY,
-                         help="Off: free p in steps of 0.01, outside the theorem's post-hoc guarantee.")
+        snap = st.toggle(
+            "Snap p to the grid P_m",
+            key=SNAP_KEY,
+            help="Off: free p in steps of 0.01, outside the theorem's post-hoc guarantee.",
+        )
     with slider:
         global_p = _p_slider("Global p (every matrix without an override)", GLOBAL_KEY, m, snap, disabled=optimal)
         if snap:
-            st.caption(f"p ∈ P_m = {{0, 1/{m}, 2/{m}, …, 2}} (m = ⌈L + ln N⌉ = {m}): "
-                       f"the indices the theorem's guarantee covers.")
+            st.caption(
+                f"p ∈ P_m = {{0, 1/{m}, 2/{m}, …, 2}} (m = ⌈L + ln N⌉ = {m}): "
+                f"the indices the theorem's guarantee covers."
+            )
         else:
             st.caption("**Free p**: values off the grid P_m lie outside the theorem's post-hoc guarantee.")
 
     kinds_col, layers_col = st.columns(2)
     share.shared(KINDS_KEY, share.BOOL, False)
-    per_kind = kinds_col.toggle("Set p per kind", key=KINDS_KEY,
-                                help="Each kind follows the default, takes its p*, or its own p.")
+    per_kind = kinds_col.toggle(
+        "Set p per kind", key=KINDS_KEY, help="Each kind follows the default, takes its p*, or its own p."
+    )
     share.shared(LAYERS_KEY, share.BOOL, False)
     per_layer = layers_col.toggle("Set p per layer (wins over kinds)", key=LAYERS_KEY)
     # the override rows are drawn only when asked for: some 40 widgets would slow every slider move

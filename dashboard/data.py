@@ -90,12 +90,15 @@ def bar_progress(bar, model: str) -> ProgressCallback:
 
     def update(event: ProgressEvent) -> None:
         if event.stage == "download":
-            text = (f"{shown}: downloading {plain(event.detail)}, {_megabytes(event.done)} of "
-                    f"{_megabytes(event.total)}")
+            text = f"{shown}: downloading {plain(event.detail)}, {_megabytes(event.done)} of {_megabytes(event.total)}"
         else:
-            text = f"{shown}: computing spectra, {plain(event.detail)} of {event.total:g}" if event.total \
+            text = (
+                f"{shown}: computing spectra, {plain(event.detail)} of {event.total:g}"
+                if event.total
                 else f"{shown}: computing spectra"
+            )
         bar.progress(event.fraction or 0.0, text=text)
+
     return update
 
 
@@ -167,8 +170,10 @@ def current_analysis(on_error: Callable[[str], None] | None = None) -> BoundAnal
         if not isinstance(exc, SpecboundError):
             safety.log.exception("reopening %r", current_model())
         if on_error is not None:
-            on_error(f"{plain(atlas.display_name(current_model()))} cannot be opened any more "
-                     f"({plain(safety.public_message(exc))}); showing {DEFAULT_MODEL}.")
+            on_error(
+                f"{plain(atlas.display_name(current_model()))} cannot be opened any more "
+                f"({plain(safety.public_message(exc))}); showing {DEFAULT_MODEL}."
+            )
         st.session_state[MODEL_KEY] = DEFAULT_MODEL
         return analysis_for(DEFAULT_MODEL)
 

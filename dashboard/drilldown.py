@@ -29,8 +29,13 @@ from .numbers import format_value
 MATRIX_KEY = "matrix"
 MATRIX_CODEC = share.Codec(int, str)
 #: Metric labels of the detail (tests read them).
-P_OPT_LABEL, GAMMA_LABEL, SCALE_LABEL, SHARE_LABEL, C_LABEL = ("p* of this matrix", "γ", "log10 s_W",
-                                                               "share of the total", "c(W; p) now")
+P_OPT_LABEL, GAMMA_LABEL, SCALE_LABEL, SHARE_LABEL, C_LABEL = (
+    "p* of this matrix",
+    "γ",
+    "log10 s_W",
+    "share of the total",
+    "c(W; p) now",
+)
 
 
 def open_matrix(index: int | None) -> None:
@@ -87,9 +92,13 @@ def picker(analysis: BoundAnalysis) -> int | None:
     chosen = share.shared(MATRIX_KEY, MATRIX_CODEC, None)
     if chosen is not None and not 0 <= int(chosen) < len(labels):  # a link made on a larger model
         st.session_state[MATRIX_KEY] = None
-    return st.selectbox("Open one matrix", [None, *range(len(labels))], key=MATRIX_KEY,
-                        format_func=lambda i: "none" if i is None else labels[i],
-                        placeholder="none: click a table row or a heatmap cell, or choose here")
+    return st.selectbox(
+        "Open one matrix",
+        [None, *range(len(labels))],
+        key=MATRIX_KEY,
+        format_func=lambda i: "none" if i is None else labels[i],
+        placeholder="none: click a table row or a heatmap cell, or choose here",
+    )
 
 
 def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) -> None:
@@ -106,8 +115,14 @@ def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) 
     spectrum_col, curve_col = st.columns(2)
     heads = [matrix.head] if matrix.head is not None else None
     with spectrum_col:
-        show_figure(spectra_figures.singular_value_profiles(profile, [matrix.layer], [matrix.kind], heads=heads,
-                                                            source=f"{source} · {matrix.label}"), "drill_spectrum")
+        show_figure(
+            spectra_figures.singular_value_profiles(
+                profile, [matrix.layer], [matrix.kind], heads=heads, source=f"{source} · {matrix.label}"
+            ),
+            "drill_spectrum",
+        )
     with curve_col:
-        show_figure(bound_figures.contribution_curves(analysis, [index], terms, source=f"{source} · {matrix.label}"),
-                    "drill_curve")
+        show_figure(
+            bound_figures.contribution_curves(analysis, [index], terms, source=f"{source} · {matrix.label}"),
+            "drill_curve",
+        )

@@ -27,8 +27,14 @@ FIGURE_FORMATS = ("png", "svg")
 
 def figure_format_picker() -> None:
     """Sidebar radio: which format the camera button of every chart saves."""
-    st.radio("Figure download format", FIGURE_FORMATS, key=FIGURE_FORMAT_KEY, horizontal=True,
-             format_func=str.upper, help="Used by the camera icon in the top-right corner of each chart.")
+    st.radio(
+        "Figure download format",
+        FIGURE_FORMATS,
+        key=FIGURE_FORMAT_KEY,
+        horizontal=True,
+        format_func=str.upper,
+        help="Used by the camera icon in the top-right corner of each chart.",
+    )
 
 
 def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | None = None) -> None:
@@ -38,10 +44,15 @@ def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | Non
     """
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
     selection = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
-    st.plotly_chart(fig, key=key, config={
-        "displaylogo": False,
-        "toImageButtonOptions": {"format": image_format, "filename": key, "scale": 2},
-    }, **selection)
+    st.plotly_chart(
+        fig,
+        key=key,
+        config={
+            "displaylogo": False,
+            "toImageButtonOptions": {"format": image_format, "filename": key, "scale": 2},
+        },
+        **selection,
+    )
 
 
 def _safe(text: str) -> str:
@@ -79,11 +90,19 @@ def clickable_cells(fig: go.Figure) -> go.Figure:
         z = np.asarray(trace.z)  # (rows, columns)
         xs = list(trace.x) if trace.x is not None else list(range(z.shape[1]))
         ys = list(trace.y) if trace.y is not None else list(range(z.shape[0]))
-        fig.add_trace(go.Scatter(
-            x=[x for _ in ys for x in xs], y=[y for y in ys for _ in xs], mode="markers", name=f"{trace.name} cells",
-            marker={"size": 16, "opacity": 0}, hoverinfo="none", showlegend=False,
-            xaxis=trace.xaxis, yaxis=trace.yaxis,
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[x for _ in ys for x in xs],
+                y=[y for y in ys for _ in xs],
+                mode="markers",
+                name=f"{trace.name} cells",
+                marker={"size": 16, "opacity": 0},
+                hoverinfo="none",
+                showlegend=False,
+                xaxis=trace.xaxis,
+                yaxis=trace.yaxis,
+            )
+        )
     fig.update_layout(clickmode="event+select")
     return fig
 
@@ -102,17 +121,25 @@ def provenance(model: str, p_text: str) -> str:
     return f"{model} · {p_text}"
 
 
-def report_download(title: str, sections: Callable[[], Sequence[ReportSection]], *, model: str, p_text: str,
-                    key: str) -> None:
+def report_download(
+    title: str, sections: Callable[[], Sequence[ReportSection]], *, model: str, p_text: str, key: str
+) -> None:
     """A button that saves a self-contained HTML report (figures and tables, opens offline) of this view.
 
     The report is built only when the button is pressed (``sections`` is called then), never on a rerun.
     """
+
     def build() -> str:
         from specbound.figures.html_report import html_report
 
         return html_report(title, sections(), model=model, p=p_text)
 
-    st.download_button("Download this view as an HTML report", build, file_name=f"{_safe(model)}-{_safe(title)}.html",
-                       mime="text/html", key=key, icon=":material/description:",
-                       help="Figures and tables in one file that opens offline: for a collaborator or a slide.")
+    st.download_button(
+        "Download this view as an HTML report",
+        build,
+        file_name=f"{_safe(model)}-{_safe(title)}.html",
+        mime="text/html",
+        key=key,
+        icon=":material/description:",
+        help="Figures and tables in one file that opens offline: for a collaborator or a slide.",
+    )

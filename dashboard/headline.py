@@ -18,8 +18,7 @@ from specbound.compare import Comparison
 from specbound.logspace import logsumexp
 
 from .numbers import comparison_sentence, format_against, format_change, format_resolving, format_value
-from .text import plain
-from .text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL
+from .text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, plain
 
 BASELINE_LABEL = "Baseline at the same p"
 #: How the Overview and the explorer name the two proxies in sentences.
@@ -27,7 +26,7 @@ OURS_NAME, EDELMAN_NAME = "Ours at p*", "the Edelman-style proxy"
 
 
 def headline_sentence(analysis: BoundAnalysis) -> str:
-    """"Ours at p* is 10^20.7 times smaller than the Edelman-style proxy." for this model."""
+    """ "Ours at p* is 10^20.7 times smaller than the Edelman-style proxy." for this model."""
     return comparison_sentence(OURS_NAME, analysis.optimal.log_total, EDELMAN_NAME, analysis.log_edelman)
 
 
@@ -47,8 +46,9 @@ def log_one_layer_change(terms: BoundTerms) -> float:
     return float(min(logsumexp(terms.log_contribution[terms.layers == layer]) for layer in np.unique(terms.layers)))
 
 
-def explorer_headline(analysis: BoundAnalysis, terms: BoundTerms, comparison: Comparison | None,
-                      baseline_name: str | None, caption: str) -> None:
+def explorer_headline(
+    analysis: BoundAnalysis, terms: BoundTerms, comparison: Comparison | None, baseline_name: str | None, caption: str
+) -> None:
     """The explorer's row of totals, drawn where the caller is (its sticky headline container).
 
     Ours at the chosen p (change against p*), ours at p*, Edelman-style, and the baseline at the same p
@@ -56,18 +56,26 @@ def explorer_headline(analysis: BoundAnalysis, terms: BoundTerms, comparison: Co
     """
     optimal = analysis.optimal
     ours, best, edelman, last = st.columns(4)
-    ours.metric(TOTAL_LABEL, format_resolving(terms.log_total, log_one_layer_change(terms)),
-                delta=f"{format_change(terms.log_total, optimal.log_total)} vs p*", **_delta_style(terms.log_total,
-                                                                                                    optimal.log_total),
-                help="Σ c(W; p) + √L at the p the controls set; the change is against the same sum at p*.")
+    ours.metric(
+        TOTAL_LABEL,
+        format_resolving(terms.log_total, log_one_layer_change(terms)),
+        delta=f"{format_change(terms.log_total, optimal.log_total)} vs p*",
+        **_delta_style(terms.log_total, optimal.log_total),
+        help="Σ c(W; p) + √L at the p the controls set; the change is against the same sum at p*.",
+    )
     best.metric(OPTIMAL_LABEL, format_value(optimal.log_total))
-    edelman.metric(EDELMAN_LABEL, format_value(analysis.log_edelman),
-                   help=f"log10 = {analysis.log_edelman / math.log(10):.2f}")
+    edelman.metric(
+        EDELMAN_LABEL, format_value(analysis.log_edelman), help=f"log10 = {analysis.log_edelman / math.log(10):.2f}"
+    )
     if comparison is None:
         last.metric(SQRT_DEPTH_LABEL, f"{terms.sqrt_depth:.4g}")
     else:
         model_at, base_at = comparison.model.log_ours_at, comparison.baseline.log_ours_at
-        last.metric(BASELINE_LABEL, format_against(base_at, model_at),
-                    delta=f"{format_change(model_at, base_at)} ours − baseline", **_delta_style(model_at, base_at),
-                    help=f"{plain(baseline_name or '')} at the same p settings")
+        last.metric(
+            BASELINE_LABEL,
+            format_against(base_at, model_at),
+            delta=f"{format_change(model_at, base_at)} ours − baseline",
+            **_delta_style(model_at, base_at),
+            help=f"{plain(baseline_name or '')} at the same p settings",
+        )
     st.caption(caption if baseline_name is None else f"{caption} · baseline: {plain(baseline_name)}")

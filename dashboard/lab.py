@@ -95,21 +95,36 @@ class RunRequest:
 
     def spec(self, caps: VisitorCaps = VISITOR_CAPS) -> RunSpec:
         """The run to train (LabError when a value is outside the caps)."""
-        checks = ((1 <= self.layers <= caps.max_layers, f"layers must lie in 1..{caps.max_layers}"),
-                  (self.hidden in caps.widths, f"the width must be one of {caps.widths}"),
-                  (self.heads in caps.heads, f"the heads must be one of {caps.heads}"),
-                  (1 <= self.n_train <= caps.max_n_train, f"n must lie in 1..{caps.max_n_train}"),
-                  (0.0 <= self.label_noise <= caps.max_label_noise,
-                   f"the label noise must lie in [0, {caps.max_label_noise}]"),
-                  (1 <= self.steps <= caps.max_steps, f"steps must lie in 1..{caps.max_steps}"),
-                  (0 <= self.seed <= caps.max_seed, f"the seed must lie in 0..{caps.max_seed}"))
+        checks = (
+            (1 <= self.layers <= caps.max_layers, f"layers must lie in 1..{caps.max_layers}"),
+            (self.hidden in caps.widths, f"the width must be one of {caps.widths}"),
+            (self.heads in caps.heads, f"the heads must be one of {caps.heads}"),
+            (1 <= self.n_train <= caps.max_n_train, f"n must lie in 1..{caps.max_n_train}"),
+            (
+                0.0 <= self.label_noise <= caps.max_label_noise,
+                f"the label noise must lie in [0, {caps.max_label_noise}]",
+            ),
+            (1 <= self.steps <= caps.max_steps, f"steps must lie in 1..{caps.max_steps}"),
+            (0 <= self.seed <= caps.max_seed, f"the seed must lie in 0..{caps.max_seed}"),
+        )
         for ok, message in checks:
             if not ok:
                 raise LabError(message)
-        settings = TrainSettings(steps=self.steps, save_every=max(1, self.steps // caps.checkpoints),
-                                 test_samples=caps.test_samples, threads=1)
-        return RunSpec(layers=self.layers, hidden=self.hidden, heads=self.heads, n_train=self.n_train,
-                       seed=self.seed, task=ThresholdTask(label_noise=self.label_noise), settings=settings)
+        settings = TrainSettings(
+            steps=self.steps,
+            save_every=max(1, self.steps // caps.checkpoints),
+            test_samples=caps.test_samples,
+            threads=1,
+        )
+        return RunSpec(
+            layers=self.layers,
+            hidden=self.hidden,
+            heads=self.heads,
+            n_train=self.n_train,
+            seed=self.seed,
+            task=ThresholdTask(label_noise=self.label_noise),
+            settings=settings,
+        )
 
 
 DEFAULT_REQUEST = RunRequest()
@@ -120,6 +135,7 @@ def store_dir() -> Path:
 
 
 # --- runs ---------------------------------------------------------------------------------------
+
 
 def run_key(origin: str, name: str) -> str:
     return f"{origin}{_KEY_SEP}{name}"
@@ -161,8 +177,10 @@ def describe(key: str, run: RunTrajectory) -> str:
     """A run as the picker lists it: its hyperparameters and where it comes from."""
     s = run.spec
     origin = "shipped reference" if split_key(key)[0] == REFERENCE else "trained here"
-    return (f"L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}, noise {s.label_noise:g}, "
-            f"seed {s.seed}, {s.settings.steps} steps ({origin})")
+    return (
+        f"L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}, noise {s.label_noise:g}, "
+        f"seed {s.seed}, {s.settings.steps} steps ({origin})"
+    )
 
 
 #: The run shown first: the widest, deepest reference run with the fewest examples, so the gap is visible.
@@ -177,10 +195,12 @@ def default_run(keys: list[str]) -> str:
 
 def run_codec(keys: list[str]) -> Codec:
     """Links carry a run by its key; a key this server does not know keeps the default."""
+
     def parse(text: str) -> str:
         if text not in keys:
             raise ValueError(text)
         return text
+
     return Codec(parse, str)
 
 
@@ -206,8 +226,9 @@ def step_profile(key: str, step: int, _run: RunTrajectory) -> SpectralProfile:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _sweep(origin: str, version: int,
-           _runs: tuple[RunTrajectory, ...]) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
+def _sweep(
+    origin: str, version: int, _runs: tuple[RunTrajectory, ...]
+) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
     table = reference().correlations if origin == REFERENCE else correlations(_runs)
     return views.sweep_frame(_runs), table
 
@@ -227,26 +248,36 @@ def correlation_columns(columns: pd.Index) -> dict[str, object]:
     """Readable headers (and help) for :func:`correlation_table`'s columns, psi and groups per axis too."""
     number, text = st.column_config.NumberColumn, st.column_config.TextColumn
     config: dict[str, object] = {
-        "measure": text("Measure", help="ours (at p*), ours_p0/p1/p2 (every matrix at p = 0, 1, 2), edelman, "
-                                        "params (parameter count), frobenius (Σ‖W‖_F²), spectral_product "
-                                        "(Π‖W‖₂), bartlett (Bartlett et al. 2017, adapted; see the README)."),
+        "measure": text(
+            "Measure",
+            help="ours (at p*), ours_p0/p1/p2 (every matrix at p = 0, 1, 2), edelman, "
+            "params (parameter count), frobenius (Σ‖W‖_F²), spectral_product "
+            "(Π‖W‖₂), bartlett (Bartlett et al. 2017, adapted; see the README).",
+        ),
         "kendall_tau": number("Kendall τ", format="%+.3f", help="τ-b with the gap over all runs."),
-        "granulated_tau": number("Granulated τ", format="%+.3f", help="Jiang et al. (2020): mean over axes of "
-                                 "the mean τ among runs differing in that axis alone."),
+        "granulated_tau": number(
+            "Granulated τ",
+            format="%+.3f",
+            help="Jiang et al. (2020): mean over axes of the mean τ among runs differing in that axis alone.",
+        ),
         "runs": number("Runs", help="Runs with a finite measure and gap."),
         "kendall_tau_a": number("τ-a", format="%+.3f", help="Ties count as neither agreement nor disagreement."),
         "groups": number("Groups", help="Groups behind the granulated τ, over all axes."),
     }
     for column in columns:
         if column.startswith("psi_"):
-            config[column] = number(f"ψ {column.removeprefix('psi_')}", format="%+.3f",
-                                    help="Mean τ-a among runs that differ in this axis alone (empty: no group).")
+            config[column] = number(
+                f"ψ {column.removeprefix('psi_')}",
+                format="%+.3f",
+                help="Mean τ-a among runs that differ in this axis alone (empty: no group).",
+            )
         elif column.startswith("groups_"):
             config[column] = number(f"groups {column.removeprefix('groups_')}")
     return config
 
 
 # --- training -------------------------------------------------------------------------------------
+
 
 class JobState(StrEnum):
     RUNNING = "running"
@@ -311,8 +342,9 @@ class TrainingJob:
 
     def _work(self) -> None:
         try:
-            run_sweep([self.spec], store_dir(), progress=lambda name: self._progress,
-                      should_stop=self.cancel_event.is_set)
+            run_sweep(
+                [self.spec], store_dir(), progress=lambda name: self._progress, should_stop=self.cancel_event.is_set
+            )
             self._set(JobState.DONE, 1.0, f"{self.name} finished")
         except TrainingCancelled:
             self._set(JobState.CANCELLED, self.status().fraction, f"{self.name} was cancelled")
@@ -342,8 +374,10 @@ class JobBoard:
             if spec.name in self._running:
                 raise LabBusy(f"{spec.name} is being trained already; it will join the runs when it ends")
             if len(self._running) >= self.limit:
-                raise LabBusy(f"the server is training {len(self._running)} runs already (at most "
-                              f"{self.limit} at once); try again in a minute")
+                raise LabBusy(
+                    f"the server is training {len(self._running)} runs already (at most "
+                    f"{self.limit} at once); try again in a minute"
+                )
             job = TrainingJob(spec, self._ended)
             self._running[spec.name] = job
         job.start()
@@ -377,8 +411,10 @@ def start_training(request: RunRequest) -> TrainingJob:
     spec = request.spec()
     stored = store_runs()
     if len(stored) >= VISITOR_CAPS.max_stored_runs and spec.name not in {r.name for r in stored}:
-        raise LabBusy(f"the lab store of this server holds {len(stored)} runs, as many as it keeps; "
-                      f"pick one of them in the run picker")
+        raise LabBusy(
+            f"the lab store of this server holds {len(stored)} runs, as many as it keeps; "
+            f"pick one of them in the run picker"
+        )
     job = board().start(spec)
     st.session_state[JOB_KEY] = job
     return job
@@ -398,6 +434,7 @@ def collect_finished() -> JobStatus | None:
 
 
 # --- opening a step as a model ---------------------------------------------------------------------
+
 
 def open_as_model(key: str, step: int) -> None:
     """Button callback: the run's profile at ``step`` becomes the session's model on every page.
@@ -422,6 +459,7 @@ def open_as_model(key: str, step: int) -> None:
 
 # --- the progress panel -----------------------------------------------------------------------------
 
+
 @st.fragment(run_every=POLL_SECONDS)
 def progress_panel() -> None:
     """This session's running job: a bar and a Cancel button, polled; a full rerun when it ends."""
@@ -433,5 +471,10 @@ def progress_panel() -> None:
         st.rerun()  # the whole page: the finished run joins the picker
     cancelling = job.cancel_event.is_set()
     st.progress(status.fraction, text=f"{job.name}: {'cancelling…' if cancelling else status.text}")
-    st.button("Cancel", key="lab_cancel", on_click=job.cancel, disabled=cancelling,
-              help="Stop training at the next step; nothing of this run is kept.")
+    st.button(
+        "Cancel",
+        key="lab_cancel",
+        on_click=job.cancel,
+        disabled=cancelling,
+        help="Stop training at the next step; nothing of this run is kept.",
+    )

@@ -19,8 +19,12 @@ CHANGE_DIGITS = 2
 #: Plain decimals are written with thousands separators in this range, else in scientific notation.
 PLAIN_RANGE = (0.01, 1e6)
 #: Ratios written in words ("3.2 million times"); past the last one, as a power of ten.
-RATIO_WORDS: tuple[tuple[float, str], ...] = ((1e3, " thousand"), (1e6, " million"), (1e9, " billion"),
-                                              (1e12, " trillion"))
+RATIO_WORDS: tuple[tuple[float, str], ...] = (
+    (1e3, " thousand"),
+    (1e6, " million"),
+    (1e9, " billion"),
+    (1e12, " trillion"),
+)
 #: From this factor on a ratio is written as a power of ten.
 RATIO_POWER_FROM: float = 1e15
 
@@ -95,7 +99,7 @@ def times_in_words(log_ratio: float) -> str:
 
 
 def comparison_sentence(name: str, log_value: float, other: str, log_other: float) -> str:
-    """"Ours at p* is 3.2 million times smaller than the Edelman-style proxy." (or larger, or equal)."""
+    """ "Ours at p* is 3.2 million times smaller than the Edelman-style proxy." (or larger, or equal)."""
     if log_value == log_other:
         return f"{name} equals {other}."
     word = "smaller" if log_value < log_other else "larger"

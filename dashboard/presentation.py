@@ -45,8 +45,11 @@ html { font-size: 19px; }
 def presentation_toggle() -> bool:
     """The sidebar toggle; returns whether presentation mode is on."""
     share.shared(PRESENT_KEY, share.BOOL, False)
-    return st.toggle("Presentation mode", key=PRESENT_KEY,
-                     help="Larger type for a projector; notes and tables fold away. Kept in the link.")
+    return st.toggle(
+        "Presentation mode",
+        key=PRESENT_KEY,
+        help="Larger type for a projector; notes and tables fold away. Kept in the link.",
+    )
 
 
 def presenting() -> bool:
@@ -72,5 +75,3 @@ def folded(label: str) -> Iterator[None]:
 def headline() -> st.delta_generator.DeltaGenerator:
     """The page's sticky headline container (fill it with metrics)."""
     return st.container(key=HEADLINE_KEY)
-
-

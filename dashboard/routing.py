@@ -64,8 +64,8 @@ def landing_page(target: st.Page) -> st.Page:
     "/spectra" said "Page not found" while Spectra was the default. With this stand-in as the default,
     every visible page keeps its own address.
     """
+
     def forward() -> None:
         st.switch_page(target, query_params=st.query_params.to_dict())
 
     return st.Page(forward, title=target.title, url_path="home", default=True, visibility="hidden")
-

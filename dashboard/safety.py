@@ -40,8 +40,10 @@ from .text import plain
 #: The operator's switch: "1" lets page visitors open local checkpoint directories and atlas files.
 SERVER_PATHS_ENV = "SPECBOUND_ALLOW_SERVER_PATHS"
 #: What a visitor is told for any name that is, or might be, a path on the server.
-PATHS_OFF = ("this dashboard does not open files or directories on its server: choose a catalog model, "
-             "a Hub id (owner/name) or upload an atlas file")
+PATHS_OFF = (
+    "this dashboard does not open files or directories on its server: choose a catalog model, "
+    "a Hub id (owner/name) or upload an atlas file"
+)
 #: What a visitor is told when something unexpected happened (the details are in the server log).
 UNEXPECTED = "an unexpected error (the details are in the server log)"
 
@@ -71,7 +73,7 @@ def _is_upload(name: str) -> bool:
     """Whether ``name`` is ``atlas:<upload store>/<digest>.npz[#MODEL]``, decided from the text alone."""
     from .atlas import upload_dir  # the store's location lives with the uploads
 
-    body = name[len(ATLAS_PREFIX):]
+    body = name[len(ATLAS_PREFIX) :]
     file_part, sep, _ = body.rpartition(ATLAS_MEMBER_SEP)
     file_part = file_part if sep else body
     store = str(upload_dir().resolve())
@@ -106,8 +108,10 @@ def _check_hub_id(name: str) -> None:
     try:
         validate_repo_id(name)
     except HFValidationError:
-        raise ModelNotFoundError(f"'{name[:60]}' is not a valid Hub repository id (owner/name: at most 96 "
-                                 f"letters, digits, '-', '_' or '.', without '--' or '..')") from None
+        raise ModelNotFoundError(
+            f"'{name[:60]}' is not a valid Hub repository id (owner/name: at most 96 "
+            f"letters, digits, '-', '_' or '.', without '--' or '..')"
+        ) from None
 
 
 def _short_path(match: re.Match[str]) -> str:
@@ -160,6 +164,8 @@ def run_page(page: StreamlitPage, model: str) -> bool:
     with guarded(f"drawing the page {page.title!r} for {model!r}", failures.append):
         page.run()
     for message in failures:
-        st.error(f"This page could not be drawn for {plain(model)}: {message}. The sidebar, the other pages "
-                 f"and other models still work.")
+        st.error(
+            f"This page could not be drawn for {plain(model)}: {message}. The sidebar, the other pages "
+            f"and other models still work."
+        )
     return not failures

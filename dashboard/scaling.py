@@ -95,13 +95,17 @@ def candidates() -> list[Candidate]:
     for profile in atlas.loaded():
         shape: EncoderShape = profile.shape
         assert file is not None
-        add(atlas.model_name(file, profile.model), shape.num_layers, shape.hidden_size, ATLAS,
-            family_member(shape, profile.model))
+        add(
+            atlas.model_name(file, profile.model),
+            shape.num_layers,
+            shape.hidden_size,
+            ATLAS,
+            family_member(shape, profile.model),
+        )
     for entry in data.catalog_entries():
         if entry.available_offline:
             bundled = entry.name == DEFAULT_MODEL
-            add(entry.name, entry.num_layers, entry.hidden_size, BUNDLED if bundled else HUB_CACHE,
-                not bundled)
+            add(entry.name, entry.num_layers, entry.hidden_size, BUNDLED if bundled else HUB_CACHE, not bundled)
     current = data.current_model()
     if current not in found:
         try:
@@ -122,8 +126,17 @@ def _lab_family_file() -> Path:
 def lab_candidates() -> list[Candidate]:
     """The lab's depth x width family (final checkpoints), every one in the family of the study."""
     path = _lab_family_file()
-    return [Candidate(atlas.model_name(path, entry.name), entry.shape.num_layers, entry.shape.hidden_size,
-                      LAB_REFERENCE, True, shown=entry.name) for entry in sb_atlas.read_manifest(path).entries]
+    return [
+        Candidate(
+            atlas.model_name(path, entry.name),
+            entry.shape.num_layers,
+            entry.shape.hidden_size,
+            LAB_REFERENCE,
+            True,
+            shown=entry.name,
+        )
+        for entry in sb_atlas.read_manifest(path).entries
+    ]
 
 
 def default_selection(available: Sequence[Candidate]) -> list[str]:
@@ -139,12 +152,22 @@ def default_selection(available: Sequence[Candidate]) -> list[str]:
 def missing_miniatures(available: Sequence[Candidate]) -> pd.DataFrame:
     """The BERT Miniatures no available family member stands for, and how to get each."""
     covered = {c.size for c in available if c.in_family}
-    rows = [{"model": miniature_alias(layers, width), "L": layers, "N": width,
-             "Hub repository": miniature_repo_id(layers, width),
-             "how to get it": (f"download it below or open it in the sidebar while online; or run "
-                               f"`specbound grid --layers {layers} --widths {width} --out grid --atlas "
-                               f"atlas.npz` where there is network and open the atlas here")}
-            for layers in MINIATURE_LAYERS for width in MINIATURE_WIDTHS if (layers, width) not in covered]
+    rows = [
+        {
+            "model": miniature_alias(layers, width),
+            "L": layers,
+            "N": width,
+            "Hub repository": miniature_repo_id(layers, width),
+            "how to get it": (
+                f"download it below or open it in the sidebar while online; or run "
+                f"`specbound grid --layers {layers} --widths {width} --out grid --atlas "
+                f"atlas.npz` where there is network and open the atlas here"
+            ),
+        }
+        for layers in MINIATURE_LAYERS
+        for width in MINIATURE_WIDTHS
+        if (layers, width) not in covered
+    ]
     return pd.DataFrame(rows, columns=["model", "L", "N", "Hub repository", "how to get it"])
 
 
@@ -152,9 +175,23 @@ def missing_miniatures(available: Sequence[Candidate]) -> pd.DataFrame:
 
 #: Columns of the exponents table shown on the page, in order. The ordinary r² (it counts a pooled
 #: fit's group intercepts as explained) and the intercepts stay in the CSV download only.
-EXPONENT_ORDER = ("proxy", "against", "fixed", "model", "slope", "slope_se", "ci_low", "ci_high",
-                  "r_squared_within", "residual_df", "num_sizes", "num_points", "num_groups", "few_points",
-                  "better_fit")
+EXPONENT_ORDER = (
+    "proxy",
+    "against",
+    "fixed",
+    "model",
+    "slope",
+    "slope_se",
+    "ci_low",
+    "ci_high",
+    "r_squared_within",
+    "residual_df",
+    "num_sizes",
+    "num_points",
+    "num_groups",
+    "few_points",
+    "better_fit",
+)
 
 
 def exponent_columns() -> dict[str, Any]:
@@ -166,29 +203,38 @@ def exponent_columns() -> dict[str, Any]:
         "against": st.column_config.TextColumn("Against", help="The size that varies: depth L or width N."),
         "fixed": number("Fixed at", help="The value of the other size; empty for the pooled fit over all groups."),
         "model": st.column_config.TextColumn(
-            "Law", help="power: ln proxy against ln size (slope = exponent); log-linear: ln proxy against L "
-                        "(slope = growth rate per layer, e^slope = factor per layer)."),
+            "Law",
+            help="power: ln proxy against ln size (slope = exponent); log-linear: ln proxy against L "
+            "(slope = growth rate per layer, e^slope = factor per layer).",
+        ),
         "slope": number("Slope", format="%.3f"),
-        "slope_se": number("± s.e.", format="%.3f", help="Standard error of the slope; empty with no "
-                                                          "residual degree of freedom."),
+        "slope_se": number(
+            "± s.e.", format="%.3f", help="Standard error of the slope; empty with no residual degree of freedom."
+        ),
         "ci_low": number(f"{level} CI low", format="%.3f", help="Student-t interval on the residual df."),
         "ci_high": number(f"{level} CI high", format="%.3f"),
         "r_squared_within": number(
-            "r² within groups", format="%.3f",
-            help="1 − SS_res / SS_within: the share of the variation inside each group that the slope explains."),
+            "r² within groups",
+            format="%.3f",
+            help="1 − SS_res / SS_within: the share of the variation inside each group that the slope explains.",
+        ),
         "residual_df": number("Residual df", help="Number of models − number of groups − 1."),
         "num_sizes": number("Sizes"),
         "num_points": number("Models"),
         "num_groups": number("Groups"),
         "few_points": st.column_config.CheckboxColumn(
-            f"Fewer than {MIN_SIZES} sizes", help="Two points fit any law exactly: r² = 1 is no evidence."),
+            f"Fewer than {MIN_SIZES} sizes", help="Two points fit any law exactly: r² = 1 is no evidence."
+        ),
         "better_fit": st.column_config.TextColumn(
-            "Better fit", help="The law with the smaller residual variance (against L only); undecided with "
-                               f"fewer than {MIN_SIZES} sizes or a tie."),
+            "Better fit",
+            help="The law with the smaller residual variance (against L only); undecided with "
+            f"fewer than {MIN_SIZES} sizes or a tie.",
+        ),
     }
 
 
 # --- summaries ----------------------------------------------------------------------------------
+
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _summary_record(name: str, shown: str, revision: str, content: str, _profile: SpectralProfile) -> dict:
@@ -196,8 +242,9 @@ def _summary_record(name: str, shown: str, revision: str, content: str, _profile
     return summarize(BoundAnalysis.from_profile(_profile), name=shown).to_dict()
 
 
-def summary_for(name: str, progress: ProgressCallback = silent,
-                shown: str | None = None) -> tuple[ModelSummary, SpectralProfile]:
+def summary_for(
+    name: str, progress: ProgressCallback = silent, shown: str | None = None
+) -> tuple[ModelSummary, SpectralProfile]:
     """A model's scaling summary (cached by name, revision and content) and the profile it came from.
 
     Goes through the profile cache, not the analysis cache, so that a study of many models does not
@@ -209,8 +256,9 @@ def summary_for(name: str, progress: ProgressCallback = silent,
     return ModelSummary.from_dict(record), profile
 
 
-def summarise(names: Sequence[str], shown: Mapping[str, str] | None = None
-              ) -> tuple[list[ModelSummary], list[SpectralProfile], list[str]]:
+def summarise(
+    names: Sequence[str], shown: Mapping[str, str] | None = None
+) -> tuple[list[ModelSummary], list[SpectralProfile], list[str]]:
     """(summaries, profiles, names that failed) of the chosen models, with a progress bar; ``shown``
     names models on screen where :func:`atlas.display_name` would not say what they are.
 

@@ -14,6 +14,7 @@ travels as its content digest (:func:`dashboard.atlas.link_form`), never as a se
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ def choice_codec(codes: dict[str, str]) -> Codec:
 
 def list_codec(item: Callable[[str], Any]) -> Codec:
     """A codec for a multiselect: its items joined by commas (the page drops items it does not offer)."""
+
     def parse(text: str) -> list[Any]:
         return [item(part) for part in text.split(",") if part]
 
@@ -97,10 +99,8 @@ def shared(key: str, codec: Codec, default: Any) -> Any:
         value = default
         raw = st.session_state.get(_LINK_KEY, {}).pop(key, None)
         if raw is not None:
-            try:
+            with contextlib.suppress(ValueError):  # a hand-edited link with a bad value keeps the default
                 value = codec.parse(raw)
-            except ValueError:
-                pass  # a hand-edited link with a bad value: the widget keeps its default
         st.session_state[key] = value
     return st.session_state[key]
 
@@ -117,15 +117,19 @@ def restore() -> None:
         # an atlas model by its file name; anything else as the link wrote it (never the upload store's path)
         shown = plain(linked if atlas.atlas_ref(model) is None else atlas.display_name(model))
         failures: list[str] = []
-        with st.spinner(f"Opening {shown} from the link"), \
-                safety.guarded(f"opening {model!r} from a link", failures.append):
+        with (
+            st.spinner(f"Opening {shown} from the link"),
+            safety.guarded(f"opening {model!r} from a link", failures.append),
+        ):
             if not data.ask_before_download(model):  # a link alone never starts a download
                 data.open_model(model)
             show_in_picker(model)
         if failures:  # the link's model is dropped from the address bar by publish(): a reload does not retry
-            st.session_state[data.ERROR_KEY] = (f"The link names {shown}, which cannot be opened here: "
-                                                f"{failures[0]}. Showing "
-                                                f"{plain(atlas.display_name(data.current_model()))}.")
+            st.session_state[data.ERROR_KEY] = (
+                f"The link names {shown}, which cannot be opened here: "
+                f"{failures[0]}. Showing "
+                f"{plain(atlas.display_name(data.current_model()))}."
+            )
 
 
 def wanted_params(with_model: bool = True) -> dict[str, str]:

@@ -14,8 +14,7 @@ import streamlit as st
 
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
-from specbound.models import (MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature, miniature_alias,
-                              parse_miniature_alias)
+from specbound.models import MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature, miniature_alias, parse_miniature_alias
 
 from . import atlas, data, safety
 from .text import code, plain
@@ -32,8 +31,7 @@ class ModelSource:
 
 
 def _pick_bundled() -> str:
-    st.caption("all-MiniLM-L6-v2 (L = 6, N = 384, 12 heads), shipped as a Python package: "
-               "it opens with no network.")
+    st.caption("all-MiniLM-L6-v2 (L = 6, N = 384, 12 heads), shipped as a Python package: it opens with no network.")
     return DEFAULT_MODEL
 
 
@@ -51,23 +49,29 @@ def miniature_grid_markdown(cached: Mapping[tuple[int, int], bool], selected: tu
 
 
 def _pick_miniature() -> str:
-    cached = {(e.num_layers, e.hidden_size): e.available_offline
-              for e in data.catalog_entries() if e.name != DEFAULT_MODEL}
+    cached = {
+        (e.num_layers, e.hidden_size): e.available_offline for e in data.catalog_entries() if e.name != DEFAULT_MODEL
+    }
     left, right = st.columns(2)
     layers = left.selectbox("Depth L", MINIATURE_LAYERS, index=1, key="miniature_layers")
     width = right.selectbox("Width H", MINIATURE_WIDTHS, index=1, key="miniature_width")
     st.markdown(miniature_grid_markdown(cached, (layers, width)))
-    st.caption(f"{CACHED_MARK} cached, opens offline · {DOWNLOAD_MARK} downloaded from the Hugging Face "
-               f"Hub when opened (`google/bert_uncased_L-*_H-*`)")
+    st.caption(
+        f"{CACHED_MARK} cached, opens offline · {DOWNLOAD_MARK} downloaded from the Hugging Face "
+        f"Hub when opened (`google/bert_uncased_L-*_H-*`)"
+    )
     return miniature_alias(layers, width)
 
 
 def _pick_custom() -> str | None:
     paths = safety.server_paths_allowed()
-    name = st.text_input(_custom_label(CUSTOM), key="model_custom",
-                         placeholder="owner/name or a checkpoint directory" if paths else "owner/name",
-                         help="A BERT-family encoder (BERT, RoBERTa, ELECTRA, MiniLM, DistilBERT) with "
-                              "config.json and safetensors or PyTorch weights.")
+    name = st.text_input(
+        _custom_label(CUSTOM),
+        key="model_custom",
+        placeholder="owner/name or a checkpoint directory" if paths else "owner/name",
+        help="A BERT-family encoder (BERT, RoBERTa, ELECTRA, MiniLM, DistilBERT) with "
+        "config.json and safetensors or PyTorch weights.",
+    )
     return name.strip() or None
 
 
@@ -120,8 +124,9 @@ def _open(name: str, *, confirmed: bool = False) -> None:
     finally:
         bar.empty()
     if failures:
-        st.session_state[data.ERROR_KEY] = (f"Could not open {shown}: {failures[0]}. Still showing "
-                                            f"{plain(atlas.display_name(data.current_model()))}.")
+        st.session_state[data.ERROR_KEY] = (
+            f"Could not open {shown}: {failures[0]}. Still showing {plain(atlas.display_name(data.current_model()))}."
+        )
         return
     # The picker above was drawn before the download: draw it again with the model marked as cached.
     st.rerun()
@@ -133,8 +138,10 @@ def _confirm_download(name: str | None) -> None:
     if not pending or pending[0].lower() != (name or "").strip().lower():
         return
     _, size, cap = pending
-    st.info(f"{plain(atlas.display_name(pending[0]))} is not on this server yet: opening it downloads "
-            f"{_megabytes(size)} of weights from the Hugging Face Hub (at most {_megabytes(cap)} are allowed).")
+    st.info(
+        f"{plain(atlas.display_name(pending[0]))} is not on this server yet: opening it downloads "
+        f"{_megabytes(size)} of weights from the Hugging Face Hub (at most {_megabytes(cap)} are allowed)."
+    )
     if st.button(f"Download {_megabytes(size)} and open", key="confirm_download"):
         st.session_state.pop(data.PENDING_KEY, None)
         _open(pending[0], confirmed=True)
@@ -161,8 +168,10 @@ def render_sidebar() -> BoundAnalysis:
         labels = [source.label for source in MODEL_SOURCES]
         chosen = st.radio("Source", labels, key=SOURCE_KEY, format_func=_custom_label)
         name = None
-        with safety.guarded(f"drawing the model source {chosen!r}",
-                            lambda message: st.error(f"This source cannot be used now: {message}")):
+        with safety.guarded(
+            f"drawing the model source {chosen!r}",
+            lambda message: st.error(f"This source cannot be used now: {message}"),
+        ):
             name = MODEL_SOURCES[labels.index(chosen)].pick()
         if st.button("Open model", key="open_model", disabled=not name, type="primary") and name:
             st.session_state.pop(data.PENDING_KEY, None)

@@ -91,8 +91,9 @@ def for_display(frame: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def show_table(frame: pd.DataFrame, key: str, *, on_select: Callable[[], None] | None = None,
-               height: int | None = None) -> None:
+def show_table(
+    frame: pd.DataFrame, key: str, *, on_select: Callable[[], None] | None = None, height: int | None = None
+) -> None:
     """Draw ``frame`` readably; with ``on_select``, a click on a row selects it (one row) and calls it."""
     shown = for_display(frame)
     options: dict[str, Any] = {"hide_index": True, "key": key, "column_config": column_config(shown)}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-
 from specbound.bounds import BoundAnalysis
 
 #: Metric labels of the live values (tests look them up by these).
@@ -70,12 +69,21 @@ def readout(analysis: BoundAnalysis, index: int, p: float) -> Readout:
         2.0: 0.5 * (_log(float(profile.frobenius_norm[index])) + log_s) + 0.75 * math.log(n),
     }
     return Readout(
-        label=profile.ids[index].label, layer=layer, p=float(p), rank=rank,
-        log_schatten=float(terms.log_schatten[index]), log_alpha=float(analysis.log_alpha[layer]),
-        log_gamma=float(analysis.log_gamma[index]), log_scale=log_s,
-        log_contribution=float(terms.log_contribution[index]), log_closed_form=closed,
-        grid_m=analysis.grid_m, p_opt=float(analysis.p_opt[index]),
+        label=profile.ids[index].label,
+        layer=layer,
+        p=float(p),
+        rank=rank,
+        log_schatten=float(terms.log_schatten[index]),
+        log_alpha=float(analysis.log_alpha[layer]),
+        log_gamma=float(analysis.log_gamma[index]),
+        log_scale=log_s,
+        log_contribution=float(terms.log_contribution[index]),
+        log_closed_form=closed,
+        grid_m=analysis.grid_m,
+        p_opt=float(analysis.p_opt[index]),
         log_contribution_opt=float(analysis.log_contribution_opt[index]),
-        log_ours=analysis.evaluate().log_total, log_ours_at_p=terms.log_total,
-        log_xi=float(analysis.log_xi[layer]), log_edelman=float(analysis.log_edelman),
+        log_ours=analysis.evaluate().log_total,
+        log_ours_at_p=terms.log_total,
+        log_xi=float(analysis.log_xi[layer]),
+        log_edelman=float(analysis.log_edelman),
     )

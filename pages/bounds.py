@@ -29,8 +29,11 @@ ensure_app_entry()
 
 #: How the per-layer sums are drawn (story of issue 10: layer 0 hides the rest on a linear axis).
 SUMS_VIEW_KEY = "sums_view"
-SUMS_VIEWS = {figures.SumsView.LOG: "log axis", figures.SumsView.SHARE: "share of each layer",
-              figures.SumsView.LINEAR: "stacked values"}
+SUMS_VIEWS = {
+    figures.SumsView.LOG: "log axis",
+    figures.SumsView.SHARE: "share of each layer",
+    figures.SumsView.LINEAR: "stacked values",
+}
 SUMS_CODEC = share.choice_codec({view: view.value for view in SUMS_VIEWS})
 
 analysis = data.current_analysis()
@@ -54,22 +57,33 @@ def explorer() -> None:
     pinned = baseline.current_analysis()
     comparison = compare(analysis, pinned[1], choice.assignment) if pinned else None
     with top:
-        explorer_headline(analysis, terms, comparison, baseline.name_of(pinned[0]) if pinned else None,
-                          f"{choice.summary} · terms evaluated in {elapsed_ms:.2f} ms from the cached spectra")
+        explorer_headline(
+            analysis,
+            terms,
+            comparison,
+            baseline.name_of(pinned[0]) if pinned else None,
+            f"{choice.summary} · terms evaluated in {elapsed_ms:.2f} ms from the cached spectra",
+        )
     source = provenance(model, choice.summary)
     with st.expander("Compare with a baseline"):
         baseline.controls()
 
     st.caption(headline_sentence(analysis))
-    proxies = figures.proxy_comparison({"ours at the chosen p": terms.log_total,
-                                        "ours at p*": analysis.optimal.log_total,
-                                        "Edelman-style": analysis.log_edelman}, source=source)
+    proxies = figures.proxy_comparison(
+        {
+            "ours at the chosen p": terms.log_total,
+            "ours at p*": analysis.optimal.log_total,
+            "Edelman-style": analysis.log_edelman,
+        },
+        source=source,
+    )
     show_figure(proxies, "proxy_comparison")
 
     st.subheader("Where the total comes from")
     share.shared(SUMS_VIEW_KEY, SUMS_CODEC, figures.SumsView.LOG)
-    view = st.radio("Per-layer sums", list(SUMS_VIEWS), format_func=SUMS_VIEWS.__getitem__, horizontal=True,
-                    key=SUMS_VIEW_KEY)
+    view = st.radio(
+        "Per-layer sums", list(SUMS_VIEWS), format_func=SUMS_VIEWS.__getitem__, horizontal=True, key=SUMS_VIEW_KEY
+    )
     sums_col, kinds_col = st.columns([2, 1])
     with sums_col:
         sums = figures.term_sums(analysis, terms, view, source=source)
@@ -87,8 +101,11 @@ def explorer() -> None:
     kept = [label for label in share.shared("curve_matrices", share.TEXTS, default_rows) if label in labels]
     st.session_state["curve_matrices"] = kept or default_rows
     chosen = st.multiselect("Matrices", labels, key="curve_matrices")
-    curves = figures.contribution_curves(analysis, [labels.index(c) for c in chosen], terms, source=source) \
-        if chosen else None
+    curves = (
+        figures.contribution_curves(analysis, [labels.index(c) for c in chosen], terms, source=source)
+        if chosen
+        else None
+    )
     if curves is not None:
         show_figure(curves, "contribution_curves")
 
@@ -101,21 +118,30 @@ def explorer() -> None:
     table = terms_frame(analysis, terms)
     table.insert(0, "matrix", labels)
     with folded("Per-matrix terms (table)"):
-        st.caption("Per matrix: the p used, c(W; p), p* and c(W; p*), then S_p, s_W = γ α⁽ℓ⁾ L and the norms. "
-                   "Click a row to open that matrix above; click a header to sort.")
+        st.caption(
+            "Per matrix: the p used, c(W; p), p* and c(W; p*), then S_p, s_W = γ α⁽ℓ⁾ L and the norms. "
+            "Click a row to open that matrix above; click a header to sort."
+        )
         show_table(table, "terms_table", on_select=lambda: drilldown.from_table("terms_table"))
         csv_download(table, f"{model_file}-terms.csv", "download_terms", "Download the per-matrix terms (CSV)")
         layers_table = layer_frame(analysis, terms)
         show_table(layers_table, "layers_table")
         csv_download(layers_table, f"{model_file}-layers.csv", "download_layers", "Download the per-layer sums (CSV)")
 
-    report_download("Bound explorer", lambda: [
-        ReportSection("Totals", [proxies], note=headline_sentence(analysis)),
-        ReportSection("Where the total comes from", [sums], [kind_table]),
-        ReportSection("c(W; p) against p", [curves] if curves is not None else []),
-        ReportSection("Every term", tables=[table, layer_frame(analysis, terms)],
-                      table_captions=["Per matrix", "Per layer"]),
-    ], model=model, p_text=choice.summary, key="report_bounds")
+    report_download(
+        "Bound explorer",
+        lambda: [
+            ReportSection("Totals", [proxies], note=headline_sentence(analysis)),
+            ReportSection("Where the total comes from", [sums], [kind_table]),
+            ReportSection("c(W; p) against p", [curves] if curves is not None else []),
+            ReportSection(
+                "Every term", tables=[table, layer_frame(analysis, terms)], table_captions=["Per matrix", "Per layer"]
+            ),
+        ],
+        model=model,
+        p_text=choice.summary,
+        key="report_bounds",
+    )
     share.publish()  # a fragment rerun skips app.py: keep the link in step with these controls here
 
 

@@ -49,28 +49,47 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
         base_col.metric(BASELINE_LABEL, format_value(comparison.baseline.log_ours_opt))
         change_col.metric(CHANGE_LABEL, format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt))
     st.markdown(f"**Baseline:** {plain(base_name)}")
-    st.markdown(plain(comparison_sentence(f"Ours at p* for {name}", comparison.model.log_ours_opt, "its baseline's",
-                                            comparison.baseline.log_ours_opt) + " "
-                        + comparison_sentence("Its Edelman-style proxy", comparison.model.log_edelman, "the baseline's",
-                                              comparison.baseline.log_edelman)))
+    st.markdown(
+        plain(
+            comparison_sentence(
+                f"Ours at p* for {name}",
+                comparison.model.log_ours_opt,
+                "its baseline's",
+                comparison.baseline.log_ours_opt,
+            )
+            + " "
+            + comparison_sentence(
+                "Its Edelman-style proxy",
+                comparison.model.log_edelman,
+                "the baseline's",
+                comparison.baseline.log_edelman,
+            )
+        )
+    )
     bound_note()
 
     bars = figures.compare_bars(comparison, source=source)
     show_figure(bars, "compare_bars")
 
     st.subheader("Per kind and per layer")
-    kinds = pd.DataFrame({
-        "kind": [kind.value for kind in Kind],
-        "model": exp_array([comparison.log_kind_sums_model[kind] for kind in Kind]),
-        "baseline": exp_array([comparison.log_kind_sums_baseline[kind] for kind in Kind]),
-        "difference": [comparison.kind_difference[kind] for kind in Kind],
-    })
+    kinds = pd.DataFrame(
+        {
+            "kind": [kind.value for kind in Kind],
+            "model": exp_array([comparison.log_kind_sums_model[kind] for kind in Kind]),
+            "baseline": exp_array([comparison.log_kind_sums_baseline[kind] for kind in Kind]),
+            "difference": [comparison.kind_difference[kind] for kind in Kind],
+        }
+    )
     layers = None
     if comparison.layers_match:
-        layers = pd.DataFrame({"layer": np.arange(len(comparison.log_layer_sums_model)),
-                               "model": exp_array(comparison.log_layer_sums_model),
-                               "baseline": exp_array(comparison.log_layer_sums_baseline),
-                               "difference": comparison.per_layer_difference})
+        layers = pd.DataFrame(
+            {
+                "layer": np.arange(len(comparison.log_layer_sums_model)),
+                "model": exp_array(comparison.log_layer_sums_model),
+                "baseline": exp_array(comparison.log_layer_sums_baseline),
+                "difference": comparison.per_layer_difference,
+            }
+        )
     with folded("Σ c(W; p*) per kind and per layer (tables)"):
         kind_col, layer_col = st.columns(2)
         with kind_col:
@@ -79,8 +98,9 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
             if layers is not None:
                 show_table(layers, "compare_layers")
             else:
-                st.caption("The two models have different depths, so their layers do not correspond: no per-layer "
-                           "differences.")
+                st.caption(
+                    "The two models have different depths, so their layers do not correspond: no per-layer differences."
+                )
 
     st.subheader("Spectra overlaid")
     common_layers = list(range(min(analysis.profile.shape.num_layers, base_analysis.profile.shape.num_layers)))
@@ -96,16 +116,28 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
     overlay = overlaid_spectra(analysis.profile, base_analysis.profile, kind, int(layer), source=source)
     show_figure(overlay, "overlaid_spectra")
 
-    report_download("Compare", lambda: [
-        ReportSection("Totals", [bars], note=f"Baseline: {base_name}"),
-        ReportSection("Per kind and per layer", tables=[kinds] + ([layers] if layers is not None else []),
-                      table_captions=["Σ c(W; p*) per kind", "Σ c(W; p*) per layer"]),
-        ReportSection("Spectra overlaid", [overlay]),
-    ], model=name, p_text="p*", key="report_compare")
+    report_download(
+        "Compare",
+        lambda: [
+            ReportSection("Totals", [bars], note=f"Baseline: {base_name}"),
+            ReportSection(
+                "Per kind and per layer",
+                tables=[kinds] + ([layers] if layers is not None else []),
+                table_captions=["Σ c(W; p*) per kind", "Σ c(W; p*) per layer"],
+            ),
+            ReportSection("Spectra overlaid", [overlay]),
+        ],
+        model=name,
+        p_text="p*",
+        key="report_compare",
+    )
 
 
 if pinned is None:
-    st.info("No baseline yet. Pin the open model (then open another one in the sidebar), or make its "
-            "random-initialised twin: the same shape with untrained weights.", icon=":material/push_pin:")
+    st.info(
+        "No baseline yet. Pin the open model (then open another one in the sidebar), or make its "
+        "random-initialised twin: the same shape with untrained weights.",
+        icon=":material/push_pin:",
+    )
 else:
     show(*pinned)

@@ -33,10 +33,12 @@ LN10 = math.log(10.0)  # the records keep proxies as log10; format_log_value tak
 
 st.title("Lab")
 task = service.reference().runs[0].spec.task.describe()
-st.caption(f"Every model here is a {service.LAB_MODEL_LABEL} ({task}), a "
-           f"transformers BertForSequenceClassification, not a BERT Miniature. The population of the task "
-           f"is known, so the generalization gap (test error on fresh samples − training error) is measured, "
-           f"not guessed. The shipped reference holds {len(service.reference().runs)} runs of the `class` sweep.")
+st.caption(
+    f"Every model here is a {service.LAB_MODEL_LABEL} ({task}), a "
+    f"transformers BertForSequenceClassification, not a BERT Miniature. The population of the task "
+    f"is known, so the generalization gap (test error on fresh samples − training error) is measured, "
+    f"not guessed. The shipped reference holds {len(service.reference().runs)} runs of the `class` sweep."
+)
 
 for kept in (RUN_KEY, STEP_KEY):  # Streamlit drops a widget's state while it is not drawn: keep the choice
     if kept in st.session_state:
@@ -53,8 +55,7 @@ if finished is not None:
         st.session_state[VIEW_KEY] = RUN_VIEW
 
 share.shared(VIEW_KEY, share.choice_codec({RUN_VIEW: "run", SWEEP_VIEW: "sweep", TRAIN_VIEW: "train"}), RUN_VIEW)
-view = st.radio("View", [RUN_VIEW, SWEEP_VIEW, TRAIN_VIEW], key=VIEW_KEY, horizontal=True,
-                label_visibility="collapsed")
+view = st.radio("View", [RUN_VIEW, SWEEP_VIEW, TRAIN_VIEW], key=VIEW_KEY, horizontal=True, label_visibility="collapsed")
 
 if view == RUN_VIEW:
     share.shared(RUN_KEY, service.run_codec(keys), service.default_run(keys))
@@ -66,20 +67,29 @@ if view == RUN_VIEW:
     share.shared(STEP_KEY, service.STEP, steps[-1])
     if st.session_state.get(STEP_KEY) not in steps:
         st.session_state[STEP_KEY] = steps[-1]
-    step = st.select_slider("Training step", steps, key=STEP_KEY,
-                            help="The spectra and the p* map below are those of the checkpoint saved at this step.")
+    step = st.select_slider(
+        "Training step",
+        steps,
+        key=STEP_KEY,
+        help="The spectra and the p* map below are those of the checkpoint saved at this step.",
+    )
     record = next(s for s in run.steps if s.step == step)
-    st.caption(f"`{run.name}`: a {service.LAB_MODEL_LABEL}; {run.params:,} parameters, {len(run.matrices)} proxy "
-               f"matrices; test error at step {step} measured on {record.test_samples:,} fresh samples, standard "
-               f"error {record.test_error_se:.4f}.")
+    st.caption(
+        f"`{run.name}`: a {service.LAB_MODEL_LABEL}; {run.params:,} parameters, {len(run.matrices)} proxy "
+        f"matrices; test error at step {step} measured on {record.test_samples:,} fresh samples, standard "
+        f"error {record.test_error_se:.4f}."
+    )
 
     with st.container(key="lab_step_metrics"):
         total_col, edelman_col, train_col, test_col, gap_col = st.columns(5)
         total_col.metric("Total (ours at p*)", format_log_value(record.ours_log10 * LN10))
         edelman_col.metric("Edelman-style proxy", format_log_value(record.edelman_log10 * LN10))
         train_col.metric("Train error", f"{record.train_error:.4f}")
-        test_col.metric("Test error", f"{record.test_error:.4f}", help=f"± {record.test_error_se:.4f} (one standard "
-                        f"error over {record.test_samples:,} fresh samples)")
+        test_col.metric(
+            "Test error",
+            f"{record.test_error:.4f}",
+            help=f"± {record.test_error_se:.4f} (one standard error over {record.test_samples:,} fresh samples)",
+        )
         gap_col.metric("Gap", f"{record.gap:+.4f}")
 
     frame = service.trajectory(key, run)
@@ -101,15 +111,23 @@ if view == RUN_VIEW:
     with left:
         show_figure(figures.p_star_map_figure(views.p_star_map(run, step)), "lab_p_map")
     with right:
-        st.markdown(f"Each cell is the p* that minimises that matrix's term at step {step}: 0 counts the rank, "
-                    f"1 the nuclear norm, 2 the Frobenius norm. In every reference run all p* are 2 at "
-                    f"initialisation; training moves them, layer by layer.")
+        st.markdown(
+            f"Each cell is the p* that minimises that matrix's term at step {step}: 0 counts the rank, "
+            f"1 the nuclear norm, 2 the Frobenius norm. In every reference run all p* are 2 at "
+            f"initialisation; training moves them, layer by layer."
+        )
         if message := st.session_state.pop(service.OPEN_ERROR_KEY, None):
             st.error(plain(message))
-        st.button("Open as a model", key="lab_open", type="primary", disabled=profile is None,
-                  on_click=service.open_as_model, args=(key, step),
-                  help="Make this run at this step the model of the other pages (Spectra, Bound explorer, …), "
-                       "opened from its stored spectra; a link to it works on this server.")
+        st.button(
+            "Open as a model",
+            key="lab_open",
+            type="primary",
+            disabled=profile is None,
+            on_click=service.open_as_model,
+            args=(key, step),
+            help="Make this run at this step the model of the other pages (Spectra, Bound explorer, …), "
+            "opened from its stored spectra; a link to it works on this server.",
+        )
         st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {service.LAB_MODEL_LABEL}.")
     if profile is not None:
         show_figure(singular_value_profiles(profile), "lab_spectra")
@@ -122,28 +140,42 @@ elif view == SWEEP_VIEW:
     share.shared(SWEEP_KEY, share.choice_codec({o: o for o in (service.REFERENCE, service.HERE)}), service.REFERENCE)
     if st.session_state.get(SWEEP_KEY) not in origins:
         st.session_state[SWEEP_KEY] = service.REFERENCE
-    origin = st.radio("Runs", origins, key=SWEEP_KEY, horizontal=True,
-                      format_func=lambda o: "the shipped reference" if o == service.REFERENCE
-                      else f"the {len(here)} runs trained here")
+    origin = st.radio(
+        "Runs",
+        origins,
+        key=SWEEP_KEY,
+        horizontal=True,
+        format_func=lambda o: (
+            "the shipped reference" if o == service.REFERENCE else f"the {len(here)} runs trained here"
+        ),
+    )
     sweep_frame, table = service.sweep(origin)
-    st.caption(f"Over the final checkpoints of {len(sweep_frame)} runs. Kendall τ: τ-b over all runs; granulated "
-               f"τ (Jiang et al. 2020): the mean over the hyperparameter axes ({', '.join(AXES)}) of the mean τ "
-               f"among runs that differ in that axis alone. A measure that predicts generalization ranks the "
-               f"runs as their gaps do (τ near +1).")
+    st.caption(
+        f"Over the final checkpoints of {len(sweep_frame)} runs. Kendall τ: τ-b over all runs; granulated "
+        f"τ (Jiang et al. 2020): the mean over the hyperparameter axes ({', '.join(AXES)}) of the mean τ "
+        f"among runs that differ in that axis alone. A measure that predicts generalization ranks the "
+        f"runs as their gaps do (τ near +1)."
+    )
     show_figure(figures.measures_figure(sweep_frame, table), "lab_measures")
     st.subheader("Rank correlation with the gap")
     correlation_table = service.correlation_table(table)
-    st.dataframe(correlation_table, hide_index=True, key="lab_correlations",
-                 column_config=service.correlation_columns(correlation_table.columns))
+    st.dataframe(
+        correlation_table,
+        hide_index=True,
+        key="lab_correlations",
+        column_config=service.correlation_columns(correlation_table.columns),
+    )
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")
 
 else:
-    st.caption(f"Train one {service.LAB_MODEL_LABEL} on this server: at most {caps.max_layers} layers, width "
-               f"{' / '.join(map(str, caps.widths))}, n ≤ {caps.max_n_train:,}, {caps.max_steps} steps (about a "
-               f"minute at most). Checkpoints are saved at step 0 and {caps.checkpoints} more times and analysed "
-               f"like any model; the test error is measured on {caps.test_samples:,} fresh samples. The run then "
-               f"joins the run picker.")
+    st.caption(
+        f"Train one {service.LAB_MODEL_LABEL} on this server: at most {caps.max_layers} layers, width "
+        f"{' / '.join(map(str, caps.widths))}, n ≤ {caps.max_n_train:,}, {caps.max_steps} steps (about a "
+        f"minute at most). Checkpoints are saved at step 0 and {caps.checkpoints} more times and analysed "
+        f"like any model; the test error is measured on {caps.test_samples:,} fresh samples. The run then "
+        f"joins the run picker."
+    )
     default = service.DEFAULT_REQUEST
     with st.form("lab_train_form"):
         a, b, c, d = st.columns(4)
@@ -153,13 +185,21 @@ else:
         seed = d.number_input("Seed", 0, caps.max_seed, default.seed, key="lab_form_seed")
         a, b, c = st.columns(3)
         n_train = a.number_input("Training examples n", 1, caps.max_n_train, default.n_train, key="lab_form_n")
-        noise = b.number_input("Label noise q", 0.0, caps.max_label_noise, default.label_noise, step=0.05,
-                               key="lab_form_noise")
+        noise = b.number_input(
+            "Label noise q", 0.0, caps.max_label_noise, default.label_noise, step=0.05, key="lab_form_noise"
+        )
         train_steps = c.number_input("Steps", 1, caps.max_steps, default.steps, key="lab_form_steps")
         submitted = st.form_submit_button("Train", type="primary", key="lab_train")
     if submitted:
-        request = service.RunRequest(layers=int(layers), hidden=int(hidden), heads=int(heads), n_train=int(n_train),
-                                     label_noise=float(noise), steps=int(train_steps), seed=int(seed))
+        request = service.RunRequest(
+            layers=int(layers),
+            hidden=int(hidden),
+            heads=int(heads),
+            n_train=int(n_train),
+            label_noise=float(noise),
+            steps=int(train_steps),
+            seed=int(seed),
+        )
         try:
             service.start_training(request)
         except LabError as exc:

@@ -19,12 +19,24 @@ RATIO_LABEL = "Edelman-style ÷ ours"
 P_STAR_LABEL = "p* summary"
 #: The three steps of the tour: page, label, what it shows.
 TOUR: tuple[tuple[str, str, str, str], ...] = (
-    ("pages/bounds.py", "1 · Bound explorer", ":material/tune:",
-     "Move p for every matrix, per kind or per layer, and watch each term and the total change."),
-    ("pages/why.py", "2 · Why p* wins", ":material/lightbulb:",
-     "Which p each matrix picks, and the scale s_W at which a p above 0 would start to win."),
-    ("pages/compare.py", "3 · Compare", ":material/compare_arrows:",
-     "The trained model against its random-initialised twin, or any other model pinned as a baseline."),
+    (
+        "pages/bounds.py",
+        "1 · Bound explorer",
+        ":material/tune:",
+        "Move p for every matrix, per kind or per layer, and watch each term and the total change.",
+    ),
+    (
+        "pages/why.py",
+        "2 · Why p* wins",
+        ":material/lightbulb:",
+        "Which p each matrix picks, and the scale s_W at which a p above 0 would start to win.",
+    ),
+    (
+        "pages/compare.py",
+        "3 · Compare",
+        ":material/compare_arrows:",
+        "The trained model against its random-initialised twin, or any other model pinned as a baseline.",
+    ),
 )
 #: Short definitions of the symbols used on every page.
 GLOSSARY: tuple[tuple[str, str], ...] = (
@@ -47,10 +59,12 @@ summary, sentence = data.explanation_for(data.current_model())
 st.title("Overview")
 with st.container(border=True):
     st.markdown(f"**Model:** {plain(name)}")
-    st.caption(f"L = {shape.num_layers} layers · hidden width N = {shape.hidden_size} · {shape.num_heads} heads of "
-               f"d = {shape.head_dim} · feed-forward width d_ff = {shape.ffn_size} · "
-               f"{shape.num_matrices} proxy matrices (QK and V per head, M_in and M_out per layer) · "
-               f"grid P_m with m = {analysis.grid_m}")
+    st.caption(
+        f"L = {shape.num_layers} layers · hidden width N = {shape.hidden_size} · {shape.num_heads} heads of "
+        f"d = {shape.head_dim} · feed-forward width d_ff = {shape.ffn_size} · "
+        f"{shape.num_matrices} proxy matrices (QK and V per head, M_in and M_out per layer) · "
+        f"grid P_m with m = {analysis.grid_m}"
+    )
 
 log_ours, log_edelman = analysis.optimal.log_total, analysis.log_edelman
 with headline():

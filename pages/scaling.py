@@ -30,40 +30,56 @@ MINIATURES = "BERT Miniatures"
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
 
 st.title("Scaling")
-st.caption("The paper's growth study: each proxy against width N at fixed depth L, and against L at fixed N, "
-           "divided by its value at one common reference, the smallest L and N in the study (log y). "
-           "A flatter curve grows more slowly.")
+st.caption(
+    "The paper's growth study: each proxy against width N at fixed depth L, and against L at fixed N, "
+    "divided by its value at one common reference, the smallest L and N in the study (log y). "
+    "A flatter curve grows more slowly."
+)
 
 share.shared(FAMILY_KEY, share.choice_codec({MINIATURES: "mini", LAB_FAMILY: "lab"}), MINIATURES)
-family = st.radio("Family", [MINIATURES, LAB_FAMILY], key=FAMILY_KEY, horizontal=True,
-                  help="The lab's encoders are small BERT encoders trained by the specbound lab on a synthetic "
-                       "task (depth 1–2, width 32–64), shipped with the package: growth curves of trained "
-                       "models with no network. They are not BERT Miniatures.")
+family = st.radio(
+    "Family",
+    [MINIATURES, LAB_FAMILY],
+    key=FAMILY_KEY,
+    horizontal=True,
+    help="The lab's encoders are small BERT encoders trained by the specbound lab on a synthetic "
+    "task (depth 1–2, width 32–64), shipped with the package: growth curves of trained "
+    "models with no network. They are not BERT Miniatures.",
+)
 lab_family = family == LAB_FAMILY
 available = service.lab_candidates() if lab_family else service.candidates()
 by_name = {c.name: c for c in available}
 if downloaded := st.session_state.pop(DOWNLOADED_KEY, None):  # join the study once they are available
     st.session_state[MODELS_KEY] = list(dict.fromkeys([*st.session_state.get(MODELS_KEY, []), *downloaded]))
 chosen = st.multiselect(
-    "Models in the study", list(by_name), default=service.default_selection(available),
-    key=LAB_MODELS_KEY if lab_family else MODELS_KEY, format_func=lambda name: by_name[name].describe(),
-    help="The final checkpoints of the lab reference's depth × width family (no label noise, first seed, "
-         "largest n)." if lab_family else
-         "By default the BERT Miniatures available here (from an atlas file or the Hugging Face cache). "
-         "The bundled MiniLM and other opened models can be added, but they are not of the family.")
+    "Models in the study",
+    list(by_name),
+    default=service.default_selection(available),
+    key=LAB_MODELS_KEY if lab_family else MODELS_KEY,
+    format_func=lambda name: by_name[name].describe(),
+    help="The final checkpoints of the lab reference's depth × width family (no label noise, first seed, largest n)."
+    if lab_family
+    else "By default the BERT Miniatures available here (from an atlas file or the Hugging Face cache). "
+    "The bundled MiniLM and other opened models can be added, but they are not of the family.",
+)
 share.shared("scaling_fixed_p", share.BOOL, False)
-show_fixed = st.toggle("Also show the fixed-p regimes p = 0, 1, 2", key="scaling_fixed_p",
-                       help="Every matrix at one p (rank, nuclear, Frobenius): what choosing p per matrix buys.")
+show_fixed = st.toggle(
+    "Also show the fixed-p regimes p = 0, 1, 2",
+    key="scaling_fixed_p",
+    help="Every matrix at one p (rank, nuclear, Frobenius): what choosing p per matrix buys.",
+)
 proxies = [Proxy.OURS, Proxy.EDELMAN] + ([Proxy.P0, Proxy.P1, Proxy.P2] if show_fixed else [])
 
 summaries, profiles, failed = service.summarise(chosen, {c.name: c.label for c in available if c.shown})
 
 study = None
 if len(summaries) < 2:
-    st.info(f"The study needs at least two models of the family; {len(summaries)} "
-            f"{'is' if len(summaries) == 1 else 'are'} chosen and available. Download miniatures below, open "
-            f"an atlas file in the sidebar (source 'Atlas file'), or choose more models above. "
-            f"{atlas.HOW_TO_MAKE}")
+    st.info(
+        f"The study needs at least two models of the family; {len(summaries)} "
+        f"{'is' if len(summaries) == 1 else 'are'} chosen and available. Download miniatures below, open "
+        f"an atlas file in the sidebar (source 'Atlas file'), or choose more models above. "
+        f"{atlas.HOW_TO_MAKE}"
+    )
 else:
     try:
         study = ScalingStudy.from_summaries(summaries)
@@ -74,30 +90,41 @@ if study is not None:
     for note in study.notes:
         st.warning(plain(note))
     exponents = [e for e in study.exponents if e.proxy in proxies]
-    for axis, figure, key in ((Axis.WIDTH, growth_figure_width, "growth_width"),
-                              (Axis.DEPTH, growth_figure_depth, "growth_depth")):
+    for axis, figure, key in (
+        (Axis.WIDTH, growth_figure_width, "growth_width"),
+        (Axis.DEPTH, growth_figure_depth, "growth_depth"),
+    ):
         curves = [c for c in study.curves(axis) if c.proxy in proxies]
         if curves:
             show_figure(figure(curves, exponents), key)
         else:
             fixed = "depth L" if axis is Axis.WIDTH else "width N"
-            st.info(f"No curve against {axis.value}: it needs two models of the same {fixed} with different "
-                    f"{axis.value}, one of them at the reference {axis.value} = {study.reference(axis)}.")
+            st.info(
+                f"No curve against {axis.value}: it needs two models of the same {fixed} with different "
+                f"{axis.value}, one of them at the reference {axis.value} = {study.reference(axis)}."
+            )
     bound_note()
 
     st.subheader("Fitted growth exponents")
-    st.caption("Least-squares slope of ln(proxy) against ln L (at each fixed N) or ln N (at each fixed L); "
-               "rows without a 'Fixed at' value are the pooled fits, one common slope over all groups. "
-               "**r² within groups** counts only the variation inside each group, not the differences "
-               "between groups that their own intercepts absorb. Against L each proxy is also fitted "
-               "**log-linearly** (ln proxy against L, a growth rate per layer: the right law for exponential "
-               "growth such as Edelman's), and 'Better fit' names the law with the smaller residual variance. "
-               f"± is one standard error; fits on fewer than {MIN_SIZES} sizes are flagged, since two "
-               "points fit any law exactly.")
+    st.caption(
+        "Least-squares slope of ln(proxy) against ln L (at each fixed N) or ln N (at each fixed L); "
+        "rows without a 'Fixed at' value are the pooled fits, one common slope over all groups. "
+        "**r² within groups** counts only the variation inside each group, not the differences "
+        "between groups that their own intercepts absorb. Against L each proxy is also fitted "
+        "**log-linearly** (ln proxy against L, a growth rate per layer: the right law for exponential "
+        "growth such as Edelman's), and 'Better fit' names the law with the smaller residual variance. "
+        f"± is one standard error; fits on fewer than {MIN_SIZES} sizes are flagged, since two "
+        "points fit any law exactly."
+    )
     exponents_table = study.exponents_frame()
     exponents_table = exponents_table[exponents_table["proxy"].isin([p.value for p in proxies])]
-    st.dataframe(exponents_table, hide_index=True, key="scaling_exponents",
-                 column_config=service.exponent_columns(), column_order=service.EXPONENT_ORDER)
+    st.dataframe(
+        exponents_table,
+        hide_index=True,
+        key="scaling_exponents",
+        column_config=service.exponent_columns(),
+        column_order=service.EXPONENT_ORDER,
+    )
     csv_download(exponents_table, "growth-exponents.csv", "download_exponents", "Download the exponents (CSV)")
 
     st.subheader("The models")
@@ -109,20 +136,27 @@ if study is not None:
 st.subheader("Not available here")
 missing = service.missing_miniatures(available)
 if failed:
-    st.caption("Chosen but left out (see the errors above): "
-               + ", ".join(plain(atlas.display_name(name)) for name in failed))
+    st.caption(
+        "Chosen but left out (see the errors above): " + ", ".join(plain(atlas.display_name(name)) for name in failed)
+    )
 if lab_family:
-    st.caption("Every model of the lab family is shipped with the package. For the BERT Miniatures choose "
-               "that family above.")
+    st.caption(
+        "Every model of the lab family is shipped with the package. For the BERT Miniatures choose that family above."
+    )
 elif missing.empty:
     st.caption("Every one of the 24 BERT Miniatures is available.")
 else:
-    st.caption(f"{len(missing)} of the 24 BERT Miniatures are neither in the Hugging Face cache nor in an "
-               f"opened atlas, so they are not in the study:")
+    st.caption(
+        f"{len(missing)} of the 24 BERT Miniatures are neither in the Hugging Face cache nor in an "
+        f"opened atlas, so they are not in the study:"
+    )
     st.dataframe(missing, hide_index=True, key="scaling_missing")
     with st.form("scaling_download_form"):
-        wanted = st.multiselect("Download and analyse (needs network access to the Hugging Face Hub)",
-                                list(missing["model"]), key="scaling_download_models")
+        wanted = st.multiselect(
+            "Download and analyse (needs network access to the Hugging Face Hub)",
+            list(missing["model"]),
+            key="scaling_download_models",
+        )
         requested = st.form_submit_button("Download the chosen miniatures")
     if requested and wanted:
         got, errors = service.download(wanted)
@@ -134,13 +168,20 @@ else:
         st.error(message)
 
 st.subheader("Export as an atlas")
-st.caption("The spectral profiles as one portable file, which opens offline in this dashboard (source "
-           "'Atlas file') or with `specbound atlas show`.")
+st.caption(
+    "The spectral profiles as one portable file, which opens offline in this dashboard (source "
+    "'Atlas file') or with `specbound atlas show`."
+)
 left, right = st.columns(2)
 with left:
-    atlas.export_button(profiles, "scaling-atlas.npz", "export_scaling_atlas",
-                        f"Export the {len(profiles)} models of the study")
+    atlas.export_button(
+        profiles, "scaling-atlas.npz", "export_scaling_atlas", f"Export the {len(profiles)} models of the study"
+    )
 with right:
     current = data.current_analysis()
-    atlas.export_button([current.profile], f"{file_stem(current.profile)}-atlas.npz", "export_current_atlas",
-                        f"Export the current model ({atlas.display_name(data.current_model())})")
+    atlas.export_button(
+        [current.profile],
+        f"{file_stem(current.profile)}-atlas.npz",
+        "export_current_atlas",
+        f"Export the current model ({atlas.display_name(data.current_model())})",
+    )

@@ -41,13 +41,18 @@ all_kinds = [kind.value for kind in Kind]
 source = provenance(name, "spectra, independent of p")
 
 st.title("Spectra")
-st.caption(f"{code(name)}: singular values of its L(2H + 2) = {shape.num_matrices} proxy matrices "
-           f"(QK and V per head, M_in and M_out per layer), exact in float64. Zero singular values (below the "
-           f"numerical-rank threshold) cannot sit on a log axis: each panel title counts them.")
+st.caption(
+    f"{code(name)}: singular values of its L(2H + 2) = {shape.num_matrices} proxy matrices "
+    f"(QK and V per head, M_in and M_out per layer), exact in float64. Zero singular values (below the "
+    f"numerical-rank threshold) cannot sit on a log axis: each panel title counts them."
+)
 
 all_heads = list(range(shape.num_heads))
-for key, codec, offered in (("spectra_layers", share.INTS, all_layers), ("spectra_kinds", share.TEXTS, all_kinds),
-                            ("spectra_heads", share.INTS, all_heads)):
+for key, codec, offered in (
+    ("spectra_layers", share.INTS, all_layers),
+    ("spectra_kinds", share.TEXTS, all_kinds),
+    ("spectra_heads", share.INTS, all_heads),
+):
     chosen = share.shared(key, codec, offered if key != "spectra_heads" else [])
     st.session_state[key] = [item for item in chosen if item in offered]  # a link made on a larger model
 share.shared("spectra_normalise", share.BOOL, False)
@@ -56,16 +61,21 @@ share.shared("heatmap_kind", HEATMAP_KIND_CODEC, Kind.QK.value)
 layer_col, kind_col, head_col, option_col = st.columns([3, 3, 3, 2])
 layers = layer_col.multiselect("Layers", all_layers, key="spectra_layers")
 kinds = kind_col.multiselect("Kinds", all_kinds, key="spectra_kinds")
-heads = head_col.multiselect("Draw these heads one by one", all_heads, key="spectra_heads",
-                             placeholder="median and range over heads",
-                             help="Empty: per layer, the median over the heads with a band from min to max.")
+heads = head_col.multiselect(
+    "Draw these heads one by one",
+    all_heads,
+    key="spectra_heads",
+    placeholder="median and range over heads",
+    help="Empty: per layer, the median over the heads with a band from min to max.",
+)
 normalise = option_col.toggle("Normalise by σ₁", key="spectra_normalise")
 
 profiles = energy = None
 if layers and kinds:
     chosen_heads = heads or None
-    profiles = figures.singular_value_profiles(profile, layers, kinds, normalise=normalise, heads=chosen_heads,
-                                               source=source)
+    profiles = figures.singular_value_profiles(
+        profile, layers, kinds, normalise=normalise, heads=chosen_heads, source=source
+    )
     show_figure(profiles, "sv_profiles")
     energy = figures.cumulative_energy_curves(profile, layers, kinds, heads=chosen_heads, source=source)
     show_figure(energy, "cumulative_energy")
@@ -75,10 +85,12 @@ else:
 st.subheader("Per head: rank, stable rank, spectral norm")
 head_kind = Kind(st.radio("Heads of", [Kind.QK.value, Kind.V.value], horizontal=True, key="heatmap_kind"))
 st.caption("Click a cell to open that matrix below.")
-heatmaps = clickable_cells(fit_heatmap_panels(figures.head_heatmaps(profile, head_kind, source=source),
-                                              shape.num_heads))
-show_figure(heatmaps, HEATMAP_KEY,
-            on_select=lambda: drilldown.from_chart(HEATMAP_KEY, analysis, drilldown.head_cell(head_kind)))
+heatmaps = clickable_cells(
+    fit_heatmap_panels(figures.head_heatmaps(profile, head_kind, source=source), shape.num_heads)
+)
+show_figure(
+    heatmaps, HEATMAP_KEY, on_select=lambda: drilldown.from_chart(HEATMAP_KEY, analysis, drilldown.head_cell(head_kind))
+)
 
 st.subheader("One matrix")
 index = drilldown.picker(analysis)
@@ -90,19 +102,31 @@ if index is not None:
 st.subheader("Every matrix")
 table = profile.to_frame()
 with folded("Norms and ranks (table)"):
-    show_table(table.assign(matrix=[m.label for m in profile.ids]), "spectra_table",
-               on_select=lambda: drilldown.from_table("spectra_table"))
+    show_table(
+        table.assign(matrix=[m.label for m in profile.ids]),
+        "spectra_table",
+        on_select=lambda: drilldown.from_table("spectra_table"),
+    )
     left, right = st.columns(2)
     with left:
         csv_download(table, f"{file_stem(profile)}-matrices.csv", "download_matrices", "Download this table (CSV)")
     with right:
-        st.download_button("Download every singular value (CSV)",
-                           lambda: singular_values_frame(profile).to_csv(index=False).encode(),
-                           file_name=f"{file_stem(profile)}-singular-values.csv", mime="text/csv",
-                           key="download_singular_values")
+        st.download_button(
+            "Download every singular value (CSV)",
+            lambda: singular_values_frame(profile).to_csv(index=False).encode(),
+            file_name=f"{file_stem(profile)}-singular-values.csv",
+            mime="text/csv",
+            key="download_singular_values",
+        )
 
-report_download("Spectra", lambda: [
-    ReportSection("Singular values", [f for f in (profiles, energy) if f is not None]),
-    ReportSection(f"{head_kind.value} heads", [heatmaps]),
-    ReportSection("Every matrix", tables=[table]),
-], model=name, p_text="independent of p", key="report_spectra")
+report_download(
+    "Spectra",
+    lambda: [
+        ReportSection("Singular values", [f for f in (profiles, energy) if f is not None]),
+        ReportSection(f"{head_kind.value} heads", [heatmaps]),
+        ReportSection("Every matrix", tables=[table]),
+    ],
+    model=name,
+    p_text="independent of p",
+    key="report_spectra",
+)

@@ -25,7 +25,7 @@ from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
 ensure_app_entry()
 
 #: Scales s_W offered in the playground: powers of ten from 1e-6 to 1e6.
-PLAYGROUND_SCALES = tuple(10.0 ** k for k in range(-6, 7))
+PLAYGROUND_SCALES = tuple(10.0**k for k in range(-6, 7))
 PLAYGROUND_P_LABEL = "p* of the synthetic matrix"
 #: Live values beside a definition, per row.
 METRICS_PER_ROW = 2
@@ -65,16 +65,19 @@ with folded("Why spectrum-adaptive bounds"):  # the lecture notes fold away in p
     )
 
 st.subheader("Live values for the current model")
-st.caption(f"{code(atlas.display_name(data.current_model()))}: L = {shape.num_layers}, N = {shape.hidden_size}, "
-           f"{shape.num_heads} heads of d = {shape.head_dim}, d_ff = {shape.ffn_size}.")
+st.caption(
+    f"{code(atlas.display_name(data.current_model()))}: L = {shape.num_layers}, N = {shape.hidden_size}, "
+    f"{shape.num_heads} heads of d = {shape.head_dim}, d_ff = {shape.ffn_size}."
+)
 pick_col, p_col = st.columns([2, 3])
 default_index = profile.index(MatrixId(shape.num_layers - 1, Kind.M_IN))  # the top layer's M_in
 if st.session_state.get("theory_matrix") not in range(shape.num_matrices):
     st.session_state["theory_matrix"] = default_index
 index = pick_col.selectbox("Matrix W", range(shape.num_matrices), format_func=labels.__getitem__, key="theory_matrix")
 st.session_state["theory_p"] = float(snap_to_grid(share.shared("theory_p", share.P_VALUE, DEFAULT_P), analysis.grid_m))
-p_value = p_col.slider("Schatten index p (snapped to P_m)", 0.0, P_MAX, step=1.0 / analysis.grid_m,
-                       format="%.3f", key="theory_p")
+p_value = p_col.slider(
+    "Schatten index p (snapped to P_m)", 0.0, P_MAX, step=1.0 / analysis.grid_m, format="%.3f", key="theory_p"
+)
 p = float(snap_to_grid(p_value, analysis.grid_m))
 values = live.readout(analysis, int(index), p)
 
@@ -88,83 +91,128 @@ def definition(latex: str, *metrics: tuple[str, str], note: str | None = None) -
             st.caption(note)
     with right:
         for start in range(0, len(metrics), METRICS_PER_ROW):  # two per row: values stay whole on a projector
-            row = metrics[start:start + METRICS_PER_ROW]
-            for column, (label, value) in zip(st.columns(METRICS_PER_ROW)[:len(row)], row, strict=True):
+            row = metrics[start : start + METRICS_PER_ROW]
+            for column, (label, value) in zip(st.columns(METRICS_PER_ROW)[: len(row)], row, strict=True):
                 column.metric(label, value)
 
 
-st.markdown("**Singular values and numerical rank.** σ₁ ≥ σ₂ ≥ … of W, in float64; values at or below "
-            "a relative threshold count as exact zeros.")
-definition(r"\operatorname{rank}(W) = \#\{\, i : \sigma_i > \tau\, k\, \max(\sigma_1, 1) \,\}",
-           (live.RANK_LABEL, str(values.rank)),
-           note=f"τ = {RANK_TOL:g} and k = min(rows, cols) of W (N for QK and V, whose rank is at most d).")
-definition(r"S_p(W) = \sum_{i \le \operatorname{rank}(W)} \sigma_i^{\,p} \ (p > 0), \qquad "
-           r"S_0(W) = \operatorname{rank}(W)",
-           (live.SCHATTEN_LABEL, format_log_value(values.log_schatten)),
-           note=f"At p = {p:.3g}. p → 0 counts the rank, p = 1 is the nuclear norm, p = 2 the squared Frobenius norm.")
+st.markdown(
+    "**Singular values and numerical rank.** σ₁ ≥ σ₂ ≥ … of W, in float64; values at or below "
+    "a relative threshold count as exact zeros."
+)
+definition(
+    r"\operatorname{rank}(W) = \#\{\, i : \sigma_i > \tau\, k\, \max(\sigma_1, 1) \,\}",
+    (live.RANK_LABEL, str(values.rank)),
+    note=f"τ = {RANK_TOL:g} and k = min(rows, cols) of W (N for QK and V, whose rank is at most d).",
+)
+definition(
+    r"S_p(W) = \sum_{i \le \operatorname{rank}(W)} \sigma_i^{\,p} \ (p > 0), \qquad "
+    r"S_0(W) = \operatorname{rank}(W)",
+    (live.SCHATTEN_LABEL, format_log_value(values.log_schatten)),
+    note=f"At p = {p:.3g}. p → 0 counts the rank, p = 1 is the nuclear norm, p = 2 the squared Frobenius norm.",
+)
 
 st.markdown("**How the layers above and around W scale its contribution.**")
-definition(r"\alpha^{(\ell)} = \prod_{k > \ell} L_\varphi\, \|M_{\mathrm{in}}^{(k)}\|_2\, \|M_{\mathrm{out}}^{(k)}\|_2"
-           r" \sum_h \|V^{(k,h)}\|_2 \,\bigl(1 + 4\,\|QK^{(k,h)}\|_2\bigr)",
-           (live.ALPHA_LABEL, format_log_value(values.log_alpha)),
-           note=f"L_φ = {L_PHI} bounds the GELU's Lipschitz constant; α = 1 for the top layer. Layer ℓ = {values.layer}.")
-definition(r"\gamma = \begin{cases} 2\,\|V^{(\ell,h)}\|_2 \|M_{\mathrm{out}}^{(\ell)}\|_2 \|M_{\mathrm{in}}^{(\ell)}\|_2"
-           r" & QK \\ \|M_{\mathrm{out}}^{(\ell)}\|_2 \|M_{\mathrm{in}}^{(\ell)}\|_2 & V \\ "
-           r"\|M_{\mathrm{out}}^{(\ell)}\|_2 & M_{\mathrm{in}} \\ 1 & M_{\mathrm{out}} \end{cases}"
-           r"\qquad s_W = \gamma\, \alpha^{(\ell)}\, L",
-           (live.GAMMA_LABEL, format_log_value(values.log_gamma)),
-           (live.SCALE_LABEL, format_log_value(values.log_scale)))
+definition(
+    r"\alpha^{(\ell)} = \prod_{k > \ell} L_\varphi\, \|M_{\mathrm{in}}^{(k)}\|_2\, \|M_{\mathrm{out}}^{(k)}\|_2"
+    r" \sum_h \|V^{(k,h)}\|_2 \,\bigl(1 + 4\,\|QK^{(k,h)}\|_2\bigr)",
+    (live.ALPHA_LABEL, format_log_value(values.log_alpha)),
+    note=f"L_φ = {L_PHI} bounds the GELU's Lipschitz constant; α = 1 for the top layer. Layer ℓ = {values.layer}.",
+)
+definition(
+    r"\gamma = \begin{cases} 2\,\|V^{(\ell,h)}\|_2 \|M_{\mathrm{out}}^{(\ell)}\|_2"
+    r" \|M_{\mathrm{in}}^{(\ell)}\|_2"
+    r" & QK \\ \|M_{\mathrm{out}}^{(\ell)}\|_2 \|M_{\mathrm{in}}^{(\ell)}\|_2 & V \\ "
+    r"\|M_{\mathrm{out}}^{(\ell)}\|_2 & M_{\mathrm{in}} \\ 1 & M_{\mathrm{out}} \end{cases}"
+    r"\qquad s_W = \gamma\, \alpha^{(\ell)}\, L",
+    (live.GAMMA_LABEL, format_log_value(values.log_gamma)),
+    (live.SCALE_LABEL, format_log_value(values.log_scale)),
+)
 
 st.markdown("**The contribution of one matrix, and its three landmark regimes.**")
-definition(r"c(W; p) = S_p(W)^{\frac{1}{p+2}}\; s_W^{\frac{p}{p+2}}\; N^{\frac{p+1}{p+2}}",
-           (live.CONTRIBUTION_LABEL, format_log_value(values.log_contribution)))
-definition(r"\begin{aligned} c(W;0) &= \sqrt{\operatorname{rank}(W)\, N} \\ c(W;1) &= (\|W\|_*\, s_W)^{1/3} N^{2/3}"
-           r" \\ c(W;2) &= \sqrt{\|W\|_F\, s_W}\; N^{3/4} \end{aligned}",
-           *[(label, format_log_value(values.log_closed_form[q])) for q, label in live.CLOSED_FORM_LABELS.items()],
-           note="Computed here from the rank and the norms directly, as a check on c(W; p) at p = 0, 1, 2.")
+definition(
+    r"c(W; p) = S_p(W)^{\frac{1}{p+2}}\; s_W^{\frac{p}{p+2}}\; N^{\frac{p+1}{p+2}}",
+    (live.CONTRIBUTION_LABEL, format_log_value(values.log_contribution)),
+)
+definition(
+    r"\begin{aligned} c(W;0) &= \sqrt{\operatorname{rank}(W)\, N} \\ c(W;1) &= (\|W\|_*\, s_W)^{1/3} N^{2/3}"
+    r" \\ c(W;2) &= \sqrt{\|W\|_F\, s_W}\; N^{3/4} \end{aligned}",
+    *[(label, format_log_value(values.log_closed_form[q])) for q, label in live.CLOSED_FORM_LABELS.items()],
+    note="Computed here from the rank and the norms directly, as a check on c(W; p) at p = 0, 1, 2.",
+)
 
 st.markdown("**Choosing p after training.** The guarantee covers a finite grid; each matrix takes its best point.")
-definition(r"\begin{gathered} P_m = \{0, \tfrac1m, \tfrac2m, \dots, 2\},\quad m = \lceil L + \ln \max(N, 2) \rceil"
-           r" \\ p^*_W = \operatorname*{arg\,min}_{p \in P_m} c(W; p) \end{gathered}",
-           (live.GRID_LABEL, str(values.grid_m)), (live.P_OPT_LABEL, f"{values.p_opt:.4g}"),
-           note=f"c(W; p*) = {format_log_value(values.log_contribution_opt)} (ties go to the smaller p).")
+definition(
+    r"\begin{gathered} P_m = \{0, \tfrac1m, \tfrac2m, \dots, 2\},\quad m = \lceil L + \ln \max(N, 2) \rceil"
+    r" \\ p^*_W = \operatorname*{arg\,min}_{p \in P_m} c(W; p) \end{gathered}",
+    (live.GRID_LABEL, str(values.grid_m)),
+    (live.P_OPT_LABEL, f"{values.p_opt:.4g}"),
+    note=f"c(W; p*) = {format_log_value(values.log_contribution_opt)} (ties go to the smaller p).",
+)
 
 st.markdown("**The two proxies compared on the Scaling page.**")
-definition(r"B_{\text{ours}} = \sum_{W} c(W; p^*_W) + \sqrt{L}",
-           (live.OURS_LABEL, format_log_value(values.log_ours)),
-           (live.OURS_AT_P_LABEL, format_log_value(values.log_ours_at_p)),
-           note=f"The sum runs over all L(2H + 2) = {shape.num_matrices} proxy matrices.")
-definition(r"\xi^{(\ell)} = \sum_h \Bigl[(\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_2\|QK_h\|_{2,1})^{2/3}"
-           r" + (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_{2,1})^{2/3}\Bigr]"
-           r" + (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_{2,1})^{2/3} + \|M_{\mathrm{out}}\|_{2,1}^{2/3}",
-           (live.XI_LABEL, format_log_value(values.log_xi)))
-definition(r"B_{\text{Edelman}} = \Bigl(1 + \sum_\ell \bigl(\alpha^{(\ell)}\bigr)^{2/3} \xi^{(\ell)}\Bigr)^{3/2}",
-           (live.EDELMAN_LABEL, format_log_value(values.log_edelman)),
-           note="The exponent 3/2 on a sum over L layers is where the $L^{3/2}$ depth dependence comes from.")
+definition(
+    r"B_{\text{ours}} = \sum_{W} c(W; p^*_W) + \sqrt{L}",
+    (live.OURS_LABEL, format_log_value(values.log_ours)),
+    (live.OURS_AT_P_LABEL, format_log_value(values.log_ours_at_p)),
+    note=f"The sum runs over all L(2H + 2) = {shape.num_matrices} proxy matrices.",
+)
+definition(
+    r"\xi^{(\ell)} = \sum_h \Bigl[(\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_2\|QK_h\|_{2,1})^{2/3}"
+    r" + (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_{2,1})^{2/3}\Bigr]"
+    r" + (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_{2,1})^{2/3} + \|M_{\mathrm{out}}\|_{2,1}^{2/3}",
+    (live.XI_LABEL, format_log_value(values.log_xi)),
+)
+definition(
+    r"B_{\text{Edelman}} = \Bigl(1 + \sum_\ell \bigl(\alpha^{(\ell)}\bigr)^{2/3} \xi^{(\ell)}\Bigr)^{3/2}",
+    (live.EDELMAN_LABEL, format_log_value(values.log_edelman)),
+    note="The exponent 3/2 on a sum over L layers is where the $L^{3/2}$ depth dependence comes from.",
+)
 bound_note()
 
 st.divider()
 st.subheader("Playground: a synthetic spectrum")
-st.info("**Synthetic, not from any model.** Choose how the singular values of an imaginary matrix decay and "
-        "watch c(W; p) over p: a sharply low-rank spectrum favours small p, a large scale s_W pushes p* "
-        "down and a small one pushes it up, towards the Frobenius end.", icon=":material/science:")
+st.info(
+    "**Synthetic, not from any model.** Choose how the singular values of an imaginary matrix decay and "
+    "watch c(W; p) over p: a sharply low-rank spectrum favours small p, a large scale s_W pushes p* "
+    "down and a small one pushes it up, towards the Frobenius end.",
+    icon=":material/science:",
+)
 left, middle, right = st.columns(3)
 rank = left.slider("Rank", 1, 512, 64, key="play_rank")
 decay = left.selectbox("Decay law", list(Decay), format_func=lambda d: d.value, key="play_decay")
-rate = middle.slider("Decay rate", 0.0, 3.0, 1.0, step=0.05, key="play_rate",
-                     help="power law: σᵢ = σ₁ i^(-rate); exponential: σᵢ = σ₁ e^(-rate (i - 1)); "
-                          "step: σ₁ for the first quarter, σ₁ 10^(-rate) after; flat ignores it.")
+rate = middle.slider(
+    "Decay rate",
+    0.0,
+    3.0,
+    1.0,
+    step=0.05,
+    key="play_rate",
+    help="power law: σᵢ = σ₁ i^(-rate); exponential: σᵢ = σ₁ e^(-rate (i - 1)); "
+    "step: σ₁ for the first quarter, σ₁ 10^(-rate) after; flat ignores it.",
+)
 top = middle.number_input("Top value σ₁", min_value=1e-3, max_value=1e3, value=1.0, key="play_top")
-scale = right.select_slider("Scale s_W", PLAYGROUND_SCALES, value=1.0, key="play_scale",
-                            format_func=lambda s: f"1e{round(math.log10(s)):+d}")
+scale = right.select_slider(
+    "Scale s_W", PLAYGROUND_SCALES, value=1.0, key="play_scale", format_func=lambda s: f"1e{round(math.log10(s)):+d}"
+)
 width = right.number_input("Width N", min_value=2, max_value=8192, value=512, step=64, key="play_width")
-grid_m = st.slider("Grid resolution m of P_m", 1, 40, grid_resolution(shape.num_layers, int(width)), key="play_m",
-                   help=f"Default ⌈L + ln N⌉ with the current model's depth L = {shape.num_layers} and this width.")
+grid_m = st.slider(
+    "Grid resolution m of P_m",
+    1,
+    40,
+    grid_resolution(shape.num_layers, int(width)),
+    key="play_m",
+    help=f"Default ⌈L + ln N⌉ with the current model's depth L = {shape.num_layers} and this width.",
+)
 spectrum = synthetic_spectrum(int(rank), decay, float(rate), float(top))
 curve = contribution_curve(spectrum, hidden_size=max(int(width), int(rank)), scale=float(scale), grid_m=int(grid_m))
 st.metric(PLAYGROUND_P_LABEL, f"{curve.p_opt:.4g}")
-regime = ("the rank end (p = 0)" if curve.p_opt == 0 else "the Frobenius end (p = 2)" if curve.p_opt == P_MAX
-          else "in between: neither rank nor Frobenius alone")
-st.caption(f"Winner: {regime}. Numerical rank {curve.rank}; N = {max(int(width), int(rank))} "
-           f"(at least the rank).")
+regime = (
+    "the rank end (p = 0)"
+    if curve.p_opt == 0
+    else "the Frobenius end (p = 2)"
+    if curve.p_opt == P_MAX
+    else "in between: neither rank nor Frobenius alone"
+)
+st.caption(f"Winner: {regime}. Numerical rank {curve.rank}; N = {max(int(width), int(rank))} (at least the rank).")
 show_figure(playground_figure(spectrum, curve), "playground")

@@ -37,43 +37,64 @@ bound_note()
 st.subheader("p* of every matrix")
 st.caption("Click a cell to open that matrix below.")
 p_map = clickable_cells(figures.p_star_map(analysis, source=source))
-show_figure(p_map, P_STAR_MAP_KEY,
-            on_select=lambda: drilldown.from_chart(P_STAR_MAP_KEY, analysis, drilldown.p_star_cell))
+show_figure(
+    p_map, P_STAR_MAP_KEY, on_select=lambda: drilldown.from_chart(P_STAR_MAP_KEY, analysis, drilldown.p_star_cell)
+)
 histogram = figures.p_star_histogram(analysis, source=source)
 show_figure(histogram, "p_star_histogram")
 
 st.subheader("Rank against its structural maximum")
-st.caption("QK and V heads can reach rank d = N / H, M_in and M_out min(N, d_ff): a full-rank matrix pays the "
-           "full √(rank · N) at p = 0.")
+st.caption(
+    "QK and V heads can reach rank d = N / H, M_in and M_out min(N, d_ff): a full-rank matrix pays the "
+    "full √(rank · N) at p = 0."
+)
 share.shared(RANK_KIND_KEY, RANK_KIND_CODEC, Kind.QK.value)
 rank_kind = st.radio("Kind", [kind.value for kind in Kind], horizontal=True, key=RANK_KIND_KEY)
 ranks = rank_against_maximum(profile, rank_kind, source=source)
 show_figure(ranks, "rank_against_maximum")
 
 st.subheader("Scale against break-even")
-st.caption(plain("Above the diagonal, s_W is larger than the break-even scale s*_W: every p > 0 costs more than "
-                   "counting rank, so p* = 0. Below it, some p > 0 wins."))
+st.caption(
+    plain(
+        "Above the diagonal, s_W is larger than the break-even scale s*_W: every p > 0 costs more than "
+        "counting rank, so p* = 0. Below it, some p > 0 wins."
+    )
+)
 even_figure = figures.break_even_figure(analysis, source=source)
 show_figure(even_figure, "break_even")
 even = break_even(analysis)
-table = pd.DataFrame({"matrix": [m.label for m in profile.ids], "p_opt": analysis.p_opt,
-                      "log10_scale": even.log10_scale, "log10_break_even": even.log10_break_even,
-                      "decades_above": even.decades_above, "first_winning_p": even.first_winning_p,
-                      "rank": profile.rank})
+table = pd.DataFrame(
+    {
+        "matrix": [m.label for m in profile.ids],
+        "p_opt": analysis.p_opt,
+        "log10_scale": even.log10_scale,
+        "log10_break_even": even.log10_break_even,
+        "decades_above": even.decades_above,
+        "first_winning_p": even.first_winning_p,
+        "rank": profile.rank,
+    }
+)
 # on screen, "p = 0 wins" instead of an empty (NaN) cell; the CSV keeps NaN
 shown = table.assign(first_winning_p=[f"{p:.3f}" if p == p else "none: p = 0 wins" for p in table["first_winning_p"]])
 with folded("Per matrix (table)"):
     show_table(shown, "break_even_table", on_select=lambda: drilldown.from_table("break_even_table"))
-    csv_download(table, f"{file_stem(profile)}-break-even.csv", "download_break_even",
-                 "Download the break-even table (CSV)")
+    csv_download(
+        table, f"{file_stem(profile)}-break-even.csv", "download_break_even", "Download the break-even table (CSV)"
+    )
 
 st.subheader("One matrix")
 index = drilldown.picker(analysis)
 if index is not None:
     drilldown.detail(analysis, index, analysis.optimal, source)
 
-report_download("Why p* wins", lambda: [
-    ReportSection("p* of every matrix", [p_map, histogram], note=f"{summary.headline()}. {sentence}"),
-    ReportSection("Rank against its structural maximum", [ranks]),
-    ReportSection("Scale against break-even", [even_figure], [table]),
-], model=name, p_text="p*", key="report_why")
+report_download(
+    "Why p* wins",
+    lambda: [
+        ReportSection("p* of every matrix", [p_map, histogram], note=f"{summary.headline()}. {sentence}"),
+        ReportSection("Rank against its structural maximum", [ranks]),
+        ReportSection("Scale against break-even", [even_figure], [table]),
+    ],
+    model=name,
+    p_text="p*",
+    key="report_why",
+)

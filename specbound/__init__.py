@@ -10,13 +10,23 @@ Pure computation (no UI imports). The usual path::
 from __future__ import annotations
 
 from ._version import __version__
-from .loading import compute_profile, load_profile
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from .errors import SpecboundError
+from .loading import compute_profile, load_profile
 from .matrices import EncoderShape, Kind
 from .profile import MatrixId, SpectralProfile
 
 __all__ = [
-    "BoundAnalysis", "BoundSettings", "BoundTerms", "EncoderShape", "Kind", "MatrixId", "PAssignment",
-    "SpecboundError", "SpectralProfile", "__version__", "compute_profile", "load_profile",
+    "BoundAnalysis",
+    "BoundSettings",
+    "BoundTerms",
+    "EncoderShape",
+    "Kind",
+    "MatrixId",
+    "PAssignment",
+    "SpecboundError",
+    "SpectralProfile",
+    "__version__",
+    "compute_profile",
+    "load_profile",
 ]

@@ -46,8 +46,10 @@ SCHEMA_VERSION = 1
 MANIFEST_KEY = "manifest"
 #: Stored array per profile field, with its exact dtype.
 _ARRAYS: dict[str, np.dtype] = {
-    "singular_values": np.dtype(np.float64), "full_dims": np.dtype(np.int64),
-    "norm_21": np.dtype(np.float64), "norm_11": np.dtype(np.float64),
+    "singular_values": np.dtype(np.float64),
+    "full_dims": np.dtype(np.int64),
+    "norm_21": np.dtype(np.float64),
+    "norm_11": np.dtype(np.float64),
 }
 
 
@@ -78,6 +80,7 @@ def _key(index: int, field_name: str) -> str:
 
 # --- export -------------------------------------------------------------------------------------
 
+
 def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
     """Write profiles to one atlas file (atomically: a temporary file renamed into place)."""
     profiles = list(profiles)
@@ -91,8 +94,11 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
             raise ValueError(f"{profile.model} (revision {profile.revision}) is given twice")
         seen.add((profile.model, profile.revision))
         entry: dict[str, Any] = {
-            "name": profile.model, "revision": profile.revision,
-            "shape": dataclasses.asdict(profile.shape), "arrays": {}, "sha256": {},
+            "name": profile.model,
+            "revision": profile.revision,
+            "shape": dataclasses.asdict(profile.shape),
+            "arrays": {},
+            "sha256": {},
         }
         for field_name, dtype in _ARRAYS.items():
             array = np.ascontiguousarray(getattr(profile, field_name))
@@ -106,8 +112,7 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
             entry["arrays"][field_name] = key
             entry["sha256"][field_name] = array_sha256(array)
         models.append(entry)
-    manifest = {"format": FORMAT, "schema": SCHEMA_VERSION, "created_by": f"specbound {__version__}",
-                "models": models}
+    manifest = {"format": FORMAT, "schema": SCHEMA_VERSION, "created_by": f"specbound {__version__}", "models": models}
     path = Path(path)
     require_parent(path, "atlas")
     with atomic_write(path) as f:
@@ -116,6 +121,7 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
 
 
 # --- import -------------------------------------------------------------------------------------
+
 
 def _require(condition: bool, path: Path, problem: str) -> None:
     if not condition:
@@ -127,16 +133,24 @@ def _parse_entry(i: int, model: Any, path: Path) -> AtlasEntry:
     try:
         name, revision, sizes = model["name"], model["revision"], model["shape"]
         keys, digests = model["arrays"], model["sha256"]
-        if not (isinstance(name, str) and name and isinstance(revision, str) and isinstance(sizes, dict)
-                and isinstance(keys, dict) and isinstance(digests, dict)
-                and all(isinstance(keys[f], str) and isinstance(digests[f], str) for f in _ARRAYS)):
+        if not (
+            isinstance(name, str)
+            and name
+            and isinstance(revision, str)
+            and isinstance(sizes, dict)
+            and isinstance(keys, dict)
+            and isinstance(digests, dict)
+            and all(isinstance(keys[f], str) and isinstance(digests[f], str) for f in _ARRAYS)
+        ):
             raise TypeError
         values = {f.name: sizes[f.name] for f in dataclasses.fields(EncoderShape)}
     except (KeyError, TypeError, ValueError):
-        raise AtlasError(f"{path.name} is not a valid specbound atlas: manifest entry {i} is "
-                         f"incomplete") from None
-    _require(all(is_genuine_int(v) and v >= 1 for v in values.values()), path,
-             f"manifest entry {i} has sizes that are not positive integers")
+        raise AtlasError(f"{path.name} is not a valid specbound atlas: manifest entry {i} is incomplete") from None
+    _require(
+        all(is_genuine_int(v) and v >= 1 for v in values.values()),
+        path,
+        f"manifest entry {i} has sizes that are not positive integers",
+    )
     try:
         shape = EncoderShape(**values)
         check_encoder_shape(shape, f"manifest entry {i}")
@@ -150,17 +164,25 @@ def _parse_manifest(text: str, path: Path) -> tuple[AtlasManifest, list[Mapping[
         manifest = parse_json(text, "the manifest", LIMITS.max_manifest_bytes)
     except ValueError:
         raise AtlasError(f"{path.name} is not a valid specbound atlas: its manifest is not JSON") from None
-    _require(isinstance(manifest, dict) and manifest.get("format") == FORMAT, path,
-             f"the manifest does not declare format '{FORMAT}'")
+    _require(
+        isinstance(manifest, dict) and manifest.get("format") == FORMAT,
+        path,
+        f"the manifest does not declare format '{FORMAT}'",
+    )
     schema = manifest.get("schema")
     _require(is_genuine_int(schema) and schema >= 1, path, "the manifest has no schema version")
     if schema > SCHEMA_VERSION:
-        raise AtlasError(f"{path.name} uses atlas schema {schema}, newer than this specbound reads "
-                         f"({SCHEMA_VERSION}); upgrade specbound")
+        raise AtlasError(
+            f"{path.name} uses atlas schema {schema}, newer than this specbound reads "
+            f"({SCHEMA_VERSION}); upgrade specbound"
+        )
     models = manifest.get("models")
     _require(isinstance(models, list) and len(models) > 0, path, "the manifest lists no models")
-    _require(len(models) <= LIMITS.max_atlas_models, path,
-             f"it lists {len(models)} models, above the limit of {LIMITS.max_atlas_models}")
+    _require(
+        len(models) <= LIMITS.max_atlas_models,
+        path,
+        f"it lists {len(models)} models, above the limit of {LIMITS.max_atlas_models}",
+    )
     entries = tuple(_parse_entry(i, model, path) for i, model in enumerate(models))
     seen: set[str] = set()
     for entry in entries:
@@ -182,16 +204,21 @@ def _read(path: Path | str) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]
     if not path.is_file():
         raise AtlasError(f"no atlas file at {path.name}")
     try:
-        with NpzArchive(path, max_file_bytes=LIMITS.max_atlas_file_bytes,
-                        max_total_bytes=LIMITS.max_atlas_total_bytes,
-                        max_member_bytes=8 * LIMITS.max_profile_values,
-                        max_members=1 + len(_ARRAYS) * LIMITS.max_atlas_models) as archive:
+        with NpzArchive(
+            path,
+            max_file_bytes=LIMITS.max_atlas_file_bytes,
+            max_total_bytes=LIMITS.max_atlas_total_bytes,
+            max_member_bytes=8 * LIMITS.max_profile_values,
+            max_members=1 + len(_ARRAYS) * LIMITS.max_atlas_models,
+        ) as archive:
             _require(MANIFEST_KEY in archive.keys, path, "it has no manifest")
             manifest, models = _parse_manifest(archive.read_text(MANIFEST_KEY, LIMITS.max_manifest_bytes), path)
             for entry, model in zip(manifest.entries, models, strict=True):  # every declared size, before any data
                 _check_declared(archive, entry, model, path)
-            profiles = tuple(_read_profile(archive, entry, model, path)
-                             for entry, model in zip(manifest.entries, models, strict=True))
+            profiles = tuple(
+                _read_profile(archive, entry, model, path)
+                for entry, model in zip(manifest.entries, models, strict=True)
+            )
     except AtlasError:
         raise
     except zipfile.BadZipFile:
@@ -199,8 +226,9 @@ def _read(path: Path | str) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]
             _require(f.read(6) != b"\x93NUMPY", path, "it is a single array, not an archive")
         raise AtlasError(f"{path.name} is not a specbound atlas (not a readable .npz file)") from None
     except (ValueError, OSError, EOFError, KeyError, zipfile.LargeZipFile, NotImplementedError) as exc:
-        raise AtlasError(f"{path.name} is not a valid specbound atlas: "
-                         f"{quoted(exc, 160) or type(exc).__name__}") from None
+        raise AtlasError(
+            f"{path.name} is not a valid specbound atlas: {quoted(exc, 160) or type(exc).__name__}"
+        ) from None
     return manifest, profiles
 
 
@@ -210,9 +238,12 @@ def _check_declared(archive: NpzArchive, entry: AtlasEntry, model: Mapping[str, 
         key, expected = model["arrays"][field_name], _expected(field_name, entry.shape)
         _require(key in archive.keys, path, f"array '{quoted(key)}' of {quoted(entry.name)} is missing")
         header = archive.header(key)
-        _require(header.dtype == dtype and header.shape == expected, path,
-                 f"array '{quoted(key)}' of {quoted(entry.name)} is declared {header.dtype} {header.shape}, "
-                 f"but its manifest implies {dtype} {expected}")
+        _require(
+            header.dtype == dtype and header.shape == expected,
+            path,
+            f"array '{quoted(key)}' of {quoted(entry.name)} is declared {header.dtype} {header.shape}, "
+            f"but its manifest implies {dtype} {expected}",
+        )
 
 
 def _read_profile(archive: NpzArchive, entry: AtlasEntry, model: Mapping[str, Any], path: Path) -> SpectralProfile:
@@ -221,8 +252,11 @@ def _read_profile(archive: NpzArchive, entry: AtlasEntry, model: Mapping[str, An
     for field_name, dtype in _ARRAYS.items():
         key = model["arrays"][field_name]
         array = archive.read(key, dtype, _expected(field_name, entry.shape))
-        _require(array_sha256(array) == model["sha256"][field_name], path,
-                 f"array '{quoted(key)}' of {quoted(entry.name)} does not match its checksum (damaged file)")
+        _require(
+            array_sha256(array) == model["sha256"][field_name],
+            path,
+            f"array '{quoted(key)}' of {quoted(entry.name)} does not match its checksum (damaged file)",
+        )
         arrays[field_name] = array
     try:
         profile = SpectralProfile(model=entry.name, revision=entry.revision, shape=entry.shape, **arrays)
@@ -252,8 +286,9 @@ def atlas_member(path: Path | str, name: str | None = None) -> SpectralProfile:
     if name is None:
         if len(profiles) == 1:
             return profiles[0]
-        raise AtlasError(f"{Path(path).name} holds {len(profiles)} models: name one as "
-                         f"atlas:FILE#MODEL (it holds: {held})")
+        raise AtlasError(
+            f"{Path(path).name} holds {len(profiles)} models: name one as atlas:FILE#MODEL (it holds: {held})"
+        )
     for profile in profiles:
         if profile.model == name:
             return profile

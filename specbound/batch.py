@@ -99,17 +99,22 @@ def record_slug(name: str) -> str:
 def how_to_get(error: SpecboundError, ref: ModelRef | None) -> str:
     """A one-line hint for a model that could not be analysed."""
     if isinstance(error, OfflineError) and ref is not None and ref.repo_id:
-        return (f"re-run with network access to download {ref.repo_id} into the Hugging Face cache "
-                f"(later runs then work offline), or copy that cache from a machine that has it")
+        return (
+            f"re-run with network access to download {ref.repo_id} into the Hugging Face cache "
+            f"(later runs then work offline), or copy that cache from a machine that has it"
+        )
     if isinstance(error, ModelNotFoundError):
-        return ("give a local checkpoint directory, a Hub repository id (owner/name), a miniature alias "
-                "such as L4-H256, or minilm-l6")
+        return (
+            "give a local checkpoint directory, a Hub repository id (owner/name), a miniature alias "
+            "such as L4-H256, or minilm-l6"
+        )
     if isinstance(error, CheckpointError):
         return "the checkpoint files are unusable: re-download them or use another checkpoint"
     return "see the reason"
 
 
 # --- files --------------------------------------------------------------------------------------
+
 
 def _settings_dict(settings: BoundSettings) -> dict[str, Any]:
     return {"l_phi": settings.l_phi, "grid_m": settings.grid_m}
@@ -127,8 +132,7 @@ def _read_record(out: Path, name: str, settings: BoundSettings) -> ModelSummary 
         return None
     try:
         record = read_json(record_path, record_path.name, LIMITS.max_config_bytes)
-        if (record["schema"], record["model"], record["settings"]) != (RECORD_SCHEMA, name,
-                                                                      _settings_dict(settings)):
+        if (record["schema"], record["model"], record["settings"]) != (RECORD_SCHEMA, name, _settings_dict(settings)):
             return None
         return ModelSummary.from_dict(record["summary"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -143,18 +147,30 @@ def _write_record(out: Path, requested: str, analysis: BoundAnalysis, summary: M
     frame = terms_frame(analysis, analysis.evaluate())
     frame.insert(0, "model", summary.name)
     write_text_atomic(matrices_path, frame.to_csv(index=False))
-    record = {"schema": RECORD_SCHEMA, "model": summary.name, "requested": requested,
-              "revision": analysis.profile.revision, "settings": _settings_dict(analysis.settings),
-              "summary": summary.to_dict()}
+    record = {
+        "schema": RECORD_SCHEMA,
+        "model": summary.name,
+        "requested": requested,
+        "revision": analysis.profile.revision,
+        "settings": _settings_dict(analysis.settings),
+        "summary": summary.to_dict(),
+    }
     write_text_atomic(record_path, json.dumps(record, indent=1, allow_nan=False))
 
 
 # --- the run ------------------------------------------------------------------------------------
 
-def run_grid(names: Sequence[str], out: Path | str, *, settings: BoundSettings = BoundSettings(),
-             atlas: Path | str | None = None, use_cache: bool = True,
-             progress: Callable[[str], ProgressCallback] = lambda name: silent,
-             report: Callable[[str], None] = lambda line: None) -> GridResult:
+
+def run_grid(
+    names: Sequence[str],
+    out: Path | str,
+    *,
+    settings: BoundSettings = BoundSettings(),
+    atlas: Path | str | None = None,
+    use_cache: bool = True,
+    progress: Callable[[str], ProgressCallback] = lambda name: silent,
+    report: Callable[[str], None] = lambda line: None,
+) -> GridResult:
     """Analyse each model (skipping those already recorded in ``out``) and write the study's files.
 
     ``progress(name)`` gives the download/analysis callback for one model; ``report`` receives one
@@ -196,13 +212,16 @@ def run_grid(names: Sequence[str], out: Path | str, *, settings: BoundSettings =
             report(f"{prefix}: missing: {exc}")
             continue
         except OSError as exc:
-            raise SpecboundError(f"cannot write the results of {requested} to {out.name}: "
-                                 f"{describe_os_error(exc)}") from None
+            raise SpecboundError(
+                f"cannot write the results of {requested} to {out.name}: {describe_os_error(exc)}"
+            ) from None
         profiles[summary.name] = profile
         outcomes.append(ModelOutcome(requested, Status.DONE, summary))
-        report(f"{prefix}: done, L={summary.num_layers} N={summary.hidden_size}, "
-               f"log10 ours {summary.log_ours * LOG10_E:.4f}, "
-               f"log10 Edelman {summary.log_edelman * LOG10_E:.4f}")
+        report(
+            f"{prefix}: done, L={summary.num_layers} N={summary.hidden_size}, "
+            f"log10 ours {summary.log_ours * LOG10_E:.4f}, "
+            f"log10 Edelman {summary.log_edelman * LOG10_E:.4f}"
+        )
 
     if not any(o.ok for o in outcomes):
         _write_missing(out, outcomes)
@@ -221,9 +240,13 @@ def _write_missing(out: Path, outcomes: Sequence[ModelOutcome]) -> Path | None:
     if not missing:
         path.unlink(missing_ok=True)  # a stale list from an earlier run would mislead
         return None
-    write_text_atomic(path, pd.DataFrame([{"name": o.requested, "reason": o.reason, "how_to_get": o.how_to_get}
-                                           for o in missing],
-                                          columns=["name", "reason", "how_to_get"]).to_csv(index=False))
+    write_text_atomic(
+        path,
+        pd.DataFrame(
+            [{"name": o.requested, "reason": o.reason, "how_to_get": o.how_to_get} for o in missing],
+            columns=["name", "reason", "how_to_get"],
+        ).to_csv(index=False),
+    )
     return path
 
 
@@ -269,8 +292,13 @@ def _write_study(out: Path, study: ScalingStudy, notes: list[str]) -> list[Path]
     return files
 
 
-def _write_atlas(outcomes: Sequence[ModelOutcome], profiles: dict[str, SpectralProfile], atlas: Path | str,
-                 use_cache: bool, notes: list[str]) -> list[Path]:
+def _write_atlas(
+    outcomes: Sequence[ModelOutcome],
+    profiles: dict[str, SpectralProfile],
+    atlas: Path | str,
+    use_cache: bool,
+    notes: list[str],
+) -> list[Path]:
     """The profiles of every available model in one atlas file (those skipped this run from the cache)."""
     from .atlas import save_atlas
     from .loading import load_profile
@@ -293,9 +321,14 @@ def _write_atlas(outcomes: Sequence[ModelOutcome], profiles: dict[str, SpectralP
     return [save_atlas(chosen, atlas)]
 
 
-def _write_outputs(out: Path, outcomes: Sequence[ModelOutcome], profiles: dict[str, SpectralProfile],
-                   atlas: Path | str | None, use_cache: bool,
-                   report: Callable[[str], None]) -> GridResult:
+def _write_outputs(
+    out: Path,
+    outcomes: Sequence[ModelOutcome],
+    profiles: dict[str, SpectralProfile],
+    atlas: Path | str | None,
+    use_cache: bool,
+    report: Callable[[str], None],
+) -> GridResult:
     """Every file of the study from the finished models; notes say what had to be left out."""
     summaries = [o.summary for o in outcomes if o.ok and o.summary is not None]
     notes: list[str] = []

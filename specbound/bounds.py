@@ -38,8 +38,8 @@ from .logspace import LOG_TINY, exp_array, exp_or_inf, logsumexp, safe_log
 from .matrices import Kind
 from .profile import MatrixId, SpectralProfile
 
-
 # --- elementary formulas: arrays in, numbers out --------------------------------------------------
+
 
 def grid_resolution(num_layers: int, hidden_size: int) -> int:
     """m = ceil(L + ln max(N, 2)), at least 1: the post-hoc grid has spacing 1/m."""
@@ -79,8 +79,7 @@ def log_schatten(singular_values: np.ndarray, counted: np.ndarray, p: np.ndarray
     return safe_log(powered.sum(axis=1))
 
 
-def log_contribution(log_s_p: np.ndarray, log_scale: np.ndarray, p: np.ndarray | float,
-                     hidden_size: int) -> np.ndarray:
+def log_contribution(log_s_p: np.ndarray, log_scale: np.ndarray, p: np.ndarray | float, hidden_size: int) -> np.ndarray:
     """ln c(W; p) = [ln S_p + p ln s_W + (p + 1) ln N] / (p + 2)."""
     p = np.asarray(p, dtype=np.float64)
     return (log_s_p + p * log_scale + (p + 1.0) * math.log(hidden_size)) / (p + 2.0)
@@ -97,15 +96,18 @@ def optimal_index(log_c_grid: np.ndarray) -> np.ndarray:
     return np.argmax(log_c_grid <= best + TIE_RTOL, axis=-1)
 
 
-def log_contribution_table(singular_values: np.ndarray, counted: np.ndarray, log_scale: np.ndarray,
-                           ps: np.ndarray, hidden_size: int) -> np.ndarray:
+def log_contribution_table(
+    singular_values: np.ndarray, counted: np.ndarray, log_scale: np.ndarray, ps: np.ndarray, hidden_size: int
+) -> np.ndarray:
     """ln c(W; p) of every matrix (rows) at every p in ps (columns): (M, len(ps))."""
-    return np.stack([log_contribution(log_schatten(singular_values, counted, p), log_scale, p, hidden_size)
-                     for p in ps], axis=1)
+    return np.stack(
+        [log_contribution(log_schatten(singular_values, counted, p), log_scale, p, hidden_size) for p in ps], axis=1
+    )
 
 
-def log_layer_factors(spec_m_in: np.ndarray, spec_m_out: np.ndarray, spec_v: np.ndarray,
-                      spec_qk: np.ndarray, l_phi: float) -> np.ndarray:
+def log_layer_factors(
+    spec_m_in: np.ndarray, spec_m_out: np.ndarray, spec_v: np.ndarray, spec_qk: np.ndarray, l_phi: float
+) -> np.ndarray:
     """ln f^(k) per layer. spec_m_in, spec_m_out: (L,) spectral norms; spec_v, spec_qk: (L, H)."""
     head_sum = (spec_v * (1.0 + 4.0 * spec_qk)).sum(axis=1)  # (L,)
     return math.log(l_phi) + safe_log(spec_m_in) + safe_log(spec_m_out) + safe_log(head_sum)
@@ -117,23 +119,34 @@ def log_alpha(log_factors: np.ndarray) -> np.ndarray:
     return np.append(above[1:], 0.0)
 
 
-def log_edelman(log_alpha_: np.ndarray, spec_m_in: np.ndarray, spec_m_out: np.ndarray,
-                norm21_m_in: np.ndarray, norm21_m_out: np.ndarray, spec_v: np.ndarray,
-                norm21_v: np.ndarray, norm21_qk: np.ndarray) -> tuple[np.ndarray, float]:
+def log_edelman(
+    log_alpha_: np.ndarray,
+    spec_m_in: np.ndarray,
+    spec_m_out: np.ndarray,
+    norm21_m_in: np.ndarray,
+    norm21_m_out: np.ndarray,
+    spec_v: np.ndarray,
+    norm21_v: np.ndarray,
+    norm21_qk: np.ndarray,
+) -> tuple[np.ndarray, float]:
     """(ln xi^(l) per layer, ln of the Edelman-style proxy). Per-layer inputs (L,), per-head (L, H)."""
     log_mlp = safe_log(spec_m_out) + safe_log(spec_m_in)  # (L,)
-    terms = np.concatenate([
-        (2 / 3) * (log_mlp[:, None] + safe_log(spec_v) + safe_log(norm21_qk)),  # (L, H)
-        (2 / 3) * (log_mlp[:, None] + safe_log(norm21_v)),  # (L, H)
-        (2 / 3) * (safe_log(spec_m_out) + safe_log(norm21_m_in))[:, None],  # (L, 1)
-        (2 / 3) * safe_log(norm21_m_out)[:, None],  # (L, 1)
-    ], axis=1)
+    terms = np.concatenate(
+        [
+            (2 / 3) * (log_mlp[:, None] + safe_log(spec_v) + safe_log(norm21_qk)),  # (L, H)
+            (2 / 3) * (log_mlp[:, None] + safe_log(norm21_v)),  # (L, H)
+            (2 / 3) * (safe_log(spec_m_out) + safe_log(norm21_m_in))[:, None],  # (L, 1)
+            (2 / 3) * safe_log(norm21_m_out)[:, None],  # (L, 1)
+        ],
+        axis=1,
+    )
     log_xi = logsumexp(terms, axis=1)  # (L,)
     inner = logsumexp(np.append((2 / 3) * log_alpha_ + log_xi, 0.0))  # ln(1 + sum_l ...)
     return log_xi, 1.5 * float(inner)
 
 
 # --- the user's choice of p ---------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PAssignment:
@@ -167,6 +180,7 @@ class PAssignment:
 
 # --- results ------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class BoundSettings:
     """Constants of the proxy. grid_m=None takes m = ceil(L + ln max(N, 2))."""
@@ -177,10 +191,14 @@ class BoundSettings:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.l_phi) and 0 < self.l_phi <= LIMITS.max_l_phi):
             raise ValueError(f"L_phi must be a positive number of at most {LIMITS.max_l_phi:g}, got {self.l_phi}")
-        if self.grid_m is not None and (not isinstance(self.grid_m, int | np.integer) or isinstance(self.grid_m, bool)
-                                        or not 1 <= self.grid_m <= LIMITS.max_grid_m):
-            raise ValueError(f"the grid resolution m must be an integer from 1 to {LIMITS.max_grid_m}, "
-                             f"got {self.grid_m}")
+        if self.grid_m is not None and (
+            not isinstance(self.grid_m, int | np.integer)
+            or isinstance(self.grid_m, bool)
+            or not 1 <= self.grid_m <= LIMITS.max_grid_m
+        ):
+            raise ValueError(
+                f"the grid resolution m must be an integer from 1 to {LIMITS.max_grid_m}, got {self.grid_m}"
+            )
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,22 +270,39 @@ class BoundAnalysis:
         log_gamma = profile.assemble(
             qk=math.log(2.0) + safe_log(spec_v) + log_mlp[:, None],  # (L, H)
             v=log_mlp[:, None],  # (L, 1), the same for every head
-            m_in=safe_log(spec_out), m_out=np.zeros(L),
+            m_in=safe_log(spec_out),
+            m_out=np.zeros(L),
         )
         log_scale = np.maximum(log_gamma + log_alpha_[profile.layers] + math.log(L), LOG_TINY)
 
         m = settings.grid_m or grid_resolution(L, N)
-        log_c_grid = log_contribution_table(profile.singular_values, profile.above_threshold, log_scale,
-                                            p_grid(m), N)  # (M, 2m + 1)
+        log_c_grid = log_contribution_table(
+            profile.singular_values, profile.above_threshold, log_scale, p_grid(m), N
+        )  # (M, 2m + 1)
 
         norm21 = profile.norm_21
         log_xi, log_edel = log_edelman(
-            log_alpha_, spec_in, spec_out,
-            profile.per_layer(norm21, Kind.M_IN), profile.per_layer(norm21, Kind.M_OUT), spec_v,
-            profile.per_head(norm21, Kind.V), profile.per_head(norm21, Kind.QK),
+            log_alpha_,
+            spec_in,
+            spec_out,
+            profile.per_layer(norm21, Kind.M_IN),
+            profile.per_layer(norm21, Kind.M_OUT),
+            spec_v,
+            profile.per_head(norm21, Kind.V),
+            profile.per_head(norm21, Kind.QK),
         )
-        return cls(profile, settings, m, log_alpha_, log_gamma, log_scale, log_c_grid,
-                   optimal_index(log_c_grid), log_xi, log_edel)
+        return cls(
+            profile,
+            settings,
+            m,
+            log_alpha_,
+            log_gamma,
+            log_scale,
+            log_c_grid,
+            optimal_index(log_c_grid),
+            log_xi,
+            log_edel,
+        )
 
     @property
     def grid(self) -> np.ndarray:
@@ -312,13 +347,17 @@ class BoundAnalysis:
         prof = self.profile
         log_s = log_schatten(prof.singular_values, prof.above_threshold, p)
         return BoundTerms(
-            p=p.copy(), log_schatten=log_s,
+            p=p.copy(),
+            log_schatten=log_s,
             log_contribution=log_contribution(log_s, self.log_scale, p, prof.shape.hidden_size),
-            layers=prof.layers, kinds=prof.kinds, sqrt_depth=math.sqrt(prof.shape.num_layers),
+            layers=prof.layers,
+            kinds=prof.kinds,
+            sqrt_depth=math.sqrt(prof.shape.num_layers),
         )
 
     def contribution_curves(self, ps: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """ln c(W; p) for the selected matrices (rows) at every p in ps: (rows, len(ps))."""
         prof = self.profile
-        return log_contribution_table(prof.singular_values[rows], prof.above_threshold[rows],
-                                      self.log_scale[rows], ps, prof.shape.hidden_size)
+        return log_contribution_table(
+            prof.singular_values[rows], prof.above_threshold[rows], self.log_scale[rows], ps, prof.shape.hidden_size
+        )

@@ -45,10 +45,12 @@ def _content_digest(arrays: dict[str, np.ndarray]) -> str:
 
 
 def _stored_arrays(profile: SpectralProfile) -> dict[str, np.ndarray]:
-    return {"singular_values": profile.singular_values.astype(_FLOATS, copy=False),
-            "full_dims": profile.full_dims.astype(_INTS, copy=False),
-            "norm_21": profile.norm_21.astype(_FLOATS, copy=False),
-            "norm_11": profile.norm_11.astype(_FLOATS, copy=False)}
+    return {
+        "singular_values": profile.singular_values.astype(_FLOATS, copy=False),
+        "full_dims": profile.full_dims.astype(_INTS, copy=False),
+        "norm_21": profile.norm_21.astype(_FLOATS, copy=False),
+        "norm_11": profile.norm_11.astype(_FLOATS, copy=False),
+    }
 
 
 class ProfileCache:
@@ -72,8 +74,13 @@ class ProfileCache:
     @staticmethod
     def _read(path: Path, model: str, revision: str) -> SpectralProfile:
         width_bytes = 8 * LIMITS.max_profile_values
-        with NpzArchive(path, max_file_bytes=2 * width_bytes, max_total_bytes=2 * width_bytes,
-                        max_member_bytes=width_bytes, max_members=5) as archive:
+        with NpzArchive(
+            path,
+            max_file_bytes=2 * width_bytes,
+            max_total_bytes=2 * width_bytes,
+            max_member_bytes=width_bytes,
+            max_members=5,
+        ) as archive:
             meta = parse_json(archive.read_text(_META, LIMITS.max_config_bytes), "meta", 4 * LIMITS.max_config_bytes)
             if (meta["schema"], meta["model"], meta["revision"]) != (SCHEMA_VERSION, model, revision):
                 raise ValueError("entry does not match its key")
@@ -84,10 +91,12 @@ class ProfileCache:
             m, n = shape.num_matrices, shape.hidden_size
             if m * n > LIMITS.max_profile_values:
                 raise ValueError("entry too large")
-            arrays = {"singular_values": archive.read("singular_values", _FLOATS, (m, n)),
-                      "full_dims": archive.read("full_dims", _INTS, (m,)),
-                      "norm_21": archive.read("norm_21", _FLOATS, (m,)),
-                      "norm_11": archive.read("norm_11", _FLOATS, (m,))}
+            arrays = {
+                "singular_values": archive.read("singular_values", _FLOATS, (m, n)),
+                "full_dims": archive.read("full_dims", _INTS, (m,)),
+                "norm_21": archive.read("norm_21", _FLOATS, (m,)),
+                "norm_11": archive.read("norm_11", _FLOATS, (m,)),
+            }
         if _content_digest(arrays) != meta["sha256"]:
             raise ValueError("entry does not match its checksum")
         profile = SpectralProfile(model=model, revision=revision, shape=shape, **arrays)
@@ -100,8 +109,13 @@ class ProfileCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(path.parent)
         arrays = _stored_arrays(profile)
-        meta = {"schema": SCHEMA_VERSION, "model": profile.model, "revision": profile.revision,
-                "shape": dataclasses.asdict(profile.shape), "sha256": _content_digest(arrays)}
+        meta = {
+            "schema": SCHEMA_VERSION,
+            "model": profile.model,
+            "revision": profile.revision,
+            "shape": dataclasses.asdict(profile.shape),
+            "sha256": _content_digest(arrays),
+        }
         with atomic_write(path) as f:
             np.savez(f, allow_pickle=False, **{_META: np.array(json.dumps(meta)), **arrays})
         return path

@@ -33,11 +33,17 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import (CheckpointError, InvalidWeightsError, ModelNotFoundError, OfflineError,
-                     UnsupportedModelError)
+from .errors import CheckpointError, InvalidWeightsError, ModelNotFoundError, OfflineError, UnsupportedModelError
 from .files import describe_os_error, parse_json, read_json
-from .limits import (LIMITS, MAX_DOWNLOAD_ENV_VAR, LimitExceededError, check_encoder_shape,
-                     is_genuine_int, max_download_bytes, quoted)
+from .limits import (
+    LIMITS,
+    MAX_DOWNLOAD_ENV_VAR,
+    LimitExceededError,
+    check_encoder_shape,
+    is_genuine_int,
+    max_download_bytes,
+    quoted,
+)
 from .matrices import EncoderShape, LayerWeights
 from .models import ModelRef
 from .progress import ProgressCallback, ProgressEvent, silent
@@ -45,7 +51,10 @@ from .progress import ProgressCallback, ProgressEvent, silent
 CONFIG_FILE = "config.json"
 #: Weight files in order of preference: safetensors before pickles, single files before shards.
 WEIGHT_FILES: tuple[str, ...] = (
-    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json",
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
 )
 
 
@@ -67,32 +76,51 @@ class LayerNaming:
 
 
 BERT_NAMING = LayerNaming(
-    root="encoder.layer", query="attention.self.query.weight", key="attention.self.key.weight",
-    value="attention.self.value.weight", attn_out="attention.output.dense.weight",
-    ffn_in="intermediate.dense.weight", ffn_out="output.dense.weight",
+    root="encoder.layer",
+    query="attention.self.query.weight",
+    key="attention.self.key.weight",
+    value="attention.self.value.weight",
+    attn_out="attention.output.dense.weight",
+    ffn_in="intermediate.dense.weight",
+    ffn_out="output.dense.weight",
     config_fields=("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size"),
 )
 DISTILBERT_NAMING = LayerNaming(
-    root="transformer.layer", query="attention.q_lin.weight", key="attention.k_lin.weight",
-    value="attention.v_lin.weight", attn_out="attention.out_lin.weight",
-    ffn_in="ffn.lin1.weight", ffn_out="ffn.lin2.weight",
+    root="transformer.layer",
+    query="attention.q_lin.weight",
+    key="attention.k_lin.weight",
+    value="attention.v_lin.weight",
+    attn_out="attention.out_lin.weight",
+    ffn_in="ffn.lin1.weight",
+    ffn_out="ffn.lin2.weight",
     config_fields=("n_layers", "dim", "n_heads", "hidden_dim"),
 )
 #: model_type in config.json -> layer naming. MiniLM checkpoints declare "bert".
 FAMILIES: dict[str, LayerNaming] = {
-    "bert": BERT_NAMING, "roberta": BERT_NAMING, "xlm-roberta": BERT_NAMING, "camembert": BERT_NAMING,
-    "electra": BERT_NAMING, "distilbert": DISTILBERT_NAMING,
+    "bert": BERT_NAMING,
+    "roberta": BERT_NAMING,
+    "xlm-roberta": BERT_NAMING,
+    "camembert": BERT_NAMING,
+    "electra": BERT_NAMING,
+    "distilbert": DISTILBERT_NAMING,
 }
 
 
 # --- the Hub ------------------------------------------------------------------------------------
 
-def _hub_file(repo_id: str, filename: str, revision: str | None, *, local_only: bool,
-              progress: ProgressCallback) -> Path:
+
+def _hub_file(
+    repo_id: str, filename: str, revision: str | None, *, local_only: bool, progress: ProgressCallback
+) -> Path:
     from huggingface_hub import hf_hub_download
 
-    path = hf_hub_download(repo_id, filename, revision=revision, local_files_only=local_only,
-                           tqdm_class=None if local_only else _forwarding_tqdm(progress, filename))
+    path = hf_hub_download(
+        repo_id,
+        filename,
+        revision=revision,
+        local_files_only=local_only,
+        tqdm_class=None if local_only else _forwarding_tqdm(progress, filename),
+    )
     return Path(path)
 
 
@@ -181,7 +209,8 @@ class DownloadPlan:
         if not self.within_cap:
             raise LimitExceededError(
                 f"'{self.repo_id}' needs {self.total_bytes / 1e6:,.0f} MB of weights, more than the download "
-                f"cap of {self.cap_bytes / 1e6:,.0f} MB (set {MAX_DOWNLOAD_ENV_VAR} to raise it)")
+                f"cap of {self.cap_bytes / 1e6:,.0f} MB (set {MAX_DOWNLOAD_ENV_VAR} to raise it)"
+            )
 
 
 def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> DownloadPlan:
@@ -199,8 +228,10 @@ def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> Downloa
         _check_reachable(ref)
         config_size = _remote_size(repo, CONFIG_FILE, ref.revision)
         if config_size is not None and config_size > LIMITS.max_config_bytes:
-            raise LimitExceededError(f"{CONFIG_FILE} of '{repo}' is {config_size} bytes, more than the "
-                                     f"{LIMITS.max_config_bytes} a model configuration may have")
+            raise LimitExceededError(
+                f"{CONFIG_FILE} of '{repo}' is {config_size} bytes, more than the "
+                f"{LIMITS.max_config_bytes} a model configuration may have"
+            )
         config = _hub_file(repo, CONFIG_FILE, ref.revision, local_only=False, progress=progress)
         read_config(config.parent)  # not a BERT-family encoder, or too large: stop before any weight
         for filename in WEIGHT_FILES:
@@ -210,8 +241,10 @@ def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> Downloa
             if not filename.endswith(".index.json"):
                 return DownloadPlan(repo, ref.revision, config.parent, ((filename, size),), cap)
             if size > LIMITS.max_index_bytes:
-                raise LimitExceededError(f"the shard index {filename} of '{repo}' is {size} bytes, more "
-                                         f"than the {LIMITS.max_index_bytes} allowed")
+                raise LimitExceededError(
+                    f"the shard index {filename} of '{repo}' is {size} bytes, more "
+                    f"than the {LIMITS.max_index_bytes} allowed"
+                )
             index = _hub_file(repo, filename, ref.revision, local_only=False, progress=progress)
             shards = sorted(set(_read_index(index).values()))
             sized = []
@@ -259,20 +292,25 @@ class _hub_errors:
         return None
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Literal[False]:
-        if exc is None or isinstance(exc, CheckpointError | ModelNotFoundError | OfflineError
-                                     | LimitExceededError):
+        if exc is None or isinstance(exc, CheckpointError | ModelNotFoundError | OfflineError | LimitExceededError):
             return False
-        from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, HfHubHTTPError,
-                                            HFValidationError, LocalEntryNotFoundError,
-                                            RepositoryNotFoundError, RevisionNotFoundError)
+        from huggingface_hub.errors import (
+            EntryNotFoundError,
+            GatedRepoError,
+            HfHubHTTPError,
+            HFValidationError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
 
         repo, ref = self.ref.repo_id, self.ref
         if isinstance(exc, GatedRepoError):
-            raise ModelNotFoundError(f"'{repo}' is a gated repository on the Hub: log in with "
-                                     f"'hf auth login' after accepting its terms") from None
+            raise ModelNotFoundError(
+                f"'{repo}' is a gated repository on the Hub: log in with 'hf auth login' after accepting its terms"
+            ) from None
         if isinstance(exc, RepositoryNotFoundError):
-            raise ModelNotFoundError(f"there is no model '{repo}' on the Hugging Face Hub "
-                                     f"(or it is private)") from None
+            raise ModelNotFoundError(f"there is no model '{repo}' on the Hugging Face Hub (or it is private)") from None
         if isinstance(exc, RevisionNotFoundError):
             raise ModelNotFoundError(f"'{repo}' has no revision '{ref.revision}' on the Hub") from None
         if isinstance(exc, HFValidationError):
@@ -282,8 +320,9 @@ class _hub_errors:
         if isinstance(exc, EntryNotFoundError):
             raise CheckpointError(f"'{repo}' on the Hub has no {CONFIG_FILE}: not a transformers model") from None
         if isinstance(exc, OSError) and exc.errno in _DISK_ERRORS:
-            raise CheckpointError(f"cannot store the files of '{repo}' in the Hugging Face cache: "
-                                  f"{describe_os_error(exc)}") from None
+            raise CheckpointError(
+                f"cannot store the files of '{repo}' in the Hugging Face cache: {describe_os_error(exc)}"
+            ) from None
         if isinstance(exc, HfHubHTTPError | OSError):
             raise OfflineError(_offline_message(ref, f"the Hub cannot be reached ({type(exc).__name__})")) from None
         return False
@@ -309,11 +348,14 @@ def _check_reachable(ref: ModelRef) -> None:
 
 
 def _offline_message(ref: ModelRef, why: str) -> str:
-    return (f"model '{ref.name}' is not in the local Hugging Face cache and {why}; connect to the "
-            f"internet and retry to download it once, or pass a local checkpoint directory")
+    return (
+        f"model '{ref.name}' is not in the local Hugging Face cache and {why}; connect to the "
+        f"internet and retry to download it once, or pass a local checkpoint directory"
+    )
 
 
 # --- files on disk ------------------------------------------------------------------------------
+
 
 def _inside(directory: Path, path: Path) -> bool:
     """Whether ``path``, links followed, stays inside the checkpoint directory.
@@ -334,8 +376,7 @@ def _contained(directory: Path, name: Any, source: str) -> Path:
     pure = PurePosixPath(name)
     path = directory / name
     if pure.is_absolute() or ".." in pure.parts or "\\" in name or not _inside(directory, path):
-        raise CheckpointError(f"{source} names a file outside the checkpoint directory "
-                              f"({quoted(name)}): refused")
+        raise CheckpointError(f"{source} names a file outside the checkpoint directory ({quoted(name)}): refused")
     return path
 
 
@@ -353,14 +394,17 @@ def _read_index(index_file: Path) -> dict[str, str]:
     except OSError as exc:
         raise CheckpointError(f"cannot read the shard index {index_file.name}: {describe_os_error(exc)}") from None
     except (ValueError, KeyError, TypeError) as exc:
-        raise CheckpointError(f"cannot read the shard index {index_file.name}: "
-                              f"{quoted(exc) or type(exc).__name__}") from None
+        raise CheckpointError(
+            f"cannot read the shard index {index_file.name}: {quoted(exc) or type(exc).__name__}"
+        ) from None
     if not isinstance(weight_map, dict):
         raise CheckpointError(f"the shard index {index_file.name} has no weight_map")
     for tensor, shard in weight_map.items():
         if not isinstance(shard, str):
-            raise CheckpointError(f"the shard index {index_file.name} gives tensor {quoted(tensor)} a shard "
-                                  f"that is not a file name ({quoted(shard)})")
+            raise CheckpointError(
+                f"the shard index {index_file.name} gives tensor {quoted(tensor)} a shard "
+                f"that is not a file name ({quoted(shard)})"
+            )
     return weight_map
 
 
@@ -425,8 +469,11 @@ def fingerprint(directory: Path) -> str:
             sample = _content_sample(path, stat.st_size)
         except OSError as exc:
             raise CheckpointError(f"cannot read {path.name} in {directory.name}: {describe_os_error(exc)}") from None
-        digest.update(f"{path.name}:{path.resolve().name}:{stat.st_size}:{stat.st_mtime_ns}:"
-                      f"{stat.st_ctime_ns}:".encode() + sample + b"\n")
+        digest.update(
+            f"{path.name}:{path.resolve().name}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:".encode()
+            + sample
+            + b"\n"
+        )
     return digest.hexdigest()[:16]
 
 
@@ -448,8 +495,7 @@ def read_config(directory: Path) -> tuple[EncoderShape, LayerNaming]:
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise UnsupportedModelError(
-            f"model type '{quoted(model_type)}' is not a BERT-family encoder "
-            f"(supported: {', '.join(sorted(FAMILIES))})"
+            f"model type '{quoted(model_type)}' is not a BERT-family encoder (supported: {', '.join(sorted(FAMILIES))})"
         )
     naming = FAMILIES[model_type]
     values: list[int] = []
@@ -467,8 +513,23 @@ def read_config(directory: Path) -> tuple[EncoderShape, LayerNaming]:
 
 
 #: safetensors dtype -> bytes per element (the format's full list, to check the data offsets)
-_SAFETENSORS_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2,
-                         "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+_SAFETENSORS_ITEMSIZE = {
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "F8_E5M2": 1,
+    "F8_E4M3": 1,
+    "I16": 2,
+    "U16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "I32": 4,
+    "U32": 4,
+    "F32": 4,
+    "I64": 8,
+    "U64": 8,
+    "F64": 8,
+}
 #: dtypes a weight matrix may have
 _FLOAT_DTYPES = frozenset({"F16", "BF16", "F32", "F64", "float16", "bfloat16", "float32", "float64"})
 
@@ -491,6 +552,7 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
     The header length is capped, and every entry's dtype, shape and data offsets are checked against
     the file's size, so a lying header is refused before safetensors maps any tensor.
     """
+
     def corrupt(problem: str) -> CheckpointError:
         return CheckpointError(f"cannot read {path.name}: corrupt or not a safetensors file ({problem})")
 
@@ -502,8 +564,10 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
                 raise corrupt("shorter than its 8-byte header length")
             (header_len,) = struct.unpack("<Q", head)
             if header_len > LIMITS.max_safetensors_header_bytes:
-                raise LimitExceededError(f"{path.name} declares a header of {header_len} bytes, above the limit of "
-                                         f"{LIMITS.max_safetensors_header_bytes}")
+                raise LimitExceededError(
+                    f"{path.name} declares a header of {header_len} bytes, above the limit of "
+                    f"{LIMITS.max_safetensors_header_bytes}"
+                )
             if 8 + header_len > size:
                 raise corrupt("header longer than the file")
             raw = f.read(header_len)
@@ -522,8 +586,11 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
             continue
         try:
             dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
-            if not (isinstance(dtype, str) and isinstance(shape, list)
-                    and all(is_genuine_int(v) and v >= 0 for v in (*shape, begin, end))):
+            if not (
+                isinstance(dtype, str)
+                and isinstance(shape, list)
+                and all(is_genuine_int(v) and v >= 0 for v in (*shape, begin, end))
+            ):
                 raise TypeError
         except (KeyError, TypeError, ValueError):
             raise corrupt(f"malformed entry for tensor {quoted(name)}") from None
@@ -591,8 +658,9 @@ class _TensorReader:
                 with safe_open(str(path), framework="pt") as f:
                     array = f.get_tensor(name).double().numpy()
             except Exception as exc:
-                raise CheckpointError(f"cannot read tensor {quoted(name)} from {path.name} "
-                                      f"({_first_line(exc)})") from None
+                raise CheckpointError(
+                    f"cannot read tensor {quoted(name)} from {path.name} ({_first_line(exc)})"
+                ) from None
         else:
             array = self._state_dict(path)[name].double().numpy()
         return np.asarray(array, dtype=np.float64)
@@ -619,13 +687,17 @@ def _load_pickle(path: Path) -> dict[str, Any]:
                 state = torch.load(path, map_location="cpu", weights_only=True)  # legacy format
     except pickle.UnpicklingError as exc:
         if "weights_only" in str(exc) or "Weights only" in str(exc):
-            raise CheckpointError(f"cannot read {path.name}: it holds objects other than tensors, which are "
-                                  f"never loaded (use a safetensors version of the model)") from None
-        raise CheckpointError(f"cannot read {path.name}: corrupt, or not a weights-only PyTorch file "
-                              f"({_first_line(exc)})") from None
+            raise CheckpointError(
+                f"cannot read {path.name}: it holds objects other than tensors, which are "
+                f"never loaded (use a safetensors version of the model)"
+            ) from None
+        raise CheckpointError(
+            f"cannot read {path.name}: corrupt, or not a weights-only PyTorch file ({_first_line(exc)})"
+        ) from None
     except Exception as exc:  # garbage makes the unpickler fail in many ways (IndexError, ...)
-        raise CheckpointError(f"cannot read {path.name}: corrupt, or not a weights-only "
-                              f"PyTorch file ({_first_line(exc)})") from None
+        raise CheckpointError(
+            f"cannot read {path.name}: corrupt, or not a weights-only PyTorch file ({_first_line(exc)})"
+        ) from None
     if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
         raise CheckpointError(f"{path.name} does not hold a state dict")
     return state
@@ -650,8 +722,10 @@ class Checkpoint:
         suffix = f"{self.naming.root}.0.{self.naming.query}"
         prefixes = [n[: -len(suffix)] for n in self._reader.names() if n.endswith(suffix)]
         if not prefixes:
-            raise CheckpointError(f"no weight named '*{suffix}' in {self.directory.name}: the weights do "
-                                  f"not match the {self.naming.root} layout that config.json declares")
+            raise CheckpointError(
+                f"no weight named '*{suffix}' in {self.directory.name}: the weights do "
+                f"not match the {self.naming.root} layout that config.json declares"
+            )
         return min(prefixes, key=len)
 
     def layer(self, index: int) -> LayerWeights:
@@ -660,21 +734,31 @@ class Checkpoint:
         arrays = {}
         names = set(self._reader.names())
         n, f = self.shape.hidden_size, self.shape.ffn_size
-        expected_shapes = {"query": (n, n), "key": (n, n), "value": (n, n), "attn_out": (n, n),
-                           "ffn_in": (f, n), "ffn_out": (n, f)}  # (out, in), as LayerWeights documents
+        expected_shapes = {
+            "query": (n, n),
+            "key": (n, n),
+            "value": (n, n),
+            "attn_out": (n, n),
+            "ffn_in": (f, n),
+            "ffn_out": (n, f),
+        }  # (out, in), as LayerWeights documents
         for field_name, tensor in self.naming.tensor_names().items():
             key = f"{self._prefix}{self.naming.root}.{index}.{tensor}"
             label = f"{self.naming.root}.{index}.{tensor}"
             if key not in names:
-                raise CheckpointError(f"weight '{key}' is missing from the checkpoint "
-                                      f"(config.json declares {self.shape.num_layers} layers)")
+                raise CheckpointError(
+                    f"weight '{key}' is missing from the checkpoint "
+                    f"(config.json declares {self.shape.num_layers} layers)"
+                )
             info = self._reader.info(key)
             if info.shape != expected_shapes[field_name]:
-                raise UnsupportedModelError(f"weight '{label}' has shape {info.shape}, but config.json "
-                                            f"implies {expected_shapes[field_name]}")
+                raise UnsupportedModelError(
+                    f"weight '{label}' has shape {info.shape}, but config.json implies {expected_shapes[field_name]}"
+                )
             if not info.is_float:
-                raise UnsupportedModelError(f"weight '{label}' has dtype {quoted(info.dtype)}, not a "
-                                            f"floating-point type")
+                raise UnsupportedModelError(
+                    f"weight '{label}' has dtype {quoted(info.dtype)}, not a floating-point type"
+                )
             array = self._reader.get(key)
             _check_values(array, label)
             arrays[field_name] = array
@@ -691,8 +775,10 @@ def _check_values(array: np.ndarray, label: str) -> None:
     if not np.isfinite(peak):
         raise InvalidWeightsError(f"weight '{label}' contains NaN or infinite values")
     if peak > LIMITS.max_abs_weight:
-        raise InvalidWeightsError(f"weight '{label}' has entries of magnitude {peak:.3g}: too large to analyse "
-                                  f"(at most {LIMITS.max_abs_weight:.0e})")
+        raise InvalidWeightsError(
+            f"weight '{label}' has entries of magnitude {peak:.3g}: too large to analyse "
+            f"(at most {LIMITS.max_abs_weight:.0e})"
+        )
 
 
 def open_checkpoint(directory: Path | str) -> Checkpoint:

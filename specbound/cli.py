@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._version import __version__
-from .lab.cli import add_lab_commands
 from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
 from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
+from .lab.cli import add_lab_commands
 from .limits import LIMITS, quoted
 from .progress import ProgressCallback, ProgressEvent, silent
 
@@ -33,8 +33,7 @@ if TYPE_CHECKING:
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 
-def _checked(convert: Callable[[str], Any], accept: Callable[[Any], bool],
-             requirement: str) -> Callable[[str], Any]:
+def _checked(convert: Callable[[str], Any], accept: Callable[[Any], bool], requirement: str) -> Callable[[str], Any]:
     """An argparse type: ``convert`` the text, then require ``accept(value)`` (one-line errors)."""
     kind = "an integer" if convert is int else "a number"
 
@@ -54,10 +53,16 @@ def _checked(convert: Callable[[str], Any], accept: Callable[[Any], bool],
 
 
 _p_value = _checked(float, lambda v: 0.0 <= v <= P_MAX, f"p must lie in [0, {P_MAX:g}]")
-_l_phi = _checked(float, lambda v: math.isfinite(v) and 0 < v <= LIMITS.max_l_phi,
-                  f"L_phi must be a positive number of at most {LIMITS.max_l_phi:g}")
-_grid_m = _checked(int, lambda v: 1 <= v <= LIMITS.max_grid_m,
-                   f"the grid resolution m must be an integer from 1 to {LIMITS.max_grid_m}")
+_l_phi = _checked(
+    float,
+    lambda v: math.isfinite(v) and 0 < v <= LIMITS.max_l_phi,
+    f"L_phi must be a positive number of at most {LIMITS.max_l_phi:g}",
+)
+_grid_m = _checked(
+    int,
+    lambda v: 1 <= v <= LIMITS.max_grid_m,
+    f"the grid resolution m must be an integer from 1 to {LIMITS.max_grid_m}",
+)
 
 
 class _TerminalProgress:
@@ -66,8 +71,11 @@ class _TerminalProgress:
     def __call__(self, event: ProgressEvent) -> None:
         fraction = event.fraction
         bar = "" if fraction is None else "#" * int(30 * fraction) + "-" * (30 - int(30 * fraction))
-        amount = f"{event.done / 1e6:.1f}/{(event.total or 0) / 1e6:.1f} MB" if event.stage == "download" \
+        amount = (
+            f"{event.done / 1e6:.1f}/{(event.total or 0) / 1e6:.1f} MB"
+            if event.stage == "download"
             else f"{event.done:.0f}/{event.total or 0:.0f}"
+        )
         sys.stderr.write(f"\r{event.stage:<9} [{bar}] {amount} {event.detail[:40]:<40}")
         if fraction is not None and fraction >= 1.0:
             sys.stderr.write("\n")
@@ -79,8 +87,8 @@ def _progress() -> ProgressCallback:
 
 
 def _analysis(args: argparse.Namespace) -> BoundAnalysis:
-    from .loading import load_profile
     from .bounds import BoundAnalysis, BoundSettings
+    from .loading import load_profile
 
     profile = load_profile(args.model, progress=_progress(), use_cache=not args.no_cache)
     return BoundAnalysis.from_profile(profile, BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m))
@@ -130,10 +138,14 @@ def _cmd_models(args: argparse.Namespace) -> int:
     print(f"{'name':<10} {'L':>3} {'N':>4} {'H':>3}  {'offline':<8} source")
     for entry in rows:
         mark = "yes" if entry.available_offline else "no"
-        print(f"{entry.name:<10} {entry.num_layers:>3} {entry.hidden_size:>4} {entry.num_heads:>3}  "
-              f"{mark:<8} {entry.repo_id}")
-    print("\nAny Hub repository id (owner/name) or local checkpoint directory of a BERT-family encoder "
-          "also works, and so does a model of an atlas file (atlas:FILE#MODEL).")
+        print(
+            f"{entry.name:<10} {entry.num_layers:>3} {entry.hidden_size:>4} {entry.num_heads:>3}  "
+            f"{mark:<8} {entry.repo_id}"
+        )
+    print(
+        "\nAny Hub repository id (owner/name) or local checkpoint directory of a BERT-family encoder "
+        "also works, and so does a model of an atlas file (atlas:FILE#MODEL)."
+    )
     return 0
 
 
@@ -145,12 +157,20 @@ def _cmd_export(args: argparse.Namespace) -> int:
         require_parent(out, "output directory")  # before the analysis, not after it
     analysis = _analysis(args)
     terms = analysis.evaluate(args.p)
-    tables = {"matrices": terms_frame(analysis, terms), "layers": layer_frame(analysis, terms),
-              "singular_values": singular_values_frame(analysis)}
-    texts = {f"{name}.{args.format}": frame.to_csv(index=False) if args.format == "csv"
-             else frame.to_json(orient="records", indent=1) for name, frame in tables.items()}
+    tables = {
+        "matrices": terms_frame(analysis, terms),
+        "layers": layer_frame(analysis, terms),
+        "singular_values": singular_values_frame(analysis),
+    }
+    texts = {
+        f"{name}.{args.format}": frame.to_csv(index=False)
+        if args.format == "csv"
+        else frame.to_json(orient="records", indent=1)
+        for name, frame in tables.items()
+    }
     texts["summary.json"] = to_json_text(
-        {k: v for k, v in analysis_json(analysis, args.p).items() if k != "matrices"}, indent=1)
+        {k: v for k, v in analysis_json(analysis, args.p).items() if k != "matrices"}, indent=1
+    )
     output_dir(out, "output directory")
     try:
         for name, text in texts.items():
@@ -170,21 +190,29 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     names += [m for m in args.models or [] if m not in names]
     if args.atlas is not None:
         require_parent(Path(args.atlas), "atlas")  # before hours of analysis, not after
-    result = run_grid(names, Path(args.out), settings=BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m),
-                      atlas=args.atlas, use_cache=not args.no_cache, progress=lambda name: _progress(),
-                      report=lambda line: print(line, flush=True))
+    result = run_grid(
+        names,
+        Path(args.out),
+        settings=BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m),
+        atlas=args.atlas,
+        use_cache=not args.no_cache,
+        progress=lambda name: _progress(),
+        report=lambda line: print(line, flush=True),
+    )
     done = sum(o.status is Status.DONE for o in result.outcomes)
-    print(f"{len(result.succeeded)} of {len(result.outcomes)} models available ({done} analysed now, "
-          f"{len(result.succeeded) - done} already done), {len(result.missing)} missing; wrote "
-          f"{', '.join(f.name for f in result.files)} to {args.out}")
+    print(
+        f"{len(result.succeeded)} of {len(result.outcomes)} models available ({done} analysed now, "
+        f"{len(result.succeeded) - done} already done), {len(result.missing)} missing; wrote "
+        f"{', '.join(f.name for f in result.files)} to {args.out}"
+    )
     if result.missing:
         print(f"missing models are listed with how to get them in {Path(args.out) / 'missing.csv'}")
     return 0
 
 
 def _cmd_atlas_export(args: argparse.Namespace) -> int:
-    from .loading import load_profile
     from .atlas import save_atlas
+    from .loading import load_profile
 
     require_parent(Path(args.out), "atlas")  # before the analyses, not after them
     profiles, failed = [], []
@@ -208,12 +236,16 @@ def _cmd_atlas_show(args: argparse.Namespace) -> int:
     from .atlas import read_manifest
 
     manifest = read_manifest(args.file)
-    lines = [f"{args.file}: specbound atlas, schema {manifest.schema}, {len(manifest.entries)} model(s), "
-             f"written by {_printable(manifest.created_by) or 'unknown'}",
-             f"{'L':>3} {'N':>5} {'H':>3} {'d_ff':>5}  {'revision':<16} name"]
+    lines = [
+        f"{args.file}: specbound atlas, schema {manifest.schema}, {len(manifest.entries)} model(s), "
+        f"written by {_printable(manifest.created_by) or 'unknown'}",
+        f"{'L':>3} {'N':>5} {'H':>3} {'d_ff':>5}  {'revision':<16} name",
+    ]
     for e in manifest.entries:
-        lines.append(f"{e.shape.num_layers:>3} {e.shape.hidden_size:>5} {e.shape.num_heads:>3} "
-                     f"{e.shape.ffn_size:>5}  {_printable(e.revision):<16} {_printable(e.name)}")
+        lines.append(
+            f"{e.shape.num_layers:>3} {e.shape.hidden_size:>5} {e.shape.num_heads:>3} "
+            f"{e.shape.ffn_size:>5}  {_printable(e.revision):<16} {_printable(e.name)}"
+        )
     _write_stdout("\n".join(lines) + "\n")
     return 0
 
@@ -227,30 +259,50 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
     """The scaling-study commands: ``grid`` and ``atlas export | show``."""
     from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS
 
-    grid = commands.add_parser("grid", parents=[_debug_option()],
-                               help="analyse a set of models for the scaling study (resumable)")
-    grid.add_argument("--layers", type=int, nargs="+", choices=MINIATURE_LAYERS, metavar="L",
-                      help=f"miniature depths among {list(MINIATURE_LAYERS)} (default: all)")
-    grid.add_argument("--widths", type=int, nargs="+", choices=MINIATURE_WIDTHS, metavar="N",
-                      help=f"miniature widths among {list(MINIATURE_WIDTHS)} (default: all)")
-    grid.add_argument("--models", nargs="+", metavar="NAME",
-                      help="any model names or local directories (instead of, or besides, the miniatures)")
+    grid = commands.add_parser(
+        "grid", parents=[_debug_option()], help="analyse a set of models for the scaling study (resumable)"
+    )
+    grid.add_argument(
+        "--layers",
+        type=int,
+        nargs="+",
+        choices=MINIATURE_LAYERS,
+        metavar="L",
+        help=f"miniature depths among {list(MINIATURE_LAYERS)} (default: all)",
+    )
+    grid.add_argument(
+        "--widths",
+        type=int,
+        nargs="+",
+        choices=MINIATURE_WIDTHS,
+        metavar="N",
+        help=f"miniature widths among {list(MINIATURE_WIDTHS)} (default: all)",
+    )
+    grid.add_argument(
+        "--models",
+        nargs="+",
+        metavar="NAME",
+        help="any model names or local directories (instead of, or besides, the miniatures)",
+    )
     grid.add_argument("--out", required=True, help="output directory (a re-run skips models done there)")
     grid.add_argument("--atlas", default=None, metavar="FILE", help="also export the profiles to this atlas")
     _bound_options(grid)
     grid.set_defaults(handler=_cmd_grid)
 
-    atlas = commands.add_parser("atlas", parents=[_debug_option()],
-                                help="export spectral profiles to one portable file, or show one")
+    atlas = commands.add_parser(
+        "atlas", parents=[_debug_option()], help="export spectral profiles to one portable file, or show one"
+    )
     actions = atlas.add_subparsers(dest="atlas_command", required=True)
-    export = actions.add_parser("export", parents=[_debug_option()],
-                                help="write the profiles of some models to an atlas file")
+    export = actions.add_parser(
+        "export", parents=[_debug_option()], help="write the profiles of some models to an atlas file"
+    )
     export.add_argument("--models", nargs="+", required=True, metavar="NAME", help="models to include")
     export.add_argument("--out", required=True, metavar="FILE", help="atlas file to write (.npz)")
     _bound_options(export, bound_terms=False)
     export.set_defaults(handler=_cmd_atlas_export)
-    show = actions.add_parser("show", parents=[_debug_option()],
-                              help="list the models of an atlas file (validating it)")
+    show = actions.add_parser(
+        "show", parents=[_debug_option()], help="list the models of an atlas file (validating it)"
+    )
     show.add_argument("file", help="atlas file")
     show.set_defaults(handler=_cmd_atlas_show)
 
@@ -258,11 +310,18 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
 def _bound_options(parser: argparse.ArgumentParser, *, bound_terms: bool = True) -> None:
     """The options every analysing command shares: the constants of the proxy and the profile cache."""
     if bound_terms:
-        parser.add_argument("--l-phi", type=_l_phi, default=L_PHI,
-                            help=f"Lipschitz bound of the activation, in (0, {LIMITS.max_l_phi:g}] (default {L_PHI})")
-        parser.add_argument("--grid-m", type=_grid_m, default=None,
-                            help=f"grid resolution m of P_m, 1 to {LIMITS.max_grid_m} "
-                                 f"(default ceil(L + ln N) per model)")
+        parser.add_argument(
+            "--l-phi",
+            type=_l_phi,
+            default=L_PHI,
+            help=f"Lipschitz bound of the activation, in (0, {LIMITS.max_l_phi:g}] (default {L_PHI})",
+        )
+        parser.add_argument(
+            "--grid-m",
+            type=_grid_m,
+            default=None,
+            help=f"grid resolution m of P_m, 1 to {LIMITS.max_grid_m} (default ceil(L + ln N) per model)",
+        )
     parser.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
 
 
@@ -276,39 +335,47 @@ class _Parser(argparse.ArgumentParser):
 def _debug_option() -> _Parser:
     """``--debug`` accepted after the command too (``specbound analyze X --debug``)."""
     parent = _Parser(add_help=False)
-    parent.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help="show the traceback of an unexpected error")
+    parent.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an unexpected error"
+    )
     return parent
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="specbound",
-        description="Spectra and spectrum-adaptive generalization-bound proxies of trained BERT encoders.")
+        description="Spectra and spectrum-adaptive generalization-bound proxies of trained BERT encoders.",
+    )
     parser.add_argument("--version", action="version", version=f"specbound {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def model_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("model", nargs="?", default=DEFAULT_MODEL,
-                       help=f"local directory, Hub repo id, miniature alias like L4-H256, atlas model "
-                            f"atlas:FILE#MODEL, or '{DEFAULT_MODEL}' (the bundled model, default)")
+        p.add_argument(
+            "model",
+            nargs="?",
+            default=DEFAULT_MODEL,
+            help=f"local directory, Hub repo id, miniature alias like L4-H256, atlas model "
+            f"atlas:FILE#MODEL, or '{DEFAULT_MODEL}' (the bundled model, default)",
+        )
         _bound_options(p)
-        p.add_argument("--p", type=_p_value, default=None,
-                       help="also evaluate every matrix at this Schatten index")
+        p.add_argument("--p", type=_p_value, default=None, help="also evaluate every matrix at this Schatten index")
 
-    analyze = commands.add_parser("analyze", parents=[_debug_option()],
-                                  help="analyse a model and print its bound terms")
+    analyze = commands.add_parser(
+        "analyze", parents=[_debug_option()], help="analyse a model and print its bound terms"
+    )
     model_options(analyze)
     analyze.add_argument("--json", action="store_true", help="print the JSON object of SPEC §5")
     analyze.set_defaults(handler=_cmd_analyze)
 
-    models = commands.add_parser("models", parents=[_debug_option()],
-                                 help="list the catalog and what is available offline")
+    models = commands.add_parser(
+        "models", parents=[_debug_option()], help="list the catalog and what is available offline"
+    )
     models.set_defaults(handler=_cmd_models)
 
-    export = commands.add_parser("export", parents=[_debug_option()],
-                                 help="write per-matrix tables and singular values")
+    export = commands.add_parser(
+        "export", parents=[_debug_option()], help="write per-matrix tables and singular values"
+    )
     model_options(export)
     export.add_argument("--format", choices=("csv", "json"), default="csv")
     export.add_argument("--out", required=True, help="output directory")
@@ -344,8 +411,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         first = " ".join(str(exc).split())[:200]
-        _fail(f"internal error: {type(exc).__name__}{': ' + first if first else ''}; "
-              f"run with --debug for the traceback")
+        _fail(
+            f"internal error: {type(exc).__name__}{': ' + first if first else ''}; run with --debug for the traceback"
+        )
         return EXIT_INTERNAL
 
 

@@ -37,14 +37,20 @@ class ProxyTotals:
     @property
     def log10(self) -> dict[str, float]:
         """log10 of each proxy: keys 'ours_opt', 'ours_at', 'edelman'."""
-        return {"ours_opt": float(to_log10(self.log_ours_opt)), "ours_at": float(to_log10(self.log_ours_at)),
-                "edelman": float(to_log10(self.log_edelman))}
+        return {
+            "ours_opt": float(to_log10(self.log_ours_opt)),
+            "ours_at": float(to_log10(self.log_ours_at)),
+            "edelman": float(to_log10(self.log_edelman)),
+        }
 
     @property
     def plain(self) -> dict[str, float]:
         """The same proxies as plain numbers (inf where they overflow float64)."""
-        return {"ours_opt": exp_or_inf(self.log_ours_opt), "ours_at": exp_or_inf(self.log_ours_at),
-                "edelman": exp_or_inf(self.log_edelman)}
+        return {
+            "ours_opt": exp_or_inf(self.log_ours_opt),
+            "ours_at": exp_or_inf(self.log_ours_at),
+            "edelman": exp_or_inf(self.log_edelman),
+        }
 
 
 def _log_kind_sums(terms: BoundTerms) -> dict[Kind, float]:
@@ -81,8 +87,10 @@ class Comparison:
     def kind_difference(self) -> dict[Kind, float]:
         """Σ c over each kind, model minus baseline (plain; inf - inf gives nan)."""
         with np.errstate(invalid="ignore"):
-            return {kind: exp_or_inf(self.log_kind_sums_model[kind]) - exp_or_inf(self.log_kind_sums_baseline[kind])
-                    for kind in Kind}
+            return {
+                kind: exp_or_inf(self.log_kind_sums_model[kind]) - exp_or_inf(self.log_kind_sums_baseline[kind])
+                for kind in Kind
+            }
 
     @property
     def layers_match(self) -> bool:
@@ -113,8 +121,7 @@ def _totals(analysis: BoundAnalysis, terms: BoundTerms) -> ProxyTotals:
     return ProxyTotals(analysis.profile.model, analysis.optimal.log_total, terms.log_total, analysis.log_edelman)
 
 
-def compare(model: BoundAnalysis, baseline: BoundAnalysis, p: PChoice = None,
-            baseline_p: PChoice = None) -> Comparison:
+def compare(model: BoundAnalysis, baseline: BoundAnalysis, p: PChoice = None, baseline_p: PChoice = None) -> Comparison:
     """Compare ``model`` at ``p`` with ``baseline`` at ``baseline_p`` (p = None: the model at its p*).
 
     ``baseline_p`` None applies the model's ``p`` to the baseline too (a PAssignment's kinds and layers
@@ -127,7 +134,8 @@ def compare(model: BoundAnalysis, baseline: BoundAnalysis, p: PChoice = None,
         baseline_p = p
     terms, base_terms = model.evaluate(p), baseline.evaluate(baseline_p)
     return Comparison(
-        model=_totals(model, terms), baseline=_totals(baseline, base_terms),
+        model=_totals(model, terms),
+        baseline=_totals(baseline, base_terms),
         log_kind_sums_model=MappingProxyType(_log_kind_sums(terms)),
         log_kind_sums_baseline=MappingProxyType(_log_kind_sums(base_terms)),
         log_layer_sums_model=_log_layer_sums(terms, model.profile.shape.num_layers),

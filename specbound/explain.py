@@ -39,8 +39,10 @@ LARGE_ALPHA_DECADES: float = 1.0
 
 # --- break-even scales -----------------------------------------------------------------------
 
-def log_break_even_table(singular_values: np.ndarray, counted: np.ndarray, ps: np.ndarray,
-                         hidden_size: int) -> np.ndarray:
+
+def log_break_even_table(
+    singular_values: np.ndarray, counted: np.ndarray, ps: np.ndarray, hidden_size: int
+) -> np.ndarray:
     """b_W(p) = [((p + 2)/2) ln rank - ln S_p] / p - (1/2) ln N for each matrix and each p > 0: (M, len(ps)).
 
     ln s_W < b_W(p) exactly when c(W; p) < c(W; 0). Rank-0 rows are -inf (nothing ever beats c = 0).
@@ -50,8 +52,9 @@ def log_break_even_table(singular_values: np.ndarray, counted: np.ndarray, ps: n
         raise ValueError("break-even scales compare p > 0 with p = 0: every p must be positive")
     rank = counted.sum(axis=1)  # (M,)
     log_rank = np.log(np.maximum(rank, 1)).astype(np.float64)  # ln rank; rank-0 rows are masked below
-    table = np.stack([((p + 2.0) / 2.0 * log_rank - log_schatten(singular_values, counted, p)) / p
-                      for p in ps], axis=1) - 0.5 * math.log(hidden_size)  # (M, len(ps))
+    table = np.stack(
+        [((p + 2.0) / 2.0 * log_rank - log_schatten(singular_values, counted, p)) / p for p in ps], axis=1
+    ) - 0.5 * math.log(hidden_size)  # (M, len(ps))
     table[rank == 0] = -np.inf
     return table
 
@@ -95,6 +98,7 @@ def break_even(analysis: BoundAnalysis) -> BreakEven:
 
 # --- the p* pattern --------------------------------------------------------------------------
 
+
 def _format_p(p: float) -> str:
     return f"{p:.3g}"
 
@@ -114,7 +118,7 @@ class PStarSummary:
     def used(self, kind: Kind | None = None) -> dict[float, int]:
         """{p: count} over the grid values some matrix (of ``kind``, or any) takes."""
         counts = self.counts if kind is None else self.counts_by_kind[Kind(kind)]
-        return {p: n for p, n in zip(self.grid, counts) if n}
+        return {p: n for p, n in zip(self.grid, counts, strict=True) if n}
 
     def headline(self) -> str:
         """'p* = 0 for 156 of 156 matrices', naming the most common value."""
@@ -126,17 +130,22 @@ def p_star_summary(analysis: BoundAnalysis) -> PStarSummary:
     """Counts of p* per grid value, overall and for each kind."""
     columns = len(analysis.grid)
     counts = np.bincount(analysis.p_opt_index, minlength=columns)
-    by_kind = {kind: tuple(int(n) for n in np.bincount(analysis.p_opt_index[analysis.profile.mask(kind)],
-                                                       minlength=columns)) for kind in Kind}
-    return PStarSummary(tuple(float(p) for p in analysis.grid), tuple(int(n) for n in counts),
-                        MappingProxyType(by_kind))
+    by_kind = {
+        kind: tuple(int(n) for n in np.bincount(analysis.p_opt_index[analysis.profile.mask(kind)], minlength=columns))
+        for kind in Kind
+    }
+    return PStarSummary(
+        tuple(float(p) for p in analysis.grid), tuple(int(n) for n in counts), MappingProxyType(by_kind)
+    )
 
 
 def p_star_by_kind(analysis: BoundAnalysis) -> dict[Kind, np.ndarray]:
     """p* laid out per kind: (L, H) for QK and V, (L,) for M_in and M_out."""
     prof = analysis.profile
-    return {kind: prof.per_head(analysis.p_opt, kind) if kind in HEAD_KINDS else prof.per_layer(analysis.p_opt, kind)
-            for kind in Kind}
+    return {
+        kind: prof.per_head(analysis.p_opt, kind) if kind in HEAD_KINDS else prof.per_layer(analysis.p_opt, kind)
+        for kind in Kind
+    }
 
 
 def _span(low: str, high: str) -> str:
@@ -160,14 +169,18 @@ def explain_p_star(analysis: BoundAnalysis) -> str:
         gap = float(np.min(scales - evens))
         where = "far above" if gap >= FAR_DECADES else "above"
         alpha = float(np.max(to_log10(analysis.log_alpha)))
-        cause = (f"the depth factor α (up to 10^{alpha:.1f}) inflates s_W, and every Schatten term with p > 0 "
-                 "grows like s_W^(p/(p+2))"
-                 if alpha >= LARGE_ALPHA_DECADES else
-                 "at such scales a Schatten term with p > 0, which grows like s_W^(p/(p+2)), costs more than "
-                 "counting rank")
-        return (f"p* = 0 for all {total:,} matrices because their scales s_W are {_decades(scales)}, {where} the "
-                f"break-even scales (at most 10^{float(np.max(evens)):.1f}) below which some p > 0 would win: "
-                f"{cause}{zero_note}.")
+        cause = (
+            f"the depth factor α (up to 10^{alpha:.1f}) inflates s_W, and every Schatten term with p > 0 "
+            "grows like s_W^(p/(p+2))"
+            if alpha >= LARGE_ALPHA_DECADES
+            else "at such scales a Schatten term with p > 0, which grows like s_W^(p/(p+2)), costs more than "
+            "counting rank"
+        )
+        return (
+            f"p* = 0 for all {total:,} matrices because their scales s_W are {_decades(scales)}, {where} the "
+            f"break-even scales (at most 10^{float(np.max(evens)):.1f}) below which some p > 0 would win: "
+            f"{cause}{zero_note}."
+        )
     winning = analysis.p_opt > 0  # rank-0 matrices always take p* = 0
     winners = analysis.p_opt[winning]
     if p0 == 0 or p0 == int((~nonzero).sum()):
@@ -175,27 +188,39 @@ def explain_p_star(analysis: BoundAnalysis) -> str:
         which = f"p* = {_span(_format_p(values[0]), _format_p(values[-1]))}"
         gap = float(np.max(scales - evens))
         where = "far below" if gap <= -FAR_DECADES else "below"
-        return (f"{which} for all {winners.size:,} nonzero matrices because their scales s_W "
-                f"({_decades(scales)}) lie {where} their break-even scales (at least 10^{float(np.min(evens)):.1f}): "
-                f"at such small scales a norm-based term with p > 0 is cheaper than counting rank{zero_note}.")
-    kinds = ", ".join(f"{sum(n for p, n in summary.used(kind).items() if p > 0)} {kind.value}"
-                      for kind in Kind if any(p > 0 for p in summary.used(kind)))
+        return (
+            f"{which} for all {winners.size:,} nonzero matrices because their scales s_W "
+            f"({_decades(scales)}) lie {where} their break-even scales (at least 10^{float(np.min(evens)):.1f}): "
+            f"at such small scales a norm-based term with p > 0 is cheaper than counting rank{zero_note}."
+        )
+    kinds = ", ".join(
+        f"{sum(n for p, n in summary.used(kind).items() if p > 0)} {kind.value}"
+        for kind in Kind
+        if any(p > 0 for p in summary.used(kind))
+    )
     above, below = ~winning & nonzero, winning
-    return (f"p* = 0 for {p0:,} of {total:,} matrices, whose scales s_W ({_decades(even.log10_scale[above])}) lie "
-            f"above their break-even scales, and p* = {_span(_format_p(winners.min()), _format_p(winners.max()))} "
-            f"for the other {winners.size:,} ({kinds}), whose s_W ({_decades(even.log10_scale[below])}) lie below "
-            f"theirs: a small scale lets a norm-based term with p > 0 undercut counting rank{zero_note}.")
+    return (
+        f"p* = 0 for {p0:,} of {total:,} matrices, whose scales s_W ({_decades(even.log10_scale[above])}) lie "
+        f"above their break-even scales, and p* = {_span(_format_p(winners.min()), _format_p(winners.max()))} "
+        f"for the other {winners.size:,} ({kinds}), whose s_W ({_decades(even.log10_scale[below])}) lie below "
+        f"theirs: a small scale lets a norm-based term with p > 0 undercut counting rank{zero_note}."
+    )
 
 
 # --- rank against its structural maximum ----------------------------------------------------
+
 
 def structural_rank(profile: SpectralProfile) -> np.ndarray:
     """(M,) the largest rank each matrix can have: d for QK and V, min(N, d_ff) for M_in and M_out."""
     shape = profile.shape
     L, H = shape.num_layers, shape.num_heads
     full = min(shape.hidden_size, shape.ffn_size)
-    return profile.assemble(qk=np.full((L, H), shape.head_dim), v=np.full((L, H), shape.head_dim),
-                            m_in=np.full(L, full), m_out=np.full(L, full))
+    return profile.assemble(
+        qk=np.full((L, H), shape.head_dim),
+        v=np.full((L, H), shape.head_dim),
+        m_in=np.full(L, full),
+        m_out=np.full(L, full),
+    )
 
 
 def rank_and_maximum(profile: SpectralProfile) -> tuple[np.ndarray, np.ndarray]:

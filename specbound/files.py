@@ -96,8 +96,10 @@ def output_dir(path: Path, what: str) -> Path:
 def require_parent(path: Path, what: str) -> None:
     """``path`` is about to be created: its parent must already be a directory (never made here)."""
     if not path.parent.is_dir():
-        raise SpecboundError(f"cannot create the {what} {path.name}: its parent is not an existing directory "
-                             f"(specbound creates at most the last component of a path)")
+        raise SpecboundError(
+            f"cannot create the {what} {path.name}: its parent is not an existing directory "
+            f"(specbound creates at most the last component of a path)"
+        )
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -151,8 +153,9 @@ class NpzArchive:
     anything malformed or too large.
     """
 
-    def __init__(self, path: Path, *, max_file_bytes: int, max_total_bytes: int, max_member_bytes: int,
-                 max_members: int) -> None:
+    def __init__(
+        self, path: Path, *, max_file_bytes: int, max_total_bytes: int, max_member_bytes: int, max_members: int
+    ) -> None:
         size = path.stat().st_size
         if size > max_file_bytes:
             raise ValueError(f"the file is {size} bytes, above the limit of {max_file_bytes}")
@@ -166,8 +169,10 @@ class NpzArchive:
                 if not info.filename.endswith(".npy") or info.filename[:-4] in self._infos:
                     raise ValueError(f"member '{info.filename[:60]}' is not a uniquely named .npy array")
                 if info.file_size > max_member_bytes:
-                    raise ValueError(f"member '{info.filename[:60]}' expands to {info.file_size} bytes, above "
-                                     f"the limit of {max_member_bytes}")
+                    raise ValueError(
+                        f"member '{info.filename[:60]}' expands to {info.file_size} bytes, above "
+                        f"the limit of {max_member_bytes}"
+                    )
                 self._infos[info.filename[:-4]] = info
             total = sum(i.file_size for i in infos)
             if total > max_total_bytes:
@@ -199,8 +204,9 @@ class NpzArchive:
             raise ValueError(f"member '{key}' is not a plain C-ordered numeric array")
         data_bytes = dtype.itemsize * math.prod(shape)
         if header_bytes + data_bytes != info.file_size:
-            raise ValueError(f"member '{key}' declares {data_bytes} bytes of data, but holds "
-                             f"{info.file_size - header_bytes}")
+            raise ValueError(
+                f"member '{key}' declares {data_bytes} bytes of data, but holds {info.file_size - header_bytes}"
+            )
         return NpyHeader(dtype, tuple(shape), data_bytes)
 
     def read(self, key: str, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:

@@ -99,18 +99,24 @@ def max_download_bytes() -> int:
 
 def check_encoder_shape(shape: EncoderShape, where: str) -> None:
     """Refuse a model whose declared sizes exceed the maxima, before anything is allocated for it."""
-    for name, value, limit in (("num_layers", shape.num_layers, LIMITS.max_layers),
-                               ("hidden_size", shape.hidden_size, LIMITS.max_hidden_size),
-                               ("num_heads", shape.num_heads, LIMITS.max_heads),
-                               ("ffn_size", shape.ffn_size, LIMITS.max_ffn_size)):
+    for name, value, limit in (
+        ("num_layers", shape.num_layers, LIMITS.max_layers),
+        ("hidden_size", shape.hidden_size, LIMITS.max_hidden_size),
+        ("num_heads", shape.num_heads, LIMITS.max_heads),
+        ("ffn_size", shape.ffn_size, LIMITS.max_ffn_size),
+    ):
         if value > limit:
             raise LimitExceededError(f"{where} declares {name} = {value}, above the limit of {limit}")
     n, f = shape.hidden_size, shape.ffn_size
     layer_bytes = 8 * (4 * n * n + 2 * n * f)
     if layer_bytes > LIMITS.max_layer_bytes:
-        raise LimitExceededError(f"{where} declares layers of {layer_bytes / 2**30:.1f} GiB in float64, above "
-                                 f"the limit of {LIMITS.max_layer_bytes / 2**30:.1f} GiB")
+        raise LimitExceededError(
+            f"{where} declares layers of {layer_bytes / 2**30:.1f} GiB in float64, above "
+            f"the limit of {LIMITS.max_layer_bytes / 2**30:.1f} GiB"
+        )
     values = shape.num_matrices * n
     if values > LIMITS.max_profile_values:
-        raise LimitExceededError(f"{where} declares {shape.num_matrices} matrices of width {n}: a spectral "
-                                 f"profile of {values} values, above the limit of {LIMITS.max_profile_values}")
+        raise LimitExceededError(
+            f"{where} declares {shape.num_matrices} matrices of width {n}: a spectral "
+            f"profile of {values} values, above the limit of {LIMITS.max_profile_values}"
+        )

@@ -18,12 +18,17 @@ from .matrices import EncoderShape, LayerWeights, layer_factors
 from .models import ModelRef, Source, resolve
 from .profile import SpectralProfile
 from .progress import ProgressCallback, ProgressEvent, silent
-from .spectrum import (entrywise_norms_factored, norm_11, norm_21, singular_values,
-                       singular_values_factored)
+from .spectrum import entrywise_norms_factored, norm_11, norm_21, singular_values, singular_values_factored
 
 
-def compute_profile(layers: Iterable[LayerWeights], shape: EncoderShape, *, model: str = "",
-                    revision: str = "", progress: ProgressCallback = silent) -> SpectralProfile:
+def compute_profile(
+    layers: Iterable[LayerWeights],
+    shape: EncoderShape,
+    *,
+    model: str = "",
+    revision: str = "",
+    progress: ProgressCallback = silent,
+) -> SpectralProfile:
     """Singular values and (2,1), (1,1) norms of all L (2H + 2) proxy matrices, layer by layer."""
     H, N = shape.num_heads, shape.hidden_size
     k_ffn = min(N, shape.ffn_size)
@@ -46,15 +51,23 @@ def compute_profile(layers: Iterable[LayerWeights], shape: EncoderShape, *, mode
         raise ValueError("no layers given")
     kinds_dims = [N] * (2 * H) + [k_ffn, k_ffn]
     return SpectralProfile(
-        model=model, revision=revision, shape=shape,
+        model=model,
+        revision=revision,
+        shape=shape,
         singular_values=np.concatenate(rows_sv, axis=0),  # (L (2H + 2), width)
         full_dims=np.tile(kinds_dims, shape.num_layers),
-        norm_21=np.concatenate(rows_21), norm_11=np.concatenate(rows_11),
+        norm_21=np.concatenate(rows_21),
+        norm_11=np.concatenate(rows_11),
     )
 
 
-def load_profile(model: str | ModelRef, *, progress: ProgressCallback = silent,
-                 cache: ProfileCache | None = None, use_cache: bool = True) -> SpectralProfile:
+def load_profile(
+    model: str | ModelRef,
+    *,
+    progress: ProgressCallback = silent,
+    cache: ProfileCache | None = None,
+    use_cache: bool = True,
+) -> SpectralProfile:
     """The spectral profile of a model by name (see :func:`specbound.models.resolve`).
 
     Downloads what is missing (with progress), reuses a cached profile when the checkpoint's
@@ -73,8 +86,9 @@ def load_profile(model: str | ModelRef, *, progress: ProgressCallback = silent,
     if use_cache and (cached := cache.load(ref.name, revision)) is not None:
         return cached
     checkpoint = open_checkpoint(directory)
-    profile = compute_profile(checkpoint.layers(), checkpoint.shape, model=ref.name, revision=revision,
-                              progress=progress)
+    profile = compute_profile(
+        checkpoint.layers(), checkpoint.shape, model=ref.name, revision=revision, progress=progress
+    )
     if use_cache:
         with contextlib.suppress(OSError):  # a read-only cache directory only costs speed next time
             cache.save(profile)

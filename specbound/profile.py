@@ -67,15 +67,18 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
         raise ValueError("the model name and revision must be strings")
     m, n = shape.num_matrices, shape.hidden_size
     if m * n > LIMITS.max_profile_values:
-        raise ValueError(f"a profile of {m} matrices of width {n} is above the limit of "
-                         f"{LIMITS.max_profile_values} values")
+        raise ValueError(
+            f"a profile of {m} matrices of width {n} is above the limit of {LIMITS.max_profile_values} values"
+        )
     sv = profile.singular_values
     if not isinstance(sv, np.ndarray) or sv.ndim != 2 or sv.shape[0] != m:
         raise ValueError(f"expected singular values for {m} matrices, got {getattr(sv, 'shape', None)}")
     width = sv.shape[1]
     if width > n or width < 1 or (full_width and width != n):
-        raise ValueError(f"the singular-value rows have {width} columns; the model implies "
-                         f"{'exactly' if full_width else 'at most'} {n}")
+        raise ValueError(
+            f"the singular-value rows have {width} columns; the model implies "
+            f"{'exactly' if full_width else 'at most'} {n}"
+        )
     for name in ("full_dims", "norm_21", "norm_11"):
         array = getattr(profile, name)
         if not isinstance(array, np.ndarray) or array.shape != (m,):
@@ -97,6 +100,8 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
         array = getattr(profile, name)
         if not np.isfinite(array).all() or (array < 0).any():
             raise ValueError(f"{name} must be finite and non-negative")
+
+
 #: The per-head kinds (one matrix per head) and the per-layer ones (one per layer), in profile order.
 HEAD_KINDS: tuple[Kind, ...] = (Kind.QK, Kind.V)
 LAYER_KINDS: tuple[Kind, ...] = (Kind.M_IN, Kind.M_OUT)
@@ -181,7 +186,7 @@ class SpectralProfile:
             raise ValueError(f"{kind.value} has one matrix per layer: use per_layer")
         by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + 2)
         start = HEAD_KINDS.index(kind) * self.shape.num_heads
-        return by_layer[:, start:start + self.shape.num_heads]  # (L, H)
+        return by_layer[:, start : start + self.shape.num_heads]  # (L, H)
 
     def per_layer(self, values: np.ndarray, kind: Kind) -> np.ndarray:
         """The (M,) per-matrix ``values`` of a per-layer kind (M_in or M_out), one per layer, (L,)."""
@@ -194,12 +199,20 @@ class SpectralProfile:
     def assemble(self, qk: np.ndarray, v: np.ndarray, m_in: np.ndarray, m_out: np.ndarray) -> np.ndarray:
         """The inverse of per_head / per_layer: (L, H), (L, H), (L,), (L,) -> (M,) in profile order."""
         L, H = self.shape.num_layers, self.shape.num_heads
-        parts = [np.broadcast_to(qk, (L, H)), np.broadcast_to(v, (L, H)),
-                 np.reshape(m_in, (L, 1)), np.reshape(m_out, (L, 1))]
+        parts = [
+            np.broadcast_to(qk, (L, H)),
+            np.broadcast_to(v, (L, H)),
+            np.reshape(m_in, (L, 1)),
+            np.reshape(m_out, (L, 1)),
+        ]
         return np.concatenate(parts, axis=1).ravel()  # (L, 2H + 2) -> (M,)
 
-    def rows_of(self, layers: Iterable[int] | None = None, kinds: Iterable[Kind | str] | None = None,
-                heads: Iterable[int] | None = None) -> np.ndarray:
+    def rows_of(
+        self,
+        layers: Iterable[int] | None = None,
+        kinds: Iterable[Kind | str] | None = None,
+        heads: Iterable[int] | None = None,
+    ) -> np.ndarray:
         """Rows (profile order) of the matrices in the given layers, kinds and heads; None selects all.
 
         ``heads`` filters the per-head kinds only; M_in and M_out are kept when their kind is chosen.
@@ -257,15 +270,17 @@ class SpectralProfile:
         """One row per matrix with its norms and ranks (the table edge; pandas is imported here)."""
         import pandas as pd
 
-        return pd.DataFrame({
-            "layer": self.layers,
-            "head": pd.array([i.head for i in self.ids], dtype="Int64"),
-            "kind": self.kinds,
-            "rank": self.rank,
-            "spectral_norm": self.spectral_norm,
-            "frobenius_norm": self.frobenius_norm,
-            "nuclear_norm": self.nuclear_norm,
-            "norm_21": self.norm_21,
-            "norm_11": self.norm_11,
-            "stable_rank": self.stable_rank,
-        })
+        return pd.DataFrame(
+            {
+                "layer": self.layers,
+                "head": pd.array([i.head for i in self.ids], dtype="Int64"),
+                "kind": self.kinds,
+                "rank": self.rank,
+                "spectral_norm": self.spectral_norm,
+                "frobenius_norm": self.frobenius_norm,
+                "nuclear_norm": self.nuclear_norm,
+                "norm_21": self.norm_21,
+                "norm_11": self.norm_11,
+                "stable_rank": self.stable_rank,
+            }
+        )

@@ -52,27 +52,39 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | None = None) -> dict[st
     fixed = analysis.evaluate(at_p) if at_p is not None else None
     matrices = []
     for i, matrix in enumerate(profile.ids):
-        matrices.append({
-            "layer": matrix.layer, "head": matrix.head, "kind": matrix.kind.value,
-            "rank": int(profile.rank[i]),
-            "spectral_norm": float(profile.spectral_norm[i]),
-            "frobenius_norm": float(profile.frobenius_norm[i]),
-            "nuclear_norm": float(profile.nuclear_norm[i]),
-            "norm_21": float(profile.norm_21[i]), "norm_11": float(profile.norm_11[i]),
-            "stable_rank": float(profile.stable_rank[i]),
-            "gamma": finite_or_none(analysis.gamma[i]),
-            "log10_scale": float(to_log10(analysis.log_scale[i])),
-            "p_opt": float(analysis.p_opt[i]),
-            "contribution": finite_or_none(optimal.contribution[i]),
-            "contribution_at_p": None if fixed is None else finite_or_none(fixed.contribution[i]),
-        })
+        matrices.append(
+            {
+                "layer": matrix.layer,
+                "head": matrix.head,
+                "kind": matrix.kind.value,
+                "rank": int(profile.rank[i]),
+                "spectral_norm": float(profile.spectral_norm[i]),
+                "frobenius_norm": float(profile.frobenius_norm[i]),
+                "nuclear_norm": float(profile.nuclear_norm[i]),
+                "norm_21": float(profile.norm_21[i]),
+                "norm_11": float(profile.norm_11[i]),
+                "stable_rank": float(profile.stable_rank[i]),
+                "gamma": finite_or_none(analysis.gamma[i]),
+                "log10_scale": float(to_log10(analysis.log_scale[i])),
+                "p_opt": float(analysis.p_opt[i]),
+                "contribution": finite_or_none(optimal.contribution[i]),
+                "contribution_at_p": None if fixed is None else finite_or_none(fixed.contribution[i]),
+            }
+        )
     return {
-        "model": profile.model, "num_layers": shape.num_layers, "hidden_size": shape.hidden_size,
-        "num_heads": shape.num_heads, "head_dim": shape.head_dim, "ffn_size": shape.ffn_size,
-        "l_phi": analysis.settings.l_phi, "grid_m": analysis.grid_m,
+        "model": profile.model,
+        "num_layers": shape.num_layers,
+        "hidden_size": shape.hidden_size,
+        "num_heads": shape.num_heads,
+        "head_dim": shape.head_dim,
+        "ffn_size": shape.ffn_size,
+        "l_phi": analysis.settings.l_phi,
+        "grid_m": analysis.grid_m,
         "proxies": {
-            "ours": finite_or_none(optimal.total), "ours_log10": float(to_log10(optimal.log_total)),
-            "edelman": finite_or_none(analysis.edelman), "edelman_log10": float(to_log10(analysis.log_edelman)),
+            "ours": finite_or_none(optimal.total),
+            "ours_log10": float(to_log10(optimal.log_total)),
+            "edelman": finite_or_none(analysis.edelman),
+            "edelman_log10": float(to_log10(analysis.log_edelman)),
             "at_p": None if fixed is None else finite_or_none(fixed.total),
             "at_p_log10": None if fixed is None else float(to_log10(fixed.log_total)),
         },
@@ -119,11 +131,18 @@ def singular_values_frame(analysis_or_profile: Any) -> pd.DataFrame:
     parts = []
     for i, matrix in enumerate(profile.ids):
         sv = profile.singular_values_of(i)
-        parts.append(pd.DataFrame({
-            "layer": matrix.layer, "head": matrix.head if matrix.head is not None else pd.NA,
-            "kind": matrix.kind.value, "index": np.arange(1, sv.size + 1), "sigma": sv,
-            "cumulative_energy": cumulative_energy(sv),
-        }))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "layer": matrix.layer,
+                    "head": matrix.head if matrix.head is not None else pd.NA,
+                    "kind": matrix.kind.value,
+                    "index": np.arange(1, sv.size + 1),
+                    "sigma": sv,
+                    "cumulative_energy": cumulative_energy(sv),
+                }
+            )
+        )
     frame = pd.concat(parts, ignore_index=True)
     frame["head"] = frame["head"].astype("Int64")
     return frame

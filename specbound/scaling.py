@@ -75,6 +75,7 @@ class Axis(str, Enum):
 
 # --- one model ----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ModelSummary:
     """A model's shape and the natural log of each proxy (logs, because Edelman's overflows).
@@ -92,8 +93,7 @@ class ModelSummary:
 
     def __post_init__(self) -> None:
         if self.num_layers < 1 or self.hidden_size < 1:
-            raise ValueError(f"{self.name}: L and N must be positive, got L={self.num_layers} "
-                             f"N={self.hidden_size}")
+            raise ValueError(f"{self.name}: L and N must be positive, got L={self.num_layers} N={self.hidden_size}")
         fixed = {float(p): float(v) for p, v in sorted(self.log_fixed.items())}
         object.__setattr__(self, "log_fixed", MappingProxyType(fixed))
 
@@ -114,33 +114,45 @@ class ModelSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (fixed-p keys become strings); :meth:`from_dict` reverses it."""
-        return {"name": self.name, "num_layers": self.num_layers, "hidden_size": self.hidden_size,
-                "num_heads": self.num_heads, "log_ours": self.log_ours, "log_edelman": self.log_edelman,
-                "log_fixed": {repr(p): v for p, v in self.log_fixed.items()}}
+        return {
+            "name": self.name,
+            "num_layers": self.num_layers,
+            "hidden_size": self.hidden_size,
+            "num_heads": self.num_heads,
+            "log_ours": self.log_ours,
+            "log_edelman": self.log_edelman,
+            "log_fixed": {repr(p): v for p, v in self.log_fixed.items()},
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelSummary:
-        return cls(name=str(data["name"]), num_layers=int(data["num_layers"]),
-                   hidden_size=int(data["hidden_size"]), log_ours=float(data["log_ours"]),
-                   log_edelman=float(data["log_edelman"]),
-                   log_fixed={float(p): float(v) for p, v in data["log_fixed"].items()},
-                   num_heads=None if data.get("num_heads") is None else int(data["num_heads"]))
+        return cls(
+            name=str(data["name"]),
+            num_layers=int(data["num_layers"]),
+            hidden_size=int(data["hidden_size"]),
+            log_ours=float(data["log_ours"]),
+            log_edelman=float(data["log_edelman"]),
+            log_fixed={float(p): float(v) for p, v in data["log_fixed"].items()},
+            num_heads=None if data.get("num_heads") is None else int(data["num_heads"]),
+        )
 
 
-def summarize(analysis: BoundAnalysis, name: str | None = None,
-              fixed_p: Iterable[float] = FIXED_P) -> ModelSummary:
+def summarize(analysis: BoundAnalysis, name: str | None = None, fixed_p: Iterable[float] = FIXED_P) -> ModelSummary:
     """The summary of one analysed model: ln of ours (at p*), of Edelman's and of each fixed-p sum."""
     shape = analysis.profile.shape
     return ModelSummary(
         name=analysis.profile.model if name is None else name,
-        num_layers=shape.num_layers, hidden_size=shape.hidden_size,
-        log_ours=analysis.evaluate().log_total, log_edelman=float(analysis.log_edelman),
+        num_layers=shape.num_layers,
+        hidden_size=shape.hidden_size,
+        log_ours=analysis.evaluate().log_total,
+        log_edelman=float(analysis.log_edelman),
         log_fixed={float(p): analysis.evaluate(float(p)).log_total for p in fixed_p},
         num_heads=shape.num_heads,
     )
 
 
 # --- grouping -----------------------------------------------------------------------------------
+
 
 def _groups(summaries: Sequence[ModelSummary], against: Axis) -> dict[int, list[ModelSummary]]:
     """Summaries by the value of the fixed size, each group sorted by the varying size.
@@ -151,8 +163,10 @@ def _groups(summaries: Sequence[ModelSummary], against: Axis) -> dict[int, list[
     for s in summaries:
         key = (s.num_layers, s.hidden_size)
         if key in seen:
-            raise ValueError(f"two models share L={key[0]} N={key[1]} ({seen[key]} and {s.name}); "
-                             f"a scaling study needs one model per shape")
+            raise ValueError(
+                f"two models share L={key[0]} N={key[1]} ({seen[key]} and {s.name}); "
+                f"a scaling study needs one model per shape"
+            )
         seen[key] = s.name
     groups: dict[int, list[ModelSummary]] = defaultdict(list)
     for s in summaries:
@@ -213,6 +227,7 @@ def t_critical(confidence: float, df: int) -> float:
 
 # --- normalised growth curves -------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class GrowthCurve:
     """One proxy against one size at a fixed value of the other, normalised at the study's reference.
@@ -251,8 +266,9 @@ def reference_size(summaries: Sequence[ModelSummary], against: Axis | str) -> in
     return min(s.size(against) for s in summaries)
 
 
-def _curves_and_notes(summaries: Sequence[ModelSummary], against: Axis, proxies: Sequence[Proxy],
-                      min_points: int) -> tuple[tuple[GrowthCurve, ...], tuple[str, ...]]:
+def _curves_and_notes(
+    summaries: Sequence[ModelSummary], against: Axis, proxies: Sequence[Proxy], min_points: int
+) -> tuple[tuple[GrowthCurve, ...], tuple[str, ...]]:
     """The normalised curves, and one note per group left out because it lacks the reference size."""
     reference = reference_size(summaries, against)
     name, other = against.value, against.other.value
@@ -268,23 +284,37 @@ def _curves_and_notes(summaries: Sequence[ModelSummary], against: Axis, proxies:
                 left_out.append(proxy.value)
                 continue
             logs = np.array([s.log_proxy(proxy) for s in members])
-            curves.append(GrowthCurve(
-                proxy=proxy, against=against, fixed=fixed, x=tuple(s.size(against) for s in members),
-                log_ratio=tuple(float(v) for v in logs - at_reference.log_proxy(proxy)),
-                models=tuple(s.name for s in members), reference=reference))
+            curves.append(
+                GrowthCurve(
+                    proxy=proxy,
+                    against=against,
+                    fixed=fixed,
+                    x=tuple(s.size(against) for s in members),
+                    log_ratio=tuple(float(v) for v in logs - at_reference.log_proxy(proxy)),
+                    models=tuple(s.name for s in members),
+                    reference=reference,
+                )
+            )
         if left_out and at_reference is None:
-            notes.append(f"No curve against {name} at {other} = {fixed}: the study has no model with "
-                         f"{name} = {reference} and {other} = {fixed}, and every curve against {name} is "
-                         f"normalised at {name} = {reference} (the smallest {name} in the study).")
+            notes.append(
+                f"No curve against {name} at {other} = {fixed}: the study has no model with "
+                f"{name} = {reference} and {other} = {fixed}, and every curve against {name} is "
+                f"normalised at {name} = {reference} (the smallest {name} in the study)."
+            )
         elif left_out:
-            notes.append(f"{', '.join(left_out)} against {name} at {other} = {fixed} left out: the model at "
-                         f"the common reference {name} = {reference} does not carry it.")
+            notes.append(
+                f"{', '.join(left_out)} against {name} at {other} = {fixed} left out: the model at "
+                f"the common reference {name} = {reference} does not carry it."
+            )
     return tuple(sorted(curves, key=lambda c: proxies.index(c.proxy))), tuple(notes)  # proxy by proxy
 
 
-def growth_curves(summaries: Sequence[ModelSummary], against: Axis | str,
-                  proxies: Iterable[Proxy | str] = PROXIES,
-                  min_points: int = MIN_CURVE_POINTS) -> tuple[GrowthCurve, ...]:
+def growth_curves(
+    summaries: Sequence[ModelSummary],
+    against: Axis | str,
+    proxies: Iterable[Proxy | str] = PROXIES,
+    min_points: int = MIN_CURVE_POINTS,
+) -> tuple[GrowthCurve, ...]:
     """Normalised curves of each proxy against ``against`` ("L" or "N"), one per fixed other size.
 
     Every curve is divided by its value at the common :func:`reference_size`; a group without a model
@@ -296,6 +326,7 @@ def growth_curves(summaries: Sequence[ModelSummary], against: Axis | str,
 
 
 # --- fitted growth laws -------------------------------------------------------------------------
+
 
 class GrowthModel(str, Enum):
     """The law fitted to ln B: its abscissa is ln(size) for a power law, the size itself for exponential growth."""
@@ -311,8 +342,9 @@ class GrowthModel(str, Enum):
 #: The laws fitted against each size. Against L, Edelman's proxy grows exponentially (α is a product
 #: over the layers above), so a log-linear fit stands beside the power law; against N both proxies
 #: are polynomial and only the power law is fitted.
-GROWTH_MODELS: Mapping[Axis, tuple[GrowthModel, ...]] = MappingProxyType({
-    Axis.DEPTH: (GrowthModel.POWER, GrowthModel.LOG_LINEAR), Axis.WIDTH: (GrowthModel.POWER,)})
+GROWTH_MODELS: Mapping[Axis, tuple[GrowthModel, ...]] = MappingProxyType(
+    {Axis.DEPTH: (GrowthModel.POWER, GrowthModel.LOG_LINEAR), Axis.WIDTH: (GrowthModel.POWER,)}
+)
 
 
 class BetterFit(str, Enum):
@@ -397,9 +429,16 @@ def _fit(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> _LeastSquares:
     all_x, all_y = np.concatenate([x for x, _ in groups]), np.concatenate([y for _, y in groups])
     x0, y0 = groups[0]
     return _LeastSquares(
-        slope=slope, intercept=float(y0.mean() - slope * x0.mean()) if len(groups) == 1 else math.nan,
-        ss_res=ss_res, ss_within=ss_within, ss_total=float(np.square(all_y - all_y.mean()).sum()), sxx=sxx,
-        num_points=len(all_y), num_groups=len(groups), num_sizes=len(np.unique(all_x)))
+        slope=slope,
+        intercept=float(y0.mean() - slope * x0.mean()) if len(groups) == 1 else math.nan,
+        ss_res=ss_res,
+        ss_within=ss_within,
+        ss_total=float(np.square(all_y - all_y.mean()).sum()),
+        sxx=sxx,
+        num_points=len(all_y),
+        num_groups=len(groups),
+        num_sizes=len(np.unique(all_x)),
+    )
 
 
 def _better_fit(fits: Mapping[GrowthModel, _LeastSquares]) -> BetterFit | None:
@@ -414,23 +453,45 @@ def _better_fit(fits: Mapping[GrowthModel, _LeastSquares]) -> BetterFit | None:
     return BetterFit(best.value)
 
 
-def _exponent(proxy: Proxy, against: Axis, fixed: int | None, model: GrowthModel, fit: _LeastSquares,
-              better: BetterFit | None, confidence: float) -> GrowthExponent:
+def _exponent(
+    proxy: Proxy,
+    against: Axis,
+    fixed: int | None,
+    model: GrowthModel,
+    fit: _LeastSquares,
+    better: BetterFit | None,
+    confidence: float,
+) -> GrowthExponent:
     df = fit.num_points - fit.num_groups - 1
     se = math.sqrt(fit.ss_res / df / fit.sxx) if df > 0 else math.nan
     half = t_critical(confidence, df) * se if df > 0 else math.nan
     return GrowthExponent(
-        proxy=proxy, against=against, fixed=fixed, model=model, slope=fit.slope,
+        proxy=proxy,
+        against=against,
+        fixed=fixed,
+        model=model,
+        slope=fit.slope,
         intercept=fit.intercept if fixed is not None else None,
         r_squared=1.0 - fit.ss_res / fit.ss_total if fit.ss_total > 0 else math.nan,
         r_squared_within=1.0 - fit.ss_res / fit.ss_within if fit.ss_within > 0 else math.nan,
-        slope_se=se, ci_low=fit.slope - half, ci_high=fit.slope + half, residual_df=df,
-        num_points=fit.num_points, num_groups=fit.num_groups, num_sizes=fit.num_sizes, better_fit=better)
+        slope_se=se,
+        ci_low=fit.slope - half,
+        ci_high=fit.slope + half,
+        residual_df=df,
+        num_points=fit.num_points,
+        num_groups=fit.num_groups,
+        num_sizes=fit.num_sizes,
+        better_fit=better,
+    )
 
 
-def growth_exponents(summaries: Sequence[ModelSummary], against: Axis | str,
-                     proxies: Iterable[Proxy | str] = PROXIES, pooled: bool = True,
-                     confidence: float = CONFIDENCE) -> tuple[GrowthExponent, ...]:
+def growth_exponents(
+    summaries: Sequence[ModelSummary],
+    against: Axis | str,
+    proxies: Iterable[Proxy | str] = PROXIES,
+    pooled: bool = True,
+    confidence: float = CONFIDENCE,
+) -> tuple[GrowthExponent, ...]:
     """Fits of ln B against each law of :data:`GROWTH_MODELS` (at each fixed other size), plus pooled fits.
 
     A group needs at least two distinct sizes (and is flagged ``few_points`` below :data:`MIN_SIZES`);
@@ -461,6 +522,7 @@ def growth_exponents(summaries: Sequence[ModelSummary], against: Axis | str,
 
 # --- the whole study ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ScalingStudy:
     """Summaries of a family of models with their growth curves and exponents along both sizes.
@@ -479,16 +541,20 @@ class ScalingStudy:
     notes: tuple[str, ...]
 
     @classmethod
-    def from_summaries(cls, summaries: Iterable[ModelSummary],
-                       proxies: Iterable[Proxy | str] = PROXIES) -> ScalingStudy:
+    def from_summaries(
+        cls, summaries: Iterable[ModelSummary], proxies: Iterable[Proxy | str] = PROXIES
+    ) -> ScalingStudy:
         ordered = tuple(sorted(summaries, key=lambda s: (s.num_layers, s.hidden_size, s.name)))
         chosen = tuple(map(Proxy, proxies))
         curves_depth, notes_depth = _curves_and_notes(ordered, Axis.DEPTH, chosen, MIN_CURVE_POINTS)
         curves_width, notes_width = _curves_and_notes(ordered, Axis.WIDTH, chosen, MIN_CURVE_POINTS)
         return cls(
-            summaries=ordered, curves_depth=curves_depth, curves_width=curves_width,
+            summaries=ordered,
+            curves_depth=curves_depth,
+            curves_width=curves_width,
             exponents=growth_exponents(ordered, Axis.DEPTH, chosen) + growth_exponents(ordered, Axis.WIDTH, chosen),
-            reference_depth=reference_size(ordered, Axis.DEPTH), reference_width=reference_size(ordered, Axis.WIDTH),
+            reference_depth=reference_size(ordered, Axis.DEPTH),
+            reference_width=reference_size(ordered, Axis.WIDTH),
             notes=notes_depth + notes_width,
         )
 
@@ -499,8 +565,13 @@ class ScalingStudy:
         """The size at which every curve against ``against`` is normalised."""
         return self.reference_depth if Axis(against) is Axis.DEPTH else self.reference_width
 
-    def exponent(self, proxy: Proxy | str, against: Axis | str, fixed: int | None = None,
-                 model: GrowthModel | str = GrowthModel.POWER) -> GrowthExponent:
+    def exponent(
+        self,
+        proxy: Proxy | str,
+        against: Axis | str,
+        fixed: int | None = None,
+        model: GrowthModel | str = GrowthModel.POWER,
+    ) -> GrowthExponent:
         """One fit (fixed=None: the pooled one; the power law by default); KeyError if it was not fitted."""
         key = (Proxy(proxy), Axis(against), fixed, GrowthModel(model))
         for e in self.exponents:
@@ -520,6 +591,7 @@ class ScalingStudy:
 
 # --- table edges --------------------------------------------------------------------------------
 
+
 def summaries_frame(summaries: Iterable[ModelSummary], proxies: Iterable[Proxy | str] = PROXIES) -> pd.DataFrame:
     """One row per model: name, L, N, H, then log10 and plain value of each proxy (plain: NaN on overflow)."""
     import pandas as pd
@@ -534,8 +606,9 @@ def summaries_frame(summaries: Iterable[ModelSummary], proxies: Iterable[Proxy |
             row[f"{proxy.value}_log10"] = log_value * LOG10_E
             row[proxy.value] = plain if math.isfinite(plain) else math.nan
         rows.append(row)
-    frame = pd.DataFrame(rows, columns=["name", "L", "N", "H",
-                                        *[c for p in chosen for c in (f"{p.value}_log10", p.value)]])
+    frame = pd.DataFrame(
+        rows, columns=["name", "L", "N", "H", *[c for p in chosen for c in (f"{p.value}_log10", p.value)]]
+    )
     frame["H"] = frame["H"].astype("Int64")
     return frame
 
@@ -544,18 +617,43 @@ def curves_frame(curves: Iterable[GrowthCurve]) -> pd.DataFrame:
     """Long table of growth curves: proxy, against, fixed, model, x, log10 and plain ratio, reference size."""
     import pandas as pd
 
-    rows = [{"proxy": c.proxy.value, "against": c.against.value, "fixed": c.fixed, "model": model,
-             "x": x, "log10_ratio": lr * LOG10_E, "ratio": exp_or_inf(lr), "reference": c.reference}
-            for c in curves for model, x, lr in zip(c.models, c.x, c.log_ratio, strict=True)]
-    return pd.DataFrame(rows, columns=["proxy", "against", "fixed", "model", "x", "log10_ratio", "ratio",
-                                       "reference"])
+    rows = [
+        {
+            "proxy": c.proxy.value,
+            "against": c.against.value,
+            "fixed": c.fixed,
+            "model": model,
+            "x": x,
+            "log10_ratio": lr * LOG10_E,
+            "ratio": exp_or_inf(lr),
+            "reference": c.reference,
+        }
+        for c in curves
+        for model, x, lr in zip(c.models, c.x, c.log_ratio, strict=True)
+    ]
+    return pd.DataFrame(rows, columns=["proxy", "against", "fixed", "model", "x", "log10_ratio", "ratio", "reference"])
 
 
 #: Columns of the exponents table: the original eight first, then the statistics added beside them.
 EXPONENT_COLUMNS: tuple[str, ...] = (
-    "proxy", "against", "fixed", "slope", "intercept", "r_squared", "num_points", "num_groups",
-    "model", "slope_se", "ci_low", "ci_high", "residual_df", "r_squared_within", "num_sizes", "few_points",
-    "better_fit")
+    "proxy",
+    "against",
+    "fixed",
+    "slope",
+    "intercept",
+    "r_squared",
+    "num_points",
+    "num_groups",
+    "model",
+    "slope_se",
+    "ci_low",
+    "ci_high",
+    "residual_df",
+    "r_squared_within",
+    "num_sizes",
+    "few_points",
+    "better_fit",
+)
 
 
 def exponents_frame(exponents: Iterable[GrowthExponent]) -> pd.DataFrame:
@@ -563,12 +661,28 @@ def exponents_frame(exponents: Iterable[GrowthExponent]) -> pd.DataFrame:
     "log-linear"; ``better_fit`` empty where only one law is fitted)."""
     import pandas as pd
 
-    rows = [{"proxy": e.proxy.value, "against": e.against.value, "fixed": e.fixed, "slope": e.slope,
-             "intercept": e.intercept, "r_squared": e.r_squared, "num_points": e.num_points,
-             "num_groups": e.num_groups, "model": e.model.value, "slope_se": e.slope_se, "ci_low": e.ci_low,
-             "ci_high": e.ci_high, "residual_df": e.residual_df, "r_squared_within": e.r_squared_within,
-             "num_sizes": e.num_sizes, "few_points": e.few_points,
-             "better_fit": None if e.better_fit is None else e.better_fit.value} for e in exponents]
+    rows = [
+        {
+            "proxy": e.proxy.value,
+            "against": e.against.value,
+            "fixed": e.fixed,
+            "slope": e.slope,
+            "intercept": e.intercept,
+            "r_squared": e.r_squared,
+            "num_points": e.num_points,
+            "num_groups": e.num_groups,
+            "model": e.model.value,
+            "slope_se": e.slope_se,
+            "ci_low": e.ci_low,
+            "ci_high": e.ci_high,
+            "residual_df": e.residual_df,
+            "r_squared_within": e.r_squared_within,
+            "num_sizes": e.num_sizes,
+            "few_points": e.few_points,
+            "better_fit": None if e.better_fit is None else e.better_fit.value,
+        }
+        for e in exponents
+    ]
     frame = pd.DataFrame(rows, columns=list(EXPONENT_COLUMNS))
     frame["fixed"] = frame["fixed"].astype("Int64")
     frame["intercept"] = frame["intercept"].astype("float64")

@@ -57,8 +57,9 @@ class SyntheticCurve:
         return float(self.grid[self.p_opt_index])
 
 
-def contribution_curve(sv: np.ndarray, *, hidden_size: int, scale: float, grid_m: int,
-                       points: int = FINE_P_POINTS) -> SyntheticCurve:
+def contribution_curve(
+    sv: np.ndarray, *, hidden_size: int, scale: float, grid_m: int, points: int = FINE_P_POINTS
+) -> SyntheticCurve:
     """c(W; p) = S_p^(1/(p+2)) s^(p/(p+2)) N^((p+1)/(p+2)) for the spectrum sv, with k = N."""
     if scale <= 0:
         raise ValueError("the scale s_W must be positive")
@@ -73,5 +74,4 @@ def contribution_curve(sv: np.ndarray, *, hidden_size: int, scale: float, grid_m
     fine, grid = fine_p_axis(points), p_grid(grid_m)
     log_on_grid = log_curve(grid)
     best = optimal_index(log_on_grid)[0]
-    return SyntheticCurve(fine, np.exp(log_curve(fine)[0]), grid, np.exp(log_on_grid[0]), int(best),
-                          int(counted.sum()))
+    return SyntheticCurve(fine, np.exp(log_curve(fine)[0]), grid, np.exp(log_on_grid[0]), int(best), int(counted.sum()))

@@ -17,22 +17,25 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .loading import compute_profile
 from .defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
+from .loading import compute_profile
 from .matrices import EncoderShape, LayerWeights
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
 
 
-def twin_layers(shape: EncoderShape, initializer_range: float = BERT_INITIALIZER_RANGE,
-                seed: int = TWIN_SEED) -> Iterator[LayerWeights]:
+def twin_layers(
+    shape: EncoderShape, initializer_range: float = BERT_INITIALIZER_RANGE, seed: int = TWIN_SEED
+) -> Iterator[LayerWeights]:
     """The six (out, in) weights of each layer, N(0, initializer_range^2), generated lazily bottom first."""
     if not (math.isfinite(initializer_range) and initializer_range > 0):
         raise ValueError(f"the initializer range must be a positive number, got {initializer_range}")
     rng = np.random.default_rng(seed)
     for _ in range(shape.num_layers):
-        weights = {name: rng.normal(0.0, initializer_range, size=size)
-                   for name, size in LayerWeights.expected_shapes(shape).items()}
+        weights = {
+            name: rng.normal(0.0, initializer_range, size=size)
+            for name, size in LayerWeights.expected_shapes(shape).items()
+        }
         yield LayerWeights(**weights)
 
 
@@ -41,19 +44,35 @@ def twin_name(model: str, initializer_range: float, seed: int) -> str:
     return f"random twin of {model} (seed {seed}, σ = {initializer_range:g})"
 
 
-def random_twin(shape: EncoderShape, *, model: str, initializer_range: float = BERT_INITIALIZER_RANGE,
-                seed: int = TWIN_SEED, progress: ProgressCallback = silent) -> SpectralProfile:
+def random_twin(
+    shape: EncoderShape,
+    *,
+    model: str,
+    initializer_range: float = BERT_INITIALIZER_RANGE,
+    seed: int = TWIN_SEED,
+    progress: ProgressCallback = silent,
+) -> SpectralProfile:
     """Spectral profile of a randomly initialised encoder of ``shape``, labelled as the twin of ``model``.
 
     The revision encodes seed and sigma, so a profile cache keyed by (model, revision) keeps twins apart.
     """
-    return compute_profile(twin_layers(shape, initializer_range, seed), shape,
-                           model=twin_name(model, initializer_range, seed),
-                           revision=f"random-init seed={seed} sigma={initializer_range!r}", progress=progress)
+    return compute_profile(
+        twin_layers(shape, initializer_range, seed),
+        shape,
+        model=twin_name(model, initializer_range, seed),
+        revision=f"random-init seed={seed} sigma={initializer_range!r}",
+        progress=progress,
+    )
 
 
-def random_twin_of(profile: SpectralProfile, *, initializer_range: float = BERT_INITIALIZER_RANGE,
-                   seed: int = TWIN_SEED, progress: ProgressCallback = silent) -> SpectralProfile:
+def random_twin_of(
+    profile: SpectralProfile,
+    *,
+    initializer_range: float = BERT_INITIALIZER_RANGE,
+    seed: int = TWIN_SEED,
+    progress: ProgressCallback = silent,
+) -> SpectralProfile:
     """The twin of an analysed model: its shape and name, new Gaussian weights."""
-    return random_twin(profile.shape, model=profile.model, initializer_range=initializer_range, seed=seed,
-                       progress=progress)
+    return random_twin(
+        profile.shape, model=profile.model, initializer_range=initializer_range, seed=seed, progress=progress
+    )

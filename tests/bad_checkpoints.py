@@ -73,12 +73,14 @@ def _heads_not_dividing(d: Path) -> None:
 def _nan_weight(d: Path) -> None:
     def edit(state):
         state["encoder.layer.1.attention.self.key.weight"][3, 4] = float("nan")
+
     edit_weights(d, edit)
 
 
 def _inf_weight(d: Path) -> None:
     def edit(state):
         state["encoder.layer.0.output.dense.weight"][0, 0] = float("-inf")
+
     edit_weights(d, edit)
 
 
@@ -87,6 +89,7 @@ def _wrong_shape(d: Path) -> None:
 
     def edit(state):
         state["encoder.layer.1.intermediate.dense.weight"] = torch.zeros(40, 32)
+
     edit_weights(d, edit)
 
 
@@ -94,6 +97,7 @@ def _layer_missing(d: Path) -> None:
     def edit(state):
         for name in [n for n in state if n.startswith("encoder.layer.1.")]:
             del state[name]
+
     edit_weights(d, edit)
 
 
@@ -101,32 +105,52 @@ def _not_a_bert_layout(d: Path) -> None:
     def edit(state):
         for name in [n for n in state if n.startswith("encoder.layer.")]:
             state[name.replace("encoder.layer.", "blocks.")] = state.pop(name)
+
     edit_weights(d, edit)
 
 
 #: id -> (how to spoil a tiny BERT checkpoint, the error class, words its message must contain)
 BAD_CHECKPOINTS = {
     "missing weights": (_missing_weights, CheckpointError, ["no weights in", "model.safetensors"]),
-    "corrupt safetensors": (_corrupt_safetensors, CheckpointError,
-                            ["cannot read model.safetensors", "corrupt or not a safetensors file"]),
-    "truncated safetensors": (_truncated_safetensors, CheckpointError,
-                              ["model.safetensors", "corrupt or not a safetensors file"]),
-    "corrupt bin": (_corrupt_bin, CheckpointError,
-                    ["cannot read pytorch_model.bin", "not a weights-only PyTorch file"]),
+    "corrupt safetensors": (
+        _corrupt_safetensors,
+        CheckpointError,
+        ["cannot read model.safetensors", "corrupt or not a safetensors file"],
+    ),
+    "truncated safetensors": (
+        _truncated_safetensors,
+        CheckpointError,
+        ["model.safetensors", "corrupt or not a safetensors file"],
+    ),
+    "corrupt bin": (
+        _corrupt_bin,
+        CheckpointError,
+        ["cannot read pytorch_model.bin", "not a weights-only PyTorch file"],
+    ),
     "no config": (_no_config, CheckpointError, ["has no config.json", "not a Hugging Face checkpoint directory"]),
     "config not json": (_config_not_json, CheckpointError, ["config.json", "is not valid JSON"]),
-    "no heads in config": (_config_without_heads, CheckpointError,
-                           ["lacks a positive integer 'num_attention_heads'"]),
+    "no heads in config": (_config_without_heads, CheckpointError, ["lacks a positive integer 'num_attention_heads'"]),
     "gpt2": (_gpt2, UnsupportedModelError, ["model type 'gpt2' is not a BERT-family encoder", "supported:"]),
-    "heads not dividing N": (_heads_not_dividing, UnsupportedModelError,
-                             ["hidden size 32 is not divisible by 5 attention heads"]),
-    "nan weight": (_nan_weight, InvalidWeightsError,
-                   ["'encoder.layer.1.attention.self.key.weight'", "NaN or infinite"]),
+    "heads not dividing N": (
+        _heads_not_dividing,
+        UnsupportedModelError,
+        ["hidden size 32 is not divisible by 5 attention heads"],
+    ),
+    "nan weight": (
+        _nan_weight,
+        InvalidWeightsError,
+        ["'encoder.layer.1.attention.self.key.weight'", "NaN or infinite"],
+    ),
     "inf weight": (_inf_weight, InvalidWeightsError, ["'encoder.layer.0.output.dense.weight'", "NaN or infinite"]),
-    "wrong shape": (_wrong_shape, UnsupportedModelError,
-                    ["'encoder.layer.1.intermediate.dense.weight' has shape (40, 32)", "implies (48, 32)"]),
-    "layer missing": (_layer_missing, CheckpointError,
-                      ["'encoder.layer.1.attention.self.query.weight' is missing",
-                       "config.json declares 2 layers"]),
+    "wrong shape": (
+        _wrong_shape,
+        UnsupportedModelError,
+        ["'encoder.layer.1.intermediate.dense.weight' has shape (40, 32)", "implies (48, 32)"],
+    ),
+    "layer missing": (
+        _layer_missing,
+        CheckpointError,
+        ["'encoder.layer.1.attention.self.query.weight' is missing", "config.json declares 2 layers"],
+    ),
     "other layout": (_not_a_bert_layout, CheckpointError, ["no weight named", "encoder.layer"]),
 }

@@ -25,20 +25,37 @@ sys.exit(result.returncode)
 """
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300,
-            unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 300,
+    unset: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess:
     """``specbound ARGS`` in a subprocess, as a user runs it: ``env`` added to this environment, ``unset`` removed."""
     environment = {k: v for k, v in os.environ.items() if k not in unset}
-    return subprocess.run([sys.executable, "-m", "specbound.cli", *args], capture_output=True, text=True,
-                          env={**environment, **(env or {})}, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "specbound.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**environment, **(env or {})},
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
-def run_cli_measured(tmp_path: Path, *args: str, env: dict[str, str] | None = None
-                     ) -> tuple[subprocess.CompletedProcess, float]:
+def run_cli_measured(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess, float]:
     """Run the CLI and return its result and its peak resident memory in MB."""
     report = tmp_path / "peak-rss.txt"
-    result = subprocess.run([sys.executable, "-c", _MEASURE, str(report), sys.executable, "-m", "specbound.cli",
-                             *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(report), sys.executable, "-m", "specbound.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
     return result, int(report.read_text()) / 1024
 
 
@@ -76,6 +93,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *words: str, stat
 
 def strict_json(text: str):
     """json.loads that refuses NaN and Infinity, as RFC 8259 parsers do."""
+
     def refuse(constant: str):
         raise ValueError(f"non-standard JSON constant {constant}")
 

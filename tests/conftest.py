@@ -24,25 +24,46 @@ def make_checkpoint(tmp_path: Path):
 
     family: "bert", "roberta" or "distilbert"; safe: model.safetensors (True) or pytorch_model.bin.
     """
-    def make(family: str = "bert", *, layers: int = 2, hidden: int = 32, heads: int = 4, ffn: int = 48,
-             safe: bool = True, seed: int = 0, name: str | None = None) -> Path:
+
+    def make(
+        family: str = "bert",
+        *,
+        layers: int = 2,
+        hidden: int = 32,
+        heads: int = 4,
+        ffn: int = 48,
+        safe: bool = True,
+        seed: int = 0,
+        name: str | None = None,
+    ) -> Path:
         import torch
         import transformers
 
         torch.manual_seed(seed)
         if family == "distilbert":
-            config = transformers.DistilBertConfig(vocab_size=50, n_layers=layers, dim=hidden, n_heads=heads,
-                                                   hidden_dim=ffn, max_position_embeddings=16)
+            config = transformers.DistilBertConfig(
+                vocab_size=50, n_layers=layers, dim=hidden, n_heads=heads, hidden_dim=ffn, max_position_embeddings=16
+            )
             model = transformers.DistilBertModel(config)
         elif family == "roberta":
-            config = transformers.RobertaConfig(vocab_size=50, num_hidden_layers=layers, hidden_size=hidden,
-                                                num_attention_heads=heads, intermediate_size=ffn,
-                                                max_position_embeddings=24)
+            config = transformers.RobertaConfig(
+                vocab_size=50,
+                num_hidden_layers=layers,
+                hidden_size=hidden,
+                num_attention_heads=heads,
+                intermediate_size=ffn,
+                max_position_embeddings=24,
+            )
             model = transformers.RobertaModel(config)
         else:
-            config = transformers.BertConfig(vocab_size=50, num_hidden_layers=layers, hidden_size=hidden,
-                                             num_attention_heads=heads, intermediate_size=ffn,
-                                             max_position_embeddings=16)
+            config = transformers.BertConfig(
+                vocab_size=50,
+                num_hidden_layers=layers,
+                hidden_size=hidden,
+                num_attention_heads=heads,
+                intermediate_size=ffn,
+                max_position_embeddings=16,
+            )
             model = transformers.BertModel(config)
         directory = tmp_path / (name or f"{family}-L{layers}-N{hidden}-H{heads}-{'st' if safe else 'pt'}")
         model.save_pretrained(directory)

@@ -9,26 +9,48 @@ from specbound.matrices import EncoderShape, Kind
 from specbound.profile import SpectralProfile, matrix_ids
 
 
-def make_profile(shape: EncoderShape, spectra: list[list[float]], norm_21: list[float] | None = None,
-                 full_dims: list[int] | None = None) -> SpectralProfile:
+def make_profile(
+    shape: EncoderShape,
+    spectra: list[list[float]],
+    norm_21: list[float] | None = None,
+    full_dims: list[int] | None = None,
+) -> SpectralProfile:
     """A profile with prescribed singular values, listed in profile order."""
     width = max(len(s) for s in spectra)
     sv = np.zeros((len(spectra), width))
     for i, s in enumerate(spectra):
         sv[i, : len(s)] = sorted(s, reverse=True)
     m = len(spectra)
-    dims = full_dims or [min(shape.hidden_size, shape.ffn_size) if i.kind in (Kind.M_IN, Kind.M_OUT)
-                         else shape.hidden_size for i in matrix_ids(shape)]
-    return SpectralProfile(model="hand", revision="0", shape=shape, singular_values=sv,
-                           full_dims=np.array(dims), norm_21=np.array(norm_21 or [1.0] * m),
-                           norm_11=np.ones(m))
+    dims = full_dims or [
+        min(shape.hidden_size, shape.ffn_size) if i.kind in (Kind.M_IN, Kind.M_OUT) else shape.hidden_size
+        for i in matrix_ids(shape)
+    ]
+    return SpectralProfile(
+        model="hand",
+        revision="0",
+        shape=shape,
+        singular_values=sv,
+        full_dims=np.array(dims),
+        norm_21=np.array(norm_21 or [1.0] * m),
+        norm_11=np.ones(m),
+    )
 
 
 # Two layers, two heads of size 2, N = 4, d_ff = 6. Order per layer: QK h0, QK h1, V h0, V h1, M_in, M_out.
 HAND_SHAPE = EncoderShape(num_layers=2, hidden_size=4, num_heads=2, ffn_size=6)
 HAND_SPECTRA = [
-    [2.0, 1.0], [3.0], [1.0, 0.5], [2.0], [4.0, 2.0, 1.0, 1.0], [3.0, 1.0, 1.0, 0.5],
-    [1.5], [0.5, 0.25], [2.0, 2.0], [1.0], [2.0, 1.0], [5.0, 1.0, 1.0, 1.0],
+    [2.0, 1.0],
+    [3.0],
+    [1.0, 0.5],
+    [2.0],
+    [4.0, 2.0, 1.0, 1.0],
+    [3.0, 1.0, 1.0, 0.5],
+    [1.5],
+    [0.5, 0.25],
+    [2.0, 2.0],
+    [1.0],
+    [2.0, 1.0],
+    [5.0, 1.0, 1.0, 1.0],
 ]
 HAND_NORM21 = [1.5 * (i + 1) for i in range(12)]
 
@@ -42,16 +64,26 @@ def profile_from_spectra(shape: EncoderShape, spectra: list[list[float]], model:
     width = max(max(len(s) for s in spectra), 1)
     sv = np.zeros((len(spectra), width))
     for i, s in enumerate(spectra):
-        sv[i, :len(s)] = sorted(s, reverse=True)
-    dims = [min(shape.hidden_size, shape.ffn_size) if i.kind in (Kind.M_IN, Kind.M_OUT) else shape.hidden_size
-            for i in matrix_ids(shape)]
+        sv[i, : len(s)] = sorted(s, reverse=True)
+    dims = [
+        min(shape.hidden_size, shape.ffn_size) if i.kind in (Kind.M_IN, Kind.M_OUT) else shape.hidden_size
+        for i in matrix_ids(shape)
+    ]
     m = len(spectra)
-    return SpectralProfile(model=model, revision="0", shape=shape, singular_values=sv, full_dims=np.array(dims),
-                           norm_21=np.ones(m), norm_11=np.ones(m))
+    return SpectralProfile(
+        model=model,
+        revision="0",
+        shape=shape,
+        singular_values=sv,
+        full_dims=np.array(dims),
+        norm_21=np.ones(m),
+        norm_11=np.ones(m),
+    )
 
 
-def flat_one_layer(qk: float, v: float, m_in: float, m_out: float, rank: int = 4,
-                   model: str = "hand") -> SpectralProfile:
+def flat_one_layer(
+    qk: float, v: float, m_in: float, m_out: float, rank: int = 4, model: str = "hand"
+) -> SpectralProfile:
     """:data:`ONE_LAYER` with flat spectra: every matrix has ``rank`` singular values equal to its value.
 
     Then s_W = 2 v m_out m_in (QK), m_out m_in (V), m_out (M_in), 1 (M_out), and S_p = rank sigma^p.

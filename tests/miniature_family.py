@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from specbound.loading import load_profile
 from specbound.atlas import save_atlas
+from specbound.loading import load_profile
 from specbound.profile import SpectralProfile
 
 LAYERS = (1, 2, 3)
@@ -24,8 +24,9 @@ def family_profiles(make_checkpoint) -> list[SpectralProfile]:
     profiles = []
     for layers in LAYERS:
         for width in WIDTHS:
-            directory = make_checkpoint(layers=layers, hidden=width, heads=HEADS, ffn=2 * width,
-                                        seed=10 * layers + width)
+            directory = make_checkpoint(
+                layers=layers, hidden=width, heads=HEADS, ffn=2 * width, seed=10 * layers + width
+            )
             profile = load_profile(str(directory), use_cache=False)
             profiles.append(dataclasses.replace(profile, model=f"L{layers}-H{width}"))
     return profiles

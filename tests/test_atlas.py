@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbound.loading import load_profile
 from specbound.atlas import AtlasError, atlas_member, load_atlas, read_manifest, save_atlas
-from specbound.loading import load_profile as load_by_name
-from specbound.models import Source, atlas_reference, resolve
 from specbound.bounds import BoundAnalysis
 from specbound.cli import main
 from specbound.errors import SpecboundError
+from specbound.loading import load_profile
+from specbound.loading import load_profile as load_by_name
+from specbound.models import Source, atlas_reference, resolve
 from specbound.profile import SpectralProfile
 
 FIELDS = ("singular_values", "full_dims", "norm_21", "norm_11")
@@ -23,8 +23,10 @@ FIELDS = ("singular_values", "full_dims", "norm_21", "norm_11")
 
 @pytest.fixture
 def profiles(make_checkpoint) -> list[SpectralProfile]:
-    return [load_profile(str(make_checkpoint(layers=2, hidden=32, heads=4, seed=1))),
-            load_profile(str(make_checkpoint(layers=1, hidden=16, heads=2, ffn=24, safe=False, seed=2)))]
+    return [
+        load_profile(str(make_checkpoint(layers=2, hidden=32, heads=4, seed=1))),
+        load_profile(str(make_checkpoint(layers=1, hidden=16, heads=2, ffn=24, safe=False, seed=2))),
+    ]
 
 
 def _assert_identical(a: SpectralProfile, b: SpectralProfile) -> None:
@@ -77,8 +79,7 @@ def test_the_file_is_a_plain_npz_with_a_json_manifest(profiles, tmp_path: Path) 
         manifest = json.loads(str(data["manifest"]))
         assert manifest["format"] == "specbound-atlas" and manifest["schema"] == 1
         assert [m["name"] for m in manifest["models"]] == [p.model for p in profiles]
-        assert manifest["models"][1]["shape"] == {"num_layers": 1, "hidden_size": 16, "num_heads": 2,
-                                                  "ffn_size": 24}
+        assert manifest["models"][1]["shape"] == {"num_layers": 1, "hidden_size": 16, "num_heads": 2, "ffn_size": 24}
         assert data[manifest["models"][0]["arrays"]["singular_values"]].dtype == np.float64
 
 
@@ -110,22 +111,39 @@ def test_damaged_or_foreign_files_are_refused(profiles, tmp_path: Path) -> None:
     np.savez(foreign, x=np.arange(3))
     single = tmp_path / "single.npy"
     np.save(single, np.arange(3))
-    no_array = _rewrite(good, tmp_path / "no_array.npz",
-                        lambda name, data: None if name == "m1_norm_11.npy" else data)
-    tampered = _rewrite(good, tmp_path / "tampered.npz",
-                        lambda name, data: _npy(np.zeros(len(profiles[0].norm_21)))
-                        if name == "m0_norm_21.npy" else data)
-    wrong_format = _rewrite(good, tmp_path / "wrong_format.npz",
-                            lambda name, data: _npy(np.array(json.dumps({"format": "other", "schema": 1})))
-                            if name == "manifest.npy" else data)
-    future = _rewrite(good, tmp_path / "future.npz",
-                      lambda name, data: _npy(np.array(json.dumps({"format": "specbound-atlas", "schema": 99,
-                                                                   "models": []})))
-                      if name == "manifest.npy" else data)
-    cases = {not_zip: "not a readable .npz", truncated: "not a readable .npz", foreign: "no manifest",
-             single: "single array", no_array: "'m1_norm_11' .* is missing", tampered: "checksum",
-             wrong_format: "format 'specbound-atlas'", future: "schema 99",
-             tmp_path / "absent.npz": "no atlas file"}
+    no_array = _rewrite(good, tmp_path / "no_array.npz", lambda name, data: None if name == "m1_norm_11.npy" else data)
+    tampered = _rewrite(
+        good,
+        tmp_path / "tampered.npz",
+        lambda name, data: _npy(np.zeros(len(profiles[0].norm_21))) if name == "m0_norm_21.npy" else data,
+    )
+    wrong_format = _rewrite(
+        good,
+        tmp_path / "wrong_format.npz",
+        lambda name, data: (
+            _npy(np.array(json.dumps({"format": "other", "schema": 1}))) if name == "manifest.npy" else data
+        ),
+    )
+    future = _rewrite(
+        good,
+        tmp_path / "future.npz",
+        lambda name, data: (
+            _npy(np.array(json.dumps({"format": "specbound-atlas", "schema": 99, "models": []})))
+            if name == "manifest.npy"
+            else data
+        ),
+    )
+    cases = {
+        not_zip: "not a readable .npz",
+        truncated: "not a readable .npz",
+        foreign: "no manifest",
+        single: "single array",
+        no_array: "'m1_norm_11' .* is missing",
+        tampered: "checksum",
+        wrong_format: "format 'specbound-atlas'",
+        future: "schema 99",
+        tmp_path / "absent.npz": "no atlas file",
+    }
     for path, message in cases.items():
         with pytest.raises(AtlasError, match=message):
             load_atlas(path)

@@ -6,15 +6,22 @@ import math
 
 import numpy as np
 import pytest
+from hand_profiles import HAND_NORM21, HAND_SHAPE, HAND_SPECTRA, make_profile
 
-from specbound.loading import compute_profile
-from specbound.bounds import (BoundAnalysis, BoundSettings, PAssignment, grid_resolution, log_schatten,
-                              optimal_index, p_grid, snap_to_grid)
+from specbound.bounds import (
+    BoundAnalysis,
+    BoundSettings,
+    PAssignment,
+    grid_resolution,
+    log_schatten,
+    optimal_index,
+    p_grid,
+    snap_to_grid,
+)
 from specbound.defaults import L_PHI
+from specbound.loading import compute_profile
 from specbound.matrices import EncoderShape, Kind, LayerWeights
 from specbound.profile import MatrixId, matrix_ids
-
-from hand_profiles import HAND_NORM21, HAND_SHAPE, HAND_SPECTRA, make_profile
 
 
 @pytest.fixture
@@ -42,8 +49,7 @@ def test_grid_and_optimal_p_by_hand(hand: BoundAnalysis) -> None:
     scales = np.exp(hand.log_scale)
     expected_total = math.sqrt(2)
     for i, spectrum in enumerate(HAND_SPECTRA):
-        values = [c_closed(len(spectrum) if p == 0 else sum(x ** p for x in spectrum), scales[i], p, 4)
-                  for p in grid]
+        values = [c_closed(len(spectrum) if p == 0 else sum(x**p for x in spectrum), scales[i], p, 4) for p in grid]
         best = int(np.argmin(values))
         assert hand.p_opt[i] == grid[best], i
         expected_total += values[best]
@@ -55,25 +61,26 @@ def test_edelman_by_hand(hand: BoundAnalysis) -> None:
     alpha = [192.1, 1.0]
     total = 1.0
     for layer in range(2):
-        v = sigma1[6 * layer + 2: 6 * layer + 4]  # xi uses ||QK||_{2,1}, not ||QK||_2
+        v = sigma1[6 * layer + 2 : 6 * layer + 4]  # xi uses ||QK||_{2,1}, not ||QK||_2
         m_in, m_out = sigma1[6 * layer + 4], sigma1[6 * layer + 5]
-        n21 = HAND_NORM21[6 * layer: 6 * layer + 6]
-        xi = sum((m_out * m_in * v[h] * n21[h]) ** (2 / 3) + (m_out * m_in * n21[2 + h]) ** (2 / 3)
-                 for h in range(2))
+        n21 = HAND_NORM21[6 * layer : 6 * layer + 6]
+        xi = sum((m_out * m_in * v[h] * n21[h]) ** (2 / 3) + (m_out * m_in * n21[2 + h]) ** (2 / 3) for h in range(2))
         xi += (m_out * n21[4]) ** (2 / 3) + n21[5] ** (2 / 3)
         assert math.exp(hand.log_xi[layer]) == pytest.approx(xi, rel=1e-13)
         total += alpha[layer] ** (2 / 3) * xi
-    assert hand.edelman == pytest.approx(total ** 1.5, rel=1e-12)
+    assert hand.edelman == pytest.approx(total**1.5, rel=1e-12)
 
 
 def test_closed_forms_at_p_0_1_2(hand: BoundAnalysis) -> None:
     profile, n = hand.profile, 4
     scale = np.exp(hand.log_scale)
     np.testing.assert_allclose(hand.evaluate(0.0).contribution, np.sqrt(profile.rank * n), rtol=1e-14)
-    np.testing.assert_allclose(hand.evaluate(1.0).contribution,
-                               np.cbrt(profile.nuclear_norm * scale) * n ** (2 / 3), rtol=1e-13)
-    np.testing.assert_allclose(hand.evaluate(2.0).contribution,
-                               np.sqrt(profile.frobenius_norm * scale) * n ** 0.75, rtol=1e-13)
+    np.testing.assert_allclose(
+        hand.evaluate(1.0).contribution, np.cbrt(profile.nuclear_norm * scale) * n ** (2 / 3), rtol=1e-13
+    )
+    np.testing.assert_allclose(
+        hand.evaluate(2.0).contribution, np.sqrt(profile.frobenius_norm * scale) * n**0.75, rtol=1e-13
+    )
 
 
 def test_schatten_ignores_values_below_the_rank_threshold_and_is_continuous_at_zero() -> None:
@@ -83,7 +90,7 @@ def test_schatten_ignores_values_below_the_rank_threshold_and_is_continuous_at_z
     for p in (1e-3, 1e-6, 1e-9):
         assert np.exp(log_schatten(sv, counted, p))[0] == pytest.approx(2.0, abs=2e-3 * p / 1e-3)
     # at p = 0.3 the noise alone would add 2 * (1e-15)^0.3-ish, about 6e-5: excluded exactly
-    assert np.exp(log_schatten(sv, counted, 0.3))[0] == pytest.approx(2.0 ** 0.3 + 0.5 ** 0.3, rel=1e-15)
+    assert np.exp(log_schatten(sv, counted, 0.3))[0] == pytest.approx(2.0**0.3 + 0.5**0.3, rel=1e-15)
 
 
 def test_zero_matrix_contributes_nothing() -> None:
@@ -111,16 +118,16 @@ def test_ties_go_to_the_smaller_p() -> None:
     # S_p = r for all p (all sigma = 1) and s = sqrt(r / N) make c(W; p) = sqrt(r N) for every p.
     r, n = 4, 16
     grid = p_grid(4)
-    log_c = np.array([(math.log(r) + p * math.log(math.sqrt(r / n)) + (p + 1) * math.log(n)) / (p + 2)
-                      for p in grid])
+    log_c = np.array([(math.log(r) + p * math.log(math.sqrt(r / n)) + (p + 1) * math.log(n)) / (p + 2) for p in grid])
     assert np.ptp(log_c) < 1e-14
     assert optimal_index(log_c[None, :])[0] == 0
     assert optimal_index(np.array([[3.0, 1.0, 1.0, 2.0]]))[0] == 1
 
 
 def test_p_assignment_precedence(hand: BoundAnalysis) -> None:
-    assignment = PAssignment(default=2.0, by_kind={Kind.QK: 1.0}, by_layer={1: 0.5},
-                             by_matrix={MatrixId(1, Kind.QK, 0): None})
+    assignment = PAssignment(
+        default=2.0, by_kind={Kind.QK: 1.0}, by_layer={1: 0.5}, by_matrix={MatrixId(1, Kind.QK, 0): None}
+    )
     p = assignment.resolve(hand.profile, hand.p_opt)
     expected = np.array([1.0, 1.0, 2.0, 2.0, 2.0, 2.0, hand.p_opt[6], 0.5, 0.5, 0.5, 0.5, 0.5])
     np.testing.assert_array_equal(p, expected)
@@ -161,18 +168,24 @@ def test_overflow_is_carried_in_logs() -> None:
 
 # --- the whole pipeline against a dense reference ---------------------------------------------------
 
+
 def dense_reference(layers: list[LayerWeights], shape: EncoderShape, l_phi: float = L_PHI):
     """Every proxy matrix formed densely from the HF weights, then the SPEC formulas as loops."""
     d = shape.head_dim
     mats = []
     for w in layers:
-        qk = [w.query[h * d:(h + 1) * d].T @ w.key[h * d:(h + 1) * d] for h in range(shape.num_heads)]
-        v = [w.value[h * d:(h + 1) * d].T @ w.attn_out.T[h * d:(h + 1) * d] for h in range(shape.num_heads)]
+        qk = [w.query[h * d : (h + 1) * d].T @ w.key[h * d : (h + 1) * d] for h in range(shape.num_heads)]
+        v = [w.value[h * d : (h + 1) * d].T @ w.attn_out.T[h * d : (h + 1) * d] for h in range(shape.num_heads)]
         mats.append({"QK": qk, "V": v, "M_in": w.ffn_in.T, "M_out": w.ffn_out.T})
     spec = lambda m: np.linalg.svd(m, compute_uv=False)[0]  # noqa: E731
     n21 = lambda m: np.linalg.norm(m, axis=0).sum()  # noqa: E731
-    factors = [l_phi * spec(m["M_in"]) * spec(m["M_out"]) *
-               sum(spec(m["V"][h]) * (1 + 4 * spec(m["QK"][h])) for h in range(shape.num_heads)) for m in mats]
+    factors = [
+        l_phi
+        * spec(m["M_in"])
+        * spec(m["M_out"])
+        * sum(spec(m["V"][h]) * (1 + 4 * spec(m["QK"][h])) for h in range(shape.num_heads))
+        for m in mats
+    ]
     alphas = [math.prod(factors[k] for k in range(layer + 1, len(mats))) for layer in range(len(mats))]
     gammas, matrices, edelman = [], [], 1.0
     for layer, m in enumerate(mats):
@@ -180,23 +193,32 @@ def dense_reference(layers: list[LayerWeights], shape: EncoderShape, l_phi: floa
         gammas += [2 * spec(m["V"][h]) * mlp for h in range(shape.num_heads)] + [mlp] * shape.num_heads
         gammas += [spec(m["M_out"]), 1.0]
         matrices += m["QK"] + m["V"] + [m["M_in"], m["M_out"]]
-        xi = sum((mlp * spec(m["V"][h]) * n21(m["QK"][h])) ** (2 / 3) + (mlp * n21(m["V"][h])) ** (2 / 3)
-                 for h in range(shape.num_heads))
+        xi = sum(
+            (mlp * spec(m["V"][h]) * n21(m["QK"][h])) ** (2 / 3) + (mlp * n21(m["V"][h])) ** (2 / 3)
+            for h in range(shape.num_heads)
+        )
         xi += (spec(m["M_out"]) * n21(m["M_in"])) ** (2 / 3) + n21(m["M_out"]) ** (2 / 3)
         edelman += alphas[layer] ** (2 / 3) * xi
     layer_of = [i.layer for i in matrix_ids(shape)]
     scales = [g * alphas[layer_of[i]] * shape.num_layers for i, g in enumerate(gammas)]
-    return alphas, gammas, scales, matrices, edelman ** 1.5
+    return alphas, gammas, scales, matrices, edelman**1.5
 
 
 def test_pipeline_matches_dense_reference() -> None:
     shape = EncoderShape(num_layers=2, hidden_size=12, num_heads=3, ffn_size=20)
     rng = np.random.default_rng(11)
     n, f = 12, 20
-    layers = [LayerWeights(query=rng.standard_normal((n, n)) * 0.3, key=rng.standard_normal((n, n)) * 0.3,
-                           value=rng.standard_normal((n, n)) * 0.3, attn_out=rng.standard_normal((n, n)) * 0.3,
-                           ffn_in=rng.standard_normal((f, n)) * 0.3, ffn_out=rng.standard_normal((n, f)) * 0.3)
-              for _ in range(2)]
+    layers = [
+        LayerWeights(
+            query=rng.standard_normal((n, n)) * 0.3,
+            key=rng.standard_normal((n, n)) * 0.3,
+            value=rng.standard_normal((n, n)) * 0.3,
+            attn_out=rng.standard_normal((n, n)) * 0.3,
+            ffn_in=rng.standard_normal((f, n)) * 0.3,
+            ffn_out=rng.standard_normal((n, f)) * 0.3,
+        )
+        for _ in range(2)
+    ]
     analysis = BoundAnalysis.from_profile(compute_profile(layers, shape))
     alphas, gammas, scales, matrices, edelman = dense_reference(layers, shape)
     np.testing.assert_allclose(np.exp(analysis.log_alpha), alphas, rtol=1e-12)
@@ -208,6 +230,6 @@ def test_pipeline_matches_dense_reference() -> None:
         for i, matrix in enumerate(matrices):
             sv = np.linalg.svd(matrix, compute_uv=False)
             kept = sv[sv > 1e-10 * min(matrix.shape) * max(sv[0], 1.0)]
-            s_p = kept.size if p == 0 else float((kept ** p).sum())
+            s_p = kept.size if p == 0 else float((kept**p).sum())
             assert terms.contribution[i] == pytest.approx(c_closed(s_p, scales[i], p, n), rel=1e-11), (p, i)
     assert list(analysis.profile.rank[:6]) == [4] * 6  # d = 4 for QK and V

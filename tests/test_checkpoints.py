@@ -12,21 +12,33 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
 
 from specbound import EncoderShape, Kind, MatrixId, load_profile
 from specbound.checkpoints import fingerprint, open_checkpoint, weight_files
 from specbound.errors import CheckpointError
 
-from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
-
 #: (out, in) weight names per family, relative to one layer.
-BERT_KEYS = ("attention.self.query.weight", "attention.self.key.weight", "attention.self.value.weight",
-             "attention.output.dense.weight", "intermediate.dense.weight", "output.dense.weight")
-DISTIL_KEYS = ("attention.q_lin.weight", "attention.k_lin.weight", "attention.v_lin.weight",
-               "attention.out_lin.weight", "ffn.lin1.weight", "ffn.lin2.weight")
+BERT_KEYS = (
+    "attention.self.query.weight",
+    "attention.self.key.weight",
+    "attention.self.value.weight",
+    "attention.output.dense.weight",
+    "intermediate.dense.weight",
+    "output.dense.weight",
+)
+DISTIL_KEYS = (
+    "attention.q_lin.weight",
+    "attention.k_lin.weight",
+    "attention.v_lin.weight",
+    "attention.out_lin.weight",
+    "ffn.lin1.weight",
+    "ffn.lin2.weight",
+)
 
 
 # --- a reference built from the model's own weights ----------------------------------------------
+
 
 def dense_reference(state: dict, shape: EncoderShape, root: str, keys: tuple[str, ...]) -> dict:
     """MatrixId -> (dense proxy matrix, its singular values from numpy's dense SVD)."""
@@ -62,6 +74,7 @@ def reload_state(directory: Path) -> dict:
 
 # --- loading ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("family", ["bert", "roberta", "distilbert"])
 @pytest.mark.parametrize("safe", [True, False], ids=["safetensors", "pytorch"])
 def test_checkpoint_loads_with_its_shape_and_exact_spectra(make_checkpoint, family, safe):
@@ -95,8 +108,14 @@ def test_sharded_safetensors_checkpoint_loads(tmp_path):
     import transformers
 
     torch.manual_seed(1)
-    config = transformers.BertConfig(vocab_size=50, num_hidden_layers=3, hidden_size=32, num_attention_heads=4,
-                                     intermediate_size=48, max_position_embeddings=16)
+    config = transformers.BertConfig(
+        vocab_size=50,
+        num_hidden_layers=3,
+        hidden_size=32,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=16,
+    )
     model = transformers.BertModel(config)
     model.save_pretrained(tmp_path, max_shard_size="20KB")
     index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
@@ -114,8 +133,14 @@ def test_prefixed_keys_of_a_masked_lm_head_checkpoint_load(tmp_path):
     import transformers
 
     torch.manual_seed(2)
-    config = transformers.BertConfig(vocab_size=50, num_hidden_layers=2, hidden_size=32, num_attention_heads=2,
-                                     intermediate_size=40, max_position_embeddings=16)
+    config = transformers.BertConfig(
+        vocab_size=50,
+        num_hidden_layers=2,
+        hidden_size=32,
+        num_attention_heads=2,
+        intermediate_size=40,
+        max_position_embeddings=16,
+    )
     model = transformers.BertForMaskedLM(config)
     model.save_pretrained(tmp_path)
     from safetensors import safe_open
@@ -141,6 +166,7 @@ def test_layers_are_read_one_at_a_time_as_float64(make_checkpoint):
 
 
 # --- the bundled, trained MiniLM ------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_bundled_minilm_profile():
@@ -173,13 +199,16 @@ def test_bundled_minilm_profile():
     }
     for matrix, dense in picks.items():
         sv = np.linalg.svd(dense, compute_uv=False)
-        np.testing.assert_allclose(profile.singular_values_of(matrix), sv, rtol=0, atol=1e-9 * sv[0],
-                                   err_msg=matrix.label)
-        np.testing.assert_allclose(profile.norm_21[profile.index(matrix)], np.linalg.norm(dense, axis=0).sum(),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            profile.singular_values_of(matrix), sv, rtol=0, atol=1e-9 * sv[0], err_msg=matrix.label
+        )
+        np.testing.assert_allclose(
+            profile.norm_21[profile.index(matrix)], np.linalg.norm(dense, axis=0).sum(), rtol=1e-12
+        )
 
 
 # --- bad checkpoints (SPEC §8; the builders are in bad_checkpoints.py) ---------------------------
+
 
 @pytest.mark.parametrize("case", list(BAD_CHECKPOINTS))
 def test_bad_checkpoint_gives_its_specific_error(make_checkpoint, case):
@@ -219,6 +248,7 @@ def test_zero_query_weight_gives_rank_zero_and_zero_contribution(make_checkpoint
 
     def edit(state):
         state["encoder.layer.0.attention.self.query.weight"] = torch.zeros(32, 32)
+
     edit_weights(directory, edit)
 
     profile = load_profile(str(directory))

@@ -9,22 +9,50 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
 from cli_runner import cli, run_cli, run_main
 
 from specbound.cli import main
 
 NUMBER = float
-TOP_LEVEL = {"model": str, "num_layers": int, "hidden_size": int, "num_heads": int, "head_dim": int,
-             "ffn_size": int, "l_phi": NUMBER, "grid_m": int, "proxies": dict, "log10_alpha": list,
-             "matrices": list}
-PROXIES = {"ours": NUMBER, "ours_log10": NUMBER, "edelman": NUMBER, "edelman_log10": NUMBER,
-           "at_p": (NUMBER, type(None)), "at_p_log10": (NUMBER, type(None))}
-MATRIX = {"layer": int, "head": (int, type(None)), "kind": str, "rank": int, "spectral_norm": NUMBER,
-          "frobenius_norm": NUMBER, "nuclear_norm": NUMBER, "norm_21": NUMBER, "norm_11": NUMBER,
-          "stable_rank": NUMBER, "gamma": NUMBER, "log10_scale": NUMBER, "p_opt": NUMBER,
-          "contribution": NUMBER, "contribution_at_p": (NUMBER, type(None))}
+TOP_LEVEL = {
+    "model": str,
+    "num_layers": int,
+    "hidden_size": int,
+    "num_heads": int,
+    "head_dim": int,
+    "ffn_size": int,
+    "l_phi": NUMBER,
+    "grid_m": int,
+    "proxies": dict,
+    "log10_alpha": list,
+    "matrices": list,
+}
+PROXIES = {
+    "ours": NUMBER,
+    "ours_log10": NUMBER,
+    "edelman": NUMBER,
+    "edelman_log10": NUMBER,
+    "at_p": (NUMBER, type(None)),
+    "at_p_log10": (NUMBER, type(None)),
+}
+MATRIX = {
+    "layer": int,
+    "head": (int, type(None)),
+    "kind": str,
+    "rank": int,
+    "spectral_norm": NUMBER,
+    "frobenius_norm": NUMBER,
+    "nuclear_norm": NUMBER,
+    "norm_21": NUMBER,
+    "norm_11": NUMBER,
+    "stable_rank": NUMBER,
+    "gamma": NUMBER,
+    "log10_scale": NUMBER,
+    "p_opt": NUMBER,
+    "contribution": NUMBER,
+    "contribution_at_p": (NUMBER, type(None)),
+}
 
 
 def assert_types(obj: dict, schema: dict, where: str) -> None:
@@ -38,8 +66,9 @@ def assert_types(obj: dict, schema: dict, where: str) -> None:
 @pytest.fixture(scope="module")
 def minilm_json():
     """`analyze minilm-l6 --json` without and with --p 1 (the profile cache makes the second cheap)."""
-    return json.loads(run_main("analyze", "minilm-l6", "--json")), \
-        json.loads(run_main("analyze", "minilm-l6", "--json", "--p", "1"))
+    return json.loads(run_main("analyze", "minilm-l6", "--json")), json.loads(
+        run_main("analyze", "minilm-l6", "--json", "--p", "1")
+    )
 
 
 def expected_order(layers: int, heads: int) -> list[tuple[int, int | None, str]]:
@@ -52,13 +81,20 @@ def expected_order(layers: int, heads: int) -> list[tuple[int, int | None, str]]
 
 # --- analyze --json (SPEC §5) ---------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_analyze_json_matches_the_interface(minilm_json):
     out, _ = minilm_json
     assert_types(out, TOP_LEVEL, "top")
     assert_types(out["proxies"], PROXIES, "proxies")
-    assert (out["model"], out["num_layers"], out["hidden_size"], out["num_heads"], out["head_dim"],
-            out["ffn_size"]) == ("minilm-l6", 6, 384, 12, 32, 1536)
+    assert (
+        out["model"],
+        out["num_layers"],
+        out["hidden_size"],
+        out["num_heads"],
+        out["head_dim"],
+        out["ffn_size"],
+    ) == ("minilm-l6", 6, 384, 12, 32, 1536)
     assert out["l_phi"] == 1.13
     assert out["grid_m"] == math.ceil(6 + math.log(384)) == 12
     assert out["proxies"]["at_p"] is None and out["proxies"]["at_p_log10"] is None
@@ -97,15 +133,17 @@ def test_analyze_json_with_p(minilm_json):
     assert_types(at_one["proxies"], PROXIES, "proxies")
     proxies = at_one["proxies"]
     assert type(proxies["at_p"]) is float and type(proxies["at_p_log10"]) is float
-    assert {k: v for k, v in at_one.items() if k != "proxies" and k != "matrices"} == \
-        {k: v for k, v in plain.items() if k != "proxies" and k != "matrices"}
+    assert {k: v for k, v in at_one.items() if k != "proxies" and k != "matrices"} == {
+        k: v for k, v in plain.items() if k != "proxies" and k != "matrices"
+    }
     for key in ("ours", "ours_log10", "edelman", "edelman_log10"):
         assert proxies[key] == plain["proxies"][key]
 
     N = 384
     for with_p, without in zip(at_one["matrices"], plain["matrices"], strict=True):
-        assert {k: v for k, v in with_p.items() if k != "contribution_at_p"} == \
-            {k: v for k, v in without.items() if k != "contribution_at_p"}
+        assert {k: v for k, v in with_p.items() if k != "contribution_at_p"} == {
+            k: v for k, v in without.items() if k != "contribution_at_p"
+        }
         # p = 1: c = (||W||_* s_W)^(1/3) N^(2/3)
         scale = 10.0 ** with_p["log10_scale"]
         expected = (with_p["nuclear_norm"] * scale) ** (1 / 3) * N ** (2 / 3)
@@ -167,7 +205,7 @@ def test_analyze_json_on_a_local_checkpoint(make_checkpoint, capsys):
     for m in out["matrices"]:
         assert_types(m, MATRIX, m["kind"])
         # p = 2: c = sqrt(||W||_F s_W) N^(3/4)
-        expected = math.sqrt(m["frobenius_norm"] * 10.0 ** m["log10_scale"]) * 32 ** 0.75
+        expected = math.sqrt(m["frobenius_norm"] * 10.0 ** m["log10_scale"]) * 32**0.75
         assert m["contribution_at_p"] == pytest.approx(expected, rel=1e-9)
 
 
@@ -187,6 +225,7 @@ def test_no_cache_recomputes_the_same_numbers(make_checkpoint, capsys):
 
 # --- human output -------------------------------------------------------------------------------
 
+
 def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
     directory = make_checkpoint(layers=2)
     assert main(["analyze", str(directory), "--json", "--p", "0.5"]) == 0
@@ -194,8 +233,10 @@ def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
     assert main(["analyze", str(directory), "--p", "0.5"]) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
-    assert lines[0] == (f"{directory.resolve()}: L=2 N=32 H=4 d=8 d_ff=48, 20 matrices, L_phi=1.13, "
-                        f"grid m={math.ceil(2 + math.log(32))}")
+    assert lines[0] == (
+        f"{directory.resolve()}: L=2 N=32 H=4 d=8 d_ff=48, 20 matrices, L_phi=1.13, "
+        f"grid m={math.ceil(2 + math.log(32))}"
+    )
     assert lines[1] == f"spectrum-adaptive proxy at p*:   {numbers['ours']:.6g}  (log10 {numbers['ours_log10']:.4f})"
     assert lines[2] == f"spectrum-adaptive proxy at p = 0.5: {numbers['at_p']:.6g}  (log10 {numbers['at_p_log10']:.4f})"
     assert lines[3].startswith(f"Edelman-style proxy:             {numbers['edelman']:.6g}")
@@ -205,6 +246,7 @@ def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
 
 
 # --- models ---------------------------------------------------------------------------------------
+
 
 def test_models_lists_25_entries_and_marks_the_bundled_one(capsys):
     assert main(["models"]) == 0
@@ -221,6 +263,7 @@ def test_models_lists_25_entries_and_marks_the_bundled_one(capsys):
 
 # --- export ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_export_writes_tables_that_match_the_json(make_checkpoint, tmp_path, capsys, fmt):
     directory = make_checkpoint(layers=2, seed=9)
@@ -228,10 +271,13 @@ def test_export_writes_tables_that_match_the_json(make_checkpoint, tmp_path, cap
     reference = json.loads(capsys.readouterr().out)
     out = tmp_path / "out"
     assert main(["export", str(directory), "--format", fmt, "--out", str(out), "--p", "1.5"]) == 0
-    assert capsys.readouterr().out.strip() == \
-        f"wrote matrices.{fmt}, layers.{fmt}, singular_values.{fmt} and summary.json to {out}"
+    assert (
+        capsys.readouterr().out.strip()
+        == f"wrote matrices.{fmt}, layers.{fmt}, singular_values.{fmt} and summary.json to {out}"
+    )
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [f"layers.{fmt}", f"matrices.{fmt}", f"singular_values.{fmt}", "summary.json"])
+        [f"layers.{fmt}", f"matrices.{fmt}", f"singular_values.{fmt}", "summary.json"]
+    )
 
     read = pd.read_csv if fmt == "csv" else (lambda p: pd.read_json(p, orient="records"))
     # pandas writes JSON floats with 10 decimals; CSV keeps every digit
@@ -240,12 +286,24 @@ def test_export_writes_tables_that_match_the_json(make_checkpoint, tmp_path, cap
     assert len(matrices) == 20
     assert matrices["kind"].tolist() == [m["kind"] for m in reference["matrices"]]
     assert matrices["layer"].tolist() == [m["layer"] for m in reference["matrices"]]
-    for column, key in (("contribution", "contribution_at_p"), ("contribution_at_p_opt", "contribution"),
-                        ("p_opt", "p_opt"), ("spectral_norm", "spectral_norm"), ("norm_21", "norm_21"),
-                        ("norm_11", "norm_11"), ("gamma", "gamma"), ("log10_scale", "log10_scale"),
-                        ("rank", "rank")):
-        np.testing.assert_allclose(matrices[column].to_numpy(dtype=float),
-                                   [m[key] for m in reference["matrices"]], rtol=rtol, atol=atol, err_msg=column)
+    for column, key in (
+        ("contribution", "contribution_at_p"),
+        ("contribution_at_p_opt", "contribution"),
+        ("p_opt", "p_opt"),
+        ("spectral_norm", "spectral_norm"),
+        ("norm_21", "norm_21"),
+        ("norm_11", "norm_11"),
+        ("gamma", "gamma"),
+        ("log10_scale", "log10_scale"),
+        ("rank", "rank"),
+    ):
+        np.testing.assert_allclose(
+            matrices[column].to_numpy(dtype=float),
+            [m[key] for m in reference["matrices"]],
+            rtol=rtol,
+            atol=atol,
+            err_msg=column,
+        )
     assert np.all(matrices["p"] == 1.5)
 
     layers = read(out / f"layers.{fmt}")
@@ -270,25 +328,38 @@ def test_export_to_an_unwritable_place(make_checkpoint, tmp_path, capsys):
     capsys.readouterr()
     assert main(["export", str(directory), "--out", str(blocker / "out")]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0] == ("specbound: error: cannot create the output directory out: its parent is not "
-                                       "an existing directory (specbound creates at most the last component of a path)")
+    assert len(err) == 1 and err[0] == (
+        "specbound: error: cannot create the output directory out: its parent is not "
+        "an existing directory (specbound creates at most the last component of a path)"
+    )
 
 
 # --- errors: one line on stderr, non-zero status ----------------------------------------------------
 
-@pytest.mark.parametrize("args, message", [
-    (["analyze", "--p", "3"], "specbound analyze: error: argument --p: p must lie in [0, 2], got 3"),
-    (["analyze", "--p", "x"], "specbound analyze: error: argument --p: 'x' is not a number"),
-    (["analyze", "--p", "-0.5"], "specbound analyze: error: argument --p: p must lie in [0, 2], got -0.5"),
-    (["analyze", "--l-phi", "0"], "specbound analyze: error: argument --l-phi: L_phi must be a positive number "
-                                  "of at most 1e+06, got 0"),
-    (["analyze", "--l-phi", "nan"], "specbound analyze: error: argument --l-phi: L_phi must be a positive number "
-                                    "of at most 1e+06, got nan"),
-    (["analyze", "--grid-m", "0"], "specbound analyze: error: argument --grid-m: the grid resolution m must be an "
-                                   "integer from 1 to 1000, got 0"),
-    (["export", "--format", "xml", "--out", "x"], "specbound export: error: argument --format: invalid choice"),
-    (["bogus"], "specbound: error: argument command: invalid choice: 'bogus'"),
-])
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["analyze", "--p", "3"], "specbound analyze: error: argument --p: p must lie in [0, 2], got 3"),
+        (["analyze", "--p", "x"], "specbound analyze: error: argument --p: 'x' is not a number"),
+        (["analyze", "--p", "-0.5"], "specbound analyze: error: argument --p: p must lie in [0, 2], got -0.5"),
+        (
+            ["analyze", "--l-phi", "0"],
+            "specbound analyze: error: argument --l-phi: L_phi must be a positive number of at most 1e+06, got 0",
+        ),
+        (
+            ["analyze", "--l-phi", "nan"],
+            "specbound analyze: error: argument --l-phi: L_phi must be a positive number of at most 1e+06, got nan",
+        ),
+        (
+            ["analyze", "--grid-m", "0"],
+            "specbound analyze: error: argument --grid-m: the grid resolution m must be an "
+            "integer from 1 to 1000, got 0",
+        ),
+        (["export", "--format", "xml", "--out", "x"], "specbound export: error: argument --format: invalid choice"),
+        (["bogus"], "specbound: error: argument command: invalid choice: 'bogus'"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(args, message):
     result = run_cli(*args)
     assert result.returncode == 2 and result.stdout == ""
@@ -304,15 +375,22 @@ def test_bad_p_through_main(capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [
-        "specbound analyze: error: argument --p: p must lie in [0, 2], got 3 (see specbound analyze --help)"]
+        "specbound analyze: error: argument --p: p must lie in [0, 2], got 3 (see specbound analyze --help)"
+    ]
 
 
-@pytest.mark.parametrize("name, message", [
-    ("not a model!", "specbound: error: 'not a model!' is neither a local directory, a Hub repository id"),
-    ("L5-H128", "specbound: error: 'L5-H128' is not a BERT Miniature"),
-    ("someone/nothing-here", "specbound: error: model 'someone/nothing-here' is not in the local Hugging Face "
-                             "cache and offline mode is on (HF_HUB_OFFLINE)"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("not a model!", "specbound: error: 'not a model!' is neither a local directory, a Hub repository id"),
+        ("L5-H128", "specbound: error: 'L5-H128' is not a BERT Miniature"),
+        (
+            "someone/nothing-here",
+            "specbound: error: model 'someone/nothing-here' is not in the local Hugging Face "
+            "cache and offline mode is on (HF_HUB_OFFLINE)",
+        ),
+    ],
+)
 def test_unknown_models_exit_1_with_one_line(name, message):
     result = run_cli("analyze", name, "--json", env={"HF_HUB_OFFLINE": "1"})
     assert result.returncode == 1 and result.stdout == ""
@@ -323,11 +401,13 @@ def test_main_reports_errors_on_stderr(capsys, tmp_path):
     assert main(["analyze", str(tmp_path)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == (f"specbound: error: {tmp_path.name} has no config.json: not a Hugging Face "
-                            f"checkpoint directory\n")
+    assert captured.err == (
+        f"specbound: error: {tmp_path.name} has no config.json: not a Hugging Face checkpoint directory\n"
+    )
 
 
 # --- atlas models ---------------------------------------------------------------------------------
+
 
 def test_analyze_and_export_open_an_atlas_model(make_checkpoint, tmp_path, capsys):
     from specbound.atlas import save_atlas
@@ -352,6 +432,7 @@ def test_analyze_and_export_open_an_atlas_model(make_checkpoint, tmp_path, capsy
 
 # --- bad checkpoints through the command line (SPEC §8) ----------------------------------------------
 
+
 @pytest.mark.parametrize("case", list(BAD_CHECKPOINTS))
 def test_bad_checkpoint_is_one_line_with_exit_1(make_checkpoint, case):
     spoil, _, words = BAD_CHECKPOINTS[case]
@@ -374,6 +455,7 @@ def test_zero_query_weight_through_the_cli(make_checkpoint, capsys):
 
     def edit(state):
         state["encoder.layer.1.attention.self.query.weight"] = torch.zeros(32, 32)
+
     edit_weights(directory, edit)
     assert main(["analyze", str(directory), "--json", "--p", "1"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -22,8 +22,9 @@ def analysis_of(profile) -> BoundAnalysis:
 def test_totals_and_kind_sums_at_p_zero_by_hand() -> None:
     # model: one layer of rank-4 matrices (c = sqrt(4 * 4) = 4 each); baseline: ranks 1, 2, 3, 4
     model = analysis_of(flat_one_layer(2.0, 2.0, 2.0, 2.0, model="A"))
-    baseline = analysis_of(profile_from_spectra(flat_one_layer(1, 1, 1, 1).shape,
-                                                [[3.0], [3.0] * 2, [3.0] * 3, [3.0] * 4], model="B"))
+    baseline = analysis_of(
+        profile_from_spectra(flat_one_layer(1, 1, 1, 1).shape, [[3.0], [3.0] * 2, [3.0] * 3, [3.0] * 4], model="B")
+    )
     result = compare(model, baseline, p=0.0)
     assert result.model.model == "A" and result.baseline.model == "B"
     assert result.model.plain["ours_at"] == pytest.approx(4 * 4 + 1)
@@ -43,7 +44,7 @@ def test_change_against_p_star() -> None:
     model = analysis_of(flat_one_layer(2.0, 2.0, 2.0, 2.0))
     assert set(model.p_opt) == {0.0}
     # at p = 2: c = sqrt(||W||_F s_W) N^(3/4) with ||W||_F = sqrt(4) * 2 = 4 and s_W = 16, 4, 2, 1
-    at_two = sum(math.sqrt(4 * s) * 4 ** 0.75 for s in (16, 4, 2, 1)) + 1
+    at_two = sum(math.sqrt(4 * s) * 4**0.75 for s in (16, 4, 2, 1)) + 1
     result = compare(model, model, p=2.0)
     assert result.model.plain["ours_at"] == pytest.approx(at_two)
     assert result.change_against_p_opt == pytest.approx(at_two - 17)

@@ -9,8 +9,15 @@ import pytest
 from hand_profiles import ONE_LAYER, flat_one_layer, profile_from_spectra
 
 from specbound.bounds import BoundAnalysis, log_contribution_table, optimal_index, p_grid
-from specbound.explain import (break_even, explain_p_star, log_break_even_table, p_star_by_kind, p_star_summary,
-                               rank_and_maximum, structural_rank)
+from specbound.explain import (
+    break_even,
+    explain_p_star,
+    log_break_even_table,
+    p_star_by_kind,
+    p_star_summary,
+    rank_and_maximum,
+    structural_rank,
+)
 from specbound.matrices import EncoderShape, Kind
 from specbound.profile import MatrixId
 from specbound.twin import random_twin
@@ -39,7 +46,7 @@ def test_break_even_predicts_the_analysis_p_star_on_flat_spectra() -> None:
     even = break_even(analysis)
     sigma = np.array([MIXED[k] for k in ("qk", "v", "m_in", "m_out")])
     scale = np.array([2 * 2.0 * 0.5 * 1.5, 0.5 * 1.5, 0.5, 1.0])
-    np.testing.assert_allclose(10 ** even.log10_scale, scale, rtol=1e-12)
+    np.testing.assert_allclose(10**even.log10_scale, scale, rtol=1e-12)
     np.testing.assert_allclose(even.log10_break_even, -np.log10(sigma), rtol=1e-12, atol=1e-12)
     # below the break-even a flat spectrum's c(W; p) falls all the way to p = 2; above it p = 0 wins
     np.testing.assert_array_equal(analysis.p_opt, [2.0, 0.0, 2.0, 2.0])
@@ -82,8 +89,9 @@ def test_p_star_by_kind_uses_the_profile_layout() -> None:
     assert layout[Kind.QK].shape == (2, 4) and layout[Kind.M_OUT].shape == (2,)
     prof = analysis.profile
     assert layout[Kind.V][1, 3] == analysis.p_opt[prof.index(MatrixId(1, Kind.V, 3))]
-    np.testing.assert_array_equal(prof.assemble(layout[Kind.QK], layout[Kind.V], layout[Kind.M_IN],
-                                                layout[Kind.M_OUT]), analysis.p_opt)
+    np.testing.assert_array_equal(
+        prof.assemble(layout[Kind.QK], layout[Kind.V], layout[Kind.M_IN], layout[Kind.M_OUT]), analysis.p_opt
+    )
 
 
 def test_sentence_when_every_p_star_is_zero() -> None:
@@ -99,8 +107,10 @@ def test_sentence_when_every_p_star_is_zero() -> None:
 def test_sentence_when_every_p_star_is_two_and_when_mixed() -> None:
     # s_W = 2 (0.05)^3, 0.05^2, 0.05, 1 and s* = 1 / 0.05 = 20: the largest scale is 1.3 decades below
     low = BoundAnalysis.from_profile(flat_one_layer(0.05, 0.05, 0.05, 0.05))
-    assert explain_p_star(low).startswith("p* = 2 for all 4 nonzero matrices because their scales s_W (10^-3.6 to "
-                                          "10^0.0) lie far below their break-even scales (at least 10^1.3)")
+    assert explain_p_star(low).startswith(
+        "p* = 2 for all 4 nonzero matrices because their scales s_W (10^-3.6 to "
+        "10^0.0) lie far below their break-even scales (at least 10^1.3)"
+    )
     mixed = explain_p_star(BoundAnalysis.from_profile(flat_one_layer(**MIXED)))
     assert mixed.startswith("p* = 0 for 1 of 4 matrices, whose scales s_W (10^-0.1) lie above their break-even")
     assert "p* = 2 for the other 3 (1 QK, 1 M_in, 1 M_out)" in mixed

@@ -14,10 +14,17 @@ from specbound.scaling import Axis, ModelSummary, Proxy, ScalingStudy
 
 def _study() -> ScalingStudy:
     return ScalingStudy.from_summaries(
-        ModelSummary(f"L{l}-H{n}", l, n, log_ours=0.5 * math.log(l) + math.log(n),
-                     log_edelman=1.5 * math.log(l) + 2 * math.log(n) + 900.0,
-                     log_fixed={0.0: math.log(l * n), 1.0: math.log(l) + 1, 2.0: 2 * math.log(l * n)})
-        for l in (2, 4, 6) for n in (128, 256))
+        ModelSummary(
+            f"L{l}-H{n}",
+            l,
+            n,
+            log_ours=0.5 * math.log(l) + math.log(n),
+            log_edelman=1.5 * math.log(l) + 2 * math.log(n) + 900.0,
+            log_fixed={0.0: math.log(l * n), 1.0: math.log(l) + 1, 2.0: 2 * math.log(l * n)},
+        )
+        for l in (2, 4, 6)
+        for n in (128, 256)
+    )
 
 
 @pytest.mark.parametrize("axis, panels", [(Axis.DEPTH, 2), (Axis.WIDTH, 3)])
@@ -36,8 +43,9 @@ def test_growth_figure_panels_and_styles(axis: Axis, panels: int) -> None:
     assert len(legend) == len(Proxy)  # each proxy named once
     ours = next(name for name in legend if name.startswith("ours"))
     # the pooled exponent is quoted with its standard error (exact power laws: 0)
-    assert ours == ("ours (p*) ~ L^0.50 ± 0.00" if axis is Axis.DEPTH
-                    else "ours (p*) ~ N^1.00 ± 0.00 (2 sizes only)")  # N in {128, 256}
+    assert ours == (
+        "ours (p*) ~ L^0.50 ± 0.00" if axis is Axis.DEPTH else "ours (p*) ~ N^1.00 ± 0.00 (2 sizes only)"
+    )  # N in {128, 256}
     assert figure.layout.yaxis.title.text == f"proxy / proxy at {axis.value} = {2 if axis is Axis.DEPTH else 128}"
 
 
@@ -51,9 +59,16 @@ def test_legend_quotes_the_better_law_with_its_uncertainty() -> None:
     standard error; a fit on two depths only is flagged (and undecided, so quoted as a power law)."""
     noise = iter(np.random.default_rng(3).normal(0.0, 0.05, 12))
     study = ScalingStudy.from_summaries(
-        ModelSummary(f"L{l}-H{n}", l, n, log_ours=0.5 * math.log(l) + math.log(n) + next(noise),
-                     log_edelman=l * math.log(10) + math.log(n))
-        for l in (2, 4, 6, 8, 10, 12) for n in (128, 256))
+        ModelSummary(
+            f"L{l}-H{n}",
+            l,
+            n,
+            log_ours=0.5 * math.log(l) + math.log(n) + next(noise),
+            log_edelman=l * math.log(10) + math.log(n),
+        )
+        for l in (2, 4, 6, 8, 10, 12)
+        for n in (128, 256)
+    )
     legend = _legend(study, Axis.DEPTH)
     assert legend["edelman"] == "Edelman et al. ~ e^(r·L), r = 2.30 ± 0.00"
     ours = study.exponent(Proxy.OURS, Axis.DEPTH)

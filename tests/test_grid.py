@@ -24,8 +24,9 @@ OUTPUTS = ("models.csv", "matrices.csv", "curves.csv", "exponents.csv", "growth_
 @pytest.fixture
 def family(make_checkpoint) -> dict[tuple[int, int], Path]:
     """Six tiny BERT encoders, L in {1, 2, 3} by N in {16, 32}, two heads each."""
-    return {(l, n): make_checkpoint(layers=l, hidden=n, heads=2, ffn=24, seed=10 * l + n)
-            for l in DEPTHS for n in WIDTHS}
+    return {
+        (l, n): make_checkpoint(layers=l, hidden=n, heads=2, ffn=24, seed=10 * l + n) for l in DEPTHS for n in WIDTHS
+    }
 
 
 def _record_files(out: Path) -> dict[str, int]:
@@ -52,9 +53,13 @@ def test_grid_writes_every_output_with_the_direct_numbers(family, tmp_path: Path
         analyses[layers, width] = analysis
         row = models.loc[name]
         assert (row["L"], row["N"], row["H"]) == (layers, width, 2)
-        expected = {"ours": analysis.evaluate().log_total, "edelman": analysis.log_edelman,
-                    "p=0": analysis.evaluate(0.0).log_total, "p=1": analysis.evaluate(1.0).log_total,
-                    "p=2": analysis.evaluate(2.0).log_total}
+        expected = {
+            "ours": analysis.evaluate().log_total,
+            "edelman": analysis.log_edelman,
+            "p=0": analysis.evaluate(0.0).log_total,
+            "p=1": analysis.evaluate(1.0).log_total,
+            "p=2": analysis.evaluate(2.0).log_total,
+        }
         for proxy, log_value in expected.items():
             assert row[f"{proxy}_log10"] == pytest.approx(log_value / math.log(10), rel=1e-13)
             assert row[proxy] == pytest.approx(math.exp(log_value), rel=1e-13)
@@ -79,21 +84,23 @@ def test_grid_writes_every_output_with_the_direct_numbers(family, tmp_path: Path
     sxx = (x - x.mean()) @ (x - x.mean())
     assert ours_l.loc[16, "residual_df"] == 1 and not ours_l.loc[16, "few_points"]
     assert ours_l.loc[16, "slope_se"] == pytest.approx(math.sqrt(ss_res_16 / sxx), rel=1e-8)
-    assert ours_l.loc[16, "ci_high"] - slope_16 == pytest.approx(12.706204736174696 * math.sqrt(ss_res_16 / sxx),
-                                                                 rel=1e-8)
+    assert ours_l.loc[16, "ci_high"] - slope_16 == pytest.approx(
+        12.706204736174696 * math.sqrt(ss_res_16 / sxx), rel=1e-8
+    )
     assert ours_l.loc[16, "r_squared_within"] == pytest.approx(ours_l.loc[16, "r_squared"], rel=1e-12)
     rate_16 = ours[(ours["model"] == "log-linear") & (ours["fixed"] == 16)]
     assert rate_16["slope"].item() == pytest.approx(np.polyfit(DEPTHS, y_16, 1)[0], rel=1e-10)
     assert rate_16["better_fit"].item() == ours_l.loc[16, "better_fit"] in {"power", "log-linear", "undecided"}
     pooled = ours_l[ours_l["fixed"].isna()]
-    within = sum((x - x.mean()) @ (y - y.mean()) for y in
-                 (np.array([logs[l, n] for l in DEPTHS]) for n in WIDTHS)) / (len(WIDTHS) * sxx)
+    within = sum((x - x.mean()) @ (y - y.mean()) for y in (np.array([logs[l, n] for l in DEPTHS]) for n in WIDTHS)) / (
+        len(WIDTHS) * sxx
+    )
     assert pooled["slope"].item() == pytest.approx(within, rel=1e-10)
     assert pooled["residual_df"].item() == 6 - 2 - 1
-    edelman_n = exponents[(exponents["proxy"] == "edelman") & (exponents["against"] == "N")
-                          & (exponents["fixed"] == 2)]
+    edelman_n = exponents[(exponents["proxy"] == "edelman") & (exponents["against"] == "N") & (exponents["fixed"] == 2)]
     assert edelman_n["slope"].item() == pytest.approx(
-        (analyses[2, 32].log_edelman - analyses[2, 16].log_edelman) / math.log(2), rel=1e-10)
+        (analyses[2, 32].log_edelman - analyses[2, 16].log_edelman) / math.log(2), rel=1e-10
+    )
     assert edelman_n["few_points"].item() and math.isnan(edelman_n["slope_se"].item())  # two widths
     assert set(pd.read_csv(out / "curves.csv")["reference"]) == {1, 16}
     assert not (out / "notes.txt").exists()
@@ -131,13 +138,14 @@ def test_a_rerun_skips_what_is_done(family, tmp_path: Path, capsys) -> None:
     printed = capsys.readouterr().out
     assert printed.count("skipped, already done") == len(family) - 1 and printed.count(": done,") == 1
     after = _record_files(out)
-    assert {k for k in after if after[k] != records.get(k)} == {f"{record_slug(redo)}.json",
-                                                                f"{record_slug(redo)}.matrices.csv"}
+    assert {k for k in after if after[k] != records.get(k)} == {
+        f"{record_slug(redo)}.json",
+        f"{record_slug(redo)}.matrices.csv",
+    }
     assert (out / "models.csv").read_text() == first_models
 
 
-def test_missing_models_are_listed_and_the_others_succeed(family, tmp_path: Path, capsys,
-                                                          monkeypatch) -> None:
+def test_missing_models_are_listed_and_the_others_succeed(family, tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the miniature is not in the (test) Hub cache
     out = tmp_path / "study"
     good = [str(family[1, 16]), str(family[2, 16])]
@@ -162,8 +170,10 @@ def test_curves_without_the_reference_model_are_left_out_with_a_note(family, tmp
     out = tmp_path / "study"
     dirs = [str(d) for key, d in family.items() if key != (1, 32)]
     assert main(["grid", "--models", *dirs, "--out", str(out)]) == 0
-    note = ("No curve against L at N = 32: the study has no model with L = 1 and N = 32, and every curve "
-            "against L is normalised at L = 1 (the smallest L in the study).")
+    note = (
+        "No curve against L at N = 32: the study has no model with L = 1 and N = 32, and every curve "
+        "against L is normalised at L = 1 (the smallest L in the study)."
+    )
     assert f"note: {note}" in capsys.readouterr().out
     assert (out / "notes.txt").read_text() == note + "\n"
     curves = pd.read_csv(out / "curves.csv")

@@ -35,8 +35,9 @@ def hub(tmp_path: Path):
 
 
 def run(hub: LocalHub, tmp_path: Path, *args: str, offline: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"),
-               SPECBOUND_CACHE=str(tmp_path / "profiles"))
+    env = dict(
+        os.environ, HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"), SPECBOUND_CACHE=str(tmp_path / "profiles")
+    )
     env.pop("HF_HUB_OFFLINE", None)
     if offline:
         env["HF_HUB_OFFLINE"] = "1"
@@ -58,7 +59,9 @@ def test_download_reports_progress_and_fills_the_hub_cache(hub, tmp_path, make_c
     assert finished["model.safetensors"] == (weights, weights)  # byte progress up to the full size
     assert "config.json" in finished
     assert sorted(p.name for p in snapshot(tmp_path, "someone/tiny-bert").iterdir()) == [
-        "config.json", "model.safetensors"]
+        "config.json",
+        "model.safetensors",
+    ]
 
     # a second use needs no network
     again = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/tiny-bert", "--json", offline=True)
@@ -68,12 +71,17 @@ def test_download_reports_progress_and_fills_the_hub_cache(hub, tmp_path, make_c
 
 def test_only_the_needed_files_are_downloaded(hub, tmp_path, make_checkpoint) -> None:
     # like most miniature repositories: a PyTorch pickle only, beside files the analysis never reads
-    hub.add("someone/pickled", make_checkpoint("bert", safe=False),
-            extra_files={"vocab.txt": b"[PAD]\n", "tf_model.h5": b"\0" * 4096, "flax_model.msgpack": b"\0" * 64})
+    hub.add(
+        "someone/pickled",
+        make_checkpoint("bert", safe=False),
+        extra_files={"vocab.txt": b"[PAD]\n", "tf_model.h5": b"\0" * 4096, "flax_model.msgpack": b"\0" * 64},
+    )
     result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/pickled", "--json")
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in snapshot(tmp_path, "someone/pickled").iterdir()) == [
-        "config.json", "pytorch_model.bin"]
+        "config.json",
+        "pytorch_model.bin",
+    ]
 
 
 def test_a_miniature_alias_downloads_and_is_then_listed_offline(hub, tmp_path, make_checkpoint) -> None:
@@ -90,8 +98,9 @@ def test_a_miniature_alias_downloads_and_is_then_listed_offline(hub, tmp_path, m
 def test_a_repository_that_does_not_exist(hub, tmp_path) -> None:
     result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/missing")
     assert result.returncode == 1
-    assert result.stderr == ("specbound: error: there is no model 'someone/missing' on the Hugging Face Hub "
-                             "(or it is private)\n")
+    assert result.stderr == (
+        "specbound: error: there is no model 'someone/missing' on the Hugging Face Hub (or it is private)\n"
+    )
 
 
 def test_a_repository_without_weights(hub, tmp_path, make_checkpoint) -> None:
@@ -99,5 +108,6 @@ def test_a_repository_without_weights(hub, tmp_path, make_checkpoint) -> None:
     (repo / "model.safetensors").unlink()
     result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/config-only")
     assert result.returncode == 1
-    assert result.stderr == ("specbound: error: 'someone/config-only' on the Hub has neither safetensors "
-                             "nor PyTorch weights\n")
+    assert result.stderr == (
+        "specbound: error: 'someone/config-only' on the Hub has neither safetensors nor PyTorch weights\n"
+    )

@@ -11,9 +11,12 @@ from specbound.matrices import EncoderShape, LayerWeights, head_rows, layer_fact
 def random_layer(n: int, ffn: int, seed: int = 0) -> LayerWeights:
     rng = np.random.default_rng(seed)
     return LayerWeights(
-        query=rng.standard_normal((n, n)), key=rng.standard_normal((n, n)),
-        value=rng.standard_normal((n, n)), attn_out=rng.standard_normal((n, n)),
-        ffn_in=rng.standard_normal((ffn, n)), ffn_out=rng.standard_normal((n, ffn)),
+        query=rng.standard_normal((n, n)),
+        key=rng.standard_normal((n, n)),
+        value=rng.standard_normal((n, n)),
+        attn_out=rng.standard_normal((n, n)),
+        ffn_in=rng.standard_normal((ffn, n)),
+        ffn_out=rng.standard_normal((n, ffn)),
     )
 
 

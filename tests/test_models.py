@@ -19,10 +19,18 @@ import pytest
 
 from specbound import EncoderShape, load_profile
 from specbound.checkpoints import is_cached
-from specbound.errors import ModelNotFoundError
 from specbound.defaults import DEFAULT_MODEL
-from specbound.models import (BUNDLED_REPO_ID, MINIATURE_LAYERS, MINIATURE_WIDTHS, Source,
-                              bundled_model_dir, catalog, miniature_repo_id, resolve)
+from specbound.errors import ModelNotFoundError
+from specbound.models import (
+    BUNDLED_REPO_ID,
+    MINIATURE_LAYERS,
+    MINIATURE_WIDTHS,
+    Source,
+    bundled_model_dir,
+    catalog,
+    miniature_repo_id,
+    resolve,
+)
 
 
 def hub_cache_dir() -> Path:
@@ -36,8 +44,12 @@ def hub_entry():
     """Put a checkpoint directory's files into the Hub cache as ``repo_id`` (removed afterwards)."""
     made: list[Path] = []
 
-    def put(repo_id: str, source: Path, files: tuple[str, ...] = ("config.json", "model.safetensors"),
-            commit: str = "0123456789abcdef0123456789abcdef01234567") -> Path:
+    def put(
+        repo_id: str,
+        source: Path,
+        files: tuple[str, ...] = ("config.json", "model.safetensors"),
+        commit: str = "0123456789abcdef0123456789abcdef01234567",
+    ) -> Path:
         repo_dir = hub_cache_dir() / f"models--{repo_id.replace('/', '--')}"
         made.append(repo_dir)
         snapshot = repo_dir / "snapshots" / commit
@@ -59,6 +71,7 @@ def hub_entry():
 
 # --- names ---------------------------------------------------------------------------------------
 
+
 def test_bundled_alias_resolves_to_the_installed_package():
     ref = resolve(" MiniLM-L6 ")
     assert (ref.name, ref.source, ref.repo_id) == (DEFAULT_MODEL, Source.BUNDLED, BUNDLED_REPO_ID)
@@ -66,11 +79,14 @@ def test_bundled_alias_resolves_to_the_installed_package():
     assert (ref.path / "config.json").is_file() and (ref.path / "model.safetensors").is_file()
 
 
-@pytest.mark.parametrize("name, alias, repo", [
-    ("L4-H256", "L4-H256", "google/bert_uncased_L-4_H-256_A-4"),
-    ("l12-h768", "L12-H768", "google/bert_uncased_L-12_H-768_A-12"),
-    ("L2-H128", "L2-H128", "google/bert_uncased_L-2_H-128_A-2"),
-])
+@pytest.mark.parametrize(
+    "name, alias, repo",
+    [
+        ("L4-H256", "L4-H256", "google/bert_uncased_L-4_H-256_A-4"),
+        ("l12-h768", "L12-H768", "google/bert_uncased_L-12_H-768_A-12"),
+        ("L2-H128", "L2-H128", "google/bert_uncased_L-2_H-128_A-2"),
+    ],
+)
 def test_miniature_aliases(name, alias, repo):
     ref = resolve(name, revision="abc")
     assert (ref.name, ref.source, ref.repo_id, ref.path, ref.revision) == (alias, Source.HUB, repo, None, "abc")
@@ -78,24 +94,37 @@ def test_miniature_aliases(name, alias, repo):
 
 def test_hub_id_and_local_directory(tmp_path):
     ref = resolve("prajjwal1/bert-tiny")
-    assert (ref.name, ref.source, ref.repo_id, ref.path) == \
-        ("prajjwal1/bert-tiny", Source.HUB, "prajjwal1/bert-tiny", None)
+    assert (ref.name, ref.source, ref.repo_id, ref.path) == (
+        "prajjwal1/bert-tiny",
+        Source.HUB,
+        "prajjwal1/bert-tiny",
+        None,
+    )
     local = resolve(str(tmp_path))
     assert (local.name, local.source, local.path) == (str(tmp_path.resolve()), Source.LOCAL, tmp_path.resolve())
 
 
-@pytest.mark.parametrize("name, message", [
-    ("", "no model given"),
-    ("   ", "no model given"),
-    ("L3-H128", "'L3-H128' is not a BERT Miniature: depth must be one of [2, 4, 6, 8, 10, 12] "
-                "and width one of [128, 256, 512, 768]"),
-    ("L4-H1024", "'L4-H1024' is not a BERT Miniature"),
-    ("not a model!", "'not a model!' is neither a local directory, a Hub repository id (owner/name), "
-                     "a miniature alias such as L4-H256, an atlas model (atlas:FILE#MODEL), nor 'minilm-l6'"),
-    ("a/b/c", "'a/b/c' is neither a local directory"),
-    ("../x", "'../x' is neither a local directory"),
-    ("owner/..", "'owner/..' is not a valid Hub repository id"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("", "no model given"),
+        ("   ", "no model given"),
+        (
+            "L3-H128",
+            "'L3-H128' is not a BERT Miniature: depth must be one of [2, 4, 6, 8, 10, 12] "
+            "and width one of [128, 256, 512, 768]",
+        ),
+        ("L4-H1024", "'L4-H1024' is not a BERT Miniature"),
+        (
+            "not a model!",
+            "'not a model!' is neither a local directory, a Hub repository id (owner/name), "
+            "a miniature alias such as L4-H256, an atlas model (atlas:FILE#MODEL), nor 'minilm-l6'",
+        ),
+        ("a/b/c", "'a/b/c' is neither a local directory"),
+        ("../x", "'../x' is neither a local directory"),
+        ("owner/..", "'owner/..' is not a valid Hub repository id"),
+    ],
+)
 def test_nonsense_names_are_rejected_with_a_specific_message(name, message, tmp_path, monkeypatch):
     empty = tmp_path / "cwd"
     empty.mkdir()
@@ -115,20 +144,28 @@ def test_a_file_is_not_a_checkpoint_directory(make_checkpoint):
 
 # --- the catalog ---------------------------------------------------------------------------------
 
+
 def test_catalog_lists_the_bundled_model_then_24_miniatures():
     entries = catalog(is_cached)
     assert len(entries) == 25
     bundled = entries[0]
-    assert (bundled.name, bundled.repo_id, bundled.num_layers, bundled.hidden_size, bundled.num_heads) == \
-        ("minilm-l6", BUNDLED_REPO_ID, 6, 384, 12)
+    assert (bundled.name, bundled.repo_id, bundled.num_layers, bundled.hidden_size, bundled.num_heads) == (
+        "minilm-l6",
+        BUNDLED_REPO_ID,
+        6,
+        384,
+        12,
+    )
     assert bundled.available_offline is True
-    expected = [(f"L{l}-H{h}", miniature_repo_id(l, h), l, h, h // 64)
-                for l in MINIATURE_LAYERS for h in MINIATURE_WIDTHS]
+    expected = [
+        (f"L{l}-H{h}", miniature_repo_id(l, h), l, h, h // 64) for l in MINIATURE_LAYERS for h in MINIATURE_WIDTHS
+    ]
     assert [(e.name, e.repo_id, e.num_layers, e.hidden_size, e.num_heads) for e in entries[1:]] == expected
     assert entries[-1].name == "L12-H768" and entries[-1].num_heads == 12
 
 
 # --- models in the Hub cache ---------------------------------------------------------------------
+
 
 def test_cached_miniature_is_offline_in_the_catalog_and_loads_offline(make_checkpoint, hub_entry, monkeypatch):
     repo = "google/bert_uncased_L-2_H-128_A-2"
@@ -153,8 +190,13 @@ def test_cached_miniature_is_offline_in_the_catalog_and_loads_offline(make_check
     assert (snapshot / "model.safetensors").is_symlink()
     assert profile.revision != direct.revision
 
-    result = subprocess.run([sys.executable, "-m", "specbound.cli", "models"], capture_output=True, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "specbound.cli", "models"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=120,
+    )
     assert result.returncode == 0 and result.stderr == ""
     rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:26]}
     assert rows["L2-H128"] == ["L2-H128", "2", "128", "2", "yes", repo]

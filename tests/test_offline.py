@@ -16,7 +16,8 @@ def test_uncached_hub_id_in_offline_mode(monkeypatch):
     assert str(info.value) == (
         "model 'someone/never-downloaded-encoder' is not in the local Hugging Face cache and offline mode "
         "is on (HF_HUB_OFFLINE); connect to the internet and retry to download it once, or pass a local "
-        "checkpoint directory")
+        "checkpoint directory"
+    )
 
 
 def test_uncached_miniature_in_offline_mode_names_the_alias(monkeypatch):
@@ -32,8 +33,9 @@ def test_uncached_hub_id_without_network_is_an_offline_error(monkeypatch):
         load_profile("someone/never-downloaded-encoder")
     message = str(info.value)
     if isinstance(info.value, OfflineError):  # no network: the expected case here
-        assert message.startswith("model 'someone/never-downloaded-encoder' is not in the local Hugging "
-                                  "Face cache and ")
+        assert message.startswith(
+            "model 'someone/never-downloaded-encoder' is not in the local Hugging Face cache and "
+        )
         assert "connect to the internet" in message
     else:  # a network that reaches the Hub answers that the repository does not exist
         assert "there is no model 'someone/never-downloaded-encoder' on the Hugging Face Hub" in message
@@ -44,8 +46,10 @@ def test_cli_offline_error_is_one_line(tmp_path):
     assert result.returncode == 1 and result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr
-    assert lines[0].startswith("specbound: error: model 'someone/never-downloaded-encoder' is not in the "
-                               "local Hugging Face cache and offline mode is on (HF_HUB_OFFLINE)")
+    assert lines[0].startswith(
+        "specbound: error: model 'someone/never-downloaded-encoder' is not in the "
+        "local Hugging Face cache and offline mode is on (HF_HUB_OFFLINE)"
+    )
 
 
 def test_cli_without_network_is_one_line():

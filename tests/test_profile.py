@@ -13,19 +13,30 @@ def test_matrix_order_and_count() -> None:
     shape = EncoderShape(num_layers=2, hidden_size=6, num_heads=3, ffn_size=8)
     ids = matrix_ids(shape)
     assert len(ids) == shape.num_matrices == 16
-    assert ids[:8] == (MatrixId(0, Kind.QK, 0), MatrixId(0, Kind.QK, 1), MatrixId(0, Kind.QK, 2),
-                       MatrixId(0, Kind.V, 0), MatrixId(0, Kind.V, 1), MatrixId(0, Kind.V, 2),
-                       MatrixId(0, Kind.M_IN), MatrixId(0, Kind.M_OUT))
+    assert ids[:8] == (
+        MatrixId(0, Kind.QK, 0),
+        MatrixId(0, Kind.QK, 1),
+        MatrixId(0, Kind.QK, 2),
+        MatrixId(0, Kind.V, 0),
+        MatrixId(0, Kind.V, 1),
+        MatrixId(0, Kind.V, 2),
+        MatrixId(0, Kind.M_IN),
+        MatrixId(0, Kind.M_OUT),
+    )
     assert ids[8] == MatrixId(1, Kind.QK, 0)
     assert ids[4].label == "L0 V h1"
 
 
 def test_derived_norms_and_ranks() -> None:
     shape = EncoderShape(num_layers=1, hidden_size=4, num_heads=1, ffn_size=4)
-    sv = np.array([[3.0, 1e-11, 0, 0],  # the second value is below the cut-off 1e-10 * 4 * 3
-                   [2.0, 1.0, 0, 0],
-                   [0.0, 0, 0, 0],
-                   [1.0, 1.0, 1.0, 1.0]])
+    sv = np.array(
+        [
+            [3.0, 1e-11, 0, 0],  # the second value is below the cut-off 1e-10 * 4 * 3
+            [2.0, 1.0, 0, 0],
+            [0.0, 0, 0, 0],
+            [1.0, 1.0, 1.0, 1.0],
+        ]
+    )
     profile = SpectralProfile("m", "r", shape, sv, np.array([4, 4, 4, 4]), np.arange(4.0), np.ones(4))
     np.testing.assert_array_equal(profile.rank, [1, 2, 0, 4])
     np.testing.assert_allclose(profile.frobenius_norm, [np.hypot(3, 1e-11), np.sqrt(5), 0, 2])
@@ -92,8 +103,15 @@ def test_order_accessors_refuse_the_wrong_kind_and_position() -> None:
 def test_rows_of_selects_layers_kinds_and_heads() -> None:
     shape = EncoderShape(num_layers=2, hidden_size=4, num_heads=2, ffn_size=4)
     profile = _profile_with_row_numbers(shape)
-    assert [profile.ids[i].label for i in profile.rows_of(layers=[1], kinds=[Kind.QK, Kind.M_OUT])] == \
-        ["L1 QK h0", "L1 QK h1", "L1 M_out"]
-    assert [profile.ids[i].label for i in profile.rows_of(layers=[0], heads=[1])] == \
-        ["L0 QK h1", "L0 V h1", "L0 M_in", "L0 M_out"]
+    assert [profile.ids[i].label for i in profile.rows_of(layers=[1], kinds=[Kind.QK, Kind.M_OUT])] == [
+        "L1 QK h0",
+        "L1 QK h1",
+        "L1 M_out",
+    ]
+    assert [profile.ids[i].label for i in profile.rows_of(layers=[0], heads=[1])] == [
+        "L0 QK h1",
+        "L0 V h1",
+        "L0 M_in",
+        "L0 M_out",
+    ]
     assert profile.rows_of().tolist() == list(range(shape.num_matrices))

@@ -7,11 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from hand_profiles import HAND_NORM21, HAND_SHAPE, HAND_SPECTRA, make_profile
 
 from specbound.bounds import BoundAnalysis
 from specbound.report import analysis_json, layer_frame, singular_values_frame, terms_frame
-
-from hand_profiles import HAND_NORM21, HAND_SHAPE, HAND_SPECTRA, make_profile
 
 
 @pytest.fixture
@@ -26,7 +25,7 @@ def test_terms_frame_holds_the_terms_at_p_and_at_p_opt(hand: BoundAnalysis) -> N
     assert list(frame["kind"][:6]) == ["QK", "QK", "V", "V", "M_in", "M_out"]
     np.testing.assert_array_equal(frame["p"], 0.5)
     np.testing.assert_allclose(frame["contribution"], np.exp(terms.log_contribution), rtol=1e-15)
-    np.testing.assert_allclose(frame["schatten_p"], [sum(s ** 0.5 for s in sv) for sv in HAND_SPECTRA], rtol=1e-14)
+    np.testing.assert_allclose(frame["schatten_p"], [sum(s**0.5 for s in sv) for sv in HAND_SPECTRA], rtol=1e-14)
     np.testing.assert_array_equal(frame["p_opt"], hand.p_opt)
     np.testing.assert_allclose(frame["contribution_at_p_opt"], hand.evaluate().contribution, rtol=1e-15)
     np.testing.assert_allclose(frame["gamma"], [24, 48, 12, 12, 3, 1, 40, 20, 10, 10, 5, 1], rtol=1e-14)
@@ -38,8 +37,16 @@ def test_layer_frame_sums_by_kind_and_layer(hand: BoundAnalysis) -> None:
     terms = hand.evaluate(1.0)
     frame = layer_frame(hand, terms)
     c = terms.contribution
-    assert list(frame.columns) == ["layer", "log10_alpha", "sum_c_QK", "sum_c_V", "sum_c_M_in", "sum_c_M_out",
-                                   "sum_c", "log10_xi"]
+    assert list(frame.columns) == [
+        "layer",
+        "log10_alpha",
+        "sum_c_QK",
+        "sum_c_V",
+        "sum_c_M_in",
+        "sum_c_M_out",
+        "sum_c",
+        "log10_xi",
+    ]
     np.testing.assert_allclose(frame["sum_c_QK"], [c[0] + c[1], c[6] + c[7]], rtol=1e-15)
     np.testing.assert_allclose(frame["sum_c_M_out"], [c[5], c[11]], rtol=1e-15)
     np.testing.assert_allclose(frame["sum_c"], [c[:6].sum(), c[6:].sum()], rtol=1e-14)

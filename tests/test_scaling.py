@@ -45,8 +45,11 @@ def _log_proxy(proxy: Proxy, layers: int, width: int) -> float:
 
 def _summary(layers: int, width: int) -> ModelSummary:
     return ModelSummary(
-        name=f"L{layers}-H{width}", num_layers=layers, hidden_size=width,
-        log_ours=_log_proxy(Proxy.OURS, layers, width), log_edelman=_log_proxy(Proxy.EDELMAN, layers, width),
+        name=f"L{layers}-H{width}",
+        num_layers=layers,
+        hidden_size=width,
+        log_ours=_log_proxy(Proxy.OURS, layers, width),
+        log_edelman=_log_proxy(Proxy.EDELMAN, layers, width),
         log_fixed={p.fixed_p: _log_proxy(p, layers, width) for p in (Proxy.P0, Proxy.P1, Proxy.P2)},
         num_heads=width // 64,
     )
@@ -102,10 +105,12 @@ def test_pooled_slope_is_the_within_group_slope_when_groups_differ() -> None:
     = 3, s² = 4 ln²2 / 3, se = √(s² / S_xx) = 1/√3. The intercepts (16 and 32) make the ordinary r²
     nearly 1.
     """
-    summaries = [ModelSummary(f"m{l}-{n}", l, n, log_ours=k * math.log(l) + n, log_edelman=0.0)
-                 for n, k in ((16, 1.0), (32, 3.0)) for l in (1, 2, 4)]
-    fits = {e.fixed: e for e in growth_exponents(summaries, Axis.DEPTH, [Proxy.OURS])
-            if e.model is GrowthModel.POWER}
+    summaries = [
+        ModelSummary(f"m{l}-{n}", l, n, log_ours=k * math.log(l) + n, log_edelman=0.0)
+        for n, k in ((16, 1.0), (32, 3.0))
+        for l in (1, 2, 4)
+    ]
+    fits = {e.fixed: e for e in growth_exponents(summaries, Axis.DEPTH, [Proxy.OURS]) if e.model is GrowthModel.POWER}
     assert fits[16].slope == pytest.approx(1.0) and fits[32].slope == pytest.approx(3.0)
     pooled = fits[None]
     assert pooled.slope == pytest.approx(2.0)
@@ -129,8 +134,10 @@ def test_flat_proxy_has_a_high_pooled_r2_but_no_within_group_r2() -> None:
     layers, widths = (2, 4, 6, 8, 10, 12), (128, 256, 512, 768)
     shapes = [(l, n) for l in layers for n in widths]
     noise = np.random.default_rng(0).normal(0.0, 0.3, len(shapes))
-    summaries = [ModelSummary(f"L{l}-H{n}", l, n, log_ours=3 * math.log(n) + e, log_edelman=0.0)
-                 for (l, n), e in zip(shapes, noise, strict=True)]
+    summaries = [
+        ModelSummary(f"L{l}-H{n}", l, n, log_ours=3 * math.log(n) + e, log_edelman=0.0)
+        for (l, n), e in zip(shapes, noise, strict=True)
+    ]
     pooled = ScalingStudy.from_summaries(summaries, [Proxy.OURS]).exponent(Proxy.OURS, Axis.DEPTH)
     assert pooled.slope == pytest.approx(-0.068892, abs=1e-6)
     assert pooled.r_squared == pytest.approx(0.988921, abs=1e-6)
@@ -150,9 +157,14 @@ def test_flat_proxy_has_a_high_pooled_r2_but_no_within_group_r2() -> None:
 
 @pytest.mark.parametrize("df", [1, 2, 3, 5, 10, 30])
 def test_t_quantile_matches_closed_forms_and_tables(df: int) -> None:
-    table = {1: math.tan(0.475 * math.pi),  # Cauchy
-             2: 0.95 / math.sqrt(2 * 0.975 * 0.025),  # t = (2p - 1) / √(2p(1 - p))
-             3: 3.182446305284263, 5: 2.570581835636314, 10: 2.228138851986274, 30: 2.042272456301238}
+    table = {
+        1: math.tan(0.475 * math.pi),  # Cauchy
+        2: 0.95 / math.sqrt(2 * 0.975 * 0.025),  # t = (2p - 1) / √(2p(1 - p))
+        3: 3.182446305284263,
+        5: 2.570581835636314,
+        10: 2.228138851986274,
+        30: 2.042272456301238,
+    }
     assert t_critical(0.95, df) == pytest.approx(table[df], rel=1e-12)
     assert t_critical(0.5, 1) == pytest.approx(1.0, rel=1e-12)  # the Cauchy quartile
     with pytest.raises(ValueError):
@@ -167,8 +179,11 @@ def test_intervals_cover_the_true_slope_at_their_level() -> None:
     sizes = (2, 4, 8, 16)
     covered = {"group": 0, "pooled": 0, "normal": 0}
     for _ in range(400):
-        summaries = [ModelSummary(f"{l}-{n}", l, n, log_ours=0.7 * math.log(l) + n / 100 + rng.normal(0, 0.2),
-                                  log_edelman=0.0) for n in (100, 200, 300) for l in (sizes if n == 100 else sizes[:3])]
+        summaries = [
+            ModelSummary(f"{l}-{n}", l, n, log_ours=0.7 * math.log(l) + n / 100 + rng.normal(0, 0.2), log_edelman=0.0)
+            for n in (100, 200, 300)
+            for l in (sizes if n == 100 else sizes[:3])
+        ]
         fits = growth_exponents(summaries, Axis.DEPTH, [Proxy.OURS])
         group = next(e for e in fits if e.fixed == 100 and e.model is GrowthModel.POWER)
         pooled = next(e for e in fits if e.fixed is None and e.model is GrowthModel.POWER)
@@ -193,13 +208,16 @@ def test_two_point_fits_are_flagged_and_have_no_uncertainty() -> None:
     width = study.exponent(Proxy.OURS, Axis.WIDTH, 2)
     assert width.num_sizes == 3 and not width.few_points and width.better_fit is None  # one law against N
     frame = study.exponents_frame()
-    assert frame.loc[frame["against"] == "L", "few_points"].all() and not frame.loc[frame["against"] == "N",
-                                                                                     "few_points"].any()
+    assert (
+        frame.loc[frame["against"] == "L", "few_points"].all()
+        and not frame.loc[frame["against"] == "N", "few_points"].any()
+    )
 
 
 def _growth_family(log_b, layers=(2, 4, 6, 8, 10, 12), widths=(128, 256, 512, 768)) -> list[ModelSummary]:
-    return [ModelSummary(f"L{l}-H{n}", l, n, log_ours=log_b(l, n), log_edelman=log_b(l, n))
-            for l in layers for n in widths]
+    return [
+        ModelSummary(f"L{l}-H{n}", l, n, log_ours=log_b(l, n), log_edelman=log_b(l, n)) for l in layers for n in widths
+    ]
 
 
 def test_exponential_growth_in_depth_is_log_linear() -> None:
@@ -238,13 +256,15 @@ def test_curves_are_normalised_at_one_common_reference() -> None:
     assert (study.reference_depth, study.reference_width) == (2, 128)
     depth = {(c.proxy, c.fixed): c for c in study.curves_depth}
     assert {fixed for _, fixed in depth} == {128, 512}
-    assert study.notes == ("No curve against L at N = 256: the study has no model with L = 2 and N = 256, and "
-                           "every curve against L is normalised at L = 2 (the smallest L in the study).",)
+    assert study.notes == (
+        "No curve against L at N = 256: the study has no model with L = 2 and N = 256, and "
+        "every curve against L is normalised at L = 2 (the smallest L in the study).",
+    )
     assert all(c.reference == 2 for c in study.curves_depth) and all(c.reference == 128 for c in study.curves_width)
     # against N at L = 2 the reference N = 128 is there: (128, 512) normalised at 128
     curve = next(c for c in study.curves_width if c.proxy is Proxy.OURS and c.fixed == 2)
     assert curve.x == (128, 512)
-    np.testing.assert_allclose(curve.ratio, [1.0, 4 ** 0.75], rtol=1e-12)
+    np.testing.assert_allclose(curve.ratio, [1.0, 4**0.75], rtol=1e-12)
     # the fits use every model that is there
     assert study.exponent(Proxy.OURS, Axis.DEPTH, 256).num_points == 3
     frame = study.curves_frame()
@@ -252,11 +272,13 @@ def test_curves_are_normalised_at_one_common_reference() -> None:
 
 
 def test_a_reference_model_without_a_fixed_p_proxy_leaves_that_curve_out() -> None:
-    family = [dataclasses.replace(s, log_fixed={}) if (s.num_layers, s.hidden_size) == (2, 512) else s
-              for s in _family()]
+    family = [
+        dataclasses.replace(s, log_fixed={}) if (s.num_layers, s.hidden_size) == (2, 512) else s for s in _family()
+    ]
     study = ScalingStudy.from_summaries(family)
-    assert study.notes == ("p=0, p=1, p=2 against L at N = 512 left out: the model at the common reference "
-                           "L = 2 does not carry it.",)
+    assert study.notes == (
+        "p=0, p=1, p=2 against L at N = 512 left out: the model at the common reference L = 2 does not carry it.",
+    )
     assert {c.proxy for c in study.curves_depth if c.fixed == 512} == {Proxy.OURS, Proxy.EDELMAN}
 
 
@@ -291,8 +313,16 @@ def test_frames_and_record_round_trip() -> None:
     pooled = exponents[exponents["fixed"].isna()]
     assert len(pooled) == 3 * len(Proxy)  # per proxy: power and log-linear against L, power against N
     assert len(exponents) == len(Proxy) * (2 * len(WIDTHS) + len(DEPTHS) + 3)
-    assert list(exponents.columns[:8]) == ["proxy", "against", "fixed", "slope", "intercept", "r_squared",
-                                           "num_points", "num_groups"]
+    assert list(exponents.columns[:8]) == [
+        "proxy",
+        "against",
+        "fixed",
+        "slope",
+        "intercept",
+        "r_squared",
+        "num_points",
+        "num_groups",
+    ]
     assert set(exponents["model"]) == {"power", "log-linear"}
     assert set(exponents.loc[exponents["against"] == "L", "better_fit"]) == {"power"}  # exact power laws
     assert exponents.loc[exponents["against"] == "N", "better_fit"].isna().all()
@@ -311,8 +341,16 @@ def test_two_models_of_one_shape_are_refused() -> None:
 def test_summary_of_a_real_analysis_matches_closed_forms() -> None:
     """L = 1, N = 4, H = 2: six matrices with prescribed spectra."""
     shape = EncoderShape(num_layers=1, hidden_size=4, num_heads=2, ffn_size=4)
-    sv = np.array([[3.0, 1.0, 0, 0], [2.0, 0, 0, 0], [1.5, 0.5, 0, 0], [1.0, 1.0, 0, 0],
-                   [4.0, 2.0, 1.0, 0.5], [2.0, 1.0, 1.0, 1.0]])
+    sv = np.array(
+        [
+            [3.0, 1.0, 0, 0],
+            [2.0, 0, 0, 0],
+            [1.5, 0.5, 0, 0],
+            [1.0, 1.0, 0, 0],
+            [4.0, 2.0, 1.0, 0.5],
+            [2.0, 1.0, 1.0, 1.0],
+        ]
+    )
     profile = SpectralProfile("toy", "r0", shape, sv, np.full(6, 4), np.arange(1.0, 7.0), np.arange(2.0, 8.0))
     analysis = BoundAnalysis.from_profile(profile)
     summary = summarize(analysis)
@@ -324,6 +362,6 @@ def test_summary_of_a_real_analysis_matches_closed_forms() -> None:
     assert summary.log_fixed[0.0] == pytest.approx(math.log(np.sqrt(ranks * 4).sum() + 1.0), rel=1e-14)
     # p = 2: c(W; 2) = sqrt(||W||_F s_W) N^(3/4)
     s_w = np.exp(analysis.log_scale)
-    p2 = (np.sqrt(np.sqrt((sv ** 2).sum(axis=1)) * s_w) * 4 ** 0.75).sum() + 1.0
+    p2 = (np.sqrt(np.sqrt((sv**2).sum(axis=1)) * s_w) * 4**0.75).sum() + 1.0
     assert summary.log_fixed[2.0] == pytest.approx(math.log(p2), rel=1e-13)
     assert summary.log_proxy("p=1") == analysis.evaluate(1.0).log_total

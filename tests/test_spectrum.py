@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 from specbound.defaults import RANK_TOL
-from specbound.spectrum import (cumulative_energy, entrywise_norms_factored, norm_11, norm_21, rank_threshold,
-                                singular_values, singular_values_factored)
+from specbound.spectrum import (
+    cumulative_energy,
+    entrywise_norms_factored,
+    norm_11,
+    norm_21,
+    rank_threshold,
+    singular_values,
+    singular_values_factored,
+)
 
 
 def numerical_rank(sv: np.ndarray, k: int) -> int:
@@ -102,8 +109,7 @@ def test_rank_threshold_scales_with_k() -> None:
 
 
 def test_norms_by_hand_and_orientation() -> None:
-    w = np.array([[3.0, 0.0, -1.0],
-                  [4.0, -2.0, 0.0]])
+    w = np.array([[3.0, 0.0, -1.0], [4.0, -2.0, 0.0]])
     # columns: (3, 4) -> 5, (0, -2) -> 2, (-1, 0) -> 1
     assert norm_21(w) == pytest.approx(8.0)
     # rows of w (= columns of w^T): sqrt(10) + sqrt(20)

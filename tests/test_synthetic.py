@@ -25,7 +25,7 @@ def test_curve_closed_forms() -> None:
     assert curve.rank == 16
     assert curve.grid_contribution[0] == pytest.approx(math.sqrt(16 * n))
     assert curve.grid_contribution[4] == pytest.approx((sv.sum() * s) ** (1 / 3) * n ** (2 / 3))
-    assert curve.grid_contribution[8] == pytest.approx(math.sqrt(math.sqrt((sv ** 2).sum()) * s) * n ** 0.75)
+    assert curve.grid_contribution[8] == pytest.approx(math.sqrt(math.sqrt((sv**2).sum()) * s) * n**0.75)
     assert curve.p_opt == curve.grid[np.argmin(curve.grid_contribution)]
 
 

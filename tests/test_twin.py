@@ -34,8 +34,9 @@ def test_weights_are_bert_initialisation_one_layer_at_a_time() -> None:
     layers = twin_layers(SMALL, 0.02, seed=3)
     first = next(layers)  # a generator: the second layer is not drawn yet
     assert first.ffn_in.shape == (48, 32) and first.ffn_out.shape == (32, 48) and first.query.shape == (32, 32)
-    everything = np.concatenate([w.ravel() for w in (first.query, first.key, first.value, first.attn_out,
-                                                     first.ffn_in, first.ffn_out)])
+    everything = np.concatenate(
+        [w.ravel() for w in (first.query, first.key, first.value, first.attn_out, first.ffn_in, first.ffn_out)]
+    )
     assert abs(everything.mean()) < 0.002 and everything.std() == pytest.approx(0.02, rel=0.05)
     assert len(list(layers)) == SMALL.num_layers - 1
     with pytest.raises(ValueError, match="initializer range"):

@@ -24,8 +24,7 @@ from ..explain import break_even, p_star_by_kind
 from ..logspace import to_log10
 from ..matrices import Kind
 from ..profile import HEAD_KINDS, LAYER_KINDS
-from .style import (KIND_COLORS, MAX_LABELLED_HEADS, NEUTRAL, SEQUENTIAL, apply_layout, palette_color,
-                    set_log_ticks)
+from .style import KIND_COLORS, MAX_LABELLED_HEADS, NEUTRAL, SEQUENTIAL, apply_layout, palette_color, set_log_ticks
 
 SQRT_DEPTH_COLOR = NEUTRAL
 SQRT_DEPTH_LABEL = "√L"
@@ -48,14 +47,16 @@ def _finite_or_gap(values: ArrayLike) -> list[float | None]:
 def kind_layer_sums(terms: BoundTerms, num_layers: int) -> dict[Kind, np.ndarray]:
     """Σ c(W; p) over the matrices of each kind in each layer: kind -> (L,)."""
     return {
-        kind: np.bincount(terms.layers, weights=np.where(terms.kinds == kind.value, terms.contribution, 0.0),
-                          minlength=num_layers)
+        kind: np.bincount(
+            terms.layers, weights=np.where(terms.kinds == kind.value, terms.contribution, 0.0), minlength=num_layers
+        )
         for kind in Kind
     }
 
 
-def term_sums(analysis: BoundAnalysis, terms: BoundTerms, view: SumsView | str = SumsView.LINEAR, *,
-              source: str | None = None) -> go.Figure:
+def term_sums(
+    analysis: BoundAnalysis, terms: BoundTerms, view: SumsView | str = SumsView.LINEAR, *, source: str | None = None
+) -> go.Figure:
     """Per layer the sum of c(W; p) split by kind, then a bar for √L.
 
     ``view``: LINEAR stacks plain values (all bars add up to Σ_W c(W; p) + √L); LOG puts the kinds side by
@@ -72,17 +73,36 @@ def term_sums(analysis: BoundAnalysis, terms: BoundTerms, view: SumsView | str =
     for kind, values in sums.items():
         if view is SumsView.SHARE:
             y = 100.0 * np.divide(values, layer_total, out=np.zeros_like(values), where=layer_total > 0)
-            hover = (f"%{{x}}<br>{kind.value}: %{{y:.3g}}% of the layer<br>"
-                     f"layer: %{{customdata:.3g}}% of the total<extra></extra>")
+            hover = (
+                f"%{{x}}<br>{kind.value}: %{{y:.3g}}% of the layer<br>"
+                f"layer: %{{customdata:.3g}}% of the total<extra></extra>"
+            )
         else:
             y, hover = values, f"%{{x}}<br>Σ c({kind.value}) = %{{y:.6g}}<extra></extra>"
-        fig.add_trace(go.Bar(x=categories[:-1], y=_finite_or_gap(y), name=kind.value, marker_color=KIND_COLORS[kind],
-                             customdata=share_of_total, hovertemplate=hover))
+        fig.add_trace(
+            go.Bar(
+                x=categories[:-1],
+                y=_finite_or_gap(y),
+                name=kind.value,
+                marker_color=KIND_COLORS[kind],
+                customdata=share_of_total,
+                hovertemplate=hover,
+            )
+        )
     if view is not SumsView.SHARE:
-        fig.add_trace(go.Bar(x=[SQRT_DEPTH_LABEL], y=[terms.sqrt_depth], name=SQRT_DEPTH_LABEL,
-                             marker_color=SQRT_DEPTH_COLOR, hovertemplate="√L = %{y:.6g}<extra></extra>"))
-    fig.update_layout(barmode="group" if view is SumsView.LOG else "stack",
-                      xaxis={"categoryorder": "array", "categoryarray": categories})
+        fig.add_trace(
+            go.Bar(
+                x=[SQRT_DEPTH_LABEL],
+                y=[terms.sqrt_depth],
+                name=SQRT_DEPTH_LABEL,
+                marker_color=SQRT_DEPTH_COLOR,
+                hovertemplate="√L = %{y:.6g}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group" if view is SumsView.LOG else "stack",
+        xaxis={"categoryorder": "array", "categoryarray": categories},
+    )
     if view is SumsView.LOG:
         set_log_ticks(fig, "y", np.append(np.concatenate(list(sums.values())), terms.sqrt_depth))
         fig.update_yaxes(title_text="Σ c(W; p) (log)")
@@ -94,20 +114,38 @@ def term_sums(analysis: BoundAnalysis, terms: BoundTerms, view: SumsView | str =
 def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """log10 α⁽ℓ⁾ (product of the layer factors above ℓ) and log10 ξ⁽ℓ⁾ (Edelman's layer sum)."""
     layers = np.arange(analysis.profile.shape.num_layers)
-    fig = go.Figure([
-        go.Bar(x=layers, y=to_log10(analysis.log_alpha), name="log10 α<sup>(ℓ)</sup>", marker_color=palette_color(0),
-               hovertemplate="layer %{x}<br>log10 α = %{y:.4g}<extra></extra>"),
-        go.Bar(x=layers, y=to_log10(analysis.log_xi), name="log10 ξ<sup>(ℓ)</sup> (Edelman)",
-               marker_color=palette_color(1), hovertemplate="layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>"),
-    ])
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=layers,
+                y=to_log10(analysis.log_alpha),
+                name="log10 α<sup>(ℓ)</sup>",
+                marker_color=palette_color(0),
+                hovertemplate="layer %{x}<br>log10 α = %{y:.4g}<extra></extra>",
+            ),
+            go.Bar(
+                x=layers,
+                y=to_log10(analysis.log_xi),
+                name="log10 ξ<sup>(ℓ)</sup> (Edelman)",
+                marker_color=palette_color(1),
+                hovertemplate="layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>",
+            ),
+        ]
+    )
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text="layer", dtick=1)
     fig.update_yaxes(title_text="log10")
     return apply_layout(fig, "Depth factors per layer (log10)", source=source, height=340)
 
 
-def contribution_curves(analysis: BoundAnalysis, rows: Sequence[int], terms: BoundTerms,
-                        ps: np.ndarray | None = None, *, source: str | None = None) -> go.Figure:
+def contribution_curves(
+    analysis: BoundAnalysis,
+    rows: Sequence[int],
+    terms: BoundTerms,
+    ps: np.ndarray | None = None,
+    *,
+    source: str | None = None,
+) -> go.Figure:
     """c(W; p) against p for the chosen matrices (log y), with the grid P_m, p* and the current p.
 
     Lines: c on a fine p axis; dots: c on the grid P_m; star: p* (the grid minimum, at
@@ -125,22 +163,58 @@ def contribution_curves(analysis: BoundAnalysis, rows: Sequence[int], terms: Bou
         label = analysis.profile.ids[i].label
         color = palette_color(n)
         best = int(analysis.p_opt_index[i])
-        fig.add_trace(go.Scatter(x=ps, y=_finite_or_gap(curves[n]), mode="lines", name=label,
-                                 legendgroup=label, line={"color": color},
-                                 hovertemplate=f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.6g}}<extra></extra>"))
-        fig.add_trace(go.Scatter(x=grid, y=_finite_or_gap(on_grid[n]), mode="markers",
-                                 name=f"{label} on P_m", legendgroup=label, showlegend=False,
-                                 marker={"color": color, "size": 4}, hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=[grid[best]], y=_finite_or_gap([on_grid[n, best]]), mode="markers",
-                                 name=f"{label} p*", legendgroup=label, showlegend=False,
-                                 marker={"color": color, "size": STAR_SIZES[n % len(STAR_SIZES)], "symbol": "star",
-                                         "line": {"color": "black", "width": 1}},
-                                 hovertemplate=f"{label}<br>p* = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>"))
-        fig.add_trace(go.Scatter(x=[float(terms.p[i])], y=_finite_or_gap([at_p[n]]), mode="markers",
-                                 name=f"{label} current p", legendgroup=label, showlegend=False,
-                                 marker={"color": "white", "size": 11, "symbol": "diamond",
-                                         "line": {"color": color, "width": 2}},
-                                 hovertemplate=f"{label}<br>current p = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=ps,
+                y=_finite_or_gap(curves[n]),
+                mode="lines",
+                name=label,
+                legendgroup=label,
+                line={"color": color},
+                hovertemplate=f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.6g}}<extra></extra>",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=grid,
+                y=_finite_or_gap(on_grid[n]),
+                mode="markers",
+                name=f"{label} on P_m",
+                legendgroup=label,
+                showlegend=False,
+                marker={"color": color, "size": 4},
+                hoverinfo="skip",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[grid[best]],
+                y=_finite_or_gap([on_grid[n, best]]),
+                mode="markers",
+                name=f"{label} p*",
+                legendgroup=label,
+                showlegend=False,
+                marker={
+                    "color": color,
+                    "size": STAR_SIZES[n % len(STAR_SIZES)],
+                    "symbol": "star",
+                    "line": {"color": "black", "width": 1},
+                },
+                hovertemplate=f"{label}<br>p* = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[float(terms.p[i])],
+                y=_finite_or_gap([at_p[n]]),
+                mode="markers",
+                name=f"{label} current p",
+                legendgroup=label,
+                showlegend=False,
+                marker={"color": "white", "size": 11, "symbol": "diamond", "line": {"color": color, "width": 2}},
+                hovertemplate=f"{label}<br>current p = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
+            )
+        )
     set_log_ticks(fig, "y", np.concatenate([curves.ravel(), on_grid.ravel(), at_p]))
     fig.update_xaxes(title_text="Schatten index p")
     fig.update_yaxes(title_text="c(W; p)")
@@ -151,15 +225,24 @@ def proxy_comparison(log_values: Mapping[str, float], *, source: str | None = No
     """Horizontal bars of log10 of each named proxy (natural logs in), e.g. ours at p, at p*, Edelman."""
     names = list(log_values)
     values = to_log10(np.array([log_values[n] for n in names], dtype=float))
-    fig = go.Figure(go.Bar(x=values, y=names, orientation="h", text=[f"10^{v:.2f}" for v in values],
-                           textposition="auto", marker_color=[palette_color(n) for n in range(len(names))],
-                           hovertemplate="%{y}<br>log10 = %{x:.4g}<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=values,
+            y=names,
+            orientation="h",
+            text=[f"10^{v:.2f}" for v in values],
+            textposition="auto",
+            marker_color=[palette_color(n) for n in range(len(names))],
+            hovertemplate="%{y}<br>log10 = %{x:.4g}<extra></extra>",
+        )
+    )
     fig.update_xaxes(title_text="log10 of the proxy")
     fig.update_yaxes(autorange="reversed")
     return apply_layout(fig, "Proxies side by side (log10)", source=source, height=260)
 
 
 # --- why p* wins --------------------------------------------------------------------------------
+
 
 def p_star_colorscale(grid: np.ndarray) -> list[list[float | str]]:
     """A stepped colour scale with one flat colour band per grid value of p* (for zmin/zmax of p_star_range)."""
@@ -185,24 +268,43 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
     grid = analysis.grid
     by_kind = p_star_by_kind(analysis)
     L, H = analysis.profile.shape.num_layers, analysis.profile.shape.num_heads
-    fig = make_subplots(rows=1, cols=3, column_widths=[0.44, 0.44, 0.12], horizontal_spacing=0.05,
-                        subplot_titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)",
-                                        "M_in, M_out"])
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        column_widths=[0.44, 0.44, 0.12],
+        horizontal_spacing=0.05,
+        subplot_titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)", "M_in, M_out"],
+    )
     zmin, zmax = p_star_range(grid)
     used = np.union1d(analysis.p_opt, [grid[0], grid[-1]])  # the values taken, and the ends of P_m for scale
     # cell labels only while they fit; the hover always carries the value
     labels = {"texttemplate": "%{z:.3~g}", "textfont": {"size": 9}} if H <= MAX_LABELLED_HEADS else {}
     common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": np.arange(L), **labels}
     panels: list[tuple[np.ndarray, np.ndarray | list[str], str]] = [
-        (by_kind[kind], np.arange(H), kind.value) for kind in HEAD_KINDS]
-    panels.append((np.stack([by_kind[kind] for kind in LAYER_KINDS], axis=1), [k.value for k in LAYER_KINDS],
-                   "M_in, M_out"))  # (L, 2)
+        (by_kind[kind], np.arange(H), kind.value) for kind in HEAD_KINDS
+    ]
+    panels.append(
+        (np.stack([by_kind[kind] for kind in LAYER_KINDS], axis=1), [k.value for k in LAYER_KINDS], "M_in, M_out")
+    )  # (L, 2)
     for col, (z, x, name) in enumerate(panels, start=1):
-        fig.add_trace(go.Heatmap(z=z, x=x, name=name, showscale=col == 3,
-                                 colorbar={"title": {"text": "p*"}, "thickness": 10, "tickvals": used,
-                                           "ticktext": [f"{p:.3g}" for p in used]},
-                                 hovertemplate=f"{name}<br>layer %{{y}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
-                                 **common), row=1, col=col)
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=x,
+                name=name,
+                showscale=col == 3,
+                colorbar={
+                    "title": {"text": "p*"},
+                    "thickness": 10,
+                    "tickvals": used,
+                    "ticktext": [f"{p:.3g}" for p in used],
+                },
+                hovertemplate=f"{name}<br>layer %{{y}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
+                **common,
+            ),
+            row=1,
+            col=col,
+        )
         fig.update_yaxes(dtick=1, title_text="layer" if col == 1 else None, row=1, col=col)
     fig.update_xaxes(title_text="head", dtick=1, row=1, col=1)
     fig.update_xaxes(title_text="head", dtick=1, row=1, col=2)
@@ -215,9 +317,16 @@ def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> g
     fig = go.Figure()
     for kind in Kind:
         counts = np.bincount(analysis.p_opt_index[prof.mask(kind)], minlength=len(grid))
-        fig.add_trace(go.Bar(x=grid, y=counts, name=kind.value, marker_color=KIND_COLORS[kind],
-                             width=0.8 * (grid[1] - grid[0]) if len(grid) > 1 else 0.8,
-                             hovertemplate=f"{kind.value}<br>p* = %{{x:.3g}}: %{{y}} matrices<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=grid,
+                y=counts,
+                name=kind.value,
+                marker_color=KIND_COLORS[kind],
+                width=0.8 * (grid[1] - grid[0]) if len(grid) > 1 else 0.8,
+                hovertemplate=f"{kind.value}<br>p* = %{{x:.3g}}: %{{y}} matrices<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title_text="p* (grid P_m)", range=[grid[0] - 0.1, grid[-1] + 0.1])
     fig.update_yaxes(title_text="matrices")
@@ -237,15 +346,30 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
     fig = go.Figure()
     for kind in Kind:
         keep = prof.mask(kind) & nonzero
-        fig.add_trace(go.Scatter(x=even.log10_break_even[keep], y=even.log10_scale[keep], mode="markers",
-                                 name=kind.value, marker={"color": KIND_COLORS[kind], "size": 7},
-                                 customdata=np.stack([labels[keep], analysis.p_opt[keep]], axis=1),
-                                 hovertemplate="%{customdata[0]}<br>log10 s* = %{x:.3g}<br>log10 s_W = %{y:.3g}"
-                                               "<br>p* = %{customdata[1]}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=even.log10_break_even[keep],
+                y=even.log10_scale[keep],
+                mode="markers",
+                name=kind.value,
+                marker={"color": KIND_COLORS[kind], "size": 7},
+                customdata=np.stack([labels[keep], analysis.p_opt[keep]], axis=1),
+                hovertemplate="%{customdata[0]}<br>log10 s* = %{x:.3g}<br>log10 s_W = %{y:.3g}"
+                "<br>p* = %{customdata[1]}<extra></extra>",
+            )
+        )
     both = np.concatenate([even.log10_break_even[nonzero], even.log10_scale[nonzero]])
     low, high = (float(both.min()) - 0.5, float(both.max()) + 0.5) if both.size else (0.0, 1.0)
-    fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="s_W = s*_W",
-                             line={"color": NEUTRAL, "dash": "dash"}, hoverinfo="skip"))
+    fig.add_trace(
+        go.Scatter(
+            x=[low, high],
+            y=[low, high],
+            mode="lines",
+            name="s_W = s*_W",
+            line={"color": NEUTRAL, "dash": "dash"},
+            hoverinfo="skip",
+        )
+    )
     mid = 0.5 * (low + high)
     fig.add_annotation(x=mid, y=mid, xanchor="right", yanchor="bottom", showarrow=False, text="above the line: p* = 0")
     fig.add_annotation(x=mid, y=mid, xanchor="left", yanchor="top", showarrow=False, text="below: some p > 0 wins")
@@ -257,8 +381,11 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
 # --- a model against its baseline --------------------------------------------------------------
 
 #: The proxies of :func:`compare_bars`, in order: key of ProxyTotals.log10 -> label.
-COMPARED_PROXIES: Mapping[str, str] = {"ours_opt": "ours at p*", "ours_at": "ours at the chosen p",
-                                       "edelman": "Edelman-style"}
+COMPARED_PROXIES: Mapping[str, str] = {
+    "ours_opt": "ours at p*",
+    "ours_at": "ours at the chosen p",
+    "edelman": "Edelman-style",
+}
 
 
 def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Figure:
@@ -268,11 +395,20 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
     fig = go.Figure()
     for n, totals in enumerate((comparison.model, comparison.baseline)):
         values = [totals.log10[key] for key in COMPARED_PROXIES]
-        fig.add_trace(go.Bar(y=labels, x=values, orientation="h", name=totals.model, marker_color=palette_color(n),
-                             text=[f"10^{v:.2f}" for v in values], textposition="auto",
-                             customdata=[ratio[key] for key in COMPARED_PROXIES],
-                             hovertemplate=f"{totals.model}<br>%{{y}}: log10 = %{{x:.4g}}"
-                                           "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                y=labels,
+                x=values,
+                orientation="h",
+                name=totals.model,
+                marker_color=palette_color(n),
+                text=[f"10^{v:.2f}" for v in values],
+                textposition="auto",
+                customdata=[ratio[key] for key in COMPARED_PROXIES],
+                hovertemplate=f"{totals.model}<br>%{{y}}: log10 = %{{x:.4g}}"
+                "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text="log10 of the proxy")
     fig.update_yaxes(autorange="reversed")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
@@ -48,15 +48,23 @@ def _table_html(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, escape=True, border=0, na_rep="", float_format=lambda v: f"{v:.6g}")
 
 
-def html_report(title: str, sections: Sequence[ReportSection], *, model: str, p: str,
-                created: datetime | None = None) -> str:
+def html_report(
+    title: str, sections: Sequence[ReportSection], *, model: str, p: str, created: datetime | None = None
+) -> str:
     """One HTML document: a header (title, model, p, date, specbound version) and the sections."""
-    created = created or datetime.now(timezone.utc)
+    created = created or datetime.now(UTC)
     esc = html.escape
     parts = [
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        f"<title>{esc(title)}</title>", f"<style>{REPORT_CSS}</style>", "</head>", "<body>",
-        "<header>", f"<h1>{esc(title)}</h1>",
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{esc(title)}</title>",
+        f"<style>{REPORT_CSS}</style>",
+        "</head>",
+        "<body>",
+        "<header>",
+        f"<h1>{esc(title)}</h1>",
         f"<p>Model: <strong>{esc(model)}</strong> · p: <strong>{esc(p)}</strong></p>",
         f"<p>Created {esc(created.strftime('%Y-%m-%d %H:%M %Z'))} with specbound {esc(__version__)}. "
         "The numbers are proxies of the bound's leading complexity factor, not generalization gaps.</p>",

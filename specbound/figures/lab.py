@@ -21,8 +21,7 @@ from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 
 #: Okabe & Ito (2008): black, orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple.
-OKABE_ITO: tuple[str, ...] = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
-                              "#CC79A7")
+OKABE_ITO: tuple[str, ...] = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
 #: (column of :func:`~specbound.lab.views.trajectory_frame`, legend name, colour, dash) per proxy line.
 _PROXY_LINES: tuple[tuple[str, str, str, str], ...] = (
     ("ours_log10", "ours at p*", OKABE_ITO[5], "solid"),
@@ -46,11 +45,18 @@ def proxies_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     """log10 of ours at p*, Edelman's proxy and ours at p = 0, 1, 2 against the training step."""
     fig = go.Figure()
     for column, name, color, dash in _PROXY_LINES:
-        fig.add_trace(go.Scatter(x=frame["step"], y=frame[column], name=name, mode="lines+markers",
-                                 line={"color": color, "dash": dash}))
+        fig.add_trace(
+            go.Scatter(
+                x=frame["step"], y=frame[column], name=name, mode="lines+markers", line={"color": color, "dash": dash}
+            )
+        )
     _step_marker(fig, step)
-    fig.update_layout(title="Proxies through training (log10; ours at p* is the total)",
-                      xaxis_title=_STEP_AXIS, yaxis_title="log10 proxy", legend_title_text="proxy")
+    fig.update_layout(
+        title="Proxies through training (log10; ours at p* is the total)",
+        xaxis_title=_STEP_AXIS,
+        yaxis_title="log10 proxy",
+        legend_title_text="proxy",
+    )
     return fig
 
 
@@ -59,11 +65,22 @@ def alpha_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     fig = go.Figure()
     columns = [c for c in frame.columns if c.startswith("log10_alpha_L")]
     for index, column in enumerate(columns):
-        fig.add_trace(go.Scatter(x=frame["step"], y=frame[column], name=f"layer {column.removeprefix('log10_alpha_L')}",
-                                 mode="lines+markers", line={"color": OKABE_ITO[(index + 1) % len(OKABE_ITO)]}))
+        fig.add_trace(
+            go.Scatter(
+                x=frame["step"],
+                y=frame[column],
+                name=f"layer {column.removeprefix('log10_alpha_L')}",
+                mode="lines+markers",
+                line={"color": OKABE_ITO[(index + 1) % len(OKABE_ITO)]},
+            )
+        )
     _step_marker(fig, step)
-    fig.update_layout(title="log10 α per layer through training", xaxis_title=_STEP_AXIS,
-                      yaxis_title="log10 α⁽ℓ⁾", legend_title_text="α of")
+    fig.update_layout(
+        title="log10 α per layer through training",
+        xaxis_title=_STEP_AXIS,
+        yaxis_title="log10 α⁽ℓ⁾",
+        legend_title_text="α of",
+    )
     return fig
 
 
@@ -72,26 +89,61 @@ def p_star_distribution_figure(run: RunTrajectory, step: int | None = None) -> g
     fig = go.Figure()
     for record in run.steps:
         highlight = record.step == step
-        fig.add_trace(go.Box(x=[record.step] * len(record.p_opt), y=list(record.p_opt), name=str(record.step),
-                             boxpoints="all", jitter=0.4, pointpos=0, showlegend=False,
-                             marker={"color": OKABE_ITO[6] if highlight else OKABE_ITO[5], "size": 5},
-                             line={"color": OKABE_ITO[6] if highlight else OKABE_ITO[5]},
-                             hovertext=list(run.matrices), hoverinfo="y+text"))
-    fig.update_layout(title=f"p* of the {len(run.matrices)} matrices through training", xaxis_title=_STEP_AXIS,
-                      yaxis_title="p*", yaxis_range=[-0.1, 2.1])
+        fig.add_trace(
+            go.Box(
+                x=[record.step] * len(record.p_opt),
+                y=list(record.p_opt),
+                name=str(record.step),
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+                showlegend=False,
+                marker={"color": OKABE_ITO[6] if highlight else OKABE_ITO[5], "size": 5},
+                line={"color": OKABE_ITO[6] if highlight else OKABE_ITO[5]},
+                hovertext=list(run.matrices),
+                hoverinfo="y+text",
+            )
+        )
+    fig.update_layout(
+        title=f"p* of the {len(run.matrices)} matrices through training",
+        xaxis_title=_STEP_AXIS,
+        yaxis_title="p*",
+        yaxis_range=[-0.1, 2.1],
+    )
     return fig
 
 
 def errors_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     """Training error, test error (± one standard error) and their gap against the training step."""
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=frame["step"], y=frame["train_error"], name="train error", mode="lines+markers",
-                             line={"color": OKABE_ITO[2]}))
-    fig.add_trace(go.Scatter(x=frame["step"], y=frame["test_error"], name="test error (± 1 s.e.)",
-                             mode="lines+markers", line={"color": OKABE_ITO[1]},
-                             error_y={"type": "data", "array": frame["test_error_se"], "visible": True}))
-    fig.add_trace(go.Scatter(x=frame["step"], y=frame["gap"], name="gap = test − train", mode="lines+markers",
-                             line={"color": OKABE_ITO[0], "dash": "dash"}))
+    fig.add_trace(
+        go.Scatter(
+            x=frame["step"],
+            y=frame["train_error"],
+            name="train error",
+            mode="lines+markers",
+            line={"color": OKABE_ITO[2]},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=frame["step"],
+            y=frame["test_error"],
+            name="test error (± 1 s.e.)",
+            mode="lines+markers",
+            line={"color": OKABE_ITO[1]},
+            error_y={"type": "data", "array": frame["test_error_se"], "visible": True},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=frame["step"],
+            y=frame["gap"],
+            name="gap = test − train",
+            mode="lines+markers",
+            line={"color": OKABE_ITO[0], "dash": "dash"},
+        )
+    )
     _step_marker(fig, step)
     fig.update_layout(title="Errors and gap through training", xaxis_title=_STEP_AXIS, yaxis_title="error rate")
     return fig
@@ -100,12 +152,23 @@ def errors_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
 def p_star_map_figure(p_map: PStarMap) -> go.Figure:
     """A layer x matrix heatmap of p* at one step, each cell labelled with its value."""
     text = [[f"{v:.3g}" for v in row] for row in p_map.values]
-    fig = go.Figure(go.Heatmap(z=p_map.values, x=list(p_map.columns), y=[f"layer {l}" for l in p_map.layers],
-                               zmin=0.0, zmax=2.0, colorscale="Cividis", text=text, texttemplate="%{text}",
-                               colorbar={"title": {"text": "p*"}},
-                               hovertemplate="%{y}, %{x}: p* = %{z}<extra></extra>"))
-    fig.update_layout(title=f"p* map at step {p_map.step}", xaxis_title="matrix", yaxis_title="layer",
-                      yaxis_autorange="reversed")
+    fig = go.Figure(
+        go.Heatmap(
+            z=p_map.values,
+            x=list(p_map.columns),
+            y=[f"layer {l}" for l in p_map.layers],
+            zmin=0.0,
+            zmax=2.0,
+            colorscale="Cividis",
+            text=text,
+            texttemplate="%{text}",
+            colorbar={"title": {"text": "p*"}},
+            hovertemplate="%{y}, %{x}: p* = %{z}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"p* map at step {p_map.step}", xaxis_title="matrix", yaxis_title="layer", yaxis_autorange="reversed"
+    )
     return fig
 
 
@@ -115,8 +178,10 @@ def _tau_text(value: float) -> str:
 
 def measure_title(name: str, correlation: MeasureCorrelation) -> str:
     """A subplot's title: the measure and its Kendall τ and granulated τ with the gap."""
-    return (f"{MEASURE_LABELS[name][0]}<br>τ = {_tau_text(correlation.kendall_tau)}, "
-            f"granulated τ = {_tau_text(correlation.granulated_tau)}")
+    return (
+        f"{MEASURE_LABELS[name][0]}<br>τ = {_tau_text(correlation.kendall_tau)}, "
+        f"granulated τ = {_tau_text(correlation.granulated_tau)}"
+    )
 
 
 def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], columns: int = 3) -> go.Figure:
@@ -128,25 +193,43 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
     """
     table = [c for c in table if c.measure in MEASURE_LABELS]
     rows = math.ceil(len(table) / columns)
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=[measure_title(c.measure, c) for c in table],
-                        vertical_spacing=0.16, horizontal_spacing=0.07)
+    fig = make_subplots(
+        rows=rows,
+        cols=columns,
+        subplot_titles=[measure_title(c.measure, c) for c in table],
+        vertical_spacing=0.16,
+        horizontal_spacing=0.07,
+    )
     sizes = sorted(frame["n_train"].unique())
     for index, correlation in enumerate(table):
         row, col = index // columns + 1, index % columns + 1
         for n_index, n in enumerate(sizes):
             part = frame[frame["n_train"] == n]
-            fig.add_trace(go.Scatter(x=part[correlation.measure], y=part["gap"], mode="markers", name=f"n = {n}",
-                                     legendgroup=f"n = {n}", showlegend=index == 0, text=part["run"],
-                                     marker={"color": _N_COLORS[n_index % len(_N_COLORS)], "size": 7},
-                                     hovertemplate="%{text}<br>measure %{x:.4g}, gap %{y:.4f}<extra></extra>"),
-                          row=row, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=part[correlation.measure],
+                    y=part["gap"],
+                    mode="markers",
+                    name=f"n = {n}",
+                    legendgroup=f"n = {n}",
+                    showlegend=index == 0,
+                    text=part["run"],
+                    marker={"color": _N_COLORS[n_index % len(_N_COLORS)], "size": 7},
+                    hovertemplate="%{text}<br>measure %{x:.4g}, gap %{y:.4f}<extra></extra>",
+                ),
+                row=row,
+                col=col,
+            )
         log_axis = not MEASURE_LABELS[correlation.measure][1]
         fig.update_xaxes(type="log" if log_axis else "linear", row=row, col=col)
         if col == 1:
             fig.update_yaxes(title_text="gap", row=row, col=col)
     runs = len(frame)
-    fig.update_layout(title=f"Each measure against the gap over the final checkpoints of {runs} runs",
-                      height=300 * rows + 80, legend_title_text="training set", margin={"t": 110})
+    fig.update_layout(
+        title=f"Each measure against the gap over the final checkpoints of {runs} runs",
+        height=300 * rows + 80,
+        legend_title_text="training set",
+        margin={"t": 110},
+    )
     fig.update_annotations(font_size=12)
     return fig
-

@@ -23,8 +23,7 @@ from ..explain import rank_and_maximum
 from ..matrices import Kind
 from ..profile import HEAD_KINDS, LAYER_KINDS, SpectralProfile
 from ..spectrum import cumulative_energy
-from .style import (MAX_LABELLED_HEADS, SEQUENTIAL, apply_layout, palette_color, sequential_colors,
-                    set_log_ticks)
+from .style import MAX_LABELLED_HEADS, SEQUENTIAL, apply_layout, palette_color, sequential_colors, set_log_ticks
 
 #: The per-head quantities of :func:`head_heatmaps`, in panel order.
 HEATMAP_QUANTITIES: tuple[str, ...] = ("numerical rank", "stable rank", "spectral norm σ₁")
@@ -39,8 +38,9 @@ BAND_OPACITY: float = 0.2
 CurveValues = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def selected_rows(profile: SpectralProfile, layers: Iterable[int] | None = None,
-                  kinds: Iterable[Kind | str] | None = None) -> np.ndarray:
+def selected_rows(
+    profile: SpectralProfile, layers: Iterable[int] | None = None, kinds: Iterable[Kind | str] | None = None
+) -> np.ndarray:
     """Indices (profile order) of the matrices in the chosen layers and kinds; None selects all."""
     return profile.rows_of(layers=layers, kinds=kinds)
 
@@ -53,9 +53,9 @@ def layer_colors(num_layers: int) -> list[str]:
 def _transparent(color: str, opacity: float) -> str:
     """'rgb(r, g, b)' or '#rrggbb' -> 'rgba(r, g, b, opacity)'."""
     if color.startswith("#"):
-        r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
+        r, g, b = (int(color[k : k + 2], 16) for k in (1, 3, 5))
     else:
-        r, g, b = (int(float(c)) for c in color[color.index("(") + 1:-1].split(","))
+        r, g, b = (int(float(c)) for c in color[color.index("(") + 1 : -1].split(","))
     return f"rgba({r}, {g}, {b}, {opacity})"
 
 
@@ -72,34 +72,70 @@ def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str
     counted = np.isfinite(y).any(axis=0)  # (K,) an index some head reaches
     x, y = x[counted], y[:, counted]
     low, high, mid = np.nanmin(y, axis=0), np.nanmax(y, axis=0), np.nanmedian(y, axis=0)
-    edge = {"type": "scatter", "x": x, "mode": "lines", "line": {"width": 0, "color": color}, "legendgroup": group,
-            "showlegend": False, "hoverinfo": "skip"}
+    edge = {
+        "type": "scatter",
+        "x": x,
+        "mode": "lines",
+        "line": {"width": 0, "color": color},
+        "legendgroup": group,
+        "showlegend": False,
+        "hoverinfo": "skip",
+    }
     return [
         {**edge, "y": low, "name": f"{name} min"},
         {**edge, "y": high, "name": f"{name} max", "fill": "tonexty", "fillcolor": _transparent(color, BAND_OPACITY)},
-        {"type": "scatter", "x": x, "y": mid, "mode": "lines", "name": name, "legendgroup": group, "showlegend": False,
-         "line": {"color": color, "width": 1.6},
-         "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>"},
+        {
+            "type": "scatter",
+            "x": x,
+            "y": mid,
+            "mode": "lines",
+            "name": name,
+            "legendgroup": group,
+            "showlegend": False,
+            "line": {"color": color, "width": 1.6},
+            "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>",
+        },
     ]
 
 
 def _line(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> dict:
     keep = np.isfinite(y)
-    return {"type": "scatter", "x": x[keep], "y": y[keep], "mode": "lines", "name": name, "legendgroup": group,
-            "showlegend": False, "line": {"color": color, "width": 1.2},
-            "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>"}
+    return {
+        "type": "scatter",
+        "x": x[keep],
+        "y": y[keep],
+        "mode": "lines",
+        "name": name,
+        "legendgroup": group,
+        "showlegend": False,
+        "line": {"color": color, "width": 1.2},
+        "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>",
+    }
 
 
-def _per_kind_lines(profile: SpectralProfile, rows: np.ndarray, title: str, y_title: str, values_of: CurveValues,
-                    subplot_title: Callable[[Kind, np.ndarray], str], heads: Iterable[int] | None,
-                    source: str | None, log_y: bool) -> go.Figure:
+def _per_kind_lines(
+    profile: SpectralProfile,
+    rows: np.ndarray,
+    title: str,
+    y_title: str,
+    values_of: CurveValues,
+    subplot_title: Callable[[Kind, np.ndarray], str],
+    heads: Iterable[int] | None,
+    source: str | None,
+    log_y: bool,
+) -> go.Figure:
     """One subplot per kind; per layer a median with a min-max band over heads, or the chosen heads."""
     kinds = _kinds_present(profile, rows)
     titles = [subplot_title(kind, rows[profile.kinds[rows] == kind.value]) for kind in kinds]
     grid_cols = min(max(len(kinds), 1), PANEL_COLUMNS)
     grid_rows = -(-max(len(kinds), 1) // grid_cols)
-    fig = make_subplots(rows=grid_rows, cols=grid_cols, subplot_titles=titles or None, horizontal_spacing=0.1,
-                        vertical_spacing=0.22 if grid_rows > 1 else 0.0)
+    fig = make_subplots(
+        rows=grid_rows,
+        cols=grid_cols,
+        subplot_titles=titles or None,
+        horizontal_spacing=0.1,
+        vertical_spacing=0.22 if grid_rows > 1 else 0.0,
+    )
     fig.update_annotations(font_size=12)
     colors = layer_colors(profile.shape.num_layers)
     chosen = None if heads is None else set(heads)
@@ -117,15 +153,29 @@ def _per_kind_lines(profile: SpectralProfile, rows: np.ndarray, title: str, y_ti
                 name = f"L{layer} {kind.value} median of {int(at.sum())} heads"
                 traces += [(t, row, col) for t in _median_band(x, y[at], name, color, group, y_title)]
             else:
-                for i, values in zip(kind_rows[at], y[at]):
+                for i, values in zip(kind_rows[at], y[at], strict=True):
                     if kind in LAYER_KINDS or (chosen is not None and profile.heads[i] in chosen):
                         traces.append((_line(x, values, profile.ids[i].label, color, group, y_title), row, col))
             y_drawn.append(y[at])
             if layer not in in_legend:
                 in_legend.add(layer)
                 # a point-free stand-in so the legend lists layers, not matrices
-                traces.append(({"type": "scatter", "x": [None], "y": [None], "mode": "lines", "name": group,
-                                "legendgroup": group, "line": {"color": color}, "hoverinfo": "skip"}, row, col))
+                traces.append(
+                    (
+                        {
+                            "type": "scatter",
+                            "x": [None],
+                            "y": [None],
+                            "mode": "lines",
+                            "name": group,
+                            "legendgroup": group,
+                            "line": {"color": color},
+                            "hoverinfo": "skip",
+                        },
+                        row,
+                        col,
+                    )
+                )
         set_log_ticks(fig, "x", x[np.isfinite(y).any(axis=0)], row=row, col=col)
         fig.update_xaxes(title_text="index i", row=row, col=col)
         if log_y and y_drawn:
@@ -133,8 +183,9 @@ def _per_kind_lines(profile: SpectralProfile, rows: np.ndarray, title: str, y_ti
         if col == 1:
             fig.update_yaxes(title_text=y_title, row=row, col=col)
     fig.add_traces([t for t, _, _ in traces], rows=[r for _, r, _ in traces], cols=[c for _, _, c in traces])
-    return apply_layout(fig, title, source=source, height=PANEL_HEIGHT * grid_rows + 140,
-                        legend_title="layer (0 = bottom)")
+    return apply_layout(
+        fig, title, source=source, height=PANEL_HEIGHT * grid_rows + 140, legend_title="layer (0 = bottom)"
+    )
 
 
 def _masked_singular_values(profile: SpectralProfile, rows: np.ndarray, normalise: bool) -> np.ndarray:
@@ -146,9 +197,15 @@ def _masked_singular_values(profile: SpectralProfile, rows: np.ndarray, normalis
     return sv
 
 
-def singular_value_profiles(profile: SpectralProfile, layers: Iterable[int] | None = None,
-                            kinds: Iterable[Kind | str] | None = None, *, normalise: bool = False,
-                            heads: Iterable[int] | None = None, source: str | None = None) -> go.Figure:
+def singular_value_profiles(
+    profile: SpectralProfile,
+    layers: Iterable[int] | None = None,
+    kinds: Iterable[Kind | str] | None = None,
+    *,
+    normalise: bool = False,
+    heads: Iterable[int] | None = None,
+    source: str | None = None,
+) -> go.Figure:
     """σ_i against i on log-log axes (or σ_i / σ₁ when ``normalise``), one panel per kind.
 
     Per layer, QK and V show the median over heads with a min-max band; ``heads`` draws those heads
@@ -166,13 +223,19 @@ def singular_value_profiles(profile: SpectralProfile, layers: Iterable[int] | No
         return f"{kind.value} · {zeros:,} zero σ not drawn" if zeros else kind.value
 
     what = "σᵢ / σ₁" if normalise else "σᵢ"
-    return _per_kind_lines(profile, rows, f"Singular-value profiles ({what})", what, values_of, subplot_title,
-                           heads, source, log_y=True)
+    return _per_kind_lines(
+        profile, rows, f"Singular-value profiles ({what})", what, values_of, subplot_title, heads, source, log_y=True
+    )
 
 
-def cumulative_energy_curves(profile: SpectralProfile, layers: Iterable[int] | None = None,
-                             kinds: Iterable[Kind | str] | None = None, *, heads: Iterable[int] | None = None,
-                             source: str | None = None) -> go.Figure:
+def cumulative_energy_curves(
+    profile: SpectralProfile,
+    layers: Iterable[int] | None = None,
+    kinds: Iterable[Kind | str] | None = None,
+    *,
+    heads: Iterable[int] | None = None,
+    source: str | None = None,
+) -> go.Figure:
     """Σ_{j ≤ i} σ_j² / ‖W‖_F² against i (log x): how few directions carry the Frobenius mass.
 
     Each matrix's curve stops at its numerical rank, where it has reached 1; aggregation as in
@@ -187,8 +250,17 @@ def cumulative_energy_curves(profile: SpectralProfile, layers: Iterable[int] | N
         energy = cumulative_energy(np.where(counted, profile.singular_values[kind_rows, :width], 0.0))
         return np.arange(1, width + 1), np.where(counted, energy, np.nan)  # (width,), (rows, width)
 
-    fig = _per_kind_lines(profile, rows, "Cumulative energy", "energy fraction", values_of,
-                          lambda kind, _: kind.value, heads, source, log_y=False)
+    fig = _per_kind_lines(
+        profile,
+        rows,
+        "Cumulative energy",
+        "energy fraction",
+        values_of,
+        lambda kind, _: kind.value,
+        heads,
+        source,
+        log_y=False,
+    )
     fig.update_yaxes(type="linear", range=[0, 1.02])
     return fig
 
@@ -199,7 +271,7 @@ def head_quantities(profile: SpectralProfile, kind: Kind | str) -> dict[str, np.
     if kind not in HEAD_KINDS:
         raise ValueError(f"{kind.value} has one matrix per layer, not one per head")
     values = (profile.rank, profile.stable_rank, profile.spectral_norm)
-    return {name: profile.per_head(v, kind) for name, v in zip(HEATMAP_QUANTITIES, values)}
+    return {name: profile.per_head(v, kind) for name, v in zip(HEATMAP_QUANTITIES, values, strict=True)}
 
 
 def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | None = None) -> go.Figure:
@@ -217,12 +289,23 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
     for col, (name, z) in enumerate(quantities.items(), start=1):
         domain = fig.layout[f"xaxis{'' if col == 1 else col}"].domain
         zmin, zmax = ranges.get(name, (None, None))
-        fig.add_trace(go.Heatmap(
-            z=z, x=heads, y=layers, name=name, colorscale=SEQUENTIAL, zmin=zmin, zmax=zmax,
-            colorbar={"x": domain[1] + 0.005, "thickness": 10, "len": 0.9},
-            texttemplate="%{z:.3~g}", textfont={"size": 9},
-            hovertemplate=f"layer %{{y}}, head %{{x}}<br>{name} = %{{z:.4g}}<extra></extra>",
-        ), row=1, col=col)
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=heads,
+                y=layers,
+                name=name,
+                colorscale=SEQUENTIAL,
+                zmin=zmin,
+                zmax=zmax,
+                colorbar={"x": domain[1] + 0.005, "thickness": 10, "len": 0.9},
+                texttemplate="%{z:.3~g}",
+                textfont={"size": 9},
+                hovertemplate=f"layer %{{y}}, head %{{x}}<br>{name} = %{{z:.4g}}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
         fig.update_xaxes(title_text="head", dtick=1, row=1, col=col)
         fig.update_yaxes(title_text="layer" if col == 1 else None, dtick=1, row=1, col=col)
     return apply_layout(fig, f"{kind.value} heads: layer × head", source=source, height=360 + 12 * len(layers))
@@ -245,20 +328,41 @@ def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: 
     text = np.char.add(np.char.add(z.astype(str), " of "), top.astype(str))
     # cell labels only while they fit; the hover always says "32 of 32"
     labels = {"texttemplate": "%{text}", "textfont": {"size": 9}} if z.shape[1] <= MAX_LABELLED_HEADS else {}
-    fig = go.Figure(go.Heatmap(
-        z=z, x=x, y=np.arange(profile.shape.num_layers), text=text, colorscale=SEQUENTIAL, zmin=0,
-        zmax=int(top.max()), colorbar={"thickness": 10, "title": {"text": "rank"}},
-        hovertemplate="layer %{y}<br>rank %{text}<extra></extra>", name="rank", **labels,
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=x,
+            y=np.arange(profile.shape.num_layers),
+            text=text,
+            colorscale=SEQUENTIAL,
+            zmin=0,
+            zmax=int(top.max()),
+            colorbar={"thickness": 10, "title": {"text": "rank"}},
+            hovertemplate="layer %{y}<br>rank %{text}<extra></extra>",
+            name="rank",
+            **labels,
+        )
+    )
     fig.update_xaxes(title_text=x_title, dtick=1 if kind in HEAD_KINDS else None)
     fig.update_yaxes(title_text="layer", dtick=1)
     full = int((z == top).sum())
-    return apply_layout(fig, f"{kind.value} rank: {full} of {z.size} at the maximum", source=source,
-                        height=320 + 12 * profile.shape.num_layers)
+    return apply_layout(
+        fig,
+        f"{kind.value} rank: {full} of {z.size} at the maximum",
+        source=source,
+        height=320 + 12 * profile.shape.num_layers,
+    )
 
 
-def overlaid_spectra(profile_a: SpectralProfile, profile_b: SpectralProfile, kind: Kind | str, layer: int, *,
-                     normalise: bool = False, source: str | None = None) -> go.Figure:
+def overlaid_spectra(
+    profile_a: SpectralProfile,
+    profile_b: SpectralProfile,
+    kind: Kind | str,
+    layer: int,
+    *,
+    normalise: bool = False,
+    source: str | None = None,
+) -> go.Figure:
     """σ_i of one kind and layer of two models on the same log-log axes (median and min-max band over heads)."""
     kind = Kind(kind)
     fig = go.Figure()

@@ -19,16 +19,26 @@ from ..matrices import Kind
 
 #: Okabe-Ito colours by name.
 OKABE_ITO: Mapping[str, str] = {
-    "black": "#000000", "orange": "#E69F00", "sky blue": "#56B4E9", "bluish green": "#009E73",
-    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "reddish purple": "#CC79A7",
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky blue": "#56B4E9",
+    "bluish green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish purple": "#CC79A7",
 }
 #: The order in which unrelated series (curves of several matrices, compared models) take colours.
-PALETTE: tuple[str, ...] = tuple(OKABE_ITO[name] for name in (
-    "blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "black", "yellow"))
+PALETTE: tuple[str, ...] = tuple(
+    OKABE_ITO[name]
+    for name in ("blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "black", "yellow")
+)
 #: One colour per matrix kind, the same in every figure.
 KIND_COLORS: Mapping[Kind, str] = {
-    Kind.QK: OKABE_ITO["blue"], Kind.V: OKABE_ITO["orange"],
-    Kind.M_IN: OKABE_ITO["bluish green"], Kind.M_OUT: OKABE_ITO["reddish purple"],
+    Kind.QK: OKABE_ITO["blue"],
+    Kind.V: OKABE_ITO["orange"],
+    Kind.M_IN: OKABE_ITO["bluish green"],
+    Kind.M_OUT: OKABE_ITO["reddish purple"],
 }
 #: Neutral grey for fixed parts (the √L term, reference lines).
 NEUTRAL: str = "#999999"
@@ -55,8 +65,9 @@ def sequential_colors(count: int) -> list[str]:
     return sample_colorscale(SEQUENTIAL, np.linspace(0.0, 0.9, max(count, 1)).tolist())
 
 
-def apply_layout(fig: go.Figure, title: str, *, source: str | None = None, height: int | None = None,
-                 legend_title: str | None = None) -> go.Figure:
+def apply_layout(
+    fig: go.Figure, title: str, *, source: str | None = None, height: int | None = None, legend_title: str | None = None
+) -> go.Figure:
     """Shared layout: short left-aligned title, ``source`` (model and p) as subtitle, legend below.
 
     The subtitle travels with exported PNGs, so a picture always says which model and p it shows.
@@ -64,12 +75,26 @@ def apply_layout(fig: go.Figure, title: str, *, source: str | None = None, heigh
     ``automargin`` keeps tick and axis labels inside the figure.
     """
     fig.update_layout(
-        plot_bgcolor="white", paper_bgcolor="white",
-        title={"text": title, "x": 0.0, "xanchor": "left", "xref": "container", "pad": {"l": 12},
-               "subtitle": {"text": source or ""}},
+        plot_bgcolor="white",
+        paper_bgcolor="white",
+        title={
+            "text": title,
+            "x": 0.0,
+            "xanchor": "left",
+            "xref": "container",
+            "pad": {"l": 12},
+            "subtitle": {"text": source or ""},
+        },
         margin={"t": TOP_MARGIN_SUBTITLE if source else TOP_MARGIN, "l": 8, "r": 8, "b": 8},
-        legend={"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom", "x": 0.0,
-                "xanchor": "left", "title": {"text": legend_title or "", "side": "top"}},
+        legend={
+            "orientation": "h",
+            "yref": "container",
+            "y": 0.0,
+            "yanchor": "bottom",
+            "x": 0.0,
+            "xanchor": "left",
+            "title": {"text": legend_title or "", "side": "top"},
+        },
     )
     if height is not None:
         fig.update_layout(height=height)
@@ -94,7 +119,7 @@ def format_tick(value: float) -> str:
     if value == 0 or PLAIN_RANGE[0] <= abs(value) < PLAIN_RANGE[1]:
         return f"{value:.6g}"
     exponent = math.floor(math.log10(abs(value)))
-    mantissa = round(value / 10.0 ** exponent, 6)
+    mantissa = round(value / 10.0**exponent, 6)
     if mantissa >= 10:  # rounding carried into the next decade
         mantissa, exponent = mantissa / 10, exponent + 1
     power = f"10<sup>{exponent}</sup>"
@@ -124,15 +149,15 @@ def log_axis_ticks(vmin: float, vmax: float) -> tuple[list[float], list[str]]:
             return [vmin], [format_tick(vmin)]
         step = _nice_step(vmax - vmin)
         first = math.ceil(vmin / step - 1e-9)
-        values = [float(f"{k * step:.12g}") for k in range(first, int(math.floor(vmax / step + 1e-9)) + 1)]
+        values = [float(f"{k * step:.12g}") for k in range(first, math.floor(vmax / step + 1e-9) + 1)]
     elif hi - lo <= 2.0:
-        values = [m * 10.0 ** e for e in range(math.floor(lo), math.ceil(hi) + 1) for m in (1, 2, 5)]
+        values = [m * 10.0**e for e in range(math.floor(lo), math.ceil(hi) + 1) for m in (1, 2, 5)]
         values = [float(f"{v:.12g}") for v in values if vmin * (1 - 1e-9) <= v <= vmax * (1 + 1e-9)]
     else:
         first, last = math.ceil(lo - 1e-9), math.floor(hi + 1e-9)
         needed = (last - first + 1) / MAX_TICKS
         every = next((k for k in DECADE_STEPS if k >= needed), math.ceil(needed))
-        values = [10.0 ** e for e in range(math.ceil(first / every) * every, last + 1, every)]
+        values = [10.0**e for e in range(math.ceil(first / every) * every, last + 1, every)]
     return values, [format_tick(v) for v in values]
 
 

@@ -14,18 +14,46 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
     """Left: the synthetic singular values (log y). Right: c(W; p) against p, P_m and p* marked."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("synthetic singular values", "c(W; p) against p"))
     positive = sv[sv > 0]
-    fig.add_trace(go.Scatter(x=np.arange(1, positive.size + 1), y=positive, mode="lines+markers",
-                             name="σᵢ", marker={"size": 4}, line={"color": palette_color(0)}), row=1, col=1)
-    fig.add_trace(go.Scatter(x=curve.p, y=curve.contribution, mode="lines", name="c(W; p)",
-                             line={"color": palette_color(1)}), row=1, col=2)
-    fig.add_trace(go.Scatter(x=curve.grid, y=curve.grid_contribution, mode="markers", name="grid P_m",
-                             marker={"size": 7, "symbol": "circle-open", "color": palette_color(1)}), row=1, col=2)
+    fig.add_trace(
+        go.Scatter(
+            x=np.arange(1, positive.size + 1),
+            y=positive,
+            mode="lines+markers",
+            name="σᵢ",
+            marker={"size": 4},
+            line={"color": palette_color(0)},
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(x=curve.p, y=curve.contribution, mode="lines", name="c(W; p)", line={"color": palette_color(1)}),
+        row=1,
+        col=2,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=curve.grid,
+            y=curve.grid_contribution,
+            mode="markers",
+            name="grid P_m",
+            marker={"size": 7, "symbol": "circle-open", "color": palette_color(1)},
+        ),
+        row=1,
+        col=2,
+    )
     best = curve.p_opt_index
-    fig.add_trace(go.Scatter(x=[curve.p_opt], y=[curve.grid_contribution[best]], mode="markers",
-                             name=f"p* = {curve.p_opt:.3g}",
-                             marker={"size": 14, "symbol": "star", "color": palette_color(2),
-                                     "line": {"color": "black", "width": 1}}),
-                  row=1, col=2)
+    fig.add_trace(
+        go.Scatter(
+            x=[curve.p_opt],
+            y=[curve.grid_contribution[best]],
+            mode="markers",
+            name=f"p* = {curve.p_opt:.3g}",
+            marker={"size": 14, "symbol": "star", "color": palette_color(2), "line": {"color": "black", "width": 1}},
+        ),
+        row=1,
+        col=2,
+    )
     if positive.size:
         set_log_ticks(fig, "x", np.arange(1, positive.size + 1), row=1, col=1)
         set_log_ticks(fig, "y", positive, row=1, col=1)

@@ -23,8 +23,9 @@ _DEFAULTS = TrainSettings()
 LAB_MODELS = "small BERT encoders trained by the specbound lab on the sparse threshold task (not BERT Miniatures)"
 
 
-def _bounded(convert: Callable[[str], Any], low: float, high: float, *, high_open: bool = False
-             ) -> Callable[[str], Any]:
+def _bounded(
+    convert: Callable[[str], Any], low: float, high: float, *, high_open: bool = False
+) -> Callable[[str], Any]:
     """An argparse type: ``convert`` the text and require low <= value <= high (< high if high_open)."""
     kind = "an integer" if convert is int else "a number"
     upper = f"< {high:g}" if high_open else f"<= {high:g}"
@@ -83,8 +84,10 @@ def _print_correlations(results: Any) -> None:
         return
     frame = correlations_frame(results.correlations)[["measure", "kendall_tau", "granulated_tau", "runs", "groups"]]
     print(f"Rank correlation with the gap (test - train error) over the final checkpoints of {runs} runs:")
-    print("  kendall_tau: tau-b over all runs; granulated_tau: Jiang et al. (2020), mean over axes of the mean "
-          "tau-a within groups differing in that axis only")
+    print(
+        "  kendall_tau: tau-b over all runs; granulated_tau: Jiang et al. (2020), mean over axes of the mean "
+        "tau-a within groups differing in that axis only"
+    )
     print(frame.to_string(index=False, float_format=lambda v: f"{v:+.3f}", na_rep="n/a"))
 
 
@@ -93,20 +96,37 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from .tasks import ThresholdTask
     from .train import RunSpec
 
-    settings = replace(_DEFAULTS, steps=args.steps, save_every=args.save_every or max(1, args.steps // 4),
-                       test_samples=args.test_samples)
-    spec = RunSpec(layers=args.layers, hidden=args.hidden, heads=args.heads, n_train=args.n_train, seed=args.seed,
-                   task=ThresholdTask(label_noise=args.label_noise), settings=settings)
+    settings = replace(
+        _DEFAULTS,
+        steps=args.steps,
+        save_every=args.save_every or max(1, args.steps // 4),
+        test_samples=args.test_samples,
+    )
+    spec = RunSpec(
+        layers=args.layers,
+        hidden=args.hidden,
+        heads=args.heads,
+        n_train=args.n_train,
+        seed=args.seed,
+        task=ThresholdTask(label_noise=args.label_noise),
+        settings=settings,
+    )
     print(f"{spec.name}: {spec.task.describe()}", flush=True)
     result = run_sweep([spec], Path(args.out), use_cache=not args.no_cache, progress=_progress, report=_report)
     run = result.results.run(spec.name)
-    print(f"{'step':>6} {'train_err':>9} {'test_err':>9} {'se':>7} {'gap':>8} {'log10 ours':>10} "
-          f"{'log10 Edelman':>13} {'mean p*':>7}")
+    print(
+        f"{'step':>6} {'train_err':>9} {'test_err':>9} {'se':>7} {'gap':>8} {'log10 ours':>10} "
+        f"{'log10 Edelman':>13} {'mean p*':>7}"
+    )
     for s in run.steps:
-        print(f"{s.step:>6} {s.train_error:>9.4f} {s.test_error:>9.4f} {s.test_error_se:>7.4f} {s.gap:>+8.4f} "
-              f"{s.ours_log10:>10.4f} {s.edelman_log10:>13.4f} {sum(s.p_opt) / len(s.p_opt):>7.3f}")
-    print(f"{run.params} parameters; test error on {settings.test_samples} fresh samples; checkpoints, "
-          f"runs.csv and correlations.csv in {args.out} ({len(result.results.runs)} run(s) there)")
+        print(
+            f"{s.step:>6} {s.train_error:>9.4f} {s.test_error:>9.4f} {s.test_error_se:>7.4f} {s.gap:>+8.4f} "
+            f"{s.ours_log10:>10.4f} {s.edelman_log10:>13.4f} {sum(s.p_opt) / len(s.p_opt):>7.3f}"
+        )
+    print(
+        f"{run.params} parameters; test error on {settings.test_samples} fresh samples; checkpoints, "
+        f"runs.csv and correlations.csv in {args.out} ({len(result.results.runs)} run(s) there)"
+    )
     return 0
 
 
@@ -115,9 +135,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import PRESETS, Status, read_grid, run_sweep
 
     grid = read_grid(args.grid, PRESETS[args.preset]) if args.grid else PRESETS[args.preset]
-    overrides: dict[str, Any] = {axis: tuple(dict.fromkeys(getattr(args, axis))) for axis in
-                                 ("layers", "hidden", "heads", "n_train", "label_noise", "seeds")
-                                 if getattr(args, axis)}
+    overrides: dict[str, Any] = {
+        axis: tuple(dict.fromkeys(getattr(args, axis)))
+        for axis in ("layers", "hidden", "heads", "n_train", "label_noise", "seeds")
+        if getattr(args, axis)
+    }
     settings = {name: getattr(args, name) for name in ("steps", "save_every") if getattr(args, name)}
     overrides["settings"] = replace(grid.settings, **settings)
     grid = replace(grid, **overrides)
@@ -126,12 +148,15 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result = run_sweep(specs, Path(args.out), use_cache=not args.no_cache, progress=_progress, report=_report)
     done = sum(o.status is Status.DONE for o in result.outcomes)
-    print(f"{len(specs)} runs ({done} trained now, {len(specs) - done} already done) in "
-          f"{time.perf_counter() - started:.1f} s; wrote {', '.join(f.name for f in result.files)}")
+    print(
+        f"{len(specs)} runs ({done} trained now, {len(specs) - done} already done) in "
+        f"{time.perf_counter() - started:.1f} s; wrote {', '.join(f.name for f in result.files)}"
+    )
     _print_correlations(result.results)
     if args.export_reference:
-        written = export_reference(Path(args.out), sweep_seconds=time.perf_counter() - started
-                                   if done == len(specs) else None)
+        written = export_reference(
+            Path(args.out), sweep_seconds=time.perf_counter() - started if done == len(specs) else None
+        )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0
 
@@ -148,8 +173,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
         from .sweep import runs_frame
 
         frame = runs_frame(results.runs)
-        frame = frame[frame["final"]][["run", "train_error", "test_error", "test_error_se", "gap", "ours_log10",
-                                       "edelman_log10", "p_opt_mean"]]
+        frame = frame[frame["final"]][
+            ["run", "train_error", "test_error", "test_error_se", "gap", "ours_log10", "edelman_log10", "p_opt_mean"]
+        ]
         print(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0
 
@@ -158,8 +184,9 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     """``lab train | sweep | show`` under the main parser's subcommands."""
     from .sweep import PRESETS
 
-    lab = commands.add_parser("lab", help="train small BERT encoders on a synthetic task and set bounds beside "
-                                          "their measured gaps")
+    lab = commands.add_parser(
+        "lab", help="train small BERT encoders on a synthetic task and set bounds beside their measured gaps"
+    )
     actions = lab.add_subparsers(dest="lab_command", required=True)
 
     train = actions.add_parser("train", help="train one run, saving checkpoints and every bound term per step")
@@ -167,26 +194,49 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--hidden", type=_hidden, required=True, help=f"width N (2..{MAX_HIDDEN})")
     train.add_argument("--heads", type=_heads, required=True, help=f"attention heads H dividing N (1..{MAX_HEADS})")
     train.add_argument("--n-train", type=_n_train, required=True, help=f"training examples n (1..{MAX_TRAIN})")
-    train.add_argument("--label-noise", type=_noise, default=0.0,
-                       help=f"probability q of flipping each label, train and test (0 <= q < {MAX_LABEL_NOISE:g})")
-    train.add_argument("--steps", type=_steps, default=_DEFAULTS.steps,
-                       help=f"optimiser steps (default {_DEFAULTS.steps}, at most {MAX_STEPS})")
-    train.add_argument("--save-every", type=_steps, default=None,
-                       help="checkpoint every k steps (default steps / 4); step 0 and the last step always")
+    train.add_argument(
+        "--label-noise",
+        type=_noise,
+        default=0.0,
+        help=f"probability q of flipping each label, train and test (0 <= q < {MAX_LABEL_NOISE:g})",
+    )
+    train.add_argument(
+        "--steps",
+        type=_steps,
+        default=_DEFAULTS.steps,
+        help=f"optimiser steps (default {_DEFAULTS.steps}, at most {MAX_STEPS})",
+    )
+    train.add_argument(
+        "--save-every",
+        type=_steps,
+        default=None,
+        help="checkpoint every k steps (default steps / 4); step 0 and the last step always",
+    )
     train.add_argument("--seed", type=_seed, default=0, help="seed of the data, the initialisation and the batches")
-    train.add_argument("--test-samples", type=_test_samples, default=_DEFAULTS.test_samples,
-                       help=f"fresh samples for the test error (default {_DEFAULTS.test_samples}, "
-                            f"at most {MAX_TEST_SAMPLES})")
+    train.add_argument(
+        "--test-samples",
+        type=_test_samples,
+        default=_DEFAULTS.test_samples,
+        help=f"fresh samples for the test error (default {_DEFAULTS.test_samples}, at most {MAX_TEST_SAMPLES})",
+    )
     train.add_argument("--out", required=True, help="lab directory (the run joins any runs already there)")
     train.add_argument("--no-cache", action="store_true", help="analyse checkpoints without the profile cache")
     train.set_defaults(handler=_cmd_train)
 
     sweep = actions.add_parser("sweep", help="train and analyse a grid of runs (resumable)")
-    sweep.add_argument("--preset", choices=sorted(PRESETS), default="smoke",
-                       help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores")
-    sweep.add_argument("--grid", metavar="FILE.json", default=None,
-                       help="a JSON grid (axis lists layers, hidden, heads, n_train, label_noise, seeds; optional "
-                            "settings and task objects) overriding the preset")
+    sweep.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="smoke",
+        help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores",
+    )
+    sweep.add_argument(
+        "--grid",
+        metavar="FILE.json",
+        default=None,
+        help="a JSON grid (axis lists layers, hidden, heads, n_train, label_noise, seeds; optional "
+        "settings and task objects) overriding the preset",
+    )
     sweep.add_argument("--layers", type=_layers, nargs="+", help="replace the depth axis")
     sweep.add_argument("--hidden", type=_hidden, nargs="+", help="replace the width axis")
     sweep.add_argument("--heads", type=_heads, nargs="+", help="replace the heads axis")
@@ -196,8 +246,11 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--steps", type=_steps, default=None, help="optimiser steps per run")
     sweep.add_argument("--save-every", type=_steps, default=None, help="checkpoint every k steps")
     sweep.add_argument("--out", required=True, help="lab directory (a re-run skips the runs finished there)")
-    sweep.add_argument("--export-reference", action="store_true",
-                       help="also write the results (no weights) as the reference shipped inside the package")
+    sweep.add_argument(
+        "--export-reference",
+        action="store_true",
+        help="also write the results (no weights) as the reference shipped inside the package",
+    )
     sweep.add_argument("--no-cache", action="store_true", help="analyse checkpoints without the profile cache")
     sweep.set_defaults(handler=_cmd_sweep)
 

@@ -73,8 +73,9 @@ class MeasureCorrelation:
         return sum(a.groups for a in self.axes)
 
 
-def granulated_tau(measure: np.ndarray, gap: np.ndarray, keys: Sequence[Mapping[str, Hashable]],
-                   axes: Sequence[str]) -> tuple[float, tuple[AxisTau, ...]]:
+def granulated_tau(
+    measure: np.ndarray, gap: np.ndarray, keys: Sequence[Mapping[str, Hashable]], axes: Sequence[str]
+) -> tuple[float, tuple[AxisTau, ...]]:
     """Jiang et al.'s granulated tau. keys[i] gives run i's value on every axis (and any other setting
     that must match within a group, under keys that are not axes)."""
     per_axis = []
@@ -93,8 +94,12 @@ def granulated_tau(measure: np.ndarray, gap: np.ndarray, keys: Sequence[Mapping[
     return (float(np.mean(psis)) if psis else math.nan), tuple(per_axis)
 
 
-def correlate(measures: Mapping[str, Sequence[float] | np.ndarray], gap: Sequence[float] | np.ndarray,
-              keys: Sequence[Mapping[str, Hashable]], axes: Sequence[str]) -> tuple[MeasureCorrelation, ...]:
+def correlate(
+    measures: Mapping[str, Sequence[float] | np.ndarray],
+    gap: Sequence[float] | np.ndarray,
+    keys: Sequence[Mapping[str, Hashable]],
+    axes: Sequence[str],
+) -> tuple[MeasureCorrelation, ...]:
     """Overall and granulated tau of each measure with the gap; runs with a non-finite value are left out."""
     gap = np.asarray(gap, dtype=np.float64)
     out = []
@@ -104,7 +109,14 @@ def correlate(measures: Mapping[str, Sequence[float] | np.ndarray], gap: Sequenc
         rows = np.flatnonzero(keep)
         kept_keys = [keys[int(i)] for i in rows]
         granulated, per_axis = granulated_tau(values[rows], gap[rows], kept_keys, axes)
-        out.append(MeasureCorrelation(name, kendall_tau_b(values[rows], gap[rows]),
-                                      kendall_tau_a(values[rows], gap[rows]), granulated, int(rows.size),
-                                      per_axis))
+        out.append(
+            MeasureCorrelation(
+                name,
+                kendall_tau_b(values[rows], gap[rows]),
+                kendall_tau_a(values[rows], gap[rows]),
+                granulated,
+                int(rows.size),
+                per_axis,
+            )
+        )
     return tuple(out)

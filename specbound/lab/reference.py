@@ -99,8 +99,9 @@ def _earlier_sweep_seconds(dest: Path, runs: int, training_seconds: float) -> fl
     return float(value) if same and isinstance(value, (int, float)) else None
 
 
-def export_reference(sweep_dir: Path | str, dest: Path | str = REFERENCE_DIR, *,
-                     sweep_seconds: float | None = None) -> tuple[Path, ...]:
+def export_reference(
+    sweep_dir: Path | str, dest: Path | str = REFERENCE_DIR, *, sweep_seconds: float | None = None
+) -> tuple[Path, ...]:
     """Write the reference (records, tables, atlas, manifest) of a finished sweep into ``dest``, replacing it.
 
     The family's profiles come from their final checkpoints through the profile cache and are renamed
@@ -114,23 +115,38 @@ def export_reference(sweep_dir: Path | str, dest: Path | str = REFERENCE_DIR, *,
     if sweep_seconds is None:
         sweep_seconds = _earlier_sweep_seconds(dest, len(runs), training_seconds)
     members = family(runs)
-    profiles = [replace(load_profile(str(sweep_dir / RUNS_DIR / r.name / r.final.checkpoint)),
-                        model=r.name, revision=f"lab-step-{r.final.step}") for r in members]
+    profiles = [
+        replace(
+            load_profile(str(sweep_dir / RUNS_DIR / r.name / r.final.checkpoint)),
+            model=r.name,
+            revision=f"lab-step-{r.final.step}",
+        )
+        for r in members
+    ]
     if (dest / RUNS_DIR).exists():
         shutil.rmtree(dest / RUNS_DIR)
     files = [write_record(dest, run) for run in runs]
     for run in runs:  # every saved step, so the Lab page can show the spectra along the trajectory
         run_dir = sweep_dir / RUNS_DIR / run.name
-        files.append(save_atlas([_renamed(load_profile(str(run_dir / s.checkpoint)), run.name, s.step)
-                                 for s in run.steps], dest / RUNS_DIR / run.name / STEPS_ATLAS_FILE))
+        files.append(
+            save_atlas(
+                [_renamed(load_profile(str(run_dir / s.checkpoint)), run.name, s.step) for s in run.steps],
+                dest / RUNS_DIR / run.name / STEPS_ATLAS_FILE,
+            )
+        )
     files += write_tables(dest, runs)
     files.append(save_atlas(profiles, dest / ATLAS_FILE))
     manifest: dict[str, Any] = {
-        "format": REFERENCE_FORMAT, "label": LAB_LABEL, "created_by": f"specbound {__version__}",
+        "format": REFERENCE_FORMAT,
+        "label": LAB_LABEL,
+        "created_by": f"specbound {__version__}",
         "description": "Small BERT encoders (transformers' BertForSequenceClassification) trained by the "
-                       "specbound lab on a synthetic task; results and spectral profiles only, no weights.",
-        "task": runs[0].spec.task.describe(), "runs": len(runs), "regenerate": REGENERATE,
-        "sweep_seconds": sweep_seconds, "training_seconds": training_seconds,
+        "specbound lab on a synthetic task; results and spectral profiles only, no weights.",
+        "task": runs[0].spec.task.describe(),
+        "runs": len(runs),
+        "regenerate": REGENERATE,
+        "sweep_seconds": sweep_seconds,
+        "training_seconds": training_seconds,
         "atlas_models": [r.name for r in members],
         "step_atlases": f"{RUNS_DIR}/<run>/{STEPS_ATLAS_FILE}, members <run>{STEP_SEP}<step>",
         "weights_shipped": False,
@@ -151,4 +167,3 @@ def read_manifest(directory: Path | str = REFERENCE_DIR) -> dict[str, Any]:
 def load_reference(directory: Path | str = REFERENCE_DIR) -> LabResults:
     """The shipped runs and correlations (read from their records, as any lab directory)."""
     return read_results(directory)
-

@@ -65,15 +65,44 @@ MEASURES: dict[str, Callable[[RunTrajectory], float]] = {
 }
 
 RUN_COLUMNS: tuple[str, ...] = (
-    "run", "layers", "hidden", "heads", "n_train", "label_noise", "seed", "step", "steps", "final",
-    "train_loss", "train_error", "test_error", "test_error_se", "gap", "test_samples", "params",
-    "ours", "ours_log10", "ours_p0_log10", "ours_p1_log10", "ours_p2_log10", "edelman", "edelman_log10",
-    "frobenius", "spectral_product_log10", "bartlett_log10", "grid_m", "p_opt_mean", "p_opt_min", "p_opt_max",
-    "p_opt_zero_fraction", "checkpoint",
+    "run",
+    "layers",
+    "hidden",
+    "heads",
+    "n_train",
+    "label_noise",
+    "seed",
+    "step",
+    "steps",
+    "final",
+    "train_loss",
+    "train_error",
+    "test_error",
+    "test_error_se",
+    "gap",
+    "test_samples",
+    "params",
+    "ours",
+    "ours_log10",
+    "ours_p0_log10",
+    "ours_p1_log10",
+    "ours_p2_log10",
+    "edelman",
+    "edelman_log10",
+    "frobenius",
+    "spectral_product_log10",
+    "bartlett_log10",
+    "grid_m",
+    "p_opt_mean",
+    "p_opt_min",
+    "p_opt_max",
+    "p_opt_zero_fraction",
+    "checkpoint",
 )
 
 
 # --- grids --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SweepGrid:
@@ -90,29 +119,52 @@ class SweepGrid:
 
     def specs(self) -> tuple[RunSpec, ...]:
         """Every run of the grid (LabError if one is invalid or there are too many)."""
-        count = math.prod(len(v) for v in (self.layers, self.hidden, self.heads, self.n_train,
-                                           self.label_noise, self.seeds))
+        count = math.prod(
+            len(v) for v in (self.layers, self.hidden, self.heads, self.n_train, self.label_noise, self.seeds)
+        )
         if count == 0:
             raise LabError("the grid is empty: every axis needs at least one value")
         if count > MAX_RUNS:
             raise LabError(f"the grid has {count} runs; at most {MAX_RUNS} are allowed")
         try:
             return tuple(
-                RunSpec(layers=depth, hidden=width, heads=h, n_train=n, seed=s,
-                        task=replace(self.task, label_noise=q), settings=self.settings)
-                for depth, width, h, n, q, s in itertools.product(self.layers, self.hidden, self.heads, self.n_train,
-                                                          self.label_noise, self.seeds))
+                RunSpec(
+                    layers=depth,
+                    hidden=width,
+                    heads=h,
+                    n_train=n,
+                    seed=s,
+                    task=replace(self.task, label_noise=q),
+                    settings=self.settings,
+                )
+                for depth, width, h, n, q, s in itertools.product(
+                    self.layers, self.hidden, self.heads, self.n_train, self.label_noise, self.seeds
+                )
+            )
         except ValueError as exc:
             raise LabError(str(exc)) from None
 
 
 PRESETS: dict[str, SweepGrid] = {
     # 4 runs, about a minute: what the tests use.
-    "smoke": SweepGrid(layers=(2,), hidden=(32,), heads=(2,), n_train=(64, 512), label_noise=(0.0, 0.2),
-                       settings=TrainSettings(steps=200, save_every=100, test_samples=2000)),
+    "smoke": SweepGrid(
+        layers=(2,),
+        hidden=(32,),
+        heads=(2,),
+        n_train=(64, 512),
+        label_noise=(0.0, 0.2),
+        settings=TrainSettings(steps=200, save_every=100, test_samples=2000),
+    ),
     # 48 runs, within 15 minutes on 2 cores: every axis but heads has groups for the granulated tau.
-    "class": SweepGrid(layers=(1, 2), hidden=(32, 64), heads=(2,), n_train=(100, 400, 1600),
-                       label_noise=(0.0, 0.1), seeds=(0, 1), settings=TrainSettings(steps=500, save_every=125)),
+    "class": SweepGrid(
+        layers=(1, 2),
+        hidden=(32, 64),
+        heads=(2,),
+        n_train=(100, 400, 1600),
+        label_noise=(0.0, 0.1),
+        seeds=(0, 1),
+        settings=TrainSettings(steps=500, save_every=125),
+    ),
 }
 
 _GRID_AXES = {"layers": int, "hidden": int, "heads": int, "n_train": int, "label_noise": float, "seeds": int}
@@ -127,8 +179,10 @@ def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> Sw
         raise LabError("a grid must be a JSON object")
     unknown = set(data) - set(_GRID_AXES) - {"settings", "task"}
     if unknown:
-        raise LabError(f"unknown grid entries: {', '.join(sorted(unknown))} "
-                       f"(known: {', '.join([*_GRID_AXES, 'settings', 'task'])})")
+        raise LabError(
+            f"unknown grid entries: {', '.join(sorted(unknown))} "
+            f"(known: {', '.join([*_GRID_AXES, 'settings', 'task'])})"
+        )
     values: dict[str, Any] = {}
     try:
         for axis, convert in _GRID_AXES.items():
@@ -145,8 +199,10 @@ def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> Sw
         known_settings = {f.name for f in fields(TrainSettings)}
         known_task = {f.name for f in fields(ThresholdTask)} - {"label_noise"}
         if set(settings) - known_settings or set(task) - known_task:
-            raise LabError(f"unknown settings or task entries: "
-                           f"{', '.join(sorted((set(settings) - known_settings) | (set(task) - known_task)))}")
+            raise LabError(
+                f"unknown settings or task entries: "
+                f"{', '.join(sorted((set(settings) - known_settings) | (set(task) - known_task)))}"
+            )
         if "positions" in task:
             task = {**task, "positions": tuple(task["positions"])}
         values["settings"] = replace(base.settings, **settings)
@@ -169,6 +225,7 @@ def read_grid(path: Path | str, base: SweepGrid | None = None) -> SweepGrid:
 
 
 # --- records ------------------------------------------------------------------------------------
+
 
 class Status(str, Enum):
     DONE = "done"  # trained in this sweep
@@ -215,8 +272,13 @@ def record_path(out: Path, name: str) -> Path:
 
 def write_record(out: Path, trajectory: RunTrajectory) -> Path:
     path = record_path(out, trajectory.name)
-    record = {"format": RECORD_FORMAT, "schema": RECORD_SCHEMA, "label": LAB_LABEL,
-              "task": trajectory.spec.task.describe(), **trajectory.to_dict()}
+    record = {
+        "format": RECORD_FORMAT,
+        "schema": RECORD_SCHEMA,
+        "label": LAB_LABEL,
+        "task": trajectory.spec.task.describe(),
+        **trajectory.to_dict(),
+    }
     _write_text(path, json.dumps(record, indent=1, allow_nan=False))
     return path
 
@@ -253,19 +315,30 @@ def read_runs(out: Path | str) -> tuple[RunTrajectory, ...]:
 
 # --- tables -------------------------------------------------------------------------------------
 
+
 def _group_key(run: RunTrajectory) -> dict[str, Any]:
     """Axis values of a run plus everything else that must match within a granulated-tau group."""
     spec = run.spec
     task = {k: v for k, v in spec.task.to_dict().items() if k != "label_noise"}
-    return {"layers": spec.layers, "hidden": spec.hidden, "heads": spec.heads, "n_train": spec.n_train,
-            "label_noise": spec.label_noise, "seed": spec.seed,
-            "fixed": json.dumps({"task": task, "settings": spec.to_dict()["settings"]}, sort_keys=True)}
+    return {
+        "layers": spec.layers,
+        "hidden": spec.hidden,
+        "heads": spec.heads,
+        "n_train": spec.n_train,
+        "label_noise": spec.label_noise,
+        "seed": spec.seed,
+        "fixed": json.dumps({"task": task, "settings": spec.to_dict()["settings"]}, sort_keys=True),
+    }
 
 
 def correlations(runs: Sequence[RunTrajectory]) -> tuple[MeasureCorrelation, ...]:
     """tau of every measure in MEASURES with the gap over the final checkpoints of ``runs``."""
-    return correlate({name: [measure(r) for r in runs] for name, measure in MEASURES.items()},
-                     [r.final.gap for r in runs], [_group_key(r) for r in runs], AXES)
+    return correlate(
+        {name: [measure(r) for r in runs] for name, measure in MEASURES.items()},
+        [r.final.gap for r in runs],
+        [_group_key(r) for r in runs],
+        AXES,
+    )
 
 
 def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
@@ -278,26 +351,49 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
         spec = run.spec
         for s in run.steps:
             p = np.asarray(s.p_opt)
-            rows.append({
-                "run": run.name, "layers": spec.layers, "hidden": spec.hidden, "heads": spec.heads,
-                "n_train": spec.n_train, "label_noise": spec.label_noise, "seed": spec.seed, "step": s.step,
-                "steps": spec.settings.steps, "final": s is run.final, "train_loss": s.train_loss,
-                "train_error": s.train_error, "test_error": s.test_error, "test_error_se": s.test_error_se,
-                "gap": s.gap, "test_samples": s.test_samples, "params": run.params,
-                "ours": 10.0 ** s.ours_log10, "ours_log10": s.ours_log10, "ours_p0_log10": s.ours_p0_log10,
-                "ours_p1_log10": s.ours_p1_log10, "ours_p2_log10": s.ours_p2_log10,
-                "edelman": _pow10(s.edelman_log10), "edelman_log10": s.edelman_log10, "frobenius": s.frobenius,
-                "spectral_product_log10": s.spectral_product_log10, "bartlett_log10": s.bartlett_log10,
-                "grid_m": s.grid_m, "p_opt_mean": float(p.mean()), "p_opt_min": float(p.min()),
-                "p_opt_max": float(p.max()), "p_opt_zero_fraction": float((p == 0).mean()),
-                "checkpoint": f"{RUNS_DIR}/{run.name}/{s.checkpoint}",
-            })
+            rows.append(
+                {
+                    "run": run.name,
+                    "layers": spec.layers,
+                    "hidden": spec.hidden,
+                    "heads": spec.heads,
+                    "n_train": spec.n_train,
+                    "label_noise": spec.label_noise,
+                    "seed": spec.seed,
+                    "step": s.step,
+                    "steps": spec.settings.steps,
+                    "final": s is run.final,
+                    "train_loss": s.train_loss,
+                    "train_error": s.train_error,
+                    "test_error": s.test_error,
+                    "test_error_se": s.test_error_se,
+                    "gap": s.gap,
+                    "test_samples": s.test_samples,
+                    "params": run.params,
+                    "ours": 10.0**s.ours_log10,
+                    "ours_log10": s.ours_log10,
+                    "ours_p0_log10": s.ours_p0_log10,
+                    "ours_p1_log10": s.ours_p1_log10,
+                    "ours_p2_log10": s.ours_p2_log10,
+                    "edelman": _pow10(s.edelman_log10),
+                    "edelman_log10": s.edelman_log10,
+                    "frobenius": s.frobenius,
+                    "spectral_product_log10": s.spectral_product_log10,
+                    "bartlett_log10": s.bartlett_log10,
+                    "grid_m": s.grid_m,
+                    "p_opt_mean": float(p.mean()),
+                    "p_opt_min": float(p.min()),
+                    "p_opt_max": float(p.max()),
+                    "p_opt_zero_fraction": float((p == 0).mean()),
+                    "checkpoint": f"{RUNS_DIR}/{run.name}/{s.checkpoint}",
+                }
+            )
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
 
 def _pow10(log10_value: float) -> float:
     try:
-        return 10.0 ** log10_value
+        return 10.0**log10_value
     except OverflowError:
         return math.inf
 
@@ -308,16 +404,23 @@ def correlations_frame(table: Sequence[MeasureCorrelation]) -> pd.DataFrame:
 
     rows = []
     for c in table:
-        row: dict[str, Any] = {"measure": c.measure, "kendall_tau": c.kendall_tau, "granulated_tau": c.granulated_tau,
-                               "runs": c.runs, "kendall_tau_a": c.kendall_tau_a, "groups": c.groups}
+        row: dict[str, Any] = {
+            "measure": c.measure,
+            "kendall_tau": c.kendall_tau,
+            "granulated_tau": c.granulated_tau,
+            "runs": c.runs,
+            "kendall_tau_a": c.kendall_tau_a,
+            "groups": c.groups,
+        }
         for a in c.axes:
             row[f"psi_{a.axis}"], row[f"groups_{a.axis}"] = a.tau, a.groups
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def write_tables(out: Path, runs: Sequence[RunTrajectory],
-                 table: Sequence[MeasureCorrelation] | None = None) -> tuple[Path, ...]:
+def write_tables(
+    out: Path, runs: Sequence[RunTrajectory], table: Sequence[MeasureCorrelation] | None = None
+) -> tuple[Path, ...]:
     """runs.csv and correlations.csv (of ``table``, else computed) from the given runs, each written whole
     or not at all."""
     table = correlations(runs) if table is None else table
@@ -337,10 +440,17 @@ def read_results(out: Path | str) -> LabResults:
 
 # --- the sweep ----------------------------------------------------------------------------------
 
-def run_sweep(specs: Iterable[RunSpec], out: Path | str, *, bound_settings: BoundSettings = DEFAULT_BOUNDS,
-              use_cache: bool = True, progress: Callable[[str], ProgressCallback] = lambda name: silent,
-              report: Callable[[str], None] = lambda line: None,
-              should_stop: Callable[[], bool] = lambda: False) -> SweepResult:
+
+def run_sweep(
+    specs: Iterable[RunSpec],
+    out: Path | str,
+    *,
+    bound_settings: BoundSettings = DEFAULT_BOUNDS,
+    use_cache: bool = True,
+    progress: Callable[[str], ProgressCallback] = lambda name: silent,
+    report: Callable[[str], None] = lambda line: None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> SweepResult:
     """Train and analyse every run not finished in ``out`` yet, then rebuild the tables.
 
     ``progress(name)`` gives the callback of one run (train, then analyse events); ``report`` gets one
@@ -368,15 +478,16 @@ def run_sweep(specs: Iterable[RunSpec], out: Path | str, *, bound_settings: Boun
                 shutil.rmtree(run_dir)  # an unfinished or different earlier run: start it again cleanly
             callback = progress(spec.name)
             result = train_run(spec, run_dir, progress=callback, should_stop=should_stop)
-            trajectory = analyse_run(result, run_dir, settings=bound_settings, progress=callback,
-                                     use_cache=use_cache)
+            trajectory = analyse_run(result, run_dir, settings=bound_settings, progress=callback, use_cache=use_cache)
             write_record(out, trajectory)
             seconds = time.perf_counter() - run_started
             outcomes.append(RunOutcome(spec.name, Status.DONE, seconds))
             final = trajectory.final
-            report(f"{prefix}: done in {seconds:.1f} s, train error {final.train_error:.4f}, "
-                   f"test error {final.test_error:.4f} (se {final.test_error_se:.4f}), "
-                   f"log10 ours {final.ours_log10:.4f}")
+            report(
+                f"{prefix}: done in {seconds:.1f} s, train error {final.train_error:.4f}, "
+                f"test error {final.test_error:.4f} (se {final.test_error_se:.4f}), "
+                f"log10 ours {final.ours_log10:.4f}"
+            )
     except TrainingCancelled:
         write_tables(out, read_runs(out))
         raise

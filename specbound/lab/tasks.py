@@ -83,8 +83,11 @@ class ThresholdTask:
             raise ValueError(f"the vocabulary size must lie in [2, {MAX_VOCAB}], got {self.vocab_size}")
         if not 1 <= self.length <= MAX_LENGTH:
             raise ValueError(f"the sequence length must lie in [1, {MAX_LENGTH}], got {self.length}")
-        if not self.positions or len(set(self.positions)) != len(self.positions) \
-                or not all(0 <= i < self.length for i in self.positions):
+        if (
+            not self.positions
+            or len(set(self.positions)) != len(self.positions)
+            or not all(0 <= i < self.length for i in self.positions)
+        ):
             raise ValueError(f"positions must be distinct indices in [0, {self.length}), got {self.positions}")
         if not 0.0 <= self.label_noise < MAX_LABEL_NOISE:
             raise ValueError(f"label noise must lie in [0, {MAX_LABEL_NOISE:g}), got {self.label_noise}")
@@ -107,7 +110,7 @@ class ThresholdTask:
     @property
     def clean_positive_rate(self) -> float:
         """P(sum >= t), exact."""
-        return float(sum_distribution(self.vocab_size, len(self.positions))[self.cut:].sum())
+        return float(sum_distribution(self.vocab_size, len(self.positions))[self.cut :].sum())
 
     @property
     def positive_rate(self) -> float:
@@ -123,8 +126,10 @@ class ThresholdTask:
     def describe(self) -> str:
         picks = " + ".join(f"x{i}" for i in self.positions)
         noise = f", labels flipped with probability {self.label_noise:g}" if self.label_noise else ""
-        return (f"{self.name}: tokens uniform on {{0..{self.vocab_size - 1}}}, length {self.length}, "
-                f"label [{picks} >= {self.cut}]{noise}")
+        return (
+            f"{self.name}: tokens uniform on {{0..{self.vocab_size - 1}}}, length {self.length}, "
+            f"label [{picks} >= {self.cut}]{noise}"
+        )
 
     def sample(self, n: int, seed: int, stream: Stream = Stream.TRAIN) -> LabeledSample:
         """n fresh examples from generator (seed, stream); the same arguments give the same sample."""
@@ -137,5 +142,11 @@ class ThresholdTask:
         return LabeledSample(tokens=tokens, labels=np.where(flips, 1 - clean, clean), clean_labels=clean)
 
     def to_dict(self) -> dict[str, object]:
-        return {"task": self.name, "vocab_size": self.vocab_size, "length": self.length,
-                "positions": list(self.positions), "threshold": self.cut, "label_noise": self.label_noise}
+        return {
+            "task": self.name,
+            "vocab_size": self.vocab_size,
+            "length": self.length,
+            "positions": list(self.positions),
+            "threshold": self.cut,
+            "label_noise": self.label_noise,
+        }

@@ -132,8 +132,10 @@ class RunSpec:
         checkpoint schedule, the test sample size and the thread count do not change the trained
         model and are not part of the name (a run differing only there replaces the earlier one).
         """
-        name = (f"lab-L{self.layers}-N{self.hidden}-H{self.heads}-n{self.n_train}-q{self.label_noise:g}"
-                f"-s{self.seed}-t{self.settings.steps}")
+        name = (
+            f"lab-L{self.layers}-N{self.hidden}-H{self.heads}-n{self.n_train}-q{self.label_noise:g}"
+            f"-s{self.seed}-t{self.settings.steps}"
+        )
         variant = self._variant()
         if variant != RunSpec._default_variant():
             name += "-v" + hashlib.sha256(json.dumps(variant, sort_keys=True).encode()).hexdigest()[:8]
@@ -149,9 +151,16 @@ class RunSpec:
         return RunSpec(layers=1, hidden=2, heads=1, n_train=1)._variant()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"layers": self.layers, "hidden": self.hidden, "heads": self.heads, "n_train": self.n_train,
-                "label_noise": self.label_noise, "seed": self.seed, "task": self.task.to_dict(),
-                "settings": asdict(self.settings)}
+        return {
+            "layers": self.layers,
+            "hidden": self.hidden,
+            "heads": self.heads,
+            "n_train": self.n_train,
+            "label_noise": self.label_noise,
+            "seed": self.seed,
+            "task": self.task.to_dict(),
+            "settings": asdict(self.settings),
+        }
 
 
 def standard_error(error: float, samples: int) -> float:
@@ -193,10 +202,17 @@ def bert_config(spec: RunSpec) -> Any:
 
     vocab = spec.task.vocab_size
     return transformers.BertConfig(
-        vocab_size=vocab + 2, hidden_size=spec.hidden, num_hidden_layers=spec.layers,
-        num_attention_heads=spec.heads, intermediate_size=FFN_RATIO * spec.hidden,
-        max_position_embeddings=spec.task.length + 1, type_vocab_size=1, pad_token_id=vocab + 1,
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=2,  # type: ignore[call-arg]
+        vocab_size=vocab + 2,
+        hidden_size=spec.hidden,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        intermediate_size=FFN_RATIO * spec.hidden,
+        max_position_embeddings=spec.task.length + 1,
+        type_vocab_size=1,
+        pad_token_id=vocab + 1,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        num_labels=2,  # type: ignore[call-arg]
     )
 
 
@@ -240,8 +256,8 @@ def _measure(model: Any, ids: torch.Tensor, labels: torch.Tensor) -> tuple[float
     model.eval()
     with torch.no_grad():
         for start in range(0, ids.shape[0], _EVAL_CHUNK):
-            logits = model(input_ids=ids[start:start + _EVAL_CHUNK]).logits  # (chunk, 2)
-            target = labels[start:start + _EVAL_CHUNK]
+            logits = model(input_ids=ids[start : start + _EVAL_CHUNK]).logits  # (chunk, 2)
+            target = labels[start : start + _EVAL_CHUNK]
             loss_sum += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
             wrong += int((logits.argmax(dim=1) != target).sum())
     model.train()
@@ -254,8 +270,13 @@ def checkpoint_dir(step: int) -> str:
     return f"{CHECKPOINTS_DIR}/step-{step:06d}"
 
 
-def train_run(spec: RunSpec, directory: Path | str, *, progress: ProgressCallback = silent,
-              should_stop: Callable[[], bool] = lambda: False) -> TrainResult:
+def train_run(
+    spec: RunSpec,
+    directory: Path | str,
+    *,
+    progress: ProgressCallback = silent,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> TrainResult:
     """Train one run, saving checkpoints under ``directory`` and measuring errors at each saved step.
 
     ``progress`` receives ("train", step, steps) events; ``should_stop`` is checked between steps and
@@ -277,8 +298,7 @@ def train_run(spec: RunSpec, directory: Path | str, *, progress: ProgressCallbac
         torch.manual_seed(spec.seed)
         model = transformers.BertForSequenceClassification(bert_config(spec))
         params = sum(p.numel() for p in model.parameters())
-        optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate,
-                                      weight_decay=settings.weight_decay)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
         batches = torch.Generator().manual_seed(spec.seed)
         batch = min(settings.batch_size, spec.n_train)
         report_every = max(1, settings.steps // PROGRESS_EVENTS)
@@ -289,8 +309,7 @@ def train_run(spec: RunSpec, directory: Path | str, *, progress: ProgressCallbac
                 model.save_pretrained(directory / relative)
                 train_loss, train_error = _measure(model, train_ids, train_labels)
                 _, test_error = _measure(model, test_ids, test_labels)
-                records.append(StepRecord(step, train_loss, train_error, test_error, settings.test_samples,
-                                          relative))
+                records.append(StepRecord(step, train_loss, train_error, test_error, settings.test_samples, relative))
             if step == settings.steps:
                 break
             if should_stop():

@@ -92,39 +92,71 @@ class RunTrajectory:
         return self.steps[-1]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "spec": self.spec.to_dict(), "params": self.params, "seconds": self.seconds,
-                "matrices": list(self.matrices), "steps": [s.to_dict() for s in self.steps]}
+        return {
+            "name": self.name,
+            "spec": self.spec.to_dict(),
+            "params": self.params,
+            "seconds": self.seconds,
+            "matrices": list(self.matrices),
+            "steps": [s.to_dict() for s in self.steps],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunTrajectory:
-        return cls(spec=spec_from_dict(data["spec"]), params=int(data["params"]), seconds=float(data["seconds"]),
-                   matrices=tuple(str(m) for m in data["matrices"]),
-                   steps=tuple(StepTerms.from_dict(s) for s in data["steps"]))
+        return cls(
+            spec=spec_from_dict(data["spec"]),
+            params=int(data["params"]),
+            seconds=float(data["seconds"]),
+            matrices=tuple(str(m) for m in data["matrices"]),
+            steps=tuple(StepTerms.from_dict(s) for s in data["steps"]),
+        )
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> RunSpec:
     """Inverse of :meth:`RunSpec.to_dict` (the threshold is stored resolved)."""
     task = data["task"]
     return RunSpec(
-        layers=int(data["layers"]), hidden=int(data["hidden"]), heads=int(data["heads"]),
-        n_train=int(data["n_train"]), seed=int(data["seed"]),
-        task=ThresholdTask(vocab_size=int(task["vocab_size"]), length=int(task["length"]),
-                           positions=tuple(int(i) for i in task["positions"]), threshold=int(task["threshold"]),
-                           label_noise=float(task["label_noise"])),
+        layers=int(data["layers"]),
+        hidden=int(data["hidden"]),
+        heads=int(data["heads"]),
+        n_train=int(data["n_train"]),
+        seed=int(data["seed"]),
+        task=ThresholdTask(
+            vocab_size=int(task["vocab_size"]),
+            length=int(task["length"]),
+            positions=tuple(int(i) for i in task["positions"]),
+            threshold=int(task["threshold"]),
+            label_noise=float(task["label_noise"]),
+        ),
         settings=TrainSettings(**data["settings"]),
     )
 
 
-def step_terms(analysis: BoundAnalysis, *, step: int, train_loss: float, train_error: float, test_error: float,
-               test_samples: int, checkpoint: str) -> StepTerms:
+def step_terms(
+    analysis: BoundAnalysis,
+    *,
+    step: int,
+    train_loss: float,
+    train_error: float,
+    test_error: float,
+    test_samples: int,
+    checkpoint: str,
+) -> StepTerms:
     """The terms of one analysed checkpoint beside its measured errors."""
     profile = analysis.profile
     fixed = [analysis.evaluate(p).log_total * _LOG10_E for p in FIXED_P]
     return StepTerms(
-        step=step, train_loss=train_loss, train_error=train_error, test_error=test_error,
-        test_samples=test_samples, checkpoint=checkpoint, grid_m=analysis.grid_m,
+        step=step,
+        train_loss=train_loss,
+        train_error=train_error,
+        test_error=test_error,
+        test_samples=test_samples,
+        checkpoint=checkpoint,
+        grid_m=analysis.grid_m,
         ours_log10=analysis.evaluate().log_total * _LOG10_E,
-        ours_p0_log10=fixed[0], ours_p1_log10=fixed[1], ours_p2_log10=fixed[2],
+        ours_p0_log10=fixed[0],
+        ours_p1_log10=fixed[1],
+        ours_p2_log10=fixed[2],
         edelman_log10=analysis.log_edelman * _LOG10_E,
         frobenius=frobenius_sum(profile),
         spectral_product_log10=log_spectral_product(profile) * _LOG10_E,
@@ -134,8 +166,14 @@ def step_terms(analysis: BoundAnalysis, *, step: int, train_loss: float, train_e
     )
 
 
-def analyse_run(result: TrainResult, run_dir: Path | str, *, settings: BoundSettings = DEFAULT_BOUNDS,
-                progress: ProgressCallback = silent, use_cache: bool = True) -> RunTrajectory:
+def analyse_run(
+    result: TrainResult,
+    run_dir: Path | str,
+    *,
+    settings: BoundSettings = DEFAULT_BOUNDS,
+    progress: ProgressCallback = silent,
+    use_cache: bool = True,
+) -> RunTrajectory:
     """Analyse every saved checkpoint of a trained run (checkpoints relative to ``run_dir``)."""
     run_dir = Path(run_dir)
     steps: list[StepTerms] = []
@@ -144,8 +182,16 @@ def analyse_run(result: TrainResult, run_dir: Path | str, *, settings: BoundSett
         profile = load_profile(str(run_dir / record.checkpoint), use_cache=use_cache)
         analysis = BoundAnalysis.from_profile(profile, settings)
         labels = tuple(matrix.label for matrix in profile.ids)
-        steps.append(step_terms(analysis, step=record.step, train_loss=record.train_loss,
-                                train_error=record.train_error, test_error=record.test_error,
-                                test_samples=record.test_samples, checkpoint=record.checkpoint))
+        steps.append(
+            step_terms(
+                analysis,
+                step=record.step,
+                train_loss=record.train_loss,
+                train_error=record.train_error,
+                test_error=record.test_error,
+                test_samples=record.test_samples,
+                checkpoint=record.checkpoint,
+            )
+        )
         progress(ProgressEvent("analyse", index, len(result.steps), f"{result.spec.name} step {record.step}"))
     return RunTrajectory(result.spec, result.params, result.seconds, labels, tuple(steps))

@@ -42,11 +42,19 @@ def trajectory_frame(run: RunTrajectory) -> pd.DataFrame:
 
     rows = []
     for s in run.steps:
-        row = {"step": s.step, "train_error": s.train_error, "test_error": s.test_error,
-               "test_error_se": s.test_error_se, "gap": s.gap, "ours_log10": s.ours_log10,
-               "ours_p0_log10": s.ours_p0_log10, "ours_p1_log10": s.ours_p1_log10,
-               "ours_p2_log10": s.ours_p2_log10, "edelman_log10": s.edelman_log10,
-               "p_opt_mean": float(np.mean(s.p_opt))}
+        row = {
+            "step": s.step,
+            "train_error": s.train_error,
+            "test_error": s.test_error,
+            "test_error_se": s.test_error_se,
+            "gap": s.gap,
+            "ours_log10": s.ours_log10,
+            "ours_p0_log10": s.ours_p0_log10,
+            "ours_p1_log10": s.ours_p1_log10,
+            "ours_p2_log10": s.ours_p2_log10,
+            "edelman_log10": s.edelman_log10,
+            "p_opt_mean": float(np.mean(s.p_opt)),
+        }
         row.update({f"log10_alpha_L{layer}": value for layer, value in enumerate(s.log10_alpha)})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -87,9 +95,14 @@ def sweep_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
     rows = []
     for run in runs:
         spec, final = run.spec, run.final
-        row: dict[str, object] = {"run": run.name, **{a: getattr(spec, a) for a in AXES},
-                                  "step": final.step, "train_error": final.train_error,
-                                  "test_error": final.test_error, "gap": final.gap}
+        row: dict[str, object] = {
+            "run": run.name,
+            **{a: getattr(spec, a) for a in AXES},
+            "step": final.step,
+            "train_error": final.train_error,
+            "test_error": final.test_error,
+            "gap": final.gap,
+        }
         row.update({name: measure(run) for name, measure in MEASURES.items()})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -37,18 +37,22 @@ def operator_allows_server_paths(monkeypatch):
 @pytest.fixture
 def plotly_specs():
     """figures(at) -> list of the page's Plotly figures as dicts, arrays decoded, in page order."""
+
     def figures(at: AppTest) -> list[dict[str, Any]]:
         return [decode_arrays(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
+
     return figures
 
 
 @pytest.fixture
 def figure_titled(plotly_specs):
     """figure(at, words) -> the one figure whose title contains ``words``."""
+
     def figure(at: AppTest, words: str) -> dict[str, Any]:
         found = [f for f in plotly_specs(at) if words in f["layout"].get("title", {}).get("text", "")]
         assert len(found) == 1, f"expected one figure titled '{words}', found {len(found)}"
         return found[0]
+
     return figure
 
 

@@ -37,8 +37,9 @@ def test_page_opens_at_p_star_with_the_package_totals(bounds_app, minilm) -> Non
     assert [t.value for t in at.title] == ["Bound explorer"]
     assert not at.error
     assert at.toggle(key="p_optimal").value is True and at.slider(key="p_global").disabled
-    assert _metric(at, TOTAL_LABEL) == _metric(at, OPTIMAL_LABEL) == format_value(minilm.optimal.log_total) \
-        == "20,573.03"
+    assert (
+        _metric(at, TOTAL_LABEL) == _metric(at, OPTIMAL_LABEL) == format_value(minilm.optimal.log_total) == "20,573.03"
+    )
     (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
     assert total.delta == "±0 vs p*"
     assert _metric(at, EDELMAN_LABEL) == format_value(minilm.log_edelman) == "6.8537e+28"
@@ -142,14 +143,16 @@ def test_charts_carry_the_terms(free_p_app, rerun, figure_titled, minilm) -> Non
     bars = {t["name"]: np.asarray(t["y"], dtype=float) for t in sums["data"]}
     assert sums["layout"]["barmode"] == "stack"
     for kind in Kind:
-        expected = [terms.contribution[(terms.layers == layer) & (terms.kinds == kind.value)].sum()
-                    for layer in range(6)]
+        expected = [
+            terms.contribution[(terms.layers == layer) & (terms.kinds == kind.value)].sum() for layer in range(6)
+        ]
         np.testing.assert_allclose(bars[kind.value], expected, rtol=1e-12)
     assert math.isclose(sum(b.sum() for b in bars.values()), terms.total, rel_tol=1e-12)
 
     proxies = figure_titled(at, "Proxies side by side")["data"][0]
-    np.testing.assert_allclose(proxies["x"], log10([terms.log_total, minilm.evaluate().log_total,
-                                                    minilm.log_edelman]), rtol=1e-12)
+    np.testing.assert_allclose(
+        proxies["x"], log10([terms.log_total, minilm.evaluate().log_total, minilm.log_edelman]), rtol=1e-12
+    )
 
     depth = figure_titled(at, "Depth factors")["data"]
     np.testing.assert_allclose(depth[0]["y"], log10(minilm.log_alpha), rtol=1e-12)
@@ -176,10 +179,17 @@ def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, 
     def forbidden(*_, **__):
         raise AssertionError("the slider path reached file access or a decomposition")
 
-    for module, name in [(specbound.loading, "load_profile"), (specbound.loading, "compute_profile"),
-                         (specbound.checkpoints, "fetch"), (specbound.checkpoints, "is_cached"),
-                         (specbound.checkpoints, "open_checkpoint"), (specbound.cache.ProfileCache, "load"),
-                         (specbound.models, "catalog"), (np.linalg, "svd"), (np.linalg, "eigvalsh")]:
+    for module, name in [
+        (specbound.loading, "load_profile"),
+        (specbound.loading, "compute_profile"),
+        (specbound.checkpoints, "fetch"),
+        (specbound.checkpoints, "is_cached"),
+        (specbound.checkpoints, "open_checkpoint"),
+        (specbound.cache.ProfileCache, "load"),
+        (specbound.models, "catalog"),
+        (np.linalg, "svd"),
+        (np.linalg, "eigvalsh"),
+    ]:
         monkeypatch.setattr(module, name, forbidden)
     for p in (0.25, 1.75):
         at = free_p_app
@@ -234,9 +244,19 @@ def test_a_shared_link_draws_its_widgets_without_a_session_state_clash(monkeypat
 
     monkeypatch.setattr(policies, "check_session_state_rules", check)
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
-    at.query_params.update({"p_optimal": "0", "p_global": "0.5", "p_kinds": "1", "p_kind_QK_mode": "own",
-                            "p_kind_QK": "0.25", "p_layers": "1", "p_layer_2_mode": "optimal", "sums_view": "share",
-                            "present": "1"})
+    at.query_params.update(
+        {
+            "p_optimal": "0",
+            "p_global": "0.5",
+            "p_kinds": "1",
+            "p_kind_QK_mode": "own",
+            "p_kind_QK": "0.25",
+            "p_layers": "1",
+            "p_layer_2_mode": "optimal",
+            "sums_view": "share",
+            "present": "1",
+        }
+    )
     run_clean(at)
     at.switch_page("pages/bounds.py")
     run_clean(at)

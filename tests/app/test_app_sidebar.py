@@ -82,8 +82,11 @@ def test_opening_a_local_checkpoint_switches_every_page(app, rerun, make_checkpo
     _open(app, rerun, "Hub id or local directory", model_custom=str(directory))
     assert not app.error
     assert _shape_caption(app).startswith("L = 2 layers · N = 32 · 4 heads of d = 8 · d_ff = 48")
-    traces = [t for t in figure_titled(app, "Singular-value profiles")["data"] if t["name"].startswith("L")
-              and t["x"][0] is not None]
+    traces = [
+        t
+        for t in figure_titled(app, "Singular-value profiles")["data"]
+        if t["name"].startswith("L") and t["x"][0] is not None
+    ]
     medians = {f"L{layer} {kind} median of 4 heads" for layer in range(2) for kind in ("QK", "V")}
     layer_lines = {f"L{layer} {kind}" for layer in range(2) for kind in ("M_in", "M_out")}
     assert medians | layer_lines <= {t["name"] for t in traces}  # heads aggregated per layer by default

@@ -79,13 +79,15 @@ def test_choosing_layers_and_kinds(app, rerun, figure_titled, minilm) -> None:
     app.multiselect(key="spectra_kinds").set_value(["M_in", "V"])
     rerun(app)
     traces = _matrix_traces(figure_titled(app, "Singular-value profiles"))
-    assert sorted(traces) == sorted(["L2 M_in", "L2 V median of 12 heads", "L2 V median of 12 heads min",
-                                     "L2 V median of 12 heads max"])
+    assert sorted(traces) == sorted(
+        ["L2 M_in", "L2 V median of 12 heads", "L2 V median of 12 heads min", "L2 V median of 12 heads max"]
+    )
     energy = _matrix_traces(figure_titled(app, "Cumulative energy"))
     i = minilm.profile.index(MatrixId(2, Kind.M_IN))
     rank = minilm.profile.rank[i]
-    np.testing.assert_allclose(energy["L2 M_in"]["y"],
-                               cumulative_energy(minilm.profile.singular_values[i, :rank]), rtol=1e-12)
+    np.testing.assert_allclose(
+        energy["L2 M_in"]["y"], cumulative_energy(minilm.profile.singular_values[i, :rank]), rtol=1e-12
+    )
     assert energy["L2 M_in"]["y"][-1] == 1.0
 
 
@@ -110,9 +112,11 @@ def test_matrix_table_is_the_profile_frame_with_readable_headers(app, minilm) ->
     assert len(frame) == 156
     np.testing.assert_allclose(frame["stable_rank"], expected["stable_rank"])
     assert set(frame.loc[frame["kind"] == "M_in", "head"]) == {""}  # no "None" cell for per-layer matrices
-    assert {b.label for b in app.get("download_button")} >= {"Download this table (CSV)",
-                                                               "Download every singular value (CSV)",
-                                                               "Download this view as an HTML report"}
+    assert {b.label for b in app.get("download_button")} >= {
+        "Download this table (CSV)",
+        "Download every singular value (CSV)",
+        "Download this view as an HTML report",
+    }
 
 
 def test_a_matrix_opens_with_its_spectrum_curve_and_terms(app, rerun, figure_titled, minilm) -> None:
@@ -138,8 +142,15 @@ def test_a_link_restores_the_spectra_view(figure_titled) -> None:
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
-    at.query_params.update({"spectra_layers": "2,9", "spectra_kinds": "M_in,V", "spectra_heads": "3",
-                            "spectra_normalise": "1", "heatmap_kind": "V"})
+    at.query_params.update(
+        {
+            "spectra_layers": "2,9",
+            "spectra_kinds": "M_in,V",
+            "spectra_heads": "3",
+            "spectra_normalise": "1",
+            "heatmap_kind": "V",
+        }
+    )
     run_clean(at)
     at.switch_page("pages/spectra.py")
     run_clean(at)

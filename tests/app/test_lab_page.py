@@ -112,8 +112,7 @@ def test_the_step_slider_shows_that_steps_p_map_and_spectra(lab_app, runs_csv, f
 def test_a_link_reproduces_the_run_and_step(runs_csv) -> None:
     other = "lab-L1-N32-H2-n400-q0.1-s1-t500"
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
-    at.query_params.update({"lab_view": "run", "lab_run": service.run_key(service.REFERENCE, other),
-                            "lab_step": "250"})
+    at.query_params.update({"lab_view": "run", "lab_run": service.run_key(service.REFERENCE, other), "lab_step": "250"})
     run_clean(at)
     at.switch_page("pages/lab.py")
     run_clean(at)
@@ -145,8 +144,11 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_title
     finals = pd.read_csv(reference.REFERENCE_DIR / RUNS_CSV).query("final")
     ours_x = np.concatenate([np.asarray(t["x"], float) for t in figure["data"] if t["xaxis"] == "x"])
     gap_y = np.concatenate([np.asarray(t["y"], float) for t in figure["data"] if t["xaxis"] == "x"])
-    np.testing.assert_allclose(np.array(sorted(zip(ours_x, gap_y, strict=True))),
-                               np.array(sorted(zip(finals["ours_log10"], finals["gap"], strict=True))), rtol=1e-12)
+    np.testing.assert_allclose(
+        np.array(sorted(zip(ours_x, gap_y, strict=True))),
+        np.array(sorted(zip(finals["ours_log10"], finals["gap"], strict=True))),
+        rtol=1e-12,
+    )
     params_axis = figure["layout"]["xaxis6"]
     assert params_axis["type"] == "log"  # parameters: a plain count, drawn on a log axis
 
@@ -171,8 +173,9 @@ def _wait(at: AppTest, done) -> None:
 
 def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
     at = lab_app
-    _open_train_form(at, lab_form_layers=1, lab_form_hidden=16, lab_form_heads=2, lab_form_n=64,
-                     lab_form_steps=20, lab_form_seed=3)
+    _open_train_form(
+        at, lab_form_layers=1, lab_form_hidden=16, lab_form_heads=2, lab_form_n=64, lab_form_steps=20, lab_form_seed=3
+    )
     name = "lab-L1-N16-H2-n64-q0-s3-t20"
     key = service.run_key(service.HERE, name)
     _wait(at, lambda: service.JOB_KEY not in at.session_state)
@@ -191,8 +194,14 @@ def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
 def test_cancel_stops_a_run(lab_app) -> None:
     at = lab_app
     caps = service.VISITOR_CAPS
-    _open_train_form(at, lab_form_layers=caps.max_layers, lab_form_hidden=max(caps.widths), lab_form_n=1500,
-                     lab_form_steps=caps.max_steps, lab_form_seed=7)
+    _open_train_form(
+        at,
+        lab_form_layers=caps.max_layers,
+        lab_form_hidden=max(caps.widths),
+        lab_form_n=1500,
+        lab_form_steps=caps.max_steps,
+        lab_form_seed=7,
+    )
     name = f"lab-L{caps.max_layers}-N{max(caps.widths)}-H2-n1500-q0-s7-t{caps.max_steps}"
     assert at.session_state[service.JOB_KEY].name == name
     assert at.button(key="lab_cancel").label == "Cancel"
@@ -238,8 +247,10 @@ def test_the_scaling_page_draws_the_lab_family(figure_titled) -> None:
     assert len(at.multiselect(key="scaling_lab_models").value) == len(profiles) == 4
     study = ScalingStudy.from_summaries(summarize(BoundAnalysis.from_profile(p), name=p.model) for p in profiles)
     for axis, title in ((Axis.WIDTH, "with width N"), (Axis.DEPTH, "with depth L")):
-        traces = {(t["legendgroup"], tuple(str(c[0]) for c in t["customdata"])): np.asarray(t["y"], float)
-                  for t in figure_titled(at, title)["data"]}
+        traces = {
+            (t["legendgroup"], tuple(str(c[0]) for c in t["customdata"])): np.asarray(t["y"], float)
+            for t in figure_titled(at, title)["data"]
+        }
         expected = [c for c in study.curves(axis) if c.proxy in (Proxy.OURS, Proxy.EDELMAN)]
         assert expected and len(traces) == len(expected)
         for curve in expected:

@@ -53,6 +53,8 @@ def test_ratios_in_plain_words() -> None:
     assert times_in_words(math.log(3.2e6)) == "3.2 million times"
     assert times_in_words(math.log(4.5e3)) == "4.5 thousand times"
     assert times_in_words(math.log(10.0) * 24.49) == "10^24.5 times"
-    assert comparison_sentence("Ours at p*", math.log(20573.03), "the Edelman-style proxy", math.log(6.8537e28)) == \
-        "Ours at p* is 10^24.5 times smaller than the Edelman-style proxy."
+    assert (
+        comparison_sentence("Ours at p*", math.log(20573.03), "the Edelman-style proxy", math.log(6.8537e28))
+        == "Ours at p* is 10^24.5 times smaller than the Edelman-style proxy."
+    )
     assert comparison_sentence("A", 2.0, "B", 1.0).endswith("times larger than B.")

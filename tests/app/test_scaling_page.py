@@ -23,7 +23,8 @@ def study(family) -> ScalingStudy:
     """The package's own study of the family: the reference for the page."""
     _, profiles = family
     return ScalingStudy.from_summaries(  # the page names atlas models by model and file, not by path
-        summarize(BoundAnalysis.from_profile(p), name=f"{p.model} (atlas family.npz)") for p in profiles)
+        summarize(BoundAnalysis.from_profile(p), name=f"{p.model} (atlas family.npz)") for p in profiles
+    )
 
 
 @pytest.fixture
@@ -37,8 +38,12 @@ def scaling_app(family) -> AppTest:
 
 
 def _traces(figure: dict) -> dict[tuple[str, tuple[int, ...], tuple[str, ...]], np.ndarray]:
-    return {(t["legendgroup"], tuple(int(x) for x in t["x"]), tuple(str(c[0]) for c in t["customdata"])):
-            np.asarray(t["y"], dtype=float) for t in figure["data"]}
+    return {
+        (t["legendgroup"], tuple(int(x) for x in t["x"]), tuple(str(c[0]) for c in t["customdata"])): np.asarray(
+            t["y"], dtype=float
+        )
+        for t in figure["data"]
+    }
 
 
 def _check_curves(figure: dict, study: ScalingStudy, axis: Axis, proxies) -> None:
@@ -116,7 +121,8 @@ def test_a_curve_without_its_reference_model_is_left_out_with_a_note(scaling_app
     run_clean(at)
     assert [unescaped(w.value) for w in at.warning] == [
         "No curve against L at N = 32: the study has no model with L = 1 and N = 32, and every curve against L "
-        "is normalised at L = 1 (the smallest L in the study)."]
+        "is normalised at L = 1 (the smallest L in the study)."
+    ]
     depth = figure_titled(at, "with depth L")
     assert {tuple(t["x"]) for t in depth["data"]} == {(1, 2, 3)}  # N = 16 only
     assert depth["layout"]["yaxis"]["title"]["text"] == "proxy / proxy at L = 1"

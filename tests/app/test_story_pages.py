@@ -9,8 +9,7 @@ import pytest
 from dashboard.baseline import PIN_KEY, TWIN_KEY, twin_analysis
 from dashboard.drilldown import head_cell, p_star_cell
 from dashboard.numbers import format_change, format_value
-from dashboard.text import plain
-from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL
+from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
 from pages.overview import GLOSSARY, P_STAR_LABEL, RATIO_LABEL, TOUR
 from specbound.compare import compare
 from specbound.explain import break_even, explain_p_star, p_star_by_kind, p_star_summary
@@ -89,8 +88,11 @@ def test_compare_with_the_random_twin(landing_app, rerun, figure_titled, minilm)
     metrics = _metrics(at)
     assert metrics["Ours at p*: model"] == format_value(comparison.model.log_ours_opt) == "20,573.03"
     assert metrics["Ours at p*: baseline"] == format_value(comparison.baseline.log_ours_opt) == "20,573.03"
-    assert metrics["model − baseline"] == format_change(comparison.model.log_ours_opt,
-                                                        comparison.baseline.log_ours_opt) == "±0"
+    assert (
+        metrics["model − baseline"]
+        == format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt)
+        == "±0"
+    )
     # the lesson of issue 10: equal at p*, 10^28.8 against 10^8.1 for the Edelman-style proxy
     assert comparison.baseline.log10["edelman"] == pytest.approx(8.1, abs=0.05)
     lesson = plain("Its Edelman-style proxy is 10^20.7 times larger than the baseline's.")

@@ -96,8 +96,17 @@ def test_playground_reacts_to_the_scale(family) -> None:
 
 
 def test_a_link_restores_model_and_p_settings(family, reference) -> None:
-    at = _linked_app(family, p_optimal="0", p_global="0.5", p_snap="0", p_kinds="1", p_kind_V_mode="own",
-                     p_kind_V="0.25", p_layers="1", p_layer_1_mode="optimal")
+    at = _linked_app(
+        family,
+        p_optimal="0",
+        p_global="0.5",
+        p_snap="0",
+        p_kinds="1",
+        p_kind_V_mode="own",
+        p_kind_V="0.25",
+        p_layers="1",
+        p_layer_1_mode="optimal",
+    )
     at.switch_page("pages/bounds.py")
     run_clean(at)
     assert not at.error

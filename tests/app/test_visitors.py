@@ -40,8 +40,20 @@ INJECTIONS = (
     "<http://evil.example> [ref]: http://evil.example",
 )
 #: Names that are, or might be, paths on the server: one message for all (class 5: reading the server).
-SERVER_PATHS = ("~", ".", "/etc", "atlas:/etc/shadow#x", "../..", "/etc/passwd", "/no/such/directory",
-                "atlas:/no/such/atlas.npz#x", "atlas:~/.ssh/id_rsa", "./tests", "~root", "/proc/self/environ")
+SERVER_PATHS = (
+    "~",
+    ".",
+    "/etc",
+    "atlas:/etc/shadow#x",
+    "../..",
+    "/etc/passwd",
+    "/no/such/directory",
+    "atlas:/no/such/atlas.npz#x",
+    "atlas:~/.ssh/id_rsa",
+    "./tests",
+    "~root",
+    "/proc/self/environ",
+)
 #: Hub ids that are also relative paths on the server: opened as Hub ids, the disk is not looked at.
 HUB_SHAPED_PATHS = ("tests/app", "dashboard/data.py", "owner/surely-absent-model")
 #: Every ASCII punctuation character, each of which may start markup: escaped means preceded by "\".
@@ -94,6 +106,7 @@ def _tiny_atlas(make_checkpoint, tmp_path: Path, member: str = "L2-H32") -> byte
 
 # --- text stays text ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("text", INJECTIONS)
 def test_plain_escapes_every_markup_character(text: str) -> None:
     escaped = plain(text)
@@ -140,6 +153,7 @@ def test_an_uploaded_file_name_with_markup_shows_as_text(make_checkpoint, tmp_pa
 
 
 # --- visitors stay visitors -----------------------------------------------------------------------
+
 
 def test_server_paths_all_get_the_same_message_that_reveals_nothing(tmp_path, make_checkpoint) -> None:
     real_checkpoint = str(make_checkpoint(layers=2, hidden=32, heads=4, ffn=48))
@@ -233,11 +247,13 @@ def test_messages_never_show_server_paths(name: str) -> None:
 
 # --- one boundary -----------------------------------------------------------------------------------
 
+
 def _failing(original, when: str, message: str):
     def replacement(profile, *args, **kwargs):
         if profile.model == when:
             raise RuntimeError(message)
         return original(profile, *args, **kwargs)
+
     return replacement
 
 
@@ -246,8 +262,11 @@ def test_a_page_that_raises_is_one_error_box(monkeypatch, make_checkpoint, tmp_p
 
     stored = atlas.store_upload("tiny.npz", _tiny_atlas(make_checkpoint, tmp_path))
     secret = f"{tmp_path}/secret/internal-state.bin"
-    monkeypatch.setattr(specbound.report, "singular_values_frame",
-                        _failing(specbound.report.singular_values_frame, "L2-H32", f"boom in {secret}"))
+    monkeypatch.setattr(
+        specbound.report,
+        "singular_values_frame",
+        _failing(specbound.report.singular_values_frame, "L2-H32", f"boom in {secret}"),
+    )
     with caplog.at_level(logging.ERROR, logger="specbound.dashboard"):
         at = _linked(model=f"atlas:@{stored.stem}#L2-H32", p_global="0.5")
     error = _one_error(at)
@@ -323,6 +342,7 @@ def test_a_config_of_nested_brackets_is_one_error_box(monkeypatch, make_checkpoi
 
 # --- downloads show their size first and stay under the cap -------------------------------------------
 
+
 @pytest.fixture
 def hub_sizes(monkeypatch):
     """A Hub whose models weigh what the test says (sizes from metadata only) and a record of opens."""
@@ -334,9 +354,13 @@ def hub_sizes(monkeypatch):
     original = specbound.loading.load_profile
 
     def plan(ref, progress=None):
-        return specbound.checkpoints.DownloadPlan(ref.repo_id, None, Path("/nowhere"),
-                                                  (("model.safetensors", sizes[ref.repo_id]),),
-                                                  specbound.checkpoints.max_download_bytes())
+        return specbound.checkpoints.DownloadPlan(
+            ref.repo_id,
+            None,
+            Path("/nowhere"),
+            (("model.safetensors", sizes[ref.repo_id]),),
+            specbound.checkpoints.max_download_bytes(),
+        )
 
     def load_profile(ref, *args, **kwargs):
         if getattr(ref, "repo_id", None) in sizes:
@@ -388,6 +412,7 @@ def test_a_download_above_the_cap_is_refused(hub_sizes) -> None:
 
 # --- uploads are capped before they are read --------------------------------------------------------
 
+
 def test_an_upload_above_the_cap_is_refused_before_it_is_read(monkeypatch) -> None:
     monkeypatch.setattr(safety, "max_upload_bytes", lambda: 1000)
 
@@ -415,9 +440,16 @@ def test_the_settings_bind_locally_and_cap_uploads() -> None:
 
 # --- links keep only what reproduces the view ---------------------------------------------------------
 
+
 def test_junk_parameters_leave_the_address_bar() -> None:
-    at = _linked(p_layer_999_mode="own", foo="bar", p_global="not a number", p_kind_XX_mode="own",
-                 model_source="Atlas file", p_snap="maybe")
+    at = _linked(
+        p_layer_999_mode="own",
+        foo="bar",
+        p_global="not a number",
+        p_kind_XX_mode="own",
+        model_source="Atlas file",
+        p_snap="maybe",
+    )
     at.switch_page("pages/bounds.py")
     run_clean(at)
     assert not dict(at.query_params)

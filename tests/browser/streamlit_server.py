@@ -58,9 +58,23 @@ def serve_dashboard(scratch: Path, extra_env: dict[str, str] | None = None) -> I
     env = dict(os.environ, SPECBOUND_CACHE=str(scratch / "profiles"), **(extra_env or {}))
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-             "--server.headless", "true", "--server.address", "127.0.0.1"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.port",
+                str(port),
+                "--server.headless",
+                "true",
+                "--server.address",
+                "127.0.0.1",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     try:
         url = f"http://127.0.0.1:{port}"

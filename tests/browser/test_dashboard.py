@@ -20,8 +20,13 @@ pytestmark = pytest.mark.browser
 
 #: Every page's address and the heading it shows.
 PAGES: tuple[tuple[str, str], ...] = (
-    ("overview", "Overview"), ("bounds", "Bound explorer"), ("why", "Why p* wins"), ("compare", "Compare"),
-    ("spectra", "Spectra"), ("scaling", "Scaling"), ("theory", "Theory"),
+    ("overview", "Overview"),
+    ("bounds", "Bound explorer"),
+    ("why", "Why p* wins"),
+    ("compare", "Compare"),
+    ("spectra", "Spectra"),
+    ("scaling", "Scaling"),
+    ("theory", "Theory"),
 )
 WIDE, PROJECTOR = {"width": 1440, "height": 900}, {"width": 1024, "height": 768}
 
@@ -141,13 +146,16 @@ def test_the_slider_moves_the_total(server: str, browser_page) -> None:
         """([label, old]) => [...document.querySelectorAll('[data-testid="stMetric"]')]
                .some(m => m.innerText.includes(label)
                       && m.querySelector('[data-testid="stMetricValue"]').innerText.trim() !== old)""",
-        arg=[TOTAL_LABEL, before], polling="raf",
+        arg=[TOTAL_LABEL, before],
+        polling="raf",
     )
     latency_ms = 1e3 * (time.perf_counter() - released)
     after = _total(page)
     end_p = float(slider_input.input_value())
-    print(f"\nslider p {start_p:.3f} -> {end_p:.3f}: total {before} -> {after}; "
-          f"release to updated total in the browser: {latency_ms:.0f} ms")
+    print(
+        f"\nslider p {start_p:.3f} -> {end_p:.3f}: total {before} -> {after}; "
+        f"release to updated total in the browser: {latency_ms:.0f} ms"
+    )
     wait_idle(page)
     timing = page.get_by_text(re.compile(r"terms evaluated in [0-9.]+ ms")).inner_text()
     print(f"server side: {timing.split(' · ')[-1]}")

@@ -26,8 +26,10 @@ def hub_server(make_checkpoint, tmp_path: Path) -> Iterator[str]:
     """A dashboard whose Hub is a local server publishing the PUBLISHED miniatures."""
     with LocalHub(tmp_path / "hub") as hub:
         for layers, width in PUBLISHED:
-            hub.add(miniature_repo_id(layers, width),
-                    make_checkpoint("bert", layers=layers, hidden=width, heads=2, ffn=256, seed=layers))
+            hub.add(
+                miniature_repo_id(layers, width),
+                make_checkpoint("bert", layers=layers, hidden=width, heads=2, ffn=256, seed=layers),
+            )
         env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
         with serve_dashboard(tmp_path, env) as server:
             yield server.url

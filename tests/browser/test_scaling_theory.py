@@ -43,8 +43,14 @@ def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkp
     assert_no_errors(page)
     screenshot(page, "theory", full_page=True)
 
-    shared = {"model": model, "p_optimal": "0", "p_global": "0.5", "p_kinds": "1", "p_kind_V_mode": "own",
-              "p_kind_V": "0.25"}
+    shared = {
+        "model": model,
+        "p_optimal": "0",
+        "p_global": "0.5",
+        "p_kinds": "1",
+        "p_kind_V_mode": "own",
+        "p_kind_V": "0.25",
+    }
     page.goto(f"{server}/bounds?{urlencode(shared)}")
     page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
     wait_idle(page)

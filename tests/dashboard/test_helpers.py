@@ -18,25 +18,51 @@ from specbound.models import resolve
 from specbound.profile import SpectralProfile
 
 
-@pytest.mark.parametrize("codec, value, text", [(BOOL, True, "1"), (BOOL, False, "0"), (P_VALUE, 0.25, "0.25"),
-                                                (P_VALUE, 1 / 3, "0.333333"), (MODE_CODEC, OWN, "own"),
-                                                (MODE_CODEC, OPTIMAL, "optimal")])
+@pytest.mark.parametrize(
+    "codec, value, text",
+    [
+        (BOOL, True, "1"),
+        (BOOL, False, "0"),
+        (P_VALUE, 0.25, "0.25"),
+        (P_VALUE, 1 / 3, "0.333333"),
+        (MODE_CODEC, OWN, "own"),
+        (MODE_CODEC, OPTIMAL, "optimal"),
+    ],
+)
 def test_codecs_write_and_read_link_values(codec, value, text) -> None:
     assert codec.format(value) == text
     expected = pytest.approx(value, rel=1e-6) if isinstance(value, float) else value
     assert codec.parse(text) == expected
 
 
-@pytest.mark.parametrize("codec, junk", [(BOOL, "maybe"), (P_VALUE, "2.5"), (P_VALUE, "-0.1"), (P_VALUE, "nan"),
-                                         (P_VALUE, "inf"), (P_VALUE, "abc"), (MODE_CODEC, "mine")])
+@pytest.mark.parametrize(
+    "codec, junk",
+    [
+        (BOOL, "maybe"),
+        (P_VALUE, "2.5"),
+        (P_VALUE, "-0.1"),
+        (P_VALUE, "nan"),
+        (P_VALUE, "inf"),
+        (P_VALUE, "abc"),
+        (MODE_CODEC, "mine"),
+    ],
+)
 def test_codecs_refuse_junk(codec, junk) -> None:
     with pytest.raises(ValueError):
         codec.parse(junk)
 
 
-@pytest.mark.parametrize("log_value, text", [(math.log(20573.03), "20,573.03"), (math.log(6.8537e28), "6.8537e+28"),
-                                             (math.log(0.005), "5.0000e-03"), (-math.inf, "0"), (math.nan, "n/a"),
-                                             (812.345 * math.log(10), "10^812.345")])
+@pytest.mark.parametrize(
+    "log_value, text",
+    [
+        (math.log(20573.03), "20,573.03"),
+        (math.log(6.8537e28), "6.8537e+28"),
+        (math.log(0.005), "5.0000e-03"),
+        (-math.inf, "0"),
+        (math.nan, "n/a"),
+        (812.345 * math.log(10), "10^812.345"),
+    ],
+)
 def test_numbers_given_by_their_log(log_value: float, text: str) -> None:
     assert format_log_value(log_value) == text
 
@@ -61,13 +87,16 @@ def test_an_uploaded_atlas_travels_in_links_by_digest(tmp_path) -> None:
     assert atlas.link_form("minilm-l6") == "minilm-l6"
 
 
-@pytest.mark.parametrize("shape, name, member", [
-    (EncoderShape(4, 256, 4, 1024), "/some/dir/checkpoint", True),  # a miniature's shape, whatever its name
-    (EncoderShape(4, 256, 8, 1024), "L4-H256", True),  # heads of 32, but named as the miniature it stands for
-    (EncoderShape(4, 256, 8, 1024), "checkpoint", False),  # heads of 32 and no miniature name
-    (EncoderShape(3, 256, 4, 1024), "L3-H256", True),  # off the grid, named to match its shape
-    (EncoderShape(3, 256, 4, 1024), "L4-H256", False),  # a name that does not match the shape
-    (EncoderShape(6, 384, 12, 1536), "minilm-l6", False),
-])
+@pytest.mark.parametrize(
+    "shape, name, member",
+    [
+        (EncoderShape(4, 256, 4, 1024), "/some/dir/checkpoint", True),  # a miniature's shape, whatever its name
+        (EncoderShape(4, 256, 8, 1024), "L4-H256", True),  # heads of 32, but named as the miniature it stands for
+        (EncoderShape(4, 256, 8, 1024), "checkpoint", False),  # heads of 32 and no miniature name
+        (EncoderShape(3, 256, 4, 1024), "L3-H256", True),  # off the grid, named to match its shape
+        (EncoderShape(3, 256, 4, 1024), "L4-H256", False),  # a name that does not match the shape
+        (EncoderShape(6, 384, 12, 1536), "minilm-l6", False),
+    ],
+)
 def test_family_members_by_shape_or_a_matching_alias(shape: EncoderShape, name: str, member: bool) -> None:
     assert family_member(shape, name) is member

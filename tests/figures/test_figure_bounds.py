@@ -54,14 +54,16 @@ def test_contribution_curves_mark_p_star_and_the_current_p(mixed: BoundAnalysis)
     assert len(fig.data) == 4 * len(rows)
     for n, i in enumerate(rows):
         label = mixed.profile.ids[i].label
-        line, star, here = (next(t for t in fig.data if t.name == name)
-                            for name in (label, f"{label} p*", f"{label} current p"))
+        line, star, here = (
+            next(t for t in fig.data if t.name == name) for name in (label, f"{label} p*", f"{label} current p")
+        )
         assert line.line.color == PALETTE[n]
         assert star.x[0] == mixed.p_opt[i] and star.marker.size == figures.STAR_SIZES[n]
         assert star.y[0] == pytest.approx(math.exp(mixed.log_contribution_opt[i]), rel=1e-12)
         assert here.x[0] == 0.75 and here.y[0] == pytest.approx(terms.contribution[i], rel=1e-12)
-    assert fig.layout.yaxis.type == "log" and all("<sup>" in t or "." in t or t.isdigit()
-                                                  for t in fig.layout.yaxis.ticktext)
+    assert fig.layout.yaxis.type == "log" and all(
+        "<sup>" in t or "." in t or t.isdigit() for t in fig.layout.yaxis.ticktext
+    )
 
 
 def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
@@ -108,13 +110,18 @@ def test_compare_bars_show_both_models(mixed: BoundAnalysis) -> None:
     assert fig.layout.title.subtitle.text == "tiny · p = 1"
 
 
-@pytest.mark.parametrize("build", [
-    lambda a: figures.term_sums(a, a.optimal, source="S"), lambda a: figures.depth_factors(a, source="S"),
-    lambda a: figures.contribution_curves(a, [0], a.optimal, source="S"),
-    lambda a: figures.proxy_comparison({"ours": a.optimal.log_total}, source="S"),
-    lambda a: figures.p_star_map(a, source="S"), lambda a: figures.p_star_histogram(a, source="S"),
-    lambda a: figures.break_even_figure(a, source="S"),
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda a: figures.term_sums(a, a.optimal, source="S"),
+        lambda a: figures.depth_factors(a, source="S"),
+        lambda a: figures.contribution_curves(a, [0], a.optimal, source="S"),
+        lambda a: figures.proxy_comparison({"ours": a.optimal.log_total}, source="S"),
+        lambda a: figures.p_star_map(a, source="S"),
+        lambda a: figures.p_star_histogram(a, source="S"),
+        lambda a: figures.break_even_figure(a, source="S"),
+    ],
+)
 def test_every_builder_carries_its_source(mixed: BoundAnalysis, build) -> None:
     fig = build(mixed)
     assert fig.layout.title.subtitle.text == "S" and len(fig.layout.title.text) <= 40

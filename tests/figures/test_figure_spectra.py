@@ -78,7 +78,7 @@ def test_rank_against_maximum_fixes_the_colour_range(profile) -> None:
 
 
 def test_head_heatmaps_rank_colours_span_zero_to_d(profile) -> None:
-    rank, stable, norm = figures.head_heatmaps(profile, "V").data
+    rank, _, norm = figures.head_heatmaps(profile, "V").data
     assert (rank.zmin, rank.zmax) == (0, 8) and norm.zmin is None
     np.testing.assert_array_equal(rank.z, profile.per_head(profile.rank, Kind.V))
 

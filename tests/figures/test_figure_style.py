@@ -9,8 +9,15 @@ import plotly.io as pio
 import pytest
 
 from specbound.figures import bounds, html_report, scaling, spectra, style, theory
-from specbound.figures.style import (KIND_COLORS, OKABE_ITO, PALETTE, apply_layout, format_tick, log_axis_ticks,
-                                     palette_color)
+from specbound.figures.style import (
+    KIND_COLORS,
+    OKABE_ITO,
+    PALETTE,
+    apply_layout,
+    format_tick,
+    log_axis_ticks,
+    palette_color,
+)
 
 
 def test_less_than_a_decade_still_gets_ticks() -> None:
@@ -26,19 +33,25 @@ def test_one_to_two_decades_get_1_2_5_and_longer_ranges_powers_of_ten() -> None:
     assert log_axis_ticks(1, 100)[1] == ["1", "2", "5", "10", "20", "50", "100"]
     assert log_axis_ticks(1, 384) == ([1.0, 10.0, 100.0], ["1", "10", "100"])
     values, text = log_axis_ticks(1e-3, 1e20)  # 24 decades: every third
-    assert values == [10.0 ** e for e in range(-3, 19, 3)]
+    assert values == [10.0**e for e in range(-3, 19, 3)]
     assert text[:3] == ["0.001", "1", "1000"] and text[-1] == "10<sup>18</sup>"
 
 
 def test_huge_ranges_stay_few_and_round() -> None:
     values, text = log_axis_ticks(1e-300, 1e300)
-    assert values == [10.0 ** e for e in range(-300, 301, 100)]
+    assert values == [10.0**e for e in range(-300, 301, 100)]
     assert text[0] == "10<sup>-300</sup>" and text[3] == "1"
 
 
 def test_labels_are_full_values_never_bare_mantissas() -> None:
     assert [format_tick(v) for v in (0.5, 0.05, 2e-4, 1e12, 3.5e7, 20)] == [
-        "0.5", "0.05", "2×10<sup>-4</sup>", "10<sup>12</sup>", "3.5×10<sup>7</sup>", "20"]
+        "0.5",
+        "0.05",
+        "2×10<sup>-4</sup>",
+        "10<sup>12</sup>",
+        "3.5×10<sup>7</sup>",
+        "20",
+    ]
     with pytest.raises(ValueError, match="positive"):
         log_axis_ticks(0.0, 1.0)
 

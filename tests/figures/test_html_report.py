@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -19,10 +19,13 @@ EVIL = "<script>alert('x')</script>"
 def _report() -> str:
     figure = apply_layout(go.Figure(go.Bar(x=[1, 2], y=[3, 4])), "Bars", source=f"{EVIL} · p*")
     tables = [pd.DataFrame({"layer": [0, 1], "c": [1.5, 2.25e12]}), pd.DataFrame({"kind": [EVIL]})]
-    sections = [ReportSection("Spectra", figures=[figure, figure], note=EVIL),
-                ReportSection("Bound terms", figures=[figure], tables=tables, table_captions=["Per layer", "Kinds"])]
-    return html_report(f"Report on {EVIL}", sections, model=EVIL, p="p*",
-                       created=datetime(2026, 12, 1, 1, 0, tzinfo=timezone.utc))
+    sections = [
+        ReportSection("Spectra", figures=[figure, figure], note=EVIL),
+        ReportSection("Bound terms", figures=[figure], tables=tables, table_captions=["Per layer", "Kinds"]),
+    ]
+    return html_report(
+        f"Report on {EVIL}", sections, model=EVIL, p="p*", created=datetime(2026, 12, 1, 1, 0, tzinfo=UTC)
+    )
 
 
 def test_plotly_is_embedded_once_and_nothing_is_fetched() -> None:

@@ -21,14 +21,17 @@ def _config(directory: Path, text: str) -> None:
     (directory / "config.json").write_text(text)
 
 
-@pytest.mark.parametrize("text, words", [
-    ("[" * 100_000, "config.json in"),
-    ('{"a":' * 100_000, "nested too deeply"),
-    ('{"model_type": "bert", "x": ' + "[" * 50_000 + "]" * 50_000 + "}", "nested too deeply"),
-    ("\xff\xfe not utf-8", "is not valid JSON"),
-    ('{"model_type": ["bert"]}', "is not a BERT-family encoder"),
-    ('{"model_type": "bert\\n\\u001b[31mred", "hidden_size": 32}', "is not a BERT-family encoder"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("[" * 100_000, "config.json in"),
+        ('{"a":' * 100_000, "nested too deeply"),
+        ('{"model_type": "bert", "x": ' + "[" * 50_000 + "]" * 50_000 + "}", "nested too deeply"),
+        ("\xff\xfe not utf-8", "is not valid JSON"),
+        ('{"model_type": ["bert"]}', "is not a BERT-family encoder"),
+        ('{"model_type": "bert\\n\\u001b[31mred", "hidden_size": 32}', "is not a BERT-family encoder"),
+    ],
+)
 def test_a_hostile_config_is_one_line(make_checkpoint, text, words):
     directory = make_checkpoint()
     if text.startswith("\xff"):
@@ -52,8 +55,11 @@ def test_finite_but_huge_weights_are_too_large_to_analyse(make_checkpoint, scale
     else:
         state[name][where] = scale
     save_file(state, str(path))
-    assert_one_line_error(cli("analyze", str(directory), "--no-cache"), "'encoder.layer.1.intermediate.dense.weight'",
-                          "too large to analyse")
+    assert_one_line_error(
+        cli("analyze", str(directory), "--no-cache"),
+        "'encoder.layer.1.intermediate.dense.weight'",
+        "too large to analyse",
+    )
 
 
 @pytest.mark.parametrize("shard", [5, None, ["a"], {"x": 1}, True, 1.5])
@@ -76,8 +82,7 @@ def test_a_malformed_shard_index(make_checkpoint, index):
 @pytest.mark.parametrize("name", ["a/b--c", "owner/" + "x" * 97, "a/b.git", "a/..b", "owner/-x", "o/x.", "o/" + "é"])
 def test_invalid_hub_ids_are_refused_without_a_request(name, tmp_path):
     # an endpoint where nothing listens: an attempt to reach it would be an offline error instead
-    result = run_cli("analyze", name, env={"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path)},
-                     cwd=tmp_path)
+    result = run_cli("analyze", name, env={"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path)}, cwd=tmp_path)
     line = assert_one_line_error(result)
     assert ("not a valid Hub repository id" in line) or ("is neither a local directory" in line), line
 
@@ -92,8 +97,11 @@ def test_a_closed_pipe_ends_quietly(make_checkpoint):
     """`specbound analyze ... | head -c 0`: the reader is gone before the first byte."""
     directory = make_checkpoint()
     cli("analyze", str(directory))  # fill the profile cache, so the child only writes
-    process = subprocess.Popen([sys.executable, "-m", "specbound.cli", "analyze", str(directory)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "specbound.cli", "analyze", str(directory)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     process.stdout.close()
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=120) in (0, 1)
@@ -105,8 +113,9 @@ def test_a_full_disk_on_stdout_is_one_line(make_checkpoint, args):
     directory = make_checkpoint()
     argv = [*args, str(directory)] if args[0] == "analyze" else args
     with open("/dev/full", "w") as full:
-        result = subprocess.run([sys.executable, "-m", "specbound.cli", *argv], stdout=full, stderr=subprocess.PIPE,
-                                text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-m", "specbound.cli", *argv], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120
+        )
     assert result.returncode == 1
     assert result.stderr == "specbound: error: no space left on the device\n"
 
@@ -118,22 +127,26 @@ def test_a_bug_is_one_line_and_its_traceback_needs_debug(monkeypatch, capsys):
     monkeypatch.setattr(specbound.cli, "_cmd_models", broken)
     assert specbound.cli.main(["models"]) == specbound.cli.EXIT_INTERNAL
     err = capsys.readouterr().err
-    assert err == ("specbound: internal error: RuntimeError: something unexpected; run with --debug for the "
-                   "traceback\n")
+    assert err == (
+        "specbound: internal error: RuntimeError: something unexpected; run with --debug for the traceback\n"
+    )
     for argv in (["--debug", "models"], ["models", "--debug"]):
         assert specbound.cli.main(argv) == specbound.cli.EXIT_INTERNAL
         err = capsys.readouterr().err
         assert "Traceback (most recent call last)" in err and err.endswith("run with --debug for the traceback\n")
 
 
-@pytest.mark.parametrize("exc, words, status", [
-    (MemoryError(), "out of memory", 1),
-    (OSError(28, "No space left on device", "/secret/server/path"), "no space left on the device", 1),
-    (OSError(36, "File name too long", "/secret/" + "x" * 300), "a file name is too long", 1),
-    (KeyboardInterrupt(), "interrupted", 130),
-    (RecursionError("maximum recursion depth exceeded"), "internal error: RecursionError", 3),
-    (TypeError("unhashable type: 'list'"), "internal error: TypeError", 3),
-])
+@pytest.mark.parametrize(
+    "exc, words, status",
+    [
+        (MemoryError(), "out of memory", 1),
+        (OSError(28, "No space left on device", "/secret/server/path"), "no space left on the device", 1),
+        (OSError(36, "File name too long", "/secret/" + "x" * 300), "a file name is too long", 1),
+        (KeyboardInterrupt(), "interrupted", 130),
+        (RecursionError("maximum recursion depth exceeded"), "internal error: RecursionError", 3),
+        (TypeError("unhashable type: 'list'"), "internal error: TypeError", 3),
+    ],
+)
 def test_every_kind_of_failure_has_its_line(monkeypatch, capsys, exc, words, status):
     def failing(args):
         raise exc

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_one_line_error, cli, run_cli
 
-from specbound.loading import load_profile
 from specbound.cache import ProfileCache
 from specbound.files import remove_stale_temps
 from specbound.limits import LIMITS
+from specbound.loading import load_profile
 
 OLD = time.time() - LIMITS.stale_temp_seconds - 60
 
@@ -47,8 +47,11 @@ def test_a_grid_run_removes_stale_temporary_files(make_checkpoint, tmp_path):
 
     out = tmp_path / "study"
     (out / "models").mkdir(parents=True)
-    stale = [_temp(out, ".models.csv.1.tmp", old=True), _temp(out, ".growth_L.html.2.tmp", old=True),
-             _temp(out / "models", ".m.json.3.tmp", old=True)]
+    stale = [
+        _temp(out, ".models.csv.1.tmp", old=True),
+        _temp(out, ".growth_L.html.2.tmp", old=True),
+        _temp(out / "models", ".m.json.3.tmp", old=True),
+    ]
     run_grid([str(make_checkpoint())], out)
     assert not any(p.exists() for p in stale)
     assert not list(out.rglob(".*.tmp"))
@@ -57,9 +60,11 @@ def test_a_grid_run_removes_stale_temporary_files(make_checkpoint, tmp_path):
 def test_a_writer_killed_mid_write_leaves_a_file_the_next_writer_removes(make_checkpoint, tmp_path):
     cache_dir = tmp_path / "profiles"
     cache_dir.mkdir()
-    script = ("import sys, time; from pathlib import Path; from specbound.files import atomic_write\n"
-              "with atomic_write(Path(sys.argv[1]) / 'entry.npz') as f:\n"
-              "    f.write(b'x' * 4096); f.flush(); print('writing', flush=True); time.sleep(60)\n")
+    script = (
+        "import sys, time; from pathlib import Path; from specbound.files import atomic_write\n"
+        "with atomic_write(Path(sys.argv[1]) / 'entry.npz') as f:\n"
+        "    f.write(b'x' * 4096); f.flush(); print('writing', flush=True); time.sleep(60)\n"
+    )
     writer = subprocess.Popen([sys.executable, "-c", script, str(cache_dir)], stdout=subprocess.PIPE, text=True)
     assert writer.stdout.readline().strip() == "writing"
     writer.send_signal(signal.SIGKILL)
@@ -76,6 +81,7 @@ def test_remove_stale_temps_on_a_missing_directory(tmp_path):
 
 
 # --- pickles ----------------------------------------------------------------------------------------
+
 
 class _RunsCode:
     """Unpickling this would run a shell command that creates a marker file."""
@@ -105,8 +111,7 @@ def _zip_with_code(path: Path, marker: Path) -> None:
 def _legacy_with_object(path: Path, marker: Path) -> None:
     import torch
 
-    torch.save({"encoder.layer.0.attention.self.query.weight": _Custom()}, path,
-               _use_new_zipfile_serialization=False)
+    torch.save({"encoder.layer.0.attention.self.query.weight": _Custom()}, path, _use_new_zipfile_serialization=False)
 
 
 def _zip_with_object(path: Path, marker: Path) -> None:
@@ -148,5 +153,6 @@ def test_a_state_dict_holding_a_non_tensor_where_a_weight_belongs(make_checkpoin
     state["encoder.layer.0.intermediate.dense.weight"] = "not a tensor"
     state["encoder.layer.1.output.dense.weight"] = torch.zeros(32, 48, dtype=torch.int64)
     torch.save(state, directory / "pytorch_model.bin")
-    assert_one_line_error(cli("analyze", str(directory), "--no-cache"),
-                          "'encoder.layer.0.intermediate.dense.weight' has shape ()")
+    assert_one_line_error(
+        cli("analyze", str(directory), "--no-cache"), "'encoder.layer.0.intermediate.dense.weight' has shape ()"
+    )

@@ -53,6 +53,7 @@ def deflate_bomb(tmp_path_factory) -> Path:
 
 # --- atlas files ----------------------------------------------------------------------------------
 
+
 def test_a_deflate_bomb_is_refused_from_the_zip_directory(deflate_bomb, tmp_path):
     result, peak = run_cli_measured(tmp_path, "atlas", "show", str(deflate_bomb))
     assert_one_line_error(result, "bomb.npz is not a valid specbound atlas", "expands to", "above the limit")
@@ -76,8 +77,15 @@ def test_an_npy_header_declaring_a_huge_array_allocates_nothing(profile, tmp_pat
         load_atlas(rewritten)
 
 
-@pytest.mark.parametrize("sizes", [{"num_layers": 10**6}, {"hidden_size": 10**7, "num_heads": 1},
-                                   {"ffn_size": 10**9}, {"num_heads": 10**4, "hidden_size": 10**4}])
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        {"num_layers": 10**6},
+        {"hidden_size": 10**7, "num_heads": 1},
+        {"ffn_size": 10**9},
+        {"num_heads": 10**4, "hidden_size": 10**4},
+    ],
+)
 def test_a_manifest_declaring_absurd_sizes_is_refused_before_its_arrays(profile, tmp_path, sizes):
     def edit(manifest, arrays):
         manifest["models"][0]["shape"].update(sizes)
@@ -95,12 +103,15 @@ def test_an_oversized_manifest_member_is_refused(tmp_path):
         load_atlas(path)
 
 
-@pytest.mark.parametrize("caps, message", [
-    ({"max_total_bytes": 1000}, "expand to"),
-    ({"max_member_bytes": 100}, "expands to"),
-    ({"max_members": 2}, "members"),
-    ({"max_file_bytes": 100}, "the file is"),
-])
+@pytest.mark.parametrize(
+    "caps, message",
+    [
+        ({"max_total_bytes": 1000}, "expand to"),
+        ({"max_member_bytes": 100}, "expands to"),
+        ({"max_members": 2}, "members"),
+        ({"max_file_bytes": 100}, "the file is"),
+    ],
+)
 def test_archive_caps_are_checked_from_the_zip_directory(profile, tmp_path, caps, message):
     path = write_atlas(tmp_path / "ok.npz", [profile])
     limits = {"max_file_bytes": 10**9, "max_total_bytes": 10**9, "max_member_bytes": 10**9, "max_members": 100}
@@ -109,6 +120,7 @@ def test_archive_caps_are_checked_from_the_zip_directory(profile, tmp_path, caps
 
 
 # --- checkpoints ----------------------------------------------------------------------------------
+
 
 def test_a_wrong_shape_tensor_is_refused_from_the_header_before_conversion(make_checkpoint, tmp_path):
     """A 128 MB uint8 tensor where a (48, 32) weight belongs: float64 would be 1 GB."""
@@ -119,8 +131,9 @@ def test_a_wrong_shape_tensor_is_refused_from_the_header_before_conversion(make_
     state["encoder.layer.0.intermediate.dense.weight"] = np.ones((128, 2**20), dtype=np.uint8)
     save_file(state, str(directory / "model.safetensors"))
     result, peak = run_cli_measured(tmp_path, "analyze", str(directory), "--json", "--no-cache")
-    assert_one_line_error(result, "'encoder.layer.0.intermediate.dense.weight' has shape (128, 1048576)",
-                          "implies (48, 32)")
+    assert_one_line_error(
+        result, "'encoder.layer.0.intermediate.dense.weight' has shape (128, 1048576)", "implies (48, 32)"
+    )
     assert peak < RSS_CEILING_MB + 150  # torch and safetensors are imported; 128 MB are mapped, not copied
 
 
@@ -136,30 +149,39 @@ def test_a_weight_of_an_integer_dtype_is_refused_from_the_header(make_checkpoint
     assert_one_line_error(cli("analyze", str(directory), "--no-cache"), words, "not a floating-point type")
 
 
-@pytest.mark.parametrize("header, declared, words", [
-    ({}, 2**40, ["declares a header of 1099511627776 bytes", "above the limit"]),
-    ({}, 10**6, ["header longer than the file"]),
-    ({"w": {"dtype": "F32", "shape": [10**6, 10**6], "data_offsets": [0, 4 * 10**12]}}, None,
-     ["tensor w does not fit the file"]),
-    ({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 8]}}, None, ["tensor w does not fit the file"]),
-    ({"w": {"dtype": "F32", "shape": [-1, 2], "data_offsets": [0, 8]}}, None, ["malformed entry for tensor w"]),
-    ({"w": {"dtype": "X99", "shape": [1], "data_offsets": [0, 4]}}, None, ["tensor w does not fit the file"]),
-    ({"w": "nonsense"}, None, ["malformed entry"]),
-])
+@pytest.mark.parametrize(
+    "header, declared, words",
+    [
+        ({}, 2**40, ["declares a header of 1099511627776 bytes", "above the limit"]),
+        ({}, 10**6, ["header longer than the file"]),
+        (
+            {"w": {"dtype": "F32", "shape": [10**6, 10**6], "data_offsets": [0, 4 * 10**12]}},
+            None,
+            ["tensor w does not fit the file"],
+        ),
+        ({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 8]}}, None, ["tensor w does not fit the file"]),
+        ({"w": {"dtype": "F32", "shape": [-1, 2], "data_offsets": [0, 8]}}, None, ["malformed entry for tensor w"]),
+        ({"w": {"dtype": "X99", "shape": [1], "data_offsets": [0, 4]}}, None, ["tensor w does not fit the file"]),
+        ({"w": "nonsense"}, None, ["malformed entry"]),
+    ],
+)
 def test_lying_safetensors_headers_are_refused(make_checkpoint, header, declared, words):
     directory = make_checkpoint()
     write_safetensors(directory / "model.safetensors", header, b"\0" * 4, declared_length=declared)
     assert_one_line_error(cli("analyze", str(directory), "--no-cache"), *words)
 
 
-@pytest.mark.parametrize("changes, words", [
-    ({"num_hidden_layers": 10**9}, ["num_layers = 1000000000", "above the limit of 96"]),
-    ({"hidden_size": 10**6, "num_attention_heads": 1}, ["hidden_size = 1000000"]),
-    ({"intermediate_size": 10**12}, ["ffn_size = 1000000000000"]),
-    ({"num_attention_heads": 512, "hidden_size": 1024}, ["num_heads = 512"]),
-    ({"hidden_size": 8192, "num_attention_heads": 64, "intermediate_size": 32768}, ["GiB in float64"]),
-    ({"num_hidden_layers": 96, "num_attention_heads": 256, "hidden_size": 4096}, ["spectral profile of"]),
-])
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"num_hidden_layers": 10**9}, ["num_layers = 1000000000", "above the limit of 96"]),
+        ({"hidden_size": 10**6, "num_attention_heads": 1}, ["hidden_size = 1000000"]),
+        ({"intermediate_size": 10**12}, ["ffn_size = 1000000000000"]),
+        ({"num_attention_heads": 512, "hidden_size": 1024}, ["num_heads = 512"]),
+        ({"hidden_size": 8192, "num_attention_heads": 64, "intermediate_size": 32768}, ["GiB in float64"]),
+        ({"num_hidden_layers": 96, "num_attention_heads": 256, "hidden_size": 4096}, ["spectral profile of"]),
+    ],
+)
 def test_absurd_config_sizes_are_refused_before_any_weight_is_read(make_checkpoint, changes, words):
     directory = make_checkpoint()
     config = json.loads((directory / "config.json").read_text())
@@ -176,15 +198,27 @@ def test_an_oversized_config_is_not_read_whole(make_checkpoint):
 
 # --- options ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [["--grid-m", "1000000000"], ["--grid-m", "1001"], ["--grid-m", "1e3"],
-                                  ["--grid-m", "9" * 5000], ["--l-phi", "1e300"], ["--l-phi", "inf"],
-                                  ["--p", "1e308"]])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--grid-m", "1000000000"],
+        ["--grid-m", "1001"],
+        ["--grid-m", "1e3"],
+        ["--grid-m", "9" * 5000],
+        ["--l-phi", "1e300"],
+        ["--l-phi", "inf"],
+        ["--p", "1e308"],
+    ],
+)
 def test_numeric_options_have_upper_bounds(args):
     assert_one_line_error(cli("analyze", "minilm-l6", *args), "error: argument", status=2)
 
 
-@pytest.mark.parametrize("settings", [{"grid_m": 10**9}, {"grid_m": 1001}, {"grid_m": True}, {"grid_m": 2.0},
-                                      {"l_phi": 1e300}, {"l_phi": float("nan")}])
+@pytest.mark.parametrize(
+    "settings",
+    [{"grid_m": 10**9}, {"grid_m": 1001}, {"grid_m": True}, {"grid_m": 2.0}, {"l_phi": 1e300}, {"l_phi": float("nan")}],
+)
 def test_bound_settings_enforce_the_same_bounds(settings):
     with pytest.raises(ValueError):
         BoundSettings(**settings)
@@ -198,6 +232,7 @@ def test_the_largest_grid_is_allowed_and_cheap(make_checkpoint):
 
 # --- the Hub: config first, size from metadata, a cap --------------------------------------------
 
+
 @pytest.fixture
 def hub(tmp_path: Path):
     with LocalHub(tmp_path / "hub") as running:
@@ -205,8 +240,12 @@ def hub(tmp_path: Path):
 
 
 def hub_env(hub: LocalHub, tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf"), "SPECBOUND_CACHE": str(tmp_path / "profiles"),
-           **extra}
+    env = {
+        "HF_ENDPOINT": hub.url,
+        "HF_HOME": str(tmp_path / "hf"),
+        "SPECBOUND_CACHE": str(tmp_path / "profiles"),
+        **extra,
+    }
     os.environ.pop("HF_HUB_OFFLINE", None)
     return env
 
@@ -267,11 +306,14 @@ def test_a_download_above_the_cap_is_refused_before_any_weight(hub, tmp_path, ma
     assert all(not n.endswith(".safetensors") for n in downloaded(tmp_path, f"someone/capped-{shards}"))
 
     # the dashboard's question: how large would it be? (no weight is fetched to answer it)
-    script = ("import json; from specbound.checkpoints import download_plan; from specbound.models import resolve; "
-              f"plan = download_plan(resolve('someone/capped-{shards}')); "
-              "print(json.dumps([plan.total_bytes, plan.within_cap, [f for f, _ in plan.files]]))")
-    answer = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env={**os.environ, **env}, timeout=120)
+    script = (
+        "import json; from specbound.checkpoints import download_plan; from specbound.models import resolve; "
+        f"plan = download_plan(resolve('someone/capped-{shards}')); "
+        "print(json.dumps([plan.total_bytes, plan.within_cap, [f for f, _ in plan.files]]))"
+    )
+    answer = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env={**os.environ, **env}, timeout=120
+    )
     total, within, names = json.loads(answer.stdout)
     assert (total, within, len(names)) == (weights, False, shards)
 

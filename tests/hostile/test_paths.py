@@ -19,8 +19,18 @@ def _index(directory: Path, shard: str) -> None:
     (directory / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
 
 
-@pytest.mark.parametrize("shard", ["../other/model.safetensors", "/etc/passwd", "sub/../../x.safetensors",
-                                   "..", "a\\..\\..\\b", "./../real.safetensors", "~/model.safetensors"])
+@pytest.mark.parametrize(
+    "shard",
+    [
+        "../other/model.safetensors",
+        "/etc/passwd",
+        "sub/../../x.safetensors",
+        "..",
+        "a\\..\\..\\b",
+        "./../real.safetensors",
+        "~/model.safetensors",
+    ],
+)
 def test_shard_names_leading_out_of_the_directory_are_refused(make_checkpoint, shard):
     directory = make_checkpoint()
     _index(directory, shard)
@@ -66,12 +76,17 @@ def test_links_inside_the_directory_are_fine(make_checkpoint):
 
 # --- outputs create at most their last directory --------------------------------------------------
 
-@pytest.mark.parametrize("command", [
-    ["atlas", "export", "--models", "{ckpt}", "--out", "{tmp}/a/b/c.npz"],
-    ["grid", "--models", "{ckpt}", "--out", "{tmp}/x/y/z"],
-    ["grid", "--models", "{ckpt}", "--out", "{tmp}/study", "--atlas", "{tmp}/p/q/r.npz"],
-    ["export", "{ckpt}", "--out", "{tmp}/e/f"],
-], ids=["atlas export", "grid --out", "grid --atlas", "export --out"])
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["atlas", "export", "--models", "{ckpt}", "--out", "{tmp}/a/b/c.npz"],
+        ["grid", "--models", "{ckpt}", "--out", "{tmp}/x/y/z"],
+        ["grid", "--models", "{ckpt}", "--out", "{tmp}/study", "--atlas", "{tmp}/p/q/r.npz"],
+        ["export", "{ckpt}", "--out", "{tmp}/e/f"],
+    ],
+    ids=["atlas export", "grid --out", "grid --atlas", "export --out"],
+)
 def test_outputs_never_create_parent_directories(make_checkpoint, tmp_path, command):
     checkpoint = make_checkpoint()
     work = tmp_path / "work"
@@ -89,13 +104,18 @@ def test_the_last_directory_is_created(make_checkpoint, tmp_path):
 
 # --- messages name files, not absolute paths --------------------------------------------------------
 
-@pytest.mark.parametrize("spoil", [
-    lambda d: (d / "config.json").unlink(),
-    lambda d: (d / "model.safetensors").unlink(),
-    lambda d: (d / "model.safetensors").write_bytes(b"\x10" + b"\0" * 7 + b"garbage"),
-    lambda d: (d / "config.json").write_text("{"),
-    lambda d: (d / "config.json").write_text('{"model_type": "bert"}'),
-], ids=["no config", "no weights", "corrupt weights", "bad json", "incomplete config"])
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda d: (d / "config.json").unlink(),
+        lambda d: (d / "model.safetensors").unlink(),
+        lambda d: (d / "model.safetensors").write_bytes(b"\x10" + b"\0" * 7 + b"garbage"),
+        lambda d: (d / "config.json").write_text("{"),
+        lambda d: (d / "config.json").write_text('{"model_type": "bert"}'),
+    ],
+    ids=["no config", "no weights", "corrupt weights", "bad json", "incomplete config"],
+)
 def test_errors_do_not_embed_the_absolute_directory(make_checkpoint, spoil):
     directory = make_checkpoint()
     spoil(directory)

@@ -18,9 +18,17 @@ from specbound.report import finite_only, to_json_text
 ZEROED = {
     "M_in of layer 1": ["encoder.layer.1.intermediate.dense.weight"],
     "M_out of layer 1": ["encoder.layer.1.output.dense.weight"],
-    "all of layer 1": [f"encoder.layer.1.{k}" for k in (
-        "attention.self.query.weight", "attention.self.key.weight", "attention.self.value.weight",
-        "attention.output.dense.weight", "intermediate.dense.weight", "output.dense.weight")],
+    "all of layer 1": [
+        f"encoder.layer.1.{k}"
+        for k in (
+            "attention.self.query.weight",
+            "attention.self.key.weight",
+            "attention.self.value.weight",
+            "attention.output.dense.weight",
+            "intermediate.dense.weight",
+            "output.dense.weight",
+        )
+    ],
     "every value matrix": [f"encoder.layer.{i}.attention.self.value.weight" for i in range(3)],
 }
 
@@ -90,11 +98,20 @@ def test_a_failing_export_leaves_earlier_files_whole(make_checkpoint, tmp_path):
     assert (out / "layers.csv").read_text().startswith("layer,log10_alpha")  # replaced whole, never mixed
 
 
-@pytest.mark.parametrize("value, expected", [
-    (float("inf"), None), (float("-inf"), None), (float("nan"), None), (np.float64("-inf"), None),
-    (np.float32(2.5), 2.5), (np.int64(3), 3), ({"a": [1.0, float("nan")]}, {"a": [1.0, None]}),
-    ((np.inf, 1), [None, 1]), ("NaN", "NaN"),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (float("inf"), None),
+        (float("-inf"), None),
+        (float("nan"), None),
+        (np.float64("-inf"), None),
+        (np.float32(2.5), 2.5),
+        (np.int64(3), 3),
+        ({"a": [1.0, float("nan")]}, {"a": [1.0, None]}),
+        ((np.inf, 1), [None, 1]),
+        ("NaN", "NaN"),
+    ],
+)
 def test_non_finite_values_become_null(value, expected):
     assert finite_only(value) == expected
     strict_json(to_json_text({"v": value}))

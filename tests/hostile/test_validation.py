@@ -12,10 +12,10 @@ import pytest
 from cli_runner import assert_one_line_error, cli
 from hostile_helpers import hand_profile, write_atlas
 
-from specbound.loading import load_profile
 from specbound.atlas import AtlasError, load_atlas, read_manifest
 from specbound.cache import ProfileCache
 from specbound.checkpoints import fingerprint
+from specbound.loading import load_profile
 from specbound.matrices import EncoderShape
 from specbound.profile import SpectralProfile, validate_profile
 
@@ -75,6 +75,7 @@ def test_narrow_rows_are_valid_but_not_full_width():
 
 # --- the cache ------------------------------------------------------------------------------------
 
+
 def _rewrite_entry(path, edit) -> None:
     """Change a cache entry's arrays while keeping it a well-formed .npz with the same meta."""
     with np.load(path, allow_pickle=False) as data:
@@ -91,8 +92,9 @@ TAMPERED_ENTRIES = {
     "norms x2": lambda a: a.__setitem__("norm_21", a["norm_21"] * 2),
     "full_dims changed": lambda a: a.__setitem__("full_dims", a["full_dims"] + 1),
     "float full_dims": lambda a: a.__setitem__("full_dims", a["full_dims"].astype(float)),
-    "shape as floats": lambda a: a.__setitem__("meta", np.array(str(a["meta"]).replace('"num_layers": 2',
-                                                                                         '"num_layers": 2.0'))),
+    "shape as floats": lambda a: a.__setitem__(
+        "meta", np.array(str(a["meta"]).replace('"num_layers": 2', '"num_layers": 2.0'))
+    ),
     "extra member": lambda a: a.__setitem__("junk", np.zeros(3)),
 }
 
@@ -113,9 +115,11 @@ def test_a_tampered_cache_entry_is_recomputed(make_checkpoint, tmp_path, case):
 
 # --- atlases whose checksums were recomputed -----------------------------------------------------
 
+
 def _edit_sv(edit):
     def change(manifest, arrays):
         edit(arrays["m0_singular_values"])
+
     return change
 
 
@@ -124,13 +128,17 @@ TAMPERED_ATLASES = {
     "full_dims 10^12": (lambda m, a: a["m0_full_dims"].__setitem__(0, 10**12), "full_dims do not match"),
     "negative full_dims": (lambda m, a: a["m0_full_dims"].__setitem__(0, -5), "full_dims do not match"),
     "num_layers 2.0": (lambda m, a: m["models"][0]["shape"].__setitem__("num_layers", 1.0), "not positive integers"),
-    "hidden_size as text": (lambda m, a: m["models"][0]["shape"].__setitem__("hidden_size", "16"),
-                            "not positive integers"),
+    "hidden_size as text": (
+        lambda m, a: m["models"][0]["shape"].__setitem__("hidden_size", "16"),
+        "not positive integers",
+    ),
     "schema true": (lambda m, a: m.__setitem__("schema", True), "no schema version"),
     "schema 1.0": (lambda m, a: m.__setitem__("schema", 1.0), "no schema version"),
     "duplicate names": (lambda m, a: m["models"][1].__setitem__("name", m["models"][0]["name"]), "listed twice"),
-    "fewer columns": (lambda m, a: a.__setitem__("m0_singular_values", a["m0_singular_values"][:, :4].copy()),
-                      "declared float64 (6, 4)"),
+    "fewer columns": (
+        lambda m, a: a.__setitem__("m0_singular_values", a["m0_singular_values"][:, :4].copy()),
+        "declared float64 (6, 4)",
+    ),
     "increasing values": (_edit_sv(lambda s: s.__setitem__((0, 3), 50.0)), "non-increasing"),
     "name not a string": (lambda m, a: m["models"][0].__setitem__("name", ["x"]), "incomplete"),
     "big-endian floats": (lambda m, a: a.__setitem__("m0_norm_21", a["m0_norm_21"].astype(">f8")), "declared >f8"),
@@ -157,6 +165,7 @@ def test_an_untouched_atlas_passes_both(tmp_path):
 
 
 # --- revision keys that follow the content -------------------------------------------------------
+
 
 def test_cp_p_of_other_weights_is_not_served_stale(make_checkpoint, tmp_path):
     cache = ProfileCache(tmp_path / "profiles")

@@ -44,9 +44,35 @@ def test_show_prints_the_correlation_table(smoke_sweep, capsys) -> None:
 
 def test_train_joins_a_lab_directory(tmp_path: Path, capsys) -> None:
     out = tmp_path / "lab"
-    assert main(["lab", "train", "--layers", "1", "--hidden", "16", "--heads", "2", "--n-train", "40",
-                 "--label-noise", "0.1", "--steps", "20", "--save-every", "10", "--seed", "3",
-                 "--test-samples", "300", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "lab",
+                "train",
+                "--layers",
+                "1",
+                "--hidden",
+                "16",
+                "--heads",
+                "2",
+                "--n-train",
+                "40",
+                "--label-noise",
+                "0.1",
+                "--steps",
+                "20",
+                "--save-every",
+                "10",
+                "--seed",
+                "3",
+                "--test-samples",
+                "300",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     name = "lab-L1-N16-H2-n40-q0.1-s3-t20"
     assert name in printed and "(1 run(s) there)" in printed
@@ -60,20 +86,58 @@ def test_train_joins_a_lab_directory(tmp_path: Path, capsys) -> None:
 def test_sweep_axes_and_settings_replace_the_preset(tmp_path: Path, capsys) -> None:
     grid = tmp_path / "grid.json"
     grid.write_text('{"n_train": [64, 32], "settings": {"test_samples": 300}}')
-    assert main(["lab", "sweep", "--grid", str(grid), "--label-noise", "0.1", "--hidden", "16",
-                 "--steps", "20", "--save-every", "10", "--out", str(tmp_path / "o")]) == 0
+    assert (
+        main(
+            [
+                "lab",
+                "sweep",
+                "--grid",
+                str(grid),
+                "--label-noise",
+                "0.1",
+                "--hidden",
+                "16",
+                "--steps",
+                "20",
+                "--save-every",
+                "10",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
     assert "2 runs (2 trained now" in capsys.readouterr().out
     runs = read_runs(tmp_path / "o")
     assert [r.name for r in runs] == ["lab-L2-N16-H2-n32-q0.1-s0-t20", "lab-L2-N16-H2-n64-q0.1-s0-t20"]
     assert all(r.final.test_samples == 300 and r.spec.settings.save_every == 10 for r in runs)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["train", "--layers", "99", "--hidden", "16", "--heads", "2", "--n-train", "4", "--out", "x"], "<= 12"),
-    (["train", "--layers", "1", "--hidden", "16", "--heads", "2", "--n-train", "4", "--label-noise", "0.5",
-      "--out", "x"], "< 0.5"),
-    (["sweep", "--preset", "huge", "--out", "x"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "--layers", "99", "--hidden", "16", "--heads", "2", "--n-train", "4", "--out", "x"], "<= 12"),
+        (
+            [
+                "train",
+                "--layers",
+                "1",
+                "--hidden",
+                "16",
+                "--heads",
+                "2",
+                "--n-train",
+                "4",
+                "--label-noise",
+                "0.5",
+                "--out",
+                "x",
+            ],
+            "< 0.5",
+        ),
+        (["sweep", "--preset", "huge", "--out", "x"], "invalid choice"),
+    ],
+)
 def test_usage_errors_are_one_line(argv: list[str], message: str, capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["lab", *argv])
@@ -83,8 +147,25 @@ def test_usage_errors_are_one_line(argv: list[str], message: str, capsys) -> Non
 
 
 def test_lab_errors_are_one_line(tmp_path: Path, capsys) -> None:
-    assert main(["lab", "train", "--layers", "1", "--hidden", "30", "--heads", "4", "--n-train", "4",
-                 "--out", str(tmp_path)]) == 1
+    assert (
+        main(
+            [
+                "lab",
+                "train",
+                "--layers",
+                "1",
+                "--hidden",
+                "30",
+                "--heads",
+                "4",
+                "--n-train",
+                "4",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 1
+    )
     assert capsys.readouterr().err.strip() == "specbound: error: the width 30 is not divisible by 4 heads"
     assert main(["lab", "show", str(tmp_path / "nothing")]) == 1
     assert "is not a lab directory" in capsys.readouterr().err

@@ -19,11 +19,16 @@ def test_measures_match_dense_matrices(make_checkpoint) -> None:
     d = hidden // heads
     frob, log_prod, ratios = 0.0, 0.0, 0.0
     for layer in range(layers):
+
         def w(name: str, layer: int = layer) -> np.ndarray:
             return weights[f"encoder.layer.{layer}.{name}.weight"]
 
-        q, k, v, o = (w("attention.self.query"), w("attention.self.key"), w("attention.self.value"),
-                      w("attention.output.dense"))
+        q, k, v, o = (
+            w("attention.self.query"),
+            w("attention.self.key"),
+            w("attention.self.value"),
+            w("attention.output.dense"),
+        )
         blocks: dict[str, list[np.ndarray]] = {"QK": [], "V": []}
         for h in range(heads):
             s = slice(h * d, (h + 1) * d)

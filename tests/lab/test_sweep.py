@@ -12,8 +12,13 @@ from specbound.lab import sweep
 from specbound.lab.sweep import CORRELATIONS_CSV, MEASURES, PRESETS, RUN_COLUMNS, RUNS_CSV, Status, SweepGrid
 from specbound.lab.train import LabError, TrainingCancelled, TrainSettings
 
-TINY = SweepGrid(layers=(1,), hidden=(8,), heads=(2,), n_train=(16, 32, 48),
-                 settings=TrainSettings(steps=12, save_every=6, test_samples=200))
+TINY = SweepGrid(
+    layers=(1,),
+    hidden=(8,),
+    heads=(2,),
+    n_train=(16, 32, 48),
+    settings=TrainSettings(steps=12, save_every=6, test_samples=200),
+)
 
 
 def _mtimes(directory: Path) -> dict[str, int]:
@@ -84,14 +89,30 @@ def test_presets_and_custom_grids(tmp_path: Path) -> None:
     assert len(PRESETS["smoke"].specs()) == 4
     assert len(PRESETS["class"].specs()) == 48
     path = tmp_path / "grid.json"
-    path.write_text(json.dumps({"layers": [1, 2], "hidden": 32, "n_train": [50], "label_noise": [0, 0.1],
-                                "settings": {"steps": 40}, "task": {"vocab_size": 6, "positions": [1, 2]}}))
+    path.write_text(
+        json.dumps(
+            {
+                "layers": [1, 2],
+                "hidden": 32,
+                "n_train": [50],
+                "label_noise": [0, 0.1],
+                "settings": {"steps": 40},
+                "task": {"vocab_size": 6, "positions": [1, 2]},
+            }
+        )
+    )
     grid = sweep.read_grid(path)
     specs = grid.specs()
     assert len(specs) == 4 and {s.settings.steps for s in specs} == {40}
     assert {s.task.vocab_size for s in specs} == {6} and specs[0].task.positions == (1, 2)
     assert {s.label_noise for s in specs} == {0.0, 0.1} and specs[0].heads == PRESETS["smoke"].heads[0]
-    for bad in ({"depth": [1]}, {"layers": ["two"]}, {"layers": [1.5]}, {"settings": {"steps": 0}},
-                {"hidden": [30], "heads": [4]}, {"task": {"colour": 1}}):
+    for bad in (
+        {"depth": [1]},
+        {"layers": ["two"]},
+        {"layers": [1.5]},
+        {"settings": {"steps": 0}},
+        {"hidden": [30], "heads": [4]},
+        {"task": {"colour": 1}},
+    ):
         with pytest.raises(LabError):
             sweep.grid_from_dict(bad).specs()

@@ -28,8 +28,9 @@ def test_default_task_is_exactly_balanced() -> None:
 
 def test_balanced_threshold_is_the_closest_to_one_half() -> None:
     task = ThresholdTask(vocab_size=5, length=6, positions=(1, 4))  # sums 0..8, P(sum >= 4) = 15/25
-    rates = {t: ThresholdTask(vocab_size=5, length=6, positions=(1, 4), threshold=t).clean_positive_rate
-             for t in range(1, 9)}
+    rates = {
+        t: ThresholdTask(vocab_size=5, length=6, positions=(1, 4), threshold=t).clean_positive_rate for t in range(1, 9)
+    }
     assert rates[4] == pytest.approx(15 / 25) and rates[5] == pytest.approx(10 / 25)
     assert task.cut == 4  # |0.6 - 0.5| = |0.4 - 0.5|: the tie goes to the smaller t
 
@@ -66,9 +67,18 @@ def test_label_noise_flips_at_rate_q(q: float) -> None:
     assert task.bayes_error == q
 
 
-@pytest.mark.parametrize("kwargs", [{"vocab_size": 1}, {"positions": (0, 0)}, {"positions": (16,)},
-                                    {"label_noise": 0.5}, {"label_noise": -0.1}, {"threshold": 0},
-                                    {"threshold": 22}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"vocab_size": 1},
+        {"positions": (0, 0)},
+        {"positions": (16,)},
+        {"label_noise": 0.5},
+        {"label_noise": -0.1},
+        {"threshold": 0},
+        {"threshold": 22},
+    ],
+)
 def test_invalid_tasks_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         ThresholdTask(**kwargs)

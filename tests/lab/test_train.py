@@ -33,13 +33,21 @@ def test_a_short_run_lowers_the_training_error(tmp_path: Path) -> None:
 
 
 def test_runs_are_reproducible(tmp_path: Path) -> None:
-    spec = RunSpec(layers=1, hidden=16, heads=2, n_train=64, seed=5, task=ThresholdTask(label_noise=0.1),
-                   settings=TrainSettings(steps=30, save_every=15, test_samples=500))
+    spec = RunSpec(
+        layers=1,
+        hidden=16,
+        heads=2,
+        n_train=64,
+        seed=5,
+        task=ThresholdTask(label_noise=0.1),
+        settings=TrainSettings(steps=30, save_every=15, test_samples=500),
+    )
     a, b = train_run(spec, tmp_path / "a"), train_run(spec, tmp_path / "b")
     assert a.steps == b.steps
     last = a.steps[-1].checkpoint
-    assert (tmp_path / "a" / last / "model.safetensors").read_bytes() == \
-        (tmp_path / "b" / last / "model.safetensors").read_bytes()
+    assert (tmp_path / "a" / last / "model.safetensors").read_bytes() == (
+        tmp_path / "b" / last / "model.safetensors"
+    ).read_bytes()
 
 
 def test_the_cancel_hook_stops_between_steps(tmp_path: Path) -> None:

@@ -19,9 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def analyze_json(checkpoint: Path, *extra: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "specbound.cli", "analyze", str(checkpoint), "--json", *extra],
-                          check=False, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "specbound.cli", "analyze", str(checkpoint), "--json", *extra],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -82,8 +82,9 @@ def test_a_hostile_link_is_shown_as_text_and_fetches_nothing(visitor_server, bro
     assert hosts == {"127.0.0.1"}, hosts
 
 
-def test_an_uploaded_file_name_with_markup_is_text(visitor_server, browser_page, requests_seen,
-                                                    make_checkpoint, tmp_path) -> None:
+def test_an_uploaded_file_name_with_markup_is_text(
+    visitor_server, browser_page, requests_seen, make_checkpoint, tmp_path
+) -> None:
     page = browser_page
     profile = load_profile(str(make_checkpoint(layers=2, hidden=32, heads=4, ffn=48)), use_cache=False)
     member = "[Session expired](http://evil.example/login) $y$ **m**"
@@ -96,7 +97,8 @@ def test_an_uploaded_file_name_with_markup_is_text(visitor_server, browser_page,
     wait_idle(page)
     assert page.get_by_placeholder("atlas.npz").count() == 0  # no path on the server to type
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
-        {"name": name, "mimeType": "application/octet-stream", "buffer": content})
+        {"name": name, "mimeType": "application/octet-stream", "buffer": content}
+    )
     page.get_by_text("1 models, opened from their stored spectra").wait_for()
     wait_idle(page)
     page.locator(".st-key-open_model button").click()
