@@ -44,8 +44,14 @@ from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, silent
 from specbound.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, summarize
 
-from . import atlas, data, safety
+from . import atlas, data, safety, share
 from .text import plain
+
+#: The study's models in a link: each by the name a link carries (an uploaded atlas by its digest).
+MODELS_CODEC = share.Codec(
+    parse=lambda text: [atlas.from_link(part) for part in text.split(",") if part],
+    format=lambda names: ",".join(atlas.link_form(name) for name in names),
+)
 
 ATLAS, HUB_CACHE, BUNDLED, OPENED = "atlas file", "Hugging Face cache", "bundled model", "opened in this session"
 LAB_REFERENCE = "trained by the specbound lab on the sparse threshold task, not a BERT Miniature"

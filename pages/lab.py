@@ -130,7 +130,7 @@ if view == RUN_VIEW:
         )
         st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {service.LAB_MODEL_LABEL}.")
     if profile is not None:
-        show_figure(singular_value_profiles(profile), "lab_spectra")
+        show_figure(singular_value_profiles(profile, heads=range(profile.shape.num_heads)), "lab_spectra")
     bound_note()
     csv_download(frame, f"{run.name}-trajectory.csv", "lab_download_trajectory", "Download the trajectory (CSV)")
 

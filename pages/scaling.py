@@ -51,11 +51,15 @@ available = service.lab_candidates() if lab_family else service.candidates()
 by_name = {c.name: c for c in available}
 if downloaded := st.session_state.pop(DOWNLOADED_KEY, None):  # join the study once they are available
     st.session_state[MODELS_KEY] = list(dict.fromkeys([*st.session_state.get(MODELS_KEY, []), *downloaded]))
+models_key = LAB_MODELS_KEY if lab_family else MODELS_KEY
+linked = share.shared(models_key, service.MODELS_CODEC, service.default_selection(available))
+st.session_state[models_key] = [name for name in linked if name in by_name]  # a link names what this server has
+if len(st.session_state[models_key]) < len(linked):
+    st.caption(f"{len(linked) - len(st.session_state[models_key])} of the linked models are not available here.")
 chosen = st.multiselect(
     "Models in the study",
     list(by_name),
-    default=service.default_selection(available),
-    key=LAB_MODELS_KEY if lab_family else MODELS_KEY,
+    key=models_key,
     format_func=lambda name: by_name[name].describe(),
     help="The final checkpoints of the lab reference's depth × width family (no label noise, first seed, largest n)."
     if lab_family

@@ -168,3 +168,18 @@ def test_atlas_export_of_the_study(scaling_app, family, tmp_path) -> None:
     again = load_atlas(exported)
     assert [p.model for p in again] == [p.model for p in profiles]
     np.testing.assert_array_equal(again[0].singular_values, profiles[0].singular_values)
+
+
+def test_the_chosen_models_travel_in_the_link(scaling_app, family) -> None:
+    at = scaling_app
+    chosen = [model_name(family[0], "L1-H16"), model_name(family[0], "L2-H16")]
+    at.multiselect(key="scaling_models").set_value(chosen)
+    run_clean(at)
+    link = dict(at.query_params)
+    assert link["scaling_models"].split(",") == chosen  # atlas models on the server, as the model link names them
+    again = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    again.query_params.update(link)
+    run_clean(again)
+    again.switch_page("pages/scaling.py")
+    run_clean(again)
+    assert again.multiselect(key="scaling_models").value == chosen

@@ -258,17 +258,19 @@ def _failing(original, when: str, message: str):
 
 
 def test_a_page_that_raises_is_one_error_box(monkeypatch, make_checkpoint, tmp_path, caplog) -> None:
-    import specbound.report
+    import specbound.figures.spectra
 
     stored = atlas.store_upload("tiny.npz", _tiny_atlas(make_checkpoint, tmp_path))
     secret = f"{tmp_path}/secret/internal-state.bin"
     monkeypatch.setattr(
-        specbound.report,
-        "singular_values_frame",
-        _failing(specbound.report.singular_values_frame, "L2-H32", f"boom in {secret}"),
+        specbound.figures.spectra,
+        "singular_value_profiles",
+        _failing(specbound.figures.spectra.singular_value_profiles, "L2-H32", f"boom in {secret}"),
     )
     with caplog.at_level(logging.ERROR, logger="specbound.dashboard"):
         at = _linked(model=f"atlas:@{stored.stem}#L2-H32", p_global="0.5")
+        at.switch_page("pages/spectra.py")  # the page that draws the singular-value table
+        run_clean(at)
     error = _one_error(at)
     assert error.startswith("This page could not be drawn for") and "unexpected error" in error
     assert "boom" not in error and "RuntimeError" not in error
@@ -325,7 +327,7 @@ def test_a_source_that_raises_leaves_the_sidebar_standing(monkeypatch) -> None:
     error = _one_error(at)
     assert unescaped(error) == "This source cannot be used now: Permission denied"
     _assert_sidebar_and_model(at)
-    assert len(at.get("plotly_chart")) == 3  # the page is drawn too
+    assert [t.value for t in at.title] == ["Overview"]  # the page is drawn too
 
 
 def test_a_config_of_nested_brackets_is_one_error_box(monkeypatch, make_checkpoint) -> None:

@@ -27,6 +27,7 @@ PAGES: tuple[tuple[str, str], ...] = (
     ("spectra", "Spectra"),
     ("scaling", "Scaling"),
     ("theory", "Theory"),
+    ("lab", "Lab"),
 )
 WIDE, PROJECTOR = {"width": 1440, "height": 900}, {"width": 1024, "height": 768}
 

@@ -110,6 +110,10 @@ def test_an_uploaded_file_name_with_markup_is_text(
     assert page.locator(ERROR_BOX).count() == 0
     _assert_nothing_rendered(page)
     assert page.locator(".katex").count() == 0
+    page.locator('[data-testid="stSidebarNavLink"]', has_text="Spectra").click()
+    page.locator(".st-key-sv_profiles .js-plotly-plot").wait_for()
+    wait_idle(page)
+    _assert_nothing_rendered(page)
     assert page.get_by_text(f"{member} (atlas {name})").count() >= 2  # the sidebar and the Spectra caption
     screenshot(page, "visitor-upload")
     hosts = {urlsplit(url).hostname for url in requests_seen if urlsplit(url).scheme in ("http", "https", "ws")}
