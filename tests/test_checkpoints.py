@@ -168,7 +168,6 @@ def test_layers_are_read_one_at_a_time_as_float64(make_checkpoint):
 # --- the bundled, trained MiniLM ------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_bundled_minilm_profile():
     from safetensors.numpy import load_file
 

@@ -82,7 +82,6 @@ def expected_order(layers: int, heads: int) -> list[tuple[int, int | None, str]]
 # --- analyze --json (SPEC §5) ---------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_analyze_json_matches_the_interface(minilm_json):
     out, _ = minilm_json
     assert_types(out, TOP_LEVEL, "top")
@@ -127,7 +126,6 @@ def test_analyze_json_matches_the_interface(minilm_json):
     assert proxies["edelman"] > proxies["ours"]
 
 
-@pytest.mark.slow
 def test_analyze_json_with_p(minilm_json):
     plain, at_one = minilm_json
     assert_types(at_one["proxies"], PROXIES, "proxies")
@@ -154,7 +152,6 @@ def test_analyze_json_with_p(minilm_json):
     assert proxies["at_p_log10"] == pytest.approx(math.log10(total), rel=1e-12)
 
 
-@pytest.mark.slow
 def test_analyze_json_at_p_zero_counts_rank():
     out = json.loads(run_main("analyze", "minilm-l6", "--json", "--p", "0"))
     for m in out["matrices"]:
@@ -163,7 +160,6 @@ def test_analyze_json_at_p_zero_counts_rank():
     assert out["proxies"]["at_p"] == pytest.approx(expected, rel=1e-12)
 
 
-@pytest.mark.slow
 def test_l_phi_and_grid_m_options(minilm_json):
     plain, at_one = minilm_json
     out = json.loads(run_main("analyze", "minilm-l6", "--json", "--l-phi", "2", "--grid-m", "5", "--p", "1"))
@@ -209,7 +205,6 @@ def test_analyze_json_on_a_local_checkpoint(make_checkpoint, capsys):
         assert m["contribution_at_p"] == pytest.approx(expected, rel=1e-9)
 
 
-@pytest.mark.slow
 def test_default_model_is_the_bundled_one(capsys):
     assert main(["analyze", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model"] == "minilm-l6"

@@ -207,6 +207,7 @@ def test_tables_export_as_csv(bounds_app) -> None:
     assert set(table.loc[table["kind"] == "M_out", "head"]) == {""}  # no "None" cells
 
 
+@pytest.mark.slow  # writes and opens a second checkpoint through the whole app
 def test_the_curve_chart_survives_a_model_with_fewer_layers(free_p_app, rerun, make_checkpoint, figure_titled) -> None:
     """Bug of issue 10: after switching to a shallower model the c(W; p) chart disappeared."""
     at = free_p_app

@@ -11,6 +11,7 @@ from specbound.cli import main
 from specbound.lab.sweep import CORRELATIONS_CSV, MEASURES, RUNS_CSV, read_runs
 
 
+@pytest.mark.slow  # the smoke sweep behind them trains six small runs
 def test_smoke_sweep_writes_every_file(smoke_sweep) -> None:
     out = smoke_sweep.out
     assert "4 runs (4 trained now, 0 already done)" in smoke_sweep.stdout
@@ -23,6 +24,7 @@ def test_smoke_sweep_writes_every_file(smoke_sweep) -> None:
     assert (final["train_error"] <= runs[runs["step"] == 0]["train_error"].to_numpy()).all()
 
 
+@pytest.mark.slow  # the smoke sweep behind them trains six small runs
 def test_rerunning_the_smoke_sweep_trains_nothing(smoke_sweep, capsys) -> None:
     before = {p: p.stat().st_mtime_ns for p in smoke_sweep.out.rglob("trajectory.json")}
     assert main(["lab", "sweep", "--preset", "smoke", "--out", str(smoke_sweep.out)]) == 0
@@ -31,6 +33,7 @@ def test_rerunning_the_smoke_sweep_trains_nothing(smoke_sweep, capsys) -> None:
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
+@pytest.mark.slow  # the smoke sweep behind them trains six small runs
 def test_show_prints_the_correlation_table(smoke_sweep, capsys) -> None:
     assert main(["lab", "show", str(smoke_sweep.out), "--runs"]) == 0
     printed = capsys.readouterr().out
