@@ -290,6 +290,25 @@ def summarise(
     return summaries, profiles, failed
 
 
+def plan_downloads(names: Sequence[str]) -> tuple[list[str], int, list[str]]:
+    """Before any weight is fetched: (names that need a download, their total bytes, error messages).
+
+    Each model's config.json is fetched and checked and its weights sized from the Hub's metadata
+    (:func:`data.download_plan`); a model above the download cap, or one that cannot be reached, is
+    reported and left out.
+    """
+    needed, total, errors = [], 0, []
+    for name in names:
+        try:
+            plan = data.download_plan(name)
+        except (SpecboundError, OSError) as exc:
+            errors.append(f"Could not get {plain(name)}: {plain(safety.public_message(exc))}")
+            continue
+        needed.append(name)
+        total += 0 if plan is None else plan.total_bytes
+    return needed, total, errors
+
+
 def download(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """Download and analyse miniatures with a progress bar: (names obtained, error messages)."""
     got, errors, bar = [], [], st.progress(0.0, text="Starting the downloads")

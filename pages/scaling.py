@@ -24,6 +24,8 @@ ensure_app_entry()
 DOWNLOAD_ERRORS_KEY = "scaling_download_errors"
 #: Session-state keys of the study's model choice, and of models just downloaded that should join it.
 MODELS_KEY, DOWNLOADED_KEY = "scaling_models", "scaling_downloaded"
+#: Session-state key of the models whose download size was shown and awaits a click, with that size.
+PENDING_KEY = "scaling_pending_download"
 #: The family radio, and the lab family's own model choice (its options are other models).
 FAMILY_KEY, LAB_MODELS_KEY = "scaling_family", "scaling_lab_models"
 MINIATURES = "BERT Miniatures"
@@ -161,13 +163,24 @@ else:
             list(missing["model"]),
             key="scaling_download_models",
         )
-        requested = st.form_submit_button("Download the chosen miniatures")
-    if requested and wanted:
-        got, errors = service.download(wanted)
+        requested = st.form_submit_button("Check the download size")
+    if requested and wanted:  # sizes first, from config.json and the Hub's metadata: no weight is fetched yet
+        needed, size, errors = service.plan_downloads(wanted)
         st.session_state[DOWNLOAD_ERRORS_KEY] = errors
-        if got:
-            st.session_state[DOWNLOADED_KEY] = got
-            st.rerun()  # the new models are now in the cache: list them and add them to the study
+        st.session_state[PENDING_KEY] = (needed, size)
+    if pending := st.session_state.get(PENDING_KEY):
+        needed, size = pending
+        if needed and st.button(
+            f"Download {size / 1e6:,.1f} MB for {len(needed)} model(s) and analyse them",
+            key="scaling_confirm_download",
+            type="primary",
+        ):
+            st.session_state.pop(PENDING_KEY)
+            got, errors = service.download(needed)
+            st.session_state[DOWNLOAD_ERRORS_KEY] = errors
+            if got:
+                st.session_state[DOWNLOADED_KEY] = got
+                st.rerun()  # the new models are now in the cache: list them and add them to the study
     for message in st.session_state.get(DOWNLOAD_ERRORS_KEY, []):
         st.error(message)
 

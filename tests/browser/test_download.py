@@ -75,6 +75,10 @@ def test_the_scaling_page_downloads_the_chosen_miniatures(browser_page, hub_serv
     choose(page, "scaling_download_models", "L2-H128", "L4-H128")
     page.keyboard.press("Escape")  # a multiselect keeps its list open
     page.locator("[data-testid='stFormSubmitButton'] button").click()
+    confirm = page.locator(".st-key-scaling_confirm_download button")
+    confirm.wait_for()  # the size comes first, from config.json and the Hub's metadata
+    assert re.fullmatch(r"Download [\d.,]+ MB for 2 model\(s\) and analyse them", confirm.inner_text().strip())
+    confirm.click()
     page.locator(".st-key-growth_depth .js-plotly-plot").wait_for()
     wait_idle(page)
     assert_no_errors(page)
