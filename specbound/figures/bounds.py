@@ -24,7 +24,16 @@ from ..explain import break_even, p_star_by_kind
 from ..logspace import to_log10
 from ..matrices import Kind
 from ..profile import HEAD_KINDS, LAYER_KINDS
-from .style import KIND_COLORS, MAX_LABELLED_HEADS, NEUTRAL, SEQUENTIAL, apply_layout, palette_color, set_log_ticks
+from .style import (
+    KIND_COLORS,
+    MAX_LABELLED_HEADS,
+    NEUTRAL,
+    SEQUENTIAL,
+    apply_layout,
+    as_text,
+    palette_color,
+    set_log_ticks,
+)
 
 SQRT_DEPTH_COLOR = NEUTRAL
 SQRT_DEPTH_LABEL = "√L"
@@ -400,12 +409,12 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
                 y=labels,
                 x=values,
                 orientation="h",
-                name=totals.model,
+                name=as_text(totals.model),
                 marker_color=palette_color(n),
                 text=[f"10^{v:.2f}" for v in values],
                 textposition="auto",
                 customdata=[ratio[key] for key in COMPARED_PROXIES],
-                hovertemplate=f"{totals.model}<br>%{{y}}: log10 = %{{x:.4g}}"
+                hovertemplate=f"{as_text(totals.model)}<br>%{{y}}: log10 = %{{x:.4g}}"
                 "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>",
             )
         )

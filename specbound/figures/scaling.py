@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..scaling import Axis, BetterFit, GrowthCurve, GrowthExponent, GrowthModel, Proxy
-from .style import apply_layout, palette_color, set_log_ticks
+from .style import apply_layout, as_text, palette_color, set_log_ticks
 
 #: Line style per proxy: the two proxies the paper compares are solid, the fixed-p regimes dashed.
 PROXY_STYLE: dict[Proxy, dict[str, str]] = {
@@ -104,7 +104,7 @@ def growth_figure(
                     legendgroup=curve.proxy.value,
                     showlegend=curve.proxy not in shown,
                     line={"color": style["color"], "dash": style["dash"]},
-                    customdata=[[m, lr] for m, lr in zip(curve.models, curve.log10_ratio, strict=True)],
+                    customdata=[[as_text(m), lr] for m, lr in zip(curve.models, curve.log10_ratio, strict=True)],
                     hovertemplate=(
                         f"{_LABEL[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
                         f"<br>ratio = %{{y:.4g}} (log10 %{{customdata[1]:.3f}})<extra></extra>"

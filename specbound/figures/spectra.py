@@ -23,7 +23,15 @@ from ..explain import rank_and_maximum
 from ..matrices import Kind
 from ..profile import HEAD_KINDS, LAYER_KINDS, SpectralProfile
 from ..spectrum import cumulative_energy
-from .style import MAX_LABELLED_HEADS, SEQUENTIAL, apply_layout, palette_color, sequential_colors, set_log_ticks
+from .style import (
+    MAX_LABELLED_HEADS,
+    SEQUENTIAL,
+    apply_layout,
+    as_text,
+    palette_color,
+    sequential_colors,
+    set_log_ticks,
+)
 
 #: The per-head quantities of :func:`head_heatmaps`, in panel order.
 HEATMAP_QUANTITIES: tuple[str, ...] = ("numerical rank", "stable rank", "spectral norm σ₁")
@@ -375,9 +383,9 @@ def overlaid_spectra(
         x, y = np.arange(1, width + 1), _masked_singular_values(profile, rows, normalise)[:, :width]
         what = "σᵢ / σ₁" if normalise else "σᵢ"
         if kind in HEAD_KINDS:
-            traces = _median_band(x, y, profile.model, palette_color(n), profile.model, what)
+            traces = _median_band(x, y, as_text(profile.model), palette_color(n), profile.model, what)
         else:
-            traces = [_line(x, y[0], profile.model, palette_color(n), profile.model, what)]
+            traces = [_line(x, y[0], as_text(profile.model), palette_color(n), profile.model, what)]
         traces[-1]["showlegend"] = True
         fig.add_traces(traces)
         drawn.append(y)

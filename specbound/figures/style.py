@@ -7,6 +7,7 @@ same purpose. Nothing here touches plotly's global templates: :func:`apply_layou
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping
 
@@ -65,6 +66,12 @@ def sequential_colors(count: int) -> list[str]:
     return sample_colorscale(SEQUENTIAL, np.linspace(0.0, 0.9, max(count, 1)).tolist())
 
 
+def as_text(value: object) -> str:
+    """``value`` for a Plotly text field, shown as typed: Plotly reads a small HTML subset (``<a href>``,
+    ``<b>``, ``<br>``…) in titles, legends and hover labels, so a model name made of markup is escaped."""
+    return html.escape(str(value), quote=False)
+
+
 def apply_layout(
     fig: go.Figure, title: str, *, source: str | None = None, height: int | None = None, legend_title: str | None = None
 ) -> go.Figure:
@@ -83,7 +90,7 @@ def apply_layout(
             "xanchor": "left",
             "xref": "container",
             "pad": {"l": 12},
-            "subtitle": {"text": source or ""},
+            "subtitle": {"text": as_text(source or "")},
         },
         margin={"t": TOP_MARGIN_SUBTITLE if source else TOP_MARGIN, "l": 8, "r": 8, "b": 8},
         legend={

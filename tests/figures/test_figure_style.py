@@ -75,3 +75,18 @@ def test_importing_the_builders_changes_no_global_plotly_state() -> None:
     for module in (style, spectra, bounds, scaling, theory, html_report):
         importlib.reload(module)
     assert (pio.templates.default, pio.renderers.default, tuple(pio.templates)) == before
+
+
+def test_a_model_name_made_of_markup_stays_text_in_titles_legends_and_hovers() -> None:
+    import dataclasses
+
+    from hand_profiles import flat_one_layer
+
+    from specbound.figures.spectra import overlaid_spectra
+
+    name = '<a href="http://evil.example">x</a> <img src=x>'
+    profile = dataclasses.replace(flat_one_layer(1.0, 1.0, 1.0, 1.0), model=name)
+    figure = overlaid_spectra(profile, profile, "M_in", 0, source=f"{name} · p*")
+    texts = [figure.layout.title.subtitle.text] + [t.name for t in figure.data if t.name]
+    assert texts and all("<a" not in t and "<img" not in t for t in texts)
+    assert "&lt;a href=" in figure.layout.title.subtitle.text  # Plotly shows the entity as the character
