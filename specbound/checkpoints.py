@@ -733,15 +733,7 @@ class Checkpoint:
         then for finiteness and magnitude before any SVD."""
         arrays = {}
         names = set(self._reader.names())
-        n, f = self.shape.hidden_size, self.shape.ffn_size
-        expected_shapes = {
-            "query": (n, n),
-            "key": (n, n),
-            "value": (n, n),
-            "attn_out": (n, n),
-            "ffn_in": (f, n),
-            "ffn_out": (n, f),
-        }  # (out, in), as LayerWeights documents
+        expected_shapes = LayerWeights.expected_shapes(self.shape)  # (out, in) per field
         for field_name, tensor in self.naming.tensor_names().items():
             key = f"{self._prefix}{self.naming.root}.{index}.{tensor}"
             label = f"{self.naming.root}.{index}.{tensor}"
