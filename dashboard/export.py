@@ -71,7 +71,7 @@ def fit_heatmap_panels(fig: go.Figure, columns: int) -> go.Figure:
     if columns > MAX_LABELLED_HEADS:
         fig.update_traces(texttemplate=None)
     fig.update_yaxes(showticklabels=False)
-    fig.update_yaxes(showticklabels=True, row=1, col=1)
+    fig.layout.yaxis.showticklabels = True  # the first panel's
     fig.update_layout(margin={"t": TOP_MARGIN_SUBTITLE + 24})
     return fig
 

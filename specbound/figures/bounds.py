@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import Enum
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
-from plotly.subplots import make_subplots
 
 from ..bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ..compare import Comparison
@@ -29,10 +29,14 @@ from .style import (
     MAX_LABELLED_HEADS,
     NEUTRAL,
     SEQUENTIAL,
-    apply_layout,
     as_text,
+    axis_title,
+    figure,
+    log_axis,
+    on_panel,
     palette_color,
-    set_log_ticks,
+    panel_grid,
+    panel_ref,
 )
 
 SQRT_DEPTH_COLOR = NEUTRAL
@@ -78,7 +82,7 @@ def term_sums(
     sums = kind_layer_sums(terms, num_layers)
     layer_total = sum(sums.values())  # (L,)
     share_of_total = 100.0 * layer_total / terms.total if np.isfinite(terms.total) else np.full(num_layers, np.nan)
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     for kind, values in sums.items():
         if view is SumsView.SHARE:
             y = 100.0 * np.divide(values, layer_total, out=np.zeros_like(values), where=layer_total > 0)
@@ -88,63 +92,65 @@ def term_sums(
             )
         else:
             y, hover = values, f"%{{x}}<br>Σ c({kind.value}) = %{{y:.6g}}<extra></extra>"
-        fig.add_trace(
-            go.Bar(
-                x=categories[:-1],
-                y=_finite_or_gap(y),
-                name=kind.value,
-                marker_color=KIND_COLORS[kind],
-                customdata=share_of_total,
-                hovertemplate=hover,
-            )
+        traces.append(
+            {
+                "type": "bar",
+                "x": categories[:-1],
+                "y": _finite_or_gap(y),
+                "name": kind.value,
+                "marker": {"color": KIND_COLORS[kind]},
+                "customdata": share_of_total,
+                "hovertemplate": hover,
+            }
         )
     if view is not SumsView.SHARE:
-        fig.add_trace(
-            go.Bar(
-                x=[SQRT_DEPTH_LABEL],
-                y=[terms.sqrt_depth],
-                name=SQRT_DEPTH_LABEL,
-                marker_color=SQRT_DEPTH_COLOR,
-                hovertemplate="√L = %{y:.6g}<extra></extra>",
-            )
+        traces.append(
+            {
+                "type": "bar",
+                "x": [SQRT_DEPTH_LABEL],
+                "y": [terms.sqrt_depth],
+                "name": SQRT_DEPTH_LABEL,
+                "marker": {"color": SQRT_DEPTH_COLOR},
+                "hovertemplate": "√L = %{y:.6g}<extra></extra>",
+            }
         )
-    fig.update_layout(
-        barmode="group" if view is SumsView.LOG else "stack",
-        xaxis={"categoryorder": "array", "categoryarray": categories},
-    )
     if view is SumsView.LOG:
-        set_log_ticks(fig, "y", np.append(np.concatenate(list(sums.values())), terms.sqrt_depth))
-        fig.update_yaxes(title_text="Σ c(W; p) (log)")
+        y_axis = log_axis(
+            np.append(np.concatenate(list(sums.values())), terms.sqrt_depth), title={"text": "Σ c(W; p) (log)"}
+        )
     else:
-        fig.update_yaxes(title_text="% of the layer's sum" if view is SumsView.SHARE else "Σ c(W; p)")
-    return apply_layout(fig, "Σ c(W; p) by layer and kind", source=source, height=400, legend_title="kind")
+        y_axis = axis_title("% of the layer's sum" if view is SumsView.SHARE else "Σ c(W; p)")
+    layout = {
+        "barmode": "group" if view is SumsView.LOG else "stack",
+        "xaxis": {"categoryorder": "array", "categoryarray": categories},
+        "yaxis": y_axis,
+    }
+    return figure(traces, "Σ c(W; p) by layer and kind", source=source, height=400, legend_title="kind", layout=layout)
 
 
 def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """log10 α⁽ℓ⁾ (product of the layer factors above ℓ) and log10 ξ⁽ℓ⁾ (Edelman's layer sum)."""
     layers = np.arange(analysis.profile.shape.num_layers)
-    fig = go.Figure(
-        [
-            go.Bar(
-                x=layers,
-                y=to_log10(analysis.log_alpha),
-                name="log10 α<sup>(ℓ)</sup>",
-                marker_color=palette_color(0),
-                hovertemplate="layer %{x}<br>log10 α = %{y:.4g}<extra></extra>",
-            ),
-            go.Bar(
-                x=layers,
-                y=to_log10(analysis.log_xi),
-                name="log10 ξ<sup>(ℓ)</sup> (Edelman)",
-                marker_color=palette_color(1),
-                hovertemplate="layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>",
-            ),
-        ]
-    )
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="layer", dtick=1)
-    fig.update_yaxes(title_text="log10")
-    return apply_layout(fig, "Depth factors per layer (log10)", source=source, height=340)
+    bars = [
+        {
+            "type": "bar",
+            "x": layers,
+            "y": to_log10(analysis.log_alpha),
+            "name": "log10 α<sup>(ℓ)</sup>",
+            "marker": {"color": palette_color(0)},
+            "hovertemplate": "layer %{x}<br>log10 α = %{y:.4g}<extra></extra>",
+        },
+        {
+            "type": "bar",
+            "x": layers,
+            "y": to_log10(analysis.log_xi),
+            "name": "log10 ξ<sup>(ℓ)</sup> (Edelman)",
+            "marker": {"color": palette_color(1)},
+            "hovertemplate": "layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>",
+        },
+    ]
+    layout = {"barmode": "group", "xaxis": axis_title("layer", dtick=1), "yaxis": axis_title("log10")}
+    return figure(bars, "Depth factors per layer (log10)", source=source, height=340, layout=layout)
 
 
 def contribution_curves(
@@ -167,87 +173,76 @@ def contribution_curves(
     curves = 10.0 ** to_log10(analysis.contribution_curves(ps, chosen))  # (rows, len(ps))
     on_grid = 10.0 ** to_log10(analysis.log_contribution_grid[chosen])  # (rows, 2m + 1)
     at_p = 10.0 ** to_log10(terms.log_contribution[chosen])  # (rows,)
-    fig = go.Figure()
+    traces = []
     for n, i in enumerate(chosen):
         label = analysis.profile.ids[i].label
         color = palette_color(n)
         best = int(analysis.p_opt_index[i])
-        fig.add_trace(
-            go.Scatter(
-                x=ps,
-                y=_finite_or_gap(curves[n]),
-                mode="lines",
-                name=label,
-                legendgroup=label,
-                line={"color": color},
-                hovertemplate=f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.6g}}<extra></extra>",
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=grid,
-                y=_finite_or_gap(on_grid[n]),
-                mode="markers",
-                name=f"{label} on P_m",
-                legendgroup=label,
-                showlegend=False,
-                marker={"color": color, "size": 4},
-                hoverinfo="skip",
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=[grid[best]],
-                y=_finite_or_gap([on_grid[n, best]]),
-                mode="markers",
-                name=f"{label} p*",
-                legendgroup=label,
-                showlegend=False,
-                marker={
+        point = {"type": "scatter", "mode": "markers", "legendgroup": label, "showlegend": False}
+        traces += [
+            {
+                "type": "scatter",
+                "x": ps,
+                "y": _finite_or_gap(curves[n]),
+                "mode": "lines",
+                "name": label,
+                "legendgroup": label,
+                "line": {"color": color},
+                "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.6g}}<extra></extra>",
+            },
+            {
+                **point,
+                "x": grid,
+                "y": _finite_or_gap(on_grid[n]),
+                "name": f"{label} on P_m",
+                "marker": {"color": color, "size": 4},
+                "hoverinfo": "skip",
+            },
+            {
+                **point,
+                "x": [grid[best]],
+                "y": _finite_or_gap([on_grid[n, best]]),
+                "name": f"{label} p*",
+                "marker": {
                     "color": color,
                     "size": STAR_SIZES[n % len(STAR_SIZES)],
                     "symbol": "star",
                     "line": {"color": "black", "width": 1},
                 },
-                hovertemplate=f"{label}<br>p* = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=[float(terms.p[i])],
-                y=_finite_or_gap([at_p[n]]),
-                mode="markers",
-                name=f"{label} current p",
-                legendgroup=label,
-                showlegend=False,
-                marker={"color": "white", "size": 11, "symbol": "diamond", "line": {"color": color, "width": 2}},
-                hovertemplate=f"{label}<br>current p = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
-            )
-        )
-    set_log_ticks(fig, "y", np.concatenate([curves.ravel(), on_grid.ravel(), at_p]))
-    fig.update_xaxes(title_text="Schatten index p")
-    fig.update_yaxes(title_text="c(W; p)")
-    return apply_layout(fig, "c(W; p) against p (★ p*, ◇ current p)", source=source, height=420)
+                "hovertemplate": f"{label}<br>p* = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
+            },
+            {
+                **point,
+                "x": [float(terms.p[i])],
+                "y": _finite_or_gap([at_p[n]]),
+                "name": f"{label} current p",
+                "marker": {"color": "white", "size": 11, "symbol": "diamond", "line": {"color": color, "width": 2}},
+                "hovertemplate": f"{label}<br>current p = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
+            },
+        ]
+    layout = {
+        "xaxis": axis_title("Schatten index p"),
+        "yaxis": log_axis(np.concatenate([curves.ravel(), on_grid.ravel(), at_p]), title={"text": "c(W; p)"}),
+    }
+    return figure(traces, "c(W; p) against p (★ p*, ◇ current p)", source=source, height=420, layout=layout)
 
 
 def proxy_comparison(log_values: Mapping[str, float], *, source: str | None = None) -> go.Figure:
     """Horizontal bars of log10 of each named proxy (natural logs in), e.g. ours at p, at p*, Edelman."""
     names = list(log_values)
     values = to_log10(np.array([log_values[n] for n in names], dtype=float))
-    fig = go.Figure(
-        go.Bar(
-            x=values,
-            y=names,
-            orientation="h",
-            text=[f"10^{v:.2f}" for v in values],
-            textposition="auto",
-            marker_color=[palette_color(n) for n in range(len(names))],
-            hovertemplate="%{y}<br>log10 = %{x:.4g}<extra></extra>",
-        )
-    )
-    fig.update_xaxes(title_text="log10 of the proxy")
-    fig.update_yaxes(autorange="reversed")
-    return apply_layout(fig, "Proxies side by side (log10)", source=source, height=260)
+    bars = {
+        "type": "bar",
+        "x": values,
+        "y": names,
+        "orientation": "h",
+        "text": [f"10^{v:.2f}" for v in values],
+        "textposition": "auto",
+        "marker": {"color": [palette_color(n) for n in range(len(names))]},
+        "hovertemplate": "%{y}<br>log10 = %{x:.4g}<extra></extra>",
+    }
+    layout = {"xaxis": axis_title("log10 of the proxy"), "yaxis": {"autorange": "reversed"}}
+    return figure([bars], "Proxies side by side (log10)", source=source, height=260, layout=layout)
 
 
 # --- why p* wins --------------------------------------------------------------------------------
@@ -277,12 +272,12 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
     grid = analysis.grid
     by_kind = p_star_by_kind(analysis)
     L, H = analysis.profile.shape.num_layers, analysis.profile.shape.num_heads
-    fig = make_subplots(
-        rows=1,
-        cols=3,
+    layout = panel_grid(
+        1,
+        3,
         column_widths=[0.44, 0.44, 0.12],
         horizontal_spacing=0.05,
-        subplot_titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)", "M_in, M_out"],
+        titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)", "M_in, M_out"],
     )
     zmin, zmax = p_star_range(grid)
     used = np.union1d(analysis.p_opt, [grid[0], grid[-1]])  # the values taken, and the ends of P_m for scale
@@ -295,51 +290,52 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
     panels.append(
         (np.stack([by_kind[kind] for kind in LAYER_KINDS], axis=1), [k.value for k in LAYER_KINDS], "M_in, M_out")
     )  # (L, 2)
+    heatmaps = []
     for col, (z, x, name) in enumerate(panels, start=1):
-        fig.add_trace(
-            go.Heatmap(
-                z=z,
-                x=x,
-                name=name,
-                showscale=col == 3,
-                colorbar={
-                    "title": {"text": "p*"},
-                    "thickness": 10,
-                    "tickvals": used,
-                    "ticktext": [f"{p:.3g}" for p in used],
-                },
-                hovertemplate=f"{name}<br>layer %{{y}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
-                **common,
-            ),
-            row=1,
-            col=col,
-        )
-        fig.update_yaxes(dtick=1, title_text="layer" if col == 1 else None, row=1, col=col)
-    fig.update_xaxes(title_text="head", dtick=1, row=1, col=1)
-    fig.update_xaxes(title_text="head", dtick=1, row=1, col=2)
-    return apply_layout(fig, "p* of every matrix", source=source, height=320 + 14 * L)
+        heatmap = {
+            "type": "heatmap",
+            "z": z,
+            "x": x,
+            "name": name,
+            "showscale": col == 3,
+            "colorbar": {
+                "title": {"text": "p*"},
+                "thickness": 10,
+                "tickvals": used,
+                "ticktext": [f"{p:.3g}" for p in used],
+            },
+            "hovertemplate": f"{name}<br>layer %{{y}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
+            **common,
+        }
+        heatmaps.append(on_panel(heatmap, col))
+        x_axis, y_axis = panel_ref(col)
+        layout[y_axis].update(axis_title("layer" if col == 1 else None, dtick=1))
+        if col < 3:
+            layout[x_axis].update(axis_title("head", dtick=1))
+    return figure(heatmaps, "p* of every matrix", source=source, height=320 + 14 * L, layout=layout)
 
 
 def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """How many matrices take each grid value of p*, stacked by kind."""
     grid, prof = analysis.grid, analysis.profile
-    fig = go.Figure()
-    for kind in Kind:
-        counts = np.bincount(analysis.p_opt_index[prof.mask(kind)], minlength=len(grid))
-        fig.add_trace(
-            go.Bar(
-                x=grid,
-                y=counts,
-                name=kind.value,
-                marker_color=KIND_COLORS[kind],
-                width=0.8 * (grid[1] - grid[0]) if len(grid) > 1 else 0.8,
-                hovertemplate=f"{kind.value}<br>p* = %{{x:.3g}}: %{{y}} matrices<extra></extra>",
-            )
-        )
-    fig.update_layout(barmode="stack")
-    fig.update_xaxes(title_text="p* (grid P_m)", range=[grid[0] - 0.1, grid[-1] + 0.1])
-    fig.update_yaxes(title_text="matrices")
-    return apply_layout(fig, "How often each p* wins", source=source, height=340, legend_title="kind")
+    bars = [
+        {
+            "type": "bar",
+            "x": grid,
+            "y": np.bincount(analysis.p_opt_index[prof.mask(kind)], minlength=len(grid)),
+            "name": kind.value,
+            "marker": {"color": KIND_COLORS[kind]},
+            "width": 0.8 * (grid[1] - grid[0]) if len(grid) > 1 else 0.8,
+            "hovertemplate": f"{kind.value}<br>p* = %{{x:.3g}}: %{{y}} matrices<extra></extra>",
+        }
+        for kind in Kind
+    ]
+    layout = {
+        "barmode": "stack",
+        "xaxis": axis_title("p* (grid P_m)", range=[grid[0] - 0.1, grid[-1] + 0.1]),
+        "yaxis": axis_title("matrices"),
+    }
+    return figure(bars, "How often each p* wins", source=source, height=340, legend_title="kind", layout=layout)
 
 
 def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
@@ -352,39 +348,46 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
     prof = analysis.profile
     nonzero = prof.rank > 0
     labels = np.array([m.label for m in prof.ids])
-    fig = go.Figure()
+    points = []
     for kind in Kind:
         keep = prof.mask(kind) & nonzero
-        fig.add_trace(
-            go.Scatter(
-                x=even.log10_break_even[keep],
-                y=even.log10_scale[keep],
-                mode="markers",
-                name=kind.value,
-                marker={"color": KIND_COLORS[kind], "size": 7},
-                customdata=np.stack([labels[keep], analysis.p_opt[keep]], axis=1),
-                hovertemplate="%{customdata[0]}<br>log10 s* = %{x:.3g}<br>log10 s_W = %{y:.3g}"
+        points.append(
+            {
+                "type": "scatter",
+                "x": even.log10_break_even[keep],
+                "y": even.log10_scale[keep],
+                "mode": "markers",
+                "name": kind.value,
+                "marker": {"color": KIND_COLORS[kind], "size": 7},
+                "customdata": np.stack([labels[keep], analysis.p_opt[keep]], axis=1),
+                "hovertemplate": "%{customdata[0]}<br>log10 s* = %{x:.3g}<br>log10 s_W = %{y:.3g}"
                 "<br>p* = %{customdata[1]}<extra></extra>",
-            )
+            }
         )
     both = np.concatenate([even.log10_break_even[nonzero], even.log10_scale[nonzero]])
     low, high = (float(both.min()) - 0.5, float(both.max()) + 0.5) if both.size else (0.0, 1.0)
-    fig.add_trace(
-        go.Scatter(
-            x=[low, high],
-            y=[low, high],
-            mode="lines",
-            name="s_W = s*_W",
-            line={"color": NEUTRAL, "dash": "dash"},
-            hoverinfo="skip",
-        )
-    )
+    diagonal = {
+        "type": "scatter",
+        "x": [low, high],
+        "y": [low, high],
+        "mode": "lines",
+        "name": "s_W = s*_W",
+        "line": {"color": NEUTRAL, "dash": "dash"},
+        "hoverinfo": "skip",
+    }
     mid = 0.5 * (low + high)
-    fig.add_annotation(x=mid, y=mid, xanchor="right", yanchor="bottom", showarrow=False, text="above the line: p* = 0")
-    fig.add_annotation(x=mid, y=mid, xanchor="left", yanchor="top", showarrow=False, text="below: some p > 0 wins")
-    fig.update_xaxes(title_text="log10 break-even scale s*_W", range=[low, high])
-    fig.update_yaxes(title_text="log10 s_W", range=[low, high])
-    return apply_layout(fig, "Scale against break-even", source=source, height=420, legend_title="kind")
+    note = {"x": mid, "y": mid, "showarrow": False}
+    layout = {
+        "annotations": [
+            {**note, "xanchor": "right", "yanchor": "bottom", "text": "above the line: p* = 0"},
+            {**note, "xanchor": "left", "yanchor": "top", "text": "below: some p > 0 wins"},
+        ],
+        "xaxis": axis_title("log10 break-even scale s*_W", range=[low, high]),
+        "yaxis": axis_title("log10 s_W", range=[low, high]),
+    }
+    return figure(
+        [*points, diagonal], "Scale against break-even", source=source, height=420, legend_title="kind", layout=layout
+    )
 
 
 # --- a model against its baseline --------------------------------------------------------------
@@ -401,24 +404,23 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
     """log10 of each proxy for the model and the baseline, side by side, the ratio in the hover."""
     labels = list(COMPARED_PROXIES.values())
     ratio = comparison.log10_ratio
-    fig = go.Figure()
+    bars = []
     for n, totals in enumerate((comparison.model, comparison.baseline)):
         values = [totals.log10[key] for key in COMPARED_PROXIES]
-        fig.add_trace(
-            go.Bar(
-                y=labels,
-                x=values,
-                orientation="h",
-                name=as_text(totals.model),
-                marker_color=palette_color(n),
-                text=[f"10^{v:.2f}" for v in values],
-                textposition="auto",
-                customdata=[ratio[key] for key in COMPARED_PROXIES],
-                hovertemplate=f"{as_text(totals.model)}<br>%{{y}}: log10 = %{{x:.4g}}"
+        bars.append(
+            {
+                "type": "bar",
+                "y": labels,
+                "x": values,
+                "orientation": "h",
+                "name": as_text(totals.model),
+                "marker": {"color": palette_color(n)},
+                "text": [f"10^{v:.2f}" for v in values],
+                "textposition": "auto",
+                "customdata": [ratio[key] for key in COMPARED_PROXIES],
+                "hovertemplate": f"{as_text(totals.model)}<br>%{{y}}: log10 = %{{x:.4g}}"
                 "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>",
-            )
+            }
         )
-    fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="log10 of the proxy")
-    fig.update_yaxes(autorange="reversed")
-    return apply_layout(fig, "Model against baseline (log10)", source=source, height=320)
+    layout = {"barmode": "group", "xaxis": axis_title("log10 of the proxy"), "yaxis": {"autorange": "reversed"}}
+    return figure(bars, "Model against baseline (log10)", source=source, height=320, layout=layout)

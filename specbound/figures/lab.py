@@ -19,9 +19,11 @@ from plotly.subplots import make_subplots
 from ..lab.correlation import MeasureCorrelation
 from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
+from . import style
 
-#: Okabe & Ito (2008): black, orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple.
-OKABE_ITO: tuple[str, ...] = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+#: Okabe & Ito (2008), the palette of every figure: black, orange, sky blue, bluish green, yellow, blue,
+#: vermillion, reddish purple.
+OKABE_ITO: tuple[str, ...] = tuple(style.OKABE_ITO.values())
 #: (column of :func:`~specbound.lab.views.trajectory_frame`, legend name, colour, dash) per proxy line.
 _PROXY_LINES: tuple[tuple[str, str, str, str], ...] = (
     ("ours_log10", "ours at p*", OKABE_ITO[5], "solid"),

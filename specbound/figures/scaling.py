@@ -11,10 +11,9 @@ import math
 from collections.abc import Iterable, Sequence
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ..scaling import Axis, BetterFit, GrowthCurve, GrowthExponent, GrowthModel, Proxy
-from .style import apply_layout, as_text, palette_color, set_log_ticks
+from .style import as_text, axis_title, figure, log_axis, on_panel, palette_color, panel_grid, panel_ref
 
 #: Line style per proxy: the two proxies the paper compares are solid, the fixed-p regimes dashed.
 PROXY_STYLE: dict[Proxy, dict[str, str]] = {
@@ -80,52 +79,53 @@ def growth_figure(
     cols = panels if panels <= 4 else 3
     rows = math.ceil(panels / cols)
     other = against.other.value
-    fig = make_subplots(
-        rows=rows,
-        cols=cols,
+    layout = panel_grid(
+        rows,
+        cols,
         shared_yaxes=True,
-        shared_xaxes=False,
-        subplot_titles=[f"{other} = {v}" for v in fixed_values] or None,
+        titles=[f"{other} = {v}" for v in fixed_values],
         horizontal_spacing=0.04,
         vertical_spacing=0.12 if rows > 1 else 0.0,
     )
+    traces = []
     shown: set[Proxy] = set()
-    for index, fixed in enumerate(fixed_values):
-        row, col = divmod(index, cols)
+    for panel, fixed in enumerate(fixed_values, start=1):
         for curve in (c for c in curves if c.fixed == fixed):
             style = PROXY_STYLE[curve.proxy]
             ratio = [float(v) if math.isfinite(v) else None for v in curve.ratio]
-            fig.add_trace(
-                go.Scatter(
-                    x=list(curve.x),
-                    y=ratio,
-                    mode="lines+markers",
-                    name=_legend_name(curve.proxy, quoted.get(curve.proxy)),
-                    legendgroup=curve.proxy.value,
-                    showlegend=curve.proxy not in shown,
-                    line={"color": style["color"], "dash": style["dash"]},
-                    customdata=[[as_text(m), lr] for m, lr in zip(curve.models, curve.log10_ratio, strict=True)],
-                    hovertemplate=(
-                        f"{_LABEL[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
-                        f"<br>ratio = %{{y:.4g}} (log10 %{{customdata[1]:.3f}})<extra></extra>"
-                    ),
+            line = {
+                "type": "scatter",
+                "x": list(curve.x),
+                "y": ratio,
+                "mode": "lines+markers",
+                "name": _legend_name(curve.proxy, quoted.get(curve.proxy)),
+                "legendgroup": curve.proxy.value,
+                "showlegend": curve.proxy not in shown,
+                "line": {"color": style["color"], "dash": style["dash"]},
+                "customdata": [[as_text(m), lr] for m, lr in zip(curve.models, curve.log10_ratio, strict=True)],
+                "hovertemplate": (
+                    f"{_LABEL[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
+                    f"<br>ratio = %{{y:.4g}} (log10 %{{customdata[1]:.3f}})<extra></extra>"
                 ),
-                row=row + 1,
-                col=col + 1,
-            )
+            }
+            traces.append(on_panel(line, panel))
             shown.add(curve.proxy)
-    set_log_ticks(fig, "y", [r for c in curves for r in c.ratio])
-    fig.update_yaxes(title_text=f"proxy / proxy at {reference}", col=1)
-    fig.update_xaxes(
-        title_text=_AXIS_TITLE[against], tickmode="array", tickvals=sorted({x for c in curves for x in c.x})
-    )
+    y_axis = log_axis([r for c in curves for r in c.ratio])
+    x_axis = axis_title(_AXIS_TITLE[against], tickmode="array", tickvals=sorted({x for c in curves for x in c.x}))
+    for panel in range(1, rows * cols + 1):
+        x_key, y_key = panel_ref(panel)
+        layout[x_key].update(x_axis)
+        layout[y_key].update(y_axis)
+        if (panel - 1) % cols == 0:
+            layout[y_key].update(axis_title(f"proxy / proxy at {reference}"))
     note = f"normalised at {reference}; proxies, not generalization gaps"
-    return apply_layout(
-        fig,
+    return figure(
+        traces,
         title or f"Growth of the proxies with {_AXIS_TITLE[against]}",
         source=f"{source} · {note}" if source else note,
         height=380 * rows + 80,
         legend_title="proxy",
+        layout=layout,
     )
 
 

@@ -13,11 +13,11 @@ heads whose rank reaches i.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ..explain import rank_and_maximum
 from ..matrices import Kind
@@ -26,11 +26,15 @@ from ..spectrum import cumulative_energy
 from .style import (
     MAX_LABELLED_HEADS,
     SEQUENTIAL,
-    apply_layout,
     as_text,
+    axis_title,
+    figure,
+    log_axis,
+    on_panel,
     palette_color,
+    panel_grid,
+    panel_ref,
     sequential_colors,
-    set_log_ticks,
 )
 
 #: The per-head quantities of :func:`head_heatmaps`, in panel order.
@@ -130,27 +134,30 @@ def _per_kind_lines(
     subplot_title: Callable[[Kind, np.ndarray], str],
     heads: Iterable[int] | None,
     source: str | None,
-    log_y: bool,
+    y_axis: Mapping[str, Any] | None = None,
 ) -> go.Figure:
-    """One subplot per kind; per layer a median with a min-max band over heads, or the chosen heads."""
+    """One subplot per kind; per layer a median with a min-max band over heads, or the chosen heads.
+
+    The y axes are logarithmic unless ``y_axis`` (settings of every y axis) says otherwise.
+    """
     kinds = _kinds_present(profile, rows)
     titles = [subplot_title(kind, rows[profile.kinds[rows] == kind.value]) for kind in kinds]
     grid_cols = min(max(len(kinds), 1), PANEL_COLUMNS)
     grid_rows = -(-max(len(kinds), 1) // grid_cols)
-    fig = make_subplots(
-        rows=grid_rows,
-        cols=grid_cols,
-        subplot_titles=titles or None,
+    layout = panel_grid(
+        grid_rows,
+        grid_cols,
+        titles=titles,
+        title_size=12,
         horizontal_spacing=0.1,
         vertical_spacing=0.22 if grid_rows > 1 else 0.0,
     )
-    fig.update_annotations(font_size=12)
     colors = layer_colors(profile.shape.num_layers)
     chosen = None if heads is None else set(heads)
-    traces: list[tuple[dict, int, int]] = []
+    traces: list[dict] = []
     in_legend: set[int] = set()
-    for panel, kind in enumerate(kinds):
-        row, col = panel // grid_cols + 1, panel % grid_cols + 1
+    for panel, kind in enumerate(kinds, start=1):
+        x_axis, y_axis_key = panel_ref(panel)
         kind_rows = rows[profile.kinds[rows] == kind.value]
         x, y = values_of(kind_rows)  # (K,), (rows, K)
         y_drawn = []
@@ -159,40 +166,40 @@ def _per_kind_lines(
             group, color = f"layer {layer}", colors[layer]
             if kind in HEAD_KINDS and chosen is None:
                 name = f"L{layer} {kind.value} median of {int(at.sum())} heads"
-                traces += [(t, row, col) for t in _median_band(x, y[at], name, color, group, y_title)]
+                traces += [on_panel(t, panel) for t in _median_band(x, y[at], name, color, group, y_title)]
             else:
                 for i, values in zip(kind_rows[at], y[at], strict=True):
                     if kind in LAYER_KINDS or (chosen is not None and profile.heads[i] in chosen):
-                        traces.append((_line(x, values, profile.ids[i].label, color, group, y_title), row, col))
+                        traces.append(on_panel(_line(x, values, profile.ids[i].label, color, group, y_title), panel))
             y_drawn.append(y[at])
             if layer not in in_legend:
                 in_legend.add(layer)
                 # a point-free stand-in so the legend lists layers, not matrices
-                traces.append(
-                    (
-                        {
-                            "type": "scatter",
-                            "x": [None],
-                            "y": [None],
-                            "mode": "lines",
-                            "name": group,
-                            "legendgroup": group,
-                            "line": {"color": color},
-                            "hoverinfo": "skip",
-                        },
-                        row,
-                        col,
-                    )
-                )
-        set_log_ticks(fig, "x", x[np.isfinite(y).any(axis=0)], row=row, col=col)
-        fig.update_xaxes(title_text="index i", row=row, col=col)
-        if log_y and y_drawn:
-            set_log_ticks(fig, "y", np.concatenate(y_drawn).ravel(), row=row, col=col)
-        if col == 1:
-            fig.update_yaxes(title_text=y_title, row=row, col=col)
-    fig.add_traces([t for t, _, _ in traces], rows=[r for _, r, _ in traces], cols=[c for _, _, c in traces])
-    return apply_layout(
-        fig, title, source=source, height=PANEL_HEIGHT * grid_rows + 140, legend_title="layer (0 = bottom)"
+                stand_in = {
+                    "type": "scatter",
+                    "x": [None],
+                    "y": [None],
+                    "mode": "lines",
+                    "name": group,
+                    "legendgroup": group,
+                    "line": {"color": color},
+                    "hoverinfo": "skip",
+                }
+                traces.append(on_panel(stand_in, panel))
+        layout[x_axis].update(log_axis(x[np.isfinite(y).any(axis=0)], title={"text": "index i"}))
+        if y_axis is not None:
+            layout[y_axis_key].update(y_axis)
+        elif y_drawn:
+            layout[y_axis_key].update(log_axis(np.concatenate(y_drawn).ravel()))
+        if (panel - 1) % grid_cols == 0:
+            layout[y_axis_key].update(axis_title(y_title))
+    return figure(
+        traces,
+        title,
+        source=source,
+        height=PANEL_HEIGHT * grid_rows + 140,
+        legend_title="layer (0 = bottom)",
+        layout=layout,
     )
 
 
@@ -232,7 +239,7 @@ def singular_value_profiles(
 
     what = "σᵢ / σ₁" if normalise else "σᵢ"
     return _per_kind_lines(
-        profile, rows, f"Singular-value profiles ({what})", what, values_of, subplot_title, heads, source, log_y=True
+        profile, rows, f"Singular-value profiles ({what})", what, values_of, subplot_title, heads, source
     )
 
 
@@ -258,7 +265,7 @@ def cumulative_energy_curves(
         energy = cumulative_energy(np.where(counted, profile.singular_values[kind_rows, :width], 0.0))
         return np.arange(1, width + 1), np.where(counted, energy, np.nan)  # (width,), (rows, width)
 
-    fig = _per_kind_lines(
+    return _per_kind_lines(
         profile,
         rows,
         "Cumulative energy",
@@ -267,10 +274,8 @@ def cumulative_energy_curves(
         lambda kind, _: kind.value,
         heads,
         source,
-        log_y=False,
+        y_axis={"type": "linear", "range": [0, 1.02]},
     )
-    fig.update_yaxes(type="linear", range=[0, 1.02])
-    return fig
 
 
 def head_quantities(profile: SpectralProfile, kind: Kind | str) -> dict[str, np.ndarray]:
@@ -290,33 +295,34 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
     """
     kind = Kind(kind)
     quantities = head_quantities(profile, kind)
-    fig = make_subplots(rows=1, cols=len(quantities), subplot_titles=list(quantities), horizontal_spacing=0.09)
+    layout = panel_grid(1, len(quantities), titles=list(quantities), horizontal_spacing=0.09)
     heads = np.arange(profile.shape.num_heads)
     layers = np.arange(profile.shape.num_layers)
     ranges = {"numerical rank": (0, profile.shape.head_dim), "stable rank": (0, profile.shape.head_dim)}
+    heatmaps = []
     for col, (name, z) in enumerate(quantities.items(), start=1):
-        domain = fig.layout[f"xaxis{'' if col == 1 else col}"].domain
+        x_axis, y_axis = panel_ref(col)
         zmin, zmax = ranges.get(name, (None, None))
-        fig.add_trace(
-            go.Heatmap(
-                z=z,
-                x=heads,
-                y=layers,
-                name=name,
-                colorscale=SEQUENTIAL,
-                zmin=zmin,
-                zmax=zmax,
-                colorbar={"x": domain[1] + 0.005, "thickness": 10, "len": 0.9},
-                texttemplate="%{z:.3~g}",
-                textfont={"size": 9},
-                hovertemplate=f"layer %{{y}}, head %{{x}}<br>{name} = %{{z:.4g}}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
-        fig.update_xaxes(title_text="head", dtick=1, row=1, col=col)
-        fig.update_yaxes(title_text="layer" if col == 1 else None, dtick=1, row=1, col=col)
-    return apply_layout(fig, f"{kind.value} heads: layer × head", source=source, height=360 + 12 * len(layers))
+        heatmap = {
+            "type": "heatmap",
+            "z": z,
+            "x": heads,
+            "y": layers,
+            "name": name,
+            "colorscale": SEQUENTIAL,
+            "zmin": zmin,
+            "zmax": zmax,
+            "colorbar": {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9},
+            "texttemplate": "%{z:.3~g}",
+            "textfont": {"size": 9},
+            "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{name} = %{{z:.4g}}<extra></extra>",
+        }
+        heatmaps.append(on_panel(heatmap, col))
+        layout[x_axis].update(axis_title("head", dtick=1))
+        layout[y_axis].update(axis_title("layer" if col == 1 else None, dtick=1))
+    return figure(
+        heatmaps, f"{kind.value} heads: layer × head", source=source, height=360 + 12 * len(layers), layout=layout
+    )
 
 
 def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: str | None = None) -> go.Figure:
@@ -336,29 +342,31 @@ def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: 
     text = np.char.add(np.char.add(z.astype(str), " of "), top.astype(str))
     # cell labels only while they fit; the hover always says "32 of 32"
     labels = {"texttemplate": "%{text}", "textfont": {"size": 9}} if z.shape[1] <= MAX_LABELLED_HEADS else {}
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=x,
-            y=np.arange(profile.shape.num_layers),
-            text=text,
-            colorscale=SEQUENTIAL,
-            zmin=0,
-            zmax=int(top.max()),
-            colorbar={"thickness": 10, "title": {"text": "rank"}},
-            hovertemplate="layer %{y}<br>rank %{text}<extra></extra>",
-            name="rank",
-            **labels,
-        )
-    )
-    fig.update_xaxes(title_text=x_title, dtick=1 if kind in HEAD_KINDS else None)
-    fig.update_yaxes(title_text="layer", dtick=1)
+    heatmap = {
+        "type": "heatmap",
+        "z": z,
+        "x": x,
+        "y": np.arange(profile.shape.num_layers),
+        "text": text,
+        "colorscale": SEQUENTIAL,
+        "zmin": 0,
+        "zmax": int(top.max()),
+        "colorbar": {"thickness": 10, "title": {"text": "rank"}},
+        "hovertemplate": "layer %{y}<br>rank %{text}<extra></extra>",
+        "name": "rank",
+        **labels,
+    }
+    layout = {
+        "xaxis": axis_title(x_title, dtick=1 if kind in HEAD_KINDS else None),
+        "yaxis": axis_title("layer", dtick=1),
+    }
     full = int((z == top).sum())
-    return apply_layout(
-        fig,
+    return figure(
+        [heatmap],
         f"{kind.value} rank: {full} of {z.size} at the maximum",
         source=source,
         height=320 + 12 * profile.shape.num_layers,
+        layout=layout,
     )
 
 
@@ -373,7 +381,7 @@ def overlaid_spectra(
 ) -> go.Figure:
     """σ_i of one kind and layer of two models on the same log-log axes (median and min-max band over heads)."""
     kind = Kind(kind)
-    fig = go.Figure()
+    traces: list[dict] = []
     drawn = []
     for n, profile in enumerate((profile_a, profile_b)):
         if not 0 <= layer < profile.shape.num_layers:
@@ -382,15 +390,16 @@ def overlaid_spectra(
         width = max(int(profile.rank[rows].max()), 1)
         x, y = np.arange(1, width + 1), _masked_singular_values(profile, rows, normalise)[:, :width]
         what = "σᵢ / σ₁" if normalise else "σᵢ"
-        if kind in HEAD_KINDS:
-            traces = _median_band(x, y, as_text(profile.model), palette_color(n), profile.model, what)
-        else:
-            traces = [_line(x, y[0], as_text(profile.model), palette_color(n), profile.model, what)]
-        traces[-1]["showlegend"] = True
-        fig.add_traces(traces)
+        model_traces = (
+            _median_band(x, y, as_text(profile.model), palette_color(n), profile.model, what)
+            if kind in HEAD_KINDS
+            else [_line(x, y[0], as_text(profile.model), palette_color(n), profile.model, what)]
+        )
+        model_traces[-1]["showlegend"] = True
+        traces += model_traces
         drawn.append(y)
-    set_log_ticks(fig, "x", np.arange(1, max(d.shape[1] for d in drawn) + 1))
-    set_log_ticks(fig, "y", np.concatenate([d.ravel() for d in drawn]))
-    fig.update_xaxes(title_text="index i")
-    fig.update_yaxes(title_text="σᵢ / σ₁" if normalise else "σᵢ")
-    return apply_layout(fig, f"Spectra overlaid: {kind.value}, layer {layer}", source=source, height=400)
+    layout = {
+        "xaxis": log_axis(np.arange(1, max(d.shape[1] for d in drawn) + 1), title={"text": "index i"}),
+        "yaxis": log_axis(np.concatenate([d.ravel() for d in drawn]), title={"text": "σᵢ / σ₁" if normalise else "σᵢ"}),
+    }
+    return figure(traces, f"Spectra overlaid: {kind.value}, layer {layer}", source=source, height=400, layout=layout)

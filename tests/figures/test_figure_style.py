@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+from plotly.subplots import make_subplots
 
 from specbound.figures import bounds, html_report, scaling, spectra, style, theory
 from specbound.figures.style import (
     KIND_COLORS,
     OKABE_ITO,
     PALETTE,
-    apply_layout,
+    figure,
     format_tick,
+    log_axis,
     log_axis_ticks,
+    on_panel,
     palette_color,
+    panel_grid,
+    panel_ref,
 )
 
 
@@ -63,11 +69,52 @@ def test_palette_is_okabe_ito_and_kinds_use_it() -> None:
 
 
 def test_layout_puts_source_in_the_subtitle_and_the_legend_below() -> None:
-    fig = apply_layout(go.Figure(go.Scatter(x=[1], y=[1])), "Short title", source="minilm-l6 · p*", height=300)
+    fig = figure([go.Scatter(x=[1], y=[1])], "Short title", source="minilm-l6 · p*", height=300)
     assert fig.layout.title.text == "Short title" and fig.layout.title.subtitle.text == "minilm-l6 · p*"
     assert fig.layout.legend.orientation == "h" and fig.layout.legend.yanchor == "bottom"
     assert fig.layout.xaxis.automargin and fig.layout.yaxis.automargin and fig.layout.height == 300
-    assert fig.layout.margin.t > apply_layout(go.Figure(), "t").layout.margin.t  # room for the subtitle
+    assert fig.layout.margin.t > figure([], "t").layout.margin.t  # room for the subtitle
+
+
+def test_a_figure_s_own_axis_settings_sit_on_top_of_the_shared_axis_style() -> None:
+    fig = figure(
+        [{"type": "scatter", "x": [1, 10], "y": [2, 3]}],
+        "t",
+        layout={"xaxis": log_axis([1, 10], title={"text": "index"}), "yaxis": {"gridcolor": "red"}, "barmode": "stack"},
+    )
+    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.title.text == "index"
+    assert list(fig.layout.xaxis.tickvals) == [1, 2, 5, 10] and fig.layout.xaxis.automargin
+    assert fig.layout.yaxis.gridcolor == "red" and fig.layout.yaxis.zeroline is False  # own colour, shared rest
+    assert fig.layout.barmode == "stack" and fig.data[0].type == "scatter"
+
+
+def test_log_axis_without_positive_values_is_a_plain_log_axis() -> None:
+    assert log_axis([0.0, -1.0, float("nan")], dtick=1) == {"type": "log", "dtick": 1}
+
+
+def test_panel_grid_matches_make_subplots_and_every_panel_gets_the_style() -> None:
+    reference = make_subplots(rows=2, cols=2, subplot_titles=["a", "b", "c", "d"], horizontal_spacing=0.1)
+    layout = panel_grid(2, 2, titles=["a", "b", "c", "d"], horizontal_spacing=0.1, title_size=12)
+    for panel in range(1, 5):
+        x_key, y_key = panel_ref(panel)
+        assert list(layout[x_key]["domain"]) == list(reference.layout[x_key].domain)
+        assert list(layout[y_key]["domain"]) == list(reference.layout[y_key].domain)
+    assert [note["text"] for note in layout["annotations"]] == ["a", "b", "c", "d"]
+    assert {note["font"]["size"] for note in layout["annotations"]} == {12}
+    layout["xaxis4"]["title"] = {"text": "changed"}  # each call is a fresh copy
+    assert "title" not in panel_grid(2, 2, titles=["a", "b", "c", "d"], horizontal_spacing=0.1)["xaxis4"]
+    fig = figure([on_panel({"type": "scatter", "x": [1], "y": [1]}, 4)], "grid", layout=layout)
+    assert (fig.data[0].xaxis, fig.data[0].yaxis) == ("x4", "y4")
+    assert all(fig.layout[key].automargin for panel in range(1, 5) for key in panel_ref(panel))
+
+
+def test_figures_are_built_in_one_constructor_call_not_patched_afterwards() -> None:
+    """Each update_layout / update_xaxes / add_trace re-parses plotly property paths (milliseconds each):
+    the builders on the slider's path must build their figure once."""
+    sources = [inspect.getsource(module) for module in (bounds, spectra, scaling, theory)]
+    for text in sources:
+        for call in ("update_layout(", "update_xaxes(", "update_yaxes(", "add_trace(", "add_traces(", "make_subplots("):
+            assert call not in text, call
 
 
 def test_importing_the_builders_changes_no_global_plotly_state() -> None:

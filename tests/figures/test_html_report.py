@@ -11,13 +11,13 @@ from plotly.offline import get_plotlyjs
 
 from specbound import __version__
 from specbound.figures.html_report import ReportSection, html_report
-from specbound.figures.style import apply_layout
+from specbound.figures.style import figure as styled_figure
 
 EVIL = "<script>alert('x')</script>"
 
 
 def _report() -> str:
-    figure = apply_layout(go.Figure(go.Bar(x=[1, 2], y=[3, 4])), "Bars", source=f"{EVIL} · p*")
+    figure = styled_figure([go.Bar(x=[1, 2], y=[3, 4])], "Bars", source=f"{EVIL} · p*")
     tables = [pd.DataFrame({"layer": [0, 1], "c": [1.5, 2.25e12]}), pd.DataFrame({"kind": [EVIL]})]
     sections = [
         ReportSection("Spectra", figures=[figure, figure], note=EVIL),
