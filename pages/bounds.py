@@ -16,7 +16,7 @@ from dashboard import atlas, baseline, data, drilldown, share
 from dashboard.controls import p_controls
 from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
 from dashboard.headline import explorer_headline, headline_sentence
-from dashboard.presentation import folded, headline
+from dashboard.presentation import folded, headline, let_headline_through
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note
@@ -64,6 +64,7 @@ def explorer() -> None:
             baseline.name_of(pinned[0]) if pinned else None,
             f"{choice.summary} · terms evaluated in {elapsed_ms:.2f} ms from the cached spectra",
         )
+    let_headline_through()  # the total first, then the figures
     source = provenance(model, choice.summary)
     with st.expander("Compare with a baseline"):
         baseline.controls()
