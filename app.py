@@ -15,17 +15,18 @@ import streamlit as st
 from dashboard import atlas, data, safety, share
 from dashboard.export import figure_format_picker
 from dashboard.presentation import inject_style, presentation_toggle
-from dashboard.routing import landing_page
+from dashboard.routing import alias_page
 from dashboard.sidebar import render_sidebar
 
 # An emoji favicon is drawn in the page; a material-icon favicon is fetched from Google by every visitor.
 st.set_page_config(page_title="specbound", page_icon="📈", layout="wide")
 
-OVERVIEW = st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="overview")
-LANDING = landing_page(OVERVIEW)  # "/" forwards to the Overview, so every page keeps its own address
+# The default page is served at "/" (and reserves its own path, here "home"); "/overview" forwards to it.
+OVERVIEW = st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="home", default=True)
+OVERVIEW_ALIAS = alias_page(OVERVIEW, "overview")
 PAGES: list[st.Page] = [
-    LANDING,
     OVERVIEW,
+    OVERVIEW_ALIAS,
     st.Page("pages/bounds.py", title="Bound explorer", icon=":material/tune:", url_path="bounds"),
     st.Page("pages/why.py", title="Why p* wins", icon=":material/lightbulb:", url_path="why"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
@@ -36,8 +37,8 @@ PAGES: list[st.Page] = [
 ]
 
 page = st.navigation(PAGES)
-if page is LANDING:
-    page.run()  # switches to the Overview with the link's parameters: nothing below runs for "/"
+if page is OVERVIEW_ALIAS:
+    page.run()  # switches to the Overview with the link's parameters: nothing below runs
 share.restore()  # a shared link: seed the model and p settings before any widget is drawn
 render_sidebar()
 with st.sidebar:

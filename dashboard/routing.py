@@ -57,15 +57,16 @@ def guard_apptest_runs() -> Callable[[], None]:
     return undo
 
 
-def landing_page(target: st.Page) -> st.Page:
-    """The app's root "/": a hidden default page whose run forwards to ``target`` with the link's parameters.
+def alias_page(target: st.Page, url_path: str) -> st.Page:
+    """A hidden page at ``url_path`` whose run forwards to ``target`` with the link's parameters.
 
-    Streamlit serves its default page at "/" and ignores that page's own ``url_path``, so a link to
-    "/spectra" said "Page not found" while Spectra was the default. With this stand-in as the default,
-    every visible page keeps its own address.
+    Streamlit serves its default page at "/" and ignores that page's own ``url_path`` (a link to
+    "/spectra" said "Page not found" while Spectra was the default). The Overview is the default, so
+    the first page after a start opens with no forwarding round trip (about half a second in the
+    browser); this alias keeps links to its own name working.
     """
 
     def forward() -> None:
         st.switch_page(target, query_params=st.query_params.to_dict())
 
-    return st.Page(forward, title=target.title, url_path="home", default=True, visibility="hidden")
+    return st.Page(forward, title=target.title, url_path=url_path, visibility="hidden")
