@@ -27,8 +27,8 @@ ensure_app_entry()
 #: Scales s_W offered in the playground: powers of ten from 1e-6 to 1e6.
 PLAYGROUND_SCALES = tuple(10.0**k for k in range(-6, 7))
 PLAYGROUND_P_LABEL = "p* of the synthetic matrix"
-#: Live values beside a definition, per row.
-METRICS_PER_ROW = 2
+#: Columns of the row of live values under a definition (the most any definition shows).
+METRICS_PER_ROW = 3
 
 analysis = data.current_analysis()
 profile = analysis.profile
@@ -83,17 +83,16 @@ values = live.readout(analysis, int(index), p)
 
 
 def definition(latex: str, *metrics: tuple[str, str], note: str | None = None) -> None:
-    """One definition: the formula on the left, its live values for the chosen matrix on the right."""
-    left, right = st.columns([3, 2], vertical_alignment="center")
-    with left:
-        st.latex(latex)
-        if note:
-            st.caption(note)
-    with right:
-        for start in range(0, len(metrics), METRICS_PER_ROW):  # two per row: values stay whole on a projector
-            row = metrics[start : start + METRICS_PER_ROW]
-            for column, (label, value) in zip(st.columns(METRICS_PER_ROW)[: len(row)], row, strict=True):
-                column.metric(label, value)
+    """One definition: the formula across the page, its live values for the chosen matrix in a row beneath.
+
+    Full width, so neither a long formula nor a long value is cut on a projector at 1024 px with the
+    sidebar open; long formulas are written over several lines.
+    """
+    st.latex(latex)
+    for column, (label, value) in zip(st.columns(METRICS_PER_ROW), metrics, strict=False):
+        column.metric(label, value)
+    if note:
+        st.caption(note)
 
 
 st.markdown(
@@ -106,25 +105,26 @@ definition(
     note=f"τ = {RANK_TOL:g} and k = min(rows, cols) of W (N for QK and V, whose rank is at most d).",
 )
 definition(
-    r"S_p(W) = \sum_{i \le \operatorname{rank}(W)} \sigma_i^{\,p} \ (p > 0), \qquad "
-    r"S_0(W) = \operatorname{rank}(W)",
+    r"\begin{gathered} S_p(W) = \sum_{i \le \operatorname{rank}(W)} \sigma_i^{\,p} \quad (p > 0) \\"
+    r" S_0(W) = \operatorname{rank}(W) \end{gathered}",
     (live.SCHATTEN_LABEL, format_log_value(values.log_schatten)),
     note=f"At p = {p:.3g}. p → 0 counts the rank, p = 1 is the nuclear norm, p = 2 the squared Frobenius norm.",
 )
 
 st.markdown("**How the layers above and around W scale its contribution.**")
 definition(
-    r"\alpha^{(\ell)} = \prod_{k > \ell} L_\varphi\, \|M_{\mathrm{in}}^{(k)}\|_2\, \|M_{\mathrm{out}}^{(k)}\|_2"
-    r" \sum_h \|V^{(k,h)}\|_2 \,\bigl(1 + 4\,\|QK^{(k,h)}\|_2\bigr)",
+    r"\begin{aligned} \alpha^{(\ell)} &= \prod_{k > \ell} L_\varphi\, \|M_{\mathrm{in}}^{(k)}\|_2\,"
+    r" \|M_{\mathrm{out}}^{(k)}\|_2 \\ &\quad \cdot \sum_h \|V^{(k,h)}\|_2 \,\bigl(1 + 4\,\|QK^{(k,h)}\|_2\bigr)"
+    r" \end{aligned}",
     (live.ALPHA_LABEL, format_log_value(values.log_alpha)),
     note=f"L_φ = {L_PHI} bounds the GELU's Lipschitz constant; α = 1 for the top layer. Layer ℓ = {values.layer}.",
 )
 definition(
-    r"\gamma = \begin{cases} 2\,\|V^{(\ell,h)}\|_2 \|M_{\mathrm{out}}^{(\ell)}\|_2"
+    r"\begin{gathered} \gamma = \begin{cases} 2\,\|V^{(\ell,h)}\|_2 \|M_{\mathrm{out}}^{(\ell)}\|_2"
     r" \|M_{\mathrm{in}}^{(\ell)}\|_2"
     r" & QK \\ \|M_{\mathrm{out}}^{(\ell)}\|_2 \|M_{\mathrm{in}}^{(\ell)}\|_2 & V \\ "
     r"\|M_{\mathrm{out}}^{(\ell)}\|_2 & M_{\mathrm{in}} \\ 1 & M_{\mathrm{out}} \end{cases}"
-    r"\qquad s_W = \gamma\, \alpha^{(\ell)}\, L",
+    r"\\ s_W = \gamma\, \alpha^{(\ell)}\, L \end{gathered}",
     (live.GAMMA_LABEL, format_log_value(values.log_gamma)),
     (live.SCALE_LABEL, format_log_value(values.log_scale)),
 )
@@ -143,7 +143,7 @@ definition(
 
 st.markdown("**Choosing p after training.** The guarantee covers a finite grid; each matrix takes its best point.")
 definition(
-    r"\begin{gathered} P_m = \{0, \tfrac1m, \tfrac2m, \dots, 2\},\quad m = \lceil L + \ln \max(N, 2) \rceil"
+    r"\begin{gathered} P_m = \{0, \tfrac1m, \tfrac2m, \dots, 2\} \\ m = \lceil L + \ln \max(N, 2) \rceil"
     r" \\ p^*_W = \operatorname*{arg\,min}_{p \in P_m} c(W; p) \end{gathered}",
     (live.GRID_LABEL, str(values.grid_m)),
     (live.P_OPT_LABEL, f"{values.p_opt:.4g}"),
@@ -158,9 +158,10 @@ definition(
     note=f"The sum runs over all L(2H + 2) = {shape.num_matrices} proxy matrices.",
 )
 definition(
-    r"\xi^{(\ell)} = \sum_h \Bigl[(\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_2\|QK_h\|_{2,1})^{2/3}"
-    r" + (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_{2,1})^{2/3}\Bigr]"
-    r" + (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_{2,1})^{2/3} + \|M_{\mathrm{out}}\|_{2,1}^{2/3}",
+    r"\begin{aligned} \xi^{(\ell)} = \sum_h \Bigl[&(\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_2"
+    r"\|QK_h\|_{2,1})^{2/3} \\ &+ (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_{2,1})^{2/3}\Bigr] \\"
+    r" &+ (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_{2,1})^{2/3} + \|M_{\mathrm{out}}\|_{2,1}^{2/3}"
+    r" \end{aligned}",
     (live.XI_LABEL, format_log_value(values.log_xi)),
 )
 definition(
