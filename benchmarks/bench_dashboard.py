@@ -10,9 +10,10 @@ the dashboard with a real ``streamlit run`` and a fresh profile cache, then in t
   state and references to the shared caches, not weights);
 * times slider moves in the browser from the key press to the updated total on the page, beside the
   computation-layer time the page reports for the same moves (the explorer opens at p*, so the link
-  switches that off first);
-* starts a second server on the now warm profile cache and times the first useful page: from the
-  process start, and from the server answering, to the landing page's first headline number or chart;
+  switches that off first; timing starts once every chart of the page is drawn);
+* stops that server, then starts a new one on the now warm profile cache, five times, and times the
+  first useful page: from the process start, and from the server answering, to the landing page's
+  first headline number or chart (medians of the five starts);
 * runs the Spectra page in-process (Streamlit's AppTest, no browser) and reports the median server
   time of a full run of app.py on that page.
 """
@@ -34,7 +35,9 @@ from streamlit_server import CHROMIUM, launch_chromium, serve_dashboard  # noqa:
 from dashboard.text import TOTAL_LABEL  # noqa: E402
 
 EXTRA_SESSIONS = 6
-SLIDER_MOVES = 8
+SLIDER_MOVES = 16
+#: Starts of a new server whose first useful page is timed (the median is reported).
+FIRST_PAGE_STARTS = 5
 TARGET_SESSION_MB = 50.0
 SPECTRA_RUNS = 5
 #: The explorer's link with the sliders in charge (it opens at p* otherwise, with the global slider off).
@@ -62,23 +65,39 @@ def open_explorer(browser, url: str):
     page.goto(f"{url}{EXPLORER_LINK}")
     page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
     wait_idle(page)
+    page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+        .every(chart => chart.querySelector('.js-plotly-plot'))""")  # every chart drawn
     return page
 
 
+#: In the page: resolves with the time of the first animation frame (the one painted next) showing a
+#: total other than ``old``.
+SHOWN_AT = """([label, old]) => new Promise(resolve => {
+    const check = () => {
+        const metric = [...document.querySelectorAll('[data-testid="stMetric"]')]
+            .find(m => m.innerText.includes(label));
+        const value = metric && metric.querySelector('[data-testid="stMetricValue"]').innerText.trim();
+        if (value && value !== old) resolve(performance.now()); else requestAnimationFrame(check);
+    };
+    check();
+})"""
+
+
 def move_slider(page, key: str) -> float:
-    """Press one arrow key on the global p slider; seconds until the displayed total changes."""
+    """Press one arrow key on the global p slider; seconds from the key press to the frame with the new total.
+
+    Both ends are timed in the page (the keydown event, the animation frame that shows the change), so
+    the figure leaves out the test driver's own round trips to the browser.
+    """
     before = total_text(page)
     page.locator('.st-key-p_global [role="slider"], .st-key-p_global input[type="range"]').first.focus()
-    start = time.perf_counter()
-    page.keyboard.press(key)
-    page.wait_for_function(
-        """([label, old]) => [...document.querySelectorAll('[data-testid="stMetric"]')]
-               .some(m => m.innerText.includes(label)
-                      && m.querySelector('[data-testid="stMetricValue"]').innerText.trim() !== old)""",
-        arg=[TOTAL_LABEL, before],
-        polling="raf",
+    page.evaluate(
+        """() => document.addEventListener('keydown', () => { window.specboundKeyAt = performance.now(); },
+                                           {once: true, capture: true})"""
     )
-    elapsed = time.perf_counter() - start
+    page.keyboard.press(key)
+    shown_at = page.evaluate(SHOWN_AT, [TOTAL_LABEL, before])
+    elapsed = (shown_at - page.evaluate("window.specboundKeyAt")) / 1e3
     wait_idle(page)
     return elapsed
 
@@ -126,29 +145,29 @@ def main() -> int:
         return 2
     from playwright.sync_api import sync_playwright
 
-    with (
-        tempfile.TemporaryDirectory(prefix="specbound-bench-") as tmp,
-        serve_dashboard(Path(tmp)) as server,
-        sync_playwright() as playwright,
-    ):
+    with tempfile.TemporaryDirectory(prefix="specbound-bench-") as tmp, sync_playwright() as playwright:
         browser = launch_chromium(playwright)
-        idle_mb = resident_mb(server.pid)
-        first = open_explorer(browser, server.url)
-        latencies = [move_slider(first, "ArrowLeft" if i % 2 else "ArrowRight") for i in range(SLIDER_MOVES)]
-        server_ms = first.get_by_text("terms evaluated in").inner_text().split("evaluated in ")[-1]
-        baseline_mb = resident_mb(server.pid)
-        baseline_peak_mb = resident_mb(server.pid, "VmHWM")
+        with serve_dashboard(Path(tmp)) as server:
+            idle_mb = resident_mb(server.pid)
+            first = open_explorer(browser, server.url)
+            latencies = [move_slider(first, "ArrowLeft" if i % 2 else "ArrowRight") for i in range(SLIDER_MOVES)]
+            server_ms = first.get_by_text("terms evaluated in").inner_text().split("evaluated in ")[-1]
+            baseline_mb = resident_mb(server.pid)
+            baseline_peak_mb = resident_mb(server.pid, "VmHWM")
 
-        pages = []
-        for _ in range(EXTRA_SESSIONS):
-            page = open_explorer(browser, server.url)
-            move_slider(page, "ArrowRight")
-            pages.append(page)
-        loaded_mb = resident_mb(server.pid)
-        loaded_peak_mb = resident_mb(server.pid, "VmHWM")
-        for page in [first, *pages]:
-            page.context.close()
-        from_start_s, from_answer_s = first_useful_page(browser, Path(tmp))  # the same, now warm, profile cache
+            pages = []
+            for _ in range(EXTRA_SESSIONS):
+                page = open_explorer(browser, server.url)
+                move_slider(page, "ArrowRight")
+                pages.append(page)
+            loaded_mb = resident_mb(server.pid)
+            loaded_peak_mb = resident_mb(server.pid, "VmHWM")
+            for page in [first, *pages]:
+                page.context.close()
+        # the first server stopped, as before a fresh `make run`; the profile cache it filled is warm
+        starts = [first_useful_page(browser, Path(tmp)) for _ in range(FIRST_PAGE_STARTS)]
+        from_start_s = statistics.median(start for start, _ in starts)
+        from_answer_s = statistics.median(answer for _, answer in starts)
         browser.close()
     spectra_s = spectra_server_seconds()
 
@@ -172,7 +191,11 @@ def main() -> int:
             f"min {1e3 * min(latencies):.0f}, max {1e3 * max(latencies):.0f} ms over {SLIDER_MOVES} moves",
         ),
         ("  of which the computation layer (last move)", server_ms, "target < 50 ms"),
-        ("first useful page, warm cache, from process start", f"{from_start_s:.1f} s", "target < 3 s"),
+        (
+            "first useful page, warm cache, from process start",
+            f"{from_start_s:.2f} s",
+            f"target < 3 s; median of {FIRST_PAGE_STARTS} starts",
+        ),
         ("  from the server's first answer", f"{from_answer_s:.2f} s", ""),
         (
             "Spectra page, server time of a full run (median)",
