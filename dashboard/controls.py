@@ -9,7 +9,9 @@ is a labelled option.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
@@ -48,17 +50,21 @@ class PChoice:
     summary: str
 
 
+def _normalised(value: float, m: int, snap: bool) -> float:
+    """p as the controls use it: on the grid P_m when snapping, else rounded to FREE_DECIMALS."""
+    return float(snap_to_grid(float(value), m)) if snap else round(float(value), FREE_DECIMALS)
+
+
 def _p_slider(
     label: str, key: str, m: int, snap: bool, *, disabled: bool = False, label_visibility: str = "visible"
-) -> float:
+) -> None:
     """A p slider in [0, P_MAX]; steps of 1/m and snapped to P_m, or steps of FREE_STEP when free.
 
     The value is normalised before the slider is drawn (onto P_m when snapping), so the slider, the
     terms and a shared link all show the p that is computed, and toggling the snap keeps the value.
     """
-    value = float(share.shared(key, share.P_VALUE, DEFAULT_P))
-    st.session_state[key] = float(snap_to_grid(value, m)) if snap else round(value, FREE_DECIMALS)
-    value = st.slider(
+    st.session_state[key] = _normalised(share.shared(key, share.P_VALUE, DEFAULT_P), m, snap)
+    st.slider(
         label,
         min_value=0.0,
         max_value=P_MAX,
@@ -68,21 +74,53 @@ def _p_slider(
         disabled=disabled,
         label_visibility=label_visibility,
     )
-    return float(snap_to_grid(value, m)) if snap else float(value)
 
 
-def _override(label: str, key: str, m: int, snap: bool) -> tuple[str, float | None]:
-    """One row: a mode (follow the default, p*, own p) and its slider. Returns (mode, p or None)."""
+def _override(label: str, key: str, m: int, snap: bool) -> None:
+    """One row: a mode (follow the default, p*, own p) and its slider."""
     mode_col, slider_col = st.columns([2, 3])
     share.shared(f"{key}_mode", MODE_CODEC, INHERIT)
     mode = mode_col.selectbox(label, OVERRIDE_MODES, key=f"{key}_mode")
     with slider_col:
-        value = _p_slider(f"p for {label}", key, m, snap, disabled=mode != OWN, label_visibility="collapsed")
-    return mode, (value if mode == OWN else None)
+        _p_slider(f"p for {label}", key, m, snap, disabled=mode != OWN, label_visibility="collapsed")
 
 
 def _describe(value: float | None) -> str:
     return "p*" if value is None else f"p = {value:.3g}"
+
+
+def held_choice(analysis: BoundAnalysis, state: Mapping[str, Any]) -> PChoice | None:
+    """The assignment the controls hold in ``state`` (the session state), read without drawing them.
+
+    When a control moves, its new value is in the session state before the page runs, so the explorer
+    shows the new total before it draws the controls; :func:`p_controls` returns this same reading
+    once they are drawn. None before the controls were first drawn (drawing them puts a link's values
+    in place).
+    """
+    if OPTIMAL_KEY not in state:
+        return None
+    m = analysis.grid_m
+    snap = bool(state.get(SNAP_KEY, True))
+
+    def p_of(key: str) -> float:
+        return _normalised(state.get(key, DEFAULT_P), m, snap)
+
+    def overrides(keys: Mapping[Any, str]) -> dict[Any, float | None]:
+        """Target -> its own p, or None for its p*; targets that follow the default are left out."""
+        modes = {target: state.get(f"{key}_mode", INHERIT) for target, key in keys.items()}
+        return {t: (p_of(keys[t]) if mode == OWN else None) for t, mode in modes.items() if mode != INHERIT}
+
+    by_kind: dict[Kind, float | None] = {}
+    if state.get(KINDS_KEY, False):
+        by_kind = overrides({kind: KIND_KEY.format(kind.value) for kind in Kind})
+    by_layer: dict[int, float | None] = {}
+    if state.get(LAYERS_KEY, False):
+        by_layer = overrides({layer: LAYER_KEY.format(layer) for layer in range(analysis.profile.shape.num_layers)})
+    default = None if state.get(OPTIMAL_KEY, DEFAULT_OPTIMAL) else p_of(GLOBAL_KEY)
+    parts = [f"default {_describe(default)}"]
+    parts += [f"{kind.value}: {_describe(v)}" for kind, v in by_kind.items()]
+    parts += [f"layer {layer}: {_describe(v)}" for layer, v in by_layer.items()]
+    return PChoice(PAssignment(default=default, by_kind=by_kind, by_layer=by_layer), snap, m, " · ".join(parts))
 
 
 def p_controls(analysis: BoundAnalysis) -> PChoice:
@@ -104,7 +142,7 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
             help="Off: free p in steps of 0.01, outside the theorem's post-hoc guarantee.",
         )
     with slider:
-        global_p = _p_slider("Global p (every matrix without an override)", GLOBAL_KEY, m, snap, disabled=optimal)
+        _p_slider("Global p (every matrix without an override)", GLOBAL_KEY, m, snap, disabled=optimal)
         if snap:
             st.caption(
                 f"p ∈ P_m = {{0, 1/{m}, 2/{m}, …, 2}} (m = ⌈L + ln N⌉ = {m}): "
@@ -121,23 +159,14 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
     share.shared(LAYERS_KEY, share.BOOL, False)
     per_layer = layers_col.toggle("Set p per layer (wins over kinds)", key=LAYERS_KEY)
     # the override rows are drawn only when asked for: some 40 widgets would slow every slider move
-    by_kind: dict[Kind, float | None] = {}
     if per_kind:
         with st.container(border=True):
             for kind in Kind:
-                mode, value = _override(kind.value, KIND_KEY.format(kind.value), m, snap)
-                if mode != INHERIT:
-                    by_kind[kind] = value
-    by_layer: dict[int, float | None] = {}
+                _override(kind.value, KIND_KEY.format(kind.value), m, snap)
     if per_layer:
         with st.container(border=True):
             for layer in range(shape.num_layers):
-                mode, value = _override(f"layer {layer}", LAYER_KEY.format(layer), m, snap)
-                if mode != INHERIT:
-                    by_layer[layer] = value
-
-    default = None if optimal else global_p
-    parts = [f"default {_describe(default)}"]
-    parts += [f"{kind.value}: {_describe(v)}" for kind, v in by_kind.items()]
-    parts += [f"layer {layer}: {_describe(v)}" for layer, v in by_layer.items()]
-    return PChoice(PAssignment(default=default, by_kind=by_kind, by_layer=by_layer), snap, m, " · ".join(parts))
+                _override(f"layer {layer}", LAYER_KEY.format(layer), m, snap)
+    choice = held_choice(analysis, st.session_state)
+    assert choice is not None  # the controls are drawn
+    return choice

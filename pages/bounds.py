@@ -11,15 +11,17 @@ import time
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import atlas, baseline, data, drilldown, share
-from dashboard.controls import p_controls
+from dashboard.controls import PChoice, held_choice, p_controls
 from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
 from dashboard.headline import explorer_headline, headline_sentence
 from dashboard.presentation import folded, headline, let_headline_through
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note
+from specbound.bounds import BoundTerms
 from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
@@ -46,17 +48,14 @@ st.title("Bound explorer")
 bound_note()
 
 
-@st.fragment
-def explorer() -> None:
-    """Controls, headline and every p-dependent figure and table; reruns alone when a control moves."""
-    top = headline()  # filled once the controls have said which p
-    choice = p_controls(analysis)
+def show_headline(slot: DeltaGenerator, choice: PChoice) -> BoundTerms:
+    """Fill ``slot`` with the totals at ``choice`` (against the pinned baseline, if any); returns the terms."""
     start = time.perf_counter()
     terms = analysis.evaluate(choice.assignment)
     elapsed_ms = 1e3 * (time.perf_counter() - start)
     pinned = baseline.current_analysis()
     comparison = compare(analysis, pinned[1], choice.assignment) if pinned else None
-    with top:
+    with slot.container():
         explorer_headline(
             analysis,
             terms,
@@ -64,7 +63,26 @@ def explorer() -> None:
             baseline.name_of(pinned[0]) if pinned else None,
             f"{choice.summary} · terms evaluated in {elapsed_ms:.2f} ms from the cached spectra",
         )
-    let_headline_through()  # the total first, then the figures
+    return terms
+
+
+@st.fragment
+def explorer() -> None:
+    """Headline, controls and every p-dependent figure and table; reruns alone when a control moves.
+
+    A moved control's value is in the session state before this runs, so the new total is shown (and
+    sent, see :func:`let_headline_through`) before anything else is drawn. The first time, the
+    controls are drawn first (drawing them puts a link's values in place), then the headline.
+    """
+    with headline():
+        slot = st.empty()
+    held = held_choice(analysis, st.session_state)
+    if held is not None:
+        terms = show_headline(slot, held)
+        let_headline_through()  # the total first, then the controls and the figures
+    choice = p_controls(analysis)
+    if choice != held:
+        terms = show_headline(slot, choice)
     source = provenance(model, choice.summary)
     with st.expander("Compare with a baseline"):
         baseline.controls()
