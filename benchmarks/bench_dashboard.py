@@ -10,10 +10,12 @@ the dashboard with a real ``streamlit run`` and a fresh profile cache, then in t
   state and references to the shared caches, not weights);
 * times slider moves in the browser from the key press to the updated total on the page, beside the
   computation-layer time the page reports for the same moves (the explorer opens at p*, so the link
-  switches that off first; timing starts once every chart of the page is drawn);
+  switches that off first; timing starts once every chart of the page is drawn), and the same moves
+  on a bare Streamlit slider and number (``bare_slider_app.py``) served in the same run: the part
+  of the latency any Streamlit page pays on this machine at this moment;
 * stops that server, then starts a new one on the now warm profile cache, five times, and times the
   first useful page: from the process start, and from the server answering, to the landing page's
-  first headline number or chart (medians of the five starts);
+  first headline number or chart (medians of the five starts), and the same for the bare page;
 * runs the Spectra page in-process (Streamlit's AppTest, no browser) and reports the median server
   time of a full run of app.py on that page.
 """
@@ -36,6 +38,8 @@ from dashboard.text import TOTAL_LABEL  # noqa: E402
 
 EXTRA_SESSIONS = 6
 SLIDER_MOVES = 16
+#: The baseline page of the slider latency: a bare Streamlit slider and number.
+BARE_APP = Path(__file__).with_name("bare_slider_app.py")
 #: Starts of a new server whose first useful page is timed (the median is reported).
 FIRST_PAGE_STARTS = 5
 TARGET_SESSION_MB = 50.0
@@ -59,10 +63,10 @@ def total_text(page) -> str:
     return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
-def open_explorer(browser, url: str):
+def open_explorer(browser, url: str, link: str = EXPLORER_LINK):
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     page.set_default_timeout(120_000)
-    page.goto(f"{url}{EXPLORER_LINK}")
+    page.goto(f"{url}{link}")
     page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
     wait_idle(page)
     page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
@@ -102,10 +106,10 @@ def move_slider(page, key: str) -> float:
     return elapsed
 
 
-def first_useful_page(browser, scratch: Path) -> tuple[float, float]:
+def first_useful_page(browser, scratch: Path, script: str = "app.py") -> tuple[float, float]:
     """(seconds from process start, seconds from the server's first answer) to the first useful view of "/"."""
     started = time.perf_counter()
-    with serve_dashboard(scratch) as server:
+    with serve_dashboard(scratch, script=script) as server:
         healthy = time.perf_counter()
         page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
         page.set_default_timeout(120_000)
@@ -164,10 +168,16 @@ def main() -> int:
             loaded_peak_mb = resident_mb(server.pid, "VmHWM")
             for page in [first, *pages]:
                 page.context.close()
+        with serve_dashboard(Path(tmp), script=str(BARE_APP)) as bare_server:
+            bare = open_explorer(browser, bare_server.url, link="/")
+            bare_latencies = [move_slider(bare, "ArrowLeft" if i % 2 else "ArrowRight") for i in range(SLIDER_MOVES)]
+            bare.context.close()
         # the first server stopped, as before a fresh `make run`; the profile cache it filled is warm
         starts = [first_useful_page(browser, Path(tmp)) for _ in range(FIRST_PAGE_STARTS)]
         from_start_s = statistics.median(start for start, _ in starts)
         from_answer_s = statistics.median(answer for _, answer in starts)
+        bare_starts = [first_useful_page(browser, Path(tmp), str(BARE_APP)) for _ in range(FIRST_PAGE_STARTS)]
+        bare_from_start_s = statistics.median(start for start, _ in bare_starts)
         browser.close()
     spectra_s = spectra_server_seconds()
 
@@ -190,6 +200,12 @@ def main() -> int:
             f"{1e3 * statistics.median(latencies):.0f} ms",
             f"min {1e3 * min(latencies):.0f}, max {1e3 * max(latencies):.0f} ms over {SLIDER_MOVES} moves",
         ),
+        (
+            "  a bare Streamlit slider and number, same run",
+            f"{1e3 * statistics.median(bare_latencies):.0f} ms",
+            f"explorer / bare = {statistics.median(latencies) / statistics.median(bare_latencies):.2f}; "
+            f"min {1e3 * min(bare_latencies):.0f}, max {1e3 * max(bare_latencies):.0f} ms",
+        ),
         ("  of which the computation layer (last move)", server_ms, "target < 50 ms"),
         (
             "first useful page, warm cache, from process start",
@@ -197,6 +213,11 @@ def main() -> int:
             f"target < 3 s; median of {FIRST_PAGE_STARTS} starts",
         ),
         ("  from the server's first answer", f"{from_answer_s:.2f} s", ""),
+        (
+            "  the bare slider and number, from process start",
+            f"{bare_from_start_s:.2f} s",
+            f"dashboard / bare = {from_start_s / bare_from_start_s:.2f}",
+        ),
         (
             "Spectra page, server time of a full run (median)",
             f"{statistics.median(spectra_s):.2f} s",

@@ -21,8 +21,8 @@ from . import share
 PRESENT_KEY = "present"
 #: Key of the container that holds a page's headline numbers (CSS class ``st-key-headline``).
 HEADLINE_KEY = "headline"
-#: Seconds a control's rerun waits after filling the headline, before it builds the figures below.
-HEADLINE_LEAD_S = 0.06
+#: Seconds a control's rerun waits after filling the headline, before it draws the rest of the page.
+HEADLINE_LEAD_S = 0.1
 
 #: Always on: headline values and labels wrap rather than truncate, and the headline container is sticky.
 BASE_CSS = f"""

@@ -53,8 +53,8 @@ def _wait_healthy(url: str, process: subprocess.Popen, log: Path) -> None:
 
 
 @contextmanager
-def serve_dashboard(scratch: Path, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
-    """``streamlit run app.py`` on a free port, with its profile cache and log under ``scratch``."""
+def serve_dashboard(scratch: Path, extra_env: dict[str, str] | None = None, script: str = "app.py") -> Iterator[Server]:
+    """``streamlit run app.py`` (or another ``script``) on a free port, profile cache and log under ``scratch``."""
     port = _free_port()
     log = scratch / "streamlit.log"
     env = dict(os.environ, SPECBOUND_CACHE=str(scratch / "profiles"), **(extra_env or {}))
@@ -65,7 +65,7 @@ def serve_dashboard(scratch: Path, extra_env: dict[str, str] | None = None) -> I
                 "-m",
                 "streamlit",
                 "run",
-                "app.py",
+                script,
                 "--server.port",
                 str(port),
                 "--server.headless",
