@@ -10,6 +10,8 @@ becomes one error box, the sidebar stays, and the link drops the model the page 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard import atlas, data, safety, share
@@ -18,8 +20,12 @@ from dashboard.presentation import inject_style, presentation_toggle
 from dashboard.routing import alias_page
 from dashboard.sidebar import render_sidebar
 
-# An emoji favicon is drawn in the page; a material-icon favicon is fetched from Google by every visitor.
-st.set_page_config(page_title="specbound", page_icon="📈", layout="wide")
+FAVICON = Path(__file__).with_name("dashboard") / "favicon.svg"
+
+# The favicon is a local SVG, sent inline: a material-icon favicon is fetched from Google by every
+# visitor, and an emoji costs the first page a few hundred milliseconds (Streamlit then compiles its
+# whole emoji table to check it).
+st.set_page_config(page_title="specbound", page_icon=FAVICON, layout="wide")
 
 # The default page is served at "/" (and reserves its own path, here "home"); "/overview" forwards to it.
 OVERVIEW = st.Page("pages/overview.py", title="Overview", icon=":material/home:", url_path="home", default=True)
