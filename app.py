@@ -23,8 +23,8 @@ from dashboard.sidebar import render_sidebar
 FAVICON = Path(__file__).with_name("dashboard") / "favicon.svg"
 
 # The favicon is a local SVG, sent inline: a material-icon favicon is fetched from Google by every
-# visitor, and an emoji costs the first page a few hundred milliseconds (Streamlit then compiles its
-# whole emoji table to check it).
+# visitor, and an emoji costs the first page about 70 ms (Streamlit compiles its whole emoji table
+# to check it).
 st.set_page_config(page_title="specbound", page_icon=FAVICON, layout="wide")
 
 # The default page is served at "/" (and reserves its own path, here "home"); "/overview" forwards to it.

@@ -81,10 +81,10 @@ def headline() -> st.delta_generator.DeltaGenerator:
 
 
 def let_headline_through() -> None:
-    """Give the headline just written a head start of :data:`HEADLINE_LEAD_S` over the figures below it.
+    """Give the headline just written a head start of :data:`HEADLINE_LEAD_S` over the rest of the page.
 
     Streamlit sends a run's messages from its event-loop thread while the script thread goes on. When
-    the script goes straight on to build figures, the headline reaches the browser together with them,
+    the script goes straight on to draw controls and figures, the headline reaches the browser with them,
     and the browser paints it only after re-drawing every Plotly chart (100 to 250 ms of its main
     thread on a two-core machine). Pausing here releases the interpreter, so the headline is sent and
     painted on its own first; the figures follow a moment later. The dashboard benchmark
