@@ -113,7 +113,9 @@ def file_stem(profile: SpectralProfile) -> str:
 
 
 def csv_download(frame: pd.DataFrame, filename: str, key: str, label: str = "Download CSV") -> None:
-    st.download_button(label, frame.to_csv(index=False).encode(), file_name=filename, mime="text/csv", key=key)
+    """A button that saves ``frame`` as CSV, written only when the button is pressed (never on a rerun:
+    the explorer's tables change with every slider move)."""
+    st.download_button(label, lambda: frame.to_csv(index=False).encode(), file_name=filename, mime="text/csv", key=key)
 
 
 def provenance(model: str, p_text: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_idle
@@ -185,4 +186,24 @@ def test_the_slider_moves_the_total(server: str, browser_page) -> None:
     assert after != before
     assert end_p < start_p
     assert f"p_global={end_p:g}" in page.url  # the fragment keeps the link in step
+    assert_no_errors(page)
+
+
+def test_tables_and_reports_download_the_view_they_show(server: str, browser_page) -> None:
+    """The CSV and the HTML report are written when their button is pressed, at the p the page shows."""
+    page = browser_page
+    page.set_viewport_size(WIDE)
+    _open(page, f"{server}/bounds?p_optimal=0&p_global=0.5", "Bound explorer")
+    with page.expect_download() as download:
+        page.locator(".st-key-download_terms button").click()
+    assert download.value.suggested_filename == "minilm-l6-terms.csv"
+    lines = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
+    header = lines[0].split(",")
+    assert header[0] == "matrix" and "p" in header and len(lines) == 1 + 156  # one row per proxy matrix
+    p_column = header.index("p")
+    assert {line.split(",")[p_column] for line in lines[1:]} == {"0.5"}
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download this view as an HTML report").click()
+    report = Path(download.value.path()).read_text(encoding="utf-8")
+    assert "default p = 0.5" in report and 'class="plotly-graph-div"' in report
     assert_no_errors(page)
