@@ -59,23 +59,6 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "model"
 
 
-def fit_heatmap_panels(fig: go.Figure, columns: int) -> go.Figure:
-    """Side-by-side heatmap panels that stay readable in a narrow column (a projector at 1024 px).
-
-    With more columns than :data:`~specbound.figures.style.MAX_LABELLED_HEADS`, cell numbers overlap, so
-    they are left to the hover (as the p* map does); the layer ticks are kept on the first panel only,
-    where no colour bar runs into them; a taller top margin keeps the subtitle off the panel titles.
-    """
-    from specbound.figures.style import MAX_LABELLED_HEADS, TOP_MARGIN_SUBTITLE
-
-    if columns > MAX_LABELLED_HEADS:
-        fig.update_traces(texttemplate=None)
-    fig.update_yaxes(showticklabels=False)
-    fig.layout.yaxis.showticklabels = True  # the first panel's
-    fig.update_layout(margin={"t": TOP_MARGIN_SUBTITLE + 24})
-    return fig
-
-
 def clickable_cells(fig: go.Figure) -> go.Figure:
     """Make every heatmap cell clickable: an invisible marker on each cell, one trace per heatmap, in order.
 

@@ -13,7 +13,6 @@ from dashboard.export import (
     clickable_cells,
     csv_download,
     file_stem,
-    fit_heatmap_panels,
     provenance,
     report_download,
     show_figure,
@@ -85,9 +84,7 @@ else:
 st.subheader("Per head: rank, stable rank, spectral norm")
 head_kind = Kind(st.radio("Heads of", [Kind.QK.value, Kind.V.value], horizontal=True, key="heatmap_kind"))
 st.caption("Click a cell to open that matrix below.")
-heatmaps = clickable_cells(
-    fit_heatmap_panels(figures.head_heatmaps(profile, head_kind, source=source), shape.num_heads)
-)
+heatmaps = clickable_cells(figures.head_heatmaps(profile, head_kind, source=source))
 show_figure(
     heatmaps, HEATMAP_KEY, on_select=lambda: drilldown.from_chart(HEATMAP_KEY, analysis, drilldown.head_cell(head_kind))
 )

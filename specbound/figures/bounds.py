@@ -26,11 +26,11 @@ from ..matrices import Kind
 from ..profile import HEAD_KINDS, LAYER_KINDS
 from .style import (
     KIND_COLORS,
-    MAX_LABELLED_HEADS,
     NEUTRAL,
     SEQUENTIAL,
     as_text,
     axis_title,
+    cell_labels,
     figure,
     log_axis,
     on_panel,
@@ -282,7 +282,7 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
     zmin, zmax = p_star_range(grid)
     used = np.union1d(analysis.p_opt, [grid[0], grid[-1]])  # the values taken, and the ends of P_m for scale
     # cell labels only while they fit; the hover always carries the value
-    labels = {"texttemplate": "%{z:.3~g}", "textfont": {"size": 9}} if H <= MAX_LABELLED_HEADS else {}
+    labels = cell_labels(H)
     common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": np.arange(L), **labels}
     panels: list[tuple[np.ndarray, np.ndarray | list[str], str]] = [
         (by_kind[kind], np.arange(H), kind.value) for kind in HEAD_KINDS

@@ -24,10 +24,10 @@ from ..matrices import Kind
 from ..profile import HEAD_KINDS, LAYER_KINDS, SpectralProfile
 from ..spectrum import cumulative_energy
 from .style import (
-    MAX_LABELLED_HEADS,
     SEQUENTIAL,
     as_text,
     axis_title,
+    cell_labels,
     figure,
     log_axis,
     on_panel,
@@ -291,10 +291,13 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
     """Layer x head heatmaps of numerical rank, stable rank and spectral norm for QK or V.
 
     Both ranks share the colour range [0, d], so a full-rank model reads as full instead of noise
-    around d.
+    around d. The panels stay readable side by side in a narrow column (a projector at 1024 px):
+    cell numbers only up to :data:`~specbound.figures.style.MAX_LABELLED_HEADS` heads (the hover
+    always has them), layer ticks on the first panel only, where no colour bar runs into them.
     """
     kind = Kind(kind)
     quantities = head_quantities(profile, kind)
+    labels = cell_labels(profile.shape.num_heads)
     layout = panel_grid(1, len(quantities), titles=list(quantities), horizontal_spacing=0.09)
     heads = np.arange(profile.shape.num_heads)
     layers = np.arange(profile.shape.num_layers)
@@ -313,15 +316,19 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
             "zmin": zmin,
             "zmax": zmax,
             "colorbar": {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9},
-            "texttemplate": "%{z:.3~g}",
-            "textfont": {"size": 9},
             "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{name} = %{{z:.4g}}<extra></extra>",
+            **labels,
         }
         heatmaps.append(on_panel(heatmap, col))
         layout[x_axis].update(axis_title("head", dtick=1))
-        layout[y_axis].update(axis_title("layer" if col == 1 else None, dtick=1))
+        layout[y_axis].update(axis_title("layer" if col == 1 else None, dtick=1, showticklabels=col == 1))
     return figure(
-        heatmaps, f"{kind.value} heads: layer × head", source=source, height=360 + 12 * len(layers), layout=layout
+        heatmaps,
+        f"{kind.value} heads: layer × head",
+        source=source,
+        height=360 + 12 * len(layers),
+        panel_titles=True,
+        layout=layout,
     )
 
 
@@ -341,7 +348,7 @@ def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: 
         x, x_title = [kind.value], ""
     text = np.char.add(np.char.add(z.astype(str), " of "), top.astype(str))
     # cell labels only while they fit; the hover always says "32 of 32"
-    labels = {"texttemplate": "%{text}", "textfont": {"size": 9}} if z.shape[1] <= MAX_LABELLED_HEADS else {}
+    labels = cell_labels(z.shape[1], "%{text}")
     heatmap = {
         "type": "heatmap",
         "z": z,

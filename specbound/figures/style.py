@@ -59,6 +59,16 @@ MAX_LABELLED_HEADS: int = 8
 #: Top margin without and with a subtitle; titles are left-aligned so a narrow column never clips them.
 TOP_MARGIN: int = 56
 TOP_MARGIN_SUBTITLE: int = 84
+#: Extra top margin of a figure whose panel titles sit right under its subtitle (side-by-side panels).
+PANEL_TITLE_ROOM: int = 24
+
+
+def cell_labels(columns: int, template: str = "%{z:.3~g}") -> dict[str, Any]:
+    """Heatmap settings that write each cell's value, for at most :data:`MAX_LABELLED_HEADS` columns.
+
+    Wider heatmaps leave the numbers to the hover: in a narrow column they would overlap.
+    """
+    return {"texttemplate": template, "textfont": {"size": 9}} if columns <= MAX_LABELLED_HEADS else {}
 
 
 def palette_color(n: int) -> str:
@@ -89,12 +99,18 @@ _AXIS_KEY = re.compile(r"[xy]axis\d*")
 
 
 def base_layout(
-    title: str, *, source: str | None = None, height: int | None = None, legend_title: str | None = None
+    title: str,
+    *,
+    source: str | None = None,
+    height: int | None = None,
+    legend_title: str | None = None,
+    panel_titles: bool = False,
 ) -> dict[str, object]:
     """The shared layout: short left-aligned title, ``source`` (model and p) as subtitle, legend below.
 
     The subtitle travels with exported PNGs, so a picture always says which model and p it shows.
     The horizontal legend under the plot wraps on narrow screens instead of taking half the width.
+    ``panel_titles`` leaves :data:`PANEL_TITLE_ROOM` more at the top, so the subtitle stays off them.
     """
     layout: dict[str, object] = {
         "plot_bgcolor": "white",
@@ -107,7 +123,12 @@ def base_layout(
             "pad": {"l": 12},
             "subtitle": {"text": as_text(source or "")},
         },
-        "margin": {"t": TOP_MARGIN_SUBTITLE if source else TOP_MARGIN, "l": 8, "r": 8, "b": 8},
+        "margin": {
+            "t": (TOP_MARGIN_SUBTITLE if source else TOP_MARGIN) + (PANEL_TITLE_ROOM if panel_titles else 0),
+            "l": 8,
+            "r": 8,
+            "b": 8,
+        },
         "legend": {
             "orientation": "h",
             "yref": "container",
@@ -130,11 +151,13 @@ def figure(
     source: str | None = None,
     height: int | None = None,
     legend_title: str | None = None,
+    panel_titles: bool = False,
     layout: Mapping[str, Any] | None = None,
 ) -> go.Figure:
     """A figure with the shared look (:func:`base_layout`), built in one constructor call.
 
-    ``data`` are traces (plain dicts or graph objects); ``layout`` holds the figure's own settings
+    ``data`` are traces (plain dicts or graph objects); ``panel_titles`` as in :func:`base_layout`;
+    ``layout`` holds the figure's own settings
     (axes, bar mode, annotations, a :func:`panel_grid`), which win over the shared ones; every axis
     gets :data:`AXIS_STYLE` beneath its own keys, and ``automargin`` keeps tick and axis labels inside.
     One call matters for speed: plotly validates each property once at construction, while every later
@@ -142,7 +165,8 @@ def figure(
     each, ten times the cost of the whole figure, and the p-dependent figures are redrawn on every
     slider move.
     """
-    merged: dict[str, Any] = {**base_layout(title, source=source, height=height, legend_title=legend_title)}
+    shared = base_layout(title, source=source, height=height, legend_title=legend_title, panel_titles=panel_titles)
+    merged: dict[str, Any] = {**shared}
     merged.update(layout or {})
     for name in {"xaxis", "yaxis", *(key for key in merged if _AXIS_KEY.fullmatch(key))}:
         merged[name] = {**AXIS_STYLE, **merged.get(name, {})}

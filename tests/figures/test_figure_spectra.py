@@ -7,7 +7,7 @@ import pytest
 from hand_profiles import profile_from_spectra
 
 from specbound.figures import spectra as figures
-from specbound.figures.style import PALETTE, log_axis_ticks
+from specbound.figures.style import MAX_LABELLED_HEADS, PALETTE, PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE, log_axis_ticks
 from specbound.matrices import EncoderShape, Kind
 from specbound.spectrum import cumulative_energy
 from specbound.twin import random_twin
@@ -81,6 +81,17 @@ def test_head_heatmaps_rank_colours_span_zero_to_d(profile) -> None:
     rank, _, norm = figures.head_heatmaps(profile, "V").data
     assert (rank.zmin, rank.zmax) == (0, 8) and norm.zmin is None
     np.testing.assert_array_equal(rank.z, profile.per_head(profile.rank, Kind.V))
+
+
+def test_head_heatmaps_stay_readable_side_by_side(profile, minilm) -> None:
+    """Cell numbers up to MAX_LABELLED_HEADS heads (4 here), not for MiniLM's 12; layer ticks on panel 1 only."""
+    few = figures.head_heatmaps(profile, "QK", source="tiny · p*")
+    many = figures.head_heatmaps(minilm.profile, "QK", source="minilm-l6 · p*")
+    assert profile.shape.num_heads <= MAX_LABELLED_HEADS < minilm.profile.shape.num_heads
+    assert {t.texttemplate for t in few.data} == {"%{z:.3~g}"} and {t.texttemplate for t in many.data} == {None}
+    for fig in (few, many):
+        assert [fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3")] == [True, False, False]
+        assert fig.layout.margin.t == TOP_MARGIN_SUBTITLE + PANEL_TITLE_ROOM  # the subtitle clears the panel titles
 
 
 def test_overlaid_spectra_of_two_models(profile) -> None:
