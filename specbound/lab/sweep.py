@@ -316,17 +316,17 @@ def read_runs(out: Path | str) -> tuple[RunTrajectory, ...]:
 # --- tables -------------------------------------------------------------------------------------
 
 
+def _axis_values(spec: RunSpec) -> dict[str, Any]:
+    """The run's value on each axis of :data:`AXES` (layers, hidden, heads, n_train, label_noise, seed)."""
+    return {axis: getattr(spec, axis) for axis in AXES}
+
+
 def _group_key(run: RunTrajectory) -> dict[str, Any]:
     """Axis values of a run plus everything else that must match within a granulated-tau group."""
     spec = run.spec
     task = {k: v for k, v in spec.task.to_dict().items() if k != "label_noise"}
     return {
-        "layers": spec.layers,
-        "hidden": spec.hidden,
-        "heads": spec.heads,
-        "n_train": spec.n_train,
-        "label_noise": spec.label_noise,
-        "seed": spec.seed,
+        **_axis_values(spec),
         "fixed": json.dumps({"task": task, "settings": spec.to_dict()["settings"]}, sort_keys=True),
     }
 
@@ -354,12 +354,7 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
             rows.append(
                 {
                     "run": run.name,
-                    "layers": spec.layers,
-                    "hidden": spec.hidden,
-                    "heads": spec.heads,
-                    "n_train": spec.n_train,
-                    "label_noise": spec.label_noise,
-                    "seed": spec.seed,
+                    **_axis_values(spec),
                     "step": s.step,
                     "steps": spec.settings.steps,
                     "final": s is run.final,
