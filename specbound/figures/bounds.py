@@ -30,6 +30,7 @@ from .style import (
     SEQUENTIAL,
     as_text,
     axis_title,
+    cell_axis,
     cell_labels,
     figure,
     log_axis,
@@ -267,7 +268,8 @@ def p_star_range(grid: np.ndarray) -> tuple[float, float]:
 def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out.
 
-    One flat colour per grid value of P_m (a stepped Cividis scale), the value written in each cell.
+    One flat colour per grid value of P_m (a stepped Cividis scale), the value written in each cell
+    while the cells are wide enough; layer ticks on the first panel only, as in the head heatmaps.
     """
     grid = analysis.grid
     by_kind = p_star_by_kind(analysis)
@@ -309,10 +311,11 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
         }
         heatmaps.append(on_panel(heatmap, col))
         x_axis, y_axis = panel_ref(col)
-        layout[y_axis].update(axis_title("layer" if col == 1 else None, dtick=1))
-        if col < 3:
-            layout[x_axis].update(axis_title("head", dtick=1))
-    return figure(heatmaps, "p* of every matrix", source=source, height=320 + 14 * L, layout=layout)
+        layout[y_axis].update(
+            axis_title("layer" if col == 1 else None, dtick=1, range=[-0.5, L - 0.5], showticklabels=col == 1)
+        )
+        layout[x_axis].update(cell_axis("head", H) if col < 3 else {"range": [-0.5, len(LAYER_KINDS) - 0.5]})
+    return figure(heatmaps, "p* of every matrix", source=source, height=320 + 14 * L, panel_titles=True, layout=layout)
 
 
 def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:

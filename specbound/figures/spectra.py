@@ -27,6 +27,7 @@ from .style import (
     SEQUENTIAL,
     as_text,
     axis_title,
+    cell_axis,
     cell_labels,
     figure,
     log_axis,
@@ -320,8 +321,10 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
             **labels,
         }
         heatmaps.append(on_panel(heatmap, col))
-        layout[x_axis].update(axis_title("head", dtick=1))
-        layout[y_axis].update(axis_title("layer" if col == 1 else None, dtick=1, showticklabels=col == 1))
+        layout[x_axis].update(cell_axis("head", len(heads)))
+        layout[y_axis].update(
+            axis_title("layer" if col == 1 else None, dtick=1, range=[-0.5, len(layers) - 0.5], showticklabels=col == 1)
+        )
     return figure(
         heatmaps,
         f"{kind.value} heads: layer × head",
@@ -364,8 +367,8 @@ def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: 
         **labels,
     }
     layout = {
-        "xaxis": axis_title(x_title, dtick=1 if kind in HEAD_KINDS else None),
-        "yaxis": axis_title("layer", dtick=1),
+        "xaxis": cell_axis(x_title, z.shape[1]),
+        "yaxis": axis_title("layer", dtick=1, range=[-0.5, profile.shape.num_layers - 0.5]),
     }
     full = int((z == top).sum())
     return figure(

@@ -71,6 +71,14 @@ def cell_labels(columns: int, template: str = "%{z:.3~g}") -> dict[str, Any]:
     return {"texttemplate": template, "textfont": {"size": 9}} if columns <= MAX_LABELLED_HEADS else {}
 
 
+def cell_axis(title: str | None, count: int, **axis: Any) -> dict[str, Any]:
+    """The axis of a heatmap with ``count`` cells along it (at 0, 1, ...): exactly the cells, whatever
+    else is drawn on it (the dashboard lays invisible click targets over them), and a tick on every
+    cell, or on every k-th past :data:`MAX_LABELLED_HEADS` so the labels do not run together."""
+    step = max(1, math.ceil(count / MAX_LABELLED_HEADS))
+    return axis_title(title, range=[-0.5, count - 0.5], dtick=step, **axis)
+
+
 def palette_color(n: int) -> str:
     """The n-th colour of :data:`PALETTE`, cycling."""
     return PALETTE[n % len(PALETTE)]

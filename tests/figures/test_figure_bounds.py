@@ -77,6 +77,10 @@ def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
     assert qk.zmin == pytest.approx(-step / 2) and qk.zmax == pytest.approx(2 + step / 2)
     assert len(qk.colorscale) == 2 * len(grid)  # one flat band per grid value
     assert list(mlp.colorbar.tickvals) == sorted(set(mixed.p_opt) | {0.0, 2.0})
+    L, H = prof.shape.num_layers, prof.shape.num_heads
+    assert list(fig.layout.xaxis.range) == [-0.5, H - 0.5] and list(fig.layout.xaxis3.range) == [-0.5, 1.5]
+    assert list(fig.layout.yaxis2.range) == [-0.5, L - 0.5]  # the cells, not the click targets laid over them
+    assert [fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3")] == [True, False, False]
 
     hist = figures.p_star_histogram(mixed)
     assert hist.layout.barmode == "stack"

@@ -92,6 +92,9 @@ def test_head_heatmaps_stay_readable_side_by_side(profile, minilm) -> None:
     for fig in (few, many):
         assert [fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3")] == [True, False, False]
         assert fig.layout.margin.t == TOP_MARGIN_SUBTITLE + PANEL_TITLE_ROOM  # the subtitle clears the panel titles
+    # the axes span exactly the cells (click targets laid over them must not widen them); 12 heads: every 2nd tick
+    assert list(many.layout.xaxis.range) == [-0.5, 11.5] and many.layout.xaxis.dtick == 2
+    assert list(many.layout.yaxis.range) == [-0.5, 5.5] and few.layout.xaxis3.dtick == 1
 
 
 def test_overlaid_spectra_of_two_models(profile) -> None:
