@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ..lab.correlation import MeasureCorrelation
 from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from . import style
+from .style import SEQUENTIAL, axis_title, figure, on_panel, panel_grid, panel_ref
 
 #: Okabe & Ito (2008), the palette of every figure: black, orange, sky blue, bluish green, yellow, blue,
 #: vermillion, reddish purple.
@@ -37,141 +38,113 @@ _N_COLORS = (OKABE_ITO[1], OKABE_ITO[2], OKABE_ITO[3], OKABE_ITO[5], OKABE_ITO[6
 _STEP_AXIS = "training step"
 
 
-def _step_marker(fig: go.Figure, step: int | None) -> None:
-    """A dotted vertical line at the step the slider shows, on every subplot."""
+def _step_layout(step: int | None, x_title: str = _STEP_AXIS, **axes: Any) -> dict[str, Any]:
+    """Axes of a figure against the training step, with a dotted line at the step the slider shows."""
+    layout: dict[str, Any] = {"xaxis": axis_title(x_title), **axes}
     if step is not None:
-        fig.add_vline(x=step, line={"color": "#777777", "dash": "dot", "width": 1})
+        marker = {"color": "#777777", "dash": "dot", "width": 1}
+        layout["shapes"] = [
+            {"type": "line", "xref": "x", "yref": "y domain", "x0": step, "x1": step, "y0": 0, "y1": 1, "line": marker}
+        ]
+    return layout
 
 
 def proxies_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     """log10 of ours at p*, Edelman's proxy and ours at p = 0, 1, 2 against the training step."""
-    fig = go.Figure()
-    for column, name, color, dash in _PROXY_LINES:
-        fig.add_trace(
-            go.Scatter(
-                x=frame["step"], y=frame[column], name=name, mode="lines+markers", line={"color": color, "dash": dash}
-            )
-        )
-    _step_marker(fig, step)
-    fig.update_layout(
-        title="Proxies through training (log10; ours at p* is the total)",
-        xaxis_title=_STEP_AXIS,
-        yaxis_title="log10 proxy",
-        legend_title_text="proxy",
+    lines = [
+        {
+            "type": "scatter",
+            "x": frame["step"],
+            "y": frame[column],
+            "name": name,
+            "mode": "lines+markers",
+            "line": {"color": color, "dash": dash},
+        }
+        for column, name, color, dash in _PROXY_LINES
+    ]
+    layout = _step_layout(step, yaxis=axis_title("log10 proxy"))
+    return figure(
+        lines, "Proxies through training (log10)", source="ours at p* is the total", legend_title="proxy", layout=layout
     )
-    return fig
 
 
 def alpha_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     """log10 α⁽ℓ⁾ of every layer against the training step."""
-    fig = go.Figure()
     columns = [c for c in frame.columns if c.startswith("log10_alpha_L")]
-    for index, column in enumerate(columns):
-        fig.add_trace(
-            go.Scatter(
-                x=frame["step"],
-                y=frame[column],
-                name=f"layer {column.removeprefix('log10_alpha_L')}",
-                mode="lines+markers",
-                line={"color": OKABE_ITO[(index + 1) % len(OKABE_ITO)]},
-            )
-        )
-    _step_marker(fig, step)
-    fig.update_layout(
-        title="log10 α per layer through training",
-        xaxis_title=_STEP_AXIS,
-        yaxis_title="log10 α⁽ℓ⁾",
-        legend_title_text="α of",
-    )
-    return fig
+    lines = [
+        {
+            "type": "scatter",
+            "x": frame["step"],
+            "y": frame[column],
+            "name": f"layer {column.removeprefix('log10_alpha_L')}",
+            "mode": "lines+markers",
+            "line": {"color": OKABE_ITO[(index + 1) % len(OKABE_ITO)]},
+        }
+        for index, column in enumerate(columns)
+    ]
+    layout = _step_layout(step, yaxis=axis_title("log10 α⁽ℓ⁾"))
+    return figure(lines, "log10 α per layer through training", legend_title="α of", layout=layout)
 
 
 def p_star_distribution_figure(run: RunTrajectory, step: int | None = None) -> go.Figure:
     """The p* of every proxy matrix at each saved step: one box with all its points per step."""
-    fig = go.Figure()
+    boxes = []
     for record in run.steps:
-        highlight = record.step == step
-        fig.add_trace(
-            go.Box(
-                x=[record.step] * len(record.p_opt),
-                y=list(record.p_opt),
-                name=str(record.step),
-                boxpoints="all",
-                jitter=0.4,
-                pointpos=0,
-                showlegend=False,
-                marker={"color": OKABE_ITO[6] if highlight else OKABE_ITO[5], "size": 5},
-                line={"color": OKABE_ITO[6] if highlight else OKABE_ITO[5]},
-                hovertext=list(run.matrices),
-                hoverinfo="y+text",
-            )
+        color = OKABE_ITO[6] if record.step == step else OKABE_ITO[5]
+        boxes.append(
+            {
+                "type": "box",
+                "x": [record.step] * len(record.p_opt),
+                "y": list(record.p_opt),
+                "name": str(record.step),
+                "boxpoints": "all",
+                "jitter": 0.4,
+                "pointpos": 0,
+                "showlegend": False,
+                "marker": {"color": color, "size": 5},
+                "line": {"color": color},
+                "hovertext": list(run.matrices),
+                "hoverinfo": "y+text",
+            }
         )
-    fig.update_layout(
-        title=f"p* of the {len(run.matrices)} matrices through training",
-        xaxis_title=_STEP_AXIS,
-        yaxis_title="p*",
-        yaxis_range=[-0.1, 2.1],
-    )
-    return fig
+    layout = {"xaxis": axis_title(_STEP_AXIS), "yaxis": axis_title("p*", range=[-0.1, 2.1])}
+    return figure(boxes, f"p* of the {len(run.matrices)} matrices through training", layout=layout)
 
 
 def errors_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     """Training error, test error (± one standard error) and their gap against the training step."""
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=frame["step"],
-            y=frame["train_error"],
-            name="train error",
-            mode="lines+markers",
-            line={"color": OKABE_ITO[2]},
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=frame["step"],
-            y=frame["test_error"],
-            name="test error (± 1 s.e.)",
-            mode="lines+markers",
-            line={"color": OKABE_ITO[1]},
-            error_y={"type": "data", "array": frame["test_error_se"], "visible": True},
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=frame["step"],
-            y=frame["gap"],
-            name="gap = test − train",
-            mode="lines+markers",
-            line={"color": OKABE_ITO[0], "dash": "dash"},
-        )
-    )
-    _step_marker(fig, step)
-    fig.update_layout(title="Errors and gap through training", xaxis_title=_STEP_AXIS, yaxis_title="error rate")
-    return fig
+    line = {"type": "scatter", "x": frame["step"], "mode": "lines+markers"}
+    lines = [
+        {**line, "y": frame["train_error"], "name": "train error", "line": {"color": OKABE_ITO[2]}},
+        {
+            **line,
+            "y": frame["test_error"],
+            "name": "test error (± 1 s.e.)",
+            "line": {"color": OKABE_ITO[1]},
+            "error_y": {"type": "data", "array": frame["test_error_se"], "visible": True},
+        },
+        {**line, "y": frame["gap"], "name": "gap = test − train", "line": {"color": OKABE_ITO[0], "dash": "dash"}},
+    ]
+    return figure(lines, "Errors and gap through training", layout=_step_layout(step, yaxis=axis_title("error rate")))
 
 
 def p_star_map_figure(p_map: PStarMap) -> go.Figure:
     """A layer x matrix heatmap of p* at one step, each cell labelled with its value."""
-    text = [[f"{v:.3g}" for v in row] for row in p_map.values]
-    fig = go.Figure(
-        go.Heatmap(
-            z=p_map.values,
-            x=list(p_map.columns),
-            y=[f"layer {l}" for l in p_map.layers],
-            zmin=0.0,
-            zmax=2.0,
-            colorscale="Cividis",
-            text=text,
-            texttemplate="%{text}",
-            colorbar={"title": {"text": "p*"}},
-            hovertemplate="%{y}, %{x}: p* = %{z}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title=f"p* map at step {p_map.step}", xaxis_title="matrix", yaxis_title="layer", yaxis_autorange="reversed"
-    )
-    return fig
+    heatmap = {
+        "type": "heatmap",
+        "z": p_map.values,
+        "x": list(p_map.columns),
+        "y": [f"layer {l}" for l in p_map.layers],
+        "zmin": 0.0,
+        "zmax": 2.0,
+        "colorscale": SEQUENTIAL,
+        "text": [[f"{v:.3g}" for v in row] for row in p_map.values],
+        "texttemplate": "%{text}",
+        "colorbar": {"title": {"text": "p*"}, "thickness": 10},
+        "hovertemplate": "%{y}, %{x}: p* = %{z}<extra></extra>",
+    }
+    layout = {"xaxis": axis_title("matrix"), "yaxis": axis_title("layer", autorange="reversed")}
+    return figure([heatmap], f"p* map at step {p_map.step}", layout=layout)
 
 
 def _tau_text(value: float) -> str:
@@ -195,43 +168,42 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
     """
     table = [c for c in table if c.measure in MEASURE_LABELS]
     rows = math.ceil(len(table) / columns)
-    fig = make_subplots(
-        rows=rows,
-        cols=columns,
-        subplot_titles=[measure_title(c.measure, c) for c in table],
+    layout = panel_grid(
+        rows,
+        columns,
+        titles=[measure_title(c.measure, c) for c in table],
+        title_size=12,
         vertical_spacing=0.16,
         horizontal_spacing=0.07,
     )
     sizes = sorted(frame["n_train"].unique())
-    for index, correlation in enumerate(table):
-        row, col = index // columns + 1, index % columns + 1
+    points = []
+    for panel, correlation in enumerate(table, start=1):
         for n_index, n in enumerate(sizes):
             part = frame[frame["n_train"] == n]
-            fig.add_trace(
-                go.Scatter(
-                    x=part[correlation.measure],
-                    y=part["gap"],
-                    mode="markers",
-                    name=f"n = {n}",
-                    legendgroup=f"n = {n}",
-                    showlegend=index == 0,
-                    text=part["run"],
-                    marker={"color": _N_COLORS[n_index % len(_N_COLORS)], "size": 7},
-                    hovertemplate="%{text}<br>measure %{x:.4g}, gap %{y:.4f}<extra></extra>",
-                ),
-                row=row,
-                col=col,
-            )
-        log_axis = not MEASURE_LABELS[correlation.measure][1]
-        fig.update_xaxes(type="log" if log_axis else "linear", row=row, col=col)
-        if col == 1:
-            fig.update_yaxes(title_text="gap", row=row, col=col)
-    runs = len(frame)
-    fig.update_layout(
-        title=f"Each measure against the gap over the final checkpoints of {runs} runs",
+            scatter = {
+                "type": "scatter",
+                "x": part[correlation.measure],
+                "y": part["gap"],
+                "mode": "markers",
+                "name": f"n = {n}",
+                "legendgroup": f"n = {n}",
+                "showlegend": panel == 1,
+                "text": part["run"],
+                "marker": {"color": _N_COLORS[n_index % len(_N_COLORS)], "size": 7},
+                "hovertemplate": "%{text}<br>measure %{x:.4g}, gap %{y:.4f}<extra></extra>",
+            }
+            points.append(on_panel(scatter, panel))
+        x_axis, y_axis = panel_ref(panel)
+        layout[x_axis]["type"] = "linear" if MEASURE_LABELS[correlation.measure][1] else "log"
+        if (panel - 1) % columns == 0:
+            layout[y_axis].update(axis_title("gap"))
+    return figure(
+        points,
+        f"Each measure against the gap over the final checkpoints of {len(frame)} runs",
+        source="each panel: Kendall τ and granulated τ of the measure with the gap",
         height=300 * rows + 80,
-        legend_title_text="training set",
-        margin={"t": 110},
+        legend_title="training set",
+        panel_titles=True,
+        layout=layout,
     )
-    fig.update_annotations(font_size=12)
-    return fig

@@ -100,6 +100,9 @@ def test_the_step_slider_shows_that_steps_p_map_and_spectra(lab_app, runs_csv, f
     np.testing.assert_array_equal(np.asarray(p_map["z"]), np.reshape(record.p_opt, (2, 6)))
     assert list(p_map["x"]) == ["QK h0", "QK h1", "V h0", "V h1", "M_in", "M_out"]
     assert not np.array_equal(np.asarray(p_map["z"]), np.reshape(run.final.p_opt, (2, 6)))  # it moved
+    for title in ("Proxies through training", "Errors and gap", "log10 α per layer"):  # the dotted step line
+        (line,) = figure_titled(at, title)["layout"]["shapes"]
+        assert (line["x0"], line["x1"]) == (125, 125)
 
     profile = reference.step_profile(reference.REFERENCE_DIR, run, 125)
     spectra = figure_titled(at, "Singular-value profiles")

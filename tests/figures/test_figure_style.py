@@ -10,7 +10,7 @@ import plotly.io as pio
 import pytest
 from plotly.subplots import make_subplots
 
-from specbound.figures import bounds, html_report, scaling, spectra, style, theory
+from specbound.figures import bounds, html_report, lab, scaling, spectra, style, theory
 from specbound.figures.style import (
     KIND_COLORS,
     OKABE_ITO,
@@ -111,7 +111,7 @@ def test_panel_grid_matches_make_subplots_and_every_panel_gets_the_style() -> No
 def test_figures_are_built_in_one_constructor_call_not_patched_afterwards() -> None:
     """Each update_layout / update_xaxes / add_trace re-parses plotly property paths (milliseconds each):
     the builders on the slider's path must build their figure once."""
-    sources = [inspect.getsource(module) for module in (bounds, spectra, scaling, theory)]
+    sources = [inspect.getsource(module) for module in (bounds, spectra, scaling, theory, lab)]
     for text in sources:
         for call in ("update_layout(", "update_xaxes(", "update_yaxes(", "add_trace(", "add_traces(", "make_subplots("):
             assert call not in text, call
