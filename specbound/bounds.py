@@ -75,8 +75,28 @@ def log_schatten(singular_values: np.ndarray, counted: np.ndarray, p: np.ndarray
     A matrix with nothing counted (a zero matrix) gives ln 0 = -inf.
     """
     p = np.broadcast_to(np.asarray(p, dtype=np.float64), singular_values.shape[:1])
-    powered = np.where(counted, singular_values ** p[:, None], 0.0)  # (M, K)
-    return safe_log(powered.sum(axis=1))
+    return _log_schatten_counted(*_counted(singular_values, counted), p)
+
+
+def log_schatten_table(singular_values: np.ndarray, counted: np.ndarray, ps: np.ndarray) -> np.ndarray:
+    """ln S_p of every matrix (rows) at every p in ps (columns), the same p for all rows: (M, len(ps))."""
+    values, rows = _counted(singular_values, counted)
+    return np.stack([_log_schatten_counted(values, rows, np.full(len(counted), p)) for p in np.asarray(ps)], axis=1)
+
+
+def _counted(singular_values: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The counted singular values, flat in row order, and the row (matrix) each belongs to.
+
+    Only these enter S_p, and they are few: a QK or V matrix of a head stores N values of which at
+    most d are counted (32 of 384 in MiniLM), so powering the flat list instead of the (M, K) block
+    does about a sixth of the work on a BERT.
+    """
+    return singular_values[counted], np.nonzero(counted)[0]
+
+
+def _log_schatten_counted(values: np.ndarray, rows: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """ln S_p per matrix from the flat counted values; p is (M,)."""
+    return safe_log(np.bincount(rows, weights=values ** p[rows], minlength=len(p)))
 
 
 def log_contribution(log_s_p: np.ndarray, log_scale: np.ndarray, p: np.ndarray | float, hidden_size: int) -> np.ndarray:
@@ -100,9 +120,9 @@ def log_contribution_table(
     singular_values: np.ndarray, counted: np.ndarray, log_scale: np.ndarray, ps: np.ndarray, hidden_size: int
 ) -> np.ndarray:
     """ln c(W; p) of every matrix (rows) at every p in ps (columns): (M, len(ps))."""
-    return np.stack(
-        [log_contribution(log_schatten(singular_values, counted, p), log_scale, p, hidden_size) for p in ps], axis=1
-    )
+    ps = np.asarray(ps, dtype=np.float64)
+    log_s = log_schatten_table(singular_values, counted, ps)  # (M, len(ps))
+    return log_contribution(log_s, np.reshape(log_scale, (-1, 1)), ps[None, :], hidden_size)
 
 
 def log_layer_factors(

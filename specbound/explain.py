@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .bounds import TIE_RTOL, BoundAnalysis, log_schatten
+from .bounds import TIE_RTOL, BoundAnalysis, log_schatten_table
 from .logspace import to_log10
 from .matrices import Kind
 from .profile import HEAD_KINDS, SpectralProfile
@@ -52,9 +52,8 @@ def log_break_even_table(
         raise ValueError("break-even scales compare p > 0 with p = 0: every p must be positive")
     rank = counted.sum(axis=1)  # (M,)
     log_rank = np.log(np.maximum(rank, 1)).astype(np.float64)  # ln rank; rank-0 rows are masked below
-    table = np.stack(
-        [((p + 2.0) / 2.0 * log_rank - log_schatten(singular_values, counted, p)) / p for p in ps], axis=1
-    ) - 0.5 * math.log(hidden_size)  # (M, len(ps))
+    log_s = log_schatten_table(singular_values, counted, ps)  # (M, len(ps))
+    table = ((ps + 2.0) / 2.0 * log_rank[:, None] - log_s) / ps - 0.5 * math.log(hidden_size)
     table[rank == 0] = -np.inf
     return table
 

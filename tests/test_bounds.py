@@ -14,6 +14,7 @@ from specbound.bounds import (
     PAssignment,
     grid_resolution,
     log_schatten,
+    log_schatten_table,
     optimal_index,
     p_grid,
     snap_to_grid,
@@ -91,6 +92,29 @@ def test_schatten_ignores_values_below_the_rank_threshold_and_is_continuous_at_z
         assert np.exp(log_schatten(sv, counted, p))[0] == pytest.approx(2.0, abs=2e-3 * p / 1e-3)
     # at p = 0.3 the noise alone would add 2 * (1e-15)^0.3-ish, about 6e-5: excluded exactly
     assert np.exp(log_schatten(sv, counted, 0.3))[0] == pytest.approx(2.0**0.3 + 0.5**0.3, rel=1e-15)
+
+
+def test_schatten_sums_only_the_counted_values_of_each_row_at_its_own_p() -> None:
+    """Parity with the dense masked sum, row by row, including a row with nothing counted."""
+    rng = np.random.default_rng(7)
+    sv = np.sort(rng.uniform(0.0, 30.0, size=(9, 16)), axis=1)[:, ::-1]
+    counted = sv > rng.uniform(0.0, 30.0, size=(9, 1))  # a different rank per row
+    counted[:, 0] = True  # rank at least 1 ...
+    counted[4] = False  # ... except a zero matrix
+    p = rng.uniform(0.0, 2.0, size=9)
+    dense = np.array(
+        [sum(v**q for v, c in zip(row, mask, strict=True) if c) for row, mask, q in zip(sv, counted, p, strict=True)]
+    )
+    got = log_schatten(sv, counted, p)
+    assert got[4] == -np.inf
+    keep = np.arange(9) != 4
+    np.testing.assert_allclose(np.exp(got[keep]), dense[keep], rtol=1e-14)
+    # the table is the same sum with one p for every row, column by column
+    ps = np.array([0.0, 0.25, 1.0, 2.0])
+    table = log_schatten_table(sv, counted, ps)
+    for column, q in enumerate(ps):
+        np.testing.assert_array_equal(table[:, column], log_schatten(sv, counted, q))
+    np.testing.assert_array_equal(table[keep, 0], np.log(counted[keep].sum(axis=1)))  # S_0 is the rank
 
 
 def test_zero_matrix_contributes_nothing() -> None:
