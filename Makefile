@@ -24,7 +24,7 @@ $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
+	$(BIN)/python -m dashboard.serve --server.address $(HOST) --server.port $(PORT)
 
 test: lint browser
 	$(BIN)/python -m pytest

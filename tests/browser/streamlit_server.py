@@ -1,4 +1,4 @@
-"""Serve the dashboard with a real ``streamlit run`` on a free local port, and start Debian's Chromium.
+"""Serve the dashboard as ``make run`` does (a real Streamlit server) on a free local port; start Debian's Chromium.
 
 Shared by the browser tests (``conftest.py``) and the dashboard benchmark. The server gets its own
 profile cache, and is always stopped when the ``with`` block ends.
@@ -53,30 +53,21 @@ def _wait_healthy(url: str, process: subprocess.Popen, log: Path) -> None:
 
 
 @contextmanager
-def serve_dashboard(scratch: Path, extra_env: dict[str, str] | None = None, script: str = "app.py") -> Iterator[Server]:
-    """``streamlit run app.py`` (or another ``script``) on a free port, profile cache and log under ``scratch``."""
+def serve_dashboard(
+    scratch: Path, extra_env: dict[str, str] | None = None, script: str | None = None
+) -> Iterator[Server]:
+    """The dashboard as ``make run`` starts it, or ``streamlit run script``, on a free local port.
+
+    The profile cache and the server's log go under ``scratch``.
+    """
     port = _free_port()
     log = scratch / "streamlit.log"
     env = dict(os.environ, SPECBOUND_CACHE=str(scratch / "profiles"), **(extra_env or {}))
+    launcher = ["-m", "dashboard.serve"] if script is None else ["-m", "streamlit", "run", script]
+    options = ["--server.port", str(port), "--server.headless", "true", "--server.address", "127.0.0.1"]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                script,
-                "--server.port",
-                str(port),
-                "--server.headless",
-                "true",
-                "--server.address",
-                "127.0.0.1",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            [sys.executable, *launcher, *options], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
         )
     try:
         url = f"http://127.0.0.1:{port}"
