@@ -32,7 +32,7 @@ from specbound.files import atomic_write
 from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
 from specbound.profile import SpectralProfile
 
-from . import safety
+from . import export, safety
 from .text import plain
 
 #: Session-state keys: the path of the session's atlas file, and the name it is shown under.
@@ -213,6 +213,7 @@ def export_button(profiles: Iterable[SpectralProfile], file_name: str, key: str,
         file_name=file_name,
         mime="application/octet-stream",
         key=key,
+        on_click=export.NO_RERUN,
         help="An atlas file (.npz): the spectral profiles, which open offline in "
         "this dashboard (source 'Atlas file') and with `specbound atlas show`.",
     )

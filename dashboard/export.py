@@ -95,10 +95,23 @@ def file_stem(profile: SpectralProfile) -> str:
     return _safe(profile.model)
 
 
-def csv_download(frame: pd.DataFrame, filename: str, key: str, label: str = "Download CSV") -> None:
-    """A button that saves ``frame`` as CSV, written only when the button is pressed (never on a rerun:
-    the explorer's tables change with every slider move)."""
-    st.download_button(label, lambda: frame.to_csv(index=False).encode(), file_name=filename, mime="text/csv", key=key)
+#: What a download button does to the page when pressed: nothing. The file is made by a callable
+#: when the button is pressed; a rerun would only redraw the view and give every button on it a new
+#: file id, and a second button pressed during that rerun would ask for an id already dropped.
+NO_RERUN = "ignore"
+
+
+def csv_download(
+    frame: pd.DataFrame | Callable[[], pd.DataFrame], filename: str, key: str, label: str = "Download CSV"
+) -> None:
+    """A button that saves ``frame`` (or what it returns) as CSV, written only when the button is
+    pressed, never on a rerun: the explorer's tables change with every slider move."""
+
+    def write() -> bytes:
+        table = frame() if callable(frame) else frame
+        return table.to_csv(index=False).encode()
+
+    st.download_button(label, write, file_name=filename, mime="text/csv", key=key, on_click=NO_RERUN)
 
 
 def provenance(model: str, p_text: str) -> str:
@@ -125,6 +138,7 @@ def report_download(
         file_name=f"{_safe(model)}-{_safe(title)}.html",
         mime="text/html",
         key=key,
+        on_click=NO_RERUN,
         icon=":material/description:",
         help="Figures and tables in one file that opens offline: for a collaborator or a slide.",
     )

@@ -108,12 +108,11 @@ with folded("Norms and ranks (table)"):
     with left:
         csv_download(table, f"{file_stem(profile)}-matrices.csv", "download_matrices", "Download this table (CSV)")
     with right:
-        st.download_button(
+        csv_download(
+            lambda: singular_values_frame(profile),
+            f"{file_stem(profile)}-singular-values.csv",
+            "download_singular_values",
             "Download every singular value (CSV)",
-            lambda: singular_values_frame(profile).to_csv(index=False).encode(),
-            file_name=f"{file_stem(profile)}-singular-values.csv",
-            mime="text/csv",
-            key="download_singular_values",
         )
 
 report_download(
