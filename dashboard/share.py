@@ -86,18 +86,27 @@ TEXTS = list_codec(str)
 P_VALUE = Codec(_parse_p, lambda v: f"{float(v):.6g}")
 
 
-def shared(key: str, codec: Codec, default: Any) -> Any:
+#: The registered default of a widget whose first value depends on the server: never equal to a
+#: value, so the link always names it.
+_NO_DEFAULT = object()
+
+
+def shared(key: str, codec: Codec, default: Any, *, initial: Callable[[], Any] | None = None) -> Any:
     """Declare the widget ``key`` shareable and give it its value before it is drawn.
 
     The first time the widget appears in a session its value comes from the link (when the link has
     a valid one) or is ``default``; afterwards the widget keeps its own state. Draw the widget with
     ``key=key`` and without ``value=``, so Streamlit takes the value from the session state.
+
+    ``initial``, when given, replaces ``default`` as the first value of a session whose link does not
+    name one (it is called only then): for a choice that depends on what this server has. The link
+    then always names the widget's value, so it opens the same view on any server.
     """
     registry: dict[str, tuple[Codec, Any]] = st.session_state.setdefault(_REGISTRY_KEY, {})
-    registry[key] = (codec, default)
+    registry[key] = (codec, default if initial is None else _NO_DEFAULT)
     if key not in st.session_state:
-        value = default
         raw = st.session_state.get(_LINK_KEY, {}).pop(key, None)
+        value = initial() if initial is not None and raw is None else default
         if raw is not None:
             with contextlib.suppress(ValueError):  # a hand-edited link with a bad value keeps the default
                 value = codec.parse(raw)

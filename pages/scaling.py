@@ -38,7 +38,13 @@ st.caption(
     "A flatter curve grows more slowly."
 )
 
-share.shared(FAMILY_KEY, share.choice_codec({MINIATURES: "mini", LAB_FAMILY: "lab"}), MINIATURES)
+
+def first_family() -> str:
+    """The miniatures if at least two are here; else the lab's family, shipped, so a study shows at once."""
+    return MINIATURES if len(service.default_selection(service.candidates())) >= 2 else LAB_FAMILY
+
+
+share.shared(FAMILY_KEY, share.choice_codec({MINIATURES: "mini", LAB_FAMILY: "lab"}), MINIATURES, initial=first_family)
 family = st.radio(
     "Family",
     [MINIATURES, LAB_FAMILY],

@@ -15,6 +15,8 @@ from dashboard.scaling import EXPONENT_ORDER
 from specbound.bounds import BoundAnalysis
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
+LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
+MINIATURES = "BERT Miniatures"
 SHOWN = (Proxy.OURS, Proxy.EDELMAN)
 
 
@@ -183,3 +185,34 @@ def test_the_chosen_models_travel_in_the_link(scaling_app, family) -> None:
     again.switch_page("pages/scaling.py")
     run_clean(again)
     assert again.multiselect(key="scaling_models").value == chosen
+
+
+def test_with_no_miniatures_here_the_page_opens_on_the_lab_family(figure_titled) -> None:
+    """No atlas and an empty Hub cache: the study opens on the lab's shipped family, and the link says so."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    run_clean(at)
+    at.switch_page("pages/scaling.py")
+    run_clean(at)
+    assert at.radio(key="scaling_family").value == LAB_FAMILY
+    assert len(at.multiselect(key="scaling_lab_models").value) == 4
+    assert figure_titled(at, "with width N")["data"]  # a study is drawn at once
+    assert at.query_params["scaling_family"] == "lab"
+    at.radio(key="scaling_family").set_value(MINIATURES)  # the visitor's own choice then stands
+    run_clean(at)
+    assert at.radio(key="scaling_family").value == MINIATURES
+    assert any("at least two models" in i.value for i in at.info)
+
+
+def test_a_family_of_miniatures_keeps_the_page_on_them(scaling_app) -> None:
+    assert scaling_app.radio(key="scaling_family").value == MINIATURES
+    assert scaling_app.query_params["scaling_family"] == "mini"  # the first family depends on the server
+
+
+def test_a_link_naming_the_miniatures_opens_them_even_where_none_are_here() -> None:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params["scaling_family"] = "mini"
+    run_clean(at)
+    at.switch_page("pages/scaling.py")
+    run_clean(at)
+    assert at.radio(key="scaling_family").value == MINIATURES
+    assert any("at least two models" in i.value for i in at.info)
