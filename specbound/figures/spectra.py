@@ -299,7 +299,8 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
     kind = Kind(kind)
     quantities = head_quantities(profile, kind)
     labels = cell_labels(profile.shape.num_heads)
-    layout = panel_grid(1, len(quantities), titles=list(quantities), horizontal_spacing=0.09)
+    # room for each colour bar and its tick labels before the next panel at 1024 px
+    layout = panel_grid(1, len(quantities), titles=list(quantities), horizontal_spacing=0.13)
     heads = np.arange(profile.shape.num_heads)
     layers = np.arange(profile.shape.num_layers)
     ranges = {"numerical rank": (0, profile.shape.head_dim), "stable rank": (0, profile.shape.head_dim)}
