@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 from specbound.figures.scaling import growth_figure
+from specbound.figures.style import PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE
 from specbound.scaling import Axis, ModelSummary, Proxy, ScalingStudy
 
 
@@ -34,6 +35,7 @@ def test_growth_figure_panels_and_styles(axis: Axis, panels: int) -> None:
     assert isinstance(figure, go.Figure)
     assert len(figure.data) == len(Proxy) * panels  # one trace per proxy and fixed size
     assert len(figure.layout.annotations) == panels  # the panel titles
+    assert figure.layout.margin.t == TOP_MARGIN_SUBTITLE + PANEL_TITLE_ROOM  # the note clears the panel titles
     assert all(figure.layout[name].type == "log" for name in figure.layout if name.startswith("yaxis"))
     for trace in figure.data:
         dashed = trace.legendgroup in {"p=0", "p=1", "p=2"}

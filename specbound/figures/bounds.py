@@ -315,7 +315,7 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
             axis_title("layer" if col == 1 else None, dtick=1, range=[-0.5, L - 0.5], showticklabels=col == 1)
         )
         layout[x_axis].update(cell_axis("head", H) if col < 3 else {"range": [-0.5, len(LAYER_KINDS) - 0.5]})
-    return figure(heatmaps, "p* of every matrix", source=source, height=320 + 14 * L, panel_titles=True, layout=layout)
+    return figure(heatmaps, "p* of every matrix", source=source, height=320 + 14 * L, layout=layout)
 
 
 def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:

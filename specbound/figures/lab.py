@@ -204,6 +204,5 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
         source="each panel: Kendall τ and granulated τ of the measure with the gap",
         height=300 * rows + 80,
         legend_title="training set",
-        panel_titles=True,
         layout=layout,
     )

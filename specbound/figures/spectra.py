@@ -331,7 +331,6 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
         f"{kind.value} heads: layer × head",
         source=source,
         height=360 + 12 * len(layers),
-        panel_titles=True,
         layout=layout,
     )
 

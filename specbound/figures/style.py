@@ -159,26 +159,37 @@ def figure(
     source: str | None = None,
     height: int | None = None,
     legend_title: str | None = None,
-    panel_titles: bool = False,
     layout: Mapping[str, Any] | None = None,
 ) -> go.Figure:
     """A figure with the shared look (:func:`base_layout`), built in one constructor call.
 
-    ``data`` are traces (plain dicts or graph objects); ``panel_titles`` as in :func:`base_layout`;
-    ``layout`` holds the figure's own settings
+    ``data`` are traces (plain dicts or graph objects); ``layout`` holds the figure's own settings
     (axes, bar mode, annotations, a :func:`panel_grid`), which win over the shared ones; every axis
     gets :data:`AXIS_STYLE` beneath its own keys, and ``automargin`` keeps tick and axis labels inside.
+    Titles above the top panels (a :func:`panel_grid` with titles) get room under the subtitle by
+    themselves (``panel_titles`` of :func:`base_layout`).
     One call matters for speed: plotly validates each property once at construction, while every later
     ``update_layout``, ``update_xaxes`` or ``add_trace`` re-parses property paths at a few milliseconds
     each, ten times the cost of the whole figure, and the p-dependent figures are redrawn on every
     slider move.
     """
-    shared = base_layout(title, source=source, height=height, legend_title=legend_title, panel_titles=panel_titles)
+    shared = base_layout(
+        title, source=source, height=height, legend_title=legend_title, panel_titles=has_top_panel_titles(layout or {})
+    )
     merged: dict[str, Any] = {**shared}
     merged.update(layout or {})
     for name in {"xaxis", "yaxis", *(key for key in merged if _AXIS_KEY.fullmatch(key))}:
         merged[name] = {**AXIS_STYLE, **merged.get(name, {})}
     return go.Figure(data=list(data), layout=merged)
+
+
+def has_top_panel_titles(layout: Mapping[str, Any]) -> bool:
+    """Whether a panel title sits on top of the plot area (where make_subplots puts the top row's:
+    at y = 1 of the paper, anchored by its bottom), where the subtitle would run into it."""
+    return any(
+        note.get("yref", "paper") == "paper" and note.get("yanchor") == "bottom" and note.get("y", 0) >= 1
+        for note in layout.get("annotations", ())
+    )
 
 
 def axis_title(text: str | None, **axis: Any) -> dict[str, Any]:

@@ -15,8 +15,11 @@ from specbound.figures.style import (
     KIND_COLORS,
     OKABE_ITO,
     PALETTE,
+    PANEL_TITLE_ROOM,
+    TOP_MARGIN_SUBTITLE,
     figure,
     format_tick,
+    has_top_panel_titles,
     log_axis,
     log_axis_ticks,
     on_panel,
@@ -106,6 +109,18 @@ def test_panel_grid_matches_make_subplots_and_every_panel_gets_the_style() -> No
     fig = figure([on_panel({"type": "scatter", "x": [1], "y": [1]}, 4)], "grid", layout=layout)
     assert (fig.data[0].xaxis, fig.data[0].yaxis) == ("x4", "y4")
     assert all(fig.layout[key].automargin for panel in range(1, 5) for key in panel_ref(panel))
+
+
+def test_titles_on_top_panels_get_room_under_the_subtitle_by_themselves() -> None:
+    source = "minilm-l6 · default p*"
+    titled = figure([], "grid", source=source, layout=panel_grid(2, 2, titles=["a", "b", "c", "d"]))
+    plain = figure([], "grid", source=source, layout=panel_grid(2, 2))
+    assert titled.layout.margin.t == TOP_MARGIN_SUBTITLE + PANEL_TITLE_ROOM
+    assert plain.layout.margin.t == TOP_MARGIN_SUBTITLE
+    # a note inside the plot area is not a panel title
+    noted = figure([], "t", source=source, layout={"annotations": [{"text": "n", "y": 0.5, "yanchor": "bottom"}]})
+    assert noted.layout.margin.t == TOP_MARGIN_SUBTITLE
+    assert not has_top_panel_titles({}) and has_top_panel_titles(panel_grid(1, 2, titles=["a", "b"]))
 
 
 def test_figures_are_built_in_one_constructor_call_not_patched_afterwards() -> None:
