@@ -2,11 +2,11 @@
 
 ``make run`` calls ``python -m dashboard.serve [streamlit options]``; ``streamlit run app.py`` works
 too. The difference is when the dashboard's own modules are imported. Streamlit runs ``app.py`` only
-once a browser has connected, so a plain start imports numpy, specbound and the dashboard (about
-0.15 s on an idle core, more under load) during the first page's run, while the visitor waits and
-the same process is sending the browser Streamlit's scripts. Here a background thread imports them
-as soon as the server is up, while the browser is still loading and parsing Streamlit's own
-JavaScript (about 0.7 s), so the first run finds them in place.
+once a browser has connected, so a plain start imports numpy, specbound and the dashboard (0.15 s
+on an idle core, up to 0.6 s beside a loading browser on two cores) during the first page's run,
+while the visitor waits and the same process is sending the browser Streamlit's scripts. Here a
+background thread imports them as soon as the server is up, while the browser is still loading and
+parsing Streamlit's own JavaScript (0.7-0.9 s), so the first run finds them in place.
 
 The thread waits for the server to be running because Streamlit's caches warn when their
 decorators are applied with no runtime yet, and because importing during the server's start would
