@@ -18,6 +18,7 @@ from specbound.compare import Comparison
 from specbound.logspace import logsumexp
 
 from .numbers import comparison_sentence, format_against, format_change, format_resolving, format_value
+from .presentation import metric_row
 from .text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, plain
 
 BASELINE_LABEL = "Baseline at the same p"
@@ -55,23 +56,23 @@ def explorer_headline(
     (change: model minus baseline), or √L when there is no baseline.
     """
     optimal = analysis.optimal
-    ours, best, edelman, last = st.columns(4)
-    ours.metric(
+    row = metric_row()
+    row.metric(
         TOTAL_LABEL,
         format_resolving(terms.log_total, log_one_layer_change(terms)),
         delta=f"{format_change(terms.log_total, optimal.log_total)} vs p*",
         **_delta_style(terms.log_total, optimal.log_total),
         help="Σ c(W; p) + √L at the p the controls set; the change is against the same sum at p*.",
     )
-    best.metric(OPTIMAL_LABEL, format_value(optimal.log_total))
-    edelman.metric(
+    row.metric(OPTIMAL_LABEL, format_value(optimal.log_total))
+    row.metric(
         EDELMAN_LABEL, format_value(analysis.log_edelman), help=f"log10 = {analysis.log_edelman / math.log(10):.2f}"
     )
     if comparison is None:
-        last.metric(SQRT_DEPTH_LABEL, f"{terms.sqrt_depth:.4g}")
+        row.metric(SQRT_DEPTH_LABEL, f"{terms.sqrt_depth:.4g}")
     else:
         model_at, base_at = comparison.model.log_ours_at, comparison.baseline.log_ours_at
-        last.metric(
+        row.metric(
             BASELINE_LABEL,
             format_against(base_at, model_at),
             delta=f"{format_change(model_at, base_at)} ours − baseline",

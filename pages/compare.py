@@ -10,7 +10,7 @@ import streamlit as st
 from dashboard import atlas, baseline, data, share
 from dashboard.export import provenance, report_download, show_figure
 from dashboard.numbers import comparison_sentence, format_change, format_value
-from dashboard.presentation import folded, headline
+from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
@@ -44,10 +44,10 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
     source = provenance(f"{name} against {base_name}", "p*")
 
     with headline():
-        model_col, base_col, change_col = st.columns(3)
-        model_col.metric(MODEL_LABEL, format_value(comparison.model.log_ours_opt))
-        base_col.metric(BASELINE_LABEL, format_value(comparison.baseline.log_ours_opt))
-        change_col.metric(CHANGE_LABEL, format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt))
+        row = metric_row()
+        row.metric(MODEL_LABEL, format_value(comparison.model.log_ours_opt))
+        row.metric(BASELINE_LABEL, format_value(comparison.baseline.log_ours_opt))
+        row.metric(CHANGE_LABEL, format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt))
     st.markdown(f"**Baseline:** {plain(base_name)}")
     st.markdown(
         plain(

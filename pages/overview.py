@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard import atlas, data
 from dashboard.headline import headline_sentence
 from dashboard.numbers import format_value, times_in_words
-from dashboard.presentation import folded, headline
+from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
 from dashboard.text import EDELMAN_LABEL, OPTIMAL_LABEL, bound_note, plain
 from specbound.logspace import to_log10
@@ -68,13 +68,13 @@ with st.container(border=True):
 
 log_ours, log_edelman = analysis.optimal.log_total, analysis.log_edelman
 with headline():
-    ours_col, edelman_col, ratio_col = st.columns(3)
-    ours_col.metric(OPTIMAL_LABEL, format_value(log_ours), help=f"log10 = {float(to_log10(log_ours)):.2f}")
-    edelman_col.metric(EDELMAN_LABEL, format_value(log_edelman), help=f"log10 = {float(to_log10(log_edelman)):.2f}")
+    row = metric_row()
+    row.metric(OPTIMAL_LABEL, format_value(log_ours), help=f"log10 = {float(to_log10(log_ours)):.2f}")
+    row.metric(EDELMAN_LABEL, format_value(log_edelman), help=f"log10 = {float(to_log10(log_edelman)):.2f}")
     if log_edelman >= log_ours:
-        ratio_col.metric(RATIO_LABEL, times_in_words(log_edelman - log_ours))
+        row.metric(RATIO_LABEL, times_in_words(log_edelman - log_ours))
     else:
-        ratio_col.metric("ours ÷ Edelman-style", times_in_words(log_ours - log_edelman))
+        row.metric("ours ÷ Edelman-style", times_in_words(log_ours - log_edelman))
 st.markdown(f"**{plain(headline_sentence(analysis))}**")
 bound_note()
 

@@ -105,6 +105,12 @@ def test_every_page_by_its_address_at_two_widths(server: str, browser_page) -> N
             assert broken == [], (path, width, broken)
             _whole_page_screenshot(page, f"{path}-{width}", viewport)
 
+    # the explorer's longest headline (p = 1: "1.498622588e+12" with its change) in large type at 1024
+    _open(page, f"{server}/bounds?p_optimal=0&present=1", "Bound explorer")
+    assert "e+12" in _total(page)
+    assert page.evaluate(TRUNCATED_METRICS) == [] and page.evaluate(BROKEN_VALUES) == []
+    screenshot(page, "bounds-1024-p1-present")
+
     # at 1024 x 768, the explorer's headline stays in view while the page scrolls to its tables
     _open(page, f"{server}/bounds", "Bound explorer")
     page.locator(".st-key-terms_table").scroll_into_view_if_needed()
