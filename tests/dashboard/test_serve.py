@@ -59,10 +59,14 @@ def test_the_preload_waits_for_the_server_to_run(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_preload_gives_up_on_a_server_that_never_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve, "server_running", lambda: False)
+    asked: list[bool] = []
+    imported: list[str] = []
+    monkeypatch.setattr(serve, "server_running", lambda: asked.append(False) or False)
     monkeypatch.setattr(serve, "POLL_S", 0.0)
-    monkeypatch.setattr(serve, "GIVE_UP_S", 0.0)
-    serve.preload_when_running(("no_such_module_anywhere",))  # would raise if it tried
+    monkeypatch.setattr(serve, "GIVE_UP_S", 0.05)
+    monkeypatch.setattr(serve, "preload", lambda modules: imported.extend(modules))
+    serve.preload_when_running(("json",))
+    assert len(asked) >= 2 and imported == []  # it kept asking, then stopped without importing
 
 
 def test_no_server_runs_in_a_plain_process() -> None:
