@@ -31,6 +31,8 @@ BASELINE_KEY = "baseline"
 TWIN_PREFIX = "twin:"
 #: Button keys.
 PIN_KEY, TWIN_KEY, CLEAR_KEY = "baseline_pin", "baseline_twin", "baseline_clear"
+#: Key (and link parameter) of the Bound explorer's section with these buttons, drawn only when opened.
+CONTROLS_SECTION_KEY = "show_baseline"
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,17 @@ def headline_sentence(analysis: BoundAnalysis) -> str:
     return comparison_sentence(OURS_NAME, analysis.optimal.log_total, EDELMAN_NAME, analysis.log_edelman)
 
 
+def kind_shares_sentence(terms: BoundTerms) -> str:
+    """ "Share of the total by kind: QK 50 % · V 49.9 % · …": each kind's Σ c(W; p) over the total.
+
+    Computed in log space, so it holds where the sums themselves overflow a float; the shares add up
+    to 1 less √L's share of the total.
+    """
+    shares = {kind: math.exp(log_sum - terms.log_total) for kind, log_sum in terms.log_per_kind().items()}
+    parts = [f"{kind.value} {100 * share:.3g} %" for kind, share in shares.items()]
+    return "Share of the total by kind: " + " · ".join(parts)
+
+
 def _delta_style(log_value: float, log_reference: float) -> dict[str, str]:
     """Arrow and colour of a change of a bound (lower is better): red up, green down, grey and no arrow for none."""
     if log_value == log_reference:

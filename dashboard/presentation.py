@@ -75,6 +75,20 @@ def folded(label: str) -> Iterator[None]:
         yield
 
 
+def on_demand(label: str, key: str) -> st.delta_generator.DeltaGenerator | None:
+    """An expander, closed at first, whose content is drawn only while it is open; kept in the link.
+
+    Returns the expander to draw into when it is open, else None (draw nothing). A plain expander's
+    content is sent and rendered even while closed, and on every rerun the browser re-renders every
+    element of the page at least twice before the first new value arrives (once when the run starts,
+    once when it is marked running). Large tables there cost each slider move its share of that work;
+    drawn on demand, they cost nothing until a visitor opens them.
+    """
+    share.shared(key, share.BOOL, False)
+    box = st.expander(label, key=key, on_change="rerun")
+    return box if box.open else None
+
+
 def headline() -> st.delta_generator.DeltaGenerator:
     """The page's sticky headline container (fill it with metrics)."""
     return st.container(key=HEADLINE_KEY)

@@ -14,6 +14,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+#: Key (and link parameter) of the Bound explorer's tables section, drawn only when opened.
+EXPLORER_TABLES_KEY = "show_tables"
+
 
 @dataclass(frozen=True)
 class Column:

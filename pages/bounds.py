@@ -3,12 +3,15 @@
 Everything that depends on p is one fragment: a control move reruns only it (not the sidebar, not the
 p-independent figures), and it only calls ``analysis.evaluate`` on the cached analysis: no file
 access, no SVD. The headline row above the controls stays at the top of the window while they move.
+The baseline buttons and the tables are drawn only when their section is opened: every element on
+the page costs the browser work on each move (see :func:`dashboard.presentation.on_demand`).
 """
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -16,15 +19,16 @@ from streamlit.delta_generator import DeltaGenerator
 from dashboard import atlas, baseline, data, drilldown, share
 from dashboard.controls import PChoice, held_choice, p_controls
 from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
-from dashboard.headline import explorer_headline, headline_sentence
-from dashboard.presentation import folded, headline, let_headline_through
+from dashboard.headline import explorer_headline, headline_sentence, kind_shares_sentence
+from dashboard.presentation import headline, let_headline_through, on_demand
 from dashboard.routing import ensure_app_entry
-from dashboard.tables import show_table
+from dashboard.tables import EXPLORER_TABLES_KEY, show_table
 from dashboard.text import bound_note
 from specbound.bounds import BoundTerms
 from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
+from specbound.logspace import exp_array
 from specbound.report import layer_frame, terms_frame
 
 ensure_app_entry()
@@ -66,6 +70,22 @@ def show_headline(slot: DeltaGenerator, choice: PChoice) -> BoundTerms:
     return terms
 
 
+def terms_table(terms: BoundTerms) -> pd.DataFrame:
+    """Every term per matrix at ``terms``, named by matrix."""
+    table = terms_frame(analysis, terms)
+    table.insert(0, "matrix", labels)
+    return table
+
+
+def kind_table(terms: BoundTerms) -> pd.DataFrame:
+    """Σ c(W; p) per kind and its share of the total (computed in log space, like the caption)."""
+    log_sums = terms.log_per_kind()
+    logs = np.array(list(log_sums.values()))
+    return pd.DataFrame(
+        {"kind": [k.value for k in log_sums], "sum_c": exp_array(logs), "share": np.exp(logs - terms.log_total)}
+    )
+
+
 @st.fragment
 def explorer() -> None:
     """Headline, controls and every p-dependent figure and table; reruns alone when a control moves.
@@ -84,8 +104,9 @@ def explorer() -> None:
     if choice != held:
         terms = show_headline(slot, choice)
     source = provenance(model, choice.summary)
-    with st.expander("Compare with a baseline"):
-        baseline.controls()
+    if (box := on_demand("Compare with a baseline", baseline.CONTROLS_SECTION_KEY)) is not None:
+        with box:
+            baseline.controls()
 
     st.caption(headline_sentence(analysis))
     proxies = figures.proxy_comparison(
@@ -103,15 +124,9 @@ def explorer() -> None:
     view = st.radio(
         "Per-layer sums", list(SUMS_VIEWS), format_func=SUMS_VIEWS.__getitem__, horizontal=True, key=SUMS_VIEW_KEY
     )
-    sums_col, kinds_col = st.columns([2, 1])
-    with sums_col:
-        sums = figures.term_sums(analysis, terms, view, source=source)
-        show_figure(sums, "term_sums")
-    per_kind = terms.per_kind()
-    kind_table = pd.DataFrame({"kind": [k.value for k in per_kind], "sum_c": list(per_kind.values())})
-    kind_table["share"] = kind_table["sum_c"] / terms.total
-    with kinds_col, folded("Sums per kind (table)"):
-        show_table(kind_table, "kind_sums")
+    sums = figures.term_sums(analysis, terms, view, source=source)
+    show_figure(sums, "term_sums")
+    st.caption(kind_shares_sentence(terms))
 
     st.subheader("c(W; p) against p")
     top_layer_rows = profile.rows_of(layers=[profile.shape.num_layers - 1], heads=[0])  # QK h0, V h0, M_in, M_out
@@ -134,27 +149,32 @@ def explorer() -> None:
         drilldown.detail(analysis, index, terms, source)
 
     st.subheader("Every term")
-    table = terms_frame(analysis, terms)
-    table.insert(0, "matrix", labels)
-    with folded("Per-matrix terms (table)"):
-        st.caption(
-            "Per matrix: the p used, c(W; p), p* and c(W; p*), then S_p, s_W = γ α⁽ℓ⁾ L and the norms. "
-            "Click a row to open that matrix above; click a header to sort."
-        )
-        show_table(table, "terms_table", on_select=lambda: drilldown.from_table("terms_table"))
-        csv_download(table, f"{model_file}-terms.csv", "download_terms", "Download the per-matrix terms (CSV)")
-        layers_table = layer_frame(analysis, terms)
-        show_table(layers_table, "layers_table")
-        csv_download(layers_table, f"{model_file}-layers.csv", "download_layers", "Download the per-layer sums (CSV)")
+    if (box := on_demand("Tables per matrix, per layer and per kind (CSV)", EXPLORER_TABLES_KEY)) is not None:
+        with box:
+            st.caption(
+                "Per matrix: the p used, c(W; p), p* and c(W; p*), then S_p, s_W = γ α⁽ℓ⁾ L and the norms. "
+                "Click a row to open that matrix above; click a header to sort."
+            )
+            table = terms_table(terms)
+            show_table(table, "terms_table", on_select=lambda: drilldown.from_table("terms_table"))
+            csv_download(table, f"{model_file}-terms.csv", "download_terms", "Download the per-matrix terms (CSV)")
+            layers_table = layer_frame(analysis, terms)
+            show_table(layers_table, "layers_table")
+            csv_download(
+                layers_table, f"{model_file}-layers.csv", "download_layers", "Download the per-layer sums (CSV)"
+            )
+            show_table(kind_table(terms), "kind_sums")
 
     report_download(
         "Bound explorer",
         lambda: [
             ReportSection("Totals", [proxies], note=headline_sentence(analysis)),
-            ReportSection("Where the total comes from", [sums], [kind_table]),
+            ReportSection("Where the total comes from", [sums], [kind_table(terms)]),
             ReportSection("c(W; p) against p", [curves] if curves is not None else []),
             ReportSection(
-                "Every term", tables=[table, layer_frame(analysis, terms)], table_captions=["Per matrix", "Per layer"]
+                "Every term",
+                tables=[terms_table(terms), layer_frame(analysis, terms)],
+                table_captions=["Per matrix", "Per layer"],
             ),
         ],
         model=model,

@@ -256,6 +256,10 @@ class BoundTerms:
     def per_kind(self) -> dict[Kind, float]:
         return {kind: float(self.contribution[self.kinds == kind.value].sum()) for kind in Kind}
 
+    def log_per_kind(self) -> dict[Kind, float]:
+        """ln of the sum of c(W; p) over each kind (finite unless the kind has only zero matrices)."""
+        return {kind: float(logsumexp(self.log_contribution[self.kinds == kind.value])) for kind in Kind}
+
 
 @dataclass(frozen=True, eq=False)
 class BoundAnalysis:

@@ -53,11 +53,6 @@ class ProxyTotals:
         }
 
 
-def _log_kind_sums(terms: BoundTerms) -> dict[Kind, float]:
-    """ln of the sum of c(W; p) over each kind (always finite unless the kind is all zero matrices)."""
-    return {kind: float(logsumexp(terms.log_contribution[terms.kinds == kind.value])) for kind in Kind}
-
-
 def _log_layer_sums(terms: BoundTerms, num_layers: int) -> np.ndarray:
     """(L,) ln of the sum of c(W; p) over each layer's matrices."""
     return np.array([logsumexp(terms.log_contribution[terms.layers == layer]) for layer in range(num_layers)])
@@ -136,8 +131,8 @@ def compare(model: BoundAnalysis, baseline: BoundAnalysis, p: PChoice = None, ba
     return Comparison(
         model=_totals(model, terms),
         baseline=_totals(baseline, base_terms),
-        log_kind_sums_model=MappingProxyType(_log_kind_sums(terms)),
-        log_kind_sums_baseline=MappingProxyType(_log_kind_sums(base_terms)),
+        log_kind_sums_model=MappingProxyType(terms.log_per_kind()),
+        log_kind_sums_baseline=MappingProxyType(base_terms.log_per_kind()),
         log_layer_sums_model=_log_layer_sums(terms, model.profile.shape.num_layers),
         log_layer_sums_baseline=_log_layer_sums(base_terms, baseline.profile.shape.num_layers),
     )

@@ -7,9 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from app_harness import run_clean
 
 from dashboard.headline import log_one_layer_change
 from dashboard.numbers import format_against, format_change, format_resolving, format_value
+from dashboard.tables import EXPLORER_TABLES_KEY
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL, format_log_value
 from specbound.bounds import BoundTerms, PAssignment
 from specbound.figures.bounds import SumsView
@@ -28,6 +30,10 @@ def _total_text(terms: BoundTerms) -> str:
 
 
 def _terms_table(at):
+    """The per-matrix table, opening the tables section first (it is drawn only when open)."""
+    if not at.session_state[EXPLORER_TABLES_KEY]:
+        at.session_state[EXPLORER_TABLES_KEY] = True
+        run_clean(at)
     (table,) = [d.value for d in at.dataframe if "contribution" in d.value.columns]
     return table
 
@@ -198,13 +204,36 @@ def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, 
         assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(p))
 
 
-def test_tables_export_as_csv(bounds_app) -> None:
-    labels = {b.label for b in bounds_app.get("download_button")}
-    assert labels >= {"Download the per-matrix terms (CSV)", "Download the per-layer sums (CSV)"}
-    table = _terms_table(bounds_app)
+def test_the_tables_are_drawn_when_their_section_opens_and_export_as_csv(bounds_app, rerun) -> None:
+    """Closed at first, the tables section sends nothing; opened, it draws the three tables and is in the link."""
+    at = bounds_app
+    csv_labels = {"Download the per-matrix terms (CSV)", "Download the per-layer sums (CSV)"}
+    assert not at.dataframe and not csv_labels & {b.label for b in at.get("download_button")}
+    assert EXPLORER_TABLES_KEY not in at.query_params
+    table = _terms_table(at)
+    assert {b.label for b in at.get("download_button")} >= csv_labels
+    assert at.query_params[EXPLORER_TABLES_KEY] == "1"
     assert list(table.columns)[:5] == ["matrix", "p", "contribution", "p_opt", "contribution_at_p_opt"]
     assert {"gamma", "log10_scale", "schatten_p"} <= set(table.columns)
     assert set(table.loc[table["kind"] == "M_out", "head"]) == {""}  # no "None" cells
+    (kinds,) = [d.value for d in at.dataframe if "share" in d.value.columns]
+    assert list(kinds["kind"]) == [k.value for k in Kind]
+
+
+def test_kind_shares_at_p_star_in_closed_form(bounds_app, minilm) -> None:
+    """At p* = 0 every c(W; 0) is sqrt(rank · N): QK and V heads sqrt(32 · 384), M_in and M_out 384."""
+    at = bounds_app
+    total = 2 * 72 * math.sqrt(32 * 384) + 12 * 384 + math.sqrt(6)
+    assert total == pytest.approx(minilm.optimal.total, rel=1e-12)
+    head, ffn = 72 * math.sqrt(32 * 384) / total, 6 * 384 / total
+    expected = f"Share of the total by kind: QK {100 * head:.3g} % · V {100 * head:.3g} % · M_in {100 * ffn:.3g} % · "
+    expected += f"M_out {100 * ffn:.3g} %"
+    assert expected == "Share of the total by kind: QK 38.8 % · V 38.8 % · M_in 11.2 % · M_out 11.2 %"
+    assert expected in [c.value for c in at.caption]
+    at.session_state[EXPLORER_TABLES_KEY] = True
+    (kinds,) = [d.value for d in run_clean(at).dataframe if "share" in d.value.columns]
+    np.testing.assert_allclose(kinds["sum_c"], [2 * 72 * math.sqrt(32 * 384) / 2] * 2 + [6 * 384] * 2, rtol=1e-12)
+    np.testing.assert_allclose(kinds["share"], [head, head, ffn, ffn], rtol=1e-12)
 
 
 @pytest.mark.slow  # writes and opens a second checkpoint through the whole app
@@ -268,11 +297,15 @@ def test_a_shared_link_draws_its_widgets_without_a_session_state_clash(monkeypat
 
 
 def test_the_headline_compares_with_the_random_twin(bounds_app, rerun, minilm) -> None:
-    from dashboard.baseline import TWIN_KEY, twin_analysis
+    from dashboard.baseline import CONTROLS_SECTION_KEY, TWIN_KEY, twin_analysis
     from dashboard.headline import BASELINE_LABEL
     from specbound.compare import compare
 
     at = bounds_app
+    assert "Compare with a baseline" in [e.label for e in at.expander]
+    assert TWIN_KEY not in [b.key for b in at.button]  # the buttons are drawn when their section opens
+    at.session_state[CONTROLS_SECTION_KEY] = True
+    rerun(at)
     at.button(key=TWIN_KEY).click()
     rerun(at)
     twin = twin_analysis("minilm-l6", 0.02)

@@ -133,8 +133,8 @@ def test_presentation_mode_folds_notes_and_tables_and_is_in_the_link(landing_app
     assert at.query_params["present"] == "1"
     at.switch_page("pages/bounds.py")
     rerun(at)
-    folded = {e.label for e in at.expander}
-    assert {"Sums per kind (table)", "Per-matrix terms (table)"} <= folded
+    assert "Tables per matrix, per layer and per kind (CSV)" in {e.label for e in at.expander}
+    assert not at.dataframe  # on demand in either mode
     assert any("font-size: 19px" in h.proto.body for h in at.get("html"))
 
 

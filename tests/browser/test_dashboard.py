@@ -112,7 +112,7 @@ def test_every_page_by_its_address_at_two_widths(server: str, browser_page) -> N
     screenshot(page, "bounds-1024-p1-present")
 
     # at 1024 x 768, the explorer's headline stays in view while the page scrolls to its tables
-    _open(page, f"{server}/bounds", "Bound explorer")
+    _open(page, f"{server}/bounds?show_tables=1", "Bound explorer")  # the tables section opened by the link
     page.locator(".st-key-terms_table").scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     box = page.locator(".st-key-headline").bounding_box()
@@ -200,6 +200,11 @@ def test_tables_and_reports_download_the_view_they_show(server: str, browser_pag
     page = browser_page
     page.set_viewport_size(WIDE)
     _open(page, f"{server}/bounds?p_optimal=0&p_global=0.5", "Bound explorer")
+    assert page.locator(".st-key-download_terms").count() == 0  # the tables are drawn when their section opens
+    page.locator(".st-key-show_tables summary").click()
+    page.locator(".st-key-download_terms button").wait_for()
+    wait_idle(page)
+    assert "show_tables=1" in page.url
     with page.expect_download() as download:
         page.locator(".st-key-download_terms button").click()
     assert download.value.suggested_filename == "minilm-l6-terms.csv"
