@@ -11,9 +11,10 @@ fresh profile cache, then in the same run:
   state and references to the shared caches, not weights);
 * times slider moves in the browser from the key press to the updated total on the page, beside the
   computation-layer time the page reports for the same moves (the explorer opens at p*, so the link
-  switches that off first; timing starts once every chart of the page is drawn), and the same moves
-  on a bare Streamlit slider and number (``bare_slider_app.py``) served in the same run: the part
-  of the latency any Streamlit page pays on this machine at this moment;
+  switches that off first; timing starts once every chart of the page is drawn), the same moves with
+  the explorer's tables section open, and on a bare Streamlit slider and number
+  (``bare_slider_app.py``) served in the same run: the part of the latency any Streamlit page pays
+  on this machine at this moment;
 * stops that server, then starts a new one on the now warm profile cache, five times, and times the
   first useful page: from the process start, and from the server answering, to the landing page's
   first headline number or chart (medians of the five starts), and the same for the bare page; the
@@ -36,6 +37,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]  # the dashboard and
 from streamlit_page import wait_idle  # noqa: E402
 from streamlit_server import CHROMIUM, launch_chromium, serve_dashboard  # noqa: E402
 
+from dashboard.tables import EXPLORER_TABLES_KEY  # noqa: E402
 from dashboard.text import TOTAL_LABEL  # noqa: E402
 
 EXTRA_SESSIONS = 6
@@ -48,6 +50,8 @@ TARGET_SESSION_MB = 50.0
 SPECTRA_RUNS = 5
 #: The explorer's link with the sliders in charge (it opens at p* otherwise, with the global slider off).
 EXPLORER_LINK = "/bounds?p_optimal=0"
+#: The same with its tables section open (three tables drawn on every move).
+TABLES_LINK = f"{EXPLORER_LINK}&{EXPLORER_TABLES_KEY}=1"
 #: What counts as the first useful thing on the landing page: a headline number or a drawn chart.
 USEFUL = '[data-testid="stMetricValue"], [data-testid="stPlotlyChart"] .js-plotly-plot'
 
@@ -108,6 +112,11 @@ def move_slider(page, key: str) -> float:
     return elapsed
 
 
+def slider_moves(page) -> list[float]:
+    """Seconds of :data:`SLIDER_MOVES` moves of the global slider, right and left in turn."""
+    return [move_slider(page, "ArrowLeft" if i % 2 else "ArrowRight") for i in range(SLIDER_MOVES)]
+
+
 def first_useful_page(browser, scratch: Path, script: str | None = None) -> tuple[float, float]:
     """(seconds from process start, seconds from the server's first answer) to the first useful view of "/".
 
@@ -165,7 +174,7 @@ def main() -> int:
         with serve_dashboard(Path(tmp)) as server:
             idle_mb = resident_mb(server.pid)
             first = open_explorer(browser, server.url)
-            latencies = [move_slider(first, "ArrowLeft" if i % 2 else "ArrowRight") for i in range(SLIDER_MOVES)]
+            latencies = slider_moves(first)
             server_ms = first.get_by_text("terms evaluated in").inner_text().split("evaluated in ")[-1]
             baseline_mb = resident_mb(server.pid)
             baseline_peak_mb = resident_mb(server.pid, "VmHWM")
@@ -179,9 +188,12 @@ def main() -> int:
             loaded_peak_mb = resident_mb(server.pid, "VmHWM")
             for page in [first, *pages]:
                 page.context.close()
+            tables = open_explorer(browser, server.url, TABLES_LINK)
+            tables_latencies = slider_moves(tables)
+            tables.context.close()
         with serve_dashboard(Path(tmp), script=str(BARE_APP)) as bare_server:
             bare = open_explorer(browser, bare_server.url, link="/")
-            bare_latencies = [move_slider(bare, "ArrowLeft" if i % 2 else "ArrowRight") for i in range(SLIDER_MOVES)]
+            bare_latencies = slider_moves(bare)
             bare.context.close()
         # the first server stopped, as before a fresh `make run`; the profile cache it filled is warm
         starts = [first_useful_page(browser, Path(tmp)) for _ in range(FIRST_PAGE_STARTS)]
@@ -216,6 +228,11 @@ def main() -> int:
             f"{1e3 * statistics.median(bare_latencies):.0f} ms",
             f"explorer / bare = {statistics.median(latencies) / statistics.median(bare_latencies):.2f}; "
             f"min {1e3 * min(bare_latencies):.0f}, max {1e3 * max(bare_latencies):.0f} ms",
+        ),
+        (
+            "  with the tables section open",
+            f"{1e3 * statistics.median(tables_latencies):.0f} ms",
+            f"min {1e3 * min(tables_latencies):.0f}, max {1e3 * max(tables_latencies):.0f} ms",
         ),
         ("  of which the computation layer (last move)", server_ms, "target < 50 ms"),
         (
