@@ -32,7 +32,7 @@ def headline_sentence(analysis: BoundAnalysis) -> str:
 
 
 def kind_shares_sentence(terms: BoundTerms) -> str:
-    """ "Share of the total by kind: QK 50 % · V 49.9 % · …": each kind's Σ c(W; p) over the total.
+    """ "Share of the total by kind: QK 38.8 % · V 38.8 % · …": each kind's Σ c(W; p) over the total.
 
     Computed in log space, so it holds where the sums themselves overflow a float; the shares add up
     to 1 less √L's share of the total.

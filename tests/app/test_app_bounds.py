@@ -204,7 +204,7 @@ def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, 
         assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(p))
 
 
-def test_the_tables_are_drawn_when_their_section_opens_and_export_as_csv(bounds_app, rerun) -> None:
+def test_the_tables_are_drawn_when_their_section_opens_and_export_as_csv(bounds_app) -> None:
     """Closed at first, the tables section sends nothing; opened, it draws the three tables and is in the link."""
     at = bounds_app
     csv_labels = {"Download the per-matrix terms (CSV)", "Download the per-layer sums (CSV)"}
@@ -232,7 +232,7 @@ def test_kind_shares_at_p_star_in_closed_form(bounds_app, minilm) -> None:
     assert expected in [c.value for c in at.caption]
     at.session_state[EXPLORER_TABLES_KEY] = True
     (kinds,) = [d.value for d in run_clean(at).dataframe if "share" in d.value.columns]
-    np.testing.assert_allclose(kinds["sum_c"], [2 * 72 * math.sqrt(32 * 384) / 2] * 2 + [6 * 384] * 2, rtol=1e-12)
+    np.testing.assert_allclose(kinds["sum_c"], [72 * math.sqrt(32 * 384)] * 2 + [6 * 384] * 2, rtol=1e-12)
     np.testing.assert_allclose(kinds["share"], [head, head, ffn, ffn], rtol=1e-12)
 
 
