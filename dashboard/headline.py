@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import streamlit as st
 
 from specbound.bounds import BoundAnalysis, BoundTerms
 from specbound.compare import Comparison
-from specbound.logspace import logsumexp
+from specbound.matrices import Kind
 
 from .numbers import comparison_sentence, format_against, format_change, format_resolving, format_value
 from .presentation import metric_row
@@ -31,14 +30,18 @@ def headline_sentence(analysis: BoundAnalysis) -> str:
     return comparison_sentence(OURS_NAME, analysis.optimal.log_total, EDELMAN_NAME, analysis.log_edelman)
 
 
-def kind_shares_sentence(terms: BoundTerms) -> str:
-    """ "Share of the total by kind: QK 38.8 % · V 38.8 % · …": each kind's Σ c(W; p) over the total.
+def kind_shares(terms: BoundTerms) -> dict[Kind, float]:
+    """Each kind's Σ c(W; p) as a share of the total.
 
     Computed in log space, so it holds where the sums themselves overflow a float; the shares add up
     to 1 less √L's share of the total.
     """
-    shares = {kind: math.exp(log_sum - terms.log_total) for kind, log_sum in terms.log_per_kind().items()}
-    parts = [f"{kind.value} {100 * share:.3g} %" for kind, share in shares.items()]
+    return {kind: math.exp(log_sum - terms.log_total) for kind, log_sum in terms.log_per_kind().items()}
+
+
+def kind_shares_sentence(terms: BoundTerms) -> str:
+    """ "Share of the total by kind: QK 38.8 % · V 38.8 % · …" (see :func:`kind_shares`)."""
+    parts = [f"{kind.value} {100 * share:.3g} %" for kind, share in kind_shares(terms).items()]
     return "Share of the total by kind: " + " · ".join(parts)
 
 
@@ -55,7 +58,7 @@ def log_one_layer_change(terms: BoundTerms) -> float:
     The total is written with enough digits to resolve it, so a move of the top layer's p shows even
     when layer 0 holds nearly all of the total.
     """
-    return float(min(logsumexp(terms.log_contribution[terms.layers == layer]) for layer in np.unique(terms.layers)))
+    return float(terms.log_per_layer(int(terms.layers.max()) + 1).min())
 
 
 def explorer_headline(

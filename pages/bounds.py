@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -19,7 +18,7 @@ from streamlit.delta_generator import DeltaGenerator
 from dashboard import atlas, baseline, data, drilldown, share
 from dashboard.controls import PChoice, held_choice, p_controls
 from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
-from dashboard.headline import explorer_headline, headline_sentence, kind_shares_sentence
+from dashboard.headline import explorer_headline, headline_sentence, kind_shares, kind_shares_sentence
 from dashboard.presentation import headline, let_headline_through, on_demand
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import EXPLORER_TABLES_KEY, show_table
@@ -29,6 +28,7 @@ from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
 from specbound.logspace import exp_array
+from specbound.matrices import Kind
 from specbound.report import layer_frame, terms_frame
 
 ensure_app_entry()
@@ -78,11 +78,14 @@ def terms_table(terms: BoundTerms) -> pd.DataFrame:
 
 
 def kind_table(terms: BoundTerms) -> pd.DataFrame:
-    """Σ c(W; p) per kind and its share of the total (computed in log space, like the caption)."""
-    log_sums = terms.log_per_kind()
-    logs = np.array(list(log_sums.values()))
+    """Σ c(W; p) per kind and its share of the total (the caption's shares)."""
+    log_sums, shares = terms.log_per_kind(), kind_shares(terms)
     return pd.DataFrame(
-        {"kind": [k.value for k in log_sums], "sum_c": exp_array(logs), "share": np.exp(logs - terms.log_total)}
+        {
+            "kind": [k.value for k in Kind],
+            "sum_c": exp_array([log_sums[k] for k in Kind]),
+            "share": [shares[k] for k in Kind],
+        }
     )
 
 

@@ -253,8 +253,9 @@ class BoundTerms:
         """Sum of c(W; p) over the matrices of each layer, (L,)."""
         return np.bincount(self.layers, weights=self.contribution, minlength=num_layers)
 
-    def per_kind(self) -> dict[Kind, float]:
-        return {kind: float(self.contribution[self.kinds == kind.value].sum()) for kind in Kind}
+    def log_per_layer(self, num_layers: int) -> np.ndarray:
+        """(L,) ln of the sum of c(W; p) over each layer's matrices (finite where the sums overflow)."""
+        return np.array([logsumexp(self.log_contribution[self.layers == layer]) for layer in range(num_layers)])
 
     def log_per_kind(self) -> dict[Kind, float]:
         """ln of the sum of c(W; p) over each kind (finite unless the kind has only zero matrices)."""

@@ -18,7 +18,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .bounds import BoundAnalysis, BoundTerms, PAssignment
-from .logspace import exp_array, exp_or_inf, logsumexp, to_log10
+from .logspace import exp_array, exp_or_inf, to_log10
 from .matrices import Kind
 
 #: What ``compare`` evaluates: a PAssignment, one p for every matrix, a per-matrix array, or None for p*.
@@ -51,11 +51,6 @@ class ProxyTotals:
             "ours_at": exp_or_inf(self.log_ours_at),
             "edelman": exp_or_inf(self.log_edelman),
         }
-
-
-def _log_layer_sums(terms: BoundTerms, num_layers: int) -> np.ndarray:
-    """(L,) ln of the sum of c(W; p) over each layer's matrices."""
-    return np.array([logsumexp(terms.log_contribution[terms.layers == layer]) for layer in range(num_layers)])
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,6 +128,6 @@ def compare(model: BoundAnalysis, baseline: BoundAnalysis, p: PChoice = None, ba
         baseline=_totals(baseline, base_terms),
         log_kind_sums_model=MappingProxyType(terms.log_per_kind()),
         log_kind_sums_baseline=MappingProxyType(base_terms.log_per_kind()),
-        log_layer_sums_model=_log_layer_sums(terms, model.profile.shape.num_layers),
-        log_layer_sums_baseline=_log_layer_sums(base_terms, baseline.profile.shape.num_layers),
+        log_layer_sums_model=terms.log_per_layer(model.profile.shape.num_layers),
+        log_layer_sums_baseline=base_terms.log_per_layer(baseline.profile.shape.num_layers),
     )
