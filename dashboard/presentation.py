@@ -2,9 +2,10 @@
 
 Presentation mode (a sidebar toggle kept in the link) is for a projector or a demo: larger type, notes
 and tables folded away. Whatever the mode, a headline number never truncates (metric values wrap
-instead of ending in "…") and the container keyed :data:`HEADLINE_KEY` stays at the top of the window
-while the page scrolls, so the total stays in view while its controls move. (Streamlit wraps each
-container in a layout wrapper of the same height, so the wrapper is what sticks.)
+instead of ending in "…", and so do toggle labels) and the container keyed :data:`HEADLINE_KEY`
+stays at the top of the window while the page scrolls, so the total stays in view while its
+controls move. (Streamlit wraps each container in a layout wrapper of the same height, so the
+wrapper is what sticks.)
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ BASE_CSS = f"""
   white-space: normal !important; overflow-wrap: anywhere; text-overflow: clip;
 }}
 [data-testid="stMetricValue"] {{ font-size: clamp(1.25rem, 2.1vw, 2.1rem); line-height: 1.2; }}
+[data-testid="stCheckbox"] [data-testid="stMarkdownContainer"],
+[data-testid="stCheckbox"] [data-testid="stMarkdownContainer"] p {{
+  white-space: normal !important; text-overflow: clip;
+}}
 [data-testid="stLayoutWrapper"]:has(> .st-key-{HEADLINE_KEY}) {{
   position: sticky; top: 3.5rem; z-index: 990; background: var(--st-background-color, #ffffff);
   padding: 0.35rem 0 0.25rem 0; border-bottom: 1px solid rgba(49, 51, 63, 0.15);

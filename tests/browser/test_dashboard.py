@@ -36,6 +36,9 @@ WIDE, PROJECTOR = {"width": 1440, "height": 900}, {"width": 1024, "height": 768}
 TRUNCATED_METRICS = """() => [...document.querySelectorAll(
     '[data-testid="stMetricValue"], [data-testid="stMetricValue"] *, [data-testid="stMetricLabel"] *')]
     .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+#: Toggle and checkbox labels cut short with "…" (Streamlit keeps them on one line by default).
+CUT_LABELS = """() => [...document.querySelectorAll('[data-testid="stCheckbox"] [data-testid="stMarkdownContainer"]')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
 #: Formulas wider than their box, which shows only a part of them (KaTeX's multi-line layouts
 #: overhang by a pixel or two without hiding anything visible).
 CUT_FORMULAS = """() => [...document.querySelectorAll('.katex-display')]
@@ -103,12 +106,15 @@ def test_every_page_by_its_address_at_two_widths(server: str, browser_page) -> N
             assert wide == [], (path, width, wide)
             broken = page.evaluate(BROKEN_VALUES)
             assert broken == [], (path, width, broken)
+            labels = page.evaluate(CUT_LABELS)
+            assert labels == [], (path, width, labels)
             _whole_page_screenshot(page, f"{path}-{width}", viewport)
 
     # the explorer's longest headline (p = 1: "1.498622588e+12" with its change) in large type at 1024
     _open(page, f"{server}/bounds?p_optimal=0&present=1", "Bound explorer")
     assert "e+12" in _total(page)
     assert page.evaluate(TRUNCATED_METRICS) == [] and page.evaluate(BROKEN_VALUES) == []
+    assert page.evaluate(CUT_LABELS) == []  # the p controls' toggles in large type
     screenshot(page, "bounds-1024-p1-present")
 
     # at 1024 x 768, the explorer's headline stays in view while the page scrolls to its tables
