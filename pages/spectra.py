@@ -57,17 +57,17 @@ for key, codec, offered in (
 share.shared("spectra_normalise", share.BOOL, False)
 share.shared("heatmap_kind", HEATMAP_KIND_CODEC, Kind.QK.value)
 
-layer_col, kind_col, head_col, option_col = st.columns([3, 3, 3, 2])
+layer_col, kind_col, head_col = st.columns(3)  # the toggle on its own line: a fourth column cut its label at 1024 px
 layers = layer_col.multiselect("Layers", all_layers, key="spectra_layers")
 kinds = kind_col.multiselect("Kinds", all_kinds, key="spectra_kinds")
 heads = head_col.multiselect(
     "Draw these heads one by one",
     all_heads,
     key="spectra_heads",
-    placeholder="median and range over heads",
+    placeholder="median and range",
     help="Empty: per layer, the median over the heads with a band from min to max.",
 )
-normalise = option_col.toggle("Normalise by σ₁", key="spectra_normalise")
+normalise = st.toggle("Normalise by σ₁", key="spectra_normalise")
 
 profiles = energy = None
 if layers and kinds:
