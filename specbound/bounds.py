@@ -197,6 +197,29 @@ class PAssignment:
             raise ValueError(f"Schatten indices must lie in [0, {P_MAX:g}]")
         return p
 
+    def decided_by(self, profile: SpectralProfile, *, kind: Kind | None = None, layer: int | None = None) -> np.ndarray:
+        """(M,) mask of the matrices whose p one setting decides: the default (no argument), a kind or a layer.
+
+        A setting decides the matrices it covers that no more specific setting covers; moving it moves
+        exactly these, whatever value it takes.
+        """
+        if kind is not None and layer is not None:
+            raise ValueError("name one setting: a kind or a layer, not both")
+        rows = np.ones(len(profile.ids), dtype=bool)
+        if kind is not None:
+            rows &= profile.mask(Kind(kind))
+        if layer is not None:
+            rows &= profile.layers == layer
+        if kind is None and layer is None:
+            for covered_kind in self.by_kind:
+                rows &= ~profile.mask(Kind(covered_kind))
+        if layer is None:
+            for covered_layer in self.by_layer:
+                rows &= profile.layers != covered_layer
+        for matrix in self.by_matrix:
+            rows[profile.index(matrix)] = False
+        return rows
+
 
 # --- results ------------------------------------------------------------------------------------
 
@@ -260,6 +283,15 @@ class BoundTerms:
     def log_per_kind(self) -> dict[Kind, float]:
         """ln of the sum of c(W; p) over each kind (finite unless the kind has only zero matrices)."""
         return {kind: float(logsumexp(self.log_contribution[self.kinds == kind.value])) for kind in Kind}
+
+
+@dataclass(frozen=True, eq=False)
+class Sweep:
+    """The total and the per-layer sums at each position of one setting of p (see :meth:`BoundAnalysis.sweep`)."""
+
+    ps: np.ndarray  # (P,) the positions
+    log_total: np.ndarray  # (P,) ln(sum_W c(W; p) + sqrt(L)) at each
+    log_per_layer: np.ndarray  # (P, L) ln of each layer's sum of c(W; p) at each
 
 
 @dataclass(frozen=True, eq=False)
@@ -378,6 +410,32 @@ class BoundAnalysis:
             layers=prof.layers,
             kinds=prof.kinds,
             sqrt_depth=math.sqrt(prof.shape.num_layers),
+        )
+
+    def sweep(self, p: np.ndarray, rows: np.ndarray, ps: np.ndarray) -> Sweep:
+        """The total and per-layer sums with the matrices in ``rows`` set to each p in ``ps``, the rest at ``p``.
+
+        What a slider shows at each of its positions: ``rows`` are the matrices it decides (see
+        :meth:`PAssignment.decided_by`), ``p`` the indices of every matrix now, (M,). One table of
+        c(W; p) over ``ps`` serves every position. Each position's c(W; p) and total are bit for bit
+        those of :meth:`evaluate` with that setting (the same arithmetic per matrix, the same sum);
+        the per-layer sums are reduced along an axis, which numpy may add in another order (within
+        1e-15 relative).
+        """
+        ps = np.asarray(ps, dtype=np.float64)
+        held = self._terms(p)
+        moved = self.contribution_curves(ps, np.flatnonzero(rows))  # (R, P)
+        log_c = np.repeat(held.log_contribution[None, :], len(ps), axis=0)  # (P, M): one row per position
+        log_c[:, rows] = moved.T
+        log_sqrt_depth = math.log(held.sqrt_depth)
+        layers = self.profile.layers
+        return Sweep(
+            ps=ps,
+            log_total=np.array([logsumexp(np.append(position, log_sqrt_depth)) for position in log_c]),
+            log_per_layer=np.stack(
+                [logsumexp(log_c[:, layers == layer], axis=1) for layer in range(self.profile.shape.num_layers)],
+                axis=1,
+            ),  # (P, L)
         )
 
     def contribution_curves(self, ps: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:

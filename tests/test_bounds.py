@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from specbound.bounds import (
 )
 from specbound.defaults import L_PHI
 from specbound.loading import compute_profile
+from specbound.logspace import LOG_MAX
 from specbound.matrices import EncoderShape, Kind, LayerWeights
 from specbound.profile import MatrixId, matrix_ids
 
@@ -159,6 +161,71 @@ def test_p_assignment_precedence(hand: BoundAnalysis) -> None:
     np.testing.assert_array_equal(terms.p, expected)
     with pytest.raises(ValueError):
         PAssignment(default=2.5).resolve(hand.profile, hand.p_opt)
+
+
+#: Settings over the hand profile (layer 0: QK h0-h1, V h0-h1, M_in, M_out; then layer 1 the same):
+#: a default, QK and V own p, layer 1 its p* and one matrix of layer 1 its own p.
+SETTINGS = PAssignment(
+    default=2.0,
+    by_kind={Kind.QK: 1.0, Kind.V: 0.25},
+    by_layer={1: None},
+    by_matrix={MatrixId(1, Kind.M_IN, None): 0.5},
+)
+
+
+def _moved(assignment: PAssignment, setting: dict, p: float) -> PAssignment:
+    """``assignment`` with one setting (the default, a kind or a layer) set to p."""
+    if "kind" in setting:
+        return replace(assignment, by_kind={**assignment.by_kind, setting["kind"]: p})
+    if "layer" in setting:
+        return replace(assignment, by_layer={**assignment.by_layer, setting["layer"]: p})
+    return replace(assignment, default=p)
+
+
+@pytest.mark.parametrize(
+    ("setting", "rows"),
+    [({}, [4, 5]), ({"kind": Kind.QK}, [0, 1]), ({"kind": Kind.V}, [2, 3]), ({"layer": 1}, [6, 7, 8, 9, 11])],
+)
+def test_a_setting_decides_the_matrices_no_more_specific_one_covers(
+    hand: BoundAnalysis, setting: dict, rows: list[int]
+) -> None:
+    decided = SETTINGS.decided_by(hand.profile, **setting)
+    np.testing.assert_array_equal(np.flatnonzero(decided), rows)
+    # exactly these move when the setting does
+    before = _moved(SETTINGS, setting, 0.0).resolve(hand.profile, hand.p_opt)
+    after = _moved(SETTINGS, setting, 1.5).resolve(hand.profile, hand.p_opt)
+    np.testing.assert_array_equal(before != after, decided)
+
+
+def test_a_setting_names_a_kind_or_a_layer_not_both(hand: BoundAnalysis) -> None:
+    with pytest.raises(ValueError, match="not both"):
+        SETTINGS.decided_by(hand.profile, kind=Kind.QK, layer=0)
+
+
+@pytest.mark.parametrize("setting", [{}, {"kind": Kind.QK}, {"kind": Kind.V}, {"layer": 1}, {"layer": 0}])
+def test_a_sweep_gives_the_totals_of_evaluate_bit_for_bit(hand: BoundAnalysis, setting: dict) -> None:
+    ps = np.array([0.0, 0.1, 0.5, 1.0, 4 / 3, 2.0])
+    now = SETTINGS.resolve(hand.profile, hand.p_opt)
+    sweep = hand.sweep(now, SETTINGS.decided_by(hand.profile, **setting), ps)
+    np.testing.assert_array_equal(sweep.ps, ps)
+    assert sweep.log_total.shape == ps.shape and sweep.log_per_layer.shape == (len(ps), 2)
+    for j, p in enumerate(ps):
+        terms = hand.evaluate(_moved(SETTINGS, setting, float(p)))
+        assert sweep.log_total[j] == terms.log_total  # the same sum, not merely close
+        np.testing.assert_allclose(sweep.log_per_layer[j], terms.log_per_layer(2), rtol=1e-15)
+
+
+def test_a_sweep_holds_where_the_totals_overflow() -> None:
+    shape = EncoderShape(num_layers=60, hidden_size=4, num_heads=1, ffn_size=4)
+    analysis = BoundAnalysis.from_profile(make_profile(shape, [[1e3, 1e3]] * shape.num_matrices))
+    settings = PAssignment(default=1.0, by_layer={0: 0.0})
+    ps = analysis.grid
+    sweep = analysis.sweep(
+        settings.resolve(analysis.profile, analysis.p_opt), settings.decided_by(analysis.profile), ps
+    )
+    assert np.all(np.isfinite(sweep.log_total)) and sweep.log_total[-1] > LOG_MAX  # the total itself overflows
+    for j in (0, len(ps) // 2, len(ps) - 1):
+        assert sweep.log_total[j] == analysis.evaluate(replace(settings, default=float(ps[j]))).log_total
 
 
 def test_sums_per_layer_and_kind(hand: BoundAnalysis) -> None:
