@@ -55,6 +55,51 @@ def _normalised(value: float, m: int, snap: bool) -> float:
     return float(snap_to_grid(float(value), m)) if snap else round(float(value), FREE_DECIMALS)
 
 
+def slider_step(m: int, snap: bool) -> float:
+    """The step of every p slider: 1/m on the grid P_m, FREE_STEP when p is free."""
+    return 1.0 / m if snap else FREE_STEP
+
+
+def slider_positions(m: int, snap: bool, around: float, reach: int) -> dict[int, float]:
+    """Slider position -> the p the page computes there, for the positions within ``reach`` steps of
+    ``around`` and both ends (where Home and End go).
+
+    Position i is the slider's value i * step; its p is normalised as the sliders are, so a table
+    over these positions holds exactly what the page would show there.
+    """
+    step = slider_step(m, snap)
+    centre, last = round(around / step), round(P_MAX / step)
+    near = range(max(0, centre - reach), min(last, centre + reach) + 1)
+    return {i: _normalised(i * step, m, snap) for i in sorted({0, *near, last})}
+
+
+@dataclass(frozen=True)
+class MovingSlider:
+    """A p slider that moves the total now: its widget key, its p, and the setting it is (None, None: the default)."""
+
+    key: str
+    p: float
+    kind: Kind | None = None
+    layer: int | None = None
+
+
+def moving_sliders(choice: PChoice) -> list[MovingSlider]:
+    """The global slider unless p* is the default, and the slider of each kind and layer set to its own p."""
+    assignment = choice.assignment
+    sliders = [] if assignment.default is None else [MovingSlider(GLOBAL_KEY, assignment.default)]
+    sliders += [
+        MovingSlider(KIND_KEY.format(Kind(kind).value), p, kind=Kind(kind))
+        for kind, p in assignment.by_kind.items()
+        if p is not None
+    ]
+    sliders += [
+        MovingSlider(LAYER_KEY.format(layer), p, layer=layer)
+        for layer, p in assignment.by_layer.items()
+        if p is not None
+    ]
+    return sliders
+
+
 def _p_slider(
     label: str, key: str, m: int, snap: bool, *, disabled: bool = False, label_visibility: str = "visible"
 ) -> None:
@@ -68,7 +113,7 @@ def _p_slider(
         label,
         min_value=0.0,
         max_value=P_MAX,
-        step=1.0 / m if snap else FREE_STEP,
+        step=slider_step(m, snap),
         format="%.3f",
         key=key,
         disabled=disabled,

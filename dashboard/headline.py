@@ -61,6 +61,16 @@ def log_one_layer_change(terms: BoundTerms) -> float:
     return float(terms.log_per_layer(int(terms.layers.max()) + 1).min())
 
 
+def total_texts(log_total: float, log_optimal: float, log_resolution: float) -> tuple[str, str]:
+    """The total's value and its change against p*, as the explorer's first metric shows them.
+
+    ``log_resolution`` is :func:`log_one_layer_change` of the same terms. One function for the metric
+    and for the table the browser shows while a slider moves (:mod:`dashboard.live_total`), so the two
+    agree to the character.
+    """
+    return format_resolving(log_total, log_resolution), f"{format_change(log_total, log_optimal)} vs p*"
+
+
 def explorer_headline(
     analysis: BoundAnalysis, terms: BoundTerms, comparison: Comparison | None, baseline_name: str | None, caption: str
 ) -> None:
@@ -70,11 +80,12 @@ def explorer_headline(
     (change: model minus baseline), or √L when there is no baseline.
     """
     optimal = analysis.optimal
+    value, change = total_texts(terms.log_total, optimal.log_total, log_one_layer_change(terms))
     row = metric_row()
     row.metric(
         TOTAL_LABEL,
-        format_resolving(terms.log_total, log_one_layer_change(terms)),
-        delta=f"{format_change(terms.log_total, optimal.log_total)} vs p*",
+        value,
+        delta=change,
         **_delta_style(terms.log_total, optimal.log_total),
         help="Σ c(W; p) + √L at the p the controls set; the change is against the same sum at p*.",
     )

@@ -22,6 +22,9 @@ from . import share
 PRESENT_KEY = "present"
 #: Key of the container that holds a page's headline numbers (CSS class ``st-key-headline``).
 HEADLINE_KEY = "headline"
+#: Key of the element of the explorer's live-total script (:mod:`dashboard.live_total`): it shows
+#: nothing of its own, so its element is hidden and takes no room.
+LIVE_TOTAL_KEY = "live_total"
 #: Seconds a control's rerun waits after filling the headline, before it draws the rest of the page.
 HEADLINE_LEAD_S = 0.1
 
@@ -37,6 +40,7 @@ BASE_CSS = f"""
 [data-testid="stCheckbox"] [data-testid="stMarkdownContainer"] p {{
   white-space: normal !important; text-overflow: clip;
 }}
+.st-key-{LIVE_TOTAL_KEY} {{ display: none; }}
 [data-testid="stLayoutWrapper"]:has(> .st-key-{HEADLINE_KEY}) {{
   position: sticky; top: 3.5rem; z-index: 990; background: var(--st-background-color, #ffffff);
   padding: 0.35rem 0 0.25rem 0; border-bottom: 1px solid rgba(49, 51, 63, 0.15);

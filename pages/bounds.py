@@ -19,6 +19,7 @@ from dashboard import atlas, baseline, data, drilldown, share
 from dashboard.controls import PChoice, held_choice, p_controls
 from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
 from dashboard.headline import explorer_headline, headline_sentence, kind_shares, kind_shares_sentence
+from dashboard.live_total import live_total
 from dashboard.presentation import headline, let_headline_through, on_demand
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import EXPLORER_TABLES_KEY, show_table
@@ -106,6 +107,7 @@ def explorer() -> None:
     choice = p_controls(analysis)
     if choice != held:
         terms = show_headline(slot, choice)
+    live_total(analysis, choice)  # the total follows the sliders in the browser before the next rerun
     source = provenance(model, choice.summary)
     if (box := on_demand("Compare with a baseline", baseline.CONTROLS_SECTION_KEY)) is not None:
         with box:

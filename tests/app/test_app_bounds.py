@@ -3,6 +3,7 @@ for the p the widgets set, and a slider move recomputes from the cached spectra 
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -202,6 +203,65 @@ def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, 
         at.slider(key="p_global").set_value(p)
         rerun(at)
         assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(p))
+
+
+def _live_tables(at) -> dict:
+    """The slider tables the explorer sends for its total to follow the sliders in the browser."""
+    (component,) = [e for e in at.get("bidi_component") if e.proto.component_name == "specbound_live_total"]
+    data = json.loads(component.proto.json)
+    assert data["label"] == TOTAL_LABEL
+    return data["sliders"]
+
+
+def _headline(at) -> tuple[str, str]:
+    (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
+    return total.value, total.delta
+
+
+def test_the_total_follows_each_slider_with_the_texts_the_server_shows(free_p_app, rerun, minilm) -> None:
+    """What the browser writes while a slider moves is, position by position, what the rerun then shows."""
+    at = free_p_app
+    at.toggle(key="p_snap").set_value(False)  # steps of 0.01
+    at.toggle(key="p_kinds").set_value(True)
+    at.toggle(key="p_layers").set_value(True)
+    rerun(at)
+    at.selectbox(key="p_kind_QK_mode").select("own p")
+    at.selectbox(key="p_layer_3_mode").select("own p")
+    at.selectbox(key="p_kind_V_mode").select("optimal p*")
+    rerun(at)
+    tables = _live_tables(at)
+    assert set(tables) == {"p_global", "p_kind_QK", "p_layer_3"}  # V at p* has no slider that moves
+    for key, table in tables.items():
+        assert table["step"] == 0.01 and table["now"] == 100  # every slider at p = 1
+        assert tables[key]["texts"][str(table["now"])] == list(_headline(at))
+        assert {"0", "75", "125", "200"} <= set(table["texts"]) and "74" not in table["texts"]  # 25 steps and ends
+    for key, position in [("p_global", 101), ("p_global", 0), ("p_kind_QK", 99), ("p_layer_3", 200)]:
+        expected = _live_tables(at)[key]["texts"][str(position)]
+        at.slider(key=key).set_value(position / 100)
+        rerun(at)
+        assert list(_headline(at)) == expected, (key, position)
+    # the tables now hold the new settings: the global p at 0, QK at 0.99, layer 3 at 2
+    settings = PAssignment(default=0.0, by_kind={Kind.QK: 0.99, Kind.V: None}, by_layer={3: 2.0})
+    terms = minilm.evaluate(settings)
+    assert _live_tables(at)["p_global"]["texts"]["0"] == [
+        _total_text(terms),
+        f"{format_change(terms.log_total, minilm.optimal.log_total)} vs p*",
+    ]
+
+
+def test_no_slider_table_at_p_star_and_one_step_of_the_grid_when_snapping(bounds_app, rerun, minilm) -> None:
+    at = bounds_app
+    assert _live_tables(at) == {}  # p* is the default: the global slider is off
+    at.toggle(key="p_optimal").set_value(False)
+    rerun(at)
+    (table,) = _live_tables(at).values()
+    assert table["step"] == 1 / minilm.grid_m and table["now"] == minilm.grid_m  # p = 1 on P_12
+    assert sorted(map(int, table["texts"])) == list(range(2 * minilm.grid_m + 1))  # the whole grid is in reach
+    for position in (0, 5, 24):
+        value, change = table["texts"][str(position)]
+        terms = minilm.evaluate(position / minilm.grid_m)
+        assert value == _total_text(terms)
+        assert change == f"{format_change(terms.log_total, minilm.optimal.log_total)} vs p*"
 
 
 def test_the_tables_are_drawn_when_their_section_opens_and_export_as_csv(bounds_app) -> None:

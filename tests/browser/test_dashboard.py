@@ -1,6 +1,6 @@
 """The dashboard in a real headless Chromium: every page by its own address at 1440 and at 1024 × 768 (a
 projector, sidebar open), headline values and formulas never cut, the headline in view while the page scrolls,
-and the global p slider dragged to a new total.
+the global p slider dragged to a new total, and the total written in the browser as a slider moves.
 
 The server (a real ``streamlit run`` on a free local port with a fresh profile cache) and Debian's
 Chromium come from ``conftest.py``; screenshots of every page at both widths go to ``test-artifacts/``.
@@ -198,6 +198,82 @@ def test_the_slider_moves_the_total(server: str, browser_page) -> None:
     assert after != before
     assert end_p < start_p
     assert f"p_global={end_p:g}" in page.url  # the fragment keeps the link in step
+    assert_no_errors(page)
+
+
+#: In the page: the total's value and its change against p*, and the headline's caption (which only
+#: the server's rerun redraws); null for any of them not on the page (while the headline is redrawn).
+READ_HEADLINE = """(label) => {
+    const metric = [...document.querySelectorAll('[data-testid="stMetric"]')].find(m => m.innerText.includes(label));
+    return [metric?.querySelector('[data-testid="stMetricValue"]')?.innerText.trim() ?? null,
+            metric?.querySelector('[data-testid="stMetricDelta"]')?.innerText.trim() ?? null,
+            document.querySelector('.st-key-headline [data-testid="stCaptionContainer"]')?.innerText ?? null];
+}"""
+
+
+class HeldServer:
+    """Relays the page's websocket to the Streamlit server, holding back what the server sends while held."""
+
+    def __init__(self) -> None:
+        self.held: list[str | bytes] | None = None
+        self._page_side = None
+
+    def route(self, socket) -> None:
+        """Playwright's handler for the page's websocket (``page.route_web_socket``)."""
+        self._page_side = socket
+        server = socket.connect_to_server()  # what the page sends goes on to the server as it is
+        server.on_message(self._to_page)
+
+    def _to_page(self, message: str | bytes) -> None:
+        if self.held is None:
+            self._page_side.send(message)
+        else:
+            self.held.append(message)
+
+    def hold(self) -> None:
+        self.held = []
+
+    def release(self) -> None:
+        held, self.held = self.held or [], None
+        for message in held:
+            self._page_side.send(message)
+
+
+@pytest.mark.parametrize(
+    ("link", "slider"),
+    [("p_optimal=0", "p_global"), ("p_optimal=0&p_snap=0&p_kinds=1&p_kind_QK_mode=own", "p_kind_QK")],
+)
+def test_the_total_follows_a_slider_before_the_server_answers(
+    server: str, browser_page, link: str, slider: str
+) -> None:
+    """With the server's messages held back, a key press on a p slider still shows the new total and
+    its change; once they arrive, the server's rerun draws the same texts (dashboard/live_total.py)."""
+    page = browser_page
+    relay = HeldServer()
+    page.route_web_socket(re.compile(r".*/_stcore/stream"), relay.route)
+    _open(page, f"{server}/bounds?{link}", "Bound explorer")
+    live = page.locator(".st-key-live_total")
+    assert live.count() == 1 and live.bounding_box() is None  # mounted, and takes no room
+    for key in ("ArrowRight", "ArrowLeft", "ArrowLeft"):
+        value, delta, caption = page.evaluate(READ_HEADLINE, TOTAL_LABEL)
+        relay.hold()
+        page.locator(f'.st-key-{slider} input[type="range"]').focus()
+        page.keyboard.press(key)
+        page.wait_for_function(
+            "([label, old]) => (" + READ_HEADLINE + ")(label)[0] !== old", arg=[TOTAL_LABEL, value], timeout=5_000
+        )  # no server message can have changed it
+        live_value, live_delta, _ = page.evaluate(READ_HEADLINE, TOTAL_LABEL)
+        assert live_delta != delta or live_delta == "±0 vs p*"
+        while not relay.held:  # the server has answered; its messages wait here
+            page.wait_for_timeout(50)
+        page.wait_for_timeout(300)
+        assert page.evaluate(READ_HEADLINE, TOTAL_LABEL) == [live_value, live_delta, caption]  # none reached the page
+        relay.release()
+        page.wait_for_function(
+            "([label, old]) => ![null, old].includes((" + READ_HEADLINE + ")(label)[2])", arg=[TOTAL_LABEL, caption]
+        )
+        wait_idle(page)
+        assert page.evaluate(READ_HEADLINE, TOTAL_LABEL)[:2] == [live_value, live_delta]  # the server's own texts
     assert_no_errors(page)
 
 

@@ -1,4 +1,5 @@
-"""The explorer's p controls read from the session state before they are drawn (held_choice)."""
+"""The explorer's p controls: read from the session state before they are drawn (held_choice), the
+positions a slider can take, and which sliders move the total."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ from dashboard.controls import (
     OPTIMAL_KEY,
     OWN,
     SNAP_KEY,
+    MovingSlider,
     held_choice,
+    moving_sliders,
+    slider_positions,
+    slider_step,
 )
 from specbound.matrices import Kind
 
@@ -58,3 +63,31 @@ def test_overrides_count_only_behind_their_toggle_and_layers_after_kinds(minilm)
     layer_2_qk = minilm.profile.rows_of(layers=[2], kinds=[Kind.QK])
     other_qk = minilm.profile.rows_of(layers=[0], kinds=[Kind.QK])
     assert set(p[layer_2_qk]) == {2.0} and set(p[other_qk]) == {0.5}
+
+
+def test_slider_positions_near_the_value_and_at_both_ends_with_the_p_the_page_computes() -> None:
+    assert slider_step(12, True) == 1 / 12 and slider_step(12, False) == 0.01
+    snapped = slider_positions(12, True, around=0.5, reach=2)
+    assert list(snapped) == [0, 4, 5, 6, 7, 8, 24]  # 0.5 is position 6 of P_12
+    assert snapped == {i: i / 12 for i in snapped}
+    free = slider_positions(12, False, around=0.35, reach=3)
+    assert list(free) == [0, 32, 33, 34, 35, 36, 37, 38, 200]
+    # position 35 is the value 35 * 0.01 = 0.35000000000000003, which the page computes as 0.35
+    assert free[35] == 0.35 and 35 * 0.01 != 0.35 and free[200] == 2.0
+    whole = slider_positions(12, True, around=2.0, reach=30)
+    assert list(whole) == list(range(25))  # the reach clipped to [0, 2]
+
+
+def test_the_sliders_that_move_the_total(minilm) -> None:
+    state = {OPTIMAL_KEY: False, GLOBAL_KEY: 1.0, KINDS_KEY: True, LAYERS_KEY: True}
+    state |= {KIND_KEY.format("QK") + "_mode": OWN, KIND_KEY.format("QK"): 0.5}
+    state |= {KIND_KEY.format("V") + "_mode": OPTIMAL, LAYER_KEY.format(2) + "_mode": OWN, LAYER_KEY.format(2): 2.0}
+    choice = held_choice(minilm, state)
+    assert choice is not None
+    assert moving_sliders(choice) == [
+        MovingSlider(GLOBAL_KEY, 1.0),
+        MovingSlider(KIND_KEY.format("QK"), 0.5, kind=Kind.QK),
+        MovingSlider(LAYER_KEY.format(2), 2.0, layer=2),
+    ]  # V at its p* has no slider of its own
+    at_p_star = held_choice(minilm, {**state, OPTIMAL_KEY: True})
+    assert at_p_star is not None and [s.key for s in moving_sliders(at_p_star)] == ["p_kind_QK", "p_layer_2"]
