@@ -55,12 +55,12 @@ def slider_tables(analysis: BoundAnalysis, choice: PChoice, reach: int = REACH) 
     assignment = choice.assignment
     p_now = assignment.resolve(analysis.profile, analysis.p_opt)
     log_optimal = analysis.optimal.log_total
+    step = slider_step(choice.grid_m, choice.snap)
     tables = {}
     for slider in moving_sliders(choice):
         positions = slider_positions(choice.grid_m, choice.snap, slider.p, reach)
         rows = assignment.decided_by(analysis.profile, kind=slider.kind, layer=slider.layer)
         sweep = analysis.sweep(p_now, rows, np.array(list(positions.values())))
-        step = slider_step(choice.grid_m, choice.snap)
         tables[slider.key] = SliderTable(
             step,
             round(slider.p / step),

@@ -2,7 +2,8 @@
 
 Everything that depends on p is one fragment: a control move reruns only it (not the sidebar, not the
 p-independent figures), and it only calls ``analysis.evaluate`` on the cached analysis: no file
-access, no SVD. The headline row above the controls stays at the top of the window while they move.
+access, no SVD. The headline row above the controls stays at the top of the window while they move,
+and its total follows the p sliders in the browser before the rerun (:mod:`dashboard.live_total`).
 The baseline buttons and the tables are drawn only when their section is opened: every element on
 the page costs the browser work on each move (see :func:`dashboard.presentation.on_demand`).
 """

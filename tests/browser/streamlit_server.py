@@ -31,7 +31,7 @@ class Server:
     pid: int
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -54,13 +54,13 @@ def _wait_healthy(url: str, process: subprocess.Popen, log: Path) -> None:
 
 @contextmanager
 def serve_dashboard(
-    scratch: Path, extra_env: dict[str, str] | None = None, script: str | None = None
+    scratch: Path, extra_env: dict[str, str] | None = None, script: str | None = None, port: int | None = None
 ) -> Iterator[Server]:
-    """The dashboard as ``make run`` starts it, or ``streamlit run script``, on a free local port.
+    """The dashboard as ``make run`` starts it, or ``streamlit run script``, on ``port`` or a free local port.
 
     The profile cache and the server's log go under ``scratch``.
     """
-    port = _free_port()
+    port = port or free_port()
     log = scratch / "streamlit.log"
     env = dict(os.environ, SPECBOUND_CACHE=str(scratch / "profiles"), **(extra_env or {}))
     launcher = ["-m", "dashboard.serve"] if script is None else ["-m", "streamlit", "run", script]
