@@ -264,7 +264,9 @@ def test_the_total_follows_a_slider_before_the_server_answers(
         )  # no server message can have changed it
         live_value, live_delta, _ = page.evaluate(READ_HEADLINE, TOTAL_LABEL)
         assert live_delta != delta or live_delta == "±0 vs p*"
-        while not relay.held:  # the server has answered; its messages wait here
+        deadline = time.monotonic() + 60
+        while not relay.held:  # wait for the server's answer; its messages wait in the relay
+            assert time.monotonic() < deadline, "the server never answered the move"
             page.wait_for_timeout(50)
         page.wait_for_timeout(300)
         assert page.evaluate(READ_HEADLINE, TOTAL_LABEL) == [live_value, live_delta, caption]  # none reached the page
