@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from specbound.bounds import BoundAnalysis
+from specbound.bounds import BoundAnalysis, BoundTerms
 
 from .controls import PChoice, moving_sliders, slider_positions, slider_step
 from .headline import total_texts
@@ -50,17 +50,21 @@ class SliderTable:
     texts: Mapping[int, tuple[str, str]]
 
 
-def slider_tables(analysis: BoundAnalysis, choice: PChoice, reach: int = REACH) -> dict[str, SliderTable]:
-    """Widget key -> the total's texts at the positions of that slider near its value (and its ends), others held."""
+def slider_tables(
+    analysis: BoundAnalysis, choice: PChoice, terms: BoundTerms, reach: int = REACH
+) -> dict[str, SliderTable]:
+    """Widget key -> the total's texts at the positions of that slider near its value (and its ends), others held.
+
+    ``terms`` are the terms at ``choice`` (the headline's): the tables start from them.
+    """
     assignment = choice.assignment
-    p_now = assignment.resolve(analysis.profile, analysis.p_opt)
     log_optimal = analysis.optimal.log_total
     step = slider_step(choice.grid_m, choice.snap)
     tables = {}
     for slider in moving_sliders(choice):
         positions = slider_positions(choice.grid_m, choice.snap, slider.p, reach)
         rows = assignment.decided_by(analysis.profile, kind=slider.kind, layer=slider.layer)
-        sweep = analysis.sweep(p_now, rows, np.array(list(positions.values())))
+        sweep = analysis.sweep(terms, rows, np.array(list(positions.values())))
         tables[slider.key] = SliderTable(
             step,
             round(slider.p / step),
@@ -72,12 +76,14 @@ def slider_tables(analysis: BoundAnalysis, choice: PChoice, reach: int = REACH) 
     return tables
 
 
-def live_total(analysis: BoundAnalysis, choice: PChoice) -> None:
-    """Mount the script that shows the total at the sliders' positions (draw it inside the explorer's fragment)."""
+def live_total(analysis: BoundAnalysis, choice: PChoice, terms: BoundTerms) -> None:
+    """Mount the script that shows the total at the sliders' positions (draw it inside the explorer's fragment).
+
+    ``terms`` are the terms at ``choice``, as the headline shows them.
+    """
+    tables = slider_tables(analysis, choice, terms)
     data: dict[str, Any] = {
         "label": TOTAL_LABEL,
-        "sliders": {
-            key: {"step": t.step, "now": t.now, "texts": t.texts} for key, t in slider_tables(analysis, choice).items()
-        },
+        "sliders": {key: {"step": t.step, "now": t.now, "texts": t.texts} for key, t in tables.items()},
     }
     _component(key=LIVE_TOTAL_KEY, data=data)

@@ -108,7 +108,7 @@ def explorer() -> None:
     choice = p_controls(analysis)
     if choice != held:
         terms = show_headline(slot, choice)
-    live_total(analysis, choice)  # the total follows the sliders in the browser before the next rerun
+    live_total(analysis, choice, terms)  # the total follows the sliders in the browser before the next rerun
     source = provenance(model, choice.summary)
     if (box := on_demand("Compare with a baseline", baseline.CONTROLS_SECTION_KEY)) is not None:
         with box:

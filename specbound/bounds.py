@@ -412,22 +412,21 @@ class BoundAnalysis:
             sqrt_depth=math.sqrt(prof.shape.num_layers),
         )
 
-    def sweep(self, p: np.ndarray, rows: np.ndarray, ps: np.ndarray) -> Sweep:
-        """The total and per-layer sums with the matrices in ``rows`` set to each p in ``ps``, the rest at ``p``.
+    def sweep(self, terms: BoundTerms, rows: np.ndarray, ps: np.ndarray) -> Sweep:
+        """The total and per-layer sums with the matrices in ``rows`` set to each p in ``ps``, the rest as in ``terms``.
 
-        What a slider shows at each of its positions: ``rows`` are the matrices it decides (see
-        :meth:`PAssignment.decided_by`), ``p`` the indices of every matrix now, (M,). One table of
+        What a slider shows at each of its positions: ``terms`` are the terms now (from :meth:`evaluate`),
+        ``rows`` the matrices the slider decides (see :meth:`PAssignment.decided_by`). One table of
         c(W; p) over ``ps`` serves every position. Each position's c(W; p) and total are bit for bit
         those of :meth:`evaluate` with that setting (the same arithmetic per matrix, the same sum);
         the per-layer sums are reduced along an axis, which numpy may add in another order (within
         1e-15 relative).
         """
         ps = np.asarray(ps, dtype=np.float64)
-        held = self._terms(p)
         moved = self.contribution_curves(ps, np.flatnonzero(rows))  # (R, P)
-        log_c = np.repeat(held.log_contribution[None, :], len(ps), axis=0)  # (P, M): one row per position
+        log_c = np.repeat(terms.log_contribution[None, :], len(ps), axis=0)  # (P, M): one row per position
         log_c[:, rows] = moved.T
-        log_sqrt_depth = math.log(held.sqrt_depth)
+        log_sqrt_depth = math.log(terms.sqrt_depth)
         layers = self.profile.layers
         return Sweep(
             ps=ps,

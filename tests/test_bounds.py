@@ -205,8 +205,7 @@ def test_a_setting_names_a_kind_or_a_layer_not_both(hand: BoundAnalysis) -> None
 @pytest.mark.parametrize("setting", [{}, {"kind": Kind.QK}, {"kind": Kind.V}, {"layer": 1}, {"layer": 0}])
 def test_a_sweep_gives_the_totals_of_evaluate_bit_for_bit(hand: BoundAnalysis, setting: dict) -> None:
     ps = np.array([0.0, 0.1, 0.5, 1.0, 4 / 3, 2.0])
-    now = SETTINGS.resolve(hand.profile, hand.p_opt)
-    sweep = hand.sweep(now, SETTINGS.decided_by(hand.profile, **setting), ps)
+    sweep = hand.sweep(hand.evaluate(SETTINGS), SETTINGS.decided_by(hand.profile, **setting), ps)
     np.testing.assert_array_equal(sweep.ps, ps)
     assert sweep.log_total.shape == ps.shape and sweep.log_per_layer.shape == (len(ps), 2)
     for j, p in enumerate(ps):
@@ -220,9 +219,7 @@ def test_a_sweep_holds_where_the_totals_overflow() -> None:
     analysis = BoundAnalysis.from_profile(make_profile(shape, [[1e3, 1e3]] * shape.num_matrices))
     settings = PAssignment(default=1.0, by_layer={0: 0.0})
     ps = analysis.grid
-    sweep = analysis.sweep(
-        settings.resolve(analysis.profile, analysis.p_opt), settings.decided_by(analysis.profile), ps
-    )
+    sweep = analysis.sweep(analysis.evaluate(settings), settings.decided_by(analysis.profile), ps)
     assert np.all(np.isfinite(sweep.log_total)) and sweep.log_total[-1] > LOG_MAX  # the total itself overflows
     for j in (0, len(ps) // 2, len(ps) - 1):
         assert sweep.log_total[j] == analysis.evaluate(replace(settings, default=float(ps[j]))).log_total
