@@ -30,7 +30,7 @@ from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import SpecboundError
 from specbound.lab import reference as lab_reference
-from specbound.matrices import EncoderShape
+from specbound.matrices import ModelShape
 from specbound.models import (
     MINIATURE_HEAD_SIZE,
     MINIATURE_LAYERS,
@@ -80,7 +80,7 @@ class Candidate:
         return f"{self.label} (L = {self.num_layers}, N = {self.hidden_size}; {self.origin})"
 
 
-def family_member(shape: EncoderShape, name: str = "") -> bool:
+def family_member(shape: ModelShape, name: str = "") -> bool:
     """Whether a model stands for a BERT Miniature: a miniature's shape (L and N on the grid, heads of
     64), or a name that is a miniature alias agreeing with the shape."""
     layers, width = shape.num_layers, shape.hidden_size
@@ -99,7 +99,7 @@ def candidates() -> list[Candidate]:
 
     file = atlas.loaded_file()
     for profile in atlas.loaded():
-        shape: EncoderShape = profile.shape
+        shape: ModelShape = profile.shape
         assert file is not None
         add(
             atlas.model_name(file, profile.model),

@@ -13,16 +13,16 @@ from ._version import __version__
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from .errors import SpecboundError
 from .loading import compute_profile, load_profile
-from .matrices import EncoderShape, Kind
+from .matrices import Kind, ModelShape
 from .profile import MatrixId, SpectralProfile
 
 __all__ = [
     "BoundAnalysis",
     "BoundSettings",
     "BoundTerms",
-    "EncoderShape",
     "Kind",
     "MatrixId",
+    "ModelShape",
     "PAssignment",
     "SpecboundError",
     "SpectralProfile",

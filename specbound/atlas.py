@@ -6,11 +6,15 @@ singular values and norms the bound needs, see :mod:`specbound.profile`).
 
 Format: one ``.npz`` file (a zip of ``.npy`` arrays), read with ``allow_pickle=False``, holding
 
-* ``manifest``: a JSON string ``{"format": "specbound-atlas", "schema": 1, "models": [...]}`` where
-  each model has its name, revision, shape (L, N, H, d_ff), the keys of its four arrays and the
-  SHA-256 of each array's bytes;
+* ``manifest``: a JSON string ``{"format": "specbound-atlas", "schema": 2, "models": [...]}`` where
+  each model has its name, revision, shape (:meth:`ModelShape.to_dict
+  <specbound.architecture.ModelShape.to_dict>`: L, N, H, d_ff, H_kv, d, MLP and residual kinds,
+  family, activation, adaptations), the keys of its four arrays and the SHA-256 of each array's bytes;
+  schema 1 (written before other families were read) held the four sizes of a BERT encoder and is
+  still read;
 * per model i, ``m{i}_singular_values`` (float64, (M, K)), ``m{i}_full_dims`` (int64, (M,)),
-  ``m{i}_norm_21`` and ``m{i}_norm_11`` (float64, (M,)), with M = L (2H + 2).
+  ``m{i}_norm_21`` and ``m{i}_norm_11`` (float64, (M,)), with M = L (2H + 2), or L (2H + 3) with a
+  gated MLP.
 
 Arrays are stored as they are, so an imported profile is bit-for-bit the exported one. Import checks,
 before any array is read, the file's size, every member's declared uncompressed size and every
@@ -23,7 +27,6 @@ show`` runs exactly the same checks.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -34,15 +37,16 @@ from typing import Any
 import numpy as np
 
 from ._version import __version__
+from .architecture import ModelShape
 from .errors import SpecboundError
 from .files import NpzArchive, array_sha256, atomic_write, parse_json, require_parent
-from .limits import LIMITS, check_encoder_shape, is_genuine_int, quoted
-from .matrices import EncoderShape
+from .limits import LIMITS, check_declared_sizes, check_encoder_shape, is_genuine_int, quoted
 from .profile import SpectralProfile, validate_profile
 
 FORMAT = "specbound-atlas"
 #: Bump when the layout changes; older readers then refuse newer files with a clear message.
-SCHEMA_VERSION = 1
+#: 2: the shape describes the block (SPEC §11); version 1 files are read as BERT encoders.
+SCHEMA_VERSION = 2
 MANIFEST_KEY = "manifest"
 #: Stored array per profile field, with its exact dtype.
 _ARRAYS: dict[str, np.dtype] = {
@@ -63,7 +67,7 @@ class AtlasEntry:
 
     name: str
     revision: str
-    shape: EncoderShape
+    shape: ModelShape
     singular_value_width: int  # K, the common zero-padded length of the singular-value rows
 
 
@@ -72,6 +76,10 @@ class AtlasManifest:
     schema: int
     created_by: str
     entries: tuple[AtlasEntry, ...]
+
+
+#: The four sizes every manifest entry has (the whole shape of a schema-1 entry).
+_SIZES = ("num_layers", "hidden_size", "num_heads", "ffn_size")
 
 
 def _key(index: int, field_name: str) -> str:
@@ -96,7 +104,7 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
         entry: dict[str, Any] = {
             "name": profile.model,
             "revision": profile.revision,
-            "shape": dataclasses.asdict(profile.shape),
+            "shape": profile.shape.to_dict(),
             "arrays": {},
             "sha256": {},
         }
@@ -128,7 +136,7 @@ def _require(condition: bool, path: Path, problem: str) -> None:
         raise AtlasError(f"{path.name} is not a valid specbound atlas: {problem}")
 
 
-def _parse_entry(i: int, model: Any, path: Path) -> AtlasEntry:
+def _parse_entry(i: int, model: Any, path: Path, schema: int = SCHEMA_VERSION) -> AtlasEntry:
     """One manifest entry, with genuine integer sizes within the limits (nothing is read for it yet)."""
     try:
         name, revision, sizes = model["name"], model["revision"], model["shape"]
@@ -143,16 +151,19 @@ def _parse_entry(i: int, model: Any, path: Path) -> AtlasEntry:
             and all(isinstance(keys[f], str) and isinstance(digests[f], str) for f in _ARRAYS)
         ):
             raise TypeError
-        values = {f.name: sizes[f.name] for f in dataclasses.fields(EncoderShape)}
+        values = {name: sizes[name] for name in _SIZES}
+        if schema >= 2:
+            values |= {name: sizes[name] for name in sizes if name not in _SIZES}
     except (KeyError, TypeError, ValueError):
         raise AtlasError(f"{path.name} is not a valid specbound atlas: manifest entry {i} is incomplete") from None
     _require(
-        all(is_genuine_int(v) and v >= 1 for v in values.values()),
+        all(is_genuine_int(values[name]) and values[name] >= 1 for name in _SIZES),
         path,
         f"manifest entry {i} has sizes that are not positive integers",
     )
     try:
-        shape = EncoderShape(**values)
+        check_declared_sizes(values, f"manifest entry {i}")
+        shape = ModelShape.from_dict(values)
         check_encoder_shape(shape, f"manifest entry {i}")
     except (ValueError, SpecboundError) as exc:
         raise AtlasError(f"{path.name} is not a valid specbound atlas: {exc}") from None
@@ -170,7 +181,7 @@ def _parse_manifest(text: str, path: Path) -> tuple[AtlasManifest, list[Mapping[
         f"the manifest does not declare format '{FORMAT}'",
     )
     schema = manifest.get("schema")
-    _require(is_genuine_int(schema) and schema >= 1, path, "the manifest has no schema version")
+    _require(is_genuine_int(schema) and int(schema) >= 1, path, "the manifest has no schema version")
     if schema > SCHEMA_VERSION:
         raise AtlasError(
             f"{path.name} uses atlas schema {schema}, newer than this specbound reads "
@@ -183,7 +194,7 @@ def _parse_manifest(text: str, path: Path) -> tuple[AtlasManifest, list[Mapping[
         path,
         f"it lists {len(models)} models, above the limit of {LIMITS.max_atlas_models}",
     )
-    entries = tuple(_parse_entry(i, model, path) for i, model in enumerate(models))
+    entries = tuple(_parse_entry(i, model, path, schema) for i, model in enumerate(models))
     seen: set[str] = set()
     for entry in entries:
         _require(entry.name not in seen, path, f"model name '{quoted(entry.name)}' is listed twice")
@@ -192,7 +203,7 @@ def _parse_manifest(text: str, path: Path) -> tuple[AtlasManifest, list[Mapping[
     return AtlasManifest(schema, created_by if isinstance(created_by, str) else "", entries), models
 
 
-def _expected(field_name: str, shape: EncoderShape) -> tuple[int, ...]:
+def _expected(field_name: str, shape: ModelShape) -> tuple[int, ...]:
     m = shape.num_matrices
     return (m, shape.hidden_size) if field_name == "singular_values" else (m,)
 

@@ -1,18 +1,24 @@
 """Bound terms of the spectrum-adaptive proxy (Sakai & Imaizumi 2026) and of the Edelman-style proxy.
 
-Notation (all norms of the row-vector proxy matrices of :mod:`specbound.matrices`):
+Notation (all norms of the row-vector proxy matrices of :mod:`specbound.matrices`, of layer l unless
+marked; the block's layout comes from its :class:`~specbound.architecture.ModelShape`, SPEC §11):
 
     S_p(W)      = sum of sigma_i^p over sigma_i above the rank threshold (p > 0); S_0 = rank
-    f^(k)       = L_phi ||M_in^(k)||_2 ||M_out^(k)||_2 sum_h ||V^(k,h)||_2 (1 + 4 ||QK^(k,h)||_2)
-    alpha^(l)   = prod_{k > l} f^(k)                       (1 for the top layer)
-    gamma       = 2 ||V^(l,h)||_2 ||M_out||_2 ||M_in||_2 (QK),  ||M_out||_2 ||M_in||_2 (V),
-                  ||M_out||_2 (M_in),  1 (M_out)
+    nu          = ||M_in||_2 (plain MLP),  2 ||M_gate||_2 ||M_in||_2 (gated MLP): the MLP's input norm
+    A^(k)       = sum_h ||V^(k,h)||_2 (1 + 4 ||QK^(k,h)||_2)          (the attention branch)
+    f^(k)       = L_phi nu^(k) ||M_out^(k)||_2 A^(k)                  (sequential blocks)
+                  L_phi nu^(k) ||M_out^(k)||_2 + A^(k)                (parallel residual)
+    alpha^(l)   = prod_{k > l} f^(k)                                  (1 for the top layer)
+    gamma       = 2 ||V^(l,h)||_2 ||M_out||_2 nu (QK),  ||M_out||_2 nu (V)      (sequential)
+                  2 ||V^(l,h)||_2 (QK),  1 (V)                                  (parallel residual)
+                  ||M_out||_2 (M_in, plain), 2 ||M_out||_2 ||M_gate||_2 (M_in, gated),
+                  2 ||M_out||_2 ||M_in||_2 (M_gate),  1 (M_out)
     s_W         = max(gamma alpha^(l) L, smallest positive float)
     c(W; p)     = S_p(W)^(1/(p+2)) s_W^(p/(p+2)) N^((p+1)/(p+2))
     P_m         = {0, 1/m, ..., 2},  m = ceil(L + ln max(N, 2))
     ours        = sum_W c(W; p_W) + sqrt(L)
-    xi^(l)      = sum_h [(||M_out|| ||M_in|| ||V_h|| ||QK_h||_{2,1})^(2/3) + (||M_out|| ||M_in|| ||V_h||_{2,1})^(2/3)]
-                  + (||M_out|| ||M_in||_{2,1})^(2/3) + ||M_out||_{2,1}^(2/3)
+    xi^(l)      = sum_W (gamma^E_W ||W||_{2,1})^(2/3) over the layer's matrices, gamma^E = gamma / 2
+                  for QK and gamma for every other kind (for BERT: Edelman et al.'s sum exactly)
     edelman     = (1 + sum_l (alpha^(l))^(2/3) xi^(l))^(3/2)
 
 alpha and the Edelman proxy overflow float64 for deep or large-norm models, so every product is
@@ -32,10 +38,10 @@ from functools import cached_property
 
 import numpy as np
 
-from .defaults import L_PHI, P_MAX
+from .architecture import Kind, ModelShape
+from .defaults import P_MAX
 from .limits import LIMITS
 from .logspace import LOG_TINY, exp_array, exp_or_inf, logsumexp, safe_log
-from .matrices import Kind
 from .profile import MatrixId, SpectralProfile
 
 # --- elementary formulas: arrays in, numbers out --------------------------------------------------
@@ -125,12 +131,37 @@ def log_contribution_table(
     return log_contribution(log_s, np.reshape(log_scale, (-1, 1)), ps[None, :], hidden_size)
 
 
+def log_mlp_input_norm(spec: Mapping[Kind, np.ndarray]) -> np.ndarray:
+    """ln nu per layer: ||M_in||_2, or 2 ||M_gate||_2 ||M_in||_2 when the layers have an M_gate.
+
+    For the gated MLP x -> phi(x M_gate) * (x M_in) the product rule with phi(0) = 0 bounds the
+    Jacobian by 2 L_phi ||M_gate||_2 ||M_in||_2 on inputs of norm <= 1; L_phi stays outside, as in
+    the plain formula. ``spec`` maps each MLP kind to its (L,) spectral norms.
+    """
+    if Kind.M_GATE in spec:
+        return math.log(2.0) + safe_log(spec[Kind.M_GATE]) + safe_log(spec[Kind.M_IN])
+    return safe_log(spec[Kind.M_IN])
+
+
 def log_layer_factors(
-    spec_m_in: np.ndarray, spec_m_out: np.ndarray, spec_v: np.ndarray, spec_qk: np.ndarray, l_phi: float
+    log_nu: np.ndarray,
+    spec_m_out: np.ndarray,
+    spec_v: np.ndarray,
+    spec_qk: np.ndarray,
+    l_phi: float,
+    *,
+    parallel: bool = False,
 ) -> np.ndarray:
-    """ln f^(k) per layer. spec_m_in, spec_m_out: (L,) spectral norms; spec_v, spec_qk: (L, H)."""
+    """ln f^(k) per layer. log_nu, spec_m_out: (L,); spec_v, spec_qk: (L, H) spectral norms.
+
+    Sequential blocks compose, so f = L_phi nu ||M_out|| A; a parallel residual adds its two
+    branches, f = L_phi nu ||M_out|| + A, with A = sum_h ||V_h|| (1 + 4 ||QK_h||).
+    """
     head_sum = (spec_v * (1.0 + 4.0 * spec_qk)).sum(axis=1)  # (L,)
-    return math.log(l_phi) + safe_log(spec_m_in) + safe_log(spec_m_out) + safe_log(head_sum)
+    log_mlp = math.log(l_phi) + log_nu + safe_log(spec_m_out)  # (L,)
+    if parallel:
+        return np.logaddexp(log_mlp, safe_log(head_sum))
+    return log_mlp + safe_log(head_sum)
 
 
 def log_alpha(log_factors: np.ndarray) -> np.ndarray:
@@ -139,28 +170,50 @@ def log_alpha(log_factors: np.ndarray) -> np.ndarray:
     return np.append(above[1:], 0.0)
 
 
+@dataclass(frozen=True, eq=False)
+class LocalFactors:
+    """ln gamma of each kind (the bound's local factor) and ln gamma^E (the Edelman-style proxy's).
+
+    Per head kind an (L, H) array, or (L, 1) when every head of a layer shares it; per MLP kind (L,).
+    """
+
+    log_gamma: dict[Kind, np.ndarray]
+    log_gamma_edelman: dict[Kind, np.ndarray]
+
+
+def log_local_factors(spec: Mapping[Kind, np.ndarray], shape: ModelShape) -> LocalFactors:
+    """gamma and gamma^E of every kind from the spectral norms ``spec`` (per kind, (L, H) or (L,)).
+
+    Sequential blocks: QK 2 ||V_h|| ||M_out|| nu, V ||M_out|| nu. A parallel residual's attention
+    branch does not pass through the MLP: QK 2 ||V_h||, V 1. The MLP kinds: M_in ||M_out|| (plain) or
+    2 ||M_out|| ||M_gate|| (gated), M_gate 2 ||M_out|| ||M_in||, M_out 1. gamma^E halves QK's gamma.
+    """
+    L = shape.num_layers
+    log_v = safe_log(spec[Kind.V])  # (L, H)
+    log_out = safe_log(spec[Kind.M_OUT])  # (L,)
+    if shape.parallel:
+        v_part = np.zeros((L, 1))  # gamma(V_h) = 1
+    else:
+        v_part = (log_out + log_mlp_input_norm(spec))[:, None]  # (L, 1): ln(||M_out|| nu)
+    gamma_e = {Kind.QK: v_part + log_v, Kind.V: v_part}  # (L, H), (L, 1)
+    gamma = {Kind.QK: math.log(2.0) + log_v + v_part, Kind.V: v_part}
+    if shape.gated:
+        gamma[Kind.M_GATE] = math.log(2.0) + log_out + safe_log(spec[Kind.M_IN])
+        gamma[Kind.M_IN] = math.log(2.0) + log_out + safe_log(spec[Kind.M_GATE])
+    else:
+        gamma[Kind.M_IN] = log_out
+    gamma[Kind.M_OUT] = np.zeros(L)
+    for kind in shape.layer_kinds:
+        gamma_e[kind] = gamma[kind]
+    return LocalFactors(gamma, gamma_e)
+
+
 def log_edelman(
-    log_alpha_: np.ndarray,
-    spec_m_in: np.ndarray,
-    spec_m_out: np.ndarray,
-    norm21_m_in: np.ndarray,
-    norm21_m_out: np.ndarray,
-    spec_v: np.ndarray,
-    norm21_v: np.ndarray,
-    norm21_qk: np.ndarray,
+    log_alpha_: np.ndarray, log_gamma_edelman: np.ndarray, norm_21: np.ndarray, shape: ModelShape
 ) -> tuple[np.ndarray, float]:
-    """(ln xi^(l) per layer, ln of the Edelman-style proxy). Per-layer inputs (L,), per-head (L, H)."""
-    log_mlp = safe_log(spec_m_out) + safe_log(spec_m_in)  # (L,)
-    terms = np.concatenate(
-        [
-            (2 / 3) * (log_mlp[:, None] + safe_log(spec_v) + safe_log(norm21_qk)),  # (L, H)
-            (2 / 3) * (log_mlp[:, None] + safe_log(norm21_v)),  # (L, H)
-            (2 / 3) * (safe_log(spec_m_out) + safe_log(norm21_m_in))[:, None],  # (L, 1)
-            (2 / 3) * safe_log(norm21_m_out)[:, None],  # (L, 1)
-        ],
-        axis=1,
-    )
-    log_xi = logsumexp(terms, axis=1)  # (L,)
+    """(ln xi^(l) per layer, ln of the Edelman-style proxy); log_gamma_edelman and norm_21 are (M,)."""
+    terms = (2 / 3) * (log_gamma_edelman + safe_log(norm_21))  # (M,) ln (gamma^E ||W||_{2,1})^(2/3)
+    log_xi = logsumexp(terms.reshape(shape.num_layers, shape.matrices_per_layer), axis=1)  # (L,)
     inner = logsumexp(np.append((2 / 3) * log_alpha_ + log_xi, 0.0))  # ln(1 + sum_l ...)
     return log_xi, 1.5 * float(inner)
 
@@ -226,13 +279,16 @@ class PAssignment:
 
 @dataclass(frozen=True)
 class BoundSettings:
-    """Constants of the proxy. grid_m=None takes m = ceil(L + ln max(N, 2))."""
+    """Constants of the proxy. l_phi=None takes the model's activation constant (1.13 for GELU, SPEC
+    §11); grid_m=None takes m = ceil(L + ln max(N, 2))."""
 
-    l_phi: float = L_PHI
+    l_phi: float | None = None
     grid_m: int | None = None
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.l_phi) and 0 < self.l_phi <= LIMITS.max_l_phi):
+        if self.l_phi is not None and not (
+            isinstance(self.l_phi, float | int) and math.isfinite(self.l_phi) and 0 < self.l_phi <= LIMITS.max_l_phi
+        ):
             raise ValueError(f"L_phi must be a positive number of at most {LIMITS.max_l_phi:g}, got {self.l_phi}")
         if self.grid_m is not None and (
             not isinstance(self.grid_m, int | np.integer)
@@ -280,9 +336,15 @@ class BoundTerms:
         """(L,) ln of the sum of c(W; p) over each layer's matrices (finite where the sums overflow)."""
         return np.array([logsumexp(self.log_contribution[self.layers == layer]) for layer in range(num_layers)])
 
+    @property
+    def model_kinds(self) -> tuple[Kind, ...]:
+        """The kinds present, in profile order."""
+        present = set(self.kinds.tolist())
+        return tuple(kind for kind in Kind if kind.value in present)
+
     def log_per_kind(self) -> dict[Kind, float]:
-        """ln of the sum of c(W; p) over each kind (finite unless the kind has only zero matrices)."""
-        return {kind: float(logsumexp(self.log_contribution[self.kinds == kind.value])) for kind in Kind}
+        """ln of the sum of c(W; p) over each kind of the model (finite unless it has only zero matrices)."""
+        return {kind: float(logsumexp(self.log_contribution[self.kinds == kind.value])) for kind in self.model_kinds}
 
 
 @dataclass(frozen=True, eq=False)
@@ -304,6 +366,7 @@ class BoundAnalysis:
 
     profile: SpectralProfile
     settings: BoundSettings
+    l_phi: float  # the L_phi in force: the setting, else the model's activation constant
     grid_m: int
     log_alpha: np.ndarray  # (L,)
     log_gamma: np.ndarray  # (M,)
@@ -317,19 +380,16 @@ class BoundAnalysis:
     def from_profile(cls, profile: SpectralProfile, settings: BoundSettings = BoundSettings()) -> BoundAnalysis:
         shape = profile.shape
         L, N = shape.num_layers, shape.hidden_size
-        spec = profile.spectral_norm
-        spec_qk, spec_v = profile.per_head(spec, Kind.QK), profile.per_head(spec, Kind.V)  # (L, H) each
-        spec_in, spec_out = profile.per_layer(spec, Kind.M_IN), profile.per_layer(spec, Kind.M_OUT)  # (L,)
+        l_phi = shape.l_phi if settings.l_phi is None else float(settings.l_phi)
+        spec = profile.by_kind(profile.spectral_norm)  # (L, H) per head kind, (L,) per MLP kind
 
-        log_alpha_ = log_alpha(log_layer_factors(spec_in, spec_out, spec_v, spec_qk, settings.l_phi))
-
-        log_mlp = safe_log(spec_out) + safe_log(spec_in)  # (L,)
-        log_gamma = profile.assemble(
-            qk=math.log(2.0) + safe_log(spec_v) + log_mlp[:, None],  # (L, H)
-            v=log_mlp[:, None],  # (L, 1), the same for every head
-            m_in=safe_log(spec_out),
-            m_out=np.zeros(L),
+        log_factors = log_layer_factors(
+            log_mlp_input_norm(spec), spec[Kind.M_OUT], spec[Kind.V], spec[Kind.QK], l_phi, parallel=shape.parallel
         )
+        log_alpha_ = log_alpha(log_factors)
+
+        local = log_local_factors(spec, shape)
+        log_gamma = profile.assemble(local.log_gamma)
         log_scale = np.maximum(log_gamma + log_alpha_[profile.layers] + math.log(L), LOG_TINY)
 
         m = settings.grid_m or grid_resolution(L, N)
@@ -337,20 +397,11 @@ class BoundAnalysis:
             profile.singular_values, profile.above_threshold, log_scale, p_grid(m), N
         )  # (M, 2m + 1)
 
-        norm21 = profile.norm_21
-        log_xi, log_edel = log_edelman(
-            log_alpha_,
-            spec_in,
-            spec_out,
-            profile.per_layer(norm21, Kind.M_IN),
-            profile.per_layer(norm21, Kind.M_OUT),
-            spec_v,
-            profile.per_head(norm21, Kind.V),
-            profile.per_head(norm21, Kind.QK),
-        )
+        log_xi, log_edel = log_edelman(log_alpha_, profile.assemble(local.log_gamma_edelman), profile.norm_21, shape)
         return cls(
             profile,
             settings,
+            l_phi,
             m,
             log_alpha_,
             log_gamma,

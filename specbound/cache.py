@@ -10,7 +10,6 @@ temporary files left by a killed process are removed the next time the directory
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -18,15 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
+from .architecture import ModelShape
 from .defaults import CACHE_ENV_VAR
 from .files import NpzArchive, array_sha256, atomic_write, parse_json, remove_stale_temps
-from .limits import LIMITS, is_genuine_int
-from .matrices import EncoderShape
+from .limits import LIMITS
 from .profile import SpectralProfile, validate_profile
 
 #: Bump when the stored arrays or their meaning change: old entries then miss and are recomputed.
-#: 2: entries carry a SHA-256 of their arrays.
-SCHEMA_VERSION = 2
+#: 2: entries carry a SHA-256 of their arrays. 3: the shape describes the block (family, key/value
+#: heads, head size, MLP and residual kinds, adaptations); a version-2 entry is a BERT encoder's and
+#: is still read (:data:`READABLE_SCHEMAS`).
+SCHEMA_VERSION = 3
+READABLE_SCHEMAS = (3, 2)
 _META = "meta"
 _FLOATS, _INTS = np.dtype("<f8"), np.dtype("<i8")
 
@@ -57,22 +59,24 @@ class ProfileCache:
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
 
-    def path(self, model: str, revision: str) -> Path:
-        key = hashlib.sha256(f"{SCHEMA_VERSION}\0{model}\0{revision}".encode()).hexdigest()[:24]
+    def path(self, model: str, revision: str, schema: int = SCHEMA_VERSION) -> Path:
+        key = hashlib.sha256(f"{schema}\0{model}\0{revision}".encode()).hexdigest()[:24]
         return self.directory / f"{key}.npz"
 
     def load(self, model: str, revision: str) -> SpectralProfile | None:
-        path = self.path(model, revision)
-        if not path.is_file():
-            return None
-        try:
-            return self._read(path, model, revision)
-        except Exception:  # any unreadable, foreign or tampered entry: drop it and let the caller recompute
-            path.unlink(missing_ok=True)
-            return None
+        """The cached profile, from an entry of this version or an older readable one, else None."""
+        for schema in READABLE_SCHEMAS:
+            path = self.path(model, revision, schema)
+            if not path.is_file():
+                continue
+            try:
+                return self._read(path, model, revision, schema)
+            except Exception:  # any unreadable, foreign or tampered entry: drop it and let the caller recompute
+                path.unlink(missing_ok=True)
+        return None
 
     @staticmethod
-    def _read(path: Path, model: str, revision: str) -> SpectralProfile:
+    def _read(path: Path, model: str, revision: str, schema: int = SCHEMA_VERSION) -> SpectralProfile:
         width_bytes = 8 * LIMITS.max_profile_values
         with NpzArchive(
             path,
@@ -82,12 +86,14 @@ class ProfileCache:
             max_members=5,
         ) as archive:
             meta = parse_json(archive.read_text(_META, LIMITS.max_config_bytes), "meta", 4 * LIMITS.max_config_bytes)
-            if (meta["schema"], meta["model"], meta["revision"]) != (SCHEMA_VERSION, model, revision):
+            if (meta["schema"], meta["model"], meta["revision"]) != (schema, model, revision):
                 raise ValueError("entry does not match its key")
             sizes = meta["shape"]
-            if not all(is_genuine_int(sizes[f.name]) for f in dataclasses.fields(EncoderShape)):
-                raise ValueError("the shape must hold integers")
-            shape = EncoderShape(**{f.name: sizes[f.name] for f in dataclasses.fields(EncoderShape)})
+            if not isinstance(sizes, dict):
+                raise ValueError("the shape must be an object")
+            if schema < 3:  # the four sizes of a BERT encoder, nothing else
+                sizes = {name: sizes[name] for name in ("num_layers", "hidden_size", "num_heads", "ffn_size")}
+            shape = ModelShape.from_dict(sizes)
             m, n = shape.num_matrices, shape.hidden_size
             if m * n > LIMITS.max_profile_values:
                 raise ValueError("entry too large")
@@ -113,7 +119,7 @@ class ProfileCache:
             "schema": SCHEMA_VERSION,
             "model": profile.model,
             "revision": profile.revision,
-            "shape": dataclasses.asdict(profile.shape),
+            "shape": profile.shape.to_dict(),
             "sha256": _content_digest(arrays),
         }
         with atomic_write(path) as f:

@@ -7,9 +7,10 @@ What it does, in order of a user's request:
   Hub only ``config.json`` and one weight format (safetensors preferred) into the standard Hub cache,
   with progress reported through a callback. Offline (no network, or ``HF_HUB_OFFLINE=1``) it uses
   the cache or says clearly that the model is not there.
-* ``open_checkpoint`` reads ``config.json`` of a BERT-family encoder and yields the six weight
-  matrices of each layer as float64 arrays, one layer at a time, so a large model never sits in
-  memory in float64 (embeddings are never converted).
+* ``open_checkpoint`` reads ``config.json``, finds the family's adapter (:mod:`specbound.families`)
+  and yields each layer's weights as float64 arrays in canonical (out, in) form, one layer at a time,
+  so a large model never sits in memory in float64 (embeddings are never converted). Which tensors
+  a layer has, their names and their shapes are the adapter's; this module only reads them.
 
 Safety: no remote code is ever run; PyTorch pickles are loaded with ``weights_only=True``. Every
 size is checked before it costs anything (limits in :mod:`specbound.limits`): config.json is read and
@@ -33,7 +34,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .architecture import ModelShape
 from .errors import CheckpointError, InvalidWeightsError, ModelNotFoundError, OfflineError, UnsupportedModelError
+from .families import FamilyAdapter, adapter_of_config
 from .files import describe_os_error, parse_json, read_json
 from .limits import (
     LIMITS,
@@ -44,7 +47,7 @@ from .limits import (
     max_download_bytes,
     quoted,
 )
-from .matrices import EncoderShape, LayerWeights
+from .matrices import LayerWeights
 from .models import ModelRef
 from .progress import ProgressCallback, ProgressEvent, silent
 
@@ -56,54 +59,6 @@ WEIGHT_FILES: tuple[str, ...] = (
     "pytorch_model.bin",
     "pytorch_model.bin.index.json",
 )
-
-
-@dataclass(frozen=True)
-class LayerNaming:
-    """Where a family keeps its per-layer weights: ``{root}.{i}.{name}``."""
-
-    root: str
-    query: str
-    key: str
-    value: str
-    attn_out: str
-    ffn_in: str
-    ffn_out: str
-    config_fields: tuple[str, str, str, str]  # layers, hidden size, heads, feed-forward size
-
-    def tensor_names(self) -> dict[str, str]:
-        return {f: getattr(self, f) for f in ("query", "key", "value", "attn_out", "ffn_in", "ffn_out")}
-
-
-BERT_NAMING = LayerNaming(
-    root="encoder.layer",
-    query="attention.self.query.weight",
-    key="attention.self.key.weight",
-    value="attention.self.value.weight",
-    attn_out="attention.output.dense.weight",
-    ffn_in="intermediate.dense.weight",
-    ffn_out="output.dense.weight",
-    config_fields=("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size"),
-)
-DISTILBERT_NAMING = LayerNaming(
-    root="transformer.layer",
-    query="attention.q_lin.weight",
-    key="attention.k_lin.weight",
-    value="attention.v_lin.weight",
-    attn_out="attention.out_lin.weight",
-    ffn_in="ffn.lin1.weight",
-    ffn_out="ffn.lin2.weight",
-    config_fields=("n_layers", "dim", "n_heads", "hidden_dim"),
-)
-#: model_type in config.json -> layer naming. MiniLM checkpoints declare "bert".
-FAMILIES: dict[str, LayerNaming] = {
-    "bert": BERT_NAMING,
-    "roberta": BERT_NAMING,
-    "xlm-roberta": BERT_NAMING,
-    "camembert": BERT_NAMING,
-    "electra": BERT_NAMING,
-    "distilbert": DISTILBERT_NAMING,
-}
 
 
 # --- the Hub ------------------------------------------------------------------------------------
@@ -188,7 +143,7 @@ class DownloadPlan:
     """What opening a Hub model would download: its weight files and their sizes, from metadata only.
 
     ``config.json`` (and a shard index) are already fetched and validated when a plan exists, so a
-    plan is only ever made for a BERT-family encoder of admissible size.
+    plan is only ever made for a supported family of admissible size.
     """
 
     repo_id: str
@@ -218,7 +173,7 @@ def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> Downloa
 
     The dashboard calls this to show the size before asking; :func:`fetch` calls it before any
     weight byte is requested. Raises the same errors as :func:`fetch` (not found, offline, not a
-    BERT-family encoder, sizes beyond the limits).
+    supported family, sizes beyond the limits).
     """
     repo = ref.repo_id
     if repo is None:
@@ -233,7 +188,7 @@ def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> Downloa
                 f"{LIMITS.max_config_bytes} a model configuration may have"
             )
         config = _hub_file(repo, CONFIG_FILE, ref.revision, local_only=False, progress=progress)
-        read_config(config.parent)  # not a BERT-family encoder, or too large: stop before any weight
+        read_config(config.parent)  # not a supported family, or too large: stop before any weight
         for filename in WEIGHT_FILES:
             size = _remote_size(repo, filename, ref.revision)
             if size is None:
@@ -477,8 +432,8 @@ def fingerprint(directory: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def read_config(directory: Path) -> tuple[EncoderShape, LayerNaming]:
-    """Shape and naming scheme of a BERT-family encoder, from its config.json, within the limits."""
+def read_config(directory: Path) -> tuple[ModelShape, FamilyAdapter]:
+    """Shape and family adapter of a checkpoint, from its config.json, within the limits."""
     path = directory / CONFIG_FILE
     if not path.is_file():
         raise CheckpointError(f"{directory.name} has no {CONFIG_FILE}: not a Hugging Face checkpoint directory")
@@ -492,24 +447,10 @@ def read_config(directory: Path) -> tuple[EncoderShape, LayerNaming]:
         raise CheckpointError(f"{where} is not valid JSON ({quoted(exc, 120)})") from None
     if not isinstance(config, dict):
         raise CheckpointError(f"{where} is not a JSON object")
-    model_type = config.get("model_type")
-    if not isinstance(model_type, str) or model_type not in FAMILIES:
-        raise UnsupportedModelError(
-            f"model type '{quoted(model_type)}' is not a BERT-family encoder (supported: {', '.join(sorted(FAMILIES))})"
-        )
-    naming = FAMILIES[model_type]
-    values: list[int] = []
-    for name in naming.config_fields:
-        value = config.get(name)
-        if not isinstance(value, int) or not is_genuine_int(value) or value < 1:
-            raise CheckpointError(f"{where} lacks a positive integer '{name}', which the analysis needs")
-        values.append(value)
-    try:
-        shape = EncoderShape(*values)
-    except ValueError as exc:
-        raise UnsupportedModelError(str(exc)) from None
+    adapter = adapter_of_config(config, where)
+    shape = adapter.shape(config, where)
     check_encoder_shape(shape, where)
-    return shape, naming
+    return shape, adapter
 
 
 #: safetensors dtype -> bytes per element (the format's full list, to check the data offsets)
@@ -709,43 +650,46 @@ def _first_line(exc: BaseException) -> str:
 
 
 class Checkpoint:
-    """An opened BERT-family checkpoint directory: its shape and, layer by layer, its weights."""
+    """An opened checkpoint directory: its shape, its family's adapter and, layer by layer, its weights."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.shape, self.naming = read_config(directory)
+        self.shape, self.adapter = read_config(directory)
         self._reader = _TensorReader(weight_files(directory))
         self._prefix = self._find_prefix()
 
     def _find_prefix(self) -> str:
-        """The model's key prefix ("", "bert.", "roberta.", ...), found from layer 0's query weight."""
-        suffix = f"{self.naming.root}.0.{self.naming.query}"
-        prefixes = [n[: -len(suffix)] for n in self._reader.names() if n.endswith(suffix)]
+        """The model's key prefix (one of its adapter's: "", "bert.", "model.", ...), from layer 0's first tensor."""
+        adapter = self.adapter
+        first = next(iter(adapter.tensors(self.shape).values())).name
+        suffix = f"{adapter.root}.0.{first}"
+        names = set(self._reader.names())
+        prefixes = [prefix for prefix in adapter.prefixes if f"{prefix}{suffix}" in names]
         if not prefixes:
             raise CheckpointError(
-                f"no weight named '*{suffix}' in {self.directory.name}: the weights do "
-                f"not match the {self.naming.root} layout that config.json declares"
+                f"no weight named '{suffix}' (bare or after {', '.join(repr(p) for p in adapter.prefixes if p)}) in "
+                f"{self.directory.name}: the weights do not match the {adapter.label} layout that config.json declares"
             )
         return min(prefixes, key=len)
 
     def layer(self, index: int) -> LayerWeights:
-        """The six weights of one layer, float64, validated for dtype and shape before they are read,
-        then for finiteness and magnitude before any SVD."""
+        """One layer's weights in canonical (out, in) form, float64; every tensor is checked for dtype and
+        shape from its header before it is read, then for finiteness and magnitude before any SVD."""
         arrays = {}
         names = set(self._reader.names())
-        expected_shapes = LayerWeights.expected_shapes(self.shape)  # (out, in) per field
-        for field_name, tensor in self.naming.tensor_names().items():
-            key = f"{self._prefix}{self.naming.root}.{index}.{tensor}"
-            label = f"{self.naming.root}.{index}.{tensor}"
+        root = self.adapter.root
+        for role, spec in self.adapter.tensors(self.shape).items():
+            key = f"{self._prefix}{root}.{index}.{spec.name}"
+            label = f"{root}.{index}.{spec.name}"
             if key not in names:
                 raise CheckpointError(
                     f"weight '{key}' is missing from the checkpoint "
                     f"(config.json declares {self.shape.num_layers} layers)"
                 )
             info = self._reader.info(key)
-            if info.shape != expected_shapes[field_name]:
+            if info.shape != spec.shape:
                 raise UnsupportedModelError(
-                    f"weight '{label}' has shape {info.shape}, but config.json implies {expected_shapes[field_name]}"
+                    f"weight '{label}' has shape {info.shape}, but config.json implies {spec.shape}"
                 )
             if not info.is_float:
                 raise UnsupportedModelError(
@@ -753,8 +697,8 @@ class Checkpoint:
                 )
             array = self._reader.get(key)
             _check_values(array, label)
-            arrays[field_name] = array
-        return LayerWeights(**arrays)
+            arrays[role] = array
+        return self.adapter.to_weights(arrays, self.shape)
 
     def layers(self) -> Iterator[LayerWeights]:
         for index in range(self.shape.num_layers):

@@ -102,7 +102,7 @@ def _write_stdout(text: str) -> None:
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from .logspace import to_log10 as log10
-    from .report import analysis_json, layer_frame, to_json_text
+    from .report import adaptations_line, analysis_json, layer_frame, shape_summary, to_json_text
 
     analysis = _analysis(args)
     if args.json:
@@ -113,9 +113,9 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     terms = optimal if args.p is None else analysis.evaluate(args.p)
     label = "p*" if args.p is None else f"p = {args.p:g}"
     lines = [
-        f"{analysis.profile.model}: L={shape.num_layers} N={shape.hidden_size} H={shape.num_heads} "
-        f"d={shape.head_dim} d_ff={shape.ffn_size}, {shape.num_matrices} matrices, "
-        f"L_phi={analysis.settings.l_phi:g}, grid m={analysis.grid_m}",
+        f"{analysis.profile.model}: {shape.family}, {shape_summary(shape)}, {shape.num_matrices} matrices, "
+        f"L_phi={analysis.l_phi:g}, grid m={analysis.grid_m}",
+        *([note] if (note := adaptations_line(shape)) else []),
         f"spectrum-adaptive proxy at p*:   {optimal.total:.6g}  (log10 {log10(optimal.log_total):.4f})",
     ]
     if args.p is not None:
@@ -313,8 +313,9 @@ def _bound_options(parser: argparse.ArgumentParser, *, bound_terms: bool = True)
         parser.add_argument(
             "--l-phi",
             type=_l_phi,
-            default=L_PHI,
-            help=f"Lipschitz bound of the activation, in (0, {LIMITS.max_l_phi:g}] (default {L_PHI})",
+            default=None,
+            help=f"Lipschitz bound of the activation, in (0, {LIMITS.max_l_phi:g}] (default: the model's "
+            f"activation's, {L_PHI} for GELU, 1 for ReLU, 1.0998 for SiLU)",
         )
         parser.add_argument(
             "--grid-m",

@@ -11,6 +11,7 @@ only each side's own per-layer sums are given.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -74,12 +75,18 @@ class Comparison:
         return {key: a[key] - b[key] for key in a}
 
     @property
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds either model has, in profile order (a kind one model lacks sums to 0 there)."""
+        return tuple(kind for kind in Kind if kind in self.log_kind_sums_model or kind in self.log_kind_sums_baseline)
+
+    @property
     def kind_difference(self) -> dict[Kind, float]:
-        """Σ c over each kind, model minus baseline (plain; inf - inf gives nan)."""
+        """Σ c over each kind of either model, model minus baseline (plain; inf - inf gives nan)."""
+        model, baseline = self.log_kind_sums_model, self.log_kind_sums_baseline
         with np.errstate(invalid="ignore"):
             return {
-                kind: exp_or_inf(self.log_kind_sums_model[kind]) - exp_or_inf(self.log_kind_sums_baseline[kind])
-                for kind in Kind
+                kind: exp_or_inf(model.get(kind, -math.inf)) - exp_or_inf(baseline.get(kind, -math.inf))
+                for kind in self.kinds
             }
 
     @property

@@ -8,6 +8,15 @@ from __future__ import annotations
 #: Upper bound on the Lipschitz constant of GELU, the activation of BERT's feed-forward block.
 L_PHI: float = 1.13
 
+#: sup |φ′| of each activation a config may name (SPEC §11), the default L_φ of its model: GELU and its
+#: tanh and fast variants 1.13 (the paper's value), ReLU 1, SiLU / swish and quick_gelu (x σ(1.702 x))
+#: 1.0998. Any other activation is refused by name.
+ACTIVATION_LIPSCHITZ: dict[str, float] = {
+    **dict.fromkeys(("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate"), L_PHI),
+    "relu": 1.0,
+    **dict.fromkeys(("silu", "swish", "quick_gelu"), 1.0998),
+}
+
 #: Relative tolerance tau of the numerical rank: sigma_i counts when sigma_i > tau * k * max(sigma_1, 1).
 RANK_TOL: float = 1e-10
 

@@ -29,7 +29,7 @@ import numpy as np
 from .bounds import TIE_RTOL, BoundAnalysis, log_schatten_table
 from .logspace import to_log10
 from .matrices import Kind
-from .profile import HEAD_KINDS, SpectralProfile
+from .profile import SpectralProfile
 
 #: A scale this many decades away from its break-even counts as "far" above or below it in the sentence.
 FAR_DECADES: float = 1.0
@@ -131,7 +131,7 @@ def p_star_summary(analysis: BoundAnalysis) -> PStarSummary:
     counts = np.bincount(analysis.p_opt_index, minlength=columns)
     by_kind = {
         kind: tuple(int(n) for n in np.bincount(analysis.p_opt_index[analysis.profile.mask(kind)], minlength=columns))
-        for kind in Kind
+        for kind in analysis.profile.model_kinds
     }
     return PStarSummary(
         tuple(float(p) for p in analysis.grid), tuple(int(n) for n in counts), MappingProxyType(by_kind)
@@ -139,12 +139,8 @@ def p_star_summary(analysis: BoundAnalysis) -> PStarSummary:
 
 
 def p_star_by_kind(analysis: BoundAnalysis) -> dict[Kind, np.ndarray]:
-    """p* laid out per kind: (L, H) for QK and V, (L,) for M_in and M_out."""
-    prof = analysis.profile
-    return {
-        kind: prof.per_head(analysis.p_opt, kind) if kind in HEAD_KINDS else prof.per_layer(analysis.p_opt, kind)
-        for kind in Kind
-    }
+    """p* laid out per kind: (L, H) for QK and V, (L,) for each MLP kind of the model."""
+    return analysis.profile.by_kind(analysis.p_opt)
 
 
 def _span(low: str, high: str) -> str:
@@ -194,7 +190,7 @@ def explain_p_star(analysis: BoundAnalysis) -> str:
         )
     kinds = ", ".join(
         f"{sum(n for p, n in summary.used(kind).items() if p > 0)} {kind.value}"
-        for kind in Kind
+        for kind in analysis.profile.model_kinds
         if any(p > 0 for p in summary.used(kind))
     )
     above, below = ~winning & nonzero, winning
@@ -210,15 +206,13 @@ def explain_p_star(analysis: BoundAnalysis) -> str:
 
 
 def structural_rank(profile: SpectralProfile) -> np.ndarray:
-    """(M,) the largest rank each matrix can have: d for QK and V, min(N, d_ff) for M_in and M_out."""
+    """(M,) the largest rank each matrix can have: min(d, N) for QK and V, min(N, d_ff) for the MLP kinds."""
     shape = profile.shape
-    L, H = shape.num_layers, shape.num_heads
+    L = shape.num_layers
+    head = min(shape.head_dim, shape.hidden_size)
     full = min(shape.hidden_size, shape.ffn_size)
     return profile.assemble(
-        qk=np.full((L, H), shape.head_dim),
-        v=np.full((L, H), shape.head_dim),
-        m_in=np.full(L, full),
-        m_out=np.full(L, full),
+        {kind: np.full((L, 1), head) if kind.per_head else np.full(L, full) for kind in profile.model_kinds}
     )
 
 

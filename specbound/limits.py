@@ -2,8 +2,9 @@
 
 A checkpoint, a cache entry, an atlas or a command-line option is checked against these numbers from
 its header, manifest or config alone, before any array is allocated or any byte is downloaded (SPEC
-§9). The maxima are well above every BERT-family encoder the analysis is meant for (BERT-large: 24
-layers, N = 1024, 16 heads, d_ff = 4096) and well below what would exhaust a laptop's memory.
+§9). The maxima are well above every BERT-family encoder (BERT-large: 24 layers, N = 1024, 16 heads,
+d_ff = 4096) and the common 7B-class decoders (Llama-2-7B: 32 layers, N = 4096, 32 heads,
+d_ff = 11008), and well below what would exhaust a laptop's memory.
 
 Only the download cap is configurable, through ``$SPECBOUND_MAX_DOWNLOAD_MB``: it is the one limit
 an operator may reasonably want to lower (a shared server) or raise (a large private model).
@@ -12,12 +13,14 @@ an operator may reasonably want to lower (a shared server) or raise (a large pri
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 
+from .architecture import ModelShape
 from .errors import SpecboundError
-from .matrices import EncoderShape
 
 #: Environment variable that overrides the download cap, in megabytes (10^6 bytes).
 MAX_DOWNLOAD_ENV_VAR = "SPECBOUND_MAX_DOWNLOAD_MB"
@@ -34,8 +37,9 @@ class Limits:
     max_hidden_size: int = 8192
     max_heads: int = 256
     max_ffn_size: int = 32768
-    #: float64 bytes of one layer's six weight matrices (4 N^2 + 2 N d_ff values): one layer is what
-    #: the analysis holds in memory at a time.
+    #: float64 bytes of one layer's weights (W_Q, W_K, W_V, W_O and the two or three MLP matrices, as
+    #: :attr:`ModelShape.layer_weight_values <specbound.architecture.ModelShape.layer_weight_values>`
+    #: counts them): one layer is what the analysis holds in memory at a time.
     max_layer_bytes: int = 2 * 1024**3
     #: values in one spectral profile, (L (2H + 2)) x max(N, min(N, d_ff)): 256 MiB of float64.
     max_profile_values: int = 2**25
@@ -78,7 +82,7 @@ def quoted(value: object, limit: int | None = None) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def is_genuine_int(value: object) -> bool:
+def is_genuine_int(value: object) -> TypeGuard[int | np.integer]:
     """An integer size as a file declares it: an int (numpy's too), never a bool or a float like 2.0."""
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
@@ -97,18 +101,30 @@ def max_download_bytes() -> int:
     return int(megabytes * 10**6)
 
 
-def check_encoder_shape(shape: EncoderShape, where: str) -> None:
-    """Refuse a model whose declared sizes exceed the maxima, before anything is allocated for it."""
-    for name, value, limit in (
-        ("num_layers", shape.num_layers, LIMITS.max_layers),
-        ("hidden_size", shape.hidden_size, LIMITS.max_hidden_size),
-        ("num_heads", shape.num_heads, LIMITS.max_heads),
-        ("ffn_size", shape.ffn_size, LIMITS.max_ffn_size),
-    ):
-        if value > limit:
+#: Each declared size and the limit it must not exceed (head_dim is at most a width).
+_SIZE_LIMITS = {
+    "num_layers": "max_layers",
+    "hidden_size": "max_hidden_size",
+    "num_heads": "max_heads",
+    "num_kv_heads": "max_heads",
+    "ffn_size": "max_ffn_size",
+    "head_dim": "max_hidden_size",
+}
+
+
+def check_declared_sizes(sizes: Mapping[str, object], where: str) -> None:
+    """Refuse a declared size above its limit before the sizes are even checked for consistency."""
+    for name, limit_name in _SIZE_LIMITS.items():
+        value, limit = sizes.get(name), getattr(LIMITS, limit_name)
+        if is_genuine_int(value) and value > limit:
             raise LimitExceededError(f"{where} declares {name} = {value}, above the limit of {limit}")
-    n, f = shape.hidden_size, shape.ffn_size
-    layer_bytes = 8 * (4 * n * n + 2 * n * f)
+
+
+def check_encoder_shape(shape: ModelShape, where: str) -> None:
+    """Refuse a model whose declared sizes exceed the maxima, before anything is allocated for it."""
+    check_declared_sizes({name: getattr(shape, name) for name in _SIZE_LIMITS}, where)
+    n = shape.hidden_size
+    layer_bytes = 8 * shape.layer_weight_values
     if layer_bytes > LIMITS.max_layer_bytes:
         raise LimitExceededError(
             f"{where} declares layers of {layer_bytes / 2**30:.1f} GiB in float64, above "

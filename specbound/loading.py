@@ -12,50 +12,54 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .architecture import ModelShape
 from .cache import ProfileCache
 from .checkpoints import fetch, fingerprint, open_checkpoint, read_config
-from .matrices import EncoderShape, LayerWeights, layer_factors
+from .matrices import LayerWeights, layer_factors
 from .models import ModelRef, Source, resolve
-from .profile import SpectralProfile
+from .profile import SpectralProfile, full_dims_of
 from .progress import ProgressCallback, ProgressEvent, silent
 from .spectrum import entrywise_norms_factored, norm_11, norm_21, singular_values, singular_values_factored
 
 
 def compute_profile(
     layers: Iterable[LayerWeights],
-    shape: EncoderShape,
+    shape: ModelShape,
     *,
     model: str = "",
     revision: str = "",
     progress: ProgressCallback = silent,
 ) -> SpectralProfile:
-    """Singular values and (2,1), (1,1) norms of all L (2H + 2) proxy matrices, layer by layer."""
-    H, N = shape.num_heads, shape.hidden_size
+    """Singular values and (2,1), (1,1) norms of all L (2H + 2) (gated: L (2H + 3)) proxy matrices, layer by layer.
+
+    ``layers`` yields each layer's weights in (out, in) form (:class:`~specbound.matrices.LayerWeights`),
+    as a family adapter reads them (:mod:`specbound.checkpoints`).
+    """
+    N = shape.hidden_size
     k_ffn = min(N, shape.ffn_size)
     width = max(N, k_ffn)
     rows_sv, rows_21, rows_11 = [], [], []
     for index, weights in enumerate(layers):
-        factors = layer_factors(weights, H)
+        factors = layer_factors(weights, shape)
         for left, right in ((factors.qk_left, factors.qk_right), (factors.v_left, factors.v_right)):
             sv = singular_values_factored(left, right)  # (H, <= d)
             rows_sv.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
             n21, n11 = entrywise_norms_factored(left, right)  # (H,) each
             rows_21.append(n21)
             rows_11.append(n11)
-        for matrix in (factors.m_in, factors.m_out):
+        for matrix in factors.mlp.values():  # M_gate (gated only), M_in, M_out
             rows_sv.append(np.pad(singular_values(matrix), (0, width - k_ffn))[None, :])
             rows_21.append(np.atleast_1d(norm_21(matrix)))
             rows_11.append(np.atleast_1d(norm_11(matrix)))
         progress(ProgressEvent("analyse", index + 1, shape.num_layers, f"layer {index + 1}"))
     if not rows_sv:
         raise ValueError("no layers given")
-    kinds_dims = [N] * (2 * H) + [k_ffn, k_ffn]
     return SpectralProfile(
         model=model,
         revision=revision,
         shape=shape,
-        singular_values=np.concatenate(rows_sv, axis=0),  # (L (2H + 2), width)
-        full_dims=np.tile(kinds_dims, shape.num_layers),
+        singular_values=np.concatenate(rows_sv, axis=0),  # (M, width)
+        full_dims=full_dims_of(shape),
         norm_21=np.concatenate(rows_21),
         norm_11=np.concatenate(rows_11),
     )

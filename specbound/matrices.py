@@ -1,14 +1,17 @@
-"""The proxy matrices of one encoder layer, built from Hugging Face weights.
+"""The proxy matrices of one layer, built from its weights in one canonical form for every family.
 
-Orientation, stated once for the whole package: Hugging Face stores ``nn.Linear.weight`` as
-(out, in) and computes ``x @ weight.T``. The analysis uses the row-vector convention x -> x W, so
-every proxy matrix is built from the transposed weight. With H heads of size d = N / H and the head
-slice s = [h d, (h + 1) d):
+Orientation, stated once for the whole package: :class:`LayerWeights` holds each weight as
+``nn.Linear`` stores it, (out, in), computing ``x @ weight.T``; each family adapter
+(:mod:`specbound.families`) brings its own layout (GPT-2's Conv1D, GPT-NeoX's interleaved QKV, ...)
+to that form. The analysis uses the row-vector convention x -> x W, so every proxy matrix is built
+from the transposed weight. With H query heads of size d, H_kv key/value heads, query head h reading
+key/value head g(h) = ⌊h / (H / H_kv)⌋, and the head slices s_h = [h d, (h + 1) d):
 
-    QK_h  = W_Q[s, :]^T  W_K[s, :]          (N x N, rank <= d)
-    V_h   = W_V[s, :]^T  (W_O^T)[s, :]      (N x N, rank <= d; W_O is attention.output.dense)
-    M_in  = (intermediate.dense.weight)^T   (N x d_ff)
-    M_out = (output.dense.weight)^T         (d_ff x N)
+    QK_h    = W_Q[s_h, :]^T  W_K[s_g(h), :]        (N x N, rank <= d)
+    V_h     = W_V[s_g(h), :]^T  (W_O^T)[s_h, :]    (N x N, rank <= d; W_O is the attention output)
+    M_gate  = (gate weight)^T                       (N x d_ff, gated MLPs only)
+    M_in    = (up / fc1 weight)^T                   (N x d_ff)
+    M_out   = (down / fc2 weight)^T                 (d_ff x N)
 
 QK and V are kept as their two factors (N x d and d x N): their singular values come from the
 factors without forming the N x N product (see :mod:`specbound.spectrum`).
@@ -17,85 +20,75 @@ factors without forming the N x N product (see :mod:`specbound.spectrum`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 import numpy as np
 
+from .architecture import HEAD_KINDS, Adaptation, Kind, Mlp, ModelShape, Residual
 
-class Kind(str, Enum):
-    """The four kinds of proxy matrix, in the order they are listed within a layer."""
+__all__ = [
+    "HEAD_KINDS",
+    "Adaptation",
+    "EncoderShape",
+    "Kind",
+    "LayerFactors",
+    "LayerWeights",
+    "Mlp",
+    "ModelShape",
+    "Residual",
+    "head_rows",
+    "layer_factors",
+]
 
-    QK = "QK"
-    V = "V"
-    M_IN = "M_in"
-    M_OUT = "M_out"
-
-
-@dataclass(frozen=True)
-class EncoderShape:
-    """The sizes the analysis needs: L layers of width N with H heads and a d_ff-wide MLP."""
-
-    num_layers: int
-    hidden_size: int
-    num_heads: int
-    ffn_size: int
-
-    def __post_init__(self) -> None:
-        for name in ("num_layers", "hidden_size", "num_heads", "ffn_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
-        if self.hidden_size % self.num_heads:
-            raise ValueError(f"hidden size {self.hidden_size} is not divisible by {self.num_heads} attention heads")
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden_size // self.num_heads
-
-    @property
-    def matrices_per_layer(self) -> int:
-        return 2 * self.num_heads + 2
-
-    @property
-    def num_matrices(self) -> int:
-        """L (2H + 2): H query-key and H value matrices plus M_in and M_out per layer."""
-        return self.num_layers * self.matrices_per_layer
+#: The name this class had when only encoders were read; kept for code written against it.
+EncoderShape = ModelShape
 
 
 @dataclass(frozen=True, eq=False)
 class LayerWeights:
-    """The six weight matrices of one layer, as stored by Hugging Face: (out, in), float64."""
+    """One layer's weights in ``nn.Linear`` form, (out, in), float64; ``gate`` only for a gated MLP."""
 
-    query: np.ndarray  # (N, N)
-    key: np.ndarray  # (N, N)
-    value: np.ndarray  # (N, N)
-    attn_out: np.ndarray  # (N, N)  attention.output.dense
-    ffn_in: np.ndarray  # (d_ff, N)  intermediate.dense
-    ffn_out: np.ndarray  # (N, d_ff)  output.dense
+    query: np.ndarray  # (H d, N)
+    key: np.ndarray  # (H_kv d, N)
+    value: np.ndarray  # (H_kv d, N)
+    attn_out: np.ndarray  # (N, H d)
+    ffn_in: np.ndarray  # (d_ff, N)  up / fc1 / intermediate.dense
+    ffn_out: np.ndarray  # (N, d_ff)  down / fc2 / output.dense
+    gate: np.ndarray | None = None  # (d_ff, N)  gated MLPs only
 
     @staticmethod
-    def expected_shapes(shape: EncoderShape) -> dict[str, tuple[int, int]]:
-        """(out, in) shape of each field for an encoder of ``shape``."""
-        n, f = shape.hidden_size, shape.ffn_size
-        return {
-            "query": (n, n),
-            "key": (n, n),
-            "value": (n, n),
-            "attn_out": (n, n),
+    def expected_shapes(shape: ModelShape) -> dict[str, tuple[int, int]]:
+        """(out, in) shape of each field for a model of ``shape``."""
+        n, f, d = shape.hidden_size, shape.ffn_size, shape.head_dim
+        shapes = {
+            "query": (shape.num_heads * d, n),
+            "key": (shape.num_kv_heads * d, n),
+            "value": (shape.num_kv_heads * d, n),
+            "attn_out": (n, shape.num_heads * d),
             "ffn_in": (f, n),
             "ffn_out": (n, f),
         }
+        if shape.gated:
+            shapes["gate"] = (f, n)
+        return shapes
 
 
 @dataclass(frozen=True, eq=False)
 class LayerFactors:
     """Row-vector proxy matrices of one layer; QK and V as batched factor pairs (left @ right)."""
 
-    qk_left: np.ndarray  # (H, N, d)  W_Q[s, :]^T per head
-    qk_right: np.ndarray  # (H, d, N)  W_K[s, :]
-    v_left: np.ndarray  # (H, N, d)  W_V[s, :]^T
-    v_right: np.ndarray  # (H, d, N)  (W_O^T)[s, :]
-    m_in: np.ndarray  # (N, d_ff)
-    m_out: np.ndarray  # (d_ff, N)
+    qk_left: np.ndarray  # (H, N, d)  W_Q[s_h, :]^T per query head
+    qk_right: np.ndarray  # (H, d, N)  W_K[s_g(h), :]
+    v_left: np.ndarray  # (H, N, d)  W_V[s_g(h), :]^T
+    v_right: np.ndarray  # (H, d, N)  (W_O^T)[s_h, :]
+    mlp: dict[Kind, np.ndarray]  # M_gate (gated only) (N, d_ff), M_in (N, d_ff), M_out (d_ff, N), profile order
+
+    @property
+    def m_in(self) -> np.ndarray:
+        return self.mlp[Kind.M_IN]
+
+    @property
+    def m_out(self) -> np.ndarray:
+        return self.mlp[Kind.M_OUT]
 
     def qk(self) -> np.ndarray:
         """Dense QK matrices, (H, N, N). For norms and tests, never for singular values."""
@@ -107,26 +100,37 @@ class LayerFactors:
 
 
 def head_rows(weight: np.ndarray, num_heads: int) -> np.ndarray:
-    """Split the output rows of an (N, N_in) weight into H head slices: (H, d, N_in).
+    """Split the output rows of an (H d, N_in) weight into H head slices: (H, d, N_in).
 
-    Row block h is weight[h d:(h + 1) d, :], the slice s of the table in the module docstring.
+    Row block h is weight[h d:(h + 1) d, :], the slice s_h of the table in the module docstring.
     """
     n_out, n_in = weight.shape
     return weight.reshape(num_heads, n_out // num_heads, n_in)  # (H, d, N_in)
 
 
-def layer_factors(weights: LayerWeights, num_heads: int) -> LayerFactors:
-    """Build the proxy matrices of a layer from its Hugging Face weights (see the module docstring)."""
-    q = head_rows(weights.query, num_heads)  # (H, d, N)
-    k = head_rows(weights.key, num_heads)  # (H, d, N)
-    v = head_rows(weights.value, num_heads)  # (H, d, N)
-    # (W_O^T)[s, :] takes the rows of W_O^T, i.e. the input columns of W_O that read head h.
-    o = head_rows(weights.attn_out.T, num_heads)  # (H, d, N)
+def _per_query_head(kv: np.ndarray, shape: ModelShape) -> np.ndarray:
+    """(H_kv, d, N) key or value slices -> (H, d, N), query head h taking slice g(h) (repeat_kv)."""
+    if shape.num_kv_heads == shape.num_heads:
+        return kv
+    return np.repeat(kv, shape.queries_per_kv_head, axis=0)  # (H, d, N)
+
+
+def layer_factors(weights: LayerWeights, shape: ModelShape) -> LayerFactors:
+    """Build the proxy matrices of a layer from its (out, in) weights (see the module docstring)."""
+    q = head_rows(weights.query, shape.num_heads)  # (H, d, N)
+    k = _per_query_head(head_rows(weights.key, shape.num_kv_heads), shape)  # (H, d, N)
+    v = _per_query_head(head_rows(weights.value, shape.num_kv_heads), shape)  # (H, d, N)
+    # (W_O^T)[s_h, :] takes the rows of W_O^T, i.e. the input columns of W_O that read head h.
+    o = head_rows(weights.attn_out.T, shape.num_heads)  # (H, d, N)
+    mlp = {Kind.M_IN: weights.ffn_in.T, Kind.M_OUT: weights.ffn_out.T}  # (N, d_ff), (d_ff, N)
+    if shape.gated:
+        if weights.gate is None:
+            raise ValueError("a gated MLP needs its gate weight")
+        mlp = {Kind.M_GATE: weights.gate.T, **mlp}  # (N, d_ff)
     return LayerFactors(
         qk_left=q.transpose(0, 2, 1),  # (H, N, d)
         qk_right=k,
         v_left=v.transpose(0, 2, 1),  # (H, N, d)
         v_right=o,
-        m_in=weights.ffn_in.T,  # (N, d_ff)
-        m_out=weights.ffn_out.T,  # (d_ff, N)
+        mlp=mlp,
     )

@@ -5,7 +5,8 @@ stores; all bound terms are computed from it (see :mod:`specbound.bounds`) witho
 checkpoint again.
 
 Profile order, the one layout of every per-matrix array in specbound: layer by layer, bottom first;
-within a layer QK heads 0..H-1, V heads 0..H-1, then M_in and M_out. Nothing outside this module
+within a layer QK heads 0..H-1, V heads 0..H-1 (one per query head), then M_gate (gated MLPs only),
+M_in and M_out (:attr:`ModelShape.kinds <specbound.architecture.ModelShape.kinds>`). Nothing outside this module
 spells that order out: code that needs a kind's values as a (layer, head) grid or per layer uses
 :meth:`SpectralProfile.per_head`, :meth:`SpectralProfile.per_layer` and their inverse
 :meth:`SpectralProfile.assemble`, and finds one matrix with :meth:`SpectralProfile.index`.
@@ -13,27 +14,28 @@ spells that order out: code that needs a kind's values as a (layer, head) grid o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .architecture import HEAD_KINDS, Kind, ModelShape
 from .defaults import RANK_TOL
 from .limits import LIMITS, is_genuine_int
-from .matrices import EncoderShape, Kind
 from .spectrum import rank_threshold
 
 if TYPE_CHECKING:
     import pandas as pd
 
-_SHAPE_FIELDS = ("num_layers", "hidden_size", "num_heads", "ffn_size")
+_SHAPE_FIELDS = ("num_layers", "hidden_size", "num_heads", "ffn_size", "num_kv_heads", "head_dim")
+__all__ = ["HEAD_KINDS", "MatrixId", "SpectralProfile", "full_dims_of", "matrix_ids", "validate_profile"]
 
 
 @dataclass(frozen=True, order=True)
 class MatrixId:
-    """Which proxy matrix: its layer (0-based, bottom first), kind and head (None for M_in, M_out)."""
+    """Which proxy matrix: its layer (0-based, bottom first), kind and query head (None for the MLP kinds)."""
 
     layer: int
     kind: Kind
@@ -45,9 +47,10 @@ class MatrixId:
         return f"L{self.layer} {self.kind.value}{head}"
 
 
-def full_dims_of(shape: EncoderShape) -> np.ndarray:
-    """min(rows, cols) of every matrix as a full matrix: N for QK and V, min(N, d_ff) for M_in, M_out."""
-    per_layer = [shape.hidden_size] * (2 * shape.num_heads) + [min(shape.hidden_size, shape.ffn_size)] * 2
+def full_dims_of(shape: ModelShape) -> np.ndarray:
+    """min(rows, cols) of every matrix as a full matrix: N for QK and V, min(N, d_ff) for the MLP kinds."""
+    mlp_dim = min(shape.hidden_size, shape.ffn_size)
+    per_layer = [shape.hidden_size] * (2 * shape.num_heads) + [mlp_dim] * len(shape.layer_kinds)
     return np.tile(np.array(per_layer, dtype=np.int64), shape.num_layers)  # (M,)
 
 
@@ -55,13 +58,13 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
     """The one check every profile passes, whatever its origin (computed, the cache, an atlas).
 
     ValueError unless: the shape's fields are genuine positive integers within the limits; the
-    arrays have the shapes the model implies (M = L (2H + 2) rows, at most N columns, exactly N with
-    ``full_width``, as every computed profile has); singular values are finite, non-negative,
+    arrays have the shapes the model implies (M = L (2H + 2) rows, L (2H + 3) with a gated MLP, at most
+    N columns, exactly N with ``full_width``, as every computed profile has); singular values are finite, non-negative,
     non-increasing along each row and zero beyond the matrix's own min(rows, cols); ``full_dims`` are
     integers equal to that min(rows, cols); the norms are finite and non-negative.
     """
     shape = profile.shape
-    if not isinstance(shape, EncoderShape) or not all(is_genuine_int(getattr(shape, f)) for f in _SHAPE_FIELDS):
+    if not isinstance(shape, ModelShape) or not all(is_genuine_int(getattr(shape, f)) for f in _SHAPE_FIELDS):
         raise ValueError("the shape must hold integer sizes")
     if not (isinstance(profile.model, str) and isinstance(profile.revision, str)):
         raise ValueError("the model name and revision must be strings")
@@ -88,7 +91,7 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
     if profile.full_dims.dtype.kind not in "iu":
         raise ValueError("full_dims must be integers")
     if not np.array_equal(profile.full_dims, full_dims_of(shape)):
-        raise ValueError("full_dims do not match the matrices' sizes (N for QK and V, min(N, d_ff) for M_in, M_out)")
+        raise ValueError("full_dims do not match the matrices' sizes (N for QK and V, min(N, d_ff) for the MLP kinds)")
     if not np.isfinite(sv).all() or (sv < 0).any():
         raise ValueError("singular values must be finite and non-negative")
     if (np.diff(sv, axis=1) > 0).any():
@@ -102,13 +105,8 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
             raise ValueError(f"{name} must be finite and non-negative")
 
 
-#: The per-head kinds (one matrix per head) and the per-layer ones (one per layer), in profile order.
-HEAD_KINDS: tuple[Kind, ...] = (Kind.QK, Kind.V)
-LAYER_KINDS: tuple[Kind, ...] = (Kind.M_IN, Kind.M_OUT)
-
-
-def matrix_position(shape: EncoderShape, layer: int, kind: Kind, head: int | None = None) -> int:
-    """Row of one matrix in profile order: layer (2H + 2) + [h | H + h | 2H | 2H + 1]."""
+def matrix_position(shape: ModelShape, layer: int, kind: Kind, head: int | None = None) -> int:
+    """Row of one matrix in profile order: layer (2H + k) + [h | H + h | 2H + position among the MLP kinds]."""
     heads = shape.num_heads
     if not 0 <= layer < shape.num_layers:
         raise IndexError(f"layer {layer} is outside 0..{shape.num_layers - 1}")
@@ -117,19 +115,21 @@ def matrix_position(shape: EncoderShape, layer: int, kind: Kind, head: int | Non
             raise IndexError(f"{kind.value} needs a head in 0..{heads - 1}, got {head}")
         offset = HEAD_KINDS.index(kind) * heads + head
     else:
+        if kind not in shape.layer_kinds:
+            raise IndexError(f"this model has no {kind.value} matrices")
         if head is not None:
             raise IndexError(f"{kind.value} has one matrix per layer, not per head")
-        offset = 2 * heads + LAYER_KINDS.index(kind)
+        offset = 2 * heads + shape.layer_kinds.index(kind)
     return layer * shape.matrices_per_layer + offset
 
 
-def matrix_ids(shape: EncoderShape) -> tuple[MatrixId, ...]:
-    """The L (2H + 2) matrices of a model, in profile order."""
+def matrix_ids(shape: ModelShape) -> tuple[MatrixId, ...]:
+    """The L (2H + 2) or L (2H + 3) matrices of a model, in profile order."""
     ids: list[MatrixId] = []
     for layer in range(shape.num_layers):
         for kind in HEAD_KINDS:
             ids.extend(MatrixId(layer, kind, h) for h in range(shape.num_heads))
-        ids.extend(MatrixId(layer, kind) for kind in LAYER_KINDS)
+        ids.extend(MatrixId(layer, kind) for kind in shape.layer_kinds)
     return tuple(ids)
 
 
@@ -143,8 +143,8 @@ class SpectralProfile:
 
     model: str
     revision: str
-    shape: EncoderShape
-    singular_values: np.ndarray  # (M, K) float64, M = L (2H + 2)
+    shape: ModelShape
+    singular_values: np.ndarray  # (M, K) float64, M = L (2H + 2), or L (2H + 3) with a gated MLP
     full_dims: np.ndarray  # (M,) int
     norm_21: np.ndarray  # (M,) sum of column 2-norms
     norm_11: np.ndarray  # (M,) sum of absolute entries
@@ -157,18 +157,23 @@ class SpectralProfile:
     def ids(self) -> tuple[MatrixId, ...]:
         return matrix_ids(self.shape)
 
+    @property
+    def model_kinds(self) -> tuple[Kind, ...]:
+        """The kinds this model has, in profile order (M_gate only with a gated MLP)."""
+        return self.shape.kinds
+
     @cached_property
     def layers(self) -> np.ndarray:
         return np.array([i.layer for i in self.ids])
 
     @cached_property
     def heads(self) -> np.ndarray:
-        """Head index per matrix, -1 for the layer-level M_in and M_out."""
+        """Query-head index per matrix, -1 for the layer-level MLP kinds."""
         return np.array([-1 if i.head is None else i.head for i in self.ids])
 
     @cached_property
     def kinds(self) -> np.ndarray:
-        """Kind per matrix as its string value ("QK", "V", "M_in", "M_out")."""
+        """Kind per matrix as its string value ("QK", "V", "M_gate", "M_in", "M_out")."""
         return np.array([i.kind.value for i in self.ids])
 
     def mask(self, kind: Kind) -> np.ndarray:
@@ -184,28 +189,38 @@ class SpectralProfile:
         kind = Kind(kind)
         if kind not in HEAD_KINDS:
             raise ValueError(f"{kind.value} has one matrix per layer: use per_layer")
-        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + 2)
+        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + k)
         start = HEAD_KINDS.index(kind) * self.shape.num_heads
         return by_layer[:, start : start + self.shape.num_heads]  # (L, H)
 
     def per_layer(self, values: np.ndarray, kind: Kind) -> np.ndarray:
-        """The (M,) per-matrix ``values`` of a per-layer kind (M_in or M_out), one per layer, (L,)."""
+        """The (M,) per-matrix ``values`` of a per-layer kind (M_gate, M_in or M_out), one per layer, (L,)."""
         kind = Kind(kind)
-        if kind not in LAYER_KINDS:
+        if kind in HEAD_KINDS:
             raise ValueError(f"{kind.value} has one matrix per head: use per_head")
-        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + 2)
-        return by_layer[:, 2 * self.shape.num_heads + LAYER_KINDS.index(kind)]  # (L,)
+        if kind not in self.shape.layer_kinds:
+            raise ValueError(f"this model has no {kind.value} matrices")
+        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + k)
+        return by_layer[:, 2 * self.shape.num_heads + self.shape.layer_kinds.index(kind)]  # (L,)
 
-    def assemble(self, qk: np.ndarray, v: np.ndarray, m_in: np.ndarray, m_out: np.ndarray) -> np.ndarray:
-        """The inverse of per_head / per_layer: (L, H), (L, H), (L,), (L,) -> (M,) in profile order."""
+    def by_kind(self, values: np.ndarray) -> dict[Kind, np.ndarray]:
+        """Per-matrix ``values`` split by kind: (L, H) for QK and V, (L,) for each MLP kind of this model."""
+        return {
+            kind: self.per_head(values, kind) if kind.per_head else self.per_layer(values, kind)
+            for kind in self.model_kinds
+        }
+
+    def assemble(self, parts: Mapping[Kind, np.ndarray | float]) -> np.ndarray:
+        """The inverse of :meth:`by_kind`: (L, H) per head kind (or anything that broadcasts to it) and
+        (L,) per MLP kind, for every kind of this model -> (M,) in profile order."""
         L, H = self.shape.num_layers, self.shape.num_heads
-        parts = [
-            np.broadcast_to(qk, (L, H)),
-            np.broadcast_to(v, (L, H)),
-            np.reshape(m_in, (L, 1)),
-            np.reshape(m_out, (L, 1)),
+        if set(parts) != set(self.model_kinds):
+            raise ValueError(f"expected values for {', '.join(k.value for k in self.model_kinds)}")
+        columns = [
+            np.broadcast_to(parts[kind], (L, H)) if kind.per_head else np.reshape(parts[kind], (L, 1))
+            for kind in self.model_kinds
         ]
-        return np.concatenate(parts, axis=1).ravel()  # (L, 2H + 2) -> (M,)
+        return np.concatenate(columns, axis=1).ravel()  # (L, 2H + k) -> (M,)
 
     def rows_of(
         self,
@@ -215,7 +230,7 @@ class SpectralProfile:
     ) -> np.ndarray:
         """Rows (profile order) of the matrices in the given layers, kinds and heads; None selects all.
 
-        ``heads`` filters the per-head kinds only; M_in and M_out are kept when their kind is chosen.
+        ``heads`` filters the per-head kinds only; the MLP kinds are kept when their kind is chosen.
         """
         keep = np.ones(self.shape.num_matrices, dtype=bool)
         if layers is not None:

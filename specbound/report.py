@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .architecture import ModelShape
 from .bounds import BoundAnalysis, BoundTerms
 from .logspace import to_log10
 from .spectrum import cumulative_energy
@@ -78,7 +79,7 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | None = None) -> dict[st
         "num_heads": shape.num_heads,
         "head_dim": shape.head_dim,
         "ffn_size": shape.ffn_size,
-        "l_phi": analysis.settings.l_phi,
+        "l_phi": analysis.l_phi,
         "grid_m": analysis.grid_m,
         "proxies": {
             "ours": finite_or_none(optimal.total),
@@ -90,7 +91,34 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | None = None) -> dict[st
         },
         "log10_alpha": [float(v) for v in to_log10(analysis.log_alpha)],
         "matrices": matrices,
+        # SPEC §11: what the block is, and every departure from the paper's BERT encoder
+        "family": shape.family,
+        "num_kv_heads": shape.num_kv_heads,
+        "mlp": shape.mlp.value,
+        "residual": shape.residual.value,
+        "activation": shape.activation,
+        "adaptations": [a.value for a in shape.adaptations],
     }
+
+
+def shape_summary(shape: ModelShape) -> str:
+    """'L=6 N=384 H=12 d=32 d_ff=1536' with H_kv, the MLP and residual kinds where they are not BERT's."""
+    text = f"L={shape.num_layers} N={shape.hidden_size} H={shape.num_heads}"
+    if shape.num_kv_heads != shape.num_heads:
+        text += f" H_kv={shape.num_kv_heads}"
+    text += f" d={shape.head_dim} d_ff={shape.ffn_size}"
+    if shape.gated:
+        text += " (gated MLP)"
+    if shape.parallel:
+        text += " (parallel residual)"
+    return text
+
+
+def adaptations_line(shape: ModelShape) -> str | None:
+    """'adapted proxy: causal, rotary, ...' for a model that is not a BERT-family encoder, else None."""
+    if shape.is_bert_like:
+        return None
+    return "adapted proxy (" + shape.family + "): " + ", ".join(a.value for a in shape.adaptations)
 
 
 def terms_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
@@ -115,7 +143,7 @@ def layer_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
     profile = analysis.profile
     frame = pd.DataFrame({"layer": profile.layers, "kind": profile.kinds, "c": terms.contribution})
     table = frame.pivot_table(index="layer", columns="kind", values="c", aggfunc="sum")
-    table = table[[k for k in ("QK", "V", "M_in", "M_out") if k in table.columns]]
+    table = table[[k.value for k in profile.model_kinds if k.value in table.columns]]
     table.columns = [f"sum_c_{k}" for k in table.columns]
     table.insert(0, "log10_alpha", to_log10(analysis.log_alpha))
     table["sum_c"] = terms.per_layer(profile.shape.num_layers)

@@ -1,9 +1,12 @@
-"""The random-initialised twin of a model: the same shape, weights drawn as BERT initialises them.
+"""The random-initialised twin of a model: the same shape, weights drawn as its family initialises them.
 
-BERT initialises every ``nn.Linear`` weight with N(0, initializer_range^2) (0.02 unless config.json
-says otherwise). A twin has the trained model's :class:`~specbound.matrices.EncoderShape` and such
-weights, drawn with ``numpy.random.default_rng(seed)`` one layer at a time (peak memory: one layer) and
-analysed exactly like a checkpoint, so trained and untrained can be compared term by term.
+Every family specbound reads initialises its attention and MLP weights with N(0, σ²), σ the config's
+``initializer_range`` (OPT's ``init_std``; 0.02 unless the config says otherwise), which the shape
+records; GPT-2 scales its residual projections (``attn.c_proj``, ``mlp.c_proj``) by 1/√(2L)
+(:meth:`~specbound.families.base.FamilyAdapter.init_scale`). A twin has the trained model's
+:class:`~specbound.architecture.ModelShape` and such weights, drawn with ``numpy.random.default_rng(seed)``
+one layer at a time (peak memory: one layer) and analysed exactly like a checkpoint, so trained
+and untrained can be compared term by term.
 
 What to expect: an (n, m) Gaussian matrix with entries of standard deviation sigma has spectral
 norm close to sigma (sqrt(n) + sqrt(m)) (the edge of the Marchenko-Pastur law) and full rank, so every
@@ -17,23 +20,28 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
+from .architecture import ModelShape
+from .defaults import TWIN_SEED
+from .families import adapter_for
 from .loading import compute_profile
-from .matrices import EncoderShape, LayerWeights
+from .matrices import LayerWeights
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
 
 
 def twin_layers(
-    shape: EncoderShape, initializer_range: float = BERT_INITIALIZER_RANGE, seed: int = TWIN_SEED
+    shape: ModelShape, initializer_range: float | None = None, seed: int = TWIN_SEED
 ) -> Iterator[LayerWeights]:
-    """The six (out, in) weights of each layer, N(0, initializer_range^2), generated lazily bottom first."""
-    if not (math.isfinite(initializer_range) and initializer_range > 0):
-        raise ValueError(f"the initializer range must be a positive number, got {initializer_range}")
+    """The (out, in) weights of each layer, N(0, σ²) (σ = initializer_range, else the shape's), generated
+    lazily bottom first; a Gaussian matrix's law does not depend on how a family stores it."""
+    sigma = shape.initializer_range if initializer_range is None else initializer_range
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"the initializer range must be a positive number, got {sigma}")
+    adapter = adapter_for(shape.family)
     rng = np.random.default_rng(seed)
     for _ in range(shape.num_layers):
         weights = {
-            name: rng.normal(0.0, initializer_range, size=size)
+            name: rng.normal(0.0, sigma * adapter.init_scale(name, shape), size=size)
             for name, size in LayerWeights.expected_shapes(shape).items()
         }
         yield LayerWeights(**weights)
@@ -45,22 +53,24 @@ def twin_name(model: str, initializer_range: float, seed: int) -> str:
 
 
 def random_twin(
-    shape: EncoderShape,
+    shape: ModelShape,
     *,
     model: str,
-    initializer_range: float = BERT_INITIALIZER_RANGE,
+    initializer_range: float | None = None,
     seed: int = TWIN_SEED,
     progress: ProgressCallback = silent,
 ) -> SpectralProfile:
-    """Spectral profile of a randomly initialised encoder of ``shape``, labelled as the twin of ``model``.
+    """Spectral profile of a randomly initialised model of ``shape``, labelled as the twin of ``model``.
 
-    The revision encodes seed and sigma, so a profile cache keyed by (model, revision) keeps twins apart.
+    σ is ``initializer_range``, else the shape's (the config's). The revision encodes seed and σ, so
+    a profile cache keyed by (model, revision) keeps twins apart.
     """
+    sigma = shape.initializer_range if initializer_range is None else initializer_range
     return compute_profile(
-        twin_layers(shape, initializer_range, seed),
+        twin_layers(shape, sigma, seed),
         shape,
-        model=twin_name(model, initializer_range, seed),
-        revision=f"random-init seed={seed} sigma={initializer_range!r}",
+        model=twin_name(model, sigma, seed),
+        revision=f"random-init seed={seed} sigma={sigma!r}",
         progress=progress,
     )
 
@@ -68,11 +78,11 @@ def random_twin(
 def random_twin_of(
     profile: SpectralProfile,
     *,
-    initializer_range: float = BERT_INITIALIZER_RANGE,
+    initializer_range: float | None = None,
     seed: int = TWIN_SEED,
     progress: ProgressCallback = silent,
 ) -> SpectralProfile:
-    """The twin of an analysed model: its shape and name, new Gaussian weights."""
+    """The twin of an analysed model: its shape and name, new Gaussian weights (σ from its config by default)."""
     return random_twin(
         profile.shape, model=profile.model, initializer_range=initializer_range, seed=seed, progress=progress
     )

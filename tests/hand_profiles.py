@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbound.matrices import EncoderShape, Kind
+from specbound.matrices import Kind, ModelShape
 from specbound.profile import SpectralProfile, matrix_ids
 
 
 def make_profile(
-    shape: EncoderShape,
+    shape: ModelShape,
     spectra: list[list[float]],
     norm_21: list[float] | None = None,
     full_dims: list[int] | None = None,
@@ -37,7 +37,7 @@ def make_profile(
 
 
 # Two layers, two heads of size 2, N = 4, d_ff = 6. Order per layer: QK h0, QK h1, V h0, V h1, M_in, M_out.
-HAND_SHAPE = EncoderShape(num_layers=2, hidden_size=4, num_heads=2, ffn_size=6)
+HAND_SHAPE = ModelShape(num_layers=2, hidden_size=4, num_heads=2, ffn_size=6)
 HAND_SPECTRA = [
     [2.0, 1.0],
     [3.0],
@@ -56,10 +56,10 @@ HAND_NORM21 = [1.5 * (i + 1) for i in range(12)]
 
 
 #: One layer, one head of d = N = 4, d_ff = 4: four matrices QK, V, M_in, M_out, alpha = 1, L = 1.
-ONE_LAYER = EncoderShape(num_layers=1, hidden_size=4, num_heads=1, ffn_size=4)
+ONE_LAYER = ModelShape(num_layers=1, hidden_size=4, num_heads=1, ffn_size=4)
 
 
-def profile_from_spectra(shape: EncoderShape, spectra: list[list[float]], model: str = "hand") -> SpectralProfile:
+def profile_from_spectra(shape: ModelShape, spectra: list[list[float]], model: str = "hand") -> SpectralProfile:
     """A profile whose matrices (profile order) have the listed singular values (zeros elsewhere)."""
     width = max(max(len(s) for s in spectra), 1)
     sv = np.zeros((len(spectra), width))

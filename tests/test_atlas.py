@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from specbound.architecture import ModelShape
 from specbound.atlas import AtlasError, atlas_member, load_atlas, read_manifest, save_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.cli import main
@@ -77,9 +78,10 @@ def test_the_file_is_a_plain_npz_with_a_json_manifest(profiles, tmp_path: Path) 
     path = save_atlas(profiles, tmp_path / "a.npz")
     with np.load(path, allow_pickle=False) as data:
         manifest = json.loads(str(data["manifest"]))
-        assert manifest["format"] == "specbound-atlas" and manifest["schema"] == 1
+        assert manifest["format"] == "specbound-atlas" and manifest["schema"] == 2
         assert [m["name"] for m in manifest["models"]] == [p.model for p in profiles]
-        assert manifest["models"][1]["shape"] == {"num_layers": 1, "hidden_size": 16, "num_heads": 2, "ffn_size": 24}
+        assert manifest["models"][1]["shape"] == ModelShape(1, 16, 2, 24).to_dict()
+        assert manifest["models"][1]["shape"]["num_kv_heads"] == 2 and manifest["models"][1]["shape"]["mlp"] == "plain"
         assert data[manifest["models"][0]["arrays"]["singular_values"]].dtype == np.float64
 
 
@@ -165,3 +167,43 @@ def test_cli_export_and_show(make_checkpoint, tmp_path: Path, capsys) -> None:
     assert main(["atlas", "show", str(bad)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a specbound atlas" in err[0]
+
+
+def test_an_atlas_of_schema_1_still_opens_as_bert_encoders(tmp_path: Path) -> None:
+    """Schema 1 (before other families were read) stored the four sizes of a BERT encoder."""
+    from hostile.hostile_helpers import write_atlas
+
+    from specbound.twin import random_twin
+
+    profile = random_twin(ModelShape(2, 16, 2, 24), model="old")
+
+    def as_schema_1(manifest: dict, arrays: dict) -> None:
+        manifest["schema"] = 1
+        for model in manifest["models"]:
+            model["shape"] = {k: model["shape"][k] for k in ("num_layers", "hidden_size", "num_heads", "ffn_size")}
+
+    path = write_atlas(tmp_path / "old.npz", [profile], as_schema_1)
+    (loaded,) = load_atlas(path)
+    assert loaded.shape == ModelShape(2, 16, 2, 24)
+    np.testing.assert_array_equal(loaded.singular_values, profile.singular_values)
+
+
+def test_an_atlas_keeps_a_gated_grouped_query_model_whole(tmp_path: Path) -> None:
+    from specbound.twin import random_twin
+
+    shape = ModelShape(
+        2,
+        16,
+        4,
+        24,
+        num_kv_heads=2,
+        head_dim=6,
+        mlp="gated",
+        family="llama",
+        activation="silu",
+        adaptations=("causal", "rotary", "grouped-query attention", "gated MLP"),
+    )
+    profile = random_twin(shape, model="tiny-llama")
+    (loaded,) = load_atlas(save_atlas([profile], tmp_path / "llama.npz"))
+    assert loaded.shape == shape and loaded.model_kinds[2].value == "M_gate"
+    np.testing.assert_array_equal(loaded.singular_values, profile.singular_values)

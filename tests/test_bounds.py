@@ -23,7 +23,7 @@ from specbound.bounds import (
 from specbound.defaults import L_PHI
 from specbound.loading import compute_profile
 from specbound.logspace import LOG_MAX
-from specbound.matrices import EncoderShape, Kind, LayerWeights
+from specbound.matrices import Kind, LayerWeights, ModelShape
 from specbound.profile import MatrixId, matrix_ids
 
 
@@ -215,7 +215,7 @@ def test_a_sweep_gives_the_totals_of_evaluate_bit_for_bit(hand: BoundAnalysis, s
 
 
 def test_a_sweep_holds_where_the_totals_overflow() -> None:
-    shape = EncoderShape(num_layers=60, hidden_size=4, num_heads=1, ffn_size=4)
+    shape = ModelShape(num_layers=60, hidden_size=4, num_heads=1, ffn_size=4)
     analysis = BoundAnalysis.from_profile(make_profile(shape, [[1e3, 1e3]] * shape.num_matrices))
     settings = PAssignment(default=1.0, by_layer={0: 0.0})
     ps = analysis.grid
@@ -231,7 +231,7 @@ def test_sums_per_layer_and_kind(hand: BoundAnalysis) -> None:
     np.testing.assert_allclose(terms.per_layer(2), [c[:6].sum(), c[6:].sum()])
     np.testing.assert_allclose(np.exp(terms.log_per_layer(2)), [c[:6].sum(), c[6:].sum()], rtol=1e-14)
     log_per_kind = terms.log_per_kind()
-    assert list(log_per_kind) == list(Kind)
+    assert list(log_per_kind) == [Kind.QK, Kind.V, Kind.M_IN, Kind.M_OUT]  # a BERT's kinds, no M_gate
     assert math.exp(log_per_kind[Kind.QK]) == pytest.approx(c[[0, 1, 6, 7]].sum(), rel=1e-14)
     assert math.exp(log_per_kind[Kind.M_OUT]) == pytest.approx(c[[5, 11]].sum(), rel=1e-14)
     assert terms.total == pytest.approx(c.sum() + math.sqrt(2), rel=1e-14)
@@ -245,7 +245,7 @@ def test_l_phi_and_grid_settings(hand: BoundAnalysis) -> None:
 
 
 def test_overflow_is_carried_in_logs() -> None:
-    shape = EncoderShape(num_layers=60, hidden_size=4, num_heads=1, ffn_size=4)
+    shape = ModelShape(num_layers=60, hidden_size=4, num_heads=1, ffn_size=4)
     spectra = [[1e3, 1e3]] * shape.num_matrices  # every f^(k) is about 1e12: alpha^(0) ~ 1e700
     analysis = BoundAnalysis.from_profile(make_profile(shape, spectra))
     assert analysis.log_alpha[0] / math.log(10) > 700
@@ -261,7 +261,7 @@ def test_overflow_is_carried_in_logs() -> None:
 # --- the whole pipeline against a dense reference ---------------------------------------------------
 
 
-def dense_reference(layers: list[LayerWeights], shape: EncoderShape, l_phi: float = L_PHI):
+def dense_reference(layers: list[LayerWeights], shape: ModelShape, l_phi: float = L_PHI):
     """Every proxy matrix formed densely from the HF weights, then the SPEC formulas as loops."""
     d = shape.head_dim
     mats = []
@@ -297,7 +297,7 @@ def dense_reference(layers: list[LayerWeights], shape: EncoderShape, l_phi: floa
 
 
 def test_pipeline_matches_dense_reference() -> None:
-    shape = EncoderShape(num_layers=2, hidden_size=12, num_heads=3, ffn_size=20)
+    shape = ModelShape(num_layers=2, hidden_size=12, num_heads=3, ffn_size=20)
     rng = np.random.default_rng(11)
     n, f = 12, 20
     layers = [

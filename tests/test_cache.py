@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbound import EncoderShape, Kind, MatrixId, load_profile
+from specbound import Kind, MatrixId, ModelShape, load_profile
 from specbound.cache import ProfileCache, default_cache_dir
 from specbound.checkpoints import fingerprint
 from specbound.errors import CheckpointError
@@ -132,7 +132,7 @@ def test_round_trip_keeps_every_array_exactly(make_checkpoint, tmp_path):
     assert path.suffix == ".npz" and not list(cache.directory.glob("*.tmp"))
     loaded = cache.load(profile.model, profile.revision)
     assert_same_profile(profile, loaded)
-    assert loaded.shape == EncoderShape(3, 32, 4, 48)
+    assert loaded.shape == ModelShape(3, 32, 4, 48, family="distilbert")
     assert cache.load(profile.model, "another-revision") is None
     assert cache.load("another-model", profile.revision) is None
 
@@ -180,3 +180,31 @@ def test_cache_keys_depend_on_model_and_revision(tmp_path):
     assert len(keys) == 4
     assert all(p.parent == tmp_path and p.suffix == ".npz" for p in keys)
     assert cache.path("a", "1") == ProfileCache(tmp_path).path("a", "1")
+
+
+def test_an_entry_of_the_previous_schema_still_opens_as_a_bert_encoder(make_checkpoint, tmp_path, monkeypatch):
+    """Version 2 entries (written before other families were read) held the four sizes of a BERT:
+    they are read as such, bit for bit, and never recomputed."""
+    import json
+
+    from specbound import cache as cache_module
+    from specbound.files import atomic_write
+
+    cache = ProfileCache(tmp_path / "profiles")
+    profile = load_profile(str(make_checkpoint(layers=2)), use_cache=False)
+    arrays = cache_module._stored_arrays(profile)
+    meta = {
+        "schema": 2,
+        "model": profile.model,
+        "revision": profile.revision,
+        "shape": {"num_layers": 2, "hidden_size": 32, "num_heads": 4, "ffn_size": 48},
+        "sha256": cache_module._content_digest(arrays),
+    }
+    legacy = cache.path(profile.model, profile.revision, schema=2)
+    legacy.parent.mkdir(parents=True)
+    with atomic_write(legacy) as f:
+        np.savez(f, allow_pickle=False, meta=np.array(json.dumps(meta)), **arrays)
+    assert not cache.path(profile.model, profile.revision).exists()
+    loaded = cache.load(profile.model, profile.revision)
+    assert loaded is not None and loaded.shape == ModelShape(2, 32, 4, 48)
+    assert_same_profile(profile, loaded)

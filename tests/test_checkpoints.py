@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
 
-from specbound import EncoderShape, Kind, MatrixId, load_profile
+from specbound import Kind, MatrixId, ModelShape, load_profile
 from specbound.checkpoints import fingerprint, open_checkpoint, weight_files
 from specbound.errors import CheckpointError
 
@@ -40,7 +40,7 @@ DISTIL_KEYS = (
 # --- a reference built from the model's own weights ----------------------------------------------
 
 
-def dense_reference(state: dict, shape: EncoderShape, root: str, keys: tuple[str, ...]) -> dict:
+def dense_reference(state: dict, shape: ModelShape, root: str, keys: tuple[str, ...]) -> dict:
     """MatrixId -> (dense proxy matrix, its singular values from numpy's dense SVD)."""
     H, d = shape.num_heads, shape.head_dim
     out = {}
@@ -83,7 +83,7 @@ def test_checkpoint_loads_with_its_shape_and_exact_spectra(make_checkpoint, fami
     assert [p.name for p in weight_files(directory)] == [expected_file]
 
     checkpoint = open_checkpoint(directory)
-    assert checkpoint.shape == EncoderShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
+    assert checkpoint.shape == ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48, family=family)
     assert checkpoint.shape.head_dim == 8
     assert checkpoint.shape.num_matrices == 20
 
@@ -124,7 +124,7 @@ def test_sharded_safetensors_checkpoint_loads(tmp_path):
     assert [p.name for p in weight_files(tmp_path)] == shards
 
     profile = load_profile(str(tmp_path), use_cache=False)
-    assert profile.shape == EncoderShape(3, 32, 4, 48)
+    assert profile.shape == ModelShape(3, 32, 4, 48)
     assert_profile_matches(profile, dense_reference(model.state_dict(), profile.shape, "encoder.layer", BERT_KEYS))
 
 
@@ -151,7 +151,7 @@ def test_prefixed_keys_of_a_masked_lm_head_checkpoint_load(tmp_path):
     assert not any(n.startswith("encoder.") for n in names)
 
     profile = load_profile(str(tmp_path), use_cache=False)
-    assert profile.shape == EncoderShape(2, 32, 2, 40)
+    assert profile.shape == ModelShape(2, 32, 2, 40)
     assert profile.rank.tolist() == ([16] * 4 + [32, 32]) * 2
     reference = dense_reference(model.bert.state_dict(), profile.shape, "encoder.layer", BERT_KEYS)
     assert_profile_matches(profile, reference)
@@ -175,7 +175,7 @@ def test_bundled_minilm_profile():
 
     profile = load_profile("minilm-l6")
     shape = profile.shape
-    assert shape == EncoderShape(num_layers=6, hidden_size=384, num_heads=12, ffn_size=1536)
+    assert shape == ModelShape(num_layers=6, hidden_size=384, num_heads=12, ffn_size=1536)
     assert shape.head_dim == 32 and shape.num_matrices == 156 and len(profile.ids) == 156
     for kind, rank in ((Kind.QK, 32), (Kind.V, 32), (Kind.M_IN, 384), (Kind.M_OUT, 384)):
         assert profile.rank[profile.mask(kind)].tolist() == [rank] * int(profile.mask(kind).sum()), kind

@@ -27,6 +27,13 @@ TOP_LEVEL = {
     "proxies": dict,
     "log10_alpha": list,
     "matrices": list,
+    # SPEC §11
+    "family": str,
+    "num_kv_heads": int,
+    "mlp": str,
+    "residual": str,
+    "activation": str,
+    "adaptations": list,
 }
 PROXIES = {
     "ours": NUMBER,
@@ -229,7 +236,7 @@ def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
     text = capsys.readouterr().out
     lines = text.splitlines()
     assert lines[0] == (
-        f"{directory.resolve()}: L=2 N=32 H=4 d=8 d_ff=48, 20 matrices, L_phi=1.13, "
+        f"{directory.resolve()}: bert, L=2 N=32 H=4 d=8 d_ff=48, 20 matrices, L_phi=1.13, "
         f"grid m={math.ceil(2 + math.log(32))}"
     )
     assert lines[1] == f"spectrum-adaptive proxy at p*:   {numbers['ours']:.6g}  (log10 {numbers['ours_log10']:.4f})"

@@ -10,9 +10,9 @@ from hand_profiles import flat_one_layer, profile_from_spectra
 
 from specbound.bounds import BoundAnalysis, PAssignment
 from specbound.compare import compare
-from specbound.matrices import EncoderShape, Kind
+from specbound.matrices import Kind, ModelShape
 
-TWO_LAYERS = EncoderShape(num_layers=2, hidden_size=4, num_heads=1, ffn_size=4)
+TWO_LAYERS = ModelShape(num_layers=2, hidden_size=4, num_heads=1, ffn_size=4)
 
 
 def analysis_of(profile) -> BoundAnalysis:

@@ -18,7 +18,7 @@ from specbound.explain import (
     rank_and_maximum,
     structural_rank,
 )
-from specbound.matrices import EncoderShape, Kind
+from specbound.matrices import Kind, ModelShape
 from specbound.profile import MatrixId
 from specbound.twin import random_twin
 
@@ -58,7 +58,7 @@ def test_break_even_predicts_the_analysis_p_star_on_flat_spectra() -> None:
 
 @pytest.mark.parametrize("sigma", [0.05, 0.1, 0.12, 0.3])
 def test_break_even_agrees_with_p_star_on_random_models(sigma: float) -> None:
-    analysis = BoundAnalysis.from_profile(random_twin(EncoderShape(2, 32, 4, 48), model="x", initializer_range=sigma))
+    analysis = BoundAnalysis.from_profile(random_twin(ModelShape(2, 32, 4, 48), model="x", initializer_range=sigma))
     even = break_even(analysis)
     np.testing.assert_array_equal(analysis.p_opt > 0, even.log10_scale < even.log10_break_even)
     grid, log_c = analysis.grid, analysis.log_contribution_grid
@@ -84,18 +84,16 @@ def test_p_star_summary_counts_per_value_and_kind() -> None:
 
 
 def test_p_star_by_kind_uses_the_profile_layout() -> None:
-    analysis = BoundAnalysis.from_profile(random_twin(EncoderShape(2, 32, 4, 48), model="x", initializer_range=0.1))
+    analysis = BoundAnalysis.from_profile(random_twin(ModelShape(2, 32, 4, 48), model="x", initializer_range=0.1))
     layout = p_star_by_kind(analysis)
     assert layout[Kind.QK].shape == (2, 4) and layout[Kind.M_OUT].shape == (2,)
     prof = analysis.profile
     assert layout[Kind.V][1, 3] == analysis.p_opt[prof.index(MatrixId(1, Kind.V, 3))]
-    np.testing.assert_array_equal(
-        prof.assemble(layout[Kind.QK], layout[Kind.V], layout[Kind.M_IN], layout[Kind.M_OUT]), analysis.p_opt
-    )
+    np.testing.assert_array_equal(prof.assemble(layout), analysis.p_opt)
 
 
 def test_sentence_when_every_p_star_is_zero() -> None:
-    analysis = BoundAnalysis.from_profile(random_twin(EncoderShape(3, 32, 4, 48), model="x", initializer_range=0.3))
+    analysis = BoundAnalysis.from_profile(random_twin(ModelShape(3, 32, 4, 48), model="x", initializer_range=0.3))
     even = break_even(analysis)
     sentence = explain_p_star(analysis)
     assert sentence.startswith("p* = 0 for all 30 matrices because their scales s_W are ")
@@ -117,7 +115,7 @@ def test_sentence_when_every_p_star_is_two_and_when_mixed() -> None:
 
 
 def test_rank_against_its_structural_maximum() -> None:
-    shape = EncoderShape(2, 32, 4, 24)
+    shape = ModelShape(2, 32, 4, 24)
     prof = random_twin(shape, model="x")
     maximum = structural_rank(prof)
     assert list(prof.per_head(maximum, Kind.QK).ravel()) == [8] * 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbound.matrices import EncoderShape, LayerWeights, head_rows, layer_factors
+from specbound.matrices import Kind, LayerWeights, ModelShape, head_rows, layer_factors
 
 
 def random_layer(n: int, ffn: int, seed: int = 0) -> LayerWeights:
@@ -23,7 +23,7 @@ def random_layer(n: int, ffn: int, seed: int = 0) -> LayerWeights:
 @pytest.mark.parametrize("n, heads", [(24, 3), (40, 5), (16, 1), (64, 2)])  # head sizes 8, 8, 16, 32
 def test_qk_is_the_attention_score_of_each_head(n: int, heads: int) -> None:
     w = random_layer(n, 2 * n, seed=n)
-    f = layer_factors(w, heads)
+    f = layer_factors(w, ModelShape(1, n, heads, 2 * n))
     d = n // heads
     rng = np.random.default_rng(7)
     x, y = rng.standard_normal(n), rng.standard_normal(n)
@@ -38,7 +38,7 @@ def test_qk_is_the_attention_score_of_each_head(n: int, heads: int) -> None:
 @pytest.mark.parametrize("n, heads", [(24, 3), (16, 1), (64, 2)])
 def test_v_is_the_value_path_of_each_head_through_the_output_projection(n: int, heads: int) -> None:
     w = random_layer(n, 2 * n, seed=n + 1)
-    f = layer_factors(w, heads)
+    f = layer_factors(w, ModelShape(1, n, heads, 2 * n))
     d = n // heads
     x = np.random.default_rng(3).standard_normal(n)
     value = w.value @ x  # (N,) the concatenated head values
@@ -56,7 +56,7 @@ def test_v_is_the_value_path_of_each_head_through_the_output_projection(n: int, 
 def test_feed_forward_matrices_in_row_vector_form() -> None:
     n, ffn = 12, 30
     w = random_layer(n, ffn)
-    f = layer_factors(w, 3)
+    f = layer_factors(w, ModelShape(1, n, 3, ffn))
     x = np.random.default_rng(5).standard_normal(n)
     assert f.m_in.shape == (n, ffn) and f.m_out.shape == (ffn, n)
     np.testing.assert_allclose(x @ f.m_in, w.ffn_in @ x)
@@ -72,10 +72,51 @@ def test_head_rows_slices_output_rows() -> None:
 
 
 def test_encoder_shape() -> None:
-    shape = EncoderShape(num_layers=6, hidden_size=384, num_heads=12, ffn_size=1536)
+    shape = ModelShape(num_layers=6, hidden_size=384, num_heads=12, ffn_size=1536)
     assert shape.head_dim == 32
     assert shape.num_matrices == 6 * (2 * 12 + 2) == 156
     with pytest.raises(ValueError, match="not divisible"):
-        EncoderShape(2, 100, 12, 10)
+        ModelShape(2, 100, 12, 10)
     with pytest.raises(ValueError, match="positive"):
-        EncoderShape(0, 8, 2, 8)
+        ModelShape(0, 8, 2, 8)
+
+
+def test_grouped_query_heads_read_their_key_value_head_and_an_explicit_head_size() -> None:
+    """H = 4 query heads share H_kv = 2 key/value heads of size d = 6 (H d = 24 != N = 16):
+    query head h reads key/value head h // 2, as transformers' repeat_kv does."""
+    n, heads, kv, d = 16, 4, 2, 6
+    shape = ModelShape(1, n, heads, 20, num_kv_heads=kv, head_dim=d)
+    rng = np.random.default_rng(11)
+    w = LayerWeights(
+        query=rng.standard_normal((heads * d, n)),
+        key=rng.standard_normal((kv * d, n)),
+        value=rng.standard_normal((kv * d, n)),
+        attn_out=rng.standard_normal((n, heads * d)),
+        ffn_in=rng.standard_normal((20, n)),
+        ffn_out=rng.standard_normal((n, 20)),
+    )
+    f = layer_factors(w, shape)
+    x, y = rng.standard_normal(n), rng.standard_normal(n)
+    q, k, v = w.query @ x, w.key @ y, w.value @ x
+    for h in range(heads):
+        g = h // (heads // kv)
+        qs, ks = slice(h * d, (h + 1) * d), slice(g * d, (g + 1) * d)
+        assert x @ f.qk()[h] @ y == pytest.approx(q[qs] @ k[ks], rel=1e-12)
+        head_only = np.zeros(heads * d)
+        head_only[qs] = v[ks]  # query head h carries the value of its key/value head g
+        np.testing.assert_allclose(x @ f.v()[h], w.attn_out @ head_only, rtol=1e-12, atol=1e-12)
+    assert f.qk_left.shape == (heads, n, d) and f.v_right.shape == (heads, d, n)
+
+
+def test_a_gated_mlp_has_its_gate_first_in_row_vector_form() -> None:
+    n, ffn = 8, 12
+    rng = np.random.default_rng(2)
+    w = random_layer(n, ffn)
+    gated = LayerWeights(**{**w.__dict__, "gate": rng.standard_normal((ffn, n))})
+    f = layer_factors(gated, ModelShape(1, n, 2, ffn, mlp="gated"))
+    assert list(f.mlp) == [Kind.M_GATE, Kind.M_IN, Kind.M_OUT]
+    x = rng.standard_normal(n)
+    np.testing.assert_allclose(x @ f.mlp[Kind.M_GATE], gated.gate @ x)
+    np.testing.assert_allclose(x @ f.mlp[Kind.M_IN], w.ffn_in @ x)
+    with pytest.raises(ValueError, match="gate"):
+        layer_factors(w, ModelShape(1, n, 2, ffn, mlp="gated"))

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbound import EncoderShape, load_profile
+from specbound import ModelShape, load_profile
 from specbound.checkpoints import is_cached
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import ModelNotFoundError
@@ -182,7 +182,7 @@ def test_cached_miniature_is_offline_in_the_catalog_and_loads_offline(make_check
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     profile = load_profile("L2-H128", use_cache=False)
     assert profile.model == "L2-H128"
-    assert profile.shape == EncoderShape(num_layers=2, hidden_size=128, num_heads=2, ffn_size=512)
+    assert profile.shape == ModelShape(num_layers=2, hidden_size=128, num_heads=2, ffn_size=512)
     direct = load_profile(str(source), use_cache=False)
     np.testing.assert_array_equal(profile.singular_values, direct.singular_values)
     np.testing.assert_array_equal(profile.norm_11, direct.norm_11)
@@ -209,7 +209,7 @@ def test_any_cached_hub_repository_loads_offline(make_checkpoint, hub_entry, mon
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     profile = load_profile("someone/tiny-roberta", use_cache=False)
     assert profile.model == "someone/tiny-roberta"
-    assert profile.shape == EncoderShape(1, 16, 2, 24)
+    assert profile.shape == ModelShape(1, 16, 2, 24, family="roberta")
     assert profile.rank.tolist() == [8] * 4 + [16, 16]
 
 
@@ -218,7 +218,7 @@ def test_cached_repository_needs_no_network_even_when_online_mode_is_on(make_che
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     hub_entry("someone/tiny-bert", make_checkpoint(layers=1))
     profile = load_profile("someone/tiny-bert", use_cache=False)
-    assert profile.shape == EncoderShape(1, 32, 4, 48)
+    assert profile.shape == ModelShape(1, 32, 4, 48)
 
 
 def test_cache_entry_without_weights_is_not_cached(make_checkpoint, hub_entry, monkeypatch):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from specbound.bounds import BoundAnalysis
-from specbound.matrices import EncoderShape
+from specbound.matrices import ModelShape
 from specbound.profile import SpectralProfile
 from specbound.scaling import (
     CONFIDENCE,
@@ -340,7 +340,7 @@ def test_two_models_of_one_shape_are_refused() -> None:
 
 def test_summary_of_a_real_analysis_matches_closed_forms() -> None:
     """L = 1, N = 4, H = 2: six matrices with prescribed spectra."""
-    shape = EncoderShape(num_layers=1, hidden_size=4, num_heads=2, ffn_size=4)
+    shape = ModelShape(num_layers=1, hidden_size=4, num_heads=2, ffn_size=4)
     sv = np.array(
         [
             [3.0, 1.0, 0, 0],

@@ -10,11 +10,11 @@ import pytest
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import BERT_INITIALIZER_RANGE
 from specbound.explain import structural_rank
-from specbound.matrices import EncoderShape, Kind
+from specbound.matrices import Kind, ModelShape
 from specbound.twin import random_twin, random_twin_of, twin_layers
 
-SMALL = EncoderShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
-MINILM = EncoderShape(num_layers=6, hidden_size=384, num_heads=12, ffn_size=1536)
+SMALL = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
+MINILM = ModelShape(num_layers=6, hidden_size=384, num_heads=12, ffn_size=1536)
 
 
 @pytest.fixture(scope="module")

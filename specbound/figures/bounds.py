@@ -23,7 +23,7 @@ from ..compare import Comparison
 from ..explain import break_even, p_star_by_kind
 from ..logspace import to_log10
 from ..matrices import Kind
-from ..profile import HEAD_KINDS, LAYER_KINDS
+from ..profile import HEAD_KINDS
 from .style import (
     KIND_COLORS,
     NEUTRAL,
@@ -64,7 +64,7 @@ def kind_layer_sums(terms: BoundTerms, num_layers: int) -> dict[Kind, np.ndarray
         kind: np.bincount(
             terms.layers, weights=np.where(terms.kinds == kind.value, terms.contribution, 0.0), minlength=num_layers
         )
-        for kind in Kind
+        for kind in terms.model_kinds
     }
 
 
@@ -274,12 +274,14 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
     grid = analysis.grid
     by_kind = p_star_by_kind(analysis)
     L, H = analysis.profile.shape.num_layers, analysis.profile.shape.num_heads
+    mlp_kinds = analysis.profile.shape.layer_kinds
+    mlp_title = ", ".join(kind.value for kind in mlp_kinds)
     layout = panel_grid(
         1,
         3,
         column_widths=[0.44, 0.44, 0.12],
         horizontal_spacing=0.05,
-        titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)", "M_in, M_out"],
+        titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)", mlp_title],
     )
     zmin, zmax = p_star_range(grid)
     used = np.union1d(analysis.p_opt, [grid[0], grid[-1]])  # the values taken, and the ends of P_m for scale
@@ -290,8 +292,8 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
         (by_kind[kind], np.arange(H), kind.value) for kind in HEAD_KINDS
     ]
     panels.append(
-        (np.stack([by_kind[kind] for kind in LAYER_KINDS], axis=1), [k.value for k in LAYER_KINDS], "M_in, M_out")
-    )  # (L, 2)
+        (np.stack([by_kind[kind] for kind in mlp_kinds], axis=1), [k.value for k in mlp_kinds], mlp_title)
+    )  # (L, 2) or (L, 3)
     heatmaps = []
     for col, (z, x, name) in enumerate(panels, start=1):
         heatmap = {
@@ -314,7 +316,7 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
         layout[y_axis].update(
             axis_title("layer" if col == 1 else None, dtick=1, range=[-0.5, L - 0.5], showticklabels=col == 1)
         )
-        layout[x_axis].update(cell_axis("head", H) if col < 3 else {"range": [-0.5, len(LAYER_KINDS) - 0.5]})
+        layout[x_axis].update(cell_axis("head", H) if col < 3 else {"range": [-0.5, len(mlp_kinds) - 0.5]})
     return figure(heatmaps, "p* of every matrix", source=source, height=320 + 14 * L, layout=layout)
 
 
@@ -331,7 +333,7 @@ def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> g
             "width": 0.8 * (grid[1] - grid[0]) if len(grid) > 1 else 0.8,
             "hovertemplate": f"{kind.value}<br>p* = %{{x:.3g}}: %{{y}} matrices<extra></extra>",
         }
-        for kind in Kind
+        for kind in prof.model_kinds
     ]
     layout = {
         "barmode": "stack",
@@ -352,7 +354,7 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
     nonzero = prof.rank > 0
     labels = np.array([m.label for m in prof.ids])
     points = []
-    for kind in Kind:
+    for kind in prof.model_kinds:
         keep = prof.mask(kind) & nonzero
         points.append(
             {

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 
 from ..explain import rank_and_maximum
 from ..matrices import Kind
-from ..profile import HEAD_KINDS, LAYER_KINDS, SpectralProfile
+from ..profile import HEAD_KINDS, SpectralProfile
 from ..spectrum import cumulative_energy
 from .style import (
     SEQUENTIAL,
@@ -170,7 +170,7 @@ def _per_kind_lines(
                 traces += [on_panel(t, panel) for t in _median_band(x, y[at], name, color, group, y_title)]
             else:
                 for i, values in zip(kind_rows[at], y[at], strict=True):
-                    if kind in LAYER_KINDS or (chosen is not None and profile.heads[i] in chosen):
+                    if kind not in HEAD_KINDS or (chosen is not None and profile.heads[i] in chosen):
                         traces.append(on_panel(_line(x, values, profile.ids[i].label, color, group, y_title), panel))
             y_drawn.append(y[at])
             if layer not in in_legend:

@@ -43,6 +43,7 @@ PALETTE: tuple[str, ...] = tuple(
 KIND_COLORS: Mapping[Kind, str] = {
     Kind.QK: OKABE_ITO["blue"],
     Kind.V: OKABE_ITO["orange"],
+    Kind.M_GATE: OKABE_ITO["vermillion"],
     Kind.M_IN: OKABE_ITO["bluish green"],
     Kind.M_OUT: OKABE_ITO["reddish purple"],
 }

@@ -27,7 +27,6 @@ import math
 
 import numpy as np
 
-from ..matrices import Kind
 from ..profile import SpectralProfile
 
 
@@ -35,7 +34,7 @@ def block_norms(profile: SpectralProfile) -> tuple[np.ndarray, np.ndarray]:
     """(spectral, (2,1)) norm of each of the 4L blocks, heads summed: two (L, 4) arrays (QK, V, M_in, M_out)."""
     L = profile.shape.num_layers
     spectral, norm21 = [], []
-    for kind in Kind:
+    for kind in profile.model_kinds:
         mask = profile.mask(kind)
         spectral.append(profile.spectral_norm[mask].reshape(L, -1).sum(axis=1))  # (L,)
         norm21.append(profile.norm_21[mask].reshape(L, -1).sum(axis=1))  # (L,)

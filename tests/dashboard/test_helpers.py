@@ -13,7 +13,7 @@ from dashboard.scaling import family_member
 from dashboard.share import BOOL, P_VALUE
 from dashboard.text import format_log_value
 from specbound.atlas import save_atlas
-from specbound.matrices import EncoderShape
+from specbound.matrices import ModelShape
 from specbound.models import resolve
 from specbound.profile import SpectralProfile
 
@@ -68,7 +68,7 @@ def test_numbers_given_by_their_log(log_value: float, text: str) -> None:
 
 
 def _profile(name: str) -> SpectralProfile:
-    shape = EncoderShape(1, 4, 2, 4)
+    shape = ModelShape(1, 4, 2, 4)
     m = shape.num_matrices
     return SpectralProfile(name, "r", shape, np.ones((m, 1)), np.full(m, 4), np.ones(m), np.ones(m))
 
@@ -90,13 +90,13 @@ def test_an_uploaded_atlas_travels_in_links_by_digest(tmp_path) -> None:
 @pytest.mark.parametrize(
     "shape, name, member",
     [
-        (EncoderShape(4, 256, 4, 1024), "/some/dir/checkpoint", True),  # a miniature's shape, whatever its name
-        (EncoderShape(4, 256, 8, 1024), "L4-H256", True),  # heads of 32, but named as the miniature it stands for
-        (EncoderShape(4, 256, 8, 1024), "checkpoint", False),  # heads of 32 and no miniature name
-        (EncoderShape(3, 256, 4, 1024), "L3-H256", True),  # off the grid, named to match its shape
-        (EncoderShape(3, 256, 4, 1024), "L4-H256", False),  # a name that does not match the shape
-        (EncoderShape(6, 384, 12, 1536), "minilm-l6", False),
+        (ModelShape(4, 256, 4, 1024), "/some/dir/checkpoint", True),  # a miniature's shape, whatever its name
+        (ModelShape(4, 256, 8, 1024), "L4-H256", True),  # heads of 32, but named as the miniature it stands for
+        (ModelShape(4, 256, 8, 1024), "checkpoint", False),  # heads of 32 and no miniature name
+        (ModelShape(3, 256, 4, 1024), "L3-H256", True),  # off the grid, named to match its shape
+        (ModelShape(3, 256, 4, 1024), "L4-H256", False),  # a name that does not match the shape
+        (ModelShape(6, 384, 12, 1536), "minilm-l6", False),
     ],
 )
-def test_family_members_by_shape_or_a_matching_alias(shape: EncoderShape, name: str, member: bool) -> None:
+def test_family_members_by_shape_or_a_matching_alias(shape: ModelShape, name: str, member: bool) -> None:
     assert family_member(shape, name) is member

@@ -12,10 +12,10 @@ from specbound.compare import compare
 from specbound.explain import break_even
 from specbound.figures import bounds as figures
 from specbound.figures.style import KIND_COLORS, PALETTE, log_axis_ticks
-from specbound.matrices import EncoderShape, Kind
+from specbound.matrices import Kind, ModelShape
 from specbound.twin import random_twin
 
-SHAPE = EncoderShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
+SHAPE = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_term_sums_views(mixed: BoundAnalysis) -> None:
     assert figures.SQRT_DEPTH_LABEL not in share
     np.testing.assert_allclose(sum(share.values()), [100.0, 100.0])
     np.testing.assert_allclose(share["QK"], 100 * sums[Kind.QK] / sum(sums.values()), rtol=1e-12)
-    assert [t.marker.color for t in log.data[:4]] == [KIND_COLORS[k] for k in Kind]
+    assert [t.marker.color for t in log.data[:4]] == [KIND_COLORS[k] for k in mixed.profile.model_kinds]
 
 
 def test_contribution_curves_mark_p_star_and_the_current_p(mixed: BoundAnalysis) -> None:
@@ -92,7 +92,8 @@ def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
 def test_break_even_figure_plots_scale_against_break_even(mixed: BoundAnalysis) -> None:
     fig = figures.break_even_figure(mixed)
     even = break_even(mixed)
-    for kind in Kind:
+    assert [t.name for t in fig.data if t.type == "scatter" and t.mode == "markers"] == ["QK", "V", "M_in", "M_out"]
+    for kind in mixed.profile.model_kinds:
         trace = next(t for t in fig.data if t.name == kind.value)
         mask = mixed.profile.mask(kind)
         np.testing.assert_allclose(trace.x, even.log10_break_even[mask])

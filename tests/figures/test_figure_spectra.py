@@ -8,11 +8,11 @@ from hand_profiles import profile_from_spectra
 
 from specbound.figures import spectra as figures
 from specbound.figures.style import MAX_LABELLED_HEADS, PALETTE, PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE, log_axis_ticks
-from specbound.matrices import EncoderShape, Kind
+from specbound.matrices import Kind, ModelShape
 from specbound.spectrum import cumulative_energy
 from specbound.twin import random_twin
 
-SHAPE = EncoderShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
+SHAPE = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_rank_against_maximum_fixes_the_colour_range(profile) -> None:
     assert fig.layout.title.text == "QK rank: 8 of 8 at the maximum"
     (strip,) = figures.rank_against_maximum(profile, "M_out").data
     assert strip.zmax == 32 and list(np.asarray(strip.text).ravel()) == ["32 of 32"] * 2
-    low = profile_from_spectra(EncoderShape(1, 4, 1, 4), [[1.0], [1.0, 1.0], [1.0] * 3, [1.0] * 4])
+    low = profile_from_spectra(ModelShape(1, 4, 1, 4), [[1.0], [1.0, 1.0], [1.0] * 3, [1.0] * 4])
     deficient = figures.rank_against_maximum(low, "QK")
     assert np.asarray(deficient.data[0].text).ravel().tolist() == ["1 of 4"]
     assert deficient.layout.title.text == "QK rank: 0 of 1 at the maximum"
@@ -98,7 +98,7 @@ def test_head_heatmaps_stay_readable_side_by_side(profile, minilm) -> None:
 
 
 def test_overlaid_spectra_of_two_models(profile) -> None:
-    other = random_twin(EncoderShape(3, 32, 4, 48), model="other", initializer_range=0.05)
+    other = random_twin(ModelShape(3, 32, 4, 48), model="other", initializer_range=0.05)
     fig = figures.overlaid_spectra(profile, other, "V", 1, source="tiny vs other")
     legend = [t for t in fig.data if t.showlegend]
     assert [t.name for t in legend] == [profile.model, other.model]

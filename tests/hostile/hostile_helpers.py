@@ -63,10 +63,10 @@ def hand_profile(layers: int = 1, hidden: int = 16, heads: int = 2, ffn: int = 2
     """A valid profile with random descending spectra, built without any checkpoint."""
     import numpy as np
 
-    from specbound.matrices import EncoderShape
+    from specbound.matrices import ModelShape
     from specbound.profile import SpectralProfile, full_dims_of
 
-    shape = EncoderShape(layers, hidden, heads, ffn)
+    shape = ModelShape(layers, hidden, heads, ffn)
     rng = np.random.default_rng(seed)
     dims = full_dims_of(shape)
     sv = np.zeros((shape.num_matrices, hidden))

@@ -28,8 +28,8 @@ def _config(directory: Path, text: str) -> None:
         ('{"a":' * 100_000, "nested too deeply"),
         ('{"model_type": "bert", "x": ' + "[" * 50_000 + "]" * 50_000 + "}", "nested too deeply"),
         ("\xff\xfe not utf-8", "is not valid JSON"),
-        ('{"model_type": ["bert"]}', "is not a BERT-family encoder"),
-        ('{"model_type": "bert\\n\\u001b[31mred", "hidden_size": 32}', "is not a BERT-family encoder"),
+        ('{"model_type": ["bert"]}', "is not supported"),
+        ('{"model_type": "bert\\n\\u001b[31mred", "hidden_size": 32}', "is not supported"),
     ],
 )
 def test_a_hostile_config_is_one_line(make_checkpoint, text, words):

@@ -274,15 +274,15 @@ def _sharded(directory: Path, shards: int) -> dict[str, bytes]:
     return files
 
 
-def test_a_gpt2_repository_costs_one_config_download(hub, tmp_path, make_checkpoint):
-    source = make_checkpoint(name="gpt")
+def test_an_unsupported_family_costs_one_config_download(hub, tmp_path, make_checkpoint):
+    source = make_checkpoint(name="t5")
     files = _sharded(source, 20)
     config = json.loads((source / "config.json").read_text())
-    (source / "config.json").write_text(json.dumps({**config, "model_type": "gpt2"}))
-    hub.add("someone/gpt2-sharded", source, extra_files=files)
-    result = run_cli("analyze", "someone/gpt2-sharded", env=hub_env(hub, tmp_path))
-    assert_one_line_error(result, "model type 'gpt2' is not a BERT-family encoder")
-    assert downloaded(tmp_path, "someone/gpt2-sharded") == ["config.json"]
+    (source / "config.json").write_text(json.dumps({**config, "model_type": "t5"}))
+    hub.add("someone/t5-sharded", source, extra_files=files)
+    result = run_cli("analyze", "someone/t5-sharded", env=hub_env(hub, tmp_path))
+    assert_one_line_error(result, "model type 't5' is not supported", "supported families:")
+    assert downloaded(tmp_path, "someone/t5-sharded") == ["config.json"]
 
 
 def test_a_config_with_absurd_sizes_stops_before_the_weights(hub, tmp_path, make_checkpoint):

@@ -16,7 +16,7 @@ from specbound.atlas import AtlasError, load_atlas, read_manifest
 from specbound.cache import ProfileCache
 from specbound.checkpoints import fingerprint
 from specbound.loading import load_profile
-from specbound.matrices import EncoderShape
+from specbound.matrices import ModelShape
 from specbound.profile import SpectralProfile, validate_profile
 
 
@@ -52,8 +52,8 @@ BROKEN = {
     "NaN norm": lambda p: {"norm_21": _set(p.norm_21, 0, np.nan)},
     "negative norm": lambda p: {"norm_11": _set(p.norm_11, 1, -1.0)},
     "norms of the wrong length": lambda p: {"norm_11": p.norm_11[:-1]},
-    "num_layers 2.0": lambda p: {"shape": EncoderShape(1.0, 16, 2, 24)},
-    "hidden_size True": lambda p: {"shape": EncoderShape(1, 16, True, 24)},
+    "num_layers 2.0": lambda p: {"shape": ModelShape(1.0, 16, 2, 24)},
+    "hidden_size True": lambda p: {"shape": ModelShape(1, 16, True, 24)},
     "integer singular values": lambda p: {"singular_values": p.singular_values.astype(np.int64)},
     "model name not a string": lambda p: {"model": 7},
 }

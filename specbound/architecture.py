@@ -1,0 +1,226 @@
+"""What the analysis knows about a model's block: sizes, matrix kinds, MLP and residual layout.
+
+Every Transformer family that specbound reads (SPEC §11) is described by one :class:`ModelShape`:
+L layers of width N, H query heads reading H_kv key/value heads of size d, an MLP of width d_ff
+that is plain (x ↦ φ(x M_in) M_out) or gated (x ↦ (φ(x M_gate) ⊙ x M_in) M_out), and a residual that
+is sequential (attention, then MLP) or parallel (x + Attn(x) + MLP(x)). The shape alone fixes the
+list of proxy matrices and their order; the bound's formulas read it (:mod:`specbound.bounds`), and
+so does every table and figure: nothing downstream assumes BERT's four kinds.
+
+Each departure from the BERT encoder the paper treats is an :class:`Adaptation`, named in the
+output wherever a number of such a model is shown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from .defaults import ACTIVATION_LIPSCHITZ, BERT_INITIALIZER_RANGE
+
+
+class Kind(str, Enum):
+    """The kinds of proxy matrix, in the order they are listed within a layer."""
+
+    QK = "QK"
+    V = "V"
+    M_GATE = "M_gate"
+    M_IN = "M_in"
+    M_OUT = "M_out"
+
+    @property
+    def per_head(self) -> bool:
+        """QK and V have one matrix per query head; the MLP kinds one per layer."""
+        return self in HEAD_KINDS
+
+
+#: The per-head kinds, in profile order (one matrix per query head each).
+HEAD_KINDS: tuple[Kind, ...] = (Kind.QK, Kind.V)
+
+
+class Mlp(str, Enum):
+    """A plain MLP φ(x M_in) M_out, or a gated one (φ(x M_gate) ⊙ x M_in) M_out."""
+
+    PLAIN = "plain"
+    GATED = "gated"
+
+
+class Residual(str, Enum):
+    """Sequential blocks (attention, then MLP) or a parallel residual x + Attn(x) + MLP(x)."""
+
+    SEQUENTIAL = "sequential"
+    PARALLEL = "parallel"
+
+
+class Adaptation(str, Enum):
+    """A departure from the BERT encoder of the paper's proxies (SPEC §11), named in every output."""
+
+    CAUSAL = "causal"
+    ROTARY = "rotary"
+    PARTIAL_ROTARY = "partial rotary"
+    GROUPED_QUERY = "grouped-query attention"
+    GATED_MLP = "gated MLP"
+    PARALLEL_RESIDUAL = "parallel residual"
+
+    @property
+    def explanation(self) -> str:
+        """The adaptation in plain words, for the CLI's header, the model card and the README."""
+        return ADAPTATION_TEXT[self]
+
+
+ADAPTATION_TEXT: dict[Adaptation, str] = {
+    Adaptation.CAUSAL: "causal attention: each token attends to earlier tokens only (a decoder); the matrices are "
+    "the same, the mask is left out like every other nonlinearity",
+    Adaptation.ROTARY: "rotary position embeddings: QK is the position-free slice Q_hᵀ K_g (the form at offset 0)",
+    Adaptation.PARTIAL_ROTARY: "rotary position embeddings on part of each head: QK is the position-free slice "
+    "Q_hᵀ K_g (the form at offset 0)",
+    Adaptation.GROUPED_QUERY: "grouped-query attention: several query heads share one key/value head; QK and V are "
+    "still one matrix per query head",
+    Adaptation.GATED_MLP: "gated MLP: a third matrix M_gate, and the MLP's input norm ν = 2 ‖M_gate‖₂ ‖M_in‖₂ where "
+    "the BERT formula has ‖M_in‖₂",
+    Adaptation.PARALLEL_RESIDUAL: "parallel residual x + Attn(x) + MLP(x): the two branches add instead of "
+    "composing, in the depth factor α and in the attention kinds' local factors",
+}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The sizes and layout the analysis needs (SPEC §11), the same for every family.
+
+    ``num_kv_heads`` and ``head_dim`` given as 0 (the default) become ``num_heads`` and N / H (which
+    must then divide); the rest defaults to a BERT encoder, so ``ModelShape(L, N, H, d_ff)`` is one.
+    """
+
+    num_layers: int
+    hidden_size: int
+    num_heads: int
+    ffn_size: int
+    num_kv_heads: int = 0  # 0: one key/value head per query head
+    head_dim: int = 0  # 0: hidden_size // num_heads
+    mlp: Mlp = Mlp.PLAIN
+    residual: Residual = Residual.SEQUENTIAL
+    family: str = "bert"
+    activation: str = "gelu"
+    adaptations: tuple[Adaptation, ...] = ()
+    #: standard deviation of the family's weight initialisation, for the random-initialised twin
+    initializer_range: float = BERT_INITIALIZER_RANGE
+
+    def __post_init__(self) -> None:
+        for name in ("num_layers", "hidden_size", "num_heads", "ffn_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if self.num_kv_heads == 0:
+            object.__setattr__(self, "num_kv_heads", self.num_heads)
+        if self.head_dim == 0:
+            if self.hidden_size % self.num_heads:
+                raise ValueError(f"hidden size {self.hidden_size} is not divisible by {self.num_heads} attention heads")
+            object.__setattr__(self, "head_dim", self.hidden_size // self.num_heads)
+        if self.num_kv_heads < 1 or self.num_heads % self.num_kv_heads:
+            raise ValueError(f"{self.num_heads} query heads cannot share {self.num_kv_heads} key/value heads evenly")
+        if self.head_dim < 1:
+            raise ValueError(f"the head size must be a positive integer, got {self.head_dim}")
+        object.__setattr__(self, "mlp", Mlp(self.mlp))
+        object.__setattr__(self, "residual", Residual(self.residual))
+        object.__setattr__(self, "adaptations", tuple(Adaptation(a) for a in self.adaptations))
+        if self.activation not in ACTIVATION_LIPSCHITZ:
+            raise ValueError(
+                f"activation '{self.activation}' has no known Lipschitz constant "
+                f"(supported: {', '.join(sorted(ACTIVATION_LIPSCHITZ))})"
+            )
+
+    # --- the matrices --------------------------------------------------------------------------
+    @property
+    def gated(self) -> bool:
+        return self.mlp is Mlp.GATED
+
+    @property
+    def parallel(self) -> bool:
+        return self.residual is Residual.PARALLEL
+
+    @property
+    def layer_kinds(self) -> tuple[Kind, ...]:
+        """The per-layer (MLP) kinds, in profile order: M_gate (gated MLPs only), M_in, M_out."""
+        return (Kind.M_GATE, Kind.M_IN, Kind.M_OUT) if self.gated else (Kind.M_IN, Kind.M_OUT)
+
+    @property
+    def kinds(self) -> tuple[Kind, ...]:
+        """Every kind this model has, in profile order."""
+        return (*HEAD_KINDS, *self.layer_kinds)
+
+    @property
+    def matrices_per_layer(self) -> int:
+        """2H + 2, or 2H + 3 with a gated MLP."""
+        return 2 * self.num_heads + len(self.layer_kinds)
+
+    @property
+    def num_matrices(self) -> int:
+        """L (2H + 2), or L (2H + 3) with a gated MLP."""
+        return self.num_layers * self.matrices_per_layer
+
+    @property
+    def queries_per_kv_head(self) -> int:
+        return self.num_heads // self.num_kv_heads
+
+    def kv_head(self, head: int) -> int:
+        """g(h) = ⌊h / (H / H_kv)⌋, the key/value head query head h reads (transformers' repeat_kv)."""
+        return head // self.queries_per_kv_head
+
+    @property
+    def l_phi(self) -> float:
+        """The activation's Lipschitz constant sup |φ′| (SPEC §11), the default L_φ of the bound."""
+        return ACTIVATION_LIPSCHITZ[self.activation]
+
+    @property
+    def layer_weight_values(self) -> int:
+        """Values of one layer's weights the analysis reads: W_Q, W_K, W_V, W_O and the MLP matrices."""
+        n, d, f = self.hidden_size, self.head_dim, self.ffn_size
+        attention = 2 * self.num_heads * d * n + 2 * self.num_kv_heads * d * n
+        return attention + len(self.layer_kinds) * n * f
+
+    @property
+    def is_bert_like(self) -> bool:
+        """No adaptation: the case the paper's BERT-adapted proxies treat."""
+        return not self.adaptations
+
+    # --- serialisation (the profile cache and atlas files) -----------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values for every field."""
+        values = dataclasses.asdict(self)
+        values["mlp"], values["residual"] = self.mlp.value, self.residual.value
+        values["adaptations"] = [a.value for a in self.adaptations]
+        return values
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> ModelShape:
+        """The inverse of :meth:`to_dict`; a dict with the four sizes only (files written before the
+        other fields existed) is a BERT encoder. ValueError for anything else."""
+        from .limits import is_genuine_int
+
+        sizes: dict[str, int] = {}
+        for name in ("num_layers", "hidden_size", "num_heads", "ffn_size", "num_kv_heads", "head_dim"):
+            value = values.get(name)
+            if value is None and name in ("num_kv_heads", "head_dim"):
+                continue
+            if not is_genuine_int(value) or int(value) < 1:
+                raise ValueError(f"the shape's {name} must be a positive integer")
+            sizes[name] = int(value)
+        extra: dict[str, Any] = {}
+        for name, kind in (("mlp", str), ("residual", str), ("family", str), ("activation", str)):
+            if name in values:
+                if not isinstance(values[name], kind):
+                    raise ValueError(f"the shape's {name} must be a string")
+                extra[name] = values[name]
+        if "adaptations" in values:
+            adaptations = values["adaptations"]
+            if not isinstance(adaptations, list) or not all(isinstance(a, str) for a in adaptations):
+                raise ValueError("the shape's adaptations must be a list of names")
+            extra["adaptations"] = tuple(adaptations)
+        if "initializer_range" in values:
+            sigma = values["initializer_range"]
+            if not isinstance(sigma, float | int) or isinstance(sigma, bool) or not 0 < sigma < 1e3:
+                raise ValueError("the shape's initializer_range must be a positive number")
+            extra["initializer_range"] = float(sigma)
+        return cls(**sizes, **extra)  # type: ignore[arg-type]  # each field checked above

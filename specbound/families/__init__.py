@@ -1,0 +1,71 @@
+"""Family adapters, registered by the ``model_type`` of config.json (SPEC §11).
+
+Adding a family is one module with one :class:`~specbound.families.base.FamilyAdapter` and one
+line in :data:`ADAPTERS`; nothing else in the package names a weight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import UnsupportedModelError
+from ..limits import quoted
+from .base import FamilyAdapter, TensorSpec
+from .bert import BertAdapter, DistilBertAdapter, ViTAdapter
+from .gpt2 import GPT2Adapter
+from .llama import LlamaAdapter
+from .neox import GPTNeoXAdapter
+from .opt import OPTAdapter
+
+__all__ = ["ADAPTERS", "FamilyAdapter", "TensorSpec", "adapter_for", "adapter_of_config", "supported_model_types"]
+
+#: model_type -> adapter, one instance per family.
+ADAPTERS: dict[str, FamilyAdapter] = {
+    model_type: adapter
+    for adapter in (
+        BertAdapter(),
+        DistilBertAdapter(),
+        ViTAdapter(),
+        GPT2Adapter(),
+        GPTNeoXAdapter(),
+        OPTAdapter(),
+        LlamaAdapter(),
+    )
+    for model_type in adapter.model_types
+}
+
+
+def supported_model_types() -> str:
+    return ", ".join(sorted(ADAPTERS))
+
+
+def adapter_for(model_type: str) -> FamilyAdapter:
+    """The adapter of a family, by model_type; UnsupportedModelError naming the supported ones."""
+    adapter = ADAPTERS.get(model_type)
+    if adapter is None:
+        raise UnsupportedModelError(
+            f"model type '{quoted(model_type)}' is not supported (supported families: {supported_model_types()})"
+        )
+    return adapter
+
+
+def adapter_of_config(config: Mapping[str, Any], where: str) -> FamilyAdapter:
+    """The adapter for a config.json, refusing remote code, mixtures of experts and unknown families."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type not in ADAPTERS:
+        raise UnsupportedModelError(
+            f"model type '{quoted(model_type)}' is not supported (supported families: {supported_model_types()})"
+        )
+    if "auto_map" in config:
+        raise UnsupportedModelError(
+            f"{where} asks for remote code (auto_map), which is never run "
+            f"(supported families: {supported_model_types()})"
+        )
+    for field in ("num_local_experts", "num_experts", "moe_num_experts"):
+        if config.get(field):
+            raise UnsupportedModelError(
+                f"{where} describes a mixture of experts ({field}), which is not supported "
+                f"(supported families: {supported_model_types()})"
+            )
+    return ADAPTERS[model_type]

@@ -1,0 +1,101 @@
+"""BERT-family encoders: BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, MiniLM (``bert``), and DistilBERT.
+
+Every weight is an ``nn.Linear`` (out, in), already the canonical form: the paper's own case, with no
+adaptation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..architecture import ModelShape
+from ..matrices import LayerWeights
+from .base import FamilyAdapter, TensorSpec, activation, build_shape, initializer_range, positive_int
+
+
+def _linear_specs(names: Mapping[str, str], shape: ModelShape) -> dict[str, TensorSpec]:
+    expected = LayerWeights.expected_shapes(shape)
+    return {role: TensorSpec(name, expected[role]) for role, name in names.items()}
+
+
+class BertAdapter(FamilyAdapter):
+    model_types: ClassVar[tuple[str, ...]] = ("bert", "roberta", "xlm-roberta", "camembert", "electra")
+    label = "BERT"
+    root = "encoder.layer"
+    prefixes: ClassVar[tuple[str, ...]] = ("", "bert.", "roberta.", "electra.", "camembert.")
+    names: ClassVar[dict[str, str]] = {
+        "query": "attention.self.query.weight",
+        "key": "attention.self.key.weight",
+        "value": "attention.self.value.weight",
+        "attn_out": "attention.output.dense.weight",
+        "ffn_in": "intermediate.dense.weight",
+        "ffn_out": "output.dense.weight",
+    }
+
+    def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
+        return build_shape(
+            where,
+            num_layers=positive_int(config, "num_hidden_layers", where),
+            hidden_size=positive_int(config, "hidden_size", where),
+            num_heads=positive_int(config, "num_attention_heads", where),
+            ffn_size=positive_int(config, "intermediate_size", where),
+            family=str(config["model_type"]),
+            activation=activation(config, "hidden_act", where, "gelu"),
+            initializer_range=initializer_range(config),
+        )
+
+    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
+        return _linear_specs(self.names, shape)
+
+    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
+        return LayerWeights(**tensors)
+
+
+class ViTAdapter(BertAdapter):
+    """Vision Transformers: BERT's block on image patches (``attention.attention.*``): no adaptation."""
+
+    model_types: ClassVar[tuple[str, ...]] = ("vit",)
+    label = "ViT"
+    prefixes: ClassVar[tuple[str, ...]] = ("", "vit.")
+    names: ClassVar[dict[str, str]] = {
+        **BertAdapter.names,
+        "query": "attention.attention.query.weight",
+        "key": "attention.attention.key.weight",
+        "value": "attention.attention.value.weight",
+    }
+
+
+class DistilBertAdapter(FamilyAdapter):
+    model_types: ClassVar[tuple[str, ...]] = ("distilbert",)
+    label = "DistilBERT"
+    root = "transformer.layer"
+    prefixes: ClassVar[tuple[str, ...]] = ("", "distilbert.")
+    names: ClassVar[dict[str, str]] = {
+        "query": "attention.q_lin.weight",
+        "key": "attention.k_lin.weight",
+        "value": "attention.v_lin.weight",
+        "attn_out": "attention.out_lin.weight",
+        "ffn_in": "ffn.lin1.weight",
+        "ffn_out": "ffn.lin2.weight",
+    }
+
+    def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
+        return build_shape(
+            where,
+            num_layers=positive_int(config, "n_layers", where),
+            hidden_size=positive_int(config, "dim", where),
+            num_heads=positive_int(config, "n_heads", where),
+            ffn_size=positive_int(config, "hidden_dim", where),
+            family="distilbert",
+            activation=activation(config, "activation", where, "gelu"),
+            initializer_range=initializer_range(config),
+        )
+
+    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
+        return _linear_specs(self.names, shape)
+
+    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
+        return LayerWeights(**tensors)

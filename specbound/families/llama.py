@@ -1,0 +1,60 @@
+"""Llama-family decoders (Llama, Mistral, Qwen2): rotary embeddings, grouped-query attention with
+H_kv = ``num_key_value_heads``, an explicit ``head_dim`` when the config has one (H d may differ from
+N), and a gated SiLU MLP (``gate_proj``, ``up_proj``, ``down_proj``). Every weight is an ``nn.Linear``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..architecture import Adaptation, Mlp, ModelShape
+from ..matrices import LayerWeights
+from .base import FamilyAdapter, TensorSpec, activation, build_shape, initializer_range, optional_int, positive_int
+
+
+class LlamaAdapter(FamilyAdapter):
+    model_types: ClassVar[tuple[str, ...]] = ("llama", "mistral", "qwen2")
+    label = "Llama"
+    root = "layers"
+    prefixes: ClassVar[tuple[str, ...]] = ("", "model.")
+    names: ClassVar[dict[str, str]] = {
+        "query": "self_attn.q_proj.weight",
+        "key": "self_attn.k_proj.weight",
+        "value": "self_attn.v_proj.weight",
+        "attn_out": "self_attn.o_proj.weight",
+        "gate": "mlp.gate_proj.weight",
+        "ffn_in": "mlp.up_proj.weight",
+        "ffn_out": "mlp.down_proj.weight",
+    }
+
+    def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
+        heads = positive_int(config, "num_attention_heads", where)
+        kv_heads = positive_int(config, "num_key_value_heads", where, default=heads)
+        adaptations = [Adaptation.CAUSAL, Adaptation.ROTARY]
+        if kv_heads < heads:
+            adaptations.append(Adaptation.GROUPED_QUERY)
+        adaptations.append(Adaptation.GATED_MLP)
+        return build_shape(
+            where,
+            num_layers=positive_int(config, "num_hidden_layers", where),
+            hidden_size=positive_int(config, "hidden_size", where),
+            num_heads=heads,
+            ffn_size=positive_int(config, "intermediate_size", where),
+            num_kv_heads=kv_heads,
+            head_dim=optional_int(config, "head_dim", where),
+            mlp=Mlp.GATED,
+            family=str(config["model_type"]),
+            activation=activation(config, "hidden_act", where, "silu"),
+            adaptations=tuple(adaptations),
+            initializer_range=initializer_range(config),
+        )
+
+    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
+        expected = LayerWeights.expected_shapes(shape)
+        return {role: TensorSpec(name, expected[role]) for role, name in self.names.items()}
+
+    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
+        return LayerWeights(**tensors)

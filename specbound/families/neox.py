@@ -1,0 +1,75 @@
+"""GPT-NeoX (Pythia): a causal decoder with rotary embeddings, a fused QKV interleaved per head, and
+(by default) a parallel residual x + Attn(LN(x)) + MLP(LN'(x)).
+
+``attention.query_key_value.weight`` is (3N, N), (out, in); its output features are viewed as
+(H, 3, d): for head h, d query rows, then d key rows, then d value rows (transformers'
+``qkv.view(..., -1, 3 * head_size)``). Reading it as three N-row blocks Q | K | V would mix heads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..architecture import Adaptation, ModelShape, Residual
+from ..matrices import LayerWeights
+from .base import FamilyAdapter, TensorSpec, activation, build_shape, flag, fraction, initializer_range, positive_int
+
+
+def rotary_fraction(config: Mapping[str, Any], where: str) -> float:
+    """The share of each head that rotary embeddings rotate (``rotary_pct``, or transformers 5's
+    ``rope_parameters.partial_rotary_factor``; 0.25 when neither is given, transformers' default)."""
+    rope = config.get("rope_parameters")
+    if isinstance(rope, Mapping) and "partial_rotary_factor" in rope:
+        return fraction(rope, "partial_rotary_factor", where, 0.25)
+    if "partial_rotary_factor" in config:
+        return fraction(config, "partial_rotary_factor", where, 0.25)
+    return fraction(config, "rotary_pct", where, 0.25)
+
+
+class GPTNeoXAdapter(FamilyAdapter):
+    model_types = ("gpt_neox",)
+    label = "GPT-NeoX"
+    root = "layers"
+    prefixes = ("", "gpt_neox.")
+
+    def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
+        parallel = flag(config, "use_parallel_residual", where, True)
+        rotary = Adaptation.ROTARY if rotary_fraction(config, where) >= 1 else Adaptation.PARTIAL_ROTARY
+        adaptations = (Adaptation.CAUSAL, rotary, *((Adaptation.PARALLEL_RESIDUAL,) if parallel else ()))
+        return build_shape(
+            where,
+            num_layers=positive_int(config, "num_hidden_layers", where),
+            hidden_size=positive_int(config, "hidden_size", where),
+            num_heads=positive_int(config, "num_attention_heads", where),
+            ffn_size=positive_int(config, "intermediate_size", where),
+            residual=Residual.PARALLEL if parallel else Residual.SEQUENTIAL,
+            family="gpt_neox",
+            activation=activation(config, "hidden_act", where, "gelu"),
+            adaptations=adaptations,
+            initializer_range=initializer_range(config),
+        )
+
+    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
+        n, f = shape.hidden_size, shape.ffn_size
+        return {
+            "qkv": TensorSpec("attention.query_key_value.weight", (3 * n, n)),
+            "attn_out": TensorSpec("attention.dense.weight", (n, n)),
+            "ffn_in": TensorSpec("mlp.dense_h_to_4h.weight", (f, n)),
+            "ffn_out": TensorSpec("mlp.dense_4h_to_h.weight", (n, f)),
+        }
+
+    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
+        h, d, n = shape.num_heads, shape.head_dim, shape.hidden_size
+        qkv = tensors["qkv"].reshape(h, 3, d, n)  # (H, 3, d, N): [h, 0] = Q_h, [h, 1] = K_h, [h, 2] = V_h
+        query, key, value = (qkv[:, i].reshape(h * d, n) for i in range(3))  # (H d, N) each
+        return LayerWeights(
+            query=query,
+            key=key,
+            value=value,
+            attn_out=tensors["attn_out"],
+            ffn_in=tensors["ffn_in"],
+            ffn_out=tensors["ffn_out"],
+        )
