@@ -3,20 +3,17 @@
 The baseline lives in the session state (key :data:`BASELINE_KEY`) and in the link, like a widget: a
 model travels as its link form (:func:`dashboard.atlas.link_form`), a twin as ``twin:`` and the link
 form of the model it copies. A twin is made in memory by :func:`specbound.twin.random_twin_of` with
-the model's own ``initializer_range`` (read from its config.json when it has one, else BERT's 0.02) and
-the default seed, and cached for every session.
+the model's own ``initializer_range`` (its config's, which the spectral profile's shape records; BERT's
+0.02 for a profile that does not say) and the default seed, and cached for every session.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
 
-from specbound import checkpoints
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from specbound.errors import SpecboundError
@@ -66,23 +63,14 @@ def _format(baseline: Baseline) -> str:
 BASELINE_CODEC = share.Codec(_parse, _format)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def initializer_range(model: str) -> float:
-    """``initializer_range`` of the model's config.json when its files are on disk, else BERT's default.
-
-    Never downloads: an atlas model (spectra only) or a Hub model that is not cached gets the default.
-    """
+    """σ of the model's weight initialisation, from its profile's shape (which read it from the config);
+    BERT's default when the model cannot be opened. The model goes through the visitor rules of
+    :func:`dashboard.data.analysis_for`, like every name a visitor gives."""
     try:
-        ref = resolve(model)
-        if ref.source is Source.ATLAS:
-            return BERT_INITIALIZER_RANGE
-        if ref.path is None and not (ref.repo_id and checkpoints.is_cached(ref.repo_id, ref.revision)):
-            return BERT_INITIALIZER_RANGE
-        config = json.loads((checkpoints.fetch(ref) / checkpoints.CONFIG_FILE).read_text())
-        value = float(config.get("initializer_range", BERT_INITIALIZER_RANGE))
-    except (SpecboundError, OSError, ValueError, TypeError, AttributeError):
+        return data.analysis_for(model).profile.shape.initializer_range
+    except (SpecboundError, OSError):
         return BERT_INITIALIZER_RANGE
-    return value if math.isfinite(value) and value > 0 else BERT_INITIALIZER_RANGE
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

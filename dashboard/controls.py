@@ -157,7 +157,7 @@ def held_choice(analysis: BoundAnalysis, state: Mapping[str, Any]) -> PChoice | 
 
     by_kind: dict[Kind, float | None] = {}
     if state.get(KINDS_KEY, False):
-        by_kind = overrides({kind: KIND_KEY.format(kind.value) for kind in Kind})
+        by_kind = overrides({kind: KIND_KEY.format(kind.value) for kind in analysis.profile.model_kinds})
     by_layer: dict[int, float | None] = {}
     if state.get(LAYERS_KEY, False):
         by_layer = overrides({layer: LAYER_KEY.format(layer) for layer in range(analysis.profile.shape.num_layers)})
@@ -206,7 +206,7 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
     # the override rows are drawn only when asked for: some 40 widgets would slow every slider move
     if per_kind:
         with st.container(border=True):
-            for kind in Kind:
+            for kind in analysis.profile.model_kinds:
                 _override(kind.value, KIND_KEY.format(kind.value), m, snap)
     if per_layer:
         with st.container(border=True):

@@ -14,10 +14,18 @@ import streamlit as st
 
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
-from specbound.models import MINIATURE_LAYERS, MINIATURE_WIDTHS, is_miniature, miniature_alias, parse_miniature_alias
+from specbound.families import FAMILY_NAMES, family_name
+from specbound.models import (
+    MINIATURE_LAYERS,
+    MINIATURE_WIDTHS,
+    CatalogEntry,
+    is_miniature,
+    miniature_alias,
+    parse_miniature_alias,
+)
 
 from . import atlas, data, safety
-from .text import code, plain
+from .text import adapted_proxy_note, code, plain
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
 
@@ -49,9 +57,7 @@ def miniature_grid_markdown(cached: Mapping[tuple[int, int], bool], selected: tu
 
 
 def _pick_miniature() -> str:
-    cached = {
-        (e.num_layers, e.hidden_size): e.available_offline for e in data.catalog_entries() if e.name != DEFAULT_MODEL
-    }
+    cached = {(e.num_layers, e.hidden_size): e.available_offline for e in data.catalog_entries() if e.is_miniature}
     left, right = st.columns(2)
     layers = left.selectbox("Depth L", MINIATURE_LAYERS, index=1, key="miniature_layers")
     width = right.selectbox("Width H", MINIATURE_WIDTHS, index=1, key="miniature_width")
@@ -63,22 +69,52 @@ def _pick_miniature() -> str:
     return miniature_alias(layers, width)
 
 
+def _other_family_entries() -> dict[str, CatalogEntry]:
+    """The catalog's models of the other families, by Hub id."""
+    return {e.repo_id: e for e in data.catalog_entries() if not e.is_miniature and e.name != DEFAULT_MODEL}
+
+
+def _other_family_label(entry: CatalogEntry) -> str:
+    mark = CACHED_MARK if entry.available_offline else DOWNLOAD_MARK
+    return f"{mark} {entry.repo_id} ({family_name(entry.family)}, L = {entry.num_layers}, N = {entry.hidden_size})"
+
+
+def _pick_other_family() -> str:
+    entries = _other_family_entries()
+    chosen = st.selectbox(
+        "Model", list(entries), format_func=lambda repo: _other_family_label(entries[repo]), key="other_family_model"
+    )
+    st.caption(
+        f"Decoders and a vision encoder, read through their family's adapter (adapted proxies: the model card "
+        f"says how). {CACHED_MARK} cached, opens offline · {DOWNLOAD_MARK} downloaded from the Hugging Face Hub "
+        f"when opened, after its size is shown."
+    )
+    return str(chosen)
+
+
 def _pick_custom() -> str | None:
     paths = safety.server_paths_allowed()
     name = st.text_input(
         _custom_label(CUSTOM),
         key="model_custom",
         placeholder="owner/name or a checkpoint directory" if paths else "owner/name",
-        help="A BERT-family encoder (BERT, RoBERTa, ELECTRA, MiniLM, DistilBERT) with "
-        "config.json and safetensors or PyTorch weights.",
+        help=f"A model of a supported family ({', '.join(FAMILY_NAMES.values())}) with config.json and "
+        "safetensors or PyTorch weights.",
     )
     return name.strip() or None
 
 
-BUNDLED, MINIATURE, CUSTOM, ATLAS = "Bundled model", "BERT Miniature", "Hub id or local directory", "Atlas file"
+BUNDLED, MINIATURE, OTHER, CUSTOM, ATLAS = (
+    "Bundled model",
+    "BERT Miniature",
+    "GPT-2, Pythia, OPT, Qwen2, ViT",
+    "Hub id or local directory",
+    "Atlas file",
+)
 MODEL_SOURCES: list[ModelSource] = [
     ModelSource(BUNDLED, _pick_bundled),
     ModelSource(MINIATURE, _pick_miniature),
+    ModelSource(OTHER, _pick_other_family),
     ModelSource(CUSTOM, _pick_custom),
     ModelSource(ATLAS, atlas.pick_from_atlas),
 ]
@@ -107,6 +143,8 @@ def show_in_picker(name: str) -> None:
             state[atlas.MODEL_PICK_KEY] = ref.member
     elif alias is not None and is_miniature(*alias):
         state[SOURCE_KEY], state["miniature_layers"], state["miniature_width"] = MINIATURE, *alias
+    elif name in _other_family_entries():
+        state[SOURCE_KEY], state["other_family_model"] = OTHER, name
     else:
         state[SOURCE_KEY], state["model_custom"] = CUSTOM, name
 
@@ -154,11 +192,14 @@ def _megabytes(size: int) -> str:
 def _shape_summary(analysis: BoundAnalysis) -> None:
     shape = analysis.profile.shape
     st.markdown(f"**Current model:** {code(atlas.display_name(data.current_model()))}")
+    kv = f" ({shape.num_kv_heads} key/value)" if shape.num_kv_heads != shape.num_heads else ""
     st.caption(
-        f"L = {shape.num_layers} layers · N = {shape.hidden_size} · {shape.num_heads} heads of "
+        f"L = {shape.num_layers} layers · N = {shape.hidden_size} · {shape.num_heads} heads{kv} of "
         f"d = {shape.head_dim} · d_ff = {shape.ffn_size}  \n"
-        f"{shape.num_matrices} proxy matrices · grid P_m with m = {analysis.grid_m}"
+        f"{family_name(shape.family)} · {shape.num_matrices} proxy matrices · grid P_m with m = {analysis.grid_m}"
     )
+    if not shape.is_bert_like:
+        st.caption(plain(adapted_proxy_note(shape)))
 
 
 def render_sidebar() -> BoundAnalysis:

@@ -7,6 +7,7 @@ import re
 
 import streamlit as st
 
+from specbound.architecture import ModelShape
 from specbound.logspace import LOG_MAX, to_log10
 
 #: Shown under every bound number: what the proxy is and what it leaves out (SPEC §3).
@@ -58,9 +59,32 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def bound_note() -> None:
-    """The one-line reminder placed under every bound number or chart."""
+def bound_note(shape: ModelShape | None = None) -> None:
+    """The one-line reminder placed under every bound number or chart; for a model that is not a BERT
+    encoder (``shape`` with adaptations, SPEC §11) it also says which adapted proxy the numbers are."""
     st.caption(BOUND_NOTE)
+    if shape is not None and not shape.is_bert_like:
+        st.caption(plain(adapted_proxy_note(shape)))
+
+
+def adapted_proxy_note(shape: ModelShape) -> str:
+    """'Adapted proxy (gpt2): causal.' naming every departure from the paper's BERT encoder."""
+    return f"Adapted proxy ({shape.family}): " + ", ".join(a.value for a in shape.adaptations) + "."
+
+
+def model_card_caption(shape: ModelShape, grid_m: int) -> str:
+    """The shape in one caption: sizes, key/value heads when grouped, the MLP and residual, the matrices."""
+    heads = f"{shape.num_heads} heads of d = {shape.head_dim}"
+    if shape.num_kv_heads != shape.num_heads:
+        heads += f" sharing {shape.num_kv_heads} key/value heads"
+    mlp = "gated MLP, " if shape.gated else ""
+    residual = " · parallel residual" if shape.parallel else ""
+    return (
+        f"L = {shape.num_layers} layers · hidden width N = {shape.hidden_size} · {heads} · "
+        f"{mlp}feed-forward width d_ff = {shape.ffn_size}{residual} · activation {shape.activation} · "
+        f"{shape.num_matrices} proxy matrices (QK and V per query head, "
+        f"{', '.join(k.value for k in shape.layer_kinds)} per layer) · grid P_m with m = {grid_m}"
+    )
 
 
 def format_log_value(log_value: float) -> str:

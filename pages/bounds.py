@@ -30,7 +30,6 @@ from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
 from specbound.logspace import exp_array
-from specbound.matrices import Kind
 from specbound.report import layer_frame, terms_frame
 
 ensure_app_entry()
@@ -51,7 +50,7 @@ labels = [matrix.label for matrix in profile.ids]
 model_file = file_stem(profile)
 
 st.title("Bound explorer")
-bound_note()
+bound_note(analysis.profile.shape)
 
 
 def show_headline(slot: DeltaGenerator, choice: PChoice) -> BoundTerms:
@@ -82,11 +81,12 @@ def terms_table(terms: BoundTerms) -> pd.DataFrame:
 def kind_table(terms: BoundTerms) -> pd.DataFrame:
     """Σ c(W; p) per kind and its share of the total (the caption's shares)."""
     log_sums, shares = terms.log_per_kind(), kind_shares(terms)
+    kinds = terms.model_kinds
     return pd.DataFrame(
         {
-            "kind": [k.value for k in Kind],
-            "sum_c": exp_array([log_sums[k] for k in Kind]),
-            "share": [shares[k] for k in Kind],
+            "kind": [k.value for k in kinds],
+            "sum_c": exp_array([log_sums[k] for k in kinds]),
+            "share": [shares[k] for k in kinds],
         }
     )
 

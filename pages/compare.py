@@ -3,6 +3,8 @@ at their own p*: totals, per-kind and per-layer differences, spectra overlaid.""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -66,7 +68,7 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
             )
         )
     )
-    bound_note()
+    bound_note(analysis.profile.shape)
 
     bars = figures.compare_bars(comparison, source=source)
     show_figure(bars, "compare_bars")
@@ -74,10 +76,12 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
     st.subheader("Per kind and per layer")
     kinds = pd.DataFrame(
         {
-            "kind": [kind.value for kind in Kind],
-            "model": exp_array([comparison.log_kind_sums_model[kind] for kind in Kind]),
-            "baseline": exp_array([comparison.log_kind_sums_baseline[kind] for kind in Kind]),
-            "difference": [comparison.kind_difference[kind] for kind in Kind],
+            "kind": [kind.value for kind in comparison.kinds],
+            "model": exp_array([comparison.log_kind_sums_model.get(kind, -math.inf) for kind in comparison.kinds]),
+            "baseline": exp_array(
+                [comparison.log_kind_sums_baseline.get(kind, -math.inf) for kind in comparison.kinds]
+            ),
+            "difference": [comparison.kind_difference[kind] for kind in comparison.kinds],
         }
     )
     layers = None
@@ -106,8 +110,11 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
     common_layers = list(range(min(analysis.profile.shape.num_layers, base_analysis.profile.shape.num_layers)))
     kind_col, layer_col = st.columns(2)
     with kind_col:
+        both = [k.value for k in analysis.profile.model_kinds if k in base_analysis.profile.model_kinds]
         share.shared(OVERLAY_KIND_KEY, OVERLAY_KIND_CODEC, Kind.M_IN.value)
-        kind = st.radio("Kind", [k.value for k in Kind], horizontal=True, key=OVERLAY_KIND_KEY)
+        if st.session_state[OVERLAY_KIND_KEY] not in both:  # a kind only one of the two models has
+            st.session_state[OVERLAY_KIND_KEY] = Kind.M_IN.value
+        kind = st.radio("Kind", both, horizontal=True, key=OVERLAY_KIND_KEY)
     with layer_col:
         share.shared(OVERLAY_LAYER_KEY, share.Codec(int, str), 0)
         if st.session_state[OVERLAY_LAYER_KEY] not in common_layers:

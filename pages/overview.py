@@ -9,7 +9,8 @@ from dashboard.headline import headline_sentence
 from dashboard.numbers import format_value, times_in_words
 from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
-from dashboard.text import EDELMAN_LABEL, OPTIMAL_LABEL, bound_note, plain
+from dashboard.text import EDELMAN_LABEL, OPTIMAL_LABEL, bound_note, model_card_caption, plain
+from specbound.families import family_name
 from specbound.logspace import to_log10
 
 ensure_app_entry()
@@ -42,7 +43,8 @@ TOUR: tuple[tuple[str, str, str, str], ...] = (
 GLOSSARY: tuple[tuple[str, str], ...] = (
     ("QK", "per attention head, the query-key product W_Qᵀ W_K restricted to the head: N × N, rank at most d."),
     ("V", "per head, the value map times its slice of the output projection: N × N, rank at most d."),
-    ("M_in", "per layer, the feed-forward block's first matrix (N × d_ff)."),
+    ("M_gate", "per layer of a gated MLP (Llama-family decoders), the gate's matrix (N × d_ff)."),
+    ("M_in", "per layer, the feed-forward block's first matrix (N × d_ff; the up projection of a gated MLP)."),
     ("M_out", "per layer, the feed-forward block's second matrix (d_ff × N)."),
     ("α⁽ℓ⁾", "depth factor: the product, over the layers above ℓ, of their Lipschitz bounds (1 at the top)."),
     ("γ", "local factor: the spectral norms of the other matrices of W's own layer that W passes through."),
@@ -58,13 +60,16 @@ summary, sentence = data.explanation_for(data.current_model())
 
 st.title("Overview")
 with st.container(border=True):
-    st.markdown(f"**Model:** {plain(name)}")
-    st.caption(
-        f"L = {shape.num_layers} layers · hidden width N = {shape.hidden_size} · {shape.num_heads} heads of "
-        f"d = {shape.head_dim} · feed-forward width d_ff = {shape.ffn_size} · "
-        f"{shape.num_matrices} proxy matrices (QK and V per head, M_in and M_out per layer) · "
-        f"grid P_m with m = {analysis.grid_m}"
-    )
+    st.markdown(f"**Model:** {plain(name)} · family {plain(family_name(shape.family))}")
+    st.caption(model_card_caption(shape, analysis.grid_m))
+    if shape.is_bert_like:
+        st.caption("An encoder of the block the paper's BERT-adapted proxies treat: no adaptation.")
+    else:
+        st.markdown(
+            "**Adapted proxy.** This model departs from the paper's BERT encoder; the numbers below are the "
+            "same proxies with these adaptations:\n"
+            + "\n".join(f"- **{a.value}**: {plain(a.explanation)}" for a in shape.adaptations)
+        )
 
 log_ours, log_edelman = analysis.optimal.log_total, analysis.log_edelman
 with headline():
@@ -76,7 +81,7 @@ with headline():
     else:
         row.metric("ours ÷ Edelman-style", times_in_words(log_ours - log_edelman))
 st.markdown(f"**{plain(headline_sentence(analysis))}**")
-bound_note()
+bound_note(shape)
 
 st.subheader("Which p each matrix takes")
 st.metric(P_STAR_LABEL, summary.headline())

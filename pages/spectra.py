@@ -36,14 +36,15 @@ profile = analysis.profile
 shape = profile.shape
 name = atlas.display_name(data.current_model())
 all_layers = list(range(shape.num_layers))
-all_kinds = [kind.value for kind in Kind]
+all_kinds = [kind.value for kind in profile.model_kinds]
 source = provenance(name, "spectra, independent of p")
 
 st.title("Spectra")
 st.caption(
-    f"{code(name)}: singular values of its L(2H + 2) = {shape.num_matrices} proxy matrices "
-    f"(QK and V per head, M_in and M_out per layer), exact in float64. Zero singular values (below the "
-    f"numerical-rank threshold) cannot sit on a log axis: each panel title counts them."
+    f"{code(name)}: singular values of its {shape.matrix_count_formula} = {shape.num_matrices} proxy matrices "
+    f"(QK and V per query head, {', '.join(k.value for k in shape.layer_kinds)} per layer), exact in float64. "
+    f"Zero singular values (below the numerical-rank threshold) cannot sit on a log axis: each panel title "
+    f"counts them."
 )
 
 all_heads = list(range(shape.num_heads))
@@ -94,7 +95,7 @@ index = drilldown.picker(analysis)
 if index is not None:
     st.caption("At p*, each matrix's own optimum; the Bound explorer shows it at any p.")
     drilldown.detail(analysis, index, analysis.optimal, provenance(name, "p*"))
-    bound_note()  # the page's only bound numbers
+    bound_note(analysis.profile.shape)  # the page's only bound numbers
 
 st.subheader("Every matrix")
 table = profile.to_frame()

@@ -117,7 +117,8 @@ definition(
     r" \|M_{\mathrm{out}}^{(k)}\|_2 \\ &\quad \cdot \sum_h \|V^{(k,h)}\|_2 \,\bigl(1 + 4\,\|QK^{(k,h)}\|_2\bigr)"
     r" \end{aligned}",
     (live.ALPHA_LABEL, format_log_value(values.log_alpha)),
-    note=f"L_φ = {L_PHI} bounds the GELU's Lipschitz constant; α = 1 for the top layer. Layer ℓ = {values.layer}.",
+    note=f"L_φ = {analysis.l_phi:g} bounds the Lipschitz constant of this model's activation ({shape.activation}; "
+    f"{L_PHI} for GELU); α = 1 for the top layer. Layer ℓ = {values.layer}.",
 )
 definition(
     r"\begin{gathered} \gamma = \begin{cases} 2\,\|V^{(\ell,h)}\|_2 \|M_{\mathrm{out}}^{(\ell)}\|_2"
@@ -128,6 +129,19 @@ definition(
     (live.GAMMA_LABEL, format_log_value(values.log_gamma)),
     (live.SCALE_LABEL, format_log_value(values.log_scale)),
 )
+if shape.gated:
+    st.markdown(
+        "**This model's MLP is gated**, x ↦ (φ(x M_gate) ⊙ x M_in) M_out. Its Jacobian is at most "
+        "2 L_φ ‖M_gate‖₂ ‖M_in‖₂ on inputs of norm at most 1, so wherever the formulas above have ‖M_in‖₂ "
+        "(in α and in γ of QK and V) read ν = 2 ‖M_gate‖₂ ‖M_in‖₂; the MLP's own matrices take "
+        "γ(M_in) = 2 ‖M_out‖₂ ‖M_gate‖₂ and γ(M_gate) = 2 ‖M_out‖₂ ‖M_in‖₂."
+    )
+if shape.parallel:
+    st.markdown(
+        "**This model has a parallel residual**, x + Attn(x) + MLP(x): the branches add instead of composing, "
+        "so a layer's factor in α is L_φ ν ‖M_out‖₂ + Σ_h ‖V_h‖₂ (1 + 4 ‖QK_h‖₂) instead of their product, and "
+        "the attention kinds' local factors lose the MLP: γ(V_h) = 1, γ(QK_h) = 2 ‖V_h‖₂."
+    )
 
 st.markdown("**The contribution of one matrix, and its three landmark regimes.**")
 definition(
@@ -155,7 +169,7 @@ definition(
     r"B_{\text{ours}} = \sum_{W} c(W; p^*_W) + \sqrt{L}",
     (live.OURS_LABEL, format_log_value(values.log_ours)),
     (live.OURS_AT_P_LABEL, format_log_value(values.log_ours_at_p)),
-    note=f"The sum runs over all L(2H + 2) = {shape.num_matrices} proxy matrices.",
+    note=f"The sum runs over all {shape.matrix_count_formula} = {shape.num_matrices} proxy matrices.",
 )
 definition(
     r"\begin{aligned} \xi^{(\ell)} = \sum_h \Bigl[&(\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_2"
@@ -163,13 +177,17 @@ definition(
     r" &+ (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_{2,1})^{2/3} + \|M_{\mathrm{out}}\|_{2,1}^{2/3}"
     r" \end{aligned}",
     (live.XI_LABEL, format_log_value(values.log_xi)),
+    note=None
+    if shape.is_bert_like
+    else "For this model ξ is written so that it extends: the sum over the layer's matrices W of "
+    "(γᴱ_W ‖W‖₂,₁)^{2/3}, with γᴱ = γ for every kind except QK, where γᴱ = γ / 2.",
 )
 definition(
     r"B_{\text{Edelman}} = \Bigl(1 + \sum_\ell \bigl(\alpha^{(\ell)}\bigr)^{2/3} \xi^{(\ell)}\Bigr)^{3/2}",
     (live.EDELMAN_LABEL, format_log_value(values.log_edelman)),
     note="The exponent 3/2 on a sum over L layers is where the $L^{3/2}$ depth dependence comes from.",
 )
-bound_note()
+bound_note(shape)
 
 st.divider()
 st.subheader("Playground: a synthetic spectrum")

@@ -32,7 +32,7 @@ source = provenance(name, "p*")
 
 st.title("Why p* wins")
 st.markdown(f"**{plain(summary.headline())}.** {plain(sentence)}")
-bound_note()
+bound_note(analysis.profile.shape)
 
 st.subheader("p* of every matrix")
 st.caption("Click a cell to open that matrix below.")
@@ -48,8 +48,11 @@ st.caption(
     "QK and V heads can reach rank d = N / H, M_in and M_out min(N, d_ff): a full-rank matrix pays the "
     "full √(rank · N) at p = 0."
 )
+model_kinds = [kind.value for kind in profile.model_kinds]
 share.shared(RANK_KIND_KEY, RANK_KIND_CODEC, Kind.QK.value)
-rank_kind = st.radio("Kind", [kind.value for kind in Kind], horizontal=True, key=RANK_KIND_KEY)
+if st.session_state[RANK_KIND_KEY] not in model_kinds:  # M_gate from a link made on a gated model
+    st.session_state[RANK_KIND_KEY] = Kind.QK.value
+rank_kind = st.radio("Kind", model_kinds, horizontal=True, key=RANK_KIND_KEY)
 ranks = rank_against_maximum(profile, rank_kind, source=source)
 show_figure(ranks, "rank_against_maximum")
 

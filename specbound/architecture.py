@@ -161,6 +161,11 @@ class ModelShape:
         return self.num_layers * self.matrices_per_layer
 
     @property
+    def matrix_count_formula(self) -> str:
+        """'L(2H + 2)', or 'L(2H + 3)' with a gated MLP: how the matrices are counted, for captions."""
+        return f"L(2H + {len(self.layer_kinds)})"
+
+    @property
     def queries_per_kv_head(self) -> int:
         return self.num_heads // self.num_kv_heads
 

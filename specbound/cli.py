@@ -132,19 +132,20 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 def _cmd_models(args: argparse.Namespace) -> int:
     from .checkpoints import is_cached
+    from .families import supported_model_types
     from .models import catalog
 
     rows = catalog(is_cached)
     print(f"{'name':<10} {'L':>3} {'N':>4} {'H':>3}  {'offline':<8} source")
     for entry in rows:
         mark = "yes" if entry.available_offline else "no"
+        name = entry.name if entry.name != entry.repo_id else entry.family  # another family: its model_type
         print(
-            f"{entry.name:<10} {entry.num_layers:>3} {entry.hidden_size:>4} {entry.num_heads:>3}  "
-            f"{mark:<8} {entry.repo_id}"
+            f"{name:<10} {entry.num_layers:>3} {entry.hidden_size:>4} {entry.num_heads:>3}  {mark:<8} {entry.repo_id}"
         )
     print(
-        "\nAny Hub repository id (owner/name) or local checkpoint directory of a BERT-family encoder "
-        "also works, and so does a model of an atlas file (atlas:FILE#MODEL)."
+        f"\nAny Hub repository id (owner/name) or local checkpoint directory of a supported family "
+        f"({supported_model_types()}) also works, and so does a model of an atlas file (atlas:FILE#MODEL)."
     )
     return 0
 

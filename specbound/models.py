@@ -194,10 +194,28 @@ class CatalogEntry:
     hidden_size: int
     num_heads: int
     available_offline: bool
+    family: str = "bert"  # the config's model_type
+
+    @property
+    def is_miniature(self) -> bool:
+        return parse_miniature_alias(self.name) is not None
+
+
+#: Well-known small checkpoints of the other families (SPEC §11), offered beside the Miniatures:
+#: (Hub id, model_type, L, N, H). Each is downloaded on request, after its size is shown.
+OTHER_FAMILY_MODELS: tuple[tuple[str, str, int, int, int], ...] = (
+    ("openai-community/gpt2", "gpt2", 12, 768, 12),
+    ("EleutherAI/pythia-70m", "gpt_neox", 6, 512, 8),
+    ("EleutherAI/pythia-160m", "gpt_neox", 12, 768, 12),
+    ("facebook/opt-125m", "opt", 12, 768, 12),
+    ("Qwen/Qwen2-0.5B", "qwen2", 24, 896, 14),
+    ("google/vit-base-patch16-224", "vit", 12, 768, 12),
+)
 
 
 def catalog(is_cached: Callable[[str], bool]) -> list[CatalogEntry]:
-    """The bundled model then the 24 miniatures (depth-major), marking which open offline.
+    """The bundled model, the 24 miniatures (depth-major), then a few models of the other families,
+    marking which open offline.
 
     ``is_cached(repo_id)`` says whether a Hub repository is in the local cache; that is the Hub
     code's business (:func:`specbound.checkpoints.is_cached`), passed in so this module stays pure.
@@ -216,6 +234,8 @@ def catalog(is_cached: Callable[[str], bool]) -> list[CatalogEntry]:
                     available_offline=is_cached(repo),
                 )
             )
+    for repo, family, layers, width, heads in OTHER_FAMILY_MODELS:
+        entries.append(CatalogEntry(repo, repo, layers, width, heads, is_cached(repo), family))
     return entries
 
 

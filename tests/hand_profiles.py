@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbound.matrices import Kind, ModelShape
+from specbound.matrices import ModelShape
 from specbound.profile import SpectralProfile, matrix_ids
 
 
@@ -22,8 +22,7 @@ def make_profile(
         sv[i, : len(s)] = sorted(s, reverse=True)
     m = len(spectra)
     dims = full_dims or [
-        min(shape.hidden_size, shape.ffn_size) if i.kind in (Kind.M_IN, Kind.M_OUT) else shape.hidden_size
-        for i in matrix_ids(shape)
+        shape.hidden_size if i.kind.per_head else min(shape.hidden_size, shape.ffn_size) for i in matrix_ids(shape)
     ]
     return SpectralProfile(
         model="hand",
@@ -65,10 +64,7 @@ def profile_from_spectra(shape: ModelShape, spectra: list[list[float]], model: s
     sv = np.zeros((len(spectra), width))
     for i, s in enumerate(spectra):
         sv[i, : len(s)] = sorted(s, reverse=True)
-    dims = [
-        min(shape.hidden_size, shape.ffn_size) if i.kind in (Kind.M_IN, Kind.M_OUT) else shape.hidden_size
-        for i in matrix_ids(shape)
-    ]
+    dims = [shape.hidden_size if i.kind.per_head else min(shape.hidden_size, shape.ffn_size) for i in matrix_ids(shape)]
     m = len(spectra)
     return SpectralProfile(
         model=model,

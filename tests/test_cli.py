@@ -250,17 +250,20 @@ def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
 # --- models ---------------------------------------------------------------------------------------
 
 
-def test_models_lists_25_entries_and_marks_the_bundled_one(capsys):
+def test_models_lists_the_bundled_model_the_miniatures_and_other_families(capsys):
     assert main(["models"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["name", "L", "N", "H", "offline", "source"]
     rows = [line.split() for line in lines[1:26]]
-    assert len(rows) == 25 and lines[26] == ""
+    others = [line.split() for line in lines[26:32]]
+    assert len(rows) == 25 and lines[32] == ""
+    assert others[0] == ["gpt2", "12", "768", "12", "no", "openai-community/gpt2"]
+    assert [row[0] for row in others] == ["gpt2", "gpt_neox", "gpt_neox", "opt", "qwen2", "vit"]
     assert rows[0] == ["minilm-l6", "6", "384", "12", "yes", "sentence-transformers/all-MiniLM-L6-v2"]
     assert rows[1][:4] == ["L2-H128", "2", "128", "2"] and rows[1][5] == "google/bert_uncased_L-2_H-128_A-2"
     assert rows[-1][:4] == ["L12-H768", "12", "768", "12"]
     assert all(row[4] in ("yes", "no") for row in rows)
-    assert "local checkpoint directory" in lines[-1]
+    assert "local checkpoint directory" in lines[-1] and "llama" in lines[-1]
 
 
 # --- export ---------------------------------------------------------------------------------------

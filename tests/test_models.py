@@ -25,6 +25,7 @@ from specbound.models import (
     BUNDLED_REPO_ID,
     MINIATURE_LAYERS,
     MINIATURE_WIDTHS,
+    OTHER_FAMILY_MODELS,
     Source,
     bundled_model_dir,
     catalog,
@@ -145,9 +146,13 @@ def test_a_file_is_not_a_checkpoint_directory(make_checkpoint):
 # --- the catalog ---------------------------------------------------------------------------------
 
 
-def test_catalog_lists_the_bundled_model_then_24_miniatures():
+def test_catalog_lists_the_bundled_model_then_24_miniatures_then_other_families():
     entries = catalog(is_cached)
-    assert len(entries) == 25
+    assert len(entries) == 25 + len(OTHER_FAMILY_MODELS)
+    others = entries[25:]
+    assert [e.repo_id for e in others][:2] == ["openai-community/gpt2", "EleutherAI/pythia-70m"]
+    assert {e.family for e in others} == {"gpt2", "gpt_neox", "opt", "qwen2", "vit"}
+    assert not any(e.is_miniature for e in others) and all(e.is_miniature for e in entries[1:25])
     bundled = entries[0]
     assert (bundled.name, bundled.repo_id, bundled.num_layers, bundled.hidden_size, bundled.num_heads) == (
         "minilm-l6",
@@ -160,8 +165,8 @@ def test_catalog_lists_the_bundled_model_then_24_miniatures():
     expected = [
         (f"L{l}-H{h}", miniature_repo_id(l, h), l, h, h // 64) for l in MINIATURE_LAYERS for h in MINIATURE_WIDTHS
     ]
-    assert [(e.name, e.repo_id, e.num_layers, e.hidden_size, e.num_heads) for e in entries[1:]] == expected
-    assert entries[-1].name == "L12-H768" and entries[-1].num_heads == 12
+    assert [(e.name, e.repo_id, e.num_layers, e.hidden_size, e.num_heads) for e in entries[1:25]] == expected
+    assert entries[24].name == "L12-H768" and entries[24].num_heads == 12
 
 
 # --- models in the Hub cache ---------------------------------------------------------------------

@@ -18,7 +18,16 @@ from .llama import LlamaAdapter
 from .neox import GPTNeoXAdapter
 from .opt import OPTAdapter
 
-__all__ = ["ADAPTERS", "FamilyAdapter", "TensorSpec", "adapter_for", "adapter_of_config", "supported_model_types"]
+__all__ = [
+    "ADAPTERS",
+    "FAMILY_NAMES",
+    "FamilyAdapter",
+    "TensorSpec",
+    "adapter_for",
+    "adapter_of_config",
+    "family_name",
+    "supported_model_types",
+]
 
 #: model_type -> adapter, one instance per family.
 ADAPTERS: dict[str, FamilyAdapter] = {
@@ -34,6 +43,29 @@ ADAPTERS: dict[str, FamilyAdapter] = {
     )
     for model_type in adapter.model_types
 }
+
+
+#: How each model_type is written for people.
+FAMILY_NAMES: dict[str, str] = {
+    "bert": "BERT",
+    "roberta": "RoBERTa",
+    "xlm-roberta": "XLM-RoBERTa",
+    "camembert": "CamemBERT",
+    "electra": "ELECTRA",
+    "distilbert": "DistilBERT",
+    "vit": "ViT",
+    "gpt2": "GPT-2",
+    "gpt_neox": "GPT-NeoX (Pythia)",
+    "opt": "OPT",
+    "llama": "Llama",
+    "mistral": "Mistral",
+    "qwen2": "Qwen2",
+}
+
+
+def family_name(model_type: str) -> str:
+    """'GPT-2' for 'gpt2'; an unknown model_type as it is."""
+    return FAMILY_NAMES.get(model_type, model_type)
 
 
 def supported_model_types() -> str:

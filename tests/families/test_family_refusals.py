@@ -1,0 +1,151 @@
+"""Architectures specbound does not read are refused, from the library and from the command line, with
+one line that says why and names the supported families (SPEC §11): encoder-decoders (T5, BART),
+mixtures of experts (Mixtral, or a supported type that declares experts), remote code (``auto_map``)
+and an activation whose Lipschitz constant is not known.
+
+Each checkpoint is real, written by ``save_pretrained``; the refusals come from config.json alone.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_runner import assert_one_line_error, cli
+
+from specbound.checkpoints import open_checkpoint
+from specbound.errors import UnsupportedModelError
+from specbound.loading import load_profile
+
+#: the model types of SPEC §11's table
+SUPPORTED = (
+    "bert",
+    "camembert",
+    "distilbert",
+    "electra",
+    "gpt2",
+    "gpt_neox",
+    "llama",
+    "mistral",
+    "opt",
+    "qwen2",
+    "roberta",
+    "vit",
+    "xlm-roberta",
+)
+SUPPORTED_LINE = "supported families: " + ", ".join(SUPPORTED)
+
+
+def _save(model, directory: Path) -> Path:
+    model.save_pretrained(directory)
+    return directory
+
+
+def _edited(source: Path, directory: Path, **fields) -> Path:
+    shutil.copytree(source, directory)
+    config = json.loads((directory / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps({**config, **fields}))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def refused(tiny, tmp_path_factory) -> dict[str, Path]:
+    """name -> a checkpoint directory that must be refused."""
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(0)
+    root = tmp_path_factory.mktemp("refused")
+    small = {"vocab_size": 64, "d_model": 32}
+    return {
+        "t5": _save(tf.T5Model(tf.T5Config(**small, d_ff=64, d_kv=8, num_layers=1, num_heads=4)), root / "t5"),
+        "bart": _save(
+            tf.BartModel(
+                tf.BartConfig(
+                    **small,
+                    encoder_layers=1,
+                    decoder_layers=1,
+                    encoder_attention_heads=4,
+                    decoder_attention_heads=4,
+                    encoder_ffn_dim=64,
+                    decoder_ffn_dim=64,
+                    max_position_embeddings=32,
+                )
+            ),
+            root / "bart",
+        ),
+        "mixtral": _save(
+            tf.MixtralForCausalLM(
+                tf.MixtralConfig(
+                    vocab_size=64,
+                    hidden_size=32,
+                    num_hidden_layers=1,
+                    num_attention_heads=4,
+                    num_key_value_heads=2,
+                    intermediate_size=64,
+                    num_local_experts=2,
+                    num_experts_per_tok=1,
+                )
+            ),
+            root / "mixtral",
+        ),
+        "gpt2-tanh": _save(
+            tf.GPT2LMHeadModel(
+                tf.GPT2Config(
+                    vocab_size=64,
+                    n_layer=1,
+                    n_embd=32,
+                    n_head=4,
+                    activation_function="tanh",
+                    bos_token_id=0,
+                    eos_token_id=0,
+                )
+            ),
+            root / "gpt2-tanh",
+        ),
+        "remote-code": _edited(
+            tiny("llama").dirs["safetensors"],
+            root / "remote-code",
+            auto_map={"AutoModelForCausalLM": "modeling_custom.CustomForCausalLM"},
+        ),
+        "experts": _edited(tiny("mistral").dirs["safetensors"], root / "experts", num_local_experts=4),
+    }
+
+
+#: name -> words the one line must contain besides the supported families
+REFUSALS = {
+    "t5": ("model type 't5' is not supported",),
+    "bart": ("model type 'bart' is not supported",),
+    "mixtral": ("model type 'mixtral' is not supported",),
+    "remote-code": ("remote code", "auto_map"),
+    "experts": ("mixture of experts", "num_local_experts"),
+}
+
+
+@pytest.mark.parametrize("name", REFUSALS)
+def test_unsupported_architecture_is_refused_naming_the_supported_families(refused, name):
+    with pytest.raises(UnsupportedModelError) as caught:
+        open_checkpoint(refused[name])
+    message = str(caught.value)
+    assert "\n" not in message
+    assert SUPPORTED_LINE in message
+    for words in REFUSALS[name]:
+        assert words in message
+    with pytest.raises(UnsupportedModelError):
+        load_profile(str(refused[name]), use_cache=False)
+
+
+@pytest.mark.parametrize("name", REFUSALS)
+def test_cli_refuses_with_one_line(refused, name):
+    line = assert_one_line_error(cli("analyze", str(refused[name])), SUPPORTED_LINE, *REFUSALS[name])
+    assert line.count("supported families") == 1
+
+
+def test_unknown_activation_is_refused_by_name(refused):
+    with pytest.raises(UnsupportedModelError, match="activation 'tanh'"):
+        open_checkpoint(refused["gpt2-tanh"])
+    assert_one_line_error(
+        cli("analyze", str(refused["gpt2-tanh"])), "activation 'tanh'", "Lipschitz", "gelu", "relu", "silu"
+    )

@@ -1,0 +1,126 @@
+"""What each family's config.json becomes: sizes, heads, MLP and residual layout, activation, L_φ and
+the adaptations the outputs name (SPEC §11), read from checkpoints written by transformers and from
+the older config keys still found on the Hub (``rotary_pct``, no ``num_key_value_heads``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from specbound.architecture import Adaptation
+from specbound.bounds import BoundAnalysis
+from specbound.checkpoints import open_checkpoint
+from specbound.loading import load_profile
+
+CAUSAL, ROTARY, PARTIAL = Adaptation.CAUSAL, Adaptation.ROTARY, Adaptation.PARTIAL_ROTARY
+GQA, GATED, PARALLEL = Adaptation.GROUPED_QUERY, Adaptation.GATED_MLP, Adaptation.PARALLEL_RESIDUAL
+LLAMA = (CAUSAL, ROTARY, GQA, GATED)
+
+#: name -> (adapter label, family, N, H, H_kv, d, d_ff, mlp, residual, activation, L_φ, adaptations)
+EXPECTED = {
+    "bert": ("BERT", "bert", 32, 4, 4, 8, 64, "plain", "sequential", "gelu", 1.13, ()),
+    "roberta": ("BERT", "roberta", 48, 6, 6, 8, 80, "plain", "sequential", "gelu", 1.13, ()),
+    "xlm-roberta": ("BERT", "xlm-roberta", 32, 2, 2, 16, 64, "plain", "sequential", "gelu", 1.13, ()),
+    "camembert": ("BERT", "camembert", 32, 8, 8, 4, 40, "plain", "sequential", "gelu", 1.13, ()),
+    "electra": ("BERT", "electra", 32, 4, 4, 8, 64, "plain", "sequential", "gelu", 1.13, ()),
+    "distilbert": ("DistilBERT", "distilbert", 32, 4, 4, 8, 64, "plain", "sequential", "gelu", 1.13, ()),
+    "vit": ("ViT", "vit", 32, 4, 4, 8, 64, "plain", "sequential", "gelu", 1.13, ()),
+    "gpt2": ("GPT-2", "gpt2", 32, 4, 4, 8, 128, "plain", "sequential", "gelu_new", 1.13, (CAUSAL,)),
+    "gpt_neox": (
+        "GPT-NeoX",
+        "gpt_neox",
+        32,
+        4,
+        4,
+        8,
+        64,
+        "plain",
+        "parallel",
+        "gelu",
+        1.13,
+        (CAUSAL, PARTIAL, PARALLEL),
+    ),
+    "gpt_neox-sequential": (
+        "GPT-NeoX",
+        "gpt_neox",
+        32,
+        4,
+        4,
+        8,
+        64,
+        "plain",
+        "sequential",
+        "gelu",
+        1.13,
+        (CAUSAL, ROTARY),
+    ),
+    "opt": ("OPT", "opt", 32, 4, 4, 8, 64, "plain", "sequential", "relu", 1.0, (CAUSAL,)),
+    "llama": ("Llama", "llama", 48, 6, 2, 8, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
+    "llama-head-dim": ("Llama", "llama", 32, 4, 2, 12, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
+    "mistral": ("Llama", "mistral", 32, 4, 1, 8, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
+    "qwen2": ("Llama", "qwen2", 32, 4, 2, 8, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
+}
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_shape_read_from_the_config(tiny, name):
+    label, family, n, h, kv, d, ffn, mlp, residual, activation, l_phi, adaptations = EXPECTED[name]
+    checkpoint = open_checkpoint(tiny(name).dirs["safetensors"])
+    shape = checkpoint.shape
+    assert checkpoint.adapter.label == label
+    assert (shape.family, shape.num_layers, shape.hidden_size, shape.num_heads) == (family, 2, n, h)
+    assert (shape.num_kv_heads, shape.head_dim, shape.ffn_size) == (kv, d, ffn)
+    assert (shape.mlp.value, shape.residual.value, shape.activation) == (mlp, residual, activation)
+    assert shape.l_phi == l_phi
+    assert shape.adaptations == adaptations
+    assert shape.num_matrices == 2 * (2 * h + (3 if mlp == "gated" else 2))
+    assert [shape.kv_head(q) for q in range(h)] == [q // (h // kv) for q in range(h)]
+
+
+@pytest.mark.parametrize("name", ["opt", "llama", "gpt_neox"])
+def test_the_bound_uses_the_family_activation_constant(tiny, name):
+    analysis = BoundAnalysis.from_profile(load_profile(str(tiny(name).dirs["safetensors"]), use_cache=False))
+    assert analysis.l_phi == EXPECTED[name][10]
+
+
+def _with_config(tiny, name: str, tmp_path, edit) -> object:
+    """The shape of a copy of a built checkpoint whose config.json was rewritten by ``edit(config)``."""
+    directory = tmp_path / name
+    shutil.copytree(tiny(name).dirs["safetensors"], directory)
+    config = json.loads((directory / "config.json").read_text())
+    edit(config)
+    (directory / "config.json").write_text(json.dumps(config))
+    return open_checkpoint(directory).shape
+
+
+@pytest.mark.parametrize(("rotary_pct", "rotary"), [(0.25, PARTIAL), (1.0, ROTARY)])
+def test_neox_configs_with_the_older_rotary_pct_key(tiny, tmp_path, rotary_pct, rotary):
+    def legacy(config):
+        del config["rope_parameters"]
+        config["rotary_pct"] = rotary_pct
+
+    shape = _with_config(tiny, "gpt_neox", tmp_path, legacy)
+    assert shape.adaptations == (CAUSAL, rotary, PARALLEL)
+
+
+def test_neox_parallel_residual_defaults_to_true(tiny, tmp_path):
+    shape = _with_config(tiny, "gpt_neox-sequential", tmp_path, lambda config: config.pop("use_parallel_residual"))
+    assert shape.residual.value == "parallel" and PARALLEL in shape.adaptations
+
+
+def test_llama_config_without_kv_heads_has_one_per_query_head(tiny, tmp_path):
+    def multi_head(config):
+        del config["num_key_value_heads"]
+
+    # the weights still have H_kv = 2 heads, so only the shape is read here, not a layer
+    shape = _with_config(tiny, "qwen2", tmp_path, multi_head)
+    assert shape.num_kv_heads == shape.num_heads == 4
+    assert shape.adaptations == (CAUSAL, ROTARY, GATED)
+
+
+def test_gpt2_inner_size_from_n_inner(tiny, tmp_path):
+    shape = _with_config(tiny, "gpt2", tmp_path, lambda config: config.update(n_inner=96))
+    assert shape.ffn_size == 96
