@@ -58,6 +58,7 @@ COLUMNS: dict[str, Column] = {
     "sum_c": Column("Σ c(W; p)"),
     "sum_c_QK": Column("Σ c, QK"),
     "sum_c_V": Column("Σ c, V"),
+    "sum_c_M_gate": Column("Σ c, M_gate"),
     "sum_c_M_in": Column("Σ c, M_in"),
     "sum_c_M_out": Column("Σ c, M_out"),
     "log10_xi": Column("log10 ξ⁽ℓ⁾", "%.2f", "Edelman's layer sum."),
@@ -90,7 +91,7 @@ def for_display(frame: pd.DataFrame) -> pd.DataFrame:
         known = [lead] + [name for name in known if name != lead]
     shown = frame[known + [c for c in frame.columns if c not in COLUMNS]].copy()
     if "head" in shown.columns:
-        shown["head"] = shown["head"].astype("string").fillna("")  # M_in, M_out have no head
+        shown["head"] = shown["head"].astype("string").fillna("")  # the MLP kinds have no head
     return shown
 
 

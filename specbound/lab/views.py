@@ -65,8 +65,8 @@ class PStarMap:
     """p* of every matrix of a run at one step, laid out layer x matrix-within-layer."""
 
     step: int
-    columns: tuple[str, ...]  # "QK h0", ..., "V h0", ..., "M_in", "M_out"
-    values: np.ndarray  # (L, 2H + 2), row l = layer l
+    columns: tuple[str, ...]  # "QK h0", ..., "V h0", ..., ["M_gate",] "M_in", "M_out"
+    values: np.ndarray  # (L, matrices per layer), row l = layer l
 
     @property
     def layers(self) -> tuple[int, ...]:
@@ -76,14 +76,16 @@ class PStarMap:
 def p_star_map(run: RunTrajectory, step: int) -> PStarMap:
     """The p* map of ``run`` at a saved ``step`` (ValueError if it was not saved).
 
-    The record keeps p* in profile order, layer by layer with 2H + 2 matrices each, so the map is
-    that vector reshaped; the column names are the matrix labels without their layer.
+    The record keeps p* in profile order, layer by layer with the same matrices each (2H + 2 for the
+    lab's encoders), so the map is that vector reshaped; the column names are the matrix labels
+    without their layer.
     """
     record = next((s for s in run.steps if s.step == step), None)
     if record is None:
         raise ValueError(f"{run.name} has no saved step {step}")
-    layers, per_layer = run.spec.layers, 2 * run.spec.heads + 2
-    values = np.asarray(record.p_opt, dtype=np.float64).reshape(layers, per_layer)  # (L, 2H + 2)
+    layers = run.spec.layers
+    per_layer = len(run.matrices) // layers
+    values = np.asarray(record.p_opt, dtype=np.float64).reshape(layers, per_layer)  # (L, per layer)
     columns = tuple(label.split(" ", 1)[1] for label in run.matrices[:per_layer])
     return PStarMap(step, columns, values)
 
