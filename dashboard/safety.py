@@ -33,7 +33,16 @@ from streamlit.navigation.page import StreamlitPage
 
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import ModelNotFoundError, SpecboundError
-from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, parse_miniature_alias, resolve
+from specbound.models import (
+    ATLAS_MEMBER_SEP,
+    ATLAS_PREFIX,
+    REVISION_SEP,
+    ModelRef,
+    Source,
+    parse_miniature_alias,
+    resolve,
+    split_revision,
+)
 
 from .text import plain
 
@@ -87,6 +96,12 @@ def model_ref(name: str) -> ModelRef:
     Raises ModelNotFoundError (from :func:`specbound.models.resolve`) for names that denote nothing.
     """
     name = name.strip()
+    base, revision = split_revision(name)
+    if revision is not None and not name.startswith(ATLAS_PREFIX):  # owner/name@step1000: a Hub model's revision
+        ref = model_ref(base)
+        if ref.source is not Source.HUB:
+            raise ModelNotFoundError(f"'{name[:60]}': only a Hub model has revisions")
+        return ModelRef(f"{ref.name}{REVISION_SEP}{revision}", Source.HUB, repo_id=ref.repo_id, revision=revision)
     if server_paths_allowed() or name.lower() == DEFAULT_MODEL or parse_miniature_alias(name) is not None:
         return resolve(name)
     if name.startswith(ATLAS_PREFIX):

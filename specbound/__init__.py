@@ -1,8 +1,16 @@
-"""specbound: spectra of trained Transformer encoders and spectrum-adaptive generalization-bound proxies.
+"""specbound: spectra of trained Transformers and spectrum-adaptive generalization-bound proxies.
 
-Pure computation (no UI imports). The usual path::
+Pure computation (no UI imports). From a notebook, one call::
 
-    from specbound import load_profile, BoundAnalysis
+    import specbound
+    result = specbound.analyze("minilm-l6")          # a name, a directory, a Hub id, or a model in memory
+    result.ours, result.edelman                      # the two proxies at p*
+    result.to_frame()                                # one row per matrix
+    result.at(p=1.0).at_p                            # the same spectra at p = 1
+
+The layers underneath::
+
+    from specbound import BoundAnalysis, PAssignment, load_profile
     analysis = BoundAnalysis.from_profile(load_profile("minilm-l6"))
     terms = analysis.evaluate(PAssignment(default=1.0))   # or evaluate() for the optimal p*
 """
@@ -10,23 +18,31 @@ Pure computation (no UI imports). The usual path::
 from __future__ import annotations
 
 from ._version import __version__
+from .api import Analysis, analyze
+from .architecture import Adaptation, Kind, Mlp, ModelShape, Residual
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from .errors import SpecboundError
 from .loading import compute_profile, load_profile
-from .matrices import Kind, ModelShape
+from .matrices import EncoderShape
 from .profile import MatrixId, SpectralProfile
 
 __all__ = [
+    "Adaptation",
+    "Analysis",
     "BoundAnalysis",
     "BoundSettings",
     "BoundTerms",
+    "EncoderShape",
     "Kind",
     "MatrixId",
+    "Mlp",
     "ModelShape",
     "PAssignment",
+    "Residual",
     "SpecboundError",
     "SpectralProfile",
     "__version__",
+    "analyze",
     "compute_profile",
     "load_profile",
 ]

@@ -27,16 +27,17 @@ import io
 import os
 import struct
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from .architecture import ModelShape
 from .errors import CheckpointError, InvalidWeightsError, ModelNotFoundError, OfflineError, UnsupportedModelError
 from .families import FamilyAdapter, adapter_of_config
+from .families.base import LayerLayout
 from .files import describe_os_error, parse_json, read_json
 from .limits import (
     LIMITS,
@@ -549,6 +550,46 @@ def _product(values: list[int]) -> int:
     return result
 
 
+class _TensorSource(Protocol):
+    """Named tensors: what a file declares about each before it is read, then its values as float64."""
+
+    def names(self) -> list[str]: ...
+
+    def info(self, name: str) -> TensorInfo: ...
+
+    def get(self, name: str) -> np.ndarray: ...
+
+
+class _StateDictReader:
+    """The tensors of a model in memory (a state dict), converted to float64 on the CPU one at a time.
+
+    Nothing is copied before :meth:`get`: a model on a GPU stays there, and the embeddings, which the
+    analysis never reads, are never converted.
+    """
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self._state = state
+
+    def names(self) -> list[str]:
+        return [name for name in self._state if isinstance(name, str)]
+
+    def info(self, name: str) -> TensorInfo:
+        tensor = self._state[name]
+        if not hasattr(tensor, "shape") or not hasattr(tensor, "dtype"):
+            return TensorInfo(type(tensor).__name__, ())
+        return TensorInfo(str(tensor.dtype), tuple(int(n) for n in tensor.shape))
+
+    def get(self, name: str) -> np.ndarray:
+        tensor = self._state[name]
+        if hasattr(tensor, "detach"):  # a torch tensor or parameter, on any device
+            import torch
+
+            if tensor.layout != torch.strided:
+                raise CheckpointError(f"tensor {quoted(name)} is stored {tensor.layout}, not as a dense array")
+            return tensor.detach().to(device="cpu", dtype=torch.float64, copy=True).numpy()  # never the model's memory
+        return np.asarray(tensor, dtype=np.float64)
+
+
 class _TensorReader:
     """Reads named tensors as float64 arrays from safetensors files or weights-only PyTorch pickles.
 
@@ -650,35 +691,54 @@ def _first_line(exc: BaseException) -> str:
 
 
 class Checkpoint:
-    """An opened checkpoint directory: its shape, its family's adapter and, layer by layer, its weights."""
+    """Opened weights: the model's shape, its family's adapter and, layer by layer, its weights.
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.shape, self.adapter = read_config(directory)
-        self._reader = _TensorReader(weight_files(directory))
-        self._prefix = self._find_prefix()
+    From a checkpoint directory (:meth:`from_directory`, :func:`open_checkpoint`) or from a model held
+    in memory (:meth:`from_state_dict`); ``where`` names it in messages.
+    """
 
-    def _find_prefix(self) -> str:
-        """The model's key prefix (one of its adapter's: "", "bert.", "model.", ...), from layer 0's first tensor."""
+    def __init__(self, shape: ModelShape, adapter: FamilyAdapter, reader: _TensorSource, where: str) -> None:
+        self.shape, self.adapter, self.where = shape, adapter, where
+        self._reader = reader
+        self._prefix, self._layout = self._find_layout()
+
+    @classmethod
+    def from_directory(cls, directory: Path) -> Checkpoint:
+        shape, adapter = read_config(directory)
+        return cls(shape, adapter, _TensorReader(weight_files(directory)), directory.name)
+
+    @classmethod
+    def from_state_dict(cls, config: Mapping[str, Any], state: Mapping[str, Any], where: str) -> Checkpoint:
+        """A model in memory: its config (as ``PretrainedConfig.to_dict()`` gives it) and its state dict,
+        whose tensors stay where they are (any device) until a layer is read."""
+        adapter = adapter_of_config(config, where)
+        shape = adapter.shape(config, where)
+        check_encoder_shape(shape, where)
+        return cls(shape, adapter, _StateDictReader(state), where)
+
+    def _find_layout(self) -> tuple[str, LayerLayout]:
+        """The key prefix (one of the adapter's: "", "bert.", "model.", ...) and layout, from layer 0's first tensor."""
         adapter = self.adapter
-        first = next(iter(adapter.tensors(self.shape).values())).name
-        suffix = f"{adapter.root}.0.{first}"
         names = set(self._reader.names())
-        prefixes = [prefix for prefix in adapter.prefixes if f"{prefix}{suffix}" in names]
-        if not prefixes:
-            raise CheckpointError(
-                f"no weight named '{suffix}' (bare or after {', '.join(repr(p) for p in adapter.prefixes if p)}) in "
-                f"{self.directory.name}: the weights do not match the {adapter.label} layout that config.json declares"
-            )
-        return min(prefixes, key=len)
+        layouts = adapter.layouts(self.shape)
+        for layout in layouts:
+            suffix = f"{layout.root}.0.{next(iter(layout.tensors.values())).name}"
+            prefixes = [prefix for prefix in adapter.prefixes if f"{prefix}{suffix}" in names]
+            if prefixes:
+                return min(prefixes, key=len), layout
+        suffix = f"{layouts[0].root}.0.{next(iter(layouts[0].tensors.values())).name}"
+        raise CheckpointError(
+            f"no weight named '{suffix}' (bare or after {', '.join(repr(p) for p in adapter.prefixes if p)}) in "
+            f"{self.where}: the weights do not match the {adapter.label} layout that config.json declares"
+        )
 
     def layer(self, index: int) -> LayerWeights:
         """One layer's weights in canonical (out, in) form, float64; every tensor is checked for dtype and
         shape from its header before it is read, then for finiteness and magnitude before any SVD."""
         arrays = {}
         names = set(self._reader.names())
-        root = self.adapter.root
-        for role, spec in self.adapter.tensors(self.shape).items():
+        root = self._layout.root
+        for role, spec in self._layout.tensors.items():
             key = f"{self._prefix}{root}.{index}.{spec.name}"
             label = f"{root}.{index}.{spec.name}"
             if key not in names:
@@ -721,7 +781,7 @@ def open_checkpoint(directory: Path | str) -> Checkpoint:
     directory = Path(directory)
     if not directory.is_dir():
         raise ModelNotFoundError(f"{directory} is not a directory")
-    return Checkpoint(directory)
+    return Checkpoint.from_directory(directory)
 
 
 def offline_mode() -> bool:

@@ -8,13 +8,14 @@ bound terms then come from :class:`specbound.bounds.BoundAnalysis` without touch
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
 from .architecture import ModelShape
 from .cache import ProfileCache
-from .checkpoints import fetch, fingerprint, open_checkpoint, read_config
+from .checkpoints import Checkpoint, fetch, fingerprint, open_checkpoint, read_config
 from .matrices import LayerWeights, layer_factors
 from .models import ModelRef, Source, resolve
 from .profile import SpectralProfile, full_dims_of
@@ -62,6 +63,23 @@ def compute_profile(
         full_dims=full_dims_of(shape),
         norm_21=np.concatenate(rows_21),
         norm_11=np.concatenate(rows_11),
+    )
+
+
+def profile_in_memory(
+    config: Mapping[str, Any],
+    state: Mapping[str, Any],
+    *,
+    name: str,
+    progress: ProgressCallback = silent,
+) -> SpectralProfile:
+    """The profile of a model held in memory: its config (a dict, as config.json holds it) and its
+    state dict, read in place one layer at a time (nothing is written to disk or cached)."""
+    from .api import IN_MEMORY_REVISION
+
+    checkpoint = Checkpoint.from_state_dict(config, state, f"the model {name}")
+    return compute_profile(
+        checkpoint.layers(), checkpoint.shape, model=name, revision=IN_MEMORY_REVISION, progress=progress
     )
 
 

@@ -7,7 +7,8 @@ Accepted names (SPEC §5), tried in this order:
   when the atlas holds one model); an atlas stores spectra, not weights (:mod:`specbound.atlas`);
 * ``L{l}-H{h}``: a miniature alias for one of the 24 BERT Miniatures of Turc et al. (2019);
 * a local checkpoint directory;
-* ``owner/name``: a Hugging Face Hub repository id.
+* ``owner/name``: a Hugging Face Hub repository id; ``owner/name@REVISION`` (and ``L{l}-H{h}@REVISION``)
+  names a branch, tag or commit of it, e.g. Pythia's ``EleutherAI/pythia-160m@step1000``.
 
 Resolution is pure string and path work; fetching files is :mod:`specbound.checkpoints`' job and
 reading atlases :mod:`specbound.atlas`'s, both dispatched by :func:`specbound.loading.load_profile`.
@@ -39,6 +40,18 @@ ATLAS_PREFIX, ATLAS_MEMBER_SEP = "atlas:", "#"
 
 _MINIATURE_ALIAS = re.compile(r"^L(\d+)-H(\d+)$", re.IGNORECASE)
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+#: A Hub revision after ``@``: a branch or tag name (may hold '/') or a commit hash.
+_REVISION = re.compile(r"^[A-Za-z0-9][\w./-]{0,127}$")
+#: Separator of a Hub model and its revision: ``owner/name@REVISION``.
+REVISION_SEP = "@"
+
+#: The 154 revisions Pythia saved during training (``step0``, ``step1``, ``step2``, ``step4``, ...,
+#: ``step512``, then every 1,000 steps to ``step143000``), for ``specbound trajectory --revisions pythia``.
+PYTHIA_REVISIONS: tuple[str, ...] = (
+    "step0",
+    *(f"step{2**i}" for i in range(10)),
+    *(f"step{step}" for step in range(1000, 143001, 1000)),
+)
 
 
 class Source(str, Enum):
@@ -175,6 +188,8 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
         )
     if (path := _local_directory(name)) is not None:
         return ModelRef(str(path), Source.LOCAL, path=path)
+    if REVISION_SEP in name and revision is None:
+        return _resolve_revision(name)
     if _REPO_ID.match(name):
         _validate_repo_id(name)
         return ModelRef(name, Source.HUB, repo_id=name, revision=revision)
@@ -182,6 +197,24 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
         f"'{quoted(name)}' is neither a local directory, a Hub repository id (owner/name), a miniature alias "
         f"such as L4-H256, an atlas model (atlas:FILE#MODEL), nor '{DEFAULT_MODEL}'"
     )
+
+
+def _resolve_revision(name: str) -> ModelRef:
+    """``owner/name@REVISION`` or ``L{l}-H{h}@REVISION``: the Hub model at that branch, tag or commit,
+    named with its revision so that the profile cache, the sidebar and links keep revisions apart."""
+    base, _, revision = name.rpartition(REVISION_SEP)
+    if not _REVISION.match(revision) or ".." in revision:
+        raise ModelNotFoundError(f"'{quoted(name)}' does not end in a Hub revision (a branch, tag or commit)")
+    ref = resolve(base, revision=revision)
+    if ref.source is not Source.HUB:
+        raise ModelNotFoundError(f"'{quoted(name)}': only a Hub model has revisions")
+    return ModelRef(f"{ref.name}{REVISION_SEP}{revision}", Source.HUB, repo_id=ref.repo_id, revision=revision)
+
+
+def split_revision(name: str) -> tuple[str, str | None]:
+    """('owner/name', 'REVISION') of a name written with a revision, else (name, None)."""
+    base, sep, revision = name.rpartition(REVISION_SEP)
+    return (base, revision) if sep and base and _REVISION.match(revision) else (name, None)
 
 
 @dataclass(frozen=True)

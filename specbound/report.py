@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .architecture import ModelShape
-from .bounds import BoundAnalysis, BoundTerms
+from .bounds import BoundAnalysis, BoundTerms, PAssignment
 from .logspace import to_log10
 from .spectrum import cumulative_energy
 
@@ -46,8 +46,12 @@ def to_json_text(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(finite_only(obj), allow_nan=False, indent=indent)
 
 
-def analysis_json(analysis: BoundAnalysis, at_p: float | None = None) -> dict[str, Any]:
-    """The object printed by ``specbound analyze MODEL --json [--p P]`` (SPEC §5), field for field."""
+def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = None) -> dict[str, Any]:
+    """The object printed by ``specbound analyze MODEL --json [--p P]`` (SPEC §5), field for field.
+
+    ``at_p`` may also be a whole assignment (from the notebook API): ``at_p`` and ``contribution_at_p``
+    then hold the total and the contributions at it.
+    """
     profile, shape = analysis.profile, analysis.profile.shape
     optimal = analysis.evaluate()
     fixed = analysis.evaluate(at_p) if at_p is not None else None

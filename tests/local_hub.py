@@ -17,7 +17,14 @@ import socketserver
 import threading
 from pathlib import Path
 
-COMMIT = "0123456789abcdef0123456789abcdef01234567"  # every repository's single revision
+COMMIT = "0123456789abcdef0123456789abcdef01234567"  # the commit of every repository's main revision
+#: Other revisions of a repository live in this folder of it, one folder per revision (``add(..., revision=)``).
+REVISIONS_DIR = ".revisions"
+
+
+def commit_of(revision: str) -> str:
+    """The commit hash the stand-in gives a revision: COMMIT for main, a hash of the name otherwise."""
+    return COMMIT if revision == "main" else hashlib.sha1(revision.encode()).hexdigest()
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -26,18 +33,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep test output clean
         pass
 
-    def _file(self) -> tuple[Path | None, int, str | None]:
+    def _file(self) -> tuple[Path | None, int, str | None, str]:
         parts = self.path.split("?")[0].strip("/").split("/")
         if len(parts) < 5 or parts[2] != "resolve":
-            return None, 404, "EntryNotFound"
+            return None, 404, "EntryNotFound", ""
         repo = self.server.root / parts[0] / parts[1]
         if not repo.is_dir():
-            return None, 401, "RepoNotFound"
+            return None, 401, "RepoNotFound", ""
+        revision = parts[3]
+        if revision not in ("main", COMMIT):
+            repo = repo / REVISIONS_DIR / revision
+            if not repo.is_dir():
+                return None, 404, "RevisionNotFound", ""
         path = repo.joinpath(*parts[4:])
-        return (path, 200, None) if path.is_file() else (None, 404, "EntryNotFound")
+        commit = COMMIT if revision == COMMIT else commit_of(revision)
+        return (path, 200, None, commit) if path.is_file() else (None, 404, "EntryNotFound", "")
 
     def _answer(self, with_body: bool) -> None:
-        path, status, error = self._file()
+        path, status, error, commit = self._file()
         self.send_response(status)
         if path is None:
             self.send_header("X-Error-Code", str(error))
@@ -45,7 +58,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         data = path.read_bytes()
-        self.send_header("X-Repo-Commit", COMMIT)
+        self.send_header("X-Repo-Commit", commit)
         self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -73,9 +86,13 @@ class LocalHub:
         self._server.root = root
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def add(self, repo_id: str, directory: Path, extra_files: dict[str, bytes] | None = None) -> Path:
-        """Publish a checkpoint directory's files as ``repo_id`` (plus any ``extra_files``)."""
+    def add(
+        self, repo_id: str, directory: Path, extra_files: dict[str, bytes] | None = None, revision: str = "main"
+    ) -> Path:
+        """Publish a checkpoint directory's files as ``repo_id`` at ``revision`` (plus any ``extra_files``)."""
         repo = self.root / repo_id
+        if revision != "main":
+            repo = repo / REVISIONS_DIR / revision
         shutil.copytree(directory, repo)
         for name, content in (extra_files or {}).items():
             (repo / name).write_bytes(content)

@@ -111,3 +111,29 @@ def test_a_repository_without_weights(hub, tmp_path, make_checkpoint) -> None:
     assert result.stderr == (
         "specbound: error: 'someone/config-only' on the Hub has neither safetensors nor PyTorch weights\n"
     )
+
+
+def test_two_revisions_of_one_repository_are_downloaded_cached_and_analysed_apart(
+    hub, tmp_path, make_checkpoint
+) -> None:
+    """``owner/name@REVISION`` (Pythia's step1000, ...): each revision its own snapshot and profile."""
+    early, late = make_checkpoint(layers=2, seed=1, name="early"), make_checkpoint(layers=2, seed=2, name="late")
+    hub.add("someone/run", early, revision="step1")
+    hub.add("someone/run", late, revision="step2")
+    outputs = {}
+    for revision in ("step1", "step2"):
+        result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", f"someone/run@{revision}", "--json")
+        assert result.returncode == 0, result.stderr
+        outputs[revision] = json.loads(result.stdout)
+        assert outputs[revision]["model"] == f"someone/run@{revision}"
+    assert outputs["step1"]["proxies"] != outputs["step2"]["proxies"]
+    for revision, source in (("step1", early), ("step2", late)):
+        direct = json.loads(run(hub, tmp_path, "-m", "specbound.cli", "analyze", str(source), "--json").stdout)
+        assert outputs[revision]["proxies"] == direct["proxies"]
+    # both revisions are now in the Hub cache: offline, each opens as itself
+    for revision in ("step1", "step2"):
+        result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", f"someone/run@{revision}", "--json", offline=True)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["proxies"] == outputs[revision]["proxies"]
+    missing = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/run@step3", "--json")
+    assert missing.returncode != 0 and "has no revision 'step3'" in missing.stderr

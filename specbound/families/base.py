@@ -33,6 +33,14 @@ class TensorSpec:
     shape: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class LayerLayout:
+    """Where a layer's tensors live: keys ``{prefix}{root}.{layer}.{spec.name}``, by role."""
+
+    root: str
+    tensors: Mapping[str, TensorSpec]
+
+
 class FamilyAdapter(ABC):
     """How one architecture's checkpoints become the canonical per-layer weights."""
 
@@ -56,6 +64,11 @@ class FamilyAdapter(ABC):
     @abstractmethod
     def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
         """The canonical (out, in) weights of one layer from its tensors (by role), a pure function."""
+
+    def layouts(self, shape: ModelShape) -> tuple[LayerLayout, ...]:
+        """The key layouts a checkpoint of this family may use, tried in order: the saved one, then any
+        other (a model held in memory by a newer transformers may name its modules differently)."""
+        return (LayerLayout(self.root, self.tensors(shape)),)
 
     def init_scale(self, field: str, shape: ModelShape) -> float:
         """Factor on σ with which the family initialises one canonical weight (a LayerWeights field)."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..architecture import ModelShape
 from ..matrices import LayerWeights
-from .base import FamilyAdapter, TensorSpec, activation, build_shape, initializer_range, positive_int
+from .base import FamilyAdapter, LayerLayout, TensorSpec, activation, build_shape, initializer_range, positive_int
 
 
 def _linear_specs(names: Mapping[str, str], shape: ModelShape) -> dict[str, TensorSpec]:
@@ -55,7 +55,20 @@ class BertAdapter(FamilyAdapter):
 
 
 class ViTAdapter(BertAdapter):
-    """Vision Transformers: BERT's block on image patches (``attention.attention.*``): no adaptation."""
+    """Vision Transformers: BERT's block on image patches (``attention.attention.*``): no adaptation.
+
+    transformers 5 names a ViT's modules in memory ``layers.{i}.attention.q_proj``, ``mlp.fc1``, ...,
+    and converts them back to the names above when it saves; both layouts are read.
+    """
+
+    in_memory_names: ClassVar[dict[str, str]] = {
+        "query": "attention.q_proj.weight",
+        "key": "attention.k_proj.weight",
+        "value": "attention.v_proj.weight",
+        "attn_out": "attention.o_proj.weight",
+        "ffn_in": "mlp.fc1.weight",
+        "ffn_out": "mlp.fc2.weight",
+    }
 
     model_types: ClassVar[tuple[str, ...]] = ("vit",)
     label = "ViT"
@@ -66,6 +79,9 @@ class ViTAdapter(BertAdapter):
         "key": "attention.attention.key.weight",
         "value": "attention.attention.value.weight",
     }
+
+    def layouts(self, shape: ModelShape) -> tuple[LayerLayout, ...]:
+        return (*super().layouts(shape), LayerLayout("layers", _linear_specs(self.in_memory_names, shape)))
 
 
 class DistilBertAdapter(FamilyAdapter):

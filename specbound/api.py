@@ -1,0 +1,222 @@
+"""One call from a notebook: :func:`analyze` a model by name or in memory, get every total and table.
+
+``analyze`` takes what a researcher has at hand: a checkpoint directory, a Hub id (``owner/name``,
+``owner/name@REVISION``), a miniature alias, an atlas reference, a transformers ``PreTrainedModel``
+(read in place: its parameters stay on their device and are converted to float64 one layer at a
+time, never written to disk), or a ``state_dict`` with its config. The result is an
+:class:`Analysis`: the proxies, the shape, per-matrix and per-layer tables, the same spectra at
+other indices (:meth:`Analysis.at`) and the JSON of ``specbound analyze --json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .architecture import Adaptation, ModelShape
+from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
+from .logspace import exp_array, to_log10
+from .profile import SpectralProfile
+from .progress import ProgressCallback, silent
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The revision recorded for a model analysed in memory (its weights are not a file that could change).
+IN_MEMORY_REVISION = "in-memory"
+
+
+@dataclass(frozen=True, eq=False)
+class Analysis:
+    """The bound's proxies and terms for one model, at p* and (optionally) at chosen indices.
+
+    ``p`` is what :func:`analyze` (or :meth:`at`) was given: None for p* alone, one index for every
+    matrix, or a :class:`~specbound.bounds.PAssignment`.
+    """
+
+    bounds: BoundAnalysis
+    p: float | PAssignment | None = None
+
+    # --- what the model is -----------------------------------------------------------------------
+    @property
+    def profile(self) -> SpectralProfile:
+        return self.bounds.profile
+
+    @property
+    def model(self) -> str:
+        return self.profile.model
+
+    @property
+    def shape(self) -> ModelShape:
+        return self.profile.shape
+
+    @property
+    def family(self) -> str:
+        return self.shape.family
+
+    @property
+    def adaptations(self) -> tuple[Adaptation, ...]:
+        return self.shape.adaptations
+
+    # --- the totals --------------------------------------------------------------------------------
+    @property
+    def optimal_terms(self) -> BoundTerms:
+        return self.bounds.optimal
+
+    @property
+    def terms(self) -> BoundTerms:
+        """The terms at ``p`` (at p* when no p was given)."""
+        return self.bounds.evaluate(self.p)
+
+    @property
+    def ours(self) -> float:
+        """The spectrum-adaptive proxy at p* (inf where it overflows float64; see ``ours_log10``)."""
+        return self.optimal_terms.total
+
+    @property
+    def ours_log10(self) -> float:
+        return float(to_log10(self.optimal_terms.log_total))
+
+    @property
+    def edelman(self) -> float:
+        return self.bounds.edelman
+
+    @property
+    def edelman_log10(self) -> float:
+        return float(to_log10(self.bounds.log_edelman))
+
+    @property
+    def at_p(self) -> float | None:
+        """The proxy at ``p``, or None when no p was given."""
+        return None if self.p is None else self.terms.total
+
+    @property
+    def at_p_log10(self) -> float | None:
+        return None if self.p is None else float(to_log10(self.terms.log_total))
+
+    # --- other indices, the same spectra ---------------------------------------------------------
+    def at(self, p: float | PAssignment | None = None) -> Analysis:
+        """The same analysis at other indices: one p for every matrix, an assignment, or None for p*.
+
+        Only the cached spectra are used: no file is read and no SVD runs.
+        """
+        if p is not None and not isinstance(p, PAssignment):
+            p = float(p)
+        self.bounds.evaluate(p)  # a p outside [0, 2] is refused here, not when a total is asked for
+        return Analysis(self.bounds, p)
+
+    # --- tables and JSON -------------------------------------------------------------------------
+    def to_frame(self) -> pd.DataFrame:
+        """One row per matrix: layer, head, kind, rank, norms, γ, s_W, p*, c(W; p*), and p and c(W; p).
+
+        ``scale`` is s_W (inf where it overflows; ``log10_scale`` stands beside it); without a given p,
+        ``p`` and ``contribution`` repeat p* and c(W; p*).
+        """
+        analysis = self.bounds
+        frame = self.profile.to_frame()
+        terms = self.terms
+        frame["gamma"] = analysis.gamma
+        frame["scale"] = exp_array(analysis.log_scale)
+        frame["log10_scale"] = to_log10(analysis.log_scale)
+        frame["p_opt"] = analysis.p_opt
+        frame["contribution_opt"] = analysis.optimal.contribution
+        frame["p"] = terms.p
+        frame["contribution"] = terms.contribution
+        return frame
+
+    def layers_frame(self) -> pd.DataFrame:
+        """One row per layer: log10 α, the sum of c(W; p) by kind and in total, and log10 ξ."""
+        from .report import layer_frame
+
+        return layer_frame(self.bounds, self.terms)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object ``specbound analyze --json [--p P]`` prints (SPEC §5 and §11)."""
+        from .report import analysis_json, finite_only
+
+        return dict(finite_only(analysis_json(self.bounds, self.p)))
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """Strict JSON of :meth:`to_dict`: the text ``specbound analyze --json`` prints, without its newline."""
+        from .report import analysis_json, to_json_text
+
+        return to_json_text(analysis_json(self.bounds, self.p), indent=indent)
+
+    def __repr__(self) -> str:
+        shape = self.shape
+        at = "" if self.p is None else f", at_p=10^{self.at_p_log10:.4g}"
+        return (
+            f"Analysis({self.model!r}: {self.family}, L={shape.num_layers} N={shape.hidden_size} "
+            f"H={shape.num_heads}, ours=10^{self.ours_log10:.4g}, edelman=10^{self.edelman_log10:.4g}{at})"
+        )
+
+
+def analyze(
+    source: Any,
+    *,
+    config: Any = None,
+    p: float | PAssignment | None = None,
+    l_phi: float | None = None,
+    grid_m: int | None = None,
+    name: str | None = None,
+    progress: ProgressCallback = silent,
+    use_cache: bool = True,
+) -> Analysis:
+    """Analyse a model and return its :class:`Analysis`.
+
+    ``source``: a path or name (:func:`specbound.models.resolve`: a directory, ``owner/name``,
+    ``owner/name@REVISION``, ``L4-H256``, ``atlas:FILE#MODEL``, ``minilm-l6``), a transformers
+    ``PreTrainedModel``, or a ``state_dict`` (then ``config``, a ``PretrainedConfig`` or its dict, is
+    required). ``p``: an index for every matrix or a PAssignment, besides p*. ``l_phi``: L_φ (default:
+    the activation's constant). ``name``: how a model in memory is labelled (default: its config's
+    ``_name_or_path``, else its class). A named model's profile is cached on disk; one in memory never is.
+    """
+    settings = BoundSettings(l_phi=l_phi, grid_m=grid_m)
+    profile = _profile(source, config=config, name=name, progress=progress, use_cache=use_cache)
+    return Analysis(BoundAnalysis.from_profile(profile, settings)).at(p)
+
+
+def _profile(
+    source: Any, *, config: Any, name: str | None, progress: ProgressCallback, use_cache: bool
+) -> SpectralProfile:
+    from .loading import load_profile, profile_in_memory
+
+    if isinstance(source, str | Path):
+        if config is not None:
+            raise TypeError("config is for a state_dict; a named model brings its own config.json")
+        return load_profile(str(source), progress=progress, use_cache=use_cache)
+    if hasattr(source, "state_dict") and hasattr(source, "config"):  # a transformers PreTrainedModel
+        if config is not None:
+            raise TypeError("a PreTrainedModel brings its own config: give config only with a state_dict")
+        config_dict = _config_dict(source.config)
+        label = name or _default_name(config_dict, type(source).__name__)
+        return profile_in_memory(config_dict, source.state_dict(), name=label, progress=progress)
+    if isinstance(source, Mapping):
+        if config is None:
+            raise TypeError("a state_dict needs its config: analyze(state_dict, config=model.config)")
+        config_dict = _config_dict(config)
+        label = name or _default_name(config_dict, "state_dict")
+        return profile_in_memory(config_dict, source, name=label, progress=progress)
+    raise TypeError(
+        f"cannot analyse a {type(source).__name__}: give a path or model name, a transformers "
+        "PreTrainedModel, or a state_dict with its config"
+    )
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    """A config as config.json holds it: a PretrainedConfig's ``to_dict()``, or a dict (copied)."""
+    if hasattr(config, "to_dict"):
+        values = config.to_dict()
+    elif isinstance(config, Mapping):
+        values = dict(config)
+    else:
+        raise TypeError(f"config must be a PretrainedConfig or a dict, not {type(config).__name__}")
+    return json.loads(json.dumps(values, default=str))  # plain JSON values, as read from a file
+
+
+def _default_name(config: Mapping[str, Any], fallback: str) -> str:
+    named = config.get("_name_or_path")
+    return f"{named} (in memory)" if isinstance(named, str) and named else f"{fallback} (in memory)"

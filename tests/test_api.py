@@ -1,0 +1,143 @@
+"""The notebook API: ``specbound.analyze`` on names and on models in memory, and its result.
+
+A model in memory must give exactly what its ``save_pretrained`` directory gives on the command
+line; the model must come back unchanged and in the mode it was in; only the layers' tensors are
+read (the embeddings never become float64); the README's notebook example runs as it is written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cli_runner import run_main, strict_json
+
+import specbound
+from specbound.architecture import Kind
+from specbound.bounds import PAssignment
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _tiny(kind: str):
+    import torch
+    import transformers
+
+    torch.manual_seed(3)
+    if kind == "bert":
+        config = transformers.BertConfig(
+            vocab_size=40, num_hidden_layers=2, hidden_size=32, num_attention_heads=4, intermediate_size=48
+        )
+        return transformers.BertModel(config)
+    if kind == "gpt2":
+        return transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=40, n_layer=2, n_embd=32, n_head=4))
+    config = transformers.LlamaConfig(
+        vocab_size=40, num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=48, head_dim=12,
+    )  # fmt: skip
+    return transformers.LlamaForCausalLM(config)
+
+
+def _without_name(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k != "model"}
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2", "llama"])
+def test_a_model_in_memory_equals_its_saved_directory(kind: str, tmp_path: Path) -> None:
+    model = _tiny(kind)
+    model.save_pretrained(tmp_path / kind)
+    cli = strict_json(run_main("analyze", str(tmp_path / kind), "--json", "--p", "0.5"))
+    in_memory = specbound.analyze(model, p=0.5)
+    assert _without_name(in_memory.to_dict()) == _without_name(cli)
+    assert strict_json(in_memory.to_json())["proxies"] == cli["proxies"]
+    by_path = specbound.analyze(tmp_path / kind, p=0.5)
+    assert by_path.to_json() + "\n" == run_main("analyze", str(tmp_path / kind), "--json", "--p", "0.5")
+
+
+def test_a_state_dict_with_its_config_as_object_or_dict() -> None:
+    model = _tiny("llama")
+    reference = specbound.analyze(model).to_frame()
+    for config in (model.config, model.config.to_dict()):
+        frame = specbound.analyze(model.state_dict(), config=config).to_frame()
+        assert frame.equals(reference)
+
+
+class _Watched(Mapping):
+    """A state dict that records which tensors are read."""
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self.state, self.read = state, set()
+
+    def __getitem__(self, name: str) -> Any:
+        self.read.add(name)
+        return self.state[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.state)
+
+    def __len__(self) -> int:
+        return len(self.state)
+
+
+def test_the_model_is_read_in_place_and_left_as_it_was() -> None:
+    import torch
+
+    model = _tiny("gpt2").train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    watched = _Watched(model.state_dict())
+    specbound.analyze(watched, config=model.config)
+    assert model.training and next(model.parameters()).dtype == torch.float32
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert not any("wte" in name or "wpe" in name for name in watched.read)  # embeddings never read
+    assert all(".h." in name for name in watched.read)
+
+
+def test_to_frame_has_one_row_per_matrix_with_the_named_columns(minilm) -> None:
+    result = specbound.analyze("minilm-l6", p=1.0)
+    frame = result.to_frame()
+    assert len(frame) == 6 * (2 * 12 + 2)
+    for column in ("layer", "head", "kind", "rank", "spectral_norm", "frobenius_norm", "nuclear_norm", "norm_21"):
+        assert column in frame.columns
+    for column in ("gamma", "scale", "log10_scale", "p_opt", "contribution_opt", "p", "contribution"):
+        assert column in frame.columns
+    np.testing.assert_array_equal(frame["p_opt"], minilm.p_opt)
+    np.testing.assert_array_equal(frame["contribution_opt"], minilm.optimal.contribution)
+    np.testing.assert_array_equal(frame["contribution"], minilm.evaluate(1.0).contribution)
+    assert (frame["p"] == 1.0).all()
+    assert result.ours == minilm.optimal.total and result.edelman == minilm.edelman
+    assert result.at_p == minilm.evaluate(1.0).total and result.at_p_log10 == pytest.approx(12.175692274248924)
+    assert len(result.layers_frame()) == 6
+
+
+def test_at_gives_other_indices_from_the_same_spectra(minilm) -> None:
+    result = specbound.analyze("minilm-l6")
+    assert result.at_p is None and result.at(None).at_p is None
+    assignment = PAssignment(default=1.0, by_kind={Kind.QK: 0.0})
+    assert result.at(assignment).at_p == minilm.evaluate(assignment).total
+    assert result.at(p=2.0).at_p == minilm.evaluate(2.0).total
+    with pytest.raises(ValueError):
+        result.at(p=2.5)
+
+
+def test_sources_that_cannot_be_analysed_say_what_is_needed() -> None:
+    model = _tiny("bert")
+    with pytest.raises(TypeError, match="needs its config"):
+        specbound.analyze(model.state_dict())
+    with pytest.raises(TypeError, match="cannot analyse a int"):
+        specbound.analyze(3)
+    with pytest.raises(TypeError, match="brings its own config"):
+        specbound.analyze(model, config=model.config)
+
+
+def test_the_readme_notebook_example_runs_as_written() -> None:
+    text = README.read_text()
+    section = text[text.index("## From a notebook") :]
+    (block,) = re.findall(r"```python\n(.*?)```", section[: section.index("\n## ", 5)], flags=re.DOTALL)
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["result"].model == "minilm-l6"
+    assert namespace["gpt"].family == "gpt2" and namespace["gpt"].at_p is not None
