@@ -47,6 +47,7 @@ browser:
 bench: $(STAMP) browser
 	$(BIN)/python benchmarks/bench_spectra.py
 	$(BIN)/python benchmarks/bench_families.py
+	$(BIN)/python benchmarks/bench_callback.py
 	$(BIN)/python benchmarks/bench_dashboard.py
 
 # Retrain the lab's class sweep (within 15 minutes on 2 cores) and ship its results as the reference.
