@@ -14,7 +14,9 @@ This is an edge module (it writes files); the maths is in :mod:`specbound.bounds
     missing.csv                  models that could not be analysed, why, and how to get them
 
 A model whose record exists (with the same settings) is skipped on a re-run, so an interrupted run
-resumes where it stopped; a model that fails is recorded and the run goes on with the others.
+resumes where it stopped; a model that fails is recorded and the run goes on with the others. The
+analyses can run in worker processes or on a Dask cluster (:mod:`specbound.parallel`): each returns
+its record and the driver writes every file, so the files are those of a serial run.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -34,6 +36,7 @@ from .files import describe_os_error, output_dir, read_json, remove_stale_temps,
 from .limits import LIMITS
 from .logspace import LOG10_E
 from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_alias, resolve
+from .parallel import Executor, run_tasks
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
 from .scaling import ModelSummary, ScalingStudy, summarize
@@ -139,23 +142,70 @@ def _read_record(out: Path, name: str, settings: BoundSettings) -> ModelSummary 
         return None  # unreadable or foreign: analyse again
 
 
-def _write_record(out: Path, requested: str, analysis: BoundAnalysis, summary: ModelSummary) -> None:
-    """The per-matrix table first, then the JSON record that marks the model as done."""
+@dataclass(frozen=True)
+class _GridTask:
+    """One model to analyse, wherever the analysis runs."""
+
+    requested: str
+    ref: ModelRef
+    settings: BoundSettings
+    use_cache: bool
+    keep_profile: bool  # return the profile too (for the atlas)
+
+
+@dataclass(frozen=True)
+class _GridAnswer:
+    """What a task sends back: the record and per-matrix table of a finished model, or why it is missing."""
+
+    requested: str
+    summary_values: dict[str, Any] | None = None  # ModelSummary.to_dict(): plain values travel to the driver
+    record: str = ""  # the JSON record
+    matrices: str = ""  # the per-matrix CSV
+    profile: SpectralProfile | None = None
+    reason: str = ""
+    how_to_get: str = ""
+
+    @property
+    def summary(self) -> ModelSummary | None:
+        return None if self.summary_values is None else ModelSummary.from_dict(self.summary_values)
+
+
+def _analyse_one(task: _GridTask, progress: ProgressCallback = silent) -> _GridAnswer:
+    """Analyse one model and build its files' contents (nothing is written here)."""
+    from .loading import load_profile
     from .report import terms_frame
 
-    record_path, matrices_path = _record_paths(out, summary.name)
+    try:
+        profile = load_profile(task.ref, progress=progress, use_cache=task.use_cache)
+        analysis = BoundAnalysis.from_profile(profile, task.settings)
+        summary = summarize(analysis)
+    except SpecboundError as exc:
+        return _GridAnswer(task.requested, reason=str(exc), how_to_get=how_to_get(exc, task.ref))
     frame = terms_frame(analysis, analysis.evaluate())
     frame.insert(0, "model", summary.name)
-    write_text_atomic(matrices_path, frame.to_csv(index=False))
     record = {
         "schema": RECORD_SCHEMA,
         "model": summary.name,
-        "requested": requested,
+        "requested": task.requested,
         "revision": analysis.profile.revision,
         "settings": _settings_dict(analysis.settings),
         "summary": summary.to_dict(),
     }
-    write_text_atomic(record_path, json.dumps(record, indent=1, allow_nan=False))
+    return _GridAnswer(
+        task.requested,
+        summary.to_dict(),
+        json.dumps(record, indent=1, allow_nan=False),
+        frame.to_csv(index=False),
+        profile if task.keep_profile else None,
+    )
+
+
+def _write_record(out: Path, answer: _GridAnswer) -> None:
+    """The per-matrix table first, then the JSON record that marks the model as done."""
+    assert answer.summary is not None
+    record_path, matrices_path = _record_paths(out, answer.summary.name)
+    write_text_atomic(matrices_path, answer.matrices)
+    write_text_atomic(record_path, answer.record)
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -170,14 +220,14 @@ def run_grid(
     use_cache: bool = True,
     progress: Callable[[str], ProgressCallback] = lambda name: silent,
     report: Callable[[str], None] = lambda line: None,
+    executor: Executor = Executor(),
 ) -> GridResult:
     """Analyse each model (skipping those already recorded in ``out``) and write the study's files.
 
-    ``progress(name)`` gives the download/analysis callback for one model; ``report`` receives one
-    line per model and per note. Raises SpecboundError only if no model could be analysed.
+    ``progress(name)`` gives the download/analysis callback for one model (in a serial run); ``report``
+    receives one line per model and per note; ``executor`` says where the analyses run. Raises
+    SpecboundError only if no model could be analysed.
     """
-    from .loading import load_profile
-
     out = Path(out)
     if atlas is not None:
         require_parent(Path(atlas), "atlas")
@@ -185,8 +235,8 @@ def run_grid(
     for directory in (out, out / RECORDS_DIR):  # temporary files of a run that was killed
         remove_stale_temps(directory)
 
-    outcomes: list[ModelOutcome] = []
-    profiles: dict[str, SpectralProfile] = {}
+    slots: list[ModelOutcome | None] = []  # one per model kept, in the order given; None: analysed below
+    tasks: list[tuple[int, _GridTask]] = []
     seen: set[str] = set()
     total = len(names)
     for index, requested in enumerate(names, start=1):
@@ -194,34 +244,51 @@ def run_grid(
         ref = None
         try:
             ref = resolve(requested)
-            if ref.name in seen:
-                report(f"{prefix}: given twice, analysed once")
-                continue
-            seen.add(ref.name)
-            if (summary := _read_record(out, ref.name, settings)) is not None:
-                outcomes.append(ModelOutcome(requested, Status.SKIPPED, summary))
-                report(f"{prefix}: skipped, already done ({RECORDS_DIR}/{_record_paths(out, ref.name)[0].name})")
-                continue
-            profile = load_profile(ref, progress=progress(requested), use_cache=use_cache)
-            analysis = BoundAnalysis.from_profile(profile, settings)
-            summary = summarize(analysis)
-            _write_record(out, requested, analysis, summary)
         except SpecboundError as exc:
-            hint = how_to_get(exc, ref)
-            outcomes.append(ModelOutcome(requested, Status.MISSING, reason=str(exc), how_to_get=hint))
+            slots.append(ModelOutcome(requested, Status.MISSING, reason=str(exc), how_to_get=how_to_get(exc, ref)))
             report(f"{prefix}: missing: {exc}")
             continue
+        if ref.name in seen:
+            report(f"{prefix}: given twice, analysed once")
+            continue
+        seen.add(ref.name)
+        if (summary := _read_record(out, ref.name, settings)) is not None:
+            slots.append(ModelOutcome(requested, Status.SKIPPED, summary))
+            report(f"{prefix}: skipped, already done ({RECORDS_DIR}/{_record_paths(out, ref.name)[0].name})")
+            continue
+        tasks.append((len(slots), _GridTask(requested, ref, settings, use_cache, atlas is not None)))
+        slots.append(None)
+
+    profiles: dict[str, SpectralProfile] = {}
+    answers: Iterator[tuple[int, _GridAnswer]]
+    if executor.serial:  # with each model's progress bar
+        answers = ((i, _analyse_one(task, progress(task.requested))) for i, (_, task) in enumerate(tasks))
+    else:
+        answers = run_tasks(_analyse_one, [task for _, task in tasks], executor)
+    for i, answer in answers:
+        slot, prefix = tasks[i][0], f"[{names.index(answer.requested) + 1}/{total}] {answer.requested}"
+        if answer.summary is None:
+            slots[slot] = ModelOutcome(
+                answer.requested, Status.MISSING, reason=answer.reason, how_to_get=answer.how_to_get
+            )
+            report(f"{prefix}: missing: {answer.reason}")
+            continue
+        try:
+            _write_record(out, answer)
         except OSError as exc:
             raise SpecboundError(
-                f"cannot write the results of {requested} to {out.name}: {describe_os_error(exc)}"
+                f"cannot write the results of {answer.requested} to {out.name}: {describe_os_error(exc)}"
             ) from None
-        profiles[summary.name] = profile
-        outcomes.append(ModelOutcome(requested, Status.DONE, summary))
+        summary = answer.summary
+        if answer.profile is not None:
+            profiles[summary.name] = answer.profile
+        slots[slot] = ModelOutcome(answer.requested, Status.DONE, summary)
         report(
             f"{prefix}: done, L={summary.num_layers} N={summary.hidden_size}, "
             f"log10 ours {summary.log_ours * LOG10_E:.4f}, "
             f"log10 Edelman {summary.log_edelman * LOG10_E:.4f}"
         )
+    outcomes = [outcome for outcome in slots if outcome is not None]
 
     if not any(o.ok for o in outcomes):
         _write_missing(out, outcomes)

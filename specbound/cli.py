@@ -28,6 +28,7 @@ from .progress import ProgressCallback, ProgressEvent, silent
 
 if TYPE_CHECKING:
     from .bounds import BoundAnalysis
+    from .parallel import Executor
 
 #: Exit statuses: a problem the user can fix, a usage error (argparse's), a bug, an interrupt.
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
@@ -63,6 +64,7 @@ _grid_m = _checked(
     lambda v: 1 <= v <= LIMITS.max_grid_m,
     f"the grid resolution m must be an integer from 1 to {LIMITS.max_grid_m}",
 )
+_positive_int = _checked(int, lambda v: 1 <= v <= 1024, "the number of workers must be an integer from 1 to 1024")
 
 
 class _TerminalProgress:
@@ -199,6 +201,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         progress=lambda name: _progress(),
         report=lambda line: print(line, flush=True),
+        executor=_executor(args),
     )
     done = sum(o.status is Status.DONE for o in result.outcomes)
     print(
@@ -208,6 +211,36 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     )
     if result.missing:
         print(f"missing models are listed with how to get them in {Path(args.out) / 'missing.csv'}")
+    return 0
+
+
+def _cmd_trajectory(args: argparse.Namespace) -> int:
+    from .runs import RunSettings, checkpoint_of, hub_checkpoints, run_trajectory, trainer_checkpoints
+
+    sources = args.sources
+    if args.revisions:
+        if len(sources) != 1:
+            raise SpecboundError("--revisions goes with one Hub repository id")
+        steps, name = hub_checkpoints(sources[0], args.revisions), sources[0]
+    elif len(sources) == 1 and Path(sources[0]).is_dir() and any(Path(sources[0]).glob("checkpoint-*")):
+        steps, name = trainer_checkpoints(Path(sources[0])), Path(sources[0]).resolve().name
+    else:
+        for source in sources:
+            if not Path(source).is_dir():
+                raise SpecboundError(
+                    f"{quoted(source)} is not a directory: give a Trainer output directory, checkpoint "
+                    "directories, or a Hub id with --revisions"
+                )
+        steps = [checkpoint_of(Path(source)) for source in sources]
+        name = Path(sources[0]).resolve().parent.name or "run"
+    settings = RunSettings(args.name or name, l_phi=args.l_phi, grid_m=args.grid_m, use_cache=not args.no_cache)
+    result = run_trajectory(
+        steps, Path(args.out), settings, executor=_executor(args), report=lambda line: print(line, flush=True)
+    )
+    print(
+        f"{len(result.rows)} of {len(steps)} steps ({result.analysed} analysed now), {len(result.missing)} "
+        f"missing; wrote {', '.join(f.name for f in result.files)} to {args.out}"
+    )
     return 0
 
 
@@ -288,7 +321,28 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
     grid.add_argument("--out", required=True, help="output directory (a re-run skips models done there)")
     grid.add_argument("--atlas", default=None, metavar="FILE", help="also export the profiles to this atlas")
     _bound_options(grid)
+    _parallel_options(grid)
     grid.set_defaults(handler=_cmd_grid)
+
+    trajectory = commands.add_parser(
+        "trajectory",
+        parents=[_debug_option()],
+        help="the proxies at every saved step of a training run (resumable)",
+        description="SOURCE is a transformers Trainer output directory (its checkpoint-* folders), one or "
+        "more checkpoint directories, or a Hub repository id with --revisions.",
+    )
+    trajectory.add_argument("sources", nargs="+", metavar="SOURCE", help="the run (see above)")
+    trajectory.add_argument("--out", required=True, help="output directory (a re-run skips the steps done there)")
+    trajectory.add_argument(
+        "--revisions",
+        nargs="+",
+        metavar="REVISION",
+        help="the Hub revisions to analyse, e.g. step1000 step2000; 'pythia' for Pythia's 154 saved steps",
+    )
+    trajectory.add_argument("--name", default=None, help="the run's name in the atlas (members NAME@STEP)")
+    _bound_options(trajectory)
+    _parallel_options(trajectory)
+    trajectory.set_defaults(handler=_cmd_trajectory)
 
     atlas = commands.add_parser(
         "atlas", parents=[_debug_option()], help="export spectral profiles to one portable file, or show one"
@@ -306,6 +360,29 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
     )
     show.add_argument("file", help="atlas file")
     show.set_defaults(handler=_cmd_atlas_show)
+
+
+def _parallel_options(parser: argparse.ArgumentParser) -> None:
+    """--workers and --dask: where a batch command runs its analyses (:mod:`specbound.parallel`)."""
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="analyse in N local worker processes (default 1: this process); the files are the same",
+    )
+    parser.add_argument(
+        "--dask",
+        default=None,
+        metavar="ADDRESS",
+        help="send the analyses to a running dask.distributed scheduler (e.g. tcp://10.0.0.5:8786)",
+    )
+
+
+def _executor(args: argparse.Namespace) -> Executor:
+    from .parallel import Executor
+
+    return Executor(workers=args.workers, dask=args.dask)
 
 
 def _bound_options(parser: argparse.ArgumentParser, *, bound_terms: bool = True) -> None:

@@ -1,0 +1,101 @@
+"""Many independent analyses at once: in this process, in local worker processes, or on a Dask cluster.
+
+``grid``, ``trajectory`` and ``lab sweep`` hand :func:`run_tasks` one task per checkpoint (or run): a
+picklable top-level function and its argument. Each task returns its record, names and numbers
+(never weights); the driver alone writes files, in the order of the inputs, so a parallel run writes
+exactly the files of a serial one and resumes the same way.
+
+* ``Executor(workers=1)``: in this process, in order (the default);
+* ``Executor(workers=N)``: N local processes (``spawn``ed, so no thread state of this process leaks
+  into them);
+* ``Executor(dask="tcp://host:8786")``: the tasks go to a running ``dask.distributed`` scheduler, with
+  two retries for a task whose worker is lost. Each worker analyses with its own Hub cache and profile
+  cache (``HF_HOME``, ``SPECBOUND_CACHE`` in its environment).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .errors import SpecboundError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: How often Dask runs a task again whose worker was lost before it finished.
+DASK_RETRIES = 2
+
+
+@dataclass(frozen=True)
+class Executor:
+    """Where tasks run: ``workers`` local processes (1: this process), or a Dask scheduler's ``dask`` address."""
+
+    workers: int = 1
+    dask: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.workers <= 1024:
+            raise SpecboundError(f"--workers must be between 1 and 1024, got {self.workers}")
+        if self.dask is not None and not self.dask.strip():
+            raise SpecboundError("--dask needs the address of a Dask scheduler, e.g. tcp://127.0.0.1:8786")
+
+    @property
+    def serial(self) -> bool:
+        return self.dask is None and self.workers == 1
+
+    def describe(self) -> str:
+        if self.dask is not None:
+            return f"on the Dask scheduler at {self.dask}"
+        return "in this process" if self.workers == 1 else f"in {self.workers} worker processes"
+
+
+def run_tasks(task: Callable[[T], R], items: Sequence[T], executor: Executor = Executor()) -> Iterator[tuple[int, R]]:
+    """(index, result) of ``task(item)`` for every item: in order when serial, as they finish otherwise.
+
+    ``task`` must be a module-level function and its items and results picklable, for the processes
+    and the cluster. An exception in a task propagates (tasks report expected failures in their result).
+    """
+    if not items:
+        return
+    if executor.serial:
+        for index, item in enumerate(items):
+            yield index, task(item)
+    elif executor.dask is not None:
+        yield from _on_dask(task, items, executor.dask)
+    else:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(executor.workers, len(items)), mp_context=context) as pool:
+            futures = {pool.submit(task, item): index for index, item in enumerate(items)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+
+def _on_dask(task: Callable[[T], R], items: Sequence[T], address: str) -> Iterator[tuple[int, R]]:
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError:
+        raise SpecboundError("--dask needs dask.distributed (pip install 'specbound[dask]')") from None
+    try:
+        client = Client(address, timeout=30)
+    except OSError as exc:
+        raise SpecboundError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    try:
+        futures = [client.submit(task, item, pure=False, retries=DASK_RETRIES) for item in items]
+        index_of = {future.key: index for index, future in enumerate(futures)}
+        for future, result in dask_completed(futures, with_results=True):
+            yield index_of[future.key], result
+    finally:
+        client.close()
+
+
+def in_input_order(results: Iterator[tuple[int, R]], count: int) -> list[R]:
+    """The results of :func:`run_tasks` in the order of their inputs."""
+    ordered: list[Any] = [None] * count
+    for index, result in results:
+        ordered[index] = result
+    return ordered

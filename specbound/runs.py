@@ -1,0 +1,265 @@
+"""Trajectories of real training runs: the bound's proxies at every saved step of a run.
+
+A run is given as a transformers ``Trainer`` output directory (its ``checkpoint-*`` folders; the step
+from each folder's ``trainer_state.json``, else from its name), as a Hub repository and its revisions
+(Pythia's ``step0`` ... ``step143000``: ``--revisions pythia``), or as a list of checkpoint
+directories. Each step is one task (:mod:`specbound.parallel`); the driver writes, in ``DIR``:
+
+    steps/step-<N>.json    the step's row, written once the step is analysed (a re-run skips it)
+    steps/step-<N>.npz     its spectral profile (a one-model atlas)
+    trajectory.csv         one row per step: every proxy, log10 α per layer, p* statistics, and the
+                           ``loss`` / ``eval_loss`` that trainer_state.json logged at that step
+    trajectory.npz         an atlas of every step's profile, members ``NAME@STEP``
+
+This is an edge module (it reads and writes files); the numbers come from :mod:`specbound.api`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import SpecboundError
+from .files import describe_os_error, output_dir, read_json, remove_stale_temps, write_text_atomic
+from .limits import LIMITS
+from .logspace import to_log10
+from .models import PYTHIA_REVISIONS, REVISION_SEP
+from .parallel import Executor, run_tasks
+
+#: Bump when a step's row changes: older rows are then analysed again, not trusted.
+ROW_SCHEMA = 1
+STEPS_DIR = "steps"
+TABLE_FILE, ATLAS_FILE = "trajectory.csv", "trajectory.npz"
+#: The Trainer's name for its checkpoint folders, and for the state it saves in each.
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+TRAINER_STATE = "trainer_state.json"
+#: The fixed indices whose totals every row carries beside p*.
+FIXED_P: tuple[float, ...] = (0.0, 1.0, 2.0)
+
+
+@dataclass(frozen=True)
+class SavedStep:
+    """One saved step of a run: where its weights are (a directory or ``owner/name@REVISION``)."""
+
+    step: int
+    source: str
+    logged: dict[str, float] = field(default_factory=dict)  # loss, eval_loss logged at this step
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    name: str
+    l_phi: float | None = None
+    grid_m: int | None = None
+    use_cache: bool = True
+
+
+# --- finding the steps -----------------------------------------------------------------------------
+
+
+def trainer_checkpoints(output_dir: Path) -> list[SavedStep]:
+    """The ``checkpoint-*`` folders of a Trainer output directory, by step."""
+    found = []
+    for child in sorted(output_dir.iterdir()):
+        match = _CHECKPOINT.match(child.name)
+        if match and child.is_dir():
+            found.append(checkpoint_of(child, default_step=int(match[1])))
+    if not found:
+        raise SpecboundError(f"{output_dir.name} has no checkpoint-* folders: not a Trainer output directory")
+    return sorted(found, key=lambda c: c.step)
+
+
+def checkpoint_of(directory: Path, default_step: int | None = None) -> SavedStep:
+    """A checkpoint directory with its step (from trainer_state.json, else the folder name) and logged losses."""
+    state = _trainer_state(directory)
+    step = state.get("global_step") if state else None
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        digits = re.findall(r"\d+", directory.name)
+        step = default_step if default_step is not None else (int(digits[-1]) if digits else None)
+    if step is None:
+        raise SpecboundError(f"{directory.name}: no step in trainer_state.json or in the folder's name")
+    return SavedStep(step, str(directory), _logged_at(state, step))
+
+
+def hub_checkpoints(repo_id: str, revisions: Sequence[str]) -> list[SavedStep]:
+    """A Hub repository at each revision; the step is the number in the revision's name (``step1000``),
+    else its position in the list. ``["pythia"]`` is Pythia's 154 saved revisions."""
+    if list(revisions) == ["pythia"]:
+        revisions = PYTHIA_REVISIONS
+    found = []
+    for position, revision in enumerate(revisions):
+        digits = re.findall(r"\d+", revision)
+        step = int(digits[-1]) if digits else position
+        found.append(SavedStep(step, f"{repo_id}{REVISION_SEP}{revision}"))
+    if len({c.step for c in found}) != len(found):
+        raise SpecboundError("two revisions give the same step: name them with their step numbers (step1000, ...)")
+    return sorted(found, key=lambda c: c.step)
+
+
+def _trainer_state(directory: Path) -> dict[str, Any]:
+    path = directory / TRAINER_STATE
+    if not path.is_file():
+        return {}
+    try:
+        state = read_json(path, f"{TRAINER_STATE} of {directory.name}", 16 * LIMITS.max_config_bytes)
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _logged_at(state: dict[str, Any], step: int) -> dict[str, float]:
+    """``loss`` and ``eval_loss`` from the Trainer's log history at ``step``, where it logged them."""
+    values: dict[str, float] = {}
+    history = state.get("log_history")
+    for entry in history if isinstance(history, list) else []:
+        if isinstance(entry, dict) and entry.get("step") == step:
+            for key in ("loss", "eval_loss"):
+                value = entry.get(key)
+                if isinstance(value, float | int) and not isinstance(value, bool) and math.isfinite(value):
+                    values[key] = float(value)
+    return values
+
+
+# --- one step ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _StepTask:
+    checkpoint: SavedStep
+    settings: RunSettings
+
+
+@dataclass(frozen=True)
+class _StepAnswer:
+    step: int
+    row: dict[str, Any] | None = None
+    profile: Any = None  # SpectralProfile, named NAME@STEP
+    reason: str = ""
+
+
+def _analyse_step(task: _StepTask) -> _StepAnswer:
+    """Analyse one saved step (anywhere: in this process, a worker process or a Dask worker)."""
+    from .api import Analysis
+    from .bounds import BoundAnalysis, BoundSettings
+    from .loading import load_profile
+
+    checkpoint, settings = task.checkpoint, task.settings
+    try:
+        loaded = load_profile(checkpoint.source, use_cache=settings.use_cache)
+        profile = dataclasses.replace(loaded, model=f"{settings.name}@{checkpoint.step}")
+        bounds = BoundAnalysis.from_profile(profile, BoundSettings(l_phi=settings.l_phi, grid_m=settings.grid_m))
+    except SpecboundError as exc:
+        return _StepAnswer(checkpoint.step, reason=str(exc))
+    result = Analysis(bounds)
+    row: dict[str, Any] = {"step": checkpoint.step, "model": profile.model, "source": checkpoint.source}
+    row |= {"ours_log10": result.ours_log10, "edelman_log10": result.edelman_log10}
+    for p in FIXED_P:
+        row[f"ours_p{p:g}_log10"] = float(to_log10(bounds.evaluate(p).log_total))
+    row |= {
+        "p_opt_mean": float(np.mean(bounds.p_opt)),
+        "p_opt_median": float(np.median(bounds.p_opt)),
+        "p_opt_zero_share": float(np.mean(bounds.p_opt == 0)),
+    }
+    row |= {f"log10_alpha_L{layer}": float(v) for layer, v in enumerate(to_log10(bounds.log_alpha))}
+    row |= {key: checkpoint.logged.get(key) for key in ("loss", "eval_loss")}
+    return _StepAnswer(checkpoint.step, row, profile)
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrajectoryResult:
+    rows: tuple[dict[str, Any], ...]  # by step
+    missing: tuple[tuple[int, str], ...]  # (step, why)
+    files: tuple[Path, ...]
+    analysed: int  # steps analysed in this run (the others were done before)
+
+
+def run_trajectory(
+    checkpoints: Sequence[SavedStep],
+    out: Path | str,
+    settings: RunSettings,
+    *,
+    executor: Executor = Executor(),
+    report: Callable[[str], None] = lambda line: None,
+) -> TrajectoryResult:
+    """Analyse every step not yet done in ``out`` and write the trajectory's table and atlas."""
+    from .atlas import atlas_member, save_atlas
+
+    out = Path(out)
+    steps_dir = output_dir(output_dir(out, "output directory") / STEPS_DIR, "steps directory")
+    for directory in (out, steps_dir):
+        remove_stale_temps(directory)
+    if len({c.step for c in checkpoints}) != len(checkpoints):
+        raise SpecboundError("two checkpoints have the same step")
+    todo = [c for c in checkpoints if _read_row(steps_dir, c, settings) is None]
+    for c in checkpoints:
+        if c not in todo:
+            report(f"step {c.step}: skipped, already done ({STEPS_DIR}/step-{c.step}.json)")
+    missing: list[tuple[int, str]] = []
+    tasks = [_StepTask(c, settings) for c in todo]
+    for _, answer in run_tasks(_analyse_step, tasks, executor):
+        if answer.row is None:
+            missing.append((answer.step, answer.reason))
+            report(f"step {answer.step}: missing: {answer.reason}")
+            continue
+        try:
+            save_atlas([answer.profile], steps_dir / f"step-{answer.step}.npz")
+            write_text_atomic(steps_dir / f"step-{answer.step}.json", _row_json(answer.row, settings))
+        except OSError as exc:
+            raise SpecboundError(f"cannot write step {answer.step} to {out.name}: {describe_os_error(exc)}") from None
+        report(f"step {answer.step}: done, log10 ours {answer.row['ours_log10']:.4f}")
+    rows = [row for c in checkpoints if (row := _read_row(steps_dir, c, settings)) is not None]
+    if not rows:
+        raise SpecboundError(f"none of the {len(checkpoints)} steps could be analysed")
+    try:
+        profiles = [atlas_member(steps_dir / f"step-{row['step']}.npz") for row in rows]
+        files = [_write_table(out / TABLE_FILE, rows), save_atlas(profiles, out / ATLAS_FILE)]
+    except OSError as exc:
+        raise SpecboundError(f"cannot write to {out.name}: {describe_os_error(exc)}") from None
+    return TrajectoryResult(tuple(rows), tuple(sorted(missing)), tuple(files), len(todo) - len(missing))
+
+
+def _settings_key(settings: RunSettings) -> dict[str, Any]:
+    return {"name": settings.name, "l_phi": settings.l_phi, "grid_m": settings.grid_m}
+
+
+def _row_json(row: dict[str, Any], settings: RunSettings) -> str:
+    record = {"schema": ROW_SCHEMA, "settings": _settings_key(settings), "row": row}
+    return json.dumps(record, indent=1, allow_nan=False)
+
+
+def _read_row(steps_dir: Path, checkpoint: SavedStep, settings: RunSettings) -> dict[str, Any] | None:
+    """The row of a finished step (for these settings and this source, with its profile), or None."""
+    path, profile = steps_dir / f"step-{checkpoint.step}.json", steps_dir / f"step-{checkpoint.step}.npz"
+    if not (path.is_file() and profile.is_file()):
+        return None
+    try:
+        record = read_json(path, path.name, LIMITS.max_config_bytes)
+        row = record["row"]
+        if (record["schema"], record["settings"], row["source"]) != (
+            ROW_SCHEMA,
+            _settings_key(settings),
+            checkpoint.source,
+        ):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return dict(row)
+
+
+def _write_table(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    import pandas as pd
+
+    frame = pd.DataFrame(list(rows)).sort_values("step", kind="stable")
+    write_text_atomic(path, frame.to_csv(index=False))
+    return path
