@@ -9,7 +9,6 @@ the default seed, and cached for every session.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,10 +19,12 @@ from specbound import checkpoints
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from specbound.errors import SpecboundError
+from specbound.files import read_json
+from specbound.limits import LIMITS
 from specbound.models import Source, resolve
 from specbound.twin import random_twin_of, twin_name
 
-from . import atlas, data, share
+from . import atlas, data, safety, share
 
 #: Session-state key (and link parameter) of the baseline.
 BASELINE_KEY = "baseline"
@@ -78,7 +79,8 @@ def initializer_range(model: str) -> float:
             return BERT_INITIALIZER_RANGE
         if ref.path is None and not (ref.repo_id and checkpoints.is_cached(ref.repo_id, ref.revision)):
             return BERT_INITIALIZER_RANGE
-        config = json.loads((checkpoints.fetch(ref) / checkpoints.CONFIG_FILE).read_text())
+        path = checkpoints.fetch(ref) / checkpoints.CONFIG_FILE
+        config = read_json(path, checkpoints.CONFIG_FILE, LIMITS.max_config_bytes)
         value = float(config.get("initializer_range", BERT_INITIALIZER_RANGE))
     except (SpecboundError, OSError, ValueError, TypeError, AttributeError):
         return BERT_INITIALIZER_RANGE
@@ -118,7 +120,9 @@ def current_analysis(on_error: Callable[[str], None] = st.warning) -> tuple[Base
         with st.spinner(f"Preparing the baseline {name_of(baseline)}"):
             return baseline, analysis_of(baseline)
     except (SpecboundError, OSError) as exc:
-        on_error(f"The baseline {name_of(baseline)} cannot be opened here ({exc}); it was dropped.")
+        on_error(
+            f"The baseline {name_of(baseline)} cannot be opened here ({safety.public_message(exc)}); it was dropped."
+        )
         st.session_state[BASELINE_KEY] = None
         return None
 
