@@ -4,6 +4,7 @@ the atlas reader (class 7). Checkpoints are real: ``save_pretrained`` or ``torch
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -359,7 +360,5 @@ def test_readers_never_raise_foreign_exceptions_on_random_bytes(tmp_path):
             raw[i] = int(rng.integers(0, 256))
         path = tmp_path / f"fuzz-{trial}.npz"
         path.write_bytes(bytes(raw))
-        try:
+        with contextlib.suppress(AtlasError):  # anything else (zlib.error, RuntimeError, ...) fails the test
             load_atlas(path)
-        except AtlasError:
-            pass
