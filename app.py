@@ -14,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import atlas, data, safety, share
+from dashboard import atlas, data, link_guard, safety, share
 from dashboard.export import figure_format_picker
 from dashboard.presentation import inject_style, presentation_toggle
 from dashboard.routing import alias_page
@@ -45,6 +45,7 @@ PAGES: list[st.Page] = [
 page = st.navigation(PAGES)
 if page is OVERVIEW_ALIAS:
     page.run()  # switches to the Overview with the link's parameters: nothing below runs
+link_guard.guard()  # a link Streamlit refused whole (over 1,000 parameters): cleared, and said so
 share.restore()  # a shared link: seed the model and p settings before any widget is drawn
 render_sidebar()
 with st.sidebar:

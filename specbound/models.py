@@ -110,7 +110,8 @@ def _resolve_atlas(name: str) -> ModelRef:
             chosen = member or None
             return ModelRef(atlas_reference(resolved, chosen), Source.ATLAS, path=resolved, member=chosen)
     shown = body if ATLAS_MEMBER_SEP not in body else body.partition(ATLAS_MEMBER_SEP)[0]
-    raise ModelNotFoundError(f"no atlas file at {quoted(shown)}")
+    # the whole path, not a 60-character cut: the dashboard can only redact a server path it sees whole
+    raise ModelNotFoundError(f"no atlas file at {quoted(shown, LIMITS.max_model_name_chars)}")
 
 
 def miniature_repo_id(layers: int, width: int) -> str:
