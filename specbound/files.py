@@ -219,18 +219,6 @@ def regular_size(path: Path, what: str) -> int:
     return info.st_size
 
 
-def read_limited(path: Path, what: str, max_bytes: int) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes`` (see :func:`open_regular`).
-
-    At most ``max_bytes + 1`` bytes are read even if the file grows while it is read.
-    """
-    with open_regular(path, what, max_bytes) as f:
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise FileTooLargeError(errno.EFBIG, f"{what} grew beyond the {max_bytes} bytes it may have")
-    return data
-
-
 def expand_user(text: str, what: str) -> Path:
     """``Path(text).expanduser()``, with ``~user`` of an unknown user as one SpecboundError line."""
     try:
@@ -291,20 +279,6 @@ class DirectoryLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-    def held_by_other(self) -> bool:
-        """Whether someone else holds the lock now (a probe: the lock is not kept)."""
-        try:
-            fd = os.open(self.lock_file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-        return False
 
 
 #: What reading a damaged or hostile archive can raise from zipfile, zlib, lzma, bz2 and numpy's .npy
