@@ -143,11 +143,12 @@ def store_upload(file_name: str, content: bytes) -> Path:
 
 
 def use_upload(file_name: str, content: bytes) -> tuple[SpectralProfile, ...]:
-    """Make an uploaded atlas the session's atlas (AtlasError if it is not one; then nothing is kept)."""
+    """Make an uploaded atlas the session's atlas; if it is refused for any reason (not an atlas, a
+    member zipfile cannot read, a bug), nothing of it is kept in the store."""
     target = store_upload(file_name, content)
     try:
         return use(target, Path(file_name).name)
-    except AtlasError:
+    except BaseException:
         target.unlink(missing_ok=True)
         raise
 

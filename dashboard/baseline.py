@@ -20,7 +20,7 @@ from specbound.errors import SpecboundError
 from specbound.models import Source, resolve
 from specbound.twin import random_twin_of, twin_name
 
-from . import atlas, data, share
+from . import atlas, data, safety, share
 
 #: Session-state key (and link parameter) of the baseline.
 BASELINE_KEY = "baseline"
@@ -106,7 +106,9 @@ def current_analysis(on_error: Callable[[str], None] = st.warning) -> tuple[Base
         with st.spinner(f"Preparing the baseline {name_of(baseline)}"):
             return baseline, analysis_of(baseline)
     except (SpecboundError, OSError) as exc:
-        on_error(f"The baseline {name_of(baseline)} cannot be opened here ({exc}); it was dropped.")
+        on_error(
+            f"The baseline {name_of(baseline)} cannot be opened here ({safety.public_message(exc)}); it was dropped."
+        )
         st.session_state[BASELINE_KEY] = None
         return None
 

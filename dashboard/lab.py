@@ -42,7 +42,7 @@ from specbound.lab.trajectory import RunTrajectory
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressEvent
 
-from . import atlas, data
+from . import atlas, data, safety
 from .share import Codec
 
 #: How a lab model is named wherever it is shown (never as a BERT Miniature).
@@ -349,7 +349,7 @@ class TrainingJob:
         except TrainingCancelled:
             self._set(JobState.CANCELLED, self.status().fraction, f"{self.name} was cancelled")
         except (SpecboundError, OSError) as exc:
-            self._set(JobState.FAILED, self.status().fraction, f"{self.name} failed: {exc}")
+            self._set(JobState.FAILED, self.status().fraction, f"{self.name} failed: {safety.public_message(exc)}")
         except Exception as exc:  # a bug must not leave the slot taken: report it as a failure
             self._set(JobState.FAILED, self.status().fraction, f"{self.name} failed ({type(exc).__name__})")
         finally:
@@ -454,7 +454,9 @@ def open_as_model(key: str, step: int) -> None:
         show_in_picker(name)
         st.session_state[atlas.LABEL_KEY] = LAB_MODEL_LABEL
     except (SpecboundError, OSError) as exc:
-        st.session_state[OPEN_ERROR_KEY] = f"Could not open {split_key(key)[1]} at step {step}: {exc}"
+        # the OS error of a store file names its path: one redaction for every message a visitor sees
+        message = safety.public_message(exc)
+        st.session_state[OPEN_ERROR_KEY] = f"Could not open {split_key(key)[1]} at step {step}: {message}"
 
 
 # --- the progress panel -----------------------------------------------------------------------------

@@ -22,11 +22,14 @@ Sizes a visitor can ask for are capped too: uploads by Streamlit's ``server.maxU
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
@@ -61,7 +64,7 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
 #: An uploaded atlas in the upload store: its file is named by its content digest.
 _UPLOAD_FILE = re.compile(r"^[0-9a-f]{16}\.npz$")
 #: An absolute path inside a message: a '/' (or '~/') that starts a word, up to a space or a quote.
-_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~-])~?/[^\s'\"`,;()\[\]<>]*")
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~…-])~?/[^\s'\"`,;()\[\]<>]*")
 
 log = logging.getLogger("specbound.dashboard")
 
@@ -83,11 +86,11 @@ def _is_upload(name: str) -> bool:
     from .atlas import upload_dir  # the store's location lives with the uploads
 
     body = name[len(ATLAS_PREFIX) :]
-    file_part, sep, _ = body.rpartition(ATLAS_MEMBER_SEP)
-    file_part = file_part if sep else body
-    store = str(upload_dir().resolve())
-    head, slash, file_name = file_part.strip().rpartition("/")
-    return bool(slash) and head == store and _UPLOAD_FILE.match(file_name) is not None
+    store = str(upload_dir().resolve()) + "/"
+    if not body.startswith(store):
+        return False
+    file_name = body[len(store) :].partition(ATLAS_MEMBER_SEP)[0]  # a member may hold '#' too
+    return _UPLOAD_FILE.match(file_name) is not None and "/" not in file_name
 
 
 def model_ref(name: str) -> ModelRef:
@@ -135,9 +138,55 @@ def _short_path(match: re.Match[str]) -> str:
     return f"…/{tail}" if tail else "…"
 
 
+def server_directories() -> list[str]:
+    """The server's own directories that messages can name, longest first, as written and resolved.
+
+    The profile cache (with the upload and lab stores inside), the Hugging Face cache, the bundled
+    model's package, the temporary directory, the working directory and the home directory. Their
+    names may hold spaces or any other character, so they are cut by name, not by a pattern.
+    """
+    from huggingface_hub import constants
+
+    from specbound.cache import default_cache_dir
+
+    candidates: list[str] = []
+    for get in (
+        default_cache_dir,
+        lambda: constants.HF_HUB_CACHE,
+        lambda: constants.HF_HOME,
+        lambda: Path(__file__).resolve().parent.parent,
+        tempfile.gettempdir,
+        Path.cwd,
+        Path.home,
+    ):
+        with contextlib.suppress(Exception):  # a directory that cannot be named cannot be in a message
+            path = Path(get())
+            candidates += [str(path), str(path.resolve())]
+    return sorted({c.rstrip("/") for c in candidates if c.strip("/")}, key=len, reverse=True)
+
+
+#: What may follow a server directory in a message: a path below it (up to a space or a quote), or
+#: nothing; never more letters of a longer name ("/srv/data" is not inside "/srv/dat").
+_BELOW = r"(/[^\s'\"`,;()\[\]<>]*)?(?![^\s/'\"`,;()\[\]<>.:])"
+
+
+def _cut_below(match: re.Match[str]) -> str:
+    tail = (match.group(1) or "").rstrip(".").rstrip("/").rpartition("/")[2]
+    return f"…/{tail}" if tail else "…"
+
+
 def redact_paths(text: str) -> str:
-    """``text`` with every absolute path cut to its last component, unless server paths are allowed."""
-    return text if server_paths_allowed() else _ABSOLUTE_PATH.sub(_short_path, text)
+    """``text`` with every absolute path cut to its last component, unless server paths are allowed.
+
+    First the server's own directories (:func:`server_directories`), whatever characters their names
+    hold (a space, accents): each occurrence and the path below it become ``…/<last component>``; then
+    any other absolute path, up to a space or a quote.
+    """
+    if server_paths_allowed():
+        return text
+    for directory in server_directories():
+        text = re.sub(re.escape(directory) + _BELOW, _cut_below, text)
+    return _ABSOLUTE_PATH.sub(_short_path, text)
 
 
 def public_message(exc: BaseException) -> str:

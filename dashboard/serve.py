@@ -38,6 +38,7 @@ LANDING_MODULES: tuple[str, ...] = (
     "dashboard.data",
     "dashboard.export",
     "dashboard.headline",
+    "dashboard.link_guard",
     "dashboard.numbers",
     "dashboard.presentation",
     "dashboard.routing",

@@ -160,9 +160,6 @@ def publish(with_model: bool = True) -> None:
     ``with_model=False`` leaves the model out (after a page failed on it: a reload does not repeat that).
     """
     wanted = wanted_params(with_model)
-    for key in list(st.query_params):
-        if key not in wanted:
-            del st.query_params[key]
-    for key, value in wanted.items():
-        if st.query_params.get(key) != value:
-            st.query_params[key] = value
+    current = {key: st.query_params.get(key) for key in st.query_params}
+    if current != wanted:  # one message to the browser, however many junk parameters the link had
+        st.query_params.from_dict(wanted)

@@ -39,7 +39,16 @@ import numpy as np
 from ._version import __version__
 from .architecture import ModelShape
 from .errors import SpecboundError
-from .files import NpzArchive, array_sha256, atomic_write, parse_json, require_parent
+from .files import (
+    ARCHIVE_ERRORS,
+    NpzArchive,
+    array_sha256,
+    atomic_write,
+    describe_os_error,
+    open_regular,
+    parse_json,
+    require_parent,
+)
 from .limits import LIMITS, check_declared_sizes, check_encoder_shape, is_genuine_int, quoted
 from .profile import SpectralProfile, validate_profile
 
@@ -212,7 +221,7 @@ def _read(path: Path | str) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]
     """Validate the whole atlas: sizes from the zip directory and .npy headers before any array is
     read, then every checksum (streamed) and every profile (:func:`validate_profile`)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise AtlasError(f"no atlas file at {path.name}")
     try:
         with NpzArchive(
@@ -233,14 +242,29 @@ def _read(path: Path | str) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]
     except AtlasError:
         raise
     except zipfile.BadZipFile:
-        with open(path, "rb") as f:
-            _require(f.read(6) != b"\x93NUMPY", path, "it is a single array, not an archive")
+        _require(_head(path) != b"\x93NUMPY", path, "it is a single array, not an archive")
         raise AtlasError(f"{path.name} is not a specbound atlas (not a readable .npz file)") from None
-    except (ValueError, OSError, EOFError, KeyError, zipfile.LargeZipFile, NotImplementedError) as exc:
-        raise AtlasError(
-            f"{path.name} is not a valid specbound atlas: {quoted(exc, 160) or type(exc).__name__}"
-        ) from None
+    except OSError as exc:  # not a regular file, unreadable, too large: its kind, never its path
+        raise AtlasError(f"{path.name} is not a valid specbound atlas: {describe_os_error(exc)}") from None
+    except ARCHIVE_ERRORS as exc:  # whatever zipfile, zlib or numpy raise on a damaged or encrypted member
+        raise AtlasError(f"{path.name} is not a valid specbound atlas: {_reason(exc)}") from None
     return manifest, profiles
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with open_regular(path, path.name) as f:
+            return f.read(6)
+    except OSError:
+        return b""
+
+
+def _reason(exc: BaseException) -> str:
+    """A library exception as a short reason (an encrypted member says so; zipfile says it at length)."""
+    text = str(exc)
+    if "encrypted" in text.lower():
+        return "a member is encrypted (an atlas never is)"
+    return quoted(exc, 160) or type(exc).__name__
 
 
 def _check_declared(archive: NpzArchive, entry: AtlasEntry, model: Mapping[str, Any], path: Path) -> None:

@@ -32,7 +32,16 @@ from typing import Any
 
 from .bounds import BoundAnalysis, BoundSettings
 from .errors import CheckpointError, ModelNotFoundError, OfflineError, SpecboundError
-from .files import describe_os_error, output_dir, read_json, remove_stale_temps, require_parent, write_text_atomic
+from .files import (
+    DirectoryLock,
+    describe_os_error,
+    open_regular,
+    output_dir,
+    read_json,
+    remove_stale_temps,
+    require_parent,
+    write_text_atomic,
+)
 from .limits import LIMITS
 from .logspace import LOG10_E
 from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_alias, resolve
@@ -44,6 +53,21 @@ from .scaling import ModelSummary, ScalingStudy, summarize
 #: Bump when the per-model record changes: older records are then recomputed, not trusted.
 RECORD_SCHEMA = 1
 RECORDS_DIR = "models"
+#: The files a grid run writes at the top of its output directory.
+OUTPUT_FILES = frozenset(
+    {
+        "models.csv",
+        "matrices.csv",
+        "curves.csv",
+        "exponents.csv",
+        "growth_L.html",
+        "growth_N.html",
+        "notes.txt",
+        "missing.csv",
+    }
+)
+#: Lock file of an output directory: one grid run writes a directory at a time.
+LOCK_FILE = ".specbound.lock"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
@@ -226,14 +250,34 @@ def run_grid(
 
     ``progress(name)`` gives the download/analysis callback for one model (in a serial run); ``report``
     receives one line per model and per note; ``executor`` says where the analyses run. Raises
-    SpecboundError only if no model could be analysed.
+    SpecboundError only if no model could be analysed, and DirectoryLocked (at once, before any work)
+    while another grid run writes the same directory.
     """
     out = Path(out)
     if atlas is not None:
         require_parent(Path(atlas), "atlas")
     output_dir(output_dir(out, "output directory") / RECORDS_DIR, "records directory")
-    for directory in (out, out / RECORDS_DIR):  # temporary files of a run that was killed
-        remove_stale_temps(directory)
+    lock = DirectoryLock(out / LOCK_FILE, f"the output directory {out.name}").acquire(wait=False)
+    try:
+        return _run_grid(names, out, settings, atlas, use_cache, progress, report, executor)
+    finally:
+        lock.release()
+
+
+def _run_grid(
+    names: Sequence[str],
+    out: Path,
+    settings: BoundSettings,
+    atlas: Path | str | None,
+    use_cache: bool,
+    progress: Callable[[str], ProgressCallback],
+    report: Callable[[str], None],
+    executor: Executor,
+) -> GridResult:
+    """:func:`run_grid` with the output directory made and locked."""
+    # temporary files of a run that was killed (never another program's: see remove_stale_temps)
+    remove_stale_temps(out, earlier=lambda target: target in OUTPUT_FILES)
+    remove_stale_temps(out / RECORDS_DIR, earlier=lambda target: target.endswith((".json", ".matrices.csv")))
 
     slots: list[ModelOutcome | None] = []  # one per model kept, in the order given; None: analysed below
     tasks: list[tuple[int, _GridTask]] = []
@@ -334,7 +378,11 @@ def _write_tables(out: Path, summaries: Sequence[ModelSummary]) -> list[Path]:
     from .scaling import summaries_frame
 
     write_text_atomic(out / "models.csv", summaries_frame(summaries).to_csv(index=False))
-    tables = [pd.read_csv(_record_paths(out, s.name)[1], dtype={"head": "Int64", "model": str}) for s in summaries]
+    tables = []
+    for s in summaries:
+        path = _record_paths(out, s.name)[1]
+        with open_regular(path, path.name, LIMITS.max_record_bytes) as f:  # never a FIFO or a device
+            tables.append(pd.read_csv(f, dtype={"head": "Int64", "model": str}))
     write_text_atomic(out / "matrices.csv", pd.concat(tables, ignore_index=True).to_csv(index=False))
     return [out / "models.csv", out / "matrices.csv"]
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from .architecture import ModelShape
 from .defaults import CACHE_ENV_VAR
-from .files import NpzArchive, array_sha256, atomic_write, parse_json, remove_stale_temps
+from .files import NpzArchive, array_sha256, atomic_write, expand_user, parse_json, remove_stale_temps
 from .limits import LIMITS
 from .profile import SpectralProfile, validate_profile
 
@@ -36,9 +36,9 @@ _FLOATS, _INTS = np.dtype("<f8"), np.dtype("<i8")
 def default_cache_dir() -> Path:
     """``$SPECBOUND_CACHE``, else ``$XDG_CACHE_HOME/specbound``, else ``~/.cache/specbound``."""
     if override := os.environ.get(CACHE_ENV_VAR):
-        return Path(override).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "specbound"
+        return expand_user(override, f"${CACHE_ENV_VAR}")  # '~user' of no user: one line, not a traceback
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return expand_user(base, "$XDG_CACHE_HOME") / "specbound"
 
 
 def _content_digest(arrays: dict[str, np.ndarray]) -> str:
@@ -113,7 +113,7 @@ class ProfileCache:
         """Store a profile (the cache directory and its parents are created: it is the operator's)."""
         path = self.path(profile.model, profile.revision)
         path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temps(path.parent)
+        remove_stale_temps(path.parent, earlier=lambda target: True)  # every name in the cache is its own
         arrays = _stored_arrays(profile)
         meta = {
             "schema": SCHEMA_VERSION,

@@ -38,7 +38,7 @@ from .architecture import ModelShape
 from .errors import CheckpointError, InvalidWeightsError, ModelNotFoundError, OfflineError, UnsupportedModelError
 from .families import FamilyAdapter, adapter_of_config
 from .families.base import LayerLayout
-from .files import describe_os_error, parse_json, read_json
+from .files import describe_os_error, open_regular, parse_json, read_json, regular_size
 from .limits import (
     LIMITS,
     MAX_DOWNLOAD_ENV_VAR,
@@ -333,20 +333,39 @@ def _contained(directory: Path, name: Any, source: str) -> Path:
     path = directory / name
     if pure.is_absolute() or ".." in pure.parts or "\\" in name or not _inside(directory, path):
         raise CheckpointError(f"{source} names a file outside the checkpoint directory ({quoted(name)}): refused")
+    _require_regular(path, f"{quoted(name)} in {directory.name}")
     return path
 
 
+def _require_regular(path: Path, what: str) -> None:
+    """A file that exists must be a regular one: a FIFO or a device would hang or never end a read.
+
+    A missing file passes (its reader says it is missing); links are followed (containment is
+    :func:`_inside`'s business).
+    """
+    try:
+        regular_size(path, what)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {what}: {describe_os_error(exc)}") from None
+
+
 def _find_weights(directory: Path) -> Path | None:
+    """The first weight file of :data:`WEIGHT_FILES` present; one that is present but not a regular
+    file (a FIFO, a device, a directory) is refused rather than passed over."""
     for name in WEIGHT_FILES:
-        if (directory / name).is_file():
-            return directory / name
+        path = directory / name
+        if path.exists():
+            _require_regular(path, f"{name} in {directory.name}")
+            return path
     return None
 
 
 def _read_index(index_file: Path) -> dict[str, str]:
     """tensor name -> shard file name, from a ``*.index.json`` of a sharded checkpoint."""
     try:
-        weight_map = read_json(index_file, index_file.name, LIMITS.max_index_bytes)["weight_map"]
+        weight_map = read_json(index_file, f"the shard index {index_file.name}", LIMITS.max_index_bytes)["weight_map"]
     except OSError as exc:
         raise CheckpointError(f"cannot read the shard index {index_file.name}: {describe_os_error(exc)}") from None
     except (ValueError, KeyError, TypeError) as exc:
@@ -391,7 +410,7 @@ def _content_sample(path: Path, size: int) -> bytes:
     rewritten in place (same size, mtime restored) without reading a large checkpoint in full.
     """
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path, path.name) as f:  # a FIFO or a device would never end the sample
         head = _SAMPLE_EDGE
         if path.suffix == ".safetensors" and size >= 8:
             (header_len,) = struct.unpack("<Q", f.read(8))
@@ -421,6 +440,7 @@ def fingerprint(directory: Path) -> str:
     digest = hashlib.sha256()
     for path in [directory / CONFIG_FILE, *weight_files(directory)]:
         try:
+            regular_size(path, path.name)
             stat = path.stat()
             sample = _content_sample(path, stat.st_size)
         except OSError as exc:
@@ -624,9 +644,10 @@ class _TensorReader:
         if path.suffix == ".safetensors":
             return self._headers[path][name]
         tensor = self._state_dict(path)[name]
-        if not hasattr(tensor, "shape") or not hasattr(tensor, "dtype"):
+        try:
+            return TensorInfo(str(tensor.dtype), tuple(int(n) for n in tensor.shape))
+        except Exception:  # not a tensor, or one without a plain shape (a nested tensor): refused by shape
             return TensorInfo(type(tensor).__name__, ())
-        return TensorInfo(str(tensor.dtype), tuple(int(n) for n in tensor.shape))
 
     def get(self, name: str) -> np.ndarray:
         path = self._where[name]
@@ -634,18 +655,53 @@ class _TensorReader:
             from safetensors import safe_open
 
             try:
-                with safe_open(str(path), framework="np") as f:
-                    array = f.get_tensor(name)
-            except TypeError:  # bfloat16 and other dtypes numpy lacks: go through torch
-                with safe_open(str(path), framework="pt") as f:
-                    array = f.get_tensor(name).double().numpy()
+                try:
+                    with safe_open(str(path), framework="np") as f:
+                        array = f.get_tensor(name)
+                except TypeError:  # bfloat16 and other dtypes numpy lacks: go through torch
+                    with safe_open(str(path), framework="pt") as f:
+                        array = f.get_tensor(name).double().numpy()
             except Exception as exc:
                 raise CheckpointError(
                     f"cannot read tensor {quoted(name)} from {path.name} ({_first_line(exc)})"
                 ) from None
         else:
-            array = self._state_dict(path)[name].double().numpy()
+            array = _dense_float64(self._state_dict(path)[name], name, path)
         return np.asarray(array, dtype=np.float64)
+
+
+def _dense_float64(tensor: Any, name: str, path: Path) -> np.ndarray:
+    """A pickled tensor of any kind as a dense float64 array, or one CheckpointError line.
+
+    A state dict may hold ``nn.Parameter`` objects (they require grad: detached here), sparse tensors
+    in any of torch's layouts (made dense: their shape was checked before, so the dense array has
+    the size of a weight of the declared shape), conjugate or negative views (resolved), and kinds
+    that carry no values a weight can have (meta tensors, quantized or other layouts): those are
+    refused by name. torch's warnings (sparse support in beta, ...) never reach the user.
+    """
+    import torch
+
+    what = f"tensor {quoted(name)} in {path.name}"
+    if not isinstance(tensor, torch.Tensor):
+        raise CheckpointError(f"{what} is a {quoted(type(tensor).__name__)}, not a tensor")
+    sparse = {torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = tensor.detach()
+            if value.layout in sparse:
+                value = value.to_dense()
+            elif value.layout != torch.strided:
+                raise CheckpointError(f"{what} has the layout {quoted(value.layout)}, which holds no plain matrix")
+            if value.is_meta:
+                raise CheckpointError(f"{what} is a meta tensor: it holds a shape but no values")
+            if value.is_quantized or value.is_complex():
+                raise CheckpointError(f"{what} has dtype {quoted(value.dtype)}, not a floating-point type")
+            return value.resolve_conj().resolve_neg().to(device="cpu", dtype=torch.float64).numpy()
+    except CheckpointError:
+        raise
+    except Exception as exc:  # whatever else a tensor kind can do on conversion: one line, never a traceback
+        raise CheckpointError(f"cannot convert {what} to float64 ({_first_line(exc)})") from None
 
 
 def _load_pickle(path: Path) -> dict[str, Any]:
@@ -658,6 +714,10 @@ def _load_pickle(path: Path) -> dict[str, Any]:
 
     import torch
 
+    try:
+        regular_size(path, path.name)  # torch would block on a FIFO or read a device without end
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path.name}: {describe_os_error(exc)}") from None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -766,7 +826,11 @@ class Checkpoint:
 
 
 def _check_values(array: np.ndarray, label: str) -> None:
-    """NaN, infinite and absurdly large weights are refused before any SVD sees them."""
+    """NaN, infinite and too large weights are refused before any SVD sees them.
+
+    The cap (:func:`specbound.limits.derived_max_abs_weight`) is what the float64 arithmetic of the
+    norms carries for the largest admissible shapes, so every weight under it analyses.
+    """
     peak = max(float(array.max()), -float(array.min())) if array.size else 0.0
     if not np.isfinite(peak):
         raise InvalidWeightsError(f"weight '{label}' contains NaN or infinite values")

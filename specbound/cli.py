@@ -2,8 +2,23 @@
 
 One boundary (:func:`main`): whatever goes wrong leaves with a non-zero status and one plain line on
 stderr, a traceback only with ``--debug``. Output is built whole before it is written: ``--json``
-prints one strict JSON object or nothing, files are written atomically. A closed pipe (``| head``)
-ends the program quietly. Progress goes to stderr only when it is a terminal, so output can be piped.
+prints one strict JSON object or nothing, files are written atomically. Progress goes to stderr only
+when it is a terminal, so output can be piped.
+
+Standard streams that are not there (SPEC §8):
+
+* a closed pipe (``| head``) ends the program quietly, status 1;
+* a full device (``> /dev/full``) is one error line, status 1;
+* a closed stdout (``>&-``): a command whose result is its output (``analyze``, ``models``, ``atlas
+  show``, ``lab show``) stops at once with one error line, status 1; a command whose result is files
+  runs and writes them;
+* a closed stderr (``2>&-``): the status alone tells of an error; the error text never goes to stdout.
+
+A closed descriptor 0, 1 or 2 is pointed at the null device first, so no file the program opens
+later takes its number.
+
+Everything echoed from input (usage errors, model names, report lines) is escaped and shortened
+(:func:`specbound.limits.echoed`), on stdout as on stderr.
 """
 
 from __future__ import annotations
@@ -23,7 +38,7 @@ from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
 from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
 from .lab.cli import add_lab_commands
-from .limits import LIMITS, quoted
+from .limits import LIMITS, echoed, printable, quoted
 from .progress import ProgressCallback, ProgressEvent, silent
 
 if TYPE_CHECKING:
@@ -102,6 +117,11 @@ def _write_stdout(text: str) -> None:
     sys.stdout.flush()
 
 
+def _say(line: str) -> None:
+    """A report line that may echo input (a model name, an error about it): escaped, then printed."""
+    _write_stdout(echoed(line, 4 * LIMITS.max_echoed_chars) + "\n")
+
+
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from .logspace import to_log10 as log10
     from .report import adaptations_line, analysis_json, layer_frame, shape_summary, to_json_text
@@ -115,8 +135,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     terms = optimal if args.p is None else analysis.evaluate(args.p)
     label = "p*" if args.p is None else f"p = {args.p:g}"
     lines = [
-        f"{analysis.profile.model}: {shape.family}, {shape_summary(shape)}, {shape.num_matrices} matrices, "
-        f"L_phi={analysis.l_phi:g}, grid m={analysis.grid_m}",
+        f"{echoed(analysis.profile.model)}: {shape.family}, {shape_summary(shape)}, {shape.num_matrices} "
+        f"matrices, L_phi={analysis.l_phi:g}, grid m={analysis.grid_m}",
         *([note] if (note := adaptations_line(shape)) else []),
         f"spectrum-adaptive proxy at p*:   {optimal.total:.6g}  (log10 {log10(optimal.log_total):.4f})",
     ]
@@ -181,7 +201,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise SpecboundError(f"cannot write to {out.name}: {describe_os_error(exc)}") from None
     tables_written = ", ".join(name for name in texts if name != "summary.json")
-    _write_stdout(f"wrote {tables_written} and summary.json to {out}\n")
+    _say(f"wrote {tables_written} and summary.json to {out}")
     return 0
 
 
@@ -200,17 +220,17 @@ def _cmd_grid(args: argparse.Namespace) -> int:
         atlas=args.atlas,
         use_cache=not args.no_cache,
         progress=lambda name: _progress(),
-        report=lambda line: print(line, flush=True),
+        report=_say,
         executor=_executor(args),
     )
     done = sum(o.status is Status.DONE for o in result.outcomes)
-    print(
+    _say(
         f"{len(result.succeeded)} of {len(result.outcomes)} models available ({done} analysed now, "
         f"{len(result.succeeded) - done} already done), {len(result.missing)} missing; wrote "
         f"{', '.join(f.name for f in result.files)} to {args.out}"
     )
     if result.missing:
-        print(f"missing models are listed with how to get them in {Path(args.out) / 'missing.csv'}")
+        _say(f"missing models are listed with how to get them in {Path(args.out) / 'missing.csv'}")
     return 0
 
 
@@ -255,14 +275,14 @@ def _cmd_atlas_export(args: argparse.Namespace) -> int:
             profiles.append(load_profile(name, progress=_progress(), use_cache=not args.no_cache))
         except SpecboundError as exc:
             failed.append(name)
-            print(f"{name}: missing: {exc}", flush=True)
+            _say(f"{name}: missing: {exc}")
     if not profiles:
         raise SpecboundError("no profile to export: none of the models could be analysed")
     try:
         path = save_atlas(profiles, args.out)
     except OSError as exc:
         raise SpecboundError(f"cannot write the atlas {Path(args.out).name}: {describe_os_error(exc)}") from None
-    print(f"wrote {len(profiles)} profile(s) to {path}" + (f"; left out: {', '.join(failed)}" if failed else ""))
+    _say(f"wrote {len(profiles)} profile(s) to {path}" + (f"; left out: {', '.join(failed)}" if failed else ""))
     return 0
 
 
@@ -272,21 +292,16 @@ def _cmd_atlas_show(args: argparse.Namespace) -> int:
     manifest = read_manifest(args.file)
     lines = [
         f"{args.file}: specbound atlas, schema {manifest.schema}, {len(manifest.entries)} model(s), "
-        f"written by {_printable(manifest.created_by) or 'unknown'}",
+        f"written by {printable(manifest.created_by) or 'unknown'}",
         f"{'L':>3} {'N':>5} {'H':>3} {'d_ff':>5}  {'revision':<16} name",
     ]
     for e in manifest.entries:
         lines.append(
             f"{e.shape.num_layers:>3} {e.shape.hidden_size:>5} {e.shape.num_heads:>3} "
-            f"{e.shape.ffn_size:>5}  {_printable(e.revision):<16} {_printable(e.name)}"
+            f"{e.shape.ffn_size:>5}  {printable(e.revision):<16} {printable(e.name)}"
         )
     _write_stdout("\n".join(lines) + "\n")
     return 0
-
-
-def _printable(text: str) -> str:
-    """Text from a file, with control characters (terminal escapes, newlines) shown escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
@@ -408,7 +423,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse with usage errors on one stderr line (SPEC §5), still exiting with status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        """argparse echoes the offending values raw (``unrecognized arguments: ...``): escaped and
+        shortened here, the one place every usage error passes."""
+        self.exit(2, f"{self.prog}: error: {echoed(message)} (see {self.prog} --help)\n")
 
 
 def _debug_option() -> _Parser:
@@ -464,9 +481,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands whose result is what they print: with stdout closed they have nothing to do.
+_STDOUT_RESULTS = frozenset({("analyze",), ("models",), ("atlas", "show"), ("lab", "show")})
+
+
+def _guard_standard_streams() -> bool:
+    """Point closed descriptors 0-2 at the null device (so no file opened later takes their number),
+    give Python a stderr that swallows what it is told when there is none (never stdout instead),
+    and say whether stdout was closed."""
+    closed = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.append(fd)
+    for fd in closed:
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    stdout_closed = sys.stdout is None or 1 in closed
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (the process's stdout: closed at exit)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    return stdout_closed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every failure becomes one stderr line and a non-zero status (see EXIT_*)."""
+    stdout_closed = _guard_standard_streams()
     args = build_parser().parse_args(argv)
+    command = tuple(
+        c for c in (args.command, getattr(args, "atlas_command", None), getattr(args, "lab_command", None)) if c
+    )
+    if stdout_closed and command in _STDOUT_RESULTS:
+        _fail(f"error: standard output is closed, and the result of '{' '.join(command)}' is what it prints")
+        return EXIT_ERROR
     try:
         status = args.handler(args)
         sys.stdout.flush()
@@ -502,9 +554,10 @@ def _fail(message: str) -> None:
         sys.stdout.flush()
     except (OSError, ValueError):
         _detach_stdout()
-    line = _printable(" ".join(message.split()))
-    with contextlib.suppress(OSError):  # stderr itself may be gone: then there is no one to tell
-        print(f"specbound: {line}", file=sys.stderr, flush=True)
+    line = echoed(message, 4 * LIMITS.max_echoed_chars)
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr may be gone: no one to tell
+        sys.stderr.write(f"specbound: {line}\n")
+        sys.stderr.flush()
 
 
 def _detach_stdout() -> None:

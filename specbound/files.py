@@ -3,20 +3,32 @@
 Every file the package writes goes through :func:`atomic_write` (a temporary file beside the target,
 renamed over it on success), so a crash, a full disk or a concurrent reader never sees half of one. A
 SIGKILL can still leave the temporary file behind; :func:`remove_stale_temps` clears those when a
-writer opens its directory again.
+writer opens its directory again, and only those: their names carry the package's own prefix, so a
+user's ``.notes.tmp`` is never touched.
+
+Every file the package reads from a user, a checkpoint, an atlas or a lab directory is opened with
+:func:`open_regular`: it must be a regular file (a FIFO would block the reader forever, a device such
+as ``/dev/zero`` never ends) of at most the size the caller allows, decided from ``fstat`` of the
+opened descriptor, so a file swapped for a FIFO between a check and the open cannot slip through.
+Directories written by long jobs are claimed with :class:`DirectoryLock` (an advisory ``flock``).
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
+import lzma
 import math
 import os
+import stat
+import struct
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +39,11 @@ import numpy as np
 from .errors import SpecboundError
 from .limits import LIMITS
 
-#: Name pattern of the temporary files of atomic_write: ``.{target name}.{random}.tmp``.
-_TEMP_PREFIX, _TEMP_SUFFIX = ".", ".tmp"
+#: Name pattern of the temporary files of atomic_write: ``.specbound-tmp.{target name}.{random}.tmp``.
+#: remove_stale_temps deletes nothing else, so other programs' ``.*.tmp`` files are safe.
+_TEMP_PREFIX, _TEMP_SUFFIX = ".specbound-tmp.", ".tmp"
+#: Characters of the target's name kept in a temporary file's name (file names have at most 255 bytes).
+_TEMP_NAME_CHARS = 120
 
 
 @contextmanager
@@ -40,7 +55,8 @@ def atomic_write(path: Path) -> Iterator[BinaryIO]:
     :func:`output_dir`, which never create more than the last directory.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TEMP_PREFIX}{path.name}.", suffix=_TEMP_SUFFIX)
+    prefix = f"{_TEMP_PREFIX}{path.name[:_TEMP_NAME_CHARS]}."
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=_TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -55,24 +71,39 @@ def write_text_atomic(path: Path, text: str) -> None:
         f.write(text.encode("utf-8"))
 
 
-def remove_stale_temps(directory: Path, max_age: float = LIMITS.stale_temp_seconds) -> int:
+def remove_stale_temps(
+    directory: Path, max_age: float = LIMITS.stale_temp_seconds, *, earlier: Callable[[str], bool] | None = None
+) -> int:
     """Delete temporary files of interrupted atomic writes older than ``max_age`` seconds; how many.
 
-    Young ones are left alone: they may belong to a write in progress in another process.
+    Candidates are the files named by :func:`atomic_write` (the package's own prefix) and, where
+    ``earlier(target)`` says the writer owns ``target``, the ``.{target}.{random}.tmp`` files that
+    versions before the prefix left (the profile cache owns every name in its folder; a ``grid``
+    output directory only its own tables). Nothing else is touched: another program's ``.x.tmp``
+    in a user's directory stays. Young files are left alone, as they may belong to a write in
+    progress in another process; links are never followed or removed.
     """
     removed, now = 0, time.time()
     try:
-        candidates = list(directory.glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"))
+        candidates = [p for p in directory.glob(f".*{_TEMP_SUFFIX}") if _is_own_temp(p.name, earlier)]
     except OSError:
         return 0
     for path in candidates:
         try:
-            if path.is_file() and not path.is_symlink() and now - path.stat().st_mtime > max_age:
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode) and now - info.st_mtime > max_age:
                 path.unlink()
                 removed += 1
         except OSError:
             continue  # gone already, or not ours to delete
     return removed
+
+
+def _is_own_temp(name: str, earlier: Callable[[str], bool] | None) -> bool:
+    if name.startswith(_TEMP_PREFIX):
+        return True
+    target, dot, random_part = name[1 : -len(_TEMP_SUFFIX)].rpartition(".")
+    return earlier is not None and bool(dot and target and random_part) and earlier(target)
 
 
 def output_dir(path: Path, what: str) -> Path:
@@ -126,11 +157,149 @@ def parse_json(data: bytes | str, what: str, max_bytes: int) -> Any:
 
 
 def read_json(path: Path, what: str, max_bytes: int) -> Any:
-    """:func:`parse_json` of a file, reading at most ``max_bytes + 1`` bytes of it."""
-    with open(path, "rb") as f:
+    """:func:`parse_json` of a regular file (:func:`open_regular`), reading at most ``max_bytes + 1`` bytes.
+
+    Raises OSError when the file cannot be read (NotRegularFileError included) and ValueError when it
+    is not a small, shallow JSON document.
+    """
+    with open_regular(path, what) as f:  # a FIFO or a device is refused; the size is parse_json's to say
         data = f.read(max_bytes + 1)
     return parse_json(data, what, max_bytes)
 
+
+class NotRegularFileError(OSError):
+    """A path the package was to read is a FIFO, a device, a socket or a directory, not a regular file."""
+
+
+class FileTooLargeError(OSError):
+    """A file is larger than the reader allows (checked from ``fstat`` before any byte is read)."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def open_regular(path: Path, what: str, max_bytes: int | None = None) -> BinaryIO:
+    """Open ``path`` for reading only if it is a regular file (links followed) of at most ``max_bytes``.
+
+    The file is opened non-blocking (opening a FIFO for reading would otherwise wait for a writer
+    forever) and its kind and size are taken from ``fstat`` of that descriptor, so what is checked
+    is what is read. Raises NotRegularFileError or FileTooLargeError (both OSError, with a one-line
+    ``strerror`` that names ``what``, never the path), or the OSError of the open itself.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFileError(errno.EINVAL, f"{what} is {_kind(info.st_mode)}, not a regular file")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise FileTooLargeError(
+                errno.EFBIG, f"{what} is {info.st_size} bytes, more than the {max_bytes} it may have"
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def regular_size(path: Path, what: str) -> int:
+    """Size in bytes of a regular file (NotRegularFileError for anything else), without opening it."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegularFileError(errno.EINVAL, f"{what} is {_kind(info.st_mode)}, not a regular file")
+    return info.st_size
+
+
+def expand_user(text: str, what: str) -> Path:
+    """``Path(text).expanduser()``, with ``~user`` of an unknown user as one SpecboundError line."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # no home directory for '~' or for '~user'
+        user = text[1:].partition("/")[0] or "the current user"
+        raise SpecboundError(
+            f"{what} starts with '~{text[1:].partition('/')[0][:40]}', but {user[:40]} has no home "
+            f"directory on this machine"
+        ) from None
+
+
+class DirectoryLocked(SpecboundError):
+    """Another process (or thread) is writing the directory this one was to write."""
+
+
+class DirectoryLock:
+    """An exclusive advisory lock (``flock``) on a lock file inside a directory, for one writer at a time.
+
+    The lock file is created (never truncated or deleted: deleting it would let a third writer lock
+    a new file while the second still holds the old one) and holds the owner's process id for the
+    message of a writer that finds it taken. A lock dies with its process, so a killed writer never
+    leaves a directory locked. Two opens in one process conflict as well (flock locks belong to the
+    open file), so threads are kept apart too.
+    """
+
+    def __init__(self, lock_file: Path, what: str) -> None:
+        self.lock_file, self.what = lock_file, what
+        self._fd: int | None = None
+
+    def acquire(self, *, wait: bool) -> DirectoryLock:
+        """Take the lock; if another writer holds it, wait for it (``wait``) or raise DirectoryLocked."""
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                owner = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                holder = f"process {owner}" if owner.isdigit() else "another process"
+                raise DirectoryLocked(
+                    f"{self.what} is being written by {holder}; wait until it has finished, or choose another directory"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def __enter__(self) -> DirectoryLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+#: What reading a damaged or hostile archive can raise from zipfile, zlib, lzma, bz2 and numpy's .npy
+#: reader (an encrypted member raises RuntimeError, a corrupt deflate stream zlib.error, a corrupt
+#: bz2 stream OSError): a reader's boundary turns each of them into its own one-line error.
+ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    OSError,
+    EOFError,
+    KeyError,
+    IndexError,
+    TypeError,
+    OverflowError,
+    RuntimeError,
+    NotImplementedError,
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    struct.error,
+)
 
 _NPY_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
@@ -149,17 +318,22 @@ class NpzArchive:
     header are checked before any array is allocated (``np.load`` would trust both).
 
     The zip reader decompresses a member only up to its declared size, so a deflate bomb cannot
-    expand beyond what was checked here. Raises ValueError (or zipfile.BadZipFile, OSError) for
-    anything malformed or too large.
+    expand beyond what was checked here. Raises ValueError for anything too large, and any of
+    :data:`ARCHIVE_ERRORS` for a file that is malformed (the caller translates them).
     """
 
     def __init__(
         self, path: Path, *, max_file_bytes: int, max_total_bytes: int, max_member_bytes: int, max_members: int
     ) -> None:
-        size = path.stat().st_size
-        if size > max_file_bytes:
-            raise ValueError(f"the file is {size} bytes, above the limit of {max_file_bytes}")
-        self._zip = zipfile.ZipFile(path)
+        try:
+            self._file = open_regular(path, "the file", max_file_bytes)
+        except FileTooLargeError as exc:
+            raise ValueError(exc.strerror) from None
+        try:
+            self._zip = zipfile.ZipFile(self._file)
+        except BaseException:
+            self._file.close()
+            raise
         try:
             infos = self._zip.infolist()
             if len(infos) > max_members:
@@ -178,14 +352,18 @@ class NpzArchive:
             if total > max_total_bytes:
                 raise ValueError(f"its members expand to {total} bytes, above the limit of {max_total_bytes}")
         except BaseException:
-            self._zip.close()
+            self.close()
             raise
+
+    def close(self) -> None:
+        self._zip.close()
+        self._file.close()
 
     def __enter__(self) -> NpzArchive:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._zip.close()
+        self.close()
 
     @property
     def keys(self) -> tuple[str, ...]:

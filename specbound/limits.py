@@ -12,7 +12,9 @@ an operator may reasonably want to lower (a shared server) or raise (a large pri
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeGuard
@@ -28,15 +30,49 @@ MAX_DOWNLOAD_ENV_VAR = "SPECBOUND_MAX_DOWNLOAD_MB"
 DEFAULT_MAX_DOWNLOAD_MB = 1500
 
 
+#: config.json maxima of the hidden and feed-forward sizes (the defaults of :class:`Limits` below).
+_MAX_HIDDEN_SIZE, _MAX_FFN_SIZE = 8192, 32768
+#: Headroom factor under float64's maximum for rounding, LAPACK's internal scaling and the few sums of
+#: already-large terms (2^16: far more than any accumulated relative error of these computations).
+_WEIGHT_HEADROOM = 2.0**16
+
+
+def derived_max_abs_weight(max_hidden: int = _MAX_HIDDEN_SIZE, headroom: float = _WEIGHT_HEADROOM) -> float:
+    """The largest |w| for which every intermediate of the norms and spectra stays finite in float64.
+
+    With every weight at most w in magnitude, N the hidden size, d = N / H <= N the head size and d_ff
+    the feed-forward size, the analysis (:mod:`specbound.spectrum`, :mod:`specbound.profile`,
+    :mod:`specbound.bounds`) forms:
+
+    * QK = Q_h^T K_h and V = V_h^T O_h from d x N factors: each entry is a sum of d products of two
+      weights, at most d w^2; a column's squared norm, for the (2,1) norm, sums N of their squares,
+      at most N d^2 w^4; the (1,1) norm sums N^2 entries, at most N^2 d w^2;
+    * their singular values from the d x d core R_q R_k^T of the QR factors (entries at most d N w^2),
+      with sigma_1 <= ||Q_h||_F ||K_h||_F <= d N w^2; the Frobenius norm, the stable rank, the energy
+      curves and S_2 square them: sum_i sigma_i^2 = ||QK||_F^2 <= (d N w^2)^2 = d^2 N^2 w^4;
+    * for M_in and M_out (N x d_ff) the Gram matrix, entries at most max(N, d_ff) w^2 and eigenvalues
+      sigma_i^2 <= ||M||_F^2 <= N d_ff w^2 (squared weights only: within the limits N d_ff <= N^4);
+    * S_p = sum sigma_i^p for p in [0, 2] is at most the rank plus ||W||_F^2, and every product of
+      norms in alpha, gamma and the proxies is carried as a logarithm (:mod:`specbound.logspace`).
+
+    The largest is d^2 N^2 w^4 <= N^4 w^4 (one head: d = N). So w is capped where N^4 w^4 times the
+    headroom reaches float64's maximum (1.8e308), rounded down to a power of ten: for N <= 8192,
+    (1.8e308 / 2^16 / 8192^4)^(1/4) = 8.8e71, so 1e71. Anything under the cap analyses, anything over
+    it is refused before any SVD with the cap's own message.
+    """
+    exact = (float(np.finfo(np.float64).max) / headroom / float(max_hidden) ** 4) ** 0.25
+    return float(10.0 ** math.floor(math.log10(exact)))
+
+
 @dataclass(frozen=True)
 class Limits:
     """The documented maxima; :data:`LIMITS` is the single instance the package reads."""
 
     # config.json of a checkpoint
     max_layers: int = 96
-    max_hidden_size: int = 8192
+    max_hidden_size: int = _MAX_HIDDEN_SIZE
     max_heads: int = 256
-    max_ffn_size: int = 32768
+    max_ffn_size: int = _MAX_FFN_SIZE
     #: float64 bytes of one layer's weights (W_Q, W_K, W_V, W_O and the two or three MLP matrices, as
     #: :attr:`ModelShape.layer_weight_values <specbound.architecture.ModelShape.layer_weight_values>`
     #: counts them): one layer is what the analysis holds in memory at a time.
@@ -49,9 +85,9 @@ class Limits:
     max_manifest_bytes: int = 16 * 1024**2
     #: the JSON header of one safetensors file (BERT-large's is about 40 kB)
     max_safetensors_header_bytes: int = 16 * 1024**2
-    #: largest |w| accepted in a weight matrix: squares and products of two weights summed over
-    #: 10^9 terms stay far below the float64 maximum (1.8e308), so no SVD or norm overflows.
-    max_abs_weight: float = 1e100
+    #: largest |w| accepted in a weight matrix: what the float64 arithmetic of the norms carries for
+    #: the largest shapes above (see :func:`derived_max_abs_weight`: 1e71)
+    max_abs_weight: float = derived_max_abs_weight()
     #: an atlas: whole file, the sum of its members' uncompressed sizes, and any one member
     max_atlas_file_bytes: int = 512 * 1024**2
     max_atlas_total_bytes: int = 1024**3
@@ -66,6 +102,11 @@ class Limits:
     max_quoted_chars: int = 60
     #: temporary files of an interrupted atomic write older than this are removed
     stale_temp_seconds: float = 600.0
+    #: characters of one option value or argument echoed in a usage error
+    max_echoed_chars: int = 200
+    #: a lab grid file, and one run's trajectory record (steps x matrices numbers, a few MB at most)
+    max_grid_bytes: int = 1024**2
+    max_record_bytes: int = 64 * 1024**2
 
 
 LIMITS = Limits()
@@ -75,11 +116,36 @@ class LimitExceededError(SpecboundError):
     """A size declared by a file, a manifest, the Hub or an option is above a documented limit."""
 
 
+def printable(text: str) -> str:
+    """``text`` with every character a terminal could act on shown escaped, as Python writes it.
+
+    Control characters (ESC and BEL, which start terminal sequences; C1 controls such as CSI U+009B;
+    line breaks), Unicode format characters (bidirectional overrides that reorder what is shown,
+    zero-width characters) and separators other than the space become ``\\x1b``, ``\\u202e``, ...
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with "..." marking the cut."""
+    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+
+
+def echoed(text: str, limit: int | None = None) -> str:
+    """A line that echoes user input (a usage error, a report line): escaped (:func:`printable`), with
+    every run of more than ``limit`` non-space characters shortened and the whole line at most four
+    times that, so a 5,000-character option value or a raw terminal sequence never reaches the
+    terminal as it was typed."""
+    limit = limit or LIMITS.max_echoed_chars
+    escaped = printable(" ".join(text.split()))
+    short = re.sub(rf"\S{{{limit + 1},}}", lambda match: shortened(match.group(0), limit), escaped)
+    return shortened(short, 4 * limit)
+
+
 def quoted(value: object, limit: int | None = None) -> str:
-    """Text from a user or a file, on one line and shortened, for quoting in an error message."""
+    """Text from a user or a file, on one line, escaped (:func:`printable`) and shortened, for a message."""
     limit = limit or LIMITS.max_quoted_chars
-    text = " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shortened(printable(" ".join(str(value).split())), limit)
 
 
 def is_genuine_int(value: object) -> TypeGuard[int | np.integer]:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .defaults import DEFAULT_MODEL
 from .errors import ModelNotFoundError
+from .files import expand_user
 from .limits import LIMITS, quoted
 
 MINIATURE_LAYERS: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
@@ -82,27 +83,48 @@ def atlas_reference(path: Path | str, member: str | None = None) -> str:
     return f"{ATLAS_PREFIX}{path}{suffix}"
 
 
+def atlas_split_points(body: str) -> list[tuple[str, str | None]]:
+    """Every way to read ``FILE#MODEL`` (the text after ``atlas:``), in the order they are tried.
+
+    Both file names and model names may hold a ``#`` (a model analysed from a directory ``run#3``
+    is named so), so each ``#`` is a candidate end of the file part: the first whose file exists
+    wins (:func:`_resolve_atlas`); with no ``#`` the whole text is the file and the atlas's only
+    model is meant. Nothing is stripped: ``atlas:x.npz#m `` names the model ``'m '``.
+    """
+    cuts = [i for i, c in enumerate(body) if c == ATLAS_MEMBER_SEP]
+    return [(body[:i], body[i + 1 :]) for i in cuts] + [(body, None)]
+
+
+def _is_atlas_file(path: Path) -> bool:
+    """Whether ``path`` may be an atlas: anything but a directory (a FIFO or a device is then refused
+    by the atlas reader, which says what it is, without opening it for long)."""
+    try:
+        return path.exists() and not path.is_dir()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
+
+
 def _resolve_atlas(name: str) -> ModelRef:
     """``atlas:FILE#MODEL`` -> a reference to the atlas file (which must exist) and the member's name.
 
-    The file part ends at the last ``#``, so model names may not hold one but file names may.
+    The file part is the shortest prefix ending at a ``#`` (or the whole text) that is a file (see
+    :func:`atlas_split_points`); a leading ``~`` or ``~user`` is expanded, and a user without a home
+    is one error line.
     """
     body = name[len(ATLAS_PREFIX) :]
-    file_part, sep, member = body.rpartition(ATLAS_MEMBER_SEP)
-    if not sep:
-        file_part, member = body, ""
-    if not file_part.strip():
+    if not body or body.startswith(ATLAS_MEMBER_SEP):
         raise ModelNotFoundError(f"'{quoted(name)}' names no atlas file: write atlas:FILE#MODEL")
-    path = Path(file_part.strip()).expanduser()
-    try:
-        found = path.is_file()
-    except (OSError, RuntimeError):  # a name too long for the file system, '~' without a home
-        found = False
-    if not found:
-        raise ModelNotFoundError(f"no atlas file at {quoted(file_part.strip())}")
-    resolved = path.resolve()
-    chosen = member.strip() or None
-    return ModelRef(atlas_reference(resolved, chosen), Source.ATLAS, path=resolved, member=chosen)
+    for file_part, member in atlas_split_points(body):
+        if not file_part:
+            continue
+        path = expand_user(file_part, f"the atlas path '{quoted(file_part)}'")
+        if _is_atlas_file(path):
+            resolved = path.resolve()
+            chosen = member or None
+            return ModelRef(atlas_reference(resolved, chosen), Source.ATLAS, path=resolved, member=chosen)
+    shown = body if ATLAS_MEMBER_SEP not in body else body.partition(ATLAS_MEMBER_SEP)[0]
+    # the whole path, not a 60-character cut: the dashboard can only redact a server path it sees whole
+    raise ModelNotFoundError(f"no atlas file at {quoted(shown, LIMITS.max_model_name_chars)}")
 
 
 def miniature_repo_id(layers: int, width: int) -> str:
@@ -154,7 +176,7 @@ def _local_directory(name: str) -> Path | None:
         if path.is_dir():
             return path.resolve()
         exists = path.exists()
-    except RuntimeError:  # '~' with no home directory
+    except RuntimeError:  # '~' or '~user' with no home directory: not a directory of this machine
         return None
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:
@@ -166,17 +188,22 @@ def _local_directory(name: str) -> Path | None:
 
 
 def resolve(name: str, revision: str | None = None) -> ModelRef:
-    """Turn a user's model name into a :class:`ModelRef`; raises ModelNotFoundError if it names nothing."""
-    name = name.strip()
-    if not name:
+    """Turn a user's model name into a :class:`ModelRef`; raises ModelNotFoundError if it names nothing.
+
+    White space around a catalog name (the bundled model, a miniature alias) is ignored; every other
+    name is taken exactly as given, since ``'dir '`` and ``dir`` are different directories: a name
+    with white space at an end that names nothing says so, rather than opening its stripped twin.
+    """
+    stripped = name.strip()
+    if not stripped:
         raise ModelNotFoundError("no model given")
     if len(name) > LIMITS.max_model_name_chars or "\0" in name:
         raise ModelNotFoundError(f"'{quoted(name)}' is not a model name ({len(name)} characters)")
-    if name.lower() == DEFAULT_MODEL:
+    if stripped.lower() == DEFAULT_MODEL:
         return ModelRef(DEFAULT_MODEL, Source.BUNDLED, repo_id=BUNDLED_REPO_ID, path=bundled_model_dir())
     if name.startswith(ATLAS_PREFIX):
         return _resolve_atlas(name)
-    if (alias := parse_miniature_alias(name)) is not None:
+    if (alias := parse_miniature_alias(stripped)) is not None:
         layers, width = alias
         if not is_miniature(layers, width):
             raise ModelNotFoundError(
@@ -188,6 +215,11 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
         )
     if (path := _local_directory(name)) is not None:
         return ModelRef(str(path), Source.LOCAL, path=path)
+    if name != stripped:
+        raise ModelNotFoundError(
+            f"'{quoted(name)}' names nothing: it begins or ends with white space, and no directory of "
+            f"exactly that name exists (a Hub id or alias has none)"
+        )
     if REVISION_SEP in name and revision is None:
         return _resolve_revision(name)
     if _REPO_ID.match(name):

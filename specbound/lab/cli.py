@@ -169,7 +169,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print(f"the shipped reference: {LAB_MODELS}")
     results = read_results(Path(args.dir) if args.dir is not None else REFERENCE_DIR)
     _print_correlations(results)
-    if args.runs:
+    if args.runs and results.runs:  # no finished run (or none readable): there is no table to print
         from .sweep import runs_frame
 
         frame = runs_frame(results.runs)

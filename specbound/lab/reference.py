@@ -26,7 +26,8 @@ from typing import Any
 
 from .._version import __version__
 from ..atlas import atlas_member, save_atlas
-from ..files import atomic_write
+from ..files import atomic_write, describe_os_error, read_json
+from ..limits import LIMITS
 from ..loading import load_profile
 from ..profile import SpectralProfile
 from .sweep import LAB_LABEL, RUNS_DIR, LabResults, read_results, read_runs, write_record, write_tables
@@ -158,7 +159,10 @@ def export_reference(
 
 def read_manifest(directory: Path | str = REFERENCE_DIR) -> dict[str, Any]:
     """The reference's manifest (ValueError if it is missing or not a lab reference)."""
-    data = json.loads((Path(directory) / MANIFEST_FILE).read_text(encoding="utf-8"))
+    try:
+        data = read_json(Path(directory) / MANIFEST_FILE, MANIFEST_FILE, LIMITS.max_manifest_bytes)
+    except OSError as exc:
+        raise ValueError(f"cannot read the lab reference's {MANIFEST_FILE}: {describe_os_error(exc)}") from None
     if not isinstance(data, dict) or data.get("format") != REFERENCE_FORMAT:
         raise ValueError(f"{directory} is not a specbound lab reference")
     return data

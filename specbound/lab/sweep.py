@@ -11,6 +11,15 @@ Layout of a lab directory ``DIR`` (the file names and columns are an interface):
 A re-run skips every run whose record exists with the same spec; a run without a record (killed
 mid-way, or cancelled) is deleted and trained again from scratch, so it is redone cleanly. The tables
 are rebuilt from every record in ``runs/``, so a run trained later into the same directory joins them.
+
+Several writers may share a lab directory (two ``lab sweep`` commands, the dashboard's jobs): a run is
+claimed before it is touched (an advisory lock ``runs/.<run>.lock``, released by the process's end
+whatever its cause), so a second writer never deletes a run that another is training; it waits for
+that run and then reuses its record. The tables are rebuilt under a lock of their own.
+
+Grid files and records are validated when they are read: a grid is a small regular JSON file whose
+every value has the declared type and range (one LabError line otherwise); a record that does not
+hold a complete, finite trajectory is not a finished run.
 """
 
 from __future__ import annotations
@@ -20,14 +29,16 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..bounds import BoundSettings
-from ..files import atomic_write
+from ..files import DirectoryLock, DirectoryLocked, atomic_write, describe_os_error, read_json
+from ..limits import LIMITS, quoted
 from ..progress import ProgressCallback, silent
 from .correlation import MeasureCorrelation, correlate
 from .tasks import ThresholdTask
@@ -42,6 +53,10 @@ RECORD_FILE = "trajectory.json"
 RUNS_CSV = "runs.csv"
 CORRELATIONS_CSV = "correlations.csv"
 RECORD_FORMAT = "specbound-lab-run"
+#: Lock of the tables of a lab directory, and the name of a run's claim inside ``runs/``.
+TABLES_LOCK = ".tables.lock"
+#: How often a writer that waits for a run claimed by another looks again (seconds).
+CLAIM_POLL_SECONDS = 0.5
 #: Bump when the record changes: older records are then retrained, not trusted.
 RECORD_SCHEMA = 1
 #: A label that travels with every record and reference file.
@@ -188,11 +203,7 @@ def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> Sw
         for axis, convert in _GRID_AXES.items():
             if axis in data:
                 raw = data[axis] if isinstance(data[axis], list) else [data[axis]]
-                if any(isinstance(v, (bool, str)) or not isinstance(v, (int, float)) for v in raw):
-                    raise LabError(f"grid entry '{axis}' must be a number or a list of numbers")
-                if convert is int and any(v != int(v) for v in raw):
-                    raise LabError(f"grid entry '{axis}' must hold integers")
-                values[axis] = tuple(dict.fromkeys(convert(v) for v in raw))
+                values[axis] = tuple(dict.fromkeys(_grid_number(f"grid entry '{axis}'", v, convert) for v in raw))
         settings, task = data.get("settings", {}), data.get("task", {})
         if not isinstance(settings, Mapping) or not isinstance(task, Mapping):
             raise LabError("grid entries 'settings' and 'task' must be JSON objects")
@@ -201,26 +212,57 @@ def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> Sw
         if set(settings) - known_settings or set(task) - known_task:
             raise LabError(
                 f"unknown settings or task entries: "
-                f"{', '.join(sorted((set(settings) - known_settings) | (set(task) - known_task)))}"
+                f"{quoted(', '.join(sorted((set(settings) - known_settings) | (set(task) - known_task))), 200)}"
             )
-        if "positions" in task:
-            task = {**task, "positions": tuple(task["positions"])}
+        settings = {
+            name: _grid_number(f"setting '{name}'", v, float if name in _FLOAT_SETTINGS else int)
+            for name, v in settings.items()
+        }
+        checked_task: dict[str, Any] = {}
+        for name, v in task.items():
+            if name == "positions":
+                if not isinstance(v, list):
+                    raise LabError("task entry 'positions' must be a list of integers")
+                checked_task[name] = tuple(_grid_number("task entry 'positions'", i, int) for i in v)
+            elif name == "threshold" and v is None:
+                checked_task[name] = None
+            else:
+                checked_task[name] = _grid_number(f"task entry '{name}'", v, int)
         values["settings"] = replace(base.settings, **settings)
-        values["task"] = replace(base.task, **{"threshold": None, **task})  # rebalanced unless given
-        return replace(base, **values)
+        values["task"] = replace(base.task, **{"threshold": None, **checked_task})  # rebalanced unless given
+        grid = replace(base, **values)
+        grid.specs()  # every run valid and within the limits, said now rather than at run 17
+        return grid
     except (TypeError, ValueError) as exc:
-        raise LabError(f"invalid grid: {exc}") from None
+        raise LabError(f"invalid grid: {quoted(exc, 200)}") from None
+
+
+#: TrainSettings fields that are real numbers (the others are integers).
+_FLOAT_SETTINGS = frozenset({"learning_rate", "weight_decay"})
+
+
+def _grid_number(what: str, value: Any, convert: Callable[[Any], Any]) -> Any:
+    """A number of a grid file: finite, and a genuine integer where one is due (2.0 passes, 2.5 not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise LabError(f"{what} must be a number or a list of numbers, got {quoted(json.dumps(value)[:80])}")
+    if not math.isfinite(value):
+        raise LabError(f"{what} must be a finite number, got {quoted(value)}")
+    if convert is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise LabError(f"{what} must hold integers, got {quoted(value)}")
+        value = int(value)
+    return convert(value)
 
 
 def read_grid(path: Path | str, base: SweepGrid | None = None) -> SweepGrid:
     """A grid from a JSON file (see :func:`grid_from_dict`)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise LabError(f"cannot read the grid file {path}: {exc.strerror}") from None
-    except ValueError:
-        raise LabError(f"the grid file {path} is not valid JSON") from None
+        data = read_json(path, f"the grid file {path.name}", LIMITS.max_grid_bytes)
+    except OSError as exc:  # missing, a FIFO or a device, too large: said without the directory
+        raise LabError(f"cannot read the grid file {path.name}: {describe_os_error(exc)}") from None
+    except ValueError as exc:
+        raise LabError(f"the grid file {path.name} is not valid JSON ({quoted(exc, 120)})") from None
     return grid_from_dict(data, base)
 
 
@@ -286,12 +328,12 @@ def write_record(out: Path, trajectory: RunTrajectory) -> Path:
 def read_record(path: Path) -> RunTrajectory | None:
     """A finished run's record, or None if it is missing, unreadable, foreign or of another schema."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, path.name, LIMITS.max_record_bytes)  # a regular file of bounded size
         if data.get("format") != RECORD_FORMAT or data.get("schema") != RECORD_SCHEMA:
             return None
         trajectory = RunTrajectory.from_dict(data)
         return trajectory if trajectory.name == data["name"] and trajectory.steps else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, LabError):
         return None
 
 
@@ -467,14 +509,21 @@ def run_sweep(
                 outcomes.append(RunOutcome(spec.name, Status.SKIPPED, 0.0))
                 report(f"{prefix}: skipped, already done")
                 continue
-            run_started = time.perf_counter()
-            run_dir = out / RUNS_DIR / spec.name
-            if run_dir.exists():
-                shutil.rmtree(run_dir)  # an unfinished or different earlier run: start it again cleanly
-            callback = progress(spec.name)
-            result = train_run(spec, run_dir, progress=callback, should_stop=should_stop)
-            trajectory = analyse_run(result, run_dir, settings=bound_settings, progress=callback, use_cache=use_cache)
-            write_record(out, trajectory)
+            with _claim(out, spec.name, prefix, report, should_stop):
+                if finished_run(out, spec) is not None:  # the writer we waited for finished it
+                    outcomes.append(RunOutcome(spec.name, Status.SKIPPED, 0.0))
+                    report(f"{prefix}: skipped, finished by the other writer")
+                    continue
+                run_started = time.perf_counter()
+                run_dir = out / RUNS_DIR / spec.name
+                if run_dir.exists():
+                    shutil.rmtree(run_dir)  # an unfinished or different earlier run, claimed by no one
+                callback = progress(spec.name)
+                result = train_run(spec, run_dir, progress=callback, should_stop=should_stop)
+                trajectory = analyse_run(
+                    result, run_dir, settings=bound_settings, progress=callback, use_cache=use_cache
+                )
+                write_record(out, trajectory)
             seconds = time.perf_counter() - run_started
             outcomes.append(RunOutcome(spec.name, Status.DONE, seconds))
             final = trajectory.final
@@ -484,11 +533,46 @@ def run_sweep(
                 f"log10 ours {final.ours_log10:.4f}"
             )
     except TrainingCancelled:
-        write_tables(out, read_runs(out))
+        with _tables_lock(out):
+            write_tables(out, read_runs(out))
         raise
     except OSError as exc:
-        raise LabError(f"cannot write to the lab directory {out}: {exc.strerror}") from None
-    runs = read_runs(out)
-    table = correlations(runs)
-    files = write_tables(out, runs, table)
+        raise LabError(f"cannot write to the lab directory {out.name}: {describe_os_error(exc)}") from None
+    with _tables_lock(out):
+        runs = read_runs(out)
+        table = correlations(runs)
+        files = write_tables(out, runs, table)
     return SweepResult(tuple(outcomes), LabResults(runs, table), files, time.perf_counter() - started)
+
+
+def claim_path(out: Path, name: str) -> Path:
+    """The lock file by which a writer claims the run ``name`` of a lab directory."""
+    return out / RUNS_DIR / f".{name}.lock"
+
+
+@contextmanager
+def _claim(
+    out: Path, name: str, prefix: str, report: Callable[[str], None], should_stop: Callable[[], bool]
+) -> Iterator[None]:
+    """Hold the run's claim for the block, waiting (cancellably) while another writer holds it."""
+    lock = DirectoryLock(claim_path(out, name), f"run {name}")
+    waiting = False
+    while True:
+        try:
+            lock.acquire(wait=False)
+            break
+        except DirectoryLocked:
+            if not waiting:
+                report(f"{prefix}: being trained by another writer of this directory; waiting for it")
+                waiting = True
+            if should_stop():
+                raise TrainingCancelled(f"waiting for {name} was cancelled") from None
+            time.sleep(CLAIM_POLL_SECONDS)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _tables_lock(out: Path) -> DirectoryLock:
+    return DirectoryLock(out / TABLES_LOCK, f"the tables of {out.name}").acquire(wait=True)

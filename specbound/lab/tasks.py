@@ -79,6 +79,15 @@ class ThresholdTask:
     label_noise: float = 0.0
 
     def __post_init__(self) -> None:
+        integers = [self.vocab_size, self.length, *self.positions]
+        if self.threshold is not None:
+            integers.append(self.threshold)
+        if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in integers):
+            raise ValueError(
+                f"the vocabulary size, length, positions and threshold must be integers, got {integers[:8]}"
+            )
+        if isinstance(self.label_noise, bool) or not isinstance(self.label_noise, int | float):
+            raise ValueError(f"label noise must be a number, got {self.label_noise!r}")
         if not 2 <= self.vocab_size <= MAX_VOCAB:
             raise ValueError(f"the vocabulary size must lie in [2, {MAX_VOCAB}], got {self.vocab_size}")
         if not 1 <= self.length <= MAX_LENGTH:

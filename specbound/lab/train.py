@@ -53,7 +53,38 @@ FFN_RATIO: int = 4
 CHECKPOINTS_DIR = "checkpoints"
 #: About this many progress events per run (often enough for a bar, rare enough to cost nothing).
 PROGRESS_EVENTS: int = 100
-_EVAL_CHUNK = 2048  # examples per forward pass when measuring errors
+_EVAL_CHUNK = 2048  # examples per forward pass when measuring errors (fewer for long sequences)
+#: Memory one run may take for its samples and activations: bounded by the product of its sizes
+#: (sequence length x samples, batch x heads x length^2, ...), not by each size alone.
+MAX_RUN_BYTES: int = 1024**3
+#: Of which the activations of one evaluation pass (the chunk shrinks to fit).
+_EVAL_BYTES: int = 128 * 1024**2
+
+
+def _activation_bytes(spec: RunSpec, examples: int) -> int:
+    """float32 bytes of one layer's activations for ``examples`` sequences of T + 1 tokens.
+
+    Attention scores and probabilities (2 H (T+1)^2 per example) and about 12 N (T+1) for the
+    projections, the feed-forward block (4 N) and the residual stream.
+    """
+    tokens = spec.task.length + 1
+    return 4 * examples * (2 * spec.heads * tokens * tokens + 12 * spec.hidden * tokens)
+
+
+def eval_chunk(spec: RunSpec) -> int:
+    """Examples per evaluation pass: at most 2048, and few enough for :data:`_EVAL_BYTES`."""
+    return max(1, min(_EVAL_CHUNK, _EVAL_BYTES // max(1, _activation_bytes(spec, 1))))
+
+
+def memory_estimate(spec: RunSpec) -> int:
+    """Bytes a run needs beyond the model: its samples (int64 tokens, drawn then copied with [CLS]),
+    the training batch's activations of every layer (kept for the backward pass) and one
+    evaluation pass's."""
+    samples = spec.n_train + spec.settings.test_samples
+    data = 2 * 8 * samples * (spec.task.length + 1)
+    batch = min(spec.settings.batch_size, spec.n_train)
+    training = spec.layers * _activation_bytes(spec, batch)
+    return data + training + _activation_bytes(spec, eval_chunk(spec))
 
 
 class LabError(SpecboundError):
@@ -118,6 +149,15 @@ class RunSpec:
         _check_int("seed", self.seed, 0, MAX_SEED)
         if self.hidden % self.heads:
             raise LabError(f"the width {self.hidden} is not divisible by {self.heads} heads")
+        need = memory_estimate(self)
+        if need > MAX_RUN_BYTES:
+            raise LabError(
+                f"this run would need about {need / 2**30:.1f} GiB for its samples and activations "
+                f"(sequence length {self.task.length} with {self.n_train} training and "
+                f"{self.settings.test_samples} test samples, batch {self.settings.batch_size}, "
+                f"{self.heads} heads, {self.layers} layers), more than the lab's {MAX_RUN_BYTES / 2**30:.0f} GiB: "
+                f"use shorter sequences, fewer samples or a smaller batch"
+            )
 
     @property
     def label_noise(self) -> float:
@@ -248,16 +288,16 @@ def _training_context(threads: int) -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _measure(model: Any, ids: torch.Tensor, labels: torch.Tensor) -> tuple[float, float]:
+def _measure(model: Any, ids: torch.Tensor, labels: torch.Tensor, chunk: int = _EVAL_CHUNK) -> tuple[float, float]:
     """(mean cross-entropy, error rate) of the model on a labelled set, in eval mode, no gradients."""
     import torch
 
     loss_sum, wrong = 0.0, 0
     model.eval()
     with torch.no_grad():
-        for start in range(0, ids.shape[0], _EVAL_CHUNK):
-            logits = model(input_ids=ids[start : start + _EVAL_CHUNK]).logits  # (chunk, 2)
-            target = labels[start : start + _EVAL_CHUNK]
+        for start in range(0, ids.shape[0], chunk):
+            logits = model(input_ids=ids[start : start + chunk]).logits  # (chunk, 2)
+            target = labels[start : start + chunk]
             loss_sum += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
             wrong += int((logits.argmax(dim=1) != target).sum())
     model.train()
@@ -292,6 +332,7 @@ def train_run(
     train_ids, train_labels = model_inputs(train, spec.task.vocab_size)
     test_ids, test_labels = model_inputs(test, spec.task.vocab_size)
     save_at = set(settings.save_steps)
+    chunk = eval_chunk(spec)
     records: list[StepRecord] = []
     started = time.perf_counter()
     with _training_context(settings.threads):
@@ -307,8 +348,8 @@ def train_run(
             if step in save_at:
                 relative = checkpoint_dir(step)
                 model.save_pretrained(directory / relative)
-                train_loss, train_error = _measure(model, train_ids, train_labels)
-                _, test_error = _measure(model, test_ids, test_labels)
+                train_loss, train_error = _measure(model, train_ids, train_labels, chunk)
+                _, test_error = _measure(model, test_ids, test_labels, chunk)
                 records.append(StepRecord(step, train_loss, train_error, test_error, settings.test_samples, relative))
             if step == settings.steps:
                 break

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bounds import BoundAnalysis, BoundSettings
+from ..limits import is_genuine_int
 from ..loading import load_profile
 from ..progress import ProgressCallback, ProgressEvent, silent
 from .measures import frobenius_sum, log_bartlett, log_spectral_product
@@ -67,10 +68,52 @@ class StepTerms:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepTerms:
+        """The terms as a record stores them, checked (ValueError): a record is a file, not a promise.
+
+        Integers must be genuine and non-negative, every number finite, errors in [0, 1], each p*
+        on [0, 2] and the p* list not empty.
+        """
         values = {name: data[name] for name in cls.__dataclass_fields__}
-        values["log10_alpha"] = tuple(float(v) for v in data["log10_alpha"])
-        values["p_opt"] = tuple(float(v) for v in data["p_opt"])
+        for name in ("step", "test_samples", "grid_m"):
+            if not is_genuine_int(values[name]) or values[name] < (0 if name == "step" else 1):
+                raise ValueError(f"{name} must be a positive integer")
+        for name in _FLOAT_TERMS:
+            value = values[name]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number")
+        if not all(0.0 <= values[name] <= 1.0 for name in ("train_error", "test_error")):
+            raise ValueError("errors must lie in [0, 1]")
+        if not isinstance(values["checkpoint"], str):
+            raise ValueError("checkpoint must be a relative path")
+        values["log10_alpha"] = _finite_tuple(data["log10_alpha"], "log10_alpha")
+        values["p_opt"] = _finite_tuple(data["p_opt"], "p_opt")
+        if not values["p_opt"] or not all(0.0 <= p <= 2.0 for p in values["p_opt"]):
+            raise ValueError("p_opt must hold one p* in [0, 2] per matrix")
         return cls(**values)
+
+
+#: The real-valued terms of a step (all must be finite numbers in a record).
+_FLOAT_TERMS: tuple[str, ...] = (
+    "train_loss",
+    "train_error",
+    "test_error",
+    "ours_log10",
+    "ours_p0_log10",
+    "ours_p1_log10",
+    "ours_p2_log10",
+    "edelman_log10",
+    "frobenius",
+    "spectral_product_log10",
+    "bartlett_log10",
+)
+
+
+def _finite_tuple(values: Any, what: str) -> tuple[float, ...]:
+    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int | float) for v in values):
+        raise ValueError(f"{what} must be a list of numbers")
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{what} must hold finite numbers")
+    return tuple(float(v) for v in values)
 
 
 @dataclass(frozen=True)
@@ -103,18 +146,31 @@ class RunTrajectory:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunTrajectory:
-        return cls(
-            spec=spec_from_dict(data["spec"]),
-            params=int(data["params"]),
-            seconds=float(data["seconds"]),
-            matrices=tuple(str(m) for m in data["matrices"]),
-            steps=tuple(StepTerms.from_dict(s) for s in data["steps"]),
-        )
+        """A run from its record, checked whole (ValueError, or LabError for an invalid spec)."""
+        params, seconds, matrices = data["params"], data["seconds"], data["matrices"]
+        if not is_genuine_int(params) or params < 1:
+            raise ValueError("params must be a positive integer")
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < math.inf:
+            raise ValueError("seconds must be a finite non-negative number")
+        if not isinstance(matrices, list) or not matrices or not all(isinstance(m, str) for m in matrices):
+            raise ValueError("matrices must be a non-empty list of labels")
+        spec = spec_from_dict(data["spec"])
+        steps = tuple(StepTerms.from_dict(s) for s in data["steps"])
+        if not steps or [s.step for s in steps] != sorted({s.step for s in steps}):
+            raise ValueError("steps must be a non-empty list in increasing step order")
+        for s in steps:
+            if len(s.p_opt) != len(matrices) or len(s.log10_alpha) != spec.layers:
+                raise ValueError("every step needs one p* per matrix and one log10 alpha per layer")
+        return cls(spec=spec, params=int(params), seconds=float(seconds), matrices=tuple(matrices), steps=steps)
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> RunSpec:
     """Inverse of :meth:`RunSpec.to_dict` (the threshold is stored resolved)."""
     task = data["task"]
+    ints = [data[k] for k in ("layers", "hidden", "heads", "n_train", "seed")]
+    ints += [task["vocab_size"], task["length"], task["threshold"], *task["positions"]]
+    if not all(is_genuine_int(v) for v in ints):  # int(2.7) would quietly read another run
+        raise ValueError("a run's sizes, seed and task must be integers")
     return RunSpec(
         layers=int(data["layers"]),
         hidden=int(data["hidden"]),
