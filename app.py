@@ -1,4 +1,4 @@
-"""specbound dashboard: pick a BERT encoder, inspect its spectra, drive the bound with p sliders.
+"""specbound dashboard: pick a trained Transformer, inspect its spectra, drive the bound with p sliders.
 
 Run with ``make run`` (or ``streamlit run app.py``). This entry point sets the page up, draws the
 shared sidebar (model picker) and hands over to the page chosen in the navigation; each page lives
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import atlas, data, safety, share
+from dashboard import atlas, data, link_guard, safety, share
 from dashboard.export import figure_format_picker
 from dashboard.presentation import inject_style, presentation_toggle
 from dashboard.routing import alias_page
@@ -40,11 +40,13 @@ PAGES: list[st.Page] = [
     st.Page("pages/scaling.py", title="Scaling", icon=":material/trending_up:", url_path="scaling"),
     st.Page("pages/theory.py", title="Theory", icon=":material/school:", url_path="theory"),
     st.Page("pages/lab.py", title="Lab", icon=":material/science:", url_path="lab"),
+    st.Page("pages/runs.py", title="Training runs", icon=":material/timeline:", url_path="runs"),
 ]
 
 page = st.navigation(PAGES)
 if page is OVERVIEW_ALIAS:
     page.run()  # switches to the Overview with the link's parameters: nothing below runs
+link_guard.guard()  # a link Streamlit refused whole (over 1,000 parameters): cleared, and said so
 share.restore()  # a shared link: seed the model and p settings before any widget is drawn
 render_sidebar()
 with st.sidebar:

@@ -20,19 +20,31 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .api import Analysis
 from .errors import SpecboundError
-from .files import describe_os_error, output_dir, read_json, remove_stale_temps, write_text_atomic
+from .files import (
+    DirectoryLock,
+    describe_os_error,
+    output_dir,
+    read_json,
+    remove_stale_temps,
+    write_text_atomic,
+)
 from .limits import LIMITS
 from .logspace import to_log10
 from .models import PYTHIA_REVISIONS, REVISION_SEP
 from .parallel import Executor, run_tasks
+from .profile import SpectralProfile
+
+#: The lock file of a trajectory's output directory (the one grid uses).
+LOCK_FILE = ".specbound.lock"
 
 #: Bump when a step's row changes: older rows are then analysed again, not trusted.
 ROW_SCHEMA = 1
@@ -147,7 +159,6 @@ class _StepAnswer:
 
 def _analyse_step(task: _StepTask) -> _StepAnswer:
     """Analyse one saved step (anywhere: in this process, a worker process or a Dask worker)."""
-    from .api import Analysis
     from .bounds import BoundAnalysis, BoundSettings
     from .loading import load_profile
 
@@ -158,9 +169,17 @@ def _analyse_step(task: _StepTask) -> _StepAnswer:
         bounds = BoundAnalysis.from_profile(profile, BoundSettings(l_phi=settings.l_phi, grid_m=settings.grid_m))
     except SpecboundError as exc:
         return _StepAnswer(checkpoint.step, reason=str(exc))
-    result = Analysis(bounds)
-    row: dict[str, Any] = {"step": checkpoint.step, "model": profile.model, "source": checkpoint.source}
-    row |= {"ours_log10": result.ours_log10, "edelman_log10": result.edelman_log10}
+    row = step_row(checkpoint.step, Analysis(bounds), checkpoint.logged)
+    return _StepAnswer(
+        checkpoint.step, {"step": checkpoint.step, "model": profile.model, "source": checkpoint.source} | row, profile
+    )
+
+
+def step_row(step: int, result: Analysis, logged: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """One step's numbers: ours at p* and at p = 0, 1, 2, Edelman's, p* statistics, log10 α per layer,
+    and the losses logged there (None where not logged). The columns of ``trajectory.csv``."""
+    bounds = result.bounds
+    row: dict[str, Any] = {"step": step, "ours_log10": result.ours_log10, "edelman_log10": result.edelman_log10}
     for p in FIXED_P:
         row[f"ours_p{p:g}_log10"] = float(to_log10(bounds.evaluate(p).log_total))
     row |= {
@@ -169,8 +188,17 @@ def _analyse_step(task: _StepTask) -> _StepAnswer:
         "p_opt_zero_share": float(np.mean(bounds.p_opt == 0)),
     }
     row |= {f"log10_alpha_L{layer}": float(v) for layer, v in enumerate(to_log10(bounds.log_alpha))}
-    row |= {key: checkpoint.logged.get(key) for key in ("loss", "eval_loss")}
-    return _StepAnswer(checkpoint.step, row, profile)
+    return row | {key: (logged or {}).get(key) for key in ("loss", "eval_loss")}
+
+
+def steps_of(profiles: Sequence[SpectralProfile]) -> dict[str, dict[int, SpectralProfile]]:
+    """The runs in a set of profiles named ``NAME@STEP`` (a trajectory atlas): name -> step -> profile."""
+    runs: dict[str, dict[int, SpectralProfile]] = {}
+    for profile in profiles:
+        name, sep, step = profile.model.rpartition(REVISION_SEP)
+        if sep and name and step.isdigit():
+            runs.setdefault(name, {})[int(step)] = profile
+    return {name: dict(sorted(steps.items())) for name, steps in runs.items()}
 
 
 # --- the run ----------------------------------------------------------------------------------------
@@ -192,13 +220,33 @@ def run_trajectory(
     executor: Executor = Executor(),
     report: Callable[[str], None] = lambda line: None,
 ) -> TrajectoryResult:
-    """Analyse every step not yet done in ``out`` and write the trajectory's table and atlas."""
-    from .atlas import atlas_member, save_atlas
+    """Analyse every step not yet done in ``out`` and write the trajectory's table and atlas.
+
+    The directory is locked while written: a second writer stops with DirectoryLocked at once.
+    """
 
     out = Path(out)
     steps_dir = output_dir(output_dir(out, "output directory") / STEPS_DIR, "steps directory")
-    for directory in (out, steps_dir):
-        remove_stale_temps(directory)
+    lock = DirectoryLock(out / LOCK_FILE, f"the output directory {out.name}").acquire(wait=False)
+    try:
+        for directory in (out, steps_dir):
+            remove_stale_temps(directory)
+        return _run(checkpoints, out, steps_dir, settings, executor, report)
+    finally:
+        lock.release()
+
+
+def _run(
+    checkpoints: Sequence[SavedStep],
+    out: Path,
+    steps_dir: Path,
+    settings: RunSettings,
+    executor: Executor,
+    report: Callable[[str], None],
+) -> TrajectoryResult:
+    """:func:`run_trajectory` with the output directory made and locked."""
+    from .atlas import atlas_member, save_atlas
+
     if len({c.step for c in checkpoints}) != len(checkpoints):
         raise SpecboundError("two checkpoints have the same step")
     todo = [c for c in checkpoints if _read_row(steps_dir, c, settings) is None]

@@ -1,0 +1,114 @@
+"""The Training runs page's data: trajectories of real runs, from the operator's directory or an upload.
+
+A trajectory is an atlas whose members are named ``NAME@STEP`` (what ``specbound trajectory`` and the
+Trainer callback write, :mod:`specbound.runs`). The operator may name a directory when starting the
+server (``SPECBOUND_RUNS_DIR``): every ``*.npz`` trajectory in it and in its subdirectories is
+offered, with the losses of the ``trajectory.csv`` beside it. A visitor may upload a trajectory atlas
+(through the same store and checks as every atlas upload) but never names a path. The numbers of each
+step come from its stored spectra only (:func:`specbound.runs.step_row`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from specbound.api import Analysis
+from specbound.atlas import AtlasError, load_atlas
+from specbound.bounds import BoundAnalysis
+from specbound.profile import SpectralProfile
+from specbound.runs import ATLAS_FILE, TABLE_FILE, step_row, steps_of
+
+#: Environment variable naming the operator's directory of trajectories (read when a page asks).
+RUNS_DIR_ENV = "SPECBOUND_RUNS_DIR"
+#: How deep below that directory trajectories are looked for, and how many are listed at most.
+MAX_DEPTH, MAX_RUNS = 2, 64
+#: Where an uploaded trajectory comes from, in the run picker.
+UPLOADED = "uploaded"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run: its name, where it came from (the operator's directory or an upload), its steps."""
+
+    name: str
+    origin: str
+    steps: dict[int, SpectralProfile]
+    logged: dict[int, dict[str, float]]  # step -> loss, eval_loss (from trajectory.csv)
+
+    @property
+    def key(self) -> str:
+        return f"{self.origin}:{self.name}"
+
+
+def runs_dir() -> Path | None:
+    value = os.environ.get(RUNS_DIR_ENV, "").strip()
+    return Path(value).expanduser() if value else None
+
+
+def _trajectory_files(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for depth in range(MAX_DEPTH + 1):
+        found += sorted(p for p in root.glob("/".join(["*"] * depth + ["*.npz"])) if p.is_file())
+    return found[:MAX_RUNS]
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _load(path: str, mtime_ns: int) -> tuple[SpectralProfile, ...]:
+    return tuple(load_atlas(Path(path)))
+
+
+def _logged(table: Path) -> dict[int, dict[str, float]]:
+    if not table.is_file():
+        return {}
+    try:
+        frame = pd.read_csv(table, nrows=100_000)
+    except (OSError, ValueError):
+        return {}
+    columns = [c for c in ("loss", "eval_loss") if c in frame.columns]
+    return {
+        int(row["step"]): {c: float(row[c]) for c in columns if pd.notna(row[c])}
+        for _, row in frame.iterrows()
+        if "step" in frame.columns
+    }
+
+
+def operator_runs() -> list[Run]:
+    """The trajectories in the operator's directory (none when it is not set or not readable)."""
+    root = runs_dir()
+    if root is None or not root.is_dir():
+        return []
+    runs = []
+    for path in _trajectory_files(root):
+        try:
+            profiles = _load(str(path), path.stat().st_mtime_ns)
+        except (AtlasError, OSError):
+            continue  # not a trajectory atlas, or unreadable: not offered
+        logged = _logged(path.with_name(TABLE_FILE)) if path.name == ATLAS_FILE else {}
+        for name, steps in steps_of(profiles).items():
+            if len(steps) >= 1:
+                runs.append(Run(name, "server", steps, logged))
+    return runs
+
+
+def uploaded_runs(profiles: tuple[SpectralProfile, ...]) -> list[Run]:
+    return [Run(name, UPLOADED, steps, {}) for name, steps in steps_of(profiles).items()]
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def trajectory_frame(key: str, _run: Run) -> pd.DataFrame:
+    """One row per step of a run (the columns of trajectory.csv), from its stored spectra."""
+    rows = [
+        step_row(step, Analysis(BoundAnalysis.from_profile(profile)), _run.logged.get(step))
+        for step, profile in _run.steps.items()
+    ]
+    return pd.DataFrame(rows)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def step_analysis(key: str, step: int, _profile: SpectralProfile) -> BoundAnalysis:
+    return BoundAnalysis.from_profile(_profile)

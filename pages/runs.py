@@ -1,0 +1,97 @@
+"""Training runs: the bound's proxies through a real run, from a trajectory atlas (``specbound trajectory``)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import atlas, safety, share
+from dashboard import runs as service
+from dashboard.export import csv_download, show_figure
+from dashboard.routing import ensure_app_entry
+from dashboard.text import bound_note, format_log_value, plain
+from specbound.figures import bounds as bound_figures
+from specbound.figures import lab as lab_figures
+from specbound.figures.spectra import singular_value_profiles
+from specbound.figures.style import OKABE_ITO, axis_title, figure
+from specbound.logspace import LOG10_E
+
+ensure_app_entry()
+RUN_KEY, STEP_KEY, UPLOAD_KEY = "runs_run", "runs_step", "runs_upload"
+
+st.title("Training runs")
+st.caption(
+    "The proxies at every saved step of a real training run: a Trainer's checkpoints, a list of checkpoint "
+    "directories, or a Hub model's revisions (Pythia's step0 … step143000), analysed with "
+    "`specbound trajectory RUN --out DIR` (or the Trainer callback) into a trajectory atlas. The numbers "
+    "come from the stored spectra of each step."
+)
+
+uploaded = st.file_uploader(
+    "A trajectory atlas (.npz)",
+    type=["npz"],
+    key=UPLOAD_KEY,
+    help="trajectory.npz from specbound trajectory, or the atlas= file of the Trainer callback: members NAME@STEP.",
+)
+if uploaded is not None:
+    cap = safety.max_upload_bytes()
+    with safety.guarded("reading a trajectory atlas", lambda message: st.error(f"Could not read the atlas: {message}")):
+        if uploaded.size > cap:  # before its bytes are read
+            st.error(
+                f"{plain(uploaded.name)} is {uploaded.size / 2**20:.1f} MB, more than the {cap / 2**20:.0f} MB allowed."
+            )
+        else:
+            atlas.use_upload(uploaded.name, uploaded.getvalue())
+
+runs = {run.key: run for run in [*service.operator_runs(), *service.uploaded_runs(atlas.loaded())]}
+if not runs:
+    st.info(
+        "No trajectory here yet. Upload a trajectory atlas above; the operator of this server can also "
+        f"name a directory of them when starting it ({service.RUNS_DIR_ENV}=DIR make run)."
+    )
+    st.stop()
+
+share.shared(RUN_KEY, share.Codec(str, str), next(iter(runs)))
+if st.session_state[RUN_KEY] not in runs:
+    st.session_state[RUN_KEY] = next(iter(runs))
+key = st.selectbox(
+    "Run",
+    list(runs),
+    key=RUN_KEY,
+    format_func=lambda k: f"{runs[k].name} ({len(runs[k].steps)} steps, {runs[k].origin})",
+)
+run = runs[key]
+steps = list(run.steps)
+share.shared(STEP_KEY, share.Codec(int, str), steps[-1])
+if st.session_state[STEP_KEY] not in steps:
+    st.session_state[STEP_KEY] = steps[-1]
+step = st.select_slider("Step", steps, key=STEP_KEY) if len(steps) > 1 else steps[0]
+
+frame = service.trajectory_frame(key, run)
+row = frame.loc[frame["step"] == step].iloc[0]
+total_col, edelman_col, p_col = st.columns(3)
+total_col.metric("Ours at p*", format_log_value(float(row["ours_log10"]) / LOG10_E))
+edelman_col.metric("Edelman-style proxy", format_log_value(float(row["edelman_log10"]) / LOG10_E))
+p_col.metric("Mean p*", f"{float(row['p_opt_mean']):.3g}")
+
+left, right = st.columns(2)
+with left:
+    show_figure(lab_figures.proxies_figure(frame, step), "runs_proxies")
+with right:
+    show_figure(lab_figures.alpha_figure(frame, step), "runs_alpha")
+losses = [c for c in ("loss", "eval_loss") if c in frame.columns and frame[c].notna().any()]
+if losses:
+    lines = [
+        {"type": "scatter", "x": frame["step"], "y": frame[c], "name": c, "mode": "lines+markers",
+         "line": {"color": OKABE_ITO[name]}}
+        for c, name in zip(losses, ("blue", "vermillion"), strict=False)
+    ]  # fmt: skip
+    layout = {"xaxis": axis_title("training step"), "yaxis": axis_title("loss")}
+    show_figure(figure(lines, "Losses the Trainer logged", legend_title="", layout=layout), "runs_losses")
+
+st.subheader(f"At step {step}")
+analysis = service.step_analysis(key, step, run.steps[step])
+profile = analysis.profile
+show_figure(bound_figures.p_star_map(analysis, source=f"{run.name} at step {step}"), "runs_p_map")
+show_figure(singular_value_profiles(profile, heads=range(profile.shape.num_heads)), "runs_spectra")
+bound_note(profile.shape)
+csv_download(frame, f"{run.name}-trajectory.csv", "runs_download", "Download the trajectory (CSV)")
