@@ -97,9 +97,12 @@ def activation(config: Mapping[str, Any], name: str, where: str, default: str) -
     """The activation's name, refused by name when its Lipschitz constant is not known (SPEC §11)."""
     value = config.get(name, default)
     if not isinstance(value, str) or value not in ACTIVATION_LIPSCHITZ:
+        from . import supported_model_types
+
         raise UnsupportedModelError(
             f"{where} names the activation '{quoted(value)}', whose Lipschitz constant is not known "
-            f"(supported: {', '.join(sorted(ACTIVATION_LIPSCHITZ))})"
+            f"(supported: {', '.join(sorted(ACTIVATION_LIPSCHITZ))}; supported families: {supported_model_types()}, "
+            f"each with one of these)"
         )
     return value
 

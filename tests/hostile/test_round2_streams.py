@@ -142,7 +142,7 @@ def test_a_model_name_from_an_atlas_is_escaped_on_stdout(tmp_path):
     result = cli("analyze", f"atlas:{path}")
     assert result.returncode == 0, result.stderr
     _assert_no_raw_controls(result.stdout)
-    assert result.stdout.splitlines()[0].startswith("evil\\x1b[2J\\x1b]0;owned\\x07\\u202egnp.exe\\x9b31m: L=1")
+    assert result.stdout.splitlines()[0].startswith("evil\\x1b[2J\\x1b]0;owned\\x07\\u202egnp.exe\\x9b31m: bert, L=1")
     as_json = cli("analyze", f"atlas:{path}", "--json")
     _assert_no_raw_controls(as_json.stdout)
     assert strict_json(as_json.stdout)["model"] == name  # JSON carries it exactly, escaped by JSON
