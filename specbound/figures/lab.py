@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..lab.correlation import MeasureCorrelation
+from ..lab.correlation import Interval, MeasureCorrelation
 from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from . import style
@@ -86,6 +86,31 @@ def alpha_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     return figure(lines, "log10 α per layer through training", legend_title="α of", layout=layout)
 
 
+def power_law_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
+    """The mean power-law exponent α of the matrices' spectra and its weighted form α̂ = α log10 λ_max
+    against the training step (NaN steps, where no matrix could be fitted, are gaps)."""
+    lines = [
+        {
+            "type": "scatter",
+            "x": frame["step"],
+            "y": frame[column],
+            "name": name,
+            "mode": "lines+markers",
+            "line": {"color": color},
+        }
+        for column, name, color in (("alpha", "α", OKABE_ITO[5]), ("alpha_hat", "α̂ = α log10 λ_max", OKABE_ITO[6]))
+        if column in frame
+    ]
+    layout = _step_layout(step, yaxis=axis_title("mean over the matrices"))
+    return figure(
+        lines,
+        "Power-law exponent of the spectra through training",
+        source="Clauset et al. (2009) fit of each matrix's eigenvalues σ², x_min by the KS distance",
+        legend_title="exponent",
+        layout=layout,
+    )
+
+
 def p_star_distribution_figure(run: RunTrajectory, step: int | None = None) -> go.Figure:
     """The p* of every proxy matrix at each saved step: one box with all its points per step."""
     boxes = []
@@ -151,11 +176,16 @@ def _tau_text(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:+.2f}"
 
 
+def _interval_text(interval: Interval) -> str:
+    return f"[{_tau_text(interval.low)}, {_tau_text(interval.high)}]"
+
+
 def measure_title(name: str, correlation: MeasureCorrelation) -> str:
-    """A subplot's title: the measure and its Kendall τ and granulated τ with the gap."""
+    """A subplot's title: the measure, its Kendall τ and granulated τ with the gap, and their 95 % intervals."""
     return (
-        f"{MEASURE_LABELS[name][0]}<br>τ = {_tau_text(correlation.kendall_tau)}, "
-        f"granulated τ = {_tau_text(correlation.granulated_tau)}"
+        f"{MEASURE_LABELS[name][0]}<br>τ = {_tau_text(correlation.kendall_tau)} "
+        f"{_interval_text(correlation.kendall_tau_ci)}, granulated τ = {_tau_text(correlation.granulated_tau)} "
+        f"{_interval_text(correlation.granulated_tau_ci)}"
     )
 
 
@@ -201,7 +231,7 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
     return figure(
         points,
         f"Each measure against the gap over the final checkpoints of {len(frame)} runs",
-        source="each panel: Kendall τ and granulated τ of the measure with the gap",
+        source="each panel: Kendall τ and granulated τ of the measure with the gap, 95 % bootstrap intervals",
         height=300 * rows + 80,
         legend_title="training set",
         layout=layout,
