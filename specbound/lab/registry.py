@@ -75,6 +75,8 @@ class Measure:
     linear_column: str | None = None
     #: False for a diagnostic that is recorded beside the measures but not ranked against the gap
     correlated: bool = True
+    #: a count, written to runs.csv as an integer
+    integer: bool = False
 
 
 MEASURES: dict[str, Measure] = {}
@@ -168,6 +170,7 @@ register(
         "every parameter of the BertForSequenceClassification (embeddings, pooler, classifier)",
         Source.RUN,
         _params,
+        integer=True,
     )
 )
 register(
@@ -235,6 +238,7 @@ register(
         _BOUND,
         lambda analysis: float(_alphas(analysis).skipped),
         correlated=False,
+        integer=True,
     )
 )
 register(

@@ -433,7 +433,11 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
                 }
             )
             rows.append(row)
-    return pd.DataFrame(rows, columns=list(run_columns()))
+    frame = pd.DataFrame(rows, columns=list(run_columns()))
+    for m in MEASURES.values():
+        if m.integer:
+            frame[m.column] = frame[m.column].astype("Int64")  # a count (empty where a record lacks it)
+    return frame
 
 
 def _pow10(log10_value: float) -> float:
