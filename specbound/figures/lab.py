@@ -20,7 +20,7 @@ from ..lab.correlation import Interval, MeasureCorrelation
 from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from . import style
-from .style import SEQUENTIAL, axis_title, figure, on_panel, panel_grid, panel_ref
+from .style import PANEL_TITLE_ROOM, SEQUENTIAL, TOP_MARGIN, axis_title, figure, on_panel, panel_grid, panel_ref
 
 #: Okabe & Ito (2008), the palette of every figure: black, orange, sky blue, bluish green, yellow, blue,
 #: vermillion, reddish purple.
@@ -190,7 +190,9 @@ def measure_title(name: str, correlation: MeasureCorrelation) -> str:
 
 
 def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], columns: int = 3) -> go.Figure:
-    """Every measure against the gap over the final checkpoints, one subplot per measure with its τ.
+    """Every measure against the gap over the final checkpoints, one subplot per measure with its τ and
+    granulated τ and their 95 % intervals in the panel's title (no source line: it would sit on the
+    first row's two-line titles).
 
     Points are coloured by training-set size n (the axis that moves the gap most) and carry the run's
     name on hover. Plain-number measures (parameters, Σ‖W‖_F²) get a log x axis; the proxies are
@@ -203,7 +205,7 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
         columns,
         titles=[measure_title(c.measure, c) for c in table],
         title_size=12,
-        vertical_spacing=0.16,
+        vertical_spacing=min(0.16, 0.4 / rows),  # room for the two-line panel titles, not more
         horizontal_spacing=0.07,
     )
     sizes = sorted(frame["n_train"].unique())
@@ -228,10 +230,11 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
         layout[x_axis]["type"] = "linear" if MEASURE_LABELS[correlation.measure][1] else "log"
         if (panel - 1) % columns == 0:
             layout[y_axis].update(axis_title("gap"))
+    # the panel titles take two lines (the measure, then its τ and intervals): one line more room on top
+    layout["margin"] = {"t": TOP_MARGIN + 2 * PANEL_TITLE_ROOM, "l": 8, "r": 8, "b": 8}
     return figure(
         points,
         f"Each measure against the gap over the final checkpoints of {len(frame)} runs",
-        source="each panel: Kendall τ and granulated τ of the measure with the gap, 95 % bootstrap intervals",
         height=300 * rows + 80,
         legend_title="training set",
         layout=layout,

@@ -97,6 +97,10 @@ def test_files_have_the_interface_columns(tmp_path: Path) -> None:
 def test_presets_and_custom_grids(tmp_path: Path) -> None:
     assert len(PRESETS["smoke"].specs()) == 4
     assert len(PRESETS["class"].specs()) == 48
+    study = PRESETS["study"].specs()  # depth 1-4, width 32-128, n 100-3200, two noise levels, three seeds
+    assert len(study) == 288 and {s.layers for s in study} == {1, 2, 3, 4}
+    assert {s.hidden for s in study} == {32, 64, 128} and {s.n_train for s in study} == {100, 400, 1600, 3200}
+    assert {s.label_noise for s in study} == {0.0, 0.1} and {s.seed for s in study} == {0, 1, 2}
     path = tmp_path / "grid.json"
     path.write_text(
         json.dumps(
