@@ -92,6 +92,18 @@ if view == RUN_VIEW:
         )
         gap_col.metric("Gap", f"{record.gap:+.4f}")
 
+    final = run.final
+    flatness = ", ".join(
+        f"{views.MEASURE_LABELS[name][0]} {final.value(name):.4g}"
+        for name in ("pacbayes_flatness", "sharpness")
+        if math.isfinite(final.value(name))
+    )
+    st.caption(
+        f"On the final checkpoint (step {final.step}), from the trained model and its training set: {flatness}."
+        if flatness
+        else "This run's record predates the flatness and sharpness measures."
+    )
+
     frame = service.trajectory(key, run)
     left, right = st.columns(2)
     with left:
@@ -100,6 +112,7 @@ if view == RUN_VIEW:
     with right:
         show_figure(figures.errors_figure(frame, step), "lab_errors")
         show_figure(figures.p_star_distribution_figure(run, step), "lab_p_distribution")
+    show_figure(figures.power_law_figure(frame, step), "lab_power_law")
 
     st.subheader(f"At step {step}")
     try:
@@ -154,7 +167,8 @@ elif view == SWEEP_VIEW:
         f"Over the final checkpoints of {len(sweep_frame)} runs. Kendall τ: τ-b over all runs; granulated "
         f"τ (Jiang et al. 2020): the mean over the hyperparameter axes ({', '.join(AXES)}) of the mean τ "
         f"among runs that differ in that axis alone. A measure that predicts generalization ranks the "
-        f"runs as their gaps do (τ near +1)."
+        f"runs as their gaps do (τ near +1). The intervals are 95 % percentile bootstraps: τ over runs, the "
+        f"granulated τ and each ψ over groups."
     )
     show_figure(figures.measures_figure(sweep_frame, table), "lab_measures")
     st.subheader("Rank correlation with the gap")
@@ -165,6 +179,14 @@ elif view == SWEEP_VIEW:
         key="lab_correlations",
         column_config=service.correlation_columns(correlation_table.columns),
     )
+    st.subheader("Against ours at p*")
+    st.caption(
+        "Paired bootstrap of each measure's τ minus ours at p*, over the same draws of runs (and of groups "
+        "for the granulated τ): distinguishable when the 95 % interval of the difference excludes 0."
+    )
+    with st.container(key="lab_comparisons"):
+        st.markdown("\n".join(f"- {views.comparison_sentence(d)}" for d in service.against_baseline(origin)))
+    st.caption(f"Reproducibility. {service.REPRODUCIBILITY}")
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")
 

@@ -16,11 +16,11 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..lab.correlation import MeasureCorrelation
+from ..lab.correlation import Interval, MeasureCorrelation
 from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from . import style
-from .style import SEQUENTIAL, axis_title, figure, on_panel, panel_grid, panel_ref
+from .style import PANEL_TITLE_ROOM, SEQUENTIAL, TOP_MARGIN, axis_title, figure, on_panel, panel_grid, panel_ref
 
 #: Okabe & Ito (2008), the palette of every figure: black, orange, sky blue, bluish green, yellow, blue,
 #: vermillion, reddish purple.
@@ -84,6 +84,31 @@ def alpha_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     ]
     layout = _step_layout(step, yaxis=axis_title("log10 α⁽ℓ⁾"))
     return figure(lines, "log10 α per layer through training", legend_title="α of", layout=layout)
+
+
+def power_law_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
+    """The mean power-law exponent α of the matrices' spectra and its weighted form α̂ = α log10 λ_max
+    against the training step (NaN steps, where no matrix could be fitted, are gaps)."""
+    lines = [
+        {
+            "type": "scatter",
+            "x": frame["step"],
+            "y": frame[column],
+            "name": name,
+            "mode": "lines+markers",
+            "line": {"color": color},
+        }
+        for column, name, color in (("alpha", "α", OKABE_ITO[5]), ("alpha_hat", "α̂ = α log10 λ_max", OKABE_ITO[6]))
+        if column in frame
+    ]
+    layout = _step_layout(step, yaxis=axis_title("mean over the matrices"))
+    return figure(
+        lines,
+        "Power-law exponent of the spectra through training",
+        source="Clauset et al. (2009) fit of each matrix's eigenvalues σ², x_min by the KS distance",
+        legend_title="exponent",
+        layout=layout,
+    )
 
 
 def p_star_distribution_figure(run: RunTrajectory, step: int | None = None) -> go.Figure:
@@ -151,16 +176,23 @@ def _tau_text(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:+.2f}"
 
 
+def _interval_text(interval: Interval) -> str:
+    return f"[{_tau_text(interval.low)}, {_tau_text(interval.high)}]"
+
+
 def measure_title(name: str, correlation: MeasureCorrelation) -> str:
-    """A subplot's title: the measure and its Kendall τ and granulated τ with the gap."""
+    """A subplot's title: the measure, its Kendall τ and granulated τ with the gap, and their 95 % intervals."""
     return (
-        f"{MEASURE_LABELS[name][0]}<br>τ = {_tau_text(correlation.kendall_tau)}, "
-        f"granulated τ = {_tau_text(correlation.granulated_tau)}"
+        f"{MEASURE_LABELS[name][0]}<br>τ = {_tau_text(correlation.kendall_tau)} "
+        f"{_interval_text(correlation.kendall_tau_ci)}, granulated τ = {_tau_text(correlation.granulated_tau)} "
+        f"{_interval_text(correlation.granulated_tau_ci)}"
     )
 
 
 def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], columns: int = 3) -> go.Figure:
-    """Every measure against the gap over the final checkpoints, one subplot per measure with its τ.
+    """Every measure against the gap over the final checkpoints, one subplot per measure with its τ and
+    granulated τ and their 95 % intervals in the panel's title (no source line: it would sit on the
+    first row's two-line titles).
 
     Points are coloured by training-set size n (the axis that moves the gap most) and carry the run's
     name on hover. Plain-number measures (parameters, Σ‖W‖_F²) get a log x axis; the proxies are
@@ -173,7 +205,7 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
         columns,
         titles=[measure_title(c.measure, c) for c in table],
         title_size=12,
-        vertical_spacing=0.16,
+        vertical_spacing=min(0.16, 0.4 / rows),  # room for the two-line panel titles, not more
         horizontal_spacing=0.07,
     )
     sizes = sorted(frame["n_train"].unique())
@@ -198,10 +230,11 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
         layout[x_axis]["type"] = "linear" if MEASURE_LABELS[correlation.measure][1] else "log"
         if (panel - 1) % columns == 0:
             layout[y_axis].update(axis_title("gap"))
+    # the panel titles take two lines (the measure, then its τ and intervals): one line more room on top
+    layout["margin"] = {"t": TOP_MARGIN + 2 * PANEL_TITLE_ROOM, "l": 8, "r": 8, "b": 8}
     return figure(
         points,
         f"Each measure against the gap over the final checkpoints of {len(frame)} runs",
-        source="each panel: Kendall τ and granulated τ of the measure with the gap",
         height=300 * rows + 80,
         legend_title="training set",
         layout=layout,

@@ -75,20 +75,53 @@ def _report(line: str) -> None:
     print(line, flush=True)
 
 
+def _interval(low: float, high: float) -> str:
+    return "n/a" if math.isnan(low) or math.isnan(high) else f"[{low:+.3f}, {high:+.3f}]"
+
+
 def _print_correlations(results: Any) -> None:
-    from .sweep import correlations_frame
+    from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 
     runs = len(results.runs)
     if runs < 2:
         print(f"{runs} finished run(s): correlations need at least two runs")
         return
-    frame = correlations_frame(results.correlations)[["measure", "kendall_tau", "granulated_tau", "runs", "groups"]]
     print(f"Rank correlation with the gap (test - train error) over the final checkpoints of {runs} runs:")
     print(
         "  kendall_tau: tau-b over all runs; granulated_tau: Jiang et al. (2020), mean over axes of the mean "
         "tau-a within groups differing in that axis only"
     )
-    print(frame.to_string(index=False, float_format=lambda v: f"{v:+.3f}", na_rep="n/a"))
+    print(
+        f"  95 % percentile bootstrap intervals ({BOOTSTRAP_DRAWS} draws, seed {BOOTSTRAP_SEED}): tau over runs, "
+        "granulated tau over groups"
+    )
+    width = max(len(c.measure) for c in results.correlations)
+    print(
+        f"{'measure':>{width}}  {'kendall_tau':>11}  {'95 % interval':>16}  {'granulated_tau':>14}  "
+        f"{'95 % interval':>16}  {'runs':>4}  {'groups':>6}"
+    )
+    for c in results.correlations:
+        tau = "n/a" if math.isnan(c.kendall_tau) else f"{c.kendall_tau:+.3f}"
+        granulated = "n/a" if math.isnan(c.granulated_tau) else f"{c.granulated_tau:+.3f}"
+        print(
+            f"{c.measure:>{width}}  {tau:>11}  {_interval(c.kendall_tau_ci.low, c.kendall_tau_ci.high):>16}  "
+            f"{granulated:>14}  {_interval(c.granulated_tau_ci.low, c.granulated_tau_ci.high):>16}  "
+            f"{c.runs:>4}  {c.groups:>6}"
+        )
+
+
+def _print_comparison(results: Any, measure: str, other: str) -> None:
+    from .sweep import comparison
+    from .views import comparison_sentence
+
+    difference = comparison(results.runs, measure, other)
+    print(
+        f"Paired bootstrap over the {difference.runs} runs where both are finite: tau({measure}) - tau({other}) = "
+        f"{difference.kendall_tau:+.3f} {_interval(difference.kendall_tau_ci.low, difference.kendall_tau_ci.high)}, "
+        f"granulated {difference.granulated_tau:+.3f} "
+        f"{_interval(difference.granulated_tau_ci.low, difference.granulated_tau_ci.high)}"
+    )
+    print(comparison_sentence(difference))
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -169,6 +202,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print(f"the shipped reference: {LAB_MODELS}")
     results = read_results(Path(args.dir) if args.dir is not None else REFERENCE_DIR)
     _print_correlations(results)
+    if args.compare:
+        _print_comparison(results, *args.compare)
     if args.runs and results.runs:  # no finished run (or none readable): there is no table to print
         from .sweep import runs_frame
 
@@ -228,7 +263,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         "--preset",
         choices=sorted(PRESETS),
         default="smoke",
-        help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores",
+        help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores; study: 288 runs "
+        "(depth 1-4, width 32-128, n 100-3200), hours: see the README",
     )
     sweep.add_argument(
         "--grid",
@@ -257,4 +293,11 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     show = actions.add_parser("show", help="print the correlation table of a lab directory")
     show.add_argument("dir", nargs="?", default=None, help="lab directory (default: the shipped reference)")
     show.add_argument("--runs", action="store_true", help="also list every run's final errors and proxies")
+    show.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("MEASURE", "OTHER"),
+        default=None,
+        help="paired bootstrap of tau(MEASURE) - tau(OTHER), e.g. --compare ours spectral_product",
+    )
     show.set_defaults(handler=_cmd_show)

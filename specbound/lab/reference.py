@@ -4,7 +4,8 @@ Layout of ``specbound/lab/reference/`` (the same layout as a lab directory, minu
 
     manifest.json                 what this is (small encoders trained by the lab, not BERT Miniatures),
                                   the task, the command that regenerates it, the sweep's wall time (when
-                                  the whole sweep ran in the exporting command) and its training time
+                                  the whole sweep ran in the exporting command), its training time (the
+                                  flatness measures included), the measures and the bootstrap's settings
     runs/<run>/trajectory.json    every run's record (errors and bound terms at every saved step)
     runs/<run>/profiles.npz       an atlas of the spectral profiles of every saved step of that run, named
                                   ``<run>@<step>`` (the Lab page's step slider and "open as a model")
@@ -18,7 +19,10 @@ it shows. Regenerate with ``specbound lab sweep --preset class --out DIR --expor
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import platform
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +34,9 @@ from ..files import atomic_write, describe_os_error, read_json
 from ..limits import LIMITS
 from ..loading import load_profile
 from ..profile import SpectralProfile
-from .sweep import LAB_LABEL, RUNS_DIR, LabResults, read_results, read_runs, write_record, write_tables
+from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
+from .registry import MEASURES, Source
+from .sweep import LAB_LABEL, RUNS_DIR, LabResults, measure_value, read_results, read_runs, write_record, write_tables
 from .train import LabError
 from .trajectory import RunTrajectory
 
@@ -43,6 +49,79 @@ STEPS_ATLAS_FILE = "profiles.npz"
 STEP_SEP = "@"
 REFERENCE_FORMAT = "specbound-lab-reference"
 REGENERATE = "specbound lab sweep --preset class --out DIR --export-reference"
+
+
+#: How far a run re-trained where floating-point sums run in another order (another CPU, another thread
+#: count) may land from the shipped run at its final step: absolute differences of the errors and of
+#: every measure, the measures drawn on a log axis (Σ‖W‖_F², flatness, sharpness) as the difference of
+#: their log10. About 1.5 times the largest difference measured on 12 re-trained runs (README, "Lab":
+#: reproducibility). Step 0 does not depend on the optimiser and repeats to rounding.
+RETRAIN_TOLERANCE: dict[str, float] = {
+    "train_error": 0.09,  # measured up to 0.060
+    "test_error": 0.065,  # 0.042
+    "gap": 0.11,  # 0.074
+    "ours": 0.05,  # 0.030
+    "ours_p0": 1e-9,  # 0: the ranks do not move
+    "ours_p1": 0.14,  # 0.090
+    "ours_p2": 0.22,  # 0.147
+    "edelman": 0.45,  # 0.295
+    "params": 0.0,
+    "frobenius": 0.1,  # 0.069 (log10)
+    "spectral_product": 0.6,  # 0.383
+    "bartlett": 0.55,  # 0.367
+    "alpha": 0.075,  # 0.048
+    "alpha_hat": 0.25,  # 0.161
+    "alpha_skipped": 0.0,
+    "pacbayes_flatness": 0.7,  # 0.466 (log10)
+    "sharpness": 1.75,  # 1.164 (log10): a noisy search, a factor 14 at worst
+}
+
+
+def platform_fingerprint() -> dict[str, str]:
+    """What decides whether a run repeats bit for bit: the CPU model and its instruction-set flags (hashed),
+    the architecture, torch and numpy.
+
+    Where it equals the reference's (``manifest.json``, "platform"), a re-trained reference run must
+    repeat exactly; elsewhere within :data:`RETRAIN_TOLERANCE`.
+    """
+    import numpy as np
+    import torch
+
+    cpu, flags = platform.processor() or "unknown", ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            info = dict(line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines() if ":" in line)
+        cpu = info.get("model name\t", cpu).strip()
+        flags = " ".join(sorted(info.get("flags\t\t", "").split()))  # the instruction sets kernels dispatch on
+    except (OSError, ValueError):
+        pass
+    return {
+        "cpu": cpu,
+        "cpu_flags": hashlib.sha256(flags.encode()).hexdigest()[:16],
+        "machine": platform.machine(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+    }
+
+
+def retrain_deviations(run: RunTrajectory, shipped: RunTrajectory, step: int | None = None) -> dict[str, float]:
+    """|difference| between two runs of one spec at a saved step (default: the final one), for the errors
+    and every registered measure both have; the log-axis measures as |Δ log10|."""
+    at = step if step is not None else shipped.final.step
+    a = next(s for s in run.steps if s.step == at)
+    b = next(s for s in shipped.steps if s.step == at)
+    out = {name: abs(getattr(a, name) - getattr(b, name)) for name in ("train_error", "test_error", "gap")}
+    for measure in MEASURES.values():
+        if measure.source is Source.RUN:
+            x, y = measure_value(run, measure), measure_value(shipped, measure)
+        else:
+            x, y = a.value(measure.name), b.value(measure.name)
+        if not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        if not measure.linear_axis and x > 0 and y > 0:
+            x, y = math.log10(x), math.log10(y)
+        out[measure.name] = abs(x - y)
+    return out
 
 
 def family(runs: tuple[RunTrajectory, ...]) -> tuple[RunTrajectory, ...]:
@@ -112,7 +191,7 @@ def export_reference(
     runs = read_runs(sweep_dir)
     if not runs:
         raise ValueError(f"{sweep_dir} holds no finished run to export")
-    training_seconds = round(sum(r.seconds for r in runs), 1)
+    training_seconds = round(sum(r.seconds + r.model_seconds for r in runs), 1)
     if sweep_seconds is None:
         sweep_seconds = _earlier_sweep_seconds(dest, len(runs), training_seconds)
     members = family(runs)
@@ -148,6 +227,9 @@ def export_reference(
         "regenerate": REGENERATE,
         "sweep_seconds": sweep_seconds,
         "training_seconds": training_seconds,
+        "measures": list(MEASURES),
+        "platform": platform_fingerprint(),
+        "bootstrap": {"draws": BOOTSTRAP_DRAWS, "seed": BOOTSTRAP_SEED, "confidence": CONFIDENCE},
         "atlas_models": [r.name for r in members],
         "step_atlases": f"{RUNS_DIR}/<run>/{STEPS_ATLAS_FILE}, members <run>{STEP_SEP}<step>",
         "weights_shipped": False,

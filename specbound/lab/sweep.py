@@ -6,10 +6,12 @@ Layout of a lab directory ``DIR`` (the file names and columns are an interface):
     runs/<run>/trajectory.json            the run's record: spec, errors and terms at every saved step;
                                           written atomically last, it marks the run as finished
     runs.csv                              one row per run and saved step (see RUN_COLUMNS)
-    correlations.csv                      one row per measure: Kendall tau and granulated tau with the gap
+    correlations.csv                      one row per measure: Kendall tau and granulated tau with the gap,
+                                          with 95 % bootstrap intervals
 
-A re-run skips every run whose record exists with the same spec; a run without a record (killed
-mid-way, or cancelled) is deleted and trained again from scratch, so it is redone cleanly. The tables
+A re-run skips every run whose record exists with the same spec and every registered measure; a run
+without a record (killed mid-way, or cancelled), or whose record predates a measure, is deleted and
+trained again from scratch, so it is redone cleanly. The tables
 are rebuilt from every record in ``runs/``, so a run trained later into the same directory joins them.
 
 Several writers may share a lab directory (two ``lab sweep`` commands, the dashboard's jobs): a run is
@@ -40,7 +42,8 @@ from ..bounds import BoundSettings
 from ..files import DirectoryLock, DirectoryLocked, atomic_write, describe_os_error, read_json
 from ..limits import LIMITS, quoted
 from ..progress import ProgressCallback, silent
-from .correlation import MeasureCorrelation, correlate
+from .correlation import MeasureCorrelation, TauDifference, compare, correlate
+from .registry import MEASURES, Measure, Source, correlated_measures
 from .tasks import ThresholdTask
 from .train import LabError, RunSpec, TrainingCancelled, TrainSettings, train_run
 from .trajectory import DEFAULT_BOUNDS, RunTrajectory, analyse_run
@@ -57,7 +60,9 @@ RECORD_FORMAT = "specbound-lab-run"
 TABLES_LOCK = ".tables.lock"
 #: How often a writer that waits for a run claimed by another looks again (seconds).
 CLAIM_POLL_SECONDS = 0.5
-#: Bump when the record changes: older records are then retrained, not trusted.
+#: Bump when the record changes incompatibly: older records are then retrained, not trusted. A record
+#: of the same schema that predates a measure still loads (that measure is missing) and lists the
+#: measures it holds under "measures"; a sweep retrains it so the new measure is filled in.
 RECORD_SCHEMA = 1
 #: A label that travels with every record and reference file.
 LAB_LABEL = "small BERT encoder trained by the specbound lab (not a BERT Miniature)"
@@ -66,20 +71,8 @@ MAX_RUNS: int = 500
 #: The hyperparameter axes of a sweep (also the axes of the granulated tau).
 AXES: tuple[str, ...] = ("layers", "hidden", "heads", "n_train", "label_noise", "seed")
 
-#: Measure name -> its value on a run's final checkpoint (log10 for the proxies: tau only sees ranks).
-MEASURES: dict[str, Callable[[RunTrajectory], float]] = {
-    "ours": lambda r: r.final.ours_log10,
-    "ours_p0": lambda r: r.final.ours_p0_log10,
-    "ours_p1": lambda r: r.final.ours_p1_log10,
-    "ours_p2": lambda r: r.final.ours_p2_log10,
-    "edelman": lambda r: r.final.edelman_log10,
-    "params": lambda r: float(r.params),
-    "frobenius": lambda r: r.final.frobenius,
-    "spectral_product": lambda r: r.final.spectral_product_log10,
-    "bartlett": lambda r: r.final.bartlett_log10,
-}
-
-RUN_COLUMNS: tuple[str, ...] = (
+#: Columns of runs.csv before the measures, and after them; the measures' columns come from the registry.
+_HEAD_COLUMNS: tuple[str, ...] = (
     "run",
     "layers",
     "hidden",
@@ -96,17 +89,8 @@ RUN_COLUMNS: tuple[str, ...] = (
     "test_error_se",
     "gap",
     "test_samples",
-    "params",
-    "ours",
-    "ours_log10",
-    "ours_p0_log10",
-    "ours_p1_log10",
-    "ours_p2_log10",
-    "edelman",
-    "edelman_log10",
-    "frobenius",
-    "spectral_product_log10",
-    "bartlett_log10",
+)
+_TAIL_COLUMNS: tuple[str, ...] = (
     "grid_m",
     "p_opt_mean",
     "p_opt_min",
@@ -114,6 +98,24 @@ RUN_COLUMNS: tuple[str, ...] = (
     "p_opt_zero_fraction",
     "checkpoint",
 )
+
+
+def run_columns() -> tuple[str, ...]:
+    """Every column of runs.csv, in order: the run and its errors, each registered measure's columns in
+    registration order, then p* and the checkpoint."""
+    columns: list[str] = []
+    for m in MEASURES.values():
+        columns += [m.linear_column, m.column] if m.linear_column else [m.column]
+    return (*_HEAD_COLUMNS, *columns, *_TAIL_COLUMNS)
+
+
+#: The columns of runs.csv with the measures registered in :mod:`specbound.lab.registry`.
+RUN_COLUMNS: tuple[str, ...] = run_columns()
+
+
+def measure_value(run: RunTrajectory, measure: Measure) -> float:
+    """A measure's value for a run: on its final checkpoint, or of the run as a whole (NaN if missing)."""
+    return float(measure.compute(run)) if measure.source is Source.RUN else run.final.value(measure.name)
 
 
 # --- grids --------------------------------------------------------------------------------------
@@ -178,6 +180,17 @@ PRESETS: dict[str, SweepGrid] = {
         n_train=(100, 400, 1600),
         label_noise=(0.0, 0.1),
         seeds=(0, 1),
+        settings=TrainSettings(steps=500, save_every=125),
+    ),
+    # 288 runs for a study with narrower intervals: several hours on 2 cores (README, "Lab": the measured
+    # estimate), meant for many cores.
+    "study": SweepGrid(
+        layers=(1, 2, 3, 4),
+        hidden=(32, 64, 128),
+        heads=(2,),
+        n_train=(100, 400, 1600, 3200),
+        label_noise=(0.0, 0.1),
+        seeds=(0, 1, 2),
         settings=TrainSettings(steps=500, save_every=125),
     ),
 }
@@ -319,6 +332,7 @@ def write_record(out: Path, trajectory: RunTrajectory) -> Path:
         "schema": RECORD_SCHEMA,
         "label": LAB_LABEL,
         "task": trajectory.spec.task.describe(),
+        "measures": list(MEASURES),
         **trajectory.to_dict(),
     }
     _write_text(path, json.dumps(record, indent=1, allow_nan=False))
@@ -337,10 +351,23 @@ def read_record(path: Path) -> RunTrajectory | None:
         return None
 
 
+def record_measures(path: Path) -> tuple[str, ...]:
+    """The measures a record says it holds (none for a record written before the list existed)."""
+    try:
+        names = json.loads(path.read_text(encoding="utf-8")).get("measures", [])
+    except (OSError, ValueError, AttributeError):
+        return ()
+    return tuple(str(n) for n in names) if isinstance(names, list) else ()
+
+
 def finished_run(out: Path, spec: RunSpec) -> RunTrajectory | None:
-    """The record of ``spec`` in ``out`` if that exact run has finished there."""
-    trajectory = read_record(record_path(out, spec.name))
-    return trajectory if trajectory is not None and trajectory.spec.to_dict() == spec.to_dict() else None
+    """The record of ``spec`` in ``out`` if that exact run has finished there with every registered
+    measure (a record that predates a measure is done again, so the measure is filled in)."""
+    path = record_path(out, spec.name)
+    trajectory = read_record(path)
+    if trajectory is None or trajectory.spec.to_dict() != spec.to_dict():
+        return None
+    return trajectory if set(MEASURES) <= set(record_measures(path)) else None
 
 
 def _order(run: RunTrajectory) -> tuple[Any, ...]:
@@ -374,13 +401,39 @@ def _group_key(run: RunTrajectory) -> dict[str, Any]:
 
 
 def correlations(runs: Sequence[RunTrajectory]) -> tuple[MeasureCorrelation, ...]:
-    """tau of every measure in MEASURES with the gap over the final checkpoints of ``runs``."""
+    """tau of every correlated measure with the gap over the final checkpoints of ``runs``, with intervals."""
     return correlate(
-        {name: [measure(r) for r in runs] for name, measure in MEASURES.items()},
+        {m.name: [measure_value(r, m) for r in runs] for m in correlated_measures()},
         [r.final.gap for r in runs],
         [_group_key(r) for r in runs],
         AXES,
     )
+
+
+#: The measure every other one is compared with.
+BASELINE = "ours"
+
+
+def comparison(runs: Sequence[RunTrajectory], measure: str, other: str) -> TauDifference:
+    """tau(measure) - tau(other) with the gap, paired-bootstrapped (LabError for an unknown measure)."""
+    for name in (measure, other):
+        if name not in MEASURES or not MEASURES[name].correlated:
+            known = ", ".join(m.name for m in correlated_measures())
+            raise LabError(f"unknown measure {name!r} (known: {known})")
+    return compare(
+        measure,
+        [measure_value(r, MEASURES[measure]) for r in runs],
+        other,
+        [measure_value(r, MEASURES[other]) for r in runs],
+        [r.final.gap for r in runs],
+        [_group_key(r) for r in runs],
+        AXES,
+    )
+
+
+def comparisons(runs: Sequence[RunTrajectory], baseline: str = BASELINE) -> tuple[TauDifference, ...]:
+    """Every other correlated measure against ``baseline``: tau(measure) - tau(baseline)."""
+    return tuple(comparison(runs, m.name, baseline) for m in correlated_measures() if m.name != baseline)
 
 
 def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
@@ -393,30 +446,26 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
         spec = run.spec
         for s in run.steps:
             p = np.asarray(s.p_opt)
-            rows.append(
+            row: dict[str, Any] = {
+                "run": run.name,
+                **_axis_values(spec),
+                "step": s.step,
+                "steps": spec.settings.steps,
+                "final": s is run.final,
+                "train_loss": s.train_loss,
+                "train_error": s.train_error,
+                "test_error": s.test_error,
+                "test_error_se": s.test_error_se,
+                "gap": s.gap,
+                "test_samples": s.test_samples,
+            }
+            for m in MEASURES.values():
+                value = float(m.compute(run)) if m.source is Source.RUN else s.value(m.name)
+                row[m.column] = value
+                if m.linear_column:
+                    row[m.linear_column] = _pow10(value)
+            row.update(
                 {
-                    "run": run.name,
-                    **_axis_values(spec),
-                    "step": s.step,
-                    "steps": spec.settings.steps,
-                    "final": s is run.final,
-                    "train_loss": s.train_loss,
-                    "train_error": s.train_error,
-                    "test_error": s.test_error,
-                    "test_error_se": s.test_error_se,
-                    "gap": s.gap,
-                    "test_samples": s.test_samples,
-                    "params": run.params,
-                    "ours": 10.0**s.ours_log10,
-                    "ours_log10": s.ours_log10,
-                    "ours_p0_log10": s.ours_p0_log10,
-                    "ours_p1_log10": s.ours_p1_log10,
-                    "ours_p2_log10": s.ours_p2_log10,
-                    "edelman": _pow10(s.edelman_log10),
-                    "edelman_log10": s.edelman_log10,
-                    "frobenius": s.frobenius,
-                    "spectral_product_log10": s.spectral_product_log10,
-                    "bartlett_log10": s.bartlett_log10,
                     "grid_m": s.grid_m,
                     "p_opt_mean": float(p.mean()),
                     "p_opt_min": float(p.min()),
@@ -425,7 +474,12 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
                     "checkpoint": f"{RUNS_DIR}/{run.name}/{s.checkpoint}",
                 }
             )
-    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+            rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(run_columns()))
+    for m in MEASURES.values():
+        if m.integer:
+            frame[m.column] = frame[m.column].astype("Int64")  # a count (empty where a record lacks it)
+    return frame
 
 
 def _pow10(log10_value: float) -> float:
@@ -435,8 +489,14 @@ def _pow10(log10_value: float) -> float:
         return math.inf
 
 
+#: The suffixes of an interval's columns in correlations.csv.
+CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
+
+
 def correlations_frame(table: Sequence[MeasureCorrelation]) -> pd.DataFrame:
-    """``measure, kendall_tau, granulated_tau, runs`` first, then tau-a, groups and psi per axis."""
+    """``measure, kendall_tau, granulated_tau, runs`` first, then the 95 % intervals of both
+    (``kendall_tau_ci_low``, ``kendall_tau_ci_high``, ``granulated_tau_ci_low``, ...), tau-a, groups, and
+    per axis psi, its interval and its groups."""
     import pandas as pd
 
     rows = []
@@ -446,11 +506,17 @@ def correlations_frame(table: Sequence[MeasureCorrelation]) -> pd.DataFrame:
             "kendall_tau": c.kendall_tau,
             "granulated_tau": c.granulated_tau,
             "runs": c.runs,
+            "kendall_tau" + CI_LOW: c.kendall_tau_ci.low,
+            "kendall_tau" + CI_HIGH: c.kendall_tau_ci.high,
+            "granulated_tau" + CI_LOW: c.granulated_tau_ci.low,
+            "granulated_tau" + CI_HIGH: c.granulated_tau_ci.high,
             "kendall_tau_a": c.kendall_tau_a,
             "groups": c.groups,
         }
         for a in c.axes:
-            row[f"psi_{a.axis}"], row[f"groups_{a.axis}"] = a.tau, a.groups
+            row[f"psi_{a.axis}"] = a.tau
+            row[f"psi_{a.axis}{CI_LOW}"], row[f"psi_{a.axis}{CI_HIGH}"] = a.ci.low, a.ci.high
+            row[f"groups_{a.axis}"] = a.groups
         rows.append(row)
     return pd.DataFrame(rows)
 

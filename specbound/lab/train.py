@@ -12,7 +12,9 @@ and a fixed thread count make a run reproducible bit for bit on one CPU.
 
 Measured at every saved step (in eval mode): the training error on the whole training set and the test
 error on ``test_samples`` fresh examples (stream TEST of the run's seed, the same set at every step),
-with standard error sqrt(e (1 - e) / m). Checkpoints are written with ``save_pretrained``
+with standard error sqrt(e (1 - e) / m). After the last step, the measures that need the model itself
+(the MODEL measures of :mod:`specbound.lab.registry`: PAC-Bayes flatness and sharpness) are computed
+on the final weights and the training set. Checkpoints are written with ``save_pretrained``
 (config.json + model.safetensors) at step 0 and every ``save_every`` steps, and at the last step.
 
 torch and transformers are imported inside the functions that train, so reading lab results stays light.
@@ -24,7 +26,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +36,7 @@ import numpy as np
 
 from ..errors import SpecboundError
 from ..progress import ProgressCallback, ProgressEvent, silent
+from .registry import MEASURES, ModelProbe, Source
 from .tasks import LabeledSample, Stream, ThresholdTask
 
 if TYPE_CHECKING:
@@ -233,7 +236,10 @@ class TrainResult:
     spec: RunSpec
     params: int  # every parameter of the BertForSequenceClassification (embeddings, pooler, head included)
     steps: tuple[StepRecord, ...]
-    seconds: float
+    seconds: float  # training and measuring the errors
+    #: the MODEL measures of :mod:`specbound.lab.registry` on the final checkpoint, by name
+    model_values: Mapping[str, float] = field(default_factory=dict, hash=False)
+    model_seconds: float = 0.0  # computing them
 
 
 def bert_config(spec: RunSpec) -> Any:
@@ -366,4 +372,8 @@ def train_run(
             if (step + 1) % report_every == 0 or step + 1 == settings.steps:
                 detail = f"{spec.name} loss {float(loss.detach()):.3f}"
                 progress(ProgressEvent("train", step + 1, settings.steps, detail))
-    return TrainResult(spec, int(params), tuple(records), time.perf_counter() - started)
+        trained = time.perf_counter()
+        probe = ModelProbe(model, train_ids, train_labels, spec.seed)
+        values = {m.name: float(m.compute(probe)) for m in MEASURES.values() if m.source is Source.MODEL}
+    finished = time.perf_counter()
+    return TrainResult(spec, int(params), tuple(records), trained - started, values, finished - trained)

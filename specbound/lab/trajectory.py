@@ -2,16 +2,19 @@
 
 Each checkpoint directory goes through :func:`specbound.loading.load_profile` (so the profile cache
 is used, exactly as ``specbound analyze DIR`` would) and :class:`specbound.bounds.BoundAnalysis`. Per
-step: the measured errors; ours at p* and with every matrix at p = 0, 1, 2; the Edelman-style proxy;
-log10 alpha per layer; p* of every matrix; and the comparison measures of :mod:`specbound.lab.measures`.
-Proxies are kept as log10 (they are compared by rank, and log10 never overflows).
+step: the measured errors; log10 of the bound's layer constant α per layer; p* of every matrix; and
+every CHECKPOINT measure of :mod:`specbound.lab.registry` (ours at p* and at p = 0, 1, 2, the
+Edelman-style proxy, the comparison measures, the power-law exponents of the spectra). The MODEL
+measures (flatness, sharpness), computed when the run was trained, join the final step. Proxies are
+kept as log10 (they are compared by rank, and log10 never overflows).
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +22,24 @@ from ..bounds import BoundAnalysis, BoundSettings
 from ..limits import is_genuine_int
 from ..loading import load_profile
 from ..progress import ProgressCallback, ProgressEvent, silent
-from .measures import frobenius_sum, log_bartlett, log_spectral_product
+from .registry import MEASURES, Source, recorded_measures
 from .tasks import ThresholdTask
 from .train import RunSpec, TrainResult, TrainSettings, standard_error
 
 _LOG10_E = 1.0 / math.log(10.0)
-#: The fixed indices at which "ours" is also recorded (every matrix at the same p).
-FIXED_P: tuple[float, ...] = (0.0, 1.0, 2.0)
 #: The bound's constants used by the lab unless told otherwise (those of specbound.defaults).
 DEFAULT_BOUNDS = BoundSettings()
+_CORE = ("step", "train_loss", "train_error", "test_error", "test_samples", "checkpoint", "grid_m")
 
 
 @dataclass(frozen=True)
 class StepTerms:
-    """Errors and bound terms of one saved checkpoint (``checkpoint`` relative to the run directory)."""
+    """Errors and bound terms of one saved checkpoint (``checkpoint`` relative to the run directory).
+
+    ``values`` holds every measure of :data:`specbound.lab.registry.MEASURES` recorded at this step, by
+    measure name (CHECKPOINT measures at every step, MODEL measures at the final step); a measure the
+    step lacks (an older record, or a MODEL measure before the end) is absent and reads as NaN.
+    """
 
     step: int
     train_loss: float
@@ -41,16 +48,9 @@ class StepTerms:
     test_samples: int
     checkpoint: str
     grid_m: int
-    ours_log10: float  # at p*
-    ours_p0_log10: float
-    ours_p1_log10: float
-    ours_p2_log10: float
-    edelman_log10: float
-    frobenius: float  # sum of ||W||_F^2 over the proxy matrices
-    spectral_product_log10: float
-    bartlett_log10: float
-    log10_alpha: tuple[float, ...]  # one per layer, bottom first
+    log10_alpha: tuple[float, ...]  # the bound's layer constant α, one per layer, bottom first
     p_opt: tuple[float, ...]  # one per proxy matrix, in profile order
+    values: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     @property
     def gap(self) -> float:
@@ -61,51 +61,67 @@ class StepTerms:
     def test_error_se(self) -> float:
         return standard_error(self.test_error, self.test_samples)
 
+    def value(self, name: str) -> float:
+        """The measure ``name`` at this step (NaN when this step does not have it)."""
+        return float(self.values.get(name, math.nan))
+
+    @property
+    def ours_log10(self) -> float:
+        """log10 of the proxy at p*, the total."""
+        return self.value("ours")
+
+    @property
+    def edelman_log10(self) -> float:
+        return self.value("edelman")
+
     def to_dict(self) -> dict[str, Any]:
-        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """The step as its record holds it: the core fields, then each recorded measure under its column
+        (a non-finite value is left out, so the JSON stays strict)."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in _CORE}
         out["log10_alpha"], out["p_opt"] = list(self.log10_alpha), list(self.p_opt)
+        for measure in recorded_measures():
+            value = self.values.get(measure.name)
+            if value is not None and math.isfinite(value):
+                out[measure.column] = float(value)
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StepTerms:
         """The terms as a record stores them, checked (ValueError): a record is a file, not a promise.
 
-        Integers must be genuine and non-negative, every number finite, errors in [0, 1], each p*
-        on [0, 2] and the p* list not empty.
+        Integers must be genuine and non-negative, every number finite, errors in [0, 1], each p* on
+        [0, 2] and the p* list not empty. A measure whose column the record lacks is missing, not an
+        error (a record written before the measure existed).
         """
-        values = {name: data[name] for name in cls.__dataclass_fields__}
+        core = {name: data[name] for name in _CORE}
         for name in ("step", "test_samples", "grid_m"):
-            if not is_genuine_int(values[name]) or values[name] < (0 if name == "step" else 1):
+            if not is_genuine_int(core[name]) or core[name] < (0 if name == "step" else 1):
                 raise ValueError(f"{name} must be a positive integer")
         for name in _FLOAT_TERMS:
-            value = values[name]
+            value = core[name]
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number")
-        if not all(0.0 <= values[name] <= 1.0 for name in ("train_error", "test_error")):
+        if not all(0.0 <= core[name] <= 1.0 for name in ("train_error", "test_error")):
             raise ValueError("errors must lie in [0, 1]")
-        if not isinstance(values["checkpoint"], str):
+        if not isinstance(core["checkpoint"], str):
             raise ValueError("checkpoint must be a relative path")
-        values["log10_alpha"] = _finite_tuple(data["log10_alpha"], "log10_alpha")
-        values["p_opt"] = _finite_tuple(data["p_opt"], "p_opt")
-        if not values["p_opt"] or not all(0.0 <= p <= 2.0 for p in values["p_opt"]):
+        values = {}
+        for measure in recorded_measures():
+            value = data.get(measure.column)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"{measure.column} must be a finite number")
+            values[measure.name] = float(value)
+        p_opt = _finite_tuple(data["p_opt"], "p_opt")
+        if not p_opt or not all(0.0 <= p <= 2.0 for p in p_opt):
             raise ValueError("p_opt must hold one p* in [0, 2] per matrix")
-        return cls(**values)
+        return cls(**core, log10_alpha=_finite_tuple(data["log10_alpha"], "log10_alpha"), p_opt=p_opt, values=values)
 
 
-#: The real-valued terms of a step (all must be finite numbers in a record).
-_FLOAT_TERMS: tuple[str, ...] = (
-    "train_loss",
-    "train_error",
-    "test_error",
-    "ours_log10",
-    "ours_p0_log10",
-    "ours_p1_log10",
-    "ours_p2_log10",
-    "edelman_log10",
-    "frobenius",
-    "spectral_product_log10",
-    "bartlett_log10",
-)
+#: The real-valued core terms of a step (all must be finite numbers in a record; the measures are checked
+#: by their registry entries).
+_FLOAT_TERMS: tuple[str, ...] = ("train_loss", "train_error", "test_error")
 
 
 def _finite_tuple(values: Any, what: str) -> tuple[float, ...]:
@@ -122,9 +138,16 @@ class RunTrajectory:
 
     spec: RunSpec
     params: int
-    seconds: float  # wall time of training (analysis excluded)
+    seconds: float  # wall time of training and measuring the errors (analysis excluded)
     matrices: tuple[str, ...]  # labels of the proxy matrices ("L0 QK h1", ...), the order of p_opt
     steps: tuple[StepTerms, ...]
+    model_seconds: float = 0.0  # the MODEL measures on the final checkpoint (0 in older records)
+    analysis_seconds: float = 0.0  # the checkpoints' analysis (0 in older records)
+
+    @property
+    def wall_seconds(self) -> float:
+        """Training, the MODEL measures and the analysis: what the run cost a sweep."""
+        return self.seconds + self.model_seconds + self.analysis_seconds
 
     @property
     def name(self) -> str:
@@ -140,6 +163,8 @@ class RunTrajectory:
             "spec": self.spec.to_dict(),
             "params": self.params,
             "seconds": self.seconds,
+            "model_seconds": self.model_seconds,
+            "analysis_seconds": self.analysis_seconds,
             "matrices": list(self.matrices),
             "steps": [s.to_dict() for s in self.steps],
         }
@@ -150,8 +175,9 @@ class RunTrajectory:
         params, seconds, matrices = data["params"], data["seconds"], data["matrices"]
         if not is_genuine_int(params) or params < 1:
             raise ValueError("params must be a positive integer")
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < math.inf:
-            raise ValueError("seconds must be a finite non-negative number")
+        timings = [seconds, data.get("model_seconds", 0.0), data.get("analysis_seconds", 0.0)]
+        if any(isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t < math.inf for t in timings):
+            raise ValueError("the recorded times must be finite non-negative numbers")
         if not isinstance(matrices, list) or not matrices or not all(isinstance(m, str) for m in matrices):
             raise ValueError("matrices must be a non-empty list of labels")
         spec = spec_from_dict(data["spec"])
@@ -161,7 +187,15 @@ class RunTrajectory:
         for s in steps:
             if len(s.p_opt) != len(matrices) or len(s.log10_alpha) != spec.layers:
                 raise ValueError("every step needs one p* per matrix and one log10 alpha per layer")
-        return cls(spec=spec, params=int(params), seconds=float(seconds), matrices=tuple(matrices), steps=steps)
+        return cls(
+            spec=spec,
+            params=int(params),
+            seconds=float(timings[0]),
+            matrices=tuple(matrices),
+            steps=steps,
+            model_seconds=float(timings[1]),
+            analysis_seconds=float(timings[2]),
+        )
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> RunSpec:
@@ -197,10 +231,12 @@ def step_terms(
     test_error: float,
     test_samples: int,
     checkpoint: str,
+    model_values: Mapping[str, float] | None = None,
 ) -> StepTerms:
-    """The terms of one analysed checkpoint beside its measured errors."""
-    profile = analysis.profile
-    fixed = [analysis.evaluate(p).log_total * _LOG10_E for p in FIXED_P]
+    """The terms of one analysed checkpoint beside its measured errors: every CHECKPOINT measure of the
+    registry, and the MODEL measures in ``model_values`` (given for the final checkpoint)."""
+    values = {m.name: float(m.compute(analysis)) for m in MEASURES.values() if m.source is Source.CHECKPOINT}
+    values.update(model_values or {})
     return StepTerms(
         step=step,
         train_loss=train_loss,
@@ -209,16 +245,9 @@ def step_terms(
         test_samples=test_samples,
         checkpoint=checkpoint,
         grid_m=analysis.grid_m,
-        ours_log10=analysis.evaluate().log_total * _LOG10_E,
-        ours_p0_log10=fixed[0],
-        ours_p1_log10=fixed[1],
-        ours_p2_log10=fixed[2],
-        edelman_log10=analysis.log_edelman * _LOG10_E,
-        frobenius=frobenius_sum(profile),
-        spectral_product_log10=log_spectral_product(profile) * _LOG10_E,
-        bartlett_log10=log_bartlett(profile) * _LOG10_E,
         log10_alpha=tuple(float(v) * _LOG10_E for v in analysis.log_alpha),
         p_opt=tuple(float(p) for p in analysis.p_opt),
+        values=values,
     )
 
 
@@ -232,6 +261,7 @@ def analyse_run(
 ) -> RunTrajectory:
     """Analyse every saved checkpoint of a trained run (checkpoints relative to ``run_dir``)."""
     run_dir = Path(run_dir)
+    started = time.perf_counter()
     steps: list[StepTerms] = []
     labels: tuple[str, ...] = ()
     for index, record in enumerate(result.steps, start=1):
@@ -247,7 +277,16 @@ def analyse_run(
                 test_error=record.test_error,
                 test_samples=record.test_samples,
                 checkpoint=record.checkpoint,
+                model_values=result.model_values if index == len(result.steps) else None,
             )
         )
         progress(ProgressEvent("analyse", index, len(result.steps), f"{result.spec.name} step {record.step}"))
-    return RunTrajectory(result.spec, result.params, result.seconds, labels, tuple(steps))
+    return RunTrajectory(
+        result.spec,
+        result.params,
+        result.seconds,
+        labels,
+        tuple(steps),
+        model_seconds=result.model_seconds,
+        analysis_seconds=time.perf_counter() - started,
+    )

@@ -3,7 +3,8 @@ and every measure beside the gap over the final checkpoints of a sweep.
 
 Pure functions of finished runs (:class:`~specbound.lab.trajectory.RunTrajectory`); the figures of
 :mod:`specbound.figures.lab` draw them and the dashboard only picks what to draw. Proxies stay in
-log10, as the records keep them; parameter count and Σ‖W‖_F² are plain numbers (drawn on log axes).
+log10, as the records keep them; parameter count, Σ‖W‖_F² and the flatness measures are plain
+positive numbers (drawn on log axes).
 """
 
 from __future__ import annotations
@@ -14,47 +15,36 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .sweep import AXES, MEASURES
+from .correlation import TauDifference, Verdict
+from .registry import MEASURES, recorded_measures
+from .sweep import AXES, measure_value
 from .trajectory import RunTrajectory
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: How each measure of :data:`specbound.lab.sweep.MEASURES` is named on screen, and whether its value
-#: is already a log10 (then drawn on a linear axis) or a plain positive number (drawn on a log axis).
-MEASURE_LABELS: dict[str, tuple[str, bool]] = {
-    "ours": ("log10 ours at p*", True),
-    "ours_p0": ("log10 ours at p = 0", True),
-    "ours_p1": ("log10 ours at p = 1", True),
-    "ours_p2": ("log10 ours at p = 2", True),
-    "edelman": ("log10 Edelman-style", True),
-    "params": ("parameters", False),
-    "frobenius": ("Σ‖W‖_F²", False),
-    "spectral_product": ("log10 Π‖W‖₂", True),
-    "bartlett": ("log10 Bartlett et al.", True),
-}
+#: How each measure is named on screen, and whether it is drawn on a linear axis (True: a log10 or an
+#: exponent) or on a log axis (a plain positive number), from :data:`specbound.lab.registry.MEASURES`.
+MEASURE_LABELS: dict[str, tuple[str, bool]] = {m.name: (m.label, m.linear_axis) for m in MEASURES.values()}
 
 
 def trajectory_frame(run: RunTrajectory) -> pd.DataFrame:
-    """One row per saved step: errors (with the test error's standard error), gap, every proxy in
-    log10, log10 alpha per layer (``log10_alpha_L{l}``) and the mean p*."""
+    """One row per saved step: errors (with the test error's standard error), gap, every recorded measure
+    under its column (the proxies in log10; the MODEL measures on the final row only, NaN before), the
+    bound's log10 α per layer (``log10_alpha_L{l}``) and the mean p*."""
     import pandas as pd
 
     rows = []
     for s in run.steps:
-        row = {
+        row: dict[str, float] = {
             "step": s.step,
             "train_error": s.train_error,
             "test_error": s.test_error,
             "test_error_se": s.test_error_se,
             "gap": s.gap,
-            "ours_log10": s.ours_log10,
-            "ours_p0_log10": s.ours_p0_log10,
-            "ours_p1_log10": s.ours_p1_log10,
-            "ours_p2_log10": s.ours_p2_log10,
-            "edelman_log10": s.edelman_log10,
-            "p_opt_mean": float(np.mean(s.p_opt)),
         }
+        row.update({m.column: s.value(m.name) for m in recorded_measures()})
+        row["p_opt_mean"] = float(np.mean(s.p_opt))
         row.update({f"log10_alpha_L{layer}": value for layer, value in enumerate(s.log10_alpha)})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -105,6 +95,42 @@ def sweep_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
             "test_error": final.test_error,
             "gap": final.gap,
         }
-        row.update({name: measure(run) for name, measure in MEASURES.items()})
+        row.update({m.name: measure_value(run, m) for m in MEASURES.values()})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _signed(value: float) -> str:
+    return "n/a" if not np.isfinite(value) else f"{value:+.2f}"
+
+
+def _statistic(name: str, difference: float, low: float, high: float, verdict: Verdict, other: str) -> str:
+    interval = f"{_signed(difference)} (95 % interval {_signed(low)} to {_signed(high)})"
+    if verdict is Verdict.INDISTINGUISHABLE:
+        return f"{name} differs by {interval}, not distinguishable from {other}"
+    return f"{name} differs by {interval}, distinguishably {verdict.value} than {other}"
+
+
+def comparison_sentence(difference: TauDifference) -> str:
+    """One sentence on whether ``difference.measure`` is distinguishable from ``difference.other`` on this
+    sweep, on τ and on the granulated τ (distinguishable: the paired interval of the difference excludes 0)."""
+    label = MEASURE_LABELS.get(difference.measure, (difference.measure, True))[0]
+    tau = _statistic(
+        "τ",
+        difference.kendall_tau,
+        difference.kendall_tau_ci.low,
+        difference.kendall_tau_ci.high,
+        difference.kendall_verdict,
+        difference.other,
+    )
+    granulated = _statistic(
+        "granulated τ",
+        difference.granulated_tau,
+        difference.granulated_tau_ci.low,
+        difference.granulated_tau_ci.high,
+        difference.granulated_verdict,
+        difference.other,
+    )
+    if difference.runs < 2:
+        return f"{label} ({difference.measure}): fewer than two runs have both it and {difference.other}."
+    return f"{label} ({difference.measure}): {tau}; {granulated}."

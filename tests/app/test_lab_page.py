@@ -17,8 +17,8 @@ from dashboard import lab as service
 from dashboard.text import OPTIMAL_LABEL, format_log_value
 from specbound.atlas import load_atlas
 from specbound.bounds import BoundAnalysis
-from specbound.lab import reference
-from specbound.lab.sweep import CORRELATIONS_CSV, RUNS_CSV, read_results
+from specbound.lab import reference, views
+from specbound.lab.sweep import CORRELATIONS_CSV, RUNS_CSV, comparisons, read_results
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
 RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
@@ -87,6 +87,12 @@ def test_a_reference_run_shows_the_reference_numbers(lab_app, runs_csv, figure_t
     np.testing.assert_allclose(_trace(alpha, "layer 1")["y"], [s.log10_alpha[1] for s in run.steps], rtol=1e-12)
     boxes = figure_titled(at, "p* of the 12 matrices")["data"]
     assert [list(b["y"]) for b in boxes] == [list(s.p_opt) for s in run.steps]
+    power_law = figure_titled(at, "Power-law exponent of the spectra")
+    np.testing.assert_allclose(_trace(power_law, "α")["y"], rows["alpha"], rtol=1e-12)
+    np.testing.assert_allclose(_trace(power_law, "α̂ = α log10 λ_max")["y"], rows["alpha_hat"], rtol=1e-12)
+    flatness = next(c.value for c in at.caption if c.value.startswith("On the final checkpoint"))
+    assert f"PAC-Bayes flatness 1/σ′² {final['pacbayes_flatness']:.4g}" in flatness
+    assert f"sharpness 1/α′² {final['sharpness']:.4g}" in flatness
 
 
 def test_the_step_slider_shows_that_steps_p_map_and_spectra(lab_app, runs_csv, figure_titled) -> None:
@@ -143,7 +149,12 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_title
     titles = [a["text"] for a in figure["layout"]["annotations"]]
     assert len(titles) == len(expected)
     for title, row in zip(titles, expected.itertuples(), strict=True):
-        assert f"τ = {row.kendall_tau:+.2f}, granulated τ = {row.granulated_tau:+.2f}" in title
+        tau = f"τ = {row.kendall_tau:+.2f} [{row.kendall_tau_ci_low:+.2f}, {row.kendall_tau_ci_high:+.2f}]"
+        granulated = (
+            f"granulated τ = {row.granulated_tau:+.2f} "
+            f"[{row.granulated_tau_ci_low:+.2f}, {row.granulated_tau_ci_high:+.2f}]"
+        )
+        assert f"{tau}, {granulated}" in title
     finals = pd.read_csv(reference.REFERENCE_DIR / RUNS_CSV).query("final")
     ours_x = np.concatenate([np.asarray(t["x"], float) for t in figure["data"] if t["xaxis"] == "x"])
     gap_y = np.concatenate([np.asarray(t["y"], float) for t in figure["data"] if t["xaxis"] == "x"])
@@ -154,6 +165,21 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_title
     )
     params_axis = figure["layout"]["xaxis6"]
     assert params_axis["type"] == "log"  # parameters: a plain count, drawn on a log axis
+
+    # one sentence per other measure, saying whether its paired difference from ours excludes 0
+    runs = reference.load_reference().runs
+    shown_text = " ".join(m.value for m in at.markdown)
+    for difference in comparisons(runs):
+        sentence = views.comparison_sentence(difference)
+        assert sentence in shown_text
+        if difference.measure == "spectral_product":
+            low, high = difference.kendall_tau_ci.low, difference.kendall_tau_ci.high
+            verdict = "not distinguishable" if low <= 0 <= high else "distinguishably"
+            assert (
+                f"τ differs by {difference.kendall_tau:+.2f} (95 % interval {low:+.2f} to {high:+.2f}), {verdict}"
+                in sentence
+            )
+    assert any("Reproducibility." in c.value and "bit for bit" in c.value for c in at.caption)
 
 
 def _open_train_form(at: AppTest, **values: float) -> None:

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from specbound.cli import main
-from specbound.lab.sweep import CORRELATIONS_CSV, MEASURES, RUNS_CSV, read_runs
+from specbound.lab.registry import correlated_measures
+from specbound.lab.sweep import CORRELATIONS_CSV, RUNS_CSV, read_runs
 
 
 @pytest.mark.slow  # the smoke sweep behind them trains six small runs
@@ -19,7 +20,7 @@ def test_smoke_sweep_writes_every_file(smoke_sweep) -> None:
     assert len(runs["run"].unique()) == 4 and set(runs["step"]) == {0, 100, 200}
     assert runs["run"].str.startswith("lab-L2-N32-H2-").all()
     table = pd.read_csv(out / CORRELATIONS_CSV)
-    assert list(table["measure"]) == list(MEASURES) and (table["runs"] == 4).all()
+    assert list(table["measure"]) == [m.name for m in correlated_measures()] and (table["runs"] == 4).all()
     final = runs[runs["final"]]
     assert (final["train_error"] <= runs[runs["step"] == 0]["train_error"].to_numpy()).all()
 
@@ -175,3 +176,20 @@ def test_lab_errors_are_one_line(tmp_path: Path, capsys) -> None:
     (tmp_path / "grid.json").write_text("[1, 2]")
     assert main(["lab", "sweep", "--grid", str(tmp_path / "grid.json"), "--out", str(tmp_path / "o")]) == 1
     assert capsys.readouterr().err.strip() == "specbound: error: a grid must be a JSON object"
+
+
+def test_show_compare_prints_the_paired_difference(capsys) -> None:
+    from specbound.lab import reference
+    from specbound.lab.sweep import comparison
+
+    assert main(["lab", "show", "--compare", "ours", "spectral_product"]) == 0
+    printed = capsys.readouterr().out
+    difference = comparison(reference.load_reference().runs, "ours", "spectral_product")
+    low, high = difference.kendall_tau_ci.low, difference.kendall_tau_ci.high
+    assert f"tau(ours) - tau(spectral_product) = {difference.kendall_tau:+.3f} [{low:+.3f}, {high:+.3f}]" in printed
+    assert "95 % interval" in printed and "distinguishably worse than spectral_product" in printed
+    for line in printed.splitlines():  # every measure's row carries both intervals
+        if line.split() and line.split()[0] == "ours":
+            assert line.count("[") == 2
+    assert main(["lab", "show", "--compare", "ours", "nonsense"]) == 1
+    assert "unknown measure 'nonsense'" in capsys.readouterr().err

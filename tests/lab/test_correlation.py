@@ -1,4 +1,5 @@
-"""Kendall tau-a, tau-b and Jiang et al.'s granulated tau against values worked out by hand."""
+"""Kendall tau-a, tau-b and Jiang et al.'s granulated tau against values worked out by hand; their bootstrap
+intervals against exact resampling, degenerate cases and a known population tau."""
 
 from __future__ import annotations
 
@@ -7,7 +8,18 @@ import math
 import numpy as np
 import pytest
 
-from specbound.lab.correlation import correlate, granulated_tau, kendall_tau_a, kendall_tau_b
+from specbound.lab.correlation import (
+    Verdict,
+    bootstrap_counts,
+    compare,
+    correlate,
+    granulated_tau,
+    group_mean_draws,
+    kendall_tau_a,
+    kendall_tau_b,
+    percentile_interval,
+    tau_b_draws,
+)
 
 
 def test_tau_without_ties() -> None:
@@ -46,7 +58,7 @@ def test_granulated_tau_by_hand() -> None:
     keys = [k for k, _, _ in RUNS]
     measure = np.array([m for _, m, _ in RUNS])
     gap = np.array([g for _, _, g in RUNS])
-    total, axes = granulated_tau(measure, gap, keys, ("a", "b"))
+    total, axes, _ = granulated_tau(measure, gap, keys, ("a", "b"))
     # axis a: groups b=0 (runs 0,1: concordant, tau 1) and b=1 (runs 2,3: 3>1 with .4>.3, tau 1): psi_a = 1
     # axis b: groups a=0 (runs 0,2: tau 1) and a=1 (runs 1,3: 2>1 but .2<.3, tau -1): psi_b = 0
     assert [(a.axis, a.tau, a.groups, a.runs) for a in axes] == [("a", 1.0, 2, 4), ("b", 0.0, 2, 4)]
@@ -55,7 +67,7 @@ def test_granulated_tau_by_hand() -> None:
 
 def test_groups_need_the_other_axes_and_fixed_settings_to_match() -> None:
     keys = [{"a": 0, "fixed": "x"}, {"a": 1, "fixed": "y"}, {"a": 0, "fixed": "y"}, {"a": 2, "fixed": "y"}]
-    total, axes = granulated_tau(np.array([1.0, 2.0, 3.0, 3.0]), np.array([0.0, 1.0, 2.0, 0.5]), keys, ("a",))
+    total, axes, _ = granulated_tau(np.array([1.0, 2.0, 3.0, 3.0]), np.array([0.0, 1.0, 2.0, 0.5]), keys, ("a",))
     # only the three runs with fixed = "y" form a group: measure (2, 3, 3) against gap (1, 2, 0.5):
     # pairs (1,2) concordant, (1,3) discordant, (2,3) tied in the measure -> tau-a = 0 / 3
     assert (axes[0].groups, axes[0].runs) == (1, 3)
@@ -77,3 +89,94 @@ def test_correlate_counts_runs_and_drops_non_finite_values() -> None:
     assert (m.runs, m.granulated_tau, m.groups) == (5, pytest.approx(0.5), 4)
     assert math.isnan(table["constant"].kendall_tau) and table["constant"].granulated_tau == 0.0
     assert table["broken"].runs == 4
+
+
+# --- bootstrap intervals ---------------------------------------------------------------------------
+
+
+def test_draws_of_tau_b_equal_tau_b_of_the_resampled_runs() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 6, 30).astype(float)  # ties in both
+    y = x + rng.integers(0, 4, 30)
+    counts = bootstrap_counts(30, draws=25, seed=9)
+    draws = tau_b_draws(x, y, counts)
+    for c, tau in zip(counts.astype(int), draws, strict=True):
+        rows = np.repeat(np.arange(30), c)  # the drawn runs, each as often as it was drawn
+        assert tau == pytest.approx(kendall_tau_b(x[rows], y[rows]), rel=1e-12)
+
+
+def test_perfect_orders_have_degenerate_intervals() -> None:
+    gap = np.arange(20.0)
+    keys = [{"a": i % 2, "b": i // 2} for i in range(20)]
+    up, down = correlate({"up": gap**2, "down": -gap}, gap, keys, ("a", "b"))
+    assert (up.kendall_tau_ci.low, up.kendall_tau_ci.high) == (1.0, 1.0)
+    assert (down.kendall_tau_ci.low, down.kendall_tau_ci.high) == (-1.0, -1.0)
+    assert (up.granulated_tau, up.granulated_tau_ci.low, up.granulated_tau_ci.high) == (1.0, 1.0, 1.0)
+
+
+def _normal_pairs(rng: np.random.Generator, rho: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    x = rng.standard_normal(n)
+    return x, rho * x + math.sqrt(1 - rho**2) * rng.standard_normal(n)
+
+
+def test_intervals_cover_a_known_tau() -> None:
+    # for a bivariate normal with correlation rho, the population tau is (2 / pi) arcsin(rho)
+    rho = 0.6
+    tau = 2 / math.pi * math.asin(rho)  # 0.4097
+    rng = np.random.default_rng(0)
+    x, y = _normal_pairs(rng, rho, 400)
+    interval = percentile_interval(tau_b_draws(x, y, bootstrap_counts(400, 1000, 1)))
+    assert interval.contains(tau) and 0.08 < interval.high - interval.low < 0.2
+    covered = 0
+    for _ in range(200):  # 200 samples of 60 runs: the 95 % interval should hold tau about 190 times
+        x, y = _normal_pairs(rng, rho, 60)
+        covered += percentile_interval(
+            tau_b_draws(x, y, bootstrap_counts(60, 500, int(rng.integers(1 << 30))))
+        ).contains(tau)
+    assert 176 <= covered <= 199  # 95 % +- 3.2 binomial standard deviations (percentile intervals run a bit short)
+
+
+def test_group_bootstrap_of_two_opposite_groups() -> None:
+    # psi over groups with tau +1 and -1: a draw of two groups gives +1, 0 or -1 with probability 1/4, 1/2,
+    # 1/4, so the 2.5 % and 97.5 % percentiles are -1 and +1 and the mean of the draws is near 0.
+    draws = group_mean_draws(np.array([1.0, -1.0]), draws=4000, seed=3)
+    assert set(np.unique(draws)) == {-1.0, 0.0, 1.0}
+    assert np.mean(draws == 0.0) == pytest.approx(0.5, abs=0.03)
+    interval = percentile_interval(draws)
+    assert (interval.low, interval.high) == (-1.0, 1.0)
+    keys = [{"a": 0, "b": 0}, {"a": 1, "b": 0}, {"a": 0, "b": 1}, {"a": 1, "b": 1}]
+    _, (axis_a, _), _ = granulated_tau(np.array([1.0, 2.0, 2.0, 1.0]), np.array([0.0, 1.0, 0.0, 1.0]), keys, ("a", "b"))
+    assert (axis_a.tau, axis_a.groups, axis_a.ci.low, axis_a.ci.high) == (0.0, 2, -1.0, 1.0)
+
+
+def test_kendall_tau_b_matches_scipy() -> None:
+    stats = pytest.importorskip("scipy.stats", reason="scipy is not installed; the lab itself does not need it")
+    rng = np.random.default_rng(2)
+    for n in (5, 17, 48):
+        x = rng.integers(0, 5, n).astype(float)
+        y = 0.5 * x + rng.integers(0, 3, n)
+        assert kendall_tau_b(x, y) == pytest.approx(stats.kendalltau(x, y).statistic, rel=1e-12)
+
+
+def test_paired_differences() -> None:
+    rng = np.random.default_rng(5)
+    gap = rng.random(40)
+    keys = [{"a": i % 4, "b": i // 4} for i in range(40)]
+    noisy = gap + 0.3 * rng.standard_normal(40)
+    (single,) = correlate({"noisy": noisy}, gap, keys, ("a", "b"))
+    itself = compare("noisy", noisy, "noisy", noisy, gap, keys, ("a", "b"))
+    assert (itself.kendall_tau, itself.kendall_tau_ci.low, itself.kendall_tau_ci.high) == (0.0, 0.0, 0.0)
+    assert itself.kendall_verdict is Verdict.INDISTINGUISHABLE
+    # against its own negation: tau - (-tau) = 2 tau on every draw, so the interval doubles too
+    mirrored = compare("noisy", noisy, "negated", -noisy, gap, keys, ("a", "b"))
+    assert mirrored.kendall_tau == pytest.approx(2 * single.kendall_tau)
+    assert mirrored.kendall_tau_ci.low == pytest.approx(2 * single.kendall_tau_ci.low)
+    assert mirrored.kendall_tau_ci.high == pytest.approx(2 * single.kendall_tau_ci.high)
+    assert mirrored.granulated_tau == pytest.approx(2 * single.granulated_tau)
+    assert mirrored.kendall_verdict is Verdict.BETTER and mirrored.granulated_verdict is Verdict.BETTER
+    worse = compare("random", rng.random(40), "gap", gap, gap, keys, ("a", "b"))
+    assert worse.kendall_verdict is Verdict.WORSE and worse.kendall_tau_ci.high < 0
+    # runs where either measure is missing are left out of both
+    holes = noisy.copy()
+    holes[:5] = np.nan
+    assert compare("holes", holes, "noisy", noisy, gap, keys, ("a", "b")).runs == 35

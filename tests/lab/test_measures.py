@@ -1,4 +1,5 @@
-"""The comparison measures against a dense computation from the checkpoint's weights."""
+"""The comparison measures and the spectra's power-law exponents against a dense computation from the
+checkpoint's weights."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from specbound.bounds import BoundAnalysis
+from specbound.lab.heavy_tail import fit_power_law
 from specbound.lab.measures import frobenius_sum, log_bartlett, log_spectral_product
+from specbound.lab.registry import MEASURES
 from specbound.loading import load_profile
 
 
@@ -46,3 +50,39 @@ def test_measures_match_dense_matrices(make_checkpoint) -> None:
     assert frobenius_sum(profile) == pytest.approx(frob, rel=1e-10)
     assert log_spectral_product(profile) == pytest.approx(log_prod, rel=1e-10)
     assert log_bartlett(profile) == pytest.approx(log_prod + 1.5 * math.log(ratios), rel=1e-10)
+
+
+def _dense_proxies(directory, layers: int, hidden: int, heads: int) -> list[np.ndarray]:
+    """Every proxy matrix of a checkpoint, dense: per head QK = W_Q^h^T W_K^h and V, then M_in, M_out."""
+    weights = {k: v.astype(np.float64) for k, v in load_file(directory / "model.safetensors").items()}
+    d = hidden // heads
+    out = []
+    for layer in range(layers):
+        prefix = f"encoder.layer.{layer}."
+        q, k, v, o = (
+            weights[prefix + n + ".weight"]
+            for n in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense")
+        )
+        heads_ = [slice(h * d, (h + 1) * d) for h in range(heads)]
+        out += [q[s].T @ k[s] for s in heads_] + [v[s].T @ o.T[s] for s in heads_]
+        out += [weights[prefix + "intermediate.dense.weight"].T, weights[prefix + "output.dense.weight"].T]
+    return out
+
+
+@pytest.mark.parametrize("hidden, heads, skipped", [(32, 2, 0), (16, 4, 16)])  # d = 16, or d = 4 < 10
+def test_power_law_measures_match_dense_spectra(make_checkpoint, hidden: int, heads: int, skipped: int) -> None:
+    directory = make_checkpoint(layers=2, hidden=hidden, heads=heads, ffn=48, seed=5)
+    alphas, weighted, small = [], [], 0
+    for matrix in _dense_proxies(directory, 2, hidden, heads):
+        sv = np.linalg.svd(matrix, compute_uv=False)
+        eigenvalues = np.square(sv[sv > 1e-9 * sv[0]])  # the rank-d products' zero singular values dropped
+        fit = fit_power_law(eigenvalues)
+        if fit is None:
+            small += 1
+            continue
+        alphas.append(fit.alpha)
+        weighted.append(fit.alpha * math.log10(eigenvalues.max()))
+    analysis = BoundAnalysis.from_profile(load_profile(str(directory)))
+    assert small == skipped and MEASURES["alpha_skipped"].compute(analysis) == skipped
+    assert MEASURES["alpha"].compute(analysis) == pytest.approx(np.mean(alphas), rel=1e-6)
+    assert MEASURES["alpha_hat"].compute(analysis) == pytest.approx(np.mean(weighted), rel=1e-6)

@@ -1,4 +1,5 @@
-"""The reference shipped in the package parses, and everything in it is labelled as a lab model."""
+"""The reference shipped in the package parses, everything in it is labelled as a lab model, and re-training
+two of its runs lands within the stated tolerance of what it ships."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from specbound.atlas import load_atlas, read_manifest
 from specbound.bounds import BoundAnalysis
 from specbound.cli import main
 from specbound.lab import reference
-from specbound.lab.sweep import CORRELATIONS_CSV, LAB_LABEL, MEASURES, RUN_COLUMNS, RUNS_CSV, read_results
+from specbound.lab.registry import correlated_measures
+from specbound.lab.sweep import CORRELATIONS_CSV, LAB_LABEL, RUN_COLUMNS, RUNS_CSV, read_results, run_sweep
 from specbound.lab.train import LabError
 from specbound.lab.trajectory import DEFAULT_BOUNDS
 from specbound.models import parse_miniature_alias
@@ -30,7 +32,7 @@ def _check_reference(directory: Path) -> None:
     assert len(runs) == sum(len(r.steps) for r in results.runs)
     assert runs["run"].str.startswith("lab-").all()
     table = pd.read_csv(directory / CORRELATIONS_CSV)
-    assert list(table["measure"]) == list(MEASURES)
+    assert list(table["measure"]) == [m.name for m in correlated_measures()]
     for row, computed in zip(table.itertuples(), results.correlations, strict=True):
         assert row.runs == computed.runs == len(results.runs)
         assert row.kendall_tau == pytest.approx(computed.kendall_tau, nan_ok=True)
@@ -90,3 +92,27 @@ def test_the_shipped_reference_parses_and_is_labelled_as_lab_models(capsys) -> N
     assert "sparse-threshold" in manifest["task"]
     size = sum(p.stat().st_size for p in reference.REFERENCE_DIR.rglob("*") if p.is_file())
     assert size < 5_000_000
+
+
+#: Two of the cheapest reference runs (one layer, width 32), one with label noise.
+RETRAINED = ("lab-L1-N32-H2-n100-q0-s0-t500", "lab-L1-N32-H2-n400-q0.1-s1-t500")
+
+
+@pytest.mark.slow  # trains two reference runs (about 15 s on 2 cores)
+def test_retrained_reference_runs_land_within_the_stated_tolerance(tmp_path: Path) -> None:
+    shipped = reference.load_reference()
+    same_platform = reference.read_manifest().get("platform") == reference.platform_fingerprint()
+    specs = [shipped.run(name).spec for name in RETRAINED]
+    retrained = run_sweep(specs, tmp_path).results
+    for name in RETRAINED:
+        run, original = retrained.run(name), shipped.run(name)
+        assert [s.step for s in run.steps] == [s.step for s in original.steps]
+        start = reference.retrain_deviations(run, original, step=0)
+        for quantity, difference in start.items():  # before the optimiser: the same to rounding
+            assert difference <= 1e-9 * max(1.0, abs(original.steps[0].value(quantity))), quantity
+        final = reference.retrain_deviations(run, original)
+        assert set(final) == set(reference.RETRAIN_TOLERANCE)  # every measure was compared
+        if same_platform:  # the machine that made the reference repeats it bit for bit
+            assert run.steps == original.steps, f"{name} no longer repeats exactly on the reference's platform"
+        for quantity, difference in final.items():
+            assert difference <= reference.RETRAIN_TOLERANCE[quantity], (name, quantity, difference)

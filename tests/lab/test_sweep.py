@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from specbound.lab import sweep
-from specbound.lab.sweep import CORRELATIONS_CSV, MEASURES, PRESETS, RUN_COLUMNS, RUNS_CSV, Status, SweepGrid
+from specbound.lab.registry import correlated_measures
+from specbound.lab.sweep import CORRELATIONS_CSV, PRESETS, RUN_COLUMNS, RUNS_CSV, Status, SweepGrid
 from specbound.lab.train import LabError, TrainingCancelled, TrainSettings
 
 TINY = SweepGrid(
@@ -79,8 +80,16 @@ def test_files_have_the_interface_columns(tmp_path: Path) -> None:
         assert (tmp_path / checkpoint / "model.safetensors").is_file()
     table = pd.read_csv(tmp_path / CORRELATIONS_CSV)
     assert list(table.columns[:4]) == ["measure", "kendall_tau", "granulated_tau", "runs"]
-    assert list(table["measure"]) == list(MEASURES)
-    assert (table["runs"] == 3).all() and (table["groups_n_train"] == 1).all()
+    assert list(table["measure"]) == [m.name for m in correlated_measures()]
+    # width 8 with 2 heads: every matrix has fewer than 10 eigenvalues, so no power-law fit, and alpha is missing
+    runs_of = dict(zip(table["measure"], table["runs"], strict=True))
+    assert runs_of.pop("alpha") == runs_of.pop("alpha_hat") == 0 and set(runs_of.values()) == {3}
+    assert (runs["alpha_skipped"] == 6).all() and runs["alpha"].isna().all()
+    assert (table["groups_n_train"][table["runs"] == 3] == 1).all()
+    for statistic in ("kendall_tau", "granulated_tau"):  # each interval holds its statistic
+        defined = table[table[statistic].notna()]
+        assert (defined[statistic + "_ci_low"] <= defined[statistic] + 1e-12).all()
+        assert (defined[statistic] <= defined[statistic + "_ci_high"] + 1e-12).all()
     results = sweep.read_results(tmp_path)
     assert len(results.runs) == 3 and results.run(TINY.specs()[1].name).spec == TINY.specs()[1]
 
@@ -88,6 +97,10 @@ def test_files_have_the_interface_columns(tmp_path: Path) -> None:
 def test_presets_and_custom_grids(tmp_path: Path) -> None:
     assert len(PRESETS["smoke"].specs()) == 4
     assert len(PRESETS["class"].specs()) == 48
+    study = PRESETS["study"].specs()  # depth 1-4, width 32-128, n 100-3200, two noise levels, three seeds
+    assert len(study) == 288 and {s.layers for s in study} == {1, 2, 3, 4}
+    assert {s.hidden for s in study} == {32, 64, 128} and {s.n_train for s in study} == {100, 400, 1600, 3200}
+    assert {s.label_noise for s in study} == {0.0, 0.1} and {s.seed for s in study} == {0, 1, 2}
     path = tmp_path / "grid.json"
     path.write_text(
         json.dumps(

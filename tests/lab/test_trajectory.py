@@ -58,13 +58,18 @@ def test_terms_equal_the_analyze_command(smoke_sweep) -> None:
         assert row["ours_log10"] == pytest.approx(reference["proxies"]["ours_log10"], rel=1e-12)
         assert row["ours"] == pytest.approx(reference["proxies"]["ours"], rel=1e-12)
         assert step.edelman_log10 == pytest.approx(reference["proxies"]["edelman_log10"], rel=1e-12)
-        for p, attribute in ((0.0, "ours_p0_log10"), (1.0, "ours_p1_log10"), (2.0, "ours_p2_log10")):
-            assert getattr(step, attribute) == pytest.approx(at_p[p]["proxies"]["at_p_log10"], rel=1e-12)
+        for p, name in ((0.0, "ours_p0"), (1.0, "ours_p1"), (2.0, "ours_p2")):
+            assert step.value(name) == pytest.approx(at_p[p]["proxies"]["at_p_log10"], rel=1e-12)
         np.testing.assert_allclose(step.log10_alpha, reference["log10_alpha"], rtol=1e-12, atol=1e-14)
         assert list(step.p_opt) == [m["p_opt"] for m in reference["matrices"]]
         assert step.grid_m == reference["grid_m"]
         frob, log_prod, log_bartlett = dense_measures(reference["matrices"], reference["num_layers"])
-        assert step.frobenius == pytest.approx(frob, rel=1e-10)
-        assert step.spectral_product_log10 == pytest.approx(log_prod, rel=1e-10)
-        assert step.bartlett_log10 == pytest.approx(log_bartlett, rel=1e-10)
+        assert step.value("frobenius") == pytest.approx(frob, rel=1e-10)
+        assert step.value("spectral_product") == pytest.approx(log_prod, rel=1e-10)
+        assert step.value("bartlett") == pytest.approx(log_bartlett, rel=1e-10)
     assert run.steps[0].step == 0 and run.final.step == run.spec.settings.steps
+    # the flatness measures need the model: the final step has them, the earlier ones do not
+    assert run.final.value("pacbayes_flatness") > 0 and run.final.value("sharpness") > 0
+    assert all(math.isnan(s.value("sharpness")) for s in run.steps[:-1])
+    assert all(s.value("alpha") > 1 and s.value("alpha_skipped") == 0 for s in run.steps)  # width 32: d = 16
+    assert table[table["final"]]["sharpness"].notna().all() and table[~table["final"]]["sharpness"].isna().all()

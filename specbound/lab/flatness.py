@@ -1,0 +1,169 @@
+"""Flatness of a trained model around its weights: Jiang et al.'s magnitude-aware PAC-Bayes flatness and
+worst-case sharpness, from forward passes over the training set.
+
+Jiang, Neyshabur, Mobahi, Krishnan & Bengio (2020, "Fantastic Generalization Measures and Where to Find
+Them", section 7 and appendix C; measures ``pacbayes.mag.flatness`` and ``sharpness.mag.flatness``),
+with L̂(w) the training error (the 0–1 loss on the whole training set) and a target rise δ = 0.1:
+
+* PAC-Bayes flatness. σ′ is the largest σ such that multiplicative Gaussian noise on every weight,
+  u_i ~ N(0, σ² w_i² + ε²), raises the expected training error by at most δ:
+  E_u[L̂(w + u)] − L̂(w) ≤ δ. The expectation is a mean over ``draws`` fixed standard-normal draws z
+  (u = sqrt(σ² w² + ε²) · z, the same z for every σ, so the search is over one deterministic function
+  of σ). The measure is 1 / σ′².
+* Sharpness. α′ is the largest α such that no perturbation in the relative box
+  |u_i| ≤ α (|w_i| + ε) found by ``ascent_steps`` steps of projected sign-gradient ascent on the
+  training cross-entropy (from u = 0, step 2α(|w| + ε) / steps, clipped to the box) raises the
+  training error by more than δ (the largest error over the iterates counts). The measure is 1 / α′².
+
+Both σ′ and α′ are found by bisection on log2 of the scale in [2^low, 2^high] = [2^-10, 2] for a fixed
+number of halvings; a model that stays within δ at the top of the range gets the top (its measure is
+the smallest the search can tell), one that leaves it at the bottom gets the bottom. The training
+error is measured on the first ``examples`` = 512 training examples (all of them for a smaller set):
+the set is i.i.d., so they are a random subset, and the budget of a run stays within a few seconds. A larger measure
+means a sharper minimum, which Jiang et al. found to go with a larger gap. ε = 10⁻³ as in Jiang et al.
+
+torch is imported inside the functions; the model's weights are restored after every probe.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+_CHUNK = 4096  # examples per forward pass
+
+
+@dataclass(frozen=True)
+class FlatnessSettings:
+    """The searches' constants (defaults: Jiang et al.'s δ and ε, a budget of forward passes that keeps a
+    run of the class sweep within a few seconds)."""
+
+    target: float = 0.1  # δ: the allowed rise of the training error
+    epsilon: float = 1e-3  # ε: the additive part of the noise scale
+    draws: int = 4  # noise draws per σ (PAC-Bayes)
+    ascent_steps: int = 3  # gradient-ascent steps per α (sharpness)
+    halvings: int = 8  # bisection steps on log2 of the scale: a resolution of 11 / 2^8 octave
+    low: float = -10.0  # log2 of the smallest scale searched
+    high: float = 1.0  # log2 of the largest scale searched
+    examples: int = 512  # the first this many training examples (an i.i.d. sample, so a random subset)
+
+
+DEFAULT_FLATNESS = FlatnessSettings()
+
+
+def bisect_scale(fits: Callable[[float], bool], settings: FlatnessSettings = DEFAULT_FLATNESS) -> float:
+    """The largest scale 2^t with ``fits(2^t)`` True, t in [low, high), by ``halvings`` bisection steps
+    on t (``fits`` is assumed to hold below some threshold and fail above it). The ends are not tried:
+    a model that fits everywhere gets 2^(high - 2^-halvings (high - low)), one that fits nowhere 2^low."""
+    low, high = settings.low, settings.high
+    for _ in range(settings.halvings):
+        middle = 0.5 * (low + high)
+        if fits(2.0**middle):
+            low = middle
+        else:
+            high = middle
+    return 2.0**low
+
+
+def _error(model: Any, ids: torch.Tensor, labels: torch.Tensor) -> float:
+    """The error rate of the model on a labelled set (no gradients)."""
+    import torch
+
+    wrong = 0
+    with torch.no_grad():
+        for start in range(0, ids.shape[0], _CHUNK):
+            logits = model(input_ids=ids[start : start + _CHUNK]).logits  # (chunk, 2)
+            wrong += int((logits.argmax(dim=1) != labels[start : start + _CHUNK]).sum())
+    return wrong / ids.shape[0]
+
+
+@contextmanager
+def _restored(parameters: list[torch.Tensor]) -> Iterator[list[torch.Tensor]]:
+    """The parameters' current values (copies); the parameters are set back to them on exit."""
+    import torch
+
+    saved = [p.detach().clone() for p in parameters]
+    try:
+        yield saved
+    finally:
+        with torch.no_grad():
+            for p, w in zip(parameters, saved, strict=True):
+                p.copy_(w)
+
+
+def pacbayes_sigma(
+    model: Any, ids: torch.Tensor, labels: torch.Tensor, *, seed: int, settings: FlatnessSettings = DEFAULT_FLATNESS
+) -> float:
+    """σ′: the largest σ whose noise N(0, σ² w² + ε²) raises the mean training error by at most δ."""
+    import torch
+
+    ids, labels = ids[: settings.examples], labels[: settings.examples]
+    model.eval()
+    parameters = list(model.parameters())
+    base = _error(model, ids, labels)
+    generator = torch.Generator().manual_seed(seed)
+    with _restored(parameters) as weights:
+        noise = [
+            [torch.randn(w.shape, generator=generator, dtype=w.dtype) for w in weights] for _ in range(settings.draws)
+        ]
+
+        def fits(sigma: float) -> bool:
+            rise = 0.0
+            for draw in noise:
+                with torch.no_grad():
+                    for p, w, z in zip(parameters, weights, draw, strict=True):
+                        p.copy_(w + torch.sqrt(sigma**2 * w.square() + settings.epsilon**2) * z)
+                rise += _error(model, ids, labels) - base
+            return rise / settings.draws <= settings.target
+
+        return bisect_scale(fits, settings)
+
+
+def sharpness_alpha(
+    model: Any, ids: torch.Tensor, labels: torch.Tensor, *, settings: FlatnessSettings = DEFAULT_FLATNESS
+) -> float:
+    """α′: the largest α whose box |u| ≤ α (|w| + ε) holds no ascent point raising the training error by δ."""
+    import torch
+
+    ids, labels = ids[: settings.examples], labels[: settings.examples]
+    model.eval()
+    parameters = list(model.parameters())
+    base = _error(model, ids, labels)
+    with _restored(parameters) as weights:
+
+        def fits(alpha: float) -> bool:
+            boxes = [alpha * (w.abs() + settings.epsilon) for w in weights]
+            shifts = [torch.zeros_like(w) for w in weights]
+            worst = 0.0
+            for _ in range(settings.ascent_steps):
+                with torch.no_grad():
+                    for p, w, u in zip(parameters, weights, shifts, strict=True):
+                        p.copy_(w + u)
+                model.zero_grad(set_to_none=True)
+                logits = model(input_ids=ids).logits  # (n, 2)
+                torch.nn.functional.cross_entropy(logits, labels).backward()
+                worst = max(worst, float((logits.argmax(dim=1) != labels).double().mean()) - base)
+                with torch.no_grad():
+                    for p, u, box in zip(parameters, shifts, boxes, strict=True):
+                        grad = p.grad if p.grad is not None else torch.zeros_like(u)
+                        u.add_(2.0 * box / settings.ascent_steps * grad.sign())
+                        torch.minimum(torch.maximum(u, -box), box, out=u)
+            with torch.no_grad():
+                for p, w, u in zip(parameters, weights, shifts, strict=True):
+                    p.copy_(w + u)
+            worst = max(worst, _error(model, ids, labels) - base)
+            model.zero_grad(set_to_none=True)
+            return worst <= settings.target
+
+        return bisect_scale(fits, settings)
+
+
+def inverse_square(scale: float) -> float:
+    """1 / s², Jiang et al.'s flatness measure of a largest admissible scale s."""
+    return 1.0 / scale**2 if scale > 0 else math.inf

@@ -1,0 +1,108 @@
+"""The measure registry: every table, record and label follows it, one registration adds a measure
+everywhere, and records written before a measure existed still load without it."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specbound.lab import reference, sweep, views
+from specbound.lab.registry import MEASURES, Measure, Source, correlated_measures, recorded_measures, register
+from specbound.lab.trajectory import StepTerms
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return reference.load_reference().runs
+
+
+@pytest.mark.parametrize("name", list(MEASURES))
+def test_every_measure_reaches_every_table(name: str, runs) -> None:
+    measure = MEASURES[name]
+    assert measure.column in sweep.RUN_COLUMNS and measure.definition and measure.label
+    assert views.MEASURE_LABELS[name] == (measure.label, measure.linear_axis)
+    frame = sweep.runs_frame(runs[:2])
+    final = frame[frame["final"]]
+    expected = [sweep.measure_value(r, measure) for r in runs[:2]]
+    np.testing.assert_allclose(final[measure.column].to_numpy(float), expected, rtol=1e-12)
+    if measure.linear_column:
+        np.testing.assert_allclose(final[measure.linear_column], np.power(10.0, expected), rtol=1e-12)
+    if measure.source is Source.MODEL:  # computed on the final checkpoint only
+        assert frame[~frame["final"]][measure.column].isna().all()
+    assert (name in {c.measure for c in sweep.correlations(runs[:3])}) == measure.correlated
+
+
+@pytest.fixture
+def scratch_registry():
+    """The registry as it is; whatever a test registers is gone afterwards."""
+    saved = dict(MEASURES)
+    yield
+    MEASURES.clear()
+    MEASURES.update(saved)
+
+
+def test_one_registration_adds_a_measure_everywhere(runs, scratch_registry) -> None:
+    count = len(MEASURES)
+    twice = register(
+        Measure(
+            "twice_params",
+            "twice_params",
+            "2 × parameters",
+            False,
+            "twice the count",
+            Source.RUN,
+            lambda r: 2.0 * r.params,
+        )
+    )
+    assert len(MEASURES) == count + 1 and "twice_params" in sweep.run_columns()
+    frame = sweep.runs_frame(runs)
+    np.testing.assert_array_equal(frame["twice_params"], 2.0 * frame["params"])
+    assert list(views.sweep_frame(runs)["twice_params"]) == [2.0 * r.params for r in runs]
+    table = {c.measure: c for c in sweep.correlations(runs)}
+    assert table["twice_params"].kendall_tau == pytest.approx(table["params"].kendall_tau)  # a monotone map
+    assert table["twice_params"].kendall_tau_ci == table["params"].kendall_tau_ci  # the same seeded draws
+    assert sweep.comparison(runs, "twice_params", "params").kendall_tau == 0.0
+    with pytest.raises(ValueError, match="registered already"):
+        register(twice)
+
+
+def test_a_record_written_before_a_measure_still_loads(runs, tmp_path: Path) -> None:
+    shutil.copytree(reference.REFERENCE_DIR / "runs", tmp_path / "runs")
+    old = runs[0]
+    path = sweep.record_path(tmp_path, old.name)
+    data = json.loads(path.read_text())
+    new_columns = {
+        MEASURES[n].column for n in ("alpha", "alpha_hat", "alpha_skipped", "pacbayes_flatness", "sharpness")
+    }
+    for step in data["steps"]:
+        for column in new_columns:
+            step.pop(column, None)
+    del data["measures"]
+    path.write_text(json.dumps(data))
+
+    loaded = sweep.read_results(tmp_path)
+    assert len(loaded.runs) == len(runs)  # the run is there ...
+    again = loaded.run(old.name)
+    assert math.isnan(again.final.value("alpha")) and math.isnan(again.final.value("sharpness"))  # ... the measures not
+    assert again.final.ours_log10 == old.final.ours_log10
+    table = {c.measure: c for c in loaded.correlations}
+    assert table["alpha"].runs == table["sharpness"].runs == len(runs) - 1 and table["ours"].runs == len(runs)
+    assert sweep.finished_run(tmp_path, old.spec) is None  # a sweep does it again, to fill the measures in
+    assert sweep.finished_run(tmp_path, runs[1].spec) is not None
+
+
+def test_steps_round_trip_and_leave_out_what_is_not_finite() -> None:
+    values = {m.name: float(i) for i, m in enumerate(recorded_measures())}
+    values["sharpness"] = math.inf
+    step = StepTerms(500, 0.1, 0.0, 0.2, 100, "checkpoints/step-000500", 7, (0.5,), (1.0, 2.0), values)
+    data = step.to_dict()
+    assert MEASURES["sharpness"].column not in data and data["ours_log10"] == values["ours"]
+    back = StepTerms.from_dict(json.loads(json.dumps(data, allow_nan=False)))
+    assert math.isnan(back.value("sharpness")) and back.value("alpha") == values["alpha"]
+    assert back.gap == pytest.approx(0.2) and back.p_opt == (1.0, 2.0)
+    assert [m.name for m in correlated_measures()] == [n for n, m in MEASURES.items() if m.correlated]
