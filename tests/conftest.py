@@ -15,7 +15,21 @@ os.environ["SPECBOUND_CACHE"] = str(_SCRATCH / "profiles")
 os.environ["HF_HOME"] = str(_SCRATCH / "hf")
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 
+import sys  # noqa: E402
+
 import pytest  # noqa: E402
+
+#: The test process's own __main__: Streamlit's AppTest runs app.py as __main__ and leaves it there, and
+#: a process started with "spawn" (worker processes, Dask's nannies) would run that script again.
+MAIN_MODULE = sys.modules["__main__"]
+
+
+@pytest.fixture(scope="module")
+def own_main_module():
+    """sys.modules["__main__"] restored to the test process's own, for tests that spawn processes."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "__main__", MAIN_MODULE)
+        yield
 
 
 @pytest.fixture

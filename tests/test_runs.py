@@ -49,7 +49,7 @@ def trainer_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(own_main_module):
     """A dask.distributed LocalCluster of two worker processes on the loopback interface."""
     from distributed import LocalCluster
 
@@ -118,7 +118,9 @@ def _same_files(a: Path, b: Path, names: list[str]) -> None:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
-def test_workers_and_a_dask_cluster_write_the_files_of_a_serial_run(trainer_run: Path, tmp_path: Path, cluster) -> None:
+def test_workers_and_a_dask_cluster_write_the_files_of_a_serial_run(
+    trainer_run: Path, tmp_path: Path, cluster, own_main_module
+) -> None:
     serial, local, dask = tmp_path / "serial", tmp_path / "local", tmp_path / "dask"
     run_main("trajectory", str(trainer_run), "--out", str(serial))
     run_main("trajectory", str(trainer_run), "--out", str(local), "--workers", "2")
@@ -130,7 +132,9 @@ def test_workers_and_a_dask_cluster_write_the_files_of_a_serial_run(trainer_run:
             assert a.model == b.model and (a.singular_values == b.singular_values).all()
 
 
-def test_grid_in_parallel_writes_the_files_of_a_serial_run(make_checkpoint, tmp_path: Path, cluster) -> None:
+def test_grid_in_parallel_writes_the_files_of_a_serial_run(
+    make_checkpoint, tmp_path: Path, cluster, own_main_module
+) -> None:
     models = [str(make_checkpoint(layers=layers, hidden=hidden, name=f"m{layers}{hidden}")) for layers, hidden in
               ((1, 16), (2, 16), (1, 32), (2, 32))]  # fmt: skip
     outs = {kind: tmp_path / kind for kind in ("serial", "local", "dask")}
