@@ -49,6 +49,7 @@ _n_train = _bounded(int, 1, MAX_TRAIN)
 _noise = _bounded(float, 0.0, MAX_LABEL_NOISE, high_open=True)
 _steps = _bounded(int, 1, MAX_STEPS)
 _seed = _bounded(int, 0, MAX_SEED)
+_workers = _bounded(int, 1, 1024)
 _test_samples = _bounded(int, 1, MAX_TEST_SAMPLES)
 
 
@@ -179,7 +180,16 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     specs = grid.specs()
     print(f"{len(specs)} runs on {grid.task.describe()}; results in {args.out}", flush=True)
     started = time.perf_counter()
-    result = run_sweep(specs, Path(args.out), use_cache=not args.no_cache, progress=_progress, report=_report)
+    from ..parallel import Executor
+
+    result = run_sweep(
+        specs,
+        Path(args.out),
+        use_cache=not args.no_cache,
+        progress=_progress,
+        report=_report,
+        executor=Executor(workers=args.workers, dask=args.dask),
+    )
     done = sum(o.status is Status.DONE for o in result.outcomes)
     print(
         f"{len(specs)} runs ({done} trained now, {len(specs) - done} already done) in "
@@ -288,6 +298,19 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         help="also write the results (no weights) as the reference shipped inside the package",
     )
     sweep.add_argument("--no-cache", action="store_true", help="analyse checkpoints without the profile cache")
+    sweep.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="train N runs at once in local worker processes (default 1); the results are the same",
+    )
+    sweep.add_argument(
+        "--dask",
+        default=None,
+        metavar="ADDRESS",
+        help="train on a running dask.distributed scheduler (its workers must share the lab directory's file system)",
+    )
     sweep.set_defaults(handler=_cmd_sweep)
 
     show = actions.add_parser("show", help="print the correlation table of a lab directory")

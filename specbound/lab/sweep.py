@@ -32,7 +32,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from pathlib import Path
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ..bounds import BoundSettings
 from ..files import DirectoryLock, DirectoryLocked, atomic_write, describe_os_error, read_json
 from ..limits import LIMITS, quoted
+from ..parallel import Executor, run_tasks
 from ..progress import ProgressCallback, silent
 from .correlation import MeasureCorrelation, TauDifference, compare, correlate
 from .registry import MEASURES, Measure, Source, correlated_measures
@@ -553,12 +554,14 @@ def run_sweep(
     progress: Callable[[str], ProgressCallback] = lambda name: silent,
     report: Callable[[str], None] = lambda line: None,
     should_stop: Callable[[], bool] = lambda: False,
+    executor: Executor = Executor(),
 ) -> SweepResult:
     """Train and analyse every run not finished in ``out`` yet, then rebuild the tables.
 
     ``progress(name)`` gives the callback of one run (train, then analyse events); ``report`` gets one
     line per run; ``should_stop`` is the cancel hook, checked between training steps. On cancellation
-    the tables are rebuilt from the finished runs and TrainingCancelled is raised.
+    the tables are rebuilt from the finished runs and TrainingCancelled is raised. ``executor`` runs
+    the runs in worker processes or on a Dask cluster (:func:`_run_in_parallel`).
     """
     out = Path(out)
     specs = tuple(dict.fromkeys(specs))
@@ -568,6 +571,9 @@ def run_sweep(
     except OSError as exc:
         raise LabError(f"cannot create the lab directory {out}: {exc.strerror}") from None
     outcomes: list[RunOutcome] = []
+    if not executor.serial:
+        outcomes = _run_in_parallel(specs, out, bound_settings, use_cache, report, executor)
+        specs = ()  # every run is done or skipped: the serial loop below has nothing left
     try:
         for index, spec in enumerate(specs, start=1):
             prefix = f"[{index}/{len(specs)}] {spec.name}"
@@ -609,6 +615,63 @@ def run_sweep(
         table = correlations(runs)
         files = write_tables(out, runs, table)
     return SweepResult(tuple(outcomes), LabResults(runs, table), files, time.perf_counter() - started)
+
+
+@dataclass(frozen=True)
+class _RunTask:
+    """One run to train and analyse, wherever it runs; its checkpoints go to ``run_dir``."""
+
+    spec: RunSpec
+    run_dir: Path
+    bound_settings: BoundSettings
+    use_cache: bool
+
+
+def _train_and_analyse(task: _RunTask) -> tuple[RunTrajectory, float]:
+    """Train one run into its directory and analyse it; the record is the driver's to write."""
+    started = time.perf_counter()
+    result = train_run(task.spec, task.run_dir)
+    trajectory = analyse_run(result, task.run_dir, settings=task.bound_settings, use_cache=task.use_cache)
+    return trajectory, time.perf_counter() - started
+
+
+def _run_in_parallel(
+    specs: Sequence[RunSpec],
+    out: Path,
+    bound_settings: BoundSettings,
+    use_cache: bool,
+    report: Callable[[str], None],
+    executor: Executor,
+) -> list[RunOutcome]:
+    """The runs of a sweep as parallel tasks: this writer claims every run it trains, the tasks train and
+    analyse (each run is one thread's work, seeded as in a serial sweep), and the records are written here
+    as the tasks finish, so the directory ends as a serial sweep leaves it. The workers write the
+    checkpoints into ``out``, so a Dask cluster's workers must share its file system."""
+    outcomes: dict[str, RunOutcome] = {}
+    with ExitStack() as claims:
+        pending: list[_RunTask] = []
+        for index, spec in enumerate(specs, start=1):
+            prefix = f"[{index}/{len(specs)}] {spec.name}"
+            if finished_run(out, spec) is None:
+                claims.enter_context(_claim(out, spec.name, prefix, report, lambda: False))
+            if finished_run(out, spec) is not None:
+                outcomes[spec.name] = RunOutcome(spec.name, Status.SKIPPED, 0.0)
+                report(f"{prefix}: skipped, already done")
+                continue
+            run_dir = out / RUNS_DIR / spec.name
+            if run_dir.exists():
+                shutil.rmtree(run_dir)  # an unfinished or different earlier run, claimed by this writer now
+            pending.append(_RunTask(spec, run_dir, bound_settings, use_cache))
+        report(f"{len(pending)} runs to train {executor.describe()}")
+        for i, (trajectory, seconds) in run_tasks(_train_and_analyse, pending, executor):
+            write_record(out, trajectory)
+            outcomes[trajectory.name] = RunOutcome(trajectory.name, Status.DONE, seconds)
+            final = trajectory.final
+            report(
+                f"{pending[i].spec.name}: done in {seconds:.1f} s, train error {final.train_error:.4f}, "
+                f"test error {final.test_error:.4f}, log10 ours {final.ours_log10:.4f}"
+            )
+    return [outcomes[spec.name] for spec in specs]
 
 
 def claim_path(out: Path, name: str) -> Path:

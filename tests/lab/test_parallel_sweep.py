@@ -1,0 +1,54 @@
+"""``lab sweep --workers`` and ``--dask``: the runs trained in parallel give the tables of a serial sweep.
+
+Wall times aside (they are measured, not computed), ``runs.csv`` and ``correlations.csv`` of a small
+sweep (four short runs of the smoke task) trained by two local worker processes, and by a real
+``dask.distributed.LocalCluster`` of two workers on the loopback interface, equal those of the same
+sweep trained serially.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from specbound.cli import main
+
+#: Four runs of 30 steps: two depths, two seeds.
+SMALL = ("--layers", "1", "2", "--hidden", "16", "--n-train", "64", "--label-noise", "0", "--seeds", "0", "1",
+         "--steps", "30", "--save-every", "15")  # fmt: skip
+
+
+def _sweep(out: Path, *options: str) -> str:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["lab", "sweep", "--preset", "smoke", *SMALL, "--out", str(out), *options]) == 0
+    return printed.getvalue()
+
+
+def _tables(directory: Path) -> tuple[pd.DataFrame, str]:
+    runs = pd.read_csv(directory / "runs.csv")
+    runs = runs[[c for c in runs.columns if "seconds" not in c]]
+    return runs, (directory / "correlations.csv").read_text()
+
+
+@pytest.mark.slow
+def test_workers_and_a_cluster_train_the_runs_of_a_serial_sweep(tmp_path: Path, own_main_module) -> None:
+    from distributed import LocalCluster
+
+    _sweep(tmp_path / "serial")
+    serial_runs, serial_correlations = _tables(tmp_path / "serial")
+    printed = _sweep(tmp_path / "local", "--workers", "2")
+    assert "runs to train in 2 worker processes" in printed
+    with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster:
+        _sweep(tmp_path / "dask", "--dask", cluster.scheduler_address)
+    for kind in ("local", "dask"):
+        runs, correlations = _tables(tmp_path / kind)
+        pd.testing.assert_frame_equal(runs, serial_runs)
+        assert correlations == serial_correlations
+    again = _sweep(tmp_path / "local", "--workers", "2")  # resumes like a serial sweep: nothing to train
+    assert "0 runs to train" in again
+    assert again.count("skipped, already done") == serial_runs["run"].nunique() == 4
