@@ -36,6 +36,7 @@ from specbound.errors import ModelNotFoundError, SpecboundError
 from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, parse_miniature_alias, resolve
 
 from .text import plain
+from .upload_store import upload_dir
 
 #: The operator's switch: "1" lets page visitors open local checkpoint directories and atlas files.
 SERVER_PATHS_ENV = "SPECBOUND_ALLOW_SERVER_PATHS"
@@ -71,8 +72,6 @@ class ServerPathRefused(SpecboundError):
 
 def _is_upload(name: str) -> bool:
     """Whether ``name`` is ``atlas:<upload store>/<digest>.npz[#MODEL]``, decided from the text alone."""
-    from .atlas import upload_dir  # the store's location lives with the uploads
-
     body = name[len(ATLAS_PREFIX) :]
     file_part, sep, _ = body.rpartition(ATLAS_MEMBER_SEP)
     file_part = file_part if sep else body
