@@ -38,7 +38,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for other in sorted(graph[node]):
             if state.get(other) == 1:
-                return stack[stack.index(other) :] + [other]
+                return [*stack[stack.index(other) :], other]
             if other not in state and (found := visit(other)) is not None:
                 return found
         stack.pop()
@@ -72,3 +72,9 @@ def test_every_visitor_name_goes_through_the_one_policy() -> None:
                 assert "resolve" not in {a.name for a in node.names}, path.name
             if isinstance(node, ast.Attribute) and node.attr == "resolve" and isinstance(node.value, ast.Name):
                 assert node.value.id != "models", path.name
+
+
+def test_the_figures_know_the_presentation_key() -> None:
+    from dashboard import export, presentation
+
+    assert export.PRESENT_KEY == presentation.PRESENT_KEY
