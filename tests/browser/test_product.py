@@ -96,6 +96,10 @@ SMALL_OR_PALE = """(min) => [...document.querySelectorAll('[data-testid="stMain"
         const light = (0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]) / 255;
         return size < min - 0.5 || light > 0.45;
     })"""
+#: Formulas wider than their box that cannot be scrolled sideways.
+UNSCROLLABLE_FORMULAS = """() => [...document.querySelectorAll('.katex-display')]
+    .filter(e => e.scrollWidth > e.clientWidth + 4 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+    .map(e => e.innerText.slice(0, 40))"""
 #: The top of each metric of the sticky headline.
 HEADLINE_TOPS = """() => [...document.querySelectorAll('.st-key-headline [data-testid="stMetric"]')]
     .map(m => Math.round(m.getBoundingClientRect().top))"""
@@ -129,8 +133,12 @@ def _check_numbers(page, where: str) -> None:
             assert _significant(number) <= allowed, (where, value)
     assert page.evaluate(BROKEN_VALUES) == [], where
     assert page.evaluate(WIDE_TITLES) == [], where
-    for cut in (TRUNCATED_METRICS, CUT_FORMULAS, CUT_LABELS):  # values, formulas and toggle labels whole
+    for cut in (TRUNCATED_METRICS, CUT_LABELS):  # values and toggle labels whole
         assert page.evaluate(cut) == [], (where, page.evaluate(cut))
+    if "390" not in where:
+        assert page.evaluate(CUT_FORMULAS) == [], (where, page.evaluate(CUT_FORMULAS))
+    else:  # on a phone a long formula may be wider than the screen: it scrolls, and says so with a bar
+        assert page.evaluate(UNSCROLLABLE_FORMULAS) == [], where
 
 
 def _sidebar_open(page) -> bool:
@@ -197,6 +205,8 @@ def test_the_twin_and_the_report_explain_themselves(server: str, browser_page) -
     _whole_page_screenshot(page, "product-compare-twin-1024", PROJECTOR)
 
     _open(page, f"{server}/bounds?p_optimal=0", "Bound explorer")
+    page.locator(".st-key-depth_factors .js-plotly-plot").wait_for()  # the last chart of the page
+    wait_idle(page)
     charts = page.locator('[data-testid="stMain"] [data-testid="stPlotlyChart"]').count()
     total = page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).locator('[data-testid="stMetricValue"]')
     shown_total = total.inner_text().strip()
