@@ -16,7 +16,7 @@ import streamlit as st
 
 from dashboard import atlas, data, link_guard, safety, share
 from dashboard.export import figure_format_picker
-from dashboard.presentation import inject_style, presentation_toggle
+from dashboard.presentation import inject_style, page_script, presentation_toggle
 from dashboard.routing import alias_page
 from dashboard.sidebar import render_sidebar
 
@@ -53,5 +53,6 @@ with st.sidebar:
     presentation_toggle()
     figure_format_picker()
 inject_style()
+page_script()
 drawn = safety.run_page(page, atlas.display_name(data.current_model()))
 share.publish(with_model=drawn)  # keep the address bar a link to this view (without a model that failed)

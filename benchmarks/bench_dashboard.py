@@ -22,6 +22,9 @@ fresh profile cache, then in the same run:
   browser, with an empty tab, is open before the server starts (its cache is empty); then the same
   for a returning visitor, whose browser has opened the dashboard at that address before (Streamlit
   serves its script bundles as immutable, so they come from the browser's cache);
+* from the landing page, clicks "Bound explorer" in the navigation and times, in the page, the click to
+  the first frame that shows the total, and to the settled page (the run over, every chart drawn),
+  beside the same click on two bare Streamlit pages (``bare_pages_app.py``) served in the same run;
 * runs the Spectra page in-process (Streamlit's AppTest, no browser) and reports the median server
   time of a full run of app.py on that page.
 """
@@ -47,6 +50,10 @@ EXTRA_SESSIONS = 6
 SLIDER_MOVES = 16
 #: The baseline page of the slider latency: a bare Streamlit slider and number.
 BARE_APP = Path(__file__).with_name("bare_slider_app.py")
+#: The baseline of the page click: two bare Streamlit pages, the second a slider and a number.
+BARE_PAGES_APP = Path(__file__).with_name("bare_pages_app.py")
+#: Clicks from the landing page to the Bound explorer that are timed (the median is reported).
+PAGE_CLICKS = 5
 #: Starts of a new server whose first useful page is timed (the median is reported).
 FIRST_PAGE_STARTS = 5
 TARGET_SESSION_MB = 50.0
@@ -131,6 +138,47 @@ def slider_moves(page) -> tuple[list[float], list[float]]:
     return [total for total, _ in moves], [headline for _, headline in moves if headline is not None]
 
 
+#: In the page: resolves with the time of the first frame that shows the total after the click.
+HEADLINE_AFTER_CLICK = """(label) => new Promise((resolve, reject) => {
+    const started = performance.now();
+    const check = () => {
+        const metric = [...document.querySelectorAll('[data-testid="stMetric"]')]
+            .find(m => m.innerText.includes(label) && !m.closest('[data-stale="true"]'));
+        if (metric?.querySelector('[data-testid="stMetricValue"]')?.innerText.trim()) resolve(performance.now());
+        else if (performance.now() - started > 60000) reject(new Error('no headline in a minute'));
+        else requestAnimationFrame(check);
+    };
+    check();
+})"""
+
+
+def click_to_explorer(browser, url: str) -> tuple[list[float], list[float]]:
+    """Seconds from a click on "Bound explorer" in the navigation (on the landing page) to the frame that
+    shows the total, and to the settled page; :data:`PAGE_CLICKS` clicks, each from a fresh landing page."""
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page.set_default_timeout(120_000)
+    to_headline, to_settled = [], []
+    for _ in range(PAGE_CLICKS):
+        page.goto(url)
+        page.locator('[data-testid="stSidebarNavLink"]', has_text="Bound explorer").wait_for()
+        wait_idle(page)
+        page.wait_for_timeout(500)
+        page.evaluate(
+            """() => document.addEventListener('click', () => { window.specboundClickAt = performance.now(); },
+                                               {once: true, capture: true})"""
+        )
+        page.locator('[data-testid="stSidebarNavLink"]', has_text="Bound explorer").click()
+        shown_at = page.evaluate(HEADLINE_AFTER_CLICK, TOTAL_LABEL)
+        wait_idle(page)
+        page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+            .every(chart => chart.querySelector('.js-plotly-plot'))""")
+        settled_at, click_at = page.evaluate("[performance.now(), window.specboundClickAt]")
+        to_headline.append((shown_at - click_at) / 1e3)
+        to_settled.append((settled_at - click_at) / 1e3)
+    page.context.close()
+    return to_headline, to_settled
+
+
 def first_useful_page(browser, scratch: Path, script: str | None = None, returning=None) -> tuple[float, float]:
     """(seconds from process start, seconds from the server's first answer) to the first useful view of "/".
 
@@ -210,6 +258,9 @@ def main() -> int:
             tables = open_explorer(browser, server.url, TABLES_LINK)
             tables_latencies, tables_round_trips = slider_moves(tables)
             tables.context.close()
+            click_headline, click_settled = click_to_explorer(browser, server.url)
+        with serve_dashboard(Path(tmp), script=str(BARE_PAGES_APP)) as bare_pages:
+            bare_click_headline, bare_click_settled = click_to_explorer(browser, bare_pages.url)
         with serve_dashboard(Path(tmp), script=str(BARE_APP)) as bare_server:
             bare = open_explorer(browser, bare_server.url, link="/")
             bare_latencies, _ = slider_moves(bare)
@@ -271,6 +322,23 @@ def main() -> int:
             f"min {1e3 * min(tables_round_trips):.0f}, max {1e3 * max(tables_round_trips):.0f} ms",
         ),
         ("  of which the computation layer (last move)", server_ms, "target < 50 ms"),
+        (
+            "click on Bound explorer to its headline (median)",
+            f"{statistics.median(click_headline):.2f} s",
+            f"target within 1.5x of the bare pages: "
+            f"{statistics.median(click_headline) / statistics.median(bare_click_headline):.2f}x; "
+            f"min {min(click_headline):.2f}, max {max(click_headline):.2f} s over {PAGE_CLICKS} clicks",
+        ),
+        (
+            "  the same click on two bare Streamlit pages",
+            f"{statistics.median(bare_click_headline):.2f} s",
+            f"min {min(bare_click_headline):.2f}, max {max(bare_click_headline):.2f} s",
+        ),
+        (
+            "  click to the settled page (run over, charts drawn)",
+            f"{statistics.median(click_settled):.2f} s",
+            f"bare pages {statistics.median(bare_click_settled):.2f} s",
+        ),
         (
             "first useful page, warm cache, from process start",
             f"{from_start_s:.2f} s",

@@ -26,7 +26,6 @@ import streamlit as st
 
 from specbound import atlas as sb_atlas
 from specbound.atlas import AtlasError
-from specbound.cache import default_cache_dir
 from specbound.errors import SpecboundError
 from specbound.files import atomic_write
 from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
@@ -34,16 +33,13 @@ from specbound.profile import SpectralProfile
 
 from . import export, safety
 from .text import plain
+from .upload_store import DIGEST_CHARS, upload_dir
 
 #: Session-state keys: the path of the session's atlas file, and the name it is shown under.
 FILE_KEY = "atlas_file"
 LABEL_KEY = "atlas_label"
 #: Widget keys of the sidebar's atlas source.
 UPLOAD_KEY, PATH_INPUT_KEY, READ_KEY, MODEL_PICK_KEY = "atlas_upload", "atlas_path_input", "atlas_read", "atlas_model"
-#: Folder of the profile cache where uploaded atlases are kept, one file per content digest.
-UPLOAD_DIR = "atlases"
-#: Characters of the SHA-256 that name an uploaded atlas (in its file name and in links).
-DIGEST_CHARS = 16
 #: How a link names an uploaded atlas instead of its path: ``atlas:@<digest>#MODEL``.
 UPLOAD_TOKEN = "@"
 #: How people get an atlas, quoted wherever one is asked for.
@@ -52,10 +48,6 @@ HOW_TO_MAKE = (
     "`specbound grid --layers 2 4 --widths 128 256 --out grid --atlas atlas.npz`, "
     "or `specbound atlas export --models L2-H128 L4-H128 --out atlas.npz`."
 )
-
-
-def upload_dir() -> Path:
-    return default_cache_dir() / UPLOAD_DIR
 
 
 # --- names --------------------------------------------------------------------------------------

@@ -17,10 +17,12 @@ import streamlit as st
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from specbound.errors import SpecboundError
-from specbound.models import Source, resolve
+from specbound.models import Source
 from specbound.twin import random_twin_of, twin_name
 
 from . import atlas, data, safety, share
+from .safety import ServerPathRefused
+from .text import plain
 
 #: Session-state key (and link parameter) of the baseline.
 BASELINE_KEY = "baseline"
@@ -41,14 +43,18 @@ class Baseline:
 
 
 def _parse(text: str) -> Baseline:
-    """A baseline from a link. A directory on the server is refused: a link must not make the server read a
-    path of its choosing (pin such a model with the button instead)."""
+    """A baseline from a link, through the visitor rules of :func:`dashboard.safety.model_ref` like every
+    name a visitor gives. A directory on the server is refused even where the operator allows server
+    paths: a link must not make the server read a path of its choosing (pin such a model with the
+    button instead)."""
     twin = text.startswith(TWIN_PREFIX)
     name = atlas.from_link(text.removeprefix(TWIN_PREFIX).strip())
     if not name:
         raise ValueError(text)
     try:
-        local = resolve(name).source is Source.LOCAL
+        local = safety.model_ref(name).source is Source.LOCAL
+    except ServerPathRefused:
+        raise ValueError(text) from None
     except SpecboundError:
         local = False  # a Hub id that may not exist: opening it says so
     if local:
@@ -103,11 +109,12 @@ def current_analysis(on_error: Callable[[str], None] = st.warning) -> tuple[Base
     if baseline is None:
         return None
     try:
-        with st.spinner(f"Preparing the baseline {name_of(baseline)}"):
+        with st.spinner(f"Preparing the baseline {plain(name_of(baseline))}"):
             return baseline, analysis_of(baseline)
     except (SpecboundError, OSError) as exc:
         on_error(
-            f"The baseline {name_of(baseline)} cannot be opened here ({safety.public_message(exc)}); it was dropped."
+            f"The baseline {plain(name_of(baseline))} cannot be opened here "
+            f"({plain(safety.public_message(exc))}); it was dropped."
         )
         st.session_state[BASELINE_KEY] = None
         return None

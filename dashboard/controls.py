@@ -40,6 +40,10 @@ KIND_KEY, LAYER_KEY = "p_kind_{}", "p_layer_{}"
 KINDS_KEY, LAYERS_KEY = "p_kinds", "p_layers"
 
 
+#: The controls' values before they are first drawn (a link's values are in the session state by then).
+CONTROL_DEFAULTS: Mapping[str, Any] = {OPTIMAL_KEY: DEFAULT_OPTIMAL, SNAP_KEY: True, GLOBAL_KEY: DEFAULT_P}
+
+
 @dataclass(frozen=True)
 class PChoice:
     """The assignment the widgets describe, and how it was made (for captions and tests)."""
@@ -101,12 +105,21 @@ def moving_sliders(choice: PChoice) -> list[MovingSlider]:
 
 
 def _p_slider(
-    label: str, key: str, m: int, snap: bool, *, disabled: bool = False, label_visibility: str = "visible"
+    label: str,
+    key: str,
+    m: int,
+    snap: bool,
+    *,
+    disabled: bool = False,
+    label_visibility: str = "visible",
+    shown_instead: str | None = None,
 ) -> None:
     """A p slider in [0, P_MAX]; steps of 1/m and snapped to P_m, or steps of FREE_STEP when free.
 
     The value is normalised before the slider is drawn (onto P_m when snapping), so the slider, the
     terms and a shared link all show the p that is computed, and toggling the snap keeps the value.
+    A disabled slider shows ``shown_instead`` (the p in use: "p*", or the default's p) instead of its
+    own value, which is not in use.
     """
     st.session_state[key] = _normalised(share.shared(key, share.P_VALUE, DEFAULT_P), m, snap)
     st.slider(
@@ -114,20 +127,23 @@ def _p_slider(
         min_value=0.0,
         max_value=P_MAX,
         step=slider_step(m, snap),
-        format="%.3f",
+        format="%.3f" if shown_instead is None else shown_instead.replace("%", "%%"),
         key=key,
         disabled=disabled,
         label_visibility=label_visibility,
     )
 
 
-def _override(label: str, key: str, m: int, snap: bool) -> None:
-    """One row: a mode (follow the default, p*, own p) and its slider."""
+def _override(label: str, key: str, m: int, snap: bool, default: str) -> None:
+    """One row: a mode (follow the default, p*, own p) and its slider, which shows the p in use."""
     mode_col, slider_col = st.columns([2, 3])
     share.shared(f"{key}_mode", MODE_CODEC, INHERIT)
     mode = mode_col.selectbox(label, OVERRIDE_MODES, key=f"{key}_mode")
+    shown = {INHERIT: f"{default} (the default)", OPTIMAL: "p* (its own optimum)"}.get(mode)
     with slider_col:
-        _p_slider(f"p for {label}", key, m, snap, disabled=mode != OWN, label_visibility="collapsed")
+        _p_slider(
+            f"p for {label}", key, m, snap, disabled=mode != OWN, label_visibility="collapsed", shown_instead=shown
+        )
 
 
 def _describe(value: float | None) -> str:
@@ -187,7 +203,14 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
             help="Off: free p in steps of 0.01, outside the theorem's post-hoc guarantee.",
         )
     with slider:
-        _p_slider("Global p (every matrix without an override)", GLOBAL_KEY, m, snap, disabled=optimal)
+        _p_slider(
+            "Global p (every matrix without an override)",
+            GLOBAL_KEY,
+            m,
+            snap,
+            disabled=optimal,
+            shown_instead="p* for every matrix" if optimal else None,
+        )
         if snap:
             st.caption(
                 f"p ∈ P_m = {{0, 1/{m}, 2/{m}, …, 2}} (m = ⌈L + ln N⌉ = {m}): "
@@ -204,14 +227,15 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
     share.shared(LAYERS_KEY, share.BOOL, False)
     per_layer = layers_col.toggle("Set p per layer (wins over kinds)", key=LAYERS_KEY)
     # the override rows are drawn only when asked for: some 40 widgets would slow every slider move
+    default = "p*" if optimal else f"p = {_normalised(st.session_state[GLOBAL_KEY], m, snap):.3f}"
     if per_kind:
         with st.container(border=True):
             for kind in analysis.profile.model_kinds:
-                _override(kind.value, KIND_KEY.format(kind.value), m, snap)
+                _override(kind.value, KIND_KEY.format(kind.value), m, snap, default)
     if per_layer:
         with st.container(border=True):
             for layer in range(shape.num_layers):
-                _override(f"layer {layer}", LAYER_KEY.format(layer), m, snap)
+                _override(f"layer {layer}", LAYER_KEY.format(layer), m, snap, default)
     choice = held_choice(analysis, st.session_state)
     assert choice is not None  # the controls are drawn
     return choice

@@ -23,7 +23,7 @@ from specbound.profile import HEAD_KINDS, MatrixId
 
 from . import share, tables
 from .export import show_figure
-from .numbers import format_value
+from .numbers import format_log10, format_p, format_percent, format_value
 
 #: Session-state key (and link parameter) of the open matrix: its profile-order index, or None.
 MATRIX_KEY = "matrix"
@@ -107,11 +107,13 @@ def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) 
     matrix = profile.ids[index]
     log_share = float(terms.log_contribution[index]) - terms.log_total
     p_col, c_col, share_col, gamma_col, scale_col = st.columns(5)
-    p_col.metric(P_OPT_LABEL, f"{analysis.p_opt[index]:.3g}", help=f"current p = {terms.p[index]:.3g}")
+    p_col.metric(
+        P_OPT_LABEL, format_p(float(analysis.p_opt[index])), help=f"current p = {format_p(float(terms.p[index]))}"
+    )
     c_col.metric(C_LABEL, format_value(float(terms.log_contribution[index])))
-    share_col.metric(SHARE_LABEL, f"{100 * math.exp(log_share):.3g} %")
+    share_col.metric(SHARE_LABEL, format_percent(math.exp(log_share)))
     gamma_col.metric(GAMMA_LABEL, format_value(float(analysis.log_gamma[index])))
-    scale_col.metric(SCALE_LABEL, f"{float(to_log10(analysis.log_scale[index])):.2f}")
+    scale_col.metric(SCALE_LABEL, format_log10(float(to_log10(analysis.log_scale[index]))))
     spectrum_col, curve_col = st.columns(2)
     heads = [matrix.head] if matrix.head is not None else None
     with spectrum_col:

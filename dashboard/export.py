@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 #: Session-state key of the sidebar's choice of image format for Plotly's download button.
 FIGURE_FORMAT_KEY = "figure_format"
 FIGURE_FORMATS = ("png", "svg")
+#: Session-state key of presentation mode (:data:`dashboard.presentation.PRESENT_KEY`; a test keeps them equal).
+PRESENT_KEY = "present"
 
 
 def figure_format_picker() -> None:
@@ -37,11 +39,22 @@ def figure_format_picker() -> None:
     )
 
 
-def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | None = None) -> None:
+def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | None = None, half: bool = False) -> None:
     """Render a figure full width; its camera button saves it as PNG or SVG (see the sidebar).
 
     With ``on_select``, a click on a point (a bar, a heatmap cell) selects it and calls ``on_select``.
+    ``half``: the figure sits in one of two columns, so its title wraps to fit. In presentation mode
+    every figure gets large dark type whose titles fit (:func:`specbound.figures.style.for_projector`).
     """
+    from specbound.figures.style import HALF_SUBTITLE_CHARS, HALF_TITLE_CHARS, fit_title, for_projector
+
+    # the saved file names the model it shows: the subtitle starts with it (see provenance)
+    model = str(fig.layout.title.subtitle.text or "").split(" · ")[0]
+    filename = f"{_safe(model)}-{key}" if model else key
+    if st.session_state.get(PRESENT_KEY, False):  # presentation mode (dashboard.presentation, which imports this)
+        fig = for_projector(fig)
+    elif half:
+        fig = fit_title(fig, HALF_TITLE_CHARS, HALF_SUBTITLE_CHARS)
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
     selection = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
     st.plotly_chart(
@@ -49,7 +62,7 @@ def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | Non
         key=key,
         config={
             "displaylogo": False,
-            "toImageButtonOptions": {"format": image_format, "filename": key, "scale": 2},
+            "toImageButtonOptions": {"format": image_format, "filename": filename, "scale": 2},
         },
         **selection,
     )
@@ -125,12 +138,19 @@ def report_download(
     """A button that saves a self-contained HTML report (figures and tables, opens offline) of this view.
 
     The report is built only when the button is pressed (``sections`` is called then), never on a rerun.
+    Its tables are written as the page shows them (:func:`dashboard.tables.as_text_frame`: the same
+    headers, the same number format, "—" for an empty cell), so the report reads like the page.
     """
 
     def build() -> str:
+        from dataclasses import replace
+
         from specbound.figures.html_report import html_report
 
-        return html_report(title, sections(), model=model, p=p_text)
+        from .tables import as_text_frame
+
+        shown = [replace(s, tables=[as_text_frame(t) for t in s.tables]) for s in sections()]
+        return html_report(title, shown, model=model, p=p_text)
 
     st.download_button(
         "Download this view as an HTML report",

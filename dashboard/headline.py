@@ -16,7 +16,18 @@ from specbound.bounds import BoundAnalysis, BoundTerms
 from specbound.compare import Comparison
 from specbound.matrices import Kind
 
-from .numbers import comparison_sentence, format_against, format_change, format_resolving, format_value
+from .numbers import (
+    CHANGE_DIGITS,
+    comparison_sentence,
+    digits_to_resolve,
+    format_against,
+    format_change,
+    format_number,
+    format_percent,
+    format_resolving,
+    format_value,
+    log_difference,
+)
 from .presentation import metric_row
 from .text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, plain
 
@@ -41,7 +52,7 @@ def kind_shares(terms: BoundTerms) -> dict[Kind, float]:
 
 def kind_shares_sentence(terms: BoundTerms) -> str:
     """ "Share of the total by kind: QK 38.8 % · V 38.8 % · …" (see :func:`kind_shares`)."""
-    parts = [f"{kind.value} {100 * share:.3g} %" for kind, share in kind_shares(terms).items()]
+    parts = [f"{kind.value} {format_percent(share)}" for kind, share in kind_shares(terms).items()]
     return "Share of the total by kind: " + " · ".join(parts)
 
 
@@ -68,7 +79,9 @@ def total_texts(log_total: float, log_optimal: float, log_resolution: float) -> 
     and for the table the browser shows while a slider moves (:mod:`dashboard.live_total`), so the two
     agree to the character.
     """
-    return format_resolving(log_total, log_resolution), f"{format_change(log_total, log_optimal)} vs p*"
+    _, log_change = log_difference(log_total, log_optimal)
+    digits = digits_to_resolve(log_change, log_resolution, CHANGE_DIGITS) if log_change > log_resolution else 3
+    return format_resolving(log_total, log_resolution), f"{format_change(log_total, log_optimal, digits)} vs p*"
 
 
 def explorer_headline(
@@ -94,7 +107,7 @@ def explorer_headline(
         EDELMAN_LABEL, format_value(analysis.log_edelman), help=f"log10 = {analysis.log_edelman / math.log(10):.2f}"
     )
     if comparison is None:
-        row.metric(SQRT_DEPTH_LABEL, f"{terms.sqrt_depth:.4g}")
+        row.metric(SQRT_DEPTH_LABEL, format_number(terms.sqrt_depth))
     else:
         model_at, base_at = comparison.model.log_ours_at, comparison.baseline.log_ours_at
         row.metric(

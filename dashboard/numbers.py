@@ -1,58 +1,69 @@
-"""Headline numbers as text: values given by their natural log, differences that stay visible, ratios in words.
+"""The dashboard's numbers: the package's one number format (:mod:`specbound.numbers`), plus the headline's
+rules for values carried as natural logs, differences that stay visible, ratios in words, and tables.
 
-Every total of specbound is carried as a natural log (it may overflow float64), so each formatter takes
-logs. :func:`format_against` and :func:`format_resolving` choose their significant digits from the
-change they must show: a one-layer change of 0.4 in a total of 1.5e12 needs 15 digits, not the usual
-five, or the number seems not to move.
+Every page, table, figure and export writes numbers through this module or :mod:`specbound.numbers`
+(whose rules it re-exports), so a value reads the same everywhere. :func:`format_against` and
+:func:`format_resolving` choose their significant digits from the change they must show: a one-layer
+change of 0.4 in a total of 1.5 × 10¹² needs 13 digits, not the usual four, or the number seems not
+to move.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from specbound.logspace import LOG10_E, LOG_MAX
-
-#: Fewest and most significant digits a headline value is written with.
-MIN_DIGITS, MAX_DIGITS = 5, 16
-#: Digits of the change itself (its leading digits past the ones the value shares with the reference).
-CHANGE_DIGITS = 2
-#: Plain decimals are written with thousands separators in this range, else in scientific notation.
-PLAIN_RANGE = (0.01, 1e6)
-#: Ratios written in words ("3.2 million times"); past the last one, as a power of ten.
-RATIO_WORDS: tuple[tuple[float, str], ...] = (
-    (1e3, " thousand"),
-    (1e6, " million"),
-    (1e9, " billion"),
-    (1e12, " trillion"),
+from specbound.numbers import (
+    DIGITS,
+    MAX_DIGITS,
+    MINUS,
+    MISSING,
+    digits_to_resolve,
+    format_integer,
+    format_log,
+    format_log10,
+    format_number,
+    format_p,
+    format_percent,
+    significant_digits,
+    times_in_words,
 )
-#: From this factor on a ratio is written as a power of ten.
-RATIO_POWER_FROM: float = 1e15
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pandas.io.formats.style import Styler
+
+__all__ = [
+    "CHANGE_DIGITS",
+    "DIGITS",
+    "MAX_DIGITS",
+    "MISSING",
+    "comparison_sentence",
+    "digits_to_resolve",
+    "format_against",
+    "format_change",
+    "format_integer",
+    "format_log10",
+    "format_number",
+    "format_p",
+    "format_percent",
+    "format_resolving",
+    "format_value",
+    "log_difference",
+    "significant_digits",
+    "styled_table",
+    "styled_writers",
+    "times_in_words",
+]
+
+#: Digits of a change itself (its leading digits past the ones the value shares with the reference).
+CHANGE_DIGITS = 2
 
 
-def _digits_to_show(log_value: float, log_change: float) -> int:
-    """Significant digits that make a change of exp(log_change) visible in a value of exp(log_value)."""
-    if not math.isfinite(log_change):
-        return MIN_DIGITS
-    decades_apart = (log_value - log_change) * LOG10_E  # log10(value / |change|)
-    return max(MIN_DIGITS, min(MAX_DIGITS, math.floor(decades_apart) + 1 + CHANGE_DIGITS))
-
-
-def format_value(log_value: float, digits: int = MIN_DIGITS) -> str:
-    """A positive number given by its natural log, with ``digits`` significant digits.
-
-    "20,573.03" and "1.4986e+12" style; "10^812.345" once exp would overflow float64; "0" for ln 0.
-    """
-    if math.isnan(log_value):
-        return "n/a"
-    if log_value == -math.inf:
-        return "0"
-    if log_value > LOG_MAX:
-        return f"10^{log_value * LOG10_E:.{max(3, digits - 3)}f}"
-    value = math.exp(log_value)
-    if PLAIN_RANGE[0] <= value < PLAIN_RANGE[1]:
-        integer_digits = max(1, math.floor(math.log10(value)) + 1)
-        return f"{value:,.{max(2, digits - integer_digits)}f}"
-    return f"{value:.{digits - 1}e}"
+def format_value(log_value: float, digits: int = DIGITS) -> str:
+    """A positive number given by its natural log: '20,573', '6.854 × 10²⁸', '2.213 × 10⁸¹²' past float64."""
+    return format_log(log_value, digits)
 
 
 def log_difference(log_a: float, log_b: float) -> tuple[int, float]:
@@ -67,40 +78,62 @@ def log_difference(log_a: float, log_b: float) -> tuple[int, float]:
 def format_against(log_value: float, log_reference: float) -> str:
     """``log_value`` with enough digits that its difference from ``log_reference`` shows."""
     _, log_change = log_difference(log_value, log_reference)
-    return format_value(log_value, _digits_to_show(max(log_value, log_reference), log_change))
+    return format_log(log_value, digits_to_resolve(max(log_value, log_reference), log_change, CHANGE_DIGITS))
 
 
 def format_resolving(log_value: float, log_resolution: float) -> str:
     """``log_value`` with enough digits that a change of exp(``log_resolution``) shows in it."""
-    return format_value(log_value, _digits_to_show(log_value, log_resolution))
+    return format_log(log_value, digits_to_resolve(log_value, log_resolution, CHANGE_DIGITS))
 
 
-def format_change(log_value: float, log_reference: float) -> str:
-    """The signed difference value - reference: "+1.2346e+03", "−0.42", "±0" when they are equal."""
+def format_change(log_value: float, log_reference: float, digits: int = 3) -> str:
+    """The signed difference value - reference: '+1,235', '−0.420', '±0' when they are equal."""
     sign, log_change = log_difference(log_value, log_reference)
     if sign == 0:
         return "±0"
-    return f"{'+' if sign > 0 else '−'}{format_value(log_change, 3)}"
-
-
-def times_in_words(log_ratio: float) -> str:
-    """A factor exp(log_ratio) >= 1 in plain words: "7.3 times", "3.2 million times", "10^20.7 times"."""
-    ratio_log10 = log_ratio * LOG10_E
-    if ratio_log10 >= math.log10(RATIO_POWER_FROM):
-        return f"10^{ratio_log10:.1f} times"
-    ratio = math.exp(log_ratio)
-    scale, word = 1.0, ""
-    for threshold, name in RATIO_WORDS:
-        if ratio >= threshold:
-            scale, word = threshold, name
-    if not word:
-        return f"{ratio:,.1f} times"
-    return f"{ratio / scale:,.1f}{word} times"
+    return f"{'+' if sign > 0 else MINUS}{format_log(log_change, digits)}"
 
 
 def comparison_sentence(name: str, log_value: float, other: str, log_other: float) -> str:
-    """ "Ours at p* is 3.2 million times smaller than the Edelman-style proxy." (or larger, or equal)."""
+    """'Ours at p* is 5.0 × 10²⁰ times smaller than the Edelman-style proxy.' (or larger, or equal)."""
     if log_value == log_other:
         return f"{name} equals {other}."
     word = "smaller" if log_value < log_other else "larger"
     return f"{name} is {times_in_words(abs(log_other - log_value))} {word} than {other}."
+
+
+def is_missing(value: object) -> bool:
+    """None, NaN or pandas' NA: a cell shown as :data:`MISSING`."""
+    if value is None or type(value).__name__ == "NAType":
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def styled_writers() -> dict[str, Callable[[Any], str]]:
+    """How each kind of table column writes a cell: 'number', 'percent', 'p', 'log10', 'integer'."""
+
+    def guard(write: Callable[[Any], str]) -> Callable[[Any], str]:
+        return lambda v: MISSING if is_missing(v) else write(v)
+
+    return {
+        "number": guard(lambda v: format_number(float(v))),
+        "percent": guard(lambda v: format_percent(float(v))),
+        "p": guard(lambda v: format_p(float(v))),
+        "log10": guard(lambda v: format_log10(float(v))),
+        "integer": guard(lambda v: format_integer(int(v))),
+    }
+
+
+def styled_table(frame: pd.DataFrame, formats: dict[str, str]) -> Styler:
+    """``frame`` with its numbers written by this module on screen, its values kept (so columns sort
+    as numbers): ``formats`` maps a column to 'number', 'percent', 'p', 'log10' or 'integer'; other
+    columns only show :data:`MISSING` for an empty cell."""
+    writers = styled_writers()
+    styler = frame.style
+    for column in frame.columns:
+        kind = formats.get(str(column))
+        if kind is not None:
+            styler = styler.format(writers[kind], subset=[column], na_rep=MISSING)
+        else:
+            styler = styler.format(na_rep=MISSING, subset=[column])
+    return styler

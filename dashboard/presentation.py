@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import streamlit as st
 
@@ -25,32 +26,60 @@ HEADLINE_KEY = "headline"
 #: Key of the element of the explorer's live-total script (:mod:`dashboard.live_total`): it shows
 #: nothing of its own, so its element is hidden and takes no room.
 LIVE_TOTAL_KEY = "live_total"
+#: Key of the element of the sidebar script (:func:`page_script`), hidden like the live total's.
+PAGE_SCRIPT_KEY = "page_script"
+#: Below this window width (Streamlit's own breakpoint) the sidebar lies over the page: a phone.
+NARROW_PX = 640
 #: Seconds a control's rerun waits after filling the headline, before it draws the rest of the page.
 HEADLINE_LEAD_S = 0.1
 
-#: Always on: headline values and labels wrap rather than truncate, and the headline container is sticky.
+#: Always on. A headline number is never cut and never split (a value keeps to one line; labels of
+#: toggles wrap); the header is opaque and the headline sticks right under it, in one compact line: the
+#: label above the value, the change beside it (so switching p* off adds no row), the caption cut to one
+#: line. On a phone the headline's metrics may wrap onto a second row; a value still never splits.
 BASE_CSS = f"""
-[data-testid="stMetricValue"] > div, [data-testid="stMetricValue"] p,
+[data-testid="stMetricValue"] > div, [data-testid="stMetricValue"] p {{
+  white-space: nowrap !important; overflow: visible; text-overflow: clip;
+}}
 [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"] p {{
   white-space: normal !important; overflow-wrap: anywhere; text-overflow: clip;
 }}
-[data-testid="stMetricValue"] {{ font-size: clamp(1.25rem, 2.1vw, 2.1rem); line-height: 1.2; }}
+[data-testid="stMetricValue"] {{ font-size: clamp(1.15rem, 2.0vw, 2rem); line-height: 1.2; }}
 [data-testid="stCheckbox"] [data-testid="stMarkdownContainer"],
 [data-testid="stCheckbox"] [data-testid="stMarkdownContainer"] p {{
   white-space: normal !important; text-overflow: clip;
 }}
-.st-key-{LIVE_TOTAL_KEY} {{ display: none; }}
+.st-key-{LIVE_TOTAL_KEY}, .st-key-{PAGE_SCRIPT_KEY} {{ display: none; }}
+[data-testid="stHeader"] {{ background: var(--st-background-color, #ffffff); }}
 [data-testid="stLayoutWrapper"]:has(> .st-key-{HEADLINE_KEY}) {{
-  position: sticky; top: 3.5rem; z-index: 990; background: var(--st-background-color, #ffffff);
-  padding: 0.35rem 0 0.25rem 0; border-bottom: 1px solid rgba(49, 51, 63, 0.15);
+  position: sticky; top: 3.75rem; z-index: 990; background: var(--st-background-color, #ffffff);
+  padding: 0.2rem 0 0.15rem 0; border-bottom: 1px solid rgba(49, 51, 63, 0.15);
 }}
+.st-key-{HEADLINE_KEY}, .st-key-{HEADLINE_KEY} [data-testid="stVerticalBlock"] {{ gap: 0.1rem; }}
+.st-key-{HEADLINE_KEY} [data-testid="stCaptionContainer"] p {{ margin: 0; }}
+.st-key-{HEADLINE_KEY} [data-testid="stMetric"] > div {{
+  display: grid; grid-template-columns: auto 1fr; column-gap: 0.45rem; align-items: baseline;
+}}
+.st-key-{HEADLINE_KEY} [data-testid="stMetric"] > div > :first-child {{ grid-column: 1 / span 2; }}
+.st-key-{HEADLINE_KEY} [data-testid="stMetricLabel"] {{ min-height: 0; font-size: 0.8rem; }}
+.st-key-{HEADLINE_KEY} [data-testid="stMetricValue"] {{ font-size: clamp(1.05rem, 1.7vw, 1.6rem); }}
+.st-key-{HEADLINE_KEY} [data-testid="stMetricDelta"] {{ font-size: 0.8rem; white-space: nowrap; }}
+.st-key-{HEADLINE_KEY} [data-testid="stCaptionContainer"] {{
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-size: 0.75rem;
+}}
+@media (min-width: {NARROW_PX}px) {{
+  .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] {{ flex-wrap: nowrap; }}
+}}
+.katex-display {{ overflow-x: auto; overflow-y: hidden; padding-bottom: 0.35rem;
+  scrollbar-width: thin; scrollbar-color: #9aa0a6 transparent; }}
 """
-#: Presentation mode: larger type everywhere (metric values included, still wrapping).
-PRESENT_CSS = """
-html { font-size: 19px; }
-[data-testid="stMetricValue"] { font-size: clamp(1.4rem, 2.6vw, 2.6rem); }
-[data-testid="stCaptionContainer"] { font-size: 0.95rem; }
+#: Presentation mode: larger type everywhere (headline values included, still on one line each).
+PRESENT_CSS = f"""
+html {{ font-size: 19px; }}
+[data-testid="stMetricValue"] {{ font-size: clamp(1.3rem, 2.4vw, 2.4rem); }}
+.st-key-{HEADLINE_KEY} [data-testid="stMetricValue"] {{ font-size: clamp(1.05rem, 1.8vw, 1.7rem); }}
+[data-testid="stCaptionContainer"] {{ font-size: 0.95rem; }}
 """
 
 
@@ -62,6 +91,17 @@ def presentation_toggle() -> bool:
         key=PRESENT_KEY,
         help="Larger type for a projector; notes and tables fold away. Kept in the link.",
     )
+
+
+_page_script = st.components.v2.component(
+    "specbound_page_script", js=Path(__file__).with_name("page_script.js").read_text(encoding="utf-8")
+)
+
+
+def page_script() -> None:
+    """Mount the script that collapses the sidebar when presentation mode turns on, and closes it after a
+    page is chosen on a phone (``page_script.js``; from app.py, once per run)."""
+    _page_script(key=PAGE_SCRIPT_KEY, data={"presenting": presenting(), "narrow_px": NARROW_PX})
 
 
 def presenting() -> bool:

@@ -48,6 +48,7 @@ from specbound.models import (
 )
 
 from .text import plain
+from .upload_store import upload_dir
 
 #: The operator's switch: "1" lets page visitors open local checkpoint directories and atlas files.
 SERVER_PATHS_ENV = "SPECBOUND_ALLOW_SERVER_PATHS"
@@ -83,8 +84,6 @@ class ServerPathRefused(SpecboundError):
 
 def _is_upload(name: str) -> bool:
     """Whether ``name`` is ``atlas:<upload store>/<digest>.npz[#MODEL]``, decided from the text alone."""
-    from .atlas import upload_dir  # the store's location lives with the uploads
-
     body = name[len(ATLAS_PREFIX) :]
     store = str(upload_dir().resolve()) + "/"
     if not body.startswith(store):

@@ -211,7 +211,7 @@ def exponent_columns() -> dict[str, Any]:
         "model": st.column_config.TextColumn(
             "Law",
             help="power: ln proxy against ln size (slope = exponent); log-linear: ln proxy against L "
-            "(slope = growth rate per layer, e^slope = factor per layer).",
+            "(slope = growth rate per layer, e to the slope = factor per layer).",
         ),
         "slope": number("Slope", format="%.3f"),
         "slope_se": number(

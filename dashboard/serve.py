@@ -34,6 +34,7 @@ LANDING_MODULES: tuple[str, ...] = (
     "specbound",
     "specbound.explain",
     "specbound.compare",
+    "specbound.numbers",
     "dashboard.atlas",
     "dashboard.data",
     "dashboard.export",
@@ -46,6 +47,8 @@ LANDING_MODULES: tuple[str, ...] = (
     "dashboard.share",
     "dashboard.sidebar",
     "dashboard.text",
+    "dashboard.upload_store",
+    "dashboard.vocabulary",
 )
 #: How often the warm-up thread looks whether the server has started.
 POLL_S = 0.02

@@ -24,7 +24,7 @@ from specbound.models import (
     parse_miniature_alias,
 )
 
-from . import atlas, data, safety
+from . import atlas, data, safety, vocabulary
 from .text import adapted_proxy_note, code, plain
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
@@ -60,13 +60,48 @@ def _pick_miniature() -> str:
     cached = {(e.num_layers, e.hidden_size): e.available_offline for e in data.catalog_entries() if e.is_miniature}
     left, right = st.columns(2)
     layers = left.selectbox("Depth L", MINIATURE_LAYERS, index=1, key="miniature_layers")
-    width = right.selectbox("Width H", MINIATURE_WIDTHS, index=1, key="miniature_width")
+    width = right.selectbox(
+        "Width N", MINIATURE_WIDTHS, index=1, key="miniature_width", help=vocabulary.help_for("width")
+    )
     st.markdown(miniature_grid_markdown(cached, (layers, width)))
     st.caption(
         f"{CACHED_MARK} cached, opens offline · {DOWNLOAD_MARK} downloaded from the Hugging Face "
         f"Hub when opened (`google/bert_uncased_L-*_H-*`)"
     )
+    _offline_note(cached.get((layers, width), False))
     return miniature_alias(layers, width)
+
+
+#: Where the server looks to tell whether the Hugging Face Hub can be reached.
+HUB_HOST, HUB_PORT, HUB_TIMEOUT_S = "huggingface.co", 443, 1.5
+
+
+@st.cache_data(ttl=300, show_spinner=False)
+def hub_reachable() -> bool:
+    """Whether this server can reach the Hugging Face Hub now (asked at most every five minutes)."""
+    import os
+    import socket
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+        return False
+    try:
+        with socket.create_connection((HUB_HOST, HUB_PORT), timeout=HUB_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
+def _offline_note(available_offline: bool) -> None:
+    """Before any click: say that this server has no network, when a model would need it."""
+    if not available_offline and not hub_reachable():
+        st.warning(OFFLINE_NOTE, icon=":material/cloud_off:")
+
+
+#: What a visitor reads when a model would need the Hub and the server cannot reach it.
+OFFLINE_NOTE = (
+    "This server cannot reach the Hugging Face Hub now, so models marked ○ cannot be opened here. "
+    "The bundled model, the models marked ● and atlas files work offline."
+)
 
 
 def _other_family_entries() -> dict[str, CatalogEntry]:
@@ -89,6 +124,7 @@ def _pick_other_family() -> str:
         f"says how). {CACHED_MARK} cached, opens offline · {DOWNLOAD_MARK} downloaded from the Hugging Face Hub "
         f"when opened, after its size is shown."
     )
+    _offline_note(entries[chosen].available_offline)
     return str(chosen)
 
 
@@ -101,7 +137,46 @@ def _pick_custom() -> str | None:
         help=f"A model of a supported family ({', '.join(FAMILY_NAMES.values())}) with config.json and "
         "safetensors or PyTorch weights.",
     )
+    if not hub_reachable():
+        st.caption(
+            ":material/cloud_off: This server cannot reach the Hugging Face Hub now: "
+            "only Hub models already on it open."
+        )
     return name.strip() or None
+
+
+def bring_your_own() -> None:
+    """How to see one's own model here, saying only what this visitor can do (and what the operator can)."""
+    with st.expander("Bring your own model", icon=":material/upload_file:"):
+        st.markdown(
+            "- **Upload an atlas file** (source *Atlas file*): an atlas holds the spectra of your models, no "
+            "weights. Make it where your checkpoint is, with the command line: "
+            "`specbound atlas export --models ./my-model --out mine.npz`, or from Python or a notebook: "
+            "`specbound.atlas`.\n"
+            "- **A model on the Hugging Face Hub** (source *Hub id*): type its id, `owner/name`"
+            + ("." if hub_reachable() else "; this server cannot reach the Hub now.")
+            + "\n"
+            + (
+                "- **A checkpoint folder on this server**: type its path in *Hub id or local directory*."
+                if safety.server_paths_allowed()
+                else "- **Whoever runs this server** can also open a checkpoint folder on it, with "
+                "`SPECBOUND_ALLOW_SERVER_PATHS=1 make run` (see the README, *Security and limits*)."
+            )
+        )
+
+
+def _source_changed() -> None:
+    """A new source: the last one's error is no longer about what the sidebar shows."""
+    st.session_state.pop(data.ERROR_KEY, None)
+
+
+def visitor_advice(message: str) -> str:
+    """A message about opening a model, without advice the visitor cannot follow (naming a server path)."""
+    if safety.server_paths_allowed():
+        return message
+    for advice in ("\\, or pass a local checkpoint directory", ", or pass a local checkpoint directory"):
+        message = message.replace(advice, "")
+    return message
 
 
 BUNDLED, MINIATURE, OTHER, CUSTOM, ATLAS = (
@@ -163,7 +238,8 @@ def _open(name: str, *, confirmed: bool = False) -> None:
         bar.empty()
     if failures:
         st.session_state[data.ERROR_KEY] = (
-            f"Could not open {shown}: {failures[0]}. Still showing {plain(atlas.display_name(data.current_model()))}."
+            f"Could not open {shown}: {visitor_advice(failures[0])}. "
+            f"Still showing {plain(atlas.display_name(data.current_model()))}."
         )
         return
     # The picker above was drawn before the download: draw it again with the model marked as cached.
@@ -207,7 +283,7 @@ def render_sidebar() -> BoundAnalysis:
     with st.sidebar:
         st.header("Model")
         labels = [source.label for source in MODEL_SOURCES]
-        chosen = st.radio("Source", labels, key=SOURCE_KEY, format_func=_custom_label)
+        chosen = st.radio("Source", labels, key=SOURCE_KEY, format_func=_custom_label, on_change=_source_changed)
         name = None
         with safety.guarded(
             f"drawing the model source {chosen!r}",
@@ -227,4 +303,5 @@ def render_sidebar() -> BoundAnalysis:
             st.error(f"No model can be opened: {plain(safety.public_message(exc))}")
             st.stop()
         _shape_summary(analysis)
+        bring_your_own()
     return analysis

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 import streamlit as st
 
 from specbound.architecture import ModelShape
-from specbound.logspace import LOG_MAX, to_log10
+from specbound.numbers import format_log
 
 #: Shown under every bound number: what the proxy is and what it leaves out (SPEC §3).
 BOUND_NOTE = (
@@ -88,12 +87,5 @@ def model_card_caption(shape: ModelShape, grid_m: int) -> str:
 
 
 def format_log_value(log_value: float) -> str:
-    """A positive number given by its natural log: "20,573.03", "6.8537e+28", or "10^812.345" past float64."""
-    if math.isnan(log_value):
-        return "n/a"
-    if log_value == -math.inf:
-        return "0"
-    if log_value > LOG_MAX:  # exp would overflow float64: keep the decimal exponent only
-        return f"10^{float(to_log10(log_value)):.3f}"
-    value = math.exp(log_value)
-    return f"{value:,.2f}" if 0.01 <= value < 1e6 else f"{value:.4e}"
+    """A positive number given by its natural log, in the one number format (:mod:`specbound.numbers`)."""
+    return format_log(log_value)

@@ -13,19 +13,28 @@ from __future__ import annotations
 import time
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import atlas, baseline, data, drilldown, share
-from dashboard.controls import PChoice, held_choice, p_controls
+from dashboard.controls import CONTROL_DEFAULTS, PChoice, held_choice, p_controls
 from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
-from dashboard.headline import explorer_headline, headline_sentence, kind_shares, kind_shares_sentence
+from dashboard.headline import (
+    explorer_headline,
+    headline_sentence,
+    kind_shares,
+    kind_shares_sentence,
+    log_one_layer_change,
+    total_texts,
+)
 from dashboard.live_total import live_total
+from dashboard.numbers import comparison_sentence, format_number, format_value
 from dashboard.presentation import headline, let_headline_through, on_demand
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import EXPLORER_TABLES_KEY, show_table
-from dashboard.text import bound_note
-from specbound.bounds import BoundTerms
+from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, bound_note
+from specbound.bounds import BoundTerms, PAssignment
 from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
@@ -71,6 +80,29 @@ def show_headline(slot: DeltaGenerator, choice: PChoice) -> BoundTerms:
     return terms
 
 
+def choice_sentence(terms: BoundTerms, choice: PChoice) -> str:
+    """How ours at the p in use compares with the Edelman-style proxy (the sentence follows the controls)."""
+    if choice.assignment == PAssignment():
+        return headline_sentence(analysis)
+    return comparison_sentence("Ours at the chosen p", terms.log_total, "the Edelman-style proxy", analysis.log_edelman)
+
+
+def report_totals(terms: BoundTerms) -> list[tuple[str, str]]:
+    """The headline's numbers as the page writes them, for the report."""
+    value, change = total_texts(terms.log_total, analysis.optimal.log_total, log_one_layer_change(terms))
+    return [
+        (TOTAL_LABEL, f"{value} ({change})"),
+        (OPTIMAL_LABEL, format_value(analysis.optimal.log_total)),
+        (EDELMAN_LABEL, format_value(analysis.log_edelman)),
+        (SQRT_DEPTH_LABEL, format_number(terms.sqrt_depth)),
+    ]
+
+
+def depth_figure() -> go.Figure:
+    """α⁽ℓ⁾ and ξ⁽ℓ⁾ per layer (independent of p)."""
+    return figures.depth_factors(analysis, source=provenance(model, "independent of p"))
+
+
 def terms_table(terms: BoundTerms) -> pd.DataFrame:
     """Every term per matrix at ``terms``, named by matrix."""
     table = terms_frame(analysis, terms)
@@ -96,12 +128,15 @@ def explorer() -> None:
     """Headline, controls and every p-dependent figure and table; reruns alone when a control moves.
 
     A moved control's value is in the session state before this runs, so the new total is shown (and
-    sent, see :func:`let_headline_through`) before anything else is drawn. The first time, the
-    controls are drawn first (drawing them puts a link's values in place), then the headline.
+    sent, see :func:`let_headline_through`) before anything else is drawn. The first time, the headline
+    is drawn from the controls' defaults under the link's values, so a click on the page or a shared
+    link shows its numbers before any control or chart; it is drawn again only if the controls, once
+    drawn, say otherwise.
     """
     with headline():
         slot = st.empty()
-    held = held_choice(analysis, st.session_state)
+    # on a first visit the controls are not drawn yet: their defaults, under what a link put in place
+    held = held_choice(analysis, {**CONTROL_DEFAULTS, **st.session_state.to_dict()})
     if held is not None:
         terms = show_headline(slot, held)
         let_headline_through()  # the total first, then the controls and the figures
@@ -114,7 +149,7 @@ def explorer() -> None:
         with box:
             baseline.controls()
 
-    st.caption(headline_sentence(analysis))
+    st.caption(choice_sentence(terms, choice))
     proxies = figures.proxy_comparison(
         {
             "ours at the chosen p": terms.log_total,
@@ -174,7 +209,12 @@ def explorer() -> None:
     report_download(
         "Bound explorer",
         lambda: [
-            ReportSection("Totals", [proxies], note=headline_sentence(analysis)),
+            ReportSection(
+                "Totals",
+                [proxies],
+                note=f"{choice_sentence(terms, choice)} {BOUND_NOTE}",
+                totals=report_totals(terms),
+            ),
             ReportSection("Where the total comes from", [sums], [kind_table(terms)]),
             ReportSection("c(W; p) against p", [curves] if curves is not None else []),
             ReportSection(
@@ -182,6 +222,7 @@ def explorer() -> None:
                 tables=[terms_table(terms), layer_frame(analysis, terms)],
                 table_captions=["Per matrix", "Per layer"],
             ),
+            ReportSection("Depth factors", [depth_figure()]),
         ],
         model=model,
         p_text=choice.summary,
@@ -193,4 +234,4 @@ def explorer() -> None:
 explorer()
 
 st.subheader("Depth factors")
-show_figure(figures.depth_factors(analysis, source=provenance(model, "independent of p")), "depth_factors")
+show_figure(depth_figure(), "depth_factors")

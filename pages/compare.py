@@ -11,12 +11,12 @@ import streamlit as st
 
 from dashboard import atlas, baseline, data, share
 from dashboard.export import provenance, report_download, show_figure
-from dashboard.numbers import comparison_sentence, format_change, format_value
+from dashboard.numbers import comparison_sentence, format_change, format_integer, format_value
 from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
-from specbound.bounds import BoundAnalysis
+from specbound.bounds import BoundAnalysis, PAssignment
 from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
@@ -39,9 +39,59 @@ baseline.controls()
 pinned = baseline.current_analysis()
 
 
+#: Relative difference below which the two totals at p* count as the same.
+SAME_TOTAL_RTOL = 1e-9
+#: The fixed p at which the page shows that the two models do differ.
+FIXED_P = 1.0
+#: The sentence that explains equal totals begins so (tests read it).
+WHY_AGREE = "Why the totals agree:"
+
+
+def why_totals_agree(model: BoundAnalysis, base: BoundAnalysis, base_name: str) -> str | None:
+    """Markdown that explains, with this model's numbers, why ours at p* is the same for the model and the
+    baseline, and where the two do differ; None when the totals differ.
+
+    With every p* = 0, ours = Σ √(rank · N) + √L counts ranks only: two models of one shape at full rank
+    get the same total, whatever their weights, and only the measures that look at sizes tell them apart.
+    """
+    a, b = model.optimal.log_total, base.optimal.log_total
+    if abs(a - b) > SAME_TOTAL_RTOL * max(1.0, abs(a)):
+        return None
+    all_zero = bool((model.p_opt == 0).all() and (base.p_opt == 0).all())
+    count = format_integer(model.profile.rank.size)
+    fixed = compare(model, base, PAssignment(default=FIXED_P), PAssignment(default=FIXED_P))
+    if all_zero:
+        rank_sum = format_integer(int(model.profile.rank.sum()))
+        reason = (
+            f"every one of the {count} matrices of both models takes p* = 0, where a matrix contributes "
+            f"√(rank · N) whatever the size of its singular values: ours = Σ √(rank · N) + √L counts ranks "
+            f"only, and both models have the same ranks ({rank_sum} in all, full rank). "
+            "Counting rank is the cheapest choice for both because every scale s_W lies above its break-even "
+            "scale, below which some p > 0 would win."
+        )
+    else:
+        reason = "the two models' matrices have the same ranks and take the same p*, so their terms coincide."
+    return (
+        f"**{WHY_AGREE}** {plain(reason)} "
+        f"The two models **do** differ where sizes count: the Edelman-style proxy "
+        f"({plain(format_value(model.log_edelman))} against {plain(format_value(base.log_edelman))}), ours at a "
+        f"fixed p = {FIXED_P:g} ({plain(format_value(fixed.model.log_ours_at))} against "
+        f"{plain(format_value(fixed.baseline.log_ours_at))}, in the Bound explorer with p* off), the spectra "
+        f"below, and, on the page “Why p\\* wins”, the scales at which p\\* would leave 0 "
+        f"(baseline: {plain(base_name)})."
+    )
+
+
 def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
     """Everything about the model against ``base``."""
     base_name = baseline.name_of(base)
+    if base == baseline.Baseline(data.current_model()):
+        st.info(
+            f"The baseline is the open model itself, {plain(name)}: open another model in the sidebar to "
+            "compare the two, or compare with the random-initialised twin.",
+            icon=":material/push_pin:",
+        )
+        return
     comparison = compare(analysis, base_analysis, None, None)
     source = provenance(f"{name} against {base_name}", "p*")
 
@@ -68,6 +118,8 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
             )
         )
     )
+    if (why := why_totals_agree(analysis, base_analysis, base_name)) is not None:
+        st.info(why, icon=":material/lightbulb:")
     bound_note(analysis.profile.shape)
 
     bars = figures.compare_bars(comparison, source=source)

@@ -107,11 +107,11 @@ if view == RUN_VIEW:
     frame = service.trajectory(key, run)
     left, right = st.columns(2)
     with left:
-        show_figure(figures.proxies_figure(frame, step), "lab_proxies")
-        show_figure(figures.alpha_figure(frame, step), "lab_alpha")
+        show_figure(figures.proxies_figure(frame, step), "lab_proxies", half=True)
+        show_figure(figures.alpha_figure(frame, step), "lab_alpha", half=True)
     with right:
-        show_figure(figures.errors_figure(frame, step), "lab_errors")
-        show_figure(figures.p_star_distribution_figure(run, step), "lab_p_distribution")
+        show_figure(figures.errors_figure(frame, step), "lab_errors", half=True)
+        show_figure(figures.p_star_distribution_figure(run, step), "lab_p_distribution", half=True)
     show_figure(figures.power_law_figure(frame, step), "lab_power_law")
 
     st.subheader(f"At step {step}")
@@ -122,7 +122,7 @@ if view == RUN_VIEW:
         st.error(f"The spectra of this step cannot be read: {plain(public_message(exc))}")
     left, right = st.columns(2)
     with left:
-        show_figure(figures.p_star_map_figure(views.p_star_map(run, step)), "lab_p_map")
+        show_figure(figures.p_star_map_figure(views.p_star_map(run, step)), "lab_p_map", half=True)
     with right:
         st.markdown(
             f"Each cell is the p* that minimises that matrix's term at step {step}: 0 counts the rank, "

@@ -75,9 +75,9 @@ p_col.metric("Mean p*", f"{float(row['p_opt_mean']):.3g}")
 
 left, right = st.columns(2)
 with left:
-    show_figure(lab_figures.proxies_figure(frame, step), "runs_proxies")
+    show_figure(lab_figures.proxies_figure(frame, step), "runs_proxies", half=True)
 with right:
-    show_figure(lab_figures.alpha_figure(frame, step), "runs_alpha")
+    show_figure(lab_figures.alpha_figure(frame, step), "runs_alpha", half=True)
 losses = [c for c in ("loss", "eval_loss") if c in frame.columns and frame[c].notna().any()]
 if losses:
     lines = [

@@ -12,6 +12,7 @@ from dashboard import atlas, data, share
 from dashboard import theory as live
 from dashboard.controls import DEFAULT_P
 from dashboard.export import show_figure
+from dashboard.numbers import format_number, format_p
 from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, code, format_log_value
@@ -19,6 +20,7 @@ from specbound.bounds import grid_resolution, snap_to_grid
 from specbound.defaults import L_PHI, P_MAX, RANK_TOL
 from specbound.figures.theory import playground_figure
 from specbound.matrices import Kind
+from specbound.numbers import format_power
 from specbound.profile import MatrixId
 from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
 
@@ -102,13 +104,13 @@ st.markdown(
 definition(
     r"\operatorname{rank}(W) = \#\{\, i : \sigma_i > \tau\, k\, \max(\sigma_1, 1) \,\}",
     (live.RANK_LABEL, str(values.rank)),
-    note=f"τ = {RANK_TOL:g} and k = min(rows, cols) of W (N for QK and V, whose rank is at most d).",
+    note=f"τ = {format_number(RANK_TOL, 1)} and k = min(rows, cols) of W (N for QK and V, whose rank is at most d).",
 )
 definition(
     r"\begin{gathered} S_p(W) = \sum_{i \le \operatorname{rank}(W)} \sigma_i^{\,p} \quad (p > 0) \\"
     r" S_0(W) = \operatorname{rank}(W) \end{gathered}",
     (live.SCHATTEN_LABEL, format_log_value(values.log_schatten)),
-    note=f"At p = {p:.3g}. p → 0 counts the rank, p = 1 is the nuclear norm, p = 2 the squared Frobenius norm.",
+    note=f"At p = {format_p(p)}. p → 0 counts the rank, p = 1 is the nuclear norm, p = 2 the squared Frobenius norm.",
 )
 
 st.markdown("**How the layers above and around W scale its contribution.**")
@@ -160,7 +162,7 @@ definition(
     r"\begin{gathered} P_m = \{0, \tfrac1m, \tfrac2m, \dots, 2\} \\ m = \lceil L + \ln \max(N, 2) \rceil"
     r" \\ p^*_W = \operatorname*{arg\,min}_{p \in P_m} c(W; p) \end{gathered}",
     (live.GRID_LABEL, str(values.grid_m)),
-    (live.P_OPT_LABEL, f"{values.p_opt:.4g}"),
+    (live.P_OPT_LABEL, format_p(values.p_opt)),
     note=f"c(W; p*) = {format_log_value(values.log_contribution_opt)} (ties go to the smaller p).",
 )
 
@@ -180,7 +182,7 @@ definition(
     note=None
     if shape.is_bert_like
     else "For this model ξ is written so that it extends: the sum over the layer's matrices W of "
-    "(γᴱ_W ‖W‖₂,₁)^{2/3}, with γᴱ = γ for every kind except QK, where γᴱ = γ / 2.",
+    "(γᴱ_W ‖W‖₂,₁) to the power 2/3, with γᴱ = γ for every kind except QK, where γᴱ = γ / 2.",
 )
 definition(
     r"B_{\text{Edelman}} = \Bigl(1 + \sum_\ell \bigl(\alpha^{(\ell)}\bigr)^{2/3} \xi^{(\ell)}\Bigr)^{3/2}",
@@ -199,7 +201,10 @@ st.info(
 )
 left, middle, right = st.columns(3)
 rank = left.slider("Rank", 1, 512, 64, key="play_rank")
-decay = left.selectbox("Decay law", list(Decay), format_func=lambda d: d.value, key="play_decay")
+# opens on a power-law decay, where p* lies between the rank and the Frobenius ends and moves with each control
+decay = left.selectbox(
+    "Decay law", list(Decay), index=list(Decay).index(Decay.POWER), format_func=lambda d: d.value, key="play_decay"
+)
 rate = middle.slider(
     "Decay rate",
     0.0,
@@ -207,12 +212,12 @@ rate = middle.slider(
     1.0,
     step=0.05,
     key="play_rate",
-    help="power law: σᵢ = σ₁ i^(-rate); exponential: σᵢ = σ₁ e^(-rate (i - 1)); "
-    "step: σ₁ for the first quarter, σ₁ 10^(-rate) after; flat ignores it.",
+    help="power law: σᵢ = σ₁ · i to the power −rate; exponential: σᵢ = σ₁ · e to the power −rate · (i − 1); "
+    "step: σ₁ for the first quarter, σ₁ · 10 to the power −rate after; flat ignores it.",
 )
 top = middle.number_input("Top value σ₁", min_value=1e-3, max_value=1e3, value=1.0, key="play_top")
 scale = right.select_slider(
-    "Scale s_W", PLAYGROUND_SCALES, value=1.0, key="play_scale", format_func=lambda s: f"1e{round(math.log10(s)):+d}"
+    "Scale s_W", PLAYGROUND_SCALES, value=1.0, key="play_scale", format_func=lambda s: format_power(math.log10(s), 1)
 )
 width = right.number_input("Width N", min_value=2, max_value=8192, value=512, step=64, key="play_width")
 grid_m = st.slider(
@@ -225,7 +230,7 @@ grid_m = st.slider(
 )
 spectrum = synthetic_spectrum(int(rank), decay, float(rate), float(top))
 curve = contribution_curve(spectrum, hidden_size=max(int(width), int(rank)), scale=float(scale), grid_m=int(grid_m))
-st.metric(PLAYGROUND_P_LABEL, f"{curve.p_opt:.4g}")
+st.metric(PLAYGROUND_P_LABEL, format_p(curve.p_opt))
 regime = (
     "the rank end (p = 0)"
     if curve.p_opt == 0

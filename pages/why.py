@@ -8,6 +8,7 @@ import streamlit as st
 
 from dashboard import atlas, data, drilldown, share
 from dashboard.export import clickable_cells, csv_download, file_stem, provenance, report_download, show_figure
+from dashboard.numbers import format_integer, format_p
 from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
@@ -35,13 +36,27 @@ st.markdown(f"**{plain(summary.headline())}.** {plain(sentence)}")
 bound_note(analysis.profile.shape)
 
 st.subheader("p* of every matrix")
-st.caption("Click a cell to open that matrix below.")
-p_map = clickable_cells(figures.p_star_map(analysis, source=source))
-show_figure(
-    p_map, P_STAR_MAP_KEY, on_select=lambda: drilldown.from_chart(P_STAR_MAP_KEY, analysis, drilldown.p_star_cell)
-)
-histogram = figures.p_star_histogram(analysis, source=source)
-show_figure(histogram, "p_star_histogram")
+used = summary.used()
+p_star_figures = []
+if len(used) == 1:  # one value for all: the map would be one block, the histogram one bar
+    (only,) = used
+    st.info(
+        f"All {format_integer(summary.total)} matrices take p* = {format_p(only).rstrip('0').rstrip('.') or '0'}: "
+        "the map of p* would be one block of colour and its histogram one bar, so neither is drawn. "
+        "The scales below show how far each matrix is from choosing another p.",
+        icon=":material/info:",
+    )
+else:
+    st.caption("Click a cell to open that matrix below.")
+    p_map = clickable_cells(figures.p_star_map(analysis, source=source))
+    show_figure(
+        p_map,
+        P_STAR_MAP_KEY,
+        on_select=lambda: drilldown.from_chart(P_STAR_MAP_KEY, analysis, drilldown.p_star_cell),
+    )
+    histogram = figures.p_star_histogram(analysis, source=source)
+    show_figure(histogram, "p_star_histogram")
+    p_star_figures = [p_map, histogram]
 
 st.subheader("Rank against its structural maximum")
 st.caption(
@@ -59,8 +74,10 @@ show_figure(ranks, "rank_against_maximum")
 st.subheader("Scale against break-even")
 st.caption(
     plain(
-        "Above the diagonal, s_W is larger than the break-even scale s*_W: every p > 0 costs more than "
-        "counting rank, so p* = 0. Below it, some p > 0 wins."
+        "Each point is one matrix: across, its break-even scale s*_W (below which some p > 0 beats "
+        "counting rank); up, its own scale s_W = γ · α⁽ℓ⁾ · L (how strongly the bound magnifies it). "
+        "Above the diagonal every p > 0 costs more than counting rank, so p* = 0; below it, some p > 0 wins. "
+        "A column of points means the matrices share one break-even scale."
     )
 )
 even_figure = figures.break_even_figure(analysis, source=source)
@@ -78,7 +95,7 @@ table = pd.DataFrame(
     }
 )
 # on screen, "p = 0 wins" instead of an empty (NaN) cell; the CSV keeps NaN
-shown = table.assign(first_winning_p=[f"{p:.3f}" if p == p else "none: p = 0 wins" for p in table["first_winning_p"]])
+shown = table.assign(first_winning_p=[format_p(p) if p == p else "none: p = 0 wins" for p in table["first_winning_p"]])
 with folded("Per matrix (table)"):
     show_table(shown, "break_even_table", on_select=lambda: drilldown.from_table("break_even_table"))
     csv_download(
@@ -93,7 +110,7 @@ if index is not None:
 report_download(
     "Why p* wins",
     lambda: [
-        ReportSection("p* of every matrix", [p_map, histogram], note=f"{summary.headline()}. {sentence}"),
+        ReportSection("p* of every matrix", p_star_figures, note=f"{summary.headline()}. {sentence}"),
         ReportSection("Rank against its structural maximum", [ranks]),
         ReportSection("Scale against break-even", [even_figure], [table]),
     ],

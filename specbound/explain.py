@@ -29,6 +29,7 @@ import numpy as np
 from .bounds import TIE_RTOL, BoundAnalysis, log_schatten_table
 from .logspace import to_log10
 from .matrices import Kind
+from .numbers import format_power
 from .profile import SpectralProfile
 
 #: A scale this many decades away from its break-even counts as "far" above or below it in the sentence.
@@ -148,7 +149,7 @@ def _span(low: str, high: str) -> str:
 
 
 def _decades(values: np.ndarray) -> str:
-    return _span(f"10^{float(np.min(values)):.1f}", f"10^{float(np.max(values)):.1f}")
+    return _span(format_power(float(np.min(values))), format_power(float(np.max(values))))
 
 
 def explain_p_star(analysis: BoundAnalysis) -> str:
@@ -165,15 +166,15 @@ def explain_p_star(analysis: BoundAnalysis) -> str:
         where = "far above" if gap >= FAR_DECADES else "above"
         alpha = float(np.max(to_log10(analysis.log_alpha)))
         cause = (
-            f"the depth factor α (up to 10^{alpha:.1f}) inflates s_W, and every Schatten term with p > 0 "
-            "grows like s_W^(p/(p+2))"
+            f"the depth factor α (up to {format_power(alpha)}) inflates s_W, and every Schatten term with p > 0 "
+            "grows like s_W to the power p/(p+2)"
             if alpha >= LARGE_ALPHA_DECADES
-            else "at such scales a Schatten term with p > 0, which grows like s_W^(p/(p+2)), costs more than "
-            "counting rank"
+            else "at such scales a Schatten term with p > 0, which grows like s_W to the power p/(p+2), "
+            "costs more than counting rank"
         )
         return (
             f"p* = 0 for all {total:,} matrices because their scales s_W are {_decades(scales)}, {where} the "
-            f"break-even scales (at most 10^{float(np.max(evens)):.1f}) below which some p > 0 would win: "
+            f"break-even scales (at most {format_power(float(np.max(evens)))}) below which some p > 0 would win: "
             f"{cause}{zero_note}."
         )
     winning = analysis.p_opt > 0  # rank-0 matrices always take p* = 0
@@ -185,7 +186,8 @@ def explain_p_star(analysis: BoundAnalysis) -> str:
         where = "far below" if gap <= -FAR_DECADES else "below"
         return (
             f"{which} for all {winners.size:,} nonzero matrices because their scales s_W "
-            f"({_decades(scales)}) lie {where} their break-even scales (at least 10^{float(np.min(evens)):.1f}): "
+            f"({_decades(scales)}) lie {where} their break-even scales "
+            f"(at least {format_power(float(np.min(evens)))}): "
             f"at such small scales a norm-based term with p > 0 is cheaper than counting rank{zero_note}."
         )
     kinds = ", ".join(

@@ -19,6 +19,7 @@ from specbound.explain import (
     structural_rank,
 )
 from specbound.matrices import Kind, ModelShape
+from specbound.numbers import format_power
 from specbound.profile import MatrixId
 from specbound.twin import random_twin
 
@@ -97,20 +98,21 @@ def test_sentence_when_every_p_star_is_zero() -> None:
     even = break_even(analysis)
     sentence = explain_p_star(analysis)
     assert sentence.startswith("p* = 0 for all 30 matrices because their scales s_W are ")
-    assert f"10^{even.log10_scale.min():.1f} to 10^{even.log10_scale.max():.1f}" in sentence
-    assert f"(at most 10^{even.log10_break_even.max():.1f})" in sentence
-    assert f"depth factor α (up to 10^{np.log10(np.exp(analysis.log_alpha)).max():.1f})" in sentence
+    assert f"{format_power(even.log10_scale.min())} to {format_power(even.log10_scale.max())}" in sentence
+    assert f"(at most {format_power(even.log10_break_even.max())})" in sentence
+    assert f"depth factor α (up to {format_power(np.log10(np.exp(analysis.log_alpha)).max())})" in sentence
+    assert "^" not in sentence and "e+" not in sentence
 
 
 def test_sentence_when_every_p_star_is_two_and_when_mixed() -> None:
     # s_W = 2 (0.05)^3, 0.05^2, 0.05, 1 and s* = 1 / 0.05 = 20: the largest scale is 1.3 decades below
     low = BoundAnalysis.from_profile(flat_one_layer(0.05, 0.05, 0.05, 0.05))
     assert explain_p_star(low).startswith(
-        "p* = 2 for all 4 nonzero matrices because their scales s_W (10^-3.6 to "
-        "10^0.0) lie far below their break-even scales (at least 10^1.3)"
+        "p* = 2 for all 4 nonzero matrices because their scales s_W (2.5 × 10⁻⁴ to "
+        "1.0) lie far below their break-even scales (at least 20)"
     )
     mixed = explain_p_star(BoundAnalysis.from_profile(flat_one_layer(**MIXED)))
-    assert mixed.startswith("p* = 0 for 1 of 4 matrices, whose scales s_W (10^-0.1) lie above their break-even")
+    assert mixed.startswith("p* = 0 for 1 of 4 matrices, whose scales s_W (0.75) lie above their break-even")
     assert "p* = 2 for the other 3 (1 QK, 1 M_in, 1 M_out)" in mixed
 
 

@@ -23,6 +23,7 @@ from ..compare import Comparison
 from ..explain import break_even, p_star_by_kind
 from ..logspace import to_log10
 from ..matrices import Kind
+from ..numbers import DIGITS, format_power
 from ..profile import HEAD_KINDS
 from .style import (
     KIND_COLORS,
@@ -237,7 +238,7 @@ def proxy_comparison(log_values: Mapping[str, float], *, source: str | None = No
         "x": values,
         "y": names,
         "orientation": "h",
-        "text": [f"10^{v:.2f}" for v in values],
+        "text": [format_power(float(v), DIGITS) for v in values],
         "textposition": "auto",
         "marker": {"color": [palette_color(n) for n in range(len(names))]},
         "hovertemplate": "%{y}<br>log10 = %{x:.4g}<extra></extra>",
@@ -420,7 +421,7 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
                 "orientation": "h",
                 "name": as_text(totals.model),
                 "marker": {"color": palette_color(n)},
-                "text": [f"10^{v:.2f}" for v in values],
+                "text": [format_power(float(v), DIGITS) for v in values],
                 "textposition": "auto",
                 "customdata": [ratio[key] for key in COMPARED_PROXIES],
                 "hovertemplate": f"{as_text(totals.model)}<br>%{{y}}: log10 = %{{x:.4g}}"

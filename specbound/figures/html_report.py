@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 
 from .. import __version__
+from ..numbers import MISSING, format_number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,7 +25,10 @@ if TYPE_CHECKING:
 REPORT_CSS = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
 header p { margin: 0.2em 0; color: #555; }
+.table { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
+.totals { display: flex; flex-wrap: wrap; gap: 0.5em 2em; margin: 0.5em 0 1em 0; }
+.totals div { min-width: 12em; } .totals b { display: block; font-size: 1.4em; white-space: nowrap; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f2f2f2; }
 """
@@ -34,7 +38,8 @@ th { background: #f2f2f2; }
 class ReportSection:
     """One heading with an optional note, figures and tables (DataFrames), in that order.
 
-    ``table_captions[i]``, when given, is shown above ``tables[i]``.
+    ``table_captions[i]``, when given, is shown above ``tables[i]``; ``totals`` (label, value as the page
+    writes it) are shown as the page's headline numbers, before the figures.
     """
 
     heading: str
@@ -42,10 +47,17 @@ class ReportSection:
     tables: Sequence[pd.DataFrame] = ()
     note: str = ""
     table_captions: Sequence[str] = ()
+    totals: Sequence[tuple[str, str]] = ()
 
 
 def _table_html(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, escape=True, border=0, na_rep="", float_format=lambda v: f"{v:.6g}")
+    table = frame.to_html(index=False, escape=True, border=0, na_rep=MISSING, float_format=format_number)
+    return f'<div class="table">{table}</div>'
+
+
+def _totals_html(totals: Sequence[tuple[str, str]]) -> str:
+    cells = "".join(f"<div>{html.escape(label)}<b>{html.escape(value)}</b></div>" for label, value in totals)
+    return f'<div class="totals">{cells}</div>'
 
 
 def html_report(
@@ -73,10 +85,19 @@ def html_report(
     plotly_embedded = False
     for section in sections:
         parts.append(f"<section><h2>{esc(section.heading)}</h2>")
+        if section.totals:
+            parts.append(_totals_html(section.totals))
         if section.note:
             parts.append(f"<p>{esc(section.note)}</p>")
         for figure in section.figures:
-            parts.append(figure.to_html(full_html=False, include_plotlyjs=not plotly_embedded))
+            parts.append(
+                figure.to_html(
+                    full_html=False,
+                    include_plotlyjs=not plotly_embedded,
+                    default_width="100%",
+                    config={"responsive": True, "displaylogo": False},
+                )
+            )
             plotly_embedded = True
         for n, table in enumerate(section.tables):
             if n < len(section.table_captions):

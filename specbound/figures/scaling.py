@@ -47,9 +47,9 @@ def _legend_name(proxy: Proxy, fit: GrowthExponent | None) -> str:
     size = fit.against.value
     spread = f" ± {fit.slope_se:.2f}" if math.isfinite(fit.slope_se) else ""
     law = (
-        f"{size}^{fit.slope:.2f}{spread}"
+        f"{size}<sup>{fit.slope:.2f}</sup>{spread}"
         if fit.model is GrowthModel.POWER
-        else f"e^(r·{size}), r = {fit.slope:.2f}{spread}"
+        else f"e<sup>r·{size}</sup>, r = {fit.slope:.2f}{spread}"
     )
     caveat = f" ({fit.num_sizes} sizes only)" if fit.few_points else ""
     return f"{_LABEL[proxy]} ~ {law}{caveat}"

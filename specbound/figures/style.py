@@ -334,3 +334,95 @@ def log_axis(values: ArrayLike, **axis: Any) -> dict[str, Any]:
         return {"type": "log", **axis}
     tickvals, ticktext = log_axis_ticks(float(data.min()), float(data.max()))
     return {"type": "log", "tickmode": "array", "tickvals": tickvals, "ticktext": ticktext, **axis}
+
+
+# --- large type for a projector ---------------------------------------------------------------------
+
+#: Chart text on a projector: at least this many pixels, in a dark colour (the dashboard's presentation mode).
+PROJECTOR_FONT_PX: int = 18
+PROJECTOR_TITLE_PX: int = 22
+PROJECTOR_TEXT_COLOR: str = "#1F2328"
+#: Characters per line of a title, a subtitle and a panel title in large type: what fits a chart in half
+#: of a 1024-pixel-wide window (a two-column row) and a panel of three side by side.
+PROJECTOR_TITLE_CHARS, PROJECTOR_SUBTITLE_CHARS, PROJECTOR_PANEL_CHARS = 34, 44, 20
+
+
+def wrap_words(text: str, chars: int) -> str:
+    """``text`` broken into lines of at most ``chars`` characters at spaces (Plotly's ``<br>``); a word
+    longer than a line stays whole on its own line."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= chars:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
+#: Characters per line of a title and a subtitle in a chart of half the width of a 1024-pixel window with
+#: the sidebar open (a two-column row), in the normal type.
+HALF_TITLE_CHARS, HALF_SUBTITLE_CHARS = 30, 40
+
+
+def fit_title(fig: go.Figure, title_chars: int, subtitle_chars: int) -> go.Figure:
+    """``fig`` with its title and subtitle wrapped to these widths and room at the top for the extra lines."""
+    title = str(fig.layout.title.text or "")
+    subtitle = str(fig.layout.title.subtitle.text or "")
+    wrapped, wrapped_sub = wrap_words(title, title_chars), wrap_words(subtitle, subtitle_chars)
+    extra = 22 * wrapped.count("<br>") + 16 * wrapped_sub.count("<br>")
+    if extra:
+        fig.update_layout(
+            title={"text": wrapped, "subtitle": {"text": wrapped_sub}},
+            margin={"t": (fig.layout.margin.t or TOP_MARGIN) + extra},
+        )
+    return fig
+
+
+def for_projector(fig: go.Figure) -> go.Figure:
+    """``fig`` in large dark type that fits its panel: every chart text at :data:`PROJECTOR_FONT_PX` or more,
+    titles wrapped to the widths above, the top margin grown to hold the extra lines. One layout update
+    (presentation mode only: the slider path of the normal mode stays as it is)."""
+    layout = fig.layout
+    title = wrap_words(str(layout.title.text or ""), PROJECTOR_TITLE_CHARS)
+    subtitle = wrap_words(str(layout.title.subtitle.text or ""), PROJECTOR_SUBTITLE_CHARS)
+    dark = {"size": PROJECTOR_FONT_PX, "color": PROJECTOR_TEXT_COLOR}
+    notes = []
+    panel_lines = 0
+    for note in layout.annotations or ():
+        text = str(note.text or "")
+        on_top = note.yref in (None, "paper") and note.yanchor == "bottom" and (note.y or 0) >= 1
+        if on_top:
+            text = wrap_words(text, PROJECTOR_PANEL_CHARS)
+            panel_lines = max(panel_lines, text.count("<br>") + 1)
+        notes.append({**note.to_plotly_json(), "text": text, "font": dark})
+    top = 24 + 30 * (title.count("<br>") + 1) + (26 * (subtitle.count("<br>") + 1) if subtitle else 0)
+    top += 24 * panel_lines
+    update: dict[str, Any] = {
+        "font": dark,
+        "title": {
+            "text": title,
+            "font": {"size": PROJECTOR_TITLE_PX, "color": PROJECTOR_TEXT_COLOR},
+            "subtitle": {"text": subtitle, "font": dark},
+        },
+        "legend": {"font": dark, "title": {"font": dark}},
+        "margin": {"t": top},
+        "annotations": notes,
+        "hoverlabel": {"font": {"size": PROJECTOR_FONT_PX}},
+    }
+    for name in layout:
+        if _AXIS_KEY.fullmatch(name) and layout[name] is not None:
+            update[name] = {"tickfont": dark, "title": {"font": dark}}
+    for trace in fig.data:
+        if "colorbar" in trace:
+            trace.colorbar.tickfont = dark
+            trace.colorbar.title.font = dark
+        if trace.type == "heatmap":
+            trace.texttemplate = None  # cell numbers in large type would overlap: the hover has them
+        elif "textfont" in trace:
+            trace.textfont.size = max(PROJECTOR_FONT_PX, trace.textfont.size or 0)
+            trace.textfont.color = PROJECTOR_TEXT_COLOR
+        if trace.type == "bar" and trace.text is not None:
+            trace.textposition = "outside"  # dark on white, not white on a coloured bar
+            trace.cliponaxis = False
+    fig.update_layout(update)
+    return fig

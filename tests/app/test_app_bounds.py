@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from app_harness import run_clean
 
-from dashboard.headline import log_one_layer_change
-from dashboard.numbers import format_against, format_change, format_resolving, format_value
+from dashboard.headline import log_one_layer_change, total_texts
+from dashboard.numbers import format_against, format_resolving, format_value
 from dashboard.tables import EXPLORER_TABLES_KEY
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL, format_log_value
 from specbound.bounds import BoundTerms, PAssignment
@@ -30,6 +30,11 @@ def _total_text(terms: BoundTerms) -> str:
     return format_resolving(terms.log_total, log_one_layer_change(terms))
 
 
+def _change_text(terms: BoundTerms, optimal: BoundTerms) -> str:
+    """The headline's change against p*: digits enough that a one-layer change shows in it too."""
+    return total_texts(terms.log_total, optimal.log_total, log_one_layer_change(terms))[1]
+
+
 def _terms_table(at):
     """The per-matrix table, opening the tables section first (it is drawn only when open)."""
     if not at.session_state[EXPLORER_TABLES_KEY]:
@@ -44,13 +49,11 @@ def test_page_opens_at_p_star_with_the_package_totals(bounds_app, minilm) -> Non
     assert [t.value for t in at.title] == ["Bound explorer"]
     assert not at.error
     assert at.toggle(key="p_optimal").value is True and at.slider(key="p_global").disabled
-    assert (
-        _metric(at, TOTAL_LABEL) == _metric(at, OPTIMAL_LABEL) == format_value(minilm.optimal.log_total) == "20,573.03"
-    )
+    assert _metric(at, TOTAL_LABEL) == _metric(at, OPTIMAL_LABEL) == format_value(minilm.optimal.log_total) == "20,573"
     (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
     assert total.delta == "±0 vs p*"
-    assert _metric(at, EDELMAN_LABEL) == format_value(minilm.log_edelman) == "6.8537e+28"
-    assert _metric(at, "√L") == f"{math.sqrt(6):.4g}"
+    assert _metric(at, EDELMAN_LABEL) == format_value(minilm.log_edelman) == "6.854 × 10²⁸"
+    assert _metric(at, "√L") == "2.449"
     assert sum(c.value == BOUND_NOTE for c in at.caption) == 1  # the proxy note once per page
     np.testing.assert_array_equal(_terms_table(at)["p"], minilm.p_opt)
 
@@ -63,7 +66,7 @@ def test_moving_the_global_slider_changes_the_total(free_p_app, rerun, minilm) -
     terms = minilm.evaluate(0.5)
     assert _metric(at, TOTAL_LABEL) == _total_text(terms)
     (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
-    assert total.delta == f"{format_change(terms.log_total, minilm.optimal.log_total)} vs p*"
+    assert total.delta == _change_text(terms, minilm.optimal)
     np.testing.assert_allclose(_terms_table(at)["contribution"], terms.contribution, rtol=1e-12)
 
 
@@ -80,10 +83,14 @@ def test_a_one_layer_change_shows_in_the_headline(free_p_app, rerun, minilm) -> 
     expected = minilm.evaluate(PAssignment(default=1.0, by_layer={5: 0.5}))
     after = _metric(at, TOTAL_LABEL)
     assert after == _total_text(expected) != before
-    # five significant digits would hide the change: both totals read 1.4986e+12
+    # four significant digits would hide the change: both totals read 1.499 × 10¹²
     assert format_log_value(expected.log_total) == format_log_value(minilm.evaluate(1.0).log_total)
     change = expected.total - minilm.evaluate(1.0).total
-    assert abs(float(after) - expected.total) < abs(change) / 10  # the shown digits resolve the change
+    mantissa, _, power = after.partition(" × 10")
+    shown = float(mantissa) * 10 ** int(power.translate(str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")))
+    assert abs(shown - expected.total) < abs(change) / 10  # the shown digits resolve the change
+    (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
+    assert total.delta != _change_text(minilm.evaluate(1.0), minilm.optimal)  # and so does the change badge
 
 
 def test_snapping_and_free_p(free_p_app, rerun, minilm) -> None:
@@ -245,7 +252,7 @@ def test_the_total_follows_each_slider_with_the_texts_the_server_shows(free_p_ap
     terms = minilm.evaluate(settings)
     assert _live_tables(at)["p_global"]["texts"]["0"] == [
         _total_text(terms),
-        f"{format_change(terms.log_total, minilm.optimal.log_total)} vs p*",
+        _change_text(terms, minilm.optimal),
     ]
 
 
@@ -261,7 +268,7 @@ def test_no_slider_table_at_p_star_and_one_step_of_the_grid_when_snapping(bounds
         value, change = table["texts"][str(position)]
         terms = minilm.evaluate(position / minilm.grid_m)
         assert value == _total_text(terms)
-        assert change == f"{format_change(terms.log_total, minilm.optimal.log_total)} vs p*"
+        assert change == _change_text(terms, minilm.optimal)
 
 
 def test_the_tables_are_drawn_when_their_section_opens_and_export_as_csv(bounds_app) -> None:
@@ -275,7 +282,7 @@ def test_the_tables_are_drawn_when_their_section_opens_and_export_as_csv(bounds_
     assert at.query_params[EXPLORER_TABLES_KEY] == "1"
     assert list(table.columns)[:5] == ["matrix", "p", "contribution", "p_opt", "contribution_at_p_opt"]
     assert {"gamma", "log10_scale", "schatten_p"} <= set(table.columns)
-    assert set(table.loc[table["kind"] == "M_out", "head"]) == {""}  # no "None" cells
+    assert set(table.loc[table["kind"] == "M_out", "head"]) == {"—"}  # no "None" cells
     (kinds,) = [d.value for d in at.dataframe if "share" in d.value.columns]
     assert list(kinds["kind"]) == ["QK", "V", "M_in", "M_out"]  # the kinds a BERT has: no M_gate
 
@@ -372,6 +379,6 @@ def test_the_headline_compares_with_the_random_twin(bounds_app, rerun, minilm) -
     comparison = compare(minilm, twin)
     assert twin.profile.model == "random twin of minilm-l6 (seed 0, σ = 0.02)"
     assert _metric(at, BASELINE_LABEL) == format_against(comparison.baseline.log_ours_at, comparison.model.log_ours_at)
-    assert _metric(at, BASELINE_LABEL) == "20,573.03"  # full rank everywhere: the same architecture-only number
+    assert _metric(at, BASELINE_LABEL) == "20,573"  # full rank everywhere: the same architecture-only number
     assert at.query_params["baseline"] == "twin:minilm-l6"
     assert any("baseline: random twin of minilm" in c.value for c in at.caption)

@@ -111,7 +111,7 @@ def test_matrix_table_is_the_profile_frame_with_readable_headers(app, minilm) ->
     assert list(frame.columns)[:2] == ["matrix", "layer"] and set(expected.columns) <= set(frame.columns)
     assert len(frame) == 156
     np.testing.assert_allclose(frame["stable_rank"], expected["stable_rank"])
-    assert set(frame.loc[frame["kind"] == "M_in", "head"]) == {""}  # no "None" cell for per-layer matrices
+    assert set(frame.loc[frame["kind"] == "M_in", "head"]) == {"—"}  # no "None" cell for per-layer matrices
     assert {b.label for b in app.get("download_button")} >= {
         "Download this table (CSV)",
         "Download every singular value (CSV)",
@@ -126,10 +126,10 @@ def test_a_matrix_opens_with_its_spectrum_curve_and_terms(app, rerun, figure_tit
     app.selectbox(key="matrix").set_value(i)
     rerun(app)
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics[P_OPT_LABEL] == f"{minilm.p_opt[i]:.3g}"
+    assert metrics[P_OPT_LABEL] == f"{minilm.p_opt[i]:.3f}"
     assert metrics[GAMMA_LABEL] == format_value(float(minilm.log_gamma[i]))
     share = minilm.optimal.contribution[i] / minilm.optimal.total
-    assert metrics[SHARE_LABEL] == f"{100 * share:.3g} %"
+    assert metrics[SHARE_LABEL] == f"{100 * share:.1f} %"
     curve = figure_titled(app, "c(W; p) against p")
     assert [t["name"] for t in curve["data"] if t.get("showlegend", True)] == ["L1 QK h4"]
     star = next(t for t in curve["data"] if t["name"] == "L1 QK h4 p*")

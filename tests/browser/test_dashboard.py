@@ -16,20 +16,10 @@ import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_idle
 
 from dashboard.text import OPTIMAL_LABEL, TOTAL_LABEL
+from pages.overview import PRODUCT_NAME
 
 pytestmark = pytest.mark.browser
 
-#: Every page's address and the heading it shows.
-PAGES: tuple[tuple[str, str], ...] = (
-    ("overview", "Overview"),
-    ("bounds", "Bound explorer"),
-    ("why", "Why p* wins"),
-    ("compare", "Compare"),
-    ("spectra", "Spectra"),
-    ("scaling", "Scaling"),
-    ("theory", "Theory"),
-    ("lab", "Lab"),
-)
 WIDE, PROJECTOR = {"width": 1440, "height": 900}, {"width": 1024, "height": 768}
 
 #: Elements whose text is cut (ellipsis or clipping): each headline value and everything inside it.
@@ -80,39 +70,24 @@ def _whole_page_screenshot(page, name: str, viewport: dict[str, int]) -> None:
     page.set_viewport_size(viewport)
 
 
-def test_every_page_by_its_address_at_two_widths(server: str, browser_page) -> None:
+def test_pages_by_their_address_and_views_kept_in_links(server: str, browser_page) -> None:
     page = browser_page
 
     # "/" is the Overview itself (no forwarding round trip); "/overview" forwards to it
     page.set_viewport_size(WIDE)
-    _open(page, f"{server}/overview?present=1", "Overview")
+    _open(page, f"{server}/overview?present=1", PRODUCT_NAME)
     assert re.fullmatch(re.escape(server) + r"/?\?present=1", page.url), page.url  # the link's settings kept
-    _open(page, server, "Overview")
+    _open(page, server, PRODUCT_NAME)
     assert page.url.rstrip("/") == server
     assert page.locator('[data-testid="stMetric"]', has_text=OPTIMAL_LABEL).count() == 1
     assert page.get_by_text("L = 6 layers · N = 384").count() == 1  # the sidebar's model shape
     assert_no_errors(page)
 
-    for viewport, width in ((WIDE, 1440), (PROJECTOR, 1024)):
-        page.set_viewport_size(viewport)
-        for path, heading in PAGES:
-            _open(page, f"{server}/{path}", heading)
-            assert page.get_by_text("Page not found").count() == 0, path
-            assert page.locator('[data-testid="stSidebarNavLink"]').count() == len(PAGES)  # app.py's sidebar ran
-            assert_no_errors(page)
-            cut = page.evaluate(TRUNCATED_METRICS)
-            assert cut == [], (path, width, cut)
-            wide = page.evaluate(CUT_FORMULAS)
-            assert wide == [], (path, width, wide)
-            broken = page.evaluate(BROKEN_VALUES)
-            assert broken == [], (path, width, broken)
-            labels = page.evaluate(CUT_LABELS)
-            assert labels == [], (path, width, labels)
-            _whole_page_screenshot(page, f"{path}-{width}", viewport)
-
-    # the explorer's longest headline (p = 1: "1.498622588e+12" with its change) in large type at 1024
+    # every page at each width is visited by test_product.py, with the checks above among its own
+    # the explorer's longest headline (p = 1: "1.498622588 × 10¹²" with its change) in large type at 1024
+    page.set_viewport_size(PROJECTOR)
     _open(page, f"{server}/bounds?p_optimal=0&present=1", "Bound explorer")
-    assert "e+12" in _total(page)
+    assert "× 10¹²" in _total(page)
     assert page.evaluate(TRUNCATED_METRICS) == [] and page.evaluate(BROKEN_VALUES) == []
     assert page.evaluate(CUT_LABELS) == []  # the p controls' toggles in large type
     screenshot(page, "bounds-1024-p1-present")

@@ -38,7 +38,7 @@ def test_the_landing_page_imports_nothing_the_launcher_did_not_preload(minilm) -
         [sys.executable, "-c", FIRST_RUN], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True
     )
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["errors"] == [] and result["title"] == "Overview"
+    assert result["errors"] == [] and result["title"] == "specbound"
     assert result["late"] == []
 
 

@@ -46,4 +46,4 @@ def test_header_and_tables() -> None:
     report = _report()
     assert "specbound " + __version__ in report and "2026-12-01 01:00 UTC" in report
     assert "p: <strong>p*</strong>" in report
-    assert report.count("<table") == 2 and "<h3>Per layer</h3>" in report and "2.25e+12" in report
+    assert report.count("<table") == 2 and "<h3>Per layer</h3>" in report and "2.250 × 10¹²" in report

@@ -1,0 +1,106 @@
+"""The dashboard's one vocabulary: every symbol and technical word, what it means in plain words.
+
+Pages, tables and figures name things with these words and explain them from here (a metric's "?"
+hover, a column's header hover, the Overview's glossary), so a term reads the same everywhere and is
+explained where it first appears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+
+@dataclass(frozen=True)
+class Term:
+    """A symbol or word as the pages write it, and its meaning for a first-time visitor."""
+
+    symbol: str
+    meaning: str
+
+
+#: Every term, by a key the code uses; the glossary lists them in this order.
+TERMS: Mapping[str, Term] = MappingProxyType(
+    {
+        "ours": Term(
+            "Ours at p*",
+            "the spectrum-adaptive complexity proxy of Sakai & Imaizumi: Σ c(W; p*) over every weight matrix, "
+            "plus √L. Lower is better.",
+        ),
+        "edelman": Term(
+            "Edelman-style proxy",
+            "the norm-based complexity proxy of Edelman et al. (2022), built from the same matrices with fixed "
+            "norms instead of a chosen p. Lower is better; it grows much faster with depth.",
+        ),
+        "ratio": Term(
+            "Edelman-style ÷ ours",
+            "how many times smaller the spectrum-adaptive proxy is than the norm-based one for this model.",
+        ),
+        "p": Term(
+            "p (Schatten index)",
+            "how a matrix is measured: p = 0 counts its rank, p = 2 sums its squared singular values "
+            "(Frobenius), values in between interpolate.",
+        ),
+        "p_star": Term("p*", "the p on the grid P_m that makes a matrix's contribution c(W; p) smallest."),
+        "grid": Term(
+            "P_m",
+            "the grid {0, 1/m, …, 2} of p values the theorem's guarantee covers, with m = ⌈L + ln N⌉.",
+        ),
+        "QK": Term("QK", "per attention head, the query-key product W_Qᵀ W_K restricted to the head: N × N, rank ≤ d."),
+        "V": Term("V", "per head, the value map times its slice of the output projection: N × N, rank ≤ d."),
+        "M_gate": Term("M_gate", "per layer of a gated MLP (Llama-family decoders), the gate's matrix (N × d_ff)."),
+        "M_in": Term(
+            "M_in", "per layer, the feed-forward block's first matrix (N × d_ff; the up projection if gated)."
+        ),
+        "M_out": Term("M_out", "per layer, the feed-forward block's second matrix (d_ff × N)."),
+        "alpha": Term(
+            "α⁽ℓ⁾ (depth factor)",
+            "how much the layers above ℓ can magnify a change in layer ℓ: the product of their Lipschitz "
+            "bounds (1 at the top).",
+        ),
+        "gamma": Term(
+            "γ (local factor)", "the spectral norms of the other matrices of W's own layer that W passes through."
+        ),
+        "scale": Term("s_W (scale)", "s_W = γ · α⁽ℓ⁾ · L: how strongly the bound magnifies matrix W's size."),
+        "schatten": Term(
+            "S_p (Schatten quantity)",
+            "Σ σᵢᵖ over W's singular values σᵢ: p = 0 counts the rank, p = 2 is ‖W‖_F².",
+        ),
+        "contribution": Term(
+            "c(W; p)",
+            "a matrix's share of the bound: S_p to the power 1/(p+2), times s_W to the power p/(p+2), "
+            "times N to the power (p+1)/(p+2).",
+        ),
+        "break_even": Term(
+            "s*_W (break-even scale)",
+            "the scale below which some p > 0 beats counting rank; above it, p* = 0.",
+        ),
+        "decades_above": Term(
+            "decades above s*_W",
+            "log10 s_W − log10 s*_W: how many powers of ten the scale lies above its break-even (≥ 0 means p* = 0).",
+        ),
+        "rank": Term("rank", "the number of singular values above the cut-off 10⁻¹⁰ · k · max(σ₁, 1)."),
+        "spectral_product": Term(
+            "product of spectral norms", "Π ‖W‖₂ over the matrices: a classic norm-based measure."
+        ),
+        "tau": Term(
+            "Kendall τ",
+            "how often two models are ranked in the same order by a measure and by their true gap: 1 always, "
+            "0 by chance, −1 always reversed.",
+        ),
+        "width": Term("N (width)", "the hidden width of the model: the size of each token's vector."),
+        "heads": Term("H (heads)", "the number of attention heads per layer; each has size d = N / H."),
+    }
+)
+
+
+def help_for(key: str) -> str:
+    """The hover text of a term: 'p*: the p on the grid …'."""
+    term = TERMS[key]
+    return f"{term.symbol}: {term.meaning}"
+
+
+def glossary_markdown() -> str:
+    """The glossary as a markdown list (the Overview's)."""
+    return "\n".join(f"- **{term.symbol}**: {term.meaning}" for term in TERMS.values())

@@ -1,0 +1,218 @@
+"""The dashboard as a product, in a real headless Chromium: every page at 1024 × 768 (a projector), 1440 (a
+laptop) and 390 px (a phone), and in presentation mode at 1024 × 768, with screenshots of each in
+``test-artifacts/``.
+
+On every page: no number in the E-notation or with a caret, no headline value with more significant
+digits than the formatter allows, no value split over two lines, no chart title wider than its chart.
+Then what each width promises: the landing page names the product and explains its numbers above the
+fold at 1024 × 768; the Bound explorer's sticky headline is one line at most 90 px tall; presentation
+mode collapses the sidebar and sets chart text at 18 px or more in a dark colour; on a phone, choosing
+a page closes the navigation and no two panel titles overlap. The Compare page says why the totals of a
+model and its random twin agree, and the explorer's report holds its totals and every figure of the page.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit_page import assert_no_errors, screenshot, wait_idle
+from test_dashboard import CUT_FORMULAS, CUT_LABELS, TRUNCATED_METRICS, _whole_page_screenshot
+
+from dashboard.numbers import DIGITS, MAX_DIGITS
+from dashboard.text import TOTAL_LABEL
+from pages.compare import WHY_AGREE
+from pages.overview import PRODUCT_NAME
+from specbound.figures.style import PROJECTOR_FONT_PX
+
+pytestmark = pytest.mark.browser
+
+PAGES: tuple[tuple[str, str], ...] = (
+    ("", PRODUCT_NAME),
+    ("bounds", "Bound explorer"),
+    ("why", "Why p* wins"),
+    ("compare", "Compare"),
+    ("spectra", "Spectra"),
+    ("scaling", "Scaling"),
+    ("theory", "Theory"),
+    ("lab", "Lab"),
+)
+PROJECTOR, LAPTOP, PHONE = {"width": 1024, "height": 768}, {"width": 1440, "height": 900}, {"width": 390, "height": 844}
+HEADLINE_MAX_PX = 90
+
+#: The text of the main area as a reader sees it, without formulas (KaTeX keeps its TeX source in the
+#: page) and code (commands), plus every text of the charts.
+PAGE_TEXT = """() => {
+    const main = document.querySelector('[data-testid="stMain"]').cloneNode(true);
+    main.querySelectorAll('.katex, code, pre, .js-plotly-plot').forEach(e => e.remove());
+    const charts = [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot svg text')]
+        .map(t => t.textContent);
+    return [main.textContent, charts.join('\\n')];
+}"""
+#: Headline values (metrics) with their significant digits, and whether each is the explorer's total.
+METRIC_VALUES = """(label) => [...document.querySelectorAll('[data-testid="stMetric"]')].map(m => [
+    m.querySelector('[data-testid="stMetricValue"]')?.innerText.trim() ?? '',
+    m.innerText.includes(label)])"""
+#: Values broken over two lines (one text, boxes on two rows).
+BROKEN_VALUES = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')].filter(value => {
+        const tops = new Set();
+        const texts = document.createTreeWalker(value, NodeFilter.SHOW_TEXT);
+        for (let text = texts.nextNode(); text; text = texts.nextNode()) {
+            const range = document.createRange();
+            range.selectNodeContents(text);
+            for (const box of range.getClientRects()) if (box.width > 0) tops.add(Math.round(box.top / 4));
+        }
+        return tops.size > 1;
+    }).map(value => value.innerText)"""
+#: Chart titles and panel titles that reach past their chart's right edge.
+WIDE_TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(plot => {
+    const edge = plot.getBoundingClientRect();
+    return [...plot.querySelectorAll('.gtitle, .gtitle-subtitle, .annotation-text')]
+        .filter(t => {
+            const b = t.getBoundingClientRect();
+            return b.width > 0 && (b.right > edge.right + 2 || b.left < edge.left - 2);
+        })
+        .map(t => t.textContent.slice(0, 40));
+})"""
+#: Panel titles of one chart that overlap each other.
+OVERLAPPING_TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(plot => {
+    const boxes = [...plot.querySelectorAll('.annotation-text')].map(t => [t.textContent, t.getBoundingClientRect()])
+        .filter(([, b]) => b.width > 0);
+    const hits = [];
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+        const [a, p] = boxes[i], [b, q] = boxes[j];
+        const apart = p.right <= q.left + 1 || q.right <= p.left + 1 || p.bottom <= q.top + 1 || q.bottom <= p.top + 1;
+        if (!apart) hits.push(a + ' / ' + b);
+    }
+    return hits;
+})"""
+#: Every chart text smaller than ``min`` px or lighter than a dark grey: [text, size, colour].
+SMALL_OR_PALE = """(min) => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot svg text')]
+    .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0 && !t.closest('.hovertext'))
+    .map(t => { const s = getComputedStyle(t); return [t.textContent.slice(0, 30), parseFloat(s.fontSize), s.fill]; })
+    .filter(([, size, fill]) => {
+        const rgb = (fill.match(/\\d+/g) || [0, 0, 0]).slice(0, 3).map(Number);
+        const light = (0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]) / 255;
+        return size < min - 0.5 || light > 0.45;
+    })"""
+#: Formulas wider than their box that cannot be scrolled sideways.
+UNSCROLLABLE_FORMULAS = """() => [...document.querySelectorAll('.katex-display')]
+    .filter(e => e.scrollWidth > e.clientWidth + 4 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+    .map(e => e.innerText.slice(0, 40))"""
+#: The top of each metric of the sticky headline.
+HEADLINE_TOPS = """() => [...document.querySelectorAll('.st-key-headline [data-testid="stMetric"]')]
+    .map(m => Math.round(m.getBoundingClientRect().top))"""
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?: × 10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?")
+
+
+def _significant(text: str) -> int:
+    mantissa = text.split("×")[0].replace(",", "").strip()
+    digits = mantissa.replace(".", "").lstrip("0")
+    return len(digits) if "." in mantissa else len(digits.rstrip("0") or "0")
+
+
+def _open(page, url: str, heading: str) -> None:
+    page.goto(url)
+    page.get_by_role("heading", name=heading).first.wait_for()
+    wait_idle(page)
+    page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+        .every(chart => chart.querySelector('.js-plotly-plot'))""")
+    page.wait_for_timeout(400)
+
+
+def _check_numbers(page, where: str) -> None:
+    text, charts = page.evaluate(PAGE_TEXT)
+    for shown in (text, charts):
+        assert not re.search(r"\d[eE][+-]?\d", shown), (where, re.findall(r".{20}\d[eE][+-]?\d.{5}", shown)[:3])
+        assert "^" not in shown, (where, re.findall(r".{20}\^.{10}", shown)[:3])
+        assert "<NA>" not in shown and "None" not in shown.split(), where
+    for value, is_total in page.evaluate(METRIC_VALUES, TOTAL_LABEL):
+        allowed = MAX_DIGITS if is_total else DIGITS + 1  # "20,573": to the unit from 1,000 on
+        for number in NUMBER.findall(value):
+            assert _significant(number) <= allowed, (where, value)
+    assert page.evaluate(BROKEN_VALUES) == [], where
+    assert page.evaluate(WIDE_TITLES) == [], where
+    for cut in (TRUNCATED_METRICS, CUT_LABELS):  # values and toggle labels whole
+        assert page.evaluate(cut) == [], (where, page.evaluate(cut))
+    if "390" not in where:
+        assert page.evaluate(CUT_FORMULAS) == [], (where, page.evaluate(CUT_FORMULAS))
+    else:  # on a phone a long formula may be wider than the screen: it scrolls, and says so with a bar
+        assert page.evaluate(UNSCROLLABLE_FORMULAS) == [], where
+
+
+def _sidebar_open(page) -> bool:
+    return page.locator('[data-testid="stSidebar"]').get_attribute("data-collapsed") == "false"
+
+
+def test_every_page_at_three_widths_and_on_a_projector(server: str, browser_page) -> None:
+    page = browser_page
+    for viewport, suffix, width in (
+        (PROJECTOR, "", "1024"),
+        (LAPTOP, "", "1440"),
+        (PHONE, "", "390"),
+        (PROJECTOR, "?present=1", "1024-present"),
+    ):
+        page.set_viewport_size(viewport)
+        for path, heading in PAGES:
+            where = f"{path or 'overview'} at {width}"
+            _open(page, f"{server}/{path}{suffix}", heading)
+            assert_no_errors(page)
+            _check_numbers(page, where)
+            if width == "1024-present":
+                assert not _sidebar_open(page), where
+                small = page.evaluate(SMALL_OR_PALE, PROJECTOR_FONT_PX)
+                assert small == [], (where, small)
+            if width == "390":
+                assert page.evaluate(OVERLAPPING_TITLES) == [], where
+            if path == "" and width == "1024":  # above the fold: the product, its numbers, how to read them
+                main = page.locator('[data-testid="stMain"]')
+                for found in (
+                    main.get_by_role("heading", name=PRODUCT_NAME),
+                    main.get_by_text("lower is better"),
+                    main.get_by_role("link", name="1 · Bound explorer"),
+                ):
+                    box = found.first.bounding_box()
+                    assert box is not None and 0 < box["y"] + box["height"] <= viewport["height"], box
+            if path == "bounds" and width in ("1024", "1024-present"):
+                box = page.locator(".st-key-headline").bounding_box()
+                assert box is not None and box["height"] <= HEADLINE_MAX_PX, (where, box)
+                tops = page.evaluate(HEADLINE_TOPS)
+                assert len(tops) >= 3 and len(set(tops)) == 1, (where, tops)  # one line
+            assert page.locator('[data-testid="stSidebarNavLink"]').count() == len(PAGES)  # app.py's sidebar ran
+            _whole_page_screenshot(page, f"product-{path or 'overview'}-{width}", viewport)
+
+    # on a phone, choosing a page in the navigation closes it
+    page.set_viewport_size(PHONE)
+    _open(page, f"{server}/", PRODUCT_NAME)
+    page.locator(
+        '[data-testid="stExpandSidebarButton"], [data-testid="stSidebarCollapsedControl"] button'
+    ).first.click()
+    page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]').dataset.collapsed === 'false'")
+    page.locator('[data-testid="stSidebarNavLink"]', has_text="Bound explorer").click()
+    page.get_by_role("heading", name="Bound explorer").first.wait_for()
+    page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]').dataset.collapsed === 'true'")
+    screenshot(page, "product-phone-after-navigation")
+
+
+def test_the_twin_and_the_report_explain_themselves(server: str, browser_page) -> None:
+    page = browser_page
+    page.set_viewport_size(PROJECTOR)
+    _open(page, f"{server}/compare?baseline=twin:minilm-l6", "Compare")
+    page.get_by_text(WHY_AGREE).wait_for(timeout=90_000)  # MiniLM and its twin: both every p* = 0, full rank
+    assert page.get_by_text(WHY_AGREE).count() == 1
+    assert_no_errors(page)
+    _whole_page_screenshot(page, "product-compare-twin-1024", PROJECTOR)
+
+    _open(page, f"{server}/bounds?p_optimal=0", "Bound explorer")
+    page.locator(".st-key-depth_factors .js-plotly-plot").wait_for()  # the last chart of the page
+    wait_idle(page)
+    charts = page.locator('[data-testid="stMain"] [data-testid="stPlotlyChart"]').count()
+    total = page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).locator('[data-testid="stMetricValue"]')
+    shown_total = total.inner_text().strip()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download this view as an HTML report").click()
+    report = Path(download.value.path()).read_text(encoding="utf-8")
+    assert TOTAL_LABEL in report and shown_total in report
+    assert report.count('class="plotly-graph-div"') == charts, charts
+    assert "spectral_norm" not in report and "&lt;NA&gt;" not in report
