@@ -19,6 +19,7 @@ from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.text import bound_note, format_log_value, plain
 from specbound.figures import lab as figures
+from specbound.figures import trajectory as trajectory_figures
 from specbound.figures.spectra import singular_value_profiles
 from specbound.lab import views
 from specbound.lab.sweep import AXES
@@ -107,8 +108,8 @@ if view == RUN_VIEW:
     frame = service.trajectory(key, run)
     left, right = st.columns(2)
     with left:
-        show_figure(figures.proxies_figure(frame, step), "lab_proxies", half=True)
-        show_figure(figures.alpha_figure(frame, step), "lab_alpha", half=True)
+        show_figure(trajectory_figures.proxies_figure(frame, step), "lab_proxies", half=True)
+        show_figure(trajectory_figures.alpha_figure(frame, step), "lab_alpha", half=True)
     with right:
         show_figure(figures.errors_figure(frame, step), "lab_errors", half=True)
         show_figure(figures.p_star_distribution_figure(run, step), "lab_p_distribution", half=True)

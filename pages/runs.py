@@ -10,9 +10,8 @@ from dashboard.export import csv_download, show_figure
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, format_log_value, plain
 from specbound.figures import bounds as bound_figures
-from specbound.figures import lab as lab_figures
+from specbound.figures import trajectory as trajectory_figures
 from specbound.figures.spectra import singular_value_profiles
-from specbound.figures.style import OKABE_ITO, axis_title, figure
 from specbound.logspace import LOG10_E
 
 ensure_app_entry()
@@ -75,18 +74,11 @@ p_col.metric("Mean p*", f"{float(row['p_opt_mean']):.3g}")
 
 left, right = st.columns(2)
 with left:
-    show_figure(lab_figures.proxies_figure(frame, step), "runs_proxies", half=True)
+    show_figure(trajectory_figures.proxies_figure(frame, step), "runs_proxies", half=True)
 with right:
-    show_figure(lab_figures.alpha_figure(frame, step), "runs_alpha", half=True)
-losses = [c for c in ("loss", "eval_loss") if c in frame.columns and frame[c].notna().any()]
-if losses:
-    lines = [
-        {"type": "scatter", "x": frame["step"], "y": frame[c], "name": c, "mode": "lines+markers",
-         "line": {"color": OKABE_ITO[name]}}
-        for c, name in zip(losses, ("blue", "vermillion"), strict=False)
-    ]  # fmt: skip
-    layout = {"xaxis": axis_title("training step"), "yaxis": axis_title("loss")}
-    show_figure(figure(lines, "Losses the Trainer logged", legend_title="", layout=layout), "runs_losses")
+    show_figure(trajectory_figures.alpha_figure(frame, step), "runs_alpha", half=True)
+if (losses := trajectory_figures.loss_figure(frame, step)) is not None:
+    show_figure(losses, "runs_losses")
 
 st.subheader(f"At step {step}")
 analysis = service.step_analysis(key, step, run.steps[step])

@@ -1,5 +1,6 @@
 """Figures of the generalization lab: a run's terms and errors through training, its p* map at one
-step, and every measure against the measured gap over a sweep.
+step, and every measure against the measured gap over a sweep. The proxies and α through training
+are :mod:`specbound.figures.trajectory`'s, shared with the trajectories of real runs.
 
 Each builder takes the tables of :mod:`specbound.lab.views` (or a run) and returns a ``go.Figure``;
 nothing is styled globally. Colours are the Okabe–Ito palette, readable with every common colour
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -21,69 +21,13 @@ from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from . import style
 from .style import PANEL_TITLE_ROOM, SEQUENTIAL, TOP_MARGIN, axis_title, figure, on_panel, panel_grid, panel_ref
+from .trajectory import STEP_AXIS, step_layout
 
 #: Okabe & Ito (2008), the palette of every figure: black, orange, sky blue, bluish green, yellow, blue,
 #: vermillion, reddish purple.
 OKABE_ITO: tuple[str, ...] = tuple(style.OKABE_ITO.values())
-#: (column of :func:`~specbound.lab.views.trajectory_frame`, legend name, colour, dash) per proxy line.
-_PROXY_LINES: tuple[tuple[str, str, str, str], ...] = (
-    ("ours_log10", "ours at p*", OKABE_ITO[5], "solid"),
-    ("edelman_log10", "Edelman-style", OKABE_ITO[6], "solid"),
-    ("ours_p0_log10", "ours at p = 0", OKABE_ITO[3], "dot"),
-    ("ours_p1_log10", "ours at p = 1", OKABE_ITO[1], "dot"),
-    ("ours_p2_log10", "ours at p = 2", OKABE_ITO[7], "dot"),
-)
 #: Colours of training-set sizes in the sweep scatter, smallest n first.
 _N_COLORS = (OKABE_ITO[1], OKABE_ITO[2], OKABE_ITO[3], OKABE_ITO[5], OKABE_ITO[6], OKABE_ITO[7])
-_STEP_AXIS = "training step"
-
-
-def _step_layout(step: int | None, x_title: str = _STEP_AXIS, **axes: Any) -> dict[str, Any]:
-    """Axes of a figure against the training step, with a dotted line at the step the slider shows."""
-    layout: dict[str, Any] = {"xaxis": axis_title(x_title), **axes}
-    if step is not None:
-        marker = {"color": "#777777", "dash": "dot", "width": 1}
-        layout["shapes"] = [
-            {"type": "line", "xref": "x", "yref": "y domain", "x0": step, "x1": step, "y0": 0, "y1": 1, "line": marker}
-        ]
-    return layout
-
-
-def proxies_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
-    """log10 of ours at p*, Edelman's proxy and ours at p = 0, 1, 2 against the training step."""
-    lines = [
-        {
-            "type": "scatter",
-            "x": frame["step"],
-            "y": frame[column],
-            "name": name,
-            "mode": "lines+markers",
-            "line": {"color": color, "dash": dash},
-        }
-        for column, name, color, dash in _PROXY_LINES
-    ]
-    layout = _step_layout(step, yaxis=axis_title("log10 proxy"))
-    return figure(
-        lines, "Proxies through training (log10)", source="ours at p* is the total", legend_title="proxy", layout=layout
-    )
-
-
-def alpha_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
-    """log10 α⁽ℓ⁾ of every layer against the training step."""
-    columns = [c for c in frame.columns if c.startswith("log10_alpha_L")]
-    lines = [
-        {
-            "type": "scatter",
-            "x": frame["step"],
-            "y": frame[column],
-            "name": f"layer {column.removeprefix('log10_alpha_L')}",
-            "mode": "lines+markers",
-            "line": {"color": OKABE_ITO[(index + 1) % len(OKABE_ITO)]},
-        }
-        for index, column in enumerate(columns)
-    ]
-    layout = _step_layout(step, yaxis=axis_title("log10 α⁽ℓ⁾"))
-    return figure(lines, "log10 α per layer through training", legend_title="α of", layout=layout)
 
 
 def power_law_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
@@ -101,7 +45,7 @@ def power_law_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
         for column, name, color in (("alpha", "α", OKABE_ITO[5]), ("alpha_hat", "α̂ = α log10 λ_max", OKABE_ITO[6]))
         if column in frame
     ]
-    layout = _step_layout(step, yaxis=axis_title("mean over the matrices"))
+    layout = step_layout(step, yaxis=axis_title("mean over the matrices"))
     return figure(
         lines,
         "Power-law exponent of the spectra through training",
@@ -132,7 +76,7 @@ def p_star_distribution_figure(run: RunTrajectory, step: int | None = None) -> g
                 "hoverinfo": "y+text",
             }
         )
-    layout = {"xaxis": axis_title(_STEP_AXIS), "yaxis": axis_title("p*", range=[-0.1, 2.1])}
+    layout = {"xaxis": axis_title(STEP_AXIS), "yaxis": axis_title("p*", range=[-0.1, 2.1])}
     return figure(boxes, f"p* of the {len(run.matrices)} matrices through training", layout=layout)
 
 
@@ -150,7 +94,7 @@ def errors_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
         },
         {**line, "y": frame["gap"], "name": "gap = test − train", "line": {"color": OKABE_ITO[0], "dash": "dash"}},
     ]
-    return figure(lines, "Errors and gap through training", layout=_step_layout(step, yaxis=axis_title("error rate")))
+    return figure(lines, "Errors and gap through training", layout=step_layout(step, yaxis=axis_title("error rate")))
 
 
 def p_star_map_figure(p_map: PStarMap) -> go.Figure:
