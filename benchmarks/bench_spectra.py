@@ -209,7 +209,7 @@ def main() -> int:
 
 def _touch(terms) -> None:
     """Force the lazily computed totals so that the timing covers every term."""
-    terms.contribution, terms.schatten, terms.log_total, terms.per_kind()
+    terms.contribution, terms.schatten, terms.log_total, terms.log_per_kind()
 
 
 if __name__ == "__main__":
