@@ -587,8 +587,8 @@ class _StateDictReader:
     analysis never reads, are never converted.
     """
 
-    def __init__(self, state: Mapping[str, Any]) -> None:
-        self._state = state
+    def __init__(self, state: Mapping[str, Any], where: str = "the model") -> None:
+        self._state, self.where = state, where
 
     def names(self) -> list[str]:
         return [name for name in self._state if isinstance(name, str)]
@@ -601,13 +601,9 @@ class _StateDictReader:
 
     def get(self, name: str) -> np.ndarray:
         tensor = self._state[name]
-        if hasattr(tensor, "detach"):  # a torch tensor or parameter, on any device
-            import torch
-
-            if tensor.layout != torch.strided:
-                raise CheckpointError(f"tensor {quoted(name)} is stored {tensor.layout}, not as a dense array")
-            return tensor.detach().to(device="cpu", dtype=torch.float64, copy=True).numpy()  # never the model's memory
-        return np.asarray(tensor, dtype=np.float64)
+        if hasattr(tensor, "detach"):  # a torch tensor or parameter, on any device: a float64 copy on the CPU
+            return _dense_float64(tensor, name, self.where, copy=True)
+        return np.array(tensor, dtype=np.float64)
 
 
 class _TensorReader:
@@ -666,11 +662,11 @@ class _TensorReader:
                     f"cannot read tensor {quoted(name)} from {path.name} ({_first_line(exc)})"
                 ) from None
         else:
-            array = _dense_float64(self._state_dict(path)[name], name, path)
+            array = _dense_float64(self._state_dict(path)[name], name, path.name)
         return np.asarray(array, dtype=np.float64)
 
 
-def _dense_float64(tensor: Any, name: str, path: Path) -> np.ndarray:
+def _dense_float64(tensor: Any, name: str, where: str, *, copy: bool = False) -> np.ndarray:
     """A pickled tensor of any kind as a dense float64 array, or one CheckpointError line.
 
     A state dict may hold ``nn.Parameter`` objects (they require grad: detached here), sparse tensors
@@ -681,7 +677,7 @@ def _dense_float64(tensor: Any, name: str, path: Path) -> np.ndarray:
     """
     import torch
 
-    what = f"tensor {quoted(name)} in {path.name}"
+    what = f"tensor {quoted(name)} in {where}"
     if not isinstance(tensor, torch.Tensor):
         raise CheckpointError(f"{what} is a {quoted(type(tensor).__name__)}, not a tensor")
     sparse = {torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc}
@@ -697,7 +693,8 @@ def _dense_float64(tensor: Any, name: str, path: Path) -> np.ndarray:
                 raise CheckpointError(f"{what} is a meta tensor: it holds a shape but no values")
             if value.is_quantized or value.is_complex():
                 raise CheckpointError(f"{what} has dtype {quoted(value.dtype)}, not a floating-point type")
-            return value.resolve_conj().resolve_neg().to(device="cpu", dtype=torch.float64).numpy()
+            value = value.resolve_conj().resolve_neg()
+            return value.to(device="cpu", dtype=torch.float64, copy=copy).numpy()  # copy: never a model's memory
     except CheckpointError:
         raise
     except Exception as exc:  # whatever else a tensor kind can do on conversion: one line, never a traceback
@@ -774,7 +771,7 @@ class Checkpoint:
         adapter = adapter_of_config(config, where)
         shape = adapter.shape(config, where)
         check_encoder_shape(shape, where)
-        return cls(shape, adapter, _StateDictReader(state), where)
+        return cls(shape, adapter, _StateDictReader(state, where), where)
 
     def _find_layout(self) -> tuple[str, LayerLayout]:
         """The key prefix (one of the adapter's: "", "bert.", "model.", ...) and layout, from layer 0's first tensor."""

@@ -141,3 +141,22 @@ def test_the_readme_notebook_example_runs_as_written() -> None:
     exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["result"].model == "minilm-l6"
     assert namespace["gpt"].family == "gpt2" and namespace["gpt"].at_p is not None
+
+
+def test_a_state_dict_of_odd_tensors_converts_or_says_why() -> None:
+    """Parameters convert, a sparse weight is made dense, a meta tensor is one line (the pickles' rules)."""
+    import torch
+
+    from specbound.errors import CheckpointError
+
+    model = _tiny("bert")
+    state = dict(model.state_dict())
+    reference = specbound.analyze(state, config=model.config).to_frame()
+    key = "encoder.layer.0.attention.self.query.weight"
+    with_parameter = {**state, key: torch.nn.Parameter(state[key].clone())}
+    assert specbound.analyze(with_parameter, config=model.config).to_frame().equals(reference)
+    sparse = {**state, key: state[key].to_sparse()}
+    assert specbound.analyze(sparse, config=model.config).to_frame().equals(reference)
+    meta = {**state, key: torch.empty(state[key].shape, device="meta")}
+    with pytest.raises(CheckpointError, match="meta tensor"):
+        specbound.analyze(meta, config=model.config)
