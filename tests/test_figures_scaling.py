@@ -46,7 +46,7 @@ def test_growth_figure_panels_and_styles(axis: Axis, panels: int) -> None:
     ours = next(name for name in legend if name.startswith("ours"))
     # the pooled exponent is quoted with its standard error (exact power laws: 0)
     assert ours == (
-        "ours (p*) ~ L^0.50 ± 0.00" if axis is Axis.DEPTH else "ours (p*) ~ N^1.00 ± 0.00 (2 sizes only)"
+        "ours (p*) ~ L<sup>0.50</sup> ± 0.00" if axis is Axis.DEPTH else "ours (p*) ~ N<sup>1.00</sup> ± 0.00 (2 sizes only)"
     )  # N in {128, 256}
     assert figure.layout.yaxis.title.text == f"proxy / proxy at {axis.value} = {2 if axis is Axis.DEPTH else 128}"
 
@@ -72,12 +72,12 @@ def test_legend_quotes_the_better_law_with_its_uncertainty() -> None:
         for n in (128, 256)
     )
     legend = _legend(study, Axis.DEPTH)
-    assert legend["edelman"] == "Edelman et al. ~ e^(r·L), r = 2.30 ± 0.00"
+    assert legend["edelman"] == "Edelman et al. ~ e<sup>r·L</sup>, r = 2.30 ± 0.00"
     ours = study.exponent(Proxy.OURS, Axis.DEPTH)
-    assert legend["ours"] == f"ours (p*) ~ L^{ours.slope:.2f} ± {ours.slope_se:.2f}"
+    assert legend["ours"] == f"ours (p*) ~ L<sup>{ours.slope:.2f}</sup> ± {ours.slope_se:.2f}"
     assert (round(ours.slope, 2), round(ours.slope_se, 2)) == (0.51, 0.04)
     two = ScalingStudy.from_summaries(s for s in study.summaries if s.num_layers in (2, 4))
-    assert _legend(two, Axis.DEPTH)["edelman"] == "Edelman et al. ~ L^6.64 ± 0.00 (2 sizes only)"
+    assert _legend(two, Axis.DEPTH)["edelman"] == "Edelman et al. ~ L<sup>6.64</sup> ± 0.00 (2 sizes only)"
 
 
 def test_edelman_ratio_is_finite_although_its_values_overflow() -> None:

@@ -48,8 +48,8 @@ def power_law_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     layout = step_layout(step, yaxis=axis_title("mean over the matrices"))
     return figure(
         lines,
-        "Power-law exponent of the spectra through training",
-        source="Clauset et al. (2009) fit of each matrix's eigenvalues σ², x_min by the KS distance",
+        "Power-law α through training",  # short enough for a phone's width, like the other lab titles
+        source="Clauset et al. fit of σ²",
         legend_title="exponent",
         layout=layout,
     )

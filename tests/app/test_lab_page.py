@@ -87,7 +87,7 @@ def test_a_reference_run_shows_the_reference_numbers(lab_app, runs_csv, figure_t
     np.testing.assert_allclose(_trace(alpha, "layer 1")["y"], [s.log10_alpha[1] for s in run.steps], rtol=1e-12)
     boxes = figure_titled(at, "p* of the 12 matrices")["data"]
     assert [list(b["y"]) for b in boxes] == [list(s.p_opt) for s in run.steps]
-    power_law = figure_titled(at, "Power-law exponent of the spectra")
+    power_law = figure_titled(at, "Power-law α through training")
     np.testing.assert_allclose(_trace(power_law, "α")["y"], rows["alpha"], rtol=1e-12)
     np.testing.assert_allclose(_trace(power_law, "α̂ = α log10 λ_max")["y"], rows["alpha_hat"], rtol=1e-12)
     flatness = next(c.value for c in at.caption if c.value.startswith("On the final checkpoint"))

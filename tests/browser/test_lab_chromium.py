@@ -10,7 +10,7 @@ from dashboard.lab import LAB_MODEL_LABEL
 
 pytestmark = pytest.mark.browser
 
-FIGURES = ("lab_proxies", "lab_errors", "lab_alpha", "lab_p_distribution", "lab_p_map", "lab_spectra")
+FIGURES = ("lab_proxies", "lab_errors", "lab_alpha", "lab_p_distribution", "lab_power_law", "lab_p_map", "lab_spectra")
 
 
 def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:

@@ -37,6 +37,7 @@ PAGES: tuple[tuple[str, str], ...] = (
     ("scaling", "Scaling"),
     ("theory", "Theory"),
     ("lab", "Lab"),
+    ("runs", "Training runs"),
 )
 PROJECTOR, LAPTOP, PHONE = {"width": 1024, "height": 768}, {"width": 1440, "height": 900}, {"width": 390, "height": 844}
 HEADLINE_MAX_PX = 90
