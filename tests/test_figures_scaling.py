@@ -45,9 +45,8 @@ def test_growth_figure_panels_and_styles(axis: Axis, panels: int) -> None:
     assert len(legend) == len(Proxy)  # each proxy named once
     ours = next(name for name in legend if name.startswith("ours"))
     # the pooled exponent is quoted with its standard error (exact power laws: 0)
-    assert ours == (
-        "ours (p*) ~ L<sup>0.50</sup> ± 0.00" if axis is Axis.DEPTH else "ours (p*) ~ N<sup>1.00</sup> ± 0.00 (2 sizes only)"
-    )  # N in {128, 256}
+    depth, width = "ours (p*) ~ L<sup>0.50</sup> ± 0.00", "ours (p*) ~ N<sup>1.00</sup> ± 0.00 (2 sizes only)"
+    assert ours == (depth if axis is Axis.DEPTH else width)  # N in {128, 256}
     assert figure.layout.yaxis.title.text == f"proxy / proxy at {axis.value} = {2 if axis is Axis.DEPTH else 128}"
 
 
