@@ -75,6 +75,26 @@ class FamilyAdapter(ABC):
         return 1.0
 
 
+class LinearAdapter(FamilyAdapter):
+    """A family whose layer weights are all ``nn.Linear`` (out, in), one tensor per canonical field:
+    ``names`` maps each field of :class:`~specbound.matrices.LayerWeights` to its key, and the tensors
+    are the canonical weights as they are."""
+
+    names: ClassVar[dict[str, str]]
+
+    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
+        return linear_specs(self.names, shape)
+
+    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
+        return LayerWeights(**tensors)
+
+
+def linear_specs(names: Mapping[str, str], shape: ModelShape) -> dict[str, TensorSpec]:
+    """The specs of ``nn.Linear`` weights named by field, with the (out, in) shapes the model implies."""
+    expected = LayerWeights.expected_shapes(shape)
+    return {role: TensorSpec(name, expected[role]) for role, name in names.items()}
+
+
 # --- config readers ---------------------------------------------------------------------------
 
 

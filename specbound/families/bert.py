@@ -9,19 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..architecture import ModelShape
-from ..matrices import LayerWeights
-from .base import FamilyAdapter, LayerLayout, TensorSpec, activation, build_shape, initializer_range, positive_int
+from .base import LayerLayout, LinearAdapter, activation, build_shape, initializer_range, linear_specs, positive_int
 
 
-def _linear_specs(names: Mapping[str, str], shape: ModelShape) -> dict[str, TensorSpec]:
-    expected = LayerWeights.expected_shapes(shape)
-    return {role: TensorSpec(name, expected[role]) for role, name in names.items()}
-
-
-class BertAdapter(FamilyAdapter):
+class BertAdapter(LinearAdapter):
     model_types: ClassVar[tuple[str, ...]] = ("bert", "roberta", "xlm-roberta", "camembert", "electra")
     label = "BERT"
     root = "encoder.layer"
@@ -46,12 +38,6 @@ class BertAdapter(FamilyAdapter):
             activation=activation(config, "hidden_act", where, "gelu"),
             initializer_range=initializer_range(config),
         )
-
-    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
-        return _linear_specs(self.names, shape)
-
-    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
-        return LayerWeights(**tensors)
 
 
 class ViTAdapter(BertAdapter):
@@ -81,10 +67,10 @@ class ViTAdapter(BertAdapter):
     }
 
     def layouts(self, shape: ModelShape) -> tuple[LayerLayout, ...]:
-        return (*super().layouts(shape), LayerLayout("layers", _linear_specs(self.in_memory_names, shape)))
+        return (*super().layouts(shape), LayerLayout("layers", linear_specs(self.in_memory_names, shape)))
 
 
-class DistilBertAdapter(FamilyAdapter):
+class DistilBertAdapter(LinearAdapter):
     model_types: ClassVar[tuple[str, ...]] = ("distilbert",)
     label = "DistilBERT"
     root = "transformer.layer"
@@ -109,9 +95,3 @@ class DistilBertAdapter(FamilyAdapter):
             activation=activation(config, "activation", where, "gelu"),
             initializer_range=initializer_range(config),
         )
-
-    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
-        return _linear_specs(self.names, shape)
-
-    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
-        return LayerWeights(**tensors)

@@ -8,14 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..architecture import Adaptation, Mlp, ModelShape
-from ..matrices import LayerWeights
-from .base import FamilyAdapter, TensorSpec, activation, build_shape, initializer_range, optional_int, positive_int
+from .base import LinearAdapter, activation, build_shape, initializer_range, optional_int, positive_int
 
 
-class LlamaAdapter(FamilyAdapter):
+class LlamaAdapter(LinearAdapter):
     model_types: ClassVar[tuple[str, ...]] = ("llama", "mistral", "qwen2")
     label = "Llama"
     root = "layers"
@@ -51,10 +48,3 @@ class LlamaAdapter(FamilyAdapter):
             adaptations=tuple(adaptations),
             initializer_range=initializer_range(config),
         )
-
-    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
-        expected = LayerWeights.expected_shapes(shape)
-        return {role: TensorSpec(name, expected[role]) for role, name in self.names.items()}
-
-    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
-        return LayerWeights(**tensors)

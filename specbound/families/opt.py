@@ -8,14 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..architecture import Adaptation, ModelShape
-from ..matrices import LayerWeights
-from .base import FamilyAdapter, TensorSpec, activation, build_shape, initializer_range, positive_int
+from .base import LinearAdapter, activation, build_shape, initializer_range, positive_int
 
 
-class OPTAdapter(FamilyAdapter):
+class OPTAdapter(LinearAdapter):
     model_types: ClassVar[tuple[str, ...]] = ("opt",)
     label = "OPT"
     root = "decoder.layers"
@@ -41,10 +38,3 @@ class OPTAdapter(FamilyAdapter):
             adaptations=(Adaptation.CAUSAL,),
             initializer_range=initializer_range(config, "init_std"),
         )
-
-    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
-        expected = LayerWeights.expected_shapes(shape)
-        return {role: TensorSpec(name, expected[role]) for role, name in self.names.items()}
-
-    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
-        return LayerWeights(**tensors)
