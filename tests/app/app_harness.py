@@ -43,3 +43,28 @@ def run_clean(at: AppTest) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def forbid_recomputation(monkeypatch) -> None:
+    """Make every file access and decomposition of the analysis raise: the slider path may only evaluate."""
+    import specbound.cache
+    import specbound.checkpoints
+    import specbound.loading
+    import specbound.models
+
+    def forbidden(*_, **__):
+        raise AssertionError("the slider path reached file access or a decomposition")
+
+    for module, name in [
+        (specbound.loading, "load_profile"),
+        (specbound.loading, "compute_profile"),
+        (specbound.checkpoints, "fetch"),
+        (specbound.checkpoints, "is_cached"),
+        (specbound.checkpoints, "open_checkpoint"),
+        (specbound.cache.ProfileCache, "load"),
+        (specbound.models, "catalog"),
+        (np.linalg, "svd"),
+        (np.linalg, "eigvalsh"),
+        (np.linalg, "qr"),
+    ]:
+        monkeypatch.setattr(module, name, forbidden)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from app_harness import run_clean
+from app_harness import forbid_recomputation, run_clean
 
 from dashboard.headline import log_one_layer_change, total_texts
 from dashboard.numbers import format_against, format_resolving, format_value
@@ -185,26 +185,7 @@ def test_charts_carry_the_terms(free_p_app, rerun, figure_titled, minilm) -> Non
 
 def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, monkeypatch) -> None:
     """After the first render, moving p only evaluates the cached analysis."""
-    import specbound.cache
-    import specbound.checkpoints
-    import specbound.loading
-    import specbound.models
-
-    def forbidden(*_, **__):
-        raise AssertionError("the slider path reached file access or a decomposition")
-
-    for module, name in [
-        (specbound.loading, "load_profile"),
-        (specbound.loading, "compute_profile"),
-        (specbound.checkpoints, "fetch"),
-        (specbound.checkpoints, "is_cached"),
-        (specbound.checkpoints, "open_checkpoint"),
-        (specbound.cache.ProfileCache, "load"),
-        (specbound.models, "catalog"),
-        (np.linalg, "svd"),
-        (np.linalg, "eigvalsh"),
-    ]:
-        monkeypatch.setattr(module, name, forbidden)
+    forbid_recomputation(monkeypatch)
     for p in (0.25, 1.75):
         at = free_p_app
         at.slider(key="p_global").set_value(p)

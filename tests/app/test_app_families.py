@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
-from app_harness import run_clean, unescaped
+from app_harness import forbid_recomputation, run_clean, unescaped
 
 from dashboard.text import TOTAL_LABEL
 from specbound.bounds import BoundAnalysis
@@ -102,11 +101,6 @@ def test_the_bound_explorer_has_a_slider_per_kind_the_model_has(landing_app, lla
 
 
 def test_the_slider_path_of_a_gated_grouped_query_model_runs_no_svd(landing_app, llama_dir, monkeypatch) -> None:
-    import specbound.cache
-    import specbound.checkpoints
-    import specbound.loading
-    import specbound.models
-
     at = landing_app
     _open(at, llama_dir)
     at.switch_page("pages/bounds.py")
@@ -114,21 +108,7 @@ def test_the_slider_path_of_a_gated_grouped_query_model_runs_no_svd(landing_app,
     at.toggle(key="p_optimal").set_value(False)
     run_clean(at)
 
-    def forbidden(*_, **__):
-        raise AssertionError("the slider path reached file access or a decomposition")
-
-    for module, name in [
-        (specbound.loading, "load_profile"),
-        (specbound.loading, "compute_profile"),
-        (specbound.checkpoints, "fetch"),
-        (specbound.checkpoints, "open_checkpoint"),
-        (specbound.cache.ProfileCache, "load"),
-        (specbound.models, "catalog"),
-        (np.linalg, "svd"),
-        (np.linalg, "eigvalsh"),
-        (np.linalg, "qr"),
-    ]:
-        monkeypatch.setattr(module, name, forbidden)
+    forbid_recomputation(monkeypatch)
     for p in (0.25, 1.75):
         at.slider(key="p_global").set_value(p)
         run_clean(at)
