@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from app_harness import forbid_recomputation, run_clean, unescaped
 
+from dashboard.headline import log_one_layer_change
+from dashboard.numbers import format_resolving
 from dashboard.text import TOTAL_LABEL
-from specbound.bounds import BoundAnalysis
+from specbound.bounds import BoundAnalysis, snap_to_grid
 from specbound.loading import load_profile
 
 
@@ -107,12 +109,14 @@ def test_the_slider_path_of_a_gated_grouped_query_model_runs_no_svd(landing_app,
     run_clean(at)
     at.toggle(key="p_optimal").set_value(False)
     run_clean(at)
-
+    analysis = BoundAnalysis.from_profile(load_profile(str(llama_dir)))  # before the guard: it reads the cache
     forbid_recomputation(monkeypatch)
     for p in (0.25, 1.75):
         at.slider(key="p_global").set_value(p)
         run_clean(at)
-        assert [m.value for m in at.metric if m.label == TOTAL_LABEL]
+        terms = analysis.evaluate(float(snap_to_grid(p, analysis.grid_m)))  # the slider snaps to P_m
+        (total,) = [m.value for m in at.metric if m.label == TOTAL_LABEL]
+        assert total == format_resolving(terms.log_total, log_one_layer_change(terms))
 
 
 @pytest.mark.parametrize("model", ["llama", "neox"])
