@@ -25,12 +25,14 @@ import errno
 import hashlib
 import io
 import os
+import queue
 import struct
+import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -117,11 +119,11 @@ def is_cached(repo_id: str, revision: str | None = None) -> bool:
     return _cached_snapshot(repo_id, revision) is not None
 
 
-def fetch(ref: ModelRef, progress: ProgressCallback = silent) -> Path:
+def fetch(ref: ModelRef, progress: ProgressCallback = silent, *, cap: int | None = None) -> Path:
     """The local directory holding the model's config and weights, downloading them if needed.
 
     A download first fetches and validates config.json, then sizes the weight files from the Hub's
-    metadata and refuses them above the cap (:func:`specbound.limits.max_download_bytes`).
+    metadata and refuses them above the cap (``cap`` bytes, else :func:`specbound.limits.max_download_bytes`).
     """
     if ref.path is not None:
         return ref.path
@@ -133,9 +135,116 @@ def fetch(ref: ModelRef, progress: ProgressCallback = silent) -> Path:
 
     if constants.HF_HUB_OFFLINE or offline_mode():
         raise OfflineError(_offline_message(ref, "offline mode is on (HF_HUB_OFFLINE)"))
-    plan = download_plan(ref, progress)
+    plan = download_plan(ref, progress, cap=cap)
     plan.check_cap()
+    _announce(plan, progress)
     return _download(ref, plan, progress)
+
+
+def _announce(plan: DownloadPlan, progress: ProgressCallback) -> None:
+    """The size of what is about to be fetched, before the first weight byte is requested."""
+    count = len(plan.files)
+    progress(ProgressEvent("download", 0, plan.total_bytes, f"{count} weight file{'s' * (count != 1)}"))
+
+
+def start_download(
+    ref: ModelRef, progress: ProgressCallback = silent, *, cap: int | None = None
+) -> ShardDownloads | None:
+    """For a sharded Hub model not yet in the cache: its plan checked against the cap, and a
+    :class:`ShardDownloads` ready to fetch the shards in layer order while the analysis reads them.
+    None when there is nothing to stream (a local directory, a cached model, a single weight file,
+    offline): :func:`fetch` then does the whole job."""
+    if ref.path is not None or ref.repo_id is None or _cached_snapshot(ref.repo_id, ref.revision) is not None:
+        return None
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE or offline_mode():
+        return None
+    plan = download_plan(ref, progress, cap=cap)
+    if len(plan.files) < 2:
+        return None
+    plan.check_cap()
+    _announce(plan, progress)
+    return ShardDownloads(ref, plan)
+
+
+class ShardDownloads:
+    """Fetches a plan's shards one by one in a background thread, in the order the layers need them.
+
+    :meth:`wait` blocks until one shard is on disk (the checkpoint calls it before opening a shard),
+    re-raising the download's error if it failed. Progress events of the download are queued and
+    delivered on the analysing thread (:meth:`relay`): a dashboard may only draw from its own thread.
+    """
+
+    def __init__(self, ref: ModelRef, plan: DownloadPlan) -> None:
+        self.ref, self.plan, self.directory = ref, plan, plan.directory
+        self._events: queue.SimpleQueue[ProgressEvent] = queue.SimpleQueue()
+        self._arrived: dict[str, threading.Event] = {name: threading.Event() for name, _ in plan.files}
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._progress: ProgressCallback = silent
+
+    def start(self, order: list[Path]) -> None:
+        names = [path.name for path in order if path.name in self._arrived]
+        names += [name for name, _ in self.plan.files if name not in names]
+        self._thread = threading.Thread(target=self._run, args=(names,), daemon=True, name="specbound-download")
+        self._thread.start()
+
+    def _run(self, names: list[str]) -> None:
+        try:
+            with _hub_errors(self.ref):
+                for name in names:
+                    if self._stop.is_set():
+                        return
+                    _hub_file(self.plan.repo_id, name, self.ref.revision, local_only=False, progress=self._events.put)
+                    self._arrived[name].set()
+        except BaseException as exc:  # handed to the analysing thread
+            self._error = exc
+        finally:
+            for event in self._arrived.values():
+                event.set()  # nobody waits forever; a missing shard then raises in wait()
+
+    def relay(self, progress: ProgressCallback) -> ProgressCallback:
+        """``progress`` preceded by the download's queued events, all on the calling thread."""
+
+        def forward(event: ProgressEvent) -> None:
+            self._pump(progress)
+            progress(event)
+
+        self._progress = progress
+        return forward
+
+    def _pump(self, progress: ProgressCallback) -> None:
+        while True:
+            try:
+                progress(self._events.get_nowait())
+            except queue.Empty:
+                return
+
+    def wait(self, filename: str) -> None:
+        event = self._arrived.get(filename)
+        if event is None:
+            return
+        while not event.wait(0.1):
+            self._pump(self._progress)
+        self._pump(self._progress)
+        if self._error is not None:
+            raise self._error
+        if self._stop.is_set() and not (self.directory / filename).is_file():
+            raise CheckpointError(f"the download of {filename} was stopped")
+
+    def stop(self) -> None:
+        """Stop after the file in progress (the analysis failed or finished)."""
+        self._stop.set()
+
+    def finish(self) -> Path:
+        """Wait for every file, re-raising a download error; the checkpoint directory."""
+        for name, _ in self.plan.files:
+            self.wait(name)
+        if self._thread is not None:
+            self._thread.join()
+        return self.directory
 
 
 @dataclass(frozen=True)
@@ -164,11 +273,11 @@ class DownloadPlan:
         if not self.within_cap:
             raise LimitExceededError(
                 f"'{self.repo_id}' needs {self.total_bytes / 1e6:,.0f} MB of weights, more than the download "
-                f"cap of {self.cap_bytes / 1e6:,.0f} MB (set {MAX_DOWNLOAD_ENV_VAR} to raise it)"
+                f"cap of {self.cap_bytes / 1e6:,.0f} MB (raise it with --max-download-gb or {MAX_DOWNLOAD_ENV_VAR})"
             )
 
 
-def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> DownloadPlan:
+def download_plan(ref: ModelRef, progress: ProgressCallback = silent, *, cap: int | None = None) -> DownloadPlan:
     """Fetch and validate config.json, then size the weight download from the Hub's metadata.
 
     The dashboard calls this to show the size before asking; :func:`fetch` calls it before any
@@ -178,7 +287,7 @@ def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> Downloa
     repo = ref.repo_id
     if repo is None:
         raise ModelNotFoundError(f"'{ref.name}' is not a Hub model: nothing to download")
-    cap = max_download_bytes()
+    cap = max_download_bytes() if cap is None else cap
     with _hub_errors(ref):
         _check_reachable(ref)
         config_size = _remote_size(repo, CONFIG_FILE, ref.revision)
@@ -419,17 +528,22 @@ def fingerprint(directory: Path) -> str:
     """
     digest = hashlib.sha256()
     for path in [directory / CONFIG_FILE, *weight_files(directory)]:
-        try:
-            stat = path.stat()
-            sample = _content_sample(path, stat.st_size)
-        except OSError as exc:
-            raise CheckpointError(f"cannot read {path.name} in {directory.name}: {describe_os_error(exc)}") from None
-        digest.update(
-            f"{path.name}:{path.resolve().name}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:".encode()
-            + sample
-            + b"\n"
-        )
+        digest.update(_file_record(directory, path))
     return digest.hexdigest()[:16]
+
+
+def _file_record(directory: Path, path: Path) -> bytes:
+    """One file's part of a revision key: its names, size, times and content sample (:func:`fingerprint`)."""
+    try:
+        stat = path.stat()
+        sample = _content_sample(path, stat.st_size)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path.name} in {directory.name}: {describe_os_error(exc)}") from None
+    return (
+        f"{path.name}:{path.resolve().name}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:".encode()
+        + sample
+        + b"\n"
+    )
 
 
 def read_config(directory: Path) -> tuple[ModelShape, FamilyAdapter]:
@@ -449,7 +563,7 @@ def read_config(directory: Path) -> tuple[ModelShape, FamilyAdapter]:
         raise CheckpointError(f"{where} is not a JSON object")
     adapter = adapter_of_config(config, where)
     shape = adapter.shape(config, where)
-    check_encoder_shape(shape, where)
+    check_encoder_shape(shape, where, {role: spec.shape for role, spec in adapter.tensors(shape).items()})
     return shape, adapter
 
 
@@ -556,10 +670,19 @@ class _TensorReader:
     before :meth:`get` converts anything.
     """
 
-    def __init__(self, files: list[Path]) -> None:
+    def __init__(
+        self, files: list[Path], weight_map: dict[str, Path] | None = None, arrival: ShardArrival | None = None
+    ) -> None:
+        """``weight_map`` (a shard index's, tensor name -> shard) makes the shards open lazily, each the
+        first time one of its tensors is asked for, after ``arrival`` says it is on disk (a download
+        in progress); without it every file's tensor names are read now."""
         self._where: dict[str, Path] = {}
         self._headers: dict[Path, dict[str, TensorInfo]] = {}
         self._state_dicts: dict[Path, dict[str, Any]] = {}
+        self._arrival = arrival
+        if weight_map is not None:
+            self._where = dict(weight_map)
+            return
         for path in files:
             for name in self._keys(path):
                 self._where[name] = path
@@ -567,19 +690,41 @@ class _TensorReader:
     def names(self) -> list[str]:
         return list(self._where)
 
+    def shard_of(self, name: str) -> Path:
+        return self._where[name]
+
     def _keys(self, path: Path) -> list[str]:
         if path.suffix == ".safetensors":
             self._headers[path] = safetensors_header(path)
             return list(self._headers[path])
         return list(self._state_dict(path))
 
+    def _opened(self, path: Path) -> None:
+        """Wait for a shard still downloading, then read its header (or pickle) once."""
+        if path in self._headers or path in self._state_dicts:
+            return
+        if self._arrival is not None:
+            self._arrival.wait(path.name)
+        self._keys(path)
+
     def _state_dict(self, path: Path) -> dict[str, Any]:
         if path not in self._state_dicts:
             self._state_dicts[path] = _load_pickle(path)
         return self._state_dicts[path]
 
+    def release(self, path: Path) -> None:
+        """Drop a pickled shard's tensors (its memory map or, for the legacy format, its data)."""
+        self._state_dicts.pop(path, None)
+
+    def _declared(self, name: str, path: Path) -> None:
+        held = self._headers[path] if path.suffix == ".safetensors" else self._state_dicts[path]
+        if name not in held:
+            raise CheckpointError(f"the shard index puts tensor {quoted(name)} in {path.name}, which does not hold it")
+
     def info(self, name: str) -> TensorInfo:
         path = self._where[name]
+        self._opened(path)
+        self._declared(name, path)
         if path.suffix == ".safetensors":
             return self._headers[path][name]
         tensor = self._state_dict(path)[name]
@@ -649,14 +794,35 @@ def _first_line(exc: BaseException) -> str:
     return quoted(text[0], 160) if text else type(exc).__name__
 
 
-class Checkpoint:
-    """An opened checkpoint directory: its shape, its family's adapter and, layer by layer, its weights."""
+class ShardArrival(Protocol):
+    """Tells when a weight file that is still downloading is on disk (:class:`ShardDownloads`)."""
 
-    def __init__(self, directory: Path) -> None:
+    def wait(self, filename: str) -> None: ...
+
+
+class Checkpoint:
+    """An opened checkpoint directory: its shape, its family's adapter and, layer by layer, its weights.
+
+    ``arrival`` is given while the shards are still downloading (:func:`start_download`): each is
+    then opened only when a layer needs it, after it has arrived.
+    """
+
+    def __init__(self, directory: Path, arrival: ShardArrival | None = None) -> None:
         self.directory = directory
         self.shape, self.adapter = read_config(directory)
-        self._reader = _TensorReader(weight_files(directory))
+        files = weight_files(directory)
+        index = _find_weights(directory)
+        weight_map = None
+        if index is not None and index.name.endswith(".index.json"):
+            tensors = _read_index(index)
+            shards = {
+                shard: _contained(directory, shard, f"the shard index {index.name}") for shard in set(tensors.values())
+            }
+            weight_map = {tensor: shards[shard] for tensor, shard in tensors.items()}
+        self._reader = _TensorReader(files, weight_map, arrival)
         self._prefix = self._find_prefix()
+        self._records: dict[Path, bytes] = {}
+        self._last_layer = self._last_layer_of_shards()
 
     def _find_prefix(self) -> str:
         """The model's key prefix (one of its adapter's: "", "bert.", "model.", ...), from layer 0's first tensor."""
@@ -672,13 +838,53 @@ class Checkpoint:
             )
         return min(prefixes, key=len)
 
-    def layer(self, index: int) -> LayerWeights:
-        """One layer's weights in canonical (out, in) form, float64; every tensor is checked for dtype and
-        shape from its header before it is read, then for finiteness and magnitude before any SVD."""
+    def _key(self, index: int, role: str) -> str:
+        return f"{self._prefix}{self.adapter.root}.{index}.{self.adapter.tensors(self.shape)[role].name}"
+
+    def shards(self, index: int) -> list[Path]:
+        """The weight files holding layer ``index``'s tensors (those present in the checkpoint)."""
+        names = set(self._reader.names())
+        keys = [self._key(index, role) for role in self.adapter.tensors(self.shape)]
+        return sorted({self._reader.shard_of(key) for key in keys if key in names})
+
+    def _last_layer_of_shards(self) -> dict[Path, int]:
+        last: dict[Path, int] = {}
+        for index in range(self.shape.num_layers):
+            for path in self.shards(index):
+                last[path] = index
+        return last
+
+    def shard_order(self) -> list[Path]:
+        """Every weight file in the order the layers need them (files holding no layer last)."""
+        order: list[Path] = []
+        for index in range(self.shape.num_layers):
+            order += [path for path in self.shards(index) if path not in order]
+        return order + [path for path in weight_files(self.directory) if path not in order]
+
+    def layer_revision(self, index: int) -> str:
+        """Revision key of one layer: config.json and the files holding it (:func:`fingerprint`'s records).
+
+        A finished layer's spectra are cached under it, so they stay valid exactly as long as the
+        files they were read from, and can be keyed before the other shards have downloaded.
+        """
+        digest = hashlib.sha256(f"layer {index}\n".encode())
+        for path in [self.directory / CONFIG_FILE, *self.shards(index)]:
+            if path not in self._records:
+                if path.name != CONFIG_FILE and self._reader._arrival is not None:
+                    self._reader._arrival.wait(path.name)
+                self._records[path] = _file_record(self.directory, path)
+            digest.update(self._records[path])
+        return digest.hexdigest()[:16]
+
+    def read(self, index: int, roles: Iterable[str]) -> dict[str, np.ndarray]:
+        """Some of one layer's tensors by role, float64, each checked for dtype and shape from its header
+        before it is read, then for finiteness and magnitude before any SVD."""
         arrays = {}
         names = set(self._reader.names())
         root = self.adapter.root
-        for role, spec in self.adapter.tensors(self.shape).items():
+        specs = self.adapter.tensors(self.shape)
+        for role in roles:
+            spec = specs[role]
             key = f"{self._prefix}{root}.{index}.{spec.name}"
             label = f"{root}.{index}.{spec.name}"
             if key not in names:
@@ -698,11 +904,55 @@ class Checkpoint:
             array = self._reader.get(key)
             _check_values(array, label)
             arrays[role] = array
-        return self.adapter.to_weights(arrays, self.shape)
+        return arrays
+
+    def layer(self, index: int) -> LayerWeights:
+        """One layer's weights in canonical (out, in) form, float64 (every tensor checked, see :meth:`read`)."""
+        return self.adapter.to_weights(self.read(index, self.adapter.tensors(self.shape)), self.shape)
 
     def layers(self) -> Iterator[LayerWeights]:
         for index in range(self.shape.num_layers):
             yield self.layer(index)
+
+    def stream(self) -> Iterator[StreamedLayer]:
+        """Each layer as a :class:`StreamedLayer` that reads its tensors only when asked; a pickled
+        shard is released once the last layer it holds has been handed on."""
+        for index in range(self.shape.num_layers):
+            yield StreamedLayer(self, index)
+            self.finished(index)
+
+    def finished(self, index: int) -> None:
+        """Layer ``index`` is done: release every pickled shard no later layer reads."""
+        for path, last in self._last_layer.items():
+            if last <= index:
+                self._reader.release(path)
+
+
+class StreamedLayer:
+    """One layer of a checkpoint, read part by part: the attention weights together, then each MLP
+    weight alone, so that at most one feed-forward matrix is held in float64 at a time
+    (:mod:`specbound.loading`). It has the reading methods of :class:`~specbound.matrices.LayerWeights`."""
+
+    def __init__(self, checkpoint: Checkpoint, index: int) -> None:
+        self.checkpoint, self.index = checkpoint, index
+
+    @property
+    def revision(self) -> str:
+        return self.checkpoint.layer_revision(self.index)
+
+    def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(query, key, value, attn_out) in (out, in) form."""
+        checkpoint = self.checkpoint
+        adapter, shape = checkpoint.adapter, checkpoint.shape
+        tensors = checkpoint.read(self.index, adapter.attention_roles(shape))
+        return adapter.attention_weights(tensors, shape)
+
+    def mlp_weight(self, field: str) -> np.ndarray:
+        """One MLP weight ("gate", "ffn_in" or "ffn_out") in (out, in) form."""
+        checkpoint = self.checkpoint
+        adapter, shape = checkpoint.adapter, checkpoint.shape
+        tensor = checkpoint.read(self.index, (field,))[field]
+        return adapter.mlp_weight(field, tensor, shape)
 
 
 def _check_values(array: np.ndarray, label: str) -> None:
