@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -170,11 +170,13 @@ def run_grid(
     use_cache: bool = True,
     progress: Callable[[str], ProgressCallback] = lambda name: silent,
     report: Callable[[str], None] = lambda line: None,
+    compute: Mapping[str, Any] | None = None,
 ) -> GridResult:
     """Analyse each model (skipping those already recorded in ``out``) and write the study's files.
 
     ``progress(name)`` gives the download/analysis callback for one model; ``report`` receives one
-    line per model and per note. Raises SpecboundError only if no model could be analysed.
+    line per model and per note; ``compute`` holds load_profile's backend, workers and download-cap
+    keywords. Raises SpecboundError only if no model could be analysed.
     """
     from .loading import load_profile
 
@@ -202,7 +204,7 @@ def run_grid(
                 outcomes.append(ModelOutcome(requested, Status.SKIPPED, summary))
                 report(f"{prefix}: skipped, already done ({RECORDS_DIR}/{_record_paths(out, ref.name)[0].name})")
                 continue
-            profile = load_profile(ref, progress=progress(requested), use_cache=use_cache)
+            profile = load_profile(ref, progress=progress(requested), use_cache=use_cache, **(compute or {}))
             analysis = BoundAnalysis.from_profile(profile, settings)
             summary = summarize(analysis)
             _write_record(out, requested, analysis, summary)
