@@ -190,13 +190,29 @@ def rank_threshold(sigma_max: np.ndarray | float, k: np.ndarray | int, tol: floa
 
 
 def norm_21(matrix: np.ndarray) -> np.ndarray:
-    """(2,1) norm: the sum over columns j of ||W[:, j]||_2. Batched over leading axes."""
+    """(2,1) norm: the sum over columns j of ||W[:, j]||_2. Batched over leading axes.
+
+    A matrix larger than ``PRODUCT_BLOCK_BYTES`` has its column norms taken block of columns by block
+    (each column's reduction is the same, so are the values) instead of through a full-size square.
+    """
+    if matrix.ndim == 2 and matrix.nbytes > PRODUCT_BLOCK_BYTES:
+        width = _block_columns(matrix)
+        columns = [np.linalg.norm(matrix[:, j : j + width], axis=0) for j in range(0, matrix.shape[1], width)]
+        return np.concatenate(columns).sum()
     return np.linalg.norm(matrix, axis=-2).sum(axis=-1)
 
 
 def norm_11(matrix: np.ndarray) -> np.ndarray:
-    """(1,1) norm: the sum of |W_ij|. Batched over leading axes."""
+    """(1,1) norm: the sum of |W_ij|. Batched over leading axes; a matrix larger than
+    ``PRODUCT_BLOCK_BYTES`` is summed block of columns by block (no full-size |W| is made)."""
+    if matrix.ndim == 2 and matrix.nbytes > PRODUCT_BLOCK_BYTES:
+        width = _block_columns(matrix)
+        return np.asarray(sum(float(np.abs(matrix[:, j : j + width]).sum()) for j in range(0, matrix.shape[1], width)))
     return np.abs(matrix).sum(axis=(-2, -1))
+
+
+def _block_columns(matrix: np.ndarray) -> int:
+    return max(1, PRODUCT_BLOCK_BYTES // (8 * matrix.shape[0]))
 
 
 def entrywise_norms_factored(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -172,6 +172,30 @@ def test_blocked_norms_of_factored_products_equal_dense(monkeypatch, shared: boo
     np.testing.assert_array_equal(whole.singular_values, blocked.singular_values)
 
 
+def test_norms_of_large_feed_forward_matrices_by_blocks_of_columns(monkeypatch) -> None:
+    import specbound.spectrum as spectrum
+
+    matrix = np.random.default_rng(3).standard_normal((40, 70)).T  # a transposed view, as M_in is
+    whole_21, whole_11 = float(spectrum.norm_21(matrix)), float(spectrum.norm_11(matrix))
+    monkeypatch.setattr(spectrum, "PRODUCT_BLOCK_BYTES", 8 * 70 * 3)  # blocks of 3 columns
+    assert float(spectrum.norm_21(matrix)) == pytest.approx(whole_21, rel=1e-14)
+    assert float(spectrum.norm_11(matrix)) == pytest.approx(whole_11, rel=1e-14)
+
+
+def test_bfloat16_weights_are_widened_exactly_as_torch_does(llama) -> None:
+    from safetensors.torch import load_file
+
+    checkpoint = open_checkpoint(llama)
+    ours = checkpoint.read(2, checkpoint.adapter.tensors(checkpoint.shape))
+    theirs = {}
+    for path in llama.glob("model-*.safetensors"):
+        theirs.update(load_file(path))
+    for role, spec in checkpoint.adapter.tensors(checkpoint.shape).items():
+        reference = theirs[f"layers.2.{spec.name}"]
+        assert str(reference.dtype) == "torch.bfloat16"
+        np.testing.assert_array_equal(ours[role], reference.double().numpy())
+
+
 def test_shared_key_value_factors_are_the_same_matrices_as_repeated_ones(llama) -> None:
     checkpoint = open_checkpoint(llama)
     weights, shape = checkpoint.layer(1), checkpoint.shape
@@ -273,6 +297,7 @@ print(json.dumps(computed))
 """
 
 
+@pytest.mark.slow
 def test_a_killed_analysis_resumes_at_the_next_layer_with_a_byte_identical_result(llama, tmp_path) -> None:
     fresh = {"SPECBOUND_CACHE": str(tmp_path / "uninterrupted")}
     uninterrupted = run_cli("analyze", str(llama), "--json", env=fresh)
@@ -326,6 +351,7 @@ print(json.dumps(events))
 """
 
 
+@pytest.mark.slow
 def test_hub_shards_are_fetched_in_layer_order_while_the_first_layers_are_analysed(llama, tmp_path) -> None:
     with LocalHub(tmp_path / "hub") as hub:
         repo = hub.add("someone/sharded-llama", llama)
