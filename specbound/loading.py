@@ -42,7 +42,7 @@ from .matrices import MLP_WEIGHT_FIELDS, attention_heads, mlp_matrix
 from .models import ModelRef, Source, resolve
 from .profile import SpectralProfile, full_dims_of
 from .progress import ProgressCallback, ProgressEvent, silent
-from .spectrum import head_spectra, norm_11, norm_21, singular_values
+from .spectrum import gram_singular_values, head_spectra, norm_11, norm_21
 
 #: A layer whose analysis holds more than this many bytes is analysed alone (its BLAS calls threaded);
 #: smaller ones run in parallel, one per core (see the module docstring and benchmarks/bench_large.py).
@@ -102,12 +102,25 @@ def analyse_layer(layer: LayerSource, shape: ModelShape, backend: Backend | None
         rows_11.append(spectra.norm_11)
         del heads
     for kind in shape.layer_kinds:  # M_gate (gated only), M_in, M_out
-        matrix = mlp_matrix(kind, layer.mlp_weight(MLP_WEIGHT_FIELDS[kind]))
-        rows_sv.append(np.pad(singular_values(matrix, be), (0, width - k_ffn))[None, :])
+        field = MLP_WEIGHT_FIELDS[kind]
+        matrix = mlp_matrix(kind, layer.mlp_weight(field))
         rows_21.append(np.atleast_1d(norm_21(matrix)))
         rows_11.append(np.atleast_1d(norm_11(matrix)))
-        del matrix
+        dims = matrix.shape
+        gram = be.gram(be.array(matrix))  # (min(N, d_ff), min(N, d_ff))
+        del matrix  # a streamed layer's matrix goes now; the eigen-solve's copy of the Gram matrix is the peak
+        from_gram = gram_singular_values(gram, (dims[0], dims[1]), be)
+        del gram
+        if from_gram is None:  # ill-conditioned: the SVD of the matrix itself, read again
+            from_gram = singular_values_dense(mlp_matrix(kind, layer.mlp_weight(field)), be)
+        rows_sv.append(np.pad(from_gram, (0, width - k_ffn))[None, :])
     return LayerSpectra(np.concatenate(rows_sv, axis=0), np.concatenate(rows_21), np.concatenate(rows_11))
+
+
+def singular_values_dense(matrix: np.ndarray, be: Backend) -> np.ndarray:
+    """Every singular value of a matrix by the SVD itself (the Gram route's fallback)."""
+    with be.serial_lapack():
+        return be.numpy(be.svdvals(be.array(matrix)))
 
 
 def compute_profile(

@@ -147,7 +147,8 @@ def attention_heads(
     q = head_rows(query, shape.num_heads)  # (H, d, N)
     k = head_rows(key, shape.num_kv_heads)  # (H_kv, d, N)
     v = head_rows(value, shape.num_kv_heads)  # (H_kv, d, N)
-    o = head_rows(attn_out.T, shape.num_heads)  # (H, d, N)
+    # (W_O^T)[s_h, :] = W_O[:, s_h]^T, as a view: (N, H d) -> (N, H, d) -> (H, d, N), no (H, d, N) copy
+    o = attn_out.reshape(attn_out.shape[0], shape.num_heads, shape.head_dim).transpose(1, 2, 0)
     qk = FactoredHeads(q.transpose(0, 2, 1), k, heads, groups)  # left (H, N, d), right (H_kv, d, N)
     v_heads = FactoredHeads(v.transpose(0, 2, 1), o, groups, heads)  # left (H_kv, N, d), right (H, d, N)
     return qk, v_heads

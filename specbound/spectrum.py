@@ -130,7 +130,7 @@ def _entrywise_norms_whole(products: FactoredHeads) -> tuple[np.ndarray, np.ndar
     buffer = np.empty((left.shape[-2], right.shape[-1]))  # (n, m)
     n21, n11 = np.empty(products.heads), np.empty(products.heads)
     for h, (a, b) in enumerate(zip(products.left_of, products.right_of, strict=True)):
-        np.matmul(left[a], right[b], out=buffer)
+        np.matmul(left[a], np.ascontiguousarray(right[b]), out=buffer)  # (d, n) factors were always contiguous
         n21[h] = np.sqrt(np.einsum("ij,ij->j", buffer, buffer)).sum()  # column norms
         n11[h] = np.abs(buffer, out=buffer).sum()
     return n21, n11
@@ -170,18 +170,32 @@ def singular_values_factored(left: np.ndarray, right: np.ndarray, backend: Backe
 def singular_values(matrix: np.ndarray, backend: Backend | None = None) -> np.ndarray:
     """All min(n, m) singular values of a dense matrix, descending (Gram route when it is exact)."""
     be = backend or get_backend()
-    n, m = matrix.shape
     on_backend = be.array(matrix)
-    gram = be.gram(on_backend)  # (min(n, m), min(n, m))
+    sv = gram_singular_values(be.gram(on_backend), (matrix.shape[0], matrix.shape[1]), be)
+    if sv is not None:
+        return sv
+    with be.serial_lapack():
+        return be.numpy(be.svdvals(on_backend))
+
+
+def gram_singular_values(gram: object, shape: tuple[int, int], backend: Backend | None = None) -> np.ndarray | None:
+    """The singular values of an n x m matrix from its Gram matrix, or None where the Gram route is not
+    exact enough (module docstring) and the caller must take the SVD of the matrix itself.
+
+    Separate from :func:`singular_values` so that a caller streaming a large matrix can let go of
+    the matrix once its Gram matrix is formed, before the eigen-solve (whose copy of the Gram
+    matrix is then the largest array alive).
+    """
+    be = backend or get_backend()
+    n, m = shape
     with be.serial_lapack():
         eig = be.numpy(be.eigvalsh(gram))[::-1]
-        del gram
-        sv = np.sqrt(np.clip(eig, 0.0, None))
-        if sv.size and sv[-1] > 0.0:
-            error_bound = max(n, m) * _EPS * sv[0] ** 2 / sv[-1]
-            if error_bound <= GRAM_RTOL * sv[0]:
-                return sv
-        return be.numpy(be.svdvals(on_backend))
+    sv = np.sqrt(np.clip(eig, 0.0, None))
+    if sv.size and sv[-1] > 0.0:
+        error_bound = max(n, m) * _EPS * sv[0] ** 2 / sv[-1]
+        if error_bound <= GRAM_RTOL * sv[0]:
+            return sv
+    return None
 
 
 def rank_threshold(sigma_max: np.ndarray | float, k: np.ndarray | int, tol: float = RANK_TOL) -> np.ndarray:
