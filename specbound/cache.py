@@ -38,6 +38,8 @@ SCHEMA_VERSION = 3
 READABLE_SCHEMAS = (3, 2)
 _META = "meta"
 _FLOATS, _INTS = np.dtype("<f8"), np.dtype("<i8")
+#: room for a .npy member's own header beside its data
+_NPY_HEADER_BYTES = 4096
 
 
 def default_cache_dir() -> Path:
@@ -170,12 +172,12 @@ class ProfileCache:
         path: Path, model: str, revision: str, layer: int, shape: ModelShape
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows, n = shape.matrices_per_layer, shape.hidden_size
-        width_bytes = 8 * rows * n
+        member_bytes = 8 * rows * n + _NPY_HEADER_BYTES  # the singular values, the largest member
         with NpzArchive(
             path,
-            max_file_bytes=2 * width_bytes + LIMITS.max_config_bytes,
-            max_total_bytes=2 * width_bytes + LIMITS.max_config_bytes,
-            max_member_bytes=max(width_bytes, LIMITS.max_config_bytes),
+            max_file_bytes=2 * member_bytes + 4 * LIMITS.max_config_bytes,
+            max_total_bytes=2 * member_bytes + 4 * LIMITS.max_config_bytes,
+            max_member_bytes=max(member_bytes, 4 * LIMITS.max_config_bytes),
             max_members=4,
         ) as archive:
             meta = parse_json(archive.read_text(_META, LIMITS.max_config_bytes), "meta", 4 * LIMITS.max_config_bytes)

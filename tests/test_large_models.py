@@ -320,6 +320,19 @@ def test_a_killed_analysis_resumes_at_the_next_layer_with_a_byte_identical_resul
     assert again.stdout == uninterrupted.stdout  # byte for byte
 
 
+def test_a_layer_entry_of_a_wide_model_reads_back(tmp_path) -> None:
+    # 66 rows of 2048 values: a member of 1.08 MB, past the size of the small JSON records
+    shape = ModelShape(1, 2048, 32, 64, mlp="gated", activation="silu")
+    rows, n = shape.matrices_per_layer, shape.hidden_size
+    sv = np.sort(np.random.default_rng(0).random((rows, n)), axis=1)[:, ::-1].copy()
+    sv[2 * shape.num_heads :, 64:] = 0.0  # the MLP kinds have min(N, d_ff) = 64 values
+    cache = ProfileCache(tmp_path)
+    cache.save_layer("wide", "r1", 0, shape, sv, np.ones(rows), np.ones(rows))
+    found = cache.load_layer("wide", "r1", 0, shape)
+    assert found is not None
+    np.testing.assert_array_equal(found[0], sv)
+
+
 def test_a_corrupt_layer_entry_is_recomputed(llama, tmp_path) -> None:
     cache = ProfileCache(tmp_path / "cache")
     checkpoint = open_checkpoint(llama)
