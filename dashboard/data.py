@@ -29,7 +29,7 @@ from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import SpecboundError
 from specbound.explain import PStarSummary, explain_p_star, p_star_summary
 from specbound.profile import SpectralProfile
-from specbound.progress import ProgressCallback, ProgressEvent, silent
+from specbound.progress import ProgressCallback, ProgressEvent, format_eta, silent
 
 from . import atlas, safety
 from .text import plain
@@ -97,6 +97,8 @@ def bar_progress(bar, model: str) -> ProgressCallback:
                 if event.total
                 else f"{shown}: computing spectra"
             )
+            if eta := format_eta(event.eta_s):
+                text += f" ({eta})"
         bar.progress(event.fraction or 0.0, text=text)
 
     return update

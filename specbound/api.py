@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .architecture import Adaptation, ModelShape
+from .backend import DEFAULT_BACKEND, DEFAULT_DEVICE, BackendName, BackendSpec
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from .logspace import exp_array, to_log10
 from .profile import SpectralProfile
@@ -164,6 +165,9 @@ def analyze(
     name: str | None = None,
     progress: ProgressCallback = silent,
     use_cache: bool = True,
+    backend: BackendName = DEFAULT_BACKEND,
+    device: str = DEFAULT_DEVICE,
+    layer_workers: int | None = None,
 ) -> Analysis:
     """Analyse a model and return its :class:`Analysis`.
 
@@ -173,33 +177,43 @@ def analyze(
     required). ``p``: an index for every matrix or a PAssignment, besides p*. ``l_phi``: L_φ (default:
     the activation's constant). ``name``: how a model in memory is labelled (default: its config's
     ``_name_or_path``, else its class). A named model's profile is cached on disk; one in memory never is.
+    ``backend`` ("numpy" or "torch") and ``device`` ("cpu", "cuda", "cuda:1", ...) choose where the
+    float64 linear algebra runs; ``layer_workers`` how many layers run at once (default: measured per
+    shape, :func:`specbound.loading.default_workers`).
     """
     settings = BoundSettings(l_phi=l_phi, grid_m=grid_m)
-    profile = _profile(source, config=config, name=name, progress=progress, use_cache=use_cache)
+    compute = {"backend": BackendSpec(backend, device), "workers": layer_workers}
+    profile = _profile(source, config=config, name=name, progress=progress, use_cache=use_cache, compute=compute)
     return Analysis(BoundAnalysis.from_profile(profile, settings)).at(p)
 
 
 def _profile(
-    source: Any, *, config: Any, name: str | None, progress: ProgressCallback, use_cache: bool
+    source: Any,
+    *,
+    config: Any,
+    name: str | None,
+    progress: ProgressCallback,
+    use_cache: bool,
+    compute: dict[str, Any],
 ) -> SpectralProfile:
     from .loading import load_profile, profile_in_memory
 
     if isinstance(source, str | Path):
         if config is not None:
             raise TypeError("config is for a state_dict; a named model brings its own config.json")
-        return load_profile(str(source), progress=progress, use_cache=use_cache)
+        return load_profile(str(source), progress=progress, use_cache=use_cache, **compute)
     if hasattr(source, "state_dict") and hasattr(source, "config"):  # a transformers PreTrainedModel
         if config is not None:
             raise TypeError("a PreTrainedModel brings its own config: give config only with a state_dict")
         config_dict = _config_dict(source.config)
         label = name or _default_name(config_dict, type(source).__name__)
-        return profile_in_memory(config_dict, source.state_dict(), name=label, progress=progress)
+        return profile_in_memory(config_dict, source.state_dict(), name=label, progress=progress, **compute)
     if isinstance(source, Mapping):
         if config is None:
             raise TypeError("a state_dict needs its config: analyze(state_dict, config=model.config)")
         config_dict = _config_dict(config)
         label = name or _default_name(config_dict, "state_dict")
-        return profile_in_memory(config_dict, source, name=label, progress=progress)
+        return profile_in_memory(config_dict, source, name=label, progress=progress, **compute)
     raise TypeError(
         f"cannot analyse a {type(source).__name__}: give a path or model name, a transformers "
         "PreTrainedModel, or a state_dict with its config"

@@ -228,7 +228,7 @@ def _read(path: Path | str) -> tuple[AtlasManifest, tuple[SpectralProfile, ...]]
             path,
             max_file_bytes=LIMITS.max_atlas_file_bytes,
             max_total_bytes=LIMITS.max_atlas_total_bytes,
-            max_member_bytes=8 * LIMITS.max_profile_values,
+            max_member_bytes=LIMITS.max_atlas_member_bytes,
             max_members=1 + len(_ARRAYS) * LIMITS.max_atlas_models,
         ) as archive:
             _require(MANIFEST_KEY in archive.keys, path, "it has no manifest")

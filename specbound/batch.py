@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -175,6 +175,7 @@ class _GridTask:
     settings: BoundSettings
     use_cache: bool
     keep_profile: bool  # return the profile too (for the atlas)
+    compute: tuple[tuple[str, Any], ...] = ()  # load_profile's backend, layer-worker and download-cap keywords
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ def _analyse_one(task: _GridTask, progress: ProgressCallback = silent) -> _GridA
     from .report import terms_frame
 
     try:
-        profile = load_profile(task.ref, progress=progress, use_cache=task.use_cache)
+        profile = load_profile(task.ref, progress=progress, use_cache=task.use_cache, **dict(task.compute))
         analysis = BoundAnalysis.from_profile(profile, task.settings)
         summary = summarize(analysis)
     except SpecboundError as exc:
@@ -245,11 +246,13 @@ def run_grid(
     progress: Callable[[str], ProgressCallback] = lambda name: silent,
     report: Callable[[str], None] = lambda line: None,
     executor: Executor = Executor(),
+    compute: Mapping[str, Any] | None = None,
 ) -> GridResult:
     """Analyse each model (skipping those already recorded in ``out``) and write the study's files.
 
     ``progress(name)`` gives the download/analysis callback for one model (in a serial run); ``report``
-    receives one line per model and per note; ``executor`` says where the analyses run. Raises
+    receives one line per model and per note; ``executor`` says where the analyses run; ``compute``
+    holds load_profile's backend, layer-worker and download-cap keywords. Raises
     SpecboundError only if no model could be analysed, and DirectoryLocked (at once, before any work)
     while another grid run writes the same directory.
     """
@@ -259,7 +262,10 @@ def run_grid(
     output_dir(output_dir(out, "output directory") / RECORDS_DIR, "records directory")
     lock = DirectoryLock(out / LOCK_FILE, f"the output directory {out.name}").acquire(wait=False)
     try:
-        return _run_grid(names, out, settings, atlas, use_cache, progress, report, executor)
+        options = dict(compute or {})
+        if not executor.serial and options.get("workers") is None:
+            options["workers"] = 1  # models in parallel already use the cores: one layer at a time in each
+        return _run_grid(names, out, settings, atlas, use_cache, progress, report, executor, tuple(options.items()))
     finally:
         lock.release()
 
@@ -273,6 +279,7 @@ def _run_grid(
     progress: Callable[[str], ProgressCallback],
     report: Callable[[str], None],
     executor: Executor,
+    compute: tuple[tuple[str, Any], ...],
 ) -> GridResult:
     """:func:`run_grid` with the output directory made and locked."""
     # temporary files of a run that was killed (never another program's: see remove_stale_temps)
@@ -300,7 +307,7 @@ def _run_grid(
             slots.append(ModelOutcome(requested, Status.SKIPPED, summary))
             report(f"{prefix}: skipped, already done ({RECORDS_DIR}/{_record_paths(out, ref.name)[0].name})")
             continue
-        tasks.append((len(slots), _GridTask(requested, ref, settings, use_cache, atlas is not None)))
+        tasks.append((len(slots), _GridTask(requested, ref, settings, use_cache, atlas is not None, compute)))
         slots.append(None)
 
     profiles: dict[str, SpectralProfile] = {}

@@ -6,10 +6,17 @@ shapes its model implies, their SHA-256 matches the one stored beside them and t
 :func:`specbound.profile.validate_profile`; anything else is deleted and recomputed, never trusted.
 Writes go through a temporary file and an atomic rename, so a crash cannot leave half an entry, and
 temporary files left by a killed process are removed the next time the directory is written.
+
+Beside whole profiles the cache holds **layer entries**: the rows of one finished layer of an analysis
+still in progress, keyed by the model, the layer's own revision (its config and weight files) and
+the layer's index, written atomically as each layer finishes. An analysis that is killed resumes
+from them; they are read with the same checks as a whole entry and removed once the whole profile
+is stored.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -21,7 +28,7 @@ from .architecture import ModelShape
 from .defaults import CACHE_ENV_VAR
 from .files import NpzArchive, array_sha256, atomic_write, expand_user, parse_json, remove_stale_temps
 from .limits import LIMITS
-from .profile import SpectralProfile, validate_profile
+from .profile import SpectralProfile, full_dims_of, validate_profile
 
 #: Bump when the stored arrays or their meaning change: old entries then miss and are recomputed.
 #: 2: entries carry a SHA-256 of their arrays. 3: the shape describes the block (family, key/value
@@ -31,6 +38,8 @@ SCHEMA_VERSION = 3
 READABLE_SCHEMAS = (3, 2)
 _META = "meta"
 _FLOATS, _INTS = np.dtype("<f8"), np.dtype("<i8")
+#: room for a .npy member's own header beside its data
+_NPY_HEADER_BYTES = 4096
 
 
 def default_cache_dir() -> Path:
@@ -108,6 +117,92 @@ class ProfileCache:
         profile = SpectralProfile(model=model, revision=revision, shape=shape, **arrays)
         validate_profile(profile, full_width=True)
         return profile
+
+    # --- layer entries of an analysis in progress ---------------------------------------------
+    def layer_path(self, model: str, revision: str, layer: int) -> Path:
+        key = hashlib.sha256(f"{SCHEMA_VERSION}\0layer\0{model}\0{revision}\0{layer}".encode()).hexdigest()[:24]
+        return self.directory / f"{key}.layer.npz"
+
+    def save_layer(
+        self,
+        model: str,
+        revision: str,
+        layer: int,
+        shape: ModelShape,
+        singular_values: np.ndarray,
+        norm_21: np.ndarray,
+        norm_11: np.ndarray,
+    ) -> Path:
+        """Store one finished layer's rows (atomically: a killed write leaves no entry)."""
+        path = self.layer_path(model, revision, layer)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(path.parent)
+        arrays = {
+            "singular_values": singular_values.astype(_FLOATS, copy=False),
+            "norm_21": norm_21.astype(_FLOATS, copy=False),
+            "norm_11": norm_11.astype(_FLOATS, copy=False),
+        }
+        meta = {
+            "schema": SCHEMA_VERSION,
+            "model": model,
+            "revision": revision,
+            "layer": layer,
+            "shape": shape.to_dict(),
+            "sha256": _content_digest(arrays),
+        }
+        with atomic_write(path) as f:
+            np.savez(f, allow_pickle=False, **{_META: np.array(json.dumps(meta)), **arrays})
+        return path
+
+    def load_layer(
+        self, model: str, revision: str, layer: int, shape: ModelShape
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(singular values, norm_21, norm_11) of a finished layer, or None; a bad entry is deleted."""
+        path = self.layer_path(model, revision, layer)
+        if not path.is_file():
+            return None
+        try:
+            return self._read_layer(path, model, revision, layer, shape)
+        except Exception:  # unreadable, foreign or tampered: recompute the layer
+            path.unlink(missing_ok=True)
+            return None
+
+    @staticmethod
+    def _read_layer(
+        path: Path, model: str, revision: str, layer: int, shape: ModelShape
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows, n = shape.matrices_per_layer, shape.hidden_size
+        member_bytes = 8 * rows * n + _NPY_HEADER_BYTES  # the singular values, the largest member
+        with NpzArchive(
+            path,
+            max_file_bytes=2 * member_bytes + 4 * LIMITS.max_config_bytes,
+            max_total_bytes=2 * member_bytes + 4 * LIMITS.max_config_bytes,
+            max_member_bytes=max(member_bytes, 4 * LIMITS.max_config_bytes),
+            max_members=4,
+        ) as archive:
+            meta = parse_json(archive.read_text(_META, LIMITS.max_config_bytes), "meta", 4 * LIMITS.max_config_bytes)
+            if (meta["schema"], meta["model"], meta["revision"], meta["layer"]) != (
+                SCHEMA_VERSION,
+                model,
+                revision,
+                layer,
+            ) or ModelShape.from_dict(meta["shape"]) != shape:
+                raise ValueError("entry does not match its key")
+            arrays = {
+                "singular_values": archive.read("singular_values", _FLOATS, (rows, n)),
+                "norm_21": archive.read("norm_21", _FLOATS, (rows,)),
+                "norm_11": archive.read("norm_11", _FLOATS, (rows,)),
+            }
+        if _content_digest(arrays) != meta["sha256"]:
+            raise ValueError("entry does not match its checksum")
+        one_layer = dataclasses.replace(shape, num_layers=1)  # the validator of every profile, on this layer
+        validate_profile(
+            SpectralProfile(
+                model=model, revision=revision, shape=one_layer, full_dims=full_dims_of(one_layer), **arrays
+            ),
+            full_width=True,
+        )
+        return arrays["singular_values"], arrays["norm_21"], arrays["norm_11"]
 
     def save(self, profile: SpectralProfile) -> Path:
         """Store a profile (the cache directory and its parents are created: it is the operator's)."""

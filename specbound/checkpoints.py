@@ -24,10 +24,13 @@ from __future__ import annotations
 import errno
 import hashlib
 import io
+import math
 import os
+import queue
 import struct
+import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol
@@ -118,11 +121,11 @@ def is_cached(repo_id: str, revision: str | None = None) -> bool:
     return _cached_snapshot(repo_id, revision) is not None
 
 
-def fetch(ref: ModelRef, progress: ProgressCallback = silent) -> Path:
+def fetch(ref: ModelRef, progress: ProgressCallback = silent, *, cap: int | None = None) -> Path:
     """The local directory holding the model's config and weights, downloading them if needed.
 
     A download first fetches and validates config.json, then sizes the weight files from the Hub's
-    metadata and refuses them above the cap (:func:`specbound.limits.max_download_bytes`).
+    metadata and refuses them above the cap (``cap`` bytes, else :func:`specbound.limits.max_download_bytes`).
     """
     if ref.path is not None:
         return ref.path
@@ -134,9 +137,116 @@ def fetch(ref: ModelRef, progress: ProgressCallback = silent) -> Path:
 
     if constants.HF_HUB_OFFLINE or offline_mode():
         raise OfflineError(_offline_message(ref, "offline mode is on (HF_HUB_OFFLINE)"))
-    plan = download_plan(ref, progress)
+    plan = download_plan(ref, progress, cap=cap)
     plan.check_cap()
+    _announce(plan, progress)
     return _download(ref, plan, progress)
+
+
+def _announce(plan: DownloadPlan, progress: ProgressCallback) -> None:
+    """The size of what is about to be fetched, before the first weight byte is requested."""
+    count = len(plan.files)
+    progress(ProgressEvent("download", 0, plan.total_bytes, f"{count} weight file{'s' * (count != 1)}"))
+
+
+def start_download(
+    ref: ModelRef, progress: ProgressCallback = silent, *, cap: int | None = None
+) -> ShardDownloads | None:
+    """For a sharded Hub model not yet in the cache: its plan checked against the cap, and a
+    :class:`ShardDownloads` ready to fetch the shards in layer order while the analysis reads them.
+    None when there is nothing to stream (a local directory, a cached model, a single weight file,
+    offline): :func:`fetch` then does the whole job."""
+    if ref.path is not None or ref.repo_id is None or _cached_snapshot(ref.repo_id, ref.revision) is not None:
+        return None
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE or offline_mode():
+        return None
+    plan = download_plan(ref, progress, cap=cap)
+    if len(plan.files) < 2:
+        return None
+    plan.check_cap()
+    _announce(plan, progress)
+    return ShardDownloads(ref, plan)
+
+
+class ShardDownloads:
+    """Fetches a plan's shards one by one in a background thread, in the order the layers need them.
+
+    :meth:`wait` blocks until one shard is on disk (the checkpoint calls it before opening a shard),
+    re-raising the download's error if it failed. Progress events of the download are queued and
+    delivered on the analysing thread (:meth:`relay`): a dashboard may only draw from its own thread.
+    """
+
+    def __init__(self, ref: ModelRef, plan: DownloadPlan) -> None:
+        self.ref, self.plan, self.directory = ref, plan, plan.directory
+        self._events: queue.SimpleQueue[ProgressEvent] = queue.SimpleQueue()
+        self._arrived: dict[str, threading.Event] = {name: threading.Event() for name, _ in plan.files}
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._progress: ProgressCallback = silent
+
+    def start(self, order: list[Path]) -> None:
+        names = [path.name for path in order if path.name in self._arrived]
+        names += [name for name, _ in self.plan.files if name not in names]
+        self._thread = threading.Thread(target=self._run, args=(names,), daemon=True, name="specbound-download")
+        self._thread.start()
+
+    def _run(self, names: list[str]) -> None:
+        try:
+            with _hub_errors(self.ref):
+                for name in names:
+                    if self._stop.is_set():
+                        return
+                    _hub_file(self.plan.repo_id, name, self.ref.revision, local_only=False, progress=self._events.put)
+                    self._arrived[name].set()
+        except BaseException as exc:  # handed to the analysing thread
+            self._error = exc
+        finally:
+            for event in self._arrived.values():
+                event.set()  # nobody waits forever; a missing shard then raises in wait()
+
+    def relay(self, progress: ProgressCallback) -> ProgressCallback:
+        """``progress`` preceded by the download's queued events, all on the calling thread."""
+
+        def forward(event: ProgressEvent) -> None:
+            self._pump(progress)
+            progress(event)
+
+        self._progress = progress
+        return forward
+
+    def _pump(self, progress: ProgressCallback) -> None:
+        while True:
+            try:
+                progress(self._events.get_nowait())
+            except queue.Empty:
+                return
+
+    def wait(self, filename: str) -> None:
+        event = self._arrived.get(filename)
+        if event is None:
+            return
+        while not event.wait(0.1):
+            self._pump(self._progress)
+        self._pump(self._progress)
+        if self._error is not None:
+            raise self._error
+        if self._stop.is_set() and not (self.directory / filename).is_file():
+            raise CheckpointError(f"the download of {filename} was stopped")
+
+    def stop(self) -> None:
+        """Stop after the file in progress (the analysis failed or finished)."""
+        self._stop.set()
+
+    def finish(self) -> Path:
+        """Wait for every file, re-raising a download error; the checkpoint directory."""
+        for name, _ in self.plan.files:
+            self.wait(name)
+        if self._thread is not None:
+            self._thread.join()
+        return self.directory
 
 
 @dataclass(frozen=True)
@@ -165,11 +275,11 @@ class DownloadPlan:
         if not self.within_cap:
             raise LimitExceededError(
                 f"'{self.repo_id}' needs {self.total_bytes / 1e6:,.0f} MB of weights, more than the download "
-                f"cap of {self.cap_bytes / 1e6:,.0f} MB (set {MAX_DOWNLOAD_ENV_VAR} to raise it)"
+                f"cap of {self.cap_bytes / 1e6:,.0f} MB (raise it with --max-download-gb or {MAX_DOWNLOAD_ENV_VAR})"
             )
 
 
-def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> DownloadPlan:
+def download_plan(ref: ModelRef, progress: ProgressCallback = silent, *, cap: int | None = None) -> DownloadPlan:
     """Fetch and validate config.json, then size the weight download from the Hub's metadata.
 
     The dashboard calls this to show the size before asking; :func:`fetch` calls it before any
@@ -179,7 +289,7 @@ def download_plan(ref: ModelRef, progress: ProgressCallback = silent) -> Downloa
     repo = ref.repo_id
     if repo is None:
         raise ModelNotFoundError(f"'{ref.name}' is not a Hub model: nothing to download")
-    cap = max_download_bytes()
+    cap = max_download_bytes() if cap is None else cap
     with _hub_errors(ref):
         _check_reachable(ref)
         config_size = _remote_size(repo, CONFIG_FILE, ref.revision)
@@ -439,18 +549,23 @@ def fingerprint(directory: Path) -> str:
     """
     digest = hashlib.sha256()
     for path in [directory / CONFIG_FILE, *weight_files(directory)]:
-        try:
-            regular_size(path, path.name)
-            stat = path.stat()
-            sample = _content_sample(path, stat.st_size)
-        except OSError as exc:
-            raise CheckpointError(f"cannot read {path.name} in {directory.name}: {describe_os_error(exc)}") from None
-        digest.update(
-            f"{path.name}:{path.resolve().name}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:".encode()
-            + sample
-            + b"\n"
-        )
+        digest.update(_file_record(directory, path))
     return digest.hexdigest()[:16]
+
+
+def _file_record(directory: Path, path: Path) -> bytes:
+    """One file's part of a revision key: its names, size, times and content sample (:func:`fingerprint`)."""
+    try:
+        regular_size(path, path.name)
+        stat = path.stat()
+        sample = _content_sample(path, stat.st_size)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path.name} in {directory.name}: {describe_os_error(exc)}") from None
+    return (
+        f"{path.name}:{path.resolve().name}:{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:".encode()
+        + sample
+        + b"\n"
+    )
 
 
 def read_config(directory: Path) -> tuple[ModelShape, FamilyAdapter]:
@@ -470,8 +585,13 @@ def read_config(directory: Path) -> tuple[ModelShape, FamilyAdapter]:
         raise CheckpointError(f"{where} is not a JSON object")
     adapter = adapter_of_config(config, where)
     shape = adapter.shape(config, where)
-    check_encoder_shape(shape, where)
+    check_encoder_shape(shape, where, stored_shapes(adapter, shape))
     return shape, adapter
+
+
+def stored_shapes(adapter: FamilyAdapter, shape: ModelShape) -> dict[str, tuple[int, ...]]:
+    """The stored shape of each of a layer's tensors by role, as the family adapter declares them."""
+    return {role: spec.shape for role, spec in adapter.tensors(shape).items()}
 
 
 #: safetensors dtype -> bytes per element (the format's full list, to check the data offsets)
@@ -502,6 +622,8 @@ class TensorInfo:
 
     dtype: str
     shape: tuple[int, ...]
+    #: where a safetensors tensor's bytes start in its file (-1 when not known: a pickle)
+    offset: int = -1
 
     @property
     def is_float(self) -> bool:
@@ -559,7 +681,7 @@ def safetensors_header(path: Path) -> dict[str, TensorInfo]:
         itemsize = _SAFETENSORS_ITEMSIZE.get(dtype)
         if itemsize is None or not begin <= end <= data_size or end - begin != itemsize * _product(shape):
             raise corrupt(f"tensor {quoted(name)} does not fit the file")
-        tensors[name] = TensorInfo(dtype, tuple(shape))
+        tensors[name] = TensorInfo(dtype, tuple(shape), 8 + header_len + begin)
     return tensors
 
 
@@ -578,6 +700,10 @@ class _TensorSource(Protocol):
     def info(self, name: str) -> TensorInfo: ...
 
     def get(self, name: str) -> np.ndarray: ...
+
+    def shard_of(self, name: str) -> Path: ...
+
+    def release(self, path: Path) -> None: ...
 
 
 class _StateDictReader:
@@ -605,6 +731,12 @@ class _StateDictReader:
             return _dense_float64(tensor, name, self.where, copy=True)
         return np.array(tensor, dtype=np.float64)
 
+    def shard_of(self, name: str) -> Path:
+        raise KeyError(f"{name} is held in memory, in no file")
+
+    def release(self, path: Path) -> None:
+        """Nothing to let go: the model's own tensors stay the caller's."""
+
 
 class _TensorReader:
     """Reads named tensors as float64 arrays from safetensors files or weights-only PyTorch pickles.
@@ -613,10 +745,19 @@ class _TensorReader:
     before :meth:`get` converts anything.
     """
 
-    def __init__(self, files: list[Path]) -> None:
+    def __init__(
+        self, files: list[Path], weight_map: dict[str, Path] | None = None, arrival: ShardArrival | None = None
+    ) -> None:
+        """``weight_map`` (a shard index's, tensor name -> shard) makes the shards open lazily, each the
+        first time one of its tensors is asked for, after ``arrival`` says it is on disk (a download
+        in progress); without it every file's tensor names are read now."""
         self._where: dict[str, Path] = {}
         self._headers: dict[Path, dict[str, TensorInfo]] = {}
         self._state_dicts: dict[Path, dict[str, Any]] = {}
+        self._arrival = arrival
+        if weight_map is not None:
+            self._where = dict(weight_map)
+            return
         for path in files:
             for name in self._keys(path):
                 self._where[name] = path
@@ -624,19 +765,41 @@ class _TensorReader:
     def names(self) -> list[str]:
         return list(self._where)
 
+    def shard_of(self, name: str) -> Path:
+        return self._where[name]
+
     def _keys(self, path: Path) -> list[str]:
         if path.suffix == ".safetensors":
             self._headers[path] = safetensors_header(path)
             return list(self._headers[path])
         return list(self._state_dict(path))
 
+    def _opened(self, path: Path) -> None:
+        """Wait for a shard still downloading, then read its header (or pickle) once."""
+        if path in self._headers or path in self._state_dicts:
+            return
+        if self._arrival is not None:
+            self._arrival.wait(path.name)
+        self._keys(path)
+
     def _state_dict(self, path: Path) -> dict[str, Any]:
         if path not in self._state_dicts:
             self._state_dicts[path] = _load_pickle(path)
         return self._state_dicts[path]
 
+    def release(self, path: Path) -> None:
+        """Drop a pickled shard's tensors (its memory map or, for the legacy format, its data)."""
+        self._state_dicts.pop(path, None)
+
+    def _declared(self, name: str, path: Path) -> None:
+        held = self._headers[path] if path.suffix == ".safetensors" else self._state_dicts[path]
+        if name not in held:
+            raise CheckpointError(f"the shard index puts tensor {quoted(name)} in {path.name}, which does not hold it")
+
     def info(self, name: str) -> TensorInfo:
         path = self._where[name]
+        self._opened(path)
+        self._declared(name, path)
         if path.suffix == ".safetensors":
             return self._headers[path][name]
         tensor = self._state_dict(path)[name]
@@ -650,13 +813,19 @@ class _TensorReader:
         if path.suffix == ".safetensors":
             from safetensors import safe_open
 
+            info = self._headers[path][name]
             try:
-                try:
-                    with safe_open(str(path), framework="np") as f:
-                        array = f.get_tensor(name)
-                except TypeError:  # bfloat16 and other dtypes numpy lacks: go through torch
-                    with safe_open(str(path), framework="pt") as f:
-                        array = f.get_tensor(name).double().numpy()
+                if info.dtype == "BF16":  # numpy has no bfloat16: widened here, exactly, without torch
+                    return _read_bfloat16(path, info)
+                with safe_open(str(path), framework="np") as f:
+                    array = f.get_tensor(name)
+            except OSError as exc:
+                raise CheckpointError(
+                    f"cannot read tensor {quoted(name)} from {path.name}: {describe_os_error(exc)}"
+                ) from None
+            except TypeError:  # other dtypes numpy lacks: go through torch
+                with safe_open(str(path), framework="pt") as f:
+                    array = f.get_tensor(name).double().numpy()
             except Exception as exc:
                 raise CheckpointError(
                     f"cannot read tensor {quoted(name)} from {path.name} ({_first_line(exc)})"
@@ -699,6 +868,31 @@ def _dense_float64(tensor: Any, name: str, where: str, *, copy: bool = False) ->
         raise
     except Exception as exc:  # whatever else a tensor kind can do on conversion: one line, never a traceback
         raise CheckpointError(f"cannot convert {what} to float64 ({_first_line(exc)})") from None
+
+
+#: bfloat16 values widened per block, so the float64 result is the only full-size array
+_BF16_BLOCK_VALUES = 1 << 22
+
+
+def _read_bfloat16(path: Path, info: TensorInfo) -> np.ndarray:
+    """A BF16 tensor of a safetensors file as float64, read block by block from its offset.
+
+    bfloat16 is the top half of a float32 (sign, 8 exponent bits, 7 mantissa bits), so shifting its
+    16 bits left into a uint32 gives that float32 exactly, and float32 -> float64 is exact: the same
+    values torch's ``.double()`` gives, without importing torch (about 240 MB of memory) or holding
+    the bf16 copy and its memory map beside the result.
+    """
+    count = math.prod(info.shape)
+    out = np.empty(count, dtype=np.float64)
+    with open(path, "rb") as f:
+        f.seek(info.offset)
+        for start in range(0, count, _BF16_BLOCK_VALUES):
+            n = min(_BF16_BLOCK_VALUES, count - start)
+            raw = np.fromfile(f, dtype="<u2", count=n)
+            if raw.size != n:
+                raise CheckpointError(f"cannot read {path.name}: the file ends inside a tensor")
+            out[start : start + n] = (raw.astype(np.uint32) << 16).view(np.float32)
+    return out.reshape(info.shape)
 
 
 def _load_pickle(path: Path) -> dict[str, Any]:
@@ -747,22 +941,51 @@ def _first_line(exc: BaseException) -> str:
     return quoted(text[0], 160) if text else type(exc).__name__
 
 
+class ShardArrival(Protocol):
+    """Tells when a weight file that is still downloading is on disk (:class:`ShardDownloads`)."""
+
+    def wait(self, filename: str) -> None: ...
+
+
 class Checkpoint:
     """Opened weights: the model's shape, its family's adapter and, layer by layer, its weights.
 
     From a checkpoint directory (:meth:`from_directory`, :func:`open_checkpoint`) or from a model held
-    in memory (:meth:`from_state_dict`); ``where`` names it in messages.
+    in memory (:meth:`from_state_dict`); ``where`` names it in messages. A directory's layers can be
+    streamed (:meth:`stream`): each shard is opened when a layer first needs it and, while the shards
+    are still downloading (:func:`start_download`), only after it has arrived.
     """
 
-    def __init__(self, shape: ModelShape, adapter: FamilyAdapter, reader: _TensorSource, where: str) -> None:
+    def __init__(
+        self,
+        shape: ModelShape,
+        adapter: FamilyAdapter,
+        reader: _TensorSource,
+        where: str,
+        directory: Path | None = None,
+        arrival: ShardArrival | None = None,
+    ) -> None:
         self.shape, self.adapter, self.where = shape, adapter, where
+        self.directory, self._arrival = directory, arrival
         self._reader = reader
         self._prefix, self._layout = self._find_layout()
+        self._records: dict[Path, bytes] = {}
+        self._last_layer = self._last_layer_of_shards()
 
     @classmethod
-    def from_directory(cls, directory: Path) -> Checkpoint:
+    def from_directory(cls, directory: Path, arrival: ShardArrival | None = None) -> Checkpoint:
+        """A checkpoint directory; with a shard index its shards open lazily (after ``arrival``)."""
         shape, adapter = read_config(directory)
-        return cls(shape, adapter, _TensorReader(weight_files(directory)), directory.name)
+        index = _find_weights(directory)
+        weight_map = None
+        if index is not None and index.name.endswith(".index.json"):
+            tensors = _read_index(index)
+            shards = {
+                shard: _contained(directory, shard, f"the shard index {index.name}") for shard in set(tensors.values())
+            }
+            weight_map = {tensor: shards[shard] for tensor, shard in tensors.items()}
+        reader = _TensorReader(weight_files(directory), weight_map, arrival)
+        return cls(shape, adapter, reader, directory.name, directory, arrival)
 
     @classmethod
     def from_state_dict(cls, config: Mapping[str, Any], state: Mapping[str, Any], where: str) -> Checkpoint:
@@ -770,7 +993,7 @@ class Checkpoint:
         whose tensors stay where they are (any device) until a layer is read."""
         adapter = adapter_of_config(config, where)
         shape = adapter.shape(config, where)
-        check_encoder_shape(shape, where)
+        check_encoder_shape(shape, where, stored_shapes(adapter, shape))
         return cls(shape, adapter, _StateDictReader(state, where), where)
 
     def _find_layout(self) -> tuple[str, LayerLayout]:
@@ -789,13 +1012,58 @@ class Checkpoint:
             f"{self.where}: the weights do not match the {adapter.label} layout that config.json declares"
         )
 
-    def layer(self, index: int) -> LayerWeights:
-        """One layer's weights in canonical (out, in) form, float64; every tensor is checked for dtype and
-        shape from its header before it is read, then for finiteness and magnitude before any SVD."""
+    def _key(self, index: int, role: str) -> str:
+        return f"{self._prefix}{self._layout.root}.{index}.{self._layout.tensors[role].name}"
+
+    def shards(self, index: int) -> list[Path]:
+        """The weight files holding layer ``index``'s tensors (none for a model in memory)."""
+        if self.directory is None:
+            return []
+        names = set(self._reader.names())
+        keys = [self._key(index, role) for role in self._layout.tensors]
+        return sorted({self._reader.shard_of(key) for key in keys if key in names})
+
+    def _last_layer_of_shards(self) -> dict[Path, int]:
+        last: dict[Path, int] = {}
+        for index in range(self.shape.num_layers):
+            for path in self.shards(index):
+                last[path] = index
+        return last
+
+    def shard_order(self) -> list[Path]:
+        """Every weight file in the order the layers need them (files holding no layer last)."""
+        order: list[Path] = []
+        for index in range(self.shape.num_layers):
+            order += [path for path in self.shards(index) if path not in order]
+        files = weight_files(self.directory) if self.directory is not None else []
+        return order + [path for path in files if path not in order]
+
+    def layer_revision(self, index: int) -> str | None:
+        """Revision key of one layer: config.json and the files holding it (:func:`fingerprint`'s records);
+        None for a model in memory, which has no files to key it by.
+
+        A finished layer's spectra are cached under it, so they stay valid exactly as long as the
+        files they were read from, and can be keyed before the other shards have downloaded.
+        """
+        if self.directory is None:
+            return None
+        digest = hashlib.sha256(f"layer {index}\n".encode())
+        for path in [self.directory / CONFIG_FILE, *self.shards(index)]:
+            if path not in self._records:
+                if path.name != CONFIG_FILE and self._arrival is not None:
+                    self._arrival.wait(path.name)
+                self._records[path] = _file_record(self.directory, path)
+            digest.update(self._records[path])
+        return digest.hexdigest()[:16]
+
+    def read(self, index: int, roles: Iterable[str]) -> dict[str, np.ndarray]:
+        """Some of one layer's tensors by role, float64, each checked for dtype and shape from its header
+        before it is read, then for finiteness and magnitude before any SVD."""
         arrays = {}
         names = set(self._reader.names())
         root = self._layout.root
-        for role, spec in self._layout.tensors.items():
+        for role in roles:
+            spec = self._layout.tensors[role]
             key = f"{self._prefix}{root}.{index}.{spec.name}"
             label = f"{root}.{index}.{spec.name}"
             if key not in names:
@@ -815,11 +1083,56 @@ class Checkpoint:
             array = self._reader.get(key)
             _check_values(array, label)
             arrays[role] = array
-        return self.adapter.to_weights(arrays, self.shape)
+        return arrays
+
+    def layer(self, index: int) -> LayerWeights:
+        """One layer's weights in canonical (out, in) form, float64 (every tensor checked, see :meth:`read`)."""
+        return self.adapter.to_weights(self.read(index, self._layout.tensors), self.shape)
 
     def layers(self) -> Iterator[LayerWeights]:
         for index in range(self.shape.num_layers):
             yield self.layer(index)
+
+    def stream(self) -> Iterator[StreamedLayer]:
+        """Each layer as a :class:`StreamedLayer` that reads its tensors only when asked; a pickled
+        shard is released once the last layer it holds has been handed on."""
+        for index in range(self.shape.num_layers):
+            yield StreamedLayer(self, index)
+            self.finished(index)
+
+    def finished(self, index: int) -> None:
+        """Layer ``index`` is done: release every pickled shard no later layer reads."""
+        for path, last in self._last_layer.items():
+            if last <= index:
+                self._reader.release(path)
+
+
+class StreamedLayer:
+    """One layer of a checkpoint, read part by part: the attention weights together, then each MLP
+    weight alone, so that at most one feed-forward matrix is held in float64 at a time
+    (:mod:`specbound.loading`). It has the reading methods of :class:`~specbound.matrices.LayerWeights`."""
+
+    def __init__(self, checkpoint: Checkpoint, index: int) -> None:
+        self.checkpoint, self.index = checkpoint, index
+
+    @property
+    def revision(self) -> str | None:
+        """The layer's revision key (:meth:`Checkpoint.layer_revision`), None for a model in memory."""
+        return self.checkpoint.layer_revision(self.index)
+
+    def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(query, key, value, attn_out) in (out, in) form."""
+        checkpoint = self.checkpoint
+        adapter, shape = checkpoint.adapter, checkpoint.shape
+        tensors = checkpoint.read(self.index, adapter.attention_roles(shape))
+        return adapter.attention_weights(tensors, shape)
+
+    def mlp_weight(self, field: str) -> np.ndarray:
+        """One MLP weight ("gate", "ffn_in" or "ffn_out") in (out, in) form."""
+        checkpoint = self.checkpoint
+        adapter, shape = checkpoint.adapter, checkpoint.shape
+        tensor = checkpoint.read(self.index, (field,))[field]
+        return adapter.mlp_weight(field, tensor, shape)
 
 
 def _check_values(array: np.ndarray, label: str) -> None:

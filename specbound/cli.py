@@ -39,7 +39,7 @@ from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
 from .lab.cli import add_lab_commands
 from .limits import LIMITS, echoed, printable, quoted
-from .progress import ProgressCallback, ProgressEvent, silent
+from .progress import ProgressCallback, ProgressEvent, format_eta, silent
 
 if TYPE_CHECKING:
     from .bounds import BoundAnalysis
@@ -74,6 +74,12 @@ _l_phi = _checked(
     lambda v: math.isfinite(v) and 0 < v <= LIMITS.max_l_phi,
     f"L_phi must be a positive number of at most {LIMITS.max_l_phi:g}",
 )
+_layer_workers = _checked(
+    int, lambda v: 1 <= v <= 1024, "the number of layer workers must be an integer from 1 to 1024"
+)
+_download_gb = _checked(
+    float, lambda v: math.isfinite(v) and 0 <= v < 1e6, "the download cap must be a number of GB from 0 to 1e6"
+)
 _grid_m = _checked(
     int,
     lambda v: 1 <= v <= LIMITS.max_grid_m,
@@ -83,7 +89,8 @@ _positive_int = _checked(int, lambda v: 1 <= v <= 1024, "the number of workers m
 
 
 class _TerminalProgress:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal: bytes of each file
+    while downloading, layers with the estimated time left while analysing."""
 
     def __call__(self, event: ProgressEvent) -> None:
         fraction = event.fraction
@@ -91,7 +98,7 @@ class _TerminalProgress:
         amount = (
             f"{event.done / 1e6:.1f}/{(event.total or 0) / 1e6:.1f} MB"
             if event.stage == "download"
-            else f"{event.done:.0f}/{event.total or 0:.0f}"
+            else f"{event.done:.0f}/{event.total or 0:.0f} {format_eta(event.eta_s)}"
         )
         sys.stderr.write(f"\r{event.stage:<9} [{bar}] {amount} {event.detail[:40]:<40}")
         if fraction is not None and fraction >= 1.0:
@@ -107,8 +114,20 @@ def _analysis(args: argparse.Namespace) -> BoundAnalysis:
     from .bounds import BoundAnalysis, BoundSettings
     from .loading import load_profile
 
-    profile = load_profile(args.model, progress=_progress(), use_cache=not args.no_cache)
+    profile = load_profile(args.model, progress=_progress(), use_cache=not args.no_cache, **_compute_options(args))
     return BoundAnalysis.from_profile(profile, BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m))
+
+
+def _compute_options(args: argparse.Namespace) -> dict[str, Any]:
+    """load_profile's keywords for the backend, the cores and the download cap of the command line."""
+    from .backend import BackendSpec
+    from .limits import download_cap_bytes
+
+    return {
+        "backend": BackendSpec(args.backend, args.device),
+        "workers": args.layer_workers,
+        "max_download_bytes": None if args.max_download_gb is None else download_cap_bytes(args.max_download_gb),
+    }
 
 
 def _write_stdout(text: str) -> None:
@@ -222,6 +241,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
         progress=lambda name: _progress(),
         report=_say,
         executor=_executor(args),
+        compute=_compute_options(args),
     )
     done = sum(o.status is Status.DONE for o in result.outcomes)
     _say(
@@ -272,7 +292,9 @@ def _cmd_atlas_export(args: argparse.Namespace) -> int:
     profiles, failed = [], []
     for name in args.models:
         try:
-            profiles.append(load_profile(name, progress=_progress(), use_cache=not args.no_cache))
+            profiles.append(
+                load_profile(name, progress=_progress(), use_cache=not args.no_cache, **_compute_options(args))
+            )
         except SpecboundError as exc:
             failed.append(name)
             _say(f"{name}: missing: {exc}")
@@ -417,6 +439,39 @@ def _bound_options(parser: argparse.ArgumentParser, *, bound_terms: bool = True)
             help=f"grid resolution m of P_m, 1 to {LIMITS.max_grid_m} (default ceil(L + ln N) per model)",
         )
     parser.add_argument("--no-cache", action="store_true", help="recompute profiles, ignoring the profile cache")
+    _compute_arguments(parser)
+
+
+def _compute_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the linear algebra runs, how many layers at once, and the operator's download cap."""
+    from .backend import BACKENDS, DEFAULT_BACKEND, DEFAULT_DEVICE
+
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=DEFAULT_BACKEND,
+        help=f"linear-algebra backend, float64 on either (default {DEFAULT_BACKEND}; torch can use a GPU)",
+    )
+    parser.add_argument(
+        "--device",
+        default=DEFAULT_DEVICE,
+        help=f"device of the torch backend: cpu, cuda, cuda:1, ... (default {DEFAULT_DEVICE})",
+    )
+    parser.add_argument(
+        "--layer-workers",
+        type=_layer_workers,
+        default=None,
+        metavar="N",
+        help="layers of one model analysed in parallel (default: one per core for small layers, else one "
+        "with threaded BLAS)",
+    )
+    parser.add_argument(
+        "--max-download-gb",
+        type=_download_gb,
+        default=None,
+        metavar="GB",
+        help="download cap for this command in GB (default: $SPECBOUND_MAX_DOWNLOAD_MB, else 1.5 GB)",
+    )
 
 
 class _Parser(argparse.ArgumentParser):

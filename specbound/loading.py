@@ -3,67 +3,260 @@
 ``compute_profile`` is the slow, exact part (one pass over the layers); ``load_profile`` wraps it with
 model resolution, the Hub and the disk cache, or reads the stored profile of an atlas model. The
 bound terms then come from :class:`specbound.bounds.BoundAnalysis` without touching any file.
+
+A large checkpoint is **streamed**: one layer at a time, its attention weights together and then
+each feed-forward matrix alone, so at most one layer's attention weights or one feed-forward matrix
+(and its Gram matrix) are held in float64 (:func:`specbound.limits.layer_peak_bytes`). From the Hub, the shards are
+fetched in layer order while the first layers are analysed. Each finished layer is written to the
+profile cache as it comes (:class:`~specbound.cache.ProfileCache`, keyed by the layer's own files),
+so an analysis that is killed resumes at the next layer, and the finished profile is the one an
+uninterrupted run gives, bit for bit.
+
+**Cores.** Many small layers (an encoder of BERT's size) are analysed in parallel, one layer per
+core, each with serial LAPACK; a large layer is analysed alone, its products and large eigen-solves
+with every BLAS thread (:func:`default_workers`; the measurement behind the choice is in
+``benchmarks/bench_large.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
-from typing import Any
+import dataclasses
+import os
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .architecture import ModelShape
+from .backend import Backend, BackendSpec, get_backend
 from .cache import ProfileCache
-from .checkpoints import Checkpoint, fetch, fingerprint, open_checkpoint, read_config
-from .matrices import LayerWeights, layer_factors
+from .checkpoints import Checkpoint, fetch, fingerprint, open_checkpoint, read_config, start_download
+from .limits import layer_peak_bytes
+from .matrices import MLP_WEIGHT_FIELDS, attention_heads, mlp_matrix
 from .models import ModelRef, Source, resolve
 from .profile import SpectralProfile, full_dims_of
 from .progress import ProgressCallback, ProgressEvent, silent
-from .spectrum import entrywise_norms_factored, norm_11, norm_21, singular_values, singular_values_factored
+from .spectrum import gram_singular_values, head_spectra, norm_11, norm_21
+
+#: A layer whose analysis holds more than this many bytes is analysed alone (its BLAS calls threaded);
+#: smaller ones run in parallel, one per core (see the module docstring and benchmarks/bench_large.py).
+PARALLEL_LAYER_MAX_BYTES: int = 256 * 1024**2
+#: At most this many layers in parallel.
+MAX_LAYER_WORKERS: int = 8
+
+
+class LayerSource(Protocol):
+    """One layer's weights, read on demand: :class:`~specbound.matrices.LayerWeights` (in memory) or
+    :class:`~specbound.checkpoints.StreamedLayer` (from the checkpoint, part by part)."""
+
+    def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def mlp_weight(self, field: str) -> np.ndarray: ...
+
+
+class LayerCache(Protocol):
+    """Where finished layers are kept so that an interrupted analysis resumes (:class:`ResumeEntries`)."""
+
+    def load(self, index: int, layer: LayerSource) -> LayerSpectra | None: ...
+
+    def save(self, index: int, layer: LayerSource, spectra: LayerSpectra) -> None: ...
+
+
+@dataclass(frozen=True, eq=False)
+class LayerSpectra:
+    """The profile rows of one layer, in profile order: singular values (2H + k, N), norms (2H + k,)."""
+
+    singular_values: np.ndarray
+    norm_21: np.ndarray
+    norm_11: np.ndarray
+
+
+def default_workers(shape: ModelShape, backend: Backend) -> int:
+    """Layers analysed in parallel: one per core for small layers on numpy, else one (module docstring)."""
+    if backend.spec.name != "numpy" or layer_peak_bytes(shape) > PARALLEL_LAYER_MAX_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, shape.num_layers, MAX_LAYER_WORKERS))
+
+
+def analyse_layer(layer: LayerSource, shape: ModelShape, backend: Backend | None = None) -> LayerSpectra:
+    """Singular values and (2,1), (1,1) norms of one layer's 2H + 2 (gated: 2H + 3) proxy matrices.
+
+    The attention weights are read and analysed first and let go; then each feed-forward matrix is
+    read, analysed and let go in turn, so that the peak is :func:`~specbound.limits.layer_peak_bytes`.
+    """
+    be = backend or get_backend()
+    width = shape.hidden_size  # max(N, min(N, d_ff))
+    k_ffn = min(shape.hidden_size, shape.ffn_size)
+    rows_sv, rows_21, rows_11 = [], [], []
+    for heads in attention_heads(*layer.attention_weights(), shape):  # QK, then V
+        spectra = head_spectra(heads, be)
+        sv = spectra.singular_values  # (H, <= d)
+        rows_sv.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
+        rows_21.append(spectra.norm_21)
+        rows_11.append(spectra.norm_11)
+        del heads
+    for kind in shape.layer_kinds:  # M_gate (gated only), M_in, M_out
+        field = MLP_WEIGHT_FIELDS[kind]
+        matrix = mlp_matrix(kind, layer.mlp_weight(field))
+        rows_21.append(np.atleast_1d(norm_21(matrix)))
+        rows_11.append(np.atleast_1d(norm_11(matrix)))
+        dims = matrix.shape
+        gram = be.gram(be.array(matrix))  # (min(N, d_ff), min(N, d_ff))
+        del matrix  # a streamed layer's matrix goes now; the eigen-solve's copy of the Gram matrix is the peak
+        from_gram = gram_singular_values(gram, (dims[0], dims[1]), be)
+        del gram
+        if from_gram is None:  # ill-conditioned: the SVD of the matrix itself, read again
+            from_gram = singular_values_dense(mlp_matrix(kind, layer.mlp_weight(field)), be)
+        rows_sv.append(np.pad(from_gram, (0, width - k_ffn))[None, :])
+    return LayerSpectra(np.concatenate(rows_sv, axis=0), np.concatenate(rows_21), np.concatenate(rows_11))
+
+
+def singular_values_dense(matrix: np.ndarray, be: Backend) -> np.ndarray:
+    """Every singular value of a matrix by the SVD itself (the Gram route's fallback)."""
+    with be.serial_lapack():
+        return be.numpy(be.svdvals(be.array(matrix)))
 
 
 def compute_profile(
-    layers: Iterable[LayerWeights],
+    layers: Iterable[LayerSource],
     shape: ModelShape,
     *,
     model: str = "",
     revision: str = "",
     progress: ProgressCallback = silent,
+    backend: Backend | BackendSpec | str | None = None,
+    device: str | None = None,
+    workers: int | None = None,
+    layer_cache: LayerCache | None = None,
 ) -> SpectralProfile:
     """Singular values and (2,1), (1,1) norms of all L (2H + 2) (gated: L (2H + 3)) proxy matrices, layer by layer.
 
-    ``layers`` yields each layer's weights in (out, in) form (:class:`~specbound.matrices.LayerWeights`),
-    as a family adapter reads them (:mod:`specbound.checkpoints`).
+    ``layers`` yields each layer's weights (:class:`~specbound.matrices.LayerWeights`, or a streamed
+    layer of a checkpoint) as a family adapter reads them (:mod:`specbound.checkpoints`). ``backend``
+    and ``device`` choose the linear algebra (:mod:`specbound.backend`; numpy by default);
+    ``workers`` the layers analysed in parallel (:func:`default_workers` when None). With
+    ``layer_cache``, layers found there are not recomputed and each computed one is stored. Progress
+    is reported after every layer, with an estimate of the time left.
     """
-    N = shape.hidden_size
-    k_ffn = min(N, shape.ffn_size)
-    width = max(N, k_ffn)
-    rows_sv, rows_21, rows_11 = [], [], []
-    for index, weights in enumerate(layers):
-        factors = layer_factors(weights, shape)
-        for left, right in ((factors.qk_left, factors.qk_right), (factors.v_left, factors.v_right)):
-            sv = singular_values_factored(left, right)  # (H, <= d)
-            rows_sv.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
-            n21, n11 = entrywise_norms_factored(left, right)  # (H,) each
-            rows_21.append(n21)
-            rows_11.append(n11)
-        for matrix in factors.mlp.values():  # M_gate (gated only), M_in, M_out
-            rows_sv.append(np.pad(singular_values(matrix), (0, width - k_ffn))[None, :])
-            rows_21.append(np.atleast_1d(norm_21(matrix)))
-            rows_11.append(np.atleast_1d(norm_11(matrix)))
-        progress(ProgressEvent("analyse", index + 1, shape.num_layers, f"layer {index + 1}"))
-    if not rows_sv:
+    be = backend if isinstance(backend, Backend) else get_backend(backend, device)
+    workers = default_workers(shape, be) if workers is None else max(1, workers)
+    parts: list[LayerSpectra] = []
+    computed_seconds, computed = 0.0, 0
+    total = shape.num_layers
+    for index, spectra, seconds in _analysed(layers, shape, be, workers, layer_cache):
+        parts.append(spectra)
+        if seconds is not None:
+            computed_seconds, computed = computed_seconds + seconds, computed + 1
+        eta = computed_seconds / computed * (total - index - 1) if computed else None
+        progress(ProgressEvent("analyse", index + 1, total, f"layer {index + 1}", eta_s=eta))
+    if not parts:
         raise ValueError("no layers given")
     return SpectralProfile(
         model=model,
         revision=revision,
         shape=shape,
-        singular_values=np.concatenate(rows_sv, axis=0),  # (M, width)
+        singular_values=np.concatenate([p.singular_values for p in parts], axis=0),  # (M, N)
         full_dims=full_dims_of(shape),
-        norm_21=np.concatenate(rows_21),
-        norm_11=np.concatenate(rows_11),
+        norm_21=np.concatenate([p.norm_21 for p in parts]),
+        norm_11=np.concatenate([p.norm_11 for p in parts]),
     )
+
+
+def _timed(layer: LayerSource, shape: ModelShape, be: Backend) -> tuple[LayerSpectra, float]:
+    start = time.perf_counter()
+    spectra = analyse_layer(layer, shape, be)
+    return spectra, time.perf_counter() - start
+
+
+def _analysed(
+    layers: Iterable[LayerSource], shape: ModelShape, be: Backend, workers: int, layer_cache: LayerCache | None
+) -> Iterator[tuple[int, LayerSpectra, float | None]]:
+    """(index, spectra, seconds or None when resumed from the cache) for each layer, in order.
+
+    With several workers, at most that many layers are in flight, each in a thread with serial BLAS
+    (numpy's LAPACK releases the GIL), so memory grows with the workers, not with the model.
+    """
+    pending: deque[tuple[int, LayerSource, Future[tuple[LayerSpectra, float]] | LayerSpectra]] = deque()
+    pool = ThreadPoolExecutor(workers) if workers > 1 else None
+    limits = threadpool_limits(limits=1, user_api="blas") if pool is not None else contextlib.nullcontext()
+    try:
+        with limits:
+            for index, layer in enumerate(layers):
+                cached = layer_cache.load(index, layer) if layer_cache is not None else None
+                if cached is not None:
+                    pending.append((index, layer, cached))
+                elif pool is None:
+                    pending.append((index, layer, pool_free_result(_timed(layer, shape, be))))
+                else:
+                    pending.append((index, layer, pool.submit(_timed, layer, shape, be)))
+                while pending and (len(pending) >= workers or not isinstance(pending[0][2], Future)):
+                    yield _finish(pending.popleft(), layer_cache)
+            while pending:
+                yield _finish(pending.popleft(), layer_cache)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def pool_free_result(result: tuple[LayerSpectra, float]) -> Future[tuple[LayerSpectra, float]]:
+    """A finished Future holding ``result``: the serial path shares the parallel one's bookkeeping."""
+    future: Future[tuple[LayerSpectra, float]] = Future()
+    future.set_result(result)
+    return future
+
+
+def _finish(
+    item: tuple[int, LayerSource, Future[tuple[LayerSpectra, float]] | LayerSpectra], layer_cache: LayerCache | None
+) -> tuple[int, LayerSpectra, float | None]:
+    index, layer, outcome = item
+    if not isinstance(outcome, Future):
+        return index, outcome, None
+    spectra, seconds = outcome.result()
+    if layer_cache is not None:
+        layer_cache.save(index, layer, spectra)
+    return index, spectra, seconds
+
+
+class ResumeEntries:
+    """Finished layers of one analysis in the profile cache, keyed by the layer's own revision
+    (:meth:`Checkpoint.layer_revision <specbound.checkpoints.Checkpoint.layer_revision>`) and the
+    backend that computed them, so that a resumed analysis reproduces an uninterrupted one exactly."""
+
+    def __init__(self, cache: ProfileCache, model: str, shape: ModelShape, backend: Backend) -> None:
+        self.cache, self.model, self.shape, self.backend = cache, model, shape, backend
+        self.keys: list[tuple[int, str]] = []
+
+    def _revision(self, index: int, layer: LayerSource) -> str | None:
+        revision = getattr(layer, "revision", None)
+        return f"{revision}:{self.backend.spec.label}" if isinstance(revision, str) else None
+
+    def load(self, index: int, layer: LayerSource) -> LayerSpectra | None:
+        revision = self._revision(index, layer)
+        if revision is None:
+            return None
+        self.keys.append((index, revision))
+        found = self.cache.load_layer(self.model, revision, index, self.shape)
+        return None if found is None else LayerSpectra(*found)
+
+    def save(self, index: int, layer: LayerSource, spectra: LayerSpectra) -> None:
+        revision = self._revision(index, layer)
+        if revision is None:
+            return
+        with contextlib.suppress(OSError):  # a read-only cache only costs the resumability
+            self.cache.save_layer(
+                self.model, revision, index, self.shape, spectra.singular_values, spectra.norm_21, spectra.norm_11
+            )
+
+    def clear(self) -> None:
+        """Remove the entries once the whole profile is stored."""
+        for index, revision in self.keys:
+            self.cache.layer_path(self.model, revision, index).unlink(missing_ok=True)
 
 
 def profile_in_memory(
@@ -72,14 +265,25 @@ def profile_in_memory(
     *,
     name: str,
     progress: ProgressCallback = silent,
+    backend: Backend | BackendSpec | str | None = None,
+    device: str | None = None,
+    workers: int | None = None,
 ) -> SpectralProfile:
     """The profile of a model held in memory: its config (a dict, as config.json holds it) and its
-    state dict, read in place one layer at a time (nothing is written to disk or cached)."""
+    state dict, streamed in place one layer (and one feed-forward matrix) at a time; nothing is
+    written to disk or cached. ``backend``, ``device`` and ``workers`` are :func:`compute_profile`'s."""
     from .api import IN_MEMORY_REVISION
 
     checkpoint = Checkpoint.from_state_dict(config, state, f"the model {name}")
     return compute_profile(
-        checkpoint.layers(), checkpoint.shape, model=name, revision=IN_MEMORY_REVISION, progress=progress
+        checkpoint.stream(),
+        checkpoint.shape,
+        model=name,
+        revision=IN_MEMORY_REVISION,
+        progress=progress,
+        backend=backend,
+        device=device,
+        workers=workers,
     )
 
 
@@ -89,11 +293,19 @@ def load_profile(
     progress: ProgressCallback = silent,
     cache: ProfileCache | None = None,
     use_cache: bool = True,
+    backend: Backend | BackendSpec | str | None = None,
+    device: str | None = None,
+    workers: int | None = None,
+    resume: bool = True,
+    max_download_bytes: int | None = None,
 ) -> SpectralProfile:
     """The spectral profile of a model by name (see :func:`specbound.models.resolve`).
 
-    Downloads what is missing (with progress), reuses a cached profile when the checkpoint's
-    revision is unchanged, and stores a newly computed one.
+    Downloads what is missing (with progress; sharded Hub checkpoints shard by shard in layer order,
+    analysed as they arrive), reuses a cached profile when the checkpoint's revision is unchanged,
+    resumes an interrupted analysis from its finished layers (``resume``), and stores a newly
+    computed profile. ``backend``, ``device`` and ``workers`` are :func:`compute_profile`'s;
+    ``max_download_bytes`` replaces the download cap (:func:`specbound.limits.max_download_bytes`).
     """
     ref = resolve(model) if isinstance(model, str) else model
     if ref.source is Source.ATLAS:
@@ -101,17 +313,43 @@ def load_profile(
 
         assert ref.path is not None
         return atlas_member(ref.path, ref.member)  # stored spectra: nothing to compute or cache
-    directory = fetch(ref, progress)
-    read_config(directory)  # a clear message for a directory that is not a checkpoint, before anything else
-    revision = fingerprint(directory)
+    be = backend if isinstance(backend, Backend) else get_backend(backend, device)
     cache = cache or ProfileCache()
-    if use_cache and (cached := cache.load(ref.name, revision)) is not None:
-        return cached
-    checkpoint = open_checkpoint(directory)
-    profile = compute_profile(
-        checkpoint.layers(), checkpoint.shape, model=ref.name, revision=revision, progress=progress
-    )
+    downloads = start_download(ref, progress, cap=max_download_bytes)
+    if downloads is None:
+        directory = fetch(ref, progress, cap=max_download_bytes)
+        read_config(directory)  # a clear message for a directory that is not a checkpoint, before anything else
+        revision = fingerprint(directory)
+        if use_cache and (cached := cache.load(ref.name, revision)) is not None:
+            return cached
+        checkpoint = open_checkpoint(directory)
+    else:
+        progress = downloads.relay(progress)
+        checkpoint = Checkpoint.from_directory(downloads.directory, arrival=downloads)
+        downloads.start(checkpoint.shard_order())
+        revision = ""
+    entries = ResumeEntries(cache, ref.name, checkpoint.shape, be) if use_cache and resume else None
+    try:
+        profile = compute_profile(
+            checkpoint.stream(),
+            checkpoint.shape,
+            model=ref.name,
+            revision=revision,
+            progress=progress,
+            backend=be,
+            workers=workers,
+            layer_cache=entries,
+        )
+    except BaseException:
+        if downloads is not None:
+            downloads.stop()  # the shards still to come are not fetched for nothing
+        raise
+    if downloads is not None:
+        directory = downloads.finish()  # every shard is on disk: the revision of the whole checkpoint
+        profile = dataclasses.replace(profile, revision=fingerprint(directory))
     if use_cache:
         with contextlib.suppress(OSError):  # a read-only cache directory only costs speed next time
             cache.save(profile)
+            if entries is not None:
+                entries.clear()
     return profile

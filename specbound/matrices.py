@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .architecture import HEAD_KINDS, Adaptation, Kind, Mlp, ModelShape, Residual
+from .spectrum import FactoredHeads
 
 __all__ = [
     "HEAD_KINDS",
@@ -35,8 +36,10 @@ __all__ = [
     "Mlp",
     "ModelShape",
     "Residual",
+    "attention_heads",
     "head_rows",
     "layer_factors",
+    "mlp_matrix",
 ]
 
 #: The name this class had when only encoders were read; kept for code written against it.
@@ -54,6 +57,17 @@ class LayerWeights:
     ffn_in: np.ndarray  # (d_ff, N)  up / fc1 / intermediate.dense
     ffn_out: np.ndarray  # (N, d_ff)  down / fc2 / output.dense
     gate: np.ndarray | None = None  # (d_ff, N)  gated MLPs only
+
+    def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(query, key, value, attn_out): what :func:`attention_heads` reads (a streamed layer has the same)."""
+        return self.query, self.key, self.value, self.attn_out
+
+    def mlp_weight(self, field: str) -> np.ndarray:
+        """One MLP weight by field name ("gate", "ffn_in", "ffn_out")."""
+        value = getattr(self, field)
+        if value is None:
+            raise ValueError(f"this layer has no {field} weight")
+        return value
 
     @staticmethod
     def expected_shapes(shape: ModelShape) -> dict[str, tuple[int, int]]:
@@ -113,6 +127,36 @@ def _per_query_head(kv: np.ndarray, shape: ModelShape) -> np.ndarray:
     if shape.num_kv_heads == shape.num_heads:
         return kv
     return np.repeat(kv, shape.queries_per_kv_head, axis=0)  # (H, d, N)
+
+
+#: Each MLP kind and the LayerWeights field it is the transpose of.
+MLP_WEIGHT_FIELDS: dict[Kind, str] = {Kind.M_GATE: "gate", Kind.M_IN: "ffn_in", Kind.M_OUT: "ffn_out"}
+
+
+def attention_heads(
+    query: np.ndarray, key: np.ndarray, value: np.ndarray, attn_out: np.ndarray, shape: ModelShape
+) -> tuple[FactoredHeads, FactoredHeads]:
+    """QK and V of every query head as factor pairs, the key/value factors shared, never repeated.
+
+    The same matrices as :func:`layer_factors` (QK_h = Q_hᵀ K_g(h), V_h = V_g(h)ᵀ O_h), with the
+    H_kv key and value factors held once and indexed by g(h): under grouped-query attention their
+    QR is then computed once per key/value head, and no (H, d, N) copy is made.
+    """
+    heads = np.arange(shape.num_heads)
+    groups = np.array([shape.kv_head(int(h)) for h in heads], dtype=np.int64)
+    q = head_rows(query, shape.num_heads)  # (H, d, N)
+    k = head_rows(key, shape.num_kv_heads)  # (H_kv, d, N)
+    v = head_rows(value, shape.num_kv_heads)  # (H_kv, d, N)
+    # (W_O^T)[s_h, :] = W_O[:, s_h]^T, as a view: (N, H d) -> (N, H, d) -> (H, d, N), no (H, d, N) copy
+    o = attn_out.reshape(attn_out.shape[0], shape.num_heads, shape.head_dim).transpose(1, 2, 0)
+    qk = FactoredHeads(q.transpose(0, 2, 1), k, heads, groups)  # left (H, N, d), right (H_kv, d, N)
+    v_heads = FactoredHeads(v.transpose(0, 2, 1), o, groups, heads)  # left (H_kv, N, d), right (H, d, N)
+    return qk, v_heads
+
+
+def mlp_matrix(kind: Kind, weight: np.ndarray) -> np.ndarray:
+    """The row-vector MLP matrix of an (out, in) weight: M_gate, M_in (N, d_ff) or M_out (d_ff, N), a view."""
+    return weight.T
 
 
 def layer_factors(weights: LayerWeights, shape: ModelShape) -> LayerFactors:

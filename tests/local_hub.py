@@ -6,6 +6,7 @@ those two from folders on disk, and answers like the Hub when a repository or a 
 (401 with ``X-Error-Code: RepoNotFound``, 404 with ``X-Error-Code: EntryNotFound``). Processes
 started with ``HF_ENDPOINT`` set to :attr:`LocalHub.url` then run the unmodified download code,
 progress bars and cache layout included. It serves loopback only and stops with its ``with`` block.
+:attr:`LocalHub.delays` slows chosen files down, to watch what happens while they download.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import http.server
 import shutil
 import socketserver
 import threading
+import time
 from pathlib import Path
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"  # the commit of every repository's main revision
@@ -58,6 +60,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         data = path.read_bytes()
+        if with_body:
+            time.sleep(self.server.delays.get(path.name, 0.0))  # a slow link, for the file's bytes only
         self.send_header("X-Repo-Commit", commit)
         self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
         self.send_header("Content-Length", str(len(data)))
@@ -75,6 +79,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     root: Path
+    delays: dict[str, float]
 
 
 class LocalHub:
@@ -84,6 +89,9 @@ class LocalHub:
         self.root = root
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.root = root
+        #: file name -> seconds each GET of it waits before answering (a slow download)
+        self.delays: dict[str, float] = {}
+        self._server.delays = self.delays
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def add(

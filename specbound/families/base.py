@@ -70,6 +70,29 @@ class FamilyAdapter(ABC):
         other (a model held in memory by a newer transformers may name its modules differently)."""
         return (LayerLayout(self.root, self.tensors(shape)),)
 
+    def attention_roles(self, shape: ModelShape) -> tuple[str, ...]:
+        """The roles of :meth:`tensors` that hold attention weights (every role but the MLP's)."""
+        return tuple(role for role in self.tensors(shape) if role not in MLP_FIELDS)
+
+    def attention_weights(
+        self, tensors: Mapping[str, np.ndarray], shape: ModelShape
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(query, key, value, attn_out) in (out, in) form from the attention roles' tensors alone.
+
+        :meth:`to_weights` is pure and each MLP field of its result depends on that field's own
+        tensor only (every adapter's MLP weights are stored one tensor each), so the MLP tensors not
+        read yet stand in as zero-stride arrays of their stored shape (no memory) and are dropped.
+        """
+        weights = self.to_weights({**tensors, **_unread(self, shape, exclude=tuple(tensors))}, shape)
+        return weights.query, weights.key, weights.value, weights.attn_out
+
+    def mlp_weight(self, field: str, tensor: np.ndarray, shape: ModelShape) -> np.ndarray:
+        """One MLP weight (``gate``, ``ffn_in`` or ``ffn_out``) in (out, in) form from its own tensor."""
+        weights = self.to_weights({**_unread(self, shape, exclude=(field,)), field: tensor}, shape)
+        value = getattr(weights, field)
+        assert value is not None
+        return value
+
     def init_scale(self, field: str, shape: ModelShape) -> float:
         """Factor on σ with which the family initialises one canonical weight (a LayerWeights field)."""
         return 1.0
@@ -93,6 +116,19 @@ def linear_specs(names: Mapping[str, str], shape: ModelShape) -> dict[str, Tenso
     """The specs of ``nn.Linear`` weights named by field, with the (out, in) shapes the model implies."""
     expected = LayerWeights.expected_shapes(shape)
     return {role: TensorSpec(name, expected[role]) for role, name in names.items()}
+
+
+#: The LayerWeights fields of the MLP; every adapter reads each from one tensor of the same role.
+MLP_FIELDS: tuple[str, ...] = ("gate", "ffn_in", "ffn_out")
+
+
+def _unread(adapter: FamilyAdapter, shape: ModelShape, exclude: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Zero-stride stand-ins (np.broadcast_to, no memory) for the tensors of a layer not read yet."""
+    return {
+        role: np.broadcast_to(np.float64(0.0), spec.shape)
+        for role, spec in adapter.tensors(shape).items()
+        if role not in exclude
+    }
 
 
 # --- config readers ---------------------------------------------------------------------------

@@ -178,7 +178,7 @@ def test_lying_safetensors_headers_are_refused(make_checkpoint, header, declared
         ({"hidden_size": 10**6, "num_attention_heads": 1}, ["hidden_size = 1000000"]),
         ({"intermediate_size": 10**12}, ["ffn_size = 1000000000000"]),
         ({"num_attention_heads": 512, "hidden_size": 1024}, ["num_heads = 512"]),
-        ({"hidden_size": 8192, "num_attention_heads": 64, "intermediate_size": 32768}, ["GiB in float64"]),
+        ({"model_type": "llama", "hidden_size": 8192, "num_attention_heads": 64, "head_dim": 2048}, ["GiB in float64"]),
         ({"num_hidden_layers": 96, "num_attention_heads": 256, "hidden_size": 4096}, ["spectral profile of"]),
     ],
 )
