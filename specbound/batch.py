@@ -262,10 +262,8 @@ def run_grid(
     output_dir(output_dir(out, "output directory") / RECORDS_DIR, "records directory")
     lock = DirectoryLock(out / LOCK_FILE, f"the output directory {out.name}").acquire(wait=False)
     try:
-        options = dict(compute or {})
-        if not executor.serial and options.get("workers") is None:
-            options["workers"] = 1  # models in parallel already use the cores: one layer at a time in each
-        return _run_grid(names, out, settings, atlas, use_cache, progress, report, executor, tuple(options.items()))
+        options = executor.compute_options(compute)
+        return _run_grid(names, out, settings, atlas, use_cache, progress, report, executor, options)
     finally:
         lock.release()
 

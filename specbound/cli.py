@@ -273,9 +273,16 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
                 )
         steps = [checkpoint_of(Path(source)) for source in sources]
         name = Path(sources[0]).resolve().parent.name or "run"
-    settings = RunSettings(args.name or name, l_phi=args.l_phi, grid_m=args.grid_m, use_cache=not args.no_cache)
+    executor = _executor(args)
+    settings = RunSettings(
+        args.name or name,
+        l_phi=args.l_phi,
+        grid_m=args.grid_m,
+        use_cache=not args.no_cache,
+        compute=executor.compute_options(_compute_options(args)),
+    )
     result = run_trajectory(
-        steps, Path(args.out), settings, executor=_executor(args), report=lambda line: print(line, flush=True)
+        steps, Path(args.out), settings, executor=executor, report=lambda line: print(line, flush=True)
     )
     print(
         f"{len(result.rows)} of {len(steps)} steps ({result.analysed} analysed now), {len(result.missing)} "

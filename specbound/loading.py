@@ -13,9 +13,9 @@ so an analysis that is killed resumes at the next layer, and the finished profil
 uninterrupted run gives, bit for bit.
 
 **Cores.** Many small layers (an encoder of BERT's size) are analysed in parallel, one layer per
-core, each with serial LAPACK; a large layer is analysed alone, its products and large eigen-solves
-with every BLAS thread (:func:`default_workers`; the measurement behind the choice is in
-``benchmarks/bench_large.py``).
+core, each with serial BLAS; a large layer is analysed alone (one layer's matrices in memory), its
+Gram products with every BLAS thread and its eigen-solves on one (:func:`default_workers`; the
+measurements behind the choice are in ``benchmarks/bench_large.py --only cores``).
 """
 
 from __future__ import annotations

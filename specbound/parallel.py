@@ -20,7 +20,7 @@ than one alone.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -50,6 +50,14 @@ class Executor:
     @property
     def serial(self) -> bool:
         return self.dask is None and self.workers == 1
+
+    def compute_options(self, compute: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+        """load_profile's compute keywords for each task, as picklable items: tasks that run side by
+        side already use the cores, so each analyses one layer at a time unless told otherwise."""
+        options = dict(compute or {})
+        if not self.serial and options.get("workers") is None:
+            options["workers"] = 1
+        return tuple(options.items())
 
     def describe(self) -> str:
         if self.dask is not None:

@@ -72,6 +72,8 @@ class RunSettings:
     l_phi: float | None = None
     grid_m: int | None = None
     use_cache: bool = True
+    #: load_profile's backend, layer-worker and download-cap keywords (:func:`specbound.loading.load_profile`)
+    compute: tuple[tuple[str, Any], ...] = ()
 
 
 # --- finding the steps -----------------------------------------------------------------------------
@@ -164,7 +166,7 @@ def _analyse_step(task: _StepTask) -> _StepAnswer:
 
     checkpoint, settings = task.checkpoint, task.settings
     try:
-        loaded = load_profile(checkpoint.source, use_cache=settings.use_cache)
+        loaded = load_profile(checkpoint.source, use_cache=settings.use_cache, **dict(settings.compute))
         profile = dataclasses.replace(loaded, model=f"{settings.name}@{checkpoint.step}")
         bounds = BoundAnalysis.from_profile(profile, BoundSettings(l_phi=settings.l_phi, grid_m=settings.grid_m))
     except SpecboundError as exc:

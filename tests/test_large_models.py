@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -262,6 +263,86 @@ def test_layers_in_parallel_give_the_same_bits(llama, make_checkpoint) -> None:
         np.testing.assert_array_equal(one.norm_11, two.norm_11)
 
 
+# --- the notebook API, batch commands and the command line -------------------------------------------------
+
+
+def test_analyze_takes_the_backend_and_the_layer_workers(llama) -> None:
+    import specbound
+
+    reference = specbound.analyze(str(llama), use_cache=False)
+    on_torch = specbound.analyze(str(llama), use_cache=False, backend="torch", device="cpu")
+    two_at_once = specbound.analyze(str(llama), use_cache=False, layer_workers=2)
+    sv, sv_torch = reference.bounds.profile.singular_values, on_torch.bounds.profile.singular_values
+    assert np.max(np.abs(sv - sv_torch)) <= 1e-12 * sv.max()
+    np.testing.assert_array_equal(sv, two_at_once.bounds.profile.singular_values)
+    assert on_torch.ours_log10 == pytest.approx(reference.ours_log10, rel=1e-12)
+    with pytest.raises(BackendError, match="CPU only"):
+        specbound.analyze(str(llama), use_cache=False, device="cuda")
+
+
+def test_a_model_in_memory_streams_one_layer_at_a_time_and_is_never_cached(llama, monkeypatch) -> None:
+    import transformers
+
+    import specbound
+    import specbound.loading as loading
+
+    model = transformers.AutoModel.from_pretrained(llama)
+    seen: list[str] = []
+    original = loading.analyse_layer
+
+    def recording(layer, shape, backend=None, **options):
+        seen.append(type(layer).__name__)
+        assert layer.revision is None  # no files: nothing to key a resumed layer by
+        return original(layer, shape, backend, **options)
+
+    monkeypatch.setattr(loading, "analyse_layer", recording)
+    in_memory = specbound.analyze(model, backend="torch")
+    assert seen == ["StreamedLayer"] * LAYERS
+    monkeypatch.undo()
+    from_disk = load_profile(str(llama), use_cache=False)
+    sv = from_disk.singular_values
+    assert np.max(np.abs(in_memory.bounds.profile.singular_values - sv)) <= 1e-12 * sv.max()
+
+
+def test_batch_tasks_side_by_side_analyse_one_layer_at_a_time() -> None:
+    from specbound.parallel import Executor
+
+    backend = BackendSpec("torch", "cpu")
+    assert Executor().compute_options({"backend": backend, "workers": None}) == (
+        ("backend", backend),
+        ("workers", None),
+    )
+    assert dict(Executor(workers=2).compute_options({"workers": None}))["workers"] == 1
+    assert dict(Executor(workers=2).compute_options({"workers": 3}))["workers"] == 3  # what the user asked
+    assert dict(Executor(dask="tcp://127.0.0.1:8786").compute_options(None))["workers"] == 1
+
+
+def test_grid_and_trajectory_take_the_compute_options(llama, tmp_path) -> None:
+    reference = load_profile(str(llama), use_cache=False)
+    grid = run_cli(
+        "grid", "--models", str(llama), "--out", str(tmp_path / "grid"), "--atlas", str(tmp_path / "grid.npz"),
+        "--no-cache", "--backend", "torch", "--layer-workers", "2",
+    )  # fmt: skip
+    assert grid.returncode == 0, grid.stderr
+    step = shutil.copytree(llama, tmp_path / "saved" / "checkpoint-10")
+    trajectory = run_cli(
+        "trajectory", str(step), "--out", str(tmp_path / "run"), "--no-cache", "--backend", "torch", "--workers", "2"
+    )
+    assert trajectory.returncode == 0, trajectory.stderr
+    from specbound.atlas import load_atlas
+
+    for atlas in (tmp_path / "grid.npz", tmp_path / "run" / "trajectory.npz"):
+        (profile,) = load_atlas(atlas)
+        sv = reference.singular_values
+        assert np.max(np.abs(profile.singular_values - sv)) <= 1e-12 * sv.max()
+        assert not np.array_equal(profile.singular_values, sv)  # torch's LAPACK did run: not numpy's bits
+    assert_one_line_error(
+        run_cli("grid", "--models", str(llama), "--out", str(tmp_path / "g2"), "--layer-workers", "0"),
+        "layer workers",
+        status=2,
+    )
+
+
 # --- resuming --------------------------------------------------------------------------------------------
 
 #: Analyses a checkpoint and SIGKILLs itself in the middle of layer 2: the first eigen-solve of that
@@ -288,9 +369,9 @@ import json, sys
 import specbound.loading as loading
 computed = []
 original = loading.analyse_layer
-def counting(layer, shape, backend=None):
+def counting(layer, shape, backend=None, **options):
     computed.append(layer.index)
-    return original(layer, shape, backend)
+    return original(layer, shape, backend, **options)
 loading.analyse_layer = counting
 loading.load_profile(sys.argv[1], workers=1)
 print(json.dumps(computed))
