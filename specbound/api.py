@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .architecture import Adaptation, ModelShape
 from .backend import DEFAULT_BACKEND, DEFAULT_DEVICE, BackendName, BackendSpec
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
+from .defaults import LARGE_NORM_11
 from .logspace import exp_array, to_log10
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
@@ -168,6 +169,7 @@ def analyze(
     backend: BackendName = DEFAULT_BACKEND,
     device: str = DEFAULT_DEVICE,
     layer_workers: int | None = None,
+    large_norm_11: bool = LARGE_NORM_11,
 ) -> Analysis:
     """Analyse a model and return its :class:`Analysis`.
 
@@ -179,10 +181,11 @@ def analyze(
     ``_name_or_path``, else its class). A named model's profile is cached on disk; one in memory never is.
     ``backend`` ("numpy" or "torch") and ``device`` ("cpu", "cuda", "cuda:1", ...) choose where the
     float64 linear algebra runs; ``layer_workers`` how many layers run at once (default: measured per
-    shape, :func:`specbound.loading.default_workers`).
+    shape, :func:`specbound.loading.default_workers`); ``large_norm_11`` also the (1,1) norms of QK
+    and V matrices too large to form whole (N > 2048; NaN otherwise, :data:`~specbound.defaults.LARGE_NORM_11`).
     """
     settings = BoundSettings(l_phi=l_phi, grid_m=grid_m)
-    compute = {"backend": BackendSpec(backend, device), "workers": layer_workers}
+    compute = {"backend": BackendSpec(backend, device), "workers": layer_workers, "large_norm_11": large_norm_11}
     profile = _profile(source, config=config, name=name, progress=progress, use_cache=use_cache, compute=compute)
     return Analysis(BoundAnalysis.from_profile(profile, settings)).at(p)
 

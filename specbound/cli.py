@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._version import __version__
-from .defaults import DEFAULT_MODEL, L_PHI, P_MAX
+from .defaults import DEFAULT_MODEL, L_PHI, LARGE_NORM_11, P_MAX
 from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
 from .lab.cli import add_lab_commands
@@ -127,6 +127,7 @@ def _compute_options(args: argparse.Namespace) -> dict[str, Any]:
         "backend": BackendSpec(args.backend, args.device),
         "workers": args.layer_workers,
         "max_download_bytes": None if args.max_download_gb is None else download_cap_bytes(args.max_download_gb),
+        "large_norm_11": args.norm_11,
     }
 
 
@@ -478,6 +479,13 @@ def _compute_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="GB",
         help="download cap for this command in GB (default: $SPECBOUND_MAX_DOWNLOAD_MB, else 1.5 GB)",
+    )
+    parser.add_argument(
+        "--norm-11",
+        action="store_true",
+        default=LARGE_NORM_11,
+        help="also the (1,1) norm of QK and V matrices too large to form whole (N > 2048), by blocks: "
+        "2 N^2 d operations each, about a fifth of such a model's time; null otherwise",
     )
 
 

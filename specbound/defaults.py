@@ -32,5 +32,11 @@ CACHE_ENV_VAR: str = "SPECBOUND_CACHE"
 #: Standard deviation of BERT's weight initialisation N(0, initializer_range^2) (config.json's default).
 BERT_INITIALIZER_RANGE: float = 0.02
 
+#: Whether the (1,1) norm of a factored QK or V matrix too large to form whole (N x N above
+#: spectrum.PRODUCT_BLOCK_BYTES, N > 2048: 7B-class decoders) is computed. It costs 2 N² d operations per
+#: matrix, about a fifth of such a layer's work, and no proxy uses it, so it is opt-in (``--norm-11``)
+#: and reported as null (NaN in a profile) otherwise. Every smaller product gives it as always.
+LARGE_NORM_11: bool = False
+
 #: Seed of the random-initialised twin when none is given.
 TWIN_SEED: int = 0

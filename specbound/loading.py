@@ -37,6 +37,7 @@ from .architecture import ModelShape
 from .backend import Backend, BackendSpec, get_backend
 from .cache import ProfileCache
 from .checkpoints import Checkpoint, fetch, fingerprint, open_checkpoint, read_config, start_download
+from .defaults import LARGE_NORM_11
 from .limits import layer_peak_bytes
 from .matrices import MLP_WEIGHT_FIELDS, attention_heads, mlp_matrix
 from .models import ModelRef, Source, resolve
@@ -84,8 +85,11 @@ def default_workers(shape: ModelShape, backend: Backend) -> int:
     return max(1, min(os.cpu_count() or 1, shape.num_layers, MAX_LAYER_WORKERS))
 
 
-def analyse_layer(layer: LayerSource, shape: ModelShape, backend: Backend | None = None) -> LayerSpectra:
-    """Singular values and (2,1), (1,1) norms of one layer's 2H + 2 (gated: 2H + 3) proxy matrices.
+def analyse_layer(
+    layer: LayerSource, shape: ModelShape, backend: Backend | None = None, *, large_norm_11: bool = LARGE_NORM_11
+) -> LayerSpectra:
+    """Singular values and (2,1), (1,1) norms of one layer's 2H + 2 (gated: 2H + 3) proxy matrices
+    (the (1,1) norm of a factored product too large to form whole only with ``large_norm_11``).
 
     The attention weights are read and analysed first and let go; then each feed-forward matrix is
     read, analysed and let go in turn, so that the peak is :func:`~specbound.limits.layer_peak_bytes`.
@@ -95,7 +99,7 @@ def analyse_layer(layer: LayerSource, shape: ModelShape, backend: Backend | None
     k_ffn = min(shape.hidden_size, shape.ffn_size)
     rows_sv, rows_21, rows_11 = [], [], []
     for heads in attention_heads(*layer.attention_weights(), shape):  # QK, then V
-        spectra = head_spectra(heads, be)
+        spectra = head_spectra(heads, be, large_norm_11=large_norm_11)
         sv = spectra.singular_values  # (H, <= d)
         rows_sv.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
         rows_21.append(spectra.norm_21)
@@ -134,6 +138,7 @@ def compute_profile(
     device: str | None = None,
     workers: int | None = None,
     layer_cache: LayerCache | None = None,
+    large_norm_11: bool = LARGE_NORM_11,
 ) -> SpectralProfile:
     """Singular values and (2,1), (1,1) norms of all L (2H + 2) (gated: L (2H + 3)) proxy matrices, layer by layer.
 
@@ -142,14 +147,15 @@ def compute_profile(
     and ``device`` choose the linear algebra (:mod:`specbound.backend`; numpy by default);
     ``workers`` the layers analysed in parallel (:func:`default_workers` when None). With
     ``layer_cache``, layers found there are not recomputed and each computed one is stored. Progress
-    is reported after every layer, with an estimate of the time left.
+    is reported after every layer, with an estimate of the time left. ``large_norm_11``: also the
+    (1,1) norms of factored products too large to form whole (:data:`~specbound.defaults.LARGE_NORM_11`).
     """
     be = backend if isinstance(backend, Backend) else get_backend(backend, device)
     workers = default_workers(shape, be) if workers is None else max(1, workers)
     parts: list[LayerSpectra] = []
     computed_seconds, computed = 0.0, 0
     total = shape.num_layers
-    for index, spectra, seconds in _analysed(layers, shape, be, workers, layer_cache):
+    for index, spectra, seconds in _analysed(layers, shape, be, workers, layer_cache, large_norm_11):
         parts.append(spectra)
         if seconds is not None:
             computed_seconds, computed = computed_seconds + seconds, computed + 1
@@ -168,14 +174,19 @@ def compute_profile(
     )
 
 
-def _timed(layer: LayerSource, shape: ModelShape, be: Backend) -> tuple[LayerSpectra, float]:
+def _timed(layer: LayerSource, shape: ModelShape, be: Backend, large_norm_11: bool) -> tuple[LayerSpectra, float]:
     start = time.perf_counter()
-    spectra = analyse_layer(layer, shape, be)
+    spectra = analyse_layer(layer, shape, be, large_norm_11=large_norm_11)
     return spectra, time.perf_counter() - start
 
 
 def _analysed(
-    layers: Iterable[LayerSource], shape: ModelShape, be: Backend, workers: int, layer_cache: LayerCache | None
+    layers: Iterable[LayerSource],
+    shape: ModelShape,
+    be: Backend,
+    workers: int,
+    layer_cache: LayerCache | None,
+    large_norm_11: bool,
 ) -> Iterator[tuple[int, LayerSpectra, float | None]]:
     """(index, spectra, seconds or None when resumed from the cache) for each layer, in order.
 
@@ -192,9 +203,9 @@ def _analysed(
                 if cached is not None:
                     pending.append((index, layer, cached))
                 elif pool is None:
-                    pending.append((index, layer, pool_free_result(_timed(layer, shape, be))))
+                    pending.append((index, layer, pool_free_result(_timed(layer, shape, be, large_norm_11))))
                 else:
-                    pending.append((index, layer, pool.submit(_timed, layer, shape, be)))
+                    pending.append((index, layer, pool.submit(_timed, layer, shape, be, large_norm_11)))
                 while pending and (len(pending) >= workers or not isinstance(pending[0][2], Future)):
                     yield _finish(pending.popleft(), layer_cache)
             while pending:
@@ -226,15 +237,19 @@ def _finish(
 class ResumeEntries:
     """Finished layers of one analysis in the profile cache, keyed by the layer's own revision
     (:meth:`Checkpoint.layer_revision <specbound.checkpoints.Checkpoint.layer_revision>`) and the
-    backend that computed them, so that a resumed analysis reproduces an uninterrupted one exactly."""
+    backend that computed them (and whether with every (1,1) norm), so that a resumed analysis
+    reproduces an uninterrupted one exactly."""
 
-    def __init__(self, cache: ProfileCache, model: str, shape: ModelShape, backend: Backend) -> None:
+    def __init__(
+        self, cache: ProfileCache, model: str, shape: ModelShape, backend: Backend, large_norm_11: bool = LARGE_NORM_11
+    ) -> None:
         self.cache, self.model, self.shape, self.backend = cache, model, shape, backend
+        self.label = backend.spec.label + (":norm_11" if large_norm_11 else "")
         self.keys: list[tuple[int, str]] = []
 
     def _revision(self, index: int, layer: LayerSource) -> str | None:
         revision = getattr(layer, "revision", None)
-        return f"{revision}:{self.backend.spec.label}" if isinstance(revision, str) else None
+        return f"{revision}:{self.label}" if isinstance(revision, str) else None
 
     def load(self, index: int, layer: LayerSource) -> LayerSpectra | None:
         revision = self._revision(index, layer)
@@ -268,10 +283,12 @@ def profile_in_memory(
     backend: Backend | BackendSpec | str | None = None,
     device: str | None = None,
     workers: int | None = None,
+    large_norm_11: bool = LARGE_NORM_11,
 ) -> SpectralProfile:
     """The profile of a model held in memory: its config (a dict, as config.json holds it) and its
     state dict, streamed in place one layer (and one feed-forward matrix) at a time; nothing is
-    written to disk or cached. ``backend``, ``device`` and ``workers`` are :func:`compute_profile`'s."""
+    written to disk or cached. ``backend``, ``device``, ``workers`` and ``large_norm_11`` are
+    :func:`compute_profile`'s."""
     from .api import IN_MEMORY_REVISION
 
     checkpoint = Checkpoint.from_state_dict(config, state, f"the model {name}")
@@ -284,6 +301,7 @@ def profile_in_memory(
         backend=backend,
         device=device,
         workers=workers,
+        large_norm_11=large_norm_11,
     )
 
 
@@ -298,13 +316,15 @@ def load_profile(
     workers: int | None = None,
     resume: bool = True,
     max_download_bytes: int | None = None,
+    large_norm_11: bool = LARGE_NORM_11,
 ) -> SpectralProfile:
     """The spectral profile of a model by name (see :func:`specbound.models.resolve`).
 
     Downloads what is missing (with progress; sharded Hub checkpoints shard by shard in layer order,
     analysed as they arrive), reuses a cached profile when the checkpoint's revision is unchanged,
     resumes an interrupted analysis from its finished layers (``resume``), and stores a newly
-    computed profile. ``backend``, ``device`` and ``workers`` are :func:`compute_profile`'s;
+    computed profile. ``backend``, ``device``, ``workers`` and ``large_norm_11`` are
+    :func:`compute_profile`'s (a cached profile without the norms asked for is computed again);
     ``max_download_bytes`` replaces the download cap (:func:`specbound.limits.max_download_bytes`).
     """
     ref = resolve(model) if isinstance(model, str) else model
@@ -320,7 +340,8 @@ def load_profile(
         directory = fetch(ref, progress, cap=max_download_bytes)
         read_config(directory)  # a clear message for a directory that is not a checkpoint, before anything else
         revision = fingerprint(directory)
-        if use_cache and (cached := cache.load(ref.name, revision)) is not None:
+        cached = cache.load(ref.name, revision) if use_cache else None
+        if cached is not None and not (large_norm_11 and np.isnan(cached.norm_11).any()):
             return cached
         checkpoint = open_checkpoint(directory)
     else:
@@ -328,7 +349,7 @@ def load_profile(
         checkpoint = Checkpoint.from_directory(downloads.directory, arrival=downloads)
         downloads.start(checkpoint.shard_order())
         revision = ""
-    entries = ResumeEntries(cache, ref.name, checkpoint.shape, be) if use_cache and resume else None
+    entries = ResumeEntries(cache, ref.name, checkpoint.shape, be, large_norm_11) if use_cache and resume else None
     try:
         profile = compute_profile(
             checkpoint.stream(),
@@ -339,6 +360,7 @@ def load_profile(
             backend=be,
             workers=workers,
             layer_cache=entries,
+            large_norm_11=large_norm_11,
         )
     except BaseException:
         if downloads is not None:

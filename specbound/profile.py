@@ -99,10 +99,11 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
     beyond = np.arange(width)[None, :] >= profile.full_dims[:, None]  # (M, K)
     if (sv[beyond] != 0).any():
         raise ValueError("a matrix has more nonzero singular values than min(rows, cols)")
-    for name in ("norm_21", "norm_11"):
-        array = getattr(profile, name)
-        if not np.isfinite(array).all() or (array < 0).any():
-            raise ValueError(f"{name} must be finite and non-negative")
+    if not np.isfinite(profile.norm_21).all() or (profile.norm_21 < 0).any():
+        raise ValueError("norm_21 must be finite and non-negative")
+    computed = profile.norm_11[~np.isnan(profile.norm_11)]  # NaN: not computed (defaults.LARGE_NORM_11)
+    if not np.isfinite(computed).all() or (computed < 0).any():
+        raise ValueError("norm_11 must be finite and non-negative where computed")
 
 
 def matrix_position(shape: ModelShape, layer: int, kind: Kind, head: int | None = None) -> int:
@@ -147,7 +148,7 @@ class SpectralProfile:
     singular_values: np.ndarray  # (M, K) float64, M = L (2H + 2), or L (2H + 3) with a gated MLP
     full_dims: np.ndarray  # (M,) int
     norm_21: np.ndarray  # (M,) sum of column 2-norms
-    norm_11: np.ndarray  # (M,) sum of absolute entries
+    norm_11: np.ndarray  # (M,) sum of absolute entries; NaN where not computed (defaults.LARGE_NORM_11)
 
     def __post_init__(self) -> None:
         validate_profile(self)

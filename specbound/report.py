@@ -67,7 +67,7 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
                 "frobenius_norm": float(profile.frobenius_norm[i]),
                 "nuclear_norm": float(profile.nuclear_norm[i]),
                 "norm_21": float(profile.norm_21[i]),
-                "norm_11": float(profile.norm_11[i]),
+                "norm_11": finite_or_none(float(profile.norm_11[i])),  # null: not computed
                 "stable_rank": float(profile.stable_rank[i]),
                 "gamma": finite_or_none(analysis.gamma[i]),
                 "log10_scale": float(to_log10(analysis.log_scale[i])),

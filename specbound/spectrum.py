@@ -24,7 +24,8 @@ Two routes to singular values, both exact to rounding:
   block of columns in a buffer of at most ``PRODUCT_BLOCK_BYTES``: 2 n m r operations per matrix and
   n · (block width) memory, never n x m. On a Llama-7B layer (N = 4096, d = 128, 64 products) that is
   about 2.7e11 multiply-adds, roughly a fifth of the layer's Gram products; at N = 8192 with 128
-  products, 2.2e12, again about a fifth. It is reported (SPEC §5), not used by any proxy.
+  products, 2.2e12, again about a fifth. No proxy uses it, so for products larger than the buffer
+  it is computed only on request (:data:`~specbound.defaults.LARGE_NORM_11`) and NaN otherwise.
 
 When a whole product fits in that buffer (n m 8 bytes <= ``PRODUCT_BLOCK_BYTES``: every head of every
 BERT-family encoder, N <= 2048) it is formed whole, one head at a time in a reused buffer, and both
@@ -43,7 +44,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .backend import Backend, get_backend
-from .defaults import RANK_TOL
+from .defaults import LARGE_NORM_11, RANK_TOL
 
 #: Largest error, relative to sigma_1, accepted from the Gram route before falling back to an SVD.
 GRAM_RTOL: float = 1e-10
@@ -98,8 +99,14 @@ class HeadSpectra:
     norm_11: np.ndarray
 
 
-def head_spectra(products: FactoredHeads, backend: Backend | None = None) -> HeadSpectra:
-    """Singular values and (2,1), (1,1) norms of every product, from the factors (module docstring)."""
+def head_spectra(
+    products: FactoredHeads, backend: Backend | None = None, *, large_norm_11: bool = LARGE_NORM_11
+) -> HeadSpectra:
+    """Singular values and (2,1), (1,1) norms of every product, from the factors (module docstring).
+
+    A product too large to form whole gets its (1,1) norm by blocks only with ``large_norm_11``,
+    else NaN (not computed: :data:`specbound.defaults.LARGE_NORM_11`).
+    """
     be = backend or get_backend()
     left, right = be.array(products.left), be.array(products.right)
     with be.serial_lapack():
@@ -112,10 +119,11 @@ def head_spectra(products: FactoredHeads, backend: Backend | None = None) -> Hea
         core = be.matmul(r_left_h, be.transpose(r_right_h))  # (H, min(n, r), min(m, r))
         sv = be.numpy(be.svdvals(core))
     n, m = products.left.shape[-2], products.right.shape[-1]
-    if n * m * 8 <= PRODUCT_BLOCK_BYTES and be.spec.name == "numpy":
+    fits = n * m * 8 <= PRODUCT_BLOCK_BYTES
+    if fits and be.spec.name == "numpy":
         n21, n11 = _entrywise_norms_whole(products)
     else:
-        n21, n11 = _entrywise_norms_blocked(products, left, right, r_left, be)
+        n21, n11 = _entrywise_norms_blocked(products, left, right, r_left, be, with_11=fits or large_norm_11)
     be.synchronize()
     return HeadSpectra(sv, n21, n11)
 
@@ -137,15 +145,18 @@ def _entrywise_norms_whole(products: FactoredHeads) -> tuple[np.ndarray, np.ndar
 
 
 def _entrywise_norms_blocked(
-    products: FactoredHeads, left: object, right: object, r_left: object, be: Backend
+    products: FactoredHeads, left: object, right: object, r_left: object, be: Backend, *, with_11: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(2,1) from R B (r x m per head), (1,1) from column blocks of A B that fit ``PRODUCT_BLOCK_BYTES``."""
+    """(2,1) from R B (r x m per head), (1,1) from column blocks of A B that fit ``PRODUCT_BLOCK_BYTES``
+    (NaN without ``with_11``)."""
     n, m = products.left.shape[-2], products.right.shape[-1]
     width = max(1, min(m, PRODUCT_BLOCK_BYTES // (8 * n)))
-    n21, n11 = np.empty(products.heads), np.empty(products.heads)
+    n21, n11 = np.empty(products.heads), np.full(products.heads, np.nan)
     for h, (a, b) in enumerate(zip(products.left_of, products.right_of, strict=True)):
         a_h, b_h = left[int(a)], right[int(b)]  # type: ignore[index]  # (n, r), (r, m)
         n21[h] = float(be.column_norm_sum(be.matmul(r_left[int(a)], b_h)))  # type: ignore[index]  # Σ_j ‖R b_j‖
+        if not with_11:
+            continue
         total = 0.0
         for start in range(0, m, width):
             total += be.abs_sum(be.matmul(a_h, b_h[:, start : start + width]))  # (n, width)

@@ -128,6 +128,26 @@ def test_cuda_equals_the_cpu_to_1e_12_of_sigma_1(llama) -> None:
     np.testing.assert_allclose(cuda.norm_11, cpu.norm_11, rtol=1e-12)
 
 
+def test_large_eigen_solves_of_the_numpy_backend_go_through_torchs_lapack(monkeypatch) -> None:
+    import sys
+
+    import specbound.backend as backend
+
+    rng = np.random.default_rng(3)
+    factor = rng.standard_normal((backend.LARGE_EIGEN_ORDER, backend.LARGE_EIGEN_ORDER + 64))
+    gram = factor @ factor.T
+    reference = np.linalg.eigvalsh(gram)
+    via_torch = backend.large_eigvalsh(gram)
+    assert via_torch is not None and not np.array_equal(via_torch, reference)  # another LAPACK's bits
+    assert np.max(np.abs(via_torch - reference)) <= 1e-13 * reference[-1]
+    np.testing.assert_array_equal(get_backend().eigvalsh(gram), via_torch)
+    small = gram[:1024, :1024]  # below the order: numpy's own, bit for bit (every BERT-family Gram matrix)
+    np.testing.assert_array_equal(get_backend().eigvalsh(small), np.linalg.eigvalsh(small))
+    monkeypatch.setitem(sys.modules, "torch", None)  # torch not installed: numpy's own
+    assert backend.large_eigvalsh(gram) is None
+    np.testing.assert_array_equal(get_backend().eigvalsh(gram), reference)
+
+
 def test_backend_choices_are_checked() -> None:
     with pytest.raises(BackendError, match="CPU only"):
         BackendSpec("numpy", "cuda")
@@ -145,6 +165,8 @@ def test_cli_backend_options(llama) -> None:
     torch_json = json.loads(torch_run.stdout)
     for ours, theirs in zip(numpy_json["matrices"], torch_json["matrices"], strict=True):
         assert theirs["spectral_norm"] == pytest.approx(ours["spectral_norm"], rel=1e-12)
+    with_11 = json.loads(run_cli("analyze", str(llama), "--json", "--no-cache", "--norm-11").stdout)
+    assert with_11 == numpy_json  # every product of this model fits whole: its (1,1) norms were all there
     assert_one_line_error(run_cli("analyze", str(llama), "--backend", "numpy", "--device", "cuda"), "CPU only")
 
 
@@ -164,13 +186,43 @@ def test_blocked_norms_of_factored_products_equal_dense(monkeypatch, shared: boo
     whole = head_spectra(products)
     # a buffer of 10 columns: the (1,1) norm block by block, the (2,1) norm from R B
     monkeypatch.setattr(spectrum, "PRODUCT_BLOCK_BYTES", 8 * n * 10)
-    blocked = head_spectra(products)
+    blocked = head_spectra(products, large_norm_11=True)
+    by_default = head_spectra(products)
+    assert np.isnan(by_default.norm_11).all()  # opt-in for products too large to form whole
+    np.testing.assert_array_equal(by_default.norm_21, blocked.norm_21)
     for h in range(heads):
         dense = left[h] @ right[groups[h]]
         assert blocked.norm_11[h] == pytest.approx(np.abs(dense).sum(), rel=1e-13)
         assert blocked.norm_21[h] == pytest.approx(np.linalg.norm(dense, axis=0).sum(), rel=1e-13)
         assert whole.norm_21[h] == pytest.approx(blocked.norm_21[h], rel=1e-13)
     np.testing.assert_array_equal(whole.singular_values, blocked.singular_values)
+
+
+def test_the_large_norm_11_is_opt_in_from_the_command_line_to_the_cache(llama, monkeypatch, tmp_path) -> None:
+    """With every QK and V product of the fixture over the buffer: null in the JSON by default, the
+    dense value on request; a cached profile without it is computed again when it is asked for."""
+    import specbound
+    import specbound.spectrum as spectrum
+    from specbound.profile import validate_profile
+
+    monkeypatch.setattr(spectrum, "PRODUCT_BLOCK_BYTES", 1024)  # a 48 x 48 product is 18 kB
+    monkeypatch.setenv("SPECBOUND_CACHE", str(tmp_path / "cache"))
+    dense = dense_matrices(llama)
+    default = specbound.analyze(str(llama))
+    validate_profile(default.bounds.profile)  # NaN stands for "not computed", and is valid
+    rows = default.to_dict()["matrices"]
+    for row, matrix in zip(rows, dense, strict=True):
+        if row["kind"] in ("QK", "V"):
+            assert row["norm_11"] is None
+        else:
+            assert row["norm_11"] == pytest.approx(np.abs(matrix).sum(), rel=1e-13)
+        assert row["norm_21"] == pytest.approx(np.linalg.norm(matrix, axis=0).sum(), rel=1e-12)
+    asked = specbound.analyze(str(llama), large_norm_11=True)  # the cached profile lacks them: computed
+    for row, matrix in zip(asked.to_dict()["matrices"], dense, strict=True):
+        assert row["norm_11"] == pytest.approx(np.abs(matrix).sum(), rel=1e-12)
+    again = specbound.analyze(str(llama))  # the full profile is now the cached one
+    assert again.to_dict()["matrices"][0]["norm_11"] == asked.to_dict()["matrices"][0]["norm_11"]
+    assert again.ours_log10 == default.ours_log10  # no proxy reads the (1,1) norm
 
 
 def test_norms_of_large_feed_forward_matrices_by_blocks_of_columns(monkeypatch) -> None:
