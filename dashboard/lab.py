@@ -47,6 +47,7 @@ from specbound.lab.sweep import (
 from specbound.lab.tasks import ThresholdTask
 from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings
 from specbound.lab.trajectory import RunTrajectory
+from specbound.numbers import format_count
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressEvent
 
@@ -187,7 +188,7 @@ def describe(key: str, run: RunTrajectory) -> str:
     origin = "shipped reference" if split_key(key)[0] == REFERENCE else "trained here"
     return (
         f"L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}, noise {s.label_noise:g}, "
-        f"seed {s.seed}, {s.settings.steps} steps ({origin})"
+        f"seed {s.seed}, {format_count(s.settings.steps, 'step')} ({origin})"
     )
 
 
@@ -415,7 +416,7 @@ class JobBoard:
                 raise LabBusy(f"{spec.name} is being trained already; it will join the runs when it ends")
             if len(self._running) >= self.limit:
                 raise LabBusy(
-                    f"the server is training {len(self._running)} runs already (at most "
+                    f"the server is training {format_count(len(self._running), 'run')} already (at most "
                     f"{self.limit} at once); try again in a minute"
                 )
             job = TrainingJob(spec, self._ended)
@@ -452,7 +453,7 @@ def start_training(request: RunRequest) -> TrainingJob:
     stored = store_runs()
     if len(stored) >= VISITOR_CAPS.max_stored_runs and spec.name not in {r.name for r in stored}:
         raise LabBusy(
-            f"the lab store of this server holds {len(stored)} runs, as many as it keeps; "
+            f"the lab store of this server holds {format_count(len(stored), 'run')}, as many as it keeps; "
             f"pick one of them in the run picker"
         )
     job = board().start(spec)

@@ -15,6 +15,7 @@ import streamlit as st
 from dashboard import lab as service
 from dashboard import share
 from dashboard.export import csv_download, show_figure
+from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.text import bound_note, format_log_value, plain
@@ -38,7 +39,8 @@ st.caption(
     f"Every model here is a {service.LAB_MODEL_LABEL} ({task}), a "
     f"transformers BertForSequenceClassification, not a BERT Miniature. The population of the task "
     f"is known, so the generalization gap (test error on fresh samples − training error) is measured, "
-    f"not guessed. The shipped reference holds {len(service.reference().runs)} runs of the `class` sweep."
+    f"not guessed. The shipped reference holds {format_count(len(service.reference().runs), 'run')} "
+    "of the `class` sweep."
 )
 
 for kept in (RUN_KEY, STEP_KEY):  # Streamlit drops a widget's state while it is not drawn: keep the choice
@@ -160,12 +162,13 @@ elif view == SWEEP_VIEW:
         key=SWEEP_KEY,
         horizontal=True,
         format_func=lambda o: (
-            "the shipped reference" if o == service.REFERENCE else f"the {len(here)} runs trained here"
+            "the shipped reference" if o == service.REFERENCE else f"the {format_count(len(here), 'run')} trained here"
         ),
     )
     sweep_frame, table = service.sweep(origin)
     st.caption(
-        f"Over the final checkpoints of {len(sweep_frame)} runs. Kendall τ: τ-b over all runs; granulated "
+        f"Over the final checkpoints of {format_count(len(sweep_frame), 'run')}. Kendall τ: τ-b over all runs; "
+        "granulated "
         f"τ (Jiang et al. 2020): the mean over the hyperparameter axes ({', '.join(AXES)}) of the mean τ "
         f"among runs that differ in that axis alone. A measure that predicts generalization ranks the "
         f"runs as their gaps do (τ near +1). The intervals are 95 % percentile bootstraps: τ over runs, the "

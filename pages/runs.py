@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import atlas, safety, share
 from dashboard import runs as service
 from dashboard.export import csv_download, show_figure
+from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, format_log_value, plain
 from specbound.figures import bounds as bound_figures
@@ -56,7 +57,7 @@ key = st.selectbox(
     "Run",
     list(runs),
     key=RUN_KEY,
-    format_func=lambda k: f"{runs[k].name} ({len(runs[k].steps)} steps, {runs[k].origin})",
+    format_func=lambda k: f"{runs[k].name} ({format_count(len(runs[k].steps), 'step')}, {runs[k].origin})",
 )
 run = runs[key]
 steps = list(run.steps)

@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import atlas, data, share
 from dashboard import scaling as service
 from dashboard.export import csv_download, file_stem, show_figure
+from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, plain
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width
@@ -198,7 +199,10 @@ st.caption(
 left, right = st.columns(2)
 with left:
     atlas.export_button(
-        profiles, "scaling-atlas.npz", "export_scaling_atlas", f"Export the {len(profiles)} models of the study"
+        profiles,
+        "scaling-atlas.npz",
+        "export_scaling_atlas",
+        f"Export the {format_count(len(profiles), 'model')} of the study",
     )
 with right:
     current = data.current_analysis()

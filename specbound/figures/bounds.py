@@ -29,6 +29,7 @@ from .style import (
     KIND_COLORS,
     NEUTRAL,
     SEQUENTIAL,
+    Quantity,
     as_text,
     axis_title,
     cell_axis,
@@ -39,12 +40,21 @@ from .style import (
     palette_color,
     panel_grid,
     panel_ref,
+    quantity_color,
 )
 
 SQRT_DEPTH_COLOR = NEUTRAL
 SQRT_DEPTH_LABEL = "√L"
 #: Sizes of the p* stars, largest first: stars of curves that meet at one point nest instead of hiding.
 STAR_SIZES: tuple[int, ...] = (18, 14, 10, 7)
+#: Line styles of c(W; p) curves of one kind (which share the kind's colour), in order.
+CURVE_DASHES: tuple[str, ...] = ("solid", "dash", "dot", "dashdot")
+#: The proxies of :func:`proxy_comparison` and :func:`compare_bars` as the figures name them.
+PROXY_LABELS: Mapping[Quantity, str] = {
+    Quantity.OURS_AT_P: "ours at the chosen p",
+    Quantity.OURS: "ours at p*",
+    Quantity.EDELMAN: "Edelman-style",
+}
 
 
 class SumsView(str, Enum):
@@ -139,7 +149,7 @@ def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.F
             "x": layers,
             "y": to_log10(analysis.log_alpha),
             "name": "log10 α<sup>(ℓ)</sup>",
-            "marker": {"color": palette_color(0)},
+            "marker": {"color": quantity_color(Quantity.ALPHA)},
             "hovertemplate": "layer %{x}<br>log10 α = %{y:.4g}<extra></extra>",
         },
         {
@@ -147,7 +157,7 @@ def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.F
             "x": layers,
             "y": to_log10(analysis.log_xi),
             "name": "log10 ξ<sup>(ℓ)</sup> (Edelman)",
-            "marker": {"color": palette_color(1)},
+            "marker": {"color": quantity_color(Quantity.EDELMAN)},
             "hovertemplate": "layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>",
         },
     ]
@@ -176,9 +186,12 @@ def contribution_curves(
     on_grid = 10.0 ** to_log10(analysis.log_contribution_grid[chosen])  # (rows, 2m + 1)
     at_p = 10.0 ** to_log10(terms.log_contribution[chosen])  # (rows,)
     traces = []
+    seen: dict[Kind, int] = {}  # curves drawn so far per kind: a second curve of a kind gets another dash
     for n, i in enumerate(chosen):
-        label = analysis.profile.ids[i].label
-        color = palette_color(n)
+        matrix = analysis.profile.ids[i]
+        label, color = matrix.label, KIND_COLORS[matrix.kind]
+        dash = CURVE_DASHES[seen.get(matrix.kind, 0) % len(CURVE_DASHES)]
+        seen[matrix.kind] = seen.get(matrix.kind, 0) + 1
         best = int(analysis.p_opt_index[i])
         point = {"type": "scatter", "mode": "markers", "legendgroup": label, "showlegend": False}
         traces += [
@@ -189,7 +202,7 @@ def contribution_curves(
                 "mode": "lines",
                 "name": label,
                 "legendgroup": label,
-                "line": {"color": color},
+                "line": {"color": color, "dash": dash},
                 "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.6g}}<extra></extra>",
             },
             {
@@ -229,21 +242,39 @@ def contribution_curves(
     return figure(traces, "c(W; p) against p (★ p*, ◇ current p)", source=source, height=420, layout=layout)
 
 
-def proxy_comparison(log_values: Mapping[str, float], *, source: str | None = None) -> go.Figure:
-    """Horizontal bars of log10 of each named proxy (natural logs in), e.g. ours at p, at p*, Edelman."""
-    names = list(log_values)
-    values = to_log10(np.array([log_values[n] for n in names], dtype=float))
+#: Room past the longest bar of a labelled bar chart, as a fraction of its length: the value written
+#: just outside the bar's end ("6.854 × 10²⁸", in large type on a projector) stays inside the chart.
+LABEL_ROOM: float = 0.6
+
+
+def labelled_bar_axis(values: ArrayLike, title: str) -> dict[str, Any]:
+    """An x axis for horizontal bars whose values are written past their ends (``textposition="outside"``):
+    from 0 (or the smallest value) to the largest plus :data:`LABEL_ROOM` of the span for the labels."""
+    finite = [float(v) for v in np.ravel(np.asarray(values, dtype=float)) if np.isfinite(v)]
+    low, high = min([0.0, *finite]), max([0.0, *finite])
+    span = (high - low) or 1.0
+    return axis_title(title, range=[low - (LABEL_ROOM * span if low < 0 else 0.0), high + LABEL_ROOM * span])
+
+
+def proxy_comparison(log_values: Mapping[Quantity, float], *, source: str | None = None) -> go.Figure:
+    """Horizontal bars of log10 of each proxy (natural logs in: ours at p, at p*, Edelman), each in its
+    colour, its value written past the bar's end (inside the chart at any width and type size)."""
+    quantities = list(log_values)
+    values = to_log10(np.array([log_values[q] for q in quantities], dtype=float))
+    texts = [format_power(float(v), DIGITS) for v in values]
     bars = {
         "type": "bar",
         "x": values,
-        "y": names,
+        "y": [PROXY_LABELS[q] for q in quantities],
         "orientation": "h",
-        "text": [format_power(float(v), DIGITS) for v in values],
-        "textposition": "auto",
-        "marker": {"color": [palette_color(n) for n in range(len(names))]},
-        "hovertemplate": "%{y}<br>log10 = %{x:.4g}<extra></extra>",
+        "text": texts,
+        "textposition": "outside",
+        "cliponaxis": False,
+        "marker": {"color": [quantity_color(q) for q in quantities]},
+        "customdata": texts,
+        "hovertemplate": "%{y}: %{customdata}<br>log10 = %{x:.4~g}<extra></extra>",
     }
-    layout = {"xaxis": axis_title("log10 of the proxy"), "yaxis": {"autorange": "reversed"}}
+    layout = {"xaxis": labelled_bar_axis(values, "log10 of the proxy"), "yaxis": {"autorange": "reversed"}}
     return figure([bars], "Proxies side by side (log10)", source=source, height=260, layout=layout)
 
 
@@ -400,9 +431,9 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
 
 #: The proxies of :func:`compare_bars`, in order: key of ProxyTotals.log10 -> label.
 COMPARED_PROXIES: Mapping[str, str] = {
-    "ours_opt": "ours at p*",
-    "ours_at": "ours at the chosen p",
-    "edelman": "Edelman-style",
+    "ours_opt": PROXY_LABELS[Quantity.OURS],
+    "ours_at": PROXY_LABELS[Quantity.OURS_AT_P],
+    "edelman": PROXY_LABELS[Quantity.EDELMAN],
 }
 
 
@@ -411,8 +442,10 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
     labels = list(COMPARED_PROXIES.values())
     ratio = comparison.log10_ratio
     bars = []
+    drawn: list[float] = []
     for n, totals in enumerate((comparison.model, comparison.baseline)):
         values = [totals.log10[key] for key in COMPARED_PROXIES]
+        drawn += values
         bars.append(
             {
                 "type": "bar",
@@ -422,11 +455,16 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
                 "name": as_text(totals.model),
                 "marker": {"color": palette_color(n)},
                 "text": [format_power(float(v), DIGITS) for v in values],
-                "textposition": "auto",
+                "textposition": "outside",
+                "cliponaxis": False,
                 "customdata": [ratio[key] for key in COMPARED_PROXIES],
                 "hovertemplate": f"{as_text(totals.model)}<br>%{{y}}: log10 = %{{x:.4g}}"
                 "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>",
             }
         )
-    layout = {"barmode": "group", "xaxis": axis_title("log10 of the proxy"), "yaxis": {"autorange": "reversed"}}
+    layout = {
+        "barmode": "group",
+        "xaxis": labelled_bar_axis(drawn, "log10 of the proxy"),
+        "yaxis": {"autorange": "reversed"},
+    }
     return figure(bars, "Model against baseline (log10)", source=source, height=320, layout=layout)

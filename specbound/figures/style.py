@@ -13,6 +13,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ OKABE_ITO: Mapping[str, str] = {
     "vermillion": "#D55E00",
     "reddish purple": "#CC79A7",
 }
-#: The order in which unrelated series (curves of several matrices, compared models) take colours.
+#: The order in which unrelated series (compared models, the layers' α lines of a run) take colours.
 PALETTE: tuple[str, ...] = tuple(
     OKABE_ITO[name]
     for name in ("blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "black", "yellow")
@@ -43,12 +44,53 @@ PALETTE: tuple[str, ...] = tuple(
 KIND_COLORS: Mapping[Kind, str] = {
     Kind.QK: OKABE_ITO["blue"],
     Kind.V: OKABE_ITO["orange"],
-    Kind.M_GATE: OKABE_ITO["vermillion"],
+    Kind.M_GATE: OKABE_ITO["sky blue"],
     Kind.M_IN: OKABE_ITO["bluish green"],
     Kind.M_OUT: OKABE_ITO["reddish purple"],
 }
+
+
+class Quantity(str, Enum):
+    """The quantities drawn on more than one page, each in one colour everywhere (:data:`QUANTITY_COLORS`)."""
+
+    OURS = "ours"  # the spectrum-adaptive proxy at p*
+    OURS_AT_P = "ours at the chosen p"  # the same sum at the sliders' p: a paler shade of ours
+    EDELMAN = "Edelman"  # the norm-based baseline, and its layer sums ξ
+    ALPHA = "α"  # the depth factor shared by both proxies
+    SQRT_DEPTH = "√L"
+    TRAIN_ERROR = "train error"
+    TEST_ERROR = "test error"
+    GAP = "gap"
+
+
+#: The colour of each :class:`Quantity`. Ours and Edelman's proxy take colours no matrix kind has, so
+#: a chart of both never reads as one of kinds; the errors of the lab, drawn only beside each other,
+#: reuse two of the palette's.
+QUANTITY_COLORS: Mapping[Quantity, str] = {
+    Quantity.OURS: OKABE_ITO["vermillion"],
+    Quantity.OURS_AT_P: "#EBA477",  # vermillion mixed half with white
+    Quantity.EDELMAN: OKABE_ITO["black"],
+    Quantity.ALPHA: "#777777",
+    Quantity.SQRT_DEPTH: "#999999",
+    Quantity.TRAIN_ERROR: OKABE_ITO["sky blue"],
+    Quantity.TEST_ERROR: OKABE_ITO["blue"],
+    Quantity.GAP: OKABE_ITO["black"],
+}
 #: Neutral grey for fixed parts (the √L term, reference lines).
-NEUTRAL: str = "#999999"
+NEUTRAL: str = QUANTITY_COLORS[Quantity.SQRT_DEPTH]
+
+
+def quantity_color(quantity: Quantity) -> str:
+    """The one colour of ``quantity`` in every figure."""
+    return QUANTITY_COLORS[quantity]
+
+
+def p_color(p: float) -> str:
+    """The colour of a Schatten index p ∈ [0, 2]: its place on :data:`SEQUENTIAL`, as in the p* map, so
+    "ours at p = 0 / 1 / 2" read as points along the same scale as every p* value."""
+    return str(sample_colorscale(SEQUENTIAL, [min(max(p / 2.0, 0.0), 1.0) * 0.9])[0])
+
+
 #: Colour scale of sequential quantities (colour-blind safe).
 SEQUENTIAL: str = "Cividis"
 #: Grid lines on the white background of every figure (set per figure: copying a whole template into
@@ -88,6 +130,15 @@ def palette_color(n: int) -> str:
 def sequential_colors(count: int) -> list[str]:
     """``count`` colours along :data:`SEQUENTIAL`, dark to light (stops short of the palest end)."""
     return sample_colorscale(SEQUENTIAL, np.linspace(0.0, 0.9, max(count, 1)).tolist())
+
+
+def transparent(color: str, opacity: float) -> str:
+    """'rgb(r, g, b)' or '#rrggbb' -> 'rgba(r, g, b, opacity)'."""
+    if color.startswith("#"):
+        r, g, b = (int(color[k : k + 2], 16) for k in (1, 3, 5))
+    else:
+        r, g, b = (int(float(c)) for c in color[color.index("(") + 1 : -1].split(","))
+    return f"rgba({r}, {g}, {b}, {opacity})"
 
 
 def as_text(value: object) -> str:
