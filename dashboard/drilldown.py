@@ -85,6 +85,13 @@ def p_star_cell(trace: int, x: Any, y: Any) -> MatrixId | None:
     return MatrixId(int(y), Kind(str(x)))
 
 
+def p_star_panel_cell(panel: int) -> Locate:
+    """Locator of panel ``panel`` of the p* map drawn as separate figures: QK, V, then the layer kinds."""
+    if panel < len(HEAD_KINDS):
+        return head_cell(HEAD_KINDS[panel])
+    return lambda _trace, x, y: MatrixId(int(y), Kind(str(x)))
+
+
 def picker(analysis: BoundAnalysis) -> int | None:
     """The shareable matrix picker; returns the open matrix's index or None."""
     profile = analysis.profile

@@ -14,14 +14,15 @@ import streamlit as st
 
 from dashboard import lab as service
 from dashboard import share
-from dashboard.export import csv_download, show_figure
+from dashboard.export import csv_download, show_figure, show_panels
 from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.text import bound_note, format_log_value, plain
 from specbound.figures import lab as figures
 from specbound.figures import trajectory as trajectory_figures
-from specbound.figures.spectra import singular_value_profiles
+from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
+from specbound.figures.style import split_panels
 from specbound.lab import views
 from specbound.lab.sweep import AXES
 from specbound.lab.train import LabError
@@ -146,7 +147,8 @@ if view == RUN_VIEW:
         )
         st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {service.LAB_MODEL_LABEL}.")
     if profile is not None:
-        show_figure(singular_value_profiles(profile, heads=range(profile.shape.num_heads)), "lab_spectra")
+        spectra = split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads)))
+        show_panels(spectra, "lab_spectra", per_row=PANEL_COLUMNS)
     bound_note()
     csv_download(frame, f"{run.name}-trajectory.csv", "lab_download_trajectory", "Download the trajectory (CSV)")
 

@@ -297,6 +297,30 @@ def p_star_range(grid: np.ndarray) -> tuple[float, float]:
     return float(grid[0] - half), float(grid[-1] + half)
 
 
+#: The p* map's panels as separate figures (side by side, stacked on a phone; see
+#: :func:`~specbound.figures.style.split_panels`): short titles, and relative widths that leave the
+#: layer strip room for its colour bar.
+P_STAR_PANEL_TITLES: tuple[str, ...] = ("p* of QK heads", "p* of V heads", "p* per layer")
+P_STAR_PANEL_WIDTHS: tuple[float, ...] = (2.0, 2.0, 1.4)
+
+
+#: Closest two labels of the p* colour bar may sit, as a fraction of its range (closer ones overlap).
+MIN_TICK_GAP: float = 0.08
+
+
+def spaced_ticks(values: np.ndarray, gap: float) -> np.ndarray:
+    """The sorted ``values`` less those within ``gap`` of a kept neighbour, both ends always kept (the
+    colour bar's labels of p* values taken: 0, 0.0833 and 0.25 would be written over each other)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    if ordered.size <= 2:
+        return ordered
+    kept = [ordered[0]]
+    for value in ordered[1:-1]:
+        if value - kept[-1] >= gap and ordered[-1] - value >= gap:
+            kept.append(value)
+    return np.array([*kept, ordered[-1]])
+
+
 def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out.
 
@@ -316,7 +340,7 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
         titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)", mlp_title],
     )
     zmin, zmax = p_star_range(grid)
-    used = np.union1d(analysis.p_opt, [grid[0], grid[-1]])  # the values taken, and the ends of P_m for scale
+    used = spaced_ticks(np.union1d(analysis.p_opt, [grid[0], grid[-1]]), MIN_TICK_GAP * (zmax - zmin))
     # cell labels only while they fit; the hover always carries the value
     labels = cell_labels(H)
     common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": np.arange(L), **labels}

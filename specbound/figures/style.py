@@ -415,6 +415,13 @@ def wrap_words(text: str, chars: int) -> str:
 HALF_TITLE_CHARS, HALF_SUBTITLE_CHARS = 30, 40
 
 
+def fit_share(fig: go.Figure, share: float) -> go.Figure:
+    """``fig`` with its title and subtitle wrapped for a chart of ``share`` of the page's width (normal type)."""
+    if share >= 1.0:
+        return fig
+    return fit_title(fig, max(12, round(2 * HALF_TITLE_CHARS * share)), max(14, round(2 * HALF_SUBTITLE_CHARS * share)))
+
+
 def fit_title(fig: go.Figure, title_chars: int, subtitle_chars: int) -> go.Figure:
     """``fig`` with its title and subtitle wrapped to these widths and room at the top for the extra lines."""
     title = str(fig.layout.title.text or "")
@@ -429,13 +436,17 @@ def fit_title(fig: go.Figure, title_chars: int, subtitle_chars: int) -> go.Figur
     return fig
 
 
-def for_projector(fig: go.Figure) -> go.Figure:
+def for_projector(fig: go.Figure, share: float = 0.5) -> go.Figure:
     """``fig`` in large dark type that fits its panel: every chart text at :data:`PROJECTOR_FONT_PX` or more,
     titles wrapped to the widths above, the top margin grown to hold the extra lines. One layout update
-    (presentation mode only: the slider path of the normal mode stays as it is)."""
+    (presentation mode only: the slider path of the normal mode stays as it is).
+
+    ``share``: the part of the page's width the chart has; below half (a column of three), titles wrap
+    to proportionally shorter lines."""
     layout = fig.layout
-    title = wrap_words(str(layout.title.text or ""), PROJECTOR_TITLE_CHARS)
-    subtitle = wrap_words(str(layout.title.subtitle.text or ""), PROJECTOR_SUBTITLE_CHARS)
+    narrow = min(1.0, share / 0.5)
+    title = wrap_words(str(layout.title.text or ""), max(12, round(PROJECTOR_TITLE_CHARS * narrow)))
+    subtitle = wrap_words(str(layout.title.subtitle.text or ""), max(14, round(PROJECTOR_SUBTITLE_CHARS * narrow)))
     dark = {"size": PROJECTOR_FONT_PX, "color": PROJECTOR_TEXT_COLOR}
     notes = []
     panel_lines = 0
@@ -446,7 +457,7 @@ def for_projector(fig: go.Figure) -> go.Figure:
             text = wrap_words(text, PROJECTOR_PANEL_CHARS)
             panel_lines = max(panel_lines, text.count("<br>") + 1)
         notes.append({**note.to_plotly_json(), "text": text, "font": dark})
-    top = 24 + 30 * (title.count("<br>") + 1) + (26 * (subtitle.count("<br>") + 1) if subtitle else 0)
+    top = 24 + 30 * (title.count("<br>") + 1) + (30 * (subtitle.count("<br>") + 1) + 8 if subtitle else 0)
     top += 24 * panel_lines
     update: dict[str, Any] = {
         "font": dark,
@@ -477,3 +488,104 @@ def for_projector(fig: go.Figure) -> go.Figure:
             trace.cliponaxis = False
     fig.update_layout(update)
     return fig
+
+
+# --- panels as figures of their own ----------------------------------------------------------------
+
+#: Layout keys an axis of a grid carries that a figure of one panel must not keep.
+_GRID_AXIS_KEYS: tuple[str, ...] = ("domain", "anchor", "matches", "scaleanchor", "position", "overlaying")
+#: Room a stand-alone panel keeps at the bottom for its axis title and a legend, in pixels.
+PANEL_FIGURE_MIN_HEIGHT: int = 300
+#: Height below the plot area of a part: its x axis title and its legend, in pixels.
+PANEL_FIGURE_BOTTOM: int = 100
+
+
+def _panel_of(trace: Mapping[str, Any]) -> int:
+    axis = str(trace.get("xaxis") or "x")
+    return int(axis[1:] or 1)
+
+
+def _panel_title(notes: Sequence[dict[str, Any]], layout: Mapping[str, Any], panel: int) -> dict[str, Any] | None:
+    """The title annotation make_subplots puts above ``panel``: centred on its x domain, at the top of its y domain."""
+    x_key, y_key = panel_ref(panel)
+    x_domain = layout.get(x_key, {}).get("domain", [0, 1])
+    y_top = layout.get(y_key, {}).get("domain", [0, 1])[1]
+    return next(
+        (
+            n
+            for n in notes
+            if n.get("xref", "paper") == "paper"
+            and n.get("yref", "paper") == "paper"
+            and n.get("yanchor") == "bottom"
+            and abs(float(n.get("x", -1)) - (x_domain[0] + x_domain[1]) / 2) < 1e-6
+            and abs(float(n.get("y", -1)) - y_top) < 1e-6
+        ),
+        None,
+    )
+
+
+def split_panels(fig: go.Figure, *, titles: Sequence[str] | None = None, height: int | None = None) -> list[go.Figure]:
+    """Each panel of a :func:`panel_grid` figure as a figure of its own, in panel order.
+
+    On a narrow screen side-by-side panels run their titles together and their colour bars into the
+    next panel; drawn as separate figures in ``st.columns``, they stack instead (Streamlit stacks
+    columns under about 640 px) and stay side by side on a wide screen. Each part keeps the whole
+    figure's look and source line; its title is the figure's title and the panel's; its legend lists
+    the entries of the traces it draws (a stand-in without points for an entry shown on another
+    panel), so a part saved as a picture still explains itself. ``titles`` replaces the parts' titles
+    (short ones for narrow columns); ``height`` is the whole grid's. A figure of one panel comes back as is.
+    """
+    whole = fig.to_plotly_json()
+    layout: dict[str, Any] = whole["layout"]
+    traces: list[dict[str, Any]] = whole["data"]
+    panels = sorted({_panel_of(t) for t in traces} | {1})
+    if len(panels) == 1:
+        return [fig]
+    notes = list(layout.get("annotations", ()))
+    title_notes = [_panel_title(notes, layout, number) for number in panels]
+    rows = len({round(float(layout.get(panel_ref(n)[1], {}).get("domain", [0, 1])[1]), 3) for n in panels})
+    title = str(layout.get("title", {}).get("text") or "")
+    total = height or int(layout.get("height") or 450)
+    margin = dict(layout.get("margin", {}))
+    legend_traces = [t for t in traces if t.get("showlegend", True) is not False and t.get("name")]
+    parts = []
+    for number in panels:
+        x_key, y_key = panel_ref(number)
+        suffix = "" if number == 1 else str(number)
+        own = [t for t in traces if _panel_of(t) == number]
+        drawn = [{**t, "xaxis": "x", "yaxis": "y"} for t in own]
+        groups = {t.get("legendgroup") or t.get("name") for t in own}
+        shown = {t.get("legendgroup") or t.get("name") for t in own if t.get("showlegend", True) is not False}
+        for entry in legend_traces:  # an entry drawn on another panel, for the traces of this one
+            group = entry.get("legendgroup") or entry.get("name")
+            if group in groups and group not in shown:
+                shown.add(group)
+                stand_in: dict[str, Any] = {
+                    k: entry[k] for k in ("type", "name", "legendgroup", "line", "marker", "mode") if k in entry
+                }
+                drawn.append({**stand_in, "x": [None], "y": [None], "xaxis": "x", "yaxis": "y", "hoverinfo": "skip"})
+        for trace in drawn:
+            if isinstance(trace.get("colorbar"), dict):
+                trace["colorbar"] = {k: v for k, v in trace["colorbar"].items() if k not in ("x", "len")}
+        note = title_notes[panels.index(number)]
+        panel_title = str(note.get("text", "")) if note else ""
+        own_layout: dict[str, Any] = {
+            k: v for k, v in layout.items() if not _AXIS_KEY.fullmatch(k) and k not in ("annotations", "height")
+        }
+        own_layout["xaxis"] = {k: v for k, v in layout.get(x_key, {}).items() if k not in _GRID_AXIS_KEYS}
+        own_layout["yaxis"] = {k: v for k, v in layout.get(y_key, {}).items() if k not in _GRID_AXIS_KEYS}
+        own_layout["yaxis"]["showticklabels"] = True  # a panel alone needs its own ticks and axis title
+        if not (own_layout["yaxis"].get("title") or {}).get("text"):
+            own_layout["yaxis"]["title"] = layout.get("yaxis", {}).get("title", {})
+        own_layout["annotations"] = [
+            {**n, "xref": "x", "yref": "y"}
+            for n in notes
+            if n not in title_notes and n.get("xref") == f"x{suffix}" and n.get("yref") == f"y{suffix}"
+        ]
+        text = titles[number - 1] if titles else f"{title}: {panel_title}" if panel_title else title
+        own_layout["title"] = {**layout.get("title", {}), "text": text}
+        own_layout["margin"] = {**margin, "t": max(int(margin.get("t", TOP_MARGIN)) - PANEL_TITLE_ROOM, TOP_MARGIN)}
+        fixed = int(margin.get("t", TOP_MARGIN)) + PANEL_FIGURE_BOTTOM  # what every part repeats
+        own_layout["height"] = max(PANEL_FIGURE_MIN_HEIGHT, round((total - fixed) / rows) + fixed)
+        parts.append(go.Figure(data=drawn, layout=own_layout))
+    return parts

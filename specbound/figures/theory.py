@@ -8,6 +8,9 @@ import plotly.graph_objects as go
 from ..synthetic import SyntheticCurve
 from .style import PROJECTOR_TEXT_COLOR, Quantity, axis_title, figure, log_axis, on_panel, panel_grid, quantity_color
 
+#: The playground's two panels as separate figures (stacked on a phone).
+PLAYGROUND_TITLES: tuple[str, str] = ("Synthetic singular values", "Which p wins: c(W; p)")
+
 
 def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | None = None) -> go.Figure:
     """Left: the synthetic singular values (log y). Right: c(W; p) against p, P_m and p* marked."""

@@ -111,7 +111,7 @@ def test_the_step_slider_shows_that_steps_p_map_and_spectra(lab_app, runs_csv, f
         assert (line["x0"], line["x1"]) == (125, 125)
 
     profile = reference.step_profile(reference.REFERENCE_DIR, run, 125)
-    spectra = figure_titled(at, "Singular-value profiles")
+    spectra = figure_titled(at, "QK · ")  # the profiles: one chart per kind (stacked on a phone), QK first
     first = spectra["data"][0]  # layer 0, QK head 0: its nonzero singular values
     rank = int(profile.rank[0])
     np.testing.assert_allclose(first["y"], profile.singular_values[0, :rank], rtol=1e-12)

@@ -76,7 +76,11 @@ def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
     step = grid[1] - grid[0]
     assert qk.zmin == pytest.approx(-step / 2) and qk.zmax == pytest.approx(2 + step / 2)
     assert len(qk.colorscale) == 2 * len(grid)  # one flat band per grid value
-    assert list(mlp.colorbar.tickvals) == sorted(set(mixed.p_opt) | {0.0, 2.0})
+    taken = sorted(set(mixed.p_opt) | {0.0, 2.0})
+    ticks = list(mlp.colorbar.tickvals)  # the values taken, less those whose labels would overlap
+    assert ticks[0] == 0.0 and ticks[-1] == 2.0 and set(ticks) <= set(taken)
+    assert min(np.diff(ticks)) >= figures.MIN_TICK_GAP * (qk.zmax - qk.zmin)
+    assert list(figures.spaced_ticks(np.array([0.0, 1 / 12, 0.25, 1.0, 2.0]), 0.2)) == [0.0, 0.25, 1.0, 2.0]
     L, H = prof.shape.num_layers, prof.shape.num_heads
     assert list(fig.layout.xaxis.range) == [-0.5, H - 0.5] and list(fig.layout.xaxis3.range) == [-0.5, 1.5]
     assert list(fig.layout.yaxis2.range) == [-0.5, L - 0.5]  # the cells, not the click targets laid over them
