@@ -238,6 +238,7 @@ def contribution_curves(
     layout = {
         "xaxis": axis_title("Schatten index p"),
         "yaxis": log_axis(np.concatenate([curves.ravel(), on_grid.ravel(), at_p]), title={"text": "c(W; p)"}),
+        "showlegend": len(chosen) > 1,  # one matrix (a drill-down) is named by the subtitle
     }
     return figure(traces, "c(W; p) against p (★ p*, ◇ current p)", source=source, height=420, layout=layout)
 

@@ -164,11 +164,12 @@ def _per_kind_lines(
             if kind in HEAD_KINDS and chosen is None:
                 name = f"L{layer} {kind.value} median of {format_count(int(at.sum()), 'head')}"
                 traces += [on_panel(t, panel) for t in _median_band(x, y[at], name, color, group, y_title)]
+                y_drawn.append(y[at])
             else:
                 for i, values in zip(kind_rows[at], y[at], strict=True):
                     if kind not in HEAD_KINDS or (chosen is not None and profile.heads[i] in chosen):
                         traces.append(on_panel(_line(x, values, profile.ids[i].label, color, group, y_title), panel))
-            y_drawn.append(y[at])
+                        y_drawn.append(values[None, :])  # the axis spans what is drawn, not the other heads
             if layer not in in_legend and not single:
                 in_legend.add(layer)
                 # a point-free stand-in so the legend lists layers, not matrices

@@ -24,7 +24,8 @@ from dashboard.numbers import DIGITS, MAX_DIGITS
 from dashboard.text import TOTAL_LABEL
 from pages.compare import WHY_AGREE
 from pages.overview import PRODUCT_NAME
-from specbound.figures.style import PROJECTOR_FONT_PX
+from specbound.figures.style import KIND_COLORS, PROJECTOR_FONT_PX
+from specbound.matrices import Kind
 
 pytestmark = pytest.mark.browser
 
@@ -217,3 +218,35 @@ def test_the_twin_and_the_report_explain_themselves(server: str, browser_page) -
     assert TOTAL_LABEL in report and shown_total in report
     assert report.count('class="plotly-graph-div"') == charts, charts
     assert "spectral_norm" not in report and "&lt;NA&gt;" not in report
+
+
+#: The drill-down's spectrum: [legend entries shown, colours of its lines].
+DRILL_SPECTRUM = """() => {
+    const plot = document.querySelector('.st-key-drill_spectrum .js-plotly-plot');
+    return [plot.querySelectorAll('.legend .traces').length,
+            [...new Set([...plot.querySelectorAll('.scatterlayer .js-line')].map(l => getComputedStyle(l).stroke))]];
+}"""
+
+
+def test_a_click_brings_the_drill_down_into_view(server: str, browser_page) -> None:
+    """A heat-map cell far above opens its matrix: the detail scrolls into view and is outlined for a
+    moment; its one-matrix spectrum has no legend and the colour of its kind."""
+    page = browser_page
+    page.set_viewport_size(PROJECTOR)
+    _open(page, f"{server}/spectra", "Spectra")
+    cells = page.locator(".st-key-head_heatmaps_0 .nsewdrag").first  # QK numerical rank, layer x head
+    cells.scroll_into_view_if_needed()
+    box = cells.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 0.3 * box["width"], box["y"] + 0.2 * box["height"])
+    page.locator(".st-key-drilldown.specbound-focus").wait_for()  # outlined
+    page.locator(".st-key-drill_spectrum .js-plotly-plot").wait_for()
+    page.wait_for_timeout(900)  # the smooth scroll
+    detail = page.locator(".st-key-drilldown").bounding_box()
+    assert detail is not None and 0 <= detail["y"] < PROJECTOR["height"] / 2, detail  # in view, near the top
+    screenshot(page, "product-drill-down-focus-1024")
+    legend, colours = page.evaluate(DRILL_SPECTRUM)
+    r, g, b = (int(KIND_COLORS[Kind.QK][k : k + 2], 16) for k in (1, 3, 5))
+    assert legend == 0 and colours == [f"rgb({r}, {g}, {b})"], (legend, colours)
+    page.wait_for_function("() => !document.querySelector('.st-key-drilldown.specbound-focus')")  # not for ever
+    assert_no_errors(page)

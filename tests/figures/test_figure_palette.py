@@ -170,6 +170,7 @@ def test_a_single_matrix_is_drawn_in_its_kinds_colour_without_a_legend(mixed: Bo
         assert fig.layout.showlegend is False and not fig.layout.legend.title.text
     curve = bounds.contribution_curves(mixed, [index], mixed.optimal)
     assert next(t for t in curve.data if t.name == matrix.label).line.color == KIND_COLORS[matrix.kind]
+    assert curve.layout.showlegend is False
 
 
 def test_several_layers_keep_their_layer_colours(mixed: BoundAnalysis) -> None:
