@@ -19,6 +19,7 @@ from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.text import bound_note, format_log_value, plain
+from dashboard.vocabulary import MEASURE_NAMES
 from specbound.figures import lab as figures
 from specbound.figures import trajectory as trajectory_figures
 from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
@@ -176,11 +177,13 @@ elif view == SWEEP_VIEW:
         f"runs as their gaps do (τ near +1). The intervals are 95 % percentile bootstraps: τ over runs, the "
         f"granulated τ and each ψ over groups."
     )
+    differences = service.against_baseline(origin)
+    st.markdown(service.sweep_reading(table, differences))
     show_figure(figures.measures_figure(sweep_frame, table), "lab_measures")
     st.subheader("Rank correlation with the gap")
     correlation_table = service.correlation_table(table)
     st.dataframe(
-        correlation_table,
+        service.correlation_view(table),
         hide_index=True,
         key="lab_correlations",
         column_config=service.correlation_columns(correlation_table.columns),
@@ -191,7 +194,7 @@ elif view == SWEEP_VIEW:
         "for the granulated τ): distinguishable when the 95 % interval of the difference excludes 0."
     )
     with st.container(key="lab_comparisons"):
-        st.markdown("\n".join(f"- {views.comparison_sentence(d)}" for d in service.against_baseline(origin)))
+        st.markdown("\n".join(f"- {views.comparison_sentence(d, MEASURE_NAMES)}" for d in differences))
     st.caption(f"Reproducibility. {service.REPRODUCIBILITY}")
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")
@@ -205,6 +208,7 @@ else:
         f"joins the run picker."
     )
     default = service.DEFAULT_REQUEST
+    progress = st.container()  # above the form: in view at 1024 x 768 while the run trains
     with st.form("lab_train_form"):
         a, b, c, d = st.columns(4)
         layers = a.number_input("Layers L", 1, caps.max_layers, default.layers, key="lab_form_layers")
@@ -234,7 +238,8 @@ else:
             st.error(plain(public_message(exc)))
         except service.LabBusy as exc:
             st.warning(plain(str(exc)))
-    if service.session_job() is not None:
-        service.progress_panel()
-    elif (last := st.session_state.get(service.LAST_JOB_KEY)) is not None:
-        st.caption(f"Last run started here: {last.text}.")
+    with progress:
+        if service.session_job() is not None:
+            service.progress_panel()
+        elif (last := st.session_state.get(service.LAST_JOB_KEY)) is not None:
+            st.caption(f"Last run started here: {last.text}.")

@@ -75,6 +75,8 @@ chosen = st.multiselect(
     else "By default the BERT Miniatures available here (from an atlas file or the Hugging Face cache). "
     "The bundled MiniLM and other opened models can be added, but they are not of the family.",
 )
+if chosen:
+    st.caption(plain(service.origins_note([by_name[name] for name in chosen])))
 share.shared("scaling_fixed_p", share.BOOL, False)
 show_fixed = st.toggle(
     "Also show the fixed-p regimes p = 0, 1, 2",
@@ -144,7 +146,6 @@ if study is not None:
     models_table = study.models_frame()
     st.dataframe(models_table, hide_index=True, key="scaling_models_table")
     csv_download(models_table, "scaling-models.csv", "download_scaling_models", "Download the proxies (CSV)")
-    bound_note()
 
 st.subheader("Not available here")
 missing = service.missing_miniatures(available)
