@@ -42,6 +42,8 @@ PAGES: tuple[tuple[str, str], ...] = (
 )
 PROJECTOR, LAPTOP, PHONE = {"width": 1024, "height": 768}, {"width": 1440, "height": 900}, {"width": 390, "height": 844}
 HEADLINE_MAX_PX = 90
+#: The explorer's report: plotly.js packed (about 2 MB in all), not 4.8 MB of text.
+REPORT_MAX_BYTES = 2_500_000
 
 #: The text of the main area as a reader sees it, without formulas (KaTeX keeps its TeX source in the
 #: page) and code (commands), plus every text of the charts.
@@ -197,7 +199,7 @@ def test_every_page_at_three_widths_and_on_a_projector(server: str, browser_page
     screenshot(page, "product-phone-after-navigation")
 
 
-def test_the_twin_and_the_report_explain_themselves(server: str, browser_page) -> None:
+def test_the_twin_and_the_report_explain_themselves(server: str, browser_page, tmp_path: Path) -> None:
     page = browser_page
     page.set_viewport_size(PROJECTOR)
     _open(page, f"{server}/compare?baseline=twin:minilm-l6", "Compare")
@@ -214,10 +216,27 @@ def test_the_twin_and_the_report_explain_themselves(server: str, browser_page) -
     shown_total = total.inner_text().strip()
     with page.expect_download() as download:
         page.get_by_role("button", name="Download this view as an HTML report").click()
-    report = Path(download.value.path()).read_text(encoding="utf-8")
+    saved = tmp_path / download.value.suggested_filename  # an .html name: Chromium opens it as a page
+    download.value.save_as(saved)
+    report = saved.read_text(encoding="utf-8")
     assert TOTAL_LABEL in report and shown_total in report
     assert report.count('class="plotly-graph-div"') == charts, charts
     assert "spectral_norm" not in report and "&lt;NA&gt;" not in report
+    assert len(report.encode()) < REPORT_MAX_BYTES, len(report.encode())  # it was 4.9 MB
+
+    # the file opens offline and draws every figure (plotly.js and the figures are packed inside it)
+    offline = page.context.browser.new_context(offline=True)
+    try:
+        opened = offline.new_page()
+        fetched: list[str] = []
+        opened.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else fetched.append(r.url))
+        opened.goto(saved.resolve().as_uri())
+        opened.wait_for_function(
+            f"() => document.querySelectorAll('.plotly-graph-div .main-svg').length >= {charts}", timeout=60_000
+        )
+        assert fetched == []
+    finally:
+        offline.close()
 
 
 #: The drill-down's spectrum: [legend entries shown, colours of its lines].
