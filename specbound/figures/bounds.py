@@ -23,7 +23,7 @@ from ..compare import Comparison
 from ..explain import break_even, p_star_by_kind
 from ..logspace import to_log10
 from ..matrices import Kind
-from ..numbers import DIGITS, format_power
+from ..numbers import DIGITS, format_count, format_percent, format_power
 from ..profile import HEAD_KINDS
 from .style import (
     KIND_COLORS,
@@ -35,6 +35,7 @@ from .style import (
     cell_axis,
     cell_labels,
     figure,
+    hover_numbers,
     log_axis,
     on_panel,
     palette_color,
@@ -95,15 +96,18 @@ def term_sums(
     layer_total = sum(sums.values())  # (L,)
     share_of_total = 100.0 * layer_total / terms.total if np.isfinite(terms.total) else np.full(num_layers, np.nan)
     traces: list[dict[str, Any]] = []
+    layer_shares = [format_percent(float(s) / 100.0) for s in np.atleast_1d(share_of_total)]
     for kind, values in sums.items():
         if view is SumsView.SHARE:
             y = 100.0 * np.divide(values, layer_total, out=np.zeros_like(values), where=layer_total > 0)
+            shown = [format_percent(v / 100.0) for v in y]
             hover = (
-                f"%{{x}}<br>{kind.value}: %{{y:.3g}}% of the layer<br>"
-                f"layer: %{{customdata:.3g}}% of the total<extra></extra>"
+                f"%{{x}}<br>{kind.value}: %{{customdata[1]}} of the layer<br>"
+                f"layer: %{{customdata[0]}} of the total<extra></extra>"
             )
         else:
-            y, hover = values, f"%{{x}}<br>Σ c({kind.value}) = %{{y:.6g}}<extra></extra>"
+            y, shown = values, hover_numbers(values)
+            hover = f"%{{x}}<br>Σ c({kind.value}) = %{{customdata[1]}}<extra></extra>"
         traces.append(
             {
                 "type": "bar",
@@ -111,7 +115,7 @@ def term_sums(
                 "y": _finite_or_gap(y),
                 "name": kind.value,
                 "marker": {"color": KIND_COLORS[kind]},
-                "customdata": share_of_total,
+                "customdata": [[share, value] for share, value in zip(layer_shares, shown, strict=True)],
                 "hovertemplate": hover,
             }
         )
@@ -123,7 +127,8 @@ def term_sums(
                 "y": [terms.sqrt_depth],
                 "name": SQRT_DEPTH_LABEL,
                 "marker": {"color": SQRT_DEPTH_COLOR},
-                "hovertemplate": "√L = %{y:.6g}<extra></extra>",
+                "customdata": hover_numbers([terms.sqrt_depth]),
+                "hovertemplate": "√L = %{customdata}<extra></extra>",
             }
         )
     if view is SumsView.LOG:
@@ -203,7 +208,8 @@ def contribution_curves(
                 "name": label,
                 "legendgroup": label,
                 "line": {"color": color, "dash": dash},
-                "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.6g}}<extra></extra>",
+                "customdata": hover_numbers(curves[n]),
+                "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
             },
             {
                 **point,
@@ -224,7 +230,8 @@ def contribution_curves(
                     "symbol": "star",
                     "line": {"color": "black", "width": 1},
                 },
-                "hovertemplate": f"{label}<br>p* = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
+                "customdata": hover_numbers([on_grid[n, best]]),
+                "hovertemplate": f"{label}<br>p* = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
             },
             {
                 **point,
@@ -232,7 +239,8 @@ def contribution_curves(
                 "y": _finite_or_gap([at_p[n]]),
                 "name": f"{label} current p",
                 "marker": {"color": "white", "size": 11, "symbol": "diamond", "line": {"color": color, "width": 2}},
-                "hovertemplate": f"{label}<br>current p = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
+                "customdata": hover_numbers([at_p[n]]),
+                "hovertemplate": f"{label}<br>current p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
             },
         ]
     layout = {
@@ -380,15 +388,19 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
 def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """How many matrices take each grid value of p*, stacked by kind."""
     grid, prof = analysis.grid, analysis.profile
+    counts = {
+        kind: np.bincount(analysis.p_opt_index[prof.mask(kind)], minlength=len(grid)) for kind in prof.model_kinds
+    }
     bars = [
         {
             "type": "bar",
             "x": grid,
-            "y": np.bincount(analysis.p_opt_index[prof.mask(kind)], minlength=len(grid)),
+            "y": counts[kind],
             "name": kind.value,
             "marker": {"color": KIND_COLORS[kind]},
             "width": 0.8 * (grid[1] - grid[0]) if len(grid) > 1 else 0.8,
-            "hovertemplate": f"{kind.value}<br>p* = %{{x:.3g}}: %{{y}} matrices<extra></extra>",
+            "customdata": [format_count(int(n), "matrix", "matrices") for n in counts[kind]],
+            "hovertemplate": f"{kind.value}<br>p* = %{{x:.3f}}: %{{customdata}}<extra></extra>",
         }
         for kind in prof.model_kinds
     ]

@@ -27,6 +27,7 @@ from .style import (
     Quantity,
     axis_title,
     figure,
+    hover_numbers,
     on_panel,
     palette_color,
     panel_grid,
@@ -189,8 +190,9 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
                 "legendgroup": f"n = {n}",
                 "showlegend": panel == 1,
                 "text": part["run"],
+                "customdata": hover_numbers(part[correlation.measure]),
                 "marker": {"color": size_colors[n_index], "size": 7},
-                "hovertemplate": "%{text}<br>measure %{x:.4g}, gap %{y:.4f}<extra></extra>",
+                "hovertemplate": "%{text}<br>measure %{customdata}, gap %{y:.3f}<extra></extra>",
             }
             points.append(on_panel(scatter, panel))
         x_axis, y_axis = panel_ref(panel)

@@ -18,6 +18,7 @@ from .style import (
     as_text,
     axis_title,
     figure,
+    hover_numbers,
     log_axis,
     on_panel,
     p_color,
@@ -117,10 +118,13 @@ def growth_figure(
                 "legendgroup": curve.proxy.value,
                 "showlegend": curve.proxy not in shown,
                 "line": {"color": style["color"], "dash": style["dash"]},
-                "customdata": [[as_text(m), lr] for m, lr in zip(curve.models, curve.log10_ratio, strict=True)],
+                "customdata": [
+                    [as_text(m), lr, shown]
+                    for m, lr, shown in zip(curve.models, curve.log10_ratio, hover_numbers(ratio), strict=True)
+                ],
                 "hovertemplate": (
                     f"{_LABEL[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
-                    f"<br>ratio = %{{y:.4g}} (log10 %{{customdata[1]:.3f}})<extra></extra>"
+                    f"<br>ratio = %{{customdata[2]}} (log10 %{{customdata[1]:.3f}})<extra></extra>"
                 ),
             }
             traces.append(on_panel(line, panel))

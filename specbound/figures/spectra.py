@@ -32,6 +32,8 @@ from .style import (
     cell_axis,
     cell_labels,
     figure,
+    hover_grid,
+    hover_numbers,
     log_axis,
     on_panel,
     palette_color,
@@ -100,7 +102,8 @@ def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str
             "legendgroup": group,
             "showlegend": False,
             "line": {"color": color, "width": 1.6},
-            "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>",
+            "customdata": hover_numbers(mid),
+            "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{customdata}}<extra></extra>",
         },
     ]
 
@@ -116,7 +119,8 @@ def _line(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_tit
         "legendgroup": group,
         "showlegend": False,
         "line": {"color": color, "width": 1.2},
-        "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>",
+        "customdata": hover_numbers(y[keep]),
+        "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{customdata}}<extra></extra>",
     }
 
 
@@ -323,7 +327,8 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
             "zmin": zmin,
             "zmax": zmax,
             "colorbar": {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9},
-            "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{name} = %{{z:.4g}}<extra></extra>",
+            "customdata": hover_grid(z),
+            "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{name} = %{{customdata}}<extra></extra>",
             **labels,
         }
         heatmaps.append(on_panel(heatmap, col))

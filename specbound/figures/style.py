@@ -23,6 +23,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from ..matrices import Kind
+from ..numbers import format_number
 
 #: Okabe-Ito colours by name.
 OKABE_ITO: Mapping[str, str] = {
@@ -120,6 +121,21 @@ def cell_axis(title: str | None, count: int, **axis: Any) -> dict[str, Any]:
     cell, or on every k-th past :data:`MAX_LABELLED_HEADS` so the labels do not run together."""
     step = max(1, math.ceil(count / MAX_LABELLED_HEADS))
     return axis_title(title, range=[-0.5, count - 0.5], dtick=step, **axis)
+
+
+def hover_numbers(values: ArrayLike | Sequence[float | None]) -> list[str]:
+    """Values as every page writes them (:func:`specbound.numbers.format_number`: 4 significant digits,
+    "1.499 × 10¹²", "—" for a gap), for a trace's ``customdata`` and its hovertemplate's ``%{customdata}``:
+    Plotly's own number formats write large values as "1.499e+12"."""
+    return [
+        format_number(float(v)) if v is not None else format_number(None)
+        for v in np.ravel(np.asarray(values, dtype=object))
+    ]
+
+
+def hover_grid(values: ArrayLike) -> list[list[str]]:
+    """:func:`hover_numbers` of a 2-D array (a heatmap's z), row by row."""
+    return [hover_numbers(row) for row in np.asarray(values, dtype=float)]
 
 
 def palette_color(n: int) -> str:

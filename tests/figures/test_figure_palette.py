@@ -178,3 +178,40 @@ def test_several_layers_keep_their_layer_colours(mixed: BoundAnalysis) -> None:
     legend = [t for t in fig.data if t.showlegend is not False and t.name and t.name.startswith("layer")]
     assert [t.name for t in legend] == ["layer 0", "layer 1"]
     assert len({t.line.color for t in legend}) == 2 and fig.layout.legend.title.text == "layer (0 = bottom)"
+
+
+#: A hover placeholder of a trace's own x, y or z, with its d3 format if any: %{y:.4g}, %{x}.
+PLACEHOLDER = re.compile(r"%\{([xyz])(?::([^}]*))?\}")
+
+
+def _values(trace: go.BaseTraceType, axis: str) -> list[float]:
+    raw = getattr(trace, axis, None)
+    if raw is None or isinstance(raw, str):
+        return []
+    flat = [v for row in raw for v in (row if isinstance(row, (list, tuple)) else [row])]
+    return [float(v) for v in flat if isinstance(v, (int, float)) and math.isfinite(float(v))]
+
+
+@pytest.mark.parametrize("scale", [0.08, 1.0])  # σ = 1: terms of 10¹⁰ and more, where Plotly writes "1.5e+10"
+def test_hovers_write_numbers_as_the_pages_do(scale: float) -> None:
+    """A hover shows a large or tiny number through the project's format (pre-written in customdata),
+    never through a Plotly format that would print E-notation ('1.499e+12') or SI prefixes ('1.5T')."""
+    analysis = BoundAnalysis.from_profile(random_twin(SHAPE, model="tiny", initializer_range=scale))
+    for where, fig in every_figure(analysis):
+        for trace in fig.data:
+            template = trace.hovertemplate or ""
+            for axis, fmt in PLACEHOLDER.findall(template):
+                if fmt and fmt.rstrip("~").endswith("f"):  # fixed decimals: p, log10, gaps
+                    continue
+                if trace.type == "bar" and axis == ("y" if trace.orientation == "h" else "x"):
+                    continue  # the category
+                values = _values(trace, axis)
+                assert all(v == 0 or 1e-3 <= abs(v) < 1e5 for v in values) or not values, (
+                    where,
+                    trace.name,
+                    template,
+                    max(values, key=abs),
+                )
+    big = bounds.term_sums(analysis, analysis.evaluate(2.0))
+    hover = [row[1] for row in big.data[0].customdata]
+    assert all("e+" not in text and "E" not in text for text in hover)
