@@ -46,6 +46,7 @@ PAGES: list[st.Page] = [
 page = st.navigation(PAGES)
 if page is OVERVIEW_ALIAS:
     page.run()  # switches to the Overview with the link's parameters: nothing below runs
+share.begin_run()  # the link names this page's settings only, not those of pages visited before
 link_guard.guard()  # a link Streamlit refused whole (over 1,000 parameters): cleared, and said so
 share.restore()  # a shared link: seed the model and p settings before any widget is drawn
 render_sidebar()

@@ -29,6 +29,7 @@ from specbound.atlas import AtlasError
 from specbound.errors import SpecboundError
 from specbound.files import atomic_write
 from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
+from specbound.numbers import format_count
 from specbound.profile import SpectralProfile
 
 from . import export, safety
@@ -249,7 +250,7 @@ def pick_from_atlas() -> str | None:
         return None
     by_name = {p.model: p for p in profiles}
     st.caption(
-        f"{plain(st.session_state.get(LABEL_KEY, 'atlas'))}: {len(profiles)} models, opened from their "
+        f"{plain(st.session_state.get(LABEL_KEY, 'atlas'))}: {format_count(len(profiles), 'model')}, opened from their "
         f"stored spectra (no checkpoint). The Scaling page uses all of them."
     )
     if st.session_state.get(MODEL_PICK_KEY) not in by_name:

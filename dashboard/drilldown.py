@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -28,6 +29,26 @@ from .numbers import format_log10, format_p, format_percent, format_value
 #: Session-state key (and link parameter) of the open matrix: its profile-order index, or None.
 MATRIX_KEY = "matrix"
 MATRIX_CODEC = share.Codec(int, str)
+#: Key of the container of the open matrix's detail (CSS class ``st-key-drilldown``).
+DETAIL_KEY = "drilldown"
+#: Key of the element of the script that scrolls the detail into view (it shows nothing of its own).
+FOCUS_SCRIPT_KEY = "drilldown_focus"
+#: Session-state key: a click opened a matrix, and the next run brings its detail into view (a counter).
+FOCUS_KEY = "_drilldown_focus"
+#: How long the opened detail stays outlined, in milliseconds.
+FLASH_MS = 1800
+#: The detail's look while it is outlined, and its distance from the top when scrolled to (the sticky
+#: header and headline stay above it).
+FOCUS_CSS = f"""
+.st-key-{DETAIL_KEY} {{ scroll-margin-top: 9rem; border-radius: 0.5rem; transition: box-shadow 0.4s ease-out; }}
+.st-key-{DETAIL_KEY}.specbound-focus {{ box-shadow: 0 0 0 3px #0072B2, 0 0 0 8px rgba(0, 114, 178, 0.18); }}
+.st-key-{FOCUS_SCRIPT_KEY} {{ display: none; }}
+"""
+
+_focus_script = st.components.v2.component(
+    "specbound_drilldown_focus", js=Path(__file__).with_name("drill_focus.js").read_text(encoding="utf-8")
+)
+
 #: Metric labels of the detail (tests read them).
 P_OPT_LABEL, GAMMA_LABEL, SCALE_LABEL, SHARE_LABEL, C_LABEL = (
     "p* of this matrix",
@@ -39,7 +60,10 @@ P_OPT_LABEL, GAMMA_LABEL, SCALE_LABEL, SHARE_LABEL, C_LABEL = (
 
 
 def open_matrix(index: int | None) -> None:
+    """Open the matrix ``index`` from a click (a table row, a heatmap cell): its detail comes into view."""
     st.session_state[MATRIX_KEY] = index
+    if index is not None:
+        st.session_state[FOCUS_KEY] = st.session_state.get(FOCUS_KEY, 0) + 1
 
 
 def from_table(key: str) -> None:
@@ -85,6 +109,13 @@ def p_star_cell(trace: int, x: Any, y: Any) -> MatrixId | None:
     return MatrixId(int(y), Kind(str(x)))
 
 
+def p_star_panel_cell(panel: int) -> Locate:
+    """Locator of panel ``panel`` of the p* map drawn as separate figures: QK, V, then the layer kinds."""
+    if panel < len(HEAD_KINDS):
+        return head_cell(HEAD_KINDS[panel])
+    return lambda _trace, x, y: MatrixId(int(y), Kind(str(x)))
+
+
 def picker(analysis: BoundAnalysis) -> int | None:
     """The shareable matrix picker; returns the open matrix's index or None."""
     profile = analysis.profile
@@ -102,7 +133,19 @@ def picker(analysis: BoundAnalysis) -> int | None:
 
 
 def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) -> None:
-    """Everything about one matrix at the current assignment ``terms``."""
+    """Everything about one matrix at the current assignment ``terms``, in a container that a click which
+    opened it scrolls into view and outlines for a moment (the click is often far above)."""
+    st.html(f"<style>{FOCUS_CSS}</style>")
+    with st.container(key=DETAIL_KEY):
+        _detail(analysis, index, terms, source)
+    clicks = st.session_state.get(FOCUS_KEY)
+    if clicks is not None:
+        _focus_script(
+            key=FOCUS_SCRIPT_KEY, data={"target": f".st-key-{DETAIL_KEY}", "nonce": int(clicks), "flash_ms": FLASH_MS}
+        )
+
+
+def _detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) -> None:
     profile = analysis.profile
     matrix = profile.ids[index]
     log_share = float(terms.log_contribution[index]) - terms.log_total

@@ -39,22 +39,32 @@ def figure_format_picker() -> None:
     )
 
 
-def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | None = None, half: bool = False) -> None:
+def show_figure(
+    fig: go.Figure,
+    key: str,
+    *,
+    on_select: Callable[[], None] | None = None,
+    half: bool = False,
+    share: float | None = None,
+) -> None:
     """Render a figure full width; its camera button saves it as PNG or SVG (see the sidebar).
 
     With ``on_select``, a click on a point (a bar, a heatmap cell) selects it and calls ``on_select``.
-    ``half``: the figure sits in one of two columns, so its title wraps to fit. In presentation mode
-    every figure gets large dark type whose titles fit (:func:`specbound.figures.style.for_projector`).
+    ``half``: the figure sits in one of two columns, so its title wraps to fit; ``share``: the part of
+    the page's width it has, for narrower columns. In presentation mode every figure gets large dark
+    type whose titles fit (:func:`specbound.figures.style.for_projector`).
     """
-    from specbound.figures.style import HALF_SUBTITLE_CHARS, HALF_TITLE_CHARS, fit_title, for_projector
+    from specbound.figures.style import fit_share, for_projector
+
+    width = share if share is not None else 0.5 if half else 1.0
 
     # the saved file names the model it shows: the subtitle starts with it (see provenance)
     model = str(fig.layout.title.subtitle.text or "").split(" · ")[0]
     filename = f"{_safe(model)}-{key}" if model else key
     if st.session_state.get(PRESENT_KEY, False):  # presentation mode (dashboard.presentation, which imports this)
-        fig = for_projector(fig)
-    elif half:
-        fig = fit_title(fig, HALF_TITLE_CHARS, HALF_SUBTITLE_CHARS)
+        fig = for_projector(fig, min(width, 0.5))
+    else:
+        fig = fit_share(fig, width)
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
     selection = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
     st.plotly_chart(
@@ -66,6 +76,37 @@ def show_figure(fig: go.Figure, key: str, *, on_select: Callable[[], None] | Non
         },
         **selection,
     )
+
+
+def show_panels(
+    figures: Sequence[go.Figure],
+    key: str,
+    *,
+    per_row: int | None = None,
+    widths: Sequence[float] | None = None,
+    on_select: Callable[[int], Callable[[], None]] | None = None,
+) -> list[str]:
+    """Figures of one panel each (:func:`specbound.figures.style.split_panels`) side by side in columns,
+    ``per_row`` to a row (all in one row by default), with relative ``widths``.
+
+    Streamlit stacks columns on a narrow screen (under about 640 px), so a phone shows one panel
+    under the other instead of squeezing titles, colour bars and ticks into each other. Titles wrap
+    to their column. ``on_select(n)`` gives the click callback of panel n. Returns the charts' keys.
+    """
+    per_row = per_row or len(figures)
+    keys = []
+    for start in range(0, len(figures), per_row):
+        row = figures[start : start + per_row]
+        weights = list(widths[: len(row)]) if widths else [1.0] * per_row
+        columns = st.columns(weights if widths else per_row, gap="small")
+        for offset, (column, fig) in enumerate(zip(columns, row, strict=False)):
+            number = start + offset
+            with column:
+                chart_key = f"{key}_{number}"
+                share = weights[offset] / sum(weights)
+                show_figure(fig, chart_key, on_select=on_select(number) if on_select else None, share=share)
+                keys.append(chart_key)
+    return keys
 
 
 def _safe(text: str) -> str:

@@ -21,6 +21,7 @@ shared link carries its digest, never a server path.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from specbound.cache import default_cache_dir
 from specbound.errors import SpecboundError
 from specbound.lab import reference as lab_reference
 from specbound.lab import views
-from specbound.lab.correlation import MeasureCorrelation, TauDifference
+from specbound.lab.correlation import MeasureCorrelation, TauDifference, Verdict
 from specbound.lab.registry import correlated_measures
 from specbound.lab.sweep import (
     LabResults,
@@ -47,11 +48,13 @@ from specbound.lab.sweep import (
 from specbound.lab.tasks import ThresholdTask
 from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings
 from specbound.lab.trajectory import RunTrajectory
+from specbound.numbers import format_count
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressEvent
 
 from . import atlas, data, safety
 from .share import Codec
+from .vocabulary import measure_name
 
 #: How a lab model is named wherever it is shown (never as a BERT Miniature).
 LAB_MODEL_LABEL = "small encoder trained by the lab on the sparse threshold task"
@@ -187,7 +190,7 @@ def describe(key: str, run: RunTrajectory) -> str:
     origin = "shipped reference" if split_key(key)[0] == REFERENCE else "trained here"
     return (
         f"L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}, noise {s.label_noise:g}, "
-        f"seed {s.seed}, {s.settings.steps} steps ({origin})"
+        f"seed {s.seed}, {format_count(s.settings.steps, 'step')} ({origin})"
     )
 
 
@@ -273,6 +276,56 @@ REPRODUCIBILITY = (
 def correlation_table(table: tuple[MeasureCorrelation, ...]) -> pd.DataFrame:
     """The correlation table exactly as ``correlations.csv`` holds it (headers made readable on screen)."""
     return correlations_frame(table)
+
+
+def correlation_view(table: tuple[MeasureCorrelation, ...]) -> pd.DataFrame:
+    """:func:`correlation_table` as the page shows it: each measure in plain words, not its short name."""
+    frame = correlation_table(table)
+    return frame.assign(measure=[measure_name(m) for m in frame["measure"]])
+
+
+#: The measure the lab's sweep reads the others against: the spectrum-adaptive proxy at p*.
+BASELINE_MEASURE = "ours"
+
+
+def sweep_reading(table: tuple[MeasureCorrelation, ...], differences: tuple[TauDifference, ...]) -> str:
+    """How to read the sweep, from its own numbers: what τ is, which measure orders the runs most like
+    their gaps, where ours at p* stands, and whether the paired bootstrap tells the two apart."""
+    ranked = sorted((c for c in table if math.isfinite(c.kendall_tau)), key=lambda c: -c.kendall_tau)
+    meaning = (
+        "Kendall τ is the share of pairs of runs that a measure orders as their measured gaps, minus the "
+        "share it orders the other way: +1 always alike, 0 as by chance."
+    )
+    ours = next((c for c in ranked if c.measure == BASELINE_MEASURE), None)
+    if not ranked or ours is None:
+        return meaning
+    best = ranked[0]
+    place = ranked.index(ours) + 1
+    if best is ours:
+        runner = ranked[1] if len(ranked) > 1 else None
+        after = f", ahead of **{measure_name(runner.measure)}** (τ = {runner.kendall_tau:.2f})" if runner else ""
+        return (
+            f"{meaning} In this sweep **{measure_name(BASELINE_MEASURE)}** orders the runs most like their gaps "
+            f"(τ = {ours.kendall_tau:.2f}){after}."
+        )
+    sentence = (
+        f"{meaning} In this sweep **{measure_name(best.measure)}** tracks the measured gap best "
+        f"(τ = {best.kendall_tau:.2f}); **{measure_name(BASELINE_MEASURE)}** comes {_ordinal(place)} of "
+        f"{len(ranked)} (τ = {ours.kendall_tau:.2f}), so here it orders the runs less like their gaps."
+    )
+    paired = next((d for d in differences if d.measure == best.measure and d.other == BASELINE_MEASURE), None)
+    if paired is not None and paired.runs >= 2:
+        low, high = paired.kendall_tau_ci.low, paired.kendall_tau_ci.high
+        told = paired.kendall_verdict is not Verdict.INDISTINGUISHABLE
+        sentence += (
+            f" The paired bootstrap {'does' if told else 'does not'} tell the two apart: the difference in τ "
+            f"lies between {low:+.2f} and {high:+.2f} (95\u00a0%)."
+        )
+    return sentence + " A proxy of a bound can hold for every run and still rank them poorly: τ asks a harder question."
+
+
+def _ordinal(place: int) -> str:
+    return {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(place, f"{place}th")
 
 
 def correlation_columns(columns: pd.Index) -> dict[str, object]:
@@ -415,7 +468,7 @@ class JobBoard:
                 raise LabBusy(f"{spec.name} is being trained already; it will join the runs when it ends")
             if len(self._running) >= self.limit:
                 raise LabBusy(
-                    f"the server is training {len(self._running)} runs already (at most "
+                    f"the server is training {format_count(len(self._running), 'run')} already (at most "
                     f"{self.limit} at once); try again in a minute"
                 )
             job = TrainingJob(spec, self._ended)
@@ -452,7 +505,7 @@ def start_training(request: RunRequest) -> TrainingJob:
     stored = store_runs()
     if len(stored) >= VISITOR_CAPS.max_stored_runs and spec.name not in {r.name for r in stored}:
         raise LabBusy(
-            f"the lab store of this server holds {len(stored)} runs, as many as it keeps; "
+            f"the lab store of this server holds {format_count(len(stored), 'run')}, as many as it keeps; "
             f"pick one of them in the run picker"
         )
     job = board().start(spec)

@@ -36,7 +36,8 @@ HEADLINE_LEAD_S = 0.1
 #: Always on. A headline number is never cut and never split (a value keeps to one line; labels of
 #: toggles wrap); the header is opaque and the headline sticks right under it, in one compact line: the
 #: label above the value, the change beside it (so switching p* off adds no row), the caption cut to one
-#: line. On a phone the headline's metrics may wrap onto a second row; a value still never splits.
+#: line. On a phone the headline's metrics may wrap onto a second row; a value still never splits. A
+#: multiselect's chips wrap onto more rows instead of scrolling out of a narrow column ("2 ×", "M").
 BASE_CSS = f"""
 [data-testid="stMetricValue"] > div, [data-testid="stMetricValue"] p {{
   white-space: nowrap !important; overflow: visible; text-overflow: clip;
@@ -70,6 +71,12 @@ BASE_CSS = f"""
 }}
 @media (min-width: {NARROW_PX}px) {{
   .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] {{ flex-wrap: nowrap; }}
+}}
+[data-testid="stMultiSelectTagsContainer"] {{
+  flex-wrap: wrap; overflow: visible; max-height: none; height: auto; flex: 1 1 0; min-width: 0;
+}}
+[data-testid="stMultiSelect"] div:has(> [data-testid="stMultiSelectTagsContainer"]) {{
+  max-height: none; height: auto;
 }}
 .katex-display {{ overflow-x: auto; overflow-y: hidden; padding-bottom: 0.35rem;
   scrollbar-width: thin; scrollbar-color: #9aa0a6 transparent; }}

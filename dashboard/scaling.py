@@ -40,6 +40,7 @@ from specbound.models import (
     miniature_repo_id,
     parse_miniature_alias,
 )
+from specbound.numbers import format_count
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, silent
 from specbound.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, summarize
@@ -77,7 +78,21 @@ class Candidate:
         return self.num_layers, self.hidden_size
 
     def describe(self) -> str:
-        return f"{self.label} (L = {self.num_layers}, N = {self.hidden_size}; {self.origin})"
+        """The model's chip in the picker, short enough for a 1024-pixel window: its name, its size, and a
+        mark when it is not of the family (where each comes from: :func:`origins_note`)."""
+        outside = "" if self.in_family else " · not of the family"
+        return f"{self.label} · L = {self.num_layers}, N = {self.hidden_size}{outside}"
+
+
+def origins_note(chosen: list[Candidate]) -> str:
+    """Where the chosen models come from, in one line: 'Hugging Face cache: L2-H128, L4-H256 · bundled model: …'."""
+    by_origin: dict[str, list[str]] = {}
+    for candidate in chosen:
+        by_origin.setdefault(candidate.origin, []).append(candidate.label)
+    return " · ".join(
+        f"{origin}: {format_count(len(names), 'model')}" if len(names) > 3 else f"{origin}: {', '.join(names)}"
+        for origin, names in by_origin.items()
+    )
 
 
 def family_member(shape: ModelShape, name: str = "") -> bool:

@@ -5,8 +5,9 @@ where it is created: the page calls :func:`shared` with the widget's key, a :cla
 default, just before drawing the widget (with ``key=`` and no ``value=``). On the session's first
 run :func:`restore` keeps the link's parameters and opens the model it names; :func:`shared` then
 seeds each widget from them the first time the widget appears. After the page has drawn,
-:func:`publish` writes back the registered values that differ from their defaults and drops every
-other parameter, so the address bar always holds a link that reproduces the view and nothing else.
+:func:`publish` writes back the values registered in this run that differ from their defaults and
+drops every other parameter, so the address bar always holds a link that reproduces the view and
+nothing else (:func:`begin_run` forgets the widgets of the pages visited before).
 
 The model parameter carries any model name of :func:`specbound.models.resolve`; an uploaded atlas
 travels as its content digest (:func:`dashboard.atlas.link_form`), never as a server path.
@@ -112,6 +113,15 @@ def shared(key: str, codec: Codec, default: Any, *, initial: Callable[[], Any] |
                 value = codec.parse(raw)
         st.session_state[key] = value
     return st.session_state[key]
+
+
+def begin_run() -> None:
+    """Forget the widgets registered by earlier runs: a link carries only what this run's page (and the
+    shared sidebar) draws, never a setting of a page visited before (``theory?scaling_family=...``).
+
+    Called at the top of every full run; a fragment's rerun keeps the registry of the run it belongs to.
+    """
+    st.session_state[_REGISTRY_KEY] = {}
 
 
 def restore() -> None:

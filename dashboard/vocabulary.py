@@ -95,6 +95,32 @@ TERMS: Mapping[str, Term] = MappingProxyType(
 )
 
 
+#: The lab's measures as the pages name them (plain words; the CSV files keep the short names).
+MEASURE_NAMES: Mapping[str, str] = MappingProxyType(
+    {
+        "ours": "ours at p*",
+        "ours_p0": "ours at p = 0 (rank)",
+        "ours_p1": "ours at p = 1 (nuclear norm)",
+        "ours_p2": "ours at p = 2 (Frobenius)",
+        "edelman": "Edelman-style proxy",
+        "params": "number of parameters",
+        "frobenius": "sum of squared Frobenius norms",
+        "spectral_product": TERMS["spectral_product"].symbol,
+        "bartlett": "Bartlett et al. spectral bound",
+        "alpha": "power-law exponent α of the spectra",
+        "alpha_hat": "weighted power-law exponent α̂",
+        "alpha_skipped": "matrices too small for a power-law fit",
+        "pacbayes_flatness": "PAC-Bayes flatness",
+        "sharpness": "sharpness",
+    }
+)
+
+
+def measure_name(measure: str) -> str:
+    """A lab measure in plain words: 'spectral_product' -> 'product of spectral norms' (unknown: as given)."""
+    return MEASURE_NAMES.get(measure, measure)
+
+
 def help_for(key: str) -> str:
     """The hover text of a term: 'p*: the p on the grid …'."""
     term = TERMS[key]

@@ -38,6 +38,7 @@ from specbound.bounds import BoundTerms, PAssignment
 from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
+from specbound.figures.style import Quantity
 from specbound.logspace import exp_array
 from specbound.report import layer_frame, terms_frame
 
@@ -152,9 +153,9 @@ def explorer() -> None:
     st.caption(choice_sentence(terms, choice))
     proxies = figures.proxy_comparison(
         {
-            "ours at the chosen p": terms.log_total,
-            "ours at p*": analysis.optimal.log_total,
-            "Edelman-style": analysis.log_edelman,
+            Quantity.OURS_AT_P: terms.log_total,
+            Quantity.OURS: analysis.optimal.log_total,
+            Quantity.EDELMAN: analysis.log_edelman,
         },
         source=source,
     )

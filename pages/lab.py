@@ -14,13 +14,16 @@ import streamlit as st
 
 from dashboard import lab as service
 from dashboard import share
-from dashboard.export import csv_download, show_figure
+from dashboard.export import csv_download, show_figure, show_panels
+from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.text import bound_note, format_log_value, plain
+from dashboard.vocabulary import MEASURE_NAMES
 from specbound.figures import lab as figures
 from specbound.figures import trajectory as trajectory_figures
-from specbound.figures.spectra import singular_value_profiles
+from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
+from specbound.figures.style import split_panels
 from specbound.lab import views
 from specbound.lab.sweep import AXES
 from specbound.lab.train import LabError
@@ -38,7 +41,8 @@ st.caption(
     f"Every model here is a {service.LAB_MODEL_LABEL} ({task}), a "
     f"transformers BertForSequenceClassification, not a BERT Miniature. The population of the task "
     f"is known, so the generalization gap (test error on fresh samples − training error) is measured, "
-    f"not guessed. The shipped reference holds {len(service.reference().runs)} runs of the `class` sweep."
+    f"not guessed. The shipped reference holds {format_count(len(service.reference().runs), 'run')} "
+    "of the `class` sweep."
 )
 
 for kept in (RUN_KEY, STEP_KEY):  # Streamlit drops a widget's state while it is not drawn: keep the choice
@@ -144,7 +148,8 @@ if view == RUN_VIEW:
         )
         st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {service.LAB_MODEL_LABEL}.")
     if profile is not None:
-        show_figure(singular_value_profiles(profile, heads=range(profile.shape.num_heads)), "lab_spectra")
+        spectra = split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads)))
+        show_panels(spectra, "lab_spectra", per_row=PANEL_COLUMNS)
     bound_note()
     csv_download(frame, f"{run.name}-trajectory.csv", "lab_download_trajectory", "Download the trajectory (CSV)")
 
@@ -160,22 +165,25 @@ elif view == SWEEP_VIEW:
         key=SWEEP_KEY,
         horizontal=True,
         format_func=lambda o: (
-            "the shipped reference" if o == service.REFERENCE else f"the {len(here)} runs trained here"
+            "the shipped reference" if o == service.REFERENCE else f"the {format_count(len(here), 'run')} trained here"
         ),
     )
     sweep_frame, table = service.sweep(origin)
     st.caption(
-        f"Over the final checkpoints of {len(sweep_frame)} runs. Kendall τ: τ-b over all runs; granulated "
+        f"Over the final checkpoints of {format_count(len(sweep_frame), 'run')}. Kendall τ: τ-b over all runs; "
+        "granulated "
         f"τ (Jiang et al. 2020): the mean over the hyperparameter axes ({', '.join(AXES)}) of the mean τ "
         f"among runs that differ in that axis alone. A measure that predicts generalization ranks the "
         f"runs as their gaps do (τ near +1). The intervals are 95 % percentile bootstraps: τ over runs, the "
         f"granulated τ and each ψ over groups."
     )
+    differences = service.against_baseline(origin)
+    st.markdown(service.sweep_reading(table, differences))
     show_figure(figures.measures_figure(sweep_frame, table), "lab_measures")
     st.subheader("Rank correlation with the gap")
     correlation_table = service.correlation_table(table)
     st.dataframe(
-        correlation_table,
+        service.correlation_view(table),
         hide_index=True,
         key="lab_correlations",
         column_config=service.correlation_columns(correlation_table.columns),
@@ -186,7 +194,7 @@ elif view == SWEEP_VIEW:
         "for the granulated τ): distinguishable when the 95 % interval of the difference excludes 0."
     )
     with st.container(key="lab_comparisons"):
-        st.markdown("\n".join(f"- {views.comparison_sentence(d)}" for d in service.against_baseline(origin)))
+        st.markdown("\n".join(f"- {views.comparison_sentence(d, MEASURE_NAMES)}" for d in differences))
     st.caption(f"Reproducibility. {service.REPRODUCIBILITY}")
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")
@@ -200,6 +208,7 @@ else:
         f"joins the run picker."
     )
     default = service.DEFAULT_REQUEST
+    progress = st.container()  # above the form: in view at 1024 x 768 while the run trains
     with st.form("lab_train_form"):
         a, b, c, d = st.columns(4)
         layers = a.number_input("Layers L", 1, caps.max_layers, default.layers, key="lab_form_layers")
@@ -229,7 +238,8 @@ else:
             st.error(plain(public_message(exc)))
         except service.LabBusy as exc:
             st.warning(plain(str(exc)))
-    if service.session_job() is not None:
-        service.progress_panel()
-    elif (last := st.session_state.get(service.LAST_JOB_KEY)) is not None:
-        st.caption(f"Last run started here: {last.text}.")
+    with progress:
+        if service.session_job() is not None:
+            service.progress_panel()
+        elif (last := st.session_state.get(service.LAST_JOB_KEY)) is not None:
+            st.caption(f"Last run started here: {last.text}.")

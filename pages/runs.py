@@ -6,12 +6,14 @@ import streamlit as st
 
 from dashboard import atlas, safety, share
 from dashboard import runs as service
-from dashboard.export import csv_download, show_figure
+from dashboard.export import csv_download, show_figure, show_panels
+from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, format_log_value, plain
 from specbound.figures import bounds as bound_figures
 from specbound.figures import trajectory as trajectory_figures
-from specbound.figures.spectra import singular_value_profiles
+from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
+from specbound.figures.style import split_panels
 from specbound.logspace import LOG10_E
 
 ensure_app_entry()
@@ -56,7 +58,7 @@ key = st.selectbox(
     "Run",
     list(runs),
     key=RUN_KEY,
-    format_func=lambda k: f"{runs[k].name} ({len(runs[k].steps)} steps, {runs[k].origin})",
+    format_func=lambda k: f"{runs[k].name} ({format_count(len(runs[k].steps), 'step')}, {runs[k].origin})",
 )
 run = runs[key]
 steps = list(run.steps)
@@ -83,7 +85,18 @@ if (losses := trajectory_figures.loss_figure(frame, step)) is not None:
 st.subheader(f"At step {step}")
 analysis = service.step_analysis(key, step, run.steps[step])
 profile = analysis.profile
-show_figure(bound_figures.p_star_map(analysis, source=f"{run.name} at step {step}"), "runs_p_map")
-show_figure(singular_value_profiles(profile, heads=range(profile.shape.num_heads)), "runs_spectra")
+show_panels(
+    split_panels(
+        bound_figures.p_star_map(analysis, source=f"{run.name} at step {step}"),
+        titles=bound_figures.P_STAR_PANEL_TITLES,
+    ),
+    "runs_p_map",
+    widths=bound_figures.P_STAR_PANEL_WIDTHS,
+)
+show_panels(
+    split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads))),
+    "runs_spectra",
+    per_row=PANEL_COLUMNS,
+)
 bound_note(profile.shape)
 csv_download(frame, f"{run.name}-trajectory.csv", "runs_download", "Download the trajectory (CSV)")

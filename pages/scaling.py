@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import atlas, data, share
 from dashboard import scaling as service
 from dashboard.export import csv_download, file_stem, show_figure
+from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, plain
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width
@@ -74,6 +75,8 @@ chosen = st.multiselect(
     else "By default the BERT Miniatures available here (from an atlas file or the Hugging Face cache). "
     "The bundled MiniLM and other opened models can be added, but they are not of the family.",
 )
+if chosen:
+    st.caption(plain(service.origins_note([by_name[name] for name in chosen])))
 share.shared("scaling_fixed_p", share.BOOL, False)
 show_fixed = st.toggle(
     "Also show the fixed-p regimes p = 0, 1, 2",
@@ -143,7 +146,6 @@ if study is not None:
     models_table = study.models_frame()
     st.dataframe(models_table, hide_index=True, key="scaling_models_table")
     csv_download(models_table, "scaling-models.csv", "download_scaling_models", "Download the proxies (CSV)")
-    bound_note()
 
 st.subheader("Not available here")
 missing = service.missing_miniatures(available)
@@ -198,7 +200,10 @@ st.caption(
 left, right = st.columns(2)
 with left:
     atlas.export_button(
-        profiles, "scaling-atlas.npz", "export_scaling_atlas", f"Export the {len(profiles)} models of the study"
+        profiles,
+        "scaling-atlas.npz",
+        "export_scaling_atlas",
+        f"Export the {format_count(len(profiles), 'model')} of the study",
     )
 with right:
     current = data.current_analysis()

@@ -15,7 +15,7 @@ from dashboard.export import (
     file_stem,
     provenance,
     report_download,
-    show_figure,
+    show_panels,
 )
 from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
@@ -23,6 +23,7 @@ from dashboard.tables import show_table
 from dashboard.text import bound_note, code
 from specbound.figures import spectra as figures
 from specbound.figures.html_report import ReportSection
+from specbound.figures.style import split_panels
 from specbound.matrices import Kind
 from specbound.report import singular_values_frame
 
@@ -73,21 +74,26 @@ normalise = st.toggle("Normalise by σ₁", key="spectra_normalise")
 profiles = energy = None
 if layers and kinds:
     chosen_heads = heads or None
-    profiles = figures.singular_value_profiles(
-        profile, layers, kinds, normalise=normalise, heads=chosen_heads, source=source
+    profiles = split_panels(
+        figures.singular_value_profiles(profile, layers, kinds, normalise=normalise, heads=chosen_heads, source=source)
     )
-    show_figure(profiles, "sv_profiles")
-    energy = figures.cumulative_energy_curves(profile, layers, kinds, heads=chosen_heads, source=source)
-    show_figure(energy, "cumulative_energy")
+    show_panels(profiles, "sv_profiles", per_row=figures.PANEL_COLUMNS)
+    energy = split_panels(figures.cumulative_energy_curves(profile, layers, kinds, heads=chosen_heads, source=source))
+    show_panels(energy, "cumulative_energy", per_row=figures.PANEL_COLUMNS)
 else:
     st.caption("Choose at least one layer and one kind to draw the profiles.")
 
 st.subheader("Per head: rank, stable rank, spectral norm")
 head_kind = Kind(st.radio("Heads of", [Kind.QK.value, Kind.V.value], horizontal=True, key="heatmap_kind"))
 st.caption("Click a cell to open that matrix below.")
-heatmaps = clickable_cells(figures.head_heatmaps(profile, head_kind, source=source))
-show_figure(
-    heatmaps, HEATMAP_KEY, on_select=lambda: drilldown.from_chart(HEATMAP_KEY, analysis, drilldown.head_cell(head_kind))
+heatmaps = split_panels(
+    clickable_cells(figures.head_heatmaps(profile, head_kind, source=source)),
+    titles=[f"{head_kind.value} heads: {quantity}" for quantity in figures.HEATMAP_QUANTITIES],
+)
+show_panels(
+    heatmaps,
+    HEATMAP_KEY,
+    on_select=lambda n: lambda: drilldown.from_chart(f"{HEATMAP_KEY}_{n}", analysis, drilldown.head_cell(head_kind)),
 )
 
 st.subheader("One matrix")
@@ -119,8 +125,8 @@ with folded("Norms and ranks (table)"):
 report_download(
     "Spectra",
     lambda: [
-        ReportSection("Singular values", [f for f in (profiles, energy) if f is not None]),
-        ReportSection(f"{head_kind.value} heads", [heatmaps]),
+        ReportSection("Singular values", [*(profiles or []), *(energy or [])]),
+        ReportSection(f"{head_kind.value} heads", heatmaps),
         ReportSection("Every matrix", tables=[table]),
     ],
     model=name,

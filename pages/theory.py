@@ -11,14 +11,15 @@ import streamlit as st
 from dashboard import atlas, data, share
 from dashboard import theory as live
 from dashboard.controls import DEFAULT_P
-from dashboard.export import show_figure
+from dashboard.export import show_panels
 from dashboard.numbers import format_number, format_p
 from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, code, format_log_value
 from specbound.bounds import grid_resolution, snap_to_grid
 from specbound.defaults import L_PHI, P_MAX, RANK_TOL
-from specbound.figures.theory import playground_figure
+from specbound.figures.style import split_panels
+from specbound.figures.theory import PLAYGROUND_TITLES, playground_figure
 from specbound.matrices import Kind
 from specbound.numbers import format_power
 from specbound.profile import MatrixId
@@ -239,4 +240,4 @@ regime = (
     else "in between: neither rank nor Frobenius alone"
 )
 st.caption(f"Winner: {regime}. Numerical rank {curve.rank}; N = {max(int(width), int(rank))} (at least the rank).")
-show_figure(playground_figure(spectrum, curve), "playground")
+show_panels(split_panels(playground_figure(spectrum, curve), titles=PLAYGROUND_TITLES), "playground")

@@ -7,7 +7,15 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import atlas, data, drilldown, share
-from dashboard.export import clickable_cells, csv_download, file_stem, provenance, report_download, show_figure
+from dashboard.export import (
+    clickable_cells,
+    csv_download,
+    file_stem,
+    provenance,
+    report_download,
+    show_figure,
+    show_panels,
+)
 from dashboard.numbers import format_integer, format_p
 from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
@@ -17,6 +25,7 @@ from specbound.explain import break_even
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
 from specbound.figures.spectra import rank_against_maximum
+from specbound.figures.style import split_panels
 from specbound.matrices import Kind
 
 ensure_app_entry()
@@ -48,15 +57,20 @@ if len(used) == 1:  # one value for all: the map would be one block, the histogr
     )
 else:
     st.caption("Click a cell to open that matrix below.")
-    p_map = clickable_cells(figures.p_star_map(analysis, source=source))
-    show_figure(
+    p_map = split_panels(
+        clickable_cells(figures.p_star_map(analysis, source=source)), titles=figures.P_STAR_PANEL_TITLES
+    )
+    show_panels(
         p_map,
         P_STAR_MAP_KEY,
-        on_select=lambda: drilldown.from_chart(P_STAR_MAP_KEY, analysis, drilldown.p_star_cell),
+        widths=figures.P_STAR_PANEL_WIDTHS,
+        on_select=lambda n: (
+            lambda: drilldown.from_chart(f"{P_STAR_MAP_KEY}_{n}", analysis, drilldown.p_star_panel_cell(n))
+        ),
     )
     histogram = figures.p_star_histogram(analysis, source=source)
     show_figure(histogram, "p_star_histogram")
-    p_star_figures = [p_map, histogram]
+    p_star_figures = [*p_map, histogram]
 
 st.subheader("Rank against its structural maximum")
 st.caption(

@@ -107,6 +107,13 @@ def format_integer(value: int) -> str:
     return f"{int(value):,}"
 
 
+def format_count(value: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in the right number: '1 model', '24 models', '2,304 matrices'
+    (``plural`` for nouns that do not just take an s: ``format_count(n, "matrix", "matrices")``)."""
+    word = noun if int(value) == 1 else (plural or f"{noun}s")
+    return f"{format_integer(value)} {word}"
+
+
 def format_percent(fraction: float | None) -> str:
     """A share as a percentage, one decimal: '65.7 %', '< 0.1 %' for a tiny share, '—' when missing."""
     if fraction is None or math.isnan(fraction):

@@ -23,28 +23,39 @@ from ..compare import Comparison
 from ..explain import break_even, p_star_by_kind
 from ..logspace import to_log10
 from ..matrices import Kind
-from ..numbers import DIGITS, format_power
+from ..numbers import DIGITS, format_count, format_percent, format_power
 from ..profile import HEAD_KINDS
 from .style import (
     KIND_COLORS,
     NEUTRAL,
     SEQUENTIAL,
+    Quantity,
     as_text,
     axis_title,
     cell_axis,
     cell_labels,
     figure,
+    hover_numbers,
     log_axis,
     on_panel,
     palette_color,
     panel_grid,
     panel_ref,
+    quantity_color,
 )
 
 SQRT_DEPTH_COLOR = NEUTRAL
 SQRT_DEPTH_LABEL = "√L"
 #: Sizes of the p* stars, largest first: stars of curves that meet at one point nest instead of hiding.
 STAR_SIZES: tuple[int, ...] = (18, 14, 10, 7)
+#: Line styles of c(W; p) curves of one kind (which share the kind's colour), in order.
+CURVE_DASHES: tuple[str, ...] = ("solid", "dash", "dot", "dashdot")
+#: The proxies of :func:`proxy_comparison` and :func:`compare_bars` as the figures name them.
+PROXY_LABELS: Mapping[Quantity, str] = {
+    Quantity.OURS_AT_P: "ours at the chosen p",
+    Quantity.OURS: "ours at p*",
+    Quantity.EDELMAN: "Edelman-style",
+}
 
 
 class SumsView(str, Enum):
@@ -85,15 +96,18 @@ def term_sums(
     layer_total = sum(sums.values())  # (L,)
     share_of_total = 100.0 * layer_total / terms.total if np.isfinite(terms.total) else np.full(num_layers, np.nan)
     traces: list[dict[str, Any]] = []
+    layer_shares = [format_percent(float(s) / 100.0) for s in np.atleast_1d(share_of_total)]
     for kind, values in sums.items():
         if view is SumsView.SHARE:
             y = 100.0 * np.divide(values, layer_total, out=np.zeros_like(values), where=layer_total > 0)
+            shown = [format_percent(v / 100.0) for v in y]
             hover = (
-                f"%{{x}}<br>{kind.value}: %{{y:.3g}}% of the layer<br>"
-                f"layer: %{{customdata:.3g}}% of the total<extra></extra>"
+                f"%{{x}}<br>{kind.value}: %{{customdata[1]}} of the layer<br>"
+                f"layer: %{{customdata[0]}} of the total<extra></extra>"
             )
         else:
-            y, hover = values, f"%{{x}}<br>Σ c({kind.value}) = %{{y:.6g}}<extra></extra>"
+            y, shown = values, hover_numbers(values)
+            hover = f"%{{x}}<br>Σ c({kind.value}) = %{{customdata[1]}}<extra></extra>"
         traces.append(
             {
                 "type": "bar",
@@ -101,7 +115,7 @@ def term_sums(
                 "y": _finite_or_gap(y),
                 "name": kind.value,
                 "marker": {"color": KIND_COLORS[kind]},
-                "customdata": share_of_total,
+                "customdata": [[share, value] for share, value in zip(layer_shares, shown, strict=True)],
                 "hovertemplate": hover,
             }
         )
@@ -113,7 +127,8 @@ def term_sums(
                 "y": [terms.sqrt_depth],
                 "name": SQRT_DEPTH_LABEL,
                 "marker": {"color": SQRT_DEPTH_COLOR},
-                "hovertemplate": "√L = %{y:.6g}<extra></extra>",
+                "customdata": hover_numbers([terms.sqrt_depth]),
+                "hovertemplate": "√L = %{customdata}<extra></extra>",
             }
         )
     if view is SumsView.LOG:
@@ -139,7 +154,7 @@ def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.F
             "x": layers,
             "y": to_log10(analysis.log_alpha),
             "name": "log10 α<sup>(ℓ)</sup>",
-            "marker": {"color": palette_color(0)},
+            "marker": {"color": quantity_color(Quantity.ALPHA)},
             "hovertemplate": "layer %{x}<br>log10 α = %{y:.4g}<extra></extra>",
         },
         {
@@ -147,7 +162,7 @@ def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.F
             "x": layers,
             "y": to_log10(analysis.log_xi),
             "name": "log10 ξ<sup>(ℓ)</sup> (Edelman)",
-            "marker": {"color": palette_color(1)},
+            "marker": {"color": quantity_color(Quantity.EDELMAN)},
             "hovertemplate": "layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>",
         },
     ]
@@ -176,9 +191,12 @@ def contribution_curves(
     on_grid = 10.0 ** to_log10(analysis.log_contribution_grid[chosen])  # (rows, 2m + 1)
     at_p = 10.0 ** to_log10(terms.log_contribution[chosen])  # (rows,)
     traces = []
+    seen: dict[Kind, int] = {}  # curves drawn so far per kind: a second curve of a kind gets another dash
     for n, i in enumerate(chosen):
-        label = analysis.profile.ids[i].label
-        color = palette_color(n)
+        matrix = analysis.profile.ids[i]
+        label, color = matrix.label, KIND_COLORS[matrix.kind]
+        dash = CURVE_DASHES[seen.get(matrix.kind, 0) % len(CURVE_DASHES)]
+        seen[matrix.kind] = seen.get(matrix.kind, 0) + 1
         best = int(analysis.p_opt_index[i])
         point = {"type": "scatter", "mode": "markers", "legendgroup": label, "showlegend": False}
         traces += [
@@ -189,8 +207,9 @@ def contribution_curves(
                 "mode": "lines",
                 "name": label,
                 "legendgroup": label,
-                "line": {"color": color},
-                "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{y:.6g}}<extra></extra>",
+                "line": {"color": color, "dash": dash},
+                "customdata": hover_numbers(curves[n]),
+                "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
             },
             {
                 **point,
@@ -211,7 +230,8 @@ def contribution_curves(
                     "symbol": "star",
                     "line": {"color": "black", "width": 1},
                 },
-                "hovertemplate": f"{label}<br>p* = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
+                "customdata": hover_numbers([on_grid[n, best]]),
+                "hovertemplate": f"{label}<br>p* = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
             },
             {
                 **point,
@@ -219,31 +239,51 @@ def contribution_curves(
                 "y": _finite_or_gap([at_p[n]]),
                 "name": f"{label} current p",
                 "marker": {"color": "white", "size": 11, "symbol": "diamond", "line": {"color": color, "width": 2}},
-                "hovertemplate": f"{label}<br>current p = %{{x:.4g}}<br>c = %{{y:.6g}}<extra></extra>",
+                "customdata": hover_numbers([at_p[n]]),
+                "hovertemplate": f"{label}<br>current p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
             },
         ]
     layout = {
         "xaxis": axis_title("Schatten index p"),
         "yaxis": log_axis(np.concatenate([curves.ravel(), on_grid.ravel(), at_p]), title={"text": "c(W; p)"}),
+        "showlegend": len(chosen) > 1,  # one matrix (a drill-down) is named by the subtitle
     }
     return figure(traces, "c(W; p) against p (★ p*, ◇ current p)", source=source, height=420, layout=layout)
 
 
-def proxy_comparison(log_values: Mapping[str, float], *, source: str | None = None) -> go.Figure:
-    """Horizontal bars of log10 of each named proxy (natural logs in), e.g. ours at p, at p*, Edelman."""
-    names = list(log_values)
-    values = to_log10(np.array([log_values[n] for n in names], dtype=float))
+#: Room past the longest bar of a labelled bar chart, as a fraction of its length: the value written
+#: just outside the bar's end ("6.854 × 10²⁸", in large type on a projector) stays inside the chart.
+LABEL_ROOM: float = 0.6
+
+
+def labelled_bar_axis(values: ArrayLike, title: str) -> dict[str, Any]:
+    """An x axis for horizontal bars whose values are written past their ends (``textposition="outside"``):
+    from 0 (or the smallest value) to the largest plus :data:`LABEL_ROOM` of the span for the labels."""
+    finite = [float(v) for v in np.ravel(np.asarray(values, dtype=float)) if np.isfinite(v)]
+    low, high = min([0.0, *finite]), max([0.0, *finite])
+    span = (high - low) or 1.0
+    return axis_title(title, range=[low - (LABEL_ROOM * span if low < 0 else 0.0), high + LABEL_ROOM * span])
+
+
+def proxy_comparison(log_values: Mapping[Quantity, float], *, source: str | None = None) -> go.Figure:
+    """Horizontal bars of log10 of each proxy (natural logs in: ours at p, at p*, Edelman), each in its
+    colour, its value written past the bar's end (inside the chart at any width and type size)."""
+    quantities = list(log_values)
+    values = to_log10(np.array([log_values[q] for q in quantities], dtype=float))
+    texts = [format_power(float(v), DIGITS) for v in values]
     bars = {
         "type": "bar",
         "x": values,
-        "y": names,
+        "y": [PROXY_LABELS[q] for q in quantities],
         "orientation": "h",
-        "text": [format_power(float(v), DIGITS) for v in values],
-        "textposition": "auto",
-        "marker": {"color": [palette_color(n) for n in range(len(names))]},
-        "hovertemplate": "%{y}<br>log10 = %{x:.4g}<extra></extra>",
+        "text": texts,
+        "textposition": "outside",
+        "cliponaxis": False,
+        "marker": {"color": [quantity_color(q) for q in quantities]},
+        "customdata": texts,
+        "hovertemplate": "%{y}: %{customdata}<br>log10 = %{x:.4~g}<extra></extra>",
     }
-    layout = {"xaxis": axis_title("log10 of the proxy"), "yaxis": {"autorange": "reversed"}}
+    layout = {"xaxis": labelled_bar_axis(values, "log10 of the proxy"), "yaxis": {"autorange": "reversed"}}
     return figure([bars], "Proxies side by side (log10)", source=source, height=260, layout=layout)
 
 
@@ -266,6 +306,30 @@ def p_star_range(grid: np.ndarray) -> tuple[float, float]:
     return float(grid[0] - half), float(grid[-1] + half)
 
 
+#: The p* map's panels as separate figures (side by side, stacked on a phone; see
+#: :func:`~specbound.figures.style.split_panels`): short titles, and relative widths that leave the
+#: layer strip room for its colour bar.
+P_STAR_PANEL_TITLES: tuple[str, ...] = ("p* of QK heads", "p* of V heads", "p* per layer")
+P_STAR_PANEL_WIDTHS: tuple[float, ...] = (2.0, 2.0, 1.4)
+
+
+#: Closest two labels of the p* colour bar may sit, as a fraction of its range (closer ones overlap).
+MIN_TICK_GAP: float = 0.08
+
+
+def spaced_ticks(values: np.ndarray, gap: float) -> np.ndarray:
+    """The sorted ``values`` less those within ``gap`` of a kept neighbour, both ends always kept (the
+    colour bar's labels of p* values taken: 0, 0.0833 and 0.25 would be written over each other)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    if ordered.size <= 2:
+        return ordered
+    kept = [ordered[0]]
+    for value in ordered[1:-1]:
+        if value - kept[-1] >= gap and ordered[-1] - value >= gap:
+            kept.append(value)
+    return np.array([*kept, ordered[-1]])
+
+
 def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out.
 
@@ -285,7 +349,7 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
         titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)", mlp_title],
     )
     zmin, zmax = p_star_range(grid)
-    used = np.union1d(analysis.p_opt, [grid[0], grid[-1]])  # the values taken, and the ends of P_m for scale
+    used = spaced_ticks(np.union1d(analysis.p_opt, [grid[0], grid[-1]]), MIN_TICK_GAP * (zmax - zmin))
     # cell labels only while they fit; the hover always carries the value
     labels = cell_labels(H)
     common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": np.arange(L), **labels}
@@ -324,15 +388,19 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
 def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """How many matrices take each grid value of p*, stacked by kind."""
     grid, prof = analysis.grid, analysis.profile
+    counts = {
+        kind: np.bincount(analysis.p_opt_index[prof.mask(kind)], minlength=len(grid)) for kind in prof.model_kinds
+    }
     bars = [
         {
             "type": "bar",
             "x": grid,
-            "y": np.bincount(analysis.p_opt_index[prof.mask(kind)], minlength=len(grid)),
+            "y": counts[kind],
             "name": kind.value,
             "marker": {"color": KIND_COLORS[kind]},
             "width": 0.8 * (grid[1] - grid[0]) if len(grid) > 1 else 0.8,
-            "hovertemplate": f"{kind.value}<br>p* = %{{x:.3g}}: %{{y}} matrices<extra></extra>",
+            "customdata": [format_count(int(n), "matrix", "matrices") for n in counts[kind]],
+            "hovertemplate": f"{kind.value}<br>p* = %{{x:.3f}}: %{{customdata}}<extra></extra>",
         }
         for kind in prof.model_kinds
     ]
@@ -400,9 +468,9 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
 
 #: The proxies of :func:`compare_bars`, in order: key of ProxyTotals.log10 -> label.
 COMPARED_PROXIES: Mapping[str, str] = {
-    "ours_opt": "ours at p*",
-    "ours_at": "ours at the chosen p",
-    "edelman": "Edelman-style",
+    "ours_opt": PROXY_LABELS[Quantity.OURS],
+    "ours_at": PROXY_LABELS[Quantity.OURS_AT_P],
+    "edelman": PROXY_LABELS[Quantity.EDELMAN],
 }
 
 
@@ -411,8 +479,10 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
     labels = list(COMPARED_PROXIES.values())
     ratio = comparison.log10_ratio
     bars = []
+    drawn: list[float] = []
     for n, totals in enumerate((comparison.model, comparison.baseline)):
         values = [totals.log10[key] for key in COMPARED_PROXIES]
+        drawn += values
         bars.append(
             {
                 "type": "bar",
@@ -422,11 +492,16 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
                 "name": as_text(totals.model),
                 "marker": {"color": palette_color(n)},
                 "text": [format_power(float(v), DIGITS) for v in values],
-                "textposition": "auto",
+                "textposition": "outside",
+                "cliponaxis": False,
                 "customdata": [ratio[key] for key in COMPARED_PROXIES],
                 "hovertemplate": f"{as_text(totals.model)}<br>%{{y}}: log10 = %{{x:.4g}}"
                 "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>",
             }
         )
-    layout = {"barmode": "group", "xaxis": axis_title("log10 of the proxy"), "yaxis": {"autorange": "reversed"}}
+    layout = {
+        "barmode": "group",
+        "xaxis": labelled_bar_axis(drawn, "log10 of the proxy"),
+        "yaxis": {"autorange": "reversed"},
+    }
     return figure(bars, "Model against baseline (log10)", source=source, height=320, layout=layout)

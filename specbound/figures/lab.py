@@ -19,15 +19,23 @@ import plotly.graph_objects as go
 from ..lab.correlation import Interval, MeasureCorrelation
 from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
-from . import style
-from .style import PANEL_TITLE_ROOM, SEQUENTIAL, TOP_MARGIN, axis_title, figure, on_panel, panel_grid, panel_ref
+from ..numbers import format_count
+from .style import (
+    PANEL_TITLE_ROOM,
+    SEQUENTIAL,
+    TOP_MARGIN,
+    Quantity,
+    axis_title,
+    figure,
+    hover_numbers,
+    on_panel,
+    palette_color,
+    panel_grid,
+    panel_ref,
+    quantity_color,
+    sequential_colors,
+)
 from .trajectory import STEP_AXIS, step_layout
-
-#: Okabe & Ito (2008), the palette of every figure: black, orange, sky blue, bluish green, yellow, blue,
-#: vermillion, reddish purple.
-OKABE_ITO: tuple[str, ...] = tuple(style.OKABE_ITO.values())
-#: Colours of training-set sizes in the sweep scatter, smallest n first.
-_N_COLORS = (OKABE_ITO[1], OKABE_ITO[2], OKABE_ITO[3], OKABE_ITO[5], OKABE_ITO[6], OKABE_ITO[7])
 
 
 def power_law_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
@@ -42,7 +50,10 @@ def power_law_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
             "mode": "lines+markers",
             "line": {"color": color},
         }
-        for column, name, color in (("alpha", "α", OKABE_ITO[5]), ("alpha_hat", "α̂ = α log10 λ_max", OKABE_ITO[6]))
+        for column, name, color in (
+            ("alpha", "α", palette_color(0)),
+            ("alpha_hat", "α̂ = α log10 λ_max", palette_color(1)),
+        )
         if column in frame
     ]
     layout = step_layout(step, yaxis=axis_title("mean over the matrices"))
@@ -59,7 +70,7 @@ def p_star_distribution_figure(run: RunTrajectory, step: int | None = None) -> g
     """The p* of every proxy matrix at each saved step: one box with all its points per step."""
     boxes = []
     for record in run.steps:
-        color = OKABE_ITO[6] if record.step == step else OKABE_ITO[5]
+        color = quantity_color(Quantity.OURS) if record.step == step else palette_color(0)
         boxes.append(
             {
                 "type": "box",
@@ -77,22 +88,34 @@ def p_star_distribution_figure(run: RunTrajectory, step: int | None = None) -> g
             }
         )
     layout = {"xaxis": axis_title(STEP_AXIS), "yaxis": axis_title("p*", range=[-0.1, 2.1])}
-    return figure(boxes, f"p* of the {len(run.matrices)} matrices through training", layout=layout)
+    return figure(
+        boxes, f"p* of the {format_count(len(run.matrices), 'matrix', 'matrices')} through training", layout=layout
+    )
 
 
 def errors_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     """Training error, test error (± one standard error) and their gap against the training step."""
     line = {"type": "scatter", "x": frame["step"], "mode": "lines+markers"}
     lines = [
-        {**line, "y": frame["train_error"], "name": "train error", "line": {"color": OKABE_ITO[2]}},
+        {
+            **line,
+            "y": frame["train_error"],
+            "name": "train error",
+            "line": {"color": quantity_color(Quantity.TRAIN_ERROR)},
+        },
         {
             **line,
             "y": frame["test_error"],
             "name": "test error (± 1 s.e.)",
-            "line": {"color": OKABE_ITO[1]},
+            "line": {"color": quantity_color(Quantity.TEST_ERROR)},
             "error_y": {"type": "data", "array": frame["test_error_se"], "visible": True},
         },
-        {**line, "y": frame["gap"], "name": "gap = test − train", "line": {"color": OKABE_ITO[0], "dash": "dash"}},
+        {
+            **line,
+            "y": frame["gap"],
+            "name": "gap = test − train",
+            "line": {"color": quantity_color(Quantity.GAP), "dash": "dash"},
+        },
     ]
     return figure(lines, "Errors and gap through training", layout=step_layout(step, yaxis=axis_title("error rate")))
 
@@ -153,6 +176,7 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
         horizontal_spacing=0.07,
     )
     sizes = sorted(frame["n_train"].unique())
+    size_colors = sequential_colors(len(sizes))  # training-set size is ordered: smallest n darkest
     points = []
     for panel, correlation in enumerate(table, start=1):
         for n_index, n in enumerate(sizes):
@@ -166,8 +190,9 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
                 "legendgroup": f"n = {n}",
                 "showlegend": panel == 1,
                 "text": part["run"],
-                "marker": {"color": _N_COLORS[n_index % len(_N_COLORS)], "size": 7},
-                "hovertemplate": "%{text}<br>measure %{x:.4g}, gap %{y:.4f}<extra></extra>",
+                "customdata": hover_numbers(part[correlation.measure]),
+                "marker": {"color": size_colors[n_index], "size": 7},
+                "hovertemplate": "%{text}<br>measure %{customdata}, gap %{y:.3f}<extra></extra>",
             }
             points.append(on_panel(scatter, panel))
         x_axis, y_axis = panel_ref(panel)
@@ -178,7 +203,7 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
     layout["margin"] = {"t": TOP_MARGIN + 2 * PANEL_TITLE_ROOM, "l": 8, "r": 8, "b": 8}
     return figure(
         points,
-        f"Each measure against the gap over the final checkpoints of {len(frame)} runs",
+        f"Each measure against the gap over the final checkpoints of {format_count(len(frame), 'run')}",
         height=300 * rows + 80,
         legend_title="training set",
         layout=layout,

@@ -13,12 +13,28 @@ from collections.abc import Iterable, Sequence
 import plotly.graph_objects as go
 
 from ..scaling import Axis, BetterFit, GrowthCurve, GrowthExponent, GrowthModel, Proxy
-from .style import as_text, axis_title, figure, log_axis, on_panel, palette_color, panel_grid, panel_ref
+from .style import (
+    Quantity,
+    as_text,
+    axis_title,
+    figure,
+    hover_numbers,
+    log_axis,
+    on_panel,
+    p_color,
+    panel_grid,
+    panel_ref,
+    quantity_color,
+)
 
-#: Line style per proxy: the two proxies the paper compares are solid, the fixed-p regimes dashed.
+#: Line style per proxy: the two proxies the paper compares solid in their colours, the fixed-p regimes
+#: dashed in the colour of their p (the p* map's scale).
 PROXY_STYLE: dict[Proxy, dict[str, str]] = {
-    proxy: {"color": palette_color(n), "dash": "solid" if proxy in (Proxy.OURS, Proxy.EDELMAN) else "dash"}
-    for n, proxy in enumerate((Proxy.OURS, Proxy.EDELMAN, Proxy.P0, Proxy.P1, Proxy.P2))
+    Proxy.OURS: {"color": quantity_color(Quantity.OURS), "dash": "solid"},
+    Proxy.EDELMAN: {"color": quantity_color(Quantity.EDELMAN), "dash": "solid"},
+    Proxy.P0: {"color": p_color(0.0), "dash": "dash"},
+    Proxy.P1: {"color": p_color(1.0), "dash": "dash"},
+    Proxy.P2: {"color": p_color(2.0), "dash": "dash"},
 }
 _LABEL = {
     Proxy.OURS: "ours (p*)",
@@ -102,10 +118,13 @@ def growth_figure(
                 "legendgroup": curve.proxy.value,
                 "showlegend": curve.proxy not in shown,
                 "line": {"color": style["color"], "dash": style["dash"]},
-                "customdata": [[as_text(m), lr] for m, lr in zip(curve.models, curve.log10_ratio, strict=True)],
+                "customdata": [
+                    [as_text(m), lr, shown]
+                    for m, lr, shown in zip(curve.models, curve.log10_ratio, hover_numbers(ratio), strict=True)
+                ],
                 "hovertemplate": (
                     f"{_LABEL[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
-                    f"<br>ratio = %{{y:.4g}} (log10 %{{customdata[1]:.3f}})<extra></extra>"
+                    f"<br>ratio = %{{customdata[2]}} (log10 %{{customdata[1]:.3f}})<extra></extra>"
                 ),
             }
             traces.append(on_panel(line, panel))

@@ -21,21 +21,26 @@ import plotly.graph_objects as go
 
 from ..explain import rank_and_maximum
 from ..matrices import Kind
+from ..numbers import format_count
 from ..profile import HEAD_KINDS, SpectralProfile
 from ..spectrum import cumulative_energy
 from .style import (
+    KIND_COLORS,
     SEQUENTIAL,
     as_text,
     axis_title,
     cell_axis,
     cell_labels,
     figure,
+    hover_grid,
+    hover_numbers,
     log_axis,
     on_panel,
     palette_color,
     panel_grid,
     panel_ref,
     sequential_colors,
+    transparent,
 )
 
 #: The per-head quantities of :func:`head_heatmaps`, in panel order.
@@ -63,15 +68,6 @@ def layer_colors(num_layers: int) -> list[str]:
     return sequential_colors(num_layers)
 
 
-def _transparent(color: str, opacity: float) -> str:
-    """'rgb(r, g, b)' or '#rrggbb' -> 'rgba(r, g, b, opacity)'."""
-    if color.startswith("#"):
-        r, g, b = (int(color[k : k + 2], 16) for k in (1, 3, 5))
-    else:
-        r, g, b = (int(float(c)) for c in color[color.index("(") + 1 : -1].split(","))
-    return f"rgba({r}, {g}, {b}, {opacity})"
-
-
 def _kinds_present(profile: SpectralProfile, rows: np.ndarray) -> list[Kind]:
     present = set(profile.kinds[rows])
     return [kind for kind in Kind if kind.value in present]
@@ -96,7 +92,7 @@ def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str
     }
     return [
         {**edge, "y": low, "name": f"{name} min"},
-        {**edge, "y": high, "name": f"{name} max", "fill": "tonexty", "fillcolor": _transparent(color, BAND_OPACITY)},
+        {**edge, "y": high, "name": f"{name} max", "fill": "tonexty", "fillcolor": transparent(color, BAND_OPACITY)},
         {
             "type": "scatter",
             "x": x,
@@ -106,7 +102,8 @@ def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str
             "legendgroup": group,
             "showlegend": False,
             "line": {"color": color, "width": 1.6},
-            "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>",
+            "customdata": hover_numbers(mid),
+            "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{customdata}}<extra></extra>",
         },
     ]
 
@@ -122,7 +119,8 @@ def _line(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_tit
         "legendgroup": group,
         "showlegend": False,
         "line": {"color": color, "width": 1.2},
-        "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{y:.4g}}<extra></extra>",
+        "customdata": hover_numbers(y[keep]),
+        "hovertemplate": f"{name}<br>i = %{{x}}<br>{y_title} = %{{customdata}}<extra></extra>",
     }
 
 
@@ -155,6 +153,8 @@ def _per_kind_lines(
     )
     colors = layer_colors(profile.shape.num_layers)
     chosen = None if heads is None else set(heads)
+    # one matrix (a drill-down): drawn in its kind's colour, with no legend of layers to explain
+    single = len(kinds) == 1 and _drawn_count(profile, rows, chosen) == 1
     traces: list[dict] = []
     in_legend: set[int] = set()
     for panel, kind in enumerate(kinds, start=1):
@@ -164,16 +164,17 @@ def _per_kind_lines(
         y_drawn = []
         for layer in np.unique(profile.layers[kind_rows]):
             at = profile.layers[kind_rows] == layer
-            group, color = f"layer {layer}", colors[layer]
+            group, color = f"layer {layer}", KIND_COLORS[kind] if single else colors[layer]
             if kind in HEAD_KINDS and chosen is None:
-                name = f"L{layer} {kind.value} median of {int(at.sum())} heads"
+                name = f"L{layer} {kind.value} median of {format_count(int(at.sum()), 'head')}"
                 traces += [on_panel(t, panel) for t in _median_band(x, y[at], name, color, group, y_title)]
+                y_drawn.append(y[at])
             else:
                 for i, values in zip(kind_rows[at], y[at], strict=True):
                     if kind not in HEAD_KINDS or (chosen is not None and profile.heads[i] in chosen):
                         traces.append(on_panel(_line(x, values, profile.ids[i].label, color, group, y_title), panel))
-            y_drawn.append(y[at])
-            if layer not in in_legend:
+                        y_drawn.append(values[None, :])  # the axis spans what is drawn, not the other heads
+            if layer not in in_legend and not single:
                 in_legend.add(layer)
                 # a point-free stand-in so the legend lists layers, not matrices
                 stand_in = {
@@ -199,9 +200,17 @@ def _per_kind_lines(
         title,
         source=source,
         height=PANEL_HEIGHT * grid_rows + 140,
-        legend_title="layer (0 = bottom)",
-        layout=layout,
+        legend_title=None if single else "layer (0 = bottom)",
+        layout={**layout, "showlegend": not single},
     )
+
+
+def _drawn_count(profile: SpectralProfile, rows: np.ndarray, chosen: set[int] | None) -> int:
+    """How many matrices :func:`_per_kind_lines` draws one by one or as one median: a median counts as one."""
+    per_head = np.isin(profile.kinds[rows], [k.value for k in HEAD_KINDS])
+    heads_drawn = per_head & (np.isin(profile.heads[rows], list(chosen)) if chosen is not None else True)
+    medians = 0 if chosen is not None else len({(profile.layers[i], profile.kinds[i]) for i in rows[per_head]})
+    return int((~per_head).sum()) + (int(heads_drawn.sum()) if chosen is not None else medians)
 
 
 def _masked_singular_values(profile: SpectralProfile, rows: np.ndarray, normalise: bool) -> np.ndarray:
@@ -318,7 +327,8 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
             "zmin": zmin,
             "zmax": zmax,
             "colorbar": {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9},
-            "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{name} = %{{z:.4g}}<extra></extra>",
+            "customdata": hover_grid(z),
+            "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{name} = %{{customdata}}<extra></extra>",
             **labels,
         }
         heatmaps.append(on_panel(heatmap, col))

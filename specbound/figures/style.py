@@ -13,6 +13,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from ..matrices import Kind
+from ..numbers import format_number
 
 #: Okabe-Ito colours by name.
 OKABE_ITO: Mapping[str, str] = {
@@ -34,7 +36,7 @@ OKABE_ITO: Mapping[str, str] = {
     "vermillion": "#D55E00",
     "reddish purple": "#CC79A7",
 }
-#: The order in which unrelated series (curves of several matrices, compared models) take colours.
+#: The order in which unrelated series (compared models, the layers' α lines of a run) take colours.
 PALETTE: tuple[str, ...] = tuple(
     OKABE_ITO[name]
     for name in ("blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue", "black", "yellow")
@@ -43,12 +45,53 @@ PALETTE: tuple[str, ...] = tuple(
 KIND_COLORS: Mapping[Kind, str] = {
     Kind.QK: OKABE_ITO["blue"],
     Kind.V: OKABE_ITO["orange"],
-    Kind.M_GATE: OKABE_ITO["vermillion"],
+    Kind.M_GATE: OKABE_ITO["sky blue"],
     Kind.M_IN: OKABE_ITO["bluish green"],
     Kind.M_OUT: OKABE_ITO["reddish purple"],
 }
+
+
+class Quantity(str, Enum):
+    """The quantities drawn on more than one page, each in one colour everywhere (:data:`QUANTITY_COLORS`)."""
+
+    OURS = "ours"  # the spectrum-adaptive proxy at p*
+    OURS_AT_P = "ours at the chosen p"  # the same sum at the sliders' p: a paler shade of ours
+    EDELMAN = "Edelman"  # the norm-based baseline, and its layer sums ξ
+    ALPHA = "α"  # the depth factor shared by both proxies
+    SQRT_DEPTH = "√L"
+    TRAIN_ERROR = "train error"
+    TEST_ERROR = "test error"
+    GAP = "gap"
+
+
+#: The colour of each :class:`Quantity`. Ours and Edelman's proxy take colours no matrix kind has, so
+#: a chart of both never reads as one of kinds; the errors of the lab, drawn only beside each other,
+#: reuse two of the palette's.
+QUANTITY_COLORS: Mapping[Quantity, str] = {
+    Quantity.OURS: OKABE_ITO["vermillion"],
+    Quantity.OURS_AT_P: "#EBA477",  # vermillion mixed half with white
+    Quantity.EDELMAN: OKABE_ITO["black"],
+    Quantity.ALPHA: "#777777",
+    Quantity.SQRT_DEPTH: "#999999",
+    Quantity.TRAIN_ERROR: OKABE_ITO["sky blue"],
+    Quantity.TEST_ERROR: OKABE_ITO["blue"],
+    Quantity.GAP: OKABE_ITO["black"],
+}
 #: Neutral grey for fixed parts (the √L term, reference lines).
-NEUTRAL: str = "#999999"
+NEUTRAL: str = QUANTITY_COLORS[Quantity.SQRT_DEPTH]
+
+
+def quantity_color(quantity: Quantity) -> str:
+    """The one colour of ``quantity`` in every figure."""
+    return QUANTITY_COLORS[quantity]
+
+
+def p_color(p: float) -> str:
+    """The colour of a Schatten index p ∈ [0, 2]: its place on :data:`SEQUENTIAL`, as in the p* map, so
+    "ours at p = 0 / 1 / 2" read as points along the same scale as every p* value."""
+    return str(sample_colorscale(SEQUENTIAL, [min(max(p / 2.0, 0.0), 1.0) * 0.9])[0])
+
+
 #: Colour scale of sequential quantities (colour-blind safe).
 SEQUENTIAL: str = "Cividis"
 #: Grid lines on the white background of every figure (set per figure: copying a whole template into
@@ -80,6 +123,21 @@ def cell_axis(title: str | None, count: int, **axis: Any) -> dict[str, Any]:
     return axis_title(title, range=[-0.5, count - 0.5], dtick=step, **axis)
 
 
+def hover_numbers(values: ArrayLike | Sequence[float | None]) -> list[str]:
+    """Values as every page writes them (:func:`specbound.numbers.format_number`: 4 significant digits,
+    "1.499 × 10¹²", "—" for a gap), for a trace's ``customdata`` and its hovertemplate's ``%{customdata}``:
+    Plotly's own number formats write large values as "1.499e+12"."""
+    return [
+        format_number(float(v)) if v is not None else format_number(None)
+        for v in np.ravel(np.asarray(values, dtype=object))
+    ]
+
+
+def hover_grid(values: ArrayLike) -> list[list[str]]:
+    """:func:`hover_numbers` of a 2-D array (a heatmap's z), row by row."""
+    return [hover_numbers(row) for row in np.asarray(values, dtype=float)]
+
+
 def palette_color(n: int) -> str:
     """The n-th colour of :data:`PALETTE`, cycling."""
     return PALETTE[n % len(PALETTE)]
@@ -88,6 +146,15 @@ def palette_color(n: int) -> str:
 def sequential_colors(count: int) -> list[str]:
     """``count`` colours along :data:`SEQUENTIAL`, dark to light (stops short of the palest end)."""
     return sample_colorscale(SEQUENTIAL, np.linspace(0.0, 0.9, max(count, 1)).tolist())
+
+
+def transparent(color: str, opacity: float) -> str:
+    """'rgb(r, g, b)' or '#rrggbb' -> 'rgba(r, g, b, opacity)'."""
+    if color.startswith("#"):
+        r, g, b = (int(color[k : k + 2], 16) for k in (1, 3, 5))
+    else:
+        r, g, b = (int(float(c)) for c in color[color.index("(") + 1 : -1].split(","))
+    return f"rgba({r}, {g}, {b}, {opacity})"
 
 
 def as_text(value: object) -> str:
@@ -364,6 +431,13 @@ def wrap_words(text: str, chars: int) -> str:
 HALF_TITLE_CHARS, HALF_SUBTITLE_CHARS = 30, 40
 
 
+def fit_share(fig: go.Figure, share: float) -> go.Figure:
+    """``fig`` with its title and subtitle wrapped for a chart of ``share`` of the page's width (normal type)."""
+    if share >= 1.0:
+        return fig
+    return fit_title(fig, max(12, round(2 * HALF_TITLE_CHARS * share)), max(14, round(2 * HALF_SUBTITLE_CHARS * share)))
+
+
 def fit_title(fig: go.Figure, title_chars: int, subtitle_chars: int) -> go.Figure:
     """``fig`` with its title and subtitle wrapped to these widths and room at the top for the extra lines."""
     title = str(fig.layout.title.text or "")
@@ -378,13 +452,17 @@ def fit_title(fig: go.Figure, title_chars: int, subtitle_chars: int) -> go.Figur
     return fig
 
 
-def for_projector(fig: go.Figure) -> go.Figure:
+def for_projector(fig: go.Figure, share: float = 0.5) -> go.Figure:
     """``fig`` in large dark type that fits its panel: every chart text at :data:`PROJECTOR_FONT_PX` or more,
     titles wrapped to the widths above, the top margin grown to hold the extra lines. One layout update
-    (presentation mode only: the slider path of the normal mode stays as it is)."""
+    (presentation mode only: the slider path of the normal mode stays as it is).
+
+    ``share``: the part of the page's width the chart has; below half (a column of three), titles wrap
+    to proportionally shorter lines."""
     layout = fig.layout
-    title = wrap_words(str(layout.title.text or ""), PROJECTOR_TITLE_CHARS)
-    subtitle = wrap_words(str(layout.title.subtitle.text or ""), PROJECTOR_SUBTITLE_CHARS)
+    narrow = min(1.0, share / 0.5)
+    title = wrap_words(str(layout.title.text or ""), max(12, round(PROJECTOR_TITLE_CHARS * narrow)))
+    subtitle = wrap_words(str(layout.title.subtitle.text or ""), max(14, round(PROJECTOR_SUBTITLE_CHARS * narrow)))
     dark = {"size": PROJECTOR_FONT_PX, "color": PROJECTOR_TEXT_COLOR}
     notes = []
     panel_lines = 0
@@ -395,7 +473,7 @@ def for_projector(fig: go.Figure) -> go.Figure:
             text = wrap_words(text, PROJECTOR_PANEL_CHARS)
             panel_lines = max(panel_lines, text.count("<br>") + 1)
         notes.append({**note.to_plotly_json(), "text": text, "font": dark})
-    top = 24 + 30 * (title.count("<br>") + 1) + (26 * (subtitle.count("<br>") + 1) if subtitle else 0)
+    top = 24 + 30 * (title.count("<br>") + 1) + (30 * (subtitle.count("<br>") + 1) + 8 if subtitle else 0)
     top += 24 * panel_lines
     update: dict[str, Any] = {
         "font": dark,
@@ -426,3 +504,104 @@ def for_projector(fig: go.Figure) -> go.Figure:
             trace.cliponaxis = False
     fig.update_layout(update)
     return fig
+
+
+# --- panels as figures of their own ----------------------------------------------------------------
+
+#: Layout keys an axis of a grid carries that a figure of one panel must not keep.
+_GRID_AXIS_KEYS: tuple[str, ...] = ("domain", "anchor", "matches", "scaleanchor", "position", "overlaying")
+#: Room a stand-alone panel keeps at the bottom for its axis title and a legend, in pixels.
+PANEL_FIGURE_MIN_HEIGHT: int = 300
+#: Height below the plot area of a part: its x axis title and its legend, in pixels.
+PANEL_FIGURE_BOTTOM: int = 100
+
+
+def _panel_of(trace: Mapping[str, Any]) -> int:
+    axis = str(trace.get("xaxis") or "x")
+    return int(axis[1:] or 1)
+
+
+def _panel_title(notes: Sequence[dict[str, Any]], layout: Mapping[str, Any], panel: int) -> dict[str, Any] | None:
+    """The title annotation make_subplots puts above ``panel``: centred on its x domain, at the top of its y domain."""
+    x_key, y_key = panel_ref(panel)
+    x_domain = layout.get(x_key, {}).get("domain", [0, 1])
+    y_top = layout.get(y_key, {}).get("domain", [0, 1])[1]
+    return next(
+        (
+            n
+            for n in notes
+            if n.get("xref", "paper") == "paper"
+            and n.get("yref", "paper") == "paper"
+            and n.get("yanchor") == "bottom"
+            and abs(float(n.get("x", -1)) - (x_domain[0] + x_domain[1]) / 2) < 1e-6
+            and abs(float(n.get("y", -1)) - y_top) < 1e-6
+        ),
+        None,
+    )
+
+
+def split_panels(fig: go.Figure, *, titles: Sequence[str] | None = None, height: int | None = None) -> list[go.Figure]:
+    """Each panel of a :func:`panel_grid` figure as a figure of its own, in panel order.
+
+    On a narrow screen side-by-side panels run their titles together and their colour bars into the
+    next panel; drawn as separate figures in ``st.columns``, they stack instead (Streamlit stacks
+    columns under about 640 px) and stay side by side on a wide screen. Each part keeps the whole
+    figure's look and source line; its title is the figure's title and the panel's; its legend lists
+    the entries of the traces it draws (a stand-in without points for an entry shown on another
+    panel), so a part saved as a picture still explains itself. ``titles`` replaces the parts' titles
+    (short ones for narrow columns); ``height`` is the whole grid's. A figure of one panel comes back as is.
+    """
+    whole = fig.to_plotly_json()
+    layout: dict[str, Any] = whole["layout"]
+    traces: list[dict[str, Any]] = whole["data"]
+    panels = sorted({_panel_of(t) for t in traces} | {1})
+    if len(panels) == 1:
+        return [fig]
+    notes = list(layout.get("annotations", ()))
+    title_notes = [_panel_title(notes, layout, number) for number in panels]
+    rows = len({round(float(layout.get(panel_ref(n)[1], {}).get("domain", [0, 1])[1]), 3) for n in panels})
+    title = str(layout.get("title", {}).get("text") or "")
+    total = height or int(layout.get("height") or 450)
+    margin = dict(layout.get("margin", {}))
+    legend_traces = [t for t in traces if t.get("showlegend", True) is not False and t.get("name")]
+    parts = []
+    for number in panels:
+        x_key, y_key = panel_ref(number)
+        suffix = "" if number == 1 else str(number)
+        own = [t for t in traces if _panel_of(t) == number]
+        drawn = [{**t, "xaxis": "x", "yaxis": "y"} for t in own]
+        groups = {t.get("legendgroup") or t.get("name") for t in own}
+        shown = {t.get("legendgroup") or t.get("name") for t in own if t.get("showlegend", True) is not False}
+        for entry in legend_traces:  # an entry drawn on another panel, for the traces of this one
+            group = entry.get("legendgroup") or entry.get("name")
+            if group in groups and group not in shown:
+                shown.add(group)
+                stand_in: dict[str, Any] = {
+                    k: entry[k] for k in ("type", "name", "legendgroup", "line", "marker", "mode") if k in entry
+                }
+                drawn.append({**stand_in, "x": [None], "y": [None], "xaxis": "x", "yaxis": "y", "hoverinfo": "skip"})
+        for trace in drawn:
+            if isinstance(trace.get("colorbar"), dict):
+                trace["colorbar"] = {k: v for k, v in trace["colorbar"].items() if k not in ("x", "len")}
+        note = title_notes[panels.index(number)]
+        panel_title = str(note.get("text", "")) if note else ""
+        own_layout: dict[str, Any] = {
+            k: v for k, v in layout.items() if not _AXIS_KEY.fullmatch(k) and k not in ("annotations", "height")
+        }
+        own_layout["xaxis"] = {k: v for k, v in layout.get(x_key, {}).items() if k not in _GRID_AXIS_KEYS}
+        own_layout["yaxis"] = {k: v for k, v in layout.get(y_key, {}).items() if k not in _GRID_AXIS_KEYS}
+        own_layout["yaxis"]["showticklabels"] = True  # a panel alone needs its own ticks and axis title
+        if not (own_layout["yaxis"].get("title") or {}).get("text"):
+            own_layout["yaxis"]["title"] = layout.get("yaxis", {}).get("title", {})
+        own_layout["annotations"] = [
+            {**n, "xref": "x", "yref": "y"}
+            for n in notes
+            if n not in title_notes and n.get("xref") == f"x{suffix}" and n.get("yref") == f"y{suffix}"
+        ]
+        text = titles[number - 1] if titles else f"{title}: {panel_title}" if panel_title else title
+        own_layout["title"] = {**layout.get("title", {}), "text": text}
+        own_layout["margin"] = {**margin, "t": max(int(margin.get("t", TOP_MARGIN)) - PANEL_TITLE_ROOM, TOP_MARGIN)}
+        fixed = int(margin.get("t", TOP_MARGIN)) + PANEL_FIGURE_BOTTOM  # what every part repeats
+        own_layout["height"] = max(PANEL_FIGURE_MIN_HEIGHT, round((total - fixed) / rows) + fixed)
+        parts.append(go.Figure(data=drawn, layout=own_layout))
+    return parts

@@ -6,7 +6,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..synthetic import SyntheticCurve
-from .style import axis_title, figure, log_axis, on_panel, palette_color, panel_grid
+from .style import PROJECTOR_TEXT_COLOR, Quantity, axis_title, figure, log_axis, on_panel, panel_grid, quantity_color
+
+#: The playground's two panels as separate figures (stacked on a phone).
+PLAYGROUND_TITLES: tuple[str, str] = ("Synthetic singular values", "Which p wins: c(W; p)")
 
 
 def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | None = None) -> go.Figure:
@@ -21,7 +24,7 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
         "mode": "lines+markers",
         "name": "σᵢ",
         "marker": {"size": 4},
-        "line": {"color": palette_color(0)},
+        "line": {"color": PROJECTOR_TEXT_COLOR},
     }
     contribution = [
         {
@@ -30,7 +33,7 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
             "y": curve.contribution,
             "mode": "lines",
             "name": "c(W; p)",
-            "line": {"color": palette_color(1)},
+            "line": {"color": quantity_color(Quantity.OURS)},
         },
         {
             "type": "scatter",
@@ -38,7 +41,7 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
             "y": curve.grid_contribution,
             "mode": "markers",
             "name": "grid P_m",
-            "marker": {"size": 7, "symbol": "circle-open", "color": palette_color(1)},
+            "marker": {"size": 7, "symbol": "circle-open", "color": quantity_color(Quantity.OURS)},
         },
         {
             "type": "scatter",
@@ -46,7 +49,12 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
             "y": [curve.grid_contribution[best]],
             "mode": "markers",
             "name": f"p* = {curve.p_opt:.3g}",
-            "marker": {"size": 14, "symbol": "star", "color": palette_color(2), "line": {"color": "black", "width": 1}},
+            "marker": {
+                "size": 14,
+                "symbol": "star",
+                "color": quantity_color(Quantity.OURS),
+                "line": {"color": "black", "width": 1},
+            },
         },
     ]
     if positive.size:

@@ -13,19 +13,16 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import style
-from .style import axis_title, figure
+from .style import NEUTRAL, Quantity, axis_title, figure, p_color, palette_color, quantity_color
 
-#: Okabe & Ito (2008): black, orange, sky blue, bluish green, yellow, blue, vermillion, reddish purple.
-OKABE_ITO: tuple[str, ...] = tuple(style.OKABE_ITO.values())
-
-#: (column of the table, legend name, colour, dash) per proxy line.
+#: (column of the table, legend name, colour, dash) per proxy line: ours and Edelman's in their colours,
+#: ours at a fixed p in the colour of that p.
 _PROXY_LINES: tuple[tuple[str, str, str, str], ...] = (
-    ("ours_log10", "ours at p*", OKABE_ITO[5], "solid"),
-    ("edelman_log10", "Edelman-style", OKABE_ITO[6], "solid"),
-    ("ours_p0_log10", "ours at p = 0", OKABE_ITO[3], "dot"),
-    ("ours_p1_log10", "ours at p = 1", OKABE_ITO[1], "dot"),
-    ("ours_p2_log10", "ours at p = 2", OKABE_ITO[7], "dot"),
+    ("ours_log10", "ours at p*", quantity_color(Quantity.OURS), "solid"),
+    ("edelman_log10", "Edelman-style", quantity_color(Quantity.EDELMAN), "solid"),
+    ("ours_p0_log10", "ours at p = 0", p_color(0.0), "dot"),
+    ("ours_p1_log10", "ours at p = 1", p_color(1.0), "dot"),
+    ("ours_p2_log10", "ours at p = 2", p_color(2.0), "dot"),
 )
 STEP_AXIS = "training step"
 
@@ -34,7 +31,7 @@ def step_layout(step: int | None, x_title: str = STEP_AXIS, **axes: Any) -> dict
     """Axes of a figure against the training step, with a dotted line at the step the slider shows."""
     layout: dict[str, Any] = {"xaxis": axis_title(x_title), **axes}
     if step is not None:
-        marker = {"color": "#777777", "dash": "dot", "width": 1}
+        marker = {"color": NEUTRAL, "dash": "dot", "width": 1}
         layout["shapes"] = [
             {"type": "line", "xref": "x", "yref": "y domain", "x0": step, "x1": step, "y0": 0, "y1": 1, "line": marker}
         ]
@@ -70,7 +67,7 @@ def alpha_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
             "y": frame[column],
             "name": f"layer {column.removeprefix('log10_alpha_L')}",
             "mode": "lines+markers",
-            "line": {"color": OKABE_ITO[(index + 1) % len(OKABE_ITO)]},
+            "line": {"color": palette_color(index)},
         }
         for index, column in enumerate(columns)
     ]
@@ -83,7 +80,7 @@ def loss_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure | Non
     columns = [c for c in ("loss", "eval_loss") if c in frame.columns and frame[c].notna().any()]
     if not columns:
         return None
-    colors = {"loss": OKABE_ITO[5], "eval_loss": OKABE_ITO[6]}
+    colors = {"loss": quantity_color(Quantity.TRAIN_ERROR), "eval_loss": quantity_color(Quantity.TEST_ERROR)}
     lines = [
         {"type": "scatter", "x": frame["step"], "y": frame[c], "name": c, "mode": "lines+markers",
          "line": {"color": colors[c]}}

@@ -9,7 +9,7 @@ positive numbers (drawn on log axes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -111,17 +111,27 @@ def _statistic(name: str, difference: float, low: float, high: float, verdict: V
     return f"{name} differs by {interval}, distinguishably {verdict.value} than {other}"
 
 
-def comparison_sentence(difference: TauDifference) -> str:
+def comparison_sentence(difference: TauDifference, names: Mapping[str, str] | None = None) -> str:
     """One sentence on whether ``difference.measure`` is distinguishable from ``difference.other`` on this
-    sweep, on τ and on the granulated τ (distinguishable: the paired interval of the difference excludes 0)."""
-    label = MEASURE_LABELS.get(difference.measure, (difference.measure, True))[0]
+    sweep, on τ and on the granulated τ (distinguishable: the paired interval of the difference excludes 0).
+
+    ``names`` (measure -> plain words) names both measures by those words alone, as the dashboard
+    does; without it, a measure is its label with its short name, as the CLI prints it."""
+    if names is not None:
+        label = names.get(difference.measure, difference.measure)
+        other = names.get(difference.other, difference.other)
+    else:
+        label = f"{MEASURE_LABELS.get(difference.measure, (difference.measure, True))[0]} ({difference.measure})"
+        other = difference.other
+    if difference.runs < 2:
+        return f"{label}: fewer than two runs have both it and {other}."
     tau = _statistic(
         "τ",
         difference.kendall_tau,
         difference.kendall_tau_ci.low,
         difference.kendall_tau_ci.high,
         difference.kendall_verdict,
-        difference.other,
+        other,
     )
     granulated = _statistic(
         "granulated τ",
@@ -129,8 +139,6 @@ def comparison_sentence(difference: TauDifference) -> str:
         difference.granulated_tau_ci.low,
         difference.granulated_tau_ci.high,
         difference.granulated_verdict,
-        difference.other,
+        other,
     )
-    if difference.runs < 2:
-        return f"{label} ({difference.measure}): fewer than two runs have both it and {difference.other}."
-    return f"{label} ({difference.measure}): {tau}; {granulated}."
+    return f"{label}: {tau}; {granulated}."

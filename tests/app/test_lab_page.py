@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import lab as service
 from dashboard.text import OPTIMAL_LABEL, format_log_value
+from dashboard.vocabulary import MEASURE_NAMES, measure_name
 from specbound.atlas import load_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.lab import reference, views
@@ -111,7 +112,7 @@ def test_the_step_slider_shows_that_steps_p_map_and_spectra(lab_app, runs_csv, f
         assert (line["x0"], line["x1"]) == (125, 125)
 
     profile = reference.step_profile(reference.REFERENCE_DIR, run, 125)
-    spectra = figure_titled(at, "Singular-value profiles")
+    spectra = figure_titled(at, "QK · ")  # the profiles: one chart per kind (stacked on a phone), QK first
     first = spectra["data"][0]  # layer 0, QK head 0: its nonzero singular values
     rank = int(profile.rank[0])
     np.testing.assert_allclose(first["y"], profile.singular_values[0, :rank], rtol=1e-12)
@@ -142,7 +143,12 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_title
     run_clean(at)
     expected = pd.read_csv(reference.REFERENCE_DIR / CORRELATIONS_CSV)
     shown = _dataframe(at, "granulated_tau").reset_index(drop=True)
-    pd.testing.assert_frame_equal(shown, expected, check_dtype=False, rtol=1e-12)
+    # the numbers of correlations.csv, each measure named in plain words (the CSV keeps the short names)
+    assert list(shown["measure"]) == [measure_name(m) for m in expected["measure"]]
+    assert "spectral_product" not in set(shown["measure"]) and "product of spectral norms" in set(shown["measure"])
+    pd.testing.assert_frame_equal(
+        shown.drop(columns="measure"), expected.drop(columns="measure"), check_dtype=False, rtol=1e-12
+    )
     assert (shown["runs"] == 48).all()
 
     figure = figure_titled(at, "Each measure against the gap over the final checkpoints of 48 runs")
@@ -170,8 +176,8 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_title
     runs = reference.load_reference().runs
     shown_text = " ".join(m.value for m in at.markdown)
     for difference in comparisons(runs):
-        sentence = views.comparison_sentence(difference)
-        assert sentence in shown_text
+        sentence = views.comparison_sentence(difference, MEASURE_NAMES)
+        assert sentence in shown_text and f"({difference.measure})" not in shown_text
         if difference.measure == "spectral_product":
             low, high = difference.kendall_tau_ci.low, difference.kendall_tau_ci.high
             verdict = "not distinguishable" if low <= 0 <= high else "distinguishably"
@@ -180,6 +186,15 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_title
                 in sentence
             )
     assert any("Reproducibility." in c.value and "bit for bit" in c.value for c in at.caption)
+
+    # the reading of the sweep, from its own numbers: τ explained, the best measure and where ours stands
+    table = reference.load_reference().correlations
+    best = max(table, key=lambda c: c.kendall_tau)
+    ours = next(c for c in table if c.measure == "ours")
+    (reading,) = [m.value for m in at.markdown if m.value.startswith("Kendall τ is the share")]
+    assert f"**{measure_name(best.measure)}** tracks the measured gap best (τ = {best.kendall_tau:.2f})" in reading
+    assert f"(τ = {ours.kendall_tau:.2f}), so here it orders the runs less like their gaps" in reading
+    assert "paired bootstrap does tell the two apart" in reading  # +0.09 to +0.42 on the reference
 
 
 def _open_train_form(at: AppTest, **values: float) -> None:

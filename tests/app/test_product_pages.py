@@ -76,3 +76,23 @@ def test_no_page_writes_e_notation_or_carets(landing_app, rerun) -> None:
         run_clean(at)
         for text in _texts(at):
             assert not re.search(r"\d[eE][+-]?\d", text) and "10^" not in text, (page, text)
+
+
+def test_a_link_carries_only_the_parameters_of_its_own_page(landing_app, rerun) -> None:
+    """Settings of a page visited before stay in the session, not in the next page's link."""
+    at = landing_app
+    at.switch_page("pages/scaling.py")
+    run_clean(at)
+    assert "scaling_family" in at.query_params  # the Scaling page names its family (it depends on the server)
+    at.switch_page("pages/bounds.py")
+    run_clean(at)
+    at.toggle(key="p_optimal").set_value(False)
+    rerun(at)
+    assert at.query_params.get("p_optimal") == "0"
+    at.switch_page("pages/theory.py")
+    run_clean(at)
+    left = {key for key in at.query_params if key.startswith(("scaling_", "p_"))}
+    assert left == set(), dict(at.query_params)
+    at.switch_page("pages/scaling.py")
+    run_clean(at)
+    assert "scaling_family" in at.query_params and "p_optimal" not in at.query_params  # back: its own again

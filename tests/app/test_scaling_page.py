@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.atlas import model_name
 from dashboard.scaling import EXPONENT_ORDER
+from dashboard.text import BOUND_NOTE
 from specbound.bounds import BoundAnalysis
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
@@ -74,8 +75,11 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     chosen = at.multiselect(key="scaling_models")
     _, profiles = family
     assert sorted(chosen.value) == sorted(model_name(family[0], p.model) for p in profiles)
-    assert "minilm-l6 (L = 6, N = 384; bundled model)" in chosen.options  # offered, but not of the family
+    assert "minilm-l6 · L = 6, N = 384 · not of the family" in chosen.options  # offered, marked as such
     assert "minilm-l6" not in chosen.value
+    assert all(len(option) <= 60 for option in chosen.options)  # chips whole at 1024 px, no "…"
+    assert "atlas file: 6 models" in [unescaped(c.value) for c in at.caption]  # where the chosen come from
+    assert [c.value for c in at.caption].count(BOUND_NOTE) == 1  # the proxies' note once, not per section
 
     _check_curves(figure_titled(at, "with width N"), study, Axis.WIDTH, SHOWN)
     _check_curves(figure_titled(at, "with depth L"), study, Axis.DEPTH, SHOWN)

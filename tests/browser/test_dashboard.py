@@ -104,7 +104,7 @@ def test_pages_by_their_address_and_views_kept_in_links(server: str, browser_pag
     # drill-down: a click on a heatmap cell, and on a table row, opens that matrix
     page.set_viewport_size(WIDE)
     _open(page, f"{server}/spectra", "Spectra")
-    cells = page.locator(".st-key-head_heatmaps .nsewdrag").first
+    cells = page.locator(".st-key-head_heatmaps_0 .nsewdrag").first  # the numerical ranks, the first panel
     cells.scroll_into_view_if_needed()
     box = cells.bounding_box()
     assert box is not None

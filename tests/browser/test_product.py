@@ -24,7 +24,8 @@ from dashboard.numbers import DIGITS, MAX_DIGITS
 from dashboard.text import TOTAL_LABEL
 from pages.compare import WHY_AGREE
 from pages.overview import PRODUCT_NAME
-from specbound.figures.style import PROJECTOR_FONT_PX
+from specbound.figures.style import KIND_COLORS, PROJECTOR_FONT_PX
+from specbound.matrices import Kind
 
 pytestmark = pytest.mark.browser
 
@@ -41,6 +42,8 @@ PAGES: tuple[tuple[str, str], ...] = (
 )
 PROJECTOR, LAPTOP, PHONE = {"width": 1024, "height": 768}, {"width": 1440, "height": 900}, {"width": 390, "height": 844}
 HEADLINE_MAX_PX = 90
+#: The explorer's report: plotly.js packed (about 2 MB in all), not 4.8 MB of text.
+REPORT_MAX_BYTES = 2_500_000
 
 #: The text of the main area as a reader sees it, without formulas (KaTeX keeps its TeX source in the
 #: page) and code (commands), plus every text of the charts.
@@ -196,7 +199,7 @@ def test_every_page_at_three_widths_and_on_a_projector(server: str, browser_page
     screenshot(page, "product-phone-after-navigation")
 
 
-def test_the_twin_and_the_report_explain_themselves(server: str, browser_page) -> None:
+def test_the_twin_and_the_report_explain_themselves(server: str, browser_page, tmp_path: Path) -> None:
     page = browser_page
     page.set_viewport_size(PROJECTOR)
     _open(page, f"{server}/compare?baseline=twin:minilm-l6", "Compare")
@@ -213,7 +216,56 @@ def test_the_twin_and_the_report_explain_themselves(server: str, browser_page) -
     shown_total = total.inner_text().strip()
     with page.expect_download() as download:
         page.get_by_role("button", name="Download this view as an HTML report").click()
-    report = Path(download.value.path()).read_text(encoding="utf-8")
+    saved = tmp_path / download.value.suggested_filename  # an .html name: Chromium opens it as a page
+    download.value.save_as(saved)
+    report = saved.read_text(encoding="utf-8")
     assert TOTAL_LABEL in report and shown_total in report
     assert report.count('class="plotly-graph-div"') == charts, charts
     assert "spectral_norm" not in report and "&lt;NA&gt;" not in report
+    assert len(report.encode()) < REPORT_MAX_BYTES, len(report.encode())  # it was 4.9 MB
+
+    # the file opens offline and draws every figure (plotly.js and the figures are packed inside it)
+    offline = page.context.browser.new_context(offline=True)
+    try:
+        opened = offline.new_page()
+        fetched: list[str] = []
+        opened.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else fetched.append(r.url))
+        opened.goto(saved.resolve().as_uri())
+        opened.wait_for_function(
+            f"() => document.querySelectorAll('.plotly-graph-div .main-svg').length >= {charts}", timeout=60_000
+        )
+        assert fetched == []
+    finally:
+        offline.close()
+
+
+#: The drill-down's spectrum: [legend entries shown, colours of its lines].
+DRILL_SPECTRUM = """() => {
+    const plot = document.querySelector('.st-key-drill_spectrum .js-plotly-plot');
+    return [plot.querySelectorAll('.legend .traces').length,
+            [...new Set([...plot.querySelectorAll('.scatterlayer .js-line')].map(l => getComputedStyle(l).stroke))]];
+}"""
+
+
+def test_a_click_brings_the_drill_down_into_view(server: str, browser_page) -> None:
+    """A heat-map cell far above opens its matrix: the detail scrolls into view and is outlined for a
+    moment; its one-matrix spectrum has no legend and the colour of its kind."""
+    page = browser_page
+    page.set_viewport_size(PROJECTOR)
+    _open(page, f"{server}/spectra", "Spectra")
+    cells = page.locator(".st-key-head_heatmaps_0 .nsewdrag").first  # QK numerical rank, layer x head
+    cells.scroll_into_view_if_needed()
+    box = cells.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 0.3 * box["width"], box["y"] + 0.2 * box["height"])
+    page.locator(".st-key-drilldown.specbound-focus").wait_for()  # outlined
+    page.locator(".st-key-drill_spectrum .js-plotly-plot").wait_for()
+    page.wait_for_timeout(900)  # the smooth scroll
+    detail = page.locator(".st-key-drilldown").bounding_box()
+    assert detail is not None and 0 <= detail["y"] < PROJECTOR["height"] / 2, detail  # in view, near the top
+    screenshot(page, "product-drill-down-focus-1024")
+    legend, colours = page.evaluate(DRILL_SPECTRUM)
+    r, g, b = (int(KIND_COLORS[Kind.QK][k : k + 2], 16) for k in (1, 3, 5))
+    assert legend == 0 and colours == [f"rgb({r}, {g}, {b})"], (legend, colours)
+    page.wait_for_function("() => !document.querySelector('.st-key-drilldown.specbound-focus')")  # not for ever
+    assert_no_errors(page)

@@ -11,7 +11,7 @@ from specbound.bounds import BoundAnalysis
 from specbound.compare import compare
 from specbound.explain import break_even
 from specbound.figures import bounds as figures
-from specbound.figures.style import KIND_COLORS, PALETTE, log_axis_ticks
+from specbound.figures.style import KIND_COLORS, PALETTE, Quantity, log_axis_ticks
 from specbound.matrices import Kind, ModelShape
 from specbound.twin import random_twin
 
@@ -57,7 +57,7 @@ def test_contribution_curves_mark_p_star_and_the_current_p(mixed: BoundAnalysis)
         line, star, here = (
             next(t for t in fig.data if t.name == name) for name in (label, f"{label} p*", f"{label} current p")
         )
-        assert line.line.color == PALETTE[n]
+        assert line.line.color == KIND_COLORS[mixed.profile.ids[i].kind]  # a curve in its kind's colour
         assert star.x[0] == mixed.p_opt[i] and star.marker.size == figures.STAR_SIZES[n]
         assert star.y[0] == pytest.approx(math.exp(mixed.log_contribution_opt[i]), rel=1e-12)
         assert here.x[0] == 0.75 and here.y[0] == pytest.approx(terms.contribution[i], rel=1e-12)
@@ -76,7 +76,11 @@ def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
     step = grid[1] - grid[0]
     assert qk.zmin == pytest.approx(-step / 2) and qk.zmax == pytest.approx(2 + step / 2)
     assert len(qk.colorscale) == 2 * len(grid)  # one flat band per grid value
-    assert list(mlp.colorbar.tickvals) == sorted(set(mixed.p_opt) | {0.0, 2.0})
+    taken = sorted(set(mixed.p_opt) | {0.0, 2.0})
+    ticks = list(mlp.colorbar.tickvals)  # the values taken, less those whose labels would overlap
+    assert ticks[0] == 0.0 and ticks[-1] == 2.0 and set(ticks) <= set(taken)
+    assert min(np.diff(ticks)) >= figures.MIN_TICK_GAP * (qk.zmax - qk.zmin)
+    assert list(figures.spaced_ticks(np.array([0.0, 1 / 12, 0.25, 1.0, 2.0]), 0.2)) == [0.0, 0.25, 1.0, 2.0]
     L, H = prof.shape.num_layers, prof.shape.num_heads
     assert list(fig.layout.xaxis.range) == [-0.5, H - 0.5] and list(fig.layout.xaxis3.range) == [-0.5, 1.5]
     assert list(fig.layout.yaxis2.range) == [-0.5, L - 0.5]  # the cells, not the click targets laid over them
@@ -121,7 +125,7 @@ def test_compare_bars_show_both_models(mixed: BoundAnalysis) -> None:
         lambda a: figures.term_sums(a, a.optimal, source="S"),
         lambda a: figures.depth_factors(a, source="S"),
         lambda a: figures.contribution_curves(a, [0], a.optimal, source="S"),
-        lambda a: figures.proxy_comparison({"ours": a.optimal.log_total}, source="S"),
+        lambda a: figures.proxy_comparison({Quantity.OURS: a.optimal.log_total}, source="S"),
         lambda a: figures.p_star_map(a, source="S"),
         lambda a: figures.p_star_histogram(a, source="S"),
         lambda a: figures.break_even_figure(a, source="S"),

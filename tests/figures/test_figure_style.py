@@ -152,3 +152,41 @@ def test_a_model_name_made_of_markup_stays_text_in_titles_legends_and_hovers() -
     texts = [figure.layout.title.subtitle.text] + [t.name for t in figure.data if t.name]
     assert texts and all("<a" not in t and "<img" not in t for t in texts)
     assert "&lt;a href=" in figure.layout.title.subtitle.text  # Plotly shows the entity as the character
+
+
+def test_split_panels_gives_each_panel_its_own_figure() -> None:
+    """A grid of panels as one figure per panel (side by side in columns, stacked on a phone): each part
+    keeps its traces on plain axes, its own axis settings and colour bar, the source line, a title
+    naming the panel, and legend entries for what it draws."""
+    from specbound.bounds import BoundAnalysis
+    from specbound.figures.style import split_panels
+    from specbound.matrices import ModelShape
+    from specbound.twin import random_twin
+
+    shape = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
+    analysis = BoundAnalysis.from_profile(random_twin(shape, model="tiny", initializer_range=0.08))
+    whole = spectra.singular_value_profiles(analysis.profile, source="tiny · spectra")
+    parts = split_panels(whole)
+    assert len(parts) == 4
+    for number, (part, kind) in enumerate(zip(parts, ("QK", "V", "M_in", "M_out"), strict=True), start=1):
+        x_key = panel_ref(number)[0]
+        assert all(t.xaxis in (None, "x") and t.yaxis in (None, "y") for t in part.data)
+        assert part.layout.title.text.startswith("Singular-value profiles") and kind in part.layout.title.text
+        assert part.layout.title.subtitle.text == "tiny · spectra"
+        assert part.layout.xaxis.type == whole.layout[x_key].type == "log" and part.layout.xaxis.domain is None
+        assert part.layout.yaxis.title.text  # every part names its y axis, not only the left column
+        drawn = [t for t in part.data if not (isinstance(t.x, tuple) and t.x == (None,))]  # not a stand-in
+        assert {t.name for t in drawn} == {t.name for t in whole.data if t.xaxis == x_key.replace("axis", "")} - {
+            f"layer {layer}" for layer in range(2)
+        }
+        legend = [t.name for t in part.data if t.showlegend is not False and t.name.startswith("layer")]
+        assert legend == ["layer 0", "layer 1"]  # each part lists the layers it draws
+        assert not part.layout.annotations  # the panel title moved into the title
+    assert sum(p.layout.height for p in parts[::2]) >= whole.layout.height  # two rows of parts, no shorter
+
+    heatmaps = split_panels(spectra.head_heatmaps(analysis.profile, "QK"), titles=["a", "b", "c"])
+    assert [p.layout.title.text for p in heatmaps] == ["a", "b", "c"]
+    assert all(p.data[0].colorbar.x is None for p in heatmaps)  # each colour bar beside its own heatmap
+    assert all(p.layout.yaxis.showticklabels for p in heatmaps)
+    single = bounds.p_star_histogram(analysis)
+    assert split_panels(single) == [single]
