@@ -122,6 +122,9 @@ class Backend(ABC):
         """Wait for queued device work (a GPU's), so that timings and peaks are true."""
 
 
+#: Largest batch the numpy backend's QR copies whole (see :meth:`NumpyBackend.qr_r`).
+QR_BATCH_BYTES: int = 32 * 1024**2
+
 #: Order from which the numpy backend solves a symmetric eigenproblem through torch's LAPACK (a
 #: feed-forward Gram matrix of a 7B-class decoder is 4096 x 4096; every BERT-family one is <= 1024).
 LARGE_EIGEN_ORDER: int = 2048
@@ -135,8 +138,9 @@ def large_eigvalsh(t: np.ndarray) -> np.ndarray | None:
     reference implementation numpy's OpenBLAS ships does it 2.7 times slower than MKL, which torch
     links on x86: 7.1 s against 2.6 s for a 4096 x 4096 Gram matrix on one core, the eigenvalues
     agreeing to 1e-14 of the largest. On one thread (as numpy's own eigen-solves run) because
-    OpenMP's waiting threads cost CPU time whenever another process shares the cores. The input is
-    shared with torch, not copied (LAPACK works on its own copy, as numpy's does).
+    OpenMP's waiting threads cost CPU time whenever another process shares the cores. Only the lower
+    triangle is read (as numpy's ``eigvalsh`` does), and the input is shared with torch, not copied
+    (LAPACK works on its own copy, as numpy's does).
     """
     try:
         import torch
@@ -145,7 +149,10 @@ def large_eigvalsh(t: np.ndarray) -> np.ndarray | None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        values: np.ndarray = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(t))).numpy()
+        if t.flags.f_contiguous and not t.flags.c_contiguous:  # its transpose is C-ordered: no copy
+            values: np.ndarray = torch.linalg.eigvalsh(torch.from_numpy(t.T), UPLO="U").numpy()
+        else:
+            values = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(t))).numpy()
     finally:
         torch.set_num_threads(threads)
     return values
@@ -163,6 +170,11 @@ class NumpyBackend(Backend):
         return np.asarray(t, dtype=np.float64)
 
     def qr_r(self, t: np.ndarray) -> np.ndarray:
+        """R of each matrix of a batch. numpy copies the whole batch before LAPACK overwrites it, so a
+        batch larger than QR_BATCH_BYTES (the 32 query heads of a 7B-class layer: 134 MB) is
+        factored one matrix at a time; LAPACK's result for each matrix is the same either way."""
+        if t.ndim > 2 and t.nbytes > QR_BATCH_BYTES:
+            return np.stack([self.qr_r(t[i]) for i in range(t.shape[0])])
         r: np.ndarray = np.linalg.qr(t, mode="r")  # type: ignore[assignment]  # mode "r" returns R alone
         return r
 

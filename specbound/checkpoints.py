@@ -705,6 +705,8 @@ class _TensorSource(Protocol):
 
     def release(self, path: Path) -> None: ...
 
+    def mapped(self, name: str) -> tuple[np.ndarray, str] | None: ...
+
 
 class _StateDictReader:
     """The tensors of a model in memory (a state dict), converted to float64 on the CPU one at a time.
@@ -736,6 +738,9 @@ class _StateDictReader:
 
     def release(self, path: Path) -> None:
         """Nothing to let go: the model's own tensors stay the caller's."""
+
+    def mapped(self, name: str) -> tuple[np.ndarray, str] | None:
+        return None  # read whole, one tensor at a time (the caller's memory holds it anyway)
 
 
 class _TensorReader:
@@ -808,6 +813,21 @@ class _TensorReader:
         except Exception:  # not a tensor, or one without a plain shape (a nested tensor): refused by shape
             return TensorInfo(type(tensor).__name__, ())
 
+    def mapped(self, name: str) -> tuple[np.ndarray, str] | None:
+        """A safetensors tensor's stored values as a read-only memory map and their dtype, or None
+        (a pickle, or a dtype without a numpy view). Call :meth:`info` first (it opens the shard)."""
+        path = self._where[name]
+        if path.suffix != ".safetensors":
+            return None
+        info = self._headers[path][name]
+        dtype = _MAPPED_DTYPES.get(info.dtype)
+        if dtype is None:
+            return None
+        try:
+            return np.memmap(path, dtype=dtype, mode="r", offset=info.offset, shape=info.shape), info.dtype
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"cannot map tensor {quoted(name)} of {path.name} ({_first_line(exc)})") from None
+
     def get(self, name: str) -> np.ndarray:
         path = self._where[name]
         if path.suffix == ".safetensors":
@@ -868,6 +888,17 @@ def _dense_float64(tensor: Any, name: str, where: str, *, copy: bool = False) ->
         raise
     except Exception as exc:  # whatever else a tensor kind can do on conversion: one line, never a traceback
         raise CheckpointError(f"cannot convert {what} to float64 ({_first_line(exc)})") from None
+
+
+#: numpy views of the safetensors float dtypes a memory map can hold as stored (BF16 as its bits)
+_MAPPED_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}
+
+
+def widen(stored: np.ndarray, dtype: str) -> np.ndarray:
+    """Stored values (a block of a memory map) as float64: BF16 bits shifted into float32, exactly."""
+    if dtype == "BF16":
+        return (stored.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return stored.astype(np.float64)
 
 
 #: bfloat16 values widened per block, so the float64 result is the only full-size array
@@ -1056,34 +1087,43 @@ class Checkpoint:
             digest.update(self._records[path])
         return digest.hexdigest()[:16]
 
+    def _checked(self, index: int, role: str) -> tuple[str, str]:
+        """(key, label) of one layer's tensor, its presence, shape and dtype checked from its header."""
+        spec = self._layout.tensors[role]
+        key = f"{self._prefix}{self._layout.root}.{index}.{spec.name}"
+        label = f"{self._layout.root}.{index}.{spec.name}"
+        if key not in set(self._reader.names()):
+            raise CheckpointError(
+                f"weight '{key}' is missing from the checkpoint (config.json declares {self.shape.num_layers} layers)"
+            )
+        info = self._reader.info(key)
+        if info.shape != spec.shape:
+            raise UnsupportedModelError(
+                f"weight '{label}' has shape {info.shape}, but config.json implies {spec.shape}"
+            )
+        if not info.is_float:
+            raise UnsupportedModelError(f"weight '{label}' has dtype {quoted(info.dtype)}, not a floating-point type")
+        return key, label
+
     def read(self, index: int, roles: Iterable[str]) -> dict[str, np.ndarray]:
         """Some of one layer's tensors by role, float64, each checked for dtype and shape from its header
         before it is read, then for finiteness and magnitude before any SVD."""
         arrays = {}
-        names = set(self._reader.names())
-        root = self._layout.root
         for role in roles:
-            spec = self._layout.tensors[role]
-            key = f"{self._prefix}{root}.{index}.{spec.name}"
-            label = f"{root}.{index}.{spec.name}"
-            if key not in names:
-                raise CheckpointError(
-                    f"weight '{key}' is missing from the checkpoint "
-                    f"(config.json declares {self.shape.num_layers} layers)"
-                )
-            info = self._reader.info(key)
-            if info.shape != spec.shape:
-                raise UnsupportedModelError(
-                    f"weight '{label}' has shape {info.shape}, but config.json implies {spec.shape}"
-                )
-            if not info.is_float:
-                raise UnsupportedModelError(
-                    f"weight '{label}' has dtype {quoted(info.dtype)}, not a floating-point type"
-                )
+            key, label = self._checked(index, role)
             array = self._reader.get(key)
             _check_values(array, label)
             arrays[role] = array
         return arrays
+
+    def read_mapped(self, index: int, role: str) -> tuple[np.ndarray, str, str] | None:
+        """One tensor's stored values as a read-only memory map (BF16 as its uint16 bits), with its
+        safetensors dtype and label, checked as :meth:`read` checks; None where it cannot be mapped
+        (a PyTorch pickle, a model in memory, a dtype numpy cannot view). Its values are checked
+        block by block as they are widened (:class:`MappedMatrix`)."""
+        key, label = self._checked(index, role)
+        mapped = self._reader.mapped(key)
+        return None if mapped is None else (mapped[0], mapped[1], label)
 
     def layer(self, index: int) -> LayerWeights:
         """One layer's weights in canonical (out, in) form, float64 (every tensor checked, see :meth:`read`)."""
@@ -1133,6 +1173,43 @@ class StreamedLayer:
         adapter, shape = checkpoint.adapter, checkpoint.shape
         tensor = checkpoint.read(self.index, (field,))[field]
         return adapter.mlp_weight(field, tensor, shape)
+
+    def mlp_mapped(self, field: str) -> MappedMatrix | None:
+        """One MLP weight's row-vector matrix (Wᵀ) read block by block from a memory map, or None
+        where the weights cannot be mapped (then :meth:`mlp_weight` reads it whole)."""
+        checkpoint = self.checkpoint
+        found = checkpoint.read_mapped(self.index, field)
+        if found is None:
+            return None
+        stored, dtype, label = found
+        weight = checkpoint.adapter.mlp_weight(field, stored, checkpoint.shape)  # a view: every adapter's is
+        return MappedMatrix(weight.T, dtype, label)
+
+
+@dataclass(frozen=True, eq=False)
+class MappedMatrix:
+    """A proxy matrix M (n x m) as a view of a memory-mapped tensor, widened to float64 block by block
+    along its longer side (:func:`specbound.spectrum.gram_by_blocks`), each block checked for
+    finiteness and magnitude as it comes."""
+
+    stored: np.ndarray  # (n, m) view of the stored values (BF16 as uint16 bits)
+    dtype: str  # the safetensors dtype
+    label: str
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        n, m = self.stored.shape
+        return n, m
+
+    def blocks(self, max_bytes: int) -> Iterator[np.ndarray]:
+        n, m = self.shape
+        columns = n <= m
+        width = max(1, max_bytes // (8 * min(n, m)))
+        for start in range(0, max(n, m), width):
+            part = self.stored[:, start : start + width] if columns else self.stored[start : start + width, :]
+            block = widen(part, self.dtype)
+            _check_values(block, self.label)
+            yield block
 
 
 def _check_values(array: np.ndarray, label: str) -> None:

@@ -6,7 +6,10 @@ bound terms then come from :class:`specbound.bounds.BoundAnalysis` without touch
 
 A large checkpoint is **streamed**: one layer at a time, its attention weights together and then
 each feed-forward matrix alone, so at most one layer's attention weights or one feed-forward matrix
-(and its Gram matrix) are held in float64 (:func:`specbound.limits.layer_peak_bytes`). From the Hub, the shards are
+(and its Gram matrix) are held in float64 (:func:`specbound.limits.layer_peak_bytes` bounds it). A
+feed-forward matrix over ``MAPPED_MATRIX_BYTES`` in a safetensors file is not even held whole: its
+Gram matrix and norms are accumulated from 32 MiB blocks of its memory-mapped tensor
+(:func:`~specbound.spectrum.gram_by_blocks`). From the Hub, the shards are
 fetched in layer order while the first layers are analysed. Each finished layer is written to the
 profile cache as it comes (:class:`~specbound.cache.ProfileCache`, keyed by the layer's own files),
 so an analysis that is killed resumes at the next layer, and the finished profile is the one an
@@ -36,18 +39,21 @@ from threadpoolctl import threadpool_limits
 from .architecture import ModelShape
 from .backend import Backend, BackendSpec, get_backend
 from .cache import ProfileCache
-from .checkpoints import Checkpoint, fetch, fingerprint, open_checkpoint, read_config, start_download
+from .checkpoints import Checkpoint, MappedMatrix, fetch, fingerprint, open_checkpoint, read_config, start_download
 from .defaults import LARGE_NORM_11
 from .limits import layer_peak_bytes
 from .matrices import MLP_WEIGHT_FIELDS, attention_heads, mlp_matrix
 from .models import ModelRef, Source, resolve
 from .profile import SpectralProfile, full_dims_of
 from .progress import ProgressCallback, ProgressEvent, silent
-from .spectrum import gram_singular_values, head_spectra, norm_11, norm_21
+from .spectrum import PRODUCT_BLOCK_BYTES, gram_by_blocks, gram_singular_values, head_spectra, norm_11, norm_21
 
 #: A layer whose analysis holds more than this many bytes is analysed alone (its BLAS calls threaded);
 #: smaller ones run in parallel, one per core (see the module docstring and benchmarks/bench_large.py).
 PARALLEL_LAYER_MAX_BYTES: int = 256 * 1024**2
+#: A feed-forward matrix larger than this in float64 (a 7B-class decoder's: 360 MB) is read from its
+#: memory-mapped tensor block by block into its Gram matrix, never whole (:func:`~specbound.spectrum.gram_by_blocks`).
+MAPPED_MATRIX_BYTES: int = 128 * 1024**2
 #: At most this many layers in parallel.
 MAX_LAYER_WORKERS: int = 8
 
@@ -59,6 +65,8 @@ class LayerSource(Protocol):
     def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 
     def mlp_weight(self, field: str) -> np.ndarray: ...
+
+    def mlp_mapped(self, field: str) -> MappedMatrix | None: ...
 
 
 class LayerCache(Protocol):
@@ -105,8 +113,20 @@ def analyse_layer(
         rows_21.append(spectra.norm_21)
         rows_11.append(spectra.norm_11)
         del heads
+    by_blocks = be.spec.name == "numpy" and 8 * shape.hidden_size * shape.ffn_size > MAPPED_MATRIX_BYTES
     for kind in shape.layer_kinds:  # M_gate (gated only), M_in, M_out
         field = MLP_WEIGHT_FIELDS[kind]
+        mapped = layer.mlp_mapped(field) if by_blocks else None
+        if mapped is not None:  # never held whole in float64: its Gram matrix from 32 MiB blocks
+            found = gram_by_blocks(mapped.blocks(PRODUCT_BLOCK_BYTES), mapped.shape)
+            rows_21.append(np.atleast_1d(found.norm_21))
+            rows_11.append(np.atleast_1d(found.norm_11))
+            from_gram = gram_singular_values(found.gram, mapped.shape, be)
+            del found, mapped
+            if from_gram is None:  # ill-conditioned: the SVD of the matrix itself, read whole
+                from_gram = singular_values_dense(mlp_matrix(kind, layer.mlp_weight(field)), be)
+            rows_sv.append(np.pad(from_gram, (0, width - k_ffn))[None, :])
+            continue
         matrix = mlp_matrix(kind, layer.mlp_weight(field))
         rows_21.append(np.atleast_1d(norm_21(matrix)))
         rows_11.append(np.atleast_1d(norm_11(matrix)))

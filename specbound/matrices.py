@@ -69,6 +69,10 @@ class LayerWeights:
             raise ValueError(f"this layer has no {field} weight")
         return value
 
+    def mlp_mapped(self, field: str) -> None:
+        """Weights in memory are read whole (a streamed layer may map them instead)."""
+        return None
+
     @staticmethod
     def expected_shapes(shape: ModelShape) -> dict[str, tuple[int, int]]:
         """(out, in) shape of each field for a model of ``shape``."""

@@ -148,6 +148,17 @@ def test_large_eigen_solves_of_the_numpy_backend_go_through_torchs_lapack(monkey
     np.testing.assert_array_equal(get_backend().eigvalsh(gram), reference)
 
 
+def test_a_large_qr_batch_is_factored_one_matrix_at_a_time_with_the_same_bits(monkeypatch) -> None:
+    import specbound.backend as backend
+
+    rng = np.random.default_rng(5)
+    heads = rng.standard_normal((6, 20, 300)).transpose(0, 2, 1)  # (H, N, d) views, as the query factors
+    batched = get_backend().qr_r(heads)
+    monkeypatch.setattr(backend, "QR_BATCH_BYTES", 0)
+    np.testing.assert_array_equal(get_backend().qr_r(heads), batched)
+    assert batched.shape == (6, 20, 20)
+
+
 def test_backend_choices_are_checked() -> None:
     with pytest.raises(BackendError, match="CPU only"):
         BackendSpec("numpy", "cuda")
@@ -223,6 +234,77 @@ def test_the_large_norm_11_is_opt_in_from_the_command_line_to_the_cache(llama, m
     again = specbound.analyze(str(llama))  # the full profile is now the cached one
     assert again.to_dict()["matrices"][0]["norm_11"] == asked.to_dict()["matrices"][0]["norm_11"]
     assert again.ours_log10 == default.ours_log10  # no proxy reads the (1,1) norm
+
+
+@pytest.mark.parametrize("dims", [(48, 80), (80, 48)], ids=["M_in-shaped", "M_out-shaped"])
+def test_the_gram_matrix_by_blocks_is_the_lower_triangle_of_the_whole_one(dims) -> None:
+    from specbound.spectrum import gram_by_blocks
+
+    rng = np.random.default_rng(11)
+    matrix = rng.standard_normal(dims)
+    n, m = dims
+    width = 7  # blocks of 7 columns (n <= m) or 7 rows, the last one shorter
+    blocks = (
+        (matrix[:, j : j + width] for j in range(0, m, width))
+        if n <= m
+        else (matrix[i : i + width] for i in range(0, n, width))
+    )
+    found = gram_by_blocks(blocks, dims)
+    whole = matrix @ matrix.T if n <= m else matrix.T @ matrix
+    np.testing.assert_allclose(np.tril(found.gram), np.tril(whole), rtol=1e-13, atol=1e-12)
+    assert not np.triu(found.gram, 1).any()  # only the lower triangle, which the eigen-solvers read
+    assert found.gram.flags.f_contiguous
+    assert found.norm_21 == pytest.approx(np.linalg.norm(matrix, axis=0).sum(), rel=1e-13)
+    assert found.norm_11 == pytest.approx(np.abs(matrix).sum(), rel=1e-13)
+    np.testing.assert_allclose(
+        np.linalg.eigvalsh(found.gram), np.linalg.eigvalsh(whole), rtol=0, atol=1e-12 * np.abs(whole).max()
+    )
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_large_feed_forward_matrices_are_read_block_by_block_from_the_memory_map(dtype, monkeypatch, tmp_path) -> None:
+    """Every feed-forward matrix over the threshold: read from its mapped tensor in blocks of 3
+    columns or rows, never whole; the profile agrees with dense SVDs of the matrices."""
+    import specbound.checkpoints as checkpoints
+    import specbound.loading as loading
+
+    directory = write_llama(tmp_path / dtype, dtype=dtype)
+    monkeypatch.setattr(loading, "MAPPED_MATRIX_BYTES", 0)
+    monkeypatch.setattr(loading, "PRODUCT_BLOCK_BYTES", 8 * 48 * 3)
+    whole_reads: list[str] = []
+    original = checkpoints.StreamedLayer.mlp_weight
+    monkeypatch.setattr(
+        checkpoints.StreamedLayer, "mlp_weight", lambda self, field: whole_reads.append(field) or original(self, field)
+    )
+    profile = load_profile(str(directory), use_cache=False)
+    assert whole_reads == []
+    dense = dense_matrices(directory)
+    sigma_1 = max(float(np.linalg.norm(m, 2)) for m in dense)
+    for i, matrix in enumerate(dense):
+        reference = np.linalg.svd(matrix, compute_uv=False)
+        ours = profile.singular_values[i, : len(reference)]
+        assert np.max(np.abs(ours - reference)) <= 1e-12 * sigma_1
+        assert profile.norm_21[i] == pytest.approx(np.linalg.norm(matrix, axis=0).sum(), rel=1e-12)
+        assert profile.norm_11[i] == pytest.approx(np.abs(matrix).sum(), rel=1e-12)
+
+
+def test_a_bad_value_in_a_mapped_block_is_refused_by_name(monkeypatch, tmp_path) -> None:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    import specbound.loading as loading
+    from specbound.errors import InvalidWeightsError
+
+    directory = write_llama(tmp_path / "llama", dtype="float32")
+    shard = next(
+        p for p in sorted(directory.glob("model-*.safetensors")) if "layers.1.mlp.up_proj.weight" in load_file(p)
+    )
+    tensors = load_file(shard)
+    tensors["layers.1.mlp.up_proj.weight"][70, 5] = torch.nan
+    save_file(tensors, shard, metadata={"format": "pt"})
+    monkeypatch.setattr(loading, "MAPPED_MATRIX_BYTES", 0)
+    with pytest.raises(InvalidWeightsError, match=r"layers\.1\.mlp\.up_proj\.weight.*NaN"):
+        load_profile(str(directory), use_cache=False)
 
 
 def test_norms_of_large_feed_forward_matrices_by_blocks_of_columns(monkeypatch) -> None:

@@ -111,7 +111,7 @@ def test_an_uploaded_file_name_with_markup_is_text(
     _assert_nothing_rendered(page)
     assert page.locator(".katex").count() == 0
     page.locator('[data-testid="stSidebarNavLink"]', has_text="Spectra").click()
-    page.locator(".st-key-sv_profiles .js-plotly-plot").wait_for()
+    page.locator(".st-key-sv_profiles_0 .js-plotly-plot").wait_for()
     wait_idle(page)
     _assert_nothing_rendered(page)
     assert page.get_by_text(f"{member} (atlas {name})").count() >= 2  # the sidebar and the Spectra caption
