@@ -10,7 +10,15 @@ from dashboard.lab import LAB_MODEL_LABEL
 
 pytestmark = pytest.mark.browser
 
-FIGURES = ("lab_proxies", "lab_errors", "lab_alpha", "lab_p_distribution", "lab_power_law", "lab_p_map", "lab_spectra")
+FIGURES = (
+    "lab_proxies",
+    "lab_errors",
+    "lab_alpha",
+    "lab_p_distribution",
+    "lab_power_law",
+    "lab_p_map",
+    "lab_spectra_0",
+)
 
 
 def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
@@ -21,7 +29,9 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
         page.locator(f".st-key-{key} .js-plotly-plot").wait_for()
     wait_idle(page)
     assert page.get_by_role("heading", name="Lab").count() >= 1
-    assert page.locator('[data-testid="stPlotlyChart"]').count() == len(FIGURES)
+    spectra_panels = page.locator('[class*="st-key-lab_spectra_"]').count()  # one figure per kind, in columns
+    assert spectra_panels == 4  # QK, V, M_in, M_out
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == len(FIGURES) - 1 + spectra_panels
     assert page.get_by_text(LAB_MODEL_LABEL).count() >= 1
     assert page.locator('[data-testid="stMetric"]', has_text="Total (ours at p*)").count() == 1
     assert page.get_by_text("Current model:").count() == 1  # app.py's shared sidebar ran
