@@ -518,6 +518,7 @@ def for_projector(fig: go.Figure, share: float = 0.5) -> go.Figure:
             panel_lines = max(panel_lines, text.count("<br>") + 1)
         notes.append({**note.to_plotly_json(), "text": text, "font": dark})
     top = 24 + 30 * (title.count("<br>") + 1) + (30 * (subtitle.count("<br>") + 1) + 8 if subtitle else 0)
+    top += 18 if "<br>" in title else 0  # the lower start of a title of several lines (its pad, below)
     top += 24 * panel_lines
     height = float(layout.height or 450)
     update: dict[str, Any] = {
@@ -530,7 +531,8 @@ def for_projector(fig: go.Figure, share: float = 0.5) -> go.Figure:
             "y": 1.0,
             "yref": "container",
             "yanchor": "top",
-            "pad": {"t": 12, "l": 12},
+            # Plotly sets a title of several lines about 15 px higher than one of a single line
+            "pad": {"t": 12 + (18 if "<br>" in title else 0), "l": 12},
         },
         "legend": {"font": dark, "title": {"font": dark}},
         "margin": {"t": top},

@@ -69,13 +69,13 @@ BROKEN_VALUES = """() => [...document.querySelectorAll('[data-testid="stMetricVa
         }
         return tops.size > 1;
     }).map(value => value.innerText)"""
-#: Chart titles and panel titles that reach past their chart's right edge.
+#: Chart titles and panel titles that reach past their chart's edges (a side, or the top).
 WIDE_TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(plot => {
     const edge = plot.getBoundingClientRect();
     return [...plot.querySelectorAll('.gtitle, .gtitle-subtitle, .annotation-text')]
         .filter(t => {
             const b = t.getBoundingClientRect();
-            return b.width > 0 && (b.right > edge.right + 2 || b.left < edge.left - 2);
+            return b.width > 0 && (b.right > edge.right + 2 || b.left < edge.left - 2 || b.top < edge.top - 2);
         })
         .map(t => t.textContent.slice(0, 40));
 })"""
@@ -329,3 +329,18 @@ def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page) -> 
                 tops = [page.locator(f".st-key-p_star_map_{n}").bounding_box()["y"] for n in range(3)]
                 assert tops == sorted(tops) and len(set(tops)) == 3, tops
             _whole_page_screenshot(page, f"product-lab-model-{path}-{width}", viewport)
+
+
+def test_the_training_progress_shows_near_the_button(server: str, browser_page) -> None:
+    """At 1024 x 768 the Lab's progress bar appears in view when Train is pressed (it was below the fold)."""
+    page = browser_page
+    page.set_viewport_size(PROJECTOR)
+    _open(page, f"{server}/lab?lab_view=train", "Lab")
+    page.get_by_role("button", name="Train").click()
+    bar = page.locator('[data-testid="stProgress"]')
+    bar.wait_for()
+    box = bar.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= PROJECTOR["height"], box
+    screenshot(page, "product-lab-training-1024")
+    page.get_by_role("button", name="Cancel").click()  # nothing of the run is kept
+    bar.wait_for(state="detached", timeout=60_000)
