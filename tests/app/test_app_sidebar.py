@@ -51,7 +51,7 @@ def test_uncached_miniature_offline_says_so_and_keeps_the_model(app, rerun, monk
     assert "L4-H256" in error and "not in the local Hugging Face cache" in error
     assert "Still showing minilm-l6" in error
     assert _shape_caption(app).startswith("L = 6 layers · N = 384")
-    assert len(app.get("plotly_chart")) == 3
+    assert len(app.get("plotly_chart")) == 11  # Spectra's panels, one chart each
 
 
 def test_uncached_hub_id_offline_is_an_error_box(free_p_app, rerun, monkeypatch) -> None:
@@ -77,14 +77,16 @@ def test_directory_that_is_not_a_checkpoint(app, rerun, tmp_path: Path) -> None:
     assert _shape_caption(app).startswith("L = 6 layers")
 
 
-def test_opening_a_local_checkpoint_switches_every_page(app, rerun, make_checkpoint, figure_titled) -> None:
+def test_opening_a_local_checkpoint_switches_every_page(app, rerun, make_checkpoint, plotly_specs) -> None:
     directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
     _open(app, rerun, "Hub id or local directory", model_custom=str(directory))
     assert not app.error
     assert _shape_caption(app).startswith("L = 2 layers · N = 32 · 4 heads of d = 8 · d_ff = 48")
     traces = [
         t
-        for t in figure_titled(app, "Singular-value profiles")["data"]
+        for part in plotly_specs(app)
+        if "Singular-value profiles" in part["layout"]["title"]["text"]  # one chart per kind
+        for t in part["data"]
         if t["name"].startswith("L") and t["x"][0] is not None
     ]
     medians = {f"L{layer} {kind} median of 4 heads" for layer in range(2) for kind in ("QK", "V")}
