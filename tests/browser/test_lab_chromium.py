@@ -10,7 +10,9 @@ from dashboard.lab import LAB_MODEL_LABEL
 
 pytestmark = pytest.mark.browser
 
-FIGURES = ("lab_proxies", "lab_errors", "lab_alpha", "lab_p_distribution", "lab_power_law", "lab_p_map", "lab_spectra")
+#: The spectra at a step are one chart per kind (QK, V, M_in, M_out: stacked on a phone).
+SPECTRA = tuple(f"lab_spectra_{n}" for n in range(4))
+FIGURES = ("lab_proxies", "lab_errors", "lab_alpha", "lab_p_distribution", "lab_power_law", "lab_p_map", *SPECTRA)
 
 
 def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
