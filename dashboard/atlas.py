@@ -249,9 +249,10 @@ def pick_from_atlas() -> str | None:
         st.caption("No atlas loaded. " + HOW_TO_MAKE)
         return None
     by_name = {p.model: p for p in profiles}
+    label = plain(st.session_state.get(LABEL_KEY, "atlas"))
     st.caption(
-        f"{plain(st.session_state.get(LABEL_KEY, 'atlas'))}: {format_count(len(profiles), 'model')}, opened from their "
-        f"stored spectra (no checkpoint). The Scaling page uses all of them."
+        f"{label}: {format_count(len(profiles), 'model')}, opened from the stored spectra (no checkpoint). "
+        f"The Scaling page uses {'it' if len(profiles) == 1 else 'all of them'}."
     )
     if st.session_state.get(MODEL_PICK_KEY) not in by_name:
         st.session_state.pop(MODEL_PICK_KEY, None)

@@ -26,14 +26,18 @@ from ..matrices import Kind
 from ..numbers import DIGITS, format_count, format_percent, format_power
 from ..profile import HEAD_KINDS
 from .style import (
+    CELL_TEXT_PX,
     KIND_COLORS,
     NEUTRAL,
     SEQUENTIAL,
+    TOP_MARGIN,
+    TOP_MARGIN_SUBTITLE,
     Quantity,
     as_text,
     axis_title,
     cell_axis,
     cell_labels,
+    colorbar_gap,
     figure,
     hover_numbers,
     log_axis,
@@ -42,6 +46,7 @@ from .style import (
     panel_grid,
     panel_ref,
     quantity_color,
+    spaced_ticks,
 )
 
 SQRT_DEPTH_COLOR = NEUTRAL
@@ -313,23 +318,6 @@ P_STAR_PANEL_TITLES: tuple[str, ...] = ("p* of QK heads", "p* of V heads", "p* p
 P_STAR_PANEL_WIDTHS: tuple[float, ...] = (2.0, 2.0, 1.4)
 
 
-#: Closest two labels of the p* colour bar may sit, as a fraction of its range (closer ones overlap).
-MIN_TICK_GAP: float = 0.08
-
-
-def spaced_ticks(values: np.ndarray, gap: float) -> np.ndarray:
-    """The sorted ``values`` less those within ``gap`` of a kept neighbour, both ends always kept (the
-    colour bar's labels of p* values taken: 0, 0.0833 and 0.25 would be written over each other)."""
-    ordered = np.sort(np.asarray(values, dtype=float))
-    if ordered.size <= 2:
-        return ordered
-    kept = [ordered[0]]
-    for value in ordered[1:-1]:
-        if value - kept[-1] >= gap and ordered[-1] - value >= gap:
-            kept.append(value)
-    return np.array([*kept, ordered[-1]])
-
-
 def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out.
 
@@ -349,7 +337,9 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
         titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)", mlp_title],
     )
     zmin, zmax = p_star_range(grid)
-    used = spaced_ticks(np.union1d(analysis.p_opt, [grid[0], grid[-1]]), MIN_TICK_GAP * (zmax - zmin))
+    height = 320 + 14 * L
+    gap = colorbar_gap(height, TOP_MARGIN_SUBTITLE if source else TOP_MARGIN, CELL_TEXT_PX) * (zmax - zmin) / 0.8
+    used = spaced_ticks(np.union1d(analysis.p_opt, [grid[0], grid[-1]]), gap)
     # cell labels only while they fit; the hover always carries the value
     labels = cell_labels(H)
     common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": np.arange(L), **labels}
@@ -369,6 +359,10 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
             "showscale": col == 3,
             "colorbar": {
                 "title": {"text": "p*"},
+                # from the bottom up to 4/5 of the plot: its title stays below the titles above the plot
+                "len": 0.8,
+                "y": 0,
+                "yanchor": "bottom",
                 "thickness": 10,
                 "tickvals": used,
                 "ticktext": [f"{p:.3g}" for p in used],
@@ -382,7 +376,7 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figu
             axis_title("layer" if col == 1 else None, dtick=1, range=[-0.5, L - 0.5], showticklabels=col == 1)
         )
         layout[x_axis].update(cell_axis("head", H) if col < 3 else {"range": [-0.5, len(mlp_kinds) - 0.5]})
-    return figure(heatmaps, "p* of every matrix", source=source, height=320 + 14 * L, layout=layout)
+    return figure(heatmaps, "p* of every matrix", source=source, height=height, layout=layout)
 
 
 def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:

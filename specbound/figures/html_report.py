@@ -29,6 +29,7 @@ from plotly.utils import PlotlyJSONEncoder
 
 from .. import __version__
 from ..numbers import MISSING, format_number
+from .style import decoded
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,10 +117,7 @@ def _plain_data(value: Any) -> Any:
     """
     if isinstance(value, dict):
         if set(value) >= {"dtype", "bdata"}:
-            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-            if "shape" in value:
-                array = array.reshape([int(n) for n in str(value["shape"]).split(",")])
-            return _plain_data(array)
+            return _plain_data(decoded(value))
         return {key: _plain_data(item) for key, item in value.items()}
     if isinstance(value, np.ndarray):
         return _plain_data(value.tolist())

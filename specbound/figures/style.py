@@ -7,6 +7,7 @@ same purpose. Nothing here touches plotly's global templates: :func:`figure` sty
 
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import json
@@ -136,6 +137,33 @@ def hover_numbers(values: ArrayLike | Sequence[float | None]) -> list[str]:
 def hover_grid(values: ArrayLike) -> list[list[str]]:
     """:func:`hover_numbers` of a 2-D array (a heatmap's z), row by row."""
     return [hover_numbers(row) for row in np.asarray(values, dtype=float)]
+
+
+#: Size of the chart text Plotly draws by default (ticks, colour-bar labels), in pixels.
+CELL_TEXT_PX: int = 12
+#: Height a figure keeps below its plot area (x ticks and title, a legend), in pixels.
+BELOW_PLOT_PX: int = 90
+
+
+def colorbar_gap(height: float, top: float, font_px: float, below: float = BELOW_PLOT_PX) -> float:
+    """The least distance between two colour-bar labels, as a fraction of the bar, for labels of
+    ``font_px`` on a bar as tall as the plot area of a figure ``height`` high with ``top`` margin and
+    ``below`` pixels under its plot."""
+    bar = max(height - top - below, 60.0)
+    return min(0.5, 1.4 * font_px / bar)
+
+
+def spaced_ticks(values: ArrayLike, gap: float) -> np.ndarray:
+    """The sorted ``values`` less those within ``gap`` of a kept neighbour, both ends always kept (the
+    labels of the p* values taken: 0, 0.0833 and 0.25 would be written over each other)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    if ordered.size <= 2:
+        return ordered
+    kept = [ordered[0]]
+    for value in ordered[1:-1]:
+        if value - kept[-1] >= gap and ordered[-1] - value >= gap:
+            kept.append(value)
+    return np.array([*kept, ordered[-1]])
 
 
 def palette_color(n: int) -> str:
@@ -414,15 +442,31 @@ PROJECTOR_TEXT_COLOR: str = "#1F2328"
 PROJECTOR_TITLE_CHARS, PROJECTOR_SUBTITLE_CHARS, PROJECTOR_PANEL_CHARS = 34, 44, 20
 
 
+def _hyphen_pieces(word: str, chars: int) -> list[str]:
+    """A word longer than ``chars`` cut after its hyphens into pieces of at most ``chars`` where it can be
+    (a model name: 'lab-L2-N32-H2-' / 'n1600-q0-s0-t500'); a word without hyphens stays whole."""
+    if len(word) <= chars or "-" not in word:
+        return [word]
+    pieces: list[str] = []
+    for part in re.findall(r"[^-]*-|[^-]+$", word):
+        if pieces and len(pieces[-1]) + len(part) <= chars:
+            pieces[-1] += part
+        else:
+            pieces.append(part)
+    return pieces
+
+
 def wrap_words(text: str, chars: int) -> str:
     """``text`` broken into lines of at most ``chars`` characters at spaces (Plotly's ``<br>``); a word
-    longer than a line stays whole on its own line."""
+    longer than a line is cut after a hyphen, or else stays whole on its own line."""
     lines: list[str] = []
     for word in text.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= chars:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
+        pieces = _hyphen_pieces(word, chars)
+        for n, piece in enumerate(pieces):
+            if n == 0 and lines and len(lines[-1]) + 1 + len(piece) <= chars:
+                lines[-1] += " " + piece
+            else:
+                lines.append(piece)
     return "<br>".join(lines)
 
 
@@ -474,16 +518,26 @@ def for_projector(fig: go.Figure, share: float = 0.5) -> go.Figure:
             panel_lines = max(panel_lines, text.count("<br>") + 1)
         notes.append({**note.to_plotly_json(), "text": text, "font": dark})
     top = 24 + 30 * (title.count("<br>") + 1) + (30 * (subtitle.count("<br>") + 1) + 8 if subtitle else 0)
+    top += 18 if "<br>" in title else 0  # the lower start of a title of several lines (its pad, below)
     top += 24 * panel_lines
+    height = float(layout.height or 450)
     update: dict[str, Any] = {
         "font": dark,
         "title": {
             "text": title,
             "font": {"size": PROJECTOR_TITLE_PX, "color": PROJECTOR_TEXT_COLOR},
             "subtitle": {"text": subtitle, "font": dark},
+            # hung from the top, so its lines run down into the margin made for them, not into the plot
+            "y": 1.0,
+            "yref": "container",
+            "yanchor": "top",
+            # Plotly sets a title of several lines about 15 px higher than one of a single line
+            "pad": {"t": 12 + (18 if "<br>" in title else 0), "l": 12},
         },
         "legend": {"font": dark, "title": {"font": dark}},
         "margin": {"t": top},
+        # the plot keeps its height: the larger titles take more room above it, not from it
+        "height": round(height + max(0, top - (layout.margin.t or TOP_MARGIN))),
         "annotations": notes,
         "hoverlabel": {"font": {"size": PROJECTOR_FONT_PX}},
     }
@@ -493,7 +547,18 @@ def for_projector(fig: go.Figure, share: float = 0.5) -> go.Figure:
     for trace in fig.data:
         if "colorbar" in trace:
             trace.colorbar.tickfont = dark
-            trace.colorbar.title.font = dark
+            # the chart's title names what the colours mean; in large type the bar's own title would
+            # sit on its top label
+            trace.colorbar.title.text = None
+            ticks = trace.colorbar.tickvals
+            if ticks is not None and len(ticks) > 2 and trace.colorbar.ticktext is not None:
+                labels = dict(zip(ticks, trace.colorbar.ticktext, strict=True))
+                span = float(trace.zmax - trace.zmin) if trace.zmax is not None and trace.zmin is not None else 1.0
+                below = 2 * BELOW_PLOT_PX  # x ticks and title in large type, turned labels of a narrow panel
+                bar = colorbar_gap(height, layout.margin.t or TOP_MARGIN, PROJECTOR_FONT_PX, below)
+                bar /= trace.colorbar.len or 1
+                kept = spaced_ticks(list(ticks), bar * span)
+                trace.colorbar.tickvals, trace.colorbar.ticktext = list(kept), [labels[v] for v in kept]
         if trace.type == "heatmap":
             trace.texttemplate = None  # cell numbers in large type would overlap: the hover has them
         elif "textfont" in trace:
@@ -540,6 +605,21 @@ def _panel_title(notes: Sequence[dict[str, Any]], layout: Mapping[str, Any], pan
     )
 
 
+def decoded(value: Any) -> Any:
+    """A figure's JSON (``fig.to_plotly_json()``) with Plotly's base64 typed arrays (``{"dtype", "bdata"}``)
+    back as numpy arrays, exact, so code that reads it sees values, not their encoding."""
+    if isinstance(value, dict):
+        if set(value) >= {"dtype", "bdata"}:
+            array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+            if "shape" in value:
+                array = array.reshape([int(n) for n in str(value["shape"]).split(",")])
+            return array.copy()
+        return {key: decoded(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [decoded(item) for item in value]
+    return value
+
+
 def split_panels(fig: go.Figure, *, titles: Sequence[str] | None = None, height: int | None = None) -> list[go.Figure]:
     """Each panel of a :func:`panel_grid` figure as a figure of its own, in panel order.
 
@@ -551,7 +631,7 @@ def split_panels(fig: go.Figure, *, titles: Sequence[str] | None = None, height:
     panel), so a part saved as a picture still explains itself. ``titles`` replaces the parts' titles
     (short ones for narrow columns); ``height`` is the whole grid's. A figure of one panel comes back as is.
     """
-    whole = fig.to_plotly_json()
+    whole = decoded(fig.to_plotly_json())
     layout: dict[str, Any] = whole["layout"]
     traces: list[dict[str, Any]] = whole["data"]
     panels = sorted({_panel_of(t) for t in traces} | {1})
@@ -582,7 +662,7 @@ def split_panels(fig: go.Figure, *, titles: Sequence[str] | None = None, height:
                 drawn.append({**stand_in, "x": [None], "y": [None], "xaxis": "x", "yaxis": "y", "hoverinfo": "skip"})
         for trace in drawn:
             if isinstance(trace.get("colorbar"), dict):
-                trace["colorbar"] = {k: v for k, v in trace["colorbar"].items() if k not in ("x", "len")}
+                trace["colorbar"] = {k: v for k, v in trace["colorbar"].items() if k != "x"}
         note = title_notes[panels.index(number)]
         panel_title = str(note.get("text", "")) if note else ""
         own_layout: dict[str, Any] = {

@@ -144,8 +144,8 @@ def test_an_uploaded_file_name_with_markup_shows_as_text(make_checkpoint, tmp_pa
     at.file_uploader(key="atlas_upload").set_value((name, _tiny_atlas(make_checkpoint, tmp_path), "application/zip"))
     run_clean(at)
     assert not at.error
-    (caption,) = [c.value for c in at.sidebar.caption if "opened from their stored spectra" in c.value]
-    assert caption.startswith(plain(name) + ": 1 model,")
+    (caption,) = [c.value for c in at.sidebar.caption if "opened from the stored spectra" in c.value]
+    assert caption.startswith(plain(name) + ": 1 model, opened")  # one model, not "1 models"
     at.button(key="open_model").click()
     run_clean(at)
     current = next(m.value for m in at.sidebar.markdown if m.value.startswith("**Current model:**"))

@@ -46,7 +46,7 @@ def choose(page, key: str, *options: str) -> None:
 def test_a_miniature_is_downloaded_when_opened(browser_page, hub_server: str) -> None:
     page = browser_page
     page.goto(f"{hub_server}/spectra")
-    page.locator(".st-key-sv_profiles_0 .js-plotly-plot").wait_for()
+    page.locator(".st-key-sv_profiles_0 .js-plotly-plot").wait_for()  # the profiles, one chart per kind
     wait_idle(page)
     page.locator(".st-key-model_source").get_by_text("BERT Miniature").click()
     wait_idle(page)

@@ -69,13 +69,13 @@ BROKEN_VALUES = """() => [...document.querySelectorAll('[data-testid="stMetricVa
         }
         return tops.size > 1;
     }).map(value => value.innerText)"""
-#: Chart titles and panel titles that reach past their chart's right edge.
+#: Chart titles and panel titles that reach past their chart's edges (a side, or the top).
 WIDE_TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(plot => {
     const edge = plot.getBoundingClientRect();
     return [...plot.querySelectorAll('.gtitle, .gtitle-subtitle, .annotation-text')]
         .filter(t => {
             const b = t.getBoundingClientRect();
-            return b.width > 0 && (b.right > edge.right + 2 || b.left < edge.left - 2);
+            return b.width > 0 && (b.right > edge.right + 2 || b.left < edge.left - 2 || b.top < edge.top - 2);
         })
         .map(t => t.textContent.slice(0, 40));
 })"""
@@ -269,3 +269,78 @@ def test_a_click_brings_the_drill_down_into_view(server: str, browser_page) -> N
     assert legend == 0 and colours == [f"rgb({r}, {g}, {b})"], (legend, colours)
     page.wait_for_function("() => !document.querySelector('.st-key-drilldown.specbound-focus')")  # not for ever
     assert_no_errors(page)
+
+
+#: Every text of a chart (titles, ticks, bar labels, colour-bar labels) that reaches past its chart's box.
+TEXT_OUTSIDE = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(plot => {
+    const edge = plot.getBoundingClientRect();
+    return [...plot.querySelectorAll('svg text')]
+        .filter(t => t.textContent.trim() && !t.closest('.hovertext'))
+        .filter(t => {
+            const b = t.getBoundingClientRect();
+            return b.width > 0 && (b.right > edge.right + 2 || b.left < edge.left - 2);
+        })
+        .map(t => t.textContent.slice(0, 30));
+})"""
+#: Texts of one chart that overlap: panel and chart titles, subtitles and colour-bar labels.
+OVERLAPPING_TEXTS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(plot => {
+    const boxes = [...plot.querySelectorAll('.gtitle, .gtitle-subtitle, .annotation-text, .colorbar text')]
+        .filter(t => t.textContent.trim()).map(t => [t.textContent, t.getBoundingClientRect()])
+        .filter(([, b]) => b.width > 0);
+    const hits = [];
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+        const [a, p] = boxes[i], [b, q] = boxes[j];
+        const apart = p.right <= q.left + 1 || q.right <= p.left + 1 || p.bottom <= q.top + 1 || q.bottom <= p.top + 1;
+        if (!apart) hits.push(a + ' / ' + b);
+    }
+    return hits;
+})"""
+#: A lab model whose p* differ from matrix to matrix (the p* map and its colour bar are drawn).
+LAB_MODEL = "lab-L2-N32-H2-n1600-q0-s0-t500"
+
+
+def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page) -> None:
+    """On a model whose p* vary, at 1024, in presentation mode and on a phone: no chart text past its
+    chart (the Edelman bar's "× 10²⁸"), no title over a colour bar, panels stacked on a phone."""
+    from specbound.lab.reference import REFERENCE_DIR
+
+    page = browser_page
+    model = f"atlas:{(REFERENCE_DIR / 'atlas.npz').resolve()}%23{LAB_MODEL}"
+    for viewport, suffix, width in (
+        (PROJECTOR, "", "1024"),
+        (PROJECTOR, "&present=1", "1024-present"),
+        (PHONE, "", "390"),
+    ):
+        page.set_viewport_size(viewport)
+        for path, heading in (("why", "Why p* wins"), ("bounds", "Bound explorer"), ("spectra", "Spectra")):
+            where = f"{path} of {LAB_MODEL} at {width}"
+            _open(page, f"{server}/{path}?model={model}{suffix}", heading)
+            if suffix:  # the sidebar folds away and the charts are drawn again at the new width
+                page.wait_for_function(
+                    "() => document.querySelector('[data-testid=stSidebar]').dataset.collapsed === 'true'"
+                )
+                page.wait_for_timeout(1500)
+            assert_no_errors(page)
+            assert LAB_MODEL in page.url, where  # the model opened
+            assert page.evaluate(TEXT_OUTSIDE) == [], (where, page.evaluate(TEXT_OUTSIDE))
+            assert page.evaluate(OVERLAPPING_TEXTS) == [], (where, page.evaluate(OVERLAPPING_TEXTS))
+            assert page.evaluate(WIDE_TITLES) == [], where
+            if path == "why" and width == "390":  # the p* map's panels one under the other
+                tops = [page.locator(f".st-key-p_star_map_{n}").bounding_box()["y"] for n in range(3)]
+                assert tops == sorted(tops) and len(set(tops)) == 3, tops
+            _whole_page_screenshot(page, f"product-lab-model-{path}-{width}", viewport)
+
+
+def test_the_training_progress_shows_near_the_button(server: str, browser_page) -> None:
+    """At 1024 x 768 the Lab's progress bar appears in view when Train is pressed (it was below the fold)."""
+    page = browser_page
+    page.set_viewport_size(PROJECTOR)
+    _open(page, f"{server}/lab?lab_view=train", "Lab")
+    page.get_by_role("button", name="Train").click()
+    bar = page.locator('[data-testid="stProgress"]')
+    bar.wait_for()
+    box = bar.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= PROJECTOR["height"], box
+    screenshot(page, "product-lab-training-1024")
+    page.get_by_role("button", name="Cancel").click()  # nothing of the run is kept
+    bar.wait_for(state="detached", timeout=60_000)

@@ -34,7 +34,7 @@ def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkp
     screenshot(page, "scaling", full_page=True)
 
     page.goto(f"{server}/theory?{urlencode({'model': model, 'theory_p': '0.5'})}")
-    page.locator(".st-key-playground_0 .js-plotly-plot").wait_for()
+    page.locator(".st-key-playground_1 .js-plotly-plot").wait_for()  # the playground's c(W; p) panel
     wait_idle(page)
     assert page.get_by_role("heading", name="Theory").count() >= 1
     assert page.locator('[data-testid="stMetric"]').count() >= 12

@@ -99,7 +99,7 @@ def test_an_uploaded_file_name_with_markup_is_text(
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
         {"name": name, "mimeType": "application/octet-stream", "buffer": content}
     )
-    page.get_by_text("1 model, opened from their stored spectra").wait_for()
+    page.get_by_text("1 model, opened from the stored spectra").wait_for()
     wait_idle(page)
     page.locator(".st-key-open_model button").click()
     page.get_by_text("L = 2 layers · N = 32").wait_for()
@@ -111,7 +111,7 @@ def test_an_uploaded_file_name_with_markup_is_text(
     _assert_nothing_rendered(page)
     assert page.locator(".katex").count() == 0
     page.locator('[data-testid="stSidebarNavLink"]', has_text="Spectra").click()
-    page.locator(".st-key-sv_profiles_0 .js-plotly-plot").wait_for()
+    page.locator(".st-key-sv_profiles_0 .js-plotly-plot").wait_for()  # the profiles, one chart per kind
     wait_idle(page)
     _assert_nothing_rendered(page)
     assert page.get_by_text(f"{member} (atlas {name})").count() >= 2  # the sidebar and the Spectra caption

@@ -11,7 +11,16 @@ from specbound.bounds import BoundAnalysis
 from specbound.compare import compare
 from specbound.explain import break_even
 from specbound.figures import bounds as figures
-from specbound.figures.style import KIND_COLORS, PALETTE, Quantity, log_axis_ticks
+from specbound.figures.style import (
+    CELL_TEXT_PX,
+    KIND_COLORS,
+    PALETTE,
+    Quantity,
+    colorbar_gap,
+    for_projector,
+    log_axis_ticks,
+    spaced_ticks,
+)
 from specbound.matrices import Kind, ModelShape
 from specbound.twin import random_twin
 
@@ -79,8 +88,12 @@ def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
     taken = sorted(set(mixed.p_opt) | {0.0, 2.0})
     ticks = list(mlp.colorbar.tickvals)  # the values taken, less those whose labels would overlap
     assert ticks[0] == 0.0 and ticks[-1] == 2.0 and set(ticks) <= set(taken)
-    assert min(np.diff(ticks)) >= figures.MIN_TICK_GAP * (qk.zmax - qk.zmin)
-    assert list(figures.spaced_ticks(np.array([0.0, 1 / 12, 0.25, 1.0, 2.0]), 0.2)) == [0.0, 0.25, 1.0, 2.0]
+    gap = colorbar_gap(fig.layout.height, fig.layout.margin.t, CELL_TEXT_PX) * (qk.zmax - qk.zmin)
+    assert min(np.diff(ticks)) >= gap > 0
+    assert list(spaced_ticks(np.array([0.0, 1 / 12, 0.25, 1.0, 2.0]), 0.2)) == [0.0, 0.25, 1.0, 2.0]
+    assert (mlp.colorbar.len, mlp.colorbar.y, mlp.colorbar.yanchor) == (0.8, 0, "bottom")  # its title below the titles
+    large = for_projector(fig).data[2].colorbar  # 18 px labels need more room: fewer of them, no title on top
+    assert set(large.tickvals) <= set(ticks) and {0.0, 2.0} <= set(large.tickvals) and large.title.text is None
     L, H = prof.shape.num_layers, prof.shape.num_heads
     assert list(fig.layout.xaxis.range) == [-0.5, H - 0.5] and list(fig.layout.xaxis3.range) == [-0.5, 1.5]
     assert list(fig.layout.yaxis2.range) == [-0.5, L - 0.5]  # the cells, not the click targets laid over them
