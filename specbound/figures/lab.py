@@ -28,6 +28,7 @@ from .style import (
     axis_title,
     figure,
     hover_numbers,
+    log_axis,
     on_panel,
     palette_color,
     panel_grid,
@@ -209,7 +210,10 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
             }
             points.append(on_panel(scatter, panel))
         x_axis, y_axis = panel_ref(panel)
-        layout[x_axis]["type"] = "linear" if MEASURE_LABELS[correlation.measure][1] else "log"
+        if MEASURE_LABELS[correlation.measure][1]:
+            layout[x_axis]["type"] = "linear"
+        else:  # full tick labels ("10⁵", "2×10⁵"), not Plotly's "100k"
+            layout[x_axis].update(log_axis(frame[correlation.measure]))
         if (panel - 1) % columns == 0:
             layout[y_axis].update(axis_title("gap"))
     # the panel titles take two lines (the measure, then its τ and intervals): one line more room on top
