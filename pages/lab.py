@@ -179,7 +179,14 @@ elif view == SWEEP_VIEW:
     )
     differences = service.against_baseline(origin)
     st.markdown(service.sweep_reading(table, differences))
-    show_figure(figures.measures_figure(sweep_frame, table), "lab_measures")
+    st.markdown(
+        f"**Each measure against the gap over the final checkpoints of {format_count(len(sweep_frame), 'run')}**"
+    )
+    titles, subtitles = figures.measure_panel_texts(table)
+    measures = split_panels(figures.measures_figure(sweep_frame, table), titles=titles, subtitles=subtitles)
+    for part in measures[1:]:
+        part.update_layout(showlegend=False)  # the training-set sizes' legend once, with the first
+    show_panels(measures, "lab_measures", per_row=3)
     st.subheader("Rank correlation with the gap")
     correlation_table = service.correlation_table(table)
     st.dataframe(

@@ -28,6 +28,7 @@ from .style import (
     axis_title,
     figure,
     hover_numbers,
+    log_axis,
     on_panel,
     palette_color,
     panel_grid,
@@ -156,6 +157,19 @@ def measure_title(name: str, correlation: MeasureCorrelation) -> str:
     )
 
 
+def measure_panel_texts(table: Sequence[MeasureCorrelation]) -> tuple[list[str], list[str]]:
+    """(titles, subtitles) of :func:`measures_figure`'s panels drawn one by one (stacked on a phone): the
+    measure, then its τ and granulated τ with their 95 % intervals."""
+    shown = [c for c in table if c.measure in MEASURE_LABELS]
+    titles = [MEASURE_LABELS[c.measure][0] for c in shown]
+    subtitles = [
+        f"τ = {_tau_text(c.kendall_tau)} {_interval_text(c.kendall_tau_ci)} · granulated τ = "
+        f"{_tau_text(c.granulated_tau)} {_interval_text(c.granulated_tau_ci)}"
+        for c in shown
+    ]
+    return titles, subtitles
+
+
 def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], columns: int = 3) -> go.Figure:
     """Every measure against the gap over the final checkpoints, one subplot per measure with its τ and
     granulated τ and their 95 % intervals in the panel's title (no source line: it would sit on the
@@ -196,7 +210,10 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
             }
             points.append(on_panel(scatter, panel))
         x_axis, y_axis = panel_ref(panel)
-        layout[x_axis]["type"] = "linear" if MEASURE_LABELS[correlation.measure][1] else "log"
+        if MEASURE_LABELS[correlation.measure][1]:
+            layout[x_axis]["type"] = "linear"
+        else:  # full tick labels ("10⁵", "2×10⁵"), not Plotly's "100k"
+            layout[x_axis].update(log_axis(frame[correlation.measure]))
         if (panel - 1) % columns == 0:
             layout[y_axis].update(axis_title("gap"))
     # the panel titles take two lines (the measure, then its τ and intervals): one line more room on top

@@ -307,7 +307,7 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
     """
     kind = Kind(kind)
     quantities = head_quantities(profile, kind)
-    labels = cell_labels(profile.shape.num_heads)
+    labels = cell_labels(profile.shape.num_heads, "%{customdata}")  # as the hover writes them
     # room for each colour bar and its tick labels before the next panel at 1024 px
     layout = panel_grid(1, len(quantities), titles=list(quantities), horizontal_spacing=0.13)
     heads = np.arange(profile.shape.num_heads)

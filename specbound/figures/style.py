@@ -620,7 +620,13 @@ def decoded(value: Any) -> Any:
     return value
 
 
-def split_panels(fig: go.Figure, *, titles: Sequence[str] | None = None, height: int | None = None) -> list[go.Figure]:
+def split_panels(
+    fig: go.Figure,
+    *,
+    titles: Sequence[str] | None = None,
+    subtitles: Sequence[str] | None = None,
+    height: int | None = None,
+) -> list[go.Figure]:
     """Each panel of a :func:`panel_grid` figure as a figure of its own, in panel order.
 
     On a narrow screen side-by-side panels run their titles together and their colour bars into the
@@ -629,7 +635,8 @@ def split_panels(fig: go.Figure, *, titles: Sequence[str] | None = None, height:
     figure's look and source line; its title is the figure's title and the panel's; its legend lists
     the entries of the traces it draws (a stand-in without points for an entry shown on another
     panel), so a part saved as a picture still explains itself. ``titles`` replaces the parts' titles
-    (short ones for narrow columns); ``height`` is the whole grid's. A figure of one panel comes back as is.
+    (short ones for narrow columns) and ``subtitles`` their subtitles; ``height`` is the whole grid's.
+    A figure of one panel comes back as is.
     """
     whole = decoded(fig.to_plotly_json())
     layout: dict[str, Any] = whole["layout"]
@@ -680,7 +687,11 @@ def split_panels(fig: go.Figure, *, titles: Sequence[str] | None = None, height:
         ]
         text = titles[number - 1] if titles else f"{title}: {panel_title}" if panel_title else title
         own_layout["title"] = {**layout.get("title", {}), "text": text}
+        if subtitles:
+            own_layout["title"]["subtitle"] = {**own_layout["title"].get("subtitle", {}), "text": subtitles[number - 1]}
         own_layout["margin"] = {**margin, "t": max(int(margin.get("t", TOP_MARGIN)) - PANEL_TITLE_ROOM, TOP_MARGIN)}
+        if subtitles:
+            own_layout["margin"]["t"] = max(own_layout["margin"]["t"], TOP_MARGIN_SUBTITLE)
         fixed = int(margin.get("t", TOP_MARGIN)) + PANEL_FIGURE_BOTTOM  # what every part repeats
         own_layout["height"] = max(PANEL_FIGURE_MIN_HEIGHT, round((total - fixed) / rows) + fixed)
         parts.append(go.Figure(data=drawn, layout=own_layout))

@@ -137,7 +137,7 @@ def test_a_link_reproduces_the_run_and_step(runs_csv) -> None:
     assert at.select_slider(key="lab_step").value == 250
 
 
-def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_titled) -> None:
+def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs) -> None:
     at = lab_app
     at.radio(key="lab_view").set_value("Sweep: measures against the gap")
     run_clean(at)
@@ -151,26 +151,28 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, figure_title
     )
     assert (shown["runs"] == 48).all()
 
-    figure = figure_titled(at, "Each measure against the gap over the final checkpoints of 48 runs")
-    titles = [a["text"] for a in figure["layout"]["annotations"]]
-    assert len(titles) == len(expected)
-    for title, row in zip(titles, expected.itertuples(), strict=True):
+    # one chart per measure (three to a row, stacked on a phone), its τ and intervals in the subtitle
+    assert "**Each measure against the gap over the final checkpoints of 48 runs**" in [m.value for m in at.markdown]
+    parts = [f for f in plotly_specs(at) if f["layout"]["title"].get("subtitle", {}).get("text", "").startswith("τ")]
+    assert len(parts) == len(expected)
+    for part, row in zip(parts, expected.itertuples(), strict=True):
         tau = f"τ = {row.kendall_tau:+.2f} [{row.kendall_tau_ci_low:+.2f}, {row.kendall_tau_ci_high:+.2f}]"
         granulated = (
             f"granulated τ = {row.granulated_tau:+.2f} "
             f"[{row.granulated_tau_ci_low:+.2f}, {row.granulated_tau_ci_high:+.2f}]"
         )
-        assert f"{tau}, {granulated}" in title
+        subtitle = part["layout"]["title"]["subtitle"]["text"].replace("<br>", " ")
+        assert f"{tau} · {granulated}" in subtitle
     finals = pd.read_csv(reference.REFERENCE_DIR / RUNS_CSV).query("final")
-    ours_x = np.concatenate([np.asarray(t["x"], float) for t in figure["data"] if t["xaxis"] == "x"])
-    gap_y = np.concatenate([np.asarray(t["y"], float) for t in figure["data"] if t["xaxis"] == "x"])
+    ours_x = np.concatenate([np.asarray(t["x"], float) for t in parts[0]["data"] if t["x"][0] is not None])
+    gap_y = np.concatenate([np.asarray(t["y"], float) for t in parts[0]["data"] if t["x"][0] is not None])
     np.testing.assert_allclose(
         np.array(sorted(zip(ours_x, gap_y, strict=True))),
         np.array(sorted(zip(finals["ours_log10"], finals["gap"], strict=True))),
         rtol=1e-12,
     )
-    params_axis = figure["layout"]["xaxis6"]
-    assert params_axis["type"] == "log"  # parameters: a plain count, drawn on a log axis
+    assert parts[5]["layout"]["xaxis"]["type"] == "log"  # parameters: a plain count, drawn on a log axis
+    assert parts[0]["layout"].get("showlegend", True) and all(p["layout"]["showlegend"] is False for p in parts[1:])
 
     # one sentence per other measure, saying whether its paired difference from ours excludes 0
     runs = reference.load_reference().runs

@@ -31,7 +31,7 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
     screenshot(page, "lab", full_page=True)
 
     page.get_by_text("Sweep: measures against the gap").click()
-    page.locator(".st-key-lab_measures .js-plotly-plot").wait_for()
+    page.locator(".st-key-lab_measures_0 .js-plotly-plot").wait_for()  # one chart per measure
     wait_idle(page)
     assert "lab_view=sweep" in page.url
     assert_no_errors(page)

@@ -199,7 +199,7 @@ def test_hovers_write_numbers_as_the_pages_do(scale: float) -> None:
     analysis = BoundAnalysis.from_profile(random_twin(SHAPE, model="tiny", initializer_range=scale))
     for where, fig in every_figure(analysis):
         for trace in fig.data:
-            template = trace.hovertemplate or ""
+            template = (trace.hovertemplate or "") + (getattr(trace, "texttemplate", None) or "")
             for axis, fmt in PLACEHOLDER.findall(template):
                 if fmt and fmt.rstrip("~").endswith("f"):  # fixed decimals: p, log10, gaps
                     continue

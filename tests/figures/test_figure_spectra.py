@@ -9,6 +9,7 @@ from hand_profiles import profile_from_spectra
 from specbound.figures import spectra as figures
 from specbound.figures.style import MAX_LABELLED_HEADS, PALETTE, PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE, log_axis_ticks
 from specbound.matrices import Kind, ModelShape
+from specbound.numbers import format_number
 from specbound.spectrum import cumulative_energy
 from specbound.twin import random_twin
 
@@ -88,7 +89,9 @@ def test_head_heatmaps_stay_readable_side_by_side(profile, minilm) -> None:
     few = figures.head_heatmaps(profile, "QK", source="tiny · p*")
     many = figures.head_heatmaps(minilm.profile, "QK", source="minilm-l6 · p*")
     assert profile.shape.num_heads <= MAX_LABELLED_HEADS < minilm.profile.shape.num_heads
-    assert {t.texttemplate for t in few.data} == {"%{z:.3~g}"} and {t.texttemplate for t in many.data} == {None}
+    # cells written as the hover writes them (the project's number format), never by Plotly's "1e+03"
+    assert {t.texttemplate for t in few.data} == {"%{customdata}"} and {t.texttemplate for t in many.data} == {None}
+    assert few.data[2].customdata[0][0] == format_number(float(few.data[2].z[0][0]))
     for fig in (few, many):
         assert [fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3")] == [True, False, False]
         assert fig.layout.margin.t == TOP_MARGIN_SUBTITLE + PANEL_TITLE_ROOM  # the subtitle clears the panel titles

@@ -184,8 +184,10 @@ def test_split_panels_gives_each_panel_its_own_figure() -> None:
         assert not part.layout.annotations  # the panel title moved into the title
     assert sum(p.layout.height for p in parts[::2]) >= whole.layout.height  # two rows of parts, no shorter
 
-    heatmaps = split_panels(spectra.head_heatmaps(analysis.profile, "QK"), titles=["a", "b", "c"])
+    heatmaps = split_panels(spectra.head_heatmaps(analysis.profile, "QK"), titles=["a", "b", "c"], subtitles="xyz")
     assert [p.layout.title.text for p in heatmaps] == ["a", "b", "c"]
+    assert [p.layout.title.subtitle.text for p in heatmaps] == ["x", "y", "z"]
+    assert all(p.layout.margin.t >= TOP_MARGIN_SUBTITLE for p in heatmaps)  # room for the subtitle
     assert all(p.data[0].colorbar.x is None for p in heatmaps)  # each colour bar beside its own heatmap
     assert all(p.layout.yaxis.showticklabels for p in heatmaps)
     single = bounds.p_star_histogram(analysis)
