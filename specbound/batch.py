@@ -341,7 +341,8 @@ def _run_grid(
 
     if not any(o.ok for o in outcomes):
         _write_missing(out, outcomes)
-        raise SpecboundError(f"none of the {total} models could be analysed; see {out / 'missing.csv'}")
+        problem = "the model could not be analysed" if total == 1 else f"none of the {total} models could be analysed"
+        raise SpecboundError(f"{problem}; see {out / 'missing.csv'}")
     try:
         return _write_outputs(out, outcomes, profiles, atlas, use_cache, report)
     except OSError as exc:

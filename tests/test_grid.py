@@ -192,7 +192,7 @@ def test_nothing_analysed_is_an_error(tmp_path: Path, capsys) -> None:
     out = tmp_path / "study"
     assert main(["grid", "--models", "no-such-model", "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "none of the 1 models could be analysed" in err[0]
+    assert len(err) == 1 and "the model could not be analysed" in err[0]
     assert list(pd.read_csv(out / "missing.csv")["name"]) == ["no-such-model"]
 
 
