@@ -24,11 +24,13 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 from specbound import atlas as sb_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import SpecboundError
+from specbound.figures.scaling import PROXY_LABELS
 from specbound.lab import reference as lab_reference
 from specbound.matrices import ModelShape
 from specbound.models import (
@@ -43,9 +45,10 @@ from specbound.models import (
 from specbound.numbers import format_count
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressCallback, silent
-from specbound.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, summarize
+from specbound.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, Proxy, summarize
 
 from . import atlas, data, safety, share
+from .numbers import styled_table
 from .text import plain
 
 #: The study's models in a link: each by the name a link carries (an uploaded atlas by its digest).
@@ -213,6 +216,16 @@ EXPONENT_ORDER = (
     "few_points",
     "better_fit",
 )
+
+
+def exponents_shown(frame: pd.DataFrame) -> Styler:
+    """The exponents table as the page shows it: proxies by their plain names, numbers in the project's
+    format and "—" in empty cells (the fixed size of a pooled fit, a standard error without residual
+    degrees of freedom), the values themselves kept so that the columns sort as numbers."""
+    numbers = {column: "number" for column in ("slope", "slope_se", "ci_low", "ci_high", "r_squared_within")}
+    counts = {column: "integer" for column in ("fixed", "residual_df", "num_sizes", "num_points", "num_groups")}
+    styler = styled_table(frame, numbers | counts)
+    return styler.format(lambda value: PROXY_LABELS.get(Proxy(value), str(value)), subset=["proxy"])
 
 
 def exponent_columns() -> dict[str, Any]:

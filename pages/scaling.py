@@ -12,11 +12,12 @@ import streamlit as st
 
 from dashboard import atlas, data, share
 from dashboard import scaling as service
-from dashboard.export import csv_download, file_stem, show_figure
+from dashboard.export import csv_download, file_stem, show_panels
 from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, plain
-from specbound.figures.scaling import growth_figure_depth, growth_figure_width
+from specbound.figures.scaling import growth_figure_depth, growth_figure_width, growth_panel_columns
+from specbound.figures.style import split_panels
 from specbound.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
 
 ensure_app_entry()
@@ -111,7 +112,8 @@ if study is not None:
     ):
         curves = [c for c in study.curves(axis) if c.proxy in proxies]
         if curves:
-            show_figure(figure(curves, exponents), key)
+            panels = split_panels(figure(curves, exponents))  # one figure per panel: a phone stacks them
+            show_panels(panels, key, per_row=growth_panel_columns(len(panels)))
         else:
             fixed = "depth L" if axis is Axis.WIDTH else "width N"
             st.info(
@@ -134,7 +136,7 @@ if study is not None:
     exponents_table = study.exponents_frame()
     exponents_table = exponents_table[exponents_table["proxy"].isin([p.value for p in proxies])]
     st.dataframe(
-        exponents_table,
+        service.exponents_shown(exponents_table),
         hide_index=True,
         key="scaling_exponents",
         column_config=service.exponent_columns(),

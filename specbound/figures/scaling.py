@@ -36,7 +36,8 @@ PROXY_STYLE: dict[Proxy, dict[str, str]] = {
     Proxy.P1: {"color": p_color(1.0), "dash": "dash"},
     Proxy.P2: {"color": p_color(2.0), "dash": "dash"},
 }
-_LABEL = {
+#: How each proxy is named in legends and tables.
+PROXY_LABELS: dict[Proxy, str] = {
     Proxy.OURS: "ours (p*)",
     Proxy.EDELMAN: "Edelman et al.",
     Proxy.P0: "p = 0 (rank)",
@@ -59,7 +60,7 @@ def _quoted_fits(exponents: Iterable[GrowthExponent], against: Axis) -> dict[Pro
 def _legend_name(proxy: Proxy, fit: GrowthExponent | None) -> str:
     """E.g. "ours (p*) ~ L^0.52 ± 0.04" or "Edelman et al. ~ e^(r·L), r = 2.30 ± 0.01"."""
     if fit is None:
-        return _LABEL[proxy]
+        return PROXY_LABELS[proxy]
     size = fit.against.value
     spread = f" ± {fit.slope_se:.2f}" if math.isfinite(fit.slope_se) else ""
     law = (
@@ -68,7 +69,22 @@ def _legend_name(proxy: Proxy, fit: GrowthExponent | None) -> str:
         else f"e<sup>r·{size}</sup>, r = {fit.slope:.2f}{spread}"
     )
     caveat = f" ({fit.num_sizes} sizes only)" if fit.few_points else ""
-    return f"{_LABEL[proxy]} ~ {law}{caveat}"
+    return f"{PROXY_LABELS[proxy]} ~ {law}{caveat}"
+
+
+def growth_panel_columns(panels: int) -> int:
+    """Panels of a growth figure to a row: all of them up to four, else three."""
+    return panels if panels <= 4 else 3
+
+
+def _log_range(values: Iterable[float]) -> list[float]:
+    """The log10 range of a log axis holding every positive finite value, padded by 5 % each side."""
+    logs = [math.log10(v) for v in values if math.isfinite(v) and v > 0]
+    if not logs:
+        return [-1.0, 1.0]
+    low, high = min(logs), max(logs)
+    pad = 0.05 * (high - low) if high > low else 0.1
+    return [low - pad, high + pad]
 
 
 def growth_figure(
@@ -92,7 +108,7 @@ def growth_figure(
     reference = f"{against.value} = {curves[0].reference}" if curves else "the common reference"
     fixed_values = sorted({c.fixed for c in curves})
     panels = max(len(fixed_values), 1)
-    cols = panels if panels <= 4 else 3
+    cols = growth_panel_columns(panels)
     rows = math.ceil(panels / cols)
     other = against.other.value
     layout = panel_grid(
@@ -123,13 +139,14 @@ def growth_figure(
                     for m, lr, shown in zip(curve.models, curve.log10_ratio, hover_numbers(ratio), strict=True)
                 ],
                 "hovertemplate": (
-                    f"{_LABEL[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
+                    f"{PROXY_LABELS[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
                     f"<br>ratio = %{{customdata[2]}} (log10 %{{customdata[1]:.3f}})<extra></extra>"
                 ),
             }
             traces.append(on_panel(line, panel))
             shown.add(curve.proxy)
-    y_axis = log_axis([r for c in curves for r in c.ratio])
+    ratios = [r for c in curves for r in c.ratio]
+    y_axis = {**log_axis(ratios), "range": _log_range(ratios)}  # one scale: panels drawn apart still compare
     x_axis = axis_title(_AXIS_TITLE[against], tickmode="array", tickvals=sorted({x for c in curves for x in c.x}))
     for panel in range(1, rows * cols + 1):
         x_key, y_key = panel_ref(panel)

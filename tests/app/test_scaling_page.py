@@ -40,6 +40,23 @@ def scaling_app(family) -> AppTest:
     return run_clean(at)
 
 
+@pytest.fixture
+def growth_figure(plotly_specs):
+    """growth_figure(at, words) -> the panels of the growth figure titled ``words``, drawn as one figure
+    per panel (a phone stacks them): their traces together (legend stand-ins left out), the layout of
+    the first, and how many panels there were."""
+
+    def found(at, words: str) -> dict:
+        parts = [f for f in plotly_specs(at) if words in f["layout"]["title"]["text"].replace("<br>", " ")]
+        assert parts, f"no figure titled '{words}'"
+        traces = [t for f in parts for t in f["data"] if t["x"] and t["x"][0] is not None]
+        ranges = {tuple(f["layout"]["yaxis"]["range"]) for f in parts}
+        assert len(ranges) == 1  # every panel on one scale, as the shared axis of the grid was
+        return {"data": traces, "layout": parts[0]["layout"], "panels": len(parts)}
+
+    return found
+
+
 def _traces(figure: dict) -> dict[tuple[str, tuple[int, ...], tuple[str, ...]], np.ndarray]:
     return {
         (t["legendgroup"], tuple(int(x) for x in t["x"]), tuple(str(c[0]) for c in t["customdata"])): np.asarray(
@@ -68,7 +85,7 @@ def _exponents_table(at):
     return _exponents_element(at).value
 
 
-def test_growth_curves_and_exponents_match_the_package(scaling_app, family, study, figure_titled) -> None:
+def test_growth_curves_and_exponents_match_the_package(scaling_app, family, study, growth_figure) -> None:
     at = scaling_app
     assert [t.value for t in at.title] == ["Scaling"]
     assert not at.error
@@ -81,8 +98,8 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     assert "atlas file: 6 models" in [unescaped(c.value) for c in at.caption]  # where the chosen come from
     assert [c.value for c in at.caption].count(BOUND_NOTE) == 1  # the proxies' note once, not per section
 
-    _check_curves(figure_titled(at, "with width N"), study, Axis.WIDTH, SHOWN)
-    _check_curves(figure_titled(at, "with depth L"), study, Axis.DEPTH, SHOWN)
+    _check_curves(growth_figure(at, "with width N"), study, Axis.WIDTH, SHOWN)
+    _check_curves(growth_figure(at, "with depth L"), study, Axis.DEPTH, SHOWN)
 
     table = _exponents_table(at).reset_index(drop=True)
     expected = study.exponents_frame()
@@ -112,15 +129,37 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     assert not at.warning  # the family is complete: every curve has its reference
 
 
-def test_fixed_p_regimes_are_optional_curves(scaling_app, study, figure_titled) -> None:
+def test_the_exponents_table_writes_plain_names_and_a_dash_for_empty_cells(study) -> None:
+    from dashboard.scaling import exponents_shown
+
+    frame = study.exponents_frame()
+    assert frame["fixed"].isna().any() and frame["slope_se"].isna().any()  # pooled fits, two-point fits
+    shown = exponents_shown(frame)
+    body = shown._translate(False, False)["body"]
+    cells = [[str(cell["display_value"]) for cell in row if cell.get("type") == "td"] for row in body]
+    header = list(frame.columns)
+    pooled = next(row for row, fixed in zip(cells, frame["fixed"].isna(), strict=True) if fixed)
+    assert pooled[header.index("fixed")] == "—"
+    assert not any(cell in ("None", "nan", "<NA>") for row in cells for cell in row)
+    assert {row[header.index("proxy")] for row in cells} <= {
+        "ours (p*)",
+        "Edelman et al.",
+        "p = 0 (rank)",
+        "p = 1 (nuclear)",
+        "p = 2 (Frobenius)",
+    }
+    assert shown.data is frame  # the values stay numbers: the columns sort as numbers
+
+
+def test_fixed_p_regimes_are_optional_curves(scaling_app, study, growth_figure) -> None:
     at = scaling_app
     at.toggle(key="scaling_fixed_p").set_value(True)
     run_clean(at)
-    _check_curves(figure_titled(at, "with width N"), study, Axis.WIDTH, tuple(Proxy))
+    _check_curves(growth_figure(at, "with width N"), study, Axis.WIDTH, tuple(Proxy))
     assert set(_exponents_table(at)["proxy"]) == {p.value for p in Proxy}
 
 
-def test_a_curve_without_its_reference_model_is_left_out_with_a_note(scaling_app, family, figure_titled) -> None:
+def test_a_curve_without_its_reference_model_is_left_out_with_a_note(scaling_app, family, growth_figure) -> None:
     at = scaling_app
     chosen = [model_name(family[0], p.model) for p in family[1] if p.model != "L1-H32"]
     at.multiselect(key="scaling_models").set_value(chosen)
@@ -129,7 +168,7 @@ def test_a_curve_without_its_reference_model_is_left_out_with_a_note(scaling_app
         "No curve against L at N = 32: the study has no model with L = 1 and N = 32, and every curve against L "
         "is normalised at L = 1 (the smallest L in the study)."
     ]
-    depth = figure_titled(at, "with depth L")
+    depth = growth_figure(at, "with depth L")
     assert {tuple(t["x"]) for t in depth["data"]} == {(1, 2, 3)}  # N = 16 only
     assert depth["layout"]["yaxis"]["title"]["text"] == "proxy / proxy at L = 1"
 
@@ -191,7 +230,7 @@ def test_the_chosen_models_travel_in_the_link(scaling_app, family) -> None:
     assert again.multiselect(key="scaling_models").value == chosen
 
 
-def test_with_no_miniatures_here_the_page_opens_on_the_lab_family(figure_titled) -> None:
+def test_with_no_miniatures_here_the_page_opens_on_the_lab_family(growth_figure) -> None:
     """No atlas and an empty Hub cache: the study opens on the lab's shipped family, and the link says so."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
     run_clean(at)
@@ -199,7 +238,7 @@ def test_with_no_miniatures_here_the_page_opens_on_the_lab_family(figure_titled)
     run_clean(at)
     assert at.radio(key="scaling_family").value == LAB_FAMILY
     assert len(at.multiselect(key="scaling_lab_models").value) == 4
-    assert figure_titled(at, "with width N")["data"]  # a study is drawn at once
+    assert growth_figure(at, "with width N")["data"]  # a study is drawn at once
     assert at.query_params["scaling_family"] == "lab"
     at.radio(key="scaling_family").set_value(MINIATURES)  # the visitor's own choice then stands
     run_clean(at)

@@ -79,7 +79,7 @@ def test_the_scaling_page_downloads_the_chosen_miniatures(browser_page, hub_serv
     confirm.wait_for()  # the size comes first, from config.json and the Hub's metadata
     assert re.fullmatch(r"Download [\d.,]+ MB for 2 model\(s\) and analyse them", confirm.inner_text().strip())
     confirm.click()
-    page.locator(".st-key-growth_depth .js-plotly-plot").wait_for()
+    page.locator(".st-key-growth_depth_0 .js-plotly-plot").wait_for()
     wait_idle(page)
     assert_no_errors(page)
     assert page.get_by_text("Fitted growth exponents").count() == 1

@@ -23,8 +23,8 @@ def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkp
     # The first request to this fresh server is a link straight to a page: it must still run through
     # app.py (sidebar, atlas and model from the URL), not Streamlit's legacy pages/ mode.
     page.goto(f"{server}/scaling?{urlencode({'model': model})}")
-    page.locator(".st-key-growth_width .js-plotly-plot").wait_for()
-    page.locator(".st-key-growth_depth .js-plotly-plot").wait_for()
+    page.locator(".st-key-growth_width_0 .js-plotly-plot").wait_for()
+    page.locator(".st-key-growth_depth_0 .js-plotly-plot").wait_for()
     wait_idle(page)
     assert page.get_by_role("heading", name="Scaling").count() >= 1
     assert page.get_by_text("Fitted growth exponents").count() == 1
