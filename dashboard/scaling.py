@@ -228,6 +228,21 @@ def exponents_shown(frame: pd.DataFrame) -> Styler:
     return styler.format(lambda value: PROXY_LABELS.get(Proxy(value), str(value)), subset=["proxy"])
 
 
+def models_shown(frame: pd.DataFrame) -> tuple[Styler, dict[str, Any]]:
+    """The study's models table as the page shows it (:func:`specbound.scaling.summaries_frame`): each
+    proxy's value and its log10 under the proxy's plain name, in the project's number format, "—"
+    where a proxy is not recorded or overflows; the values kept for sorting. Returns the table and
+    its column headers."""
+    formats: dict[str, str] = {"L": "integer", "N": "integer", "H": "integer"}
+    columns: dict[str, Any] = {"name": st.column_config.TextColumn("Model")}
+    for proxy in Proxy:
+        if proxy.value in frame.columns:
+            formats |= {proxy.value: "number", f"{proxy.value}_log10": "log10"}
+            columns[proxy.value] = st.column_config.NumberColumn(PROXY_LABELS[proxy])
+            columns[f"{proxy.value}_log10"] = st.column_config.NumberColumn(f"log10 {PROXY_LABELS[proxy]}")
+    return styled_table(frame, formats), columns
+
+
 def exponent_columns() -> dict[str, Any]:
     """Readable headers (and help) for the columns of :func:`specbound.scaling.exponents_frame`."""
     level = f"{CONFIDENCE:.0%}"

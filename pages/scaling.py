@@ -146,7 +146,8 @@ if study is not None:
 
     st.subheader("The models")
     models_table = study.models_frame()
-    st.dataframe(models_table, hide_index=True, key="scaling_models_table")
+    shown_models, model_columns = service.models_shown(models_table)
+    st.dataframe(shown_models, hide_index=True, key="scaling_models_table", column_config=model_columns)
     csv_download(models_table, "scaling-models.csv", "download_scaling_models", "Download the proxies (CSV)")
 
 st.subheader("Not available here")

@@ -151,6 +151,19 @@ def test_the_exponents_table_writes_plain_names_and_a_dash_for_empty_cells(study
     assert shown.data is frame  # the values stay numbers: the columns sort as numbers
 
 
+def test_the_models_table_names_each_proxy_plainly(scaling_app, study) -> None:
+    from dashboard.scaling import models_shown
+
+    (element,) = [d for d in scaling_app.dataframe if "ours_log10" in d.value.columns]
+    headers = {name: spec["label"] for name, spec in json.loads(element.proto.columns).items() if "label" in spec}
+    assert headers["ours"] == "ours (p*)" and headers["edelman_log10"] == "log10 Edelman et al."
+    assert not any("_" in label for label in headers.values())
+    shown, _ = models_shown(study.models_frame())
+    body = shown._translate(False, False)["body"]
+    cells = [str(cell["display_value"]) for row in body for cell in row if cell.get("type") == "td"]
+    assert not any(cell in ("None", "nan", "<NA>") for cell in cells)
+
+
 def test_fixed_p_regimes_are_optional_curves(scaling_app, study, growth_figure) -> None:
     at = scaling_app
     at.toggle(key="scaling_fixed_p").set_value(True)
