@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .architecture import ModelShape
+from .architecture import Kind, ModelShape
 from .backend import Backend, BackendSpec, get_backend
 from .cache import ProfileCache
 from .checkpoints import Checkpoint, MappedMatrix, fetch, fingerprint, open_checkpoint, read_config, start_download
@@ -115,30 +115,37 @@ def analyse_layer(
         del heads
     by_blocks = be.spec.name == "numpy" and 8 * shape.hidden_size * shape.ffn_size > MAPPED_MATRIX_BYTES
     for kind in shape.layer_kinds:  # M_gate (gated only), M_in, M_out
-        field = MLP_WEIGHT_FIELDS[kind]
-        mapped = layer.mlp_mapped(field) if by_blocks else None
-        if mapped is not None:  # never held whole in float64: its Gram matrix from 32 MiB blocks
-            found = gram_by_blocks(mapped.blocks(PRODUCT_BLOCK_BYTES), mapped.shape)
-            rows_21.append(np.atleast_1d(found.norm_21))
-            rows_11.append(np.atleast_1d(found.norm_11))
-            from_gram = gram_singular_values(found.gram, mapped.shape, be)
-            del found, mapped
-            if from_gram is None:  # ill-conditioned: the SVD of the matrix itself, read whole
-                from_gram = singular_values_dense(mlp_matrix(kind, layer.mlp_weight(field)), be)
-            rows_sv.append(np.pad(from_gram, (0, width - k_ffn))[None, :])
-            continue
-        matrix = mlp_matrix(kind, layer.mlp_weight(field))
-        rows_21.append(np.atleast_1d(norm_21(matrix)))
-        rows_11.append(np.atleast_1d(norm_11(matrix)))
-        dims = matrix.shape
-        gram = be.gram(be.array(matrix))  # (min(N, d_ff), min(N, d_ff))
-        del matrix  # a streamed layer's matrix goes now; the eigen-solve's copy of the Gram matrix is the peak
-        from_gram = gram_singular_values(gram, (dims[0], dims[1]), be)
-        del gram
-        if from_gram is None:  # ill-conditioned: the SVD of the matrix itself, read again
-            from_gram = singular_values_dense(mlp_matrix(kind, layer.mlp_weight(field)), be)
-        rows_sv.append(np.pad(from_gram, (0, width - k_ffn))[None, :])
+        n21, n11, sv = _feed_forward(layer, kind, be, by_blocks)
+        rows_21.append(np.atleast_1d(n21))
+        rows_11.append(np.atleast_1d(n11))
+        rows_sv.append(np.pad(sv, (0, width - k_ffn))[None, :])
     return LayerSpectra(np.concatenate(rows_sv, axis=0), np.concatenate(rows_21), np.concatenate(rows_11))
+
+
+def _feed_forward(layer: LayerSource, kind: Kind, be: Backend, by_blocks: bool) -> tuple[float, float, np.ndarray]:
+    """(2,1) norm, (1,1) norm and singular values of one feed-forward matrix, from its Gram matrix.
+
+    With ``by_blocks`` a memory-mapped matrix is never held whole (its Gram matrix comes from 32 MiB
+    blocks, :func:`~specbound.spectrum.gram_by_blocks`); otherwise it is read whole and let go once its
+    Gram matrix is formed, so that the eigen-solve's copy of the Gram matrix is the peak. An
+    ill-conditioned matrix falls back to the SVD of the matrix itself, read again.
+    """
+    field = MLP_WEIGHT_FIELDS[kind]
+    mapped = layer.mlp_mapped(field) if by_blocks else None
+    if mapped is not None:
+        found = gram_by_blocks(mapped.blocks(PRODUCT_BLOCK_BYTES), mapped.shape)
+        n21, n11, dims, gram = found.norm_21, found.norm_11, mapped.shape, found.gram
+        del found, mapped
+    else:
+        matrix = mlp_matrix(kind, layer.mlp_weight(field))
+        n21, n11, dims = float(norm_21(matrix)), float(norm_11(matrix)), (matrix.shape[0], matrix.shape[1])
+        gram = be.gram(be.array(matrix))  # (min(N, d_ff), min(N, d_ff))
+        del matrix
+    sv = gram_singular_values(gram, dims, be)
+    del gram
+    if sv is None:
+        sv = singular_values_dense(mlp_matrix(kind, layer.mlp_weight(field)), be)
+    return n21, n11, sv
 
 
 def singular_values_dense(matrix: np.ndarray, be: Backend) -> np.ndarray:
