@@ -281,7 +281,7 @@ def test_open_as_a_model_makes_that_step_the_current_model(lab_app, runs_csv) ->
     assert "/" not in at.query_params["model"].split("#")[0].removeprefix("atlas:")  # a digest, no path
 
 
-def test_the_scaling_page_draws_the_lab_family(figure_titled) -> None:
+def test_the_scaling_page_draws_the_lab_family(plotly_specs) -> None:
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
     run_clean(at)
     at.switch_page("pages/scaling.py")
@@ -293,9 +293,13 @@ def test_the_scaling_page_draws_the_lab_family(figure_titled) -> None:
     assert len(at.multiselect(key="scaling_lab_models").value) == len(profiles) == 4
     study = ScalingStudy.from_summaries(summarize(BoundAnalysis.from_profile(p), name=p.model) for p in profiles)
     for axis, title in ((Axis.WIDTH, "with width N"), (Axis.DEPTH, "with depth L")):
+        panels = [f for f in plotly_specs(at) if title in f["layout"]["title"]["text"].replace("<br>", " ")]
+        assert panels  # one figure per panel, stacked on a phone
         traces = {
             (t["legendgroup"], tuple(str(c[0]) for c in t["customdata"])): np.asarray(t["y"], float)
-            for t in figure_titled(at, title)["data"]
+            for panel in panels
+            for t in panel["data"]
+            if t["x"] and t["x"][0] is not None  # not a legend entry's stand-in
         }
         expected = [c for c in study.curves(axis) if c.proxy in (Proxy.OURS, Proxy.EDELMAN)]
         assert expected and len(traces) == len(expected)
