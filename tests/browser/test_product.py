@@ -79,9 +79,10 @@ WIDE_TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js
         })
         .map(t => t.textContent.slice(0, 40));
 })"""
-#: Panel titles of one chart that overlap each other.
-OVERLAPPING_TITLES = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(plot => {
-    const boxes = [...plot.querySelectorAll('.annotation-text')].map(t => [t.textContent, t.getBoundingClientRect()])
+#: Texts of one chart, chosen by a CSS selector (the argument), whose boxes overlap: [a / b, ...].
+OVERLAPPING = """(css) => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(plot => {
+    const boxes = [...plot.querySelectorAll(css)]
+        .filter(t => t.textContent.trim()).map(t => [t.textContent, t.getBoundingClientRect()])
         .filter(([, b]) => b.width > 0);
     const hits = [];
     for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
@@ -91,6 +92,8 @@ OVERLAPPING_TITLES = """() => [...document.querySelectorAll('[data-testid="stMai
     }
     return hits;
 })"""
+#: Panel titles.
+PANEL_TITLES = ".annotation-text"
 #: Every chart text smaller than ``min`` px or lighter than a dark grey: [text, size, colour].
 SMALL_OR_PALE = """(min) => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot svg text')]
     .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0 && !t.closest('.hovertext'))
@@ -168,7 +171,7 @@ def test_every_page_at_three_widths_and_on_a_projector(server: str, browser_page
                 small = page.evaluate(SMALL_OR_PALE, PROJECTOR_FONT_PX)
                 assert small == [], (where, small)
             if width == "390":
-                assert page.evaluate(OVERLAPPING_TITLES) == [], where
+                assert page.evaluate(OVERLAPPING, PANEL_TITLES) == [], where
             if path == "" and width == "1024":  # above the fold: the product, its numbers, how to read them
                 main = page.locator('[data-testid="stMain"]')
                 for found in (
@@ -282,19 +285,8 @@ TEXT_OUTSIDE = """() => [...document.querySelectorAll('[data-testid="stMain"] .j
         })
         .map(t => t.textContent.slice(0, 30));
 })"""
-#: Texts of one chart that overlap: panel and chart titles, subtitles and colour-bar labels.
-OVERLAPPING_TEXTS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(plot => {
-    const boxes = [...plot.querySelectorAll('.gtitle, .gtitle-subtitle, .annotation-text, .colorbar text')]
-        .filter(t => t.textContent.trim()).map(t => [t.textContent, t.getBoundingClientRect()])
-        .filter(([, b]) => b.width > 0);
-    const hits = [];
-    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
-        const [a, p] = boxes[i], [b, q] = boxes[j];
-        const apart = p.right <= q.left + 1 || q.right <= p.left + 1 || p.bottom <= q.top + 1 || q.bottom <= p.top + 1;
-        if (!apart) hits.push(a + ' / ' + b);
-    }
-    return hits;
-})"""
+#: Panel and chart titles, subtitles and colour-bar labels.
+CHART_TEXTS = ".gtitle, .gtitle-subtitle, .annotation-text, .colorbar text"
 #: A lab model whose p* differ from matrix to matrix (the p* map and its colour bar are drawn).
 LAB_MODEL = "lab-L2-N32-H2-n1600-q0-s0-t500"
 
@@ -323,7 +315,7 @@ def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page) -> 
             assert_no_errors(page)
             assert LAB_MODEL in page.url, where  # the model opened
             assert page.evaluate(TEXT_OUTSIDE) == [], (where, page.evaluate(TEXT_OUTSIDE))
-            assert page.evaluate(OVERLAPPING_TEXTS) == [], (where, page.evaluate(OVERLAPPING_TEXTS))
+            assert page.evaluate(OVERLAPPING, CHART_TEXTS) == [], (where, page.evaluate(OVERLAPPING, CHART_TEXTS))
             assert page.evaluate(WIDE_TITLES) == [], where
             if path == "why" and width == "390":  # the p* map's panels one under the other
                 tops = [page.locator(f".st-key-p_star_map_{n}").bounding_box()["y"] for n in range(3)]
