@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from family_models import FAMILIES, FORMATS, Sizes, layer_prefix, proxy_matrices, read_state
 
-from specbound.checkpoints import open_checkpoint, safetensors_header
+from specbound.checkpoints import StreamedLayer, open_checkpoint, safetensors_header
 from specbound.defaults import RANK_TOL
 from specbound.loading import compute_profile, load_profile
 
@@ -27,8 +27,28 @@ def _kinds_of_a_layer(heads: int, gated: bool) -> list[str]:
 @pytest.mark.parametrize("name", FAMILIES)
 def test_every_singular_value_matches_a_dense_svd(tiny, name):
     built = tiny(name)
+    _check_against_dense(built, load_profile(str(built.dirs["safetensors"]), use_cache=False))
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_feed_forward_matrices_read_by_blocks_from_the_memory_map_match_a_dense_svd(tiny, name, monkeypatch):
+    """The route of a large model's feed-forward matrices (each adapter's stored orientation viewed
+    through the memory map, widened block by block), forced here on every family's tiny model."""
+    import specbound.loading as loading
+
+    monkeypatch.setattr(loading, "MAPPED_MATRIX_BYTES", 0)
+    monkeypatch.setattr(loading, "PRODUCT_BLOCK_BYTES", 8 * 64 * 5)  # blocks of a few columns or rows
+
+    def whole(layer, field):
+        raise AssertionError(f"{field} was read whole")
+
+    monkeypatch.setattr(StreamedLayer, "mlp_weight", whole)
+    built = tiny(name)
+    _check_against_dense(built, load_profile(str(built.dirs["safetensors"]), use_cache=False))
+
+
+def _check_against_dense(built, profile) -> None:
     directory = built.dirs["safetensors"]
-    profile = load_profile(str(directory), use_cache=False)
     reference = proxy_matrices(built, read_state(directory), "safetensors")
     sizes, layers, gated = Sizes.of(built.config), built.config.num_hidden_layers, built.family.gated
 
