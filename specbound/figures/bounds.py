@@ -313,9 +313,11 @@ def p_star_range(grid: np.ndarray) -> tuple[float, float]:
 
 #: The p* map's panels as separate figures (side by side, stacked on a phone; see
 #: :func:`~specbound.figures.style.split_panels`): short titles, and relative widths that leave the
-#: layer strip room for its colour bar.
+#: layer strip room for its colour bar. At 1024 px with the sidebar open that is about 185 px: the strip
+#: needs its layer axis, a plot area of at least 64 px (Plotly squeezes the margins to keep one) and
+#: the colour bar with labels such as "0.667"; narrower, the labels run past the chart's edge.
 P_STAR_PANEL_TITLES: tuple[str, ...] = ("p* of QK heads", "p* of V heads", "p* per layer")
-P_STAR_PANEL_WIDTHS: tuple[float, ...] = (2.0, 2.0, 1.4)
+P_STAR_PANEL_WIDTHS: tuple[float, ...] = (1.6, 1.6, 1.7)
 
 
 def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:

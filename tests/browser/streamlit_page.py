@@ -21,10 +21,22 @@ def assert_no_errors(page) -> None:
         assert found.count() == 0, found.all_inner_texts()
 
 
+#: A placeholder Streamlit draws while an element's code is still loading (the Plotly chart's, on a
+#: first load) or its content is still to come.
+PLACEHOLDER = "[data-testid=stSkeleton]"
+
+
 def wait_idle(page) -> None:
-    """Wait until the script run is over (the status widget shows 'Running' while a rerun is on)."""
+    """Wait until the script run is over and everything it sent is drawn.
+
+    The status widget shows 'Running' while a rerun is on, but only after a moment, and a chart shows
+    a placeholder until Plotly's code has loaded: a check made before both are gone would look at an
+    empty page and pass whatever it asks.
+    """
     page.wait_for_timeout(300)
-    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    page.wait_for_function(
+        f"() => !document.querySelector('[data-testid=stStatusWidget]') && !document.querySelector('{PLACEHOLDER}')"
+    )
 
 
 def screenshot(page, name: str, *, full_page: bool = False) -> Path:
