@@ -278,10 +278,17 @@ def correlation_table(table: tuple[MeasureCorrelation, ...]) -> pd.DataFrame:
     return correlations_frame(table)
 
 
+#: Decimals of every τ and ψ on screen (their columns' format, "%+.3f").
+TAU_DECIMALS = 3
+
+
 def correlation_view(table: tuple[MeasureCorrelation, ...]) -> pd.DataFrame:
-    """:func:`correlation_table` as the page shows it: each measure in plain words, not its short name."""
+    """:func:`correlation_table` as the page shows it: each measure in plain words, not its short name,
+    and each τ and ψ to the decimals shown, which is also what the browser's table keeps to sort, copy
+    and read aloud (see :func:`dashboard.numbers.screen_values`); ``correlations.csv`` keeps every digit."""
     frame = correlation_table(table)
-    return frame.assign(measure=[measure_name(m) for m in frame["measure"]])
+    floats = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c]) and not c.startswith("groups")]
+    return frame.assign(measure=[measure_name(m) for m in frame["measure"]]).round(dict.fromkeys(floats, TAU_DECIMALS))
 
 
 #: The measure the lab's sweep reads the others against: the spectrum-adaptive proxy at p*.

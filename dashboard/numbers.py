@@ -53,6 +53,8 @@ __all__ = [
     "format_resolving",
     "format_value",
     "log_difference",
+    "screen_values",
+    "shown_value",
     "significant_digits",
     "styled_table",
     "styled_writers",
@@ -112,7 +114,8 @@ def is_missing(value: object) -> bool:
 
 
 def styled_writers() -> dict[str, Callable[[Any], str]]:
-    """How each kind of table column writes a cell: 'number', 'percent', 'p', 'log10', 'integer'."""
+    """How each kind of table column writes a cell: 'number', 'percent' (a fraction), 'percent_units'
+    (a share in percent), 'p', 'log10', 'integer'."""
 
     def guard(write: Callable[[Any], str]) -> Callable[[Any], str]:
         return lambda v: MISSING if is_missing(v) else write(v)
@@ -120,20 +123,85 @@ def styled_writers() -> dict[str, Callable[[Any], str]]:
     return {
         "number": guard(lambda v: format_number(float(v))),
         "percent": guard(lambda v: format_percent(float(v))),
+        "percent_units": guard(lambda v: format_percent(float(v) / 100.0)),  # 65.7 -> "65.7 %"
         "p": guard(lambda v: format_p(float(v))),
         "log10": guard(lambda v: format_log10(float(v))),
         "integer": guard(lambda v: format_integer(int(v))),
     }
 
 
+#: Superscript digits and minus of a power of ten as the formatter writes it (× 10¹², × 10⁻⁴).
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+#: Beyond these magnitudes a browser writes a number with an exponent ("6.85e+28"): a column holding
+#: one is sent as its text (see :func:`screen_values`).
+JS_PLAIN_MIN, JS_PLAIN_MAX = 1e-6, 1e21
+
+
+def shown_value(text: str) -> float:
+    """The number a cell's text shows: "1.499 × 10¹²" -> 1.499e12, "20,573" -> 20573, "−0.96" -> -0.96,
+    "65.7 %" -> 65.7 (percent units), :data:`MISSING` -> NaN."""
+    if text == MISSING:
+        return math.nan
+    body = text.replace(",", "").replace(MINUS, "-").removesuffix("%").strip()
+    mantissa, _, power = body.partition(" × 10")
+    return float(f"{mantissa}e{power.translate(_SUPERSCRIPTS)}" if power else mantissa)
+
+
+def _sent_value(text: str, value: Any, scale: float) -> float:
+    """The number behind a cell's text; for a text that is not a plain number ("< 0.1 %"), the value
+    itself to :data:`DIGITS` significant digits (in percent units for a share)."""
+    try:
+        return shown_value(text)
+    except ValueError:
+        return float(f"{float(value) * scale:.{DIGITS}g}")
+
+
+def screen_values(frame: pd.DataFrame, formats: dict[str, str]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The values a table sends to the browser: each formatted number as its text shows it.
+
+    The browser's table keeps the values it is sent as well as the text it draws: it sorts by them,
+    copies them and writes them out for screen readers. Sent whole, "25.478918345072017" would sit in
+    the page beside the "25.48" on screen; sent as shown, every number on the page has the digits of
+    the one format, and the columns still sort as numbers. Shares travel in percent units (65.7 for
+    "65.7 %"). A column with a value a browser would write with an exponent (beyond 10²¹) is sent as
+    its text; it then sorts as text. Returns the values and the formats that write them (the kind
+    'percent_units' for shares). The CSV downloads keep every digit.
+    """
+    import pandas as pd
+
+    writers = styled_writers()
+    values = frame.copy()
+    kinds = dict(formats)
+    for column, kind in formats.items():
+        if kind == "integer" or column not in values.columns:
+            continue
+        texts = [writers[kind](v) for v in frame[column].tolist()]
+        scale = 100.0 if kind == "percent" else 1.0
+        numbers = pd.Series(
+            [_sent_value(t, v, scale) for t, v in zip(texts, frame[column].tolist(), strict=True)],
+            index=frame.index,
+            dtype=float,
+        )
+        magnitudes = numbers.abs()[numbers.notna() & (numbers != 0)]
+        if ((magnitudes >= JS_PLAIN_MAX) | (magnitudes < JS_PLAIN_MIN)).any():
+            values[column] = texts
+            del kinds[column]
+        else:
+            values[column] = numbers
+            kinds[column] = "percent_units" if kind == "percent" else kind
+    return values, kinds
+
+
 def styled_table(frame: pd.DataFrame, formats: dict[str, str]) -> Styler:
-    """``frame`` with its numbers written by this module on screen, its values kept (so columns sort
-    as numbers): ``formats`` maps a column to 'number', 'percent', 'p', 'log10' or 'integer'; other
+    """``frame`` with its numbers written by this module on screen and sent as they are shown
+    (:func:`screen_values`: columns sort as numbers, and no digit is in the page that is not on
+    screen): ``formats`` maps a column to 'number', 'percent', 'p', 'log10' or 'integer'; other
     columns only show :data:`MISSING` for an empty cell."""
     writers = styled_writers()
-    styler = frame.style
-    for column in frame.columns:
-        kind = formats.get(str(column))
+    values, kinds = screen_values(frame, formats)
+    styler = values.style
+    for column in values.columns:
+        kind = kinds.get(str(column))
         if kind is not None:
             styler = styler.format(writers[kind], subset=[column], na_rep=MISSING)
         else:

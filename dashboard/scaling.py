@@ -234,7 +234,8 @@ def models_shown(frame: pd.DataFrame) -> tuple[Styler, dict[str, Any]]:
     where a proxy is not recorded or overflows; the values kept for sorting. Returns the table and
     its column headers."""
     formats: dict[str, str] = {"L": "integer", "N": "integer", "H": "integer"}
-    columns: dict[str, Any] = {"name": st.column_config.TextColumn("Model")}
+    # wider than a projector: the model stays in view while the proxies scroll sideways
+    columns: dict[str, Any] = {"name": st.column_config.TextColumn("Model", pinned=True)}
     for proxy in Proxy:
         if proxy.value in frame.columns:
             formats |= {proxy.value: "number", f"{proxy.value}_log10": "log10"}
@@ -248,7 +249,7 @@ def exponent_columns() -> dict[str, Any]:
     level = f"{CONFIDENCE:.0%}"
     number = st.column_config.NumberColumn
     return {
-        "proxy": st.column_config.TextColumn("Proxy"),
+        "proxy": st.column_config.TextColumn("Proxy", pinned=True),  # in view while the fits scroll sideways
         "against": st.column_config.TextColumn("Against", help="The size that varies: depth L or width N."),
         "fixed": number("Fixed at", help="The value of the other size; empty for the pooled fit over all groups."),
         "model": st.column_config.TextColumn(
@@ -256,15 +257,12 @@ def exponent_columns() -> dict[str, Any]:
             help="power: ln proxy against ln size (slope = exponent); log-linear: ln proxy against L "
             "(slope = growth rate per layer, e to the slope = factor per layer).",
         ),
-        "slope": number("Slope", format="%.3f"),
-        "slope_se": number(
-            "± s.e.", format="%.3f", help="Standard error of the slope; empty with no residual degree of freedom."
-        ),
-        "ci_low": number(f"{level} CI low", format="%.3f", help="Student-t interval on the residual df."),
-        "ci_high": number(f"{level} CI high", format="%.3f"),
+        "slope": number("Slope"),
+        "slope_se": number("± s.e.", help="Standard error of the slope; empty with no residual degree of freedom."),
+        "ci_low": number(f"{level} CI low", help="Student-t interval on the residual df."),
+        "ci_high": number(f"{level} CI high"),
         "r_squared_within": number(
             "r² within groups",
-            format="%.3f",
             help="1 − SS_res / SS_within: the share of the variation inside each group that the slope explains.",
         ),
         "residual_df": number("Residual df", help="Number of models − number of groups − 1."),

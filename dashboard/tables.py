@@ -3,13 +3,15 @@
 The package's frames (:mod:`specbound.report`, :meth:`SpectralProfile.to_frame`) keep their
 snake_case columns, which the CSV downloads carry for scripts; :func:`show_table` only changes how a
 frame is drawn. Every column the package writes has one entry in :data:`COLUMNS`. Numbers are written by
-:mod:`dashboard.numbers` (a pandas Styler: the cells show the text, the column still sorts by value),
-and every column is at least as wide as its header, so no header is cut.
+:mod:`dashboard.numbers` (a pandas Styler: the cells show the text, and each value is sent as its text
+shows it, so the column still sorts as numbers and the page holds no digit the screen does not show),
+and every column is as wide as its header and its widest cell, so neither is cut; the row's name stays
+pinned while a table wider than the page scrolls sideways.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +51,7 @@ COLUMNS: dict[str, Column] = {
     "head": Column("head", None),
     "log10_break_even": Column("log10 s*_W", "log10", "Break-even scale: below it some p > 0 beats p = 0."),
     "decades_above": Column("decades above s*_W", "log10", "log10 s_W − log10 s*_W; p* = 0 when it is ≥ 0."),
-    "first_winning_p": Column("first p > 0 that wins", None, "The smallest grid p > 0 with c(W; p) < c(W; 0)."),
+    "first_winning_p": Column("first p that wins", None, "The smallest grid p > 0 with c(W; p) < c(W; 0)."),
     "model": Column("model", None),
     "baseline": Column("baseline", None),
     "difference": Column("model − baseline"),
@@ -70,8 +72,15 @@ COLUMNS: dict[str, Column] = {
 }
 
 
-#: Pixels per header character and the padding around it, for a column as wide as its header.
-HEADER_CHAR_PX, HEADER_PAD_PX, MIN_COLUMN_PX = 8, 28, 64
+#: Width of one character of the tables' 14 px type (Source Sans; 5.4 to 6.8 px in Chromium, so this
+#: is an upper bound), the padding around a header (its sort arrow included) and around a cell's text,
+#: and the narrowest column.
+CHAR_PX, HEADER_PAD_PX, CELL_PAD_PX, MIN_COLUMN_PX = 7, 32, 20, 56
+#: The row-selection checkbox column of a table whose rows can be clicked.
+SELECT_COLUMN_PX = 34
+#: The width a table gets on a projector (1024 px, sidebar open, inside an expander): a table of at
+#: most this many pixels shows every column without a sideways scroll.
+TABLE_WIDTH_PX = 528
 
 
 def label_of(name: str) -> str:
@@ -80,14 +89,44 @@ def label_of(name: str) -> str:
     return column.label if column is not None else name
 
 
-def column_config(frame: pd.DataFrame) -> dict[str, Any]:
-    """Streamlit column settings for the columns of ``frame``: header, explanation, a width that fits the header."""
-    config: dict[str, Any] = {}
+def column_widths(frame: pd.DataFrame, labels: Mapping[str, str] | None = None) -> dict[str, int]:
+    """Column of a shown frame (:func:`for_display`) -> pixels that hold its header (``labels`` over
+    :data:`COLUMNS`) and its widest cell as :func:`show_table` writes them, so that neither is cut."""
+    texts = _cell_texts(frame)
+    labels = labels or {}
+    widths = {}
     for name in frame.columns:
-        column = COLUMNS.get(str(name))
-        label = column.label if column is not None else str(name)
-        width = max(MIN_COLUMN_PX, HEADER_PAD_PX + HEADER_CHAR_PX * len(label))
-        config[name] = st.column_config.Column(label, help=column.help if column else None, width=width)
+        header = HEADER_PAD_PX + CHAR_PX * len(labels.get(str(name), label_of(str(name))))
+        cells = CELL_PAD_PX + CHAR_PX * max((len(text) for text in texts[name]), default=0)
+        widths[str(name)] = max(MIN_COLUMN_PX, header, cells)
+    return widths
+
+
+def table_width(frame: pd.DataFrame, *, selectable: bool = False, labels: Mapping[str, str] | None = None) -> int:
+    """Pixels :func:`show_table` needs for ``frame`` (as it comes, before :func:`for_display`)."""
+    return sum(column_widths(for_display(frame), labels).values()) + (SELECT_COLUMN_PX if selectable else 0)
+
+
+def column_config(
+    frame: pd.DataFrame, labels: Mapping[str, str] | None = None, *, selectable: bool = False
+) -> dict[str, Any]:
+    """Streamlit column settings for a shown frame: header (``labels`` over :data:`COLUMNS`), explanation,
+    a width that holds the header and every cell. In a table wider than :data:`TABLE_WIDTH_PX` the row's
+    name is pinned, so that the rest scrolls sideways under it (a pinned column is drawn in a lighter
+    grey, so a table that fits leaves it as it is)."""
+    widths = column_widths(frame, labels)
+    wide = sum(widths.values()) + (SELECT_COLUMN_PX if selectable else 0) > TABLE_WIDTH_PX
+    lead = frame.columns[0] if wide and len(frame.columns) and frame.columns[0] in ROW_NAMES else None
+    labels = labels or {}
+    config: dict[str, Any] = {}
+    for name, width in widths.items():
+        column = COLUMNS.get(name)
+        config[name] = st.column_config.Column(
+            labels.get(name, label_of(name)),
+            help=column.help if column else None,
+            width=width,
+            pinned=name == lead or None,
+        )
     return config
 
 
@@ -119,10 +158,8 @@ def for_display(frame: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def as_text_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` as the screen shows it, every cell a string in the one number format, headers as labels:
-    for the HTML report, so it reads like the page it came from."""
-    shown = for_display(frame)
+def _cell_texts(shown: pd.DataFrame) -> pd.DataFrame:
+    """Every cell of a shown frame as the string the screen writes (the one number format, "—" when empty)."""
     formats = number_formats(shown)
     text = shown.astype(object).copy()
     writers = styled_writers()
@@ -131,15 +168,35 @@ def as_text_frame(frame: pd.DataFrame) -> pd.DataFrame:
         text[name] = [
             MISSING if is_missing(v) else (writer(v) if writer is not None else str(v)) for v in shown[name].tolist()
         ]
-    return text.rename(columns={name: label_of(str(name)) for name in shown.columns})
+    return text
+
+
+def as_text_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as the screen shows it, every cell a string in the one number format, headers as labels:
+    for the HTML report, so it reads like the page it came from."""
+    shown = for_display(frame)
+    return _cell_texts(shown).rename(columns={name: label_of(str(name)) for name in shown.columns})
 
 
 def show_table(
-    frame: pd.DataFrame, key: str, *, on_select: Callable[[], None] | None = None, height: int | None = None
+    frame: pd.DataFrame,
+    key: str,
+    *,
+    on_select: Callable[[], None] | None = None,
+    height: int | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> None:
-    """Draw ``frame`` readably; with ``on_select``, a click on a row selects it (one row) and calls it."""
+    """Draw ``frame`` readably; with ``on_select``, a click on a row selects it (one row) and calls it.
+
+    ``labels``: shorter headers for this table (a caption saying what they stand for), over :data:`COLUMNS`.
+    """
     shown = for_display(frame)
-    options: dict[str, Any] = {"hide_index": True, "key": key, "column_config": column_config(shown)}
+    options: dict[str, Any] = {
+        "hide_index": True,
+        "key": key,
+        "column_config": column_config(shown, labels, selectable=on_select is not None),
+        "placeholder": MISSING,  # an empty number cell; the browser's own would read "None"
+    }
     if height is not None:
         options["height"] = height
     if on_select is not None:

@@ -40,6 +40,7 @@ from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
 from specbound.figures.style import Quantity
 from specbound.logspace import exp_array
+from specbound.matrices import Kind
 from specbound.report import layer_frame, terms_frame
 
 ensure_app_entry()
@@ -109,6 +110,10 @@ def terms_table(terms: BoundTerms) -> pd.DataFrame:
     table = terms_frame(analysis, terms)
     table.insert(0, "matrix", labels)
     return table
+
+
+#: The per-layer table's headers on screen, under a caption that says they are sums of c(W; p).
+LAYER_TABLE_LABELS = {f"sum_c_{kind.value}": kind.value for kind in Kind} | {"sum_c": "all kinds"}
 
 
 def kind_table(terms: BoundTerms) -> pd.DataFrame:
@@ -194,14 +199,19 @@ def explorer() -> None:
     if (box := on_demand("Tables per matrix, per layer and per kind (CSV)", EXPLORER_TABLES_KEY)) is not None:
         with box:
             st.caption(
-                "Per matrix: the p used, c(W; p), p* and c(W; p*), then S_p, s_W = γ α⁽ℓ⁾ L and the norms. "
-                "Click a row to open that matrix above; click a header to sort."
+                "Per matrix: the p used, c(W; p), p* and c(W; p*), then S_p, s_W = γ α⁽ℓ⁾ L and the norms "
+                "(scroll sideways; the matrix stays in view). Click a row to open that matrix above; click a "
+                "header to sort."
             )
             table = terms_table(terms)
             show_table(table, "terms_table", on_select=lambda: drilldown.from_table("terms_table"))
             csv_download(table, f"{model_file}-terms.csv", "download_terms", "Download the per-matrix terms (CSV)")
             layers_table = layer_frame(analysis, terms)
-            show_table(layers_table, "layers_table")
+            st.caption(
+                "Per layer: Σ c(W; p) of each kind and of all kinds, and Edelman's layer sum ξ⁽ℓ⁾. The depth "
+                "factors α⁽ℓ⁾ are in the chart below; the CSV has them too."
+            )
+            show_table(layers_table.drop(columns=["log10_alpha"]), "layers_table", labels=LAYER_TABLE_LABELS)
             csv_download(
                 layers_table, f"{model_file}-layers.csv", "download_layers", "Download the per-layer sums (CSV)"
             )

@@ -15,7 +15,7 @@ import streamlit as st
 from dashboard import lab as service
 from dashboard import share
 from dashboard.export import csv_download, show_figure, show_panels
-from dashboard.numbers import format_count
+from dashboard.numbers import MISSING, format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.text import bound_note, format_log_value, plain
@@ -193,6 +193,7 @@ elif view == SWEEP_VIEW:
         service.correlation_view(table),
         hide_index=True,
         key="lab_correlations",
+        placeholder=MISSING,
         column_config=service.correlation_columns(correlation_table.columns),
     )
     st.subheader("Against ours at p*")

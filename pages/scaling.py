@@ -13,7 +13,7 @@ import streamlit as st
 from dashboard import atlas, data, share
 from dashboard import scaling as service
 from dashboard.export import csv_download, file_stem, show_panels
-from dashboard.numbers import format_count
+from dashboard.numbers import MISSING, format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, plain
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width, growth_panel_columns
@@ -139,6 +139,7 @@ if study is not None:
         service.exponents_shown(exponents_table),
         hide_index=True,
         key="scaling_exponents",
+        placeholder=MISSING,
         column_config=service.exponent_columns(),
         column_order=service.EXPONENT_ORDER,
     )
@@ -147,7 +148,9 @@ if study is not None:
     st.subheader("The models")
     models_table = study.models_frame()
     shown_models, model_columns = service.models_shown(models_table)
-    st.dataframe(shown_models, hide_index=True, key="scaling_models_table", column_config=model_columns)
+    st.dataframe(
+        shown_models, hide_index=True, key="scaling_models_table", column_config=model_columns, placeholder=MISSING
+    )
     csv_download(models_table, "scaling-models.csv", "download_scaling_models", "Download the proxies (CSV)")
 
 st.subheader("Not available here")
@@ -167,7 +170,7 @@ else:
         f"{len(missing)} of the 24 BERT Miniatures are neither in the Hugging Face cache nor in an "
         f"opened atlas, so they are not in the study:"
     )
-    st.dataframe(missing, hide_index=True, key="scaling_missing")
+    st.dataframe(missing, hide_index=True, key="scaling_missing", placeholder=MISSING)
     with st.form("scaling_download_form"):
         wanted = st.multiselect(
             "Download and analyse (needs network access to the Hugging Face Hub)",

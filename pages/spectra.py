@@ -106,6 +106,10 @@ if index is not None:
 st.subheader("Every matrix")
 table = profile.to_frame()
 with folded("Norms and ranks (table)"):
+    st.caption(
+        "Sizes, ranks and norms of each matrix (scroll sideways; the matrix stays in view). "
+        "Click a row to open that matrix above."
+    )
     show_table(
         table.assign(matrix=[m.label for m in profile.ids]),
         "spectra_table",

@@ -108,8 +108,12 @@ table = pd.DataFrame(
         "rank": profile.rank,
     }
 )
-# on screen, "p = 0 wins" instead of an empty (NaN) cell; the CSV keeps NaN
-shown = table.assign(first_winning_p=[format_p(p) if p == p else "none: p = 0 wins" for p in table["first_winning_p"]])
+# on screen, "p = 0 wins" instead of an empty (NaN) cell, and the columns that fit a projector: the
+# decades above s*_W are the difference of the two scales shown, the ranks are in the chart above;
+# the CSV keeps every column, and NaN
+shown = table.drop(columns=["decades_above", "rank"]).assign(
+    first_winning_p=[format_p(p) if p == p else "none: p = 0 wins" for p in table["first_winning_p"]]
+)
 with folded("Per matrix (table)"):
     show_table(shown, "break_even_table", on_select=lambda: drilldown.from_table("break_even_table"))
     csv_download(

@@ -68,3 +68,28 @@ def forbid_recomputation(monkeypatch) -> None:
         (np.linalg, "qr"),
     ]:
         monkeypatch.setattr(module, name, forbidden)
+
+
+def table_columns(element) -> dict[str, dict[str, Any]]:
+    """A drawn table's column settings (header, width, pinned) by shown column, as the page sent them."""
+    import json
+
+    return {name: spec for name, spec in json.loads(element.proto.columns).items() if not spec.get("hidden")}
+
+
+def drawn_width(element, *, selectable: bool = False) -> int:
+    """The pixels a drawn table asks for: its columns' widths (and the row-selection column)."""
+    from dashboard.tables import SELECT_COLUMN_PX
+
+    widths = [int(spec["width"]) for spec in table_columns(element).values()]
+    return sum(widths) + (SELECT_COLUMN_PX if selectable else 0)
+
+
+def as_shown(values, kind: str = "number") -> np.ndarray:
+    """``values`` as a table sends them to the browser: each written by the one number format (``kind``:
+    'number', 'log10', 'p', ...) and read back, so a page's table can be checked against the package's
+    numbers exactly, digit for digit of what it shows."""
+    from dashboard.numbers import shown_value, styled_writers
+
+    write = styled_writers()[kind]
+    return np.array([shown_value(write(v)) for v in np.asarray(values, dtype=float).tolist()])

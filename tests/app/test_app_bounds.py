@@ -8,11 +8,11 @@ import math
 
 import numpy as np
 import pytest
-from app_harness import forbid_recomputation, run_clean
+from app_harness import as_shown, drawn_width, forbid_recomputation, run_clean, table_columns
 
 from dashboard.headline import log_one_layer_change, total_texts
 from dashboard.numbers import format_against, format_resolving, format_value
-from dashboard.tables import EXPLORER_TABLES_KEY
+from dashboard.tables import EXPLORER_TABLES_KEY, TABLE_WIDTH_PX
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL, format_log_value
 from specbound.bounds import BoundTerms, PAssignment
 from specbound.figures.bounds import SumsView
@@ -67,7 +67,7 @@ def test_moving_the_global_slider_changes_the_total(free_p_app, rerun, minilm) -
     assert _metric(at, TOTAL_LABEL) == _total_text(terms)
     (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
     assert total.delta == _change_text(terms, minilm.optimal)
-    np.testing.assert_allclose(_terms_table(at)["contribution"], terms.contribution, rtol=1e-12)
+    np.testing.assert_array_equal(_terms_table(at)["contribution"], as_shown(terms.contribution))
 
 
 def test_a_one_layer_change_shows_in_the_headline(free_p_app, rerun, minilm) -> None:
@@ -142,7 +142,7 @@ def test_overrides_per_kind_and_per_layer(free_p_app, rerun, minilm) -> None:
     expected = minilm.evaluate(PAssignment(default=1.0, by_kind={Kind.M_IN: 2.0}, by_layer={3: None}))
     assert _metric(at, TOTAL_LABEL) == _total_text(expected)
     table = _terms_table(at)
-    np.testing.assert_array_equal(table["p"], expected.p)
+    np.testing.assert_array_equal(table["p"], as_shown(expected.p, "p"))  # 0.333 for 1/3, as on screen
     assert set(table.loc[(table["kind"] == "M_in") & (table["layer"] != 3), "p"]) == {2.0}
 
 
@@ -266,6 +266,21 @@ def test_the_tables_are_drawn_when_their_section_opens_and_export_as_csv(bounds_
     assert set(table.loc[table["kind"] == "M_out", "head"]) == {"—"}  # no "None" cells
     (kinds,) = [d.value for d in at.dataframe if "share" in d.value.columns]
     assert list(kinds["kind"]) == ["QK", "V", "M_in", "M_out"]  # the kinds a BERT has: no M_gate
+    (terms,) = [d for d in at.dataframe if "contribution" in d.value.columns]
+    assert table_columns(terms)["matrix"]["pinned"]  # wider than a projector: it scrolls under the matrix
+    # the per-layer sums fit a projector: short headers under a caption, the depth factors in their chart
+    (layers,) = [d for d in at.dataframe if "log10_xi" in d.value.columns]
+    headers = {name: spec["label"] for name, spec in table_columns(layers).items()}
+    assert headers == {
+        "layer": "layer",
+        "sum_c_QK": "QK",
+        "sum_c_V": "V",
+        "sum_c_M_in": "M_in",
+        "sum_c_M_out": "M_out",
+        "sum_c": "all kinds",
+        "log10_xi": "log10 ξ⁽ℓ⁾",
+    }
+    assert drawn_width(layers) <= TABLE_WIDTH_PX
 
 
 def test_kind_shares_at_p_star_in_closed_form(bounds_app, minilm) -> None:
@@ -280,8 +295,9 @@ def test_kind_shares_at_p_star_in_closed_form(bounds_app, minilm) -> None:
     assert expected in [c.value for c in at.caption]
     at.session_state[EXPLORER_TABLES_KEY] = True
     (kinds,) = [d.value for d in run_clean(at).dataframe if "share" in d.value.columns]
-    np.testing.assert_allclose(kinds["sum_c"], [72 * math.sqrt(32 * 384)] * 2 + [6 * 384] * 2, rtol=1e-12)
-    np.testing.assert_allclose(kinds["share"], [head, head, ffn, ffn], rtol=1e-12)
+    # sent as shown: 7,981 for 72 sqrt(32 · 384) = 7,981.29..., and the shares in percent units (38.8: "38.8 %")
+    np.testing.assert_array_equal(kinds["sum_c"], [7981.0, 7981.0, 2304.0, 2304.0])
+    np.testing.assert_array_equal(kinds["share"], [38.8, 38.8, 11.2, 11.2])
 
 
 @pytest.mark.slow  # writes and opens a second checkpoint through the whole app

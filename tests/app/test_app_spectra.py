@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from app_harness import as_shown, table_columns
 
 from dashboard.numbers import format_value
 from specbound.matrices import Kind
@@ -129,11 +130,13 @@ def test_head_heatmaps_match_the_profile(app, rerun, plotly_specs, minilm) -> No
 
 
 def test_matrix_table_is_the_profile_frame_with_readable_headers(app, minilm) -> None:
-    (frame,) = [d.value for d in app.dataframe if "stable_rank" in d.value.columns]
+    (element,) = [d for d in app.dataframe if "stable_rank" in d.value.columns]
+    frame = element.value
+    assert table_columns(element)["matrix"]["pinned"]  # wider than a projector: it scrolls under the matrix
     expected = minilm.profile.to_frame()
     assert list(frame.columns)[:2] == ["matrix", "layer"] and set(expected.columns) <= set(frame.columns)
     assert len(frame) == 156
-    np.testing.assert_allclose(frame["stable_rank"], expected["stable_rank"])
+    np.testing.assert_array_equal(frame["stable_rank"], as_shown(expected["stable_rank"], "log10"))  # as shown
     assert set(frame.loc[frame["kind"] == "M_in", "head"]) == {"—"}  # no "None" cell for per-layer matrices
     assert {b.label for b in app.get("download_button")} >= {
         "Download this table (CSV)",

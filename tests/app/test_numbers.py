@@ -19,7 +19,10 @@ from dashboard.numbers import (
     format_resolving,
     format_value,
     log_difference,
+    screen_values,
+    shown_value,
     significant_digits,
+    styled_table,
     times_in_words,
 )
 from dashboard.tables import as_text_frame
@@ -106,9 +109,50 @@ def test_tables_in_reports_read_like_the_page() -> None:
         }
     )
     shown = as_text_frame(frame)
-    assert list(shown.columns) == ["matrix", "first p > 0 that wins", "share of total", "head", "‖W‖₂ (σ₁)"][:0] or (
-        "‖W‖₂ (σ₁)" in shown.columns and "spectral_norm" not in shown.columns
-    )
+    assert list(shown.columns) == ["matrix", "share of total", "head", "first p that wins", "‖W‖₂ (σ₁)"]
     cells = shown.to_numpy().ravel().tolist()
     assert "65.7 %" in cells and "4.917" in cells and "69.30" in cells and "—" in cells
     assert not any("E" in str(c) or "<NA>" in str(c) or str(c) == "None" for c in cells)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1.499 × 10¹²", 1.499e12),
+        ("1.230 × 10⁻⁴", 1.23e-4),
+        ("20,573", 20573.0),
+        ("−0.96", -0.96),
+        ("65.7 %", 65.7),
+        ("0.333", 0.333),
+        ("—", math.nan),
+    ],
+)
+def test_a_cell_text_reads_back_as_the_number_it_shows(text: str, value: float) -> None:
+    got = shown_value(text)
+    assert got == value or (math.isnan(value) and math.isnan(got))
+
+
+def test_tables_send_the_numbers_they_show_and_still_sort_as_numbers() -> None:
+    frame = pd.DataFrame(
+        {
+            "log10": [25.478918345072017, -0.9575363714034427, math.nan],
+            "share": [0.657439, 0.0004, 1.0],
+            "big": [6.8537e28, 1.0, 2.0],
+            "value": [20573.0291, 1.4986225884e12, 1.2304e-4],
+            "rank": [32, 7, 1],
+        }
+    )
+    formats = {"log10": "log10", "share": "percent", "big": "number", "value": "number", "rank": "integer"}
+    values, kinds = screen_values(frame, formats)
+    assert values["log10"].tolist()[:2] == [25.48, -0.96] and math.isnan(values["log10"].iloc[2])
+    assert values["share"].tolist() == [65.7, 0.04, 100.0] and kinds["share"] == "percent_units"  # "< 0.1 %"
+    assert values["value"].tolist() == [20573.0, 1.499e12, 1.23e-4]
+    assert values["rank"].tolist() == [32, 7, 1] and kinds["rank"] == "integer"
+    # a browser writes 6.8537e28 with an exponent: that column goes as its text
+    assert values["big"].tolist() == ["6.854 × 10²⁸", "1.000", "2.000"] and "big" not in kinds
+    assert frame["log10"].iloc[0] == 25.478918345072017  # the frame itself (and its CSV) keeps every digit
+    shown = styled_table(frame, formats)._translate(False, False)["body"]
+    cells = [[str(cell["display_value"]) for cell in row if cell.get("type") == "td"] for row in shown]
+    assert cells[0] == ["25.48", "65.7 %", "6.854 × 10²⁸", "20,573", "32"]
+    assert cells[1] == ["−0.96", "< 0.1 %", "1.000", "1.499 × 10¹²", "7"]
+    assert cells[2] == ["—", "100.0 %", "2.000", "1.230 × 10⁻⁴", "1"]

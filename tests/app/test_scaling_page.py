@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from app_harness import APP, TIMEOUT_S, run_clean, unescaped
+from app_harness import APP, TIMEOUT_S, as_shown, run_clean, unescaped
 from streamlit.testing.v1 import AppTest
 
 from dashboard.atlas import model_name
@@ -109,8 +109,8 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     assert list(table["against"]) == list(expected["against"])
     for column in ("model", "few_points", "better_fit", "residual_df", "num_sizes"):
         assert list(table[column]) == list(expected[column]), column
-    for column in ("slope", "slope_se", "ci_low", "ci_high", "r_squared_within"):
-        np.testing.assert_allclose(table[column], expected[column], rtol=1e-12, err_msg=column)
+    for column in ("slope", "slope_se", "ci_low", "ci_high", "r_squared_within"):  # sent as shown: 4 digits
+        np.testing.assert_array_equal(table[column], as_shown(expected[column]), err_msg=column)
     pooled = study.exponent(Proxy.OURS, Axis.DEPTH)
     assert pooled.num_groups == 2 and pooled.num_points == 6 and pooled.residual_df == 3
     assert (pooled.num_sizes, pooled.few_points) == (3, False) and pooled.better_fit is not None
@@ -124,6 +124,7 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     assert headers["r_squared_within"] == "r² within groups" and headers["slope_se"] == "± s.e."
     assert headers["ci_low"] == "95% CI low" and headers["few_points"] == "Fewer than 3 sizes"
     assert list(element.proto.column_order) == list(EXPONENT_ORDER)
+    assert [name for name, spec in config.items() if spec.get("pinned")] == ["proxy"]  # the table scrolls under it
     assert "r_squared" not in element.proto.column_order  # counts group intercepts: CSV only
     assert any("r² within groups" in c.value and "log-linearly" in c.value for c in at.caption)
     assert not at.warning  # the family is complete: every curve has its reference
@@ -148,7 +149,9 @@ def test_the_exponents_table_writes_plain_names_and_a_dash_for_empty_cells(study
         "p = 1 (nuclear)",
         "p = 2 (Frobenius)",
     }
-    assert shown.data is frame  # the values stay numbers: the columns sort as numbers
+    # the values stay numbers, so the columns sort as numbers; each is the number its cell shows
+    np.testing.assert_array_equal(shown.data["slope"], as_shown(frame["slope"]))
+    assert shown.data["slope"].dtype == float and shown.data.index.equals(frame.index)
 
 
 def test_the_models_table_names_each_proxy_plainly(scaling_app, study) -> None:
@@ -158,6 +161,8 @@ def test_the_models_table_names_each_proxy_plainly(scaling_app, study) -> None:
     headers = {name: spec["label"] for name, spec in json.loads(element.proto.columns).items() if "label" in spec}
     assert headers["ours"] == "ours (p*)" and headers["edelman_log10"] == "log10 Edelman et al."
     assert not any("_" in label for label in headers.values())
+    pinned = [name for name, spec in json.loads(element.proto.columns).items() if spec.get("pinned")]
+    assert pinned == ["name"]  # the proxies scroll sideways under the model's name
     shown, _ = models_shown(study.models_frame())
     body = shown._translate(False, False)["body"]
     cells = [str(cell["display_value"]) for row in body for cell in row if cell.get("type") == "td"]

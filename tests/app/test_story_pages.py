@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from app_harness import as_shown, drawn_width, table_columns
 
 from dashboard.baseline import PIN_KEY, TWIN_KEY, twin_analysis
 from dashboard.drilldown import head_cell, p_star_cell
 from dashboard.numbers import format_change, format_value
+from dashboard.tables import TABLE_WIDTH_PX
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
 from dashboard.vocabulary import TERMS
 from pages.compare import WHY_AGREE
@@ -63,10 +65,17 @@ def test_why_page_shows_p_star_ranks_and_break_even(landing_app, rerun, figure_t
     ranks = figure_titled(at, "QK rank: 72 of 72 at the maximum")["data"][0]
     np.testing.assert_array_equal(ranks["z"], minilm.profile.per_head(minilm.profile.rank, Kind.QK))
     assert ranks["zmin"] == 0 and ranks["zmax"] == 32  # colours span [0, d]: a full-rank model reads as full
-    (table,) = [d.value for d in at.dataframe if "log10_break_even" in d.value.columns]
+    (element,) = [d for d in at.dataframe if "log10_break_even" in d.value.columns]
+    table = element.value
+    # the columns that fit a projector (the decades above s*_W and the ranks are in the charts and the CSV)
+    assert list(table.columns) == ["matrix", "p_opt", "log10_scale", "log10_break_even", "first_winning_p"]
+    assert drawn_width(element, selectable=True) <= TABLE_WIDTH_PX
+    assert not any(spec.get("pinned") for spec in table_columns(element).values())  # it fits: nothing pinned
     even = break_even(minilm)
-    np.testing.assert_allclose(table["log10_break_even"], even.log10_break_even, rtol=1e-12)
-    np.testing.assert_allclose(table["log10_scale"], even.log10_scale, rtol=1e-12)
+    # the package's numbers, sent as shown (two decimals of a log10): no digit in the page that is not on screen
+    np.testing.assert_array_equal(table["log10_break_even"], as_shown(even.log10_break_even, "log10"))
+    np.testing.assert_array_equal(table["log10_scale"], as_shown(even.log10_scale, "log10"))
+    assert table["log10_scale"].iloc[0] != even.log10_scale[0]  # 25.48, not 25.478918...
     assert set(table["first_winning_p"]) == {"none: p = 0 wins"}
     at.radio(key="rank_kind").set_value("M_in")
     rerun(at)

@@ -128,7 +128,24 @@ def _open(page, url: str, heading: str) -> None:
     page.wait_for_timeout(400)
 
 
+#: The text of every table cell the browser keeps in the page (its table for screen readers): the values
+#: the page sent, which are what the grid sorts, copies and reads aloud.
+TABLE_CELLS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"] td')]
+    .map(td => td.textContent)"""
+
+
+def _check_table_cells(page, where: str) -> list[str]:
+    """No table cell in the page carries more digits than the screen shows, an exponent or "None"."""
+    cells = page.evaluate(TABLE_CELLS)
+    for cell in cells:
+        assert cell not in ("None", "nan", "NaN", "<NA>") and not re.search(r"\d[eE][+-]?\d", cell), (where, cell)
+        for number in re.findall(r"\d+\.\d+", cell):
+            assert _significant(number) <= DIGITS + 1, (where, cell)
+    return cells
+
+
 def _check_numbers(page, where: str) -> None:
+    _check_table_cells(page, where)
     text, charts = page.evaluate(PAGE_TEXT)
     for shown in (text, charts):
         assert not re.search(r"\d[eE][+-]?\d", shown), (where, re.findall(r".{20}\d[eE][+-]?\d.{5}", shown)[:3])
@@ -321,6 +338,40 @@ def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page) -> 
                 tops = [page.locator(f".st-key-p_star_map_{n}").bounding_box()["y"] for n in range(3)]
                 assert tops == sorted(tops) and len(set(tops)) == 3, tops
             _whole_page_screenshot(page, f"product-lab-model-{path}-{width}", viewport)
+
+
+#: Each table's key (or where it sits) -> its width and the width of its columns, scrolled or not.
+TABLE_WIDTHS = """(where) => Object.fromEntries(Object.entries(where).map(([name, [css, n]]) => {
+    const table = document.querySelectorAll(css + ' [data-testid="stDataFrame"]')[n];
+    const scroller = table && table.querySelector('.dvn-scroller');
+    return [name, scroller ? [scroller.clientWidth, scroller.scrollWidth] : null];
+}))"""
+
+
+def test_tables_that_fit_a_projector_show_every_column(server: str, browser_page) -> None:
+    """At 1024 x 768 with the sidebar open, the break-even table, the per-layer sums and the kinds' sums
+    show every column without a sideways scroll, on the bundled model and on a lab model."""
+    from specbound.lab.reference import REFERENCE_DIR
+
+    page = browser_page
+    page.set_viewport_size(PROJECTOR)
+    lab = f"model=atlas:{(REFERENCE_DIR / 'atlas.npz').resolve()}%23{LAB_MODEL}"
+    pages = {
+        "why": ("Why p* wins", {"break-even": (".st-key-break_even_table", 0)}),
+        "bounds": (
+            "Bound explorer",
+            {"per layer": ('[data-testid="stExpander"]', 1), "per kind": ('[data-testid="stExpander"]', 2)},
+        ),
+    }
+    for query in ("", lab):
+        for path, (heading, tables) in pages.items():
+            _open(page, f"{server}/{path}?{query}&show_tables=1", heading)
+            widths = page.evaluate(TABLE_WIDTHS, tables)
+            assert _check_table_cells(page, f"{path}?{query}"), path  # the tables' cells are in the page
+            for name, shown in widths.items():
+                assert shown is not None, (path, name, query)
+                visible, needed = shown
+                assert needed <= visible + 1, (path, name, query, shown)
 
 
 def test_the_training_progress_shows_near_the_button(server: str, browser_page) -> None:
