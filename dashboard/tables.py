@@ -131,13 +131,15 @@ def column_config(
 
 
 def number_formats(frame: pd.DataFrame) -> dict[str, str]:
-    """Column -> how its numbers are written (the numeric columns of :data:`COLUMNS` with a format)."""
+    """Column -> how its numbers are written: the format :data:`COLUMNS` gives a numeric column, else
+    'number' for any column of floats (Compare's "model" and "baseline" hold Σ c values, where other
+    tables hold the model's name)."""
     formats = {}
     for name in frame.columns:
         column = COLUMNS.get(str(name))
         if column is not None and column.format is not None and pd.api.types.is_numeric_dtype(frame[name]):
             formats[str(name)] = column.format
-        elif column is None and pd.api.types.is_float_dtype(frame[name]):
+        elif pd.api.types.is_float_dtype(frame[name]):
             formats[str(name)] = "number"
     return formats
 

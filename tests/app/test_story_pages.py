@@ -120,6 +120,10 @@ def test_compare_with_the_random_twin(landing_app, rerun, figure_titled, minilm)
     np.testing.assert_allclose(bars[1]["x"], [comparison.baseline.log10[k] for k in ("ours_opt", "ours_at", "edelman")])
     (layers,) = [d.value for d in at.dataframe if "layer" in d.value.columns]
     np.testing.assert_allclose(layers["difference"], comparison.per_layer_difference, atol=1e-9)
+    # Σ c(W; p*) per kind in the one format, as on screen: 72 sqrt(32 · 384) = 7,981.29... and 6 · 384
+    (kinds,) = [d.value for d in at.dataframe if "kind" in d.value.columns]
+    assert kinds["model"].tolist() == kinds["baseline"].tolist() == [7981.0, 7981.0, 2304.0, 2304.0]
+    np.testing.assert_array_equal(layers["model"], as_shown(np.exp(comparison.log_layer_sums_model)))
     overlay = figure_titled(at, "Spectra overlaid: M_in, layer 0")["data"]
     assert {t["name"] for t in overlay if t.get("showlegend")} == {"minilm-l6", twin.profile.model}
     assert at.query_params["baseline"] == "twin:minilm-l6"
