@@ -163,8 +163,8 @@ def screen_values(frame: pd.DataFrame, formats: dict[str, str]) -> tuple[pd.Data
     copies them and writes them out for screen readers. Sent whole, "25.478918345072017" would sit in
     the page beside the "25.48" on screen; sent as shown, every number on the page has the digits of
     the one format, and the columns still sort as numbers. Shares travel in percent units (65.7 for
-    "65.7 %"). A column with a value a browser would write with an exponent (beyond 10²¹) is sent as
-    its text; it then sorts as text. Returns the values and the formats that write them (the kind
+    "65.7 %"). A column with a value a browser would write with an exponent (from 10²¹, or under 10⁻⁶
+    but not 0) is sent as its text; it then sorts as text. Returns the values and the formats that write them (the kind
     'percent_units' for shares). The CSV downloads keep every digit.
     """
     import pandas as pd
