@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 from specbound.cache import default_cache_dir
 from specbound.errors import SpecboundError
@@ -53,6 +54,7 @@ from specbound.profile import SpectralProfile
 from specbound.progress import ProgressEvent
 
 from . import atlas, data, safety
+from .numbers import styled_table
 from .share import Codec
 from .vocabulary import measure_name
 
@@ -278,17 +280,15 @@ def correlation_table(table: tuple[MeasureCorrelation, ...]) -> pd.DataFrame:
     return correlations_frame(table)
 
 
-#: Decimals of every τ and ψ on screen (their columns' format, "%+.3f").
-TAU_DECIMALS = 3
-
-
-def correlation_view(table: tuple[MeasureCorrelation, ...]) -> pd.DataFrame:
+def correlation_view(table: tuple[MeasureCorrelation, ...]) -> Styler:
     """:func:`correlation_table` as the page shows it: each measure in plain words, not its short name,
-    and each τ and ψ to the decimals shown, which is also what the browser's table keeps to sort, copy
-    and read aloud (see :func:`dashboard.numbers.screen_values`); ``correlations.csv`` keeps every digit."""
+    and each τ and ψ signed to three decimals (:func:`dashboard.numbers.styled_table`, which also sends
+    them as shown); ``correlations.csv`` keeps every digit."""
     frame = correlation_table(table)
-    floats = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c]) and not c.startswith("groups")]
-    return frame.assign(measure=[measure_name(m) for m in frame["measure"]]).round(dict.fromkeys(floats, TAU_DECIMALS))
+    signed = {
+        c: "signed" for c in frame.columns if pd.api.types.is_float_dtype(frame[c]) and not c.startswith("groups")
+    }
+    return styled_table(frame.assign(measure=[measure_name(m) for m in frame["measure"]]), signed)
 
 
 #: The measure the lab's sweep reads the others against: the spectrum-adaptive proxy at p*.
@@ -342,33 +342,31 @@ def correlation_columns(columns: pd.Index) -> dict[str, object]:
     definitions = "; ".join(f"{m.name}: {m.definition}" for m in correlated_measures())
     config: dict[str, object] = {
         "measure": text("Measure", help=f"{definitions} (see the README)."),
-        "kendall_tau": number("Kendall τ", format="%+.3f", help="τ-b with the gap over all runs."),
+        "kendall_tau": number("Kendall τ", help="τ-b with the gap over all runs."),
         "granulated_tau": number(
             "Granulated τ",
-            format="%+.3f",
             help="Jiang et al. (2020): mean over axes of the mean τ among runs differing in that axis alone.",
         ),
         "runs": number("Runs", help="Runs with a finite measure and gap."),
-        "kendall_tau_ci_low": number("τ 95 % low", format="%+.3f", help="Percentile bootstrap over runs."),
-        "kendall_tau_ci_high": number("τ 95 % high", format="%+.3f", help="Percentile bootstrap over runs."),
+        "kendall_tau_ci_low": number("τ 95 % low", help="Percentile bootstrap over runs."),
+        "kendall_tau_ci_high": number("τ 95 % high", help="Percentile bootstrap over runs."),
         "granulated_tau_ci_low": number(
-            "granulated 95 % low", format="%+.3f", help="Percentile bootstrap over the groups of every axis."
+            "granulated 95 % low", help="Percentile bootstrap over the groups of every axis."
         ),
         "granulated_tau_ci_high": number(
-            "granulated 95 % high", format="%+.3f", help="Percentile bootstrap over the groups of every axis."
+            "granulated 95 % high", help="Percentile bootstrap over the groups of every axis."
         ),
-        "kendall_tau_a": number("τ-a", format="%+.3f", help="Ties count as neither agreement nor disagreement."),
+        "kendall_tau_a": number("τ-a", help="Ties count as neither agreement nor disagreement."),
         "groups": number("Groups", help="Groups behind the granulated τ, over all axes."),
     }
     for column in columns:
         if column.startswith("psi_") and column.endswith(("_ci_low", "_ci_high")):
             axis = column.removeprefix("psi_").removesuffix("_ci_low").removesuffix("_ci_high")
             end = "low" if column.endswith("_ci_low") else "high"
-            config[column] = number(f"ψ {axis} 95 % {end}", format="%+.3f", help="Bootstrap over this axis's groups.")
+            config[column] = number(f"ψ {axis} 95 % {end}", help="Bootstrap over this axis's groups.")
         elif column.startswith("psi_"):
             config[column] = number(
                 f"ψ {column.removeprefix('psi_')}",
-                format="%+.3f",
                 help="Mean τ-a among runs that differ in this axis alone (empty: no group).",
             )
         elif column.startswith("groups_"):

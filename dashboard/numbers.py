@@ -115,7 +115,7 @@ def is_missing(value: object) -> bool:
 
 def styled_writers() -> dict[str, Callable[[Any], str]]:
     """How each kind of table column writes a cell: 'number', 'percent' (a fraction), 'percent_units'
-    (a share in percent), 'p', 'log10', 'integer'."""
+    (a share in percent), 'p', 'log10', 'integer', 'signed' (a correlation, three decimals)."""
 
     def guard(write: Callable[[Any], str]) -> Callable[[Any], str]:
         return lambda v: MISSING if is_missing(v) else write(v)
@@ -127,6 +127,7 @@ def styled_writers() -> dict[str, Callable[[Any], str]]:
         "p": guard(lambda v: format_p(float(v))),
         "log10": guard(lambda v: format_log10(float(v))),
         "integer": guard(lambda v: format_integer(int(v))),
+        "signed": guard(lambda v: f"{float(v):+.3f}".replace("-", MINUS)),  # a rank correlation: "+0.312"
     }
 
 
@@ -156,7 +157,9 @@ def _sent_value(text: str, value: Any, scale: float) -> float:
         return float(f"{float(value) * scale:.{DIGITS}g}")
 
 
-def screen_values(frame: pd.DataFrame, formats: dict[str, str]) -> tuple[pd.DataFrame, dict[str, str]]:
+def screen_values(
+    frame: pd.DataFrame, formats: dict[str, str], texts: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, dict[str, str]]:
     """The values a table sends to the browser: each formatted number as its text shows it.
 
     The browser's table keeps the values it is sent as well as the text it draws: it sorts by them,
@@ -165,7 +168,8 @@ def screen_values(frame: pd.DataFrame, formats: dict[str, str]) -> tuple[pd.Data
     the one format, and the columns still sort as numbers. Shares travel in percent units (65.7 for
     "65.7 %"). A column with a value a browser would write with an exponent (from 10²¹, or under 10⁻⁶
     but not 0) is sent as its text; it then sorts as text. Returns the values and the formats that write them (the kind
-    'percent_units' for shares). The CSV downloads keep every digit.
+    'percent_units' for shares). ``texts``: the cells already written (the same writers), so that a
+    table sized from its texts does not write them twice. The CSV downloads keep every digit.
     """
     import pandas as pd
 
@@ -175,16 +179,16 @@ def screen_values(frame: pd.DataFrame, formats: dict[str, str]) -> tuple[pd.Data
     for column, kind in formats.items():
         if kind == "integer" or column not in values.columns:
             continue
-        texts = [writers[kind](v) for v in frame[column].tolist()]
+        written = texts[column].tolist() if texts is not None else [writers[kind](v) for v in frame[column].tolist()]
         scale = 100.0 if kind == "percent" else 1.0
         numbers = pd.Series(
-            [_sent_value(t, v, scale) for t, v in zip(texts, frame[column].tolist(), strict=True)],
+            [_sent_value(t, v, scale) for t, v in zip(written, frame[column].tolist(), strict=True)],
             index=frame.index,
             dtype=float,
         )
         magnitudes = numbers.abs()[numbers.notna() & (numbers != 0)]
         if ((magnitudes >= JS_PLAIN_MAX) | (magnitudes < JS_PLAIN_MIN)).any():
-            values[column] = texts
+            values[column] = written
             del kinds[column]
         else:
             values[column] = numbers
@@ -192,13 +196,14 @@ def screen_values(frame: pd.DataFrame, formats: dict[str, str]) -> tuple[pd.Data
     return values, kinds
 
 
-def styled_table(frame: pd.DataFrame, formats: dict[str, str]) -> Styler:
+def styled_table(frame: pd.DataFrame, formats: dict[str, str], texts: pd.DataFrame | None = None) -> Styler:
     """``frame`` with its numbers written by this module on screen and sent as they are shown
     (:func:`screen_values`: columns sort as numbers, and no digit is in the page that is not on
-    screen): ``formats`` maps a column to 'number', 'percent', 'p', 'log10' or 'integer'; other
-    columns only show :data:`MISSING` for an empty cell."""
+    screen): ``formats`` maps a column to a kind of :func:`styled_writers` ('number', 'percent',
+    'p', 'log10', 'integer', 'signed'); other columns only show :data:`MISSING` for an empty cell.
+    ``texts``: the cells already written, as :func:`screen_values` takes them."""
     writers = styled_writers()
-    values, kinds = screen_values(frame, formats)
+    values, kinds = screen_values(frame, formats, texts)
     styler = values.style
     for column in values.columns:
         kind = kinds.get(str(column))

@@ -89,10 +89,13 @@ def label_of(name: str) -> str:
     return column.label if column is not None else name
 
 
-def column_widths(frame: pd.DataFrame, labels: Mapping[str, str] | None = None) -> dict[str, int]:
+def column_widths(
+    frame: pd.DataFrame, labels: Mapping[str, str] | None = None, texts: pd.DataFrame | None = None
+) -> dict[str, int]:
     """Column of a shown frame (:func:`for_display`) -> pixels that hold its header (``labels`` over
-    :data:`COLUMNS`) and its widest cell as :func:`show_table` writes them, so that neither is cut."""
-    texts = _cell_texts(frame)
+    :data:`COLUMNS`) and its widest cell as :func:`show_table` writes them (``texts``, when they are
+    written already), so that neither is cut."""
+    texts = _cell_texts(frame) if texts is None else texts
     labels = labels or {}
     widths = {}
     for name in frame.columns:
@@ -108,13 +111,17 @@ def table_width(frame: pd.DataFrame, *, selectable: bool = False, labels: Mappin
 
 
 def column_config(
-    frame: pd.DataFrame, labels: Mapping[str, str] | None = None, *, selectable: bool = False
+    frame: pd.DataFrame,
+    labels: Mapping[str, str] | None = None,
+    *,
+    selectable: bool = False,
+    texts: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Streamlit column settings for a shown frame: header (``labels`` over :data:`COLUMNS`), explanation,
     a width that holds the header and every cell. In a table wider than :data:`TABLE_WIDTH_PX` the row's
     name is pinned, so that the rest scrolls sideways under it (a pinned column is drawn in a lighter
     grey, so a table that fits leaves it as it is)."""
-    widths = column_widths(frame, labels)
+    widths = column_widths(frame, labels, texts)
     wide = sum(widths.values()) + (SELECT_COLUMN_PX if selectable else 0) > TABLE_WIDTH_PX
     lead = frame.columns[0] if wide and len(frame.columns) and frame.columns[0] in ROW_NAMES else None
     labels = labels or {}
@@ -193,17 +200,18 @@ def show_table(
     ``labels``: shorter headers for this table (a caption saying what they stand for), over :data:`COLUMNS`.
     """
     shown = for_display(frame)
+    texts = _cell_texts(shown)  # written once: for the widths and for the values sent
     options: dict[str, Any] = {
         "hide_index": True,
         "key": key,
-        "column_config": column_config(shown, labels, selectable=on_select is not None),
+        "column_config": column_config(shown, labels, selectable=on_select is not None, texts=texts),
         "placeholder": MISSING,  # an empty number cell; the browser's own would read "None"
     }
     if height is not None:
         options["height"] = height
     if on_select is not None:
         options.update(on_select=on_select, selection_mode="single-row")
-    st.dataframe(styled_table(shown, number_formats(shown)), **options)
+    st.dataframe(styled_table(shown, number_formats(shown), texts), **options)
 
 
 def selected_row(key: str) -> int | None:

@@ -156,3 +156,6 @@ def test_tables_send_the_numbers_they_show_and_still_sort_as_numbers() -> None:
     assert cells[0] == ["25.48", "65.7 %", "6.854 × 10²⁸", "20,573", "32"]
     assert cells[1] == ["−0.96", "< 0.1 %", "1.000", "1.499 × 10¹²", "7"]
     assert cells[2] == ["—", "100.0 %", "2.000", "1.230 × 10⁻⁴", "1"]
+    taus = styled_table(pd.DataFrame({"tau": [0.31249, -0.0152]}), {"tau": "signed"})
+    assert taus.data["tau"].tolist() == [0.312, -0.015]  # a rank correlation: signed, three decimals
+    assert [row[1]["display_value"] for row in taus._translate(False, False)["body"]] == ["+0.312", "−0.015"]

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from app_harness import APP, TIMEOUT_S, as_shown, run_clean, unescaped
+from app_harness import APP, TIMEOUT_S, as_shown, run_clean, table_columns, unescaped
 from streamlit.testing.v1 import AppTest
 
 from dashboard.atlas import model_name
@@ -161,7 +161,7 @@ def test_the_models_table_names_each_proxy_plainly(scaling_app, study) -> None:
     headers = {name: spec["label"] for name, spec in json.loads(element.proto.columns).items() if "label" in spec}
     assert headers["ours"] == "ours (p*)" and headers["edelman_log10"] == "log10 Edelman et al."
     assert not any("_" in label for label in headers.values())
-    pinned = [name for name, spec in json.loads(element.proto.columns).items() if spec.get("pinned")]
+    pinned = [name for name, spec in table_columns(element).items() if spec.get("pinned")]
     assert pinned == ["name"]  # the proxies scroll sideways under the model's name
     shown, _ = models_shown(study.models_frame())
     body = shown._translate(False, False)["body"]

@@ -74,3 +74,15 @@ def test_the_row_name_is_pinned_only_in_a_table_wider_than_a_projector() -> None
 def test_a_table_without_a_row_name_pins_nothing() -> None:
     frame = pd.DataFrame({"rank": [1], "spectral_norm": [2.0]}).assign(note=["x" * 100])
     assert table_width(frame) > TABLE_WIDTH_PX and _pinned(frame) == []
+
+
+def test_cells_written_once_send_the_same_values() -> None:
+    """show_table writes its cells once, for the widths and for the values sent: the same as writing them twice."""
+    from dashboard.numbers import styled_table
+    from dashboard.tables import _cell_texts, number_formats
+
+    shown = for_display(_frame().assign(share=[0.657439, 0.0004]))
+    formats = number_formats(shown)
+    once, twice = styled_table(shown, formats, _cell_texts(shown)), styled_table(shown, formats)
+    pd.testing.assert_frame_equal(once.data, twice.data)
+    assert once.data["share"].tolist() == [65.7, 0.04] and once.data["spectral_norm"].tolist() == [1.5e12, 3.0]
