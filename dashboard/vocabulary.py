@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from .text import plain
+
 
 @dataclass(frozen=True)
 class Term:
@@ -122,11 +124,12 @@ def measure_name(measure: str) -> str:
 
 
 def help_for(key: str) -> str:
-    """The hover text of a term: 'p*: the p on the grid …'."""
+    """The hover text of a term: 'p*: the p on the grid …', escaped for markdown (a hover renders it)."""
     term = TERMS[key]
-    return f"{term.symbol}: {term.meaning}"
+    return plain(f"{term.symbol}: {term.meaning}")
 
 
 def glossary_markdown() -> str:
-    """The glossary as a markdown list (the Overview's)."""
-    return "\n".join(f"- **{term.symbol}**: {term.meaning}" for term in TERMS.values())
+    """The glossary as a markdown list (the Overview's). Symbols and meanings are escaped: the stars of
+    "s*_W" and "p*" would otherwise pair into italics."""
+    return "\n".join(f"- **{plain(term.symbol)}**: {plain(term.meaning)}" for term in TERMS.values())

@@ -44,9 +44,12 @@ def test_overview_is_the_landing_page_with_the_package_numbers(landing_app, mini
     links = at.get("page_link")
     labels = [label for _, label, _, _ in TOUR]
     assert [link.proto.label for link in links] == labels + labels  # the short tour at the top, then explained
-    glossary = next(t for t in texts if t.startswith("- **Ours at p*"))
+    glossary = next(t for t in texts if t.startswith(f"- **{plain('Ours at p*')}"))
     for symbol in ("QK", "V", "M_in", "M_out", "α⁽ℓ⁾ (depth factor)", "γ (local factor)", "s_W (scale)", "P_m"):
-        assert f"**{symbol}**" in glossary
+        assert f"**{plain(symbol)}**" in glossary
+    # escaped: the stars of "s*_W" and "p*" in one line no longer pair into italics
+    assert f"**{plain('decades above s*_W')}**: {plain(TERMS['decades_above'].meaning)}" in glossary
+    assert "s\\*\\_W" in glossary and "s*_W" not in glossary
     assert len(TERMS) == glossary.count("\n") + 1
     assert sum(BOUND_NOTE in c.value for c in at.caption) == 1
 
