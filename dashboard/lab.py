@@ -56,6 +56,7 @@ from specbound.progress import ProgressEvent
 from . import atlas, data, safety
 from .numbers import styled_table
 from .share import Codec
+from .tables import column_width
 from .vocabulary import measure_name
 
 #: How a lab model is named wherever it is shown (never as a BERT Miniature).
@@ -341,7 +342,13 @@ def correlation_columns(columns: pd.Index) -> dict[str, object]:
     number, text = st.column_config.NumberColumn, st.column_config.TextColumn
     definitions = "; ".join(f"{m.name}: {m.definition}" for m in correlated_measures())
     config: dict[str, object] = {
-        "measure": text("Measure", help=f"{definitions} (see the README)."),
+        # as wide as the longest name, and in view while the τ and ψ columns scroll sideways
+        "measure": text(
+            "Measure",
+            help=f"{definitions} (see the README).",
+            width=column_width("Measure", (measure_name(m.name) for m in correlated_measures())),
+            pinned=True,
+        ),
         "kendall_tau": number("Kendall τ", help="τ-b with the gap over all runs."),
         "granulated_tau": number(
             "Granulated τ",

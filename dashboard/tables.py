@@ -11,7 +11,7 @@ pinned while a table wider than the page scrolls sideways.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +89,12 @@ def label_of(name: str) -> str:
     return column.label if column is not None else name
 
 
+def column_width(header: str, cells: Iterable[str]) -> int:
+    """Pixels that hold a column's header and its widest cell (as written on screen), so neither is cut."""
+    widest = max((len(text) for text in cells), default=0)
+    return max(MIN_COLUMN_PX, HEADER_PAD_PX + CHAR_PX * len(header), CELL_PAD_PX + CHAR_PX * widest)
+
+
 def column_widths(
     frame: pd.DataFrame, labels: Mapping[str, str] | None = None, texts: pd.DataFrame | None = None
 ) -> dict[str, int]:
@@ -99,9 +105,7 @@ def column_widths(
     labels = labels or {}
     widths = {}
     for name in frame.columns:
-        header = HEADER_PAD_PX + CHAR_PX * len(labels.get(str(name), label_of(str(name))))
-        cells = CELL_PAD_PX + CHAR_PX * max((len(text) for text in texts[name]), default=0)
-        widths[str(name)] = max(MIN_COLUMN_PX, header, cells)
+        widths[str(name)] = column_width(labels.get(str(name), label_of(str(name))), texts[name])
     return widths
 
 

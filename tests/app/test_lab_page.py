@@ -10,10 +10,11 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from app_harness import APP, TIMEOUT_S, run_clean
+from app_harness import APP, TIMEOUT_S, run_clean, table_columns
 from streamlit.testing.v1 import AppTest
 
 from dashboard import lab as service
+from dashboard.tables import CELL_PAD_PX, CHAR_PX
 from dashboard.text import OPTIMAL_LABEL, format_log_value
 from dashboard.vocabulary import MEASURE_NAMES, measure_name
 from specbound.atlas import load_atlas
@@ -156,6 +157,11 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
     )
     assert not expected[taus].equals(expected[taus].round(3))  # the CSV has more digits than the screen
     assert (shown["runs"] == 48).all()
+    # the longest measure name whole ("power-law exponent α of the spectra" was cut), in view while scrolling
+    (element,) = [d for d in at.dataframe if "granulated_tau" in d.value.columns]
+    measure = table_columns(element)["measure"]
+    longest = max(shown["measure"], key=len)
+    assert measure["width"] >= CELL_PAD_PX + CHAR_PX * len(longest) and measure["pinned"], (measure, longest)
 
     # one chart per measure (three to a row, stacked on a phone), its τ and intervals in the subtitle
     assert "**Each measure against the gap over the final checkpoints of 48 runs**" in [m.value for m in at.markdown]

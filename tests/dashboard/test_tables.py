@@ -13,6 +13,7 @@ from dashboard.tables import (
     SELECT_COLUMN_PX,
     TABLE_WIDTH_PX,
     column_config,
+    column_width,
     column_widths,
     for_display,
     table_width,
@@ -36,6 +37,12 @@ def test_a_column_holds_its_header_and_its_widest_cell_as_written() -> None:
     assert widths["spectral_norm"] == CELL_PAD_PX + CHAR_PX * len("1.500 × 10¹²")  # as the screen writes it
     assert widths["rank"] == HEADER_PAD_PX + CHAR_PX * len("rank")  # the header is wider than "32"
     assert widths["p_opt"] == MIN_COLUMN_PX  # "p*" and "0.500" are narrower than a column can be
+
+
+def test_a_column_width_from_a_header_and_cells_of_their_own() -> None:
+    assert column_width("Measure", ["power-law exponent α of the spectra"]) == CELL_PAD_PX + CHAR_PX * 35
+    assert column_width("a long header here", ["x"]) == HEADER_PAD_PX + CHAR_PX * 18
+    assert column_width("p", []) == MIN_COLUMN_PX
 
 
 def test_a_shorter_header_for_one_table_narrows_its_column() -> None:
