@@ -173,7 +173,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from .checkpoints import is_cached
+    from .checkpoints.hub import is_cached
     from .families import supported_model_types
     from .models import catalog
 

@@ -39,7 +39,8 @@ from threadpoolctl import threadpool_limits
 from .architecture import Kind, ModelShape
 from .backend import Backend, BackendSpec, get_backend
 from .cache import ProfileCache
-from .checkpoints import Checkpoint, MappedMatrix, fetch, fingerprint, open_checkpoint, read_config, start_download
+from .checkpoints.checkpoint import Checkpoint, MappedMatrix, fingerprint, open_checkpoint, read_config
+from .checkpoints.hub import fetch, start_download
 from .defaults import LARGE_NORM_11
 from .limits import layer_peak_bytes
 from .matrices import MLP_WEIGHT_FIELDS, attention_heads, mlp_matrix
@@ -60,7 +61,7 @@ MAX_LAYER_WORKERS: int = 8
 
 class LayerSource(Protocol):
     """One layer's weights, read on demand: :class:`~specbound.matrices.LayerWeights` (in memory) or
-    :class:`~specbound.checkpoints.StreamedLayer` (from the checkpoint, part by part)."""
+    :class:`~specbound.checkpoints.checkpoint.StreamedLayer` (from the checkpoint, part by part)."""
 
     def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 
@@ -263,7 +264,7 @@ def _finish(
 
 class ResumeEntries:
     """Finished layers of one analysis in the profile cache, keyed by the layer's own revision
-    (:meth:`Checkpoint.layer_revision <specbound.checkpoints.Checkpoint.layer_revision>`) and the
+    (:meth:`Checkpoint.layer_revision <specbound.checkpoints.checkpoint.Checkpoint.layer_revision>`) and the
     backend that computed them (and whether with every (1,1) norm), so that a resumed analysis
     reproduces an uninterrupted one exactly."""
 

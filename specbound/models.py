@@ -10,7 +10,7 @@ Accepted names (SPEC §5), tried in this order:
 * ``owner/name``: a Hugging Face Hub repository id; ``owner/name@REVISION`` (and ``L{l}-H{h}@REVISION``)
   names a branch, tag or commit of it, e.g. Pythia's ``EleutherAI/pythia-160m@step1000``.
 
-Resolution is pure string and path work; fetching files is :mod:`specbound.checkpoints`' job and
+Resolution is pure string and path work; fetching files is :mod:`specbound.checkpoints.hub`'s job and
 reading atlases :mod:`specbound.atlas`'s, both dispatched by :func:`specbound.loading.load_profile`.
 """
 
@@ -283,7 +283,7 @@ def catalog(is_cached: Callable[[str], bool]) -> list[CatalogEntry]:
     marking which open offline.
 
     ``is_cached(repo_id)`` says whether a Hub repository is in the local cache; that is the Hub
-    code's business (:func:`specbound.checkpoints.is_cached`), passed in so this module stays pure.
+    code's business (:func:`specbound.checkpoints.hub.is_cached`), passed in so this module stays pure.
     """
     entries = [CatalogEntry(DEFAULT_MODEL, BUNDLED_REPO_ID, 6, 384, 12, available_offline=_bundled_present())]
     for layers in MINIATURE_LAYERS:

@@ -357,7 +357,7 @@ def test_pickled_shards_are_released_after_their_last_layer(tmp_path) -> None:
     directory = write_sharded_bin(tmp_path)
     checkpoint = open_checkpoint(directory)
     reader = checkpoint._reader
-    assert reader._state_dicts == {}  # nothing is loaded before a layer needs it
+    assert reader.held() == []  # nothing is loaded before a layer needs it
     held = []
     last_layer = {}
     for index in range(LAYERS):
@@ -367,10 +367,10 @@ def test_pickled_shards_are_released_after_their_last_layer(tmp_path) -> None:
         layer.attention_weights()
         for field in ("gate", "ffn_in", "ffn_out"):
             layer.mlp_weight(field)
-        held.append(sorted(p.name for p in reader._state_dicts))
+        held.append(sorted(p.name for p in reader.held()))
         # every shard still held is one this layer reads
         assert set(held[-1]) <= {p.name for p in checkpoint.shards(index)}
-    assert reader._state_dicts == {}  # all released at the end
+    assert reader.held() == []  # all released at the end
     assert len({name for names in held for name in names}) >= 3  # the layers really came from several shards
     profile = load_profile(str(directory), use_cache=False)
     reference = load_profile(str(tmp_path / "st"), use_cache=False)

@@ -349,6 +349,7 @@ def test_a_config_of_nested_brackets_is_one_error_box(monkeypatch, make_checkpoi
 def hub_sizes(monkeypatch):
     """A Hub whose models weigh what the test says (sizes from metadata only) and a record of opens."""
     import specbound.checkpoints
+    import specbound.limits
     import specbound.loading
 
     sizes: dict[str, int] = {}
@@ -361,7 +362,7 @@ def hub_sizes(monkeypatch):
             None,
             Path("/nowhere"),
             (("model.safetensors", sizes[ref.repo_id]),),
-            specbound.checkpoints.max_download_bytes(),
+            specbound.limits.max_download_bytes(),
         )
 
     def load_profile(ref, *args, **kwargs):
