@@ -4,11 +4,13 @@ Whoever opens a link is a visitor, not the operator (SPEC §9). This module hold
 dashboard enforces for visitors, each in one place:
 
 * **Names, not paths.** :func:`model_ref` is the dashboard's only way from a typed or linked model
-  name to a :class:`~specbound.models.ModelRef`. Unless the operator sets ``SPECBOUND_ALLOW_SERVER_PATHS=1``
-  (read by :func:`server_paths_allowed`, nowhere else), it accepts the bundled model, the miniature
-  aliases, Hub ids and atlases uploaded to this server, all decided from the text alone: a name that is
-  anything else is refused with one message (:data:`PATHS_OFF`) before the disk is looked at, so the
-  answer never tells whether a path exists.
+  name to a :class:`~specbound.models.ModelRef`. The rules of a name are :mod:`specbound.models`'; this
+  module holds the operator's policy. Unless the operator sets ``SPECBOUND_ALLOW_SERVER_PATHS=1``
+  (read by :func:`server_paths_allowed`, nowhere else), it accepts what
+  :func:`specbound.models.parse_name` decides from the text alone (the bundled model, the miniature
+  aliases, Hub ids) and atlases uploaded to this server: a name that is anything else is refused with
+  one message (:data:`PATHS_OFF`) before the disk is looked at, so the answer never tells whether a
+  path exists.
 * **No server paths on screen.** :func:`public_message` turns an exception into the text a visitor
   sees; with server paths off, every absolute path in it is cut to its last component.
 * **One boundary.** :func:`guarded` runs a step (opening a model, drawing a page); an error meant for
@@ -34,18 +36,8 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from specbound.defaults import DEFAULT_MODEL
-from specbound.errors import ModelNotFoundError, SpecboundError
-from specbound.models import (
-    ATLAS_MEMBER_SEP,
-    ATLAS_PREFIX,
-    REVISION_SEP,
-    ModelRef,
-    Source,
-    parse_miniature_alias,
-    resolve,
-    split_revision,
-)
+from specbound.errors import SpecboundError
+from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, parse_name, resolve
 
 from .text import plain
 from .upload_store import upload_dir
@@ -60,8 +52,6 @@ PATHS_OFF = (
 #: What a visitor is told when something unexpected happened (the details are in the server log).
 UNEXPECTED = "an unexpected error (the details are in the server log)"
 
-#: Hub repository ids as the Hub writes them: owner/name, letters, digits, '-', '_' and '.'.
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
 #: An uploaded atlas in the upload store: its file is named by its content digest.
 _UPLOAD_FILE = re.compile(r"^[0-9a-f]{16}\.npz$")
 #: An absolute path inside a message: a '/' (or '~/') that starts a word, up to a space or a quote.
@@ -95,40 +85,19 @@ def _is_upload(name: str) -> bool:
 def model_ref(name: str) -> ModelRef:
     """The model a visitor's name denotes; ServerPathRefused for paths unless the operator allows them.
 
-    Raises ModelNotFoundError (from :func:`specbound.models.resolve`) for names that denote nothing.
+    Raises ModelNotFoundError (from :mod:`specbound.models`) for names that denote nothing.
     """
     name = name.strip()
-    base, revision = split_revision(name)
-    if revision is not None and not name.startswith(ATLAS_PREFIX):  # owner/name@step1000: a Hub model's revision
-        ref = model_ref(base)
-        if ref.source is not Source.HUB:
-            raise ModelNotFoundError(f"'{name[:60]}': only a Hub model has revisions")
-        return ModelRef(f"{ref.name}{REVISION_SEP}{revision}", Source.HUB, repo_id=ref.repo_id, revision=revision)
-    if server_paths_allowed() or name.lower() == DEFAULT_MODEL or parse_miniature_alias(name) is not None:
+    if server_paths_allowed():
         return resolve(name)
     if name.startswith(ATLAS_PREFIX):
         if _is_upload(name):
             return resolve(name)
         raise ServerPathRefused()
-    if _HUB_ID.match(name) and ".." not in name:
-        # built here, not by resolve(): that would first look for a local directory of this name
-        _check_hub_id(name)
-        return ModelRef(name, Source.HUB, repo_id=name)
-    raise ServerPathRefused()
-
-
-def _check_hub_id(name: str) -> None:
-    """The Hub's own rules for a repository id (at most 96 characters, no '--', ...), as a plain error."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    try:
-        validate_repo_id(name)
-    except HFValidationError:
-        raise ModelNotFoundError(
-            f"'{name[:60]}' is not a valid Hub repository id (owner/name: at most 96 "
-            f"letters, digits, '-', '_' or '.', without '--' or '..')"
-        ) from None
+    ref = parse_name(name)  # from the text alone: resolve() would first look for a directory of this name
+    if ref is None:
+        raise ServerPathRefused()
+    return ref
 
 
 def _short_path(match: re.Match[str]) -> str:

@@ -10,8 +10,11 @@ Accepted names (SPEC §5), tried in this order:
 * ``owner/name``: a Hugging Face Hub repository id; ``owner/name@REVISION`` (and ``L{l}-H{h}@REVISION``)
   names a branch, tag or commit of it, e.g. Pythia's ``EleutherAI/pythia-160m@step1000``.
 
-Resolution is pure string and path work; fetching files is :mod:`specbound.checkpoints.hub`'s job and
-reading atlases :mod:`specbound.atlas`'s, both dispatched by :func:`specbound.loading.load_profile`.
+Every rule of a name is here, in two steps: :func:`parse_name` decides what the text alone names
+(never looking at the disk, so a server can refuse paths before it looks), and :func:`resolve` builds
+on it, looking for the atlas file or directory a name may denote. Resolution is pure string and path
+work; fetching files is :mod:`specbound.checkpoints.hub`'s job and reading atlases
+:mod:`specbound.atlas`'s, both dispatched by :func:`specbound.loading.load_profile`.
 """
 
 from __future__ import annotations
@@ -155,8 +158,9 @@ def bundled_model_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
-def _validate_repo_id(name: str) -> None:
-    """huggingface_hub's own rules (1 to 96 characters, no '--' or '..', ...), as one-line errors."""
+def check_repo_id(name: str) -> None:
+    """The one check of a Hub repository id: huggingface_hub's own rules (1 to 96 characters, no '--'
+    or '..', ...), as one-line errors (huggingface_hub is imported only when a Hub id is checked)."""
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
@@ -187,44 +191,105 @@ def _local_directory(name: str) -> Path | None:
     return None
 
 
-def resolve(name: str, revision: str | None = None) -> ModelRef:
-    """Turn a user's model name into a :class:`ModelRef`; raises ModelNotFoundError if it names nothing.
-
-    White space around a catalog name (the bundled model, a miniature alias) is ignored; every other
-    name is taken exactly as given, since ``'dir '`` and ``dir`` are different directories: a name
-    with white space at an end that names nothing says so, rather than opening its stripped twin.
-    """
-    stripped = name.strip()
-    if not stripped:
+def _check_text(name: str) -> None:
+    """A name must be some text of reasonable length without NUL bytes, whatever it names."""
+    if not name.strip():
         raise ModelNotFoundError("no model given")
     if len(name) > LIMITS.max_model_name_chars or "\0" in name:
         raise ModelNotFoundError(f"'{quoted(name)}' is not a model name ({len(name)} characters)")
+
+
+def _catalog_ref(name: str, revision: str | None) -> ModelRef | None:
+    """The bundled model or a miniature alias (white space around either ignored), else None."""
+    stripped = name.strip()
     if stripped.lower() == DEFAULT_MODEL:
         return ModelRef(DEFAULT_MODEL, Source.BUNDLED, repo_id=BUNDLED_REPO_ID, path=bundled_model_dir())
+    if (alias := parse_miniature_alias(stripped)) is None:
+        return None
+    layers, width = alias
+    if not is_miniature(layers, width):
+        raise ModelNotFoundError(
+            f"'{quoted(name)}' is not a BERT Miniature: depth must be one of {list(MINIATURE_LAYERS)} "
+            f"and width one of {list(MINIATURE_WIDTHS)}"
+        )
+    return ModelRef(
+        miniature_alias(layers, width), Source.HUB, repo_id=miniature_repo_id(layers, width), revision=revision
+    )
+
+
+def _hub_ref(name: str, revision: str | None) -> ModelRef | None:
+    """A Hub repository id (checked by :func:`check_repo_id`), else None."""
+    if not _REPO_ID.match(name):
+        return None
+    check_repo_id(name)
+    return ModelRef(name, Source.HUB, repo_id=name, revision=revision)
+
+
+def _split_revision(name: str) -> tuple[str, str] | None:
+    """(base, revision) of ``base@REVISION`` with a well-formed revision, else None."""
+    base, sep, revision = name.rpartition(REVISION_SEP)
+    if not sep or not _REVISION.match(revision) or ".." in revision:
+        return None
+    return base, revision
+
+
+def _with_revision(name: str, base: ModelRef, revision: str) -> ModelRef:
+    """``base`` (which must be a Hub model) at ``revision``, named with it so that the profile cache,
+    the sidebar and links keep revisions apart."""
+    if base.source is not Source.HUB:
+        raise ModelNotFoundError(f"'{quoted(name)}': only a Hub model has revisions")
+    return ModelRef(f"{base.name}{REVISION_SEP}{revision}", Source.HUB, repo_id=base.repo_id, revision=revision)
+
+
+def parse_name(name: str, revision: str | None = None) -> ModelRef | None:
+    """The model a name denotes by its text alone, never looking at the disk: the bundled model, a
+    miniature alias or a Hub id (each perhaps ``@REVISION``); None for a name only the disk can decide
+    (an atlas file, a directory, anything else). Raises ModelNotFoundError for text that is no model
+    name, a miniature alias off the grid, a Hub id that breaks the Hub's rules, and a revision of a
+    model that has none.
+
+    A Hub-shaped name may also be a local directory, which :func:`resolve` prefers; this function does
+    not look, so it is the whole answer only where directories may not be opened (the dashboard).
+    """
+    _check_text(name)
+    if (ref := _catalog_ref(name, revision)) is not None:
+        return ref
+    if name.startswith(ATLAS_PREFIX) or name != name.strip():
+        return None
+    if REVISION_SEP in name and revision is None:
+        split = _split_revision(name)
+        if split is None or not split[0]:
+            return None
+        base = parse_name(*split)
+        return None if base is None else _with_revision(name, base, split[1])
+    return _hub_ref(name, revision)
+
+
+def resolve(name: str, revision: str | None = None) -> ModelRef:
+    """Turn a user's model name into a :class:`ModelRef`; raises ModelNotFoundError if it names nothing.
+
+    The rules of :func:`parse_name`, with the disk looked at where the text alone cannot decide: an
+    atlas file, and a local directory, which wins over a Hub id of the same name. White space around a
+    catalog name (the bundled model, a miniature alias) is ignored; every other name is taken exactly
+    as given, since ``'dir '`` and ``dir`` are different directories: a name with white space at an
+    end that names nothing says so, rather than opening its stripped twin.
+    """
+    _check_text(name)
+    if (ref := _catalog_ref(name, revision)) is not None:
+        return ref
     if name.startswith(ATLAS_PREFIX):
         return _resolve_atlas(name)
-    if (alias := parse_miniature_alias(stripped)) is not None:
-        layers, width = alias
-        if not is_miniature(layers, width):
-            raise ModelNotFoundError(
-                f"'{quoted(name)}' is not a BERT Miniature: depth must be one of {list(MINIATURE_LAYERS)} "
-                f"and width one of {list(MINIATURE_WIDTHS)}"
-            )
-        return ModelRef(
-            miniature_alias(layers, width), Source.HUB, repo_id=miniature_repo_id(layers, width), revision=revision
-        )
     if (path := _local_directory(name)) is not None:
         return ModelRef(str(path), Source.LOCAL, path=path)
-    if name != stripped:
+    if name != name.strip():
         raise ModelNotFoundError(
             f"'{quoted(name)}' names nothing: it begins or ends with white space, and no directory of "
             f"exactly that name exists (a Hub id or alias has none)"
         )
     if REVISION_SEP in name and revision is None:
         return _resolve_revision(name)
-    if _REPO_ID.match(name):
-        _validate_repo_id(name)
-        return ModelRef(name, Source.HUB, repo_id=name, revision=revision)
+    if (ref := _hub_ref(name, revision)) is not None:
+        return ref
     raise ModelNotFoundError(
         f"'{quoted(name)}' is neither a local directory, a Hub repository id (owner/name), a miniature alias "
         f"such as L4-H256, an atlas model (atlas:FILE#MODEL), nor '{DEFAULT_MODEL}'"
@@ -232,21 +297,13 @@ def resolve(name: str, revision: str | None = None) -> ModelRef:
 
 
 def _resolve_revision(name: str) -> ModelRef:
-    """``owner/name@REVISION`` or ``L{l}-H{h}@REVISION``: the Hub model at that branch, tag or commit,
-    named with its revision so that the profile cache, the sidebar and links keep revisions apart."""
-    base, _, revision = name.rpartition(REVISION_SEP)
-    if not _REVISION.match(revision) or ".." in revision:
+    """``owner/name@REVISION`` or ``L{l}-H{h}@REVISION``: the Hub model at that branch, tag or commit
+    (its base resolved as any name, so a directory of that name has no revisions)."""
+    split = _split_revision(name)
+    if split is None:
         raise ModelNotFoundError(f"'{quoted(name)}' does not end in a Hub revision (a branch, tag or commit)")
-    ref = resolve(base, revision=revision)
-    if ref.source is not Source.HUB:
-        raise ModelNotFoundError(f"'{quoted(name)}': only a Hub model has revisions")
-    return ModelRef(f"{ref.name}{REVISION_SEP}{revision}", Source.HUB, repo_id=ref.repo_id, revision=revision)
-
-
-def split_revision(name: str) -> tuple[str, str | None]:
-    """('owner/name', 'REVISION') of a name written with a revision, else (name, None)."""
-    base, sep, revision = name.rpartition(REVISION_SEP)
-    return (base, revision) if sep and base and _REVISION.match(revision) else (name, None)
+    base, revision = split
+    return _with_revision(name, resolve(base, revision=revision), revision)
 
 
 @dataclass(frozen=True)
