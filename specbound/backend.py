@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .errors import SpecboundError
+from .threads import serial_blas
 
 BackendName = Literal["numpy", "torch"]
 #: The backends by name, for the CLI's ``--backend`` and the ``backend=`` keyword.
@@ -209,10 +209,8 @@ class NumpyBackend(Backend):
 
     @contextlib.contextmanager
     def serial_lapack(self) -> Iterator[None]:
-        """BLAS (and so LAPACK) on one thread: on problems this small a second thread gains little on
-        an idle machine, while OpenBLAS's spinning threads made them 10 to 90 times slower whenever
-        another process shared the cores."""
-        with threadpool_limits(limits=1, user_api="blas"):
+        """BLAS (and so LAPACK) on one thread (:func:`specbound.threads.serial_blas`)."""
+        with serial_blas():
             yield
 
 

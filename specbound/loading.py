@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .architecture import Kind, ModelShape
 from .backend import Backend, BackendSpec, get_backend
@@ -47,6 +46,7 @@ from .models import ModelRef, Source, resolve
 from .profile import SpectralProfile, full_dims_of
 from .progress import ProgressCallback, ProgressEvent, silent
 from .spectrum import PRODUCT_BLOCK_BYTES, gram_by_blocks, gram_singular_values, head_spectra, norm_11, norm_21
+from .threads import serial_blas
 
 #: A layer whose analysis holds more than this many bytes is analysed alone (its BLAS calls threaded);
 #: smaller ones run in parallel, one per core (see the module docstring and benchmarks/bench_large.py).
@@ -222,7 +222,7 @@ def _analysed(
     """
     pending: deque[tuple[int, LayerSource, Future[tuple[LayerSpectra, float]] | LayerSpectra]] = deque()
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
-    limits = threadpool_limits(limits=1, user_api="blas") if pool is not None else contextlib.nullcontext()
+    limits = serial_blas() if pool is not None else contextlib.nullcontext()
     try:
         with limits:
             for index, layer in enumerate(layers):
