@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .errors import SpecboundError
-from .threads import serial_blas
+from .threads import serial_blas, torch_threads
 
 BackendName = Literal["numpy", "torch"]
 #: The backends by name, for the CLI's ``--backend`` and the ``backend=`` keyword.
@@ -146,15 +146,11 @@ def large_eigvalsh(t: np.ndarray) -> np.ndarray | None:
         import torch
     except ImportError:
         return None
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         if t.flags.f_contiguous and not t.flags.c_contiguous:  # its transpose is C-ordered: no copy
             values: np.ndarray = torch.linalg.eigvalsh(torch.from_numpy(t.T), UPLO="U").numpy()
         else:
             values = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(t))).numpy()
-    finally:
-        torch.set_num_threads(threads)
     return values
 
 
