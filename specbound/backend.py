@@ -65,9 +65,22 @@ class BackendSpec:
 
 
 class Backend(ABC):
-    """The heavy calls, float64 throughout. ``T`` is the backend's array type (numpy or torch)."""
+    """The heavy calls, float64 throughout. ``T`` is the backend's array type (numpy or torch).
+
+    The capabilities say what a caller may do around the seam; callers ask them, never the name.
+    """
 
     spec: BackendSpec
+    #: Its arrays are the caller's numpy arrays and its products numpy's own, so a caller may form
+    #: small products with numpy directly and get this backend's result (the whole-product norms of
+    #: :func:`specbound.spectrum.head_spectra`).
+    host_products: bool = False
+    #: It takes a Gram matrix accumulated in host memory from blocks of a memory-mapped matrix
+    #: (:func:`specbound.spectrum.gram_by_blocks`), so a large feed-forward matrix is never held whole.
+    reads_mapped_blocks: bool = False
+    #: Its heavy calls run on the calling thread and release the GIL, so small layers are analysed in
+    #: threads side by side (:func:`specbound.loading.default_workers`).
+    layers_in_threads: bool = False
 
     @abstractmethod
     def array(self, a: np.ndarray) -> Any:
@@ -158,6 +171,7 @@ class NumpyBackend(Backend):
     """numpy's LAPACK and BLAS; the large eigen-solves through torch's LAPACK where it is installed."""
 
     spec = BackendSpec()
+    host_products = reads_mapped_blocks = layers_in_threads = True
 
     def array(self, a: np.ndarray) -> np.ndarray:
         return a

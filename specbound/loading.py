@@ -87,8 +87,9 @@ class LayerSpectra:
 
 
 def default_workers(shape: ModelShape, backend: Backend) -> int:
-    """Layers analysed in parallel: one per core for small layers on numpy, else one (module docstring)."""
-    if backend.spec.name != "numpy" or layer_peak_bytes(shape) > PARALLEL_LAYER_MAX_BYTES:
+    """Layers analysed in parallel: one per core for small layers on a backend that can
+    (:attr:`~specbound.backend.Backend.layers_in_threads`: numpy's), else one (module docstring)."""
+    if not backend.layers_in_threads or layer_peak_bytes(shape) > PARALLEL_LAYER_MAX_BYTES:
         return 1
     return max(1, min(os.cpu_count() or 1, shape.num_layers, MAX_LAYER_WORKERS))
 
@@ -113,7 +114,7 @@ def analyse_layer(
         rows_21.append(spectra.norm_21)
         rows_11.append(spectra.norm_11)
         del heads
-    by_blocks = be.spec.name == "numpy" and 8 * shape.hidden_size * shape.ffn_size > MAPPED_MATRIX_BYTES
+    by_blocks = be.reads_mapped_blocks and 8 * shape.hidden_size * shape.ffn_size > MAPPED_MATRIX_BYTES
     for kind in shape.layer_kinds:  # M_gate (gated only), M_in, M_out
         n21, n11, sv = _feed_forward(layer, kind, be, by_blocks)
         rows_21.append(np.atleast_1d(n21))

@@ -115,7 +115,7 @@ def head_spectra(
         sv = be.numpy(be.svdvals(core))
     n, m = products.left.shape[-2], products.right.shape[-1]
     fits = n * m * 8 <= PRODUCT_BLOCK_BYTES
-    if fits and be.spec.name == "numpy":
+    if fits and be.host_products:
         n21, n11 = _entrywise_norms_whole(products)
     else:
         n21, n11 = _entrywise_norms_blocked(products, left, right, r_left, be, with_11=fits or large_norm_11)
