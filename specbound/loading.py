@@ -264,15 +264,17 @@ def _finish(
 
 class ResumeEntries:
     """Finished layers of one analysis in the profile cache, keyed by the layer's own revision
-    (:meth:`Checkpoint.layer_revision <specbound.checkpoints.Checkpoint.layer_revision>`) and the
-    backend that computed them (and whether with every (1,1) norm), so that a resumed analysis
-    reproduces an uninterrupted one exactly."""
+    (:meth:`Checkpoint.layer_revision <specbound.checkpoints.Checkpoint.layer_revision>`) and what
+    computed them (the backend, and the library of its large eigen-solves where that is another:
+    :meth:`~specbound.backend.BackendSpec.label_for`; and whether with every (1,1) norm), so that a
+    resumed analysis reproduces an uninterrupted one exactly."""
 
     def __init__(
         self, cache: ProfileCache, model: str, shape: ModelShape, backend: Backend, large_norm_11: bool = LARGE_NORM_11
     ) -> None:
         self.cache, self.model, self.shape, self.backend = cache, model, shape, backend
-        self.label = backend.spec.label + (":norm_11" if large_norm_11 else "")
+        eigen_order = min(shape.hidden_size, shape.ffn_size)  # the feed-forward Gram matrices: the only eigen-solves
+        self.label = backend.spec.label_for(eigen_order) + (":norm_11" if large_norm_11 else "")
         self.keys: list[tuple[int, str]] = []
 
     def _revision(self, index: int, layer: LayerSource) -> str | None:
