@@ -11,7 +11,9 @@ exact spectra, so a GPU is used for its float64 throughput, never by casting to 
   profile is bit for bit the same as before the seam existed), except one call: a symmetric
   eigen-solve of order 2048 or more (the Gram matrices of a 7B-class decoder's feed-forward matrices)
   goes through torch's LAPACK when torch is installed, which is several times faster there
-  (:func:`large_eigvalsh`).
+  (:func:`large_eigvalsh`). That hand-off is a recorded choice of the spec
+  (:attr:`BackendSpec.large_eigen`), and what computed an analysis says so
+  (:meth:`BackendSpec.label_for`: "numpy+torch-eigh").
 * ``torch``: ``torch.linalg`` on ``device`` ("cpu", "cuda", "cuda:1", ...). On the CPU this is the
   LAPACK torch ships with (MKL on x86), whose symmetric eigen-solver is several times faster than
   the reference algorithm on the large Gram matrices of a 7B-class model; on a CUDA device it is
@@ -24,15 +26,16 @@ caller keeps the handle for the several calls on it.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .errors import SpecboundError
+from .threads import serial_blas, torch_threads
 
 BackendName = Literal["numpy", "torch"]
 #: The backends by name, for the CLI's ``--backend`` and the ``backend=`` keyword.
@@ -48,26 +51,67 @@ class BackendError(SpecboundError):
 
 @dataclass(frozen=True)
 class BackendSpec:
-    """Which backend and device: the one value the CLI, ``load_profile`` and the cache key pass around."""
+    """Which backend and device, and which library solves the large symmetric eigenproblems: the one
+    value the CLI, ``load_profile`` and the cache key pass around."""
 
     name: BackendName = DEFAULT_BACKEND
     device: str = DEFAULT_DEVICE
+    #: The library that solves a symmetric eigenproblem of order LARGE_EIGEN_ORDER or more. None (the
+    #: default) is resolved when the spec is made: torch's LAPACK for the numpy backend where torch is
+    #: installed (several times faster there, :func:`large_eigvalsh`), else numpy's; torch for torch.
+    large_eigen: BackendName | None = None
 
     def __post_init__(self) -> None:
         if self.name not in BACKENDS:
             raise BackendError(f"unknown backend '{self.name}' (choose one of {', '.join(BACKENDS)})")
         if self.name == "numpy" and self.device != "cpu":
             raise BackendError(f"the numpy backend runs on the CPU only, not on '{self.device}' (use --backend torch)")
+        if self.large_eigen is None:
+            solver: BackendName = "torch" if self.name == "torch" or _torch_installed() else "numpy"
+            object.__setattr__(self, "large_eigen", solver)
+        elif self.large_eigen not in BACKENDS:
+            raise BackendError(f"unknown eigen-solver '{self.large_eigen}' (choose one of {', '.join(BACKENDS)})")
+        if self.name == "torch" and self.large_eigen != "torch":
+            raise BackendError("the torch backend solves its eigenproblems itself")
 
     @property
     def label(self) -> str:
         return self.name if self.name == "numpy" else f"{self.name}:{self.device}"
 
+    def eigen_solver(self, order: int) -> BackendName:
+        """The library that solves a symmetric eigenproblem of this order."""
+        return (self.large_eigen or self.name) if order >= LARGE_EIGEN_ORDER else self.name
+
+    def label_for(self, eigen_order: int) -> str:
+        """What computes an analysis whose symmetric eigenproblems have order ``eigen_order``: the
+        :attr:`label`, and the library of the eigen-solves where it is not the backend's own
+        ("numpy+torch-eigh"). Below LARGE_EIGEN_ORDER (every BERT-family model) it is the label."""
+        solver = self.eigen_solver(eigen_order)
+        return self.label if solver == self.name else f"{self.label}+{solver}-eigh"
+
+
+def _torch_installed() -> bool:
+    """Whether torch can be imported, without importing it (which takes seconds)."""
+    return importlib.util.find_spec("torch") is not None
+
 
 class Backend(ABC):
-    """The heavy calls, float64 throughout. ``T`` is the backend's array type (numpy or torch)."""
+    """The heavy calls, float64 throughout. ``T`` is the backend's array type (numpy or torch).
+
+    The capabilities say what a caller may do around the seam; callers ask them, never the name.
+    """
 
     spec: BackendSpec
+    #: Its arrays are the caller's numpy arrays and its products numpy's own, so a caller may form
+    #: small products with numpy directly and get this backend's result (the whole-product norms of
+    #: :func:`specbound.spectrum.head_spectra`).
+    host_products: bool = False
+    #: It takes a Gram matrix accumulated in host memory from blocks of a memory-mapped matrix
+    #: (:func:`specbound.spectrum.gram_by_blocks`), so a large feed-forward matrix is never held whole.
+    reads_mapped_blocks: bool = False
+    #: Its heavy calls run on the calling thread and release the GIL, so small layers are analysed in
+    #: threads side by side (:func:`specbound.loading.default_workers`).
+    layers_in_threads: bool = False
 
     @abstractmethod
     def array(self, a: np.ndarray) -> Any:
@@ -125,14 +169,13 @@ class Backend(ABC):
 #: Largest batch the numpy backend's QR copies whole (see :meth:`NumpyBackend.qr_r`).
 QR_BATCH_BYTES: int = 32 * 1024**2
 
-#: Order from which the numpy backend solves a symmetric eigenproblem through torch's LAPACK (a
+#: Order from which a symmetric eigenproblem goes to the spec's :attr:`~BackendSpec.large_eigen` (a
 #: feed-forward Gram matrix of a 7B-class decoder is 4096 x 4096; every BERT-family one is <= 1024).
 LARGE_EIGEN_ORDER: int = 2048
 
 
-def large_eigvalsh(t: np.ndarray) -> np.ndarray | None:
-    """Eigenvalues of a large symmetric float64 matrix through torch's LAPACK on one thread, or None
-    without torch.
+def large_eigvalsh(t: np.ndarray) -> np.ndarray:
+    """Eigenvalues of a large symmetric float64 matrix through torch's LAPACK on one thread.
 
     Half of the tridiagonal reduction behind every symmetric eigen-solve is memory-bound, and the
     reference implementation numpy's OpenBLAS ships does it 2.7 times slower than MKL, which torch
@@ -145,23 +188,25 @@ def large_eigvalsh(t: np.ndarray) -> np.ndarray | None:
     try:
         import torch
     except ImportError:
-        return None
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+        raise BackendError("large eigen-solves through torch need PyTorch, which cannot be imported") from None
+    with torch_threads(1):
         if t.flags.f_contiguous and not t.flags.c_contiguous:  # its transpose is C-ordered: no copy
             values: np.ndarray = torch.linalg.eigvalsh(torch.from_numpy(t.T), UPLO="U").numpy()
         else:
             values = torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(t))).numpy()
-    finally:
-        torch.set_num_threads(threads)
     return values
 
 
 class NumpyBackend(Backend):
-    """numpy's LAPACK and BLAS; the large eigen-solves through torch's LAPACK where it is installed."""
+    """numpy's LAPACK and BLAS; the large eigen-solves through the spec's ``large_eigen`` (by default
+    torch's LAPACK where it is installed)."""
 
-    spec = BackendSpec()
+    host_products = reads_mapped_blocks = layers_in_threads = True
+
+    def __init__(self, spec: BackendSpec | None = None) -> None:
+        self.spec = spec if spec is not None else BackendSpec()
+        if self.spec.name != "numpy":
+            raise BackendError(f"the numpy backend cannot run the spec of '{self.spec.name}'")
 
     def array(self, a: np.ndarray) -> np.ndarray:
         return a
@@ -182,10 +227,10 @@ class NumpyBackend(Backend):
         return np.linalg.svd(t, compute_uv=False)
 
     def eigvalsh(self, t: np.ndarray) -> np.ndarray:
-        """numpy's eigen-solve, or torch's LAPACK for one matrix of order LARGE_EIGEN_ORDER or more when
-        torch is installed (:func:`large_eigvalsh`)."""
-        if t.ndim == 2 and t.shape[-1] >= LARGE_EIGEN_ORDER and (values := large_eigvalsh(t)) is not None:
-            return values
+        """numpy's eigen-solve, or torch's LAPACK for one matrix of an order the spec hands to torch
+        (:meth:`BackendSpec.eigen_solver`, :func:`large_eigvalsh`)."""
+        if t.ndim == 2 and self.spec.eigen_solver(t.shape[-1]) == "torch":
+            return large_eigvalsh(t)
         return np.linalg.eigvalsh(t)
 
     def gram(self, matrix: np.ndarray) -> np.ndarray:
@@ -209,10 +254,8 @@ class NumpyBackend(Backend):
 
     @contextlib.contextmanager
     def serial_lapack(self) -> Iterator[None]:
-        """BLAS (and so LAPACK) on one thread: on problems this small a second thread gains little on
-        an idle machine, while OpenBLAS's spinning threads made them 10 to 90 times slower whenever
-        another process shared the cores."""
-        with threadpool_limits(limits=1, user_api="blas"):
+        """BLAS (and so LAPACK) on one thread (:func:`specbound.threads.serial_blas`)."""
+        with serial_blas():
             yield
 
 
@@ -287,5 +330,5 @@ def get_backend(spec: BackendSpec | str | None = None, device: str | None = None
     if spec is None or isinstance(spec, str):
         spec = BackendSpec(spec or DEFAULT_BACKEND, device or DEFAULT_DEVICE)  # type: ignore[arg-type]
     if spec.name == "numpy":
-        return _NUMPY
+        return _NUMPY if spec == _NUMPY.spec else NumpyBackend(spec)
     return TorchBackend(spec.device)

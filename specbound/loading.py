@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .architecture import Kind, ModelShape
 from .backend import Backend, BackendSpec, get_backend
@@ -48,6 +47,7 @@ from .models import ModelRef, Source, resolve
 from .profile import SpectralProfile, full_dims_of
 from .progress import ProgressCallback, ProgressEvent, silent
 from .spectrum import PRODUCT_BLOCK_BYTES, gram_by_blocks, gram_singular_values, head_spectra, norm_11, norm_21
+from .threads import serial_blas
 
 #: A layer whose analysis holds more than this many bytes is analysed alone (its BLAS calls threaded);
 #: smaller ones run in parallel, one per core (see the module docstring and benchmarks/bench_large.py).
@@ -88,8 +88,9 @@ class LayerSpectra:
 
 
 def default_workers(shape: ModelShape, backend: Backend) -> int:
-    """Layers analysed in parallel: one per core for small layers on numpy, else one (module docstring)."""
-    if backend.spec.name != "numpy" or layer_peak_bytes(shape) > PARALLEL_LAYER_MAX_BYTES:
+    """Layers analysed in parallel: one per core for small layers on a backend that can
+    (:attr:`~specbound.backend.Backend.layers_in_threads`: numpy's), else one (module docstring)."""
+    if not backend.layers_in_threads or layer_peak_bytes(shape) > PARALLEL_LAYER_MAX_BYTES:
         return 1
     return max(1, min(os.cpu_count() or 1, shape.num_layers, MAX_LAYER_WORKERS))
 
@@ -114,7 +115,7 @@ def analyse_layer(
         rows_21.append(spectra.norm_21)
         rows_11.append(spectra.norm_11)
         del heads
-    by_blocks = be.spec.name == "numpy" and 8 * shape.hidden_size * shape.ffn_size > MAPPED_MATRIX_BYTES
+    by_blocks = be.reads_mapped_blocks and 8 * shape.hidden_size * shape.ffn_size > MAPPED_MATRIX_BYTES
     for kind in shape.layer_kinds:  # M_gate (gated only), M_in, M_out
         n21, n11, sv = _feed_forward(layer, kind, be, by_blocks)
         rows_21.append(np.atleast_1d(n21))
@@ -223,7 +224,7 @@ def _analysed(
     """
     pending: deque[tuple[int, LayerSource, Future[tuple[LayerSpectra, float]] | LayerSpectra]] = deque()
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
-    limits = threadpool_limits(limits=1, user_api="blas") if pool is not None else contextlib.nullcontext()
+    limits = serial_blas() if pool is not None else contextlib.nullcontext()
     try:
         with limits:
             for index, layer in enumerate(layers):
@@ -264,15 +265,17 @@ def _finish(
 
 class ResumeEntries:
     """Finished layers of one analysis in the profile cache, keyed by the layer's own revision
-    (:meth:`Checkpoint.layer_revision <specbound.checkpoints.checkpoint.Checkpoint.layer_revision>`) and the
-    backend that computed them (and whether with every (1,1) norm), so that a resumed analysis
-    reproduces an uninterrupted one exactly."""
+    (:meth:`Checkpoint.layer_revision <specbound.checkpoints.checkpoint.Checkpoint.layer_revision>`) and what
+    computed them (the backend, and the library of its large eigen-solves where that is another:
+    :meth:`~specbound.backend.BackendSpec.label_for`; and whether with every (1,1) norm), so that a
+    resumed analysis reproduces an uninterrupted one exactly."""
 
     def __init__(
         self, cache: ProfileCache, model: str, shape: ModelShape, backend: Backend, large_norm_11: bool = LARGE_NORM_11
     ) -> None:
         self.cache, self.model, self.shape, self.backend = cache, model, shape, backend
-        self.label = backend.spec.label + (":norm_11" if large_norm_11 else "")
+        eigen_order = min(shape.hidden_size, shape.ffn_size)  # the feed-forward Gram matrices: the only eigen-solves
+        self.label = backend.spec.label_for(eigen_order) + (":norm_11" if large_norm_11 else "")
         self.keys: list[tuple[int, str]] = []
 
     def _revision(self, index: int, layer: LayerSource) -> str | None:

@@ -107,16 +107,10 @@ def _on_dask(task: Callable[[T], R], items: Sequence[T], address: str) -> Iterat
 
 def _single_threaded(task: Callable[[T], R], item: T) -> R:
     """``task(item)`` with BLAS and torch on one thread (see the module docstring)."""
-    import torch
-    from threadpoolctl import threadpool_limits
+    from .threads import serial_blas, torch_threads
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1):
-            return task(item)
-    finally:
-        torch.set_num_threads(threads)
+    with torch_threads(1), serial_blas(openmp=True):
+        return task(item)
 
 
 def in_input_order(results: Iterator[tuple[int, R]], count: int) -> list[R]:

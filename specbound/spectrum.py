@@ -42,7 +42,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .backend import Backend, get_backend
 from .defaults import LARGE_NORM_11, RANK_TOL
@@ -53,11 +52,6 @@ GRAM_RTOL: float = 1e-10
 PRODUCT_BLOCK_BYTES: int = 32 * 1024**2
 
 _EPS = float(np.finfo(np.float64).eps)
-
-
-def serial_lapack() -> threadpool_limits:
-    """Context in which BLAS (and so LAPACK) uses one thread (see the module docstring)."""
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,7 +115,7 @@ def head_spectra(
         sv = be.numpy(be.svdvals(core))
     n, m = products.left.shape[-2], products.right.shape[-1]
     fits = n * m * 8 <= PRODUCT_BLOCK_BYTES
-    if fits and be.spec.name == "numpy":
+    if fits and be.host_products:
         n21, n11 = _entrywise_norms_whole(products)
     else:
         n21, n11 = _entrywise_norms_blocked(products, left, right, r_left, be, with_11=fits or large_norm_11)

@@ -143,9 +143,11 @@ def test_large_eigen_solves_of_the_numpy_backend_go_through_torchs_lapack(monkey
     np.testing.assert_array_equal(get_backend().eigvalsh(gram), via_torch)
     small = gram[:1024, :1024]  # below the order: numpy's own, bit for bit (every BERT-family Gram matrix)
     np.testing.assert_array_equal(get_backend().eigvalsh(small), np.linalg.eigvalsh(small))
-    monkeypatch.setitem(sys.modules, "torch", None)  # torch not installed: numpy's own
-    assert backend.large_eigvalsh(gram) is None
-    np.testing.assert_array_equal(get_backend().eigvalsh(gram), reference)
+    monkeypatch.setitem(sys.modules, "torch", None)  # torch not installed: numpy's own, and the spec says so
+    assert BackendSpec().large_eigen == "numpy"
+    np.testing.assert_array_equal(get_backend(BackendSpec()).eigvalsh(gram), reference)
+    with pytest.raises(BackendError, match="cannot be imported"):
+        backend.large_eigvalsh(gram)
 
 
 def test_a_large_qr_batch_is_factored_one_matrix_at_a_time_with_the_same_bits(monkeypatch) -> None:

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..errors import SpecboundError
 from ..progress import ProgressCallback, ProgressEvent, silent
+from ..threads import torch_threads
 from .registry import MEASURES, ModelProbe, Source
 from .tasks import LabeledSample, Stream, ThresholdTask
 
@@ -278,20 +279,19 @@ def _training_context(threads: int) -> Iterator[None]:
     import torch
     from transformers.utils import logging as hf_logging
 
-    old_threads, old_flag = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    old_flag = torch.are_deterministic_algorithms_enabled()
     old_verbosity, old_bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(old_flag)
-        torch.set_num_threads(old_threads)
-        hf_logging.set_verbosity(old_verbosity)
-        if old_bars:
-            hf_logging.enable_progress_bar()
+    with torch_threads(threads):
+        torch.use_deterministic_algorithms(True)
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(old_flag)
+            hf_logging.set_verbosity(old_verbosity)
+            if old_bars:
+                hf_logging.enable_progress_bar()
 
 
 def _measure(model: Any, ids: torch.Tensor, labels: torch.Tensor, chunk: int = _EVAL_CHUNK) -> tuple[float, float]:
