@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..bounds import BoundAnalysis
 from .flatness import inverse_square, pacbayes_sigma, sharpness_alpha
@@ -35,8 +35,6 @@ from .measures import frobenius_sum, log_bartlett, log_spectral_product
 if TYPE_CHECKING:
     import torch
 
-    from .trajectory import RunTrajectory
-
 _LOG10_E = 1.0 / math.log(10.0)
 #: The fixed indices at which "ours" is also recorded (every matrix at the same p).
 FIXED_P: tuple[float, ...] = (0.0, 1.0, 2.0)
@@ -45,7 +43,7 @@ FIXED_P: tuple[float, ...] = (0.0, 1.0, 2.0)
 class Source(str, Enum):
     CHECKPOINT = "checkpoint"  # compute(analysis: BoundAnalysis), every saved step
     MODEL = "model"  # compute(probe: ModelProbe), the final checkpoint, when the run is trained
-    RUN = "run"  # compute(run: RunTrajectory), one value per run
+    RUN = "run"  # compute(run: RunFacts), one value per run
 
 
 @dataclass(frozen=True)
@@ -57,6 +55,14 @@ class ModelProbe:
     ids: torch.Tensor
     labels: torch.Tensor
     seed: int
+
+
+class RunFacts(Protocol):
+    """What a RUN measure sees of a finished run (a :class:`~specbound.lab.trajectory.RunTrajectory`
+    is one): declared here, so the registry depends on no module that uses it."""
+
+    @property
+    def params(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,7 @@ def _alphas(analysis: BoundAnalysis) -> Any:
     return spectrum_alphas(profile.singular_values, profile.above_threshold)
 
 
-def _params(run: RunTrajectory) -> float:
+def _params(run: RunFacts) -> float:
     return float(run.params)
 
 
