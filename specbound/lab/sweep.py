@@ -44,7 +44,7 @@ from ..limits import LIMITS, quoted
 from ..parallel import Executor, run_tasks
 from ..progress import ProgressCallback, silent
 from .correlation import MeasureCorrelation, TauDifference, compare, correlate
-from .registry import MEASURES, Measure, Source, correlated_measures
+from .registry import MEASURES, Measure, RunMeasure, correlated_measures
 from .tasks import ThresholdTask
 from .train import LabError, RunSpec, TrainingCancelled, TrainSettings, train_run
 from .trajectory import DEFAULT_BOUNDS, RunTrajectory, analyse_run
@@ -116,7 +116,7 @@ RUN_COLUMNS: tuple[str, ...] = run_columns()
 
 def measure_value(run: RunTrajectory, measure: Measure) -> float:
     """A measure's value for a run: on its final checkpoint, or of the run as a whole (NaN if missing)."""
-    return float(measure.compute(run)) if measure.source is Source.RUN else run.final.value(measure.name)
+    return float(measure.compute(run)) if isinstance(measure, RunMeasure) else run.final.value(measure.name)
 
 
 # --- grids --------------------------------------------------------------------------------------
@@ -461,7 +461,7 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
                 "test_samples": s.test_samples,
             }
             for m in MEASURES.values():
-                value = float(m.compute(run)) if m.source is Source.RUN else s.value(m.name)
+                value = float(m.compute(run)) if isinstance(m, RunMeasure) else s.value(m.name)
                 row[m.column] = value
                 if m.linear_column:
                     row[m.linear_column] = _pow10(value)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from specbound.lab import reference, sweep, views
-from specbound.lab.registry import MEASURES, Measure, Source, correlated_measures, recorded_measures, register
+from specbound.lab.registry import MEASURES, RunMeasure, Source, correlated_measures, recorded_measures, register
 from specbound.lab.trajectory import StepTerms
 
 
@@ -49,14 +49,14 @@ def scratch_registry():
 def test_one_registration_adds_a_measure_everywhere(runs, scratch_registry) -> None:
     count = len(MEASURES)
     twice = register(
-        Measure(
-            "twice_params",
-            "twice_params",
-            "2 × parameters",
-            False,
-            "twice the count",
-            Source.RUN,
-            lambda r: 2.0 * r.params,
+        RunMeasure(
+            name="twice_params",
+            column="twice_params",
+            label="2 × parameters",
+            screen_name="twice the number of parameters",
+            linear_axis=False,
+            definition="twice the count",
+            compute=lambda r: 2.0 * r.params,
         )
     )
     assert len(MEASURES) == count + 1 and "twice_params" in sweep.run_columns()
