@@ -165,8 +165,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    from ..status import Status
     from .reference import export_reference
-    from .sweep import PRESETS, Status, read_grid, run_sweep
+    from .sweep import PRESETS, read_grid, run_sweep
 
     grid = read_grid(args.grid, PRESETS[args.preset]) if args.grid else PRESETS[args.preset]
     overrides: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """Every measure the lab records and correlates with the gap: one definition and one registration each.
 
-A :class:`Measure` says where its value comes from (its class, and :class:`Source`), how to compute
+A :class:`Measure` says where its value comes from (its class, and :class:`MeasureInput`), how to compute
 it, the column that holds it in ``runs.csv`` and in a run's record, how it is named on screen (an axis
 label, and plain words for the dashboard's tables and sentences) and whether it is drawn on a linear
 axis (a log10, an exponent) or a log axis (a positive number spanning decades). Everything else (the
@@ -8,7 +8,7 @@ record's fields, the tables' columns, the correlations, the CLI, the Lab page's 
 figures) is derived from :data:`MEASURES`, in registration order. Adding a measure means writing its
 function and one :func:`register` call below.
 
-Sources, one class each, so every ``compute`` is typed by what it reads:
+Inputs, one class each, so every ``compute`` is typed by what it reads:
 
 * :class:`CheckpointMeasure` (``CHECKPOINT``): a function of the checkpoint's
   :class:`~specbound.bounds.BoundAnalysis` (its spectral profile), recorded at every saved step;
@@ -42,7 +42,10 @@ _LOG10_E = 1.0 / math.log(10.0)
 FIXED_P: tuple[float, ...] = (0.0, 1.0, 2.0)
 
 
-class Source(str, Enum):
+class MeasureInput(str, Enum):
+    """What a measure is computed from (not to be confused with :class:`specbound.models.Source`, where
+    a model comes from)."""
+
     CHECKPOINT = "checkpoint"  # compute(analysis: BoundAnalysis), every saved step
     MODEL = "model"  # compute(probe: ModelProbe), the final checkpoint, when the run is trained
     RUN = "run"  # compute(run: RunFacts), one value per run
@@ -71,9 +74,9 @@ class RunFacts(Protocol):
 class Measure:
     """One measure: its name (``correlations.csv``), column (``runs.csv`` and the record), axis label,
     screen name (plain words), whether it is drawn on a linear or a log axis, and a one-line definition
-    with its reference. How it is computed is its source's: see the three subclasses."""
+    with its reference. How it is computed depends on its input: see the three subclasses."""
 
-    source: ClassVar[Source]
+    computed_from: ClassVar[MeasureInput]
     name: str
     column: str
     label: str  # the axis label and the CLI's name ("log10 ours at p*")
@@ -92,7 +95,7 @@ class Measure:
 class CheckpointMeasure(Measure):
     """A function of one checkpoint's bound analysis, recorded at every saved step."""
 
-    source: ClassVar[Source] = Source.CHECKPOINT
+    computed_from: ClassVar[MeasureInput] = MeasureInput.CHECKPOINT
     compute: Callable[[BoundAnalysis], float]
 
 
@@ -100,7 +103,7 @@ class CheckpointMeasure(Measure):
 class ModelMeasure(Measure):
     """A function of the trained model and its training set, on the final checkpoint."""
 
-    source: ClassVar[Source] = Source.MODEL
+    computed_from: ClassVar[MeasureInput] = MeasureInput.MODEL
     compute: Callable[[ModelProbe], float]
 
 
@@ -108,7 +111,7 @@ class ModelMeasure(Measure):
 class RunMeasure(Measure):
     """A property of the run as a whole, one value per run."""
 
-    source: ClassVar[Source] = Source.RUN
+    computed_from: ClassVar[MeasureInput] = MeasureInput.RUN
     compute: Callable[[RunFacts], float]
 
 
@@ -129,7 +132,7 @@ def correlated_measures() -> tuple[Measure, ...]:
 
 
 def recorded_measures() -> tuple[Measure, ...]:
-    """The measures kept per step in a run's record (CHECKPOINT and MODEL sources)."""
+    """The measures kept per step in a run's record (CHECKPOINT and MODEL inputs)."""
     return tuple(m for m in MEASURES.values() if not isinstance(m, RunMeasure))
 
 

@@ -34,7 +34,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields, replace
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ from ..files import DirectoryLock, DirectoryLocked, atomic_write, describe_os_er
 from ..limits import LIMITS, quoted
 from ..parallel import Executor, run_tasks
 from ..progress import ProgressCallback, silent
+from ..status import Status
 from .correlation import MeasureCorrelation, TauDifference, compare, correlate
 from .registry import MEASURES, Measure, RunMeasure, correlated_measures
 from .tasks import ThresholdTask
@@ -281,11 +281,6 @@ def read_grid(path: Path | str, base: SweepGrid | None = None) -> SweepGrid:
 
 
 # --- records ------------------------------------------------------------------------------------
-
-
-class Status(str, Enum):
-    DONE = "done"  # trained in this sweep
-    SKIPPED = "skipped"  # finished in an earlier sweep
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from specbound.lab import reference, sweep, views
-from specbound.lab.registry import MEASURES, RunMeasure, Source, correlated_measures, recorded_measures, register
+from specbound.lab.registry import MEASURES, MeasureInput, RunMeasure, correlated_measures, recorded_measures, register
 from specbound.lab.trajectory import StepTerms
 
 
@@ -32,7 +32,7 @@ def test_every_measure_reaches_every_table(name: str, runs) -> None:
     np.testing.assert_allclose(final[measure.column].to_numpy(float), expected, rtol=1e-12)
     if measure.linear_column:
         np.testing.assert_allclose(final[measure.linear_column], np.power(10.0, expected), rtol=1e-12)
-    if measure.source is Source.MODEL:  # computed on the final checkpoint only
+    if measure.computed_from is MeasureInput.MODEL:  # computed on the final checkpoint only
         assert frame[~frame["final"]][measure.column].isna().all()
     assert (name in {c.measure for c in sweep.correlations(runs[:3])}) == measure.correlated
 
