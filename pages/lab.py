@@ -25,7 +25,7 @@ from specbound.figures import trajectory as trajectory_figures
 from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
 from specbound.figures.style import split_panels
 from specbound.lab import views
-from specbound.lab.sweep import AXES
+from specbound.lab.grid import AXES
 from specbound.lab.train import LabError
 
 ensure_app_entry()

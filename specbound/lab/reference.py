@@ -35,8 +35,9 @@ from ..limits import LIMITS
 from ..loading import load_profile
 from ..profile import SpectralProfile
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
+from .records import LAB_LABEL, RUNS_DIR, read_runs, write_record
 from .registry import MEASURES, RunMeasure
-from .sweep import LAB_LABEL, RUNS_DIR, LabResults, measure_value, read_results, read_runs, write_record, write_tables
+from .tables import LabResults, measure_value, read_results, write_tables
 from .train import LabError
 from .trajectory import RunTrajectory
 

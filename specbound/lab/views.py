@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .correlation import TauDifference, Verdict
+from .grid import AXES
 from .registry import MEASURES, recorded_measures
-from .sweep import AXES, measure_value
+from .tables import measure_value
 from .trajectory import RunTrajectory
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from dashboard.vocabulary import measure_name
 from specbound.atlas import load_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.lab import reference, views
-from specbound.lab.sweep import CORRELATIONS_CSV, RUNS_CSV, comparisons, read_results
+from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, read_results
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
 RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
