@@ -37,15 +37,10 @@ from specbound.errors import SpecboundError
 from specbound.lab import reference as lab_reference
 from specbound.lab import views
 from specbound.lab.correlation import MeasureCorrelation, TauDifference, Verdict
+from specbound.lab.records import read_runs
 from specbound.lab.registry import correlated_measures
-from specbound.lab.sweep import (
-    LabResults,
-    comparisons,
-    correlations,
-    correlations_frame,
-    read_runs,
-    run_sweep,
-)
+from specbound.lab.sweep import run_sweep
+from specbound.lab.tables import LabResults, comparisons, correlations, correlations_frame
 from specbound.lab.tasks import ThresholdTask
 from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings
 from specbound.lab.trajectory import RunTrajectory

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from specbound.lab.registry import MEASURES
+
 from .text import plain
 
 
@@ -84,7 +86,7 @@ TERMS: Mapping[str, Term] = MappingProxyType(
         ),
         "rank": Term("rank", "the number of singular values above the cut-off 10⁻¹⁰ · k · max(σ₁, 1)."),
         "spectral_product": Term(
-            "product of spectral norms", "Π ‖W‖₂ over the matrices: a classic norm-based measure."
+            MEASURES["spectral_product"].screen_name, "Π ‖W‖₂ over the matrices: a classic norm-based measure."
         ),
         "tau": Term(
             "Kendall τ",
@@ -97,30 +99,11 @@ TERMS: Mapping[str, Term] = MappingProxyType(
 )
 
 
-#: The lab's measures as the pages name them (plain words; the CSV files keep the short names).
-MEASURE_NAMES: Mapping[str, str] = MappingProxyType(
-    {
-        "ours": "ours at p*",
-        "ours_p0": "ours at p = 0 (rank)",
-        "ours_p1": "ours at p = 1 (nuclear norm)",
-        "ours_p2": "ours at p = 2 (Frobenius)",
-        "edelman": "Edelman-style proxy",
-        "params": "number of parameters",
-        "frobenius": "sum of squared Frobenius norms",
-        "spectral_product": TERMS["spectral_product"].symbol,
-        "bartlett": "Bartlett et al. spectral bound",
-        "alpha": "power-law exponent α of the spectra",
-        "alpha_hat": "weighted power-law exponent α̂",
-        "alpha_skipped": "matrices too small for a power-law fit",
-        "pacbayes_flatness": "PAC-Bayes flatness",
-        "sharpness": "sharpness",
-    }
-)
-
-
 def measure_name(measure: str) -> str:
-    """A lab measure in plain words: 'spectral_product' -> 'product of spectral norms' (unknown: as given)."""
-    return MEASURE_NAMES.get(measure, measure)
+    """A lab measure in plain words, as its registration names it on screen: 'spectral_product' ->
+    'product of spectral norms' (unknown: as given; the CSV files keep the short names)."""
+    registered = MEASURES.get(measure)
+    return registered.screen_name if registered is not None else measure
 
 
 def help_for(key: str) -> str:

@@ -19,13 +19,13 @@ from dashboard.numbers import MISSING, format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.text import bound_note, format_log_value, plain
-from dashboard.vocabulary import MEASURE_NAMES
+from dashboard.vocabulary import measure_name
 from specbound.figures import lab as figures
 from specbound.figures import trajectory as trajectory_figures
 from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
 from specbound.figures.style import split_panels
 from specbound.lab import views
-from specbound.lab.sweep import AXES
+from specbound.lab.grid import AXES
 from specbound.lab.train import LabError
 
 ensure_app_entry()
@@ -202,7 +202,7 @@ elif view == SWEEP_VIEW:
         "for the granulated τ): distinguishable when the 95 % interval of the difference excludes 0."
     )
     with st.container(key="lab_comparisons"):
-        st.markdown("\n".join(f"- {views.comparison_sentence(d, MEASURE_NAMES)}" for d in differences))
+        st.markdown("\n".join(f"- {views.comparison_sentence(d, measure_name)}" for d in differences))
     st.caption(f"Reproducibility. {service.REPRODUCIBILITY}")
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")

@@ -26,7 +26,6 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from .parallel import Executor, run_tasks
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
 from .scaling import ModelSummary, ScalingStudy, summarize
+from .status import Status
 
 #: Bump when the per-model record changes: older records are then recomputed, not trusted.
 RECORD_SCHEMA = 1
@@ -69,12 +69,6 @@ OUTPUT_FILES = frozenset(
 #: Lock file of an output directory: one grid run writes a directory at a time.
 LOCK_FILE = ".specbound.lock"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
-
-
-class Status(str, Enum):
-    DONE = "done"  # analysed in this run
-    SKIPPED = "skipped"  # a record from an earlier run was reused
-    MISSING = "missing"  # could not be analysed
 
 
 @dataclass(frozen=True)

@@ -226,8 +226,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_grid(args: argparse.Namespace) -> int:
-    from .batch import Status, miniature_names, run_grid
+    from .batch import miniature_names, run_grid
     from .bounds import BoundSettings
+    from .status import Status
 
     names = miniature_names(args.layers, args.widths) if (args.layers or args.widths or not args.models) else []
     names += [m for m in args.models or [] if m not in names]

@@ -112,7 +112,7 @@ def _print_correlations(results: Any) -> None:
 
 
 def _print_comparison(results: Any, measure: str, other: str) -> None:
-    from .sweep import comparison
+    from .tables import comparison
     from .views import comparison_sentence
 
     difference = comparison(results.runs, measure, other)
@@ -165,8 +165,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    from ..status import Status
+    from .grid import PRESETS, read_grid
     from .reference import export_reference
-    from .sweep import PRESETS, Status, read_grid, run_sweep
+    from .sweep import run_sweep
 
     grid = read_grid(args.grid, PRESETS[args.preset]) if args.grid else PRESETS[args.preset]
     overrides: dict[str, Any] = {
@@ -206,7 +208,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from .reference import REFERENCE_DIR
-    from .sweep import read_results
+    from .tables import read_results
 
     if args.dir is None:
         print(f"the shipped reference: {LAB_MODELS}")
@@ -215,7 +217,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.compare:
         _print_comparison(results, *args.compare)
     if args.runs and results.runs:  # no finished run (or none readable): there is no table to print
-        from .sweep import runs_frame
+        from .tables import runs_frame
 
         frame = runs_frame(results.runs)
         frame = frame[frame["final"]][
@@ -227,7 +229,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     """``lab train | sweep | show`` under the main parser's subcommands."""
-    from .sweep import PRESETS
+    from .grid import PRESETS
 
     lab = commands.add_parser(
         "lab", help="train small BERT encoders on a synthetic task and set bounds beside their measured gaps"

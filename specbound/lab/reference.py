@@ -35,8 +35,9 @@ from ..limits import LIMITS
 from ..loading import load_profile
 from ..profile import SpectralProfile
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
-from .registry import MEASURES, Source
-from .sweep import LAB_LABEL, RUNS_DIR, LabResults, measure_value, read_results, read_runs, write_record, write_tables
+from .records import LAB_LABEL, RUNS_DIR, read_runs, write_record
+from .registry import MEASURES, RunMeasure
+from .tables import LabResults, measure_value, read_results, write_tables
 from .train import LabError
 from .trajectory import RunTrajectory
 
@@ -112,7 +113,7 @@ def retrain_deviations(run: RunTrajectory, shipped: RunTrajectory, step: int | N
     b = next(s for s in shipped.steps if s.step == at)
     out = {name: abs(getattr(a, name) - getattr(b, name)) for name in ("train_error", "test_error", "gap")}
     for measure in MEASURES.values():
-        if measure.source is Source.RUN:
+        if isinstance(measure, RunMeasure):
             x, y = measure_value(run, measure), measure_value(shipped, measure)
         else:
             x, y = a.value(measure.name), b.value(measure.name)

@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import SpecboundError
 from ..progress import ProgressCallback, ProgressEvent, silent
 from ..threads import torch_threads
-from .registry import MEASURES, ModelProbe, Source
+from .registry import ModelProbe, model_measures
 from .tasks import LabeledSample, Stream, ThresholdTask
 
 if TYPE_CHECKING:
@@ -374,6 +374,6 @@ def train_run(
                 progress(ProgressEvent("train", step + 1, settings.steps, detail))
         trained = time.perf_counter()
         probe = ModelProbe(model, train_ids, train_labels, spec.seed)
-        values = {m.name: float(m.compute(probe)) for m in MEASURES.values() if m.source is Source.MODEL}
+        values = {m.name: float(m.compute(probe)) for m in model_measures()}
     finished = time.perf_counter()
     return TrainResult(spec, int(params), tuple(records), trained - started, values, finished - trained)

@@ -22,7 +22,7 @@ from ..bounds import BoundAnalysis, BoundSettings
 from ..limits import is_genuine_int
 from ..loading import load_profile
 from ..progress import ProgressCallback, ProgressEvent, silent
-from .registry import MEASURES, Source, recorded_measures
+from .registry import checkpoint_measures, recorded_measures
 from .tasks import ThresholdTask
 from .train import RunSpec, TrainResult, TrainSettings, standard_error
 
@@ -235,7 +235,7 @@ def step_terms(
 ) -> StepTerms:
     """The terms of one analysed checkpoint beside its measured errors: every CHECKPOINT measure of the
     registry, and the MODEL measures in ``model_values`` (given for the final checkpoint)."""
-    values = {m.name: float(m.compute(analysis)) for m in MEASURES.values() if m.source is Source.CHECKPOINT}
+    values = {m.name: float(m.compute(analysis)) for m in checkpoint_measures()}
     values.update(model_values or {})
     return StepTerms(
         step=step,

@@ -9,15 +9,16 @@ positive numbers (drawn on log axes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .correlation import TauDifference, Verdict
+from .grid import AXES
 from .registry import MEASURES, recorded_measures
-from .sweep import AXES, measure_value
+from .tables import measure_value
 from .trajectory import RunTrajectory
 
 if TYPE_CHECKING:
@@ -111,15 +112,14 @@ def _statistic(name: str, difference: float, low: float, high: float, verdict: V
     return f"{name} differs by {interval}, distinguishably {verdict.value} than {other}"
 
 
-def comparison_sentence(difference: TauDifference, names: Mapping[str, str] | None = None) -> str:
+def comparison_sentence(difference: TauDifference, name: Callable[[str], str] | None = None) -> str:
     """One sentence on whether ``difference.measure`` is distinguishable from ``difference.other`` on this
     sweep, on τ and on the granulated τ (distinguishable: the paired interval of the difference excludes 0).
 
-    ``names`` (measure -> plain words) names both measures by those words alone, as the dashboard
+    ``name`` (measure -> plain words) names both measures by those words alone, as the dashboard
     does; without it, a measure is its label with its short name, as the CLI prints it."""
-    if names is not None:
-        label = names.get(difference.measure, difference.measure)
-        other = names.get(difference.other, difference.other)
+    if name is not None:
+        label, other = name(difference.measure), name(difference.other)
     else:
         label = f"{MEASURE_LABELS.get(difference.measure, (difference.measure, True))[0]} ({difference.measure})"
         other = difference.other

@@ -16,11 +16,11 @@ from streamlit.testing.v1 import AppTest
 from dashboard import lab as service
 from dashboard.tables import CELL_PAD_PX, CHAR_PX
 from dashboard.text import OPTIMAL_LABEL, format_log_value
-from dashboard.vocabulary import MEASURE_NAMES, measure_name
+from dashboard.vocabulary import measure_name
 from specbound.atlas import load_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.lab import reference, views
-from specbound.lab.sweep import CORRELATIONS_CSV, RUNS_CSV, comparisons, read_results
+from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, read_results
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
 RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
@@ -190,7 +190,7 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
     runs = reference.load_reference().runs
     shown_text = " ".join(m.value for m in at.markdown)
     for difference in comparisons(runs):
-        sentence = views.comparison_sentence(difference, MEASURE_NAMES)
+        sentence = views.comparison_sentence(difference, measure_name)
         assert sentence in shown_text and f"({difference.measure})" not in shown_text
         if difference.measure == "spectral_product":
             low, high = difference.kendall_tau_ci.low, difference.kendall_tau_ci.high

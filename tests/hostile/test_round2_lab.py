@@ -16,7 +16,9 @@ from cli_runner import assert_one_line_error, cli, run_cli
 
 from specbound.batch import LOCK_FILE
 from specbound.files import DirectoryLock
-from specbound.lab.sweep import RECORD_FILE, RUNS_DIR, claim_path, read_record, read_runs, run_sweep
+from specbound.lab.claims import claim_path
+from specbound.lab.records import RECORD_FILE, RUNS_DIR, read_record, read_runs
+from specbound.lab.sweep import run_sweep
 from specbound.lab.tasks import ThresholdTask
 from specbound.lab.train import LabError, RunSpec, TrainSettings
 from specbound.limits import LIMITS

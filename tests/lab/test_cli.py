@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from specbound.cli import main
+from specbound.lab.records import read_runs
 from specbound.lab.registry import correlated_measures
-from specbound.lab.sweep import CORRELATIONS_CSV, RUNS_CSV, read_runs
+from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV
 
 
 @pytest.mark.slow  # the smoke sweep behind them trains six small runs
@@ -180,7 +181,7 @@ def test_lab_errors_are_one_line(tmp_path: Path, capsys) -> None:
 
 def test_show_compare_prints_the_paired_difference(capsys) -> None:
     from specbound.lab import reference
-    from specbound.lab.sweep import comparison
+    from specbound.lab.tables import comparison
 
     assert main(["lab", "show", "--compare", "ours", "spectral_product"]) == 0
     printed = capsys.readouterr().out

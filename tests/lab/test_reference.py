@@ -13,8 +13,10 @@ from specbound.atlas import load_atlas, read_manifest
 from specbound.bounds import BoundAnalysis
 from specbound.cli import main
 from specbound.lab import reference
+from specbound.lab.records import LAB_LABEL
 from specbound.lab.registry import correlated_measures
-from specbound.lab.sweep import CORRELATIONS_CSV, LAB_LABEL, RUN_COLUMNS, RUNS_CSV, read_results, run_sweep
+from specbound.lab.sweep import run_sweep
+from specbound.lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV, read_results
 from specbound.lab.train import LabError
 from specbound.lab.trajectory import DEFAULT_BOUNDS
 from specbound.models import parse_miniature_alias

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbound.lab import reference, sweep, views
-from specbound.lab.registry import MEASURES, Measure, Source, correlated_measures, recorded_measures, register
+from specbound.lab import records, reference, tables, views
+from specbound.lab.registry import MEASURES, MeasureInput, RunMeasure, correlated_measures, recorded_measures, register
 from specbound.lab.trajectory import StepTerms
 
 
@@ -24,17 +24,17 @@ def runs():
 @pytest.mark.parametrize("name", list(MEASURES))
 def test_every_measure_reaches_every_table(name: str, runs) -> None:
     measure = MEASURES[name]
-    assert measure.column in sweep.RUN_COLUMNS and measure.definition and measure.label
+    assert measure.column in tables.RUN_COLUMNS and measure.definition and measure.label
     assert views.MEASURE_LABELS[name] == (measure.label, measure.linear_axis)
-    frame = sweep.runs_frame(runs[:2])
+    frame = tables.runs_frame(runs[:2])
     final = frame[frame["final"]]
-    expected = [sweep.measure_value(r, measure) for r in runs[:2]]
+    expected = [tables.measure_value(r, measure) for r in runs[:2]]
     np.testing.assert_allclose(final[measure.column].to_numpy(float), expected, rtol=1e-12)
     if measure.linear_column:
         np.testing.assert_allclose(final[measure.linear_column], np.power(10.0, expected), rtol=1e-12)
-    if measure.source is Source.MODEL:  # computed on the final checkpoint only
+    if measure.computed_from is MeasureInput.MODEL:  # computed on the final checkpoint only
         assert frame[~frame["final"]][measure.column].isna().all()
-    assert (name in {c.measure for c in sweep.correlations(runs[:3])}) == measure.correlated
+    assert (name in {c.measure for c in tables.correlations(runs[:3])}) == measure.correlated
 
 
 @pytest.fixture
@@ -49,24 +49,24 @@ def scratch_registry():
 def test_one_registration_adds_a_measure_everywhere(runs, scratch_registry) -> None:
     count = len(MEASURES)
     twice = register(
-        Measure(
-            "twice_params",
-            "twice_params",
-            "2 × parameters",
-            False,
-            "twice the count",
-            Source.RUN,
-            lambda r: 2.0 * r.params,
+        RunMeasure(
+            name="twice_params",
+            column="twice_params",
+            label="2 × parameters",
+            screen_name="twice the number of parameters",
+            linear_axis=False,
+            definition="twice the count",
+            compute=lambda r: 2.0 * r.params,
         )
     )
-    assert len(MEASURES) == count + 1 and "twice_params" in sweep.run_columns()
-    frame = sweep.runs_frame(runs)
+    assert len(MEASURES) == count + 1 and "twice_params" in tables.run_columns()
+    frame = tables.runs_frame(runs)
     np.testing.assert_array_equal(frame["twice_params"], 2.0 * frame["params"])
     assert list(views.sweep_frame(runs)["twice_params"]) == [2.0 * r.params for r in runs]
-    table = {c.measure: c for c in sweep.correlations(runs)}
+    table = {c.measure: c for c in tables.correlations(runs)}
     assert table["twice_params"].kendall_tau == pytest.approx(table["params"].kendall_tau)  # a monotone map
     assert table["twice_params"].kendall_tau_ci == table["params"].kendall_tau_ci  # the same seeded draws
-    assert sweep.comparison(runs, "twice_params", "params").kendall_tau == 0.0
+    assert tables.comparison(runs, "twice_params", "params").kendall_tau == 0.0
     with pytest.raises(ValueError, match="registered already"):
         register(twice)
 
@@ -74,7 +74,7 @@ def test_one_registration_adds_a_measure_everywhere(runs, scratch_registry) -> N
 def test_a_record_written_before_a_measure_still_loads(runs, tmp_path: Path) -> None:
     shutil.copytree(reference.REFERENCE_DIR / "runs", tmp_path / "runs")
     old = runs[0]
-    path = sweep.record_path(tmp_path, old.name)
+    path = records.record_path(tmp_path, old.name)
     data = json.loads(path.read_text())
     new_columns = {
         MEASURES[n].column for n in ("alpha", "alpha_hat", "alpha_skipped", "pacbayes_flatness", "sharpness")
@@ -85,15 +85,15 @@ def test_a_record_written_before_a_measure_still_loads(runs, tmp_path: Path) -> 
     del data["measures"]
     path.write_text(json.dumps(data))
 
-    loaded = sweep.read_results(tmp_path)
+    loaded = tables.read_results(tmp_path)
     assert len(loaded.runs) == len(runs)  # the run is there ...
     again = loaded.run(old.name)
     assert math.isnan(again.final.value("alpha")) and math.isnan(again.final.value("sharpness"))  # ... the measures not
     assert again.final.ours_log10 == old.final.ours_log10
     table = {c.measure: c for c in loaded.correlations}
     assert table["alpha"].runs == table["sharpness"].runs == len(runs) - 1 and table["ours"].runs == len(runs)
-    assert sweep.finished_run(tmp_path, old.spec) is None  # a sweep does it again, to fill the measures in
-    assert sweep.finished_run(tmp_path, runs[1].spec) is not None
+    assert records.finished_run(tmp_path, old.spec) is None  # a sweep does it again, to fill the measures in
+    assert records.finished_run(tmp_path, runs[1].spec) is not None
 
 
 def test_steps_round_trip_and_leave_out_what_is_not_finite() -> None:

@@ -8,10 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from specbound.lab import sweep
+from specbound.lab import records, sweep, tables
+from specbound.lab.grid import PRESETS, SweepGrid, grid_from_dict, read_grid
 from specbound.lab.registry import correlated_measures
-from specbound.lab.sweep import CORRELATIONS_CSV, PRESETS, RUN_COLUMNS, RUNS_CSV, Status, SweepGrid
+from specbound.lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV
 from specbound.lab.train import LabError, TrainingCancelled, TrainSettings
+from specbound.status import Status
 
 TINY = SweepGrid(
     layers=(1,),
@@ -41,7 +43,7 @@ def test_resume_after_an_interruption_skips_finished_runs(tmp_path: Path) -> Non
     with pytest.raises(TrainingCancelled):
         sweep.run_sweep(specs, out, should_stop=stop_in_the_second_run)
     first, second = (out / "runs" / s.name for s in specs[:2])
-    assert sweep.record_path(out, specs[0].name).is_file() and not sweep.record_path(out, specs[1].name).exists()
+    assert records.record_path(out, specs[0].name).is_file() and not records.record_path(out, specs[1].name).exists()
     assert (second / "checkpoints" / "step-000000").is_dir()  # the half-done run left files behind
     assert len(pd.read_csv(out / RUNS_CSV)["run"].unique()) == 1  # tables hold the finished run only
     finished = _mtimes(first)
@@ -61,7 +63,7 @@ def test_resume_after_an_interruption_skips_finished_runs(tmp_path: Path) -> Non
 def test_a_changed_spec_or_a_damaged_record_is_retrained(tmp_path: Path) -> None:
     spec = TINY.specs()[0]
     sweep.run_sweep([spec], tmp_path)
-    record = sweep.record_path(tmp_path, spec.name)
+    record = records.record_path(tmp_path, spec.name)
     record.write_text("{not json")
     assert sweep.run_sweep([spec], tmp_path).outcomes[0].status is Status.DONE
     data = json.loads(record.read_text())
@@ -90,7 +92,7 @@ def test_files_have_the_interface_columns(tmp_path: Path) -> None:
         defined = table[table[statistic].notna()]
         assert (defined[statistic + "_ci_low"] <= defined[statistic] + 1e-12).all()
         assert (defined[statistic] <= defined[statistic + "_ci_high"] + 1e-12).all()
-    results = sweep.read_results(tmp_path)
+    results = tables.read_results(tmp_path)
     assert len(results.runs) == 3 and results.run(TINY.specs()[1].name).spec == TINY.specs()[1]
 
 
@@ -114,7 +116,7 @@ def test_presets_and_custom_grids(tmp_path: Path) -> None:
             }
         )
     )
-    grid = sweep.read_grid(path)
+    grid = read_grid(path)
     specs = grid.specs()
     assert len(specs) == 4 and {s.settings.steps for s in specs} == {40}
     assert {s.task.vocab_size for s in specs} == {6} and specs[0].task.positions == (1, 2)
@@ -128,4 +130,4 @@ def test_presets_and_custom_grids(tmp_path: Path) -> None:
         {"task": {"colour": 1}},
     ):
         with pytest.raises(LabError):
-            sweep.grid_from_dict(bad).specs()
+            grid_from_dict(bad).specs()

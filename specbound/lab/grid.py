@@ -1,0 +1,185 @@
+"""The grid of a sweep: the product of its axis values (depth, width, heads, training-set size, label
+noise, seed), the presets, and grid files.
+
+A grid file is validated when it is read: a small regular JSON file whose every value has the declared
+type and range (one LabError line otherwise).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ..files import describe_os_error, read_json
+from ..limits import LIMITS, quoted
+from .tasks import ThresholdTask
+from .train import LabError, RunSpec, TrainSettings
+
+#: At most this many runs in one grid (a typo in an axis should not start a week of training).
+MAX_RUNS: int = 500
+
+#: The hyperparameter axes of a sweep (also the axes of the granulated tau).
+AXES: tuple[str, ...] = ("layers", "hidden", "heads", "n_train", "label_noise", "seed")
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """The full product of the axis values, with one task and one set of training settings."""
+
+    layers: tuple[int, ...]
+    hidden: tuple[int, ...]
+    heads: tuple[int, ...]
+    n_train: tuple[int, ...]
+    label_noise: tuple[float, ...] = (0.0,)
+    seeds: tuple[int, ...] = (0,)
+    task: ThresholdTask = field(default_factory=ThresholdTask)
+    settings: TrainSettings = field(default_factory=TrainSettings)
+
+    def specs(self) -> tuple[RunSpec, ...]:
+        """Every run of the grid (LabError if one is invalid or there are too many)."""
+        count = math.prod(
+            len(v) for v in (self.layers, self.hidden, self.heads, self.n_train, self.label_noise, self.seeds)
+        )
+        if count == 0:
+            raise LabError("the grid is empty: every axis needs at least one value")
+        if count > MAX_RUNS:
+            raise LabError(f"the grid has {count} runs; at most {MAX_RUNS} are allowed")
+        try:
+            return tuple(
+                RunSpec(
+                    layers=depth,
+                    hidden=width,
+                    heads=h,
+                    n_train=n,
+                    seed=s,
+                    task=replace(self.task, label_noise=q),
+                    settings=self.settings,
+                )
+                for depth, width, h, n, q, s in itertools.product(
+                    self.layers, self.hidden, self.heads, self.n_train, self.label_noise, self.seeds
+                )
+            )
+        except ValueError as exc:
+            raise LabError(str(exc)) from None
+
+
+PRESETS: dict[str, SweepGrid] = {
+    # 4 runs, about a minute: what the tests use.
+    "smoke": SweepGrid(
+        layers=(2,),
+        hidden=(32,),
+        heads=(2,),
+        n_train=(64, 512),
+        label_noise=(0.0, 0.2),
+        settings=TrainSettings(steps=200, save_every=100, test_samples=2000),
+    ),
+    # 48 runs, within 15 minutes on 2 cores: every axis but heads has groups for the granulated tau.
+    "class": SweepGrid(
+        layers=(1, 2),
+        hidden=(32, 64),
+        heads=(2,),
+        n_train=(100, 400, 1600),
+        label_noise=(0.0, 0.1),
+        seeds=(0, 1),
+        settings=TrainSettings(steps=500, save_every=125),
+    ),
+    # 288 runs for a study with narrower intervals: several hours on 2 cores (README, "Lab": the measured
+    # estimate), meant for many cores.
+    "study": SweepGrid(
+        layers=(1, 2, 3, 4),
+        hidden=(32, 64, 128),
+        heads=(2,),
+        n_train=(100, 400, 1600, 3200),
+        label_noise=(0.0, 0.1),
+        seeds=(0, 1, 2),
+        settings=TrainSettings(steps=500, save_every=125),
+    ),
+}
+
+_GRID_AXES = {"layers": int, "hidden": int, "heads": int, "n_train": int, "label_noise": float, "seeds": int}
+
+
+def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> SweepGrid:
+    """A grid from JSON-like data: axis lists (layers, hidden, heads, n_train, label_noise, seeds),
+    optional ``settings`` (fields of TrainSettings) and ``task`` (vocab_size, length, positions,
+    threshold). Missing entries come from ``base`` (default: the smoke preset)."""
+    base = base or PRESETS["smoke"]
+    if not isinstance(data, Mapping):
+        raise LabError("a grid must be a JSON object")
+    unknown = set(data) - set(_GRID_AXES) - {"settings", "task"}
+    if unknown:
+        raise LabError(
+            f"unknown grid entries: {', '.join(sorted(unknown))} "
+            f"(known: {', '.join([*_GRID_AXES, 'settings', 'task'])})"
+        )
+    values: dict[str, Any] = {}
+    try:
+        for axis, convert in _GRID_AXES.items():
+            if axis in data:
+                raw = data[axis] if isinstance(data[axis], list) else [data[axis]]
+                values[axis] = tuple(dict.fromkeys(_grid_number(f"grid entry '{axis}'", v, convert) for v in raw))
+        settings, task = data.get("settings", {}), data.get("task", {})
+        if not isinstance(settings, Mapping) or not isinstance(task, Mapping):
+            raise LabError("grid entries 'settings' and 'task' must be JSON objects")
+        known_settings = {f.name for f in fields(TrainSettings)}
+        known_task = {f.name for f in fields(ThresholdTask)} - {"label_noise"}
+        if set(settings) - known_settings or set(task) - known_task:
+            raise LabError(
+                f"unknown settings or task entries: "
+                f"{quoted(', '.join(sorted((set(settings) - known_settings) | (set(task) - known_task))), 200)}"
+            )
+        settings = {
+            name: _grid_number(f"setting '{name}'", v, float if name in _FLOAT_SETTINGS else int)
+            for name, v in settings.items()
+        }
+        checked_task: dict[str, Any] = {}
+        for name, v in task.items():
+            if name == "positions":
+                if not isinstance(v, list):
+                    raise LabError("task entry 'positions' must be a list of integers")
+                checked_task[name] = tuple(_grid_number("task entry 'positions'", i, int) for i in v)
+            elif name == "threshold" and v is None:
+                checked_task[name] = None
+            else:
+                checked_task[name] = _grid_number(f"task entry '{name}'", v, int)
+        values["settings"] = replace(base.settings, **settings)
+        values["task"] = replace(base.task, **{"threshold": None, **checked_task})  # rebalanced unless given
+        grid = replace(base, **values)
+        grid.specs()  # every run valid and within the limits, said now rather than at run 17
+        return grid
+    except (TypeError, ValueError) as exc:
+        raise LabError(f"invalid grid: {quoted(exc, 200)}") from None
+
+
+#: TrainSettings fields that are real numbers (the others are integers).
+_FLOAT_SETTINGS = frozenset({"learning_rate", "weight_decay"})
+
+
+def _grid_number(what: str, value: Any, convert: Callable[[Any], Any]) -> Any:
+    """A number of a grid file: finite, and a genuine integer where one is due (2.0 passes, 2.5 not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise LabError(f"{what} must be a number or a list of numbers, got {quoted(json.dumps(value)[:80])}")
+    if not math.isfinite(value):
+        raise LabError(f"{what} must be a finite number, got {quoted(value)}")
+    if convert is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise LabError(f"{what} must hold integers, got {quoted(value)}")
+        value = int(value)
+    return convert(value)
+
+
+def read_grid(path: Path | str, base: SweepGrid | None = None) -> SweepGrid:
+    """A grid from a JSON file (see :func:`grid_from_dict`)."""
+    path = Path(path)
+    try:
+        data = read_json(path, f"the grid file {path.name}", LIMITS.max_grid_bytes)
+    except OSError as exc:  # missing, a FIFO or a device, too large: said without the directory
+        raise LabError(f"cannot read the grid file {path.name}: {describe_os_error(exc)}") from None
+    except ValueError as exc:
+        raise LabError(f"the grid file {path.name} is not valid JSON ({quoted(exc, 120)})") from None
+    return grid_from_dict(data, base)

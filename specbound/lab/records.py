@@ -1,0 +1,105 @@
+"""A lab directory's run records: where they live, writing one, reading them back.
+
+Layout of a lab directory ``DIR`` (the file names and columns are an interface)::
+
+    runs/<run>/checkpoints/step-XXXXXX/   save_pretrained checkpoints (config.json, model.safetensors)
+    runs/<run>/trajectory.json            the run's record: spec, errors and terms at every saved step;
+                                          written atomically last, it marks the run as finished
+    runs.csv                              one row per run and saved step (see
+                                          :data:`specbound.lab.tables.RUN_COLUMNS`)
+    correlations.csv                      one row per measure: Kendall tau and granulated tau with the gap,
+                                          with 95 % bootstrap intervals
+
+A record is validated when it is read: one that does not hold a complete, finite trajectory is not a
+finished run. A record that predates a measure still loads (that measure is missing), but it is not
+finished for :func:`finished_run`, so a sweep trains the run again and fills the measure in.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..files import atomic_write, read_json
+from ..limits import LIMITS
+from .registry import MEASURES
+from .train import LabError, RunSpec
+from .trajectory import RunTrajectory
+
+RUNS_DIR = "runs"
+RECORD_FILE = "trajectory.json"
+RECORD_FORMAT = "specbound-lab-run"
+#: Bump when the record changes incompatibly: older records are then retrained, not trusted. A record
+#: of the same schema that predates a measure still loads (that measure is missing) and lists the
+#: measures it holds under "measures"; a sweep retrains it so the new measure is filled in.
+RECORD_SCHEMA = 1
+#: A label that travels with every record and reference file.
+LAB_LABEL = "small BERT encoder trained by the specbound lab (not a BERT Miniature)"
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all."""
+    with atomic_write(path) as f:
+        f.write(text.encode("utf-8"))
+
+
+def record_path(out: Path, name: str) -> Path:
+    return out / RUNS_DIR / name / RECORD_FILE
+
+
+def write_record(out: Path, trajectory: RunTrajectory) -> Path:
+    path = record_path(out, trajectory.name)
+    record = {
+        "format": RECORD_FORMAT,
+        "schema": RECORD_SCHEMA,
+        "label": LAB_LABEL,
+        "task": trajectory.spec.task.describe(),
+        "measures": list(MEASURES),
+        **trajectory.to_dict(),
+    }
+    write_text(path, json.dumps(record, indent=1, allow_nan=False))
+    return path
+
+
+def read_record(path: Path) -> RunTrajectory | None:
+    """A finished run's record, or None if it is missing, unreadable, foreign or of another schema."""
+    try:
+        data = read_json(path, path.name, LIMITS.max_record_bytes)  # a regular file of bounded size
+        if data.get("format") != RECORD_FORMAT or data.get("schema") != RECORD_SCHEMA:
+            return None
+        trajectory = RunTrajectory.from_dict(data)
+        return trajectory if trajectory.name == data["name"] and trajectory.steps else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, LabError):
+        return None
+
+
+def record_measures(path: Path) -> tuple[str, ...]:
+    """The measures a record says it holds (none for a record written before the list existed)."""
+    try:
+        names = json.loads(path.read_text(encoding="utf-8")).get("measures", [])
+    except (OSError, ValueError, AttributeError):
+        return ()
+    return tuple(str(n) for n in names) if isinstance(names, list) else ()
+
+
+def finished_run(out: Path, spec: RunSpec) -> RunTrajectory | None:
+    """The record of ``spec`` in ``out`` if that exact run has finished there with every registered
+    measure (a record that predates a measure is done again, so the measure is filled in)."""
+    path = record_path(out, spec.name)
+    trajectory = read_record(path)
+    if trajectory is None or trajectory.spec.to_dict() != spec.to_dict():
+        return None
+    return trajectory if set(MEASURES) <= set(record_measures(path)) else None
+
+
+def _order(run: RunTrajectory) -> tuple[Any, ...]:
+    """Runs in grid order: by the axes (numerically), then the rest of the spec."""
+    s = run.spec
+    return (s.layers, s.hidden, s.heads, s.n_train, s.label_noise, s.seed, json.dumps(s.to_dict(), sort_keys=True))
+
+
+def read_runs(out: Path | str) -> tuple[RunTrajectory, ...]:
+    """Every finished run in a lab directory, in grid order (see :func:`_order`)."""
+    runs = (read_record(p) for p in (Path(out) / RUNS_DIR).glob(f"*/{RECORD_FILE}"))
+    return tuple(sorted((r for r in runs if r is not None), key=_order))
