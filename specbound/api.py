@@ -27,9 +27,6 @@ from .progress import ProgressCallback, silent
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The revision recorded for a model analysed in memory (its weights are not a file that could change).
-IN_MEMORY_REVISION = "in-memory"
-
 
 @dataclass(frozen=True, eq=False)
 class Analysis:

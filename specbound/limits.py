@@ -22,12 +22,12 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeGuard
 
 import numpy as np
 
 from .architecture import ModelShape
 from .errors import SpecboundError
+from .values import is_genuine_int
 
 #: Environment variable that overrides the download cap, in megabytes (10^6 bytes).
 MAX_DOWNLOAD_ENV_VAR = "SPECBOUND_MAX_DOWNLOAD_MB"
@@ -154,11 +154,6 @@ def quoted(value: object, limit: int | None = None) -> str:
     """Text from a user or a file, on one line, escaped (:func:`printable`) and shortened, for a message."""
     limit = limit or LIMITS.max_quoted_chars
     return shortened(printable(" ".join(str(value).split())), limit)
-
-
-def is_genuine_int(value: object) -> TypeGuard[int | np.integer]:
-    """An integer size as a file declares it: an int (numpy's too), never a bool or a float like 2.0."""
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def download_cap_bytes(gigabytes: float) -> int:

@@ -56,6 +56,8 @@ PARALLEL_LAYER_MAX_BYTES: int = 256 * 1024**2
 MAPPED_MATRIX_BYTES: int = 128 * 1024**2
 #: At most this many layers in parallel.
 MAX_LAYER_WORKERS: int = 8
+#: The revision recorded for a model analysed in memory (its weights are not a file that could change).
+IN_MEMORY_REVISION = "in-memory"
 
 
 class LayerSource(Protocol):
@@ -316,8 +318,6 @@ def profile_in_memory(
     state dict, streamed in place one layer (and one feed-forward matrix) at a time; nothing is
     written to disk or cached. ``backend``, ``device``, ``workers`` and ``large_norm_11`` are
     :func:`compute_profile`'s."""
-    from .api import IN_MEMORY_REVISION
-
     checkpoint = Checkpoint.from_state_dict(config, state, f"the model {name}")
     return compute_profile(
         checkpoint.stream(),
