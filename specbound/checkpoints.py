@@ -47,13 +47,13 @@ from .limits import (
     MAX_DOWNLOAD_ENV_VAR,
     LimitExceededError,
     check_encoder_shape,
-    is_genuine_int,
     max_download_bytes,
-    quoted,
 )
 from .matrices import LayerWeights
 from .models import ModelRef
 from .progress import ProgressCallback, ProgressEvent, silent
+from .text import quoted
+from .values import is_genuine_int
 
 CONFIG_FILE = "config.json"
 #: Weight files in order of preference: safetensors before pickles, single files before shards.

@@ -18,7 +18,7 @@ A closed descriptor 0, 1 or 2 is pointed at the null device first, so no file th
 later takes its number.
 
 Everything echoed from input (usage errors, model names, report lines) is escaped and shortened
-(:func:`specbound.limits.echoed`), on stdout as on stderr.
+(:func:`specbound.text.echoed`), on stdout as on stderr.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ from .defaults import DEFAULT_MODEL, L_PHI, LARGE_NORM_11, P_MAX
 from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
 from .lab.cli import add_lab_commands
-from .limits import LIMITS, echoed, printable, quoted
+from .limits import LIMITS
 from .progress import ProgressCallback, ProgressEvent, format_eta, silent
+from .text import echoed, printable, quoted
 
 if TYPE_CHECKING:
     from .bounds import BoundAnalysis

@@ -13,7 +13,8 @@ from typing import Any
 from ..architecture import ModelShape
 from ..defaults import ACTIVATION_LIPSCHITZ, BERT_INITIALIZER_RANGE
 from ..errors import CheckpointError, UnsupportedModelError
-from ..limits import check_declared_sizes, quoted
+from ..limits import check_declared_sizes
+from ..text import quoted
 from ..values import is_genuine_int
 from .registry import supported_model_types
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UnsupportedModelError
-from ..limits import quoted
+from ..text import quoted
 from .base import FamilyAdapter
 
 #: model_type -> adapter, one instance per family (filled by :func:`register`).

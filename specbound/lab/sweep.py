@@ -40,9 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..bounds import BoundSettings
 from ..files import DirectoryLock, DirectoryLocked, atomic_write, describe_os_error, read_json
-from ..limits import LIMITS, quoted
+from ..limits import LIMITS
 from ..parallel import Executor, run_tasks
 from ..progress import ProgressCallback, silent
+from ..text import quoted
 from .correlation import MeasureCorrelation, TauDifference, compare, correlate
 from .registry import MEASURES, Measure, Source, correlated_measures
 from .tasks import ThresholdTask
