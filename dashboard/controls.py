@@ -15,9 +15,9 @@ from typing import Any
 
 import streamlit as st
 
+from specbound.architecture import Kind
 from specbound.bounds import BoundAnalysis, PAssignment, snap_to_grid
 from specbound.defaults import P_MAX
-from specbound.matrices import Kind
 
 from . import share
 

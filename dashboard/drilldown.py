@@ -15,11 +15,11 @@ from typing import Any
 
 import streamlit as st
 
+from specbound.architecture import Kind
 from specbound.bounds import BoundAnalysis, BoundTerms
 from specbound.figures import bounds as bound_figures
 from specbound.figures import spectra as spectra_figures
 from specbound.logspace import to_log10
-from specbound.matrices import Kind
 from specbound.profile import HEAD_KINDS, MatrixId
 
 from . import share, tables

@@ -12,9 +12,9 @@ import math
 
 import streamlit as st
 
+from specbound.architecture import Kind
 from specbound.bounds import BoundAnalysis, BoundTerms
 from specbound.compare import Comparison
-from specbound.matrices import Kind
 
 from .numbers import (
     CHANGE_DIGITS,

@@ -27,12 +27,12 @@ import streamlit as st
 from pandas.io.formats.style import Styler
 
 from specbound import atlas as sb_atlas
+from specbound.architecture import ModelShape
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import DEFAULT_MODEL
 from specbound.errors import SpecboundError
 from specbound.figures.scaling import PROXY_LABELS
 from specbound.lab import reference as lab_reference
-from specbound.matrices import ModelShape
 from specbound.models import (
     MINIATURE_HEAD_SIZE,
     MINIATURE_LAYERS,

@@ -34,13 +34,13 @@ from dashboard.presentation import headline, let_headline_through, on_demand
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import EXPLORER_TABLES_KEY, show_table
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, bound_note
+from specbound.architecture import Kind
 from specbound.bounds import BoundTerms, PAssignment
 from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
 from specbound.figures.style import Quantity
 from specbound.logspace import exp_array
-from specbound.matrices import Kind
 from specbound.report import layer_frame, terms_frame
 
 ensure_app_entry()

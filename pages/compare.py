@@ -16,13 +16,13 @@ from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
+from specbound.architecture import Kind
 from specbound.bounds import BoundAnalysis, PAssignment
 from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
 from specbound.figures.spectra import overlaid_spectra
 from specbound.logspace import exp_array
-from specbound.matrices import Kind
 
 ensure_app_entry()
 

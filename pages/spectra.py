@@ -21,10 +21,10 @@ from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, code
+from specbound.architecture import Kind
 from specbound.figures import spectra as figures
 from specbound.figures.html_report import ReportSection
 from specbound.figures.style import split_panels
-from specbound.matrices import Kind
 from specbound.report import singular_values_frame
 
 ensure_app_entry()

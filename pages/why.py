@@ -21,12 +21,12 @@ from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
+from specbound.architecture import Kind
 from specbound.explain import break_even
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
 from specbound.figures.spectra import rank_against_maximum
 from specbound.figures.style import split_panels
-from specbound.matrices import Kind
 
 ensure_app_entry()
 

@@ -23,7 +23,6 @@ from .architecture import Adaptation, Kind, Mlp, ModelShape, Residual
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from .errors import SpecboundError
 from .loading import compute_profile, load_profile
-from .matrices import EncoderShape
 from .profile import MatrixId, SpectralProfile
 
 __all__ = [
@@ -32,7 +31,6 @@ __all__ = [
     "BoundAnalysis",
     "BoundSettings",
     "BoundTerms",
-    "EncoderShape",
     "Kind",
     "MatrixId",
     "Mlp",

@@ -21,14 +21,12 @@ from .backend import DEFAULT_BACKEND, DEFAULT_DEVICE, BackendName, BackendSpec
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from .defaults import LARGE_NORM_11
 from .logspace import exp_array, to_log10
+from .options import ComputeOptions
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
 
 if TYPE_CHECKING:
     import pandas as pd
-
-#: The revision recorded for a model analysed in memory (its weights are not a file that could change).
-IN_MEMORY_REVISION = "in-memory"
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,7 +183,7 @@ def analyze(
     and V matrices too large to form whole (N > 2048; NaN otherwise, :data:`~specbound.defaults.LARGE_NORM_11`).
     """
     settings = BoundSettings(l_phi=l_phi, grid_m=grid_m)
-    compute = {"backend": BackendSpec(backend, device), "workers": layer_workers, "large_norm_11": large_norm_11}
+    compute = ComputeOptions(BackendSpec(backend, device), layer_workers, large_norm_11=large_norm_11)
     profile = _profile(source, config=config, name=name, progress=progress, use_cache=use_cache, compute=compute)
     return Analysis(BoundAnalysis.from_profile(profile, settings)).at(p)
 
@@ -197,29 +195,37 @@ def _profile(
     name: str | None,
     progress: ProgressCallback,
     use_cache: bool,
-    compute: dict[str, Any],
+    compute: ComputeOptions,
 ) -> SpectralProfile:
-    from .loading import load_profile, profile_in_memory
+    from .loading import load_profile_with, profile_in_memory
 
     if isinstance(source, str | Path):
         if config is not None:
             raise TypeError("config is for a state_dict; a named model brings its own config.json")
-        return load_profile(str(source), progress=progress, use_cache=use_cache, **compute)
+        return load_profile_with(str(source), compute, progress=progress, use_cache=use_cache)
     if hasattr(source, "state_dict") and hasattr(source, "config"):  # a transformers PreTrainedModel
         if config is not None:
             raise TypeError("a PreTrainedModel brings its own config: give config only with a state_dict")
         config_dict = _config_dict(source.config)
-        label = name or _default_name(config_dict, type(source).__name__)
-        return profile_in_memory(config_dict, source.state_dict(), name=label, progress=progress, **compute)
-    if isinstance(source, Mapping):
+        label, state = name or _default_name(config_dict, type(source).__name__), source.state_dict()
+    elif isinstance(source, Mapping):
         if config is None:
             raise TypeError("a state_dict needs its config: analyze(state_dict, config=model.config)")
         config_dict = _config_dict(config)
-        label = name or _default_name(config_dict, "state_dict")
-        return profile_in_memory(config_dict, source, name=label, progress=progress, **compute)
-    raise TypeError(
-        f"cannot analyse a {type(source).__name__}: give a path or model name, a transformers "
-        "PreTrainedModel, or a state_dict with its config"
+        label, state = name or _default_name(config_dict, "state_dict"), source
+    else:
+        raise TypeError(
+            f"cannot analyse a {type(source).__name__}: give a path or model name, a transformers "
+            "PreTrainedModel, or a state_dict with its config"
+        )
+    return profile_in_memory(
+        config_dict,
+        state,
+        name=label,
+        progress=progress,
+        backend=compute.backend,
+        workers=compute.workers,
+        large_norm_11=compute.large_norm_11,
     )
 
 

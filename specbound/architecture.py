@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Any
 
 from .defaults import ACTIVATION_LIPSCHITZ, BERT_INITIALIZER_RANGE
+from .values import is_genuine_int
 
 
 class Kind(str, Enum):
@@ -202,8 +203,6 @@ class ModelShape:
     def from_dict(cls, values: Mapping[str, Any]) -> ModelShape:
         """The inverse of :meth:`to_dict`; a dict with the four sizes only (files written before the
         other fields existed) is a BERT encoder. ValueError for anything else."""
-        from .limits import is_genuine_int
-
         sizes: dict[str, int] = {}
         for name in ("num_layers", "hidden_size", "num_heads", "ffn_size", "num_kv_heads", "head_dim"):
             value = values.get(name)

@@ -49,8 +49,10 @@ from .files import (
     parse_json,
     require_parent,
 )
-from .limits import LIMITS, check_declared_sizes, check_encoder_shape, is_genuine_int, quoted
+from .limits import LIMITS, check_declared_sizes, check_encoder_shape
 from .profile import SpectralProfile, validate_profile
+from .text import quoted
+from .values import is_genuine_int
 
 FORMAT = "specbound-atlas"
 #: Bump when the layout changes; older readers then refuse newer files with a clear message.

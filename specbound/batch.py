@@ -24,8 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from .files import (
 from .limits import LIMITS
 from .logspace import LOG10_E
 from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_alias, resolve
+from .options import ComputeOptions
 from .parallel import Executor, run_tasks
 from .profile import SpectralProfile
 from .progress import ProgressCallback, silent
@@ -169,7 +170,7 @@ class _GridTask:
     settings: BoundSettings
     use_cache: bool
     keep_profile: bool  # return the profile too (for the atlas)
-    compute: tuple[tuple[str, Any], ...] = ()  # load_profile's backend, layer-worker and download-cap keywords
+    compute: ComputeOptions = field(default_factory=ComputeOptions)  # backend, layer workers, download cap
 
 
 @dataclass(frozen=True)
@@ -191,11 +192,11 @@ class _GridAnswer:
 
 def _analyse_one(task: _GridTask, progress: ProgressCallback = silent) -> _GridAnswer:
     """Analyse one model and build its files' contents (nothing is written here)."""
-    from .loading import load_profile
+    from .loading import load_profile_with
     from .report import terms_frame
 
     try:
-        profile = load_profile(task.ref, progress=progress, use_cache=task.use_cache, **dict(task.compute))
+        profile = load_profile_with(task.ref, task.compute, progress=progress, use_cache=task.use_cache)
         analysis = BoundAnalysis.from_profile(profile, task.settings)
         summary = summarize(analysis)
     except SpecboundError as exc:
@@ -240,13 +241,13 @@ def run_grid(
     progress: Callable[[str], ProgressCallback] = lambda name: silent,
     report: Callable[[str], None] = lambda line: None,
     executor: Executor = Executor(),
-    compute: Mapping[str, Any] | None = None,
+    compute: ComputeOptions | None = None,
 ) -> GridResult:
     """Analyse each model (skipping those already recorded in ``out``) and write the study's files.
 
     ``progress(name)`` gives the download/analysis callback for one model (in a serial run); ``report``
     receives one line per model and per note; ``executor`` says where the analyses run; ``compute``
-    holds load_profile's backend, layer-worker and download-cap keywords. Raises
+    holds load_profile's backend, layer-worker and download-cap options. Raises
     SpecboundError only if no model could be analysed, and DirectoryLocked (at once, before any work)
     while another grid run writes the same directory.
     """
@@ -271,7 +272,7 @@ def _run_grid(
     progress: Callable[[str], ProgressCallback],
     report: Callable[[str], None],
     executor: Executor,
-    compute: tuple[tuple[str, Any], ...],
+    compute: ComputeOptions,
 ) -> GridResult:
     """:func:`run_grid` with the output directory made and locked."""
     # temporary files of a run that was killed (never another program's: see remove_stale_temps)

@@ -18,7 +18,7 @@ A closed descriptor 0, 1 or 2 is pointed at the null device first, so no file th
 later takes its number.
 
 Everything echoed from input (usage errors, model names, report lines) is escaped and shortened
-(:func:`specbound.limits.echoed`), on stdout as on stderr.
+(:func:`specbound.text.echoed`), on stdout as on stderr.
 """
 
 from __future__ import annotations
@@ -38,11 +38,13 @@ from .defaults import DEFAULT_MODEL, L_PHI, LARGE_NORM_11, P_MAX
 from .errors import SpecboundError
 from .files import describe_os_error, output_dir, require_parent, write_text_atomic
 from .lab.cli import add_lab_commands
-from .limits import LIMITS, echoed, printable, quoted
+from .limits import LIMITS
 from .progress import ProgressCallback, ProgressEvent, format_eta, silent
+from .text import echoed, printable, quoted
 
 if TYPE_CHECKING:
     from .bounds import BoundAnalysis
+    from .options import ComputeOptions
     from .parallel import Executor
 
 #: Exit statuses: a problem the user can fix, a usage error (argparse's), a bug, an interrupt.
@@ -112,23 +114,24 @@ def _progress() -> ProgressCallback:
 
 def _analysis(args: argparse.Namespace) -> BoundAnalysis:
     from .bounds import BoundAnalysis, BoundSettings
-    from .loading import load_profile
+    from .loading import load_profile_with
 
-    profile = load_profile(args.model, progress=_progress(), use_cache=not args.no_cache, **_compute_options(args))
+    profile = load_profile_with(args.model, _compute_options(args), progress=_progress(), use_cache=not args.no_cache)
     return BoundAnalysis.from_profile(profile, BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m))
 
 
-def _compute_options(args: argparse.Namespace) -> dict[str, Any]:
-    """load_profile's keywords for the backend, the cores and the download cap of the command line."""
+def _compute_options(args: argparse.Namespace) -> ComputeOptions:
+    """The backend, the cores, the download cap and the (1,1) norms of the command line."""
     from .backend import BackendSpec
     from .limits import download_cap_bytes
+    from .options import ComputeOptions
 
-    return {
-        "backend": BackendSpec(args.backend, args.device),
-        "workers": args.layer_workers,
-        "max_download_bytes": None if args.max_download_gb is None else download_cap_bytes(args.max_download_gb),
-        "large_norm_11": args.norm_11,
-    }
+    return ComputeOptions(
+        backend=BackendSpec(args.backend, args.device),
+        workers=args.layer_workers,
+        max_download_bytes=None if args.max_download_gb is None else download_cap_bytes(args.max_download_gb),
+        large_norm_11=args.norm_11,
+    )
 
 
 def _write_stdout(text: str) -> None:
@@ -295,14 +298,14 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
 
 def _cmd_atlas_export(args: argparse.Namespace) -> int:
     from .atlas import save_atlas
-    from .loading import load_profile
+    from .loading import load_profile_with
 
     require_parent(Path(args.out), "atlas")  # before the analyses, not after them
     profiles, failed = [], []
     for name in args.models:
         try:
             profiles.append(
-                load_profile(name, progress=_progress(), use_cache=not args.no_cache, **_compute_options(args))
+                load_profile_with(name, _compute_options(args), progress=_progress(), use_cache=not args.no_cache)
             )
         except SpecboundError as exc:
             failed.append(name)

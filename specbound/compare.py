@@ -18,9 +18,9 @@ from types import MappingProxyType
 
 import numpy as np
 
+from .architecture import Kind
 from .bounds import BoundAnalysis, BoundTerms, PAssignment
 from .logspace import exp_array, exp_or_inf, to_log10
-from .matrices import Kind
 
 #: What ``compare`` evaluates: a PAssignment, one p for every matrix, a per-matrix array, or None for p*.
 PChoice = PAssignment | np.ndarray | float | None

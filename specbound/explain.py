@@ -26,9 +26,9 @@ from types import MappingProxyType
 
 import numpy as np
 
+from .architecture import Kind
 from .bounds import TIE_RTOL, BoundAnalysis, log_schatten_table
 from .logspace import to_log10
-from .matrices import Kind
 from .numbers import format_power
 from .profile import SpectralProfile
 

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeGuard
 
 import numpy as np
 
 from .architecture import ModelShape
 from .errors import SpecboundError
+from .values import is_genuine_int
 
 #: Environment variable that overrides the download cap, in megabytes (10^6 bytes).
 MAX_DOWNLOAD_ENV_VAR = "SPECBOUND_MAX_DOWNLOAD_MB"
@@ -122,43 +121,6 @@ LIMITS = Limits()
 
 class LimitExceededError(SpecboundError):
     """A size declared by a file, a manifest, the Hub or an option is above a documented limit."""
-
-
-def printable(text: str) -> str:
-    """``text`` with every character a terminal could act on shown escaped, as Python writes it.
-
-    Control characters (ESC and BEL, which start terminal sequences; C1 controls such as CSI U+009B;
-    line breaks), Unicode format characters (bidirectional overrides that reorder what is shown,
-    zero-width characters) and separators other than the space become ``\\x1b``, ``\\u202e``, ...
-    """
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-def shortened(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, with "..." marking the cut."""
-    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
-
-
-def echoed(text: str, limit: int | None = None) -> str:
-    """A line that echoes user input (a usage error, a report line): escaped (:func:`printable`), with
-    every run of more than ``limit`` non-space characters shortened and the whole line at most four
-    times that, so a 5,000-character option value or a raw terminal sequence never reaches the
-    terminal as it was typed."""
-    limit = limit or LIMITS.max_echoed_chars
-    escaped = printable(" ".join(text.split()))
-    short = re.sub(rf"\S{{{limit + 1},}}", lambda match: shortened(match.group(0), limit), escaped)
-    return shortened(short, 4 * limit)
-
-
-def quoted(value: object, limit: int | None = None) -> str:
-    """Text from a user or a file, on one line, escaped (:func:`printable`) and shortened, for a message."""
-    limit = limit or LIMITS.max_quoted_chars
-    return shortened(printable(" ".join(str(value).split())), limit)
-
-
-def is_genuine_int(value: object) -> TypeGuard[int | np.integer]:
-    """An integer size as a file declares it: an int (numpy's too), never a bool or a float like 2.0."""
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
 def download_cap_bytes(gigabytes: float) -> int:

@@ -44,6 +44,7 @@ from .defaults import LARGE_NORM_11
 from .limits import layer_peak_bytes
 from .matrices import MLP_WEIGHT_FIELDS, attention_heads, mlp_matrix
 from .models import ModelRef, Source, resolve
+from .options import ComputeOptions
 from .profile import SpectralProfile, full_dims_of
 from .progress import ProgressCallback, ProgressEvent, silent
 from .spectrum import PRODUCT_BLOCK_BYTES, gram_by_blocks, gram_singular_values, head_spectra, norm_11, norm_21
@@ -57,6 +58,8 @@ PARALLEL_LAYER_MAX_BYTES: int = 256 * 1024**2
 MAPPED_MATRIX_BYTES: int = 128 * 1024**2
 #: At most this many layers in parallel.
 MAX_LAYER_WORKERS: int = 8
+#: The revision recorded for a model analysed in memory (its weights are not a file that could change).
+IN_MEMORY_REVISION = "in-memory"
 
 
 class LayerSource(Protocol):
@@ -320,8 +323,6 @@ def profile_in_memory(
     state dict, streamed in place one layer (and one feed-forward matrix) at a time; nothing is
     written to disk or cached. ``backend``, ``device``, ``workers`` and ``large_norm_11`` are
     :func:`compute_profile`'s."""
-    from .api import IN_MEMORY_REVISION
-
     checkpoint = Checkpoint.from_state_dict(config, state, f"the model {name}")
     return compute_profile(
         checkpoint.stream(),
@@ -333,6 +334,23 @@ def profile_in_memory(
         device=device,
         workers=workers,
         large_norm_11=large_norm_11,
+    )
+
+
+def load_profile_with(
+    model: str | ModelRef, options: ComputeOptions, *, progress: ProgressCallback = silent, use_cache: bool = True
+) -> SpectralProfile:
+    """:func:`load_profile` with its backend, layer workers, download cap and (1,1) norms from one
+    :class:`~specbound.options.ComputeOptions` (the command line's, :func:`specbound.analyze`'s, a
+    grid or trajectory task's)."""
+    return load_profile(
+        model,
+        progress=progress,
+        use_cache=use_cache,
+        backend=options.backend,
+        workers=options.workers,
+        max_download_bytes=options.max_download_bytes,
+        large_norm_11=options.large_norm_11,
     )
 
 

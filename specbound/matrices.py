@@ -23,27 +23,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .architecture import HEAD_KINDS, Adaptation, Kind, Mlp, ModelShape, Residual
+from .architecture import Kind, ModelShape
 from .spectrum import FactoredHeads
 
 __all__ = [
-    "HEAD_KINDS",
-    "Adaptation",
-    "EncoderShape",
-    "Kind",
     "LayerFactors",
     "LayerWeights",
-    "Mlp",
-    "ModelShape",
-    "Residual",
     "attention_heads",
     "head_rows",
     "layer_factors",
     "mlp_matrix",
 ]
-
-#: The name this class had when only encoders were read; kept for code written against it.
-EncoderShape = ModelShape
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,7 +30,8 @@ from pathlib import Path
 from .defaults import DEFAULT_MODEL
 from .errors import ModelNotFoundError
 from .files import expand_user
-from .limits import LIMITS, quoted
+from .limits import LIMITS
+from .text import quoted
 
 MINIATURE_LAYERS: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
 MINIATURE_WIDTHS: tuple[int, ...] = (128, 256, 512, 768)

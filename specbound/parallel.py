@@ -19,13 +19,15 @@ than one alone.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import SpecboundError
+from .options import ComputeOptions
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -51,13 +53,13 @@ class Executor:
     def serial(self) -> bool:
         return self.dask is None and self.workers == 1
 
-    def compute_options(self, compute: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
-        """load_profile's compute keywords for each task, as picklable items: tasks that run side by
-        side already use the cores, so each analyses one layer at a time unless told otherwise."""
-        options = dict(compute or {})
-        if not self.serial and options.get("workers") is None:
-            options["workers"] = 1
-        return tuple(options.items())
+    def compute_options(self, compute: ComputeOptions | None) -> ComputeOptions:
+        """load_profile's compute options for each task: tasks that run side by side already use the
+        cores, so each analyses one layer at a time unless told otherwise."""
+        options = compute or ComputeOptions()
+        if not self.serial and options.workers is None:
+            options = dataclasses.replace(options, workers=1)
+        return options
 
     def describe(self) -> str:
         if self.dask is not None:

@@ -23,8 +23,9 @@ import numpy as np
 
 from .architecture import HEAD_KINDS, Kind, ModelShape
 from .defaults import RANK_TOL
-from .limits import LIMITS, is_genuine_int
+from .limits import LIMITS
 from .spectrum import rank_threshold
+from .values import is_genuine_int
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -40,6 +40,7 @@ from .files import (
 from .limits import LIMITS
 from .logspace import to_log10
 from .models import PYTHIA_REVISIONS, REVISION_SEP
+from .options import ComputeOptions
 from .parallel import Executor, run_tasks
 from .profile import SpectralProfile
 
@@ -72,8 +73,8 @@ class RunSettings:
     l_phi: float | None = None
     grid_m: int | None = None
     use_cache: bool = True
-    #: load_profile's backend, layer-worker and download-cap keywords (:func:`specbound.loading.load_profile`)
-    compute: tuple[tuple[str, Any], ...] = ()
+    #: load_profile's backend, layer-worker and download-cap options (:func:`specbound.loading.load_profile_with`)
+    compute: ComputeOptions = field(default_factory=ComputeOptions)
 
 
 # --- finding the steps -----------------------------------------------------------------------------
@@ -162,11 +163,11 @@ class _StepAnswer:
 def _analyse_step(task: _StepTask) -> _StepAnswer:
     """Analyse one saved step (anywhere: in this process, a worker process or a Dask worker)."""
     from .bounds import BoundAnalysis, BoundSettings
-    from .loading import load_profile
+    from .loading import load_profile_with
 
     checkpoint, settings = task.checkpoint, task.settings
     try:
-        loaded = load_profile(checkpoint.source, use_cache=settings.use_cache, **dict(settings.compute))
+        loaded = load_profile_with(checkpoint.source, settings.compute, use_cache=settings.use_cache)
         profile = dataclasses.replace(loaded, model=f"{settings.name}@{checkpoint.step}")
         bounds = BoundAnalysis.from_profile(profile, BoundSettings(l_phi=settings.l_phi, grid_m=settings.grid_m))
     except SpecboundError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbound.matrices import ModelShape
+from specbound.architecture import ModelShape
 from specbound.profile import SpectralProfile, matrix_ids
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hand_profiles import HAND_NORM21, HAND_SHAPE, HAND_SPECTRA, make_profile
 
+from specbound.architecture import Kind, ModelShape
 from specbound.bounds import (
     BoundAnalysis,
     BoundSettings,
@@ -23,7 +24,7 @@ from specbound.bounds import (
 from specbound.defaults import L_PHI
 from specbound.loading import compute_profile
 from specbound.logspace import LOG_MAX
-from specbound.matrices import Kind, LayerWeights, ModelShape
+from specbound.matrices import LayerWeights
 from specbound.profile import MatrixId, matrix_ids
 
 

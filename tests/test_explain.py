@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hand_profiles import ONE_LAYER, flat_one_layer, profile_from_spectra
 
+from specbound.architecture import Kind, ModelShape
 from specbound.bounds import BoundAnalysis, log_contribution_table, optimal_index, p_grid
 from specbound.explain import (
     break_even,
@@ -18,7 +19,6 @@ from specbound.explain import (
     rank_and_maximum,
     structural_rank,
 )
-from specbound.matrices import Kind, ModelShape
 from specbound.numbers import format_power
 from specbound.profile import MatrixId
 from specbound.twin import random_twin

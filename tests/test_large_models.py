@@ -441,16 +441,14 @@ def test_a_model_in_memory_streams_one_layer_at_a_time_and_is_never_cached(llama
 
 
 def test_batch_tasks_side_by_side_analyse_one_layer_at_a_time() -> None:
+    from specbound.options import ComputeOptions
     from specbound.parallel import Executor
 
     backend = BackendSpec("torch", "cpu")
-    assert Executor().compute_options({"backend": backend, "workers": None}) == (
-        ("backend", backend),
-        ("workers", None),
-    )
-    assert dict(Executor(workers=2).compute_options({"workers": None}))["workers"] == 1
-    assert dict(Executor(workers=2).compute_options({"workers": 3}))["workers"] == 3  # what the user asked
-    assert dict(Executor(dask="tcp://127.0.0.1:8786").compute_options(None))["workers"] == 1
+    assert Executor().compute_options(ComputeOptions(backend, workers=None)) == ComputeOptions(backend, workers=None)
+    assert Executor(workers=2).compute_options(ComputeOptions(workers=None)).workers == 1
+    assert Executor(workers=2).compute_options(ComputeOptions(workers=3)).workers == 3  # what the user asked
+    assert Executor(dask="tcp://127.0.0.1:8786").compute_options(None).workers == 1
 
 
 def test_grid_and_trajectory_take_the_compute_options(llama, tmp_path) -> None:

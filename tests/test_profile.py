@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbound.matrices import Kind, ModelShape
+from specbound.architecture import Kind, ModelShape
 from specbound.profile import MatrixId, SpectralProfile, matrix_ids
 
 

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
+from specbound.architecture import ModelShape
 from specbound.bounds import BoundAnalysis
-from specbound.matrices import ModelShape
 from specbound.profile import SpectralProfile
 from specbound.scaling import (
     CONFIDENCE,

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from specbound.architecture import Kind, ModelShape
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import BERT_INITIALIZER_RANGE
 from specbound.explain import structural_rank
-from specbound.matrices import Kind, ModelShape
 from specbound.twin import random_twin, random_twin_of, twin_layers
 
 SMALL = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)

@@ -29,8 +29,9 @@ from ..errors import CheckpointError, InvalidWeightsError, ModelNotFoundError, U
 from ..families import FamilyAdapter, adapter_of_config
 from ..families.base import LayerLayout
 from ..files import describe_os_error, open_regular, read_json, regular_size
-from ..limits import LIMITS, check_encoder_shape, quoted
+from ..limits import LIMITS, check_encoder_shape
 from ..matrices import LayerWeights
+from ..text import quoted
 from .tensors import ShardArrival, StateDictTensors, TensorSource, WeightFiles, widen
 
 CONFIG_FILE = "config.json"

@@ -27,7 +27,9 @@ import numpy as np
 
 from ..errors import CheckpointError
 from ..files import describe_os_error, parse_json, regular_size
-from ..limits import LIMITS, LimitExceededError, is_genuine_int, quoted
+from ..limits import LIMITS, LimitExceededError
+from ..text import quoted
+from ..values import is_genuine_int
 
 #: safetensors dtype -> bytes per element (the format's full list, to check the data offsets)
 _SAFETENSORS_ITEMSIZE = {

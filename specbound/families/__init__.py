@@ -1,22 +1,27 @@
 """Family adapters, registered by the ``model_type`` of config.json (SPEC §11).
 
 Adding a family is one module with one :class:`~specbound.families.base.FamilyAdapter` and one
-line in :data:`ADAPTERS`; nothing else in the package names a weight.
+line in the registration below; nothing else in the package names a weight. The lookups are
+:mod:`specbound.families.registry`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from ..errors import UnsupportedModelError
-from ..limits import quoted
 from .base import FamilyAdapter, TensorSpec
 from .bert import BertAdapter, DistilBertAdapter, ViTAdapter
 from .gpt2 import GPT2Adapter
 from .llama import LlamaAdapter
 from .neox import GPTNeoXAdapter
 from .opt import OPTAdapter
+from .registry import (
+    ADAPTERS,
+    FAMILY_NAMES,
+    adapter_for,
+    adapter_of_config,
+    family_name,
+    register,
+    supported_model_types,
+)
 
 __all__ = [
     "ADAPTERS",
@@ -29,75 +34,13 @@ __all__ = [
     "supported_model_types",
 ]
 
-#: model_type -> adapter, one instance per family.
-ADAPTERS: dict[str, FamilyAdapter] = {
-    model_type: adapter
-    for adapter in (
-        BertAdapter(),
-        DistilBertAdapter(),
-        ViTAdapter(),
-        GPT2Adapter(),
-        GPTNeoXAdapter(),
-        OPTAdapter(),
-        LlamaAdapter(),
-    )
-    for model_type in adapter.model_types
-}
-
-
-#: How each model_type is written for people.
-FAMILY_NAMES: dict[str, str] = {
-    "bert": "BERT",
-    "roberta": "RoBERTa",
-    "xlm-roberta": "XLM-RoBERTa",
-    "camembert": "CamemBERT",
-    "electra": "ELECTRA",
-    "distilbert": "DistilBERT",
-    "vit": "ViT",
-    "gpt2": "GPT-2",
-    "gpt_neox": "GPT-NeoX (Pythia)",
-    "opt": "OPT",
-    "llama": "Llama",
-    "mistral": "Mistral",
-    "qwen2": "Qwen2",
-}
-
-
-def family_name(model_type: str) -> str:
-    """'GPT-2' for 'gpt2'; an unknown model_type as it is."""
-    return FAMILY_NAMES.get(model_type, model_type)
-
-
-def supported_model_types() -> str:
-    return ", ".join(sorted(ADAPTERS))
-
-
-def adapter_for(model_type: str) -> FamilyAdapter:
-    """The adapter of a family, by model_type; UnsupportedModelError naming the supported ones."""
-    adapter = ADAPTERS.get(model_type)
-    if adapter is None:
-        raise UnsupportedModelError(
-            f"model type '{quoted(model_type)}' is not supported (supported families: {supported_model_types()})"
-        )
-    return adapter
-
-
-def adapter_of_config(config: Mapping[str, Any], where: str) -> FamilyAdapter:
-    """The adapter for a config.json, refusing remote code, mixtures of experts and unknown families."""
-    model_type = config.get("model_type")
-    if not isinstance(model_type, str) or model_type not in ADAPTERS:
-        raise UnsupportedModelError(
-            f"model type '{quoted(model_type)}' is not supported (supported families: {supported_model_types()})"
-        )
-    if "auto_map" in config:
-        raise UnsupportedModelError(
-            f"{where} asks for remote code (auto_map), which is never run "
-            f"(supported families: {supported_model_types()})"
-        )
-    for field in ("num_local_experts", "num_experts", "moe_num_experts"):
-        if config.get(field):
-            raise UnsupportedModelError(
-                f"{where} describes a mixture of experts ({field}), which is not supported "
-                f"(supported families: {supported_model_types()})"
-            )
-    return ADAPTERS[model_type]
+for _adapter in (
+    BertAdapter(),
+    DistilBertAdapter(),
+    ViTAdapter(),
+    GPT2Adapter(),
+    GPTNeoXAdapter(),
+    OPTAdapter(),
+    LlamaAdapter(),
+):
+    register(_adapter)

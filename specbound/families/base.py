@@ -1,4 +1,4 @@
-"""The one interface every family adapter implements, and the config readers they share.
+"""The one interface every family adapter implements.
 
 An adapter knows, for one architecture (SPEC §11): how to read its config into a
 :class:`~specbound.architecture.ModelShape`; the key prefixes its checkpoints may carry
@@ -6,7 +6,7 @@ An adapter knows, for one architecture (SPEC §11): how to read its config into 
 tensor of a layer it reads, so that :mod:`specbound.checkpoints` checks dtypes and shapes from the
 file headers before any byte is converted; and how to turn those tensors into the canonical
 (out, in) :class:`~specbound.matrices.LayerWeights` (a pure function of arrays). Nothing outside
-the adapters names a weight.
+the adapters names a weight. The config readers the adapters share are :mod:`specbound.families.config`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..architecture import ModelShape
-from ..defaults import ACTIVATION_LIPSCHITZ, BERT_INITIALIZER_RANGE
-from ..errors import CheckpointError, UnsupportedModelError
-from ..limits import check_declared_sizes, is_genuine_int, quoted
 from ..matrices import LayerWeights
 
 
@@ -129,67 +126,3 @@ def _unread(adapter: FamilyAdapter, shape: ModelShape, exclude: tuple[str, ...])
         for role, spec in adapter.tensors(shape).items()
         if role not in exclude
     }
-
-
-# --- config readers ---------------------------------------------------------------------------
-
-
-def positive_int(config: Mapping[str, Any], name: str, where: str, default: int | None = None) -> int:
-    """A positive integer field of the config (a genuine int, not a bool or 2.0)."""
-    value = config.get(name)
-    if value is None and default is not None:
-        return default
-    if not is_genuine_int(value) or int(value) < 1:
-        raise CheckpointError(f"{where} lacks a positive integer '{name}', which the analysis needs")
-    return int(value)
-
-
-def optional_int(config: Mapping[str, Any], name: str, where: str) -> int:
-    """A positive integer field that may be absent or null (then 0)."""
-    return 0 if config.get(name) is None else positive_int(config, name, where)
-
-
-def activation(config: Mapping[str, Any], name: str, where: str, default: str) -> str:
-    """The activation's name, refused by name when its Lipschitz constant is not known (SPEC §11)."""
-    value = config.get(name, default)
-    if not isinstance(value, str) or value not in ACTIVATION_LIPSCHITZ:
-        from . import supported_model_types
-
-        raise UnsupportedModelError(
-            f"{where} names the activation '{quoted(value)}', whose Lipschitz constant is not known "
-            f"(supported: {', '.join(sorted(ACTIVATION_LIPSCHITZ))}; supported families: {supported_model_types()}, "
-            f"each with one of these)"
-        )
-    return value
-
-
-def flag(config: Mapping[str, Any], name: str, where: str, default: bool) -> bool:
-    value = config.get(name, default)
-    if not isinstance(value, bool):
-        raise CheckpointError(f"{where} gives '{name}' as {quoted(value)}, not true or false")
-    return value
-
-
-def fraction(config: Mapping[str, Any], name: str, where: str, default: float) -> float:
-    value = config.get(name, default)
-    if not isinstance(value, float | int) or isinstance(value, bool) or not 0 <= value <= 1:
-        raise CheckpointError(f"{where} gives '{name}' as {quoted(value)}, not a number between 0 and 1")
-    return float(value)
-
-
-def initializer_range(config: Mapping[str, Any], name: str = "initializer_range") -> float:
-    """σ of the family's weight initialisation N(0, σ²), for the random-initialised twin (BERT's 0.02
-    when the config has no usable value)."""
-    value = config.get(name, BERT_INITIALIZER_RANGE)
-    if not isinstance(value, float | int) or isinstance(value, bool) or not 0 < value < 1e3:
-        return BERT_INITIALIZER_RANGE
-    return float(value)
-
-
-def build_shape(where: str, **fields: Any) -> ModelShape:
-    """A ModelShape, its own consistency errors (heads not dividing N, ...) as one line."""
-    check_declared_sizes(fields, where)
-    try:
-        return ModelShape(**fields)
-    except ValueError as exc:
-        raise UnsupportedModelError(f"{where}: {exc}") from None

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..architecture import ModelShape
-from .base import LayerLayout, LinearAdapter, activation, build_shape, initializer_range, linear_specs, positive_int
+from .base import LayerLayout, LinearAdapter, linear_specs
+from .config import activation, build_shape, initializer_range, positive_int
 
 
 class BertAdapter(LinearAdapter):

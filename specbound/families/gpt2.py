@@ -15,7 +15,8 @@ import numpy as np
 
 from ..architecture import Adaptation, ModelShape
 from ..matrices import LayerWeights
-from .base import FamilyAdapter, TensorSpec, activation, build_shape, initializer_range, optional_int, positive_int
+from .base import FamilyAdapter, TensorSpec
+from .config import activation, build_shape, initializer_range, optional_int, positive_int
 
 
 class GPT2Adapter(FamilyAdapter):

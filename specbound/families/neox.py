@@ -15,7 +15,8 @@ import numpy as np
 
 from ..architecture import Adaptation, ModelShape, Residual
 from ..matrices import LayerWeights
-from .base import FamilyAdapter, TensorSpec, activation, build_shape, flag, fraction, initializer_range, positive_int
+from .base import FamilyAdapter, TensorSpec
+from .config import activation, build_shape, flag, fraction, initializer_range, positive_int
 
 
 def rotary_fraction(config: Mapping[str, Any], where: str) -> float:

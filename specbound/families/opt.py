@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..architecture import Adaptation, ModelShape
-from .base import LinearAdapter, activation, build_shape, initializer_range, positive_int
+from .base import LinearAdapter
+from .config import activation, build_shape, initializer_range, positive_int
 
 
 class OPTAdapter(LinearAdapter):

@@ -18,11 +18,11 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
 
+from ..architecture import Kind
 from ..bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ..compare import Comparison
 from ..explain import break_even, p_star_by_kind
 from ..logspace import to_log10
-from ..matrices import Kind
 from ..numbers import DIGITS, format_count, format_percent, format_power
 from ..profile import HEAD_KINDS
 from .style import (

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from ..architecture import Kind
 from ..explain import rank_and_maximum
-from ..matrices import Kind
 from ..numbers import format_count
 from ..profile import HEAD_KINDS, SpectralProfile
 from ..spectrum import cumulative_energy

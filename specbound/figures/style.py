@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from ..matrices import Kind
+from ..architecture import Kind
 from ..numbers import format_number
 
 #: Okabe-Ito colours by name.

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..files import describe_os_error, read_json
-from ..limits import LIMITS, quoted
+from ..limits import LIMITS
+from ..text import quoted
 from .tasks import ThresholdTask
 from .train import LabError, RunSpec, TrainSettings
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..bounds import BoundAnalysis, BoundSettings
-from ..limits import is_genuine_int
 from ..loading import load_profile
 from ..progress import ProgressCallback, ProgressEvent, silent
+from ..values import is_genuine_int
 from .registry import checkpoint_measures, recorded_measures
 from .tasks import ThresholdTask
 from .train import RunSpec, TrainResult, TrainSettings, standard_error

@@ -14,10 +14,10 @@ from dashboard.headline import log_one_layer_change, total_texts
 from dashboard.numbers import format_against, format_resolving, format_value
 from dashboard.tables import EXPLORER_TABLES_KEY, TABLE_WIDTH_PX
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL, format_log_value
+from specbound.architecture import Kind
 from specbound.bounds import BoundTerms, PAssignment
 from specbound.figures.bounds import SumsView
 from specbound.logspace import to_log10 as log10
-from specbound.matrices import Kind
 
 
 def _metric(at, label: str) -> str:

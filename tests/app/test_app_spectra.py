@@ -7,7 +7,7 @@ import pytest
 from app_harness import as_shown, table_columns
 
 from dashboard.numbers import format_value
-from specbound.matrices import Kind
+from specbound.architecture import Kind
 from specbound.profile import MatrixId
 from specbound.spectrum import cumulative_energy
 

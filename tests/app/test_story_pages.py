@@ -15,10 +15,10 @@ from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
 from dashboard.vocabulary import TERMS
 from pages.compare import WHY_AGREE
 from pages.overview import HOW_TO_READ, P_STAR_LABEL, PRODUCT_NAME, RATIO_LABEL, TOUR
+from specbound.architecture import Kind
 from specbound.compare import compare
 from specbound.explain import break_even, explain_p_star, p_star_by_kind, p_star_summary
 from specbound.logspace import to_log10
-from specbound.matrices import Kind
 from specbound.profile import MatrixId
 
 

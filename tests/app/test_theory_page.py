@@ -13,8 +13,8 @@ from dashboard.atlas import model_name
 from dashboard.controls import OWN
 from dashboard.numbers import format_against
 from dashboard.text import TOTAL_LABEL, format_log_value
+from specbound.architecture import Kind
 from specbound.bounds import BoundAnalysis, PAssignment
-from specbound.matrices import Kind
 
 MODEL = "L2-H32"
 

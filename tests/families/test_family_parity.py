@@ -30,8 +30,9 @@ import numpy as np
 import pytest
 from family_models import FAMILIES, Built, Family, Sizes
 
+from specbound.architecture import Kind, ModelShape
 from specbound.checkpoints import open_checkpoint
-from specbound.matrices import Kind, LayerFactors, LayerWeights, ModelShape, layer_factors
+from specbound.matrices import LayerFactors, LayerWeights, layer_factors
 
 #: Relative error a right reading stays below: float64 end to end, except that several eager
 #: attentions (Llama's, OPT's, GPT-NeoX's, ViT's) take the softmax in float32, which leaves ~1e-7

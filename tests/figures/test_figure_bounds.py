@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from specbound.architecture import Kind, ModelShape
 from specbound.bounds import BoundAnalysis
 from specbound.compare import compare
 from specbound.explain import break_even
@@ -21,7 +22,6 @@ from specbound.figures.style import (
     log_axis_ticks,
     spaced_ticks,
 )
-from specbound.matrices import Kind, ModelShape
 from specbound.twin import random_twin
 
 SHAPE = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)

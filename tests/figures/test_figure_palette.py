@@ -16,13 +16,13 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
+from specbound.architecture import Kind, ModelShape
 from specbound.bounds import BoundAnalysis
 from specbound.compare import compare
 from specbound.figures import bounds, lab, scaling, spectra, theory, trajectory
 from specbound.figures.style import KIND_COLORS, QUANTITY_COLORS, Quantity, p_color
 from specbound.lab.reference import load_reference
 from specbound.lab.views import trajectory_frame
-from specbound.matrices import Kind, ModelShape
 from specbound.scaling import ModelSummary, ScalingStudy
 from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
 from specbound.twin import random_twin

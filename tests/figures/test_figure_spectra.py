@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hand_profiles import profile_from_spectra
 
+from specbound.architecture import Kind, ModelShape
 from specbound.figures import spectra as figures
 from specbound.figures.style import MAX_LABELLED_HEADS, PALETTE, PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE, log_axis_ticks
-from specbound.matrices import Kind, ModelShape
 from specbound.numbers import format_number
 from specbound.spectrum import cumulative_energy
 from specbound.twin import random_twin

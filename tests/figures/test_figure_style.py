@@ -158,9 +158,9 @@ def test_split_panels_gives_each_panel_its_own_figure() -> None:
     """A grid of panels as one figure per panel (side by side in columns, stacked on a phone): each part
     keeps its traces on plain axes, its own axis settings and colour bar, the source line, a title
     naming the panel, and legend entries for what it draws."""
+    from specbound.architecture import ModelShape
     from specbound.bounds import BoundAnalysis
     from specbound.figures.style import split_panels
-    from specbound.matrices import ModelShape
     from specbound.twin import random_twin
 
     shape = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)

@@ -63,7 +63,7 @@ def hand_profile(layers: int = 1, hidden: int = 16, heads: int = 2, ffn: int = 2
     """A valid profile with random descending spectra, built without any checkpoint."""
     import numpy as np
 
-    from specbound.matrices import ModelShape
+    from specbound.architecture import ModelShape
     from specbound.profile import SpectralProfile, full_dims_of
 
     shape = ModelShape(layers, hidden, heads, ffn)

@@ -1,0 +1,18 @@
+"""Small checks of values read from files and configs, shared by every reader of a declared size.
+
+A JSON file or a config.json says ``2``, ``2.0``, ``true`` or ``"2"`` alike; only the first is an
+integer size. These checks have no limits and no messages of their own: the caller refuses with its
+own line (:mod:`specbound.limits` for sizes above a maximum, :mod:`specbound.families.config` for a
+config's fields, :class:`specbound.architecture.ModelShape` for a stored shape).
+"""
+
+from __future__ import annotations
+
+from typing import TypeGuard
+
+import numpy as np
+
+
+def is_genuine_int(value: object) -> TypeGuard[int | np.integer]:
+    """An integer size as a file declares it: an int (numpy's too), never a bool or a float like 2.0."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
