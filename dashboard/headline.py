@@ -2,8 +2,8 @@
 
 Values come from the package (``BoundTerms.log_total``, ``BoundAnalysis.log_edelman``, a
 :class:`~specbound.compare.Comparison`) and are written by :mod:`dashboard.numbers`; the total at the
-chosen p carries its change against p* (and the baseline row its change against the model) with enough
-digits that a one-layer change shows.
+chosen p carries its change against p* (and the baseline row its change against the model), each
+written with the digits that change needs.
 """
 
 from __future__ import annotations
@@ -17,16 +17,13 @@ from specbound.bounds import BoundAnalysis, BoundTerms
 from specbound.compare import Comparison
 
 from .numbers import (
-    CHANGE_DIGITS,
+    DIGITS,
     comparison_sentence,
-    digits_to_resolve,
     format_against,
     format_change,
     format_number,
     format_percent,
-    format_resolving,
     format_value,
-    log_difference,
 )
 from .presentation import metric_row
 from .text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, plain
@@ -63,25 +60,16 @@ def _delta_style(log_value: float, log_reference: float) -> dict[str, str]:
     return {"delta_color": "inverse"}
 
 
-def log_one_layer_change(terms: BoundTerms) -> float:
-    """ln of the smallest per-layer sum Σ c(W; p): the size of change that moving one layer's p makes.
-
-    The total is written with enough digits to resolve it, so a move of the top layer's p shows even
-    when layer 0 holds nearly all of the total.
-    """
-    return float(terms.log_per_layer(int(terms.layers.max()) + 1).min())
-
-
-def total_texts(log_total: float, log_optimal: float, log_resolution: float) -> tuple[str, str]:
+def total_texts(log_total: float, log_optimal: float) -> tuple[str, str]:
     """The total's value and its change against p*, as the explorer's first metric shows them.
 
-    ``log_resolution`` is :func:`log_one_layer_change` of the same terms. One function for the metric
-    and for the table the browser shows while a slider moves (:mod:`dashboard.live_total`), so the two
-    agree to the character.
+    The value carries the digits its difference from p* needs and no more (:func:`format_against`): one
+    layer's p moved away from p* shows in the total, while a total twelve decades above p* reads
+    '4.415 × 10¹²', not ten digits. The change itself is written to :data:`DIGITS` significant digits.
+    One function for the metric and for the table the browser shows while a slider moves
+    (:mod:`dashboard.live_total`), so the two agree to the character.
     """
-    _, log_change = log_difference(log_total, log_optimal)
-    digits = digits_to_resolve(log_change, log_resolution, CHANGE_DIGITS) if log_change > log_resolution else 3
-    return format_resolving(log_total, log_resolution), f"{format_change(log_total, log_optimal, digits)} vs p*"
+    return format_against(log_total, log_optimal), f"{format_change(log_total, log_optimal, DIGITS)} vs p*"
 
 
 def explorer_headline(
@@ -93,7 +81,7 @@ def explorer_headline(
     (change: model minus baseline), or √L when there is no baseline.
     """
     optimal = analysis.optimal
-    value, change = total_texts(terms.log_total, optimal.log_total, log_one_layer_change(terms))
+    value, change = total_texts(terms.log_total, optimal.log_total)
     row = metric_row()
     row.metric(
         TOTAL_LABEL,

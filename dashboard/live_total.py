@@ -69,8 +69,8 @@ def slider_tables(
             step,
             round(slider.p / step),
             {
-                position: total_texts(float(log_total), log_optimal, float(log_layers.min()))
-                for position, log_total, log_layers in zip(positions, sweep.log_total, sweep.log_per_layer, strict=True)
+                position: total_texts(float(log_total), log_optimal)
+                for position, log_total in zip(positions, sweep.log_total, strict=True)
             },
         )
     return tables

@@ -2,10 +2,10 @@
 rules for values carried as natural logs, differences that stay visible, ratios in words, and tables.
 
 Every page, table, figure and export writes numbers through this module or :mod:`specbound.numbers`
-(whose rules it re-exports), so a value reads the same everywhere. :func:`format_against` and
-:func:`format_resolving` choose their significant digits from the change they must show: a one-layer
-change of 0.4 in a total of 1.5 × 10¹² needs 13 digits, not the usual four, or the number seems not
-to move.
+(whose rules it re-exports), so a value reads the same everywhere. :func:`format_against` chooses
+its significant digits from the change it must show, and no more: a change of 0.4 in a total of
+1.5 × 10¹² needs 13 digits, not the usual four, or the number seems not to move; a total twelve decades
+away from its reference needs the usual four.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ __all__ = [
     "format_number",
     "format_p",
     "format_percent",
-    "format_resolving",
     "format_value",
     "log_difference",
     "screen_values",
@@ -83,11 +82,6 @@ def format_against(log_value: float, log_reference: float) -> str:
     """``log_value`` with enough digits that its difference from ``log_reference`` shows."""
     _, log_change = log_difference(log_value, log_reference)
     return format_log(log_value, digits_to_resolve(max(log_value, log_reference), log_change, CHANGE_DIGITS))
-
-
-def format_resolving(log_value: float, log_resolution: float) -> str:
-    """``log_value`` with enough digits that a change of exp(``log_resolution``) shows in it."""
-    return format_log(log_value, digits_to_resolve(log_value, log_resolution, CHANGE_DIGITS))
 
 
 def format_change(log_value: float, log_reference: float, digits: int = 3) -> str:
@@ -166,28 +160,36 @@ def screen_values(
     copies them and writes them out for screen readers. Sent whole, "25.478918345072017" would sit in
     the page beside the "25.48" on screen; sent as shown, every number on the page has the digits of
     the one format, and the columns still sort as numbers. Shares travel in percent units (65.7 for
-    "65.7 %"). A column with a value a browser would write with an exponent (from 10²¹, or under 10⁻⁶
-    but not 0) is sent as its text; it then sorts as text. Returns the values and the formats that write them (the kind
-    'percent_units' for shares). ``texts``: the cells already written (the same writers), so that a
-    table sized from its texts does not write them twice. The CSV downloads keep every digit.
+    "65.7 %"). Two kinds of column are sent as their texts, and then sort as text: one with a value a
+    browser would write with an exponent (from 10²¹, or under 10⁻⁶ but not 0), and one with an empty
+    cell, which the browser would keep as "None" (sent as text, it is :data:`MISSING`, as drawn); so
+    is an empty cell of a column of texts. A column of numbers without a format is sent as it is.
+    Returns the values and the formats that write them (the kind 'percent_units' for shares).
+    ``texts``: the cells already written (the same writers), so that a table sized from its texts does
+    not write them twice. The CSV downloads keep every digit.
     """
     import pandas as pd
 
     writers = styled_writers()
     values = frame.copy()
     kinds = dict(formats)
-    for column, kind in formats.items():
-        if kind == "integer" or column not in values.columns:
+    for column in values.columns:
+        cells = frame[column].tolist()
+        missing = any(is_missing(v) for v in cells)
+        kind = formats.get(str(column))
+        if kind is None:
+            if missing and not pd.api.types.is_numeric_dtype(frame[column]):  # texts: empty cells as drawn
+                values[column] = [MISSING if is_missing(v) else v for v in cells]
             continue
-        written = texts[column].tolist() if texts is not None else [writers[kind](v) for v in frame[column].tolist()]
+        if kind == "integer" and not missing:
+            continue
+        written = texts[column].tolist() if texts is not None else [writers[kind](v) for v in cells]
         scale = 100.0 if kind == "percent" else 1.0
         numbers = pd.Series(
-            [_sent_value(t, v, scale) for t, v in zip(written, frame[column].tolist(), strict=True)],
-            index=frame.index,
-            dtype=float,
+            [_sent_value(t, v, scale) for t, v in zip(written, cells, strict=True)], index=frame.index, dtype=float
         )
         magnitudes = numbers.abs()[numbers.notna() & (numbers != 0)]
-        if ((magnitudes >= JS_PLAIN_MAX) | (magnitudes < JS_PLAIN_MIN)).any():
+        if missing or ((magnitudes >= JS_PLAIN_MAX) | (magnitudes < JS_PLAIN_MIN)).any():
             values[column] = written
             del kinds[column]
         else:

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 
-from .numbers import MISSING, is_missing, styled_table, styled_writers
+from .numbers import MISSING, is_missing, shown_value, styled_table, styled_writers
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
 
 #: Key (and link parameter) of the Bound explorer's tables section, drawn only when opened.
 EXPLORER_TABLES_KEY = "show_tables"
@@ -215,7 +218,42 @@ def show_table(
         options["height"] = height
     if on_select is not None:
         options.update(on_select=on_select, selection_mode="single-row")
-    st.dataframe(styled_table(shown, number_formats(shown), texts), **options)
+    draw_table(styled_table(shown, number_formats(shown), texts), **options)
+
+
+def _numbers_as_text(column: pd.Series) -> bool:
+    """Whether a sent column holds numbers written as text: every cell a number's text or :data:`MISSING`."""
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return False
+    cells = [cell for cell in column.tolist() if cell != MISSING]
+    if not cells or not all(isinstance(cell, str) for cell in cells):
+        return False
+    try:
+        for cell in cells:
+            shown_value(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def draw_table(styled: Styler, *, column_config: Mapping[str, Any] | None = None, **options: Any) -> Any:
+    """``st.dataframe`` for a table written by :func:`~dashboard.numbers.styled_table`, the one way a page
+    draws one.
+
+    A number column that :func:`~dashboard.numbers.screen_values` sends as its texts (one with an empty
+    cell, or a value a browser would write with an exponent) is drawn as text, right-aligned as the
+    numbers around it are: a number column's setting would mark each text as an invalid number. An
+    empty cell reads :data:`MISSING`, never the browser's "None".
+    """
+    config = dict(column_config or {})
+    for name in styled.data.columns:
+        if not _numbers_as_text(styled.data[name]):
+            continue
+        setting = dict(config.get(name) or {"label": label_of(str(name))})
+        setting["type_config"] = {"type": "text"}
+        setting["alignment"] = "right"
+        config[name] = setting
+    return st.dataframe(styled, column_config=config, placeholder=MISSING, **options)
 
 
 def selected_row(key: str) -> int | None:

@@ -25,7 +25,6 @@ from dashboard.headline import (
     headline_sentence,
     kind_shares,
     kind_shares_sentence,
-    log_one_layer_change,
     total_texts,
 )
 from dashboard.live_total import live_total
@@ -91,7 +90,7 @@ def choice_sentence(terms: BoundTerms, choice: PChoice) -> str:
 
 def report_totals(terms: BoundTerms) -> list[tuple[str, str]]:
     """The headline's numbers as the page writes them, for the report."""
-    value, change = total_texts(terms.log_total, analysis.optimal.log_total, log_one_layer_change(terms))
+    value, change = total_texts(terms.log_total, analysis.optimal.log_total)
     return [
         (TOTAL_LABEL, f"{value} ({change})"),
         (OPTIMAL_LABEL, format_value(analysis.optimal.log_total)),

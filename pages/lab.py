@@ -15,9 +15,10 @@ import streamlit as st
 from dashboard import lab as service
 from dashboard import share
 from dashboard.export import csv_download, show_figure, show_panels
-from dashboard.numbers import MISSING, format_count
+from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
+from dashboard.tables import draw_table
 from dashboard.text import bound_note, format_log_value, plain
 from dashboard.vocabulary import measure_name
 from specbound.figures import lab as figures
@@ -189,11 +190,10 @@ elif view == SWEEP_VIEW:
     show_panels(measures, "lab_measures", per_row=3)
     st.subheader("Rank correlation with the gap")
     correlation_table = service.correlation_table(table)
-    st.dataframe(
+    draw_table(
         service.correlation_view(table),
         hide_index=True,
         key="lab_correlations",
-        placeholder=MISSING,
         column_config=service.correlation_columns(correlation_table.columns),
     )
     st.subheader("Against ours at p*")

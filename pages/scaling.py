@@ -15,6 +15,7 @@ from dashboard import scaling as service
 from dashboard.export import csv_download, file_stem, show_panels
 from dashboard.numbers import MISSING, format_count
 from dashboard.routing import ensure_app_entry
+from dashboard.tables import draw_table
 from dashboard.text import bound_note, plain
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width, growth_panel_columns
 from specbound.figures.style import split_panels
@@ -135,11 +136,10 @@ if study is not None:
     )
     exponents_table = study.exponents_frame()
     exponents_table = exponents_table[exponents_table["proxy"].isin([p.value for p in proxies])]
-    st.dataframe(
+    draw_table(
         service.exponents_shown(exponents_table),
         hide_index=True,
         key="scaling_exponents",
-        placeholder=MISSING,
         column_config=service.exponent_columns(),
         column_order=service.EXPONENT_ORDER,
     )
@@ -148,9 +148,7 @@ if study is not None:
     st.subheader("The models")
     models_table = study.models_frame()
     shown_models, model_columns = service.models_shown(models_table)
-    st.dataframe(
-        shown_models, hide_index=True, key="scaling_models_table", column_config=model_columns, placeholder=MISSING
-    )
+    draw_table(shown_models, hide_index=True, key="scaling_models_table", column_config=model_columns)
     csv_download(models_table, "scaling-models.csv", "download_scaling_models", "Download the proxies (CSV)")
 
 st.subheader("Not available here")

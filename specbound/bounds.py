@@ -349,11 +349,10 @@ class BoundTerms:
 
 @dataclass(frozen=True, eq=False)
 class Sweep:
-    """The total and the per-layer sums at each position of one setting of p (see :meth:`BoundAnalysis.sweep`)."""
+    """The total at each position of one setting of p (see :meth:`BoundAnalysis.sweep`)."""
 
     ps: np.ndarray  # (P,) the positions
     log_total: np.ndarray  # (P,) ln(sum_W c(W; p) + sqrt(L)) at each
-    log_per_layer: np.ndarray  # (P, L) ln of each layer's sum of c(W; p) at each
 
 
 @dataclass(frozen=True, eq=False)
@@ -464,29 +463,19 @@ class BoundAnalysis:
         )
 
     def sweep(self, terms: BoundTerms, rows: np.ndarray, ps: np.ndarray) -> Sweep:
-        """The total and per-layer sums with the matrices in ``rows`` set to each p in ``ps``, the rest as in ``terms``.
+        """The total with the matrices in ``rows`` set to each p in ``ps``, the rest as in ``terms``.
 
         What a slider shows at each of its positions: ``terms`` are the terms now (from :meth:`evaluate`),
         ``rows`` the matrices the slider decides (see :meth:`PAssignment.decided_by`). One table of
         c(W; p) over ``ps`` serves every position. Each position's c(W; p) and total are bit for bit
-        those of :meth:`evaluate` with that setting (the same arithmetic per matrix, the same sum);
-        the per-layer sums are reduced along an axis, which numpy may add in another order (within
-        1e-15 relative).
+        those of :meth:`evaluate` with that setting (the same arithmetic per matrix, the same sum).
         """
         ps = np.asarray(ps, dtype=np.float64)
         moved = self.contribution_curves(ps, np.flatnonzero(rows))  # (R, P)
         log_c = np.repeat(terms.log_contribution[None, :], len(ps), axis=0)  # (P, M): one row per position
         log_c[:, rows] = moved.T
         log_sqrt_depth = math.log(terms.sqrt_depth)
-        layers = self.profile.layers
-        return Sweep(
-            ps=ps,
-            log_total=np.array([logsumexp(np.append(position, log_sqrt_depth)) for position in log_c]),
-            log_per_layer=np.stack(
-                [logsumexp(log_c[:, layers == layer], axis=1) for layer in range(self.profile.shape.num_layers)],
-                axis=1,
-            ),  # (P, L)
-        )
+        return Sweep(ps=ps, log_total=np.array([logsumexp(np.append(position, log_sqrt_depth)) for position in log_c]))
 
     def contribution_curves(self, ps: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """ln c(W; p) for the selected matrices (rows) at every p in ps: (rows, len(ps))."""

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from app_harness import as_shown, drawn_width, forbid_recomputation, run_clean, table_columns
 
-from dashboard.headline import log_one_layer_change, total_texts
-from dashboard.numbers import format_against, format_resolving, format_value
+from dashboard.headline import total_texts
+from dashboard.numbers import DIGITS, format_against, format_value, significant_digits
 from dashboard.tables import EXPLORER_TABLES_KEY, TABLE_WIDTH_PX
-from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL, format_log_value
+from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL
 from specbound.architecture import Kind
 from specbound.bounds import BoundTerms, PAssignment
 from specbound.figures.bounds import SumsView
@@ -25,14 +25,14 @@ def _metric(at, label: str) -> str:
     return value
 
 
-def _total_text(terms: BoundTerms) -> str:
-    """The headline's text for the total of ``terms``: digits enough to resolve its smallest layer's sum."""
-    return format_resolving(terms.log_total, log_one_layer_change(terms))
+def _total_text(terms: BoundTerms, optimal: BoundTerms) -> str:
+    """The headline's text for the total of ``terms``: the digits its change against p* needs."""
+    return total_texts(terms.log_total, optimal.log_total)[0]
 
 
 def _change_text(terms: BoundTerms, optimal: BoundTerms) -> str:
-    """The headline's change against p*: digits enough that a one-layer change shows in it too."""
-    return total_texts(terms.log_total, optimal.log_total, log_one_layer_change(terms))[1]
+    """The headline's change against p*."""
+    return total_texts(terms.log_total, optimal.log_total)[1]
 
 
 def _terms_table(at):
@@ -60,19 +60,19 @@ def test_page_opens_at_p_star_with_the_package_totals(bounds_app, minilm) -> Non
 
 def test_moving_the_global_slider_changes_the_total(free_p_app, rerun, minilm) -> None:
     at = free_p_app
-    assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(1.0))
+    assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(1.0), minilm.optimal)
     at.slider(key="p_global").set_value(0.5)
     rerun(at)
     terms = minilm.evaluate(0.5)
-    assert _metric(at, TOTAL_LABEL) == _total_text(terms)
+    assert _metric(at, TOTAL_LABEL) == _total_text(terms, minilm.optimal)
     (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
     assert total.delta == _change_text(terms, minilm.optimal)
     np.testing.assert_array_equal(_terms_table(at)["contribution"], as_shown(terms.contribution))
 
 
-def test_a_one_layer_change_shows_in_the_headline(free_p_app, rerun, minilm) -> None:
-    """Layer 0 dominates at p = 1: moving the top layer's p changes the total in its 10th digit."""
-    at = free_p_app
+def test_a_one_layer_change_shows_in_the_headline(bounds_app, rerun, minilm) -> None:
+    """From p*, moving only the top layer's p changes the total far down its digits: the total shows it."""
+    at = bounds_app
     before = _metric(at, TOTAL_LABEL)
     at.toggle(key="p_layers").set_value(True)
     rerun(at)  # the per-layer rows appear
@@ -80,30 +80,38 @@ def test_a_one_layer_change_shows_in_the_headline(free_p_app, rerun, minilm) -> 
     rerun(at)
     at.slider(key="p_layer_5").set_value(0.5)
     rerun(at)
-    expected = minilm.evaluate(PAssignment(default=1.0, by_layer={5: 0.5}))
+    expected = minilm.evaluate(PAssignment(default=None, by_layer={5: 0.5}))
     after = _metric(at, TOTAL_LABEL)
-    assert after == _total_text(expected) != before
-    # four significant digits would hide the change: both totals read 1.499 × 10¹²
-    assert format_log_value(expected.log_total) == format_log_value(minilm.evaluate(1.0).log_total)
-    change = expected.total - minilm.evaluate(1.0).total
-    mantissa, _, power = after.partition(" × 10")
-    shown = float(mantissa) * 10 ** int(power.translate(str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")))
+    assert after == _total_text(expected, minilm.optimal) != before
+    change = expected.total - minilm.optimal.total
+    shown = float(after.replace(",", ""))
     assert abs(shown - expected.total) < abs(change) / 10  # the shown digits resolve the change
     (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
-    assert total.delta != _change_text(minilm.evaluate(1.0), minilm.optimal)  # and so does the change badge
+    assert total.delta == _change_text(expected, minilm.optimal) != "±0 vs p*"  # and so does the change badge
+
+
+def test_far_from_p_star_the_total_takes_the_usual_digits(free_p_app, minilm) -> None:
+    """At p = 1 the total is nearly eight decades above p*: four digits show that change, ten would be noise."""
+    at = free_p_app
+    terms = minilm.evaluate(1.0)
+    assert terms.log_total - minilm.optimal.log_total > 7 * math.log(10)
+    (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
+    assert total.value == _total_text(terms, minilm.optimal) and significant_digits(total.value) == DIGITS
+    assert total.delta.startswith("+") and total.delta.endswith(" vs p*")
+    assert significant_digits(total.delta.removeprefix("+").removesuffix(" vs p*")) == DIGITS
 
 
 def test_snapping_and_free_p(free_p_app, rerun, minilm) -> None:
     at = free_p_app
     at.slider(key="p_global").set_value(0.52)  # between 6/12 and 7/12: snaps to 0.5
     rerun(at)
-    assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(0.5))
+    assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(0.5), minilm.optimal)
     at.toggle(key="p_snap").set_value(False)
     rerun(at)
     assert any("Free p" in c.value for c in at.caption)
     at.slider(key="p_global").set_value(0.52)
     rerun(at)
-    assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(0.52))
+    assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(0.52), minilm.optimal)
 
 
 def test_switching_the_snap_keeps_the_global_p(free_p_app, rerun, minilm) -> None:
@@ -115,7 +123,7 @@ def test_switching_the_snap_keeps_the_global_p(free_p_app, rerun, minilm) -> Non
         at.toggle(key="p_snap").set_value(snap)
         rerun(at)
         assert at.slider(key="p_global").value == 0.25
-        assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(0.25))
+        assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(0.25), minilm.optimal)
     assert at.query_params["p_global"] == "0.25"
 
 
@@ -140,7 +148,7 @@ def test_overrides_per_kind_and_per_layer(free_p_app, rerun, minilm) -> None:
     at.selectbox(key="p_layer_3_mode").select("optimal p*")
     rerun(at)
     expected = minilm.evaluate(PAssignment(default=1.0, by_kind={Kind.M_IN: 2.0}, by_layer={3: None}))
-    assert _metric(at, TOTAL_LABEL) == _total_text(expected)
+    assert _metric(at, TOTAL_LABEL) == _total_text(expected, minilm.optimal)
     table = _terms_table(at)
     np.testing.assert_array_equal(table["p"], as_shown(expected.p, "p"))  # 0.333 for 1/3, as on screen
     assert set(table.loc[(table["kind"] == "M_in") & (table["layer"] != 3), "p"]) == {2.0}
@@ -190,7 +198,7 @@ def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, 
         at = free_p_app
         at.slider(key="p_global").set_value(p)
         rerun(at)
-        assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(p))
+        assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(p), minilm.optimal)
 
 
 def _live_tables(at) -> dict:
@@ -232,7 +240,7 @@ def test_the_total_follows_each_slider_with_the_texts_the_server_shows(free_p_ap
     settings = PAssignment(default=0.0, by_kind={Kind.QK: 0.99, Kind.V: None}, by_layer={3: 2.0})
     terms = minilm.evaluate(settings)
     assert _live_tables(at)["p_global"]["texts"]["0"] == [
-        _total_text(terms),
+        _total_text(terms, minilm.optimal),
         _change_text(terms, minilm.optimal),
     ]
 
@@ -248,7 +256,7 @@ def test_no_slider_table_at_p_star_and_one_step_of_the_grid_when_snapping(bounds
     for position in (0, 5, 24):
         value, change = table["texts"][str(position)]
         terms = minilm.evaluate(position / minilm.grid_m)
-        assert value == _total_text(terms)
+        assert value == _total_text(terms, minilm.optimal)
         assert change == _change_text(terms, minilm.optimal)
 
 
@@ -356,7 +364,7 @@ def test_a_shared_link_draws_its_widgets_without_a_session_state_clash(monkeypat
     run_clean(at)
     assert at.slider(key="p_kind_QK").value == 0.25 and at.radio(key="sums_view").value == SumsView.SHARE
     expected = minilm.evaluate(PAssignment(default=0.5, by_kind={Kind.QK: 0.25}, by_layer={2: None}))
-    assert _metric(at, TOTAL_LABEL) == _total_text(expected)
+    assert _metric(at, TOTAL_LABEL) == _total_text(expected, minilm.optimal)
     assert clashes == []
 
 

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from app_harness import forbid_recomputation, run_clean, unescaped
 
-from dashboard.headline import log_one_layer_change
-from dashboard.numbers import format_resolving
+from dashboard.headline import total_texts
 from dashboard.text import TOTAL_LABEL
 from specbound.bounds import BoundAnalysis, snap_to_grid
 from specbound.loading import load_profile
@@ -116,7 +115,7 @@ def test_the_slider_path_of_a_gated_grouped_query_model_runs_no_svd(landing_app,
         run_clean(at)
         terms = analysis.evaluate(float(snap_to_grid(p, analysis.grid_m)))  # the slider snaps to P_m
         (total,) = [m.value for m in at.metric if m.label == TOTAL_LABEL]
-        assert total == format_resolving(terms.log_total, log_one_layer_change(terms))
+        assert total == total_texts(terms.log_total, analysis.optimal.log_total)[0]
 
 
 @pytest.mark.parametrize("model", ["llama", "neox"])

@@ -11,12 +11,12 @@ import pytest
 from dashboard.numbers import (
     DIGITS,
     MAX_DIGITS,
+    MISSING,
     comparison_sentence,
     format_against,
     format_change,
     format_number,
     format_percent,
-    format_resolving,
     format_value,
     log_difference,
     screen_values,
@@ -71,11 +71,12 @@ def test_a_change_stays_visible(value: float, change: float) -> None:
     assert significant_digits(shown_value) <= MAX_DIGITS
 
 
-def test_resolving_a_layer_sized_change() -> None:
-    # a total of 1.5e12 whose smallest layer holds 1e4: four digits would hide any move of that layer
-    shown = format_resolving(math.log(1.4986225567743e12), math.log(1e4))
-    assert shown == "1.4986225568 × 10¹²"  # 11 digits: the 1e4 place and two more
-    assert format_resolving(math.log(20573.03), math.log(3000.0)) == "20,573"
+def test_a_change_takes_the_digits_it_needs_and_no_more() -> None:
+    # a top layer's move of 3.2e4 in a total of 1.5e12: four digits would hide it; ten show it, two digits deep
+    assert format_against(math.log(1.4986225567743e12), math.log(1.4986225567743e12 - 3.2e4)) == "1.498622557 × 10¹²"
+    # a total twelve decades above its reference: the usual four digits already show the change
+    assert format_against(math.log(4.41505935e12), math.log(20573.03)) == "4.415 × 10¹²"
+    assert format_against(math.log(20573.03), math.log(20573.03)) == "20,573"
     assert significant_digits("20,573") == 5 and significant_digits("6.854 × 10²⁸") == DIGITS
 
 
@@ -135,7 +136,7 @@ def test_a_cell_text_reads_back_as_the_number_it_shows(text: str, value: float) 
 def test_tables_send_the_numbers_they_show_and_still_sort_as_numbers() -> None:
     frame = pd.DataFrame(
         {
-            "log10": [25.478918345072017, -0.9575363714034427, math.nan],
+            "log10": [25.478918345072017, -0.9575363714034427, 1.0],
             "share": [0.657439, 0.0004, 1.0],
             "big": [6.8537e28, 1.0, 2.0],
             "value": [20573.0291, 1.4986225884e12, 1.2304e-4],
@@ -144,7 +145,7 @@ def test_tables_send_the_numbers_they_show_and_still_sort_as_numbers() -> None:
     )
     formats = {"log10": "log10", "share": "percent", "big": "number", "value": "number", "rank": "integer"}
     values, kinds = screen_values(frame, formats)
-    assert values["log10"].tolist()[:2] == [25.48, -0.96] and math.isnan(values["log10"].iloc[2])
+    assert values["log10"].tolist() == [25.48, -0.96, 1.0]
     assert values["share"].tolist() == [65.7, 0.04, 100.0] and kinds["share"] == "percent_units"  # "< 0.1 %"
     assert values["value"].tolist() == [20573.0, 1.499e12, 1.23e-4]
     assert values["rank"].tolist() == [32, 7, 1] and kinds["rank"] == "integer"
@@ -155,7 +156,27 @@ def test_tables_send_the_numbers_they_show_and_still_sort_as_numbers() -> None:
     cells = [[str(cell["display_value"]) for cell in row if cell.get("type") == "td"] for row in shown]
     assert cells[0] == ["25.48", "65.7 %", "6.854 × 10²⁸", "20,573", "32"]
     assert cells[1] == ["−0.96", "< 0.1 %", "1.000", "1.499 × 10¹²", "7"]
-    assert cells[2] == ["—", "100.0 %", "2.000", "1.230 × 10⁻⁴", "1"]
+    assert cells[2] == ["1.00", "100.0 %", "2.000", "1.230 × 10⁻⁴", "1"]
     taus = styled_table(pd.DataFrame({"tau": [0.31249, -0.0152]}), {"tau": "signed"})
     assert taus.data["tau"].tolist() == [0.312, -0.015]  # a rank correlation: signed, three decimals
     assert [row[1]["display_value"] for row in taus._translate(False, False)["body"]] == ["+0.312", "−0.015"]
+
+
+def test_an_empty_cell_is_sent_as_drawn_never_as_none() -> None:
+    """The browser keeps a sent null as "None" in its table for screen readers: a column with an empty
+    cell (a number, a count or a text) goes as its texts, the empty cell as "—"."""
+    frame = pd.DataFrame(
+        {
+            "slope": [1.29904, math.nan],
+            "fixed": pd.array([32, pd.NA], dtype="Int64"),
+            "law": ["undecided", math.nan],
+            "whole": [0.5, 0.25],
+        }
+    )
+    formats = {"slope": "number", "fixed": "integer", "whole": "number"}
+    values, kinds = screen_values(frame, formats)
+    assert values["slope"].tolist() == ["1.299", MISSING] and "slope" not in kinds
+    assert values["fixed"].tolist() == ["32", MISSING] and "fixed" not in kinds
+    assert values["law"].tolist() == ["undecided", MISSING]
+    assert values["whole"].tolist() == [0.5, 0.25] and kinds["whole"] == "number"  # no empty cell: still numbers
+    assert frame["slope"].isna().iloc[1]  # the frame (and its CSV) keeps the empty cell empty

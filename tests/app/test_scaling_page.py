@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from app_harness import APP, TIMEOUT_S, as_shown, run_clean, table_columns, unescaped
 from streamlit.testing.v1 import AppTest
 
 from dashboard.atlas import model_name
+from dashboard.numbers import shown_value
 from dashboard.scaling import EXPONENT_ORDER
 from dashboard.text import BOUND_NOTE
 from specbound.bounds import BoundAnalysis
@@ -107,10 +109,12 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     assert len(table) == len(expected) > 0
     assert list(table["proxy"]) == list(expected["proxy"])
     assert list(table["against"]) == list(expected["against"])
-    for column in ("model", "few_points", "better_fit", "residual_df", "num_sizes"):
+    for column in ("model", "few_points", "residual_df", "num_sizes"):
         assert list(table[column]) == list(expected[column]), column
+    assert list(table["better_fit"]) == ["—" if pd.isna(v) else v for v in expected["better_fit"]]  # as drawn
     for column in ("slope", "slope_se", "ci_low", "ci_high", "r_squared_within"):  # sent as shown: 4 digits
-        np.testing.assert_array_equal(table[column], as_shown(expected[column]), err_msg=column)
+        sent = [shown_value(v) if isinstance(v, str) else v for v in table[column]]  # "—" where it is empty
+        np.testing.assert_array_equal(sent, as_shown(expected[column]), err_msg=column)
     pooled = study.exponent(Proxy.OURS, Axis.DEPTH)
     assert pooled.num_groups == 2 and pooled.num_points == 6 and pooled.residual_df == 3
     assert (pooled.num_sizes, pooled.few_points) == (3, False) and pooled.better_fit is not None
@@ -142,6 +146,9 @@ def test_the_exponents_table_writes_plain_names_and_a_dash_for_empty_cells(study
     pooled = next(row for row, fixed in zip(cells, frame["fixed"].isna(), strict=True) if fixed)
     assert pooled[header.index("fixed")] == "—"
     assert not any(cell in ("None", "nan", "<NA>") for row in cells for cell in row)
+    # what the browser keeps (and reads out, and copies) for an empty cell is the dash it draws, not a null
+    assert not shown.data[list(EXPONENT_ORDER)].isna().any().any()
+    assert shown.data["slope_se"][frame["slope_se"].isna()].eq("—").all()
     assert {row[header.index("proxy")] for row in cells} <= {
         "ours (p*)",
         "Edelman et al.",
@@ -258,6 +265,14 @@ def test_with_no_miniatures_here_the_page_opens_on_the_lab_family(growth_figure)
     assert len(at.multiselect(key="scaling_lab_models").value) == 4
     assert growth_figure(at, "with width N")["data"]  # a study is drawn at once
     assert at.query_params["scaling_family"] == "lab"
+    # the lab's two-point fits have no standard error: those cells are sent as the dash drawn, and the
+    # column is set as text (right-aligned), so that the browser neither says "None" nor flags a bad number
+    (exponents,) = [d for d in at.dataframe if "slope_se" in d.value.columns]
+    assert exponents.value["slope_se"].eq("—").any()
+    assert not exponents.value[list(EXPONENT_ORDER)].isna().any().any()
+    settings = table_columns(exponents)
+    assert settings["slope_se"]["type_config"]["type"] == "text" and settings["slope_se"]["alignment"] == "right"
+    assert settings["slope"]["type_config"]["type"] == "number"  # a column without an empty cell stays numeric
     at.radio(key="scaling_family").set_value(MINIATURES)  # the visitor's own choice then stands
     run_clean(at)
     assert at.radio(key="scaling_family").value == MINIATURES
