@@ -212,7 +212,6 @@ def show_table(
         "hide_index": True,
         "key": key,
         "column_config": column_config(shown, labels, selectable=on_select is not None, texts=texts),
-        "placeholder": MISSING,  # an empty number cell; the browser's own would read "None"
     }
     if height is not None:
         options["height"] = height
