@@ -94,8 +94,8 @@ def _on_dask(task: Callable[[T], R], items: Sequence[T], address: str) -> Iterat
         from distributed import as_completed as dask_completed
     except ImportError:
         raise SpecboundError("--dask needs dask.distributed (pip install 'specbound[dask]')") from None
-    try:
-        client = Client(address, timeout=30)
+    try:  # within Dask's connect timeout (distributed.comm.timeouts.connect, 30 s unless configured)
+        client = Client(address)
     except OSError as exc:
         raise SpecboundError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     try:

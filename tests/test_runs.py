@@ -150,7 +150,9 @@ def test_grid_in_parallel_writes_the_files_of_a_serial_run(
 
 
 def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, trainer_run: Path) -> None:
+    import dask
     from cli_runner import assert_one_line_error, cli
 
-    result = cli("trajectory", str(trainer_run), "--out", str(tmp_path / "x"), "--dask", "tcp://127.0.0.1:9")
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):  # Dask's own setting, not 30 s of waiting
+        result = cli("trajectory", str(trainer_run), "--out", str(tmp_path / "x"), "--dask", "tcp://127.0.0.1:9")
     assert_one_line_error(result, "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
