@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,12 @@ def run_clean(at: AppTest) -> AppTest:
 
 
 def forbid_recomputation(monkeypatch) -> None:
-    """Make every file access and decomposition of the analysis raise: the slider path may only evaluate."""
+    """Make every file access and decomposition of the analysis raise: the slider path may only evaluate.
+
+    A function is replaced under every name it has in the package and the dashboard, not only in the
+    module that defines it: ``specbound.loading`` calls the ``fetch`` it imported, which a patch of
+    ``specbound.checkpoints.fetch`` alone would never reach.
+    """
     import specbound.cache
     import specbound.checkpoints
     import specbound.loading
@@ -61,8 +67,15 @@ def forbid_recomputation(monkeypatch) -> None:
         (specbound.checkpoints, "fetch"),
         (specbound.checkpoints, "is_cached"),
         (specbound.checkpoints, "open_checkpoint"),
-        (specbound.cache.ProfileCache, "load"),
         (specbound.models, "catalog"),
+    ]:
+        original = getattr(module, name)
+        for holder in [m for key, m in list(sys.modules.items()) if key.split(".")[0] in ("specbound", "dashboard")]:
+            for alias, value in list(vars(holder).items()):
+                if value is original:
+                    monkeypatch.setattr(holder, alias, forbidden)
+    for module, name in [
+        (specbound.cache.ProfileCache, "load"),
         (np.linalg, "svd"),
         (np.linalg, "eigvalsh"),
         (np.linalg, "qr"),

@@ -201,6 +201,17 @@ def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, 
         assert _metric(at, TOTAL_LABEL) == _total_text(minilm.evaluate(p), minilm.optimal)
 
 
+def test_the_guard_reaches_a_function_under_every_name_it_is_imported_as(monkeypatch) -> None:
+    """The guard of the slider path is no formality: the loader's own imported names raise too."""
+    import specbound.checkpoints.hub
+    import specbound.loading
+
+    forbid_recomputation(monkeypatch)
+    for call in (specbound.loading.fetch, specbound.checkpoints.hub.fetch, specbound.loading.open_checkpoint):
+        with pytest.raises(AssertionError, match="slider path"):
+            call("minilm-l6")
+
+
 def _live_tables(at) -> dict:
     """The slider tables the explorer sends for its total to follow the sliders in the browser."""
     (component,) = [e for e in at.get("bidi_component") if e.proto.component_name == "specbound_live_total"]
