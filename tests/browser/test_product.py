@@ -134,6 +134,11 @@ TABLE_CELLS = """() => [...document.querySelectorAll('[data-testid="stMain"] [da
     .map(td => td.textContent)"""
 
 
+#: Whether every table of the page has written its cells (into its table for screen readers).
+TABLES_HAVE_CELLS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')]
+    .every(table => table.querySelector('td'))"""
+
+
 def _check_table_cells(page, where: str) -> list[str]:
     """No table cell in the page carries more digits than the screen shows, an exponent or "None"."""
     cells = page.evaluate(TABLE_CELLS)
@@ -169,44 +174,47 @@ def _sidebar_open(page) -> bool:
     return page.locator('[data-testid="stSidebar"]').get_attribute("data-collapsed") == "false"
 
 
-def test_every_page_at_three_widths_and_on_a_projector(server: str, browser_page) -> None:
+@pytest.mark.parametrize(
+    ("viewport", "suffix", "width"),
+    [(PROJECTOR, "", "1024"), (LAPTOP, "", "1440"), (PHONE, "", "390"), (PROJECTOR, "?present=1", "1024-present")],
+    ids=["1024", "1440", "390", "1024-present"],
+)
+def test_every_page_at_three_widths_and_on_a_projector(
+    server: str, browser_page, viewport: dict[str, int], suffix: str, width: str
+) -> None:
     page = browser_page
-    for viewport, suffix, width in (
-        (PROJECTOR, "", "1024"),
-        (LAPTOP, "", "1440"),
-        (PHONE, "", "390"),
-        (PROJECTOR, "?present=1", "1024-present"),
-    ):
-        page.set_viewport_size(viewport)
-        for path, heading in PAGES:
-            where = f"{path or 'overview'} at {width}"
-            _open(page, f"{server}/{path}{suffix}", heading)
-            assert_no_errors(page)
-            _check_numbers(page, where)
-            if width == "1024-present":
-                assert not _sidebar_open(page), where
-                small = page.evaluate(SMALL_OR_PALE, PROJECTOR_FONT_PX)
-                assert small == [], (where, small)
-            if width == "390":
-                assert page.evaluate(OVERLAPPING, PANEL_TITLES) == [], where
-            if path == "" and width == "1024":  # above the fold: the product, its numbers, how to read them
-                main = page.locator('[data-testid="stMain"]')
-                for found in (
-                    main.get_by_role("heading", name=PRODUCT_NAME),
-                    main.get_by_text("lower is better"),
-                    main.get_by_role("link", name="1 · Bound explorer"),
-                ):
-                    box = found.first.bounding_box()
-                    assert box is not None and 0 < box["y"] + box["height"] <= viewport["height"], box
-            if path == "bounds" and width in ("1024", "1024-present"):
-                box = page.locator(".st-key-headline").bounding_box()
-                assert box is not None and box["height"] <= HEADLINE_MAX_PX, (where, box)
-                tops = page.evaluate(HEADLINE_TOPS)
-                assert len(tops) >= 3 and len(set(tops)) == 1, (where, tops)  # one line
-            assert page.locator('[data-testid="stSidebarNavLink"]').count() == len(PAGES)  # app.py's sidebar ran
-            _whole_page_screenshot(page, f"product-{path or 'overview'}-{width}", viewport)
+    page.set_viewport_size(viewport)
+    for path, heading in PAGES:
+        where = f"{path or 'overview'} at {width}"
+        _open(page, f"{server}/{path}{suffix}", heading)
+        assert_no_errors(page)
+        _check_numbers(page, where)
+        if width == "1024-present":
+            assert not _sidebar_open(page), where
+            small = page.evaluate(SMALL_OR_PALE, PROJECTOR_FONT_PX)
+            assert small == [], (where, small)
+        if width == "390":
+            assert page.evaluate(OVERLAPPING, PANEL_TITLES) == [], where
+        if path == "" and width == "1024":  # above the fold: the product, its numbers, how to read them
+            main = page.locator('[data-testid="stMain"]')
+            for found in (
+                main.get_by_role("heading", name=PRODUCT_NAME),
+                main.get_by_text("lower is better"),
+                main.get_by_role("link", name="1 · Bound explorer"),
+            ):
+                box = found.first.bounding_box()
+                assert box is not None and 0 < box["y"] + box["height"] <= viewport["height"], box
+        if path == "bounds" and width in ("1024", "1024-present"):
+            box = page.locator(".st-key-headline").bounding_box()
+            assert box is not None and box["height"] <= HEADLINE_MAX_PX, (where, box)
+            tops = page.evaluate(HEADLINE_TOPS)
+            assert len(tops) >= 3 and len(set(tops)) == 1, (where, tops)  # one line
+        assert page.locator('[data-testid="stSidebarNavLink"]').count() == len(PAGES)  # app.py's sidebar ran
+        _whole_page_screenshot(page, f"product-{path or 'overview'}-{width}", viewport)
 
-    # on a phone, choosing a page in the navigation closes it
+
+def test_on_a_phone_choosing_a_page_closes_the_navigation(server: str, browser_page) -> None:
+    page = browser_page
     page.set_viewport_size(PHONE)
     _open(page, f"{server}/", PRODUCT_NAME)
     page.locator(
@@ -366,6 +374,7 @@ def test_tables_that_fit_a_projector_show_every_column(server: str, browser_page
     for query in ("", lab):
         for path, (heading, tables) in pages.items():
             _open(page, f"{server}/{path}?{query}&show_tables=1", heading)
+            page.wait_for_function(TABLES_HAVE_CELLS)  # the grid writes its cells after it is drawn
             widths = page.evaluate(TABLE_WIDTHS, tables)
             assert _check_table_cells(page, f"{path}?{query}"), path  # the tables' cells are in the page
             for name, shown in widths.items():
