@@ -134,9 +134,11 @@ TABLE_CELLS = """() => [...document.querySelectorAll('[data-testid="stMain"] [da
     .map(td => td.textContent)"""
 
 
-#: Whether every table of the page has written its cells (into its table for screen readers).
-TABLES_HAVE_CELLS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')]
-    .every(table => table.querySelector('td'))"""
+#: Whether the page has a table and every table has written its cells (into its table for screen readers).
+TABLES_HAVE_CELLS = """() => {
+    const tables = [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')];
+    return tables.length > 0 && tables.every(table => table.querySelector('td'));
+}"""
 
 
 def _check_table_cells(page, where: str) -> list[str]:
