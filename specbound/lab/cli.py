@@ -1,4 +1,4 @@
-"""Command line of the lab: ``specbound lab train | sweep | show``.
+"""Command line of the lab: ``specbound lab train | sweep | show | remeasure``.
 
 Registered by :func:`add_lab_commands` from ``specbound.cli.build_parser``. Per-run lines go to stdout;
 the progress bar goes to stderr only when it is a terminal.
@@ -227,8 +227,23 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_remeasure(args: argparse.Namespace) -> int:
+    from .reference import REFERENCE_DIR, remeasure
+    from .tables import read_results
+
+    directory = Path(args.dir) if args.dir is not None else REFERENCE_DIR
+    try:
+        written = remeasure(directory, tuple(args.measure))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"recomputed {', '.join(args.measure)} from the stored spectra; rewrote {len(written)} files in {directory}")
+    _print_correlations(read_results(directory))
+    return 0
+
+
 def add_lab_commands(commands: argparse._SubParsersAction) -> None:
-    """``lab train | sweep | show`` under the main parser's subcommands."""
+    """``lab train | sweep | show | remeasure`` under the main parser's subcommands."""
     from .grid import PRESETS
 
     lab = commands.add_parser(
@@ -326,3 +341,16 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         help="paired bootstrap of tau(MEASURE) - tau(OTHER), e.g. --compare ours spectral_product",
     )
     show.set_defaults(handler=_cmd_show)
+
+    remeasure = actions.add_parser(
+        "remeasure",
+        help="recompute spectrum measures at every saved step from the stored spectra, without retraining",
+    )
+    remeasure.add_argument("dir", nargs="?", default=None, help="lab directory (default: the shipped reference)")
+    remeasure.add_argument(
+        "--measure",
+        nargs="+",
+        default=["alpha", "alpha_hat", "alpha_skipped"],
+        help="CHECKPOINT measures to recompute (default: alpha alpha_hat alpha_skipped)",
+    )
+    remeasure.set_defaults(handler=_cmd_remeasure)

@@ -1,43 +1,85 @@
 """Power-law fits of a matrix's empirical spectral density (ESD): the exponent α and its weighted form.
 
 The ESD of W is the set of eigenvalues λ_i = σ_i² of WᵀW. Heavy-tailed self-regularisation (Martin &
-Mahoney 2021, "Implicit self-regularization in deep neural networks"; the weight-spectrum tool's
-``alpha`` and ``alpha_weighted``) fits its upper tail with a power law p(λ) ∝ λ^(−α) for λ ≥ λ_min,
-by the method of Clauset, Shalizi & Newman (2009, "Power-law distributions in empirical data", SIAM
-Review 51, sections 3.1 and 3.3):
+Mahoney 2021, "Implicit self-regularization in deep neural networks"; WeightWatcher's ``alpha`` and
+``alpha_weighted``) fits its upper tail with a power law p(λ) ∝ λ^(−α) for λ ≥ λ_min, by the method of
+Clauset, Shalizi & Newman (2009, "Power-law distributions in empirical data", SIAM Review 51, sections
+3.1 and 3.3):
 
 * for a given x_min, the maximum-likelihood exponent of the n values x_i ≥ x_min is (their eq. 3.1)
 
       α̂ = 1 + n / Σ_i ln(x_i / x_min),       standard error (α̂ − 1) / √n;
 
-* x_min is the candidate that minimises the Kolmogorov–Smirnov distance between the tail's empirical
-  CDF S and the fitted CDF P(x) = 1 − (x / x_min)^(1 − α̂):  D = sup_{x ≥ x_min} |S(x) − P(x)|,
-  evaluated at both sides of every step of S (for sorted x_(1) ≤ … ≤ x_(n): max over i of
-  i/n − P(x_(i)) and P(x_(i)) − (i − 1)/n).
+* x_min is the candidate whose fit P(x) = 1 − (x / x_min)^(1 − α̂) is closest to the tail's empirical
+  CDF S in the Kolmogorov–Smirnov distance (the first of equal distances, i.e. the smallest x_min).
 
-Candidates are the distinct values that leave at least ``min_tail`` values in the tail (default 10):
-on a spectrum of a few dozen eigenvalues, the unrestricted minimum is often a tail of three or four
-values that fits by chance. A matrix with fewer than ``min_tail`` positive eigenvalues has no
-candidate; it is skipped and counted, not fitted.
+Two conventions of the details, a :class:`PowerLawRule` each:
 
-The weighted exponent of a matrix is α̂_w = α̂ · log10 λ_max (λ_max = σ₁²). Everything is numpy over
-all candidates at once: an (x_min candidates × values) table per matrix.
+``WEIGHTWATCHER`` (the default) is WeightWatcher 0.7.7's fit exactly (``WeightWatcher.fit_powerlaw``
+with its defaults, which runs ``WW_powerlaw.WWFit``): the eigenvalues ≤ 1e-5 are dropped; every sorted
+value but the largest is a candidate (a tail of 2 values is allowed; a repeated value is a candidate at
+each of its positions, the tail starting there); the KS distance compares P with the empirical CDF's
+left limit only, D = max_i |P(x_(i)) − (i − 1)/n| (for sorted x_(1) ≤ … ≤ x_(n)), and a candidate with
+α̂ ≤ 1 gets D = 1. On fewer than 20 values (after the floor) it switches to its small-sample branch:
+the bias-corrected α̂ = 1 + (n − 1) / Σ ln(x_i / x_min), candidates only with n ≥ 8 and
+Σ ln(x_i / x_min) > 1e-12, the same D (the branch also computes an objective D − 0.868/√n, which
+``WWFit.__init__`` then overrides with the argmin of D); with no such candidate (fewer than 8 values)
+the whole spectrum is the tail, with the bias-corrected α̂ (0 when Σ ln(x_i / x_min) ≤ 1e-12). Fewer
+than 2 values above the floor: WeightWatcher's fit fails, and the matrix is skipped. The lab's proxy
+matrices are at least 32 × 32, so WeightWatcher's ``min_evals = 8`` on a layer's size never applies.
+
+``STRICT`` is this module's earlier fit: candidates are the distinct positive values that leave at
+least ``min_tail`` values in the tail (default 10), and D is the two-sided distance sup |S − P|,
+evaluated at both sides of every step of S (max over i of i/n − P(x_(i)) and P(x_(i)) − (i − 1)/n).
+On a spectrum of a few dozen eigenvalues the unrestricted minimum is often a tail of three or four
+values that fits by chance, and the left-limit distance can miss the step at the largest value; a
+matrix with fewer than ``min_tail`` positive eigenvalues is skipped. It is the fit to use for a
+statistically steadier α on small spectra, not to compare with WeightWatcher's numbers.
+
+The weighted exponent of a matrix is α̂_w = α̂ · log10 λ_max (λ_max = σ₁²), WeightWatcher's
+``alpha_weighted``. The distances are numpy over all candidates at once (a candidates × values table);
+the WeightWatcher sums Σ_{j ≥ i} ln x_j are taken per candidate as it takes them, so α̂ repeats its
+rounding.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
-#: The fewest values a fitted tail may hold (a matrix with fewer positive eigenvalues is skipped).
+#: The fewest values a STRICT tail may hold (a matrix with fewer positive eigenvalues is skipped).
 MIN_TAIL: int = 10
+#: WeightWatcher 0.7.7's floor: eigenvalues at or below it are not fitted (its ``EVALS_THRESH``).
+EIGENVALUE_FLOOR: float = 1e-5
+#: Below this many values WeightWatcher fits with its small-sample branch (``WW_powerlaw.SMALL_N_CUTOFF``).
+SMALL_SAMPLE: int = 20
+#: The fewest values of a tail in that branch (``fit_powerlaw_smallN``'s ``k_min``).
+SMALL_SAMPLE_MIN_TAIL: int = 8
+#: That branch's bound on Σ ln(x / x_min) below which a tail counts as constant.
+_DEGENERATE_SPREAD: float = 1e-12
+
+
+class PowerLawRule(str, Enum):
+    """Which convention chooses x_min and α̂ (see the module docstring)."""
+
+    WEIGHTWATCHER = "weightwatcher"  # WeightWatcher 0.7.7's fit, tails down to 2 values, left-limit KS
+    STRICT = "strict"  # tails of at least MIN_TAIL values, two-sided KS
+
+
+#: The rule of the lab's ``alpha`` and ``alpha_hat``.
+DEFAULT_RULE: PowerLawRule = PowerLawRule.WEIGHTWATCHER
 
 
 @dataclass(frozen=True)
 class PowerLawFit:
-    """α̂ of the values ≥ ``xmin`` (``tail`` of them) and the KS distance of that fit."""
+    """α̂ of the ``tail`` largest values (from ``xmin`` on) and the KS distance of that fit.
+
+    Where x_min is repeated, WeightWatcher may start the tail at a later copy: ``tail`` is then the
+    values fitted, one fewer per copy left out than its ``num_pl_spikes`` (every value ≥ x_min).
+    """
 
     alpha: float
     xmin: float
@@ -60,8 +102,61 @@ def power_law_alpha(values: np.ndarray, xmin: float) -> float:
     return 1.0 + tail.size / total if total > 0 else math.inf
 
 
-def fit_power_law(values: np.ndarray, min_tail: int = MIN_TAIL) -> PowerLawFit | None:
-    """The Clauset et al. fit of the positive ``values``, x_min chosen by the KS distance.
+def fit_power_law(values: np.ndarray, rule: PowerLawRule = DEFAULT_RULE) -> PowerLawFit | None:
+    """The fit of ``values`` by ``rule`` (None where the rule skips them: too few values)."""
+    if rule is PowerLawRule.WEIGHTWATCHER:
+        return fit_weightwatcher(values)
+    return fit_strict(values)
+
+
+def _left_limit_distances(x: np.ndarray, starts: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+    """max_{j ≥ i} |1 − (x_j / x_i)^(1 − α_i) − (j − i) / n_i| per candidate start i (WeightWatcher's D,
+    evaluated in its order of operations): (K,) from sorted ``x`` (m,)."""
+    m = x.size
+    n = (m - starts).astype(np.float64)  # (K,)
+    j = np.arange(m)
+    offset = j[None, :] - starts[:, None]  # (K, m) position in the tail, from 0
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        fitted = 1.0 - np.power(x[None, :] / x[starts][:, None], -alphas[:, None] + 1.0)  # (K, m)
+        gaps = np.abs(fitted - offset / n[:, None])  # (K, m)
+    return np.where(offset >= 0, gaps, -np.inf).max(axis=1)  # (K,)
+
+
+def fit_weightwatcher(values: np.ndarray) -> PowerLawFit | None:
+    """WeightWatcher 0.7.7's fit of the values above :data:`EIGENVALUE_FLOOR` (see the module docstring).
+
+    None when fewer than 2 values are above the floor (where WeightWatcher's fit fails).
+    """
+    x = np.asarray(values, dtype=np.float64).ravel()
+    x = np.sort(x[np.isfinite(x) & (x > EIGENVALUE_FLOOR)])
+    m = x.size
+    if m < 2:
+        return None
+    logs = np.log(x)  # (m,)
+    starts = np.arange(m - 1)  # (K,) every value but the largest
+    n = (m - starts).astype(np.float64)  # (K,) tail sizes
+    spread = np.array([np.sum(logs[i:]) for i in starts]) - n * logs[starts]  # (K,) Σ ln(x_j / x_i), as WW sums
+    if m >= SMALL_SAMPLE:
+        with np.errstate(divide="ignore"):
+            alphas = 1.0 + n / spread  # (K,)
+        valid = alphas > 1.0
+    else:  # the small-sample branch: bias-corrected, tails of at least 8, non-constant
+        kept = (n >= SMALL_SAMPLE_MIN_TAIL) & (spread > _DEGENERATE_SPREAD)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alphas = np.where(kept, 1.0 + (n - 1.0) / spread, 0.0)  # (K,) 0 where not set
+        valid = kept & (alphas > 1.0)
+        if not valid.any():  # the whole spectrum is the tail
+            whole = spread[0] > _DEGENERATE_SPREAD
+            alpha = 1.0 + (m - 1.0) / spread[0] if whole else 0.0
+            distance = float(_left_limit_distances(x, starts[:1], np.array([alpha]))[0]) if whole else 1.0
+            return PowerLawFit(float(alpha), float(x[0]), m, distance)
+    distances = np.where(valid, _left_limit_distances(x, starts, alphas), 1.0)  # (K,)
+    best = int(np.argmin(distances))
+    return PowerLawFit(float(alphas[best]), float(x[best]), int(n[best]), float(distances[best]))
+
+
+def fit_strict(values: np.ndarray, min_tail: int = MIN_TAIL) -> PowerLawFit | None:
+    """The STRICT fit of the positive ``values``: tails of at least ``min_tail``, two-sided KS distance.
 
     None when fewer than ``min_tail`` values are positive (or every candidate tail is constant).
     """
@@ -115,13 +210,16 @@ class SpectrumAlphas:
         return float(self.weighted.mean()) if self.weighted.size else math.nan
 
 
-def spectrum_alphas(singular_values: np.ndarray, counted: np.ndarray, min_tail: int = MIN_TAIL) -> SpectrumAlphas:
+def spectrum_alphas(
+    singular_values: np.ndarray, counted: np.ndarray, rule: PowerLawRule = DEFAULT_RULE
+) -> SpectrumAlphas:
     """Fits of the ESDs λ = σ² of M matrices: ``singular_values`` (M, K), ``counted`` (M, K) the values
-    above the numerical-rank threshold (zero padding and round-off are not eigenvalues of the ESD)."""
+    above the numerical-rank threshold (zero padding and round-off are not eigenvalues of the ESD; they
+    lie far below WeightWatcher's floor, so dropping them does not move its fit)."""
     alphas, weighted, skipped = [], [], 0
     for sv, keep in zip(np.asarray(singular_values), np.asarray(counted), strict=True):
         eigenvalues = np.square(sv[keep])  # (rank,)
-        fit = fit_power_law(eigenvalues, min_tail)
+        fit = fit_power_law(eigenvalues, rule)
         if fit is None:
             skipped += 1
             continue

@@ -30,16 +30,17 @@ from typing import Any
 
 from .._version import __version__
 from ..atlas import atlas_member, save_atlas
+from ..bounds import BoundAnalysis
 from ..files import atomic_write, describe_os_error, read_json
 from ..limits import LIMITS
 from ..loading import load_profile
 from ..profile import SpectralProfile
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
 from .records import LAB_LABEL, RUNS_DIR, read_runs, write_record
-from .registry import MEASURES, RunMeasure
+from .registry import MEASURES, CheckpointMeasure, RunMeasure
 from .tables import LabResults, measure_value, read_results, write_tables
 from .train import LabError
-from .trajectory import RunTrajectory
+from .trajectory import DEFAULT_BOUNDS, RunTrajectory
 
 REFERENCE_DIR = Path(__file__).parent / "reference"
 MANIFEST_FILE = "manifest.json"
@@ -254,3 +255,32 @@ def read_manifest(directory: Path | str = REFERENCE_DIR) -> dict[str, Any]:
 def load_reference(directory: Path | str = REFERENCE_DIR) -> LabResults:
     """The shipped runs and correlations (read from their records, as any lab directory)."""
     return read_results(directory)
+
+
+def remeasure(
+    directory: Path | str = REFERENCE_DIR, measures: tuple[str, ...] = ("alpha", "alpha_hat", "alpha_skipped")
+) -> tuple[Path, ...]:
+    """Recompute CHECKPOINT ``measures`` at every saved step of every run in a lab directory from its
+    stored spectra (the steps atlases of the reference, else the checkpoints), without retraining, and
+    rewrite the records, runs.csv and correlations.csv. Every other value is kept as recorded.
+
+    For a change of a measure's formula (the power-law fit's convention): the spectra do not move, so
+    neither does anything else. ValueError for a name that is not a CHECKPOINT measure.
+    """
+    directory = Path(directory)
+    chosen = [m for m in (MEASURES.get(name) for name in measures) if isinstance(m, CheckpointMeasure)]
+    if len(chosen) != len(measures):
+        raise ValueError(f"only CHECKPOINT measures can be recomputed from spectra, got {', '.join(measures)}")
+    runs = read_runs(directory)
+    if not runs:
+        raise ValueError(f"{directory} holds no finished run")
+    updated = []
+    for run in runs:
+        steps = []
+        for s in run.steps:
+            analysis = BoundAnalysis.from_profile(step_profile(directory, run, s.step), DEFAULT_BOUNDS)
+            values = {**s.values, **{m.name: float(m.compute(analysis)) for m in chosen}}
+            steps.append(replace(s, values=values))
+        updated.append(replace(run, steps=tuple(steps)))
+    files = [write_record(directory, run) for run in updated]
+    return (*files, *write_tables(directory, updated))

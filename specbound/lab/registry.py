@@ -260,7 +260,8 @@ register(
         screen_name="power-law exponent α of the spectra",
         linear_axis=True,
         definition=(
-            "mean over the proxy matrices of the power-law exponent of the eigenvalues of WᵀW (Clauset et al. 2009)"
+            "mean over the proxy matrices of WeightWatcher 0.7.7's power-law exponent alpha of the eigenvalues of "
+            "WᵀW (Clauset et al. 2009)"
         ),
         compute=lambda analysis: _alphas(analysis).mean_alpha,
     )
@@ -272,7 +273,9 @@ register(
         label="α̂ = α log10 λ_max",
         screen_name="weighted power-law exponent α̂",
         linear_axis=True,
-        definition="mean over the proxy matrices of α log10 λ_max (Martin & Mahoney 2021)",
+        definition=(
+            "mean over the proxy matrices of α log10 λ_max, WeightWatcher's alpha_weighted (Martin & Mahoney 2021)"
+        ),
         compute=lambda analysis: _alphas(analysis).mean_weighted,
     )
 )
@@ -283,7 +286,7 @@ register(
         label="matrices too small for a power-law fit",
         screen_name="matrices too small for a power-law fit",
         linear_axis=True,
-        definition="proxy matrices with fewer than 10 positive eigenvalues, left out of alpha and alpha_hat",
+        definition="proxy matrices with fewer than 2 eigenvalues above 1e-5, left out of alpha and alpha_hat",
         compute=lambda analysis: float(_alphas(analysis).skipped),
         correlated=False,
         integer=True,

@@ -118,3 +118,19 @@ def test_retrained_reference_runs_land_within_the_stated_tolerance(tmp_path: Pat
             assert run.steps == original.steps, f"{name} no longer repeats exactly on the reference's platform"
         for quantity, difference in final.items():
             assert difference <= reference.RETRAIN_TOLERANCE[quantity], (name, quantity, difference)
+
+
+def test_remeasure_recomputes_only_the_named_measures_from_the_stored_spectra(tmp_path: Path, capsys) -> None:
+    import shutil
+
+    copy = tmp_path / "ref"
+    shutil.copytree(reference.REFERENCE_DIR, copy)
+    assert main(["lab", "remeasure", str(copy), "--measure", "alpha", "alpha_hat", "alpha_skipped"]) == 0
+    assert "recomputed alpha, alpha_hat, alpha_skipped" in capsys.readouterr().out
+    for path in reference.REFERENCE_DIR.rglob("*"):  # the shipped files hold what the code computes now
+        if path.is_file():
+            assert (copy / path.relative_to(reference.REFERENCE_DIR)).read_bytes() == path.read_bytes(), path
+    run = read_results(copy).runs[0]
+    with pytest.raises(ValueError, match="only CHECKPOINT measures"):
+        reference.remeasure(copy, ("sharpness",))
+    assert read_results(copy).runs[0] == run

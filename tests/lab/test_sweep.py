@@ -83,10 +83,10 @@ def test_files_have_the_interface_columns(tmp_path: Path) -> None:
     table = pd.read_csv(tmp_path / CORRELATIONS_CSV)
     assert list(table.columns[:4]) == ["measure", "kendall_tau", "granulated_tau", "runs"]
     assert list(table["measure"]) == [m.name for m in correlated_measures()]
-    # width 8 with 2 heads: every matrix has fewer than 10 eigenvalues, so no power-law fit, and alpha is missing
-    runs_of = dict(zip(table["measure"], table["runs"], strict=True))
-    assert runs_of.pop("alpha") == runs_of.pop("alpha_hat") == 0 and set(runs_of.values()) == {3}
-    assert (runs["alpha_skipped"] == 6).all() and runs["alpha"].isna().all()
+    # width 8 with 2 heads: 4 to 8 eigenvalues a matrix, which WeightWatcher's fit takes whole, except
+    # where fewer than 2 of them are above its floor of 1e-5 (a few of these small QK products)
+    assert set(table["runs"]) == {3}
+    assert (runs["alpha_skipped"] < 6).all() and runs["alpha"].notna().all()
     assert (table["groups_n_train"][table["runs"] == 3] == 1).all()
     for statistic in ("kendall_tau", "granulated_tau"):  # each interval holds its statistic
         defined = table[table[statistic].notna()]
