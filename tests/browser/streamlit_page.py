@@ -39,6 +39,14 @@ def wait_idle(page) -> None:
     )
 
 
+def wait_for_link(page, *parts: str, timeout: float = 30_000) -> None:
+    """Wait until the page's address holds every one of ``parts``: the link follows a setting in a
+    rerun of its own, after the widget's change is already drawn, and more slowly on a loaded machine."""
+    page.wait_for_function(
+        "parts => parts.every(part => window.location.href.includes(part))", arg=list(parts), timeout=timeout
+    )
+
+
 def screenshot(page, name: str, *, full_page: bool = False) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{slug(name)}.png"

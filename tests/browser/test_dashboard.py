@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from streamlit_page import assert_no_errors, screenshot, wait_idle
+from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 
 from dashboard.text import OPTIMAL_LABEL, TOTAL_LABEL
 from pages.overview import PRODUCT_NAME
@@ -110,6 +110,7 @@ def test_pages_by_their_address_and_views_kept_in_links(server: str, browser_pag
     assert box is not None
     page.mouse.click(box["x"] + 0.3 * box["width"], box["y"] + 0.2 * box["height"])
     page.locator(".st-key-drill_curve .js-plotly-plot").wait_for()
+    wait_for_link(page, "matrix=")
     assert re.search(r"[?&]matrix=\d+", page.url)
     _open(page, f"{server}/why", "Why p* wins")
     table = page.locator(".st-key-break_even_table [data-testid='stDataFrameResizable']").first
@@ -118,7 +119,7 @@ def test_pages_by_their_address_and_views_kept_in_links(server: str, browser_pag
     assert box is not None
     page.mouse.click(box["x"] + 18, box["y"] + 4 * 35 + 18)  # the fourth row's selection box: L0 QK h3
     page.locator(".st-key-drill_curve .js-plotly-plot").wait_for()
-    assert "matrix=3" in page.url
+    wait_for_link(page, "matrix=3")
     assert page.get_by_text("L0 QK h3").count() >= 1
     assert_no_errors(page)
     screenshot(page, "drill-down")
@@ -130,7 +131,7 @@ def test_pages_by_their_address_and_views_kept_in_links(server: str, browser_pag
     page.get_by_text("Ours at p*: baseline").wait_for()
     wait_idle(page)
     assert page.evaluate(TRUNCATED_METRICS) == []
-    assert "baseline=twin" in page.url and "present=1" in page.url
+    wait_for_link(page, "baseline=twin", "present=1")
     assert_no_errors(page)
     _whole_page_screenshot(page, "compare-twin-present-1024", PROJECTOR)
 
@@ -172,7 +173,7 @@ def test_the_slider_moves_the_total(server: str, browser_page) -> None:
     print(f"server side: {timing.split(' · ')[-1]}")
     assert after != before
     assert end_p < start_p
-    assert f"p_global={end_p:g}" in page.url  # the fragment keeps the link in step
+    wait_for_link(page, f"p_global={end_p:g}")  # the fragment keeps the link in step
     assert_no_errors(page)
 
 
@@ -276,7 +277,7 @@ def test_tables_and_reports_download_the_view_they_show(server: str, browser_pag
     page.locator(".st-key-show_tables summary").click()
     page.locator(".st-key-download_terms button").wait_for()
     wait_idle(page)
-    page.wait_for_url(re.compile(r"[?&]show_tables=1"))  # the link follows the open section (a rerun later)
+    wait_for_link(page, "show_tables=1")
     with page.expect_download() as download:
         page.locator(".st-key-download_terms button").click()
     assert download.value.suggested_filename == "minilm-l6-terms.csv"

@@ -4,7 +4,7 @@ nothing fails; a screenshot at 1440 px wide goes to ``test-artifacts/lab.png``."
 from __future__ import annotations
 
 import pytest
-from streamlit_page import assert_no_errors, screenshot, wait_idle
+from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 
 from dashboard.lab import LAB_MODEL_LABEL
 
@@ -33,6 +33,6 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
     page.get_by_text("Sweep: measures against the gap").click()
     page.locator(".st-key-lab_measures_0 .js-plotly-plot").wait_for()  # one chart per measure
     wait_idle(page)
-    assert "lab_view=sweep" in page.url
+    wait_for_link(page, "lab_view=sweep")
     assert_no_errors(page)
     screenshot(page, "lab-sweep", full_page=True)

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 import pytest
 from miniature_family import family_atlas
-from streamlit_page import assert_no_errors, screenshot, wait_idle
+from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 
 from dashboard.atlas import model_name
 from dashboard.text import TOTAL_LABEL
@@ -56,7 +56,7 @@ def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkp
     wait_idle(page)
     assert float(page.locator('.st-key-p_global input[type="range"]').input_value()) == 0.5
     assert page.get_by_text("L2-H32 (atlas family.npz)").count() >= 1
-    assert "p_global=0.5" in page.url and "p_kind_V_mode=own" in page.url
+    wait_for_link(page, "p_global=0.5", "p_kind_V_mode=own")
     # issue 10: the link's widgets are drawn without value=, so no session-state clash is logged
     assert "created with a default value" not in (tmp_path / "streamlit.log").read_text()
     assert_no_errors(page)
