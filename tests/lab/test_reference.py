@@ -120,16 +120,45 @@ def test_retrained_reference_runs_land_within_the_stated_tolerance(tmp_path: Pat
             assert difference <= reference.RETRAIN_TOLERANCE[quantity], (name, quantity, difference)
 
 
+def _same_numbers(shipped: object, now: object, where: str) -> None:
+    """JSON values alike: floats to 1e-12 (relative, or absolute near zero), everything else exactly."""
+    if isinstance(shipped, dict):
+        assert isinstance(now, dict) and shipped.keys() == now.keys(), where
+        for key in shipped:
+            _same_numbers(shipped[key], now[key], f"{where}.{key}")
+    elif isinstance(shipped, list):
+        assert isinstance(now, list) and len(now) == len(shipped), where
+        for i, (a, b) in enumerate(zip(shipped, now, strict=True)):
+            _same_numbers(a, b, f"{where}[{i}]")
+    elif isinstance(shipped, float):
+        assert isinstance(now, float) and math.isclose(now, shipped, rel_tol=1e-12, abs_tol=1e-12), where
+    else:
+        assert now == shipped, where
+
+
 def test_remeasure_recomputes_only_the_named_measures_from_the_stored_spectra(tmp_path: Path, capsys) -> None:
+    """The shipped files hold what the code computes now: to rounding on any machine (another BLAS kernel
+    moves the last bit of a bootstrap interval), and bit for bit between two recomputations in one run."""
+    import json
     import shutil
 
-    copy = tmp_path / "ref"
-    shutil.copytree(reference.REFERENCE_DIR, copy)
-    assert main(["lab", "remeasure", str(copy), "--measure", "alpha", "alpha_hat", "alpha_skipped"]) == 0
-    assert "recomputed alpha, alpha_hat, alpha_skipped" in capsys.readouterr().out
-    for path in reference.REFERENCE_DIR.rglob("*"):  # the shipped files hold what the code computes now
-        if path.is_file():
-            assert (copy / path.relative_to(reference.REFERENCE_DIR)).read_bytes() == path.read_bytes(), path
+    copies = [tmp_path / "ref", tmp_path / "again"]
+    for copy in copies:
+        shutil.copytree(reference.REFERENCE_DIR, copy)
+        assert main(["lab", "remeasure", str(copy), "--measure", "alpha", "alpha_hat", "alpha_skipped"]) == 0
+        assert "recomputed alpha, alpha_hat, alpha_skipped" in capsys.readouterr().out
+    copy = copies[0]
+    for path in reference.REFERENCE_DIR.rglob("*"):
+        if not path.is_file():
+            continue
+        relative = path.relative_to(reference.REFERENCE_DIR)
+        assert (copies[1] / relative).read_bytes() == (copy / relative).read_bytes(), relative
+        if path.suffix == ".csv":
+            pd.testing.assert_frame_equal(pd.read_csv(copy / relative), pd.read_csv(path), rtol=1e-12, atol=1e-12)
+        elif path.suffix == ".json":
+            _same_numbers(json.loads(path.read_text()), json.loads((copy / relative).read_text()), str(relative))
+        else:  # the spectra themselves are read, never rewritten
+            assert (copy / relative).read_bytes() == path.read_bytes(), relative
     run = read_results(copy).runs[0]
     with pytest.raises(ValueError, match="only CHECKPOINT measures"):
         reference.remeasure(copy, ("sharpness",))
