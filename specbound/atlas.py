@@ -133,10 +133,51 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
         models.append(entry)
     manifest = {"format": FORMAT, "schema": SCHEMA_VERSION, "created_by": f"specbound {__version__}", "models": models}
     path = Path(path)
+    members = {MANIFEST_KEY: np.array(json.dumps(manifest)), **arrays}
+    check_readable(members, len(models), path)
     require_parent(path, "atlas")
     with atomic_write(path) as f:
-        np.savez_compressed(f, allow_pickle=False, **{MANIFEST_KEY: np.array(json.dumps(manifest)), **arrays})
+        np.savez_compressed(f, allow_pickle=False, **members)
+        written = f.tell()
+        if written > LIMITS.max_atlas_file_bytes:  # the compressed size is known only now; nothing is renamed
+            raise AtlasError(_unreadable(path, f"it would take {written} bytes", LIMITS.max_atlas_file_bytes))
     return path
+
+
+def check_readable(members: Mapping[str, np.ndarray], num_models: int, path: Path) -> None:
+    """Refuse, before a byte is written, an atlas that :func:`load_atlas` would refuse for its size:
+    more models than it reads, a member or all of them together above its limits (each ``.npy``
+    member counted with its own header, as the zip directory declares it), or a manifest too long.
+    Whatever the package writes, it reads back."""
+    if num_models > LIMITS.max_atlas_models:
+        raise AtlasError(_unreadable(path, f"it would hold {num_models} models", LIMITS.max_atlas_models))
+    manifest = str(members[MANIFEST_KEY][()])
+    if len(manifest.encode("utf-8")) > LIMITS.max_manifest_bytes:
+        raise AtlasError(_unreadable(path, "its manifest would be too long", LIMITS.max_manifest_bytes))
+    sizes = {key: _npy_bytes(array) for key, array in members.items()}
+    key, largest = max(sizes.items(), key=lambda item: item[1])
+    if largest > LIMITS.max_atlas_member_bytes:
+        raise AtlasError(
+            _unreadable(path, f"its member {key} would take {largest} bytes", LIMITS.max_atlas_member_bytes)
+        )
+    if sum(sizes.values()) > LIMITS.max_atlas_total_bytes:
+        raise AtlasError(
+            _unreadable(path, f"its members would take {sum(sizes.values())} bytes", LIMITS.max_atlas_total_bytes)
+        )
+
+
+def _npy_bytes(array: np.ndarray) -> int:
+    """The size of ``array`` saved as an ``.npy`` member: its magic string and header (format 1.0,
+    what np.savez writes for these arrays) and its data."""
+    import io
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(array))
+    return header.tell() + array.nbytes  # the header written includes the magic string
+
+
+def _unreadable(path: Path, problem: str, limit: int) -> str:
+    return f"{path.name} is not written: {problem}, above the limit of {limit} an atlas is read with"
 
 
 # --- import -------------------------------------------------------------------------------------

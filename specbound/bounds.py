@@ -221,6 +221,15 @@ def log_edelman(
 # --- the user's choice of p ---------------------------------------------------------------------
 
 
+def check_indices(p: np.ndarray) -> np.ndarray:
+    """``p`` itself when every index lies in [0, P_MAX]; ValueError naming the first that does not
+    (NaN included: a comparison with NaN is false, so the test is written as the range it accepts)."""
+    bad = ~((p >= 0) & (p <= P_MAX))
+    if np.any(bad):
+        raise ValueError(f"Schatten indices must lie in [0, {P_MAX:g}], got {p.flat[int(np.argmax(bad))]:g}")
+    return p
+
+
 @dataclass(frozen=True)
 class PAssignment:
     """Which Schatten index each matrix uses. None anywhere means the post-hoc optimum p*.
@@ -246,9 +255,7 @@ class PAssignment:
             apply(profile.layers == layer, value)
         for matrix, value in self.by_matrix.items():
             apply(np.arange(len(p)) == profile.index(matrix), value)
-        if np.any((p < 0) | (p > P_MAX)) or not np.all(np.isfinite(p)):
-            raise ValueError(f"Schatten indices must lie in [0, {P_MAX:g}]")
-        return p
+        return check_indices(p)
 
     def decided_by(self, profile: SpectralProfile, *, kind: Kind | None = None, layer: int | None = None) -> np.ndarray:
         """(M,) mask of the matrices whose p one setting decides: the default (no argument), a kind or a layer.
@@ -448,9 +455,7 @@ class BoundAnalysis:
         return self._terms(p)
 
     def _terms(self, p: np.ndarray | float) -> BoundTerms:
-        p = np.broadcast_to(np.asarray(p, dtype=np.float64), self.p_opt.shape)
-        if np.any((p < 0) | (p > P_MAX)):
-            raise ValueError(f"Schatten indices must lie in [0, {P_MAX:g}]")
+        p = check_indices(np.broadcast_to(np.asarray(p, dtype=np.float64), self.p_opt.shape))
         prof = self.profile
         log_s = log_schatten(prof.singular_values, prof.above_threshold, p)
         return BoundTerms(

@@ -405,6 +405,15 @@ class NpzArchive:
         return str(self.read(key, header.dtype, ())[()])
 
 
+def file_sha256(path: Path, what: str, max_bytes: int) -> str:
+    """SHA-256 of a regular file of at most ``max_bytes``, read in blocks."""
+    digest = hashlib.sha256()
+    with open_regular(path, what, max_bytes) as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def array_sha256(array: np.ndarray) -> str:
     """SHA-256 of an array's bytes in C order, read through a memoryview (no copy when contiguous)."""
     return hashlib.sha256(np.ascontiguousarray(array).data).hexdigest()

@@ -7,12 +7,18 @@ the Trainer's ``logging_steps``) and at each save, and adds its numbers to the T
 W&B, ...) record them. Optionally each profile is kept in a trajectory atlas (members ``NAME@STEP``)
 that ``specbound trajectory`` and the dashboard open.
 
+A callback never stops a training run. What can be checked before training is checked when the
+callback is made (its arguments, the atlas's folder) and when it is attached (the model's family and
+shapes), with one clear line; a step that cannot be analysed (weights turned NaN, an atlas that can
+no longer be written) logs one warning, and training goes on.
+
 Unlike the rest of the package this module imports transformers when it is imported: it exists for
 Trainer users (the ``lab`` extra).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -21,8 +27,16 @@ import numpy as np
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from .api import Analysis, analyze
+from .bounds import BoundSettings
+from .errors import SpecboundError
+from .files import require_parent
 from .logspace import to_log10
+from .models import REVISION_SEP
 from .profile import SpectralProfile
+from .text import described, quoted
+from .values import is_genuine_int
+
+logger = logging.getLogger(__name__)
 
 #: The prefix of every key the callback adds to the logs.
 LOG_PREFIX = "specbound/"
@@ -68,40 +82,67 @@ class SpecboundCallback(TrainerCallback):
         l_phi: float | None = None,
         grid_m: int | None = None,
     ) -> None:
-        if every_steps is not None and every_steps < 0:
-            raise ValueError(f"every_steps must be at least 0, got {every_steps}")
-        self.every_steps = every_steps
+        if every_steps is not None and not (is_genuine_int(every_steps) and every_steps >= 0):
+            raise ValueError(
+                f"every_steps must be a whole number of steps, at least 0 (0: never on a step), "
+                f"not {described(every_steps)}"
+            )
+        if not isinstance(on_save, bool):
+            raise ValueError(f"on_save must be True or False, not {described(on_save)}")
+        if name is not None and (not isinstance(name, str) or not name or REVISION_SEP in name):
+            raise ValueError(f"name must be a non-empty text without '{REVISION_SEP}', not {described(name)}")
+        BoundSettings(l_phi=l_phi, grid_m=grid_m)  # refused now, with the bound's own line, not at a step
+        self.every_steps = None if every_steps is None else int(every_steps)
         self.on_save_too = on_save
-        self.atlas = Path(atlas) if atlas is not None else None
+        self.atlas = _atlas_path(atlas) if atlas is not None else None
         self.name = name
         self.l_phi, self.grid_m = l_phi, grid_m
         self.profiles: dict[int, SpectralProfile] = {}  # step -> profile, when an atlas is kept
         self._pending: dict[str, float] = {}
         self._measured_step: int | None = None
+        self._atlas_full = False
+        self._refused: str | None = None  # why the model cannot be analysed, when found at the start of training
 
     @classmethod
     def attach(cls, trainer: Any, *args: Any, **kwargs: Any) -> SpecboundCallback:
-        """Make a callback and put it first in ``trainer``'s callbacks, before the reporting integrations."""
+        """Make a callback and put it first in ``trainer``'s callbacks, before the reporting integrations.
+
+        A model the analysis cannot read (an unsupported family, shapes that do not fit) is refused
+        here, with its one line, before any training step."""
         callback = cls(*args, **kwargs)
+        model = getattr(trainer, "model", None)
+        if model is not None:
+            reason = unreadable_reason(model)
+            if reason is not None:
+                raise SpecboundError(f"the callback cannot analyse this model: {reason}")
         trainer.callback_handler.callbacks.insert(0, callback)
         return callback
 
     # --- the Trainer's events ---------------------------------------------------------------------
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> TrainerControl:
+        model = kwargs.get("model")
+        if model is not None and (reason := unreadable_reason(model)) is not None:  # given in callbacks=[...]
+            self._refused = reason
+            logger.warning("specbound: the callback cannot analyse this model and stays idle: %s", reason)
+        return control
+
     def on_step_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> TrainerControl:
-        every = args.logging_steps if self.every_steps is None else self.every_steps
+        every = _cadence(args.logging_steps, state) if self.every_steps is None else self.every_steps
         step = state.global_step
-        if (every and step % int(every) == 0) or (self.on_save_too and _saves_at_step(args, state)):
-            self._measure(kwargs.get("model"), state)
+        due = (every and step % every == 0) or (self.on_save_too and _saves_at_step(args, state))
+        if due and self._measure(kwargs.get("model"), state):
             control.should_log = True  # the values go out with this step's log
         return control
 
     def on_epoch_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> TrainerControl:
-        if self.on_save_too and _strategy(args.save_strategy) == "epoch" and self._measured_step != state.global_step:
-            self._measure(kwargs.get("model"), state)
+        due = self.on_save_too and _strategy(args.save_strategy) == "epoch"
+        if due and self._measured_step != state.global_step and self._measure(kwargs.get("model"), state):
             control.should_log = True
         return control
 
@@ -121,18 +162,102 @@ class SpecboundCallback(TrainerCallback):
         return control
 
     # --- the analysis ----------------------------------------------------------------------------
-    def _measure(self, model: Any, state: TrainerState) -> None:
-        if model is None:
-            return
-        name = self.name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
-        result = analyze(model, name=f"{name}@{state.global_step}", l_phi=self.l_phi, grid_m=self.grid_m)
+    def _measure(self, model: Any, state: TrainerState) -> bool:
+        """Analyse the model at this step; whether its values are pending for the log. Never raises:
+        a step that cannot be analysed, or an atlas that cannot be written, is one warning."""
+        step = state.global_step
+        if model is None or self._refused is not None:
+            return False
+        name = self.name or run_name(model)
+        try:
+            result = analyze(model, name=f"{name}{REVISION_SEP}{step}", l_phi=self.l_phi, grid_m=self.grid_m)
+        except Exception as exc:  # a callback never stops training (SpecboundError: the weights, e.g. NaN)
+            logger.warning("specbound: step %d is not analysed: %s", step, _reason(exc))
+            return False
         self._pending = log_values(result)
-        self._measured_step = state.global_step
-        if self.atlas is not None:
-            from .atlas import save_atlas
+        self._measured_step = step
+        if self.atlas is not None and not self._atlas_full:
+            self._keep(step, result.profile)
+        return True
 
-            self.profiles[state.global_step] = result.profile
-            save_atlas([self.profiles[step] for step in sorted(self.profiles)], self.atlas)
+    def _keep(self, step: int, profile: SpectralProfile) -> None:
+        """Rewrite the atlas with this step's profile added; when an atlas cannot hold it, the atlas
+        keeps the steps before and no later step is kept (one warning)."""
+        from .atlas import AtlasError, save_atlas
+
+        assert self.atlas is not None
+        kept = {**self.profiles, step: profile}
+        try:
+            save_atlas([kept[s] for s in sorted(kept)], self.atlas)
+        except AtlasError as exc:
+            self._atlas_full = True
+            logger.warning(
+                "specbound: %s; it keeps the steps up to %s, later ones are logged only",
+                exc,
+                max(self.profiles, default="none"),
+            )
+            return
+        except (OSError, SpecboundError) as exc:
+            logger.warning(
+                "specbound: the atlas %s is not written at step %d: %s", quoted(self.atlas.name), step, _reason(exc)
+            )
+            return
+        self.profiles = kept
+
+
+def run_name(model: Any) -> str:
+    """The label of a model's profiles when none is given: its config's ``_name_or_path`` when that
+    is a Hub id, the last part of it when it is a local directory (an atlas travels: it must not show
+    the folders of the machine that wrote it), else the model's class."""
+    named = getattr(getattr(model, "config", None), "_name_or_path", "")
+    if not isinstance(named, str) or not named.strip():
+        return type(model).__name__
+    path = Path(named)
+    try:
+        local = path.is_absolute() or named.startswith(("~", ".")) or path.exists()
+    except (OSError, ValueError):
+        local = True
+    label = path.name if local else named
+    return label.replace(REVISION_SEP, "_") or type(model).__name__
+
+
+def unreadable_reason(model: Any) -> str | None:
+    """Why the analysis cannot read ``model`` (its family, config or tensor shapes), or None: the
+    checks of :func:`specbound.analyze` that need no arithmetic."""
+    from .api import _config_dict
+    from .checkpoints import Checkpoint
+
+    try:
+        Checkpoint.from_state_dict(_config_dict(model.config), model.state_dict(), "the model")
+    except Exception as exc:  # whatever the model holds, the answer is a line, not a raise
+        return _reason(exc)
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as the text of one warning: the package's own message, else its kind and text."""
+    return str(exc) if isinstance(exc, SpecboundError) else f"{type(exc).__name__}: {quoted(exc, 200)}"
+
+
+def _atlas_path(atlas: Path | str) -> Path:
+    """The atlas file, checked before training: its folder must exist and it must not be a folder."""
+    if not isinstance(atlas, str | Path) or not str(atlas):
+        raise ValueError(f"atlas must be a file path, not {described(atlas)}")
+    path = Path(atlas).expanduser()
+    if path.is_dir():
+        raise SpecboundError(
+            f"the atlas {quoted(path.name)} is a directory: name a file, e.g. {quoted(path.name)}/trajectory.npz"
+        )
+    require_parent(path, "atlas")
+    return path
+
+
+def _cadence(logging_steps: float, state: TrainerState) -> int:
+    """The Trainer's ``logging_steps`` as a number of steps: below 1 it is a share of the run's steps
+    (transformers' rule), rounded up."""
+    if logging_steps < 1:
+        return math.ceil(state.max_steps * logging_steps)
+    return int(logging_steps)
 
 
 def _strategy(value: Any) -> str:

@@ -98,7 +98,10 @@ class Limits:
     #: one member of an atlas (a visitor may upload one): 256 MiB, a profile of 2^25 values, which a
     #: 7B-class model's (8.8e6 values) fits and a 70B-class one's does not
     max_atlas_member_bytes: int = 256 * 1024**2
-    max_atlas_models: int = 256
+    #: models in one atlas: a trajectory keeps one profile per saved step (Pythia's 154 revisions; a
+    #: Trainer run measured every 10 steps for 40,000 steps, 4,000), and the byte limits above
+    #: bound its memory whatever the count; 4096 models take 16,385 zip members and a 3 MB manifest
+    max_atlas_models: int = 4096
     #: the post-hoc grid P_m has 2m + 1 points; every bound evaluation is linear in it
     max_grid_m: int = 1000
     #: Lipschitz constant of the activation (GELU's is 1.13): anything above is a typo

@@ -5,11 +5,18 @@ from each folder's ``trainer_state.json``, else from its name), as a Hub reposit
 (Pythia's ``step0`` ... ``step143000``: ``--revisions pythia``), or as a list of checkpoint
 directories. Each step is one task (:mod:`specbound.parallel`); the driver writes, in ``DIR``:
 
-    steps/step-<N>.json    the step's row, written once the step is analysed (a re-run skips it)
+    steps/step-<N>.json    the step's record, written once the step is analysed: its step, source and
+                           settings, the SHA-256 of its profile file, and its row (a re-run skips it)
     steps/step-<N>.npz     its spectral profile (a one-model atlas)
     trajectory.csv         one row per step: every proxy, log10 α per layer, p* statistics, and the
                            ``loss`` / ``eval_loss`` that trainer_state.json logged at that step
     trajectory.npz         an atlas of every step's profile, members ``NAME@STEP``
+
+A re-run trusts no step file: a step counts as done only when its record names this step, source and
+settings, its profile file has the digest the record gives and passes the atlas's checks under the
+name ``NAME@STEP``; its row is then computed again from that profile (no SVD), so an edited row is
+never taken. Anything else is analysed again. When the steps together are above what an atlas may
+hold, ``trajectory.npz`` is not written (a line says so) and the steps' own files remain.
 
 This is an edge module (it reads and writes files); the numbers come from :mod:`specbound.api`.
 """
@@ -32,6 +39,7 @@ from .errors import SpecboundError
 from .files import (
     DirectoryLock,
     describe_os_error,
+    file_sha256,
     output_dir,
     read_json,
     remove_stale_temps,
@@ -43,12 +51,14 @@ from .models import PYTHIA_REVISIONS, REVISION_SEP
 from .options import ComputeOptions
 from .parallel import Executor, run_tasks
 from .profile import SpectralProfile
+from .values import is_genuine_int
 
 #: The lock file of a trajectory's output directory (the one grid uses).
 LOCK_FILE = ".specbound.lock"
 
-#: Bump when a step's row changes: older rows are then analysed again, not trusted.
-ROW_SCHEMA = 1
+#: Bump when a step's record changes: older records are then analysed again, not trusted.
+#: 2: the record carries its step and the SHA-256 of its profile file.
+ROW_SCHEMA = 2
 STEPS_DIR = "steps"
 TABLE_FILE, ATLAS_FILE = "trajectory.csv", "trajectory.npz"
 #: The Trainer's name for its checkpoint folders, and for the state it saves in each.
@@ -162,20 +172,30 @@ class _StepAnswer:
 
 def _analyse_step(task: _StepTask) -> _StepAnswer:
     """Analyse one saved step (anywhere: in this process, a worker process or a Dask worker)."""
-    from .bounds import BoundAnalysis, BoundSettings
     from .loading import load_profile_with
 
     checkpoint, settings = task.checkpoint, task.settings
     try:
         loaded = load_profile_with(checkpoint.source, settings.compute, use_cache=settings.use_cache)
-        profile = dataclasses.replace(loaded, model=f"{settings.name}@{checkpoint.step}")
-        bounds = BoundAnalysis.from_profile(profile, BoundSettings(l_phi=settings.l_phi, grid_m=settings.grid_m))
+        profile = dataclasses.replace(loaded, model=step_name(settings.name, checkpoint.step))
+        row = _row_of(checkpoint, profile, settings)
     except SpecboundError as exc:
         return _StepAnswer(checkpoint.step, reason=str(exc))
+    return _StepAnswer(checkpoint.step, row, profile)
+
+
+def step_name(name: str, step: int) -> str:
+    """``NAME@STEP``, how a step's profile is named in a trajectory atlas (:func:`steps_of` reads it)."""
+    return f"{name}{REVISION_SEP}{step}"
+
+
+def _row_of(checkpoint: SavedStep, profile: SpectralProfile, settings: RunSettings) -> dict[str, Any]:
+    """The row of ``trajectory.csv`` for one step, from its profile (the terms only: no SVD)."""
+    from .bounds import BoundAnalysis, BoundSettings
+
+    bounds = BoundAnalysis.from_profile(profile, BoundSettings(l_phi=settings.l_phi, grid_m=settings.grid_m))
     row = step_row(checkpoint.step, Analysis(bounds), checkpoint.logged)
-    return _StepAnswer(
-        checkpoint.step, {"step": checkpoint.step, "model": profile.model, "source": checkpoint.source} | row, profile
-    )
+    return {"step": checkpoint.step, "model": profile.model, "source": checkpoint.source} | row
 
 
 def step_row(step: int, result: Analysis, logged: Mapping[str, float] | None = None) -> dict[str, Any]:
@@ -248,14 +268,15 @@ def _run(
     report: Callable[[str], None],
 ) -> TrajectoryResult:
     """:func:`run_trajectory` with the output directory made and locked."""
-    from .atlas import atlas_member, save_atlas
+    from .atlas import AtlasError, save_atlas
 
     if len({c.step for c in checkpoints}) != len(checkpoints):
         raise SpecboundError("two checkpoints have the same step")
-    todo = [c for c in checkpoints if _read_row(steps_dir, c, settings) is None]
+    done = {c.step: found for c in checkpoints if (found := _read_step(steps_dir, c, settings)) is not None}
     for c in checkpoints:
-        if c not in todo:
+        if c.step in done:
             report(f"step {c.step}: skipped, already done ({STEPS_DIR}/step-{c.step}.json)")
+    todo = [c for c in checkpoints if c.step not in done]
     missing: list[tuple[int, str]] = []
     tasks = [_StepTask(c, settings) for c in todo]
     for _, answer in run_tasks(_analyse_step, tasks, executor):
@@ -264,17 +285,22 @@ def _run(
             report(f"step {answer.step}: missing: {answer.reason}")
             continue
         try:
-            save_atlas([answer.profile], steps_dir / f"step-{answer.step}.npz")
-            write_text_atomic(steps_dir / f"step-{answer.step}.json", _row_json(answer.row, settings))
+            _write_step(steps_dir, answer, settings)
         except OSError as exc:
             raise SpecboundError(f"cannot write step {answer.step} to {out.name}: {describe_os_error(exc)}") from None
+        done[answer.step] = (answer.row, answer.profile)
         report(f"step {answer.step}: done, log10 ours {answer.row['ours_log10']:.4f}")
-    rows = [row for c in checkpoints if (row := _read_row(steps_dir, c, settings)) is not None]
-    if not rows:
+    steps = [done[c.step] for c in checkpoints if c.step in done]
+    if not steps:
         raise SpecboundError(f"none of the {len(checkpoints)} steps could be analysed")
+    rows = [row for row, _ in steps]
     try:
-        profiles = [atlas_member(steps_dir / f"step-{row['step']}.npz") for row in rows]
-        files = [_write_table(out / TABLE_FILE, rows), save_atlas(profiles, out / ATLAS_FILE)]
+        files = [_write_table(out / TABLE_FILE, rows)]
+        try:
+            files.append(save_atlas([profile for _, profile in steps], out / ATLAS_FILE))
+        except AtlasError as exc:  # too many or too large steps for one atlas: the steps' own files remain
+            (out / ATLAS_FILE).unlink(missing_ok=True)  # never an older atlas beside a newer table
+            report(f"{exc}; each step's profile is in {STEPS_DIR}/step-<N>.npz")
     except OSError as exc:
         raise SpecboundError(f"cannot write to {out.name}: {describe_os_error(exc)}") from None
     return TrajectoryResult(tuple(rows), tuple(sorted(missing)), tuple(files), len(todo) - len(missing))
@@ -284,28 +310,55 @@ def _settings_key(settings: RunSettings) -> dict[str, Any]:
     return {"name": settings.name, "l_phi": settings.l_phi, "grid_m": settings.grid_m}
 
 
-def _row_json(row: dict[str, Any], settings: RunSettings) -> str:
-    record = {"schema": ROW_SCHEMA, "settings": _settings_key(settings), "row": row}
-    return json.dumps(record, indent=1, allow_nan=False)
+def _step_files(steps_dir: Path, step: int) -> tuple[Path, Path]:
+    """(record, profile) of one step."""
+    return steps_dir / f"step-{step}.json", steps_dir / f"step-{step}.npz"
 
 
-def _read_row(steps_dir: Path, checkpoint: SavedStep, settings: RunSettings) -> dict[str, Any] | None:
-    """The row of a finished step (for these settings and this source, with its profile), or None."""
-    path, profile = steps_dir / f"step-{checkpoint.step}.json", steps_dir / f"step-{checkpoint.step}.npz"
-    if not (path.is_file() and profile.is_file()):
+def _write_step(steps_dir: Path, answer: _StepAnswer, settings: RunSettings) -> None:
+    """The step's profile, then its record (with the profile file's SHA-256): a step whose record
+    exists is complete."""
+    from .atlas import save_atlas
+
+    assert answer.row is not None
+    record_path, profile_path = _step_files(steps_dir, answer.step)
+    save_atlas([answer.profile], profile_path)
+    record = {
+        "schema": ROW_SCHEMA,
+        "settings": _settings_key(settings),
+        "step": answer.step,
+        "source": answer.row["source"],
+        "profile_sha256": file_sha256(profile_path, profile_path.name, LIMITS.max_atlas_file_bytes),
+        "row": answer.row,
+    }
+    write_text_atomic(record_path, json.dumps(record, indent=1, allow_nan=False))
+
+
+def _read_step(
+    steps_dir: Path, checkpoint: SavedStep, settings: RunSettings
+) -> tuple[dict[str, Any], SpectralProfile] | None:
+    """(row, profile) of a step finished by an earlier run with these settings, or None (analyse it
+    again): see the module docstring for what is checked. The row is recomputed from the profile."""
+    from .atlas import atlas_member
+
+    record_path, profile_path = _step_files(steps_dir, checkpoint.step)
+    if not (record_path.is_file() and profile_path.is_file()):
         return None
     try:
-        record = read_json(path, path.name, LIMITS.max_config_bytes)
-        row = record["row"]
-        if (record["schema"], record["settings"], row["source"]) != (
-            ROW_SCHEMA,
-            _settings_key(settings),
-            checkpoint.source,
-        ):
+        record = read_json(record_path, record_path.name, LIMITS.max_config_bytes)
+        if not isinstance(record, dict) or not is_genuine_int(record.get("step")):
             return None
-    except (OSError, ValueError, KeyError, TypeError):
+        key = (record.get("schema"), record.get("settings"), int(record["step"]), record.get("source"))
+        if key != (ROW_SCHEMA, _settings_key(settings), checkpoint.step, checkpoint.source):
+            return None
+        if record.get("profile_sha256") != file_sha256(profile_path, profile_path.name, LIMITS.max_atlas_file_bytes):
+            return None
+        profile = atlas_member(profile_path)
+        if profile.model != step_name(settings.name, checkpoint.step):
+            return None  # another step's profile, or another run's
+        return _row_of(checkpoint, profile, settings), profile
+    except (OSError, ValueError, SpecboundError):
         return None
-    return dict(row)
 
 
 def _write_table(path: Path, rows: Sequence[dict[str, Any]]) -> Path:

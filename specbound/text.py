@@ -43,3 +43,14 @@ def quoted(value: object, limit: int | None = None) -> str:
     """Text from a user or a file, on one line, escaped (:func:`printable`) and shortened, for a message."""
     limit = limit or LIMITS.max_quoted_chars
     return shortened(printable(" ".join(str(value).split())), limit)
+
+
+def described(value: object) -> str:
+    """A value from a file or a call, for a message, written so that its type shows: a string as
+    ``the string '0.25'`` (in JSON ``"0.25"`` is text, not the number it spells), JSON's literals as
+    JSON writes them (``true``, ``false``, ``null``), anything else as :func:`quoted`."""
+    if isinstance(value, str):
+        return f"the string '{quoted(value)}'"
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    return quoted(value)

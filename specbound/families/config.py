@@ -14,7 +14,7 @@ from ..architecture import ModelShape
 from ..defaults import ACTIVATION_LIPSCHITZ, BERT_INITIALIZER_RANGE
 from ..errors import CheckpointError, UnsupportedModelError
 from ..limits import check_declared_sizes
-from ..text import quoted
+from ..text import described, quoted
 from ..values import is_genuine_int
 from .registry import supported_model_types
 
@@ -24,8 +24,12 @@ def positive_int(config: Mapping[str, Any], name: str, where: str, default: int 
     value = config.get(name)
     if value is None and default is not None:
         return default
-    if not is_genuine_int(value) or int(value) < 1:
+    if value is None:
         raise CheckpointError(f"{where} lacks a positive integer '{name}', which the analysis needs")
+    if not is_genuine_int(value) or int(value) < 1:
+        raise CheckpointError(
+            f"{where} gives '{name}' as {described(value)}, not a positive integer, which the analysis needs"
+        )
     return int(value)
 
 
@@ -49,14 +53,14 @@ def activation(config: Mapping[str, Any], name: str, where: str, default: str) -
 def flag(config: Mapping[str, Any], name: str, where: str, default: bool) -> bool:
     value = config.get(name, default)
     if not isinstance(value, bool):
-        raise CheckpointError(f"{where} gives '{name}' as {quoted(value)}, not true or false")
+        raise CheckpointError(f"{where} gives '{name}' as {described(value)}, not true or false")
     return value
 
 
 def fraction(config: Mapping[str, Any], name: str, where: str, default: float) -> float:
     value = config.get(name, default)
     if not isinstance(value, float | int) or isinstance(value, bool) or not 0 <= value <= 1:
-        raise CheckpointError(f"{where} gives '{name}' as {quoted(value)}, not a number between 0 and 1")
+        raise CheckpointError(f"{where} gives '{name}' as {described(value)}, not a number between 0 and 1")
     return float(value)
 
 

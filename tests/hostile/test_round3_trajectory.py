@@ -1,0 +1,233 @@
+"""Hostile input, third round: a trajectory's resume files are checked, and its atlas reads back.
+
+A re-run of ``specbound trajectory`` takes a step as done only when its record names the step, the
+source and the settings, its profile file has the SHA-256 the record gives, and the profile (checked
+as any atlas) is named ``NAME@STEP``; the row is then recomputed from the profile. A record without
+its step, another step's profile, an edited row or an edited profile are analysed again, never an
+internal error and never taken as they are. Whatever the tool writes as an atlas it reads back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_runner import run_cli
+from hand_profiles import ONE_LAYER, make_profile
+from hostile_helpers import write_atlas
+
+import specbound
+from specbound.atlas import AtlasError, load_atlas, save_atlas
+from specbound.runs import RunSettings, checkpoint_of, run_trajectory
+
+STEPS = (2, 4, 6)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """checkpoint-2, -4 and -6 of a tiny BERT encoder whose weights move between steps."""
+    import torch
+    import transformers
+
+    out = tmp_path_factory.mktemp("trajectory") / "run"
+    config = transformers.BertConfig(
+        vocab_size=30, num_hidden_layers=1, hidden_size=16, num_attention_heads=2, intermediate_size=24,
+        max_position_embeddings=16,
+    )  # fmt: skip
+    for step in STEPS:
+        torch.manual_seed(step)
+        transformers.BertModel(config).save_pretrained(out / f"checkpoint-{step}")
+    return out
+
+
+def _checkpoints(run_dir: Path):
+    return [checkpoint_of(run_dir / f"checkpoint-{s}", default_step=s) for s in STEPS]
+
+
+def _run(run_dir: Path, out: Path):
+    lines: list[str] = []
+    result = run_trajectory(_checkpoints(run_dir), out, RunSettings(name="run"), report=lines.append)
+    return result, lines
+
+
+def _record(out: Path, step: int) -> Path:
+    return out / "steps" / f"step-{step}.json"
+
+
+def test_a_clean_rerun_skips_every_step_and_writes_the_same_table(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    first, _ = _run(run_dir, out)
+    table = (out / "trajectory.csv").read_bytes()
+    again, lines = _run(run_dir, out)
+    assert (first.analysed, again.analysed) == (3, 0)
+    assert all("skipped, already done" in line for line in lines)
+    assert (out / "trajectory.csv").read_bytes() == table  # recomputed from the profiles, bit for bit
+    assert [p.model for p in load_atlas(out / "trajectory.npz")] == ["run@2", "run@4", "run@6"]
+
+
+def _drop_step(record: dict) -> None:
+    del record["step"]
+
+
+def _step_as_text(record: dict) -> None:
+    record["step"] = "4"
+
+
+def _edit_row(record: dict) -> None:
+    record["row"]["ours_log10"] = -99.0
+
+
+def _no_digest(record: dict) -> None:
+    del record["profile_sha256"]
+
+
+def _old_schema(record: dict) -> None:
+    record["schema"] = 1
+
+
+@pytest.mark.parametrize("edit", [_drop_step, _step_as_text, _no_digest, _old_schema, lambda r: r.clear()])
+def test_a_record_that_is_not_the_steps_own_is_analysed_again(run_dir: Path, tmp_path: Path, edit) -> None:
+    out = tmp_path / "t"
+    _run(run_dir, out)
+    table = (out / "trajectory.csv").read_bytes()
+    record = json.loads(_record(out, 4).read_text())
+    edit(record)
+    _record(out, 4).write_text(json.dumps(record))
+    again, lines = _run(run_dir, out)
+    assert again.analysed == 1 and "step 4: done" in "\n".join(lines)
+    assert (out / "trajectory.csv").read_bytes() == table
+
+
+def test_an_edited_row_is_never_taken(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    _run(run_dir, out)
+    table = (out / "trajectory.csv").read_bytes()
+    record = json.loads(_record(out, 4).read_text())
+    _edit_row(record)
+    _record(out, 4).write_text(json.dumps(record))
+    again, _ = _run(run_dir, out)
+    assert again.analysed == 0  # the profile is intact: the row comes from it again
+    assert (out / "trajectory.csv").read_bytes() == table
+    assert -99.0 not in [row["ours_log10"] for row in again.rows]
+
+
+def test_another_steps_profile_is_analysed_again(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    _run(run_dir, out)
+    table = (out / "trajectory.csv").read_bytes()
+    steps = out / "steps"
+    shutil.copyfile(steps / "step-2.npz", steps / "step-4.npz")
+    # even with the record's digest made to match, the profile is named run@2, not run@4
+    record = json.loads(_record(out, 4).read_text())
+    import hashlib
+
+    record["profile_sha256"] = hashlib.sha256((steps / "step-4.npz").read_bytes()).hexdigest()
+    _record(out, 4).write_text(json.dumps(record))
+    again, _ = _run(run_dir, out)
+    assert again.analysed == 1
+    assert (out / "trajectory.csv").read_bytes() == table
+    assert [p.model for p in load_atlas(out / "trajectory.npz")] == ["run@2", "run@4", "run@6"]
+
+
+def test_an_edited_profile_is_analysed_again(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    _run(run_dir, out)
+    table = (out / "trajectory.csv").read_bytes()
+    profile = load_atlas(out / "steps" / "step-4.npz")[0]
+
+    def scale(manifest, arrays):  # a careful tamperer: the atlas's own checksums are recomputed
+        arrays["m0_singular_values"] = arrays["m0_singular_values"] * 2
+
+    write_atlas(out / "steps" / "step-4.npz", [profile], edit=scale)
+    assert load_atlas(out / "steps" / "step-4.npz")[0].singular_values.max() == 2 * profile.singular_values.max()
+    again, _ = _run(run_dir, out)
+    assert again.analysed == 1
+    assert (out / "trajectory.csv").read_bytes() == table
+
+
+# --- atlases the tool writes, it reads back ---------------------------------------------------------------
+
+
+def _tiny(name: str):
+    return dataclasses.replace(make_profile(ONE_LAYER, [[1.0], [1.0], [1.0], [1.0]]), model=name)
+
+
+def test_a_three_hundred_step_atlas_is_written_and_read_back(tmp_path: Path) -> None:
+    profiles = [_tiny(f"run@{step}") for step in range(300)]
+    path = save_atlas(profiles, tmp_path / "trajectory.npz")
+    assert [p.model for p in load_atlas(path)] == [p.model for p in profiles]
+    shown = run_cli("atlas", "show", str(path))
+    assert shown.returncode == 0, shown.stderr
+
+
+@pytest.mark.parametrize(
+    ("limit", "value", "words"),
+    [
+        ("max_atlas_models", 2, "it would hold 3 models, above the limit of 2"),
+        ("max_atlas_member_bytes", 300, "its member manifest would take"),
+        ("max_atlas_total_bytes", 3000, "its members would take"),
+        ("max_manifest_bytes", 100, "its manifest would be too long"),
+        ("max_atlas_file_bytes", 1000, "it would take"),
+    ],
+)
+def test_an_atlas_above_a_limit_is_refused_before_it_is_written(tmp_path: Path, monkeypatch, limit, value, words):
+    import specbound.atlas as atlas_module
+
+    monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(atlas_module.LIMITS, **{limit: value}))
+    path = tmp_path / "a.npz"
+    with pytest.raises(AtlasError, match=r"a\.npz is not written") as caught:
+        save_atlas([_tiny(f"run@{i}") for i in range(3)], path)
+    assert words in str(caught.value)
+    assert list(tmp_path.iterdir()) == []  # nothing written, no temporary file left
+
+
+def test_each_limit_checked_on_writing_is_one_the_reader_applies(tmp_path: Path, monkeypatch) -> None:
+    """Just below each limit the writer writes, and the reader (with the same limits) reads it back."""
+    import specbound.atlas as atlas_module
+
+    profiles = [_tiny(f"run@{i}") for i in range(3)]
+    path = save_atlas(profiles, tmp_path / "a.npz")
+    with np.load(path, allow_pickle=False) as data:
+        members = {key: data[key] for key in data.files}
+    from specbound.atlas import _npy_bytes
+
+    sizes = {key: _npy_bytes(array) for key, array in members.items()}
+    tight = dataclasses.replace(
+        atlas_module.LIMITS,
+        max_atlas_models=3,
+        max_atlas_member_bytes=max(sizes.values()),
+        max_atlas_total_bytes=sum(sizes.values()),
+        max_atlas_file_bytes=path.stat().st_size,
+    )
+    monkeypatch.setattr(atlas_module, "LIMITS", tight)
+    path.unlink()
+    assert [p.model for p in load_atlas(save_atlas(profiles, path))] == ["run@0", "run@1", "run@2"]
+
+
+def test_a_trajectory_above_the_atlas_limits_keeps_its_table_and_step_files(
+    run_dir: Path, tmp_path: Path, monkeypatch
+) -> None:
+    import specbound.atlas as atlas_module
+
+    out = tmp_path / "t"
+    _run(run_dir, out)
+    assert (out / "trajectory.npz").is_file()
+    monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(atlas_module.LIMITS, max_atlas_models=2))
+    result, lines = _run(run_dir, out)
+    assert [row["step"] for row in result.rows] == [2, 4, 6]
+    assert not (out / "trajectory.npz").exists()  # never an older atlas beside a newer table
+    assert [f.name for f in result.files] == ["trajectory.csv"]
+    assert any("trajectory.npz is not written: it would hold 3 models" in line for line in lines)
+    for step in STEPS:
+        assert load_atlas(out / "steps" / f"step-{step}.npz")[0].model == f"run@{step}"
+
+
+def test_the_rows_equal_an_analysis_of_each_step(run_dir: Path, tmp_path: Path) -> None:
+    result, _ = _run(run_dir, tmp_path / "t")
+    for row in result.rows:
+        direct = specbound.analyze(run_dir / f"checkpoint-{row['step']}", use_cache=False)
+        assert row["ours_log10"] == pytest.approx(direct.ours_log10, rel=1e-15)
