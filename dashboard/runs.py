@@ -3,13 +3,16 @@
 A trajectory is an atlas whose members are named ``NAME@STEP`` (what ``specbound trajectory`` and the
 Trainer callback write, :mod:`specbound.runs`). The operator may name a directory when starting the
 server (``SPECBOUND_RUNS_DIR``): every ``*.npz`` trajectory in it and in its subdirectories is
-offered, with the losses of the ``trajectory.csv`` beside it. A visitor may upload a trajectory atlas
+offered, with the losses of the ``trajectory.csv`` beside it (a row or a value that is not a step or
+a number is left out, never the page). Run names are shown with any absolute path cut to its last
+part, as every message is (:func:`dashboard.safety.redact_paths`). A visitor may upload a trajectory atlas
 (through the same store and checks as every atlas upload) but never names a path. The numbers of each
 step come from its stored spectra only (:func:`specbound.runs.step_row`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +24,9 @@ from specbound.api import Analysis
 from specbound.atlas import AtlasError, load_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.profile import SpectralProfile
-from specbound.runs import ATLAS_FILE, TABLE_FILE, step_row, steps_of
+from specbound.runs import ATLAS_FILE, TABLE_FILE, parse_step, step_row, steps_of
+
+from .safety import redact_paths
 
 #: Environment variable naming the operator's directory of trajectories (read when a page asks).
 RUNS_DIR_ENV = "SPECBOUND_RUNS_DIR"
@@ -63,18 +68,32 @@ def _load(path: str, mtime_ns: int) -> tuple[SpectralProfile, ...]:
 
 
 def _logged(table: Path) -> dict[int, dict[str, float]]:
-    if not table.is_file():
-        return {}
+    """step -> the finite ``loss`` / ``eval_loss`` of a trajectory.csv; a row whose step is not a
+    step (:func:`~specbound.runs.parse_step`) and a value that is not a finite number are left out,
+    so one edited table costs its own numbers, never the page."""
     try:
-        frame = pd.read_csv(table, nrows=100_000)
-    except (OSError, ValueError):
+        if not table.is_file():
+            return {}
+        frame = pd.read_csv(table, nrows=100_000, dtype=str, keep_default_na=False)
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError):
+        return {}
+    if "step" not in frame.columns:
         return {}
     columns = [c for c in ("loss", "eval_loss") if c in frame.columns]
-    return {
-        int(row["step"]): {c: float(row[c]) for c in columns if pd.notna(row[c])}
-        for _, row in frame.iterrows()
-        if "step" in frame.columns
-    }
+    logged: dict[int, dict[str, float]] = {}
+    for _, row in frame.iterrows():
+        step = parse_step(row["step"])
+        if step is not None:
+            logged[step] = {c: value for c in columns if (value := _finite(row[c])) is not None}
+    return logged
+
+
+def _finite(text: str) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def operator_runs() -> list[Run]:
@@ -91,12 +110,12 @@ def operator_runs() -> list[Run]:
         logged = _logged(path.with_name(TABLE_FILE)) if path.name == ATLAS_FILE else {}
         for name, steps in steps_of(profiles).items():
             if len(steps) >= 1:
-                runs.append(Run(name, "server", steps, logged))
+                runs.append(Run(redact_paths(name), "server", steps, logged))
     return runs
 
 
 def uploaded_runs(profiles: tuple[SpectralProfile, ...]) -> list[Run]:
-    return [Run(name, UPLOADED, steps, {}) for name, steps in steps_of(profiles).items()]
+    return [Run(redact_paths(name), UPLOADED, steps, {}) for name, steps in steps_of(profiles).items()]
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

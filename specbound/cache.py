@@ -16,6 +16,7 @@ is stored.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -50,6 +51,21 @@ def default_cache_dir() -> Path:
     return expand_user(base, "$XDG_CACHE_HOME") / "specbound"
 
 
+def _is_entry(path: Path) -> bool:
+    """Whether an entry is there to be read; a cache directory that cannot be searched has none."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _discard(path: Path) -> None:
+    """Remove a bad entry so that the next analysis stores a good one; in a cache that cannot be
+    written it stays, is passed over each time, and only costs the time of the analysis."""
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+
+
 def _content_digest(arrays: dict[str, np.ndarray]) -> str:
     """One SHA-256 over the per-array digests, in a fixed order."""
     return hashlib.sha256("".join(array_sha256(arrays[k]) for k in sorted(arrays)).encode()).hexdigest()
@@ -76,12 +92,12 @@ class ProfileCache:
         """The cached profile, from an entry of this version or an older readable one, else None."""
         for schema in READABLE_SCHEMAS:
             path = self.path(model, revision, schema)
-            if not path.is_file():
+            if not _is_entry(path):
                 continue
             try:
                 return self._read(path, model, revision, schema)
             except Exception:  # any unreadable, foreign or tampered entry: drop it and let the caller recompute
-                path.unlink(missing_ok=True)
+                _discard(path)
         return None
 
     @staticmethod
@@ -159,12 +175,12 @@ class ProfileCache:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(singular values, norm_21, norm_11) of a finished layer, or None; a bad entry is deleted."""
         path = self.layer_path(model, revision, layer)
-        if not path.is_file():
+        if not _is_entry(path):
             return None
         try:
             return self._read_layer(path, model, revision, layer, shape)
         except Exception:  # unreadable, foreign or tampered: recompute the layer
-            path.unlink(missing_ok=True)
+            _discard(path)
             return None
 
     @staticmethod

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -28,12 +29,54 @@ from typing import Any, TypeVar
 
 from .errors import SpecboundError
 from .options import ComputeOptions
+from .text import quoted
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 #: How often Dask runs a task again whose worker was lost before it finished.
 DASK_RETRIES = 2
+#: The schemes of dask.distributed's communication layer; an address without one is ``tcp``.
+DASK_SCHEMES: tuple[str, ...] = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+_USER_INFO = re.compile(r"^((?:[a-z0-9+.-]*://)?).*@", re.IGNORECASE | re.DOTALL)
+
+
+def redacted(address: str) -> str:
+    """``address`` with everything between its scheme and its last ``@`` (a user name, a password) as
+    ``***``, escaped and shortened for a message."""
+    return quoted(_USER_INFO.sub(r"\1***@", address))
+
+
+def check_dask_address(address: str) -> str:
+    """``[scheme://]host[:port]`` as dask.distributed takes it, else SpecboundError in one line that
+    never shows a password: Dask addresses carry no credentials (TLS is set in Dask's own
+    configuration), the scheme is one of :data:`DASK_SCHEMES`, the port a number from 1 to 65535."""
+    example = "e.g. tcp://127.0.0.1:8786"
+    if not address.strip():
+        raise SpecboundError(f"--dask needs the address of a Dask scheduler, {example}")
+    shown = redacted(address)
+    if "@" in address:
+        raise SpecboundError(
+            f"--dask {shown}: a Dask address holds no user name or password (TLS credentials go in Dask's "
+            f"configuration), {example}"
+        )
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme not in DASK_SCHEMES:
+        raise SpecboundError(
+            f"--dask {shown}: '{quoted(scheme)}' is not a scheme Dask speaks ({', '.join(DASK_SCHEMES)}), {example}"
+        )
+    if scheme == "inproc":
+        return address
+    host, colon, port = rest.rpartition(":") if not rest.endswith("]") else (rest, "", "")
+    if not colon:
+        host, port = rest, None
+    if not host or any(c in host for c in "/?# "):
+        raise SpecboundError(f"--dask {shown}: no host name before the port, {example}")
+    if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise SpecboundError(f"--dask {shown}: the port '{quoted(port)}' is not a number from 1 to 65535, {example}")
+    return address
 
 
 @dataclass(frozen=True)
@@ -46,8 +89,8 @@ class Executor:
     def __post_init__(self) -> None:
         if not 1 <= self.workers <= 1024:
             raise SpecboundError(f"--workers must be between 1 and 1024, got {self.workers}")
-        if self.dask is not None and not self.dask.strip():
-            raise SpecboundError("--dask needs the address of a Dask scheduler, e.g. tcp://127.0.0.1:8786")
+        if self.dask is not None:
+            check_dask_address(self.dask)
 
     @property
     def serial(self) -> bool:
@@ -63,7 +106,7 @@ class Executor:
 
     def describe(self) -> str:
         if self.dask is not None:
-            return f"on the Dask scheduler at {self.dask}"
+            return f"on the Dask scheduler at {redacted(self.dask)}"
         return "in this process" if self.workers == 1 else f"in {self.workers} worker processes"
 
 
@@ -96,8 +139,9 @@ def _on_dask(task: Callable[[T], R], items: Sequence[T], address: str) -> Iterat
         raise SpecboundError("--dask needs dask.distributed (pip install 'specbound[dask]')") from None
     try:  # within Dask's connect timeout (distributed.comm.timeouts.connect, 30 s unless configured)
         client = Client(address)
-    except OSError as exc:
-        raise SpecboundError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    except (OSError, ValueError, TypeError) as exc:  # unreachable, or an address Dask itself cannot parse
+        reason = quoted(str(exc).replace(address, redacted(address)), 200)
+        raise SpecboundError(f"cannot reach the Dask scheduler at {redacted(address)}: {reason}") from None
     try:
         futures = [client.submit(_single_threaded, task, item, pure=False, retries=DASK_RETRIES) for item in items]
         index_of = {future.key: index for index, future in enumerate(futures)}

@@ -214,13 +214,32 @@ def step_row(step: int, result: Analysis, logged: Mapping[str, float] | None = N
     return row | {key: (logged or {}).get(key) for key in ("loss", "eval_loss")}
 
 
+#: A step as the package writes it: ASCII digits, at most 18 of them (so int() never refuses it and
+#: it stays below 2^63, what a CSV column or a slider holds).
+_STEP = re.compile(r"[0-9]{1,18}")
+
+
+def parse_step(text: object) -> int | None:
+    """A training step written as the package writes one ("1200"), else None: never "²" or "١"
+    (digits to ``str.isdigit`` that ``int`` refuses), a sign, spaces or a 5,000-digit number."""
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, int | np.integer):
+        return int(text) if 0 <= text < 10**18 else None
+    if isinstance(text, float | np.floating):
+        return int(text) if math.isfinite(text) and text.is_integer() and 0 <= text < 10**18 else None
+    return int(text) if isinstance(text, str) and _STEP.fullmatch(text) else None
+
+
 def steps_of(profiles: Sequence[SpectralProfile]) -> dict[str, dict[int, SpectralProfile]]:
-    """The runs in a set of profiles named ``NAME@STEP`` (a trajectory atlas): name -> step -> profile."""
+    """The runs in a set of profiles named ``NAME@STEP`` (a trajectory atlas): name -> step -> profile.
+    A profile whose name has no step of :func:`parse_step`'s form belongs to no run."""
     runs: dict[str, dict[int, SpectralProfile]] = {}
     for profile in profiles:
         name, sep, step = profile.model.rpartition(REVISION_SEP)
-        if sep and name and step.isdigit():
-            runs.setdefault(name, {})[int(step)] = profile
+        number = parse_step(step)
+        if sep and name and number is not None:
+            runs.setdefault(name, {})[number] = profile
     return {name: dict(sorted(steps.items())) for name, steps in runs.items()}
 
 

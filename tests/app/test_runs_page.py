@@ -9,6 +9,7 @@ import pytest
 from app_harness import run_clean
 
 from dashboard import runs as service
+from dashboard.safety import SERVER_PATHS_ENV
 from dashboard.text import format_log_value
 from specbound.architecture import ModelShape
 from specbound.atlas import save_atlas
@@ -68,3 +69,52 @@ def test_an_uploaded_atlas_is_grouped_into_runs_by_member_name(tmp_path) -> None
     assert frame["ours_log10"].tolist() == pytest.approx(
         [float(to_log10(BoundAnalysis.from_profile(p).optimal.log_total)) for p in profiles], rel=1e-15
     )
+
+
+# --- hostile runs (third round): one bad run never takes the page down --------------------------------
+
+
+def _named(profile, name: str):
+    import dataclasses
+
+    return dataclasses.replace(profile, model=name)
+
+
+def test_bad_steps_and_losses_cost_only_themselves(landing_app, tmp_path, monkeypatch) -> None:
+    runs = tmp_path / "runs"
+    profiles = _trajectory(runs / "good")
+    bad = runs / "bad"
+    bad.mkdir()
+    steps = ["abc", "²", "١٢", "9" * 5000, "-3", " 7", "12"]
+    save_atlas([_named(profiles[i % 3], f"odd-run@{s}") for i, s in enumerate(steps)], bad / "trajectory.npz")
+    with open(bad / "trajectory.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["step", "loss", "eval_loss"])
+        writer.writerows([["abc", 0.5, 0.6], ["²", 0.5, 0.6], ["9" * 5000, 0.1, 0.1], [12, "abc", "inf"]])
+    server = "/srv/specbound/models/private-bert"
+    save_atlas([_named(profiles[0], f"{server}@5"), _named(profiles[1], f"{server}@10")], runs / "callback.npz")
+    monkeypatch.setenv(service.RUNS_DIR_ENV, str(runs))  # the operator's setting; visitors name no path
+    monkeypatch.delenv(SERVER_PATHS_ENV)
+    at = landing_app
+    at.switch_page("pages/runs.py")
+    run_clean(at)
+    options = at.selectbox(key="runs_run").options
+    assert any("tiny-run" in o for o in options)
+    assert any("odd-run (1 step" in o for o in options)  # only "12" is a step
+    assert not any("/srv/" in o for o in options) and any("private-bert (2 steps" in o for o in options)
+    for key in list(service.operator_runs()):
+        at.selectbox(key="runs_run").set_value(key.key)
+        run_clean(at)  # no exception on any run
+    (odd,) = [r for r in service.operator_runs() if r.name == "odd-run"]
+    assert list(odd.steps) == [12] and odd.logged == {12: {}}  # "abc" and "inf" are no losses
+
+
+@pytest.mark.parametrize(
+    ("text", "step"),
+    [("12", 12), ("0", 0), ("abc", None), ("²", None), ("١٢", None), ("9" * 5000, None), ("-3", None), (" 7", None),
+     ("1e3", None), ("", None), (True, None), (12.0, 12), (12.5, None), (float("nan"), None), (7, 7), (-1, None)],
+)  # fmt: skip
+def test_a_step_is_ascii_digits_only(text, step) -> None:
+    from specbound.runs import parse_step
+
+    assert parse_step(text) == step
