@@ -266,7 +266,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
     if args.revisions:
         if len(sources) != 1:
             raise SpecboundError("--revisions goes with one Hub repository id")
-        steps, name = hub_checkpoints(sources[0], args.revisions), sources[0]
+        steps, name = hub_checkpoints(sources[0], args.revisions, report=_say), sources[0]
     elif len(sources) == 1 and Path(sources[0]).is_dir() and any(Path(sources[0]).glob("checkpoint-*")):
         steps, name = trainer_checkpoints(Path(sources[0])), Path(sources[0]).resolve().name
     else:
@@ -386,7 +386,8 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
         "--revisions",
         nargs="+",
         metavar="REVISION",
-        help="the Hub revisions to analyse, e.g. step1000 step2000; 'pythia' for Pythia's 154 saved steps",
+        help="the Hub revisions to analyse, e.g. step1000 step2000; 'pythia' for Pythia's 154 saved steps; "
+        "'all' for every branch whose name gives a step (listed through the Hub's API)",
     )
     trajectory.add_argument("--name", default=None, help="the run's name in the atlas (members NAME@STEP)")
     _bound_options(trajectory)

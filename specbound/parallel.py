@@ -69,12 +69,12 @@ def check_dask_address(address: str) -> str:
         )
     if scheme == "inproc":
         return address
-    host, colon, port = rest.rpartition(":") if not rest.endswith("]") else (rest, "", "")
-    if not colon:
-        host, port = rest, None
+    host, colon, port = rest.rpartition(":") if not rest.endswith("]") else ("", "", "")
+    if not colon:  # no port: Dask's default
+        host = rest
     if not host or any(c in host for c in "/?# "):
         raise SpecboundError(f"--dask {shown}: no host name before the port, {example}")
-    if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+    if colon and not (port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535):
         raise SpecboundError(f"--dask {shown}: the port '{quoted(port)}' is not a number from 1 to 65535, {example}")
     return address
 

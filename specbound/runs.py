@@ -51,6 +51,7 @@ from .models import PYTHIA_REVISIONS, REVISION_SEP
 from .options import ComputeOptions
 from .parallel import Executor, run_tasks
 from .profile import SpectralProfile
+from .text import quoted
 from .values import is_genuine_int
 
 #: The lock file of a trajectory's output directory (the one grid uses).
@@ -114,16 +115,41 @@ def checkpoint_of(directory: Path, default_step: int | None = None) -> SavedStep
     return SavedStep(step, str(directory), _logged_at(state, step))
 
 
-def hub_checkpoints(repo_id: str, revisions: Sequence[str]) -> list[SavedStep]:
+#: The step a revision's name gives: the number after "step" (OLMo's "stage1-step140000-tokens588B"),
+#: else its last number ("1000").
+_STEP_IN_NAME = re.compile(r"step[-_]?(\d+)", re.IGNORECASE)
+
+
+def revision_step(revision: str) -> int | None:
+    """The training step a revision's name holds (see :data:`_STEP_IN_NAME`), or None."""
+    if match := _STEP_IN_NAME.search(revision):
+        return int(match[1][:18])
+    digits = re.findall(r"\d+", revision)
+    return int(digits[-1][:18]) if digits else None
+
+
+def hub_checkpoints(
+    repo_id: str, revisions: Sequence[str], *, report: Callable[[str], None] = lambda line: None
+) -> list[SavedStep]:
     """A Hub repository at each revision; the step is the number in the revision's name (``step1000``),
-    else its position in the list. ``["pythia"]`` is Pythia's 154 saved revisions."""
+    else its position in the list. ``["pythia"]`` is Pythia's 154 saved revisions; ``["all"]`` every
+    branch of the repository whose name gives a step, listed through the Hub's API (the others, such as
+    ``main``, are reported and left out)."""
     if list(revisions) == ["pythia"]:
         revisions = PYTHIA_REVISIONS
+    elif list(revisions) == ["all"]:
+        from .checkpoints import repo_branches
+
+        branches = repo_branches(repo_id)
+        revisions = [b for b in branches if revision_step(b) is not None]
+        if left := [b for b in branches if revision_step(b) is None]:
+            report(f"left out {len(left)} branch(es) whose name gives no step: {quoted(', '.join(left), 200)}")
+        if not revisions:
+            raise SpecboundError(f"no branch of '{quoted(repo_id)}' names a step (step1000, ...)")
     found = []
     for position, revision in enumerate(revisions):
-        digits = re.findall(r"\d+", revision)
-        step = int(digits[-1]) if digits else position
-        found.append(SavedStep(step, f"{repo_id}{REVISION_SEP}{revision}"))
+        step = revision_step(revision)
+        found.append(SavedStep(position if step is None else step, f"{repo_id}{REVISION_SEP}{revision}"))
     if len({c.step for c in found}) != len(found):
         raise SpecboundError("two revisions give the same step: name them with their step numbers (step1000, ...)")
     return sorted(found, key=lambda c: c.step)

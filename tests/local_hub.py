@@ -5,7 +5,9 @@ a HEAD request for the metadata (commit, ETag, size), then a GET for the bytes. 
 those two from folders on disk, and answers like the Hub when a repository or a file does not exist
 (401 with ``X-Error-Code: RepoNotFound``, 404 with ``X-Error-Code: EntryNotFound``). Processes
 started with ``HF_ENDPOINT`` set to :attr:`LocalHub.url` then run the unmodified download code,
-progress bars and cache layout included. It serves loopback only and stops with its ``with`` block.
+progress bars and cache layout included. It also answers the API's list of a repository's branches
+(``/api/models/{repo_id}/refs``: main and every revision added). It serves loopback only and stops
+with its ``with`` block.
 :attr:`LocalHub.delays` slows chosen files down, to watch what happens while they download.
 """
 
@@ -73,7 +75,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._answer(with_body=False)
 
     def do_GET(self) -> None:
+        parts = self.path.split("?")[0].strip("/").split("/")
+        if len(parts) == 5 and parts[:2] == ["api", "models"] and parts[4] == "refs":
+            self._refs(self.server.root / parts[2] / parts[3])
+            return
         self._answer(with_body=True)
+
+    def _refs(self, repo: Path) -> None:
+        """The Hub's answer to ``GET /api/models/{repo_id}/refs``: its branches, no tags."""
+        import json
+
+        if not repo.is_dir():
+            self.send_response(401)
+            self.send_header("X-Error-Code", "RepoNotFound")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        names = ["main", *sorted(p.name for p in (repo / REVISIONS_DIR).glob("*") if p.is_dir())]
+        branches = [{"name": n, "ref": f"refs/heads/{n}", "targetCommit": commit_of(n)} for n in names]
+        body = json.dumps({"branches": branches, "tags": [], "converts": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

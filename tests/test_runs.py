@@ -156,3 +156,41 @@ def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, trainer_run: Path)
     with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):  # Dask's own setting, not 30 s of waiting
         result = cli("trajectory", str(trainer_run), "--out", str(tmp_path / "x"), "--dask", "tcp://127.0.0.1:9")
     assert_one_line_error(result, "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+
+
+def test_revisions_all_lists_the_branches_that_name_a_step(trainer_run: Path, tmp_path: Path) -> None:
+    with LocalHub(tmp_path / "hub") as hub:
+        hub.add("someone/run", trainer_run / "checkpoint-12")  # main: no step in its name
+        for branch, step in (("stage1-step4-tokens17B", 4), ("step8", 8)):  # OLMo's names and Pythia's
+            hub.add("someone/run", trainer_run / f"checkpoint-{step}", revision=branch)
+        out = tmp_path / "all"
+        env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf")}
+        result = run_cli("trajectory", "someone/run", "--revisions", "all", "--out", str(out), env=env,
+                         unset=("HF_HUB_OFFLINE",))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert "left out 1 branch(es) whose name gives no step: main" in result.stdout
+        rows = _rows(out)
+        assert [(int(r["step"]), r["source"]) for r in rows] == [
+            (4, "someone/run@stage1-step4-tokens17B"),
+            (8, "someone/run@step8"),
+        ]
+        for row in rows:  # each branch is the checkpoint it was made from
+            expected = specbound.analyze(trainer_run / f"checkpoint-{row['step']}")
+            assert float(row["ours_log10"]) == pytest.approx(expected.ours_log10, rel=1e-15)
+        offline = run_cli("trajectory", "someone/run", "--revisions", "all", "--out", str(tmp_path / "off"),
+                          env={**env, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    assert offline.returncode == 1
+    assert "listing the branches of 'someone/run' needs the Hugging Face Hub" in offline.stderr
+    assert "--revisions step1000" in offline.stderr and offline.stderr.count("\n") == 1
+    unreachable = run_cli(
+        "trajectory",
+        "someone/run",
+        "--revisions",
+        "all",
+        "--out",
+        str(tmp_path / "gone"),
+        env=env,
+        unset=("HF_HUB_OFFLINE",),
+    )  # fmt: skip  (the stand-in has stopped)
+    assert unreachable.returncode == 1
+    assert "cannot be reached from here" in unreachable.stderr and unreachable.stderr.count("\n") == 1

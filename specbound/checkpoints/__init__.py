@@ -25,7 +25,16 @@ from .checkpoint import (
     stored_shapes,
     weight_files,
 )
-from .hub import DownloadPlan, ShardDownloads, download_plan, fetch, is_cached, offline_mode, start_download
+from .hub import (
+    DownloadPlan,
+    ShardDownloads,
+    download_plan,
+    fetch,
+    is_cached,
+    offline_mode,
+    repo_branches,
+    start_download,
+)
 from .tensors import ShardArrival, TensorInfo, safetensors_header, widen
 
 __all__ = [
@@ -45,6 +54,7 @@ __all__ = [
     "offline_mode",
     "open_checkpoint",
     "read_config",
+    "repo_branches",
     "safetensors_header",
     "start_download",
     "stored_shapes",

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from ..errors import CheckpointError, ModelNotFoundError, OfflineError
 from ..files import describe_os_error
 from ..limits import LIMITS, MAX_DOWNLOAD_ENV_VAR, LimitExceededError, max_download_bytes
-from ..models import ModelRef
+from ..models import ModelRef, Source, check_repo_id
 from ..progress import ProgressCallback, ProgressEvent, silent
 from .checkpoint import CONFIG_FILE, WEIGHT_FILES, read_config, read_index, weight_files
 
@@ -383,6 +383,31 @@ def _offline_message(ref: ModelRef, why: str) -> str:
         f"model '{ref.name}' is not in the local Hugging Face cache and {why}; connect to the "
         f"internet and retry to download it once, or pass a local checkpoint directory"
     )
+
+
+def repo_branches(repo_id: str) -> list[str]:
+    """The branches of a Hub model repository, through the Hub's API (OLMo and Pythia keep one branch
+    per saved step); OfflineError in one line where the Hub cannot be reached or may not be asked."""
+    from huggingface_hub import HfApi
+
+    check_repo_id(repo_id)
+    ref = ModelRef(name=repo_id, source=Source.HUB, repo_id=repo_id)
+    unreachable = (
+        f"listing the branches of '{repo_id}' needs the Hugging Face Hub, which {{why}}; name the "
+        f"revisions instead (--revisions step1000 step2000 ...)"
+    )
+    if offline_mode():
+        raise OfflineError(unreachable.format(why="HF_HUB_OFFLINE tells not to reach"))
+    try:
+        with _hub_errors(ref):
+            refs = HfApi().list_repo_refs(repo_id)
+    except OfflineError:
+        raise OfflineError(unreachable.format(why="cannot be reached from here")) from None
+    except Exception as exc:  # httpx transport errors: no DNS, refused, timed out
+        if isinstance(exc, ModelNotFoundError | CheckpointError):
+            raise
+        raise OfflineError(unreachable.format(why=f"cannot be reached from here ({type(exc).__name__})")) from None
+    return [branch.name for branch in refs.branches]
 
 
 def offline_mode() -> bool:

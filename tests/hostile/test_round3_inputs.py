@@ -31,6 +31,7 @@ from specbound.parallel import Executor, check_dask_address, redacted
         ("http://10.0.0.1:8786", "'http' is not a scheme Dask speaks"),
         ("tcp://10.0.0.1:87x6", "the port '87x6' is not a number from 1 to 65535"),
         ("tcp://10.0.0.1:99999", "the port '99999' is not a number"),
+        ("tcp://10.0.0.1:" + "9" * 5000, "is not a number from 1 to 65535"),
         ("tcp://10.0.0.1:", "the port '' is not a number"),
         ("tcp://:8786", "no host name before the port"),
         ("   ", "needs the address of a Dask scheduler"),
