@@ -66,7 +66,8 @@ class SpecboundCallback(TrainerCallback):
     ``every_steps``: analyse every so many optimizer steps (None: at the Trainer's logging steps;
     0: never on a step); ``on_save``: also at every checkpoint save; ``atlas``: a file in which to
     keep every profile (rewritten whole at each analysis, so it is complete if training stops);
-    ``name``: the label of the profiles (default: the config's ``_name_or_path``).
+    ``name``: the label of the profiles (default: :func:`run_name`, the config's ``_name_or_path``
+    when it is a Hub id, the last part of it when it is a local path).
 
     Attach it with :meth:`attach` so that it comes before the reporting integrations and they record
     its values; passed in ``callbacks=[...]`` it still fills ``state.log_history``.
