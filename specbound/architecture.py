@@ -65,6 +65,11 @@ class Adaptation(str, Enum):
     GROUPED_QUERY = "grouped-query attention"
     GATED_MLP = "gated MLP"
     PARALLEL_RESIDUAL = "parallel residual"
+    QK_NORM = "QK-norm"
+    CLIPPED_QKV = "clipped QKV"
+    SOFTCAPPING = "softcapping"
+    SLIDING_WINDOW = "sliding window"
+    ALIBI = "ALiBi"
 
     @property
     def explanation(self) -> str:
@@ -84,6 +89,16 @@ ADAPTATION_TEXT: dict[Adaptation, str] = {
     "the BERT formula has ‖M_in‖₂",
     Adaptation.PARALLEL_RESIDUAL: "parallel residual x + Attn(x) + MLP(x): the two branches add instead of "
     "composing, in the depth factor α and in the attention kinds' local factors",
+    Adaptation.QK_NORM: "QK-norm: queries and keys are normalised (RMS or layer norm) before their product; the "
+    "norm is left out, like every other norm, so QK is Q_hᵀ K_g of the projection weights",
+    Adaptation.CLIPPED_QKV: "clipped QKV: queries, keys and values are clamped to [-c, c]; the clamp is 1-Lipschitz "
+    "and left out, like every other nonlinearity",
+    Adaptation.SOFTCAPPING: "attention-logit softcapping c·tanh(logits / c): a nonlinearity on the logits, left out "
+    "like every other nonlinearity; QK is the form inside it",
+    Adaptation.SLIDING_WINDOW: "sliding-window attention: some layers attend to recent tokens only; a mask, left out "
+    "like the causal mask, the matrices unchanged",
+    Adaptation.ALIBI: "ALiBi: a fixed bias by distance is added to the attention logits; it does not depend on the "
+    "input, so the QK matrix is unchanged",
 }
 
 

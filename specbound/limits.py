@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,13 +170,18 @@ def check_declared_sizes(sizes: Mapping[str, object], where: str) -> None:
 _MLP_ROLES = frozenset({"gate", "ffn_in", "ffn_out"})
 
 
-def layer_peak_bytes(shape: ModelShape, stored: Mapping[str, tuple[int, ...]] | None = None) -> int:
+def layer_peak_bytes(
+    shape: ModelShape,
+    stored: Mapping[str, tuple[int, ...]] | None = None,
+    mlp_roles: Collection[str] = _MLP_ROLES,
+) -> int:
     """Bytes one layer's analysis holds at its peak, from the family's tensor shapes.
 
     The attention tensors are held together in float64 (``stored``: the family adapter's stored shape
     of each tensor by role; the canonical (out, in) shapes when not given), then each MLP weight alone
     with its Gram matrix and the eigen-solver's copy of it, 2 min(N, d_ff)² values: the peak is the
-    larger of the two phases, 8 max(Σ attention, max MLP + 2 min(N, d_ff)²) bytes.
+    larger of the two phases, 8 max(Σ attention, max MLP + 2 min(N, d_ff)²) bytes. ``mlp_roles``: the
+    roles of ``stored`` that hold MLP weights (a fused tensor such as Phi-3's gate and up is one, read whole).
     """
     n, f, d = shape.hidden_size, shape.ffn_size, shape.head_dim
     if stored is None:
@@ -184,17 +189,23 @@ def layer_peak_bytes(shape: ModelShape, stored: Mapping[str, tuple[int, ...]] | 
         largest_mlp = n * f
     else:
         sizes = {role: math.prod(dims) for role, dims in stored.items()}
-        attention = sum(size for role, size in sizes.items() if role not in _MLP_ROLES)
-        largest_mlp = max((size for role, size in sizes.items() if role in _MLP_ROLES), default=0)
+        attention = sum(size for role, size in sizes.items() if role not in mlp_roles)
+        largest_mlp = max((size for role, size in sizes.items() if role in mlp_roles), default=0)
     return 8 * max(attention, largest_mlp + 2 * min(n, f) ** 2)
 
 
-def check_encoder_shape(shape: ModelShape, where: str, stored: Mapping[str, tuple[int, ...]] | None = None) -> None:
+def check_encoder_shape(
+    shape: ModelShape,
+    where: str,
+    stored: Mapping[str, tuple[int, ...]] | None = None,
+    mlp_roles: Collection[str] = _MLP_ROLES,
+) -> None:
     """Refuse a model whose declared sizes exceed the maxima, before anything is allocated for it
-    (``stored``: the family adapter's tensor shapes by role, for the per-layer memory peak)."""
+    (``stored``: the family adapter's tensor shapes by role, ``mlp_roles`` those of its MLP, for the
+    per-layer memory peak)."""
     check_declared_sizes({name: getattr(shape, name) for name in _SIZE_LIMITS}, where)
     n = shape.hidden_size
-    layer_bytes = layer_peak_bytes(shape, stored)
+    layer_bytes = layer_peak_bytes(shape, stored, mlp_roles)
     if layer_bytes > LIMITS.max_layer_bytes:
         raise LimitExceededError(
             f"{where} declares layers whose analysis needs {layer_bytes / 2**30:.1f} GiB in float64, above "

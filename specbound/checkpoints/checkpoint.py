@@ -206,7 +206,7 @@ def read_config(directory: Path) -> tuple[ModelShape, FamilyAdapter]:
         raise CheckpointError(f"{where} is not a JSON object")
     adapter = adapter_of_config(config, where)
     shape = adapter.shape(config, where)
-    check_encoder_shape(shape, where, stored_shapes(adapter, shape))
+    check_encoder_shape(shape, where, stored_shapes(adapter, shape), adapter.mlp_tensor_roles(shape))
     return shape, adapter
 
 
@@ -261,7 +261,7 @@ class Checkpoint:
         whose tensors stay where they are (any device) until a layer is read."""
         adapter = adapter_of_config(config, where)
         shape = adapter.shape(config, where)
-        check_encoder_shape(shape, where, stored_shapes(adapter, shape))
+        check_encoder_shape(shape, where, stored_shapes(adapter, shape), adapter.mlp_tensor_roles(shape))
         return cls(shape, adapter, StateDictTensors(state, where), where)
 
     def _find_layout(self) -> tuple[str, LayerLayout]:
@@ -408,18 +408,22 @@ class StreamedLayer:
         """One MLP weight ("gate", "ffn_in" or "ffn_out") in (out, in) form."""
         checkpoint = self.checkpoint
         adapter, shape = checkpoint.adapter, checkpoint.shape
-        tensor = checkpoint.read(self.index, (field,))[field]
-        return adapter.mlp_weight(field, tensor, shape)
+        tensors = checkpoint.read(self.index, adapter.mlp_roles(field, shape))
+        return adapter.mlp_weight(field, tensors, shape)
 
     def mlp_mapped(self, field: str) -> MappedMatrix | None:
         """One MLP weight's row-vector matrix (Wᵀ) read block by block from a memory map, or None
         where the weights cannot be mapped (then :meth:`mlp_weight` reads it whole)."""
         checkpoint = self.checkpoint
-        found = checkpoint.read_mapped(self.index, field)
+        adapter, shape = checkpoint.adapter, checkpoint.shape
+        roles = adapter.mlp_roles(field, shape)
+        if len(roles) != 1:
+            return None
+        found = checkpoint.read_mapped(self.index, roles[0])
         if found is None:
             return None
         stored, dtype, label = found
-        weight = checkpoint.adapter.mlp_weight(field, stored, checkpoint.shape)  # a view: every adapter's is
+        weight = adapter.mlp_weight(field, {roles[0]: stored}, shape)  # a view: every adapter's is
         return MappedMatrix(weight.T, dtype, label)
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from .base import FamilyAdapter, TensorSpec
 from .bert import BertAdapter, DistilBertAdapter, ViTAdapter
+from .gemma import GemmaAdapter
 from .gpt2 import GPT2Adapter
 from .llama import LlamaAdapter
+from .llama_variants import Olmo2Adapter, OlmoAdapter, Qwen3Adapter
 from .neox import GPTNeoXAdapter
 from .opt import OPTAdapter
 from .registry import (
@@ -42,5 +44,9 @@ for _adapter in (
     GPTNeoXAdapter(),
     OPTAdapter(),
     LlamaAdapter(),
+    Qwen3Adapter(),
+    Olmo2Adapter(),
+    OlmoAdapter(),
+    GemmaAdapter(),
 ):
     register(_adapter)

@@ -67,25 +67,37 @@ class FamilyAdapter(ABC):
         other (a model held in memory by a newer transformers may name its modules differently)."""
         return (LayerLayout(self.root, self.tensors(shape)),)
 
+    def mlp_roles(self, field: str, shape: ModelShape) -> tuple[str, ...]:
+        """The roles of :meth:`tensors` one MLP field (``gate``, ``ffn_in`` or ``ffn_out``) is read from:
+        its own tensor by default; a fused tensor (Phi-3's ``gate_up_proj``) serves several fields."""
+        return (field,)
+
+    def mlp_tensor_roles(self, shape: ModelShape) -> frozenset[str]:
+        """Every role of :meth:`tensors` an MLP field reads."""
+        fields = [field for field in MLP_FIELDS if field != "gate" or shape.gated]
+        return frozenset(role for field in fields for role in self.mlp_roles(field, shape))
+
     def attention_roles(self, shape: ModelShape) -> tuple[str, ...]:
-        """The roles of :meth:`tensors` that hold attention weights (every role but the MLP's)."""
-        return tuple(role for role in self.tensors(shape) if role not in MLP_FIELDS)
+        """The roles of :meth:`tensors` that hold attention weights (every role no MLP field reads)."""
+        mlp = self.mlp_tensor_roles(shape)
+        return tuple(role for role in self.tensors(shape) if role not in mlp)
 
     def attention_weights(
         self, tensors: Mapping[str, np.ndarray], shape: ModelShape
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(query, key, value, attn_out) in (out, in) form from the attention roles' tensors alone.
 
-        :meth:`to_weights` is pure and each MLP field of its result depends on that field's own
-        tensor only (every adapter's MLP weights are stored one tensor each), so the MLP tensors not
-        read yet stand in as zero-stride arrays of their stored shape (no memory) and are dropped.
+        :meth:`to_weights` is pure and each MLP field of its result depends on the tensors of its
+        :meth:`mlp_roles` only, so the MLP tensors not read yet stand in as zero-stride arrays of
+        their stored shape (no memory) and are dropped.
         """
         weights = self.to_weights({**tensors, **_unread(self, shape, exclude=tuple(tensors))}, shape)
         return weights.query, weights.key, weights.value, weights.attn_out
 
-    def mlp_weight(self, field: str, tensor: np.ndarray, shape: ModelShape) -> np.ndarray:
-        """One MLP weight (``gate``, ``ffn_in`` or ``ffn_out``) in (out, in) form from its own tensor."""
-        weights = self.to_weights({**_unread(self, shape, exclude=(field,)), field: tensor}, shape)
+    def mlp_weight(self, field: str, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> np.ndarray:
+        """One MLP weight (``gate``, ``ffn_in`` or ``ffn_out``) in (out, in) form from the tensors of its
+        :meth:`mlp_roles` (by role); a view of them wherever the layout allows (every adapter's does)."""
+        weights = self.to_weights({**_unread(self, shape, exclude=tuple(tensors)), **tensors}, shape)
         value = getattr(weights, field)
         assert value is not None
         return value
@@ -115,7 +127,7 @@ def linear_specs(names: Mapping[str, str], shape: ModelShape) -> dict[str, Tenso
     return {role: TensorSpec(name, expected[role]) for role, name in names.items()}
 
 
-#: The LayerWeights fields of the MLP; every adapter reads each from one tensor of the same role.
+#: The LayerWeights fields of the MLP; an adapter reads each from the tensors of its ``mlp_roles``.
 MLP_FIELDS: tuple[str, ...] = ("gate", "ffn_in", "ffn_out")
 
 

@@ -64,6 +64,27 @@ def fraction(config: Mapping[str, Any], name: str, where: str, default: float) -
     return float(value)
 
 
+def optional_positive(config: Mapping[str, Any], name: str, where: str) -> float | None:
+    """A positive number that may be absent or null (then None): a clamp, a cap, a window."""
+    value = config.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, float | int) or isinstance(value, bool) or not 0 < value < float("inf"):
+        raise CheckpointError(f"{where} gives '{name}' as {described(value)}, not a positive number or null")
+    return float(value)
+
+
+def sliding_window(config: Mapping[str, Any], where: str) -> bool:
+    """Whether some layers attend through a sliding window: ``layer_types`` names a
+    ``sliding_attention`` layer, or (without ``layer_types``) a ``sliding_window`` is given."""
+    layer_types = config.get("layer_types")
+    if layer_types is not None:
+        if not isinstance(layer_types, list) or not all(isinstance(t, str) for t in layer_types):
+            raise CheckpointError(f"{where} gives 'layer_types' as {described(layer_types)}, not a list of names")
+        return "sliding_attention" in layer_types
+    return optional_positive(config, "sliding_window", where) is not None
+
+
 def initializer_range(config: Mapping[str, Any], name: str = "initializer_range") -> float:
     """σ of the family's weight initialisation N(0, σ²), for the random-initialised twin (BERT's 0.02
     when the config has no usable value)."""

@@ -28,13 +28,25 @@ class LlamaAdapter(LinearAdapter):
         "ffn_out": "mlp.down_proj.weight",
     }
 
+    def family_adaptations(self, config: Mapping[str, Any], where: str) -> tuple[Adaptation, ...]:
+        """What a variant adds to the Llama block (QK-norm, a clamp, ...), after the Llama ones."""
+        return ()
+
+    def causal(self, config: Mapping[str, Any], where: str) -> bool:
+        return True
+
+    def activation_of(self, config: Mapping[str, Any], where: str) -> str:
+        return activation(config, "hidden_act", where, "silu")
+
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
         heads = positive_int(config, "num_attention_heads", where)
         kv_heads = positive_int(config, "num_key_value_heads", where, default=heads)
-        adaptations = [Adaptation.CAUSAL, Adaptation.ROTARY]
+        adaptations = [Adaptation.CAUSAL] if self.causal(config, where) else []
+        adaptations.append(Adaptation.ROTARY)
         if kv_heads < heads:
             adaptations.append(Adaptation.GROUPED_QUERY)
         adaptations.append(Adaptation.GATED_MLP)
+        adaptations += self.family_adaptations(config, where)
         return build_shape(
             where,
             num_layers=positive_int(config, "num_hidden_layers", where),
@@ -45,7 +57,7 @@ class LlamaAdapter(LinearAdapter):
             head_dim=optional_int(config, "head_dim", where),
             mlp=Mlp.GATED,
             family=str(config["model_type"]),
-            activation=activation(config, "hidden_act", where, "silu"),
+            activation=self.activation_of(config, where),
             adaptations=tuple(adaptations),
             initializer_range=initializer_range(config),
         )

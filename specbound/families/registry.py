@@ -39,6 +39,12 @@ FAMILY_NAMES: dict[str, str] = {
     "llama": "Llama",
     "mistral": "Mistral",
     "qwen2": "Qwen2",
+    "qwen3": "Qwen3",
+    "olmo": "OLMo",
+    "olmo2": "OLMo-2",
+    "gemma": "Gemma",
+    "gemma2": "Gemma 2",
+    "gemma3_text": "Gemma 3",
 }
 
 

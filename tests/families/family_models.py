@@ -29,7 +29,10 @@ FORMATS: tuple[str, ...] = ("safetensors", "sharded-safetensors", "bin", "sharde
 #: order one and a wrong head reading changes them visibly.
 INIT_STD = 0.2
 
-Layout = Literal["linear", "conv1d", "neox"]
+Layout = Literal["linear", "conv1d", "neox", "phi3", "falcon"]
+
+#: a ``Family.parity_off`` value: the module is replaced by the identity for the parity run
+IDENTITY = "identity"
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,14 @@ class Family:
 
     ``weights`` maps a role to the module holding that weight: with the ``linear`` layout the roles
     query, key, value, attn_out, ffn_in, ffn_out (and gate for a gated MLP), each an ``nn.Linear``;
-    with ``conv1d`` (GPT-2) and ``neox`` the fused role qkv replaces query, key and value.
+    with ``conv1d`` (GPT-2), ``neox`` (and BLOOM), ``phi3`` and ``falcon`` the fused role qkv replaces
+    query, key and value; Phi-3's fused role gate_up replaces gate and ffn_in.
+
+    What the proxies leave out and a parity check cannot see past is switched off in the copy the
+    parity test runs (never in the saved checkpoint): ``parity_off`` maps an attribute below a layer
+    (``self_attn.q_norm``) to its replacement (:data:`IDENTITY`, or a value such as None for a
+    softcap), ``parity_config`` sets config fields (OLMo's ``clip_qkv``), and ``alibi`` names the
+    modeling module whose ``build_alibi_tensor`` is replaced by zeros (the position-free slice).
     """
 
     name: str
@@ -58,10 +68,13 @@ class Family:
     #: renames some modules when it loads, and renames them back when it saves)
     modules: dict[str, str] | None = None
     module_layers: str = ""
+    parity_off: dict[str, Any] | None = None
+    parity_config: dict[str, Any] | None = None
+    alibi: str = ""
 
     @property
     def gated(self) -> bool:
-        return "gate" in self.weights
+        return "gate" in self.weights or "gate_up" in self.weights
 
     def module(self, role: str) -> str:
         """Path, below the base model, of the module holding a weight of the layer (``{i}`` for the layer)."""
@@ -75,7 +88,7 @@ class Family:
 
     @property
     def mlp_input(self) -> str:
-        return "gate" if self.gated else "ffn_in"
+        return next(role for role in ("gate", "gate_up", "ffn_in") if role in self.weights)
 
 
 def _encoder(hidden: int = 32, heads: int = 4, ffn: int = 64, **extra: Any) -> dict[str, Any]:
@@ -123,20 +136,37 @@ _LLAMA_WEIGHTS = {
 }
 
 
-def _llama_like(name: str, model_type: str, prefix: str, **sizes: Any) -> Family:
+def _llama_like(
+    name: str,
+    model_type: str,
+    prefix: str,
+    activation: str = "silu",
+    config_class: str = "",
+    base_class: str = "",
+    parity_off: dict[str, Any] | None = None,
+    parity_config: dict[str, Any] | None = None,
+    **sizes: Any,
+) -> Family:
     return Family(
         name=name,
         model_type=model_type,
-        config_class=f"{prefix}Config",
+        config_class=config_class or f"{prefix}Config",
         config=_decoder(**sizes),
         head_class=f"{prefix}ForCausalLM",
-        base_class=f"{prefix}Model",
+        base_class=base_class or f"{prefix}Model",
         layers="layers",
         weights=_LLAMA_WEIGHTS,
-        activation="silu",
+        activation=activation,
         causal=True,
         rotary=True,
+        parity_off=parity_off,
+        parity_config=parity_config,
     )
+
+
+#: the query and key norms the proxies leave out, switched off for the parity run
+_QK_NORMS = {"self_attn.q_norm": IDENTITY, "self_attn.k_norm": IDENTITY}
+_GEMMA = {"activation": "gelu_pytorch_tanh", "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0}
 
 
 FAMILIES: dict[str, Family] = {
@@ -326,6 +356,53 @@ FAMILIES: dict[str, Family] = {
         _llama_like("llama-head-dim", "llama", "Llama", heads=4, num_key_value_heads=2, head_dim=12),
         _llama_like("mistral", "mistral", "Mistral", heads=4, num_key_value_heads=1),
         _llama_like("qwen2", "qwen2", "Qwen2", heads=4, num_key_value_heads=2),
+        # an explicit head_dim and per-head q_norm/k_norm
+        _llama_like("qwen3", "qwen3", "Qwen3", heads=4, num_key_value_heads=2, head_dim=12, parity_off=_QK_NORMS),
+        # norms over the whole projections, H = 6 on H_kv = 2
+        _llama_like("olmo2", "olmo2", "Olmo2", hidden=48, heads=6, num_key_value_heads=2, parity_off=_QK_NORMS),
+        # a clamp of Q, K and V (inside the values' range, so that it matters), off for the parity run
+        _llama_like(
+            "olmo",
+            "olmo",
+            "Olmo",
+            heads=4,
+            num_key_value_heads=2,
+            clip_qkv=0.5,
+            pad_token_id=0,
+            eos_token_id=0,
+            parity_config={"clip_qkv": None},
+        ),
+        # multi-query attention with an explicit head_dim of 16: H d = 64 differs from N = 32
+        _llama_like("gemma", "gemma", "Gemma", heads=4, num_key_value_heads=1, head_dim=16, **_GEMMA),
+        # softcapped logits and a sliding window wider than the test's sequences, scale 1/√(query_pre_attn_scalar)
+        _llama_like(
+            "gemma2",
+            "gemma2",
+            "Gemma2",
+            heads=4,
+            num_key_value_heads=2,
+            head_dim=12,
+            attn_logit_softcapping=5.0,
+            final_logit_softcapping=None,
+            sliding_window=16,
+            query_pre_attn_scalar=10,
+            parity_off={"self_attn.attn_logit_softcapping": None},
+            **_GEMMA,
+        ),
+        _llama_like(
+            "gemma3_text",
+            "gemma3_text",
+            "Gemma3",
+            config_class="Gemma3TextConfig",
+            base_class="Gemma3TextModel",
+            heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            sliding_window=16,
+            query_pre_attn_scalar=16,
+            parity_off=_QK_NORMS,
+            **_GEMMA,
+        ),
     )
 }
 

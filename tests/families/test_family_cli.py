@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 from cli_runner import cli, strict_json
+from family_models import FAMILIES
+
+from specbound.checkpoints import open_checkpoint
 
 #: name -> (family, H, H_kv, d, mlp, residual, activation, L_φ, adaptations)
 EXPECTED = {
@@ -80,3 +83,21 @@ def test_bert_family_header_has_no_adaptation_line(tiny):
     result = cli("analyze", str(tiny("roberta").dirs["safetensors"]))
     assert result.returncode == 0, result.stderr
     assert "adapted proxy" not in result.stdout
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in EXPECTED and FAMILIES[n].causal])
+def test_analyze_json_works_for_every_decoder_family(tiny, name):
+    """Every other decoder of family_models: the JSON names its family, heads and adaptations as read."""
+    directory = tiny(name).dirs["safetensors"]
+    result = cli("analyze", str(directory), "--json")
+    assert result.returncode == 0, result.stderr
+    report, shape = strict_json(result.stdout), open_checkpoint(directory).shape
+    assert report["family"] == shape.family == FAMILIES[name].model_type
+    assert (report["num_heads"], report["num_kv_heads"], report["head_dim"]) == (
+        shape.num_heads,
+        shape.num_kv_heads,
+        shape.head_dim,
+    )
+    assert report["adaptations"] == [a.value for a in shape.adaptations]
+    assert len(report["matrices"]) == shape.num_matrices
+    assert report["proxies"]["ours"] > 0 and report["proxies"]["edelman"] > 0

@@ -21,14 +21,16 @@ swapped.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from unittest import mock
 
 import numpy as np
 import pytest
-from family_models import FAMILIES, Built, Family, Sizes
+from family_models import FAMILIES, IDENTITY, Built, Family, Sizes
 
 from specbound.architecture import Kind, ModelShape
 from specbound.checkpoints import open_checkpoint
@@ -91,6 +93,8 @@ def _softmax_scale(built: Built, layer: int) -> float:
     """The factor on q·k before the softmax, as each family's modeling file applies it."""
     config = built.config
     scale = Sizes.of(config).head_dim ** -0.5
+    if built.family.model_type in ("gemma2", "gemma3_text"):  # Gemma2Attention, Gemma3Attention
+        scale = config.query_pre_attn_scalar**-0.5
     if built.family.model_type == "gpt2":  # GPT2Attention
         scale = scale if config.scale_attn_weights else 1.0
         if config.scale_attn_by_inverse_layer_idx:
@@ -133,21 +137,54 @@ def _run(model, family: Family, inputs: dict) -> list[LayerTrace]:
     ]
 
 
+def _left_out(model, family: Family) -> None:
+    """Switch off, in the copy that runs, what the proxies leave out and the checks cannot see past:
+    query/key norms, a logit softcap, a clamp (``Family.parity_off``, ``Family.parity_config``)."""
+    import torch
+
+    for name, value in (family.parity_config or {}).items():
+        setattr(model.config, name, value)
+    for i in range(model.config.num_hidden_layers):
+        for path, value in (family.parity_off or {}).items():
+            parent, _, attribute = f"{family.module_layers or family.layers}.{i}.{path}".rpartition(".")
+            module = model.base_model.get_submodule(parent)
+            assert hasattr(module, attribute), f"{family.name}: no {attribute} in {parent}"
+            setattr(module, attribute, torch.nn.Identity() if value == IDENTITY else value)
+
+
+@contextlib.contextmanager
+def _position_free(family: Family) -> Iterator[None]:
+    """ALiBi families run with a zero bias: the position-free slice, as rotary ones run at position 0."""
+    if not family.alibi:
+        yield
+        return
+    import torch
+
+    def zero_alibi(attention_mask, num_heads, dtype):
+        batch, tokens = attention_mask.shape
+        return torch.zeros(batch * num_heads, 1, tokens, dtype=dtype)
+
+    with mock.patch(f"{family.alibi}.build_alibi_tensor", zero_alibi):
+        yield
+
+
 def trace(built: Built) -> Trace:
     """Run the model in float64 on a sequence (and a single token); read specbound's weights from the file."""
     model = copy.deepcopy(built.model).double().eval()
     model.set_attn_implementation("eager")
     family = built.family
+    _left_out(model, family)
     checkpoint = open_checkpoint(built.dirs["safetensors"])
     layers = built.config.num_hidden_layers
-    return Trace(
-        built,
-        checkpoint.shape,
-        [checkpoint.layer(i) for i in range(layers)],
-        _run(model, family, _inputs(built, TOKENS)),
-        None if family.vision else _run(model, family, _inputs(built, 1)),
-        [_softmax_scale(built, i) for i in range(layers)],
-    )
+    with _position_free(family):
+        return Trace(
+            built,
+            checkpoint.shape,
+            [checkpoint.layer(i) for i in range(layers)],
+            _run(model, family, _inputs(built, TOKENS)),
+            None if family.vision else _run(model, family, _inputs(built, 1)),
+            [_softmax_scale(built, i) for i in range(layers)],
+        )
 
 
 @pytest.fixture(scope="module")

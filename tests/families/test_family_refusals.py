@@ -19,18 +19,24 @@ from specbound.checkpoints import open_checkpoint
 from specbound.errors import UnsupportedModelError
 from specbound.loading import load_profile
 
-#: the model types of SPEC §11's table
+#: the model types of SPEC §11's and §12's tables (dense decoders)
 SUPPORTED = (
     "bert",
     "camembert",
     "distilbert",
     "electra",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
     "gpt2",
     "gpt_neox",
     "llama",
     "mistral",
+    "olmo",
+    "olmo2",
     "opt",
     "qwen2",
+    "qwen3",
     "roberta",
     "vit",
     "xlm-roberta",

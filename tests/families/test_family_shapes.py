@@ -18,6 +18,12 @@ from specbound.loading import load_profile
 CAUSAL, ROTARY, PARTIAL = Adaptation.CAUSAL, Adaptation.ROTARY, Adaptation.PARTIAL_ROTARY
 GQA, GATED, PARALLEL = Adaptation.GROUPED_QUERY, Adaptation.GATED_MLP, Adaptation.PARALLEL_RESIDUAL
 LLAMA = (CAUSAL, ROTARY, GQA, GATED)
+QK_NORM, CLIPPED, SOFTCAP, WINDOW = (
+    Adaptation.QK_NORM,
+    Adaptation.CLIPPED_QKV,
+    Adaptation.SOFTCAPPING,
+    Adaptation.SLIDING_WINDOW,
+)
 
 #: name -> (adapter label, family, N, H, H_kv, d, d_ff, mlp, residual, activation, L_φ, adaptations)
 EXPECTED = {
@@ -62,6 +68,38 @@ EXPECTED = {
     "llama-head-dim": ("Llama", "llama", 32, 4, 2, 12, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
     "mistral": ("Llama", "mistral", 32, 4, 1, 8, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
     "qwen2": ("Llama", "qwen2", 32, 4, 2, 8, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
+    "qwen3": ("Qwen3", "qwen3", 32, 4, 2, 12, 64, "gated", "sequential", "silu", 1.0998, (*LLAMA, QK_NORM)),
+    "olmo2": ("OLMo-2", "olmo2", 48, 6, 2, 8, 64, "gated", "sequential", "silu", 1.0998, (*LLAMA, QK_NORM)),
+    "olmo": ("OLMo", "olmo", 32, 4, 2, 8, 64, "gated", "sequential", "silu", 1.0998, (*LLAMA, CLIPPED)),
+    "gemma": ("Gemma", "gemma", 32, 4, 1, 16, 64, "gated", "sequential", "gelu_pytorch_tanh", 1.13, LLAMA),
+    "gemma2": (
+        "Gemma",
+        "gemma2",
+        32,
+        4,
+        2,
+        12,
+        64,
+        "gated",
+        "sequential",
+        "gelu_pytorch_tanh",
+        1.13,
+        (*LLAMA, SOFTCAP, WINDOW),
+    ),
+    "gemma3_text": (
+        "Gemma",
+        "gemma3_text",
+        32,
+        4,
+        2,
+        16,
+        64,
+        "gated",
+        "sequential",
+        "gelu_pytorch_tanh",
+        1.13,
+        (*LLAMA, WINDOW, QK_NORM),
+    ),
 }
 
 
@@ -119,6 +157,30 @@ def test_llama_config_without_kv_heads_has_one_per_query_head(tiny, tmp_path):
     shape = _with_config(tiny, "qwen2", tmp_path, multi_head)
     assert shape.num_kv_heads == shape.num_heads == 4
     assert shape.adaptations == (CAUSAL, ROTARY, GATED)
+
+
+def test_olmo_without_clip_qkv_has_no_clamp(tiny, tmp_path):
+    shape = _with_config(tiny, "olmo", tmp_path, lambda config: config.update(clip_qkv=None))
+    assert shape.adaptations == LLAMA
+
+
+def test_gemma2_without_softcapping_and_window(tiny, tmp_path):
+    def plain(config):
+        config.update(attn_logit_softcapping=None, layer_types=["full_attention"] * 2)
+
+    assert _with_config(tiny, "gemma2", tmp_path, plain).adaptations == LLAMA
+
+
+def test_gemma_bad_softcap_is_refused_naming_the_field(tiny, tmp_path):
+    from specbound.errors import CheckpointError
+
+    with pytest.raises(CheckpointError, match="'attn_logit_softcapping'"):
+        _with_config(tiny, "gemma2", tmp_path, lambda config: config.update(attn_logit_softcapping="big"))
+
+
+def test_embedding_gemma_is_not_causal(tiny, tmp_path):
+    shape = _with_config(tiny, "gemma3_text", tmp_path, lambda config: config.update(use_bidirectional_attention=True))
+    assert CAUSAL not in shape.adaptations and ROTARY in shape.adaptations
 
 
 def test_gpt2_inner_size_from_n_inner(tiny, tmp_path):
