@@ -15,6 +15,7 @@ from .llama import LlamaAdapter
 from .llama_variants import Olmo2Adapter, OlmoAdapter, Qwen3Adapter
 from .neox import GPTNeoXAdapter
 from .opt import OPTAdapter
+from .phi3 import Phi3Adapter
 from .registry import (
     ADAPTERS,
     FAMILY_NAMES,
@@ -48,5 +49,6 @@ for _adapter in (
     Olmo2Adapter(),
     OlmoAdapter(),
     GemmaAdapter(),
+    Phi3Adapter(),
 ):
     register(_adapter)

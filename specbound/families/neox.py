@@ -19,15 +19,15 @@ from .base import FamilyAdapter, TensorSpec
 from .config import activation, build_shape, flag, fraction, initializer_range, positive_int
 
 
-def rotary_fraction(config: Mapping[str, Any], where: str) -> float:
+def rotary_fraction(config: Mapping[str, Any], where: str, default: float = 0.25) -> float:
     """The share of each head that rotary embeddings rotate (``rotary_pct``, or transformers 5's
-    ``rope_parameters.partial_rotary_factor``; 0.25 when neither is given, transformers' default)."""
+    ``rope_parameters.partial_rotary_factor``; ``default`` when neither is given: GPT-NeoX's 0.25)."""
     rope = config.get("rope_parameters")
     if isinstance(rope, Mapping) and "partial_rotary_factor" in rope:
-        return fraction(rope, "partial_rotary_factor", where, 0.25)
+        return fraction(rope, "partial_rotary_factor", where, default)
     if "partial_rotary_factor" in config:
-        return fraction(config, "partial_rotary_factor", where, 0.25)
-    return fraction(config, "rotary_pct", where, 0.25)
+        return fraction(config, "partial_rotary_factor", where, default)
+    return fraction(config, "rotary_pct", where, default)
 
 
 class GPTNeoXAdapter(FamilyAdapter):

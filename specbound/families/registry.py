@@ -45,6 +45,7 @@ FAMILY_NAMES: dict[str, str] = {
     "gemma": "Gemma",
     "gemma2": "Gemma 2",
     "gemma3_text": "Gemma 3",
+    "phi3": "Phi-3",
 }
 
 

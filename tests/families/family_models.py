@@ -403,6 +403,26 @@ FAMILIES: dict[str, Family] = {
             parity_off=_QK_NORMS,
             **_GEMMA,
         ),
+        # fused Q | K | V and gate | up, H = 6 on H_kv = 2 (Phi-3-style grouped-query)
+        Family(
+            "phi3",
+            "phi3",
+            "Phi3Config",
+            _decoder(hidden=48, heads=6, num_key_value_heads=2, pad_token_id=0, bos_token_id=0, eos_token_id=0),
+            "Phi3ForCausalLM",
+            "layers",
+            {
+                "qkv": "self_attn.qkv_proj",
+                "attn_out": "self_attn.o_proj",
+                "gate_up": "mlp.gate_up_proj",
+                "ffn_out": "mlp.down_proj",
+            },
+            layout="phi3",
+            activation="silu",
+            causal=True,
+            rotary=True,
+            base_class="Phi3Model",
+        ),
     )
 }
 
@@ -522,7 +542,20 @@ def _attention_weights(family: Family, weight: Any, sizes: Sizes) -> tuple[np.nd
         fused = weight("qkv")
         rows = [np.array([head * 3 * d + part * d + e for head in range(h) for e in range(d)]) for part in range(3)]
         return fused[rows[0]], fused[rows[1]], fused[rows[2]], weight("attn_out")
+    if family.layout == "phi3":
+        # qkv_proj's output features: [0, H d) queries, then H_kv d keys, then H_kv d values.
+        fused, q_end = weight("qkv"), h * d
+        k_end = q_end + sizes.kv_heads * d
+        return fused[:q_end], fused[q_end:k_end], fused[k_end:], weight("attn_out")
     return weight("query"), weight("key"), weight("value"), weight("attn_out")
+
+
+def _gate_and_up(family: Family, weight: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The gate and up weights (out, in): Phi-3's gate_up_proj output is chunked in two, gate first."""
+    if "gate_up" in family.weights:
+        gate, up = np.split(weight("gate_up"), 2, axis=0)
+        return gate, up
+    return weight("gate"), weight("ffn_in")
 
 
 def proxy_matrices(built: Built, state: dict[str, np.ndarray], fmt: str) -> list[tuple[str, int | None, np.ndarray]]:
@@ -552,8 +585,10 @@ def proxy_matrices(built: Built, state: dict[str, np.ndarray], fmt: str) -> list
         if family.layout == "conv1d":  # Conv1D stores (in, out): already the row-vector form
             mlp = {"M_in": weight("ffn_in"), "M_out": weight("ffn_out")}
         else:
-            mlp = {"M_in": weight("ffn_in").T, "M_out": weight("ffn_out").T}
             if family.gated:
-                mlp = {"M_gate": weight("gate").T, **mlp}
+                gate, up = _gate_and_up(family, weight)
+                mlp = {"M_gate": gate.T, "M_in": up.T, "M_out": weight("ffn_out").T}
+            else:
+                mlp = {"M_in": weight("ffn_in").T, "M_out": weight("ffn_out").T}
         matrices += [(kind, None, matrix) for kind, matrix in mlp.items()]
     return matrices

@@ -357,3 +357,25 @@ def test_gate_and_up_swapped_fail(traced, name):
     errors = parity_errors(trace, swapped)
     assert_fails(errors, "mlp")
     assert errors["qk"] < PASS["qk"] and errors["v_out"] < PASS["v_out"]
+
+
+@pytest.mark.parametrize("name", [n for n, f in FAMILIES.items() if f.layout == "phi3"])
+def test_phi3_fused_weights_read_the_other_way_fail(traced, name):
+    """Phi-3's stored gate_up_proj read as up | gate (gate and up swapped), and its qkv_proj read as
+    if interleaved per key/value group (each group's queries, then its key, then its value), fail."""
+    trace = traced(name)
+    shape = trace.shape
+    kv, d, n, f = shape.num_kv_heads, shape.head_dim, shape.hidden_size, shape.ffn_size
+    group = shape.queries_per_kv_head
+    swapped, regrouped = [], []
+    for i, w in enumerate(trace.weights):
+        gate_up = _stored(trace, "gate_up", i)  # (2 d_ff, N)
+        np.testing.assert_array_equal(gate_up, np.concatenate([w.gate, w.ffn_in]))
+        swapped.append(layer_factors(dataclasses.replace(w, gate=gate_up[f:], ffn_in=gate_up[:f]), shape))
+        qkv = _stored(trace, "qkv", i).reshape(kv, group + 2, d, n)  # the wrong view
+        query, key, value = qkv[:, :group].reshape(-1, n), qkv[:, group].reshape(-1, n), qkv[:, -1].reshape(-1, n)
+        regrouped.append(layer_factors(dataclasses.replace(w, query=query, key=key, value=value), shape))
+    errors = parity_errors(trace, swapped)
+    assert_fails(errors, "mlp")
+    assert errors["qk"] < PASS["qk"] and errors["v_out"] < PASS["v_out"]
+    assert_fails(parity_errors(trace, regrouped), "qk", "v_heads")

@@ -35,6 +35,7 @@ SUPPORTED = (
     "olmo",
     "olmo2",
     "opt",
+    "phi3",
     "qwen2",
     "qwen3",
     "roberta",

@@ -100,6 +100,7 @@ EXPECTED = {
         1.13,
         (*LLAMA, WINDOW, QK_NORM),
     ),
+    "phi3": ("Phi-3", "phi3", 48, 6, 2, 8, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
 }
 
 
@@ -181,6 +182,13 @@ def test_gemma_bad_softcap_is_refused_naming_the_field(tiny, tmp_path):
 def test_embedding_gemma_is_not_causal(tiny, tmp_path):
     shape = _with_config(tiny, "gemma3_text", tmp_path, lambda config: config.update(use_bidirectional_attention=True))
     assert CAUSAL not in shape.adaptations and ROTARY in shape.adaptations
+
+
+def test_phi3_partial_rotary_factor(tiny, tmp_path):
+    def partial(config):
+        config.setdefault("rope_parameters", {})["partial_rotary_factor"] = 0.75
+
+    assert _with_config(tiny, "phi3", tmp_path, partial).adaptations == (CAUSAL, PARTIAL, GQA, GATED)
 
 
 def test_gpt2_inner_size_from_n_inner(tiny, tmp_path):
