@@ -15,6 +15,7 @@ from .llama import LlamaAdapter
 from .llama_variants import Olmo2Adapter, OlmoAdapter, Qwen3Adapter
 from .neox import GPTNeoXAdapter
 from .opt import OPTAdapter
+from .phi import GPTJAdapter, PhiAdapter
 from .phi3 import Phi3Adapter
 from .registry import (
     ADAPTERS,
@@ -50,5 +51,7 @@ for _adapter in (
     OlmoAdapter(),
     GemmaAdapter(),
     Phi3Adapter(),
+    PhiAdapter(),
+    GPTJAdapter(),
 ):
     register(_adapter)

@@ -46,6 +46,8 @@ FAMILY_NAMES: dict[str, str] = {
     "gemma2": "Gemma 2",
     "gemma3_text": "Gemma 3",
     "phi3": "Phi-3",
+    "phi": "Phi",
+    "gptj": "GPT-J",
 }
 
 

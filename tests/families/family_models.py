@@ -423,6 +423,58 @@ FAMILIES: dict[str, Family] = {
             rotary=True,
             base_class="Phi3Model",
         ),
+        # half of each head rotated (the default partial_rotary_factor), one LayerNorm for both branches
+        Family(
+            "phi",
+            "phi",
+            "PhiConfig",
+            _decoder(bos_token_id=0, eos_token_id=0),
+            "PhiForCausalLM",
+            "layers",
+            {
+                "query": "self_attn.q_proj",
+                "key": "self_attn.k_proj",
+                "value": "self_attn.v_proj",
+                "attn_out": "self_attn.dense",
+                "ffn_in": "mlp.fc1",
+                "ffn_out": "mlp.fc2",
+            },
+            activation="gelu_new",
+            causal=True,
+            rotary=True,
+            base_class="PhiModel",
+        ),
+        # rotary on the first 4 of each head's 8 features
+        Family(
+            "gptj",
+            "gptj",
+            "GPTJConfig",
+            {
+                "vocab_size": 64,
+                "n_layer": 2,
+                "n_embd": 32,
+                "n_head": 4,
+                "n_positions": 32,
+                "rotary_dim": 4,
+                "initializer_range": INIT_STD,
+                "bos_token_id": 0,
+                "eos_token_id": 0,
+            },
+            "GPTJForCausalLM",
+            "h",
+            {
+                "query": "attn.q_proj",
+                "key": "attn.k_proj",
+                "value": "attn.v_proj",
+                "attn_out": "attn.out_proj",
+                "ffn_in": "mlp.fc_in",
+                "ffn_out": "mlp.fc_out",
+            },
+            activation="gelu_new",
+            causal=True,
+            rotary=True,
+            base_class="GPTJModel",
+        ),
     )
 }
 

@@ -101,6 +101,8 @@ EXPECTED = {
         (*LLAMA, WINDOW, QK_NORM),
     ),
     "phi3": ("Phi-3", "phi3", 48, 6, 2, 8, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
+    "phi": ("Phi", "phi", 32, 4, 4, 8, 64, "plain", "parallel", "gelu_new", 1.13, (CAUSAL, PARTIAL, PARALLEL)),
+    "gptj": ("GPT-J", "gptj", 32, 4, 4, 8, 128, "plain", "parallel", "gelu_new", 1.13, (CAUSAL, PARTIAL, PARALLEL)),
 }
 
 
@@ -189,6 +191,16 @@ def test_phi3_partial_rotary_factor(tiny, tmp_path):
         config.setdefault("rope_parameters", {})["partial_rotary_factor"] = 0.75
 
     assert _with_config(tiny, "phi3", tmp_path, partial).adaptations == (CAUSAL, PARTIAL, GQA, GATED)
+
+
+def test_gptj_rotary_on_every_feature_when_rotary_dim_is_null(tiny, tmp_path):
+    shape = _with_config(tiny, "gptj", tmp_path, lambda config: config.update(rotary_dim=None))
+    assert shape.adaptations == (CAUSAL, ROTARY, PARALLEL)
+
+
+def test_phi_qk_layernorm_is_named(tiny, tmp_path):
+    shape = _with_config(tiny, "phi", tmp_path, lambda config: config.update(qk_layernorm=True))
+    assert shape.adaptations == (CAUSAL, PARTIAL, PARALLEL, QK_NORM)
 
 
 def test_gpt2_inner_size_from_n_inner(tiny, tmp_path):
