@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .base import FamilyAdapter, TensorSpec
 from .bert import BertAdapter, DistilBertAdapter, ViTAdapter
+from .bloom import BloomAdapter, FalconAdapter
 from .gemma import GemmaAdapter
 from .gpt2 import GPT2Adapter
 from .llama import LlamaAdapter
@@ -53,5 +54,7 @@ for _adapter in (
     Phi3Adapter(),
     PhiAdapter(),
     GPTJAdapter(),
+    BloomAdapter(),
+    FalconAdapter(),
 ):
     register(_adapter)

@@ -30,6 +30,15 @@ def rotary_fraction(config: Mapping[str, Any], where: str, default: float = 0.25
     return fraction(config, "rotary_pct", where, default)
 
 
+def per_head_qkv(fused: np.ndarray, shape: ModelShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Q, K, V (out, in), (H d, N) each, from a (3 H d, N) weight interleaved per head (GPT-NeoX, BLOOM,
+    Falcon's oldest layout): its rows viewed as (H, 3, d), [h, 0] = Q_h, [h, 1] = K_h, [h, 2] = V_h."""
+    h, d, n = shape.num_heads, shape.head_dim, shape.hidden_size
+    qkv = fused.reshape(h, 3, d, n)
+    query, key, value = (qkv[:, i].reshape(h * d, n) for i in range(3))
+    return query, key, value
+
+
 class GPTNeoXAdapter(FamilyAdapter):
     model_types = ("gpt_neox",)
     label = "GPT-NeoX"
@@ -63,9 +72,7 @@ class GPTNeoXAdapter(FamilyAdapter):
         }
 
     def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
-        h, d, n = shape.num_heads, shape.head_dim, shape.hidden_size
-        qkv = tensors["qkv"].reshape(h, 3, d, n)  # (H, 3, d, N): [h, 0] = Q_h, [h, 1] = K_h, [h, 2] = V_h
-        query, key, value = (qkv[:, i].reshape(h * d, n) for i in range(3))  # (H d, N) each
+        query, key, value = per_head_qkv(tensors["qkv"], shape)
         return LayerWeights(
             query=query,
             key=key,

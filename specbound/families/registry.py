@@ -48,6 +48,8 @@ FAMILY_NAMES: dict[str, str] = {
     "phi3": "Phi-3",
     "phi": "Phi",
     "gptj": "GPT-J",
+    "bloom": "BLOOM",
+    "falcon": "Falcon",
 }
 
 

@@ -164,6 +164,43 @@ def _llama_like(
     )
 
 
+_FALCON_WEIGHTS = {
+    "qkv": "self_attention.query_key_value",
+    "attn_out": "self_attention.dense",
+    "ffn_in": "mlp.dense_h_to_4h",
+    "ffn_out": "mlp.dense_4h_to_h",
+}
+
+
+def _falcon(name: str, **fields: Any) -> Family:
+    alibi = fields.get("alibi", False)
+    return Family(
+        name,
+        "falcon",
+        "FalconConfig",
+        {
+            "vocab_size": 64,
+            "num_hidden_layers": 2,
+            "hidden_size": 32,
+            "num_attention_heads": 4,
+            "ffn_hidden_size": 64,
+            "max_position_embeddings": 32,
+            "initializer_range": INIT_STD,
+            "bos_token_id": 0,
+            "eos_token_id": 0,
+            **fields,
+        },
+        "FalconForCausalLM",
+        "h",
+        _FALCON_WEIGHTS,
+        layout="falcon",
+        causal=True,
+        rotary=not alibi,
+        base_class="FalconModel",
+        alibi="transformers.models.falcon.modeling_falcon" if alibi else "",
+    )
+
+
 #: the query and key norms the proxies leave out, switched off for the parity run
 _QK_NORMS = {"self_attn.q_norm": IDENTITY, "self_attn.k_norm": IDENTITY}
 _GEMMA = {"activation": "gelu_pytorch_tanh", "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0}
@@ -475,6 +512,35 @@ FAMILIES: dict[str, Family] = {
             rotary=True,
             base_class="GPTJModel",
         ),
+        # interleaved per head like GPT-NeoX's, ALiBi (zeroed for the parity run), BloomGelu
+        Family(
+            "bloom",
+            "bloom",
+            "BloomConfig",
+            {
+                "vocab_size": 64,
+                "n_layer": 2,
+                "hidden_size": 32,
+                "n_head": 4,
+                "initializer_range": INIT_STD,
+                "bos_token_id": 0,
+                "eos_token_id": 0,
+            },
+            "BloomForCausalLM",
+            "h",
+            _FALCON_WEIGHTS,
+            layout="neox",
+            activation="bloom_gelu",
+            causal=True,
+            base_class="BloomModel",
+            alibi="transformers.models.bloom.modeling_bloom",
+        ),
+        # Falcon-40B's layout: groups of 3 query heads, then their key, then their value (H = 6, H_kv = 2)
+        _falcon("falcon", hidden_size=48, num_attention_heads=6, num_kv_heads=2, new_decoder_architecture=True),
+        # Falcon-7B's: 4 query heads, then one key and one value head
+        _falcon("falcon-multi-query", multi_query=True, parallel_attn=True),
+        # Falcon-RW's: interleaved per head, ALiBi, sequential blocks
+        _falcon("falcon-alibi", multi_query=False, parallel_attn=False, alibi=True, bias=True),
     )
 }
 
@@ -577,11 +643,13 @@ class Sizes:
     def of(cls, config: Any) -> Sizes:
         hidden, heads = config.hidden_size, config.num_attention_heads
         kv_heads = getattr(config, "num_key_value_heads", None) or heads
+        if config.model_type == "falcon":  # FalconAttention.num_kv_heads
+            kv_heads = config.num_kv_heads if config.new_decoder_architecture else 1 if config.multi_query else heads
         head_dim = getattr(config, "head_dim", None) or hidden // heads
         return cls(hidden, heads, kv_heads, head_dim)
 
 
-def _attention_weights(family: Family, weight: Any, sizes: Sizes) -> tuple[np.ndarray, ...]:
+def _attention_weights(family: Family, weight: Any, sizes: Sizes, config: Any) -> tuple[np.ndarray, ...]:
     """W_Q, W_K, W_V (out, in) and W_O (out, in) from one layer's tensors, as the HF modules use them."""
     n, h, d = sizes.hidden, sizes.heads, sizes.head_dim
     if family.layout == "conv1d":
@@ -594,6 +662,20 @@ def _attention_weights(family: Family, weight: Any, sizes: Sizes) -> tuple[np.nd
         fused = weight("qkv")
         rows = [np.array([head * 3 * d + part * d + e for head in range(h) for e in range(d)]) for part in range(3)]
         return fused[rows[0]], fused[rows[1]], fused[rows[2]], weight("attn_out")
+    if family.layout == "falcon":
+        # FalconAttention._split_heads: the output features viewed as (H_kv, H / H_kv + 2, d) (the new
+        # architecture), (H + 2, d) (multi-query: queries, one key, one value) or (H, 3, d) (per head).
+        fused, kv = weight("qkv"), sizes.kv_heads
+        if config.new_decoder_architecture:
+            group = h // kv
+            rows = np.arange(fused.shape[0]).reshape(kv, group + 2, d)
+            q, k, v = rows[:, :group].reshape(-1), rows[:, group].reshape(-1), rows[:, group + 1].reshape(-1)
+        elif config.multi_query:
+            q, k, v = np.arange(h * d), np.arange(h * d, (h + 1) * d), np.arange((h + 1) * d, (h + 2) * d)
+        else:
+            rows = np.arange(fused.shape[0]).reshape(h, 3, d)
+            q, k, v = rows[:, 0].reshape(-1), rows[:, 1].reshape(-1), rows[:, 2].reshape(-1)
+        return fused[q], fused[k], fused[v], weight("attn_out")
     if family.layout == "phi3":
         # qkv_proj's output features: [0, H d) queries, then H_kv d keys, then H_kv d values.
         fused, q_end = weight("qkv"), h * d
@@ -627,7 +709,7 @@ def proxy_matrices(built: Built, state: dict[str, np.ndarray], fmt: str) -> list
         def weight(role: str, prefix: str = prefix) -> np.ndarray:
             return state[f"{prefix}{family.weights[role]}.weight"]
 
-        wq, wk, wv, wo = _attention_weights(family, weight, sizes)
+        wq, wk, wv, wo = _attention_weights(family, weight, sizes, built.config)
         qk, v = [], []
         for head in range(h):
             s, g = slice(head * d, (head + 1) * d), slice(head // group * d, (head // group + 1) * d)

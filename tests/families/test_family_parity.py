@@ -210,6 +210,10 @@ def _activation(name: str, z: np.ndarray) -> np.ndarray:
     import torch
     from transformers.activations import ACT2FN
 
+    if name == "bloom_gelu":  # BloomGelu: the tanh approximation with its own rounded constant
+        from transformers.models.bloom.modeling_bloom import bloom_gelu_forward
+
+        return bloom_gelu_forward(torch.from_numpy(z)).numpy()
     return ACT2FN[name](torch.from_numpy(z)).numpy()
 
 
@@ -333,7 +337,11 @@ def _stored(trace: Trace, role: str, layer: int) -> np.ndarray:
 
 @pytest.mark.parametrize(
     "name",
-    [n for n, f in FAMILIES.items() if 1 < f.config.get("num_key_value_heads", 0) < f.config["num_attention_heads"]],
+    [
+        n
+        for n, f in FAMILIES.items()
+        if 1 < f.config.get("num_key_value_heads", f.config.get("num_kv_heads", 0)) < f.config["num_attention_heads"]
+    ],
 )
 def test_grouped_query_heads_by_modulo_fail(traced, name):
     """Query head h reading key/value head h mod H_kv (interleaved groups) instead of ⌊h / (H / H_kv)⌋."""
@@ -379,3 +387,32 @@ def test_phi3_fused_weights_read_the_other_way_fail(traced, name):
     assert_fails(errors, "mlp")
     assert errors["qk"] < PASS["qk"] and errors["v_out"] < PASS["v_out"]
     assert_fails(parity_errors(trace, regrouped), "qk", "v_heads")
+
+
+@pytest.mark.parametrize(
+    "name", [n for n, f in FAMILIES.items() if f.layout == "falcon" and f.config.get("new_decoder_architecture")]
+)
+def test_falcon_groups_read_as_blocks_or_per_head_fail(traced, name):
+    """Falcon's new-architecture query_key_value, (H_kv, H / H_kv + 2, d, N) by group, read as if its
+    rows were Q (H d) | K (H_kv d) | V (H_kv d) blocks (Phi-3's layout), or as if each group's rows were
+    one query head's (q, k, v) triple after another (the per-head reading, group by group), fails."""
+    trace = traced(name)
+    shape = trace.shape
+    h, kv, d, n = shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.hidden_size
+    group = shape.queries_per_kv_head
+    blocks, per_head = [], []
+    for i, w in enumerate(trace.weights):
+        fused = _stored(trace, "qkv", i)  # ((H + 2 H_kv) d, N)
+        grouped = fused.reshape(kv, group + 2, d, n)
+        np.testing.assert_array_equal(grouped[:, :group].reshape(h * d, n), w.query)
+        query, key, value = fused[: h * d], fused[h * d : (h + kv) * d], fused[(h + kv) * d :]
+        blocks.append(layer_factors(dataclasses.replace(w, query=query, key=key, value=value), shape))
+        # each group's first three d-row blocks taken as query, key and value of one head per group
+        triples = grouped[:, :3]  # (H_kv, 3, d, N)
+        wrong_q = np.repeat(triples[:, 0], group, axis=0).reshape(h * d, n)
+        wrong = dataclasses.replace(
+            w, query=wrong_q, key=triples[:, 1].reshape(-1, n), value=triples[:, 2].reshape(-1, n)
+        )
+        per_head.append(layer_factors(wrong, shape))
+    assert_fails(parity_errors(trace, blocks), "qk", "v_heads")
+    assert_fails(parity_errors(trace, per_head), "qk", "v_heads")

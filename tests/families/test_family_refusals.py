@@ -22,9 +22,11 @@ from specbound.loading import load_profile
 #: the model types of SPEC §11's and §12's tables (dense decoders)
 SUPPORTED = (
     "bert",
+    "bloom",
     "camembert",
     "distilbert",
     "electra",
+    "falcon",
     "gemma",
     "gemma2",
     "gemma3_text",

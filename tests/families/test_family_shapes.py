@@ -18,6 +18,7 @@ from specbound.loading import load_profile
 CAUSAL, ROTARY, PARTIAL = Adaptation.CAUSAL, Adaptation.ROTARY, Adaptation.PARTIAL_ROTARY
 GQA, GATED, PARALLEL = Adaptation.GROUPED_QUERY, Adaptation.GATED_MLP, Adaptation.PARALLEL_RESIDUAL
 LLAMA = (CAUSAL, ROTARY, GQA, GATED)
+ALIBI = Adaptation.ALIBI
 QK_NORM, CLIPPED, SOFTCAP, WINDOW = (
     Adaptation.QK_NORM,
     Adaptation.CLIPPED_QKV,
@@ -102,6 +103,23 @@ EXPECTED = {
     ),
     "phi3": ("Phi-3", "phi3", 48, 6, 2, 8, 64, "gated", "sequential", "silu", 1.0998, LLAMA),
     "phi": ("Phi", "phi", 32, 4, 4, 8, 64, "plain", "parallel", "gelu_new", 1.13, (CAUSAL, PARTIAL, PARALLEL)),
+    "bloom": ("BLOOM", "bloom", 32, 4, 4, 8, 128, "plain", "sequential", "gelu_new", 1.13, (CAUSAL, ALIBI)),
+    "falcon": ("Falcon", "falcon", 48, 6, 2, 8, 64, "plain", "parallel", "gelu", 1.13, (CAUSAL, ROTARY, GQA, PARALLEL)),
+    "falcon-multi-query": (
+        "Falcon",
+        "falcon",
+        32,
+        4,
+        1,
+        8,
+        64,
+        "plain",
+        "parallel",
+        "gelu",
+        1.13,
+        (CAUSAL, ROTARY, GQA, PARALLEL),
+    ),
+    "falcon-alibi": ("Falcon", "falcon", 32, 4, 4, 8, 64, "plain", "sequential", "gelu", 1.13, (CAUSAL, ALIBI)),
     "gptj": ("GPT-J", "gptj", 32, 4, 4, 8, 128, "plain", "parallel", "gelu_new", 1.13, (CAUSAL, PARTIAL, PARALLEL)),
 }
 
@@ -201,6 +219,17 @@ def test_gptj_rotary_on_every_feature_when_rotary_dim_is_null(tiny, tmp_path):
 def test_phi_qk_layernorm_is_named(tiny, tmp_path):
     shape = _with_config(tiny, "phi", tmp_path, lambda config: config.update(qk_layernorm=True))
     assert shape.adaptations == (CAUSAL, PARTIAL, PARALLEL, QK_NORM)
+
+
+def test_falcon_configs_with_the_older_keys(tiny, tmp_path):
+    """Falcon-RW and the first Falcon-40B configs name the heads n_head and n_head_kv, the layers n_layer."""
+
+    def legacy(config):
+        config["n_head"], config["n_head_kv"] = config.pop("num_attention_heads"), config.pop("num_kv_heads")
+        config["n_layer"] = config.pop("num_hidden_layers")
+
+    shape = _with_config(tiny, "falcon", tmp_path, legacy)
+    assert (shape.num_layers, shape.num_heads, shape.num_kv_heads) == (2, 6, 2)
 
 
 def test_gpt2_inner_size_from_n_inner(tiny, tmp_path):
