@@ -101,3 +101,14 @@ def test_analyze_json_works_for_every_decoder_family(tiny, name):
     assert report["adaptations"] == [a.value for a in shape.adaptations]
     assert len(report["matrices"]) == shape.num_matrices
     assert report["proxies"]["ours"] > 0 and report["proxies"]["edelman"] > 0
+
+
+@pytest.mark.parametrize("name", ["gemma2", "bloom", "olmo"])
+def test_analyze_header_names_the_new_adaptations(tiny, name):
+    """SPEC §12's adaptations (softcapping, sliding window, ALiBi, clipped QKV) in the text header."""
+    directory = tiny(name).dirs["safetensors"]
+    result = cli("analyze", str(directory))
+    assert result.returncode == 0, result.stderr
+    shape = open_checkpoint(directory).shape
+    expected = f"adapted proxy ({shape.family}): " + ", ".join(a.value for a in shape.adaptations)
+    assert result.stdout.splitlines()[1] == expected

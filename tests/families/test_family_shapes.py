@@ -235,3 +235,18 @@ def test_falcon_configs_with_the_older_keys(tiny, tmp_path):
 def test_gpt2_inner_size_from_n_inner(tiny, tmp_path):
     shape = _with_config(tiny, "gpt2", tmp_path, lambda config: config.update(n_inner=96))
     assert shape.ffn_size == 96
+
+
+def test_phi3_fused_gate_up_counts_as_the_mlp_in_the_layer_peak(tiny):
+    """The per-layer memory peak reads Phi-3's fused gate_up as one MLP tensor, not as attention."""
+    from specbound.checkpoints import stored_shapes
+    from specbound.limits import layer_peak_bytes
+
+    checkpoint = open_checkpoint(tiny("phi3").dirs["safetensors"])
+    adapter, shape = checkpoint.adapter, checkpoint.shape
+    assert adapter.mlp_tensor_roles(shape) == {"gate_up", "ffn_out"}
+    assert adapter.attention_roles(shape) == ("qkv", "attn_out")
+    n, f, d = shape.hidden_size, shape.ffn_size, shape.head_dim
+    attention = (shape.num_heads + 2 * shape.num_kv_heads) * d * n + n * shape.num_heads * d
+    expected = 8 * max(attention, 2 * f * n + 2 * min(n, f) ** 2)
+    assert layer_peak_bytes(shape, stored_shapes(adapter, shape), adapter.mlp_tensor_roles(shape)) == expected
