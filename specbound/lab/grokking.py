@@ -1,0 +1,159 @@
+"""Grokking: does a measure move before test accuracy jumps?
+
+On modular addition with strong weight decay, small Transformers fit their training set early and
+generalize much later: test accuracy jumps long after training accuracy saturates (Power et al. 2022).
+A complexity measure that tracks generalization could be expected to change before that jump. This
+module states the rule by which "before" is decided and applies it to a run's trajectory:
+
+* a curve's **move step** is the first recorded step at which it has covered half of its excursion:
+  with y_0 its first value and y_* the value farthest from y_0 over the run, the first step with
+  |y - y_0| ≥ |y_* - y_0| / 2 (the midpoint of its range, seen from where it started). A constant
+  curve never moves (None);
+* the **jump** is the move step of test accuracy; training accuracy **saturates** at the first step
+  where it reaches ``saturation`` (0.99);
+* a run **groks** when training accuracy saturates, test accuracy ends at least ``reached`` (0.9), and
+  the jump comes after saturation;
+* a measure **moves before the jump** when its move step is earlier than the jump; its **lead** is
+  jump - move step, in optimizer steps (positive: earlier).
+
+Across seeds a measure's row gives the median, lowest and highest lead and the share of seeds in
+which it moved first; its verdict ("before" only when it did so in every seed) is what the
+intervals support.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Training accuracy at which a run counts as having fit its training set.
+SATURATION: float = 0.99
+#: Test accuracy a run must end at (or above) to count as having generalized.
+REACHED: float = 0.9
+
+
+def move_step(steps: Sequence[int], values: Sequence[float]) -> int | None:
+    """The first step at which ``values`` has covered half of its excursion from its first value
+    (see the module docstring); None for a constant curve or one without two finite values.
+
+    Non-finite values are left out (a step whose measure could not be computed)."""
+    pairs = [(int(s), float(v)) for s, v in zip(steps, values, strict=True) if math.isfinite(v)]
+    if len(pairs) < 2:
+        return None
+    start = pairs[0][1]
+    excursion = max(abs(v - start) for _, v in pairs)
+    if excursion == 0:
+        return None
+    return next(s for s, v in pairs if abs(v - start) >= excursion / 2)
+
+
+@dataclass(frozen=True)
+class GrokEvent:
+    """When training accuracy saturated and test accuracy jumped (None where it never did)."""
+
+    saturation_step: int | None
+    jump_step: int | None
+    final_test_accuracy: float
+
+    @property
+    def grokked(self) -> bool:
+        return (
+            self.saturation_step is not None
+            and self.jump_step is not None
+            and self.final_test_accuracy >= REACHED
+            and self.jump_step > self.saturation_step
+        )
+
+
+def grok_event(
+    steps: Sequence[int],
+    train_accuracy: Sequence[float],
+    test_accuracy: Sequence[float],
+    *,
+    saturation: float = SATURATION,
+) -> GrokEvent:
+    """The saturation step (first step with training accuracy ≥ ``saturation``) and the jump (the
+    move step of test accuracy)."""
+    saturated = next((int(s) for s, a in zip(steps, train_accuracy, strict=True) if a >= saturation), None)
+    return GrokEvent(saturated, move_step(steps, test_accuracy), float(test_accuracy[-1]))
+
+
+@dataclass(frozen=True)
+class MeasureLead:
+    """One measure in one run: its move step and how many steps before the jump it came."""
+
+    measure: str
+    move_step: int | None
+    jump_step: int | None
+
+    @property
+    def lead(self) -> float:
+        """jump - move step (NaN when either is missing): positive when the measure moved first."""
+        if self.move_step is None or self.jump_step is None:
+            return math.nan
+        return float(self.jump_step - self.move_step)
+
+    @property
+    def before(self) -> bool:
+        return self.lead > 0
+
+
+def measure_leads(
+    steps: Sequence[int], curves: Mapping[str, Sequence[float]], event: GrokEvent
+) -> tuple[MeasureLead, ...]:
+    """Each measure's move step against the run's jump."""
+    return tuple(MeasureLead(name, move_step(steps, values), event.jump_step) for name, values in curves.items())
+
+
+@dataclass(frozen=True)
+class LeadSummary:
+    """One measure across seeds: its leads (one per seed that grokked) and the verdict they support."""
+
+    measure: str
+    leads: tuple[float, ...]
+
+    @property
+    def finite(self) -> np.ndarray:
+        values = np.asarray(self.leads, dtype=float)
+        return values[np.isfinite(values)]
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.finite)) if self.finite.size else math.nan
+
+    @property
+    def low(self) -> float:
+        return float(self.finite.min()) if self.finite.size else math.nan
+
+    @property
+    def high(self) -> float:
+        return float(self.finite.max()) if self.finite.size else math.nan
+
+    @property
+    def share_before(self) -> float:
+        """The share of seeds in which the measure moved before the jump (a seed where it never
+        moved counts as not before)."""
+        return float(np.mean([lead > 0 for lead in self.leads])) if self.leads else math.nan
+
+    @property
+    def verdict(self) -> str:
+        """ "before" when it moved first in every seed, "after" when it moved at or after the jump in
+        every seed, "mixed" otherwise, "never" when it never moved."""
+        if not self.finite.size:
+            return "never"
+        if self.share_before == 1:
+            return "before"
+        if self.share_before == 0 and self.finite.size == len(self.leads):
+            return "after"
+        return "mixed"
+
+
+def summarize_leads(per_seed: Sequence[Sequence[MeasureLead]]) -> tuple[LeadSummary, ...]:
+    """Per measure (in the order of the first seed), its leads over the seeds given."""
+    names = [lead.measure for lead in per_seed[0]] if per_seed else []
+    return tuple(
+        LeadSummary(name, tuple(next(m.lead for m in seed if m.measure == name) for seed in per_seed)) for name in names
+    )

@@ -1,0 +1,85 @@
+"""The rule by which a measure "moves before the jump", on synthetic curves with a known answer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from specbound.lab.grokking import (
+    GrokEvent,
+    LeadSummary,
+    MeasureLead,
+    grok_event,
+    measure_leads,
+    move_step,
+    summarize_leads,
+)
+
+STEPS = list(range(0, 1100, 100))  # 0, 100, ..., 1000
+
+
+def _sigmoid(center: float, *, low: float = 0.0, high: float = 1.0, width: float = 30.0) -> list[float]:
+    return [low + (high - low) / (1 + math.exp(-(s - center) / width)) for s in STEPS]
+
+
+def test_the_move_step_is_the_first_step_half_way_to_the_extreme() -> None:
+    # 0 -> 10 in steps of 1 per 100 steps: half way (5) is first reached at step 500
+    assert move_step(STEPS, [float(i) for i in range(11)]) == 500
+    # a falling curve: from 8 down to 0, half way is 4, reached at step 400
+    assert move_step(STEPS, [8 - min(i, 8) for i in range(11)]) == 400
+    # the extreme is the farthest value from the start, not the last one: up to 6 at step 300, back to 1
+    assert move_step(STEPS, [0, 2, 4, 6, 5, 4, 3, 2, 1, 1, 1]) == 200  # half of 6 is first covered by 4
+    assert move_step([0, 1], [1.0, 1.0]) is None  # constant: never moves
+    assert move_step([0], [1.0]) is None
+    # non-finite values are left out
+    assert move_step([0, 1, 2, 3], [0.0, math.nan, 1.0, 1.0]) == 2
+
+
+def test_a_sigmoid_moves_at_its_center() -> None:
+    assert move_step(STEPS, _sigmoid(450.0)) == 500  # crosses 1/2 between 400 and 500
+    assert move_step(STEPS, _sigmoid(650.0, low=3.0, high=-1.0)) == 700
+
+
+def test_a_run_groks_when_test_accuracy_jumps_after_training_accuracy_saturates() -> None:
+    train = _sigmoid(150.0, low=0.01, high=1.0)
+    test = _sigmoid(650.0, low=0.01, high=0.99)
+    event = grok_event(STEPS, train, test)
+    assert (event.saturation_step, event.jump_step, event.grokked) == (300, 700, True)
+    # generalizing together with fitting is not grokking
+    together = grok_event(STEPS, train, _sigmoid(150.0, low=0.01, high=0.99))
+    assert together.jump_step == 200 and not together.grokked
+    # a run that never generalizes does not grok
+    assert not grok_event(STEPS, train, _sigmoid(650.0, low=0.01, high=0.3)).grokked
+    # a run that never fits does not grok
+    assert not grok_event(STEPS, _sigmoid(150.0, low=0.01, high=0.9), test).grokked
+
+
+def test_leads_against_the_jump() -> None:
+    event = GrokEvent(saturation_step=300, jump_step=700, final_test_accuracy=0.99)
+    curves = {
+        "early": _sigmoid(350.0),  # moves at 400
+        "late": _sigmoid(850.0),  # moves at 900
+        "flat": [1.0] * len(STEPS),
+    }
+    early, late, flat = measure_leads(STEPS, curves, event)
+    assert (early.move_step, early.lead, early.before) == (400, 300.0, True)
+    assert (late.move_step, late.lead, late.before) == (900, -200.0, False)
+    assert flat.move_step is None and math.isnan(flat.lead) and not flat.before
+
+
+def test_the_summary_over_seeds_says_only_what_every_seed_supports() -> None:
+    seeds = [
+        (MeasureLead("a", 400, 700), MeasureLead("b", 900, 700), MeasureLead("c", 400, 700)),
+        (MeasureLead("a", 500, 600), MeasureLead("b", 800, 600), MeasureLead("c", 900, 600)),
+        (MeasureLead("a", 300, 800), MeasureLead("b", 800, 800), MeasureLead("c", None, 800)),
+    ]
+    a, b, c = summarize_leads(seeds)
+    assert isinstance(a, LeadSummary)
+    assert a.leads == (300.0, 100.0, 500.0)
+    assert (a.median, a.low, a.high, a.share_before, a.verdict) == (300.0, 100.0, 500.0, 1.0, "before")
+    assert (b.median, b.share_before, b.verdict) == (-200.0, 0.0, "after")  # lead 0 at seed 3 is not before
+    assert c.share_before == pytest.approx(1 / 3) and c.verdict == "mixed"
+    assert np.array_equal(c.finite, [300.0, -300.0])
+    assert LeadSummary("d", (math.nan,)).verdict == "never"
