@@ -181,12 +181,14 @@ def _cmd_models(args: argparse.Namespace) -> int:
     from .models import catalog
 
     rows = catalog(is_cached)
-    print(f"{'name':<10} {'L':>3} {'N':>4} {'H':>3}  {'offline':<8} source")
-    for entry in rows:
+    names = [entry.name if entry.name != entry.repo_id else entry.family for entry in rows]  # else its model_type
+    width = max(10, *map(len, names))
+    print(f"{'name':<{width}} {'L':>3} {'N':>4} {'H':>3}  {'offline':<8} source")
+    for name, entry in zip(names, rows, strict=True):
         mark = "yes" if entry.available_offline else "no"
-        name = entry.name if entry.name != entry.repo_id else entry.family  # another family: its model_type
         print(
-            f"{name:<10} {entry.num_layers:>3} {entry.hidden_size:>4} {entry.num_heads:>3}  {mark:<8} {entry.repo_id}"
+            f"{name:<{width}} {entry.num_layers:>3} {entry.hidden_size:>4} {entry.num_heads:>3}  {mark:<8} "
+            f"{entry.repo_id}"
         )
     print(
         f"\nAny Hub repository id (owner/name) or local checkpoint directory of a supported family "

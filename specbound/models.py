@@ -333,6 +333,13 @@ OTHER_FAMILY_MODELS: tuple[tuple[str, str, int, int, int], ...] = (
     ("facebook/opt-125m", "opt", 12, 768, 12),
     ("Qwen/Qwen2-0.5B", "qwen2", 24, 896, 14),
     ("google/vit-base-patch16-224", "vit", 12, 768, 12),
+    # the dense decoders of SPEC §12 (Gemma is gated: the Hub asks for a token)
+    ("google/gemma-3-270m", "gemma3_text", 18, 640, 4),
+    ("Qwen/Qwen3-0.6B", "qwen3", 28, 1024, 16),
+    ("allenai/OLMo-2-0425-1B", "olmo2", 16, 2048, 16),
+    ("bigscience/bloom-560m", "bloom", 24, 1024, 16),
+    ("microsoft/phi-2", "phi", 32, 2560, 32),
+    ("microsoft/Phi-3-mini-4k-instruct", "phi3", 32, 3072, 32),
 )
 
 

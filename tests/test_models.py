@@ -151,7 +151,12 @@ def test_catalog_lists_the_bundled_model_then_24_miniatures_then_other_families(
     assert len(entries) == 25 + len(OTHER_FAMILY_MODELS)
     others = entries[25:]
     assert [e.repo_id for e in others][:2] == ["openai-community/gpt2", "EleutherAI/pythia-70m"]
-    assert {e.family for e in others} == {"gpt2", "gpt_neox", "opt", "qwen2", "vit"}
+    assert {e.family for e in others} == {
+        "gpt2", "gpt_neox", "opt", "qwen2", "vit", "gemma3_text", "qwen3", "olmo2", "bloom", "phi", "phi3",
+    }  # fmt: skip
+    from specbound.families import ADAPTERS
+
+    assert {e.family for e in others} <= set(ADAPTERS)  # every catalog family is one the analysis reads
     assert not any(e.is_miniature for e in others) and all(e.is_miniature for e in entries[1:25])
     bundled = entries[0]
     assert (bundled.name, bundled.repo_id, bundled.num_layers, bundled.hidden_size, bundled.num_heads) == (
