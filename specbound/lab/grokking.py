@@ -5,16 +5,19 @@ generalize much later: test accuracy jumps long after training accuracy saturate
 A complexity measure that tracks generalization could be expected to change before that jump. This
 module states the rule by which "before" is decided and applies it to a run's trajectory:
 
-* a curve's **move step** is the first recorded step at which it has covered half of its excursion:
-  with y_0 its first value and y_* the value farthest from y_0 over the run, the first step with
-  |y - y_0| ≥ |y_* - y_0| / 2 (the midpoint of its range, seen from where it started). A constant
-  curve never moves (None);
-* the **jump** is the move step of test accuracy; training accuracy **saturates** at the first step
-  where it reaches ``saturation`` (0.99);
-* a run **groks** when training accuracy saturates, test accuracy ends at least ``reached`` (0.9), and
-  the jump comes after saturation;
-* a measure **moves before the jump** when its move step is earlier than the jump; its **lead** is
-  jump - move step, in optimizer steps (positive: earlier).
+* training accuracy **saturates** at the first step where it reaches ``saturation`` (0.99): the
+  training set is memorised, and everything a measure does before is the fit itself (every norm
+  grows from its initial value), which says nothing about what comes next. So curves are read from
+  there on;
+* a curve's **move step**, from a starting step s_0, is the first recorded step at which it has
+  covered half of its excursion: with y_0 its value at s_0 and y_* the value farthest from y_0 at or
+  after s_0, the first step with |y - y_0| ≥ |y_* - y_0| / 2 (the midpoint of its range, seen from
+  where it started). A curve that stays constant never moves (None);
+* the **jump** is the move step of test accuracy from saturation;
+* a run **groks** when training accuracy saturates while test accuracy is still below ``REACHED``
+  (0.9), and test accuracy ends at or above it;
+* a measure **moves before the jump** when its move step (from saturation as well) is earlier than
+  the jump; its **lead** is jump - move step, in optimizer steps (positive: earlier).
 
 Across seeds a measure's row gives the median, lowest and highest lead and the share of seeds in
 which it moved first; its verdict ("before" only when it did so in every seed) is what the
@@ -35,19 +38,24 @@ SATURATION: float = 0.99
 REACHED: float = 0.9
 
 
-def move_step(steps: Sequence[int], values: Sequence[float]) -> int | None:
-    """The first step at which ``values`` has covered half of its excursion from its first value
-    (see the module docstring); None for a constant curve or one without two finite values.
+def move_step(steps: Sequence[int], values: Sequence[float], start: int | None = None) -> int | None:
+    """The first step at which ``values`` has covered half of its excursion from its value at step
+    ``start`` (default: the first step), read from there on (see the module docstring); None for a
+    constant curve or one without two finite values.
 
     Non-finite values are left out (a step whose measure could not be computed)."""
-    pairs = [(int(s), float(v)) for s, v in zip(steps, values, strict=True) if math.isfinite(v)]
+    pairs = [
+        (int(s), float(v))
+        for s, v in zip(steps, values, strict=True)
+        if math.isfinite(v) and (start is None or s >= start)
+    ]
     if len(pairs) < 2:
         return None
-    start = pairs[0][1]
-    excursion = max(abs(v - start) for _, v in pairs)
+    origin = pairs[0][1]
+    excursion = max(abs(v - origin) for _, v in pairs)
     if excursion == 0:
         return None
-    return next(s for s, v in pairs if abs(v - start) >= excursion / 2)
+    return next(s for s, v in pairs if abs(v - origin) >= excursion / 2)
 
 
 @dataclass(frozen=True)
@@ -57,13 +65,17 @@ class GrokEvent:
     saturation_step: int | None
     jump_step: int | None
     final_test_accuracy: float
+    #: test accuracy when training accuracy saturated (NaN when it never did)
+    test_accuracy_at_saturation: float = math.nan
 
     @property
     def grokked(self) -> bool:
+        """Training accuracy saturated, test accuracy then still lay below ``REACHED`` and ended at or
+        above it: the jump came after the fit."""
         return (
             self.saturation_step is not None
             and self.jump_step is not None
-            and self.final_test_accuracy >= REACHED
+            and self.test_accuracy_at_saturation < REACHED <= self.final_test_accuracy
             and self.jump_step > self.saturation_step
         )
 
@@ -76,9 +88,10 @@ def grok_event(
     saturation: float = SATURATION,
 ) -> GrokEvent:
     """The saturation step (first step with training accuracy ≥ ``saturation``) and the jump (the
-    move step of test accuracy)."""
+    move step of test accuracy from there; from the first step when training accuracy never saturates)."""
     saturated = next((int(s) for s, a in zip(steps, train_accuracy, strict=True) if a >= saturation), None)
-    return GrokEvent(saturated, move_step(steps, test_accuracy), float(test_accuracy[-1]))
+    at_saturation = math.nan if saturated is None else float(test_accuracy[list(steps).index(saturated)])
+    return GrokEvent(saturated, move_step(steps, test_accuracy, saturated), float(test_accuracy[-1]), at_saturation)
 
 
 @dataclass(frozen=True)
@@ -104,8 +117,9 @@ class MeasureLead:
 def measure_leads(
     steps: Sequence[int], curves: Mapping[str, Sequence[float]], event: GrokEvent
 ) -> tuple[MeasureLead, ...]:
-    """Each measure's move step against the run's jump."""
-    return tuple(MeasureLead(name, move_step(steps, values), event.jump_step) for name, values in curves.items())
+    """Each measure's move step, read from the saturation step, against the run's jump."""
+    start = event.saturation_step
+    return tuple(MeasureLead(name, move_step(steps, values, start), event.jump_step) for name, values in curves.items())
 
 
 @dataclass(frozen=True)

@@ -47,13 +47,25 @@ def test_a_run_groks_when_test_accuracy_jumps_after_training_accuracy_saturates(
     test = _sigmoid(650.0, low=0.01, high=0.99)
     event = grok_event(STEPS, train, test)
     assert (event.saturation_step, event.jump_step, event.grokked) == (300, 700, True)
-    # generalizing together with fitting is not grokking
+    assert event.test_accuracy_at_saturation == pytest.approx(0.01, abs=1e-4)
+    # generalizing together with fitting is not grokking: test accuracy is already high at saturation
     together = grok_event(STEPS, train, _sigmoid(150.0, low=0.01, high=0.99))
-    assert together.jump_step == 200 and not together.grokked
+    assert together.test_accuracy_at_saturation > 0.9 and not together.grokked
     # a run that never generalizes does not grok
     assert not grok_event(STEPS, train, _sigmoid(650.0, low=0.01, high=0.3)).grokked
     # a run that never fits does not grok
     assert not grok_event(STEPS, _sigmoid(150.0, low=0.01, high=0.9), test).grokked
+
+
+def test_curves_are_read_from_the_saturation_step() -> None:
+    """What a measure does while the training set is being fitted is not counted: a norm that grows
+    from initialisation until saturation at 300, then falls from 700, moves at 800, not at 100."""
+    grows_then_falls = [0.0, 5.0, 9.0, 10.0, 10.0, 10.0, 10.0, 9.0, 6.0, 4.0, 4.0]
+    assert move_step(STEPS, grows_then_falls) == 100  # read from the first step: the fit
+    assert move_step(STEPS, grows_then_falls, start=300) == 800  # read from saturation: 10 -> 4, half at 7
+    event = GrokEvent(saturation_step=300, jump_step=700, final_test_accuracy=0.99)
+    (lead,) = measure_leads(STEPS, {"norm": grows_then_falls}, event)
+    assert (lead.move_step, lead.lead, lead.before) == (800, -100.0, False)
 
 
 def test_leads_against_the_jump() -> None:
