@@ -17,6 +17,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..lab.correlation import Interval, MeasureCorrelation
+from ..lab.grokking import RunGrokking
+from ..lab.registry import MEASURES
 from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from ..numbers import format_count
@@ -223,5 +225,120 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
         f"Each measure against the gap over the final checkpoints of {format_count(len(frame), 'run')}",
         height=300 * rows + 80,
         legend_title="training set",
+        layout=layout,
+    )
+
+
+def excursion_share(steps: Sequence[int], values: Sequence[float], start: int | None) -> list[float | None]:
+    """How far a curve has gone from its value at ``start`` towards its farthest value after it, in
+    [0, 1] (the quantity the grokking rule compares with 1/2); None before ``start`` and where the
+    value is not finite or the curve stays constant."""
+    kept = [(s, v) for s, v in zip(steps, values, strict=True) if math.isfinite(v) and (start is None or s >= start)]
+    if not kept:
+        return [None] * len(steps)
+    origin = kept[0][1]
+    excursion = max(abs(v - origin) for _, v in kept)
+    return [
+        abs(v - origin) / excursion if excursion > 0 and math.isfinite(v) and (start is None or s >= start) else None
+        for s, v in zip(steps, values, strict=True)
+    ]
+
+
+def _screen_name(measure: str) -> str:
+    return MEASURES[measure].screen_name if measure in MEASURES else measure
+
+
+def grokking_figure(run: RunGrokking) -> go.Figure:
+    """Accuracies (top) and each measure's share of its excursion since saturation (bottom) on one
+    step axis, the saturation and the jump marked: a measure that reaches 1/2 before the jump's line
+    moved first (:mod:`specbound.lab.grokking`)."""
+    steps = list(run.steps)
+    accuracy = [
+        on_panel(
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": list(values),
+                "name": name,
+                "mode": "lines+markers",
+                "line": {"color": quantity_color(quantity)},
+                "legendgroup": "accuracy",
+            },
+            1,
+        )
+        for values, name, quantity in (
+            (run.train_accuracy, "train accuracy", Quantity.TRAIN_ERROR),
+            (run.test_accuracy, "test accuracy", Quantity.TEST_ERROR),
+        )
+    ]
+    shares = [
+        on_panel(
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": excursion_share(steps, run.curves[lead.measure], run.event.saturation_step),
+                "name": _screen_name(lead.measure),
+                "mode": "lines",
+                "line": {"color": palette_color(index)},
+                "legendgroup": "measures",
+            },
+            2,
+        )
+        for index, lead in enumerate(run.leads)
+    ]
+    layout = panel_grid(2, 1, titles=["Accuracy", "Each measure: share of its move since saturation"])
+    layout["yaxis"] = {**layout.get("yaxis", {}), **axis_title("accuracy"), "range": [0, 1.02]}
+    layout["yaxis2"] = {**layout.get("yaxis2", {}), **axis_title("share of the excursion"), "range": [0, 1.02]}
+    layout["xaxis2"] = {**layout.get("xaxis2", {}), **axis_title(STEP_AXIS), "matches": "x"}
+    marks = [(run.event.saturation_step, "train fits", "dot"), (run.event.jump_step, "test jumps", "dash")]
+    layout["shapes"] = [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": step,
+            "x1": step,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": "#444444", "dash": dash, "width": 1},
+        }
+        for step, _, dash in marks
+        if step is not None
+    ] + [
+        {
+            "type": "line",
+            "xref": "x2 domain",
+            "yref": "y2",
+            "x0": 0,
+            "x1": 1,
+            "y0": 0.5,
+            "y1": 0.5,
+            "line": {"color": "#999999", "dash": "dot", "width": 1},
+        }
+    ]
+    layout["annotations"] = [
+        *layout.get("annotations", []),
+        *(
+            {
+                "x": step,
+                "xref": "x",
+                "y": 1.0,
+                "yref": "y",
+                "text": text,
+                "showarrow": False,
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "font": {"size": 11},
+            }
+            for step, text, _ in marks
+            if step is not None
+        ),
+    ]
+    verdict = "groks" if run.event.grokked else "does not grok"
+    return figure(
+        [*accuracy, *shares],
+        f"Grokking: seed {run.seed} {verdict}",
+        source="a measure moves when it has covered half its excursion from saturation (the dotted line at 1/2)",
+        legend_title="curve",
         layout=layout,
     )

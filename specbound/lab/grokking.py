@@ -29,8 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .trajectory import RunTrajectory
 
 #: Training accuracy at which a run counts as having fit its training set.
 SATURATION: float = 0.99
@@ -171,3 +175,44 @@ def summarize_leads(per_seed: Sequence[Sequence[MeasureLead]]) -> tuple[LeadSumm
     return tuple(
         LeadSummary(name, tuple(next(m.lead for m in seed if m.measure == name) for seed in per_seed)) for name in names
     )
+
+
+# --- a lab run's trajectory -----------------------------------------------------------------------
+
+
+def tracked_measures() -> tuple[str, ...]:
+    """The measures whose trajectory is read: every CHECKPOINT measure of the registry that is
+    correlated with the gap (the MODEL measures exist at the final step only)."""
+    from .registry import checkpoint_measures
+
+    return tuple(m.name for m in checkpoint_measures() if m.correlated)
+
+
+@dataclass(frozen=True)
+class RunGrokking:
+    """One run read by the rule: its accuracies by step, its event and each measure's lead."""
+
+    name: str
+    seed: int
+    steps: tuple[int, ...]
+    train_accuracy: tuple[float, ...]
+    test_accuracy: tuple[float, ...]
+    curves: Mapping[str, tuple[float, ...]]
+    event: GrokEvent
+    leads: tuple[MeasureLead, ...]
+
+
+def run_grokking(run: RunTrajectory, measures: Sequence[str] | None = None) -> RunGrokking:
+    """The rule applied to a lab run: accuracy is 1 - error at every saved step."""
+    names = tuple(measures) if measures is not None else tracked_measures()
+    steps = tuple(s.step for s in run.steps)
+    train = tuple(1.0 - s.train_error for s in run.steps)
+    test = tuple(1.0 - s.test_error for s in run.steps)
+    curves = {name: tuple(s.value(name) for s in run.steps) for name in names}
+    event = grok_event(steps, train, test)
+    return RunGrokking(run.name, run.spec.seed, steps, train, test, curves, event, measure_leads(steps, curves, event))
+
+
+def grokking_summary(runs: Sequence[RunGrokking]) -> tuple[LeadSummary, ...]:
+    """Per measure, its leads over the runs that grokked (none: an empty table)."""
+    return summarize_leads([run.leads for run in runs if run.event.grokked])

@@ -95,3 +95,39 @@ def test_the_summary_over_seeds_says_only_what_every_seed_supports() -> None:
     assert c.share_before == pytest.approx(1 / 3) and c.verdict == "mixed"
     assert np.array_equal(c.finite, [300.0, -300.0])
     assert LeadSummary("d", (math.nan,)).verdict == "never"
+
+
+def _hand_run():
+    from specbound.lab.grokking import RunGrokking
+
+    train = _sigmoid(150.0, low=0.01, high=1.0)
+    test = _sigmoid(650.0, low=0.01, high=0.99)
+    curves = {"ours": tuple(_sigmoid(350.0)), "edelman": tuple(_sigmoid(850.0, low=2.0, high=1.0))}
+    event = grok_event(STEPS, train, test)
+    return RunGrokking("run", 3, tuple(STEPS), tuple(train), tuple(test), curves, event,
+                       measure_leads(STEPS, curves, event))  # fmt: skip
+
+
+def test_the_excursion_share_is_what_the_rule_compares_with_one_half() -> None:
+    from specbound.figures.lab import excursion_share
+
+    values = [0.0, 5.0, 9.0, 10.0, 10.0, 10.0, 10.0, 9.0, 6.0, 4.0, 4.0]
+    shares = excursion_share(STEPS, values, 300)
+    assert shares[:3] == [None, None, None]
+    assert shares[3:] == pytest.approx([0.0, 0.0, 0.0, 0.0, 1 / 6, 4 / 6, 1.0, 1.0])
+    first_half = next(s for s, share in zip(STEPS, shares, strict=True) if share is not None and share >= 0.5)
+    assert first_half == move_step(STEPS, values, 300) == 800
+
+
+def test_the_grokking_figure_marks_the_fit_and_the_jump_on_one_step_axis() -> None:
+    from specbound.figures.lab import grokking_figure
+
+    run = _hand_run()
+    fig = grokking_figure(run).to_dict()
+    names = [trace["name"] for trace in fig["data"]]
+    assert names[:2] == ["train accuracy", "test accuracy"] and len(names) == 4
+    assert {trace["yaxis"] for trace in fig["data"][2:]} == {"y2"}
+    lines = [shape["x0"] for shape in fig["layout"]["shapes"] if shape["xref"] == "x"]
+    assert lines == [run.event.saturation_step, run.event.jump_step] == [300, 700]
+    assert fig["layout"]["xaxis2"]["matches"] == "x"
+    assert "seed 3 groks" in fig["layout"]["title"]["text"]
