@@ -23,6 +23,7 @@ from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from ..numbers import format_count
 from .style import (
+    PALETTE,
     PANEL_TITLE_ROOM,
     SEQUENTIAL,
     TOP_MARGIN,
@@ -244,6 +245,10 @@ def excursion_share(steps: Sequence[int], values: Sequence[float], start: int | 
     ]
 
 
+#: Line styles of the measures beyond the palette's colours, so no two share a look.
+_DASHES: tuple[str, ...] = ("solid", "dash", "dot")
+
+
 def _screen_name(measure: str) -> str:
     return MEASURES[measure].screen_name if measure in MEASURES else measure
 
@@ -279,7 +284,7 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
                 "y": excursion_share(steps, run.curves[lead.measure], run.event.saturation_step),
                 "name": _screen_name(lead.measure),
                 "mode": "lines",
-                "line": {"color": palette_color(index)},
+                "line": {"color": palette_color(index), "dash": _DASHES[index // len(PALETTE) % len(_DASHES)]},
                 "legendgroup": "measures",
             },
             2,
