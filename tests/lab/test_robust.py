@@ -49,3 +49,19 @@ def test_robust_view_gives_each_measures_worst_environment() -> None:
     assert flip.worst_environment == "threshold/bert"
     assert swap.sign_errors == pytest.approx((0.0, 1 / 6, 2 / 6)) and swap.worst_environment == "modular/llama"
     assert environment_column("markov/gpt2") == "sign_error_markov_gpt2"
+
+
+def test_the_robust_sentence_is_computed_from_the_numbers() -> None:
+    from specbound.lab.views import robust_sentence
+
+    gap = [0.1, 0.2, 0.3, 0.4]
+    rows = robust_view(
+        {
+            "threshold/bert": ({"ours": [4, 3, 2, 1], "params": [1, 2, 3, 4]}, gap),
+            "markov/gpt2": ({"ours": [1, 2, 3, 4], "params": [2, 1, 3, 4]}, gap),
+        }
+    )
+    text = robust_sentence(rows)
+    assert text.startswith("Over 2 environments, params has the smallest worst-case sign-error, 0.17 (in markov/gpt2")
+    assert "ours orders 100% of the run pairs against the gap in its worst environment, threshold/bert" in text
+    assert "no sign-error" in robust_sentence(robust_view({"a/b": ({"ours": [1, 1]}, [0.1, 0.2])}))
