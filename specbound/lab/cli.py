@@ -231,19 +231,28 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from .grid import preset_grid, read_grid
     from .reference import export_reference
     from .sweep import run_sweep
+    from .train import DECODERS, LabError
 
-    base = preset_grid(args.preset, args.task, args.family)
-    grid = read_grid(args.grid, base) if args.grid else base
-    overrides: dict[str, Any] = {
-        axis: tuple(dict.fromkeys(getattr(args, axis)))
-        for axis in ("layers", "hidden", "heads", "n_train", "label_noise", "seeds")
-        if getattr(args, axis)
-    }
-    settings = {name: getattr(args, name) for name in ("steps", "save_every") if getattr(args, name)}
-    overrides["settings"] = replace(grid.settings, **settings)
-    grid = replace(grid, **overrides)
-    specs = grid.specs()
-    print(f"{len(specs)} runs on {grid.task.describe()}; results in {args.out}", flush=True)
+    tasks, families = _names(args.task), _names(args.family)
+    environments = [(t, f) for t in tasks for f in families if not TASKS[t].causal or f in DECODERS]
+    if not environments:
+        raise LabError(f"the {', '.join(tasks)} task(s) need a decoder family ({', '.join(sorted(DECODERS))})")
+    if args.export_reference and len(environments) > 1:
+        raise LabError("--export-reference takes one environment (one --task and one --family)")
+    specs: list[Any] = []
+    for task, family in environments:
+        base = preset_grid(args.preset, task, family)
+        grid = read_grid(args.grid, base) if args.grid else base
+        overrides: dict[str, Any] = {
+            axis: tuple(dict.fromkeys(getattr(args, axis)))
+            for axis in ("layers", "hidden", "heads", "n_train", "label_noise", "seeds")
+            if getattr(args, axis)
+        }
+        settings = {name: getattr(args, name) for name in ("steps", "save_every") if getattr(args, name)}
+        overrides["settings"] = replace(grid.settings, **settings)
+        grid = replace(grid, **overrides)
+        specs += grid.specs()
+        print(f"{len(grid.specs())} runs of {family} on {grid.task.describe()}; results in {args.out}", flush=True)
     started = time.perf_counter()
     from ..parallel import Executor
 
@@ -267,6 +276,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0
+
+
+def _names(values: list[str] | str) -> list[str]:
+    """The distinct names given to --task or --family, in order."""
+    return list(dict.fromkeys([values] if isinstance(values, str) else values))
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -374,9 +388,15 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--steps", type=_steps, default=None, help="optimiser steps per run")
     sweep.add_argument("--save-every", type=_steps, default=None, help="checkpoint every k steps")
     sweep.add_argument(
-        "--task", choices=list(TASKS), default="threshold", help=_TASK_HELP + "; the preset's axes follow the task"
+        "--task",
+        choices=list(TASKS),
+        nargs="+",
+        default=["threshold"],
+        help=_TASK_HELP + "; the preset's axes follow the task. Several tasks and families sweep every "
+        "environment task x family (markov with the decoders only), e.g. a study for a cluster: --preset study "
+        "--task threshold parity modular markov --family bert gpt2 llama neox --dask ADDRESS",
     )
-    sweep.add_argument("--family", choices=list(FAMILIES), default="bert", help=_FAMILY_HELP)
+    sweep.add_argument("--family", choices=list(FAMILIES), nargs="+", default=["bert"], help=_FAMILY_HELP)
     sweep.add_argument("--out", required=True, help="lab directory (a re-run skips the runs finished there)")
     sweep.add_argument(
         "--export-reference",

@@ -161,3 +161,28 @@ def test_an_old_runs_csv_reads_as_threshold_on_bert(tmp_path: Path) -> None:
     results = read_results(REFERENCE_DIR)
     assert [e.environment for e in results.environments] == ["threshold/bert"]
     assert results.correlations == results.environments[0].correlations
+
+
+def test_one_sweep_over_several_environments(tmp_path: Path) -> None:
+    args = ["lab", "sweep", "--preset", "smoke", "--task", "modular", "markov", "--family", "gpt2", "bert"]
+    args += ["--n-train", "16", "64", "--seeds", "0", "--steps", "2", "--save-every", "1", "--out", str(tmp_path)]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(args) == 0
+    text = printed.getvalue()
+    # markov needs a decoder: three environments, modular/gpt2, modular/bert and markov/gpt2
+    assert "2 runs of bert on modular-addition" in text and "2 runs of bert on markov" not in text
+    runs = pd.read_csv(tmp_path / RUNS_CSV)
+    assert set(zip(runs["task"], runs["family"], strict=True)) == {
+        ("modular", "gpt2"),
+        ("modular", "bert"),
+        ("markov", "gpt2"),
+    }
+    table = pd.read_csv(tmp_path / CORRELATIONS_CSV)
+    assert len(table) == 3 * table["measure"].nunique()
+    robust = pd.read_csv(tmp_path / ROBUST_CSV)
+    assert {"sign_error_modular_bert", "sign_error_modular_gpt2", "sign_error_markov_gpt2"} <= set(robust.columns)
+    assert "== environment markov/gpt2 (2 runs)" in text
+    with pytest.raises(SystemExit):
+        main(["lab", "sweep", "--task", "nonsense", "--out", str(tmp_path)])
+    assert main(["lab", "sweep", "--task", "markov", "--family", "bert", "--out", str(tmp_path)]) == 1
