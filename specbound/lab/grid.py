@@ -116,12 +116,14 @@ _TASK_AXES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "markov": {
         "smoke": {"n_train": (16, 128), "label_noise": (0.0,), "seeds": (0, 1)},
-        "class": {"n_train": (16, 64, 256), "label_noise": (0.0,), "seeds": (0, 1, 2, 3)},
+        "class": {"n_train": (16, 64, 256), "label_noise": (0.0,), "seeds": (0, 1, 2)},
         "study": {"n_train": (16, 64, 256, 1024), "label_noise": (0.0,), "seeds": (0, 1, 2, 3, 4, 5)},
     },
 }
 #: Smoke runs of a decoder or another task: fewer test samples (a Markov test sample is 32 predictions).
 _SMOKE_TEST_SAMPLES: dict[str, int] = {"markov": 500}
+#: The Markov task's class and study presets: 1,000 test sequences (31,000 predictions).
+_MARKOV_TEST_SAMPLES = 1000
 
 
 def preset_grid(name: str, task: str = "threshold", family: str = "bert") -> SweepGrid:
@@ -137,6 +139,8 @@ def preset_grid(name: str, task: str = "threshold", family: str = "bert") -> Swe
     if task == "threshold":
         return grid
     grid = replace(grid, task=TASKS[task], **_TASK_AXES[task].get(name, {}))
+    if task == "markov" and name != "smoke":
+        grid = replace(grid, settings=replace(grid.settings, test_samples=_MARKOV_TEST_SAMPLES))
     if name == "smoke":  # seconds, not a minute: 100 steps, checkpoints at 0, 50 and 100
         test_samples = _SMOKE_TEST_SAMPLES.get(task, grid.settings.test_samples)
         grid = replace(grid, settings=replace(grid.settings, steps=100, save_every=50, test_samples=test_samples))
