@@ -39,8 +39,9 @@ from specbound.lab import views
 from specbound.lab.correlation import MeasureCorrelation, TauDifference, Verdict
 from specbound.lab.records import read_runs
 from specbound.lab.registry import correlated_measures
+from specbound.lab.robust import RobustRow
 from specbound.lab.sweep import run_sweep
-from specbound.lab.tables import LabResults, comparisons, correlations, correlations_frame
+from specbound.lab.tables import LabResults, comparisons, correlations, correlations_frame, robust, robust_frame
 from specbound.lab.tasks import ThresholdTask
 from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings
 from specbound.lab.trajectory import RunTrajectory
@@ -259,6 +260,24 @@ def against_baseline(origin: str) -> tuple[TauDifference, ...]:
     return _comparisons(origin, 0 if origin == REFERENCE else board().version, runs)
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _robust(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[RobustRow, ...]:
+    return robust(_runs)
+
+
+def robust_rows(origin: str) -> tuple[RobustRow, ...]:
+    """The robust view (each measure's sign-error per environment) of the reference or of the store."""
+    runs = reference().runs if origin == REFERENCE else store_runs()
+    return _robust(origin, 0 if origin == REFERENCE else board().version, runs)
+
+
+def robust_view_frame(rows: tuple[RobustRow, ...]) -> Styler:
+    """``robust.csv`` as the page shows it: each measure in plain words, sign-errors to three decimals."""
+    frame = robust_frame(rows)
+    plain = {c: "number" for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
+    return styled_table(frame.assign(measure=[measure_name(m) for m in frame["measure"]]), plain)
+
+
 #: What repeats and what does not, measured (README, "Lab": reproducibility).
 REPRODUCIBILITY = (
     "A run repeats bit for bit on the same machine with the same BLAS and one thread (how the lab trains). "
@@ -272,8 +291,10 @@ REPRODUCIBILITY = (
 
 
 def correlation_table(table: tuple[MeasureCorrelation, ...]) -> pd.DataFrame:
-    """The correlation table exactly as ``correlations.csv`` holds it (headers made readable on screen)."""
-    return correlations_frame(table)
+    """The correlation table as ``correlations.csv`` holds it for one environment (headers made readable
+    on screen), without the environment's ``task`` and ``family`` columns: the page's runs are all of one
+    environment, the lab's BERT encoders on the threshold task."""
+    return correlations_frame(table).drop(columns=["task", "family"])
 
 
 def correlation_view(table: tuple[MeasureCorrelation, ...]) -> Styler:

@@ -203,6 +203,18 @@ elif view == SWEEP_VIEW:
     )
     with st.container(key="lab_comparisons"):
         st.markdown("\n".join(f"- {views.comparison_sentence(d, measure_name)}" for d in differences))
+    st.subheader("Robust across environments")
+    robust_rows = service.robust_rows(origin)
+    st.caption(
+        "Dziugaite et al. (2020): a measure is judged by its worst environment (task × family), not its "
+        "average. Sign-error: the share of run pairs, among those neither the measure nor the gap ties, that "
+        "the measure orders opposite to the gap (0 best, 0.5 chance, 1 reversed); its mean and worst over "
+        "the environments, and where it is worst. More environments join with `specbound lab sweep --task "
+        "... --family ...` (README, Lab)."
+    )
+    with st.container(key="lab_robust"):
+        st.markdown(views.robust_sentence(robust_rows, measure_name))
+    draw_table(service.robust_view_frame(robust_rows), hide_index=True, key="lab_robust_table")
     st.caption(f"Reproducibility. {service.REPRODUCIBILITY}")
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")

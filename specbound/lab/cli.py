@@ -16,11 +16,30 @@ from pathlib import Path
 from typing import Any
 
 from ..progress import ProgressCallback, ProgressEvent, silent
-from .tasks import MAX_LABEL_NOISE
-from .train import MAX_HEADS, MAX_HIDDEN, MAX_LAYERS, MAX_SEED, MAX_STEPS, MAX_TEST_SAMPLES, MAX_TRAIN, TrainSettings
+from .tasks import MAX_LABEL_NOISE, TASKS
+from .train import (
+    FAMILIES,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_TEST_SAMPLES,
+    MAX_TRAIN,
+    TrainSettings,
+)
 
 _DEFAULTS = TrainSettings()
 LAB_MODELS = "small BERT encoders trained by the specbound lab on the sparse threshold task (not BERT Miniatures)"
+_TASK_HELP = (
+    "threshold: the sparse threshold task (default); parity: parity of 3 of 16 binary tokens; modular: "
+    "(a + b) mod 97, n_train of the 9409 pairs for training, the rest for test; markov: next-token "
+    "prediction on a random sparse Markov chain (decoders only; the gap is on the loss)"
+)
+_FAMILY_HELP = (
+    "bert: BERT encoder (default); gpt2; llama: grouped-query (H/2 key/value heads), gated MLP; "
+    "neox: GPT-NeoX with parallel residual"
+)
 
 
 def _bounded(
@@ -81,13 +100,53 @@ def _interval(low: float, high: float) -> str:
 
 
 def _print_correlations(results: Any) -> None:
+    """The correlation table of each environment (one block when the directory has one), then the
+    robust view when there are several."""
+    environments = getattr(results, "environments", ())
+    if len(environments) <= 1:
+        gap = "test - train loss" if environments and environments[0].task == "markov" else "test - train error"
+        _print_table(results.correlations, len(results.runs), gap)
+    else:
+        for env in environments:
+            print(f"== environment {env.environment} ({env.runs} runs)")
+            _print_table(
+                env.correlations, env.runs, "test - train loss" if env.task == "markov" else "test - train error"
+            )
+    _print_robust(results)
+
+
+def _print_robust(results: Any) -> None:
+    from .robust import environment_column
+
+    rows = getattr(results, "robust", ())
+    if not rows:
+        return
+    environments = rows[0].environments
+    print(
+        f"Robust view (Dziugaite et al. 2020) over {len(environments)} environment(s): sign-error = share of the "
+        "run pairs (untied in both) that the measure orders opposite to the gap; 0 best, 0.5 chance"
+    )
+    width = max(len(r.measure) for r in rows)
+    columns = "  ".join(f"{environment_column(e)[len('sign_error_') :]:>16}" for e in environments)
+    print(f"{'measure':>{width}}  {'mean':>6}  {'worst':>6}  {'worst environment':>18}  {columns}")
+
+    def cell(value: float, size: int) -> str:
+        return f"{'n/a':>{size}}" if math.isnan(value) else f"{value:>{size}.3f}"
+
+    for r in rows:
+        errors = "  ".join(cell(e, 16) for e in r.sign_errors)
+        print(
+            f"{r.measure:>{width}}  {cell(r.mean, 6)}  {cell(r.worst, 6)}  {r.worst_environment or 'n/a':>18}  {errors}"
+        )
+
+
+def _print_table(correlations: Any, runs: int, gap: str) -> None:
     from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 
-    runs = len(results.runs)
     if runs < 2:
         print(f"{runs} finished run(s): correlations need at least two runs")
         return
-    print(f"Rank correlation with the gap (test - train error) over the final checkpoints of {runs} runs:")
+    print(f"Rank correlation with the gap ({gap}) over the final checkpoints of {runs} runs:")
     print(
         "  kendall_tau: tau-b over all runs; granulated_tau: Jiang et al. (2020), mean over axes of the mean "
         "tau-a within groups differing in that axis only"
@@ -96,12 +155,12 @@ def _print_correlations(results: Any) -> None:
         f"  95 % percentile bootstrap intervals ({BOOTSTRAP_DRAWS} draws, seed {BOOTSTRAP_SEED}): tau over runs, "
         "granulated tau over groups"
     )
-    width = max(len(c.measure) for c in results.correlations)
+    width = max(len(c.measure) for c in correlations)
     print(
         f"{'measure':>{width}}  {'kendall_tau':>11}  {'95 % interval':>16}  {'granulated_tau':>14}  "
         f"{'95 % interval':>16}  {'runs':>4}  {'groups':>6}"
     )
-    for c in results.correlations:
+    for c in correlations:
         tau = "n/a" if math.isnan(c.kendall_tau) else f"{c.kendall_tau:+.3f}"
         granulated = "n/a" if math.isnan(c.granulated_tau) else f"{c.granulated_tau:+.3f}"
         print(
@@ -142,8 +201,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
         heads=args.heads,
         n_train=args.n_train,
         seed=args.seed,
-        task=ThresholdTask(label_noise=args.label_noise),
+        task=replace(TASKS[args.task], label_noise=args.label_noise)
+        if args.task != "threshold"
+        else ThresholdTask(label_noise=args.label_noise),
         settings=settings,
+        family=args.family,
     )
     print(f"{spec.name}: {spec.task.describe()}", flush=True)
     result = run_sweep([spec], Path(args.out), use_cache=not args.no_cache, progress=_progress, report=_report)
@@ -166,21 +228,31 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ..status import Status
-    from .grid import PRESETS, read_grid
+    from .grid import preset_grid, read_grid
     from .reference import export_reference
     from .sweep import run_sweep
+    from .train import DECODERS, LabError
 
-    grid = read_grid(args.grid, PRESETS[args.preset]) if args.grid else PRESETS[args.preset]
-    overrides: dict[str, Any] = {
-        axis: tuple(dict.fromkeys(getattr(args, axis)))
-        for axis in ("layers", "hidden", "heads", "n_train", "label_noise", "seeds")
-        if getattr(args, axis)
-    }
-    settings = {name: getattr(args, name) for name in ("steps", "save_every") if getattr(args, name)}
-    overrides["settings"] = replace(grid.settings, **settings)
-    grid = replace(grid, **overrides)
-    specs = grid.specs()
-    print(f"{len(specs)} runs on {grid.task.describe()}; results in {args.out}", flush=True)
+    tasks, families = _names(args.task), _names(args.family)
+    environments = [(t, f) for t in tasks for f in families if not TASKS[t].causal or f in DECODERS]
+    if not environments:
+        raise LabError(f"the {', '.join(tasks)} task(s) need a decoder family ({', '.join(sorted(DECODERS))})")
+    if args.export_reference and len(environments) > 1:
+        raise LabError("--export-reference takes one environment (one --task and one --family)")
+    specs: list[Any] = []
+    for task, family in environments:
+        base = preset_grid(args.preset, task, family)
+        grid = read_grid(args.grid, base) if args.grid else base
+        overrides: dict[str, Any] = {
+            axis: tuple(dict.fromkeys(getattr(args, axis)))
+            for axis in ("layers", "hidden", "heads", "n_train", "label_noise", "seeds")
+            if getattr(args, axis)
+        }
+        settings = {name: getattr(args, name) for name in ("steps", "save_every") if getattr(args, name)}
+        overrides["settings"] = replace(grid.settings, **settings)
+        grid = replace(grid, **overrides)
+        specs += grid.specs()
+        print(f"{len(grid.specs())} runs of {family} on {grid.task.describe()}; results in {args.out}", flush=True)
     started = time.perf_counter()
     from ..parallel import Executor
 
@@ -204,6 +276,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0
+
+
+def _names(values: list[str] | str) -> list[str]:
+    """The distinct names given to --task or --family, in order."""
+    return list(dict.fromkeys([values] if isinstance(values, str) else values))
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -281,6 +358,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         default=_DEFAULTS.test_samples,
         help=f"fresh samples for the test error (default {_DEFAULTS.test_samples}, at most {MAX_TEST_SAMPLES})",
     )
+    train.add_argument("--task", choices=list(TASKS), default="threshold", help=_TASK_HELP)
+    train.add_argument("--family", choices=list(FAMILIES), default="bert", help=_FAMILY_HELP)
     train.add_argument("--out", required=True, help="lab directory (the run joins any runs already there)")
     train.add_argument("--no-cache", action="store_true", help="analyse checkpoints without the profile cache")
     train.set_defaults(handler=_cmd_train)
@@ -308,6 +387,16 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--seeds", type=_seed, nargs="+", help="replace the seed axis")
     sweep.add_argument("--steps", type=_steps, default=None, help="optimiser steps per run")
     sweep.add_argument("--save-every", type=_steps, default=None, help="checkpoint every k steps")
+    sweep.add_argument(
+        "--task",
+        choices=list(TASKS),
+        nargs="+",
+        default=["threshold"],
+        help=_TASK_HELP + "; the preset's axes follow the task. Several tasks and families sweep every "
+        "environment task x family (markov with the decoders only), e.g. a study for a cluster: --preset study "
+        "--task threshold parity modular markov --family bert gpt2 llama neox --dask ADDRESS",
+    )
+    sweep.add_argument("--family", choices=list(FAMILIES), nargs="+", default=["bert"], help=_FAMILY_HELP)
     sweep.add_argument("--out", required=True, help="lab directory (a re-run skips the runs finished there)")
     sweep.add_argument(
         "--export-reference",

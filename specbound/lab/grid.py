@@ -18,8 +18,8 @@ from typing import Any
 from ..files import describe_os_error, read_json
 from ..limits import LIMITS
 from ..text import quoted
-from .tasks import ThresholdTask
-from .train import LabError, RunSpec, TrainSettings
+from .tasks import TASKS, LabTask, ThresholdTask
+from .train import FAMILIES, LabError, RunSpec, TrainSettings
 
 #: At most this many runs in one grid (a typo in an axis should not start a week of training).
 MAX_RUNS: int = 500
@@ -38,8 +38,9 @@ class SweepGrid:
     n_train: tuple[int, ...]
     label_noise: tuple[float, ...] = (0.0,)
     seeds: tuple[int, ...] = (0,)
-    task: ThresholdTask = field(default_factory=ThresholdTask)
+    task: LabTask = field(default_factory=ThresholdTask)
     settings: TrainSettings = field(default_factory=TrainSettings)
+    family: str = "bert"
 
     def specs(self) -> tuple[RunSpec, ...]:
         """Every run of the grid (LabError if one is invalid or there are too many)."""
@@ -60,6 +61,7 @@ class SweepGrid:
                     seed=s,
                     task=replace(self.task, label_noise=q),
                     settings=self.settings,
+                    family=self.family,
                 )
                 for depth, width, h, n, q, s in itertools.product(
                     self.layers, self.hidden, self.heads, self.n_train, self.label_noise, self.seeds
@@ -102,6 +104,49 @@ PRESETS: dict[str, SweepGrid] = {
     ),
 }
 
+#: Per task other than the threshold task, the axes each preset changes: the modular task's n_train is
+#: a number of its 97² = 9409 pairs and the Markov task's a number of sequences; neither has label noise,
+#: so its noise axis is 0 alone and seeds take its place.
+_TASK_AXES: dict[str, dict[str, dict[str, Any]]] = {
+    "parity": {},
+    "modular": {
+        "smoke": {"n_train": (1000, 4000), "label_noise": (0.0,), "seeds": (0, 1)},
+        "class": {"n_train": (1000, 2500, 5000), "label_noise": (0.0,), "seeds": (0, 1, 2, 3)},
+        "study": {"n_train": (1000, 2500, 5000, 7500), "label_noise": (0.0,), "seeds": (0, 1, 2, 3, 4, 5)},
+    },
+    "markov": {
+        "smoke": {"n_train": (16, 128), "label_noise": (0.0,), "seeds": (0, 1)},
+        "class": {"n_train": (16, 64, 256), "label_noise": (0.0,), "seeds": (0, 1, 2)},
+        "study": {"n_train": (16, 64, 256, 1024), "label_noise": (0.0,), "seeds": (0, 1, 2, 3, 4, 5)},
+    },
+}
+#: Smoke runs of a decoder or another task: fewer test samples (a Markov test sample is 32 predictions).
+_SMOKE_TEST_SAMPLES: dict[str, int] = {"markov": 500}
+#: The Markov task's class and study presets: 1,000 test sequences (31,000 predictions).
+_MARKOV_TEST_SAMPLES = 1000
+
+
+def preset_grid(name: str, task: str = "threshold", family: str = "bert") -> SweepGrid:
+    """A preset for one environment: ``PRESETS[name]`` on the default instance of ``task`` (the threshold
+    task's presets are unchanged) for ``family`` (LabError for an unknown name)."""
+    if name not in PRESETS:
+        raise LabError(f"unknown preset {name!r} (known: {', '.join(sorted(PRESETS))})")
+    if task not in TASKS:
+        raise LabError(f"unknown task {task!r} (known: {', '.join(TASKS)})")
+    if family not in FAMILIES:
+        raise LabError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
+    grid = replace(PRESETS[name], family=family)
+    if task == "threshold":
+        return grid
+    grid = replace(grid, task=TASKS[task], **_TASK_AXES[task].get(name, {}))
+    if task == "markov" and name != "smoke":
+        grid = replace(grid, settings=replace(grid.settings, test_samples=_MARKOV_TEST_SAMPLES))
+    if name == "smoke":  # seconds, not a minute: 100 steps, checkpoints at 0, 50 and 100
+        test_samples = _SMOKE_TEST_SAMPLES.get(task, grid.settings.test_samples)
+        grid = replace(grid, settings=replace(grid.settings, steps=100, save_every=50, test_samples=test_samples))
+    return grid
+
+
 _GRID_AXES = {"layers": int, "hidden": int, "heads": int, "n_train": int, "label_noise": float, "seeds": int}
 
 
@@ -128,7 +173,7 @@ def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> Sw
         if not isinstance(settings, Mapping) or not isinstance(task, Mapping):
             raise LabError("grid entries 'settings' and 'task' must be JSON objects")
         known_settings = {f.name for f in fields(TrainSettings)}
-        known_task = {f.name for f in fields(ThresholdTask)} - {"label_noise"}
+        known_task = {f.name for f in fields(type(base.task))} - {"label_noise"}
         if set(settings) - known_settings or set(task) - known_task:
             raise LabError(
                 f"unknown settings or task entries: "
@@ -149,7 +194,8 @@ def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> Sw
             else:
                 checked_task[name] = _grid_number(f"task entry '{name}'", v, int)
         values["settings"] = replace(base.settings, **settings)
-        values["task"] = replace(base.task, **{"threshold": None, **checked_task})  # rebalanced unless given
+        rebalance = {"threshold": None} if isinstance(base.task, ThresholdTask) else {}
+        values["task"] = replace(base.task, **{**rebalance, **checked_task})  # rebalanced unless given
         grid = replace(base, **values)
         grid.specs()  # every run valid and within the limits, said now rather than at run 17
         return grid

@@ -7,8 +7,10 @@ Layout of a lab directory ``DIR`` (the file names and columns are an interface):
                                           written atomically last, it marks the run as finished
     runs.csv                              one row per run and saved step (see
                                           :data:`specbound.lab.tables.RUN_COLUMNS`)
-    correlations.csv                      one row per measure: Kendall tau and granulated tau with the gap,
-                                          with 95 % bootstrap intervals
+    correlations.csv                      one block per environment (task, family), one row per measure:
+                                          Kendall tau and granulated tau with the gap, 95 % bootstrap intervals
+    robust.csv                            one row per measure: its sign-error in each environment, the
+                                          mean, the worst and where (:mod:`specbound.lab.robust`)
 
 A record is validated when it is read: one that does not hold a complete, finite trajectory is not a
 finished run. A record that predates a measure still loads (that measure is missing), but it is not
@@ -36,6 +38,13 @@ RECORD_FORMAT = "specbound-lab-run"
 RECORD_SCHEMA = 1
 #: A label that travels with every record and reference file.
 LAB_LABEL = "small BERT encoder trained by the specbound lab (not a BERT Miniature)"
+_FAMILY_WORDS = {"gpt2": "GPT-2 decoder", "llama": "Llama decoder", "neox": "GPT-NeoX decoder"}
+
+
+def lab_label(family: str) -> str:
+    """The label of a lab model of ``family``: :data:`LAB_LABEL` for bert."""
+    words = _FAMILY_WORDS.get(family)
+    return LAB_LABEL if words is None else f"small {words} trained by the specbound lab (not a released model)"
 
 
 def write_text(path: Path, text: str) -> None:
@@ -53,7 +62,7 @@ def write_record(out: Path, trajectory: RunTrajectory) -> Path:
     record = {
         "format": RECORD_FORMAT,
         "schema": RECORD_SCHEMA,
-        "label": LAB_LABEL,
+        "label": lab_label(trajectory.spec.family),
         "task": trajectory.spec.task.describe(),
         "measures": list(MEASURES),
         **trajectory.to_dict(),
@@ -94,9 +103,20 @@ def finished_run(out: Path, spec: RunSpec) -> RunTrajectory | None:
 
 
 def _order(run: RunTrajectory) -> tuple[Any, ...]:
-    """Runs in grid order: by the axes (numerically), then the rest of the spec."""
+    """Runs in grid order: by environment (threshold/bert first), the axes (numerically), then the rest."""
     s = run.spec
-    return (s.layers, s.hidden, s.heads, s.n_train, s.label_noise, s.seed, json.dumps(s.to_dict(), sort_keys=True))
+    return (
+        (s.family, s.task.kind) != ("bert", "threshold"),
+        s.task.kind,
+        s.family,
+        s.layers,
+        s.hidden,
+        s.heads,
+        s.n_train,
+        s.label_noise,
+        s.seed,
+        json.dumps(s.to_dict(), sort_keys=True),
+    )
 
 
 def read_runs(out: Path | str) -> tuple[RunTrajectory, ...]:

@@ -26,7 +26,7 @@ from ..progress import ProgressCallback, silent
 from ..status import Status
 from .claims import claim, tables_lock
 from .records import RUNS_DIR, finished_run, read_runs, write_record
-from .tables import LabResults, correlations, write_tables
+from .tables import LabResults, lab_results, write_results, write_tables
 from .train import LabError, RunSpec, TrainingCancelled, train_run
 from .trajectory import DEFAULT_BOUNDS, RunTrajectory, analyse_run
 
@@ -112,10 +112,9 @@ def run_sweep(
     except OSError as exc:
         raise LabError(f"cannot write to the lab directory {out.name}: {describe_os_error(exc)}") from None
     with tables_lock(out):
-        runs = read_runs(out)
-        table = correlations(runs)
-        files = write_tables(out, runs, table)
-    return SweepResult(tuple(outcomes), LabResults(runs, table), files, time.perf_counter() - started)
+        results = lab_results(read_runs(out))
+        files = write_results(out, results)
+    return SweepResult(tuple(outcomes), results, files, time.perf_counter() - started)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,12 @@
-"""The tables of a lab directory: runs.csv (one row per run and saved step) and correlations.csv (each
-measure's tau with the gap), the comparisons against the baseline measure, and reading results back.
+"""The tables of a lab directory: runs.csv (one row per run and saved step), correlations.csv (each
+measure's tau with the gap, one block per environment: task × family) and robust.csv (each measure's
+sign-error over the environments, :mod:`specbound.lab.robust`), the comparisons against the baseline
+measure, and reading results back.
+
+runs.csv has ``task`` and ``family`` columns (SPEC §13); one written before them (the shipped reference)
+reads back through :func:`read_runs_csv` as threshold/bert. The gap is test minus training error, or
+test minus training loss for next-token prediction (task markov), where ``optimal_loss`` is the chain's
+entropy rate and ``excess_loss`` the test loss above it.
 
 The measures' columns come from :mod:`specbound.lab.registry`; the tables are rebuilt from every record
 in ``runs/``, so a run trained later into the same directory joins them.
@@ -18,6 +25,7 @@ from .correlation import MeasureCorrelation, TauDifference, compare, correlate
 from .grid import AXES
 from .records import RUNS_DIR, read_runs, write_text
 from .registry import MEASURES, Measure, RunMeasure, correlated_measures
+from .robust import RobustRow, environment_column, robust_view
 from .train import LabError, RunSpec
 from .trajectory import RunTrajectory
 
@@ -26,10 +34,15 @@ if TYPE_CHECKING:
 
 RUNS_CSV = "runs.csv"
 CORRELATIONS_CSV = "correlations.csv"
+ROBUST_CSV = "robust.csv"
+#: The environment of a runs.csv or record written before §13.
+DEFAULT_TASK, DEFAULT_FAMILY = "threshold", "bert"
 
 #: Columns of runs.csv before the measures, and after them; the measures' columns come from the registry.
 _HEAD_COLUMNS: tuple[str, ...] = (
     "run",
+    "task",
+    "family",
     "layers",
     "hidden",
     "heads",
@@ -45,6 +58,9 @@ _HEAD_COLUMNS: tuple[str, ...] = (
     "test_error_se",
     "gap",
     "test_samples",
+    "test_loss",
+    "optimal_loss",
+    "excess_loss",
 )
 _TAIL_COLUMNS: tuple[str, ...] = (
     "grid_m",
@@ -74,12 +90,41 @@ def measure_value(run: RunTrajectory, measure: Measure) -> float:
     return float(measure.compute(run)) if isinstance(measure, RunMeasure) else run.final.value(measure.name)
 
 
+def environment(spec: RunSpec) -> str:
+    """A run's environment, ``task/family`` (``threshold/bert``, ``markov/gpt2``, ...)."""
+    return f"{spec.task.kind}/{spec.family}"
+
+
+@dataclass(frozen=True)
+class EnvironmentCorrelations:
+    """The correlations of one environment's runs."""
+
+    environment: str
+    runs: int
+    correlations: tuple[MeasureCorrelation, ...]
+
+    @property
+    def task(self) -> str:
+        return self.environment.split("/")[0]
+
+    @property
+    def family(self) -> str:
+        return self.environment.split("/")[1]
+
+
 @dataclass(frozen=True)
 class LabResults:
-    """Everything a lab directory holds, read back: finished runs (by name) and the correlations."""
+    """Everything a lab directory holds, read back: finished runs (by name) and the correlations.
+
+    ``correlations`` is the table of the directory's environment; with several environments it is the
+    first one's (in order, :func:`environments`), and ``environments`` holds each one's, ``robust`` the
+    robust view over them.
+    """
 
     runs: tuple[RunTrajectory, ...]
     correlations: tuple[MeasureCorrelation, ...]
+    environments: tuple[EnvironmentCorrelations, ...] = ()
+    robust: tuple[RobustRow, ...] = ()
 
     def run(self, name: str) -> RunTrajectory:
         for run in self.runs:
@@ -97,10 +142,10 @@ def _group_key(run: RunTrajectory) -> dict[str, Any]:
     """Axis values of a run plus everything else that must match within a granulated-tau group."""
     spec = run.spec
     task = {k: v for k, v in spec.task.to_dict().items() if k != "label_noise"}
-    return {
-        **_axis_values(spec),
-        "fixed": json.dumps({"task": task, "settings": spec.to_dict()["settings"]}, sort_keys=True),
-    }
+    fixed: dict[str, Any] = {"task": task, "settings": spec.to_dict()["settings"]}
+    if spec.family != DEFAULT_FAMILY:
+        fixed["family"] = spec.family
+    return {**_axis_values(spec), "fixed": json.dumps(fixed, sort_keys=True)}
 
 
 def correlations(runs: Sequence[RunTrajectory]) -> tuple[MeasureCorrelation, ...]:
@@ -111,6 +156,45 @@ def correlations(runs: Sequence[RunTrajectory]) -> tuple[MeasureCorrelation, ...
         [_group_key(r) for r in runs],
         AXES,
     )
+
+
+def split_environments(runs: Sequence[RunTrajectory]) -> dict[str, tuple[RunTrajectory, ...]]:
+    """The runs of each environment, environments in order (threshold/bert first, then by name)."""
+    names = sorted({environment(r.spec) for r in runs}, key=lambda e: (e != f"{DEFAULT_TASK}/{DEFAULT_FAMILY}", e))
+    return {name: tuple(r for r in runs if environment(r.spec) == name) for name in names}
+
+
+def environment_correlations(
+    runs: Sequence[RunTrajectory], table: Sequence[MeasureCorrelation] | None = None
+) -> tuple[EnvironmentCorrelations, ...]:
+    """The correlations of each environment's runs (``table`` is taken as the only environment's, when
+    there is one, instead of computing it again)."""
+    split = split_environments(runs)
+    if table is not None and len(split) == 1:
+        ((name, members),) = split.items()
+        return (EnvironmentCorrelations(name, len(members), tuple(table)),)
+    return tuple(EnvironmentCorrelations(name, len(members), correlations(members)) for name, members in split.items())
+
+
+def robust(runs: Sequence[RunTrajectory]) -> tuple[RobustRow, ...]:
+    """Each correlated measure's sign-error against the gap in every environment (:mod:`.robust`)."""
+    return robust_view(
+        {
+            name: (
+                {m.name: [measure_value(r, m) for r in members] for m in correlated_measures()},
+                [r.final.gap for r in members],
+            )
+            for name, members in split_environments(runs).items()
+        }
+    )
+
+
+def lab_results(runs: Sequence[RunTrajectory], table: Sequence[MeasureCorrelation] | None = None) -> LabResults:
+    """Results of the given runs: per environment, robust view, and the first environment's table."""
+    runs = tuple(runs)
+    envs = environment_correlations(runs, table)
+    first = envs[0].correlations if envs else (tuple(table) if table is not None else correlations(runs))
+    return LabResults(runs, first, envs, robust(runs))
 
 
 #: The measure every other one is compared with.
@@ -151,6 +235,8 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
             p = np.asarray(s.p_opt)
             row: dict[str, Any] = {
                 "run": run.name,
+                "task": spec.task.kind,
+                "family": spec.family,
                 **_axis_values(spec),
                 "step": s.step,
                 "steps": spec.settings.steps,
@@ -161,6 +247,9 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
                 "test_error_se": s.test_error_se,
                 "gap": s.gap,
                 "test_samples": s.test_samples,
+                "test_loss": s.test_loss,
+                "optimal_loss": spec.task.optimal_loss,
+                "excess_loss": s.test_loss - spec.task.optimal_loss,
             }
             for m in MEASURES.values():
                 value = float(m.compute(run)) if isinstance(m, RunMeasure) else s.value(m.name)
@@ -196,12 +285,15 @@ def _pow10(log10_value: float) -> float:
 CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
 
 
-def correlations_frame(table: Sequence[MeasureCorrelation]) -> pd.DataFrame:
+def correlations_frame(
+    table: Sequence[MeasureCorrelation], environment: str = f"{DEFAULT_TASK}/{DEFAULT_FAMILY}"
+) -> pd.DataFrame:
     """``measure, kendall_tau, granulated_tau, runs`` first, then the 95 % intervals of both
-    (``kendall_tau_ci_low``, ``kendall_tau_ci_high``, ``granulated_tau_ci_low``, ...), tau-a, groups, and
-    per axis psi, its interval and its groups."""
+    (``kendall_tau_ci_low``, ``kendall_tau_ci_high``, ``granulated_tau_ci_low``, ...), tau-a, groups,
+    per axis psi, its interval and its groups, and last the environment's ``task`` and ``family``."""
     import pandas as pd
 
+    task, family = environment.split("/")
     rows = []
     for c in table:
         row: dict[str, Any] = {
@@ -220,19 +312,73 @@ def correlations_frame(table: Sequence[MeasureCorrelation]) -> pd.DataFrame:
             row[f"psi_{a.axis}"] = a.tau
             row[f"psi_{a.axis}{CI_LOW}"], row[f"psi_{a.axis}{CI_HIGH}"] = a.ci.low, a.ci.high
             row[f"groups_{a.axis}"] = a.groups
+        row["task"], row["family"] = task, family
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def environments_frame(environments: Sequence[EnvironmentCorrelations]) -> pd.DataFrame:
+    """correlations.csv: one block of :func:`correlations_frame` per environment, in order."""
+    import pandas as pd
+
+    frames = [correlations_frame(e.correlations, e.environment) for e in environments]
+    return pd.concat(frames, ignore_index=True) if frames else correlations_frame(())
+
+
+def robust_frame(rows: Sequence[RobustRow]) -> pd.DataFrame:
+    """robust.csv: ``measure, environments, mean_sign_error, worst_sign_error, worst_environment``, then
+    each environment's sign-error (``sign_error_<task>_<family>``) and its untied pairs (``pairs_...``)."""
+    import pandas as pd
+
+    records = []
+    for r in rows:
+        record: dict[str, Any] = {
+            "measure": r.measure,
+            "environments": r.defined,
+            "mean_sign_error": r.mean,
+            "worst_sign_error": r.worst,
+            "worst_environment": r.worst_environment,
+        }
+        for env, error, pairs in zip(r.environments, r.sign_errors, r.pairs, strict=True):
+            record[environment_column(env)] = error
+            record[environment_column(env).replace("sign_error_", "pairs_", 1)] = pairs
+        records.append(record)
+    columns = ["measure", "environments", "mean_sign_error", "worst_sign_error", "worst_environment"]
+    return pd.DataFrame(records, columns=list(dict.fromkeys([*columns, *(k for rec in records for k in rec)])))
 
 
 def write_tables(
     out: Path, runs: Sequence[RunTrajectory], table: Sequence[MeasureCorrelation] | None = None
 ) -> tuple[Path, ...]:
-    """runs.csv and correlations.csv (of ``table``, else computed) from the given runs, each written whole
-    or not at all."""
-    table = correlations(runs) if table is None else table
-    write_text(out / RUNS_CSV, runs_frame(runs).to_csv(index=False))
-    write_text(out / CORRELATIONS_CSV, correlations_frame(table).to_csv(index=False))
-    return out / RUNS_CSV, out / CORRELATIONS_CSV
+    """runs.csv, correlations.csv (one block per environment; ``table`` is the only environment's, when
+    there is one, else each is computed) and robust.csv from the given runs, each written whole or not at
+    all."""
+    return write_results(out, lab_results(runs, table))
+
+
+def write_results(out: Path, results: LabResults) -> tuple[Path, ...]:
+    """runs.csv, correlations.csv and robust.csv of ``results`` (see :func:`write_tables`)."""
+    write_text(out / RUNS_CSV, runs_frame(results.runs).to_csv(index=False))
+    write_text(out / CORRELATIONS_CSV, environments_frame(results.environments).to_csv(index=False))
+    write_text(out / ROBUST_CSV, robust_frame(results.robust).to_csv(index=False))
+    return out / RUNS_CSV, out / CORRELATIONS_CSV, out / ROBUST_CSV
+
+
+def read_runs_csv(path: Path | str) -> pd.DataFrame:
+    """A runs.csv, with ``task`` and ``family`` filled in as threshold/bert (and the loss columns as NaN)
+    where it was written before they existed (the shipped reference)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    if "task" not in frame.columns:
+        frame.insert(1, "task", DEFAULT_TASK)
+    if "family" not in frame.columns:
+        frame.insert(2, "family", DEFAULT_FAMILY)
+    for column in ("test_loss", "optimal_loss", "excess_loss"):
+        if column not in frame.columns:
+            frame[column] = math.nan
+    known = [c for c in RUN_COLUMNS if c in frame.columns]
+    return frame[known + [c for c in frame.columns if c not in RUN_COLUMNS]]
 
 
 def read_results(out: Path | str) -> LabResults:
@@ -240,5 +386,4 @@ def read_results(out: Path | str) -> LabResults:
     out = Path(out)
     if not (out / RUNS_DIR).is_dir():
         raise LabError(f"{out} is not a lab directory (it has no {RUNS_DIR}/ folder)")
-    runs = read_runs(out)
-    return LabResults(runs, correlations(runs))
+    return lab_results(read_runs(out))

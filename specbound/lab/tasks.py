@@ -20,8 +20,10 @@ and the fresh test samples (stream 1) of a run are independent and reproducible.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import ClassVar
 
 import numpy as np
 
@@ -77,6 +79,11 @@ class ThresholdTask:
     positions: tuple[int, ...] = (0, 5, 9)
     threshold: int | None = None
     label_noise: float = 0.0
+
+    kind: ClassVar[str] = "threshold"
+    num_labels: ClassVar[int | None] = 2
+    causal: ClassVar[bool] = False
+    optimal_loss: ClassVar[float] = math.nan  # the least expected loss is not needed: the gap is on errors
 
     def __post_init__(self) -> None:
         integers = [self.vocab_size, self.length, *self.positions]
@@ -150,6 +157,13 @@ class ThresholdTask:
         flips = rng.random(n) < self.label_noise  # (n,)
         return LabeledSample(tokens=tokens, labels=np.where(flips, 1 - clean, clean), clean_labels=clean)
 
+    def datasets(self, n_train: int, test_samples: int, seed: int) -> tuple[LabeledSample, LabeledSample]:
+        """The training set (stream TRAIN) and the fresh test samples (stream TEST) of a run."""
+        return self.sample(n_train, seed, Stream.TRAIN), self.sample(test_samples, seed, Stream.TEST)
+
+    def check_n_train(self, n_train: int) -> None:
+        """Every training-set size within the lab's limits is valid (fresh samples never run out)."""
+
     def to_dict(self) -> dict[str, object]:
         return {
             "task": self.name,
@@ -159,3 +173,360 @@ class ThresholdTask:
             "threshold": self.cut,
             "label_noise": self.label_noise,
         }
+
+
+# --- the tasks of §13 beyond the threshold -------------------------------------------------------
+#
+# Every task offers what the trainer reads: ``kind`` (its short name, the ``task`` column of runs.csv),
+# ``name``, ``vocab_size`` and ``length`` (the data tokens), ``label_noise``, ``num_labels`` (classes, or
+# None for next-token prediction), ``causal`` (next-token prediction: the gap is then on the loss),
+# ``optimal_loss`` (the least expected loss, where it is known exactly), ``datasets``, ``check_n_train``,
+# ``describe`` and ``to_dict``.
+
+
+def _check_integers(what: str, values: list[object]) -> None:
+    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values):
+        raise ValueError(f"{what} must be integers, got {values[:8]}")
+
+
+def _check_noise(label_noise: object) -> None:
+    if isinstance(label_noise, bool) or not isinstance(label_noise, int | float):
+        raise ValueError(f"label noise must be a number, got {label_noise!r}")
+    if not 0.0 <= label_noise < MAX_LABEL_NOISE:
+        raise ValueError(f"label noise must lie in [0, {MAX_LABEL_NOISE:g}), got {label_noise}")
+
+
+@dataclass(frozen=True)
+class ParityTask:
+    """Parity of k of the n tokens: y = (x_{i_1} + ... + x_{i_k}) mod 2, tokens uniform on {0..V-1}.
+
+    The clean label is a deterministic function of the input (Bayes error 0); with label noise q every
+    label, train and test, is flipped with probability q (Bayes error q). For V even both classes have
+    probability exactly 1/2.
+    """
+
+    vocab_size: int = 2
+    length: int = 16
+    positions: tuple[int, ...] = (0, 5, 9)
+    label_noise: float = 0.0
+
+    kind: ClassVar[str] = "parity"
+    num_labels: ClassVar[int | None] = 2
+    causal: ClassVar[bool] = False
+    optimal_loss: ClassVar[float] = math.nan
+
+    def __post_init__(self) -> None:
+        _check_integers("the vocabulary size, length and positions", [self.vocab_size, self.length, *self.positions])
+        _check_noise(self.label_noise)
+        if not 2 <= self.vocab_size <= MAX_VOCAB:
+            raise ValueError(f"the vocabulary size must lie in [2, {MAX_VOCAB}], got {self.vocab_size}")
+        if not 1 <= self.length <= MAX_LENGTH:
+            raise ValueError(f"the sequence length must lie in [1, {MAX_LENGTH}], got {self.length}")
+        if (
+            not self.positions
+            or len(set(self.positions)) != len(self.positions)
+            or not all(0 <= i < self.length for i in self.positions)
+        ):
+            raise ValueError(f"positions must be distinct indices in [0, {self.length}), got {self.positions}")
+
+    @property
+    def name(self) -> str:
+        return "parity"
+
+    @property
+    def bayes_error(self) -> float:
+        return self.label_noise
+
+    def label(self, tokens: np.ndarray) -> np.ndarray:
+        """The clean label of each row of ``tokens`` (n, T): (n,) int64."""
+        return (tokens[:, list(self.positions)].sum(axis=1) % 2).astype(np.int64)
+
+    def sample(self, n: int, seed: int, stream: Stream = Stream.TRAIN) -> LabeledSample:
+        if n < 0:
+            raise ValueError(f"the number of examples must be non-negative, got {n}")
+        rng = np.random.default_rng(np.random.SeedSequence([seed, int(stream)]))
+        tokens = rng.integers(0, self.vocab_size, size=(n, self.length), dtype=np.int64)  # (n, T)
+        clean = self.label(tokens)
+        flips = rng.random(n) < self.label_noise  # (n,)
+        return LabeledSample(tokens=tokens, labels=np.where(flips, 1 - clean, clean), clean_labels=clean)
+
+    def datasets(self, n_train: int, test_samples: int, seed: int) -> tuple[LabeledSample, LabeledSample]:
+        return self.sample(n_train, seed, Stream.TRAIN), self.sample(test_samples, seed, Stream.TEST)
+
+    def check_n_train(self, n_train: int) -> None:
+        """Every size is valid."""
+
+    def describe(self) -> str:
+        picks = " + ".join(f"x{i}" for i in self.positions)
+        noise = f", labels flipped with probability {self.label_noise:g}" if self.label_noise else ""
+        return (
+            f"{self.name}: tokens uniform on {{0..{self.vocab_size - 1}}}, length {self.length}, "
+            f"label ({picks}) mod 2{noise}"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "task": self.name,
+            "vocab_size": self.vocab_size,
+            "length": self.length,
+            "positions": list(self.positions),
+            "label_noise": self.label_noise,
+        }
+
+
+def _is_prime(n: int) -> bool:
+    return n >= 2 and all(n % d for d in range(2, math.isqrt(n) + 1))
+
+
+#: The stream of a run's seed that draws the modular task's split of the P² pairs.
+_SPLIT_STREAM = 2
+
+
+@dataclass(frozen=True)
+class ModularTask:
+    """Modular addition: input (a, b), label (a + b) mod P, P prime (the grokking task).
+
+    The population is the P² pairs, each once. A run's seed draws a permutation of them: the first
+    n_train pairs are the training set, the test set is the next min(test_samples, P² - n_train) pairs,
+    disjoint from it. The label is a function of the input (Bayes error 0); label noise is not offered.
+    """
+
+    modulus: int = 97
+    label_noise: float = 0.0
+
+    kind: ClassVar[str] = "modular"
+    causal: ClassVar[bool] = False
+    optimal_loss: ClassVar[float] = math.nan
+
+    def __post_init__(self) -> None:
+        _check_integers("the modulus", [self.modulus])
+        if not (_is_prime(self.modulus) and 2 <= self.modulus <= MAX_VOCAB):
+            raise ValueError(f"the modulus must be a prime in [2, {MAX_VOCAB}], got {self.modulus}")
+        if self.label_noise != 0:
+            raise ValueError(f"the modular task has no label noise, got {self.label_noise}")
+
+    @property
+    def name(self) -> str:
+        return "modular-addition"
+
+    @property
+    def vocab_size(self) -> int:
+        return self.modulus
+
+    @property
+    def length(self) -> int:
+        return 2
+
+    @property
+    def num_labels(self) -> int:
+        return self.modulus
+
+    @property
+    def pairs(self) -> int:
+        return self.modulus**2
+
+    @property
+    def bayes_error(self) -> float:
+        return 0.0
+
+    def check_n_train(self, n_train: int) -> None:
+        if not 1 <= n_train < self.pairs:
+            raise ValueError(
+                f"the modular task mod {self.modulus} has {self.pairs} pairs: n_train must lie in [1, {self.pairs})"
+            )
+
+    def split(self, n_train: int, test_samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices a P + b of the training pairs and of the test pairs: disjoint, drawn by the seed."""
+        self.check_n_train(n_train)
+        rng = np.random.default_rng(np.random.SeedSequence([seed, _SPLIT_STREAM]))
+        order = rng.permutation(self.pairs)
+        return order[:n_train], order[n_train : n_train + min(test_samples, self.pairs - n_train)]
+
+    def _labeled(self, index: np.ndarray) -> LabeledSample:
+        tokens = np.stack([index // self.modulus, index % self.modulus], axis=1).astype(np.int64)  # (n, 2)
+        labels = tokens.sum(axis=1) % self.modulus
+        return LabeledSample(tokens=tokens, labels=labels, clean_labels=labels)
+
+    def datasets(self, n_train: int, test_samples: int, seed: int) -> tuple[LabeledSample, LabeledSample]:
+        train, test = self.split(n_train, test_samples, seed)
+        return self._labeled(train), self._labeled(test)
+
+    def describe(self) -> str:
+        return f"{self.name}: (a, b) -> (a + b) mod {self.modulus}, a share of the {self.pairs} pairs for training"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"task": self.name, "modulus": self.modulus, "label_noise": self.label_noise}
+
+
+def stationary_distribution(transition: np.ndarray) -> np.ndarray:
+    """π with π P = π and Σ π = 1 for an irreducible chain P (V, V): the least-squares solution of the
+    stacked system [Pᵀ - I; 1ᵀ] π = [0; 1], exact for an irreducible chain."""
+    transition = np.asarray(transition, dtype=np.float64)
+    v = transition.shape[0]
+    system = np.vstack([transition.T - np.eye(v), np.ones((1, v))])  # (V + 1, V)
+    target = np.concatenate([np.zeros(v), [1.0]])
+    pi = np.linalg.lstsq(system, target, rcond=None)[0]
+    pi = np.clip(pi, 0.0, None)
+    return pi / pi.sum()
+
+
+def entropy_rate(transition: np.ndarray) -> float:
+    """Σ_i π_i H(P_i·) in nats, π the stationary law: the per-token entropy of the stationary chain, the
+    least expected cross-entropy of any next-token predictor."""
+    transition = np.asarray(transition, dtype=np.float64)
+    logs = np.log(np.where(transition > 0, transition, 1.0))
+    row_entropy = -(transition * logs).sum(axis=1)  # (V,)
+    return float(stationary_distribution(transition) @ row_entropy)
+
+
+@dataclass(frozen=True)
+class MarkovTask:
+    """Next-token prediction on a random sparse Markov chain over V states, drawn from ``chain_seed``.
+
+    Row i of the transition matrix has ``support`` next states: (i + 1) mod V (so the chain is
+    irreducible) and support - 1 others drawn at random, with Dirichlet(1) weights; row 0 also keeps
+    state 0 (a self-loop: aperiodic), so the stationary law π is unique. A sequence starts from π, so
+    every position's prediction has expected loss at least the entropy rate Σ_i π_i H(P_i·), computed
+    exactly (:func:`entropy_rate`): the excess of a model's test loss over it is measured, not guessed.
+    The training set is n_train sequences (stream TRAIN), the test set fresh ones (stream TEST).
+    """
+
+    states: int = 16
+    length: int = 32
+    support: int = 3
+    chain_seed: int = 0
+    label_noise: float = 0.0
+
+    kind: ClassVar[str] = "markov"
+    num_labels: ClassVar[int | None] = None
+    causal: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _check_integers(
+            "the states, length, support and chain seed", [self.states, self.length, self.support, self.chain_seed]
+        )
+        if not 2 <= self.states <= MAX_VOCAB:
+            raise ValueError(f"the number of states must lie in [2, {MAX_VOCAB}], got {self.states}")
+        if not 2 <= self.length <= MAX_LENGTH:
+            raise ValueError(f"the sequence length must lie in [2, {MAX_LENGTH}], got {self.length}")
+        if not 1 <= self.support <= self.states:
+            raise ValueError(f"the support must lie in [1, {self.states}], got {self.support}")
+        if not 0 <= self.chain_seed <= 2**31 - 1:
+            raise ValueError(f"the chain seed must lie in [0, 2^31), got {self.chain_seed}")
+        if self.label_noise != 0:
+            raise ValueError(f"the Markov task has no label noise, got {self.label_noise}")
+
+    @property
+    def name(self) -> str:
+        return "markov-chain"
+
+    @property
+    def vocab_size(self) -> int:
+        return self.states
+
+    @property
+    def bayes_error(self) -> float:
+        """The least next-token error: 1 - Σ_i π_i max_j P_ij."""
+        p = self.transition_matrix()
+        return float(1.0 - stationary_distribution(p) @ p.max(axis=1))
+
+    def transition_matrix(self) -> np.ndarray:
+        """The chain (V, V), rows summing to 1, a function of the task's fields only."""
+        v = self.states
+        rng = np.random.default_rng(np.random.SeedSequence([self.chain_seed, v, self.support]))
+        p = np.zeros((v, v))
+        for i in range(v):
+            forced = {(i + 1) % v} | ({0} if i == 0 else set())
+            others = [j for j in rng.permutation(v) if j not in forced]
+            chosen = sorted(forced | set(int(j) for j in others[: max(0, self.support - len(forced))]))
+            p[i, chosen] = rng.dirichlet(np.ones(len(chosen)))
+        return p
+
+    @property
+    def optimal_loss(self) -> float:
+        """The entropy rate in nats (:func:`entropy_rate`)."""
+        return entropy_rate(self.transition_matrix())
+
+    def sample(self, n: int, seed: int, stream: Stream = Stream.TRAIN) -> LabeledSample:
+        """n sequences of the stationary chain; labels are the tokens (the targets, shifted by the model)."""
+        if n < 0:
+            raise ValueError(f"the number of examples must be non-negative, got {n}")
+        p = self.transition_matrix()
+        cumulative = np.cumsum(p, axis=1)  # (V, V)
+        cumulative[:, -1] = 1.0
+        start = np.cumsum(stationary_distribution(p))
+        start[-1] = 1.0
+        rng = np.random.default_rng(np.random.SeedSequence([seed, int(stream)]))
+        uniforms = rng.random((n, self.length))  # (n, T)
+        tokens = np.empty((n, self.length), dtype=np.int64)
+        tokens[:, 0] = np.searchsorted(start, uniforms[:, 0], side="right")
+        for t in range(1, self.length):
+            rows = cumulative[tokens[:, t - 1]]  # (n, V)
+            tokens[:, t] = (rows <= uniforms[:, t, None]).sum(axis=1)
+        np.minimum(tokens, self.states - 1, out=tokens)
+        return LabeledSample(tokens=tokens, labels=tokens, clean_labels=tokens)
+
+    def datasets(self, n_train: int, test_samples: int, seed: int) -> tuple[LabeledSample, LabeledSample]:
+        return self.sample(n_train, seed, Stream.TRAIN), self.sample(test_samples, seed, Stream.TEST)
+
+    def check_n_train(self, n_train: int) -> None:
+        """Every size is valid."""
+
+    def describe(self) -> str:
+        return (
+            f"{self.name}: next-token prediction on a random Markov chain over {self.states} states "
+            f"({self.support} next states each, chain seed {self.chain_seed}), length {self.length}, "
+            f"entropy rate {self.optimal_loss:.4f} nats"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "task": self.name,
+            "states": self.states,
+            "length": self.length,
+            "support": self.support,
+            "chain_seed": self.chain_seed,
+            "label_noise": self.label_noise,
+        }
+
+
+#: A task of the lab.
+LabTask = ThresholdTask | ParityTask | ModularTask | MarkovTask
+#: Each task by its kind (the ``task`` column of runs.csv and the CLI's ``--task``), its default instance.
+TASKS: dict[str, LabTask] = {
+    "threshold": ThresholdTask(),
+    "parity": ParityTask(),
+    "modular": ModularTask(),
+    "markov": MarkovTask(),
+}
+_BY_NAME: dict[str, type] = {
+    "sparse-threshold": ThresholdTask,
+    "parity": ParityTask,
+    "modular-addition": ModularTask,
+    "markov-chain": MarkovTask,
+}
+
+
+def task_from_dict(data: dict[str, object] | object) -> LabTask:
+    """Inverse of ``to_dict`` for every task (ValueError for an unknown or malformed one); integers must
+    be genuine (int(2.7) would quietly read another task)."""
+    if not isinstance(data, dict):
+        raise ValueError("a task must be an object")
+    cls = _BY_NAME.get(str(data.get("task", "sparse-threshold")))
+    if cls is None:
+        raise ValueError(f"unknown task {data.get('task')!r}")
+    fields = {k: v for k, v in data.items() if k != "task"}
+    for key, value in fields.items():
+        if key == "positions":
+            if not isinstance(value, list):
+                raise ValueError("positions must be a list")
+            _check_integers("positions", list(value))
+            fields[key] = tuple(int(i) for i in value)
+        elif key == "label_noise":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError("label noise must be a number")
+            fields[key] = float(value)
+        else:
+            _check_integers(key, [value])
+    task: LabTask = cls(**fields)
+    return task

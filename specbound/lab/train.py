@@ -1,4 +1,15 @@
-"""Training one small BERT encoder on a synthetic task, with checkpoints and measured errors.
+"""Training one small Transformer (a BERT encoder or a GPT-2, Llama or GPT-NeoX decoder) on a synthetic
+task, with checkpoints and measured errors.
+
+Families (``RunSpec.family``, SPEC §13), each built from transformers' own classes with the same sizes:
+``bert`` (``BertForSequenceClassification``; the [CLS] id V in front of the tokens), ``gpt2``,
+``llama`` (grouped-query attention with H / 2 key/value heads, gated SiLU MLP) and ``neox``
+(``use_parallel_residual``), as ``...ForSequenceClassification`` for a classification task (the
+summary id V *after* the tokens: a causal model reads the whole input there) and ``...ForCausalLM``
+for next-token prediction (the Markov task: the input is the tokens themselves, the loss and error are
+over the T - 1 predicted positions, and the gap is test loss minus training loss). Every family and
+task is trained by the code below. The rest of this docstring describes the BERT case; a decoder
+differs only where said.
 
 The model is transformers' ``BertForSequenceClassification`` (two labels) built from a ``BertConfig``:
 L layers of width N with H heads, intermediate size 4 N (BERT's ratio), no dropout (the lab studies
@@ -38,7 +49,7 @@ from ..errors import SpecboundError
 from ..progress import ProgressCallback, ProgressEvent, silent
 from ..threads import torch_threads
 from .registry import ModelProbe, model_measures
-from .tasks import LabeledSample, Stream, ThresholdTask
+from .tasks import LabeledSample, LabTask, ThresholdTask
 
 if TYPE_CHECKING:
     import torch
@@ -54,6 +65,10 @@ MAX_SEED: int = 2**31 - 1
 MAX_THREADS: int = 64
 #: Feed-forward width as a multiple of N, as in BERT.
 FFN_RATIO: int = 4
+#: The model families of the lab (SPEC §13), by the name ``--family`` takes; bert is the default.
+FAMILIES: tuple[str, ...] = ("bert", "gpt2", "llama", "neox")
+#: The decoders among them (the only ones trained on next-token prediction).
+DECODERS: frozenset[str] = frozenset({"gpt2", "llama", "neox"})
 CHECKPOINTS_DIR = "checkpoints"
 #: About this many progress events per run (often enough for a bar, rare enough to cost nothing).
 PROGRESS_EVENTS: int = 100
@@ -142,8 +157,9 @@ class RunSpec:
     heads: int
     n_train: int
     seed: int = 0
-    task: ThresholdTask = field(default_factory=ThresholdTask)
+    task: LabTask = field(default_factory=ThresholdTask)
     settings: TrainSettings = field(default_factory=TrainSettings)
+    family: str = "bert"
 
     def __post_init__(self) -> None:
         _check_int("layers", self.layers, 1, MAX_LAYERS)
@@ -153,6 +169,19 @@ class RunSpec:
         _check_int("seed", self.seed, 0, MAX_SEED)
         if self.hidden % self.heads:
             raise LabError(f"the width {self.hidden} is not divisible by {self.heads} heads")
+        if self.family not in FAMILIES:
+            raise LabError(f"unknown family {self.family!r} (known: {', '.join(FAMILIES)})")
+        if self.task.causal and self.family not in DECODERS:
+            raise LabError(
+                f"the {self.task.kind} task is next-token prediction: use a decoder family "
+                f"({', '.join(sorted(DECODERS))})"
+            )
+        if self.family == "llama" and (self.heads < 2 or self.heads % 2):
+            raise LabError(f"a llama run has H / 2 key/value heads (grouped-query): H must be even, got {self.heads}")
+        try:
+            self.task.check_n_train(self.n_train)
+        except ValueError as exc:
+            raise LabError(str(exc)) from None
         need = memory_estimate(self)
         if need > MAX_RUN_BYTES:
             raise LabError(
@@ -169,19 +198,23 @@ class RunSpec:
 
     @property
     def name(self) -> str:
-        """``lab-L{L}-N{N}-H{H}-n{n}-q{q}-s{seed}-t{steps}``: always marked as a lab model.
+        """``lab-L{L}-N{N}-H{H}-n{n}-q{q}-s{seed}-t{steps}``: always marked as a lab model; a run of
+        another family or task than bert on the threshold task is ``lab-{family}-{task}-L{L}-...``.
 
         A run whose task (noise aside) or optimiser settings differ from the defaults gets a suffix
         ``-v{hash}`` of them, so such runs never take each other's place in a directory. The
         checkpoint schedule, the test sample size and the thread count do not change the trained
         model and are not part of the name (a run differing only there replaces the earlier one).
         """
+        environment = (
+            "" if (self.family, self.task.kind) == ("bert", "threshold") else f"{self.family}-{self.task.kind}-"
+        )
         name = (
-            f"lab-L{self.layers}-N{self.hidden}-H{self.heads}-n{self.n_train}-q{self.label_noise:g}"
+            f"lab-{environment}L{self.layers}-N{self.hidden}-H{self.heads}-n{self.n_train}-q{self.label_noise:g}"
             f"-s{self.seed}-t{self.settings.steps}"
         )
         variant = self._variant()
-        if variant != RunSpec._default_variant():
+        if variant != RunSpec._default_variant(self.task, self.family):
             name += "-v" + hashlib.sha256(json.dumps(variant, sort_keys=True).encode()).hexdigest()[:8]
         return name
 
@@ -191,11 +224,15 @@ class RunSpec:
         return {"task": task, "lr": s.learning_rate, "wd": s.weight_decay, "batch": s.batch_size}
 
     @staticmethod
-    def _default_variant() -> dict[str, Any]:
-        return RunSpec(layers=1, hidden=2, heads=1, n_train=1)._variant()
+    def _default_variant(task: LabTask, family: str) -> dict[str, Any]:
+        """The variant of the default task of the same kind (the threshold task for a bert run, as always)."""
+        default = type(task)()
+        heads = 2 if family == "llama" else 1
+        return RunSpec(layers=1, hidden=2, heads=heads, n_train=1, task=default, family=family)._variant()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The spec as a record stores it; ``family`` only when it is not bert (older records have none)."""
+        out = {
             "layers": self.layers,
             "hidden": self.hidden,
             "heads": self.heads,
@@ -205,6 +242,14 @@ class RunSpec:
             "task": self.task.to_dict(),
             "settings": asdict(self.settings),
         }
+        if self.family != "bert":
+            out["family"] = self.family
+        return out
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: H / 2 for llama (grouped-query attention), H otherwise."""
+        return self.heads // 2 if self.family == "llama" else self.heads
 
 
 def standard_error(error: float, samples: int) -> float:
@@ -222,6 +267,8 @@ class StepRecord:
     test_error: float
     test_samples: int
     checkpoint: str
+    test_loss: float = math.nan  # mean cross-entropy on the test set
+    loss_gap: bool = False  # next-token prediction: the gap is on the loss
 
     @property
     def test_error_se(self) -> float:
@@ -229,13 +276,14 @@ class StepRecord:
 
     @property
     def gap(self) -> float:
-        return self.test_error - self.train_error
+        """Test minus training error; test minus training loss for next-token prediction."""
+        return self.test_loss - self.train_loss if self.loss_gap else self.test_error - self.train_error
 
 
 @dataclass(frozen=True)
 class TrainResult:
     spec: RunSpec
-    params: int  # every parameter of the BertForSequenceClassification (embeddings, pooler, head included)
+    params: int  # every parameter of the model (embeddings, pooler, head included)
     steps: tuple[StepRecord, ...]
     seconds: float  # training and measuring the errors
     #: the MODEL measures of :mod:`specbound.lab.registry` on the final checkpoint, by name
@@ -259,16 +307,100 @@ def bert_config(spec: RunSpec) -> Any:
         pad_token_id=vocab + 1,
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
-        num_labels=2,  # type: ignore[call-arg]
+        num_labels=spec.task.num_labels,  # type: ignore[call-arg]
     )
 
 
-def model_inputs(sample: LabeledSample, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """input_ids (n, T + 1) with the [CLS] id V in front, and labels (n,)."""
+def model_config(spec: RunSpec) -> Any:
+    """The transformers config of a run: :func:`bert_config` for bert, else the decoder's own config with
+    the same sizes (L layers, width N, H heads, feed-forward 4 N, no dropout, positions T + 1, vocabulary
+    V + 2 with the padding id V + 1 that never occurs)."""
+    import transformers
+
+    if spec.family == "bert":
+        return bert_config(spec)
+    vocab, positions = spec.task.vocab_size, spec.task.length + 1
+    labels: dict[str, Any] = {} if spec.task.causal else {"num_labels": spec.task.num_labels}
+    common: dict[str, Any] = {"vocab_size": vocab + 2, "pad_token_id": vocab + 1, **labels}
+    if spec.family == "gpt2":
+        return transformers.GPT2Config(
+            n_embd=spec.hidden,
+            n_layer=spec.layers,
+            n_head=spec.heads,
+            n_inner=FFN_RATIO * spec.hidden,
+            n_positions=positions,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            **common,
+        )
+    if spec.family == "llama":
+        return transformers.LlamaConfig(
+            hidden_size=spec.hidden,
+            num_hidden_layers=spec.layers,
+            num_attention_heads=spec.heads,
+            num_key_value_heads=spec.kv_heads,
+            intermediate_size=FFN_RATIO * spec.hidden,
+            max_position_embeddings=positions,
+            attention_dropout=0.0,
+            tie_word_embeddings=False,
+            **common,
+        )
+    return transformers.GPTNeoXConfig(
+        hidden_size=spec.hidden,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        intermediate_size=FFN_RATIO * spec.hidden,
+        max_position_embeddings=positions,
+        use_parallel_residual=True,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+        tie_word_embeddings=False,
+        **common,
+    )
+
+
+_CLASSES = {
+    ("bert", False): "BertForSequenceClassification",
+    ("gpt2", False): "GPT2ForSequenceClassification",
+    ("gpt2", True): "GPT2LMHeadModel",
+    ("llama", False): "LlamaForSequenceClassification",
+    ("llama", True): "LlamaForCausalLM",
+    ("neox", False): "GPTNeoXForSequenceClassification",
+    ("neox", True): "GPTNeoXForCausalLM",
+}
+
+
+def model_class_name(spec: RunSpec) -> str:
+    """The transformers class a run trains."""
+    return _CLASSES[spec.family, spec.task.causal]
+
+
+def build_model(spec: RunSpec) -> Any:
+    """A freshly initialised model of the run (seed the generator first for a reproducible one)."""
+    import transformers
+
+    return getattr(transformers, model_class_name(spec))(model_config(spec))
+
+
+def model_inputs(
+    sample: LabeledSample, vocab_size: int, family: str = "bert", causal: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """input_ids and labels of a sample.
+
+    bert: (n, T + 1) with the [CLS] id V in front, labels (n,); a decoder classifying: (n, T + 1) with
+    the summary id V at the end (the last token reads the whole input); next-token prediction: the
+    tokens (n, T) as both input and labels (the model shifts them).
+    """
     import torch
 
+    if causal:
+        tokens = torch.from_numpy(np.ascontiguousarray(sample.tokens))
+        return tokens, tokens
     n = sample.tokens.shape[0]
-    ids = np.concatenate([np.full((n, 1), vocab_size, dtype=np.int64), sample.tokens], axis=1)  # (n, T + 1)
+    summary = np.full((n, 1), vocab_size, dtype=np.int64)
+    parts = [summary, sample.tokens] if family == "bert" else [sample.tokens, summary]
+    ids = np.concatenate(parts, axis=1)  # (n, T + 1)
     return torch.from_numpy(ids), torch.from_numpy(sample.labels)
 
 
@@ -294,21 +426,48 @@ def _training_context(threads: int) -> Iterator[None]:
                 hf_logging.enable_progress_bar()
 
 
-def _measure(model: Any, ids: torch.Tensor, labels: torch.Tensor, chunk: int = _EVAL_CHUNK) -> tuple[float, float]:
-    """(mean cross-entropy, error rate) of the model on a labelled set, in eval mode, no gradients."""
+def _measure(
+    model: Any, ids: torch.Tensor, labels: torch.Tensor, chunk: int = _EVAL_CHUNK, causal: bool = False
+) -> tuple[float, float]:
+    """(mean cross-entropy, error rate) of the model on a labelled set, in eval mode, no gradients; for
+    next-token prediction over the n (T - 1) predicted positions."""
     import torch
 
-    loss_sum, wrong = 0.0, 0
+    loss_sum, wrong, count = 0.0, 0, 0
     model.eval()
     with torch.no_grad():
         for start in range(0, ids.shape[0], chunk):
-            logits = model(input_ids=ids[start : start + chunk]).logits  # (chunk, 2)
+            logits = model(input_ids=ids[start : start + chunk]).logits  # (chunk, C) or (chunk, T, V)
             target = labels[start : start + chunk]
+            if causal:
+                logits = logits[:, :-1].reshape(-1, logits.shape[-1])  # (chunk (T - 1), V)
+                target = target[:, 1:].reshape(-1)
             loss_sum += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
             wrong += int((logits.argmax(dim=1) != target).sum())
+            count += int(target.shape[0])
     model.train()
-    n = ids.shape[0]
-    return loss_sum / n, wrong / n
+    return loss_sum / count, wrong / count
+
+
+def _probe_model(model: Any, ids: torch.Tensor, labels: torch.Tensor, causal: bool) -> tuple[Any, Any, Any]:
+    """What the MODEL measures see: the model itself for a classifier; for next-token prediction a view
+    of the language model that predicts each training sequence's last token from the others (so a
+    probe's error is the next-token error at the last position)."""
+    if not causal:
+        return model, ids, labels
+    import torch
+
+    class _LastToken(torch.nn.Module):
+        def __init__(self, lm: Any) -> None:
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, input_ids: torch.Tensor) -> Any:
+            from types import SimpleNamespace
+
+            return SimpleNamespace(logits=self.lm(input_ids=input_ids).logits[:, -1, :])  # (n, V)
+
+    return _LastToken(model), ids[:, :-1].contiguous(), ids[:, -1].contiguous()
 
 
 def checkpoint_dir(step: int) -> str:
@@ -329,21 +488,21 @@ def train_run(
     raises :class:`TrainingCancelled` when it returns True.
     """
     import torch
-    import transformers
 
     directory = Path(directory)
     settings = spec.settings
-    train = spec.task.sample(spec.n_train, spec.seed, Stream.TRAIN)
-    test = spec.task.sample(settings.test_samples, spec.seed, Stream.TEST)
-    train_ids, train_labels = model_inputs(train, spec.task.vocab_size)
-    test_ids, test_labels = model_inputs(test, spec.task.vocab_size)
+    causal = spec.task.causal
+    train, test = spec.task.datasets(spec.n_train, settings.test_samples, spec.seed)
+    train_ids, train_labels = model_inputs(train, spec.task.vocab_size, spec.family, causal)
+    test_ids, test_labels = model_inputs(test, spec.task.vocab_size, spec.family, causal)
+    test_count = int(test_ids.shape[0])  # fewer than test_samples when the population runs out (modular)
     save_at = set(settings.save_steps)
     chunk = eval_chunk(spec)
     records: list[StepRecord] = []
     started = time.perf_counter()
     with _training_context(settings.threads):
         torch.manual_seed(spec.seed)
-        model = transformers.BertForSequenceClassification(bert_config(spec))
+        model = build_model(spec)
         params = sum(p.numel() for p in model.parameters())
         optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
         batches = torch.Generator().manual_seed(spec.seed)
@@ -354,9 +513,11 @@ def train_run(
             if step in save_at:
                 relative = checkpoint_dir(step)
                 model.save_pretrained(directory / relative)
-                train_loss, train_error = _measure(model, train_ids, train_labels, chunk)
-                _, test_error = _measure(model, test_ids, test_labels, chunk)
-                records.append(StepRecord(step, train_loss, train_error, test_error, settings.test_samples, relative))
+                train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
+                test_loss, test_error = _measure(model, test_ids, test_labels, chunk, causal)
+                records.append(
+                    StepRecord(step, train_loss, train_error, test_error, test_count, relative, test_loss, causal)
+                )
             if step == settings.steps:
                 break
             if should_stop():
@@ -373,7 +534,7 @@ def train_run(
                 detail = f"{spec.name} loss {float(loss.detach()):.3f}"
                 progress(ProgressEvent("train", step + 1, settings.steps, detail))
         trained = time.perf_counter()
-        probe = ModelProbe(model, train_ids, train_labels, spec.seed)
+        probe = ModelProbe(*_probe_model(model, train_ids, train_labels, causal), spec.seed)
         values = {m.name: float(m.compute(probe)) for m in model_measures()}
     finished = time.perf_counter()
     return TrainResult(spec, int(params), tuple(records), trained - started, values, finished - trained)

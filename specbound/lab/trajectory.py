@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from ..loading import load_profile
 from ..progress import ProgressCallback, ProgressEvent, silent
 from ..values import is_genuine_int
 from .registry import checkpoint_measures, recorded_measures
-from .tasks import ThresholdTask
+from .tasks import task_from_dict
 from .train import RunSpec, TrainResult, TrainSettings, standard_error
 
 _LOG10_E = 1.0 / math.log(10.0)
@@ -51,11 +51,13 @@ class StepTerms:
     log10_alpha: tuple[float, ...]  # the bound's layer constant α, one per layer, bottom first
     p_opt: tuple[float, ...]  # one per proxy matrix, in profile order
     values: Mapping[str, float] = field(default_factory=dict, hash=False)
+    test_loss: float = math.nan  # mean cross-entropy on the test set (NaN in records older than §13)
+    loss_gap: bool = False  # next-token prediction: the gap is test loss minus training loss
 
     @property
     def gap(self) -> float:
-        """Test error minus training error."""
-        return self.test_error - self.train_error
+        """Test error minus training error; test loss minus training loss for next-token prediction."""
+        return self.test_loss - self.train_loss if self.loss_gap else self.test_error - self.train_error
 
     @property
     def test_error_se(self) -> float:
@@ -79,6 +81,8 @@ class StepTerms:
         (a non-finite value is left out, so the JSON stays strict)."""
         out: dict[str, Any] = {name: getattr(self, name) for name in _CORE}
         out["log10_alpha"], out["p_opt"] = list(self.log10_alpha), list(self.p_opt)
+        if math.isfinite(self.test_loss):
+            out["test_loss"] = float(self.test_loss)
         for measure in recorded_measures():
             value = self.values.get(measure.name)
             if value is not None and math.isfinite(value):
@@ -116,7 +120,18 @@ class StepTerms:
         p_opt = _finite_tuple(data["p_opt"], "p_opt")
         if not p_opt or not all(0.0 <= p <= 2.0 for p in p_opt):
             raise ValueError("p_opt must hold one p* in [0, 2] per matrix")
-        return cls(**core, log10_alpha=_finite_tuple(data["log10_alpha"], "log10_alpha"), p_opt=p_opt, values=values)
+        test_loss = data.get("test_loss", math.nan)
+        if "test_loss" in data and (
+            isinstance(test_loss, bool) or not isinstance(test_loss, int | float) or not math.isfinite(test_loss)
+        ):
+            raise ValueError("test_loss must be a finite number")
+        return cls(
+            **core,
+            log10_alpha=_finite_tuple(data["log10_alpha"], "log10_alpha"),
+            p_opt=p_opt,
+            values=values,
+            test_loss=float(test_loss),
+        )
 
 
 #: The real-valued core terms of a step (all must be finite numbers in a record; the measures are checked
@@ -181,7 +196,9 @@ class RunTrajectory:
         if not isinstance(matrices, list) or not matrices or not all(isinstance(m, str) for m in matrices):
             raise ValueError("matrices must be a non-empty list of labels")
         spec = spec_from_dict(data["spec"])
-        steps = tuple(StepTerms.from_dict(s) for s in data["steps"])
+        steps = tuple(replace(StepTerms.from_dict(s), loss_gap=spec.task.causal) for s in data["steps"])
+        if spec.task.causal and not all(math.isfinite(s.test_loss) for s in steps):
+            raise ValueError("a next-token run needs the test loss at every step")
         if not steps or [s.step for s in steps] != sorted({s.step for s in steps}):
             raise ValueError("steps must be a non-empty list in increasing step order")
         for s in steps:
@@ -199,26 +216,26 @@ class RunTrajectory:
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> RunSpec:
-    """Inverse of :meth:`RunSpec.to_dict` (the threshold is stored resolved)."""
-    task = data["task"]
+    """Inverse of :meth:`RunSpec.to_dict` (the threshold is stored resolved; a record without a family is
+    a bert run, one whose task has no ``task`` name the threshold task)."""
+    task = dict(data["task"])
     ints = [data[k] for k in ("layers", "hidden", "heads", "n_train", "seed")]
-    ints += [task["vocab_size"], task["length"], task["threshold"], *task["positions"]]
     if not all(is_genuine_int(v) for v in ints):  # int(2.7) would quietly read another run
         raise ValueError("a run's sizes, seed and task must be integers")
+    if task.get("task", "sparse-threshold") == "sparse-threshold" and "threshold" not in task:
+        raise ValueError("a threshold task is stored with its threshold")
+    family = data.get("family", "bert")
+    if not isinstance(family, str):
+        raise ValueError("family must be a name")
     return RunSpec(
         layers=int(data["layers"]),
         hidden=int(data["hidden"]),
         heads=int(data["heads"]),
         n_train=int(data["n_train"]),
         seed=int(data["seed"]),
-        task=ThresholdTask(
-            vocab_size=int(task["vocab_size"]),
-            length=int(task["length"]),
-            positions=tuple(int(i) for i in task["positions"]),
-            threshold=int(task["threshold"]),
-            label_noise=float(task["label_noise"]),
-        ),
+        task=task_from_dict(task),
         settings=TrainSettings(**data["settings"]),
+        family=family,
     )
 
 
@@ -232,6 +249,8 @@ def step_terms(
     test_samples: int,
     checkpoint: str,
     model_values: Mapping[str, float] | None = None,
+    test_loss: float = math.nan,
+    loss_gap: bool = False,
 ) -> StepTerms:
     """The terms of one analysed checkpoint beside its measured errors: every CHECKPOINT measure of the
     registry, and the MODEL measures in ``model_values`` (given for the final checkpoint)."""
@@ -248,6 +267,8 @@ def step_terms(
         log10_alpha=tuple(float(v) * _LOG10_E for v in analysis.log_alpha),
         p_opt=tuple(float(p) for p in analysis.p_opt),
         values=values,
+        test_loss=test_loss,
+        loss_gap=loss_gap,
     )
 
 
@@ -278,6 +299,8 @@ def analyse_run(
                 test_samples=record.test_samples,
                 checkpoint=record.checkpoint,
                 model_values=result.model_values if index == len(result.steps) else None,
+                test_loss=record.test_loss,
+                loss_gap=record.loss_gap,
             )
         )
         progress(ProgressEvent("analyse", index, len(result.steps), f"{result.spec.name} step {record.step}"))

@@ -18,6 +18,7 @@ import numpy as np
 from .correlation import TauDifference, Verdict
 from .grid import AXES
 from .registry import MEASURES, recorded_measures
+from .robust import RobustRow
 from .tables import measure_value
 from .trajectory import RunTrajectory
 
@@ -142,3 +143,25 @@ def comparison_sentence(difference: TauDifference, name: Callable[[str], str] | 
         other,
     )
     return f"{label}: {tau}; {granulated}."
+
+
+def robust_sentence(rows: Sequence[RobustRow], name: Callable[[str], str] | None = None) -> str:
+    """One sentence from the robust view's numbers: how many environments, the measure whose worst
+    sign-error is smallest (and where it is worst), and ours at p*'s worst, each with its environment."""
+    name = name or (lambda measure: measure)
+    defined = [r for r in rows if r.defined]
+    if not defined:
+        return "No environment has two runs ordered differently by a measure and the gap yet: there is no sign-error."
+    environments = len(defined[0].environments)
+    best = min(defined, key=lambda r: (r.worst, r.mean))
+    sentence = (
+        f"Over {environments} environment{'s' if environments != 1 else ''}, {name(best.measure)} has the "
+        f"smallest worst-case sign-error, {best.worst:.2f} (in {best.worst_environment}; mean {best.mean:.2f})"
+    )
+    ours = next((r for r in defined if r.measure == "ours"), None)
+    if ours is not None and ours is not best:
+        sentence += (
+            f"; {name('ours')} orders {ours.worst:.0%} of the run pairs against the gap in its worst environment, "
+            f"{ours.worst_environment} (mean {ours.mean:.2f})"
+        )
+    return sentence + ". A sign-error of 0.5 is chance."

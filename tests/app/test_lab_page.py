@@ -216,6 +216,22 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
     assert "paired bootstrap does tell the two apart" in reading  # +0.09 to +0.42 on the reference
 
 
+def test_the_sweep_view_shows_the_robust_view_of_the_reference(lab_app) -> None:
+    at = lab_app
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    rows = reference.load_reference().robust
+    shown_text = " ".join(m.value for m in at.markdown)
+    assert views.robust_sentence(rows, measure_name) in shown_text
+    assert "Over 1 environment," in shown_text
+    shown = _dataframe(at, "worst_sign_error").reset_index(drop=True)
+    assert list(shown["measure"]) == [measure_name(r.measure) for r in rows]
+    assert list(shown["worst_environment"]) == [r.worst_environment for r in rows] == ["threshold/bert"] * len(rows)
+    ours = next(r for r in rows if r.measure == "ours")
+    value = shown.loc[[r.measure for r in rows].index("ours"), "worst_sign_error"]
+    assert float(value if isinstance(value, float) else shown_value(value)) == pytest.approx(ours.worst, abs=5e-4)
+
+
 def _open_train_form(at: AppTest, **values: float) -> None:
     at.radio(key="lab_view").set_value("Train a run now")
     run_clean(at)

@@ -189,7 +189,8 @@ def test_show_compare_prints_the_paired_difference(capsys) -> None:
     low, high = difference.kendall_tau_ci.low, difference.kendall_tau_ci.high
     assert f"tau(ours) - tau(spectral_product) = {difference.kendall_tau:+.3f} [{low:+.3f}, {high:+.3f}]" in printed
     assert "95 % interval" in printed and "distinguishably worse than spectral_product" in printed
-    for line in printed.splitlines():  # every measure's row carries both intervals
+    table = printed.split("Robust view")[0]  # the correlation table, before the robust view
+    for line in table.splitlines():  # every measure's row carries both intervals
         if line.split() and line.split()[0] == "ours":
             assert line.count("[") == 2
     assert main(["lab", "show", "--compare", "ours", "nonsense"]) == 1

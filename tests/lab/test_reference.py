@@ -16,10 +16,13 @@ from specbound.lab import reference
 from specbound.lab.records import LAB_LABEL
 from specbound.lab.registry import correlated_measures
 from specbound.lab.sweep import run_sweep
-from specbound.lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV, read_results
+from specbound.lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV, read_results, read_runs_csv
 from specbound.lab.train import LabError
 from specbound.lab.trajectory import DEFAULT_BOUNDS
 from specbound.models import parse_miniature_alias
+
+#: The columns of SPEC §13 that a runs.csv or correlations.csv written before it lacks.
+_NEW_COLUMNS = ("task", "family", "test_loss", "optimal_loss", "excess_loss")
 
 
 def _check_reference(directory: Path) -> None:
@@ -29,8 +32,8 @@ def _check_reference(directory: Path) -> None:
     results = read_results(directory)
     assert len(results.runs) == manifest["runs"] > 0
     assert all(r.name.startswith("lab-") and parse_miniature_alias(r.name) is None for r in results.runs)
-    runs = pd.read_csv(directory / RUNS_CSV)
-    assert tuple(runs.columns) == RUN_COLUMNS
+    runs = read_runs_csv(directory / RUNS_CSV)  # the shipped file predates the task and family columns
+    assert tuple(runs.columns) == RUN_COLUMNS and set(runs["task"]) == {"threshold"}
     assert len(runs) == sum(len(r.steps) for r in results.runs)
     assert runs["run"].str.startswith("lab-").all()
     table = pd.read_csv(directory / CORRELATIONS_CSV)
@@ -153,8 +156,10 @@ def test_remeasure_recomputes_only_the_named_measures_from_the_stored_spectra(tm
             continue
         relative = path.relative_to(reference.REFERENCE_DIR)
         assert (copies[1] / relative).read_bytes() == (copy / relative).read_bytes(), relative
-        if path.suffix == ".csv":
-            pd.testing.assert_frame_equal(pd.read_csv(copy / relative), pd.read_csv(path), rtol=1e-12, atol=1e-12)
+        if path.suffix == ".csv":  # rewritten with the task, family and loss columns beside the shipped ones
+            shipped, rewritten = pd.read_csv(path), pd.read_csv(copy / relative)
+            pd.testing.assert_frame_equal(rewritten[shipped.columns], shipped, rtol=1e-12, atol=1e-12)
+            assert set(rewritten.columns) - set(shipped.columns) <= set(_NEW_COLUMNS)
         elif path.suffix == ".json":
             _same_numbers(json.loads(path.read_text()), json.loads((copy / relative).read_text()), str(relative))
         else:  # the spectra themselves are read, never rewritten

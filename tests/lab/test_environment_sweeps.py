@@ -1,0 +1,188 @@
+"""The lab beyond one task and one family (SPEC §13): decoders through the normal analysis path, the
+per-environment tables, old runs.csv files, and the smoke presets of two new environments."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import specbound
+from specbound.cli import main
+from specbound.lab.grid import preset_grid
+from specbound.lab.records import read_runs
+from specbound.lab.tables import (
+    CORRELATIONS_CSV,
+    ROBUST_CSV,
+    RUN_COLUMNS,
+    RUNS_CSV,
+    lab_results,
+    read_results,
+    read_runs_csv,
+)
+from specbound.lab.tasks import MarkovTask, ModularTask
+from specbound.lab.train import LabError, RunSpec, TrainSettings, train_run
+from specbound.lab.trajectory import analyse_run
+
+_TINY = TrainSettings(steps=4, save_every=2, test_samples=64)
+
+
+@pytest.mark.parametrize(
+    ("family", "task"), [("llama", ModularTask()), ("neox", MarkovTask(length=8)), ("gpt2", MarkovTask(length=8))]
+)
+def test_a_decoder_checkpoint_analysed_by_the_lab_is_specbound_analyze(tmp_path: Path, family: str, task) -> None:
+    spec = RunSpec(layers=2, hidden=16, heads=2, n_train=32, task=task, family=family, settings=_TINY)
+    result = train_run(spec, tmp_path)
+    run = analyse_run(result, tmp_path, use_cache=False)
+    final = run.final
+    direct = specbound.analyze(str(tmp_path / final.checkpoint), use_cache=False)
+    assert direct.family == {"neox": "gpt_neox"}.get(family, family)
+    assert final.ours_log10 == pytest.approx(direct.ours_log10, rel=1e-12)
+    assert final.edelman_log10 == pytest.approx(direct.edelman_log10, rel=1e-12)
+    assert len(run.matrices) == len(direct.profile.ids)
+    if family == "llama":  # grouped-query (H / 2 key/value heads) and a gated MLP: L (2H + 3) matrices
+        assert len(run.matrices) == 2 * (2 * 2 + 3)
+    if task.causal:  # next-token prediction: the gap is on the loss
+        assert final.loss_gap and final.gap == pytest.approx(final.test_loss - final.train_loss)
+        assert math.isfinite(final.test_loss)
+
+
+def test_markov_runs_need_a_decoder_and_llama_an_even_head_count() -> None:
+    with pytest.raises(LabError, match="decoder family"):
+        RunSpec(layers=1, hidden=16, heads=2, n_train=8, task=MarkovTask())
+    with pytest.raises(LabError, match="H must be even"):
+        RunSpec(layers=1, hidden=15, heads=3, n_train=8, family="llama")
+    with pytest.raises(LabError, match="n_train"):
+        RunSpec(layers=1, hidden=16, heads=2, n_train=97**2, task=ModularTask(), family="gpt2")
+    name = RunSpec(layers=1, hidden=16, heads=2, n_train=8, task=MarkovTask(), family="gpt2").name
+    assert name.startswith("lab-gpt2-markov-L1-N16-H2-n8-") and "-v" not in name  # the default chain
+
+
+def test_the_threshold_presets_are_unchanged() -> None:
+    from specbound.lab.grid import PRESETS
+
+    for name, grid in PRESETS.items():
+        assert preset_grid(name) == grid
+    assert preset_grid("smoke", "modular", "llama").family == "llama"
+    assert all(s.task.kind == "markov" for s in preset_grid("smoke", "markov", "gpt2").specs())
+
+
+def _sweep(out: Path, task: str, family: str) -> str:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = main(["lab", "sweep", "--preset", "smoke", "--task", task, "--family", family, "--out", str(out)])
+    assert status == 0
+    return printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def two_environments(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke presets of modular/llama and markov/gpt2, each run into its own directory and then
+    into a shared one (the second run of each only reads the records back)."""
+    root = tmp_path_factory.mktemp("envs")
+    for task, family in (("modular", "llama"), ("markov", "gpt2")):
+        out = root / f"{task}-{family}"
+        text = _sweep(out, task, family)
+        assert "Robust view" in text and f"{task}/{family}" in text
+        runs = pd.read_csv(out / RUNS_CSV)
+        assert tuple(runs.columns) == RUN_COLUMNS
+        assert set(runs["task"]) == {task} and set(runs["family"]) == {family}
+        assert runs["gap"].notna().all() and runs["run"].nunique() == 4
+        table = pd.read_csv(out / CORRELATIONS_CSV)
+        assert set(table["task"]) == {task} and set(table["family"]) == {family}
+        assert {"kendall_tau", "kendall_tau_ci_low", "granulated_tau"} <= set(table.columns)
+        if task == "markov":
+            final = runs[runs["final"]]
+            assert final["gap"].to_numpy() == pytest.approx((final["test_loss"] - final["train_loss"]).to_numpy())
+            assert final["optimal_loss"].to_numpy() == pytest.approx(MarkovTask().optimal_loss)
+            assert final["excess_loss"].to_numpy() == pytest.approx(
+                (final["test_loss"] - final["optimal_loss"]).to_numpy()
+            )
+        import shutil
+
+        shutil.copytree(out / "runs", root / "both" / "runs", dirs_exist_ok=True)
+    return root
+
+
+def test_the_smoke_presets_of_two_new_environments(two_environments: Path) -> None:
+    assert (two_environments / "modular-llama" / ROBUST_CSV).is_file()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["lab", "show", str(two_environments / "markov-gpt2")]) == 0
+    text = printed.getvalue()
+    assert "test - train loss" in text and "Robust view" in text and "markov/gpt2" in text
+
+
+def test_two_environments_get_one_block_each_and_a_robust_view(two_environments: Path) -> None:
+    both = two_environments / "both"
+    results = read_results(both)
+    assert [e.environment for e in results.environments] == ["markov/gpt2", "modular/llama"]
+    assert all(e.runs == 4 for e in results.environments)
+    # each environment's block is the correlations of its own runs, as in its own directory
+    alone = read_results(two_environments / "markov-gpt2")
+    for mine, theirs in zip(results.environments[0].correlations, alone.correlations, strict=True):
+        assert mine.measure == theirs.measure
+        assert mine.kendall_tau == pytest.approx(theirs.kendall_tau, nan_ok=True)
+    robust = {r.measure: r for r in results.robust}
+    ours = robust["ours"]
+    assert ours.environments == ("markov/gpt2", "modular/llama")
+    assert ours.worst == max(e for e in ours.sign_errors if not math.isnan(e))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["lab", "show", str(both)]) == 0
+    text = printed.getvalue()
+    assert "== environment markov/gpt2 (4 runs)" in text and "== environment modular/llama (4 runs)" in text
+    assert "worst environment" in text
+    from specbound.lab.tables import write_tables
+
+    write_tables(both, read_runs(both))
+    table = pd.read_csv(both / CORRELATIONS_CSV)
+    assert list(dict.fromkeys(zip(table["task"], table["family"], strict=True))) == [
+        ("markov", "gpt2"),
+        ("modular", "llama"),
+    ]
+    frame = pd.read_csv(both / ROBUST_CSV).set_index("measure")
+    assert {"sign_error_markov_gpt2", "sign_error_modular_llama", "worst_environment"} <= set(frame.columns)
+    assert frame.loc["ours", "worst_sign_error"] == pytest.approx(ours.worst)
+    assert lab_results(results.runs).robust == results.robust
+
+
+def test_an_old_runs_csv_reads_as_threshold_on_bert(tmp_path: Path) -> None:
+    from specbound.lab.reference import REFERENCE_DIR
+
+    frame = read_runs_csv(REFERENCE_DIR / RUNS_CSV)  # written before the task and family columns
+    assert "task" not in pd.read_csv(REFERENCE_DIR / RUNS_CSV).columns
+    assert set(frame["task"]) == {"threshold"} and set(frame["family"]) == {"bert"}
+    assert set(RUN_COLUMNS) <= set(frame.columns)
+    results = read_results(REFERENCE_DIR)
+    assert [e.environment for e in results.environments] == ["threshold/bert"]
+    assert results.correlations == results.environments[0].correlations
+
+
+def test_one_sweep_over_several_environments(tmp_path: Path) -> None:
+    args = ["lab", "sweep", "--preset", "smoke", "--task", "modular", "markov", "--family", "gpt2", "bert"]
+    args += ["--n-train", "16", "64", "--seeds", "0", "--steps", "2", "--save-every", "1", "--out", str(tmp_path)]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(args) == 0
+    text = printed.getvalue()
+    # markov needs a decoder: three environments, modular/gpt2, modular/bert and markov/gpt2
+    assert "2 runs of bert on modular-addition" in text and "2 runs of bert on markov" not in text
+    runs = pd.read_csv(tmp_path / RUNS_CSV)
+    assert set(zip(runs["task"], runs["family"], strict=True)) == {
+        ("modular", "gpt2"),
+        ("modular", "bert"),
+        ("markov", "gpt2"),
+    }
+    table = pd.read_csv(tmp_path / CORRELATIONS_CSV)
+    assert len(table) == 3 * table["measure"].nunique()
+    robust = pd.read_csv(tmp_path / ROBUST_CSV)
+    assert {"sign_error_modular_bert", "sign_error_modular_gpt2", "sign_error_markov_gpt2"} <= set(robust.columns)
+    assert "== environment markov/gpt2 (2 runs)" in text
+    with pytest.raises(SystemExit):
+        main(["lab", "sweep", "--task", "nonsense", "--out", str(tmp_path)])
+    assert main(["lab", "sweep", "--task", "markov", "--family", "bert", "--out", str(tmp_path)]) == 1
