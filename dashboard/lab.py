@@ -37,6 +37,7 @@ from specbound.errors import SpecboundError
 from specbound.lab import reference as lab_reference
 from specbound.lab import views
 from specbound.lab.correlation import MeasureCorrelation, TauDifference, Verdict
+from specbound.lab.grokking import RunGrokking, grokking_runs, grokking_summary, summary_frame
 from specbound.lab.records import read_runs
 from specbound.lab.registry import correlated_measures
 from specbound.lab.robust import RobustRow
@@ -269,6 +270,22 @@ def robust_rows(origin: str) -> tuple[RobustRow, ...]:
     """The robust view (each measure's sign-error per environment) of the reference or of the store."""
     runs = reference().runs if origin == REFERENCE else store_runs()
     return _robust(origin, 0 if origin == REFERENCE else board().version, runs)
+
+
+@st.cache_resource(show_spinner=False)
+def grokking_reference() -> tuple[RunGrokking, ...]:
+    """The shipped grokking runs (the ``grok`` preset's seeds) read by the rule; none when the package
+    ships none."""
+    directory = lab_reference.GROKKING_REFERENCE_DIR
+    return grokking_runs(read_runs(directory)) if (directory / "runs").is_dir() else ()
+
+
+def grokking_view_frame(runs: tuple[RunGrokking, ...]) -> Styler:
+    """grokking_summary.csv as the page shows it: each measure in plain words, leads in steps."""
+    frame = summary_frame(grokking_summary(runs))
+    frame = frame.assign(measure=[measure_name(m) for m in frame["measure"]])
+    plain = {c: "number" for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
+    return styled_table(frame, plain)
 
 
 def robust_view_frame(rows: tuple[RobustRow, ...]) -> Styler:

@@ -27,12 +27,14 @@ from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
 from specbound.figures.style import split_panels
 from specbound.lab import views
 from specbound.lab.grid import AXES
+from specbound.lab.grokking import grokking_sentence
 from specbound.lab.train import LabError
 
 ensure_app_entry()
 
 RUN_VIEW, SWEEP_VIEW, TRAIN_VIEW = "One run through training", "Sweep: measures against the gap", "Train a run now"
 VIEW_KEY, RUN_KEY, STEP_KEY, SWEEP_KEY = "lab_view", "lab_run", "lab_step", "lab_sweep"
+GROK_SEED_KEY = "lab_grok_seed"
 caps = service.VISITOR_CAPS
 LN10 = math.log(10.0)  # the records keep proxies as log10; format_log_value takes natural logs
 
@@ -215,6 +217,25 @@ elif view == SWEEP_VIEW:
     with st.container(key="lab_robust"):
         st.markdown(views.robust_sentence(robust_rows, measure_name))
     draw_table(service.robust_view_frame(robust_rows), hide_index=True, key="lab_robust_table")
+    if grokking := service.grokking_reference():
+        st.subheader("Grokking: does a measure move before the jump?")
+        st.caption(
+            "Modular addition mod 97 on 30 % of its pairs, a one-layer GPT-2 decoder, full-batch AdamW with weight "
+            "decay 1 (`specbound lab sweep --preset grok --task modular --family gpt2`): training accuracy "
+            "saturates early, test accuracy jumps much later. Every curve is read from the step training accuracy "
+            "reaches 0.99; it moves when it has covered half its excursion from there. A measure's lead is test "
+            "accuracy's move step minus its own (positive: it moved first)."
+        )
+        with st.container(key="lab_grokking"):
+            st.markdown(plain(grokking_sentence(grokking, measure_name)))
+        seeds = [run.seed for run in grokking]
+        share.shared(GROK_SEED_KEY, share.Codec(int, str), seeds[0])
+        if st.session_state[GROK_SEED_KEY] not in seeds:
+            st.session_state[GROK_SEED_KEY] = seeds[0]
+        seed = st.radio("Seed", seeds, key=GROK_SEED_KEY, horizontal=True)
+        shown = next(run for run in grokking if run.seed == seed)
+        show_figure(figures.grokking_figure(shown), "lab_grokking_figure")
+        draw_table(service.grokking_view_frame(grokking), hide_index=True, key="lab_grokking_table")
     st.caption(f"Reproducibility. {service.REPRODUCIBILITY}")
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")

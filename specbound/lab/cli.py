@@ -113,6 +113,45 @@ def _print_correlations(results: Any) -> None:
                 env.correlations, env.runs, "test - train loss" if env.task == "markov" else "test - train error"
             )
     _print_robust(results)
+    _print_grokking(results)
+
+
+def _print_grokking(results: Any) -> None:
+    """For the modular task's runs: when each fitted and jumped, and each measure's lead over the seeds
+    that grokked (:mod:`specbound.lab.grokking`)."""
+    from .grokking import grokking_runs, grokking_summary
+
+    runs = grokking_runs(results.runs)
+    if not runs:
+        return
+    print(
+        "Grokking (modular task): a curve moves when it has covered half its excursion from the step "
+        "training accuracy reaches 0.99; lead = test accuracy's move step - the measure's (positive: earlier)"
+    )
+    for run in runs:
+        event = run.event
+        verdict = "groks" if event.grokked else "does not grok"
+        if event.saturation_step is None:
+            print(
+                f"  {run.name}: {verdict}: training accuracy never reaches 0.99 (it ends at "
+                f"{run.train_accuracy[-1]:.3f}, test accuracy at {event.final_test_accuracy:.3f})"
+            )
+            continue
+        print(
+            f"  {run.name}: {verdict}: training accuracy 0.99 at step {event.saturation_step}, test accuracy "
+            f"{event.test_accuracy_at_saturation:.3f} then; test accuracy moves at step {event.jump_step} and "
+            f"ends at {event.final_test_accuracy:.3f}"
+        )
+    summaries = grokking_summary(runs)
+    if not summaries:
+        print("  no run grokked: there is no lead to report")
+        return
+    width = max(len(s.measure) for s in summaries)
+    print(f"{'measure':>{width}}  {'seeds':>5}  {'median lead':>11}  {'range':>17}  {'before':>6}  verdict")
+    for s in summaries:
+        span = f"[{s.low:+.0f}, {s.high:+.0f}]" if s.finite.size else "-"
+        median = f"{s.median:+.0f}" if s.finite.size else "-"
+        print(f"{s.measure:>{width}}  {len(s.leads):>5}  {median:>11}  {span:>17}  {s.share_before:>6.2f}  {s.verdict}")
 
 
 def _print_robust(results: Any) -> None:
@@ -229,7 +268,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ..status import Status
     from .grid import preset_grid, read_grid
-    from .reference import export_reference
+    from .reference import export_reference, reference_dir_for
     from .sweep import run_sweep
     from .train import DECODERS, LabError
 
@@ -271,8 +310,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     )
     _print_correlations(result.results)
     if args.export_reference:
+        dest, regenerate = reference_dir_for(args.preset)
         written = export_reference(
-            Path(args.out), sweep_seconds=time.perf_counter() - started if done == len(specs) else None
+            Path(args.out),
+            dest,
+            sweep_seconds=time.perf_counter() - started if done == len(specs) else None,
+            regenerate=regenerate,
         )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0
@@ -321,7 +364,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
 
 def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     """``lab train | sweep | show | remeasure`` under the main parser's subcommands."""
-    from .grid import PRESETS
+    from .grid import PRESET_NAMES
 
     lab = commands.add_parser(
         "lab", help="train small BERT encoders on a synthetic task and set bounds beside their measured gaps"
@@ -367,10 +410,11 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     sweep = actions.add_parser("sweep", help="train and analyse a grid of runs (resumable)")
     sweep.add_argument(
         "--preset",
-        choices=sorted(PRESETS),
+        choices=PRESET_NAMES,
         default="smoke",
         help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores; study: 288 runs "
-        "(depth 1-4, width 32-128, n 100-3200), hours: see the README",
+        "(depth 1-4, width 32-128, n 100-3200), hours: see the README; grok: three seeds of a one-layer model "
+        "on modular addition with weight decay 1 (--task modular), which grok (see the README)",
     )
     sweep.add_argument(
         "--grid",

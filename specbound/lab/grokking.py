@@ -27,13 +27,15 @@ intervals support.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .trajectory import RunTrajectory
 
 #: Training accuracy at which a run counts as having fit its training set.
@@ -216,3 +218,83 @@ def run_grokking(run: RunTrajectory, measures: Sequence[str] | None = None) -> R
 def grokking_summary(runs: Sequence[RunGrokking]) -> tuple[LeadSummary, ...]:
     """Per measure, its leads over the runs that grokked (none: an empty table)."""
     return summarize_leads([run.leads for run in runs if run.event.grokked])
+
+
+# --- tables ----------------------------------------------------------------------------------------
+
+#: The files a lab directory gains when it holds runs of the modular task.
+GROKKING_CSV, GROKKING_SUMMARY_CSV = "grokking.csv", "grokking_summary.csv"
+
+
+def grokking_runs(runs: Sequence[RunTrajectory]) -> tuple[RunGrokking, ...]:
+    """The rule applied to every run of the modular task (the task on which models grok), in order."""
+    return tuple(run_grokking(run) for run in runs if run.spec.task.kind == "modular")
+
+
+def leads_frame(runs: Sequence[RunGrokking]) -> pd.DataFrame:
+    """One row per run and measure: the run's saturation, jump and whether it grokked, the measure's
+    move step and lead."""
+    import pandas as pd
+
+    rows = [
+        {
+            "run": run.name,
+            "seed": run.seed,
+            "saturation_step": run.event.saturation_step,
+            "jump_step": run.event.jump_step,
+            "test_accuracy_at_saturation": run.event.test_accuracy_at_saturation,
+            "final_test_accuracy": run.event.final_test_accuracy,
+            "grokked": run.event.grokked,
+            "measure": lead.measure,
+            "move_step": lead.move_step,
+            "lead": lead.lead,
+            "before": lead.before,
+        }
+        for run in runs
+        for lead in run.leads
+    ]
+    return pd.DataFrame(rows)
+
+
+def summary_frame(summaries: Sequence[LeadSummary]) -> pd.DataFrame:
+    """One row per measure: its leads over the seeds that grokked, their median, range, the share of
+    seeds in which it moved first, and the verdict."""
+    import pandas as pd
+
+    columns = ["measure", "seeds", "median_lead", "lowest_lead", "highest_lead", "share_before", "verdict"]
+    return pd.DataFrame(
+        [[s.measure, len(s.leads), s.median, s.low, s.high, s.share_before, s.verdict] for s in summaries],
+        columns=columns,
+    )
+
+
+def grokking_sentence(runs: Sequence[RunGrokking], name_of: Callable[[str], str] = str, ours: str = "ours") -> str:
+    """What the runs show, in words computed from their numbers: how many grokked and when, which
+    measures moved first in every seed that grokked, and where ours at p* stands. Nothing is claimed
+    that a seed contradicts."""
+    grokked = [run for run in runs if run.event.grokked]
+    if not grokked:
+        return f"None of the {len(runs)} runs grokked, so no measure can be said to move before a jump."
+    saturation = int(np.median([run.event.saturation_step for run in grokked]))
+    jump = int(np.median([run.event.jump_step for run in grokked]))
+    opening = (
+        f"{len(grokked)} of {len(runs)} seeds grok: training accuracy reaches {SATURATION:g} by step {saturation} "
+        f"and test accuracy moves at step {jump} (medians)."
+    )
+    summaries = grokking_summary(runs)
+    first = [s for s in summaries if s.verdict == "before"]
+    if first:
+        names = ", ".join(f"{name_of(s.measure)} (median {s.median:+.0f} steps)" for s in first)
+        middle = f" Moved before the jump in every seed that grokked: {names}."
+    else:
+        middle = " No measure moved before the jump in every seed that grokked."
+    own = next((s for s in summaries if s.measure == ours), None)
+    if own is None or not own.finite.size:
+        return opening + middle
+    before = round(own.share_before * len(own.leads))
+    subject = name_of(ours)
+    closing = (
+        f" {subject[:1].upper()}{subject[1:]} moved before it in {before} of {len(own.leads)} seeds "
+        f"(median lead {own.median:+.0f} steps, from {own.low:+.0f} to {own.high:+.0f})."
+    )
+    return opening + middle + closing

@@ -51,6 +51,23 @@ STEPS_ATLAS_FILE = "profiles.npz"
 STEP_SEP = "@"
 REFERENCE_FORMAT = "specbound-lab-reference"
 REGENERATE = "specbound lab sweep --preset class --out DIR --export-reference"
+#: The grokking reference: the ``grok`` preset's three seeds (SPEC §13), shipped beside the class sweep so
+#: that the Lab page shows a run that groks without training one.
+GROKKING_REFERENCE_DIR = Path(__file__).parent / "reference_grokking"
+GROKKING_REGENERATE = "specbound lab sweep --preset grok --task modular --family gpt2 --out DIR --export-reference"
+_MODEL_CLASSES = {
+    "bert": "BERT encoders",
+    "gpt2": "GPT-2 decoders",
+    "llama": "Llama decoders",
+    "neox": "GPT-NeoX decoders",
+}
+
+
+def reference_dir_for(preset: str) -> tuple[Path, str]:
+    """Where a preset's exported reference goes, and the command that regenerates it."""
+    from .grid import GROK
+
+    return (GROKKING_REFERENCE_DIR, GROKKING_REGENERATE) if preset == GROK else (REFERENCE_DIR, REGENERATE)
 
 
 #: How far a run re-trained where floating-point sums run in another order (another CPU, another thread
@@ -182,7 +199,11 @@ def _earlier_sweep_seconds(dest: Path, runs: int, training_seconds: float) -> fl
 
 
 def export_reference(
-    sweep_dir: Path | str, dest: Path | str = REFERENCE_DIR, *, sweep_seconds: float | None = None
+    sweep_dir: Path | str,
+    dest: Path | str = REFERENCE_DIR,
+    *,
+    sweep_seconds: float | None = None,
+    regenerate: str = REGENERATE,
 ) -> tuple[Path, ...]:
     """Write the reference (records, tables, atlas, manifest) of a finished sweep into ``dest``, replacing it.
 
@@ -222,11 +243,11 @@ def export_reference(
         "format": REFERENCE_FORMAT,
         "label": LAB_LABEL,
         "created_by": f"specbound {__version__}",
-        "description": "Small BERT encoders (transformers' BertForSequenceClassification) trained by the "
-        "specbound lab on a synthetic task; results and spectral profiles only, no weights.",
+        "description": f"Small {_MODEL_CLASSES.get(runs[0].spec.family, runs[0].spec.family)} (transformers' own "
+        "classes) trained by the specbound lab on a synthetic task; results and spectral profiles only, no weights.",
         "task": runs[0].spec.task.describe(),
         "runs": len(runs),
-        "regenerate": REGENERATE,
+        "regenerate": regenerate,
         "sweep_seconds": sweep_seconds,
         "training_seconds": training_seconds,
         "measures": list(MEASURES),

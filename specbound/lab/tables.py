@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .correlation import MeasureCorrelation, TauDifference, compare, correlate
 from .grid import AXES
+from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
 from .records import RUNS_DIR, read_runs, write_text
 from .registry import MEASURES, Measure, RunMeasure, correlated_measures
 from .robust import RobustRow, environment_column, robust_view
@@ -357,11 +358,18 @@ def write_tables(
 
 
 def write_results(out: Path, results: LabResults) -> tuple[Path, ...]:
-    """runs.csv, correlations.csv and robust.csv of ``results`` (see :func:`write_tables`)."""
+    """runs.csv, correlations.csv and robust.csv of ``results`` (see :func:`write_tables`), and, when
+    the directory holds runs of the modular task, grokking.csv (each run's saturation, jump and every
+    measure's lead) and grokking_summary.csv (each measure over the seeds that grokked)."""
     write_text(out / RUNS_CSV, runs_frame(results.runs).to_csv(index=False))
     write_text(out / CORRELATIONS_CSV, environments_frame(results.environments).to_csv(index=False))
     write_text(out / ROBUST_CSV, robust_frame(results.robust).to_csv(index=False))
-    return out / RUNS_CSV, out / CORRELATIONS_CSV, out / ROBUST_CSV
+    written = [out / RUNS_CSV, out / CORRELATIONS_CSV, out / ROBUST_CSV]
+    if grokking := grokking_runs(results.runs):
+        write_text(out / GROKKING_CSV, leads_frame(grokking).to_csv(index=False))
+        write_text(out / GROKKING_SUMMARY_CSV, summary_frame(grokking_summary(grokking)).to_csv(index=False))
+        written += [out / GROKKING_CSV, out / GROKKING_SUMMARY_CSV]
+    return tuple(written)
 
 
 def read_runs_csv(path: Path | str) -> pd.DataFrame:

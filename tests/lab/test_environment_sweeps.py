@@ -186,3 +186,42 @@ def test_one_sweep_over_several_environments(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         main(["lab", "sweep", "--task", "nonsense", "--out", str(tmp_path)])
     assert main(["lab", "sweep", "--task", "markov", "--family", "bert", "--out", str(tmp_path)]) == 1
+
+
+def test_a_modular_sweep_writes_the_grokking_tables(two_environments: Path) -> None:
+    from specbound.lab.grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, tracked_measures
+
+    modular, markov = two_environments / "modular-llama", two_environments / "markov-gpt2"
+    leads = pd.read_csv(modular / GROKKING_CSV)
+    assert leads["run"].nunique() == 4 and set(leads["measure"]) == set(tracked_measures())
+    assert {"saturation_step", "jump_step", "grokked", "move_step", "lead", "before"} <= set(leads.columns)
+    assert not leads["grokked"].any()  # 100 steps: nothing groks, and the summary says so by being empty
+    assert pd.read_csv(modular / GROKKING_SUMMARY_CSV).empty
+    assert not (markov / GROKKING_CSV).exists()  # only the modular task's runs are read for grokking
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["lab", "show", str(modular)]) == 0
+    text = printed.getvalue()
+    assert "Grokking (modular task)" in text and "no run grokked" in text
+
+
+def test_the_grok_preset_is_the_known_recipe_on_the_modular_task() -> None:
+    from specbound.lab.grid import GROK, PRESET_NAMES
+
+    assert GROK in PRESET_NAMES
+    grid = preset_grid(GROK, "modular", "gpt2")
+    (spec, *others) = grid.specs()
+    assert len(others) == 2 and [s.seed for s in grid.specs()] == [0, 1, 2]
+    assert (spec.family, spec.task.kind, spec.task.modulus, spec.layers, spec.hidden, spec.heads) == (
+        "gpt2", "modular", 97, 1, 64, 4,
+    )  # fmt: skip
+    settings = spec.settings
+    assert settings.batch_size == spec.n_train == 2823  # full batch, 30 % of the 97^2 pairs
+    assert (settings.weight_decay, settings.learning_rate, settings.steps, settings.save_every) == (
+        1.0,
+        1e-3,
+        2000,
+        100,
+    )
+    with pytest.raises(LabError, match="the grok preset trains on the modular task"):
+        preset_grid(GROK, "threshold", "gpt2")

@@ -131,3 +131,24 @@ def test_the_grokking_figure_marks_the_fit_and_the_jump_on_one_step_axis() -> No
     assert lines == [run.event.saturation_step, run.event.jump_step] == [300, 700]
     assert fig["layout"]["xaxis2"]["matches"] == "x"
     assert "seed 3 groks" in fig["layout"]["title"]["text"]
+
+
+def test_the_sentence_says_what_every_seed_supports() -> None:
+    from specbound.lab.grokking import RunGrokking, grokking_sentence
+
+    def run(seed: int, ours_center: float, other_center: float, grokked: bool = True) -> RunGrokking:
+        train = _sigmoid(150.0, low=0.01, high=1.0)
+        test = _sigmoid(650.0, low=0.01, high=0.99 if grokked else 0.2)
+        curves = {"ours": tuple(_sigmoid(ours_center)), "edelman": tuple(_sigmoid(other_center))}
+        event = grok_event(STEPS, train, test)
+        return RunGrokking(f"s{seed}", seed, tuple(STEPS), tuple(train), tuple(test), curves, event,
+                           measure_leads(STEPS, curves, event))  # fmt: skip
+
+    runs = [run(0, 850.0, 350.0), run(1, 450.0, 450.0), run(2, 850.0, 350.0, grokked=False)]
+    text = grokking_sentence(runs, name_of=lambda m: {"ours": "ours at p*", "edelman": "Edelman"}[m])
+    assert text.startswith(
+        "2 of 3 seeds grok: training accuracy reaches 0.99 by step 300 and test accuracy moves at step 700"
+    )
+    assert "Moved before the jump in every seed that grokked: Edelman (median +250 steps)." in text
+    assert text.endswith("Ours at p* moved before it in 1 of 2 seeds (median lead +0 steps, from -200 to +200).")
+    assert grokking_sentence(runs[2:]) == "None of the 1 runs grokked, so no measure can be said to move before a jump."
