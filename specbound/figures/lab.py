@@ -23,6 +23,7 @@ from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from ..numbers import format_count
 from .style import (
+    NEUTRAL,
     PALETTE,
     PANEL_TITLE_ROOM,
     SEQUENTIAL,
@@ -305,7 +306,7 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
             "x1": step,
             "y0": 0,
             "y1": 1,
-            "line": {"color": "#444444", "dash": dash, "width": 1},
+            "line": {"color": NEUTRAL, "dash": dash, "width": 1},
         }
         for step, _, dash in marks
         if step is not None
@@ -318,7 +319,7 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
             "x1": 1,
             "y0": 0.5,
             "y1": 0.5,
-            "line": {"color": "#999999", "dash": "dot", "width": 1},
+            "line": {"color": NEUTRAL, "dash": "dot", "width": 1},
         }
     ]
     layout["annotations"] = [
