@@ -116,6 +116,10 @@ def _print_correlations(results: Any) -> None:
     _print_grokking(results)
 
 
+#: At most this many runs are listed one by one in the grokking view (a class sweep has 48).
+_GROK_RUNS_LISTED = 12
+
+
 def _print_grokking(results: Any) -> None:
     """For the modular task's runs: when each fitted and jumped, and each measure's lead over the seeds
     that grokked (:mod:`specbound.lab.grokking`)."""
@@ -128,7 +132,10 @@ def _print_grokking(results: Any) -> None:
         "Grokking (modular task): a curve moves when it has covered half its excursion from the step "
         "training accuracy reaches 0.99; lead = test accuracy's move step - the measure's (positive: earlier)"
     )
-    for run in runs:
+    grokked = sum(run.event.grokked for run in runs)
+    listed = len(runs) <= _GROK_RUNS_LISTED
+    print(f"  {grokked} of {len(runs)} runs grok" + (":" if listed else f" (listed when at most {_GROK_RUNS_LISTED})"))
+    for run in runs if listed else ():
         event = run.event
         verdict = "groks" if event.grokked else "does not grok"
         if event.saturation_step is None:
@@ -137,10 +144,11 @@ def _print_grokking(results: Any) -> None:
                 f"{run.train_accuracy[-1]:.3f}, test accuracy at {event.final_test_accuracy:.3f})"
             )
             continue
+        moves = "does not move after it" if event.jump_step is None else f"moves at step {event.jump_step}"
         print(
             f"  {run.name}: {verdict}: training accuracy 0.99 at step {event.saturation_step}, test accuracy "
-            f"{event.test_accuracy_at_saturation:.3f} then; test accuracy moves at step {event.jump_step} and "
-            f"ends at {event.final_test_accuracy:.3f}"
+            f"{event.test_accuracy_at_saturation:.3f} then; test accuracy {moves} and ends at "
+            f"{event.final_test_accuracy:.3f}"
         )
     summaries = grokking_summary(runs)
     if not summaries:

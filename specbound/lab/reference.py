@@ -239,11 +239,12 @@ def export_reference(
         )
     files += write_tables(dest, runs)
     files.append(save_atlas(profiles, dest / ATLAS_FILE))
+    family_class = _MODEL_CLASSES.get(runs[0].spec.family, runs[0].spec.family)
     manifest: dict[str, Any] = {
         "format": REFERENCE_FORMAT,
-        "label": LAB_LABEL,
+        "label": LAB_LABEL if runs[0].spec.family == "bert" else f"small {family_class} trained by the specbound lab",
         "created_by": f"specbound {__version__}",
-        "description": f"Small {_MODEL_CLASSES.get(runs[0].spec.family, runs[0].spec.family)} (transformers' own "
+        "description": f"Small {family_class} (transformers' own "
         "classes) trained by the specbound lab on a synthetic task; results and spectral profiles only, no weights.",
         "task": runs[0].spec.task.describe(),
         "runs": len(runs),

@@ -232,6 +232,31 @@ def test_the_sweep_view_shows_the_robust_view_of_the_reference(lab_app) -> None:
     assert float(value if isinstance(value, float) else shown_value(value)) == pytest.approx(ours.worst, abs=5e-4)
 
 
+def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -> None:
+    from specbound.lab.grokking import grokking_runs, grokking_sentence, grokking_summary
+    from specbound.lab.records import read_runs
+
+    runs = grokking_runs(read_runs(reference.GROKKING_REFERENCE_DIR))
+    assert [run.seed for run in runs] == [0, 1, 2] and all(run.event.grokked for run in runs)
+    at = lab_app
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    from dashboard.text import plain
+
+    shown_text = " ".join(m.value for m in at.markdown)
+    assert plain(grokking_sentence(runs, measure_name)) in shown_text  # shown as text, never as markdown
+    assert grokking_sentence(runs, measure_name).startswith("3 of 3 seeds grok")
+    titles = [f["layout"]["title"]["text"] for f in plotly_specs(at)]
+    assert any("Grokking: seed 0 groks" in t for t in titles)
+    at.radio(key="lab_grok_seed").set_value(2)
+    run_clean(at)
+    assert any("Grokking: seed 2 groks" in f["layout"]["title"]["text"] for f in plotly_specs(at))
+    shown = _dataframe(at, "median_lead").reset_index(drop=True)
+    summaries = grokking_summary(runs)
+    assert list(shown["measure"]) == [measure_name(s.measure) for s in summaries]
+    assert list(shown["verdict"]) == [s.verdict for s in summaries]
+
+
 def _open_train_form(at: AppTest, **values: float) -> None:
     at.radio(key="lab_view").set_value("Train a run now")
     run_clean(at)
