@@ -23,10 +23,9 @@ from typing import Any
 import numpy as np
 
 from ..architecture import Adaptation, ModelShape, Residual
-from ..matrices import LayerWeights
-from .base import FamilyAdapter, TensorSpec
+from .base import TensorSpec
 from .config import activation, build_shape, flag, initializer_range, optional_int, positive_int
-from .neox import per_head_qkv
+from .neox import FusedPerHeadAdapter, per_head_qkv
 
 
 def _int_field(config: Mapping[str, Any], where: str, *names: str, default: int | None = None) -> int:
@@ -37,11 +36,12 @@ def _int_field(config: Mapping[str, Any], where: str, *names: str, default: int 
     return positive_int(config, names[-1], where, default=default)
 
 
-class BloomAdapter(FamilyAdapter):
+class BloomAdapter(FusedPerHeadAdapter):
     model_types = ("bloom",)
     label = "BLOOM"
     root = "h"
     prefixes = ("", "transformer.")
+    attention = "self_attention"
 
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
         hidden = _int_field(config, where, "n_embed", "hidden_size")
@@ -55,26 +55,6 @@ class BloomAdapter(FamilyAdapter):
             activation="gelu_new",  # BloomGelu: the tanh approximation, fixed by the architecture
             adaptations=(Adaptation.CAUSAL, Adaptation.ALIBI),
             initializer_range=initializer_range(config),
-        )
-
-    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
-        n, f = shape.hidden_size, shape.ffn_size
-        return {
-            "qkv": TensorSpec("self_attention.query_key_value.weight", (3 * n, n)),
-            "attn_out": TensorSpec("self_attention.dense.weight", (n, n)),
-            "ffn_in": TensorSpec("mlp.dense_h_to_4h.weight", (f, n)),
-            "ffn_out": TensorSpec("mlp.dense_4h_to_h.weight", (n, f)),
-        }
-
-    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
-        query, key, value = per_head_qkv(tensors["qkv"], shape)
-        return LayerWeights(
-            query=query,
-            key=key,
-            value=value,
-            attn_out=tensors["attn_out"],
-            ffn_in=tensors["ffn_in"],
-            ffn_out=tensors["ffn_out"],
         )
 
 
@@ -122,23 +102,13 @@ class FalconAdapter(BloomAdapter):
         rows = (shape.num_heads + 2 * shape.num_kv_heads) * d  # 3N per head, (H + 2) d multi-query
         return {**super().tensors(shape), "qkv": TensorSpec("self_attention.query_key_value.weight", (rows, n))}
 
-    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
+    def split_qkv(self, fused: np.ndarray, shape: ModelShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The three layouts are one: the grouped view (H_kv, H / H_kv + 2, d, N) with H_kv = H is the
+        per-head (H, 3, d, N), and with H_kv = 1 it is multi-query's Q (H d) | K (d) | V (d)."""
         h, kv, d, n = shape.num_heads, shape.num_kv_heads, shape.head_dim, shape.hidden_size
-        # The three layouts are one: the grouped view (H_kv, H / H_kv + 2, d, N) with H_kv = H is the
-        # per-head (H, 3, d, N), and with H_kv = 1 it is multi-query's Q (H d) | K (d) | V (d).
-        fused = tensors["qkv"]
         if kv == h:
-            query, key, value = per_head_qkv(fused, shape)
-        else:
-            group = shape.queries_per_kv_head
-            qkv = fused.reshape(kv, group + 2, d, n)  # (H_kv, H / H_kv + 2, d, N)
-            query = qkv[:, :group].reshape(h * d, n)  # [g, j] is query head g (H / H_kv) + j
-            key, value = qkv[:, group].reshape(kv * d, n), qkv[:, group + 1].reshape(kv * d, n)
-        return LayerWeights(
-            query=query,
-            key=key,
-            value=value,
-            attn_out=tensors["attn_out"],
-            ffn_in=tensors["ffn_in"],
-            ffn_out=tensors["ffn_out"],
-        )
+            return per_head_qkv(fused, shape)
+        group = shape.queries_per_kv_head
+        qkv = fused.reshape(kv, group + 2, d, n)  # (H_kv, H / H_kv + 2, d, N)
+        query = qkv[:, :group].reshape(h * d, n)  # [g, j] is query head g (H / H_kv) + j
+        return query, qkv[:, group].reshape(kv * d, n), qkv[:, group + 1].reshape(kv * d, n)

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -39,11 +39,45 @@ def per_head_qkv(fused: np.ndarray, shape: ModelShape) -> tuple[np.ndarray, np.n
     return query, key, value
 
 
-class GPTNeoXAdapter(FamilyAdapter):
+class FusedPerHeadAdapter(FamilyAdapter):
+    """A block whose attention is one fused ``{attention}.query_key_value`` (3N, N) interleaved per head
+    and ``{attention}.dense``, and whose MLP is ``mlp.dense_h_to_4h`` / ``mlp.dense_4h_to_h``: GPT-NeoX
+    (``attention``) and BLOOM (``self_attention``) name their modules so."""
+
+    #: the attention module's name in the layer
+    attention: ClassVar[str]
+
+    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
+        n, f = shape.hidden_size, shape.ffn_size
+        return {
+            "qkv": TensorSpec(f"{self.attention}.query_key_value.weight", (3 * n, n)),
+            "attn_out": TensorSpec(f"{self.attention}.dense.weight", (n, n)),
+            "ffn_in": TensorSpec("mlp.dense_h_to_4h.weight", (f, n)),
+            "ffn_out": TensorSpec("mlp.dense_4h_to_h.weight", (n, f)),
+        }
+
+    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
+        query, key, value = self.split_qkv(tensors["qkv"], shape)
+        return LayerWeights(
+            query=query,
+            key=key,
+            value=value,
+            attn_out=tensors["attn_out"],
+            ffn_in=tensors["ffn_in"],
+            ffn_out=tensors["ffn_out"],
+        )
+
+    def split_qkv(self, fused: np.ndarray, shape: ModelShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Q, K, V (out, in) from the fused weight: interleaved per head (:func:`per_head_qkv`)."""
+        return per_head_qkv(fused, shape)
+
+
+class GPTNeoXAdapter(FusedPerHeadAdapter):
     model_types = ("gpt_neox",)
     label = "GPT-NeoX"
     root = "layers"
     prefixes = ("", "gpt_neox.")
+    attention = "attention"
 
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
         parallel = flag(config, "use_parallel_residual", where, True)
@@ -60,24 +94,4 @@ class GPTNeoXAdapter(FamilyAdapter):
             activation=activation(config, "hidden_act", where, "gelu"),
             adaptations=adaptations,
             initializer_range=initializer_range(config),
-        )
-
-    def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
-        n, f = shape.hidden_size, shape.ffn_size
-        return {
-            "qkv": TensorSpec("attention.query_key_value.weight", (3 * n, n)),
-            "attn_out": TensorSpec("attention.dense.weight", (n, n)),
-            "ffn_in": TensorSpec("mlp.dense_h_to_4h.weight", (f, n)),
-            "ffn_out": TensorSpec("mlp.dense_4h_to_h.weight", (n, f)),
-        }
-
-    def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
-        query, key, value = per_head_qkv(tensors["qkv"], shape)
-        return LayerWeights(
-            query=query,
-            key=key,
-            value=value,
-            attn_out=tensors["attn_out"],
-            ffn_in=tensors["ffn_in"],
-            ffn_out=tensors["ffn_out"],
         )
