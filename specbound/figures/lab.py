@@ -246,6 +246,8 @@ def excursion_share(steps: Sequence[int], values: Sequence[float], start: int | 
     ]
 
 
+#: Pixels of the grokking figure: two panels and a legend of a dozen curves below them.
+GROKKING_HEIGHT = 860
 #: Line styles of the measures beyond the palette's colours, so no two share a look.
 _DASHES: tuple[str, ...] = ("solid", "dash", "dot")
 
@@ -292,7 +294,9 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
         )
         for index, lead in enumerate(run.leads)
     ]
-    layout = panel_grid(2, 1, titles=["Accuracy", "Each measure: share of its move since saturation"])
+    layout = panel_grid(
+        2, 1, titles=["Accuracy", "Each measure: share of its move since saturation"], vertical_spacing=0.16
+    )
     layout["yaxis"] = {**layout.get("yaxis", {}), **axis_title("accuracy"), "range": [0, 1.02]}
     layout["yaxis2"] = {**layout.get("yaxis2", {}), **axis_title("share of the excursion"), "range": [0, 1.02]}
     layout["xaxis2"] = {**layout.get("xaxis2", {}), **axis_title(STEP_AXIS), "matches": "x"}
@@ -346,5 +350,6 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
         f"Grokking: seed {run.seed} {verdict}",
         source="a measure moves when it has covered half its excursion from saturation (the dotted line at 1/2)",
         legend_title="curve",
+        height=GROKKING_HEIGHT,
         layout=layout,
     )

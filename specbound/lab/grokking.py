@@ -278,13 +278,13 @@ def grokking_sentence(runs: Sequence[RunGrokking], name_of: Callable[[str], str]
     saturation = int(np.median([run.event.saturation_step for run in grokked]))
     jump = int(np.median([run.event.jump_step for run in grokked]))
     opening = (
-        f"{len(grokked)} of {len(runs)} seeds grok: training accuracy reaches {SATURATION:g} by step {saturation} "
-        f"and test accuracy moves at step {jump} (medians)."
+        f"{len(grokked)} of {len(runs)} seeds grok: training accuracy reaches {SATURATION:g} by step {saturation:,} "
+        f"and test accuracy moves at step {jump:,} (medians)."
     )
     summaries = grokking_summary(runs)
     first = [s for s in summaries if s.verdict == "before"]
     if first:
-        names = ", ".join(f"{name_of(s.measure)} (median {s.median:+.0f} steps)" for s in first)
+        names = ", ".join(f"{name_of(s.measure)} (median {s.median:+,.0f} steps)" for s in first)
         middle = f" Moved before the jump in every seed that grokked: {names}."
     else:
         middle = " No measure moved before the jump in every seed that grokked."
@@ -295,6 +295,6 @@ def grokking_sentence(runs: Sequence[RunGrokking], name_of: Callable[[str], str]
     subject = name_of(ours)
     closing = (
         f" {subject[:1].upper()}{subject[1:]} moved before it in {before} of {len(own.leads)} seeds "
-        f"(median lead {own.median:+.0f} steps, from {own.low:+.0f} to {own.high:+.0f})."
+        f"(median lead {own.median:+,.0f} steps, from {own.low:+,.0f} to {own.high:+,.0f})."
     )
     return opening + middle + closing
