@@ -94,6 +94,21 @@ def initializer_range(config: Mapping[str, Any], name: str = "initializer_range"
     return float(value)
 
 
+def decoder_sizes(config: Mapping[str, Any], where: str) -> dict[str, int]:
+    """The sizes of a decoder config in transformers' common names (``num_hidden_layers``,
+    ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads`` defaulting to the heads,
+    ``intermediate_size``, an optional ``head_dim``), as :class:`ModelShape` fields."""
+    heads = positive_int(config, "num_attention_heads", where)
+    return {
+        "num_layers": positive_int(config, "num_hidden_layers", where),
+        "hidden_size": positive_int(config, "hidden_size", where),
+        "num_heads": heads,
+        "ffn_size": positive_int(config, "intermediate_size", where),
+        "num_kv_heads": positive_int(config, "num_key_value_heads", where, default=heads),
+        "head_dim": optional_int(config, "head_dim", where),
+    }
+
+
 def build_shape(where: str, **fields: Any) -> ModelShape:
     """A ModelShape, its own consistency errors (heads not dividing N, ...) as one line."""
     check_declared_sizes(fields, where)

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from ..architecture import Adaptation, Mlp, ModelShape
 from .base import LinearAdapter
-from .config import activation, build_shape, initializer_range, optional_int, positive_int
+from .config import activation, build_shape, decoder_sizes, initializer_range
 
 
 class LlamaAdapter(LinearAdapter):
@@ -39,22 +39,16 @@ class LlamaAdapter(LinearAdapter):
         return activation(config, "hidden_act", where, "silu")
 
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
-        heads = positive_int(config, "num_attention_heads", where)
-        kv_heads = positive_int(config, "num_key_value_heads", where, default=heads)
+        sizes = decoder_sizes(config, where)
         adaptations = [Adaptation.CAUSAL] if self.causal(config, where) else []
         adaptations.append(Adaptation.ROTARY)
-        if kv_heads < heads:
+        if sizes["num_kv_heads"] < sizes["num_heads"]:
             adaptations.append(Adaptation.GROUPED_QUERY)
         adaptations.append(Adaptation.GATED_MLP)
         adaptations += self.family_adaptations(config, where)
         return build_shape(
             where,
-            num_layers=positive_int(config, "num_hidden_layers", where),
-            hidden_size=positive_int(config, "hidden_size", where),
-            num_heads=heads,
-            ffn_size=positive_int(config, "intermediate_size", where),
-            num_kv_heads=kv_heads,
-            head_dim=optional_int(config, "head_dim", where),
+            **sizes,
             mlp=Mlp.GATED,
             family=str(config["model_type"]),
             activation=self.activation_of(config, where),

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ..architecture import Adaptation, ModelShape, Residual
 from .base import LinearAdapter
-from .config import activation, build_shape, flag, initializer_range, optional_int, positive_int
+from .config import activation, build_shape, decoder_sizes, flag, initializer_range, optional_int, positive_int
 from .neox import rotary_fraction
 
 
@@ -33,23 +33,17 @@ class PhiAdapter(LinearAdapter):
     }
 
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
-        heads = positive_int(config, "num_attention_heads", where)
-        kv_heads = positive_int(config, "num_key_value_heads", where, default=heads)
+        sizes = decoder_sizes(config, where)
         rotary = Adaptation.ROTARY if rotary_fraction(config, where, 0.5) >= 1 else Adaptation.PARTIAL_ROTARY
         adaptations = [Adaptation.CAUSAL, rotary]
-        if kv_heads < heads:
+        if sizes["num_kv_heads"] < sizes["num_heads"]:
             adaptations.append(Adaptation.GROUPED_QUERY)
         adaptations.append(Adaptation.PARALLEL_RESIDUAL)
         if flag(config, "qk_layernorm", where, False):
             adaptations.append(Adaptation.QK_NORM)
         return build_shape(
             where,
-            num_layers=positive_int(config, "num_hidden_layers", where),
-            hidden_size=positive_int(config, "hidden_size", where),
-            num_heads=heads,
-            ffn_size=positive_int(config, "intermediate_size", where),
-            num_kv_heads=kv_heads,
-            head_dim=optional_int(config, "head_dim", where),
+            **sizes,
             residual=Residual.PARALLEL,
             family="phi",
             activation=activation(config, "hidden_act", where, "gelu_new"),

@@ -17,7 +17,7 @@ import numpy as np
 from ..architecture import Adaptation, Mlp, ModelShape
 from ..matrices import LayerWeights
 from .base import FamilyAdapter, TensorSpec
-from .config import activation, build_shape, initializer_range, optional_int, positive_int
+from .config import activation, build_shape, decoder_sizes, initializer_range
 from .neox import rotary_fraction
 
 
@@ -28,18 +28,12 @@ class Phi3Adapter(FamilyAdapter):
     prefixes = ("", "model.")
 
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
-        heads = positive_int(config, "num_attention_heads", where)
-        kv_heads = positive_int(config, "num_key_value_heads", where, default=heads)
+        sizes = decoder_sizes(config, where)
         rotary = Adaptation.ROTARY if rotary_fraction(config, where, 1.0) >= 1 else Adaptation.PARTIAL_ROTARY
-        grouped = (Adaptation.GROUPED_QUERY,) if kv_heads < heads else ()
+        grouped = (Adaptation.GROUPED_QUERY,) if sizes["num_kv_heads"] < sizes["num_heads"] else ()
         return build_shape(
             where,
-            num_layers=positive_int(config, "num_hidden_layers", where),
-            hidden_size=positive_int(config, "hidden_size", where),
-            num_heads=heads,
-            ffn_size=positive_int(config, "intermediate_size", where),
-            num_kv_heads=kv_heads,
-            head_dim=optional_int(config, "head_dim", where),
+            **sizes,
             mlp=Mlp.GATED,
             family="phi3",
             activation=activation(config, "hidden_act", where, "silu"),
