@@ -103,6 +103,7 @@ class SpecboundCallback(TrainerCallback):
         self._measured_step: int | None = None
         self._atlas_full = False
         self._refused: str | None = None  # why the model cannot be analysed, when found at the start of training
+        self._checked_model: Any = None  # the model attach() found readable
 
     @classmethod
     def attach(cls, trainer: Any, *args: Any, **kwargs: Any) -> SpecboundCallback:
@@ -116,6 +117,7 @@ class SpecboundCallback(TrainerCallback):
             reason = unreadable_reason(model)
             if reason is not None:
                 raise SpecboundError(f"the callback cannot analyse this model: {reason}")
+            callback._checked_model = model  # on_train_begin need not read it again
         trainer.callback_handler.callbacks.insert(0, callback)
         return callback
 
@@ -124,7 +126,9 @@ class SpecboundCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> TrainerControl:
         model = kwargs.get("model")
-        if model is not None and (reason := unreadable_reason(model)) is not None:  # given in callbacks=[...]
+        if model is None or model is self._checked_model:
+            return control
+        if (reason := unreadable_reason(model)) is not None:  # given in callbacks=[...]: warn, never raise
             self._refused = reason
             logger.warning("specbound: the callback cannot analyse this model and stays idle: %s", reason)
         return control
