@@ -294,9 +294,7 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
         )
         for index, lead in enumerate(run.leads)
     ]
-    layout = panel_grid(
-        2, 1, titles=["Accuracy", "Each measure: share of its move since saturation"], vertical_spacing=0.16
-    )
+    layout = panel_grid(2, 1, titles=["Accuracy", "Each measure's move since saturation"], vertical_spacing=0.16)
     layout["yaxis"] = {**layout.get("yaxis", {}), **axis_title("accuracy"), "range": [0, 1.02]}
     layout["yaxis2"] = {**layout.get("yaxis2", {}), **axis_title("share of the excursion"), "range": [0, 1.02]}
     layout["xaxis2"] = {**layout.get("xaxis2", {}), **axis_title(STEP_AXIS), "matches": "x"}
@@ -348,7 +346,7 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
     return figure(
         [*accuracy, *shares],
         f"Grokking: seed {run.seed} {verdict}",
-        source="a measure moves when it has covered half its excursion from saturation (the dotted line at 1/2)",
+        source="a measure moves at half its excursion from saturation (dotted line)",
         legend_title="curve",
         height=GROKKING_HEIGHT,
         layout=layout,
