@@ -54,9 +54,11 @@ bench: $(STAMP) browser
 	$(BIN)/python benchmarks/bench_callback.py
 	$(BIN)/python benchmarks/bench_dashboard.py
 
-# Retrain the lab's class sweep (within 15 minutes on 2 cores) and ship its results as the reference.
+# Retrain the lab's shipped references (each sweep within 15 minutes on 2 cores) and ship their results.
 lab-reference: $(STAMP)
 	$(BIN)/specbound lab sweep --preset class --out $(LAB_DIR) --export-reference
+	$(BIN)/specbound lab sweep --preset class --task markov --family gpt2 --out $(LAB_DIR)-decoder --export-reference
+	$(BIN)/specbound lab sweep --preset grok --task modular --family gpt2 --out $(LAB_DIR)-grok --export-reference
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts

@@ -1,12 +1,13 @@
 """The Lab page's data: the shipped reference and this server's lab store, cached; training one small
 run in a background thread; opening a run's checkpoint as the session's model.
 
-Where runs come from. The shipped reference (:mod:`specbound.lab.reference`: records and every saved
+Where runs come from. The shipped references (:data:`specbound.lab.reference.SHIPPED`: the threshold
+task on BERT encoders, the Markov task on GPT-2 decoders and the grokking runs; records and every saved
 step's spectral profile, no weights) and the *lab store*, a lab directory inside the profile cache
 (``<cache>/lab``) that runs trained from this page go to. A visitor never names a directory: the
 store is the only place the page trains into or reads checkpoints from. A run is chosen by a key
-``reference:<run>`` or ``here:<run>``, since a run trained here may share its name with a reference
-run (same spec, fewer test samples).
+``<origin>:<run>`` (``reference:``, ``decoder:``, ``grokking:`` or ``here:``), since a run trained here
+may share its name with a reference run (same spec, fewer test samples).
 
 Training. A visitor's run is held to :data:`VISITOR_CAPS` (about a minute of CPU at most). It runs in
 a daemon thread (:class:`TrainingJob`) calling :func:`specbound.lab.sweep.run_sweep`, with a
@@ -56,12 +57,32 @@ from .share import Codec
 from .tables import column_width
 from .vocabulary import measure_name
 
-#: How a lab model is named wherever it is shown (never as a BERT Miniature).
-LAB_MODEL_LABEL = "small encoder trained by the lab on the sparse threshold task"
+_MODEL_WORDS = {"bert": "encoder", "gpt2": "GPT-2 decoder", "llama": "Llama decoder", "neox": "GPT-NeoX decoder"}
+_TASK_WORDS = {
+    "threshold": "sparse threshold",
+    "parity": "parity",
+    "modular": "modular addition",
+    "markov": "Markov next-token",
+}
+
+
+def model_label(spec: RunSpec, *, plural: bool = False) -> str:
+    """How a lab model (or, ``plural``, a sweep of them) is named wherever it is shown (never as a BERT
+    Miniature or a released model)."""
+    model = _MODEL_WORDS.get(spec.family, spec.family) + ("s" if plural else "")
+    return f"small {model} trained by the lab on the {_TASK_WORDS.get(spec.task.kind, spec.task.kind)} task"
+
+
+#: The label of the runs a visitor trains here, and of the first reference: BERT encoders, threshold task.
+LAB_MODEL_LABEL = model_label(RunSpec(layers=1, hidden=32, heads=2, n_train=1, seed=0))
 #: Folder of the profile cache that holds the runs trained from the dashboard.
 STORE_DIR = "lab"
-#: Origins of a run, as the first part of its key.
-REFERENCE, HERE = "reference", "here"
+#: Origins of a run, as the first part of its key: each shipped reference by its key, and this server's store.
+SHIPPED = {shipped.key: shipped for shipped in lab_reference.SHIPPED}
+REFERENCE, DECODER, GROKKING = (s.key for s in lab_reference.SHIPPED)
+HERE = "here"
+#: The shipped references whose runs form a sweep (the grokking preset's three seeds do not).
+SWEEPS: tuple[str, ...] = (REFERENCE, DECODER)
 _KEY_SEP = ":"
 #: Session-state keys: this session's training job, and the last finished job's message.
 JOB_KEY, LAST_JOB_KEY = "lab_job", "lab_last_job"
@@ -158,9 +179,10 @@ def split_key(key: str) -> tuple[str, str]:
 
 
 @st.cache_resource(show_spinner=False)
-def reference() -> LabResults:
-    """The shipped reference, read once per server."""
-    return lab_reference.load_reference()
+def reference(origin: str = REFERENCE) -> LabResults:
+    """One shipped reference (:data:`SHIPPED`), read once per server; empty when the package lacks it."""
+    directory = SHIPPED[origin].directory
+    return lab_reference.load_reference(directory) if (directory / "runs").is_dir() else LabResults((), ())
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -174,24 +196,74 @@ def store_runs() -> tuple[RunTrajectory, ...]:
 
 
 def available_runs() -> dict[str, RunTrajectory]:
-    """Every run the page can show, by key: the reference's, then those trained here."""
-    runs = {run_key(REFERENCE, r.name): r for r in reference().runs}
+    """Every run the page can show, by key: the shipped references', then those trained here."""
+    runs = {run_key(origin, r.name): r for origin in SHIPPED for r in reference(origin).runs}
     runs.update({run_key(HERE, r.name): r for r in store_runs()})
     return runs
 
 
 def directory_of(key: str) -> Path:
-    return lab_reference.REFERENCE_DIR if split_key(key)[0] == REFERENCE else store_dir()
+    origin = split_key(key)[0]
+    return SHIPPED[origin].directory if origin in SHIPPED else store_dir()
 
 
 def describe(key: str, run: RunTrajectory) -> str:
-    """A run as the picker lists it: its hyperparameters and where it comes from."""
+    """A run as the picker lists it: its model and task where they are not the first reference's, its
+    hyperparameters and where it comes from."""
     s = run.spec
-    origin = "shipped reference" if split_key(key)[0] == REFERENCE else "trained here"
+    origin = "shipped reference" if split_key(key)[0] in SHIPPED else "trained here"
+    environment = "" if (s.family, s.task.kind) == ("bert", "threshold") else f"{model_label(s)}: "
+    noise = f", noise {s.label_noise:g}" if s.task.kind in ("threshold", "parity") else ""
     return (
-        f"L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}, noise {s.label_noise:g}, "
+        f"{environment}L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}{noise}, "
         f"seed {s.seed}, {format_count(s.settings.steps, 'step')} ({origin})"
     )
+
+
+def shipped_summary() -> str:
+    """What the package ships, in words: each reference's model, task and run count."""
+    parts = []
+    for origin in SHIPPED:
+        runs = reference(origin).runs
+        if runs:
+            what = "the grokking preset" if origin == GROKKING else "the `class` sweep"
+            parts.append(f"{format_count(len(runs), 'run')} of {what}, {model_label(runs[0].spec, plural=True)}")
+    return "; ".join(parts) if parts else "no reference (this package was built without its lab data)"
+
+
+def sweep_choice(origin: str) -> str:
+    """A sweep as the Runs radio offers it."""
+    if origin in SHIPPED:
+        runs = reference(origin).runs
+        return f"{model_label(runs[0].spec, plural=True)} (shipped)" if runs else origin
+    return f"the {format_count(len(store_runs()), 'run')} trained here"
+
+
+def test_unit(run: RunTrajectory) -> str:
+    """What one test sample of the run's task is: a sequence for next-token prediction, else an example."""
+    return "fresh sequence" if run.final.loss_gap else "fresh sample"
+
+
+def standard_error_note(run: RunTrajectory) -> str:
+    """Why the standard error of a next-token task counts sequences, not tokens, where it applies."""
+    if not run.final.loss_gap:
+        return ""
+    return (
+        " (computed over sequences, the independent units: the predictions within one sequence are "
+        "correlated, so this is an upper bound on the error's standard error)"
+    )
+
+
+def p_star_reading(run: RunTrajectory) -> str:
+    """Where this run's p* start and end, from its own records."""
+    first, last = run.steps[0], run.final
+    start = (
+        f"At step {first.step} every p* of this run is 2"
+        if all(p == 2.0 for p in first.p_opt)
+        else f"At step {first.step} the mean p* is {sum(first.p_opt) / len(first.p_opt):.3g}"
+    )
+    moved = sum(p != 2.0 for p in last.p_opt)
+    return f"{start}; at step {last.step}, {moved} of {len(last.p_opt)} matrices have p* below 2."
 
 
 #: The run shown first: the widest, deepest reference run with the fewest examples, so the gap is visible.
@@ -240,14 +312,19 @@ def step_profile(key: str, step: int, _run: RunTrajectory) -> SpectralProfile:
 def _sweep(
     origin: str, version: int, _runs: tuple[RunTrajectory, ...]
 ) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
-    table = reference().correlations if origin == REFERENCE else correlations(_runs)
+    table = reference(origin).correlations if origin in SHIPPED else correlations(_runs)
     return views.sweep_frame(_runs), table
 
 
+def _origin_runs(origin: str) -> tuple[tuple[RunTrajectory, ...], int]:
+    """The runs of one origin and the version their caches are keyed by (0 for a shipped reference)."""
+    return (reference(origin).runs, 0) if origin in SHIPPED else (store_runs(), board().version)
+
+
 def sweep(origin: str) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
-    """(one row per final checkpoint, the correlation table) of the reference or of the store."""
-    runs = reference().runs if origin == REFERENCE else store_runs()
-    return _sweep(origin, 0 if origin == REFERENCE else board().version, runs)
+    """(one row per final checkpoint, the correlation table) of a shipped sweep or of the store."""
+    runs, version = _origin_runs(origin)
+    return _sweep(origin, version, runs)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -256,9 +333,9 @@ def _comparisons(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) ->
 
 
 def against_baseline(origin: str) -> tuple[TauDifference, ...]:
-    """Every other measure against ours at p*, paired-bootstrapped over the runs of the reference or the store."""
-    runs = reference().runs if origin == REFERENCE else store_runs()
-    return _comparisons(origin, 0 if origin == REFERENCE else board().version, runs)
+    """Every other measure against ours at p*, paired-bootstrapped over the runs of one sweep."""
+    runs, version = _origin_runs(origin)
+    return _comparisons(origin, version, runs)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -267,17 +344,19 @@ def _robust(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tupl
 
 
 def robust_rows(origin: str) -> tuple[RobustRow, ...]:
-    """The robust view (each measure's sign-error per environment) of the reference or of the store."""
-    runs = reference().runs if origin == REFERENCE else store_runs()
-    return _robust(origin, 0 if origin == REFERENCE else board().version, runs)
+    """The robust view (each measure's sign-error per environment): over every shipped sweep together
+    (one environment each) when ``origin`` is a shipped reference, else over the store's runs."""
+    if origin in SHIPPED:
+        return _robust("shipped", 0, tuple(r for sweep in SWEEPS for r in reference(sweep).runs))
+    runs, version = _origin_runs(origin)
+    return _robust(origin, version, runs)
 
 
 @st.cache_resource(show_spinner=False)
 def grokking_reference() -> tuple[RunGrokking, ...]:
     """The shipped grokking runs (the ``grok`` preset's seeds) read by the rule; none when the package
     ships none."""
-    directory = lab_reference.GROKKING_REFERENCE_DIR
-    return grokking_runs(read_runs(directory)) if (directory / "runs").is_dir() else ()
+    return grokking_runs(reference(GROKKING).runs)
 
 
 def grokking_view_frame(runs: tuple[RunGrokking, ...]) -> Styler:
@@ -590,7 +669,7 @@ def open_as_model(key: str, step: int) -> None:
         name = atlas.model_name(path, profile.model)
         data.open_model(name)
         show_in_picker(name)
-        st.session_state[atlas.LABEL_KEY] = LAB_MODEL_LABEL
+        st.session_state[atlas.LABEL_KEY] = model_label(run.spec)
     except (SpecboundError, OSError) as exc:
         # the OS error of a store file names its path: one redaction for every message a visitor sees
         message = safety.public_message(exc)

@@ -1,4 +1,4 @@
-"""Lab: small encoders trained by the lab on the sparse threshold task, with their measured gaps.
+"""Lab: small encoders and decoders trained by the lab on synthetic tasks, with their measured gaps.
 
 Three views: one run through training (every bound term and the errors per saved step, a step slider
 for the spectra and the p* map there, and opening that step as the model of the other pages); the
@@ -39,13 +39,11 @@ caps = service.VISITOR_CAPS
 LN10 = math.log(10.0)  # the records keep proxies as log10; format_log_value takes natural logs
 
 st.title("Lab")
-task = service.reference().runs[0].spec.task.describe()
 st.caption(
-    f"Every model here is a {service.LAB_MODEL_LABEL} ({task}), a "
-    f"transformers BertForSequenceClassification, not a BERT Miniature. The population of the task "
-    f"is known, so the generalization gap (test error on fresh samples − training error) is measured, "
-    f"not guessed. The shipped reference holds {format_count(len(service.reference().runs), 'run')} "
-    "of the `class` sweep."
+    "Every model here is small and trained by the specbound lab from transformers' own classes, not a BERT "
+    "Miniature or a released model. Each task's population is known, so the generalization gap is measured, "
+    "not guessed: test error on fresh samples minus training error, or for next-token prediction test loss "
+    f"minus training loss. Shipped: {service.shipped_summary()}."
 )
 
 for kept in (RUN_KEY, STEP_KEY):  # Streamlit drops a widget's state while it is not drawn: keep the choice
@@ -82,10 +80,13 @@ if view == RUN_VIEW:
         help="The spectra and the p* map below are those of the checkpoint saved at this step.",
     )
     record = next(s for s in run.steps if s.step == step)
+    label = service.model_label(run.spec)
+    not_a = "not a BERT Miniature" if run.spec.family == "bert" else "not a released model"
     st.caption(
-        f"`{run.name}`: a {service.LAB_MODEL_LABEL}; {run.params:,} parameters, {len(run.matrices)} proxy "
-        f"matrices; test error at step {step} measured on {record.test_samples:,} fresh samples, standard "
-        f"error {record.test_error_se:.4f}."
+        f"`{run.name}`: a {label} ({plain(run.spec.task.describe())}), {not_a}; {run.params:,} parameters, "
+        f"{len(run.matrices)} proxy matrices; test error at step {step} measured on "
+        f"{format_count(record.test_samples, service.test_unit(run))}, standard error {record.test_error_se:.4f}"
+        f"{service.standard_error_note(run)}."
     )
 
     with st.container(key="lab_step_metrics"):
@@ -98,7 +99,13 @@ if view == RUN_VIEW:
             f"{record.test_error:.4f}",
             help=f"± {record.test_error_se:.4f} (one standard error over {record.test_samples:,} fresh samples)",
         )
-        gap_col.metric("Gap", f"{record.gap:+.4f}")
+        gap_col.metric(
+            "Gap",
+            f"{record.gap:+.4f}",
+            help="Test loss − training loss (nats): next-token prediction."
+            if record.loss_gap
+            else "Test − train error.",
+        )
 
     final = run.final
     flatness = ", ".join(
@@ -118,7 +125,8 @@ if view == RUN_VIEW:
         show_figure(trajectory_figures.proxies_figure(frame, step), "lab_proxies", half=True)
         show_figure(trajectory_figures.alpha_figure(frame, step), "lab_alpha", half=True)
     with right:
-        show_figure(figures.errors_figure(frame, step), "lab_errors", half=True)
+        floor = getattr(run.spec.task, "optimal_loss", None)
+        show_figure(figures.errors_figure(frame, step, loss_gap=record.loss_gap, floor=floor), "lab_errors", half=True)
         show_figure(figures.p_star_distribution_figure(run, step), "lab_p_distribution", half=True)
     show_figure(figures.power_law_figure(frame, step), "lab_power_law")
 
@@ -134,8 +142,7 @@ if view == RUN_VIEW:
     with right:
         st.markdown(
             f"Each cell is the p* that minimises that matrix's term at step {step}: 0 counts the rank, "
-            f"1 the nuclear norm, 2 the Frobenius norm. In every reference run all p* are 2 at "
-            f"initialisation; training moves them, layer by layer."
+            f"1 the nuclear norm, 2 the Frobenius norm. {service.p_star_reading(run)}"
         )
         if message := st.session_state.pop(service.OPEN_ERROR_KEY, None):
             st.error(plain(message))
@@ -149,7 +156,7 @@ if view == RUN_VIEW:
             help="Make this run at this step the model of the other pages (Spectra, Bound explorer, …), "
             "opened from its stored spectra; a link to it works on this server.",
         )
-        st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {service.LAB_MODEL_LABEL}.")
+        st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {label}.")
     if profile is not None:
         spectra = split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads)))
         show_panels(spectra, "lab_spectra", per_row=PANEL_COLUMNS)
@@ -158,18 +165,18 @@ if view == RUN_VIEW:
 
 elif view == SWEEP_VIEW:
     here = service.store_runs()
-    origins = [service.REFERENCE] + ([service.HERE] if len(here) >= 2 else [])
-    share.shared(SWEEP_KEY, share.choice_codec({o: o for o in (service.REFERENCE, service.HERE)}), service.REFERENCE)
+    shipped = [o for o in service.SWEEPS if len(service.reference(o).runs) >= 2]
+    origins = shipped + ([service.HERE] if len(here) >= 2 else [])
+    every = (*service.SWEEPS, service.HERE)
+    share.shared(SWEEP_KEY, share.choice_codec({o: o for o in every}), origins[0])
     if st.session_state.get(SWEEP_KEY) not in origins:
-        st.session_state[SWEEP_KEY] = service.REFERENCE
+        st.session_state[SWEEP_KEY] = origins[0]
     origin = st.radio(
         "Runs",
         origins,
         key=SWEEP_KEY,
         horizontal=True,
-        format_func=lambda o: (
-            "the shipped reference" if o == service.REFERENCE else f"the {format_count(len(here), 'run')} trained here"
-        ),
+        format_func=service.sweep_choice,
     )
     sweep_frame, table = service.sweep(origin)
     st.caption(
@@ -211,8 +218,9 @@ elif view == SWEEP_VIEW:
         "Dziugaite et al. (2020): a measure is judged by its worst environment (task × family), not its "
         "average. Sign-error: the share of run pairs, among those neither the measure nor the gap ties, that "
         "the measure orders opposite to the gap (0 best, 0.5 chance, 1 reversed); its mean and worst over "
-        "the environments, and where it is worst. More environments join with `specbound lab sweep --task "
-        "... --family ...` (README, Lab)."
+        "the environments, and where it is worst. For a shipped reference, the rows run over every shipped sweep "
+        "together (one environment each); more environments join with `specbound lab sweep --task ... --family "
+        "...` (README, Lab)."
     )
     with st.container(key="lab_robust"):
         st.markdown(views.robust_sentence(robust_rows, measure_name))

@@ -98,9 +98,46 @@ def p_star_distribution_figure(run: RunTrajectory, step: int | None = None) -> g
     )
 
 
-def errors_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
-    """Training error, test error (± one standard error) and their gap against the training step."""
+def errors_figure(
+    frame: pd.DataFrame, step: int | None = None, *, loss_gap: bool = False, floor: float | None = None
+) -> go.Figure:
+    """Training error, test error (± one standard error) and their gap against the training step.
+
+    With ``loss_gap`` (next-token prediction, where the gap is test minus training loss) the losses and
+    their gap instead, in nats, with ``floor`` (the task's entropy rate, the least expected loss) drawn
+    as a dotted line: how far the test loss stays above what any predictor can reach.
+    """
     line = {"type": "scatter", "x": frame["step"], "mode": "lines+markers"}
+    gap = {**line, "y": frame["gap"], "line": {"color": quantity_color(Quantity.GAP), "dash": "dash"}}
+    if loss_gap:
+        lines = [
+            {
+                **line,
+                "y": frame["train_loss"],
+                "name": "train loss",
+                "line": {"color": quantity_color(Quantity.TRAIN_ERROR)},
+            },
+            {
+                **line,
+                "y": frame["test_loss"],
+                "name": "test loss",
+                "line": {"color": quantity_color(Quantity.TEST_ERROR)},
+            },
+            {**gap, "name": "gap = test − train loss"},
+        ]
+        if floor is not None and math.isfinite(floor):
+            lines.append(
+                {
+                    "type": "scatter",
+                    "x": [frame["step"].min(), frame["step"].max()],
+                    "y": [floor, floor],
+                    "mode": "lines",
+                    "name": f"entropy rate {floor:.3f}",
+                    "line": {"color": NEUTRAL, "dash": "dot"},
+                }
+            )
+        layout = step_layout(step, yaxis=axis_title("cross-entropy (nats)"))
+        return figure(lines, "Losses and gap through training", layout=layout)
     lines = [
         {
             **line,
@@ -115,12 +152,7 @@ def errors_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
             "line": {"color": quantity_color(Quantity.TEST_ERROR)},
             "error_y": {"type": "data", "array": frame["test_error_se"], "visible": True},
         },
-        {
-            **line,
-            "y": frame["gap"],
-            "name": "gap = test − train",
-            "line": {"color": quantity_color(Quantity.GAP), "dash": "dash"},
-        },
+        {**gap, "name": "gap = test − train"},
     ]
     return figure(lines, "Errors and gap through training", layout=step_layout(step, yaxis=axis_title("error rate")))
 

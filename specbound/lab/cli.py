@@ -276,7 +276,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ..status import Status
     from .grid import preset_grid, read_grid
-    from .reference import export_reference, reference_dir_for
+    from .reference import export_reference, shipped_reference
     from .sweep import run_sweep
     from .train import DECODERS, LabError
 
@@ -286,6 +286,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         raise LabError(f"the {', '.join(tasks)} task(s) need a decoder family ({', '.join(sorted(DECODERS))})")
     if args.export_reference and len(environments) > 1:
         raise LabError("--export-reference takes one environment (one --task and one --family)")
+    shipped = shipped_reference(args.preset, *environments[0]) if args.export_reference else None
     specs: list[Any] = []
     for task, family in environments:
         base = preset_grid(args.preset, task, family)
@@ -317,13 +318,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         f"{time.perf_counter() - started:.1f} s; wrote {', '.join(f.name for f in result.files)}"
     )
     _print_correlations(result.results)
-    if args.export_reference:
-        dest, regenerate = reference_dir_for(args.preset)
+    if shipped is not None:
         written = export_reference(
             Path(args.out),
-            dest,
+            shipped.directory,
             sweep_seconds=time.perf_counter() - started if done == len(specs) else None,
-            regenerate=regenerate,
+            regenerate=shipped.regenerate,
         )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0

@@ -14,7 +14,10 @@ Layout of ``specbound/lab/reference/`` (the same layout as a lab directory, minu
                                   (noise 0, first seed, largest n), named by their run (``lab-L2-N64-...``)
 
 One atlas per run keeps each file far below the atlas's model limit and lets a page read only the run
-it shows. Regenerate with ``specbound lab sweep --preset class --out DIR --export-reference`` (``make lab-reference``).
+it shows. Three references are shipped (:data:`SHIPPED`): the threshold task's class sweep on BERT
+encoders (``reference/``), the Markov task's class sweep on GPT-2 decoders (``reference_decoder/``) and
+the grokking preset (``reference_grokking/``). Each regenerates with its sweep and ``--export-reference``
+(``make lab-reference``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import json
 import math
 import platform
 import shutil
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +54,6 @@ STEPS_ATLAS_FILE = "profiles.npz"
 STEP_SEP = "@"
 REFERENCE_FORMAT = "specbound-lab-reference"
 REGENERATE = "specbound lab sweep --preset class --out DIR --export-reference"
-#: The grokking reference: the ``grok`` preset's three seeds (SPEC §13), shipped beside the class sweep so
-#: that the Lab page shows a run that groks without training one.
-GROKKING_REFERENCE_DIR = Path(__file__).parent / "reference_grokking"
-GROKKING_REGENERATE = "specbound lab sweep --preset grok --task modular --family gpt2 --out DIR --export-reference"
 _MODEL_CLASSES = {
     "bert": "BERT encoders",
     "gpt2": "GPT-2 decoders",
@@ -63,11 +62,59 @@ _MODEL_CLASSES = {
 }
 
 
-def reference_dir_for(preset: str) -> tuple[Path, str]:
-    """Where a preset's exported reference goes, and the command that regenerates it."""
-    from .grid import GROK
+@dataclass(frozen=True)
+class ShippedReference:
+    """One environment's results shipped inside the package (records and spectra, no weights).
 
-    return (GROKKING_REFERENCE_DIR, GROKKING_REGENERATE) if preset == GROK else (REFERENCE_DIR, REGENERATE)
+    ``key`` names it in the dashboard's run keys (``<key>:<run>``) and links; ``preset``, ``task`` and
+    ``family`` are the sweep that regenerates it with ``--export-reference``.
+    """
+
+    key: str
+    directory: Path
+    preset: str
+    task: str
+    family: str
+
+    @property
+    def regenerate(self) -> str:
+        """The command that retrains and re-exports it."""
+        environment = (
+            "" if (self.task, self.family) == ("threshold", "bert") else f" --task {self.task} --family {self.family}"
+        )
+        return f"specbound lab sweep --preset {self.preset}{environment} --out DIR --export-reference"
+
+    @property
+    def models(self) -> str:
+        """The models it holds, in words ("GPT-2 decoders")."""
+        return _MODEL_CLASSES.get(self.family, self.family)
+
+
+#: The threshold task's class sweep on BERT encoders (SPEC §10), the first reference.
+THRESHOLD_REFERENCE = ShippedReference("reference", REFERENCE_DIR, "class", "threshold", "bert")
+#: A decoder environment (SPEC §13): the Markov task's class sweep on GPT-2 decoders, so that a visitor
+#: without network sees trained decoders, their gaps (on the loss) and their p*.
+DECODER_REFERENCE_DIR = Path(__file__).parent / "reference_decoder"
+DECODER_REFERENCE = ShippedReference("decoder", DECODER_REFERENCE_DIR, "class", "markov", "gpt2")
+#: The grokking reference: the ``grok`` preset's three seeds (SPEC §13), so that the Lab and Training
+#: runs pages show a run that groks without training one.
+GROKKING_REFERENCE_DIR = Path(__file__).parent / "reference_grokking"
+GROKKING_REFERENCE = ShippedReference("grokking", GROKKING_REFERENCE_DIR, "grok", "modular", "gpt2")
+#: Every shipped reference, the threshold sweep first.
+SHIPPED: tuple[ShippedReference, ...] = (THRESHOLD_REFERENCE, DECODER_REFERENCE, GROKKING_REFERENCE)
+
+
+def shipped_reference(preset: str, task: str = "threshold", family: str = "bert") -> ShippedReference:
+    """The shipped reference a sweep of ``preset`` on ``task`` x ``family`` regenerates (LabError for an
+    environment no reference is shipped for: exporting it would replace another environment's)."""
+    for shipped in SHIPPED:
+        if (shipped.preset, shipped.task, shipped.family) == (preset, task, family):
+            return shipped
+    known = "; ".join(f"--preset {s.preset} --task {s.task} --family {s.family}" for s in SHIPPED)
+    raise LabError(
+        f"no reference is shipped for --preset {preset} --task {task} --family {family} "
+        f"(--export-reference regenerates one of: {known}); without it the sweep's results stay in --out"
+    )
 
 
 #: How far a run re-trained where floating-point sums run in another order (another CPU, another thread

@@ -31,7 +31,8 @@ MEASURE_LABELS: dict[str, tuple[str, bool]] = {m.name: (m.label, m.linear_axis) 
 
 
 def trajectory_frame(run: RunTrajectory) -> pd.DataFrame:
-    """One row per saved step: errors (with the test error's standard error), gap, every recorded measure
+    """One row per saved step: errors (with the test error's standard error), losses, the gap (on the loss
+    for next-token prediction), every recorded measure
     under its column (the proxies in log10; the MODEL measures on the final row only, NaN before), the
     bound's log10 α per layer (``log10_alpha_L{l}``) and the mean p*."""
     import pandas as pd
@@ -43,6 +44,8 @@ def trajectory_frame(run: RunTrajectory) -> pd.DataFrame:
             "train_error": s.train_error,
             "test_error": s.test_error,
             "test_error_se": s.test_error_se,
+            "train_loss": s.train_loss,
+            "test_loss": s.test_loss,
             "gap": s.gap,
         }
         row.update({m.column: s.value(m.name) for m in recorded_measures()})

@@ -21,7 +21,7 @@ from dashboard.vocabulary import measure_name
 from specbound.atlas import load_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.lab import reference, views
-from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, read_results
+from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, read_results, robust
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
 RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
@@ -96,6 +96,67 @@ def test_a_reference_run_shows_the_reference_numbers(lab_app, runs_csv, figure_t
     flatness = next(c.value for c in at.caption if c.value.startswith("On the final checkpoint"))
     assert f"PAC-Bayes flatness 1/σ′² {final['pacbayes_flatness']:.4g}" in flatness
     assert f"sharpness 1/α′² {final['sharpness']:.4g}" in flatness
+
+
+DECODER_RUN = "lab-gpt2-markov-L2-N64-H2-n16-q0-s0-t500"
+
+
+def test_a_shipped_decoder_run_shows_its_losses_and_a_gap_on_the_loss(lab_app, figure_titled) -> None:
+    """SPEC §13: offline, the Lab page shows a trained decoder, its gap on the loss beside the task's
+    entropy rate, and p* that training moved."""
+    at = lab_app
+    key = service.run_key(service.DECODER, DECODER_RUN)
+    run = reference.load_reference(reference.DECODER_REFERENCE_DIR).run(DECODER_RUN)
+    at.selectbox(key="lab_run").set_value(key)
+    run_clean(at)
+    assert not at.error
+    final = run.final
+    assert (
+        at.selectbox(key="lab_run")
+        .options[at.selectbox(key="lab_run").index]
+        .startswith("small GPT-2 decoder trained by the lab on the Markov next-token task: L = 2, N = 64")
+    )
+    assert _metric(at, "Gap") == f"{final.test_loss - final.train_loss:+.4f}"
+    assert _metric(at, "Total (ours at p*)") == format_log_value(final.ours_log10 * math.log(10))
+    caption = next(c.value for c in at.caption if c.value.startswith(f"`{DECODER_RUN}`"))
+    assert "small GPT-2 decoder trained by the lab on the Markov next-token task" in caption
+    assert f"{final.test_samples:,} fresh sequences" in caption and "upper bound" in caption
+    losses = figure_titled(at, "Losses and gap")
+    np.testing.assert_allclose(_trace(losses, "train loss")["y"], [s.train_loss for s in run.steps], rtol=1e-12)
+    np.testing.assert_allclose(_trace(losses, "test loss")["y"], [s.test_loss for s in run.steps], rtol=1e-12)
+    np.testing.assert_allclose(_trace(losses, "gap = test − train loss")["y"], [s.gap for s in run.steps], rtol=1e-12)
+    entropy = run.spec.task.optimal_loss
+    (floor,) = [t for t in losses["data"] if t["name"].startswith("entropy rate")]
+    assert floor["y"] == [entropy, entropy] and 0 < entropy < min(s.test_loss for s in run.steps)
+    moved = sum(p < 2.0 for p in final.p_opt)
+    reading = " ".join(m.value for m in at.markdown)
+    assert f"At step 0 every p* of this run is 2; at step 500, {moved} of 12 matrices have p* below 2." in reading
+    assert moved > 0
+
+
+def test_the_sweep_view_reads_the_shipped_decoder_sweep(lab_app) -> None:
+    at = lab_app
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    radio = at.radio(key="lab_sweep")
+    assert list(radio.options) == [
+        "small encoders trained by the lab on the sparse threshold task (shipped)",
+        "small GPT-2 decoders trained by the lab on the Markov next-token task (shipped)",
+    ]
+    radio.set_value(service.DECODER)
+    run_clean(at)
+    assert not at.error
+    expected = pd.read_csv(reference.DECODER_REFERENCE_DIR / CORRELATIONS_CSV)
+    shown = _dataframe(at, "granulated_tau").reset_index(drop=True)
+    assert list(shown["measure"]) == [measure_name(m) for m in expected["measure"]]
+    np.testing.assert_allclose(shown["kendall_tau"].map(float), expected["kendall_tau"].round(3), atol=1e-12)
+    assert (shown["runs"] == 36).all()
+    table = reference.load_reference(reference.DECODER_REFERENCE_DIR).correlations
+    reading = " ".join(m.value for m in at.markdown)
+    assert (
+        service.sweep_reading(table, comparisons(reference.load_reference(reference.DECODER_REFERENCE_DIR).runs))
+        in reading
+    )
 
 
 def test_the_step_slider_shows_that_steps_p_map_and_spectra(lab_app, runs_csv, figure_titled) -> None:
@@ -216,17 +277,23 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
     assert "paired bootstrap does tell the two apart" in reading  # +0.09 to +0.42 on the reference
 
 
-def test_the_sweep_view_shows_the_robust_view_of_the_reference(lab_app) -> None:
+def test_the_sweep_view_shows_the_robust_view_over_both_shipped_sweeps(lab_app) -> None:
+    """Offline, the robust view has two environments: the threshold task on BERT encoders and the Markov
+    task on GPT-2 decoders, each measure's worst one named."""
     at = lab_app
     at.radio(key="lab_view").set_value("Sweep: measures against the gap")
     run_clean(at)
-    rows = reference.load_reference().robust
+    shipped = (*reference.load_reference().runs, *reference.load_reference(reference.DECODER_REFERENCE_DIR).runs)
+    rows = robust(shipped)
     shown_text = " ".join(m.value for m in at.markdown)
     assert views.robust_sentence(rows, measure_name) in shown_text
-    assert "Over 1 environment," in shown_text
+    assert "Over 2 environments," in shown_text
     shown = _dataframe(at, "worst_sign_error").reset_index(drop=True)
     assert list(shown["measure"]) == [measure_name(r.measure) for r in rows]
-    assert list(shown["worst_environment"]) == [r.worst_environment for r in rows] == ["threshold/bert"] * len(rows)
+    assert list(shown["worst_environment"]) == [r.worst_environment for r in rows]
+    assert {r.worst_environment for r in rows} == {"threshold/bert", "markov/gpt2"}  # each fails somewhere
+    for row in rows:
+        assert row.worst == max(row.sign_errors) and len(row.sign_errors) == 2
     ours = next(r for r in rows if r.measure == "ours")
     value = shown.loc[[r.measure for r in rows].index("ours"), "worst_sign_error"]
     assert float(value if isinstance(value, float) else shown_value(value)) == pytest.approx(ours.worst, abs=5e-4)
@@ -288,7 +355,8 @@ def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
     trained = read_results(service.store_dir()).run(name)
     assert picker.value == key and picker.options[-1] == service.describe(key, trained)
     assert picker.options[-1].endswith("20 steps (trained here)")
-    assert len(picker.options) == len(reference.load_reference().runs) + 1  # the reference stays
+    shipped = sum(len(reference.load_reference(r.directory).runs) for r in reference.SHIPPED)
+    assert len(picker.options) == shipped + 1 == 48 + 36 + 3 + 1  # the shipped references stay
     assert [s.step for s in trained.steps] == [0, 5, 10, 15, 20]
     assert trained.final.test_samples == service.VISITOR_CAPS.test_samples
     assert _metric(at, "Total (ours at p*)") == format_log_value(trained.final.ours_log10 * math.log(10))

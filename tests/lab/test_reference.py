@@ -25,15 +25,19 @@ from specbound.models import parse_miniature_alias
 _NEW_COLUMNS = ("task", "family", "test_loss", "optimal_loss", "excess_loss")
 
 
-def _check_reference(directory: Path) -> None:
+def _check_reference(directory: Path, shipped: reference.ShippedReference = reference.THRESHOLD_REFERENCE) -> None:
     manifest = reference.read_manifest(directory)
-    assert manifest["label"] == LAB_LABEL and "not a BERT Miniature" in manifest["label"]
-    assert manifest["weights_shipped"] is False and manifest["regenerate"] == reference.REGENERATE
+    if shipped.family == "bert":
+        assert manifest["label"] == LAB_LABEL and "not a BERT Miniature" in manifest["label"]
+    else:
+        assert manifest["label"] == f"small {shipped.models} trained by the specbound lab"
+    assert manifest["weights_shipped"] is False and manifest["regenerate"] == shipped.regenerate
     results = read_results(directory)
     assert len(results.runs) == manifest["runs"] > 0
     assert all(r.name.startswith("lab-") and parse_miniature_alias(r.name) is None for r in results.runs)
-    runs = read_runs_csv(directory / RUNS_CSV)  # the shipped file predates the task and family columns
-    assert tuple(runs.columns) == RUN_COLUMNS and set(runs["task"]) == {"threshold"}
+    assert {(r.spec.task.kind, r.spec.family) for r in results.runs} == {(shipped.task, shipped.family)}
+    runs = read_runs_csv(directory / RUNS_CSV)  # the first reference's file predates the task and family columns
+    assert tuple(runs.columns) == RUN_COLUMNS and set(runs["task"]) == {shipped.task}
     assert len(runs) == sum(len(r.steps) for r in results.runs)
     assert runs["run"].str.startswith("lab-").all()
     table = pd.read_csv(directory / CORRELATIONS_CSV)
@@ -85,6 +89,32 @@ def test_export_of_the_smoke_sweep(smoke_sweep, tmp_path: Path) -> None:
     assert (from_checkpoint.singular_values == from_atlas.singular_values).all()
     (profile,) = load_atlas(tmp_path / "ref" / reference.ATLAS_FILE)  # smoke: one depth x width cell
     assert profile.model == "lab-L2-N32-H2-n512-q0-s0-t200"  # noise 0, first seed, largest n
+
+
+@pytest.mark.parametrize("shipped", reference.SHIPPED, ids=lambda s: s.key)
+def test_every_shipped_reference_parses_and_is_labelled_as_lab_models(shipped: reference.ShippedReference) -> None:
+    _check_reference(shipped.directory, shipped)
+    size = sum(p.stat().st_size for p in shipped.directory.rglob("*") if p.is_file())
+    assert size < 5_000_000
+
+
+def test_the_decoder_reference_shows_trained_decoders_whose_p_star_moves() -> None:
+    """SPEC §13: offline, a visitor sees trained decoders with varying p*, their gap on the loss."""
+    runs = reference.load_reference(reference.DECODER_REFERENCE_DIR).runs
+    assert len(runs) == 36 and {r.spec.family for r in runs} == {"gpt2"}
+    assert all(r.final.loss_gap and r.final.gap == r.final.test_loss - r.final.train_loss for r in runs)
+    assert all(set(r.steps[0].p_opt) == {2.0} for r in runs)  # at initialisation every p* is 2 ...
+    final = [p for r in runs for p in r.final.p_opt]
+    assert min(final) == 0.0 and sum(p < 2.0 for p in final) > len(final) / 2  # ... and training moves most
+
+
+def test_an_export_names_the_shipped_reference_of_its_environment_and_refuses_the_others() -> None:
+    assert reference.shipped_reference("class") is reference.THRESHOLD_REFERENCE
+    assert reference.shipped_reference("class", "markov", "gpt2") is reference.DECODER_REFERENCE
+    assert reference.shipped_reference("grok", "modular", "gpt2") is reference.GROKKING_REFERENCE
+    assert reference.THRESHOLD_REFERENCE.regenerate == reference.REGENERATE
+    with pytest.raises(LabError, match="no reference is shipped for --preset class --task modular --family llama"):
+        reference.shipped_reference("class", "modular", "llama")  # it would have replaced the threshold reference
 
 
 def test_the_shipped_reference_parses_and_is_labelled_as_lab_models(capsys) -> None:
