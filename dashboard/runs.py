@@ -8,6 +8,10 @@ a number is left out, never the page). Run names are shown with any absolute pat
 part, as every message is (:func:`dashboard.safety.redact_paths`). A visitor may upload a trajectory atlas
 (through the same store and checks as every atlas upload) but never names a path. The numbers of each
 step come from its stored spectra only (:func:`specbound.runs.step_row`).
+
+The package ships runs too (:func:`shipped_runs`), so a visitor without network sees real trajectories:
+the grokking preset's three seeds and one run per depth x width of each shipped lab sweep, each with the
+lab's record (errors and losses measured at every saved step) beside its spectra.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import streamlit as st
 from specbound.api import Analysis
 from specbound.atlas import AtlasError, load_atlas
 from specbound.bounds import BoundAnalysis
+from specbound.lab import reference as lab_reference
+from specbound.lab.trajectory import RunTrajectory
 from specbound.profile import SpectralProfile
 from specbound.runs import ATLAS_FILE, TABLE_FILE, parse_step, step_row, steps_of
 
@@ -32,8 +38,8 @@ from .safety import redact_paths
 RUNS_DIR_ENV = "SPECBOUND_RUNS_DIR"
 #: How deep below that directory trajectories are looked for, and how many are listed at most.
 MAX_DEPTH, MAX_RUNS = 2, 64
-#: Where an uploaded trajectory comes from, in the run picker.
-UPLOADED = "uploaded"
+#: Where an uploaded trajectory and a run the package ships come from, in the run picker.
+UPLOADED, SHIPPED = "uploaded", "shipped"
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,8 @@ class Run:
     origin: str
     steps: dict[int, SpectralProfile]
     logged: dict[int, dict[str, float]]  # step -> loss, eval_loss (from trajectory.csv)
+    #: the lab's record of a shipped run (its measured errors and losses), None for any other run
+    lab: RunTrajectory | None = None
 
     @property
     def key(self) -> str:
@@ -112,6 +120,30 @@ def operator_runs() -> list[Run]:
             if len(steps) >= 1:
                 runs.append(Run(redact_paths(name), "server", steps, logged))
     return runs
+
+
+@st.cache_resource(show_spinner=False)
+def shipped_runs() -> tuple[Run, ...]:
+    """The runs the package ships: every seed of the grokking reference, then one run per depth x width
+    of the decoder and threshold sweeps (:func:`specbound.lab.reference.family`), with their saved
+    steps' spectra and the training and test losses the lab measured there."""
+    runs: list[Run] = []
+    order = (lab_reference.GROKKING_REFERENCE, lab_reference.DECODER_REFERENCE, lab_reference.THRESHOLD_REFERENCE)
+    for shipped in order:
+        if not (shipped.directory / "runs").is_dir():
+            continue
+        records = lab_reference.load_reference(shipped.directory).runs
+        chosen = records if shipped is lab_reference.GROKKING_REFERENCE else lab_reference.family(records)
+        for record in chosen:
+            path = shipped.directory / "runs" / record.name / lab_reference.STEPS_ATLAS_FILE
+            steps = steps_of(_load(str(path), path.stat().st_mtime_ns)).get(record.name, {})
+            logged = {
+                s.step: {"loss": s.train_loss, "eval_loss": s.test_loss}
+                for s in record.steps
+                if math.isfinite(s.train_loss) and math.isfinite(s.test_loss)
+            }
+            runs.append(Run(record.name, SHIPPED, steps, logged, record))
+    return tuple(runs)
 
 
 def uploaded_runs(profiles: tuple[SpectralProfile, ...]) -> list[Run]:

@@ -9,10 +9,11 @@ or whose name is a miniature alias ``L{l}-H{n}`` that agrees with its shape. Any
 Two models of one (L, N) cannot share a curve: the default keeps the first (atlas models before the
 Hub cache).
 
-The other family is the lab's (:func:`lab_candidates`): the final checkpoints of the depth x width
-family of the shipped lab reference, small encoders trained by the specbound lab, so a class sees
-growth curves of trained models with no network. Their atlas is put in the upload store like an
-uploaded one, so they are opened by the same names as any uploaded atlas model.
+The other families are the lab's (:func:`lab_candidates`): the final checkpoints of the depth x width
+family of a shipped lab sweep, small encoders (the threshold task) or GPT-2 decoders (the Markov task)
+trained by the specbound lab, so a class sees growth curves of trained models with no network. Their
+atlas is put in the upload store like an uploaded one, so they are opened by the same names as any
+uploaded atlas model.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ MODELS_CODEC = share.Codec(
 
 ATLAS, HUB_CACHE, BUNDLED, OPENED = "atlas file", "Hugging Face cache", "bundled model", "opened in this session"
 LAB_REFERENCE = "trained by the specbound lab on the sparse threshold task, not a BERT Miniature"
+#: Where each shipped lab family's models come from, by the key of its reference.
+LAB_ORIGINS: dict[str, str] = {
+    lab_reference.THRESHOLD_REFERENCE.key: LAB_REFERENCE,
+    lab_reference.DECODER_REFERENCE.key: "a GPT-2 decoder trained by the specbound lab on the Markov task, "
+    "not a released model",
+}
 
 
 @dataclass(frozen=True)
@@ -141,21 +148,23 @@ def candidates() -> list[Candidate]:
 
 
 @st.cache_resource(show_spinner=False)
-def _lab_family_file() -> Path:
-    """The lab reference's family atlas in the upload store (written once per store)."""
-    source = lab_reference.REFERENCE_DIR / lab_reference.ATLAS_FILE
+def _lab_family_file(key: str) -> Path:
+    """A shipped lab sweep's family atlas in the upload store (written once per store)."""
+    shipped = next(s for s in lab_reference.SHIPPED if s.key == key)
+    source = shipped.directory / lab_reference.ATLAS_FILE
     return atlas.store_upload(source.name, source.read_bytes())
 
 
-def lab_candidates() -> list[Candidate]:
-    """The lab's depth x width family (final checkpoints), every one in the family of the study."""
-    path = _lab_family_file()
+def lab_candidates(key: str = lab_reference.THRESHOLD_REFERENCE.key) -> list[Candidate]:
+    """A shipped lab sweep's depth x width family (final checkpoints), every one in the family of the
+    study: the threshold task's encoders by default, ``key`` names another reference (:data:`LAB_ORIGINS`)."""
+    path = _lab_family_file(key)
     return [
         Candidate(
             atlas.model_name(path, entry.name),
             entry.shape.num_layers,
             entry.shape.hidden_size,
-            LAB_REFERENCE,
+            LAB_ORIGINS[key],
             True,
             shown=entry.name,
         )

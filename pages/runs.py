@@ -1,4 +1,5 @@
-"""Training runs: the bound's proxies through a real run, from a trajectory atlas (``specbound trajectory``)."""
+"""Training runs: the bound's proxies through a real run, from a trajectory atlas (``specbound trajectory``),
+or one of the lab runs the package ships (a grokking run drawn by the rule of :mod:`specbound.lab.grokking`)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,18 @@ import streamlit as st
 from dashboard import atlas, safety, share
 from dashboard import runs as service
 from dashboard.export import csv_download, show_figure, show_panels
+from dashboard.lab import model_label
 from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, format_log_value, plain
+from dashboard.vocabulary import measure_name
 from specbound.figures import bounds as bound_figures
+from specbound.figures import lab as lab_figures
 from specbound.figures import trajectory as trajectory_figures
 from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
 from specbound.figures.style import split_panels
+from specbound.lab import views as lab_views
+from specbound.lab.grokking import SATURATION, run_grokking, run_sentence
 from specbound.logspace import LOG10_E
 
 ensure_app_entry()
@@ -43,13 +49,24 @@ if uploaded is not None:
         else:
             atlas.use_upload(uploaded.name, uploaded.getvalue())
 
-runs = {run.key: run for run in [*service.operator_runs(), *service.uploaded_runs(atlas.loaded())]}
-if not runs:
+own = [*service.operator_runs(), *service.uploaded_runs(atlas.loaded())]
+runs = {run.key: run for run in [*own, *service.shipped_runs()]}
+if not own:
     st.info(
-        "No trajectory here yet. Upload a trajectory atlas above; the operator of this server can also "
-        f"name a directory of them when starting it ({service.RUNS_DIR_ENV}=DIR make run)."
+        "No trajectory of your own here yet. Upload a trajectory atlas above; the operator of this server can "
+        f"also name a directory of them when starting it ({service.RUNS_DIR_ENV}=DIR make run). Meanwhile the "
+        "runs below are small models trained by the specbound lab and shipped with the package."
     )
+if not runs:
     st.stop()
+
+
+def run_choice(key: str) -> str:
+    """A run as the picker lists it; a shipped run with the model it is."""
+    run = runs[key]
+    origin = f"shipped: {model_label(run.lab.spec)}" if run.lab is not None else run.origin
+    return f"{run.name} ({format_count(len(run.steps), 'step')}, {origin})"
+
 
 share.shared(RUN_KEY, share.Codec(str, str), next(iter(runs)))
 if st.session_state[RUN_KEY] not in runs:
@@ -58,7 +75,7 @@ key = st.selectbox(
     "Run",
     list(runs),
     key=RUN_KEY,
-    format_func=lambda k: f"{runs[k].name} ({format_count(len(runs[k].steps), 'step')}, {runs[k].origin})",
+    format_func=run_choice,
 )
 run = runs[key]
 steps = list(run.steps)
@@ -79,7 +96,27 @@ with left:
     show_figure(trajectory_figures.proxies_figure(frame, step), "runs_proxies", half=True)
 with right:
     show_figure(trajectory_figures.alpha_figure(frame, step), "runs_alpha", half=True)
-if (losses := trajectory_figures.loss_figure(frame, step)) is not None:
+if run.lab is not None:  # the lab measured errors and losses at every saved step
+    lab = run.lab
+    st.caption(
+        f"`{run.name}`: a {model_label(lab.spec)} ({plain(lab.spec.task.describe())}), not a released model; "
+        "its errors and losses were measured on its training set and on fresh test samples at every saved step."
+    )
+    floor = getattr(lab.spec.task, "optimal_loss", None)
+    errors = lab_figures.errors_figure(lab_views.trajectory_frame(lab), step, loss_gap=lab.final.loss_gap, floor=floor)
+    show_figure(errors, "runs_errors")
+    if lab.spec.task.kind == "modular":
+        grokking = run_grokking(lab)
+        st.subheader("Grokking: does a measure move before the jump?")
+        st.caption(
+            f"Every curve is read from the step training accuracy reaches {SATURATION:g}; it moves when it has "
+            "covered half its excursion from there. A measure's lead is test accuracy's move step minus its own "
+            "(positive: it moved first). The Lab page's sweep view reads the three seeds together."
+        )
+        with st.container(key="runs_grokking"):
+            st.markdown(plain(run_sentence(grokking, measure_name)))
+        show_figure(lab_figures.grokking_figure(grokking), "runs_grokking_figure")
+elif (losses := trajectory_figures.loss_figure(frame, step)) is not None:
     show_figure(losses, "runs_losses")
 
 st.subheader(f"At step {step}")

@@ -1,5 +1,5 @@
 """Scaling: how the proxies grow with depth L and width N over the BERT Miniatures available here, or
-over the lab's trained encoders (shipped, so the study works with no network).
+over the lab's trained encoders or decoders (shipped, so the study works with no network).
 
 Models come from the session's atlas file and the Hugging Face cache (see :mod:`dashboard.scaling`
 for how a model is placed at its (L, N) and which ones count as the family); missing miniatures are
@@ -19,6 +19,7 @@ from dashboard.tables import draw_table
 from dashboard.text import bound_note, plain
 from specbound.figures.scaling import growth_figure_depth, growth_figure_width, growth_panel_columns
 from specbound.figures.style import split_panels
+from specbound.lab.reference import DECODER_REFERENCE, THRESHOLD_REFERENCE
 from specbound.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
 
 ensure_app_entry()
@@ -29,10 +30,20 @@ DOWNLOAD_ERRORS_KEY = "scaling_download_errors"
 MODELS_KEY, DOWNLOADED_KEY = "scaling_models", "scaling_downloaded"
 #: Session-state key of the models whose download size was shown and awaits a click, with that size.
 PENDING_KEY = "scaling_pending_download"
-#: The family radio, and the lab family's own model choice (its options are other models).
-FAMILY_KEY, LAB_MODELS_KEY = "scaling_family", "scaling_lab_models"
+#: The family radio, and each lab family's own model choice (its options are other models).
+FAMILY_KEY, LAB_MODELS_KEY, LAB_DECODER_MODELS_KEY = (
+    "scaling_family",
+    "scaling_lab_models",
+    "scaling_lab_decoder_models",
+)
 MINIATURES = "BERT Miniatures"
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
+LAB_DECODERS = "Lab decoders (GPT-2, trained by the specbound lab on the Markov task)"
+#: Each lab family: the key of its shipped reference and of its model choice.
+LAB_FAMILIES = {
+    LAB_FAMILY: (THRESHOLD_REFERENCE.key, LAB_MODELS_KEY),
+    LAB_DECODERS: (DECODER_REFERENCE.key, LAB_DECODER_MODELS_KEY),
+}
 
 st.title("Scaling")
 st.caption(
@@ -47,22 +58,27 @@ def first_family() -> str:
     return MINIATURES if len(service.default_selection(service.candidates())) >= 2 else LAB_FAMILY
 
 
-share.shared(FAMILY_KEY, share.choice_codec({MINIATURES: "mini", LAB_FAMILY: "lab"}), MINIATURES, initial=first_family)
+share.shared(
+    FAMILY_KEY,
+    share.choice_codec({MINIATURES: "mini", LAB_FAMILY: "lab", LAB_DECODERS: "lab-decoders"}),
+    MINIATURES,
+    initial=first_family,
+)
 family = st.radio(
     "Family",
-    [MINIATURES, LAB_FAMILY],
+    [MINIATURES, LAB_FAMILY, LAB_DECODERS],
     key=FAMILY_KEY,
     horizontal=True,
-    help="The lab's encoders are small BERT encoders trained by the specbound lab on a synthetic "
-    "task (depth 1–2, width 32–64), shipped with the package: growth curves of trained "
-    "models with no network. They are not BERT Miniatures.",
+    help="The lab's encoders and decoders are small BERT encoders and GPT-2 decoders trained by the specbound "
+    "lab on synthetic tasks (depth 1–2, width 32–64), shipped with the package: growth curves of trained "
+    "models with no network. They are not BERT Miniatures or released models.",
 )
-lab_family = family == LAB_FAMILY
-available = service.lab_candidates() if lab_family else service.candidates()
+lab_family = family in LAB_FAMILIES
+available = service.lab_candidates(LAB_FAMILIES[family][0]) if lab_family else service.candidates()
 by_name = {c.name: c for c in available}
 if downloaded := st.session_state.pop(DOWNLOADED_KEY, None):  # join the study once they are available
     st.session_state[MODELS_KEY] = list(dict.fromkeys([*st.session_state.get(MODELS_KEY, []), *downloaded]))
-models_key = LAB_MODELS_KEY if lab_family else MODELS_KEY
+models_key = LAB_FAMILIES[family][1] if lab_family else MODELS_KEY
 linked = share.shared(models_key, service.MODELS_CODEC, service.default_selection(available))
 st.session_state[models_key] = [name for name in linked if name in by_name]  # a link names what this server has
 if len(st.session_state[models_key]) < len(linked):

@@ -298,3 +298,33 @@ def grokking_sentence(runs: Sequence[RunGrokking], name_of: Callable[[str], str]
         f"(median lead {own.median:+,.0f} steps, from {own.low:+,.0f} to {own.high:+,.0f})."
     )
     return opening + middle + closing
+
+
+def run_sentence(run: RunGrokking, name_of: Callable[[str], str] = str, ours: str = "ours") -> str:
+    """One run read by the rule, in words from its numbers: when it saturated and jumped, which measures
+    moved first and where ours at p* moved."""
+    event = run.event
+    if not event.grokked:
+        fit = (
+            f"never reaches {SATURATION:g}"
+            if event.saturation_step is None
+            else f"reaches {SATURATION:g} at step {event.saturation_step:,}"
+        )
+        final = f"final test accuracy {event.final_test_accuracy:.3f}"
+        return f"This run does not grok by the rule: training accuracy {fit}, {final}."
+    opening = (
+        f"Training accuracy reaches {SATURATION:g} at step {event.saturation_step:,}, when test accuracy is "
+        f"{event.test_accuracy_at_saturation:.3f}; test accuracy moves at step {event.jump_step:,} and ends at "
+        f"{event.final_test_accuracy:.3f}."
+    )
+    first = [lead for lead in run.leads if lead.before]
+    middle = (
+        " Moved before the jump: " + ", ".join(f"{name_of(m.measure)} ({m.lead:+,.0f} steps)" for m in first) + "."
+        if first
+        else " No measure moved before the jump."
+    )
+    own = next((lead for lead in run.leads if lead.measure == ours), None)
+    if own is None or own.move_step is None:
+        return opening + middle
+    subject = name_of(ours)
+    return opening + middle + f" {subject[:1].upper()}{subject[1:]} moves at step {own.move_step:,} ({own.lead:+,.0f})."

@@ -407,16 +407,27 @@ def test_open_as_a_model_makes_that_step_the_current_model(lab_app, runs_csv) ->
     assert "/" not in at.query_params["model"].split("#")[0].removeprefix("atlas:")  # a digest, no path
 
 
-def test_the_scaling_page_draws_the_lab_family(plotly_specs) -> None:
+@pytest.mark.parametrize(
+    ("family", "shipped", "models_key", "link"),
+    [
+        ("Lab encoders (trained by the specbound lab on the sparse threshold task)", reference.THRESHOLD_REFERENCE,
+         "scaling_lab_models", "lab"),
+        ("Lab decoders (GPT-2, trained by the specbound lab on the Markov task)", reference.DECODER_REFERENCE,
+         "scaling_lab_decoder_models", "lab-decoders"),
+    ],
+    ids=["encoders", "decoders"],
+)  # fmt: skip
+def test_the_scaling_page_draws_each_lab_family(plotly_specs, family, shipped, models_key, link) -> None:
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
     run_clean(at)
     at.switch_page("pages/scaling.py")
     run_clean(at)
-    at.radio(key="scaling_family").set_value("Lab encoders (trained by the specbound lab on the sparse threshold task)")
+    at.radio(key="scaling_family").set_value(family)
     run_clean(at)
     assert not at.error
-    profiles = load_atlas(reference.REFERENCE_DIR / reference.ATLAS_FILE)
-    assert len(at.multiselect(key="scaling_lab_models").value) == len(profiles) == 4
+    profiles = load_atlas(shipped.directory / reference.ATLAS_FILE)
+    assert len(at.multiselect(key=models_key).value) == len(profiles) == 4
+    assert {p.shape.family for p in profiles} == {"bert" if shipped.family == "bert" else "gpt2"}
     study = ScalingStudy.from_summaries(summarize(BoundAnalysis.from_profile(p), name=p.model) for p in profiles)
     for axis, title in ((Axis.WIDTH, "with width N"), (Axis.DEPTH, "with depth L")):
         panels = [f for f in plotly_specs(at) if title in f["layout"]["title"]["text"].replace("<br>", " ")]
@@ -433,4 +444,4 @@ def test_the_scaling_page_draws_the_lab_family(plotly_specs) -> None:
             np.testing.assert_allclose(traces[(curve.proxy.value, curve.models)], curve.ratio, rtol=1e-12)
     models = _dataframe(at, "p=2_log10")
     assert sorted(models["name"]) == sorted(p.model for p in profiles)
-    assert at.query_params["scaling_family"] == "lab"
+    assert at.query_params["scaling_family"] == link

@@ -10,7 +10,7 @@ from app_harness import run_clean
 
 from dashboard import runs as service
 from dashboard.safety import SERVER_PATHS_ENV
-from dashboard.text import format_log_value
+from dashboard.text import format_log_value, plain
 from specbound.architecture import ModelShape
 from specbound.atlas import save_atlas
 from specbound.bounds import BoundAnalysis
@@ -34,11 +34,56 @@ def _trajectory(directory: Path) -> list:
     return profiles
 
 
-def test_the_page_says_how_to_get_a_trajectory_when_there_is_none(landing_app, monkeypatch) -> None:
+def test_without_a_trajectory_of_ones_own_the_page_says_how_and_shows_the_shipped_runs(
+    landing_app, monkeypatch
+) -> None:
     monkeypatch.delenv(service.RUNS_DIR_ENV, raising=False)
     landing_app.switch_page("pages/runs.py")
     run_clean(landing_app)
-    assert any("No trajectory here yet" in i.value for i in landing_app.info)
+    assert any("No trajectory of your own here yet" in i.value for i in landing_app.info)
+    options = landing_app.selectbox(key="runs_run").options
+    # the grokking preset's three seeds, then one run per depth x width of the decoder and threshold sweeps
+    assert len(options) == 3 + 4 + 4 and all("shipped: small " in o for o in options)
+    assert sum("GPT-2 decoder trained by the lab on the modular addition task" in o for o in options) == 3
+    assert sum("GPT-2 decoder trained by the lab on the Markov next-token task" in o for o in options) == 4
+
+
+def test_a_shipped_grokking_run_is_drawn_with_its_jump_and_its_measured_accuracies(
+    landing_app, monkeypatch, figure_titled
+) -> None:
+    """SPEC §13: the Training runs page draws a grokking run offline: accuracies and every proxy on one
+    step axis, the fit and the jump marked, the rule's reading in words; the proxies from its spectra."""
+    from dashboard.vocabulary import measure_name
+    from specbound.lab import reference
+    from specbound.lab.grokking import grokking_runs, run_sentence
+
+    monkeypatch.delenv(service.RUNS_DIR_ENV, raising=False)
+    at = landing_app
+    at.switch_page("pages/runs.py")
+    run_clean(at)
+    record = reference.load_reference(reference.GROKKING_REFERENCE_DIR).runs[1]
+    at.selectbox(key="runs_run").set_value(f"{service.SHIPPED}:{record.name}")
+    run_clean(at)
+    assert not at.error
+    (grokking,) = grokking_runs([record])
+    assert grokking.event.grokked and grokking.seed == 1
+    (sentence,) = [m.value for m in at.markdown if "Training accuracy reaches" in m.value]
+    assert sentence == plain(run_sentence(grokking, measure_name))
+    assert f"test accuracy moves at step {grokking.event.jump_step:,}" in run_sentence(grokking)
+    figure = figure_titled(at, "seed 1 groks")
+    names = [t["name"] for t in figure["data"]]
+    assert names[:2] == ["train accuracy", "test accuracy"]
+    assert list(figure["data"][1]["y"]) == pytest.approx(list(grokking.test_accuracy), rel=1e-12)
+    marked = sorted(shape["x0"] for shape in figure["layout"]["shapes"] if shape["xref"] == "x")
+    assert marked == [grokking.event.saturation_step, grokking.event.jump_step]
+    errors = figure_titled(at, "Errors and gap")
+    assert next(t["y"] for t in errors["data"] if t["name"] == "test error (± 1 s.e.)") == pytest.approx(
+        [s.test_error for s in record.steps], rel=1e-12
+    )
+    final = BoundAnalysis.from_profile(reference.step_profile(reference.GROKKING_REFERENCE_DIR, record, 2000))
+    (ours,) = [m.value for m in at.metric if m.label == "Ours at p*"]
+    assert ours == format_log_value(float(to_log10(final.optimal.log_total)) / LOG10_E)
+    assert float(to_log10(final.optimal.log_total)) == pytest.approx(record.final.ours_log10, rel=1e-12)
 
 
 def test_a_trajectory_of_the_operators_directory_is_drawn_step_by_step(landing_app, tmp_path, monkeypatch) -> None:

@@ -152,3 +152,25 @@ def test_the_sentence_says_what_every_seed_supports() -> None:
     assert "Moved before the jump in every seed that grokked: Edelman (median +250 steps)." in text
     assert text.endswith("Ours at p* moved before it in 1 of 2 seeds (median lead +0 steps, from -200 to +200).")
     assert grokking_sentence(runs[2:]) == "None of the 1 runs grokked, so no measure can be said to move before a jump."
+
+
+def test_one_runs_sentence_gives_its_own_steps_and_leads() -> None:
+    from specbound.lab.grokking import RunGrokking, run_sentence
+
+    run = _hand_run()  # saturates at 300, jumps at 700; ours moves at 400, Edelman's at 900
+    text = run_sentence(run, name_of={"ours": "ours at p*", "edelman": "Edelman"}.get)
+    at_fit = run.test_accuracy[STEPS.index(300)]
+    assert text == (
+        f"Training accuracy reaches 0.99 at step 300, when test accuracy is {at_fit:.3f}; test accuracy moves at "
+        f"step 700 and ends at {run.test_accuracy[-1]:.3f}. Moved before the jump: ours at p* (+300 steps). "
+        "Ours at p* moves at step 400 (+300)."
+    )
+    late = {"ours": run.curves["edelman"]}
+    no_lead = RunGrokking("r", 0, run.steps, run.train_accuracy, run.test_accuracy, late, run.event,
+                          measure_leads(STEPS, late, run.event))  # fmt: skip
+    assert "No measure moved before the jump. Ours moves at step 900 (-200)." in run_sentence(no_lead)
+    flat = [0.2] * len(STEPS)
+    never = RunGrokking("r", 0, run.steps, tuple(flat), tuple(flat), {}, grok_event(STEPS, flat, flat), ())
+    assert run_sentence(never) == (
+        "This run does not grok by the rule: training accuracy never reaches 0.99, final test accuracy 0.200."
+    )
