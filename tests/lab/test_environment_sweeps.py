@@ -225,3 +225,37 @@ def test_the_grok_preset_is_the_known_recipe_on_the_modular_task() -> None:
     )
     with pytest.raises(LabError, match="the grok preset trains on the modular task"):
         preset_grid(GROK, "threshold", "gpt2")
+
+
+#: Every environment SPEC §13 adds: the new tasks on every family, the threshold task on the decoders.
+_NEW_ENVIRONMENTS = [
+    (task, family)
+    for task in ("threshold", "parity", "modular", "markov")
+    for family in ("bert", "gpt2", "llama", "neox")
+    if (task, family) != ("threshold", "bert") and not (task == "markov" and family == "bert")
+]
+
+
+@pytest.mark.parametrize(("task", "family"), _NEW_ENVIRONMENTS, ids=lambda v: str(v))
+def test_every_new_environment_has_a_smoke_preset_of_seconds_and_a_class_preset(task: str, family: str) -> None:
+    smoke, klass = preset_grid("smoke", task, family), preset_grid("class", task, family)
+    assert {(s.task.kind, s.family) for s in (*smoke.specs(), *klass.specs())} == {(task, family)}
+    assert len(smoke.specs()) == 4 and len(klass.specs()) in (36, 48)
+    if task != "threshold":  # the threshold task's presets are the same for every family
+        assert smoke.settings.steps == 100 and smoke.settings.save_every == 50
+
+
+def test_one_tiny_sweep_trains_every_new_environment(tmp_path: Path) -> None:
+    """Each of the eleven environments trains, is analysed and gets its block and robust column."""
+    args = ["lab", "sweep", "--preset", "smoke", "--task", "threshold", "parity", "modular", "markov"]
+    args += ["--family", "bert", "gpt2", "llama", "neox", "--layers", "1", "--hidden", "16", "--n-train", "16", "32"]
+    args += ["--seeds", "0", "--steps", "2", "--save-every", "2", "--out", str(tmp_path)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(args) == 0
+    runs = pd.read_csv(tmp_path / RUNS_CSV)
+    environments = set(zip(runs["task"], runs["family"], strict=True))
+    assert environments == {*_NEW_ENVIRONMENTS, ("threshold", "bert")}
+    robust = pd.read_csv(tmp_path / ROBUST_CSV)
+    assert {f"sign_error_{t}_{f}" for t, f in environments} <= set(robust.columns)
+    markov = runs[runs["task"] == "markov"]
+    assert (markov["gap"] == markov["test_loss"] - markov["train_loss"]).all()
