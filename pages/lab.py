@@ -97,7 +97,8 @@ if view == RUN_VIEW:
         test_col.metric(
             "Test error",
             f"{record.test_error:.4f}",
-            help=f"± {record.test_error_se:.4f} (one standard error over {record.test_samples:,} fresh samples)",
+            help=f"± {record.test_error_se:.4f} (one standard error over "
+            f"{format_count(record.test_samples, service.test_unit(run))})",
         )
         gap_col.metric(
             "Gap",
