@@ -70,6 +70,7 @@ class Adaptation(str, Enum):
     SOFTCAPPING = "softcapping"
     SLIDING_WINDOW = "sliding window"
     ALIBI = "ALiBi"
+    ROUTER_FIXED = "router held fixed"
 
     @property
     def explanation(self) -> str:
@@ -99,7 +100,17 @@ ADAPTATION_TEXT: dict[Adaptation, str] = {
     "like the causal mask, the matrices unchanged",
     Adaptation.ALIBI: "ALiBi: a fixed bias by distance is added to the attention logits; it does not depend on the "
     "input, so the QK matrix is unchanged",
+    Adaptation.ROUTER_FIXED: "mixture of experts, router held fixed: each token's gate values are taken as given "
+    "weights summing to at most 1, so the layer's MLP factor is the largest expert's (plus the shared expert's); "
+    "top-k routing jumps when the ranking of experts changes, so it is not continuous in its input, and the bound "
+    "does not cover that jump",
 }
+
+#: The label of a mixture-of-experts layer's shared expert (the routed experts are numbered 0..E-1).
+SHARED_EXPERT = "shared"
+
+#: Which MLP of a layer a matrix belongs to: None (a dense layer), a routed expert e or the shared one.
+Expert = int | str | None
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,11 @@ class ModelShape:
     adaptations: tuple[Adaptation, ...] = ()
     #: standard deviation of the family's weight initialisation, for the random-initialised twin
     initializer_range: float = BERT_INITIALIZER_RANGE
+    #: mixtures of experts (SPEC §12): E routed experts of width ``ffn_size`` per layer (0: a dense MLP),
+    #: each token routed to ``experts_per_token`` of them, and a shared expert of this width (0: none)
+    num_experts: int = 0
+    experts_per_token: int = 0
+    shared_expert_size: int = 0
 
     def __post_init__(self) -> None:
         for name in ("num_layers", "hidden_size", "num_heads", "ffn_size"):
@@ -141,13 +157,47 @@ class ModelShape:
         object.__setattr__(self, "mlp", Mlp(self.mlp))
         object.__setattr__(self, "residual", Residual(self.residual))
         object.__setattr__(self, "adaptations", tuple(Adaptation(a) for a in self.adaptations))
+        self._check_experts()
         if self.activation not in ACTIVATION_LIPSCHITZ:
             raise ValueError(
                 f"activation '{self.activation}' has no known Lipschitz constant "
                 f"(supported: {', '.join(sorted(ACTIVATION_LIPSCHITZ))})"
             )
 
+    def _check_experts(self) -> None:
+        for name in ("num_experts", "experts_per_token", "shared_expert_size"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {getattr(self, name)}")
+        if not self.num_experts:
+            if self.experts_per_token or self.shared_expert_size:
+                raise ValueError("experts per token and a shared expert need routed experts (num_experts > 0)")
+            return
+        if not 1 <= self.experts_per_token <= self.num_experts:
+            raise ValueError(
+                f"each token must be routed to 1..{self.num_experts} experts, got {self.experts_per_token}"
+            )
+        if self.mlp is not Mlp.GATED:
+            raise ValueError("the experts of a mixture of experts are gated MLPs")
+
     # --- the matrices --------------------------------------------------------------------------
+    @property
+    def moe(self) -> bool:
+        """A mixture of experts: each layer's MLP is E routed experts (and possibly a shared one)."""
+        return self.num_experts > 0
+
+    @property
+    def experts(self) -> tuple[Expert, ...]:
+        """The MLPs of a layer, in profile order: (None,) for a dense layer; the routed experts 0..E-1,
+        then ``"shared"`` when there is a shared expert."""
+        if not self.moe:
+            return (None,)
+        shared = (SHARED_EXPERT,) if self.shared_expert_size else ()
+        return (*range(self.num_experts), *shared)
+
+    def expert_ffn_size(self, expert: Expert) -> int:
+        """d_ff of one MLP of a layer: the shared expert's own width, else ``ffn_size``."""
+        return self.shared_expert_size if expert == SHARED_EXPERT else self.ffn_size
+
     @property
     def gated(self) -> bool:
         return self.mlp is Mlp.GATED
@@ -168,18 +218,22 @@ class ModelShape:
 
     @property
     def matrices_per_layer(self) -> int:
-        """2H + 2, or 2H + 3 with a gated MLP."""
-        return 2 * self.num_heads + len(self.layer_kinds)
+        """2H + 2, or 2H + 3 with a gated MLP; 2H + 3E (+ 3 with a shared expert) for a mixture of experts."""
+        return 2 * self.num_heads + len(self.experts) * len(self.layer_kinds)
 
     @property
     def num_matrices(self) -> int:
-        """L (2H + 2), or L (2H + 3) with a gated MLP."""
+        """L (2H + 2), L (2H + 3) with a gated MLP, L (2H + 3E [+ 3]) for a mixture of experts."""
         return self.num_layers * self.matrices_per_layer
 
     @property
     def matrix_count_formula(self) -> str:
-        """'L(2H + 2)', or 'L(2H + 3)' with a gated MLP: how the matrices are counted, for captions."""
-        return f"L(2H + {len(self.layer_kinds)})"
+        """'L(2H + 2)', 'L(2H + 3)' with a gated MLP, 'L(2H + 3E)' or 'L(2H + 3E + 3)' with experts: how
+        the matrices are counted, for captions."""
+        k = len(self.layer_kinds)
+        if not self.moe:
+            return f"L(2H + {k})"
+        return f"L(2H + {k}E + {k})" if self.shared_expert_size else f"L(2H + {k}E)"
 
     @property
     def queries_per_kv_head(self) -> int:
@@ -197,9 +251,9 @@ class ModelShape:
     @property
     def layer_weight_values(self) -> int:
         """Values of one layer's weights the analysis reads: W_Q, W_K, W_V, W_O and the MLP matrices."""
-        n, d, f = self.hidden_size, self.head_dim, self.ffn_size
+        n, d = self.hidden_size, self.head_dim
         attention = 2 * self.num_heads * d * n + 2 * self.num_kv_heads * d * n
-        return attention + len(self.layer_kinds) * n * f
+        return attention + len(self.layer_kinds) * n * sum(self.expert_ffn_size(e) for e in self.experts)
 
     @property
     def is_bert_like(self) -> bool:
@@ -208,10 +262,14 @@ class ModelShape:
 
     # --- serialisation (the profile cache and atlas files) -----------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON values for every field."""
+        """Plain JSON values for every field (the expert fields only for a mixture of experts, so that a
+        dense model's files are as they were before experts existed)."""
         values = dataclasses.asdict(self)
         values["mlp"], values["residual"] = self.mlp.value, self.residual.value
         values["adaptations"] = [a.value for a in self.adaptations]
+        if not self.moe:
+            for name in ("num_experts", "experts_per_token", "shared_expert_size"):
+                del values[name]
         return values
 
     @classmethod
@@ -225,6 +283,11 @@ class ModelShape:
                 continue
             if not is_genuine_int(value) or int(value) < 1:
                 raise ValueError(f"the shape's {name} must be a positive integer")
+            sizes[name] = int(value)
+        for name in ("num_experts", "experts_per_token", "shared_expert_size"):  # absent before experts existed
+            value = values.get(name, 0)
+            if not is_genuine_int(value) or int(value) < 0:
+                raise ValueError(f"the shape's {name} must be a non-negative integer")
             sizes[name] = int(value)
         extra: dict[str, Any] = {}
         for name, kind in (("mlp", str), ("residual", str), ("family", str), ("activation", str)):

@@ -6,15 +6,16 @@ singular values and norms the bound needs, see :mod:`specbound.profile`).
 
 Format: one ``.npz`` file (a zip of ``.npy`` arrays), read with ``allow_pickle=False``, holding
 
-* ``manifest``: a JSON string ``{"format": "specbound-atlas", "schema": 2, "models": [...]}`` where
+* ``manifest``: a JSON string ``{"format": "specbound-atlas", "schema": 2, "models": [...]}`` (schema 3
+  when a model is a mixture of experts, whose shape adds its experts, SPEC §12) where
   each model has its name, revision, shape (:meth:`ModelShape.to_dict
   <specbound.architecture.ModelShape.to_dict>`: L, N, H, d_ff, H_kv, d, MLP and residual kinds,
   family, activation, adaptations), the keys of its four arrays and the SHA-256 of each array's bytes;
   schema 1 (written before other families were read) held the four sizes of a BERT encoder and is
   still read;
 * per model i, ``m{i}_singular_values`` (float64, (M, K)), ``m{i}_full_dims`` (int64, (M,)),
-  ``m{i}_norm_21`` and ``m{i}_norm_11`` (float64, (M,)), with M = L (2H + 2), or L (2H + 3) with a
-  gated MLP.
+  ``m{i}_norm_21`` and ``m{i}_norm_11`` (float64, (M,)), with M = L (2H + 2), L (2H + 3) with a
+  gated MLP, L (2H + 3E [+ 3]) with experts.
 
 Arrays are stored as they are, so an imported profile is bit-for-bit the exported one. Import checks,
 before any array is read, the file's size, every member's declared uncompressed size and every
@@ -57,7 +58,10 @@ from .values import is_genuine_int
 FORMAT = "specbound-atlas"
 #: Bump when the layout changes; older readers then refuse newer files with a clear message.
 #: 2: the shape describes the block (SPEC §11); version 1 files are read as BERT encoders.
-SCHEMA_VERSION = 2
+#: 3: a shape may hold experts (SPEC §12). An atlas without a mixture of experts is still written as
+#: version 2 (:func:`schema_for`), so that a specbound from before experts opens it.
+SCHEMA_VERSION = 3
+DENSE_SCHEMA_VERSION = 2
 MANIFEST_KEY = "manifest"
 #: Stored array per profile field, with its exact dtype.
 _ARRAYS: dict[str, np.dtype] = {
@@ -131,7 +135,8 @@ def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
             entry["arrays"][field_name] = key
             entry["sha256"][field_name] = array_sha256(array)
         models.append(entry)
-    manifest = {"format": FORMAT, "schema": SCHEMA_VERSION, "created_by": f"specbound {__version__}", "models": models}
+    schema = schema_for(profile.shape for profile in profiles)
+    manifest = {"format": FORMAT, "schema": schema, "created_by": f"specbound {__version__}", "models": models}
     path = Path(path)
     members = {MANIFEST_KEY: np.array(json.dumps(manifest)), **arrays}
     check_readable(members, len(models), path)
@@ -186,6 +191,11 @@ def _unreadable(path: Path, problem: str, limit: int) -> str:
 def _require(condition: bool, path: Path, problem: str) -> None:
     if not condition:
         raise AtlasError(f"{path.name} is not a valid specbound atlas: {problem}")
+
+
+def schema_for(shapes: Iterable[ModelShape]) -> int:
+    """The atlas schema a set of models needs: 3 with a mixture of experts among them, else 2."""
+    return SCHEMA_VERSION if any(shape.moe for shape in shapes) else DENSE_SCHEMA_VERSION
 
 
 def _parse_entry(i: int, model: Any, path: Path, schema: int = SCHEMA_VERSION) -> AtlasEntry:

@@ -5,14 +5,16 @@ marked; the block's layout comes from its :class:`~specbound.architecture.ModelS
 
     S_p(W)      = sum of sigma_i^p over sigma_i above the rank threshold (p > 0); S_0 = rank
     nu          = ||M_in||_2 (plain MLP),  2 ||M_gate||_2 ||M_in||_2 (gated MLP): the MLP's input norm
+    Phi^(k)     = nu ||M_out||_2, the MLP's factor without L_phi; in a mixture of experts (router
+                  held fixed, SPEC §12) max_e nu_e ||M_out^e||_2 (+ nu_s ||M_out^s||_2, shared expert)
     A^(k)       = sum_h ||V^(k,h)||_2 (1 + 4 ||QK^(k,h)||_2)          (the attention branch)
-    f^(k)       = L_phi nu^(k) ||M_out^(k)||_2 A^(k)                  (sequential blocks)
-                  L_phi nu^(k) ||M_out^(k)||_2 + A^(k)                (parallel residual)
+    f^(k)       = L_phi Phi^(k) A^(k)                                 (sequential blocks)
+                  L_phi Phi^(k) + A^(k)                               (parallel residual)
     alpha^(l)   = prod_{k > l} f^(k)                                  (1 for the top layer)
-    gamma       = 2 ||V^(l,h)||_2 ||M_out||_2 nu (QK),  ||M_out||_2 nu (V)      (sequential)
+    gamma       = 2 ||V^(l,h)||_2 Phi (QK),  Phi (V)                            (sequential)
                   2 ||V^(l,h)||_2 (QK),  1 (V)                                  (parallel residual)
                   ||M_out||_2 (M_in, plain), 2 ||M_out||_2 ||M_gate||_2 (M_in, gated),
-                  2 ||M_out||_2 ||M_in||_2 (M_gate),  1 (M_out)
+                  2 ||M_out||_2 ||M_in||_2 (M_gate),  1 (M_out); an expert's from its own norms
     s_W         = max(gamma alpha^(l) L, smallest positive float)
     c(W; p)     = S_p(W)^(1/(p+2)) s_W^(p/(p+2)) N^((p+1)/(p+2))
     P_m         = {0, 1/m, ..., 2},  m = ceil(L + ln max(N, 2))
@@ -143,22 +145,38 @@ def log_mlp_input_norm(spec: Mapping[Kind, np.ndarray]) -> np.ndarray:
     return safe_log(spec[Kind.M_IN])
 
 
+def log_mlp_factor(spec: Mapping[Kind, np.ndarray], shape: ModelShape) -> np.ndarray:
+    """ln Phi per layer, (L,): the MLP's factor without L_phi, nu ||M_out||_2.
+
+    In a mixture of experts ``spec`` holds (L, U) norms, one column per expert of
+    :attr:`ModelShape.experts`. With the router held fixed the layer's output is sum_e g_e MLP_e(x)
+    (+ g_s MLP_s(x)) with given gate values, sum_e g_e <= 1 and g_s <= 1 (a sigmoid), so its Lipschitz
+    factor is at most max_e nu_e ||M_out^e|| (+ nu_s ||M_out^s|| for the shared expert, SPEC §12).
+    """
+    log_each = log_mlp_input_norm(spec) + safe_log(spec[Kind.M_OUT])  # (L,) or (L, U)
+    if not shape.moe:
+        return log_each
+    routed = log_each[:, : shape.num_experts].max(axis=1)  # (L,) the largest routed expert
+    if shape.shared_expert_size:
+        return np.logaddexp(routed, log_each[:, shape.num_experts])  # + the shared expert
+    return routed
+
+
 def log_layer_factors(
-    log_nu: np.ndarray,
-    spec_m_out: np.ndarray,
+    log_phi: np.ndarray,
     spec_v: np.ndarray,
     spec_qk: np.ndarray,
     l_phi: float,
     *,
     parallel: bool = False,
 ) -> np.ndarray:
-    """ln f^(k) per layer. log_nu, spec_m_out: (L,); spec_v, spec_qk: (L, H) spectral norms.
+    """ln f^(k) per layer. log_phi: (L,) ln Phi (:func:`log_mlp_factor`); spec_v, spec_qk: (L, H) spectral norms.
 
-    Sequential blocks compose, so f = L_phi nu ||M_out|| A; a parallel residual adds its two
-    branches, f = L_phi nu ||M_out|| + A, with A = sum_h ||V_h|| (1 + 4 ||QK_h||).
+    Sequential blocks compose, so f = L_phi Phi A; a parallel residual adds its two branches,
+    f = L_phi Phi + A, with A = sum_h ||V_h|| (1 + 4 ||QK_h||).
     """
     head_sum = (spec_v * (1.0 + 4.0 * spec_qk)).sum(axis=1)  # (L,)
-    log_mlp = math.log(l_phi) + log_nu + safe_log(spec_m_out)  # (L,)
+    log_mlp = math.log(l_phi) + log_phi  # (L,)
     if parallel:
         return np.logaddexp(log_mlp, safe_log(head_sum))
     return log_mlp + safe_log(head_sum)
@@ -174,7 +192,8 @@ def log_alpha(log_factors: np.ndarray) -> np.ndarray:
 class LocalFactors:
     """ln gamma of each kind (the bound's local factor) and ln gamma^E (the Edelman-style proxy's).
 
-    Per head kind an (L, H) array, or (L, 1) when every head of a layer shares it; per MLP kind (L,).
+    Per head kind an (L, H) array, or (L, 1) when every head of a layer shares it; per MLP kind (L,),
+    or (L, U), one column per expert, in a mixture of experts.
     """
 
     log_gamma: dict[Kind, np.ndarray]
@@ -184,17 +203,19 @@ class LocalFactors:
 def log_local_factors(spec: Mapping[Kind, np.ndarray], shape: ModelShape) -> LocalFactors:
     """gamma and gamma^E of every kind from the spectral norms ``spec`` (per kind, (L, H) or (L,)).
 
-    Sequential blocks: QK 2 ||V_h|| ||M_out|| nu, V ||M_out|| nu. A parallel residual's attention
-    branch does not pass through the MLP: QK 2 ||V_h||, V 1. The MLP kinds: M_in ||M_out|| (plain) or
-    2 ||M_out|| ||M_gate|| (gated), M_gate 2 ||M_out|| ||M_in||, M_out 1. gamma^E halves QK's gamma.
+    Sequential blocks: QK 2 ||V_h|| Phi, V Phi (Phi = nu ||M_out||, the largest expert's plus the
+    shared one's in a mixture of experts). A parallel residual's attention branch does not pass
+    through the MLP: QK 2 ||V_h||, V 1. The MLP kinds, from the norms of their own MLP (expert):
+    M_in ||M_out|| (plain) or 2 ||M_out|| ||M_gate|| (gated), M_gate 2 ||M_out|| ||M_in||, M_out 1.
+    gamma^E halves QK's gamma.
     """
     L = shape.num_layers
     log_v = safe_log(spec[Kind.V])  # (L, H)
-    log_out = safe_log(spec[Kind.M_OUT])  # (L,)
+    log_out = safe_log(spec[Kind.M_OUT])  # (L,) or (L, U)
     if shape.parallel:
         v_part = np.zeros((L, 1))  # gamma(V_h) = 1
     else:
-        v_part = (log_out + log_mlp_input_norm(spec))[:, None]  # (L, 1): ln(||M_out|| nu)
+        v_part = log_mlp_factor(spec, shape)[:, None]  # (L, 1): ln Phi
     gamma_e = {Kind.QK: v_part + log_v, Kind.V: v_part}  # (L, H), (L, 1)
     gamma = {Kind.QK: math.log(2.0) + log_v + v_part, Kind.V: v_part}
     if shape.gated:
@@ -202,7 +223,7 @@ def log_local_factors(spec: Mapping[Kind, np.ndarray], shape: ModelShape) -> Loc
         gamma[Kind.M_IN] = math.log(2.0) + log_out + safe_log(spec[Kind.M_GATE])
     else:
         gamma[Kind.M_IN] = log_out
-    gamma[Kind.M_OUT] = np.zeros(L)
+    gamma[Kind.M_OUT] = np.zeros_like(log_out)
     for kind in shape.layer_kinds:
         gamma_e[kind] = gamma[kind]
     return LocalFactors(gamma, gamma_e)
@@ -390,7 +411,7 @@ class BoundAnalysis:
         spec = profile.by_kind(profile.spectral_norm)  # (L, H) per head kind, (L,) per MLP kind
 
         log_factors = log_layer_factors(
-            log_mlp_input_norm(spec), spec[Kind.M_OUT], spec[Kind.V], spec[Kind.QK], l_phi, parallel=shape.parallel
+            log_mlp_factor(spec, shape), spec[Kind.V], spec[Kind.QK], l_phi, parallel=shape.parallel
         )
         log_alpha_ = log_alpha(log_factors)
 

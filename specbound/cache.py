@@ -34,9 +34,10 @@ from .profile import SpectralProfile, full_dims_of, validate_profile
 #: Bump when the stored arrays or their meaning change: old entries then miss and are recomputed.
 #: 2: entries carry a SHA-256 of their arrays. 3: the shape describes the block (family, key/value
 #: heads, head size, MLP and residual kinds, adaptations); a version-2 entry is a BERT encoder's and
-#: is still read (:data:`READABLE_SCHEMAS`).
-SCHEMA_VERSION = 3
-READABLE_SCHEMAS = (3, 2)
+#: is still read (:data:`READABLE_SCHEMAS`). 4: the shape may hold experts (SPEC §12); a version-3
+#: entry is a dense model's and is still read.
+SCHEMA_VERSION = 4
+READABLE_SCHEMAS = (4, 3, 2)
 _META = "meta"
 _FLOATS, _INTS = np.dtype("<f8"), np.dtype("<i8")
 #: room for a .npy member's own header beside its data

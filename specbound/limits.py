@@ -77,6 +77,8 @@ class Limits:
     max_hidden_size: int = _MAX_HIDDEN_SIZE
     max_heads: int = 256
     max_ffn_size: int = _MAX_FFN_SIZE
+    #: routed experts per layer of a mixture of experts (OLMoE and Qwen3-MoE have 64 and 128)
+    max_experts: int = 512
     #: float64 bytes one layer's analysis holds at its peak (:func:`layer_peak_bytes`): a Llama-2-70B
     #: layer needs 2.9 GiB, a Llama-2-7B layer 0.4 GiB, BERT-large's 0.05 GiB.
     max_layer_bytes: int = 4 * 1024**3
@@ -154,7 +156,9 @@ _SIZE_LIMITS = {
     "num_heads": "max_heads",
     "num_kv_heads": "max_heads",
     "ffn_size": "max_ffn_size",
+    "shared_expert_size": "max_ffn_size",
     "head_dim": "max_hidden_size",
+    "num_experts": "max_experts",
 }
 
 
@@ -166,7 +170,8 @@ def check_declared_sizes(sizes: Mapping[str, object], where: str) -> None:
             raise LimitExceededError(f"{where} declares {name} = {value}, above the limit of {limit}")
 
 
-#: The roles of a layer's MLP weights; each is analysed alone (:mod:`specbound.loading`).
+#: The roles of a dense layer's MLP weights; each is analysed alone (:mod:`specbound.loading`). A
+#: family adapter gives its own (``mlp_tensor_roles``: an expert's are named by expert).
 _MLP_ROLES = frozenset({"gate", "ffn_in", "ffn_out"})
 
 
@@ -181,9 +186,12 @@ def layer_peak_bytes(
     of each tensor by role; the canonical (out, in) shapes when not given), then each MLP weight alone
     with its Gram matrix and the eigen-solver's copy of it, 2 min(N, d_ff)² values: the peak is the
     larger of the two phases, 8 max(Σ attention, max MLP + 2 min(N, d_ff)²) bytes. ``mlp_roles``: the
-    roles of ``stored`` that hold MLP weights (a fused tensor such as Phi-3's gate and up is one, read whole).
+    roles of ``stored`` that hold MLP weights (a fused tensor such as Phi-3's gate and up is one, read
+    whole). A mixture of experts is analysed expert by expert, so its MLP phase is that of its largest
+    expert's one matrix (the shared expert's, when it is wider), not of the E experts together.
     """
-    n, f, d = shape.hidden_size, shape.ffn_size, shape.head_dim
+    n, d = shape.hidden_size, shape.head_dim
+    f = max(shape.expert_ffn_size(expert) for expert in shape.experts)
     if stored is None:
         attention = 2 * shape.num_heads * d * n + 2 * shape.num_kv_heads * d * n
         largest_mlp = n * f

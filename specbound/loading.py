@@ -42,7 +42,7 @@ from .checkpoints.checkpoint import Checkpoint, MappedMatrix, fingerprint, open_
 from .checkpoints.hub import fetch, start_download
 from .defaults import LARGE_NORM_11
 from .limits import layer_peak_bytes
-from .matrices import MLP_WEIGHT_FIELDS, attention_heads, mlp_matrix
+from .matrices import attention_heads, mlp_field, mlp_matrix
 from .models import ModelRef, Source, resolve
 from .options import ComputeOptions
 from .profile import SpectralProfile, full_dims_of
@@ -109,7 +109,6 @@ def analyse_layer(
     """
     be = backend or get_backend()
     width = shape.hidden_size  # max(N, min(N, d_ff))
-    k_ffn = min(shape.hidden_size, shape.ffn_size)
     rows_sv, rows_21, rows_11 = [], [], []
     for heads in attention_heads(*layer.attention_weights(), shape):  # QK, then V
         spectra = head_spectra(heads, be, large_norm_11=large_norm_11)
@@ -118,16 +117,21 @@ def analyse_layer(
         rows_21.append(spectra.norm_21)
         rows_11.append(spectra.norm_11)
         del heads
-    by_blocks = be.reads_mapped_blocks and 8 * shape.hidden_size * shape.ffn_size > MAPPED_MATRIX_BYTES
-    for kind in shape.layer_kinds:  # M_gate (gated only), M_in, M_out
-        n21, n11, sv = _feed_forward(layer, kind, be, by_blocks)
-        rows_21.append(np.atleast_1d(n21))
-        rows_11.append(np.atleast_1d(n11))
-        rows_sv.append(np.pad(sv, (0, width - k_ffn))[None, :])
+    for expert in shape.experts:  # one dense MLP, or expert by expert (the shared one last)
+        ffn_size = shape.expert_ffn_size(expert)
+        k_ffn = min(shape.hidden_size, ffn_size)
+        by_blocks = be.reads_mapped_blocks and 8 * shape.hidden_size * ffn_size > MAPPED_MATRIX_BYTES
+        for kind in shape.layer_kinds:  # M_gate (gated only), M_in, M_out
+            n21, n11, sv = _feed_forward(layer, kind, mlp_field(kind, expert), be, by_blocks)
+            rows_21.append(np.atleast_1d(n21))
+            rows_11.append(np.atleast_1d(n11))
+            rows_sv.append(np.pad(sv, (0, width - k_ffn))[None, :])
     return LayerSpectra(np.concatenate(rows_sv, axis=0), np.concatenate(rows_21), np.concatenate(rows_11))
 
 
-def _feed_forward(layer: LayerSource, kind: Kind, be: Backend, by_blocks: bool) -> tuple[float, float, np.ndarray]:
+def _feed_forward(
+    layer: LayerSource, kind: Kind, field: str, be: Backend, by_blocks: bool
+) -> tuple[float, float, np.ndarray]:
     """(2,1) norm, (1,1) norm and singular values of one feed-forward matrix, from its Gram matrix.
 
     With ``by_blocks`` a memory-mapped matrix is never held whole (its Gram matrix comes from 32 MiB
@@ -135,7 +139,6 @@ def _feed_forward(layer: LayerSource, kind: Kind, be: Backend, by_blocks: bool) 
     Gram matrix is formed, so that the eigen-solve's copy of the Gram matrix is the peak. An
     ill-conditioned matrix falls back to the SVD of the matrix itself, read again.
     """
-    field = MLP_WEIGHT_FIELDS[kind]
     mapped = layer.mlp_mapped(field) if by_blocks else None
     if mapped is not None:
         found = gram_by_blocks(mapped.blocks(PRODUCT_BLOCK_BYTES), mapped.shape)

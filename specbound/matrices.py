@@ -13,17 +13,21 @@ key/value head g(h) = ⌊h / (H / H_kv)⌋, and the head slices s_h = [h d, (h +
     M_in    = (up / fc1 weight)^T                   (N x d_ff)
     M_out   = (down / fc2 weight)^T                 (d_ff x N)
 
+A mixture of experts (SPEC §12) has the three MLP matrices once per expert e (and for the shared
+expert), each an MLP weight field of its own, ``expert{e}.gate`` ... (:func:`mlp_field`).
+
 QK and V are kept as their two factors (N x d and d x N): their singular values come from the
 factors without forming the N x N product (see :mod:`specbound.spectrum`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .architecture import Kind, ModelShape
+from .architecture import Expert, Kind, ModelShape
 from .spectrum import FactoredHeads
 
 __all__ = [
@@ -32,29 +36,36 @@ __all__ = [
     "attention_heads",
     "head_rows",
     "layer_factors",
+    "mlp_field",
+    "mlp_fields",
     "mlp_matrix",
 ]
 
 
 @dataclass(frozen=True, eq=False)
 class LayerWeights:
-    """One layer's weights in ``nn.Linear`` form, (out, in), float64; ``gate`` only for a gated MLP."""
+    """One layer's weights in ``nn.Linear`` form, (out, in), float64; ``gate`` only for a gated MLP.
+
+    A mixture of experts has no dense MLP: its MLP weights are ``experts``, by field
+    (:func:`mlp_field`: ``expert0.gate``, ``expert0.ffn_in``, ..., ``shared.ffn_out``).
+    """
 
     query: np.ndarray  # (H d, N)
     key: np.ndarray  # (H_kv d, N)
     value: np.ndarray  # (H_kv d, N)
     attn_out: np.ndarray  # (N, H d)
-    ffn_in: np.ndarray  # (d_ff, N)  up / fc1 / intermediate.dense
-    ffn_out: np.ndarray  # (N, d_ff)  down / fc2 / output.dense
+    ffn_in: np.ndarray | None = None  # (d_ff, N)  up / fc1 / intermediate.dense
+    ffn_out: np.ndarray | None = None  # (N, d_ff)  down / fc2 / output.dense
     gate: np.ndarray | None = None  # (d_ff, N)  gated MLPs only
+    experts: Mapping[str, np.ndarray] = field(default_factory=dict)  # mixtures of experts only
 
     def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(query, key, value, attn_out): what :func:`attention_heads` reads (a streamed layer has the same)."""
         return self.query, self.key, self.value, self.attn_out
 
     def mlp_weight(self, field: str) -> np.ndarray:
-        """One MLP weight by field name ("gate", "ffn_in", "ffn_out")."""
-        value = getattr(self, field)
+        """One MLP weight by field name ("gate", "ffn_in", "ffn_out", or an expert's, :func:`mlp_field`)."""
+        value = self.experts.get(field) if "." in field else getattr(self, field, None)
         if value is None:
             raise ValueError(f"this layer has no {field} weight")
         return value
@@ -65,19 +76,27 @@ class LayerWeights:
 
     @staticmethod
     def expected_shapes(shape: ModelShape) -> dict[str, tuple[int, int]]:
-        """(out, in) shape of each field for a model of ``shape``."""
-        n, f, d = shape.hidden_size, shape.ffn_size, shape.head_dim
+        """(out, in) shape of each field for a model of ``shape``: the attention's, then every MLP
+        field of :func:`mlp_fields` (an expert's ``expert{e}.ffn_in``, ...)."""
+        n, d = shape.hidden_size, shape.head_dim
         shapes = {
             "query": (shape.num_heads * d, n),
             "key": (shape.num_kv_heads * d, n),
             "value": (shape.num_kv_heads * d, n),
             "attn_out": (n, shape.num_heads * d),
-            "ffn_in": (f, n),
-            "ffn_out": (n, f),
         }
-        if shape.gated:
-            shapes["gate"] = (f, n)
+        for expert in shape.experts:
+            f = shape.expert_ffn_size(expert)
+            for kind in shape.layer_kinds:
+                shapes[mlp_field(kind, expert)] = (n, f) if kind is Kind.M_OUT else (f, n)
         return shapes
+
+    @classmethod
+    def of_fields(cls, weights: Mapping[str, np.ndarray]) -> LayerWeights:
+        """A layer from its weights by field name (the keys of :meth:`expected_shapes`)."""
+        experts = {name: value for name, value in weights.items() if "." in name}
+        dense = {name: value for name, value in weights.items() if "." not in name}
+        return cls(**dense, experts=experts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,6 +146,20 @@ def _per_query_head(kv: np.ndarray, shape: ModelShape) -> np.ndarray:
 MLP_WEIGHT_FIELDS: dict[Kind, str] = {Kind.M_GATE: "gate", Kind.M_IN: "ffn_in", Kind.M_OUT: "ffn_out"}
 
 
+def mlp_field(kind: Kind, expert: Expert = None) -> str:
+    """The weight field of one MLP matrix: ``gate``, ``ffn_in``, ``ffn_out`` in a dense layer;
+    ``expert{e}.ffn_in`` for routed expert e, ``shared.ffn_in`` for the shared expert."""
+    base = MLP_WEIGHT_FIELDS[kind]
+    if expert is None:
+        return base
+    return f"{expert}.{base}" if isinstance(expert, str) else f"expert{expert}.{base}"
+
+
+def mlp_fields(shape: ModelShape) -> tuple[str, ...]:
+    """Every MLP weight field of one layer, in profile order (expert by expert, kind by kind)."""
+    return tuple(mlp_field(kind, expert) for expert in shape.experts for kind in shape.layer_kinds)
+
+
 def attention_heads(
     query: np.ndarray, key: np.ndarray, value: np.ndarray, attn_out: np.ndarray, shape: ModelShape
 ) -> tuple[FactoredHeads, FactoredHeads]:
@@ -160,11 +193,9 @@ def layer_factors(weights: LayerWeights, shape: ModelShape) -> LayerFactors:
     v = _per_query_head(head_rows(weights.value, shape.num_kv_heads), shape)  # (H, d, N)
     # (W_O^T)[s_h, :] takes the rows of W_O^T, i.e. the input columns of W_O that read head h.
     o = head_rows(weights.attn_out.T, shape.num_heads)  # (H, d, N)
-    mlp = {Kind.M_IN: weights.ffn_in.T, Kind.M_OUT: weights.ffn_out.T}  # (N, d_ff), (d_ff, N)
-    if shape.gated:
-        if weights.gate is None:
-            raise ValueError("a gated MLP needs its gate weight")
-        mlp = {Kind.M_GATE: weights.gate.T, **mlp}  # (N, d_ff)
+    if shape.moe:
+        raise ValueError("the dense factors of a layer do not apply to a mixture of experts: read mlp_weight")
+    mlp = {kind: weights.mlp_weight(MLP_WEIGHT_FIELDS[kind]).T for kind in shape.layer_kinds}  # profile order
     return LayerFactors(
         qk_left=q.transpose(0, 2, 1),  # (H, N, d)
         qk_right=k,

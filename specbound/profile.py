@@ -6,9 +6,12 @@ checkpoint again.
 
 Profile order, the one layout of every per-matrix array in specbound: layer by layer, bottom first;
 within a layer QK heads 0..H-1, V heads 0..H-1 (one per query head), then M_gate (gated MLPs only),
-M_in and M_out (:attr:`ModelShape.kinds <specbound.architecture.ModelShape.kinds>`). Nothing outside this module
-spells that order out: code that needs a kind's values as a (layer, head) grid or per layer uses
-:meth:`SpectralProfile.per_head`, :meth:`SpectralProfile.per_layer` and their inverse
+M_in and M_out (:attr:`ModelShape.kinds <specbound.architecture.ModelShape.kinds>`); in a mixture of
+experts the MLP kinds come once per expert, expert 0's M_gate, M_in, M_out, then expert 1's, ..., the
+shared expert's last (:attr:`ModelShape.experts <specbound.architecture.ModelShape.experts>`).
+Nothing outside this module spells that order out: code that needs a kind's values as a (layer,
+head) grid, per layer or per expert uses :meth:`SpectralProfile.per_head`,
+:meth:`SpectralProfile.per_layer`, :meth:`SpectralProfile.per_expert` and their inverse
 :meth:`SpectralProfile.assemble`, and finds one matrix with :meth:`SpectralProfile.index`.
 """
 
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .architecture import HEAD_KINDS, Kind, ModelShape
+from .architecture import HEAD_KINDS, SHARED_EXPERT, Expert, Kind, ModelShape
 from .defaults import RANK_TOL
 from .limits import LIMITS
 from .spectrum import rank_threshold
@@ -30,28 +33,56 @@ from .values import is_genuine_int
 if TYPE_CHECKING:
     import pandas as pd
 
-_SHAPE_FIELDS = ("num_layers", "hidden_size", "num_heads", "ffn_size", "num_kv_heads", "head_dim")
+_SHAPE_FIELDS = (
+    "num_layers",
+    "hidden_size",
+    "num_heads",
+    "ffn_size",
+    "num_kv_heads",
+    "head_dim",
+    "num_experts",
+    "experts_per_token",
+    "shared_expert_size",
+)
 __all__ = ["HEAD_KINDS", "MatrixId", "SpectralProfile", "full_dims_of", "matrix_ids", "validate_profile"]
 
 
 @dataclass(frozen=True, order=True)
 class MatrixId:
-    """Which proxy matrix: its layer (0-based, bottom first), kind and query head (None for the MLP kinds)."""
+    """Which proxy matrix: its layer (0-based, bottom first), kind, query head (None for the MLP kinds)
+    and, in a mixture of experts, the expert of an MLP kind (0..E-1 or ``"shared"``; None otherwise)."""
 
     layer: int
     kind: Kind
     head: int | None = None
+    expert: Expert = None
 
     @property
     def label(self) -> str:
         head = f" h{self.head}" if self.head is not None else ""
-        return f"L{self.layer} {self.kind.value}{head}"
+        return f"L{self.layer} {self.kind.value}{head}{expert_suffix(self.expert)}"
+
+
+def expert_suffix(expert: Expert) -> str:
+    """' e3' for routed expert 3, ' shared' for the shared expert, '' for a dense MLP or a head."""
+    if expert is None:
+        return ""
+    return f" {expert}" if isinstance(expert, str) else f" e{expert}"
+
+
+def expert_code(expert: Expert, shape: ModelShape) -> int:
+    """An expert as an integer for arrays: -1 for none, e for routed expert e, E for the shared one."""
+    if expert is None:
+        return -1
+    return shape.num_experts if expert == SHARED_EXPERT else int(expert)
 
 
 def full_dims_of(shape: ModelShape) -> np.ndarray:
-    """min(rows, cols) of every matrix as a full matrix: N for QK and V, min(N, d_ff) for the MLP kinds."""
-    mlp_dim = min(shape.hidden_size, shape.ffn_size)
-    per_layer = [shape.hidden_size] * (2 * shape.num_heads) + [mlp_dim] * len(shape.layer_kinds)
+    """min(rows, cols) of every matrix as a full matrix: N for QK and V, min(N, d_ff) for the MLP kinds
+    (the expert's own d_ff in a mixture of experts)."""
+    per_layer = [shape.hidden_size] * (2 * shape.num_heads)
+    for expert in shape.experts:
+        per_layer += [min(shape.hidden_size, shape.expert_ffn_size(expert))] * len(shape.layer_kinds)
     return np.tile(np.array(per_layer, dtype=np.int64), shape.num_layers)  # (M,)
 
 
@@ -107,8 +138,9 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
         raise ValueError("norm_11 must be finite and non-negative where computed")
 
 
-def matrix_position(shape: ModelShape, layer: int, kind: Kind, head: int | None = None) -> int:
-    """Row of one matrix in profile order: layer (2H + k) + [h | H + h | 2H + position among the MLP kinds]."""
+def matrix_position(shape: ModelShape, layer: int, kind: Kind, head: int | None = None, expert: Expert = None) -> int:
+    """Row of one matrix in profile order: layer (2H + U k) + [h | H + h | 2H + u k + position among
+    the MLP kinds], with u the expert's position in :attr:`ModelShape.experts` (0 in a dense layer)."""
     heads = shape.num_heads
     if not 0 <= layer < shape.num_layers:
         raise IndexError(f"layer {layer} is outside 0..{shape.num_layers - 1}")
@@ -121,18 +153,36 @@ def matrix_position(shape: ModelShape, layer: int, kind: Kind, head: int | None 
             raise IndexError(f"this model has no {kind.value} matrices")
         if head is not None:
             raise IndexError(f"{kind.value} has one matrix per layer, not per head")
-        offset = 2 * heads + shape.layer_kinds.index(kind)
+        offset = 2 * heads + _expert_position(shape, expert) * len(shape.layer_kinds) + shape.layer_kinds.index(kind)
     return layer * shape.matrices_per_layer + offset
 
 
+def _expert_position(shape: ModelShape, expert: Expert) -> int:
+    """Position of an expert among :attr:`ModelShape.experts`; IndexError for one the model lacks."""
+    if expert is None and shape.moe:
+        raise IndexError(f"a mixture of experts has one MLP per expert: name one of 0..{shape.num_experts - 1}")
+    valid = not isinstance(expert, bool) and (expert is None or isinstance(expert, int | str))
+    if not valid or expert not in shape.experts:
+        raise IndexError(f"this model has no expert {expert!r}" if expert is not None else "")
+    return shape.experts.index(expert)
+
+
 def matrix_ids(shape: ModelShape) -> tuple[MatrixId, ...]:
-    """The L (2H + 2) or L (2H + 3) matrices of a model, in profile order."""
+    """The L (2H + 2), L (2H + 3) or L (2H + 3E [+ 3]) matrices of a model, in profile order."""
     ids: list[MatrixId] = []
     for layer in range(shape.num_layers):
         for kind in HEAD_KINDS:
             ids.extend(MatrixId(layer, kind, h) for h in range(shape.num_heads))
-        ids.extend(MatrixId(layer, kind) for kind in shape.layer_kinds)
+        ids.extend(MatrixId(layer, kind, expert=expert) for expert in shape.experts for kind in shape.layer_kinds)
     return tuple(ids)
+
+
+def _expert_grid(values: np.ndarray | float, layers: int, experts: int) -> np.ndarray:
+    """An MLP kind's values as (L, U): an (L,) array is one value per layer for every expert."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim == 1:
+        array = array[:, None]
+    return np.broadcast_to(array, (layers, experts))
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,13 +228,19 @@ class SpectralProfile:
         """Kind per matrix as its string value ("QK", "V", "M_gate", "M_in", "M_out")."""
         return np.array([i.kind.value for i in self.ids])
 
+    @cached_property
+    def experts(self) -> np.ndarray:
+        """Expert per matrix as an integer (:func:`expert_code`): -1 for the heads and a dense MLP,
+        e for routed expert e, E for the shared expert."""
+        return np.array([expert_code(i.expert, self.shape) for i in self.ids], dtype=np.int64)
+
     def mask(self, kind: Kind) -> np.ndarray:
         """(M,) True for the matrices of one kind."""
         return self.kinds == Kind(kind).value
 
     def index(self, matrix: MatrixId) -> int:
         """Row of a matrix in profile order."""
-        return matrix_position(self.shape, matrix.layer, matrix.kind, matrix.head)
+        return matrix_position(self.shape, matrix.layer, matrix.kind, matrix.head, matrix.expert)
 
     def per_head(self, values: np.ndarray, kind: Kind) -> np.ndarray:
         """The (M,) per-matrix ``values`` of a per-head kind (QK or V) as a layer x head grid, (L, H)."""
@@ -195,44 +251,59 @@ class SpectralProfile:
         start = HEAD_KINDS.index(kind) * self.shape.num_heads
         return by_layer[:, start : start + self.shape.num_heads]  # (L, H)
 
-    def per_layer(self, values: np.ndarray, kind: Kind) -> np.ndarray:
-        """The (M,) per-matrix ``values`` of a per-layer kind (M_gate, M_in or M_out), one per layer, (L,)."""
+    def per_layer(self, values: np.ndarray, kind: Kind, expert: Expert = None) -> np.ndarray:
+        """The (M,) per-matrix ``values`` of a per-layer kind (M_gate, M_in or M_out), one per layer, (L,);
+        in a mixture of experts, those of one ``expert`` (0..E-1 or ``"shared"``)."""
         kind = Kind(kind)
         if kind in HEAD_KINDS:
             raise ValueError(f"{kind.value} has one matrix per head: use per_head")
         if kind not in self.shape.layer_kinds:
             raise ValueError(f"this model has no {kind.value} matrices")
-        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + k)
-        return by_layer[:, 2 * self.shape.num_heads + self.shape.layer_kinds.index(kind)]  # (L,)
+        try:
+            column = matrix_position(self.shape, 0, kind, expert=expert)
+        except IndexError as exc:
+            raise ValueError(str(exc)) from None
+        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + U k)
+        return by_layer[:, column]  # (L,)
+
+    def per_expert(self, values: np.ndarray, kind: Kind) -> np.ndarray:
+        """The (M,) per-matrix ``values`` of an MLP kind as a layer x expert grid, (L, U), the experts in
+        :attr:`ModelShape.experts` order ((L, 1) for a dense MLP)."""
+        return np.stack([self.per_layer(values, kind, expert) for expert in self.shape.experts], axis=1)
 
     def by_kind(self, values: np.ndarray) -> dict[Kind, np.ndarray]:
-        """Per-matrix ``values`` split by kind: (L, H) for QK and V, (L,) for each MLP kind of this model."""
+        """Per-matrix ``values`` split by kind: (L, H) for QK and V; (L,) for each MLP kind of this model,
+        (L, U) with one column per expert in a mixture of experts."""
         return {
-            kind: self.per_head(values, kind) if kind.per_head else self.per_layer(values, kind)
+            kind: self.per_head(values, kind)
+            if kind.per_head
+            else (self.per_expert(values, kind) if self.shape.moe else self.per_layer(values, kind))
             for kind in self.model_kinds
         }
 
     def assemble(self, parts: Mapping[Kind, np.ndarray | float]) -> np.ndarray:
         """The inverse of :meth:`by_kind`: (L, H) per head kind (or anything that broadcasts to it) and
-        (L,) per MLP kind, for every kind of this model -> (M,) in profile order."""
-        L, H = self.shape.num_layers, self.shape.num_heads
+        (L,) per MLP kind ((L, U), or (L,) shared by every expert, in a mixture of experts), for every
+        kind of this model -> (M,) in profile order."""
+        L, H, U = self.shape.num_layers, self.shape.num_heads, len(self.shape.experts)
         if set(parts) != set(self.model_kinds):
             raise ValueError(f"expected values for {', '.join(k.value for k in self.model_kinds)}")
-        columns = [
-            np.broadcast_to(parts[kind], (L, H)) if kind.per_head else np.reshape(parts[kind], (L, 1))
-            for kind in self.model_kinds
-        ]
-        return np.concatenate(columns, axis=1).ravel()  # (L, 2H + k) -> (M,)
+        columns = [np.broadcast_to(parts[kind], (L, H)) for kind in HEAD_KINDS]
+        mlp = {kind: _expert_grid(parts[kind], L, U) for kind in self.shape.layer_kinds}  # (L, U) each
+        columns += [mlp[kind][:, [u]] for u in range(U) for kind in self.shape.layer_kinds]
+        return np.concatenate(columns, axis=1).ravel()  # (L, 2H + U k) -> (M,)
 
     def rows_of(
         self,
         layers: Iterable[int] | None = None,
         kinds: Iterable[Kind | str] | None = None,
         heads: Iterable[int] | None = None,
+        experts: Iterable[Expert] | None = None,
     ) -> np.ndarray:
-        """Rows (profile order) of the matrices in the given layers, kinds and heads; None selects all.
+        """Rows (profile order) of the matrices in the given layers, kinds, heads and experts; None selects all.
 
-        ``heads`` filters the per-head kinds only; the MLP kinds are kept when their kind is chosen.
+        ``heads`` filters the per-head kinds only, ``experts`` the MLP kinds of a mixture of experts
+        only; the other kinds are kept when their kind is chosen.
         """
         keep = np.ones(self.shape.num_matrices, dtype=bool)
         if layers is not None:
@@ -241,6 +312,9 @@ class SpectralProfile:
             keep &= np.isin(self.kinds, [Kind(k).value for k in kinds])
         if heads is not None:
             keep &= (self.heads < 0) | np.isin(self.heads, list(heads))
+        if experts is not None:
+            codes = [expert_code(expert, self.shape) for expert in experts]
+            keep &= (self.experts < 0) | np.isin(self.experts, codes)
         return np.flatnonzero(keep)
 
     # --- derived quantities -----------------------------------------------------------------
@@ -287,10 +361,12 @@ class SpectralProfile:
         """One row per matrix with its norms and ranks (the table edge; pandas is imported here)."""
         import pandas as pd
 
+        experts = {"expert": [i.expert for i in self.ids]} if self.shape.moe else {}
         return pd.DataFrame(
             {
                 "layer": self.layers,
                 "head": pd.array([i.head for i in self.ids], dtype="Int64"),
+                **experts,
                 "kind": self.kinds,
                 "rank": self.rank,
                 "spectral_norm": self.spectral_norm,

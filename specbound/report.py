@@ -57,10 +57,12 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
     fixed = analysis.evaluate(at_p) if at_p is not None else None
     matrices = []
     for i, matrix in enumerate(profile.ids):
+        expert = {"expert": matrix.expert} if shape.moe else {}  # SPEC §12: 0..E-1 or "shared", null for a head
         matrices.append(
             {
                 "layer": matrix.layer,
                 "head": matrix.head,
+                **expert,
                 "kind": matrix.kind.value,
                 "rank": int(profile.rank[i]),
                 "spectral_norm": float(profile.spectral_norm[i]),
@@ -102,6 +104,18 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
         "residual": shape.residual.value,
         "activation": shape.activation,
         "adaptations": [a.value for a in shape.adaptations],
+        **moe_json(shape),
+    }
+
+
+def moe_json(shape: ModelShape) -> dict[str, Any]:
+    """The mixture-of-experts fields of the JSON (SPEC §12), none for a dense model."""
+    if not shape.moe:
+        return {}
+    return {
+        "num_experts": shape.num_experts,
+        "experts_per_token": shape.experts_per_token,
+        "shared_expert_size": shape.shared_expert_size or None,
     }
 
 
@@ -111,7 +125,10 @@ def shape_summary(shape: ModelShape) -> str:
     if shape.num_kv_heads != shape.num_heads:
         text += f" H_kv={shape.num_kv_heads}"
     text += f" d={shape.head_dim} d_ff={shape.ffn_size}"
-    if shape.gated:
+    if shape.moe:
+        shared = f" + a shared expert of d_ff={shape.shared_expert_size}" if shape.shared_expert_size else ""
+        text += f" (gated experts: E={shape.num_experts}, top-{shape.experts_per_token}{shared})"
+    elif shape.gated:
         text += " (gated MLP)"
     if shape.parallel:
         text += " (parallel residual)"
@@ -168,6 +185,7 @@ def singular_values_frame(analysis_or_profile: Any) -> pd.DataFrame:
                 {
                     "layer": matrix.layer,
                     "head": matrix.head if matrix.head is not None else pd.NA,
+                    **({"expert": matrix.expert} if profile.shape.moe else {}),
                     "kind": matrix.kind.value,
                     "index": np.arange(1, sv.size + 1),
                     "sigma": sv,

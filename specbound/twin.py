@@ -44,7 +44,7 @@ def twin_layers(
             name: rng.normal(0.0, sigma * adapter.init_scale(name, shape), size=size)
             for name, size in LayerWeights.expected_shapes(shape).items()
         }
-        yield LayerWeights(**weights)
+        yield LayerWeights.of_fields(weights)
 
 
 def twin_name(model: str, initializer_range: float, seed: int) -> str:

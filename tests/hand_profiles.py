@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from specbound.architecture import ModelShape
-from specbound.profile import SpectralProfile, matrix_ids
+from specbound.profile import SpectralProfile, full_dims_of, matrix_ids
 
 
 def make_profile(
@@ -21,9 +21,7 @@ def make_profile(
     for i, s in enumerate(spectra):
         sv[i, : len(s)] = sorted(s, reverse=True)
     m = len(spectra)
-    dims = full_dims or [
-        shape.hidden_size if i.kind.per_head else min(shape.hidden_size, shape.ffn_size) for i in matrix_ids(shape)
-    ]
+    dims = full_dims or full_dims_of(shape).tolist()
     return SpectralProfile(
         model="hand",
         revision="0",

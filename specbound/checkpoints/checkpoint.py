@@ -262,7 +262,7 @@ class Checkpoint:
         adapter = adapter_of_config(config, where)
         shape = adapter.shape(config, where)
         check_encoder_shape(shape, where, stored_shapes(adapter, shape), adapter.mlp_tensor_roles(shape))
-        return cls(shape, adapter, StateDictTensors(state, where), where)
+        return cls(shape, adapter, StateDictTensors(adapter.state_views(state, shape), where), where)
 
     def _find_layout(self) -> tuple[str, LayerLayout]:
         """The key prefix (one of the adapter's: "", "bert.", "model.", ...) and layout, from layer 0's first tensor."""

@@ -14,6 +14,7 @@ from .gemma import GemmaAdapter
 from .gpt2 import GPT2Adapter
 from .llama import LlamaAdapter
 from .llama_variants import Olmo2Adapter, OlmoAdapter, Qwen3Adapter
+from .moe import MixtralAdapter, MoeAdapter, Qwen2MoeAdapter, Qwen3MoeAdapter
 from .neox import GPTNeoXAdapter
 from .opt import OPTAdapter
 from .phi import GPTJAdapter, PhiAdapter
@@ -56,5 +57,9 @@ for _adapter in (
     GPTJAdapter(),
     BloomAdapter(),
     FalconAdapter(),
+    MixtralAdapter(),
+    Qwen2MoeAdapter(),
+    Qwen3MoeAdapter(),
+    MoeAdapter(),
 ):
     register(_adapter)

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..architecture import ModelShape
-from ..matrices import LayerWeights
+from ..matrices import LayerWeights, mlp_fields
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,8 @@ class FamilyAdapter(ABC):
     root: ClassVar[str]
     #: the prefixes a checkpoint of this family may carry before ``root`` (a bare model has none)
     prefixes: ClassVar[tuple[str, ...]]
+    #: whether the family's layers hold experts (a config declaring experts is refused otherwise)
+    reads_experts: ClassVar[bool] = False
 
     @abstractmethod
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
@@ -67,15 +69,20 @@ class FamilyAdapter(ABC):
         other (a model held in memory by a newer transformers may name its modules differently)."""
         return (LayerLayout(self.root, self.tensors(shape)),)
 
+    def state_views(self, state: Mapping[str, Any], shape: ModelShape) -> Mapping[str, Any]:
+        """A model's state dict as this adapter reads it: itself, unless transformers holds some weights
+        in memory otherwise than it stores them (fused experts), which then also go by their stored keys."""
+        return state
+
     def mlp_roles(self, field: str, shape: ModelShape) -> tuple[str, ...]:
-        """The roles of :meth:`tensors` one MLP field (``gate``, ``ffn_in`` or ``ffn_out``) is read from:
-        its own tensor by default; a fused tensor (Phi-3's ``gate_up_proj``) serves several fields."""
+        """The roles of :meth:`tensors` one MLP field (``gate``, ``ffn_in``, ``ffn_out`` or an expert's,
+        :func:`~specbound.matrices.mlp_field`) is read from: its own tensor by default; a fused tensor
+        (Phi-3's ``gate_up_proj``, transformers' 3-D expert tensors) serves several fields."""
         return (field,)
 
     def mlp_tensor_roles(self, shape: ModelShape) -> frozenset[str]:
         """Every role of :meth:`tensors` an MLP field reads."""
-        fields = [field for field in MLP_FIELDS if field != "gate" or shape.gated]
-        return frozenset(role for field in fields for role in self.mlp_roles(field, shape))
+        return frozenset(role for field in mlp_fields(shape) for role in self.mlp_roles(field, shape))
 
     def attention_roles(self, shape: ModelShape) -> tuple[str, ...]:
         """The roles of :meth:`tensors` that hold attention weights (every role no MLP field reads)."""
@@ -98,9 +105,7 @@ class FamilyAdapter(ABC):
         """One MLP weight (``gate``, ``ffn_in`` or ``ffn_out``) in (out, in) form from the tensors of its
         :meth:`mlp_roles` (by role); a view of them wherever the layout allows (every adapter's does)."""
         weights = self.to_weights({**_unread(self, shape, exclude=tuple(tensors)), **tensors}, shape)
-        value = getattr(weights, field)
-        assert value is not None
-        return value
+        return weights.mlp_weight(field)
 
     def init_scale(self, field: str, shape: ModelShape) -> float:
         """Factor on σ with which the family initialises one canonical weight (a LayerWeights field)."""
@@ -118,17 +123,13 @@ class LinearAdapter(FamilyAdapter):
         return linear_specs(self.names, shape)
 
     def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
-        return LayerWeights(**tensors)
+        return LayerWeights.of_fields(tensors)
 
 
 def linear_specs(names: Mapping[str, str], shape: ModelShape) -> dict[str, TensorSpec]:
     """The specs of ``nn.Linear`` weights named by field, with the (out, in) shapes the model implies."""
     expected = LayerWeights.expected_shapes(shape)
     return {role: TensorSpec(name, expected[role]) for role, name in names.items()}
-
-
-#: The LayerWeights fields of the MLP; an adapter reads each from the tensors of its ``mlp_roles``.
-MLP_FIELDS: tuple[str, ...] = ("gate", "ffn_in", "ffn_out")
 
 
 def _unread(adapter: FamilyAdapter, shape: ModelShape, exclude: tuple[str, ...]) -> dict[str, np.ndarray]:

@@ -50,6 +50,10 @@ FAMILY_NAMES: dict[str, str] = {
     "gptj": "GPT-J",
     "bloom": "BLOOM",
     "falcon": "Falcon",
+    "mixtral": "Mixtral",
+    "qwen2_moe": "Qwen2-MoE",
+    "qwen3_moe": "Qwen3-MoE",
+    "olmoe": "OLMoE",
 }
 
 
@@ -73,7 +77,8 @@ def adapter_for(model_type: str) -> FamilyAdapter:
 
 
 def adapter_of_config(config: Mapping[str, Any], where: str) -> FamilyAdapter:
-    """The adapter for a config.json, refusing remote code, mixtures of experts and unknown families."""
+    """The adapter for a config.json, refusing remote code, unknown families and experts in a family
+    whose adapter does not read them."""
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or model_type not in ADAPTERS:
         raise UnsupportedModelError(
@@ -85,7 +90,7 @@ def adapter_of_config(config: Mapping[str, Any], where: str) -> FamilyAdapter:
             f"(supported families: {supported_model_types()})"
         )
     for field in ("num_local_experts", "num_experts", "moe_num_experts"):
-        if config.get(field):
+        if config.get(field) and not ADAPTERS[model_type].reads_experts:
             raise UnsupportedModelError(
                 f"{where} describes a mixture of experts ({field}), which is not supported "
                 f"(supported families: {supported_model_types()})"
