@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from specbound.architecture import Kind
+from specbound.architecture import Expert, Kind
 from specbound.bounds import BoundAnalysis, BoundTerms
 from specbound.figures import bounds as bound_figures
 from specbound.figures import spectra as spectra_figures
@@ -101,19 +101,21 @@ def head_cell(kind: Kind) -> Locate:
 P_STAR_PANELS = 3
 
 
-def p_star_cell(trace: int, x: Any, y: Any) -> MatrixId | None:
-    """Locator of the p* map (its heatmaps, or the clickable cells over them, which follow in the same order)."""
+def p_star_cell(trace: int, x: Any, y: Any, expert: Expert = None) -> MatrixId | None:
+    """Locator of the p* map (its heatmaps, or the clickable cells over them, which follow in the same
+    order); ``expert``: the expert whose MLP the map shows, in a mixture of experts."""
     panel = trace % P_STAR_PANELS
     if panel < len(HEAD_KINDS):
         return MatrixId(int(y), HEAD_KINDS[panel], int(x))
-    return MatrixId(int(y), Kind(str(x)))
+    return MatrixId(int(y), Kind(str(x)), expert=expert)
 
 
-def p_star_panel_cell(panel: int) -> Locate:
-    """Locator of panel ``panel`` of the p* map drawn as separate figures: QK, V, then the layer kinds."""
+def p_star_panel_cell(panel: int, expert: Expert = None) -> Locate:
+    """Locator of panel ``panel`` of the p* map drawn as separate figures: QK, V, then the layer kinds
+    (of ``expert``, in a mixture of experts)."""
     if panel < len(HEAD_KINDS):
         return head_cell(HEAD_KINDS[panel])
-    return lambda _trace, x, y: MatrixId(int(y), Kind(str(x)))
+    return lambda _trace, x, y: MatrixId(int(y), Kind(str(x)), expert=expert)
 
 
 def picker(analysis: BoundAnalysis) -> int | None:

@@ -77,12 +77,18 @@ def model_card_caption(shape: ModelShape, grid_m: int) -> str:
     if shape.num_kv_heads != shape.num_heads:
         heads += f" sharing {shape.num_kv_heads} key/value heads"
     mlp = "gated MLP, " if shape.gated else ""
+    per = "per layer"
+    if shape.moe:
+        shared = f" and a shared expert of d_ff = {shape.shared_expert_size}" if shape.shared_expert_size else ""
+        routed = f"each token routed to its top-{shape.experts_per_token}"
+        mlp = f"{shape.num_experts} experts per layer ({routed}){shared}, "
+        per = "per expert"
     residual = " · parallel residual" if shape.parallel else ""
     return (
         f"L = {shape.num_layers} layers · hidden width N = {shape.hidden_size} · {heads} · "
         f"{mlp}feed-forward width d_ff = {shape.ffn_size}{residual} · activation {shape.activation} · "
         f"{shape.num_matrices} proxy matrices (QK and V per query head, "
-        f"{', '.join(k.value for k in shape.layer_kinds)} per layer) · grid P_m with m = {grid_m}"
+        f"{', '.join(k.value for k in shape.layer_kinds)} {per}) · grid P_m with m = {grid_m}"
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import atlas, data, drilldown, share
+from dashboard.experts import expert_picker
 from dashboard.export import (
     clickable_cells,
     csv_download,
@@ -43,7 +44,8 @@ source = provenance(name, "spectra, independent of p")
 st.title("Spectra")
 st.caption(
     f"{code(name)}: singular values of its {shape.matrix_count_formula} = {shape.num_matrices} proxy matrices "
-    f"(QK and V per query head, {', '.join(k.value for k in shape.layer_kinds)} per layer), exact in float64. "
+    f"(QK and V per query head, {', '.join(k.value for k in shape.layer_kinds)} per "
+    f"{'expert' if shape.moe else 'layer'}), exact in float64. "
     f"Zero singular values (below the numerical-rank threshold) cannot sit on a log axis: each panel title "
     f"counts them."
 )
@@ -69,16 +71,22 @@ heads = head_col.multiselect(
     placeholder="median and range",
     help="Empty: per layer, the median over the heads with a band from min to max.",
 )
+expert = expert_picker(shape, "spectra_expert")
 normalise = st.toggle("Normalise by σ₁", key="spectra_normalise")
+experts = None if expert is None else [expert]
 
 profiles = energy = None
 if layers and kinds:
     chosen_heads = heads or None
     profiles = split_panels(
-        figures.singular_value_profiles(profile, layers, kinds, normalise=normalise, heads=chosen_heads, source=source)
+        figures.singular_value_profiles(
+            profile, layers, kinds, normalise=normalise, heads=chosen_heads, experts=experts, source=source
+        )
     )
     show_panels(profiles, "sv_profiles", per_row=figures.PANEL_COLUMNS)
-    energy = split_panels(figures.cumulative_energy_curves(profile, layers, kinds, heads=chosen_heads, source=source))
+    energy = split_panels(
+        figures.cumulative_energy_curves(profile, layers, kinds, heads=chosen_heads, experts=experts, source=source)
+    )
     show_panels(energy, "cumulative_energy", per_row=figures.PANEL_COLUMNS)
 else:
     st.caption("Choose at least one layer and one kind to draw the profiles.")

@@ -73,7 +73,7 @@ st.caption(
     f"{shape.num_heads} heads of d = {shape.head_dim}, d_ff = {shape.ffn_size}."
 )
 pick_col, p_col = st.columns([2, 3])
-default_index = profile.index(MatrixId(shape.num_layers - 1, Kind.M_IN))  # the top layer's M_in
+default_index = profile.index(MatrixId(shape.num_layers - 1, Kind.M_IN, expert=shape.experts[0]))  # top layer's M_in
 if st.session_state.get("theory_matrix") not in range(shape.num_matrices):
     st.session_state["theory_matrix"] = default_index
 index = pick_col.selectbox("Matrix W", range(shape.num_matrices), format_func=labels.__getitem__, key="theory_matrix")

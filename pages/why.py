@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import atlas, data, drilldown, share
+from dashboard.experts import expert_picker
 from dashboard.export import (
     clickable_cells,
     csv_download,
@@ -57,15 +58,17 @@ if len(used) == 1:  # one value for all: the map would be one block, the histogr
     )
 else:
     st.caption("Click a cell to open that matrix below.")
+    map_expert = expert_picker(profile.shape, "p_star_expert")
     p_map = split_panels(
-        clickable_cells(figures.p_star_map(analysis, source=source)), titles=figures.P_STAR_PANEL_TITLES
+        clickable_cells(figures.p_star_map(analysis, source=source, expert=map_expert)),
+        titles=figures.P_STAR_PANEL_TITLES,
     )
     show_panels(
         p_map,
         P_STAR_MAP_KEY,
         widths=figures.P_STAR_PANEL_WIDTHS,
         on_select=lambda n: (
-            lambda: drilldown.from_chart(f"{P_STAR_MAP_KEY}_{n}", analysis, drilldown.p_star_panel_cell(n))
+            lambda: drilldown.from_chart(f"{P_STAR_MAP_KEY}_{n}", analysis, drilldown.p_star_panel_cell(n, map_expert))
         ),
     )
     histogram = figures.p_star_histogram(analysis, source=source)

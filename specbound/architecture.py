@@ -113,6 +113,13 @@ SHARED_EXPERT = "shared"
 Expert = int | str | None
 
 
+def expert_label(expert: Expert) -> str:
+    """'expert 3', 'shared expert', or 'MLP' for a dense layer's: how pages and figures name an MLP."""
+    if expert is None:
+        return "MLP"
+    return "shared expert" if expert == SHARED_EXPERT else f"expert {expert}"
+
+
 @dataclass(frozen=True)
 class ModelShape:
     """The sizes and layout the analysis needs (SPEC §11), the same for every family.

@@ -340,6 +340,8 @@ OTHER_FAMILY_MODELS: tuple[tuple[str, str, int, int, int], ...] = (
     ("bigscience/bloom-560m", "bloom", 24, 1024, 16),
     ("microsoft/phi-2", "phi", 32, 2560, 32),
     ("microsoft/Phi-3-mini-4k-instruct", "phi3", 32, 3072, 32),
+    # a mixture of experts (SPEC §12): 64 experts per layer, each token routed to 8
+    ("allenai/OLMoE-1B-7B-0924", "olmoe", 16, 2048, 16),
 )
 
 

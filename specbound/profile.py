@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -177,9 +177,17 @@ def matrix_ids(shape: ModelShape) -> tuple[MatrixId, ...]:
     return tuple(ids)
 
 
+def expert_column(experts: list[Expert]) -> Any:
+    """A table column of experts as text ("0", ..., "shared", missing for a head): one type for
+    Arrow, CSV and the dashboard's tables (pandas is imported by the caller's table edge)."""
+    import pandas as pd
+
+    return pd.array([None if e is None else str(e) for e in experts], dtype="string")
+
+
 def _expert_grid(values: np.ndarray | float, layers: int, experts: int) -> np.ndarray:
     """An MLP kind's values as (L, U): an (L,) array is one value per layer for every expert."""
-    array = np.asarray(values, dtype=np.float64)
+    array = np.asarray(values)  # its own dtype: ranks stay integers
     if array.ndim == 1:
         array = array[:, None]
     return np.broadcast_to(array, (layers, experts))
@@ -361,7 +369,7 @@ class SpectralProfile:
         """One row per matrix with its norms and ranks (the table edge; pandas is imported here)."""
         import pandas as pd
 
-        experts = {"expert": [i.expert for i in self.ids]} if self.shape.moe else {}
+        experts = {"expert": expert_column([i.expert for i in self.ids])} if self.shape.moe else {}
         return pd.DataFrame(
             {
                 "layer": self.layers,

@@ -185,7 +185,7 @@ def singular_values_frame(analysis_or_profile: Any) -> pd.DataFrame:
                 {
                     "layer": matrix.layer,
                     "head": matrix.head if matrix.head is not None else pd.NA,
-                    **({"expert": matrix.expert} if profile.shape.moe else {}),
+                    **({"expert": "" if matrix.expert is None else str(matrix.expert)} if profile.shape.moe else {}),
                     "kind": matrix.kind.value,
                     "index": np.arange(1, sv.size + 1),
                     "sigma": sv,

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
 
-from ..architecture import Kind
+from ..architecture import Expert, Kind, expert_label
 from ..bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ..compare import Comparison
 from ..explain import break_even, p_star_by_kind
@@ -320,17 +320,23 @@ P_STAR_PANEL_TITLES: tuple[str, ...] = ("p* of QK heads", "p* of V heads", "p* p
 P_STAR_PANEL_WIDTHS: tuple[float, ...] = (1.6, 1.6, 1.7)
 
 
-def p_star_map(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
-    """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out.
+def p_star_map(analysis: BoundAnalysis, *, source: str | None = None, expert: Expert = None) -> go.Figure:
+    """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out (in a
+    mixture of experts, those of ``expert``, expert 0 when not given).
 
     One flat colour per grid value of P_m (a stepped Cividis scale), the value written in each cell
     while the cells are wide enough; layer ticks on the first panel only, as in the head heatmaps.
     """
     grid = analysis.grid
+    profile = analysis.profile
     by_kind = p_star_by_kind(analysis)
-    L, H = analysis.profile.shape.num_layers, analysis.profile.shape.num_heads
-    mlp_kinds = analysis.profile.shape.layer_kinds
+    L, H = profile.shape.num_layers, profile.shape.num_heads
+    mlp_kinds = profile.shape.layer_kinds
     mlp_title = ", ".join(kind.value for kind in mlp_kinds)
+    if profile.shape.moe:
+        expert = profile.shape.experts[0] if expert is None else expert
+        by_kind |= {kind: profile.per_layer(analysis.p_opt, kind, expert) for kind in mlp_kinds}  # (L,) each
+        mlp_title += f" ({expert_label(expert)})"
     layout = panel_grid(
         1,
         3,

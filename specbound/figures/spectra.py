@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ..architecture import Kind
+from ..architecture import Expert, Kind, expert_label
 from ..explain import rank_and_maximum
 from ..numbers import format_count
 from ..profile import HEAD_KINDS, SpectralProfile
@@ -57,10 +57,14 @@ CurveValues = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def selected_rows(
-    profile: SpectralProfile, layers: Iterable[int] | None = None, kinds: Iterable[Kind | str] | None = None
+    profile: SpectralProfile,
+    layers: Iterable[int] | None = None,
+    kinds: Iterable[Kind | str] | None = None,
+    experts: Iterable[Expert] | None = None,
 ) -> np.ndarray:
-    """Indices (profile order) of the matrices in the chosen layers and kinds; None selects all."""
-    return profile.rows_of(layers=layers, kinds=kinds)
+    """Indices (profile order) of the matrices in the chosen layers, kinds and (for the MLP kinds of a
+    mixture of experts) experts; None selects all."""
+    return profile.rows_of(layers=layers, kinds=kinds, experts=experts)
 
 
 def layer_colors(num_layers: int) -> list[str]:
@@ -229,14 +233,16 @@ def singular_value_profiles(
     *,
     normalise: bool = False,
     heads: Iterable[int] | None = None,
+    experts: Iterable[Expert] | None = None,
     source: str | None = None,
 ) -> go.Figure:
     """σ_i against i on log-log axes (or σ_i / σ₁ when ``normalise``), one panel per kind.
 
     Per layer, QK and V show the median over heads with a min-max band; ``heads`` draws those heads
-    individually instead. Only the rank(W) nonzero values are drawn; the panel titles count the zeros.
+    individually instead; ``experts`` keeps those experts' MLP matrices in a mixture of experts.
+    Only the rank(W) nonzero values are drawn; the panel titles count the zeros.
     """
-    rows = selected_rows(profile, layers, kinds)
+    rows = selected_rows(profile, layers, kinds, experts)
     ranks, dims = profile.rank, profile.full_dims
 
     def values_of(kind_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -259,6 +265,7 @@ def cumulative_energy_curves(
     kinds: Iterable[Kind | str] | None = None,
     *,
     heads: Iterable[int] | None = None,
+    experts: Iterable[Expert] | None = None,
     source: str | None = None,
 ) -> go.Figure:
     """Σ_{j ≤ i} σ_j² / ‖W‖_F² against i (log x): how few directions carry the Frobenius mass.
@@ -266,7 +273,7 @@ def cumulative_energy_curves(
     Each matrix's curve stops at its numerical rank, where it has reached 1; aggregation as in
     :func:`singular_value_profiles`.
     """
-    rows = selected_rows(profile, layers, kinds)
+    rows = selected_rows(profile, layers, kinds, experts)
     ranks = profile.rank
 
     def values_of(kind_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -348,7 +355,8 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
 def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: str | None = None) -> go.Figure:
     """Rank of each matrix of ``kind`` against its structural maximum ("32 of 32"), colours fixed to [0, max].
 
-    QK and V: a layer x head heatmap (maximum d); M_in and M_out: one column per layer (maximum min(N, d_ff)).
+    QK and V: a layer x head heatmap (maximum d); M_in and M_out: one column per layer (maximum
+    min(N, d_ff)), or a layer x expert heatmap in a mixture of experts.
     """
     kind = Kind(kind)
     rank, maximum = rank_and_maximum(profile)
@@ -356,6 +364,9 @@ def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: 
     if kind in HEAD_KINDS:
         z, top = profile.per_head(rank, kind), profile.per_head(maximum, kind)  # (L, H)
         x, x_title = np.arange(profile.shape.num_heads), "head"
+    elif profile.shape.moe:
+        z, top = profile.per_expert(rank, kind), profile.per_expert(maximum, kind)  # (L, U)
+        x, x_title = [expert_label(e) for e in profile.shape.experts], "expert"
     else:
         z, top = profile.per_layer(rank, kind)[:, None], profile.per_layer(maximum, kind)[:, None]  # (L, 1)
         x, x_title = [kind.value], ""

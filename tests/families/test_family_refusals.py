@@ -1,6 +1,7 @@
 """Architectures specbound does not read are refused, from the library and from the command line, with
 one line that says why and names the supported families (SPEC §11): encoder-decoders (T5, BART),
-mixtures of experts (Mixtral, or a supported type that declares experts), remote code (``auto_map``)
+a dense family's config that declares experts (the mixtures of experts of SPEC §12 are read, see
+``test_moe.py``), remote code (``auto_map``)
 and an activation whose Lipschitz constant is not known.
 
 Each checkpoint is real, written by ``save_pretrained``; the refusals come from config.json alone.
@@ -19,7 +20,7 @@ from specbound.checkpoints import open_checkpoint
 from specbound.errors import UnsupportedModelError
 from specbound.loading import load_profile
 
-#: the model types of SPEC §11's and §12's tables (dense decoders)
+#: the model types of SPEC §11's and §12's tables (dense decoders and mixtures of experts)
 SUPPORTED = (
     "bert",
     "bloom",
@@ -35,13 +36,17 @@ SUPPORTED = (
     "gptj",
     "llama",
     "mistral",
+    "mixtral",
     "olmo",
     "olmo2",
+    "olmoe",
     "opt",
     "phi",
     "phi3",
     "qwen2",
+    "qwen2_moe",
     "qwen3",
+    "qwen3_moe",
     "roberta",
     "vit",
     "xlm-roberta",
@@ -87,21 +92,6 @@ def refused(tiny, tmp_path_factory) -> dict[str, Path]:
             ),
             root / "bart",
         ),
-        "mixtral": _save(
-            tf.MixtralForCausalLM(
-                tf.MixtralConfig(
-                    vocab_size=64,
-                    hidden_size=32,
-                    num_hidden_layers=1,
-                    num_attention_heads=4,
-                    num_key_value_heads=2,
-                    intermediate_size=64,
-                    num_local_experts=2,
-                    num_experts_per_tok=1,
-                )
-            ),
-            root / "mixtral",
-        ),
         "gpt2-tanh": _save(
             tf.GPT2LMHeadModel(
                 tf.GPT2Config(
@@ -129,7 +119,6 @@ def refused(tiny, tmp_path_factory) -> dict[str, Path]:
 REFUSALS = {
     "t5": ("model type 't5' is not supported",),
     "bart": ("model type 'bart' is not supported",),
-    "mixtral": ("model type 'mixtral' is not supported",),
     "remote-code": ("remote code", "auto_map"),
     "experts": ("mixture of experts", "num_local_experts"),
 }

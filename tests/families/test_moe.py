@@ -324,3 +324,48 @@ def test_qwen_moe_with_dense_layers_is_refused(tmp_path):
     (tmp_path / "config.json").write_text(config.to_json_string())
     with pytest.raises(UnsupportedModelError, match="mlp_only_layers"):
         specbound.analyze(tmp_path, use_cache=False)
+
+
+# --- downstream: the command line, the atlas, the cache and the random twin -----------------------
+
+
+def test_cli_header_json_and_tables_carry_the_experts(saved):
+    from cli_runner import cli
+
+    _, directory = saved["qwen2_moe"]
+    result = cli("analyze", str(directory), "--no-cache")
+    assert result.returncode == 0, result.stderr
+    assert "(gated experts: E=4, top-2 + a shared expert of d_ff=40)" in result.stdout
+    assert "46 matrices" in result.stdout and "router held fixed" in result.stdout
+    data = json.loads(cli("analyze", str(directory), "--json", "--no-cache").stdout)
+    assert data["num_experts"] == 4 and len(data["matrices"]) == 46
+
+
+def test_atlas_and_cache_keep_the_experts(saved, tmp_path):
+    from specbound.atlas import load_atlas, read_manifest, save_atlas
+    from specbound.cache import ProfileCache
+
+    _, directory = saved["mixtral"]
+    profile = specbound.analyze(directory, use_cache=False).profile
+    (loaded,) = load_atlas(save_atlas([profile], tmp_path / "moe.npz"))
+    assert read_manifest(tmp_path / "moe.npz").schema == 3  # an older specbound refuses it by name
+    bert = ModelShape(1, 4, 1, 4)
+    assert read_manifest(save_atlas([make_profile(bert, [[1.0]] * 4)], tmp_path / "dense.npz")).schema == 2
+    assert loaded.shape == profile.shape and loaded.ids == profile.ids
+    np.testing.assert_array_equal(loaded.singular_values, profile.singular_values)
+    cache = ProfileCache(tmp_path / "cache")
+    cache.save(profile)
+    cached = cache.load(profile.model, profile.revision)
+    assert cached is not None and cached.shape == profile.shape
+    np.testing.assert_array_equal(cached.singular_values, profile.singular_values)
+
+
+def test_random_twin_of_a_mixture_of_experts_has_every_expert(saved):
+    from specbound.twin import random_twin
+
+    _, directory = saved["olmoe"]
+    shape = specbound.analyze(directory, use_cache=False).shape
+    twin = random_twin(shape, model="olmoe")
+    assert twin.shape == shape
+    ranks = twin.rank[twin.rows_of(kinds=[Kind.M_OUT])]
+    assert ranks.tolist() == [32] * (2 * 4)  # every expert's M_out of every layer, full rank

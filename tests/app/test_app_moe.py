@@ -1,0 +1,64 @@
+"""Every page on a mixture of experts (SPEC §12): a tiny Qwen2-MoE with four routed experts and a
+shared one. The pages take the experts from the model: the model card counts L (2H + 3E + 3)
+matrices and names the router adaptation, the Spectra page has an expert picker where it shows one
+MLP, and the Bound explorer's sliders are the kinds the model has."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from app_harness import run_clean, unescaped
+
+
+@pytest.fixture(scope="module")
+def moe_dir(tmp_path_factory) -> Path:
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.Qwen2MoeConfig(
+        vocab_size=40, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24,
+        shared_expert_intermediate_size=40, max_position_embeddings=32,
+    )  # fmt: skip
+    directory = tmp_path_factory.mktemp("moe") / "tiny-qwen-moe"
+    transformers.Qwen2MoeForCausalLM(config).save_pretrained(directory)
+    return directory
+
+
+def _open(at, directory: Path) -> None:
+    at.radio(key="model_source").set_value("Hub id or local directory")
+    run_clean(at)
+    at.text_input(key="model_custom").input(str(directory))
+    run_clean(at)
+    at.button(key="open_model").click()
+    run_clean(at)
+
+
+def _texts(at) -> str:
+    return "\n".join(unescaped(e.value) for e in [*at.markdown, *at.caption, *at.sidebar.caption])
+
+
+def test_the_model_card_counts_the_experts_and_names_the_router(landing_app, moe_dir) -> None:
+    at = landing_app
+    _open(at, moe_dir)
+    text = _texts(at)
+    assert "46 proxy matrices" in text  # L (2H + 3E + 3) = 2 (8 + 12 + 3)
+    assert "**router held fixed**" in text
+    assert "4 experts" in text and "top-2" in text and "shared expert" in text
+
+
+@pytest.mark.parametrize("page", ["spectra", "why", "theory", "compare", "bounds"])
+def test_every_page_works_on_a_mixture_of_experts(landing_app, moe_dir, page: str) -> None:
+    at = landing_app
+    _open(at, moe_dir)
+    at.switch_page(f"pages/{page}.py")
+    run_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    if page == "spectra":
+        assert at.selectbox(key="spectra_expert").options == [*(f"expert {e}" for e in range(4)), "shared expert"]
+    if page == "compare":
+        at.button(key="baseline_twin").click()
+        run_clean(at)
+        assert not at.error and not at.warning, [w.value for w in at.warning]
