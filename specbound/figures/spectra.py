@@ -410,7 +410,8 @@ def overlaid_spectra(
     normalise: bool = False,
     source: str | None = None,
 ) -> go.Figure:
-    """σ_i of one kind and layer of two models on the same log-log axes (median and min-max band over heads)."""
+    """σ_i of one kind and layer of two models on the same log-log axes (median and min-max band over
+    heads, or over experts for the MLP kinds of a mixture of experts)."""
     kind = Kind(kind)
     traces: list[dict] = []
     drawn = []
@@ -423,7 +424,7 @@ def overlaid_spectra(
         what = "σᵢ / σ₁" if normalise else "σᵢ"
         model_traces = (
             _median_band(x, y, as_text(profile.model), palette_color(n), profile.model, what)
-            if kind in HEAD_KINDS
+            if len(rows) > 1  # the heads of QK and V, or the experts of a mixture of experts' MLP kinds
             else [_line(x, y[0], as_text(profile.model), palette_color(n), profile.model, what)]
         )
         model_traces[-1]["showlegend"] = True

@@ -396,3 +396,34 @@ def test_the_trainer_callback_reads_a_mixture_of_experts_as_it_trains(tmp_path):
     saved = specbound.analyze(tmp_path / "out" / "checkpoint-4", use_cache=False)
     assert saved.shape.num_experts == 4
     assert logged[4][f"{LOG_PREFIX}ours_log10"] == pytest.approx(saved.ours_log10, rel=1e-9)
+
+
+def test_the_layer_limit_counts_one_expert_not_all_of_them():
+    from specbound.limits import LIMITS, LimitExceededError, check_declared_sizes, layer_peak_bytes
+
+    sizes = dict(num_heads=32, num_kv_heads=8, mlp="gated", activation="silu")
+    mixtral = ModelShape(32, 4096, ffn_size=14336, num_experts=8, experts_per_token=2, **sizes)
+    dense = ModelShape(32, 4096, ffn_size=14336, **sizes)  # one MLP of an expert's width
+    assert layer_peak_bytes(mixtral) == layer_peak_bytes(dense) == 8 * (4096 * 14336 + 2 * 4096**2)
+    shared = ModelShape(2, 64, 4, 32, mlp="gated", num_experts=4, experts_per_token=1, shared_expert_size=128)
+    assert layer_peak_bytes(shared) == 8 * (64 * 128 + 2 * 64**2)  # the wider shared expert sets the peak
+    with pytest.raises(LimitExceededError, match="num_experts"):
+        check_declared_sizes({"num_experts": LIMITS.max_experts + 1}, "config.json")
+
+
+def test_figures_draw_one_expert_or_every_expert_as_asked():
+    from specbound.figures import bounds as bound_figures
+    from specbound.figures import spectra as spectra_figures
+
+    shape = ModelShape(2, 8, 2, 4, mlp="gated", num_experts=3, experts_per_token=2, shared_expert_size=6)
+    profile = make_profile(shape, [[1.0 + i % 5, 0.5] for i in range(shape.num_matrices)])
+    (heatmap,) = spectra_figures.rank_against_maximum(profile, Kind.M_OUT).data
+    assert heatmap.z.shape == (2, 4) and list(heatmap.x) == ["expert 0", "expert 1", "expert 2", "shared expert"]
+    curves = spectra_figures.singular_value_profiles(profile, [0], [Kind.M_IN], experts=[2])
+    drawn = [t.name for t in curves.data if t.x[0] is not None]
+    assert drawn == ["L0 M_in e2"]
+    analysis = BoundAnalysis.from_profile(profile)
+    strip = bound_figures.p_star_map(analysis, expert="shared").data[2]
+    np.testing.assert_array_equal(
+        strip.z, np.stack([profile.per_layer(analysis.p_opt, k, "shared") for k in shape.layer_kinds], axis=1)
+    )
