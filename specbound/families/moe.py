@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import numpy as np
+
 from ..architecture import SHARED_EXPERT, Adaptation, Expert, Kind, ModelShape
 from ..errors import UnsupportedModelError
 from ..matrices import LayerWeights, mlp_field
@@ -96,6 +98,18 @@ class MoeAdapter(LlamaAdapter):
                 field = mlp_field(kind, expert)
                 specs[field] = TensorSpec(self.expert_key(expert, kind), expected[field])
         return specs
+
+    def attention_weights(
+        self, tensors: Mapping[str, np.ndarray], shape: ModelShape
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(query, key, value, attn_out) as stored: every weight is an ``nn.Linear`` under its own role,
+        so no stand-in for the 3E (+ 3) expert tensors is built (the base class's general route)."""
+        query, key, value, attn_out = (tensors[role] for role in _ATTENTION)
+        return query, key, value, attn_out
+
+    def mlp_weight(self, field: str, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> np.ndarray:
+        """One expert's weight: its role is its field, read as stored."""
+        return tensors[field]
 
     def state_views(self, state: Mapping[str, Any], shape: ModelShape) -> Mapping[str, Any]:
         """A state dict in which every expert's weights also go by the stored layout's keys.
