@@ -269,9 +269,13 @@ def _shape_summary(analysis: BoundAnalysis) -> None:
     shape = analysis.profile.shape
     st.markdown(f"**Current model:** {code(atlas.display_name(data.current_model()))}")
     kv = f" ({shape.num_kv_heads} key/value)" if shape.num_kv_heads != shape.num_heads else ""
+    experts = ""
+    if shape.moe:
+        shared = " + a shared one" if shape.shared_expert_size else ""
+        experts = f" · {shape.num_experts} experts (top-{shape.experts_per_token}){shared}"
     st.caption(
         f"L = {shape.num_layers} layers · N = {shape.hidden_size} · {shape.num_heads} heads{kv} of "
-        f"d = {shape.head_dim} · d_ff = {shape.ffn_size}  \n"
+        f"d = {shape.head_dim} · d_ff = {shape.ffn_size}{experts}  \n"
         f"{family_name(shape.family)} · {shape.num_matrices} proxy matrices · grid P_m with m = {analysis.grid_m}"
     )
     if not shape.is_bert_like:

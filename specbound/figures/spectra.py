@@ -226,6 +226,14 @@ def _masked_singular_values(profile: SpectralProfile, rows: np.ndarray, normalis
     return sv
 
 
+def _one_expert(profile: SpectralProfile, rows: np.ndarray) -> str:
+    """' of expert 3' when the rows are one expert's MLP matrices in a mixture of experts, else ''."""
+    experts = {profile.ids[i].expert for i in rows}
+    if not profile.shape.moe or len(experts) != 1 or None in experts:
+        return ""
+    return f" of {expert_label(experts.pop())}"
+
+
 def singular_value_profiles(
     profile: SpectralProfile,
     layers: Iterable[int] | None = None,
@@ -251,7 +259,8 @@ def singular_value_profiles(
 
     def subplot_title(kind: Kind, kind_rows: np.ndarray) -> str:
         zeros = int((dims[kind_rows] - ranks[kind_rows]).sum())
-        return f"{kind.value} · {zeros:,} zero σ not drawn" if zeros else kind.value
+        name = kind.value + _one_expert(profile, kind_rows)
+        return f"{name} · {zeros:,} zero σ not drawn" if zeros else name
 
     what = "σᵢ / σ₁" if normalise else "σᵢ"
     return _per_kind_lines(
@@ -288,7 +297,7 @@ def cumulative_energy_curves(
         "Cumulative energy",
         "energy fraction",
         values_of,
-        lambda kind, _: kind.value,
+        lambda kind, kind_rows: kind.value + _one_expert(profile, kind_rows),
         heads,
         source,
         y_axis={"type": "linear", "range": [0, 1.02]},

@@ -31,7 +31,7 @@ from hand_profiles import make_profile
 import specbound
 from specbound.architecture import SHARED_EXPERT, Adaptation, Kind, Mlp, ModelShape
 from specbound.bounds import BoundAnalysis
-from specbound.checkpoints import open_checkpoint
+from specbound.checkpoints import Checkpoint, open_checkpoint
 from specbound.errors import UnsupportedModelError
 from specbound.matrices import LayerWeights, attention_heads, mlp_field
 from specbound.profile import MatrixId
@@ -422,8 +422,47 @@ def test_figures_draw_one_expert_or_every_expert_as_asked():
     curves = spectra_figures.singular_value_profiles(profile, [0], [Kind.M_IN], experts=[2])
     drawn = [t.name for t in curves.data if t.x[0] is not None]
     assert drawn == ["L0 M_in e2"]
+    assert [a.text for a in curves.layout.annotations if "M_in" in a.text] == ["M_in of expert 2 · 2 zero σ not drawn"]
     analysis = BoundAnalysis.from_profile(profile)
     strip = bound_figures.p_star_map(analysis, expert="shared").data[2]
     np.testing.assert_array_equal(
         strip.z, np.stack([profile.per_layer(analysis.p_opt, k, "shared") for k in shape.layer_kinds], axis=1)
     )
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"num_local_experts": True}, "num_local_experts"),
+        ({"num_local_experts": 10**9}, "num_experts = 1000000000, above the limit"),
+        ({"num_experts_per_tok": 5}, "routed to 1..4 experts"),
+        ({"num_experts_per_tok": "2"}, "num_experts_per_tok"),
+        ({"num_local_experts": None}, "num_local_experts"),
+    ],
+)
+def test_a_config_with_bad_expert_fields_is_refused_in_one_line(saved, tmp_path, fields, words):
+    import shutil
+
+    from cli_runner import cli
+
+    _, directory = saved["mixtral"]
+    edited = tmp_path / "edited"
+    shutil.copytree(directory, edited)
+    config = json.loads((edited / "config.json").read_text())
+    (edited / "config.json").write_text(json.dumps({**config, **fields}))
+    result = cli("analyze", str(edited), "--no-cache")
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert words in line, line
+
+
+def test_fused_experts_of_the_wrong_shape_are_refused_in_one_line(saved):
+    from specbound.errors import CheckpointError
+
+    model, _ = saved["mixtral"]
+    state = dict(model.state_dict())
+    key = "model.layers.1.mlp.experts.gate_up_proj"
+    state[key] = state[key][:, :-1]  # one row short: the up projection no longer has d_ff rows
+    with pytest.raises(CheckpointError) as caught:
+        Checkpoint.from_state_dict(model.config.to_dict(), state, "the model").layer(1)
+    assert "\n" not in str(caught.value) and "w3" in str(caught.value)
