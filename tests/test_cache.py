@@ -208,3 +208,32 @@ def test_an_entry_of_the_previous_schema_still_opens_as_a_bert_encoder(make_chec
     loaded = cache.load(profile.model, profile.revision)
     assert loaded is not None and loaded.shape == ModelShape(2, 32, 4, 48)
     assert_same_profile(profile, loaded)
+
+
+def test_an_entry_of_schema_3_still_opens_with_its_block(make_checkpoint, tmp_path):
+    """Version 3 entries (before experts) described the block without experts: a dense model's entry
+    is read as it was written, bit for bit, and never recomputed."""
+    import json
+
+    from specbound import cache as cache_module
+    from specbound.files import atomic_write
+
+    cache = ProfileCache(tmp_path / "profiles")
+    profile = load_profile(str(make_checkpoint(layers=2)), use_cache=False)
+    arrays = cache_module._stored_arrays(profile)
+    meta = {
+        "schema": 3,
+        "model": profile.model,
+        "revision": profile.revision,
+        "shape": profile.shape.to_dict(),  # a dense shape writes no expert field, as version 3 did
+        "sha256": cache_module._content_digest(arrays),
+    }
+    assert "num_experts" not in meta["shape"]
+    earlier = cache.path(profile.model, profile.revision, schema=3)
+    earlier.parent.mkdir(parents=True)
+    with atomic_write(earlier) as f:
+        np.savez(f, allow_pickle=False, meta=np.array(json.dumps(meta)), **arrays)
+    assert cache_module.SCHEMA_VERSION == 4 and not cache.path(profile.model, profile.revision).exists()
+    loaded = cache.load(profile.model, profile.revision)
+    assert loaded is not None and loaded.shape == profile.shape
+    assert_same_profile(profile, loaded)
