@@ -46,6 +46,21 @@ def run_clean(at: AppTest) -> AppTest:
     return at
 
 
+def open_directory(at: AppTest, directory: Path) -> None:
+    """Open a checkpoint directory from the sidebar, as a visitor types it, each step run clean."""
+    at.radio(key="model_source").set_value("Hub id or local directory")
+    run_clean(at)
+    at.text_input(key="model_custom").input(str(directory))
+    run_clean(at)
+    at.button(key="open_model").click()
+    run_clean(at)
+
+
+def page_text(at: AppTest) -> str:
+    """Every markdown and caption of the page and the sidebar, unescaped, one per line."""
+    return "\n".join(unescaped(e.value) for e in [*at.markdown, *at.caption, *at.sidebar.caption])
+
+
 def forbid_recomputation(monkeypatch) -> None:
     """Make every file access and decomposition of the analysis raise: the slider path may only evaluate.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_harness import forbid_recomputation, run_clean, unescaped
+from app_harness import forbid_recomputation, open_directory, page_text, run_clean
 
 from dashboard.headline import total_texts
 from dashboard.text import TOTAL_LABEL
@@ -49,23 +49,10 @@ def neox_dir(tmp_path_factory) -> Path:
     return _save(transformers.GPTNeoXForCausalLM(config), tmp_path_factory.mktemp("neox") / "tiny-neox")
 
 
-def _open(at, directory: Path) -> None:
-    at.radio(key="model_source").set_value("Hub id or local directory")
-    run_clean(at)
-    at.text_input(key="model_custom").input(str(directory))
-    run_clean(at)
-    at.button(key="open_model").click()
-    run_clean(at)
-
-
-def _texts(at) -> str:
-    return "\n".join(unescaped(e.value) for e in [*at.markdown, *at.caption, *at.sidebar.caption])
-
-
 def test_the_model_card_names_the_family_and_its_adaptations(landing_app, llama_dir) -> None:
     at = landing_app
-    _open(at, llama_dir)
-    text = _texts(at)
+    open_directory(at, llama_dir)
+    text = page_text(at)
     assert "family Llama" in text
     assert "4 heads of d = 8 sharing 2 key/value heads" in text and "gated MLP" in text
     assert "22 proxy matrices" in text  # L (2H + 3) = 2 · 11
@@ -77,7 +64,7 @@ def test_the_model_card_names_the_family_and_its_adaptations(landing_app, llama_
 
 def test_the_bound_explorer_has_a_slider_per_kind_the_model_has(landing_app, llama_dir, neox_dir) -> None:
     at = landing_app
-    _open(at, llama_dir)
+    open_directory(at, llama_dir)
     at.switch_page("pages/bounds.py")
     run_clean(at)
     at.toggle(key="p_optimal").set_value(False)
@@ -96,14 +83,14 @@ def test_the_bound_explorer_has_a_slider_per_kind_the_model_has(landing_app, lla
     terms = analysis.evaluate(PAssignment(default=1.0, by_kind={Kind.M_GATE: 0.5}))
     (total,) = [m.value for m in at.metric if m.label == TOTAL_LABEL]
     assert total.replace(",", "").startswith(f"{terms.total:.6g}"[:5].replace(",", ""))
-    _open(at, neox_dir)
+    open_directory(at, neox_dir)
     modes = {s.key for s in at.selectbox if s.key and s.key.startswith("p_kind_") and s.key.endswith("_mode")}
     assert modes == {f"p_kind_{k}_mode" for k in ("QK", "V", "M_in", "M_out")}  # no gate on a plain MLP
 
 
 def test_the_slider_path_of_a_gated_grouped_query_model_runs_no_svd(landing_app, llama_dir, monkeypatch) -> None:
     at = landing_app
-    _open(at, llama_dir)
+    open_directory(at, llama_dir)
     at.switch_page("pages/bounds.py")
     run_clean(at)
     at.toggle(key="p_optimal").set_value(False)
@@ -123,11 +110,11 @@ def test_the_slider_path_of_a_gated_grouped_query_model_runs_no_svd(landing_app,
 def test_every_page_works_on_a_decoder(landing_app, llama_dir, neox_dir, model: str, page: str) -> None:
     at = landing_app
     directory = llama_dir if model == "llama" else neox_dir
-    _open(at, directory)
+    open_directory(at, directory)
     at.switch_page(f"pages/{page}.py")
     run_clean(at)
     assert not at.error, [e.value for e in at.error]
-    text = _texts(at)
+    text = page_text(at)
     if page != "compare":  # Compare shows its numbers only once a baseline is pinned
         assert "Adapted proxy (" in text
     if page == "spectra":
@@ -142,4 +129,4 @@ def test_every_page_works_on_a_decoder(landing_app, llama_dir, neox_dir, model: 
         at.button(key="baseline_twin").click()
         run_clean(at)
         assert not at.error and not at.warning, [w.value for w in at.warning]
-        assert "random twin of" in _texts(at)
+        assert "random twin of" in page_text(at)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_harness import run_clean, unescaped
+from app_harness import open_directory, page_text, run_clean
 
 
 @pytest.fixture(scope="module")
@@ -27,23 +27,10 @@ def moe_dir(tmp_path_factory) -> Path:
     return directory
 
 
-def _open(at, directory: Path) -> None:
-    at.radio(key="model_source").set_value("Hub id or local directory")
-    run_clean(at)
-    at.text_input(key="model_custom").input(str(directory))
-    run_clean(at)
-    at.button(key="open_model").click()
-    run_clean(at)
-
-
-def _texts(at) -> str:
-    return "\n".join(unescaped(e.value) for e in [*at.markdown, *at.caption, *at.sidebar.caption])
-
-
 def test_the_model_card_counts_the_experts_and_names_the_router(landing_app, moe_dir) -> None:
     at = landing_app
-    _open(at, moe_dir)
-    text = _texts(at)
+    open_directory(at, moe_dir)
+    text = page_text(at)
     assert "46 proxy matrices" in text  # L (2H + 3E + 3) = 2 (8 + 12 + 3)
     assert "**router held fixed**" in text
     assert "4 experts" in text and "top-2" in text and "shared expert" in text
@@ -52,7 +39,7 @@ def test_the_model_card_counts_the_experts_and_names_the_router(landing_app, moe
 @pytest.mark.parametrize("page", ["spectra", "why", "theory", "compare", "bounds"])
 def test_every_page_works_on_a_mixture_of_experts(landing_app, moe_dir, page: str) -> None:
     at = landing_app
-    _open(at, moe_dir)
+    open_directory(at, moe_dir)
     at.switch_page(f"pages/{page}.py")
     run_clean(at)
     assert not at.error, [e.value for e in at.error]
