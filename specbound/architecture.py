@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import Any
 
 from .defaults import ACTIVATION_LIPSCHITZ, BERT_INITIALIZER_RANGE
@@ -28,18 +29,33 @@ class Kind(str, Enum):
 
     QK = "QK"
     V = "V"
+    QK_X = "QK_x"  # cross-attention of an encoder-decoder's decoder layers (SPEC §12)
+    V_X = "V_x"
     M_GATE = "M_gate"
     M_IN = "M_in"
     M_OUT = "M_out"
 
     @property
     def per_head(self) -> bool:
-        """QK and V have one matrix per query head; the MLP kinds one per layer."""
+        """QK and V (and the cross-attention's QK_x and V_x) have one matrix per query head; the MLP
+        kinds one per layer."""
         return self in HEAD_KINDS
 
+    @property
+    def cross(self) -> bool:
+        """QK_x and V_x: the cross-attention of a decoder layer reading the encoder's output."""
+        return self in CROSS_KINDS
 
-#: The per-head kinds, in profile order (one matrix per query head each).
-HEAD_KINDS: tuple[Kind, ...] = (Kind.QK, Kind.V)
+
+#: The self-attention kinds, in profile order (one matrix per query head each).
+SELF_KINDS: tuple[Kind, ...] = (Kind.QK, Kind.V)
+#: The cross-attention kinds of an encoder-decoder's decoder layers, after the self-attention's.
+CROSS_KINDS: tuple[Kind, ...] = (Kind.QK_X, Kind.V_X)
+#: Every per-head kind, in profile order.
+HEAD_KINDS: tuple[Kind, ...] = (*SELF_KINDS, *CROSS_KINDS)
+
+#: The two stacks of an encoder-decoder, in the order the model is read (encoder first).
+ENCODER, DECODER = "encoder", "decoder"
 
 
 class Mlp(str, Enum):
@@ -71,6 +87,8 @@ class Adaptation(str, Enum):
     SLIDING_WINDOW = "sliding window"
     ALIBI = "ALiBi"
     ROUTER_FIXED = "router held fixed"
+    IN_SERIES = "encoder-decoder in series"
+    RELATIVE_POSITION_BIAS = "relative position bias"
 
     @property
     def explanation(self) -> str:
@@ -104,6 +122,11 @@ ADAPTATION_TEXT: dict[Adaptation, str] = {
     "weights summing to at most 1, so the layer's MLP factor is the largest expert's (plus the shared expert's); "
     "top-k routing jumps when the ranking of experts changes, so it is not continuous in its input, and the bound "
     "does not cover that jump",
+    Adaptation.IN_SERIES: "encoder-decoder read in series: the encoder's layers, then the decoder's, each decoder "
+    "layer three sub-blocks in turn (self-attention, cross-attention QK_x and V_x on the encoder's output, MLP); "
+    "the encoder's output reaching every cross-attention is not bounded apart",
+    Adaptation.RELATIVE_POSITION_BIAS: "relative position bias: a learned bias by distance is added to the "
+    "attention logits; it does not depend on the input, so the QK matrix is unchanged",
 }
 
 #: The label of a mixture-of-experts layer's shared expert (the routed experts are numbered 0..E-1).
@@ -146,6 +169,9 @@ class ModelShape:
     num_experts: int = 0
     experts_per_token: int = 0
     shared_expert_size: int = 0
+    #: encoder-decoders (SPEC §12): the first ``encoder_layers`` of the ``num_layers`` are the encoder's,
+    #: the rest the decoder's, each with a cross-attention (0: one stack)
+    encoder_layers: int = 0
 
     def __post_init__(self) -> None:
         for name in ("num_layers", "hidden_size", "num_heads", "ffn_size"):
@@ -165,6 +191,7 @@ class ModelShape:
         object.__setattr__(self, "residual", Residual(self.residual))
         object.__setattr__(self, "adaptations", tuple(Adaptation(a) for a in self.adaptations))
         self._check_experts()
+        self._check_stacks()
         if self.activation not in ACTIVATION_LIPSCHITZ:
             raise ValueError(
                 f"activation '{self.activation}' has no known Lipschitz constant "
@@ -185,6 +212,68 @@ class ModelShape:
             )
         if self.mlp is not Mlp.GATED:
             raise ValueError("the experts of a mixture of experts are gated MLPs")
+
+    def _check_stacks(self) -> None:
+        if not is_genuine_int(self.encoder_layers) or self.encoder_layers < 0:
+            raise ValueError(f"encoder_layers must be a non-negative integer, got {self.encoder_layers}")
+        if self.encoder_layers and not self.encoder_layers < self.num_layers:
+            raise ValueError(
+                f"an encoder-decoder needs decoder layers: {self.encoder_layers} encoder layers of {self.num_layers}"
+            )
+        if self.encoder_layers and self.moe:
+            raise ValueError("an encoder-decoder with experts is not supported")
+        if self.encoder_layers and self.parallel:
+            raise ValueError("an encoder-decoder with a parallel residual is not supported")
+
+    # --- the stacks ----------------------------------------------------------------------------
+    @property
+    def encoder_decoder(self) -> bool:
+        """Two stacks: ``encoder_layers`` encoder layers, then decoder layers with cross-attention."""
+        return self.encoder_layers > 0
+
+    @property
+    def decoder_layers(self) -> int:
+        """The decoder's layers of an encoder-decoder (0 for one stack)."""
+        return self.num_layers - self.encoder_layers if self.encoder_decoder else 0
+
+    def stack_of(self, layer: int) -> str | None:
+        """'encoder' or 'decoder' for a layer of an encoder-decoder (layers count from the encoder's
+        first), None for a model of one stack."""
+        if not self.encoder_decoder:
+            return None
+        return ENCODER if layer < self.encoder_layers else DECODER
+
+    def stack_layer(self, layer: int) -> int:
+        """A layer's index within its stack (the layer itself for a model of one stack)."""
+        return layer - self.encoder_layers if self.stack_of(layer) == DECODER else layer
+
+    def has_cross(self, layer: int) -> bool:
+        """Whether a layer has a cross-attention (a decoder layer of an encoder-decoder)."""
+        return self.stack_of(layer) == DECODER
+
+    def head_kinds_of(self, layer: int) -> tuple[Kind, ...]:
+        """The per-head kinds of one layer, in profile order: QK, V, then QK_x, V_x in a decoder layer
+        of an encoder-decoder."""
+        return HEAD_KINDS if self.has_cross(layer) else SELF_KINDS
+
+    def layers_of(self, stack: str | None) -> tuple[int, ...]:
+        """The layers (in series) of one stack of an encoder-decoder, or every layer for None."""
+        if stack is not None and stack not in (ENCODER, DECODER):
+            raise ValueError(f"a stack is '{ENCODER}' or '{DECODER}', got {stack!r}")
+        return tuple(layer for layer in range(self.num_layers) if stack is None or self.stack_of(layer) == stack)
+
+    def stack_head_kinds(self, stack: str | None) -> tuple[Kind, ...]:
+        """The per-head kinds of one stack's layers (QK_x and V_x in the decoder's), or of the model's."""
+        present = {kind for layer in self.layers_of(stack) for kind in self.head_kinds_of(layer)}
+        return tuple(kind for kind in HEAD_KINDS if kind in present)
+
+    def layers_with(self, kind: Kind) -> tuple[int, ...]:
+        """The layers that have matrices of ``kind``: every layer, or the decoder's for QK_x and V_x
+        (none when the model has no such kind)."""
+        kind = Kind(kind)
+        if kind.cross:
+            return tuple(range(self.encoder_layers, self.num_layers)) if self.encoder_decoder else ()
+        return tuple(range(self.num_layers)) if kind in self.kinds else ()
 
     # --- the matrices --------------------------------------------------------------------------
     @property
@@ -220,24 +309,46 @@ class ModelShape:
 
     @property
     def kinds(self) -> tuple[Kind, ...]:
-        """Every kind this model has, in profile order."""
-        return (*HEAD_KINDS, *self.layer_kinds)
+        """Every kind this model has, in profile order (QK_x and V_x for an encoder-decoder only)."""
+        heads = HEAD_KINDS if self.encoder_decoder else SELF_KINDS
+        return (*heads, *self.layer_kinds)
+
+    @property
+    def head_kinds(self) -> tuple[Kind, ...]:
+        """The per-head kinds this model has, in profile order."""
+        return tuple(kind for kind in self.kinds if kind.per_head)
 
     @property
     def matrices_per_layer(self) -> int:
-        """2H + 2, or 2H + 3 with a gated MLP; 2H + 3E (+ 3 with a shared expert) for a mixture of experts."""
+        """2H + 2, or 2H + 3 with a gated MLP; 2H + 3E (+ 3 with a shared expert) for a mixture of experts;
+        for an encoder-decoder, an encoder layer's (a decoder layer has 2H more: :meth:`layer_size`)."""
         return 2 * self.num_heads + len(self.experts) * len(self.layer_kinds)
+
+    def layer_size(self, layer: int) -> int:
+        """The matrices of one layer: :attr:`matrices_per_layer`, 2H more with a cross-attention."""
+        return self.matrices_per_layer + (2 * self.num_heads if self.has_cross(layer) else 0)
+
+    @cached_property
+    def layer_starts(self) -> tuple[int, ...]:
+        """Row of each layer's first matrix in profile order, and the total last: (L + 1,)."""
+        starts = [0]
+        for layer in range(self.num_layers):
+            starts.append(starts[-1] + self.layer_size(layer))
+        return tuple(starts)
 
     @property
     def num_matrices(self) -> int:
-        """L (2H + 2), L (2H + 3) with a gated MLP, L (2H + 3E [+ 3]) for a mixture of experts."""
-        return self.num_layers * self.matrices_per_layer
+        """L (2H + 2), L (2H + 3) with a gated MLP, L (2H + 3E [+ 3]) for a mixture of experts,
+        L_enc (2H + k) + L_dec (4H + k) for an encoder-decoder."""
+        return self.num_layers * self.matrices_per_layer + 2 * self.num_heads * self.decoder_layers
 
     @property
     def matrix_count_formula(self) -> str:
-        """'L(2H + 2)', 'L(2H + 3)' with a gated MLP, 'L(2H + 3E)' or 'L(2H + 3E + 3)' with experts: how
-        the matrices are counted, for captions."""
+        """'L(2H + 2)', 'L(2H + 3)' with a gated MLP, 'L(2H + 3E)' or 'L(2H + 3E + 3)' with experts,
+        'L_enc(2H + 2) + L_dec(4H + 2)' for an encoder-decoder: how the matrices are counted, for captions."""
         k = len(self.layer_kinds)
+        if self.encoder_decoder:
+            return f"L_enc(2H + {k}) + L_dec(4H + {k})"
         if not self.moe:
             return f"L(2H + {k})"
         return f"L(2H + {k}E + {k})" if self.shared_expert_size else f"L(2H + {k}E)"
@@ -257,9 +368,10 @@ class ModelShape:
 
     @property
     def layer_weight_values(self) -> int:
-        """Values of one layer's weights the analysis reads: W_Q, W_K, W_V, W_O and the MLP matrices."""
+        """Values of one layer's weights the analysis reads: W_Q, W_K, W_V, W_O (twice in a decoder layer
+        of an encoder-decoder) and the MLP matrices."""
         n, d = self.hidden_size, self.head_dim
-        attention = 2 * self.num_heads * d * n + 2 * self.num_kv_heads * d * n
+        attention = (2 * self.num_heads * d * n + 2 * self.num_kv_heads * d * n) * (2 if self.decoder_layers else 1)
         return attention + len(self.layer_kinds) * n * sum(self.expert_ffn_size(e) for e in self.experts)
 
     @property
@@ -277,6 +389,8 @@ class ModelShape:
         if not self.moe:
             for name in ("num_experts", "experts_per_token", "shared_expert_size"):
                 del values[name]
+        if not self.encoder_decoder:
+            del values["encoder_layers"]
         return values
 
     @classmethod
@@ -291,7 +405,7 @@ class ModelShape:
             if not is_genuine_int(value) or int(value) < 1:
                 raise ValueError(f"the shape's {name} must be a positive integer")
             sizes[name] = int(value)
-        for name in ("num_experts", "experts_per_token", "shared_expert_size"):  # absent before experts existed
+        for name in ("num_experts", "experts_per_token", "shared_expert_size", "encoder_layers"):  # absent before
             value = values.get(name, 0)
             if not is_genuine_int(value) or int(value) < 0:
                 raise ValueError(f"the shape's {name} must be a non-negative integer")

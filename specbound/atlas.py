@@ -60,7 +60,9 @@ FORMAT = "specbound-atlas"
 #: 2: the shape describes the block (SPEC §11); version 1 files are read as BERT encoders.
 #: 3: a shape may hold experts (SPEC §12). An atlas without a mixture of experts is still written as
 #: version 2 (:func:`schema_for`), so that a specbound from before experts opens it.
-SCHEMA_VERSION = 3
+#: 4: a shape may hold two stacks (an encoder-decoder); written only when one is among the models.
+SCHEMA_VERSION = 4
+MOE_SCHEMA_VERSION = 3
 DENSE_SCHEMA_VERSION = 2
 MANIFEST_KEY = "manifest"
 #: Stored array per profile field, with its exact dtype.
@@ -194,8 +196,12 @@ def _require(condition: bool, path: Path, problem: str) -> None:
 
 
 def schema_for(shapes: Iterable[ModelShape]) -> int:
-    """The atlas schema a set of models needs: 3 with a mixture of experts among them, else 2."""
-    return SCHEMA_VERSION if any(shape.moe for shape in shapes) else DENSE_SCHEMA_VERSION
+    """The atlas schema a set of models needs: 4 with an encoder-decoder among them, 3 with a mixture of
+    experts, else 2 (the oldest version that holds them, so that older readers open what they can)."""
+    shapes = tuple(shapes)
+    if any(shape.encoder_decoder for shape in shapes):
+        return SCHEMA_VERSION
+    return MOE_SCHEMA_VERSION if any(shape.moe for shape in shapes) else DENSE_SCHEMA_VERSION
 
 
 def _parse_entry(i: int, model: Any, path: Path, schema: int = SCHEMA_VERSION) -> AtlasEntry:

@@ -8,10 +8,13 @@ marked; the block's layout comes from its :class:`~specbound.architecture.ModelS
     Phi^(k)     = nu ||M_out||_2, the MLP's factor without L_phi; in a mixture of experts (router
                   held fixed, SPEC §12) max_e nu_e ||M_out^e||_2 (+ nu_s ||M_out^s||_2, shared expert)
     A^(k)       = sum_h ||V^(k,h)||_2 (1 + 4 ||QK^(k,h)||_2)          (the attention branch)
-    f^(k)       = L_phi Phi^(k) A^(k)                                 (sequential blocks)
+    A_x^(k)     = sum_h ||V_x^(k,h)||_2 (1 + 4 ||QK_x^(k,h)||_2)      (a decoder layer's cross-attention in
+                  an encoder-decoder, read in series: encoder layers first; 1 for every other layer)
+    f^(k)       = L_phi Phi^(k) A^(k) A_x^(k)                         (sequential blocks)
                   L_phi Phi^(k) + A^(k)                               (parallel residual)
     alpha^(l)   = prod_{k > l} f^(k)                                  (1 for the top layer)
-    gamma       = 2 ||V^(l,h)||_2 Phi (QK),  Phi (V)                            (sequential)
+    gamma       = 2 ||V^(l,h)||_2 A_x Phi (QK),  A_x Phi (V)                    (sequential)
+                  2 ||V_x^(l,h)||_2 Phi (QK_x),  Phi (V_x)                      (cross-attention)
                   2 ||V^(l,h)||_2 (QK),  1 (V)                                  (parallel residual)
                   ||M_out||_2 (M_in, plain), 2 ||M_out||_2 ||M_gate||_2 (M_in, gated),
                   2 ||M_out||_2 ||M_in||_2 (M_gate),  1 (M_out); an expert's from its own norms
@@ -20,7 +23,7 @@ marked; the block's layout comes from its :class:`~specbound.architecture.ModelS
     P_m         = {0, 1/m, ..., 2},  m = ceil(L + ln max(N, 2))
     ours        = sum_W c(W; p_W) + sqrt(L)
     xi^(l)      = sum_W (gamma^E_W ||W||_{2,1})^(2/3) over the layer's matrices, gamma^E = gamma / 2
-                  for QK and gamma for every other kind (for BERT: Edelman et al.'s sum exactly)
+                  for QK and QK_x and gamma for every other kind (for BERT: Edelman et al.'s sum exactly)
     edelman     = (1 + sum_l (alpha^(l))^(2/3) xi^(l))^(3/2)
 
 alpha and the Edelman proxy overflow float64 for deep or large-norm models, so every product is
@@ -162,6 +165,20 @@ def log_mlp_factor(spec: Mapping[Kind, np.ndarray], shape: ModelShape) -> np.nda
     return routed
 
 
+def log_attention_factor(spec_v: np.ndarray, spec_qk: np.ndarray) -> np.ndarray:
+    """ln A per layer, A = sum_h ||V_h|| (1 + 4 ||QK_h||), from (L, H) spectral norms."""
+    return safe_log((spec_v * (1.0 + 4.0 * spec_qk)).sum(axis=1))
+
+
+def log_cross_factor(spec: Mapping[Kind, np.ndarray], shape: ModelShape) -> np.ndarray:
+    """ln A_x per layer, (L,): a decoder layer's cross-attention factor sum_h ||V_x,h|| (1 + 4 ||QK_x,h||)
+    in an encoder-decoder (SPEC §12, in series); ln 1 = 0 for every layer without a cross-attention."""
+    log_cross = np.zeros(shape.num_layers)
+    if shape.encoder_decoder:
+        log_cross[list(shape.layers_with(Kind.QK_X))] = log_attention_factor(spec[Kind.V_X], spec[Kind.QK_X])
+    return log_cross
+
+
 def log_layer_factors(
     log_phi: np.ndarray,
     spec_v: np.ndarray,
@@ -169,17 +186,19 @@ def log_layer_factors(
     l_phi: float,
     *,
     parallel: bool = False,
+    log_cross: np.ndarray | None = None,
 ) -> np.ndarray:
-    """ln f^(k) per layer. log_phi: (L,) ln Phi (:func:`log_mlp_factor`); spec_v, spec_qk: (L, H) spectral norms.
+    """ln f^(k) per layer. log_phi: (L,) ln Phi (:func:`log_mlp_factor`); spec_v, spec_qk: (L, H) spectral
+    norms; log_cross: (L,) ln A_x of an encoder-decoder's cross-attentions (:func:`log_cross_factor`).
 
-    Sequential blocks compose, so f = L_phi Phi A; a parallel residual adds its two branches,
-    f = L_phi Phi + A, with A = sum_h ||V_h|| (1 + 4 ||QK_h||).
+    Sequential blocks compose, so f = L_phi Phi A (A_x: a decoder layer's three sub-blocks in turn); a
+    parallel residual adds its two branches, f = L_phi Phi + A, with A = sum_h ||V_h|| (1 + 4 ||QK_h||).
     """
-    head_sum = (spec_v * (1.0 + 4.0 * spec_qk)).sum(axis=1)  # (L,)
+    log_attention = log_attention_factor(spec_v, spec_qk)  # (L,)
     log_mlp = math.log(l_phi) + log_phi  # (L,)
     if parallel:
-        return np.logaddexp(log_mlp, safe_log(head_sum))
-    return log_mlp + safe_log(head_sum)
+        return np.logaddexp(log_mlp, log_attention)
+    return log_mlp + log_attention + (0.0 if log_cross is None else log_cross)
 
 
 def log_alpha(log_factors: np.ndarray) -> np.ndarray:
@@ -192,8 +211,8 @@ def log_alpha(log_factors: np.ndarray) -> np.ndarray:
 class LocalFactors:
     """ln gamma of each kind (the bound's local factor) and ln gamma^E (the Edelman-style proxy's).
 
-    Per head kind an (L, H) array, or (L, 1) when every head of a layer shares it; per MLP kind (L,),
-    or (L, U), one column per expert, in a mixture of experts.
+    Per head kind an (L_k, H) array (L_k: the layers with the kind), or (L_k, 1) when every head of a
+    layer shares it; per MLP kind (L,), or (L, U), one column per expert, in a mixture of experts.
     """
 
     log_gamma: dict[Kind, np.ndarray]
@@ -207,7 +226,9 @@ def log_local_factors(spec: Mapping[Kind, np.ndarray], shape: ModelShape) -> Loc
     shared one's in a mixture of experts). A parallel residual's attention branch does not pass
     through the MLP: QK 2 ||V_h||, V 1. The MLP kinds, from the norms of their own MLP (expert):
     M_in ||M_out|| (plain) or 2 ||M_out|| ||M_gate|| (gated), M_gate 2 ||M_out|| ||M_in||, M_out 1.
-    gamma^E halves QK's gamma.
+    In a decoder layer of an encoder-decoder the self-attention's output passes the cross-attention
+    before the MLP: QK 2 ||V_h|| A_x Phi, V A_x Phi; the cross-attention's QK_x 2 ||V_x,h|| Phi, V_x Phi.
+    gamma^E halves QK's and QK_x's gamma.
     """
     L = shape.num_layers
     log_v = safe_log(spec[Kind.V])  # (L, H)
@@ -216,8 +237,14 @@ def log_local_factors(spec: Mapping[Kind, np.ndarray], shape: ModelShape) -> Loc
         v_part = np.zeros((L, 1))  # gamma(V_h) = 1
     else:
         v_part = log_mlp_factor(spec, shape)[:, None]  # (L, 1): ln Phi
-    gamma_e = {Kind.QK: v_part + log_v, Kind.V: v_part}  # (L, H), (L, 1)
-    gamma = {Kind.QK: math.log(2.0) + log_v + v_part, Kind.V: v_part}
+    self_part = v_part + log_cross_factor(spec, shape)[:, None]  # (L, 1): ln A_x Phi (A_x = 1 outside a decoder)
+    gamma_e = {Kind.QK: self_part + log_v, Kind.V: self_part}  # (L, H), (L, 1)
+    gamma = {Kind.QK: math.log(2.0) + log_v + self_part, Kind.V: self_part}
+    if shape.encoder_decoder:
+        decoder = list(shape.layers_with(Kind.QK_X))
+        log_vx, x_part = safe_log(spec[Kind.V_X]), v_part[decoder]  # (L_dec, H), (L_dec, 1): ln Phi
+        gamma_e |= {Kind.QK_X: x_part + log_vx, Kind.V_X: x_part}
+        gamma |= {Kind.QK_X: math.log(2.0) + log_vx + x_part, Kind.V_X: x_part}
     if shape.gated:
         gamma[Kind.M_GATE] = math.log(2.0) + log_out + safe_log(spec[Kind.M_IN])
         gamma[Kind.M_IN] = math.log(2.0) + log_out + safe_log(spec[Kind.M_GATE])
@@ -234,7 +261,8 @@ def log_edelman(
 ) -> tuple[np.ndarray, float]:
     """(ln xi^(l) per layer, ln of the Edelman-style proxy); log_gamma_edelman and norm_21 are (M,)."""
     terms = (2 / 3) * (log_gamma_edelman + safe_log(norm_21))  # (M,) ln (gamma^E ||W||_{2,1})^(2/3)
-    log_xi = logsumexp(terms.reshape(shape.num_layers, shape.matrices_per_layer), axis=1)  # (L,)
+    starts = shape.layer_starts
+    log_xi = np.array([logsumexp(terms[starts[k] : starts[k + 1]]) for k in range(shape.num_layers)])  # (L,)
     inner = logsumexp(np.append((2 / 3) * log_alpha_ + log_xi, 0.0))  # ln(1 + sum_l ...)
     return log_xi, 1.5 * float(inner)
 
@@ -411,7 +439,12 @@ class BoundAnalysis:
         spec = profile.by_kind(profile.spectral_norm)  # (L, H) per head kind, (L,) per MLP kind
 
         log_factors = log_layer_factors(
-            log_mlp_factor(spec, shape), spec[Kind.V], spec[Kind.QK], l_phi, parallel=shape.parallel
+            log_mlp_factor(spec, shape),
+            spec[Kind.V],
+            spec[Kind.QK],
+            l_phi,
+            parallel=shape.parallel,
+            log_cross=log_cross_factor(spec, shape),
         )
         log_alpha_ = log_alpha(log_factors)
 

@@ -35,9 +35,10 @@ from .profile import SpectralProfile, full_dims_of, validate_profile
 #: 2: entries carry a SHA-256 of their arrays. 3: the shape describes the block (family, key/value
 #: heads, head size, MLP and residual kinds, adaptations); a version-2 entry is a BERT encoder's and
 #: is still read (:data:`READABLE_SCHEMAS`). 4: the shape may hold experts (SPEC §12); a version-3
-#: entry is a dense model's and is still read.
-SCHEMA_VERSION = 4
-READABLE_SCHEMAS = (4, 3, 2)
+#: entry is a dense model's and is still read. 5: the shape may hold two stacks (an encoder-decoder);
+#: a version-4 entry is a model of one stack's and is still read.
+SCHEMA_VERSION = 5
+READABLE_SCHEMAS = (5, 4, 3, 2)
 _META = "meta"
 _FLOATS, _INTS = np.dtype("<f8"), np.dtype("<i8")
 #: room for a .npy member's own header beside its data
@@ -188,7 +189,7 @@ class ProfileCache:
     def _read_layer(
         path: Path, model: str, revision: str, layer: int, shape: ModelShape
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rows, n = shape.matrices_per_layer, shape.hidden_size
+        rows, n = shape.layer_size(layer), shape.hidden_size
         member_bytes = 8 * rows * n + _NPY_HEADER_BYTES  # the singular values, the largest member
         with NpzArchive(
             path,

@@ -168,7 +168,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     lines += [
         f"Edelman-style proxy:             {analysis.edelman:.6g}  (log10 {log10(analysis.log_edelman):.4f})",
         f"\nper layer, c(W; p) at {label} (sqrt(L) = {math.sqrt(shape.num_layers):.4g} is added to the total):",
-        layer_frame(analysis, terms).to_string(index=False, float_format=lambda v: f"{v:.5g}"),
+        layer_frame(analysis, terms).to_string(index=False, float_format=lambda v: f"{v:.5g}", na_rep="-"),
         "\nThese are proxies of the bound's leading complexity factor, not the generalization gap.",
     ]
     _write_stdout("\n".join(lines) + "\n")
@@ -191,7 +191,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
             f"{entry.repo_id}"
         )
     print(
-        f"\nAny Hub repository id (owner/name) or local checkpoint directory of a supported family "
+        "\nL of an encoder-decoder (t5, bart) counts its encoder and decoder layers together, as its proxies do.\n"
+        f"Any Hub repository id (owner/name) or local checkpoint directory of a supported family "
         f"({supported_model_types()}) also works, and so does a model of an atlas file (atlas:FILE#MODEL)."
     )
     return 0

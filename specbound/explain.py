@@ -208,14 +208,11 @@ def explain_p_star(analysis: BoundAnalysis) -> str:
 
 
 def structural_rank(profile: SpectralProfile) -> np.ndarray:
-    """(M,) the largest rank each matrix can have: min(d, N) for QK and V, min(N, d_ff) for the MLP kinds."""
+    """(M,) the largest rank each matrix can have: min(d, N) for the per-head kinds, min(N, d_ff) (the
+    matrix's full dimension, an expert's own d_ff in a mixture of experts) for the MLP kinds."""
     shape = profile.shape
-    L = shape.num_layers
-    head = min(shape.head_dim, shape.hidden_size)
-    full = min(shape.hidden_size, shape.ffn_size)
-    return profile.assemble(
-        {kind: np.full((L, 1), head) if kind.per_head else np.full(L, full) for kind in profile.model_kinds}
-    )
+    per_head = np.array([matrix.kind.per_head for matrix in profile.ids])  # (M,)
+    return np.where(per_head, min(shape.head_dim, shape.hidden_size), profile.full_dims)
 
 
 def rank_and_maximum(profile: SpectralProfile) -> tuple[np.ndarray, np.ndarray]:

@@ -68,6 +68,8 @@ class LayerSource(Protocol):
 
     def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 
+    def cross_attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None: ...
+
     def mlp_weight(self, field: str) -> np.ndarray: ...
 
     def mlp_mapped(self, field: str) -> MappedMatrix | None: ...
@@ -102,21 +104,28 @@ def analyse_layer(
     layer: LayerSource, shape: ModelShape, backend: Backend | None = None, *, large_norm_11: bool = LARGE_NORM_11
 ) -> LayerSpectra:
     """Singular values and (2,1), (1,1) norms of one layer's 2H + 2 (gated: 2H + 3) proxy matrices
-    (the (1,1) norm of a factored product too large to form whole only with ``large_norm_11``).
+    (the (1,1) norm of a factored product too large to form whole only with ``large_norm_11``); a
+    decoder layer of an encoder-decoder has 2H more, its cross-attention's QK_x and V_x after QK and V.
 
-    The attention weights are read and analysed first and let go; then each feed-forward matrix is
-    read, analysed and let go in turn, so that the peak is :func:`~specbound.limits.layer_peak_bytes`.
+    The attention weights are read and analysed first and let go (the cross-attention's after the
+    self-attention's); then each feed-forward matrix is read, analysed and let go in turn, so that the
+    peak is :func:`~specbound.limits.layer_peak_bytes`.
     """
     be = backend or get_backend()
     width = shape.hidden_size  # max(N, min(N, d_ff))
     rows_sv, rows_21, rows_11 = [], [], []
-    for heads in attention_heads(*layer.attention_weights(), shape):  # QK, then V
-        spectra = head_spectra(heads, be, large_norm_11=large_norm_11)
-        sv = spectra.singular_values  # (H, <= d)
-        rows_sv.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
-        rows_21.append(spectra.norm_21)
-        rows_11.append(spectra.norm_11)
-        del heads
+    for read in (layer.attention_weights, layer.cross_attention_weights):
+        weights = read()
+        if weights is None:  # no cross-attention in this layer
+            continue
+        for heads in attention_heads(*weights, shape):  # QK, then V (QK_x, then V_x)
+            spectra = head_spectra(heads, be, large_norm_11=large_norm_11)
+            sv = spectra.singular_values  # (H, <= d)
+            rows_sv.append(np.pad(sv, ((0, 0), (0, width - sv.shape[1]))))
+            rows_21.append(spectra.norm_21)
+            rows_11.append(spectra.norm_11)
+            del heads
+        del weights
     for expert in shape.experts:  # one dense MLP, or expert by expert (the shared one last)
         ffn_size = shape.expert_ffn_size(expert)
         k_ffn = min(shape.hidden_size, ffn_size)

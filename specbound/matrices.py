@@ -13,6 +13,10 @@ key/value head g(h) = ⌊h / (H / H_kv)⌋, and the head slices s_h = [h d, (h +
     M_in    = (up / fc1 weight)^T                   (N x d_ff)
     M_out   = (down / fc2 weight)^T                 (d_ff x N)
 
+A decoder layer of an encoder-decoder (SPEC §12) also has a cross-attention, its queries from the
+decoder's state and its keys and values from the encoder's output: QK_x and V_x are built from its
+four weights (``cross_query`` ... ``cross_out``) exactly as QK and V are from the self-attention's.
+
 A mixture of experts (SPEC §12) has the three MLP matrices once per expert e (and for the shared
 expert), each an MLP weight field of its own, ``expert{e}.gate`` ... (:func:`mlp_field`).
 
@@ -58,10 +62,23 @@ class LayerWeights:
     ffn_out: np.ndarray | None = None  # (N, d_ff)  down / fc2 / output.dense
     gate: np.ndarray | None = None  # (d_ff, N)  gated MLPs only
     experts: Mapping[str, np.ndarray] = field(default_factory=dict)  # mixtures of experts only
+    cross_query: np.ndarray | None = None  # (H d, N)  a decoder layer's cross-attention (encoder-decoders)
+    cross_key: np.ndarray | None = None  # (H_kv d, N)  reads the encoder's output
+    cross_value: np.ndarray | None = None  # (H_kv d, N)
+    cross_out: np.ndarray | None = None  # (N, H d)
 
     def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(query, key, value, attn_out): what :func:`attention_heads` reads (a streamed layer has the same)."""
         return self.query, self.key, self.value, self.attn_out
+
+    def cross_attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """(query, key, value, attn_out) of the cross-attention, None for a layer without one."""
+        cross = (self.cross_query, self.cross_key, self.cross_value, self.cross_out)
+        if all(w is None for w in cross):
+            return None
+        if any(w is None for w in cross):
+            raise ValueError("a cross-attention needs its query, key, value and output weights")
+        return cross  # type: ignore[return-value]  # none is None, checked above
 
     def mlp_weight(self, field: str) -> np.ndarray:
         """One MLP weight by field name ("gate", "ffn_in", "ffn_out", or an expert's, :func:`mlp_field`)."""
@@ -75,9 +92,10 @@ class LayerWeights:
         return None
 
     @staticmethod
-    def expected_shapes(shape: ModelShape) -> dict[str, tuple[int, int]]:
+    def expected_shapes(shape: ModelShape, layer: int | None = None) -> dict[str, tuple[int, int]]:
         """(out, in) shape of each field for a model of ``shape``: the attention's, then every MLP
-        field of :func:`mlp_fields` (an expert's ``expert{e}.ffn_in``, ...)."""
+        field of :func:`mlp_fields` (an expert's ``expert{e}.ffn_in``, ...), then an encoder-decoder's
+        cross-attention fields (for every layer, or only if ``layer`` is one of the decoder's)."""
         n, d = shape.hidden_size, shape.head_dim
         shapes = {
             "query": (shape.num_heads * d, n),
@@ -89,6 +107,9 @@ class LayerWeights:
             f = shape.expert_ffn_size(expert)
             for kind in shape.layer_kinds:
                 shapes[mlp_field(kind, expert)] = (n, f) if kind is Kind.M_OUT else (f, n)
+        if shape.encoder_decoder and (layer is None or shape.has_cross(layer)):  # the self-attention's shapes
+            for name, cross in CROSS_FIELDS.items():
+                shapes[cross] = shapes[name]
         return shapes
 
     @classmethod
@@ -124,6 +145,15 @@ class LayerFactors:
     def v(self) -> np.ndarray:
         """Dense V matrices, (H, N, N)."""
         return self.v_left @ self.v_right
+
+
+#: Each self-attention field of :class:`LayerWeights` and its cross-attention counterpart.
+CROSS_FIELDS: dict[str, str] = {
+    "query": "cross_query",
+    "key": "cross_key",
+    "value": "cross_value",
+    "attn_out": "cross_out",
+}
 
 
 def head_rows(weight: np.ndarray, num_heads: int) -> np.ndarray:

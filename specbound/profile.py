@@ -18,7 +18,7 @@ head) grid, per layer or per expert uses :meth:`SpectralProfile.per_head`,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ _SHAPE_FIELDS = (
     "num_experts",
     "experts_per_token",
     "shared_expert_size",
+    "encoder_layers",
 )
 __all__ = ["HEAD_KINDS", "MatrixId", "SpectralProfile", "full_dims_of", "matrix_ids", "validate_profile"]
 
@@ -50,17 +51,27 @@ __all__ = ["HEAD_KINDS", "MatrixId", "SpectralProfile", "full_dims_of", "matrix_
 @dataclass(frozen=True, order=True)
 class MatrixId:
     """Which proxy matrix: its layer (0-based, bottom first), kind, query head (None for the MLP kinds)
-    and, in a mixture of experts, the expert of an MLP kind (0..E-1 or ``"shared"``; None otherwise)."""
+    and, in a mixture of experts, the expert of an MLP kind (0..E-1 or ``"shared"``; None otherwise).
+
+    In an encoder-decoder ``layer`` counts through both stacks, the encoder's first (the order the
+    bound reads them in); ``stack`` and ``stack_layer`` (the index within the stack, as the checkpoint
+    numbers it) are set on the ids of :func:`matrix_ids` for the labels and do not take part in
+    comparisons: ``MatrixId(7, Kind.QK_X, 0)`` is that matrix whether they are given or not.
+    """
 
     layer: int
     kind: Kind
     head: int | None = None
     expert: Expert = None
+    stack: str | None = field(default=None, compare=False)
+    stack_layer: int | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
+        """'L3 QK h2', 'L0 M_in e3' (an expert), 'dec L1 QK_x h0' (a stack's layer)."""
         head = f" h{self.head}" if self.head is not None else ""
-        return f"L{self.layer} {self.kind.value}{head}{expert_suffix(self.expert)}"
+        where = f"L{self.layer}" if self.stack is None else f"{self.stack[:3]} L{self.stack_layer}"
+        return f"{where} {self.kind.value}{head}{expert_suffix(self.expert)}"
 
 
 def expert_suffix(expert: Expert) -> str:
@@ -78,12 +89,16 @@ def expert_code(expert: Expert, shape: ModelShape) -> int:
 
 
 def full_dims_of(shape: ModelShape) -> np.ndarray:
-    """min(rows, cols) of every matrix as a full matrix: N for QK and V, min(N, d_ff) for the MLP kinds
-    (the expert's own d_ff in a mixture of experts)."""
-    per_layer = [shape.hidden_size] * (2 * shape.num_heads)
+    """min(rows, cols) of every matrix as a full matrix: N for the per-head kinds, min(N, d_ff) for the
+    MLP kinds (the expert's own d_ff in a mixture of experts)."""
+    mlp: list[int] = []
     for expert in shape.experts:
-        per_layer += [min(shape.hidden_size, shape.expert_ffn_size(expert))] * len(shape.layer_kinds)
-    return np.tile(np.array(per_layer, dtype=np.int64), shape.num_layers)  # (M,)
+        mlp += [min(shape.hidden_size, shape.expert_ffn_size(expert))] * len(shape.layer_kinds)
+    dims = [
+        [shape.hidden_size] * (len(shape.head_kinds_of(layer)) * shape.num_heads) + mlp
+        for layer in range(shape.num_layers)
+    ]
+    return np.array([k for layer in dims for k in layer], dtype=np.int64)  # (M,)
 
 
 def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> None:
@@ -139,22 +154,29 @@ def validate_profile(profile: SpectralProfile, *, full_width: bool = False) -> N
 
 
 def matrix_position(shape: ModelShape, layer: int, kind: Kind, head: int | None = None, expert: Expert = None) -> int:
-    """Row of one matrix in profile order: layer (2H + U k) + [h | H + h | 2H + u k + position among
-    the MLP kinds], with u the expert's position in :attr:`ModelShape.experts` (0 in a dense layer)."""
+    """Row of one matrix in profile order: the layer's first row (:attr:`ModelShape.layer_starts`) +
+    [j H + h for the j-th per-head kind of the layer | J H + u k + position among the MLP kinds], with
+    J the layer's per-head kinds (2, or 4 in a decoder layer of an encoder-decoder) and u the expert's
+    position in :attr:`ModelShape.experts` (0 in a dense layer)."""
     heads = shape.num_heads
-    if not 0 <= layer < shape.num_layers:
+    if not is_genuine_int(layer) or not 0 <= layer < shape.num_layers:
         raise IndexError(f"layer {layer} is outside 0..{shape.num_layers - 1}")
+    head_kinds = shape.head_kinds_of(layer)
     if kind in HEAD_KINDS:
+        if kind not in head_kinds:
+            where = f"layer {layer} ({shape.stack_of(layer)})" if shape.encoder_decoder else "this model"
+            raise IndexError(f"{where} has no {kind.value} matrices")
         if head is None or not 0 <= head < heads:
             raise IndexError(f"{kind.value} needs a head in 0..{heads - 1}, got {head}")
-        offset = HEAD_KINDS.index(kind) * heads + head
+        offset = head_kinds.index(kind) * heads + head
     else:
         if kind not in shape.layer_kinds:
             raise IndexError(f"this model has no {kind.value} matrices")
         if head is not None:
             raise IndexError(f"{kind.value} has one matrix per layer, not per head")
-        offset = 2 * heads + _expert_position(shape, expert) * len(shape.layer_kinds) + shape.layer_kinds.index(kind)
-    return layer * shape.matrices_per_layer + offset
+        mlp = _expert_position(shape, expert) * len(shape.layer_kinds) + shape.layer_kinds.index(kind)
+        offset = len(head_kinds) * heads + mlp
+    return shape.layer_starts[layer] + offset
 
 
 def _expert_position(shape: ModelShape, expert: Expert) -> int:
@@ -168,12 +190,19 @@ def _expert_position(shape: ModelShape, expert: Expert) -> int:
 
 
 def matrix_ids(shape: ModelShape) -> tuple[MatrixId, ...]:
-    """The L (2H + 2), L (2H + 3) or L (2H + 3E [+ 3]) matrices of a model, in profile order."""
+    """The L (2H + 2), L (2H + 3) or L (2H + 3E [+ 3]) matrices of a model (L_enc (2H + k) + L_dec
+    (4H + k) for an encoder-decoder, each id with its stack), in profile order."""
     ids: list[MatrixId] = []
     for layer in range(shape.num_layers):
-        for kind in HEAD_KINDS:
-            ids.extend(MatrixId(layer, kind, h) for h in range(shape.num_heads))
-        ids.extend(MatrixId(layer, kind, expert=expert) for expert in shape.experts for kind in shape.layer_kinds)
+        stack = shape.stack_of(layer)
+        number = shape.stack_layer(layer) if stack else None
+        for kind in shape.head_kinds_of(layer):
+            ids.extend(MatrixId(layer, kind, h, stack=stack, stack_layer=number) for h in range(shape.num_heads))
+        ids.extend(
+            MatrixId(layer, kind, expert=expert, stack=stack, stack_layer=number)
+            for expert in shape.experts
+            for kind in shape.layer_kinds
+        )
     return tuple(ids)
 
 
@@ -250,14 +279,32 @@ class SpectralProfile:
         """Row of a matrix in profile order."""
         return matrix_position(self.shape, matrix.layer, matrix.kind, matrix.head, matrix.expert)
 
-    def per_head(self, values: np.ndarray, kind: Kind) -> np.ndarray:
-        """The (M,) per-matrix ``values`` of a per-head kind (QK or V) as a layer x head grid, (L, H)."""
+    @cached_property
+    def stacks(self) -> np.ndarray:
+        """Stack per matrix ("encoder", "decoder"; "" for a model of one stack)."""
+        return np.array([i.stack or "" for i in self.ids])
+
+    @cached_property
+    def stack_layers(self) -> np.ndarray:
+        """Layer per matrix within its stack (the layer itself for a model of one stack)."""
+        return np.array([i.layer if i.stack_layer is None else i.stack_layer for i in self.ids])
+
+    def head_rows(self, kind: Kind) -> np.ndarray:
+        """Rows (profile order) of a per-head kind as a grid, (L_k, H): one row per layer that has the
+        kind (:meth:`ModelShape.layers_with <specbound.architecture.ModelShape.layers_with>`)."""
         kind = Kind(kind)
-        if kind not in HEAD_KINDS:
+        if not kind.per_head:
             raise ValueError(f"{kind.value} has one matrix per layer: use per_layer")
-        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + k)
-        start = HEAD_KINDS.index(kind) * self.shape.num_heads
-        return by_layer[:, start : start + self.shape.num_heads]  # (L, H)
+        layers = self.shape.layers_with(kind)
+        if not layers:
+            raise ValueError(f"this model has no {kind.value} matrices")
+        first = np.array([matrix_position(self.shape, layer, kind, 0) for layer in layers])
+        return first[:, None] + np.arange(self.shape.num_heads)[None, :]
+
+    def per_head(self, values: np.ndarray, kind: Kind) -> np.ndarray:
+        """The (M,) per-matrix ``values`` of a per-head kind as a layer x head grid, (L, H); for QK_x and
+        V_x of an encoder-decoder the decoder's layers only, (L_dec, H)."""
+        return np.asarray(values)[self.head_rows(kind)]
 
     def per_layer(self, values: np.ndarray, kind: Kind, expert: Expert = None) -> np.ndarray:
         """The (M,) per-matrix ``values`` of a per-layer kind (M_gate, M_in or M_out), one per layer, (L,);
@@ -268,11 +315,10 @@ class SpectralProfile:
         if kind not in self.shape.layer_kinds:
             raise ValueError(f"this model has no {kind.value} matrices")
         try:
-            column = matrix_position(self.shape, 0, kind, expert=expert)
+            rows = [matrix_position(self.shape, layer, kind, expert=expert) for layer in range(self.shape.num_layers)]
         except IndexError as exc:
             raise ValueError(str(exc)) from None
-        by_layer = np.asarray(values).reshape(self.shape.num_layers, self.shape.matrices_per_layer)  # (L, 2H + U k)
-        return by_layer[:, column]  # (L,)
+        return np.asarray(values)[rows]  # (L,)
 
     def per_expert(self, values: np.ndarray, kind: Kind) -> np.ndarray:
         """The (M,) per-matrix ``values`` of an MLP kind as a layer x expert grid, (L, U), the experts in
@@ -280,8 +326,8 @@ class SpectralProfile:
         return np.stack([self.per_layer(values, kind, expert) for expert in self.shape.experts], axis=1)
 
     def by_kind(self, values: np.ndarray) -> dict[Kind, np.ndarray]:
-        """Per-matrix ``values`` split by kind: (L, H) for QK and V; (L,) for each MLP kind of this model,
-        (L, U) with one column per expert in a mixture of experts."""
+        """Per-matrix ``values`` split by kind: (L, H) for QK and V, (L_dec, H) for QK_x and V_x; (L,) for
+        each MLP kind of this model, (L, U) with one column per expert in a mixture of experts."""
         return {
             kind: self.per_head(values, kind)
             if kind.per_head
@@ -290,16 +336,21 @@ class SpectralProfile:
         }
 
     def assemble(self, parts: Mapping[Kind, np.ndarray | float]) -> np.ndarray:
-        """The inverse of :meth:`by_kind`: (L, H) per head kind (or anything that broadcasts to it) and
+        """The inverse of :meth:`by_kind`: (L_k, H) per head kind (or anything that broadcasts to it) and
         (L,) per MLP kind ((L, U), or (L,) shared by every expert, in a mixture of experts), for every
         kind of this model -> (M,) in profile order."""
-        L, H, U = self.shape.num_layers, self.shape.num_heads, len(self.shape.experts)
+        L, U = self.shape.num_layers, len(self.shape.experts)
         if set(parts) != set(self.model_kinds):
             raise ValueError(f"expected values for {', '.join(k.value for k in self.model_kinds)}")
-        columns = [np.broadcast_to(parts[kind], (L, H)) for kind in HEAD_KINDS]
-        mlp = {kind: _expert_grid(parts[kind], L, U) for kind in self.shape.layer_kinds}  # (L, U) each
-        columns += [mlp[kind][:, [u]] for u in range(U) for kind in self.shape.layer_kinds]
-        return np.concatenate(columns, axis=1).ravel()  # (L, 2H + U k) -> (M,)
+        out = np.empty(self.shape.num_matrices, dtype=np.result_type(*(np.asarray(v) for v in parts.values())))
+        for kind in self.shape.head_kinds:
+            rows = self.head_rows(kind)
+            out[rows] = np.broadcast_to(parts[kind], rows.shape)
+        for kind in self.shape.layer_kinds:
+            grid = _expert_grid(parts[kind], L, U)  # (L, U)
+            for u, expert in enumerate(self.shape.experts):
+                out[[matrix_position(self.shape, layer, kind, expert=expert) for layer in range(L)]] = grid[:, u]
+        return out
 
     def rows_of(
         self,
@@ -370,9 +421,11 @@ class SpectralProfile:
         import pandas as pd
 
         experts = {"expert": expert_column([i.expert for i in self.ids])} if self.shape.moe else {}
+        stacks = {"stack": self.stacks, "stack_layer": self.stack_layers} if self.shape.encoder_decoder else {}
         return pd.DataFrame(
             {
                 "layer": self.layers,
+                **stacks,
                 "head": pd.array([i.head for i in self.ids], dtype="Int64"),
                 **experts,
                 "kind": self.kinds,

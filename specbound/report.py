@@ -58,9 +58,13 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
     matrices = []
     for i, matrix in enumerate(profile.ids):
         expert = {"expert": matrix.expert} if shape.moe else {}  # SPEC §12: 0..E-1 or "shared", null for a head
+        # SPEC §12: an encoder-decoder's layer counts through both stacks (log10_alpha's index), and
+        # stack_layer is its number within its stack, as the checkpoint's keys number it
+        stack = {"stack": matrix.stack, "stack_layer": matrix.stack_layer} if shape.encoder_decoder else {}
         matrices.append(
             {
                 "layer": matrix.layer,
+                **stack,
                 "head": matrix.head,
                 **expert,
                 "kind": matrix.kind.value,
@@ -105,7 +109,15 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
         "activation": shape.activation,
         "adaptations": [a.value for a in shape.adaptations],
         **moe_json(shape),
+        **stacks_json(shape),
     }
+
+
+def stacks_json(shape: ModelShape) -> dict[str, Any]:
+    """An encoder-decoder's fields of the JSON (SPEC §12), none for a model of one stack."""
+    if not shape.encoder_decoder:
+        return {}
+    return {"encoder_layers": shape.encoder_layers, "decoder_layers": shape.decoder_layers}
 
 
 def moe_json(shape: ModelShape) -> dict[str, Any]:
@@ -121,7 +133,10 @@ def moe_json(shape: ModelShape) -> dict[str, Any]:
 
 def shape_summary(shape: ModelShape) -> str:
     """'L=6 N=384 H=12 d=32 d_ff=1536' with H_kv, the MLP and residual kinds where they are not BERT's."""
-    text = f"L={shape.num_layers} N={shape.hidden_size} H={shape.num_heads}"
+    text = f"L={shape.num_layers}"
+    if shape.encoder_decoder:
+        text += f" ({shape.encoder_layers} encoder + {shape.decoder_layers} decoder layers, in series)"
+    text += f" N={shape.hidden_size} H={shape.num_heads}"
     if shape.num_kv_heads != shape.num_heads:
         text += f" H_kv={shape.num_kv_heads}"
     text += f" d={shape.head_dim} d_ff={shape.ffn_size}"
@@ -158,7 +173,8 @@ def terms_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
 
 
 def layer_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
-    """Per-layer table: log10 alpha, the sum of c(W; p) by kind and in total, and Edelman's xi."""
+    """Per-layer table: log10 alpha, the sum of c(W; p) by kind and in total, and Edelman's xi (an
+    encoder-decoder's layers in series, each with its stack; QK_x and V_x empty in the encoder's)."""
     import pandas as pd
 
     profile = analysis.profile
@@ -169,7 +185,12 @@ def layer_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
     table.insert(0, "log10_alpha", to_log10(analysis.log_alpha))
     table["sum_c"] = terms.per_layer(profile.shape.num_layers)
     table["log10_xi"] = to_log10(analysis.log_xi)
-    return table.reset_index()
+    table = table.reset_index()
+    if profile.shape.encoder_decoder:  # each layer's stack and number within it, beside the layer in series
+        shape = profile.shape
+        table.insert(1, "stack", [shape.stack_of(layer) for layer in table["layer"]])
+        table.insert(2, "stack_layer", [shape.stack_layer(layer) for layer in table["layer"]])
+    return table
 
 
 def singular_values_frame(analysis_or_profile: Any) -> pd.DataFrame:
@@ -186,6 +207,11 @@ def singular_values_frame(analysis_or_profile: Any) -> pd.DataFrame:
                     "layer": matrix.layer,
                     "head": matrix.head if matrix.head is not None else pd.NA,
                     **({"expert": "" if matrix.expert is None else str(matrix.expert)} if profile.shape.moe else {}),
+                    **(
+                        {"stack": matrix.stack, "stack_layer": matrix.stack_layer}
+                        if profile.shape.encoder_decoder
+                        else {}
+                    ),
                     "kind": matrix.kind.value,
                     "index": np.arange(1, sv.size + 1),
                     "sigma": sv,

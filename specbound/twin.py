@@ -39,10 +39,10 @@ def twin_layers(
         raise ValueError(f"the initializer range must be a positive number, got {sigma}")
     adapter = adapter_for(shape.family)
     rng = np.random.default_rng(seed)
-    for _ in range(shape.num_layers):
+    for layer in range(shape.num_layers):
         weights = {
             name: rng.normal(0.0, sigma * adapter.init_scale(name, shape), size=size)
-            for name, size in LayerWeights.expected_shapes(shape).items()
+            for name, size in LayerWeights.expected_shapes(shape, layer).items()
         }
         yield LayerWeights.of_fields(weights)
 

@@ -62,8 +62,8 @@ def _config_without_heads(d: Path) -> None:
     edit_config(d, num_attention_heads=None)
 
 
-def _t5(d: Path) -> None:
-    edit_config(d, model_type="t5")
+def _xlnet(d: Path) -> None:
+    edit_config(d, model_type="xlnet")
 
 
 def _heads_not_dividing(d: Path) -> None:
@@ -130,7 +130,11 @@ BAD_CHECKPOINTS = {
     "no config": (_no_config, CheckpointError, ["has no config.json", "not a Hugging Face checkpoint directory"]),
     "config not json": (_config_not_json, CheckpointError, ["config.json", "is not valid JSON"]),
     "no heads in config": (_config_without_heads, CheckpointError, ["lacks a positive integer 'num_attention_heads'"]),
-    "t5": (_t5, UnsupportedModelError, ["model type 't5' is not supported", "supported families:", "gpt2", "llama"]),
+    "xlnet": (
+        _xlnet,
+        UnsupportedModelError,
+        ["model type 'xlnet' is not supported", "supported families:", "gpt2", "llama"],
+    ),
     "heads not dividing N": (
         _heads_not_dividing,
         UnsupportedModelError,

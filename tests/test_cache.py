@@ -233,7 +233,7 @@ def test_an_entry_of_schema_3_still_opens_with_its_block(make_checkpoint, tmp_pa
     earlier.parent.mkdir(parents=True)
     with atomic_write(earlier) as f:
         np.savez(f, allow_pickle=False, meta=np.array(json.dumps(meta)), **arrays)
-    assert cache_module.SCHEMA_VERSION == 4 and not cache.path(profile.model, profile.revision).exists()
+    assert cache_module.SCHEMA_VERSION == 5 and not cache.path(profile.model, profile.revision).exists()
     loaded = cache.load(profile.model, profile.revision)
     assert loaded is not None and loaded.shape == profile.shape
     assert_same_profile(profile, loaded)

@@ -237,6 +237,7 @@ class Checkpoint:
         self.directory, self._arrival = directory, arrival
         self._reader = reader
         self._prefix, self._layout = self._find_layout()
+        self._stacks = adapter.stack_layouts(shape)
         self._records: dict[Path, bytes] = {}
         self._last_layer = self._last_layer_of_shards()
 
@@ -280,15 +281,28 @@ class Checkpoint:
             f"{self.where}: the weights do not match the {adapter.label} layout that config.json declares"
         )
 
+    def layout_of(self, index: int) -> tuple[LayerLayout, int]:
+        """The layout of layer ``index`` and the layer's number in its keys: the layer itself, or for an
+        encoder-decoder its stack's layout and its number within the stack."""
+        if self._stacks is None:
+            return self._layout, index
+        encoder, decoder = self._stacks
+        return (decoder, self.shape.stack_layer(index)) if self.shape.has_cross(index) else (encoder, index)
+
+    def roles(self, index: int) -> tuple[str, ...]:
+        """The roles of layer ``index``'s tensors (a decoder layer of an encoder-decoder has more)."""
+        return tuple(self.layout_of(index)[0].tensors)
+
     def _key(self, index: int, role: str) -> str:
-        return f"{self._prefix}{self._layout.root}.{index}.{self._layout.tensors[role].name}"
+        layout, number = self.layout_of(index)
+        return f"{self._prefix}{layout.root}.{number}.{layout.tensors[role].name}"
 
     def shards(self, index: int) -> list[Path]:
         """The weight files holding layer ``index``'s tensors (none for a model in memory)."""
         if self.directory is None:
             return []
         names = set(self._reader.names())
-        keys = [self._key(index, role) for role in self._layout.tensors]
+        keys = [self._key(index, role) for role in self.roles(index)]
         return sorted({self._reader.shard_of(key) for key in keys if key in names})
 
     def _last_layer_of_shards(self) -> dict[Path, int]:
@@ -326,13 +340,17 @@ class Checkpoint:
 
     def _checked(self, index: int, role: str) -> tuple[str, str]:
         """(key, label) of one layer's tensor, its presence, shape and dtype checked from its header."""
-        spec = self._layout.tensors[role]
-        key = f"{self._prefix}{self._layout.root}.{index}.{spec.name}"
-        label = f"{self._layout.root}.{index}.{spec.name}"
+        layout, number = self.layout_of(index)
+        spec = layout.tensors[role]
+        key = f"{self._prefix}{layout.root}.{number}.{spec.name}"
+        label = f"{layout.root}.{number}.{spec.name}"
         if key not in set(self._reader.names()):
-            raise CheckpointError(
-                f"weight '{key}' is missing from the checkpoint (config.json declares {self.shape.num_layers} layers)"
+            declared = (
+                f"{self.shape.encoder_layers} encoder and {self.shape.decoder_layers} decoder layers"
+                if self.shape.encoder_decoder
+                else f"{self.shape.num_layers} layers"
             )
+            raise CheckpointError(f"weight '{key}' is missing from the checkpoint (config.json declares {declared})")
         info = self._reader.info(key)
         if info.shape != spec.shape:
             raise UnsupportedModelError(
@@ -364,7 +382,7 @@ class Checkpoint:
 
     def layer(self, index: int) -> LayerWeights:
         """One layer's weights in canonical (out, in) form, float64 (every tensor checked, see :meth:`read`)."""
-        return self.adapter.to_weights(self.read(index, self._layout.tensors), self.shape)
+        return self.adapter.to_weights(self.read(index, self.roles(index)), self.shape)
 
     def layers(self) -> Iterator[LayerWeights]:
         for index in range(self.shape.num_layers):
@@ -403,6 +421,16 @@ class StreamedLayer:
         adapter, shape = checkpoint.adapter, checkpoint.shape
         tensors = checkpoint.read(self.index, adapter.attention_roles(shape))
         return adapter.attention_weights(tensors, shape)
+
+    def cross_attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The cross-attention's (query, key, value, attn_out) of a decoder layer of an encoder-decoder,
+        None for any other layer."""
+        checkpoint = self.checkpoint
+        adapter, shape = checkpoint.adapter, checkpoint.shape
+        if not shape.has_cross(self.index):
+            return None
+        tensors = checkpoint.read(self.index, adapter.cross_roles(shape))
+        return adapter.cross_attention_weights(tensors, shape)
 
     def mlp_weight(self, field: str) -> np.ndarray:
         """One MLP weight ("gate", "ffn_in" or "ffn_out") in (out, in) form."""

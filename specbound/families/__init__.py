@@ -28,6 +28,7 @@ from .registry import (
     register,
     supported_model_types,
 )
+from .seq2seq import BartAdapter, T5Adapter
 
 __all__ = [
     "ADAPTERS",
@@ -61,5 +62,7 @@ for _adapter in (
     Qwen2MoeAdapter(),
     Qwen3MoeAdapter(),
     MoeAdapter(),
+    T5Adapter(),
+    BartAdapter(),
 ):
     register(_adapter)

@@ -64,6 +64,15 @@ class FamilyAdapter(ABC):
     def to_weights(self, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> LayerWeights:
         """The canonical (out, in) weights of one layer from its tensors (by role), a pure function."""
 
+    def stack_layouts(self, shape: ModelShape) -> tuple[LayerLayout, LayerLayout] | None:
+        """An encoder-decoder's layouts (SPEC §12), the encoder's then the decoder's, each numbering its
+        own layers from 0 (``encoder.block.0``, ``decoder.block.0``); None for a model of one stack."""
+        return None
+
+    def cross_roles(self, shape: ModelShape) -> tuple[str, ...]:
+        """The roles of :meth:`tensors` that hold a decoder layer's cross-attention (none by default)."""
+        return ()
+
     def layouts(self, shape: ModelShape) -> tuple[LayerLayout, ...]:
         """The key layouts a checkpoint of this family may use, tried in order: the saved one, then any
         other (a model held in memory by a newer transformers may name its modules differently)."""
@@ -85,9 +94,10 @@ class FamilyAdapter(ABC):
         return frozenset(role for field in mlp_fields(shape) for role in self.mlp_roles(field, shape))
 
     def attention_roles(self, shape: ModelShape) -> tuple[str, ...]:
-        """The roles of :meth:`tensors` that hold attention weights (every role no MLP field reads)."""
-        mlp = self.mlp_tensor_roles(shape)
-        return tuple(role for role in self.tensors(shape) if role not in mlp)
+        """The roles of :meth:`tensors` that hold self-attention weights (every role no MLP field and no
+        cross-attention reads)."""
+        other = self.mlp_tensor_roles(shape) | set(self.cross_roles(shape))
+        return tuple(role for role in self.tensors(shape) if role not in other)
 
     def attention_weights(
         self, tensors: Mapping[str, np.ndarray], shape: ModelShape
@@ -100,6 +110,17 @@ class FamilyAdapter(ABC):
         """
         weights = self.to_weights({**tensors, **_unread(self, shape, exclude=tuple(tensors))}, shape)
         return weights.query, weights.key, weights.value, weights.attn_out
+
+    def cross_attention_weights(
+        self, tensors: Mapping[str, np.ndarray], shape: ModelShape
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A decoder layer's cross-attention (query, key, value, attn_out) from the tensors of
+        :meth:`cross_roles` alone, as :meth:`attention_weights` reads the self-attention's."""
+        weights = self.to_weights({**tensors, **_unread(self, shape, exclude=tuple(tensors))}, shape)
+        cross = weights.cross_attention_weights()
+        if cross is None:
+            raise ValueError(f"the {self.label} adapter reads no cross-attention")
+        return cross
 
     def mlp_weight(self, field: str, tensors: Mapping[str, np.ndarray], shape: ModelShape) -> np.ndarray:
         """One MLP weight (``gate``, ``ffn_in`` or ``ffn_out``) in (out, in) form from the tensors of its

@@ -54,6 +54,10 @@ FAMILY_NAMES: dict[str, str] = {
     "qwen2_moe": "Qwen2-MoE",
     "qwen3_moe": "Qwen3-MoE",
     "olmoe": "OLMoE",
+    "t5": "T5",
+    "mt5": "mT5",
+    "bart": "BART",
+    "mbart": "mBART",
 }
 
 

@@ -1,8 +1,8 @@
 """Architectures specbound does not read are refused, from the library and from the command line, with
-one line that says why and names the supported families (SPEC §11): encoder-decoders (T5, BART),
-a dense family's config that declares experts (the mixtures of experts of SPEC §12 are read, see
-``test_moe.py``), remote code (``auto_map``)
-and an activation whose Lipschitz constant is not known.
+one line that says why and names the supported families (SPEC §11): an architecture of no supported
+family (XLNet), an encoder-decoder whose two stacks differ in size, a dense family's config that
+declares experts (the mixtures of experts of SPEC §12 are read, see ``test_moe.py``), remote code
+(``auto_map``) and an activation whose Lipschitz constant is not known.
 
 Each checkpoint is real, written by ``save_pretrained``; the refusals come from config.json alone.
 """
@@ -20,8 +20,9 @@ from specbound.checkpoints import open_checkpoint
 from specbound.errors import UnsupportedModelError
 from specbound.loading import load_profile
 
-#: the model types of SPEC §11's and §12's tables (dense decoders and mixtures of experts)
+#: the model types of SPEC §11's and §12's tables (dense decoders, mixtures of experts, encoder-decoders)
 SUPPORTED = (
+    "bart",
     "bert",
     "bloom",
     "camembert",
@@ -35,8 +36,10 @@ SUPPORTED = (
     "gpt_neox",
     "gptj",
     "llama",
+    "mbart",
     "mistral",
     "mixtral",
+    "mt5",
     "olmo",
     "olmo2",
     "olmoe",
@@ -48,6 +51,7 @@ SUPPORTED = (
     "qwen3",
     "qwen3_moe",
     "roberta",
+    "t5",
     "vit",
     "xlm-roberta",
 )
@@ -76,15 +80,17 @@ def refused(tiny, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("refused")
     small = {"vocab_size": 64, "d_model": 32}
     return {
-        "t5": _save(tf.T5Model(tf.T5Config(**small, d_ff=64, d_kv=8, num_layers=1, num_heads=4)), root / "t5"),
-        "bart": _save(
+        "xlnet": _save(
+            tf.XLNetModel(tf.XLNetConfig(vocab_size=64, d_model=32, n_layer=1, n_head=4, d_inner=64)), root / "xlnet"
+        ),
+        "bart-two-sizes": _save(
             tf.BartModel(
                 tf.BartConfig(
                     **small,
                     encoder_layers=1,
                     decoder_layers=1,
                     encoder_attention_heads=4,
-                    decoder_attention_heads=4,
+                    decoder_attention_heads=2,
                     encoder_ffn_dim=64,
                     decoder_ffn_dim=64,
                     max_position_embeddings=32,
@@ -117,8 +123,7 @@ def refused(tiny, tmp_path_factory) -> dict[str, Path]:
 
 #: name -> words the one line must contain besides the supported families
 REFUSALS = {
-    "t5": ("model type 't5' is not supported",),
-    "bart": ("model type 'bart' is not supported",),
+    "xlnet": ("model type 'xlnet' is not supported",),
     "remote-code": ("remote code", "auto_map"),
     "experts": ("mixture of experts", "num_local_experts"),
 }
@@ -141,6 +146,13 @@ def test_unsupported_architecture_is_refused_naming_the_supported_families(refus
 def test_cli_refuses_with_one_line(refused, name):
     line = assert_one_line_error(cli("analyze", str(refused[name])), SUPPORTED_LINE, *REFUSALS[name])
     assert line.count("supported families") == 1
+
+
+def test_an_encoder_decoder_whose_stacks_differ_in_size_is_refused_in_one_line(refused):
+    words = ("encoder 4 and the decoder 2 as 'attention_heads'", "one size for both stacks")
+    with pytest.raises(UnsupportedModelError, match="one size for both stacks"):
+        open_checkpoint(refused["bart-two-sizes"])
+    assert_one_line_error(cli("analyze", str(refused["bart-two-sizes"])), *words)
 
 
 def test_unknown_activation_is_refused_by_name(refused):

@@ -96,24 +96,22 @@ def test_an_atlas_in_a_missing_folder_or_that_is_a_folder_is_refused_before_trai
         SpecboundCallback(atlas=tmp_path / "runs")
 
 
-def _tiny_t5():
+def _tiny_xlnet():
+    """A model of a family specbound does not read (XLNet), small enough to train in a test."""
     import torch
     import transformers
 
     torch.manual_seed(0)
-    config = transformers.T5Config(
-        vocab_size=30, d_model=16, d_kv=8, d_ff=24, num_layers=1, num_decoder_layers=1, num_heads=2,
-        decoder_start_token_id=0,
-    )  # fmt: skip
-    model = transformers.T5ForConditionalGeneration(config)
+    config = transformers.XLNetConfig(vocab_size=30, d_model=16, n_layer=1, n_head=2, d_inner=24)
+    model = transformers.XLNetLMHeadModel(config)
     ids = torch.randint(1, 30, (16, 6), generator=torch.Generator().manual_seed(0))
     return model, [{"input_ids": i, "labels": i.flip(0)} for i in ids]
 
 
 def test_a_family_the_analysis_refuses_is_refused_at_attach_and_idle_in_callbacks(tmp_path: Path, caplog) -> None:
-    model, data = _tiny_t5()
+    model, data = _tiny_xlnet()
     trainer = _trainer(tmp_path / "a", model, data=data)
-    with pytest.raises(SpecboundError, match=r"cannot analyse this model: model type 't5' is not supported"):
+    with pytest.raises(SpecboundError, match=r"cannot analyse this model: model type 'xlnet' is not supported"):
         SpecboundCallback.attach(trainer, every_steps=2)
     assert not any(isinstance(c, SpecboundCallback) for c in trainer.callback_handler.callbacks)
     # given in callbacks=[...], where nothing can be refused before train(): one warning, then idle
@@ -124,7 +122,7 @@ def test_a_family_the_analysis_refuses_is_refused_at_attach_and_idle_in_callback
     assert trainer.state.global_step == STEPS
     assert _logged_steps(trainer) == []
     (warning,) = _warnings(caplog)
-    assert "cannot analyse this model and stays idle" in warning and "'t5' is not supported" in warning
+    assert "cannot analyse this model and stays idle" in warning and "'xlnet' is not supported" in warning
 
 
 # --- at a step: one warning, and training goes on -------------------------------------------------------
