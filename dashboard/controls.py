@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from specbound.architecture import Kind
+from specbound.architecture import Kind, ModelShape
 from specbound.bounds import BoundAnalysis, PAssignment, snap_to_grid
 from specbound.defaults import P_MAX
 
@@ -146,6 +146,12 @@ def _override(label: str, key: str, m: int, snap: bool, default: str) -> None:
         )
 
 
+def layer_label(shape: ModelShape, layer: int) -> str:
+    """'layer 3', or for an encoder-decoder 'layer 3 (decoder 1)': the layer in series and in its stack."""
+    stack = shape.stack_of(layer)
+    return f"layer {layer}" + (f" ({stack} {shape.stack_layer(layer)})" if stack else "")
+
+
 def _describe(value: float | None) -> str:
     return "p*" if value is None else f"p = {value:.3g}"
 
@@ -235,7 +241,7 @@ def p_controls(analysis: BoundAnalysis) -> PChoice:
     if per_layer:
         with st.container(border=True):
             for layer in range(shape.num_layers):
-                _override(f"layer {layer}", LAYER_KEY.format(layer), m, snap, default)
+                _override(layer_label(shape, layer), LAYER_KEY.format(layer), m, snap, default)
     choice = held_choice(analysis, st.session_state)
     assert choice is not None  # the controls are drawn
     return choice

@@ -9,18 +9,18 @@ s_W, p* and share of the total.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from specbound.architecture import Expert, Kind
+from specbound.architecture import SELF_KINDS, Expert, Kind, ModelShape
 from specbound.bounds import BoundAnalysis, BoundTerms
 from specbound.figures import bounds as bound_figures
 from specbound.figures import spectra as spectra_figures
 from specbound.logspace import to_log10
-from specbound.profile import HEAD_KINDS, MatrixId
+from specbound.profile import MatrixId
 
 from . import share, tables
 from .export import show_figure
@@ -97,24 +97,30 @@ def head_cell(kind: Kind) -> Locate:
     return lambda _trace, x, y: MatrixId(int(y), kind, int(x))
 
 
-#: Panels of the p* map, in trace order: QK and V (x: head), then M_in and M_out (x: the kind's name).
-P_STAR_PANELS = 3
-
-
-def p_star_cell(trace: int, x: Any, y: Any, expert: Expert = None) -> MatrixId | None:
+def p_star_cell(
+    trace: int, x: Any, y: Any, expert: Expert = None, head_kinds: Sequence[Kind] = SELF_KINDS
+) -> MatrixId | None:
     """Locator of the p* map (its heatmaps, or the clickable cells over them, which follow in the same
-    order); ``expert``: the expert whose MLP the map shows, in a mixture of experts."""
-    panel = trace % P_STAR_PANELS
-    if panel < len(HEAD_KINDS):
-        return MatrixId(int(y), HEAD_KINDS[panel], int(x))
+    order): a panel per kind of ``head_kinds`` (x: head; QK and V, and QK_x, V_x on an encoder-decoder's
+    decoder map), then the MLP strip (x: the kind's name); y is the layer in series. ``expert``: the
+    expert whose MLP the map shows, in a mixture of experts."""
+    panel = trace % (len(head_kinds) + 1)
+    if panel < len(head_kinds):
+        return MatrixId(int(y), head_kinds[panel], int(x))
     return MatrixId(int(y), Kind(str(x)), expert=expert)
+
+
+def p_star_stack_cell(shape: ModelShape, stack: str) -> Locate:
+    """Locator of one stack's p* map of an encoder-decoder (:func:`p_star_cell` with that stack's kinds)."""
+    head_kinds = shape.stack_head_kinds(stack)
+    return lambda trace, x, y: p_star_cell(trace, x, y, head_kinds=head_kinds)
 
 
 def p_star_panel_cell(panel: int, expert: Expert = None) -> Locate:
     """Locator of panel ``panel`` of the p* map drawn as separate figures: QK, V, then the layer kinds
     (of ``expert``, in a mixture of experts)."""
-    if panel < len(HEAD_KINDS):
-        return head_cell(HEAD_KINDS[panel])
+    if panel < len(SELF_KINDS):
+        return head_cell(SELF_KINDS[panel])
     return lambda _trace, x, y: MatrixId(int(y), Kind(str(x)), expert=expert)
 
 

@@ -273,8 +273,13 @@ def _shape_summary(analysis: BoundAnalysis) -> None:
     if shape.moe:
         shared = " + a shared one" if shape.shared_expert_size else ""
         experts = f" · {shape.num_experts} experts (top-{shape.experts_per_token}){shared}"
+    stacks = (
+        f" ({shape.encoder_layers} encoder and {shape.decoder_layers} decoder layers, in series)"
+        if shape.encoder_decoder
+        else ""
+    )
     st.caption(
-        f"L = {shape.num_layers} layers · N = {shape.hidden_size} · {shape.num_heads} heads{kv} of "
+        f"L = {shape.num_layers} layers{stacks} · N = {shape.hidden_size} · {shape.num_heads} heads{kv} of "
         f"d = {shape.head_dim} · d_ff = {shape.ffn_size}{experts}  \n"
         f"{family_name(shape.family)} · {shape.num_matrices} proxy matrices · grid P_m with m = {analysis.grid_m}"
     )

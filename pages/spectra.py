@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import atlas, data, drilldown, share
+from dashboard.controls import layer_label
 from dashboard.experts import expert_picker
 from dashboard.export import (
     clickable_cells,
@@ -22,7 +23,7 @@ from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, code
-from specbound.architecture import Kind
+from specbound.architecture import DECODER, ENCODER, HEAD_KINDS, Kind
 from specbound.figures import spectra as figures
 from specbound.figures.html_report import ReportSection
 from specbound.figures.style import split_panels
@@ -31,7 +32,7 @@ from specbound.report import singular_values_frame
 ensure_app_entry()
 
 HEATMAP_KEY = "head_heatmaps"
-HEATMAP_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in (Kind.QK, Kind.V)})
+HEATMAP_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in HEAD_KINDS})
 
 analysis = data.current_analysis()
 profile = analysis.profile
@@ -44,7 +45,8 @@ source = provenance(name, "spectra, independent of p")
 st.title("Spectra")
 st.caption(
     f"{code(name)}: singular values of its {shape.matrix_count_formula} = {shape.num_matrices} proxy matrices "
-    f"(QK and V per query head, {', '.join(k.value for k in shape.layer_kinds)} per "
+    f"({', '.join(k.value for k in shape.head_kinds)} per query head, "
+    f"{', '.join(k.value for k in shape.layer_kinds)} per "
     f"{'expert' if shape.moe else 'layer'}), exact in float64. "
     f"Zero singular values (below the numerical-rank threshold) cannot sit on a log axis: each panel title "
     f"counts them."
@@ -62,7 +64,9 @@ share.shared("spectra_normalise", share.BOOL, False)
 share.shared("heatmap_kind", HEATMAP_KIND_CODEC, Kind.QK.value)
 
 layer_col, kind_col, head_col = st.columns(3)  # the toggle on its own line: a fourth column cut its label at 1024 px
-layers = layer_col.multiselect("Layers", all_layers, key="spectra_layers")
+layers = layer_col.multiselect(
+    "Layers", all_layers, key="spectra_layers", format_func=lambda layer: layer_label(shape, layer)
+)
 kinds = kind_col.multiselect("Kinds", all_kinds, key="spectra_kinds")
 heads = head_col.multiselect(
     "Draw these heads one by one",
@@ -92,16 +96,26 @@ else:
     st.caption("Choose at least one layer and one kind to draw the profiles.")
 
 st.subheader("Per head: rank, stable rank, spectral norm")
-head_kind = Kind(st.radio("Heads of", [Kind.QK.value, Kind.V.value], horizontal=True, key="heatmap_kind"))
+head_kinds = [kind.value for kind in shape.head_kinds]
+if st.session_state["heatmap_kind"] not in head_kinds:  # QK_x from a link made on an encoder-decoder
+    st.session_state["heatmap_kind"] = Kind.QK.value
+head_kind = Kind(st.radio("Heads of", head_kinds, horizontal=True, key="heatmap_kind"))
 st.caption("Click a cell to open that matrix below.")
-heatmaps = split_panels(
-    clickable_cells(figures.head_heatmaps(profile, head_kind, source=source)),
-    titles=[f"{head_kind.value} heads: {quantity}" for quantity in figures.HEATMAP_QUANTITIES],
-)
+if shape.encoder_decoder:  # the encoder's heads and the decoder's side by side (the cross-attention: decoder only)
+    stacks = [stack for stack in (ENCODER, DECODER) if figures.head_layers(profile, head_kind, stack)]
+    heatmaps = [clickable_cells(figures.head_heatmaps(profile, head_kind, source=source, stack=s)) for s in stacks]
+    panel_options = {"per_row": 2}
+else:
+    heatmaps = split_panels(
+        clickable_cells(figures.head_heatmaps(profile, head_kind, source=source)),
+        titles=[f"{head_kind.value} heads: {quantity}" for quantity in figures.HEATMAP_QUANTITIES],
+    )
+    panel_options = {}
 show_panels(
     heatmaps,
     HEATMAP_KEY,
     on_select=lambda n: lambda: drilldown.from_chart(f"{HEATMAP_KEY}_{n}", analysis, drilldown.head_cell(head_kind)),
+    **panel_options,
 )
 
 st.subheader("One matrix")

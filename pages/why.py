@@ -22,7 +22,7 @@ from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
-from specbound.architecture import Kind
+from specbound.architecture import DECODER, ENCODER, Kind
 from specbound.explain import break_even
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
@@ -59,18 +59,34 @@ if len(used) == 1:  # one value for all: the map would be one block, the histogr
 else:
     st.caption("Click a cell to open that matrix below.")
     map_expert = expert_picker(profile.shape, "p_star_expert")
-    p_map = split_panels(
-        clickable_cells(figures.p_star_map(analysis, source=source, expert=map_expert)),
-        titles=figures.P_STAR_PANEL_TITLES,
-    )
-    show_panels(
-        p_map,
-        P_STAR_MAP_KEY,
-        widths=figures.P_STAR_PANEL_WIDTHS,
-        on_select=lambda n: (
-            lambda: drilldown.from_chart(f"{P_STAR_MAP_KEY}_{n}", analysis, drilldown.p_star_panel_cell(n, map_expert))
-        ),
-    )
+    if profile.shape.encoder_decoder:  # the encoder's map and the decoder's (with QK_x, V_x) side by side
+        stacks = (ENCODER, DECODER)
+        p_map = [clickable_cells(figures.p_star_map(analysis, source=source, stack=stack)) for stack in stacks]
+        show_panels(
+            p_map,
+            P_STAR_MAP_KEY,
+            widths=(2.0, 3.0),
+            on_select=lambda n: (
+                lambda: drilldown.from_chart(
+                    f"{P_STAR_MAP_KEY}_{n}", analysis, drilldown.p_star_stack_cell(profile.shape, stacks[n])
+                )
+            ),
+        )
+    else:
+        p_map = split_panels(
+            clickable_cells(figures.p_star_map(analysis, source=source, expert=map_expert)),
+            titles=figures.P_STAR_PANEL_TITLES,
+        )
+        show_panels(
+            p_map,
+            P_STAR_MAP_KEY,
+            widths=figures.P_STAR_PANEL_WIDTHS,
+            on_select=lambda n: (
+                lambda: drilldown.from_chart(
+                    f"{P_STAR_MAP_KEY}_{n}", analysis, drilldown.p_star_panel_cell(n, map_expert)
+                )
+            ),
+        )
     histogram = figures.p_star_histogram(analysis, source=source)
     show_figure(histogram, "p_star_histogram")
     p_star_figures = [*p_map, histogram]

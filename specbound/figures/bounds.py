@@ -21,10 +21,10 @@ from plotly.colors import sample_colorscale
 from ..architecture import Expert, Kind, expert_label
 from ..bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ..compare import Comparison
-from ..explain import break_even, p_star_by_kind
+from ..explain import break_even
 from ..logspace import to_log10
 from ..numbers import DIGITS, format_count, format_percent, format_power
-from ..profile import HEAD_KINDS
+from ..profile import MatrixId
 from .style import (
     CELL_TEXT_PX,
     KIND_COLORS,
@@ -320,43 +320,70 @@ P_STAR_PANEL_TITLES: tuple[str, ...] = ("p* of QK heads", "p* of V heads", "p* p
 P_STAR_PANEL_WIDTHS: tuple[float, ...] = (1.6, 1.6, 1.7)
 
 
-def p_star_map(analysis: BoundAnalysis, *, source: str | None = None, expert: Expert = None) -> go.Figure:
+def p_star_map(
+    analysis: BoundAnalysis, *, source: str | None = None, expert: Expert = None, stack: str | None = None
+) -> go.Figure:
     """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out (in a
     mixture of experts, those of ``expert``, expert 0 when not given).
 
+    An encoder-decoder's map is one stack's (``stack``: "encoder" or "decoder"; both in series when
+    not given), the decoder's with QK_x and V_x panels after QK and V; its layers keep their numbers
+    in series on the axis (so a click finds the matrix) and are labelled by their number in the stack.
     One flat colour per grid value of P_m (a stepped Cividis scale), the value written in each cell
     while the cells are wide enough; layer ticks on the first panel only, as in the head heatmaps.
     """
     grid = analysis.grid
     profile = analysis.profile
-    by_kind = p_star_by_kind(analysis)
-    L, H = profile.shape.num_layers, profile.shape.num_heads
-    mlp_kinds = profile.shape.layer_kinds
+    shape = profile.shape
+    p_opt = analysis.p_opt
+    H = shape.num_heads
+    layers = list(shape.layers_of(stack))
+    if not layers:
+        raise ValueError(f"this model has no {stack} layers")
+    head_kinds = shape.stack_head_kinds(stack)
+    mlp_kinds = shape.layer_kinds
     mlp_title = ", ".join(kind.value for kind in mlp_kinds)
-    if profile.shape.moe:
-        expert = profile.shape.experts[0] if expert is None else expert
-        by_kind |= {kind: profile.per_layer(analysis.p_opt, kind, expert) for kind in mlp_kinds}  # (L,) each
+    if shape.moe:
+        expert = shape.experts[0] if expert is None else expert
         mlp_title += f" ({expert_label(expert)})"
+    else:
+        expert = None
+
+    def head_grid(kind: Kind) -> np.ndarray:  # (layers, H), NaN in a layer without the kind
+        rows = [
+            [p_opt[profile.index(MatrixId(layer, kind, h))] for h in range(H)]
+            if kind in shape.head_kinds_of(layer)
+            else [np.nan] * H
+            for layer in layers
+        ]
+        return np.array(rows, dtype=np.float64)
+
+    mlp_grid = np.array(
+        [[p_opt[profile.index(MatrixId(layer, kind, expert=expert))] for kind in mlp_kinds] for layer in layers]
+    )  # (layers, 2) or (layers, 3)
+    heads = len(head_kinds)
+    head_width = 0.88 / heads
+    where = f"{stack} " if stack else ""
     layout = panel_grid(
         1,
-        3,
-        column_widths=[0.44, 0.44, 0.12],
-        horizontal_spacing=0.05,
-        titles=[f"{Kind.QK.value} (layer × head)", f"{Kind.V.value} (layer × head)", mlp_title],
+        heads + 1,
+        column_widths=[head_width] * heads + [0.12],
+        horizontal_spacing=0.05 if heads <= 2 else 0.03,
+        titles=[f"{kind.value} (layer × head)" for kind in head_kinds] + [mlp_title],
     )
     zmin, zmax = p_star_range(grid)
-    height = 320 + 14 * L
+    height = 320 + 14 * len(layers)
     gap = colorbar_gap(height, TOP_MARGIN_SUBTITLE if source else TOP_MARGIN, CELL_TEXT_PX) * (zmax - zmin) / 0.8
-    used = spaced_ticks(np.union1d(analysis.p_opt, [grid[0], grid[-1]]), gap)
+    used = spaced_ticks(np.union1d(p_opt, [grid[0], grid[-1]]), gap)
     # cell labels only while they fit; the hover always carries the value
-    labels = cell_labels(H)
-    common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": np.arange(L), **labels}
+    labels = cell_labels(H * heads // 2)
+    common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": layers, **labels}
     panels: list[tuple[np.ndarray, np.ndarray | list[str], str]] = [
-        (by_kind[kind], np.arange(H), kind.value) for kind in HEAD_KINDS
+        (head_grid(kind), np.arange(H), kind.value) for kind in head_kinds
     ]
-    panels.append(
-        (np.stack([by_kind[kind] for kind in mlp_kinds], axis=1), [k.value for k in mlp_kinds], mlp_title)
-    )  # (L, 2) or (L, 3)
+    panels.append((mlp_grid, [k.value for k in mlp_kinds], mlp_title))
+    last = len(panels)
+    numbers = [shape.stack_layer(layer) for layer in layers]
     heatmaps = []
     for col, (z, x, name) in enumerate(panels, start=1):
         heatmap = {
@@ -364,7 +391,7 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None, expert: Ex
             "z": z,
             "x": x,
             "name": name,
-            "showscale": col == 3,
+            "showscale": col == last,
             "colorbar": {
                 "title": {"text": "p*"},
                 # from the bottom up to 4/5 of the plot: its title stays below the titles above the plot
@@ -375,16 +402,24 @@ def p_star_map(analysis: BoundAnalysis, *, source: str | None = None, expert: Ex
                 "tickvals": used,
                 "ticktext": [f"{p:.3g}" for p in used],
             },
-            "hovertemplate": f"{name}<br>layer %{{y}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
+            "customdata": np.repeat(np.array(numbers)[:, None], z.shape[1], axis=1),
+            "hovertemplate": f"{name}<br>{where}layer %{{customdata}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
             **common,
         }
         heatmaps.append(on_panel(heatmap, col))
         x_axis, y_axis = panel_ref(col)
         layout[y_axis].update(
-            axis_title("layer" if col == 1 else None, dtick=1, range=[-0.5, L - 0.5], showticklabels=col == 1)
+            axis_title(
+                f"{where}layer" if col == 1 else None,
+                tickvals=layers,
+                ticktext=[str(n) for n in numbers],
+                range=[layers[0] - 0.5, layers[-1] + 0.5],
+                showticklabels=col == 1,
+            )
         )
-        layout[x_axis].update(cell_axis("head", H) if col < 3 else {"range": [-0.5, len(mlp_kinds) - 0.5]})
-    return figure(heatmaps, "p* of every matrix", source=source, height=height, layout=layout)
+        layout[x_axis].update(cell_axis("head", H) if col < last else {"range": [-0.5, len(mlp_kinds) - 0.5]})
+    title = f"p* of every matrix of the {stack}" if stack else "p* of every matrix"
+    return figure(heatmaps, title, source=source, height=height, layout=layout)
 
 
 def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:

@@ -304,17 +304,29 @@ def cumulative_energy_curves(
     )
 
 
-def head_quantities(profile: SpectralProfile, kind: Kind | str) -> dict[str, np.ndarray]:
-    """Numerical rank, stable rank and spectral norm of every head of a per-head kind, each (L, H)."""
+def head_quantities(profile: SpectralProfile, kind: Kind | str, stack: str | None = None) -> dict[str, np.ndarray]:
+    """Numerical rank, stable rank and spectral norm of every head of a per-head kind, each (L_k, H) over
+    the layers that have the kind (:func:`head_layers`; one stack's with ``stack``)."""
     kind = Kind(kind)
     if kind not in HEAD_KINDS:
         raise ValueError(f"{kind.value} has one matrix per layer, not one per head")
+    rows = np.isin(profile.shape.layers_with(kind), head_layers(profile, kind, stack))
     values = (profile.rank, profile.stable_rank, profile.spectral_norm)
-    return {name: profile.per_head(v, kind) for name, v in zip(HEATMAP_QUANTITIES, values, strict=True)}
+    return {name: profile.per_head(v, kind)[rows] for name, v in zip(HEATMAP_QUANTITIES, values, strict=True)}
 
 
-def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | None = None) -> go.Figure:
-    """Layer x head heatmaps of numerical rank, stable rank and spectral norm for QK or V.
+def head_layers(profile: SpectralProfile, kind: Kind | str, stack: str | None = None) -> list[int]:
+    """The layers (in series) with matrices of a per-head kind, those of one stack with ``stack``."""
+    shape = profile.shape
+    return [layer for layer in shape.layers_of(stack) if layer in shape.layers_with(Kind(kind))]
+
+
+def head_heatmaps(
+    profile: SpectralProfile, kind: Kind | str, *, source: str | None = None, stack: str | None = None
+) -> go.Figure:
+    """Layer x head heatmaps of numerical rank, stable rank and spectral norm for QK or V (or an
+    encoder-decoder's QK_x, V_x; one stack's layers with ``stack``, numbered in the stack on the axis
+    and by their place in series in the cells' y, so a click finds the matrix).
 
     Both ranks share the colour range [0, d], so a full-rank model reads as full instead of noise
     around d. The panels stay readable side by side in a narrow column (a projector at 1024 px):
@@ -322,13 +334,18 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
     always has them), layer ticks on the first panel only, where no colour bar runs into them.
     """
     kind = Kind(kind)
-    quantities = head_quantities(profile, kind)
-    labels = cell_labels(profile.shape.num_heads, "%{customdata}")  # as the hover writes them
+    shape = profile.shape
+    quantities = head_quantities(profile, kind, stack)
+    labels = cell_labels(shape.num_heads, "%{customdata}")  # as the hover writes them
     # room for each colour bar and its tick labels before the next panel at 1024 px
     layout = panel_grid(1, len(quantities), titles=list(quantities), horizontal_spacing=0.13)
-    heads = np.arange(profile.shape.num_heads)
-    layers = np.arange(profile.shape.num_layers)
-    ranges = {"numerical rank": (0, profile.shape.head_dim), "stable rank": (0, profile.shape.head_dim)}
+    heads = np.arange(shape.num_heads)
+    layers = head_layers(profile, kind, stack)
+    if not layers:
+        raise ValueError(f"the {stack} has no {kind.value} matrices")
+    numbers = [shape.stack_layer(layer) for layer in layers]
+    where = f"{stack} " if stack else ""
+    ranges = {"numerical rank": (0, shape.head_dim), "stable rank": (0, shape.head_dim)}
     heatmaps = []
     for col, (name, z) in enumerate(quantities.items(), start=1):
         x_axis, y_axis = panel_ref(col)
@@ -344,17 +361,29 @@ def head_heatmaps(profile: SpectralProfile, kind: Kind | str, *, source: str | N
             "zmax": zmax,
             "colorbar": {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9},
             "customdata": hover_grid(z),
-            "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{name} = %{{customdata}}<extra></extra>",
+            "hovertemplate": f"{where}layer {{}}, head %{{x}}<br>{name} = %{{customdata}}<extra></extra>",
             **labels,
         }
+        if stack is None:
+            heatmap["hovertemplate"] = heatmap["hovertemplate"].replace("{}", "%{y}")
+        else:  # the hover names the layer by its number in the stack
+            heatmap["text"] = np.repeat(np.array(numbers)[:, None], len(heads), axis=1).astype(str)
+            heatmap["hovertemplate"] = heatmap["hovertemplate"].replace("{}", "%{text}")
         heatmaps.append(on_panel(heatmap, col))
         layout[x_axis].update(cell_axis("head", len(heads)))
         layout[y_axis].update(
-            axis_title("layer" if col == 1 else None, dtick=1, range=[-0.5, len(layers) - 0.5], showticklabels=col == 1)
+            axis_title(
+                f"{where}layer" if col == 1 else None,
+                tickvals=layers,
+                ticktext=[str(n) for n in numbers],
+                range=[layers[0] - 0.5, layers[-1] + 0.5],
+                showticklabels=col == 1,
+            )
         )
+    title = f"{kind.value} heads of the {stack}: layer × head" if stack else f"{kind.value} heads: layer × head"
     return figure(
         heatmaps,
-        f"{kind.value} heads: layer × head",
+        title,
         source=source,
         height=360 + 12 * len(layers),
         layout=layout,

@@ -46,6 +46,9 @@ PALETTE: tuple[str, ...] = tuple(
 KIND_COLORS: Mapping[Kind, str] = {
     Kind.QK: OKABE_ITO["blue"],
     Kind.V: OKABE_ITO["orange"],
+    # an encoder-decoder's cross-attention: darker shades of its self-attention counterparts
+    Kind.QK_X: "#00466E",
+    Kind.V_X: "#8F6200",
     Kind.M_GATE: OKABE_ITO["sky blue"],
     Kind.M_IN: OKABE_ITO["bluish green"],
     Kind.M_OUT: OKABE_ITO["reddish purple"],

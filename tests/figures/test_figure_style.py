@@ -5,11 +5,13 @@ from __future__ import annotations
 import importlib
 import inspect
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 from plotly.subplots import make_subplots
 
+from specbound.architecture import CROSS_KINDS, Kind
 from specbound.figures import bounds, html_report, lab, scaling, spectra, style, theory
 from specbound.figures.style import (
     KIND_COLORS,
@@ -67,8 +69,19 @@ def test_labels_are_full_values_never_bare_mantissas() -> None:
 
 def test_palette_is_okabe_ito_and_kinds_use_it() -> None:
     assert set(PALETTE) <= set(OKABE_ITO.values()) and len(set(PALETTE)) == len(PALETTE)
-    assert set(KIND_COLORS.values()) <= set(PALETTE)
+    self_kinds = {kind: color for kind, color in KIND_COLORS.items() if kind not in CROSS_KINDS}
+    assert set(self_kinds.values()) <= set(PALETTE) and len(set(self_kinds.values())) == len(self_kinds)
     assert palette_color(len(PALETTE)) == PALETTE[0]
+
+
+def test_cross_attention_kinds_are_darker_shades_of_their_self_attention_kinds() -> None:
+    def rgb(color: str) -> np.ndarray:
+        return np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
+
+    for cross, own in ((Kind.QK_X, Kind.QK), (Kind.V_X, Kind.V)):
+        dark, light = rgb(KIND_COLORS[cross]), rgb(KIND_COLORS[own])
+        shade = dark[light > 0] / light[light > 0]
+        assert np.all(dark[light == 0] == 0) and np.ptp(shade) < 0.02 and 0.5 < shade.mean() < 0.75
 
 
 def test_layout_puts_source_in_the_subtitle_and_the_legend_below() -> None:
