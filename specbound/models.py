@@ -342,6 +342,9 @@ OTHER_FAMILY_MODELS: tuple[tuple[str, str, int, int, int], ...] = (
     ("microsoft/Phi-3-mini-4k-instruct", "phi3", 32, 3072, 32),
     # a mixture of experts (SPEC §12): 64 experts per layer, each token routed to 8
     ("allenai/OLMoE-1B-7B-0924", "olmoe", 16, 2048, 16),
+    # encoder-decoders (SPEC §12): L counts both stacks, 6 encoder and 6 decoder layers each
+    ("google-t5/t5-small", "t5", 12, 512, 8),
+    ("facebook/bart-base", "bart", 12, 768, 12),
 )
 
 

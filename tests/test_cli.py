@@ -255,16 +255,18 @@ def test_models_lists_the_bundled_model_the_miniatures_and_other_families(capsys
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["name", "L", "N", "H", "offline", "source"]
     rows = [line.split() for line in lines[1:26]]
-    others = [line.split() for line in lines[26:39]]
-    assert len(rows) == 25 and lines[39] == ""
+    others = [line.split() for line in lines[26:41]]
+    assert len(rows) == 25 and lines[41] == ""
     assert others[0] == ["gpt2", "12", "768", "12", "no", "openai-community/gpt2"]
     assert [row[0] for row in others] == [
         "gpt2", "gpt_neox", "gpt_neox", "opt", "qwen2", "vit", "gemma3_text", "qwen3", "olmo2", "bloom", "phi", "phi3",
-        "olmoe",
+        "olmoe", "t5", "bart",
     ]  # fmt: skip
     assert others[6] == ["gemma3_text", "18", "640", "4", "no", "google/gemma-3-270m"]
+    assert others[13] == ["t5", "12", "512", "8", "no", "google-t5/t5-small"]  # L: 6 encoder + 6 decoder layers
+    assert "counts its encoder and decoder layers together" in lines[42]
     source = lines[0].index("source")  # the columns stay aligned under their headers, long names included
-    assert {line.rindex(" ") + 1 for line in lines[1:39]} == {source}
+    assert {line.rindex(" ") + 1 for line in lines[1:41]} == {source}
     assert rows[0] == ["minilm-l6", "6", "384", "12", "yes", "sentence-transformers/all-MiniLM-L6-v2"]
     assert rows[1][:4] == ["L2-H128", "2", "128", "2"] and rows[1][5] == "google/bert_uncased_L-2_H-128_A-2"
     assert rows[-1][:4] == ["L12-H768", "12", "768", "12"]
