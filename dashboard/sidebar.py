@@ -120,9 +120,9 @@ def _pick_other_family() -> str:
         "Model", list(entries), format_func=lambda repo: _other_family_label(entries[repo]), key="other_family_model"
     )
     st.caption(
-        f"Decoders and a vision encoder, read through their family's adapter (adapted proxies: the model card "
-        f"says how). {CACHED_MARK} cached, opens offline · {DOWNLOAD_MARK} downloaded from the Hugging Face Hub "
-        f"when opened, after its size is shown."
+        f"Decoders, mixtures of experts, a vision encoder and encoder-decoders, read through their "
+        f"family's adapter (adapted proxies: the model card says how). {CACHED_MARK} cached, opens "
+        f"offline · {DOWNLOAD_MARK} downloaded from the Hugging Face Hub when opened, after its size is shown."
     )
     _offline_note(entries[chosen].available_offline)
     return str(chosen)
@@ -182,7 +182,7 @@ def visitor_advice(message: str) -> str:
 BUNDLED, MINIATURE, OTHER, CUSTOM, ATLAS = (
     "Bundled model",
     "BERT Miniature",
-    "GPT-2, Pythia, OPT, Qwen2, ViT",
+    "Other families (decoders, MoE, ViT, T5, BART)",
     "Hub id or local directory",
     "Atlas file",
 )
