@@ -29,6 +29,7 @@ from ..matrices import CROSS_FIELDS
 from ..text import described
 from .base import LayerLayout, LinearAdapter, TensorSpec, linear_specs
 from .config import activation, build_shape, initializer_range, optional_int, positive_int
+from .opt import OPTAdapter
 
 
 class EncoderDecoderAdapter(LinearAdapter):
@@ -151,14 +152,7 @@ class BartAdapter(EncoderDecoderAdapter):
     root = "encoder.layers"
     decoder_root = "decoder.layers"
     prefixes: ClassVar[tuple[str, ...]] = ("", "model.")
-    _SELF: ClassVar[dict[str, str]] = {
-        "query": "self_attn.q_proj.weight",
-        "key": "self_attn.k_proj.weight",
-        "value": "self_attn.v_proj.weight",
-        "attn_out": "self_attn.out_proj.weight",
-        "ffn_in": "fc1.weight",
-        "ffn_out": "fc2.weight",
-    }
+    _SELF: ClassVar[dict[str, str]] = OPTAdapter.names  # a layer's self-attention and MLP, named as OPT's
 
     def encoder_names(self, shape: ModelShape) -> dict[str, str]:
         return dict(self._SELF)

@@ -40,6 +40,7 @@ from .style import (
     colorbar_gap,
     figure,
     hover_numbers,
+    layer_rows_axis,
     log_axis,
     on_panel,
     palette_color,
@@ -408,15 +409,7 @@ def p_star_map(
         }
         heatmaps.append(on_panel(heatmap, col))
         x_axis, y_axis = panel_ref(col)
-        layout[y_axis].update(
-            axis_title(
-                f"{where}layer" if col == 1 else None,
-                tickvals=layers,
-                ticktext=[str(n) for n in numbers],
-                range=[layers[0] - 0.5, layers[-1] + 0.5],
-                showticklabels=col == 1,
-            )
-        )
+        layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))
         layout[x_axis].update(cell_axis("head", H) if col < last else {"range": [-0.5, len(mlp_kinds) - 0.5]})
     title = f"p* of every matrix of the {stack}" if stack else "p* of every matrix"
     return figure(heatmaps, title, source=source, height=height, layout=layout)

@@ -34,6 +34,7 @@ from .style import (
     figure,
     hover_grid,
     hover_numbers,
+    layer_rows_axis,
     log_axis,
     on_panel,
     palette_color,
@@ -371,15 +372,7 @@ def head_heatmaps(
             heatmap["hovertemplate"] = heatmap["hovertemplate"].replace("{}", "%{text}")
         heatmaps.append(on_panel(heatmap, col))
         layout[x_axis].update(cell_axis("head", len(heads)))
-        layout[y_axis].update(
-            axis_title(
-                f"{where}layer" if col == 1 else None,
-                tickvals=layers,
-                ticktext=[str(n) for n in numbers],
-                range=[layers[0] - 0.5, layers[-1] + 0.5],
-                showticklabels=col == 1,
-            )
-        )
+        layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))
     title = f"{kind.value} heads of the {stack}: layer × head" if stack else f"{kind.value} heads: layer × head"
     return figure(
         heatmaps,

@@ -127,6 +127,19 @@ def cell_axis(title: str | None, count: int, **axis: Any) -> dict[str, Any]:
     return axis_title(title, range=[-0.5, count - 0.5], dtick=step, **axis)
 
 
+def layer_rows_axis(where: str, layers: Sequence[int], numbers: Sequence[int], *, first: bool) -> dict[str, Any]:
+    """The layer axis of a heatmap's rows: one tick per layer in series (``layers``), labelled with its
+    number in its stack (``numbers``; the same for a model of one stack), titled and labelled on the
+    ``first`` panel of a row only. ``where`` is "" or a stack's prefix, "decoder "."""
+    return axis_title(
+        f"{where}layer" if first else None,
+        tickvals=list(layers),
+        ticktext=[str(n) for n in numbers],
+        range=[layers[0] - 0.5, layers[-1] + 0.5],
+        showticklabels=first,
+    )
+
+
 def hover_numbers(values: ArrayLike | Sequence[float | None]) -> list[str]:
     """Values as every page writes them (:func:`specbound.numbers.format_number`: 4 significant digits,
     "1.499 × 10¹²", "—" for a gap), for a trace's ``customdata`` and its hovertemplate's ``%{customdata}``:

@@ -457,29 +457,13 @@ def test_random_twin_of_an_encoder_decoder_draws_t5s_own_scales(saved):
 
 
 def test_the_trainer_callback_reads_an_encoder_decoder_as_it_trains(tmp_path):
-    from specbound.integrations import LOG_PREFIX, SpecboundCallback
+    from trainer_runs import train_with_callback
 
     model = make_model("t5").to(torch.float32)
     ids = torch.randint(3, 64, (16, 6), generator=torch.Generator().manual_seed(0))
     data = [{"input_ids": i, "labels": i.flip(0)} for i in ids]
-    args = transformers.TrainingArguments(
-        output_dir=str(tmp_path / "out"),
-        max_steps=4,
-        per_device_train_batch_size=4,
-        logging_steps=2,
-        save_steps=4,
-        report_to=[],
-        use_cpu=True,
-        disable_tqdm=True,
-    )
-    trainer = transformers.Trainer(model=model, args=args, train_dataset=data)
-    SpecboundCallback.attach(trainer, every_steps=2, name="tiny-t5")
-    trainer.train()
-    logged = {e["step"]: e for e in trainer.state.log_history if f"{LOG_PREFIX}ours_log10" in e}
-    assert sorted(logged) == [2, 4]
-    saved = specbound.analyze(tmp_path / "out" / "checkpoint-4", use_cache=False)
+    saved = train_with_callback(model, data, tmp_path / "out", "tiny-t5")
     assert saved.shape.encoder_layers == 2
-    assert logged[4][f"{LOG_PREFIX}ours_log10"] == pytest.approx(saved.ours_log10, rel=1e-9)
 
 
 def test_figures_draw_each_stack_with_its_kinds():

