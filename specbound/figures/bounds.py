@@ -363,14 +363,20 @@ def p_star_map(
         [[p_opt[profile.index(MatrixId(layer, kind, expert=expert))] for kind in mlp_kinds] for layer in layers]
     )  # (layers, 2) or (layers, 3)
     heads = len(head_kinds)
-    head_width = 0.88 / heads
+    # the MLP strip's share of the width: 0.12, or on one stack's (narrower) map at least its share of the
+    # cells, so that a small model's strip keeps room for every kind's tick
+    strip_width = max(0.12, len(mlp_kinds) / (heads * H + len(mlp_kinds))) if stack else 0.12
+    head_width = (1.0 - strip_width) / heads
     where = f"{stack} " if stack else ""
     layout = panel_grid(
         1,
         heads + 1,
-        column_widths=[head_width] * heads + [0.12],
+        column_widths=[head_width] * heads + [strip_width],
         horizontal_spacing=0.05 if heads <= 2 else 0.03,
-        titles=[f"{kind.value} (layer × head)" for kind in head_kinds] + [mlp_title],
+        # one stack's map is drawn beside the other's, at half the width: its panels are named by their kind
+        # alone (the axes say layer and head) so that their titles do not run into each other
+        titles=[kind.value if stack else f"{kind.value} (layer × head)" for kind in head_kinds]
+        + ["MLP" if stack else mlp_title],
     )
     zmin, zmax = p_star_range(grid)
     height = 320 + 14 * len(layers)
@@ -410,7 +416,8 @@ def p_star_map(
         heatmaps.append(on_panel(heatmap, col))
         x_axis, y_axis = panel_ref(col)
         layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))
-        layout[x_axis].update(cell_axis("head", H) if col < last else {"range": [-0.5, len(mlp_kinds) - 0.5]})
+        strip = {"range": [-0.5, len(mlp_kinds) - 0.5], **({"tickangle": -90} if stack else {})}  # every kind named
+        layout[x_axis].update(cell_axis("head", H) if col < last else strip)
     title = f"p* of every matrix of the {stack}" if stack else "p* of every matrix"
     return figure(heatmaps, title, source=source, height=height, layout=layout)
 

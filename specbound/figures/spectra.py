@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 
 from ..architecture import Expert, Kind, expert_label
 from ..explain import rank_and_maximum
-from ..numbers import format_count
+from ..numbers import format_count, format_integer
 from ..profile import HEAD_KINDS, SpectralProfile
 from ..spectrum import cumulative_energy
 from .style import (
@@ -337,7 +337,9 @@ def head_heatmaps(
     kind = Kind(kind)
     shape = profile.shape
     quantities = head_quantities(profile, kind, stack)
-    labels = cell_labels(shape.num_heads, "%{customdata}")  # as the hover writes them
+    # each cell's value as the hover writes it, in ``text`` (a heatmap's cell text reads x, y, z and text
+    # only); one stack's figure is drawn beside the other's at half the width, too narrow for cell numbers
+    labels = cell_labels(shape.num_heads, "%{text}") if stack is None else {}
     # room for each colour bar and its tick labels before the next panel at 1024 px
     layout = panel_grid(1, len(quantities), titles=list(quantities), horizontal_spacing=0.13)
     heads = np.arange(shape.num_heads)
@@ -361,15 +363,15 @@ def head_heatmaps(
             "zmin": zmin,
             "zmax": zmax,
             "colorbar": {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9},
-            "customdata": hover_grid(z),
-            "hovertemplate": f"{where}layer {{}}, head %{{x}}<br>{name} = %{{customdata}}<extra></extra>",
+            "text": [[format_integer(v) for v in row] for row in z] if name == "numerical rank" else hover_grid(z),
+            "hovertemplate": f"{where}layer {{}}, head %{{x}}<br>{name} = %{{text}}<extra></extra>",
             **labels,
         }
         if stack is None:
             heatmap["hovertemplate"] = heatmap["hovertemplate"].replace("{}", "%{y}")
         else:  # the hover names the layer by its number in the stack
-            heatmap["text"] = np.repeat(np.array(numbers)[:, None], len(heads), axis=1).astype(str)
-            heatmap["hovertemplate"] = heatmap["hovertemplate"].replace("{}", "%{text}")
+            heatmap["customdata"] = np.repeat(np.array(numbers)[:, None], len(heads), axis=1)
+            heatmap["hovertemplate"] = heatmap["hovertemplate"].replace("{}", "%{customdata}")
         heatmaps.append(on_panel(heatmap, col))
         layout[x_axis].update(cell_axis("head", len(heads)))
         layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))

@@ -475,14 +475,23 @@ def test_figures_draw_each_stack_with_its_kinds():
     analysis = BoundAnalysis.from_profile(profile)
     decoder = bound_figures.p_star_map(analysis, stack=DECODER)
     assert [t.name for t in decoder.data] == ["QK", "V", "QK_x", "V_x", "M_in, M_out"]
+    # drawn beside the encoder's at about half the width: panels named by kind alone, every MLP tick kept
+    assert [note.text for note in decoder.layout.annotations] == ["QK", "V", "QK_x", "V_x", "MLP"]
+    assert decoder.layout.xaxis5.tickangle == -90
     assert list(decoder.data[2].y) == [1, 2] and list(decoder.layout.yaxis.ticktext) == ["0", "1"]
     np.testing.assert_array_equal(decoder.data[2].z, profile.per_head(analysis.p_opt, Kind.QK_X))
     encoder = bound_figures.p_star_map(analysis, stack=ENCODER)
     assert [t.name for t in encoder.data] == ["QK", "V", "M_in, M_out"] and list(encoder.data[0].y) == [0]
+    # the encoder's strip keeps its share of the cells (2 of 2 * 2 + 2) however few heads it has
+    strip = encoder.layout.xaxis3.domain
+    assert strip[1] - strip[0] > (encoder.layout.xaxis.domain[1] - encoder.layout.xaxis.domain[0]) / 2
     whole = bound_figures.p_star_map(analysis)  # in series: the encoder's rows of QK_x are empty
     assert np.isnan(np.asarray(whole.data[2].z, dtype=float)[0]).all()
     (cross,) = [spectra_figures.head_heatmaps(profile, Kind.V_X, stack=DECODER)]
     assert list(cross.data[0].y) == [1, 2]
+    assert cross.data[0].texttemplate is None  # beside the encoder's at half the width: numbers in the hover only
+    assert cross.data[0].customdata.tolist() == [[0] * 2, [1] * 2]  # the hover's layer: its number in the decoder
+    assert "decoder layer %{customdata}" in cross.data[0].hovertemplate
     np.testing.assert_array_equal(cross.data[0].z, profile.per_head(profile.rank, Kind.V_X))
     with pytest.raises(ValueError, match="encoder has no QK_x"):
         spectra_figures.head_heatmaps(profile, Kind.QK_X, stack=ENCODER)

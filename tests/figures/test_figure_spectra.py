@@ -89,9 +89,12 @@ def test_head_heatmaps_stay_readable_side_by_side(profile, minilm) -> None:
     few = figures.head_heatmaps(profile, "QK", source="tiny · p*")
     many = figures.head_heatmaps(minilm.profile, "QK", source="minilm-l6 · p*")
     assert profile.shape.num_heads <= MAX_LABELLED_HEADS < minilm.profile.shape.num_heads
-    # cells written as the hover writes them (the project's number format), never by Plotly's "1e+03"
-    assert {t.texttemplate for t in few.data} == {"%{customdata}"} and {t.texttemplate for t in many.data} == {None}
-    assert few.data[2].customdata[0][0] == format_number(float(few.data[2].z[0][0]))
+    # cells written as the hover writes them (the project's number format), never by Plotly's "1e+03", and
+    # through `text`: a heatmap's cell text has x, y, z and text only (with customdata a browser shows "-")
+    assert {t.texttemplate for t in few.data} == {"%{text}"} and {t.texttemplate for t in many.data} == {None}
+    assert few.data[2].text[0][0] == format_number(float(few.data[2].z[0][0]))
+    assert all("%{text}" in t.hovertemplate for t in few.data)
+    assert few.data[0].text[0][0] == str(int(few.data[0].z[0][0]))  # a rank is a whole number: "8", not "8.000"
     for fig in (few, many):
         assert [fig.layout[f"yaxis{s}"].showticklabels for s in ("", "2", "3")] == [True, False, False]
         assert fig.layout.margin.t == TOP_MARGIN_SUBTITLE + PANEL_TITLE_ROOM  # the subtitle clears the panel titles
