@@ -62,31 +62,26 @@ else:
     if profile.shape.encoder_decoder:  # the encoder's map and the decoder's (with QK_x, V_x) side by side
         stacks = (ENCODER, DECODER)
         p_map = [clickable_cells(figures.p_star_map(analysis, source=source, stack=stack)) for stack in stacks]
-        show_panels(
-            p_map,
-            P_STAR_MAP_KEY,
-            widths=(2.0, 3.0),
-            on_select=lambda n: (
-                lambda: drilldown.from_chart(
-                    f"{P_STAR_MAP_KEY}_{n}", analysis, drilldown.p_star_stack_cell(profile.shape, stacks[n])
-                )
-            ),
-        )
+        widths: tuple[float, ...] = (2.0, 3.0)  # the encoder's map has two head panels, the decoder's four
+
+        def locate(n: int) -> drilldown.Locate:
+            return drilldown.p_star_stack_cell(profile.shape, stacks[n])
     else:
         p_map = split_panels(
             clickable_cells(figures.p_star_map(analysis, source=source, expert=map_expert)),
             titles=figures.P_STAR_PANEL_TITLES,
         )
-        show_panels(
-            p_map,
-            P_STAR_MAP_KEY,
-            widths=figures.P_STAR_PANEL_WIDTHS,
-            on_select=lambda n: (
-                lambda: drilldown.from_chart(
-                    f"{P_STAR_MAP_KEY}_{n}", analysis, drilldown.p_star_panel_cell(n, map_expert)
-                )
-            ),
-        )
+        widths = figures.P_STAR_PANEL_WIDTHS
+
+        def locate(n: int) -> drilldown.Locate:
+            return drilldown.p_star_panel_cell(n, map_expert)
+
+    show_panels(
+        p_map,
+        P_STAR_MAP_KEY,
+        widths=widths,
+        on_select=lambda n: lambda: drilldown.from_chart(f"{P_STAR_MAP_KEY}_{n}", analysis, locate(n)),
+    )
     histogram = figures.p_star_histogram(analysis, source=source)
     show_figure(histogram, "p_star_histogram")
     p_star_figures = [*p_map, histogram]

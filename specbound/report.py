@@ -17,6 +17,7 @@ import numpy as np
 from .architecture import ModelShape
 from .bounds import BoundAnalysis, BoundTerms, PAssignment
 from .logspace import to_log10
+from .profile import MatrixId
 from .spectrum import cumulative_energy
 
 if TYPE_CHECKING:
@@ -58,13 +59,10 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
     matrices = []
     for i, matrix in enumerate(profile.ids):
         expert = {"expert": matrix.expert} if shape.moe else {}  # SPEC §12: 0..E-1 or "shared", null for a head
-        # SPEC §12: an encoder-decoder's layer counts through both stacks (log10_alpha's index), and
-        # stack_layer is its number within its stack, as the checkpoint's keys number it
-        stack = {"stack": matrix.stack, "stack_layer": matrix.stack_layer} if shape.encoder_decoder else {}
         matrices.append(
             {
                 "layer": matrix.layer,
-                **stack,
+                **stack_fields(matrix, shape),
                 "head": matrix.head,
                 **expert,
                 "kind": matrix.kind.value,
@@ -111,6 +109,13 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
         **moe_json(shape),
         **stacks_json(shape),
     }
+
+
+def stack_fields(matrix: MatrixId, shape: ModelShape) -> dict[str, Any]:
+    """A matrix's stack and its layer's number within it, for an encoder-decoder (SPEC §12: ``layer``
+    counts through both stacks, as log10_alpha's index; ``stack_layer`` as the checkpoint's keys
+    number it); none for a model of one stack."""
+    return {"stack": matrix.stack, "stack_layer": matrix.stack_layer} if shape.encoder_decoder else {}
 
 
 def stacks_json(shape: ModelShape) -> dict[str, Any]:
@@ -207,11 +212,7 @@ def singular_values_frame(analysis_or_profile: Any) -> pd.DataFrame:
                     "layer": matrix.layer,
                     "head": matrix.head if matrix.head is not None else pd.NA,
                     **({"expert": "" if matrix.expert is None else str(matrix.expert)} if profile.shape.moe else {}),
-                    **(
-                        {"stack": matrix.stack, "stack_layer": matrix.stack_layer}
-                        if profile.shape.encoder_decoder
-                        else {}
-                    ),
+                    **stack_fields(matrix, profile.shape),
                     "kind": matrix.kind.value,
                     "index": np.arange(1, sv.size + 1),
                     "sigma": sv,

@@ -348,6 +348,9 @@ def head_heatmaps(
         raise ValueError(f"the {stack} has no {kind.value} matrices")
     numbers = [shape.stack_layer(layer) for layer in layers]
     where = f"{stack} " if stack else ""
+    # the hover names a layer by its y, or on one stack's figure by its number in the stack
+    layer_ref = "%{y}" if stack is None else "%{customdata}"
+    stack_numbers = {} if stack is None else {"customdata": np.repeat(np.array(numbers)[:, None], len(heads), axis=1)}
     ranges = {"numerical rank": (0, shape.head_dim), "stable rank": (0, shape.head_dim)}
     heatmaps = []
     for col, (name, z) in enumerate(quantities.items(), start=1):
@@ -364,14 +367,10 @@ def head_heatmaps(
             "zmax": zmax,
             "colorbar": {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9},
             "text": [[format_integer(v) for v in row] for row in z] if name == "numerical rank" else hover_grid(z),
-            "hovertemplate": f"{where}layer {{}}, head %{{x}}<br>{name} = %{{text}}<extra></extra>",
+            "hovertemplate": f"{where}layer {layer_ref}, head %{{x}}<br>{name} = %{{text}}<extra></extra>",
+            **stack_numbers,
             **labels,
         }
-        if stack is None:
-            heatmap["hovertemplate"] = heatmap["hovertemplate"].replace("{}", "%{y}")
-        else:  # the hover names the layer by its number in the stack
-            heatmap["customdata"] = np.repeat(np.array(numbers)[:, None], len(heads), axis=1)
-            heatmap["hovertemplate"] = heatmap["hovertemplate"].replace("{}", "%{customdata}")
         heatmaps.append(on_panel(heatmap, col))
         layout[x_axis].update(cell_axis("head", len(heads)))
         layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -615,6 +616,16 @@ def build(family: Family, root: Path) -> Built:
     assert type(model.base_model).__name__ == family.base_class
     model.base_model.save_pretrained(dirs["bare"])
     return Built(family, model, dirs)
+
+
+def save_each(make: Callable[[str], Any], names: Iterable[str], root: Path) -> dict[str, tuple[Any, Path]]:
+    """name -> (model, directory): each ``make(name)`` written by its own ``save_pretrained`` to root/name."""
+    saved = {}
+    for name in names:
+        model = make(name)
+        model.save_pretrained(root / name)
+        saved[name] = (model, root / name)
+    return saved
 
 
 def layer_prefix(built: Built, fmt: str, layer: int) -> str:

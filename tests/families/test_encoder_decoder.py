@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from family_models import save_each
 from hand_profiles import make_profile
 
 import specbound
@@ -37,7 +38,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 N, H = 32, 4
-#: name -> (config class, model class, config fields); T5's heads are of d = 6, so H d = 24 ≠ N
+#: name -> (config class, model class, config fields); the gated T5's heads are of d = 6, so H d = 24 ≠ N
 FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "t5": (
         "T5Config",
@@ -111,13 +112,7 @@ def make_model(name: str) -> Any:
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory) -> dict[str, tuple[Any, Path]]:
-    root = tmp_path_factory.mktemp("seq2seq")
-    built = {}
-    for name in FAMILIES:
-        model = make_model(name)
-        model.save_pretrained(root / name)
-        built[name] = (model, root / name)
-    return built
+    return save_each(make_model, FAMILIES, tmp_path_factory.mktemp("seq2seq"))
 
 
 # --- functional parity with the Hugging Face modules -----------------------------------------------

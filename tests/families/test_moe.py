@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from family_models import save_each
 from hand_profiles import make_profile
 
 import specbound
@@ -92,13 +93,7 @@ def make_model(name: str) -> Any:
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory) -> dict[str, tuple[Any, Path]]:
-    root = tmp_path_factory.mktemp("moe")
-    built = {}
-    for name in FAMILIES:
-        model = make_model(name)
-        model.save_pretrained(root / name)
-        built[name] = (model, root / name)
-    return built
+    return save_each(make_model, FAMILIES, tmp_path_factory.mktemp("moe"))
 
 
 # --- shape, counts and JSON fields ----------------------------------------------------------------
