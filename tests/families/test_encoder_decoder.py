@@ -233,6 +233,10 @@ def test_every_matrix_reproduces_its_module_and_wrong_readings_fail(saved, name)
         qk, v = _dense(layer_factors(weights, shape))
         ours = _attend(seen["x_q"], seen["x_q"], qk, v, scale, causal=stack == DECODER)
         assert _relative(ours, seen["out"]) < RIGHT, (layer, "self")
+        rolled = [1, 2, 3, 0]  # wrong: each query head read with the next head's keys (or values)
+        for wrong in ((qk[rolled], v), (qk, v[rolled])):
+            shifted = _attend(seen["x_q"], seen["x_q"], *wrong, scale, causal=stack == DECODER)
+            assert _relative(shifted, seen["out"]) > WRONG, (layer, "self, heads rolled")
         # the MLP
         seen = captured[(stack, number, "mlp")]
         assert _relative(_mlp(name, weights, shape, seen["x"]), seen["out"]) < RIGHT, (layer, "mlp")
@@ -249,7 +253,6 @@ def test_every_matrix_reproduces_its_module_and_wrong_readings_fail(saved, name)
         assert _relative(on_decoder, seen["out"]) > WRONG
         qk_w, v_w = _cross(weights, shape, key_value=(weights.key, weights.value))
         assert _relative(_attend(seen["x_q"], seen["x_kv"], qk_w, v_w, scale, False), seen["out"]) > WRONG
-        rolled = [1, 2, 3, 0]
         assert _relative(_attend(seen["x_q"], seen["x_kv"], qk_x[rolled], v_x, scale, False), seen["out"]) > WRONG
         assert _relative(_attend(seen["x_q"], seen["x_kv"], qk_x, v_x[rolled], scale, False), seen["out"]) > WRONG
 
