@@ -182,7 +182,7 @@ def visitor_advice(message: str) -> str:
 BUNDLED, MINIATURE, OTHER, CUSTOM, ATLAS = (
     "Bundled model",
     "BERT Miniature",
-    "Other families (decoders, MoE, ViT, T5, BART)",
+    "Other families",
     "Hub id or local directory",
     "Atlas file",
 )

@@ -88,8 +88,9 @@ else:
 
 st.subheader("Rank against its structural maximum")
 st.caption(
-    "QK and V heads can reach rank d = N / H, M_in and M_out min(N, d_ff): a full-rank matrix pays the "
-    "full √(rank · N) at p = 0."
+    f"{', '.join(k.value for k in profile.shape.head_kinds)} heads can reach rank d = {profile.shape.head_dim} "
+    f"(the head size), {', '.join(k.value for k in profile.shape.layer_kinds)} min(N, d_ff): a full-rank "
+    "matrix pays the full √(rank · N) at p = 0."
 )
 model_kinds = [kind.value for kind in profile.model_kinds]
 share.shared(RANK_KIND_KEY, RANK_KIND_CODEC, Kind.QK.value)

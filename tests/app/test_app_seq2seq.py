@@ -73,6 +73,7 @@ def test_every_page_works_on_an_encoder_decoder(landing_app, t5_dir, page: str) 
             "p* of every matrix of the encoder",
             "p* of every matrix of the decoder",
         ]
+        assert "QK, V, QK_x, V_x heads can reach rank d = 8 (the head size), M_in, M_out min(N, d_ff)" in page_text(at)
     if page == "compare":
         at.button(key="baseline_twin").click()
         run_clean(at)
