@@ -611,7 +611,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(f"error: {exc}")
         return EXIT_ERROR
     except OSError as exc:  # a write to stdout or a file outside the package's own handling (a full disk)
-        _fail(f"error: {describe_os_error(exc)}")
+        _fail(f"error: {describe_os_error(exc, name_file=True)}")
         return EXIT_ERROR
     except MemoryError:
         _fail("error: out of memory (try a smaller model or --grid-m)")

@@ -61,6 +61,13 @@ def atomic_write(path: Path) -> Iterator[BinaryIO]:
         with os.fdopen(fd, "wb") as f:
             yield f
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename not in (None, tmp):  # another file's error, raised inside the block
+            raise
+        # the temporary file is an implementation detail: the error is the target's (a directory in its
+        # place, a full disk), so that a message names the file the caller asked for
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -133,13 +140,21 @@ def require_parent(path: Path, what: str) -> None:
         )
 
 
-def describe_os_error(exc: OSError) -> str:
-    """One line for an OSError without the path it carries (paths are for the operator's logs)."""
+def describe_os_error(exc: OSError, *, name_file: bool = False) -> str:
+    """One line for an OSError without the path it carries (paths are for the operator's logs); with
+    ``name_file``, led by the last component of the file it names (``grokking.csv: Is a directory``),
+    for a message that does not name the file already."""
     if exc.errno == errno.ENOSPC:
-        return "no space left on the device"
-    if exc.errno == errno.ENAMETOOLONG:
-        return "a file name is too long"
-    return exc.strerror or type(exc).__name__
+        reason = "no space left on the device"
+    elif exc.errno == errno.ENAMETOOLONG:
+        reason = "a file name is too long"
+    else:
+        reason = exc.strerror or type(exc).__name__
+    filename = exc.filename2 if exc.filename2 is not None else exc.filename
+    if not name_file or filename is None:
+        return reason
+    name = Path(os.fsdecode(filename)).name or os.fsdecode(filename)
+    return f"{name}: {reason}"
 
 
 def parse_json(data: bytes | str, what: str, max_bytes: int) -> Any:

@@ -34,10 +34,12 @@ from typing import Any
 from .._version import __version__
 from ..atlas import atlas_member, save_atlas
 from ..bounds import BoundAnalysis
+from ..errors import SpecboundError
 from ..files import atomic_write, describe_os_error, read_json
 from ..limits import LIMITS
 from ..loading import load_profile
 from ..profile import SpectralProfile
+from ..text import quoted
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
 from .records import LAB_LABEL, RUNS_DIR, read_runs, write_record
 from .registry import MEASURES, CheckpointMeasure, RunMeasure
@@ -218,16 +220,25 @@ def step_profile(directory: Path | str, run: RunTrajectory, step: int) -> Spectr
 
     From the run's steps atlas when the directory has one (the shipped reference, which has no
     weights), else from the saved checkpoint through the profile cache (a directory the lab trained
-    into). Either way it is named ``<run>@<step>``. LabError if the step was not saved.
+    into). Either way it is named ``<run>@<step>``. LabError, in one line naming the run and the step,
+    if the step was not saved or its spectra cannot be read (a checkpoint gone, corrupt or over the
+    limits, a damaged steps atlas): whatever the loader's reason, a caller catches one error.
     """
     record = next((s for s in run.steps if s.step == step), None)
     if record is None:
         raise LabError(f"{run.name} has no saved step {step} (saved: {', '.join(str(s.step) for s in run.steps)})")
     run_dir = Path(directory) / RUNS_DIR / run.name
     steps_atlas = run_dir / STEPS_ATLAS_FILE
-    if steps_atlas.is_file():
-        return atlas_member(steps_atlas, step_member(run.name, step))
-    return _renamed(load_profile(str(run_dir / record.checkpoint)), run.name, step)
+    try:
+        if steps_atlas.is_file():
+            return atlas_member(steps_atlas, step_member(run.name, step))
+        return _renamed(load_profile(str(run_dir / record.checkpoint)), run.name, step)
+    except LabError:
+        raise
+    except SpecboundError as exc:
+        raise LabError(f"{run.name} at step {step}: {exc}") from exc
+    except OSError as exc:
+        raise LabError(f"{run.name} at step {step}: {describe_os_error(exc, name_file=True)}") from exc
 
 
 def _earlier_sweep_seconds(dest: Path, runs: int, training_seconds: float) -> float | None:
@@ -334,15 +345,21 @@ def remeasure(
     rewrite the records, runs.csv and correlations.csv. Every other value is kept as recorded.
 
     For a change of a measure's formula (the power-law fit's convention): the spectra do not move, so
-    neither does anything else. ValueError for a name that is not a CHECKPOINT measure.
+    neither does anything else. LabError (one line, naming the names) for a name that is not a
+    CHECKPOINT measure, and for a directory without a finished run.
     """
     directory = Path(directory)
-    chosen = [m for m in (MEASURES.get(name) for name in measures) if isinstance(m, CheckpointMeasure)]
-    if len(chosen) != len(measures):
-        raise ValueError(f"only CHECKPOINT measures can be recomputed from spectra, got {', '.join(measures)}")
+    recomputable = sorted(name for name, m in MEASURES.items() if isinstance(m, CheckpointMeasure))
+    refused = [name for name in measures if name not in recomputable]
+    if refused:
+        names = ", ".join(f"'{quoted(name)}'" for name in refused)
+        raise LabError(
+            f"{names} cannot be recomputed from stored spectra (the CHECKPOINT measures: {', '.join(recomputable)})"
+        )
+    chosen = [m for m in (MEASURES[name] for name in measures) if isinstance(m, CheckpointMeasure)]
     runs = read_runs(directory)
     if not runs:
-        raise ValueError(f"{directory} holds no finished run")
+        raise LabError(f"the lab directory {directory.name or directory} holds no finished run")
     updated = []
     for run in runs:
         steps = []

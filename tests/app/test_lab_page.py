@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import lab as service
 from dashboard.numbers import shown_value
 from dashboard.tables import CELL_PAD_PX, CHAR_PX
-from dashboard.text import OPTIMAL_LABEL, format_log_value
+from dashboard.text import OPTIMAL_LABEL, format_log_value, plain
 from dashboard.vocabulary import measure_name
 from specbound.atlas import load_atlas
 from specbound.bounds import BoundAnalysis
@@ -445,3 +445,42 @@ def test_the_scaling_page_draws_each_lab_family(plotly_specs, family, shipped, m
     models = _dataframe(at, "p=2_log10")
     assert sorted(models["name"]) == sorted(p.model for p in profiles)
     assert at.query_params["scaling_family"] == link
+
+
+@pytest.mark.parametrize("damage", ["checkpoint gone", "weights corrupt"])
+def test_a_stored_run_whose_checkpoint_is_damaged_says_so_and_the_page_stays(tmp_path, monkeypatch, damage) -> None:
+    """A run trained into the store whose final checkpoint was deleted or overwritten: its step shows the
+    page's own error line (whatever the loader's reason), every other part of the page is drawn, and
+    "Open as a model" is off."""
+    from specbound.lab.sweep import run_sweep
+    from specbound.lab.train import RunSpec, TrainSettings
+
+    monkeypatch.setenv("SPECBOUND_CACHE", str(tmp_path / "cache"))
+    spec = RunSpec(1, 16, 2, 32, seed=5, settings=TrainSettings(steps=4, save_every=2, test_samples=64))
+    run_sweep([spec], service.store_dir(), use_cache=False)
+    (run,) = read_results(service.store_dir()).runs
+    final = service.store_dir() / "runs" / run.name / run.final.checkpoint
+    if damage == "checkpoint gone":
+        import shutil
+
+        shutil.rmtree(final)
+    else:
+        (final / "model.safetensors").write_bytes(b"\x00" * 64)
+    service._store_runs.clear()  # the store's runs are cached per server: this test's store is its own
+    try:
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+        run_clean(at)
+        at.switch_page("pages/lab.py")
+        run_clean(at)
+        at.selectbox(key="lab_run").set_value(service.run_key(service.HERE, run.name))
+        run_clean(at)
+        at.select_slider(key="lab_step").set_value(run.final.step)
+        at.run()
+        assert not at.exception
+        (error,) = [e.value for e in at.error]
+        assert error.startswith("The spectra of this step cannot be read: ")
+        assert plain(f"{run.name} at step {run.final.step}: ") in error and str(tmp_path) not in error
+        assert at.button(key="lab_open").disabled
+        assert _metric(at, "Total (ours at p*)")  # the record's numbers are still shown
+    finally:
+        service._store_runs.clear()

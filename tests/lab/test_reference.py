@@ -195,6 +195,29 @@ def test_remeasure_recomputes_only_the_named_measures_from_the_stored_spectra(tm
         else:  # the spectra themselves are read, never rewritten
             assert (copy / relative).read_bytes() == path.read_bytes(), relative
     run = read_results(copy).runs[0]
-    with pytest.raises(ValueError, match="only CHECKPOINT measures"):
+    with pytest.raises(LabError, match="'sharpness' cannot be recomputed from stored spectra"):
         reference.remeasure(copy, ("sharpness",))
     assert read_results(copy).runs[0] == run
+
+
+def _stderr_line(capsys: pytest.CaptureFixture[str]) -> str:
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    return line
+
+
+def test_remeasure_refuses_in_the_cli_s_one_line_and_names_the_file_it_cannot_write(tmp_path: Path, capsys) -> None:
+    """A measure that is not recomputable is refused by name, with the ones that are, in the line every
+    error of the CLI has; a write that fails names the file (a directory where grokking.csv goes)."""
+    import shutil
+
+    copy = tmp_path / "grok"
+    shutil.copytree(reference.GROKKING_REFERENCE_DIR, copy)
+    assert main(["lab", "remeasure", str(copy), "--measure", "alpha", "no_such_measure"]) == 1
+    line = _stderr_line(capsys)
+    assert line.startswith("specbound: error: 'no_such_measure' cannot be recomputed from stored spectra"), line
+    assert "alpha_hat" in line and str(tmp_path) not in line
+    (copy / "grokking.csv").unlink()
+    (copy / "grokking.csv").mkdir()
+    assert main(["lab", "remeasure", str(copy), "--measure", "alpha"]) == 1
+    assert _stderr_line(capsys) == "specbound: error: grokking.csv: Is a directory"
+    assert not list(copy.glob(".specbound-tmp.*"))  # the temporary file went with the failed write
