@@ -20,6 +20,7 @@ and the fresh test samples (stream 1) of a run are independent and reproducible.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from enum import IntEnum
@@ -370,13 +371,57 @@ def stationary_distribution(transition: np.ndarray) -> np.ndarray:
     return pi / pi.sum()
 
 
-def entropy_rate(transition: np.ndarray) -> float:
-    """Σ_i π_i H(P_i·) in nats, π the stationary law: the per-token entropy of the stationary chain, the
-    least expected cross-entropy of any next-token predictor."""
+def entropy_rate(transition: np.ndarray, stationary: np.ndarray | None = None) -> float:
+    """Σ_i π_i H(P_i·) in nats, π the stationary law (computed when not given): the per-token entropy of
+    the stationary chain, the least expected cross-entropy of any next-token predictor."""
     transition = np.asarray(transition, dtype=np.float64)
     logs = np.log(np.where(transition > 0, transition, 1.0))
     row_entropy = -(transition * logs).sum(axis=1)  # (V,)
-    return float(stationary_distribution(transition) @ row_entropy)
+    pi = stationary_distribution(transition) if stationary is None else stationary
+    return float(pi @ row_entropy)
+
+
+@dataclass(frozen=True, eq=False)
+class ChainLaw:
+    """Everything the lab needs of one Markov chain, computed once per process (:func:`chain_law`): the
+    transition matrix P (V, V), its stationary law π (V,), the entropy rate Σ_i π_i H(P_i·) in nats and
+    the least next-token error 1 - Σ_i π_i max_j P_ij. The arrays are read-only: they are shared."""
+
+    transition: np.ndarray  # (V, V), rows summing to 1
+    stationary: np.ndarray  # (V,)
+    entropy_rate: float
+    bayes_error: float
+
+
+def _draw_transition(states: int, support: int, chain_seed: int) -> np.ndarray:
+    """The chain of :class:`MarkovTask` (V, V), a function of its three fields only (see there)."""
+    v = states
+    rng = np.random.default_rng(np.random.SeedSequence([chain_seed, v, support]))
+    p = np.zeros((v, v))
+    for i in range(v):
+        forced = {(i + 1) % v} | ({0} if i == 0 else set())
+        others = [j for j in rng.permutation(v) if j not in forced]
+        chosen = sorted(forced | set(int(j) for j in others[: max(0, support - len(forced))]))
+        p[i, chosen] = rng.dirichlet(np.ones(len(chosen)))
+    return p
+
+
+@functools.lru_cache(maxsize=4)
+def chain_law(states: int, support: int, chain_seed: int) -> ChainLaw:
+    """The :class:`ChainLaw` of the chain drawn from these fields, cached: at the vocabulary limit
+    (1,024 states) the stationary law is a 1,025 x 1,024 least-squares solve of about a second, and a
+    table asks for the entropy rate once per saved step of every run (at most a few chains per process,
+    8 MB each at that size)."""
+    transition = _draw_transition(states, support, chain_seed)
+    stationary = stationary_distribution(transition)
+    transition.flags.writeable = False
+    stationary.flags.writeable = False
+    return ChainLaw(
+        transition=transition,
+        stationary=stationary,
+        entropy_rate=entropy_rate(transition, stationary),
+        bayes_error=float(1.0 - stationary @ transition.max(axis=1)),
+    )
 
 
 @dataclass(frozen=True)
@@ -425,36 +470,33 @@ class MarkovTask:
         return self.states
 
     @property
+    def law(self) -> ChainLaw:
+        """The chain's transition matrix, stationary law, entropy rate and least error, computed once
+        per process for a chain (:func:`chain_law`)."""
+        return chain_law(self.states, self.support, self.chain_seed)
+
+    @property
     def bayes_error(self) -> float:
         """The least next-token error: 1 - Σ_i π_i max_j P_ij."""
-        p = self.transition_matrix()
-        return float(1.0 - stationary_distribution(p) @ p.max(axis=1))
+        return self.law.bayes_error
 
     def transition_matrix(self) -> np.ndarray:
-        """The chain (V, V), rows summing to 1, a function of the task's fields only."""
-        v = self.states
-        rng = np.random.default_rng(np.random.SeedSequence([self.chain_seed, v, self.support]))
-        p = np.zeros((v, v))
-        for i in range(v):
-            forced = {(i + 1) % v} | ({0} if i == 0 else set())
-            others = [j for j in rng.permutation(v) if j not in forced]
-            chosen = sorted(forced | set(int(j) for j in others[: max(0, self.support - len(forced))]))
-            p[i, chosen] = rng.dirichlet(np.ones(len(chosen)))
-        return p
+        """The chain (V, V), rows summing to 1, a function of the task's fields only (read-only)."""
+        return self.law.transition
 
     @property
     def optimal_loss(self) -> float:
         """The entropy rate in nats (:func:`entropy_rate`)."""
-        return entropy_rate(self.transition_matrix())
+        return self.law.entropy_rate
 
     def sample(self, n: int, seed: int, stream: Stream = Stream.TRAIN) -> LabeledSample:
         """n sequences of the stationary chain; labels are the tokens (the targets, shifted by the model)."""
         if n < 0:
             raise ValueError(f"the number of examples must be non-negative, got {n}")
-        p = self.transition_matrix()
-        cumulative = np.cumsum(p, axis=1)  # (V, V)
+        law = self.law
+        cumulative = np.cumsum(law.transition, axis=1)  # (V, V)
         cumulative[:, -1] = 1.0
-        start = np.cumsum(stationary_distribution(p))
+        start = np.cumsum(law.stationary)
         start[-1] = 1.0
         rng = np.random.default_rng(np.random.SeedSequence([seed, int(stream)]))
         uniforms = rng.random((n, self.length))  # (n, T)

@@ -82,3 +82,24 @@ def test_label_noise_flips_at_rate_q(q: float) -> None:
 def test_invalid_tasks_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
         ThresholdTask(**kwargs)
+
+
+def test_a_markov_chain_s_law_is_solved_once_per_process(monkeypatch) -> None:
+    """At the vocabulary limit the stationary law is a 1,025 x 1,024 solve: a table asks for the entropy
+    rate at every saved step, so it is computed once per chain (and equals the uncached formula)."""
+    from specbound.lab import tasks
+
+    solved = []
+    original = tasks.stationary_distribution
+    monkeypatch.setattr(tasks, "stationary_distribution", lambda p: solved.append(p.shape) or original(p))
+    tasks.chain_law.cache_clear()
+    task = tasks.MarkovTask(states=tasks.MAX_VOCAB, chain_seed=11)
+    rates = {tasks.MarkovTask(states=tasks.MAX_VOCAB, chain_seed=11).optimal_loss for _ in range(50)}
+    task.bayes_error, task.sample(4, seed=0)
+    assert solved == [(tasks.MAX_VOCAB, tasks.MAX_VOCAB)]
+    p = task.transition_matrix()
+    assert not p.flags.writeable and not task.law.stationary.flags.writeable  # shared: read-only
+    (rate,) = rates
+    assert rate == tasks.entropy_rate(tasks._draw_transition(tasks.MAX_VOCAB, task.support, 11))
+    assert tasks.MarkovTask(states=16, chain_seed=11).optimal_loss != rate  # another chain, another law
+    tasks.chain_law.cache_clear()
