@@ -52,10 +52,20 @@ class Run:
     logged: dict[int, dict[str, float]]  # step -> loss, eval_loss (from trajectory.csv)
     #: the lab's record of a shipped run (its measured errors and losses), None for any other run
     lab: RunTrajectory | None = None
+    #: what the run's content is: its file and modification time, or the stored upload it came from.
+    #: Two runs of one name (a trajectory rewritten in place, another upload) are two entries of the
+    #: page's caches, so a step is never drawn from another run's spectra.
+    version: str = ""
 
     @property
     def key(self) -> str:
+        """The run as the picker and a link name it: where it comes from and its name."""
         return f"{self.origin}:{self.name}"
+
+    @property
+    def cache_key(self) -> str:
+        """The run's content, for the page's caches (:attr:`key` and :attr:`version`)."""
+        return f"{self.key}#{self.version}"
 
 
 def runs_dir() -> Path | None:
@@ -112,13 +122,14 @@ def operator_runs() -> list[Run]:
     runs = []
     for path in _trajectory_files(root):
         try:
-            profiles = _load(str(path), path.stat().st_mtime_ns)
+            mtime_ns = path.stat().st_mtime_ns
+            profiles = _load(str(path), mtime_ns)
         except (AtlasError, OSError):
             continue  # not a trajectory atlas, or unreadable: not offered
         logged = _logged(path.with_name(TABLE_FILE)) if path.name == ATLAS_FILE else {}
         for name, steps in steps_of(profiles).items():
             if len(steps) >= 1:
-                runs.append(Run(redact_paths(name), "server", steps, logged))
+                runs.append(Run(redact_paths(name), "server", steps, logged, version=f"{path}@{mtime_ns}"))
     return runs
 
 
@@ -142,17 +153,19 @@ def shipped_runs() -> tuple[Run, ...]:
                 for s in record.steps
                 if math.isfinite(s.train_loss) and math.isfinite(s.test_loss)
             }
-            runs.append(Run(record.name, SHIPPED, steps, logged, record))
+            runs.append(Run(record.name, SHIPPED, steps, logged, record, version=shipped.key))
     return tuple(runs)
 
 
-def uploaded_runs(profiles: tuple[SpectralProfile, ...]) -> list[Run]:
-    return [Run(redact_paths(name), UPLOADED, steps, {}) for name, steps in steps_of(profiles).items()]
+def uploaded_runs(profiles: tuple[SpectralProfile, ...], version: str = "") -> list[Run]:
+    """The runs of an uploaded trajectory atlas; ``version`` names the stored upload (its content)."""
+    return [Run(redact_paths(name), UPLOADED, steps, {}, version=version) for name, steps in steps_of(profiles).items()]
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def trajectory_frame(key: str, _run: Run) -> pd.DataFrame:
-    """One row per step of a run (the columns of trajectory.csv), from its stored spectra."""
+    """One row per step of a run (the columns of trajectory.csv), from its stored spectra; ``key`` is
+    the run's :attr:`~Run.cache_key`."""
     rows = [
         step_row(step, Analysis(BoundAnalysis.from_profile(profile)), _run.logged.get(step))
         for step, profile in _run.steps.items()
@@ -162,4 +175,5 @@ def trajectory_frame(key: str, _run: Run) -> pd.DataFrame:
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def step_analysis(key: str, step: int, _profile: SpectralProfile) -> BoundAnalysis:
+    """The bound of one step (``key``: the run's :attr:`~Run.cache_key`)."""
     return BoundAnalysis.from_profile(_profile)

@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import atlas, safety, share
 from dashboard import runs as service
+from dashboard.experts import expert_picker
 from dashboard.export import csv_download, show_figure, show_panels
 from dashboard.lab import model_label
 from dashboard.numbers import format_count
@@ -49,7 +50,7 @@ if uploaded is not None:
         else:
             atlas.use_upload(uploaded.name, uploaded.getvalue())
 
-own = [*service.operator_runs(), *service.uploaded_runs(atlas.loaded())]
+own = [*service.operator_runs(), *service.uploaded_runs(atlas.loaded(), str(atlas.loaded_file() or ""))]
 runs = {run.key: run for run in [*own, *service.shipped_runs()]}
 if not own:
     st.info(
@@ -84,7 +85,7 @@ if st.session_state[STEP_KEY] not in steps:
     st.session_state[STEP_KEY] = steps[-1]
 step = st.select_slider("Step", steps, key=STEP_KEY) if len(steps) > 1 else steps[0]
 
-frame = service.trajectory_frame(key, run)
+frame = service.trajectory_frame(run.cache_key, run)
 row = frame.loc[frame["step"] == step].iloc[0]
 total_col, edelman_col, p_col = st.columns(3)
 total_col.metric("Ours at p*", format_log_value(float(row["ours_log10"]) / LOG10_E))
@@ -120,18 +121,15 @@ elif (losses := trajectory_figures.loss_figure(frame, step)) is not None:
     show_figure(losses, "runs_losses")
 
 st.subheader(f"At step {step}")
-analysis = service.step_analysis(key, step, run.steps[step])
+analysis = service.step_analysis(run.cache_key, step, run.steps[step])
 profile = analysis.profile
+# the stacks and experts of this step's model (a run's steps may even differ in shape)
+expert = expert_picker(profile.shape, "runs_expert")
+p_map = bound_figures.p_star_map_panels(analysis, source=f"{run.name} at step {step}", expert=expert)
+show_panels(list(p_map.figures), "runs_p_map", widths=p_map.widths)
+experts = None if expert is None else [expert]
 show_panels(
-    split_panels(
-        bound_figures.p_star_map(analysis, source=f"{run.name} at step {step}"),
-        titles=bound_figures.P_STAR_PANEL_TITLES,
-    ),
-    "runs_p_map",
-    widths=bound_figures.P_STAR_PANEL_WIDTHS,
-)
-show_panels(
-    split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads))),
+    split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads), experts=experts)),
     "runs_spectra",
     per_row=PANEL_COLUMNS,
 )

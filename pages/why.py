@@ -22,12 +22,11 @@ from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
-from specbound.architecture import DECODER, ENCODER, Kind
+from specbound.architecture import Kind
 from specbound.explain import break_even
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
 from specbound.figures.spectra import rank_against_maximum
-from specbound.figures.style import split_panels
 
 ensure_app_entry()
 
@@ -59,27 +58,20 @@ if len(used) == 1:  # one value for all: the map would be one block, the histogr
 else:
     st.caption("Click a cell to open that matrix below.")
     map_expert = expert_picker(profile.shape, "p_star_expert")
-    if profile.shape.encoder_decoder:  # the encoder's map and the decoder's (with QK_x, V_x) side by side
-        stacks = (ENCODER, DECODER)
-        p_map = [clickable_cells(figures.p_star_map(analysis, source=source, stack=stack)) for stack in stacks]
-        widths: tuple[float, ...] = (2.0, 3.0)  # the encoder's map has two head panels, the decoder's four
+    # the encoder's map and the decoder's (with QK_x, V_x) side by side, or one map's panels
+    panels = figures.p_star_map_panels(analysis, source=source, expert=map_expert, prepare=clickable_cells)
+    p_map = list(panels.figures)
 
-        def locate(n: int) -> drilldown.Locate:
-            return drilldown.p_star_stack_cell(profile.shape, stacks[n])
-    else:
-        p_map = split_panels(
-            clickable_cells(figures.p_star_map(analysis, source=source, expert=map_expert)),
-            titles=figures.P_STAR_PANEL_TITLES,
-        )
-        widths = figures.P_STAR_PANEL_WIDTHS
-
-        def locate(n: int) -> drilldown.Locate:
-            return drilldown.p_star_panel_cell(n, map_expert)
+    def locate(n: int) -> drilldown.Locate:
+        stack = panels.stacks[n]
+        if stack is not None:
+            return drilldown.p_star_stack_cell(profile.shape, stack)
+        return drilldown.p_star_panel_cell(n, map_expert)
 
     show_panels(
         p_map,
         P_STAR_MAP_KEY,
-        widths=widths,
+        widths=panels.widths,
         on_select=lambda n: lambda: drilldown.from_chart(f"{P_STAR_MAP_KEY}_{n}", analysis, locate(n)),
     )
     histogram = figures.p_star_histogram(analysis, source=source)

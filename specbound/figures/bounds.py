@@ -9,7 +9,8 @@ which always exist. ``source`` (model and p, e.g. "minilm-l6 · p*") becomes the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -18,7 +19,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
 
-from ..architecture import Expert, Kind, expert_label
+from ..architecture import DECODER, ENCODER, Expert, Kind, expert_label
 from ..bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ..compare import Comparison
 from ..explain import break_even
@@ -48,6 +49,7 @@ from .style import (
     panel_ref,
     quantity_color,
     spaced_ticks,
+    split_panels,
 )
 
 SQRT_DEPTH_COLOR = NEUTRAL
@@ -420,6 +422,43 @@ def p_star_map(
         layout[x_axis].update(cell_axis("head", H) if col < last else strip)
     title = f"p* of every matrix of the {stack}" if stack else "p* of every matrix"
     return figure(heatmaps, title, source=source, height=height, layout=layout)
+
+
+@dataclass(frozen=True)
+class PStarPanels:
+    """The p* map as a page draws it: its figures side by side, their relative widths and, per figure,
+    the stack it shows (None for a model of one stack, whose figures are the map's split panels)."""
+
+    figures: tuple[go.Figure, ...]
+    widths: tuple[float, ...]
+    stacks: tuple[str | None, ...]
+
+
+#: An encoder-decoder's two maps side by side: the encoder's has two head panels, the decoder's four.
+STACK_PANEL_WIDTHS: tuple[float, float] = (2.0, 3.0)
+
+
+def p_star_map_panels(
+    analysis: BoundAnalysis,
+    *,
+    source: str | None = None,
+    expert: Expert = None,
+    prepare: Callable[[go.Figure], go.Figure] = lambda fig: fig,
+) -> PStarPanels:
+    """:func:`p_star_map` laid out for the model it is given (SPEC §12: stacks and experts come from the
+    model): an encoder-decoder's encoder map beside its decoder map (with QK_x and V_x); any other
+    model's one map split into its panels (:func:`~specbound.figures.style.split_panels`), with the
+    MLP strip of ``expert`` in a mixture of experts. ``prepare`` is applied to each whole map before
+    it is split (a page makes the cells clickable there).
+    """
+    shape = analysis.profile.shape
+    if shape.encoder_decoder:
+        stacks = (ENCODER, DECODER)
+        maps = tuple(prepare(p_star_map(analysis, source=source, stack=stack)) for stack in stacks)
+        return PStarPanels(maps, STACK_PANEL_WIDTHS, stacks)
+    whole = prepare(p_star_map(analysis, source=source, expert=expert))
+    parts = tuple(split_panels(whole, titles=P_STAR_PANEL_TITLES))
+    return PStarPanels(parts, P_STAR_PANEL_WIDTHS, (None,) * len(parts))
 
 
 def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:

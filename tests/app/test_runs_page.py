@@ -5,16 +5,18 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 from app_harness import run_clean
 
 from dashboard import runs as service
 from dashboard.safety import SERVER_PATHS_ENV
 from dashboard.text import format_log_value, plain
-from specbound.architecture import ModelShape
+from specbound.architecture import Kind, ModelShape
 from specbound.atlas import save_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.logspace import LOG10_E, to_log10
+from specbound.profile import MatrixId
 from specbound.twin import random_twin
 
 
@@ -163,3 +165,75 @@ def test_a_step_is_ascii_digits_only(text, step) -> None:
     from specbound.runs import parse_step
 
     assert parse_step(text) == step
+
+
+# --- runs of every shape: stacks and experts come from each step's model (SPEC §12) -------------------
+
+
+def _twin_of(shape: ModelShape, name: str, seed: int):
+    import dataclasses
+
+    return dataclasses.replace(random_twin(shape, model="x", initializer_range=0.05, seed=seed), model=name)
+
+
+#: An encoder-decoder (2 + 2 layers, T5's relu MLP), a mixture of experts (Mixtral's layout) and a dense model.
+T5_SHAPE = ModelShape(4, 32, 4, 48, encoder_layers=2, family="t5", activation="relu")
+MOE_SHAPE = ModelShape(2, 32, 4, 48, num_kv_heads=2, mlp="gated", family="mixtral", activation="silu",
+                       num_experts=4, experts_per_token=2)  # fmt: skip
+DENSE_SHAPE = ModelShape(2, 32, 4, 48)
+
+
+@pytest.mark.parametrize(
+    ("shapes", "panels"),
+    [
+        ((T5_SHAPE, T5_SHAPE), [["QK", "V", "MLP"], ["QK", "V", "QK_x", "V_x", "MLP"]]),
+        ((MOE_SHAPE, MOE_SHAPE), [["p* of QK heads"], ["p* of V heads"], ["p* per layer"]]),
+        ((DENSE_SHAPE, MOE_SHAPE, T5_SHAPE), [["QK", "V", "MLP"], ["QK", "V", "QK_x", "V_x", "MLP"]]),
+    ],
+    ids=["encoder-decoder", "mixture of experts", "dense, experts and stacks in one run"],
+)
+def test_a_run_of_any_shape_draws_its_steps_stacks_and_experts(
+    landing_app, tmp_path, monkeypatch, plotly_specs, shapes, panels
+) -> None:
+    """An encoder-decoder's step draws the encoder's and the decoder's p* maps side by side (the
+    decoder's with QK_x and V_x); a mixture of experts' step offers its experts; a run whose steps
+    change shape draws each step as its own model. The last step is the one shown first."""
+    directory = tmp_path / "runs" / "shapes"
+    directory.mkdir(parents=True)
+    profiles = [_twin_of(shape, f"shaped@{10 * i}", seed=i) for i, shape in enumerate(shapes)]
+    save_atlas(profiles, directory / "trajectory.npz")
+    monkeypatch.setenv(service.RUNS_DIR_ENV, str(tmp_path / "runs"))
+    at = landing_app
+    at.switch_page("pages/runs.py")
+    run_clean(at)
+    assert at.selectbox(key="runs_run").value == "server:shaped"
+    for step in [10 * i for i in range(len(shapes))]:
+        at.select_slider(key="runs_step").set_value(step)
+        run_clean(at)
+        assert not at.exception and not at.error, [e.value for e in at.error]
+    last = profiles[-1].shape
+    maps = [f for f in plotly_specs(at) if "p*" in f["layout"].get("title", {}).get("text", "")]
+    titles = [[a["text"] for a in f["layout"].get("annotations", []) if a.get("yref") == "paper"] for f in maps]
+    if last.encoder_decoder:
+        assert [[t for t in ts if t in {"QK", "V", "QK_x", "V_x", "MLP"}] for ts in titles] == panels
+        decoder = BoundAnalysis.from_profile(profiles[-1]).p_opt
+        drawn = next(t["z"] for t in maps[1]["data"] if t.get("name") == "QK_x")
+        assert np.asarray(drawn, dtype=float).ravel().tolist() == pytest.approx(
+            [decoder[profiles[-1].index(MatrixId(layer, Kind.QK_X, h))] for layer in (2, 3) for h in range(4)]
+        )
+    else:
+        shown = [[f["layout"]["title"]["text"].split("<br>")[0]] for f in maps if len(f["data"]) == 1]
+        assert shown == panels
+    if last.moe:
+        picker = at.selectbox(key="runs_expert")
+        assert picker.options == ["expert 0", "expert 1", "expert 2", "expert 3"]
+        picker.set_value("expert 2")
+        run_clean(at)
+        strip = next(t for f in plotly_specs(at) for t in f["data"] if t.get("name", "").endswith("(expert 2)"))
+        expected = BoundAnalysis.from_profile(profiles[-1]).p_opt
+        kinds = (Kind.M_GATE, Kind.M_IN, Kind.M_OUT)
+        np.testing.assert_allclose(
+            np.asarray(strip["z"], dtype=float),
+            [[expected[profiles[-1].index(MatrixId(layer, kind, expert=2))] for kind in kinds] for layer in (0, 1)],
+            rtol=1e-12,
+        )
