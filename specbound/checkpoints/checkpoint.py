@@ -32,7 +32,7 @@ from ..files import describe_os_error, open_regular, read_json, regular_size
 from ..limits import LIMITS, check_encoder_shape
 from ..matrices import LayerWeights
 from ..text import quoted
-from .tensors import ShardArrival, StateDictTensors, TensorSource, WeightFiles, widen
+from .tensors import ShardArrival, SlicedTensors, StateDictTensors, TensorSource, WeightFiles, widen
 
 CONFIG_FILE = "config.json"
 #: Weight files in order of preference: safetensors before pickles, single files before shards.
@@ -253,7 +253,9 @@ class Checkpoint:
                 shard: _contained(directory, shard, f"the shard index {index.name}") for shard in set(tensors.values())
             }
             weight_map = {tensor: shards[shard] for tensor, shard in tensors.items()}
-        reader = WeightFiles(weight_files(directory), weight_map, arrival)
+        files = WeightFiles(weight_files(directory), weight_map, arrival)
+        slices = adapter.fused_slices(files.names(), shape)  # experts saved fused: read one by one
+        reader: TensorSource = SlicedTensors(files, slices) if slices else files
         return cls(shape, adapter, reader, directory.name, directory, arrival)
 
     @classmethod

@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, UnsupportedModelError
+from ..families.base import TensorSlice
 from ..files import describe_os_error, parse_json, regular_size
 from ..limits import LIMITS, LimitExceededError
 from ..text import quoted
@@ -355,6 +356,65 @@ class WeightFiles:
     def held(self) -> list[Path]:
         """The weight files whose tensors are in memory now (loaded pickles not yet released)."""
         return [path for path, file in self._files.items() if file.in_memory]
+
+
+class SlicedTensors:
+    """A :class:`TensorSource` in which some matrices stored fused inside a larger tensor also go by
+    keys of their own (:meth:`~specbound.families.base.FamilyAdapter.fused_slices`: the experts of a
+    mixture of experts saved fused on disk), so the reading code reads each as any other tensor.
+
+    The fused tensor's shape is checked against the config's before anything is read. From a memory
+    map (safetensors) a slice is widened alone, so a layer is still read expert by expert; where the
+    file cannot be mapped (a PyTorch pickle) the fused tensor is converted once and kept until the next
+    fused tensor or the release of its file.
+    """
+
+    def __init__(self, source: TensorSource, slices: Mapping[str, TensorSlice]) -> None:
+        self._source = source
+        present = set(source.names())
+        self._slices = {key: piece for key, piece in slices.items() if key not in present}
+        self._whole: tuple[str, np.ndarray] | None = None
+
+    def names(self) -> list[str]:
+        return [*self._source.names(), *self._slices]
+
+    def info(self, name: str) -> TensorInfo:
+        piece = self._slices.get(name)
+        if piece is None:
+            return self._source.info(name)
+        whole = self._source.info(piece.source)
+        if whole.shape != piece.whole:
+            raise UnsupportedModelError(
+                f"fused weight '{quoted(piece.source)}' has shape {whole.shape}, but config.json implies {piece.whole}"
+            )
+        return TensorInfo(whole.dtype, piece.shape)
+
+    def get(self, name: str) -> np.ndarray:
+        piece = self._slices.get(name)
+        if piece is None:
+            return self._source.get(name)
+        mapped = self._source.mapped(piece.source)
+        if mapped is not None:
+            return widen(np.asarray(piece.take(mapped[0])), mapped[1])  # (rows, columns), a float64 copy
+        if self._whole is None or self._whole[0] != piece.source:
+            self._whole = None  # let the previous fused tensor go before the next is converted
+            self._whole = (piece.source, self._source.get(piece.source))
+        return np.array(piece.take(self._whole[1]), dtype=np.float64)
+
+    def shard_of(self, name: str) -> Path:
+        piece = self._slices.get(name)
+        return self._source.shard_of(name if piece is None else piece.source)
+
+    def release(self, path: Path) -> None:
+        self._whole = None
+        self._source.release(path)
+
+    def mapped(self, name: str) -> tuple[np.ndarray, str] | None:
+        piece = self._slices.get(name)
+        if piece is None:
+            return self._source.mapped(name)
+        mapped = self._source.mapped(piece.source)
+        return None if mapped is None else (piece.take(mapped[0]), mapped[1])
 
 
 def _dense_float64(tensor: Any, name: str, where: str, *, copy: bool = False) -> np.ndarray:

@@ -12,7 +12,7 @@ the adapters names a weight. The config readers the adapters share are :mod:`spe
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -28,6 +28,34 @@ class TensorSpec:
 
     name: str
     shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TensorSlice:
+    """One matrix stored inside a fused 3-D tensor (transformers' experts, ``experts.gate_up_proj`` of
+    shape (E, 2 d_ff, N)): block ``index`` of its first axis, rows ``rows`` of that block (all when
+    None). ``whole`` is the fused tensor's shape the config implies, checked before any byte is read.
+
+    Example: expert 3's up projection in a fused ``gate_up_proj`` of 8 experts of width 14336 on 4096
+    is ``TensorSlice("model.layers.0.mlp.experts.gate_up_proj", 3, (14336, 28672), (8, 28672, 4096))``,
+    a (14336, 4096) matrix.
+    """
+
+    source: str
+    index: int
+    rows: tuple[int, int] | None
+    whole: tuple[int, int, int]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """The matrix's (out, in) shape."""
+        rows = self.whole[1] if self.rows is None else self.rows[1] - self.rows[0]
+        return rows, self.whole[2]
+
+    def take(self, fused: Any) -> Any:
+        """The matrix as a view of the fused tensor (a numpy array, a memory map or a torch tensor)."""
+        block = fused[self.index]  # (rows, columns) of one expert
+        return block if self.rows is None else block[self.rows[0] : self.rows[1]]
 
 
 @dataclass(frozen=True)
@@ -78,10 +106,24 @@ class FamilyAdapter(ABC):
         other (a model held in memory by a newer transformers may name its modules differently)."""
         return (LayerLayout(self.root, self.tensors(shape)),)
 
+    def fused_slices(self, names: Iterable[str], shape: ModelShape) -> dict[str, TensorSlice]:
+        """The matrices that the tensors named ``names`` hold fused, by the key each has in the layout
+        this adapter declares (none by default; the experts of a mixture of experts,
+        :class:`~specbound.families.moe.MoeAdapter`). A checkpoint reads each such key as its slice of
+        the fused tensor, on disk and in memory alike."""
+        return {}
+
     def state_views(self, state: Mapping[str, Any], shape: ModelShape) -> Mapping[str, Any]:
-        """A model's state dict as this adapter reads it: itself, unless transformers holds some weights
-        in memory otherwise than it stores them (fused experts), which then also go by their stored keys."""
-        return state
+        """A model's state dict as this adapter reads it: itself, plus a view under its declared key of
+        every matrix that :meth:`fused_slices` finds fused (transformers holds the experts of a mixture
+        of experts fused in memory). A fused tensor that is not 3-D, or has fewer blocks than the config
+        declares, gives no view: the missing key is then refused by name, as any missing weight is."""
+        views: dict[str, Any] = {}
+        for key, piece in self.fused_slices([name for name in state if isinstance(name, str)], shape).items():
+            fused = state[piece.source]
+            if getattr(fused, "ndim", 0) == 3 and piece.index < int(fused.shape[0]):
+                views[key] = piece.take(fused)
+        return {**state, **views} if views else state
 
     def mlp_roles(self, field: str, shape: ModelShape) -> tuple[str, ...]:
         """The roles of :meth:`tensors` one MLP field (``gate``, ``ffn_in``, ``ffn_out`` or an expert's,

@@ -15,14 +15,16 @@ Two layouts of the experts, read as one:
 - **as transformers holds them in memory**, fused over the experts: ``mlp.experts.gate_up_proj`` of
   shape (E, 2 d_ff, N), rows [0, d_ff) the gate and [d_ff, 2 d_ff) the up projection of each
   expert (``linear(x, gate_up_proj[e]).chunk(2)`` gives ``gate, up``), and ``mlp.experts.down_proj``
-  (E, N, d_ff). :meth:`MoeAdapter.state_views` names each expert's slice of those tensors (a view,
-  no copy) under the stored layout's keys.
+  (E, N, d_ff), which transformers also writes to disk with ``save_original_format=False``.
+  :meth:`MoeAdapter.fused_slices` names each expert's slice of those tensors under the stored
+  layout's keys; a model in memory reads it as a view, a checkpoint on disk from a memory map, one
+  expert at a time (:class:`~specbound.checkpoints.tensors.SlicedTensors`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,7 +32,7 @@ import numpy as np
 from ..architecture import SHARED_EXPERT, Adaptation, Expert, Kind, ModelShape
 from ..errors import UnsupportedModelError
 from ..matrices import LayerWeights, mlp_field
-from .base import TensorSpec
+from .base import TensorSlice, TensorSpec
 from .config import build_shape, optional_int, optional_positive, positive_int, sliding_window
 from .llama import LlamaAdapter
 
@@ -111,27 +113,28 @@ class MoeAdapter(LlamaAdapter):
         """One expert's weight: its role is its field, read as stored."""
         return tensors[field]
 
-    def state_views(self, state: Mapping[str, Any], shape: ModelShape) -> Mapping[str, Any]:
-        """A state dict in which every expert's weights also go by the stored layout's keys.
-
-        transformers holds the routed experts fused, ``{layer}.mlp.experts.gate_up_proj`` (E, 2 d_ff, N)
-        and ``{layer}.mlp.experts.down_proj`` (E, N, d_ff); expert e's gate is ``gate_up_proj[e, :d_ff]``,
-        its up projection ``gate_up_proj[e, d_ff:]`` and its down projection ``down_proj[e]``, each a view.
-        """
+    def fused_slices(self, names: Iterable[str], shape: ModelShape) -> dict[str, TensorSlice]:
+        """Each routed expert's gate, up and down weights under the stored layout's keys, where a layer
+        holds them fused as transformers does in memory and, with ``save_original_format=False``, on
+        disk: ``{layer}.mlp.experts.gate_up_proj`` (E, 2 d_ff, N), expert e's gate its rows [0, d_ff)
+        and its up projection rows [d_ff, 2 d_ff) (``linear(x, gate_up_proj[e]).chunk(2)``), and
+        ``{layer}.mlp.experts.down_proj`` (E, N, d_ff), expert e's down projection ``down_proj[e]``."""
         fused = re.compile(r"^(?P<layer>.*layers\.\d+\.)mlp\.experts\.gate_up_proj$")
-        views: dict[str, Any] = {}
-        f = shape.ffn_size
-        for name, gate_up in state.items():
-            match = fused.match(name) if isinstance(name, str) else None
-            down = state.get(f"{match['layer']}mlp.experts.down_proj") if match else None
-            if match is None or down is None or getattr(gate_up, "ndim", 0) != 3 or getattr(down, "ndim", 0) != 3:
+        present = set(names)
+        e, f, n = shape.num_experts, shape.ffn_size, shape.hidden_size
+        slices: dict[str, TensorSlice] = {}
+        for name in present:
+            match = fused.match(name)
+            down = f"{match['layer']}mlp.experts.down_proj" if match else ""
+            if match is None or down not in present:
                 continue
             layer = match["layer"]
-            for expert in range(min(int(gate_up.shape[0]), shape.num_experts)):
-                views[layer + self.expert_key(expert, Kind.M_GATE)] = gate_up[expert, :f]
-                views[layer + self.expert_key(expert, Kind.M_IN)] = gate_up[expert, f:]
-                views[layer + self.expert_key(expert, Kind.M_OUT)] = down[expert]
-        return {**state, **views} if views else state
+            for expert in range(e):
+                gate_up = (e, 2 * f, n)
+                slices[layer + self.expert_key(expert, Kind.M_GATE)] = TensorSlice(name, expert, (0, f), gate_up)
+                slices[layer + self.expert_key(expert, Kind.M_IN)] = TensorSlice(name, expert, (f, 2 * f), gate_up)
+                slices[layer + self.expert_key(expert, Kind.M_OUT)] = TensorSlice(down, expert, None, (e, n, f))
+        return slices
 
 
 class MixtralAdapter(MoeAdapter):

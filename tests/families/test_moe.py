@@ -445,3 +445,75 @@ def test_fused_experts_of_the_wrong_shape_are_refused_in_one_line(saved):
     with pytest.raises(CheckpointError) as caught:
         Checkpoint.from_state_dict(model.config.to_dict(), state, "the model").layer(1)
     assert "\n" not in str(caught.value) and "w3" in str(caught.value)
+
+
+# --- experts saved fused on disk (transformers' save_original_format=False) -----------------------
+
+
+@pytest.mark.parametrize("weights", ["safetensors", "pickle"])
+@pytest.mark.parametrize("name", FAMILIES)
+def test_experts_saved_fused_on_disk_read_as_the_stored_layout(saved, tmp_path, name, weights):
+    """The 3-D ``experts.gate_up_proj`` / ``experts.down_proj`` that transformers writes with
+    ``save_original_format=False`` give every expert's matrices exactly as the per-expert layout does."""
+    from safetensors import safe_open
+
+    model, directory = saved[name]
+    fused = tmp_path / "fused"
+    model.save_pretrained(fused, save_original_format=False, safe_serialization=weights == "safetensors")
+    if weights == "safetensors":
+        with safe_open(str(fused / "model.safetensors"), framework="np") as f:
+            assert "model.layers.0.mlp.experts.gate_up_proj" in f.keys()  # noqa: SIM118 (not a dict)
+            assert not any(".experts.0." in key for key in f.keys())  # noqa: SIM118
+    reference = specbound.analyze(directory, use_cache=False).profile
+    profile = specbound.analyze(fused, use_cache=False).profile
+    assert profile.ids == reference.ids and profile.shape == reference.shape
+    np.testing.assert_allclose(profile.singular_values, reference.singular_values, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(profile.norm_21, reference.norm_21, rtol=1e-12)
+    np.testing.assert_allclose(profile.norm_11, reference.norm_11, rtol=1e-12)
+
+
+def test_a_fused_expert_is_read_alone_from_its_memory_map(saved, tmp_path):
+    """From safetensors an expert's slice is a view of the file's memory map (one expert widened at a
+    time): the gate is rows [0, d_ff) of gate_up_proj[e], the up projection rows [d_ff, 2 d_ff)."""
+    model, _ = saved["mixtral"]
+    model.save_pretrained(tmp_path / "fused", save_original_format=False)
+    checkpoint = open_checkpoint(tmp_path / "fused")
+    layer = next(checkpoint.stream())
+    state = model.state_dict()
+    gate_up = state["model.layers.0.mlp.experts.gate_up_proj"].numpy()  # (E, 2 d_ff, N)
+    down = state["model.layers.0.mlp.experts.down_proj"].numpy()  # (E, N, d_ff)
+    f = 48
+    for field, expected in (
+        (mlp_field(Kind.M_GATE, 2), gate_up[2, :f]),
+        (mlp_field(Kind.M_IN, 2), gate_up[2, f:]),
+        (mlp_field(Kind.M_OUT, 3), down[3]),
+    ):
+        mapped = layer.mlp_mapped(field)
+        assert mapped is not None
+        rows, columns = mapped.shape  # the row-vector matrix Wᵀ, cut into blocks along its longer side
+        blocks = list(mapped.blocks(1 << 10))
+        assert len(blocks) > 1
+        np.testing.assert_array_equal(np.concatenate(blocks, axis=1 if rows <= columns else 0).T, expected)
+        np.testing.assert_array_equal(layer.mlp_weight(field), expected)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"num_local_experts": 3}, "fused weight 'model.layers.0.mlp.experts.gate_up_proj' has shape (4, 96, 32), "
+                                   "but config.json implies (3, 96, 32)"),
+        ({"intermediate_size": 40}, "but config.json implies (4, 80, 32)"),
+    ],
+)  # fmt: skip
+def test_fused_experts_on_disk_that_disagree_with_the_config_are_refused_in_one_line(saved, tmp_path, fields, words):
+    from cli_runner import cli
+
+    model, _ = saved["mixtral"]
+    fused = tmp_path / "fused"
+    model.save_pretrained(fused, save_original_format=False)
+    config = json.loads((fused / "config.json").read_text())
+    (fused / "config.json").write_text(json.dumps({**config, **fields}))
+    result = cli("analyze", str(fused), "--no-cache")
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert words in line, line
