@@ -23,6 +23,7 @@ from specbound.models import (
     miniature_alias,
     parse_miniature_alias,
 )
+from specbound.report import ffn_widths
 
 from . import atlas, data, safety, vocabulary
 from .text import adapted_proxy_note, code, plain
@@ -280,7 +281,7 @@ def _shape_summary(analysis: BoundAnalysis) -> None:
     )
     st.caption(
         f"L = {shape.num_layers} layers{stacks} · N = {shape.hidden_size} · {shape.num_heads} heads{kv} of "
-        f"d = {shape.head_dim} · d_ff = {shape.ffn_size}{experts}  \n"
+        f"d = {shape.head_dim} · d_ff = {ffn_widths(shape)}{experts}  \n"
         f"{family_name(shape.family)} · {shape.num_matrices} proxy matrices · grid P_m with m = {analysis.grid_m}"
     )
     if not shape.is_bert_like:

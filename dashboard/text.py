@@ -8,6 +8,7 @@ import streamlit as st
 
 from specbound.architecture import ModelShape
 from specbound.numbers import format_log
+from specbound.report import ffn_widths
 
 #: Shown under every bound number: what the proxy is and what it leaves out (SPEC §3).
 BOUND_NOTE = (
@@ -86,7 +87,7 @@ def model_card_caption(shape: ModelShape, grid_m: int) -> str:
     residual = " · parallel residual" if shape.parallel else ""
     return (
         f"L = {shape.num_layers} layers · hidden width N = {shape.hidden_size} · {heads} · "
-        f"{mlp}feed-forward width d_ff = {shape.ffn_size}{residual} · activation {shape.activation} · "
+        f"{mlp}feed-forward width d_ff = {ffn_widths(shape)}{residual} · activation {shape.activation} · "
         f"{shape.num_matrices} proxy matrices (QK and V per query head, "
         f"{', '.join(k.value for k in shape.layer_kinds)} {per}) · grid P_m with m = {grid_m}"
     )

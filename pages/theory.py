@@ -23,6 +23,7 @@ from specbound.figures.style import split_panels
 from specbound.figures.theory import PLAYGROUND_TITLES, playground_figure
 from specbound.numbers import format_power
 from specbound.profile import MatrixId
+from specbound.report import ffn_widths
 from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
 
 ensure_app_entry()
@@ -70,7 +71,7 @@ with folded("Why spectrum-adaptive bounds"):  # the lecture notes fold away in p
 st.subheader("Live values for the current model")
 st.caption(
     f"{code(atlas.display_name(data.current_model()))}: L = {shape.num_layers}, N = {shape.hidden_size}, "
-    f"{shape.num_heads} heads of d = {shape.head_dim}, d_ff = {shape.ffn_size}."
+    f"{shape.num_heads} heads of d = {shape.head_dim}, d_ff = {ffn_widths(shape)}."
 )
 pick_col, p_col = st.columns([2, 3])
 default_index = profile.index(MatrixId(shape.num_layers - 1, Kind.M_IN, expert=shape.experts[0]))  # top layer's M_in

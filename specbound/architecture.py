@@ -172,6 +172,9 @@ class ModelShape:
     #: encoder-decoders (SPEC §12): the first ``encoder_layers`` of the ``num_layers`` are the encoder's,
     #: the rest the decoder's, each with a cross-attention (0: one stack)
     encoder_layers: int = 0
+    #: d_ff of an encoder-decoder's decoder layers where it differs from the encoder's ``ffn_size``
+    #: (BART's ``decoder_ffn_dim``); 0, and given equal to ``ffn_size``, mean the same width
+    decoder_ffn_size: int = 0
 
     def __post_init__(self) -> None:
         for name in ("num_layers", "hidden_size", "num_heads", "ffn_size"):
@@ -216,6 +219,12 @@ class ModelShape:
     def _check_stacks(self) -> None:
         if not is_genuine_int(self.encoder_layers) or self.encoder_layers < 0:
             raise ValueError(f"encoder_layers must be a non-negative integer, got {self.encoder_layers}")
+        if not is_genuine_int(self.decoder_ffn_size) or self.decoder_ffn_size < 0:
+            raise ValueError(f"decoder_ffn_size must be a non-negative integer, got {self.decoder_ffn_size}")
+        if self.decoder_ffn_size == self.ffn_size:
+            object.__setattr__(self, "decoder_ffn_size", 0)  # one width for both stacks: one way to say it
+        if self.decoder_ffn_size and not self.encoder_layers:
+            raise ValueError("a decoder's own feed-forward size needs an encoder-decoder (encoder_layers > 0)")
         if self.encoder_layers and not self.encoder_layers < self.num_layers:
             raise ValueError(
                 f"an encoder-decoder needs decoder layers: {self.encoder_layers} encoder layers of {self.num_layers}"
@@ -290,9 +299,28 @@ class ModelShape:
         shared = (SHARED_EXPERT,) if self.shared_expert_size else ()
         return (*range(self.num_experts), *shared)
 
-    def expert_ffn_size(self, expert: Expert) -> int:
-        """d_ff of one MLP of a layer: the shared expert's own width, else ``ffn_size``."""
-        return self.shared_expert_size if expert == SHARED_EXPERT else self.ffn_size
+    def expert_ffn_size(self, expert: Expert, layer: int | None = None) -> int:
+        """d_ff of one MLP of a layer: the shared expert's own width; a decoder layer's of an
+        encoder-decoder whose decoder has its own (:attr:`decoder_ffn_size`; ``layer`` None reads as one
+        of the encoder's); else ``ffn_size``."""
+        if expert == SHARED_EXPERT:
+            return self.shared_expert_size
+        if self.decoder_ffn_size and layer is not None and self.stack_of(layer) == DECODER:
+            return self.decoder_ffn_size
+        return self.ffn_size
+
+    @property
+    def max_ffn_size(self) -> int:
+        """The widest MLP of any layer (an expert, the shared expert, either stack)."""
+        return max(self.decoder_ffn_size, *(self.expert_ffn_size(expert) for expert in self.experts))
+
+    @property
+    def stack_ffn_sizes(self) -> dict[str, int] | None:
+        """d_ff of each stack where an encoder-decoder's two differ (``{"encoder": ..., "decoder": ...}``),
+        else None (one ``ffn_size`` says it all)."""
+        if not self.decoder_ffn_size:
+            return None
+        return {ENCODER: self.ffn_size, DECODER: self.decoder_ffn_size}
 
     @property
     def gated(self) -> bool:
@@ -372,7 +400,8 @@ class ModelShape:
         of an encoder-decoder) and the MLP matrices."""
         n, d = self.hidden_size, self.head_dim
         attention = (2 * self.num_heads * d * n + 2 * self.num_kv_heads * d * n) * (2 if self.decoder_layers else 1)
-        return attention + len(self.layer_kinds) * n * sum(self.expert_ffn_size(e) for e in self.experts)
+        mlp = max(sum(self.expert_ffn_size(e, layer) for e in self.experts) for layer in range(self.num_layers))
+        return attention + len(self.layer_kinds) * n * mlp
 
     @property
     def is_bert_like(self) -> bool:
@@ -391,6 +420,8 @@ class ModelShape:
                 del values[name]
         if not self.encoder_decoder:
             del values["encoder_layers"]
+        if not self.decoder_ffn_size:
+            del values["decoder_ffn_size"]
         return values
 
     @classmethod
@@ -405,7 +436,8 @@ class ModelShape:
             if not is_genuine_int(value) or int(value) < 1:
                 raise ValueError(f"the shape's {name} must be a positive integer")
             sizes[name] = int(value)
-        for name in ("num_experts", "experts_per_token", "shared_expert_size", "encoder_layers"):  # absent before
+        optional = ("num_experts", "experts_per_token", "shared_expert_size", "encoder_layers", "decoder_ffn_size")
+        for name in optional:  # absent before
             value = values.get(name, 0)
             if not is_genuine_int(value) or int(value) < 0:
                 raise ValueError(f"the shape's {name} must be a non-negative integer")

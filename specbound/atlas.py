@@ -7,7 +7,9 @@ singular values and norms the bound needs, see :mod:`specbound.profile`).
 Format: one ``.npz`` file (a zip of ``.npy`` arrays), read with ``allow_pickle=False``, holding
 
 * ``manifest``: a JSON string ``{"format": "specbound-atlas", "schema": 2, "models": [...]}`` (schema 3
-  when a model is a mixture of experts, whose shape adds its experts, SPEC §12) where
+  when a model is a mixture of experts, whose shape adds its experts, SPEC §12; 4 with an
+  encoder-decoder, whose shape adds its encoder's layers; 5 when such a model's decoder has its own
+  MLP width) where
   each model has its name, revision, shape (:meth:`ModelShape.to_dict
   <specbound.architecture.ModelShape.to_dict>`: L, N, H, d_ff, H_kv, d, MLP and residual kinds,
   family, activation, adaptations), the keys of its four arrays and the SHA-256 of each array's bytes;
@@ -61,7 +63,9 @@ FORMAT = "specbound-atlas"
 #: 3: a shape may hold experts (SPEC §12). An atlas without a mixture of experts is still written as
 #: version 2 (:func:`schema_for`), so that a specbound from before experts opens it.
 #: 4: a shape may hold two stacks (an encoder-decoder); written only when one is among the models.
-SCHEMA_VERSION = 4
+#: 5: an encoder-decoder's decoder may have its own MLP width (``decoder_ffn_size``); written only then.
+SCHEMA_VERSION = 5
+STACK_SCHEMA_VERSION = 4
 MOE_SCHEMA_VERSION = 3
 DENSE_SCHEMA_VERSION = 2
 MANIFEST_KEY = "manifest"
@@ -196,11 +200,14 @@ def _require(condition: bool, path: Path, problem: str) -> None:
 
 
 def schema_for(shapes: Iterable[ModelShape]) -> int:
-    """The atlas schema a set of models needs: 4 with an encoder-decoder among them, 3 with a mixture of
-    experts, else 2 (the oldest version that holds them, so that older readers open what they can)."""
+    """The atlas schema a set of models needs: 5 with an encoder-decoder whose stacks have MLPs of different
+    widths, 4 with any other encoder-decoder among them, 3 with a mixture of experts, else 2 (the oldest
+    version that holds them, so that older readers open what they can and refuse what they cannot)."""
     shapes = tuple(shapes)
-    if any(shape.encoder_decoder for shape in shapes):
+    if any(shape.decoder_ffn_size for shape in shapes):
         return SCHEMA_VERSION
+    if any(shape.encoder_decoder for shape in shapes):
+        return STACK_SCHEMA_VERSION
     return MOE_SCHEMA_VERSION if any(shape.moe for shape in shapes) else DENSE_SCHEMA_VERSION
 
 

@@ -156,6 +156,7 @@ _SIZE_LIMITS = {
     "num_heads": "max_heads",
     "num_kv_heads": "max_heads",
     "ffn_size": "max_ffn_size",
+    "decoder_ffn_size": "max_ffn_size",
     "shared_expert_size": "max_ffn_size",
     "head_dim": "max_hidden_size",
     "num_experts": "max_experts",
@@ -191,14 +192,15 @@ def layer_peak_bytes(
     expert's one matrix (the shared expert's, when it is wider), not of the E experts together.
     """
     n, d = shape.hidden_size, shape.head_dim
-    f = max(shape.expert_ffn_size(expert) for expert in shape.experts)
+    f = shape.max_ffn_size
     if stored is None:
         attention = 2 * shape.num_heads * d * n + 2 * shape.num_kv_heads * d * n
         largest_mlp = n * f
     else:
         sizes = {role: math.prod(dims) for role, dims in stored.items()}
         attention = sum(size for role, size in sizes.items() if role not in mlp_roles)
-        largest_mlp = max((size for role, size in sizes.items() if role in mlp_roles), default=0)
+        # the stored tensors are one layer's (an encoder-decoder's decoder layer): the other stack's MLP may be wider
+        largest_mlp = max(n * f, max((size for role, size in sizes.items() if role in mlp_roles), default=0))
     return 8 * max(attention, largest_mlp + 2 * min(n, f) ** 2)
 
 

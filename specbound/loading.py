@@ -101,7 +101,12 @@ def default_workers(shape: ModelShape, backend: Backend) -> int:
 
 
 def analyse_layer(
-    layer: LayerSource, shape: ModelShape, backend: Backend | None = None, *, large_norm_11: bool = LARGE_NORM_11
+    layer: LayerSource,
+    shape: ModelShape,
+    backend: Backend | None = None,
+    *,
+    index: int | None = None,
+    large_norm_11: bool = LARGE_NORM_11,
 ) -> LayerSpectra:
     """Singular values and (2,1), (1,1) norms of one layer's 2H + 2 (gated: 2H + 3) proxy matrices
     (the (1,1) norm of a factored product too large to form whole only with ``large_norm_11``); a
@@ -109,8 +114,11 @@ def analyse_layer(
 
     The attention weights are read and analysed first and let go (the cross-attention's after the
     self-attention's); then each feed-forward matrix is read, analysed and let go in turn, so that the
-    peak is :func:`~specbound.limits.layer_peak_bytes`.
+    peak is :func:`~specbound.limits.layer_peak_bytes`. ``index`` is the layer's place in the model, needed
+    only where the stacks of an encoder-decoder have MLPs of different widths.
     """
+    if index is None and shape.decoder_ffn_size:
+        raise ValueError("the layer's index is needed: this encoder-decoder's stacks have MLPs of different widths")
     be = backend or get_backend()
     width = shape.hidden_size  # max(N, min(N, d_ff))
     rows_sv, rows_21, rows_11 = [], [], []
@@ -127,7 +135,7 @@ def analyse_layer(
             del heads
         del weights
     for expert in shape.experts:  # one dense MLP, or expert by expert (the shared one last)
-        ffn_size = shape.expert_ffn_size(expert)
+        ffn_size = shape.expert_ffn_size(expert, index)
         k_ffn = min(shape.hidden_size, ffn_size)
         by_blocks = be.reads_mapped_blocks and 8 * shape.hidden_size * ffn_size > MAPPED_MATRIX_BYTES
         for kind in shape.layer_kinds:  # M_gate (gated only), M_in, M_out
@@ -218,9 +226,11 @@ def compute_profile(
     )
 
 
-def _timed(layer: LayerSource, shape: ModelShape, be: Backend, large_norm_11: bool) -> tuple[LayerSpectra, float]:
+def _timed(
+    index: int, layer: LayerSource, shape: ModelShape, be: Backend, large_norm_11: bool
+) -> tuple[LayerSpectra, float]:
     start = time.perf_counter()
-    spectra = analyse_layer(layer, shape, be, large_norm_11=large_norm_11)
+    spectra = analyse_layer(layer, shape, be, index=index, large_norm_11=large_norm_11)
     return spectra, time.perf_counter() - start
 
 
@@ -247,9 +257,9 @@ def _analysed(
                 if cached is not None:
                     pending.append((index, layer, cached))
                 elif pool is None:
-                    pending.append((index, layer, pool_free_result(_timed(layer, shape, be, large_norm_11))))
+                    pending.append((index, layer, pool_free_result(_timed(index, layer, shape, be, large_norm_11))))
                 else:
-                    pending.append((index, layer, pool.submit(_timed, layer, shape, be, large_norm_11)))
+                    pending.append((index, layer, pool.submit(_timed, index, layer, shape, be, large_norm_11)))
                 while pending and (len(pending) >= workers or not isinstance(pending[0][2], Future)):
                     yield _finish(pending.popleft(), layer_cache)
             while pending:

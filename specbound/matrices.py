@@ -104,7 +104,7 @@ class LayerWeights:
             "attn_out": (n, shape.num_heads * d),
         }
         for expert in shape.experts:
-            f = shape.expert_ffn_size(expert)
+            f = shape.expert_ffn_size(expert, layer)
             for kind in shape.layer_kinds:
                 shapes[mlp_field(kind, expert)] = (n, f) if kind is Kind.M_OUT else (f, n)
         if shape.encoder_decoder and (layer is None or shape.has_cross(layer)):  # the self-attention's shapes

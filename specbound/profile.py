@@ -44,6 +44,7 @@ _SHAPE_FIELDS = (
     "experts_per_token",
     "shared_expert_size",
     "encoder_layers",
+    "decoder_ffn_size",
 )
 __all__ = ["HEAD_KINDS", "MatrixId", "SpectralProfile", "full_dims_of", "matrix_ids", "validate_profile"]
 
@@ -90,12 +91,17 @@ def expert_code(expert: Expert, shape: ModelShape) -> int:
 
 def full_dims_of(shape: ModelShape) -> np.ndarray:
     """min(rows, cols) of every matrix as a full matrix: N for the per-head kinds, min(N, d_ff) for the
-    MLP kinds (the expert's own d_ff in a mixture of experts)."""
-    mlp: list[int] = []
-    for expert in shape.experts:
-        mlp += [min(shape.hidden_size, shape.expert_ffn_size(expert))] * len(shape.layer_kinds)
+    MLP kinds (the expert's own d_ff in a mixture of experts, a decoder's own in an encoder-decoder)."""
+
+    def mlp(layer: int) -> list[int]:
+        return [
+            min(shape.hidden_size, shape.expert_ffn_size(expert, layer))
+            for expert in shape.experts
+            for _ in shape.layer_kinds
+        ]
+
     dims = [
-        [shape.hidden_size] * (len(shape.head_kinds_of(layer)) * shape.num_heads) + mlp
+        [shape.hidden_size] * (len(shape.head_kinds_of(layer)) * shape.num_heads) + mlp(layer)
         for layer in range(shape.num_layers)
     ]
     return np.array([k for layer in dims for k in layer], dtype=np.int64)  # (M,)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .architecture import ModelShape
+from .architecture import DECODER, ENCODER, ModelShape
 from .bounds import BoundAnalysis, BoundTerms, PAssignment
 from .logspace import to_log10
 from .profile import MatrixId
@@ -86,7 +86,8 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
         "hidden_size": shape.hidden_size,
         "num_heads": shape.num_heads,
         "head_dim": shape.head_dim,
-        "ffn_size": shape.ffn_size,
+        # one width, or {"encoder": ..., "decoder": ...} where an encoder-decoder's stacks differ (SPEC §12)
+        "ffn_size": shape.stack_ffn_sizes or shape.ffn_size,
         "l_phi": analysis.l_phi,
         "grid_m": analysis.grid_m,
         "proxies": {
@@ -136,6 +137,12 @@ def moe_json(shape: ModelShape) -> dict[str, Any]:
     }
 
 
+def ffn_widths(shape: ModelShape) -> str:
+    """d_ff as text: '1536', or '3072 (encoder), 4096 (decoder)' where an encoder-decoder's stacks differ."""
+    stacks = shape.stack_ffn_sizes
+    return f"{stacks[ENCODER]} (encoder), {stacks[DECODER]} (decoder)" if stacks else str(shape.ffn_size)
+
+
 def shape_summary(shape: ModelShape) -> str:
     """'L=6 N=384 H=12 d=32 d_ff=1536' with H_kv, the MLP and residual kinds where they are not BERT's."""
     text = f"L={shape.num_layers}"
@@ -144,7 +151,7 @@ def shape_summary(shape: ModelShape) -> str:
     text += f" N={shape.hidden_size} H={shape.num_heads}"
     if shape.num_kv_heads != shape.num_heads:
         text += f" H_kv={shape.num_kv_heads}"
-    text += f" d={shape.head_dim} d_ff={shape.ffn_size}"
+    text += f" d={shape.head_dim} d_ff={ffn_widths(shape)}"
     if shape.moe:
         shared = f" + a shared expert of d_ff={shape.shared_expert_size}" if shape.shared_expert_size else ""
         text += f" (gated experts: E={shape.num_experts}, top-{shape.experts_per_token}{shared})"

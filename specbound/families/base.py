@@ -189,9 +189,10 @@ class LinearAdapter(FamilyAdapter):
         return LayerWeights.of_fields(tensors)
 
 
-def linear_specs(names: Mapping[str, str], shape: ModelShape) -> dict[str, TensorSpec]:
-    """The specs of ``nn.Linear`` weights named by field, with the (out, in) shapes the model implies."""
-    expected = LayerWeights.expected_shapes(shape)
+def linear_specs(names: Mapping[str, str], shape: ModelShape, layer: int | None = None) -> dict[str, TensorSpec]:
+    """The specs of ``nn.Linear`` weights named by field, with the (out, in) shapes the model implies
+    (for ``layer``, whose stack may have its own MLP width; any layer of one stack when None)."""
+    expected = LayerWeights.expected_shapes(shape, layer)
     return {role: TensorSpec(name, expected[role]) for role, name in names.items()}
 
 

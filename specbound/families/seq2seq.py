@@ -13,7 +13,8 @@ logits (input-independent: the QK matrix is unchanged) and no 1/√d scale (left
 anyway). ``feed_forward_proj`` is ``relu`` (``wi``, ``wo``) or ``gated-gelu`` (``wi_0`` the gate,
 ``wi_1`` the up projection, GELU-tanh as transformers reads it); T5 draws each weight with its own
 scale of ``initializer_factor`` (:meth:`T5Adapter.init_scale`). BART and mBART name their weights as
-OPT does, one set of sizes per stack, which must agree (a decoder of other heads or width is refused).
+OPT does, one set of sizes per stack: the heads must agree (every layer's QK and V are read with one H),
+the feed-forward widths need not (``decoder_ffn_size``: each stack's MLP matrices carry their own d_ff).
 """
 
 from __future__ import annotations
@@ -48,15 +49,16 @@ class EncoderDecoderAdapter(LinearAdapter):
         """A decoder layer's key below ``{decoder_root}.{layer}.`` by field, the cross-attention's included."""
 
     def tensors(self, shape: ModelShape) -> dict[str, TensorSpec]:
-        """Every tensor a layer may read: a decoder layer's (an encoder layer reads all but the cross-attention's)."""
-        return linear_specs(self.decoder_names(shape), shape)
+        """Every tensor a layer may read: a decoder layer's (an encoder layer reads all but the cross-attention's),
+        with the decoder's MLP width (BART's may differ from the encoder's)."""
+        return linear_specs(self.decoder_names(shape), shape, layer=shape.encoder_layers)
 
     def layouts(self, shape: ModelShape) -> tuple[LayerLayout, ...]:
         return (self.stack_layouts(shape)[0],)
 
     def stack_layouts(self, shape: ModelShape) -> tuple[LayerLayout, LayerLayout]:
         return (
-            LayerLayout(self.root, linear_specs(self.encoder_names(shape), shape)),
+            LayerLayout(self.root, linear_specs(self.encoder_names(shape), shape, layer=0)),
             LayerLayout(self.decoder_root, self.tensors(shape)),
         )
 
@@ -165,24 +167,22 @@ class BartAdapter(EncoderDecoderAdapter):
         return {**self._SELF, **cross}
 
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
-        sizes = {}
-        for size in ("attention_heads", "ffn_dim"):
-            encoder = positive_int(config, f"encoder_{size}", where)
-            decoder = positive_int(config, f"decoder_{size}", where)
-            if encoder != decoder:
-                raise UnsupportedModelError(
-                    f"{where} gives the encoder {encoder} and the decoder {decoder} as '{size}': an encoder-decoder "
-                    f"is read with one size for both stacks"
-                )
-            sizes[size] = encoder
+        heads = positive_int(config, "encoder_attention_heads", where)
+        decoder_heads = positive_int(config, "decoder_attention_heads", where)
+        if heads != decoder_heads:
+            raise UnsupportedModelError(
+                f"{where} gives the encoder {heads} and the decoder {decoder_heads} attention heads: an "
+                f"encoder-decoder is read with one number of heads for both stacks"
+            )
         encoder_layers = positive_int(config, "encoder_layers", where)
         return build_shape(
             where,
             num_layers=encoder_layers + positive_int(config, "decoder_layers", where),
             encoder_layers=encoder_layers,
             hidden_size=positive_int(config, "d_model", where),
-            num_heads=sizes["attention_heads"],
-            ffn_size=sizes["ffn_dim"],
+            num_heads=heads,
+            ffn_size=positive_int(config, "encoder_ffn_dim", where),
+            decoder_ffn_size=positive_int(config, "decoder_ffn_dim", where),
             family=str(config["model_type"]),
             activation=activation(config, "activation_function", where, "gelu"),
             adaptations=(Adaptation.IN_SERIES, Adaptation.CAUSAL),

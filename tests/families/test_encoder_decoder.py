@@ -64,6 +64,21 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
             max_position_embeddings=32,
         ),
     ),
+    # a BART whose decoder's feed-forward is narrower than the encoder's (and than N): each stack's MLP
+    # matrices carry their own d_ff and min(N, d_ff)
+    "bart-ffn": (
+        "BartConfig",
+        "BartForConditionalGeneration",
+        dict(
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=H,
+            decoder_attention_heads=H,
+            encoder_ffn_dim=48,
+            decoder_ffn_dim=24,
+            max_position_embeddings=32,
+        ),
+    ),
     "mbart": (
         "MBartConfig",
         "MBartForConditionalGeneration",
@@ -84,6 +99,7 @@ EXPECTED = {
     "t5-gated": (2, 2, True, "gelu_new", (Adaptation.RELATIVE_POSITION_BIAS, Adaptation.GATED_MLP)),
     "mt5": (2, 2, True, "gelu_new", (Adaptation.RELATIVE_POSITION_BIAS, Adaptation.GATED_MLP)),
     "bart": (2, 3, False, "gelu", ()),
+    "bart-ffn": (2, 2, False, "gelu", ()),
     "mbart": (2, 2, False, "gelu", ()),
 }
 RIGHT, WRONG = 1e-6, 1e-2  # T5 takes its softmax in float32, which leaves ~1e-7
@@ -290,6 +306,13 @@ def test_counts_stacks_and_json_fields(saved, name):
     row = profile.index(MatrixId(encoder, Kind.QK_X, 2))
     assert profile.ids[row].label == "dec L0 QK_x h2" and profile.rank[row] == shape.head_dim
     assert profile.per_head(profile.rank, Kind.QK_X).shape == (decoder, H)
+    # d_ff: one width, or each stack's where they differ; every MLP matrix has its own stack's min(N, d_ff)
+    widths = {ENCODER: 48, DECODER: 24} if name == "bart-ffn" else None
+    assert data["ffn_size"] == (widths or shape.ffn_size)
+    for matrix in data["matrices"]:
+        if matrix["kind"] in ("M_in", "M_out"):
+            f = widths[matrix["stack"]] if widths else shape.ffn_size
+            assert matrix["rank"] == min(N, f), matrix
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -438,6 +461,42 @@ def test_atlas_and_cache_keep_the_stacks(saved, tmp_path):
     np.testing.assert_array_equal(cached.singular_values, profile.singular_values)
     assert ModelShape.from_dict(json.loads(json.dumps(profile.shape.to_dict()))) == profile.shape
     assert "encoder_layers" not in ModelShape(2, 8, 2, 4).to_dict()  # a one-stack shape is written as before
+
+
+def test_a_decoder_of_its_own_width_round_trips_and_is_refused_by_older_readers(saved, tmp_path, monkeypatch):
+    """BART's encoder_ffn_dim ≠ decoder_ffn_dim: the shape keeps both (``decoder_ffn_size``), the atlas is
+    schema 5 (a reader of schema 4 refuses it by name instead of misreading its MLP widths), the cache
+    and the CLI's header carry both, and a shape of one width is written as before."""
+    from cli_runner import cli
+
+    from specbound import atlas
+    from specbound.atlas import AtlasError, load_atlas, read_manifest, save_atlas
+    from specbound.cache import ProfileCache
+
+    _, directory = saved["bart-ffn"]
+    profile = specbound.analyze(directory, use_cache=False).profile
+    shape = profile.shape
+    assert (shape.ffn_size, shape.decoder_ffn_size, shape.max_ffn_size) == (48, 24, 48)
+    assert [shape.expert_ffn_size(None, layer) for layer in range(4)] == [48, 48, 24, 24]
+    assert shape.to_dict()["decoder_ffn_size"] == 24 and ModelShape.from_dict(shape.to_dict()) == shape
+    assert "decoder_ffn_size" not in ModelShape(4, 32, 4, 48, encoder_layers=2, decoder_ffn_size=48).to_dict()
+    path = save_atlas([profile], tmp_path / "bart.npz")
+    assert read_manifest(path).schema == 5
+    (loaded,) = load_atlas(path)
+    assert loaded.shape == shape
+    np.testing.assert_array_equal(loaded.full_dims, profile.full_dims)
+    monkeypatch.setattr(atlas, "SCHEMA_VERSION", 4)  # a specbound from before decoders of their own width
+    with pytest.raises(AtlasError, match="uses atlas schema 5, newer than this specbound reads"):
+        load_atlas(path)
+    monkeypatch.undo()
+    cache = ProfileCache(tmp_path / "cache")
+    cache.save(profile)
+    cached = cache.load(profile.model, profile.revision)
+    assert cached is not None and cached.shape == shape
+    header = cli("analyze", str(directory), "--no-cache").stdout
+    assert "d_ff=48 (encoder), 24 (decoder)" in header
+    with pytest.raises(ValueError, match="needs an encoder-decoder"):
+        ModelShape(2, 32, 4, 48, decoder_ffn_size=24)
 
 
 def test_random_twin_of_an_encoder_decoder_draws_t5s_own_scales(saved):

@@ -148,9 +148,10 @@ def test_cli_refuses_with_one_line(refused, name):
     assert line.count("supported families") == 1
 
 
-def test_an_encoder_decoder_whose_stacks_differ_in_size_is_refused_in_one_line(refused):
-    words = ("encoder 4 and the decoder 2 as 'attention_heads'", "one size for both stacks")
-    with pytest.raises(UnsupportedModelError, match="one size for both stacks"):
+def test_an_encoder_decoder_whose_stacks_differ_in_heads_is_refused_in_one_line(refused):
+    """Every layer's QK and V are read with one H; the feed-forward widths may differ (test_encoder_decoder)."""
+    words = ("encoder 4 and the decoder 2 attention heads", "one number of heads for both stacks")
+    with pytest.raises(UnsupportedModelError, match="one number of heads for both stacks"):
         open_checkpoint(refused["bart-two-sizes"])
     assert_one_line_error(cli("analyze", str(refused["bart-two-sizes"])), *words)
 
