@@ -40,13 +40,22 @@ from specbound.lab import views
 from specbound.lab.correlation import MeasureCorrelation, TauDifference, Verdict
 from specbound.lab.grokking import RunGrokking, grokking_runs, grokking_summary, summary_frame
 from specbound.lab.records import read_runs
-from specbound.lab.registry import correlated_measures
-from specbound.lab.robust import RobustRow
+from specbound.lab.registry import MEASURES, correlated_measures
+from specbound.lab.robust import RobustSummary
 from specbound.lab.sweep import run_sweep
-from specbound.lab.tables import LabResults, comparisons, correlations, correlations_frame, robust, robust_frame
+from specbound.lab.tables import (
+    LabResults,
+    comparisons,
+    correlations,
+    correlations_frame,
+    environment_verdicts,
+    robust_frame,
+    verdict_frame,
+)
 from specbound.lab.tasks import ThresholdTask
 from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings
 from specbound.lab.trajectory import RunTrajectory
+from specbound.lab.verdict import EnvironmentVerdict, robust_view
 from specbound.numbers import format_count
 from specbound.profile import SpectralProfile
 from specbound.progress import ProgressEvent
@@ -339,17 +348,58 @@ def against_baseline(origin: str) -> tuple[TauDifference, ...]:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _robust(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[RobustRow, ...]:
-    return robust(_runs)
+def _verdicts(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[EnvironmentVerdict, ...]:
+    return environment_verdicts(_runs)
 
 
-def robust_rows(origin: str) -> tuple[RobustRow, ...]:
-    """The robust view (each measure's sign-error per environment): over every shipped sweep together
-    (one environment each) when ``origin`` is a shipped reference, else over the store's runs."""
+def _judged_runs(origin: str) -> tuple[str, int, tuple[RunTrajectory, ...]]:
+    """(cache key, version, runs) the verdicts of ``origin`` read: every shipped sweep together (one
+    environment each) for a shipped reference, else the store's runs."""
     if origin in SHIPPED:
-        return _robust("shipped", 0, tuple(r for sweep in SWEEPS for r in reference(sweep).runs))
+        return "shipped", 0, tuple(r for sweep in SWEEPS for r in reference(sweep).runs)
     runs, version = _origin_runs(origin)
-    return _robust(origin, version, runs)
+    return origin, version, runs
+
+
+def verdicts(origin: str) -> tuple[EnvironmentVerdict, ...]:
+    """SPEC §13b's verdict of each environment (:mod:`specbound.lab.verdict`) that ``origin`` reads."""
+    return _verdicts(*_judged_runs(origin))
+
+
+def robust_rows(origin: str) -> tuple[RobustSummary, ...]:
+    """Dziugaite et al.'s robust view over the couplings of the fitted environments of :func:`verdicts`."""
+    return robust_view(verdicts(origin))
+
+
+def verdict_view_frame(env: EnvironmentVerdict) -> Styler:
+    """One environment's rows of ``verdict.csv`` as the page shows them: each measure in plain words (a
+    trivial baseline marked), τ with its interval over configurations, τ within strata of n and of the
+    parameter count, the granulated τ and the seed noise, the pooled sign-error, tied pairs, censored
+    runs and the coupled sign-errors."""
+    frame = verdict_frame((env,))
+    columns = {
+        "measure": "Measure",
+        "kendall_tau": "τ",
+        "kendall_tau_ci_low": "τ: 95 % low",
+        "kendall_tau_ci_high": "τ: 95 % high",
+        "tau_within_n": "τ within n",
+        "tau_within_params": "τ within parameter count",
+        "granulated_tau": "Granulated τ",
+        "seed_noise": "Seed noise ψ",
+        "pooled_sign_error": "Pooled sign-error",
+        "tied_pairs": "Tied pairs",
+        "censored": "Censored runs",
+        "coupled_couplings": "Couplings",
+        "coupled_mean": "Coupled sign-error: mean",
+        "coupled_p90": "90th percentile",
+        "coupled_max": "Worst",
+    }
+    shown = frame[list(columns)].rename(columns=columns)
+    shown["Measure"] = [
+        measure_name(m) + (" (trivial baseline)" if MEASURES[m].baseline else "") for m in frame["measure"]
+    ]
+    plain = {c: "number" for c in shown.columns if pd.api.types.is_float_dtype(shown[c])}
+    return styled_table(shown, plain)
 
 
 @st.cache_resource(show_spinner=False)
@@ -367,7 +417,7 @@ def grokking_view_frame(runs: tuple[RunGrokking, ...]) -> Styler:
     return styled_table(frame, plain)
 
 
-def robust_view_frame(rows: tuple[RobustRow, ...]) -> Styler:
+def robust_view_frame(rows: tuple[RobustSummary, ...]) -> Styler:
     """``robust.csv`` as the page shows it: each measure in plain words, sign-errors to three decimals."""
     frame = robust_frame(rows)
     plain = {c: "number" for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
@@ -409,37 +459,51 @@ BASELINE_MEASURE = "ours"
 
 
 def sweep_reading(table: tuple[MeasureCorrelation, ...], differences: tuple[TauDifference, ...]) -> str:
-    """How to read the sweep, from its own numbers: what τ is, which measure orders the runs most like
-    their gaps, where ours at p* stands, and whether the paired bootstrap tells the two apart."""
-    ranked = sorted((c for c in table if math.isfinite(c.kendall_tau)), key=lambda c: -c.kendall_tau)
+    """How to read the sweep's correlation table (over all its runs, fitted or not), from its own numbers:
+    what τ is, which measure (the trivial baselines apart) orders the runs most like their gaps, where
+    ours at p* stands, whether the paired bootstrap tells the two apart, and the strongest baseline's τ."""
+    defined = [c for c in table if math.isfinite(c.kendall_tau)]
+    ranked = sorted((c for c in defined if not MEASURES[c.measure].baseline), key=lambda c: -c.kendall_tau)
+    baselines = [c for c in defined if MEASURES[c.measure].baseline]
     meaning = (
         "Kendall τ is the share of pairs of runs that a measure orders as their measured gaps, minus the "
-        "share it orders the other way: +1 always alike, 0 as by chance."
+        "share it orders the other way: +1 always alike, 0 as by chance. This table reads every run, fitted "
+        "or not; the verdict below reads the fitted ones."
     )
     ours = next((c for c in ranked if c.measure == BASELINE_MEASURE), None)
     if not ranked or ours is None:
         return meaning
     best = ranked[0]
     place = ranked.index(ours) + 1
+    paired = None
     if best is ours:
         runner = ranked[1] if len(ranked) > 1 else None
         after = f", ahead of **{measure_name(runner.measure)}** (τ = {runner.kendall_tau:.2f})" if runner else ""
-        return (
+        sentence = (
             f"{meaning} In this sweep **{measure_name(BASELINE_MEASURE)}** orders the runs most like their gaps "
             f"(τ = {ours.kendall_tau:.2f}){after}."
         )
-    sentence = (
-        f"{meaning} In this sweep **{measure_name(best.measure)}** tracks the measured gap best "
-        f"(τ = {best.kendall_tau:.2f}); **{measure_name(BASELINE_MEASURE)}** comes {_ordinal(place)} of "
-        f"{len(ranked)} (τ = {ours.kendall_tau:.2f}), so here it orders the runs less like their gaps."
-    )
-    paired = next((d for d in differences if d.measure == best.measure and d.other == BASELINE_MEASURE), None)
+    else:
+        sentence = (
+            f"{meaning} In this sweep **{measure_name(best.measure)}** tracks the measured gap best "
+            f"(τ = {best.kendall_tau:.2f}); **{measure_name(BASELINE_MEASURE)}** comes {_ordinal(place)} of "
+            f"{len(ranked)} (τ = {ours.kendall_tau:.2f}), so here it orders the runs less like their gaps."
+        )
+        paired = next((d for d in differences if d.measure == best.measure and d.other == BASELINE_MEASURE), None)
     if paired is not None and paired.runs >= 2:
         low, high = paired.kendall_tau_ci.low, paired.kendall_tau_ci.high
         told = paired.kendall_verdict is not Verdict.INDISTINGUISHABLE
         sentence += (
             f" The paired bootstrap {'does' if told else 'does not'} tell the two apart: the difference in τ "
             f"lies between {low:+.2f} and {high:+.2f} (95\u00a0%)."
+        )
+    if baselines:
+        strongest = max(baselines, key=lambda c: abs(c.kendall_tau))
+        either = ", read either way" if strongest.kendall_tau < 0 else ""
+        beaten = best.kendall_tau > abs(strongest.kendall_tau)
+        sentence += (
+            f" Of the trivial baselines, **{measure_name(strongest.measure)}** has τ = {strongest.kendall_tau:.2f}"
+            f"{either}: {'below' if beaten else 'at least'} the best measure's."
         )
     return sentence + " A proxy of a bound can hold for every run and still rank them poorly: τ asks a harder question."
 

@@ -16,6 +16,7 @@ from dashboard import lab as service
 from dashboard import share
 from dashboard.export import csv_download, show_figure, show_panels
 from dashboard.numbers import format_count
+from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.tables import draw_table
@@ -183,10 +184,11 @@ elif view == SWEEP_VIEW:
     st.caption(
         f"Over the final checkpoints of {format_count(len(sweep_frame), 'run')}. Kendall τ: τ-b over all runs; "
         "granulated "
-        f"τ (Jiang et al. 2020): the mean over the hyperparameter axes ({', '.join(AXES)}) of the mean τ "
-        f"among runs that differ in that axis alone. A measure that predicts generalization ranks the "
-        f"runs as their gaps do (τ near +1). The intervals are 95 % percentile bootstraps: τ over runs, the "
-        f"granulated τ and each ψ over groups."
+        f"τ (Jiang et al. 2020): the mean over the hyperparameter axes ({', '.join(a for a in AXES if a != 'seed')}) "
+        "of the mean τ among runs that differ in that axis alone; the seed's ψ is reported apart, as seed noise. "
+        "A measure that predicts generalization ranks the runs as their gaps do (τ near +1). The intervals are "
+        "95 % percentile bootstraps over configurations (the seeds of one configuration drawn together), the "
+        "granulated τ from the same draws for every axis. The verdict below reads fitted runs only."
     )
     differences = service.against_baseline(origin)
     st.markdown(service.sweep_reading(table, differences))
@@ -213,18 +215,40 @@ elif view == SWEEP_VIEW:
     )
     with st.container(key="lab_comparisons"):
         st.markdown("\n".join(f"- {views.comparison_sentence(d, measure_name)}" for d in differences))
-    st.subheader("Robust across environments")
+    st.subheader("The verdict: what it stands on")
+    st.caption(
+        "SPEC §13b: a classification run counts when it fitted its training set (cross-entropy ≤ 0.01, or "
+        "every label, flipped ones included, memorised); an environment where fewer than 80 % fitted is "
+        '"not fitted" and kept out of the robust view. The trivial baselines (1/n, the optimisation steps, '
+        "the final training loss, the parameter count) are rows beside the measures, and so are the measures' "
+        "normalised forms √(C / n). τ within n and within parameter count: τ over the pairs of runs that "
+        "share n (the parameter count): what a measure says beyond ordering data or model size."
+    )
+    judged = service.verdicts(origin)
+    for env in judged:
+        with st.container(key=f"lab_verdict_{env.environment.replace('/', '_')}"):
+            st.markdown(plain(" ".join(views.verdict_sentences(env, measure_name))))
+        with folded(f"The verdict of {env.environment} (table)"):
+            draw_table(
+                service.verdict_view_frame(env),
+                hide_index=True,
+                key=f"lab_verdict_table_{env.environment.replace('/', '_')}",
+            )
+    st.subheader("Robust across controlled experiments")
     robust_rows = service.robust_rows(origin)
     st.caption(
-        "Dziugaite et al. (2020): a measure is judged by its worst environment (task × family), not its "
-        "average. Sign-error: the share of run pairs, among those neither the measure nor the gap ties, that "
-        "the measure orders opposite to the gap (0 best, 0.5 chance, 1 reversed); its mean and worst over "
-        "the environments, and where it is worst. For a shipped reference, the rows run over every shipped sweep "
-        "together (one environment each); more environments join with `specbound lab sweep --task ... --family "
-        "...` (README, Lab)."
+        "Dziugaite et al. (2020): a coupling is two configurations that differ in one hyperparameter, compared "
+        "seed for seed; on each pair the sign-error is 0 when the measure orders the two runs as their gaps, 1 "
+        "when against, 1/2 on a tie; pairs whose gaps differ by less than 1.96 standard errors are left out, "
+        "and a coupling needs two pairs. A measure is judged by the distribution of its sign-errors over the "
+        "couplings of the fitted environments: its mean, 90th percentile and worst. For a shipped reference "
+        "the couplings of every shipped sweep count together; more environments join with `specbound lab "
+        "sweep --task ... --family ...`."
     )
     with st.container(key="lab_robust"):
-        st.markdown(views.robust_sentence(robust_rows, measure_name))
+        st.markdown(plain(views.robust_sentence(robust_rows, measure_name)))
+    if any(r.couplings for r in robust_rows):
+        show_figure(figures.robust_cdf_figure(robust_rows), "lab_robust_cdf")
     draw_table(service.robust_view_frame(robust_rows), hide_index=True, key="lab_robust_table")
     if grokking := service.grokking_reference():
         st.subheader("Grokking: does a measure move before the jump?")

@@ -518,7 +518,7 @@ def _debug_option() -> _Parser:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="specbound",
-        description="Spectra and spectrum-adaptive generalization-bound proxies of trained BERT encoders.",
+        description="Spectra and spectrum-adaptive generalization-bound proxies of trained Transformers.",
     )
     parser.add_argument("--version", action="version", version=f"specbound {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")

@@ -19,11 +19,13 @@ import plotly.graph_objects as go
 from ..lab.correlation import Interval, MeasureCorrelation
 from ..lab.grokking import RunGrokking
 from ..lab.registry import MEASURES
+from ..lab.robust import RobustSummary
 from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from ..numbers import format_count
 from .style import (
     NEUTRAL,
+    OKABE_ITO,
     PALETTE,
     PANEL_TITLE_ROOM,
     SEQUENTIAL,
@@ -382,4 +384,60 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
         legend_title="curve",
         height=GROKKING_HEIGHT,
         layout=layout,
+    )
+
+
+#: Measures the robust view's CDF draws in colour (ours at p*, the Edelman-style proxy, and the normalised
+#: form of ours); the strongest trivial baseline is drawn dashed in black; every other measure in grey.
+CDF_HIGHLIGHTS: tuple[str, ...] = ("ours", "edelman", "ours_per_n")
+#: The sign-error of a measure unrelated to the gap.
+CHANCE_LINE = {"type": "line", "x0": 0.5, "x1": 0.5, "y0": 0, "y1": 1, "line": {"color": NEUTRAL, "dash": "dot"}}
+
+
+def robust_cdf_figure(rows: Sequence[RobustSummary], *, source: str | None = None) -> go.Figure:
+    """Dziugaite et al.'s robust view as a picture: for each measure, the empirical CDF of its sign-errors
+    over the couplings of the fitted environments (a step at each coupling's sign-error). A curve that
+    rises early (most couplings near 0) is a measure that orders controlled pairs of runs as their gaps;
+    0.5 is chance (a dotted line). Ours at p*, the Edelman-style proxy and √(ours / n) are in colour, the
+    trivial baseline with the smallest mean sign-error dashed, the rest grey."""
+    counted = [r for r in rows if r.couplings]
+    baselines = [r for r in counted if MEASURES.get(r.measure) is not None and MEASURES[r.measure].baseline]
+    floor = min(baselines, key=lambda r: r.mean).measure if baselines else None
+    order = sorted(counted, key=lambda r: (r.measure in CDF_HIGHLIGHTS or r.measure == floor, r.measure))
+    traces = []
+    for r in order:  # grey first, so the highlighted curves are drawn on top
+        errors = sorted(r.errors)
+        x = [0.0, *[e for e in errors for _ in (0, 1)], 1.0]
+        y = [0.0, *[v for k in range(len(errors)) for v in (k / len(errors), (k + 1) / len(errors))], 1.0]
+        if r.measure in CDF_HIGHLIGHTS:
+            line: dict[str, object] = {"color": palette_color(CDF_HIGHLIGHTS.index(r.measure)), "width": 3}
+        elif r.measure == floor:
+            line = {"color": OKABE_ITO["black"], "width": 2, "dash": "dash"}
+        else:
+            line = {"color": NEUTRAL, "width": 1}
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": y,
+                "mode": "lines",
+                "name": f"{_screen_name(r.measure)} (mean {r.mean:.2f})",
+                "line": line,
+                "opacity": 1.0 if line["color"] != NEUTRAL else 0.6,
+                "showlegend": r.measure in CDF_HIGHLIGHTS or r.measure == floor,
+                "hovertemplate": f"{_screen_name(r.measure)}<br>sign-error ≤ %{{x:.2f}}: %{{y:.0%}} of couplings"
+                "<extra></extra>",
+            }
+        )
+    total = max((r.couplings for r in counted), default=0)
+    return figure(
+        traces,
+        f"Sign-errors over {format_count(total, 'coupling')}",
+        source=source,
+        height=420,
+        layout={
+            "xaxis": axis_title("sign-error on a coupling (0 best, 0.5 chance)", range=[0, 1]),
+            "yaxis": axis_title("share of couplings", range=[0, 1.02], tickformat=".0%"),
+            "shapes": [CHANCE_LINE],
+        },
     )

@@ -70,6 +70,13 @@ _steps = _bounded(int, 1, MAX_STEPS)
 _seed = _bounded(int, 0, MAX_SEED)
 _workers = _bounded(int, 1, 1024)
 _test_samples = _bounded(int, 1, MAX_TEST_SAMPLES)
+_learning_rate = _bounded(float, 1e-9, 1.0)
+#: The help of ``--until-fit`` (train and sweep).
+_UNTIL_FIT_HELP = (
+    "train each classification run until it fits its training set (cross-entropy <= 0.01 on the whole set, "
+    "checked at every checkpoint, or no training error), --steps being the cap; a next-token run trains "
+    "its steps (SPEC §13b)"
+)
 
 
 class _RunProgress:
@@ -112,6 +119,7 @@ def _print_correlations(results: Any) -> None:
             _print_table(
                 env.correlations, env.runs, "test - train loss" if env.task == "markov" else "test - train error"
             )
+    _print_verdicts(results)
     _print_robust(results)
     _print_grokking(results)
 
@@ -162,29 +170,82 @@ def _print_grokking(results: Any) -> None:
         print(f"{s.measure:>{width}}  {len(s.leads):>5}  {median:>11}  {span:>17}  {s.share_before:>6.2f}  {s.verdict}")
 
 
+def _cell(value: float, size: int, signed: bool = False) -> str:
+    if math.isnan(value):
+        return f"{'n/a':>{size}}"
+    return f"{value:>+{size}.3f}" if signed else f"{value:>{size}.3f}"
+
+
+def _print_verdicts(results: Any) -> None:
+    """SPEC §13b's verdict of each environment (:mod:`.verdict`): what it stands on, then per measure
+    (the trivial baselines marked) τ with its configuration-bootstrap interval, τ within strata of n
+    and of the parameter count, the granulated τ and the seed noise, the pooled sign-error with its
+    tied pairs, censored runs and the coupled sign-errors; then the sentences those numbers say."""
+    import numpy as np
+
+    from .registry import MEASURES
+    from .views import verdict_sentences
+
+    for env in getattr(results, "verdicts", ()):
+        fitted = "fixed budget" if env.fitted_runs is None else f"{env.fitted_runs} of {env.runs} runs fitted"
+        print(
+            f"Verdict (SPEC §13b) of {env.environment}: {env.status} ({fitted}); {env.configurations} configurations "
+            f"x up to {env.seeds} seeds; {env.couplings} couplings, {env.coupled_pairs} seed pairs, "
+            f"{env.noise_pairs} within noise" + (" (a loss gap: no noise filter)" if env.loss_gap else "")
+        )
+        width = max(len(m.measure) for m in env.measures) + 2
+        print(
+            f"{'measure':>{width}}  {'tau':>6}  {'95 % (configs)':>15}  {'in n':>6}  {'in par':>6}  {'gran':>6}  "
+            f"{'seed':>6}  {'pooled':>6}  {'tied':>5}  {'cens':>4}  {'coupl':>5}  {'mean':>6}  {'p90':>6}  {'max':>6}"
+        )
+        for m in env.measures:
+            errors = m.coupled_errors()
+            mark = " *" if MEASURES.get(m.measure) is not None and MEASURES[m.measure].baseline else "  "
+            print(
+                f"{m.measure + mark:>{width}}  {_cell(m.kendall_tau, 6, True)}  "
+                f"{_interval(m.kendall_tau_ci.low, m.kendall_tau_ci.high):>15}  {_cell(m.tau_within_n, 6, True)}  "
+                f"{_cell(m.tau_within_params, 6, True)}  {_cell(m.granulated_tau, 6, True)}  "
+                f"{_cell(m.seed_noise, 6, True)}  {_cell(m.pooled_sign_error, 6)}  {m.tied_pairs:>5}  "
+                f"{m.censored:>4}  {errors.size:>5}  {_cell(float(errors.mean()) if errors.size else math.nan, 6)}  "
+                f"{_cell(float(np.percentile(errors, 90)) if errors.size else math.nan, 6)}  "
+                f"{_cell(float(errors.max()) if errors.size else math.nan, 6)}"
+            )
+        print(
+            "  * a trivial baseline. tau: tau-b over the fitted runs, 95 % interval resampling configurations "
+            "(seeds together); in n / in par: tau-b within strata of n / of the parameter count; gran: granulated "
+            "tau over the hyperparameter axes; seed: psi of the seed axis (noise); pooled: (1 - tau_a) / 2, a tie "
+            "1/2; cens: censored runs (a search at its bound); coupl, mean, p90, max: the coupled sign-errors"
+        )
+        for sentence in verdict_sentences(env):
+            print(f"  {sentence}")
+
+
 def _print_robust(results: Any) -> None:
-    from .robust import environment_column
+    """Dziugaite et al.'s robust view over the couplings of the fitted environments (:mod:`.robust`)."""
+    from .registry import MEASURES
+    from .views import robust_sentence
 
     rows = getattr(results, "robust", ())
     if not rows:
+        print(f"Robust view (Dziugaite et al. 2020): {robust_sentence(rows)}")
         return
-    environments = rows[0].environments
     print(
-        f"Robust view (Dziugaite et al. 2020) over {len(environments)} environment(s): sign-error = share of the "
-        "run pairs (untied in both) that the measure orders opposite to the gap; 0 best, 0.5 chance"
+        "Robust view (Dziugaite et al. 2020): sign-error on couplings (two configurations differing in one "
+        "hyperparameter, seed for seed; a tie 1/2; pairs within noise left out) over the fitted environments"
     )
-    width = max(len(r.measure) for r in rows)
-    columns = "  ".join(f"{environment_column(e)[len('sign_error_') :]:>16}" for e in environments)
-    print(f"{'measure':>{width}}  {'mean':>6}  {'worst':>6}  {'worst environment':>18}  {columns}")
-
-    def cell(value: float, size: int) -> str:
-        return f"{'n/a':>{size}}" if math.isnan(value) else f"{value:>{size}.3f}"
-
+    axes = list(dict.fromkeys(axis for r in rows for axis in r.axes))
+    width = max(len(r.measure) for r in rows) + 2
+    columns = "  ".join(f"{axis:>11}" for axis in axes)
+    print(f"{'measure':>{width}}  {'coupl':>5}  {'mean':>6}  {'p90':>6}  {'max':>6}  {columns}")
     for r in rows:
-        errors = "  ".join(cell(e, 16) for e in r.sign_errors)
+        by_axis = r.by_axis()
+        mark = " *" if MEASURES.get(r.measure) is not None and MEASURES[r.measure].baseline else "  "
+        cells = "  ".join(_cell(by_axis.get(axis, math.nan), 11) for axis in axes)
         print(
-            f"{r.measure:>{width}}  {cell(r.mean, 6)}  {cell(r.worst, 6)}  {r.worst_environment or 'n/a':>18}  {errors}"
+            f"{r.measure + mark:>{width}}  {r.couplings:>5}  {_cell(r.mean, 6)}  {_cell(r.p90, 6)}  "
+            f"{_cell(r.max, 6)}  {cells}"
         )
+    print(f"  {robust_sentence(rows)}")
 
 
 def _print_table(correlations: Any, runs: int, gap: str) -> None:
@@ -241,6 +302,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         steps=args.steps,
         save_every=args.save_every or max(1, args.steps // 4),
         test_samples=args.test_samples,
+        learning_rate=args.learning_rate,
+        until_fit=args.until_fit,
     )
     spec = RunSpec(
         layers=args.layers,
@@ -275,7 +338,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ..status import Status
-    from .grid import preset_grid, read_grid
+    from .grid import GROK, preset_grid, read_grid
     from .reference import export_reference, shipped_reference
     from .sweep import run_sweep
     from .train import DECODERS, LabError
@@ -286,6 +349,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         raise LabError(f"the {', '.join(tasks)} task(s) need a decoder family ({', '.join(sorted(DECODERS))})")
     if args.export_reference and len(environments) > 1:
         raise LabError("--export-reference takes one environment (one --task and one --family)")
+    if args.until_fit and args.preset == GROK:
+        raise LabError(f"the {GROK} preset trains past the fit on purpose (to see the jump): --until-fit would stop it")
     shipped = shipped_reference(args.preset, *environments[0]) if args.export_reference else None
     specs: list[Any] = []
     for task, family in environments:
@@ -293,10 +358,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         grid = read_grid(args.grid, base) if args.grid else base
         overrides: dict[str, Any] = {
             axis: tuple(dict.fromkeys(getattr(args, axis)))
-            for axis in ("layers", "hidden", "heads", "n_train", "label_noise", "seeds")
+            for axis in ("layers", "hidden", "heads", "n_train", "label_noise", "learning_rates", "seeds")
             if getattr(args, axis)
         }
-        settings = {name: getattr(args, name) for name in ("steps", "save_every") if getattr(args, name)}
+        settings = {name: getattr(args, name) for name in ("steps", "save_every", "until_fit") if getattr(args, name)}
         overrides["settings"] = replace(grid.settings, **settings)
         grid = replace(grid, **overrides)
         specs += grid.specs()
@@ -355,6 +420,22 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    """The verdict of the given lab directories (default: every shipped reference) as Markdown."""
+    from .reference import DECODER_REFERENCE, THRESHOLD_REFERENCE, load_reference
+    from .tables import lab_results, read_results
+    from .views import REPORT_TITLE, verdict_report
+
+    if args.dirs:
+        runs = tuple(r for d in args.dirs for r in read_results(Path(d)).runs)
+    else:
+        sweeps = (THRESHOLD_REFERENCE, DECODER_REFERENCE)  # the grokking runs are one configuration: no sweep
+        runs = tuple(r for shipped in sweeps for r in load_reference(shipped.directory).runs)
+    results = lab_results(runs)
+    print(verdict_report(results.verdicts, results.robust, None if args.dirs else REPORT_TITLE), end="")
+    return 0
+
+
 def _cmd_remeasure(args: argparse.Namespace) -> int:
     from .reference import REFERENCE_DIR, remeasure
     from .tables import read_results
@@ -371,7 +452,9 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     from .grid import PRESET_NAMES
 
     lab = commands.add_parser(
-        "lab", help="train small BERT encoders on a synthetic task and set bounds beside their measured gaps"
+        "lab",
+        help="train small Transformers (BERT encoders; GPT-2, Llama, GPT-NeoX decoders) on synthetic tasks and set "
+        "bounds beside their measured gaps",
     )
     actions = lab.add_subparsers(dest="lab_command", required=True)
 
@@ -400,6 +483,10 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     )
     train.add_argument("--seed", type=_seed, default=0, help="seed of the data, the initialisation and the batches")
     train.add_argument(
+        "--learning-rate", type=_learning_rate, default=_DEFAULTS.learning_rate, help="AdamW's learning rate, in (0, 1]"
+    )
+    train.add_argument("--until-fit", action="store_true", help=_UNTIL_FIT_HELP)
+    train.add_argument(
         "--test-samples",
         type=_test_samples,
         default=_DEFAULTS.test_samples,
@@ -424,8 +511,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         "--grid",
         metavar="FILE.json",
         default=None,
-        help="a JSON grid (axis lists layers, hidden, heads, n_train, label_noise, seeds; optional "
-        "settings and task objects) overriding the preset",
+        help="a JSON grid (axis lists layers, hidden, heads, n_train, label_noise, learning_rates, seeds; "
+        "optional settings and task objects) overriding the preset",
     )
     sweep.add_argument("--layers", type=_layers, nargs="+", help="replace the depth axis")
     sweep.add_argument("--hidden", type=_hidden, nargs="+", help="replace the width axis")
@@ -433,6 +520,14 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--n-train", dest="n_train", type=_n_train, nargs="+", help="replace the n axis")
     sweep.add_argument("--label-noise", dest="label_noise", type=_noise, nargs="+", help="replace the noise axis")
     sweep.add_argument("--seeds", type=_seed, nargs="+", help="replace the seed axis")
+    sweep.add_argument(
+        "--learning-rates",
+        dest="learning_rates",
+        type=_learning_rate,
+        nargs="+",
+        help="the optimisation axis: one run per learning rate (default: the preset's one)",
+    )
+    sweep.add_argument("--until-fit", action="store_true", help=_UNTIL_FIT_HELP)
     sweep.add_argument("--steps", type=_steps, default=None, help="optimiser steps per run")
     sweep.add_argument("--save-every", type=_steps, default=None, help="checkpoint every k steps")
     sweep.add_argument(
@@ -478,6 +573,13 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         help="paired bootstrap of tau(MEASURE) - tau(OTHER), e.g. --compare ours spectral_product",
     )
     show.set_defaults(handler=_cmd_show)
+
+    report = actions.add_parser(
+        "report",
+        help="the verdict (SPEC §13b) of lab directories as Markdown, every sentence computed from the tables",
+    )
+    report.add_argument("dirs", nargs="*", help="lab directories (default: every reference shipped in the package)")
+    report.set_defaults(handler=_cmd_report)
 
     remeasure = actions.add_parser(
         "remeasure",

@@ -14,23 +14,28 @@ Them", eq. 4): for each hyperparameter axis a, the runs are grouped by the value
 the tau within the group, and the granulated tau is the mean of psi_a over the axes that have such
 groups. Within groups we use tau-a, exactly Jiang et al.'s tau (their sum of sign products over all
 pairs): a measure that does not change along an axis (e.g. the parameter count along n) scores 0 there
-rather than being left out.
+rather than being left out. A *noise axis* (the seed: SPEC §13b) gets its psi, reported as seed noise,
+but is left out of the granulated tau's mean: seeds are not a hyperparameter a measure should order.
 
-Uncertainty: seeded percentile bootstraps (Efron & Tibshirani 1993, ch. 13), 95 % intervals.
+Uncertainty: seeded percentile bootstraps (Efron & Tibshirani 1993, ch. 13), 95 % intervals, over
+*clusters*: the seeds of one configuration share its n, depth and width, so they are not independent
+draws. A draw takes the K configurations K times with replacement, and every run of a drawn
+configuration counts as often as it was drawn: multiplicities c (one per run). Without clusters every
+run is its own (the plain bootstrap over runs).
 
-* tau-b is resampled over runs: a draw takes n runs with replacement, i.e. multiplicities c (a
-  multinomial count vector), and its tau-b is computed exactly from the pair sign matrices
-  A = [sign(x_i - x_j) sign(y_i - y_j)], X = [|sign(x_i - x_j)|], Y = [|sign(y_i - y_j)|]:
+* tau-b of a draw is computed exactly from the pair sign matrices A = [sign(x_i - x_j) sign(y_i - y_j)],
+  X = [|sign(x_i - x_j)|], Y = [|sign(y_i - y_j)|]:
 
       tau-b* = c^T A c / sqrt((c^T X c) (c^T Y c))
 
   (copies of one run form pairs tied in both x and y, which tau-b leaves out: the diagonal is 0).
-* psi_a is resampled over its groups: a draw takes G_a of the G_a groups with replacement and
-  averages their tau-a (each group's tau is computed once); the granulated tau of a draw is the mean
-  of its psi_a, every axis drawn independently.
-* A difference between two measures is bootstrapped paired: both see the same draws of runs (or of
-  groups) over the runs where both are finite, so what they share cancels. The difference is
-  distinguishable from 0 at the 95 % level when its interval excludes 0.
+* The granulated tau is resampled jointly, from the same draw for every axis: a group's tau-a under
+  multiplicities c is c^T S c / ((Σ c)² − Σ c²) (S its pair sign products, the diagonal 0), a group
+  counts in a draw while it keeps two values of its axis, psi_a* is the mean over the groups that
+  count, and the granulated tau of the draw the mean of its psi_a* over the (non-noise) axes.
+* A difference between two measures is bootstrapped paired: both see the same draws over the runs
+  where both are finite, so what they share cancels. The difference is distinguishable from 0 at
+  the 95 % level when its interval excludes 0.
 
 Draws whose tau-b is undefined (a constant measure among the drawn runs) are left out of the
 percentiles. Everything is numpy; scipy is not needed.
@@ -116,6 +121,31 @@ def bootstrap_counts(n: int, draws: int = BOOTSTRAP_DRAWS, seed: int = BOOTSTRAP
     return rng.multinomial(n, np.full(n, 1.0 / n), size=draws).astype(np.float64) if n else np.zeros((draws, 0))
 
 
+def cluster_ids(clusters: Sequence[Hashable] | None, n: int) -> np.ndarray:
+    """(n,) the index of each run's cluster, in order of first appearance (each run its own when None)."""
+    if clusters is None:
+        return np.arange(n)
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster labels for {n} runs")
+    first: dict[Hashable, int] = {}
+    return np.array([first.setdefault(label, len(first)) for label in clusters], dtype=np.int64)
+
+
+def cluster_counts(
+    clusters: Sequence[Hashable] | None, n: int, draws: int = BOOTSTRAP_DRAWS, seed: int = BOOTSTRAP_SEED
+) -> np.ndarray:
+    """(draws, n) run multiplicities of a cluster bootstrap: the K clusters drawn K times with replacement
+    (:func:`bootstrap_counts`), each run counting as often as its cluster was drawn. Without clusters it
+    is :func:`bootstrap_counts` of the runs itself, draw for draw.
+
+    Example: two configurations of two seeds each, ``cluster_counts(["a", "a", "b", "b"], 4, 3)`` gives
+    rows such as [2, 2, 0, 0], [1, 1, 1, 1]: the seeds of a configuration are drawn together.
+    """
+    ids = cluster_ids(clusters, n)
+    k = int(ids.max()) + 1 if ids.size else 0
+    return bootstrap_counts(k, draws, seed)[:, ids]
+
+
 def tau_b_draws(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """tau-b of every bootstrap draw given by its multiplicities ``counts`` (B, n): (B,), NaN where undefined."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -144,7 +174,8 @@ class AxisTau:
     tau: float  # NaN without any group
     groups: int
     runs: int  # runs inside those groups
-    ci: Interval = UNDEFINED  # over bootstrap draws of the groups
+    ci: Interval = UNDEFINED  # over the joint bootstrap draws
+    noise: bool = False  # a noise axis (the seed): reported, left out of the granulated tau
 
 
 @dataclass(frozen=True)
@@ -152,15 +183,24 @@ class MeasureCorrelation:
     measure: str
     kendall_tau: float  # tau-b over all runs
     kendall_tau_a: float
-    granulated_tau: float  # mean of psi over the axes with groups (NaN if none)
+    granulated_tau: float  # mean of psi over the non-noise axes with groups (NaN if none)
     runs: int  # runs with a finite measure and gap
     axes: tuple[AxisTau, ...]
-    kendall_tau_ci: Interval = UNDEFINED  # over bootstrap draws of the runs
-    granulated_tau_ci: Interval = UNDEFINED  # over bootstrap draws of the groups
+    kendall_tau_ci: Interval = UNDEFINED  # over bootstrap draws of the configurations
+    granulated_tau_ci: Interval = UNDEFINED  # over the same kind of draws, every axis jointly
+    configurations: int = 0  # clusters among the runs (0: not given, every run its own)
 
     @property
     def groups(self) -> int:
-        return sum(a.groups for a in self.axes)
+        """Groups behind the granulated tau (the noise axes' not counted)."""
+        return sum(a.groups for a in self.axes if not a.noise)
+
+    @property
+    def seed_noise(self) -> float:
+        """psi of the noise axis (the seed): how a measure orders runs that differ only by their seed
+        (NaN without such groups)."""
+        noise = [a.tau for a in self.axes if a.noise and a.groups]
+        return float(np.mean(noise)) if noise else math.nan
 
 
 def axis_groups(keys: Sequence[Mapping[str, Hashable]], axis: str) -> tuple[tuple[int, ...], ...]:
@@ -175,9 +215,63 @@ def _group_taus(measure: np.ndarray, gap: np.ndarray, groups: Sequence[Sequence[
     return np.array([kendall_tau_a(measure[list(rows)], gap[list(rows)]) for rows in groups], dtype=np.float64)
 
 
-def _granulated_draws(psi_draws: Sequence[np.ndarray]) -> np.ndarray:
-    """Per draw, the mean of psi over the axes that have groups."""
-    return np.mean(np.stack(psi_draws), axis=0) if psi_draws else np.full(BOOTSTRAP_DRAWS, np.nan)
+def _weighted_group_tau(
+    measure: np.ndarray, gap: np.ndarray, rows: Sequence[int], values: Sequence[Hashable], counts: np.ndarray
+) -> np.ndarray:
+    """tau-a of one group under each draw's multiplicities ``counts`` (B, n): c^T S c / ((Σ c)² − Σ c²)
+    over the group's runs, NaN in a draw that leaves fewer than two values of the group's axis."""
+    rows = list(rows)
+    x, y = measure[rows], gap[rows]
+    signs = np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])  # (k, k), diagonal 0
+    w = counts[:, rows]  # (B, k)
+    concordance = ((w @ signs) * w).sum(axis=1)
+    pairs = w.sum(axis=1) ** 2 - (w**2).sum(axis=1)
+    present = np.stack([w[:, [v == value for v in values]].sum(axis=1) > 0 for value in dict.fromkeys(values)])
+    valid = (present.sum(axis=0) >= 2) & (pairs > 0)
+    return np.divide(concordance, pairs, out=np.full(concordance.shape, np.nan), where=valid)
+
+
+def _nanmean_rows(stack: list[np.ndarray], draws: int) -> np.ndarray:
+    """Per draw, the mean of the finite values of ``stack`` (NaN where there is none)."""
+    if not stack:
+        return np.full(draws, np.nan)
+    values = np.stack(stack)  # (items, B)
+    finite = np.isfinite(values)
+    total = np.where(finite, values, 0.0).sum(axis=0)
+    count = finite.sum(axis=0)
+    return np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+
+
+def _granulated(
+    measure: np.ndarray,
+    gap: np.ndarray,
+    keys: Sequence[Mapping[str, Hashable]],
+    axes: Sequence[str],
+    noise_axes: Sequence[str],
+    counts: np.ndarray,
+) -> tuple[float, tuple[AxisTau, ...], np.ndarray, list[np.ndarray]]:
+    """(granulated tau, psi per axis, the granulated tau of each draw, psi of each axis per draw)."""
+    draws = counts.shape[0]
+    per_axis: list[AxisTau] = []
+    psi_draws: list[np.ndarray] = []
+    for axis in axes:
+        groups = axis_groups(keys, axis)
+        if not groups:
+            per_axis.append(AxisTau(axis, math.nan, 0, 0, noise=axis in noise_axes))
+            psi_draws.append(np.full(draws, np.nan))
+            continue
+        taus = _group_taus(measure, gap, groups)
+        sample = _nanmean_rows(
+            [_weighted_group_tau(measure, gap, rows, [keys[i][axis] for i in rows], counts) for rows in groups], draws
+        )
+        psi_draws.append(sample)
+        members = sum(len(rows) for rows in groups)
+        per_axis.append(
+            AxisTau(axis, float(taus.mean()), len(groups), members, percentile_interval(sample), axis in noise_axes)
+        )
+    counted = [i for i, a in enumerate(per_axis) if a.groups and not a.noise]
+    total = float(np.mean([per_axis[i].tau for i in counted])) if counted else math.nan
+    return total, tuple(per_axis), _nanmean_rows([psi_draws[i] for i in counted], draws), psi_draws
 
 
 def granulated_tau(
@@ -186,28 +280,20 @@ def granulated_tau(
     keys: Sequence[Mapping[str, Hashable]],
     axes: Sequence[str],
     *,
+    noise_axes: Sequence[str] = (),
+    clusters: Sequence[Hashable] | None = None,
     draws: int = BOOTSTRAP_DRAWS,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, tuple[AxisTau, ...], Interval]:
-    """Jiang et al.'s granulated tau, its psi per axis (with intervals) and the granulated tau's interval.
-    keys[i] gives run i's value on every axis (and any other setting that must match within a group,
-    under keys that are not axes)."""
+    """Jiang et al.'s granulated tau, its psi per axis (with intervals) and the granulated tau's interval,
+    from one joint cluster bootstrap (module docstring). keys[i] gives run i's value on every axis (and
+    any other setting that must match within a group, under keys that are not axes); ``noise_axes``
+    get their psi but stay out of the mean."""
     measure, gap = np.asarray(measure, dtype=np.float64), np.asarray(gap, dtype=np.float64)
-    per_axis, psi_draws = [], []
-    for index, axis in enumerate(axes):
-        groups = axis_groups(keys, axis)
-        taus = _group_taus(measure, gap, groups)
-        members = sum(len(rows) for rows in groups)
-        if taus.size:
-            sample = group_mean_draws(taus, draws, seed + 1 + index)
-            psi_draws.append(sample)
-            per_axis.append(AxisTau(axis, float(taus.mean()), taus.size, members, percentile_interval(sample)))
-        else:
-            per_axis.append(AxisTau(axis, math.nan, 0, 0))
-    psis = [a.tau for a in per_axis if a.groups]
-    total = float(np.mean(psis)) if psis else math.nan
-    interval = percentile_interval(_granulated_draws(psi_draws)) if psi_draws else UNDEFINED
-    return total, tuple(per_axis), interval
+    counts = cluster_counts(clusters, measure.size, draws, seed)
+    total, per_axis, total_draws, _ = _granulated(measure, gap, keys, axes, noise_axes, counts)
+    interval = percentile_interval(total_draws) if math.isfinite(total) else UNDEFINED
+    return total, per_axis, interval
 
 
 def _finite_rows(*arrays: np.ndarray) -> np.ndarray:
@@ -223,11 +309,15 @@ def correlate(
     keys: Sequence[Mapping[str, Hashable]],
     axes: Sequence[str],
     *,
+    noise_axes: Sequence[str] = (),
+    clusters: Sequence[Hashable] | None = None,
     draws: int = BOOTSTRAP_DRAWS,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[MeasureCorrelation, ...]:
-    """Overall and granulated tau of each measure with the gap, with their bootstrap intervals; runs with
-    a non-finite value are left out. Every measure sees the same seeded draws."""
+    """Overall and granulated tau of each measure with the gap, with their bootstrap intervals over the
+    ``clusters`` (a configuration label per run; every run its own when None); runs with a non-finite
+    value are left out. Every measure sees the same seeded draws, tau-b and the granulated tau of one
+    measure the same draw."""
     gap = np.asarray(gap, dtype=np.float64)
     out = []
     for name, values in measures.items():
@@ -235,8 +325,9 @@ def correlate(
         rows = _finite_rows(values, gap)
         x, y = values[rows], gap[rows]
         kept_keys = [keys[int(i)] for i in rows]
-        granulated, per_axis, granulated_ci = granulated_tau(x, y, kept_keys, axes, draws=draws, seed=seed)
-        tau_ci = percentile_interval(tau_b_draws(x, y, bootstrap_counts(rows.size, draws, seed)))
+        kept = None if clusters is None else [clusters[int(i)] for i in rows]
+        counts = cluster_counts(kept, rows.size, draws, seed)
+        granulated, per_axis, granulated_draws, _ = _granulated(x, y, kept_keys, axes, noise_axes, counts)
         out.append(
             MeasureCorrelation(
                 name,
@@ -245,8 +336,9 @@ def correlate(
                 granulated,
                 int(rows.size),
                 per_axis,
-                tau_ci,
-                granulated_ci,
+                percentile_interval(tau_b_draws(x, y, counts)),
+                percentile_interval(granulated_draws) if math.isfinite(granulated) else UNDEFINED,
+                int(np.unique(cluster_ids(kept, rows.size)).size),
             )
         )
     return tuple(out)
@@ -295,31 +387,30 @@ def compare(
     keys: Sequence[Mapping[str, Hashable]],
     axes: Sequence[str],
     *,
+    noise_axes: Sequence[str] = (),
+    clusters: Sequence[Hashable] | None = None,
     draws: int = BOOTSTRAP_DRAWS,
     seed: int = BOOTSTRAP_SEED,
 ) -> TauDifference:
     """The paired bootstrap of tau(values) - tau(other_values) over the runs where both (and the gap) are
-    finite: the same draws of runs for tau-b, the same draws of groups for every psi."""
+    finite: the same draws of configurations (``clusters``) for tau-b and for the granulated tau."""
     a, b = np.asarray(values, dtype=np.float64), np.asarray(other_values, dtype=np.float64)
     gap = np.asarray(gap, dtype=np.float64)
     rows = _finite_rows(a, b, gap)
     a, b, y = a[rows], b[rows], gap[rows]
     kept_keys = [keys[int(i)] for i in rows]
-    counts = bootstrap_counts(rows.size, draws, seed)
+    kept = None if clusters is None else [clusters[int(i)] for i in rows]
+    counts = cluster_counts(kept, rows.size, draws, seed)
     tau_diff = tau_b_draws(a, y, counts) - tau_b_draws(b, y, counts)
-    psi_diffs, psi_draws = [], []
-    for index, axis in enumerate(axes):
-        groups = axis_groups(kept_keys, axis)
-        if groups:
-            diffs = _group_taus(a, y, groups) - _group_taus(b, y, groups)
-            psi_diffs.append(float(diffs.mean()))
-            psi_draws.append(group_mean_draws(diffs, draws, seed + 1 + index))
+    granulated_a, _, draws_a, _ = _granulated(a, y, kept_keys, axes, noise_axes, counts)
+    granulated_b, _, draws_b, _ = _granulated(b, y, kept_keys, axes, noise_axes, counts)
+    difference = granulated_a - granulated_b
     return TauDifference(
         measure,
         other,
         int(rows.size),
         kendall_tau_b(a, y) - kendall_tau_b(b, y),
         percentile_interval(tau_diff),
-        float(np.mean(psi_diffs)) if psi_diffs else math.nan,
-        percentile_interval(_granulated_draws(psi_draws)) if psi_draws else UNDEFINED,
+        difference,
+        percentile_interval(draws_a - draws_b) if math.isfinite(difference) else UNDEFINED,
     )

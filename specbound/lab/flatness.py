@@ -164,6 +164,15 @@ def sharpness_alpha(
         return bisect_scale(fits, settings)
 
 
+def censoring_values(settings: FlatnessSettings = DEFAULT_FLATNESS) -> tuple[float, float]:
+    """The two values a search's measure 1/s² takes when the search hits an end of its range (SPEC §13b:
+    such a run is *censored*, its value only a bound): a model that stays within δ at every scale tried
+    gets the top scale, 2^(high − (high − low) / 2^halvings), the smallest measure; one that leaves it at
+    every scale gets 2^low, the largest. With the defaults: 0.2653 and 2^20."""
+    top = settings.high - (settings.high - settings.low) / 2**settings.halvings
+    return inverse_square(2.0**top), inverse_square(2.0**settings.low)
+
+
 def inverse_square(scale: float) -> float:
     """1 / s², Jiang et al.'s flatness measure of a largest admissible scale s."""
     return 1.0 / scale**2 if scale > 0 else math.inf

@@ -24,8 +24,12 @@ from .train import FAMILIES, LabError, RunSpec, TrainSettings
 #: At most this many runs in one grid (a typo in an axis should not start a week of training).
 MAX_RUNS: int = 500
 
-#: The hyperparameter axes of a sweep (also the axes of the granulated tau).
-AXES: tuple[str, ...] = ("layers", "hidden", "heads", "n_train", "label_noise", "seed")
+#: The hyperparameter axes of a sweep (also the axes of the granulated tau): architecture, data, the
+#: optimisation axis (the learning rate, SPEC §13b) and the seed.
+AXES: tuple[str, ...] = ("layers", "hidden", "heads", "n_train", "label_noise", "learning_rate", "seed")
+#: The axis that is noise, not a hyperparameter: its psi is reported as seed noise and left out of the
+#: granulated tau, and the seeds of one configuration are resampled together (SPEC §13b).
+SEED_AXIS = "seed"
 
 
 @dataclass(frozen=True)
@@ -41,11 +45,14 @@ class SweepGrid:
     task: LabTask = field(default_factory=ThresholdTask)
     settings: TrainSettings = field(default_factory=TrainSettings)
     family: str = "bert"
+    #: the optimisation axis (SPEC §13b); empty: the one learning rate of ``settings``
+    learning_rates: tuple[float, ...] = ()
 
     def specs(self) -> tuple[RunSpec, ...]:
         """Every run of the grid (LabError if one is invalid or there are too many)."""
+        rates = self.learning_rates or (self.settings.learning_rate,)
         count = math.prod(
-            len(v) for v in (self.layers, self.hidden, self.heads, self.n_train, self.label_noise, self.seeds)
+            len(v) for v in (self.layers, self.hidden, self.heads, self.n_train, self.label_noise, rates, self.seeds)
         )
         if count == 0:
             raise LabError("the grid is empty: every axis needs at least one value")
@@ -60,11 +67,11 @@ class SweepGrid:
                     n_train=n,
                     seed=s,
                     task=replace(self.task, label_noise=q),
-                    settings=self.settings,
+                    settings=replace(self.settings, learning_rate=rate),
                     family=self.family,
                 )
-                for depth, width, h, n, q, s in itertools.product(
-                    self.layers, self.hidden, self.heads, self.n_train, self.label_noise, self.seeds
+                for depth, width, h, n, q, rate, s in itertools.product(
+                    self.layers, self.hidden, self.heads, self.n_train, self.label_noise, rates, self.seeds
                 )
             )
         except ValueError as exc:
@@ -172,11 +179,19 @@ def preset_grid(name: str, task: str = "threshold", family: str = "bert") -> Swe
     return grid
 
 
-_GRID_AXES = {"layers": int, "hidden": int, "heads": int, "n_train": int, "label_noise": float, "seeds": int}
+_GRID_AXES = {
+    "layers": int,
+    "hidden": int,
+    "heads": int,
+    "n_train": int,
+    "label_noise": float,
+    "learning_rates": float,
+    "seeds": int,
+}
 
 
 def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> SweepGrid:
-    """A grid from JSON-like data: axis lists (layers, hidden, heads, n_train, label_noise, seeds),
+    """A grid from JSON-like data: axis lists (layers, hidden, heads, n_train, label_noise, learning_rates, seeds),
     optional ``settings`` (fields of TrainSettings) and ``task`` (vocab_size, length, positions,
     threshold). Missing entries come from ``base`` (default: the smoke preset)."""
     base = base or PRESETS["smoke"]
@@ -205,7 +220,9 @@ def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> Sw
                 f"{quoted(', '.join(sorted((set(settings) - known_settings) | (set(task) - known_task))), 200)}"
             )
         settings = {
-            name: _grid_number(f"setting '{name}'", v, float if name in _FLOAT_SETTINGS else int)
+            name: _grid_flag(f"setting '{name}'", v)
+            if name in _BOOL_SETTINGS
+            else _grid_number(f"setting '{name}'", v, float if name in _FLOAT_SETTINGS else int)
             for name, v in settings.items()
         }
         checked_task: dict[str, Any] = {}
@@ -228,8 +245,16 @@ def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> Sw
         raise LabError(f"invalid grid: {quoted(exc, 200)}") from None
 
 
-#: TrainSettings fields that are real numbers (the others are integers).
+#: TrainSettings fields that are real numbers, and those that are true or false (the others are integers).
 _FLOAT_SETTINGS = frozenset({"learning_rate", "weight_decay"})
+_BOOL_SETTINGS = frozenset({"until_fit"})
+
+
+def _grid_flag(what: str, value: Any) -> bool:
+    """A true-or-false setting of a grid file: JSON's true or false, nothing else."""
+    if not isinstance(value, bool):
+        raise LabError(f"{what} must be true or false, got {quoted(json.dumps(value)[:80])}")
+    return value
 
 
 def _grid_number(what: str, value: Any, convert: Callable[[Any], Any]) -> Any:

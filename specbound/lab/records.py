@@ -25,7 +25,7 @@ from typing import Any
 
 from ..files import atomic_write, read_json
 from ..limits import LIMITS
-from .registry import MEASURES
+from .registry import recorded_measures
 from .train import LabError, RunSpec
 from .trajectory import RunTrajectory
 
@@ -64,7 +64,7 @@ def write_record(out: Path, trajectory: RunTrajectory) -> Path:
         "schema": RECORD_SCHEMA,
         "label": lab_label(trajectory.spec.family),
         "task": trajectory.spec.task.describe(),
-        "measures": list(MEASURES),
+        "measures": [m.name for m in recorded_measures()],  # what the record holds; RUN and DERIVED are computed
         **trajectory.to_dict(),
     }
     write_text(path, json.dumps(record, indent=1, allow_nan=False))
@@ -93,13 +93,15 @@ def record_measures(path: Path) -> tuple[str, ...]:
 
 
 def finished_run(out: Path, spec: RunSpec) -> RunTrajectory | None:
-    """The record of ``spec`` in ``out`` if that exact run has finished there with every registered
-    measure (a record that predates a measure is done again, so the measure is filled in)."""
+    """The record of ``spec`` in ``out`` if that exact run has finished there with every recorded
+    measure (a record that predates a CHECKPOINT or MODEL measure is done again, so the measure is filled
+    in; a RUN or DERIVED measure is computed from the record whenever it is read)."""
     path = record_path(out, spec.name)
     trajectory = read_record(path)
     if trajectory is None or trajectory.spec.to_dict() != spec.to_dict():
         return None
-    return trajectory if set(MEASURES) <= set(record_measures(path)) else None
+    recorded = {m.name for m in recorded_measures()}
+    return trajectory if recorded <= set(record_measures(path)) else None
 
 
 def _order(run: RunTrajectory) -> tuple[Any, ...]:

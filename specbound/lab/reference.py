@@ -42,8 +42,8 @@ from ..profile import SpectralProfile
 from ..text import quoted
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
 from .records import LAB_LABEL, RUNS_DIR, read_runs, write_record
-from .registry import MEASURES, CheckpointMeasure, RunMeasure
-from .tables import LabResults, measure_value, read_results, write_tables
+from .registry import MEASURES, CheckpointMeasure, RunMeasure, step_value
+from .tables import LabResults, read_results, write_tables
 from .train import LabError
 from .trajectory import DEFAULT_BOUNDS, RunTrajectory
 
@@ -142,6 +142,15 @@ RETRAIN_TOLERANCE: dict[str, float] = {
     "alpha_skipped": 0.0,
     "pacbayes_flatness": 0.7,  # 0.466 (log10)
     "sharpness": 1.75,  # 1.164 (log10): a noisy search, a factor 14 at worst
+    "inverse_n": 0.0,
+    "steps": 0.0,
+    "train_loss": 0.3,  # 0.190 (log10)
+}
+#: A normalised form √(C / n) moves half as far as log10 C (n is the same).
+RETRAIN_TOLERANCE |= {
+    f"{name}_per_n": tolerance / 2
+    for name, tolerance in RETRAIN_TOLERANCE.items()
+    if name in MEASURES and MEASURES[name].bounds_gap_times_sqrt_n
 }
 
 
@@ -174,16 +183,16 @@ def platform_fingerprint() -> dict[str, str]:
 
 def retrain_deviations(run: RunTrajectory, shipped: RunTrajectory, step: int | None = None) -> dict[str, float]:
     """|difference| between two runs of one spec at a saved step (default: the final one), for the errors
-    and every registered measure both have; the log-axis measures as |Δ log10|."""
+    and every registered measure both have (a RUN measure, a property of the whole run, at the final step
+    only); the log-axis measures as |Δ log10|."""
     at = step if step is not None else shipped.final.step
     a = next(s for s in run.steps if s.step == at)
     b = next(s for s in shipped.steps if s.step == at)
     out = {name: abs(getattr(a, name) - getattr(b, name)) for name in ("train_error", "test_error", "gap")}
     for measure in MEASURES.values():
-        if isinstance(measure, RunMeasure):
-            x, y = measure_value(run, measure), measure_value(shipped, measure)
-        else:
-            x, y = a.value(measure.name), b.value(measure.name)
+        if isinstance(measure, RunMeasure) and at != shipped.final.step:
+            continue
+        x, y = step_value(measure, a, run), step_value(measure, b, shipped)
         if not (math.isfinite(x) and math.isfinite(y)):
             continue
         if not measure.linear_axis and x > 0 and y > 0:

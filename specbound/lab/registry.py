@@ -15,7 +15,14 @@ Inputs, one class each, so every ``compute`` is typed by what it reads:
 * :class:`ModelMeasure` (``MODEL``): a function of the trained model and its training set
   (:class:`ModelProbe`), computed when the run is trained, on the final checkpoint only (other steps
   do not have it);
-* :class:`RunMeasure` (``RUN``): a property of the run as a whole (:class:`RunFacts`: its parameter count).
+* :class:`RunMeasure` (``RUN``): a property of the run as a whole (:class:`RunFacts`: its parameter count,
+  training-set size, optimisation steps and final training loss);
+* :class:`DerivedMeasure` (``DERIVED``): a function of another measure's value at the same step and of
+  the run (Dziugaite et al.'s normalised form √(C / n) of a measure that bounds the gap times √n).
+
+**Trivial baselines** (SPEC §13b) are measures like any other, flagged ``baseline``: 1/n, the number of
+optimisation steps, the final training loss and the parameter count. They sit in every table beside
+the measures, so that a table says when no measure beats them.
 
 A record written before a measure existed lacks its column: the measure is then missing (NaN) for that
 run, which the correlations leave out, and the run still loads.
@@ -30,7 +37,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..bounds import BoundAnalysis
-from .flatness import inverse_square, pacbayes_sigma, sharpness_alpha
+from .flatness import censoring_values, inverse_square, pacbayes_sigma, sharpness_alpha
 from .heavy_tail import SpectrumAlphas, spectrum_alphas
 from .measures import frobenius_sum, log_bartlett, log_spectral_product
 
@@ -49,6 +56,7 @@ class MeasureInput(str, Enum):
     CHECKPOINT = "checkpoint"  # compute(analysis: BoundAnalysis), every saved step
     MODEL = "model"  # compute(probe: ModelProbe), the final checkpoint, when the run is trained
     RUN = "run"  # compute(run: RunFacts), one value per run
+    DERIVED = "derived"  # compute(step: StepFacts, run: RunFacts), from another measure at the same step
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,21 @@ class RunFacts(Protocol):
 
     @property
     def params(self) -> int: ...
+
+    @property
+    def n_train(self) -> int: ...
+
+    @property
+    def optimisation_steps(self) -> int: ...
+
+    @property
+    def final_train_loss(self) -> float: ...
+
+
+class StepFacts(Protocol):
+    """What a DERIVED measure sees of one saved step (a :class:`~specbound.lab.trajectory.StepTerms`)."""
+
+    def value(self, name: str) -> float: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +112,18 @@ class Measure:
     correlated: bool = True
     #: a count, written to runs.csv as an integer
     integer: bool = False
+    #: a trivial baseline (SPEC §13b): 1/n, the steps, the training loss, the parameter count
+    baseline: bool = False
+    #: a bound on the gap times √n, also read in Dziugaite et al.'s normalised form √(C / n)
+    #: (a :class:`DerivedMeasure` named ``<name>_per_n``)
+    bounds_gap_times_sqrt_n: bool = False
+    #: values at which the measure is censored (a search that hit an end of its range): such a run's value
+    #: is only a bound, counted and shown, never ranked (SPEC §13b)
+    censored_at: tuple[float, ...] = ()
+
+    def is_censored(self, value: float) -> bool:
+        """Whether ``value`` is one of the measure's censoring values (to 1e-9 relative)."""
+        return any(math.isclose(value, bound, rel_tol=1e-9) for bound in self.censored_at)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,6 +150,15 @@ class RunMeasure(Measure):
     compute: Callable[[RunFacts], float]
 
 
+@dataclass(frozen=True, kw_only=True)
+class DerivedMeasure(Measure):
+    """A function of other measures' values at the same step and of the run (never recorded: computed
+    wherever it is read, from what is)."""
+
+    computed_from: ClassVar[MeasureInput] = MeasureInput.DERIVED
+    compute: Callable[[StepFacts, RunFacts], float]
+
+
 MEASURES: dict[str, Measure] = {}
 
 
@@ -133,7 +177,22 @@ def correlated_measures() -> tuple[Measure, ...]:
 
 def recorded_measures() -> tuple[Measure, ...]:
     """The measures kept per step in a run's record (CHECKPOINT and MODEL inputs)."""
-    return tuple(m for m in MEASURES.values() if not isinstance(m, RunMeasure))
+    return tuple(m for m in MEASURES.values() if isinstance(m, CheckpointMeasure | ModelMeasure))
+
+
+def step_value(measure: Measure, step: StepFacts, run: RunFacts) -> float:
+    """A measure's value at one saved step of a run, whatever its input: recorded at the step
+    (CHECKPOINT, MODEL; NaN where the step lacks it), of the run (RUN), or derived (DERIVED)."""
+    if isinstance(measure, RunMeasure):
+        return float(measure.compute(run))
+    if isinstance(measure, DerivedMeasure):
+        return float(measure.compute(step, run))
+    return step.value(measure.name)
+
+
+def baseline_measures() -> tuple[Measure, ...]:
+    """The trivial baselines, in registration order."""
+    return tuple(m for m in MEASURES.values() if m.baseline)
 
 
 def checkpoint_measures() -> tuple[CheckpointMeasure, ...]:
@@ -162,6 +221,35 @@ def _params(run: RunFacts) -> float:
     return float(run.params)
 
 
+def _log10_value(value: float, linear_axis: bool) -> float:
+    """log10 of a measure's value: a linear-axis measure of this registry is a log10 already."""
+    if linear_axis:
+        return value
+    return math.log10(value) if value > 0 else math.nan
+
+
+def _register_normalised(measure: Measure) -> None:
+    """√(C / n) of a measure C that bounds the gap times √n (Dziugaite et al. 2020, ``adjust_measure``), as
+    log10 √(C / n) = (log10 C − log10 n) / 2."""
+
+    def compute(step: StepFacts, run: RunFacts) -> float:
+        value = float(measure.compute(run)) if isinstance(measure, RunMeasure) else step.value(measure.name)
+        return 0.5 * (_log10_value(value, measure.linear_axis) - math.log10(run.n_train))
+
+    register(
+        DerivedMeasure(
+            name=f"{measure.name}_per_n",
+            column=f"{measure.name}_per_n_log10",
+            label=f"log10 √({measure.name} / n)",
+            screen_name=f"√({measure.screen_name} / n)",
+            linear_axis=True,
+            definition=f"√(C / n) of {measure.screen_name}: its normalised form (Dziugaite et al. 2020)",
+            compute=compute,
+            baseline=measure.baseline,  # √(params / n) is made of two trivial baselines: one itself
+        )
+    )
+
+
 def _pacbayes(probe: ModelProbe) -> float:
     return inverse_square(pacbayes_sigma(probe.model, probe.ids, probe.labels, seed=probe.seed))
 
@@ -173,6 +261,7 @@ def _sharpness(probe: ModelProbe) -> float:
 register(
     CheckpointMeasure(
         name="ours",
+        bounds_gap_times_sqrt_n=True,
         column="ours_log10",
         label="log10 ours at p*",
         screen_name="ours at p*",
@@ -198,6 +287,7 @@ for _p in FIXED_P:
 register(
     CheckpointMeasure(
         name="edelman",
+        bounds_gap_times_sqrt_n=True,
         column="edelman_log10",
         label="log10 Edelman-style",
         screen_name="Edelman-style proxy",
@@ -214,14 +304,17 @@ register(
         label="parameters",
         screen_name="number of parameters",
         linear_axis=False,
-        definition="every parameter of the BertForSequenceClassification (embeddings, pooler, classifier)",
+        definition="every parameter of the model (embeddings, pooler and head included)",
         compute=_params,
         integer=True,
+        baseline=True,
+        bounds_gap_times_sqrt_n=True,  # a VC-type bound √(d / n)
     )
 )
 register(
     CheckpointMeasure(
         name="frobenius",
+        bounds_gap_times_sqrt_n=True,
         column="frobenius",
         label="Σ‖W‖_F²",
         screen_name="sum of squared Frobenius norms",
@@ -233,6 +326,7 @@ register(
 register(
     CheckpointMeasure(
         name="spectral_product",
+        bounds_gap_times_sqrt_n=True,
         column="spectral_product_log10",
         label="log10 Π‖W‖₂",
         screen_name="product of spectral norms",
@@ -244,6 +338,7 @@ register(
 register(
     CheckpointMeasure(
         name="bartlett",
+        bounds_gap_times_sqrt_n=True,
         column="bartlett_log10",
         label="log10 Bartlett et al.",
         screen_name="Bartlett et al. spectral bound",
@@ -295,6 +390,7 @@ register(
 register(
     ModelMeasure(
         name="pacbayes_flatness",
+        censored_at=censoring_values(),
         column="pacbayes_flatness",
         label="PAC-Bayes flatness 1/σ′²",
         screen_name="PAC-Bayes flatness",
@@ -309,6 +405,7 @@ register(
 register(
     ModelMeasure(
         name="sharpness",
+        censored_at=censoring_values(),
         column="sharpness",
         label="sharpness 1/α′²",
         screen_name="sharpness",
@@ -319,3 +416,42 @@ register(
         compute=_sharpness,
     )
 )
+register(
+    RunMeasure(
+        name="inverse_n",
+        column="inverse_n",
+        label="1/n",
+        screen_name="1/n",
+        linear_axis=False,
+        definition="one over the training-set size: the trivial baseline a generalization measure should beat",
+        compute=lambda run: 1.0 / run.n_train,
+        baseline=True,
+    )
+)
+register(
+    RunMeasure(
+        name="steps",
+        column="optimisation_steps",
+        label="optimisation steps",
+        screen_name="optimisation steps",
+        linear_axis=False,
+        definition="the optimiser steps the run took (to its last checkpoint)",
+        compute=lambda run: float(run.optimisation_steps),
+        integer=True,
+        baseline=True,
+    )
+)
+register(
+    RunMeasure(
+        name="train_loss",
+        column="final_train_loss",
+        label="final training loss",
+        screen_name="final training loss",
+        linear_axis=False,
+        definition="the training cross-entropy at the last checkpoint",
+        compute=lambda run: run.final_train_loss,
+        baseline=True,
+    )
+)
+for _measure in [m for m in MEASURES.values() if m.bounds_gap_times_sqrt_n]:
+    _register_normalised(_measure)

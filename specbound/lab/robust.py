@@ -1,96 +1,209 @@
-"""Dziugaite et al.'s robust view of a measure (2020, "In search of robust measures of generalization"):
-a measure is judged by its worst environment, not its average.
+"""Dziugaite et al.'s robust view of a measure (2020, "In search of robust measures of generalization",
+§3-4): a measure is judged by its sign-errors over many small, controlled experiments, and by the worst
+of them, not by one correlation over every run.
 
-An *environment* is one task × family of the lab (``threshold/bert``, ``modular/llama``, ...). In each,
-a measure's **sign-error** against the gap is the share of run pairs it orders opposite to the gap,
+An environment in their sense is a **coupling**: two hyperparameter configurations of one task ×
+family that differ in exactly one hyperparameter, compared seed for seed (run i of the first
+configuration against run j of the second, with the same seed). On a coupled pair the sign-error of a
+measure C against the gap g is
 
-    sign-error = D / (C + D),
+    (1 − sgn(C_j − C_i) · sgn(g_j − g_i)) / 2,
 
-C and D the concordant and discordant pairs among the pairs that neither the measure nor the gap ties
-(for untied data this is (1 − τ_a) / 2; it is 0 when the measure orders every pair as the gap does, 1/2
-for a measure unrelated to it, 1 when it orders every pair the wrong way). An environment where no pair
-is untied in both has no sign-error (NaN) and is left out of the summary.
+0 when the measure orders the pair as the gap does, 1 when it orders it the other way, ½ on a tie in C
+(their convention: a measure that cannot tell two runs apart is right half the time). A pair whose
+gap difference is within noise, |g_j − g_i| ≤ 1.96 √(se_i² + se_j²) with se the test errors'
+standard errors (an exact tie of the gaps always), is left out and counted, as their code leaves out
+pairs within a Hoeffding bound; so is a pair where either run's value is missing or censored. A
+coupling's sign-error is the mean over the pairs it keeps and needs at least :data:`MIN_COUPLED_PAIRS` of them.
 
-Over environments, a measure's row gives its sign-error in each, the mean, the worst (largest) and
-the environment where it is worst: the row says where the measure fails.
+Over the couplings of every environment whose runs fitted (:mod:`specbound.lab.verdict`), a measure's
+sign-errors form a distribution: the Lab page draws its CDF, and :class:`RobustSummary` gives its
+mean, 90th percentile and maximum, and its mean per hyperparameter axis.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .grid import SEED_AXIS
+from .train import LabError
 
-def sign_error(measure: Sequence[float] | np.ndarray, gap: Sequence[float] | np.ndarray) -> tuple[float, int]:
-    """(D / (C + D), C + D) over the pairs of runs where both values are finite and neither is tied."""
-    x, y = np.asarray(measure, dtype=np.float64), np.asarray(gap, dtype=np.float64)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError("the measure and the gap must be 1-d arrays of the same length")
-    keep = np.isfinite(x) & np.isfinite(y)
-    x, y = x[keep], y[keep]
-    i, j = np.triu_indices(x.size, k=1)
-    product = np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])
-    untied = int(np.count_nonzero(product))
-    return (float(np.count_nonzero(product < 0)) / untied if untied else math.nan), untied
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: A coupled pair whose gap difference is within this many standard errors of the difference is noise.
+NOISE_Z: float = 1.96
+#: A coupling counts with at least this many kept (noise-free, uncensored) seed pairs.
+MIN_COUPLED_PAIRS: int = 2
+#: The columns of runs.csv that make a configuration (every hyperparameter but the seed); those a
+#: table lacks (an older one) are left out.
+CONFIGURATION_COLUMNS: tuple[str, ...] = (
+    "layers",
+    "hidden",
+    "heads",
+    "n_train",
+    "label_noise",
+    "learning_rate",
+    "weight_decay",
+    "batch_size",
+    "steps",
+    "until_fit",
+)
+
+
+def environment_of(row: pd.Series) -> str:
+    """``task/family`` of a runs.csv row."""
+    return f"{row['task']}/{row['family']}"
 
 
 @dataclass(frozen=True)
-class RobustRow:
-    """One measure over the environments: its sign-error in each (NaN without an untied pair)."""
+class Coupling:
+    """Two configurations of one environment that differ in ``axis`` alone, with their seed pairs: row
+    indices (i, j) into the frame, i the configuration with the smaller value of the axis."""
+
+    environment: str
+    axis: str
+    low: str  # the two configurations (JSON)
+    high: str
+    pairs: tuple[tuple[int, int], ...]
+    noise: tuple[bool, ...]  # per pair, whether its gap difference is within noise
+
+
+def couplings(frame: pd.DataFrame, noise_filter: bool = True) -> tuple[Coupling, ...]:
+    """Every coupling of the runs of ``frame`` (one environment's final rows), seed for seed."""
+    columns = [c for c in CONFIGURATION_COLUMNS if c in frame.columns]
+    configs: dict[tuple[object, ...], dict[int, int]] = defaultdict(dict)  # configuration -> seed -> row
+    for position, (_, row) in enumerate(frame.iterrows()):
+        config, seed = tuple(row[c] for c in columns), int(row[SEED_AXIS])
+        if seed in configs[config]:
+            other = frame.iloc[configs[config][seed]]
+            raise LabError(
+                f"runs {other.get('run', '?')} and {row.get('run', '?')} share every hyperparameter and the seed "
+                f"in runs.csv: the verdict cannot tell them apart (train them into separate directories)"
+            )
+        configs[config][seed] = position
+    gap = frame["gap"].to_numpy(dtype=np.float64)
+    se = frame["test_error_se"].to_numpy(dtype=np.float64)
+    environment = environment_of(frame.iloc[0]) if len(frame) else ""
+    found = []
+    keys = sorted(configs, key=lambda k: json.dumps(k, default=str))
+    for a_index, a in enumerate(keys):
+        for b in keys[a_index + 1 :]:
+            differing = [c for c, u, v in zip(columns, a, b, strict=True) if u != v]
+            if len(differing) != 1:
+                continue
+            axis = differing[0]
+            position = columns.index(axis)
+            low, high = (a, b) if float(a[position]) < float(b[position]) else (b, a)  # type: ignore[arg-type]
+            seeds = sorted(set(configs[low]) & set(configs[high]))
+            if not seeds:
+                continue  # no seed in common: nothing to compare seed for seed
+            pairs = tuple((configs[low][s], configs[high][s]) for s in seeds)
+            # within noise: |Δg| ≤ 1.96 √(se_i² + se_j²); an exact tie of the gaps (two errors of 0, whose
+            # standard errors are 0 too) orders nothing either, filter or not
+            noise = tuple(
+                gap[i] == gap[j] or (noise_filter and abs(gap[i] - gap[j]) <= NOISE_Z * math.hypot(se[i], se[j]))
+                for i, j in pairs
+            )
+            found.append(
+                Coupling(
+                    environment,
+                    axis,
+                    json.dumps(dict(zip(columns, low, strict=True)), default=str),
+                    json.dumps(dict(zip(columns, high, strict=True)), default=str),
+                    pairs,
+                    noise,
+                )
+            )
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class CoupledSignError:
+    """One measure on one coupling: its sign-error over the kept pairs (NaN under the minimum)."""
+
+    coupling: Coupling
+    sign_error: float
+    kept: int  # pairs with a value of the measure on both runs, outside noise
+    censored: int  # pairs left out because a run's value is censored (or missing)
+
+    @property
+    def counted(self) -> bool:
+        return self.kept >= MIN_COUPLED_PAIRS
+
+
+def coupled_sign_errors(values: np.ndarray, gap: np.ndarray, found: Sequence[Coupling]) -> tuple[CoupledSignError, ...]:
+    """The measure's sign-error on every coupling: mean over the kept pairs of (1 − sgn ΔC sgn Δg) / 2
+    (a tie in C counts ½; a pair within noise, or with a non-finite value, is not kept)."""
+    out = []
+    for coupling in found:
+        errors, censored = [], 0
+        for (i, j), noisy in zip(coupling.pairs, coupling.noise, strict=True):
+            if noisy:
+                continue
+            if not (math.isfinite(values[i]) and math.isfinite(values[j])):
+                censored += 1
+                continue
+            errors.append((1.0 - np.sign(values[j] - values[i]) * np.sign(gap[j] - gap[i])) / 2.0)
+        kept = len(errors)
+        error = float(np.mean(errors)) if kept >= MIN_COUPLED_PAIRS else math.nan
+        out.append(CoupledSignError(coupling, error, kept, censored))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RobustSummary:
+    """One measure's coupled sign-errors over every fitted environment (Dziugaite et al.'s robust view)."""
 
     measure: str
-    environments: tuple[str, ...]
-    sign_errors: tuple[float, ...]
-    pairs: tuple[int, ...]  # untied pairs behind each sign-error
+    errors: tuple[float, ...]  # one per coupling that counts, in environment order
+    axes: tuple[str, ...]  # the axis of each
+    environments: tuple[str, ...]  # the environment of each
 
-    def _defined(self) -> list[tuple[float, str]]:
-        return [(e, env) for e, env in zip(self.sign_errors, self.environments, strict=True) if math.isfinite(e)]
+    @property
+    def couplings(self) -> int:
+        return len(self.errors)
 
     @property
     def mean(self) -> float:
-        """Mean sign-error over the environments that have one."""
-        defined = self._defined()
-        return float(np.mean([e for e, _ in defined])) if defined else math.nan
+        return float(np.mean(self.errors)) if self.errors else math.nan
 
     @property
-    def worst(self) -> float:
-        defined = self._defined()
-        return max(e for e, _ in defined) if defined else math.nan
+    def p90(self) -> float:
+        """The 90th percentile (linear interpolation between order statistics, numpy's default)."""
+        return float(np.percentile(self.errors, 90)) if self.errors else math.nan
 
     @property
-    def worst_environment(self) -> str:
-        """The environment of the largest sign-error (the first in order on a tie; '' if none)."""
-        defined = self._defined()
-        return max(defined, key=lambda item: item[0])[1] if defined else ""
+    def max(self) -> float:
+        return float(np.max(self.errors)) if self.errors else math.nan
 
-    @property
-    def defined(self) -> int:
-        """Environments with a sign-error."""
-        return len(self._defined())
-
-
-def robust_view(
-    environments: Mapping[str, tuple[Mapping[str, Sequence[float] | np.ndarray], Sequence[float] | np.ndarray]],
-) -> tuple[RobustRow, ...]:
-    """For each measure, its sign-error in every environment; ``environments`` maps an environment's name
-    to (the measures' values by name, the gap), one value per run. A measure an environment lacks reads
-    as NaN there. Rows in the order the measures first appear."""
-    names = list(dict.fromkeys(name for measures, _ in environments.values() for name in measures))
-    rows = []
-    for name in names:
-        errors, pairs = [], []
-        for measures, gap in environments.values():
-            values = measures.get(name)
-            error, count = sign_error(values, gap) if values is not None else (math.nan, 0)
-            errors.append(error)
-            pairs.append(count)
-        rows.append(RobustRow(name, tuple(environments), tuple(errors), tuple(pairs)))
-    return tuple(rows)
+    def by_axis(self) -> dict[str, float]:
+        """The mean sign-error per hyperparameter axis, axes in order of first appearance."""
+        out: dict[str, list[float]] = defaultdict(list)
+        for axis, error in zip(self.axes, self.errors, strict=True):
+            out[axis].append(error)
+        return {axis: float(np.mean(errors)) for axis, errors in out.items()}
 
 
-def environment_column(environment: str) -> str:
-    """The robust.csv column of an environment's sign-error: ``sign_error_<task>_<family>``."""
-    return "sign_error_" + environment.replace("/", "_")
+def robust_summaries(coupled: Mapping[str, Sequence[CoupledSignError]]) -> tuple[RobustSummary, ...]:
+    """Each measure's summary over its coupled sign-errors (by measure name, in order), of the couplings
+    that count."""
+    out = []
+    for name, errors in coupled.items():
+        counted = [c for c in errors if c.counted]
+        out.append(
+            RobustSummary(
+                name,
+                tuple(c.sign_error for c in counted),
+                tuple(c.coupling.axis for c in counted),
+                tuple(c.coupling.environment for c in counted),
+            )
+        )
+    return tuple(out)

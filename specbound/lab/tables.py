@@ -1,7 +1,9 @@
 """The tables of a lab directory: runs.csv (one row per run and saved step), correlations.csv (each
-measure's tau with the gap, one block per environment: task × family) and robust.csv (each measure's
-sign-error over the environments, :mod:`specbound.lab.robust`), the comparisons against the baseline
-measure, and reading results back.
+measure's tau with the gap, one block per environment: task × family), verdict.csv (SPEC §13b's
+verdict of each measure in each environment, :mod:`specbound.lab.verdict`), couplings.csv (each
+measure's sign-error on every coupling of Dziugaite et al.'s robust view) and robust.csv (each
+measure's coupled sign-errors summarised over the fitted environments, :mod:`specbound.lab.robust`),
+the comparisons against the baseline measure, and reading results back.
 
 runs.csv has ``task`` and ``family`` columns (SPEC §13); one written before them (the shipped reference)
 reads back through :func:`read_runs_csv` as threshold/bert. The gap is test minus training error, or
@@ -22,19 +24,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .correlation import MeasureCorrelation, TauDifference, compare, correlate
-from .grid import AXES
+from .grid import AXES, SEED_AXIS
 from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
 from .records import RUNS_DIR, read_runs, write_text
-from .registry import MEASURES, Measure, RunMeasure, correlated_measures
-from .robust import RobustRow, environment_column, robust_view
+from .registry import MEASURES, Measure, correlated_measures, step_value
+from .robust import RobustSummary
 from .train import LabError, RunSpec
 from .trajectory import RunTrajectory
+from .verdict import EnvironmentVerdict, robust_view, verdicts
 
 if TYPE_CHECKING:
     import pandas as pd
 
 RUNS_CSV = "runs.csv"
 CORRELATIONS_CSV = "correlations.csv"
+VERDICT_CSV = "verdict.csv"
+COUPLINGS_CSV = "couplings.csv"
 ROBUST_CSV = "robust.csv"
 #: The environment of a runs.csv or record written before §13.
 DEFAULT_TASK, DEFAULT_FAMILY = "threshold", "bert"
@@ -52,6 +57,10 @@ _HEAD_COLUMNS: tuple[str, ...] = (
     "seed",
     "step",
     "steps",
+    "learning_rate",
+    "weight_decay",
+    "batch_size",
+    "until_fit",
     "final",
     "train_loss",
     "train_error",
@@ -88,7 +97,7 @@ RUN_COLUMNS: tuple[str, ...] = run_columns()
 
 def measure_value(run: RunTrajectory, measure: Measure) -> float:
     """A measure's value for a run: on its final checkpoint, or of the run as a whole (NaN if missing)."""
-    return float(measure.compute(run)) if isinstance(measure, RunMeasure) else run.final.value(measure.name)
+    return step_value(measure, run.final, run)
 
 
 def environment(spec: RunSpec) -> str:
@@ -118,14 +127,16 @@ class LabResults:
     """Everything a lab directory holds, read back: finished runs (by name) and the correlations.
 
     ``correlations`` is the table of the directory's environment; with several environments it is the
-    first one's (in order, :func:`environments`), and ``environments`` holds each one's, ``robust`` the
-    robust view over them.
+    first one's (in order, :func:`environments`), and ``environments`` holds each one's; ``verdicts``
+    the verdict of each environment (SPEC §13b, fitted runs only) and ``robust`` Dziugaite et al.'s
+    robust view over the fitted ones.
     """
 
     runs: tuple[RunTrajectory, ...]
     correlations: tuple[MeasureCorrelation, ...]
     environments: tuple[EnvironmentCorrelations, ...] = ()
-    robust: tuple[RobustRow, ...] = ()
+    robust: tuple[RobustSummary, ...] = ()
+    verdicts: tuple[EnvironmentVerdict, ...] = ()
 
     def run(self, name: str) -> RunTrajectory:
         for run in self.runs:
@@ -134,28 +145,39 @@ class LabResults:
         raise LabError(f"no finished run named {name}")
 
 
-def _axis_values(spec: RunSpec) -> dict[str, Any]:
-    """The run's value on each axis of :data:`AXES` (layers, hidden, heads, n_train, label_noise, seed)."""
-    return {axis: getattr(spec, axis) for axis in AXES}
+def axis_values(spec: RunSpec) -> dict[str, Any]:
+    """The run's value on each axis of :data:`AXES` (layers, hidden, heads, n_train, label_noise, the
+    learning rate, seed)."""
+    return {axis: spec.settings.learning_rate if axis == "learning_rate" else getattr(spec, axis) for axis in AXES}
 
 
 def _group_key(run: RunTrajectory) -> dict[str, Any]:
     """Axis values of a run plus everything else that must match within a granulated-tau group."""
     spec = run.spec
     task = {k: v for k, v in spec.task.to_dict().items() if k != "label_noise"}
-    fixed: dict[str, Any] = {"task": task, "settings": spec.to_dict()["settings"]}
+    settings = {k: v for k, v in spec.to_dict()["settings"].items() if k not in AXES}
+    fixed: dict[str, Any] = {"task": task, "settings": settings}
     if spec.family != DEFAULT_FAMILY:
         fixed["family"] = spec.family
-    return {**_axis_values(spec), "fixed": json.dumps(fixed, sort_keys=True)}
+    return {**axis_values(spec), "fixed": json.dumps(fixed, sort_keys=True)}
+
+
+def configuration(run: RunTrajectory) -> str:
+    """The run's configuration: every hyperparameter and setting but the seed (SPEC §13b: the seeds of
+    one configuration are resampled together)."""
+    return json.dumps({k: v for k, v in _group_key(run).items() if k != SEED_AXIS}, sort_keys=True)
 
 
 def correlations(runs: Sequence[RunTrajectory]) -> tuple[MeasureCorrelation, ...]:
-    """tau of every correlated measure with the gap over the final checkpoints of ``runs``, with intervals."""
+    """tau of every correlated measure with the gap over the final checkpoints of ``runs``, with intervals
+    over configurations and the seed as a noise axis of the granulated tau (SPEC §13b)."""
     return correlate(
         {m.name: [measure_value(r, m) for r in runs] for m in correlated_measures()},
         [r.final.gap for r in runs],
         [_group_key(r) for r in runs],
         AXES,
+        noise_axes=(SEED_AXIS,),
+        clusters=[configuration(r) for r in runs],
     )
 
 
@@ -177,25 +199,32 @@ def environment_correlations(
     return tuple(EnvironmentCorrelations(name, len(members), correlations(members)) for name, members in split.items())
 
 
-def robust(runs: Sequence[RunTrajectory]) -> tuple[RobustRow, ...]:
-    """Each correlated measure's sign-error against the gap in every environment (:mod:`.robust`)."""
-    return robust_view(
-        {
-            name: (
-                {m.name: [measure_value(r, m) for r in members] for m in correlated_measures()},
-                [r.final.gap for r in members],
-            )
-            for name, members in split_environments(runs).items()
-        }
-    )
+def final_rows(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
+    """runs.csv's rows of the final checkpoints (one per run), environments in :func:`split_environments`
+    order: what every verdict is computed from."""
+    ordered = [r for members in split_environments(runs).values() for r in members]
+    frame = runs_frame(ordered)
+    return frame[frame["final"]].reset_index(drop=True)
+
+
+def environment_verdicts(runs: Sequence[RunTrajectory]) -> tuple[EnvironmentVerdict, ...]:
+    """The verdict of each environment (SPEC §13b, :mod:`.verdict`), from the runs' final rows."""
+    return verdicts(final_rows(runs)) if runs else ()
+
+
+def robust(runs: Sequence[RunTrajectory]) -> tuple[RobustSummary, ...]:
+    """Dziugaite et al.'s robust view of every correlated measure over the fitted environments' couplings."""
+    return robust_view(environment_verdicts(runs))
 
 
 def lab_results(runs: Sequence[RunTrajectory], table: Sequence[MeasureCorrelation] | None = None) -> LabResults:
-    """Results of the given runs: per environment, robust view, and the first environment's table."""
+    """Results of the given runs: per environment, the verdicts, the robust view, and the first
+    environment's table."""
     runs = tuple(runs)
     envs = environment_correlations(runs, table)
     first = envs[0].correlations if envs else (tuple(table) if table is not None else correlations(runs))
-    return LabResults(runs, first, envs, robust(runs))
+    judged = environment_verdicts(runs)
+    return LabResults(runs, first, envs, robust_view(judged), judged)
 
 
 #: The measure every other one is compared with.
@@ -216,6 +245,8 @@ def comparison(runs: Sequence[RunTrajectory], measure: str, other: str) -> TauDi
         [r.final.gap for r in runs],
         [_group_key(r) for r in runs],
         AXES,
+        noise_axes=(SEED_AXIS,),
+        clusters=[configuration(r) for r in runs],
     )
 
 
@@ -238,9 +269,13 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
                 "run": run.name,
                 "task": spec.task.kind,
                 "family": spec.family,
-                **_axis_values(spec),
+                **axis_values(spec),
                 "step": s.step,
                 "steps": spec.settings.steps,
+                "learning_rate": spec.settings.learning_rate,
+                "weight_decay": spec.settings.weight_decay,
+                "batch_size": spec.settings.batch_size,
+                "until_fit": spec.settings.until_fit,
                 "final": s is run.final,
                 "train_loss": s.train_loss,
                 "train_error": s.train_error,
@@ -253,7 +288,7 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
                 "excess_loss": s.test_loss - spec.task.optimal_loss,
             }
             for m in MEASURES.values():
-                value = float(m.compute(run)) if isinstance(m, RunMeasure) else s.value(m.name)
+                value = step_value(m, s, run)
                 row[m.column] = value
                 if m.linear_column:
                     row[m.linear_column] = _pow10(value)
@@ -290,8 +325,10 @@ def correlations_frame(
     table: Sequence[MeasureCorrelation], environment: str = f"{DEFAULT_TASK}/{DEFAULT_FAMILY}"
 ) -> pd.DataFrame:
     """``measure, kendall_tau, granulated_tau, runs`` first, then the 95 % intervals of both
-    (``kendall_tau_ci_low``, ``kendall_tau_ci_high``, ``granulated_tau_ci_low``, ...), tau-a, groups,
-    per axis psi, its interval and its groups, and last the environment's ``task`` and ``family``."""
+    (``kendall_tau_ci_low``, ``kendall_tau_ci_high``, ``granulated_tau_ci_low``, ...; resampled over
+    configurations), tau-a, groups, configurations, the seed noise (psi of the seed axis, not in the
+    granulated tau), per axis psi, its interval and its groups, and last the environment's ``task`` and
+    ``family``."""
     import pandas as pd
 
     task, family = environment.split("/")
@@ -308,6 +345,8 @@ def correlations_frame(
             "granulated_tau" + CI_HIGH: c.granulated_tau_ci.high,
             "kendall_tau_a": c.kendall_tau_a,
             "groups": c.groups,
+            "configurations": c.configurations,
+            "seed_noise": c.seed_noise,
         }
         for a in c.axes:
             row[f"psi_{a.axis}"] = a.tau
@@ -326,26 +365,119 @@ def environments_frame(environments: Sequence[EnvironmentCorrelations]) -> pd.Da
     return pd.concat(frames, ignore_index=True) if frames else correlations_frame(())
 
 
-def robust_frame(rows: Sequence[RobustRow]) -> pd.DataFrame:
-    """robust.csv: ``measure, environments, mean_sign_error, worst_sign_error, worst_environment``, then
-    each environment's sign-error (``sign_error_<task>_<family>``) and its untied pairs (``pairs_...``)."""
+def robust_frame(rows: Sequence[RobustSummary]) -> pd.DataFrame:
+    """robust.csv: ``measure, baseline, couplings, mean_sign_error, p90_sign_error, max_sign_error``, then
+    the mean sign-error per hyperparameter axis (``mean_sign_error_<axis>``) and the couplings of each
+    (``couplings_<axis>``), over the couplings of the fitted environments."""
     import pandas as pd
 
+    axes = list(dict.fromkeys(axis for r in rows for axis in r.axes))
     records = []
     for r in rows:
         record: dict[str, Any] = {
             "measure": r.measure,
-            "environments": r.defined,
+            "baseline": MEASURES[r.measure].baseline if r.measure in MEASURES else False,
+            "couplings": r.couplings,
             "mean_sign_error": r.mean,
-            "worst_sign_error": r.worst,
-            "worst_environment": r.worst_environment,
+            "p90_sign_error": r.p90,
+            "max_sign_error": r.max,
         }
-        for env, error, pairs in zip(r.environments, r.sign_errors, r.pairs, strict=True):
-            record[environment_column(env)] = error
-            record[environment_column(env).replace("sign_error_", "pairs_", 1)] = pairs
+        by_axis = r.by_axis()
+        for axis in axes:
+            record[f"mean_sign_error_{axis}"] = by_axis.get(axis, math.nan)
+            record[f"couplings_{axis}"] = sum(a == axis for a in r.axes)
         records.append(record)
-    columns = ["measure", "environments", "mean_sign_error", "worst_sign_error", "worst_environment"]
+    columns = ["measure", "baseline", "couplings", "mean_sign_error", "p90_sign_error", "max_sign_error"]
     return pd.DataFrame(records, columns=list(dict.fromkeys([*columns, *(k for rec in records for k in rec)])))
+
+
+def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
+    """verdict.csv: one row per environment and measure (SPEC §13b): what the verdict stands on (status,
+    runs, fitted runs, configurations x seeds, couplings and their pairs), then the measure's τ with its
+    configuration-bootstrap interval, granulated τ (hyperparameter axes) with its joint interval, seed
+    noise, τ within strata of n and of the parameter count, the pooled sign-error with its tied pairs,
+    censored runs, and its coupled sign-errors' count, mean, 90th percentile and maximum."""
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for env in environments:
+        head = {
+            "task": env.environment.split("/")[0],
+            "family": env.environment.split("/")[1],
+            "status": env.status,
+            "runs": env.runs,
+            "fitted_runs": env.fitted_runs,
+            "configurations": env.configurations,
+            "seeds": env.seeds,
+            "entropy_rate": env.entropy_rate,
+            "below_entropy_rate": env.below_entropy if env.loss_gap else None,
+            "couplings": env.couplings,
+            "coupled_pairs": env.coupled_pairs,
+            "noise_pairs": env.noise_pairs,
+        }
+        for m in env.measures:
+            errors = m.coupled_errors()
+            rows.append(
+                {
+                    **head,
+                    "measure": m.measure,
+                    "baseline": MEASURES[m.measure].baseline if m.measure in MEASURES else False,
+                    "runs_used": m.runs,
+                    "censored": m.censored,
+                    "kendall_tau": m.kendall_tau,
+                    "kendall_tau" + CI_LOW: m.kendall_tau_ci.low,
+                    "kendall_tau" + CI_HIGH: m.kendall_tau_ci.high,
+                    "granulated_tau": m.granulated_tau,
+                    "granulated_tau" + CI_LOW: m.granulated_tau_ci.low,
+                    "granulated_tau" + CI_HIGH: m.granulated_tau_ci.high,
+                    "seed_noise": m.seed_noise,
+                    "tau_within_n": m.tau_within_n,
+                    "tau_within_params": m.tau_within_params,
+                    "pooled_sign_error": m.pooled_sign_error,
+                    "pairs": m.pairs,
+                    "tied_pairs": m.tied_pairs,
+                    "coupled_couplings": int(errors.size),
+                    "coupled_mean": float(errors.mean()) if errors.size else math.nan,
+                    "coupled_p90": float(np.percentile(errors, 90)) if errors.size else math.nan,
+                    "coupled_max": float(errors.max()) if errors.size else math.nan,
+                }
+            )
+    frame = pd.DataFrame(rows)
+    for column in ("fitted_runs", "below_entropy_rate"):
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def couplings_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
+    """couplings.csv: one row per environment, coupling and measure: the axis the two configurations
+    differ in, both configurations, the seed pairs, those within noise, those kept and censored, and
+    the sign-error (empty where fewer than the minimum pairs were kept)."""
+    import pandas as pd
+
+    rows = []
+    for env in environments:
+        for m in env.measures:
+            for c in m.coupled:
+                rows.append(
+                    {
+                        "task": env.environment.split("/")[0],
+                        "family": env.environment.split("/")[1],
+                        "status": env.status,
+                        "axis": c.coupling.axis,
+                        "low": c.coupling.low,
+                        "high": c.coupling.high,
+                        "pairs": len(c.coupling.pairs),
+                        "noise_pairs": sum(c.coupling.noise),
+                        "measure": m.measure,
+                        "kept_pairs": c.kept,
+                        "censored_pairs": c.censored,
+                        "sign_error": c.sign_error,
+                    }
+                )
+    columns = ["task", "family", "status", "axis", "low", "high", "pairs", "noise_pairs", "measure"]
+    return pd.DataFrame(rows, columns=[*columns, "kept_pairs", "censored_pairs", "sign_error"])
 
 
 def write_tables(
@@ -358,13 +490,16 @@ def write_tables(
 
 
 def write_results(out: Path, results: LabResults) -> tuple[Path, ...]:
-    """runs.csv, correlations.csv and robust.csv of ``results`` (see :func:`write_tables`), and, when
+    """runs.csv, correlations.csv, verdict.csv, couplings.csv and robust.csv of ``results`` (see
+    :func:`write_tables`), and, when
     the directory holds runs of the modular task, grokking.csv (each run's saturation, jump and every
     measure's lead) and grokking_summary.csv (each measure over the seeds that grokked)."""
     write_text(out / RUNS_CSV, runs_frame(results.runs).to_csv(index=False))
     write_text(out / CORRELATIONS_CSV, environments_frame(results.environments).to_csv(index=False))
+    write_text(out / VERDICT_CSV, verdict_frame(results.verdicts).to_csv(index=False))
+    write_text(out / COUPLINGS_CSV, couplings_frame(results.verdicts).to_csv(index=False))
     write_text(out / ROBUST_CSV, robust_frame(results.robust).to_csv(index=False))
-    written = [out / RUNS_CSV, out / CORRELATIONS_CSV, out / ROBUST_CSV]
+    written = [out / RUNS_CSV, out / CORRELATIONS_CSV, out / VERDICT_CSV, out / COUPLINGS_CSV, out / ROBUST_CSV]
     if grokking := grokking_runs(results.runs):
         write_text(out / GROKKING_CSV, leads_frame(grokking).to_csv(index=False))
         write_text(out / GROKKING_SUMMARY_CSV, summary_frame(grokking_summary(grokking)).to_csv(index=False))

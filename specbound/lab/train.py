@@ -65,6 +65,10 @@ MAX_SEED: int = 2**31 - 1
 MAX_THREADS: int = 64
 #: Feed-forward width as a multiple of N, as in BERT.
 FFN_RATIO: int = 4
+#: A classification run has fitted its training set when its training cross-entropy is at most this
+#: (Jiang et al. 2020, §4: the stopping criterion of their models), or, with label noise, its training
+#: error is 0 (:func:`fits_training_set`).
+FIT_LOSS: float = 0.01
 #: The model families of the lab (SPEC §13), by the name ``--family`` takes; bert is the default.
 FAMILIES: tuple[str, ...] = ("bert", "gpt2", "llama", "neox")
 #: The decoders among them (the only ones trained on next-token prediction).
@@ -106,6 +110,14 @@ def memory_estimate(spec: RunSpec) -> int:
     return data + training + _activation_bytes(spec, eval_chunk(spec))
 
 
+def _settings_dict(settings: TrainSettings) -> dict[str, Any]:
+    """The settings as a record stores them; ``until_fit`` only when set (older records have none)."""
+    values = asdict(settings)
+    if not values["until_fit"]:
+        del values["until_fit"]
+    return values
+
+
 class LabError(SpecboundError):
     """A lab setting or file that cannot be used."""
 
@@ -125,6 +137,10 @@ class TrainSettings:
     batch_size: int = 64
     test_samples: int = 4000
     threads: int = 1
+    #: train until the training set is fitted (SPEC §13b: :data:`FIT_LOSS`, checked on the whole training
+    #: set at every checkpoint; the run ends at the first checkpoint where it holds), ``steps`` being the cap;
+    #: a next-token task cannot fit and trains its ``steps``
+    until_fit: bool = False
 
     def __post_init__(self) -> None:
         _check_int("steps", self.steps, 1, MAX_STEPS)
@@ -136,6 +152,8 @@ class TrainSettings:
             raise LabError(f"the learning rate must lie in (0, 1], got {self.learning_rate}")
         if not (math.isfinite(self.weight_decay) and 0 <= self.weight_decay <= 1):
             raise LabError(f"the weight decay must lie in [0, 1], got {self.weight_decay}")
+        if not isinstance(self.until_fit, bool):
+            raise LabError(f"until_fit must be true or false, got {self.until_fit!r}")
 
     @property
     def save_steps(self) -> tuple[int, ...]:
@@ -221,7 +239,8 @@ class RunSpec:
     def _variant(self) -> dict[str, Any]:
         task = {k: v for k, v in self.task.to_dict().items() if k != "label_noise"}
         s = self.settings
-        return {"task": task, "lr": s.learning_rate, "wd": s.weight_decay, "batch": s.batch_size}
+        variant = {"task": task, "lr": s.learning_rate, "wd": s.weight_decay, "batch": s.batch_size}
+        return {**variant, "fit": True} if s.until_fit else variant  # a run trained to a fit is another run
 
     @staticmethod
     def _default_variant(task: LabTask, family: str) -> dict[str, Any]:
@@ -240,7 +259,7 @@ class RunSpec:
             "label_noise": self.label_noise,
             "seed": self.seed,
             "task": self.task.to_dict(),
-            "settings": asdict(self.settings),
+            "settings": _settings_dict(self.settings),
         }
         if self.family != "bert":
             out["family"] = self.family
@@ -475,6 +494,13 @@ def checkpoint_dir(step: int) -> str:
     return f"{CHECKPOINTS_DIR}/step-{step:06d}"
 
 
+def fits_training_set(train_loss: float, train_error: float, label_noise: float = 0.0) -> bool:
+    """Whether a classification run has fitted its training set (SPEC §13b): its training cross-entropy is
+    at most :data:`FIT_LOSS` (Jiang et al.'s criterion), or, with label noise, its training error is 0
+    (every flipped label memorised: a noisy set may take long to reach the loss)."""
+    return bool(train_loss <= FIT_LOSS or (label_noise > 0 and train_error == 0.0))
+
+
 def train_run(
     spec: RunSpec,
     directory: Path | str,
@@ -518,6 +544,8 @@ def train_run(
                 records.append(
                     StepRecord(step, train_loss, train_error, test_error, test_count, relative, test_loss, causal)
                 )
+                if settings.until_fit and not causal and fits_training_set(train_loss, train_error, spec.label_noise):
+                    break  # fitted: the run ends at this checkpoint (its last step)
             if step == settings.steps:
                 break
             if should_stop():

@@ -172,6 +172,19 @@ class RunTrajectory:
     def final(self) -> StepTerms:
         return self.steps[-1]
 
+    @property
+    def n_train(self) -> int:
+        return self.spec.n_train
+
+    @property
+    def optimisation_steps(self) -> int:
+        """The optimiser steps taken, to the last saved checkpoint."""
+        return self.final.step
+
+    @property
+    def final_train_loss(self) -> float:
+        return self.final.train_loss
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .correlation import TauDifference, Verdict
-from .grid import AXES
 from .registry import MEASURES, recorded_measures
-from .robust import RobustRow
-from .tables import measure_value
+from .robust import RobustSummary
+from .tables import axis_values, measure_value
 from .trajectory import RunTrajectory
+from .verdict import EnvironmentVerdict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,7 +94,7 @@ def sweep_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
         spec, final = run.spec, run.final
         row: dict[str, object] = {
             "run": run.name,
-            **{a: getattr(spec, a) for a in AXES},
+            **axis_values(spec),
             "step": final.step,
             "train_error": final.train_error,
             "test_error": final.test_error,
@@ -148,23 +148,158 @@ def comparison_sentence(difference: TauDifference, name: Callable[[str], str] | 
     return f"{label}: {tau}; {granulated}."
 
 
-def robust_sentence(rows: Sequence[RobustRow], name: Callable[[str], str] | None = None) -> str:
-    """One sentence from the robust view's numbers: how many environments, the measure whose worst
-    sign-error is smallest (and where it is worst), and ours at p*'s worst, each with its environment."""
+def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | None = None) -> str:
+    """Sentences from the robust view's numbers (Dziugaite et al.'s couplings over the fitted
+    environments): how many couplings, the measure with the smallest mean coupled sign-error, its 90th
+    percentile and worst; ours at p*'s; and the best trivial baseline's, said against the best measure."""
     name = name or (lambda measure: measure)
-    defined = [r for r in rows if r.defined]
-    if not defined:
-        return "No environment has two runs ordered differently by a measure and the gap yet: there is no sign-error."
-    environments = len(defined[0].environments)
-    best = min(defined, key=lambda r: (r.worst, r.mean))
-    sentence = (
-        f"Over {environments} environment{'s' if environments != 1 else ''}, {name(best.measure)} has the "
-        f"smallest worst-case sign-error, {best.worst:.2f} (in {best.worst_environment}; mean {best.mean:.2f})"
-    )
-    ours = next((r for r in defined if r.measure == "ours"), None)
-    if ours is not None and ours is not best:
-        sentence += (
-            f"; {name('ours')} orders {ours.worst:.0%} of the run pairs against the gap in its worst environment, "
-            f"{ours.worst_environment} (mean {ours.mean:.2f})"
+    counted = [r for r in rows if r.couplings]
+    if not counted:
+        return (
+            "No fitted environment has a coupling (two configurations differing in one hyperparameter, with at "
+            "least two seed pairs outside noise) yet: there is no robust view."
         )
-    return sentence + ". A sign-error of 0.5 is chance."
+    measures = [r for r in counted if not _is_baseline(r.measure)]
+    baselines = [r for r in counted if _is_baseline(r.measure)]
+    total = max(r.couplings for r in counted)
+    best = min(measures or counted, key=lambda r: (r.mean, r.max))
+    sentence = (
+        f"Over {total} coupling{'s' if total != 1 else ''} of the fitted environments, {name(best.measure)} has the "
+        f"smallest mean sign-error, {best.mean:.2f} (90th percentile {best.p90:.2f}, worst {best.max:.2f})"
+    )
+    ours = next((r for r in counted if r.measure == "ours"), None)
+    if ours is not None and ours is not best:
+        sentence += f"; {name('ours')} {ours.mean:.2f} (90th percentile {ours.p90:.2f}, worst {ours.max:.2f})"
+    sentence += "."
+    if baselines:  # a baseline in its better direction: a sign-error e read the other way round is 1 - e
+        floor = min(baselines, key=lambda r: min(r.mean, 1.0 - r.mean))
+        oriented = min(floor.mean, 1.0 - floor.mean)
+        turned = " read the other way round" if oriented < floor.mean else ""
+        relation = "at most every measure's" if oriented <= best.mean else f"above {name(best.measure)}'s"
+        sentence += (
+            f" The best trivial baseline, {name(floor.measure)}{turned}, has a mean of {oriented:.2f}: {relation}."
+        )
+    return sentence + " A sign-error of 0.5 is chance; a tie counts 0.5."
+
+
+def _is_baseline(measure: str) -> bool:
+    return measure in MEASURES and MEASURES[measure].baseline
+
+
+def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None = None) -> tuple[str, ...]:
+    """What one environment's verdict says, in sentences computed from its numbers: what it stands on
+    (fitted runs, configurations x seeds), the measure with the highest τ against the best trivial
+    baseline's, and what is left of ours at p* within strata of n and of the parameter count."""
+    name = name or (lambda measure: measure)
+    if env.fitted_runs is None:
+        stands = (
+            f"{env.environment}: {env.runs} runs ({env.configurations} configurations × up to {env.seeds} seeds), "
+            f"a fixed budget (next-token prediction cannot fit); {env.below_entropy} of them end with a training loss "
+            f"below the chain's entropy rate {env.entropy_rate:.3f} (memorising)."
+        )
+    else:
+        stands = (
+            f"{env.environment}: {env.fitted_runs} of {env.runs} runs fitted their training set "
+            f"({env.configurations} configurations × up to {env.seeds} seeds)"
+        )
+        stands += (
+            "."
+            if env.fitted
+            else ": not fitted (under 80 %); it is kept out of the robust view, and its τ are "
+            "over the fitted runs only."
+        )
+    if env.configurations < 2:
+        return (stands, "One configuration: its runs differ only by their seed, so there is no verdict here.")
+    defined = [m for m in env.measures if np.isfinite(m.kendall_tau)]
+    if not defined:
+        return (stands, "No measure has a defined τ here.")
+    measures = [m for m in defined if not _is_baseline(m.measure)]
+    baselines = [m for m in defined if _is_baseline(m.measure)]
+    out = [stands]
+    if measures:
+        best = max(measures, key=lambda m: m.kendall_tau)
+        text = f"The highest τ of a measure is {name(best.measure)}'s, {best.kendall_tau:+.2f}"
+        paired = env.against_baseline
+        if baselines and paired is not None:  # the baseline in its better direction: runs can be ordered either way
+            floor = next(m for m in baselines if m.measure == paired.other)
+            either = ", read either way" if floor.kendall_tau < 0 else ""
+            interval = f"{_signed(paired.kendall_tau_ci.low)} to {_signed(paired.kendall_tau_ci.high)}"
+            verdict = {
+                Verdict.BETTER: "beats",
+                Verdict.WORSE: "does worse than",
+                Verdict.INDISTINGUISHABLE: "is not told apart from",
+            }[paired.kendall_verdict]
+            text += (
+                f"; it {verdict} the strongest trivial baseline, {name(floor.measure)} ({floor.kendall_tau:+.2f}"
+                f"{either}): the paired difference in τ is {_signed(paired.kendall_tau)} (95 % over configurations "
+                f"{interval})"
+            )
+            if paired.kendall_verdict is not Verdict.BETTER:
+                text += ", so no measure here is shown to beat that baseline"
+        out.append(text + ".")
+    ours = next((m for m in env.measures if m.measure == "ours"), None)
+    if ours is not None and np.isfinite(ours.kendall_tau):
+        out.append(
+            f"{name('ours')}: τ {ours.kendall_tau:+.2f} (95 % over configurations {_signed(ours.kendall_tau_ci.low)} "
+            f"to {_signed(ours.kendall_tau_ci.high)}), {_signed(ours.tau_within_n)} within strata of n and "
+            f"{_signed(ours.tau_within_params)} within strata of the parameter count."
+        )
+    return tuple(out)
+
+
+def _cell(value: float, signed: bool = True) -> str:
+    return "n/a" if not np.isfinite(value) else (f"{value:+.2f}" if signed else f"{value:.2f}")
+
+
+#: The head of ``docs/lab-verdict.md``, the report of the shipped references.
+REPORT_TITLE = (
+    "# The lab's verdict on the shipped sweeps\n\n"
+    "Printed by `specbound lab report` from the two sweeps shipped in the package (SPEC §13b: runs that fit, "
+    "trivial baselines as rows, intervals over configurations, Dziugaite et al.'s couplings). Every sentence "
+    "is computed from the numbers beside it; a test compares this file with the command's output. τ: "
+    "Kendall's τ_b with the gap over the fitted runs; a *(baseline)* row is a trivial baseline; the coupled "
+    "sign-errors are 0 when a measure orders a controlled pair of runs as their gaps, 1 against, 0.5 chance.\n"
+)
+
+
+def verdict_report(
+    verdicts: Sequence[EnvironmentVerdict], robust: Sequence[RobustSummary], title: str | None = None
+) -> str:
+    """The lab's verdict as Markdown (what ``specbound lab report`` prints, ``docs/lab-verdict.md`` for
+    the shipped references): per environment the sentences of :func:`verdict_sentences` and its table,
+    then the robust view's sentence and table. Every word about a verdict is computed here from the
+    numbers, so the text cannot drift from the tables it describes."""
+    lines: list[str] = [title] if title else []
+    for env in verdicts:
+        lines += [" ".join(verdict_sentences(env)), ""]
+        lines += [
+            "| measure | τ | 95 % (configurations) | τ within n | τ within params | granulated τ | seed noise "
+            "| pooled sign-error (tied pairs) | coupled sign-error: mean / p90 / max (couplings) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for m in env.measures:
+            errors = m.coupled_errors()
+            coupled = (
+                f"{errors.mean():.2f} / {np.percentile(errors, 90):.2f} / {errors.max():.2f} ({errors.size})"
+                if errors.size
+                else "–"
+            )
+            name = f"`{m.measure}`" + (" (baseline)" if _is_baseline(m.measure) else "")
+            censored = f", {m.censored} censored" if m.censored else ""
+            lines.append(
+                f"| {name} | {_cell(m.kendall_tau)} | {_cell(m.kendall_tau_ci.low)} to {_cell(m.kendall_tau_ci.high)} "
+                f"| {_cell(m.tau_within_n)} | {_cell(m.tau_within_params)} | {_cell(m.granulated_tau)} "
+                f"| {_cell(m.seed_noise)} | {_cell(m.pooled_sign_error, signed=False)} ({m.tied_pairs}{censored}) "
+                f"| {coupled} |"
+            )
+        lines.append("")
+    lines += [f"**Robust view.** {robust_sentence(robust)}", ""]
+    if any(r.couplings for r in robust):
+        lines += ["| measure | couplings | mean | 90th percentile | worst |", "|---|---|---|---|---|"]
+        for r in robust:
+            name = f"`{r.measure}`" + (" (baseline)" if _is_baseline(r.measure) else "")
+            lines.append(
+                f"| {name} | {r.couplings} | {_cell(r.mean, False)} | {_cell(r.p90, False)} | {_cell(r.max, False)} |"
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

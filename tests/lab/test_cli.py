@@ -188,8 +188,10 @@ def test_show_compare_prints_the_paired_difference(capsys) -> None:
     difference = comparison(reference.load_reference().runs, "ours", "spectral_product")
     low, high = difference.kendall_tau_ci.low, difference.kendall_tau_ci.high
     assert f"tau(ours) - tau(spectral_product) = {difference.kendall_tau:+.3f} [{low:+.3f}, {high:+.3f}]" in printed
-    assert "95 % interval" in printed and "distinguishably worse than spectral_product" in printed
-    table = printed.split("Robust view")[0]  # the correlation table, before the robust view
+    from specbound.lab.views import comparison_sentence
+
+    assert "95 % interval" in printed and comparison_sentence(difference) in printed
+    table = printed.split("Verdict (SPEC")[0]  # the correlation table, before the verdict
     for line in table.splitlines():  # every measure's row carries both intervals
         if line.split() and line.split()[0] == "ours":
             assert line.count("[") == 2

@@ -20,6 +20,7 @@ from specbound.lab.tables import (
     ROBUST_CSV,
     RUN_COLUMNS,
     RUNS_CSV,
+    VERDICT_CSV,
     lab_results,
     read_results,
     read_runs_csv,
@@ -87,7 +88,7 @@ def two_environments(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for task, family in (("modular", "llama"), ("markov", "gpt2")):
         out = root / f"{task}-{family}"
         text = _sweep(out, task, family)
-        assert "Robust view" in text and f"{task}/{family}" in text
+        assert f"Verdict (SPEC §13b) of {task}/{family}" in text
         runs = pd.read_csv(out / RUNS_CSV)
         assert tuple(runs.columns) == RUN_COLUMNS
         assert set(runs["task"]) == {task} and set(runs["family"]) == {family}
@@ -114,7 +115,8 @@ def test_the_smoke_presets_of_two_new_environments(two_environments: Path) -> No
     with contextlib.redirect_stdout(printed):
         assert main(["lab", "show", str(two_environments / "markov-gpt2")]) == 0
     text = printed.getvalue()
-    assert "test - train loss" in text and "Robust view" in text and "markov/gpt2" in text
+    assert "test - train loss" in text and "Verdict (SPEC §13b) of markov/gpt2: fixed budget" in text
+    assert "Robust view" in text  # a next-token environment needs no fit: its couplings make the robust view
 
 
 def test_two_environments_get_one_block_each_and_a_robust_view(two_environments: Path) -> None:
@@ -127,16 +129,20 @@ def test_two_environments_get_one_block_each_and_a_robust_view(two_environments:
     for mine, theirs in zip(results.environments[0].correlations, alone.correlations, strict=True):
         assert mine.measure == theirs.measure
         assert mine.kendall_tau == pytest.approx(theirs.kendall_tau, nan_ok=True)
-    robust = {r.measure: r for r in results.robust}
-    ours = robust["ours"]
-    assert ours.environments == ("markov/gpt2", "modular/llama")
-    assert ours.worst == max(e for e in ours.sign_errors if not math.isnan(e))
+    assert [v.environment for v in results.verdicts] == ["markov/gpt2", "modular/llama"]
+    markov, modular = results.verdicts
+    assert (markov.status, markov.fitted_runs, markov.runs) == ("fixed budget", None, 4)
+    assert modular.fitted_runs is not None and modular.fitted == (modular.fitted_runs >= 0.8 * 4)
+    # the robust view reads the fitted environments' couplings only
+    fitted_couplings = sum(len(v.measure("ours").coupled_errors()) for v in results.verdicts if v.fitted)
+    ours = {r.measure: r for r in results.robust}["ours"]
+    assert ours.couplings == fitted_couplings and set(ours.environments) <= {"markov/gpt2", "modular/llama"}
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         assert main(["lab", "show", str(both)]) == 0
     text = printed.getvalue()
     assert "== environment markov/gpt2 (4 runs)" in text and "== environment modular/llama (4 runs)" in text
-    assert "worst environment" in text
+    assert "Verdict (SPEC §13b) of markov/gpt2" in text and "Verdict (SPEC §13b) of modular/llama" in text
     from specbound.lab.tables import write_tables
 
     write_tables(both, read_runs(both))
@@ -146,16 +152,22 @@ def test_two_environments_get_one_block_each_and_a_robust_view(two_environments:
         ("modular", "llama"),
     ]
     frame = pd.read_csv(both / ROBUST_CSV).set_index("measure")
-    assert {"sign_error_markov_gpt2", "sign_error_modular_llama", "worst_environment"} <= set(frame.columns)
-    assert frame.loc["ours", "worst_sign_error"] == pytest.approx(ours.worst)
+    assert {"couplings", "mean_sign_error", "p90_sign_error", "max_sign_error"} <= set(frame.columns)
+    assert frame.loc["ours", "couplings"] == ours.couplings
+    verdict = pd.read_csv(both / VERDICT_CSV)
+    assert list(dict.fromkeys(zip(verdict["task"], verdict["family"], strict=True))) == [
+        ("markov", "gpt2"),
+        ("modular", "llama"),
+    ]
     assert lab_results(results.runs).robust == results.robust
 
 
 def test_an_old_runs_csv_reads_as_threshold_on_bert(tmp_path: Path) -> None:
     from specbound.lab.reference import REFERENCE_DIR
 
-    frame = read_runs_csv(REFERENCE_DIR / RUNS_CSV)  # written before the task and family columns
-    assert "task" not in pd.read_csv(REFERENCE_DIR / RUNS_CSV).columns
+    old = tmp_path / RUNS_CSV  # as the first reference was written, before the task and family columns
+    pd.read_csv(REFERENCE_DIR / RUNS_CSV).drop(columns=["task", "family"]).to_csv(old, index=False)
+    frame = read_runs_csv(old)
     assert set(frame["task"]) == {"threshold"} and set(frame["family"]) == {"bert"}
     assert set(RUN_COLUMNS) <= set(frame.columns)
     results = read_results(REFERENCE_DIR)
@@ -180,8 +192,12 @@ def test_one_sweep_over_several_environments(tmp_path: Path) -> None:
     }
     table = pd.read_csv(tmp_path / CORRELATIONS_CSV)
     assert len(table) == 3 * table["measure"].nunique()
-    robust = pd.read_csv(tmp_path / ROBUST_CSV)
-    assert {"sign_error_modular_bert", "sign_error_modular_gpt2", "sign_error_markov_gpt2"} <= set(robust.columns)
+    verdict = pd.read_csv(tmp_path / VERDICT_CSV)
+    assert set(zip(verdict["task"], verdict["family"], strict=True)) == {
+        ("modular", "gpt2"),
+        ("modular", "bert"),
+        ("markov", "gpt2"),
+    }
     assert "== environment markov/gpt2 (2 runs)" in text
     with pytest.raises(SystemExit):
         main(["lab", "sweep", "--task", "nonsense", "--out", str(tmp_path)])
@@ -246,7 +262,7 @@ def test_every_new_environment_has_a_smoke_preset_of_seconds_and_a_class_preset(
 
 
 def test_one_tiny_sweep_trains_every_new_environment(tmp_path: Path) -> None:
-    """Each of the eleven environments trains, is analysed and gets its block and robust column."""
+    """Each of the eleven environments trains, is analysed and gets its block and its verdict."""
     args = ["lab", "sweep", "--preset", "smoke", "--task", "threshold", "parity", "modular", "markov"]
     args += ["--family", "bert", "gpt2", "llama", "neox", "--layers", "1", "--hidden", "16", "--n-train", "16", "32"]
     args += ["--seeds", "0", "--steps", "2", "--save-every", "2", "--out", str(tmp_path)]
@@ -255,7 +271,7 @@ def test_one_tiny_sweep_trains_every_new_environment(tmp_path: Path) -> None:
     runs = pd.read_csv(tmp_path / RUNS_CSV)
     environments = set(zip(runs["task"], runs["family"], strict=True))
     assert environments == {*_NEW_ENVIRONMENTS, ("threshold", "bert")}
-    robust = pd.read_csv(tmp_path / ROBUST_CSV)
-    assert {f"sign_error_{t}_{f}" for t, f in environments} <= set(robust.columns)
+    verdict = pd.read_csv(tmp_path / VERDICT_CSV)
+    assert set(zip(verdict["task"], verdict["family"], strict=True)) == environments
     markov = runs[runs["task"] == "markov"]
     assert (markov["gap"] == markov["test_loss"] - markov["train_loss"]).all()

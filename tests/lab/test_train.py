@@ -88,3 +88,45 @@ def test_runs_that_train_differently_have_different_names() -> None:
     assert len(names) == 3 and all(n.startswith("lab-L1-N16-H2-n10-q0-s0-t600-v") for n in names - {base.name})
     same_model = RunSpec(layers=1, hidden=16, heads=2, n_train=10, settings=TrainSettings(save_every=7))
     assert same_model.name == base.name
+
+
+def test_a_run_trained_until_fit_ends_at_its_first_fitted_checkpoint(tmp_path: Path) -> None:
+    """SPEC §13b: with until_fit a classification run trains until its training set is fitted (cross-entropy
+    <= 0.01 or no training error, on the whole set, at a checkpoint) and ends there; steps is the cap."""
+    from specbound.lab.train import FIT_LOSS, fits_training_set
+
+    settings = TrainSettings(steps=3000, save_every=50, test_samples=200, until_fit=True)
+    spec = RunSpec(layers=1, hidden=16, heads=2, n_train=32, seed=4, settings=settings)
+    result = train_run(spec, tmp_path)
+    steps = [r.step for r in result.steps]
+    final = result.steps[-1]
+    assert fits_training_set(final.train_loss, final.train_error) and final.step < settings.steps
+    assert all(not fits_training_set(r.train_loss, r.train_error) for r in result.steps[:-1])  # the first one
+    assert steps == list(range(0, final.step + 1, 50))
+    assert final.train_loss <= FIT_LOSS  # clean labels: Jiang et al.'s loss, not a training error of 0
+    plain = RunSpec(layers=1, hidden=16, heads=2, n_train=32, seed=4, settings=TrainSettings(steps=3000))
+    assert spec.name != plain.name and spec.name.startswith(plain.name + "-v")  # another run than the fixed budget
+    assert spec.to_dict()["settings"]["until_fit"] is True and "until_fit" not in plain.to_dict()["settings"]
+
+
+def test_a_next_token_run_trains_its_budget_even_until_fit(tmp_path: Path) -> None:
+    from specbound.lab.tasks import MarkovTask
+
+    settings = TrainSettings(steps=6, save_every=3, test_samples=8, until_fit=True)
+    result = train_run(RunSpec(1, 16, 2, 4, task=MarkovTask(), settings=settings, family="gpt2"), tmp_path)
+    assert [r.step for r in result.steps] == [0, 3, 6]
+
+
+def test_the_learning_rate_is_an_axis_of_a_sweep_grid() -> None:
+    from dataclasses import replace
+
+    from specbound.lab.grid import PRESETS, grid_from_dict
+
+    grid = replace(PRESETS["smoke"], learning_rates=(1e-3, 3e-3))
+    specs = grid.specs()
+    assert len(specs) == 2 * len(PRESETS["smoke"].specs())
+    assert {s.settings.learning_rate for s in specs} == {1e-3, 3e-3} and len({s.name for s in specs}) == len(specs)
+    from_file = grid_from_dict({"learning_rates": [1e-3, 3e-3], "settings": {"until_fit": True}})
+    assert from_file.learning_rates == (1e-3, 3e-3) and from_file.settings.until_fit is True
+    with pytest.raises(LabError, match="setting 'until_fit' must be true or false"):
+        grid_from_dict({"settings": {"until_fit": 1}})

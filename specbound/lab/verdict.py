@@ -1,0 +1,302 @@
+"""What makes a verdict credible (SPEC §13b): the lab's verdict on each measure, from runs.csv alone.
+
+Every number here is a function of the final rows of a lab directory's ``runs.csv`` (one row per run),
+so anyone can recompute it from the shipped table. For each *environment* (one task × family):
+
+* **Runs that fit.** A classification run has fitted its training set when its final training
+  cross-entropy is at most :data:`~specbound.lab.train.FIT_LOSS` = 0.01 (Jiang et al. 2020, §4) or,
+  with label noise, its training error is 0 (every flipped label memorised). The verdict reads fitted
+  runs only, and says how many of how many; an environment where fewer than :data:`MIN_FITTED_SHARE`
+  = 80 % fitted is *not fitted*: shown, and kept out of every summary over environments. A next-token
+  task is stochastic (its training loss cannot reach 0): it trains for a fixed budget, every run is
+  read, and its training loss is set against the chain's entropy rate (below it: memorising).
+* **τ with honest intervals.** Kendall's τ-b over runs, its 95 % interval from a bootstrap over
+  *configurations* (the seeds of one configuration share its n, depth and width, so they are drawn
+  together); Jiang et al.'s granulated τ over the hyperparameter axes, resampled jointly, with the
+  seed's ψ reported apart as seed noise (:mod:`specbound.lab.correlation`).
+* **Confounders.** τ within strata of n and within strata of the parameter count: τ-b over the pairs
+  of runs that share n (resp. the parameter count). A measure whose τ vanishes within strata orders
+  model size or data size, not generalization.
+* **Pooled sign-error** = (1 − τ_a) / 2 over all pairs, a tie in the measure counting ½, with the
+  number of tied pairs: the all-pairs statistic of the lab's earlier robust view, under its own name.
+* **Dziugaite et al.'s robust view** over the couplings of the environment's runs
+  (:mod:`specbound.lab.robust`: configurations that differ in one hyperparameter, seed for seed, ties
+  ½, a noise filter); over the couplings of every fitted environment, each measure's distribution of
+  sign-errors, its mean, 90th percentile and maximum (:func:`robust_view`). For a next-token task the
+  gap is on the loss, whose standard error runs.csv does not hold: its pairs are not filtered (the
+  verdict says so).
+* **Censored values.** A flatness or sharpness search that hit an end of its range gives a bound, not a
+  value (:meth:`~specbound.lab.registry.Measure.is_censored`): such a run is counted and shown, and
+  left out of that measure's statistics (never a value, never a tie).
+
+The trivial baselines (1/n, the optimisation steps, the final training loss, the parameter count) and
+the normalised forms √(C / n) are measures of :mod:`specbound.lab.registry` like any other, so they
+are rows of every table here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .correlation import Interval, TauDifference, compare, correlate, kendall_tau_a
+from .grid import SEED_AXIS
+from .registry import MEASURES, Measure, correlated_measures
+from .robust import (
+    CONFIGURATION_COLUMNS,
+    CoupledSignError,
+    RobustSummary,
+    coupled_sign_errors,
+    couplings,
+    environment_of,
+    robust_summaries,
+)
+from .train import fits_training_set
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: An environment is fitted when at least this share of its runs fitted.
+MIN_FITTED_SHARE: float = 0.8
+#: The hyperparameter axes of the granulated τ (the seed is its noise axis).
+GRANULATED_AXES: tuple[str, ...] = ("layers", "hidden", "heads", "n_train", "label_noise", "learning_rate")
+
+
+def fitted(train_loss: float, train_error: float, label_noise: float = 0.0) -> bool:
+    """Whether a classification run has fitted its training set (:func:`~specbound.lab.train.fits_training_set`:
+    cross-entropy at most :data:`~specbound.lab.train.FIT_LOSS`, or with label noise no training error)."""
+    return fits_training_set(train_loss, train_error, label_noise)
+
+
+# --- τ within strata and the pooled sign-error --------------------------------------------------------
+
+
+def stratified_tau(x: np.ndarray, y: np.ndarray, strata: Sequence[object]) -> tuple[float, int]:
+    """(τ-b over the pairs of runs in the same stratum, the number of such pairs): Σ sx·sy / √(Σ|sx| Σ|sy|)
+    with the sums over within-stratum pairs only (NaN when no such pair is untied in both)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    labels = np.array([json.dumps(s, sort_keys=True, default=str) for s in strata])
+    i, j = np.triu_indices(x.size, k=1)
+    same = labels[i] == labels[j]
+    i, j = i[same], j[same]
+    sx, sy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    untied = float(np.abs(sx).sum()) * float(np.abs(sy).sum())
+    return (float((sx * sy).sum() / math.sqrt(untied)) if untied > 0 else math.nan), int(i.size)
+
+
+def pooled_sign_error(x: np.ndarray, y: np.ndarray) -> tuple[float, int, int]:
+    """((1 − τ_a) / 2, pairs, pairs tied in the measure): over all pairs, a tie counting ½."""
+    pairs = x.size * (x.size - 1) // 2
+    if pairs == 0:
+        return math.nan, 0, 0
+    i, j = np.triu_indices(x.size, k=1)
+    tied = int(np.count_nonzero(x[i] == x[j]))
+    return (1.0 - kendall_tau_a(x, y)) / 2.0, pairs, tied
+
+
+# --- one environment ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeasureVerdict:
+    """One measure in one environment, over its fitted runs."""
+
+    measure: str
+    runs: int  # runs with a value (censored ones excluded)
+    censored: int
+    kendall_tau: float
+    kendall_tau_ci: Interval
+    granulated_tau: float
+    granulated_tau_ci: Interval
+    seed_noise: float
+    tau_within_n: float
+    tau_within_params: float
+    pooled_sign_error: float
+    pairs: int
+    tied_pairs: int
+    coupled: tuple[CoupledSignError, ...]
+
+    def coupled_errors(self) -> np.ndarray:
+        """The sign-errors of the couplings that count."""
+        return np.array([c.sign_error for c in self.coupled if c.counted], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class EnvironmentVerdict:
+    """Every measure's verdict in one environment, and what the verdict stands on."""
+
+    environment: str
+    runs: int
+    fitted_runs: int | None  # None for a next-token task (a fixed budget, no fit criterion)
+    configurations: int  # of every run (the design), fitted or not
+    seeds: int  # the most seeds of one configuration
+    loss_gap: bool
+    entropy_rate: float  # the chain's (next-token tasks), NaN otherwise
+    below_entropy: int  # runs whose final training loss is below the entropy rate (memorising)
+    couplings: int
+    coupled_pairs: int
+    noise_pairs: int
+    measures: tuple[MeasureVerdict, ...]
+    #: the measure with the highest τ (the baselines apart) against the strongest trivial baseline (by |τ|,
+    #: read in its better direction), paired-bootstrapped over configurations; None without both
+    against_baseline: TauDifference | None = None
+
+    @property
+    def fitted(self) -> bool:
+        """At least :data:`MIN_FITTED_SHARE` of the runs fitted (always, for a next-token task)."""
+        return self.fitted_runs is None or self.fitted_runs >= MIN_FITTED_SHARE * self.runs
+
+    @property
+    def status(self) -> str:
+        if self.fitted_runs is None:
+            return "fixed budget"
+        return "fitted" if self.fitted else "not fitted"
+
+    def measure(self, name: str) -> MeasureVerdict:
+        return next(m for m in self.measures if m.measure == name)
+
+
+def _measure_values(frame: pd.DataFrame, measure: Measure) -> tuple[np.ndarray, int]:
+    """The measure's column as floats, censored values as NaN, and how many were censored."""
+    values = frame[measure.column].to_numpy(dtype=np.float64).copy()
+    censored = np.array([math.isfinite(v) and measure.is_censored(v) for v in values], dtype=bool)
+    values[censored] = math.nan
+    return values, int(censored.sum())
+
+
+def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None = None) -> EnvironmentVerdict:
+    """The verdict of one environment from its final runs.csv rows (every row of ``frame`` one run)."""
+    measures = tuple(measures) if measures is not None else correlated_measures()
+    loss_gap = frame["task"].iloc[0] == "markov"
+    if loss_gap:
+        used, fitted_runs = frame, None
+        entropy = float(frame["optimal_loss"].iloc[0])
+        below = int((frame["train_loss"] < entropy).sum())
+    else:
+        fits = [fitted(float(r.train_loss), float(r.train_error), float(r.label_noise)) for r in frame.itertuples()]
+        used, fitted_runs = frame[fits], int(sum(fits))
+        entropy, below = math.nan, 0
+    used = used.reset_index(drop=True)
+    columns = [c for c in CONFIGURATION_COLUMNS if c in used.columns]
+    configs = [json.dumps({c: used.at[i, c] for c in columns}, default=str) for i in range(len(used))]
+    axes = [a for a in (*GRANULATED_AXES, SEED_AXIS) if a in used.columns]
+    fixed = [c for c in columns if c not in axes]  # settings no axis varies, which a group must share
+    keys = [
+        {**{a: used.at[i, a] for a in axes}, "fixed": json.dumps({c: used.at[i, c] for c in fixed}, default=str)}
+        for i in range(len(used))
+    ]
+    found = couplings(used, noise_filter=not loss_gap)
+    gap = used["gap"].to_numpy(dtype=np.float64)
+    per_measure = []
+    values_of: dict[str, np.ndarray] = {}
+    for measure in measures:
+        values, censored = _measure_values(used, measure)
+        values_of[measure.name] = values
+        (correlation,) = correlate({measure.name: values}, gap, keys, axes, noise_axes=(SEED_AXIS,), clusters=configs)
+        finite = np.isfinite(values) & np.isfinite(gap)
+        x, y = values[finite], gap[finite]
+        within_n, _ = stratified_tau(x, y, used["n_train"].to_numpy()[finite].tolist())
+        within_params, _ = stratified_tau(x, y, used["params"].to_numpy()[finite].tolist())
+        pooled, pairs, tied = pooled_sign_error(x, y)
+        per_measure.append(
+            MeasureVerdict(
+                measure.name,
+                int(finite.sum()),
+                censored,
+                correlation.kendall_tau,
+                correlation.kendall_tau_ci,
+                correlation.granulated_tau,
+                correlation.granulated_tau_ci,
+                correlation.seed_noise,
+                within_n,
+                within_params,
+                pooled,
+                pairs,
+                tied,
+                coupled_sign_errors(values, gap, found),
+            )
+        )
+    against = _against_baseline(per_measure, values_of, gap, keys, axes, configs)
+    design = frame.reset_index(drop=True)  # configurations and seeds of every run, fitted or not
+    every = [json.dumps({c: design.at[i, c] for c in columns}, default=str) for i in range(len(design))]
+    seeds = max((len(v) for v in _seeds_by_config(every, design).values()), default=0)
+    return EnvironmentVerdict(
+        environment_of(frame.iloc[0]),
+        len(frame),
+        fitted_runs,
+        len(set(every)),
+        seeds,
+        bool(loss_gap),
+        entropy,
+        below,
+        len(found),
+        sum(len(c.pairs) for c in found),
+        sum(sum(c.noise) for c in found),
+        tuple(per_measure),
+        against,
+    )
+
+
+def _against_baseline(
+    measures: Sequence[MeasureVerdict],
+    values_of: dict[str, np.ndarray],
+    gap: np.ndarray,
+    keys: Sequence[dict[str, object]],
+    axes: Sequence[str],
+    configs: Sequence[str],
+) -> TauDifference | None:
+    """τ(best measure) − τ(strongest baseline, turned to its better direction), paired over configurations."""
+    defined = [m for m in measures if np.isfinite(m.kendall_tau) and m.measure in MEASURES]
+    candidates = [m for m in defined if not MEASURES[m.measure].baseline]
+    baselines = [m for m in defined if MEASURES[m.measure].baseline]
+    if not candidates or not baselines:
+        return None
+    best = max(candidates, key=lambda m: m.kendall_tau)
+    floor = max(baselines, key=lambda m: abs(m.kendall_tau))
+    turned = values_of[floor.measure] * (-1.0 if floor.kendall_tau < 0 else 1.0)
+    return compare(
+        best.measure,
+        values_of[best.measure],
+        floor.measure,
+        turned,
+        gap,
+        keys,
+        axes,
+        noise_axes=(SEED_AXIS,),
+        clusters=configs,
+    )
+
+
+def _seeds_by_config(configs: Sequence[str], frame: pd.DataFrame) -> dict[str, set[int]]:
+    seeds: dict[str, set[int]] = defaultdict(set)
+    for config, seed in zip(configs, frame[SEED_AXIS], strict=True):
+        seeds[config].add(int(seed))
+    return seeds
+
+
+def verdicts(final_rows: pd.DataFrame) -> tuple[EnvironmentVerdict, ...]:
+    """The verdict of every environment of a runs.csv's final rows, environments in table order."""
+    frame = final_rows.reset_index(drop=True)
+    names = list(dict.fromkeys(environment_of(row) for _, row in frame.iterrows()))
+    return tuple(
+        environment_verdict(frame[[environment_of(row) == name for _, row in frame.iterrows()]]) for name in names
+    )
+
+
+def robust_view(verdicts: Sequence[EnvironmentVerdict]) -> tuple[RobustSummary, ...]:
+    """Each measure's coupled sign-errors over the environments whose runs fitted (a not-fitted one is
+    kept out of every summary), in the order of the measures."""
+    fitted_envs = [v for v in verdicts if v.fitted]
+    if not fitted_envs:
+        return ()
+    coupled: dict[str, list[CoupledSignError]] = {m.measure: [] for m in fitted_envs[0].measures}
+    for verdict in fitted_envs:
+        for m in verdict.measures:
+            coupled.setdefault(m.measure, []).extend(m.coupled)
+    return robust_summaries(coupled)

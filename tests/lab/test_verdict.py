@@ -1,0 +1,273 @@
+"""SPEC §13b's verdict: runs that fit, trivial baselines as rows, intervals over configurations, the seed out
+of the granulated τ, τ within strata, ties and censored values; and the shipped verdict.csv recomputed
+from the shipped runs.csv by plain loops written here (not by the module's functions)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specbound.lab import reference
+from specbound.lab.correlation import (
+    bootstrap_counts,
+    cluster_counts,
+    correlate,
+    kendall_tau_a,
+)
+from specbound.lab.flatness import censoring_values
+from specbound.lab.registry import MEASURES, baseline_measures
+from specbound.lab.tables import COUPLINGS_CSV, RUNS_CSV, VERDICT_CSV, read_results, read_runs_csv
+from specbound.lab.train import FIT_LOSS
+from specbound.lab.verdict import (
+    environment_verdict,
+    fitted,
+    pooled_sign_error,
+    robust_view,
+    stratified_tau,
+)
+from specbound.lab.views import robust_sentence, verdict_sentences
+
+# --- the pieces ----------------------------------------------------------------------------------------
+
+
+def test_a_run_has_fitted_at_jiangs_loss_or_with_every_noisy_label_memorised() -> None:
+    assert fitted(FIT_LOSS, 0.02) and not fitted(0.011, 0.001)
+    assert not fitted(0.3, 0.0) and fitted(0.3, 0.0, label_noise=0.1)  # error 0 counts where labels were flipped
+    assert FIT_LOSS == 0.01
+
+
+def test_the_trivial_baselines_are_measures_of_every_table() -> None:
+    assert [m.name for m in baseline_measures()] == ["params", "inverse_n", "steps", "train_loss", "params_per_n"]
+    assert all(m.correlated for m in baseline_measures())
+    # the normalised forms of the measures that bound the gap times √n
+    assert {"ours_per_n", "edelman_per_n", "bartlett_per_n", "params_per_n"} <= set(MEASURES)
+
+
+def test_cluster_counts_draw_the_seeds_of_a_configuration_together() -> None:
+    clusters = ["a", "a", "b", "b", "b", "c"]
+    counts = cluster_counts(clusters, 6, draws=200, seed=3)
+    assert counts.shape == (200, 6)
+    assert (counts[:, 0] == counts[:, 1]).all() and (counts[:, 2] == counts[:, 3]).all()
+    assert (counts[:, 3] == counts[:, 4]).all()
+    assert set(np.unique(counts[:, [0, 2, 5]].sum(axis=1) / 1)) - {3.0} == set()  # three clusters drawn
+    np.testing.assert_array_equal(cluster_counts(None, 6, 50, 1), bootstrap_counts(6, 50, 1))
+
+
+def test_the_joint_bootstrap_of_a_group_tau_is_tau_a_of_the_drawn_runs() -> None:
+    """A group's τ under multiplicities c is τ_a over the drawn runs, pairs of copies of one run left out:
+    checked by listing the drawn runs and their pairs."""
+    from specbound.lab.correlation import _weighted_group_tau
+
+    rng = np.random.default_rng(7)
+    x, y = rng.integers(0, 4, 9).astype(float), rng.integers(0, 3, 9).astype(float)
+    values = [0, 1, 2, 0, 1, 2, 0, 1, 2]
+    counts = bootstrap_counts(9, draws=40, seed=2)
+    taus = _weighted_group_tau(x, y, range(9), values, counts)
+    for c, tau in zip(counts.astype(int), taus, strict=True):
+        drawn = [i for i in range(9) for _ in range(c[i])]
+        pairs = [(a, b) for a, b in itertools.combinations(range(len(drawn)), 2) if drawn[a] != drawn[b]]
+        if len({values[i] for i in drawn}) < 2 or not pairs:
+            assert math.isnan(tau)
+            continue
+        total = sum(np.sign(x[drawn[a]] - x[drawn[b]]) * np.sign(y[drawn[a]] - y[drawn[b]]) for a, b in pairs)
+        assert tau == pytest.approx(total / len(pairs), abs=1e-12)
+
+
+def test_the_seed_is_reported_as_noise_and_left_out_of_the_granulated_tau() -> None:
+    # 2 widths x 2 seeds; the measure orders the seeds perfectly and the widths against the gap
+    keys = [{"hidden": h, "seed": s} for h in (32, 64) for s in (0, 1)]
+    gap = np.array([0.1, 0.2, 0.05, 0.15])  # wider: smaller gap; seed 1: larger gap
+    measure = np.array([1.0, 2.0, 3.0, 4.0])
+    (c,) = correlate({"m": measure}, gap, keys, ("hidden", "seed"), noise_axes=("seed",), clusters=[32, 32, 64, 64])
+    assert c.seed_noise == 1.0  # within each width, the seed order is the gap's
+    assert c.granulated_tau == -1.0  # within each seed, wider is larger in the measure, smaller in the gap
+    assert c.groups == 2 and c.configurations == 2
+    (with_seed,) = correlate({"m": measure}, gap, keys, ("hidden", "seed"))
+    assert with_seed.granulated_tau == 0.0  # the old mean over both axes
+
+
+def test_tau_within_strata_uses_the_pairs_of_one_stratum_only() -> None:
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    y = np.array([0.4, 0.3, 0.2, 0.1])  # across strata the measure is against the gap ...
+    tau, pairs = stratified_tau(x, y, [1, 1, 2, 2])
+    assert (tau, pairs) == (-1.0, 2)
+    y = np.array([0.3, 0.4, 0.1, 0.2])  # ... within each stratum with it
+    tau, pairs = stratified_tau(x, y, [1, 1, 2, 2])
+    assert (tau, pairs) == (1.0, 2)
+    assert math.isnan(stratified_tau(x, y, [1, 2, 3, 4])[0])
+
+
+def test_the_pooled_sign_error_counts_a_tie_as_half() -> None:
+    x, y = np.array([1.0, 1.0, 2.0]), np.array([0.1, 0.2, 0.3])
+    # pairs: (0,1) tied in x -> 1/2; (0,2) and (1,2) concordant -> 0
+    assert pooled_sign_error(x, y) == (pytest.approx(0.5 / 3), 3, 1)
+    assert pooled_sign_error(x, y)[0] == pytest.approx((1 - kendall_tau_a(x, y)) / 2)
+
+
+def _environment(train_losses: list[float], flatness: list[float] | None = None) -> pd.DataFrame:
+    rows = []
+    for k, loss in enumerate(train_losses):
+        rows.append(
+            {"task": "threshold", "family": "bert", "layers": 1 + k % 2, "hidden": 32, "heads": 2,
+             "n_train": 100 * (1 + k // 2 % 2), "label_noise": 0.0, "seed": k // 4, "steps": 500,
+             "learning_rate": 1e-3, "weight_decay": 0.01, "batch_size": 64, "gap": 0.1 * k, "test_error_se": 1e-4,
+             "train_loss": loss, "train_error": 0.0 if loss < 0.01 else 0.1, "params": 1000 * (1 + k % 2),
+             **{m.column: float(k) for m in MEASURES.values()}}
+        )  # fmt: skip
+    frame = pd.DataFrame(rows)
+    if flatness is not None:
+        frame["pacbayes_flatness"] = flatness
+    return frame
+
+
+def test_an_environment_under_80_percent_fitted_is_not_fitted_and_kept_out_of_the_robust_view() -> None:
+    fitted_env = environment_verdict(_environment([0.001] * 7 + [0.5]))  # 7 of 8: 87.5 %
+    assert (fitted_env.fitted_runs, fitted_env.status, fitted_env.fitted) == (7, "fitted", True)
+    assert fitted_env.measure("ours").runs == 7  # the verdict reads the fitted runs
+    unfitted = environment_verdict(_environment([0.001] * 6 + [0.5] * 2))  # 6 of 8: 75 %
+    assert (unfitted.status, unfitted.fitted) == ("not fitted", False)
+    assert robust_view([unfitted]) == ()
+    assert {r.measure for r in robust_view([fitted_env, unfitted])} == {m.measure for m in fitted_env.measures}
+    assert "not fitted (under 80 %)" in verdict_sentences(unfitted)[0]
+
+
+def test_a_censored_search_is_counted_and_never_ranked() -> None:
+    top, bottom = censoring_values()
+    assert MEASURES["pacbayes_flatness"].is_censored(top) and MEASURES["sharpness"].is_censored(bottom)
+    verdict = environment_verdict(_environment([0.001] * 8, [top, 2.0, 3.0, top, 5.0, 6.0, 7.0, bottom]))
+    flatness = verdict.measure("pacbayes_flatness")
+    assert (flatness.censored, flatness.runs) == (3, 5)
+    assert flatness.tied_pairs == 0  # the two runs at the top are not a tie: they are not there
+
+
+# --- the shipped verdicts, recomputed from the shipped runs.csv ---------------------------------------
+
+
+def _final_rows(directory) -> pd.DataFrame:
+    frame = read_runs_csv(directory / RUNS_CSV)
+    return frame[frame["final"]].reset_index(drop=True)
+
+
+def _sign(v: float) -> float:
+    return float(np.sign(v))
+
+
+def _by_hand(frame: pd.DataFrame, column: str, loss_gap: bool) -> dict[str, float]:
+    """τ-b, τ-b within strata of n, the pooled sign-error and the mean coupled sign-error of one measure,
+    by loops over pairs as SPEC §13b states them."""
+    from scipy.stats import kendalltau
+
+    x, y = frame[column].to_numpy(float), frame["gap"].to_numpy(float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    sub = frame[keep].reset_index(drop=True)
+    x, y = x[keep], y[keep]
+    out = {"kendall_tau": float(kendalltau(x, y).statistic) if len(set(x)) > 1 else math.nan}
+    n = sub["n_train"].to_numpy()
+    within = [(i, j) for i, j in itertools.combinations(range(len(x)), 2) if n[i] == n[j]]
+    concordance = sum(_sign(x[i] - x[j]) * _sign(y[i] - y[j]) for i, j in within)
+    untied = sum(abs(_sign(x[i] - x[j])) for i, j in within) * sum(abs(_sign(y[i] - y[j])) for i, j in within)
+    out["tau_within_n"] = concordance / math.sqrt(untied) if untied else math.nan
+    pairs = list(itertools.combinations(range(len(x)), 2))
+    out["pooled_sign_error"] = sum((1 - _sign(x[i] - x[j]) * _sign(y[i] - y[j])) / 2 for i, j in pairs) / len(pairs)
+    columns = ["layers", "hidden", "heads", "n_train", "label_noise", "learning_rate", "weight_decay", "batch_size"]
+    columns.append("steps")
+    config = [tuple(r) for r in frame[columns].itertuples(index=False)]
+    values, gaps, se = frame[column].to_numpy(float), frame["gap"].to_numpy(float), frame["test_error_se"].to_numpy()
+    errors = []
+    for a, b in itertools.combinations(sorted(set(config)), 2):
+        if sum(u != v for u, v in zip(a, b, strict=True)) != 1:
+            continue
+        kept = []
+        for i in (k for k in range(len(frame)) if config[k] == a):
+            for j in (k for k in range(len(frame)) if config[k] == b and frame["seed"][k] == frame["seed"][i]):
+                if gaps[i] == gaps[j]:  # an exact tie of the gaps orders nothing
+                    continue
+                if not loss_gap and abs(gaps[i] - gaps[j]) <= 1.96 * math.sqrt(se[i] ** 2 + se[j] ** 2):
+                    continue
+                if math.isfinite(values[i]) and math.isfinite(values[j]):
+                    kept.append((1 - _sign(values[j] - values[i]) * _sign(gaps[j] - gaps[i])) / 2)
+        if len(kept) >= 2:
+            errors.append(sum(kept) / len(kept))
+    out["coupled_mean"] = sum(errors) / len(errors) if errors else math.nan
+    out["coupled_couplings"] = len(errors)
+    return out
+
+
+@pytest.mark.parametrize("shipped", [reference.THRESHOLD_REFERENCE, reference.DECODER_REFERENCE], ids=lambda s: s.key)
+def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped) -> None:
+    pytest.importorskip("scipy")
+    frame = _final_rows(shipped.directory)
+    verdict = pd.read_csv(shipped.directory / VERDICT_CSV)
+    loss_gap = shipped.task == "markov"
+    if loss_gap:
+        used = frame
+        assert verdict["status"].eq("fixed budget").all() and verdict["fitted_runs"].isna().all()
+        assert (verdict["below_entropy_rate"] == int((frame["train_loss"] < frame["optimal_loss"]).sum())).all()
+    else:
+        fits = (frame["train_loss"] <= 0.01) | ((frame["label_noise"] > 0) & (frame["train_error"] == 0.0))
+        used = frame[fits].reset_index(drop=True)
+        assert (verdict["fitted_runs"] == int(fits.sum())).all()
+        status = "fitted" if fits.sum() >= 0.8 * len(frame) else "not fitted"
+        assert verdict["status"].eq(status).all()
+    assert (verdict["runs"] == len(frame)).all()
+    assert (
+        verdict["configurations"] == len(frame.drop_duplicates(["layers", "hidden", "n_train", "label_noise"]))
+    ).all()
+    for row in verdict.itertuples():
+        expected = _by_hand(used, MEASURES[row.measure].column, loss_gap)
+        for name, value in expected.items():
+            assert getattr(row, name) == pytest.approx(value, abs=1e-12, nan_ok=True), (row.measure, name)
+    couplings = pd.read_csv(shipped.directory / COUPLINGS_CSV)
+    assert set(couplings["measure"]) == set(verdict["measure"])
+
+
+def test_the_shipped_sentences_are_the_numbers_of_the_shipped_tables() -> None:
+    results = read_results(reference.DECODER_REFERENCE_DIR)
+    (markov,) = results.verdicts
+    sentences = verdict_sentences(markov)
+    best = max((m for m in markov.measures if not MEASURES[m.measure].baseline), key=lambda m: m.kendall_tau)
+    assert f"The highest τ of a measure is {best.measure}'s, {best.kendall_tau:+.2f}" in sentences[1]
+    strongest = max((m for m in markov.measures if MEASURES[m.measure].baseline), key=lambda m: abs(m.kendall_tau))
+    paired = markov.against_baseline
+    assert paired is not None and (paired.measure, paired.other) == (best.measure, strongest.measure)
+    words = {"better": "beats", "worse": "does worse than", "indistinguishable": "is not told apart from"}
+    assert (
+        f"it {words[paired.kendall_verdict.value]} the strongest trivial baseline, {strongest.measure}" in sentences[1]
+    )
+    # the baseline read in its better direction: its τ is negative here, so its values are turned round
+    from specbound.lab.correlation import kendall_tau_b
+
+    frame = _final_rows(reference.DECODER_REFERENCE_DIR)
+    gap = frame["gap"].to_numpy(float)
+    turned = -frame[MEASURES[strongest.measure].column].to_numpy(float)
+    direct = kendall_tau_b(frame[MEASURES[best.measure].column].to_numpy(float), gap) - kendall_tau_b(turned, gap)
+    assert paired.kendall_tau == pytest.approx(direct, abs=1e-12) and strongest.kendall_tau < 0
+    text = robust_sentence(results.robust)
+    shipped = pd.read_csv(reference.DECODER_REFERENCE_DIR / "robust.csv").set_index("measure")
+    lowest = shipped[~shipped["baseline"]]["mean_sign_error"].idxmin()
+    assert text.startswith(f"Over {int(shipped['couplings'].max())} couplings") and lowest in text
+    assert f"{shipped.loc[lowest, 'mean_sign_error']:.2f}" in text
+    assert json.loads(json.dumps(sentences))  # plain text
+
+
+def test_the_shipped_verdict_document_is_what_lab_report_prints(capsys) -> None:
+    """docs/lab-verdict.md is `specbound lab report`'s output, byte for byte: the words cannot drift from
+    the shipped tables (regenerate it with `specbound lab report > docs/lab-verdict.md`)."""
+    from pathlib import Path
+
+    from specbound.cli import main
+
+    assert main(["lab", "report"]) == 0
+    printed = capsys.readouterr().out
+    document = Path(__file__).resolve().parents[2] / "docs" / "lab-verdict.md"
+    assert document.read_text(encoding="utf-8") == printed
+    assert printed.startswith("# The lab's verdict on the shipped sweeps")
+    assert "threshold/bert: 25 of 48 runs fitted" in printed and "markov/gpt2: 36 runs" in printed
+    assert main(["lab", "report", str(reference.DECODER_REFERENCE_DIR)]) == 0
+    alone = capsys.readouterr().out
+    assert not alone.startswith("#") and alone.startswith("markov/gpt2:") and "Robust view" in alone
