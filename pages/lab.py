@@ -255,9 +255,11 @@ elif view == SWEEP_VIEW:
         st.caption(
             "Modular addition mod 97 on 30 % of its pairs, a one-layer GPT-2 decoder, full-batch AdamW with weight "
             "decay 1 (`specbound lab sweep --preset grok --task modular --family gpt2`): training accuracy "
-            "saturates early, test accuracy jumps much later. Every curve is read from the step training accuracy "
-            "reaches 0.99; it moves when it has covered half its excursion from there. A measure's lead is test "
-            "accuracy's move step minus its own (positive: it moved first)."
+            "saturates early, test accuracy jumps much later. Every curve, smoothed by a running median over three "
+            "checkpoints, is read from the step training accuracy reaches 0.99; it moves when it has covered half "
+            "its excursion from there. A measure's lead is test accuracy's move step minus its own (positive: it "
+            "moved first); the null is what the same rule gives on that measure's curves permuted in time, and a "
+            "verdict needs ten seeds (SPEC §13b)."
         )
         with st.container(key="lab_grokking"):
             st.markdown(plain(grokking_sentence(grokking, measure_name)))

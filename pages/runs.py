@@ -110,9 +110,10 @@ if run.lab is not None:  # the lab measured errors and losses at every saved ste
         grokking = run_grokking(lab)
         st.subheader("Grokking: does a measure move before the jump?")
         st.caption(
-            f"Every curve is read from the step training accuracy reaches {SATURATION:g}; it moves when it has "
-            "covered half its excursion from there. A measure's lead is test accuracy's move step minus its own "
-            "(positive: it moved first). The Lab page's sweep view reads the three seeds together."
+            f"Every curve, smoothed by a running median over three checkpoints, is read from the step training "
+            f"accuracy reaches {SATURATION:g}; it moves when it has covered half its excursion from there. A "
+            "measure's lead is test accuracy's move step minus its own (positive: it moved first). One seed is no "
+            "verdict: the Lab page's sweep view reads the seeds together, against a time-permutation null."
         )
         with st.container(key="runs_grokking"):
             st.markdown(plain(run_sentence(grokking, measure_name)))

@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..lab.correlation import Interval, MeasureCorrelation
-from ..lab.grokking import RunGrokking
+from ..lab.grokking import RunGrokking, excursion_shares
 from ..lab.registry import MEASURES
 from ..lab.robust import RobustSummary
 from ..lab.trajectory import RunTrajectory
@@ -266,18 +266,11 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
 
 
 def excursion_share(steps: Sequence[int], values: Sequence[float], start: int | None) -> list[float | None]:
-    """How far a curve has gone from its value at ``start`` towards its farthest value after it, in
-    [0, 1] (the quantity the grokking rule compares with 1/2); None before ``start`` and where the
-    value is not finite or the curve stays constant."""
-    kept = [(s, v) for s, v in zip(steps, values, strict=True) if math.isfinite(v) and (start is None or s >= start)]
-    if not kept:
-        return [None] * len(steps)
-    origin = kept[0][1]
-    excursion = max(abs(v - origin) for _, v in kept)
-    return [
-        abs(v - origin) / excursion if excursion > 0 and math.isfinite(v) and (start is None or s >= start) else None
-        for s, v in zip(steps, values, strict=True)
-    ]
+    """How far a curve has gone from its origin towards its farthest value after ``start``, in [0, 1]:
+    the grokking rule's own quantity (:func:`specbound.lab.grokking.excursion_shares`: smoothed, from a
+    multi-checkpoint origin), which it compares with 1/2; None before ``start``, where the value is not
+    finite, or where the curve stays constant."""
+    return excursion_shares(steps, values, start)
 
 
 #: Pixels of the grokking figure: two panels and a legend of a dozen curves below them.

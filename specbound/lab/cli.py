@@ -137,8 +137,10 @@ def _print_grokking(results: Any) -> None:
     if not runs:
         return
     print(
-        "Grokking (modular task): a curve moves when it has covered half its excursion from the step "
-        "training accuracy reaches 0.99; lead = test accuracy's move step - the measure's (positive: earlier)"
+        "Grokking (modular task): a curve (a running median over 3 checkpoints) moves when it has covered half "
+        "its excursion from the step training accuracy reaches 0.99; lead = test accuracy's move step - the "
+        "measure's (positive: earlier); null: the 95th percentile of the median lead over curves permuted in time; "
+        "a verdict needs 10 seeds"
     )
     grokked = sum(run.event.grokked for run in runs)
     listed = len(runs) <= _GROK_RUNS_LISTED
@@ -163,11 +165,18 @@ def _print_grokking(results: Any) -> None:
         print("  no run grokked: there is no lead to report")
         return
     width = max(len(s.measure) for s in summaries)
-    print(f"{'measure':>{width}}  {'seeds':>5}  {'median lead':>11}  {'range':>17}  {'before':>6}  verdict")
+    print(
+        f"{'measure':>{width}}  {'seeds':>5}  {'median lead':>11}  {'range':>17}  {'before':>6}  {'null p95':>8}  "
+        "verdict"
+    )
     for s in summaries:
         span = f"[{s.low:+.0f}, {s.high:+.0f}]" if s.finite.size else "-"
         median = f"{s.median:+.0f}" if s.finite.size else "-"
-        print(f"{s.measure:>{width}}  {len(s.leads):>5}  {median:>11}  {span:>17}  {s.share_before:>6.2f}  {s.verdict}")
+        null = f"{s.null_p95:+.0f}" if math.isfinite(s.null_p95) else "-"
+        print(
+            f"{s.measure:>{width}}  {len(s.leads):>5}  {median:>11}  {span:>17}  {s.share_before:>6.2f}  {null:>8}  "
+            f"{s.verdict}"
+        )
 
 
 def _cell(value: float, size: int, signed: bool = False) -> str:

@@ -9,10 +9,15 @@ module states the rule by which "before" is decided and applies it to a run's tr
   training set is memorised, and everything a measure does before is the fit itself (every norm
   grows from its initial value), which says nothing about what comes next. So curves are read from
   there on;
+* curves are read **smoothed** (a running median over ``SMOOTHING_WINDOW`` = 3 checkpoints, so one
+  noisy checkpoint cannot make a move) from a **multi-checkpoint origin** y_0, the smoothed value at
+  s_0 (the running median there spans s_0 and the next checkpoint: the checkpoints before s_0 belong
+  to the fit and are left out), or the median of the first ``ORIGIN_CHECKPOINTS`` smoothed values
+  where that is set higher (SPEC §13b);
 * a curve's **move step**, from a starting step s_0, is the first recorded step at which it has
-  covered half of its excursion: with y_0 its value at s_0 and y_* the value farthest from y_0 at or
-  after s_0, the first step with |y - y_0| ≥ |y_* - y_0| / 2 (the midpoint of its range, seen from
-  where it started). A curve that stays constant never moves (None);
+  covered half of its excursion: with y_* the smoothed value farthest from y_0 at or after s_0, the
+  first step with |y - y_0| ≥ |y_* - y_0| / 2 (the midpoint of its range, seen from where it started).
+  A curve that stays constant never moves (None);
 * the **jump** is the move step of test accuracy from saturation;
 * a run **groks** when training accuracy saturates while test accuracy is still below ``REACHED``
   (0.9), and test accuracy ends at or above it;
@@ -20,8 +25,13 @@ module states the rule by which "before" is decided and applies it to a run's tr
   the jump; its **lead** is jump - move step, in optimizer steps (positive: earlier).
 
 Across seeds a measure's row gives the median, lowest and highest lead and the share of seeds in
-which it moved first; its verdict ("before" only when it did so in every seed) is what the
-intervals support.
+which it moved first. A verdict needs at least :data:`MIN_SEEDS` = 10 seeds that grokked, and "before"
+needs more than a positive median lead: the median lead must exceed the 95th percentile of the same
+statistic under a **null** in which each seed's curve of that measure is permuted in time after
+saturation (:data:`NULL_PERMUTATIONS` permutations, seeded): a curve whose steps carry no order moves
+"first" by chance often, and the null says how often. The weight norm (here Σ‖W‖_F² of the proxy
+matrices, :data:`POSITIVE_CONTROL`), a known progress measure of grokking under weight decay (Nanda et
+al. 2023), is read as a positive control: if it does not beat its null either, the runs cannot tell.
 """
 
 from __future__ import annotations
@@ -42,26 +52,79 @@ if TYPE_CHECKING:
 SATURATION: float = 0.99
 #: Test accuracy a run must end at (or above) to count as having generalized.
 REACHED: float = 0.9
+#: Checkpoints of the running median that smooths every curve the rule reads.
+SMOOTHING_WINDOW: int = 3
+#: Smoothed checkpoints from s_0 whose median is a curve's origin: 1, the smoothed value at s_0 (which
+#: already spans two checkpoints); more would let a move within those checkpoints pass unseen.
+ORIGIN_CHECKPOINTS: int = 1
+#: Seeds that grokked a verdict needs (SPEC §13b).
+MIN_SEEDS: int = 10
+#: Time permutations of each seed's curve behind the null, and the seed of their generator.
+NULL_PERMUTATIONS: int = 1000
+NULL_SEED: int = 0
+#: The positive control: Σ‖W‖_F² of the proxy matrices, a weight norm.
+POSITIVE_CONTROL: str = "frobenius"
 
 
-def move_step(steps: Sequence[int], values: Sequence[float], start: int | None = None) -> int | None:
-    """The first step at which ``values`` has covered half of its excursion from its value at step
-    ``start`` (default: the first step), read from there on (see the module docstring); None for a
+def running_median(values: Sequence[float] | np.ndarray, window: int = SMOOTHING_WINDOW) -> np.ndarray:
+    """The centred running median of ``values`` over ``window`` points (fewer at the ends)."""
+    v = np.asarray(values, dtype=np.float64)
+    half = window // 2
+    if half == 0 or v.size < 2:
+        return v.copy()
+    if half == 1:  # the rule's window, without nanmedian's cost (the null reads it thousands of times)
+        a, b, c = v[:-2], v[1:-1], v[2:]
+        middle = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))  # median of three
+        return np.concatenate([[(v[0] + v[1]) / 2], middle, [(v[-2] + v[-1]) / 2]])
+    padded = np.concatenate([np.full(half, np.nan), v, np.full(half, np.nan)])
+    return np.nanmedian(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)  # (n,)
+
+
+def excursion_shares(
+    steps: Sequence[int],
+    values: Sequence[float],
+    start: int | None = None,
+    *,
+    window: int = SMOOTHING_WINDOW,
+    origin_checkpoints: int = ORIGIN_CHECKPOINTS,
+) -> list[float | None]:
+    """How far the smoothed curve has gone, at each step, from its origin towards its farthest value,
+    in [0, 1] (what the rule compares with 1/2); None before ``start``, where a value is not finite, and
+    everywhere for a constant curve. ``window`` and ``origin_checkpoints`` of 1 read the raw curve from
+    its value at ``start``."""
+    kept = [
+        i
+        for i, (s, v) in enumerate(zip(steps, values, strict=True))
+        if math.isfinite(v) and (start is None or s >= start)
+    ]
+    shares: list[float | None] = [None] * len(steps)
+    if len(kept) < 2:
+        return shares
+    smooth = running_median(np.asarray(values, dtype=np.float64)[kept], window)
+    distance = np.abs(smooth - np.median(smooth[:origin_checkpoints]))  # from the origin, at each kept step
+    excursion = float(distance.max())
+    if excursion == 0:
+        return shares
+    for i, d in zip(kept, distance / excursion, strict=True):
+        shares[i] = float(d)
+    return shares
+
+
+def move_step(
+    steps: Sequence[int],
+    values: Sequence[float],
+    start: int | None = None,
+    *,
+    window: int = SMOOTHING_WINDOW,
+    origin_checkpoints: int = ORIGIN_CHECKPOINTS,
+) -> int | None:
+    """The first step at which the smoothed ``values`` have covered half of their excursion from their
+    origin, read from step ``start`` on (default: the first step; see the module docstring); None for a
     constant curve or one without two finite values.
 
     Non-finite values are left out (a step whose measure could not be computed)."""
-    pairs = [
-        (int(s), float(v))
-        for s, v in zip(steps, values, strict=True)
-        if math.isfinite(v) and (start is None or s >= start)
-    ]
-    if len(pairs) < 2:
-        return None
-    origin = pairs[0][1]
-    excursion = max(abs(v - origin) for _, v in pairs)
-    if excursion == 0:
-        return None
-    return next(s for s, v in pairs if abs(v - origin) >= excursion / 2)
+    shares = excursion_shares(steps, values, start, window=window, origin_checkpoints=origin_checkpoints)
+    return next((int(s) for s, share in zip(steps, shares, strict=True) if share is not None and share >= 0.5), None)
 
 
 @dataclass(frozen=True)
@@ -130,10 +193,12 @@ def measure_leads(
 
 @dataclass(frozen=True)
 class LeadSummary:
-    """One measure across seeds: its leads (one per seed that grokked) and the verdict they support."""
+    """One measure across seeds: its leads (one per seed that grokked), the null's 95th percentile of
+    their median (NaN when not computed) and the verdict they support."""
 
     measure: str
     leads: tuple[float, ...]
+    null_p95: float = math.nan
 
     @property
     def finite(self) -> np.ndarray:
@@ -160,15 +225,14 @@ class LeadSummary:
 
     @property
     def verdict(self) -> str:
-        """ "before" when it moved first in every seed, "after" when it moved at or after the jump in
-        every seed, "mixed" otherwise, "never" when it never moved."""
+        """ "never" when it never moved; "too few seeds" under :data:`MIN_SEEDS`; else "before" when its
+        median lead is positive and above the time-permutation null's 95th percentile, "not before"
+        otherwise (SPEC §13b)."""
         if not self.finite.size:
             return "never"
-        if self.share_before == 1:
-            return "before"
-        if self.share_before == 0 and self.finite.size == len(self.leads):
-            return "after"
-        return "mixed"
+        if len(self.leads) < MIN_SEEDS:
+            return "too few seeds"
+        return "before" if self.median > 0 and self.median > self.null_p95 else "not before"
 
 
 def summarize_leads(per_seed: Sequence[Sequence[MeasureLead]]) -> tuple[LeadSummary, ...]:
@@ -215,9 +279,42 @@ def run_grokking(run: RunTrajectory, measures: Sequence[str] | None = None) -> R
     return RunGrokking(run.name, run.spec.seed, steps, train, test, curves, event, measure_leads(steps, curves, event))
 
 
-def grokking_summary(runs: Sequence[RunGrokking]) -> tuple[LeadSummary, ...]:
-    """Per measure, its leads over the runs that grokked (none: an empty table)."""
-    return summarize_leads([run.leads for run in runs if run.event.grokked])
+def null_median_leads(
+    runs: Sequence[RunGrokking], measure: str, permutations: int = NULL_PERMUTATIONS, seed: int = NULL_SEED
+) -> np.ndarray:
+    """(permutations,) the median lead over ``runs`` of ``measure`` when each run's curve is permuted in
+    time after its saturation step (the values before it, and the jump, stay): the rule applied to
+    curves whose order carries nothing. NaN where no permuted curve moves."""
+    rng = np.random.default_rng([seed, sum(ord(c) for c in measure)])
+    medians = np.full(permutations, np.nan)
+    prepared = []
+    for run in runs:
+        start = run.event.saturation_step
+        after = np.array([start is not None and s >= start for s in run.steps])
+        prepared.append((run, np.asarray(run.curves[measure], dtype=float), np.flatnonzero(after)))
+    for b in range(permutations):
+        leads = []
+        for run, curve, after in prepared:
+            permuted = curve.copy()
+            permuted[after] = curve[after][rng.permutation(after.size)]
+            moved = move_step(run.steps, permuted.tolist(), run.event.saturation_step)
+            if moved is not None and run.event.jump_step is not None:
+                leads.append(run.event.jump_step - moved)
+        if leads:
+            medians[b] = float(np.median(leads))
+    return medians
+
+
+def grokking_summary(runs: Sequence[RunGrokking], permutations: int = NULL_PERMUTATIONS) -> tuple[LeadSummary, ...]:
+    """Per measure, its leads over the runs that grokked (none: an empty table), with the 95th percentile
+    of its time-permutation null (:func:`null_median_leads`)."""
+    grokked = [run for run in runs if run.event.grokked]
+    out = []
+    for summary in summarize_leads([run.leads for run in grokked]):
+        null = null_median_leads(grokked, summary.measure, permutations)
+        p95 = float(np.percentile(null[np.isfinite(null)], 95)) if np.isfinite(null).any() else math.nan
+        out.append(LeadSummary(summary.measure, summary.leads, p95))
+    return tuple(out)
 
 
 # --- tables ----------------------------------------------------------------------------------------
@@ -258,20 +355,31 @@ def leads_frame(runs: Sequence[RunGrokking]) -> pd.DataFrame:
 
 def summary_frame(summaries: Sequence[LeadSummary]) -> pd.DataFrame:
     """One row per measure: its leads over the seeds that grokked, their median, range, the share of
-    seeds in which it moved first, and the verdict."""
+    seeds in which it moved first, the time-permutation null's 95th percentile of the median lead, and
+    the verdict."""
     import pandas as pd
 
-    columns = ["measure", "seeds", "median_lead", "lowest_lead", "highest_lead", "share_before", "verdict"]
+    columns = [
+        "measure",
+        "seeds",
+        "median_lead",
+        "lowest_lead",
+        "highest_lead",
+        "share_before",
+        "null_p95",
+        "verdict",
+    ]
     return pd.DataFrame(
-        [[s.measure, len(s.leads), s.median, s.low, s.high, s.share_before, s.verdict] for s in summaries],
+        [[s.measure, len(s.leads), s.median, s.low, s.high, s.share_before, s.null_p95, s.verdict] for s in summaries],
         columns=columns,
     )
 
 
 def grokking_sentence(runs: Sequence[RunGrokking], name_of: Callable[[str], str] = str, ours: str = "ours") -> str:
-    """What the runs show, in words computed from their numbers: how many grokked and when, which
-    measures moved first in every seed that grokked, and where ours at p* stands. Nothing is claimed
-    that a seed contradicts."""
+    """What the runs show, in words computed from their numbers: how many grokked and when; which
+    measures moved before the jump beyond their time-permutation null, or, under :data:`MIN_SEEDS`
+    seeds, that no verdict is given; and the leads of ours at p* and of the positive control against
+    their nulls."""
     grokked = [run for run in runs if run.event.grokked]
     if not grokked:
         return f"None of the {len(runs)} runs grokked, so no measure can be said to move before a jump."
@@ -282,21 +390,33 @@ def grokking_sentence(runs: Sequence[RunGrokking], name_of: Callable[[str], str]
         f"and test accuracy moves at step {jump:,} (medians)."
     )
     summaries = grokking_summary(runs)
-    first = [s for s in summaries if s.verdict == "before"]
-    if first:
-        names = ", ".join(f"{name_of(s.measure)} (median {s.median:+,.0f} steps)" for s in first)
-        middle = f" Moved before the jump in every seed that grokked: {names}."
+    if len(grokked) < MIN_SEEDS:
+        middle = (
+            f" With {len(grokked)} seed{'s' if len(grokked) != 1 else ''} that grokked (a verdict needs {MIN_SEEDS}), "
+            "no measure is said to move before the jump; the leads below are measurements, set against what "
+            "time-permuted curves give."
+        )
     else:
-        middle = " No measure moved before the jump in every seed that grokked."
-    own = next((s for s in summaries if s.measure == ours), None)
-    if own is None or not own.finite.size:
-        return opening + middle
-    before = round(own.share_before * len(own.leads))
-    subject = name_of(ours)
-    closing = (
-        f" {subject[:1].upper()}{subject[1:]} moved before it in {before} of {len(own.leads)} seeds "
-        f"(median lead {own.median:+,.0f} steps, from {own.low:+,.0f} to {own.high:+,.0f})."
-    )
+        first = [s for s in summaries if s.verdict == "before"]
+        names = ", ".join(
+            f"{name_of(s.measure)} (median {s.median:+,.0f} steps, null 95th percentile {s.null_p95:+,.0f})"
+            for s in first
+        )
+        middle = (
+            f" Moved before the jump beyond the time-permutation null: {names}."
+            if first
+            else " No measure's median lead beats its time-permutation null."
+        )
+    closing = ""
+    for measure in (ours, POSITIVE_CONTROL):
+        own = next((s for s in summaries if s.measure == measure), None)
+        if own is None or not own.finite.size:
+            continue
+        subject = name_of(measure) + (" (the positive control)" if measure == POSITIVE_CONTROL else "")
+        closing += (
+            f" {subject[:1].upper()}{subject[1:]}: median lead {own.median:+,.0f} steps (from {own.low:+,.0f} to "
+            f"{own.high:+,.0f}), against {own.null_p95:+,.0f} for the null's 95th percentile."
+        )
     return opening + middle + closing
 
 

@@ -1,5 +1,6 @@
 """The Lab page in a real Chromium, opened by its URL: its figures draw from the shipped reference and
-nothing fails; a screenshot at 1440 px wide goes to ``test-artifacts/lab.png``."""
+nothing fails; the sweep view draws the verdicts and the robust view's CDF; screenshots at 1440 px wide go
+to ``test-artifacts/lab.png`` and ``test-artifacts/lab-sweep.png``."""
 
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
 
     page.get_by_text("Sweep: measures against the gap").click()
     page.locator(".st-key-lab_measures_0 .js-plotly-plot").wait_for()  # one chart per measure
+    page.locator(".st-key-lab_robust_cdf .js-plotly-plot").wait_for()  # the robust view's CDF over couplings
     wait_idle(page)
     wait_for_link(page, "lab_view=sweep")
+    assert page.locator(".st-key-lab_verdict_markov_gpt2").count() == 1  # each environment's verdict, in words
     assert_no_errors(page)
     screenshot(page, "lab-sweep", full_page=True)

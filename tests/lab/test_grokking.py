@@ -24,17 +24,34 @@ def _sigmoid(center: float, *, low: float = 0.0, high: float = 1.0, width: float
     return [low + (high - low) / (1 + math.exp(-(s - center) / width)) for s in STEPS]
 
 
+def _raw(steps, values, start=None):
+    """The rule on the raw curve: no smoothing, the origin the value at ``start``."""
+    return move_step(steps, values, start, window=1, origin_checkpoints=1)
+
+
 def test_the_move_step_is_the_first_step_half_way_to_the_extreme() -> None:
     # 0 -> 10 in steps of 1 per 100 steps: half way (5) is first reached at step 500
-    assert move_step(STEPS, [float(i) for i in range(11)]) == 500
+    assert _raw(STEPS, [float(i) for i in range(11)]) == 500
     # a falling curve: from 8 down to 0, half way is 4, reached at step 400
-    assert move_step(STEPS, [8 - min(i, 8) for i in range(11)]) == 400
+    assert _raw(STEPS, [8 - min(i, 8) for i in range(11)]) == 400
     # the extreme is the farthest value from the start, not the last one: up to 6 at step 300, back to 1
-    assert move_step(STEPS, [0, 2, 4, 6, 5, 4, 3, 2, 1, 1, 1]) == 200  # half of 6 is first covered by 4
-    assert move_step([0, 1], [1.0, 1.0]) is None  # constant: never moves
-    assert move_step([0], [1.0]) is None
+    assert _raw(STEPS, [0, 2, 4, 6, 5, 4, 3, 2, 1, 1, 1]) == 200  # half of 6 is first covered by 4
+    assert _raw([0, 1], [1.0, 1.0]) is None  # constant: never moves
+    assert _raw([0], [1.0]) is None
     # non-finite values are left out
-    assert move_step([0, 1, 2, 3], [0.0, math.nan, 1.0, 1.0]) == 2
+    assert _raw([0, 1, 2, 3], [0.0, math.nan, 1.0, 1.0]) == 2
+
+
+def test_the_rule_reads_smoothed_curves_so_one_checkpoint_cannot_make_a_move() -> None:
+    """SPEC §13b: a running median over three checkpoints, the origin its value at the start."""
+    from specbound.lab.grokking import running_median
+
+    spike = [0.0, 0.0, 9.0, 0.0, 0.0, 0.0, 0.0, 4.0, 4.0, 4.0, 4.0]  # one noisy checkpoint at 200, a move at 700
+    assert _raw(STEPS, spike) == 200  # the raw rule takes the spike for the move
+    assert move_step(STEPS, spike) == 700  # smoothed: the spike is gone, the lasting change counts
+    assert running_median([0.0, 0.0, 9.0, 0.0, 1.0]).tolist() == [0.0, 0.0, 0.0, 1.0, 0.5]  # ends: mean of two
+    # 8 down to 0: smoothed origin (8 + 7) / 2 = 7.5, half of 7.5 first covered by 3, at step 500
+    assert move_step(STEPS, [8 - min(i, 8) for i in range(11)]) == 500
 
 
 def test_a_sigmoid_moves_at_its_center() -> None:
@@ -61,7 +78,7 @@ def test_curves_are_read_from_the_saturation_step() -> None:
     """What a measure does while the training set is being fitted is not counted: a norm that grows
     from initialisation until saturation at 300, then falls from 700, moves at 800, not at 100."""
     grows_then_falls = [0.0, 5.0, 9.0, 10.0, 10.0, 10.0, 10.0, 9.0, 6.0, 4.0, 4.0]
-    assert move_step(STEPS, grows_then_falls) == 100  # read from the first step: the fit
+    assert move_step(STEPS, grows_then_falls) == 200  # read from the first step: the fit (origin 2.5, 9 > 6.25)
     assert move_step(STEPS, grows_then_falls, start=300) == 800  # read from saturation: 10 -> 4, half at 7
     event = GrokEvent(saturation_step=300, jump_step=700, final_test_accuracy=0.99)
     (lead,) = measure_leads(STEPS, {"norm": grows_then_falls}, event)
@@ -90,11 +107,42 @@ def test_the_summary_over_seeds_says_only_what_every_seed_supports() -> None:
     a, b, c = summarize_leads(seeds)
     assert isinstance(a, LeadSummary)
     assert a.leads == (300.0, 100.0, 500.0)
-    assert (a.median, a.low, a.high, a.share_before, a.verdict) == (300.0, 100.0, 500.0, 1.0, "before")
-    assert (b.median, b.share_before, b.verdict) == (-200.0, 0.0, "after")  # lead 0 at seed 3 is not before
-    assert c.share_before == pytest.approx(1 / 3) and c.verdict == "mixed"
+    assert (a.median, a.low, a.high, a.share_before) == (300.0, 100.0, 500.0, 1.0)
+    assert (b.median, b.share_before) == (-200.0, 0.0)  # lead 0 at seed 3 is not before
+    assert c.share_before == pytest.approx(1 / 3)
     assert np.array_equal(c.finite, [300.0, -300.0])
+    # three seeds carry no verdict, however they agree (SPEC §13b: at least ten)
+    assert a.verdict == b.verdict == c.verdict == "too few seeds"
     assert LeadSummary("d", (math.nan,)).verdict == "never"
+
+
+def test_before_needs_ten_seeds_and_a_median_lead_above_the_time_permutation_null() -> None:
+    from specbound.lab.grokking import MIN_SEEDS
+
+    leads = tuple(float(v) for v in range(100, 100 + 50 * MIN_SEEDS, 50))  # median +325
+    assert LeadSummary("m", leads, null_p95=300.0).verdict == "before"
+    assert LeadSummary("m", leads, null_p95=400.0).verdict == "not before"  # what shuffled curves get as often
+    assert LeadSummary("m", tuple(-v for v in leads), null_p95=-500.0).verdict == "not before"  # after the jump
+    assert LeadSummary("m", leads[:-1], null_p95=0.0).verdict == "too few seeds"
+
+
+def test_the_null_is_the_rule_on_curves_permuted_in_time_after_saturation() -> None:
+    from specbound.lab.grokking import null_median_leads
+
+    run = _hand_run()  # saturates at 300, jumps at 700
+    draws = null_median_leads([run], "ours", permutations=40, seed=5)
+    rng = np.random.default_rng([5, sum(ord(c) for c in "ours")])
+    curve = np.asarray(run.curves["ours"])
+    after = np.flatnonzero(np.asarray(run.steps) >= 300)
+    for drawn in draws:
+        permuted = curve.copy()
+        permuted[after] = curve[after][rng.permutation(after.size)]
+        moved = move_step(run.steps, permuted.tolist(), 300)
+        if moved is None:  # a permuted curve that stays constant gives no lead
+            assert math.isnan(drawn)
+        else:
+            assert drawn == 700 - moved
+    assert np.all(np.isin(draws[np.isfinite(draws)], [700 - s for s in run.steps]))
 
 
 def _hand_run():
@@ -149,8 +197,14 @@ def test_the_sentence_says_what_every_seed_supports() -> None:
     assert text.startswith(
         "2 of 3 seeds grok: training accuracy reaches 0.99 by step 300 and test accuracy moves at step 700"
     )
-    assert "Moved before the jump in every seed that grokked: Edelman (median +250 steps)." in text
-    assert text.endswith("Ours at p* moved before it in 1 of 2 seeds (median lead +0 steps, from -200 to +200).")
+    assert "With 2 seeds that grokked (a verdict needs 10), no measure is said to move before the jump" in text
+    from specbound.lab.grokking import grokking_summary
+
+    ours = next(s for s in grokking_summary(runs) if s.measure == "ours")
+    assert text.endswith(
+        f"Ours at p*: median lead +0 steps (from -200 to +200), against {ours.null_p95:+,.0f} for the null's "
+        "95th percentile."
+    )
     assert grokking_sentence(runs[2:]) == "None of the 1 runs grokked, so no measure can be said to move before a jump."
 
 
