@@ -88,10 +88,10 @@ LAB_MODEL_LABEL = model_label(RunSpec(layers=1, hidden=32, heads=2, n_train=1, s
 STORE_DIR = "lab"
 #: Origins of a run, as the first part of its key: each shipped reference by its key, and this server's store.
 SHIPPED = {shipped.key: shipped for shipped in lab_reference.SHIPPED}
-REFERENCE, DECODER, GROKKING = (s.key for s in lab_reference.SHIPPED)
+REFERENCE, DECODER, GROKKING, FIT = (s.key for s in lab_reference.SHIPPED)
 HERE = "here"
 #: The shipped references whose runs form a sweep (the grokking preset's three seeds do not).
-SWEEPS: tuple[str, ...] = (REFERENCE, DECODER)
+SWEEPS: tuple[str, ...] = tuple(s.key for s in lab_reference.SWEEP_REFERENCES)
 _KEY_SEP = ":"
 #: Session-state keys: this session's training job, and the last finished job's message.
 JOB_KEY, LAST_JOB_KEY = "lab_job", "lab_last_job"
@@ -235,7 +235,8 @@ def shipped_summary() -> str:
     for origin in SHIPPED:
         runs = reference(origin).runs
         if runs:
-            what = "the grokking preset" if origin == GROKKING else "the `class` sweep"
+            preset = SHIPPED[origin].preset
+            what = "the grokking preset" if origin == GROKKING else f"the `{preset}` sweep"
             parts.append(f"{format_count(len(runs), 'run')} of {what}, {model_label(runs[0].spec, plural=True)}")
     return "; ".join(parts) if parts else "no reference (this package was built without its lab data)"
 
@@ -243,8 +244,8 @@ def shipped_summary() -> str:
 def sweep_choice(origin: str) -> str:
     """A sweep as the Runs radio offers it."""
     if origin in SHIPPED:
-        runs = reference(origin).runs
-        return f"{model_label(runs[0].spec, plural=True)} (shipped)" if runs else origin
+        runs, note = reference(origin).runs, SHIPPED[origin].note
+        return f"{model_label(runs[0].spec, plural=True)} ({note + ', ' if note else ''}shipped)" if runs else origin
     return f"the {format_count(len(store_runs()), 'run')} trained here"
 
 
@@ -352,18 +353,21 @@ def _verdicts(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tu
     return environment_verdicts(_runs)
 
 
-def _judged_runs(origin: str) -> tuple[str, int, tuple[RunTrajectory, ...]]:
-    """(cache key, version, runs) the verdicts of ``origin`` read: every shipped sweep together (one
-    environment each) for a shipped reference, else the store's runs."""
-    if origin in SHIPPED:
-        return "shipped", 0, tuple(r for sweep in SWEEPS for r in reference(sweep).runs)
-    runs, version = _origin_runs(origin)
-    return origin, version, runs
-
-
 def verdicts(origin: str) -> tuple[EnvironmentVerdict, ...]:
-    """SPEC §13b's verdict of each environment (:mod:`specbound.lab.verdict`) that ``origin`` reads."""
-    return _verdicts(*_judged_runs(origin))
+    """SPEC §13b's verdict of each environment (:mod:`specbound.lab.verdict`) that ``origin`` reads: for a
+    shipped reference, every shipped sweep's, each sweep read as its own (two sweeps of one environment
+    are two designs, not one); else the store's."""
+    if origin in SHIPPED:
+        return tuple(v for sweep in SWEEPS for v in _verdicts(sweep, 0, reference(sweep).runs))
+    runs, version = _origin_runs(origin)
+    return _verdicts(origin, version, runs)
+
+
+def verdict_sources(origin: str) -> tuple[str, ...]:
+    """The sweep each verdict of :func:`verdicts` comes from, in words (its Runs choice)."""
+    if origin in SHIPPED:
+        return tuple(sweep_choice(sweep) for sweep in SWEEPS for _ in _verdicts(sweep, 0, reference(sweep).runs))
+    return tuple(sweep_choice(origin) for _ in verdicts(origin))
 
 
 def robust_rows(origin: str) -> tuple[RobustSummary, ...]:

@@ -225,15 +225,11 @@ elif view == SWEEP_VIEW:
         "share n (the parameter count): what a measure says beyond ordering data or model size."
     )
     judged = service.verdicts(origin)
-    for env in judged:
-        with st.container(key=f"lab_verdict_{env.environment.replace('/', '_')}"):
-            st.markdown(plain(" ".join(views.verdict_sentences(env, measure_name))))
-        with folded(f"The verdict of {env.environment} (table)"):
-            draw_table(
-                service.verdict_view_frame(env),
-                hide_index=True,
-                key=f"lab_verdict_table_{env.environment.replace('/', '_')}",
-            )
+    for number, (env, source) in enumerate(zip(judged, service.verdict_sources(origin), strict=True)):
+        with st.container(key=f"lab_verdict_{number}"):
+            st.markdown(f"**{plain(source)}.** " + plain(" ".join(views.verdict_sentences(env, measure_name))))
+        with folded(f"The verdict of {env.environment}: {source} (table)"):
+            draw_table(service.verdict_view_frame(env), hide_index=True, key=f"lab_verdict_table_{number}")
     st.subheader("Robust across controlled experiments")
     robust_rows = service.robust_rows(origin)
     st.caption(

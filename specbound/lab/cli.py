@@ -398,6 +398,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             shipped.directory,
             sweep_seconds=time.perf_counter() - started if done == len(specs) else None,
             regenerate=shipped.regenerate,
+            max_steps=shipped.max_steps,
         )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0
@@ -431,17 +432,24 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     """The verdict of the given lab directories (default: every shipped reference) as Markdown."""
-    from .reference import DECODER_REFERENCE, THRESHOLD_REFERENCE, load_reference
+    from .reference import SWEEP_REFERENCES, load_reference
     from .tables import lab_results, read_results
+    from .verdict import robust_view
     from .views import REPORT_TITLE, verdict_report
 
     if args.dirs:
-        runs = tuple(r for d in args.dirs for r in read_results(Path(d)).runs)
-    else:
-        sweeps = (THRESHOLD_REFERENCE, DECODER_REFERENCE)  # the grokking runs are one configuration: no sweep
-        runs = tuple(r for shipped in sweeps for r in load_reference(shipped.directory).runs)
-    results = lab_results(runs)
-    print(verdict_report(results.verdicts, results.robust, None if args.dirs else REPORT_TITLE), end="")
+        results = lab_results(tuple(r for d in args.dirs for r in read_results(Path(d)).runs))
+        print(verdict_report(results.verdicts, results.robust), end="")
+        return 0
+    # each shipped sweep read as its own (two sweeps of one environment are two designs), the robust view
+    # over the fitted environments of them all
+    judged = [(f"{s.models} on the {s.task} task, `--preset {s.preset}`", load_reference(s.directory).verdicts)
+              for s in SWEEP_REFERENCES]  # fmt: skip
+    every = [v for _, verdicts in judged for v in verdicts]
+    print(
+        verdict_report(every, robust_view(every), REPORT_TITLE, sources=[name for name, vs in judged for _ in vs]),
+        end="",
+    )
     return 0
 
 
@@ -512,7 +520,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         "--preset",
         choices=PRESET_NAMES,
         default="smoke",
-        help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores; study: 288 runs "
+        help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores; fit: 120 runs trained "
+        "until they fit their training set, 5 seeds, 2 learning rates (SPEC 13b); study: 288 runs "
         "(depth 1-4, width 32-128, n 100-3200), hours: see the README; grok: three seeds of a one-layer model "
         "on modular addition with weight decay 1 (--task modular), which grok (see the README)",
     )

@@ -77,6 +77,10 @@ class ShippedReference:
     preset: str
     task: str
     family: str
+    #: what sets it apart from another reference of its environment, in a few words (the Lab page's choice)
+    note: str = ""
+    #: at most this many saved steps of a run are shipped (:func:`shipped_steps`); None: every one
+    max_steps: int | None = None
 
     @property
     def regenerate(self) -> str:
@@ -102,8 +106,23 @@ DECODER_REFERENCE = ShippedReference("decoder", DECODER_REFERENCE_DIR, "class", 
 #: runs pages show a run that groks without training one.
 GROKKING_REFERENCE_DIR = Path(__file__).parent / "reference_grokking"
 GROKKING_REFERENCE = ShippedReference("grokking", GROKKING_REFERENCE_DIR, "grok", "modular", "gpt2")
+#: The threshold task's ``fit`` sweep (SPEC §13b): every run trained until it fits its training set, five
+#: seeds per configuration and two learning rates, so that a verdict stands on fitted runs.
+FIT_REFERENCE_DIR = Path(__file__).parent / "reference_fit"
+FIT_REFERENCE = ShippedReference(
+    "fit",
+    FIT_REFERENCE_DIR,
+    "fit",
+    "threshold",
+    "bert",
+    "trained until they fit, 5 seeds, 2 learning rates",
+    max_steps=11,  # a run at the 6,000-step cap saved 61 checkpoints: eleven keep the package small
+)
 #: Every shipped reference, the threshold sweep first.
-SHIPPED: tuple[ShippedReference, ...] = (THRESHOLD_REFERENCE, DECODER_REFERENCE, GROKKING_REFERENCE)
+SHIPPED: tuple[ShippedReference, ...] = (THRESHOLD_REFERENCE, DECODER_REFERENCE, GROKKING_REFERENCE, FIT_REFERENCE)
+#: The shipped references whose runs form a sweep (the grokking preset's three seeds do not), whose
+#: verdicts ``specbound lab report`` and the Lab page give, each sweep read as its own.
+SWEEP_REFERENCES: tuple[ShippedReference, ...] = (THRESHOLD_REFERENCE, FIT_REFERENCE, DECODER_REFERENCE)
 
 
 def shipped_reference(preset: str, task: str = "threshold", family: str = "bert") -> ShippedReference:
@@ -265,20 +284,33 @@ def _earlier_sweep_seconds(dest: Path, runs: int, training_seconds: float) -> fl
     return float(value) if same and isinstance(value, (int, float)) else None
 
 
+def shipped_steps(run: RunTrajectory, most: int | None) -> RunTrajectory:
+    """The run with at most ``most`` of its saved steps (all of them when ``most`` is None or they fit),
+    else the first, the last and evenly spaced ones between (by position): a run trained to a cap of
+    thousands of steps with a checkpoint every hundred keeps the package small, and every verdict reads
+    the final step, which is always kept. (The grokking reference keeps every step: its rule needs them.)"""
+    if most is None or len(run.steps) <= most:
+        return run
+    keep = sorted({round(k * (len(run.steps) - 1) / (most - 1)) for k in range(most)})  # positions, ends included
+    return replace(run, steps=tuple(run.steps[k] for k in keep))
+
+
 def export_reference(
     sweep_dir: Path | str,
     dest: Path | str = REFERENCE_DIR,
     *,
     sweep_seconds: float | None = None,
     regenerate: str = REGENERATE,
+    max_steps: int | None = None,
 ) -> tuple[Path, ...]:
     """Write the reference (records, tables, atlas, manifest) of a finished sweep into ``dest``, replacing it.
 
     The family's profiles come from their final checkpoints through the profile cache and are renamed
-    to their run names, so the atlas never carries a local path.
+    to their run names, so the atlas never carries a local path. With ``max_steps`` each run keeps at
+    most that many saved steps (:func:`shipped_steps`).
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
-    runs = read_runs(sweep_dir)
+    runs = tuple(shipped_steps(run, max_steps) for run in read_runs(sweep_dir))
     if not runs:
         raise ValueError(f"{sweep_dir} holds no finished run to export")
     training_seconds = round(sum(r.seconds + r.model_seconds for r in runs), 1)
@@ -323,6 +355,9 @@ def export_reference(
         "bootstrap": {"draws": BOOTSTRAP_DRAWS, "seed": BOOTSTRAP_SEED, "confidence": CONFIDENCE},
         "atlas_models": [r.name for r in members],
         "step_atlases": f"{RUNS_DIR}/<run>/{STEPS_ATLAS_FILE}, members <run>{STEP_SEP}<step>",
+        "steps_per_run": "every saved step"
+        if max_steps is None
+        else f"at most {max_steps} of the saved steps, the first and the last always",
         "weights_shipped": False,
     }
     with atomic_write(dest / MANIFEST_FILE) as f:

@@ -254,23 +254,31 @@ def _cell(value: float, signed: bool = True) -> str:
 #: The head of ``docs/lab-verdict.md``, the report of the shipped references.
 REPORT_TITLE = (
     "# The lab's verdict on the shipped sweeps\n\n"
-    "Printed by `specbound lab report` from the two sweeps shipped in the package (SPEC §13b: runs that fit, "
-    "trivial baselines as rows, intervals over configurations, Dziugaite et al.'s couplings). Every sentence "
-    "is computed from the numbers beside it; a test compares this file with the command's output. τ: "
-    "Kendall's τ_b with the gap over the fitted runs; a *(baseline)* row is a trivial baseline; the coupled "
-    "sign-errors are 0 when a measure orders a controlled pair of runs as their gaps, 1 against, 0.5 chance.\n"
+    "Printed by `specbound lab report` from the sweeps shipped in the package, each read as its own "
+    "(SPEC §13b: runs that fit, trivial baselines as rows, intervals over configurations, Dziugaite et "
+    "al.'s couplings). Every sentence is computed from the numbers beside it; a test compares this file "
+    "with the command's output. τ: Kendall's τ_b with the gap over the fitted runs; a *(baseline)* row is "
+    "a trivial baseline; the coupled sign-errors are 0 when a measure orders a controlled pair of runs as "
+    "their gaps, 1 against, 0.5 chance.\n"
 )
 
 
 def verdict_report(
-    verdicts: Sequence[EnvironmentVerdict], robust: Sequence[RobustSummary], title: str | None = None
+    verdicts: Sequence[EnvironmentVerdict],
+    robust: Sequence[RobustSummary],
+    title: str | None = None,
+    *,
+    sources: Sequence[str] | None = None,
 ) -> str:
     """The lab's verdict as Markdown (what ``specbound lab report`` prints, ``docs/lab-verdict.md`` for
     the shipped references): per environment the sentences of :func:`verdict_sentences` and its table,
     then the robust view's sentence and table. Every word about a verdict is computed here from the
-    numbers, so the text cannot drift from the tables it describes."""
+    numbers, so the text cannot drift from the tables it describes. ``sources`` names the sweep of each
+    verdict (a heading each), where several sweeps are reported."""
     lines: list[str] = [title] if title else []
-    for env in verdicts:
+    for number, env in enumerate(verdicts):
+        if sources is not None:
+            lines += [f"## {sources[number]}", ""]
         lines += [" ".join(verdict_sentences(env)), ""]
         lines += [
             "| measure | τ | 95 % (configurations) | τ within n | τ within params | granulated τ | seed noise "

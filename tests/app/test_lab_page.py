@@ -21,7 +21,7 @@ from dashboard.vocabulary import measure_name
 from specbound.atlas import load_atlas
 from specbound.bounds import BoundAnalysis
 from specbound.lab import reference, views
-from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, environment_verdicts, read_results, robust
+from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, environment_verdicts, read_results
 from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
 
 RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
@@ -141,6 +141,8 @@ def test_the_sweep_view_reads_the_shipped_decoder_sweep(lab_app) -> None:
     radio = at.radio(key="lab_sweep")
     assert list(radio.options) == [
         "small encoders trained by the lab on the sparse threshold task (shipped)",
+        "small encoders trained by the lab on the sparse threshold task (trained until they fit, 5 seeds, 2 learning "
+        "rates, shipped)",
         "small GPT-2 decoders trained by the lab on the Markov next-token task (shipped)",
     ]
     radio.set_value(service.DECODER)
@@ -290,37 +292,44 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
     )
 
 
-def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_both_shipped_sweeps(lab_app, figure_titled) -> None:
-    """Offline, the verdict of each shipped sweep's environment (what it stands on, in sentences from its
-    numbers, and its table), and the robust view over the couplings of the fitted ones with its CDF."""
+def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_sweeps(lab_app, figure_titled) -> None:
+    """Offline, the verdict of each shipped sweep, each read as its own (what it stands on, in sentences
+    from its numbers, and its table), and the robust view over the couplings of the fitted ones, with its CDF."""
+    from specbound.lab.verdict import robust_view
+
     at = lab_app
     at.radio(key="lab_view").set_value("Sweep: measures against the gap")
     run_clean(at)
-    shipped = (*reference.load_reference().runs, *reference.load_reference(reference.DECODER_REFERENCE_DIR).runs)
-    judged = environment_verdicts(shipped)
-    assert [v.environment for v in judged] == ["threshold/bert", "markov/gpt2"]
-    rows = robust(shipped)
+    sweeps = reference.SWEEP_REFERENCES
+    judged = [v for s in sweeps for v in environment_verdicts(reference.load_reference(s.directory).runs)]
+    assert [v.environment for v in judged] == ["threshold/bert", "threshold/bert", "markov/gpt2"]
+    rows = robust_view(judged)
     shown_text = " ".join(m.value for m in at.markdown)
     for env in judged:
         assert plain(" ".join(views.verdict_sentences(env, measure_name))) in shown_text
     assert plain(views.robust_sentence(rows, measure_name)) in shown_text
-    threshold, _ = judged
-    assert threshold.status == "not fitted" and "not fitted (under 80" in views.verdict_sentences(threshold)[0]
-    assert all(set(r.environments) == {"markov/gpt2"} for r in rows if r.couplings)
+    class_sweep, fit_sweep, _ = judged
+    assert class_sweep.status == "not fitted" and "not fitted (under 80" in views.verdict_sentences(class_sweep)[0]
+    assert fit_sweep.status == "fitted" and fit_sweep.seeds == 5 and fit_sweep.configurations == 24
+    assert {e for r in rows for e in r.environments} <= {"threshold/bert", "markov/gpt2"}
+    assert sum(r.couplings for r in rows if r.measure == "ours") == sum(
+        v.measure("ours").coupled_errors().size for v in judged if v.fitted
+    )  # the class sweep's couplings are kept out
     shown = _dataframe(at, "mean_sign_error").reset_index(drop=True)
     assert list(shown["measure"]) == [measure_name(r.measure) for r in rows]
     ours = next(r for r in rows if r.measure == "ours")
     value = shown.loc[[r.measure for r in rows].index("ours"), "mean_sign_error"]
     assert float(value if isinstance(value, float) else shown_value(value)) == pytest.approx(ours.mean, abs=5e-4)
-    cdf = figure_titled(at, f"Sign-errors over {ours.couplings} couplings")
+    total = max(r.couplings for r in rows)
+    cdf = figure_titled(at, f"Sign-errors over {total} couplings")
     curve = next(t for t in cdf["data"] if t["name"].startswith(f"{measure_name('ours')} (mean"))
     steps = [y for x, y in zip(curve["x"], curve["y"], strict=True) if x == max(ours.errors)]
     assert max(steps) == pytest.approx(1.0) and curve["line"]["width"] == 3
-    tables = [d.value for d in at.dataframe if "Coupled sign-error: mean" in d.value.columns]  # one per environment
-    assert len(tables) == 2
+    tables = [d.value for d in at.dataframe if "Coupled sign-error: mean" in d.value.columns]  # one per verdict
+    assert len(tables) == 3
     for table in tables:
         baselines = [m for m in table["Measure"] if m.endswith("(trivial baseline)")]
-        assert len(baselines) == 5 and len(table) == len(threshold.measures)  # √(params / n) is one too
+        assert len(baselines) == 5 and len(table) == len(class_sweep.measures)  # √(params / n) is one too
 
 
 def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -> None:
@@ -380,7 +389,7 @@ def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
     assert picker.value == key and picker.options[-1] == service.describe(key, trained)
     assert picker.options[-1].endswith("20 steps (trained here)")
     shipped = sum(len(reference.load_reference(r.directory).runs) for r in reference.SHIPPED)
-    assert len(picker.options) == shipped + 1 == 48 + 36 + 3 + 1  # the shipped references stay
+    assert len(picker.options) == shipped + 1 == 48 + 36 + 3 + 120 + 1  # the shipped references stay
     assert [s.step for s in trained.steps] == [0, 5, 10, 15, 20]
     assert trained.final.test_samples == service.VISITOR_CAPS.test_samples
     assert _metric(at, "Total (ours at p*)") == format_log_value(trained.final.ours_log10 * math.log(10))

@@ -221,3 +221,20 @@ def test_remeasure_refuses_in_the_cli_s_one_line_and_names_the_file_it_cannot_wr
     assert main(["lab", "remeasure", str(copy), "--measure", "alpha"]) == 1
     assert _stderr_line(capsys) == "specbound: error: grokking.csv: Is a directory"
     assert not list(copy.glob(".specbound-tmp.*"))  # the temporary file went with the failed write
+
+
+def test_a_shipped_run_keeps_its_first_last_and_evenly_spaced_steps() -> None:
+    """A run at the fit preset's cap saved 61 checkpoints: a reference keeps eleven, the final one (what
+    every verdict reads) always; the grokking reference, whose rule needs every step, keeps them all."""
+    from dataclasses import replace
+
+    run = reference.load_reference().runs[0]
+    long = replace(run, steps=tuple(replace(run.steps[0], step=100 * k) for k in range(61)))
+    kept = reference.shipped_steps(long, 11)
+    assert [s.step for s in kept.steps] == list(range(0, 6001, 600)) and kept.final == long.final
+    assert reference.shipped_steps(long, None) is long and reference.shipped_steps(run, 11) is run
+    assert reference.FIT_REFERENCE.max_steps == 11 and reference.GROKKING_REFERENCE.max_steps is None
+    fit = reference.load_reference(reference.FIT_REFERENCE_DIR)
+    assert all(len(r.steps) <= 11 for r in fit.runs) and reference.read_manifest(reference.FIT_REFERENCE_DIR)[
+        "steps_per_run"
+    ].startswith("at most 11")

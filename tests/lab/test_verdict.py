@@ -198,7 +198,7 @@ def _by_hand(frame: pd.DataFrame, column: str, loss_gap: bool) -> dict[str, floa
     return out
 
 
-@pytest.mark.parametrize("shipped", [reference.THRESHOLD_REFERENCE, reference.DECODER_REFERENCE], ids=lambda s: s.key)
+@pytest.mark.parametrize("shipped", reference.SWEEP_REFERENCES, ids=lambda s: s.key)
 def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped) -> None:
     pytest.importorskip("scipy")
     frame = _final_rows(shipped.directory)
@@ -215,9 +215,8 @@ def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped) ->
         status = "fitted" if fits.sum() >= 0.8 * len(frame) else "not fitted"
         assert verdict["status"].eq(status).all()
     assert (verdict["runs"] == len(frame)).all()
-    assert (
-        verdict["configurations"] == len(frame.drop_duplicates(["layers", "hidden", "n_train", "label_noise"]))
-    ).all()
+    designs = frame.drop_duplicates(["layers", "hidden", "n_train", "label_noise", "learning_rate"])
+    assert (verdict["configurations"] == len(designs)).all()
     for row in verdict.itertuples():
         expected = _by_hand(used, MEASURES[row.measure].column, loss_gap)
         for name, value in expected.items():
@@ -271,3 +270,12 @@ def test_the_shipped_verdict_document_is_what_lab_report_prints(capsys) -> None:
     assert main(["lab", "report", str(reference.DECODER_REFERENCE_DIR)]) == 0
     alone = capsys.readouterr().out
     assert not alone.startswith("#") and alone.startswith("markov/gpt2:") and "Robust view" in alone
+
+
+def test_the_readme_s_count_of_unfitted_fit_runs_is_the_shipped_tables() -> None:
+    from pathlib import Path
+
+    frame = _final_rows(reference.FIT_REFERENCE_DIR)
+    unfitted = int((frame["train_loss"] > 0.01).sum())  # no label noise in the fit sweep: the loss decides
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f"{unfitted} of the {len(frame)} do not fit by the\ncap" in readme
