@@ -40,7 +40,7 @@ from specbound.lab import views
 from specbound.lab.correlation import MeasureCorrelation, TauDifference, Verdict
 from specbound.lab.grokking import RunGrokking, grokking_runs, grokking_summary, summary_frame
 from specbound.lab.records import read_runs
-from specbound.lab.registry import MEASURES, correlated_measures
+from specbound.lab.registry import correlated_measures, is_baseline
 from specbound.lab.robust import RobustSummary
 from specbound.lab.sweep import run_sweep
 from specbound.lab.tables import (
@@ -353,26 +353,19 @@ def _verdicts(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tu
     return environment_verdicts(_runs)
 
 
-def verdicts(origin: str) -> tuple[EnvironmentVerdict, ...]:
-    """SPEC §13b's verdict of each environment (:mod:`specbound.lab.verdict`) that ``origin`` reads: for a
-    shipped reference, every shipped sweep's, each sweep read as its own (two sweeps of one environment
-    are two designs, not one); else the store's."""
+def verdicts(origin: str) -> tuple[tuple[str, EnvironmentVerdict], ...]:
+    """SPEC §13b's verdict of each environment (:mod:`specbound.lab.verdict`) that ``origin`` reads, each
+    with the sweep it comes from in words (its Runs choice): for a shipped reference every shipped sweep's,
+    each sweep read as its own (two sweeps of one environment are two designs, not one); else the store's."""
     if origin in SHIPPED:
-        return tuple(v for sweep in SWEEPS for v in _verdicts(sweep, 0, reference(sweep).runs))
+        return tuple((sweep_choice(s), v) for s in SWEEPS for v in _verdicts(s, 0, reference(s).runs))
     runs, version = _origin_runs(origin)
-    return _verdicts(origin, version, runs)
-
-
-def verdict_sources(origin: str) -> tuple[str, ...]:
-    """The sweep each verdict of :func:`verdicts` comes from, in words (its Runs choice)."""
-    if origin in SHIPPED:
-        return tuple(sweep_choice(sweep) for sweep in SWEEPS for _ in _verdicts(sweep, 0, reference(sweep).runs))
-    return tuple(sweep_choice(origin) for _ in verdicts(origin))
+    return tuple((sweep_choice(origin), v) for v in _verdicts(origin, version, runs))
 
 
 def robust_rows(origin: str) -> tuple[RobustSummary, ...]:
     """Dziugaite et al.'s robust view over the couplings of the fitted environments of :func:`verdicts`."""
-    return robust_view(verdicts(origin))
+    return robust_view([verdict for _, verdict in verdicts(origin)])
 
 
 def verdict_view_frame(env: EnvironmentVerdict) -> Styler:
@@ -399,9 +392,7 @@ def verdict_view_frame(env: EnvironmentVerdict) -> Styler:
         "coupled_max": "Worst",
     }
     shown = frame[list(columns)].rename(columns=columns)
-    shown["Measure"] = [
-        measure_name(m) + (" (trivial baseline)" if MEASURES[m].baseline else "") for m in frame["measure"]
-    ]
+    shown["Measure"] = [measure_name(m) + (" (trivial baseline)" if is_baseline(m) else "") for m in frame["measure"]]
     plain = {c: "number" for c in shown.columns if pd.api.types.is_float_dtype(shown[c])}
     return styled_table(shown, plain)
 
@@ -467,8 +458,8 @@ def sweep_reading(table: tuple[MeasureCorrelation, ...], differences: tuple[TauD
     what τ is, which measure (the trivial baselines apart) orders the runs most like their gaps, where
     ours at p* stands, whether the paired bootstrap tells the two apart, and the strongest baseline's τ."""
     defined = [c for c in table if math.isfinite(c.kendall_tau)]
-    ranked = sorted((c for c in defined if not MEASURES[c.measure].baseline), key=lambda c: -c.kendall_tau)
-    baselines = [c for c in defined if MEASURES[c.measure].baseline]
+    ranked = sorted((c for c in defined if not is_baseline(c.measure)), key=lambda c: -c.kendall_tau)
+    baselines = [c for c in defined if is_baseline(c.measure)]
     meaning = (
         "Kendall τ is the share of pairs of runs that a measure orders as their measured gaps, minus the "
         "share it orders the other way: +1 always alike, 0 as by chance. This table reads every run, fitted "

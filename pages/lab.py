@@ -224,8 +224,7 @@ elif view == SWEEP_VIEW:
         "normalised forms √(C / n). τ within n and within parameter count: τ over the pairs of runs that "
         "share n (the parameter count): what a measure says beyond ordering data or model size."
     )
-    judged = service.verdicts(origin)
-    for number, (env, source) in enumerate(zip(judged, service.verdict_sources(origin), strict=True)):
+    for number, (source, env) in enumerate(service.verdicts(origin)):
         with st.container(key=f"lab_verdict_{number}"):
             st.markdown(f"**{plain(source)}.** " + plain(" ".join(views.verdict_sentences(env, measure_name))))
         with folded(f"The verdict of {env.environment}: {source} (table)"):

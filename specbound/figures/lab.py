@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from ..lab.correlation import Interval, MeasureCorrelation
 from ..lab.grokking import RunGrokking, excursion_shares
-from ..lab.registry import MEASURES
+from ..lab.registry import MEASURES, is_baseline
 from ..lab.robust import RobustSummary
 from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
@@ -265,14 +265,6 @@ def measures_figure(frame: pd.DataFrame, table: Sequence[MeasureCorrelation], co
     )
 
 
-def excursion_share(steps: Sequence[int], values: Sequence[float], start: int | None) -> list[float | None]:
-    """How far a curve has gone from its origin towards its farthest value after ``start``, in [0, 1]:
-    the grokking rule's own quantity (:func:`specbound.lab.grokking.excursion_shares`: smoothed, from a
-    multi-checkpoint origin), which it compares with 1/2; None before ``start``, where the value is not
-    finite, or where the curve stays constant."""
-    return excursion_shares(steps, values, start)
-
-
 #: Pixels of the grokking figure: two panels and a legend of a dozen curves below them.
 GROKKING_HEIGHT = 860
 #: Line styles of the measures beyond the palette's colours, so no two share a look.
@@ -311,7 +303,7 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
             {
                 "type": "scatter",
                 "x": steps,
-                "y": excursion_share(steps, run.curves[lead.measure], run.event.saturation_step),
+                "y": excursion_shares(steps, run.curves[lead.measure], run.event.saturation_step),
                 "name": _screen_name(lead.measure),
                 "mode": "lines",
                 "line": {"color": palette_color(index), "dash": _DASHES[index // len(PALETTE) % len(_DASHES)]},
@@ -394,7 +386,7 @@ def robust_cdf_figure(rows: Sequence[RobustSummary], *, source: str | None = Non
     0.5 is chance (a dotted line). Ours at p*, the Edelman-style proxy and √(ours / n) are in colour, the
     trivial baseline with the smallest mean sign-error dashed, the rest grey."""
     counted = [r for r in rows if r.couplings]
-    baselines = [r for r in counted if MEASURES.get(r.measure) is not None and MEASURES[r.measure].baseline]
+    baselines = [r for r in counted if is_baseline(r.measure)]
     floor = min(baselines, key=lambda r: r.mean).measure if baselines else None
     order = sorted(counted, key=lambda r: (r.measure in CDF_HIGHLIGHTS or r.measure == floor, r.measure))
     traces = []

@@ -190,9 +190,8 @@ def _print_verdicts(results: Any) -> None:
     (the trivial baselines marked) τ with its configuration-bootstrap interval, τ within strata of n
     and of the parameter count, the granulated τ and the seed noise, the pooled sign-error with its
     tied pairs, censored runs and the coupled sign-errors; then the sentences those numbers say."""
-    import numpy as np
 
-    from .registry import MEASURES
+    from .registry import is_baseline
     from .views import verdict_sentences
 
     for env in getattr(results, "verdicts", ()):
@@ -208,16 +207,15 @@ def _print_verdicts(results: Any) -> None:
             f"{'seed':>6}  {'pooled':>6}  {'tied':>5}  {'cens':>4}  {'coupl':>5}  {'mean':>6}  {'p90':>6}  {'max':>6}"
         )
         for m in env.measures:
-            errors = m.coupled_errors()
-            mark = " *" if MEASURES.get(m.measure) is not None and MEASURES[m.measure].baseline else "  "
+            coupled = m.coupled_summary
+            mark = " *" if is_baseline(m.measure) else "  "
             print(
                 f"{m.measure + mark:>{width}}  {_cell(m.kendall_tau, 6, True)}  "
                 f"{_interval(m.kendall_tau_ci.low, m.kendall_tau_ci.high):>15}  {_cell(m.tau_within_n, 6, True)}  "
                 f"{_cell(m.tau_within_params, 6, True)}  {_cell(m.granulated_tau, 6, True)}  "
                 f"{_cell(m.seed_noise, 6, True)}  {_cell(m.pooled_sign_error, 6)}  {m.tied_pairs:>5}  "
-                f"{m.censored:>4}  {errors.size:>5}  {_cell(float(errors.mean()) if errors.size else math.nan, 6)}  "
-                f"{_cell(float(np.percentile(errors, 90)) if errors.size else math.nan, 6)}  "
-                f"{_cell(float(errors.max()) if errors.size else math.nan, 6)}"
+                f"{m.censored:>4}  {coupled.couplings:>5}  {_cell(coupled.mean, 6)}  {_cell(coupled.p90, 6)}  "
+                f"{_cell(coupled.max, 6)}"
             )
         print(
             "  * a trivial baseline. tau: tau-b over the fitted runs, 95 % interval resampling configurations "
@@ -231,7 +229,7 @@ def _print_verdicts(results: Any) -> None:
 
 def _print_robust(results: Any) -> None:
     """Dziugaite et al.'s robust view over the couplings of the fitted environments (:mod:`.robust`)."""
-    from .registry import MEASURES
+    from .registry import is_baseline
     from .views import robust_sentence
 
     rows = getattr(results, "robust", ())
@@ -248,7 +246,7 @@ def _print_robust(results: Any) -> None:
     print(f"{'measure':>{width}}  {'coupl':>5}  {'mean':>6}  {'p90':>6}  {'max':>6}  {columns}")
     for r in rows:
         by_axis = r.by_axis()
-        mark = " *" if MEASURES.get(r.measure) is not None and MEASURES[r.measure].baseline else "  "
+        mark = " *" if is_baseline(r.measure) else "  "
         cells = "  ".join(_cell(by_axis.get(axis, math.nan), 11) for axis in axes)
         print(
             f"{r.measure + mark:>{width}}  {r.couplings:>5}  {_cell(r.mean, 6)}  {_cell(r.p90, 6)}  "

@@ -190,6 +190,12 @@ def step_value(measure: Measure, step: StepFacts, run: RunFacts) -> float:
     return step.value(measure.name)
 
 
+def is_baseline(name: str) -> bool:
+    """Whether the measure named ``name`` is a trivial baseline (False for a name not registered)."""
+    measure = MEASURES.get(name)
+    return measure is not None and measure.baseline
+
+
 def baseline_measures() -> tuple[Measure, ...]:
     """The trivial baselines, in registration order."""
     return tuple(m for m in MEASURES.values() if m.baseline)

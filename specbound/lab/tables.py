@@ -27,7 +27,7 @@ from .correlation import MeasureCorrelation, TauDifference, compare, correlate
 from .grid import AXES, SEED_AXIS
 from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
 from .records import RUNS_DIR, read_runs, write_text
-from .registry import MEASURES, Measure, correlated_measures, step_value
+from .registry import MEASURES, Measure, correlated_measures, is_baseline, step_value
 from .robust import RobustSummary
 from .train import LabError, RunSpec
 from .trajectory import RunTrajectory
@@ -376,7 +376,7 @@ def robust_frame(rows: Sequence[RobustSummary]) -> pd.DataFrame:
     for r in rows:
         record: dict[str, Any] = {
             "measure": r.measure,
-            "baseline": MEASURES[r.measure].baseline if r.measure in MEASURES else False,
+            "baseline": is_baseline(r.measure),
             "couplings": r.couplings,
             "mean_sign_error": r.mean,
             "p90_sign_error": r.p90,
@@ -397,14 +397,13 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
     configuration-bootstrap interval, granulated τ (hyperparameter axes) with its joint interval, seed
     noise, τ within strata of n and of the parameter count, the pooled sign-error with its tied pairs,
     censored runs, and its coupled sign-errors' count, mean, 90th percentile and maximum."""
-    import numpy as np
     import pandas as pd
 
     rows = []
     for env in environments:
         head = {
-            "task": env.environment.split("/")[0],
-            "family": env.environment.split("/")[1],
+            "task": env.task,
+            "family": env.family,
             "status": env.status,
             "runs": env.runs,
             "fitted_runs": env.fitted_runs,
@@ -417,12 +416,12 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
             "noise_pairs": env.noise_pairs,
         }
         for m in env.measures:
-            errors = m.coupled_errors()
+            coupled = m.coupled_summary
             rows.append(
                 {
                     **head,
                     "measure": m.measure,
-                    "baseline": MEASURES[m.measure].baseline if m.measure in MEASURES else False,
+                    "baseline": is_baseline(m.measure),
                     "runs_used": m.runs,
                     "censored": m.censored,
                     "kendall_tau": m.kendall_tau,
@@ -437,10 +436,10 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
                     "pooled_sign_error": m.pooled_sign_error,
                     "pairs": m.pairs,
                     "tied_pairs": m.tied_pairs,
-                    "coupled_couplings": int(errors.size),
-                    "coupled_mean": float(errors.mean()) if errors.size else math.nan,
-                    "coupled_p90": float(np.percentile(errors, 90)) if errors.size else math.nan,
-                    "coupled_max": float(errors.max()) if errors.size else math.nan,
+                    "coupled_couplings": coupled.couplings,
+                    "coupled_mean": coupled.mean,
+                    "coupled_p90": coupled.p90,
+                    "coupled_max": coupled.max,
                 }
             )
     frame = pd.DataFrame(rows)
@@ -462,8 +461,8 @@ def couplings_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
             for c in m.coupled:
                 rows.append(
                     {
-                        "task": env.environment.split("/")[0],
-                        "family": env.environment.split("/")[1],
+                        "task": env.task,
+                        "family": env.family,
                         "status": env.status,
                         "axis": c.coupling.axis,
                         "low": c.coupling.low,

@@ -47,7 +47,7 @@ import numpy as np
 
 from .correlation import Interval, TauDifference, compare, correlate, kendall_tau_a
 from .grid import SEED_AXIS
-from .registry import MEASURES, Measure, correlated_measures
+from .registry import Measure, correlated_measures, is_baseline
 from .robust import (
     CONFIGURATION_COLUMNS,
     CoupledSignError,
@@ -66,12 +66,6 @@ if TYPE_CHECKING:
 MIN_FITTED_SHARE: float = 0.8
 #: The hyperparameter axes of the granulated τ (the seed is its noise axis).
 GRANULATED_AXES: tuple[str, ...] = ("layers", "hidden", "heads", "n_train", "label_noise", "learning_rate")
-
-
-def fitted(train_loss: float, train_error: float, label_noise: float = 0.0) -> bool:
-    """Whether a classification run has fitted its training set (:func:`~specbound.lab.train.fits_training_set`:
-    cross-entropy at most :data:`~specbound.lab.train.FIT_LOSS`, or with label noise no training error)."""
-    return fits_training_set(train_loss, train_error, label_noise)
 
 
 # --- τ within strata and the pooled sign-error --------------------------------------------------------
@@ -122,9 +116,11 @@ class MeasureVerdict:
     tied_pairs: int
     coupled: tuple[CoupledSignError, ...]
 
-    def coupled_errors(self) -> np.ndarray:
-        """The sign-errors of the couplings that count."""
-        return np.array([c.sign_error for c in self.coupled if c.counted], dtype=np.float64)
+    @property
+    def coupled_summary(self) -> RobustSummary:
+        """Its sign-errors on the couplings that count, and their count, mean, 90th percentile and worst."""
+        (summary,) = robust_summaries({self.measure: self.coupled})
+        return summary
 
 
 @dataclass(frozen=True)
@@ -158,6 +154,14 @@ class EnvironmentVerdict:
             return "fixed budget"
         return "fitted" if self.fitted else "not fitted"
 
+    @property
+    def task(self) -> str:
+        return self.environment.split("/")[0]
+
+    @property
+    def family(self) -> str:
+        return self.environment.split("/")[1]
+
     def measure(self, name: str) -> MeasureVerdict:
         return next(m for m in self.measures if m.measure == name)
 
@@ -179,7 +183,10 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
         entropy = float(frame["optimal_loss"].iloc[0])
         below = int((frame["train_loss"] < entropy).sum())
     else:
-        fits = [fitted(float(r.train_loss), float(r.train_error), float(r.label_noise)) for r in frame.itertuples()]
+        fits = [
+            fits_training_set(float(r.train_loss), float(r.train_error), float(r.label_noise))
+            for r in frame.itertuples()
+        ]
         used, fitted_runs = frame[fits], int(sum(fits))
         entropy, below = math.nan, 0
     used = used.reset_index(drop=True)
@@ -252,9 +259,9 @@ def _against_baseline(
     configs: Sequence[str],
 ) -> TauDifference | None:
     """τ(best measure) − τ(strongest baseline, turned to its better direction), paired over configurations."""
-    defined = [m for m in measures if np.isfinite(m.kendall_tau) and m.measure in MEASURES]
-    candidates = [m for m in defined if not MEASURES[m.measure].baseline]
-    baselines = [m for m in defined if MEASURES[m.measure].baseline]
+    defined = [m for m in measures if np.isfinite(m.kendall_tau)]
+    candidates = [m for m in defined if not is_baseline(m.measure)]
+    baselines = [m for m in defined if is_baseline(m.measure)]
     if not candidates or not baselines:
         return None
     best = max(candidates, key=lambda m: m.kendall_tau)

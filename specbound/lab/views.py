@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .correlation import TauDifference, Verdict
-from .registry import MEASURES, recorded_measures
+from .registry import MEASURES, is_baseline, recorded_measures
 from .robust import RobustSummary
 from .tables import axis_values, measure_value
 from .trajectory import RunTrajectory
@@ -159,8 +159,8 @@ def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | 
             "No fitted environment has a coupling (two configurations differing in one hyperparameter, with at "
             "least two seed pairs outside noise) yet: there is no robust view."
         )
-    measures = [r for r in counted if not _is_baseline(r.measure)]
-    baselines = [r for r in counted if _is_baseline(r.measure)]
+    measures = [r for r in counted if not is_baseline(r.measure)]
+    baselines = [r for r in counted if is_baseline(r.measure)]
     total = max(r.couplings for r in counted)
     best = min(measures or counted, key=lambda r: (r.mean, r.max))
     sentence = (
@@ -180,10 +180,6 @@ def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | 
             f" The best trivial baseline, {name(floor.measure)}{turned}, has a mean of {oriented:.2f}: {relation}."
         )
     return sentence + " A sign-error of 0.5 is chance; a tie counts 0.5."
-
-
-def _is_baseline(measure: str) -> bool:
-    return measure in MEASURES and MEASURES[measure].baseline
 
 
 def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None = None) -> tuple[str, ...]:
@@ -213,8 +209,8 @@ def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None
     defined = [m for m in env.measures if np.isfinite(m.kendall_tau)]
     if not defined:
         return (stands, "No measure has a defined τ here.")
-    measures = [m for m in defined if not _is_baseline(m.measure)]
-    baselines = [m for m in defined if _is_baseline(m.measure)]
+    measures = [m for m in defined if not is_baseline(m.measure)]
+    baselines = [m for m in defined if is_baseline(m.measure)]
     out = [stands]
     if measures:
         best = max(measures, key=lambda m: m.kendall_tau)
@@ -286,13 +282,13 @@ def verdict_report(
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for m in env.measures:
-            errors = m.coupled_errors()
+            summary = m.coupled_summary
             coupled = (
-                f"{errors.mean():.2f} / {np.percentile(errors, 90):.2f} / {errors.max():.2f} ({errors.size})"
-                if errors.size
+                f"{summary.mean:.2f} / {summary.p90:.2f} / {summary.max:.2f} ({summary.couplings})"
+                if summary.couplings
                 else "–"
             )
-            name = f"`{m.measure}`" + (" (baseline)" if _is_baseline(m.measure) else "")
+            name = f"`{m.measure}`" + (" (baseline)" if is_baseline(m.measure) else "")
             censored = f", {m.censored} censored" if m.censored else ""
             lines.append(
                 f"| {name} | {_cell(m.kendall_tau)} | {_cell(m.kendall_tau_ci.low)} to {_cell(m.kendall_tau_ci.high)} "
@@ -305,7 +301,7 @@ def verdict_report(
     if any(r.couplings for r in robust):
         lines += ["| measure | couplings | mean | 90th percentile | worst |", "|---|---|---|---|---|"]
         for r in robust:
-            name = f"`{r.measure}`" + (" (baseline)" if _is_baseline(r.measure) else "")
+            name = f"`{r.measure}`" + (" (baseline)" if is_baseline(r.measure) else "")
             lines.append(
                 f"| {name} | {r.couplings} | {_cell(r.mean, False)} | {_cell(r.p90, False)} | {_cell(r.max, False)} |"
             )

@@ -313,7 +313,7 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     assert fit_sweep.status == "fitted" and fit_sweep.seeds == 5 and fit_sweep.configurations == 24
     assert {e for r in rows for e in r.environments} <= {"threshold/bert", "markov/gpt2"}
     assert sum(r.couplings for r in rows if r.measure == "ours") == sum(
-        v.measure("ours").coupled_errors().size for v in judged if v.fitted
+        v.measure("ours").coupled_summary.couplings for v in judged if v.fitted
     )  # the class sweep's couplings are kept out
     shown = _dataframe(at, "mean_sign_error").reset_index(drop=True)
     assert list(shown["measure"]) == [measure_name(r.measure) for r in rows]

@@ -134,7 +134,7 @@ def test_two_environments_get_one_block_each_and_a_robust_view(two_environments:
     assert (markov.status, markov.fitted_runs, markov.runs) == ("fixed budget", None, 4)
     assert modular.fitted_runs is not None and modular.fitted == (modular.fitted_runs >= 0.8 * 4)
     # the robust view reads the fitted environments' couplings only
-    fitted_couplings = sum(len(v.measure("ours").coupled_errors()) for v in results.verdicts if v.fitted)
+    fitted_couplings = sum(v.measure("ours").coupled_summary.couplings for v in results.verdicts if v.fitted)
     ours = {r.measure: r for r in results.robust}["ours"]
     assert ours.couplings == fitted_couplings and set(ours.environments) <= {"markov/gpt2", "modular/llama"}
     printed = io.StringIO()

@@ -157,7 +157,7 @@ def _hand_run():
 
 
 def test_the_excursion_share_is_what_the_rule_compares_with_one_half() -> None:
-    from specbound.figures.lab import excursion_share
+    from specbound.lab.grokking import excursion_shares as excursion_share
 
     values = [0.0, 5.0, 9.0, 10.0, 10.0, 10.0, 10.0, 9.0, 6.0, 4.0, 4.0]
     shares = excursion_share(STEPS, values, 300)

@@ -22,10 +22,9 @@ from specbound.lab.correlation import (
 from specbound.lab.flatness import censoring_values
 from specbound.lab.registry import MEASURES, baseline_measures
 from specbound.lab.tables import COUPLINGS_CSV, RUNS_CSV, VERDICT_CSV, read_results, read_runs_csv
-from specbound.lab.train import FIT_LOSS
+from specbound.lab.train import FIT_LOSS, fits_training_set
 from specbound.lab.verdict import (
     environment_verdict,
-    fitted,
     pooled_sign_error,
     robust_view,
     stratified_tau,
@@ -36,8 +35,10 @@ from specbound.lab.views import robust_sentence, verdict_sentences
 
 
 def test_a_run_has_fitted_at_jiangs_loss_or_with_every_noisy_label_memorised() -> None:
-    assert fitted(FIT_LOSS, 0.02) and not fitted(0.011, 0.001)
-    assert not fitted(0.3, 0.0) and fitted(0.3, 0.0, label_noise=0.1)  # error 0 counts where labels were flipped
+    assert fits_training_set(FIT_LOSS, 0.02) and not fits_training_set(0.011, 0.001)
+    assert not fits_training_set(0.3, 0.0) and fits_training_set(
+        0.3, 0.0, label_noise=0.1
+    )  # error 0 counts where labels were flipped
     assert FIT_LOSS == 0.01
 
 
