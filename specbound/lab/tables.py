@@ -20,6 +20,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,14 +130,31 @@ class LabResults:
     ``correlations`` is the table of the directory's environment; with several environments it is the
     first one's (in order, :func:`environments`), and ``environments`` holds each one's; ``verdicts``
     the verdict of each environment (SPEC §13b, fitted runs only) and ``robust`` Dziugaite et al.'s
-    robust view over the fitted ones.
+    robust view over the fitted ones. The tables are computed from the runs when first asked for (a
+    page that shows one run never pays for the bootstraps); ``table``, when given, is the only
+    environment's correlation table, taken as it is.
     """
 
     runs: tuple[RunTrajectory, ...]
-    correlations: tuple[MeasureCorrelation, ...]
-    environments: tuple[EnvironmentCorrelations, ...] = ()
-    robust: tuple[RobustSummary, ...] = ()
-    verdicts: tuple[EnvironmentVerdict, ...] = ()
+    table: tuple[MeasureCorrelation, ...] | None = None
+
+    @cached_property
+    def environments(self) -> tuple[EnvironmentCorrelations, ...]:
+        return environment_correlations(self.runs, self.table)
+
+    @cached_property
+    def correlations(self) -> tuple[MeasureCorrelation, ...]:
+        if self.environments:
+            return self.environments[0].correlations
+        return tuple(self.table) if self.table is not None else correlations(self.runs)
+
+    @cached_property
+    def verdicts(self) -> tuple[EnvironmentVerdict, ...]:
+        return environment_verdicts(self.runs)
+
+    @cached_property
+    def robust(self) -> tuple[RobustSummary, ...]:
+        return robust_view(self.verdicts)
 
     def run(self, name: str) -> RunTrajectory:
         for run in self.runs:
@@ -220,11 +238,7 @@ def robust(runs: Sequence[RunTrajectory]) -> tuple[RobustSummary, ...]:
 def lab_results(runs: Sequence[RunTrajectory], table: Sequence[MeasureCorrelation] | None = None) -> LabResults:
     """Results of the given runs: per environment, the verdicts, the robust view, and the first
     environment's table."""
-    runs = tuple(runs)
-    envs = environment_correlations(runs, table)
-    first = envs[0].correlations if envs else (tuple(table) if table is not None else correlations(runs))
-    judged = environment_verdicts(runs)
-    return LabResults(runs, first, envs, robust_view(judged), judged)
+    return LabResults(tuple(runs), None if table is None else tuple(table))
 
 
 #: The measure every other one is compared with.
