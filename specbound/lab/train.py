@@ -69,6 +69,8 @@ FFN_RATIO: int = 4
 #: (Jiang et al. 2020, §4: the stopping criterion of their models), or, with label noise, its training
 #: error is 0 (:func:`fits_training_set`).
 FIT_LOSS: float = 0.01
+#: The fit-check cadence of the first sweeps trained to a fit (their run names carry no cadence).
+_FIRST_FIT_CADENCE: int = 100
 #: The model families of the lab (SPEC §13), by the name ``--family`` takes; bert is the default.
 FAMILIES: tuple[str, ...] = ("bert", "gpt2", "llama", "neox")
 #: The decoders among them (the only ones trained on next-token prediction).
@@ -111,10 +113,13 @@ def memory_estimate(spec: RunSpec) -> int:
 
 
 def _settings_dict(settings: TrainSettings) -> dict[str, Any]:
-    """The settings as a record stores them; ``until_fit`` only when set (older records have none)."""
+    """The settings as a record stores them; ``until_fit`` and ``fit_every`` only when set (older records
+    have neither)."""
     values = asdict(settings)
     if not values["until_fit"]:
         del values["until_fit"]
+    if not values["fit_every"]:
+        del values["fit_every"]
     return values
 
 
@@ -138,9 +143,12 @@ class TrainSettings:
     test_samples: int = 4000
     threads: int = 1
     #: train until the training set is fitted (SPEC §13b: :data:`FIT_LOSS`, checked on the whole training
-    #: set at every checkpoint; the run ends at the first checkpoint where it holds), ``steps`` being the cap;
-    #: a next-token task cannot fit and trains its ``steps``
+    #: set every ``fit_every`` steps; the run ends at the first check where it holds, saved there as its
+    #: last checkpoint), ``steps`` being the cap; a next-token task cannot fit and trains its ``steps``
     until_fit: bool = False
+    #: steps between two fit checks; 0: at every saved step. A check measures the training set alone, so
+    #: checking often and saving (test error, checkpoint, analysis) rarely is what keeps a run cheap
+    fit_every: int = 0
 
     def __post_init__(self) -> None:
         _check_int("steps", self.steps, 1, MAX_STEPS)
@@ -154,6 +162,12 @@ class TrainSettings:
             raise LabError(f"the weight decay must lie in [0, 1], got {self.weight_decay}")
         if not isinstance(self.until_fit, bool):
             raise LabError(f"until_fit must be true or false, got {self.until_fit!r}")
+        _check_int("fit_every", self.fit_every, 0, MAX_STEPS)
+
+    @property
+    def fit_check_every(self) -> int:
+        """Steps between two fit checks: ``fit_every``, or ``save_every`` when it is 0."""
+        return self.fit_every or self.save_every
 
     @property
     def save_steps(self) -> tuple[int, ...]:
@@ -240,7 +254,12 @@ class RunSpec:
         task = {k: v for k, v in self.task.to_dict().items() if k != "label_noise"}
         s = self.settings
         variant = {"task": task, "lr": s.learning_rate, "wd": s.weight_decay, "batch": s.batch_size}
-        return {**variant, "fit": True} if s.until_fit else variant  # a run trained to a fit is another run
+        if not s.until_fit:
+            return variant
+        # a run trained to a fit is another run, and so is one checked at another cadence (it may stop
+        # elsewhere); the cadence of the first fit sweeps, every 100 steps, keeps their names
+        cadence = s.fit_check_every
+        return {**variant, "fit": True if cadence == _FIRST_FIT_CADENCE else cadence}
 
     @staticmethod
     def _default_variant(task: LabTask, family: str) -> dict[str, Any]:
@@ -535,17 +554,23 @@ def train_run(
         batch = min(settings.batch_size, spec.n_train)
         report_every = max(1, settings.steps // PROGRESS_EVENTS)
         model.train()
+        check_fit = settings.until_fit and not causal
         for step in range(settings.steps + 1):
-            if step in save_at:
+            fitted = False
+            if check_fit and step % settings.fit_check_every == 0:
+                train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
+                fitted = fits_training_set(train_loss, train_error, spec.label_noise)
+            if step in save_at or fitted:
                 relative = checkpoint_dir(step)
                 model.save_pretrained(directory / relative)
-                train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
+                if not (check_fit and step % settings.fit_check_every == 0):
+                    train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
                 test_loss, test_error = _measure(model, test_ids, test_labels, chunk, causal)
                 records.append(
                     StepRecord(step, train_loss, train_error, test_error, test_count, relative, test_loss, causal)
                 )
-                if settings.until_fit and not causal and fits_training_set(train_loss, train_error, spec.label_noise):
-                    break  # fitted: the run ends at this checkpoint (its last step)
+            if fitted:
+                break  # fitted: the run ends at this check, saved as its last checkpoint
             if step == settings.steps:
                 break
             if should_stop():

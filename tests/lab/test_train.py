@@ -3,6 +3,7 @@ on the same machine (one thread; across machines the lab states a tolerance inst
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,27 @@ def test_a_run_trained_until_fit_ends_at_its_first_fitted_checkpoint(tmp_path: P
     plain = RunSpec(layers=1, hidden=16, heads=2, n_train=32, seed=4, settings=TrainSettings(steps=3000))
     assert spec.name != plain.name and spec.name.startswith(plain.name + "-v")  # another run than the fixed budget
     assert spec.to_dict()["settings"]["until_fit"] is True and "until_fit" not in plain.to_dict()["settings"]
+
+
+def test_fit_checks_between_saves_end_the_run_where_saving_at_every_check_would(tmp_path: Path) -> None:
+    """A fit check measures the training set alone: checking every 50 steps and saving every 1,000 ends at
+    the same step with the same model as saving at every check, with only the first and last checkpoints."""
+    every_check = TrainSettings(steps=3000, save_every=50, test_samples=200, until_fit=True)
+    rare_saves = TrainSettings(steps=3000, save_every=1000, fit_every=50, test_samples=200, until_fit=True)
+    dense = train_run(RunSpec(layers=1, hidden=16, heads=2, n_train=32, seed=4, settings=every_check), tmp_path / "a")
+    sparse_spec = RunSpec(layers=1, hidden=16, heads=2, n_train=32, seed=4, settings=rare_saves)
+    sparse = train_run(sparse_spec, tmp_path / "b")
+    final = dense.steps[-1]
+    assert [r.step for r in sparse.steps] == [0, final.step] and 0 < final.step < 1000
+    assert sparse.steps[-1] == replace(final)  # the same losses, errors and checkpoint name, bit for bit
+    assert sparse.model_values == dense.model_values
+    assert sparse_spec.name == RunSpec(layers=1, hidden=16, heads=2, n_train=32, seed=4, settings=every_check).name
+    other_cadence = replace(sparse_spec, settings=replace(rare_saves, fit_every=30))
+    assert other_cadence.name != sparse_spec.name  # it may stop elsewhere: another run
+    assert (
+        sparse_spec.to_dict()["settings"]["fit_every"] == 50
+        and "fit_every" not in RunSpec(1, 16, 2, 32).to_dict()["settings"]
+    )
 
 
 def test_a_next_token_run_trains_its_budget_even_until_fit(tmp_path: Path) -> None:
