@@ -193,7 +193,8 @@ elif view == SWEEP_VIEW:
     differences = service.against_baseline(origin)
     st.markdown(service.sweep_reading(table, differences))
     st.markdown(
-        f"**Each measure against the gap over the final checkpoints of {format_count(len(sweep_frame), 'run')}**"
+        f"**Each measure against the gap over the final checkpoints of {format_count(len(sweep_frame), 'run')}, "
+        "fitted or not** (descriptive: the verdict below reads the fitted runs alone)"
     )
     titles, subtitles = figures.measure_panel_texts(table)
     measures = split_panels(figures.measures_figure(sweep_frame, table), titles=titles, subtitles=subtitles)

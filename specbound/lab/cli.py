@@ -202,24 +202,29 @@ def _print_verdicts(results: Any) -> None:
             f"{env.noise_pairs} within noise" + (" (a loss gap: no noise filter)" if env.loss_gap else "")
         )
         width = max(len(m.measure) for m in env.measures) + 2
+        in_fit = f"  {'in fit':>6}" if env.loss_gap else ""
         print(
-            f"{'measure':>{width}}  {'tau':>6}  {'95 % (configs)':>15}  {'in n':>6}  {'in par':>6}  {'gran':>6}  "
-            f"{'seed':>6}  {'pooled':>6}  {'tied':>5}  {'cens':>4}  {'coupl':>5}  {'mean':>6}  {'p90':>6}  {'max':>6}"
+            f"{'measure':>{width}}  {'tau':>6}  {'95 % (configs)':>15}  {'in n':>6}  {'in par':>6}{in_fit}  "
+            f"{'gran':>6}  {'seed':>6}  {'pooled':>6}  {'tied':>5}  {'cens':>4}  {'coupl':>5}  {'mean':>6}  "
+            f"{'p90':>6}  {'max':>6}"
         )
         for m in env.measures:
             coupled = m.coupled_summary
             mark = " *" if is_baseline(m.measure) else "  "
+            fit_cell = f"  {_cell(m.tau_within_fit, 6, True)}" if env.loss_gap else ""
             print(
                 f"{m.measure + mark:>{width}}  {_cell(m.kendall_tau, 6, True)}  "
                 f"{_interval(m.kendall_tau_ci.low, m.kendall_tau_ci.high):>15}  {_cell(m.tau_within_n, 6, True)}  "
-                f"{_cell(m.tau_within_params, 6, True)}  {_cell(m.granulated_tau, 6, True)}  "
+                f"{_cell(m.tau_within_params, 6, True)}{fit_cell}  {_cell(m.granulated_tau, 6, True)}  "
                 f"{_cell(m.seed_noise, 6, True)}  {_cell(m.pooled_sign_error, 6)}  {m.tied_pairs:>5}  "
                 f"{m.censored:>4}  {coupled.couplings:>5}  {_cell(coupled.mean, 6)}  {_cell(coupled.p90, 6)}  "
                 f"{_cell(coupled.max, 6)}"
             )
         print(
             "  * a trivial baseline. tau: tau-b over the fitted runs, 95 % interval resampling configurations "
-            "(seeds together); in n / in par: tau-b within strata of n / of the parameter count; gran: granulated "
+            "(seeds together); in n / in par: tau-b within strata of n / of the parameter count"
+            + ("; in fit: within terciles of the training loss minus the entropy rate" if env.loss_gap else "")
+            + "; gran: granulated "
             "tau over the hyperparameter axes; seed: psi of the seed axis (noise); pooled: (1 - tau_a) / 2, a tie "
             "1/2; cens: censored runs (a search at its bound); coupl, mean, p90, max: the coupled sign-errors"
         )
@@ -261,14 +266,17 @@ def _print_table(correlations: Any, runs: int, gap: str) -> None:
     if runs < 2:
         print(f"{runs} finished run(s): correlations need at least two runs")
         return
-    print(f"Rank correlation with the gap ({gap}) over the final checkpoints of {runs} runs:")
     print(
-        "  kendall_tau: tau-b over all runs; granulated_tau: Jiang et al. (2020), mean over axes of the mean "
-        "tau-a within groups differing in that axis only"
+        f"Rank correlation with the gap ({gap}) over the final checkpoints of all {runs} runs, fitted or not "
+        "(descriptive: the verdict below reads the fitted runs alone)"
     )
     print(
-        f"  95 % percentile bootstrap intervals ({BOOTSTRAP_DRAWS} draws, seed {BOOTSTRAP_SEED}): tau over runs, "
-        "granulated tau over groups"
+        "  kendall_tau: tau-b over all runs; granulated_tau: Jiang et al. (2020), mean over the hyperparameter "
+        "axes of the mean tau-a within groups differing in that axis only (the seed axis apart, as noise)"
+    )
+    print(
+        f"  95 % percentile bootstrap intervals ({BOOTSTRAP_DRAWS} draws, seed {BOOTSTRAP_SEED}), resampling "
+        "configurations (the seeds of one drawn together), one joint draw for the granulated tau"
     )
     width = max(len(c.measure) for c in correlations)
     print(
@@ -397,6 +405,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             sweep_seconds=time.perf_counter() - started if done == len(specs) else None,
             regenerate=shipped.regenerate,
             max_steps=shipped.max_steps,
+            environment=(shipped.task, shipped.family),
         )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0

@@ -447,6 +447,7 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
                     "seed_noise": m.seed_noise,
                     "tau_within_n": m.tau_within_n,
                     "tau_within_params": m.tau_within_params,
+                    "tau_within_training_loss": m.tau_within_fit,
                     "pooled_sign_error": m.pooled_sign_error,
                     "pairs": m.pairs,
                     "tied_pairs": m.tied_pairs,

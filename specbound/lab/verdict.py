@@ -16,7 +16,9 @@ so anyone can recompute it from the shipped table. For each *environment* (one t
   seed's ψ reported apart as seed noise (:mod:`specbound.lab.correlation`).
 * **Confounders.** τ within strata of n and within strata of the parameter count: τ-b over the pairs
   of runs that share n (resp. the parameter count). A measure whose τ vanishes within strata orders
-  model size or data size, not generalization.
+  model size or data size, not generalization. For a next-token task also τ within strata of the final
+  training loss against the entropy rate (:data:`FIT_STRATA` equal strata of the excess loss), since a
+  run that memorises its sequences has both a low training loss and a large gap.
 * **Pooled sign-error** = (1 − τ_a) / 2 over all pairs, a tie in the measure counting ½, with the
   number of tied pairs: the all-pairs statistic of the lab's earlier robust view, under its own name.
 * **Dziugaite et al.'s robust view** over the couplings of the environment's runs
@@ -64,6 +66,9 @@ if TYPE_CHECKING:
 
 #: An environment is fitted when at least this share of its runs fitted.
 MIN_FITTED_SHARE: float = 0.8
+#: A next-token environment's runs fall into this many strata of equal size by their final training loss
+#: minus the entropy rate (SPEC §13b: "τ also within strata of it").
+FIT_STRATA: int = 3
 #: The hyperparameter axes of the granulated τ (the seed is its noise axis).
 GRANULATED_AXES: tuple[str, ...] = ("layers", "hidden", "heads", "n_train", "label_noise", "learning_rate")
 
@@ -82,6 +87,15 @@ def stratified_tau(x: np.ndarray, y: np.ndarray, strata: Sequence[object]) -> tu
     sx, sy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
     untied = float(np.abs(sx).sum()) * float(np.abs(sy).sum())
     return (float((sx * sy).sum() / math.sqrt(untied)) if untied > 0 else math.nan), int(i.size)
+
+
+def fit_strata(excess_loss: np.ndarray, strata: int = FIT_STRATA) -> list[int]:
+    """The stratum of each run, 0 to ``strata`` − 1, by the rank of its excess training loss (equal
+    sizes, the lowest first; ties broken by order)."""
+    order = np.argsort(np.asarray(excess_loss, dtype=np.float64), kind="stable")
+    ranks = np.empty(order.size, dtype=np.int64)
+    ranks[order] = np.arange(order.size)
+    return [int(r * strata // max(order.size, 1)) for r in ranks]
 
 
 def pooled_sign_error(x: np.ndarray, y: np.ndarray) -> tuple[float, int, int]:
@@ -115,6 +129,8 @@ class MeasureVerdict:
     pairs: int
     tied_pairs: int
     coupled: tuple[CoupledSignError, ...]
+    #: a next-token task's τ within strata of the training loss against the entropy rate (NaN otherwise)
+    tau_within_fit: float = math.nan
 
     @property
     def coupled_summary(self) -> RobustSummary:
@@ -210,6 +226,10 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
         x, y = values[finite], gap[finite]
         within_n, _ = stratified_tau(x, y, used["n_train"].to_numpy()[finite].tolist())
         within_params, _ = stratified_tau(x, y, used["params"].to_numpy()[finite].tolist())
+        within_fit = math.nan
+        if loss_gap:
+            excess = used["train_loss"].to_numpy(dtype=np.float64)[finite] - entropy
+            within_fit, _ = stratified_tau(x, y, fit_strata(excess))
         pooled, pairs, tied = pooled_sign_error(x, y)
         per_measure.append(
             MeasureVerdict(
@@ -227,6 +247,7 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
                 pairs,
                 tied,
                 coupled_sign_errors(values, gap, found),
+                within_fit,
             )
         )
     against = _against_baseline(per_measure, values_of, gap, keys, axes, configs)

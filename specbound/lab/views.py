@@ -237,8 +237,13 @@ def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None
     if ours is not None and np.isfinite(ours.kendall_tau):
         out.append(
             f"{name('ours')}: τ {ours.kendall_tau:+.2f} (95 % over configurations {_signed(ours.kendall_tau_ci.low)} "
-            f"to {_signed(ours.kendall_tau_ci.high)}), {_signed(ours.tau_within_n)} within strata of n and "
-            f"{_signed(ours.tau_within_params)} within strata of the parameter count."
+            f"to {_signed(ours.kendall_tau_ci.high)}), {_signed(ours.tau_within_n)} within strata of n"
+            + (
+                f", {_signed(ours.tau_within_params)} within strata of the parameter count and "
+                f"{_signed(ours.tau_within_fit)} within terciles of the training loss against the entropy rate."
+                if env.loss_gap
+                else f" and {_signed(ours.tau_within_params)} within strata of the parameter count."
+            )
         )
     return tuple(out)
 
@@ -276,10 +281,11 @@ def verdict_report(
         if sources is not None:
             lines += [f"## {sources[number]}", ""]
         lines += [" ".join(verdict_sentences(env)), ""]
+        fit_head, fit_rule = (" τ within training loss |", "---|") if env.loss_gap else ("", "")
         lines += [
-            "| measure | τ | 95 % (configurations) | τ within n | τ within params | granulated τ | seed noise "
-            "| pooled sign-error (tied pairs) | coupled sign-error: mean / p90 / max (couplings) |",
-            "|---|---|---|---|---|---|---|---|---|",
+            f"| measure | τ | 95 % (configurations) | τ within n | τ within params |{fit_head} granulated τ "
+            "| seed noise | pooled sign-error (tied pairs) | coupled sign-error: mean / p90 / max (couplings) |",
+            f"|---|---|---|---|---|{fit_rule}---|---|---|---|",
         ]
         for m in env.measures:
             summary = m.coupled_summary
@@ -292,7 +298,9 @@ def verdict_report(
             censored = f", {m.censored} censored" if m.censored else ""
             lines.append(
                 f"| {name} | {_cell(m.kendall_tau)} | {_cell(m.kendall_tau_ci.low)} to {_cell(m.kendall_tau_ci.high)} "
-                f"| {_cell(m.tau_within_n)} | {_cell(m.tau_within_params)} | {_cell(m.granulated_tau)} "
+                f"| {_cell(m.tau_within_n)} | {_cell(m.tau_within_params)} |"
+                + (f" {_cell(m.tau_within_fit)} |" if env.loss_gap else "")
+                + f" {_cell(m.granulated_tau)} "
                 f"| {_cell(m.seed_noise)} | {_cell(m.pooled_sign_error, signed=False)} ({m.tied_pairs}{censored}) "
                 f"| {coupled} |"
             )

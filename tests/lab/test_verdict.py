@@ -103,6 +103,13 @@ def test_tau_within_strata_uses_the_pairs_of_one_stratum_only() -> None:
     assert math.isnan(stratified_tau(x, y, [1, 2, 3, 4])[0])
 
 
+def test_fit_strata_are_equal_terciles_of_the_excess_loss() -> None:
+    from specbound.lab.verdict import fit_strata
+
+    assert fit_strata(np.array([0.5, -0.1, 0.2, 0.9, 0.0, 0.3])) == [2, 0, 1, 2, 0, 1]
+    assert fit_strata(np.array([1.0, 1.0, 1.0])) == [0, 1, 2]  # ties broken by order
+
+
 def test_the_pooled_sign_error_counts_a_tie_as_half() -> None:
     x, y = np.array([1.0, 1.0, 2.0]), np.array([0.1, 0.2, 0.3])
     # pairs: (0,1) tied in x -> 1/2; (0,2) and (1,2) concordant -> 0
@@ -173,6 +180,14 @@ def _by_hand(frame: pd.DataFrame, column: str, loss_gap: bool) -> dict[str, floa
     concordance = sum(_sign(x[i] - x[j]) * _sign(y[i] - y[j]) for i, j in within)
     untied = sum(abs(_sign(x[i] - x[j])) for i, j in within) * sum(abs(_sign(y[i] - y[j])) for i, j in within)
     out["tau_within_n"] = concordance / math.sqrt(untied) if untied else math.nan
+    if loss_gap:  # terciles of the final training loss minus the entropy rate, by rank
+        excess = (sub["train_loss"] - sub["optimal_loss"]).to_numpy(float)
+        rank = {k: r for r, k in enumerate(sorted(range(len(excess)), key=lambda k: (excess[k], k)))}
+        tercile = [3 * rank[k] // len(excess) for k in range(len(excess))]
+        same = [(i, j) for i, j in itertools.combinations(range(len(x)), 2) if tercile[i] == tercile[j]]
+        concordance = sum(_sign(x[i] - x[j]) * _sign(y[i] - y[j]) for i, j in same)
+        untied = sum(abs(_sign(x[i] - x[j])) for i, j in same) * sum(abs(_sign(y[i] - y[j])) for i, j in same)
+        out["tau_within_training_loss"] = concordance / math.sqrt(untied) if untied else math.nan
     pairs = list(itertools.combinations(range(len(x)), 2))
     out["pooled_sign_error"] = sum((1 - _sign(x[i] - x[j]) * _sign(y[i] - y[j])) / 2 for i, j in pairs) / len(pairs)
     columns = ["layers", "hidden", "heads", "n_train", "label_noise", "learning_rate", "weight_decay", "batch_size"]
