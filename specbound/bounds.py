@@ -373,7 +373,10 @@ class BoundTerms:
 
     @cached_property
     def schatten(self) -> np.ndarray:
-        return exp_array(self.log_schatten)
+        """S_p per matrix; at p = 0 exactly the rank (S_0 counts the singular values above the threshold,
+        an integer that exp(ln S_0) would miss by a rounding: 15.999999999999998 for 16)."""
+        values = exp_array(self.log_schatten)
+        return np.where(self.p == 0.0, np.rint(values), values)
 
     @cached_property
     def log_total(self) -> float:

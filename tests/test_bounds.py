@@ -87,6 +87,15 @@ def test_closed_forms_at_p_0_1_2(hand: BoundAnalysis) -> None:
     )
 
 
+def test_schatten_at_p_0_is_the_rank_exactly() -> None:
+    # a rank of 16 through exp(ln 16) is 15.999999999999998: S_0 is a count, and is given as one
+    shape = ModelShape(num_layers=1, hidden_size=16, num_heads=1, ffn_size=16)
+    analysis = BoundAnalysis.from_profile(make_profile(shape, [np.linspace(2.0, 1.0, 16).tolist()] * 4))
+    schatten = analysis.evaluate(0.0).schatten
+    assert schatten.tolist() == analysis.profile.rank.astype(float).tolist()
+    assert np.all(schatten == 16.0) and np.all(analysis.evaluate(1.0).schatten != np.rint(analysis.evaluate(1.0).schatten))
+
+
 def test_schatten_ignores_values_below_the_rank_threshold_and_is_continuous_at_zero() -> None:
     sv = np.array([[2.0, 0.5, 1e-15, 1e-16]])  # the last two are rounding noise of a rank-2 matrix
     counted = sv > 1e-10 * 4 * 2.0
