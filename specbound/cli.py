@@ -330,12 +330,12 @@ def _cmd_atlas_show(args: argparse.Namespace) -> int:
     lines = [
         f"{args.file}: specbound atlas, schema {manifest.schema}, {len(manifest.entries)} model(s), "
         f"written by {printable(manifest.created_by) or 'unknown'}",
-        f"{'L':>3} {'N':>5} {'H':>3} {'d_ff':>5}  {'revision':<16} name",
+        f"{'family':<12} {'L':>3} {'N':>5} {'H':>3} {'d_ff':>5}  {'revision':<16} name",
     ]
     for e in manifest.entries:
         lines.append(
-            f"{e.shape.num_layers:>3} {e.shape.hidden_size:>5} {e.shape.num_heads:>3} "
-            f"{e.shape.ffn_size:>5}  {printable(e.revision):<16} {printable(e.name)}"
+            f"{printable(e.shape.family):<12} {e.shape.num_layers:>3} {e.shape.hidden_size:>5} "
+            f"{e.shape.num_heads:>3} {e.shape.ffn_size:>5}  {printable(e.revision):<16} {printable(e.name)}"
         )
     _write_stdout("\n".join(lines) + "\n")
     return 0

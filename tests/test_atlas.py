@@ -162,6 +162,8 @@ def test_cli_export_and_show(make_checkpoint, tmp_path: Path, capsys) -> None:
     assert main(["atlas", "show", str(out)]) == 0
     shown = capsys.readouterr().out
     assert "1 model(s)" in shown and str(small.resolve()) in shown
+    header, row = shown.splitlines()[1:3]
+    assert header.split()[:2] == ["family", "L"] and row.split()[:2] == ["bert", "1"]  # the family of each model
     bad = tmp_path / "bad.npz"
     bad.write_text("x")
     assert main(["atlas", "show", str(bad)]) == 1
