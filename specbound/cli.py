@@ -145,8 +145,24 @@ def _say(line: str) -> None:
     _write_stdout(echoed(line, 4 * LIMITS.max_echoed_chars) + "\n")
 
 
+def _layer_table(frame: Any) -> str:
+    """The per-layer table in the dashboard's notation (four significant digits, a power of ten for large
+    and small values, never E-notation); the log10 columns keep four decimals."""
+    from .numbers import format_number
+
+    def cell(column: str) -> Callable[[float], str]:
+        if column == "layer":
+            return lambda v: str(int(v))
+        if column.startswith("log10"):
+            return lambda v: "-" if math.isnan(v) else f"{v:.4f}"
+        return lambda v: "-" if math.isnan(v) else format_number(v)
+
+    return str(frame.to_string(index=False, formatters={c: cell(c) for c in frame.columns}))
+
+
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from .logspace import to_log10 as log10
+    from .numbers import format_log
     from .report import adaptations_line, analysis_json, layer_frame, shape_summary, to_json_text
 
     analysis = _analysis(args)
@@ -161,14 +177,17 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         f"{echoed(analysis.profile.model)}: {shape.family}, {shape_summary(shape)}, {shape.num_matrices} "
         f"matrices, L_phi={analysis.l_phi:g}, grid m={analysis.grid_m}",
         *([note] if (note := adaptations_line(shape)) else []),
-        f"spectrum-adaptive proxy at p*:   {optimal.total:.6g}  (log10 {log10(optimal.log_total):.4f})",
+        f"spectrum-adaptive proxy at p*:   {format_log(optimal.log_total)}  (log10 {log10(optimal.log_total):.4f})",
     ]
     if args.p is not None:
-        lines.append(f"spectrum-adaptive proxy at {label}: {terms.total:.6g}  (log10 {log10(terms.log_total):.4f})")
+        lines.append(
+            f"spectrum-adaptive proxy at {label}: {format_log(terms.log_total)}  (log10 {log10(terms.log_total):.4f})"
+        )
     lines += [
-        f"Edelman-style proxy:             {analysis.edelman:.6g}  (log10 {log10(analysis.log_edelman):.4f})",
+        f"Edelman-style proxy:             {format_log(analysis.log_edelman)}  "
+        f"(log10 {log10(analysis.log_edelman):.4f})",
         f"\nper layer, c(W; p) at {label} (sqrt(L) = {math.sqrt(shape.num_layers):.4g} is added to the total):",
-        layer_frame(analysis, terms).to_string(index=False, float_format=lambda v: f"{v:.5g}", na_rep="-"),
+        _layer_table(layer_frame(analysis, terms)),
         "\nThese are proxies of the bound's leading complexity factor, not the generalization gap.",
     ]
     _write_stdout("\n".join(lines) + "\n")

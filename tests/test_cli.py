@@ -239,9 +239,18 @@ def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
         f"{directory.resolve()}: bert, L=2 N=32 H=4 d=8 d_ff=48, 20 matrices, L_phi=1.13, "
         f"grid m={math.ceil(2 + math.log(32))}"
     )
-    assert lines[1] == f"spectrum-adaptive proxy at p*:   {numbers['ours']:.6g}  (log10 {numbers['ours_log10']:.4f})"
-    assert lines[2] == f"spectrum-adaptive proxy at p = 0.5: {numbers['at_p']:.6g}  (log10 {numbers['at_p_log10']:.4f})"
-    assert lines[3].startswith(f"Edelman-style proxy:             {numbers['edelman']:.6g}")
+    from specbound.numbers import format_number
+
+    # the dashboard's notation: four significant digits, a power of ten where large, never E-notation
+    assert (
+        lines[1]
+        == f"spectrum-adaptive proxy at p*:   {format_number(numbers['ours'])}  (log10 {numbers['ours_log10']:.4f})"
+    )
+    assert lines[2] == (
+        f"spectrum-adaptive proxy at p = 0.5: {format_number(numbers['at_p'])}  (log10 {numbers['at_p_log10']:.4f})"
+    )
+    assert lines[3].startswith(f"Edelman-style proxy:             {format_number(numbers['edelman'])}")
+    assert "e+" not in text and "e-0" not in text
     assert "per layer, c(W; p) at p = 0.5 (sqrt(L) = 1.414 is added to the total):" in text
     assert "sum_c_QK" in text and "log10_xi" in text
     assert lines[-1] == "These are proxies of the bound's leading complexity factor, not the generalization gap."
