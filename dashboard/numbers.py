@@ -92,11 +92,21 @@ def format_change(log_value: float, log_reference: float, digits: int = 3) -> st
     return f"{'+' if sign > 0 else MINUS}{format_log(log_change, digits)}"
 
 
+#: Below this ratio two values are "about the same" and their difference is said in percent ("1.0 times
+#: smaller" says nothing).
+ABOUT_THE_SAME_BELOW: float = 1.05
+
+
 def comparison_sentence(name: str, log_value: float, other: str, log_other: float) -> str:
-    """'Ours at p* is 5.0 × 10²⁰ times smaller than the Edelman-style proxy.' (or larger, or equal)."""
+    """'Ours at p* is 5.0 × 10²⁰ times smaller than the Edelman-style proxy.' (or larger, or equal); within
+    a factor :data:`ABOUT_THE_SAME_BELOW`, 'A is about the same as B, 0.3 % smaller.'"""
     if log_value == log_other:
         return f"{name} equals {other}."
     word = "smaller" if log_value < log_other else "larger"
+    if abs(log_other - log_value) < math.log(ABOUT_THE_SAME_BELOW):
+        percent = 100.0 * abs(math.expm1(log_value - log_other))
+        amount = f"{percent:.1f}" if percent >= 0.1 else f"{percent:.2g}"
+        return f"{name} is about the same as {other}, {amount} % {word}."
     return f"{name} is {times_in_words(abs(log_other - log_value))} {word} than {other}."
 
 

@@ -97,6 +97,10 @@ def test_ratios_in_plain_words() -> None:
         == "Ours at p* is 3.3 × 10²⁴ times smaller than the Edelman-style proxy."
     )
     assert comparison_sentence("A", 2.0, "B", 1.0).endswith("times larger than B.")
+    # within 5 %: the difference in percent, not "1.0 times smaller"
+    assert comparison_sentence("A", math.log(0.997), "B", 0.0) == "A is about the same as B, 0.3 % smaller."
+    assert comparison_sentence("A", math.log(1.0004), "B", 0.0) == "A is about the same as B, 0.04 % larger."
+    assert comparison_sentence("A", math.log(1.06), "B", 0.0) == "A is 1.1 times larger than B."
 
 
 def test_tables_in_reports_read_like_the_page() -> None:
