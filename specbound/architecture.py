@@ -35,6 +35,16 @@ class Kind(str, Enum):
     M_IN = "M_in"
     M_OUT = "M_out"
 
+    @classmethod
+    def _missing_(cls, value: object) -> Kind | None:
+        """The names TransformerLens users know: its OV circuit W_V W_O of a head is our V (so ``Kind("OV")``
+        is ``Kind.V`` and ``Kind("OV_x")`` the cross-attention's), its QK circuit our QK; any case."""
+        if not isinstance(value, str):
+            return None
+        name = value.strip().upper()
+        aliases = {"OV": cls.V, "OV_X": cls.V_X, "QK": cls.QK, "QK_X": cls.QK_X, "V": cls.V, "V_X": cls.V_X}
+        return aliases.get(name)
+
     @property
     def per_head(self) -> bool:
         """QK and V (and the cross-attention's QK_x and V_x) have one matrix per query head; the MLP

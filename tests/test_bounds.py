@@ -161,6 +161,15 @@ def test_ties_go_to_the_smaller_p() -> None:
     assert optimal_index(np.array([[3.0, 1.0, 1.0, 2.0]]))[0] == 1
 
 
+def test_transformer_lens_names_its_ov_circuit_our_v(hand: BoundAnalysis) -> None:
+    assert Kind("OV") is Kind.V and Kind("ov") is Kind.V and Kind("OV_x") is Kind.V_X and Kind("qk") is Kind.QK
+    with pytest.raises(ValueError):
+        Kind("MLP")
+    by_alias = hand.evaluate(PAssignment(by_kind={"OV": 0.5}))  # type: ignore[dict-item]
+    np.testing.assert_array_equal(by_alias.p, hand.evaluate(PAssignment(by_kind={Kind.V: 0.5})).p)
+    np.testing.assert_array_equal(hand.profile.mask("OV"), hand.profile.mask(Kind.V))
+
+
 def test_p_assignment_precedence(hand: BoundAnalysis) -> None:
     assignment = PAssignment(
         default=2.0, by_kind={Kind.QK: 1.0}, by_layer={1: 0.5}, by_matrix={MatrixId(1, Kind.QK, 0): None}
