@@ -426,7 +426,7 @@ def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: 
     full = int((z == top).sum())
     return figure(
         [heatmap],
-        f"{kind.value} rank: {full} of {z.size} at the maximum",
+        f"{kind.value}: {full} of {format_count(z.size, 'matrix', 'matrices')} at their largest possible rank",
         source=source,
         height=320 + 12 * profile.shape.num_layers,
         layout=layout,
