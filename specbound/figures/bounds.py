@@ -488,6 +488,15 @@ def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> g
     return figure(bars, "How often each p* wins", source=source, height=340, legend_title="kind", layout=layout)
 
 
+def _fitted_range(values: np.ndarray) -> tuple[float, float]:
+    """An axis range that fits ``values`` with a margin (5 % of their span, at least a tenth of a decade)."""
+    if not values.size:
+        return 0.0, 1.0
+    low, high = float(values.min()), float(values.max())
+    margin = max(0.1, 0.05 * (high - low))
+    return low - margin, high + margin
+
+
 def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
     """log10 s_W against the log10 break-even scale of every nonzero matrix, with the diagonal s_W = s*_W.
 
@@ -514,26 +523,46 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
                 "<br>p* = %{customdata[1]}<extra></extra>",
             }
         )
-    both = np.concatenate([even.log10_break_even[nonzero], even.log10_scale[nonzero]])
-    low, high = (float(both.min()) - 0.5, float(both.max()) + 0.5) if both.size else (0.0, 1.0)
+    x_low, x_high = _fitted_range(even.log10_break_even[nonzero])
+    y_low, y_high = _fitted_range(even.log10_scale[nonzero])
+    # each axis fits its own points (MiniLM's break-even scales span a tenth of a decade, its scales 25);
+    # the diagonal runs across both ranges and the plot clips it
+    ends = [min(x_low, y_low), max(x_high, y_high)]
     diagonal = {
         "type": "scatter",
-        "x": [low, high],
-        "y": [low, high],
+        "x": ends,
+        "y": ends,
         "mode": "lines",
         "name": "s_W = s*_W",
         "line": {"color": NEUTRAL, "dash": "dash"},
         "hoverinfo": "skip",
     }
-    mid = 0.5 * (low + high)
-    note = {"x": mid, "y": mid, "showarrow": False}
+    corner = {"xref": "paper", "yref": "paper", "showarrow": False}
+    annotations = []
+    if y_high > x_low:  # the top-left corner lies above the diagonal
+        annotations.append(
+            {**corner, "x": 0.02, "y": 0.98, "xanchor": "left", "yanchor": "top", "text": "above the line: p* = 0"}
+        )
+    if y_low < x_high:  # the bottom-right corner lies below it
+        annotations.append(
+            {
+                **corner,
+                "x": 0.98,
+                "y": 0.02,
+                "xanchor": "right",
+                "yanchor": "bottom",
+                "text": "below the line: some p > 0 wins",
+            }
+        )
+    if y_low > x_high:
+        annotations.append(
+            {**corner, "x": 0.98, "y": 0.02, "xanchor": "right", "yanchor": "bottom",
+             "text": "the line s_W = s*_W lies below this view: every matrix is above it"}
+        )  # fmt: skip
     layout = {
-        "annotations": [
-            {**note, "xanchor": "right", "yanchor": "bottom", "text": "above the line: p* = 0"},
-            {**note, "xanchor": "left", "yanchor": "top", "text": "below: some p > 0 wins"},
-        ],
-        "xaxis": axis_title("log10 break-even scale s*_W", range=[low, high]),
-        "yaxis": axis_title("log10 s_W", range=[low, high]),
+        "annotations": annotations,
+        "xaxis": axis_title("log10 break-even scale s*_W", range=[x_low, x_high]),
+        "yaxis": axis_title("log10 s_W", range=[y_low, y_high]),
     }
     return figure(
         [*points, diagonal], "Scale against break-even", source=source, height=420, legend_title="kind", layout=layout

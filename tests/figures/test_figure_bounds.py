@@ -120,6 +120,23 @@ def test_break_even_figure_plots_scale_against_break_even(mixed: BoundAnalysis) 
     assert list(diagonal.x) == list(diagonal.y)
 
 
+def test_break_even_axes_fit_their_own_points(mixed: BoundAnalysis, minilm: BoundAnalysis) -> None:
+    """MiniLM's break-even scales span a tenth of a decade and its scales 25 decades: each axis fits its
+    own points (one shared range crammed them into a column), and the corner notes say only what holds."""
+    even = break_even(minilm)
+    fig = figures.break_even_figure(minilm)
+    x_low, x_high = fig.layout.xaxis.range
+    y_low, y_high = fig.layout.yaxis.range
+    assert x_low < even.log10_break_even.min() and even.log10_break_even.max() < x_high
+    assert y_low < even.log10_scale.min() and even.log10_scale.max() < y_high
+    spread = even.log10_break_even.max() - even.log10_break_even.min()
+    assert x_high - x_low <= spread + 0.2 + 1e-12 < y_high - y_low  # the break-even axis is not 25 decades wide
+    notes = [a.text for a in fig.layout.annotations]
+    assert "above the line: p* = 0" in notes and ("below the line: some p > 0 wins" in notes) == (y_low < x_high)
+    both = [a.text for a in figures.break_even_figure(mixed).layout.annotations]
+    assert both == ["above the line: p* = 0", "below the line: some p > 0 wins"]
+
+
 def test_compare_bars_show_both_models(mixed: BoundAnalysis) -> None:
     other = BoundAnalysis.from_profile(random_twin(SHAPE, model="tiny", initializer_range=0.02))
     result = compare(mixed, other, p=1.0)
