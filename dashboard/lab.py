@@ -211,6 +211,20 @@ def available_runs() -> dict[str, RunTrajectory]:
     return runs
 
 
+@st.cache_resource(show_spinner=False)
+def varied_p_star_run() -> tuple[str, int] | None:
+    """(key, final step) of the shipped run whose final checkpoint takes the most distinct p* (the first
+    such, in reference order): what the Why page offers when a model's p* are all equal. None when no
+    shipped run has two."""
+    best: tuple[int, str, int] | None = None
+    for origin in SHIPPED:
+        for run in reference(origin).runs:
+            distinct = len(set(run.final.p_opt))
+            if distinct > 1 and (best is None or distinct > best[0]):
+                best = (distinct, run_key(origin, run.name), run.final.step)
+    return None if best is None else (best[1], best[2])
+
+
 def directory_of(key: str) -> Path:
     origin = split_key(key)[0]
     return SHIPPED[origin].directory if origin in SHIPPED else store_dir()

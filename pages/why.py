@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import atlas, data, drilldown, share
+from dashboard import atlas, data, drilldown, lab, share
 from dashboard.experts import expert_picker
 from dashboard.export import (
     clickable_cells,
@@ -55,6 +55,19 @@ if len(used) == 1:  # one value for all: the map would be one block, the histogr
         "The scales below show how far each matrix is from choosing another p.",
         icon=":material/info:",
     )
+    varied = lab.varied_p_star_run()
+    if varied is not None:
+        key, step = varied
+        st.button(
+            "Open a model where p* varies",
+            key="why_open_varied",
+            on_click=lab.open_as_model,
+            args=(key, step),
+            help=f"A small Transformer trained by the lab and shipped with specbound ({lab.split_key(key)[1]}, step "
+            f"{step}), whose matrices take different p*.",
+        )
+    if message := st.session_state.pop(lab.OPEN_ERROR_KEY, None):
+        st.error(plain(message))
 else:
     st.caption("Click a cell to open that matrix below.")
     map_expert = expert_picker(profile.shape, "p_star_expert")

@@ -86,6 +86,25 @@ def test_why_page_shows_p_star_ranks_and_break_even(landing_app, rerun, figure_t
     assert at.query_params["rank_kind"] == "m_in"
 
 
+def test_why_page_offers_a_model_where_p_star_varies(landing_app, rerun) -> None:
+    """Every p* of the bundled model is 0: the page says why and opens a shipped lab model whose p* vary."""
+    from dashboard import lab
+
+    at = landing_app
+    at.switch_page("pages/why.py")
+    rerun(at)
+    key, step = lab.varied_p_star_run()
+    run = lab.available_runs()[key]
+    assert len(set(run.final.p_opt)) > 1 and step == run.final.step
+    at.button(key="why_open_varied").click()
+    rerun(at)
+    assert not at.error and not any("matrices take p* =" in i.value for i in at.info)  # the map is drawn
+    assert any("How often each p* wins" in c.proto.spec for c in at.get("plotly_chart"))
+    from dashboard.atlas import LABEL_KEY
+
+    assert at.session_state[LABEL_KEY] == lab.model_label(run.spec)  # the lab's run is the session's model
+
+
 def test_chart_clicks_point_at_the_right_matrix() -> None:
     assert p_star_cell(0, 3, 2) == MatrixId(2, Kind.QK, 3)
     assert p_star_cell(1, 11, 5) == MatrixId(5, Kind.V, 11)
