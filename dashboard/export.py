@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+    from specbound.architecture import ModelShape
     from specbound.figures.html_report import ReportSection
     from specbound.profile import SpectralProfile
 
@@ -173,14 +174,52 @@ def provenance(model: str, p_text: str) -> str:
     return f"{model} · {p_text}"
 
 
+def model_card_section(shape: ModelShape, grid_m: int) -> ReportSection:
+    """The report's first section: the model's family and shape (the Overview's model card) and each
+    adaptation of the proxy with its plain explanation (SPEC §11-§12), so that a report read away from
+    the dashboard says which formulas its numbers come from."""
+    import pandas as pd
+
+    from specbound.figures.html_report import ReportSection
+
+    from .text import model_card_caption
+
+    if shape.is_bert_like:
+        return ReportSection(
+            "Model card",
+            note=f"Family {shape.family}: a BERT-family encoder, read with the paper's proxies as stated. "
+            f"{model_card_caption(shape, grid_m)}.",
+        )
+    adaptations = pd.DataFrame(
+        {
+            "adaptation": [a.value for a in shape.adaptations],
+            "what it changes": [a.explanation for a in shape.adaptations],
+        }
+    )
+    return ReportSection(
+        "Model card",
+        tables=[adaptations],
+        note=f"Family {shape.family}, read with the adapted proxy. {model_card_caption(shape, grid_m)}.",
+        table_captions=["The adaptations of the proxy"],
+    )
+
+
 def report_download(
-    title: str, sections: Callable[[], Sequence[ReportSection]], *, model: str, p_text: str, key: str
+    title: str,
+    sections: Callable[[], Sequence[ReportSection]],
+    *,
+    model: str,
+    p_text: str,
+    key: str,
+    shape: ModelShape,
+    grid_m: int,
 ) -> None:
     """A button that saves a self-contained HTML report (figures and tables, opens offline) of this view.
 
     The report is built only when the button is pressed (``sections`` is called then), never on a rerun.
-    Its tables are written as the page shows them (:func:`dashboard.tables.as_text_frame`: the same
-    headers, the same number format, "—" for an empty cell), so the report reads like the page.
+    It opens with the model card (:func:`model_card_section`); its tables are written as the page shows
+    them (:func:`dashboard.tables.as_text_frame`: the same headers, the same number format, "—" for an
+    empty cell), so the report reads like the page.
     """
 
     def build() -> str:
@@ -190,7 +229,8 @@ def report_download(
 
         from .tables import as_text_frame
 
-        shown = [replace(s, tables=[as_text_frame(t) for t in s.tables]) for s in sections()]
+        every = [model_card_section(shape, grid_m), *sections()]
+        shown = [replace(s, tables=[as_text_frame(t) for t in s.tables]) for s in every]
         return html_report(title, shown, model=model, p=p_text)
 
     st.download_button(

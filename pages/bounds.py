@@ -237,6 +237,8 @@ def explorer() -> None:
         model=model,
         p_text=choice.summary,
         key="report_bounds",
+        shape=analysis.profile.shape,
+        grid_m=analysis.grid_m,
     )
     share.publish()  # a fragment rerun skips app.py: keep the link in step with these controls here
 

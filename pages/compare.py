@@ -189,6 +189,8 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
         model=name,
         p_text="p*",
         key="report_compare",
+        shape=analysis.profile.shape,
+        grid_m=analysis.grid_m,
     )
 
 

@@ -158,4 +158,6 @@ report_download(
     model=name,
     p_text="independent of p",
     key="report_spectra",
+    shape=analysis.profile.shape,
+    grid_m=analysis.grid_m,
 )

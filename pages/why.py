@@ -155,4 +155,6 @@ report_download(
     model=name,
     p_text="p*",
     key="report_why",
+    shape=analysis.profile.shape,
+    grid_m=analysis.grid_m,
 )

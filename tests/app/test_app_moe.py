@@ -49,3 +49,27 @@ def test_every_page_works_on_a_mixture_of_experts(landing_app, moe_dir, page: st
         at.button(key="baseline_twin").click()
         run_clean(at)
         assert not at.error and not at.warning, [w.value for w in at.warning]
+
+
+def test_every_report_opens_with_the_model_card_and_its_adaptations(moe_dir) -> None:
+    """A report read away from the dashboard names the family, the shape and every adaptation of the proxy
+    with its plain explanation (a Mixtral-like report used to name none of causal, rotary, grouped, gated,
+    router)."""
+    from dashboard.export import model_card_section
+    from dashboard.text import model_card_caption
+    from specbound.figures.html_report import html_report
+    from specbound.loading import load_profile
+
+    shape = load_profile(str(moe_dir)).shape
+    card = model_card_section(shape, 12)
+    assert card.heading == "Model card" and model_card_caption(shape, 12) in card.note
+    (table,) = card.tables
+    assert list(table["adaptation"]) == [a.value for a in shape.adaptations]
+    report = html_report("Spectra", [card], model="tiny-qwen-moe", p="p*")
+    for name in ("causal", "rotary", "grouped-query attention", "gated MLP", "router held fixed"):
+        assert name in report, name
+    assert all(a.explanation.split(":")[0] in report for a in shape.adaptations)
+    from specbound.architecture import ModelShape
+
+    plain_card = model_card_section(ModelShape(2, 32, 4, 48), 7)
+    assert not plain_card.tables and "BERT-family encoder" in plain_card.note
