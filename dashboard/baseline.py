@@ -17,7 +17,6 @@ import streamlit as st
 from specbound.bounds import BoundAnalysis
 from specbound.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from specbound.errors import SpecboundError
-from specbound.models import Source
 from specbound.twin import random_twin_of, twin_name
 
 from . import atlas, data, safety, share
@@ -44,21 +43,18 @@ class Baseline:
 
 def _parse(text: str) -> Baseline:
     """A baseline from a link, through the visitor rules of :func:`dashboard.safety.model_ref` like every
-    name a visitor gives. A directory on the server is refused even where the operator allows server
-    paths: a link must not make the server read a path of its choosing (pin such a model with the
-    button instead)."""
+    name a visitor gives, so under the same rule as the link's ``model=``: a directory on the server
+    opens only where the operator allows server paths (a link the app writes is a link it reopens)."""
     twin = text.startswith(TWIN_PREFIX)
     name = atlas.from_link(text.removeprefix(TWIN_PREFIX).strip())
     if not name:
         raise ValueError(text)
     try:
-        local = safety.model_ref(name).source is Source.LOCAL
+        safety.model_ref(name)
     except ServerPathRefused:
         raise ValueError(text) from None
     except SpecboundError:
-        local = False  # a Hub id that may not exist: opening it says so
-    if local:
-        raise ValueError(text)
+        pass  # a Hub id that may not exist: opening it says so
     return Baseline(name, twin)
 
 

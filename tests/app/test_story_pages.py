@@ -182,15 +182,22 @@ def test_presentation_mode_folds_notes_and_tables_and_is_in_the_link(landing_app
     assert any("font-size: 19px" in h.proto.body for h in at.get("html"))
 
 
-def test_a_link_cannot_name_a_server_directory_as_the_baseline(make_checkpoint) -> None:
+def test_a_link_names_a_server_directory_as_the_baseline_under_the_model_s_rule(make_checkpoint, monkeypatch) -> None:
+    """A baseline directory in a link opens exactly where ``model=`` would: only when the operator allows
+    server paths; a link the app writes (pinning a local model) is a link it reopens."""
     from dashboard.baseline import BASELINE_CODEC, Baseline
+    from dashboard.safety import SERVER_PATHS_ENV
 
     directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
     assert BASELINE_CODEC.parse("twin:minilm-l6") == Baseline("minilm-l6", twin=True)
     assert BASELINE_CODEC.parse("L2-H128") == Baseline("L2-H128")
+    monkeypatch.delenv(SERVER_PATHS_ENV, raising=False)
     for text in (str(directory), f"twin:{directory}"):
         with pytest.raises(ValueError):
             BASELINE_CODEC.parse(text)
+    monkeypatch.setenv(SERVER_PATHS_ENV, "1")
+    for baseline in (Baseline(str(directory)), Baseline(str(directory), twin=True)):
+        assert BASELINE_CODEC.parse(BASELINE_CODEC.format(baseline)) == baseline  # written, then reopened
 
 
 def test_the_twin_takes_the_initializer_range_of_the_model(make_checkpoint, tmp_path) -> None:
