@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import numpy as np
 import streamlit as st
@@ -39,6 +39,10 @@ from .upload_store import DIGEST_CHARS, upload_dir
 #: Session-state keys: the path of the session's atlas file, and the name it is shown under.
 FILE_KEY = "atlas_file"
 LABEL_KEY = "atlas_label"
+#: Beside an upload ``<digest>.npz`` in the store, ``<digest>.name`` holds the file name it was uploaded under.
+UPLOAD_NAME_SUFFIX = ".name"
+#: At most this many characters of an uploaded file's name are kept and shown.
+MAX_LABEL_CHARS = 120
 #: Widget keys of the sidebar's atlas source.
 UPLOAD_KEY, PATH_INPUT_KEY, READ_KEY, MODEL_PICK_KEY = "atlas_upload", "atlas_path_input", "atlas_read", "atlas_model"
 #: How a link names an uploaded atlas instead of its path: ``atlas:@<digest>#MODEL``.
@@ -69,13 +73,34 @@ def model_name(path: Path | str, member: str) -> str:
     return atlas_reference(Path(path).resolve(), member)
 
 
+def member_label(member: str) -> str:
+    """An atlas member as the screen names it: a model exported from a directory is stored under the
+    exporting machine's full path; on screen it is that path's last component (as messages name files),
+    while a Hub id (``owner/name``) and any other name stay whole."""
+    if "\\" in member:  # a Windows path
+        return PureWindowsPath(member).name or member
+    if member.startswith(("/", "~", ".")):
+        return PurePosixPath(member).name or member
+    return member
+
+
+def upload_label(path: Path) -> str | None:
+    """The file name an upload was made under (kept beside it in the store), so an atlas opened from a link
+    by its digest is named as its uploader named it; None for a file that is not an upload."""
+    try:
+        return (path.with_suffix(UPLOAD_NAME_SUFFIX)).read_text(encoding="utf-8")[:MAX_LABEL_CHARS] or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def display_name(name: str) -> str:
     """How a model is named on screen: an atlas model as ``MODEL (atlas FILE)``, never with its folder."""
     ref = atlas_ref(name)
     if ref is None or ref.path is None:
         return name
     label = st.session_state.get(LABEL_KEY) if str(ref.path) == st.session_state.get(FILE_KEY) else None
-    return f"{ref.member or 'its model'} (atlas {label or ref.path.name})"
+    member = member_label(ref.member) if ref.member else "its model"
+    return f"{member} (atlas {label or upload_label(ref.path) or ref.path.name})"
 
 
 def link_form(name: str) -> str:
@@ -122,16 +147,21 @@ def use(path: Path | str, label: str | None = None) -> tuple[SpectralProfile, ..
         raise AtlasError(f"no atlas file at {path}")
     profiles = _profiles_of(target.resolve())
     st.session_state[FILE_KEY] = str(target.resolve())
-    st.session_state[LABEL_KEY] = label or target.name
+    st.session_state[LABEL_KEY] = label or upload_label(target.resolve()) or target.name
     return profiles
 
 
 def store_upload(file_name: str, content: bytes) -> Path:
-    """Keep uploaded bytes in the upload store under their digest (once) and return the file."""
+    """Keep uploaded bytes in the upload store under their digest (once) and return the file; the name it
+    was uploaded under is kept beside it (:func:`upload_label`), the first one given."""
     target = upload_dir() / f"{hashlib.sha256(content).hexdigest()[:DIGEST_CHARS]}.npz"
     if not target.is_file():
         with atomic_write(target) as f:
             f.write(content)
+    label = target.with_suffix(UPLOAD_NAME_SUFFIX)
+    if not label.is_file():
+        with atomic_write(label) as f:
+            f.write(Path(file_name).name[:MAX_LABEL_CHARS].encode("utf-8"))
     return target
 
 
@@ -218,7 +248,7 @@ def export_button(profiles: Iterable[SpectralProfile], file_name: str, key: str,
 
 def _describe(profile: SpectralProfile) -> str:
     shape = profile.shape
-    return f"{profile.model} (L = {shape.num_layers}, N = {shape.hidden_size}, {shape.num_heads} heads)"
+    return f"{member_label(profile.model)} (L = {shape.num_layers}, N = {shape.hidden_size}, {shape.num_heads} heads)"
 
 
 def pick_from_atlas() -> str | None:

@@ -235,6 +235,28 @@ def test_catalog_hub_ids_and_uploads_still_open(monkeypatch, make_checkpoint, tm
     assert not at.error and "model" not in at.query_params
 
 
+def test_atlas_members_and_uploads_are_named_as_their_owner_named_them(make_checkpoint, tmp_path) -> None:
+    """A member exported from a directory is stored under the exporting machine's full path: the picker and
+    every title show its last component; an upload opened from a link (another session, no label of its
+    own) is called by the file name it was uploaded under, not by its digest."""
+    assert atlas.member_label("/home/ada/models/my-encoder") == "my-encoder"
+    assert atlas.member_label("C:\\Users\\ada\\my-encoder") == "my-encoder"
+    assert atlas.member_label("./my-encoder") == "my-encoder"
+    assert atlas.member_label("google/bert_uncased_L-2_H-128_A-2") == "google/bert_uncased_L-2_H-128_A-2"
+    member = "/home/ada/models/my-encoder"
+    stored = atlas.store_upload("ada-models.npz", _tiny_atlas(make_checkpoint, tmp_path, member))
+    assert atlas.upload_label(stored) == "ada-models.npz"
+    at = _linked(model=f"atlas:@{stored.stem}#{member}")
+    assert not at.error
+    (picked,) = at.sidebar.selectbox(key=atlas.MODEL_PICK_KEY).options
+    assert picked.startswith("my-encoder (L = 2") and "/home/ada" not in picked
+    at.switch_page("pages/spectra.py")
+    run_clean(at)
+    specs = [c.proto.spec for c in at.get("plotly_chart")]
+    assert sum("my-encoder (atlas ada-models.npz)" in spec for spec in specs) >= 4  # the charts' sources
+    assert not any("/home/ada" in spec or stored.stem in spec for spec in specs)
+
+
 @pytest.mark.parametrize("name", ["atlas:@0123456789abcdef#x", "atlas:@0123456789abcdef"])
 def test_messages_never_show_server_paths(name: str) -> None:
     # the package names the upload store's file in its message: the visitor sees its last part only
