@@ -46,6 +46,13 @@ PURPOSE = (
     "two generalization bounds: the spectrum-adaptive bound of Sakai & Imaizumi (2026), *ours*, and the "
     "norm-based bound of Edelman et al. (2022)."
 )
+#: What p is, beside the headline (the bound's one free choice, which the lesson turns on).
+WHAT_P_IS = (
+    "Each weight matrix enters *ours* through a Schatten quantity S_p = Σ σᵢᵖ of its singular values, with "
+    "its own p between 0 (S_0 counts the rank) and 2 (S_2 is the squared Frobenius norm); p* is the p that "
+    "makes that matrix's term smallest, chosen after training from the grid P_m on which the theorem's "
+    "guarantee holds."
+)
 #: How to read the three numbers.
 HOW_TO_READ = (
     "Both numbers are complexity measures: **lower is better**, since a smaller complexity term promises a "
@@ -70,6 +77,7 @@ with headline():
     else:
         row.metric("ours ÷ Edelman-style", times_in_words(log_ours - log_edelman), help=vocabulary.help_for("ratio"))
 st.markdown(f"**{plain(headline_sentence(analysis))}** {HOW_TO_READ}")
+st.markdown(WHAT_P_IS)
 
 tour = st.container(horizontal=True, gap="small")
 for page, label, icon, what in TOUR:

@@ -14,7 +14,7 @@ from dashboard.tables import TABLE_WIDTH_PX
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
 from dashboard.vocabulary import TERMS
 from pages.compare import WHY_AGREE
-from pages.overview import HOW_TO_READ, P_STAR_LABEL, PRODUCT_NAME, RATIO_LABEL, TOUR
+from pages.overview import HOW_TO_READ, P_STAR_LABEL, PRODUCT_NAME, RATIO_LABEL, TOUR, WHAT_P_IS
 from specbound.architecture import Kind
 from specbound.compare import compare
 from specbound.explain import break_even, explain_p_star, p_star_by_kind, p_star_summary
@@ -40,6 +40,7 @@ def test_overview_is_the_landing_page_with_the_package_numbers(landing_app, mini
     texts = [m.value for m in at.markdown]
     assert f"**{plain('Ours at p* is 3.3 × 10²⁴ times smaller than the Edelman-style proxy.')}** {HOW_TO_READ}" in texts
     assert "lower is better" in HOW_TO_READ
+    assert WHAT_P_IS in texts and "0 (S_0 counts the rank)" in WHAT_P_IS  # p defined above the fold
     assert plain(explain_p_star(minilm)) in texts and "depth factor α" in explain_p_star(minilm)
     links = at.get("page_link")
     labels = [label for _, label, _, _ in TOUR]
