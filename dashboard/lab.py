@@ -418,12 +418,30 @@ def grokking_reference() -> tuple[RunGrokking, ...]:
     return grokking_runs(reference(GROKKING).runs)
 
 
+#: grokking_summary.csv's columns as the page heads them.
+GROKKING_COLUMNS: dict[str, str] = {
+    "measure": "Measure",
+    "seeds": "Seeds that grokked",
+    "median_lead": "Median lead (steps)",
+    "lowest_lead": "Lowest lead (steps)",
+    "highest_lead": "Highest lead (steps)",
+    "share_before": "Seeds where it moved first",
+    "null_p95": "Null: 95th percentile of the median lead (steps)",
+    "verdict": "Verdict",
+}
+
+
 def grokking_view_frame(runs: tuple[RunGrokking, ...]) -> Styler:
-    """grokking_summary.csv as the page shows it: each measure in plain words, leads in steps."""
+    """grokking_summary.csv as the page shows it: columns and measures in words, leads in whole steps
+    (a lead is a difference of saved steps), the share of seeds as a percentage."""
     frame = summary_frame(grokking_summary(runs))
     frame = frame.assign(measure=[measure_name(m) for m in frame["measure"]])
-    plain = {c: "number" for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
-    return styled_table(frame, plain)
+    for column in ("median_lead", "lowest_lead", "highest_lead", "null_p95"):
+        frame[column] = frame[column].round().astype("Int64")  # a median of two leads may end in .5: rounded
+    frame["share_before"] = [
+        "–" if pd.isna(share) else f"{round(100 * share)} %" for share in frame["share_before"]
+    ]  # fmt: skip
+    return styled_table(frame.rename(columns=GROKKING_COLUMNS), {})
 
 
 def robust_view_frame(rows: tuple[RobustSummary, ...]) -> Styler:

@@ -354,10 +354,17 @@ def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -
     at.radio(key="lab_grok_seed").set_value(2)
     run_clean(at)
     assert any("Grokking: seed 2 groks" in f["layout"]["title"]["text"] for f in plotly_specs(at))
-    shown = _dataframe(at, "median_lead").reset_index(drop=True)
+    from dashboard.lab import GROKKING_COLUMNS
+
+    shown = _dataframe(at, GROKKING_COLUMNS["median_lead"]).reset_index(drop=True)
     summaries = grokking_summary(runs)
-    assert list(shown["measure"]) == [measure_name(s.measure) for s in summaries]
-    assert list(shown["verdict"]) == [s.verdict for s in summaries]
+    assert list(shown[GROKKING_COLUMNS["measure"]]) == [measure_name(s.measure) for s in summaries]
+    assert list(shown[GROKKING_COLUMNS["verdict"]]) == [s.verdict for s in summaries]
+    # columns in words, leads in whole steps, shares as percentages (not "median_lead -200.0", "0.3333")
+    assert not any("_" in column for column in shown.columns)
+    leads = shown[GROKKING_COLUMNS["median_lead"]]
+    assert all(pd.isna(v) or v == round(s.median) for v, s in zip(leads, summaries, strict=True))
+    assert set(shown[GROKKING_COLUMNS["share_before"]]) <= {"–", "0 %", "33 %", "67 %", "100 %"}
 
 
 def _open_train_form(at: AppTest, **values: float) -> None:
