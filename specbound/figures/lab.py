@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from ..lab.correlation import Interval, MeasureCorrelation
-from ..lab.grokking import RunGrokking, excursion_shares
+from ..lab.grokking import POSITIVE_CONTROL, RunGrokking, excursion_shares
 from ..lab.registry import MEASURES, is_baseline
 from ..lab.robust import RobustSummary
 from ..lab.trajectory import RunTrajectory
@@ -26,7 +27,6 @@ from ..numbers import format_count
 from .style import (
     NEUTRAL,
     OKABE_ITO,
-    PALETTE,
     PANEL_TITLE_ROOM,
     SEQUENTIAL,
     TOP_MARGIN,
@@ -275,6 +275,21 @@ def _screen_name(measure: str) -> str:
     return MEASURES[measure].screen_name if measure in MEASURES else measure
 
 
+#: The other measures of the grokking chart: one pale grey, so that ours and the positive control stand
+#: out against the accuracies' blues (each still named in the legend and on hover).
+_GREYED: str = "#C8C8C8"
+
+
+def _grokking_line(measure: str, index: int) -> dict[str, Any]:
+    """Ours at p* in its own colour and thick, the positive control in black, every other measure grey and
+    thin, dashed in turn so that the grey ones can still be told apart."""
+    if measure == "ours":
+        return {"color": quantity_color(Quantity.OURS), "width": 3}
+    if measure == POSITIVE_CONTROL:
+        return {"color": OKABE_ITO["black"], "width": 2}
+    return {"color": _GREYED, "width": 1, "dash": _DASHES[index % len(_DASHES)]}
+
+
 def grokking_figure(run: RunGrokking) -> go.Figure:
     """Accuracies (top) and each measure's share of its excursion since saturation (bottom) on one
     step axis, the saturation and the jump marked: a measure that reaches 1/2 before the jump's line
@@ -306,7 +321,7 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
                 "y": excursion_shares(steps, run.curves[lead.measure], run.event.saturation_step),
                 "name": _screen_name(lead.measure),
                 "mode": "lines",
-                "line": {"color": palette_color(index), "dash": _DASHES[index // len(PALETTE) % len(_DASHES)]},
+                "line": _grokking_line(lead.measure, index),
                 "legendgroup": "measures",
             },
             2,
