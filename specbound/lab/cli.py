@@ -74,8 +74,13 @@ _learning_rate = _bounded(float, 1e-9, 1.0)
 #: The help of ``--until-fit`` (train and sweep).
 _UNTIL_FIT_HELP = (
     "train each classification run until it fits its training set (cross-entropy <= 0.01 on the whole set, "
-    "checked at every checkpoint, or no training error), --steps being the cap; a next-token run trains "
-    "its steps (SPEC §13b)"
+    "or no training error with noisy labels; checked every --fit-every steps), --steps being the cap; a "
+    "next-token run trains its steps (SPEC §13b)"
+)
+#: The help of ``--fit-every`` (train and sweep).
+_FIT_EVERY_HELP = (
+    "with --until-fit, check the fit every k steps on the training set alone (default: at every checkpoint); "
+    "the run is saved where it fits"
 )
 
 
@@ -319,6 +324,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         test_samples=args.test_samples,
         learning_rate=args.learning_rate,
         until_fit=args.until_fit,
+        fit_every=args.fit_every or 0,
     )
     spec = RunSpec(
         layers=args.layers,
@@ -376,7 +382,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             for axis in ("layers", "hidden", "heads", "n_train", "label_noise", "learning_rates", "seeds")
             if getattr(args, axis)
         }
-        settings = {name: getattr(args, name) for name in ("steps", "save_every", "until_fit") if getattr(args, name)}
+        chosen = ("steps", "save_every", "until_fit", "fit_every")
+        settings = {name: getattr(args, name) for name in chosen if getattr(args, name)}
         overrides["settings"] = replace(grid.settings, **settings)
         grid = replace(grid, **overrides)
         specs += grid.specs()
@@ -510,6 +517,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         "--learning-rate", type=_learning_rate, default=_DEFAULTS.learning_rate, help="AdamW's learning rate, in (0, 1]"
     )
     train.add_argument("--until-fit", action="store_true", help=_UNTIL_FIT_HELP)
+    train.add_argument("--fit-every", type=_steps, default=None, help=_FIT_EVERY_HELP)
     train.add_argument(
         "--test-samples",
         type=_test_samples,
@@ -553,6 +561,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         help="the optimisation axis: one run per learning rate (default: the preset's one)",
     )
     sweep.add_argument("--until-fit", action="store_true", help=_UNTIL_FIT_HELP)
+    sweep.add_argument("--fit-every", type=_steps, default=None, help=_FIT_EVERY_HELP)
     sweep.add_argument("--steps", type=_steps, default=None, help="optimiser steps per run")
     sweep.add_argument("--save-every", type=_steps, default=None, help="checkpoint every k steps")
     sweep.add_argument(
@@ -587,7 +596,9 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     )
     sweep.set_defaults(handler=_cmd_sweep)
 
-    show = actions.add_parser("show", help="print the correlation table of a lab directory")
+    show = actions.add_parser(
+        "show", help="print a lab directory's correlation table, its verdicts (SPEC §13b) and the robust view"
+    )
     show.add_argument("dir", nargs="?", default=None, help="lab directory (default: the shipped reference)")
     show.add_argument("--runs", action="store_true", help="also list every run's final errors and proxies")
     show.add_argument(

@@ -39,7 +39,7 @@ def test_rerunning_the_smoke_sweep_trains_nothing(smoke_sweep, capsys) -> None:
 def test_show_prints_the_correlation_table(smoke_sweep, capsys) -> None:
     assert main(["lab", "show", str(smoke_sweep.out), "--runs"]) == 0
     printed = capsys.readouterr().out
-    assert "final checkpoints of 4 runs" in printed
+    assert "final checkpoints of all 4 runs, fitted or not" in printed
     table = pd.read_csv(smoke_sweep.out / CORRELATIONS_CSV)
     for measure, tau in zip(table["measure"], table["kendall_tau"], strict=True):
         line = next(l for l in printed.splitlines() if l.split() and l.split()[0] == measure)
@@ -86,6 +86,18 @@ def test_train_joins_a_lab_directory(tmp_path: Path, capsys) -> None:
     assert run.spec.label_noise == 0.1 and run.final.test_samples == 300
     rows = pd.read_csv(out / RUNS_CSV)
     assert list(rows["step"]) == [0, 10, 20] and rows["checkpoint"].str.startswith(f"runs/{name}/").all()
+
+
+def test_train_until_fit_checks_between_saves(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "lab"
+    args = ["--layers", "1", "--hidden", "16", "--heads", "2", "--n-train", "32", "--seed", "4", "--steps", "3000"]
+    saves = ["--save-every", "1000", "--until-fit", "--fit-every", "50", "--test-samples", "200"]
+    assert main(["lab", "train", *args, *saves, "--out", str(out)]) == 0
+    (run,) = read_runs(out)
+    assert run.spec.settings.fit_every == 50 and run.spec.settings.until_fit
+    steps = [s.step for s in run.steps]
+    assert steps[0] == 0 and len(steps) == 2 and 0 < steps[1] < 1000 and steps[1] % 50 == 0
+    assert run.final.train_loss <= 0.01  # it ended where it fitted, between two saves
 
 
 def test_sweep_axes_and_settings_replace_the_preset(tmp_path: Path, capsys) -> None:
