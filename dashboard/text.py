@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import streamlit as st
 
@@ -88,9 +89,16 @@ def model_card_caption(shape: ModelShape, grid_m: int) -> str:
     return (
         f"L = {shape.num_layers} layers · hidden width N = {shape.hidden_size} · {heads} · "
         f"{mlp}feed-forward width d_ff = {ffn_widths(shape)}{residual} · activation {shape.activation} · "
-        f"{shape.num_matrices} proxy matrices (QK and V per query head, "
+        f"{shape.num_matrices} proxy matrices ({_and(k.value for k in shape.head_kinds)} per query head"
+        f"{' (QK_x and V_x in the decoder layers only)' if shape.encoder_decoder else ''}, "
         f"{', '.join(k.value for k in shape.layer_kinds)} {per}) · grid P_m with m = {grid_m}"
     )
+
+
+def _and(words: Iterable[str]) -> str:
+    """'QK and V', 'QK, V, QK_x and V_x'."""
+    items = list(words)
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def format_log_value(log_value: float) -> str:

@@ -53,6 +53,23 @@ TERMS: Mapping[str, Term] = MappingProxyType(
         ),
         "QK": Term("QK", "per attention head, the query-key product W_Qᵀ W_K restricted to the head: N × N, rank ≤ d."),
         "V": Term("V", "per head, the value map times its slice of the output projection: N × N, rank ≤ d."),
+        "QK_x": Term(
+            "QK_x",
+            "per head of an encoder-decoder's decoder layer, the cross-attention's query-key product: the "
+            "decoder's queries against the encoder's keys (N × N, rank ≤ d).",
+        ),
+        "V_x": Term(
+            "V_x",
+            "per head of a decoder layer's cross-attention, the value map on the encoder's output times its "
+            "slice of the output projection (N × N, rank ≤ d).",
+        ),
+        "expert": Term(
+            "expert",
+            "in a mixture of experts, one of the feed-forward blocks of a layer among which a router picks "
+            "a few per token (the router's gate values taken as given weights: top-k routing is not "
+            "continuous in its input). Each expert's M_gate, M_in and M_out are proxy matrices of their "
+            "own, and the layer's factor in α takes the largest expert.",
+        ),
         "M_gate": Term("M_gate", "per layer of a gated MLP (Llama-family decoders), the gate's matrix (N × d_ff)."),
         "M_in": Term(
             "M_in", "per layer, the feed-forward block's first matrix (N × d_ff; the up projection if gated)."

@@ -40,6 +40,11 @@ def test_the_model_card_counts_both_stacks_and_names_the_adaptation(landing_app,
     assert "74 proxy matrices" in text  # 2 (2·4 + 2) + 3 (4·4 + 2)
     assert "**encoder-decoder in series**" in text and "**relative position bias**" in text
     assert "2 encoder and 3 decoder layers" in text
+    # the card and the glossary name the cross-attention's kinds
+    assert "74 proxy matrices (QK, V, QK_x and V_x per query head (QK_x and V_x in the decoder layers only)" in text
+    from dashboard.vocabulary import glossary_markdown
+
+    assert all(f"**{kind}**" in glossary_markdown() for kind in ("QK\\_x", "V\\_x", "expert"))
 
 
 @pytest.mark.parametrize("page", ["spectra", "why", "theory", "compare", "bounds"])
