@@ -113,10 +113,21 @@ class Analysis:
         """One row per matrix: layer, head, kind, rank, norms, γ, s_W, p*, c(W; p*), and p and c(W; p).
 
         ``scale`` is s_W (inf where it overflows; ``log10_scale`` stands beside it); without a given p,
-        ``p`` and ``contribution`` repeat p* and c(W; p*).
+        ``p`` and ``contribution`` repeat p* and c(W; p*). ``tensors`` names the checkpoint tensors each
+        matrix is built from, as the family saves them (``encoder.layer.0.attention.self.query.weight``
+        and ``...key.weight`` for a BERT QK head; empty for a family specbound has no adapter for).
+
+        Example::
+
+            >>> frame = specbound.analyze("minilm-l6").to_frame()
+            >>> frame.loc[0, "tensors"]
+            ('encoder.layer.0.attention.self.query.weight', 'encoder.layer.0.attention.self.key.weight')
         """
         analysis = self.bounds
         frame = self.profile.to_frame()
+        from .families import matrix_tensors
+
+        frame["tensors"] = matrix_tensors(self.profile)
         terms = self.terms
         frame["gamma"] = analysis.gamma
         frame["scale"] = exp_array(analysis.log_scale)

@@ -111,6 +111,15 @@ def test_to_frame_has_one_row_per_matrix_with_the_named_columns(minilm) -> None:
     assert result.ours == minilm.optimal.total and result.edelman == minilm.edelman
     assert result.at_p == minilm.evaluate(1.0).total and result.at_p_log10 == pytest.approx(12.175692274248924)
     assert len(result.layers_frame()) == 6
+    # the checkpoint tensors each row comes from, as the family names them
+    row = frame[(frame["layer"] == 3) & (frame["kind"] == "V") & (frame["head"] == 7)].iloc[0]
+    assert row["tensors"] == (
+        "encoder.layer.3.attention.self.value.weight",
+        "encoder.layer.3.attention.output.dense.weight",
+    )
+    assert frame[frame["kind"] == "M_in"]["tensors"].tolist() == [
+        (f"encoder.layer.{layer}.intermediate.dense.weight",) for layer in range(6)
+    ]
 
 
 def test_at_gives_other_indices_from_the_same_spectra(minilm) -> None:

@@ -25,6 +25,7 @@ from .registry import (
     adapter_for,
     adapter_of_config,
     family_name,
+    matrix_tensors,
     register,
     supported_model_types,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "adapter_for",
     "adapter_of_config",
     "family_name",
+    "matrix_tensors",
     "supported_model_types",
 ]
 

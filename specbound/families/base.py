@@ -18,8 +18,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..architecture import ModelShape
-from ..matrices import LayerWeights, mlp_fields
+from ..architecture import Kind, ModelShape
+from ..matrices import CROSS_FIELDS, LayerWeights, mlp_field, mlp_fields
+from ..profile import MatrixId
+
+#: The attention fields of each per-head kind (the cross-attention's kinds read the same fields of its roles).
+_HEAD_FIELDS: dict[Kind, tuple[str, ...]] = {Kind.QK: ("query", "key"), Kind.V: ("value", "attn_out")}
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,37 @@ class FamilyAdapter(ABC):
         :meth:`mlp_roles` (by role); a view of them wherever the layout allows (every adapter's does)."""
         weights = self.to_weights({**_unread(self, shape, exclude=tuple(tensors)), **tensors}, shape)
         return weights.mlp_weight(field)
+
+    def matrix_tensors(self, shape: ModelShape, matrix: MatrixId) -> tuple[str, ...]:
+        """The checkpoint keys (below the model's prefix, in the layout the family saves) of the tensors a
+        proxy matrix is built from: for QK the query's and key's, for V the value's and the output
+        projection's (a fused tensor such as GPT-2's ``c_attn`` where the family stores them together),
+        for an MLP kind its field's tensor (of its expert, in a mixture of experts).
+
+        Example: ``BertAdapter().matrix_tensors(shape, MatrixId(0, Kind.QK, 3))`` is
+        ``("encoder.layer.0.attention.self.query.weight", "encoder.layer.0.attention.self.key.weight")``.
+        """
+        layer = matrix.layer
+        layout = self.layouts(shape)[0]
+        stacks = self.stack_layouts(shape)
+        if stacks is not None:
+            in_decoder = layer >= shape.encoder_layers
+            layout = stacks[1] if in_decoder else stacks[0]
+            layer = layer - shape.encoder_layers if in_decoder else layer
+        if matrix.kind.per_head:
+            fields = _HEAD_FIELDS[Kind.QK if matrix.kind in (Kind.QK, Kind.QK_X) else Kind.V]
+            if matrix.kind.cross:
+                roles, available = [CROSS_FIELDS[f] for f in fields], set(self.cross_roles(shape))
+                declared = set(CROSS_FIELDS.values())
+            else:
+                roles, available = list(fields), set(self.attention_roles(shape))
+                declared = set(CROSS_FIELDS)
+            present = [role for role in roles if role in available]
+            # a field the family does not store alone lives in a fused tensor (GPT-2's c_attn, Phi-3's qkv_proj)
+            chosen = present if len(present) == len(roles) else [*sorted(available - declared), *present]
+        else:
+            chosen = list(self.mlp_roles(mlp_field(matrix.kind, matrix.expert), shape))
+        return tuple(f"{layout.root}.{layer}.{layout.tensors[role].name}" for role in chosen if role in layout.tensors)
 
     def init_scale(self, field: str, shape: ModelShape) -> float:
         """Factor on σ with which the family initialises one canonical weight (a LayerWeights field)."""

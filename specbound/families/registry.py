@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UnsupportedModelError
+from ..profile import SpectralProfile
 from ..text import quoted
 from .base import FamilyAdapter
 
@@ -100,3 +101,13 @@ def adapter_of_config(config: Mapping[str, Any], where: str) -> FamilyAdapter:
                 f"(supported families: {supported_model_types()})"
             )
     return ADAPTERS[model_type]
+
+
+def matrix_tensors(profile: SpectralProfile) -> list[tuple[str, ...]]:
+    """For every matrix of a profile (profile order), the checkpoint tensors it is built from
+    (:meth:`FamilyAdapter.matrix_tensors`); empty tuples for a family no adapter reads (a profile from
+    an atlas may carry one)."""
+    adapter = ADAPTERS.get(profile.shape.family)
+    if adapter is None:
+        return [() for _ in profile.ids]
+    return [adapter.matrix_tensors(profile.shape, matrix) for matrix in profile.ids]

@@ -737,3 +737,32 @@ def proxy_matrices(built: Built, state: dict[str, np.ndarray], fmt: str) -> list
                 mlp = {"M_in": weight("ffn_in").T, "M_out": weight("ffn_out").T}
         matrices += [(kind, None, matrix) for kind, matrix in mlp.items()]
     return matrices
+
+
+def assert_matrix_tensors_exist(directory: Path) -> None:
+    """Every key :meth:`~specbound.families.base.FamilyAdapter.matrix_tensors` names, for every proxy
+    matrix of the checkpoint in ``directory``, is a tensor of its safetensors files below one of the
+    family's prefixes (or, for experts stored fused, a matrix the adapter reads out of a fused tensor);
+    its layer number is the matrix's layer within its stack."""
+    from safetensors import safe_open
+
+    from specbound.checkpoints import open_checkpoint
+    from specbound.profile import matrix_ids
+
+    checkpoint = open_checkpoint(directory)
+    shape, adapter = checkpoint.shape, checkpoint.adapter
+    keys: set[str] = set()
+    for file in directory.glob("*.safetensors"):
+        with safe_open(str(file), "np") as f:
+            keys |= set(f.keys())
+    keys |= set(adapter.fused_slices(sorted(keys), shape))
+    for matrix in matrix_ids(shape):
+        names = adapter.matrix_tensors(shape, matrix)
+        assert names and len(set(names)) == len(names), matrix.label
+        layer = matrix.layer if matrix.stack_layer is None else matrix.stack_layer
+        for tensor in names:
+            assert f".{layer}." in tensor, (matrix.label, tensor)
+            assert any(key.endswith(tensor) and key[: -len(tensor)] in adapter.prefixes for key in keys), (
+                matrix.label,
+                tensor,
+            )

@@ -554,3 +554,10 @@ def test_figures_draw_each_stack_with_its_kinds():
         spectra_figures.head_heatmaps(profile, Kind.QK_X, stack=ENCODER)
     ranks = spectra_figures.rank_against_maximum(profile, Kind.QK_X)
     assert np.asarray(ranks.data[0].z).shape == (2, 2)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_matrix_names_the_checkpoint_tensors_it_is_built_from(saved, name):
+    from family_models import assert_matrix_tensors_exist
+
+    assert_matrix_tensors_exist(saved[name][1])

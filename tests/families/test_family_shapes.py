@@ -250,3 +250,11 @@ def test_phi3_fused_gate_up_counts_as_the_mlp_in_the_layer_peak(tiny):
     attention = (shape.num_heads + 2 * shape.num_kv_heads) * d * n + n * shape.num_heads * d
     expected = 8 * max(attention, 2 * f * n + 2 * min(n, f) ** 2)
     assert layer_peak_bytes(shape, stored_shapes(adapter, shape), adapter.mlp_tensor_roles(shape)) == expected
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_every_matrix_names_the_checkpoint_tensors_it_is_built_from(tiny, name):
+    """Analysis frames carry the module names a notebook user knows (TransformerLens, the checkpoint)."""
+    from family_models import assert_matrix_tensors_exist
+
+    assert_matrix_tensors_exist(tiny(name).dirs["safetensors"])

@@ -517,3 +517,10 @@ def test_fused_experts_on_disk_that_disagree_with_the_config_are_refused_in_one_
     assert result.returncode == 1 and result.stdout == ""
     (line,) = result.stderr.strip().splitlines()
     assert words in line, line
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_matrix_names_the_checkpoint_tensors_it_is_built_from(saved, name):
+    from family_models import assert_matrix_tensors_exist
+
+    assert_matrix_tensors_exist(saved[name][1])
