@@ -138,6 +138,32 @@ class Analysis:
         frame["contribution"] = terms.contribution
         return frame
 
+    def power_law_frame(self) -> pd.DataFrame:
+        """One row per matrix: the power-law fit of its empirical spectral density λ = σ² as WeightWatcher
+        0.7.7 fits it (:mod:`specbound.heavy_tail`): ``alpha`` (WeightWatcher's ``alpha``),
+        ``alpha_weighted`` = α · log10 λ_max (its ``alpha_weighted``, α̂ of Martin & Mahoney), the tail's
+        ``xmin`` and size, and the Kolmogorov–Smirnov ``ks_distance``; NaN where a matrix has fewer than
+        two eigenvalues above WeightWatcher's floor. Computed from the cached spectra when asked for (a
+        second per large feed-forward matrix), not with the analysis.
+
+        Example::
+
+            >>> laws = specbound.analyze("minilm-l6").power_law_frame()
+            >>> laws.groupby("kind")["alpha"].median()  # doctest: +SKIP
+        """
+        from .heavy_tail import power_law_table
+
+        table = power_law_table(self.profile.singular_values, self.profile.above_threshold)
+        every = self.profile.to_frame()
+        identity = ("layer", "stack", "stack_layer", "head", "expert", "kind", "rank")
+        frame = every[[column for column in identity if column in every.columns]].copy()
+        frame["alpha"] = table.alpha
+        frame["alpha_weighted"] = table.alpha_weighted
+        frame["xmin"] = table.xmin
+        frame["tail"] = table.tail
+        frame["ks_distance"] = table.distance
+        return frame
+
     def layers_frame(self) -> pd.DataFrame:
         """One row per layer: log10 α, the sum of c(W; p) by kind and in total, and log10 ξ."""
         from .report import layer_frame

@@ -145,6 +145,23 @@ def _say(line: str) -> None:
     _write_stdout(echoed(line, 4 * LIMITS.max_echoed_chars) + "\n")
 
 
+def _power_law_lines(analysis: BoundAnalysis, laws: Any) -> str:
+    """Per kind, the median power-law exponent α and α · log10 λ_max of its matrices (WeightWatcher's fit)."""
+    import numpy as np
+
+    lines = ["\npower-law fit of each matrix's eigenvalues (WeightWatcher 0.7.7's rule), medians per kind:"]
+    for kind in analysis.profile.model_kinds:
+        mask = analysis.profile.mask(kind) & ~laws.skipped
+        if mask.any():
+            lines.append(
+                f"  {kind.value:<6} alpha {np.median(laws.alpha[mask]):.3f}  alpha_weighted "
+                f"{np.median(laws.alpha_weighted[mask]):.3f}  ({int(mask.sum())} matrices fitted)"
+            )
+        else:
+            lines.append(f"  {kind.value:<6} no matrix has two eigenvalues above the fit's floor")
+    return "\n".join(lines)
+
+
 def _layer_table(frame: Any) -> str:
     """The per-layer table in the dashboard's notation (four significant digits, a power of ten for large
     and small values, never E-notation); the log10 columns keep four decimals."""
@@ -166,8 +183,13 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     from .report import adaptations_line, analysis_json, layer_frame, shape_summary, to_json_text
 
     analysis = _analysis(args)
+    laws = None
+    if args.power_law:
+        from .heavy_tail import power_law_table
+
+        laws = power_law_table(analysis.profile.singular_values, analysis.profile.above_threshold)
     if args.json:
-        _write_stdout(to_json_text(analysis_json(analysis, args.p)) + "\n")
+        _write_stdout(to_json_text(analysis_json(analysis, args.p, power_law=laws)) + "\n")
         return 0
     shape = analysis.profile.shape
     optimal = analysis.evaluate()
@@ -188,6 +210,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         f"(log10 {log10(analysis.log_edelman):.4f})",
         f"\nper layer, c(W; p) at {label} (sqrt(L) = {math.sqrt(shape.num_layers):.4g} is added to the total):",
         _layer_table(layer_frame(analysis, terms)),
+        *([] if laws is None else [_power_law_lines(analysis, laws)]),
         "\nThese are proxies of the bound's leading complexity factor, not the generalization gap.",
     ]
     _write_stdout("\n".join(lines) + "\n")
@@ -559,6 +582,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     model_options(analyze)
     analyze.add_argument("--json", action="store_true", help="print the JSON object of SPEC §5")
+    analyze.add_argument(
+        "--power-law",
+        action="store_true",
+        help="also fit each matrix's eigenvalue spectrum with a power law as WeightWatcher 0.7.7 does "
+        "(alpha and alpha_weighted per matrix in --json; medians per kind otherwise); about a second "
+        "per large feed-forward matrix",
+    )
     analyze.set_defaults(handler=_cmd_analyze)
 
     models = commands.add_parser(

@@ -20,8 +20,15 @@ from .logspace import to_log10
 from .profile import MatrixId
 from .spectrum import cumulative_energy
 
+#: What ``--power-law`` adds to the JSON names its fit: WeightWatcher 0.7.7's, on the eigenvalues σ² of WᵀW.
+POWER_LAW_RULE: str = (
+    "WeightWatcher 0.7.7 (alpha of the eigenvalues sigma^2 of W^T W; alpha_weighted = alpha log10 lambda_max)"
+)
+
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .heavy_tail import PowerLawTable
 
 
 def finite_or_none(value: float) -> float | None:
@@ -47,11 +54,15 @@ def to_json_text(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(finite_only(obj), allow_nan=False, indent=indent)
 
 
-def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = None) -> dict[str, Any]:
+def analysis_json(
+    analysis: BoundAnalysis, at_p: float | PAssignment | None = None, *, power_law: PowerLawTable | None = None
+) -> dict[str, Any]:
     """The object printed by ``specbound analyze MODEL --json [--p P]`` (SPEC §5), field for field.
 
     ``at_p`` may also be a whole assignment (from the notebook API): ``at_p`` and ``contribution_at_p``
-    then hold the total and the contributions at it.
+    then hold the total and the contributions at it. With ``power_law`` (``--power-law``) each matrix
+    also carries ``alpha`` and ``alpha_weighted`` (null where the fit skips it) and the object a
+    ``power_law`` entry naming the rule.
     """
     profile, shape = analysis.profile, analysis.profile.shape
     optimal = analysis.evaluate()
@@ -78,6 +89,14 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
                 "p_opt": float(analysis.p_opt[i]),
                 "contribution": finite_or_none(optimal.contribution[i]),
                 "contribution_at_p": None if fixed is None else finite_or_none(fixed.contribution[i]),
+                **(
+                    {}
+                    if power_law is None
+                    else {
+                        "alpha": finite_or_none(power_law.alpha[i]),
+                        "alpha_weighted": finite_or_none(power_law.alpha_weighted[i]),
+                    }
+                ),
             }
         )
     return {
@@ -109,6 +128,7 @@ def analysis_json(analysis: BoundAnalysis, at_p: float | PAssignment | None = No
         "adaptations": [a.value for a in shape.adaptations],
         **moe_json(shape),
         **stacks_json(shape),
+        **({} if power_law is None else {"power_law": POWER_LAW_RULE}),
     }
 
 

@@ -169,3 +169,40 @@ def test_a_state_dict_of_odd_tensors_converts_or_says_why() -> None:
     meta = {**state, key: torch.empty(state[key].shape, device="meta")}
     with pytest.raises(CheckpointError, match="meta tensor"):
         specbound.analyze(meta, config=model.config)
+
+
+def test_power_law_frame_fits_each_matrix_as_the_json_does(minilm) -> None:
+    import json
+
+    from specbound.cli import main
+    from specbound.heavy_tail import power_law_table
+
+    result = specbound.analyze("minilm-l6")
+    laws = result.power_law_frame()
+    table = power_law_table(minilm.profile.singular_values, minilm.profile.above_threshold)
+    assert list(laws.columns) == [
+        "layer",
+        "head",
+        "kind",
+        "rank",
+        "alpha",
+        "alpha_weighted",
+        "xmin",
+        "tail",
+        "ks_distance",
+    ]
+    np.testing.assert_array_equal(laws["alpha"], table.alpha)
+    assert laws["alpha"].notna().all() and (laws["alpha"] > 1).all()  # every MiniLM matrix has a tail to fit
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["analyze", "minilm-l6", "--json", "--power-law"]) == 0
+    report = json.loads(out.getvalue())
+    assert [m["alpha"] for m in report["matrices"]] == table.alpha.tolist()
+    assert [m["alpha_weighted"] for m in report["matrices"]] == table.alpha_weighted.tolist()
+    assert report["power_law"].startswith("WeightWatcher 0.7.7")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["analyze", "minilm-l6", "--json"]) == 0
+    plain = json.loads(out.getvalue())
+    assert "power_law" not in plain and "alpha" not in plain["matrices"][0]  # only on request

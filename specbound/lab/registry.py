@@ -37,8 +37,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..bounds import BoundAnalysis
+from ..heavy_tail import SpectrumAlphas, spectrum_alphas
 from .flatness import censoring_values, inverse_square, pacbayes_sigma, sharpness_alpha
-from .heavy_tail import SpectrumAlphas, spectrum_alphas
 from .measures import frobenius_sum, log_bartlett, log_spectral_product
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from specbound.bounds import BoundAnalysis
-from specbound.lab.heavy_tail import fit_power_law
+from specbound.heavy_tail import fit_power_law
 from specbound.lab.measures import frobenius_sum, log_bartlett, log_spectral_product
 from specbound.lab.registry import MEASURES
 from specbound.loading import load_profile

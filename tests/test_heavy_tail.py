@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from specbound.lab.heavy_tail import (
+from specbound.heavy_tail import (
     MIN_TAIL,
     PowerLawRule,
     fit_power_law,
@@ -175,3 +175,30 @@ def test_agrees_with_weightwatcher() -> None:
         assert fit.tail <= tail == np.count_nonzero(values >= xmin)
         assert fit.alpha == alpha or abs(fit.alpha - alpha) <= 1e-12 * max(1.0, abs(alpha))  # inf: a constant tail
         assert fit.ks_distance == pytest.approx(distance)
+
+
+def test_the_power_law_table_keeps_each_matrix_s_fit() -> None:
+    """Per matrix, the table holds fit_power_law's answer for its counted σ², NaN where the rule skips; the
+    lab's α (a mean over the fitted matrices) is the mean of the table's column."""
+    from specbound.heavy_tail import power_law_table, spectrum_alphas
+
+    rng = np.random.default_rng(0)
+    singular_values = np.zeros((3, 40))
+    singular_values[0] = np.sort(rng.pareto(2.5, 40) + 1.0)[::-1]
+    singular_values[1, :30] = np.sort(rng.pareto(1.5, 30) + 1.0)[::-1]
+    singular_values[2, :1] = 2.0  # one eigenvalue: WeightWatcher's fit fails, the matrix is skipped
+    counted = singular_values > 0
+    table = power_law_table(singular_values, counted)
+    for i in (0, 1):
+        fit = fit_power_law(np.square(singular_values[i, counted[i]]))
+        assert fit is not None
+        assert (table.alpha[i], table.xmin[i], table.tail[i], table.distance[i]) == (
+            fit.alpha,
+            fit.xmin,
+            fit.tail,
+            fit.ks_distance,
+        )
+        assert table.alpha_weighted[i] == pytest.approx(fit.alpha * np.log10(singular_values[i, 0] ** 2), rel=1e-15)
+    assert table.skipped.tolist() == [False, False, True] and table.tail[2] == 0
+    lab = spectrum_alphas(singular_values, counted)
+    assert lab.skipped == 1 and np.nanmean(table.alpha) == pytest.approx(lab.alpha.mean(), rel=1e-15)
