@@ -17,6 +17,7 @@ from dashboard.export import (
     file_stem,
     provenance,
     report_download,
+    show_figure,
     show_panels,
 )
 from dashboard.presentation import folded
@@ -124,6 +125,13 @@ if index is not None:
     st.caption("At p*, each matrix's own optimum; the Bound explorer shows it at any p.")
     drilldown.detail(analysis, index, analysis.optimal, provenance(name, "p*"))
     bound_note(analysis.profile.shape)  # the page's only bound numbers
+    with folded("Its eigenvalue spectrum and power-law fit (WeightWatcher's α)"):
+        st.caption(
+            "The eigenvalues λ = σ² of WᵀW on log-spaced bins, and the power law WeightWatcher 0.7.7 fits to "
+            "their upper tail (from the dashed x_min on): a smaller α is a heavier tail. Every matrix's α: "
+            "`specbound analyze MODEL --power-law` or `Analysis.power_law_frame()`."
+        )
+        show_figure(figures.esd_figure(profile, index, source=source), "esd")
 
 st.subheader("Every matrix")
 table = profile.to_frame()

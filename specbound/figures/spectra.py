@@ -467,3 +467,87 @@ def overlaid_spectra(
         "yaxis": log_axis(np.concatenate([d.ravel() for d in drawn]), title={"text": "σᵢ / σ₁" if normalise else "σᵢ"}),
     }
     return figure(traces, f"Spectra overlaid: {kind.value}, layer {layer}", source=source, height=400, layout=layout)
+
+
+#: Bins per decade of the ESD histogram (:func:`esd_figure`).
+ESD_BINS_PER_DECADE: int = 8
+
+
+def esd_figure(profile: SpectralProfile, index: int, *, source: str | None = None) -> go.Figure:
+    """The empirical spectral density of one matrix, its eigenvalues λ = σ² of WᵀW (the counted ones), as
+    a histogram on log-spaced bins, with the power law WeightWatcher 0.7.7 fits to its tail
+    (:func:`specbound.heavy_tail.fit_weightwatcher`): the count each bin from x_min on would hold under
+    the fit, n_tail · [P(λ ≤ right edge) − P(λ ≤ left edge)] with P(λ) = 1 − (λ / x_min)^(1 − α), and
+    x_min marked.
+
+    Example::
+
+        >>> from specbound.loading import load_profile
+        >>> fig = esd_figure(load_profile("minilm-l6"), 0)  # layer 0, QK head 0
+    """
+    from ..heavy_tail import fit_power_law
+
+    matrix = profile.ids[index]
+    eigenvalues = np.square(profile.singular_values[index, profile.above_threshold[index]])  # (rank,)
+    fit = fit_power_law(eigenvalues)
+    positive = eigenvalues[eigenvalues > 0]
+    color = KIND_COLORS[matrix.kind]
+    if positive.size == 0:
+        return figure([], f"ESD of {matrix.label}: no nonzero eigenvalue", source=source, height=360)
+    low, high = np.log10(positive.min()), np.log10(positive.max())
+    count = max(1, int(np.ceil((high - low) * ESD_BINS_PER_DECADE)))
+    edges = np.logspace(low, high, count + 1) if high > low else np.array([positive.min() / 1.1, positive.max() * 1.1])
+    counts, _ = np.histogram(positive, bins=edges)
+    centres = np.sqrt(edges[:-1] * edges[1:])
+    traces: list[dict[str, Any]] = [
+        {
+            "type": "bar",
+            "x": centres,
+            "y": counts,
+            "width": np.diff(edges),
+            "name": "eigenvalues",
+            "marker": {"color": color, "opacity": 0.6},
+            "hovertemplate": "λ from %{customdata[0]:.3g} to %{customdata[1]:.3g}<br>%{y} eigenvalues<extra></extra>",
+            "customdata": np.stack([edges[:-1], edges[1:]], axis=1),
+        }
+    ]
+    title = f"ESD of {matrix.label}: {format_count(positive.size, 'eigenvalue')} λ = σ²"
+    shapes: list[dict[str, Any]] = []
+    if fit is not None:
+        tail_edges = np.clip(edges, fit.xmin, None)
+        cdf = 1.0 - np.power(tail_edges / fit.xmin, 1.0 - fit.alpha)
+        expected = fit.tail * np.diff(cdf)  # (bins,) zero below x_min
+        shown = edges[1:] > fit.xmin
+        traces.append(
+            {
+                "type": "scatter",
+                "x": centres[shown],
+                "y": expected[shown],
+                "mode": "lines+markers",
+                "name": f"power law, α = {fit.alpha:.2f}",
+                "line": {"color": "#000000", "width": 2},
+                "hovertemplate": "fitted: %{y:.2f} eigenvalues<extra></extra>",
+            }
+        )
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": fit.xmin,
+                "x1": fit.xmin,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#777777", "dash": "dash", "width": 1},
+            }
+        )
+        title += f"<br>α = {fit.alpha:.2f} from x_min = {fit.xmin:.3g} ({fit.tail} in the tail), WeightWatcher's fit"
+    else:
+        title += "<br>too few eigenvalues for WeightWatcher's fit"
+    layout = {
+        "xaxis": log_axis(edges, **axis_title("eigenvalue λ = σ²")),
+        "yaxis": axis_title("eigenvalues per bin"),
+        "shapes": shapes,
+        "bargap": 0,
+    }
+    return figure(traces, title, source=source, height=380, layout=layout)

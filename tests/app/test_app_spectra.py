@@ -161,6 +161,12 @@ def test_a_matrix_opens_with_its_spectrum_curve_and_terms(app, rerun, figure_tit
     star = next(t for t in curve["data"] if t["name"] == "L1 QK h4 p*")
     assert star["y"][0] == pytest.approx(minilm.optimal.contribution[i], rel=1e-12)
     assert app.query_params["matrix"] == str(i)  # the open matrix is part of the link
+    # its eigenvalue spectrum with WeightWatcher's fit, the package's own figure
+    from specbound.figures.spectra import esd_figure
+
+    expected = esd_figure(minilm.profile, i).to_dict()["layout"]["title"]["text"]
+    esd = figure_titled(app, expected.split("<br>")[0])
+    assert esd["layout"]["title"]["text"].startswith(expected) and "WeightWatcher's fit" in expected
 
 
 def test_a_link_restores_the_spectra_view(plotly_specs) -> None:

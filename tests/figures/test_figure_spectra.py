@@ -114,3 +114,23 @@ def test_overlaid_spectra_of_two_models(profile) -> None:
     assert len(m_in.data) == 2
     with pytest.raises(ValueError, match="no layer 2"):
         figures.overlaid_spectra(other, profile, "V", 2)
+
+
+def test_esd_figure_draws_the_eigenvalues_and_the_fitted_tail(profile) -> None:
+    from specbound.heavy_tail import fit_power_law
+
+    index = 0
+    eigenvalues = np.square(profile.singular_values[index, profile.above_threshold[index]])
+    fig = figures.esd_figure(profile, index, source="tiny")
+    bars, *law = fig.data
+    assert int(np.sum(bars.y)) == eigenvalues.size  # every counted eigenvalue in one bin
+    fit = fit_power_law(eigenvalues)
+    assert fit is not None and len(law) == 1
+    # the line is the fit's expected count per bin: over the bins above x_min it sums to the tail's size
+    # times the fitted probability of a value up to the largest eigenvalue, 1 - (λ_max / x_min)^(1 - α)
+    edges = np.concatenate([np.asarray(bars.customdata)[:, 0], [np.asarray(bars.customdata)[-1, 1]]])
+    above = edges[1:] > fit.xmin
+    np.testing.assert_allclose(np.asarray(law[0].x), np.sqrt(edges[:-1] * edges[1:])[above])
+    reach = 1.0 - (edges[-1] / fit.xmin) ** (1.0 - fit.alpha)
+    assert float(np.sum(law[0].y)) == pytest.approx(fit.tail * reach, rel=1e-12)
+    assert fig.layout.shapes[0].x0 == fit.xmin and f"α = {fit.alpha:.2f}" in fig.layout.title.text
