@@ -214,7 +214,8 @@ elif view == SWEEP_VIEW:
         "Paired bootstrap of each measure's τ minus ours at p*, over the same draws of runs (and of groups "
         "for the granulated τ): distinguishable when the 95 % interval of the difference excludes 0."
     )
-    with st.container(key="lab_comparisons"):
+    show_figure(figures.difference_forest(differences, measure_name), "lab_differences")
+    with folded("Each difference in words"), st.container(key="lab_comparisons"):
         st.markdown("\n".join(f"- {views.comparison_sentence(d, measure_name)}" for d in differences))
     st.subheader("The verdict: what it stands on")
     st.caption(

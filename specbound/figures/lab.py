@@ -11,13 +11,13 @@ of that step's profile: the lab adds no second way to draw a spectrum.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..lab.correlation import Interval, MeasureCorrelation
+from ..lab.correlation import Interval, MeasureCorrelation, TauDifference
 from ..lab.grokking import POSITIVE_CONTROL, RunGrokking, excursion_shares
 from ..lab.registry import MEASURES, is_baseline
 from ..lab.robust import RobustSummary
@@ -440,4 +440,66 @@ def robust_cdf_figure(rows: Sequence[RobustSummary], *, source: str | None = Non
             "yaxis": axis_title("share of couplings", range=[0, 1.02], tickformat=".0%"),
             "shapes": [CHANCE_LINE],
         },
+    )
+
+
+def difference_forest(
+    differences: Sequence[TauDifference], name_of: Callable[[str], str] = str, *, source: str | None = None
+) -> go.Figure:
+    """Each measure's τ minus the other one's (ours at p* on the Lab page) as a forest plot: a point at the
+    paired difference and a bar over its 95 % bootstrap interval, one row per measure, the trivial
+    baselines marked, a line at 0. A bar clear of 0 is a difference the bootstrap tells apart; the
+    colour says which side (a bar across 0 is grey).
+
+    Example::
+
+        >>> from specbound.lab.reference import load_reference
+        >>> from specbound.lab.tables import comparisons
+        >>> fig = difference_forest(comparisons(load_reference().runs))
+    """
+    rows = [d for d in differences if math.isfinite(d.kendall_tau)]
+    rows.sort(key=lambda d: d.kendall_tau)
+    colours = {1: OKABE_ITO["bluish green"], -1: OKABE_ITO["vermillion"], 0: NEUTRAL}
+    labels = [name_of(d.measure) + (" (baseline)" if is_baseline(d.measure) else "") for d in rows]
+    trace = {
+        "type": "scatter",
+        "x": [d.kendall_tau for d in rows],
+        "y": labels,
+        "mode": "markers",
+        "marker": {"color": [colours[d.kendall_tau_ci.sign] for d in rows], "size": 9},
+        "error_x": {
+            "type": "data",
+            "symmetric": False,
+            "array": [d.kendall_tau_ci.high - d.kendall_tau for d in rows],
+            "arrayminus": [d.kendall_tau - d.kendall_tau_ci.low for d in rows],
+            "color": NEUTRAL,
+        },
+        "customdata": [[d.kendall_tau_ci.low, d.kendall_tau_ci.high] for d in rows],
+        "hovertemplate": "%{y}<br>difference in τ %{x:+.3f}<br>95 %: %{customdata[0]:+.3f} to "
+        "%{customdata[1]:+.3f}<extra></extra>",
+        "showlegend": False,
+    }
+    other = name_of(rows[0].other) if rows else "the other"
+    layout = {
+        "xaxis": axis_title(f"τ(measure) − τ({other}), 95 % paired bootstrap"),
+        "yaxis": {"automargin": True},
+        "shapes": [
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": 0,
+                "x1": 0,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": NEUTRAL},
+            }
+        ],
+    }
+    return figure(
+        [trace],
+        f"Each measure against {other}: right of 0 orders the runs more like their gaps",
+        source=source,
+        height=max(260, 40 + 26 * len(rows)),
+        layout=layout,
     )

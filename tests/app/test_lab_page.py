@@ -276,6 +276,18 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
                 in sentence
             )
     assert any("Reproducibility." in c.value and "bit for bit" in c.value for c in at.caption)
+    # and the same differences as a forest plot: a point and a 95 % bar per measure, a line at 0
+    from specbound.lab.registry import is_baseline
+
+    (forest,) = [f for f in plotly_specs(at) if f["layout"]["title"]["text"].startswith("Each measure against ours")]
+    (points,) = forest["data"]
+    by_label = dict(zip(points["y"], points["x"], strict=True))
+    for difference in comparisons(runs):
+        if not math.isfinite(difference.kendall_tau):  # a constant measure (every run's 500 steps) has no τ
+            assert measure_name(difference.measure) + " (baseline)" not in by_label
+            continue
+        label = measure_name(difference.measure) + (" (baseline)" if is_baseline(difference.measure) else "")
+        assert by_label[label] == pytest.approx(difference.kendall_tau, abs=1e-12)
 
     # the reading of the sweep, from its own numbers: τ explained, the best measure (the trivial baselines
     # apart) and where ours stands, and the strongest baseline beside them
