@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -88,7 +88,7 @@ LAB_MODEL_LABEL = model_label(RunSpec(layers=1, hidden=32, heads=2, n_train=1, s
 STORE_DIR = "lab"
 #: Origins of a run, as the first part of its key: each shipped reference by its key, and this server's store.
 SHIPPED = {shipped.key: shipped for shipped in lab_reference.SHIPPED}
-REFERENCE, DECODER, GROKKING, FIT = (s.key for s in lab_reference.SHIPPED)
+REFERENCE, DECODER, GROKKING, FIT, FIT_DECODER = (s.key for s in lab_reference.SHIPPED)
 HERE = "here"
 #: The shipped references whose runs form a sweep (the grokking preset's three seeds do not).
 SWEEPS: tuple[str, ...] = tuple(s.key for s in lab_reference.SWEEP_REFERENCES)
@@ -444,11 +444,37 @@ def grokking_view_frame(runs: tuple[RunGrokking, ...]) -> Styler:
     return styled_table(frame.rename(columns=GROKKING_COLUMNS), {})
 
 
+def robust_columns(columns: Iterable[str]) -> dict[str, str]:
+    """``robust.csv``'s columns as the page heads them: 'mean_sign_error_n_train' -> 'Mean sign-error:
+    n_train couplings' and so on, in words."""
+    words = {
+        "measure": "Measure",
+        "baseline": "Trivial baseline",
+        "couplings": "Couplings",
+        "mean_sign_error": "Mean sign-error",
+        "p90_sign_error": "90th percentile",
+        "max_sign_error": "Worst",
+    }
+    named = {}
+    for column in columns:
+        if column in words:
+            named[column] = words[column]
+        elif column.startswith("mean_sign_error_"):
+            named[column] = f"Mean sign-error, {column.removeprefix('mean_sign_error_').replace('_', ' ')} couplings"
+        elif column.startswith("couplings_"):
+            named[column] = f"Couplings in {column.removeprefix('couplings_').replace('_', ' ')}"
+        else:
+            named[column] = column.replace("_", " ")
+    return named
+
+
 def robust_view_frame(rows: tuple[RobustSummary, ...]) -> Styler:
-    """``robust.csv`` as the page shows it: each measure in plain words, sign-errors to three decimals."""
+    """``robust.csv`` as the page shows it: columns and measures in words, sign-errors to three decimals."""
     frame = robust_frame(rows)
+    frame = frame.assign(measure=[measure_name(m) for m in frame["measure"]])
     plain = {c: "number" for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
-    return styled_table(frame.assign(measure=[measure_name(m) for m in frame["measure"]]), plain)
+    names = robust_columns(frame.columns)
+    return styled_table(frame.rename(columns=names), {names[c]: kind for c, kind in plain.items()})
 
 
 #: What repeats and what does not, measured (README, "Lab": reproducibility).

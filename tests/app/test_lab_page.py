@@ -317,23 +317,25 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     run_clean(at)
     sweeps = reference.SWEEP_REFERENCES
     judged = [v for s in sweeps for v in environment_verdicts(reference.load_reference(s.directory).runs)]
-    assert [v.environment for v in judged] == ["threshold/bert", "threshold/bert", "markov/gpt2"]
+    assert [v.environment for v in judged] == ["threshold/bert", "threshold/bert", "threshold/gpt2", "markov/gpt2"]
     rows = robust_view(judged)
     shown_text = " ".join(m.value for m in at.markdown)
     for env in judged:
         assert plain(" ".join(views.verdict_sentences(env, measure_name))) in shown_text
     assert plain(views.robust_sentence(rows, measure_name)) in shown_text
-    class_sweep, fit_sweep, _ = judged
+    class_sweep, fit_sweep, fit_decoders, _ = judged
     assert class_sweep.status == "not fitted" and "not fitted (under 80" in views.verdict_sentences(class_sweep)[0]
-    assert fit_sweep.status == "fitted" and fit_sweep.seeds == 5 and fit_sweep.configurations == 24
-    assert {e for r in rows for e in r.environments} <= {"threshold/bert", "markov/gpt2"}
+    for fitted in (fit_sweep, fit_decoders):
+        assert fitted.status == "fitted" and fitted.seeds == 5 and fitted.configurations == 24
+    assert {e for r in rows for e in r.environments} <= {"threshold/bert", "threshold/gpt2", "markov/gpt2"}
     assert sum(r.couplings for r in rows if r.measure == "ours") == sum(
         v.measure("ours").coupled_summary.couplings for v in judged if v.fitted
     )  # the class sweep's couplings are kept out
-    shown = _dataframe(at, "mean_sign_error").reset_index(drop=True)
-    assert list(shown["measure"]) == [measure_name(r.measure) for r in rows]
+    shown = _dataframe(at, "Mean sign-error").reset_index(drop=True)
+    assert list(shown["Measure"]) == [measure_name(r.measure) for r in rows]
+    assert not any("_" in column for column in shown.columns)  # headers in words
     ours = next(r for r in rows if r.measure == "ours")
-    value = shown.loc[[r.measure for r in rows].index("ours"), "mean_sign_error"]
+    value = shown.loc[[r.measure for r in rows].index("ours"), "Mean sign-error"]
     assert float(value if isinstance(value, float) else shown_value(value)) == pytest.approx(ours.mean, abs=5e-4)
     total = max(r.couplings for r in rows)
     cdf = figure_titled(at, f"Sign-errors over {total} couplings")
