@@ -60,6 +60,7 @@ lab-reference: $(STAMP)
 	$(BIN)/specbound lab sweep --preset class --task markov --family gpt2 --out $(LAB_DIR)-decoder --export-reference
 	$(BIN)/specbound lab sweep --preset grok --task modular --family gpt2 --out $(LAB_DIR)-grok --export-reference
 	$(BIN)/specbound lab sweep --preset fit --out $(LAB_DIR)-fit --workers 2 --export-reference
+	$(BIN)/specbound lab sweep --preset fit --family gpt2 --out $(LAB_DIR)-fit --workers 2 --export-reference
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts

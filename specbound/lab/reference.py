@@ -27,7 +27,7 @@ import json
 import math
 import platform
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from ..loading import load_profile
 from ..profile import SpectralProfile
 from ..text import quoted
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
+from .flatness import DEFAULT_FLATNESS
 from .records import LAB_LABEL, RUNS_DIR, read_runs, write_record
 from .registry import MEASURES, CheckpointMeasure, RunMeasure, step_value
 from .tables import LabResults, read_results, write_tables
@@ -116,13 +117,35 @@ FIT_REFERENCE = ShippedReference(
     "threshold",
     "bert",
     "trained until they fit, 5 seeds, 2 learning rates",
-    max_steps=11,  # a run at the 6,000-step cap saved 61 checkpoints: eleven keep the package small
+    max_steps=11,  # at most eleven of a run's checkpoints keep the package small
+)
+#: The same ``fit`` sweep on GPT-2 decoders: a second environment whose runs fit.
+FIT_DECODER_REFERENCE_DIR = Path(__file__).parent / "reference_fit_decoder"
+FIT_DECODER_REFERENCE = ShippedReference(
+    "fit-decoder",
+    FIT_DECODER_REFERENCE_DIR,
+    "fit",
+    "threshold",
+    "gpt2",
+    "trained until they fit, 5 seeds, 2 learning rates",
+    max_steps=11,
 )
 #: Every shipped reference, the threshold sweep first.
-SHIPPED: tuple[ShippedReference, ...] = (THRESHOLD_REFERENCE, DECODER_REFERENCE, GROKKING_REFERENCE, FIT_REFERENCE)
+SHIPPED: tuple[ShippedReference, ...] = (
+    THRESHOLD_REFERENCE,
+    DECODER_REFERENCE,
+    GROKKING_REFERENCE,
+    FIT_REFERENCE,
+    FIT_DECODER_REFERENCE,
+)
 #: The shipped references whose runs form a sweep (the grokking preset's three seeds do not), whose
 #: verdicts ``specbound lab report`` and the Lab page give, each sweep read as its own.
-SWEEP_REFERENCES: tuple[ShippedReference, ...] = (THRESHOLD_REFERENCE, FIT_REFERENCE, DECODER_REFERENCE)
+SWEEP_REFERENCES: tuple[ShippedReference, ...] = (
+    THRESHOLD_REFERENCE,
+    FIT_REFERENCE,
+    FIT_DECODER_REFERENCE,
+    DECODER_REFERENCE,
+)
 
 
 def shipped_reference(preset: str, task: str = "threshold", family: str = "bert") -> ShippedReference:
@@ -302,15 +325,21 @@ def export_reference(
     sweep_seconds: float | None = None,
     regenerate: str = REGENERATE,
     max_steps: int | None = None,
+    environment: tuple[str, str] | None = None,
 ) -> tuple[Path, ...]:
     """Write the reference (records, tables, atlas, manifest) of a finished sweep into ``dest``, replacing it.
 
     The family's profiles come from their final checkpoints through the profile cache and are renamed
     to their run names, so the atlas never carries a local path. With ``max_steps`` each run keeps at
-    most that many saved steps (:func:`shipped_steps`).
+    most that many saved steps (:func:`shipped_steps`); with ``environment`` (task, family) only that
+    environment's runs are exported, so several environments may share one sweep directory.
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
-    runs = tuple(shipped_steps(run, max_steps) for run in read_runs(sweep_dir))
+    runs = tuple(
+        shipped_steps(run, max_steps)
+        for run in read_runs(sweep_dir)
+        if environment is None or (run.spec.task.kind, run.spec.family) == environment
+    )
     if not runs:
         raise ValueError(f"{sweep_dir} holds no finished run to export")
     training_seconds = round(sum(r.seconds + r.model_seconds for r in runs), 1)
@@ -353,6 +382,7 @@ def export_reference(
         "measures": list(MEASURES),
         "platform": platform_fingerprint(),
         "bootstrap": {"draws": BOOTSTRAP_DRAWS, "seed": BOOTSTRAP_SEED, "confidence": CONFIDENCE},
+        "flatness_searches": asdict(DEFAULT_FLATNESS),
         "atlas_models": [r.name for r in members],
         "step_atlases": f"{RUNS_DIR}/<run>/{STEPS_ATLAS_FILE}, members <run>{STEP_SEP}<step>",
         "steps_per_run": "every saved step"
