@@ -203,12 +203,13 @@ elif view == SWEEP_VIEW:
     show_panels(measures, "lab_measures", per_row=3)
     st.subheader("Rank correlation with the gap")
     correlation_table = service.correlation_table(table)
-    draw_table(
-        service.correlation_view(table),
-        hide_index=True,
-        key="lab_correlations",
-        column_config=service.correlation_columns(correlation_table.columns),
-    )
+    with folded("Rank correlation with the gap (table)"):  # folded on a projector, like every table
+        draw_table(
+            service.correlation_view(table),
+            hide_index=True,
+            key="lab_correlations",
+            column_config=service.correlation_columns(correlation_table.columns),
+        )
     st.subheader("Against ours at p*")
     st.caption(
         "Paired bootstrap of each measure's τ minus ours at p*, over the same draws of runs (and of groups "
@@ -246,7 +247,8 @@ elif view == SWEEP_VIEW:
         st.markdown(plain(views.robust_sentence(robust_rows, measure_name)))
     if any(r.couplings for r in robust_rows):
         show_figure(figures.robust_cdf_figure(robust_rows), "lab_robust_cdf")
-    draw_table(service.robust_view_frame(robust_rows), hide_index=True, key="lab_robust_table")
+    with folded("The robust view (table)"):
+        draw_table(service.robust_view_frame(robust_rows), hide_index=True, key="lab_robust_table")
     if grokking := service.grokking_reference():
         st.subheader("Grokking: does a measure move before the jump?")
         st.caption(
@@ -267,7 +269,8 @@ elif view == SWEEP_VIEW:
         seed = st.radio("Seed", seeds, key=GROK_SEED_KEY, horizontal=True)
         shown = next(run for run in grokking if run.seed == seed)
         show_figure(figures.grokking_figure(shown), "lab_grokking_figure")
-        draw_table(service.grokking_view_frame(grokking), hide_index=True, key="lab_grokking_table")
+        with folded("Each measure's lead (table)"):
+            draw_table(service.grokking_view_frame(grokking), hide_index=True, key="lab_grokking_table")
     st.caption(f"Reproducibility. {service.REPRODUCIBILITY}")
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")

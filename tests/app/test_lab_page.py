@@ -541,3 +541,16 @@ def test_a_stored_run_whose_checkpoint_is_damaged_says_so_and_the_page_stays(tmp
         assert _metric(at, "Total (ours at p*)")  # the record's numbers are still shown
     finally:
         service._store_runs.clear()
+
+
+def test_on_a_projector_the_lab_s_tables_are_folded(lab_app) -> None:
+    """Presentation mode folds every table of the sweep view into a closed expander (the figures and the
+    sentences stay in view)."""
+    at = lab_app
+    at.toggle(key="present").set_value(True)
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    labels = {e.label for e in at.expander}
+    for label in ("Rank correlation with the gap (table)", "The robust view (table)", "Each measure's lead (table)"):
+        assert label in labels, label
+    assert any(label.startswith("The verdict of") for label in labels)
