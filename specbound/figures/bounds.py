@@ -50,6 +50,7 @@ from .style import (
     quantity_color,
     spaced_ticks,
     split_panels,
+    stack_marks,
 )
 
 SQRT_DEPTH_COLOR = NEUTRAL
@@ -149,6 +150,7 @@ def term_sums(
         "barmode": "group" if view is SumsView.LOG else "stack",
         "xaxis": {"categoryorder": "array", "categoryarray": categories},
         "yaxis": y_axis,
+        **stack_marks(analysis.profile.shape),  # the ℓ-th category is layer ℓ
     }
     return figure(traces, "Σ c(W; p) by layer and kind", source=source, height=400, legend_title="kind", layout=layout)
 
@@ -174,7 +176,12 @@ def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.F
             "hovertemplate": "layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>",
         },
     ]
-    layout = {"barmode": "group", "xaxis": axis_title("layer", dtick=1), "yaxis": axis_title("log10")}
+    layout = {
+        "barmode": "group",
+        "xaxis": axis_title("layer", dtick=1),
+        "yaxis": axis_title("log10"),
+        **stack_marks(analysis.profile.shape),  # an encoder-decoder's two stacks, marked
+    }
     return figure(bars, "Depth factors per layer (log10)", source=source, height=340, layout=layout)
 
 

@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
-from ..architecture import Kind
+from ..architecture import Kind, ModelShape
 from ..numbers import format_number
 
 #: Okabe-Ito colours by name.
@@ -125,6 +125,34 @@ def cell_axis(title: str | None, count: int, **axis: Any) -> dict[str, Any]:
     cell, or on every k-th past :data:`MAX_LABELLED_HEADS` so the labels do not run together."""
     step = max(1, math.ceil(count / MAX_LABELLED_HEADS))
     return axis_title(title, range=[-0.5, count - 0.5], dtick=step, **axis)
+
+
+def stack_marks(shape: ModelShape) -> dict[str, list[dict[str, Any]]]:
+    """For an encoder-decoder, the layout entries that mark its two stacks on a chart whose x axis runs
+    over the layers in series (layer ℓ at x = ℓ, or the ℓ-th category): a dashed line between the last
+    encoder layer and the first decoder layer, and "encoder" / "decoder" over each block. Empty for a model
+    of one stack; merge it into a figure's layout (its ``shapes`` and ``annotations``)."""
+    if not shape.encoder_decoder:
+        return {}
+    boundary = shape.encoder_layers - 0.5
+    line = {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": boundary,
+        "x1": boundary,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": "#777777", "dash": "dash", "width": 1},
+    }
+    label = {"xref": "x", "yref": "paper", "y": 1.0, "yanchor": "bottom", "showarrow": False, "font": {"size": 12}}
+    return {
+        "shapes": [line],
+        "annotations": [
+            {**label, "x": (shape.encoder_layers - 1) / 2, "text": "encoder"},
+            {**label, "x": shape.encoder_layers + (shape.decoder_layers - 1) / 2, "text": "decoder"},
+        ],
+    }
 
 
 def layer_rows_axis(where: str, layers: Sequence[int], numbers: Sequence[int], *, first: bool) -> dict[str, Any]:

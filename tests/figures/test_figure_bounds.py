@@ -165,3 +165,18 @@ def test_every_builder_carries_its_source(mixed: BoundAnalysis, build) -> None:
     fig = build(mixed)
     assert fig.layout.title.subtitle.text == "S" and len(fig.layout.title.text) <= 40
     assert fig.layout.legend.orientation == "h"
+
+
+def test_per_layer_charts_mark_an_encoder_decoder_s_stacks(mixed: BoundAnalysis) -> None:
+    from specbound.architecture import ModelShape
+
+    t5 = BoundAnalysis.from_profile(
+        random_twin(ModelShape(5, 32, 4, 48, encoder_layers=2, family="t5", activation="relu"), model="t5")
+    )
+    for fig in (figures.depth_factors(t5), figures.term_sums(t5, t5.optimal)):
+        (line,) = [s for s in fig.layout.shapes if s.line.dash == "dash"]
+        assert line.x0 == line.x1 == 1.5  # between encoder layer 1 and the first decoder layer, 2
+        notes = {a.text: a.x for a in fig.layout.annotations if a.text in ("encoder", "decoder")}
+        assert notes == {"encoder": 0.5, "decoder": 3.0}  # over the middle of each stack
+    plain = figures.depth_factors(mixed)
+    assert not plain.layout.shapes and not any(a.text in ("encoder", "decoder") for a in plain.layout.annotations)
