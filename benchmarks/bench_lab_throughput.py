@@ -69,8 +69,10 @@ def main() -> int:
     parser.add_argument("--family", default="bert", help="the preset's family (bert, gpt2, llama, neox)")
     args = parser.parse_args()
 
-    specs = preset_grid("fit", family=args.family).specs()
-    chosen = specs[:: max(1, len(specs) // args.runs)][: args.runs]
+    grid = preset_grid("fit", family=args.family)
+    configurations = grid.specs()[:: len(grid.seeds)]  # the first seed of each configuration
+    # a stride one short of an even split, so that the runs differ in n as well as in depth and width
+    chosen = configurations[:: max(1, len(configurations) // args.runs - 1)][: args.runs]
     totals = {"before": [], "after": []}
     for spec in chosen:
         old = replace(spec, settings=replace(spec.settings, save_every=100, fit_every=0))

@@ -173,6 +173,7 @@ def use_upload(file_name: str, content: bytes) -> tuple[SpectralProfile, ...]:
         return use(target, Path(file_name).name)
     except BaseException:
         target.unlink(missing_ok=True)
+        target.with_suffix(UPLOAD_NAME_SUFFIX).unlink(missing_ok=True)
         raise
 
 

@@ -167,14 +167,16 @@ def _layer_table(frame: Any) -> str:
     and small values, never E-notation); the log10 columns keep four decimals."""
     from .numbers import format_number
 
-    def cell(column: str) -> Callable[[float], str]:
-        if column == "layer":
+    def cell(column: str) -> Callable[[Any], str]:
+        if column in ("layer", "stack_layer"):
             return lambda v: str(int(v))
+        if frame[column].dtype.kind not in "fiu":  # an encoder-decoder's stack names
+            return str
         if column.startswith("log10"):
             return lambda v: "-" if math.isnan(v) else f"{v:.4f}"
         return lambda v: "-" if math.isnan(v) else format_number(v)
 
-    return str(frame.to_string(index=False, formatters={c: cell(c) for c in frame.columns}))
+    return str(frame.to_string(index=False, formatters={c: cell(c) for c in frame.columns}, na_rep="-"))
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from ..lab.trajectory import RunTrajectory
 from ..lab.views import MEASURE_LABELS, PStarMap
 from ..numbers import format_count
 from .style import (
+    GREYED,
     NEUTRAL,
     OKABE_ITO,
     PANEL_TITLE_ROOM,
@@ -275,11 +276,6 @@ def _screen_name(measure: str) -> str:
     return MEASURES[measure].screen_name if measure in MEASURES else measure
 
 
-#: The other measures of the grokking chart: one pale grey, so that ours and the positive control stand
-#: out against the accuracies' blues (each still named in the legend and on hover).
-_GREYED: str = "#C8C8C8"
-
-
 def _grokking_line(measure: str, index: int) -> dict[str, Any]:
     """Ours at p* in its own colour and thick, the positive control in black, every other measure grey and
     thin, dashed in turn so that the grey ones can still be told apart."""
@@ -287,7 +283,7 @@ def _grokking_line(measure: str, index: int) -> dict[str, Any]:
         return {"color": quantity_color(Quantity.OURS), "width": 3}
     if measure == POSITIVE_CONTROL:
         return {"color": OKABE_ITO["black"], "width": 2}
-    return {"color": _GREYED, "width": 1, "dash": _DASHES[index % len(_DASHES)]}
+    return {"color": GREYED, "width": 1, "dash": _DASHES[index % len(_DASHES)]}  # context, not the point
 
 
 def grokking_figure(run: RunGrokking) -> go.Figure:

@@ -25,7 +25,9 @@ from ..numbers import format_count, format_integer
 from ..profile import HEAD_KINDS, SpectralProfile
 from ..spectrum import cumulative_energy
 from .style import (
+    INK,
     KIND_COLORS,
+    NEUTRAL,
     SEQUENTIAL,
     as_text,
     axis_title,
@@ -426,7 +428,7 @@ def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: 
     full = int((z == top).sum())
     return figure(
         [heatmap],
-        f"{kind.value}: {full} of {format_count(z.size, 'matrix', 'matrices')} at their largest possible rank",
+        f"{kind.value}: {full} of {format_count(z.size, 'matrix', 'matrices')} at maximum rank",
         source=source,
         height=320 + 12 * profile.shape.num_layers,
         layout=layout,
@@ -525,7 +527,7 @@ def esd_figure(profile: SpectralProfile, index: int, *, source: str | None = Non
                 "y": expected[shown],
                 "mode": "lines+markers",
                 "name": f"power law, α = {fit.alpha:.2f}",
-                "line": {"color": "#000000", "width": 2},
+                "line": {"color": INK, "width": 2},
                 "hovertemplate": "fitted: %{y:.2f} eigenvalues<extra></extra>",
             }
         )
@@ -538,7 +540,7 @@ def esd_figure(profile: SpectralProfile, index: int, *, source: str | None = Non
                 "x1": fit.xmin,
                 "y0": 0,
                 "y1": 1,
-                "line": {"color": "#777777", "dash": "dash", "width": 1},
+                "line": {"color": NEUTRAL, "dash": "dash", "width": 1},
             }
         )
         title += f"<br>α = {fit.alpha:.2f} from x_min = {fit.xmin:.3g} ({fit.tail} in the tail), WeightWatcher's fit"

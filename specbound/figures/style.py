@@ -83,6 +83,10 @@ QUANTITY_COLORS: Mapping[Quantity, str] = {
 }
 #: Neutral grey for fixed parts (the √L term, reference lines).
 NEUTRAL: str = QUANTITY_COLORS[Quantity.SQRT_DEPTH]
+#: A pale grey for series drawn only as context beside highlighted ones (the grokking chart's other measures).
+GREYED: str = "#C8C8C8"
+#: Black, for a fitted curve over data (the ESD's power law) and a chart's one reference series.
+INK: str = OKABE_ITO["black"]
 
 
 def quantity_color(quantity: Quantity) -> str:
@@ -143,7 +147,7 @@ def stack_marks(shape: ModelShape) -> dict[str, list[dict[str, Any]]]:
         "x1": boundary,
         "y0": 0,
         "y1": 1,
-        "line": {"color": "#777777", "dash": "dash", "width": 1},
+        "line": {"color": NEUTRAL, "dash": "dash", "width": 1},
     }
     label = {"xref": "x", "yref": "paper", "y": 1.0, "yanchor": "bottom", "showarrow": False, "font": {"size": 12}}
     return {

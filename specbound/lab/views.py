@@ -175,7 +175,11 @@ def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | 
         floor = min(baselines, key=lambda r: min(r.mean, 1.0 - r.mean))
         oriented = min(floor.mean, 1.0 - floor.mean)
         turned = " read the other way round" if oriented < floor.mean else ""
-        relation = "at most every measure's" if oriented <= best.mean else f"above {name(best.measure)}'s"
+        relation = (
+            "no measure has a smaller one, so none is shown to beat this baseline"
+            if oriented <= best.mean
+            else f"above {name(best.measure)}'s"
+        )
         sentence += (
             f" The best trivial baseline, {name(floor.measure)}{turned}, has a mean of {oriented:.2f}: {relation}."
         )

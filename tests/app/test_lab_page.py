@@ -143,6 +143,8 @@ def test_the_sweep_view_reads_the_shipped_decoder_sweep(lab_app) -> None:
         "small encoders trained by the lab on the sparse threshold task (shipped)",
         "small encoders trained by the lab on the sparse threshold task (trained until they fit, 5 seeds, 2 learning "
         "rates, shipped)",
+        "small GPT-2 decoders trained by the lab on the sparse threshold task (trained until they fit, 5 seeds, 2 "
+        "learning rates, shipped)",
         "small GPT-2 decoders trained by the lab on the Markov next-token task (shipped)",
     ]
     radio.set_value(service.DECODER)
@@ -343,7 +345,7 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     steps = [y for x, y in zip(curve["x"], curve["y"], strict=True) if x == max(ours.errors)]
     assert max(steps) == pytest.approx(1.0) and curve["line"]["width"] == 3
     tables = [d.value for d in at.dataframe if "Coupled sign-error: mean" in d.value.columns]  # one per verdict
-    assert len(tables) == 3
+    assert len(tables) == len(judged) == 4
     for table in tables:
         baselines = [m for m in table["Measure"] if m.endswith("(trivial baseline)")]
         assert len(baselines) == 5 and len(table) == len(class_sweep.measures)  # √(params / n) is one too
@@ -413,7 +415,7 @@ def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
     assert picker.value == key and picker.options[-1] == service.describe(key, trained)
     assert picker.options[-1].endswith("20 steps (trained here)")
     shipped = sum(len(reference.load_reference(r.directory).runs) for r in reference.SHIPPED)
-    assert len(picker.options) == shipped + 1 == 48 + 36 + 3 + 120 + 1  # the shipped references stay
+    assert len(picker.options) == shipped + 1 == 48 + 36 + 3 + 120 + 120 + 1  # the shipped references stay
     assert [s.step for s in trained.steps] == [0, 5, 10, 15, 20]
     assert trained.final.test_samples == service.VISITOR_CAPS.test_samples
     assert _metric(at, "Total (ours at p*)") == format_log_value(trained.final.ours_log10 * math.log(10))

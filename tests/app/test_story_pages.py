@@ -66,7 +66,7 @@ def test_why_page_shows_p_star_ranks_and_break_even(landing_app, rerun, figure_t
     assert any("All 156 matrices take p* = 0" in i.value for i in at.info)
     titles = [c.proto.spec for c in at.get("plotly_chart")]
     assert not any("p* of every matrix" in spec or "How often each p* wins" in spec for spec in titles)
-    ranks = figure_titled(at, "QK: 72 of 72 matrices at their largest possible rank")["data"][0]
+    ranks = figure_titled(at, "QK: 72 of 72 matrices at maximum rank")["data"][0]
     np.testing.assert_array_equal(ranks["z"], minilm.profile.per_head(minilm.profile.rank, Kind.QK))
     assert ranks["zmin"] == 0 and ranks["zmax"] == 32  # colours span [0, d]: a full-rank model reads as full
     (element,) = [d for d in at.dataframe if "log10_break_even" in d.value.columns]
@@ -83,7 +83,7 @@ def test_why_page_shows_p_star_ranks_and_break_even(landing_app, rerun, figure_t
     assert set(table["first_winning_p"]) == {"none: p = 0 wins"}
     at.radio(key="rank_kind").set_value("M_in")
     rerun(at)
-    assert figure_titled(at, "M_in: 6 of 6 matrices at their largest possible rank")
+    assert figure_titled(at, "M_in: 6 of 6 matrices at maximum rank")
     assert at.query_params["rank_kind"] == "m_in"
 
 

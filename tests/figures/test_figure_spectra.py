@@ -69,13 +69,13 @@ def test_rank_against_maximum_fixes_the_colour_range(profile) -> None:
     (heatmap,) = fig.data
     assert heatmap.zmin == 0 and heatmap.zmax == 8 and np.asarray(heatmap.z).shape == (2, 4)
     assert set(np.asarray(heatmap.text).ravel()) == {"8 of 8"} and heatmap.texttemplate == "%{text}"
-    assert fig.layout.title.text == "QK: 8 of 8 matrices at their largest possible rank"
+    assert fig.layout.title.text == "QK: 8 of 8 matrices at maximum rank"
     (strip,) = figures.rank_against_maximum(profile, "M_out").data
     assert strip.zmax == 32 and list(np.asarray(strip.text).ravel()) == ["32 of 32"] * 2
     low = profile_from_spectra(ModelShape(1, 4, 1, 4), [[1.0], [1.0, 1.0], [1.0] * 3, [1.0] * 4])
     deficient = figures.rank_against_maximum(low, "QK")
     assert np.asarray(deficient.data[0].text).ravel().tolist() == ["1 of 4"]
-    assert deficient.layout.title.text == "QK: 0 of 1 matrix at their largest possible rank"
+    assert deficient.layout.title.text == "QK: 0 of 1 matrix at maximum rank"
 
 
 def test_head_heatmaps_rank_colours_span_zero_to_d(profile) -> None:
