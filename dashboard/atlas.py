@@ -86,8 +86,11 @@ def member_label(member: str) -> str:
 
 def upload_label(path: Path) -> str | None:
     """The file name an upload was made under (kept beside it in the store), so an atlas opened from a link
-    by its digest is named as its uploader named it; None for a file that is not an upload."""
+    by its digest is named as its uploader named it; None for a file that is not an upload (only the upload
+    store's files have a label: a file beside an atlas elsewhere on the server is never read)."""
     try:
+        if path.resolve().parent != upload_dir().resolve():
+            return None
         return (path.with_suffix(UPLOAD_NAME_SUFFIX)).read_text(encoding="utf-8")[:MAX_LABEL_CHARS] or None
     except (OSError, UnicodeDecodeError):
         return None

@@ -246,6 +246,11 @@ def test_atlas_members_and_uploads_are_named_as_their_owner_named_them(make_chec
     member = "/home/ada/models/my-encoder"
     stored = atlas.store_upload("ada-models.npz", _tiny_atlas(make_checkpoint, tmp_path, member))
     assert atlas.upload_label(stored) == "ada-models.npz"
+    elsewhere = tmp_path / "server" / "models.npz"  # an atlas on the server: a file beside it is never read
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(stored.read_bytes())
+    elsewhere.with_suffix(".name").write_text("secret")
+    assert atlas.upload_label(elsewhere) is None
     at = _linked(model=f"atlas:@{stored.stem}#{member}")
     assert not at.error
     (picked,) = at.sidebar.selectbox(key=atlas.MODEL_PICK_KEY).options
