@@ -85,7 +85,7 @@ BASE_CSS = f"""
 PRESENT_CSS = f"""
 html {{ font-size: 19px; }}
 [data-testid="stMetricValue"] {{ font-size: clamp(1.3rem, 2.4vw, 2.4rem); }}
-.st-key-{HEADLINE_KEY} [data-testid="stMetricValue"] {{ font-size: clamp(1.05rem, 1.8vw, 1.7rem); }}
+.st-key-{HEADLINE_KEY} [data-testid="stMetricValue"] {{ font-size: clamp(1.6rem, 3.4vw, 2.2rem); }}
 [data-testid="stCaptionContainer"] {{ font-size: 0.95rem; }}
 """
 

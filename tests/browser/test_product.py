@@ -42,6 +42,11 @@ PAGES: tuple[tuple[str, str], ...] = (
 )
 PROJECTOR, LAPTOP, PHONE = {"width": 1024, "height": 768}, {"width": 1440, "height": 900}, {"width": 390, "height": 844}
 HEADLINE_MAX_PX = 90
+#: [font size of the first headline number, font size of the root (body) text], in px.
+HEADLINE_AND_BODY_PX = """() => [
+  parseFloat(getComputedStyle(document.querySelector('.st-key-headline [data-testid="stMetricValue"]')).fontSize),
+  parseFloat(getComputedStyle(document.documentElement).fontSize),
+]"""
 #: The explorer's report: plotly.js packed (about 2 MB in all), not 4.8 MB of text.
 REPORT_MAX_BYTES = 2_500_000
 
@@ -195,6 +200,9 @@ def test_every_page_at_three_widths_and_on_a_projector(
             assert not _sidebar_open(page), where
             small = page.evaluate(SMALL_OR_PALE, PROJECTOR_FONT_PX)
             assert small == [], (where, small)
+            if path in ("", "bounds"):  # a projector's headline number: about twice the body text
+                sizes = page.evaluate(HEADLINE_AND_BODY_PX)
+                assert sizes[0] >= 1.7 * sizes[1], (where, sizes)
         if width == "390":
             assert page.evaluate(OVERLAPPING, PANEL_TITLES) == [], where
         if path == "" and width == "1024":  # above the fold: the product, its numbers, how to read them
