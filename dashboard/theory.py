@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from specbound.architecture import SHARED_EXPERT, Expert, Kind
 from specbound.bounds import BoundAnalysis
+from specbound.profile import MatrixId, SpectralProfile
 
 #: Metric labels of the live values (tests look them up by these).
 RANK_LABEL = "numerical rank"
@@ -19,6 +21,8 @@ ALPHA_LABEL = "α⁽ℓ⁾ (depth factor)"
 GAMMA_LABEL = "γ (local factor)"
 SCALE_LABEL = "s_W = γ α⁽ℓ⁾ L"
 CONTRIBUTION_LABEL = "c(W; p) at the chosen p"
+MLP_FACTOR_LABEL = "Φ⁽ℓ⁾ of this layer"
+CROSS_FACTOR_LABEL = "A_x⁽ℓ⁾ of this layer"
 CLOSED_FORM_LABELS = {0.0: "c(W; 0) closed form", 1.0: "c(W; 1) closed form", 2.0: "c(W; 2) closed form"}
 GRID_LABEL = "m (grid P_m)"
 P_OPT_LABEL = "p* of this matrix"
@@ -86,4 +90,38 @@ def readout(analysis: BoundAnalysis, index: int, p: float) -> Readout:
         log_ours_at_p=terms.log_total,
         log_xi=float(analysis.log_xi[layer]),
         log_edelman=float(analysis.log_edelman),
+    )
+
+
+def _norm(profile: SpectralProfile, layer: int, kind: Kind, head: int | None = None, expert: Expert = None) -> float:
+    """‖W‖₂ of one matrix of the profile."""
+    return float(profile.spectral_norm[profile.index(MatrixId(layer, kind, head, expert))])
+
+
+def mlp_factor(profile: SpectralProfile, layer: int) -> float:
+    """Φ⁽ℓ⁾, the layer's MLP factor without L_φ (SPEC §12): ‖M_in‖₂ ‖M_out‖₂ for a plain MLP, ν ‖M_out‖₂
+    with ν = 2 ‖M_gate‖₂ ‖M_in‖₂ for a gated one, and for a mixture of experts the largest routed
+    expert's ν_e ‖M_out^e‖₂ plus the shared expert's, the router's gate values held fixed."""
+    shape = profile.shape
+
+    def one(expert: Expert) -> float:
+        inner = _norm(profile, layer, Kind.M_IN, expert=expert)
+        if shape.gated:
+            inner *= 2.0 * _norm(profile, layer, Kind.M_GATE, expert=expert)
+        return inner * _norm(profile, layer, Kind.M_OUT, expert=expert)
+
+    if not shape.moe:
+        return one(None)
+    routed = max(one(e) for e in shape.experts if e != SHARED_EXPERT)
+    return routed + (one(SHARED_EXPERT) if SHARED_EXPERT in shape.experts else 0.0)
+
+
+def cross_factor(profile: SpectralProfile, layer: int) -> float:
+    """A_x⁽ℓ⁾ = Σ_h ‖V_x,h‖₂ (1 + 4 ‖QK_x,h‖₂), the cross-attention's factor of an encoder-decoder's
+    decoder layer (SPEC §12); NaN for a layer without cross-attention."""
+    if not profile.shape.has_cross(layer):
+        return math.nan
+    return sum(
+        _norm(profile, layer, Kind.V_X, h) * (1.0 + 4.0 * _norm(profile, layer, Kind.QK_X, h))
+        for h in range(profile.shape.num_heads)
     )

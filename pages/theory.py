@@ -147,6 +147,39 @@ if shape.parallel:
         "the attention kinds' local factors lose the MLP: γ(V_h) = 1, γ(QK_h) = 2 ‖V_h‖₂."
     )
 
+if shape.moe:
+    st.markdown(
+        "**This model is a mixture of experts** (the router held fixed: its gate values are taken as given "
+        "weights that add up to at most 1, though top-k routing is not continuous in its input). Wherever the "
+        "formulas above have the MLP's factor ‖M_in‖₂ ‖M_out‖₂, read Φ, the largest routed expert's "
+        "ν_e ‖M_out^e‖₂"
+        + (" plus the shared expert's ν_s ‖M_out^s‖₂" if shape.shared_expert_size else "")
+        + "; each expert's own matrices take the local factors of a gated MLP from that expert's norms."
+    )
+    st.latex(
+        r"\Phi^{(\ell)} = \max_e \nu_e \|M_{\mathrm{out}}^{e}\|_2"
+        + (r" + \nu_s \|M_{\mathrm{out}}^{s}\|_2" if shape.shared_expert_size else "")
+        + r", \qquad \nu_e = 2\,\|M_{\mathrm{gate}}^{e}\|_2\, \|M_{\mathrm{in}}^{e}\|_2"
+    )
+    st.metric(live.MLP_FACTOR_LABEL, format_number(live.mlp_factor(profile, values.layer)))
+if shape.encoder_decoder:
+    st.markdown(
+        "**This model is an encoder-decoder, read in series**: the encoder's layers, then the decoder's, each "
+        "decoder layer three sub-blocks in turn (self-attention, cross-attention on the encoder's output, the "
+        "MLP). A decoder layer's factor in α is A_self · A_x · L_φ Φ, and a matrix's local factor passes "
+        "through the sub-blocks after it in its layer: for the decoder's self-attention γ(QK_h) = "
+        "2 ‖V_h‖₂ A_x Φ and γ(V_h) = A_x Φ; for the cross-attention γ(QK_x,h) = 2 ‖V_x,h‖₂ Φ and "
+        "γ(V_x,h) = Φ; the encoder's layers and the MLPs as above (Φ = ν ‖M_out‖₂ where the MLP is gated)."
+    )
+    st.latex(
+        r"A_x^{(\ell)} = \sum_h \|V_{x,h}\|_2 \bigl(1 + 4\,\|QK_{x,h}\|_2\bigr), \qquad "
+        r"\Phi^{(\ell)} = \|M_{\mathrm{in}}\|_2 \|M_{\mathrm{out}}\|_2"
+    )
+    cross = live.cross_factor(profile, values.layer)
+    factors = st.columns(2)
+    factors[0].metric(live.CROSS_FACTOR_LABEL, "— (an encoder layer)" if math.isnan(cross) else format_number(cross))
+    factors[1].metric(live.MLP_FACTOR_LABEL, format_number(live.mlp_factor(profile, values.layer)))
+
 st.markdown("**The contribution of one matrix, and its three landmark regimes.**")
 definition(
     r"c(W; p) = S_p(W)^{\frac{1}{p+2}}\; s_W^{\frac{p}{p+2}}\; N^{\frac{p+1}{p+2}}",

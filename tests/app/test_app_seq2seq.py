@@ -73,6 +73,12 @@ def test_every_page_works_on_an_encoder_decoder(landing_app, t5_dir, page: str) 
         run_clean(at)
         assert not at.error, [e.value for e in at.error]
         assert _chart_titles(at, "head_heatmaps") == ["QK_x heads of the decoder: layer × head"]
+    if page == "theory":  # the cross-attention's factor and the MLP's, beside the formulas that use them
+        from dashboard import theory as live
+
+        labels = {m.label: m.value for m in at.metric}
+        assert live.CROSS_FACTOR_LABEL in labels and live.MLP_FACTOR_LABEL in labels
+        assert any("read in series" in m.value for m in at.markdown)
     if page == "why":
         assert _chart_titles(at, "p_star_map") == [
             "p* of every matrix of the encoder",

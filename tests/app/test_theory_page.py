@@ -134,3 +134,41 @@ def test_a_link_to_a_model_that_cannot_open_keeps_the_app_usable(family) -> None
     assert any("cannot be opened" in e.value for e in at.error)
     assert at.session_state.get("model", "minilm-l6") == "minilm-l6"  # still the bundled default
     assert not at.exception
+
+
+def test_the_adapted_factors_shown_are_the_ones_the_bound_uses() -> None:
+    """The Theory page's Φ and A_x, put into the formulas it prints for an encoder-decoder and a mixture of
+    experts, give the package's own γ of every matrix they name (SPEC §12)."""
+    import math
+
+    from specbound.architecture import ModelShape
+    from specbound.profile import MatrixId
+    from specbound.twin import random_twin
+
+    t5 = BoundAnalysis.from_profile(
+        random_twin(ModelShape(5, 32, 4, 48, encoder_layers=2, family="t5", activation="relu"), model="t5")
+    )
+    profile = t5.profile
+
+    def gamma(kind: Kind, layer: int, head: int | None = None) -> float:
+        return float(np.exp(t5.log_gamma[profile.index(MatrixId(layer, kind, head))]))
+
+    def norm(kind: Kind, layer: int, head: int) -> float:
+        return float(profile.spectral_norm[profile.index(MatrixId(layer, kind, head))])
+
+    assert math.isnan(live.cross_factor(profile, 1))  # an encoder layer has no cross-attention
+    for layer in (2, 4):  # decoder layers
+        cross, phi = live.cross_factor(profile, layer), live.mlp_factor(profile, layer)
+        for head in (0, 3):
+            assert gamma(Kind.QK, layer, head) == pytest.approx(2 * norm(Kind.V, layer, head) * cross * phi, rel=1e-9)
+            assert gamma(Kind.V, layer, head) == pytest.approx(cross * phi, rel=1e-9)
+            assert gamma(Kind.QK_X, layer, head) == pytest.approx(2 * norm(Kind.V_X, layer, head) * phi, rel=1e-9)
+            assert gamma(Kind.V_X, layer, head) == pytest.approx(phi, rel=1e-9)
+
+    moe_shape = ModelShape(2, 32, 4, 48, num_kv_heads=2, mlp="gated", family="mixtral", activation="silu",
+                           num_experts=4, experts_per_token=2)  # fmt: skip
+    moe = BoundAnalysis.from_profile(random_twin(moe_shape, model="moe"))
+    for layer in (0, 1):
+        phi = live.mlp_factor(moe.profile, layer)  # the largest expert's ν_e ‖M_out^e‖₂
+        v = moe.profile.index(MatrixId(layer, Kind.V, 2))
+        assert float(np.exp(moe.log_gamma[v])) == pytest.approx(phi, rel=1e-9)
