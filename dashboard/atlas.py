@@ -106,13 +106,29 @@ def display_name(name: str) -> str:
     return f"{member} (atlas {label or upload_label(ref.path) or ref.path.name})"
 
 
+def _short_members(path: Path) -> dict[str, str]:
+    """Each member of an atlas by its on-screen name (:func:`member_label`), where that name is its own
+    in the file (two members ending in the same folder name keep their whole names)."""
+    try:
+        members = [p.model for p in _profiles_of(path)]
+    except AtlasError:
+        return {}
+    labels = [member_label(m) for m in members]
+    return {label: m for label, m in zip(labels, members, strict=True) if labels.count(label) == 1}
+
+
 def link_form(name: str) -> str:
-    """The model name as a link carries it: an uploaded atlas by its digest, not its server path."""
+    """The model name as a link carries it: an uploaded atlas by its digest, not its server path, and its
+    member by the name the screen shows (the last component of an exporting machine's path, where that
+    is unique in the file), so a shared link does not carry the exporter's folders."""
     ref = atlas_ref(name)
     if ref is None or ref.path is None or ref.path.parent != upload_dir().resolve():
         return name
-    member = "" if ref.member is None else f"{ATLAS_MEMBER_SEP}{ref.member}"
-    return f"{ATLAS_PREFIX}{UPLOAD_TOKEN}{ref.path.stem}{member}"
+    member = ref.member
+    if member is not None and _short_members(ref.path).get(member_label(member)) == member:
+        member = member_label(member)
+    shown = "" if member is None else f"{ATLAS_MEMBER_SEP}{member}"
+    return f"{ATLAS_PREFIX}{UPLOAD_TOKEN}{ref.path.stem}{shown}"
 
 
 def from_link(text: str) -> str:
@@ -123,7 +139,10 @@ def from_link(text: str) -> str:
     digest, sep, member = text[len(token) :].partition(ATLAS_MEMBER_SEP)
     if len(digest) != DIGEST_CHARS or not all(c in "0123456789abcdef" for c in digest):
         return text  # not a digest: let resolution report the name as it is
-    return atlas_reference(upload_dir().resolve() / f"{digest}.npz", member if sep else None)
+    path = upload_dir().resolve() / f"{digest}.npz"
+    if sep and path.is_file():
+        member = _short_members(path).get(member, member)  # a short name back to the member it stands for
+    return atlas_reference(path, member if sep else None)
 
 
 # --- the session's atlas ------------------------------------------------------------------------

@@ -255,6 +255,10 @@ def test_atlas_members_and_uploads_are_named_as_their_owner_named_them(make_chec
     assert not at.error
     (picked,) = at.sidebar.selectbox(key=atlas.MODEL_PICK_KEY).options
     assert picked.startswith("my-encoder (L = 2") and "/home/ada" not in picked
+    assert at.query_params["model"] == f"atlas:@{stored.stem}#my-encoder"  # the link does not carry the folders
+    again = _linked(model=f"atlas:@{stored.stem}#my-encoder")  # and opens the same member
+    assert not again.error and again.query_params["model"] == f"atlas:@{stored.stem}#my-encoder"
+    assert atlas.from_link(f"atlas:@{stored.stem}#my-encoder") == atlas.model_name(stored, member)
     at.switch_page("pages/spectra.py")
     run_clean(at)
     specs = [c.proto.spec for c in at.get("plotly_chart")]
