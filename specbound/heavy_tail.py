@@ -215,17 +215,11 @@ def spectrum_alphas(
 ) -> SpectrumAlphas:
     """Fits of the ESDs λ = σ² of M matrices: ``singular_values`` (M, K), ``counted`` (M, K) the values
     above the numerical-rank threshold (zero padding and round-off are not eigenvalues of the ESD; they
-    lie far below WeightWatcher's floor, so dropping them does not move its fit)."""
-    alphas, weighted, skipped = [], [], 0
-    for sv, keep in zip(np.asarray(singular_values), np.asarray(counted), strict=True):
-        eigenvalues = np.square(sv[keep])  # (rank,)
-        fit = fit_power_law(eigenvalues, rule)
-        if fit is None:
-            skipped += 1
-            continue
-        alphas.append(fit.alpha)
-        weighted.append(fit.alpha * math.log10(float(eigenvalues.max())))
-    return SpectrumAlphas(np.asarray(alphas, dtype=np.float64), np.asarray(weighted, dtype=np.float64), skipped)
+    lie far below WeightWatcher's floor, so dropping them does not move its fit): the fitted matrices of
+    :func:`power_law_table`, and how many it skipped."""
+    table = power_law_table(singular_values, counted, rule)
+    fitted = ~table.skipped
+    return SpectrumAlphas(table.alpha[fitted], table.alpha_weighted[fitted], int(table.skipped.sum()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -249,8 +243,8 @@ class PowerLawTable:
 def power_law_table(
     singular_values: np.ndarray, counted: np.ndarray, rule: PowerLawRule = DEFAULT_RULE
 ) -> PowerLawTable:
-    """The fit of each matrix's ESD λ = σ² (its counted singular values), as :func:`spectrum_alphas`
-    fits them, kept per matrix.
+    """The fit of each matrix's ESD λ = σ² (its counted singular values) by ``rule``, kept per matrix
+    (:func:`spectrum_alphas` keeps the fitted ones, for the lab's means).
 
     Costs a candidates × values table per matrix: milliseconds for a head's d eigenvalues, about a
     second for a feed-forward matrix of a 7B model, which is why the analysis computes it only on request.
