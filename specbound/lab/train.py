@@ -556,14 +556,14 @@ def train_run(
         model.train()
         check_fit = settings.until_fit and not causal
         for step in range(settings.steps + 1):
-            fitted = False
-            if check_fit and step % settings.fit_check_every == 0:
+            checked = check_fit and step % settings.fit_check_every == 0
+            if checked:
                 train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
-                fitted = fits_training_set(train_loss, train_error, spec.label_noise)
+            fitted = checked and fits_training_set(train_loss, train_error, spec.label_noise)
             if step in save_at or fitted:
                 relative = checkpoint_dir(step)
                 model.save_pretrained(directory / relative)
-                if not (check_fit and step % settings.fit_check_every == 0):
+                if not checked:  # the training set was not measured at this step yet
                     train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
                 test_loss, test_error = _measure(model, test_ids, test_labels, chunk, causal)
                 records.append(
