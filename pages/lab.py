@@ -213,7 +213,8 @@ elif view == SWEEP_VIEW:
     st.subheader("Against ours at p*")
     st.caption(
         "Paired bootstrap of each measure's τ minus ours at p*, over the same draws of runs (and of groups "
-        "for the granulated τ): distinguishable when the 95 % interval of the difference excludes 0."
+        "for the granulated τ): distinguishable when the 95 % interval of the difference excludes 0. In the "
+        "chart, a point right of 0 is a measure that orders the runs more like their gaps than ours does."
     )
     show_figure(figures.difference_forest(differences, measure_name), "lab_differences")
     with folded("Each difference in words"), st.container(key="lab_comparisons"):

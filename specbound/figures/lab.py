@@ -477,7 +477,7 @@ def difference_forest(
     }
     other = name_of(rows[0].other) if rows else "the other"
     layout = {
-        "xaxis": axis_title(f"τ(measure) − τ({other}), 95 % paired bootstrap"),
+        "xaxis": axis_title("difference in τ, 95 % paired bootstrap"),
         "yaxis": {"automargin": True},
         "shapes": [
             {
@@ -494,7 +494,7 @@ def difference_forest(
     }
     return figure(
         [trace],
-        f"Each measure against {other}: right of 0 orders the runs more like their gaps",
+        f"Against {other}: difference in τ",  # short enough for a phone; the caption says how to read it
         source=source,
         height=max(260, 40 + 26 * len(rows)),
         layout=layout,

@@ -281,7 +281,7 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
     # and the same differences as a forest plot: a point and a 95 % bar per measure, a line at 0
     from specbound.lab.registry import is_baseline
 
-    (forest,) = [f for f in plotly_specs(at) if f["layout"]["title"]["text"].startswith("Each measure against ours")]
+    (forest,) = [f for f in plotly_specs(at) if f["layout"]["title"]["text"].startswith("Against ours at p*")]
     (points,) = forest["data"]
     by_label = dict(zip(points["y"], points["x"], strict=True))
     for difference in comparisons(runs):
