@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .architecture import Adaptation, ModelShape
 from .backend import DEFAULT_BACKEND, DEFAULT_DEVICE, BackendName, BackendSpec
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
+from .centred import Reference, ReferenceKind
 from .defaults import LARGE_NORM_11
 from .logspace import exp_array, to_log10
 from .options import ComputeOptions
@@ -27,6 +28,8 @@ from .progress import ProgressCallback, silent
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .checkpoints.checkpoint import Checkpoint
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +42,10 @@ class Analysis:
 
     bounds: BoundAnalysis
     p: float | PAssignment | None = None
+    #: the bound centred at a reference (SPEC §14): the same scales, S_p of W - W⁰; None without one
+    centred: BoundAnalysis | None = None
+    #: what it is centred at (the model read as W⁰, and whether a base or the initialization)
+    reference: Reference | None = None
 
     # --- what the model is -----------------------------------------------------------------------
     @property
@@ -97,6 +104,30 @@ class Analysis:
     def at_p_log10(self) -> float | None:
         return None if self.p is None else float(to_log10(self.terms.log_total))
 
+    # --- centred at a reference (SPEC §14) ------------------------------------------------------
+    def _centred(self) -> BoundAnalysis:
+        if self.centred is None:
+            raise ValueError("this analysis has no reference: give analyze(..., base=...) for the centred proxies")
+        return self.centred
+
+    @property
+    def ours_centred(self) -> float:
+        """Σ_W c_ref(W; p*_W) + √L with S_p of W - W⁰ and s_W of W (inf where it overflows)."""
+        return self._centred().optimal.total
+
+    @property
+    def ours_centred_log10(self) -> float:
+        return float(to_log10(self._centred().optimal.log_total))
+
+    @property
+    def edelman_centred(self) -> float:
+        """The Edelman-style proxy with ‖W - W⁰‖₂,₁ in ξ."""
+        return self._centred().edelman
+
+    @property
+    def edelman_centred_log10(self) -> float:
+        return float(to_log10(self._centred().log_edelman))
+
     # --- other indices, the same spectra ---------------------------------------------------------
     def at(self, p: float | PAssignment | None = None) -> Analysis:
         """The same analysis at other indices: one p for every matrix, an assignment, or None for p*.
@@ -106,7 +137,7 @@ class Analysis:
         if p is not None and not isinstance(p, PAssignment):
             p = float(p)
         self.bounds.evaluate(p)  # a p outside [0, 2] is refused here, not when a total is asked for
-        return Analysis(self.bounds, p)
+        return Analysis(self.bounds, p, self.centred, self.reference)
 
     # --- tables and JSON -------------------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:
@@ -136,6 +167,11 @@ class Analysis:
         frame["contribution_opt"] = analysis.optimal.contribution
         frame["p"] = terms.p
         frame["contribution"] = terms.contribution
+        if self.centred is not None:
+            from .report import delta_columns
+
+            for column, values in delta_columns(self.centred).items():
+                frame[column] = values
         return frame
 
     def power_law_frame(self) -> pd.DataFrame:
@@ -174,17 +210,23 @@ class Analysis:
         """The object ``specbound analyze --json [--p P]`` prints (SPEC §5 and §11)."""
         from .report import analysis_json, finite_only
 
-        return dict(finite_only(analysis_json(self.bounds, self.p)))
+        return dict(finite_only(analysis_json(self.bounds, self.p, centred=self.centred, reference=self.reference)))
 
     def to_json(self, *, indent: int | None = None) -> str:
         """Strict JSON of :meth:`to_dict`: the text ``specbound analyze --json`` prints, without its newline."""
         from .report import analysis_json, to_json_text
 
-        return to_json_text(analysis_json(self.bounds, self.p), indent=indent)
+        return to_json_text(
+            analysis_json(self.bounds, self.p, centred=self.centred, reference=self.reference), indent=indent
+        )
 
     def __repr__(self) -> str:
         shape = self.shape
         at = "" if self.p is None else f", at_p=10^{self.at_p_log10:.4g}"
+        if self.reference is not None:
+            at += (
+                f", ours_centred=10^{self.ours_centred_log10:.4g} ({self.reference.adaptation} {self.reference.model})"
+            )
         return (
             f"Analysis({self.model!r}: {self.family}, L={shape.num_layers} N={shape.hidden_size} "
             f"H={shape.num_heads}, ours=10^{self.ours_log10:.4g}, edelman=10^{self.edelman_log10:.4g}{at})"
@@ -205,6 +247,8 @@ def analyze(
     device: str = DEFAULT_DEVICE,
     layer_workers: int | None = None,
     large_norm_11: bool = LARGE_NORM_11,
+    base: Any = None,
+    base_config: Any = None,
 ) -> Analysis:
     """Analyse a model and return its :class:`Analysis`.
 
@@ -218,11 +262,97 @@ def analyze(
     float64 linear algebra runs; ``layer_workers`` how many layers run at once (default: measured per
     shape, :func:`specbound.loading.default_workers`); ``large_norm_11`` also the (1,1) norms of QK
     and V matrices too large to form whole (N > 2048; NaN otherwise, :data:`~specbound.defaults.LARGE_NORM_11`).
+
+    ``base``: a reference W⁰ of the same family and dimensions (a name or path, a ``PreTrainedModel``,
+    or a state_dict with ``base_config``), for the proxies centred at it (SPEC §14,
+    :mod:`specbound.centred`): ``ours_centred``, ``edelman_centred`` and the difference's columns of
+    :meth:`Analysis.to_frame`.
+
+    Example::
+
+        >>> tuned = specbound.analyze("runs/finetuned", base="bert-base-uncased")  # doctest: +SKIP
+        >>> tuned.ours_centred < tuned.ours  # doctest: +SKIP
+        True
     """
     settings = BoundSettings(l_phi=l_phi, grid_m=grid_m)
     compute = ComputeOptions(BackendSpec(backend, device), layer_workers, large_norm_11=large_norm_11)
-    profile = _profile(source, config=config, name=name, progress=progress, use_cache=use_cache, compute=compute)
-    return Analysis(BoundAnalysis.from_profile(profile, settings)).at(p)
+    if base is None and isinstance(source, str | Path):
+        from .loading import adapter_base
+
+        base = adapter_base(str(source))  # a LoRA adapter is read against its base
+    profile = _profile(
+        source,
+        config=config,
+        name=name,
+        progress=progress,
+        use_cache=use_cache,
+        compute=compute,
+        adapter_base=str(base) if isinstance(base, str | Path) else None,
+    )
+    bounds = BoundAnalysis.from_profile(profile, settings)
+    if base is None:
+        if base_config is not None:
+            raise TypeError("base_config is for a base given as a state_dict: give base= too")
+        return Analysis(bounds).at(p)
+    from .loading import difference_profile
+
+    tuned = _checkpoint(source, config, profile.model, compute, progress, adapter_base=base)
+    reference = _checkpoint(base, base_config, None, compute, progress)
+    delta = difference_profile(
+        tuned,
+        reference,
+        model=f"{profile.model} - {reference.where}",
+        progress=progress,
+        backend=compute.backend,
+        workers=compute.workers,
+        large_norm_11=compute.large_norm_11,
+    )
+    centred = BoundAnalysis.from_profile(profile, settings, delta=delta)
+    label = str(base) if isinstance(base, str | Path) else reference.where
+    return Analysis(bounds, None, centred, Reference(label, ReferenceKind.BASE)).at(p)
+
+
+def _checkpoint(
+    source: Any,
+    config: Any,
+    name: str | None,
+    compute: ComputeOptions,
+    progress: ProgressCallback,
+    *,
+    adapter_base: Any = None,
+) -> Checkpoint:
+    """The weights of a model or reference, opened to be read layer by layer (a name, a path, a
+    PreTrainedModel, or a state_dict with its config)."""
+    from .checkpoints.checkpoint import Checkpoint
+    from .loading import open_weights
+
+    if isinstance(source, str | Path):
+        if config is not None:
+            raise TypeError("a config goes with a state_dict; a named model brings its own config.json")
+        merged_into = str(adapter_base) if isinstance(adapter_base, str | Path) else None
+        return open_weights(
+            str(source), adapter_base=merged_into, progress=progress, max_download_bytes=compute.max_download_bytes
+        )
+    config_dict, label, state = _in_memory(source, config, name)
+    return Checkpoint.from_state_dict(config_dict, state, label)
+
+
+def _in_memory(source: Any, config: Any, name: str | None) -> tuple[dict[str, Any], str, Mapping[str, Any]]:
+    """(config as a dict, label, state dict) of a PreTrainedModel or of a state_dict with its config."""
+    if hasattr(source, "state_dict") and hasattr(source, "config"):  # a transformers PreTrainedModel
+        if config is not None:
+            raise TypeError("a PreTrainedModel brings its own config: give config only with a state_dict")
+        config_dict = _config_dict(source.config)
+        return config_dict, name or _default_name(config_dict, type(source).__name__), source.state_dict()
+    if isinstance(source, Mapping):
+        if config is None:
+            raise TypeError("a state_dict needs its config: analyze(state_dict, config=model.config)")
+        config_dict = _config_dict(config)
+        return config_dict, name or _default_name(config_dict, "state_dict"), source
+    raise TypeError(
+        f"cannot analyse a {type(source).__name__}: give a path or model name, a transformers "
+        "PreTrainedModel, or a state_dict with its config"
+    )
 
 
 def _profile(
@@ -233,28 +363,17 @@ def _profile(
     progress: ProgressCallback,
     use_cache: bool,
     compute: ComputeOptions,
+    adapter_base: str | None = None,
 ) -> SpectralProfile:
     from .loading import load_profile_with, profile_in_memory
 
     if isinstance(source, str | Path):
         if config is not None:
             raise TypeError("config is for a state_dict; a named model brings its own config.json")
-        return load_profile_with(str(source), compute, progress=progress, use_cache=use_cache)
-    if hasattr(source, "state_dict") and hasattr(source, "config"):  # a transformers PreTrainedModel
-        if config is not None:
-            raise TypeError("a PreTrainedModel brings its own config: give config only with a state_dict")
-        config_dict = _config_dict(source.config)
-        label, state = name or _default_name(config_dict, type(source).__name__), source.state_dict()
-    elif isinstance(source, Mapping):
-        if config is None:
-            raise TypeError("a state_dict needs its config: analyze(state_dict, config=model.config)")
-        config_dict = _config_dict(config)
-        label, state = name or _default_name(config_dict, "state_dict"), source
-    else:
-        raise TypeError(
-            f"cannot analyse a {type(source).__name__}: give a path or model name, a transformers "
-            "PreTrainedModel, or a state_dict with its config"
+        return load_profile_with(
+            str(source), compute, progress=progress, use_cache=use_cache, adapter_base=adapter_base
         )
+    config_dict, label, state = _in_memory(source, config, name)
     return profile_in_memory(
         config_dict,
         state,

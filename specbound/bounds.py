@@ -26,6 +26,11 @@ marked; the block's layout comes from its :class:`~specbound.architecture.ModelS
                   for QK and QK_x and gamma for every other kind (for BERT: Edelman et al.'s sum exactly)
     edelman     = (1 + sum_l (alpha^(l))^(2/3) xi^(l))^(3/2)
 
+Centred at a reference W⁰ (SPEC §14, :mod:`specbound.centred`), S_p, the rank and ||.||_{2,1} are those
+of W - W⁰ (``BoundAnalysis.from_profile(..., delta=...)``) and every scale stays that of W:
+
+    ours_centred = sum_W c_ref(W; p_W) + sqrt(L),  c_ref = S_p(W - W⁰)^(1/(p+2)) s_W^(p/(p+2)) N^((p+1)/(p+2))
+
 alpha and the Edelman proxy overflow float64 for deep or large-norm models, so every product is
 carried as a natural logarithm; plain values are exp() of those and may be inf.
 
@@ -433,10 +438,25 @@ class BoundAnalysis:
     p_opt_index: np.ndarray  # (M,) column of p* in the grid: argmin over P_m, ties to the smaller p
     log_xi: np.ndarray  # (L,)
     log_edelman: float
+    #: the spectra whose S_p, rank and (2,1) norms enter c(W; p) and ξ: None for the profile's own, or
+    #: those of the differences W - W⁰ from a reference (SPEC §14, :mod:`specbound.centred`)
+    delta: SpectralProfile | None = None
 
     @classmethod
-    def from_profile(cls, profile: SpectralProfile, settings: BoundSettings = BoundSettings()) -> BoundAnalysis:
+    def from_profile(
+        cls,
+        profile: SpectralProfile,
+        settings: BoundSettings = BoundSettings(),
+        *,
+        delta: SpectralProfile | None = None,
+    ) -> BoundAnalysis:
+        """Every p-independent term from ``profile``; with ``delta`` (the profile of W - W⁰, the same
+        shape) the proxy centred at the reference: S_p, the rank and ‖·‖₂,₁ of the difference, the
+        scales s_W (γ, α) of the actual weights (SPEC §14)."""
         shape = profile.shape
+        if delta is not None and (delta.shape != shape or delta.singular_values.shape != profile.singular_values.shape):
+            raise ValueError("the difference's profile must have the model's shape")
+        schatten = profile if delta is None else delta
         L, N = shape.num_layers, shape.hidden_size
         l_phi = shape.l_phi if settings.l_phi is None else float(settings.l_phi)
         spec = profile.by_kind(profile.spectral_norm)  # (L, H) per head kind, (L,) per MLP kind
@@ -457,10 +477,10 @@ class BoundAnalysis:
 
         m = settings.grid_m or grid_resolution(L, N)
         log_c_grid = log_contribution_table(
-            profile.singular_values, profile.above_threshold, log_scale, p_grid(m), N
+            schatten.singular_values, schatten.above_threshold, log_scale, p_grid(m), N
         )  # (M, 2m + 1)
 
-        log_xi, log_edel = log_edelman(log_alpha_, profile.assemble(local.log_gamma_edelman), profile.norm_21, shape)
+        log_xi, log_edel = log_edelman(log_alpha_, profile.assemble(local.log_gamma_edelman), schatten.norm_21, shape)
         return cls(
             profile,
             settings,
@@ -473,7 +493,13 @@ class BoundAnalysis:
             optimal_index(log_c_grid),
             log_xi,
             log_edel,
+            delta,
         )
+
+    @property
+    def schatten_profile(self) -> SpectralProfile:
+        """The spectra behind S_p: the profile's own, or the difference's when centred."""
+        return self.profile if self.delta is None else self.delta
 
     @property
     def grid(self) -> np.ndarray:
@@ -513,7 +539,7 @@ class BoundAnalysis:
 
     def _terms(self, p: np.ndarray | float) -> BoundTerms:
         p = check_indices(np.broadcast_to(np.asarray(p, dtype=np.float64), self.p_opt.shape))
-        prof = self.profile
+        prof = self.schatten_profile
         log_s = log_schatten(prof.singular_values, prof.above_threshold, p)
         return BoundTerms(
             p=p.copy(),
@@ -541,7 +567,7 @@ class BoundAnalysis:
 
     def contribution_curves(self, ps: np.ndarray, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """ln c(W; p) for the selected matrices (rows) at every p in ps: (rows, len(ps))."""
-        prof = self.profile
+        prof = self.schatten_profile
         return log_contribution_table(
             prof.singular_values[rows], prof.above_threshold[rows], self.log_scale[rows], ps, prof.shape.hidden_size
         )

@@ -29,6 +29,7 @@ import math
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -116,8 +117,56 @@ def _analysis(args: argparse.Namespace) -> BoundAnalysis:
     from .bounds import BoundAnalysis, BoundSettings
     from .loading import load_profile_with
 
-    profile = load_profile_with(args.model, _compute_options(args), progress=_progress(), use_cache=not args.no_cache)
+    profile = load_profile_with(
+        args.model,
+        _compute_options(args),
+        progress=_progress(),
+        use_cache=not args.no_cache,
+        adapter_base=getattr(args, "base", None),
+    )
     return BoundAnalysis.from_profile(profile, BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m))
+
+
+def _centred(args: argparse.Namespace, analysis: BoundAnalysis) -> tuple[BoundAnalysis, Any] | None:
+    """With ``--base REF``: the analysis centred at REF (SPEC §14) and the reference; a LoRA adapter
+    as the model is centred at its base (REF, else the one its config names); else None."""
+    from .bounds import BoundAnalysis
+    from .centred import Reference
+    from .loading import adapter_base, difference_profile, open_weights
+
+    reference = args.base or adapter_base(args.model)
+    if reference is None:
+        return None
+    options = _compute_options(args)
+    cap = options.max_download_bytes
+    tuned = open_weights(args.model, adapter_base=reference, progress=_progress(), max_download_bytes=cap)
+    base = open_weights(reference, progress=_progress(), max_download_bytes=cap)
+    delta = difference_profile(
+        tuned,
+        base,
+        model=f"{args.model} - {reference}",
+        progress=_progress(),
+        backend=options.backend,
+        workers=options.workers,
+        large_norm_11=options.large_norm_11,
+    )
+    return BoundAnalysis.from_profile(analysis.profile, analysis.settings, delta=delta), Reference(reference)
+
+
+def _centred_lines(centred: BoundAnalysis, reference: Any) -> list[str]:
+    """The centred proxies and how many matrices the reference left unchanged, for the text report."""
+    from .logspace import to_log10 as log10
+    from .numbers import format_log
+
+    optimal, delta = centred.optimal, centred.schatten_profile
+    changed = int((delta.rank > 0).sum())
+    return [
+        f"\n{reference.adaptation} {echoed(reference.model)} (S_p of W - W0, s_W of W; SPEC §14):",
+        f"  ours_centred:                  {format_log(optimal.log_total)}  (log10 {log10(optimal.log_total):.4f})",
+        f"  edelman_centred:               {format_log(centred.log_edelman)}  (log10 {log10(centred.log_edelman):.4f})",
+        f"  {changed} of {delta.shape.num_matrices} matrices differ from the reference "
+        f"(the others have rank 0 and add nothing)",
+    ]
 
 
 def _compute_options(args: argparse.Namespace) -> ComputeOptions:
@@ -190,8 +239,10 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         from .heavy_tail import power_law_table
 
         laws = power_law_table(analysis.profile.singular_values, analysis.profile.above_threshold)
+    centred = _centred(args, analysis)
     if args.json:
-        _write_stdout(to_json_text(analysis_json(analysis, args.p, power_law=laws)) + "\n")
+        reference = {} if centred is None else {"centred": centred[0], "reference": centred[1]}
+        _write_stdout(to_json_text(analysis_json(analysis, args.p, power_law=laws, **reference)) + "\n")
         return 0
     shape = analysis.profile.shape
     optimal = analysis.evaluate()
@@ -210,6 +261,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     lines += [
         f"Edelman-style proxy:             {format_log(analysis.log_edelman)}  "
         f"(log10 {log10(analysis.log_edelman):.4f})",
+        *([] if centred is None else _centred_lines(*centred)),
         f"\nper layer, c(W; p) at {label} (sqrt(L) = {math.sqrt(shape.num_layers):.4g} is added to the total):",
         _layer_table(layer_frame(analysis, terms)),
         *([] if laws is None else [_power_law_lines(analysis, laws)]),
@@ -585,6 +637,14 @@ def build_parser() -> argparse.ArgumentParser:
     model_options(analyze)
     analyze.add_argument("--json", action="store_true", help="print the JSON object of SPEC §5")
     analyze.add_argument(
+        "--base",
+        metavar="REF",
+        default=None,
+        help="also the proxies centred at the reference REF (a pretrained base of the same family and "
+        "dimensions, named as MODEL is): S_p of W - W0, the scales of W (SPEC §14). A LoRA adapter "
+        "directory as MODEL is merged into REF, and without --base into the base its config names",
+    )
+    analyze.add_argument(
         "--power-law",
         action="store_true",
         help="also fit each matrix's eigenvalue spectrum with a power law as WeightWatcher 0.7.7 does "
@@ -649,7 +709,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(f"error: standard output is closed, and the result of '{' '.join(command)}' is what it prints")
         return EXIT_ERROR
     try:
-        status = args.handler(args)
+        status = _run_handler(args)
         sys.stdout.flush()
         return status
     except BrokenPipeError:  # the reader went away (`| head`): nothing more to say, to anyone
@@ -675,6 +735,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"internal error: {type(exc).__name__}{': ' + first if first else ''}; run with --debug for the traceback"
         )
         return EXIT_INTERNAL
+
+
+def _run_handler(args: argparse.Namespace) -> int:
+    """The command, its warnings printed as one line each (the caller's warning filters restored after)."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_line
+        return int(args.handler(args))
+
+
+def _warning_line(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """A warning as one stderr line, ``specbound: warning: ...``, never a source location."""
+    print(f"specbound: warning: {echoed(str(message), 4 * LIMITS.max_echoed_chars)}", file=sys.stderr)
 
 
 def _fail(message: str) -> None:

@@ -25,3 +25,7 @@ class UnsupportedModelError(CheckpointError):
 
 class InvalidWeightsError(CheckpointError):
     """A weight matrix holds NaN or infinite values."""
+
+
+class SpecboundWarning(UserWarning):
+    """Something the user should know that does not stop the analysis (the CLI prints it as one line)."""

@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -38,11 +39,26 @@ import numpy as np
 from .architecture import Kind, ModelShape
 from .backend import Backend, BackendSpec, get_backend
 from .cache import ProfileCache
-from .checkpoints.checkpoint import Checkpoint, MappedMatrix, fingerprint, open_checkpoint, read_config
+from .checkpoints.checkpoint import (
+    Checkpoint,
+    files_fingerprint,
+    fingerprint,
+    open_checkpoint,
+    read_config,
+)
 from .checkpoints.hub import fetch, start_download
+from .checkpoints.lora import (
+    ADAPTER_CONFIG,
+    ADAPTER_WEIGHTS,
+    base_reference,
+    is_adapter_directory,
+    open_adapter,
+    read_adapter_config,
+)
 from .defaults import LARGE_NORM_11
+from .errors import CheckpointError
 from .limits import layer_peak_bytes
-from .matrices import attention_heads, mlp_field, mlp_matrix
+from .matrices import LayerSource, attention_heads, mlp_field, mlp_matrix
 from .models import ModelRef, Source, resolve
 from .options import ComputeOptions
 from .profile import SpectralProfile, full_dims_of
@@ -60,19 +76,6 @@ MAPPED_MATRIX_BYTES: int = 128 * 1024**2
 MAX_LAYER_WORKERS: int = 8
 #: The revision recorded for a model analysed in memory (its weights are not a file that could change).
 IN_MEMORY_REVISION = "in-memory"
-
-
-class LayerSource(Protocol):
-    """One layer's weights, read on demand: :class:`~specbound.matrices.LayerWeights` (in memory) or
-    :class:`~specbound.checkpoints.checkpoint.StreamedLayer` (from the checkpoint, part by part)."""
-
-    def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
-
-    def cross_attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None: ...
-
-    def mlp_weight(self, field: str) -> np.ndarray: ...
-
-    def mlp_mapped(self, field: str) -> MappedMatrix | None: ...
 
 
 class LayerCache(Protocol):
@@ -360,7 +363,12 @@ def profile_in_memory(
 
 
 def load_profile_with(
-    model: str | ModelRef, options: ComputeOptions, *, progress: ProgressCallback = silent, use_cache: bool = True
+    model: str | ModelRef,
+    options: ComputeOptions,
+    *,
+    progress: ProgressCallback = silent,
+    use_cache: bool = True,
+    adapter_base: str | None = None,
 ) -> SpectralProfile:
     """:func:`load_profile` with its backend, layer workers, download cap and (1,1) norms from one
     :class:`~specbound.options.ComputeOptions` (the command line's, :func:`specbound.analyze`'s, a
@@ -373,6 +381,7 @@ def load_profile_with(
         workers=options.workers,
         max_download_bytes=options.max_download_bytes,
         large_norm_11=options.large_norm_11,
+        adapter_base=adapter_base,
     )
 
 
@@ -388,6 +397,7 @@ def load_profile(
     resume: bool = True,
     max_download_bytes: int | None = None,
     large_norm_11: bool = LARGE_NORM_11,
+    adapter_base: str | None = None,
 ) -> SpectralProfile:
     """The spectral profile of a model by name (see :func:`specbound.models.resolve`).
 
@@ -397,6 +407,8 @@ def load_profile(
     computed profile. ``backend``, ``device``, ``workers`` and ``large_norm_11`` are
     :func:`compute_profile`'s (a cached profile without the norms asked for is computed again);
     ``max_download_bytes`` replaces the download cap (:func:`specbound.limits.max_download_bytes`).
+    A LoRA adapter directory is merged into ``adapter_base``, else into the base its config names
+    (:mod:`specbound.checkpoints.lora`), and cached under the pair's revision.
     """
     ref = resolve(model) if isinstance(model, str) else model
     if ref.source is Source.ATLAS:
@@ -406,8 +418,14 @@ def load_profile(
         return atlas_member(ref.path, ref.member)  # stored spectra: nothing to compute or cache
     be = backend if isinstance(backend, Backend) else get_backend(backend, device)
     cache = cache or ProfileCache()
-    downloads = start_download(ref, progress, cap=max_download_bytes)
-    if downloads is None:
+    adapter = adapter_directory(ref)
+    downloads = None if adapter is not None else start_download(ref, progress, cap=max_download_bytes)
+    if adapter is not None:  # a LoRA adapter: merged into its base layer by layer, cached as the pair
+        checkpoint, revision = _open_adapter(adapter, adapter_base, progress, max_download_bytes)
+        cached = cache.load(ref.name, revision) if use_cache else None
+        if cached is not None and not (large_norm_11 and np.isnan(cached.norm_11).any()):
+            return cached
+    elif downloads is None:
         directory = fetch(ref, progress, cap=max_download_bytes)
         read_config(directory)  # a clear message for a directory that is not a checkpoint, before anything else
         revision = fingerprint(directory)
@@ -446,3 +464,89 @@ def load_profile(
             if entries is not None:
                 entries.clear()
     return profile
+
+
+def adapter_directory(model: str | ModelRef) -> Path | None:
+    """The directory of a LoRA adapter (:mod:`specbound.checkpoints.lora`) that ``model`` names, else None."""
+    ref = resolve(model) if isinstance(model, str) else model
+    if ref.source is Source.LOCAL and ref.path is not None and is_adapter_directory(ref.path):
+        return ref.path
+    return None
+
+
+def adapter_base(model: str | ModelRef) -> str | None:
+    """The base a LoRA adapter directory names (``base_model_name_or_path``); None for any other model."""
+    directory = adapter_directory(model)
+    return None if directory is None else base_reference(directory, read_adapter_config(directory))
+
+
+def _open_adapter(
+    directory: Path, base: str | None, progress: ProgressCallback, max_download_bytes: int | None
+) -> tuple[Checkpoint, str]:
+    """The adapted model (merged into ``base``, or into the base its config names) and its revision:
+    the adapter's files and the base's together."""
+    name = base or base_reference(directory, read_adapter_config(directory))
+    ref = resolve(name)
+    if ref.source is Source.ATLAS or (ref.path is not None and is_adapter_directory(ref.path)):
+        raise CheckpointError(f"the base of the adapter {directory.name} must be a model with weights, not {name}")
+    base_directory = fetch(ref, progress, cap=max_download_bytes)
+    checkpoint = open_adapter(directory, open_checkpoint(base_directory))
+    adapter_files = [directory / ADAPTER_CONFIG, directory / ADAPTER_WEIGHTS]
+    revision = files_fingerprint(directory, adapter_files) + "+" + fingerprint(base_directory)
+    return checkpoint, revision
+
+
+def open_weights(
+    model: str | ModelRef,
+    *,
+    adapter_base: str | None = None,
+    progress: ProgressCallback = silent,
+    max_download_bytes: int | None = None,
+) -> Checkpoint:
+    """A model's weights by name, opened for reading layer by layer (fetched from the Hub first where
+    needed); a LoRA adapter directory merged into its base (``adapter_base``, else the one its config
+    names). An atlas member holds spectra and no weights: refused in one line."""
+    ref = resolve(model) if isinstance(model, str) else model
+    if ref.source is Source.ATLAS:
+        raise CheckpointError(
+            f"{ref.name} is an atlas member: an atlas stores spectra, not weights, so it cannot be centred "
+            "or be a reference"
+        )
+    if (directory := adapter_directory(ref)) is not None:
+        return _open_adapter(directory, adapter_base, progress, max_download_bytes)[0]
+    return open_checkpoint(fetch(ref, progress, cap=max_download_bytes))
+
+
+def difference_profile(
+    tuned: Checkpoint,
+    base: Checkpoint,
+    *,
+    model: str,
+    progress: ProgressCallback = silent,
+    backend: Backend | BackendSpec | str | None = None,
+    device: str | None = None,
+    workers: int | None = None,
+    large_norm_11: bool = LARGE_NORM_11,
+) -> SpectralProfile:
+    """The profile of W - W⁰ for every proxy matrix of ``tuned`` against ``base`` (SPEC §14): the heads
+    factored at size 2d, the feed-forward and expert differences streamed (:mod:`specbound.centred`).
+
+    The reference must have the model's family and every dimension (:class:`~specbound.centred.ReferenceMismatchError`
+    naming the first difference); different storage types get one warning with the rounding's size.
+    The result has the model's shape; it is never cached (it belongs to the pair).
+    """
+    from .centred import check_reference, difference_layers, difference_shape, warn_if_dtypes_differ
+
+    check_reference(tuned.shape, base.shape, tuned.where, base.where)
+    warn_if_dtypes_differ(tuned, base)
+    delta = compute_profile(
+        difference_layers(tuned, base),
+        difference_shape(tuned.shape),
+        model=model,
+        progress=progress,
+        backend=backend,
+        device=device,
+        workers=workers,
+        large_norm_11=large_norm_11,
+    )
+    return dataclasses.replace(delta, shape=tuned.shape)

@@ -26,8 +26,9 @@ factors without forming the N x N product (see :mod:`specbound.spectrum`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -35,7 +36,9 @@ from .architecture import Expert, Kind, ModelShape
 from .spectrum import FactoredHeads
 
 __all__ = [
+    "BlockMatrix",
     "LayerFactors",
+    "LayerSource",
     "LayerWeights",
     "attention_heads",
     "head_rows",
@@ -44,6 +47,31 @@ __all__ = [
     "mlp_fields",
     "mlp_matrix",
 ]
+
+
+class BlockMatrix(Protocol):
+    """A feed-forward matrix read block by block, never whole (:class:`~specbound.checkpoints.checkpoint.MappedMatrix`,
+    or the difference of two, :class:`~specbound.centred.MappedDifference`)."""
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+
+    def blocks(self, max_bytes: int) -> Iterator[np.ndarray]: ...
+
+
+class LayerSource(Protocol):
+    """One layer's weights, read on demand: :class:`LayerWeights` (in memory),
+    :class:`~specbound.checkpoints.checkpoint.StreamedLayer` (from the checkpoint, part by part) or
+    :class:`~specbound.centred.DifferenceLayer` (W - W⁰ of two checkpoints); what
+    :func:`specbound.loading.analyse_layer` reads."""
+
+    def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
+
+    def cross_attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None: ...
+
+    def mlp_weight(self, field: str) -> np.ndarray: ...
+
+    def mlp_mapped(self, field: str) -> BlockMatrix | None: ...
 
 
 @dataclass(frozen=True, eq=False)

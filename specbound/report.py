@@ -28,6 +28,7 @@ POWER_LAW_RULE: str = (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .centred import Reference
     from .heavy_tail import PowerLawTable
 
 
@@ -54,19 +55,64 @@ def to_json_text(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(finite_only(obj), allow_nan=False, indent=indent)
 
 
+def delta_fields(centred: BoundAnalysis) -> dict[str, np.ndarray]:
+    """Per matrix, what the difference W - W⁰ from the reference is (SPEC §14): its rank, norms, p*
+    and contribution c_ref(W; p*) to the centred proxy. The names of :func:`analysis_json`'s ``"delta"``
+    objects and, prefixed ``delta_``, of :meth:`specbound.Analysis.to_frame`'s columns."""
+    delta = centred.schatten_profile
+    return {
+        "rank": delta.rank,
+        "spectral_norm": delta.spectral_norm,
+        "frobenius_norm": delta.frobenius_norm,
+        "nuclear_norm": delta.nuclear_norm,
+        "norm_21": delta.norm_21,
+        "p_opt": centred.p_opt,
+        "contribution": centred.optimal.contribution,
+    }
+
+
+def delta_columns(centred: BoundAnalysis) -> dict[str, np.ndarray]:
+    """:func:`delta_fields` as frame columns: ``delta_rank``, ``delta_spectral_norm``, ..."""
+    return {f"delta_{name}": values for name, values in delta_fields(centred).items()}
+
+
+def _centred_json(centred: BoundAnalysis, reference: Reference) -> dict[str, Any]:
+    optimal = centred.optimal
+    return {
+        "reference": {**reference.to_dict(), "adaptation": reference.adaptation},
+        "centred_proxies": {
+            "ours_centred": finite_or_none(optimal.total),
+            "ours_centred_log10": float(to_log10(optimal.log_total)),
+            "edelman_centred": finite_or_none(centred.edelman),
+            "edelman_centred_log10": float(to_log10(centred.log_edelman)),
+        },
+    }
+
+
 def analysis_json(
-    analysis: BoundAnalysis, at_p: float | PAssignment | None = None, *, power_law: PowerLawTable | None = None
+    analysis: BoundAnalysis,
+    at_p: float | PAssignment | None = None,
+    *,
+    power_law: PowerLawTable | None = None,
+    centred: BoundAnalysis | None = None,
+    reference: Reference | None = None,
 ) -> dict[str, Any]:
     """The object printed by ``specbound analyze MODEL --json [--p P]`` (SPEC §5), field for field.
 
     ``at_p`` may also be a whole assignment (from the notebook API): ``at_p`` and ``contribution_at_p``
     then hold the total and the contributions at it. With ``power_law`` (``--power-law``) each matrix
     also carries ``alpha`` and ``alpha_weighted`` (null where the fit skips it) and the object a
-    ``power_law`` entry naming the rule.
+    ``power_law`` entry naming the rule. With ``centred`` and its ``reference`` (``--base``, SPEC §14)
+    the object gains ``"reference"`` (model, kind, adaptation), the proxies ``ours_centred`` and
+    ``edelman_centred`` (and their log10) in ``"proxies"``, the adaptation in ``"adaptations"``, and each
+    matrix a ``"delta"`` object (:func:`delta_fields`).
     """
     profile, shape = analysis.profile, analysis.profile.shape
     optimal = analysis.evaluate()
     fixed = analysis.evaluate(at_p) if at_p is not None else None
+    if (centred is None) != (reference is None):
+        raise ValueError("a centred analysis and its reference come together")
+    deltas = None if centred is None else delta_fields(centred)
     matrices = []
     for i, matrix in enumerate(profile.ids):
         expert = {"expert": matrix.expert} if shape.moe else {}  # SPEC §12: 0..E-1 or "shared", null for a head
@@ -97,8 +143,10 @@ def analysis_json(
                         "alpha_weighted": finite_or_none(power_law.alpha_weighted[i]),
                     }
                 ),
+                **({} if deltas is None else {"delta": {name: _plain(values[i]) for name, values in deltas.items()}}),
             }
         )
+    centred_parts = {} if centred is None or reference is None else _centred_json(centred, reference)
     return {
         "model": profile.model,
         "num_layers": shape.num_layers,
@@ -116,6 +164,7 @@ def analysis_json(
             "edelman_log10": float(to_log10(analysis.log_edelman)),
             "at_p": None if fixed is None else finite_or_none(fixed.total),
             "at_p_log10": None if fixed is None else float(to_log10(fixed.log_total)),
+            **centred_parts.get("centred_proxies", {}),
         },
         "log10_alpha": [float(v) for v in to_log10(analysis.log_alpha)],
         "matrices": matrices,
@@ -125,11 +174,19 @@ def analysis_json(
         "mlp": shape.mlp.value,
         "residual": shape.residual.value,
         "activation": shape.activation,
-        "adaptations": [a.value for a in shape.adaptations],
+        "adaptations": [a.value for a in shape.adaptations] + ([] if reference is None else [reference.adaptation]),
+        **({} if reference is None else {"reference": centred_parts["reference"]}),
         **moe_json(shape),
         **stacks_json(shape),
         **({} if power_law is None else {"power_law": POWER_LAW_RULE}),
     }
+
+
+def _plain(value: Any) -> int | float | None:
+    """A numpy scalar as JSON holds it: an int stays one, a float that overflows is null."""
+    if isinstance(value, np.integer):
+        return int(value)
+    return finite_or_none(float(value))
 
 
 def stack_fields(matrix: MatrixId, shape: ModelShape) -> dict[str, Any]:

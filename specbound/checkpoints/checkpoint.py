@@ -44,6 +44,10 @@ WEIGHT_FILES: tuple[str, ...] = (
 )
 
 
+#: torch's (and numpy's) names of the floating-point storage types, by safetensors' name for them.
+_STORAGE_NAMES: dict[str, str] = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16"}
+
+
 def _inside(directory: Path, path: Path) -> bool:
     """Whether ``path``, links followed, stays inside the checkpoint directory.
 
@@ -168,8 +172,13 @@ def fingerprint(directory: Path) -> str:
     local files the change time and a content sample (:func:`_content_sample`) make a rewrite with
     the same size and a restored mtime (``cp -p``) a new revision.
     """
+    return files_fingerprint(directory, [directory / CONFIG_FILE, *weight_files(directory)])
+
+
+def files_fingerprint(directory: Path, paths: Iterable[Path]) -> str:
+    """Revision key of some files of a directory (:func:`fingerprint`'s records of each)."""
     digest = hashlib.sha256()
-    for path in [directory / CONFIG_FILE, *weight_files(directory)]:
+    for path in paths:
         digest.update(_file_record(directory, path))
     return digest.hexdigest()[:16]
 
@@ -267,6 +276,11 @@ class Checkpoint:
         check_encoder_shape(shape, where, stored_shapes(adapter, shape), adapter.mlp_tensor_roles(shape))
         return cls(shape, adapter, StateDictTensors(adapter.state_views(state, shape), where), where)
 
+    @property
+    def reader(self) -> TensorSource:
+        """Where the tensors come from (a LoRA adapter lays its updates over a base's)."""
+        return self._reader
+
     def _find_layout(self) -> tuple[str, LayerLayout]:
         """The key prefix (one of the adapter's: "", "bert.", "model.", ...) and layout, from layer 0's first tensor."""
         adapter = self.adapter
@@ -361,6 +375,13 @@ class Checkpoint:
         if not info.is_float:
             raise UnsupportedModelError(f"weight '{label}' has dtype {quoted(info.dtype)}, not a floating-point type")
         return key, label
+
+    def storage_dtype(self) -> str | None:
+        """How the weights are stored, as safetensors names it ("F32", "BF16", ...), read from layer 0's
+        first tensor's header; None for a type without such a name."""
+        key, _ = self._checked(0, self.roles(0)[0])
+        dtype = self._reader.info(key).dtype
+        return _STORAGE_NAMES.get(dtype.removeprefix("torch."), dtype if dtype in _STORAGE_NAMES.values() else None)
 
     def read(self, index: int, roles: Iterable[str]) -> dict[str, np.ndarray]:
         """Some of one layer's tensors by role, float64, each checked for dtype and shape from its header

@@ -1,0 +1,172 @@
+"""LoRA adapters read as models (SPEC §14), checked against peft's own ``merge_and_unload()``.
+
+Adapters are made by peft's own classes (``get_peft_model`` with random, non-zero B) and saved with its
+``save_pretrained``; the reference is the same adapter merged by peft into the base in float64, saved
+as an ordinary checkpoint. The adapter read directly must give the merged model's spectra and the same
+centred numbers: GPT-2's fused ``c_attn`` (Conv1D, ``fan_in_fan_out``) with ``rank_pattern``,
+``alpha_pattern`` and ``use_rslora``; Llama's seven projections; Phi-3's fused ``qkv_proj`` and
+``gate_up_proj``. DoRA, IA³ and prompt tuning are refused by name in one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cli_runner import assert_one_line_error, cli, strict_json
+
+import specbound
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+peft = pytest.importorskip("peft")
+
+#: Agreement with peft's merged model (SPEC §14: 1e-10 relative).
+RTOL = 1e-10
+
+_SMALL = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, pad_token_id=0)
+CASES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
+    "gpt2": (
+        "GPT2Config",
+        "GPT2LMHeadModel",
+        dict(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16),
+        dict(
+            r=4,
+            lora_alpha=8,
+            target_modules=["c_attn", "c_fc"],
+            fan_in_fan_out=True,
+            rank_pattern={"h.1.attn.c_attn": 2},
+            alpha_pattern={"c_fc": 16},
+            use_rslora=True,
+        ),
+    ),
+    "llama": (
+        "LlamaConfig",
+        "LlamaForCausalLM",
+        dict(_SMALL, num_key_value_heads=2, intermediate_size=48),
+        dict(
+            r=2,
+            lora_alpha=4,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+            rank_pattern={"layers.0.mlp.down_proj": 5},
+        ),
+    ),
+    "phi3": (
+        "Phi3Config",
+        "Phi3ForCausalLM",
+        dict(_SMALL, num_key_value_heads=2, intermediate_size=48),
+        dict(r=3, lora_alpha=6, target_modules=["qkv_proj", "gate_up_proj"]),
+    ),
+}
+
+
+def _base(name: str) -> Any:
+    config_class, model_class, fields, _ = CASES[name]
+    torch.manual_seed(0)
+    return getattr(transformers, model_class)(getattr(transformers, config_class)(**fields))
+
+
+@pytest.fixture(scope="module")
+def adapters(tmp_path_factory) -> dict[str, tuple[Path, Path, Path]]:
+    """name -> (adapter directory, its base directory, peft's merged model in float64)."""
+    root = tmp_path_factory.mktemp("lora")
+    made = {}
+    for name, (_, model_class, _, lora) in CASES.items():
+        base_dir, adapter_dir, merged_dir = root / f"{name}-base", root / f"{name}-adapter", root / f"{name}-merged"
+        _base(name).save_pretrained(base_dir)
+        torch.manual_seed(1)
+        wrapped = peft.get_peft_model(_base(name), peft.LoraConfig(init_lora_weights=False, **lora))
+        wrapped.save_pretrained(adapter_dir)
+        config = json.loads((adapter_dir / "adapter_config.json").read_text())
+        config["base_model_name_or_path"] = str(base_dir)  # where a user's adapter names its base
+        (adapter_dir / "adapter_config.json").write_text(json.dumps(config))
+        base64 = getattr(transformers, model_class).from_pretrained(base_dir).to(torch.float64)
+        merged = peft.PeftModel.from_pretrained(base64, adapter_dir).merge_and_unload()
+        merged.save_pretrained(merged_dir)
+        made[name] = (adapter_dir, base_dir, merged_dir)
+    return made
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_an_adapter_reads_as_peft_merges_it(adapters, name):
+    adapter, base, merged = adapters[name]
+    direct = specbound.analyze(str(adapter), use_cache=False)  # its base found through its config
+    reference = specbound.analyze(str(merged), base=str(base), use_cache=False)
+    assert direct.reference is not None and direct.reference.model == str(base)
+    ours, theirs = direct.profile, reference.profile
+    scale = theirs.spectral_norm.max()
+    np.testing.assert_allclose(ours.singular_values, theirs.singular_values, rtol=0, atol=RTOL * scale)
+    d_ours, d_theirs = direct.centred.schatten_profile, reference.centred.schatten_profile
+    np.testing.assert_array_equal(d_ours.rank, d_theirs.rank)
+    np.testing.assert_allclose(d_ours.singular_values, d_theirs.singular_values, rtol=0, atol=RTOL * scale)
+    np.testing.assert_allclose(
+        direct.centred.optimal.contribution, reference.centred.optimal.contribution, rtol=RTOL, atol=1e-300
+    )
+    assert direct.ours_centred == pytest.approx(reference.ours_centred, rel=RTOL)
+    assert direct.ours == pytest.approx(reference.ours, rel=RTOL)
+    assert (d_ours.rank > 0).any()
+
+
+def test_the_ranks_are_those_of_the_updates(adapters):
+    """A rank-r update of M_in has rank r; of a query or value weight, QK_h and V_h change with rank
+    <= 2r and <= r (ΔQK = ΔQ K + Q ΔK + ΔQ ΔK, ΔV = ΔW_V W_O)."""
+    analysis = specbound.analyze(str(adapters["gpt2"][0]), use_cache=False)
+    frame = analysis.to_frame()
+    by = {(row.layer, row.kind): [] for row in frame.itertuples()}
+    for row in frame.itertuples():
+        by[(row.layer, row.kind)].append(row.delta_rank)
+    assert by[(0, "M_in")] == [4] and by[(1, "M_in")] == [4]  # c_fc, r = 4
+    assert by[(0, "M_out")] == [0] and by[(1, "M_out")] == [0]  # c_proj not targeted: unchanged
+    assert all(r == 4 for r in by[(0, "V")]) and all(r == 2 for r in by[(1, "V")])  # rank_pattern: r = 2 in h.1
+    assert all(r <= 8 for r in by[(0, "QK")]) and all(r <= 4 for r in by[(1, "QK")])
+
+
+def test_the_command_line_reads_an_adapter_against_its_base(adapters):
+    adapter, base, merged = adapters["llama"]
+    data = strict_json(cli("analyze", str(adapter), "--json", "--no-cache").stdout)
+    assert data["reference"] == {"model": str(base), "kind": "base", "adaptation": "centred at the base"}
+    expected = specbound.analyze(str(merged), base=str(base), use_cache=False)
+    assert data["proxies"]["ours_centred"] == pytest.approx(expected.ours_centred, rel=RTOL)
+    text = cli("analyze", str(adapter), "--no-cache").stdout
+    assert f"centred at the base {base}" in text and "ours_centred" in text
+    given = strict_json(cli("analyze", str(adapter), "--base", str(base), "--json", "--no-cache").stdout)
+    assert given["proxies"]["ours_centred"] == pytest.approx(data["proxies"]["ours_centred"], rel=1e-15)
+
+
+def test_an_adapter_is_cached_as_the_pair(adapters):
+    adapter = adapters["gpt2"][0]
+    first = specbound.analyze(str(adapter))
+    again = specbound.analyze(str(adapter))
+    np.testing.assert_array_equal(first.profile.singular_values, again.profile.singular_values)
+    assert "+" in again.profile.revision  # the adapter's files and the base's
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        (lambda: peft.LoraConfig(r=2, target_modules=["q_proj"], use_dora=True), ("DoRA", "use_dora")),
+        (lambda: peft.IA3Config(target_modules=["q_proj", "down_proj"], feedforward_modules=["down_proj"]), ("IA3",)),
+        (
+            lambda: peft.PromptTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=4),
+            ("PROMPT_TUNING", "LoRA adapters only"),
+        ),
+    ],
+)
+def test_other_adapter_kinds_are_refused_by_name(adapters, tmp_path, config, words):
+    wrapped = peft.get_peft_model(_base("llama"), config())
+    wrapped.save_pretrained(tmp_path / "other")
+    assert_one_line_error(cli("analyze", str(tmp_path / "other"), "--base", str(adapters["llama"][1])), *words)
+
+
+def test_an_adapter_without_a_base_or_on_the_wrong_base_says_so(adapters, tmp_path):
+    adapter = adapters["gpt2"][0]
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    orphan = tmp_path / "orphan"
+    orphan.mkdir()
+    (orphan / "adapter_model.safetensors").write_bytes((adapter / "adapter_model.safetensors").read_bytes())
+    (orphan / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": None}))
+    assert_one_line_error(cli("analyze", str(orphan)), "does not name its base", "--base")
+    assert_one_line_error(cli("analyze", str(adapter), "--base", str(adapters["llama"][1])), "c_attn")
