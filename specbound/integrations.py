@@ -44,7 +44,9 @@ LOG_PREFIX = "specbound/"
 
 def log_values(result: Analysis) -> dict[str, float]:
     """The numbers one analysis adds to the logs: both proxies (log10), p* statistics, per-kind sums,
-    the largest depth factor."""
+    the largest depth factor; centred at a reference, also both centred proxies (log10) and the
+    distance travelled, Σ_W ‖W - W⁰‖_F over the proxy matrices, in all and per kind (Jiang et al.'s
+    distance from initialization, on the matrices the bound reads)."""
     terms = result.optimal_terms
     values = {
         "ours_log10": result.ours_log10,
@@ -57,6 +59,13 @@ def log_values(result: Analysis) -> dict[str, float]:
         values["ours"] = result.ours
     for kind, log_sum in terms.log_per_kind().items():
         values[f"sum_c_{kind.value}_log10"] = float(to_log10(log_sum))
+    if result.centred is not None:  # how far the weights travelled from the reference (SPEC §14)
+        delta = result.centred.schatten_profile
+        values["ours_centred_log10"] = result.ours_centred_log10
+        values["edelman_centred_log10"] = result.edelman_centred_log10
+        values["distance_frobenius"] = float(delta.frobenius_norm.sum())
+        for kind in delta.model_kinds:
+            values[f"distance_frobenius_{kind.value}"] = float(delta.frobenius_norm[delta.mask(kind)].sum())
     return {LOG_PREFIX + key: value for key, value in values.items()}
 
 
@@ -67,7 +76,16 @@ class SpecboundCallback(TrainerCallback):
     0: never on a step); ``on_save``: also at every checkpoint save; ``atlas``: a file in which to
     keep every profile (rewritten whole at each analysis, so it is complete if training stops);
     ``name``: the label of the profiles (default: :func:`run_name`, the config's ``_name_or_path``
-    when it is a Hub id, the last part of it when it is a local path).
+    when it is a Hub id, the last part of it when it is a local path). ``reference``: also the
+    proxies centred at a reference (SPEC §14) and the distance travelled from it: ``"init"``, the
+    weights as training begins (a copy kept on the CPU), or a base (a name or path, or a model in
+    memory) of the same family and dimensions.
+
+    Example::
+
+        >>> callback = SpecboundCallback.attach(trainer, every_steps=50, reference="init")  # doctest: +SKIP
+        >>> trainer.train()  # doctest: +SKIP
+        >>> trainer.state.log_history[-1]["specbound/distance_frobenius"]  # doctest: +SKIP
 
     Attach it with :meth:`attach` so that it comes before the reporting integrations and they record
     its values; passed in ``callbacks=[...]`` it still fills ``state.log_history``.
@@ -82,7 +100,10 @@ class SpecboundCallback(TrainerCallback):
         name: str | None = None,
         l_phi: float | None = None,
         grid_m: int | None = None,
+        reference: Any = None,
     ) -> None:
+        if isinstance(reference, str) and not reference:
+            raise ValueError('reference must be "init", a model name or path, or a model in memory, not ""')
         if every_steps is not None and not (is_genuine_int(every_steps) and every_steps >= 0):
             raise ValueError(
                 f"every_steps must be a whole number of steps, at least 0 (0: never on a step), "
@@ -104,6 +125,9 @@ class SpecboundCallback(TrainerCallback):
         self._atlas_full = False
         self._refused: str | None = None  # why the model cannot be analysed, when found at the start of training
         self._checked_model: Any = None  # the model attach() found readable
+        self.reference = reference
+        #: with reference="init": (config, state dict) as training began, copied to the CPU
+        self._initial: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     @classmethod
     def attach(cls, trainer: Any, *args: Any, **kwargs: Any) -> SpecboundCallback:
@@ -126,6 +150,8 @@ class SpecboundCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> TrainerControl:
         model = kwargs.get("model")
+        if model is not None and self.reference == REFERENCE_INIT:
+            self._initial = _snapshot(model)
         if model is None or model is self._checked_model:
             return control
         if (reason := unreadable_reason(model)) is not None:  # given in callbacks=[...]: warn, never raise
@@ -175,7 +201,9 @@ class SpecboundCallback(TrainerCallback):
             return False
         name = self.name or run_name(model)
         try:
-            result = analyze(model, name=f"{name}{REVISION_SEP}{step}", l_phi=self.l_phi, grid_m=self.grid_m)
+            result = analyze(
+                model, name=f"{name}{REVISION_SEP}{step}", l_phi=self.l_phi, grid_m=self.grid_m, **self._base()
+            )
         except Exception as exc:  # a callback never stops training (SpecboundError: the weights, e.g. NaN)
             logger.warning("specbound: step %d is not analysed: %s", step, _reason(exc))
             return False
@@ -184,6 +212,17 @@ class SpecboundCallback(TrainerCallback):
         if self.atlas is not None and not self._atlas_full:
             self._keep(step, result.profile)
         return True
+
+    def _base(self) -> dict[str, Any]:
+        """The reference as :func:`specbound.analyze` takes it: ``base=`` (and ``base_config=``)."""
+        if self.reference is None:
+            return {}
+        if self.reference == REFERENCE_INIT:
+            if self._initial is None:
+                raise SpecboundError('reference="init" needs the weights as training began: none were seen')
+            config, state = self._initial
+            return {"base": state, "base_config": config}
+        return {"base": self.reference}
 
     def _keep(self, step: int, profile: SpectralProfile) -> None:
         """Rewrite the atlas with this step's profile added; when an atlas cannot hold it, the atlas
@@ -208,6 +247,16 @@ class SpecboundCallback(TrainerCallback):
             )
             return
         self.profiles = kept
+
+
+#: ``reference=`` for the weights as training begins (Jiang et al.'s distance from initialization).
+REFERENCE_INIT = "init"
+
+
+def _snapshot(model: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(config, a CPU copy of the state dict) of a model in memory, to be read as a reference later."""
+    state = {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
+    return model.config.to_dict(), state
 
 
 def run_name(model: Any) -> str:

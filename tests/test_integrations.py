@@ -95,3 +95,34 @@ def test_the_callback_leaves_training_unchanged(tmp_path: Path) -> None:
 def test_a_negative_cadence_is_refused() -> None:
     with pytest.raises(ValueError, match="every_steps"):
         SpecboundCallback(every_steps=-1)
+
+
+def test_the_callback_logs_the_distance_from_initialization(tmp_path: Path) -> None:
+    """reference="init": the proxies centred at the weights as training began, and Σ ‖W - W⁰‖_F, equal
+    to an independent analysis of the saved checkpoint against the saved initial weights."""
+    import numpy as np
+    import torch
+
+    trainer = _trainer(tmp_path, report_to=[])
+    trainer.model.save_pretrained(tmp_path / "init")  # the weights as training begins
+    SpecboundCallback.attach(trainer, every_steps=12, reference="init")
+    trainer.train()
+    logged = {e["step"]: e for e in trainer.state.log_history if f"{LOG_PREFIX}ours_centred_log10" in e}
+    assert sorted(logged) == [12, 24]
+    for step in (12, 24):
+        saved = specbound.analyze(tmp_path / "out" / f"checkpoint-{step}", base=str(tmp_path / "init"), use_cache=False)
+        assert logged[step][f"{LOG_PREFIX}ours_centred_log10"] == pytest.approx(saved.ours_centred_log10, rel=1e-12)
+        delta = saved.centred.schatten_profile
+        assert logged[step][f"{LOG_PREFIX}distance_frobenius"] == pytest.approx(delta.frobenius_norm.sum(), rel=1e-12)
+        qk = logged[step][f"{LOG_PREFIX}distance_frobenius_QK"]
+        assert qk == pytest.approx(delta.frobenius_norm[delta.mask(specbound.Kind.QK)].sum(), rel=1e-12)
+    assert logged[24][f"{LOG_PREFIX}distance_frobenius"] > logged[12][f"{LOG_PREFIX}distance_frobenius"] > 0
+    # the snapshot is a copy: training moved the model, not the reference
+    init = specbound.analyze(tmp_path / "init", use_cache=False)
+    assert not np.allclose(init.profile.singular_values, saved.profile.singular_values)
+    assert torch.is_tensor(next(iter(trainer.model.state_dict().values())))
+
+
+def test_an_empty_reference_is_refused() -> None:
+    with pytest.raises(ValueError, match="reference"):
+        SpecboundCallback(reference="")
