@@ -469,7 +469,7 @@ def load_profile(
 def adapter_directory(model: str | ModelRef) -> Path | None:
     """The directory of a LoRA adapter (:mod:`specbound.checkpoints.lora`) that ``model`` names, else None."""
     ref = resolve(model) if isinstance(model, str) else model
-    if ref.source is Source.LOCAL and ref.path is not None and is_adapter_directory(ref.path):
+    if ref.source in (Source.LOCAL, Source.BUNDLED) and ref.path is not None and is_adapter_directory(ref.path):
         return ref.path
     return None
 

