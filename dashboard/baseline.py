@@ -143,3 +143,21 @@ def controls() -> None:
             f"(initializer_range), seed {TWIN_SEED}: an untrained model made in memory.",
         )
         st.button("Clear the baseline", key=CLEAR_KEY, on_click=_set, args=(None,), disabled=pinned is None)
+
+
+def centred_reading(model: str, pinned: Baseline, base_analysis: BoundAnalysis) -> BoundAnalysis | str:
+    """The open model's bound centred at the pinned baseline (SPEC §14), or why there is none: a twin
+    is made of spectra, not weights; an atlas holds no weights; a baseline of another family or shape
+    is no reference for this model's weights."""
+    from specbound.centred import check_reference
+
+    if pinned.twin:
+        return "the random-initialised twin is drawn as spectra, without weights to subtract"
+    if any(name.startswith(atlas.ATLAS_PREFIX) for name in (model, pinned.model)):
+        return "an atlas keeps spectra, not weights, so the difference of the two cannot be formed"
+    try:
+        check_reference(data.analysis_for(model).profile.shape, base_analysis.profile.shape, "it", "the baseline")
+        with st.spinner(f"Subtracting {plain(name_of(pinned))} from the open model, layer by layer"):
+            return data.centred_for(model, pinned.model)
+    except (SpecboundError, OSError) as exc:
+        return safety.public_message(exc)

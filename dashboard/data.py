@@ -57,6 +57,17 @@ def analysis_for(name: str, _progress: ProgressCallback = silent) -> BoundAnalys
     return BoundAnalysis.from_profile(profile_for(name, _progress))
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def centred_for(name: str, base: str) -> BoundAnalysis:
+    """The model's bound centred at ``base`` (SPEC §14): the scales of its own analysis, S_p of the
+    difference of the two checkpoints' weights, shared by all sessions. Both names go through the
+    visitor rules; a reference that does not match raises the package's one-line error."""
+    tuned = loading.open_weights(safety.model_ref(name))
+    reference = loading.open_weights(safety.model_ref(base))
+    delta = loading.difference_profile(tuned, reference, model=f"{name} - {base}")
+    return BoundAnalysis.from_profile(analysis_for(name).profile, delta=delta)
+
+
 @st.cache_data(show_spinner=False)
 def catalog_entries() -> list[models.CatalogEntry]:
     """The bundled model and the 24 miniatures with their offline availability.

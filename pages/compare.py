@@ -18,10 +18,11 @@ from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
 from specbound.architecture import Kind
 from specbound.bounds import BoundAnalysis, PAssignment
+from specbound.centred import ReferenceKind
 from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
-from specbound.figures.spectra import overlaid_spectra
+from specbound.figures.spectra import change_heatmaps, overlaid_spectra
 from specbound.logspace import exp_array
 
 ensure_app_entry()
@@ -175,6 +176,8 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
     overlay = overlaid_spectra(analysis.profile, base_analysis.profile, kind, int(layer), source=source)
     show_figure(overlay, "overlaid_spectra")
 
+    changes = centred_section(base, base_analysis, base_name, source)
+
     report_download(
         "Compare",
         lambda: [
@@ -185,6 +188,7 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
                 table_captions=["Σ c(W; p*) per kind", "Σ c(W; p*) per layer"],
             ),
             ReportSection("Spectra overlaid", [overlay]),
+            *changes,
         ],
         model=name,
         p_text="p*",
@@ -192,6 +196,41 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
         shape=analysis.profile.shape,
         grid_m=analysis.grid_m,
     )
+
+
+#: The adaptation's name on this page: the baseline is the reference W⁰ (SPEC §14).
+CENTRED = ReferenceKind.BASE.adaptation
+CENTRED_LABEL = "Ours centred at the baseline"
+
+
+def centred_section(
+    base: baseline.Baseline, base_analysis: BoundAnalysis, base_name: str, source: str
+) -> list[ReportSection]:
+    """The bound centred at the baseline and what the model changed from it, when the baseline's weights
+    are a reference for the model's (same family and dimensions); else one line saying why not."""
+    st.subheader("Centred at the baseline: what changed")
+    centred = baseline.centred_reading(data.current_model(), base, base_analysis)
+    if isinstance(centred, str):
+        st.caption(f"No centred reading against {plain(base_name)}: {plain(centred)}.")
+        return []
+    delta = centred.schatten_profile
+    changed = int((delta.rank > 0).sum())
+    with st.container():
+        row = metric_row()
+        row.metric(CENTRED_LABEL, format_value(centred.optimal.log_total))
+        row.metric(MODEL_LABEL, format_value(analysis.optimal.log_total))
+        row.metric("Matrices changed", f"{format_integer(changed)} of {format_integer(delta.rank.size)}")
+    st.markdown(
+        plain(
+            f"{CENTRED.capitalize()} (SPEC §14): each c(W; p) takes S_p, the rank and p* of the difference "
+            f"W − W⁰ from the baseline, {base_name}, and keeps the scale s_W of the open model's own weights; "
+            "a matrix left unchanged has rank 0 and adds nothing. A fine-tune that moved few directions "
+            "scores far below its uncentred total."
+        )
+    )
+    changes = change_heatmaps(base_analysis.profile, delta, source=source)
+    show_figure(changes, "change_heatmaps")
+    return [ReportSection(f"What changed, {CENTRED}", [changes], note=f"Reference W⁰: {base_name}")]
 
 
 if pinned is None:

@@ -553,3 +553,84 @@ def esd_figure(profile: SpectralProfile, index: int, *, source: str | None = Non
         "bargap": 0,
     }
     return figure(traces, title, source=source, height=380, layout=layout)
+
+
+def relative_change(base: SpectralProfile, delta: SpectralProfile) -> np.ndarray:
+    """(M,) ‖W - W⁰‖₂ / ‖W⁰‖₂ of every proxy matrix: how far a fine-tune moved it, relative to its base
+    (0 for a matrix left unchanged; NaN where the base's matrix is zero)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(base.spectral_norm > 0, delta.spectral_norm / base.spectral_norm, np.nan)
+
+
+def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: str | None = None) -> go.Figure:
+    """What a fine-tune changed (SPEC §14): ‖W - W⁰‖₂ / ‖W⁰‖₂ per matrix, a layer x head panel for each
+    per-head kind (QK, V, and an encoder-decoder's QK_x, V_x) and a layer x matrix panel for the
+    feed-forward matrices (per expert in a mixture of experts). All panels share one colour range from
+    0, so a head the fine-tune left alone reads as 0 beside the ones it moved; the hover gives the value
+    and the difference's rank. ``delta`` is the difference's profile (:func:`specbound.loading.difference_profile`)."""
+    shape = base.shape
+    ratio, rank = relative_change(base, delta), delta.rank
+    head_kinds = [kind for kind in base.model_kinds if kind.per_head]
+    mlp_kinds = [kind for kind in base.model_kinds if not kind.per_head]
+    titles = [kind.value for kind in head_kinds] + ["MLP"]  # short enough side by side on a phone
+    layout = panel_grid(1, len(titles), titles=titles, horizontal_spacing=0.06)
+    finite = ratio[np.isfinite(ratio)]
+    top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    common = {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": top, "showscale": False}
+    traces = []
+    for col, kind in enumerate(head_kinds, start=1):
+        x_axis, y_axis = panel_ref(col)
+        layers = list(shape.layers_with(kind))
+        z, r = base.per_head(ratio, kind), base.per_head(rank, kind)
+        traces.append(
+            on_panel(
+                {
+                    "type": "heatmap",
+                    "z": z,
+                    "x": np.arange(shape.num_heads),
+                    "y": layers,
+                    "text": hover_grid(z),
+                    "customdata": r,
+                    "hovertemplate": f"layer %{{y}}, head %{{x}}<br>‖Δ{kind.value}‖₂ / ‖{kind.value}⁰‖₂ = %{{text}}"
+                    "<br>rank of the difference %{customdata}<extra></extra>",
+                    **common,
+                },
+                col,
+            )
+        )
+        layout[x_axis].update(cell_axis("head", shape.num_heads))
+        layout[y_axis].update(
+            layer_rows_axis("", layers, [shape.stack_layer(layer) for layer in layers], first=col == 1)
+        )
+    col = len(titles)
+    x_axis, y_axis = panel_ref(col)
+    columns = [(kind, expert) for expert in shape.experts for kind in mlp_kinds]
+    labels = [kind.value + ("" if expert is None else f" {expert_label(expert)}") for kind, expert in columns]
+    z = np.stack([base.per_layer(ratio, kind, expert) for kind, expert in columns], axis=1)  # (L, columns)
+    r = np.stack([base.per_layer(rank, kind, expert) for kind, expert in columns], axis=1)
+    traces.append(
+        on_panel(
+            {
+                "type": "heatmap",
+                "z": z,
+                "x": labels,
+                "y": np.arange(shape.num_layers),
+                "text": hover_grid(z),
+                "customdata": r,
+                "hovertemplate": "layer %{y}, %{x}<br>‖ΔW‖₂ / ‖W⁰‖₂ = %{text}<br>rank of the difference "
+                "%{customdata}<extra></extra>",
+                **{**common, "showscale": True, "colorbar": {"thickness": 10, "title": {"text": "‖ΔW‖₂/‖W⁰‖₂"}}},
+            },
+            col,
+        )
+    )
+    layout[x_axis].update({"title": {"text": ""}, "tickangle": -45 if len(labels) > 3 else 0})
+    every_layer = list(range(shape.num_layers))
+    layout[y_axis].update(layer_rows_axis("", every_layer, [shape.stack_layer(i) for i in every_layer], first=col == 1))
+    return figure(
+        traces,
+        "What changed: ‖W − W⁰‖₂ / ‖W⁰‖₂",
+        source=source,
+        height=360 + 12 * shape.num_layers,
+        layout=layout,
+    )

@@ -358,6 +358,38 @@ def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page) -> 
             _whole_page_screenshot(page, f"product-lab-model-{path}-{width}", viewport)
 
 
+def test_compare_centred_at_the_base_at_every_width(server: str, browser_page) -> None:
+    """The shipped fine-tune against its base (offline): the centred total and what changed, its chart's
+    texts inside and apart at 1024, 1440, on a phone and in presentation mode."""
+    from specbound.lab.finetune import BASE_NAME, FULL_NAME
+
+    page = browser_page
+    for viewport, suffix, width in (
+        (PROJECTOR, "", "1024"),
+        (LAPTOP, "", "1440"),
+        (PHONE, "", "390"),
+        (PROJECTOR, "&present=1", "1024-present"),
+    ):
+        page.set_viewport_size(viewport)
+        where = f"compare centred at {width}"
+        _open(page, f"{server}/compare?model={FULL_NAME}&baseline={BASE_NAME}{suffix}", "Compare")
+        if suffix:
+            page.wait_for_function(
+                "() => document.querySelector('[data-testid=stSidebar]').dataset.collapsed === 'true'"
+            )
+            page.wait_for_timeout(1500)
+        page.get_by_text("Ours centred at the baseline").first.wait_for()
+        assert_no_errors(page)
+        _check_numbers(page, where)
+        chart = page.locator(".js-plotly-plot", has_text="What changed")
+        chart.first.scroll_into_view_if_needed()
+        assert chart.count() == 1, where
+        assert page.evaluate(TEXT_OUTSIDE) == [], (where, page.evaluate(TEXT_OUTSIDE))
+        assert page.evaluate(OVERLAPPING, CHART_TEXTS) == [], (where, page.evaluate(OVERLAPPING, CHART_TEXTS))
+        assert page.evaluate(WIDE_TITLES) == [], where
+        _whole_page_screenshot(page, f"product-compare-centred-{width}", viewport)
+
+
 #: Each table's key (or where it sits) -> its width and the width of its columns, scrolled or not.
 TABLE_WIDTHS = """(where) => Object.fromEntries(Object.entries(where).map(([name, [css, n]]) => {
     const table = document.querySelectorAll(css + ' [data-testid="stDataFrame"]')[n];

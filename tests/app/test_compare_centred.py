@@ -1,0 +1,48 @@
+"""Compare centred at the baseline (SPEC §14): with the shipped fine-tuning trio, offline, as a link opens it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from app_harness import APP, TIMEOUT_S, page_text, run_clean
+from streamlit.testing.v1 import AppTest
+
+import specbound
+from specbound.lab.finetune import BASE_NAME, FULL_NAME, LORA_NAME
+
+
+def _compare(model: str, baseline: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"model": model, "baseline": baseline})
+    run_clean(at)
+    at.switch_page("pages/compare.py")
+    return run_clean(at)
+
+
+@pytest.mark.parametrize("model", [FULL_NAME, LORA_NAME])
+def test_a_fine_tune_against_its_base_shows_what_changed(model, figure_titled) -> None:
+    at = _compare(model, BASE_NAME)
+    assert not at.error and not at.warning, [w.value for w in at.warning]
+    metrics = {m.label: m.value for m in at.metric}
+    expected = specbound.analyze(model, base=BASE_NAME, use_cache=False)
+    assert metrics["Ours centred at the baseline"].replace(",", "") == f"{expected.ours_centred:.4g}"
+    assert metrics["Matrices changed"] == "12 of 12"
+    changes = figure_titled(at, "What changed: ‖W − W⁰‖₂ / ‖W⁰‖₂")
+    delta, base = expected.centred.schatten_profile, specbound.analyze(BASE_NAME).profile
+    qk = next(t for t in changes["data"] if "ΔQK" in t["hovertemplate"])
+    np.testing.assert_allclose(
+        np.asarray(qk["z"], dtype=float), base.per_head(delta.spectral_norm / base.spectral_norm, specbound.Kind.QK)
+    )
+    assert "centred at the base (spec §14)" in page_text(at).lower()
+
+
+def test_a_twin_or_the_model_itself_has_no_centred_reading() -> None:
+    at = _compare(FULL_NAME, f"twin:{FULL_NAME}")
+    assert "No centred reading against" in page_text(at) and "without weights to subtract" in page_text(at)
+    assert not any(m.label == "Ours centred at the baseline" for m in at.metric)
+
+
+def test_a_baseline_of_another_shape_says_why_in_one_line() -> None:
+    at = _compare(FULL_NAME, "minilm-l6")
+    text = page_text(at)
+    assert "No centred reading against" in text and "does not match" in text
