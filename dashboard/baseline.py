@@ -161,3 +161,32 @@ def centred_reading(model: str, pinned: Baseline, base_analysis: BoundAnalysis) 
             return data.centred_for(model, pinned.model)
     except (SpecboundError, OSError) as exc:
         return safety.public_message(exc)
+
+
+#: Key (and link parameter) of the Bound explorer's switch to the bound centred at the baseline.
+CENTRED_KEY = "centred"
+
+
+def explorer_centring(model: str) -> tuple[BoundAnalysis, str] | None:
+    """The Bound explorer's switch "centred at the baseline" (shared in the link), drawn only where the
+    pinned baseline offers a centred reading of ``model``: (the centred analysis, the baseline's name)
+    when it is on, else None. Every term, slider and figure of the page then reads S_p of W - W⁰."""
+    pinned = current()
+    share.shared(CENTRED_KEY, share.BOOL, False)
+    if pinned is None:
+        return None
+    try:
+        base_analysis = analysis_of(pinned)
+    except (SpecboundError, OSError):
+        return None
+    reading = centred_reading(model, pinned, base_analysis)
+    if isinstance(reading, str):
+        return None
+    name = name_of(pinned)
+    on = st.toggle(
+        f"Centred at the baseline, {plain(name)}",
+        key=CENTRED_KEY,
+        help="S_p, rank and p* of the difference W − W⁰ from the baseline; the scales s_W of the open "
+        "model's weights (SPEC §14). A matrix left unchanged adds nothing.",
+    )
+    return (reading, name) if on else None

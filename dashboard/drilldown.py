@@ -154,7 +154,7 @@ def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) 
 
 
 def _detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) -> None:
-    profile = analysis.profile
+    profile = analysis.schatten_profile  # centred at a reference: the difference's spectrum, whose S_p counts
     matrix = profile.ids[index]
     log_share = float(terms.log_contribution[index]) - terms.log_total
     p_col, c_col, share_col, gamma_col, scale_col = st.columns(5)

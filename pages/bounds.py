@@ -35,6 +35,7 @@ from dashboard.tables import EXPLORER_TABLES_KEY, show_table
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, bound_note
 from specbound.architecture import Kind
 from specbound.bounds import BoundTerms, PAssignment
+from specbound.centred import ReferenceKind
 from specbound.compare import compare
 from specbound.figures import bounds as figures
 from specbound.figures.html_report import ReportSection
@@ -56,10 +57,14 @@ SUMS_CODEC = share.choice_codec({view: view.value for view in SUMS_VIEWS})
 analysis = data.current_analysis()
 profile = analysis.profile
 model = atlas.display_name(data.current_model())
+st.title("Bound explorer")
+#: with the switch on, the whole page reads the bound centred at the pinned baseline (SPEC §14)
+centring = baseline.explorer_centring(data.current_model())
+if centring is not None:
+    analysis = centring[0]
 labels = [matrix.label for matrix in profile.ids]
 model_file = file_stem(profile)
 
-st.title("Bound explorer")
 bound_note(analysis.profile.shape)
 
 
@@ -68,15 +73,16 @@ def show_headline(slot: DeltaGenerator, choice: PChoice) -> BoundTerms:
     start = time.perf_counter()
     terms = analysis.evaluate(choice.assignment)
     elapsed_ms = 1e3 * (time.perf_counter() - start)
-    pinned = baseline.current_analysis()
+    pinned = None if centring is not None else baseline.current_analysis()  # centred: the baseline is W⁰
     comparison = compare(analysis, pinned[1], choice.assignment) if pinned else None
+    centred = "" if centring is None else f" · {ReferenceKind.BASE.adaptation} {centring[1]}"
     with slot.container():
         explorer_headline(
             analysis,
             terms,
             comparison,
             baseline.name_of(pinned[0]) if pinned else None,
-            f"{choice.summary} · terms evaluated in {elapsed_ms:.2f} ms from the cached spectra",
+            f"{choice.summary}{centred} · terms evaluated in {elapsed_ms:.2f} ms from the cached spectra",
         )
     return terms
 

@@ -46,3 +46,34 @@ def test_a_baseline_of_another_shape_says_why_in_one_line() -> None:
     at = _compare(FULL_NAME, "minilm-l6")
     text = page_text(at)
     assert "No centred reading against" in text and "does not match" in text
+
+
+def test_the_bound_explorer_switches_to_the_centred_bound_and_back(figure_titled) -> None:
+    """With a matching baseline pinned, the explorer's switch (kept in the link) makes every term the
+    centred one: the headline total at p* is ours centred, the drill-down shows the difference's spectrum."""
+    from dashboard.text import OPTIMAL_LABEL
+
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"model": LORA_NAME, "baseline": BASE_NAME, "centred": "1"})
+    run_clean(at)
+    at.switch_page("pages/bounds.py")
+    run_clean(at)
+    assert at.toggle(key="centred").value is True
+    expected = specbound.analyze(LORA_NAME, use_cache=False)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[OPTIMAL_LABEL].replace(",", "") == f"{expected.ours_centred:.4g}"
+    assert "centred at the base" in " ".join(c.value for c in at.caption)
+    at.toggle(key="centred").set_value(False)
+    run_clean(at)
+    assert at.query_params.get("centred") in (None, "0")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[OPTIMAL_LABEL].replace(",", "") == f"{expected.ours:.4g}"
+
+
+def test_without_a_matching_baseline_the_explorer_has_no_switch() -> None:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"model": FULL_NAME, "baseline": "minilm-l6", "centred": "1"})
+    run_clean(at)
+    at.switch_page("pages/bounds.py")
+    run_clean(at)
+    assert not [t for t in at.toggle if t.key == "centred"]

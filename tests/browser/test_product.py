@@ -388,6 +388,11 @@ def test_compare_centred_at_the_base_at_every_width(server: str, browser_page) -
         assert page.evaluate(OVERLAPPING, CHART_TEXTS) == [], (where, page.evaluate(OVERLAPPING, CHART_TEXTS))
         assert page.evaluate(WIDE_TITLES) == [], where
         _whole_page_screenshot(page, f"product-compare-centred-{width}", viewport)
+        _open(page, f"{server}/bounds?model={FULL_NAME}&baseline={BASE_NAME}&centred=1{suffix}", "Bound explorer")
+        page.get_by_text("centred at the base").first.wait_for()
+        assert_no_errors(page)
+        _check_numbers(page, f"explorer centred at {width}")
+        _whole_page_screenshot(page, f"product-bounds-centred-{width}", viewport)
 
 
 #: Each table's key (or where it sits) -> its width and the width of its columns, scrolled or not.
