@@ -359,7 +359,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 
 def _cmd_trajectory(args: argparse.Namespace) -> int:
-    from .runs import RunSettings, checkpoint_of, hub_checkpoints, run_trajectory, trainer_checkpoints
+    from .runs import RunSettings, checkpoint_of, hub_checkpoints, run_trajectory, trainer_checkpoints, with_reference
 
     sources = args.sources
     if args.revisions:
@@ -385,6 +385,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         compute=executor.compute_options(_compute_options(args)),
     )
+    settings = with_reference(settings, args.reference, steps)
     result = run_trajectory(
         steps, Path(args.out), settings, executor=executor, report=lambda line: print(line, flush=True)
     )
@@ -489,6 +490,14 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
         "'all' for every branch whose name gives a step (listed through the Hub's API)",
     )
     trajectory.add_argument("--name", default=None, help="the run's name in the atlas (members NAME@STEP)")
+    trajectory.add_argument(
+        "--reference",
+        metavar="REF",
+        default=None,
+        help="also read every step against W0 (SPEC §14): 'init' for the run's first saved step, or a base "
+        "model's name; the table gains ours_centred_log10, edelman_centred_log10, distance_frobenius "
+        "(sum over the proxy matrices of ||W - W0||_F) and changed_matrices",
+    )
     _bound_options(trajectory)
     _parallel_options(trajectory)
     trajectory.set_defaults(handler=_cmd_trajectory)

@@ -86,6 +86,23 @@ class RunSettings:
     use_cache: bool = True
     #: load_profile's backend, layer-worker and download-cap options (:func:`specbound.loading.load_profile_with`)
     compute: ComputeOptions = field(default_factory=ComputeOptions)
+    #: the weights W⁰ each step is also read against (SPEC §14): a model name or checkpoint source, or
+    #: None; ``reference_kind`` says whether it is the run's first step ("init") or a base
+    reference: str | None = None
+    reference_kind: str = "base"
+
+
+def with_reference(settings: RunSettings, reference: str | None, checkpoints: Sequence[SavedStep]) -> RunSettings:
+    """``settings`` reading every step against ``reference``: ``"init"`` for the run's first saved step
+    (its smallest), or a model name (a base); None: no reference."""
+    if reference is None:
+        return settings
+    if reference == "init":
+        if not checkpoints:
+            raise SpecboundError("reference init needs at least one saved step")
+        first = min(checkpoints, key=lambda c: c.step)
+        return dataclasses.replace(settings, reference=first.source, reference_kind="init")
+    return dataclasses.replace(settings, reference=reference, reference_kind="base")
 
 
 # --- finding the steps -----------------------------------------------------------------------------
@@ -194,20 +211,30 @@ class _StepAnswer:
     row: dict[str, Any] | None = None
     profile: Any = None  # SpectralProfile, named NAME@STEP
     reason: str = ""
+    delta: Any = None  # the profile of W - W⁰ when the run has a reference, named NAME@STEP too
 
 
 def _analyse_step(task: _StepTask) -> _StepAnswer:
     """Analyse one saved step (anywhere: in this process, a worker process or a Dask worker)."""
-    from .loading import load_profile_with
+    from .loading import difference_profile, load_profile_with, open_weights
 
     checkpoint, settings = task.checkpoint, task.settings
+    name = step_name(settings.name, checkpoint.step)
     try:
         loaded = load_profile_with(checkpoint.source, settings.compute, use_cache=settings.use_cache)
-        profile = dataclasses.replace(loaded, model=step_name(settings.name, checkpoint.step))
-        row = _row_of(checkpoint, profile, settings)
+        profile = dataclasses.replace(loaded, model=name)
+        delta = None
+        if settings.reference is not None:
+            cap = settings.compute.max_download_bytes
+            tuned = open_weights(checkpoint.source, max_download_bytes=cap)
+            reference = open_weights(settings.reference, max_download_bytes=cap)
+            delta = difference_profile(
+                tuned, reference, model=name, backend=settings.compute.backend, workers=settings.compute.workers
+            )
+        row = _row_of(checkpoint, profile, settings, delta)
     except SpecboundError as exc:
         return _StepAnswer(checkpoint.step, reason=str(exc))
-    return _StepAnswer(checkpoint.step, row, profile)
+    return _StepAnswer(checkpoint.step, row, profile, delta=delta)
 
 
 def step_name(name: str, step: int) -> str:
@@ -215,18 +242,29 @@ def step_name(name: str, step: int) -> str:
     return f"{name}{REVISION_SEP}{step}"
 
 
-def _row_of(checkpoint: SavedStep, profile: SpectralProfile, settings: RunSettings) -> dict[str, Any]:
-    """The row of ``trajectory.csv`` for one step, from its profile (the terms only: no SVD)."""
+def _row_of(
+    checkpoint: SavedStep, profile: SpectralProfile, settings: RunSettings, delta: SpectralProfile | None = None
+) -> dict[str, Any]:
+    """The row of ``trajectory.csv`` for one step, from its profile (and the difference's, centred at
+    the run's reference): the terms only, no SVD."""
     from .bounds import BoundAnalysis, BoundSettings
+    from .centred import Reference, ReferenceKind
 
-    bounds = BoundAnalysis.from_profile(profile, BoundSettings(l_phi=settings.l_phi, grid_m=settings.grid_m))
-    row = step_row(checkpoint.step, Analysis(bounds), checkpoint.logged)
+    bound_settings = BoundSettings(l_phi=settings.l_phi, grid_m=settings.grid_m)
+    bounds = BoundAnalysis.from_profile(profile, bound_settings)
+    result = Analysis(bounds)
+    if delta is not None and settings.reference is not None:
+        centred = BoundAnalysis.from_profile(profile, bound_settings, delta=delta)
+        result = Analysis(bounds, None, centred, Reference(settings.reference, ReferenceKind(settings.reference_kind)))
+    row = step_row(checkpoint.step, result, checkpoint.logged)
     return {"step": checkpoint.step, "model": profile.model, "source": checkpoint.source} | row
 
 
 def step_row(step: int, result: Analysis, logged: Mapping[str, float] | None = None) -> dict[str, Any]:
     """One step's numbers: ours at p* and at p = 0, 1, 2, Edelman's, p* statistics, log10 α per layer,
-    and the losses logged there (None where not logged). The columns of ``trajectory.csv``."""
+    and the losses logged there (None where not logged). The columns of ``trajectory.csv``; centred at a
+    reference also ``ours_centred_log10``, ``edelman_centred_log10``, ``distance_frobenius`` (Σ_W ‖W - W⁰‖_F
+    over the proxy matrices) and ``changed_matrices``."""
     bounds = result.bounds
     row: dict[str, Any] = {"step": step, "ours_log10": result.ours_log10, "edelman_log10": result.edelman_log10}
     for p in FIXED_P:
@@ -237,6 +275,14 @@ def step_row(step: int, result: Analysis, logged: Mapping[str, float] | None = N
         "p_opt_zero_share": float(np.mean(bounds.p_opt == 0)),
     }
     row |= {f"log10_alpha_L{layer}": float(v) for layer, v in enumerate(to_log10(bounds.log_alpha))}
+    if result.centred is not None:  # how far the step's weights are from the run's reference (SPEC §14)
+        delta = result.centred.schatten_profile
+        row |= {
+            "ours_centred_log10": result.ours_centred_log10,
+            "edelman_centred_log10": result.edelman_centred_log10,
+            "distance_frobenius": float(delta.frobenius_norm.sum()),
+            "changed_matrices": int((delta.rank > 0).sum()),
+        }
     return row | {key: (logged or {}).get(key) for key in ("loss", "eval_loss")}
 
 
@@ -352,12 +398,20 @@ def _run(
 
 
 def _settings_key(settings: RunSettings) -> dict[str, Any]:
-    return {"name": settings.name, "l_phi": settings.l_phi, "grid_m": settings.grid_m}
+    key: dict[str, Any] = {"name": settings.name, "l_phi": settings.l_phi, "grid_m": settings.grid_m}
+    if settings.reference is not None:  # absent without one: the records of earlier runs stay valid
+        key["reference"] = {"model": settings.reference, "kind": settings.reference_kind}
+    return key
 
 
 def _step_files(steps_dir: Path, step: int) -> tuple[Path, Path]:
     """(record, profile) of one step."""
     return steps_dir / f"step-{step}.json", steps_dir / f"step-{step}.npz"
+
+
+def _delta_file(steps_dir: Path, step: int) -> Path:
+    """The profile of a step's difference from the run's reference."""
+    return steps_dir / f"step-{step}.delta.npz"
 
 
 def _write_step(steps_dir: Path, answer: _StepAnswer, settings: RunSettings) -> None:
@@ -376,6 +430,10 @@ def _write_step(steps_dir: Path, answer: _StepAnswer, settings: RunSettings) -> 
         "profile_sha256": file_sha256(profile_path, profile_path.name, LIMITS.max_atlas_file_bytes),
         "row": answer.row,
     }
+    if answer.delta is not None:
+        delta_path = _delta_file(steps_dir, answer.step)
+        save_atlas([answer.delta], delta_path)
+        record["delta_sha256"] = file_sha256(delta_path, delta_path.name, LIMITS.max_atlas_file_bytes)
     write_text_atomic(record_path, json.dumps(record, indent=1, allow_nan=False))
 
 
@@ -401,7 +459,15 @@ def _read_step(
         profile = atlas_member(profile_path)
         if profile.model != step_name(settings.name, checkpoint.step):
             return None  # another step's profile, or another run's
-        return _row_of(checkpoint, profile, settings), profile
+        delta = None
+        if settings.reference is not None:
+            delta_path = _delta_file(steps_dir, checkpoint.step)
+            if record.get("delta_sha256") != file_sha256(delta_path, delta_path.name, LIMITS.max_atlas_file_bytes):
+                return None
+            delta = atlas_member(delta_path)
+            if delta.model != profile.model or delta.shape != profile.shape:
+                return None
+        return _row_of(checkpoint, profile, settings, delta), profile
     except (OSError, ValueError, SpecboundError):
         return None
 

@@ -93,6 +93,34 @@ def test_a_trajectory_resumes_where_it_stopped(trainer_run: Path, tmp_path: Path
     assert (out / "trajectory.csv").read_bytes() == table
 
 
+def test_a_trajectory_reads_every_step_against_its_first_or_a_base(trainer_run: Path, tmp_path: Path) -> None:
+    """--reference init: each step centred at the run's first saved step (SPEC §14), equal to analyze with
+    that base; the first step itself has travelled nowhere. A re-run trusts its records; another
+    reference analyses every step again."""
+    out = tmp_path / "traj"
+    run_main("trajectory", str(trainer_run), "--out", str(out), "--reference", "init")
+    rows = {int(r["step"]): r for r in _rows(out)}
+    first = trainer_run / "checkpoint-4"
+    assert float(rows[4]["distance_frobenius"]) == 0.0 and int(rows[4]["changed_matrices"]) == 0
+    assert 10 ** float(rows[4]["ours_centred_log10"]) == pytest.approx(2**0.5, rel=1e-12)  # √L, L = 2
+    for step in (8, 12):
+        expected = specbound.analyze(trainer_run / f"checkpoint-{step}", base=str(first), use_cache=False)
+        assert float(rows[step]["ours_centred_log10"]) == pytest.approx(expected.ours_centred_log10, rel=1e-12)
+        delta = expected.centred.schatten_profile
+        assert float(rows[step]["distance_frobenius"]) == pytest.approx(delta.frobenius_norm.sum(), rel=1e-12)
+    assert float(rows[12]["distance_frobenius"]) > float(rows[8]["distance_frobenius"]) > 0
+    table = (out / "trajectory.csv").read_bytes()
+    again = run_main("trajectory", str(trainer_run), "--out", str(out), "--reference", "init")
+    assert "(0 analysed now)" in again and (out / "trajectory.csv").read_bytes() == table
+    (out / "steps" / "step-8.delta.npz").write_bytes(b"not the difference")  # a record that no longer holds
+    assert "step 8: done" in run_main("trajectory", str(trainer_run), "--out", str(out), "--reference", "init")
+    based = run_main(
+        "trajectory", str(trainer_run), "--out", str(out), "--reference", str(trainer_run / "checkpoint-12")
+    )
+    assert "(3 analysed now)" in based
+    assert int(_rows(out)[-1]["changed_matrices"]) == 0  # the last step against itself
+
+
 def test_checkpoint_directories_and_hub_revisions_are_runs_too(trainer_run: Path, tmp_path: Path) -> None:
     listed = tmp_path / "listed"
     run_main("trajectory", *(str(trainer_run / f"checkpoint-{s}") for s in (8, 4)), "--out", str(listed))
