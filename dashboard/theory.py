@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from specbound.architecture import SHARED_EXPERT, Expert, Kind
+from specbound.architecture import SHARED_EXPERT, Expert, Kind, ModelShape
 from specbound.bounds import BoundAnalysis
 from specbound.profile import MatrixId, SpectralProfile
 
@@ -125,3 +125,88 @@ def cross_factor(profile: SpectralProfile, layer: int) -> float:
         _norm(profile, layer, Kind.V_X, h) * (1.0 + 4.0 * _norm(profile, layer, Kind.QK_X, h))
         for h in range(profile.shape.num_heads)
     )
+
+
+# --- the family's own formulas (SPEC §11-§12), as LaTeX ---------------------------------------------------
+
+_NORM = r"\|{}\|_2"
+
+
+def _n(matrix: str) -> str:
+    return _NORM.format(matrix)
+
+
+_M_IN, _M_OUT, _M_GATE = r"M_{\mathrm{in}}", r"M_{\mathrm{out}}", r"M_{\mathrm{gate}}"
+
+
+def mlp_factor_latex(shape: ModelShape) -> str:
+    """Φ⁽ℓ⁾, the MLP's factor without L_φ, as this family computes it: ‖M_in‖ ‖M_out‖ (plain), ν ‖M_out‖
+    with ν = 2 ‖M_gate‖ ‖M_in‖ (gated), the largest expert's (plus the shared expert's) in a mixture."""
+    if shape.moe:
+        shared = r" + \nu_s \|M_{\mathrm{out}}^{s}\|_2" if shape.shared_expert_size else ""
+        return (
+            r"\Phi^{(\ell)} = \max_e \nu_e \|M_{\mathrm{out}}^{e}\|_2" + shared + r", \quad \nu_e = 2\,"
+            r"\|M_{\mathrm{gate}}^{e}\|_2 \|M_{\mathrm{in}}^{e}\|_2"
+        )
+    if shape.gated:
+        return rf"\Phi^{{(\ell)}} = \nu\, {_n(_M_OUT)}, \quad \nu = 2\, {_n(_M_GATE)} {_n(_M_IN)}"
+    return rf"\Phi^{{(\ell)}} = {_n(_M_IN)}\, {_n(_M_OUT)}"
+
+
+def alpha_latex(shape: ModelShape) -> str:
+    """α⁽ℓ⁾ = ∏_{k > ℓ} f⁽ᵏ⁾ with this family's layer factor f: L_φ Φ A (sequential, times A_x in an
+    encoder-decoder's decoder layers) or L_φ Φ + A (parallel residual); A the attention's factor."""
+    attention = r"A^{(k)} = \sum_h \|V^{(k,h)}\|_2 \bigl(1 + 4\,\|QK^{(k,h)}\|_2\bigr)"
+    if shape.parallel:
+        factor = r"\bigl(L_\varphi\, \Phi^{(k)} + A^{(k)}\bigr)"
+    elif shape.encoder_decoder:
+        factor = r"L_\varphi\, \Phi^{(k)} A^{(k)} A_x^{(k)}"
+    else:
+        factor = r"L_\varphi\, \Phi^{(k)} A^{(k)}"
+    cross = (
+        r" \\ A_x^{(k)} &= \sum_h \|V_x^{(k,h)}\|_2 \bigl(1 + 4\,\|QK_x^{(k,h)}\|_2\bigr)"
+        r" \text{ (decoder layers; 1 elsewhere)}"
+        if shape.encoder_decoder
+        else ""
+    )
+    return (
+        rf"\begin{{aligned}} \alpha^{{(\ell)}} &= \prod_{{k > \ell}} {factor} \\ {attention.replace('=', '&=', 1)}"
+        rf"{cross} \\ {mlp_factor_latex(shape).replace('=', '&=', 1)} \end{{aligned}}"
+    )
+
+
+def gamma_latex(shape: ModelShape) -> str:
+    """γ of every kind this family has (SPEC §11-§12), one case per kind, and s_W = γ α⁽ℓ⁾ L."""
+    after = r"A_x \Phi^{(\ell)}" if shape.encoder_decoder else r"\Phi^{(\ell)}"
+    if shape.parallel:  # the branches add: the attention's kinds see no MLP after them
+        cases = [(r"2\,\|V^{(\ell,h)}\|_2", "QK"), ("1", "V")]
+    else:
+        cases = [(rf"2\,\|V^{{(\ell,h)}}\|_2\, {after}", "QK"), (after, "V")]
+    if shape.encoder_decoder:
+        cases += [(r"2\,\|V_x^{(\ell,h)}\|_2\, \Phi^{(\ell)}", "QK_x"), (r"\Phi^{(\ell)}", "V_x")]
+    expert = "^{e}" if shape.moe else ""
+    if shape.gated:
+        cases += [
+            (
+                rf"2\,\|M_{{\mathrm{{out}}}}{expert}\|_2 \|M_{{\mathrm{{in}}}}{expert}\|_2",
+                rf"M_{{\mathrm{{gate}}}}{expert}",
+            ),
+            (
+                rf"2\,\|M_{{\mathrm{{out}}}}{expert}\|_2 \|M_{{\mathrm{{gate}}}}{expert}\|_2",
+                rf"M_{{\mathrm{{in}}}}{expert}",
+            ),
+        ]
+    else:
+        cases.append((_n(_M_OUT), _M_IN))
+    cases.append(("1", rf"M_{{\mathrm{{out}}}}{expert}"))
+    rows = r" \\ ".join(f"{value} & {_kind_tex(kind)}" for value, kind in cases)
+    scale = r"s_W = \gamma\, \alpha^{(\ell)}\, L"
+    return rf"\begin{{gathered}} \gamma = \begin{{cases}} {rows} \end{{cases}} \\ {scale} \end{{gathered}}"
+
+
+def _kind_tex(kind: str) -> str:
+    """A kind's name in a formula: upright letters (QK_x as QK_x), a matrix symbol as it is."""
+    if "\\" in kind:
+        return kind
+    name, _, sub = kind.partition("_")
+    return rf"\mathrm{{{name}}}" + (rf"_{{\mathrm{{{sub}}}}}" if sub else "")

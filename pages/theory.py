@@ -117,19 +117,13 @@ definition(
 
 st.markdown("**How the layers above and around W scale its contribution.**")
 definition(
-    r"\begin{aligned} \alpha^{(\ell)} &= \prod_{k > \ell} L_\varphi\, \|M_{\mathrm{in}}^{(k)}\|_2\,"
-    r" \|M_{\mathrm{out}}^{(k)}\|_2 \\ &\quad \cdot \sum_h \|V^{(k,h)}\|_2 \,\bigl(1 + 4\,\|QK^{(k,h)}\|_2\bigr)"
-    r" \end{aligned}",
+    live.alpha_latex(shape),  # this family's layer factor (SPEC §11-§12): the paper's BERT for a BERT
     (live.ALPHA_LABEL, format_log_value(values.log_alpha)),
     note=f"L_φ = {analysis.l_phi:g} bounds the Lipschitz constant of this model's activation ({shape.activation}; "
     f"{L_PHI} for GELU); α = 1 for the top layer. Layer ℓ = {values.layer}.",
 )
 definition(
-    r"\begin{gathered} \gamma = \begin{cases} 2\,\|V^{(\ell,h)}\|_2 \|M_{\mathrm{out}}^{(\ell)}\|_2"
-    r" \|M_{\mathrm{in}}^{(\ell)}\|_2"
-    r" & QK \\ \|M_{\mathrm{out}}^{(\ell)}\|_2 \|M_{\mathrm{in}}^{(\ell)}\|_2 & V \\ "
-    r"\|M_{\mathrm{out}}^{(\ell)}\|_2 & M_{\mathrm{in}} \\ 1 & M_{\mathrm{out}} \end{cases}"
-    r"\\ s_W = \gamma\, \alpha^{(\ell)}\, L \end{gathered}",
+    live.gamma_latex(shape),  # every kind this family has, with its own local factor
     (live.GAMMA_LABEL, format_log_value(values.log_gamma)),
     (live.SCALE_LABEL, format_log_value(values.log_scale)),
 )
