@@ -3,8 +3,9 @@
 // data = {presenting: bool, narrow_px: int}.
 // * Presentation mode collapses the sidebar once, when it turns on (or a link opens with it on), so the
 //   content gets the whole width of a projector; the chevron at the top left opens it again.
-// * On a narrow screen (a phone: the sidebar then lies over the page), choosing a page in the
-//   navigation closes the sidebar, as a menu does.
+// * On a narrow screen (a phone: the sidebar then lies over the page), and in presentation mode
+//   (the projector's width belongs to the page), choosing a page in the navigation closes the
+//   sidebar, as a menu does.
 // Streamlit calls this function again on every run; one listener lives per document.
 
 function sidebarOpen() {
@@ -32,7 +33,7 @@ export default function (component) {
       "click",
       (event) => {
         const link = event.target instanceof Element && event.target.closest('[data-testid="stSidebarNavLink"]');
-        if (link && window.innerWidth < state.narrow) setTimeout(collapse, 0);
+        if (link && (window.innerWidth < state.narrow || state.presenting)) setTimeout(collapse, 0);
       },
       true,
     );

@@ -237,6 +237,23 @@ def test_on_a_phone_choosing_a_page_closes_the_navigation(server: str, browser_p
     screenshot(page, "product-phone-after-navigation")
 
 
+def test_in_presentation_mode_choosing_a_page_closes_the_navigation(server: str, browser_page) -> None:
+    """On a projector the sidebar opened to navigate closes again once a page is chosen, so the p* map's
+    three panels keep the width of the screen."""
+    page = browser_page
+    page.set_viewport_size(PROJECTOR)
+    _open(page, f"{server}/?present=1", PRODUCT_NAME)
+    page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]').dataset.collapsed === 'true'")
+    page.locator(
+        '[data-testid="stExpandSidebarButton"], [data-testid="stSidebarCollapsedControl"] button'
+    ).first.click()
+    page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]').dataset.collapsed === 'false'")
+    page.locator('[data-testid="stSidebarNavLink"]', has_text="Why p* wins").click()
+    page.get_by_role("heading", name="Why p* wins").first.wait_for()
+    page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]').dataset.collapsed === 'true'")
+    screenshot(page, "product-present-after-navigation")
+
+
 def test_the_twin_and_the_report_explain_themselves(server: str, browser_page, tmp_path: Path) -> None:
     page = browser_page
     page.set_viewport_size(PROJECTOR)
