@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
+from .mode import presenting
+
 if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
@@ -170,8 +172,10 @@ def csv_download(
 
 
 def provenance(model: str, p_text: str) -> str:
-    """The subtitle every exported figure carries: which model and which p it shows."""
-    return f"{model} · {p_text}"
+    """The subtitle every exported figure carries: which model and which p it shows. In presentation
+    mode the page's heading names the model, and a long name would crowd the narrow panels of a
+    projector (the p* map's three), so the subtitle keeps the p alone."""
+    return p_text if presenting() else f"{model} · {p_text}"
 
 
 def model_card_section(shape: ModelShape, grid_m: int) -> ReportSection:

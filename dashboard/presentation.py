@@ -18,9 +18,8 @@ from pathlib import Path
 import streamlit as st
 
 from . import share
+from .mode import PRESENT_KEY, presenting
 
-#: Widget key (and link parameter) of the presentation toggle.
-PRESENT_KEY = "present"
 #: Key of the container that holds a page's headline numbers (CSS class ``st-key-headline``).
 HEADLINE_KEY = "headline"
 #: Key of the element of the explorer's live-total script (:mod:`dashboard.live_total`): it shows
@@ -109,10 +108,6 @@ def page_script() -> None:
     """Mount the script that collapses the sidebar when presentation mode turns on, and closes it after a
     page is chosen on a phone (``page_script.js``; from app.py, once per run)."""
     _page_script(key=PAGE_SCRIPT_KEY, data={"presenting": presenting(), "narrow_px": NARROW_PX})
-
-
-def presenting() -> bool:
-    return bool(st.session_state.get(PRESENT_KEY, False))
 
 
 def inject_style() -> None:
