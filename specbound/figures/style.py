@@ -426,12 +426,7 @@ def format_tick(value: float) -> str:
     """A full tick label: '0.5', '20', '10<sup>12</sup>', '2×10<sup>-4</sup>' (never a bare mantissa)."""
     if value == 0 or PLAIN_RANGE[0] <= abs(value) < PLAIN_RANGE[1]:
         return f"{value:.6g}"
-    exponent = math.floor(math.log10(abs(value)))
-    mantissa = round(value / 10.0**exponent, 6)
-    if mantissa >= 10:  # rounding carried into the next decade
-        mantissa, exponent = mantissa / 10, exponent + 1
-    power = f"10<sup>{exponent}</sup>"
-    return power if mantissa == 1 else f"{mantissa:g}×{power}"
+    return _power_tick(value)
 
 
 def _nice_step(span: float) -> float:
@@ -466,7 +461,32 @@ def log_axis_ticks(vmin: float, vmax: float) -> tuple[list[float], list[str]]:
         needed = (last - first + 1) / MAX_TICKS
         every = next((k for k in DECADE_STEPS if k >= needed), math.ceil(needed))
         values = [10.0**e for e in range(math.ceil(first / every) * every, last + 1, every)]
-    return values, [format_tick(v) for v in values]
+    return values, axis_tick_labels(values)
+
+
+#: On an axis whose other labels are powers of ten, values from this size up (and from its inverse
+#: down) are written as powers too.
+POWER_FROM: float = 1000.0
+
+
+def axis_tick_labels(values: Sequence[float]) -> list[str]:
+    """:func:`format_tick` of each value, in one notation per axis: where some label is a power of ten,
+    every value of at least :data:`POWER_FROM`, or at most its inverse, is written as one ("5×10⁴" beside
+    "10⁶", never "50000"; "10⁻³" beside "10⁻⁴"), values near 1 ("20", "0.5") staying as they read best."""
+    labels = [format_tick(v) for v in values]
+    if not any("<sup>" in label for label in labels):
+        return labels
+    far = [v != 0 and not 1 / POWER_FROM < abs(v) < POWER_FROM for v in values]
+    return [_power_tick(v) if out else label for v, out, label in zip(values, far, labels, strict=True)]
+
+
+def _power_tick(value: float) -> str:
+    exponent = math.floor(math.log10(abs(value)))
+    mantissa = round(value / 10.0**exponent, 6)
+    if mantissa >= 10:
+        mantissa, exponent = mantissa / 10, exponent + 1
+    power = f"10<sup>{exponent}</sup>"
+    return power if mantissa == 1 else f"{mantissa:g}×{power}"
 
 
 def log_axis(values: ArrayLike, **axis: Any) -> dict[str, Any]:

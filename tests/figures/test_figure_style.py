@@ -45,7 +45,16 @@ def test_one_to_two_decades_get_1_2_5_and_longer_ranges_powers_of_ten() -> None:
     assert log_axis_ticks(1, 384) == ([1.0, 10.0, 100.0], ["1", "10", "100"])
     values, text = log_axis_ticks(1e-3, 1e20)  # 24 decades: every third
     assert values == [10.0**e for e in range(-3, 19, 3)]
-    assert text[:3] == ["0.001", "1", "1000"] and text[-1] == "10<sup>18</sup>"
+    # one notation per axis: beside 10¹⁸, 10⁻³ and 10³ rather than "0.001" and "1000" (1 reads best as 1)
+    assert text[:3] == ["10<sup>-3</sup>", "1", "10<sup>3</sup>"] and text[-1] == "10<sup>18</sup>"
+
+
+def test_an_axis_never_mixes_plain_and_power_labels_for_large_values() -> None:
+    """A parameter-count axis from 3×10⁴ to 2×10⁶ used to read "50000" beside "10⁶"."""
+    values, text = log_axis_ticks(3e4, 2e6)
+    assert values[0] == 5e4 and text[0] == "5×10<sup>4</sup>"
+    assert all("<sup>" in label for label in text)
+    assert log_axis_ticks(3, 40)[1] == ["5", "10", "20"]  # no power anywhere: plain throughout
 
 
 def test_huge_ranges_stay_few_and_round() -> None:
