@@ -4,10 +4,11 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 MODEL  ?= minilm-l6
 PORT   ?= 8501
 # Only this machine by default; `make run HOST=0.0.0.0` serves every network interface on purpose
-# (README, "Security and limits": what a visitor can then do).
+# (SECURITY.md: what a visitor can then do).
 HOST   ?= 127.0.0.1
 
 LAB_DIR ?= lab-class
@@ -16,7 +17,7 @@ LAB_DIR ?= lab-class
 # at the end, so that a regression shows.
 TEST_WORKERS ?= 2
 
-.PHONY: run test lint bench clean browser lab-reference lab-finetune
+.PHONY: run test lint docs docs-serve bench clean browser lab-reference lab-finetune
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,11 +28,24 @@ $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# The documentation toolchain (mkdocs-material, mkdocstrings, mkdocs-jupyter) and the notebooks' kernel,
+# from their own pinned file: the package's install stays as it is.
+$(DOCS_STAMP): requirements-docs.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-docs.txt
+	touch $(DOCS_STAMP)
+
 run: $(STAMP)
 	$(BIN)/python -m dashboard.serve --server.address $(HOST) --server.port $(PORT)
 
-test: lint browser
+test: lint docs browser
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=10
+
+# The site in site/, offline; --strict fails on any warning (a broken link, an unresolved reference).
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; any finding fails the target.
 lint: $(STAMP)
@@ -61,6 +75,8 @@ lab-reference: $(STAMP)
 	$(BIN)/specbound lab sweep --preset grok --task modular --family gpt2 --out $(LAB_DIR)-grok --export-reference
 	$(BIN)/specbound lab sweep --preset fit --out $(LAB_DIR)-fit --workers 2 --export-reference
 	$(BIN)/specbound lab sweep --preset fit --family gpt2 --out $(LAB_DIR)-fit --workers 2 --export-reference
+	$(BIN)/specbound lab sweep --preset fit --task markov --family gpt2 --out $(LAB_DIR)-fit --workers 2 --export-reference
+	$(BIN)/specbound lab sweep --preset fit --task markov --family llama --out $(LAB_DIR)-fit --workers 2 --export-reference
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts

@@ -477,7 +477,7 @@ def robust_view_frame(rows: tuple[RobustSummary, ...]) -> Styler:
     return styled_table(frame.rename(columns=names), {names[c]: kind for c, kind in plain.items()})
 
 
-#: What repeats and what does not, measured (README, "Lab": reproducibility).
+#: What repeats and what does not, measured (the manual, docs/lab/index.md: reproducibility).
 REPRODUCIBILITY = (
     "A run repeats bit for bit on the same machine with the same BLAS and one thread (how the lab trains). "
     "What changes the order of floating-point sums (another CPU, another thread count) leaves step 0 as it "
@@ -575,7 +575,7 @@ def correlation_columns(columns: pd.Index) -> dict[str, object]:
         # as wide as the longest name, and in view while the τ and ψ columns scroll sideways
         "measure": text(
             "Measure",
-            help=f"{definitions} (see the README).",
+            help=f"{definitions} (see the manual, docs/lab).",
             width=column_width("Measure", (measure_name(m.name) for m in correlated_measures())),
             pinned=True,
         ),

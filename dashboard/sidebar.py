@@ -161,7 +161,7 @@ def bring_your_own() -> None:
                 "- **A checkpoint folder on this server**: type its path in *Hub id or local directory*."
                 if safety.server_paths_allowed()
                 else "- **Whoever runs this server** can also open a checkpoint folder on it, with "
-                "`SPECBOUND_ALLOW_SERVER_PATHS=1 make run` (see the README, *Security and limits*)."
+                "`SPECBOUND_ALLOW_SERVER_PATHS=1 make run` (see SECURITY.md)."
             )
         )
 

@@ -102,7 +102,7 @@ class Adaptation(str, Enum):
 
     @property
     def explanation(self) -> str:
-        """The adaptation in plain words, for the CLI's header, the model card and the README."""
+        """The adaptation in plain words, for the CLI's header, the model card and the manual's Families page."""
         return ADAPTATION_TEXT[self]
 
 

@@ -337,6 +337,14 @@ def run_trajectory(
     """Analyse every step not yet done in ``out`` and write the trajectory's table and atlas.
 
     The directory is locked while written: a second writer stops with DirectoryLocked at once.
+
+    Example::
+
+        >>> from specbound.runs import RunSettings, trainer_checkpoints
+        >>> steps = trainer_checkpoints(Path("output_dir"))  # a Trainer's checkpoint-* folders  # doctest: +SKIP
+        >>> result = run_trajectory(steps, "traj", RunSettings("my-run", reference="init"))  # doctest: +SKIP
+        >>> [round(row["distance_frobenius"], 2) for row in result.rows]  # doctest: +SKIP
+        [0.0, 1.37, 2.04]
     """
 
     out = Path(out)

@@ -97,6 +97,13 @@ def term_sums(
     ``view``: LINEAR stacks plain values (all bars add up to Σ_W c(W; p) + √L); LOG puts the kinds side by
     side on a log axis so layers far below layer 0 stay visible; SHARE stacks each kind's percentage of
     the layer's sum, with the layer's share of the total in the hover.
+
+    Example::
+
+        >>> analysis = specbound.analyze("minilm-l6").bounds
+        >>> figure = term_sums(analysis, analysis.optimal)
+        >>> len(figure.data) >= 3  # a bar per kind, and the √L bar
+        True
     """
     view = SumsView(view)
     num_layers = analysis.profile.shape.num_layers
@@ -198,6 +205,14 @@ def contribution_curves(
     Lines: c on a fine p axis; dots: c on the grid P_m; star: p* (the grid minimum, at
     ``analysis.p_opt_index``), one size smaller per curve so stars at one point nest; open diamond:
     the p the matrix uses now.
+
+    Example::
+
+        >>> analysis = specbound.analyze("minilm-l6").bounds
+        >>> top = analysis.profile.rows_of(layers=[5], heads=[0])  # QK h0, V h0, M_in, M_out of the top layer
+        >>> figure = contribution_curves(analysis, top, analysis.optimal)
+        >>> len(top)
+        4
     """
     chosen = np.asarray(rows, dtype=int)
     ps = fine_p_axis() if ps is None else np.asarray(ps, dtype=float)
@@ -341,6 +356,13 @@ def p_star_map(
     in series on the axis (so a click finds the matrix) and are labelled by their number in the stack.
     One flat colour per grid value of P_m (a stepped Cividis scale), the value written in each cell
     while the cells are wide enough; layer ticks on the first panel only, as in the head heatmaps.
+
+    Example::
+
+        >>> analysis = specbound.analyze("minilm-l6").bounds
+        >>> figure = p_star_map(analysis)
+        >>> figure.layout.title.text.startswith("p*")
+        True
     """
     grid = analysis.grid
     profile = analysis.profile

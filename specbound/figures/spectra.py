@@ -252,6 +252,13 @@ def singular_value_profiles(
     Per layer, QK and V show the median over heads with a min-max band; ``heads`` draws those heads
     individually instead; ``experts`` keeps those experts' MLP matrices in a mixture of experts.
     Only the rank(W) nonzero values are drawn; the panel titles count the zeros.
+
+    Example::
+
+        >>> profile = specbound.analyze("minilm-l6").profile
+        >>> figure = singular_value_profiles(profile, layers=[0], kinds=["QK"], heads=[0, 1])
+        >>> figure.layout.yaxis.type
+        'log'
     """
     rows = selected_rows(profile, layers, kinds, experts)
     ranks, dims = profile.rank, profile.full_dims
@@ -335,6 +342,12 @@ def head_heatmaps(
     around d. The panels stay readable side by side in a narrow column (a projector at 1024 px):
     cell numbers only up to :data:`~specbound.figures.style.MAX_LABELLED_HEADS` heads (the hover
     always has them), layer ticks on the first panel only, where no colour bar runs into them.
+
+    Example::
+
+        >>> figure = head_heatmaps(specbound.analyze("minilm-l6").profile, "V")
+        >>> [trace.name for trace in figure.data]
+        ['numerical rank', 'stable rank', 'spectral norm σ₁']
     """
     kind = Kind(kind)
     shape = profile.shape
@@ -567,7 +580,16 @@ def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: st
     per-head kind (QK, V, and an encoder-decoder's QK_x, V_x) and a layer x matrix panel for the
     feed-forward matrices (per expert in a mixture of experts). All panels share one colour range from
     0, so a head the fine-tune left alone reads as 0 beside the ones it moved; the hover gives the value
-    and the difference's rank. ``delta`` is the difference's profile (:func:`specbound.loading.difference_profile`)."""
+    and the difference's rank. ``delta`` is the difference's profile (:func:`specbound.loading.difference_profile`).
+
+    Example::
+
+        >>> lora = specbound.analyze("finetune-lora")  # the lab's shipped adapter, against its base
+        >>> base = specbound.analyze("finetune-base").profile
+        >>> figure = change_heatmaps(base, lora.centred.schatten_profile)
+        >>> [trace.hovertemplate.split("<br>")[1].split(" =")[0] for trace in figure.data][:2]
+        ['‖ΔQK‖₂ / ‖QK⁰‖₂', '‖ΔV‖₂ / ‖V⁰‖₂']
+    """
     shape = base.shape
     ratio, rank = relative_change(base, delta), delta.rank
     head_kinds = [kind for kind in base.model_kinds if kind.per_head]

@@ -537,8 +537,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         default="smoke",
         help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores; fit: 120 runs trained "
         "until they fit their training set, 5 seeds, 2 learning rates (SPEC 13b); study: 288 runs "
-        "(depth 1-4, width 32-128, n 100-3200), hours: see the README; grok: three seeds of a one-layer model "
-        "on modular addition with weight decay 1 (--task modular), which grok (see the README)",
+        "(depth 1-4, width 32-128, n 100-3200), hours: see the manual (docs/lab); grok: ten seeds of a one-layer model "
+        "on modular addition with weight decay 1 (--task modular), which grok (see the manual)",
     )
     sweep.add_argument(
         "--grid",

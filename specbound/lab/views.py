@@ -256,15 +256,15 @@ def _cell(value: float, signed: bool = True) -> str:
     return "n/a" if not np.isfinite(value) else (f"{value:+.2f}" if signed else f"{value:.2f}")
 
 
-#: The head of ``docs/lab-verdict.md``, the report of the shipped references.
+#: The head of the report of the shipped references (the documentation site's verdict page).
 REPORT_TITLE = (
     "# The lab's verdict on the shipped sweeps\n\n"
     "Printed by `specbound lab report` from the sweeps shipped in the package, each read as its own "
     "(SPEC §13b: runs that fit, trivial baselines as rows, intervals over configurations, Dziugaite et "
-    "al.'s couplings). Every sentence is computed from the numbers beside it; a test compares this file "
-    "with the command's output. τ: Kendall's τ_b with the gap over the fitted runs; a *(baseline)* row is "
-    "a trivial baseline; the coupled sign-errors are 0 when a measure orders a controlled pair of runs as "
-    "their gaps, 1 against, 0.5 chance.\n"
+    "al.'s couplings). Every sentence is computed from the numbers beside it, and the documentation site "
+    "prints this page from the command when it is built. τ: Kendall's τ_b with the gap over the fitted "
+    "runs; a *(baseline)* row is a trivial baseline; the coupled sign-errors are 0 when a measure orders "
+    "a controlled pair of runs as their gaps, 1 against, 0.5 chance.\n"
 )
 
 
@@ -275,7 +275,7 @@ def verdict_report(
     *,
     sources: Sequence[str] | None = None,
 ) -> str:
-    """The lab's verdict as Markdown (what ``specbound lab report`` prints, ``docs/lab-verdict.md`` for
+    """The lab's verdict as Markdown (what ``specbound lab report`` prints; the site's verdict page for
     the shipped references): per environment the sentences of :func:`verdict_sentences` and its table,
     then the robust view's sentence and table. Every word about a verdict is computed here from the
     numbers, so the text cannot drift from the tables it describes. ``sources`` names the sweep of each

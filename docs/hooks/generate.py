@@ -1,0 +1,244 @@
+"""Pages of the documentation site written from the code at build time (an mkdocs hook).
+
+Nothing on these pages is a hand-kept copy of something the code knows: the limits table is read from
+:class:`specbound.limits.Limits` (each field's value and the comment above it), the families table from
+the adapter registry and :class:`specbound.architecture.Adaptation`, the command line from its own
+argparse parser, the JSON fields from :func:`specbound.report.analysis_json` run on a small model,
+the package layout from each module's docstring, and the lab's verdict from the shipped CSVs
+(:func:`specbound.lab.views.verdict_report`, what ``specbound lab report`` prints). Delete a
+docstring, a limit or an adaptation and the page changes with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import io
+import pkgutil
+import re
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --- the pages ---------------------------------------------------------------------------------------
+
+
+def limits_page() -> str:
+    """Every field of ``Limits``: its value (bytes in KiB/MiB/GiB) and the comment written above it."""
+    from specbound import limits
+
+    comments = _field_comments(limits.Limits)
+    rows = ["| limit | value | what it bounds |", "|---|---|---|"]
+    for field in dataclasses.fields(limits.Limits):
+        value = getattr(limits.LIMITS, field.name)
+        rows.append(f"| `{field.name}` | {_shown(field.name, value)} | {comments.get(field.name, '')} |")
+    doc = inspect.getdoc(limits) or ""
+    return (
+        "# Limits\n\n"
+        + doc.split("\n\n")[0]
+        + "\n\nRead from `specbound.limits.LIMITS` when this page was built. The download cap (default "
+        f"{limits.DEFAULT_MAX_DOWNLOAD_MB} MB) is the one an operator sets: `${limits.MAX_DOWNLOAD_ENV_VAR}` "
+        "or `--max-download-gb`.\n\n" + "\n".join(rows) + "\n"
+    )
+
+
+def _field_comments(cls: type) -> dict[str, str]:
+    """The ``#:`` comment lines right above each field of a dataclass, joined; a plain ``#`` comment
+    names the group of the fields under it, which inherit it where they have none of their own."""
+    source = inspect.getsource(cls).splitlines()
+    comments: dict[str, str] = {}
+    pending: list[str] = []
+    group = ""
+    for line in source:
+        text = line.strip()
+        if text.startswith("#:"):
+            pending.append(text[2:].strip())
+            continue
+        if text.startswith("#"):
+            group, pending = text[1:].strip(), []
+            continue
+        name = text.split(":", 1)[0].strip()
+        if name.isidentifier() and ":" in text and "=" in text:
+            note = " ".join(pending) or group
+            comments[name] = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", note).replace("|", "\\|")
+        pending = []
+    return comments
+
+
+def _shown(name: str, value: Any) -> str:
+    if name.endswith("_bytes") and isinstance(value, int):
+        for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+            if value >= size and value % size == 0:
+                return f"{value // size} {unit}"
+    if isinstance(value, float) and (value >= 1e6 or 0 < value < 1e-3):
+        return f"{value:.0e}"
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def families_page() -> str:
+    """Every supported ``model_type``: its family, and the adaptations and activation the adapter reads
+    from transformers' default config of that type (a given checkpoint's config may add or drop some:
+    grouped-query attention only with fewer key/value heads, ...); then every adaptation explained."""
+    import transformers
+
+    from specbound.architecture import ACTIVATION_LIPSCHITZ, Adaptation
+    from specbound.families import ADAPTERS
+    from specbound.families.registry import family_name
+
+    rows = ["| family | `model_type` | adaptations (default config) | activation (L_φ) |", "|---|---|---|---|"]
+    for model_type, adapter in ADAPTERS.items():
+        shape = adapter.shape(transformers.AutoConfig.for_model(model_type).to_dict(), model_type)
+        named = ", ".join(a.value for a in shape.adaptations) or "none: the paper's own block"
+        lipschitz = ACTIVATION_LIPSCHITZ[shape.activation]
+        rows.append(f"| {family_name(model_type)} | `{model_type}` | {named} | {shape.activation} ({lipschitz:g}) |")
+    explained = "\n".join(f"- **{a.value}**: {a.explanation}." for a in Adaptation)
+    return (
+        "# Families\n\nEvery family specbound reads (`specbound/families/`), with the adaptations of the proxy "
+        "its adapter names on transformers' default config of that `model_type`, as registered when this "
+        "page was built. A checkpoint's own config decides its own (the CLI's header, the JSON's "
+        "`adaptations` and the dashboard's model card name them for the open model).\n\n"
+        + "\n".join(rows)
+        + "\n\n## The adaptations\n\nEach departure from the paper's BERT encoder, as every output names it:\n\n"
+        + explained
+        + "\n\nHow each is read, and what the reading does not cover, is told on [Models](../guide/models.md).\n"
+    )
+
+
+def cli_page() -> str:
+    """Every command's ``--help``, as the parser prints it."""
+    from specbound.cli import build_parser
+
+    parser = build_parser()
+    sections = ["# Command line\n", "Each command's help, as `specbound COMMAND --help` prints it.\n"]
+    sections.append(_help_block("specbound", parser))
+    for path, sub in _subparsers(parser):
+        sections.append(_help_block(" ".join(["specbound", *path]), sub))
+    return "\n".join(sections)
+
+
+def _subparsers(parser: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    import argparse
+
+    found = []
+    for action in parser._actions:  # argparse keeps the sub-commands here and nowhere public
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.append(((*path, name), sub))
+                found += _subparsers(sub, (*path, name))
+    return found
+
+
+def _help_block(title: str, parser: Any) -> str:
+    text = parser.format_help().replace("```", "'''")
+    return f"## `{title}`\n\n```text\n{text.rstrip()}\n```\n"
+
+
+def json_page() -> str:
+    """The prose of the JSON reference (hand-written, in ``reference/json-text.md``) and the fields the
+    package prints, read from ``analysis_json`` of small models of each kind."""
+    from specbound.architecture import Mlp, ModelShape
+    from specbound.bounds import BoundAnalysis
+    from specbound.report import analysis_json
+
+    shapes = {
+        "a BERT encoder": ModelShape(2, 8, 2, 16),
+        "a mixture of experts": ModelShape(2, 8, 2, 16, mlp=Mlp.GATED, num_experts=2, experts_per_token=1),
+        "an encoder-decoder": ModelShape(4, 8, 2, 16, encoder_layers=2),
+    }
+    blocks = []
+    for label, shape in shapes.items():
+        data = analysis_json(BoundAnalysis.from_profile(_ones(shape)))
+        matrix = data.pop("matrices")[0]
+        blocks.append(
+            f"**{label}**: object fields `{', '.join(data)}`; `proxies` fields "
+            f"`{', '.join(data['proxies'])}`; each matrix `{', '.join(matrix)}`."
+        )
+    text = (ROOT / "docs" / "reference" / "json-text.md").read_text(encoding="utf-8")
+    return (
+        text.rstrip() + "\n\n## The fields, read from the code\n\nWhat `analysis_json` writes for three small models "
+        "when this page was built (`--base` and `--power-law` add the fields described above):\n\n"
+        + "\n\n".join(blocks)
+        + "\n"
+    )
+
+
+def _ones(shape: Any) -> Any:
+    import numpy as np
+
+    from specbound.profile import SpectralProfile, full_dims_of
+
+    m, n = shape.num_matrices, shape.hidden_size
+    sv = np.zeros((m, n))
+    sv[:, 0] = 1.0
+    return SpectralProfile("tiny", "", shape, sv, full_dims_of(shape), np.ones(m), np.ones(m))
+
+
+def layout_page() -> str:
+    """Every module of the package with the first paragraph of its docstring, by subpackage."""
+    import specbound
+
+    lines = [
+        "# Package layout\n",
+        "Each module of `specbound`, with the first paragraph of its own docstring (read when this page "
+        "was built). The [API reference](api.md) documents the public functions and classes.\n",
+    ]
+    for module in pkgutil.walk_packages(specbound.__path__, "specbound."):
+        try:
+            loaded = importlib.import_module(module.name)
+        except ImportError:  # an optional extra (the Trainer callback needs transformers)
+            continue
+        first = (inspect.getdoc(loaded) or "").split("\n\n")[0].replace("\n", " ")
+        lines.append(f"- `{module.name}`: {first}")
+    return "\n".join(lines) + "\n"
+
+
+def lab_verdict_page() -> str:
+    """The verdict of every shipped lab reference, from the shipped CSVs: ``specbound lab report``."""
+    from specbound.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = main(["lab", "report"])
+    if status:
+        raise RuntimeError(f"specbound lab report failed (status {status}): the shipped references are incomplete")
+    intro = (ROOT / "docs" / "lab" / "verdict-text.md").read_text(encoding="utf-8")
+    return intro.rstrip() + "\n\n" + out.getvalue().replace("# ", "## ", 1)
+
+
+def included(path: str) -> Callable[[], str]:
+    """A file of the repository shown as a page at the site's root (SECURITY.md, benchmarks/README.md,
+    CHANGELOG.md): its links into ``docs/`` read from there."""
+
+    def page() -> str:
+        return (ROOT / path).read_text(encoding="utf-8").replace("](docs/", "](").replace("](../docs/", "](")
+
+    return page
+
+
+#: Generated page -> how it is written.
+PAGES: dict[str, Callable[[], str]] = {
+    "reference/limits.md": limits_page,
+    "reference/families.md": families_page,
+    "reference/cli.md": cli_page,
+    "reference/json.md": json_page,
+    "reference/layout.md": layout_page,
+    "lab/verdict.md": lab_verdict_page,
+    "security.md": included("SECURITY.md"),
+    "benchmarks.md": included("benchmarks/README.md"),
+    "changelog.md": included("CHANGELOG.md"),
+}
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Add the generated pages to the site (mkdocs hook)."""
+    for uri, write in PAGES.items():
+        files.append(File.generated(config, uri, content=write()))
+    return files
