@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -123,43 +123,58 @@ def _heads(weight: np.ndarray, heads: int) -> np.ndarray:
 
 
 def stacked_attention(
-    tuned: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    base: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    tuned: Sequence[np.ndarray | None],
+    base: Sequence[np.ndarray | None],
     shape: ModelShape,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The (query, key, value, attn_out) weights, in (out, in) form, of a layer with head size 2d whose
     QK_h and V_h are exactly QK_h - QK⁰_h and V_h - V⁰_h (module docstring): query head h's rows
     [W_Q[s_h]; -W⁰_Q[s_h]], key/value head g's [W_K[s_g]; W⁰_K[s_g]] and [W_V[s_g]; -W⁰_V[s_g]], and
-    the output's columns [W_O[:, s_h], W⁰_O[:, s_h]]."""
-    q, k, v, o = tuned
-    q0, k0, v0, o0 = base
+    the output's columns [W_O[:, s_h], W⁰_O[:, s_h]].
+
+    Given lists, each weight's entry is let go (set to None) once it is stacked, so that at most the
+    two layers' weights and one stacked pair are held at once (a 7B layer's attention in float64 is
+    0.3 GiB per model)."""
+    tuned = list(tuned) if isinstance(tuned, tuple) else tuned
+    base = list(base) if isinstance(base, tuple) else base
+    if not (isinstance(tuned, list) and isinstance(base, list)):
+        raise TypeError("the weights of a layer are given as a tuple or a list")
     h, h_kv = shape.num_heads, shape.num_kv_heads
+
+    def stack(i: int, heads: int, sign: float) -> np.ndarray:
+        a, b = tuned[i], base[i]
+        assert a is not None and b is not None
+        width = a.shape[1]
+        stacked = np.concatenate([_heads(a, heads), sign * _heads(b, heads)], axis=1)  # (heads, 2d, width)
+        tuned[i] = base[i] = None
+        return stacked.reshape(heads, -1, width)
+
+    queries, keys, values = stack(0, h, -1.0), stack(1, h_kv, 1.0), stack(2, h_kv, -1.0)
+    o, o0 = tuned[3], base[3]
+    assert o is not None and o0 is not None
     n = o.shape[0]
-    queries = np.concatenate([_heads(q, h), -_heads(q0, h)], axis=1)  # (H, 2d, N)
-    keys = np.concatenate([_heads(k, h_kv), _heads(k0, h_kv)], axis=1)  # (H_kv, 2d, N)
-    values = np.concatenate([_heads(v, h_kv), -_heads(v0, h_kv)], axis=1)  # (H_kv, 2d, N)
     outputs = np.concatenate([o.reshape(n, h, -1), o0.reshape(n, h, -1)], axis=2)  # (N, H, 2d)
-    half = outputs.shape[2] // 2
+    tuned[3] = base[3] = None
+    del o, o0
+    d = queries.shape[1] // 2
     # A head whose factors are bit for bit the base's has a difference of exactly zero; its stacked
     # factors would leave rounding of about 1e-17 in the QR core, so its query (QK) or output (V)
-    # rows are zeroed: an unchanged matrix has singular values and norms of exactly 0.
+    # rows are zeroed: an unchanged matrix has singular values and norms of exactly 0. (The halves of
+    # a stacked head are the two checkpoints' rows, one of them negated: negating again is exact.)
     for head in range(h):
         group = shape.kv_head(head)
-        if _same(q, q0, head, h) and _same(k, k0, group, h_kv):
+        if _halves_equal(queries[head], -1.0) and _halves_equal(keys[group], 1.0):
             queries[head] = 0.0
-        if _same(v, v0, group, h_kv) and np.array_equal(outputs[:, head, :half], outputs[:, head, half:]):
+        if _halves_equal(values[group], -1.0) and np.array_equal(outputs[:, head, :d], outputs[:, head, d:]):
             outputs[:, head] = 0.0
-    return (
-        queries.reshape(-1, q.shape[1]),
-        keys.reshape(-1, k.shape[1]),
-        values.reshape(-1, v.shape[1]),
-        outputs.reshape(n, -1),
-    )
+    width = queries.shape[2]
+    return queries.reshape(-1, width), keys.reshape(-1, width), values.reshape(-1, width), outputs.reshape(n, -1)
 
 
-def _same(a: np.ndarray, b: np.ndarray, head: int, heads: int) -> bool:
-    """Whether head ``head``'s rows are equal in the two (heads d, N) weights."""
-    return bool(np.array_equal(_heads(a, heads)[head], _heads(b, heads)[head]))
+def _halves_equal(stacked: np.ndarray, sign: float) -> bool:
+    """Whether a stacked head's two halves hold the same weights (the second stored times ``sign``)."""
+    d = stacked.shape[0] // 2
+    return bool(np.array_equal(stacked[:d], sign * stacked[d:]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,13 +206,14 @@ class DifferenceLayer:
     revision = None
 
     def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return stacked_attention(self.tuned.attention_weights(), self.base.attention_weights(), self.shape)
+        # lists, so that each weight is let go once stacked (stacked_attention)
+        return stacked_attention(list(self.tuned.attention_weights()), list(self.base.attention_weights()), self.shape)
 
     def cross_attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         tuned, base = self.tuned.cross_attention_weights(), self.base.cross_attention_weights()
         if tuned is None or base is None:
             return None
-        return stacked_attention(tuned, base, self.shape)
+        return stacked_attention(list(tuned), list(base), self.shape)
 
     def mlp_weight(self, field: str) -> np.ndarray:
         return self.tuned.mlp_weight(field) - self.base.mlp_weight(field)
