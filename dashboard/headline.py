@@ -15,6 +15,7 @@ import streamlit as st
 from specbound.architecture import Kind
 from specbound.bounds import BoundAnalysis, BoundTerms
 from specbound.compare import Comparison
+from specbound.logspace import to_log10
 
 from .numbers import (
     DIGITS,
@@ -92,7 +93,7 @@ def explorer_headline(
     )
     row.metric(OPTIMAL_LABEL, format_value(optimal.log_total))
     row.metric(
-        EDELMAN_LABEL, format_value(analysis.log_edelman), help=f"log10 = {analysis.log_edelman / math.log(10):.2f}"
+        EDELMAN_LABEL, format_value(analysis.log_edelman), help=f"log10 = {float(to_log10(analysis.log_edelman)):.2f}"
     )
     if comparison is None:
         row.metric(SQRT_DEPTH_LABEL, format_number(terms.sqrt_depth))

@@ -30,6 +30,7 @@ from specbound.lab import views
 from specbound.lab.grid import AXES
 from specbound.lab.grokking import grokking_sentence
 from specbound.lab.train import LabError
+from specbound.logspace import LN_10
 
 ensure_app_entry()
 
@@ -37,7 +38,6 @@ RUN_VIEW, SWEEP_VIEW, TRAIN_VIEW = "One run through training", "Sweep: measures 
 VIEW_KEY, RUN_KEY, STEP_KEY, SWEEP_KEY = "lab_view", "lab_run", "lab_step", "lab_sweep"
 GROK_SEED_KEY = "lab_grok_seed"
 caps = service.VISITOR_CAPS
-LN10 = math.log(10.0)  # the records keep proxies as log10; format_log_value takes natural logs
 
 st.title("Lab")
 st.caption(
@@ -92,8 +92,8 @@ if view == RUN_VIEW:
 
     with st.container(key="lab_step_metrics"):
         total_col, edelman_col, train_col, test_col, gap_col = st.columns(5)
-        total_col.metric("Total (ours at p*)", format_log_value(record.ours_log10 * LN10))
-        edelman_col.metric("Edelman-style proxy", format_log_value(record.edelman_log10 * LN10))
+        total_col.metric("Total (ours at p*)", format_log_value(record.ours_log10 * LN_10))
+        edelman_col.metric("Edelman-style proxy", format_log_value(record.edelman_log10 * LN_10))
         train_col.metric("Train error", f"{record.train_error:.4f}")
         test_col.metric(
             "Test error",

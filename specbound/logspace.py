@@ -20,6 +20,8 @@ LOG_MAX: float = math.log(float(np.finfo(np.float64).max))
 LOG_TINY: float = math.log(float(np.finfo(np.float64).tiny))
 #: log10(e): multiplies a natural log into a decimal one.
 LOG10_E: float = 1.0 / math.log(10.0)
+#: ln 10: a log10 value times this is a natural log (records that keep log10, read by natural-log code).
+LN_10: float = math.log(10.0)
 
 
 def to_log10(log_value: ArrayLike) -> NDArray[np.float64]:

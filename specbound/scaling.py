@@ -188,41 +188,13 @@ _TIE_TOLERANCE = 1e-9
 
 
 def t_critical(confidence: float, df: int) -> float:
-    """The two-sided Student-t quantile t with P(|T| <= t) = ``confidence`` for ``df`` degrees of freedom.
-
-    Exact for integer df without scipy: with θ = arctan(t / √df), the central probability has the
-    closed form of Abramowitz & Stegun 26.7.3-4,
-
-    * df even: A = sin θ · Σ_{k=0}^{df/2-1} c_k cos^{2k} θ, c_0 = 1, c_k = c_{k-1} (2k-1)/(2k);
-    * df odd:  A = (2/π) [θ + sin θ cos θ · Σ_{k=0}^{(df-3)/2} c_k cos^{2k} θ], c_k = c_{k-1} (2k)/(2k+1)
-      (only θ for df = 1),
-
-    which increases from 0 to 1 on θ ∈ [0, π/2); θ is found by bisection and t = √df tan θ.
-    """
+    """The two-sided Student-t quantile t with P(|T| <= t) = ``confidence`` for ``df`` degrees of freedom:
+    scipy's ``t.ppf`` at (1 + confidence) / 2."""
     if not 0.0 < confidence < 1.0 or df < 1:
         raise ValueError(f"need 0 < confidence < 1 and df >= 1, got {confidence} and {df}")
+    from scipy.stats import t  # type: ignore[import-untyped]
 
-    def central(theta: float) -> float:
-        cos2, total, term = math.cos(theta) ** 2, 1.0, 1.0
-        if df % 2 == 0:
-            for k in range(1, df // 2):
-                term *= cos2 * (2 * k - 1) / (2 * k)
-                total += term
-            return math.sin(theta) * total
-        if df == 1:
-            return 2.0 / math.pi * theta
-        for k in range(1, (df - 1) // 2):
-            term *= cos2 * (2 * k) / (2 * k + 1)
-            total += term
-        return 2.0 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
-
-    low, high = 0.0, math.pi / 2
-    for _ in range(200):
-        mid = 0.5 * (low + high)
-        if mid in (low, high):
-            break
-        low, high = (mid, high) if central(mid) < confidence else (low, mid)
-    return math.sqrt(df) * math.tan(0.5 * (low + high))
+    return float(t.ppf(0.5 + 0.5 * confidence, df))
 
 
 # --- normalised growth curves -------------------------------------------------------------------

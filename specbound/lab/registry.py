@@ -38,13 +38,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..bounds import BoundAnalysis
 from ..heavy_tail import SpectrumAlphas, spectrum_alphas
+from ..logspace import LOG10_E
 from .flatness import censoring_values, inverse_square, pacbayes_sigma, sharpness_alpha
 from .measures import frobenius_sum, log_bartlett, log_spectral_product
 
 if TYPE_CHECKING:
     import torch
 
-_LOG10_E = 1.0 / math.log(10.0)
 #: The fixed indices at which "ours" is also recorded (every matrix at the same p).
 FIXED_P: tuple[float, ...] = (0.0, 1.0, 2.0)
 
@@ -215,7 +215,7 @@ def model_measures() -> tuple[ModelMeasure, ...]:
 
 
 def _at_p(p: float) -> Callable[[BoundAnalysis], float]:
-    return lambda analysis: analysis.evaluate(p).log_total * _LOG10_E
+    return lambda analysis: analysis.evaluate(p).log_total * LOG10_E
 
 
 def _alphas(analysis: BoundAnalysis) -> SpectrumAlphas:
@@ -273,7 +273,7 @@ register(
         screen_name="ours at p*",
         linear_axis=True,
         definition="the spectrum-adaptive proxy at p* (each matrix at its own optimal p)",
-        compute=lambda analysis: analysis.evaluate().log_total * _LOG10_E,
+        compute=lambda analysis: analysis.evaluate().log_total * LOG10_E,
         linear_column="ours",
     )
 )
@@ -299,7 +299,7 @@ register(
         screen_name="Edelman-style proxy",
         linear_axis=True,
         definition="the Edelman-style proxy (Edelman et al. 2022)",
-        compute=lambda analysis: analysis.log_edelman * _LOG10_E,
+        compute=lambda analysis: analysis.log_edelman * LOG10_E,
         linear_column="edelman",
     )
 )
@@ -338,7 +338,7 @@ register(
         screen_name="product of spectral norms",
         linear_axis=True,
         definition="log10 of the product of the 4L blocks' spectral norms",
-        compute=lambda analysis: log_spectral_product(analysis.profile) * _LOG10_E,
+        compute=lambda analysis: log_spectral_product(analysis.profile) * LOG10_E,
     )
 )
 register(
@@ -350,7 +350,7 @@ register(
         screen_name="Bartlett et al. spectral bound",
         linear_axis=True,
         definition="log10 of the spectral complexity of Bartlett, Foster & Telgarsky (2017), over the 4L blocks",
-        compute=lambda analysis: log_bartlett(analysis.profile) * _LOG10_E,
+        compute=lambda analysis: log_bartlett(analysis.profile) * LOG10_E,
     )
 )
 register(

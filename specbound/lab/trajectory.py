@@ -20,13 +20,13 @@ from typing import Any
 
 from ..bounds import BoundAnalysis, BoundSettings
 from ..loading import load_profile
+from ..logspace import LOG10_E
 from ..progress import ProgressCallback, ProgressEvent, silent
 from ..values import is_genuine_int
 from .registry import checkpoint_measures, recorded_measures
 from .tasks import task_from_dict
 from .train import RunSpec, TrainResult, TrainSettings, standard_error
 
-_LOG10_E = 1.0 / math.log(10.0)
 #: The bound's constants used by the lab unless told otherwise (those of specbound.defaults).
 DEFAULT_BOUNDS = BoundSettings()
 _CORE = ("step", "train_loss", "train_error", "test_error", "test_samples", "checkpoint", "grid_m")
@@ -277,7 +277,7 @@ def step_terms(
         test_samples=test_samples,
         checkpoint=checkpoint,
         grid_m=analysis.grid_m,
-        log10_alpha=tuple(float(v) * _LOG10_E for v in analysis.log_alpha),
+        log10_alpha=tuple(float(v) * LOG10_E for v in analysis.log_alpha),
         p_opt=tuple(float(p) for p in analysis.p_opt),
         values=values,
         test_loss=test_loss,
