@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Any
 
 from .defaults import ACTIVATION_LIPSCHITZ, BERT_INITIALIZER_RANGE
-from .values import is_genuine_int
+from .values import is_genuine_int, is_real_number
 
 
 class Kind(str, Enum):
@@ -465,7 +465,7 @@ class ModelShape:
             extra["adaptations"] = tuple(adaptations)
         if "initializer_range" in values:
             sigma = values["initializer_range"]
-            if not isinstance(sigma, float | int) or isinstance(sigma, bool) or not 0 < sigma < 1e3:
+            if not is_real_number(sigma) or not 0 < sigma < 1e3:
                 raise ValueError("the shape's initializer_range must be a positive number")
             extra["initializer_range"] = float(sigma)
         return cls(**sizes, **extra)  # type: ignore[arg-type]  # each field checked above

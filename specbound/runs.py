@@ -52,7 +52,7 @@ from .options import ComputeOptions
 from .parallel import Executor, run_tasks
 from .profile import SpectralProfile
 from .text import quoted
-from .values import is_genuine_int
+from .values import is_genuine_int, is_real_number
 
 #: The lock file of a trajectory's output directory (the one grid uses).
 LOCK_FILE = ".specbound.lock"
@@ -191,7 +191,7 @@ def _logged_at(state: dict[str, Any], step: int) -> dict[str, float]:
         if isinstance(entry, dict) and entry.get("step") == step:
             for key in ("loss", "eval_loss"):
                 value = entry.get(key)
-                if isinstance(value, float | int) and not isinstance(value, bool) and math.isfinite(value):
+                if is_real_number(value, finite=True):
                     values[key] = float(value)
     return values
 

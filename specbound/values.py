@@ -16,3 +16,16 @@ import numpy as np
 def is_genuine_int(value: object) -> TypeGuard[int | np.integer]:
     """An integer size as a file declares it: an int (numpy's too), never a bool or a float like 2.0."""
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
+def is_real_number(value: object, *, finite: bool = False) -> TypeGuard[int | float | np.integer | np.floating]:
+    """A number as a file or a caller gives one: an int or a float (numpy's too), never a bool (which
+    Python counts as an int), a string or None; with ``finite``, not NaN or infinite either.
+
+    Example:
+        >>> is_real_number(2.0), is_real_number(True), is_real_number("2"), is_real_number(float("nan"), finite=True)
+        (True, False, False, False)
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        return False
+    return not finite or bool(np.isfinite(value))

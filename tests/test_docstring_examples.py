@@ -19,6 +19,7 @@ MODULES = (
     "specbound.figures.spectra",
     "specbound.runs",
     "specbound.lab.finetune",
+    "specbound.values",
 )
 
 

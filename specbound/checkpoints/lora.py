@@ -38,6 +38,7 @@ from ..errors import CheckpointError, UnsupportedModelError
 from ..files import describe_os_error, read_json
 from ..limits import LIMITS
 from ..text import quoted
+from ..values import is_real_number
 from .checkpoint import Checkpoint
 from .tensors import SafetensorsFile, TensorInfo, TensorSource
 
@@ -87,7 +88,7 @@ def read_adapter_config(directory: Path) -> dict[str, Any]:
         ):
             raise CheckpointError(f"{where}: {name} must map module patterns to numbers")
     alpha = config.get("lora_alpha")
-    if not isinstance(alpha, int | float) or isinstance(alpha, bool) or not math.isfinite(alpha):
+    if not is_real_number(alpha, finite=True):
         raise CheckpointError(f"{where}: lora_alpha must be a number, got {quoted(alpha)}")
     return config
 

@@ -15,7 +15,7 @@ from ..defaults import ACTIVATION_LIPSCHITZ, BERT_INITIALIZER_RANGE
 from ..errors import CheckpointError, UnsupportedModelError
 from ..limits import check_declared_sizes
 from ..text import described, quoted
-from ..values import is_genuine_int
+from ..values import is_genuine_int, is_real_number
 from .registry import supported_model_types
 
 
@@ -59,7 +59,7 @@ def flag(config: Mapping[str, Any], name: str, where: str, default: bool) -> boo
 
 def fraction(config: Mapping[str, Any], name: str, where: str, default: float) -> float:
     value = config.get(name, default)
-    if not isinstance(value, float | int) or isinstance(value, bool) or not 0 <= value <= 1:
+    if not is_real_number(value) or not 0 <= value <= 1:
         raise CheckpointError(f"{where} gives '{name}' as {described(value)}, not a number between 0 and 1")
     return float(value)
 
@@ -69,7 +69,7 @@ def optional_positive(config: Mapping[str, Any], name: str, where: str) -> float
     value = config.get(name)
     if value is None:
         return None
-    if not isinstance(value, float | int) or isinstance(value, bool) or not 0 < value < float("inf"):
+    if not is_real_number(value) or not 0 < value < float("inf"):
         raise CheckpointError(f"{where} gives '{name}' as {described(value)}, not a positive number or null")
     return float(value)
 
@@ -89,7 +89,7 @@ def initializer_range(config: Mapping[str, Any], name: str = "initializer_range"
     """σ of the family's weight initialisation N(0, σ²), for the random-initialised twin (BERT's 0.02
     when the config has no usable value)."""
     value = config.get(name, BERT_INITIALIZER_RANGE)
-    if not isinstance(value, float | int) or isinstance(value, bool) or not 0 < value < 1e3:
+    if not is_real_number(value) or not 0 < value < 1e3:
         return BERT_INITIALIZER_RANGE
     return float(value)
 

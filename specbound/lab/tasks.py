@@ -28,6 +28,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..values import is_real_number
+
 #: Upper limits that keep a task a small, classroom-sized problem.
 MAX_VOCAB: int = 1024
 MAX_LENGTH: int = 512
@@ -94,7 +96,7 @@ class ThresholdTask:
             raise ValueError(
                 f"the vocabulary size, length, positions and threshold must be integers, got {integers[:8]}"
             )
-        if isinstance(self.label_noise, bool) or not isinstance(self.label_noise, int | float):
+        if not is_real_number(self.label_noise):
             raise ValueError(f"label noise must be a number, got {self.label_noise!r}")
         if not 2 <= self.vocab_size <= MAX_VOCAB:
             raise ValueError(f"the vocabulary size must lie in [2, {MAX_VOCAB}], got {self.vocab_size}")
@@ -191,7 +193,7 @@ def _check_integers(what: str, values: list[object]) -> None:
 
 
 def _check_noise(label_noise: object) -> None:
-    if isinstance(label_noise, bool) or not isinstance(label_noise, int | float):
+    if not is_real_number(label_noise):
         raise ValueError(f"label noise must be a number, got {label_noise!r}")
     if not 0.0 <= label_noise < MAX_LABEL_NOISE:
         raise ValueError(f"label noise must lie in [0, {MAX_LABEL_NOISE:g}), got {label_noise}")
@@ -565,7 +567,7 @@ def task_from_dict(data: dict[str, object] | object) -> LabTask:
             _check_integers("positions", list(value))
             fields[key] = tuple(int(i) for i in value)
         elif key == "label_noise":
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if not is_real_number(value):
                 raise ValueError("label noise must be a number")
             fields[key] = float(value)
         else:

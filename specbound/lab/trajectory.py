@@ -22,7 +22,7 @@ from ..bounds import BoundAnalysis, BoundSettings
 from ..loading import load_profile
 from ..logspace import LOG10_E
 from ..progress import ProgressCallback, ProgressEvent, silent
-from ..values import is_genuine_int
+from ..values import is_genuine_int, is_real_number
 from .registry import checkpoint_measures, recorded_measures
 from .tasks import task_from_dict
 from .train import RunSpec, TrainResult, TrainSettings, standard_error
@@ -103,7 +103,7 @@ class StepTerms:
                 raise ValueError(f"{name} must be a positive integer")
         for name in _FLOAT_TERMS:
             value = core[name]
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            if not is_real_number(value, finite=True):
                 raise ValueError(f"{name} must be a finite number")
         if not all(0.0 <= core[name] <= 1.0 for name in ("train_error", "test_error")):
             raise ValueError("errors must lie in [0, 1]")
@@ -114,16 +114,14 @@ class StepTerms:
             value = data.get(measure.column)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            if not is_real_number(value, finite=True):
                 raise ValueError(f"{measure.column} must be a finite number")
             values[measure.name] = float(value)
         p_opt = _finite_tuple(data["p_opt"], "p_opt")
         if not p_opt or not all(0.0 <= p <= 2.0 for p in p_opt):
             raise ValueError("p_opt must hold one p* in [0, 2] per matrix")
         test_loss = data.get("test_loss", math.nan)
-        if "test_loss" in data and (
-            isinstance(test_loss, bool) or not isinstance(test_loss, int | float) or not math.isfinite(test_loss)
-        ):
+        if "test_loss" in data and (not is_real_number(test_loss, finite=True)):
             raise ValueError("test_loss must be a finite number")
         return cls(
             **core,
@@ -140,7 +138,7 @@ _FLOAT_TERMS: tuple[str, ...] = ("train_loss", "train_error", "test_error")
 
 
 def _finite_tuple(values: Any, what: str) -> tuple[float, ...]:
-    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int | float) for v in values):
+    if not isinstance(values, list) or not all(is_real_number(v) for v in values):
         raise ValueError(f"{what} must be a list of numbers")
     if not all(math.isfinite(v) for v in values):
         raise ValueError(f"{what} must hold finite numbers")
@@ -204,7 +202,7 @@ class RunTrajectory:
         if not is_genuine_int(params) or params < 1:
             raise ValueError("params must be a positive integer")
         timings = [seconds, data.get("model_seconds", 0.0), data.get("analysis_seconds", 0.0)]
-        if any(isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t < math.inf for t in timings):
+        if not all(is_real_number(t, finite=True) and t >= 0 for t in timings):
             raise ValueError("the recorded times must be finite non-negative numbers")
         if not isinstance(matrices, list) or not matrices or not all(isinstance(m, str) for m in matrices):
             raise ValueError("matrices must be a non-empty list of labels")
