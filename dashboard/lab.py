@@ -88,7 +88,7 @@ LAB_MODEL_LABEL = model_label(RunSpec(layers=1, hidden=32, heads=2, n_train=1, s
 STORE_DIR = "lab"
 #: Origins of a run, as the first part of its key: each shipped reference by its key, and this server's store.
 SHIPPED = {shipped.key: shipped for shipped in lab_reference.SHIPPED}
-REFERENCE, DECODER, GROKKING, FIT, FIT_DECODER = (s.key for s in lab_reference.SHIPPED)
+REFERENCE, DECODER, GROKKING, FIT, FIT_DECODER, FIT_MARKOV, FIT_MARKOV_LLAMA = (s.key for s in lab_reference.SHIPPED)
 HERE = "here"
 #: The shipped references whose runs form a sweep (the grokking preset's three seeds do not).
 SWEEPS: tuple[str, ...] = tuple(s.key for s in lab_reference.SWEEP_REFERENCES)
@@ -232,14 +232,16 @@ def directory_of(key: str) -> Path:
 
 def describe(key: str, run: RunTrajectory) -> str:
     """A run as the picker lists it: its model and task where they are not the first reference's, its
-    hyperparameters and where it comes from."""
+    hyperparameters (the learning rate too: the fit sweeps have two) and where it comes from (which
+    shipped sweep: the same run name can be in two of them)."""
     s = run.spec
-    origin = "shipped reference" if split_key(key)[0] in SHIPPED else "trained here"
+    source = split_key(key)[0]
+    origin = f"shipped {SHIPPED[source].preset} sweep" if source in SHIPPED else "trained here"
     environment = "" if (s.family, s.task.kind) == ("bert", "threshold") else f"{model_label(s)}: "
     noise = f", noise {s.label_noise:g}" if s.task.kind in ("threshold", "parity") else ""
     return (
         f"{environment}L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}{noise}, "
-        f"seed {s.seed}, {format_count(s.settings.steps, 'step')} ({origin})"
+        f"lr {s.settings.learning_rate:g}, seed {s.seed}, {format_count(s.settings.steps, 'step')} ({origin})"
     )
 
 

@@ -209,8 +209,29 @@ def lab_verdict_page() -> str:
         status = main(["lab", "report"])
     if status:
         raise RuntimeError(f"specbound lab report failed (status {status}): the shipped references are incomplete")
+    report = out.getvalue().replace("# ", "## ", 1)
     intro = (ROOT / "docs" / "lab" / "verdict-text.md").read_text(encoding="utf-8")
-    return intro.rstrip() + "\n\n" + out.getvalue().replace("# ", "## ", 1)
+    return intro.rstrip() + "\n\n" + report + "\n" + grokking_section()
+
+
+def grokking_section() -> str:
+    """The shipped grokking seeds as ``specbound lab show`` reads them: each seed's saturation and jump,
+    and every measure's lead against its time-permutation null."""
+    from specbound.cli import main
+    from specbound.lab.reference import GROKKING_REFERENCE_DIR
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = main(["lab", "show", str(GROKKING_REFERENCE_DIR)])
+    if status:
+        raise RuntimeError(f"specbound lab show of the grokking reference failed (status {status})")
+    text = out.getvalue()
+    start = text.index("Grokking (modular task)")
+    return (
+        "## Grokking: the shipped seeds\n\nPrinted by `specbound lab show` on the shipped grokking runs.\n\n```text\n"
+        + text[start:].rstrip()
+        + "\n```\n"
+    )
 
 
 def included(path: str) -> Callable[[], str]:

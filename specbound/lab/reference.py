@@ -14,10 +14,11 @@ Layout of ``specbound/lab/reference/`` (the same layout as a lab directory, minu
                                   (noise 0, first seed, largest n), named by their run (``lab-L2-N64-...``)
 
 One atlas per run keeps each file far below the atlas's model limit and lets a page read only the run
-it shows. Three references are shipped (:data:`SHIPPED`): the threshold task's class sweep on BERT
-encoders (``reference/``), the Markov task's class sweep on GPT-2 decoders (``reference_decoder/``) and
-the grokking preset (``reference_grokking/``). Each regenerates with its sweep and ``--export-reference``
-(``make lab-reference``).
+it shows. Seven references are shipped (:data:`SHIPPED`): the threshold task's class sweep on BERT
+encoders (``reference/``), the Markov task's class sweep on GPT-2 decoders (``reference_decoder/``), the
+grokking preset (``reference_grokking/``), and the fit preset's four environments (``reference_fit/``,
+``reference_fit_decoder/``, ``reference_fit_markov/``, ``reference_fit_markov_llama/``). Each regenerates
+with its sweep and ``--export-reference`` (``make lab-reference``).
 """
 
 from __future__ import annotations
@@ -130,6 +131,30 @@ FIT_DECODER_REFERENCE = ShippedReference(
     "trained until they fit, 5 seeds, 2 learning rates",
     max_steps=11,
 )
+#: The Markov task's ``fit`` preset (SPEC §13b: next-token prediction cannot fit, so a fixed budget of
+#: 500 steps) on GPT-2 decoders: five seeds and two learning rates, the design of the fit sweeps.
+FIT_MARKOV_REFERENCE_DIR = Path(__file__).parent / "reference_fit_markov"
+FIT_MARKOV_REFERENCE = ShippedReference(
+    "fit-markov",
+    FIT_MARKOV_REFERENCE_DIR,
+    "fit",
+    "markov",
+    "gpt2",
+    "a fixed budget, 5 seeds, 2 learning rates",
+    max_steps=3,  # steps 0, 250 and 500 of each run keep the package small
+)
+#: The same on Llama decoders (rotary positions, grouped-query attention, a gated MLP): a fourth
+#: environment, and a second family on the same task.
+FIT_MARKOV_LLAMA_REFERENCE_DIR = Path(__file__).parent / "reference_fit_markov_llama"
+FIT_MARKOV_LLAMA_REFERENCE = ShippedReference(
+    "fit-markov-llama",
+    FIT_MARKOV_LLAMA_REFERENCE_DIR,
+    "fit",
+    "markov",
+    "llama",
+    "a fixed budget, 5 seeds, 2 learning rates",
+    max_steps=3,
+)
 #: Every shipped reference, the threshold sweep first.
 SHIPPED: tuple[ShippedReference, ...] = (
     THRESHOLD_REFERENCE,
@@ -137,14 +162,20 @@ SHIPPED: tuple[ShippedReference, ...] = (
     GROKKING_REFERENCE,
     FIT_REFERENCE,
     FIT_DECODER_REFERENCE,
+    FIT_MARKOV_REFERENCE,
+    FIT_MARKOV_LLAMA_REFERENCE,
 )
-#: The shipped references whose runs form a sweep (the grokking preset's three seeds do not), whose
-#: verdicts ``specbound lab report`` and the Lab page give, each sweep read as its own.
+#: The shipped references whose runs form a sweep (the grokking preset's seeds do not), whose verdicts
+#: ``specbound lab report`` and the Lab page give, each sweep read as its own: the four environments
+#: of the fit preset (five seeds per configuration, SPEC §13b), and the class sweep of the threshold
+#: task, shown as "not fitted" (most of its runs never fit in 500 steps) and kept out of every average.
+#: The Markov class sweep (three seeds) stays shipped for the pages that open its runs.
 SWEEP_REFERENCES: tuple[ShippedReference, ...] = (
     THRESHOLD_REFERENCE,
     FIT_REFERENCE,
     FIT_DECODER_REFERENCE,
-    DECODER_REFERENCE,
+    FIT_MARKOV_REFERENCE,
+    FIT_MARKOV_LLAMA_REFERENCE,
 )
 
 
@@ -164,7 +195,7 @@ def shipped_reference(preset: str, task: str = "threshold", family: str = "bert"
 #: How far a run re-trained where floating-point sums run in another order (another CPU, another thread
 #: count) may land from the shipped run at its final step: absolute differences of the errors and of
 #: every measure, the measures drawn on a log axis (Σ‖W‖_F², flatness, sharpness) as the difference of
-#: their log10. About 1.5 times the largest difference measured on 12 re-trained runs (README, "Lab":
+#: their log10. About 1.5 times the largest difference measured on 12 re-trained runs (the manual, docs/lab/index.md:
 #: reproducibility). Step 0 does not depend on the optimiser and repeats to rounding.
 RETRAIN_TOLERANCE: dict[str, float] = {
     "train_error": 0.09,  # measured up to 0.060

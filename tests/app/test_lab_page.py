@@ -145,21 +145,24 @@ def test_the_sweep_view_reads_the_shipped_decoder_sweep(lab_app) -> None:
         "rates, shipped)",
         "small GPT-2 decoders trained by the lab on the sparse threshold task (trained until they fit, 5 seeds, 2 "
         "learning rates, shipped)",
-        "small GPT-2 decoders trained by the lab on the Markov next-token task (shipped)",
+        "small GPT-2 decoders trained by the lab on the Markov next-token task (a fixed budget, 5 seeds, 2 "
+        "learning rates, shipped)",
+        "small Llama decoders trained by the lab on the Markov next-token task (a fixed budget, 5 seeds, 2 "
+        "learning rates, shipped)",
     ]
-    radio.set_value(service.DECODER)
+    radio.set_value(service.FIT_MARKOV)
     run_clean(at)
     assert not at.error
-    expected = pd.read_csv(reference.DECODER_REFERENCE_DIR / CORRELATIONS_CSV)
+    expected = pd.read_csv(reference.FIT_MARKOV_REFERENCE_DIR / CORRELATIONS_CSV)
     shown = _dataframe(at, "granulated_tau").reset_index(drop=True)
     assert list(shown["measure"]) == [measure_name(m) for m in expected["measure"]]
     shown_tau = shown["kendall_tau"].map(shown_value)  # "—": an undefined τ
     np.testing.assert_allclose(shown_tau, expected["kendall_tau"].round(3), atol=1e-12)
-    assert (shown["runs"] == 36).all()
-    table = reference.load_reference(reference.DECODER_REFERENCE_DIR).correlations
+    assert (shown["runs"] == 120).all()
+    table = reference.load_reference(reference.FIT_MARKOV_REFERENCE_DIR).correlations
     reading = " ".join(m.value for m in at.markdown)
     assert (
-        service.sweep_reading(table, comparisons(reference.load_reference(reference.DECODER_REFERENCE_DIR).runs))
+        service.sweep_reading(table, comparisons(reference.load_reference(reference.FIT_MARKOV_REFERENCE_DIR).runs))
         in reading
     )
 
@@ -319,17 +322,30 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     run_clean(at)
     sweeps = reference.SWEEP_REFERENCES
     judged = [v for s in sweeps for v in environment_verdicts(reference.load_reference(s.directory).runs)]
-    assert [v.environment for v in judged] == ["threshold/bert", "threshold/bert", "threshold/gpt2", "markov/gpt2"]
+    assert [v.environment for v in judged] == [
+        "threshold/bert",
+        "threshold/bert",
+        "threshold/gpt2",
+        "markov/gpt2",
+        "markov/llama",
+    ]
     rows = robust_view(judged)
     shown_text = " ".join(m.value for m in at.markdown)
     for env in judged:
         assert plain(" ".join(views.verdict_sentences(env, measure_name))) in shown_text
     assert plain(views.robust_sentence(rows, measure_name)) in shown_text
-    class_sweep, fit_sweep, fit_decoders, _ = judged
+    class_sweep, fit_sweep, fit_decoders, *markov = judged
     assert class_sweep.status == "not fitted" and "not fitted (under 80" in views.verdict_sentences(class_sweep)[0]
     for fitted in (fit_sweep, fit_decoders):
         assert fitted.status == "fitted" and fitted.seeds == 5 and fitted.configurations == 24
-    assert {e for r in rows for e in r.environments} <= {"threshold/bert", "threshold/gpt2", "markov/gpt2"}
+    for fixed in markov:  # next-token prediction: a fixed budget, the same design
+        assert fixed.status == "fixed budget" and fixed.seeds == 5 and fixed.configurations == 24
+    assert {e for r in rows for e in r.environments} <= {
+        "threshold/bert",
+        "threshold/gpt2",
+        "markov/gpt2",
+        "markov/llama",
+    }
     assert sum(r.couplings for r in rows if r.measure == "ours") == sum(
         v.measure("ours").coupled_summary.couplings for v in judged if v.fitted
     )  # the class sweep's couplings are kept out
@@ -345,7 +361,7 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     steps = [y for x, y in zip(curve["x"], curve["y"], strict=True) if x == max(ours.errors)]
     assert max(steps) == pytest.approx(1.0) and curve["line"]["width"] == 3
     tables = [d.value for d in at.dataframe if "Coupled sign-error: mean" in d.value.columns]  # one per verdict
-    assert len(tables) == len(judged) == 4
+    assert len(tables) == len(judged) == 5
     for table in tables:
         baselines = [m for m in table["Measure"] if m.endswith("(trivial baseline)")]
         assert len(baselines) == 5 and len(table) == len(class_sweep.measures)  # √(params / n) is one too
@@ -356,7 +372,7 @@ def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -
     from specbound.lab.records import read_runs
 
     runs = grokking_runs(read_runs(reference.GROKKING_REFERENCE_DIR))
-    assert [run.seed for run in runs] == [0, 1, 2] and all(run.event.grokked for run in runs)
+    assert [run.seed for run in runs] == list(range(10)) and all(run.event.grokked for run in runs)
     at = lab_app
     at.radio(key="lab_view").set_value("Sweep: measures against the gap")
     run_clean(at)
@@ -364,7 +380,7 @@ def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -
 
     shown_text = " ".join(m.value for m in at.markdown)
     assert plain(grokking_sentence(runs, measure_name)) in shown_text  # shown as text, never as markdown
-    assert grokking_sentence(runs, measure_name).startswith("3 of 3 seeds grok")
+    assert grokking_sentence(runs, measure_name).startswith("10 of 10 seeds grok")
     titles = [f["layout"]["title"]["text"] for f in plotly_specs(at)]
     assert any("Grokking: seed 0 groks" in t for t in titles)
     at.radio(key="lab_grok_seed").set_value(2)
@@ -380,7 +396,8 @@ def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -
     assert not any("_" in column for column in shown.columns)
     leads = shown[GROKKING_COLUMNS["median_lead"]]
     assert all(pd.isna(v) or v == round(s.median) for v, s in zip(leads, summaries, strict=True))
-    assert set(shown[GROKKING_COLUMNS["share_before"]]) <= {"–", "0 %", "33 %", "67 %", "100 %"}
+    expected = {"–" if math.isnan(s.share_before) else f"{100 * s.share_before:.0f} %" for s in summaries}
+    assert set(shown[GROKKING_COLUMNS["share_before"]]) == expected  # of ten seeds: tenths, as percentages
 
 
 def _open_train_form(at: AppTest, **values: float) -> None:
@@ -415,7 +432,7 @@ def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
     assert picker.value == key and picker.options[-1] == service.describe(key, trained)
     assert picker.options[-1].endswith("20 steps (trained here)")
     shipped = sum(len(reference.load_reference(r.directory).runs) for r in reference.SHIPPED)
-    assert len(picker.options) == shipped + 1 == 48 + 36 + 3 + 120 + 120 + 1  # the shipped references stay
+    assert len(picker.options) == shipped + 1 == 48 + 36 + 10 + 4 * 120 + 1  # the shipped references stay
     assert [s.step for s in trained.steps] == [0, 5, 10, 15, 20]
     assert trained.final.test_samples == service.VISITOR_CAPS.test_samples
     assert _metric(at, "Total (ours at p*)") == format_log_value(trained.final.ours_log10 * math.log(10))

@@ -44,9 +44,9 @@ def test_without_a_trajectory_of_ones_own_the_page_says_how_and_shows_the_shippe
     run_clean(landing_app)
     assert any("No trajectory of your own here yet" in i.value for i in landing_app.info)
     options = landing_app.selectbox(key="runs_run").options
-    # the grokking preset's three seeds, then one run per depth x width of the decoder and threshold sweeps
-    assert len(options) == 3 + 4 + 4 and all("shipped: small " in o for o in options)
-    assert sum("GPT-2 decoder trained by the lab on the modular addition task" in o for o in options) == 3
+    # the grokking preset's ten seeds, then one run per depth x width of the decoder and threshold sweeps
+    assert len(options) == 10 + 4 + 4 and all("shipped: small " in o for o in options)
+    assert sum("GPT-2 decoder trained by the lab on the modular addition task" in o for o in options) == 10
     assert sum("GPT-2 decoder trained by the lab on the Markov next-token task" in o for o in options) == 4
 
 
@@ -82,7 +82,9 @@ def test_a_shipped_grokking_run_is_drawn_with_its_jump_and_its_measured_accuraci
     assert next(t["y"] for t in errors["data"] if t["name"] == "test error (± 1 s.e.)") == pytest.approx(
         [s.test_error for s in record.steps], rel=1e-12
     )
-    final = BoundAnalysis.from_profile(reference.step_profile(reference.GROKKING_REFERENCE_DIR, record, 2000))
+    final = BoundAnalysis.from_profile(
+        reference.step_profile(reference.GROKKING_REFERENCE_DIR, record, record.final.step)
+    )
     (ours,) = [m.value for m in at.metric if m.label == "Ours at p*"]
     assert ours == format_log_value(float(to_log10(final.optimal.log_total)) / LOG10_E)
     assert float(to_log10(final.optimal.log_total)) == pytest.approx(record.final.ours_log10, rel=1e-12)

@@ -36,8 +36,8 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
     page.locator(".st-key-lab_robust_cdf .js-plotly-plot").wait_for()  # the robust view's CDF over couplings
     wait_idle(page)
     wait_for_link(page, "lab_view=sweep")
-    verdicts = [page.locator(f".st-key-lab_verdict_{n}").inner_text() for n in range(4)]  # each sweep's, in words
-    assert [v.count("threshold/bert:") for v in verdicts] == [1, 1, 0, 0]
-    assert "threshold/gpt2:" in verdicts[2] and "markov/gpt2:" in verdicts[3]
+    verdicts = [page.locator(f".st-key-lab_verdict_{n}").inner_text() for n in range(5)]  # each sweep's, in words
+    assert [v.count("threshold/bert:") for v in verdicts] == [1, 1, 0, 0, 0]
+    assert "threshold/gpt2:" in verdicts[2] and "markov/gpt2:" in verdicts[3] and "markov/llama:" in verdicts[4]
     assert_no_errors(page)
     screenshot(page, "lab-sweep", full_page=True)

@@ -95,7 +95,9 @@ def test_export_of_the_smoke_sweep(smoke_sweep, tmp_path: Path) -> None:
 def test_every_shipped_reference_parses_and_is_labelled_as_lab_models(shipped: reference.ShippedReference) -> None:
     _check_reference(shipped.directory, shipped)
     size = sum(p.stat().st_size for p in shipped.directory.rglob("*") if p.is_file())
-    assert size < 5_000_000
+    # the grokking seeds keep the spectra of all 176 checkpoints each (its rule reads every step, 20
+    # apart); every other reference keeps at most a few checkpoints per run
+    assert size < (9_000_000 if shipped is reference.GROKKING_REFERENCE else 5_000_000)
 
 
 def test_the_decoder_reference_shows_trained_decoders_whose_p_star_moves() -> None:

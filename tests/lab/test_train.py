@@ -152,3 +152,33 @@ def test_the_learning_rate_is_an_axis_of_a_sweep_grid() -> None:
     assert from_file.learning_rates == (1e-3, 3e-3) and from_file.settings.until_fit is True
     with pytest.raises(LabError, match="setting 'until_fit' must be true or false"):
         grid_from_dict({"settings": {"until_fit": 1}})
+
+
+def test_adam_beta2_is_a_setting_that_names_its_runs_only_when_it_differs() -> None:
+    """AdamW's second-moment decay: the default (torch's 0.999) keeps every earlier run's name and
+    record; another value is another optimiser, so another run name, and is recorded."""
+    from dataclasses import replace
+
+    from specbound.lab.train import ADAM_BETA2, RunSpec, TrainSettings, _settings_dict
+
+    spec = RunSpec(layers=1, hidden=32, heads=2, n_train=100)
+    assert spec.settings.adam_beta2 == ADAM_BETA2 == 0.999
+    assert "-v" not in spec.name and "adam_beta2" not in _settings_dict(spec.settings)
+    other = replace(spec, settings=replace(spec.settings, adam_beta2=0.98))
+    assert other.name != spec.name and other.name.startswith(spec.name + "-v")
+    assert _settings_dict(other.settings)["adam_beta2"] == 0.98
+    with pytest.raises(LabError, match="adam_beta2"):
+        TrainSettings(adam_beta2=1.0)
+
+
+def test_adam_beta2_reaches_the_optimiser(tmp_path) -> None:
+    """Two runs that differ in beta2 alone train differently from the first steps on."""
+    from dataclasses import replace
+
+    spec = RunSpec(
+        layers=1, hidden=16, heads=2, n_train=64, settings=TrainSettings(steps=4, save_every=4, test_samples=64)
+    )
+    a = train_run(spec, tmp_path / "a")
+    b = train_run(replace(spec, settings=replace(spec.settings, adam_beta2=0.5)), tmp_path / "b")
+    assert a.steps[0].train_loss == b.steps[0].train_loss  # the same model at step 0
+    assert a.steps[-1].train_loss != b.steps[-1].train_loss
