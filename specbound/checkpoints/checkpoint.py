@@ -198,13 +198,9 @@ def _file_record(directory: Path, path: Path) -> bytes:
     )
 
 
-def read_config(directory: Path) -> tuple[ModelShape, FamilyAdapter]:
-    """Shape and family adapter of a checkpoint, from its config.json, within the limits."""
-    path = directory / CONFIG_FILE
-    if not path.is_file():
-        raise CheckpointError(f"{directory.name} has no {CONFIG_FILE}: not a Hugging Face checkpoint directory")
-    _contained(directory, CONFIG_FILE, "the checkpoint")
-    where = f"{CONFIG_FILE} in {directory.name}"
+def read_config_object(path: Path, where: str) -> dict[str, Any]:
+    """A small JSON config file (config.json, a LoRA adapter's adapter_config.json) read within the
+    config size limit, as a JSON object; CheckpointError in one line naming ``where`` otherwise."""
     try:
         config = read_json(path, where, LIMITS.max_config_bytes)
     except OSError as exc:
@@ -213,6 +209,17 @@ def read_config(directory: Path) -> tuple[ModelShape, FamilyAdapter]:
         raise CheckpointError(f"{where} is not valid JSON ({quoted(exc, 120)})") from None
     if not isinstance(config, dict):
         raise CheckpointError(f"{where} is not a JSON object")
+    return config
+
+
+def read_config(directory: Path) -> tuple[ModelShape, FamilyAdapter]:
+    """Shape and family adapter of a checkpoint, from its config.json, within the limits."""
+    path = directory / CONFIG_FILE
+    if not path.is_file():
+        raise CheckpointError(f"{directory.name} has no {CONFIG_FILE}: not a Hugging Face checkpoint directory")
+    _contained(directory, CONFIG_FILE, "the checkpoint")
+    where = f"{CONFIG_FILE} in {directory.name}"
+    config = read_config_object(path, where)
     adapter = adapter_of_config(config, where)
     shape = adapter.shape(config, where)
     check_encoder_shape(shape, where, stored_shapes(adapter, shape), adapter.mlp_tensor_roles(shape))

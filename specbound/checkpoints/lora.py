@@ -35,11 +35,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import CheckpointError, UnsupportedModelError
-from ..files import describe_os_error, read_json
-from ..limits import LIMITS
 from ..text import quoted
 from ..values import is_real_number
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, read_config_object
 from .tensors import SafetensorsFile, TensorInfo, TensorSource
 
 ADAPTER_CONFIG = "adapter_config.json"
@@ -60,14 +58,7 @@ def is_adapter_directory(directory: Path) -> bool:
 def read_adapter_config(directory: Path) -> dict[str, Any]:
     """The adapter's config, checked to be a LoRA adapter that specbound can merge (one line otherwise)."""
     where = f"{ADAPTER_CONFIG} in {directory.name}"
-    try:
-        config = read_json(directory / ADAPTER_CONFIG, where, LIMITS.max_config_bytes)
-    except OSError as exc:
-        raise CheckpointError(f"cannot read {where}: {describe_os_error(exc)}") from None
-    except ValueError as exc:
-        raise CheckpointError(f"{where} is not valid JSON ({quoted(exc, 120)})") from None
-    if not isinstance(config, dict):
-        raise CheckpointError(f"{where} is not a JSON object")
+    config = read_config_object(directory / ADAPTER_CONFIG, where)
     kind = config.get("peft_type")
     if kind != "LORA":
         raise UnsupportedModelError(
