@@ -224,8 +224,10 @@ def centred_section(
         plain(
             f"{CENTRED.capitalize()} (SPEC §14): each c(W; p) takes S_p, the rank and p* of the difference "
             f"W − W⁰ from the baseline, {base_name}, and keeps the scale s_W of the open model's own weights; "
-            "a matrix left unchanged has rank 0 and adds nothing. A fine-tune that moved few directions "
-            "scores far below its uncentred total."
+            "a matrix left unchanged has rank 0 and adds nothing. "
+            + comparison_sentence(
+                "Centred", centred.optimal.log_total, "the uncentred total", analysis.optimal.log_total
+            )
         )
     )
     changes = change_heatmaps(base_analysis.profile, delta, source=source)
