@@ -118,30 +118,37 @@ def _short_members(path: Path) -> dict[str, str]:
 
 
 def link_form(name: str) -> str:
-    """The model name as a link carries it: an uploaded atlas by its digest, not its server path, and its
-    member by the name the screen shows (the last component of an exporting machine's path, where that
-    is unique in the file), so a shared link does not carry the exporter's folders."""
+    """The model name as a link carries it: an uploaded atlas by its digest, not its server path, and the
+    member of any atlas by the name the screen shows (the last component of an exporting machine's path,
+    where that is unique in the file), so a shared link does not carry the exporter's folders."""
     ref = atlas_ref(name)
-    if ref is None or ref.path is None or ref.path.parent != upload_dir().resolve():
+    if ref is None or ref.path is None:
         return name
     member = ref.member
     if member is not None and _short_members(ref.path).get(member_label(member)) == member:
         member = member_label(member)
+    if ref.path.parent != upload_dir().resolve():
+        return atlas_reference(ref.path, member)
     shown = "" if member is None else f"{ATLAS_MEMBER_SEP}{member}"
     return f"{ATLAS_PREFIX}{UPLOAD_TOKEN}{ref.path.stem}{shown}"
 
 
 def from_link(text: str) -> str:
-    """The inverse of :func:`link_form`: ``atlas:@<digest>#MODEL`` back to the stored upload's name."""
+    """The inverse of :func:`link_form`: ``atlas:@<digest>#MODEL`` back to the stored upload's name, and
+    a member's short name back to the member it stands for in that file."""
     token = ATLAS_PREFIX + UPLOAD_TOKEN
-    if not text.startswith(token):
-        return text
-    digest, sep, member = text[len(token) :].partition(ATLAS_MEMBER_SEP)
-    if len(digest) != DIGEST_CHARS or not all(c in "0123456789abcdef" for c in digest):
-        return text  # not a digest: let resolution report the name as it is
-    path = upload_dir().resolve() / f"{digest}.npz"
+    if text.startswith(token):
+        digest, sep, member = text[len(token) :].partition(ATLAS_MEMBER_SEP)
+        if len(digest) != DIGEST_CHARS or not all(c in "0123456789abcdef" for c in digest):
+            return text  # not a digest: let resolution report the name as it is
+        path = upload_dir().resolve() / f"{digest}.npz"
+    else:
+        ref = atlas_ref(text)  # a server path, under the operator's rule for server paths
+        if ref is None or ref.path is None or ref.member is None:
+            return text
+        path, sep, member = ref.path, ATLAS_MEMBER_SEP, ref.member
     if sep and path.is_file():
-        member = _short_members(path).get(member, member)  # a short name back to the member it stands for
+        member = _short_members(path).get(member, member)
     return atlas_reference(path, member if sep else None)
 
 

@@ -266,6 +266,24 @@ def test_atlas_members_and_uploads_are_named_as_their_owner_named_them(make_chec
     assert not any("/home/ada" in spec or stored.stem in spec for spec in specs)
 
 
+def test_a_server_atlas_link_carries_its_members_short_names(monkeypatch, make_checkpoint, tmp_path) -> None:
+    """With server paths allowed, an atlas on the server travels by its path (the operator's own), but its
+    member by the name the screen shows: the exporting machine's folders stay out of the link, and the
+    link opens the same member again; two members ending in the same folder name keep their whole names."""
+    monkeypatch.setenv(safety.SERVER_PATHS_ENV, "1")
+    profile = load_profile(str(make_checkpoint(layers=2, hidden=32, heads=4, ffn=48)), use_cache=False)
+    members = ["/home/ada/models/my-encoder", "/home/ada/a/twin", "/home/ada/b/twin"]
+    path = save_atlas([dataclasses.replace(profile, model=m) for m in members], tmp_path / "server.npz").resolve()
+    at = _linked(model=atlas.model_name(path, members[0]))
+    assert at.query_params["model"] == f"atlas:{path}#my-encoder"
+    again = _linked(model=f"atlas:{path}#my-encoder")
+    assert not again.error and again.query_params["model"] == f"atlas:{path}#my-encoder"
+    assert atlas.from_link(f"atlas:{path}#my-encoder") == atlas.model_name(path, members[0])
+    twin = _linked(model=atlas.model_name(path, members[1]))
+    assert twin.query_params["model"] == atlas.model_name(path, members[1])  # not unique: the whole name
+    assert atlas.from_link(atlas.model_name(path, members[2])) == atlas.model_name(path, members[2])
+
+
 @pytest.mark.parametrize("name", ["atlas:@0123456789abcdef#x", "atlas:@0123456789abcdef"])
 def test_messages_never_show_server_paths(name: str) -> None:
     # the package names the upload store's file in its message: the visitor sees its last part only
