@@ -35,8 +35,9 @@ HEADLINE_LEAD_S = 0.1
 #: Always on. A headline number is never cut and never split (a value keeps to one line; labels of
 #: toggles wrap); the header is opaque and the headline sticks right under it, in one compact line: the
 #: label above the value, the change beside it (so switching p* off adds no row), the caption cut to one
-#: line. On a phone the headline's metrics may wrap onto a second row; a value still never splits. A
-#: multiselect's chips wrap onto more rows instead of scrolling out of a narrow column ("2 ×", "M").
+#: line. On a phone the headline's metrics may wrap onto a second row (a value still never splits), and
+#: once the headline sticks under the header it folds to its first metric, the total and its change
+#: (``page_script.js`` marks it stuck). A multiselect's chips wrap onto more rows instead of scrolling out of a narrow column ("2 ×", "M").
 BASE_CSS = f"""
 [data-testid="stMetricValue"] > div, [data-testid="stMetricValue"] p {{
   white-space: nowrap !important; overflow: visible; text-overflow: clip;
@@ -70,6 +71,10 @@ BASE_CSS = f"""
 }}
 @media (min-width: {NARROW_PX}px) {{
   .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] {{ flex-wrap: nowrap; }}
+}}
+@media (max-width: {NARROW_PX - 0.02}px) {{
+  [data-stuck] .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] > :not(:first-child),
+  [data-stuck] .st-key-{HEADLINE_KEY} [data-testid="stCaptionContainer"] {{ display: none; }}
 }}
 [data-testid="stMultiSelectTagsContainer"] {{
   flex-wrap: wrap; overflow: visible; max-height: none; height: auto; flex: 1 1 0; min-width: 0;
@@ -105,9 +110,12 @@ _page_script = st.components.v2.component(
 
 
 def page_script() -> None:
-    """Mount the script that collapses the sidebar when presentation mode turns on, and closes it after a
-    page is chosen on a phone (``page_script.js``; from app.py, once per run)."""
-    _page_script(key=PAGE_SCRIPT_KEY, data={"presenting": presenting(), "narrow_px": NARROW_PX})
+    """Mount the script that collapses the sidebar when presentation mode turns on, closes it after a
+    page is chosen on a phone, and there folds the stuck headline (``page_script.js``; from app.py, once
+    per run)."""
+    _page_script(
+        key=PAGE_SCRIPT_KEY, data={"presenting": presenting(), "narrow_px": NARROW_PX, "headline_key": HEADLINE_KEY}
+    )
 
 
 def inject_style() -> None:

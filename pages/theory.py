@@ -203,9 +203,9 @@ definition(
     note=f"The sum runs over all {shape.matrix_count_formula} = {shape.num_matrices} proxy matrices.",
 )
 definition(
-    r"\begin{aligned} \xi^{(\ell)} = \sum_h \Bigl[&(\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_2"
-    r"\|QK_h\|_{2,1})^{2/3} \\ &+ (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_2\|V_h\|_{2,1})^{2/3}\Bigr] \\"
-    r" &+ (\|M_{\mathrm{out}}\|_2\|M_{\mathrm{in}}\|_{2,1})^{2/3} + \|M_{\mathrm{out}}\|_{2,1}^{2/3}"
+    r"\begin{aligned} \xi^{(\ell)} = &\sum_h \bigl(\Phi^{(\ell)} \|V_h\|_2 \|QK_h\|_{2,1}\bigr)^{2/3} \\"
+    r" &+ \sum_h \bigl(\Phi^{(\ell)} \|V_h\|_{2,1}\bigr)^{2/3} \\"
+    r" &+ \bigl(\|M_{\mathrm{out}}\|_2 \|M_{\mathrm{in}}\|_{2,1}\bigr)^{2/3} \\ &+ \|M_{\mathrm{out}}\|_{2,1}^{2/3}"
     r" \end{aligned}",
     (live.XI_LABEL, format_log_value(values.log_xi)),
     note=None
