@@ -37,7 +37,8 @@ HEADLINE_LEAD_S = 0.1
 #: label above the value, the change beside it (so switching p* off adds no row), the caption cut to one
 #: line. On a phone the headline's metrics may wrap onto a second row (a value still never splits), and
 #: once the headline sticks under the header it folds to its first metric, the total and its change
-#: (``page_script.js`` marks it stuck). A multiselect's chips wrap onto more rows instead of scrolling out of a narrow column ("2 ×", "M").
+#: (``page_script.js`` marks it stuck). A multiselect's chips wrap onto more rows instead of scrolling out
+#: of a narrow column ("2 ×", "M").
 BASE_CSS = f"""
 [data-testid="stMetricValue"] > div, [data-testid="stMetricValue"] p {{
   white-space: nowrap !important; overflow: visible; text-overflow: clip;
