@@ -12,11 +12,13 @@ docstring, a limit or an adaptation and the page changes with it.
 from __future__ import annotations
 
 import dataclasses
+import html as htmllib
 import importlib
 import inspect
 import io
 import pkgutil
 import re
+import sys
 from collections.abc import Callable
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -234,6 +236,74 @@ def grokking_section() -> str:
     )
 
 
+#: The families whose α and γ the maths page writes out: the paper's encoder and each departure from it
+#: (causal, gated, parallel residual, experts with and without a shared expert, encoder-decoder).
+MATHS_FAMILIES = ("bert", "gpt2", "llama", "gpt_neox", "mixtral", "qwen2_moe", "t5")
+MATHS_FAMILIES_MARK = "<!-- each family's alpha and gamma -->"
+
+
+def maths_page() -> str:
+    """The hand-written maths (``maths-text.md``) with, at its mark, each family's α and γ as the
+    dashboard's Theory page writes them (:mod:`dashboard.theory`), for transformers' default config of a
+    few model types: the formulas come from the code that computes the Theory page, not from a copy."""
+    import transformers
+
+    if str(ROOT) not in sys.path:  # the dashboard is a folder of the repository, not an installed package
+        sys.path.insert(0, str(ROOT))
+    from dashboard.theory import alpha_latex, gamma_latex
+    from specbound.families import ADAPTERS
+    from specbound.families.registry import family_name
+
+    sections = [
+        "## Each family's α and γ\n\nThe paper's block is BERT's; every other family adapts α (its layer "
+        "factor) and γ (what follows a matrix in its layer) as SPEC §11-§12 derive, with $\\Phi$ the MLP's "
+        "factor and $A$ the attention's. These are written by the same code as the dashboard's Theory "
+        "page, for transformers' default config of each `model_type`; [Families](reference/families.md) "
+        "lists every type and its adaptations."
+    ]
+    for model_type in MATHS_FAMILIES:
+        shape = ADAPTERS[model_type].shape(transformers.AutoConfig.for_model(model_type).to_dict(), model_type)
+        named = ", ".join(a.value for a in shape.adaptations) or "the paper's own block"
+        sections.append(
+            f"### {family_name(model_type)} (`{model_type}`)\n\n{named.capitalize()}.\n\n"
+            f"$$\n{alpha_latex(shape)}\n$$\n\n$$\n{gamma_latex(shape)}\n$$"
+        )
+    text = (ROOT / "docs" / "maths-text.md").read_text(encoding="utf-8")
+    if MATHS_FAMILIES_MARK not in text:
+        raise RuntimeError(f"docs/maths-text.md lost its mark {MATHS_FAMILIES_MARK!r}")
+    return text.replace(MATHS_FAMILIES_MARK, "\n\n".join(sections))
+
+
+#: Maths as pymdownx.arithmatex marks it (generic mode): inline ``\\(...\\)`` in a span, display
+#: ``\\[...\\]`` in a div.
+_MATH = re.compile(
+    r'<(?P<tag>span|div) class="arithmatex">\s*\\(?P<open>[(\[])(?P<tex>.*?)\\[)\]]\s*</(?P=tag)>', re.DOTALL
+)
+
+
+#: LaTeX environments latex2mathml writes as one row with a line-break hint that browsers ignore, and the
+#: ones it writes as a table of rows instead: ``aligned`` (right | left columns) and ``gathered`` (centred).
+_AS_TABLES = {"aligned": "align*", "gathered": "matrix"}
+#: MathML Core (Chromium's) ignores a cell's ``columnalign``: the same alignment as CSS.
+_COLUMN_ALIGN = re.compile(r'<mtd columnalign="(left|right|center)">')
+
+
+def to_mathml(html: str) -> str:
+    """Every formula arithmatex marked, as MathML: browsers draw it natively, so the site renders its
+    maths offline, with no script and no font to fetch (latex2mathml, at build time)."""
+    from latex2mathml.converter import convert
+
+    def one(match: re.Match[str]) -> str:
+        tex = htmllib.unescape(match["tex"]).strip()
+        for env, table in _AS_TABLES.items():
+            for edge in ("begin", "end"):
+                tex = tex.replace(f"\\{edge}{{{env}}}", f"\\{edge}{{{table}}}")
+        mathml = convert(tex, display="block" if match["open"] == "[" else "inline")
+        return _COLUMN_ALIGN.sub(r'<mtd columnalign="\1" style="text-align: \1">', mathml)
+
+    return _MATH.sub(one, html)
+
+
 def included(path: str) -> Callable[[], str]:
     """A file of the repository shown as a page at the site's root (SECURITY.md, benchmarks/README.md,
     CHANGELOG.md): its links into ``docs/`` read from there."""
@@ -246,6 +316,7 @@ def included(path: str) -> Callable[[], str]:
 
 #: Generated page -> how it is written.
 PAGES: dict[str, Callable[[], str]] = {
+    "maths.md": maths_page,
     "reference/limits.md": limits_page,
     "reference/families.md": families_page,
     "reference/cli.md": cli_page,
@@ -263,3 +334,8 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     for uri, write in PAGES.items():
         files.append(File.generated(config, uri, content=write()))
     return files
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    """Render the page's maths as MathML (mkdocs hook)."""
+    return to_mathml(html)
