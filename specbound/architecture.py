@@ -25,7 +25,16 @@ from .values import is_genuine_int, is_real_number
 
 
 class Kind(str, Enum):
-    """The kinds of proxy matrix, in the order they are listed within a layer."""
+    """The kinds of proxy matrix, in the order they are listed within a layer.
+
+    A kind is also its text (the CLI's, the frames' and the JSON's name for it):
+
+    Examples:
+        >>> Kind("QK") is Kind.QK, Kind.M_OUT.value
+        (True, 'M_out')
+        >>> [kind.value for kind in ModelShape(2, 64, 4, 256).kinds]
+        ['QK', 'V', 'M_in', 'M_out']
+    """
 
     QK = "QK"
     V = "V"
@@ -69,21 +78,38 @@ ENCODER, DECODER = "encoder", "decoder"
 
 
 class Mlp(str, Enum):
-    """A plain MLP φ(x M_in) M_out, or a gated one (φ(x M_gate) ⊙ x M_in) M_out."""
+    """A plain MLP φ(x M_in) M_out, or a gated one (φ(x M_gate) ⊙ x M_in) M_out.
+
+    Examples:
+        >>> ModelShape(2, 64, 4, 256, mlp=Mlp.GATED).num_matrices  # M_gate joins: L (2H + 3)
+        22
+    """
 
     PLAIN = "plain"
     GATED = "gated"
 
 
 class Residual(str, Enum):
-    """Sequential blocks (attention, then MLP) or a parallel residual x + Attn(x) + MLP(x)."""
+    """Sequential blocks (attention, then MLP) or a parallel residual x + Attn(x) + MLP(x).
+
+    Examples:
+        >>> ModelShape(2, 64, 4, 256, residual=Residual.PARALLEL).parallel
+        True
+    """
 
     SEQUENTIAL = "sequential"
     PARALLEL = "parallel"
 
 
 class Adaptation(str, Enum):
-    """A departure from the BERT encoder of the paper's proxies (SPEC §11), named in every output."""
+    """A departure from the BERT encoder of the paper's proxies (SPEC §11), named in every output.
+
+    Examples:
+        >>> Adaptation.CAUSAL.value
+        'causal'
+        >>> specbound.analyze("minilm-l6").shape.adaptations  # a BERT encoder: the paper's own block
+        ()
+    """
 
     CAUSAL = "causal"
     ROTARY = "rotary"
@@ -159,6 +185,17 @@ class ModelShape:
 
     ``num_kv_heads`` and ``head_dim`` given as 0 (the default) become ``num_heads`` and N / H (which
     must then divide); the rest defaults to a BERT encoder, so ``ModelShape(L, N, H, d_ff)`` is one.
+
+    Examples:
+        >>> shape = ModelShape(num_layers=6, hidden_size=384, num_heads=12, ffn_size=1536)  # MiniLM's
+        >>> shape.head_dim, shape.num_kv_heads, shape.num_matrices  # d = N / H; L (2H + 2) matrices
+        (32, 12, 156)
+        >>> ModelShape(2, 64, 8, 256, num_kv_heads=2).num_kv_heads  # grouped-query attention
+        2
+        >>> ModelShape(2, 64, 6, 256)
+        Traceback (most recent call last):
+        ...
+        ValueError: hidden size 64 is not divisible by 6 attention heads
     """
 
     num_layers: int

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 
 class SpecboundError(Exception):
-    """Base class: anything the user can fix (a name, a file, the network), never a bug."""
+    """Base class: anything the user can fix (a name, a file, the network), never a bug.
+
+    Catch it to tell a user's mistake from a bug; its message says what to change, in one line.
+
+    Examples:
+        >>> try:
+        ...     specbound.analyze("no-such-model")
+        ... except SpecboundError as error:
+        ...     print(type(error).__name__, str(error).split(" is neither")[0])
+        ModelNotFoundError 'no-such-model'
+    """
 
 
 class ModelNotFoundError(SpecboundError):

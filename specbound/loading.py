@@ -204,6 +204,19 @@ def compute_profile(
     ``layer_cache``, layers found there are not recomputed and each computed one is stored. Progress
     is reported after every layer, with an estimate of the time left. ``large_norm_11``: also the
     (1,1) norms of factored products too large to form whole (:data:`~specbound.defaults.LARGE_NORM_11`).
+
+    Examples:
+        Weights held in memory, one layer of a tiny BERT-shaped model (N = 8, two heads of d = 4):
+
+        >>> import numpy as np
+        >>> from specbound.matrices import LayerWeights
+        >>> rng = np.random.default_rng(0)
+        >>> layer = LayerWeights(
+        ...     query=rng.normal(size=(8, 8)), key=rng.normal(size=(8, 8)), value=rng.normal(size=(8, 8)),
+        ...     attn_out=rng.normal(size=(8, 8)), ffn_in=rng.normal(size=(16, 8)), ffn_out=rng.normal(size=(8, 16)))
+        >>> profile = compute_profile([layer], ModelShape(1, 8, 2, 16), model="tiny")
+        >>> profile.rank.tolist()  # QK and V of each head: rank d = 4; M_in and M_out: rank N = 8
+        [4, 4, 4, 4, 8, 8]
     """
     be = backend if isinstance(backend, Backend) else get_backend(backend, device)
     workers = default_workers(shape, be) if workers is None else max(1, workers)
@@ -409,6 +422,13 @@ def load_profile(
     ``max_download_bytes`` replaces the download cap (:func:`specbound.limits.max_download_bytes`).
     A LoRA adapter directory is merged into ``adapter_base``, else into the base its config names
     (:mod:`specbound.checkpoints.lora`), and cached under the pair's revision.
+
+    Examples:
+        >>> profile = load_profile("minilm-l6")  # the bundled model: offline, a second at most
+        >>> profile.shape.num_layers, profile.shape.hidden_size, profile.shape.num_heads
+        (6, 384, 12)
+        >>> load_profile("minilm-l6").model == profile.model  # the second time from the profile cache
+        True
     """
     ref = resolve(model) if isinstance(model, str) else model
     if ref.source is Source.ATLAS:

@@ -58,6 +58,14 @@ class MatrixId:
     bound reads them in); ``stack`` and ``stack_layer`` (the index within the stack, as the checkpoint
     numbers it) are set on the ids of :func:`matrix_ids` for the labels and do not take part in
     comparisons: ``MatrixId(7, Kind.QK_X, 0)`` is that matrix whether they are given or not.
+
+    Examples:
+        >>> profile = specbound.load_profile("minilm-l6")
+        >>> profile.ids[0], profile.ids[-1]
+        (MatrixId(layer=0, kind=<Kind.QK: 'QK'>, head=0, ...), MatrixId(layer=5, kind=<Kind.M_OUT: 'M_out'>, ...))
+        >>> row = profile.index(MatrixId(0, Kind.V, 3))  # layer 0, the value-output matrix of head 3
+        >>> int(profile.rank[row])  # at most the head size d = 32
+        32
     """
 
     layer: int
@@ -234,6 +242,18 @@ class SpectralProfile:
 
     ``full_dims[i]`` is k = min(rows, cols) of matrix i as a full matrix (N for QK and V even though
     only d singular values can be nonzero); it enters the numerical-rank threshold.
+
+    Examples:
+        >>> profile = specbound.load_profile("minilm-l6")
+        >>> profile.singular_values.shape  # 156 = L (2H + 2) matrices, padded to the longest spectrum
+        (156, 384)
+        >>> qk = MatrixId(0, Kind.QK, 0)
+        >>> sigma = profile.singular_values_of(qk)
+        >>> bool(sigma[0] == profile.spectral_norm[profile.index(qk)]), round(float(sigma[0]), 3)  # σ₁ = ‖W‖₂
+        (True, 4.917)
+        >>> frame = profile.to_frame()  # one row per matrix: layer, head, kind, rank and every norm
+        >>> frame.shape, frame.columns[:4].tolist()
+        ((156, 10), ['layer', 'head', 'kind', 'rank'])
     """
 
     model: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import inspect
 
 import pytest
 
@@ -13,6 +14,11 @@ import specbound
 
 MODULES = (
     "specbound.api",
+    "specbound.architecture",
+    "specbound.bounds",
+    "specbound.errors",
+    "specbound.loading",
+    "specbound.profile",
     "specbound.centred",
     "specbound.checkpoints.lora",
     "specbound.figures.bounds",
@@ -31,3 +37,10 @@ def test_the_examples_run(name: str) -> None:
     )
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} failed"
     assert result.attempted > 0, f"{name} has no example"
+
+
+@pytest.mark.parametrize("name", [name for name in sorted(specbound.__all__) if callable(getattr(specbound, name))])
+def test_every_public_name_has_an_example(name: str) -> None:
+    """Every class and function ``specbound`` exports shows how it is used."""
+    item = getattr(specbound, name)
+    assert ">>>" in (inspect.getdoc(item) or ""), f"specbound.{name}'s docstring has no example"
