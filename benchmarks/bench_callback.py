@@ -2,7 +2,7 @@
 
 Run with ``python benchmarks/bench_callback.py``. The same Trainer run (the lab's default encoder:
 2 layers, width 64, 2 heads; a synthetic two-class task; 500 optimizer steps) is timed without and
-with :class:`specbound.integrations.SpecboundCallback` at its default cadence (every logging step,
+with :class:`specbound.api.integrations.SpecboundCallback` at its default cadence (every logging step,
 here the Trainer's default of 500, and at each save), alternating, three times each, and the median
 overhead is printed against the target of 5 % of the training time.
 """
@@ -22,7 +22,7 @@ def train(directory: Path, *, with_callback: bool) -> float:
     import torch
     import transformers
 
-    from specbound.integrations import SpecboundCallback
+    from specbound.api.integrations import SpecboundCallback
 
     torch.manual_seed(0)
     config = transformers.BertConfig(

@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import plotly.graph_objects as go
 
-from specbound.figures import spectra
-from specbound.loading import load_profile
+from specbound.io.loading import load_profile
+from specbound.present.figures import spectra
 
 REPEATS = 5
 

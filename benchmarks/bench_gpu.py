@@ -13,7 +13,7 @@ half precision. It measures, in this run:
   ``--full-cpu`` compares them all).
 
 The weights are N(0, 0.02²) from a fixed seed, built in memory (no checkpoint file is needed: the
-layer analysis reads canonical weights, :class:`specbound.matrices.LayerWeights`). Without a CUDA
+layer analysis reads canonical weights, :class:`specbound.core.matrices.LayerWeights`). Without a CUDA
 device it says so and exits with status 2.
 """
 
@@ -27,10 +27,10 @@ import time
 import numpy as np
 
 from specbound import ModelShape
-from specbound.backend import get_backend
-from specbound.loading import LayerSpectra, analyse_layer
-from specbound.matrices import LayerWeights, attention_heads
-from specbound.spectrum import head_spectra, norm_11, norm_21, singular_values
+from specbound.core.backend import get_backend
+from specbound.core.matrices import LayerWeights, attention_heads
+from specbound.core.spectrum import head_spectra, norm_11, norm_21, singular_values
+from specbound.io.loading import LayerSpectra, analyse_layer
 
 SEED = 0
 SHAPES = {

@@ -23,7 +23,7 @@ Run with ``python benchmarks/bench_large.py`` (about half an hour on two cores, 
   default ``main``, extracted with ``git archive``) in the same run: no regression.
 * **cores**: BERT-base-shaped layers analysed one at a time against two (or more) in parallel, and the
   eigen-solve of a 4096 x 4096 Gram matrix with one BLAS thread against all (and through torch's
-  LAPACK): what :func:`specbound.loading.default_workers` and the serial eigen-solves rest on.
+  LAPACK): what :func:`specbound.io.loading.default_workers` and the serial eigen-solves rest on.
 """
 
 from __future__ import annotations
@@ -175,8 +175,8 @@ def dense_check(directory: Path, cache: Path) -> float:
     """Worst |σ_i - σ_i(dense)| / σ₁ over QK and V of heads 0 and 31 and M_in of layer 0."""
     os.environ["SPECBOUND_CACHE"] = str(cache)
     from specbound import Kind, MatrixId, load_profile
-    from specbound.checkpoints import open_checkpoint
-    from specbound.matrices import layer_factors
+    from specbound.core.matrices import layer_factors
+    from specbound.io.checkpoints import open_checkpoint
 
     profile = load_profile(str(directory))  # the cache entry of the run above
     checkpoint = open_checkpoint(directory)
@@ -235,7 +235,7 @@ def bench_slice(work: Path, rounds: int) -> dict:
 
 PER_LAYER = """
 import json, sys, time
-from specbound.loading import load_profile
+from specbound.io.loading import load_profile
 stamps = [time.perf_counter()]
 load_profile(sys.argv[1], progress=lambda e: stamps.append(time.perf_counter()) if e.stage == "analyse" else None)
 print(json.dumps(stamps))
@@ -322,7 +322,7 @@ def bench_cores() -> None:
     from threadpoolctl import threadpool_limits
 
     from specbound import ModelShape, compute_profile
-    from specbound.matrices import LayerWeights
+    from specbound.core.matrices import LayerWeights
 
     print("\n== cores ==", flush=True)
     rng = np.random.default_rng(SEED)
@@ -349,7 +349,7 @@ def bench_cores() -> None:
             print(f"eigen-solve of a 4096 x 4096 Gram matrix, {threads} BLAS thread(s): {seconds:.1f} s")
     import torch
 
-    from specbound.threads import torch_threads
+    from specbound.core.threads import torch_threads
 
     for threads in sorted({1, cores}):
         with torch_threads(threads):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specbound.threads import serial_blas
+from specbound.core.threads import serial_blas
 
 SEED = 0
 LAYERS, HIDDEN, HEADS, FFN = 12, 768, 12, 3072
@@ -86,7 +86,7 @@ print(time.perf_counter() - start)
 
 def main() -> int:
     from specbound import BoundAnalysis, Kind, PAssignment, compute_profile, load_profile
-    from specbound.checkpoints import open_checkpoint
+    from specbound.io.checkpoints import open_checkpoint
 
     rows: list[tuple[str, str, str, str]] = []
 

@@ -1,8 +1,8 @@
 """Atlas files in the dashboard: open one as the session's atlas, name its models, export profiles.
 
-An atlas (:mod:`specbound.atlas`) holds the spectral profiles of several models, so its models open
+An atlas (:mod:`specbound.io.atlas`) holds the spectral profiles of several models, so its models open
 with no checkpoint and no network. Its models are ordinary model references of the package,
-``atlas:FILE#MODEL`` (:mod:`specbound.models`), opened by :func:`specbound.loading.load_profile` like
+``atlas:FILE#MODEL`` (:mod:`specbound.io.models`), opened by :func:`specbound.io.loading.load_profile` like
 any other name: nothing here parses names.
 
 A session has at most one atlas at a time, from an upload or, when the operator allows server paths
@@ -24,13 +24,13 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import numpy as np
 import streamlit as st
 
-from specbound import atlas as sb_atlas
-from specbound.atlas import AtlasError
-from specbound.errors import SpecboundError
-from specbound.files import atomic_write
-from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
-from specbound.numbers import format_count
-from specbound.profile import SpectralProfile
+from specbound.core.errors import SpecboundError
+from specbound.core.profile import SpectralProfile
+from specbound.io import atlas as sb_atlas
+from specbound.io.atlas import AtlasError
+from specbound.io.files import atomic_write
+from specbound.io.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
+from specbound.present.numbers import format_count
 
 from . import export, safety
 from .text import plain

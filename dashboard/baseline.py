@@ -2,7 +2,7 @@
 
 The baseline lives in the session state (key :data:`BASELINE_KEY`) and in the link, like a widget: a
 model travels as its link form (:func:`dashboard.atlas.link_form`), a twin as ``twin:`` and the link
-form of the model it copies. A twin is made in memory by :func:`specbound.twin.random_twin_of` with
+form of the model it copies. A twin is made in memory by :func:`specbound.studies.twin.random_twin_of` with
 the model's own ``initializer_range`` (its config's, which the spectral profile's shape records; BERT's
 0.02 for a profile that does not say) and the default seed, and cached for every session.
 """
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from specbound.bounds import BoundAnalysis
-from specbound.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
-from specbound.errors import SpecboundError
-from specbound.twin import random_twin_of, twin_name
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
+from specbound.core.errors import SpecboundError
+from specbound.studies.twin import random_twin_of, twin_name
 
 from . import atlas, data, safety, share
 from .safety import ServerPathRefused
@@ -149,7 +149,7 @@ def centred_reading(model: str, pinned: Baseline, base_analysis: BoundAnalysis) 
     """The open model's bound centred at the pinned baseline (SPEC §14), or why there is none: a twin
     is made of spectra, not weights; an atlas holds no weights; a baseline of another family or shape
     is no reference for this model's weights."""
-    from specbound.centred import check_reference
+    from specbound.io.centred import check_reference
 
     if pinned.twin:
         return "the random-initialised twin is drawn as spectra, without weights to subtract"

@@ -1,4 +1,4 @@
-"""The p controls of the Bound explorer: widgets in, a :class:`~specbound.bounds.PAssignment` out.
+"""The p controls of the Bound explorer: widgets in, a :class:`~specbound.core.bounds.PAssignment` out.
 
 One global p (or the optimal p* as the default), then optional overrides per kind and per layer,
 shown when their toggle is on; the package applies them most specific first (layer over kind over
@@ -15,9 +15,9 @@ from typing import Any
 
 import streamlit as st
 
-from specbound.architecture import Kind, ModelShape
-from specbound.bounds import BoundAnalysis, PAssignment, snap_to_grid
-from specbound.defaults import P_MAX
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis, PAssignment, snap_to_grid
+from specbound.core.defaults import P_MAX
 
 from . import share
 

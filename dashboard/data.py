@@ -1,12 +1,12 @@
 """Streamlit caches wrapped around the specbound package, and the session's current model.
 
-Two layers of caching, both keyed by the model name (any name of :func:`specbound.models.resolve`,
+Two layers of caching, both keyed by the model name (any name of :func:`specbound.io.models.resolve`,
 atlas models included):
 
 * ``profile_for`` (``st.cache_data``): the spectral profile, i.e. every singular value and norm
   (the slow part: download, read, SVD; behind it sits specbound's own disk cache);
 * ``analysis_for`` (``st.cache_resource``): the opened model as a shared object, a
-  :class:`~specbound.bounds.BoundAnalysis` holding the profile and everything that does not depend
+  :class:`~specbound.core.bounds.BoundAnalysis` holding the profile and everything that does not depend
   on p. Pages call ``analysis.evaluate(p)`` on it, which is array arithmetic over cached singular
   values only: a slider move never reads a file or runs an SVD.
 
@@ -23,13 +23,13 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from specbound import checkpoints, loading, models
-from specbound.bounds import BoundAnalysis
-from specbound.defaults import DEFAULT_MODEL
-from specbound.errors import SpecboundError
-from specbound.explain import PStarSummary, explain_p_star, p_star_summary
-from specbound.profile import SpectralProfile
-from specbound.progress import ProgressCallback, ProgressEvent, format_eta, silent
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.defaults import DEFAULT_MODEL
+from specbound.core.errors import SpecboundError
+from specbound.core.profile import SpectralProfile
+from specbound.core.progress import ProgressCallback, ProgressEvent, format_eta, silent
+from specbound.io import checkpoints, loading, models
+from specbound.present.explain import PStarSummary, explain_p_star, p_star_summary
 
 from . import atlas, safety
 from .text import plain
@@ -120,7 +120,7 @@ def download_plan(name: str) -> checkpoints.DownloadPlan | None:
 
     Fetches and checks the model's config.json and sizes its weights from the Hub's metadata, so the
     size can be shown before any weight is fetched; raises LimitExceededError above the download cap
-    (``SPECBOUND_MAX_DOWNLOAD_MB``, :mod:`specbound.limits`) and the errors of a download otherwise.
+    (``SPECBOUND_MAX_DOWNLOAD_MB``, :mod:`specbound.core.limits`) and the errors of a download otherwise.
     """
     ref = safety.model_ref(name)
     if ref.source is not models.Source.HUB or ref.repo_id is None or checkpoints.is_cached(ref.repo_id):

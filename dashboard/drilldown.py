@@ -15,12 +15,12 @@ from typing import Any
 
 import streamlit as st
 
-from specbound.architecture import SELF_KINDS, Expert, Kind, ModelShape
-from specbound.bounds import BoundAnalysis, BoundTerms
-from specbound.figures import bounds as bound_figures
-from specbound.figures import spectra as spectra_figures
-from specbound.logspace import to_log10
-from specbound.profile import MatrixId
+from specbound.core.architecture import SELF_KINDS, Expert, Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis, BoundTerms
+from specbound.core.logspace import to_log10
+from specbound.core.profile import MatrixId
+from specbound.present.figures import bounds as bound_figures
+from specbound.present.figures import spectra as spectra_figures
 
 from . import share, tables
 from .export import show_figure

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from specbound.architecture import Expert, ModelShape, expert_label
+from specbound.core.architecture import Expert, ModelShape, expert_label
 
 from . import share
 

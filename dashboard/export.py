@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
-    from specbound.architecture import ModelShape
-    from specbound.figures.html_report import ReportSection
-    from specbound.profile import SpectralProfile
+    from specbound.core.architecture import ModelShape
+    from specbound.core.profile import SpectralProfile
+    from specbound.present.figures.html_report import ReportSection
 
 #: Session-state key of the sidebar's choice of image format for Plotly's download button.
 FIGURE_FORMAT_KEY = "figure_format"
@@ -55,9 +55,9 @@ def show_figure(
     With ``on_select``, a click on a point (a bar, a heatmap cell) selects it and calls ``on_select``.
     ``half``: the figure sits in one of two columns, so its title wraps to fit; ``share``: the part of
     the page's width it has, for narrower columns. In presentation mode every figure gets large dark
-    type whose titles fit (:func:`specbound.figures.style.for_projector`).
+    type whose titles fit (:func:`specbound.present.figures.style.for_projector`).
     """
-    from specbound.figures.style import fit_share, for_projector
+    from specbound.present.figures.style import fit_share, for_projector
 
     width = share if share is not None else 0.5 if half else 1.0
 
@@ -89,7 +89,7 @@ def show_panels(
     widths: Sequence[float] | None = None,
     on_select: Callable[[int], Callable[[], None]] | None = None,
 ) -> list[str]:
-    """Figures of one panel each (:func:`specbound.figures.style.split_panels`) side by side in columns,
+    """Figures of one panel each (:func:`specbound.present.figures.style.split_panels`) side by side in columns,
     ``per_row`` to a row (all in one row by default), with relative ``widths``.
 
     Streamlit stacks columns on a narrow screen (under about 640 px), so a phone shows one panel
@@ -184,7 +184,7 @@ def model_card_section(shape: ModelShape, grid_m: int) -> ReportSection:
     the dashboard says which formulas its numbers come from."""
     import pandas as pd
 
-    from specbound.figures.html_report import ReportSection
+    from specbound.present.figures.html_report import ReportSection
 
     from .text import model_card_caption
 
@@ -229,7 +229,7 @@ def report_download(
     def build() -> str:
         from dataclasses import replace
 
-        from specbound.figures.html_report import html_report
+        from specbound.present.figures.html_report import html_report
 
         from .tables import as_text_frame
 

@@ -1,7 +1,7 @@
 """The headline numbers: the Overview's summary and the Bound explorer's sticky row of totals.
 
 Values come from the package (``BoundTerms.log_total``, ``BoundAnalysis.log_edelman``, a
-:class:`~specbound.compare.Comparison`) and are written by :mod:`dashboard.numbers`; the total at the
+:class:`~specbound.studies.compare.Comparison`) and are written by :mod:`dashboard.numbers`; the total at the
 chosen p carries its change against p* (and the baseline row its change against the model), each
 written with the digits that change needs.
 """
@@ -12,10 +12,10 @@ import math
 
 import streamlit as st
 
-from specbound.architecture import Kind
-from specbound.bounds import BoundAnalysis, BoundTerms
-from specbound.compare import Comparison
-from specbound.logspace import to_log10
+from specbound.core.architecture import Kind
+from specbound.core.bounds import BoundAnalysis, BoundTerms
+from specbound.core.logspace import to_log10
+from specbound.studies.compare import Comparison
 
 from .numbers import (
     DIGITS,

@@ -33,8 +33,10 @@ import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
 
-from specbound.cache import default_cache_dir
-from specbound.errors import SpecboundError
+from specbound.core.errors import SpecboundError
+from specbound.core.profile import SpectralProfile
+from specbound.core.progress import ProgressEvent
+from specbound.io.cache import default_cache_dir
 from specbound.lab import reference as lab_reference
 from specbound.lab import views
 from specbound.lab.correlation import MeasureCorrelation, TauDifference, Verdict
@@ -56,9 +58,7 @@ from specbound.lab.tasks import ThresholdTask
 from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings
 from specbound.lab.trajectory import RunTrajectory
 from specbound.lab.verdict import EnvironmentVerdict, robust_view
-from specbound.numbers import format_count
-from specbound.profile import SpectralProfile
-from specbound.progress import ProgressEvent
+from specbound.present.numbers import format_count
 
 from . import atlas, data, safety
 from .numbers import styled_table

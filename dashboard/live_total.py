@@ -8,7 +8,7 @@ slider that moves the total, formatted by :func:`dashboard.headline.total_texts`
 metric shows them; a small script (``live_total.js``, a Streamlit component without a view of its
 own) writes the position's texts into the metric as soon as the slider's value changes. The server's
 rerun then draws the same texts and updates everything else as before. The numbers come from
-:meth:`specbound.bounds.BoundAnalysis.sweep`: one table of c(W; p) per slider, the totals bit for
+:meth:`specbound.core.bounds.BoundAnalysis.sweep`: one table of c(W; p) per slider, the totals bit for
 bit those of the moved assignment.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from specbound.bounds import BoundAnalysis, BoundTerms
+from specbound.core.bounds import BoundAnalysis, BoundTerms
 
 from .controls import PChoice, moving_sliders, slider_positions, slider_step
 from .headline import total_texts

@@ -1,7 +1,7 @@
-"""The dashboard's numbers: the package's one number format (:mod:`specbound.numbers`), plus the headline's
+"""The dashboard's numbers: the package's one number format (:mod:`specbound.present.numbers`), plus the headline's
 rules for values carried as natural logs, differences that stay visible, ratios in words, and tables.
 
-Every page, table, figure and export writes numbers through this module or :mod:`specbound.numbers`
+Every page, table, figure and export writes numbers through this module or :mod:`specbound.present.numbers`
 (whose rules it re-exports), so a value reads the same everywhere. :func:`format_against` chooses
 its significant digits from the change it must show, and no more: a change of 0.4 in a total of
 1.5 × 10¹² needs 13 digits, not the usual four, or the number seems not to move; a total twelve decades
@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from specbound.numbers import (
+from specbound.present.numbers import (
     DIGITS,
     MAX_DIGITS,
     MINUS,

@@ -1,13 +1,13 @@
 """The Training runs page's data: trajectories of real runs, from the operator's directory or an upload.
 
 A trajectory is an atlas whose members are named ``NAME@STEP`` (what ``specbound trajectory`` and the
-Trainer callback write, :mod:`specbound.runs`). The operator may name a directory when starting the
+Trainer callback write, :mod:`specbound.api.runs`). The operator may name a directory when starting the
 server (``SPECBOUND_RUNS_DIR``): every ``*.npz`` trajectory in it and in its subdirectories is
 offered, with the losses of the ``trajectory.csv`` beside it (a row or a value that is not a step or
 a number is left out, never the page). Run names are shown with any absolute path cut to its last
 part, as every message is (:func:`dashboard.safety.redact_paths`). A visitor may upload a trajectory atlas
 (through the same store and checks as every atlas upload) but never names a path. The numbers of each
-step come from its stored spectra only (:func:`specbound.runs.step_row`).
+step come from its stored spectra only (:func:`specbound.api.runs.step_row`).
 
 The package ships runs too (:func:`shipped_runs`), so a visitor without network sees real trajectories:
 the grokking preset's three seeds and one run per depth x width of each shipped lab sweep, each with the
@@ -24,13 +24,13 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from specbound.api import Analysis
-from specbound.atlas import AtlasError, load_atlas
-from specbound.bounds import BoundAnalysis
+from specbound.api.analysis import Analysis
+from specbound.api.runs import ATLAS_FILE, TABLE_FILE, parse_step, step_row, steps_of
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.profile import SpectralProfile
+from specbound.io.atlas import AtlasError, load_atlas
 from specbound.lab import reference as lab_reference
 from specbound.lab.trajectory import RunTrajectory
-from specbound.profile import SpectralProfile
-from specbound.runs import ATLAS_FILE, TABLE_FILE, parse_step, step_row, steps_of
 
 from .safety import redact_paths
 
@@ -87,7 +87,7 @@ def _load(path: str, mtime_ns: int) -> tuple[SpectralProfile, ...]:
 
 def _logged(table: Path) -> dict[int, dict[str, float]]:
     """step -> the finite ``loss`` / ``eval_loss`` of a trajectory.csv; a row whose step is not a
-    step (:func:`~specbound.runs.parse_step`) and a value that is not a finite number are left out,
+    step (:func:`~specbound.api.runs.parse_step`) and a value that is not a finite number are left out,
     so one edited table costs its own numbers, never the page."""
     try:
         if not table.is_file():

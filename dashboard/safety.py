@@ -4,17 +4,17 @@ Whoever opens a link is a visitor, not the operator (SPEC §9). This module hold
 dashboard enforces for visitors, each in one place:
 
 * **Names, not paths.** :func:`model_ref` is the dashboard's only way from a typed or linked model
-  name to a :class:`~specbound.models.ModelRef`. The rules of a name are :mod:`specbound.models`'; this
+  name to a :class:`~specbound.io.models.ModelRef`. The rules of a name are :mod:`specbound.io.models`'; this
   module holds the operator's policy. Unless the operator sets ``SPECBOUND_ALLOW_SERVER_PATHS=1``
   (read by :func:`server_paths_allowed`, nowhere else), it accepts what
-  :func:`specbound.models.parse_name` decides from the text alone (the bundled model, the miniature
+  :func:`specbound.io.models.parse_name` decides from the text alone (the bundled model, the miniature
   aliases, Hub ids) and atlases uploaded to this server: a name that is anything else is refused with
   one message (:data:`PATHS_OFF`) before the disk is looked at, so the answer never tells whether a
   path exists.
 * **No server paths on screen.** :func:`public_message` turns an exception into the text a visitor
   sees; with server paths off, every absolute path in it is cut to its last component.
 * **One boundary.** :func:`guarded` runs a step (opening a model, drawing a page); an error meant for
-  people (:class:`~specbound.errors.SpecboundError`) becomes its message, anything else a plain
+  people (:class:`~specbound.core.errors.SpecboundError`) becomes its message, anything else a plain
   sentence, with the traceback in the server log only (Python ``logging``). Streamlit's own control
   flow (``st.rerun``, ``st.stop``) is not an error and passes through.
 
@@ -36,8 +36,8 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from specbound.errors import SpecboundError
-from specbound.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, parse_name, resolve
+from specbound.core.errors import SpecboundError
+from specbound.io.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, parse_name, resolve
 
 from .text import plain
 from .upload_store import upload_dir
@@ -85,7 +85,7 @@ def _is_upload(name: str) -> bool:
 def model_ref(name: str) -> ModelRef:
     """The model a visitor's name denotes; ServerPathRefused for paths unless the operator allows them.
 
-    Raises ModelNotFoundError (from :mod:`specbound.models`) for names that denote nothing.
+    Raises ModelNotFoundError (from :mod:`specbound.io.models`) for names that denote nothing.
     """
     name = name.strip()
     if server_paths_allowed():
@@ -115,7 +115,7 @@ def server_directories() -> list[str]:
     """
     from huggingface_hub import constants
 
-    from specbound.cache import default_cache_dir
+    from specbound.io.cache import default_cache_dir
 
     candidates: list[str] = []
     for get in (

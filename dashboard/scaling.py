@@ -27,14 +27,14 @@ import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
 
-from specbound import atlas as sb_atlas
-from specbound.architecture import ModelShape
-from specbound.bounds import BoundAnalysis
-from specbound.defaults import DEFAULT_MODEL
-from specbound.errors import SpecboundError
-from specbound.figures.scaling import PROXY_LABELS
-from specbound.lab import reference as lab_reference
-from specbound.models import (
+from specbound.core.architecture import ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.defaults import DEFAULT_MODEL
+from specbound.core.errors import SpecboundError
+from specbound.core.profile import SpectralProfile
+from specbound.core.progress import ProgressCallback, silent
+from specbound.io import atlas as sb_atlas
+from specbound.io.models import (
     MINIATURE_HEAD_SIZE,
     MINIATURE_LAYERS,
     MINIATURE_WIDTHS,
@@ -43,10 +43,10 @@ from specbound.models import (
     miniature_repo_id,
     parse_miniature_alias,
 )
-from specbound.numbers import format_count
-from specbound.profile import SpectralProfile
-from specbound.progress import ProgressCallback, silent
-from specbound.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, Proxy, summarize
+from specbound.lab import reference as lab_reference
+from specbound.present.figures.scaling import PROXY_LABELS
+from specbound.present.numbers import format_count
+from specbound.studies.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, Proxy, summarize
 
 from . import atlas, data, safety, share
 from .numbers import styled_table
@@ -238,7 +238,7 @@ def exponents_shown(frame: pd.DataFrame) -> Styler:
 
 
 def models_shown(frame: pd.DataFrame) -> tuple[Styler, dict[str, Any]]:
-    """The study's models table as the page shows it (:func:`specbound.scaling.summaries_frame`): each
+    """The study's models table as the page shows it (:func:`specbound.studies.scaling.summaries_frame`): each
     proxy's value and its log10 under the proxy's plain name, in the project's number format, "—"
     where a proxy is not recorded or overflows; the values kept for sorting. Returns the table and
     its column headers."""
@@ -254,7 +254,7 @@ def models_shown(frame: pd.DataFrame) -> tuple[Styler, dict[str, Any]]:
 
 
 def exponent_columns() -> dict[str, Any]:
-    """Readable headers (and help) for the columns of :func:`specbound.scaling.exponents_frame`."""
+    """Readable headers (and help) for the columns of :func:`specbound.studies.scaling.exponents_frame`."""
     level = f"{CONFIDENCE:.0%}"
     number = st.column_config.NumberColumn
     return {

@@ -32,9 +32,9 @@ LANDING_MODULES: tuple[str, ...] = (
     "PIL.Image",  # st.set_page_config reads the favicon through these two
     "PIL.ImageFile",
     "specbound",
-    "specbound.explain",
-    "specbound.compare",
-    "specbound.numbers",
+    "specbound.present.explain",
+    "specbound.studies.compare",
+    "specbound.present.numbers",
     "dashboard.atlas",
     "dashboard.data",
     "dashboard.export",

@@ -9,7 +9,7 @@ seeds each widget from them the first time the widget appears. After the page ha
 drops every other parameter, so the address bar always holds a link that reproduces the view and
 nothing else (:func:`begin_run` forgets the widgets of the pages visited before).
 
-The model parameter carries any model name of :func:`specbound.models.resolve`; an uploaded atlas
+The model parameter carries any model name of :func:`specbound.io.models.resolve`; an uploaded atlas
 travels as its content digest (:func:`dashboard.atlas.link_form`), never as a server path.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import streamlit as st
 
-from specbound.defaults import DEFAULT_MODEL, P_MAX
+from specbound.core.defaults import DEFAULT_MODEL, P_MAX
 
 from . import atlas, data, safety
 from .sidebar import show_in_picker

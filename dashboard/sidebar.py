@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from specbound.bounds import BoundAnalysis
-from specbound.defaults import DEFAULT_MODEL
-from specbound.families import FAMILY_NAMES, family_name
-from specbound.models import (
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.defaults import DEFAULT_MODEL
+from specbound.io.families import FAMILY_NAMES, family_name
+from specbound.io.models import (
     MINIATURE_LAYERS,
     MINIATURE_WIDTHS,
     CatalogEntry,
@@ -23,7 +23,7 @@ from specbound.models import (
     miniature_alias,
     parse_miniature_alias,
 )
-from specbound.report import ffn_widths
+from specbound.present.report import ffn_widths
 
 from . import atlas, data, safety, vocabulary
 from .text import adapted_proxy_note, code, plain
@@ -153,7 +153,7 @@ def bring_your_own() -> None:
             "- **Upload an atlas file** (source *Atlas file*): an atlas holds the spectra of your models, no "
             "weights. Make it where your checkpoint is, with the command line: "
             "`specbound atlas export --models ./my-model --out mine.npz`, or from Python or a notebook: "
-            "`specbound.atlas`.\n"
+            "`specbound.io.atlas`.\n"
             "- **A model on the Hugging Face Hub** (source *Hub id*): type its id, `owner/name`"
             + ("." if hub_reachable() else "; this server cannot reach the Hub now.")
             + "\n"

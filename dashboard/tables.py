@@ -1,6 +1,6 @@
 """Tables on screen: readable headers, the one number format, the key columns first and "—" for empty cells.
 
-The package's frames (:mod:`specbound.report`, :meth:`SpectralProfile.to_frame`) keep their
+The package's frames (:mod:`specbound.present.report`, :meth:`SpectralProfile.to_frame`) keep their
 snake_case columns, which the CSV downloads carry for scripts; :func:`show_table` only changes how a
 frame is drawn. Every column the package writes has one entry in :data:`COLUMNS`. Numbers are written by
 :mod:`dashboard.numbers` (a pandas Styler: the cells show the text, and each value is sent as its text

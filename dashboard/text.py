@@ -7,9 +7,9 @@ from collections.abc import Iterable
 
 import streamlit as st
 
-from specbound.architecture import ModelShape
-from specbound.numbers import format_log
-from specbound.report import ffn_widths
+from specbound.core.architecture import ModelShape
+from specbound.present.numbers import format_log
+from specbound.present.report import ffn_widths
 
 #: Shown under every bound number: what the proxy is and what it leaves out (SPEC §3).
 BOUND_NOTE = (
@@ -102,5 +102,5 @@ def _and(words: Iterable[str]) -> str:
 
 
 def format_log_value(log_value: float) -> str:
-    """A positive number given by its natural log, in the one number format (:mod:`specbound.numbers`)."""
+    """A positive number given by its natural log, in the one number format (:mod:`specbound.present.numbers`)."""
     return format_log(log_value)

@@ -1,6 +1,6 @@
 """The Theory page's live numbers: every quantity of SPEC §3 for one matrix of the current model.
 
-:func:`readout` is plain array arithmetic over a cached :class:`~specbound.bounds.BoundAnalysis`
+:func:`readout` is plain array arithmetic over a cached :class:`~specbound.core.bounds.BoundAnalysis`
 (no Streamlit, no file access), so the page and its tests read the same numbers. Values that can
 overflow float64 are carried as natural logs, like everywhere else in specbound.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from specbound.architecture import SHARED_EXPERT, Expert, Kind, ModelShape
-from specbound.bounds import BoundAnalysis
-from specbound.profile import MatrixId, SpectralProfile
+from specbound.core.architecture import SHARED_EXPERT, Expert, Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.profile import MatrixId, SpectralProfile
 
 #: Metric labels of the live values (tests look them up by these).
 RANK_LABEL = "numerical rank"

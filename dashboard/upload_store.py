@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specbound.cache import default_cache_dir
+from specbound.io.cache import default_cache_dir
 
 #: Folder of the profile cache where uploaded atlases are kept, one file per content digest.
 UPLOAD_DIR = "atlases"

@@ -33,15 +33,15 @@ from dashboard.presentation import headline, let_headline_through, on_demand
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import EXPLORER_TABLES_KEY, show_table
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, bound_note
-from specbound.architecture import Kind
-from specbound.bounds import BoundTerms, PAssignment
-from specbound.centred import ReferenceKind
-from specbound.compare import compare
-from specbound.figures import bounds as figures
-from specbound.figures.html_report import ReportSection
-from specbound.figures.style import Quantity
-from specbound.logspace import exp_array
-from specbound.report import layer_frame, terms_frame
+from specbound.core.architecture import Kind
+from specbound.core.bounds import BoundTerms, PAssignment
+from specbound.core.logspace import exp_array
+from specbound.io.centred import ReferenceKind
+from specbound.present.figures import bounds as figures
+from specbound.present.figures.html_report import ReportSection
+from specbound.present.figures.style import Quantity
+from specbound.present.report import layer_frame, terms_frame
+from specbound.studies.compare import compare
 
 ensure_app_entry()
 

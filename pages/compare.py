@@ -16,14 +16,14 @@ from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
-from specbound.architecture import Kind
-from specbound.bounds import BoundAnalysis, PAssignment
-from specbound.centred import ReferenceKind
-from specbound.compare import compare
-from specbound.figures import bounds as figures
-from specbound.figures.html_report import ReportSection
-from specbound.figures.spectra import change_heatmaps, overlaid_spectra
-from specbound.logspace import exp_array
+from specbound.core.architecture import Kind
+from specbound.core.bounds import BoundAnalysis, PAssignment
+from specbound.core.logspace import exp_array
+from specbound.io.centred import ReferenceKind
+from specbound.present.figures import bounds as figures
+from specbound.present.figures.html_report import ReportSection
+from specbound.present.figures.spectra import change_heatmaps, overlaid_spectra
+from specbound.studies.compare import compare
 
 ensure_app_entry()
 

@@ -22,15 +22,15 @@ from dashboard.safety import public_message
 from dashboard.tables import draw_table
 from dashboard.text import bound_note, format_log_value, plain
 from dashboard.vocabulary import measure_name
-from specbound.figures import lab as figures
-from specbound.figures import trajectory as trajectory_figures
-from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
-from specbound.figures.style import split_panels
+from specbound.core.logspace import LN_10
 from specbound.lab import views
 from specbound.lab.grid import AXES
 from specbound.lab.grokking import grokking_sentence
 from specbound.lab.train import LabError
-from specbound.logspace import LN_10
+from specbound.present.figures import lab as figures
+from specbound.present.figures import trajectory as trajectory_figures
+from specbound.present.figures.spectra import PANEL_COLUMNS, singular_value_profiles
+from specbound.present.figures.style import split_panels
 
 ensure_app_entry()
 

@@ -10,7 +10,7 @@ from dashboard.numbers import format_value, times_in_words
 from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, model_card_caption, plain
-from specbound.families import family_name
+from specbound.io.families import family_name
 
 ensure_app_entry()
 

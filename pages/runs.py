@@ -14,14 +14,14 @@ from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, format_log_value, plain
 from dashboard.vocabulary import measure_name
-from specbound.figures import bounds as bound_figures
-from specbound.figures import lab as lab_figures
-from specbound.figures import trajectory as trajectory_figures
-from specbound.figures.spectra import PANEL_COLUMNS, singular_value_profiles
-from specbound.figures.style import split_panels
+from specbound.core.logspace import LOG10_E
 from specbound.lab import views as lab_views
 from specbound.lab.grokking import SATURATION, run_grokking, run_sentence
-from specbound.logspace import LOG10_E
+from specbound.present.figures import bounds as bound_figures
+from specbound.present.figures import lab as lab_figures
+from specbound.present.figures import trajectory as trajectory_figures
+from specbound.present.figures.spectra import PANEL_COLUMNS, singular_value_profiles
+from specbound.present.figures.style import split_panels
 
 ensure_app_entry()
 RUN_KEY, STEP_KEY, UPLOAD_KEY = "runs_run", "runs_step", "runs_upload"

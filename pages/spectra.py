@@ -24,11 +24,11 @@ from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, code
-from specbound.architecture import DECODER, ENCODER, HEAD_KINDS, Kind
-from specbound.figures import spectra as figures
-from specbound.figures.html_report import ReportSection
-from specbound.figures.style import split_panels
-from specbound.report import singular_values_frame
+from specbound.core.architecture import DECODER, ENCODER, HEAD_KINDS, Kind
+from specbound.present.figures import spectra as figures
+from specbound.present.figures.html_report import ReportSection
+from specbound.present.figures.style import split_panels
+from specbound.present.report import singular_values_frame
 
 ensure_app_entry()
 

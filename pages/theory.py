@@ -16,15 +16,15 @@ from dashboard.numbers import format_number, format_p
 from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, code, format_log_value
-from specbound.architecture import Kind
-from specbound.bounds import grid_resolution, snap_to_grid
-from specbound.defaults import L_PHI, P_MAX, RANK_TOL
-from specbound.figures.style import split_panels
-from specbound.figures.theory import PLAYGROUND_TITLES, playground_figure
-from specbound.numbers import format_power
-from specbound.profile import MatrixId
-from specbound.report import ffn_widths
-from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
+from specbound.core.architecture import Kind
+from specbound.core.bounds import grid_resolution, snap_to_grid
+from specbound.core.defaults import L_PHI, P_MAX, RANK_TOL
+from specbound.core.profile import MatrixId
+from specbound.core.synthetic import Decay, contribution_curve, synthetic_spectrum
+from specbound.present.figures.style import split_panels
+from specbound.present.figures.theory import PLAYGROUND_TITLES, playground_figure
+from specbound.present.numbers import format_power
+from specbound.present.report import ffn_widths
 
 ensure_app_entry()
 

@@ -22,11 +22,11 @@ from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
-from specbound.architecture import Kind
-from specbound.explain import break_even
-from specbound.figures import bounds as figures
-from specbound.figures.html_report import ReportSection
-from specbound.figures.spectra import rank_against_maximum
+from specbound.core.architecture import Kind
+from specbound.present.explain import break_even
+from specbound.present.figures import bounds as figures
+from specbound.present.figures.html_report import ReportSection
+from specbound.present.figures.spectra import rank_against_maximum
 
 ensure_app_entry()
 

@@ -18,12 +18,12 @@ The layers underneath::
 from __future__ import annotations
 
 from ._version import __version__
-from .api import Analysis, analyze
-from .architecture import Adaptation, Kind, Mlp, ModelShape, Residual
-from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
-from .errors import SpecboundError
-from .loading import compute_profile, load_profile
-from .profile import MatrixId, SpectralProfile
+from .api.analysis import Analysis, analyze
+from .core.architecture import Adaptation, Kind, Mlp, ModelShape, Residual
+from .core.bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
+from .core.errors import SpecboundError
+from .core.profile import MatrixId, SpectralProfile
+from .io.loading import compute_profile, load_profile
 
 __all__ = [
     "Adaptation",

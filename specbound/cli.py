@@ -18,7 +18,7 @@ A closed descriptor 0, 1 or 2 is pointed at the null device first, so no file th
 later takes its number.
 
 Everything echoed from input (usage errors, model names, report lines) is escaped and shortened
-(:func:`specbound.text.echoed`), on stdout as on stderr.
+(:func:`specbound.core.text.echoed`), on stdout as on stderr.
 """
 
 from __future__ import annotations
@@ -35,18 +35,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._version import __version__
-from .defaults import DEFAULT_MODEL, L_PHI, LARGE_NORM_11, P_MAX
-from .errors import SpecboundError
-from .files import describe_os_error, output_dir, require_parent, write_text_atomic
+from .core.defaults import DEFAULT_MODEL, L_PHI, LARGE_NORM_11, P_MAX
+from .core.errors import SpecboundError
+from .core.limits import LIMITS
+from .core.progress import ProgressCallback, ProgressEvent, format_eta, silent
+from .core.text import echoed, printable, quoted
+from .io.files import describe_os_error, output_dir, require_parent, write_text_atomic
 from .lab.cli import add_lab_commands
-from .limits import LIMITS
-from .progress import ProgressCallback, ProgressEvent, format_eta, silent
-from .text import echoed, printable, quoted
 
 if TYPE_CHECKING:
-    from .bounds import BoundAnalysis
-    from .options import ComputeOptions
-    from .parallel import Executor
+    from .core.bounds import BoundAnalysis
+    from .io.options import ComputeOptions
+    from .studies.parallel import Executor
 
 #: Exit statuses: a problem the user can fix, a usage error (argparse's), a bug, an interrupt.
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
@@ -114,8 +114,8 @@ def _progress() -> ProgressCallback:
 
 
 def _analysis(args: argparse.Namespace) -> BoundAnalysis:
-    from .bounds import BoundAnalysis, BoundSettings
-    from .loading import load_profile_with
+    from .core.bounds import BoundAnalysis, BoundSettings
+    from .io.loading import load_profile_with
 
     profile = load_profile_with(
         args.model,
@@ -130,9 +130,9 @@ def _analysis(args: argparse.Namespace) -> BoundAnalysis:
 def _centred(args: argparse.Namespace, analysis: BoundAnalysis) -> tuple[BoundAnalysis, Any] | None:
     """With ``--base REF``: the analysis centred at REF (SPEC §14) and the reference; a LoRA adapter
     as the model is centred at its base (REF, else the one its config names); else None."""
-    from .bounds import BoundAnalysis
-    from .centred import Reference
-    from .loading import adapter_base, difference_profile, open_weights
+    from .core.bounds import BoundAnalysis
+    from .io.centred import Reference
+    from .io.loading import adapter_base, difference_profile, open_weights
 
     reference = args.base or adapter_base(args.model)
     if reference is None:
@@ -155,8 +155,8 @@ def _centred(args: argparse.Namespace, analysis: BoundAnalysis) -> tuple[BoundAn
 
 def _centred_lines(centred: BoundAnalysis, reference: Any) -> list[str]:
     """The centred proxies and how many matrices the reference left unchanged, for the text report."""
-    from .logspace import to_log10 as log10
-    from .numbers import format_log
+    from .core.logspace import to_log10 as log10
+    from .present.numbers import format_log
 
     optimal, delta = centred.optimal, centred.schatten_profile
     changed = int((delta.rank > 0).sum())
@@ -171,9 +171,9 @@ def _centred_lines(centred: BoundAnalysis, reference: Any) -> list[str]:
 
 def _compute_options(args: argparse.Namespace) -> ComputeOptions:
     """The backend, the cores, the download cap and the (1,1) norms of the command line."""
-    from .backend import BackendSpec
-    from .limits import download_cap_bytes
-    from .options import ComputeOptions
+    from .core.backend import BackendSpec
+    from .core.limits import download_cap_bytes
+    from .io.options import ComputeOptions
 
     return ComputeOptions(
         backend=BackendSpec(args.backend, args.device),
@@ -214,7 +214,7 @@ def _power_law_lines(analysis: BoundAnalysis, laws: Any) -> str:
 def _layer_table(frame: Any) -> str:
     """The per-layer table in the dashboard's notation (four significant digits, a power of ten for large
     and small values, never E-notation); the log10 columns keep four decimals."""
-    from .numbers import format_number
+    from .present.numbers import format_number
 
     def cell(column: str) -> Callable[[Any], str]:
         if column in ("layer", "stack_layer"):
@@ -229,14 +229,14 @@ def _layer_table(frame: Any) -> str:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    from .logspace import to_log10 as log10
-    from .numbers import format_log
-    from .report import adaptations_line, analysis_json, layer_frame, shape_summary, to_json_text
+    from .core.logspace import to_log10 as log10
+    from .present.numbers import format_log
+    from .present.report import adaptations_line, analysis_json, layer_frame, shape_summary, to_json_text
 
     analysis = _analysis(args)
     laws = None
     if args.power_law:
-        from .heavy_tail import power_law_table
+        from .core.heavy_tail import power_law_table
 
         laws = power_law_table(analysis.profile.singular_values, analysis.profile.above_threshold)
     centred = _centred(args, analysis)
@@ -272,9 +272,9 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from .checkpoints.hub import is_cached
-    from .families import supported_model_types
-    from .models import catalog
+    from .io.checkpoints.hub import is_cached
+    from .io.families import supported_model_types
+    from .io.models import catalog
 
     rows = catalog(is_cached)
     names = [entry.name if entry.name != entry.repo_id else entry.family for entry in rows]  # else its model_type
@@ -295,7 +295,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .report import analysis_json, layer_frame, singular_values_frame, terms_frame, to_json_text
+    from .present.report import analysis_json, layer_frame, singular_values_frame, terms_frame, to_json_text
 
     out = Path(args.out)
     if not out.is_dir():
@@ -328,9 +328,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_grid(args: argparse.Namespace) -> int:
-    from .batch import miniature_names, run_grid
-    from .bounds import BoundSettings
-    from .status import Status
+    from .api.batch import miniature_names, run_grid
+    from .core.bounds import BoundSettings
+    from .studies.status import Status
 
     names = miniature_names(args.layers, args.widths) if (args.layers or args.widths or not args.models) else []
     names += [m for m in args.models or [] if m not in names]
@@ -359,7 +359,14 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 
 def _cmd_trajectory(args: argparse.Namespace) -> int:
-    from .runs import RunSettings, checkpoint_of, hub_checkpoints, run_trajectory, trainer_checkpoints, with_reference
+    from .api.runs import (
+        RunSettings,
+        checkpoint_of,
+        hub_checkpoints,
+        run_trajectory,
+        trainer_checkpoints,
+        with_reference,
+    )
 
     sources = args.sources
     if args.revisions:
@@ -397,8 +404,8 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
 
 
 def _cmd_atlas_export(args: argparse.Namespace) -> int:
-    from .atlas import save_atlas
-    from .loading import load_profile_with
+    from .io.atlas import save_atlas
+    from .io.loading import load_profile_with
 
     require_parent(Path(args.out), "atlas")  # before the analyses, not after them
     profiles, failed = [], []
@@ -421,7 +428,7 @@ def _cmd_atlas_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_atlas_show(args: argparse.Namespace) -> int:
-    from .atlas import read_manifest
+    from .io.atlas import read_manifest
 
     manifest = read_manifest(args.file)
     lines = [
@@ -440,7 +447,7 @@ def _cmd_atlas_show(args: argparse.Namespace) -> int:
 
 def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
     """The scaling-study commands: ``grid`` and ``atlas export | show``."""
-    from .models import MINIATURE_LAYERS, MINIATURE_WIDTHS
+    from .io.models import MINIATURE_LAYERS, MINIATURE_WIDTHS
 
     grid = commands.add_parser(
         "grid", parents=[_debug_option()], help="analyse a set of models for the scaling study (resumable)"
@@ -521,7 +528,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _parallel_options(parser: argparse.ArgumentParser) -> None:
-    """--workers and --dask: where a batch command runs its analyses (:mod:`specbound.parallel`)."""
+    """--workers and --dask: where a batch command runs its analyses (:mod:`specbound.studies.parallel`)."""
     parser.add_argument(
         "--workers",
         type=_positive_int,
@@ -538,7 +545,7 @@ def _parallel_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _executor(args: argparse.Namespace) -> Executor:
-    from .parallel import Executor
+    from .studies.parallel import Executor
 
     return Executor(workers=args.workers, dask=args.dask)
 
@@ -565,7 +572,7 @@ def _bound_options(parser: argparse.ArgumentParser, *, bound_terms: bool = True)
 
 def _compute_arguments(parser: argparse.ArgumentParser) -> None:
     """Where the linear algebra runs, how many layers at once, and the operator's download cap."""
-    from .backend import BACKENDS, DEFAULT_BACKEND, DEFAULT_DEVICE
+    from .core.backend import BACKENDS, DEFAULT_BACKEND, DEFAULT_DEVICE
 
     parser.add_argument(
         "--backend",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specbound.errors import CheckpointError, InvalidWeightsError, UnsupportedModelError
+from specbound.core.errors import CheckpointError, InvalidWeightsError, UnsupportedModelError
 
 
 def edit_config(directory: Path, **changes) -> None:

@@ -98,7 +98,7 @@ def minilm():
     It is the reference the CLI and the dashboard must agree with; the first call fills the test
     session's profile cache, so later opens of the model (by the CLI or the app) are cache hits.
     """
-    from specbound.bounds import BoundAnalysis
-    from specbound.loading import load_profile
+    from specbound.core.bounds import BoundAnalysis
+    from specbound.io.loading import load_profile
 
     return BoundAnalysis.from_profile(load_profile("minilm-l6"))

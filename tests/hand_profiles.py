@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from specbound.architecture import ModelShape
-from specbound.profile import SpectralProfile, full_dims_of, matrix_ids
+from specbound.core.architecture import ModelShape
+from specbound.core.profile import SpectralProfile, full_dims_of, matrix_ids
 
 
 def make_profile(

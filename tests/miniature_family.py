@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from specbound.atlas import save_atlas
-from specbound.loading import load_profile
-from specbound.profile import SpectralProfile
+from specbound.core.profile import SpectralProfile
+from specbound.io.atlas import save_atlas
+from specbound.io.loading import load_profile
 
 LAYERS = (1, 2, 3)
 WIDTHS = (16, 32)

@@ -17,8 +17,8 @@ import pytest
 from cli_runner import run_main, strict_json
 
 import specbound
-from specbound.architecture import Kind
-from specbound.bounds import PAssignment
+from specbound.core.architecture import Kind
+from specbound.core.bounds import PAssignment
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -156,7 +156,7 @@ def test_a_state_dict_of_odd_tensors_converts_or_says_why() -> None:
     """Parameters convert, a sparse weight is made dense, a meta tensor is one line (the pickles' rules)."""
     import torch
 
-    from specbound.errors import CheckpointError
+    from specbound.core.errors import CheckpointError
 
     model = _tiny("bert")
     state = dict(model.state_dict())
@@ -175,7 +175,7 @@ def test_power_law_frame_fits_each_matrix_as_the_json_does(minilm) -> None:
     import json
 
     from specbound.cli import main
-    from specbound.heavy_tail import power_law_table
+    from specbound.core.heavy_tail import power_law_table
 
     result = specbound.analyze("minilm-l6")
     laws = result.power_law_frame()

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbound.architecture import ModelShape
-from specbound.atlas import AtlasError, atlas_member, load_atlas, read_manifest, save_atlas
-from specbound.bounds import BoundAnalysis
 from specbound.cli import main
-from specbound.errors import SpecboundError
-from specbound.loading import load_profile
-from specbound.loading import load_profile as load_by_name
-from specbound.models import Source, atlas_reference, resolve
-from specbound.profile import SpectralProfile
+from specbound.core.architecture import ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.errors import SpecboundError
+from specbound.core.profile import SpectralProfile
+from specbound.io.atlas import AtlasError, atlas_member, load_atlas, read_manifest, save_atlas
+from specbound.io.loading import load_profile
+from specbound.io.loading import load_profile as load_by_name
+from specbound.io.models import Source, atlas_reference, resolve
 
 FIELDS = ("singular_values", "full_dims", "norm_21", "norm_11")
 
@@ -175,7 +175,7 @@ def test_an_atlas_of_schema_1_still_opens_as_bert_encoders(tmp_path: Path) -> No
     """Schema 1 (before other families were read) stored the four sizes of a BERT encoder."""
     from hostile.hostile_helpers import write_atlas
 
-    from specbound.twin import random_twin
+    from specbound.studies.twin import random_twin
 
     profile = random_twin(ModelShape(2, 16, 2, 24), model="old")
 
@@ -191,7 +191,7 @@ def test_an_atlas_of_schema_1_still_opens_as_bert_encoders(tmp_path: Path) -> No
 
 
 def test_an_atlas_keeps_a_gated_grouped_query_model_whole(tmp_path: Path) -> None:
-    from specbound.twin import random_twin
+    from specbound.studies.twin import random_twin
 
     shape = ModelShape(
         2,

@@ -8,15 +8,22 @@ import os
 import numpy as np
 import pytest
 
-import specbound.backend as backend
-import specbound.loading as loading
-import specbound.spectrum as spectrum
+import specbound.core.backend as backend
+import specbound.core.spectrum as spectrum
+import specbound.io.loading as loading
 from specbound import compute_profile
-from specbound.architecture import ModelShape
-from specbound.backend import LARGE_EIGEN_ORDER, BackendError, BackendSpec, NumpyBackend, get_backend, large_eigvalsh
-from specbound.cache import ProfileCache
-from specbound.matrices import LayerWeights
-from specbound.spectrum import FactoredHeads, head_spectra
+from specbound.core.architecture import ModelShape
+from specbound.core.backend import (
+    LARGE_EIGEN_ORDER,
+    BackendError,
+    BackendSpec,
+    NumpyBackend,
+    get_backend,
+    large_eigvalsh,
+)
+from specbound.core.matrices import LayerWeights
+from specbound.core.spectrum import FactoredHeads, head_spectra
+from specbound.io.cache import ProfileCache
 
 SHAPE = ModelShape(2, 32, 4, 48)
 

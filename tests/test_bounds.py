@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hand_profiles import HAND_NORM21, HAND_SHAPE, HAND_SPECTRA, make_profile
 
-from specbound.architecture import Kind, ModelShape
-from specbound.bounds import (
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import (
     BoundAnalysis,
     BoundSettings,
     PAssignment,
@@ -21,11 +21,11 @@ from specbound.bounds import (
     p_grid,
     snap_to_grid,
 )
-from specbound.defaults import L_PHI
-from specbound.loading import compute_profile
-from specbound.logspace import LOG_MAX
-from specbound.matrices import LayerWeights
-from specbound.profile import MatrixId, matrix_ids
+from specbound.core.defaults import L_PHI
+from specbound.core.logspace import LOG_MAX
+from specbound.core.matrices import LayerWeights
+from specbound.core.profile import MatrixId, matrix_ids
+from specbound.io.loading import compute_profile
 
 
 @pytest.fixture

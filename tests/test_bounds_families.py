@@ -2,7 +2,7 @@
 
 Hand-built profiles with prescribed singular values: a gated MLP with grouped-query attention (the
 Llama family), a parallel residual (GPT-NeoX), and the activation constants. Every expected value is
-computed here from SPEC §11 with plain Python loops, independently of :mod:`specbound.bounds`.
+computed here from SPEC §11 with plain Python loops, independently of :mod:`specbound.core.bounds`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from hand_profiles import make_profile
 
-from specbound.architecture import Kind, Mlp, ModelShape, Residual
-from specbound.bounds import BoundAnalysis, BoundSettings
-from specbound.logspace import to_log10
+from specbound.core.architecture import Kind, Mlp, ModelShape, Residual
+from specbound.core.bounds import BoundAnalysis, BoundSettings
+from specbound.core.logspace import to_log10
 
 L_PHI_SILU = 1.0998
 

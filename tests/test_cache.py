@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from specbound import Kind, MatrixId, ModelShape, load_profile
-from specbound.cache import ProfileCache, default_cache_dir
-from specbound.checkpoints import fingerprint
-from specbound.errors import CheckpointError
+from specbound.core.errors import CheckpointError
+from specbound.io.cache import ProfileCache, default_cache_dir
+from specbound.io.checkpoints import fingerprint
 
 
 def assert_same_profile(a, b) -> None:
@@ -35,7 +35,7 @@ def test_second_load_is_a_cache_hit_that_does_not_open_the_checkpoint(make_check
     def no_opening(directory):
         raise AssertionError("a cache hit opened the checkpoint")
 
-    monkeypatch.setattr("specbound.loading.open_checkpoint", no_opening)
+    monkeypatch.setattr("specbound.io.loading.open_checkpoint", no_opening)
     second = load_profile(str(directory), cache=cache)
     assert_same_profile(first, second)
     assert second is not first
@@ -187,8 +187,8 @@ def test_an_entry_of_the_previous_schema_still_opens_as_a_bert_encoder(make_chec
     they are read as such, bit for bit, and never recomputed."""
     import json
 
-    from specbound import cache as cache_module
-    from specbound.files import atomic_write
+    from specbound.io import cache as cache_module
+    from specbound.io.files import atomic_write
 
     cache = ProfileCache(tmp_path / "profiles")
     profile = load_profile(str(make_checkpoint(layers=2)), use_cache=False)
@@ -215,8 +215,8 @@ def test_an_entry_of_schema_3_still_opens_with_its_block(make_checkpoint, tmp_pa
     is read as it was written, bit for bit, and never recomputed."""
     import json
 
-    from specbound import cache as cache_module
-    from specbound.files import atomic_write
+    from specbound.io import cache as cache_module
+    from specbound.io.files import atomic_write
 
     cache = ProfileCache(tmp_path / "profiles")
     profile = load_profile(str(make_checkpoint(layers=2)), use_cache=False)

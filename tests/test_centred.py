@@ -21,13 +21,13 @@ import numpy as np
 import pytest
 
 import specbound
-from specbound.architecture import Kind, ModelShape
-from specbound.bounds import p_grid
-from specbound.centred import ReferenceMismatchError, stacked_attention
-from specbound.checkpoints import open_checkpoint
-from specbound.errors import SpecboundWarning
-from specbound.loading import difference_profile, load_profile
-from specbound.matrices import LayerWeights, head_rows, mlp_field
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import p_grid
+from specbound.core.errors import SpecboundWarning
+from specbound.core.matrices import LayerWeights, head_rows, mlp_field
+from specbound.io.centred import ReferenceMismatchError, stacked_attention
+from specbound.io.checkpoints import open_checkpoint
+from specbound.io.loading import difference_profile, load_profile
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -215,7 +215,7 @@ def test_a_model_against_itself_changes_nothing(pairs):
 
 def test_the_streamed_block_difference_equals_the_whole_one(pairs, monkeypatch):
     """A memory-mapped feed-forward pair is subtracted block by block (neither held whole): the same spectra."""
-    import specbound.loading as loading
+    import specbound.io.loading as loading
 
     tuned, base = (open_checkpoint(p) for p in pairs["llama"])
     whole = difference_profile(tuned, base, model="whole")
@@ -293,8 +293,8 @@ def test_a_base_in_memory_equals_the_same_base_on_disk(pairs):
 
 
 def test_an_atlas_member_cannot_be_a_reference(pairs, tmp_path):
-    from specbound.atlas import save_atlas
-    from specbound.errors import CheckpointError
+    from specbound.core.errors import CheckpointError
+    from specbound.io.atlas import save_atlas
 
     profile = load_profile(str(pairs["gpt2"][1]), use_cache=False)
     save_atlas([profile], tmp_path / "a.npz")

@@ -15,8 +15,8 @@ import pytest
 from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
 
 from specbound import Kind, MatrixId, ModelShape, load_profile
-from specbound.checkpoints import fingerprint, open_checkpoint, weight_files
-from specbound.errors import CheckpointError
+from specbound.core.errors import CheckpointError
+from specbound.io.checkpoints import fingerprint, open_checkpoint, weight_files
 
 #: (out, in) weight names per family, relative to one layer.
 BERT_KEYS = (
@@ -171,7 +171,7 @@ def test_layers_are_read_one_at_a_time_as_float64(make_checkpoint):
 def test_bundled_minilm_profile():
     from safetensors.numpy import load_file
 
-    from specbound.models import bundled_model_dir
+    from specbound.io.models import bundled_model_dir
 
     profile = load_profile("minilm-l6")
     shape = profile.shape

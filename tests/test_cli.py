@@ -239,7 +239,7 @@ def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
         f"{directory.resolve()}: bert, L=2 N=32 H=4 d=8 d_ff=48, 20 matrices, L_phi=1.13, "
         f"grid m={math.ceil(2 + math.log(32))}"
     )
-    from specbound.numbers import format_number
+    from specbound.present.numbers import format_number
 
     # the dashboard's notation: four significant digits, a power of ten where large, never E-notation
     assert (
@@ -432,8 +432,8 @@ def test_main_reports_errors_on_stderr(capsys, tmp_path):
 
 
 def test_analyze_and_export_open_an_atlas_model(make_checkpoint, tmp_path, capsys):
-    from specbound.atlas import save_atlas
-    from specbound.loading import load_profile
+    from specbound.io.atlas import save_atlas
+    from specbound.io.loading import load_profile
 
     profiles = [load_profile(str(make_checkpoint(layers=layers, seed=layers))) for layers in (1, 2)]
     atlas_file = save_atlas(profiles, tmp_path / "two.npz")

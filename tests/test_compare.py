@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hand_profiles import flat_one_layer, profile_from_spectra
 
-from specbound.architecture import Kind, ModelShape
-from specbound.bounds import BoundAnalysis, PAssignment
-from specbound.compare import compare
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis, PAssignment
+from specbound.studies.compare import compare
 
 TWO_LAYERS = ModelShape(num_layers=2, hidden_size=4, num_heads=1, ffn_size=4)
 

@@ -13,19 +13,19 @@ import pytest
 import specbound
 
 MODULES = (
-    "specbound.api",
-    "specbound.architecture",
-    "specbound.bounds",
-    "specbound.errors",
-    "specbound.loading",
-    "specbound.profile",
-    "specbound.centred",
-    "specbound.checkpoints.lora",
-    "specbound.figures.bounds",
-    "specbound.figures.spectra",
-    "specbound.runs",
+    "specbound.api.analysis",
+    "specbound.core.architecture",
+    "specbound.core.bounds",
+    "specbound.core.errors",
+    "specbound.io.loading",
+    "specbound.core.profile",
+    "specbound.io.centred",
+    "specbound.io.checkpoints.lora",
+    "specbound.present.figures.bounds",
+    "specbound.present.figures.spectra",
+    "specbound.api.runs",
     "specbound.lab.finetune",
-    "specbound.values",
+    "specbound.core.values",
 )
 
 

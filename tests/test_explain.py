@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from hand_profiles import ONE_LAYER, flat_one_layer, profile_from_spectra
 
-from specbound.architecture import Kind, ModelShape
-from specbound.bounds import BoundAnalysis, log_contribution_table, optimal_index, p_grid
-from specbound.explain import (
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis, log_contribution_table, optimal_index, p_grid
+from specbound.core.profile import MatrixId
+from specbound.present.explain import (
     break_even,
     explain_p_star,
     log_break_even_table,
@@ -19,9 +20,8 @@ from specbound.explain import (
     rank_and_maximum,
     structural_rank,
 )
-from specbound.numbers import format_power
-from specbound.profile import MatrixId
-from specbound.twin import random_twin
+from specbound.present.numbers import format_power
+from specbound.studies.twin import random_twin
 
 
 @pytest.mark.parametrize("sigma, rank, n", [(0.3, 4, 4), (2.0, 32, 384), (1e-3, 7, 64)])

@@ -8,9 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from specbound.figures.scaling import growth_figure
-from specbound.figures.style import PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE
-from specbound.scaling import Axis, ModelSummary, Proxy, ScalingStudy
+from specbound.present.figures.scaling import growth_figure
+from specbound.present.figures.style import PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE
+from specbound.studies.scaling import Axis, ModelSummary, Proxy, ScalingStudy
 
 
 def _study() -> ScalingStudy:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specbound.files import atomic_write, describe_os_error, write_text_atomic
+from specbound.io.files import atomic_write, describe_os_error, write_text_atomic
 
 
 def test_a_failed_atomic_write_is_the_target_s_error_and_leaves_nothing_behind(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbound.atlas import load_atlas
-from specbound.batch import record_slug
-from specbound.bounds import BoundAnalysis
+from specbound.api.batch import record_slug
 from specbound.cli import main
-from specbound.loading import load_profile
+from specbound.core.bounds import BoundAnalysis
+from specbound.io.atlas import load_atlas
+from specbound.io.loading import load_profile
 
 DEPTHS = (1, 2, 3)
 WIDTHS = (16, 32)
@@ -197,7 +197,7 @@ def test_nothing_analysed_is_an_error(tmp_path: Path, capsys) -> None:
 
 
 def test_default_grid_is_the_24_miniatures() -> None:
-    from specbound.batch import miniature_names
+    from specbound.api.batch import miniature_names
 
     assert len(miniature_names()) == 24 and miniature_names()[0] == "L2-H128"
     assert miniature_names([4, 2], [256]) == ["L2-H256", "L4-H256"]

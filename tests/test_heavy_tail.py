@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from specbound.heavy_tail import (
+from specbound.core.heavy_tail import (
     MIN_TAIL,
     PowerLawRule,
     fit_power_law,
@@ -180,7 +180,7 @@ def test_agrees_with_weightwatcher() -> None:
 def test_the_power_law_table_keeps_each_matrix_s_fit() -> None:
     """Per matrix, the table holds fit_power_law's answer for its counted σ², NaN where the rule skips; the
     lab's α (a mean over the fitted matrices) is the mean of the table's column."""
-    from specbound.heavy_tail import power_law_table, spectrum_alphas
+    from specbound.core.heavy_tail import power_law_table, spectrum_alphas
 
     rng = np.random.default_rng(0)
     singular_values = np.zeros((3, 40))

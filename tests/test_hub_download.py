@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from local_hub import COMMIT, LocalHub
 
-from specbound.models import miniature_repo_id
+from specbound.io.models import miniature_repo_id
 
 REPORT_DOWNLOADS = """
 import json, sys
-from specbound.loading import load_profile
+from specbound.io.loading import load_profile
 events = []
 profile = load_profile(sys.argv[1], progress=events.append)
 print(json.dumps({"shape": [profile.shape.num_layers, profile.shape.hidden_size, profile.shape.num_heads],

@@ -12,9 +12,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "specbound"
 
 def test_the_graph_reads_subpackages_and_function_level_imports() -> None:
     graph = import_graph(PACKAGE)
-    assert "specbound.families.registry" in graph["specbound.families"]  # a subpackage's own modules
-    assert "specbound.loading" in graph["specbound.api"]  # imported inside a function only
-    assert "specbound.limits" in graph["specbound.families.config"]  # a relative import two levels up
+    assert "specbound.io.families.registry" in graph["specbound.io.families"]  # a subpackage's own modules
+    assert "specbound.io.loading" in graph["specbound.api.analysis"]  # imported inside a function only
+    assert "specbound.core.limits" in graph["specbound.io.families.config"]  # a relative import two levels up
 
 
 def test_a_submodule_importing_its_package_closes_a_circle(tmp_path: Path) -> None:

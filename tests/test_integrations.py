@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import specbound
-from specbound.atlas import load_atlas
-from specbound.integrations import LOG_PREFIX, SpecboundCallback
+from specbound.api.integrations import LOG_PREFIX, SpecboundCallback
+from specbound.io.atlas import load_atlas
 
 STEPS = 24
 

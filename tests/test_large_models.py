@@ -21,15 +21,15 @@ from cli_runner import assert_one_line_error, run_cli
 from local_hub import LocalHub
 
 from specbound import compute_profile, load_profile
-from specbound.architecture import ModelShape
-from specbound.backend import BackendError, BackendSpec, get_backend
-from specbound.cache import ProfileCache
-from specbound.checkpoints import open_checkpoint, read_config
-from specbound.errors import SpecboundError
-from specbound.limits import LIMITS, check_encoder_shape, layer_peak_bytes
-from specbound.matrices import attention_heads, layer_factors
-from specbound.progress import ProgressEvent, format_eta
-from specbound.spectrum import FactoredHeads, head_spectra
+from specbound.core.architecture import ModelShape
+from specbound.core.backend import BackendError, BackendSpec, get_backend
+from specbound.core.errors import SpecboundError
+from specbound.core.limits import LIMITS, check_encoder_shape, layer_peak_bytes
+from specbound.core.matrices import attention_heads, layer_factors
+from specbound.core.progress import ProgressEvent, format_eta
+from specbound.core.spectrum import FactoredHeads, head_spectra
+from specbound.io.cache import ProfileCache
+from specbound.io.checkpoints import open_checkpoint, read_config
 
 LAYERS = 4
 
@@ -131,7 +131,7 @@ def test_cuda_equals_the_cpu_to_1e_12_of_sigma_1(llama) -> None:
 def test_large_eigen_solves_of_the_numpy_backend_go_through_torchs_lapack(monkeypatch) -> None:
     import sys
 
-    import specbound.backend as backend
+    import specbound.core.backend as backend
 
     rng = np.random.default_rng(3)
     factor = rng.standard_normal((backend.LARGE_EIGEN_ORDER, backend.LARGE_EIGEN_ORDER + 64))
@@ -151,7 +151,7 @@ def test_large_eigen_solves_of_the_numpy_backend_go_through_torchs_lapack(monkey
 
 
 def test_a_large_qr_batch_is_factored_one_matrix_at_a_time_with_the_same_bits(monkeypatch) -> None:
-    import specbound.backend as backend
+    import specbound.core.backend as backend
 
     rng = np.random.default_rng(5)
     heads = rng.standard_normal((6, 20, 300)).transpose(0, 2, 1)  # (H, N, d) views, as the query factors
@@ -188,7 +188,7 @@ def test_cli_backend_options(llama) -> None:
 
 @pytest.mark.parametrize("shared", [False, True], ids=["one factor per head", "grouped-query"])
 def test_blocked_norms_of_factored_products_equal_dense(monkeypatch, shared: bool) -> None:
-    import specbound.spectrum as spectrum
+    import specbound.core.spectrum as spectrum
 
     rng = np.random.default_rng(7)
     n, d, heads = 96, 8, 4
@@ -215,8 +215,8 @@ def test_the_large_norm_11_is_opt_in_from_the_command_line_to_the_cache(llama, m
     """With every QK and V product of the fixture over the buffer: null in the JSON by default, the
     dense value on request; a cached profile without it is computed again when it is asked for."""
     import specbound
-    import specbound.spectrum as spectrum
-    from specbound.profile import validate_profile
+    import specbound.core.spectrum as spectrum
+    from specbound.core.profile import validate_profile
 
     monkeypatch.setattr(spectrum, "PRODUCT_BLOCK_BYTES", 1024)  # a 48 x 48 product is 18 kB
     monkeypatch.setenv("SPECBOUND_CACHE", str(tmp_path / "cache"))
@@ -240,7 +240,7 @@ def test_the_large_norm_11_is_opt_in_from_the_command_line_to_the_cache(llama, m
 
 @pytest.mark.parametrize("dims", [(48, 80), (80, 48)], ids=["M_in-shaped", "M_out-shaped"])
 def test_the_gram_matrix_by_blocks_is_the_lower_triangle_of_the_whole_one(dims) -> None:
-    from specbound.spectrum import gram_by_blocks
+    from specbound.core.spectrum import gram_by_blocks
 
     rng = np.random.default_rng(11)
     matrix = rng.standard_normal(dims)
@@ -267,8 +267,8 @@ def test_the_gram_matrix_by_blocks_is_the_lower_triangle_of_the_whole_one(dims) 
 def test_large_feed_forward_matrices_are_read_block_by_block_from_the_memory_map(dtype, monkeypatch, tmp_path) -> None:
     """Every feed-forward matrix over the threshold: read from its mapped tensor in blocks of 3
     columns or rows, never whole; the profile agrees with dense SVDs of the matrices."""
-    import specbound.checkpoints as checkpoints
-    import specbound.loading as loading
+    import specbound.io.checkpoints as checkpoints
+    import specbound.io.loading as loading
 
     directory = write_llama(tmp_path / dtype, dtype=dtype)
     monkeypatch.setattr(loading, "MAPPED_MATRIX_BYTES", 0)
@@ -294,8 +294,8 @@ def test_a_bad_value_in_a_mapped_block_is_refused_by_name(monkeypatch, tmp_path)
     import torch
     from safetensors.torch import load_file, save_file
 
-    import specbound.loading as loading
-    from specbound.errors import InvalidWeightsError
+    import specbound.io.loading as loading
+    from specbound.core.errors import InvalidWeightsError
 
     directory = write_llama(tmp_path / "llama", dtype="float32")
     shard = next(
@@ -310,7 +310,7 @@ def test_a_bad_value_in_a_mapped_block_is_refused_by_name(monkeypatch, tmp_path)
 
 
 def test_norms_of_large_feed_forward_matrices_by_blocks_of_columns(monkeypatch) -> None:
-    import specbound.spectrum as spectrum
+    import specbound.core.spectrum as spectrum
 
     matrix = np.random.default_rng(3).standard_normal((40, 70)).T  # a transposed view, as M_in is
     whole_21, whole_11 = float(spectrum.norm_21(matrix)), float(spectrum.norm_11(matrix))
@@ -420,7 +420,7 @@ def test_a_model_in_memory_streams_one_layer_at_a_time_and_is_never_cached(llama
     import transformers
 
     import specbound
-    import specbound.loading as loading
+    import specbound.io.loading as loading
 
     model = transformers.AutoModel.from_pretrained(llama)
     seen: list[str] = []
@@ -441,8 +441,8 @@ def test_a_model_in_memory_streams_one_layer_at_a_time_and_is_never_cached(llama
 
 
 def test_batch_tasks_side_by_side_analyse_one_layer_at_a_time() -> None:
-    from specbound.options import ComputeOptions
-    from specbound.parallel import Executor
+    from specbound.io.options import ComputeOptions
+    from specbound.studies.parallel import Executor
 
     backend = BackendSpec("torch", "cpu")
     assert Executor().compute_options(ComputeOptions(backend, workers=None)) == ComputeOptions(backend, workers=None)
@@ -463,7 +463,7 @@ def test_grid_and_trajectory_take_the_compute_options(llama, tmp_path) -> None:
         "trajectory", str(step), "--out", str(tmp_path / "run"), "--no-cache", "--backend", "torch", "--workers", "2"
     )
     assert trajectory.returncode == 0, trajectory.stderr
-    from specbound.atlas import load_atlas
+    from specbound.io.atlas import load_atlas
 
     for atlas in (tmp_path / "grid.npz", tmp_path / "run" / "trajectory.npz"):
         (profile,) = load_atlas(atlas)
@@ -483,8 +483,8 @@ def test_grid_and_trajectory_take_the_compute_options(llama, tmp_path) -> None:
 #: layer (its gate matrix), after its attention heads are done.
 KILLED_IN_LAYER_2 = """
 import os, signal, sys
-from specbound.backend import NumpyBackend
-from specbound.loading import load_profile
+from specbound.core.backend import NumpyBackend
+from specbound.io.loading import load_profile
 
 class DiesInLayer2(NumpyBackend):
     solves = 0
@@ -500,7 +500,7 @@ load_profile(sys.argv[1], backend=DiesInLayer2(), workers=1)
 #: Counts the layers a run computes (the others come from the cache).
 COUNT_COMPUTED = """
 import json, sys
-import specbound.loading as loading
+import specbound.io.loading as loading
 computed = []
 original = loading.analyse_layer
 def counting(layer, shape, backend=None, **options):
@@ -572,7 +572,7 @@ def test_a_corrupt_layer_entry_is_recomputed(llama, tmp_path) -> None:
 REPORT_ORDER = """
 import json, sys
 import torch  # imported before the clock matters (bf16 tensors are read through it)
-from specbound.loading import load_profile
+from specbound.io.loading import load_profile
 events = []
 load_profile(sys.argv[1], progress=lambda e: events.append([e.stage, e.detail, e.done, e.total]), workers=1)
 print(json.dumps(events))

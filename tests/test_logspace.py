@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from specbound.logspace import LOG_MAX, LOG_TINY, exp_array, exp_or_inf, logsumexp, safe_log, to_log10
+from specbound.core.logspace import LOG_MAX, LOG_TINY, exp_array, exp_or_inf, logsumexp, safe_log, to_log10
 
 
 def test_logsumexp_matches_the_plain_sum_and_survives_overflow() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbound.architecture import Kind, ModelShape
-from specbound.matrices import LayerWeights, head_rows, layer_factors
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.matrices import LayerWeights, head_rows, layer_factors
 
 
 def random_layer(n: int, ffn: int, seed: int = 0) -> LayerWeights:

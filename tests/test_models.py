@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from specbound import ModelShape, load_profile
-from specbound.checkpoints import is_cached
-from specbound.defaults import DEFAULT_MODEL
-from specbound.errors import ModelNotFoundError
-from specbound.models import (
+from specbound.core.defaults import DEFAULT_MODEL
+from specbound.core.errors import ModelNotFoundError
+from specbound.io.checkpoints import is_cached
+from specbound.io.models import (
     BUNDLED_REPO_ID,
     MINIATURE_LAYERS,
     MINIATURE_WIDTHS,
@@ -155,7 +155,7 @@ def test_catalog_lists_the_bundled_model_then_24_miniatures_then_other_families(
         "gpt2", "gpt_neox", "opt", "qwen2", "vit", "gemma3_text", "qwen3", "olmo2", "bloom", "phi", "phi3", "olmoe",
         "t5", "bart",
     }  # fmt: skip
-    from specbound.families import ADAPTERS
+    from specbound.io.families import ADAPTERS
 
     assert {e.family for e in others} <= set(ADAPTERS)  # every catalog family is one the analysis reads
     assert not any(e.is_miniature for e in others) and all(e.is_miniature for e in entries[1:25])
@@ -233,7 +233,7 @@ def test_cached_repository_needs_no_network_even_when_online_mode_is_on(make_che
 
 
 def test_cache_entry_without_weights_is_not_cached(make_checkpoint, hub_entry, monkeypatch):
-    from specbound.errors import OfflineError
+    from specbound.core.errors import OfflineError
 
     hub_entry("someone/config-only", make_checkpoint(), files=("config.json",))
     assert not is_cached("someone/config-only")
@@ -253,7 +253,7 @@ def test_cached_pytorch_format_repository(make_checkpoint, hub_entry, monkeypatc
 
 
 def test_parse_miniature_alias():
-    from specbound.models import parse_miniature_alias
+    from specbound.io.models import parse_miniature_alias
 
     assert parse_miniature_alias("L4-H256") == (4, 256)
     assert parse_miniature_alias(" l12-h768 ") == (12, 768)

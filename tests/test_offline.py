@@ -6,7 +6,7 @@ import pytest
 from cli_runner import run_cli
 
 from specbound import load_profile
-from specbound.errors import ModelNotFoundError, OfflineError
+from specbound.core.errors import ModelNotFoundError, OfflineError
 
 
 def test_uncached_hub_id_in_offline_mode(monkeypatch):

@@ -35,7 +35,7 @@ def test_the_wheel_installs_into_a_clean_environment_and_runs(tmp_path: Path) ->
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    assert "specbound/py.typed" in names and "specbound/families/llama.py" in names
+    assert "specbound/py.typed" in names and "specbound/io/families/llama.py" in names
     for shipped in ("reference", "reference_decoder", "reference_grokking", "reference_fit", "reference_fit_decoder"):
         assert any(n.startswith(f"specbound/lab/{shipped}/runs/") for n in names), shipped
     assert not any(n.startswith(("tests/", "dashboard/", "pages/")) for n in names)

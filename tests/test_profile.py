@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbound.architecture import Kind, ModelShape
-from specbound.profile import MatrixId, SpectralProfile, matrix_ids
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.profile import MatrixId, SpectralProfile, matrix_ids
 
 
 def test_matrix_order_and_count() -> None:

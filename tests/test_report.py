@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from hand_profiles import HAND_NORM21, HAND_SHAPE, HAND_SPECTRA, make_profile
 
-from specbound.bounds import BoundAnalysis
-from specbound.report import analysis_json, layer_frame, singular_values_frame, terms_frame
+from specbound.core.bounds import BoundAnalysis
+from specbound.present.report import analysis_json, layer_frame, singular_values_frame, terms_frame
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from cli_runner import run_cli, run_main
 from local_hub import LocalHub
 
 import specbound
-from specbound.atlas import load_atlas
-from specbound.runs import TRAINER_STATE, hub_checkpoints
+from specbound.api.runs import TRAINER_STATE, hub_checkpoints
+from specbound.io.atlas import load_atlas
 
 STEPS, SAVE_EVERY = 12, 4
 

@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from specbound.architecture import ModelShape
-from specbound.bounds import BoundAnalysis
-from specbound.profile import SpectralProfile
-from specbound.scaling import (
+from specbound.core.architecture import ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.profile import SpectralProfile
+from specbound.studies.scaling import (
     CONFIDENCE,
     Axis,
     BetterFit,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbound.defaults import RANK_TOL
-from specbound.spectrum import (
+from specbound.core.defaults import RANK_TOL
+from specbound.core.spectrum import (
     cumulative_energy,
     entrywise_norms_factored,
     norm_11,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
+from specbound.core.synthetic import Decay, contribution_curve, synthetic_spectrum
 
 
 def test_decay_laws() -> None:
@@ -36,7 +36,7 @@ def test_which_p_wins_depends_on_the_scale() -> None:
 
 
 def test_playground_figure_carries_the_curve() -> None:
-    from specbound.figures.theory import playground_figure
+    from specbound.present.figures.theory import playground_figure
 
     sv = synthetic_spectrum(8, Decay.POWER, 1.0)
     curve = contribution_curve(sv, hidden_size=32, scale=10.0, grid_m=3)

@@ -9,7 +9,7 @@ from typing import TypeVar
 import pytest
 from threadpoolctl import threadpool_info
 
-from specbound.threads import serial_blas, torch_threads
+from specbound.core.threads import serial_blas, torch_threads
 
 T = TypeVar("T")
 

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from specbound.architecture import Kind, ModelShape
-from specbound.bounds import BoundAnalysis
-from specbound.defaults import BERT_INITIALIZER_RANGE
-from specbound.explain import structural_rank
-from specbound.twin import random_twin, random_twin_of, twin_layers
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.defaults import BERT_INITIALIZER_RANGE
+from specbound.present.explain import structural_rank
+from specbound.studies.twin import random_twin, random_twin_of, twin_layers
 
 SMALL = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
 MINILM = ModelShape(num_layers=6, hidden_size=384, num_heads=12, ffn_size=1536)

@@ -22,7 +22,7 @@ def train_with_callback(model: Any, data: list[dict[str, Any]], out: Path, name:
     proxy against the saved checkpoint, and return that checkpoint's analysis."""
     import transformers
 
-    from specbound.integrations import LOG_PREFIX, SpecboundCallback
+    from specbound.api.integrations import LOG_PREFIX, SpecboundCallback
 
     args = transformers.TrainingArguments(
         output_dir=str(out),

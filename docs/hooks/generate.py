@@ -1,9 +1,9 @@
 """Pages of the documentation site written from the code at build time (an mkdocs hook).
 
 Nothing on these pages is a hand-kept copy of something the code knows: the limits table is read from
-:class:`specbound.limits.Limits` (each field's value and the comment above it), the families table from
-the adapter registry and :class:`specbound.architecture.Adaptation`, the command line from its own
-argparse parser, the JSON fields from :func:`specbound.report.analysis_json` run on a small model,
+:class:`specbound.core.limits.Limits` (each field's value and the comment above it), the families table from
+the adapter registry and :class:`specbound.core.architecture.Adaptation`, the command line from its own
+argparse parser, the JSON fields from :func:`specbound.present.report.analysis_json` run on a small model,
 the package layout from each module's docstring, and the lab's verdict from the shipped CSVs
 (:func:`specbound.lab.views.verdict_report`, what ``specbound lab report`` prints). Delete a
 docstring, a limit or an adaptation and the page changes with it.
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def limits_page() -> str:
     """Every field of ``Limits``: its value (bytes in KiB/MiB/GiB) and the comment written above it."""
-    from specbound import limits
+    from specbound.core import limits
 
     comments = _field_comments(limits.Limits)
     rows = ["| limit | value | what it bounds |", "|---|---|---|"]
@@ -46,7 +46,7 @@ def limits_page() -> str:
     return (
         "# Limits\n\n"
         + doc.split("\n\n")[0]
-        + "\n\nRead from `specbound.limits.LIMITS` when this page was built. The download cap (default "
+        + "\n\nRead from `specbound.core.limits.LIMITS` when this page was built. The download cap (default "
         f"{limits.DEFAULT_MAX_DOWNLOAD_MB} MB) is the one an operator sets: `${limits.MAX_DOWNLOAD_ENV_VAR}` "
         "or `--max-download-gb`.\n\n" + "\n".join(rows) + "\n"
     )
@@ -91,9 +91,9 @@ def families_page() -> str:
     grouped-query attention only with fewer key/value heads, ...); then every adaptation explained."""
     import transformers
 
-    from specbound.architecture import ACTIVATION_LIPSCHITZ, Adaptation
-    from specbound.families import ADAPTERS
-    from specbound.families.registry import family_name
+    from specbound.core.architecture import ACTIVATION_LIPSCHITZ, Adaptation
+    from specbound.io.families import ADAPTERS
+    from specbound.io.families.registry import family_name
 
     rows = ["| family | `model_type` | adaptations (default config) | activation (L_φ) |", "|---|---|---|---|"]
     for model_type, adapter in ADAPTERS.items():
@@ -103,7 +103,7 @@ def families_page() -> str:
         rows.append(f"| {family_name(model_type)} | `{model_type}` | {named} | {shape.activation} ({lipschitz:g}) |")
     explained = "\n".join(f"- **{a.value}**: {a.explanation}." for a in Adaptation)
     return (
-        "# Families\n\nEvery family specbound reads (`specbound/families/`), with the adaptations of the proxy "
+        "# Families\n\nEvery family specbound reads (`specbound/io/families/`), with the adaptations of the proxy "
         "its adapter names on transformers' default config of that `model_type`, as registered when this "
         "page was built. A checkpoint's own config decides its own (the CLI's header, the JSON's "
         "`adaptations` and the dashboard's model card name them for the open model).\n\n"
@@ -146,9 +146,9 @@ def _help_block(title: str, parser: Any) -> str:
 def json_page() -> str:
     """The prose of the JSON reference (hand-written, in ``reference/json-text.md``) and the fields the
     package prints, read from ``analysis_json`` of small models of each kind."""
-    from specbound.architecture import Mlp, ModelShape
-    from specbound.bounds import BoundAnalysis
-    from specbound.report import analysis_json
+    from specbound.core.architecture import Mlp, ModelShape
+    from specbound.core.bounds import BoundAnalysis
+    from specbound.present.report import analysis_json
 
     shapes = {
         "a BERT encoder": ModelShape(2, 8, 2, 16),
@@ -175,7 +175,7 @@ def json_page() -> str:
 def _ones(shape: Any) -> Any:
     import numpy as np
 
-    from specbound.profile import SpectralProfile, full_dims_of
+    from specbound.core.profile import SpectralProfile, full_dims_of
 
     m, n = shape.num_matrices, shape.hidden_size
     sv = np.zeros((m, n))
@@ -251,8 +251,8 @@ def maths_page() -> str:
     if str(ROOT) not in sys.path:  # the dashboard is a folder of the repository, not an installed package
         sys.path.insert(0, str(ROOT))
     from dashboard.theory import alpha_latex, gamma_latex
-    from specbound.families import ADAPTERS
-    from specbound.families.registry import family_name
+    from specbound.io.families import ADAPTERS
+    from specbound.io.families.registry import family_name
 
     sections = [
         "## Each family's α and γ\n\nThe paper's block is BERT's; every other family adapts α (its layer "

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..files import DirectoryLock, DirectoryLocked
+from ..io.files import DirectoryLock, DirectoryLocked
 from .records import RUNS_DIR
 from .train import TrainingCancelled
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..progress import ProgressCallback, ProgressEvent, silent
+from ..core.progress import ProgressCallback, ProgressEvent, silent
 from .tasks import MAX_LABEL_NOISE, TASKS
 from .train import (
     FAMILIES,
@@ -358,7 +358,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from ..status import Status
+    from ..studies.status import Status
     from .grid import GROK, preset_grid, read_grid
     from .reference import export_reference, shipped_reference
     from .sweep import run_sweep
@@ -389,7 +389,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         specs += grid.specs()
         print(f"{len(grid.specs())} runs of {family} on {grid.task.describe()}; results in {args.out}", flush=True)
     started = time.perf_counter()
-    from ..parallel import Executor
+    from ..studies.parallel import Executor
 
     result = run_sweep(
         specs,

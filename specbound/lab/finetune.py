@@ -19,7 +19,7 @@ not to read it. The names :data:`BASE_NAME`, :data:`FULL_NAME` and :data:`LORA_N
 anywhere a model name is taken (CLI, notebook, dashboard).
 
 Example:
-    >>> from specbound.models import resolve
+    >>> from specbound.io.models import resolve
     >>> resolve(LORA_NAME).path.name
     'lora'
 """
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..models import FINETUNE_BASE as BASE_NAME
-from ..models import FINETUNE_FULL as FULL_NAME
-from ..models import FINETUNE_LORA as LORA_NAME
-from ..models import FINETUNE_TRIO_DIR as TRIO_DIR
+from ..io.models import FINETUNE_BASE as BASE_NAME
+from ..io.models import FINETUNE_FULL as FULL_NAME
+from ..io.models import FINETUNE_LORA as LORA_NAME
+from ..io.models import FINETUNE_TRIO_DIR as TRIO_DIR
 from .tasks import ThresholdTask
 from .train import LabError, RunSpec, _measure, _training_context, build_model, model_inputs
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..files import describe_os_error, read_json
-from ..limits import LIMITS
-from ..text import quoted
-from ..values import is_real_number
+from ..core.limits import LIMITS
+from ..core.text import quoted
+from ..core.values import is_real_number
+from ..io.files import describe_os_error, read_json
 from .tasks import TASKS, LabTask, ThresholdTask
 from .train import FAMILIES, LabError, RunSpec, TrainSettings
 

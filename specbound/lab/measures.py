@@ -1,6 +1,6 @@
 """Classical complexity measures a generalization course compares with the bound proxies.
 
-All are computed from a :class:`specbound.profile.SpectralProfile` (spectral norms, Frobenius norms and
+All are computed from a :class:`specbound.core.profile.SpectralProfile` (spectral norms, Frobenius norms and
 (2,1) norms of the L (2H + 2) proxy matrices), so they see exactly the matrices the bound sees:
 
 * ``frobenius``: sum over all proxy matrices of ||W||_F^2.
@@ -16,7 +16,7 @@ All are computed from a :class:`specbound.profile.SpectralProfile` (spectral nor
 
   with ||A_b||_2 = sum_h ||W_h||_2 and ||A_b||_{2,1} = sum_h ||W_h||_{2,1} (exact for the (2,1) norm
   of the heads' matrices placed side by side). The (2,1) norm is the sum of column 2-norms, as in
-  :mod:`specbound.spectrum`.
+  :mod:`specbound.core.spectrum`.
 
 Everything is returned as a natural logarithm except the Frobenius sum, which cannot overflow here.
 """
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..profile import SpectralProfile
+from ..core.profile import SpectralProfile
 
 
 def block_norms(profile: SpectralProfile) -> tuple[np.ndarray, np.ndarray]:

@@ -23,8 +23,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..files import atomic_write, read_json
-from ..limits import LIMITS
+from ..core.limits import LIMITS
+from ..io.files import atomic_write, read_json
 from .registry import recorded_measures
 from .train import LabError, RunSpec
 from .trajectory import RunTrajectory

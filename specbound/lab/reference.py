@@ -33,14 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..atlas import atlas_member, save_atlas
-from ..bounds import BoundAnalysis
-from ..errors import SpecboundError
-from ..files import atomic_write, describe_os_error, read_json
-from ..limits import LIMITS
-from ..loading import load_profile
-from ..profile import SpectralProfile
-from ..text import quoted
+from ..core.bounds import BoundAnalysis
+from ..core.errors import SpecboundError
+from ..core.limits import LIMITS
+from ..core.profile import SpectralProfile
+from ..core.text import quoted
+from ..io.atlas import atlas_member, save_atlas
+from ..io.files import atomic_write, describe_os_error, read_json
+from ..io.loading import load_profile
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
 from .flatness import DEFAULT_FLATNESS
 from .records import LAB_LABEL, RUNS_DIR, read_runs, write_record

@@ -11,7 +11,7 @@ function and one :func:`register` call below.
 Inputs, one class each, so every ``compute`` is typed by what it reads:
 
 * :class:`CheckpointMeasure` (``CHECKPOINT``): a function of the checkpoint's
-  :class:`~specbound.bounds.BoundAnalysis` (its spectral profile), recorded at every saved step;
+  :class:`~specbound.core.bounds.BoundAnalysis` (its spectral profile), recorded at every saved step;
 * :class:`ModelMeasure` (``MODEL``): a function of the trained model and its training set
   (:class:`ModelProbe`), computed when the run is trained, on the final checkpoint only (other steps
   do not have it);
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ..bounds import BoundAnalysis
-from ..heavy_tail import SpectrumAlphas, spectrum_alphas
-from ..logspace import LOG10_E
+from ..core.bounds import BoundAnalysis
+from ..core.heavy_tail import SpectrumAlphas, spectrum_alphas
+from ..core.logspace import LOG10_E
 from .flatness import censoring_values, inverse_square, pacbayes_sigma, sharpness_alpha
 from .measures import frobenius_sum, log_bartlett, log_spectral_product
 
@@ -50,7 +50,7 @@ FIXED_P: tuple[float, ...] = (0.0, 1.0, 2.0)
 
 
 class MeasureInput(str, Enum):
-    """What a measure is computed from (not to be confused with :class:`specbound.models.Source`, where
+    """What a measure is computed from (not to be confused with :class:`specbound.io.models.Source`, where
     a model comes from)."""
 
     CHECKPOINT = "checkpoint"  # compute(analysis: BoundAnalysis), every saved step

@@ -19,11 +19,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..bounds import BoundSettings
-from ..files import describe_os_error
-from ..parallel import Executor, run_tasks
-from ..progress import ProgressCallback, silent
-from ..status import Status
+from ..core.bounds import BoundSettings
+from ..core.progress import ProgressCallback, silent
+from ..io.files import describe_os_error
+from ..studies.parallel import Executor, run_tasks
+from ..studies.status import Status
 from .claims import claim, tables_lock
 from .records import RUNS_DIR, finished_run, read_runs, write_record
 from .tables import LabResults, lab_results, write_results, write_tables

@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..values import is_real_number
+from ..core.values import is_real_number
 
 #: Upper limits that keep a task a small, classroom-sized problem.
 MAX_VOCAB: int = 1024

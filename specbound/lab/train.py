@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import SpecboundError
-from ..progress import ProgressCallback, ProgressEvent, silent
-from ..threads import torch_threads
+from ..core.errors import SpecboundError
+from ..core.progress import ProgressCallback, ProgressEvent, silent
+from ..core.threads import torch_threads
 from .registry import ModelProbe, model_measures
 from .tasks import LabeledSample, LabTask, ThresholdTask
 

@@ -1,7 +1,7 @@
 """Every bound term of a run at every saved step, through the normal analysis path.
 
-Each checkpoint directory goes through :func:`specbound.loading.load_profile` (so the profile cache
-is used, exactly as ``specbound analyze DIR`` would) and :class:`specbound.bounds.BoundAnalysis`. Per
+Each checkpoint directory goes through :func:`specbound.io.loading.load_profile` (so the profile cache
+is used, exactly as ``specbound analyze DIR`` would) and :class:`specbound.core.bounds.BoundAnalysis`. Per
 step: the measured errors; log10 of the bound's layer constant α per layer; p* of every matrix; and
 every CHECKPOINT measure of :mod:`specbound.lab.registry` (ours at p* and at p = 0, 1, 2, the
 Edelman-style proxy, the comparison measures, the power-law exponents of the spectra). The MODEL
@@ -18,16 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..bounds import BoundAnalysis, BoundSettings
-from ..loading import load_profile
-from ..logspace import LOG10_E
-from ..progress import ProgressCallback, ProgressEvent, silent
-from ..values import is_genuine_int, is_real_number
+from ..core.bounds import BoundAnalysis, BoundSettings
+from ..core.logspace import LOG10_E
+from ..core.progress import ProgressCallback, ProgressEvent, silent
+from ..core.values import is_genuine_int, is_real_number
+from ..io.loading import load_profile
 from .registry import checkpoint_measures, recorded_measures
 from .tasks import task_from_dict
 from .train import RunSpec, TrainResult, TrainSettings, standard_error
 
-#: The bound's constants used by the lab unless told otherwise (those of specbound.defaults).
+#: The bound's constants used by the lab unless told otherwise (those of specbound.core.defaults).
 DEFAULT_BOUNDS = BoundSettings()
 _CORE = ("step", "train_loss", "train_error", "test_error", "test_samples", "checkpoint", "grid_m")
 

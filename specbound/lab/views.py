@@ -2,7 +2,7 @@
 and every measure beside the gap over the final checkpoints of a sweep.
 
 Pure functions of finished runs (:class:`~specbound.lab.trajectory.RunTrajectory`); the figures of
-:mod:`specbound.figures.lab` draw them and the dashboard only picks what to draw. Proxies stay in
+:mod:`specbound.present.figures.lab` draw them and the dashboard only picks what to draw. Proxies stay in
 log10, as the records keep them; parameter count, Σ‖W‖_F² and the flatness measures are plain
 positive numbers (drawn on log axes).
 """

@@ -65,24 +65,24 @@ def forbid_recomputation(monkeypatch) -> None:
     """Make every file access and decomposition of the analysis raise: the slider path may only evaluate.
 
     A function is replaced under every name it has in the package and the dashboard, not only in the
-    module that defines it: ``specbound.loading`` calls the ``fetch`` it imported, which a patch of
-    ``specbound.checkpoints.fetch`` alone would never reach.
+    module that defines it: ``specbound.io.loading`` calls the ``fetch`` it imported, which a patch of
+    ``specbound.io.checkpoints.fetch`` alone would never reach.
     """
-    import specbound.cache
-    import specbound.checkpoints
-    import specbound.loading
-    import specbound.models
+    import specbound.io.cache
+    import specbound.io.checkpoints
+    import specbound.io.loading
+    import specbound.io.models
 
     def forbidden(*_, **__):
         raise AssertionError("the slider path reached file access or a decomposition")
 
     for module, name in [
-        (specbound.loading, "load_profile"),
-        (specbound.loading, "compute_profile"),
-        (specbound.checkpoints, "fetch"),
-        (specbound.checkpoints, "is_cached"),
-        (specbound.checkpoints, "open_checkpoint"),
-        (specbound.models, "catalog"),
+        (specbound.io.loading, "load_profile"),
+        (specbound.io.loading, "compute_profile"),
+        (specbound.io.checkpoints, "fetch"),
+        (specbound.io.checkpoints, "is_cached"),
+        (specbound.io.checkpoints, "open_checkpoint"),
+        (specbound.io.models, "catalog"),
     ]:
         original = getattr(module, name)
         for holder in [m for key, m in list(sys.modules.items()) if key.split(".")[0] in ("specbound", "dashboard")]:
@@ -90,7 +90,7 @@ def forbid_recomputation(monkeypatch) -> None:
                 if value is original:
                     monkeypatch.setattr(holder, alias, forbidden)
     for module, name in [
-        (specbound.cache.ProfileCache, "load"),
+        (specbound.io.cache.ProfileCache, "load"),
         (np.linalg, "svd"),
         (np.linalg, "eigvalsh"),
         (np.linalg, "qr"),

@@ -14,10 +14,10 @@ from dashboard.headline import total_texts
 from dashboard.numbers import DIGITS, format_against, format_value, significant_digits
 from dashboard.tables import EXPLORER_TABLES_KEY, TABLE_WIDTH_PX
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL
-from specbound.architecture import Kind
-from specbound.bounds import BoundTerms, PAssignment
-from specbound.figures.bounds import SumsView
-from specbound.logspace import to_log10 as log10
+from specbound.core.architecture import Kind
+from specbound.core.bounds import BoundTerms, PAssignment
+from specbound.core.logspace import to_log10 as log10
+from specbound.present.figures.bounds import SumsView
 
 
 def _metric(at, label: str) -> str:
@@ -203,11 +203,11 @@ def test_slider_path_touches_no_file_and_runs_no_svd(free_p_app, rerun, minilm, 
 
 def test_the_guard_reaches_a_function_under_every_name_it_is_imported_as(monkeypatch) -> None:
     """The guard of the slider path is no formality: the loader's own imported names raise too."""
-    import specbound.checkpoints.hub
-    import specbound.loading
+    import specbound.io.checkpoints.hub
+    import specbound.io.loading
 
     forbid_recomputation(monkeypatch)
-    for call in (specbound.loading.fetch, specbound.checkpoints.hub.fetch, specbound.loading.open_checkpoint):
+    for call in (specbound.io.loading.fetch, specbound.io.checkpoints.hub.fetch, specbound.io.loading.open_checkpoint):
         with pytest.raises(AssertionError, match="slider path"):
             call("minilm-l6")
 
@@ -382,7 +382,7 @@ def test_a_shared_link_draws_its_widgets_without_a_session_state_clash(monkeypat
 def test_the_headline_compares_with_the_random_twin(bounds_app, rerun, minilm) -> None:
     from dashboard.baseline import CONTROLS_SECTION_KEY, TWIN_KEY, twin_analysis
     from dashboard.headline import BASELINE_LABEL
-    from specbound.compare import compare
+    from specbound.studies.compare import compare
 
     at = bounds_app
     assert "Compare with a baseline" in [e.label for e in at.expander]

@@ -14,8 +14,8 @@ from app_harness import forbid_recomputation, open_directory, page_text, run_cle
 
 from dashboard.headline import total_texts
 from dashboard.text import TOTAL_LABEL
-from specbound.bounds import BoundAnalysis, snap_to_grid
-from specbound.loading import load_profile
+from specbound.core.bounds import BoundAnalysis, snap_to_grid
+from specbound.io.loading import load_profile
 
 
 def _save(model, directory: Path) -> Path:
@@ -77,8 +77,8 @@ def test_the_bound_explorer_has_a_slider_per_kind_the_model_has(landing_app, lla
     at.slider(key="p_kind_M_gate").set_value(0.5)
     run_clean(at)
     analysis = BoundAnalysis.from_profile(load_profile(str(llama_dir)))
-    from specbound.architecture import Kind
-    from specbound.bounds import PAssignment
+    from specbound.core.architecture import Kind
+    from specbound.core.bounds import PAssignment
 
     terms = analysis.evaluate(PAssignment(default=1.0, by_kind={Kind.M_GATE: 0.5}))
     (total,) = [m.value for m in at.metric if m.label == TOTAL_LABEL]

@@ -57,8 +57,8 @@ def test_every_report_opens_with_the_model_card_and_its_adaptations(moe_dir) -> 
     router)."""
     from dashboard.export import model_card_section
     from dashboard.text import model_card_caption
-    from specbound.figures.html_report import html_report
-    from specbound.loading import load_profile
+    from specbound.io.loading import load_profile
+    from specbound.present.figures.html_report import html_report
 
     shape = load_profile(str(moe_dir)).shape
     card = model_card_section(shape, 12)
@@ -69,7 +69,7 @@ def test_every_report_opens_with_the_model_card_and_its_adaptations(moe_dir) -> 
     for name in ("causal", "rotary", "grouped-query attention", "gated MLP", "router held fixed"):
         assert name in report, name
     assert all(a.explanation.split(":")[0] in report for a in shape.adaptations)
-    from specbound.architecture import ModelShape
+    from specbound.core.architecture import ModelShape
 
     plain_card = model_card_section(ModelShape(2, 32, 4, 48), 7)
     assert not plain_card.tables and "BERT-family encoder" in plain_card.note

@@ -7,9 +7,9 @@ import pytest
 from app_harness import as_shown, table_columns
 
 from dashboard.numbers import format_value
-from specbound.architecture import Kind
-from specbound.profile import MatrixId
-from specbound.spectrum import cumulative_energy
+from specbound.core.architecture import Kind
+from specbound.core.profile import MatrixId
+from specbound.core.spectrum import cumulative_energy
 
 
 def _parts(at, plotly_specs, words: str) -> list[dict]:
@@ -162,7 +162,7 @@ def test_a_matrix_opens_with_its_spectrum_curve_and_terms(app, rerun, figure_tit
     assert star["y"][0] == pytest.approx(minilm.optimal.contribution[i], rel=1e-12)
     assert app.query_params["matrix"] == str(i)  # the open matrix is part of the link
     # its eigenvalue spectrum with WeightWatcher's fit, the package's own figure
-    from specbound.figures.spectra import esd_figure
+    from specbound.present.figures.spectra import esd_figure
 
     expected = esd_figure(minilm.profile, i).to_dict()["layout"]["title"]["text"]
     esd = figure_titled(app, expected.split("<br>")[0])

@@ -18,11 +18,11 @@ from dashboard.numbers import shown_value
 from dashboard.tables import CELL_PAD_PX, CHAR_PX
 from dashboard.text import OPTIMAL_LABEL, format_log_value, plain
 from dashboard.vocabulary import measure_name
-from specbound.atlas import load_atlas
-from specbound.bounds import BoundAnalysis
+from specbound.core.bounds import BoundAnalysis
+from specbound.io.atlas import load_atlas
 from specbound.lab import reference, views
 from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, environment_verdicts, read_results
-from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
+from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
 
 RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
 RUN_KEY = service.run_key(service.REFERENCE, RUN)

@@ -14,9 +14,9 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import atlas, safety
 from dashboard import lab as lab_service
-from specbound import atlas as sb_atlas
-from specbound.atlas import save_atlas
-from specbound.loading import load_profile
+from specbound.io import atlas as sb_atlas
+from specbound.io.atlas import save_atlas
+from specbound.io.loading import load_profile
 
 #: A profile cache (and so an upload store) under directories whose names hold spaces and accents.
 ODD_CACHE = ("mes données", "cache x")

@@ -12,12 +12,12 @@ from app_harness import run_clean
 from dashboard import runs as service
 from dashboard.safety import SERVER_PATHS_ENV
 from dashboard.text import format_log_value, plain
-from specbound.architecture import Kind, ModelShape
-from specbound.atlas import save_atlas
-from specbound.bounds import BoundAnalysis
-from specbound.logspace import LOG10_E, to_log10
-from specbound.profile import MatrixId
-from specbound.twin import random_twin
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.logspace import LOG10_E, to_log10
+from specbound.core.profile import MatrixId
+from specbound.io.atlas import save_atlas
+from specbound.studies.twin import random_twin
 
 
 def _trajectory(directory: Path) -> list:
@@ -164,7 +164,7 @@ def test_bad_steps_and_losses_cost_only_themselves(landing_app, tmp_path, monkey
      ("1e3", None), ("", None), (True, None), (12.0, 12), (12.5, None), (float("nan"), None), (7, 7), (-1, None)],
 )  # fmt: skip
 def test_a_step_is_ascii_digits_only(text, step) -> None:
-    from specbound.runs import parse_step
+    from specbound.api.runs import parse_step
 
     assert parse_step(text) == step
 

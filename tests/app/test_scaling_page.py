@@ -1,5 +1,5 @@
 """The Scaling page over a miniature-shaped family opened from an atlas file: its growth curves and
-exponents are the ones specbound.scaling computes, missing miniatures are listed, never skipped."""
+exponents are the ones specbound.studies.scaling computes, missing miniatures are listed, never skipped."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from dashboard.atlas import model_name
 from dashboard.numbers import shown_value
 from dashboard.scaling import EXPONENT_ORDER
 from dashboard.text import BOUND_NOTE
-from specbound.bounds import BoundAnalysis
-from specbound.scaling import Axis, Proxy, ScalingStudy, summarize
+from specbound.core.bounds import BoundAnalysis
+from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
 
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
 MINIATURES = "BERT Miniatures"
@@ -227,7 +227,7 @@ def test_two_models_of_one_shape_are_refused_plainly(scaling_app, family, plotly
 
 def test_atlas_export_of_the_study(scaling_app, family, tmp_path) -> None:
     from dashboard.atlas import atlas_bytes
-    from specbound.atlas import load_atlas
+    from specbound.io.atlas import load_atlas
 
     at = scaling_app
     labels = [b.label for b in at.get("download_button")]

@@ -1,5 +1,5 @@
 """The Overview, Why p* wins and Compare pages, and presentation mode, on the bundled model: every number
-on screen is the package's own (specbound.explain, specbound.compare, specbound.twin)."""
+on screen is the package's own (specbound.present.explain, specbound.studies.compare, specbound.studies.twin)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
 from dashboard.vocabulary import TERMS
 from pages.compare import WHY_AGREE
 from pages.overview import HOW_TO_READ, P_STAR_LABEL, PRODUCT_NAME, RATIO_LABEL, TOUR, WHAT_P_IS
-from specbound.architecture import Kind
-from specbound.compare import compare
-from specbound.explain import break_even, explain_p_star, p_star_by_kind, p_star_summary
-from specbound.logspace import to_log10
-from specbound.profile import MatrixId
+from specbound.core.architecture import Kind
+from specbound.core.logspace import to_log10
+from specbound.core.profile import MatrixId
+from specbound.present.explain import break_even, explain_p_star, p_star_by_kind, p_star_summary
+from specbound.studies.compare import compare
 
 
 def _metrics(at) -> dict[str, str]:
@@ -205,7 +205,7 @@ def test_the_twin_takes_the_initializer_range_of_the_model(make_checkpoint, tmp_
     import json
 
     from dashboard.baseline import initializer_range
-    from specbound.defaults import BERT_INITIALIZER_RANGE
+    from specbound.core.defaults import BERT_INITIALIZER_RANGE
 
     directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
     config = json.loads((directory / "config.json").read_text())

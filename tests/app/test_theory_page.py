@@ -13,8 +13,8 @@ from dashboard.atlas import model_name
 from dashboard.controls import OWN
 from dashboard.numbers import format_against
 from dashboard.text import TOTAL_LABEL, format_log_value
-from specbound.architecture import Kind
-from specbound.bounds import BoundAnalysis, PAssignment
+from specbound.core.architecture import Kind
+from specbound.core.bounds import BoundAnalysis, PAssignment
 
 MODEL = "L2-H32"
 
@@ -141,9 +141,9 @@ def test_the_adapted_factors_shown_are_the_ones_the_bound_uses() -> None:
     experts, give the package's own γ of every matrix they name (SPEC §12)."""
     import math
 
-    from specbound.architecture import ModelShape
-    from specbound.profile import MatrixId
-    from specbound.twin import random_twin
+    from specbound.core.architecture import ModelShape
+    from specbound.core.profile import MatrixId
+    from specbound.studies.twin import random_twin
 
     t5 = BoundAnalysis.from_profile(
         random_twin(ModelShape(5, 32, 4, 48, encoder_layers=2, family="t5", activation="relu"), model="t5")

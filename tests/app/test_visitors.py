@@ -21,8 +21,8 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import atlas, safety
 from dashboard.text import plain
-from specbound.atlas import save_atlas
-from specbound.loading import load_profile
+from specbound.io.atlas import save_atlas
+from specbound.io.loading import load_profile
 
 ROOT = APP.parent
 
@@ -307,14 +307,14 @@ def _failing(original, when: str, message: str):
 
 
 def test_a_page_that_raises_is_one_error_box(monkeypatch, make_checkpoint, tmp_path, caplog) -> None:
-    import specbound.figures.spectra
+    import specbound.present.figures.spectra
 
     stored = atlas.store_upload("tiny.npz", _tiny_atlas(make_checkpoint, tmp_path))
     secret = f"{tmp_path}/secret/internal-state.bin"
     monkeypatch.setattr(
-        specbound.figures.spectra,
+        specbound.present.figures.spectra,
         "singular_value_profiles",
-        _failing(specbound.figures.spectra.singular_value_profiles, "L2-H32", f"boom in {secret}"),
+        _failing(specbound.present.figures.spectra.singular_value_profiles, "L2-H32", f"boom in {secret}"),
     )
     with caplog.at_level(logging.ERROR, logger="specbound.dashboard"):
         at = _linked(model=f"atlas:@{stored.stem}#L2-H32", p_global="0.5")
@@ -333,16 +333,16 @@ def test_a_page_that_raises_is_one_error_box(monkeypatch, make_checkpoint, tmp_p
 
 @pytest.mark.parametrize("how", ["link", "sidebar"])
 def test_an_unexpected_error_while_opening_keeps_the_previous_model(monkeypatch, tmp_path, how: str) -> None:
-    import specbound.loading
+    import specbound.io.loading
 
-    original = specbound.loading.load_profile
+    original = specbound.io.loading.load_profile
 
     def load_profile(ref, *args, **kwargs):
         if getattr(ref, "name", ref) == "owner/boom":
             raise RecursionError(f"maximum recursion depth exceeded in {tmp_path}/config.json")
         return original(ref, *args, **kwargs)
 
-    monkeypatch.setattr(specbound.loading, "load_profile", load_profile)
+    monkeypatch.setattr(specbound.io.loading, "load_profile", load_profile)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no download to size first: straight to opening
     if how == "link":
         at = _linked(model="owner/boom")
@@ -397,21 +397,21 @@ def test_a_config_of_nested_brackets_is_one_error_box(monkeypatch, make_checkpoi
 @pytest.fixture
 def hub_sizes(monkeypatch):
     """A Hub whose models weigh what the test says (sizes from metadata only) and a record of opens."""
-    import specbound.checkpoints
-    import specbound.limits
-    import specbound.loading
+    import specbound.core.limits
+    import specbound.io.checkpoints
+    import specbound.io.loading
 
     sizes: dict[str, int] = {}
     opened: list[str] = []
-    original = specbound.loading.load_profile
+    original = specbound.io.loading.load_profile
 
     def plan(ref, progress=None):
-        return specbound.checkpoints.DownloadPlan(
+        return specbound.io.checkpoints.DownloadPlan(
             ref.repo_id,
             None,
             Path("/nowhere"),
             (("model.safetensors", sizes[ref.repo_id]),),
-            specbound.limits.max_download_bytes(),
+            specbound.core.limits.max_download_bytes(),
         )
 
     def load_profile(ref, *args, **kwargs):
@@ -420,9 +420,9 @@ def hub_sizes(monkeypatch):
             return dataclasses.replace(original("minilm-l6"), model=ref.name)
         return original(ref, *args, **kwargs)
 
-    monkeypatch.setattr(specbound.checkpoints, "download_plan", plan)
-    monkeypatch.setattr(specbound.checkpoints, "is_cached", lambda repo_id, revision=None: False)
-    monkeypatch.setattr(specbound.loading, "load_profile", load_profile)
+    monkeypatch.setattr(specbound.io.checkpoints, "download_plan", plan)
+    monkeypatch.setattr(specbound.io.checkpoints, "is_cached", lambda repo_id, revision=None: False)
+    monkeypatch.setattr(specbound.io.loading, "load_profile", load_profile)
     monkeypatch.setenv("SPECBOUND_MAX_DOWNLOAD_MB", "100")
     return sizes, opened
 

@@ -13,7 +13,7 @@ from streamlit_page import assert_no_errors, screenshot, wait_idle
 from streamlit_server import serve_dashboard
 
 from dashboard.sidebar import CACHED_MARK
-from specbound.models import miniature_repo_id
+from specbound.io.models import miniature_repo_id
 
 pytestmark = pytest.mark.browser
 

@@ -24,8 +24,8 @@ from dashboard.numbers import DIGITS, MAX_DIGITS
 from dashboard.text import TOTAL_LABEL
 from pages.compare import WHY_AGREE
 from pages.overview import PRODUCT_NAME
-from specbound.architecture import Kind
-from specbound.figures.style import KIND_COLORS, PROJECTOR_FONT_PX
+from specbound.core.architecture import Kind
+from specbound.present.figures.style import KIND_COLORS, PROJECTOR_FONT_PX
 
 pytestmark = pytest.mark.browser
 

@@ -15,8 +15,8 @@ from streamlit_server import serve_dashboard
 
 from dashboard.safety import PATHS_OFF, SERVER_PATHS_ENV
 from dashboard.text import WORD_JOINER
-from specbound.atlas import save_atlas
-from specbound.loading import load_profile
+from specbound.io.atlas import save_atlas
+from specbound.io.loading import load_profile
 
 pytestmark = pytest.mark.browser
 

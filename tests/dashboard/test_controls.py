@@ -22,7 +22,7 @@ from dashboard.controls import (
     slider_positions,
     slider_step,
 )
-from specbound.architecture import Kind
+from specbound.core.architecture import Kind
 
 
 def test_nothing_is_held_before_the_controls_are_first_drawn(minilm) -> None:

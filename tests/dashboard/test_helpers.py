@@ -12,10 +12,10 @@ from dashboard.controls import MODE_CODEC, OPTIMAL, OWN
 from dashboard.scaling import family_member
 from dashboard.share import BOOL, P_VALUE
 from dashboard.text import format_log_value
-from specbound.architecture import ModelShape
-from specbound.atlas import save_atlas
-from specbound.models import resolve
-from specbound.profile import SpectralProfile
+from specbound.core.architecture import ModelShape
+from specbound.core.profile import SpectralProfile
+from specbound.io.atlas import save_atlas
+from specbound.io.models import resolve
 
 
 @pytest.mark.parametrize(

@@ -23,12 +23,12 @@ def test_the_cycle_finder_finds_a_circle() -> None:
 
 def test_every_visitor_name_goes_through_the_one_policy() -> None:
     """Only the visitor rules turn a name into a model reference: no other dashboard module calls
-    ``specbound.models.resolve`` (which would look for a directory of that name on the server)."""
+    ``specbound.io.models.resolve`` (which would look for a directory of that name on the server)."""
     for path in PACKAGE.glob("*.py"):
         if path.stem == "safety":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module == "specbound.models":
+            if isinstance(node, ast.ImportFrom) and node.module == "specbound.io.models":
                 assert "resolve" not in {a.name for a in node.names}, path.name
             if isinstance(node, ast.Attribute) and node.attr == "resolve" and isinstance(node.value, ast.Name):
                 assert node.value.id != "models", path.name

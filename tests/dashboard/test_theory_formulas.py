@@ -13,9 +13,9 @@ import pytest
 from hand_profiles import make_profile
 
 from dashboard.theory import alpha_latex, gamma_latex
-from specbound.architecture import Kind, Mlp, ModelShape, Residual
-from specbound.bounds import BoundAnalysis
-from specbound.profile import MatrixId
+from specbound.core.architecture import Kind, Mlp, ModelShape, Residual
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.profile import MatrixId
 
 PLAIN = ModelShape(2, 8, 2, 12)
 GATED_PARALLEL = ModelShape(2, 8, 2, 12, mlp=Mlp.GATED, residual=Residual.PARALLEL)

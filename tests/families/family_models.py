@@ -740,14 +740,14 @@ def proxy_matrices(built: Built, state: dict[str, np.ndarray], fmt: str) -> list
 
 
 def assert_matrix_tensors_exist(directory: Path) -> None:
-    """Every key :meth:`~specbound.families.base.FamilyAdapter.matrix_tensors` names, for every proxy
+    """Every key :meth:`~specbound.io.families.base.FamilyAdapter.matrix_tensors` names, for every proxy
     matrix of the checkpoint in ``directory``, is a tensor of its safetensors files below one of the
     family's prefixes (or, for experts stored fused, a matrix the adapter reads out of a fused tensor);
     its layer number is the matrix's layer within its stack."""
     from safetensors import safe_open
 
-    from specbound.checkpoints import open_checkpoint
-    from specbound.profile import matrix_ids
+    from specbound.core.profile import matrix_ids
+    from specbound.io.checkpoints import open_checkpoint
 
     checkpoint = open_checkpoint(directory)
     shape, adapter = checkpoint.shape, checkpoint.adapter

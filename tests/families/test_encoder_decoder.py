@@ -28,11 +28,11 @@ from family_models import save_each
 from hand_profiles import make_profile
 
 import specbound
-from specbound.architecture import DECODER, ENCODER, Adaptation, Kind, ModelShape
-from specbound.bounds import BoundAnalysis
-from specbound.checkpoints import open_checkpoint
-from specbound.matrices import LayerWeights, layer_factors
-from specbound.profile import MatrixId
+from specbound.core.architecture import DECODER, ENCODER, Adaptation, Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.matrices import LayerWeights, layer_factors
+from specbound.core.profile import MatrixId
+from specbound.io.checkpoints import open_checkpoint
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -444,8 +444,8 @@ def test_trajectory_follows_an_encoder_decoder_through_its_checkpoints(saved, tm
 
 
 def test_atlas_and_cache_keep_the_stacks(saved, tmp_path):
-    from specbound.atlas import load_atlas, read_manifest, save_atlas
-    from specbound.cache import ProfileCache
+    from specbound.io.atlas import load_atlas, read_manifest, save_atlas
+    from specbound.io.cache import ProfileCache
 
     _, directory = saved["t5"]
     profile = specbound.analyze(directory, use_cache=False).profile
@@ -469,9 +469,9 @@ def test_a_decoder_of_its_own_width_round_trips_and_is_refused_by_older_readers(
     and the CLI's header carry both, and a shape of one width is written as before."""
     from cli_runner import cli
 
-    from specbound import atlas
-    from specbound.atlas import AtlasError, load_atlas, read_manifest, save_atlas
-    from specbound.cache import ProfileCache
+    from specbound.io import atlas
+    from specbound.io.atlas import AtlasError, load_atlas, read_manifest, save_atlas
+    from specbound.io.cache import ProfileCache
 
     _, directory = saved["bart-ffn"]
     profile = specbound.analyze(directory, use_cache=False).profile
@@ -500,7 +500,7 @@ def test_a_decoder_of_its_own_width_round_trips_and_is_refused_by_older_readers(
 
 
 def test_random_twin_of_an_encoder_decoder_draws_t5s_own_scales(saved):
-    from specbound.twin import random_twin
+    from specbound.studies.twin import random_twin
 
     _, directory = saved["t5-gated"]
     shape = specbound.analyze(directory, use_cache=False).shape
@@ -524,8 +524,8 @@ def test_the_trainer_callback_reads_an_encoder_decoder_as_it_trains(tmp_path):
 
 
 def test_figures_draw_each_stack_with_its_kinds():
-    from specbound.figures import bounds as bound_figures
-    from specbound.figures import spectra as spectra_figures
+    from specbound.present.figures import bounds as bound_figures
+    from specbound.present.figures import spectra as spectra_figures
 
     shape = ModelShape(3, 4, 2, 4, family="t5", activation="relu", encoder_layers=1)
     profile = make_profile(shape, [[1.0 + i % 5, 0.5] for i in range(shape.num_matrices)])

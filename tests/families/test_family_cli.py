@@ -9,7 +9,7 @@ import pytest
 from cli_runner import cli, strict_json
 from family_models import FAMILIES
 
-from specbound.checkpoints import open_checkpoint
+from specbound.io.checkpoints import open_checkpoint
 
 #: name -> (family, H, H_kv, d, mlp, residual, activation, L_φ, adaptations)
 EXPECTED = {

@@ -32,9 +32,9 @@ import numpy as np
 import pytest
 from family_models import FAMILIES, IDENTITY, Built, Family, Sizes
 
-from specbound.architecture import Kind, ModelShape
-from specbound.checkpoints import open_checkpoint
-from specbound.matrices import LayerFactors, LayerWeights, layer_factors
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.matrices import LayerFactors, LayerWeights, layer_factors
+from specbound.io.checkpoints import open_checkpoint
 
 #: Relative error a right reading stays below: float64 end to end, except that several eager
 #: attentions (Llama's, OPT's, GPT-NeoX's, ViT's) take the softmax in float32, which leaves ~1e-7

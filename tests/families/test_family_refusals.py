@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_one_line_error, cli
 
-from specbound.checkpoints import open_checkpoint
-from specbound.errors import UnsupportedModelError
-from specbound.loading import load_profile
+from specbound.core.errors import UnsupportedModelError
+from specbound.io.checkpoints import open_checkpoint
+from specbound.io.loading import load_profile
 
 #: the model types of SPEC §11's and §12's tables (dense decoders, mixtures of experts, encoder-decoders)
 SUPPORTED = (

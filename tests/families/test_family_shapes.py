@@ -10,10 +10,10 @@ import shutil
 
 import pytest
 
-from specbound.architecture import Adaptation
-from specbound.bounds import BoundAnalysis
-from specbound.checkpoints import open_checkpoint
-from specbound.loading import load_profile
+from specbound.core.architecture import Adaptation
+from specbound.core.bounds import BoundAnalysis
+from specbound.io.checkpoints import open_checkpoint
+from specbound.io.loading import load_profile
 
 CAUSAL, ROTARY, PARTIAL = Adaptation.CAUSAL, Adaptation.ROTARY, Adaptation.PARTIAL_ROTARY
 GQA, GATED, PARALLEL = Adaptation.GROUPED_QUERY, Adaptation.GATED_MLP, Adaptation.PARALLEL_RESIDUAL
@@ -193,7 +193,7 @@ def test_gemma2_without_softcapping_and_window(tiny, tmp_path):
 
 
 def test_gemma_bad_softcap_is_refused_naming_the_field(tiny, tmp_path):
-    from specbound.errors import CheckpointError
+    from specbound.core.errors import CheckpointError
 
     with pytest.raises(CheckpointError, match="'attn_logit_softcapping'"):
         _with_config(tiny, "gemma2", tmp_path, lambda config: config.update(attn_logit_softcapping="big"))
@@ -239,8 +239,8 @@ def test_gpt2_inner_size_from_n_inner(tiny, tmp_path):
 
 def test_phi3_fused_gate_up_counts_as_the_mlp_in_the_layer_peak(tiny):
     """The per-layer memory peak reads Phi-3's fused gate_up as one MLP tensor, not as attention."""
-    from specbound.checkpoints import stored_shapes
-    from specbound.limits import layer_peak_bytes
+    from specbound.core.limits import layer_peak_bytes
+    from specbound.io.checkpoints import stored_shapes
 
     checkpoint = open_checkpoint(tiny("phi3").dirs["safetensors"])
     adapter, shape = checkpoint.adapter, checkpoint.shape

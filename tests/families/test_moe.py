@@ -30,12 +30,12 @@ from family_models import save_each
 from hand_profiles import make_profile
 
 import specbound
-from specbound.architecture import SHARED_EXPERT, Adaptation, Kind, Mlp, ModelShape
-from specbound.bounds import BoundAnalysis
-from specbound.checkpoints import Checkpoint, open_checkpoint
-from specbound.errors import UnsupportedModelError
-from specbound.matrices import LayerWeights, attention_heads, mlp_field
-from specbound.profile import MatrixId
+from specbound.core.architecture import SHARED_EXPERT, Adaptation, Kind, Mlp, ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.errors import UnsupportedModelError
+from specbound.core.matrices import LayerWeights, attention_heads, mlp_field
+from specbound.core.profile import MatrixId
+from specbound.io.checkpoints import Checkpoint, open_checkpoint
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -337,8 +337,8 @@ def test_cli_header_json_and_tables_carry_the_experts(saved):
 
 
 def test_atlas_and_cache_keep_the_experts(saved, tmp_path):
-    from specbound.atlas import load_atlas, read_manifest, save_atlas
-    from specbound.cache import ProfileCache
+    from specbound.io.atlas import load_atlas, read_manifest, save_atlas
+    from specbound.io.cache import ProfileCache
 
     _, directory = saved["mixtral"]
     profile = specbound.analyze(directory, use_cache=False).profile
@@ -356,7 +356,7 @@ def test_atlas_and_cache_keep_the_experts(saved, tmp_path):
 
 
 def test_random_twin_of_a_mixture_of_experts_has_every_expert(saved):
-    from specbound.twin import random_twin
+    from specbound.studies.twin import random_twin
 
     _, directory = saved["olmoe"]
     shape = specbound.analyze(directory, use_cache=False).shape
@@ -378,7 +378,7 @@ def test_the_trainer_callback_reads_a_mixture_of_experts_as_it_trains(tmp_path):
 
 
 def test_the_layer_limit_counts_one_expert_not_all_of_them():
-    from specbound.limits import LIMITS, LimitExceededError, check_declared_sizes, layer_peak_bytes
+    from specbound.core.limits import LIMITS, LimitExceededError, check_declared_sizes, layer_peak_bytes
 
     sizes = dict(num_heads=32, num_kv_heads=8, mlp="gated", activation="silu")
     mixtral = ModelShape(32, 4096, ffn_size=14336, num_experts=8, experts_per_token=2, **sizes)
@@ -391,8 +391,8 @@ def test_the_layer_limit_counts_one_expert_not_all_of_them():
 
 
 def test_figures_draw_one_expert_or_every_expert_as_asked():
-    from specbound.figures import bounds as bound_figures
-    from specbound.figures import spectra as spectra_figures
+    from specbound.present.figures import bounds as bound_figures
+    from specbound.present.figures import spectra as spectra_figures
 
     shape = ModelShape(2, 8, 2, 4, mlp="gated", num_experts=3, experts_per_token=2, shared_expert_size=6)
     profile = make_profile(shape, [[1.0 + i % 5, 0.5] for i in range(shape.num_matrices)])
@@ -436,7 +436,7 @@ def test_a_config_with_bad_expert_fields_is_refused_in_one_line(saved, tmp_path,
 
 
 def test_fused_experts_of_the_wrong_shape_are_refused_in_one_line(saved):
-    from specbound.errors import CheckpointError
+    from specbound.core.errors import CheckpointError
 
     model, _ = saved["mixtral"]
     state = dict(model.state_dict())

@@ -7,12 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from specbound.architecture import Kind, ModelShape
-from specbound.bounds import BoundAnalysis
-from specbound.compare import compare
-from specbound.explain import break_even
-from specbound.figures import bounds as figures
-from specbound.figures.style import (
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.present.explain import break_even
+from specbound.present.figures import bounds as figures
+from specbound.present.figures.style import (
     CELL_TEXT_PX,
     KIND_COLORS,
     PALETTE,
@@ -22,7 +21,8 @@ from specbound.figures.style import (
     log_axis_ticks,
     spaced_ticks,
 )
-from specbound.twin import random_twin
+from specbound.studies.compare import compare
+from specbound.studies.twin import random_twin
 
 SHAPE = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
 
@@ -168,7 +168,7 @@ def test_every_builder_carries_its_source(mixed: BoundAnalysis, build) -> None:
 
 
 def test_per_layer_charts_mark_an_encoder_decoder_s_stacks(mixed: BoundAnalysis) -> None:
-    from specbound.architecture import ModelShape
+    from specbound.core.architecture import ModelShape
 
     t5 = BoundAnalysis.from_profile(
         random_twin(ModelShape(5, 32, 4, 48, encoder_layers=2, family="t5", activation="relu"), model="t5")

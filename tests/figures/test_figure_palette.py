@@ -16,16 +16,16 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from specbound.architecture import Kind, ModelShape
-from specbound.bounds import BoundAnalysis
-from specbound.compare import compare
-from specbound.figures import bounds, lab, scaling, spectra, theory, trajectory
-from specbound.figures.style import KIND_COLORS, QUANTITY_COLORS, Quantity, p_color
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.synthetic import Decay, contribution_curve, synthetic_spectrum
 from specbound.lab.reference import load_reference
 from specbound.lab.views import trajectory_frame
-from specbound.scaling import ModelSummary, ScalingStudy
-from specbound.synthetic import Decay, contribution_curve, synthetic_spectrum
-from specbound.twin import random_twin
+from specbound.present.figures import bounds, lab, scaling, spectra, theory, trajectory
+from specbound.present.figures.style import KIND_COLORS, QUANTITY_COLORS, Quantity, p_color
+from specbound.studies.compare import compare
+from specbound.studies.scaling import ModelSummary, ScalingStudy
+from specbound.studies.twin import random_twin
 
 SHAPE = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
 FIGURES_DIR = Path(bounds.__file__).parent

@@ -6,12 +6,18 @@ import numpy as np
 import pytest
 from hand_profiles import profile_from_spectra
 
-from specbound.architecture import Kind, ModelShape
-from specbound.figures import spectra as figures
-from specbound.figures.style import MAX_LABELLED_HEADS, PALETTE, PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE, log_axis_ticks
-from specbound.numbers import format_number
-from specbound.spectrum import cumulative_energy
-from specbound.twin import random_twin
+from specbound.core.architecture import Kind, ModelShape
+from specbound.core.spectrum import cumulative_energy
+from specbound.present.figures import spectra as figures
+from specbound.present.figures.style import (
+    MAX_LABELLED_HEADS,
+    PALETTE,
+    PANEL_TITLE_ROOM,
+    TOP_MARGIN_SUBTITLE,
+    log_axis_ticks,
+)
+from specbound.present.numbers import format_number
+from specbound.studies.twin import random_twin
 
 SHAPE = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
 
@@ -117,7 +123,7 @@ def test_overlaid_spectra_of_two_models(profile) -> None:
 
 
 def test_esd_figure_draws_the_eigenvalues_and_the_fitted_tail(profile) -> None:
-    from specbound.heavy_tail import fit_power_law
+    from specbound.core.heavy_tail import fit_power_law
 
     index = 0
     eigenvalues = np.square(profile.singular_values[index, profile.above_threshold[index]])

@@ -11,9 +11,9 @@ import plotly.io as pio
 import pytest
 from plotly.subplots import make_subplots
 
-from specbound.architecture import CROSS_KINDS, Kind
-from specbound.figures import bounds, html_report, lab, scaling, spectra, style, theory
-from specbound.figures.style import (
+from specbound.core.architecture import CROSS_KINDS, Kind
+from specbound.present.figures import bounds, html_report, lab, scaling, spectra, style, theory
+from specbound.present.figures.style import (
     KIND_COLORS,
     OKABE_ITO,
     PALETTE,
@@ -166,7 +166,7 @@ def test_a_model_name_made_of_markup_stays_text_in_titles_legends_and_hovers() -
 
     from hand_profiles import flat_one_layer
 
-    from specbound.figures.spectra import overlaid_spectra
+    from specbound.present.figures.spectra import overlaid_spectra
 
     name = '<a href="http://evil.example">x</a> <img src=x>'
     profile = dataclasses.replace(flat_one_layer(1.0, 1.0, 1.0, 1.0), model=name)
@@ -180,10 +180,10 @@ def test_split_panels_gives_each_panel_its_own_figure() -> None:
     """A grid of panels as one figure per panel (side by side in columns, stacked on a phone): each part
     keeps its traces on plain axes, its own axis settings and colour bar, the source line, a title
     naming the panel, and legend entries for what it draws."""
-    from specbound.architecture import ModelShape
-    from specbound.bounds import BoundAnalysis
-    from specbound.figures.style import split_panels
-    from specbound.twin import random_twin
+    from specbound.core.architecture import ModelShape
+    from specbound.core.bounds import BoundAnalysis
+    from specbound.present.figures.style import split_panels
+    from specbound.studies.twin import random_twin
 
     shape = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
     analysis = BoundAnalysis.from_profile(random_twin(shape, model="tiny", initializer_range=0.08))

@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
 from specbound import __version__
-from specbound.figures.html_report import FIGURE_DIGITS, FIGURES_ID, PLOTLY_ID, ReportSection, html_report
-from specbound.figures.style import figure as styled_figure
+from specbound.present.figures.html_report import FIGURE_DIGITS, FIGURES_ID, PLOTLY_ID, ReportSection, html_report
+from specbound.present.figures.style import figure as styled_figure
 
 EVIL = "<script>alert('x')</script>"
 

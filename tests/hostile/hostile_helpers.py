@@ -21,7 +21,7 @@ def write_atlas(path: Path, profiles, edit=None) -> Path:
 
     import numpy as np
 
-    from specbound.atlas import save_atlas
+    from specbound.io.atlas import save_atlas
 
     save_atlas(profiles, path)
     with np.load(path, allow_pickle=False) as data:
@@ -63,8 +63,8 @@ def hand_profile(layers: int = 1, hidden: int = 16, heads: int = 2, ffn: int = 2
     """A valid profile with random descending spectra, built without any checkpoint."""
     import numpy as np
 
-    from specbound.architecture import ModelShape
-    from specbound.profile import SpectralProfile, full_dims_of
+    from specbound.core.architecture import ModelShape
+    from specbound.core.profile import SpectralProfile, full_dims_of
 
     shape = ModelShape(layers, hidden, heads, ffn)
     rng = np.random.default_rng(seed)

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_one_line_error, cli, run_cli
 
-from specbound.cache import ProfileCache
-from specbound.files import remove_stale_temps
-from specbound.limits import LIMITS
-from specbound.loading import load_profile
+from specbound.core.limits import LIMITS
+from specbound.io.cache import ProfileCache
+from specbound.io.files import remove_stale_temps
+from specbound.io.loading import load_profile
 
 OLD = time.time() - LIMITS.stale_temp_seconds - 60
 
@@ -43,7 +43,7 @@ def test_the_cache_removes_stale_temporary_files_and_keeps_young_ones(make_check
 
 
 def test_a_grid_run_removes_stale_temporary_files(make_checkpoint, tmp_path):
-    from specbound.batch import run_grid
+    from specbound.api.batch import run_grid
 
     out = tmp_path / "study"
     (out / "models").mkdir(parents=True)
@@ -61,7 +61,7 @@ def test_a_writer_killed_mid_write_leaves_a_file_the_next_writer_removes(make_ch
     cache_dir = tmp_path / "profiles"
     cache_dir.mkdir()
     script = (
-        "import sys, time; from pathlib import Path; from specbound.files import atomic_write\n"
+        "import sys, time; from pathlib import Path; from specbound.io.files import atomic_write\n"
         "with atomic_write(Path(sys.argv[1]) / 'entry.npz') as f:\n"
         "    f.write(b'x' * 4096); f.flush(); print('writing', flush=True); time.sleep(60)\n"
     )

@@ -20,11 +20,11 @@ from cli_runner import assert_one_line_error, cli, run_cli, run_cli_measured
 from hostile_helpers import hand_profile, npy_bytes, npy_header_only, write_atlas, write_safetensors
 from local_hub import COMMIT, LocalHub
 
-from specbound.atlas import AtlasError, load_atlas, read_manifest
-from specbound.bounds import BoundSettings
-from specbound.errors import ModelNotFoundError
-from specbound.files import NpzArchive
-from specbound.limits import LIMITS
+from specbound.core.bounds import BoundSettings
+from specbound.core.errors import ModelNotFoundError
+from specbound.core.limits import LIMITS
+from specbound.io.atlas import AtlasError, load_atlas, read_manifest
+from specbound.io.files import NpzArchive
 
 #: A process that imports numpy and specbound stays far below this; one that allocates what a
 #: hostile header declares (1 GiB and more) does not.
@@ -307,7 +307,7 @@ def test_a_download_above_the_cap_is_refused_before_any_weight(hub, tmp_path, ma
 
     # the dashboard's question: how large would it be? (no weight is fetched to answer it)
     script = (
-        "import json; from specbound.checkpoints import download_plan; from specbound.models import resolve; "
+        "import json; from specbound.io.checkpoints import download_plan; from specbound.io.models import resolve; "
         f"plan = download_plan(resolve('someone/capped-{shards}')); "
         "print(json.dumps([plan.total_bytes, plan.within_cap, [f for f, _ in plan.files]]))"
     )
@@ -330,9 +330,9 @@ def test_a_malformed_download_cap_is_one_line(hub, tmp_path, make_checkpoint, va
 
 
 def test_download_cap_default_and_a_local_model_has_nothing_to_download(monkeypatch, make_checkpoint):
-    from specbound.checkpoints import download_plan
-    from specbound.limits import DEFAULT_MAX_DOWNLOAD_MB, max_download_bytes
-    from specbound.models import resolve
+    from specbound.core.limits import DEFAULT_MAX_DOWNLOAD_MB, max_download_bytes
+    from specbound.io.checkpoints import download_plan
+    from specbound.io.models import resolve
 
     monkeypatch.delenv("SPECBOUND_MAX_DOWNLOAD_MB", raising=False)
     assert max_download_bytes() == DEFAULT_MAX_DOWNLOAD_MB * 10**6

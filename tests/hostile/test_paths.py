@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_one_line_error, cli
 
-from specbound.checkpoints import weight_files
-from specbound.errors import CheckpointError
+from specbound.core.errors import CheckpointError
+from specbound.io.checkpoints import weight_files
 
 
 def _index(directory: Path, shard: str) -> None:

@@ -16,11 +16,11 @@ import pytest
 from cli_runner import assert_one_line_error, cli, run_cli
 from hostile_helpers import hand_profile, write_atlas
 
-from specbound.atlas import AtlasError, load_atlas, save_atlas
-from specbound.errors import SpecboundError
-from specbound.files import NotRegularFileError, read_json
-from specbound.limits import LIMITS, derived_max_abs_weight
-from specbound.loading import load_profile
+from specbound.core.errors import SpecboundError
+from specbound.core.limits import LIMITS, derived_max_abs_weight
+from specbound.io.atlas import AtlasError, load_atlas, save_atlas
+from specbound.io.files import NotRegularFileError, read_json
+from specbound.io.loading import load_profile
 
 # --- class 1: tensors that are not plain dense arrays ------------------------------------------------
 
@@ -242,7 +242,7 @@ def test_a_directory_name_with_a_trailing_space_is_not_its_stripped_twin(make_ch
 
 
 def test_catalog_names_still_ignore_surrounding_space():
-    from specbound.models import resolve
+    from specbound.io.models import resolve
 
     assert resolve(" minilm-l6 ").name == "minilm-l6"
     assert resolve("L4-H256 ").name == "L4-H256"

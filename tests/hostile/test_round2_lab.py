@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_one_line_error, cli, run_cli
 
-from specbound.batch import LOCK_FILE
-from specbound.files import DirectoryLock
+from specbound.api.batch import LOCK_FILE
+from specbound.core.limits import LIMITS
+from specbound.io.files import DirectoryLock
 from specbound.lab.claims import claim_path
 from specbound.lab.records import RECORD_FILE, RUNS_DIR, read_record, read_runs
 from specbound.lab.sweep import run_sweep
 from specbound.lab.tasks import ThresholdTask
 from specbound.lab.train import LabError, RunSpec, TrainSettings
-from specbound.limits import LIMITS
 
 #: One tiny run: a few seconds of training on one core.
 TINY_GRID = {
@@ -316,7 +316,7 @@ def test_grid_removes_only_its_own_temporary_files(make_checkpoint, tmp_path):
 
 
 def test_atomic_writes_use_the_package_prefix(tmp_path):
-    from specbound.files import atomic_write
+    from specbound.io.files import atomic_write
 
     target = tmp_path / ("n" * 250)  # a long name still leaves room for the prefix
     with atomic_write(target) as f:

@@ -13,7 +13,7 @@ import pytest
 from cli_runner import assert_one_line_error, cli, run_cli, strict_json
 from hostile_helpers import hand_profile
 
-from specbound.atlas import load_atlas, save_atlas
+from specbound.io.atlas import load_atlas, save_atlas
 
 #: Raw bytes a terminal acts on: ESC (sequences), BEL, CSI (U+009B), a bidirectional override.
 RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")

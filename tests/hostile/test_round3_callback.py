@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from specbound.atlas import load_atlas
-from specbound.errors import SpecboundError
-from specbound.integrations import LOG_PREFIX, SpecboundCallback
+from specbound.api.integrations import LOG_PREFIX, SpecboundCallback
+from specbound.core.errors import SpecboundError
+from specbound.io.atlas import load_atlas
 
 STEPS = 12
-LOGGER = "specbound.integrations"
+LOGGER = "specbound.api.integrations"
 
 
 def _bert(seed: int = 0):
@@ -190,7 +190,7 @@ def test_an_atlas_whose_folder_disappears_mid_run_is_one_warning(tmp_path: Path,
 
 
 def test_an_atlas_that_would_pass_its_limits_keeps_the_steps_before(tmp_path: Path, caplog, monkeypatch) -> None:
-    import specbound.atlas as atlas_module
+    import specbound.io.atlas as atlas_module
 
     monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(atlas_module.LIMITS, max_atlas_models=2))
     trainer = _trainer(tmp_path)
@@ -219,7 +219,7 @@ def test_the_default_run_name_never_shows_the_folders_of_the_machine(tmp_path: P
 
 
 def test_a_hub_id_stays_the_run_name() -> None:
-    from specbound.integrations import run_name
+    from specbound.api.integrations import run_name
 
     model = _bert()
     model.config._name_or_path = "prajjwal1/bert-tiny"

@@ -14,10 +14,10 @@ import pytest
 from cli_runner import run_cli
 
 import specbound
-from specbound.bounds import PAssignment
-from specbound.cache import ProfileCache
-from specbound.errors import SpecboundError
-from specbound.parallel import Executor, check_dask_address, redacted
+from specbound.core.bounds import PAssignment
+from specbound.core.errors import SpecboundError
+from specbound.io.cache import ProfileCache
+from specbound.studies.parallel import Executor, check_dask_address, redacted
 
 # --- --dask addresses: one line, the secret never shown ----------------------------------------------
 

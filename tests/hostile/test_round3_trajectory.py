@@ -21,8 +21,8 @@ from hand_profiles import ONE_LAYER, make_profile
 from hostile_helpers import write_atlas
 
 import specbound
-from specbound.atlas import AtlasError, load_atlas, save_atlas
-from specbound.runs import RunSettings, checkpoint_of, run_trajectory
+from specbound.api.runs import RunSettings, checkpoint_of, run_trajectory
+from specbound.io.atlas import AtlasError, load_atlas, save_atlas
 
 STEPS = (2, 4, 6)
 
@@ -175,7 +175,7 @@ def test_a_three_hundred_step_atlas_is_written_and_read_back(tmp_path: Path) -> 
     ],
 )
 def test_an_atlas_above_a_limit_is_refused_before_it_is_written(tmp_path: Path, monkeypatch, limit, value, words):
-    import specbound.atlas as atlas_module
+    import specbound.io.atlas as atlas_module
 
     monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(atlas_module.LIMITS, **{limit: value}))
     path = tmp_path / "a.npz"
@@ -187,13 +187,13 @@ def test_an_atlas_above_a_limit_is_refused_before_it_is_written(tmp_path: Path, 
 
 def test_each_limit_checked_on_writing_is_one_the_reader_applies(tmp_path: Path, monkeypatch) -> None:
     """Just below each limit the writer writes, and the reader (with the same limits) reads it back."""
-    import specbound.atlas as atlas_module
+    import specbound.io.atlas as atlas_module
 
     profiles = [_tiny(f"run@{i}") for i in range(3)]
     path = save_atlas(profiles, tmp_path / "a.npz")
     with np.load(path, allow_pickle=False) as data:
         members = {key: data[key] for key in data.files}
-    from specbound.atlas import _npy_bytes
+    from specbound.io.atlas import _npy_bytes
 
     sizes = {key: _npy_bytes(array) for key, array in members.items()}
     tight = dataclasses.replace(
@@ -211,7 +211,7 @@ def test_each_limit_checked_on_writing_is_one_the_reader_applies(tmp_path: Path,
 def test_a_trajectory_above_the_atlas_limits_keeps_its_table_and_step_files(
     run_dir: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    import specbound.atlas as atlas_module
+    import specbound.io.atlas as atlas_module
 
     out = tmp_path / "t"
     _run(run_dir, out)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from cli_runner import assert_one_line_error, cli, strict_json
 
-from specbound.report import finite_only, to_json_text
+from specbound.present.report import finite_only, to_json_text
 
 ZEROED = {
     "M_in of layer 1": ["encoder.layer.1.intermediate.dense.weight"],
@@ -74,12 +74,12 @@ def test_export_of_a_zero_matrix_model_writes_standard_json(make_checkpoint, tmp
 
 
 def test_nothing_reaches_stdout_when_building_the_object_fails(make_checkpoint, monkeypatch):
-    import specbound.report
+    import specbound.present.report
 
     def failing(*args, **kwargs):
         raise ValueError("Out of range float values are not JSON compliant: -inf")
 
-    monkeypatch.setattr(specbound.report, "to_json_text", failing)
+    monkeypatch.setattr(specbound.present.report, "to_json_text", failing)
     result = cli("analyze", str(make_checkpoint()), "--json")
     assert result.stdout == ""
     assert result.returncode == 3 and len(result.stderr.splitlines()) == 1

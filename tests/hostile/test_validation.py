@@ -12,12 +12,12 @@ import pytest
 from cli_runner import assert_one_line_error, cli
 from hostile_helpers import hand_profile, write_atlas
 
-from specbound.architecture import ModelShape
-from specbound.atlas import AtlasError, load_atlas, read_manifest
-from specbound.cache import ProfileCache
-from specbound.checkpoints import fingerprint
-from specbound.loading import load_profile
-from specbound.profile import SpectralProfile, validate_profile
+from specbound.core.architecture import ModelShape
+from specbound.core.profile import SpectralProfile, validate_profile
+from specbound.io.atlas import AtlasError, load_atlas, read_manifest
+from specbound.io.cache import ProfileCache
+from specbound.io.checkpoints import fingerprint
+from specbound.io.loading import load_profile
 
 
 def _with(profile: SpectralProfile, **changes) -> dict:

@@ -168,7 +168,7 @@ def test_the_excursion_share_is_what_the_rule_compares_with_one_half() -> None:
 
 
 def test_the_grokking_figure_marks_the_fit_and_the_jump_on_one_step_axis() -> None:
-    from specbound.figures.lab import grokking_figure
+    from specbound.present.figures.lab import grokking_figure
 
     run = _hand_run()
     fig = grokking_figure(run).to_dict()
@@ -180,7 +180,7 @@ def test_the_grokking_figure_marks_the_fit_and_the_jump_on_one_step_axis() -> No
     assert fig["layout"]["xaxis2"]["matches"] == "x"
     assert "seed 3 groks" in fig["layout"]["title"]["text"]
     # ours stands out (its own colour, thick); every other measure is grey, none takes an accuracy's blue
-    from specbound.figures.style import Quantity, quantity_color
+    from specbound.present.figures.style import Quantity, quantity_color
 
     by_name = {trace["name"]: trace["line"] for trace in fig["data"]}
     accuracy_colours = {by_name["train accuracy"]["color"], by_name["test accuracy"]["color"]}

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from specbound.bounds import BoundAnalysis
-from specbound.heavy_tail import fit_power_law
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.heavy_tail import fit_power_law
+from specbound.io.loading import load_profile
 from specbound.lab.measures import frobenius_sum, log_bartlett, log_spectral_product
 from specbound.lab.registry import MEASURES
-from specbound.loading import load_profile
 
 
 def test_measures_match_dense_matrices(make_checkpoint) -> None:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from specbound.atlas import load_atlas, read_manifest
-from specbound.bounds import BoundAnalysis
 from specbound.cli import main
+from specbound.core.bounds import BoundAnalysis
+from specbound.io.atlas import load_atlas, read_manifest
+from specbound.io.models import parse_miniature_alias
 from specbound.lab import reference
 from specbound.lab.records import LAB_LABEL
 from specbound.lab.registry import correlated_measures
@@ -19,7 +20,6 @@ from specbound.lab.sweep import run_sweep
 from specbound.lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV, read_results, read_runs_csv
 from specbound.lab.train import LabError
 from specbound.lab.trajectory import DEFAULT_BOUNDS
-from specbound.models import parse_miniature_alias
 
 #: The columns of SPEC §13 that a runs.csv or correlations.csv written before it lacks.
 _NEW_COLUMNS = ("task", "family", "test_loss", "optimal_loss", "excess_loss")

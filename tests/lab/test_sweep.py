@@ -13,7 +13,7 @@ from specbound.lab.grid import PRESETS, SweepGrid, grid_from_dict, read_grid
 from specbound.lab.registry import correlated_measures
 from specbound.lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV
 from specbound.lab.train import LabError, TrainingCancelled, TrainSettings
-from specbound.status import Status
+from specbound.studies.status import Status
 
 TINY = SweepGrid(
     layers=(1,),

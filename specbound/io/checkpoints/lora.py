@@ -1,0 +1,237 @@
+"""LoRA adapters read as a model: peft's layout, merged into their base one tensor at a time (SPEC §14).
+
+A LoRA adapter directory holds ``adapter_config.json`` and ``adapter_model.safetensors``. For every
+targeted module it stores ``lora_A`` (r x in) and ``lora_B`` (out x r), and the adapted weight is
+
+    W = W⁰ + scale · B A,      scale = lora_alpha / r      (lora_alpha / √r with ``use_rslora``),
+
+with r the module's rank (``rank_pattern`` may give some modules another; the stored ``lora_A`` says
+which) and lora_alpha the config's or ``alpha_pattern``'s for that module. With ``fan_in_fan_out``
+(GPT-2's Conv1D, which stores its weight as (in, out)) the update is stored transposed, (B A)ᵀ. A fused
+target (GPT-2's ``c_attn``, Phi-3's ``qkv_proj``, ``gate_up_proj``) is one stored tensor like any
+other: the update is added to it before the family adapter splits it into its parts, so the analysis
+sees exactly the merged model. Weights the adapter saves whole (``modules_to_save``) replace the
+base's.
+
+The base comes from ``base_model_name_or_path`` (a local directory or a Hub id, under the same offline
+rules as any model name) or is given. :class:`LoraTensors` lays the updates over the base's tensors:
+a tensor is merged in float64 when a layer asks for it, so neither the base nor the merged model is
+ever held whole. Other adapter kinds (DoRA, IA³, prompt tuning, ...) are refused by name in one line.
+
+Example:
+    >>> scale_of({"lora_alpha": 16, "use_rslora": False}, "h.0.attn.c_attn", rank=4)
+    4.0
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import CheckpointError, UnsupportedModelError
+from ...core.text import quoted
+from ...core.values import is_real_number
+from .checkpoint import Checkpoint, read_config_object
+from .tensors import SafetensorsFile, TensorInfo, TensorSource
+
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+#: The key prefix peft puts before every module of the wrapped model.
+PEFT_PREFIX = "base_model.model."
+#: Adapter settings that make it another method than plain LoRA, refused by name.
+_OTHER_METHODS: dict[str, str] = {"use_dora": "DoRA", "use_qalora": "QALoRA"}
+#: At most this many characters in a rank or alpha pattern (they are regular expressions).
+_MAX_PATTERN_CHARS = 200
+
+
+def is_adapter_directory(directory: Path) -> bool:
+    """Whether a directory holds a peft adapter (its ``adapter_config.json``) and no model config."""
+    return (directory / ADAPTER_CONFIG).is_file() and not (directory / "config.json").is_file()
+
+
+def read_adapter_config(directory: Path) -> dict[str, Any]:
+    """The adapter's config, checked to be a LoRA adapter that specbound can merge (one line otherwise)."""
+    where = f"{ADAPTER_CONFIG} in {directory.name}"
+    config = read_config_object(directory / ADAPTER_CONFIG, where)
+    kind = config.get("peft_type")
+    if kind != "LORA":
+        raise UnsupportedModelError(
+            f"{directory.name} is a {quoted(kind) if isinstance(kind, str) else 'non-LoRA'} adapter: "
+            "specbound reads LoRA adapters only"
+        )
+    for flag, method in _OTHER_METHODS.items():
+        if config.get(flag):
+            raise UnsupportedModelError(
+                f"{directory.name} is a {method} adapter ({flag}): its update is not scale · B A, "
+                "and specbound reads plain LoRA adapters only"
+            )
+    for name in ("rank_pattern", "alpha_pattern"):
+        patterns = config.get(name) or {}
+        if not isinstance(patterns, dict) or not all(
+            isinstance(k, str) and len(k) <= _MAX_PATTERN_CHARS and isinstance(v, int | float)
+            for k, v in patterns.items()
+        ):
+            raise CheckpointError(f"{where}: {name} must map module patterns to numbers")
+    alpha = config.get("lora_alpha")
+    if not is_real_number(alpha, finite=True):
+        raise CheckpointError(f"{where}: lora_alpha must be a number, got {quoted(alpha)}")
+    return config
+
+
+def _pattern_value(patterns: Mapping[str, float], module: str, default: float) -> float:
+    """peft's rule for ``rank_pattern`` and ``alpha_pattern``: the first pattern that matches the end
+    of the module's name, at a dot boundary (``(.*\\.)?(pattern)$``); else the default."""
+    for pattern, value in patterns.items():
+        try:
+            if re.match(rf"(.*\.)?({pattern})$", module):
+                return float(value)
+        except re.error:
+            raise CheckpointError(f"{ADAPTER_CONFIG}: {quoted(pattern)} is not a valid module pattern") from None
+    return default
+
+
+def scale_of(config: Mapping[str, Any], module: str, rank: int) -> float:
+    """The update's scale for one module: lora_alpha / r, or lora_alpha / √r with ``use_rslora``
+    (lora_alpha from ``alpha_pattern`` where one matches the module)."""
+    alpha = _pattern_value(config.get("alpha_pattern") or {}, module, float(config["lora_alpha"]))
+    return alpha / math.sqrt(rank) if config.get("use_rslora") else alpha / rank
+
+
+@dataclass(frozen=True, eq=False)
+class LoraUpdate:
+    """One module's update scale · B A, in the layout its base tensor is stored in."""
+
+    a: np.ndarray  # (r, in)
+    b: np.ndarray  # (out, r)
+    scale: float
+    transposed: bool  # fan_in_fan_out: the base stores (in, out)
+
+    def dense(self) -> np.ndarray:
+        delta = self.scale * (self.b @ self.a)  # (out, in)
+        return delta.T if self.transposed else delta
+
+
+class LoraTensors:
+    """A base checkpoint's tensors with an adapter's updates laid over them (:class:`TensorSource`).
+
+    A targeted tensor is read from the base and merged in float64 when asked for; its memory map is
+    withheld, so a feed-forward matrix is merged whole (one matrix at a time, as the base is read).
+    """
+
+    def __init__(
+        self, base: TensorSource, updates: Mapping[str, LoraUpdate], replaced: Mapping[str, np.ndarray]
+    ) -> None:
+        self._base, self.updates, self.replaced = base, updates, replaced
+
+    def names(self) -> list[str]:
+        return self._base.names()
+
+    def info(self, name: str) -> TensorInfo:
+        return self._base.info(name)
+
+    def get(self, name: str) -> np.ndarray:
+        if name in self.replaced:
+            return self.replaced[name]
+        weight = self._base.get(name)
+        update = self.updates.get(name)
+        return weight if update is None else weight + update.dense()
+
+    def shard_of(self, name: str) -> Path:
+        return self._base.shard_of(name)
+
+    def release(self, path: Path) -> None:
+        self._base.release(path)
+
+    def mapped(self, name: str) -> tuple[np.ndarray, str] | None:
+        return None if name in self.updates or name in self.replaced else self._base.mapped(name)
+
+
+def _base_tensor(module: str, names: set[str], directory: Path) -> str:
+    """The base's weight tensor of an adapted module: ``{module}.weight``, or the same with leading
+    parts of the module's path dropped (a base saved without its task head's prefix, ``transformer.``)."""
+    parts = module.split(".")
+    for start in range(len(parts)):
+        candidate = ".".join(parts[start:]) + ".weight"
+        if candidate in names:
+            return candidate
+        prefixed = [name for name in names if name.endswith("." + candidate)]
+        if len(prefixed) == 1:
+            return prefixed[0]
+    raise CheckpointError(f"the adapter {directory.name} adapts {quoted(module)}, which its base has no weight for")
+
+
+def read_updates(
+    directory: Path, config: Mapping[str, Any], base: TensorSource
+) -> tuple[dict[str, LoraUpdate], dict[str, np.ndarray]]:
+    """The adapter's updates by base tensor name, and the base tensors it saves whole (``modules_to_save``),
+    each checked against the shape of the base tensor it changes."""
+    path = directory / ADAPTER_WEIGHTS
+    if not path.is_file():
+        raise CheckpointError(f"{directory.name} has no {ADAPTER_WEIGHTS}: expected peft's safetensors adapter file")
+    stored = SafetensorsFile(path)
+    names = set(base.names())
+    factors: dict[str, dict[str, np.ndarray]] = {}
+    replaced: dict[str, np.ndarray] = {}
+    for key in stored.names():
+        module_key = key.removeprefix(PEFT_PREFIX)
+        for part in ("lora_A", "lora_B"):
+            if module_key.endswith(f".{part}.weight"):
+                module = module_key.removesuffix(f".{part}.weight")
+                factors.setdefault(module, {})[part] = stored.get(key)
+                break
+        else:
+            if module_key.endswith(".weight") and "lora_" not in module_key:  # a module saved whole
+                name = module_key.replace(".modules_to_save.default", "")
+                if name in names:
+                    replaced[name] = stored.get(key)
+    updates = {}
+    for module, pair in factors.items():
+        if set(pair) != {"lora_A", "lora_B"}:
+            raise CheckpointError(
+                f"the adapter {directory.name} has only one of lora_A and lora_B for {quoted(module)}"
+            )
+        a, b = pair["lora_A"], pair["lora_B"]
+        if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[1]:
+            raise CheckpointError(
+                f"the adapter {directory.name}'s factors of {quoted(module)} have shapes {a.shape} and {b.shape}, "
+                "not (r, in) and (out, r)"
+            )
+        target = _base_tensor(module, names, directory)
+        update = LoraUpdate(a, b, scale_of(config, module, a.shape[0]), bool(config.get("fan_in_fan_out")))
+        produced = (b.shape[0], a.shape[1])[:: -1 if update.transposed else 1]
+        if tuple(base.info(target).shape) != produced:
+            raise CheckpointError(
+                f"the adapter {directory.name}'s update of {quoted(module)} has shape {produced}, but the base's "
+                f"{target} has {tuple(base.info(target).shape)}: is it the base this adapter was trained on?"
+            )
+        updates[target] = update
+    for name, weight in replaced.items():
+        if tuple(weight.shape) != tuple(base.info(name).shape):
+            raise CheckpointError(f"the adapter {directory.name} saves {name} with another shape than its base's")
+    if not updates:
+        raise CheckpointError(f"the adapter {directory.name} holds no lora_A / lora_B pair")
+    return updates, replaced
+
+
+def base_reference(directory: Path, config: Mapping[str, Any]) -> str:
+    """The base the adapter was trained on, as its config names it (a directory or a Hub id)."""
+    base = config.get("base_model_name_or_path")
+    if not isinstance(base, str) or not base:
+        raise CheckpointError(
+            f"the adapter {directory.name} does not name its base (base_model_name_or_path): give the base with --base"
+        )
+    return base
+
+
+def open_adapter(directory: Path, base: Checkpoint) -> Checkpoint:
+    """The adapted model: ``base``'s checkpoint with the adapter in ``directory`` merged into it as its
+    tensors are read. Its layers are not cached one by one (a layer's revision would be the pair's)."""
+    config = read_adapter_config(directory)
+    updates, replaced = read_updates(directory, config, base.reader)
+    return Checkpoint(base.shape, base.adapter, LoraTensors(base.reader, updates, replaced), directory.name)

@@ -1,0 +1,33 @@
+"""How a profile is computed: where the linear algebra runs, how many layers at once, the download
+cap, and whether the (1,1) norms of the largest products are computed.
+
+One frozen value carries these from the command line (``--backend``, ``--device``,
+``--layer-workers``, ``--max-download-gb``, ``--norm-11``) or :func:`specbound.analyze` to
+:func:`specbound.io.loading.load_profile_with`, and to the worker processes of ``grid`` and
+``trajectory`` (it pickles). Its defaults are the package's: numpy on the CPU
+(:data:`~specbound.core.backend.DEFAULT_BACKEND`), layer workers chosen per shape
+(:func:`specbound.io.loading.default_workers`), the download cap of the environment
+(:func:`specbound.core.limits.max_download_bytes`), and :data:`~specbound.core.defaults.LARGE_NORM_11`.
+None of them changes a number of the profile beyond rounding; they change how long it takes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.backend import BackendSpec
+from ..core.defaults import LARGE_NORM_11
+
+
+@dataclass(frozen=True)
+class ComputeOptions:
+    """load_profile's backend, layer-worker, download-cap and (1,1)-norm options, in one value."""
+
+    #: the backend and device of the float64 linear algebra
+    backend: BackendSpec = field(default_factory=BackendSpec)
+    #: layers of one model analysed in parallel (None: :func:`specbound.io.loading.default_workers`)
+    workers: int | None = None
+    #: the download cap in bytes (None: :func:`specbound.core.limits.max_download_bytes`)
+    max_download_bytes: int | None = None
+    #: also the (1,1) norms of QK and V matrices too large to form whole
+    large_norm_11: bool = LARGE_NORM_11

@@ -1,0 +1,179 @@
+"""Growth figures of the scaling study: normalised proxy curves against depth L or width N.
+
+One panel per value of the size held fixed; in each, ours and Edelman's proxy as solid lines and
+the fixed-p regimes as dashed ones, all divided by their value at the study's common reference size
+(log y axis), so a flatter curve means slower growth.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import plotly.graph_objects as go
+
+from ...studies.scaling import Axis, BetterFit, GrowthCurve, GrowthExponent, GrowthModel, Proxy
+from .style import (
+    Quantity,
+    as_text,
+    axis_title,
+    figure,
+    hover_numbers,
+    log_axis,
+    on_panel,
+    p_color,
+    panel_grid,
+    panel_ref,
+    quantity_color,
+)
+
+#: Line style per proxy: the two proxies the paper compares solid in their colours, the fixed-p regimes
+#: dashed in the colour of their p (the p* map's scale).
+PROXY_STYLE: dict[Proxy, dict[str, str]] = {
+    Proxy.OURS: {"color": quantity_color(Quantity.OURS), "dash": "solid"},
+    Proxy.EDELMAN: {"color": quantity_color(Quantity.EDELMAN), "dash": "solid"},
+    Proxy.P0: {"color": p_color(0.0), "dash": "dash"},
+    Proxy.P1: {"color": p_color(1.0), "dash": "dash"},
+    Proxy.P2: {"color": p_color(2.0), "dash": "dash"},
+}
+#: How each proxy is named in legends and tables.
+PROXY_LABELS: dict[Proxy, str] = {
+    Proxy.OURS: "ours (p*)",
+    Proxy.EDELMAN: "Edelman et al.",
+    Proxy.P0: "p = 0 (rank)",
+    Proxy.P1: "p = 1 (nuclear)",
+    Proxy.P2: "p = 2 (Frobenius)",
+}
+_AXIS_TITLE = {Axis.DEPTH: "depth L", Axis.WIDTH: "width N"}
+
+
+def _quoted_fits(exponents: Iterable[GrowthExponent], against: Axis) -> dict[Proxy, GrowthExponent]:
+    """Each proxy's pooled fit to quote: the law that fits better, the power law when undecided."""
+
+    def quoted_model(fit: GrowthExponent) -> GrowthModel:
+        decided = fit.better_fit in (BetterFit.POWER, BetterFit.LOG_LINEAR)
+        return GrowthModel(fit.better_fit.value) if decided and fit.better_fit else GrowthModel.POWER
+
+    return {e.proxy: e for e in exponents if e.against is against and e.fixed is None and e.model is quoted_model(e)}
+
+
+def _legend_name(proxy: Proxy, fit: GrowthExponent | None) -> str:
+    """E.g. "ours (p*) ~ L^0.52 ± 0.04" or "Edelman et al. ~ e^(r·L), r = 2.30 ± 0.01"."""
+    if fit is None:
+        return PROXY_LABELS[proxy]
+    size = fit.against.value
+    spread = f" ± {fit.slope_se:.2f}" if math.isfinite(fit.slope_se) else ""
+    law = (
+        f"{size}<sup>{fit.slope:.2f}</sup>{spread}"
+        if fit.model is GrowthModel.POWER
+        else f"e<sup>r·{size}</sup>, r = {fit.slope:.2f}{spread}"
+    )
+    caveat = f" ({fit.num_sizes} sizes only)" if fit.few_points else ""
+    return f"{PROXY_LABELS[proxy]} ~ {law}{caveat}"
+
+
+def growth_panel_columns(panels: int) -> int:
+    """Panels of a growth figure to a row: all of them up to four, else three."""
+    return panels if panels <= 4 else 3
+
+
+def _log_range(values: Iterable[float]) -> list[float]:
+    """The log10 range of a log axis holding every positive finite value, padded by 5 % each side."""
+    logs = [math.log10(v) for v in values if math.isfinite(v) and v > 0]
+    if not logs:
+        return [-1.0, 1.0]
+    low, high = min(logs), max(logs)
+    pad = 0.05 * (high - low) if high > low else 0.1
+    return [low - pad, high + pad]
+
+
+def growth_figure(
+    curves: Sequence[GrowthCurve],
+    against: Axis | str,
+    exponents: Iterable[GrowthExponent] = (),
+    title: str | None = None,
+    *,
+    source: str | None = None,
+) -> go.Figure:
+    """Normalised growth curves against ``against`` ("L" or "N"), one panel per fixed other size.
+
+    y = B(x) / B(reference) on a log axis, the reference being the study's common one; a value that
+    overflows float64 is left as a gap, its log10 is in the hover text. Pooled fits given in
+    ``exponents`` are quoted in the legend (the law that fits better); ``source`` (which models)
+    joins the normalisation note in the subtitle.
+    """
+    against = Axis(against)
+    curves = [c for c in curves if c.against is against]
+    quoted = _quoted_fits(exponents, against)
+    reference = f"{against.value} = {curves[0].reference}" if curves else "the common reference"
+    fixed_values = sorted({c.fixed for c in curves})
+    panels = max(len(fixed_values), 1)
+    cols = growth_panel_columns(panels)
+    rows = math.ceil(panels / cols)
+    other = against.other.value
+    layout = panel_grid(
+        rows,
+        cols,
+        shared_yaxes=True,
+        titles=[f"{other} = {v}" for v in fixed_values],
+        horizontal_spacing=0.04,
+        vertical_spacing=0.12 if rows > 1 else 0.0,
+    )
+    traces = []
+    shown: set[Proxy] = set()
+    for panel, fixed in enumerate(fixed_values, start=1):
+        for curve in (c for c in curves if c.fixed == fixed):
+            style = PROXY_STYLE[curve.proxy]
+            ratio = [float(v) if math.isfinite(v) else None for v in curve.ratio]
+            line = {
+                "type": "scatter",
+                "x": list(curve.x),
+                "y": ratio,
+                "mode": "lines+markers",
+                "name": _legend_name(curve.proxy, quoted.get(curve.proxy)),
+                "legendgroup": curve.proxy.value,
+                "showlegend": curve.proxy not in shown,
+                "line": {"color": style["color"], "dash": style["dash"]},
+                "customdata": [
+                    [as_text(m), lr, shown]
+                    for m, lr, shown in zip(curve.models, curve.log10_ratio, hover_numbers(ratio), strict=True)
+                ],
+                "hovertemplate": (
+                    f"{PROXY_LABELS[curve.proxy]}<br>%{{customdata[0]}}<br>{against.value} = %{{x}}"
+                    f"<br>ratio = %{{customdata[2]}} (log10 %{{customdata[1]:.3f}})<extra></extra>"
+                ),
+            }
+            traces.append(on_panel(line, panel))
+            shown.add(curve.proxy)
+    ratios = [r for c in curves for r in c.ratio]
+    y_axis = {**log_axis(ratios), "range": _log_range(ratios)}  # one scale: panels drawn apart still compare
+    x_axis = axis_title(_AXIS_TITLE[against], tickmode="array", tickvals=sorted({x for c in curves for x in c.x}))
+    for panel in range(1, rows * cols + 1):
+        x_key, y_key = panel_ref(panel)
+        layout[x_key].update(x_axis)
+        layout[y_key].update(y_axis)
+        if (panel - 1) % cols == 0:
+            layout[y_key].update(axis_title(f"proxy / proxy at {reference}"))
+    note = f"normalised at {reference}; proxies, not generalization gaps"
+    return figure(
+        traces,
+        title or f"Growth of the proxies with {_AXIS_TITLE[against]}",
+        source=f"{source} · {note}" if source else note,
+        height=380 * rows + 80,
+        legend_title="proxy",
+        layout=layout,
+    )
+
+
+def growth_figure_depth(
+    curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *, source: str | None = None
+) -> go.Figure:
+    """Growth against depth L, one panel per width N."""
+    return growth_figure(curves, Axis.DEPTH, exponents, source=source)
+
+
+def growth_figure_width(
+    curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *, source: str | None = None
+) -> go.Figure:
+    """Growth against width N, one panel per depth L."""
+    return growth_figure(curves, Axis.WIDTH, exponents, source=source)

@@ -1,0 +1,140 @@
+"""A model against a baseline (another model, or its random-initialised twin): totals and their parts.
+
+Both sides are :class:`~specbound.core.bounds.BoundAnalysis` objects, possibly of different shapes. Every
+total is carried as a natural log (plain values may overflow float64 and become inf) and reported as
+log10 beside the plain number; ratios are differences of logs, so they always exist.
+
+Per-layer differences need the same depth: with L_model != L_baseline the layers do not correspond
+(a 6-layer layer 5 is the top, a 12-layer layer 5 the middle), so ``per_layer_difference`` is None and
+only each side's own per-layer sums are given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+from ..core.architecture import Kind
+from ..core.bounds import BoundAnalysis, BoundTerms, PAssignment
+from ..core.logspace import exp_array, exp_or_inf, to_log10
+
+#: What ``compare`` evaluates: a PAssignment, one p for every matrix, a per-matrix array, or None for p*.
+PChoice = PAssignment | np.ndarray | float | None
+
+
+@dataclass(frozen=True)
+class ProxyTotals:
+    """One model's proxies as natural logs: ours at p*, ours at the chosen assignment, Edelman-style."""
+
+    model: str
+    log_ours_opt: float
+    log_ours_at: float
+    log_edelman: float
+
+    @property
+    def log10(self) -> dict[str, float]:
+        """log10 of each proxy: keys 'ours_opt', 'ours_at', 'edelman'."""
+        return {
+            "ours_opt": float(to_log10(self.log_ours_opt)),
+            "ours_at": float(to_log10(self.log_ours_at)),
+            "edelman": float(to_log10(self.log_edelman)),
+        }
+
+    @property
+    def plain(self) -> dict[str, float]:
+        """The same proxies as plain numbers (inf where they overflow float64)."""
+        return {
+            "ours_opt": exp_or_inf(self.log_ours_opt),
+            "ours_at": exp_or_inf(self.log_ours_at),
+            "edelman": exp_or_inf(self.log_edelman),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """A model against a baseline at the chosen assignments of p (natural logs unless named otherwise).
+
+    ``log_kind_sums_*`` and ``log_layer_sums_*`` hold ln Σ c(W; p) at the chosen assignment.
+    """
+
+    model: ProxyTotals
+    baseline: ProxyTotals
+    log_kind_sums_model: Mapping[Kind, float]
+    log_kind_sums_baseline: Mapping[Kind, float]
+    log_layer_sums_model: np.ndarray  # (L_model,)
+    log_layer_sums_baseline: np.ndarray  # (L_baseline,)
+
+    @property
+    def log10_ratio(self) -> dict[str, float]:
+        """log10(model / baseline) for each proxy ('ours_opt', 'ours_at', 'edelman')."""
+        a, b = self.model.log10, self.baseline.log10
+        return {key: a[key] - b[key] for key in a}
+
+    @property
+    def kinds(self) -> tuple[Kind, ...]:
+        """The kinds either model has, in profile order (a kind one model lacks sums to 0 there)."""
+        return tuple(kind for kind in Kind if kind in self.log_kind_sums_model or kind in self.log_kind_sums_baseline)
+
+    @property
+    def kind_difference(self) -> dict[Kind, float]:
+        """Σ c over each kind of either model, model minus baseline (plain; inf - inf gives nan)."""
+        model, baseline = self.log_kind_sums_model, self.log_kind_sums_baseline
+        with np.errstate(invalid="ignore"):
+            return {
+                kind: exp_or_inf(model.get(kind, -math.inf)) - exp_or_inf(baseline.get(kind, -math.inf))
+                for kind in self.kinds
+            }
+
+    @property
+    def layers_match(self) -> bool:
+        return self.log_layer_sums_model.shape == self.log_layer_sums_baseline.shape
+
+    @property
+    def per_layer_difference(self) -> np.ndarray | None:
+        """(L,) Σ c over each layer, model minus baseline; None when the depths differ (see the module)."""
+        if not self.layers_match:
+            return None
+        with np.errstate(invalid="ignore"):
+            return exp_array(self.log_layer_sums_model) - exp_array(self.log_layer_sums_baseline)
+
+    @property
+    def change_against_p_opt(self) -> float:
+        """Ours at the chosen assignment minus ours at p* (the model's own): >= 0 whenever p lies on P_m."""
+        with np.errstate(invalid="ignore"):
+            return exp_or_inf(self.model.log_ours_at) - exp_or_inf(self.model.log_ours_opt)
+
+    @property
+    def change_against_baseline(self) -> float:
+        """Ours at the chosen assignment, model minus baseline."""
+        with np.errstate(invalid="ignore"):
+            return exp_or_inf(self.model.log_ours_at) - exp_or_inf(self.baseline.log_ours_at)
+
+
+def _totals(analysis: BoundAnalysis, terms: BoundTerms) -> ProxyTotals:
+    return ProxyTotals(analysis.profile.model, analysis.optimal.log_total, terms.log_total, analysis.log_edelman)
+
+
+def compare(model: BoundAnalysis, baseline: BoundAnalysis, p: PChoice = None, baseline_p: PChoice = None) -> Comparison:
+    """Compare ``model`` at ``p`` with ``baseline`` at ``baseline_p`` (p = None: the model at its p*).
+
+    ``baseline_p`` None applies the model's ``p`` to the baseline too (a PAssignment's kinds and layers
+    carry over; p* stays each matrix's own p*); ``PAssignment()`` puts the baseline at its own p*. A
+    per-matrix array fits one shape only, so a baseline of another shape needs its own.
+    """
+    if baseline_p is None:
+        if isinstance(p, np.ndarray) and p.shape != baseline.p_opt.shape:
+            raise ValueError("a per-matrix array of p fits one shape: give the baseline its own baseline_p")
+        baseline_p = p
+    terms, base_terms = model.evaluate(p), baseline.evaluate(baseline_p)
+    return Comparison(
+        model=_totals(model, terms),
+        baseline=_totals(baseline, base_terms),
+        log_kind_sums_model=MappingProxyType(terms.log_per_kind()),
+        log_kind_sums_baseline=MappingProxyType(base_terms.log_per_kind()),
+        log_layer_sums_model=terms.log_per_layer(model.profile.shape.num_layers),
+        log_layer_sums_baseline=base_terms.log_per_layer(baseline.profile.shape.num_layers),
+    )
