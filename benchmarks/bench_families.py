@@ -51,8 +51,8 @@ def build(kind: str, directory: Path) -> Path:
 
 
 def analyse(directory: Path) -> int:
+    from specbound.core.engine import compute_profile
     from specbound.io.checkpoints import open_checkpoint
-    from specbound.io.loading import compute_profile
 
     checkpoint = open_checkpoint(directory)
     profile = compute_profile(checkpoint.layers(), checkpoint.shape)

@@ -23,7 +23,7 @@ Run with ``python benchmarks/bench_large.py`` (about half an hour on two cores, 
   default ``main``, extracted with ``git archive``) in the same run: no regression.
 * **cores**: BERT-base-shaped layers analysed one at a time against two (or more) in parallel, and the
   eigen-solve of a 4096 x 4096 Gram matrix with one BLAS thread against all (and through torch's
-  LAPACK): what :func:`specbound.io.loading.default_workers` and the serial eigen-solves rest on.
+  LAPACK): what :func:`specbound.core.engine.default_workers` and the serial eigen-solves rest on.
 """
 
 from __future__ import annotations

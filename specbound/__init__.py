@@ -21,9 +21,10 @@ from ._version import __version__
 from .api.analysis import Analysis, analyze
 from .core.architecture import Adaptation, Kind, Mlp, ModelShape, Residual
 from .core.bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
+from .core.engine import compute_profile
 from .core.errors import SpecboundError
 from .core.profile import MatrixId, SpectralProfile
-from .io.loading import compute_profile, load_profile
+from .io.loading import load_profile
 
 __all__ = [
     "Adaptation",

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import specbound.core.backend as backend
+import specbound.core.engine as engine
 import specbound.core.spectrum as spectrum
 import specbound.io.loading as loading
 from specbound import compute_profile
@@ -71,20 +72,20 @@ class MappedSpy(LayerWeights):
 
 @pytest.mark.parametrize(("be", "asked"), [(NumpyBackend(), ["ffn_in", "ffn_out"]), (NumpyWithout(), [])])
 def test_mapped_blocks_are_asked_for_only_by_a_backend_that_reads_them(monkeypatch, be, asked) -> None:
-    monkeypatch.setattr(loading, "MAPPED_MATRIX_BYTES", 0)  # every feed-forward matrix counts as large
+    monkeypatch.setattr(engine, "MAPPED_MATRIX_BYTES", 0)  # every feed-forward matrix counts as large
     layer = MappedSpy(**vars(_layer()))
     layer.asked = []
-    spectra = loading.analyse_layer(layer, SHAPE, be)
+    spectra = engine.analyse_layer(layer, SHAPE, be)
     assert layer.asked == asked
-    reference = loading.analyse_layer(_layer(), SHAPE)
+    reference = engine.analyse_layer(_layer(), SHAPE)
     np.testing.assert_array_equal(spectra.singular_values, reference.singular_values)
 
 
 def test_layers_run_side_by_side_only_on_a_backend_that_allows_it() -> None:
     cores = os.cpu_count() or 1
-    assert loading.default_workers(SHAPE, get_backend()) == max(1, min(cores, SHAPE.num_layers))
-    assert loading.default_workers(SHAPE, NumpyWithout()) == 1
-    assert loading.default_workers(SHAPE, get_backend("torch", "cpu")) == 1
+    assert engine.default_workers(SHAPE, get_backend()) == max(1, min(cores, SHAPE.num_layers))
+    assert engine.default_workers(SHAPE, NumpyWithout()) == 1
+    assert engine.default_workers(SHAPE, get_backend("torch", "cpu")) == 1
 
 
 # --- the large eigen-solves: a recorded choice of the spec ------------------------------------------

@@ -22,10 +22,10 @@ from specbound.core.bounds import (
     snap_to_grid,
 )
 from specbound.core.defaults import L_PHI
+from specbound.core.engine import compute_profile
 from specbound.core.logspace import LOG_MAX
 from specbound.core.matrices import LayerWeights
 from specbound.core.profile import MatrixId, matrix_ids
-from specbound.io.loading import compute_profile
 
 
 @pytest.fixture

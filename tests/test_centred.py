@@ -215,12 +215,12 @@ def test_a_model_against_itself_changes_nothing(pairs):
 
 def test_the_streamed_block_difference_equals_the_whole_one(pairs, monkeypatch):
     """A memory-mapped feed-forward pair is subtracted block by block (neither held whole): the same spectra."""
-    import specbound.io.loading as loading
+    import specbound.core.engine as engine
 
     tuned, base = (open_checkpoint(p) for p in pairs["llama"])
     whole = difference_profile(tuned, base, model="whole")
-    monkeypatch.setattr(loading, "MAPPED_MATRIX_BYTES", 0)
-    monkeypatch.setattr(loading, "PRODUCT_BLOCK_BYTES", 8 * 32 * 5)  # blocks of 5 columns
+    monkeypatch.setattr(engine, "MAPPED_MATRIX_BYTES", 0)
+    monkeypatch.setattr(engine, "PRODUCT_BLOCK_BYTES", 8 * 32 * 5)  # blocks of 5 columns
     blocked = difference_profile(tuned, base, model="blocked")
     mlp = np.isin(whole.kinds, [k.value for k in (Kind.M_GATE, Kind.M_IN, Kind.M_OUT)])
     np.testing.assert_allclose(blocked.singular_values[mlp], whole.singular_values[mlp], rtol=0, atol=1e-12)

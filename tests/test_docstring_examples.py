@@ -14,18 +14,19 @@ import specbound
 
 MODULES = (
     "specbound.api.analysis",
+    "specbound.api.runs",
     "specbound.core.architecture",
     "specbound.core.bounds",
+    "specbound.core.engine",
     "specbound.core.errors",
-    "specbound.io.loading",
     "specbound.core.profile",
+    "specbound.core.values",
     "specbound.io.centred",
     "specbound.io.checkpoints.lora",
+    "specbound.io.loading",
+    "specbound.lab.finetune",
     "specbound.present.figures.bounds",
     "specbound.present.figures.spectra",
-    "specbound.api.runs",
-    "specbound.lab.finetune",
-    "specbound.core.values",
 )
 
 

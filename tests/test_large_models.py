@@ -267,12 +267,12 @@ def test_the_gram_matrix_by_blocks_is_the_lower_triangle_of_the_whole_one(dims) 
 def test_large_feed_forward_matrices_are_read_block_by_block_from_the_memory_map(dtype, monkeypatch, tmp_path) -> None:
     """Every feed-forward matrix over the threshold: read from its mapped tensor in blocks of 3
     columns or rows, never whole; the profile agrees with dense SVDs of the matrices."""
+    import specbound.core.engine as engine
     import specbound.io.checkpoints as checkpoints
-    import specbound.io.loading as loading
 
     directory = write_llama(tmp_path / dtype, dtype=dtype)
-    monkeypatch.setattr(loading, "MAPPED_MATRIX_BYTES", 0)
-    monkeypatch.setattr(loading, "PRODUCT_BLOCK_BYTES", 8 * 48 * 3)
+    monkeypatch.setattr(engine, "MAPPED_MATRIX_BYTES", 0)
+    monkeypatch.setattr(engine, "PRODUCT_BLOCK_BYTES", 8 * 48 * 3)
     whole_reads: list[str] = []
     original = checkpoints.StreamedLayer.mlp_weight
     monkeypatch.setattr(
@@ -294,7 +294,7 @@ def test_a_bad_value_in_a_mapped_block_is_refused_by_name(monkeypatch, tmp_path)
     import torch
     from safetensors.torch import load_file, save_file
 
-    import specbound.io.loading as loading
+    import specbound.core.engine as engine
     from specbound.core.errors import InvalidWeightsError
 
     directory = write_llama(tmp_path / "llama", dtype="float32")
@@ -304,7 +304,7 @@ def test_a_bad_value_in_a_mapped_block_is_refused_by_name(monkeypatch, tmp_path)
     tensors = load_file(shard)
     tensors["layers.1.mlp.up_proj.weight"][70, 5] = torch.nan
     save_file(tensors, shard, metadata={"format": "pt"})
-    monkeypatch.setattr(loading, "MAPPED_MATRIX_BYTES", 0)
+    monkeypatch.setattr(engine, "MAPPED_MATRIX_BYTES", 0)
     with pytest.raises(InvalidWeightsError, match=r"layers\.1\.mlp\.up_proj\.weight.*NaN"):
         load_profile(str(directory), use_cache=False)
 
@@ -420,18 +420,18 @@ def test_a_model_in_memory_streams_one_layer_at_a_time_and_is_never_cached(llama
     import transformers
 
     import specbound
-    import specbound.io.loading as loading
+    import specbound.core.engine as engine
 
     model = transformers.AutoModel.from_pretrained(llama)
     seen: list[str] = []
-    original = loading.analyse_layer
+    original = engine.analyse_layer
 
     def recording(layer, shape, backend=None, **options):
         seen.append(type(layer).__name__)
         assert layer.revision is None  # no files: nothing to key a resumed layer by
         return original(layer, shape, backend, **options)
 
-    monkeypatch.setattr(loading, "analyse_layer", recording)
+    monkeypatch.setattr(engine, "analyse_layer", recording)
     in_memory = specbound.analyze(model, backend="torch")
     assert seen == ["StreamedLayer"] * LAYERS
     monkeypatch.undo()
@@ -500,13 +500,14 @@ load_profile(sys.argv[1], backend=DiesInLayer2(), workers=1)
 #: Counts the layers a run computes (the others come from the cache).
 COUNT_COMPUTED = """
 import json, sys
+import specbound.core.engine as engine
 import specbound.io.loading as loading
 computed = []
-original = loading.analyse_layer
+original = engine.analyse_layer
 def counting(layer, shape, backend=None, **options):
     computed.append(layer.index)
     return original(layer, shape, backend, **options)
-loading.analyse_layer = counting
+engine.analyse_layer = counting
 loading.load_profile(sys.argv[1], workers=1)
 print(json.dumps(computed))
 """

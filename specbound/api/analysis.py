@@ -298,7 +298,7 @@ def analyze(
     ``_name_or_path``, else its class). A named model's profile is cached on disk; one in memory never is.
     ``backend`` ("numpy" or "torch") and ``device`` ("cpu", "cuda", "cuda:1", ...) choose where the
     float64 linear algebra runs; ``layer_workers`` how many layers run at once (default: measured per
-    shape, :func:`specbound.io.loading.default_workers`); ``large_norm_11`` also the (1,1) norms of QK
+    shape, :func:`specbound.core.engine.default_workers`); ``large_norm_11`` also the (1,1) norms of QK
     and V matrices too large to form whole (N > 2048; NaN otherwise, :data:`~specbound.core.defaults.LARGE_NORM_11`).
 
     ``base``: a reference W⁰ of the same family and dimensions (a name or path, a ``PreTrainedModel``,

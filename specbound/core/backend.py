@@ -110,7 +110,7 @@ class Backend(ABC):
     #: (:func:`specbound.core.spectrum.gram_by_blocks`), so a large feed-forward matrix is never held whole.
     reads_mapped_blocks: bool = False
     #: Its heavy calls run on the calling thread and release the GIL, so small layers are analysed in
-    #: threads side by side (:func:`specbound.io.loading.default_workers`).
+    #: threads side by side (:func:`specbound.core.engine.default_workers`).
     layers_in_threads: bool = False
 
     @abstractmethod

@@ -64,7 +64,7 @@ class LayerSource(Protocol):
     """One layer's weights, read on demand: :class:`LayerWeights` (in memory),
     :class:`~specbound.io.checkpoints.checkpoint.StreamedLayer` (from the checkpoint, part by part) or
     :class:`~specbound.io.centred.DifferenceLayer` (W - W⁰ of two checkpoints); what
-    :func:`specbound.io.loading.analyse_layer` reads."""
+    :func:`specbound.core.engine.analyse_layer` reads."""
 
     def attention_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 

@@ -6,7 +6,7 @@ One frozen value carries these from the command line (``--backend``, ``--device`
 :func:`specbound.io.loading.load_profile_with`, and to the worker processes of ``grid`` and
 ``trajectory`` (it pickles). Its defaults are the package's: numpy on the CPU
 (:data:`~specbound.core.backend.DEFAULT_BACKEND`), layer workers chosen per shape
-(:func:`specbound.io.loading.default_workers`), the download cap of the environment
+(:func:`specbound.core.engine.default_workers`), the download cap of the environment
 (:func:`specbound.core.limits.max_download_bytes`), and :data:`~specbound.core.defaults.LARGE_NORM_11`.
 None of them changes a number of the profile beyond rounding; they change how long it takes.
 """
@@ -25,7 +25,7 @@ class ComputeOptions:
 
     #: the backend and device of the float64 linear algebra
     backend: BackendSpec = field(default_factory=BackendSpec)
-    #: layers of one model analysed in parallel (None: :func:`specbound.io.loading.default_workers`)
+    #: layers of one model analysed in parallel (None: :func:`specbound.core.engine.default_workers`)
     workers: int | None = None
     #: the download cap in bytes (None: :func:`specbound.core.limits.max_download_bytes`)
     max_download_bytes: int | None = None

@@ -22,11 +22,11 @@ import numpy as np
 
 from ..core.architecture import ModelShape
 from ..core.defaults import TWIN_SEED
+from ..core.engine import compute_profile
 from ..core.matrices import LayerWeights
 from ..core.profile import SpectralProfile
 from ..core.progress import ProgressCallback, silent
 from ..io.families import adapter_for
-from ..io.loading import compute_profile
 
 
 def twin_layers(

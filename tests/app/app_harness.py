@@ -68,6 +68,7 @@ def forbid_recomputation(monkeypatch) -> None:
     module that defines it: ``specbound.io.loading`` calls the ``fetch`` it imported, which a patch of
     ``specbound.io.checkpoints.fetch`` alone would never reach.
     """
+    import specbound.core.engine
     import specbound.io.cache
     import specbound.io.checkpoints
     import specbound.io.loading
@@ -78,7 +79,7 @@ def forbid_recomputation(monkeypatch) -> None:
 
     for module, name in [
         (specbound.io.loading, "load_profile"),
-        (specbound.io.loading, "compute_profile"),
+        (specbound.core.engine, "compute_profile"),
         (specbound.io.checkpoints, "fetch"),
         (specbound.io.checkpoints, "is_cached"),
         (specbound.io.checkpoints, "open_checkpoint"),

@@ -16,8 +16,9 @@ import pytest
 from family_models import FAMILIES, FORMATS, Sizes, layer_prefix, proxy_matrices, read_state
 
 from specbound.core.defaults import RANK_TOL
+from specbound.core.engine import compute_profile
 from specbound.io.checkpoints import StreamedLayer, open_checkpoint, safetensors_header
-from specbound.io.loading import compute_profile, load_profile
+from specbound.io.loading import load_profile
 
 
 def _kinds_of_a_layer(heads: int, gated: bool) -> list[str]:
@@ -34,10 +35,10 @@ def test_every_singular_value_matches_a_dense_svd(tiny, name):
 def test_feed_forward_matrices_read_by_blocks_from_the_memory_map_match_a_dense_svd(tiny, name, monkeypatch):
     """The route of a large model's feed-forward matrices (each adapter's stored orientation viewed
     through the memory map, widened block by block), forced here on every family's tiny model."""
-    import specbound.io.loading as loading
+    import specbound.core.engine as engine
 
-    monkeypatch.setattr(loading, "MAPPED_MATRIX_BYTES", 0)
-    monkeypatch.setattr(loading, "PRODUCT_BLOCK_BYTES", 8 * 64 * 5)  # blocks of a few columns or rows
+    monkeypatch.setattr(engine, "MAPPED_MATRIX_BYTES", 0)
+    monkeypatch.setattr(engine, "PRODUCT_BLOCK_BYTES", 8 * 64 * 5)  # blocks of a few columns or rows
 
     def whole(layer, field):
         raise AssertionError(f"{field} was read whole")

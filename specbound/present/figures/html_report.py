@@ -27,7 +27,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.utils import PlotlyJSONEncoder
 
-from ... import __version__
+from ..._version import __version__
 from ..numbers import MISSING, format_number
 from .style import decoded
 
