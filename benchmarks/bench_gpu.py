@@ -29,8 +29,9 @@ import numpy as np
 from specbound import ModelShape
 from specbound.core.backend import get_backend
 from specbound.core.engine import LayerSpectra, analyse_layer
+from specbound.core.factored import head_spectra
 from specbound.core.matrices import LayerWeights, attention_heads
-from specbound.core.spectrum import head_spectra, norm_11, norm_21, singular_values
+from specbound.core.spectrum import norm_11, norm_21, singular_values
 
 SEED = 0
 SHAPES = {

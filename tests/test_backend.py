@@ -10,7 +10,7 @@ import pytest
 
 import specbound.core.backend as backend
 import specbound.core.engine as engine
-import specbound.core.spectrum as spectrum
+import specbound.core.factored as factored
 import specbound.io.loading as loading
 from specbound import compute_profile
 from specbound.core.architecture import ModelShape
@@ -22,8 +22,8 @@ from specbound.core.backend import (
     get_backend,
     large_eigvalsh,
 )
+from specbound.core.factored import FactoredHeads, head_spectra
 from specbound.core.matrices import LayerWeights
-from specbound.core.spectrum import FactoredHeads, head_spectra
 from specbound.io.cache import ProfileCache
 
 SHAPE = ModelShape(2, 32, 4, 48)
@@ -51,8 +51,8 @@ def test_products_are_formed_with_numpy_only_on_a_backend_with_host_products(mon
     products = FactoredHeads.unshared(rng.standard_normal((3, 20, 5)), rng.standard_normal((3, 5, 30)))
     whole = head_spectra(products)
     calls: list[str] = []
-    original = spectrum._entrywise_norms_whole
-    monkeypatch.setattr(spectrum, "_entrywise_norms_whole", lambda p: calls.append("whole") or original(p))
+    original = factored._entrywise_norms_whole
+    monkeypatch.setattr(factored, "_entrywise_norms_whole", lambda p: calls.append("whole") or original(p))
     head_spectra(products, NumpyWithout())
     assert calls == []  # the spec's name is still "numpy": the capability decided
     blocked = head_spectra(products, NumpyWithout())

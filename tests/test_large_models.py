@@ -24,10 +24,10 @@ from specbound import compute_profile, load_profile
 from specbound.core.architecture import ModelShape
 from specbound.core.backend import BackendError, BackendSpec, get_backend
 from specbound.core.errors import SpecboundError
+from specbound.core.factored import FactoredHeads, head_spectra
 from specbound.core.limits import LIMITS, check_encoder_shape, layer_peak_bytes
 from specbound.core.matrices import attention_heads, layer_factors
 from specbound.core.progress import ProgressEvent, format_eta
-from specbound.core.spectrum import FactoredHeads, head_spectra
 from specbound.io.cache import ProfileCache
 from specbound.io.checkpoints import open_checkpoint, read_config
 
@@ -188,7 +188,7 @@ def test_cli_backend_options(llama) -> None:
 
 @pytest.mark.parametrize("shared", [False, True], ids=["one factor per head", "grouped-query"])
 def test_blocked_norms_of_factored_products_equal_dense(monkeypatch, shared: bool) -> None:
-    import specbound.core.spectrum as spectrum
+    import specbound.core.factored as factored
 
     rng = np.random.default_rng(7)
     n, d, heads = 96, 8, 4
@@ -198,7 +198,7 @@ def test_blocked_norms_of_factored_products_equal_dense(monkeypatch, shared: boo
     products = FactoredHeads(left, right, np.arange(heads), groups)
     whole = head_spectra(products)
     # a buffer of 10 columns: the (1,1) norm block by block, the (2,1) norm from R B
-    monkeypatch.setattr(spectrum, "PRODUCT_BLOCK_BYTES", 8 * n * 10)
+    monkeypatch.setattr(factored, "PRODUCT_BLOCK_BYTES", 8 * n * 10)
     blocked = head_spectra(products, large_norm_11=True)
     by_default = head_spectra(products)
     assert np.isnan(by_default.norm_11).all()  # opt-in for products too large to form whole
@@ -215,10 +215,10 @@ def test_the_large_norm_11_is_opt_in_from_the_command_line_to_the_cache(llama, m
     """With every QK and V product of the fixture over the buffer: null in the JSON by default, the
     dense value on request; a cached profile without it is computed again when it is asked for."""
     import specbound
-    import specbound.core.spectrum as spectrum
+    import specbound.core.factored as factored
     from specbound.core.profile import validate_profile
 
-    monkeypatch.setattr(spectrum, "PRODUCT_BLOCK_BYTES", 1024)  # a 48 x 48 product is 18 kB
+    monkeypatch.setattr(factored, "PRODUCT_BLOCK_BYTES", 1024)  # a 48 x 48 product is 18 kB
     monkeypatch.setenv("SPECBOUND_CACHE", str(tmp_path / "cache"))
     dense = dense_matrices(llama)
     default = specbound.analyze(str(llama))

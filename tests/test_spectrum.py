@@ -6,15 +6,8 @@ import numpy as np
 import pytest
 
 from specbound.core.defaults import RANK_TOL
-from specbound.core.spectrum import (
-    cumulative_energy,
-    entrywise_norms_factored,
-    norm_11,
-    norm_21,
-    rank_threshold,
-    singular_values,
-    singular_values_factored,
-)
+from specbound.core.factored import entrywise_norms_factored, singular_values_factored
+from specbound.core.spectrum import cumulative_energy, norm_11, norm_21, rank_threshold, singular_values
 
 
 def numerical_rank(sv: np.ndarray, k: int) -> int:

@@ -104,7 +104,7 @@ class Backend(ABC):
     spec: BackendSpec
     #: Its arrays are the caller's numpy arrays and its products numpy's own, so a caller may form
     #: small products with numpy directly and get this backend's result (the whole-product norms of
-    #: :func:`specbound.core.spectrum.head_spectra`).
+    #: :func:`specbound.core.factored.head_spectra`).
     host_products: bool = False
     #: It takes a Gram matrix accumulated in host memory from blocks of a memory-mapped matrix
     #: (:func:`specbound.core.spectrum.gram_by_blocks`), so a large feed-forward matrix is never held whole.

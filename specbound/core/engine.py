@@ -33,11 +33,12 @@ import numpy as np
 from .architecture import Kind, ModelShape
 from .backend import Backend, BackendSpec, get_backend
 from .defaults import LARGE_NORM_11
+from .factored import head_spectra
 from .limits import layer_peak_bytes
 from .matrices import LayerSource, attention_heads, mlp_field, mlp_matrix
 from .profile import SpectralProfile, full_dims_of
 from .progress import ProgressCallback, ProgressEvent, silent
-from .spectrum import PRODUCT_BLOCK_BYTES, gram_by_blocks, gram_singular_values, head_spectra, norm_11, norm_21
+from .spectrum import PRODUCT_BLOCK_BYTES, gram_by_blocks, gram_singular_values, norm_11, norm_21
 from .threads import serial_blas
 
 #: A layer whose analysis holds more than this many bytes is analysed alone (its BLAS calls threaded);

@@ -33,7 +33,7 @@ from typing import Protocol
 import numpy as np
 
 from .architecture import Expert, Kind, ModelShape
-from .spectrum import FactoredHeads
+from .factored import FactoredHeads
 
 __all__ = [
     "BlockMatrix",
