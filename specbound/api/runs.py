@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.defaults import FIXED_P
 from ..core.errors import SpecboundError
 from ..core.limits import LIMITS
 from ..core.logspace import to_log10
@@ -65,8 +66,6 @@ TABLE_FILE, ATLAS_FILE = "trajectory.csv", "trajectory.npz"
 #: The Trainer's name for its checkpoint folders, and for the state it saves in each.
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 TRAINER_STATE = "trainer_state.json"
-#: The fixed indices whose totals every row carries beside p*.
-FIXED_P: tuple[float, ...] = (0.0, 1.0, 2.0)
 
 
 @dataclass(frozen=True)

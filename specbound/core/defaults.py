@@ -22,6 +22,9 @@ RANK_TOL: float = 1e-10
 
 #: Upper end of the Schatten index range [0, P_MAX] covered by the theorem (p = 2 is Frobenius).
 P_MAX: float = 2.0
+#: The landmark indices every matrix may be read at besides its own p*: the rank (0), the nuclear norm
+#: (1) and the Frobenius norm (2). Trajectories, the scaling study and the lab record "ours" at each.
+FIXED_P: tuple[float, ...] = (0.0, 1.0, P_MAX)
 
 #: The model the CLI and the dashboard open when none is named (shipped inside a PyPI package).
 DEFAULT_MODEL: str = "minilm-l6"

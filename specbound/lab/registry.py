@@ -37,6 +37,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..core.bounds import BoundAnalysis
+from ..core.defaults import FIXED_P
 from ..core.heavy_tail import SpectrumAlphas, spectrum_alphas
 from ..core.logspace import LOG10_E
 from .flatness import censoring_values, inverse_square, pacbayes_sigma, sharpness_alpha
@@ -44,9 +45,6 @@ from .measures import frobenius_sum, log_bartlett, log_spectral_product
 
 if TYPE_CHECKING:
     import torch
-
-#: The fixed indices at which "ours" is also recorded (every matrix at the same p).
-FIXED_P: tuple[float, ...] = (0.0, 1.0, 2.0)
 
 
 class MeasureInput(str, Enum):

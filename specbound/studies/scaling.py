@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.bounds import BoundAnalysis
+from ..core.defaults import FIXED_P
 from ..core.logspace import LOG10_E, exp_or_inf
 
 if TYPE_CHECKING:
@@ -56,9 +57,8 @@ class Proxy(str, Enum):
         return _FIXED_P.get(self)
 
 
-_FIXED_P: dict[Proxy, float] = {Proxy.P0: 0.0, Proxy.P1: 1.0, Proxy.P2: 2.0}
-#: The fixed-index regimes of the study, p = 0, 1, 2.
-FIXED_P: tuple[float, ...] = tuple(_FIXED_P.values())
+#: The fixed-index regimes of the study, every matrix at one landmark p (:data:`~specbound.core.defaults.FIXED_P`).
+_FIXED_P: dict[Proxy, float] = dict(zip((Proxy.P0, Proxy.P1, Proxy.P2), FIXED_P, strict=True))
 PROXIES: tuple[Proxy, ...] = tuple(Proxy)
 
 
