@@ -20,7 +20,7 @@ import specbound
 from specbound.core.architecture import Kind
 from specbound.core.bounds import PAssignment
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _tiny(kind: str):
