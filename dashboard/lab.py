@@ -12,7 +12,7 @@ may share its name with a reference run (same spec, fewer test samples).
 Training. A visitor's run is held to :data:`VISITOR_CAPS` (about a minute of CPU at most). It runs in
 a daemon thread (:class:`TrainingJob`) calling :func:`specbound.lab.sweep.run_sweep`, with a
 ``threading.Event`` as the cancel hook and progress written under a lock; the page polls it from a
-fragment. A session has at most one job, the server at most :data:`MAX_JOBS` at once (the
+fragment. A session has at most one job, the server at most ``VISITOR_CAPS.max_jobs`` at once (the
 :class:`JobBoard`, shared by all sessions); two jobs never train the same run.
 
 Opening as a model. A step's profile is written as a one-model atlas into the upload store
@@ -41,6 +41,7 @@ from specbound.lab import reference as lab_reference
 from specbound.lab import views
 from specbound.lab.correlation import MeasureCorrelation, TauDifference, Verdict
 from specbound.lab.grokking import RunGrokking, grokking_runs, grokking_summary, summary_frame
+from specbound.lab.limits import VISITOR_CAPS, VisitorCaps
 from specbound.lab.records import read_runs
 from specbound.lab.registry import correlated_measures, is_baseline
 from specbound.lab.robust import RobustSummary
@@ -97,29 +98,8 @@ _KEY_SEP = ":"
 JOB_KEY, LAST_JOB_KEY = "lab_job", "lab_last_job"
 #: Session-state key of an error met by "Open as a model" (shown once, on the next run).
 OPEN_ERROR_KEY = "lab_open_error"
-#: At most this many trainings run at once on the server, whoever started them.
-MAX_JOBS: int = 2
 #: How often the page looks at a running job (seconds).
 POLL_SECONDS: float = 1.0
-
-
-@dataclass(frozen=True)
-class VisitorCaps:
-    """What a visitor may ask of one run: small enough to finish in about a minute on one core."""
-
-    max_layers: int = 2
-    widths: tuple[int, ...] = (16, 32, 64)
-    heads: tuple[int, ...] = (1, 2, 4)  # each divides every width above
-    max_n_train: int = 2000
-    max_label_noise: float = 0.3
-    max_steps: int = 600
-    max_seed: int = 99
-    test_samples: int = 2000  # fresh samples for the test error (standard error at most 0.011)
-    checkpoints: int = 4  # saved steps besides step 0
-    max_stored_runs: int = 200  # runs kept in the lab store (a few MB each, with their checkpoints)
-
-
-VISITOR_CAPS = VisitorCaps()
 
 
 @dataclass(frozen=True)
@@ -700,7 +680,7 @@ class LabBusy(SpecboundError):
 class JobBoard:
     """The server's running jobs (shared by every session) and a version bumped when one ends."""
 
-    def __init__(self, limit: int = MAX_JOBS) -> None:
+    def __init__(self, limit: int = VISITOR_CAPS.max_jobs) -> None:
         self.limit = limit
         self.version = 0
         self._lock = threading.Lock()

@@ -16,18 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.progress import ProgressCallback, ProgressEvent, silent
-from .tasks import MAX_LABEL_NOISE, TASKS
-from .train import (
-    FAMILIES,
-    MAX_HEADS,
-    MAX_HIDDEN,
-    MAX_LAYERS,
-    MAX_SEED,
-    MAX_STEPS,
-    MAX_TEST_SAMPLES,
-    MAX_TRAIN,
-    TrainSettings,
-)
+from .limits import LAB_LIMITS
+from .tasks import TASKS
+from .train import FAMILIES, TrainSettings
 
 _DEFAULTS = TrainSettings()
 LAB_MODELS = "small BERT encoders trained by the specbound lab on the sparse threshold task (not BERT Miniatures)"
@@ -61,16 +52,16 @@ def _bounded(
     return parse
 
 
-_layers = _bounded(int, 1, MAX_LAYERS)
-_hidden = _bounded(int, 2, MAX_HIDDEN)
-_heads = _bounded(int, 1, MAX_HEADS)
-_n_train = _bounded(int, 1, MAX_TRAIN)
-_noise = _bounded(float, 0.0, MAX_LABEL_NOISE, high_open=True)
-_steps = _bounded(int, 1, MAX_STEPS)
-_seed = _bounded(int, 0, MAX_SEED)
-_workers = _bounded(int, 1, 1024)
-_test_samples = _bounded(int, 1, MAX_TEST_SAMPLES)
-_learning_rate = _bounded(float, 1e-9, 1.0)
+_layers = _bounded(int, 1, LAB_LIMITS.max_layers)
+_hidden = _bounded(int, 2, LAB_LIMITS.max_hidden)
+_heads = _bounded(int, 1, LAB_LIMITS.max_heads)
+_n_train = _bounded(int, 1, LAB_LIMITS.max_train)
+_noise = _bounded(float, 0.0, LAB_LIMITS.max_label_noise, high_open=True)
+_steps = _bounded(int, 1, LAB_LIMITS.max_steps)
+_seed = _bounded(int, 0, LAB_LIMITS.max_seed)
+_workers = _bounded(int, 1, LAB_LIMITS.max_workers)
+_test_samples = _bounded(int, 1, LAB_LIMITS.max_test_samples)
+_learning_rate = _bounded(float, LAB_LIMITS.min_learning_rate, LAB_LIMITS.max_learning_rate)
 #: The help of ``--until-fit`` (train and sweep).
 _UNTIL_FIT_HELP = (
     "train each classification run until it fits its training set (cross-entropy <= 0.01 on the whole set, "
@@ -490,21 +481,24 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     actions = lab.add_subparsers(dest="lab_command", required=True)
 
     train = actions.add_parser("train", help="train one run, saving checkpoints and every bound term per step")
-    train.add_argument("--layers", type=_layers, required=True, help=f"encoder layers L (1..{MAX_LAYERS})")
-    train.add_argument("--hidden", type=_hidden, required=True, help=f"width N (2..{MAX_HIDDEN})")
-    train.add_argument("--heads", type=_heads, required=True, help=f"attention heads H dividing N (1..{MAX_HEADS})")
-    train.add_argument("--n-train", type=_n_train, required=True, help=f"training examples n (1..{MAX_TRAIN})")
+    limits = LAB_LIMITS
+    train.add_argument("--layers", type=_layers, required=True, help=f"encoder layers L (1..{limits.max_layers})")
+    train.add_argument("--hidden", type=_hidden, required=True, help=f"width N (2..{limits.max_hidden})")
+    train.add_argument(
+        "--heads", type=_heads, required=True, help=f"attention heads H dividing N (1..{limits.max_heads})"
+    )
+    train.add_argument("--n-train", type=_n_train, required=True, help=f"training examples n (1..{limits.max_train})")
     train.add_argument(
         "--label-noise",
         type=_noise,
         default=0.0,
-        help=f"probability q of flipping each label, train and test (0 <= q < {MAX_LABEL_NOISE:g})",
+        help=f"probability q of flipping each label, train and test (0 <= q < {LAB_LIMITS.max_label_noise:g})",
     )
     train.add_argument(
         "--steps",
         type=_steps,
         default=_DEFAULTS.steps,
-        help=f"optimiser steps (default {_DEFAULTS.steps}, at most {MAX_STEPS})",
+        help=f"optimiser steps (default {_DEFAULTS.steps}, at most {LAB_LIMITS.max_steps})",
     )
     train.add_argument(
         "--save-every",
@@ -514,7 +508,10 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     )
     train.add_argument("--seed", type=_seed, default=0, help="seed of the data, the initialisation and the batches")
     train.add_argument(
-        "--learning-rate", type=_learning_rate, default=_DEFAULTS.learning_rate, help="AdamW's learning rate, in (0, 1]"
+        "--learning-rate",
+        type=_learning_rate,
+        default=_DEFAULTS.learning_rate,
+        help=f"AdamW's learning rate, in [{LAB_LIMITS.min_learning_rate:g}, {LAB_LIMITS.max_learning_rate:g}]",
     )
     train.add_argument("--until-fit", action="store_true", help=_UNTIL_FIT_HELP)
     train.add_argument("--fit-every", type=_steps, default=None, help=_FIT_EVERY_HELP)
@@ -522,7 +519,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         "--test-samples",
         type=_test_samples,
         default=_DEFAULTS.test_samples,
-        help=f"fresh samples for the test error (default {_DEFAULTS.test_samples}, at most {MAX_TEST_SAMPLES})",
+        help=f"fresh samples for the test error (default {_DEFAULTS.test_samples}, "
+        f"at most {LAB_LIMITS.max_test_samples})",
     )
     train.add_argument("--task", choices=list(TASKS), default="threshold", help=_TASK_HELP)
     train.add_argument("--family", choices=list(FAMILIES), default="bert", help=_FAMILY_HELP)

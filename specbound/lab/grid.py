@@ -19,11 +19,9 @@ from ..core.limits import LIMITS
 from ..core.text import quoted
 from ..core.values import is_real_number
 from ..io.files import describe_os_error, read_json
+from .limits import LAB_LIMITS
 from .tasks import TASKS, LabTask, ThresholdTask
 from .train import FAMILIES, LabError, RunSpec, TrainSettings
-
-#: At most this many runs in one grid (a typo in an axis should not start a week of training).
-MAX_RUNS: int = 500
 
 #: The hyperparameter axes of a sweep (also the axes of the granulated tau): architecture, data, the
 #: optimisation axis (the learning rate, SPEC §13b) and the seed.
@@ -57,8 +55,8 @@ class SweepGrid:
         )
         if count == 0:
             raise LabError("the grid is empty: every axis needs at least one value")
-        if count > MAX_RUNS:
-            raise LabError(f"the grid has {count} runs; at most {MAX_RUNS} are allowed")
+        if count > LAB_LIMITS.max_grid_runs:
+            raise LabError(f"the grid has {count} runs; at most {LAB_LIMITS.max_grid_runs} are allowed")
         try:
             return tuple(
                 RunSpec(

@@ -29,11 +29,8 @@ from typing import ClassVar
 import numpy as np
 
 from ..core.values import is_real_number
+from .limits import LAB_LIMITS
 
-#: Upper limits that keep a task a small, classroom-sized problem.
-MAX_VOCAB: int = 1024
-MAX_LENGTH: int = 512
-MAX_LABEL_NOISE: float = 0.5  # exclusive: q = 1/2 would make labels independent of the input
 _TIE_ATOL = 1e-12
 
 
@@ -98,18 +95,18 @@ class ThresholdTask:
             )
         if not is_real_number(self.label_noise):
             raise ValueError(f"label noise must be a number, got {self.label_noise!r}")
-        if not 2 <= self.vocab_size <= MAX_VOCAB:
-            raise ValueError(f"the vocabulary size must lie in [2, {MAX_VOCAB}], got {self.vocab_size}")
-        if not 1 <= self.length <= MAX_LENGTH:
-            raise ValueError(f"the sequence length must lie in [1, {MAX_LENGTH}], got {self.length}")
+        if not 2 <= self.vocab_size <= LAB_LIMITS.max_vocab:
+            raise ValueError(f"the vocabulary size must lie in [2, {LAB_LIMITS.max_vocab}], got {self.vocab_size}")
+        if not 1 <= self.length <= LAB_LIMITS.max_length:
+            raise ValueError(f"the sequence length must lie in [1, {LAB_LIMITS.max_length}], got {self.length}")
         if (
             not self.positions
             or len(set(self.positions)) != len(self.positions)
             or not all(0 <= i < self.length for i in self.positions)
         ):
             raise ValueError(f"positions must be distinct indices in [0, {self.length}), got {self.positions}")
-        if not 0.0 <= self.label_noise < MAX_LABEL_NOISE:
-            raise ValueError(f"label noise must lie in [0, {MAX_LABEL_NOISE:g}), got {self.label_noise}")
+        if not 0.0 <= self.label_noise < LAB_LIMITS.max_label_noise:
+            raise ValueError(f"label noise must lie in [0, {LAB_LIMITS.max_label_noise:g}), got {self.label_noise}")
         top = len(self.positions) * (self.vocab_size - 1)
         if self.threshold is None:
             object.__setattr__(self, "threshold", balanced_threshold(self.vocab_size, len(self.positions)))
@@ -195,8 +192,8 @@ def _check_integers(what: str, values: list[object]) -> None:
 def _check_noise(label_noise: object) -> None:
     if not is_real_number(label_noise):
         raise ValueError(f"label noise must be a number, got {label_noise!r}")
-    if not 0.0 <= label_noise < MAX_LABEL_NOISE:
-        raise ValueError(f"label noise must lie in [0, {MAX_LABEL_NOISE:g}), got {label_noise}")
+    if not 0.0 <= label_noise < LAB_LIMITS.max_label_noise:
+        raise ValueError(f"label noise must lie in [0, {LAB_LIMITS.max_label_noise:g}), got {label_noise}")
 
 
 @dataclass(frozen=True)
@@ -221,10 +218,10 @@ class ParityTask:
     def __post_init__(self) -> None:
         _check_integers("the vocabulary size, length and positions", [self.vocab_size, self.length, *self.positions])
         _check_noise(self.label_noise)
-        if not 2 <= self.vocab_size <= MAX_VOCAB:
-            raise ValueError(f"the vocabulary size must lie in [2, {MAX_VOCAB}], got {self.vocab_size}")
-        if not 1 <= self.length <= MAX_LENGTH:
-            raise ValueError(f"the sequence length must lie in [1, {MAX_LENGTH}], got {self.length}")
+        if not 2 <= self.vocab_size <= LAB_LIMITS.max_vocab:
+            raise ValueError(f"the vocabulary size must lie in [2, {LAB_LIMITS.max_vocab}], got {self.vocab_size}")
+        if not 1 <= self.length <= LAB_LIMITS.max_length:
+            raise ValueError(f"the sequence length must lie in [1, {LAB_LIMITS.max_length}], got {self.length}")
         if (
             not self.positions
             or len(set(self.positions)) != len(self.positions)
@@ -303,8 +300,8 @@ class ModularTask:
 
     def __post_init__(self) -> None:
         _check_integers("the modulus", [self.modulus])
-        if not (_is_prime(self.modulus) and 2 <= self.modulus <= MAX_VOCAB):
-            raise ValueError(f"the modulus must be a prime in [2, {MAX_VOCAB}], got {self.modulus}")
+        if not (_is_prime(self.modulus) and 2 <= self.modulus <= LAB_LIMITS.max_vocab):
+            raise ValueError(f"the modulus must be a prime in [2, {LAB_LIMITS.max_vocab}], got {self.modulus}")
         if self.label_noise != 0:
             raise ValueError(f"the modular task has no label noise, got {self.label_noise}")
 
@@ -452,10 +449,10 @@ class MarkovTask:
         _check_integers(
             "the states, length, support and chain seed", [self.states, self.length, self.support, self.chain_seed]
         )
-        if not 2 <= self.states <= MAX_VOCAB:
-            raise ValueError(f"the number of states must lie in [2, {MAX_VOCAB}], got {self.states}")
-        if not 2 <= self.length <= MAX_LENGTH:
-            raise ValueError(f"the sequence length must lie in [2, {MAX_LENGTH}], got {self.length}")
+        if not 2 <= self.states <= LAB_LIMITS.max_vocab:
+            raise ValueError(f"the number of states must lie in [2, {LAB_LIMITS.max_vocab}], got {self.states}")
+        if not 2 <= self.length <= LAB_LIMITS.max_length:
+            raise ValueError(f"the sequence length must lie in [2, {LAB_LIMITS.max_length}], got {self.length}")
         if not 1 <= self.support <= self.states:
             raise ValueError(f"the support must lie in [1, {self.states}], got {self.support}")
         if not 0 <= self.chain_seed <= 2**31 - 1:

@@ -48,21 +48,13 @@ import numpy as np
 from ..core.errors import SpecboundError
 from ..core.progress import ProgressCallback, ProgressEvent, silent
 from ..core.threads import torch_threads
+from .limits import LAB_LIMITS
 from .registry import ModelProbe, model_measures
 from .tasks import LabeledSample, LabTask, ThresholdTask
 
 if TYPE_CHECKING:
     import torch
 
-#: Limits of one run (a lab model is small; these keep a typo from starting an hour-long job).
-MAX_LAYERS: int = 12
-MAX_HIDDEN: int = 512
-MAX_HEADS: int = 16
-MAX_TRAIN: int = 100_000
-MAX_STEPS: int = 100_000
-MAX_TEST_SAMPLES: int = 200_000
-MAX_SEED: int = 2**31 - 1
-MAX_THREADS: int = 64
 #: Feed-forward width as a multiple of N, as in BERT.
 FFN_RATIO: int = 4
 #: A classification run has fitted its training set when its training cross-entropy is at most this
@@ -82,9 +74,6 @@ CHECKPOINTS_DIR = "checkpoints"
 #: About this many progress events per run (often enough for a bar, rare enough to cost nothing).
 PROGRESS_EVENTS: int = 100
 _EVAL_CHUNK = 2048  # examples per forward pass when measuring errors (fewer for long sequences)
-#: Memory one run may take for its samples and activations: bounded by the product of its sizes
-#: (sequence length x samples, batch x heads x length^2, ...), not by each size alone.
-MAX_RUN_BYTES: int = 1024**3
 #: Of which the activations of one evaluation pass (the chunk shrinks to fit).
 _EVAL_BYTES: int = 128 * 1024**2
 
@@ -160,18 +149,19 @@ class TrainSettings:
     adam_beta2: float = ADAM_BETA2
 
     def __post_init__(self) -> None:
-        _check_int("steps", self.steps, 1, MAX_STEPS)
-        _check_int("save_every", self.save_every, 1, MAX_STEPS)
-        _check_int("batch_size", self.batch_size, 1, MAX_TRAIN)
-        _check_int("test_samples", self.test_samples, 1, MAX_TEST_SAMPLES)
-        _check_int("threads", self.threads, 1, MAX_THREADS)
-        if not (math.isfinite(self.learning_rate) and 0 < self.learning_rate <= 1):
-            raise LabError(f"the learning rate must lie in (0, 1], got {self.learning_rate}")
+        _check_int("steps", self.steps, 1, LAB_LIMITS.max_steps)
+        _check_int("save_every", self.save_every, 1, LAB_LIMITS.max_steps)
+        _check_int("batch_size", self.batch_size, 1, LAB_LIMITS.max_train)
+        _check_int("test_samples", self.test_samples, 1, LAB_LIMITS.max_test_samples)
+        _check_int("threads", self.threads, 1, LAB_LIMITS.max_threads)
+        low, high = LAB_LIMITS.min_learning_rate, LAB_LIMITS.max_learning_rate
+        if not (math.isfinite(self.learning_rate) and low <= self.learning_rate <= high):
+            raise LabError(f"the learning rate must lie in [{low:g}, {high:g}], got {self.learning_rate}")
         if not (math.isfinite(self.weight_decay) and 0 <= self.weight_decay <= 1):
             raise LabError(f"the weight decay must lie in [0, 1], got {self.weight_decay}")
         if not isinstance(self.until_fit, bool):
             raise LabError(f"until_fit must be true or false, got {self.until_fit!r}")
-        _check_int("fit_every", self.fit_every, 0, MAX_STEPS)
+        _check_int("fit_every", self.fit_every, 0, LAB_LIMITS.max_steps)
         if not (isinstance(self.adam_beta2, float) and 0 < self.adam_beta2 < 1):
             raise LabError(f"adam_beta2 must lie in (0, 1), got {self.adam_beta2!r}")
 
@@ -205,11 +195,11 @@ class RunSpec:
     family: str = "bert"
 
     def __post_init__(self) -> None:
-        _check_int("layers", self.layers, 1, MAX_LAYERS)
-        _check_int("hidden", self.hidden, 2, MAX_HIDDEN)
-        _check_int("heads", self.heads, 1, MAX_HEADS)
-        _check_int("n_train", self.n_train, 1, MAX_TRAIN)
-        _check_int("seed", self.seed, 0, MAX_SEED)
+        _check_int("layers", self.layers, 1, LAB_LIMITS.max_layers)
+        _check_int("hidden", self.hidden, 2, LAB_LIMITS.max_hidden)
+        _check_int("heads", self.heads, 1, LAB_LIMITS.max_heads)
+        _check_int("n_train", self.n_train, 1, LAB_LIMITS.max_train)
+        _check_int("seed", self.seed, 0, LAB_LIMITS.max_seed)
         if self.hidden % self.heads:
             raise LabError(f"the width {self.hidden} is not divisible by {self.heads} heads")
         if self.family not in FAMILIES:
@@ -226,12 +216,13 @@ class RunSpec:
         except ValueError as exc:
             raise LabError(str(exc)) from None
         need = memory_estimate(self)
-        if need > MAX_RUN_BYTES:
+        if need > LAB_LIMITS.max_run_bytes:
             raise LabError(
                 f"this run would need about {need / 2**30:.1f} GiB for its samples and activations "
                 f"(sequence length {self.task.length} with {self.n_train} training and "
                 f"{self.settings.test_samples} test samples, batch {self.settings.batch_size}, "
-                f"{self.heads} heads, {self.layers} layers), more than the lab's {MAX_RUN_BYTES / 2**30:.0f} GiB: "
+                f"{self.heads} heads, {self.layers} layers), more than the lab's "
+                f"{LAB_LIMITS.max_run_bytes / 2**30:.0f} GiB: "
                 f"use shorter sequences, fewer samples or a smaller batch"
             )
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from specbound.lab.limits import LAB_LIMITS
 from specbound.lab.tasks import Stream, ThresholdTask, balanced_threshold, sum_distribution
 
 
@@ -93,13 +94,13 @@ def test_a_markov_chain_s_law_is_solved_once_per_process(monkeypatch) -> None:
     original = tasks.stationary_distribution
     monkeypatch.setattr(tasks, "stationary_distribution", lambda p: solved.append(p.shape) or original(p))
     tasks.chain_law.cache_clear()
-    task = tasks.MarkovTask(states=tasks.MAX_VOCAB, chain_seed=11)
-    rates = {tasks.MarkovTask(states=tasks.MAX_VOCAB, chain_seed=11).optimal_loss for _ in range(50)}
+    task = tasks.MarkovTask(states=LAB_LIMITS.max_vocab, chain_seed=11)
+    rates = {tasks.MarkovTask(states=LAB_LIMITS.max_vocab, chain_seed=11).optimal_loss for _ in range(50)}
     task.bayes_error, task.sample(4, seed=0)
-    assert solved == [(tasks.MAX_VOCAB, tasks.MAX_VOCAB)]
+    assert solved == [(LAB_LIMITS.max_vocab, LAB_LIMITS.max_vocab)]
     p = task.transition_matrix()
     assert not p.flags.writeable and not task.law.stationary.flags.writeable  # shared: read-only
     (rate,) = rates
-    assert rate == tasks.entropy_rate(tasks._draw_transition(tasks.MAX_VOCAB, task.support, 11))
+    assert rate == tasks.entropy_rate(tasks._draw_transition(LAB_LIMITS.max_vocab, task.support, 11))
     assert tasks.MarkovTask(states=16, chain_seed=11).optimal_loss != rate  # another chain, another law
     tasks.chain_law.cache_clear()
