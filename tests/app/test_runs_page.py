@@ -120,7 +120,7 @@ def test_an_uploaded_atlas_is_grouped_into_runs_by_member_name(tmp_path) -> None
     )
 
 
-# --- hostile runs (third round): one bad run never takes the page down --------------------------------
+# --- hostile runs: one bad run never takes the page down --------------------------------
 
 
 def _named(profile, name: str):

@@ -1,4 +1,4 @@
-"""Second round, class 12, in a real Chromium: a link with more query parameters than Streamlit reads
+"""Hostile links (class 12), in a real Chromium: a link with more query parameters than Streamlit reads
 (it then ignores the whole query string, which AppTest never sends) is said so on the page and
 cleared from the address bar; a link within the limit keeps its own settings."""
 

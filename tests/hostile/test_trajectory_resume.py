@@ -1,4 +1,4 @@
-"""Hostile input, third round: a trajectory's resume files are checked, and its atlas reads back.
+"""Hostile input to trajectories: a trajectory's resume files are checked, and its atlas reads back.
 
 A re-run of ``specbound trajectory`` takes a step as done only when its record names the step, the
 source and the settings, its profile file has the SHA-256 the record gives, and the profile (checked

@@ -1,4 +1,4 @@
-"""Second round, the command line: closed, full and broken standard streams (class 5) and untrusted
+"""Hostile terminals, the command line: closed, full and broken standard streams (class 5) and untrusted
 text reaching the terminal (class 6). Every stream case runs in a real process whose descriptor is
 really closed (``>&-``, ``2>&-``)."""
 

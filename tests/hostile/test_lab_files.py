@@ -1,4 +1,4 @@
-"""Second round, the lab and the grid: grid files and records validated when read (class 9), memory
+"""Hostile input to the lab and the grid: grid files and records validated when read (class 9), memory
 bounded by the product of a run's sizes (class 9), concurrent writers of one directory (class 10)
 and temporary files of other programs left alone (class 11). Sweeps are real and tiny."""
 

@@ -1,4 +1,4 @@
-"""Hostile input, third round: the Trainer callback never stops a training run.
+"""Hostile input to the Trainer callback: it never stops a training run.
 
 Every case trains a real ``transformers.Trainer`` for a few steps. What can be checked before training
 (arguments, the atlas's folder, the model's family) is refused when the callback is made or attached,

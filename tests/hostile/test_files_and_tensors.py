@@ -1,4 +1,4 @@
-"""Second round, the package side: tensors of every kind (class 1), finite but huge weights (class 2),
+"""Hostile files, the package side: tensors of every kind (class 1), finite but huge weights (class 2),
 special files wherever a file is read (class 3), names taken exactly (class 4) and library errors of
 the atlas reader (class 7). Checkpoints are real: ``save_pretrained`` or ``torch.save``."""
 

@@ -1,4 +1,4 @@
-"""Hostile input, third round: Dask addresses, a read-only cache, p = NaN in the notebook API, and
+"""Hostile input: Dask addresses, a read-only cache, p = NaN in the notebook API, and
 values given as strings in a config.
 """
 

@@ -1,4 +1,4 @@
-"""Second round, the dashboard in AppTest: a '#' in an atlas model's name (class 4), uploads that
+"""Hostile visitors, the dashboard in AppTest: a '#' in an atlas model's name (class 4), uploads that
 a library cannot read never stay in the store (class 7), and one redaction of server paths for
 every message, with spaces and accents in the paths (class 8)."""
 
