@@ -36,6 +36,7 @@ from pandas.io.formats.style import Styler
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.core.progress import ProgressEvent
+from specbound.core.values import check_number
 from specbound.io.cache import default_cache_dir
 from specbound.lab import reference as lab_reference
 from specbound.lab import views
@@ -116,21 +117,15 @@ class RunRequest:
 
     def spec(self, caps: VisitorCaps = VISITOR_CAPS) -> RunSpec:
         """The run to train (LabError when a value is outside the caps)."""
-        checks = (
-            (1 <= self.layers <= caps.max_layers, f"layers must lie in 1..{caps.max_layers}"),
-            (self.hidden in caps.widths, f"the width must be one of {caps.widths}"),
-            (self.heads in caps.heads, f"the heads must be one of {caps.heads}"),
-            (1 <= self.n_train <= caps.max_n_train, f"n must lie in 1..{caps.max_n_train}"),
-            (
-                0.0 <= self.label_noise <= caps.max_label_noise,
-                f"the label noise must lie in [0, {caps.max_label_noise}]",
-            ),
-            (1 <= self.steps <= caps.max_steps, f"steps must lie in 1..{caps.max_steps}"),
-            (0 <= self.seed <= caps.max_seed, f"the seed must lie in 0..{caps.max_seed}"),
-        )
-        for ok, message in checks:
-            if not ok:
-                raise LabError(message)
+        check_number(self.layers, "layers", 1, caps.max_layers, integer=True, error=LabError)
+        if self.hidden not in caps.widths:
+            raise LabError(f"the width must be one of {caps.widths}")
+        if self.heads not in caps.heads:
+            raise LabError(f"the heads must be one of {caps.heads}")
+        check_number(self.n_train, "n", 1, caps.max_n_train, integer=True, error=LabError)
+        check_number(self.label_noise, "the label noise", 0.0, caps.max_label_noise, error=LabError)
+        check_number(self.steps, "steps", 1, caps.max_steps, integer=True, error=LabError)
+        check_number(self.seed, "the seed", 0, caps.max_seed, integer=True, error=LabError)
         settings = TrainSettings(
             steps=self.steps,
             save_every=max(1, self.steps // caps.checkpoints),

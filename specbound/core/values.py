@@ -29,3 +29,56 @@ def is_real_number(value: object, *, finite: bool = False) -> TypeGuard[int | fl
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         return False
     return not finite or bool(np.isfinite(value))
+
+
+def check_number(
+    value: object,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    integer: bool = False,
+    open_low: bool = False,
+    open_high: bool = False,
+    error: type[Exception] = ValueError,
+) -> None:
+    """Nothing when ``value`` is a finite number (an integer with ``integer``) within the bounds, else
+    ``error`` with one line naming ``name``, the interval and what was given.
+
+    The one check behind every "a number in this range" of the package, in the spirit of
+    scikit-learn's ``check_scalar``: a bool is never a number, NaN and infinities are refused, and the
+    interval is closed unless ``open_low`` / ``open_high`` say otherwise; a bound of None is no bound.
+
+    Example:
+        >>> check_number(3, "layers", 1, 12, integer=True)  # within: nothing to say
+        >>> check_number(0.5, "label noise", 0, 0.5, open_high=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: label noise must be a number in [0, 0.5), got 0.5
+        >>> check_number(True, "steps", 1, integer=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: steps must be an integer >= 1, got True
+    """
+    kind = "an integer" if integer else "a number"
+    if low is not None and high is not None:
+        where = f"{kind} in {'(' if open_low else '['}{_bound(low)}, {_bound(high)}{')' if open_high else ']'}"
+    elif low is not None:
+        where = f"{kind} {'>' if open_low else '>='} {_bound(low)}"
+    elif high is not None:
+        where = f"{kind} {'<' if open_high else '<='} {_bound(high)}"
+    else:
+        where = f"a finite {kind.removeprefix('a ').removeprefix('an ')}"
+    ok = is_genuine_int(value) if integer else is_real_number(value, finite=True)
+    if ok:
+        number = float(value)  # type: ignore[arg-type]
+        ok = (low is None or (number > low if open_low else number >= low)) and (
+            high is None or (number < high if open_high else number <= high)
+        )
+    if not ok:
+        raise error(f"{name} must be {where}, got {value!r}")
+
+
+def _bound(bound: float) -> str:
+    """A bound as a message writes it: an integer whole (2147483647), a float as short as it reads (1e-09)."""
+    return str(bound) if isinstance(bound, int) else f"{bound:g}"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.progress import ProgressCallback, ProgressEvent, silent
+from ..core.values import check_number
 from .limits import LAB_LIMITS
 from .tasks import TASKS
 from .train import FAMILIES, TrainSettings
@@ -36,17 +37,18 @@ _FAMILY_HELP = (
 def _bounded(
     convert: Callable[[str], Any], low: float, high: float, *, high_open: bool = False
 ) -> Callable[[str], Any]:
-    """An argparse type: ``convert`` the text and require low <= value <= high (< high if high_open)."""
-    kind = "an integer" if convert is int else "a number"
-    upper = f"< {high:g}" if high_open else f"<= {high:g}"
+    """An argparse type: ``convert`` the text and require low <= value <= high (< high if high_open),
+    by :func:`~specbound.core.values.check_number`."""
+    integer = convert is int
 
     def parse(text: str) -> Any:
         try:
             value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not {kind}") from None
-        if not (math.isfinite(value) and low <= value and (value < high if high_open else value <= high)):
-            raise argparse.ArgumentTypeError(f"expected {kind} >= {low:g} and {upper}, got {text}")
+            raise argparse.ArgumentTypeError(f"'{text}' is not {'an integer' if integer else 'a number'}") from None
+        check_number(
+            value, "the value", low, high, integer=integer, open_high=high_open, error=argparse.ArgumentTypeError
+        )
         return value
 
     return parse

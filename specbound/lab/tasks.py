@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..core.values import is_real_number
+from ..core.values import check_number
 from .limits import LAB_LIMITS
 
 _TIE_ATOL = 1e-12
@@ -93,25 +93,20 @@ class ThresholdTask:
             raise ValueError(
                 f"the vocabulary size, length, positions and threshold must be integers, got {integers[:8]}"
             )
-        if not is_real_number(self.label_noise):
-            raise ValueError(f"label noise must be a number, got {self.label_noise!r}")
-        if not 2 <= self.vocab_size <= LAB_LIMITS.max_vocab:
-            raise ValueError(f"the vocabulary size must lie in [2, {LAB_LIMITS.max_vocab}], got {self.vocab_size}")
-        if not 1 <= self.length <= LAB_LIMITS.max_length:
-            raise ValueError(f"the sequence length must lie in [1, {LAB_LIMITS.max_length}], got {self.length}")
+        _check_noise(self.label_noise)
+        check_number(self.vocab_size, "the vocabulary size", 2, LAB_LIMITS.max_vocab, integer=True)
+        check_number(self.length, "the sequence length", 1, LAB_LIMITS.max_length, integer=True)
         if (
             not self.positions
             or len(set(self.positions)) != len(self.positions)
             or not all(0 <= i < self.length for i in self.positions)
         ):
             raise ValueError(f"positions must be distinct indices in [0, {self.length}), got {self.positions}")
-        if not 0.0 <= self.label_noise < LAB_LIMITS.max_label_noise:
-            raise ValueError(f"label noise must lie in [0, {LAB_LIMITS.max_label_noise:g}), got {self.label_noise}")
         top = len(self.positions) * (self.vocab_size - 1)
         if self.threshold is None:
             object.__setattr__(self, "threshold", balanced_threshold(self.vocab_size, len(self.positions)))
-        elif not 1 <= self.threshold <= top:
-            raise ValueError(f"the threshold must lie in [1, {top}] so both classes occur, got {self.threshold}")
+        else:  # within [1, top], so that both classes occur
+            check_number(self.threshold, "the threshold", 1, top, integer=True)
 
     @property
     def name(self) -> str:
@@ -190,10 +185,7 @@ def _check_integers(what: str, values: list[object]) -> None:
 
 
 def _check_noise(label_noise: object) -> None:
-    if not is_real_number(label_noise):
-        raise ValueError(f"label noise must be a number, got {label_noise!r}")
-    if not 0.0 <= label_noise < LAB_LIMITS.max_label_noise:
-        raise ValueError(f"label noise must lie in [0, {LAB_LIMITS.max_label_noise:g}), got {label_noise}")
+    check_number(label_noise, "label noise", 0.0, LAB_LIMITS.max_label_noise, open_high=True)
 
 
 @dataclass(frozen=True)
@@ -218,10 +210,8 @@ class ParityTask:
     def __post_init__(self) -> None:
         _check_integers("the vocabulary size, length and positions", [self.vocab_size, self.length, *self.positions])
         _check_noise(self.label_noise)
-        if not 2 <= self.vocab_size <= LAB_LIMITS.max_vocab:
-            raise ValueError(f"the vocabulary size must lie in [2, {LAB_LIMITS.max_vocab}], got {self.vocab_size}")
-        if not 1 <= self.length <= LAB_LIMITS.max_length:
-            raise ValueError(f"the sequence length must lie in [1, {LAB_LIMITS.max_length}], got {self.length}")
+        check_number(self.vocab_size, "the vocabulary size", 2, LAB_LIMITS.max_vocab, integer=True)
+        check_number(self.length, "the sequence length", 1, LAB_LIMITS.max_length, integer=True)
         if (
             not self.positions
             or len(set(self.positions)) != len(self.positions)
@@ -449,14 +439,10 @@ class MarkovTask:
         _check_integers(
             "the states, length, support and chain seed", [self.states, self.length, self.support, self.chain_seed]
         )
-        if not 2 <= self.states <= LAB_LIMITS.max_vocab:
-            raise ValueError(f"the number of states must lie in [2, {LAB_LIMITS.max_vocab}], got {self.states}")
-        if not 2 <= self.length <= LAB_LIMITS.max_length:
-            raise ValueError(f"the sequence length must lie in [2, {LAB_LIMITS.max_length}], got {self.length}")
-        if not 1 <= self.support <= self.states:
-            raise ValueError(f"the support must lie in [1, {self.states}], got {self.support}")
-        if not 0 <= self.chain_seed <= 2**31 - 1:
-            raise ValueError(f"the chain seed must lie in [0, 2^31), got {self.chain_seed}")
+        check_number(self.states, "the number of states", 2, LAB_LIMITS.max_vocab, integer=True)
+        check_number(self.length, "the sequence length", 2, LAB_LIMITS.max_length, integer=True)
+        check_number(self.support, "the support", 1, self.states, integer=True)
+        check_number(self.chain_seed, "the chain seed", 0, 2**31 - 1, integer=True)
         if self.label_noise != 0:
             raise ValueError(f"the Markov task has no label noise, got {self.label_noise}")
 
@@ -564,9 +550,8 @@ def task_from_dict(data: dict[str, object] | object) -> LabTask:
             _check_integers("positions", list(value))
             fields[key] = tuple(int(i) for i in value)
         elif key == "label_noise":
-            if not is_real_number(value):
-                raise ValueError("label noise must be a number")
-            fields[key] = float(value)
+            check_number(value, "label noise")
+            fields[key] = float(value)  # type: ignore[arg-type]
         else:
             _check_integers(key, [value])
     task: LabTask = cls(**fields)

@@ -48,6 +48,7 @@ import numpy as np
 from ..core.errors import SpecboundError
 from ..core.progress import ProgressCallback, ProgressEvent, silent
 from ..core.threads import torch_threads
+from ..core.values import check_number
 from .limits import LAB_LIMITS
 from .registry import ModelProbe, model_measures
 from .tasks import LabeledSample, LabTask, ThresholdTask
@@ -155,15 +156,12 @@ class TrainSettings:
         _check_int("test_samples", self.test_samples, 1, LAB_LIMITS.max_test_samples)
         _check_int("threads", self.threads, 1, LAB_LIMITS.max_threads)
         low, high = LAB_LIMITS.min_learning_rate, LAB_LIMITS.max_learning_rate
-        if not (math.isfinite(self.learning_rate) and low <= self.learning_rate <= high):
-            raise LabError(f"the learning rate must lie in [{low:g}, {high:g}], got {self.learning_rate}")
-        if not (math.isfinite(self.weight_decay) and 0 <= self.weight_decay <= 1):
-            raise LabError(f"the weight decay must lie in [0, 1], got {self.weight_decay}")
+        check_number(self.learning_rate, "the learning rate", low, high, error=LabError)
+        check_number(self.weight_decay, "the weight decay", 0, 1, error=LabError)
         if not isinstance(self.until_fit, bool):
             raise LabError(f"until_fit must be true or false, got {self.until_fit!r}")
         _check_int("fit_every", self.fit_every, 0, LAB_LIMITS.max_steps)
-        if not (isinstance(self.adam_beta2, float) and 0 < self.adam_beta2 < 1):
-            raise LabError(f"adam_beta2 must lie in (0, 1), got {self.adam_beta2!r}")
+        check_number(self.adam_beta2, "adam_beta2", 0, 1, open_low=True, open_high=True, error=LabError)
 
     @property
     def fit_check_every(self) -> int:
@@ -177,8 +175,8 @@ class TrainSettings:
 
 
 def _check_int(name: str, value: int, low: int, high: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise LabError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    """An integer setting of a run: :func:`~specbound.core.values.check_number`, refused as a LabError."""
+    check_number(value, name, low, high, integer=True, error=LabError)
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,10 @@ def test_sweep_axes_and_settings_replace_the_preset(tmp_path: Path, capsys) -> N
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["train", "--layers", "99", "--hidden", "16", "--heads", "2", "--n-train", "4", "--out", "x"], "<= 12"),
+        (
+            ["train", "--layers", "99", "--hidden", "16", "--heads", "2", "--n-train", "4", "--out", "x"],
+            "must be an integer in [1, 12], got 99",
+        ),
         (
             [
                 "train",
@@ -150,7 +153,7 @@ def test_sweep_axes_and_settings_replace_the_preset(tmp_path: Path, capsys) -> N
                 "--out",
                 "x",
             ],
-            "< 0.5",
+            "must be a number in [0, 0.5), got 0.5",
         ),
         (["sweep", "--preset", "huge", "--out", "x"], "invalid choice"),
     ],

@@ -58,7 +58,7 @@ def test_the_command_line_and_the_settings_agree_on_every_shared_limit() -> None
         ("layers", LAB_LIMITS.max_layers + 1),
         ("learning_rate", LAB_LIMITS.min_learning_rate / 2),
     ]:
-        with pytest.raises(Exception, match="expected"):
+        with pytest.raises(Exception, match="the value must be"):
             parse[name](str(value))
     TrainSettings(learning_rate=LAB_LIMITS.min_learning_rate)
     with pytest.raises(LabError, match="learning rate"):
