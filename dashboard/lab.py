@@ -10,10 +10,10 @@ store is the only place the page trains into or reads checkpoints from. A run is
 may share its name with a reference run (same spec, fewer test samples).
 
 Training. A visitor's run is held to :data:`VISITOR_CAPS` (about a minute of CPU at most). It runs in
-a daemon thread (:class:`TrainingJob`) calling :func:`specbound.lab.sweep.run_sweep`, with a
-``threading.Event`` as the cancel hook and progress written under a lock; the page polls it from a
-fragment. A session has at most one job, the server at most ``VISITOR_CAPS.max_jobs`` at once (the
-:class:`JobBoard`, shared by all sessions); two jobs never train the same run.
+a daemon thread (:class:`dashboard.jobs.TrainingJob`) calling :func:`specbound.lab.sweep.run_sweep`,
+with a ``threading.Event`` as the cancel hook and progress written under a lock; the page polls it from
+a fragment. A session has at most one job, the server at most ``VISITOR_CAPS.max_jobs`` at once (the
+:class:`dashboard.jobs.JobBoard`, shared by all sessions); two jobs never train the same run.
 
 Opening as a model. A step's profile is written as a one-model atlas into the upload store
 (:func:`dashboard.atlas.store_upload`), so the other pages open it like any uploaded atlas and a
@@ -23,10 +23,8 @@ shared link carries its digest, never a server path.
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 import pandas as pd
@@ -35,7 +33,6 @@ from pandas.io.formats.style import Styler
 
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
-from specbound.core.progress import ProgressEvent
 from specbound.core.values import check_number
 from specbound.io.cache import default_cache_dir
 from specbound.lab import reference as lab_reference
@@ -46,7 +43,6 @@ from specbound.lab.limits import VISITOR_CAPS, VisitorCaps
 from specbound.lab.records import read_runs
 from specbound.lab.registry import correlated_measures, is_baseline
 from specbound.lab.robust import RobustSummary
-from specbound.lab.sweep import run_sweep
 from specbound.lab.tables import (
     LabResults,
     comparisons,
@@ -57,12 +53,13 @@ from specbound.lab.tables import (
     verdict_frame,
 )
 from specbound.lab.tasks import ThresholdTask
-from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings
+from specbound.lab.train import LabError, RunSpec, TrainSettings
 from specbound.lab.trajectory import RunTrajectory
 from specbound.lab.verdict import EnvironmentVerdict, robust_view
 from specbound.present.numbers import format_count
 
 from . import atlas, data, safety
+from .jobs import JobBoard, JobState, JobStatus, LabBusy, TrainingJob
 from .numbers import styled_table
 from .share import Codec
 from .tables import column_width
@@ -591,120 +588,6 @@ def correlation_columns(columns: pd.Index) -> dict[str, object]:
 # --- training -------------------------------------------------------------------------------------
 
 
-class JobState(StrEnum):
-    RUNNING = "running"
-    DONE = "done"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    run: str  # the run's name
-    state: JobState
-    fraction: float
-    text: str
-
-
-class TrainingJob:
-    """One run trained in a daemon thread; its status is read by the page under a lock.
-
-    Training gets 90 % of the bar (steps), the analysis of the checkpoints the rest.
-    """
-
-    _TRAIN_SHARE = 0.9
-
-    def __init__(self, spec: RunSpec, on_end: Callable[[TrainingJob], None]) -> None:
-        self.spec = spec
-        self.cancel_event = threading.Event()
-        self._lock = threading.Lock()
-        self._status = JobStatus(spec.name, JobState.RUNNING, 0.0, f"starting {spec.name}")
-        self._on_end = on_end
-        self._thread = threading.Thread(target=self._work, name=f"lab {spec.name}", daemon=True)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def cancel(self) -> None:
-        self.cancel_event.set()
-
-    def status(self) -> JobStatus:
-        with self._lock:
-            return self._status
-
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
-
-    def _set(self, state: JobState, fraction: float, text: str) -> None:
-        with self._lock:
-            self._status = JobStatus(self.spec.name, state, fraction, text)
-
-    def _progress(self, event: ProgressEvent) -> None:
-        done, total = event.done, event.total or 1
-        if event.stage == "train":
-            fraction, text = self._TRAIN_SHARE * done / total, f"training: step {done:.0f} of {total:.0f}"
-        else:
-            fraction = self._TRAIN_SHARE + (1 - self._TRAIN_SHARE) * done / total
-            text = f"analysing the checkpoints: {done:.0f} of {total:.0f}"
-        self._set(JobState.RUNNING, min(fraction, 1.0), text)
-
-    def _work(self) -> None:
-        try:
-            run_sweep(
-                [self.spec], store_dir(), progress=lambda name: self._progress, should_stop=self.cancel_event.is_set
-            )
-            self._set(JobState.DONE, 1.0, f"{self.name} finished")
-        except TrainingCancelled:
-            self._set(JobState.CANCELLED, self.status().fraction, f"{self.name} was cancelled")
-        except (SpecboundError, OSError) as exc:
-            self._set(JobState.FAILED, self.status().fraction, f"{self.name} failed: {safety.public_message(exc)}")
-        except Exception as exc:  # a bug must not leave the slot taken: report it as a failure
-            self._set(JobState.FAILED, self.status().fraction, f"{self.name} failed ({type(exc).__name__})")
-        finally:
-            self._on_end(self)
-
-
-class LabBusy(SpecboundError):
-    """The server is already training as much as it allows, or this run is being trained."""
-
-
-class JobBoard:
-    """The server's running jobs (shared by every session) and a version bumped when one ends."""
-
-    def __init__(self, limit: int = VISITOR_CAPS.max_jobs) -> None:
-        self.limit = limit
-        self.version = 0
-        self._lock = threading.Lock()
-        self._running: dict[str, TrainingJob] = {}
-
-    def start(self, spec: RunSpec) -> TrainingJob:
-        with self._lock:
-            if spec.name in self._running:
-                raise LabBusy(f"{spec.name} is being trained already; it will join the runs when it ends")
-            if len(self._running) >= self.limit:
-                raise LabBusy(
-                    f"the server is training {format_count(len(self._running), 'run')} already (at most "
-                    f"{self.limit} at once); try again in a minute"
-                )
-            job = TrainingJob(spec, self._ended)
-            self._running[spec.name] = job
-        job.start()
-        return job
-
-    def running(self) -> int:
-        with self._lock:
-            return len(self._running)
-
-    def _ended(self, job: TrainingJob) -> None:
-        with self._lock:
-            self._running.pop(job.name, None)
-            self.version += 1
-
-
 @st.cache_resource(show_spinner=False)
 def board() -> JobBoard:
     return JobBoard()
@@ -727,7 +610,7 @@ def start_training(request: RunRequest) -> TrainingJob:
             f"the lab store of this server holds {format_count(len(stored), 'run')}, as many as it keeps; "
             f"pick one of them in the run picker"
         )
-    job = board().start(spec)
+    job = board().start(spec, store_dir())
     st.session_state[JOB_KEY] = job
     return job
 
