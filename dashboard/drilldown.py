@@ -18,7 +18,7 @@ import streamlit as st
 from specbound.core.architecture import SELF_KINDS, Expert, Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis, BoundTerms
 from specbound.core.logspace import to_log10
-from specbound.core.profile import MatrixId
+from specbound.core.profile import MatrixId, SpectralProfile
 from specbound.present.figures import bounds as bound_figures
 from specbound.present.figures import spectra as spectra_figures
 
@@ -86,7 +86,7 @@ def from_chart(key: str, analysis: BoundAnalysis, locate: Locate) -> None:
     point = points[0]
     try:
         matrix = locate(int(point.get("curve_number", 0)), point.get("x"), point.get("y"))
-    except (ValueError, TypeError, IndexError):
+    except (ValueError, TypeError, IndexError, KeyError):
         return
     if matrix is not None:
         open_matrix(analysis.profile.index(matrix))
@@ -122,6 +122,23 @@ def p_star_panel_cell(panel: int, expert: Expert = None) -> Locate:
     if panel < len(SELF_KINDS):
         return head_cell(SELF_KINDS[panel])
     return lambda _trace, x, y: MatrixId(int(y), Kind(str(x)), expert=expert)
+
+
+def change_cell(profile: SpectralProfile) -> Locate:
+    """Locator of the "what changed" map (:func:`~specbound.present.figures.spectra.change_heatmaps`): a
+    layer x head panel per per-head kind (x: head, y: layer), then the MLP panel (x: "M_in", "M_in E3",
+    ...; y: layer), heatmaps or the clickable cells over them in the same order."""
+    head_kinds = [kind for kind in profile.model_kinds if kind.per_head]
+    columns = {label: (kind, expert) for label, kind, expert in spectra_figures.change_columns(profile)}
+
+    def locate(trace: int, x: Any, y: Any) -> MatrixId | None:
+        panel = trace % (len(head_kinds) + 1)
+        if panel < len(head_kinds):
+            return MatrixId(int(y), head_kinds[panel], int(x))
+        kind, expert = columns[str(x)]
+        return MatrixId(int(y), kind, expert=expert)
+
+    return locate
 
 
 def picker(analysis: BoundAnalysis) -> int | None:
@@ -168,12 +185,15 @@ def _detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str)
     spectrum_col, curve_col = st.columns(2)
     heads = [matrix.head] if matrix.head is not None else None
     with spectrum_col:
-        show_figure(
-            spectra_figures.singular_value_profiles(
+        if analysis.delta is not None:  # centred: the difference's spectrum beside the weights'
+            spectrum = spectra_figures.difference_spectrum(
+                analysis.profile, analysis.delta, index, source=f"{source} · {matrix.label}"
+            )
+        else:
+            spectrum = spectra_figures.singular_value_profiles(
                 profile, [matrix.layer], [matrix.kind], heads=heads, source=f"{source} · {matrix.label}"
-            ),
-            "drill_spectrum",
-        )
+            )
+        show_figure(spectrum, "drill_spectrum")
     with curve_col:
         show_figure(
             bound_figures.contribution_curves(analysis, [index], terms, source=f"{source} · {matrix.label}"),

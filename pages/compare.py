@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import atlas, baseline, data, share
-from dashboard.export import provenance, report_download, show_figure
+from dashboard import atlas, baseline, data, drilldown, share
+from dashboard.export import clickable_cells, provenance, report_download, show_figure
 from dashboard.numbers import comparison_sentence, format_change, format_integer, format_value
 from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
@@ -201,6 +201,8 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
 #: The adaptation's name on this page: the baseline is the reference W⁰ (SPEC §14).
 CENTRED = ReferenceKind.BASE.adaptation
 CENTRED_LABEL = "Ours centred at the baseline"
+#: Key of the "what changed" map (its clicks open a matrix).
+CHANGE_MAP_KEY = "change_heatmaps"
 
 
 def centred_section(
@@ -231,7 +233,16 @@ def centred_section(
         )
     )
     changes = change_heatmaps(base_analysis.profile, delta, source=source)
-    show_figure(changes, "change_heatmaps")
+    st.caption("Click a cell to open that matrix below: its spectrum beside the difference's, and its term.")
+    locate = drilldown.change_cell(base_analysis.profile)
+    show_figure(
+        clickable_cells(changes),
+        CHANGE_MAP_KEY,
+        on_select=lambda: drilldown.from_chart(CHANGE_MAP_KEY, centred, locate),
+    )
+    index = drilldown.picker(centred)
+    if index is not None:
+        drilldown.detail(centred, index, centred.optimal, f"{source} · {CENTRED}")
     return [ReportSection(f"What changed, {CENTRED}", [changes], note=f"Reference W⁰: {base_name}")]
 
 

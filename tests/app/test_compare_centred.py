@@ -77,3 +77,31 @@ def test_without_a_matching_baseline_the_explorer_has_no_switch() -> None:
     at.switch_page("pages/bounds.py")
     run_clean(at)
     assert not [t for t in at.toggle if t.key == "centred"]
+
+
+def test_a_cell_of_what_changed_opens_its_spectrum_beside_the_difference(figure_titled) -> None:
+    """The map's drill-down (SPEC §14): a head's cell and an MLP cell locate their matrices, and the
+    opened matrix (kept in the link) shows the weights' singular values beside the difference's, whose
+    count is the difference's rank: 4 for a feed-forward matrix of the rank-4 adapter."""
+    from dashboard.drilldown import change_cell
+
+    expected = specbound.analyze(LORA_NAME, use_cache=False).centred
+    profile = expected.profile
+    locate = change_cell(profile)
+    assert locate(0, 1, 1) == specbound.MatrixId(1, specbound.Kind.QK, 1)  # panel QK: head 1 of layer 1
+    assert locate(1, 0, 0) == specbound.MatrixId(0, specbound.Kind.V, 0)
+    assert locate(5, "M_out", 1) == specbound.MatrixId(1, specbound.Kind.M_OUT)  # the MLP panel's cells trace
+    index = profile.index(specbound.MatrixId(1, specbound.Kind.M_IN))
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"model": LORA_NAME, "baseline": BASE_NAME, "matrix": str(index)})
+    run_clean(at)
+    at.switch_page("pages/compare.py")
+    run_clean(at)
+    assert not at.error
+    spectrum = figure_titled(at, "L1 M_in: the weights' spectrum and the difference's")
+    weights, difference = spectrum["data"]
+    assert weights["name"] == "W (the weights)" and difference["name"] == "W − W⁰ (the difference)"
+    delta = expected.schatten_profile
+    assert len(difference["y"]) == int(delta.rank[index]) == 4
+    np.testing.assert_allclose(difference["y"], delta.singular_values[index, :4], rtol=1e-12)
+    assert len(weights["y"]) == int(profile.rank[index])

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
-from streamlit_page import assert_no_errors, screenshot, wait_idle
+from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 from test_dashboard import CUT_FORMULAS, CUT_LABELS, TRUNCATED_METRICS, _whole_page_screenshot
 
 from dashboard.numbers import DIGITS, MAX_DIGITS
@@ -431,6 +431,16 @@ def test_compare_centred_at_the_base_at_every_width(server: str, browser_page) -
         assert page.evaluate(OVERLAPPING, CHART_TEXTS) == [], (where, page.evaluate(OVERLAPPING, CHART_TEXTS))
         assert page.evaluate(WIDE_TITLES) == [], where
         _whole_page_screenshot(page, f"product-compare-centred-{width}", viewport)
+        if width == "1440":  # a click on a head's cell opens it: the weights' spectrum beside the difference's
+            cells = page.locator(".st-key-change_heatmaps .nsewdrag").first
+            cells.scroll_into_view_if_needed()
+            box = cells.bounding_box()
+            assert box is not None, where
+            page.mouse.click(box["x"] + 0.25 * box["width"], box["y"] + 0.25 * box["height"])
+            page.locator(".st-key-drill_spectrum .js-plotly-plot", has_text="the difference").wait_for()
+            wait_for_link(page, "matrix=")
+            assert_no_errors(page)
+            _whole_page_screenshot(page, "product-compare-centred-drill", viewport)
         _open(page, f"{server}/bounds?model={FULL_NAME}&baseline={BASE_NAME}&centred=1{suffix}", "Bound explorer")
         page.get_by_text("centred at the base").first.wait_for()
         assert_no_errors(page)

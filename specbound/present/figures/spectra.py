@@ -484,6 +484,45 @@ def overlaid_spectra(
     return figure(traces, f"Spectra overlaid: {kind.value}, layer {layer}", source=source, height=400, layout=layout)
 
 
+def difference_spectrum(
+    profile: SpectralProfile, delta: SpectralProfile, index: int, *, source: str | None = None
+) -> go.Figure:
+    """One matrix's singular values beside those of its difference from a reference (SPEC §14): σᵢ of W
+    and σᵢ of W − W⁰ on the same log-log axes, so a low-rank update (a LoRA adapter's, rank ≤ r per
+    matrix, ≤ 2r for a head's QK) reads as a short line under the weights' long one. ``delta`` is the
+    difference's profile (the same matrices in the same order); zero singular values are not drawn, and a
+    matrix left unchanged says so in its title.
+
+    Example::
+
+        >>> lora = specbound.analyze("finetune-lora")  # the shipped adapter, centred at its base
+        >>> figure = difference_spectrum(lora.centred.profile, lora.centred.schatten_profile, 0)
+        >>> [trace.name for trace in figure.data]
+        ['W (the weights)', 'W − W⁰ (the difference)']
+    """
+    matrix = profile.ids[index]
+    rows = np.array([index])
+    traces = []
+    drawn = []
+    for n, (what, prof) in enumerate((("W (the weights)", profile), ("W − W⁰ (the difference)", delta))):
+        width = max(int(prof.rank[index]), 1)
+        y = _masked_singular_values(prof, rows, False)[0, :width]
+        x = np.arange(1, width + 1)
+        trace = _line(x, y, what, palette_color(n), what, "σᵢ")
+        trace["showlegend"] = True
+        traces.append(trace)
+        drawn.append(y[np.isfinite(y)])
+    values = np.concatenate(drawn)
+    title = f"{matrix.label}: the weights' spectrum and the difference's"
+    if int(delta.rank[index]) == 0:
+        title += " (unchanged: rank 0)"
+    layout = {
+        "xaxis": log_axis(np.arange(1, max(int(profile.rank[index]), 1) + 1), title={"text": "index i"}),
+        "yaxis": log_axis(values if values.size else np.ones(1), title={"text": "σᵢ"}),
+    }
+    return figure(traces, title, source=source, height=400, layout=layout)
+
+
 #: Bins per decade of the ESD histogram (:func:`esd_figure`).
 ESD_BINS_PER_DECADE: int = 8
 
@@ -575,6 +614,17 @@ def relative_change(base: SpectralProfile, delta: SpectralProfile) -> np.ndarray
         return np.where(base.spectral_norm > 0, delta.spectral_norm / base.spectral_norm, np.nan)
 
 
+def change_columns(profile: SpectralProfile) -> list[tuple[str, Kind, Expert]]:
+    """The columns of :func:`change_heatmaps`' MLP panel: (label, kind, expert) for every feed-forward
+    kind of every expert ("M_in", or "M_in E3" in a mixture of experts), in the panel's order."""
+    kinds = [kind for kind in profile.model_kinds if not kind.per_head]
+    return [
+        (kind.value + ("" if expert is None else f" {expert_label(expert)}"), kind, expert)
+        for expert in profile.shape.experts
+        for kind in kinds
+    ]
+
+
 def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: str | None = None) -> go.Figure:
     """What a fine-tune changed (SPEC §14): ‖W - W⁰‖₂ / ‖W⁰‖₂ per matrix, a layer x head panel for each
     per-head kind (QK, V, and an encoder-decoder's QK_x, V_x) and a layer x matrix panel for the
@@ -593,7 +643,6 @@ def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: st
     shape = base.shape
     ratio, rank = relative_change(base, delta), delta.rank
     head_kinds = [kind for kind in base.model_kinds if kind.per_head]
-    mlp_kinds = [kind for kind in base.model_kinds if not kind.per_head]
     titles = [kind.value for kind in head_kinds] + ["MLP"]  # short enough side by side on a phone
     layout = panel_grid(1, len(titles), titles=titles, horizontal_spacing=0.06)
     finite = ratio[np.isfinite(ratio)]
@@ -626,8 +675,9 @@ def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: st
         )
     col = len(titles)
     x_axis, y_axis = panel_ref(col)
-    columns = [(kind, expert) for expert in shape.experts for kind in mlp_kinds]
-    labels = [kind.value + ("" if expert is None else f" {expert_label(expert)}") for kind, expert in columns]
+    labelled = change_columns(base)
+    columns = [(kind, expert) for _, kind, expert in labelled]
+    labels = [label for label, _, _ in labelled]
     z = np.stack([base.per_layer(ratio, kind, expert) for kind, expert in columns], axis=1)  # (L, columns)
     r = np.stack([base.per_layer(rank, kind, expert) for kind, expert in columns], axis=1)
     traces.append(
