@@ -21,10 +21,11 @@ from specbound.core.logspace import to_log10
 from specbound.core.profile import MatrixId, SpectralProfile
 from specbound.present.figures import bounds as bound_figures
 from specbound.present.figures import spectra as spectra_figures
+from specbound.present.numbers import format_log
 
 from . import share, tables
 from .export import show_figure
-from .numbers import format_log10, format_p, format_percent, format_value
+from .numbers import format_log10, format_p, format_percent
 
 #: Session-state key (and link parameter) of the open matrix: its profile-order index, or None.
 MATRIX_KEY = "matrix"
@@ -178,9 +179,9 @@ def _detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str)
     p_col.metric(
         P_OPT_LABEL, format_p(float(analysis.p_opt[index])), help=f"current p = {format_p(float(terms.p[index]))}"
     )
-    c_col.metric(C_LABEL, format_value(float(terms.log_contribution[index])))
+    c_col.metric(C_LABEL, format_log(float(terms.log_contribution[index])))
     share_col.metric(SHARE_LABEL, format_percent(math.exp(log_share)))
-    gamma_col.metric(GAMMA_LABEL, format_value(float(analysis.log_gamma[index])))
+    gamma_col.metric(GAMMA_LABEL, format_log(float(analysis.log_gamma[index])))
     scale_col.metric(SCALE_LABEL, format_log10(float(to_log10(analysis.log_scale[index]))))
     spectrum_col, curve_col = st.columns(2)
     heads = [matrix.head] if matrix.head is not None else None

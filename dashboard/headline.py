@@ -15,6 +15,7 @@ import streamlit as st
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis, BoundTerms
 from specbound.core.logspace import to_log10
+from specbound.present.numbers import format_log
 from specbound.studies.compare import Comparison
 
 from .numbers import (
@@ -24,7 +25,6 @@ from .numbers import (
     format_change,
     format_number,
     format_percent,
-    format_value,
 )
 from .presentation import metric_row
 from .text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, plain
@@ -91,9 +91,9 @@ def explorer_headline(
         **_delta_style(terms.log_total, optimal.log_total),
         help="Σ c(W; p) + √L at the p the controls set; the change is against the same sum at p*.",
     )
-    row.metric(OPTIMAL_LABEL, format_value(optimal.log_total))
+    row.metric(OPTIMAL_LABEL, format_log(optimal.log_total))
     row.metric(
-        EDELMAN_LABEL, format_value(analysis.log_edelman), help=f"log10 = {float(to_log10(analysis.log_edelman)):.2f}"
+        EDELMAN_LABEL, format_log(analysis.log_edelman), help=f"log10 = {float(to_log10(analysis.log_edelman)):.2f}"
     )
     if comparison is None:
         row.metric(SQRT_DEPTH_LABEL, format_number(terms.sqrt_depth))

@@ -46,11 +46,11 @@ __all__ = [
     "format_change",
     "format_count",
     "format_integer",
+    "format_log",
     "format_log10",
     "format_number",
     "format_p",
     "format_percent",
-    "format_value",
     "log_difference",
     "screen_values",
     "shown_value",
@@ -62,11 +62,6 @@ __all__ = [
 
 #: Digits of a change itself (its leading digits past the ones the value shares with the reference).
 CHANGE_DIGITS = 2
-
-
-def format_value(log_value: float, digits: int = DIGITS) -> str:
-    """A positive number given by its natural log: '20,573', '6.854 × 10²⁸', '2.213 × 10⁸¹²' past float64."""
-    return format_log(log_value, digits)
 
 
 def log_difference(log_a: float, log_b: float) -> tuple[int, float]:

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 import streamlit as st
 
 from specbound.core.architecture import ModelShape
-from specbound.present.numbers import format_log
 from specbound.present.report import ffn_widths
 
 #: Shown under every bound number: what the proxy is and what it leaves out (SPEC §3).
@@ -99,8 +98,3 @@ def _and(words: Iterable[str]) -> str:
     """'QK and V', 'QK, V, QK_x and V_x'."""
     items = list(words)
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-def format_log_value(log_value: float) -> str:
-    """A positive number given by its natural log, in the one number format (:mod:`specbound.present.numbers`)."""
-    return format_log(log_value)

@@ -28,7 +28,7 @@ from dashboard.headline import (
     total_texts,
 )
 from dashboard.live_total import live_total
-from dashboard.numbers import comparison_sentence, format_number, format_value
+from dashboard.numbers import comparison_sentence, format_number
 from dashboard.presentation import headline, let_headline_through, on_demand
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import EXPLORER_TABLES_KEY, show_table
@@ -40,6 +40,7 @@ from specbound.io.centred import ReferenceKind
 from specbound.present.figures import bounds as figures
 from specbound.present.figures.html_report import ReportSection
 from specbound.present.figures.style import Quantity
+from specbound.present.numbers import format_log
 from specbound.present.report import layer_frame, terms_frame
 from specbound.studies.compare import compare
 
@@ -99,8 +100,8 @@ def report_totals(terms: BoundTerms) -> list[tuple[str, str]]:
     value, change = total_texts(terms.log_total, analysis.optimal.log_total)
     return [
         (TOTAL_LABEL, f"{value} ({change})"),
-        (OPTIMAL_LABEL, format_value(analysis.optimal.log_total)),
-        (EDELMAN_LABEL, format_value(analysis.log_edelman)),
+        (OPTIMAL_LABEL, format_log(analysis.optimal.log_total)),
+        (EDELMAN_LABEL, format_log(analysis.log_edelman)),
         (SQRT_DEPTH_LABEL, format_number(terms.sqrt_depth)),
     ]
 

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard import atlas, baseline, data, drilldown, share
 from dashboard.export import clickable_cells, provenance, report_download, show_figure
-from dashboard.numbers import comparison_sentence, format_change, format_integer, format_value
+from dashboard.numbers import comparison_sentence, format_change, format_integer
 from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
@@ -23,6 +23,7 @@ from specbound.io.centred import ReferenceKind
 from specbound.present.figures import bounds as figures
 from specbound.present.figures.html_report import ReportSection
 from specbound.present.figures.spectra import change_heatmaps, overlaid_spectra
+from specbound.present.numbers import format_log
 from specbound.studies.compare import compare
 
 ensure_app_entry()
@@ -75,9 +76,9 @@ def why_totals_agree(model: BoundAnalysis, base: BoundAnalysis, base_name: str) 
     return (
         f"**{WHY_AGREE}** {plain(reason)} "
         f"The two models **do** differ where sizes count: the Edelman-style proxy "
-        f"({plain(format_value(model.log_edelman))} against {plain(format_value(base.log_edelman))}), ours at a "
-        f"fixed p = {FIXED_P:g} ({plain(format_value(fixed.model.log_ours_at))} against "
-        f"{plain(format_value(fixed.baseline.log_ours_at))}, in the Bound explorer with p* off), the spectra "
+        f"({plain(format_log(model.log_edelman))} against {plain(format_log(base.log_edelman))}), ours at a "
+        f"fixed p = {FIXED_P:g} ({plain(format_log(fixed.model.log_ours_at))} against "
+        f"{plain(format_log(fixed.baseline.log_ours_at))}, in the Bound explorer with p* off), the spectra "
         f"below, and, on the page “Why p\\* wins”, the scales at which p\\* would leave 0 "
         f"(baseline: {plain(base_name)})."
     )
@@ -98,8 +99,8 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
 
     with headline():
         row = metric_row()
-        row.metric(MODEL_LABEL, format_value(comparison.model.log_ours_opt))
-        row.metric(BASELINE_LABEL, format_value(comparison.baseline.log_ours_opt))
+        row.metric(MODEL_LABEL, format_log(comparison.model.log_ours_opt))
+        row.metric(BASELINE_LABEL, format_log(comparison.baseline.log_ours_opt))
         row.metric(CHANGE_LABEL, format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt))
     st.markdown(f"**Baseline:** {plain(base_name)}")
     st.markdown(
@@ -219,8 +220,8 @@ def centred_section(
     changed = int((delta.rank > 0).sum())
     with st.container():
         row = metric_row()
-        row.metric(CENTRED_LABEL, format_value(centred.optimal.log_total))
-        row.metric(MODEL_LABEL, format_value(analysis.optimal.log_total))
+        row.metric(CENTRED_LABEL, format_log(centred.optimal.log_total))
+        row.metric(MODEL_LABEL, format_log(analysis.optimal.log_total))
         row.metric("Matrices changed", f"{format_integer(changed)} of {format_integer(delta.rank.size)}")
     st.markdown(
         plain(

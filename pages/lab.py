@@ -20,7 +20,7 @@ from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.tables import draw_table
-from dashboard.text import bound_note, format_log_value, plain
+from dashboard.text import bound_note, plain
 from dashboard.vocabulary import measure_name
 from specbound.core.logspace import LN_10
 from specbound.lab import views
@@ -31,6 +31,7 @@ from specbound.present.figures import lab as figures
 from specbound.present.figures import trajectory as trajectory_figures
 from specbound.present.figures.spectra import PANEL_COLUMNS, singular_value_profiles
 from specbound.present.figures.style import split_panels
+from specbound.present.numbers import format_log
 
 ensure_app_entry()
 
@@ -92,8 +93,8 @@ if view == RUN_VIEW:
 
     with st.container(key="lab_step_metrics"):
         total_col, edelman_col, train_col, test_col, gap_col = st.columns(5)
-        total_col.metric("Total (ours at p*)", format_log_value(record.ours_log10 * LN_10))
-        edelman_col.metric("Edelman-style proxy", format_log_value(record.edelman_log10 * LN_10))
+        total_col.metric("Total (ours at p*)", format_log(record.ours_log10 * LN_10))
+        edelman_col.metric("Edelman-style proxy", format_log(record.edelman_log10 * LN_10))
         train_col.metric("Train error", f"{record.train_error:.4f}")
         test_col.metric(
             "Test error",

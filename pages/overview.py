@@ -6,11 +6,12 @@ import streamlit as st
 
 from dashboard import atlas, data, vocabulary
 from dashboard.headline import headline_sentence
-from dashboard.numbers import format_value, times_in_words
+from dashboard.numbers import times_in_words
 from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, model_card_caption, plain
 from specbound.io.families import family_name
+from specbound.present.numbers import format_log
 
 ensure_app_entry()
 
@@ -70,8 +71,8 @@ st.markdown(PURPOSE)
 
 with headline():
     row = metric_row()
-    row.metric(OPTIMAL_LABEL, format_value(log_ours), help=vocabulary.help_for("ours"))
-    row.metric(EDELMAN_LABEL, format_value(log_edelman), help=vocabulary.help_for("edelman"))
+    row.metric(OPTIMAL_LABEL, format_log(log_ours), help=vocabulary.help_for("ours"))
+    row.metric(EDELMAN_LABEL, format_log(log_edelman), help=vocabulary.help_for("edelman"))
     if log_edelman >= log_ours:
         row.metric(RATIO_LABEL, times_in_words(log_edelman - log_ours), help=vocabulary.help_for("ratio"))
     else:

@@ -12,7 +12,7 @@ from dashboard.export import csv_download, show_figure, show_panels
 from dashboard.lab import model_label
 from dashboard.numbers import format_count
 from dashboard.routing import ensure_app_entry
-from dashboard.text import bound_note, format_log_value, plain
+from dashboard.text import bound_note, plain
 from dashboard.vocabulary import measure_name
 from specbound.core.logspace import LOG10_E
 from specbound.lab import views as lab_views
@@ -22,6 +22,7 @@ from specbound.present.figures import lab as lab_figures
 from specbound.present.figures import trajectory as trajectory_figures
 from specbound.present.figures.spectra import PANEL_COLUMNS, singular_value_profiles
 from specbound.present.figures.style import split_panels
+from specbound.present.numbers import format_log
 
 ensure_app_entry()
 RUN_KEY, STEP_KEY, UPLOAD_KEY = "runs_run", "runs_step", "runs_upload"
@@ -88,8 +89,8 @@ step = st.select_slider("Step", steps, key=STEP_KEY) if len(steps) > 1 else step
 frame = service.trajectory_frame(run.cache_key, run)
 row = frame.loc[frame["step"] == step].iloc[0]
 total_col, edelman_col, p_col = st.columns(3)
-total_col.metric("Ours at p*", format_log_value(float(row["ours_log10"]) / LOG10_E))
-edelman_col.metric("Edelman-style proxy", format_log_value(float(row["edelman_log10"]) / LOG10_E))
+total_col.metric("Ours at p*", format_log(float(row["ours_log10"]) / LOG10_E))
+edelman_col.metric("Edelman-style proxy", format_log(float(row["edelman_log10"]) / LOG10_E))
 p_col.metric("Mean p*", f"{float(row['p_opt_mean']):.3g}")
 
 left, right = st.columns(2)

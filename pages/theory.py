@@ -15,7 +15,7 @@ from dashboard.export import show_panels
 from dashboard.numbers import format_number, format_p
 from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
-from dashboard.text import bound_note, code, format_log_value
+from dashboard.text import bound_note, code
 from specbound.core.architecture import Kind
 from specbound.core.bounds import grid_resolution, snap_to_grid
 from specbound.core.defaults import L_PHI, P_MAX, RANK_TOL
@@ -23,7 +23,7 @@ from specbound.core.profile import MatrixId
 from specbound.core.synthetic import Decay, contribution_curve, synthetic_spectrum
 from specbound.present.figures.style import split_panels
 from specbound.present.figures.theory import PLAYGROUND_TITLES, playground_figure
-from specbound.present.numbers import format_power
+from specbound.present.numbers import format_log, format_power
 from specbound.present.report import ffn_widths
 
 ensure_app_entry()
@@ -111,21 +111,21 @@ definition(
 definition(
     r"\begin{gathered} S_p(W) = \sum_{i \le \operatorname{rank}(W)} \sigma_i^{\,p} \quad (p > 0) \\"
     r" S_0(W) = \operatorname{rank}(W) \end{gathered}",
-    (live.SCHATTEN_LABEL, format_log_value(values.log_schatten)),
+    (live.SCHATTEN_LABEL, format_log(values.log_schatten)),
     note=f"At p = {format_p(p)}. p → 0 counts the rank, p = 1 is the nuclear norm, p = 2 the squared Frobenius norm.",
 )
 
 st.markdown("**How the layers above and around W scale its contribution.**")
 definition(
     live.alpha_latex(shape),  # this family's layer factor (SPEC §11-§12): the paper's BERT for a BERT
-    (live.ALPHA_LABEL, format_log_value(values.log_alpha)),
+    (live.ALPHA_LABEL, format_log(values.log_alpha)),
     note=f"L_φ = {analysis.l_phi:g} bounds the Lipschitz constant of this model's activation ({shape.activation}; "
     f"{L_PHI} for GELU); α = 1 for the top layer. Layer ℓ = {values.layer}.",
 )
 definition(
     live.gamma_latex(shape),  # every kind this family has, with its own local factor
-    (live.GAMMA_LABEL, format_log_value(values.log_gamma)),
-    (live.SCALE_LABEL, format_log_value(values.log_scale)),
+    (live.GAMMA_LABEL, format_log(values.log_gamma)),
+    (live.SCALE_LABEL, format_log(values.log_scale)),
 )
 if shape.gated:
     st.markdown(
@@ -177,12 +177,12 @@ if shape.encoder_decoder:
 st.markdown("**The contribution of one matrix, and its three landmark regimes.**")
 definition(
     r"c(W; p) = S_p(W)^{\frac{1}{p+2}}\; s_W^{\frac{p}{p+2}}\; N^{\frac{p+1}{p+2}}",
-    (live.CONTRIBUTION_LABEL, format_log_value(values.log_contribution)),
+    (live.CONTRIBUTION_LABEL, format_log(values.log_contribution)),
 )
 definition(
     r"\begin{aligned} c(W;0) &= \sqrt{\operatorname{rank}(W)\, N} \\ c(W;1) &= (\|W\|_*\, s_W)^{1/3} N^{2/3}"
     r" \\ c(W;2) &= \sqrt{\|W\|_F\, s_W}\; N^{3/4} \end{aligned}",
-    *[(label, format_log_value(values.log_closed_form[q])) for q, label in live.CLOSED_FORM_LABELS.items()],
+    *[(label, format_log(values.log_closed_form[q])) for q, label in live.CLOSED_FORM_LABELS.items()],
     note="Computed here from the rank and the norms directly, as a check on c(W; p) at p = 0, 1, 2.",
 )
 
@@ -192,14 +192,14 @@ definition(
     r" \\ p^*_W = \operatorname*{arg\,min}_{p \in P_m} c(W; p) \end{gathered}",
     (live.GRID_LABEL, str(values.grid_m)),
     (live.P_OPT_LABEL, format_p(values.p_opt)),
-    note=f"c(W; p*) = {format_log_value(values.log_contribution_opt)} (ties go to the smaller p).",
+    note=f"c(W; p*) = {format_log(values.log_contribution_opt)} (ties go to the smaller p).",
 )
 
 st.markdown("**The two proxies compared on the Scaling page.**")
 definition(
     r"B_{\text{ours}} = \sum_{W} c(W; p^*_W) + \sqrt{L}",
-    (live.OURS_LABEL, format_log_value(values.log_ours)),
-    (live.OURS_AT_P_LABEL, format_log_value(values.log_ours_at_p)),
+    (live.OURS_LABEL, format_log(values.log_ours)),
+    (live.OURS_AT_P_LABEL, format_log(values.log_ours_at_p)),
     note=f"The sum runs over all {shape.matrix_count_formula} = {shape.num_matrices} proxy matrices.",
 )
 definition(
@@ -207,7 +207,7 @@ definition(
     r" &+ \sum_h \bigl(\Phi^{(\ell)} \|V_h\|_{2,1}\bigr)^{2/3} \\"
     r" &+ \bigl(\|M_{\mathrm{out}}\|_2 \|M_{\mathrm{in}}\|_{2,1}\bigr)^{2/3} \\ &+ \|M_{\mathrm{out}}\|_{2,1}^{2/3}"
     r" \end{aligned}",
-    (live.XI_LABEL, format_log_value(values.log_xi)),
+    (live.XI_LABEL, format_log(values.log_xi)),
     note=None
     if shape.is_bert_like
     else "For this model ξ is written so that it extends: the sum over the layer's matrices W of "
@@ -215,7 +215,7 @@ definition(
 )
 definition(
     r"B_{\text{Edelman}} = \Bigl(1 + \sum_\ell \bigl(\alpha^{(\ell)}\bigr)^{2/3} \xi^{(\ell)}\Bigr)^{3/2}",
-    (live.EDELMAN_LABEL, format_log_value(values.log_edelman)),
+    (live.EDELMAN_LABEL, format_log(values.log_edelman)),
     note="The exponent 3/2 on a sum over L layers is where the $L^{3/2}$ depth dependence comes from.",
 )
 bound_note(shape)

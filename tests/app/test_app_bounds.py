@@ -11,13 +11,14 @@ import pytest
 from app_harness import as_shown, drawn_width, forbid_recomputation, run_clean, table_columns
 
 from dashboard.headline import total_texts
-from dashboard.numbers import DIGITS, format_against, format_value, significant_digits
+from dashboard.numbers import DIGITS, format_against, significant_digits
 from dashboard.tables import EXPLORER_TABLES_KEY, TABLE_WIDTH_PX
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundTerms, PAssignment
 from specbound.core.logspace import to_log10 as log10
 from specbound.present.figures.bounds import SumsView
+from specbound.present.numbers import format_log
 
 
 def _metric(at, label: str) -> str:
@@ -49,10 +50,10 @@ def test_page_opens_at_p_star_with_the_package_totals(bounds_app, minilm) -> Non
     assert [t.value for t in at.title] == ["Bound explorer"]
     assert not at.error
     assert at.toggle(key="p_optimal").value is True and at.slider(key="p_global").disabled
-    assert _metric(at, TOTAL_LABEL) == _metric(at, OPTIMAL_LABEL) == format_value(minilm.optimal.log_total) == "20,573"
+    assert _metric(at, TOTAL_LABEL) == _metric(at, OPTIMAL_LABEL) == format_log(minilm.optimal.log_total) == "20,573"
     (total,) = [m for m in at.metric if m.label == TOTAL_LABEL]
     assert total.delta == "±0 vs p*"
-    assert _metric(at, EDELMAN_LABEL) == format_value(minilm.log_edelman) == "6.854 × 10²⁸"
+    assert _metric(at, EDELMAN_LABEL) == format_log(minilm.log_edelman) == "6.854 × 10²⁸"
     assert _metric(at, "√L") == "2.449"
     assert sum(c.value == BOUND_NOTE for c in at.caption) == 1  # the proxy note once per page
     np.testing.assert_array_equal(_terms_table(at)["p"], minilm.p_opt)

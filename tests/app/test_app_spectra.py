@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from app_harness import as_shown, table_columns
 
-from dashboard.numbers import format_value
 from specbound.core.architecture import Kind
 from specbound.core.profile import MatrixId
 from specbound.core.spectrum import cumulative_energy
+from specbound.present.numbers import format_log
 
 
 def _parts(at, plotly_specs, words: str) -> list[dict]:
@@ -153,7 +153,7 @@ def test_a_matrix_opens_with_its_spectrum_curve_and_terms(app, rerun, figure_tit
     rerun(app)
     metrics = {m.label: m.value for m in app.metric}
     assert metrics[P_OPT_LABEL] == f"{minilm.p_opt[i]:.3f}"
-    assert metrics[GAMMA_LABEL] == format_value(float(minilm.log_gamma[i]))
+    assert metrics[GAMMA_LABEL] == format_log(float(minilm.log_gamma[i]))
     share = minilm.optimal.contribution[i] / minilm.optimal.total
     assert metrics[SHARE_LABEL] == f"{100 * share:.1f} %"
     curve = figure_titled(app, "c(W; p) against p")

@@ -16,12 +16,13 @@ from streamlit.testing.v1 import AppTest
 from dashboard import lab as service
 from dashboard.numbers import shown_value
 from dashboard.tables import CELL_PAD_PX, CHAR_PX
-from dashboard.text import OPTIMAL_LABEL, format_log_value, plain
+from dashboard.text import OPTIMAL_LABEL, plain
 from dashboard.vocabulary import measure_name
 from specbound.core.bounds import BoundAnalysis
 from specbound.io.atlas import load_atlas
 from specbound.lab import reference, views
 from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, environment_verdicts, read_results
+from specbound.present.numbers import format_log
 from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
 
 RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
@@ -71,8 +72,8 @@ def test_a_reference_run_shows_the_reference_numbers(lab_app, runs_csv, figure_t
     assert at.select_slider(key="lab_step").value == 500
     assert any(service.LAB_MODEL_LABEL in c.value and "not a BERT Miniature" in c.value for c in at.caption)
     final = _row(runs_csv, RUN, 500)
-    assert _metric(at, "Total (ours at p*)") == format_log_value(math.log(final["ours"]))
-    assert _metric(at, "Edelman-style proxy") == format_log_value(math.log(final["edelman"]))
+    assert _metric(at, "Total (ours at p*)") == format_log(math.log(final["ours"]))
+    assert _metric(at, "Edelman-style proxy") == format_log(math.log(final["edelman"]))
     assert _metric(at, "Gap") == f"{final['gap']:+.4f}"
 
     rows = runs_csv[runs_csv["run"] == RUN].sort_values("step")
@@ -117,7 +118,7 @@ def test_a_shipped_decoder_run_shows_its_losses_and_a_gap_on_the_loss(lab_app, f
         .startswith("small GPT-2 decoder trained by the lab on the Markov next-token task: L = 2, N = 64")
     )
     assert _metric(at, "Gap") == f"{final.test_loss - final.train_loss:+.4f}"
-    assert _metric(at, "Total (ours at p*)") == format_log_value(final.ours_log10 * math.log(10))
+    assert _metric(at, "Total (ours at p*)") == format_log(final.ours_log10 * math.log(10))
     caption = next(c.value for c in at.caption if c.value.startswith(f"`{DECODER_RUN}`"))
     assert "small GPT-2 decoder trained by the lab on the Markov next-token task" in caption
     assert f"{final.test_samples:,} fresh sequences" in caption and "upper bound" in caption
@@ -173,7 +174,7 @@ def test_the_step_slider_shows_that_steps_p_map_and_spectra(lab_app, runs_csv, f
     run_clean(at)
     run = reference.load_reference().run(RUN)
     record = next(s for s in run.steps if s.step == 125)
-    assert _metric(at, "Total (ours at p*)") == format_log_value(math.log(_row(runs_csv, RUN, 125)["ours"]))
+    assert _metric(at, "Total (ours at p*)") == format_log(math.log(_row(runs_csv, RUN, 125)["ours"]))
     p_map = figure_titled(at, "p* map at step 125")["data"][0]
     np.testing.assert_array_equal(np.asarray(p_map["z"]), np.reshape(record.p_opt, (2, 6)))
     assert list(p_map["x"]) == ["QK h0", "QK h1", "V h0", "V h1", "M_in", "M_out"]
@@ -199,7 +200,7 @@ def test_a_link_reproduces_the_run_and_step(runs_csv) -> None:
     run_clean(at)
     assert at.selectbox(key="lab_run").value == service.run_key(service.REFERENCE, other)
     assert at.select_slider(key="lab_step").value == 250
-    assert _metric(at, "Total (ours at p*)") == format_log_value(math.log(_row(runs_csv, other, 250)["ours"]))
+    assert _metric(at, "Total (ours at p*)") == format_log(math.log(_row(runs_csv, other, 250)["ours"]))
     at.radio(key="lab_view").set_value("Sweep: measures against the gap")
     run_clean(at)
     at.radio(key="lab_view").set_value("One run through training")
@@ -435,7 +436,7 @@ def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
     assert len(picker.options) == shipped + 1 == 48 + 36 + 10 + 4 * 120 + 1  # the shipped references stay
     assert [s.step for s in trained.steps] == [0, 5, 10, 15, 20]
     assert trained.final.test_samples == service.VISITOR_CAPS.test_samples
-    assert _metric(at, "Total (ours at p*)") == format_log_value(trained.final.ours_log10 * math.log(10))
+    assert _metric(at, "Total (ours at p*)") == format_log(trained.final.ours_log10 * math.log(10))
     assert any(f"{name} finished" in s.value for s in at.success)
 
 
@@ -474,10 +475,10 @@ def test_open_as_a_model_makes_that_step_the_current_model(lab_app, runs_csv) ->
     assert f"{RUN}@250" in at.session_state["model"]
     at.switch_page("pages/bounds.py")
     run_clean(at)
-    expected = format_log_value(math.log(_row(runs_csv, RUN, 250)["ours"]))
+    expected = format_log(math.log(_row(runs_csv, RUN, 250)["ours"]))
     assert _metric(at, OPTIMAL_LABEL) == expected
     profile = reference.step_profile(reference.REFERENCE_DIR, reference.load_reference().run(RUN), 250)
-    assert expected == format_log_value(BoundAnalysis.from_profile(profile).evaluate().log_total)
+    assert expected == format_log(BoundAnalysis.from_profile(profile).evaluate().log_total)
     shown = " ".join(m.value for m in at.sidebar.markdown)
     assert f"{RUN}@250 (atlas {service.LAB_MODEL_LABEL})" in shown
     assert "/" not in at.query_params["model"].split("#")[0].removeprefix("atlas:")  # a digest, no path

@@ -17,7 +17,6 @@ from dashboard.numbers import (
     format_change,
     format_number,
     format_percent,
-    format_value,
     log_difference,
     screen_values,
     shown_value,
@@ -26,6 +25,7 @@ from dashboard.numbers import (
     times_in_words,
 )
 from dashboard.tables import as_text_frame
+from specbound.present.numbers import format_log
 
 
 @pytest.mark.parametrize(
@@ -52,9 +52,9 @@ def test_one_format_for_every_number(value: float | None, text: str) -> None:
 
 
 def test_values_from_logs_never_overflow_into_carets() -> None:
-    assert format_value(math.log(20573.03)) == "20,573"
-    assert format_value(2000.0) == "3.881 × 10⁸⁶⁸"  # past float64: the decimal exponent and a mantissa
-    assert format_value(-math.inf) == "0" and format_value(math.nan) == "—"
+    assert format_log(math.log(20573.03)) == "20,573"
+    assert format_log(2000.0) == "3.881 × 10⁸⁶⁸"  # past float64: the decimal exponent and a mantissa
+    assert format_log(-math.inf) == "0" and format_log(math.nan) == "—"
 
 
 def test_shares_are_percentages_one_way() -> None:

@@ -11,12 +11,13 @@ from app_harness import run_clean
 
 from dashboard import runs as service
 from dashboard.safety import SERVER_PATHS_ENV
-from dashboard.text import format_log_value, plain
+from dashboard.text import plain
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.logspace import LOG10_E, to_log10
 from specbound.core.profile import MatrixId
 from specbound.io.atlas import save_atlas
+from specbound.present.numbers import format_log
 from specbound.studies.twin import random_twin
 
 
@@ -86,7 +87,7 @@ def test_a_shipped_grokking_run_is_drawn_with_its_jump_and_its_measured_accuraci
         reference.step_profile(reference.GROKKING_REFERENCE_DIR, record, record.final.step)
     )
     (ours,) = [m.value for m in at.metric if m.label == "Ours at p*"]
-    assert ours == format_log_value(float(to_log10(final.optimal.log_total)) / LOG10_E)
+    assert ours == format_log(float(to_log10(final.optimal.log_total)) / LOG10_E)
     assert float(to_log10(final.optimal.log_total)) == pytest.approx(record.final.ours_log10, rel=1e-12)
 
 
@@ -103,7 +104,7 @@ def test_a_trajectory_of_the_operators_directory_is_drawn_step_by_step(landing_a
         run_clean(at)
         expected = BoundAnalysis.from_profile(profile)
         (ours,) = [m.value for m in at.metric if m.label == "Ours at p*"]
-        assert ours == format_log_value(float(to_log10(expected.optimal.log_total)) / LOG10_E)
+        assert ours == format_log(float(to_log10(expected.optimal.log_total)) / LOG10_E)
     titles = [c.proto.spec for c in at.get("plotly_chart")]
     assert any("Losses the Trainer logged" in t for t in titles)
     assert any("Proxies through training" in t for t in titles)

@@ -9,7 +9,7 @@ from app_harness import as_shown, drawn_width, table_columns
 
 from dashboard.baseline import PIN_KEY, TWIN_KEY, twin_analysis
 from dashboard.drilldown import head_cell, p_star_cell
-from dashboard.numbers import format_change, format_value
+from dashboard.numbers import format_change
 from dashboard.tables import TABLE_WIDTH_PX
 from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
 from dashboard.vocabulary import TERMS
@@ -19,6 +19,7 @@ from specbound.core.architecture import Kind
 from specbound.core.logspace import to_log10
 from specbound.core.profile import MatrixId
 from specbound.present.explain import break_even, explain_p_star, p_star_by_kind, p_star_summary
+from specbound.present.numbers import format_log
 from specbound.studies.compare import compare
 
 
@@ -30,8 +31,8 @@ def test_overview_is_the_landing_page_with_the_package_numbers(landing_app, mini
     at = landing_app
     assert [t.value for t in at.title] == [PRODUCT_NAME]
     metrics = _metrics(at)
-    assert metrics[OPTIMAL_LABEL] == format_value(minilm.optimal.log_total) == "20,573"
-    assert metrics[EDELMAN_LABEL] == format_value(minilm.log_edelman) == "6.854 × 10²⁸"
+    assert metrics[OPTIMAL_LABEL] == format_log(minilm.optimal.log_total) == "20,573"
+    assert metrics[EDELMAN_LABEL] == format_log(minilm.log_edelman) == "6.854 × 10²⁸"
     assert float(to_log10(minilm.log_edelman - minilm.optimal.log_total)) == pytest.approx(24.52, abs=0.01)
     assert metrics[RATIO_LABEL] == "3.3 × 10²⁴ times"
     helps = {m.label: m.help for m in at.metric}
@@ -124,8 +125,8 @@ def test_compare_with_the_random_twin(landing_app, rerun, figure_titled, minilm)
     twin = twin_analysis("minilm-l6", 0.02)
     comparison = compare(minilm, twin)
     metrics = _metrics(at)
-    assert metrics["Ours at p*: model"] == format_value(comparison.model.log_ours_opt) == "20,573"
-    assert metrics["Ours at p*: baseline"] == format_value(comparison.baseline.log_ours_opt) == "20,573"
+    assert metrics["Ours at p*: model"] == format_log(comparison.model.log_ours_opt) == "20,573"
+    assert metrics["Ours at p*: baseline"] == format_log(comparison.baseline.log_ours_opt) == "20,573"
     assert (
         metrics["model − baseline"]
         == format_change(comparison.model.log_ours_opt, comparison.baseline.log_ours_opt)
@@ -137,7 +138,7 @@ def test_compare_with_the_random_twin(landing_app, rerun, figure_titled, minilm)
     assert any(lesson in m.value for m in at.markdown)
     (why,) = [i.value for i in at.info if WHY_AGREE in i.value]  # the page says why the totals agree
     assert plain("every one of the 156 matrices of both models takes p* = 0") in why
-    assert plain("9,216") in why and plain(format_value(comparison.baseline.log_edelman)) in why
+    assert plain("9,216") in why and plain(format_log(comparison.baseline.log_edelman)) in why
     assert any(plain("random twin of minilm-l6 (seed 0, σ = 0.02)") in m.value for m in at.markdown)
     bars = figure_titled(at, "Model against baseline")["data"]
     np.testing.assert_allclose(bars[1]["x"], [comparison.baseline.log10[k] for k in ("ours_opt", "ours_at", "edelman")])

@@ -12,9 +12,10 @@ from dashboard import theory as live
 from dashboard.atlas import model_name
 from dashboard.controls import OWN
 from dashboard.numbers import format_against
-from dashboard.text import TOTAL_LABEL, format_log_value
+from dashboard.text import TOTAL_LABEL
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis, PAssignment
+from specbound.present.numbers import format_log
 
 MODEL = "L2-H32"
 
@@ -50,11 +51,11 @@ def test_theory_page_shows_the_live_values(family, reference) -> None:
     assert labels[at.selectbox(key="theory_matrix").value] == "L1 M_in"
     values = live.readout(reference, labels.index("L1 M_in"), 1.0)
     assert _metric(at, live.RANK_LABEL) == str(int(reference.profile.rank[labels.index("L1 M_in")])) == "32"
-    assert _metric(at, live.SCHATTEN_LABEL) == format_log_value(values.log_schatten)
+    assert _metric(at, live.SCHATTEN_LABEL) == format_log(values.log_schatten)
     assert _metric(at, live.ALPHA_LABEL) == "1.000"  # the top layer
     assert _metric(at, live.GRID_LABEL) == str(reference.grid_m) == "6"  # ceil(2 + ln 32)
-    assert _metric(at, live.OURS_LABEL) == format_log_value(reference.evaluate().log_total)
-    assert _metric(at, live.EDELMAN_LABEL) == format_log_value(reference.log_edelman)
+    assert _metric(at, live.OURS_LABEL) == format_log(reference.evaluate().log_total)
+    assert _metric(at, live.EDELMAN_LABEL) == format_log(reference.log_edelman)
 
     at.selectbox(key="theory_matrix").set_value(labels.index("L0 QK h1"))
     at.slider(key="theory_p").set_value(0.5)
@@ -62,12 +63,12 @@ def test_theory_page_shows_the_live_values(family, reference) -> None:
     index = labels.index("L0 QK h1")
     terms = reference.evaluate(0.5)
     assert _metric(at, live.RANK_LABEL) == "16"  # head dimension d = 32 / 2
-    assert _metric(at, live.SCHATTEN_LABEL) == format_log_value(terms.log_schatten[index])
-    assert _metric(at, live.CONTRIBUTION_LABEL) == format_log_value(terms.log_contribution[index])
-    assert _metric(at, live.ALPHA_LABEL) == format_log_value(reference.log_alpha[0])
-    assert _metric(at, live.SCALE_LABEL) == format_log_value(reference.log_scale[index])
+    assert _metric(at, live.SCHATTEN_LABEL) == format_log(terms.log_schatten[index])
+    assert _metric(at, live.CONTRIBUTION_LABEL) == format_log(terms.log_contribution[index])
+    assert _metric(at, live.ALPHA_LABEL) == format_log(reference.log_alpha[0])
+    assert _metric(at, live.SCALE_LABEL) == format_log(reference.log_scale[index])
     assert _metric(at, live.P_OPT_LABEL) == f"{reference.p_opt[index]:.3f}"
-    assert _metric(at, live.OURS_AT_P_LABEL) == format_log_value(terms.log_total)
+    assert _metric(at, live.OURS_AT_P_LABEL) == format_log(terms.log_total)
 
 
 def test_closed_forms_agree_with_the_contribution(reference) -> None:

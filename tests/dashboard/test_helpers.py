@@ -11,11 +11,11 @@ from dashboard import atlas
 from dashboard.controls import MODE_CODEC, OPTIMAL, OWN
 from dashboard.scaling import family_member
 from dashboard.share import BOOL, P_VALUE
-from dashboard.text import format_log_value
 from specbound.core.architecture import ModelShape
 from specbound.core.profile import SpectralProfile
 from specbound.io.atlas import save_atlas
 from specbound.io.models import resolve
+from specbound.present.numbers import format_log
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_codecs_refuse_junk(codec, junk) -> None:
     ],
 )
 def test_numbers_given_by_their_log(log_value: float, text: str) -> None:
-    assert format_log_value(log_value) == text
+    assert format_log(log_value) == text
 
 
 def _profile(name: str) -> SpectralProfile:
