@@ -87,7 +87,9 @@ LAB_MODEL_LABEL = model_label(RunSpec(layers=1, hidden=32, heads=2, n_train=1, s
 STORE_DIR = "lab"
 #: Origins of a run, as the first part of its key: each shipped reference by its key, and this server's store.
 SHIPPED = {shipped.key: shipped for shipped in lab_reference.SHIPPED}
-REFERENCE, DECODER, GROKKING, FIT, FIT_DECODER, FIT_MARKOV, FIT_MARKOV_LLAMA = (s.key for s in lab_reference.SHIPPED)
+REFERENCE, DECODER, GROKKING, FIT, FIT_DECODER, FIT_MARKOV, FIT_MARKOV_LLAMA, FINETUNE = (
+    s.key for s in lab_reference.SHIPPED
+)
 HERE = "here"
 #: The shipped references whose runs form a sweep (the grokking preset's three seeds do not).
 SWEEPS: tuple[str, ...] = tuple(s.key for s in lab_reference.SWEEP_REFERENCES)

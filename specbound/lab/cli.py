@@ -405,7 +405,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             sweep_seconds=time.perf_counter() - started if done == len(specs) else None,
             regenerate=shipped.regenerate,
             max_steps=shipped.max_steps,
-            environment=(shipped.task, shipped.family),
+            environment=shipped.environment,
         )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0
@@ -536,9 +536,10 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         choices=PRESET_NAMES,
         default="smoke",
         help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores; fit: 120 runs trained "
-        "until they fit their training set, 5 seeds, 2 learning rates (SPEC 13b); study: 288 runs "
-        "(depth 1-4, width 32-128, n 100-3200), hours: see the manual (docs/lab); grok: ten seeds of a one-layer model "
-        "on modular addition with weight decay 1 (--task modular), which grok (see the manual)",
+        "until they fit their training set, 5 seeds, 2 learning rates (SPEC 13b); study: 480 runs held to the same "
+        "rules (depth 1-4, width 32-128, n 100-2700), hours: see the manual (docs/lab); finetune: 80 runs "
+        "fine-tuning the shipped base in full and through LoRA adapters of rank 1, 4, 16; grok: ten seeds of a "
+        "one-layer model on modular addition with weight decay 1 (--task modular), which grok (see the manual)",
     )
     sweep.add_argument(
         "--grid",

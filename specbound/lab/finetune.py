@@ -38,6 +38,7 @@ from ..io.models import FINETUNE_LORA as LORA_NAME
 from ..io.models import FINETUNE_TRIO_DIR as TRIO_DIR
 from .tasks import ThresholdTask
 from .train import LabError, RunSpec, _measure, _training_context, build_model, model_inputs
+from .tuning import LORA_TARGETS
 
 #: The pretraining and fine-tuning tasks: one rule at two sets of positions.
 BASE_TASK = ThresholdTask(positions=(0, 5, 9))
@@ -47,7 +48,6 @@ BASE_SPEC = RunSpec(layers=2, hidden=64, heads=2, n_train=1600, seed=0, task=BAS
 BASE_STEPS, FINE_TUNE_STEPS, FINE_TUNE_N = 1500, 800, 400
 FINE_TUNE_RATE = 5e-4
 LORA_RANK, LORA_ALPHA = 4, 8
-LORA_TARGETS = ("query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ finished for :func:`finished_run`, so a sweep trains the run again and fills the
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +58,17 @@ def record_path(out: Path, name: str) -> Path:
     return out / RUNS_DIR / name / RECORD_FILE
 
 
-def write_record(out: Path, trajectory: RunTrajectory) -> Path:
+def write_record(out: Path, trajectory: RunTrajectory, measures: Collection[str] | None = None) -> Path:
+    """Write a run's record; ``measures`` names the recorded measures it holds (default: every one, as
+    a run trained now has them; a record rewritten in place keeps the ones it had)."""
     path = record_path(out, trajectory.name)
+    held = [m.name for m in recorded_measures() if measures is None or m.name in measures]
     record = {
         "format": RECORD_FORMAT,
         "schema": RECORD_SCHEMA,
         "label": lab_label(trajectory.spec.family),
         "task": trajectory.spec.task.describe(),
-        "measures": [m.name for m in recorded_measures()],  # what the record holds; RUN and DERIVED are computed
+        "measures": held,  # what the record holds; RUN and DERIVED are computed
         **trajectory.to_dict(),
     }
     write_text(path, json.dumps(record, indent=1, allow_nan=False))

@@ -41,11 +41,14 @@ from ..core.text import quoted
 from ..io.atlas import atlas_member, save_atlas
 from ..io.files import atomic_write, describe_os_error, read_json
 from ..io.loading import load_profile
+from ..io.models import FINETUNE_BASE
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
 from .flatness import DEFAULT_FLATNESS
-from .records import LAB_LABEL, RUNS_DIR, read_runs, write_record
+from .records import LAB_LABEL, RUNS_DIR, read_runs, record_measures, record_path, write_record
 from .registry import MEASURES, CheckpointMeasure, RunMeasure, step_value
+from .robust import environment_name
 from .tables import LabResults, read_results, write_tables
+from .tables import environment as environment_of_spec
 from .train import LabError
 from .trajectory import DEFAULT_BOUNDS, RunTrajectory
 
@@ -83,6 +86,13 @@ class ShippedReference:
     note: str = ""
     #: at most this many saved steps of a run are shipped (:func:`shipped_steps`); None: every one
     max_steps: int | None = None
+    #: its runs start from a pretrained base (the ``finetune`` preset)
+    fine_tuned: bool = False
+
+    @property
+    def environment(self) -> str:
+        """Its environment's name, as the tables write it (``threshold/bert fine-tuned``)."""
+        return environment_name(self.task, self.family, self.fine_tuned)
 
     @property
     def regenerate(self) -> str:
@@ -94,8 +104,9 @@ class ShippedReference:
 
     @property
     def models(self) -> str:
-        """The models it holds, in words ("GPT-2 decoders")."""
-        return _MODEL_CLASSES.get(self.family, self.family)
+        """The models it holds, in words ("GPT-2 decoders", "BERT encoders fine-tuned from finetune-base")."""
+        models = _MODEL_CLASSES.get(self.family, self.family)
+        return f"{models} fine-tuned from {FINETUNE_BASE}" if self.fine_tuned else models
 
 
 #: The threshold task's class sweep on BERT encoders (SPEC §10), the first reference.
@@ -155,6 +166,19 @@ FIT_MARKOV_LLAMA_REFERENCE = ShippedReference(
     "a fixed budget, 5 seeds, 2 learning rates",
     max_steps=3,
 )
+#: The ``finetune`` preset (SPEC §14 in the lab): the shipped base fine-tuned on another threshold rule,
+#: in full and through LoRA adapters of rank 1, 4 and 16, two n, two learning rates, five seeds.
+FINETUNE_REFERENCE_DIR = Path(__file__).parent / "reference_finetune"
+FINETUNE_REFERENCE = ShippedReference(
+    "finetune",
+    FINETUNE_REFERENCE_DIR,
+    "finetune",
+    "threshold",
+    "bert",
+    "fine-tuned from the shipped base: full and LoRA ranks 1, 4, 16",
+    max_steps=11,
+    fine_tuned=True,
+)
 #: Every shipped reference, the threshold sweep first.
 SHIPPED: tuple[ShippedReference, ...] = (
     THRESHOLD_REFERENCE,
@@ -164,11 +188,13 @@ SHIPPED: tuple[ShippedReference, ...] = (
     FIT_DECODER_REFERENCE,
     FIT_MARKOV_REFERENCE,
     FIT_MARKOV_LLAMA_REFERENCE,
+    FINETUNE_REFERENCE,
 )
 #: The shipped references whose runs form a sweep (the grokking preset's seeds do not), whose verdicts
 #: ``specbound lab report`` and the Lab page give, each sweep read as its own: the four environments
-#: of the fit preset (five seeds per configuration, SPEC §13b), and the class sweep of the threshold
-#: task, shown as "not fitted" (most of its runs never fit in 500 steps) and kept out of every average.
+#: of the fit preset (five seeds per configuration, SPEC §13b), the fine-tuning environment, and the
+#: class sweep of the threshold task, shown as "not fitted" (most of its runs never fit in 500 steps)
+#: and kept out of every average.
 #: The Markov class sweep (three seeds) stays shipped for the pages that open its runs.
 SWEEP_REFERENCES: tuple[ShippedReference, ...] = (
     THRESHOLD_REFERENCE,
@@ -176,6 +202,7 @@ SWEEP_REFERENCES: tuple[ShippedReference, ...] = (
     FIT_DECODER_REFERENCE,
     FIT_MARKOV_REFERENCE,
     FIT_MARKOV_LLAMA_REFERENCE,
+    FINETUNE_REFERENCE,
 )
 
 
@@ -255,15 +282,18 @@ def platform_fingerprint() -> dict[str, str]:
 
 
 def retrain_deviations(run: RunTrajectory, shipped: RunTrajectory, step: int | None = None) -> dict[str, float]:
-    """|difference| between two runs of one spec at a saved step (default: the final one), for the errors
-    and every registered measure both have (a RUN measure, a property of the whole run, at the final step
-    only); the log-axis measures as |Δ log10|."""
-    at = step if step is not None else shipped.final.step
-    a = next(s for s in run.steps if s.step == at)
-    b = next(s for s in shipped.steps if s.step == at)
+    """|difference| between two runs of one spec at a saved step (default: each run's final one, which
+    for a run trained until it fits may be another step), for the errors and every registered measure
+    both have (a RUN measure, a property of the whole run, at the final step only); the log-axis
+    measures as |Δ log10|."""
+    if step is None:
+        a, b = run.final, shipped.final
+    else:
+        a = next(s for s in run.steps if s.step == step)
+        b = next(s for s in shipped.steps if s.step == step)
     out = {name: abs(getattr(a, name) - getattr(b, name)) for name in ("train_error", "test_error", "gap")}
     for measure in MEASURES.values():
-        if isinstance(measure, RunMeasure) and at != shipped.final.step:
+        if isinstance(measure, RunMeasure) and b is not shipped.final:
             continue
         x, y = step_value(measure, a, run), step_value(measure, b, shipped)
         if not (math.isfinite(x) and math.isfinite(y)):
@@ -356,20 +386,21 @@ def export_reference(
     sweep_seconds: float | None = None,
     regenerate: str = REGENERATE,
     max_steps: int | None = None,
-    environment: tuple[str, str] | None = None,
+    environment: str | None = None,
 ) -> tuple[Path, ...]:
     """Write the reference (records, tables, atlas, manifest) of a finished sweep into ``dest``, replacing it.
 
     The family's profiles come from their final checkpoints through the profile cache and are renamed
     to their run names, so the atlas never carries a local path. With ``max_steps`` each run keeps at
-    most that many saved steps (:func:`shipped_steps`); with ``environment`` (task, family) only that
-    environment's runs are exported, so several environments may share one sweep directory.
+    most that many saved steps (:func:`shipped_steps`); with ``environment`` (``task/family``, with
+    `` fine-tuned`` for fine-tuning runs) only that environment's runs are exported, so several
+    environments may share one sweep directory.
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
     runs = tuple(
         shipped_steps(run, max_steps)
         for run in read_runs(sweep_dir)
-        if environment is None or (run.spec.task.kind, run.spec.family) == environment
+        if environment is None or environment_of_spec(run.spec) == environment
     )
     if not runs:
         raise ValueError(f"{sweep_dir} holds no finished run to export")
@@ -399,12 +430,17 @@ def export_reference(
     files += write_tables(dest, runs)
     files.append(save_atlas(profiles, dest / ATLAS_FILE))
     family_class = _MODEL_CLASSES.get(runs[0].spec.family, runs[0].spec.family)
+    trained = "trained by the specbound lab on a synthetic task"
+    if runs[0].spec.fine_tuning is not None:
+        trained = (
+            f"fine-tuned by the specbound lab from {runs[0].spec.fine_tuning.base} on a synthetic task (peft for LoRA)"
+        )
     manifest: dict[str, Any] = {
         "format": REFERENCE_FORMAT,
         "label": LAB_LABEL if runs[0].spec.family == "bert" else f"small {family_class} trained by the specbound lab",
         "created_by": f"specbound {__version__}",
-        "description": f"Small {family_class} (transformers' own "
-        "classes) trained by the specbound lab on a synthetic task; results and spectral profiles only, no weights.",
+        "description": f"Small {family_class} (transformers' own classes) {trained}; results and spectral "
+        "profiles only, no weights.",
         "task": runs[0].spec.task.describe(),
         "runs": len(runs),
         "regenerate": regenerate,
@@ -473,5 +509,6 @@ def remeasure(
             values = {**s.values, **{m.name: float(m.compute(analysis)) for m in chosen}}
             steps.append(replace(s, values=values))
         updated.append(replace(run, steps=tuple(steps)))
-    files = [write_record(directory, run) for run in updated]
+    held = {run.name: {*record_measures(record_path(directory, run.name)), *measures} for run in runs}
+    files = [write_record(directory, run, held[run.name]) for run in updated]
     return (*files, *write_tables(directory, updated))

@@ -12,6 +12,10 @@ Inputs, one class each, so every ``compute`` is typed by what it reads:
 
 * :class:`CheckpointMeasure` (``CHECKPOINT``): a function of the checkpoint's
   :class:`~specbound.core.bounds.BoundAnalysis` (its spectral profile), recorded at every saved step;
+* :class:`CentredMeasure` (``CENTRED``): a function of the checkpoint's analysis centred at the run's
+  first saved step (SPEC §14: ``delta`` holds the profile of W - W⁰, W⁰ the initialization, or the
+  pretrained base of a fine-tuning run), recorded at every saved step: Jiang et al.'s "distance from
+  initialization" family;
 * :class:`ModelMeasure` (``MODEL``): a function of the trained model and its training set
   (:class:`ModelProbe`), computed when the run is trained, on the final checkpoint only (other steps
   do not have it);
@@ -40,8 +44,16 @@ from ..core.bounds import BoundAnalysis
 from ..core.defaults import FIXED_P
 from ..core.heavy_tail import SpectrumAlphas, spectrum_alphas
 from ..core.logspace import LOG10_E
+from ..core.profile import SpectralProfile
 from .flatness import censoring_values, inverse_square, pacbayes_sigma, sharpness_alpha
-from .measures import frobenius_sum, log_bartlett, log_spectral_product
+from .measures import (
+    frobenius_distance,
+    frobenius_sum,
+    log_bartlett,
+    log_bartlett_init,
+    log_spectral_init,
+    log_spectral_product,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -52,6 +64,7 @@ class MeasureInput(str, Enum):
     a model comes from)."""
 
     CHECKPOINT = "checkpoint"  # compute(analysis: BoundAnalysis), every saved step
+    CENTRED = "centred"  # compute(centred: BoundAnalysis with delta = W - W⁰), every saved step
     MODEL = "model"  # compute(probe: ModelProbe), the final checkpoint, when the run is trained
     RUN = "run"  # compute(run: RunFacts), one value per run
     DERIVED = "derived"  # compute(step: StepFacts, run: RunFacts), from another measure at the same step
@@ -133,6 +146,15 @@ class CheckpointMeasure(Measure):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CentredMeasure(Measure):
+    """A function of one checkpoint's analysis centred at the run's first saved step (its ``delta`` is
+    the profile of W - W⁰), recorded at every saved step."""
+
+    computed_from: ClassVar[MeasureInput] = MeasureInput.CENTRED
+    compute: Callable[[BoundAnalysis], float]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelMeasure(Measure):
     """A function of the trained model and its training set, on the final checkpoint."""
 
@@ -174,8 +196,8 @@ def correlated_measures() -> tuple[Measure, ...]:
 
 
 def recorded_measures() -> tuple[Measure, ...]:
-    """The measures kept per step in a run's record (CHECKPOINT and MODEL inputs)."""
-    return tuple(m for m in MEASURES.values() if isinstance(m, CheckpointMeasure | ModelMeasure))
+    """The measures kept per step in a run's record (CHECKPOINT, CENTRED and MODEL inputs)."""
+    return tuple(m for m in MEASURES.values() if isinstance(m, CheckpointMeasure | CentredMeasure | ModelMeasure))
 
 
 def step_value(measure: Measure, step: StepFacts, run: RunFacts) -> float:
@@ -202,6 +224,11 @@ def baseline_measures() -> tuple[Measure, ...]:
 def checkpoint_measures() -> tuple[CheckpointMeasure, ...]:
     """The CHECKPOINT measures, in registration order."""
     return tuple(m for m in MEASURES.values() if isinstance(m, CheckpointMeasure))
+
+
+def centred_measures() -> tuple[CentredMeasure, ...]:
+    """The CENTRED measures, in registration order."""
+    return tuple(m for m in MEASURES.values() if isinstance(m, CentredMeasure))
 
 
 def model_measures() -> tuple[ModelMeasure, ...]:
@@ -420,6 +447,78 @@ register(
         compute=_sharpness,
     )
 )
+
+
+def _delta(analysis: BoundAnalysis) -> SpectralProfile:
+    """The profile of W - W⁰ a CENTRED measure reads (ValueError for an analysis that is not centred)."""
+    if analysis.delta is None:
+        raise ValueError("a centred measure needs an analysis centred at a reference (delta = W - W⁰)")
+    return analysis.delta
+
+
+def _centred_total(analysis: BoundAnalysis) -> float:
+    """ln of the proxy at p* of a centred analysis (its Schatten terms are those of ``delta``)."""
+    _delta(analysis)
+    return analysis.evaluate().log_total
+
+
+register(
+    CentredMeasure(
+        name="ours_init",
+        bounds_gap_times_sqrt_n=True,
+        column="ours_init_log10",
+        label="log10 ours centred at init",
+        screen_name="ours centred at initialization",
+        linear_axis=True,
+        definition=(
+            "the spectrum-adaptive proxy at p* of W - W⁰, W⁰ the run's first checkpoint (its initialization, "
+            "or the pretrained base of a fine-tune), with the scales of W (SPEC §14)"
+        ),
+        compute=lambda analysis: _centred_total(analysis) * LOG10_E,
+    )
+)
+register(
+    CentredMeasure(
+        name="distance_frobenius",
+        column="distance_frobenius",
+        label="Σ‖W − W⁰‖_F²",
+        screen_name="Frobenius distance from initialization",
+        linear_axis=False,
+        definition="Σ ‖W − W⁰‖_F² over the proxy matrices, W⁰ the run's first checkpoint (Jiang et al. 2020)",
+        compute=lambda analysis: frobenius_distance(_delta(analysis)),
+    )
+)
+register(
+    CentredMeasure(
+        name="spectral_init",
+        bounds_gap_times_sqrt_n=True,
+        column="spectral_init_log10",
+        label="log10 Π‖W‖₂² Σ‖W − W⁰‖_F²/‖W‖₂²",
+        screen_name="spectral norms, centred at initialization",
+        linear_axis=True,
+        definition=(
+            "log10 of Π_b ‖A_b‖₂² · Σ_b ‖A_b − A⁰_b‖_F² / ‖A_b‖₂² over the 4L blocks (Jiang et al. 2020, after "
+            "Neyshabur et al. 2018)"
+        ),
+        compute=lambda analysis: log_spectral_init(analysis.profile, _delta(analysis)) * LOG10_E,
+    )
+)
+register(
+    CentredMeasure(
+        name="bartlett_init",
+        bounds_gap_times_sqrt_n=True,
+        column="bartlett_init_log10",
+        label="log10 Bartlett et al., reference at init",
+        screen_name="Bartlett et al. bound, reference at initialization",
+        linear_axis=True,
+        definition=(
+            "log10 of Bartlett, Foster & Telgarsky's (2017) spectral complexity with the run's first checkpoint "
+            "as reference matrices, over the 4L blocks"
+        ),
+        compute=lambda analysis: log_bartlett_init(analysis.profile, _delta(analysis)) * LOG10_E,
+    )
+)
+
 register(
     RunMeasure(
         name="inverse_n",

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .grid import SEED_AXIS
+from .grid import FROM_SCRATCH, SEED_AXIS
 from .train import LabError
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ CONFIGURATION_COLUMNS: tuple[str, ...] = (
     "n_train",
     "label_noise",
     "learning_rate",
+    "fine_tuning",
     "weight_decay",
     "batch_size",
     "steps",
@@ -58,9 +59,24 @@ CONFIGURATION_COLUMNS: tuple[str, ...] = (
 )
 
 
+def configuration_columns(frame: pd.DataFrame) -> list[str]:
+    """The configuration columns ``frame`` has; ``fine_tuning`` only where some run was fine-tuned (a
+    sweep trained from scratch keeps the configurations it had before fine-tuning existed)."""
+    columns = [c for c in CONFIGURATION_COLUMNS if c in frame.columns]
+    if "fine_tuning" in columns and (frame["fine_tuning"] == FROM_SCRATCH).all():
+        columns.remove("fine_tuning")
+    return columns
+
+
+def environment_name(task: str, family: str, fine_tuned: bool = False) -> str:
+    """``task/family``, and `` fine-tuned`` for runs that start from a pretrained base."""
+    return f"{task}/{family}" + (" fine-tuned" if fine_tuned else "")
+
+
 def environment_of(row: pd.Series) -> str:
-    """``task/family`` of a runs.csv row."""
-    return f"{row['task']}/{row['family']}"
+    """The environment of a runs.csv row (:func:`environment_name`)."""
+    fine_tuning = row.get("fine_tuning", FROM_SCRATCH)
+    return environment_name(row["task"], row["family"], isinstance(fine_tuning, str) and fine_tuning != FROM_SCRATCH)
 
 
 @dataclass(frozen=True)
@@ -76,9 +92,19 @@ class Coupling:
     noise: tuple[bool, ...]  # per pair, whether its gap difference is within noise
 
 
+def _order(value: object) -> float:
+    """Where an axis value sits on its axis: the number itself, and for the ``fine_tuning`` axis the
+    trained rank (``lora{r}`` at r, ``full`` above every rank), so a coupling's "low" side is the smaller."""
+    if isinstance(value, str):
+        if value.startswith("lora") and value[4:].isdigit():
+            return float(value[4:])
+        return math.inf
+    return float(value)  # type: ignore[arg-type]
+
+
 def couplings(frame: pd.DataFrame, noise_filter: bool = True) -> tuple[Coupling, ...]:
     """Every coupling of the runs of ``frame`` (one environment's final rows), seed for seed."""
-    columns = [c for c in CONFIGURATION_COLUMNS if c in frame.columns]
+    columns = configuration_columns(frame)
     configs: dict[tuple[object, ...], dict[int, int]] = defaultdict(dict)  # configuration -> seed -> row
     for position, (_, row) in enumerate(frame.iterrows()):
         config, seed = tuple(row[c] for c in columns), int(row[SEED_AXIS])
@@ -101,7 +127,7 @@ def couplings(frame: pd.DataFrame, noise_filter: bool = True) -> tuple[Coupling,
                 continue
             axis = differing[0]
             position = columns.index(axis)
-            low, high = (a, b) if float(a[position]) < float(b[position]) else (b, a)  # type: ignore[arg-type]
+            low, high = (a, b) if _order(a[position]) < _order(b[position]) else (b, a)
             seeds = sorted(set(configs[low]) & set(configs[high]))
             if not seeds:
                 continue  # no seed in common: nothing to compare seed for seed

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .correlation import MeasureCorrelation, TauDifference, compare, correlate
-from .grid import AXES, SEED_AXIS
+from .grid import AXES, FROM_SCRATCH, SEED_AXIS
 from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
 from .records import RUNS_DIR, read_runs, write_text
 from .registry import MEASURES, Measure, correlated_measures, is_baseline, step_value
-from .robust import RobustSummary
+from .robust import RobustSummary, environment_name
 from .train import LabError, RunSpec
 from .trajectory import RunTrajectory
 from .verdict import EnvironmentVerdict, robust_view, verdicts
@@ -62,6 +62,7 @@ _HEAD_COLUMNS: tuple[str, ...] = (
     "weight_decay",
     "batch_size",
     "until_fit",
+    "fine_tuning",
     "final",
     "train_loss",
     "train_error",
@@ -103,7 +104,7 @@ def measure_value(run: RunTrajectory, measure: Measure) -> float:
 
 def environment(spec: RunSpec) -> str:
     """A run's environment, ``task/family`` (``threshold/bert``, ``markov/gpt2``, ...)."""
-    return f"{spec.task.kind}/{spec.family}"
+    return environment_name(spec.task.kind, spec.family, spec.fine_tuning is not None)
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,10 @@ class LabResults:
 def axis_values(spec: RunSpec) -> dict[str, Any]:
     """The run's value on each axis of :data:`AXES` (layers, hidden, heads, n_train, label_noise, the
     learning rate, seed)."""
-    return {axis: spec.settings.learning_rate if axis == "learning_rate" else getattr(spec, axis) for axis in AXES}
+    values = {axis: getattr(spec, axis) for axis in AXES if axis not in ("learning_rate", "fine_tuning")}
+    values["learning_rate"] = spec.settings.learning_rate
+    values["fine_tuning"] = spec.fine_tuning.label if spec.fine_tuning is not None else FROM_SCRATCH
+    return {axis: values[axis] for axis in AXES}
 
 
 def _group_key(run: RunTrajectory) -> dict[str, Any]:
@@ -180,6 +184,13 @@ def _group_key(run: RunTrajectory) -> dict[str, Any]:
     return {**axis_values(spec), "fixed": json.dumps(fixed, sort_keys=True)}
 
 
+def sweep_axes(runs: Sequence[RunTrajectory]) -> tuple[str, ...]:
+    """The axes of :data:`AXES` a set of runs is read along: ``fine_tuning`` only where some run was
+    fine-tuned (the tables of a sweep trained from scratch keep the columns they had before)."""
+    tuned = any(r.spec.fine_tuning is not None for r in runs)
+    return tuple(a for a in AXES if a != "fine_tuning" or tuned)
+
+
 def configuration(run: RunTrajectory) -> str:
     """The run's configuration: every hyperparameter and setting but the seed (SPEC §13b: the seeds of
     one configuration are resampled together)."""
@@ -188,12 +199,14 @@ def configuration(run: RunTrajectory) -> str:
 
 def correlations(runs: Sequence[RunTrajectory]) -> tuple[MeasureCorrelation, ...]:
     """tau of every correlated measure with the gap over the final checkpoints of ``runs``, with intervals
-    over configurations and the seed as a noise axis of the granulated tau (SPEC §13b)."""
+    over configurations and the seed as a noise axis of the granulated tau (SPEC §13b); a measure none of
+    the runs recorded (records older than it) is left out."""
+    values = {m.name: [measure_value(r, m) for r in runs] for m in correlated_measures()}
     return correlate(
-        {m.name: [measure_value(r, m) for r in runs] for m in correlated_measures()},
+        {name: v for name, v in values.items() if any(math.isfinite(x) for x in v)},  # recorded by some run
         [r.final.gap for r in runs],
         [_group_key(r) for r in runs],
-        AXES,
+        sweep_axes(runs),
         noise_axes=(SEED_AXIS,),
         clusters=[configuration(r) for r in runs],
     )
@@ -258,7 +271,7 @@ def comparison(runs: Sequence[RunTrajectory], measure: str, other: str) -> TauDi
         [measure_value(r, MEASURES[other]) for r in runs],
         [r.final.gap for r in runs],
         [_group_key(r) for r in runs],
-        AXES,
+        sweep_axes(runs),
         noise_axes=(SEED_AXIS,),
         clusters=[configuration(r) for r in runs],
     )
@@ -522,8 +535,9 @@ def write_results(out: Path, results: LabResults) -> tuple[Path, ...]:
 
 
 def read_runs_csv(path: Path | str) -> pd.DataFrame:
-    """A runs.csv, with ``task`` and ``family`` filled in as threshold/bert (and the loss columns as NaN)
-    where it was written before they existed (the shipped reference)."""
+    """A runs.csv, with the columns it was written without filled in: ``task`` and ``family`` as
+    threshold/bert (the first shipped reference), ``fine_tuning`` as trained from scratch, and the loss
+    columns and any measure registered since as NaN (missing, which every table leaves out)."""
     import pandas as pd
 
     frame = pd.read_csv(path)
@@ -531,7 +545,10 @@ def read_runs_csv(path: Path | str) -> pd.DataFrame:
         frame.insert(1, "task", DEFAULT_TASK)
     if "family" not in frame.columns:
         frame.insert(2, "family", DEFAULT_FAMILY)
-    for column in ("test_loss", "optimal_loss", "excess_loss"):
+    if "fine_tuning" not in frame.columns:
+        frame["fine_tuning"] = FROM_SCRATCH
+    measure_columns = [c for m in MEASURES.values() for c in (m.column, m.linear_column) if c]
+    for column in ("test_loss", "optimal_loss", "excess_loss", *measure_columns):
         if column not in frame.columns:
             frame[column] = math.nan
     known = [c for c in RUN_COLUMNS if c in frame.columns]

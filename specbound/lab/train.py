@@ -52,6 +52,7 @@ from ..core.values import check_number
 from .limits import LAB_LIMITS
 from .registry import ModelProbe, model_measures
 from .tasks import LabeledSample, LabTask, ThresholdTask
+from .tuning import FineTuning, FineTuningError, merged, start_model, trained_parameters
 
 if TYPE_CHECKING:
     import torch
@@ -191,6 +192,8 @@ class RunSpec:
     task: LabTask = field(default_factory=ThresholdTask)
     settings: TrainSettings = field(default_factory=TrainSettings)
     family: str = "bert"
+    #: start from a pretrained base (:mod:`specbound.lab.tuning`) instead of a fresh initialization
+    fine_tuning: FineTuning | None = None
 
     def __post_init__(self) -> None:
         _check_int("layers", self.layers, 1, LAB_LIMITS.max_layers)
@@ -207,6 +210,10 @@ class RunSpec:
                 f"the {self.task.kind} task is next-token prediction: use a decoder family "
                 f"({', '.join(sorted(DECODERS))})"
             )
+        if self.fine_tuning is not None and not isinstance(self.fine_tuning, FineTuning):
+            raise LabError("fine_tuning must be a FineTuning")
+        if self.fine_tuning is not None and self.fine_tuning.lora and self.family != "bert":
+            raise LabError(f"the lab's LoRA runs adapt BERT's modules: a {self.family} run can be fine-tuned in full")
         if self.family == "llama" and (self.heads < 2 or self.heads % 2):
             raise LabError(f"a llama run has H / 2 key/value heads (grouped-query): H must be even, got {self.heads}")
         try:
@@ -245,6 +252,8 @@ class RunSpec:
             f"lab-{environment}L{self.layers}-N{self.hidden}-H{self.heads}-n{self.n_train}-q{self.label_noise:g}"
             f"-s{self.seed}-t{self.settings.steps}"
         )
+        if self.fine_tuning is not None:
+            name += f"-{self.fine_tuning.label}"
         variant = self._variant()
         if variant != RunSpec._default_variant(self.task, self.family):
             name += "-v" + hashlib.sha256(json.dumps(variant, sort_keys=True).encode()).hexdigest()[:8]
@@ -256,6 +265,8 @@ class RunSpec:
         variant = {"task": task, "lr": s.learning_rate, "wd": s.weight_decay, "batch": s.batch_size}
         if s.adam_beta2 != ADAM_BETA2:  # another optimiser; the default keeps every earlier name
             variant["beta2"] = s.adam_beta2
+        if self.fine_tuning is not None:  # another starting point
+            variant["base"] = self.fine_tuning.base
         if not s.until_fit:
             return variant
         # a run trained to a fit is another run, and so is one checked at another cadence (it may stop
@@ -284,6 +295,8 @@ class RunSpec:
         }
         if self.family != "bert":
             out["family"] = self.family
+        if self.fine_tuning is not None:
+            out["fine_tuning"] = self.fine_tuning.to_dict()
         return out
 
     @property
@@ -522,6 +535,15 @@ def fits_training_set(train_loss: float, train_error: float, label_noise: float 
     return bool(train_loss <= FIT_LOSS or (label_noise > 0 and train_error == 0.0))
 
 
+def _fine_tuning_model(spec: RunSpec) -> Any:
+    """The base a fine-tuning run starts from, checked against the run's architecture (LabError)."""
+    assert spec.fine_tuning is not None
+    try:
+        return start_model(spec.fine_tuning, model_config(spec), model_class_name(spec), spec.seed)
+    except FineTuningError as exc:
+        raise LabError(str(exc)) from None
+
+
 def train_run(
     spec: RunSpec,
     directory: Path | str,
@@ -549,10 +571,10 @@ def train_run(
     started = time.perf_counter()
     with _training_context(settings.threads):
         torch.manual_seed(spec.seed)
-        model = build_model(spec)
-        params = sum(p.numel() for p in model.parameters())
+        model = build_model(spec) if spec.fine_tuning is None else _fine_tuning_model(spec)
+        params = trained_parameters(model)
         optimizer = torch.optim.AdamW(
-            model.parameters(),
+            [p for p in model.parameters() if p.requires_grad],
             lr=settings.learning_rate,
             weight_decay=settings.weight_decay,
             betas=(ADAM_BETA1, settings.adam_beta2),
@@ -569,7 +591,7 @@ def train_run(
             fitted = checked and fits_training_set(train_loss, train_error, spec.label_noise)
             if step in save_at or fitted:
                 relative = checkpoint_dir(step)
-                model.save_pretrained(directory / relative)
+                merged(model).save_pretrained(directory / relative)
                 if not checked:  # the training set was not measured at this step yet
                     train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
                 test_loss, test_error = _measure(model, test_ids, test_labels, chunk, causal)
@@ -594,7 +616,7 @@ def train_run(
                 detail = f"{spec.name} loss {float(loss.detach()):.3f}"
                 progress(ProgressEvent("train", step + 1, settings.steps, detail))
         trained = time.perf_counter()
-        probe = ModelProbe(*_probe_model(model, train_ids, train_labels, causal), spec.seed)
+        probe = ModelProbe(*_probe_model(merged(model), train_ids, train_labels, causal), spec.seed)
         values = {m.name: float(m.compute(probe)) for m in model_measures()}
     finished = time.perf_counter()
     return TrainResult(spec, int(params), tuple(records), trained - started, values, finished - trained)

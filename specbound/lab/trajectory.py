@@ -4,7 +4,9 @@ Each checkpoint directory goes through :func:`specbound.io.loading.load_profile`
 is used, exactly as ``specbound analyze DIR`` would) and :class:`specbound.core.bounds.BoundAnalysis`. Per
 step: the measured errors; log10 of the bound's layer constant α per layer; p* of every matrix; and
 every CHECKPOINT measure of :mod:`specbound.lab.registry` (ours at p* and at p = 0, 1, 2, the
-Edelman-style proxy, the comparison measures, the power-law exponents of the spectra). The MODEL
+Edelman-style proxy, the comparison measures, the power-law exponents of the spectra), and every
+CENTRED measure, read against the run's first saved step (its initialization, or the pretrained base
+of a fine-tuning run: :func:`specbound.io.loading.difference_profile`, SPEC §14). The MODEL
 measures (flatness, sharpness), computed when the run was trained, join the final step. Proxies are
 kept as log10 (they are compared by rank, and log10 never overflows).
 """
@@ -22,10 +24,11 @@ from ..core.bounds import BoundAnalysis, BoundSettings
 from ..core.logspace import LOG10_E
 from ..core.progress import ProgressCallback, ProgressEvent, silent
 from ..core.values import is_genuine_int, is_real_number
-from ..io.loading import load_profile
-from .registry import checkpoint_measures, recorded_measures
+from ..io.loading import difference_profile, load_profile, open_weights
+from .registry import centred_measures, checkpoint_measures, recorded_measures
 from .tasks import task_from_dict
 from .train import RunSpec, TrainResult, TrainSettings, standard_error
+from .tuning import FineTuning
 
 #: The bound's constants used by the lab unless told otherwise (those of specbound.core.defaults).
 DEFAULT_BOUNDS = BoundSettings()
@@ -238,6 +241,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> RunSpec:
     family = data.get("family", "bert")
     if not isinstance(family, str):
         raise ValueError("family must be a name")
+    fine_tuning = FineTuning.from_dict(data["fine_tuning"]) if "fine_tuning" in data else None
     return RunSpec(
         layers=int(data["layers"]),
         hidden=int(data["hidden"]),
@@ -247,6 +251,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> RunSpec:
         task=task_from_dict(task),
         settings=TrainSettings(**data["settings"]),
         family=family,
+        fine_tuning=fine_tuning,
     )
 
 
@@ -262,10 +267,14 @@ def step_terms(
     model_values: Mapping[str, float] | None = None,
     test_loss: float = math.nan,
     loss_gap: bool = False,
+    centred: BoundAnalysis | None = None,
 ) -> StepTerms:
     """The terms of one analysed checkpoint beside its measured errors: every CHECKPOINT measure of the
-    registry, and the MODEL measures in ``model_values`` (given for the final checkpoint)."""
+    registry, every CENTRED measure when ``centred`` (the same checkpoint's analysis against the run's
+    first step) is given, and the MODEL measures in ``model_values`` (given for the final checkpoint)."""
     values = {m.name: float(m.compute(analysis)) for m in checkpoint_measures()}
+    if centred is not None:
+        values.update({m.name: float(m.compute(centred)) for m in centred_measures()})
     values.update(model_values or {})
     return StepTerms(
         step=step,
@@ -296,13 +305,20 @@ def analyse_run(
     started = time.perf_counter()
     steps: list[StepTerms] = []
     labels: tuple[str, ...] = ()
+    initial = open_weights(str(run_dir / result.steps[0].checkpoint)) if centred_measures() else None
     for index, record in enumerate(result.steps, start=1):
-        profile = load_profile(str(run_dir / record.checkpoint), use_cache=use_cache)
+        where = str(run_dir / record.checkpoint)
+        profile = load_profile(where, use_cache=use_cache)
         analysis = BoundAnalysis.from_profile(profile, settings)
+        centred = None
+        if initial is not None:
+            delta = difference_profile(open_weights(where), initial, model=f"{result.spec.name} - step 0")
+            centred = BoundAnalysis.from_profile(profile, settings, delta=delta)
         labels = tuple(matrix.label for matrix in profile.ids)
         steps.append(
             step_terms(
                 analysis,
+                centred=centred,
                 step=record.step,
                 train_loss=record.train_loss,
                 train_error=record.train_error,

@@ -51,9 +51,9 @@ from .correlation import Interval, TauDifference, compare, correlate, kendall_ta
 from .grid import SEED_AXIS
 from .registry import Measure, correlated_measures, is_baseline
 from .robust import (
-    CONFIGURATION_COLUMNS,
     CoupledSignError,
     RobustSummary,
+    configuration_columns,
     coupled_sign_errors,
     couplings,
     environment_of,
@@ -70,7 +70,15 @@ MIN_FITTED_SHARE: float = 0.8
 #: minus the entropy rate (SPEC §13b: "τ also within strata of it").
 FIT_STRATA: int = 3
 #: The hyperparameter axes of the granulated τ (the seed is its noise axis).
-GRANULATED_AXES: tuple[str, ...] = ("layers", "hidden", "heads", "n_train", "label_noise", "learning_rate")
+GRANULATED_AXES: tuple[str, ...] = (
+    "layers",
+    "hidden",
+    "heads",
+    "n_train",
+    "label_noise",
+    "learning_rate",
+    "fine_tuning",
+)
 
 
 # --- τ within strata and the pooled sign-error --------------------------------------------------------
@@ -191,8 +199,12 @@ def _measure_values(frame: pd.DataFrame, measure: Measure) -> tuple[np.ndarray, 
 
 
 def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None = None) -> EnvironmentVerdict:
-    """The verdict of one environment from its final runs.csv rows (every row of ``frame`` one run)."""
+    """The verdict of one environment from its final runs.csv rows (every row of ``frame`` one run).
+
+    A measure that no run of the environment recorded (a runs.csv written before the measure existed)
+    has no verdict there: it is left out, not shown as an empty row."""
     measures = tuple(measures) if measures is not None else correlated_measures()
+    measures = tuple(m for m in measures if m.column in frame.columns and frame[m.column].notna().any())
     loss_gap = frame["task"].iloc[0] == "markov"
     if loss_gap:
         used, fitted_runs = frame, None
@@ -206,7 +218,7 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
         used, fitted_runs = frame[fits], int(sum(fits))
         entropy, below = math.nan, 0
     used = used.reset_index(drop=True)
-    columns = [c for c in CONFIGURATION_COLUMNS if c in used.columns]
+    columns = configuration_columns(used)
     configs = [json.dumps({c: used.at[i, c] for c in columns}, default=str) for i in range(len(used))]
     axes = [a for a in (*GRANULATED_AXES, SEED_AXIS) if a in used.columns]
     fixed = [c for c in columns if c not in axes]  # settings no axis varies, which a group must share

@@ -150,6 +150,8 @@ def test_the_sweep_view_reads_the_shipped_decoder_sweep(lab_app) -> None:
         "learning rates, shipped)",
         "small Llama decoders trained by the lab on the Markov next-token task (a fixed budget, 5 seeds, 2 "
         "learning rates, shipped)",
+        "small encoders trained by the lab on the sparse threshold task (fine-tuned from the shipped base: full and "
+        "LoRA ranks 1, 4, 16, shipped)",
     ]
     radio.set_value(service.FIT_MARKOV)
     run_clean(at)
@@ -329,16 +331,18 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
         "threshold/gpt2",
         "markov/gpt2",
         "markov/llama",
+        "threshold/bert fine-tuned",
     ]
     rows = robust_view(judged)
     shown_text = " ".join(m.value for m in at.markdown)
     for env in judged:
         assert plain(" ".join(views.verdict_sentences(env, measure_name))) in shown_text
     assert plain(views.robust_sentence(rows, measure_name)) in shown_text
-    class_sweep, fit_sweep, fit_decoders, *markov = judged
+    class_sweep, fit_sweep, fit_decoders, *markov, fine_tuned = judged
     assert class_sweep.status == "not fitted" and "not fitted (under 80" in views.verdict_sentences(class_sweep)[0]
     for fitted in (fit_sweep, fit_decoders):
         assert fitted.status == "fitted" and fitted.seeds == 5 and fitted.configurations == 24
+    assert fine_tuned.seeds == 5 and fine_tuned.configurations == 16  # full and three LoRA ranks x n x rate
     for fixed in markov:  # next-token prediction: a fixed budget, the same design
         assert fixed.status == "fixed budget" and fixed.seeds == 5 and fixed.configurations == 24
     assert {e for r in rows for e in r.environments} <= {
@@ -346,6 +350,7 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
         "threshold/gpt2",
         "markov/gpt2",
         "markov/llama",
+        "threshold/bert fine-tuned",
     }
     assert sum(r.couplings for r in rows if r.measure == "ours") == sum(
         v.measure("ours").coupled_summary.couplings for v in judged if v.fitted
@@ -362,10 +367,11 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     steps = [y for x, y in zip(curve["x"], curve["y"], strict=True) if x == max(ours.errors)]
     assert max(steps) == pytest.approx(1.0) and curve["line"]["width"] == 3
     tables = [d.value for d in at.dataframe if "Coupled sign-error: mean" in d.value.columns]  # one per verdict
-    assert len(tables) == len(judged) == 5
-    for table in tables:
+    assert len(tables) == len(judged) == 6
+    for table, env in zip(tables, judged, strict=True):
         baselines = [m for m in table["Measure"] if m.endswith("(trivial baseline)")]
-        assert len(baselines) == 5 and len(table) == len(class_sweep.measures)  # √(params / n) is one too
+        assert len(baselines) == 5 and len(table) == len(env.measures)  # √(params / n) is one too
+    assert len(fine_tuned.measures) == len(class_sweep.measures) + 7  # the measures centred at the first step
 
 
 def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -> None:

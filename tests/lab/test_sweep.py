@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from specbound.lab import records, sweep, tables
-from specbound.lab.grid import PRESETS, SweepGrid, grid_from_dict, read_grid
+from specbound.lab.grid import PRESETS, SweepGrid, grid_from_dict, preset_grid, read_grid
 from specbound.lab.registry import correlated_measures
 from specbound.lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV
 from specbound.lab.train import LabError, TrainingCancelled, TrainSettings
@@ -99,10 +99,15 @@ def test_files_have_the_interface_columns(tmp_path: Path) -> None:
 def test_presets_and_custom_grids(tmp_path: Path) -> None:
     assert len(PRESETS["smoke"].specs()) == 4
     assert len(PRESETS["class"].specs()) == 48
-    study = PRESETS["study"].specs()  # depth 1-4, width 32-128, n 100-3200, two noise levels, three seeds
-    assert len(study) == 288 and {s.layers for s in study} == {1, 2, 3, 4}
-    assert {s.hidden for s in study} == {32, 64, 128} and {s.n_train for s in study} == {100, 400, 1600, 3200}
-    assert {s.label_noise for s in study} == {0.0, 0.1} and {s.seed for s in study} == {0, 1, 2}
+    study = PRESETS["study"].specs()  # depth 1-4, width 32-128, n 100-2700, two learning rates, five seeds
+    assert len(study) == 480 and {s.layers for s in study} == {1, 2, 3, 4}
+    assert {s.hidden for s in study} == {32, 64, 128} and {s.n_train for s in study} == {100, 300, 900, 2700}
+    assert {s.label_noise for s in study} == {0.0} and {s.seed for s in study} == set(range(5))
+    assert {s.settings.learning_rate for s in study} == {5e-4, 1e-3}  # an optimisation axis (SPEC §13b)
+    assert all(s.settings.until_fit for s in study)  # every run trained until it fits
+    for task, fits in (("modular", True), ("markov", False)):  # next-token prediction: a fixed budget
+        specs = preset_grid("study", task, "gpt2").specs()
+        assert {s.seed for s in specs} == set(range(5)) and all(s.settings.until_fit is fits for s in specs), task
     path = tmp_path / "grid.json"
     path.write_text(
         json.dumps(

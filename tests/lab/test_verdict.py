@@ -197,6 +197,8 @@ def _by_hand(frame: pd.DataFrame, column: str, loss_gap: bool, censored_at: tupl
     out["pooled_sign_error"] = sum((1 - _sign(x[i] - x[j]) * _sign(y[i] - y[j])) / 2 for i, j in pairs) / len(pairs)
     columns = ["layers", "hidden", "heads", "n_train", "label_noise", "learning_rate", "weight_decay", "batch_size"]
     columns.append("steps")
+    if "fine_tuning" in frame.columns and (frame["fine_tuning"] != "scratch").any():  # how a fine-tune adapts
+        columns.append("fine_tuning")
     config = [tuple(r) for r in frame[columns].itertuples(index=False)]
     values, gaps, se = frame[column].to_numpy(float), frame["gap"].to_numpy(float), frame["test_error_se"].to_numpy()
     errors = []
@@ -236,7 +238,8 @@ def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped) ->
         status = "fitted" if fits.sum() >= 0.8 * len(frame) else "not fitted"
         assert verdict["status"].eq(status).all()
     assert (verdict["runs"] == len(frame)).all()
-    designs = frame.drop_duplicates(["layers", "hidden", "n_train", "label_noise", "learning_rate"])
+    design = ["layers", "hidden", "n_train", "label_noise", "learning_rate"]
+    designs = frame.drop_duplicates(design + (["fine_tuning"] if "fine_tuning" in frame.columns else []))
     assert (verdict["configurations"] == len(designs)).all()
     for row in verdict.itertuples():
         measure = MEASURES[row.measure]

@@ -1,0 +1,122 @@
+"""Fine-tuning runs in the lab (SPEC §14 with §13b's rules): a run that starts from the shipped base,
+in full or through a peft LoRA adapter, saved as merged checkpoints and read against its first step."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from specbound.io.models import resolve
+from specbound.lab.finetune import BASE_NAME, FINE_TUNE_TASK
+from specbound.lab.grid import FINETUNE, preset_grid
+from specbound.lab.robust import couplings
+from specbound.lab.sweep import run_sweep
+from specbound.lab.tables import final_rows, runs_frame
+from specbound.lab.train import LabError, RunSpec, TrainSettings
+from specbound.lab.trajectory import spec_from_dict
+from specbound.lab.tuning import LORA_TARGETS, FineTuning, FineTuningError
+
+#: The shipped base's sizes: 2 layers of width 64, feed-forward 256, a two-class head.
+LAYERS, HIDDEN, FFN = 2, 64, 256
+SHORT = TrainSettings(steps=30, save_every=15, test_samples=500)
+
+
+def _spec(rank: int, seed: int = 0) -> RunSpec:
+    return RunSpec(
+        layers=LAYERS,
+        hidden=HIDDEN,
+        heads=2,
+        n_train=100,
+        seed=seed,
+        task=FINE_TUNE_TASK,
+        settings=SHORT,
+        fine_tuning=FineTuning(rank=rank),
+    )
+
+
+def _weights(directory: Path) -> dict[str, np.ndarray]:
+    return {k: v.astype(np.float64) for k, v in load_file(directory / "model.safetensors").items()}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, tuple]:
+    out = tmp_path_factory.mktemp("tuned")
+    return out, run_sweep([_spec(0), _spec(2)], out).results.runs
+
+
+def test_a_lora_run_changes_its_targets_by_rank_r_and_nothing_else(trained) -> None:
+    out, runs = trained
+    run = next(r for r in runs if r.spec.fine_tuning == FineTuning(rank=2))
+    base = _weights(resolve(BASE_NAME).path)
+    start, end = (_weights(out / "runs" / run.name / s.checkpoint) for s in (run.steps[0], run.final))
+    assert start.keys() == base.keys()
+    assert all(np.array_equal(start[k], base[k]) for k in base)  # step 0 is the base, bit for bit
+    targeted = [k for k in base if k.endswith(".weight") and any(f"{t}.weight" in k for t in LORA_TARGETS)]
+    assert len(targeted) == 6 * LAYERS
+    for key in base:
+        change = end[key] - base[key]
+        if key in targeted:  # W⁰ + (α / r) B A: a change of rank exactly r
+            assert np.linalg.matrix_rank(change, tol=1e-6 * np.abs(end[key]).max()) == 2, key
+        elif key.startswith("classifier."):  # trained in full (modules_to_save)
+            assert np.abs(change).max() > 0, key
+        else:  # embeddings, layer norms, biases, the pooler: frozen
+            assert np.array_equal(end[key], base[key]), key
+    # the trained parameters: r (in + out) per targeted weight, and the classifier
+    per_layer = 4 * (HIDDEN + HIDDEN) + (HIDDEN + FFN) + (FFN + HIDDEN)
+    assert run.params == 2 * LAYERS * per_layer + (HIDDEN * 2 + 2)
+
+
+def test_a_run_read_against_its_first_step_is_centred_at_the_base(trained) -> None:
+    _, runs = trained
+    for run in runs:
+        first = run.steps[0]
+        assert first.value("ours_init") == pytest.approx(math.log10(math.sqrt(LAYERS)), abs=1e-12)  # every rank 0
+        assert first.value("distance_frobenius") == 0.0
+        assert run.final.value("distance_frobenius") > 0
+        assert math.isfinite(run.final.value("bartlett_init")) and math.isfinite(run.final.value("spectral_init"))
+    full = next(r for r in runs if r.spec.fine_tuning == FineTuning(rank=0))
+    assert full.params == sum(v.size for v in _weights(resolve(BASE_NAME).path).values())  # every weight trained
+
+
+def test_fine_tuning_is_an_axis_of_its_own_environment(trained) -> None:
+    _, runs = trained
+    frame = runs_frame(runs)
+    assert set(frame["fine_tuning"]) == {"full", "lora2"}
+    final = final_rows(runs)
+    (coupling,) = couplings(final, noise_filter=False)  # the two runs differ in how they adapt alone
+    assert coupling.axis == "fine_tuning" and coupling.environment == "threshold/bert fine-tuned"
+    assert '"lora2"' in coupling.low and '"full"' in coupling.high  # a rank below training in full
+
+
+def test_a_spec_round_trips_with_its_fine_tuning_and_is_named_by_it() -> None:
+    spec = _spec(4, seed=3)
+    assert spec_from_dict(spec.to_dict()) == spec
+    assert "-lora4-v" in spec.name and "-full-v" in _spec(0).name
+    assert spec.name != replace(spec, fine_tuning=None).name
+    assert replace(spec, fine_tuning=FineTuning(base="other", rank=4)).name != spec.name  # another base
+
+
+def test_what_cannot_be_fine_tuned_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(FineTuningError, match="LoRA rank"):
+        FineTuning(rank=-1)
+    with pytest.raises(LabError, match="can be fine-tuned in full"):
+        RunSpec(layers=2, hidden=64, heads=2, n_train=100, family="gpt2", fine_tuning=FineTuning(rank=4))
+    narrow = replace(_spec(0), hidden=32)
+    with pytest.raises(LabError, match="the base finetune-base has hidden_size 64, the run needs 32"):
+        run_sweep([narrow], tmp_path)
+
+
+def test_the_finetune_preset() -> None:
+    grid = preset_grid(FINETUNE)
+    specs = grid.specs()
+    assert len(specs) == 80 and len({s.name for s in specs}) == 80
+    assert {s.fine_tuning.label for s in specs if s.fine_tuning} == {"full", "lora1", "lora4", "lora16"}
+    assert {s.seed for s in specs} == set(range(5)) and {s.settings.learning_rate for s in specs} == {5e-4, 1e-3}
+    assert all(s.settings.until_fit and s.task == FINE_TUNE_TASK for s in specs)
+    with pytest.raises(LabError, match="fine-tunes the shipped BERT base"):
+        preset_grid(FINETUNE, "markov", "gpt2")
