@@ -36,8 +36,8 @@ from ..core.logspace import LOG10_E
 from ..core.profile import SpectralProfile
 from ..core.progress import ProgressCallback, silent
 from ..io.files import (
-    DirectoryLock,
     describe_os_error,
+    lock_output,
     open_regular,
     output_dir,
     read_json,
@@ -67,8 +67,6 @@ OUTPUT_FILES = frozenset(
         "missing.csv",
     }
 )
-#: Lock file of an output directory: one grid run writes a directory at a time.
-LOCK_FILE = ".specbound.lock"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
@@ -255,7 +253,7 @@ def run_grid(
     if atlas is not None:
         require_parent(Path(atlas), "atlas")
     output_dir(output_dir(out, "output directory") / RECORDS_DIR, "records directory")
-    lock = DirectoryLock(out / LOCK_FILE, f"the output directory {out.name}").acquire(wait=False)
+    lock = lock_output(out)
     try:
         options = executor.compute_options(compute)
         return _run_grid(names, out, settings, atlas, use_cache, progress, report, executor, options)

@@ -42,9 +42,9 @@ from ..core.profile import SpectralProfile
 from ..core.text import quoted
 from ..core.values import is_genuine_int, is_real_number
 from ..io.files import (
-    DirectoryLock,
     describe_os_error,
     file_sha256,
+    lock_output,
     output_dir,
     read_json,
     remove_stale_temps,
@@ -54,9 +54,6 @@ from ..io.models import PYTHIA_REVISIONS, REVISION_SEP
 from ..io.options import ComputeOptions
 from ..studies.parallel import Executor, run_tasks
 from .analysis import Analysis
-
-#: The lock file of a trajectory's output directory (the one grid uses).
-LOCK_FILE = ".specbound.lock"
 
 #: Bump when a step's record changes: older records are then analysed again, not trusted.
 #: 2: the record carries its step and the SHA-256 of its profile file.
@@ -348,7 +345,7 @@ def run_trajectory(
 
     out = Path(out)
     steps_dir = output_dir(output_dir(out, "output directory") / STEPS_DIR, "steps directory")
-    lock = DirectoryLock(out / LOCK_FILE, f"the output directory {out.name}").acquire(wait=False)
+    lock = lock_output(out)
     try:
         for directory in (out, steps_dir):
             remove_stale_temps(directory)

@@ -296,6 +296,23 @@ class DirectoryLock:
         self.release()
 
 
+#: The lock file of an output directory that a grid or a trajectory writes: one writer at a time.
+OUTPUT_LOCK_FILE = ".specbound.lock"
+
+
+def lock_output(out: Path) -> DirectoryLock:
+    """Take the output directory ``out`` for this writer (DirectoryLocked, naming the holder's process,
+    when another grid or trajectory is writing it): one lock for every batch that writes a directory.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp, lock_output(Path(tmp)) as lock:
+        ...     lock.lock_file.name
+        '.specbound.lock'
+    """
+    return DirectoryLock(out / OUTPUT_LOCK_FILE, f"the output directory {out.name}").acquire(wait=False)
+
+
 #: What reading a damaged or hostile archive can raise from zipfile, zlib, lzma, bz2 and numpy's .npy
 #: reader (an encrypted member raises RuntimeError, a corrupt deflate stream zlib.error, a corrupt
 #: bz2 stream OSError): a reader's boundary turns each of them into its own one-line error.

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_one_line_error, cli, run_cli
 
-from specbound.api.batch import LOCK_FILE
 from specbound.core.limits import LIMITS
+from specbound.io.files import OUTPUT_LOCK_FILE as LOCK_FILE
 from specbound.io.files import DirectoryLock
 from specbound.lab.claims import claim_path
 from specbound.lab.records import RECORD_FILE, RUNS_DIR, read_record, read_runs
