@@ -73,6 +73,13 @@ def environment_name(task: str, family: str, fine_tuned: bool = False) -> str:
     return f"{task}/{family}" + (" fine-tuned" if fine_tuned else "")
 
 
+def split_environment(name: str) -> tuple[str, str, bool]:
+    """(task, family, fine-tuned) of an environment's name (:func:`environment_name`)."""
+    task, _, rest = name.partition("/")
+    family, _, tuned = rest.partition(" ")
+    return task, family, tuned == "fine-tuned"
+
+
 def environment_of(row: pd.Series) -> str:
     """The environment of a runs.csv row (:func:`environment_name`)."""
     fine_tuning = row.get("fine_tuning", FROM_SCRATCH)

@@ -29,7 +29,7 @@ from .grid import AXES, FROM_SCRATCH, SEED_AXIS
 from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
 from .records import RUNS_DIR, read_runs, write_text
 from .registry import MEASURES, Measure, correlated_measures, is_baseline, step_value
-from .robust import RobustSummary, environment_name
+from .robust import RobustSummary, environment_name, split_environment
 from .train import LabError, RunSpec
 from .trajectory import RunTrajectory
 from .verdict import EnvironmentVerdict, robust_view, verdicts
@@ -117,11 +117,17 @@ class EnvironmentCorrelations:
 
     @property
     def task(self) -> str:
-        return self.environment.split("/")[0]
+        return split_environment(self.environment)[0]
 
     @property
     def family(self) -> str:
-        return self.environment.split("/")[1]
+        """The model family alone ("bert"), a fine-tuning environment's too."""
+        return split_environment(self.environment)[1]
+
+    @property
+    def fine_tuned(self) -> bool:
+        """Its runs start from a pretrained base."""
+        return split_environment(self.environment)[2]
 
 
 @dataclass(frozen=True)
@@ -358,7 +364,7 @@ def correlations_frame(
     ``family``."""
     import pandas as pd
 
-    task, family = environment.split("/")
+    task, family, fine_tuned = split_environment(environment)
     rows = []
     for c in table:
         row: dict[str, Any] = {
@@ -380,6 +386,8 @@ def correlations_frame(
             row[f"psi_{a.axis}{CI_LOW}"], row[f"psi_{a.axis}{CI_HIGH}"] = a.ci.low, a.ci.high
             row[f"groups_{a.axis}"] = a.groups
         row["task"], row["family"] = task, family
+        if fine_tuned:  # absent from the tables of runs from scratch
+            row["fine_tuned"] = True
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -431,6 +439,7 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
         head = {
             "task": env.task,
             "family": env.family,
+            **({"fine_tuned": True} if env.fine_tuned else {}),  # absent from the tables of runs from scratch
             "status": env.status,
             "runs": env.runs,
             "fitted_runs": env.fitted_runs,
@@ -491,6 +500,7 @@ def couplings_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
                     {
                         "task": env.task,
                         "family": env.family,
+                        **({"fine_tuned": True} if env.fine_tuned else {}),
                         "status": env.status,
                         "axis": c.coupling.axis,
                         "low": c.coupling.low,

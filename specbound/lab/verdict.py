@@ -58,6 +58,7 @@ from .robust import (
     couplings,
     environment_of,
     robust_summaries,
+    split_environment,
 )
 from .train import fits_training_set
 
@@ -180,11 +181,17 @@ class EnvironmentVerdict:
 
     @property
     def task(self) -> str:
-        return self.environment.split("/")[0]
+        return split_environment(self.environment)[0]
 
     @property
     def family(self) -> str:
-        return self.environment.split("/")[1]
+        """The model family alone ("bert"), a fine-tuning environment's too."""
+        return split_environment(self.environment)[1]
+
+    @property
+    def fine_tuned(self) -> bool:
+        """Its runs start from a pretrained base."""
+        return split_environment(self.environment)[2]
 
     def measure(self, name: str) -> MeasureVerdict:
         return next(m for m in self.measures if m.measure == name)

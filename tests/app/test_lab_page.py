@@ -439,7 +439,7 @@ def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
     assert picker.value == key and picker.options[-1] == service.describe(key, trained)
     assert picker.options[-1].endswith("20 steps (trained here)")
     shipped = sum(len(reference.load_reference(r.directory).runs) for r in reference.SHIPPED)
-    assert len(picker.options) == shipped + 1 == 48 + 36 + 10 + 4 * 120 + 1  # the shipped references stay
+    assert len(picker.options) == shipped + 1 == 48 + 36 + 10 + 4 * 120 + 80 + 1  # the shipped references stay
     assert [s.step for s in trained.steps] == [0, 5, 10, 15, 20]
     assert trained.final.test_samples == service.VISITOR_CAPS.test_samples
     assert _metric(at, "Total (ours at p*)") == format_log(trained.final.ours_log10 * math.log(10))

@@ -120,3 +120,18 @@ def test_the_finetune_preset() -> None:
     assert all(s.settings.until_fit and s.task == FINE_TUNE_TASK for s in specs)
     with pytest.raises(LabError, match="fine-tunes the shipped BERT base"):
         preset_grid(FINETUNE, "markov", "gpt2")
+
+
+def test_the_shipped_fine_tuning_verdict_names_its_environment() -> None:
+    import pandas as pd
+
+    from specbound.lab.reference import FINETUNE_REFERENCE
+    from specbound.lab.robust import split_environment
+    from specbound.lab.tables import VERDICT_CSV
+
+    verdict = pd.read_csv(FINETUNE_REFERENCE.directory / VERDICT_CSV)
+    assert set(verdict["family"]) == {"bert"} and verdict["fine_tuned"].all()  # the family alone, flagged
+    assert set(verdict["status"]) == {"fitted"} and (verdict["fitted_runs"] == 73).all()
+    assert (verdict["configurations"] == 16).all() and (verdict["seeds"] == 5).all()
+    assert split_environment("threshold/bert fine-tuned") == ("threshold", "bert", True)
+    assert split_environment("markov/gpt2") == ("markov", "gpt2", False)
