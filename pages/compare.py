@@ -17,14 +17,14 @@ from dashboard.routing import ensure_app_entry
 from dashboard.tables import show_table
 from dashboard.text import bound_note, plain
 from specbound.core.architecture import Kind
-from specbound.core.bounds import BoundAnalysis, PAssignment
+from specbound.core.bounds import BoundAnalysis
 from specbound.core.logspace import exp_array
 from specbound.io.centred import ReferenceKind
 from specbound.present.figures import bounds as figures
 from specbound.present.figures.html_report import ReportSection
 from specbound.present.figures.spectra import change_heatmaps, overlaid_spectra
 from specbound.present.numbers import format_log
-from specbound.studies.compare import compare
+from specbound.studies.compare import compare, totals_agree
 
 ensure_app_entry()
 
@@ -41,8 +41,6 @@ baseline.controls()
 pinned = baseline.current_analysis()
 
 
-#: Relative difference below which the two totals at p* count as the same.
-SAME_TOTAL_RTOL = 1e-9
 #: The fixed p at which the page shows that the two models do differ.
 FIXED_P = 1.0
 #: The sentence that explains equal totals begins so (tests read it).
@@ -50,37 +48,29 @@ WHY_AGREE = "Why the totals agree:"
 
 
 def why_totals_agree(model: BoundAnalysis, base: BoundAnalysis, base_name: str) -> str | None:
-    """Markdown that explains, with this model's numbers, why ours at p* is the same for the model and the
-    baseline, and where the two do differ; None when the totals differ.
-
-    With every p* = 0, ours = Σ √(rank · N) + √L counts ranks only: two models of one shape at full rank
-    get the same total, whatever their weights, and only the measures that look at sizes tell them apart.
-    """
-    a, b = model.optimal.log_total, base.optimal.log_total
-    if abs(a - b) > SAME_TOTAL_RTOL * max(1.0, abs(a)):
+    """Markdown that words :func:`specbound.studies.compare.totals_agree` with this model's numbers; None
+    when the totals differ."""
+    why = totals_agree(model, base, FIXED_P)
+    if why is None:
         return None
-    all_zero = bool((model.p_opt == 0).all() and (base.p_opt == 0).all())
-    count = format_integer(model.profile.rank.size)
-    fixed = compare(model, base, PAssignment(default=FIXED_P), PAssignment(default=FIXED_P))
-    if all_zero:
-        rank_sum = format_integer(int(model.profile.rank.sum()))
+    if why.counts_ranks:
         reason = (
-            f"every one of the {count} matrices of both models takes p* = 0, where a matrix contributes "
-            f"√(rank · N) whatever the size of its singular values: ours = Σ √(rank · N) + √L counts ranks "
-            f"only, and both models have the same ranks ({rank_sum} in all, full rank). "
-            "Counting rank is the cheapest choice for both because every scale s_W lies above its break-even "
-            "scale, below which some p > 0 would win."
+            f"every one of the {format_integer(why.matrices)} matrices of both models takes p* = 0, where a "
+            "matrix contributes √(rank · N) whatever the size of its singular values: ours = Σ √(rank · N) + √L "
+            f"counts ranks only, and both models have the same ranks ({format_integer(why.rank_sum)} in all, "
+            "full rank). Counting rank is the cheapest choice for both because every scale s_W lies above its "
+            "break-even scale, below which some p > 0 would win."
         )
     else:
         reason = "the two models' matrices have the same ranks and take the same p*, so their terms coincide."
+    (edelman, base_edelman), (fixed, base_fixed) = why.log_edelman, why.log_at_fixed_p
     return (
         f"**{WHY_AGREE}** {plain(reason)} "
         f"The two models **do** differ where sizes count: the Edelman-style proxy "
-        f"({plain(format_log(model.log_edelman))} against {plain(format_log(base.log_edelman))}), ours at a "
-        f"fixed p = {FIXED_P:g} ({plain(format_log(fixed.model.log_ours_at))} against "
-        f"{plain(format_log(fixed.baseline.log_ours_at))}, in the Bound explorer with p* off), the spectra "
-        f"below, and, on the page “Why p\\* wins”, the scales at which p\\* would leave 0 "
-        f"(baseline: {plain(base_name)})."
+        f"({plain(format_log(edelman))} against {plain(format_log(base_edelman))}), ours at a "
+        f"fixed p = {why.fixed_p:g} ({plain(format_log(fixed))} against {plain(format_log(base_fixed))}, in the "
+        f"Bound explorer with p* off), the spectra below, and, on the page “Why p\\* wins”, the scales at which "
+        f"p\\* would leave 0 (baseline: {plain(base_name)})."
     )
 
 

@@ -138,3 +138,49 @@ def compare(model: BoundAnalysis, baseline: BoundAnalysis, p: PChoice = None, ba
         log_layer_sums_model=terms.log_per_layer(model.profile.shape.num_layers),
         log_layer_sums_baseline=base_terms.log_per_layer(baseline.profile.shape.num_layers),
     )
+
+
+#: Relative difference below which two totals at p* count as the same (:func:`totals_agree`).
+SAME_TOTAL_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class TotalsAgreement:
+    """Why ours at p* is the same for a model and its baseline, and where the two still differ.
+
+    ``counts_ranks``: every matrix of both takes p* = 0, where a matrix contributes √(rank · N) whatever
+    the size of its singular values, so ours = Σ √(rank · N) + √L counts ranks only (two full-rank models
+    of one shape then agree whatever their weights); else the two have the same ranks and the same p*.
+    ``at_fixed_p`` compares them at one fixed p, where sizes count, beside the Edelman-style proxy.
+    """
+
+    matrices: int
+    counts_ranks: bool
+    rank_sum: int
+    log_edelman: tuple[float, float]  # (model, baseline), natural logs
+    fixed_p: float
+    log_at_fixed_p: tuple[float, float]
+
+
+def totals_agree(model: BoundAnalysis, baseline: BoundAnalysis, fixed_p: float) -> TotalsAgreement | None:
+    """Why the two totals at p* agree (None when they differ by more than :data:`SAME_TOTAL_RTOL`).
+
+    Example:
+        >>> import specbound
+        >>> model = specbound.analyze("minilm-l6").bounds
+        >>> why = totals_agree(model, model, 1.0)
+        >>> why.counts_ranks, why.matrices
+        (True, 156)
+    """
+    a, b = model.optimal.log_total, baseline.optimal.log_total
+    if abs(a - b) > SAME_TOTAL_RTOL * max(1.0, abs(a)):
+        return None
+    fixed = compare(model, baseline, PAssignment(default=fixed_p), PAssignment(default=fixed_p))
+    return TotalsAgreement(
+        matrices=int(model.profile.rank.size),
+        counts_ranks=bool((model.p_opt == 0).all() and (baseline.p_opt == 0).all()),
+        rank_sum=int(model.profile.rank.sum()),
+        log_edelman=(model.log_edelman, baseline.log_edelman),
+        fixed_p=fixed_p,
+        log_at_fixed_p=(fixed.model.log_ours_at, fixed.baseline.log_ours_at),
+    )

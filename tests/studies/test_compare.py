@@ -62,3 +62,23 @@ def test_depths_that_differ_give_no_layer_difference() -> None:
     assert result.kind_difference[Kind.V] == pytest.approx(4 - 8)
     with pytest.raises(ValueError, match="baseline its own"):
         compare(one, two, p=np.zeros(4))
+
+
+def test_why_two_totals_agree_counts_ranks_at_p_star_zero() -> None:
+    """Two full-rank models of one shape whose every p* is 0 have the same total, Σ √(rank · N) + √L,
+    whatever their weights; at a fixed p and in the Edelman-style proxy, their sizes tell them apart."""
+    from specbound.studies.compare import totals_agree
+
+    shape = ModelShape(1, 4, 2, 8)
+    rng = np.random.default_rng(0)
+    spectra = [np.sort(rng.uniform(5.0, 9.0, 2))[::-1] for _ in range(4)] + [np.full(4, 50.0), np.full(4, 40.0)]
+    big = BoundAnalysis.from_profile(profile_from_spectra(shape, spectra))
+    small = BoundAnalysis.from_profile(profile_from_spectra(shape, [s / 2 for s in spectra]))
+    assert (big.p_opt == 0).all() and (small.p_opt == 0).all()  # every scale above its break-even
+    why = totals_agree(big, small, 1.0)
+    assert why is not None and why.counts_ranks and why.matrices == 6 and why.rank_sum == 4 * 2 + 2 * 4
+    expected = math.log(sum(math.sqrt(r * 4) for r in (2, 2, 2, 2, 4, 4)) + 1.0)  # Σ √(rank · N) + √L
+    assert big.optimal.log_total == pytest.approx(expected, rel=1e-12)
+    assert why.log_edelman[0] > why.log_edelman[1] and why.log_at_fixed_p[0] > why.log_at_fixed_p[1]
+    other = BoundAnalysis.from_profile(profile_from_spectra(shape, [s[:1] for s in spectra[:4]] + spectra[4:]))
+    assert totals_agree(big, other, 1.0) is None  # rank 1 heads: another total
