@@ -151,7 +151,8 @@ def comparison_sentence(difference: TauDifference, name: Callable[[str], str] | 
 def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | None = None) -> str:
     """Sentences from the robust view's numbers (Dziugaite et al.'s couplings over the fitted
     environments): how many couplings, the measure with the smallest mean coupled sign-error, its 90th
-    percentile and worst; ours at p*'s; and the best trivial baseline's, said against the best measure."""
+    percentile and worst; ours at p*'s; and the best trivial baseline's, said against the best measure.
+    Only measures on every coupling are compared; those recorded in fewer environments are named apart."""
     name = name or (lambda measure: measure)
     counted = [r for r in rows if r.couplings]
     if not counted:
@@ -159,10 +160,13 @@ def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | 
             "No fitted environment has a coupling (two configurations differing in one hyperparameter, with at "
             "least two seed pairs outside noise) yet: there is no robust view."
         )
-    measures = [r for r in counted if not is_baseline(r.measure)]
-    baselines = [r for r in counted if is_baseline(r.measure)]
     total = max(r.couplings for r in counted)
-    best = min(measures or counted, key=lambda r: (r.mean, r.max))
+    # measures recorded in fewer environments (newer than some references) have fewer couplings: a mean
+    # over other couplings is not compared with the rest
+    full = [r for r in counted if r.couplings == total]
+    measures = [r for r in full if not is_baseline(r.measure)]
+    baselines = [r for r in full if is_baseline(r.measure)]
+    best = min(measures or full, key=lambda r: (r.mean, r.max))
     sentence = (
         f"Over {total} coupling{'s' if total != 1 else ''} of the fitted environments, {name(best.measure)} has the "
         f"smallest mean sign-error, {best.mean:.2f} (90th percentile {best.p90:.2f}, worst {best.max:.2f})"
@@ -182,6 +186,14 @@ def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | 
         )
         sentence += (
             f" The best trivial baseline, {name(floor.measure)}{turned}, has a mean of {oriented:.2f}: {relation}."
+        )
+    fewer = [r for r in counted if r.couplings < total]
+    if fewer:
+        sentence += (
+            f" {len(fewer)} measure{'s' if len(fewer) != 1 else ''} recorded in fewer environments "
+            f"({', '.join(name(r.measure) for r in fewer[:3])}{', ...' if len(fewer) > 3 else ''}) "
+            f"{'stand' if len(fewer) != 1 else 'stands'} on fewer couplings and "
+            f"{'are' if len(fewer) != 1 else 'is'} left out of this comparison."
         )
     return sentence + " A sign-error of 0.5 is chance; a tie counts 0.5."
 

@@ -117,3 +117,22 @@ def test_an_exact_tie_of_the_gaps_is_never_a_kept_pair() -> None:
     found = couplings(_frame([tuple(r) for r in rows]), noise_filter=False)  # type: ignore[misc]
     layers_100 = next(c for c in found if c.axis == "layers" and json.loads(c.low)["n_train"] == 100)
     assert layers_100.noise == (True, False)
+
+
+def test_the_robust_sentence_compares_measures_on_the_same_couplings() -> None:
+    """A measure recorded in fewer environments (fewer couplings) is not crowned on its own couplings:
+    the best is the best among the measures on every coupling, and the others are named apart."""
+    from specbound.lab.views import robust_sentence
+
+    def row(measure: str, errors: tuple[float, ...]) -> RobustSummary:
+        return RobustSummary(measure, errors, ("n_train",) * len(errors), ("threshold/bert",) * len(errors))
+
+    rows = [
+        row("ours", (0.2, 0.4, 0.0, 0.2)),
+        row("edelman", (0.5, 0.5, 0.5, 0.5)),
+        row("inverse_n", (0.5, 0.5, 0.5, 0.5)),
+        row("ours_init", (0.0,)),  # perfect, on one coupling only
+    ]
+    text = robust_sentence(rows)
+    assert text.startswith("Over 4 couplings of the fitted environments, ours has the smallest mean sign-error, 0.20")
+    assert "1 measure recorded in fewer environments (ours_init) stands on fewer couplings and is left out" in text
