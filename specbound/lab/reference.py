@@ -14,11 +14,12 @@ Layout of ``specbound/lab/reference/`` (the same layout as a lab directory, minu
                                   (noise 0, first seed, largest n), named by their run (``lab-L2-N64-...``)
 
 One atlas per run keeps each file far below the atlas's model limit and lets a page read only the run
-it shows. Seven references are shipped (:data:`SHIPPED`): the threshold task's class sweep on BERT
+it shows. Eight references are shipped (:data:`SHIPPED`): the threshold task's class sweep on BERT
 encoders (``reference/``), the Markov task's class sweep on GPT-2 decoders (``reference_decoder/``), the
-grokking preset (``reference_grokking/``), and the fit preset's four environments (``reference_fit/``,
-``reference_fit_decoder/``, ``reference_fit_markov/``, ``reference_fit_markov_llama/``). Each regenerates
-with its sweep and ``--export-reference`` (``make lab-reference``).
+grokking preset (``reference_grokking/``), the fit preset's four environments (``reference_fit/``,
+``reference_fit_decoder/``, ``reference_fit_markov/``, ``reference_fit_markov_llama/``) and the
+fine-tuning environment (``reference_finetune/``). Each regenerates with its sweep and
+``--export-reference`` (``make lab-reference``).
 """
 
 from __future__ import annotations
