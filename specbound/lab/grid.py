@@ -38,6 +38,8 @@ AXES: tuple[str, ...] = (
     "fine_tuning",
     "seed",
 )
+#: The hyperparameter axes, the seed apart: the granulated τ's axes and the first columns of a configuration.
+HYPERPARAMETER_AXES: tuple[str, ...] = tuple(axis for axis in AXES if axis != "seed")
 #: The ``fine_tuning`` axis's value of a run trained from a fresh initialization.
 FROM_SCRATCH = "scratch"
 #: The axis that is noise, not a hyperparameter: its psi is reported as seed noise and left out of the

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .grid import FROM_SCRATCH, SEED_AXIS
+from .grid import FROM_SCRATCH, HYPERPARAMETER_AXES, SEED_AXIS
 from .train import LabError
 
 if TYPE_CHECKING:
@@ -44,19 +44,7 @@ NOISE_Z: float = 1.96
 MIN_COUPLED_PAIRS: int = 2
 #: The columns of runs.csv that make a configuration (every hyperparameter but the seed); those a
 #: table lacks (an older one) are left out.
-CONFIGURATION_COLUMNS: tuple[str, ...] = (
-    "layers",
-    "hidden",
-    "heads",
-    "n_train",
-    "label_noise",
-    "learning_rate",
-    "fine_tuning",
-    "weight_decay",
-    "batch_size",
-    "steps",
-    "until_fit",
-)
+CONFIGURATION_COLUMNS: tuple[str, ...] = (*HYPERPARAMETER_AXES, "weight_decay", "batch_size", "steps", "until_fit")
 
 
 def configuration_columns(frame: pd.DataFrame) -> list[str]:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .correlation import Interval, TauDifference, compare, correlate, kendall_tau_a
-from .grid import SEED_AXIS
+from .grid import HYPERPARAMETER_AXES, SEED_AXIS
 from .registry import Measure, correlated_measures, is_baseline
 from .robust import (
     CoupledSignError,
@@ -71,15 +71,7 @@ MIN_FITTED_SHARE: float = 0.8
 #: minus the entropy rate (SPEC §13b: "τ also within strata of it").
 FIT_STRATA: int = 3
 #: The hyperparameter axes of the granulated τ (the seed is its noise axis).
-GRANULATED_AXES: tuple[str, ...] = (
-    "layers",
-    "hidden",
-    "heads",
-    "n_train",
-    "label_noise",
-    "learning_rate",
-    "fine_tuning",
-)
+GRANULATED_AXES: tuple[str, ...] = HYPERPARAMETER_AXES
 
 
 # --- τ within strata and the pooled sign-error --------------------------------------------------------
