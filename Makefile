@@ -1,5 +1,6 @@
 # `make run` and `make test` do all the set-up: a virtual environment in .venv, the pinned
-# requirements, the package in editable mode. Re-running skips what is already installed.
+# requirements, the library and the lab beside it (lab/) in editable mode. Re-running skips what is
+# already installed.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -22,10 +23,10 @@ TEST_WORKERS ?= 2
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt pyproject.toml | $(BIN)/python
+$(STAMP): requirements.txt pyproject.toml lab/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e ./lab
 	touch $(STAMP)
 
 # The documentation toolchain (mkdocs-material, mkdocstrings, mkdocs-jupyter) and the notebooks' kernel,
@@ -86,4 +87,4 @@ clean:
 # Retrain the shipped fine-tuning trio (a base, its full fine-tune, a LoRA adapter; about two minutes):
 # the adapter is made by peft, a test requirement only.
 lab-finetune: $(STAMP)
-	$(BIN)/python -m specbound.lab.finetune
+	$(BIN)/python -m specbound_lab.finetune

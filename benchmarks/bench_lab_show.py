@@ -26,9 +26,9 @@ BASELINE_ROWS = 6
 def build(directory: Path, steps: int) -> None:
     """The run, trained through the lab's own sweep (the CLI's ``lab train`` has no ``--states``: a
     1,024-state chain is what a record may declare, and a researcher's script may train)."""
-    from specbound.lab.sweep import run_sweep
-    from specbound.lab.tasks import MarkovTask
-    from specbound.lab.train import RunSpec, TrainSettings
+    from specbound_lab.sweep import run_sweep
+    from specbound_lab.tasks import MarkovTask
+    from specbound_lab.train import RunSpec, TrainSettings
 
     settings = TrainSettings(steps=steps, save_every=1, batch_size=8, test_samples=8)
     spec = RunSpec(1, 16, 2, 8, task=MarkovTask(states=STATES), settings=settings, family="gpt2")
@@ -37,7 +37,7 @@ def build(directory: Path, steps: int) -> None:
 
 def show_seconds(directory: Path) -> float:
     from specbound.cli import main
-    from specbound.lab import tasks
+    from specbound_lab import tasks
 
     tasks.chain_law.cache_clear()  # as a new process starts: the chain's law is computed once, in the timing
     start = time.perf_counter()
@@ -49,7 +49,7 @@ def show_seconds(directory: Path) -> float:
 def uncached_row_seconds(rows: int) -> float:
     """Seconds per row of the old path: the chain drawn and its law solved for every row, twice (the
     ``optimal_loss`` and ``excess_loss`` columns each asked for the entropy rate)."""
-    from specbound.lab import tasks
+    from specbound_lab import tasks
 
     draw = tasks.chain_law.__wrapped__
     start = time.perf_counter()

@@ -43,10 +43,10 @@ class Phases:
 
 def run_once(spec, directory: Path, *, before: bool) -> tuple[Phases, tuple]:
     """Train and analyse one run; the phases' seconds and the final values that must agree."""
-    from specbound.lab import registry
-    from specbound.lab.flatness import FlatnessSettings, pacbayes_sigma, sharpness_alpha
-    from specbound.lab.train import train_run
-    from specbound.lab.trajectory import analyse_run
+    from specbound_lab import registry
+    from specbound_lab.flatness import FlatnessSettings, pacbayes_sigma, sharpness_alpha
+    from specbound_lab.train import train_run
+    from specbound_lab.trajectory import analyse_run
 
     with ExitStack() as stack:
         if before:
@@ -62,7 +62,7 @@ def run_once(spec, directory: Path, *, before: bool) -> tuple[Phases, tuple]:
 
 
 def main() -> int:
-    from specbound.lab.grid import preset_grid
+    from specbound_lab.grid import preset_grid
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=6, help="runs of the preset to time (spread over it)")

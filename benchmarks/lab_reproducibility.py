@@ -7,8 +7,8 @@ count, like another CPU's kernels, adds the same floats in another order, and tr
 path from the first optimiser steps on. This script re-trains one seed of every configuration of a
 shipped reference (default: the ``fit`` reference's seed 1 at the larger learning rate, 12 runs) with
 ``--threads`` torch threads and prints, per quantity, the largest difference from the shipped final step
-(:func:`specbound.lab.reference.retrain_deviations`: log-axis measures as |Δ log10|) beside the
-tolerance :data:`specbound.lab.reference.RETRAIN_TOLERANCE` allows. It then swaps the re-trained runs
+(:func:`specbound_lab.reference.retrain_deviations`: log-axis measures as |Δ log10|) beside the
+tolerance :data:`specbound_lab.reference.RETRAIN_TOLERANCE` allows. It then swaps the re-trained runs
 into the reference and prints how far each measure's τ and granulated τ move, against the width of
 its 95 % interval: a difference smaller than that is not one a verdict can see.
 
@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="keep the re-trained runs here")
     args = parser.parse_args(argv)
 
-    from specbound.lab import reference
-    from specbound.lab.sweep import run_sweep
-    from specbound.lab.tables import LabResults
+    from specbound_lab import reference
+    from specbound_lab.sweep import run_sweep
+    from specbound_lab.tables import LabResults
 
     shipped_ref = next((s for s in reference.SHIPPED if s.key == args.reference), None)
     if shipped_ref is None:

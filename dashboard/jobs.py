@@ -1,9 +1,9 @@
 """The Lab page's training jobs: runs trained in background threads, at most a few at once per server.
 
-A :class:`TrainingJob` trains and analyses one run (:func:`specbound.lab.sweep.run_sweep`) in a daemon
+A :class:`TrainingJob` trains and analyses one run (:func:`specbound_lab.sweep.run_sweep`) in a daemon
 thread and publishes its status under a lock; a :class:`JobBoard` is the server's list of running jobs,
 shared by every session, which refuses a run already being trained and more than its limit at once
-(:data:`specbound.lab.limits.VISITOR_CAPS`). Nothing here draws: the page reads a job's
+(:data:`specbound_lab.limits.VISITOR_CAPS`). Nothing here draws: the page reads a job's
 :class:`JobStatus` and polls it (``dashboard.lab.progress_panel``).
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 
 from specbound.core.errors import SpecboundError
 from specbound.core.progress import ProgressEvent
-from specbound.lab.limits import VISITOR_CAPS
-from specbound.lab.sweep import run_sweep
-from specbound.lab.train import RunSpec, TrainingCancelled
 from specbound.present.numbers import format_count
+from specbound_lab.limits import VISITOR_CAPS
+from specbound_lab.sweep import run_sweep
+from specbound_lab.train import RunSpec, TrainingCancelled
 
 from . import safety
 

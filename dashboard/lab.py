@@ -1,7 +1,7 @@
 """The Lab page's data: the shipped reference and this server's lab store, cached; training one small
 run in a background thread; opening a run's checkpoint as the session's model.
 
-Where runs come from. The shipped references (:data:`specbound.lab.reference.SHIPPED`: the threshold
+Where runs come from. The shipped references (:data:`specbound_lab.reference.SHIPPED`: the threshold
 task on BERT encoders, the Markov task on GPT-2 decoders and the grokking runs; records and every saved
 step's spectral profile, no weights) and the *lab store*, a lab directory inside the profile cache
 (``<cache>/lab``) that runs trained from this page go to. A visitor never names a directory: the
@@ -10,7 +10,7 @@ store is the only place the page trains into or reads checkpoints from. A run is
 may share its name with a reference run (same spec, fewer test samples).
 
 Training. A visitor's run is held to :data:`VISITOR_CAPS` (about a minute of CPU at most). It runs in
-a daemon thread (:class:`dashboard.jobs.TrainingJob`) calling :func:`specbound.lab.sweep.run_sweep`,
+a daemon thread (:class:`dashboard.jobs.TrainingJob`) calling :func:`specbound_lab.sweep.run_sweep`,
 with a ``threading.Event`` as the cancel hook and progress written under a lock; the page polls it from
 a fragment. A session has at most one job, the server at most ``VISITOR_CAPS.max_jobs`` at once (the
 :class:`dashboard.jobs.JobBoard`, shared by all sessions); two jobs never train the same run.
@@ -35,15 +35,16 @@ from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.core.values import check_number
 from specbound.io.cache import default_cache_dir
-from specbound.lab import reference as lab_reference
-from specbound.lab import views
-from specbound.lab.correlation import MeasureCorrelation, TauDifference, Verdict
-from specbound.lab.grokking import RunGrokking, grokking_runs, grokking_summary, summary_frame
-from specbound.lab.limits import VISITOR_CAPS, VisitorCaps
-from specbound.lab.records import read_runs
-from specbound.lab.registry import correlated_measures, is_baseline
-from specbound.lab.robust import RobustSummary
-from specbound.lab.tables import (
+from specbound.present.numbers import format_count
+from specbound_lab import reference as lab_reference
+from specbound_lab import views
+from specbound_lab.correlation import MeasureCorrelation, TauDifference, Verdict
+from specbound_lab.grokking import RunGrokking, grokking_runs, grokking_summary, summary_frame
+from specbound_lab.limits import VISITOR_CAPS, VisitorCaps
+from specbound_lab.records import read_runs
+from specbound_lab.registry import correlated_measures, is_baseline
+from specbound_lab.robust import RobustSummary
+from specbound_lab.tables import (
     LabResults,
     comparisons,
     correlations,
@@ -52,11 +53,10 @@ from specbound.lab.tables import (
     robust_frame,
     verdict_frame,
 )
-from specbound.lab.tasks import ThresholdTask
-from specbound.lab.train import LabError, RunSpec, TrainSettings
-from specbound.lab.trajectory import RunTrajectory
-from specbound.lab.verdict import EnvironmentVerdict, robust_view
-from specbound.present.numbers import format_count
+from specbound_lab.tasks import ThresholdTask
+from specbound_lab.train import LabError, RunSpec, TrainSettings
+from specbound_lab.trajectory import RunTrajectory
+from specbound_lab.verdict import EnvironmentVerdict, robust_view
 
 from . import atlas, data, safety
 from .jobs import JobBoard, JobState, JobStatus, LabBusy, TrainingJob
@@ -344,7 +344,7 @@ def _verdicts(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tu
 
 
 def verdicts(origin: str) -> tuple[tuple[str, EnvironmentVerdict], ...]:
-    """SPEC §13b's verdict of each environment (:mod:`specbound.lab.verdict`) that ``origin`` reads, each
+    """SPEC §13b's verdict of each environment (:mod:`specbound_lab.verdict`) that ``origin`` reads, each
     with the sweep it comes from in words (its Runs choice): for a shipped reference every shipped sweep's,
     each sweep read as its own (two sweeps of one environment are two designs, not one); else the store's."""
     if origin in SHIPPED:

@@ -29,8 +29,8 @@ from specbound.api.runs import ATLAS_FILE, TABLE_FILE, parse_step, step_row, ste
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.profile import SpectralProfile
 from specbound.io.atlas import AtlasError, load_atlas
-from specbound.lab import reference as lab_reference
-from specbound.lab.trajectory import RunTrajectory
+from specbound_lab import reference as lab_reference
+from specbound_lab.trajectory import RunTrajectory
 
 from .safety import redact_paths
 
@@ -136,7 +136,7 @@ def operator_runs() -> list[Run]:
 @st.cache_resource(show_spinner=False)
 def shipped_runs() -> tuple[Run, ...]:
     """The runs the package ships: every seed of the grokking reference, then one run per depth x width
-    of the decoder and threshold sweeps (:func:`specbound.lab.reference.family`), with their saved
+    of the decoder and threshold sweeps (:func:`specbound_lab.reference.family`), with their saved
     steps' spectra and the training and test losses the lab measured there."""
     runs: list[Run] = []
     order = (lab_reference.GROKKING_REFERENCE, lab_reference.DECODER_REFERENCE, lab_reference.THRESHOLD_REFERENCE)

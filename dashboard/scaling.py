@@ -43,10 +43,10 @@ from specbound.io.models import (
     miniature_repo_id,
     parse_miniature_alias,
 )
-from specbound.lab import reference as lab_reference
 from specbound.present.figures.scaling import PROXY_LABELS
 from specbound.present.numbers import format_count
 from specbound.studies.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, Proxy, summarize
+from specbound_lab import reference as lab_reference
 
 from . import atlas, data, safety, share
 from .numbers import styled_table

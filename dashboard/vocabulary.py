@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from specbound.lab.registry import MEASURES
+from specbound_lab.registry import MEASURES
 
 from .text import plain
 

@@ -23,15 +23,14 @@ from dashboard.tables import draw_table
 from dashboard.text import bound_note, plain
 from dashboard.vocabulary import measure_name
 from specbound.core.logspace import LN_10
-from specbound.lab import views
-from specbound.lab.grid import AXES
-from specbound.lab.grokking import grokking_sentence
-from specbound.lab.train import LabError
-from specbound.present.figures import lab as figures
 from specbound.present.figures import trajectory as trajectory_figures
 from specbound.present.figures.spectra import PANEL_COLUMNS, singular_value_profiles
 from specbound.present.figures.style import split_panels
 from specbound.present.numbers import format_log
+from specbound_lab import figures, views
+from specbound_lab.grid import AXES
+from specbound_lab.grokking import grokking_sentence
+from specbound_lab.train import LabError
 
 ensure_app_entry()
 

@@ -1,5 +1,5 @@
 """Training runs: the bound's proxies through a real run, from a trajectory atlas (``specbound trajectory``),
-or one of the lab runs the package ships (a grokking run drawn by the rule of :mod:`specbound.lab.grokking`)."""
+or one of the lab runs the package ships (a grokking run drawn by the rule of :mod:`specbound_lab.grokking`)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from dashboard.routing import ensure_app_entry
 from dashboard.text import bound_note, plain
 from dashboard.vocabulary import measure_name
 from specbound.core.logspace import LOG10_E
-from specbound.lab import views as lab_views
-from specbound.lab.grokking import SATURATION, run_grokking, run_sentence
 from specbound.present.figures import bounds as bound_figures
-from specbound.present.figures import lab as lab_figures
 from specbound.present.figures import trajectory as trajectory_figures
 from specbound.present.figures.spectra import PANEL_COLUMNS, singular_value_profiles
 from specbound.present.figures.style import split_panels
 from specbound.present.numbers import format_log
+from specbound_lab import figures as lab_figures
+from specbound_lab import views as lab_views
+from specbound_lab.grokking import SATURATION, run_grokking, run_sentence
 
 ensure_app_entry()
 RUN_KEY, STEP_KEY, UPLOAD_KEY = "runs_run", "runs_step", "runs_upload"

@@ -17,10 +17,10 @@ from dashboard.numbers import MISSING, format_count
 from dashboard.routing import ensure_app_entry
 from dashboard.tables import draw_table
 from dashboard.text import bound_note, plain
-from specbound.lab.reference import DECODER_REFERENCE, THRESHOLD_REFERENCE
 from specbound.present.figures.scaling import growth_figure_depth, growth_figure_width, growth_panel_columns
 from specbound.present.figures.style import split_panels
 from specbound.studies.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
+from specbound_lab.reference import DECODER_REFERENCE, THRESHOLD_REFERENCE
 
 ensure_app_entry()
 

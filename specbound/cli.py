@@ -31,6 +31,7 @@ import sys
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -41,7 +42,6 @@ from .core.limits import LIMITS
 from .core.progress import ProgressCallback, ProgressEvent, format_eta, silent
 from .core.text import echoed, printable, quoted
 from .io.files import describe_os_error, output_dir, require_parent, write_text_atomic
-from .lab.cli import add_lab_commands
 
 if TYPE_CHECKING:
     from .core.bounds import BoundAnalysis
@@ -50,6 +50,11 @@ if TYPE_CHECKING:
 
 #: Exit statuses: a problem the user can fix, a usage error (argparse's), a bug, an interrupt.
 EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 1, 2, 3, 130
+
+#: The entry-point group through which an installed package adds commands: each entry is a function that
+#: takes the subcommands of :func:`build_parser` and adds its own parsers to them. The lab beside the
+#: library (``specbound_lab``) adds ``specbound lab ...`` this way, so the library never imports it.
+COMMAND_PLUGINS = "specbound.commands"
 
 
 def _checked(convert: Callable[[str], Any], accept: Callable[[Any], bool], requirement: str) -> Callable[[str], Any]:
@@ -524,7 +529,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
         "show", parents=[_debug_option()], help="list the models of an atlas file (validating it)"
     )
     show.add_argument("file", help="atlas file")
-    show.set_defaults(handler=_cmd_atlas_show)
+    show.set_defaults(handler=_cmd_atlas_show, prints_result="atlas show")
 
 
 def _parallel_options(parser: argparse.ArgumentParser) -> None:
@@ -667,12 +672,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(alpha and alpha_weighted per matrix in --json; medians per kind otherwise); about a second "
         "per large feed-forward matrix",
     )
-    analyze.set_defaults(handler=_cmd_analyze)
+    analyze.set_defaults(handler=_cmd_analyze, prints_result="analyze")
 
     models = commands.add_parser(
         "models", parents=[_debug_option()], help="list the catalog and what is available offline"
     )
-    models.set_defaults(handler=_cmd_models)
+    models.set_defaults(handler=_cmd_models, prints_result="models")
 
     export = commands.add_parser(
         "export", parents=[_debug_option()], help="write per-matrix tables and singular values"
@@ -682,12 +687,22 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, help="output directory")
     export.set_defaults(handler=_cmd_export)
     _add_batch_commands(commands)
-    add_lab_commands(commands)
+    _add_plugin_commands(commands)
     return parser
 
 
-#: Commands whose result is what they print: with stdout closed they have nothing to do.
-_STDOUT_RESULTS = frozenset({("analyze",), ("models",), ("atlas", "show"), ("lab", "show")})
+def _add_plugin_commands(commands: argparse._SubParsersAction) -> None:
+    """The commands of every installed package registered under :data:`COMMAND_PLUGINS`, by name.
+
+    A plugin that cannot be imported (its own dependencies missing) is left out with one stderr line,
+    so that the library's own commands keep working."""
+    for entry in sorted(entry_points(group=COMMAND_PLUGINS), key=lambda e: e.name):
+        try:
+            add_commands = entry.load()
+        except ImportError as exc:
+            _fail(f"warning: the '{entry.name}' commands of {entry.value} are unavailable: {exc}")
+            continue
+        add_commands(commands)
 
 
 def _guard_standard_streams() -> bool:
@@ -718,11 +733,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every failure becomes one stderr line and a non-zero status (see EXIT_*)."""
     stdout_closed = _guard_standard_streams()
     args = build_parser().parse_args(argv)
-    command = tuple(
-        c for c in (args.command, getattr(args, "atlas_command", None), getattr(args, "lab_command", None)) if c
-    )
-    if stdout_closed and command in _STDOUT_RESULTS:
-        _fail(f"error: standard output is closed, and the result of '{' '.join(command)}' is what it prints")
+    # a command whose result is what it prints says so (``prints_result``, its name): with stdout closed it
+    # has nothing to do
+    command = getattr(args, "prints_result", None)
+    if stdout_closed and command:
+        _fail(f"error: standard output is closed, and the result of '{command}' is what it prints")
         return EXIT_ERROR
     try:
         status = _run_handler(args)

@@ -24,7 +24,7 @@ MODULES = (
     "specbound.io.centred",
     "specbound.io.checkpoints.lora",
     "specbound.io.loading",
-    "specbound.lab.finetune",
+    "specbound_lab.finetune",
     "specbound.present.figures.bounds",
     "specbound.present.figures.spectra",
 )

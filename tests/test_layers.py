@@ -14,14 +14,14 @@ from import_graph import import_graph
 
 PACKAGE = Path(__file__).resolve().parents[1] / "specbound"
 
-#: Bottom first. The numbers, then where they come from, what is studied with them, the lab's
-#: experiments, how results are shown, the entry points, the command line, the package itself.
+#: Bottom first. The numbers, then where they come from, what is studied with them, how results are
+#: shown, the entry points, the command line, the package itself. The lab is not a layer: it is a package
+#: beside the library (``tests/lab/test_public_api.py``).
 LAYERS = (
     "specbound._version",
     "specbound.core",
     "specbound.io",
     "specbound.studies",
-    "specbound.lab",
     "specbound.present",
     "specbound.api",
     "specbound.cli",

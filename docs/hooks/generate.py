@@ -5,7 +5,7 @@ Nothing on these pages is a hand-kept copy of something the code knows: the limi
 the adapter registry and :class:`specbound.core.architecture.Adaptation`, the command line from its own
 argparse parser, the JSON fields from :func:`specbound.present.report.analysis_json` run on a small model,
 the package layout from each module's docstring, and the lab's verdict from the shipped CSVs
-(:func:`specbound.lab.views.verdict_report`, what ``specbound lab report`` prints). Delete a
+(:func:`specbound_lab.views.verdict_report`, what ``specbound lab report`` prints). Delete a
 docstring, a limit or an adaptation and the page changes with it.
 """
 
@@ -184,21 +184,26 @@ def _ones(shape: Any) -> Any:
 
 
 def layout_page() -> str:
-    """Every module of the package with the first paragraph of its docstring, by subpackage."""
+    """Every module of the library and of the lab beside it, with the first paragraph of its docstring."""
     import specbound
+    import specbound_lab
 
     lines = [
         "# Package layout\n",
-        "Each module of `specbound`, with the first paragraph of its own docstring (read when this page "
-        "was built). The [API reference](api.md) documents the public functions and classes.\n",
+        "Each module of `specbound`, then of the lab beside it (`specbound_lab`, its own distribution in "
+        "`lab/`, which imports only the names the library's layers list in `__all__`), with the first "
+        "paragraph of its own docstring (read when this page was built). The [API reference](api.md) "
+        "documents the public functions and classes.\n",
     ]
-    for module in pkgutil.walk_packages(specbound.__path__, "specbound."):
-        try:
-            loaded = importlib.import_module(module.name)
-        except ImportError:  # an optional extra (the Trainer callback needs transformers)
-            continue
-        first = (inspect.getdoc(loaded) or "").split("\n\n")[0].replace("\n", " ")
-        lines.append(f"- `{module.name}`: {first}")
+    for package in (specbound, specbound_lab):
+        lines.append(f"\n## `{package.__name__}`\n")
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            try:
+                loaded = importlib.import_module(module.name)
+            except ImportError:  # an optional extra (the Trainer callback needs transformers)
+                continue
+            first = (inspect.getdoc(loaded) or "").split("\n\n")[0].replace("\n", " ")
+            lines.append(f"- `{module.name}`: {first}")
     return "\n".join(lines) + "\n"
 
 
@@ -220,7 +225,7 @@ def grokking_section() -> str:
     """The shipped grokking seeds as ``specbound lab show`` reads them: each seed's saturation and jump,
     and every measure's lead against its time-permutation null."""
     from specbound.cli import main
-    from specbound.lab.reference import GROKKING_REFERENCE_DIR
+    from specbound_lab.reference import GROKKING_REFERENCE_DIR
 
     out = io.StringIO()
     with redirect_stdout(out):

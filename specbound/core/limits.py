@@ -1,5 +1,5 @@
 """Every size limit of the analysis, in one place, so that work is refused before it is started (the
-lab's training runs have theirs in :mod:`specbound.lab.limits`).
+lab's training runs have theirs in :mod:`specbound_lab.limits`).
 
 A checkpoint, a cache entry, an atlas or a command-line option is checked against these numbers from
 its header, manifest or config alone, before any array is allocated or any byte is downloaded (SPEC

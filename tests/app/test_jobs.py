@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from dashboard.jobs import JobBoard, JobState, LabBusy
-from specbound.lab.records import finished_run
-from specbound.lab.train import RunSpec, TrainSettings
+from specbound_lab.records import finished_run
+from specbound_lab.train import RunSpec, TrainSettings
 
 
 def _spec(seed: int) -> RunSpec:

@@ -20,10 +20,10 @@ from dashboard.text import OPTIMAL_LABEL, plain
 from dashboard.vocabulary import measure_name
 from specbound.core.bounds import BoundAnalysis
 from specbound.io.atlas import load_atlas
-from specbound.lab import reference, views
-from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, environment_verdicts, read_results
 from specbound.present.numbers import format_log
 from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
+from specbound_lab import reference, views
+from specbound_lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, environment_verdicts, read_results
 
 RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
 RUN_KEY = service.run_key(service.REFERENCE, RUN)
@@ -285,7 +285,7 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
             )
     assert any("Reproducibility." in c.value and "bit for bit" in c.value for c in at.caption)
     # and the same differences as a forest plot: a point and a 95 % bar per measure, a line at 0
-    from specbound.lab.registry import is_baseline
+    from specbound_lab.registry import is_baseline
 
     (forest,) = [f for f in plotly_specs(at) if f["layout"]["title"]["text"].startswith("Against ours at p*")]
     (points,) = forest["data"]
@@ -299,7 +299,7 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
 
     # the reading of the sweep, from its own numbers: τ explained, the best measure (the trivial baselines
     # apart) and where ours stands, and the strongest baseline beside them
-    from specbound.lab.registry import MEASURES
+    from specbound_lab.registry import MEASURES
 
     table = reference.load_reference().correlations
     measures = [c for c in table if math.isfinite(c.kendall_tau) and not MEASURES[c.measure].baseline]
@@ -318,7 +318,7 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
 def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_sweeps(lab_app, figure_titled) -> None:
     """Offline, the verdict of each shipped sweep, each read as its own (what it stands on, in sentences
     from its numbers, and its table), and the robust view over the couplings of the fitted ones, with its CDF."""
-    from specbound.lab.verdict import robust_view
+    from specbound_lab.verdict import robust_view
 
     at = lab_app
     at.radio(key="lab_view").set_value("Sweep: measures against the gap")
@@ -375,8 +375,8 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
 
 
 def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -> None:
-    from specbound.lab.grokking import grokking_runs, grokking_sentence, grokking_summary
-    from specbound.lab.records import read_runs
+    from specbound_lab.grokking import grokking_runs, grokking_sentence, grokking_summary
+    from specbound_lab.records import read_runs
 
     runs = grokking_runs(read_runs(reference.GROKKING_REFERENCE_DIR))
     assert [run.seed for run in runs] == list(range(10)) and all(run.event.grokked for run in runs)
@@ -535,8 +535,8 @@ def test_a_stored_run_whose_checkpoint_is_damaged_says_so_and_the_page_stays(tmp
     """A run trained into the store whose final checkpoint was deleted or overwritten: its step shows the
     page's own error line (whatever the loader's reason), every other part of the page is drawn, and
     "Open as a model" is off."""
-    from specbound.lab.sweep import run_sweep
-    from specbound.lab.train import RunSpec, TrainSettings
+    from specbound_lab.sweep import run_sweep
+    from specbound_lab.train import RunSpec, TrainSettings
 
     monkeypatch.setenv("SPECBOUND_CACHE", str(tmp_path / "cache"))
     spec = RunSpec(1, 16, 2, 32, seed=5, settings=TrainSettings(steps=4, save_every=2, test_samples=64))

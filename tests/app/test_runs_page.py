@@ -57,8 +57,8 @@ def test_a_shipped_grokking_run_is_drawn_with_its_jump_and_its_measured_accuraci
     """SPEC §13: the Training runs page draws a grokking run offline: accuracies and every proxy on one
     step axis, the fit and the jump marked, the rule's reading in words; the proxies from its spectra."""
     from dashboard.vocabulary import measure_name
-    from specbound.lab import reference
-    from specbound.lab.grokking import grokking_runs, run_sentence
+    from specbound_lab import reference
+    from specbound_lab.grokking import grokking_runs, run_sentence
 
     monkeypatch.delenv(service.RUNS_DIR_ENV, raising=False)
     at = landing_app

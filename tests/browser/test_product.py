@@ -372,7 +372,7 @@ LAB_MODEL = "lab-L2-N32-H2-n1600-q0-s0-t500"
 def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page) -> None:
     """On a model whose p* vary, at 1024, in presentation mode and on a phone: no chart text past its
     chart (the Edelman bar's "× 10²⁸"), no title over a colour bar, panels stacked on a phone."""
-    from specbound.lab.reference import REFERENCE_DIR
+    from specbound_lab.reference import REFERENCE_DIR
 
     page = browser_page
     model = f"atlas:{(REFERENCE_DIR / 'atlas.npz').resolve()}%23{LAB_MODEL}"
@@ -404,7 +404,7 @@ def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page) -> 
 def test_compare_centred_at_the_base_at_every_width(server: str, browser_page) -> None:
     """The shipped fine-tune against its base (offline): the centred total and what changed, its chart's
     texts inside and apart at 1024, 1440, on a phone and in presentation mode."""
-    from specbound.lab.finetune import BASE_NAME, FULL_NAME
+    from specbound_lab.finetune import BASE_NAME, FULL_NAME
 
     page = browser_page
     for viewport, suffix, width in (
@@ -459,7 +459,7 @@ TABLE_WIDTHS = """(where) => Object.fromEntries(Object.entries(where).map(([name
 def test_tables_that_fit_a_projector_show_every_column(server: str, browser_page) -> None:
     """At 1024 x 768 with the sidebar open, the break-even table, the per-layer sums and the kinds' sums
     show every column without a sideways scroll, on the bundled model and on a lab model."""
-    from specbound.lab.reference import REFERENCE_DIR
+    from specbound_lab.reference import REFERENCE_DIR
 
     page = browser_page
     page.set_viewport_size(PROJECTOR)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dashboard.lab import sweep_reading
-from specbound.lab.correlation import Interval, MeasureCorrelation, TauDifference
+from specbound_lab.correlation import Interval, MeasureCorrelation, TauDifference
 
 
 def _correlation(measure: str, tau: float) -> MeasureCorrelation:

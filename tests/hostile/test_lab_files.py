@@ -17,11 +17,11 @@ from cli_runner import assert_one_line_error, cli, run_cli
 from specbound.core.limits import LIMITS
 from specbound.io.files import OUTPUT_LOCK_FILE as LOCK_FILE
 from specbound.io.files import DirectoryLock
-from specbound.lab.claims import claim_path
-from specbound.lab.records import RECORD_FILE, RUNS_DIR, read_record, read_runs
-from specbound.lab.sweep import run_sweep
-from specbound.lab.tasks import ThresholdTask
-from specbound.lab.train import LabError, RunSpec, TrainSettings
+from specbound_lab.claims import claim_path
+from specbound_lab.records import RECORD_FILE, RUNS_DIR, read_record, read_runs
+from specbound_lab.sweep import run_sweep
+from specbound_lab.tasks import ThresholdTask
+from specbound_lab.train import LabError, RunSpec, TrainSettings
 
 #: One tiny run: a few seconds of training on one core.
 TINY_GRID = {

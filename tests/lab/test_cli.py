@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from specbound.cli import main
-from specbound.lab.records import read_runs
-from specbound.lab.registry import correlated_measures
-from specbound.lab.tables import CORRELATIONS_CSV, RUNS_CSV
+from specbound_lab.records import read_runs
+from specbound_lab.registry import correlated_measures
+from specbound_lab.tables import CORRELATIONS_CSV, RUNS_CSV
 
 
 @pytest.mark.slow  # the smoke sweep behind them trains six small runs
@@ -195,15 +195,15 @@ def test_lab_errors_are_one_line(tmp_path: Path, capsys) -> None:
 
 
 def test_show_compare_prints_the_paired_difference(capsys) -> None:
-    from specbound.lab import reference
-    from specbound.lab.tables import comparison
+    from specbound_lab import reference
+    from specbound_lab.tables import comparison
 
     assert main(["lab", "show", "--compare", "ours", "spectral_product"]) == 0
     printed = capsys.readouterr().out
     difference = comparison(reference.load_reference().runs, "ours", "spectral_product")
     low, high = difference.kendall_tau_ci.low, difference.kendall_tau_ci.high
     assert f"tau(ours) - tau(spectral_product) = {difference.kendall_tau:+.3f} [{low:+.3f}, {high:+.3f}]" in printed
-    from specbound.lab.views import comparison_sentence
+    from specbound_lab.views import comparison_sentence
 
     assert "95 % interval" in printed and comparison_sentence(difference) in printed
     table = printed.split("Verdict (SPEC")[0]  # the correlation table, before the verdict

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from specbound.lab.correlation import (
+from specbound_lab.correlation import (
     Verdict,
     bootstrap_counts,
     compare,

@@ -13,9 +13,9 @@ import pytest
 
 import specbound
 from specbound.cli import main
-from specbound.lab.grid import preset_grid
-from specbound.lab.records import read_runs
-from specbound.lab.tables import (
+from specbound_lab.grid import preset_grid
+from specbound_lab.records import read_runs
+from specbound_lab.tables import (
     CORRELATIONS_CSV,
     ROBUST_CSV,
     RUN_COLUMNS,
@@ -25,9 +25,9 @@ from specbound.lab.tables import (
     read_results,
     read_runs_csv,
 )
-from specbound.lab.tasks import MarkovTask, ModularTask
-from specbound.lab.train import LabError, RunSpec, TrainSettings, train_run
-from specbound.lab.trajectory import analyse_run
+from specbound_lab.tasks import MarkovTask, ModularTask
+from specbound_lab.train import LabError, RunSpec, TrainSettings, train_run
+from specbound_lab.trajectory import analyse_run
 
 _TINY = TrainSettings(steps=4, save_every=2, test_samples=64)
 
@@ -64,7 +64,7 @@ def test_markov_runs_need_a_decoder_and_llama_an_even_head_count() -> None:
 
 
 def test_the_threshold_presets_are_unchanged() -> None:
-    from specbound.lab.grid import PRESETS
+    from specbound_lab.grid import PRESETS
 
     for name, grid in PRESETS.items():
         assert preset_grid(name) == grid
@@ -143,7 +143,7 @@ def test_two_environments_get_one_block_each_and_a_robust_view(two_environments:
     text = printed.getvalue()
     assert "== environment markov/gpt2 (4 runs)" in text and "== environment modular/llama (4 runs)" in text
     assert "Verdict (SPEC §13b) of markov/gpt2" in text and "Verdict (SPEC §13b) of modular/llama" in text
-    from specbound.lab.tables import write_tables
+    from specbound_lab.tables import write_tables
 
     write_tables(both, read_runs(both))
     table = pd.read_csv(both / CORRELATIONS_CSV)
@@ -163,7 +163,7 @@ def test_two_environments_get_one_block_each_and_a_robust_view(two_environments:
 
 
 def test_an_old_runs_csv_reads_as_threshold_on_bert(tmp_path: Path) -> None:
-    from specbound.lab.reference import REFERENCE_DIR
+    from specbound_lab.reference import REFERENCE_DIR
 
     old = tmp_path / RUNS_CSV  # as the first reference was written, before the task and family columns
     pd.read_csv(REFERENCE_DIR / RUNS_CSV).drop(columns=["task", "family"]).to_csv(old, index=False)
@@ -205,7 +205,7 @@ def test_one_sweep_over_several_environments(tmp_path: Path) -> None:
 
 
 def test_a_modular_sweep_writes_the_grokking_tables(two_environments: Path) -> None:
-    from specbound.lab.grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, tracked_measures
+    from specbound_lab.grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, tracked_measures
 
     modular, markov = two_environments / "modular-llama", two_environments / "markov-gpt2"
     leads = pd.read_csv(modular / GROKKING_CSV)
@@ -222,7 +222,7 @@ def test_a_modular_sweep_writes_the_grokking_tables(two_environments: Path) -> N
 
 
 def test_the_grok_preset_is_the_known_recipe_on_the_modular_task() -> None:
-    from specbound.lab.grid import GROK, PRESET_NAMES
+    from specbound_lab.grid import GROK, PRESET_NAMES
 
     assert GROK in PRESET_NAMES
     grid = preset_grid(GROK, "modular", "gpt2")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from specbound.lab.tasks import (
+from specbound_lab.tasks import (
     TASKS,
     MarkovTask,
     ModularTask,

@@ -11,7 +11,7 @@ from cli_runner import run_cli, strict_json
 
 import specbound
 from specbound.io.models import Source, resolve
-from specbound.lab.finetune import BASE_NAME, FULL_NAME, LORA_NAME, LORA_RANK, TRIO_DIR
+from specbound_lab.finetune import BASE_NAME, FULL_NAME, LORA_NAME, LORA_RANK, TRIO_DIR
 
 
 def test_the_three_open_offline_by_name_from_a_fresh_process() -> None:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from specbound.lab.flatness import (
+from specbound_lab.flatness import (
     DEFAULT_FLATNESS,
     FlatnessSettings,
     bisect_scale,
@@ -84,7 +84,7 @@ def test_the_budget_is_jiang_et_al_s() -> None:
 
 
 def test_early_stops_change_no_result_on_a_trained_classifier(monkeypatch: pytest.MonkeyPatch) -> None:
-    from specbound.lab.train import RunSpec, TrainSettings, build_model, model_inputs
+    from specbound_lab.train import RunSpec, TrainSettings, build_model, model_inputs
 
     spec = RunSpec(layers=1, hidden=8, heads=2, n_train=96, settings=TrainSettings(steps=1))
     train, _ = spec.task.datasets(spec.n_train, 1, 0)
@@ -97,7 +97,7 @@ def test_early_stops_change_no_result_on_a_trained_classifier(monkeypatch: pytes
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    from specbound.lab import flatness
+    from specbound_lab import flatness
 
     passes: list[int] = []
     error = flatness._error

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from specbound.lab.grokking import (
+from specbound_lab.grokking import (
     GrokEvent,
     LeadSummary,
     MeasureLead,
@@ -44,7 +44,7 @@ def test_the_move_step_is_the_first_step_half_way_to_the_extreme() -> None:
 
 def test_the_rule_reads_smoothed_curves_so_one_checkpoint_cannot_make_a_move() -> None:
     """SPEC §13b: a running median over three checkpoints, the origin its value at the start."""
-    from specbound.lab.grokking import running_median
+    from specbound_lab.grokking import running_median
 
     spike = [0.0, 0.0, 9.0, 0.0, 0.0, 0.0, 0.0, 4.0, 4.0, 4.0, 4.0]  # one noisy checkpoint at 200, a move at 700
     assert _raw(STEPS, spike) == 200  # the raw rule takes the spike for the move
@@ -117,7 +117,7 @@ def test_the_summary_over_seeds_says_only_what_every_seed_supports() -> None:
 
 
 def test_before_needs_ten_seeds_and_a_median_lead_above_the_time_permutation_null() -> None:
-    from specbound.lab.grokking import MIN_SEEDS
+    from specbound_lab.grokking import MIN_SEEDS
 
     leads = tuple(float(v) for v in range(100, 100 + 50 * MIN_SEEDS, 50))  # median +325
     assert LeadSummary("m", leads, null_p95=300.0).verdict == "before"
@@ -127,7 +127,7 @@ def test_before_needs_ten_seeds_and_a_median_lead_above_the_time_permutation_nul
 
 
 def test_the_null_is_the_rule_on_curves_permuted_in_time_after_saturation() -> None:
-    from specbound.lab.grokking import null_median_leads
+    from specbound_lab.grokking import null_median_leads
 
     run = _hand_run()  # saturates at 300, jumps at 700
     draws = null_median_leads([run], "ours", permutations=40, seed=5)
@@ -146,7 +146,7 @@ def test_the_null_is_the_rule_on_curves_permuted_in_time_after_saturation() -> N
 
 
 def _hand_run():
-    from specbound.lab.grokking import RunGrokking
+    from specbound_lab.grokking import RunGrokking
 
     train = _sigmoid(150.0, low=0.01, high=1.0)
     test = _sigmoid(650.0, low=0.01, high=0.99)
@@ -157,7 +157,7 @@ def _hand_run():
 
 
 def test_the_excursion_share_is_what_the_rule_compares_with_one_half() -> None:
-    from specbound.lab.grokking import excursion_shares as excursion_share
+    from specbound_lab.grokking import excursion_shares as excursion_share
 
     values = [0.0, 5.0, 9.0, 10.0, 10.0, 10.0, 10.0, 9.0, 6.0, 4.0, 4.0]
     shares = excursion_share(STEPS, values, 300)
@@ -168,7 +168,7 @@ def test_the_excursion_share_is_what_the_rule_compares_with_one_half() -> None:
 
 
 def test_the_grokking_figure_marks_the_fit_and_the_jump_on_one_step_axis() -> None:
-    from specbound.present.figures.lab import grokking_figure
+    from specbound_lab.figures import grokking_figure
 
     run = _hand_run()
     fig = grokking_figure(run).to_dict()
@@ -192,7 +192,7 @@ def test_the_grokking_figure_marks_the_fit_and_the_jump_on_one_step_axis() -> No
 
 
 def test_the_sentence_says_what_every_seed_supports() -> None:
-    from specbound.lab.grokking import RunGrokking, grokking_sentence
+    from specbound_lab.grokking import RunGrokking, grokking_sentence
 
     def run(seed: int, ours_center: float, other_center: float, grokked: bool = True) -> RunGrokking:
         train = _sigmoid(150.0, low=0.01, high=1.0)
@@ -208,7 +208,7 @@ def test_the_sentence_says_what_every_seed_supports() -> None:
         "2 of 3 seeds grok: training accuracy reaches 0.99 by step 300 and test accuracy moves at step 700"
     )
     assert "With 2 seeds that grokked (a verdict needs 10), no measure is said to move before the jump" in text
-    from specbound.lab.grokking import grokking_summary
+    from specbound_lab.grokking import grokking_summary
 
     ours = next(s for s in grokking_summary(runs) if s.measure == "ours")
     assert text.endswith(
@@ -219,7 +219,7 @@ def test_the_sentence_says_what_every_seed_supports() -> None:
 
 
 def test_one_runs_sentence_gives_its_own_steps_and_leads() -> None:
-    from specbound.lab.grokking import RunGrokking, run_sentence
+    from specbound_lab.grokking import RunGrokking, run_sentence
 
     run = _hand_run()  # saturates at 300, jumps at 700; ours moves at 400, Edelman's at 900
     text = run_sentence(run, name_of={"ours": "ours at p*", "edelman": "Edelman"}.get)

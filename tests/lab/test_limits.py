@@ -1,4 +1,4 @@
-"""The lab's limits, declared once (``specbound.lab.limits``), are the ones every door enforces: the run
+"""The lab's limits, declared once (``specbound_lab.limits``), are the ones every door enforces: the run
 specs and tasks, the grid, the command line's argument types and the dashboard visitor's caps."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import dataclasses
 
 import pytest
 
-from specbound.lab import cli as lab_cli
-from specbound.lab.grid import SweepGrid
-from specbound.lab.limits import LAB_LIMITS, VISITOR_CAPS
-from specbound.lab.tasks import MarkovTask, ThresholdTask
-from specbound.lab.train import LabError, RunSpec, TrainSettings
+from specbound_lab import cli as lab_cli
+from specbound_lab.grid import SweepGrid
+from specbound_lab.limits import LAB_LIMITS, VISITOR_CAPS
+from specbound_lab.tasks import MarkovTask, ThresholdTask
+from specbound_lab.train import LabError, RunSpec, TrainSettings
 
 
 def test_a_visitor_asks_for_less_than_the_lab_allows() -> None:

@@ -12,8 +12,8 @@ from safetensors.numpy import load_file
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.heavy_tail import fit_power_law
 from specbound.io.loading import load_profile
-from specbound.lab.measures import frobenius_sum, log_bartlett, log_spectral_product
-from specbound.lab.registry import MEASURES, centred_measures
+from specbound_lab.measures import frobenius_sum, log_bartlett, log_spectral_product
+from specbound_lab.registry import MEASURES, centred_measures
 
 #: The CENTRED measures by name, typed.
 CENTRED = {m.name: m for m in centred_measures()}
@@ -106,7 +106,7 @@ def test_measures_centred_at_a_reference_match_dense_differences(make_checkpoint
     """Σ‖W − W⁰‖_F², Jiang et al.'s spectral measure centred at init and Bartlett et al.'s bound with the
     reference's blocks as reference matrices, against dense per-head differences QK_h − QK⁰_h."""
     from specbound.io.loading import difference_profile, open_weights
-    from specbound.lab.measures import frobenius_distance, log_bartlett_init, log_spectral_init
+    from specbound_lab.measures import frobenius_distance, log_bartlett_init, log_spectral_init
 
     layers, hidden, heads = 2, 16, 2
     tuned = make_checkpoint(layers=layers, hidden=hidden, heads=heads, ffn=24, seed=3, name="tuned")
@@ -140,7 +140,7 @@ def test_a_checkpoint_at_its_reference_is_at_distance_zero(make_checkpoint) -> N
     """At the run's first step the difference is 0: distance 0, the centred bounds' logs -inf, and ours
     centred at init √L (every matrix rank 0)."""
     from specbound.io.loading import difference_profile, open_weights
-    from specbound.lab.measures import frobenius_distance, log_bartlett_init, log_spectral_init
+    from specbound_lab.measures import frobenius_distance, log_bartlett_init, log_spectral_init
 
     start = make_checkpoint(layers=3, hidden=16, heads=2, ffn=24, seed=4)
     profile = load_profile(str(start))

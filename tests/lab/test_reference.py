@@ -14,13 +14,13 @@ from specbound.cli import main
 from specbound.core.bounds import BoundAnalysis
 from specbound.io.atlas import load_atlas, read_manifest
 from specbound.io.models import parse_miniature_alias
-from specbound.lab import reference
-from specbound.lab.records import LAB_LABEL
-from specbound.lab.registry import centred_measures, correlated_measures
-from specbound.lab.sweep import run_sweep
-from specbound.lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV, measure_value, read_results, read_runs_csv
-from specbound.lab.train import LabError
-from specbound.lab.trajectory import DEFAULT_BOUNDS
+from specbound_lab import reference
+from specbound_lab.records import LAB_LABEL
+from specbound_lab.registry import centred_measures, correlated_measures
+from specbound_lab.sweep import run_sweep
+from specbound_lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV, measure_value, read_results, read_runs_csv
+from specbound_lab.train import LabError
+from specbound_lab.trajectory import DEFAULT_BOUNDS
 
 #: The columns of SPEC §13 that a runs.csv or correlations.csv written before it lacks.
 #: Columns a rewritten runs.csv has beside a shipped one written before them: the environment, the loss

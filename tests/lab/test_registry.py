@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specbound.lab import records, reference, tables, views
-from specbound.lab.grid import preset_grid
-from specbound.lab.registry import MEASURES, MeasureInput, RunMeasure, correlated_measures, recorded_measures, register
-from specbound.lab.sweep import run_sweep
-from specbound.lab.trajectory import StepTerms
+from specbound_lab import records, reference, tables, views
+from specbound_lab.grid import preset_grid
+from specbound_lab.registry import MEASURES, MeasureInput, RunMeasure, correlated_measures, recorded_measures, register
+from specbound_lab.sweep import run_sweep
+from specbound_lab.trajectory import StepTerms
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbound.lab.robust import (
+from specbound_lab.robust import (
     MIN_COUPLED_PAIRS,
     NOISE_Z,
     RobustSummary,
@@ -103,7 +103,7 @@ def test_the_summary_is_the_distribution_over_couplings() -> None:
 
 
 def test_two_runs_of_one_configuration_and_seed_are_refused_by_name() -> None:
-    from specbound.lab.train import LabError
+    from specbound_lab.train import LabError
 
     frame = _frame([*GRID, GRID[0]])
     frame["run"] = [f"run-{k}" for k in range(len(frame))]
@@ -122,7 +122,7 @@ def test_an_exact_tie_of_the_gaps_is_never_a_kept_pair() -> None:
 def test_the_robust_sentence_compares_measures_on_the_same_couplings() -> None:
     """A measure recorded in fewer environments (fewer couplings) is not crowned on its own couplings:
     the best is the best among the measures on every coupling, and the others are named apart."""
-    from specbound.lab.views import robust_sentence
+    from specbound_lab.views import robust_sentence
 
     def row(measure: str, errors: tuple[float, ...]) -> RobustSummary:
         return RobustSummary(measure, errors, ("n_train",) * len(errors), ("threshold/bert",) * len(errors))

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from specbound.lab import records, sweep, tables
-from specbound.lab.grid import PRESETS, SweepGrid, grid_from_dict, preset_grid, read_grid
-from specbound.lab.registry import correlated_measures
-from specbound.lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV
-from specbound.lab.train import LabError, TrainingCancelled, TrainSettings
 from specbound.studies.status import Status
+from specbound_lab import records, sweep, tables
+from specbound_lab.grid import PRESETS, SweepGrid, grid_from_dict, preset_grid, read_grid
+from specbound_lab.registry import correlated_measures
+from specbound_lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV
+from specbound_lab.train import LabError, TrainingCancelled, TrainSettings
 
 TINY = SweepGrid(
     layers=(1,),

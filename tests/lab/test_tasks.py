@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from specbound.lab.limits import LAB_LIMITS
-from specbound.lab.tasks import Stream, ThresholdTask, balanced_threshold, sum_distribution
+from specbound_lab.limits import LAB_LIMITS
+from specbound_lab.tasks import Stream, ThresholdTask, balanced_threshold, sum_distribution
 
 
 @pytest.mark.parametrize(("vocab", "terms"), [(8, 3), (5, 2), (3, 4), (10, 1)])
@@ -88,7 +88,7 @@ def test_invalid_tasks_are_refused(kwargs: dict) -> None:
 def test_a_markov_chain_s_law_is_solved_once_per_process(monkeypatch) -> None:
     """At the vocabulary limit the stationary law is a 1,025 x 1,024 solve: a table asks for the entropy
     rate at every saved step, so it is computed once per chain (and equals the uncached formula)."""
-    from specbound.lab import tasks
+    from specbound_lab import tasks
 
     solved = []
     original = tasks.stationary_distribution

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specbound.lab.tasks import ThresholdTask
-from specbound.lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings, standard_error, train_run
+from specbound_lab.tasks import ThresholdTask
+from specbound_lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings, standard_error, train_run
 
 SHORT = TrainSettings(steps=150, save_every=50, test_samples=1000)
 
@@ -94,7 +94,7 @@ def test_runs_that_train_differently_have_different_names() -> None:
 def test_a_run_trained_until_fit_ends_at_its_first_fitted_checkpoint(tmp_path: Path) -> None:
     """SPEC §13b: with until_fit a classification run trains until its training set is fitted (cross-entropy
     <= 0.01 or no training error, on the whole set, at a checkpoint) and ends there; steps is the cap."""
-    from specbound.lab.train import FIT_LOSS, fits_training_set
+    from specbound_lab.train import FIT_LOSS, fits_training_set
 
     settings = TrainSettings(steps=3000, save_every=50, test_samples=200, until_fit=True)
     spec = RunSpec(layers=1, hidden=16, heads=2, n_train=32, seed=4, settings=settings)
@@ -132,7 +132,7 @@ def test_fit_checks_between_saves_end_the_run_where_saving_at_every_check_would(
 
 
 def test_a_next_token_run_trains_its_budget_even_until_fit(tmp_path: Path) -> None:
-    from specbound.lab.tasks import MarkovTask
+    from specbound_lab.tasks import MarkovTask
 
     settings = TrainSettings(steps=6, save_every=3, test_samples=8, until_fit=True)
     result = train_run(RunSpec(1, 16, 2, 4, task=MarkovTask(), settings=settings, family="gpt2"), tmp_path)
@@ -142,7 +142,7 @@ def test_a_next_token_run_trains_its_budget_even_until_fit(tmp_path: Path) -> No
 def test_the_learning_rate_is_an_axis_of_a_sweep_grid() -> None:
     from dataclasses import replace
 
-    from specbound.lab.grid import PRESETS, grid_from_dict
+    from specbound_lab.grid import PRESETS, grid_from_dict
 
     grid = replace(PRESETS["smoke"], learning_rates=(1e-3, 3e-3))
     specs = grid.specs()
@@ -159,7 +159,7 @@ def test_adam_beta2_is_a_setting_that_names_its_runs_only_when_it_differs() -> N
     record; another value is another optimiser, so another run name, and is recorded."""
     from dataclasses import replace
 
-    from specbound.lab.train import ADAM_BETA2, RunSpec, TrainSettings, _settings_dict
+    from specbound_lab.train import ADAM_BETA2, RunSpec, TrainSettings, _settings_dict
 
     spec = RunSpec(layers=1, hidden=32, heads=2, n_train=100)
     assert spec.settings.adam_beta2 == ADAM_BETA2 == 0.999

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbound.lab.records import read_runs
+from specbound_lab.records import read_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,14 +12,14 @@ import pytest
 from safetensors.numpy import load_file
 
 from specbound.io.models import resolve
-from specbound.lab.finetune import BASE_NAME, FINE_TUNE_TASK
-from specbound.lab.grid import FINETUNE, preset_grid
-from specbound.lab.robust import couplings
-from specbound.lab.sweep import run_sweep
-from specbound.lab.tables import final_rows, runs_frame
-from specbound.lab.train import LabError, RunSpec, TrainSettings
-from specbound.lab.trajectory import spec_from_dict
-from specbound.lab.tuning import LORA_TARGETS, FineTuning, FineTuningError
+from specbound_lab.finetune import BASE_NAME, FINE_TUNE_TASK
+from specbound_lab.grid import FINETUNE, preset_grid
+from specbound_lab.robust import couplings
+from specbound_lab.sweep import run_sweep
+from specbound_lab.tables import final_rows, runs_frame
+from specbound_lab.train import LabError, RunSpec, TrainSettings
+from specbound_lab.trajectory import spec_from_dict
+from specbound_lab.tuning import LORA_TARGETS, FineTuning, FineTuningError
 
 #: The shipped base's sizes: 2 layers of width 64, feed-forward 256, a two-class head.
 LAYERS, HIDDEN, FFN = 2, 64, 256
@@ -125,9 +125,9 @@ def test_the_finetune_preset() -> None:
 def test_the_shipped_fine_tuning_verdict_names_its_environment() -> None:
     import pandas as pd
 
-    from specbound.lab.reference import FINETUNE_REFERENCE
-    from specbound.lab.robust import split_environment
-    from specbound.lab.tables import VERDICT_CSV
+    from specbound_lab.reference import FINETUNE_REFERENCE
+    from specbound_lab.robust import split_environment
+    from specbound_lab.tables import VERDICT_CSV
 
     verdict = pd.read_csv(FINETUNE_REFERENCE.directory / VERDICT_CSV)
     assert set(verdict["family"]) == {"bert"} and verdict["fine_tuned"].all()  # the family alone, flagged

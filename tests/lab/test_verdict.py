@@ -12,24 +12,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbound.lab import reference
-from specbound.lab.correlation import (
+from specbound_lab import reference
+from specbound_lab.correlation import (
     bootstrap_counts,
     cluster_counts,
     correlate,
     kendall_tau_a,
 )
-from specbound.lab.flatness import censoring_values
-from specbound.lab.registry import MEASURES, baseline_measures
-from specbound.lab.tables import COUPLINGS_CSV, RUNS_CSV, VERDICT_CSV, read_results, read_runs_csv
-from specbound.lab.train import FIT_LOSS, fits_training_set
-from specbound.lab.verdict import (
+from specbound_lab.flatness import censoring_values
+from specbound_lab.registry import MEASURES, baseline_measures
+from specbound_lab.tables import COUPLINGS_CSV, RUNS_CSV, VERDICT_CSV, read_results, read_runs_csv
+from specbound_lab.train import FIT_LOSS, fits_training_set
+from specbound_lab.verdict import (
     environment_verdict,
     pooled_sign_error,
     robust_view,
     stratified_tau,
 )
-from specbound.lab.views import robust_sentence, verdict_sentences
+from specbound_lab.views import robust_sentence, verdict_sentences
 
 # --- the pieces ----------------------------------------------------------------------------------------
 
@@ -62,7 +62,7 @@ def test_cluster_counts_draw_the_seeds_of_a_configuration_together() -> None:
 def test_the_joint_bootstrap_of_a_group_tau_is_tau_a_of_the_drawn_runs() -> None:
     """A group's τ under multiplicities c is τ_a over the drawn runs, pairs of copies of one run left out:
     checked by listing the drawn runs and their pairs."""
-    from specbound.lab.correlation import _weighted_group_tau
+    from specbound_lab.correlation import _weighted_group_tau
 
     rng = np.random.default_rng(7)
     x, y = rng.integers(0, 4, 9).astype(float), rng.integers(0, 3, 9).astype(float)
@@ -104,7 +104,7 @@ def test_tau_within_strata_uses_the_pairs_of_one_stratum_only() -> None:
 
 
 def test_fit_strata_are_equal_terciles_of_the_excess_loss() -> None:
-    from specbound.lab.verdict import fit_strata
+    from specbound_lab.verdict import fit_strata
 
     assert fit_strata(np.array([0.5, -0.1, 0.2, 0.9, 0.0, 0.3])) == [2, 0, 1, 2, 0, 1]
     assert fit_strata(np.array([1.0, 1.0, 1.0])) == [0, 1, 2]  # ties broken by order
@@ -264,7 +264,7 @@ def test_the_shipped_sentences_are_the_numbers_of_the_shipped_tables() -> None:
         f"it {words[paired.kendall_verdict.value]} the strongest trivial baseline, {strongest.measure}" in sentences[1]
     )
     # the baseline read in its better direction: its τ is negative here, so its values are turned round
-    from specbound.lab.correlation import kendall_tau_b
+    from specbound_lab.correlation import kendall_tau_b
 
     frame = _final_rows(reference.DECODER_REFERENCE_DIR)
     gap = frame["gap"].to_numpy(float)

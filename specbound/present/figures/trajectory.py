@@ -2,7 +2,7 @@
 
 Each takes a table with one row per saved step (a ``step`` column and the columns of
 ``trajectory.csv``, :func:`specbound.api.runs.step_row`, which the lab's
-:func:`~specbound.lab.views.trajectory_frame` also has) and returns a ``go.Figure``, with a dotted
+:func:`~specbound_lab.views.trajectory_frame` also has) and returns a ``go.Figure``, with a dotted
 line at the step a slider shows.
 """
 

@@ -19,13 +19,14 @@ import pytest
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.synthetic import Decay, contribution_curve, synthetic_spectrum
-from specbound.lab.reference import load_reference
-from specbound.lab.views import trajectory_frame
-from specbound.present.figures import bounds, lab, scaling, spectra, theory, trajectory
+from specbound.present.figures import bounds, scaling, spectra, theory, trajectory
 from specbound.present.figures.style import KIND_COLORS, QUANTITY_COLORS, Quantity, p_color
 from specbound.studies.compare import compare
 from specbound.studies.scaling import ModelSummary, ScalingStudy
 from specbound.studies.twin import random_twin
+from specbound_lab import figures as lab
+from specbound_lab.reference import load_reference
+from specbound_lab.views import trajectory_frame
 
 SHAPE = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
 FIGURES_DIR = Path(bounds.__file__).parent

@@ -12,7 +12,7 @@ import pytest
 from plotly.subplots import make_subplots
 
 from specbound.core.architecture import CROSS_KINDS, Kind
-from specbound.present.figures import bounds, html_report, lab, scaling, spectra, style, theory
+from specbound.present.figures import bounds, html_report, scaling, spectra, style, theory
 from specbound.present.figures.style import (
     KIND_COLORS,
     OKABE_ITO,
@@ -29,6 +29,7 @@ from specbound.present.figures.style import (
     panel_grid,
     panel_ref,
 )
+from specbound_lab import figures as lab
 
 
 def test_less_than_a_decade_still_gets_ticks() -> None:

@@ -2,7 +2,7 @@
 step, and every measure against the measured gap over a sweep. The proxies and α through training
 are :mod:`specbound.present.figures.trajectory`'s, shared with the trajectories of real runs.
 
-Each builder takes the tables of :mod:`specbound.lab.views` (or a run) and returns a ``go.Figure``;
+Each builder takes the tables of :mod:`specbound_lab.views` (or a run) and returns a ``go.Figure``;
 nothing is styled globally. Colours are the Okabe–Ito palette, readable with every common colour
 vision deficiency. The spectra at a step are :func:`specbound.present.figures.spectra.singular_value_profiles`
 of that step's profile: the lab adds no second way to draw a spectrum.
@@ -17,19 +17,14 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from ...lab.correlation import Interval, MeasureCorrelation, TauDifference
-from ...lab.grokking import POSITIVE_CONTROL, RunGrokking, excursion_shares
-from ...lab.registry import MEASURES, is_baseline
-from ...lab.robust import RobustSummary
-from ...lab.trajectory import RunTrajectory
-from ...lab.views import MEASURE_LABELS, PStarMap
-from ..numbers import format_count
-from .style import (
+from specbound.present import format_count
+from specbound.present.figures import (
     GREYED,
     NEUTRAL,
     OKABE_ITO,
     PANEL_TITLE_ROOM,
     SEQUENTIAL,
+    STEP_AXIS,
     TOP_MARGIN,
     Quantity,
     axis_title,
@@ -42,8 +37,15 @@ from .style import (
     panel_ref,
     quantity_color,
     sequential_colors,
+    step_layout,
 )
-from .trajectory import STEP_AXIS, step_layout
+
+from .correlation import Interval, MeasureCorrelation, TauDifference
+from .grokking import POSITIVE_CONTROL, RunGrokking, excursion_shares
+from .registry import MEASURES, is_baseline
+from .robust import RobustSummary
+from .trajectory import RunTrajectory
+from .views import MEASURE_LABELS, PStarMap
 
 
 def power_law_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
@@ -289,7 +291,7 @@ def _grokking_line(measure: str, index: int) -> dict[str, Any]:
 def grokking_figure(run: RunGrokking) -> go.Figure:
     """Accuracies (top) and each measure's share of its excursion since saturation (bottom) on one
     step axis, the saturation and the jump marked: a measure that reaches 1/2 before the jump's line
-    moved first (:mod:`specbound.lab.grokking`)."""
+    moved first (:mod:`specbound_lab.grokking`)."""
     steps = list(run.steps)
     accuracy = [
         on_panel(
@@ -449,8 +451,8 @@ def difference_forest(
 
     Example::
 
-        >>> from specbound.lab.reference import load_reference
-        >>> from specbound.lab.tables import comparisons
+        >>> from specbound_lab.reference import load_reference
+        >>> from specbound_lab.tables import comparisons
         >>> fig = difference_forest(comparisons(load_reference().runs))
     """
     rows = [d for d in differences if math.isfinite(d.kendall_tau)]

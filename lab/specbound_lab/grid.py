@@ -15,10 +15,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.limits import LIMITS
-from ..core.text import quoted
-from ..core.values import is_real_number
-from ..io.files import describe_os_error, read_json
+from specbound.core import LIMITS, is_real_number, quoted
+from specbound.io import describe_os_error, read_json
+
 from .finetune import FINE_TUNE_TASK
 from .limits import LAB_LIMITS
 from .tasks import TASKS, LabTask, ThresholdTask

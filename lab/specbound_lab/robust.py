@@ -16,7 +16,7 @@ standard errors (an exact tie of the gaps always), is left out and counted, as t
 pairs within a Hoeffding bound; so is a pair where either run's value is missing or censored. A
 coupling's sign-error is the mean over the pairs it keeps and needs at least :data:`MIN_COUPLED_PAIRS` of them.
 
-Over the couplings of every environment whose runs fitted (:mod:`specbound.lab.verdict`), a measure's
+Over the couplings of every environment whose runs fitted (:mod:`specbound_lab.verdict`), a measure's
 sign-errors form a distribution: the Lab page draws its CDF, and :class:`RobustSummary` gives its
 mean, 90th percentile and maximum, and its mean per hyperparameter axis.
 """

@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from ..core.profile import SpectralProfile
+from specbound.core import SpectralProfile
 
 
 def _per_block(profile: SpectralProfile, values: np.ndarray) -> np.ndarray:

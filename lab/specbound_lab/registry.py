@@ -40,11 +40,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ..core.bounds import BoundAnalysis
-from ..core.defaults import FIXED_P
-from ..core.heavy_tail import SpectrumAlphas, spectrum_alphas
-from ..core.logspace import LOG10_E
-from ..core.profile import SpectralProfile
+from specbound.core import FIXED_P, LOG10_E, BoundAnalysis, SpectralProfile, SpectrumAlphas, spectrum_alphas
+
 from .flatness import censoring_values, inverse_square, pacbayes_sigma, sharpness_alpha
 from .measures import (
     frobenius_distance,
@@ -82,7 +79,7 @@ class ModelProbe:
 
 
 class RunFacts(Protocol):
-    """What a RUN measure sees of a finished run (a :class:`~specbound.lab.trajectory.RunTrajectory`
+    """What a RUN measure sees of a finished run (a :class:`~specbound_lab.trajectory.RunTrajectory`
     is one): declared here, so the registry depends on no module that uses it."""
 
     @property
@@ -99,7 +96,7 @@ class RunFacts(Protocol):
 
 
 class StepFacts(Protocol):
-    """What a DERIVED measure sees of one saved step (a :class:`~specbound.lab.trajectory.StepTerms`)."""
+    """What a DERIVED measure sees of one saved step (a :class:`~specbound_lab.trajectory.StepTerms`)."""
 
     def value(self, name: str) -> float: ...
 

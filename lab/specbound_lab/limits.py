@@ -3,8 +3,8 @@ dashboard visitor may ask of a run.
 
 The lab trains small models on a laptop's cores; these numbers keep a typo from starting an hour-long
 job (or a week-long grid) and a visitor's run to about a minute. The run specs and tasks
-(:mod:`~specbound.lab.train`, :mod:`~specbound.lab.tasks`), the grid (:mod:`~specbound.lab.grid`), the
-command line's argument types (:mod:`~specbound.lab.cli`) and the dashboard's Lab form all read them
+(:mod:`~specbound_lab.train`, :mod:`~specbound_lab.tasks`), the grid (:mod:`~specbound_lab.grid`), the
+command line's argument types (:mod:`~specbound_lab.cli`) and the dashboard's Lab form all read them
 here. The analysis's own limits (checkpoints, caches, atlases, downloads) are
 :mod:`specbound.core.limits`'.
 """

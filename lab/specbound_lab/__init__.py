@@ -9,6 +9,12 @@ tau, intervals over configurations), :mod:`.robust` (Dziugaite et al.'s coupling
 (a sweep's runs, presets, grid files), :mod:`.records` (a lab directory's layout and run records),
 :mod:`.tables` (runs.csv, correlations.csv, verdict.csv, couplings.csv, robust.csv), :mod:`.claims`
 (several writers on one directory), :mod:`.sweep` (running a sweep, resumably), :mod:`.reference` (the
-shipped reference sweeps) and :mod:`.cli`. Importing the package does not import
-torch or transformers; only training does.
+shipped reference sweeps), :mod:`.figures` (its charts) and :mod:`.cli` (``specbound lab ...``).
+Importing the package does not import torch or transformers; only training does.
+
+The lab is a package beside the library, not inside it: it imports only specbound's public surface (the
+package and the ``__all__`` of its layers, ``tests/lab/test_public_api.py``), and its shipped references
+travel in its own distribution (``lab/pyproject.toml``).
 """
+
+__version__ = "0.1.0"

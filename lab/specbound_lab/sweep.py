@@ -4,9 +4,9 @@ A re-run skips every run whose record exists with the same spec and every regist
 without a record (killed mid-way, or cancelled), or whose record predates a measure, is deleted and
 trained again from scratch, so it is redone cleanly. Then the tables are rebuilt from every record.
 
-The pieces: :mod:`~specbound.lab.grid` (which runs), :mod:`~specbound.lab.records` (the directory's
-layout and records), :mod:`~specbound.lab.tables` (runs.csv, correlations.csv), and
-:mod:`~specbound.lab.claims` (several writers on one directory: a run is claimed before it is touched,
+The pieces: :mod:`~specbound_lab.grid` (which runs), :mod:`~specbound_lab.records` (the directory's
+layout and records), :mod:`~specbound_lab.tables` (runs.csv, correlations.csv), and
+:mod:`~specbound_lab.claims` (several writers on one directory: a run is claimed before it is touched,
 and a writer waits for a run another is training, then reuses its record).
 """
 
@@ -19,11 +19,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.bounds import BoundSettings
-from ..core.progress import ProgressCallback, silent
-from ..io.files import describe_os_error
-from ..studies.parallel import Executor, run_tasks
-from ..studies.status import Status
+from specbound.core import BoundSettings, ProgressCallback, silent
+from specbound.io import describe_os_error
+from specbound.studies import Executor, Status, run_tasks
+
 from .claims import claim, tables_lock
 from .records import RUNS_DIR, finished_run, read_runs, write_record
 from .tables import LabResults, lab_results, write_results, write_tables

@@ -24,7 +24,7 @@ and a fixed thread count make a run reproducible bit for bit on one CPU.
 Measured at every saved step (in eval mode): the training error on the whole training set and the test
 error on ``test_samples`` fresh examples (stream TEST of the run's seed, the same set at every step),
 with standard error sqrt(e (1 - e) / m). After the last step, the measures that need the model itself
-(the MODEL measures of :mod:`specbound.lab.registry`: PAC-Bayes flatness and sharpness) are computed
+(the MODEL measures of :mod:`specbound_lab.registry`: PAC-Bayes flatness and sharpness) are computed
 on the final weights and the training set. Checkpoints are written with ``save_pretrained``
 (config.json + model.safetensors) at step 0 and every ``save_every`` steps, and at the last step.
 
@@ -45,10 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.errors import SpecboundError
-from ..core.progress import ProgressCallback, ProgressEvent, silent
-from ..core.threads import torch_threads
-from ..core.values import check_number
+from specbound.core import ProgressCallback, ProgressEvent, SpecboundError, check_number, silent, torch_threads
+
 from .limits import LAB_LIMITS
 from .registry import ModelProbe, model_measures
 from .tasks import LabeledSample, LabTask, ThresholdTask
@@ -192,7 +190,7 @@ class RunSpec:
     task: LabTask = field(default_factory=ThresholdTask)
     settings: TrainSettings = field(default_factory=TrainSettings)
     family: str = "bert"
-    #: start from a pretrained base (:mod:`specbound.lab.tuning`) instead of a fresh initialization
+    #: start from a pretrained base (:mod:`specbound_lab.tuning`) instead of a fresh initialization
     fine_tuning: FineTuning | None = None
 
     def __post_init__(self) -> None:
@@ -339,7 +337,7 @@ class TrainResult:
     params: int  # every parameter of the model (embeddings, pooler, head included)
     steps: tuple[StepRecord, ...]
     seconds: float  # training and measuring the errors
-    #: the MODEL measures of :mod:`specbound.lab.registry` on the final checkpoint, by name
+    #: the MODEL measures of :mod:`specbound_lab.registry` on the final checkpoint, by name
     model_values: Mapping[str, float] = field(default_factory=dict, hash=False)
     model_seconds: float = 0.0  # computing them
 

@@ -6,11 +6,11 @@ Layout of a lab directory ``DIR`` (the file names and columns are an interface):
     runs/<run>/trajectory.json            the run's record: spec, errors and terms at every saved step;
                                           written atomically last, it marks the run as finished
     runs.csv                              one row per run and saved step (see
-                                          :data:`specbound.lab.tables.RUN_COLUMNS`)
+                                          :data:`specbound_lab.tables.RUN_COLUMNS`)
     correlations.csv                      one block per environment (task, family), one row per measure:
                                           Kendall tau and granulated tau with the gap, 95 % bootstrap intervals
     robust.csv                            one row per measure: its sign-error in each environment, the
-                                          mean, the worst and where (:mod:`specbound.lab.robust`)
+                                          mean, the worst and where (:mod:`specbound_lab.robust`)
 
 A record is validated when it is read: one that does not hold a complete, finite trajectory is not a
 finished run. A record that predates a measure still loads (that measure is missing), but it is not
@@ -24,8 +24,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ..core.limits import LIMITS
-from ..io.files import atomic_write, read_json
+from specbound.core import LIMITS
+from specbound.io import atomic_write, read_json
+
 from .registry import recorded_measures
 from .train import LabError, RunSpec
 from .trajectory import RunTrajectory

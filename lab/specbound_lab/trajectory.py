@@ -3,7 +3,7 @@
 Each checkpoint directory goes through :func:`specbound.io.loading.load_profile` (so the profile cache
 is used, exactly as ``specbound analyze DIR`` would) and :class:`specbound.core.bounds.BoundAnalysis`. Per
 step: the measured errors; log10 of the bound's layer constant α per layer; p* of every matrix; and
-every CHECKPOINT measure of :mod:`specbound.lab.registry` (ours at p* and at p = 0, 1, 2, the
+every CHECKPOINT measure of :mod:`specbound_lab.registry` (ours at p* and at p = 0, 1, 2, the
 Edelman-style proxy, the comparison measures, the power-law exponents of the spectra), and every
 CENTRED measure, read against the run's first saved step (its initialization, or the pretrained base
 of a fine-tuning run: :func:`specbound.io.loading.difference_profile`, SPEC §14). The MODEL
@@ -20,11 +20,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.bounds import BoundAnalysis, BoundSettings
-from ..core.logspace import LOG10_E
-from ..core.progress import ProgressCallback, ProgressEvent, silent
-from ..core.values import is_genuine_int, is_real_number
-from ..io.loading import difference_profile, load_profile, open_weights
+from specbound.core import (
+    LOG10_E,
+    BoundAnalysis,
+    BoundSettings,
+    ProgressCallback,
+    ProgressEvent,
+    is_genuine_int,
+    is_real_number,
+    silent,
+)
+from specbound.io import difference_profile, load_profile, open_weights
+
 from .registry import centred_measures, checkpoint_measures, recorded_measures
 from .tasks import task_from_dict
 from .train import RunSpec, TrainResult, TrainSettings, standard_error
@@ -39,7 +46,7 @@ _CORE = ("step", "train_loss", "train_error", "test_error", "test_samples", "che
 class StepTerms:
     """Errors and bound terms of one saved checkpoint (``checkpoint`` relative to the run directory).
 
-    ``values`` holds every measure of :data:`specbound.lab.registry.MEASURES` recorded at this step, by
+    ``values`` holds every measure of :data:`specbound_lab.registry.MEASURES` recorded at this step, by
     measure name (CHECKPOINT measures at every step, MODEL measures at the final step); a measure the
     step lacks (an older record, or a MODEL measure before the end) is absent and reads as NaN.
     """

@@ -1,8 +1,8 @@
 """What the Lab page shows, as plain tables and arrays: a run's trajectory, its p* map at one step,
 and every measure beside the gap over the final checkpoints of a sweep.
 
-Pure functions of finished runs (:class:`~specbound.lab.trajectory.RunTrajectory`); the figures of
-:mod:`specbound.present.figures.lab` draw them and the dashboard only picks what to draw. Proxies stay in
+Pure functions of finished runs (:class:`~specbound_lab.trajectory.RunTrajectory`); the figures of
+:mod:`specbound_lab.figures` draw them and the dashboard only picks what to draw. Proxies stay in
 log10, as the records keep them; parameter count, Σ‖W‖_F² and the flatness measures are plain
 positive numbers (drawn on log axes).
 """
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: How each measure is named on screen, and whether it is drawn on a linear axis (True: a log10 or an
-#: exponent) or on a log axis (a plain positive number), from :data:`specbound.lab.registry.MEASURES`.
+#: exponent) or on a log axis (a plain positive number), from :data:`specbound_lab.registry.MEASURES`.
 MEASURE_LABELS: dict[str, tuple[str, bool]] = {m.name: (m.label, m.linear_axis) for m in MEASURES.values()}
 
 

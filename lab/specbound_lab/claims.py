@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..io.files import DirectoryLock, DirectoryLocked
+from specbound.io import DirectoryLock, DirectoryLocked
+
 from .records import RUNS_DIR
 from .train import TrainingCancelled
 

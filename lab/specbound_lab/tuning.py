@@ -1,6 +1,6 @@
 """Fine-tuning runs: a lab run that starts from a pretrained base instead of a fresh initialization.
 
-A :class:`FineTuning` on a :class:`~specbound.lab.train.RunSpec` makes its run load ``base`` (a model
+A :class:`FineTuning` on a :class:`~specbound_lab.train.RunSpec` makes its run load ``base`` (a model
 name, by default the lab's shipped base :data:`specbound.io.models.FINETUNE_BASE`, a 2-layer BERT of
 width 64 pretrained on the threshold task at positions 0, 5, 9) and train it on the run's own task,
 
@@ -28,8 +28,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.values import check_number
-from ..io.models import FINETUNE_BASE
+from specbound.core import check_number
+from specbound.io import FINETUNE_BASE
 
 #: The modules a lab LoRA adapter wraps (BERT's names): every attention and feed-forward weight.
 LORA_TARGETS: tuple[str, ...] = (
@@ -93,8 +93,7 @@ def start_model(tuning: FineTuning, expected: Any, class_name: str, seed: int) -
     import torch
     import transformers
 
-    from ..io.checkpoints.hub import fetch
-    from ..io.models import resolve
+    from specbound.io import fetch, resolve
 
     path = fetch(resolve(tuning.base))  # a local directory as it is; a Hub name downloaded (offline rules)
     config = transformers.AutoConfig.from_pretrained(path)

@@ -28,7 +28,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..core.values import check_number
+from specbound.core import check_number
+
 from .limits import LAB_LIMITS
 
 _TIE_ATOL = 1e-12

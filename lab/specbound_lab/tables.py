@@ -1,8 +1,8 @@
 """The tables of a lab directory: runs.csv (one row per run and saved step), correlations.csv (each
 measure's tau with the gap, one block per environment: task × family), verdict.csv (SPEC §13b's
-verdict of each measure in each environment, :mod:`specbound.lab.verdict`), couplings.csv (each
+verdict of each measure in each environment, :mod:`specbound_lab.verdict`), couplings.csv (each
 measure's sign-error on every coupling of Dziugaite et al.'s robust view) and robust.csv (each
-measure's coupled sign-errors summarised over the fitted environments, :mod:`specbound.lab.robust`),
+measure's coupled sign-errors summarised over the fitted environments, :mod:`specbound_lab.robust`),
 the comparisons against the baseline measure, and reading results back.
 
 runs.csv has ``task`` and ``family`` columns (SPEC §13); one written before them (the shipped reference)
@@ -10,7 +10,7 @@ reads back through :func:`read_runs_csv` as threshold/bert. The gap is test minu
 test minus training loss for next-token prediction (task markov), where ``optimal_loss`` is the chain's
 entropy rate and ``excess_loss`` the test loss above it.
 
-The measures' columns come from :mod:`specbound.lab.registry`; the tables are rebuilt from every record
+The measures' columns come from :mod:`specbound_lab.registry`; the tables are rebuilt from every record
 in ``runs/``, so a run trained later into the same directory joins them.
 """
 
@@ -93,7 +93,7 @@ def run_columns() -> tuple[str, ...]:
     return (*_HEAD_COLUMNS, *columns, *_TAIL_COLUMNS)
 
 
-#: The columns of runs.csv with the measures registered in :mod:`specbound.lab.registry`.
+#: The columns of runs.csv with the measures registered in :mod:`specbound_lab.registry`.
 RUN_COLUMNS: tuple[str, ...] = run_columns()
 
 

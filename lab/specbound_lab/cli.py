@@ -1,6 +1,7 @@
 """Command line of the lab: ``specbound lab train | sweep | show | remeasure``.
 
-Registered by :func:`add_lab_commands` from ``specbound.cli.build_parser``. Per-run lines go to stdout;
+Registered by :func:`add_lab_commands`, which ``specbound.cli.build_parser`` finds through the
+``specbound.commands`` entry point that this package declares (``lab/pyproject.toml``). Per-run lines go to stdout;
 the progress bar goes to stderr only when it is a terminal.
 """
 
@@ -15,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.progress import ProgressCallback, ProgressEvent, silent
-from ..core.values import check_number
+from specbound.core import ProgressCallback, ProgressEvent, check_number, silent
+
 from .limits import LAB_LIMITS
 from .tasks import TASKS
 from .train import FAMILIES, TrainSettings
@@ -128,7 +129,7 @@ _GROK_RUNS_LISTED = 12
 
 def _print_grokking(results: Any) -> None:
     """For the modular task's runs: when each fitted and jumped, and each measure's lead over the seeds
-    that grokked (:mod:`specbound.lab.grokking`)."""
+    that grokked (:mod:`specbound_lab.grokking`)."""
     from .grokking import grokking_runs, grokking_summary
 
     runs = grokking_runs(results.runs)
@@ -351,7 +352,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from ..studies.status import Status
+    from specbound.studies import Status
+
     from .grid import GROK, preset_grid, read_grid
     from .reference import export_reference, shipped_reference
     from .sweep import run_sweep
@@ -382,7 +384,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         specs += grid.specs()
         print(f"{len(grid.specs())} runs of {family} on {grid.task.describe()}; results in {args.out}", flush=True)
     started = time.perf_counter()
-    from ..studies.parallel import Executor
+    from specbound.studies import Executor
 
     result = run_sweep(
         specs,
@@ -609,7 +611,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         default=None,
         help="paired bootstrap of tau(MEASURE) - tau(OTHER), e.g. --compare ours spectral_product",
     )
-    show.set_defaults(handler=_cmd_show)
+    show.set_defaults(handler=_cmd_show, prints_result="lab show")
 
     report = actions.add_parser(
         "report",

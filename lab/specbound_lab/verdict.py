@@ -4,7 +4,7 @@ Every number here is a function of the final rows of a lab directory's ``runs.cs
 so anyone can recompute it from the shipped table. For each *environment* (one task × family):
 
 * **Runs that fit.** A classification run has fitted its training set when its final training
-  cross-entropy is at most :data:`~specbound.lab.train.FIT_LOSS` = 0.01 (Jiang et al. 2020, §4) or,
+  cross-entropy is at most :data:`~specbound_lab.train.FIT_LOSS` = 0.01 (Jiang et al. 2020, §4) or,
   with label noise, its training error is 0 (every flipped label memorised). The verdict reads fitted
   runs only, and says how many of how many; an environment where fewer than :data:`MIN_FITTED_SHARE`
   = 80 % fitted is *not fitted*: shown, and kept out of every summary over environments. A next-token
@@ -13,7 +13,7 @@ so anyone can recompute it from the shipped table. For each *environment* (one t
 * **τ with honest intervals.** Kendall's τ-b over runs, its 95 % interval from a bootstrap over
   *configurations* (the seeds of one configuration share its n, depth and width, so they are drawn
   together); Jiang et al.'s granulated τ over the hyperparameter axes, resampled jointly, with the
-  seed's ψ reported apart as seed noise (:mod:`specbound.lab.correlation`).
+  seed's ψ reported apart as seed noise (:mod:`specbound_lab.correlation`).
 * **Confounders.** τ within strata of n and within strata of the parameter count: τ-b over the pairs
   of runs that share n (resp. the parameter count). A measure whose τ vanishes within strata orders
   model size or data size, not generalization. For a next-token task also τ within strata of the final
@@ -22,17 +22,17 @@ so anyone can recompute it from the shipped table. For each *environment* (one t
 * **Pooled sign-error** = (1 − τ_a) / 2 over all pairs, a tie in the measure counting ½, with the
   number of tied pairs: the all-pairs statistic of the lab's earlier robust view, under its own name.
 * **Dziugaite et al.'s robust view** over the couplings of the environment's runs
-  (:mod:`specbound.lab.robust`: configurations that differ in one hyperparameter, seed for seed, ties
+  (:mod:`specbound_lab.robust`: configurations that differ in one hyperparameter, seed for seed, ties
   ½, a noise filter); over the couplings of every fitted environment, each measure's distribution of
   sign-errors, its mean, 90th percentile and maximum (:func:`robust_view`). For a next-token task the
   gap is on the loss, whose standard error runs.csv does not hold: its pairs are not filtered (the
   verdict says so).
 * **Censored values.** A flatness or sharpness search that hit an end of its range gives a bound, not a
-  value (:meth:`~specbound.lab.registry.Measure.is_censored`): such a run is counted and shown, and
+  value (:meth:`~specbound_lab.registry.Measure.is_censored`): such a run is counted and shown, and
   left out of that measure's statistics (never a value, never a tie).
 
 The trivial baselines (1/n, the optimisation steps, the final training loss, the parameter count) and
-the normalised forms √(C / n) are measures of :mod:`specbound.lab.registry` like any other, so they
+the normalised forms √(C / n) are measures of :mod:`specbound_lab.registry` like any other, so they
 are rows of every table here.
 """
 

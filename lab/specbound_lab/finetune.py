@@ -2,7 +2,7 @@
 "what did fine-tuning change?" can be asked offline, out of the box.
 
 The base is a 2-layer BERT classifier of width 64 (2 heads) trained by the lab on the threshold task
-(:class:`~specbound.lab.tasks.ThresholdTask`: y = [sum of the tokens at positions 0, 5, 9 >= t]). The
+(:class:`~specbound_lab.tasks.ThresholdTask`: y = [sum of the tokens at positions 0, 5, 9 >= t]). The
 fine-tuning task is the same rule read at other positions (2, 7, 12): the same vocabulary and length,
 so the base's embeddings carry over, and a different function, so the attention must move. From the
 base the lab trains, on the fine-tuning task,
@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..io.models import FINETUNE_BASE as BASE_NAME
-from ..io.models import FINETUNE_FULL as FULL_NAME
-from ..io.models import FINETUNE_LORA as LORA_NAME
-from ..io.models import FINETUNE_TRIO_DIR as TRIO_DIR
+from specbound.io import FINETUNE_BASE as BASE_NAME
+from specbound.io import FINETUNE_FULL as FULL_NAME
+from specbound.io import FINETUNE_LORA as LORA_NAME
+from specbound.io import FINETUNE_TRIO_DIR as TRIO_DIR
+
 from .tasks import ThresholdTask
 from .train import LabError, RunSpec, _measure, _training_context, build_model, model_inputs
 from .tuning import LORA_TARGETS
@@ -135,7 +136,7 @@ def _name_base(config_file: Path) -> None:
 
 
 def main() -> None:
-    """``python -m specbound.lab.finetune``: regenerate the shipped trio and print its records."""
+    """``python -m specbound_lab.finetune``: regenerate the shipped trio and print its records."""
     for record in make_trio():
         print(
             f"{record.model:<14} task positions {record.task}: train error {record.train_error:.4f}, "

@@ -1,6 +1,6 @@
 """The reference sweep shipped inside the package: results of the ``class`` preset, without weights.
 
-Layout of ``specbound/lab/reference/`` (the same layout as a lab directory, minus the checkpoints)::
+Layout of ``lab/specbound_lab/reference/`` (the same layout as a lab directory, minus the checkpoints)::
 
     manifest.json                 what this is (small encoders trained by the lab, not BERT Miniatures),
                                   the task, the command that regenerates it, the sweep's wall time (when
@@ -33,16 +33,18 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._version import __version__
-from ..core.bounds import BoundAnalysis
-from ..core.errors import SpecboundError
-from ..core.limits import LIMITS
-from ..core.profile import SpectralProfile
-from ..core.text import quoted
-from ..io.atlas import atlas_member, save_atlas
-from ..io.files import atomic_write, describe_os_error, read_json
-from ..io.loading import load_profile
-from ..io.models import FINETUNE_BASE
+from specbound import __version__
+from specbound.core import LIMITS, BoundAnalysis, SpecboundError, SpectralProfile, quoted
+from specbound.io import (
+    FINETUNE_BASE,
+    atlas_member,
+    atomic_write,
+    describe_os_error,
+    load_profile,
+    read_json,
+    save_atlas,
+)
+
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
 from .flatness import DEFAULT_FLATNESS
 from .records import LAB_LABEL, RUNS_DIR, read_runs, record_measures, record_path, write_record
