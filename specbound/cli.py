@@ -120,9 +120,9 @@ def _progress() -> ProgressCallback:
 
 def _analysis(args: argparse.Namespace) -> BoundAnalysis:
     from .core.bounds import BoundAnalysis, BoundSettings
-    from .io.loading import load_profile_with
+    from .io.loading import load_profile
 
-    profile = load_profile_with(
+    profile = load_profile(
         args.model,
         _compute_options(args),
         progress=_progress(),
@@ -150,10 +150,8 @@ def _centred(args: argparse.Namespace, analysis: BoundAnalysis) -> tuple[BoundAn
         tuned,
         base,
         model=f"{args.model} - {reference}",
+        options=options,
         progress=_progress(),
-        backend=options.backend,
-        workers=options.workers,
-        large_norm_11=options.large_norm_11,
     )
     return BoundAnalysis.from_profile(analysis.profile, analysis.settings, delta=delta), Reference(reference)
 
@@ -410,14 +408,14 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
 
 def _cmd_atlas_export(args: argparse.Namespace) -> int:
     from .io.atlas import save_atlas
-    from .io.loading import load_profile_with
+    from .io.loading import load_profile
 
     require_parent(Path(args.out), "atlas")  # before the analyses, not after them
     profiles, failed = [], []
     for name in args.models:
         try:
             profiles.append(
-                load_profile_with(name, _compute_options(args), progress=_progress(), use_cache=not args.no_cache)
+                load_profile(name, _compute_options(args), progress=_progress(), use_cache=not args.no_cache)
             )
         except SpecboundError as exc:
             failed.append(name)

@@ -343,10 +343,8 @@ def analyze(
         tuned,
         reference,
         model=f"{profile.model} - {reference.where}",
+        options=compute,
         progress=progress,
-        backend=compute.backend,
-        workers=compute.workers,
-        large_norm_11=compute.large_norm_11,
     )
     centred = BoundAnalysis.from_profile(profile, settings, delta=delta)
     label = str(base) if isinstance(base, str | Path) else reference.where
@@ -406,23 +404,19 @@ def _profile(
     compute: ComputeOptions,
     adapter_base: str | None = None,
 ) -> SpectralProfile:
-    from ..io.loading import load_profile_with, profile_in_memory
+    from ..io.loading import load_profile, profile_in_memory
 
     if isinstance(source, str | Path):
         if config is not None:
             raise TypeError("config is for a state_dict; a named model brings its own config.json")
-        return load_profile_with(
-            str(source), compute, progress=progress, use_cache=use_cache, adapter_base=adapter_base
-        )
+        return load_profile(str(source), compute, progress=progress, use_cache=use_cache, adapter_base=adapter_base)
     config_dict, label, state = _in_memory(source, config, name)
     return profile_in_memory(
         config_dict,
         state,
         name=label,
+        options=compute,
         progress=progress,
-        backend=compute.backend,
-        workers=compute.workers,
-        large_norm_11=compute.large_norm_11,
     )
 
 

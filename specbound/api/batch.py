@@ -190,11 +190,11 @@ class _GridAnswer:
 
 def _analyse_one(task: _GridTask, progress: ProgressCallback = silent) -> _GridAnswer:
     """Analyse one model and build its files' contents (nothing is written here)."""
-    from ..io.loading import load_profile_with
+    from ..io.loading import load_profile
     from ..present.report import terms_frame
 
     try:
-        profile = load_profile_with(task.ref, task.compute, progress=progress, use_cache=task.use_cache)
+        profile = load_profile(task.ref, task.compute, progress=progress, use_cache=task.use_cache)
         analysis = BoundAnalysis.from_profile(profile, task.settings)
         summary = summarize(analysis)
     except SpecboundError as exc:

@@ -80,7 +80,7 @@ class RunSettings:
     l_phi: float | None = None
     grid_m: int | None = None
     use_cache: bool = True
-    #: load_profile's backend, layer-worker and download-cap options (:func:`specbound.io.loading.load_profile_with`)
+    #: load_profile's backend, layer-worker and download-cap options (:func:`specbound.io.loading.load_profile`)
     compute: ComputeOptions = field(default_factory=ComputeOptions)
     #: the weights W⁰ each step is also read against (SPEC §14): a model name or checkpoint source, or
     #: None; ``reference_kind`` says whether it is the run's first step ("init") or a base
@@ -212,21 +212,19 @@ class _StepAnswer:
 
 def _analyse_step(task: _StepTask) -> _StepAnswer:
     """Analyse one saved step (anywhere: in this process, a worker process or a Dask worker)."""
-    from ..io.loading import difference_profile, load_profile_with, open_weights
+    from ..io.loading import difference_profile, load_profile, open_weights
 
     checkpoint, settings = task.checkpoint, task.settings
     name = step_name(settings.name, checkpoint.step)
     try:
-        loaded = load_profile_with(checkpoint.source, settings.compute, use_cache=settings.use_cache)
+        loaded = load_profile(checkpoint.source, settings.compute, use_cache=settings.use_cache)
         profile = dataclasses.replace(loaded, model=name)
         delta = None
         if settings.reference is not None:
             cap = settings.compute.max_download_bytes
             tuned = open_weights(checkpoint.source, max_download_bytes=cap)
             reference = open_weights(settings.reference, max_download_bytes=cap)
-            delta = difference_profile(
-                tuned, reference, model=name, backend=settings.compute.backend, workers=settings.compute.workers
-            )
+            delta = difference_profile(tuned, reference, model=name, options=settings.compute)
         row = _row_of(checkpoint, profile, settings, delta)
     except SpecboundError as exc:
         return _StepAnswer(checkpoint.step, reason=str(exc))

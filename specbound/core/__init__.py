@@ -10,6 +10,7 @@ lab beside it, ``specbound_lab``) imports, and all it may import (``tests/lab/te
 
 from __future__ import annotations
 
+from .backend import BackendSpec
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from .defaults import FIXED_P
 from .errors import SpecboundError
@@ -26,6 +27,7 @@ __all__ = [
     "FIXED_P",
     "LIMITS",
     "LOG10_E",
+    "BackendSpec",
     "BoundAnalysis",
     "BoundSettings",
     "BoundTerms",

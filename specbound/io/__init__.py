@@ -14,12 +14,14 @@ from .checkpoints.hub import fetch
 from .files import DirectoryLock, DirectoryLocked, atomic_write, describe_os_error, read_json
 from .loading import difference_profile, load_profile, open_weights
 from .models import FINETUNE_BASE, FINETUNE_FULL, FINETUNE_LORA, FINETUNE_TRIO_DIR, resolve
+from .options import ComputeOptions
 
 __all__ = [
     "FINETUNE_BASE",
     "FINETUNE_FULL",
     "FINETUNE_LORA",
     "FINETUNE_TRIO_DIR",
+    "ComputeOptions",
     "DirectoryLock",
     "DirectoryLocked",
     "atlas_member",

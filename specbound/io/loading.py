@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core.architecture import ModelShape
-from ..core.backend import Backend, BackendSpec, get_backend
+from ..core.backend import Backend, get_backend
 from ..core.defaults import LARGE_NORM_11
 from ..core.engine import LayerSpectra, compute_profile
 from ..core.errors import CheckpointError
@@ -48,7 +48,7 @@ from .checkpoints.lora import (
     read_adapter_config,
 )
 from .models import ModelRef, Source, resolve
-from .options import ComputeOptions
+from .options import DEFAULT_COMPUTE, ComputeOptions
 
 #: The revision recorded for a model analysed in memory (its weights are not a file that could change).
 IN_MEMORY_REVISION = "in-memory"
@@ -96,21 +96,22 @@ class ResumeEntries:
             self.cache.layer_path(self.model, revision, index).unlink(missing_ok=True)
 
 
+def _computing(options: ComputeOptions) -> dict[str, Any]:
+    """The keyword arguments of :func:`compute_profile` that ``options`` sets."""
+    return {"backend": options.backend, "workers": options.workers, "large_norm_11": options.large_norm_11}
+
+
 def profile_in_memory(
     config: Mapping[str, Any],
     state: Mapping[str, Any],
     *,
     name: str,
+    options: ComputeOptions = DEFAULT_COMPUTE,
     progress: ProgressCallback = silent,
-    backend: Backend | BackendSpec | str | None = None,
-    device: str | None = None,
-    workers: int | None = None,
-    large_norm_11: bool = LARGE_NORM_11,
 ) -> SpectralProfile:
     """The profile of a model held in memory: its config (a dict, as config.json holds it) and its
     state dict, streamed in place one layer (and one feed-forward matrix) at a time; nothing is
-    written to disk or cached. ``backend``, ``device``, ``workers`` and ``large_norm_11`` are
-    :func:`compute_profile`'s."""
+    written to disk or cached. ``options`` as :func:`load_profile`'s (its download cap unused)."""
     checkpoint = Checkpoint.from_state_dict(config, state, f"the model {name}")
     return compute_profile(
         checkpoint.stream(),
@@ -118,48 +119,18 @@ def profile_in_memory(
         model=name,
         revision=IN_MEMORY_REVISION,
         progress=progress,
-        backend=backend,
-        device=device,
-        workers=workers,
-        large_norm_11=large_norm_11,
-    )
-
-
-def load_profile_with(
-    model: str | ModelRef,
-    options: ComputeOptions,
-    *,
-    progress: ProgressCallback = silent,
-    use_cache: bool = True,
-    adapter_base: str | None = None,
-) -> SpectralProfile:
-    """:func:`load_profile` with its backend, layer workers, download cap and (1,1) norms from one
-    :class:`~specbound.io.options.ComputeOptions` (the command line's, :func:`specbound.analyze`'s, a
-    grid or trajectory task's)."""
-    return load_profile(
-        model,
-        progress=progress,
-        use_cache=use_cache,
-        backend=options.backend,
-        workers=options.workers,
-        max_download_bytes=options.max_download_bytes,
-        large_norm_11=options.large_norm_11,
-        adapter_base=adapter_base,
+        **_computing(options),
     )
 
 
 def load_profile(
     model: str | ModelRef,
+    options: ComputeOptions = DEFAULT_COMPUTE,
     *,
     progress: ProgressCallback = silent,
     cache: ProfileCache | None = None,
     use_cache: bool = True,
-    backend: Backend | BackendSpec | str | None = None,
-    device: str | None = None,
-    workers: int | None = None,
     resume: bool = True,
-    max_download_bytes: int | None = None,
-    large_norm_11: bool = LARGE_NORM_11,
     adapter_base: str | None = None,
 ) -> SpectralProfile:
     """The spectral profile of a model by name (see :func:`specbound.io.models.resolve`).
@@ -167,11 +138,13 @@ def load_profile(
     Downloads what is missing (with progress; sharded Hub checkpoints shard by shard in layer order,
     analysed as they arrive), reuses a cached profile when the checkpoint's revision is unchanged,
     resumes an interrupted analysis from its finished layers (``resume``), and stores a newly
-    computed profile. ``backend``, ``device``, ``workers`` and ``large_norm_11`` are
-    :func:`compute_profile`'s (a cached profile without the norms asked for is computed again);
-    ``max_download_bytes`` replaces the download cap (:func:`specbound.core.limits.max_download_bytes`).
-    A LoRA adapter directory is merged into ``adapter_base``, else into the base its config names
-    (:mod:`specbound.io.checkpoints.lora`), and cached under the pair's revision.
+    computed profile. How it is computed comes in one :class:`~specbound.io.options.ComputeOptions`
+    (the command line's, :func:`specbound.analyze`'s, a grid or trajectory task's): the backend and
+    device, the layer workers and the (1,1) norms of :func:`compute_profile` (a cached profile without
+    the norms asked for is computed again), and the download cap
+    (:func:`specbound.core.limits.max_download_bytes` unless it is set). None of them changes a number
+    beyond rounding. A LoRA adapter directory is merged into ``adapter_base``, else into the base its
+    config names (:mod:`specbound.io.checkpoints.lora`), and cached under the pair's revision.
 
     Examples:
         >>> profile = load_profile("minilm-l6")  # the bundled model: offline, a second at most
@@ -179,14 +152,19 @@ def load_profile(
         (6, 384, 12)
         >>> load_profile("minilm-l6").model == profile.model  # the second time from the profile cache
         True
+        >>> from specbound.core.backend import BackendSpec
+        >>> on_torch = load_profile("minilm-l6", ComputeOptions(BackendSpec("torch"), workers=1), use_cache=False)
+        >>> bool(abs(on_torch.singular_values - profile.singular_values).max() < 1e-10)
+        True
     """
+    large_norm_11, max_download_bytes = options.large_norm_11, options.max_download_bytes
     ref = resolve(model) if isinstance(model, str) else model
     if ref.source is Source.ATLAS:
         from .atlas import atlas_member
 
         assert ref.path is not None
         return atlas_member(ref.path, ref.member)  # stored spectra: nothing to compute or cache
-    be = backend if isinstance(backend, Backend) else get_backend(backend, device)
+    be = options.backend if isinstance(options.backend, Backend) else get_backend(options.backend)
     cache = cache or ProfileCache()
     adapter = adapter_directory(ref)
     downloads = None if adapter is not None else start_download(ref, progress, cap=max_download_bytes)
@@ -216,10 +194,8 @@ def load_profile(
             model=ref.name,
             revision=revision,
             progress=progress,
-            backend=be,
-            workers=workers,
             layer_cache=entries,
-            large_norm_11=large_norm_11,
+            **_computing(dataclasses.replace(options, backend=be)),
         )
     except BaseException:
         if downloads is not None:
@@ -292,14 +268,12 @@ def difference_profile(
     base: Checkpoint,
     *,
     model: str,
+    options: ComputeOptions = DEFAULT_COMPUTE,
     progress: ProgressCallback = silent,
-    backend: Backend | BackendSpec | str | None = None,
-    device: str | None = None,
-    workers: int | None = None,
-    large_norm_11: bool = LARGE_NORM_11,
 ) -> SpectralProfile:
     """The profile of W - W⁰ for every proxy matrix of ``tuned`` against ``base`` (SPEC §14): the heads
     factored at size 2d, the feed-forward and expert differences streamed (:mod:`specbound.io.centred`).
+    ``options`` as :func:`load_profile`'s (the checkpoints are open already: its download cap unused).
 
     The reference must have the model's family and every dimension
     (:class:`~specbound.io.centred.ReferenceMismatchError` naming the first difference); different
@@ -315,9 +289,6 @@ def difference_profile(
         difference_shape(tuned.shape),
         model=model,
         progress=progress,
-        backend=backend,
-        device=device,
-        workers=workers,
-        large_norm_11=large_norm_11,
+        **_computing(options),
     )
     return dataclasses.replace(delta, shape=tuned.shape)

@@ -30,6 +30,7 @@ from specbound.core.matrices import attention_heads, layer_factors
 from specbound.core.progress import ProgressEvent, format_eta
 from specbound.io.cache import ProfileCache
 from specbound.io.checkpoints import open_checkpoint, read_config
+from specbound.io.options import ComputeOptions
 
 LAYERS = 4
 
@@ -99,7 +100,7 @@ def dense_matrices(directory: Path) -> list[np.ndarray]:
 
 def test_torch_on_the_cpu_equals_numpy_to_1e_12_of_sigma_1(llama) -> None:
     numpy_profile = load_profile(str(llama), use_cache=False)
-    torch_profile = load_profile(str(llama), use_cache=False, backend="torch", device="cpu")
+    torch_profile = load_profile(str(llama), ComputeOptions(BackendSpec("torch", "cpu")), use_cache=False)
     assert numpy_profile.shape.num_matrices == torch_profile.shape.num_matrices == LAYERS * (2 * 4 + 3)
     for i in range(numpy_profile.shape.num_matrices):
         sigma_1 = numpy_profile.singular_values[i, 0]
@@ -121,7 +122,7 @@ def test_torch_on_the_cpu_equals_numpy_to_1e_12_of_sigma_1(llama) -> None:
 )
 def test_cuda_equals_the_cpu_to_1e_12_of_sigma_1(llama) -> None:
     cpu = load_profile(str(llama), use_cache=False)
-    cuda = load_profile(str(llama), use_cache=False, backend="torch", device="cuda")
+    cuda = load_profile(str(llama), ComputeOptions(BackendSpec("torch", "cuda")), use_cache=False)
     sigma_1 = cpu.singular_values[:, :1]
     assert np.all(np.abs(cuda.singular_values - cpu.singular_values) <= 1e-12 * sigma_1)
     np.testing.assert_allclose(cuda.norm_21, cpu.norm_21, rtol=1e-12)
@@ -381,7 +382,7 @@ def test_pickled_shards_are_released_after_their_last_layer(tmp_path) -> None:
 
 def test_progress_reports_every_layer_with_a_time_left(llama) -> None:
     events: list[ProgressEvent] = []
-    load_profile(str(llama), use_cache=False, progress=events.append, workers=1)
+    load_profile(str(llama), ComputeOptions(workers=1), use_cache=False, progress=events.append)
     analysed = [e for e in events if e.stage == "analyse"]
     assert [e.done for e in analysed] == [1, 2, 3, 4] and {e.total for e in analysed} == {LAYERS}
     assert all(e.eta_s is not None and e.eta_s >= 0 for e in analysed)
@@ -485,6 +486,7 @@ KILLED_IN_LAYER_2 = """
 import os, signal, sys
 from specbound.core.backend import NumpyBackend
 from specbound.io.loading import load_profile
+from specbound.io.options import ComputeOptions
 
 class DiesInLayer2(NumpyBackend):
     solves = 0
@@ -494,7 +496,7 @@ class DiesInLayer2(NumpyBackend):
             os.kill(os.getpid(), signal.SIGKILL)
         return super().eigvalsh(t)
 
-load_profile(sys.argv[1], backend=DiesInLayer2(), workers=1)
+load_profile(sys.argv[1], ComputeOptions(backend=DiesInLayer2(), workers=1))
 """
 
 #: Counts the layers a run computes (the others come from the cache).
@@ -502,13 +504,14 @@ COUNT_COMPUTED = """
 import json, sys
 import specbound.core.engine as engine
 import specbound.io.loading as loading
+from specbound.io.options import ComputeOptions
 computed = []
 original = engine.analyse_layer
 def counting(layer, shape, backend=None, **options):
     computed.append(layer.index)
     return original(layer, shape, backend, **options)
 engine.analyse_layer = counting
-loading.load_profile(sys.argv[1], workers=1)
+loading.load_profile(sys.argv[1], ComputeOptions(workers=1))
 print(json.dumps(computed))
 """
 
@@ -574,8 +577,10 @@ REPORT_ORDER = """
 import json, sys
 import torch  # imported before the clock matters (bf16 tensors are read through it)
 from specbound.io.loading import load_profile
+from specbound.io.options import ComputeOptions
 events = []
-load_profile(sys.argv[1], progress=lambda e: events.append([e.stage, e.detail, e.done, e.total]), workers=1)
+record = lambda e: events.append([e.stage, e.detail, e.done, e.total])
+load_profile(sys.argv[1], ComputeOptions(workers=1), progress=record)
 print(json.dumps(events))
 """
 

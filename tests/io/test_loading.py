@@ -75,6 +75,6 @@ def test_one_compute_options_reaches_the_engine_whole(make_checkpoint, tmp_path,
 
     monkeypatch.setattr(loading, "compute_profile", recording)
     options = ComputeOptions(workers=1, large_norm_11=True)
-    profile = loading.load_profile_with(str(directory), options, use_cache=False)
+    profile = loading.load_profile(str(directory), options, use_cache=False)
     assert seen["workers"] == 1 and seen["large_norm_11"] is True
     assert not np.isnan(profile.norm_11).any()
