@@ -14,11 +14,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import atlas, data, link_guard, safety, share
+from dashboard import atlas, link_guard, safety, session, share
 from dashboard.export import figure_format_picker
 from dashboard.presentation import inject_style, page_script, presentation_toggle
 from dashboard.routing import alias_page
-from dashboard.sidebar import render_sidebar
+from dashboard.sidebar import open_linked, render_sidebar
 
 FAVICON = Path(__file__).with_name("dashboard") / "favicon.svg"
 
@@ -48,12 +48,13 @@ if page is OVERVIEW_ALIAS:
     page.run()  # switches to the Overview with the link's parameters: nothing below runs
 share.begin_run()  # the link names this page's settings only, not those of pages visited before
 link_guard.guard()  # a link Streamlit refused whole (over 1,000 parameters): cleared, and said so
-share.restore()  # a shared link: seed the model and p settings before any widget is drawn
+# a shared link, on the session's first run: keep its settings for the widgets, open the model it names
+open_linked(share.restore())
 render_sidebar()
 with st.sidebar:
     presentation_toggle()
     figure_format_picker()
 inject_style()
 page_script()
-drawn = safety.run_page(page, atlas.display_name(data.current_model()))
+drawn = safety.run_page(page, atlas.display_name(session.current_model()))
 share.publish(with_model=drawn)  # keep the address bar a link to this view (without a model that failed)

@@ -19,7 +19,7 @@ from specbound.core.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from specbound.core.errors import SpecboundError
 from specbound.studies.twin import random_twin_of, twin_name
 
-from . import atlas, data, safety, share
+from . import atlas, data, safety, session, share
 from .safety import ServerPathRefused
 from .text import plain
 
@@ -122,7 +122,7 @@ def _set(baseline: Baseline | None) -> None:
 
 def controls() -> None:
     """Buttons: pin the current model, make its random-initialised twin the baseline, clear the baseline."""
-    model = data.current_model()
+    model = session.current_model()
     pinned = current()
     with st.container(horizontal=True):  # buttons wrap onto a second line on a narrow screen
         st.button(

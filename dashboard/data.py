@@ -1,4 +1,5 @@
-"""Streamlit caches wrapped around the specbound package, and the session's current model.
+"""Streamlit caches wrapped around the specbound package (which model a session shows is
+:mod:`dashboard.session`'s).
 
 Two layers of caching, both keyed by the model name (any name of :func:`specbound.io.models.resolve`,
 atlas models included):
@@ -19,27 +20,17 @@ caller's context, where no cached function is active.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
 
 import streamlit as st
 
 from specbound.core.bounds import BoundAnalysis
-from specbound.core.defaults import DEFAULT_MODEL
-from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.core.progress import ProgressCallback, ProgressEvent, format_eta, silent
 from specbound.io import checkpoints, loading, models
 from specbound.present.explain import PStarSummary, explain_p_star, p_star_summary
 
-from . import atlas, safety
+from . import safety
 from .text import plain
-
-#: Session-state key holding the name of the model the pages show.
-MODEL_KEY = "model"
-#: Session-state key holding the last error met while opening a model (shown until the next success).
-ERROR_KEY = "model_error"
-#: Session-state key of a Hub download shown to the visitor and waiting for a click: (name, bytes, cap).
-PENDING_KEY = "download_pending"
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -73,7 +64,7 @@ def catalog_entries() -> list[models.CatalogEntry]:
     """The bundled model and the 24 miniatures with their offline availability.
 
     Looking at the Hub cache reads the disk, so it is done once and again only after a model is
-    opened (see :func:`open_model`), never on a slider move.
+    opened (see :func:`reopen`), never on a slider move.
     """
     return models.catalog(checkpoints.is_cached)
 
@@ -132,63 +123,18 @@ def download_plan(name: str) -> checkpoints.DownloadPlan | None:
     return plan
 
 
-def ask_before_download(name: str) -> bool:
-    """True if opening ``name`` needs a download, which is then left for the visitor to confirm.
-
-    The size is kept under :data:`PENDING_KEY` for the sidebar to show beside a confirmation button.
-    Raises what :func:`download_plan` raises (a download above the cap, no network, not an encoder).
-    """
-    plan = download_plan(name)
-    if plan is None:
-        return False
-    st.session_state[PENDING_KEY] = (name.strip(), plan.total_bytes, plan.cap_bytes)
-    return True
-
-
-def open_model(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
-    """Open a model for this session: on success it becomes the current model.
-
-    Raises :class:`SpecboundError` (with a message for people) and leaves the current model as it was.
-    Opening is an explicit request, so the in-memory caches for this name are dropped first: a
-    checkpoint rewritten in place since (a directory after more training) is read again, while an
-    unchanged one comes back from specbound's disk cache, keyed by its revision, in milliseconds.
-    """
-    name = name.strip()
+def reopen(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
+    """The analysis of ``name``, read again: an explicit open drops the in-memory caches for this name
+    first, so a checkpoint rewritten in place since (a directory after more training) is read again,
+    while an unchanged one comes back from specbound's disk cache, keyed by its revision, in
+    milliseconds. The catalog's offline marks are read again too (a download may have changed them).
+    Which model a session shows is :mod:`dashboard.session`'s."""
     profile_for.clear(name)
     analysis_for.clear(name)
     explanation_for.clear(name)
     result = analysis_for(name, progress_outside_cache(progress))
-    st.session_state[MODEL_KEY] = name
-    st.session_state.pop(ERROR_KEY, None)
-    st.session_state.pop(PENDING_KEY, None)
-    catalog_entries.clear()  # a download may have changed what is cached
+    catalog_entries.clear()
     return result
-
-
-def current_model() -> str:
-    return st.session_state.get(MODEL_KEY, DEFAULT_MODEL)
-
-
-def current_analysis(on_error: Callable[[str], None] | None = None) -> BoundAnalysis:
-    """The analysis of the session's model (a cache hit after the first time).
-
-    If it cannot be opened any more (a deleted directory after the cache was evicted), fall back to
-    the bundled default and report why through ``on_error`` (markdown-safe text).
-    """
-    try:
-        return analysis_for(current_model())
-    except Exception as exc:  # whatever happened, the session goes on with the default
-        if current_model() == DEFAULT_MODEL:
-            raise
-        if not isinstance(exc, SpecboundError):
-            safety.log.exception("reopening %r", current_model())
-        if on_error is not None:
-            on_error(
-                f"{plain(atlas.display_name(current_model()))} cannot be opened any more "
-                f"({plain(safety.public_message(exc))}); showing {DEFAULT_MODEL}."
-            )
-        st.session_state[MODEL_KEY] = DEFAULT_MODEL
-        return analysis_for(DEFAULT_MODEL)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -58,7 +58,7 @@ from specbound_lab.train import LabError, RunSpec, TrainSettings
 from specbound_lab.trajectory import RunTrajectory
 from specbound_lab.verdict import EnvironmentVerdict, robust_view
 
-from . import atlas, data, safety
+from . import atlas, safety, session
 from .jobs import JobBoard, JobState, JobStatus, LabBusy, TrainingJob
 from .numbers import styled_table
 from .share import Codec
@@ -647,9 +647,8 @@ def open_as_model(key: str, step: int) -> None:
         profile = step_profile(key, step, run)
         path = atlas.store_upload(f"{profile.model}.npz", atlas.atlas_bytes([profile]))
         name = atlas.model_name(path, profile.model)
-        data.open_model(name)
+        session.open_model(name, label=model_label(run.spec))
         show_in_picker(name)
-        st.session_state[atlas.LABEL_KEY] = model_label(run.spec)
     except (SpecboundError, OSError) as exc:
         # the OS error of a store file names its path: one redaction for every message a visitor sees
         message = safety.public_message(exc)

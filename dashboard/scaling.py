@@ -48,7 +48,7 @@ from specbound.present.numbers import format_count
 from specbound.studies.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, Proxy, summarize
 from specbound_lab import reference as lab_reference
 
-from . import atlas, data, safety, share
+from . import atlas, data, safety, session, share
 from .numbers import styled_table
 from .text import plain
 
@@ -137,7 +137,7 @@ def candidates() -> list[Candidate]:
         if entry.available_offline:
             bundled = entry.name == DEFAULT_MODEL
             add(entry.name, entry.num_layers, entry.hidden_size, BUNDLED if bundled else HUB_CACHE, not bundled)
-    current = data.current_model()
+    current = session.current_model()
     if current not in found:
         try:
             shape = data.analysis_for(current).profile.shape

@@ -25,9 +25,7 @@ import streamlit as st
 
 from specbound.core.defaults import DEFAULT_MODEL, P_MAX
 
-from . import atlas, data, safety
-from .sidebar import show_in_picker
-from .text import plain
+from . import atlas, session
 
 MODEL_PARAM = "model"
 #: Session-state keys: the parameters of the link the session was opened with (consumed as widgets
@@ -124,37 +122,21 @@ def begin_run() -> None:
     st.session_state[_REGISTRY_KEY] = {}
 
 
-def restore() -> None:
-    """On the session's first run: keep the link's parameters and open the model it names."""
+def restore() -> str | None:
+    """On the session's first run: keep the link's parameters for the widgets that will ask for them
+    (:func:`shared`) and return the model the link names as the link wrote it; None on later runs and
+    for a link without a model. Opening it is the sidebar's (:func:`dashboard.sidebar.open_linked`)."""
     if _LINK_KEY in st.session_state:
-        return
+        return None
     params = {key: st.query_params.get(key) for key in st.query_params}
     st.session_state[_LINK_KEY] = {k: v for k, v in params.items() if v is not None and k != MODEL_PARAM}
-    linked = (params.get(MODEL_PARAM) or "").strip()
-    model = atlas.from_link(linked)
-    if model and model != data.current_model():
-        # an atlas model by its file name; anything else as the link wrote it (never the upload store's path)
-        shown = plain(linked if atlas.atlas_ref(model) is None else atlas.display_name(model))
-        failures: list[str] = []
-        with (
-            st.spinner(f"Opening {shown} from the link"),
-            safety.guarded(f"opening {model!r} from a link", failures.append),
-        ):
-            if not data.ask_before_download(model):  # a link alone never starts a download
-                data.open_model(model)
-            show_in_picker(model)
-        if failures:  # the link's model is dropped from the address bar by publish(): a reload does not retry
-            st.session_state[data.ERROR_KEY] = (
-                f"The link names {shown}, which cannot be opened here: "
-                f"{failures[0]}. Showing "
-                f"{plain(atlas.display_name(data.current_model()))}."
-            )
+    return (params.get(MODEL_PARAM) or "").strip() or None
 
 
 def wanted_params(with_model: bool = True) -> dict[str, str]:
     """The query parameters that describe this session's view: non-default values only."""
     wanted: dict[str, str] = {}
-    model = data.current_model()
+    model = session.current_model()
     if with_model and model != DEFAULT_MODEL:
         wanted[MODEL_PARAM] = atlas.link_form(model)
     registry: dict[str, tuple[Codec, Any]] = st.session_state.get(_REGISTRY_KEY, {})

@@ -25,7 +25,7 @@ from specbound.io.models import (
 )
 from specbound.present.report import ffn_widths
 
-from . import atlas, data, safety, vocabulary
+from . import atlas, data, safety, session, vocabulary
 from .text import adapted_proxy_note, code, plain
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
@@ -168,7 +168,7 @@ def bring_your_own() -> None:
 
 def _source_changed() -> None:
     """A new source: the last one's error is no longer about what the sidebar shows."""
-    st.session_state.pop(data.ERROR_KEY, None)
+    session.forget_error()
 
 
 def visitor_advice(message: str) -> str:
@@ -213,7 +213,8 @@ def show_in_picker(name: str) -> None:
     if name == DEFAULT_MODEL:
         state[SOURCE_KEY] = BUNDLED
     elif (ref := atlas.atlas_ref(name)) is not None and ref.path is not None:
-        atlas.use(ref.path)
+        if atlas.loaded_file() != ref.path.resolve():  # the session's atlas already: its label stays
+            atlas.use(ref.path)
         state[SOURCE_KEY] = ATLAS
         if ref.member is not None:
             state[atlas.MODEL_PICK_KEY] = ref.member
@@ -225,6 +226,30 @@ def show_in_picker(name: str) -> None:
         state[SOURCE_KEY], state["model_custom"] = CUSTOM, name
 
 
+def open_linked(linked: str | None) -> None:
+    """Open the model a shared link names (``linked`` as the link wrote it, :func:`dashboard.share.restore`)
+    and show it in the picker; a Hub model not here yet is only sized: a link alone never starts a
+    download. A model that cannot be opened is said once, and the session keeps its model."""
+    model = atlas.from_link(linked or "")
+    if not model or model == session.current_model():
+        return
+    # an atlas model by its file name; anything else as the link wrote it (never the upload store's path)
+    shown = plain(linked if atlas.atlas_ref(model) is None else atlas.display_name(model))
+    failures: list[str] = []
+    with (
+        st.spinner(f"Opening {shown} from the link"),
+        safety.guarded(f"opening {model!r} from a link", failures.append),
+    ):
+        if not session.ask_before_download(model):
+            session.open_model(model)
+        show_in_picker(model)
+    if failures:  # the link's model is dropped from the address bar by publish(): a reload does not retry
+        session.fail(
+            f"The link names {shown}, which cannot be opened here: {failures[0]}. "
+            f"Showing {plain(atlas.display_name(session.current_model()))}."
+        )
+
+
 def _open(name: str, *, confirmed: bool = False) -> None:
     """Open ``name``; a Hub model that is not here yet is first sized, and downloaded once confirmed."""
     shown = plain(atlas.display_name(name))
@@ -232,15 +257,15 @@ def _open(name: str, *, confirmed: bool = False) -> None:
     failures: list[str] = []
     try:
         with safety.guarded(f"opening {name!r} from the sidebar", failures.append):
-            if not confirmed and data.ask_before_download(name):
+            if not confirmed and session.ask_before_download(name):
                 return  # the sidebar now shows the size and asks
-            data.open_model(name, data.bar_progress(bar, atlas.display_name(name)))
+            session.open_model(name, data.bar_progress(bar, atlas.display_name(name)))
     finally:
         bar.empty()
     if failures:
-        st.session_state[data.ERROR_KEY] = (
+        session.fail(
             f"Could not open {shown}: {visitor_advice(failures[0])}. "
-            f"Still showing {plain(atlas.display_name(data.current_model()))}."
+            f"Still showing {plain(atlas.display_name(session.current_model()))}."
         )
         return
     # The picker above was drawn before the download: draw it again with the model marked as cached.
@@ -249,17 +274,17 @@ def _open(name: str, *, confirmed: bool = False) -> None:
 
 def _confirm_download(name: str | None) -> None:
     """The size of a pending Hub download of the model in the picker, and the button that starts it."""
-    pending = st.session_state.get(data.PENDING_KEY)
-    if not pending or pending[0].lower() != (name or "").strip().lower():
+    pending = session.pending_download()
+    if pending is None or pending.name.lower() != (name or "").strip().lower():
         return
-    _, size, cap = pending
+    size = _megabytes(pending.size_bytes)
     st.info(
-        f"{plain(atlas.display_name(pending[0]))} is not on this server yet: opening it downloads "
-        f"{_megabytes(size)} of weights from the Hugging Face Hub (at most {_megabytes(cap)} are allowed)."
+        f"{plain(atlas.display_name(pending.name))} is not on this server yet: opening it downloads {size} of "
+        f"weights from the Hugging Face Hub (at most {_megabytes(pending.cap_bytes)} are allowed)."
     )
-    if st.button(f"Download {_megabytes(size)} and open", key="confirm_download"):
-        st.session_state.pop(data.PENDING_KEY, None)
-        _open(pending[0], confirmed=True)
+    if st.button(f"Download {size} and open", key="confirm_download"):
+        session.forget_pending_download()
+        _open(pending.name, confirmed=True)
 
 
 def _megabytes(size: int) -> str:
@@ -268,7 +293,7 @@ def _megabytes(size: int) -> str:
 
 def _shape_summary(analysis: BoundAnalysis) -> None:
     shape = analysis.profile.shape
-    st.markdown(f"**Current model:** {code(atlas.display_name(data.current_model()))}")
+    st.markdown(f"**Current model:** {code(atlas.display_name(session.current_model()))}")
     kv = f" ({shape.num_kv_heads} key/value)" if shape.num_kv_heads != shape.num_heads else ""
     experts = ""
     if shape.moe:
@@ -301,13 +326,13 @@ def render_sidebar() -> BoundAnalysis:
         ):
             name = MODEL_SOURCES[labels.index(chosen)].pick()
         if st.button("Open model", key="open_model", disabled=not name, type="primary") and name:
-            st.session_state.pop(data.PENDING_KEY, None)
+            session.forget_pending_download()
             _open(name)
         _confirm_download(name)
-        if message := st.session_state.get(data.ERROR_KEY):
+        if message := session.error():
             st.error(message)
         try:
-            analysis = data.current_analysis(on_error=st.error)
+            analysis = session.current_analysis(on_error=st.error)
         except Exception as exc:  # not even the bundled model opens: nothing to show
             safety.log.exception("opening the bundled model")
             st.error(f"No model can be opened: {plain(safety.public_message(exc))}")

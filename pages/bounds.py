@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from dashboard import atlas, baseline, data, drilldown, share
+from dashboard import atlas, baseline, drilldown, session, share
 from dashboard.controls import CONTROL_DEFAULTS, PChoice, held_choice, p_controls
 from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
 from dashboard.headline import (
@@ -55,12 +55,12 @@ SUMS_VIEWS = {
 }
 SUMS_CODEC = share.choice_codec({view: view.value for view in SUMS_VIEWS})
 
-analysis = data.current_analysis()
+analysis = session.current_analysis()
 profile = analysis.profile
-model = atlas.display_name(data.current_model())
+model = atlas.display_name(session.current_model())
 st.title("Bound explorer")
 #: with the switch on, the whole page reads the bound centred at the pinned baseline (SPEC §14)
-centring = baseline.explorer_centring(data.current_model())
+centring = baseline.explorer_centring(session.current_model())
 if centring is not None:
     analysis = centring[0]
 labels = [matrix.label for matrix in profile.ids]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import atlas, baseline, data, drilldown, share
+from dashboard import atlas, baseline, drilldown, session, share
 from dashboard.export import clickable_cells, provenance, report_download, show_figure
 from dashboard.numbers import comparison_sentence, format_change, format_integer
 from dashboard.presentation import folded, headline, metric_row
@@ -32,8 +32,8 @@ OVERLAY_KIND_KEY, OVERLAY_LAYER_KEY = "overlay_kind", "overlay_layer"
 OVERLAY_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in Kind})
 MODEL_LABEL, BASELINE_LABEL, CHANGE_LABEL = "Ours at p*: model", "Ours at p*: baseline", "model − baseline"
 
-analysis = data.current_analysis()
-name = atlas.display_name(data.current_model())
+analysis = session.current_analysis()
+name = atlas.display_name(session.current_model())
 
 st.title("Compare")
 st.caption(f"The open model, {plain(name)}, against a baseline, each at its own p*.")
@@ -77,7 +77,7 @@ def why_totals_agree(model: BoundAnalysis, base: BoundAnalysis, base_name: str) 
 def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
     """Everything about the model against ``base``."""
     base_name = baseline.name_of(base)
-    if base == baseline.Baseline(data.current_model()):
+    if base == baseline.Baseline(session.current_model()):
         st.info(
             f"The baseline is the open model itself, {plain(name)}: open another model in the sidebar to "
             "compare the two, or compare with the random-initialised twin.",
@@ -202,7 +202,7 @@ def centred_section(
     """The bound centred at the baseline and what the model changed from it, when the baseline's weights
     are a reference for the model's (same family and dimensions); else one line saying why not."""
     st.subheader("Centred at the baseline: what changed")
-    centred = baseline.centred_reading(data.current_model(), base, base_analysis)
+    centred = baseline.centred_reading(session.current_model(), base, base_analysis)
     if isinstance(centred, str):
         st.caption(f"No centred reading against {plain(base_name)}: {plain(centred)}.")
         return []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, data, vocabulary
+from dashboard import atlas, data, session, vocabulary
 from dashboard.headline import headline_sentence
 from dashboard.numbers import times_in_words
 from dashboard.presentation import folded, headline, metric_row
@@ -60,10 +60,10 @@ HOW_TO_READ = (
     "smaller gap between training and test error. They are proxies (constants and the 1/√n factor left out), "
     "so compare them with each other and across models, not with an error rate."
 )
-analysis = data.current_analysis()
+analysis = session.current_analysis()
 profile, shape = analysis.profile, analysis.profile.shape
-name = atlas.display_name(data.current_model())
-summary, sentence = data.explanation_for(data.current_model())
+name = atlas.display_name(session.current_model())
+summary, sentence = data.explanation_for(session.current_model())
 log_ours, log_edelman = analysis.optimal.log_total, analysis.log_edelman
 
 st.title(PRODUCT_NAME)

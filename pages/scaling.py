@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, data, share
+from dashboard import atlas, session, share
 from dashboard import scaling as service
 from dashboard.export import csv_download, file_stem, show_panels
 from dashboard.numbers import MISSING, format_count
@@ -226,10 +226,10 @@ with left:
         f"Export the {format_count(len(profiles), 'model')} of the study",
     )
 with right:
-    current = data.current_analysis()
+    current = session.current_analysis()
     atlas.export_button(
         [current.profile],
         f"{file_stem(current.profile)}-atlas.npz",
         "export_current_atlas",
-        f"Export the current model ({atlas.display_name(data.current_model())})",
+        f"Export the current model ({atlas.display_name(session.current_model())})",
     )

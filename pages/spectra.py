@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, data, drilldown, share
+from dashboard import atlas, drilldown, session, share
 from dashboard.controls import layer_label
 from dashboard.experts import expert_picker
 from dashboard.export import (
@@ -35,10 +35,10 @@ ensure_app_entry()
 HEATMAP_KEY = "head_heatmaps"
 HEATMAP_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in HEAD_KINDS})
 
-analysis = data.current_analysis()
+analysis = session.current_analysis()
 profile = analysis.profile
 shape = profile.shape
-name = atlas.display_name(data.current_model())
+name = atlas.display_name(session.current_model())
 all_layers = list(range(shape.num_layers))
 all_kinds = [kind.value for kind in profile.model_kinds]
 source = provenance(name, "spectra, independent of p")

@@ -8,7 +8,7 @@ import math
 
 import streamlit as st
 
-from dashboard import atlas, data, share
+from dashboard import atlas, session, share
 from dashboard import theory as live
 from dashboard.controls import DEFAULT_P
 from dashboard.export import show_panels
@@ -34,7 +34,7 @@ PLAYGROUND_P_LABEL = "p* of the synthetic matrix"
 #: Columns of the row of live values under a definition (the most any definition shows).
 METRICS_PER_ROW = 3
 
-analysis = data.current_analysis()
+analysis = session.current_analysis()
 profile = analysis.profile
 shape = profile.shape
 labels = [matrix.label for matrix in profile.ids]
@@ -70,7 +70,7 @@ with folded("Why spectrum-adaptive bounds"):  # the lecture notes fold away in p
 
 st.subheader("Live values for the current model")
 st.caption(
-    f"{code(atlas.display_name(data.current_model()))}: L = {shape.num_layers}, N = {shape.hidden_size}, "
+    f"{code(atlas.display_name(session.current_model()))}: L = {shape.num_layers}, N = {shape.hidden_size}, "
     f"{shape.num_heads} heads of d = {shape.head_dim}, d_ff = {ffn_widths(shape)}."
 )
 pick_col, p_col = st.columns([2, 3])

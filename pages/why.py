@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import atlas, data, drilldown, lab, share
+from dashboard import atlas, data, drilldown, lab, session, share
 from dashboard.experts import expert_picker
 from dashboard.export import (
     clickable_cells,
@@ -34,10 +34,10 @@ RANK_KIND_KEY = "rank_kind"
 RANK_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in Kind})
 P_STAR_MAP_KEY = "p_star_map"
 
-analysis = data.current_analysis()
+analysis = session.current_analysis()
 profile = analysis.profile
-name = atlas.display_name(data.current_model())
-summary, sentence = data.explanation_for(data.current_model())
+name = atlas.display_name(session.current_model())
+summary, sentence = data.explanation_for(session.current_model())
 source = provenance(name, "p*")
 
 st.title("Why p* wins")
