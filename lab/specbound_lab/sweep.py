@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from specbound.core import BoundSettings, ProgressCallback, silent
 from specbound.io import describe_os_error
-from specbound.studies import Executor, Status, run_tasks
+from specbound.studies import Executor, Status, run_resumable
 
 from .claims import claim, tables_lock
 from .records import RUNS_DIR, finished_run, read_runs, write_record
@@ -61,7 +60,9 @@ def run_sweep(
     ``progress(name)`` gives the callback of one run (train, then analyse events); ``report`` gets one
     line per run; ``should_stop`` is the cancel hook, checked between training steps. On cancellation
     the tables are rebuilt from the finished runs and TrainingCancelled is raised. ``executor`` runs
-    the runs in worker processes or on a Dask cluster (:func:`_run_in_parallel`).
+    the runs in worker processes or on a Dask cluster. The batch is
+    :func:`specbound.studies.resumable.run_resumable`'s: a run is claimed (:func:`~specbound_lab.claims.claim`)
+    before it is touched, and its record written here as it finishes.
     """
     out = Path(out)
     specs = tuple(dict.fromkeys(specs))
@@ -70,34 +71,45 @@ def run_sweep(
         (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LabError(f"cannot create the lab directory {out}: {exc.strerror}") from None
-    outcomes: list[RunOutcome] = []
-    if not executor.serial:
-        outcomes = _run_in_parallel(specs, out, bound_settings, use_cache, report, executor)
-        specs = ()  # every run is done or skipped: the serial loop below has nothing left
+    tasks = [_RunTask(spec, out / RUNS_DIR / spec.name, bound_settings, use_cache) for spec in specs]
+    prefixes = {task.spec: f"[{index}/{len(specs)}] {task.spec.name}" for index, task in enumerate(tasks, start=1)}
+
+    def in_process(task: _RunTask) -> tuple[RunTrajectory, float]:
+        """A run trained here: with its progress callback, cancellable between training steps."""
+        run_started, callback = time.perf_counter(), progress(task.spec.name)
+        result = train_run(task.spec, task.run_dir, progress=callback, should_stop=should_stop)
+        trajectory = analyse_run(result, task.run_dir, settings=bound_settings, progress=callback, use_cache=use_cache)
+        return trajectory, time.perf_counter() - run_started
+
+    def keep(task: _RunTask, answer: tuple[RunTrajectory, float]) -> tuple[RunTrajectory, float]:
+        write_record(out, answer[0])
+        return answer
+
+    def prepare(task: _RunTask) -> None:
+        if task.run_dir.exists():
+            shutil.rmtree(task.run_dir)  # an unfinished or different earlier run, claimed by no one else
+
+    outcomes: list[tuple[int, RunOutcome]] = []
     try:
-        for index, spec in enumerate(specs, start=1):
-            prefix = f"[{index}/{len(specs)}] {spec.name}"
-            if finished_run(out, spec) is not None:
-                outcomes.append(RunOutcome(spec.name, Status.SKIPPED, 0.0))
-                report(f"{prefix}: skipped, already done")
+        for outcome in run_resumable(
+            tasks,
+            _train_and_analyse,
+            keep,
+            executor=executor,
+            in_process=in_process,
+            finished=lambda task: finished_run(out, task.spec) is not None,
+            hold=lambda task: claim(out, task.spec.name, prefixes[task.spec], report, should_stop),
+            prepare=prepare,
+            on_dispatch=lambda todo: report(f"{len(todo)} runs to train {executor.describe()}"),
+        ):
+            prefix = prefixes[outcome.item.spec]
+            if outcome.status is Status.SKIPPED:
+                outcomes.append((outcome.index, RunOutcome(outcome.item.spec.name, Status.SKIPPED, 0.0)))
+                report(f"{prefix}: skipped, {outcome.why_skipped}")
                 continue
-            with claim(out, spec.name, prefix, report, should_stop):
-                if finished_run(out, spec) is not None:  # the writer we waited for finished it
-                    outcomes.append(RunOutcome(spec.name, Status.SKIPPED, 0.0))
-                    report(f"{prefix}: skipped, finished by the other writer")
-                    continue
-                run_started = time.perf_counter()
-                run_dir = out / RUNS_DIR / spec.name
-                if run_dir.exists():
-                    shutil.rmtree(run_dir)  # an unfinished or different earlier run, claimed by no one
-                callback = progress(spec.name)
-                result = train_run(spec, run_dir, progress=callback, should_stop=should_stop)
-                trajectory = analyse_run(
-                    result, run_dir, settings=bound_settings, progress=callback, use_cache=use_cache
-                )
-                write_record(out, trajectory)
-            seconds = time.perf_counter() - run_started
-            outcomes.append(RunOutcome(spec.name, Status.DONE, seconds))
+            assert outcome.kept is not None  # keep keeps every trained run
+            trajectory, seconds = outcome.kept
+            outcomes.append((outcome.index, RunOutcome(trajectory.name, Status.DONE, seconds)))
             final = trajectory.final
             report(
                 f"{prefix}: done in {seconds:.1f} s, train error {final.train_error:.4f}, "
@@ -113,7 +125,8 @@ def run_sweep(
     with tables_lock(out):
         results = lab_results(read_runs(out))
         files = write_results(out, results)
-    return SweepResult(tuple(outcomes), results, files, time.perf_counter() - started)
+    in_order = tuple(run for _, run in sorted(outcomes, key=lambda pair: pair[0]))
+    return SweepResult(in_order, results, files, time.perf_counter() - started)
 
 
 @dataclass(frozen=True)
@@ -127,47 +140,10 @@ class _RunTask:
 
 
 def _train_and_analyse(task: _RunTask) -> tuple[RunTrajectory, float]:
-    """Train one run into its directory and analyse it; the record is the driver's to write."""
+    """Train one run into its directory and analyse it (in a worker process or on a Dask worker, one
+    thread each, seeded as in a serial sweep); the record is the driver's to write. The workers write
+    the checkpoints into the sweep's directory, so a Dask cluster's workers must share its file system."""
     started = time.perf_counter()
     result = train_run(task.spec, task.run_dir)
     trajectory = analyse_run(result, task.run_dir, settings=task.bound_settings, use_cache=task.use_cache)
     return trajectory, time.perf_counter() - started
-
-
-def _run_in_parallel(
-    specs: Sequence[RunSpec],
-    out: Path,
-    bound_settings: BoundSettings,
-    use_cache: bool,
-    report: Callable[[str], None],
-    executor: Executor,
-) -> list[RunOutcome]:
-    """The runs of a sweep as parallel tasks: this writer claims every run it trains, the tasks train and
-    analyse (each run is one thread's work, seeded as in a serial sweep), and the records are written here
-    as the tasks finish, so the directory ends as a serial sweep leaves it. The workers write the
-    checkpoints into ``out``, so a Dask cluster's workers must share its file system."""
-    outcomes: dict[str, RunOutcome] = {}
-    with ExitStack() as claims:
-        pending: list[_RunTask] = []
-        for index, spec in enumerate(specs, start=1):
-            prefix = f"[{index}/{len(specs)}] {spec.name}"
-            if finished_run(out, spec) is None:
-                claims.enter_context(claim(out, spec.name, prefix, report, lambda: False))
-            if finished_run(out, spec) is not None:
-                outcomes[spec.name] = RunOutcome(spec.name, Status.SKIPPED, 0.0)
-                report(f"{prefix}: skipped, already done")
-                continue
-            run_dir = out / RUNS_DIR / spec.name
-            if run_dir.exists():
-                shutil.rmtree(run_dir)  # an unfinished or different earlier run, claimed by this writer now
-            pending.append(_RunTask(spec, run_dir, bound_settings, use_cache))
-        report(f"{len(pending)} runs to train {executor.describe()}")
-        for i, (trajectory, seconds) in run_tasks(_train_and_analyse, pending, executor):
-            write_record(out, trajectory)
-            outcomes[trajectory.name] = RunOutcome(trajectory.name, Status.DONE, seconds)
-            final = trajectory.final
-            report(
-                f"{pending[i].spec.name}: done in {seconds:.1f} s, train error {final.train_error:.4f}, "
-                f"test error {final.test_error:.4f}, log10 ours {final.ours_log10:.4f}"
-            )
-    return [outcomes[spec.name] for spec in specs]

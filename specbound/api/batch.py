@@ -15,8 +15,8 @@ This is an edge module (it writes files); the maths is in :mod:`specbound.core.b
 
 A model whose record exists (with the same settings) is skipped on a re-run, so an interrupted run
 resumes where it stopped; a model that fails is recorded and the run goes on with the others. The
-analyses can run in worker processes or on a Dask cluster (:mod:`specbound.studies.parallel`): each returns
-its record and the driver writes every file, so the files are those of a serial run.
+analyses can run in worker processes or on a Dask cluster: each returns its record and the driver writes
+every file (:func:`specbound.studies.resumable.run_resumable`), so the files are those of a serial run.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,8 @@ from ..io.files import (
 )
 from ..io.models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_alias, resolve
 from ..io.options import ComputeOptions
-from ..studies.parallel import Executor, run_tasks
+from ..studies.parallel import Executor
+from ..studies.resumable import run_resumable
 from ..studies.scaling import ModelSummary, ScalingStudy, summarize
 from ..studies.status import Status
 
@@ -301,27 +302,36 @@ def _run_grid(
         tasks.append((len(slots), _GridTask(requested, ref, settings, use_cache, atlas is not None, compute)))
         slots.append(None)
 
-    profiles: dict[str, SpectralProfile] = {}
-    answers: Iterator[tuple[int, _GridAnswer]]
-    if executor.serial:  # with each model's progress bar
-        answers = ((i, _analyse_one(task, progress(task.requested))) for i, (_, task) in enumerate(tasks))
-    else:
-        answers = run_tasks(_analyse_one, [task for _, task in tasks], executor)
-    for i, answer in answers:
-        slot, prefix = tasks[i][0], f"[{names.index(answer.requested) + 1}/{total}] {answer.requested}"
+    def keep(task: _GridTask, answer: _GridAnswer) -> ModelSummary | None:
+        """The model's record written (None: the answer says why it is missing)."""
         if answer.summary is None:
-            slots[slot] = ModelOutcome(
-                answer.requested, Status.MISSING, reason=answer.reason, how_to_get=answer.how_to_get
-            )
-            report(f"{prefix}: missing: {answer.reason}")
-            continue
+            return None
         try:
             _write_record(out, answer)
         except OSError as exc:
             raise SpecboundError(
                 f"cannot write the results of {answer.requested} to {out.name}: {describe_os_error(exc)}"
             ) from None
-        summary = answer.summary
+        return answer.summary
+
+    profiles: dict[str, SpectralProfile] = {}
+    for outcome in run_resumable(
+        [task for _, task in tasks],
+        _analyse_one,
+        keep,
+        executor=executor,
+        in_process=lambda task: _analyse_one(task, progress(task.requested)),  # with each model's progress bar
+    ):
+        answer = outcome.answer
+        assert answer is not None
+        slot, prefix = tasks[outcome.index][0], f"[{names.index(answer.requested) + 1}/{total}] {answer.requested}"
+        if outcome.kept is None:
+            slots[slot] = ModelOutcome(
+                answer.requested, Status.MISSING, reason=answer.reason, how_to_get=answer.how_to_get
+            )
+            report(f"{prefix}: missing: {answer.reason}")
+            continue
+        summary = outcome.kept
         if answer.profile is not None:
             profiles[summary.name] = answer.profile
         slots[slot] = ModelOutcome(answer.requested, Status.DONE, summary)

@@ -52,7 +52,8 @@ from ..io.files import (
 )
 from ..io.models import PYTHIA_REVISIONS, REVISION_SEP
 from ..io.options import ComputeOptions
-from ..studies.parallel import Executor, run_tasks
+from ..studies.parallel import Executor
+from ..studies.resumable import run_resumable
 from .analysis import Analysis
 
 #: Bump when a step's record changes: older records are then analysed again, not trusted.
@@ -371,18 +372,27 @@ def _run(
             report(f"step {c.step}: skipped, already done ({STEPS_DIR}/step-{c.step}.json)")
     todo = [c for c in checkpoints if c.step not in done]
     missing: list[tuple[int, str]] = []
-    tasks = [_StepTask(c, settings) for c in todo]
-    for _, answer in run_tasks(_analyse_step, tasks, executor):
+
+    def keep(task: _StepTask, answer: _StepAnswer) -> tuple[dict[str, Any], SpectralProfile] | None:
+        """The step's files written (None: the answer says why it is missing)."""
         if answer.row is None:
-            missing.append((answer.step, answer.reason))
-            report(f"step {answer.step}: missing: {answer.reason}")
-            continue
+            return None
         try:
             _write_step(steps_dir, answer, settings)
         except OSError as exc:
             raise SpecboundError(f"cannot write step {answer.step} to {out.name}: {describe_os_error(exc)}") from None
-        done[answer.step] = (answer.row, answer.profile)
-        report(f"step {answer.step}: done, log10 ours {answer.row['ours_log10']:.4f}")
+        return answer.row, answer.profile
+
+    tasks = [_StepTask(c, settings) for c in todo]
+    for outcome in run_resumable(tasks, _analyse_step, keep, executor=executor):
+        answer = outcome.answer
+        assert answer is not None
+        if outcome.kept is None:
+            missing.append((answer.step, answer.reason))
+            report(f"step {answer.step}: missing: {answer.reason}")
+            continue
+        done[answer.step] = outcome.kept
+        report(f"step {answer.step}: done, log10 ours {outcome.kept[0]['ours_log10']:.4f}")
     steps = [done[c.step] for c in checkpoints if c.step in done]
     if not steps:
         raise SpecboundError(f"none of the {len(checkpoints)} steps could be analysed")

@@ -10,10 +10,13 @@ lab beside it, ``specbound_lab``) imports, and all it may import (``tests/lab/te
 from __future__ import annotations
 
 from .parallel import Executor, run_tasks
+from .resumable import Outcome, run_resumable
 from .status import Status
 
 __all__ = [
     "Executor",
+    "Outcome",
     "Status",
+    "run_resumable",
     "run_tasks",
 ]
