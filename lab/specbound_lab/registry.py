@@ -40,7 +40,15 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from specbound.core import FIXED_P, LOG10_E, BoundAnalysis, SpectralProfile, SpectrumAlphas, spectrum_alphas
+from specbound.core import (
+    FIXED_P_PROXIES,
+    LOG10_E,
+    BoundAnalysis,
+    Proxy,
+    SpectralProfile,
+    SpectrumAlphas,
+    spectrum_alphas,
+)
 
 from .flatness import censoring_values, inverse_square, pacbayes_sigma, sharpness_alpha
 from .measures import (
@@ -288,37 +296,37 @@ def _sharpness(probe: ModelProbe) -> float:
 
 register(
     CheckpointMeasure(
-        name="ours",
+        name=Proxy.OURS.key,
         bounds_gap_times_sqrt_n=True,
-        column="ours_log10",
-        label="log10 ours at p*",
-        screen_name="ours at p*",
+        column=Proxy.OURS.column,
+        label=f"log10 {Proxy.OURS.label}",
+        screen_name=Proxy.OURS.described,
         linear_axis=True,
         definition="the spectrum-adaptive proxy at p* (each matrix at its own optimal p)",
         compute=lambda analysis: analysis.evaluate().log_total * LOG10_E,
         linear_column="ours",
     )
 )
-_FIXED_P_WORDS = {0.0: "rank", 1.0: "nuclear norm", 2.0: "Frobenius"}
-for _p in FIXED_P:
+for _proxy in FIXED_P_PROXIES:
+    assert _proxy.fixed_p is not None
     register(
         CheckpointMeasure(
-            name=f"ours_p{_p:g}",
-            column=f"ours_p{_p:g}_log10",
-            label=f"log10 ours at p = {_p:g}",
-            screen_name=f"ours at p = {_p:g} ({_FIXED_P_WORDS[_p]})",
+            name=_proxy.key,
+            column=_proxy.column,
+            label=f"log10 {_proxy.label}",
+            screen_name=_proxy.described,
             linear_axis=True,
-            definition=f"the proxy with every matrix at p = {_p:g}",
-            compute=_at_p(_p),
+            definition=f"the proxy with every matrix at p = {_proxy.fixed_p:g}",
+            compute=_at_p(_proxy.fixed_p),
         )
     )
 register(
     CheckpointMeasure(
-        name="edelman",
+        name=Proxy.EDELMAN.key,
         bounds_gap_times_sqrt_n=True,
-        column="edelman_log10",
-        label="log10 Edelman-style",
-        screen_name="Edelman-style proxy",
+        column=Proxy.EDELMAN.column,
+        label=f"log10 {Proxy.EDELMAN.label}",
+        screen_name=Proxy.EDELMAN.described,
         linear_axis=True,
         definition="the Edelman-style proxy (Edelman et al. 2022)",
         compute=lambda analysis: analysis.log_edelman * LOG10_E,

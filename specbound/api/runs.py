@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from ..core.defaults import FIXED_P
 from ..core.errors import SpecboundError
 from ..core.limits import LIMITS
 from ..core.logspace import to_log10
 from ..core.profile import SpectralProfile
+from ..core.proxies import FIXED_P_PROXIES, Proxy
 from ..core.text import quoted
 from ..core.values import is_genuine_int, is_real_number
 from ..io.files import (
@@ -261,9 +261,13 @@ def step_row(step: int, result: Analysis, logged: Mapping[str, float] | None = N
     reference also ``ours_centred_log10``, ``edelman_centred_log10``, ``distance_frobenius`` (Σ_W ‖W - W⁰‖_F
     over the proxy matrices) and ``changed_matrices``."""
     bounds = result.bounds
-    row: dict[str, Any] = {"step": step, "ours_log10": result.ours_log10, "edelman_log10": result.edelman_log10}
-    for p in FIXED_P:
-        row[f"ours_p{p:g}_log10"] = float(to_log10(bounds.evaluate(p).log_total))
+    row: dict[str, Any] = {
+        "step": step,
+        Proxy.OURS.column: result.ours_log10,
+        Proxy.EDELMAN.column: result.edelman_log10,
+    }
+    for proxy in FIXED_P_PROXIES:
+        row[proxy.column] = float(to_log10(bounds.evaluate(proxy.fixed_p).log_total))
     row |= {
         "p_opt_mean": float(np.mean(bounds.p_opt)),
         "p_opt_median": float(np.median(bounds.p_opt)),

@@ -19,12 +19,14 @@ from .limits import LIMITS
 from .logspace import LOG10_E
 from .profile import MatrixId, SpectralProfile
 from .progress import ProgressCallback, ProgressEvent, silent
+from .proxies import FIXED_P_PROXIES, Proxy
 from .text import quoted
 from .threads import torch_threads
 from .values import check_number, is_genuine_int, is_real_number
 
 __all__ = [
     "FIXED_P",
+    "FIXED_P_PROXIES",
     "LIMITS",
     "LOG10_E",
     "BackendSpec",
@@ -35,6 +37,7 @@ __all__ = [
     "PAssignment",
     "ProgressCallback",
     "ProgressEvent",
+    "Proxy",
     "SpecboundError",
     "SpectralProfile",
     "SpectrumAlphas",

@@ -37,29 +37,10 @@ import numpy as np
 from ..core.bounds import BoundAnalysis
 from ..core.defaults import FIXED_P
 from ..core.logspace import LOG10_E, exp_or_inf
+from ..core.proxies import PROXIES, Proxy
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-class Proxy(str, Enum):
-    """The proxies compared in the study; the value is the column and legend name."""
-
-    OURS = "ours"
-    EDELMAN = "edelman"
-    P0 = "p=0"
-    P1 = "p=1"
-    P2 = "p=2"
-
-    @property
-    def fixed_p(self) -> float | None:
-        """The Schatten index every matrix uses in a fixed-p regime; None for ours and Edelman."""
-        return _FIXED_P.get(self)
-
-
-#: The fixed-index regimes of the study, every matrix at one landmark p (:data:`~specbound.core.defaults.FIXED_P`).
-_FIXED_P: dict[Proxy, float] = dict(zip((Proxy.P0, Proxy.P1, Proxy.P2), FIXED_P, strict=True))
-PROXIES: tuple[Proxy, ...] = tuple(Proxy)
 
 
 class Axis(str, Enum):
@@ -110,7 +91,8 @@ class ModelSummary:
             return self.log_ours
         if proxy is Proxy.EDELMAN:
             return self.log_edelman
-        return self.log_fixed[_FIXED_P[proxy]]
+        assert proxy.fixed_p is not None
+        return self.log_fixed[proxy.fixed_p]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (fixed-p keys become strings); :meth:`from_dict` reverses it."""

@@ -23,6 +23,7 @@ from ...core.architecture import DECODER, ENCODER, Expert, Kind, expert_label
 from ...core.bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ...core.logspace import to_log10
 from ...core.profile import MatrixId
+from ...core.proxies import Proxy
 from ...studies.compare import Comparison
 from ..explain import break_even
 from ..numbers import DIGITS, format_count, format_percent, format_power
@@ -62,8 +63,8 @@ CURVE_DASHES: tuple[str, ...] = ("solid", "dash", "dot", "dashdot")
 #: The proxies of :func:`proxy_comparison` and :func:`compare_bars` as the figures name them.
 PROXY_LABELS: Mapping[Quantity, str] = {
     Quantity.OURS_AT_P: "ours at the chosen p",
-    Quantity.OURS: "ours at p*",
-    Quantity.EDELMAN: "Edelman-style",
+    Quantity.OURS: Proxy.OURS.label,
+    Quantity.EDELMAN: Proxy.EDELMAN.label,
 }
 
 

@@ -37,13 +37,7 @@ PROXY_STYLE: dict[Proxy, dict[str, str]] = {
     Proxy.P2: {"color": p_color(2.0), "dash": "dash"},
 }
 #: How each proxy is named in legends and tables.
-PROXY_LABELS: dict[Proxy, str] = {
-    Proxy.OURS: "ours (p*)",
-    Proxy.EDELMAN: "Edelman et al.",
-    Proxy.P0: "p = 0 (rank)",
-    Proxy.P1: "p = 1 (nuclear)",
-    Proxy.P2: "p = 2 (Frobenius)",
-}
+PROXY_LABELS: dict[Proxy, str] = {proxy: proxy.study_label for proxy in Proxy}
 _AXIS_TITLE = {Axis.DEPTH: "depth L", Axis.WIDTH: "width N"}
 
 

@@ -13,16 +13,15 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from ...core.proxies import FIXED_P_PROXIES, Proxy
 from .style import NEUTRAL, Quantity, axis_title, figure, p_color, palette_color, quantity_color
 
 #: (column of the table, legend name, colour, dash) per proxy line: ours and Edelman's in their colours,
 #: ours at a fixed p in the colour of that p.
 _PROXY_LINES: tuple[tuple[str, str, str, str], ...] = (
-    ("ours_log10", "ours at p*", quantity_color(Quantity.OURS), "solid"),
-    ("edelman_log10", "Edelman-style", quantity_color(Quantity.EDELMAN), "solid"),
-    ("ours_p0_log10", "ours at p = 0", p_color(0.0), "dot"),
-    ("ours_p1_log10", "ours at p = 1", p_color(1.0), "dot"),
-    ("ours_p2_log10", "ours at p = 2", p_color(2.0), "dot"),
+    (Proxy.OURS.column, Proxy.OURS.label, quantity_color(Quantity.OURS), "solid"),
+    (Proxy.EDELMAN.column, Proxy.EDELMAN.label, quantity_color(Quantity.EDELMAN), "solid"),
+    *((proxy.column, proxy.label, p_color(proxy.fixed_p or 0.0), "dot") for proxy in FIXED_P_PROXIES),
 )
 STEP_AXIS = "training step"
 
