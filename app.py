@@ -14,11 +14,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import atlas, link_guard, safety, session, share
-from dashboard.export import figure_format_picker
-from dashboard.presentation import inject_style, page_script, presentation_toggle
+from dashboard import safety
 from dashboard.routing import alias_page
-from dashboard.sidebar import open_linked, render_sidebar
+from dashboard.state import atlas, session, share
+from dashboard.widgets import link_guard
+from dashboard.widgets.export import figure_format_picker
+from dashboard.widgets.presentation import inject_style, page_script, presentation_toggle
+from dashboard.widgets.sidebar import open_linked, render_sidebar
 
 FAVICON = Path(__file__).with_name("dashboard") / "favicon.svg"
 

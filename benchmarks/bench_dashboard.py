@@ -10,7 +10,7 @@ fresh profile cache, then in the same run:
   the server's memory growth per added session (target: at most 50 MB, since a session holds widget
   state and references to the shared caches, not weights);
 * times slider moves in the browser from the key press to the updated total on the page (the
-  explorer writes it in the browser from a table the server sent, ``dashboard/live_total.py``) and to
+  explorer writes it in the browser from a table the server sent, ``dashboard/widgets/live_total.py``) and to
   the server's redrawn headline (its rerun's round trip), beside the computation-layer time the page
   reports for the same moves (the explorer opens at p*, so the link switches that off first; timing
   starts once every chart of the page is drawn), the same moves with the explorer's tables section
@@ -43,8 +43,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]  # the dashboard and
 from streamlit_page import wait_idle  # noqa: E402
 from streamlit_server import CHROMIUM, free_port, launch_chromium, serve_dashboard  # noqa: E402
 
-from dashboard.tables import EXPLORER_TABLES_KEY  # noqa: E402
-from dashboard.text import TOTAL_LABEL  # noqa: E402
+from dashboard.widgets.tables import EXPLORER_TABLES_KEY  # noqa: E402
+from dashboard.wording.text import TOTAL_LABEL  # noqa: E402
 
 EXTRA_SESSIONS = 6
 SLIDER_MOVES = 16
@@ -113,7 +113,7 @@ def move_slider(page, key: str) -> tuple[float, float | None]:
     """Press one arrow key on the global p slider: seconds from the key press to the frame with the new
     total, and to the frame with the server's redrawn headline (None on the bare page).
 
-    The explorer writes the new total in the browser as the slider moves (``dashboard/live_total.py``);
+    The explorer writes the new total in the browser as the slider moves (``dashboard/widgets/live_total.py``);
     the server's rerun then redraws the headline, whose caption (p and the computation time) changes on
     every move. Both ends are timed in the page (the keydown event, the animation frame that shows the
     change), so the figures leave out the test driver's own round trips to the browser.

@@ -1,4 +1,14 @@
-"""The Streamlit layer of specbound: caches, the shared sidebar, p controls and shared wording.
+"""The Streamlit layer of specbound, in four groups and the boundary around them.
+
+- :mod:`dashboard.state`: what a session holds (its model, with :mod:`~dashboard.state.session` its one
+  owner; the caches behind it; its baseline, its atlas, the link to its view);
+- :mod:`dashboard.widgets`: what the pages draw with (the sidebar, the p controls, drill-downs, tables,
+  exports, the page look);
+- :mod:`dashboard.services`: the data of the pages that need more than the session's model (the Lab,
+  the Training runs, Scaling, Theory), drawing nothing;
+- :mod:`dashboard.wording`: how things are said (shared wording, the number format, the vocabulary);
+- :mod:`dashboard.safety` (what a visitor may make the server do), :mod:`dashboard.routing` and
+  :mod:`dashboard.serve` (starting the server) beside them.
 
 Pages in ``pages/`` stay thin: widgets, one cached call into this package, a figure or a table.
 Nothing in :mod:`specbound` imports from here.

@@ -36,11 +36,10 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
+from dashboard.state.upload_store import upload_dir
+from dashboard.wording.text import plain
 from specbound.core.errors import SpecboundError
 from specbound.io.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, parse_name, resolve
-
-from .text import plain
-from .upload_store import upload_dir
 
 #: The operator's switch: "1" lets page visitors open local checkpoint directories and atlas files.
 SERVER_PATHS_ENV = "SPECBOUND_ALLOW_SERVER_PATHS"
@@ -160,7 +159,7 @@ def redact_paths(text: str) -> str:
 def public_message(exc: BaseException) -> str:
     """An exception as a visitor may read it: a SpecboundError's message, else :data:`UNEXPECTED`.
 
-    No server path (see :func:`redact_paths`); not yet escaped for markdown (see :func:`dashboard.text.plain`).
+    No server path (see :func:`redact_paths`); not yet escaped for markdown (see :func:`dashboard.wording.text.plain`).
     """
     if isinstance(exc, SpecboundError):
         return redact_paths(" ".join(str(exc).split()))

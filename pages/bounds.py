@@ -3,9 +3,9 @@
 Everything that depends on p is one fragment: a control move reruns only it (not the sidebar, not the
 p-independent figures), and it only calls ``analysis.evaluate`` on the cached analysis: no file
 access, no SVD. The headline row above the controls stays at the top of the window while they move,
-and its total follows the p sliders in the browser before the rerun (:mod:`dashboard.live_total`).
+and its total follows the p sliders in the browser before the rerun (:mod:`dashboard.widgets.live_total`).
 The baseline buttons and the tables are drawn only when their section is opened: every element on
-the page costs the browser work on each move (see :func:`dashboard.presentation.on_demand`).
+the page costs the browser work on each move (see :func:`dashboard.widgets.presentation.on_demand`).
 """
 
 from __future__ import annotations
@@ -17,22 +17,23 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from dashboard import atlas, baseline, drilldown, session, share
-from dashboard.controls import CONTROL_DEFAULTS, PChoice, held_choice, p_controls
-from dashboard.export import csv_download, file_stem, provenance, report_download, show_figure
-from dashboard.headline import (
+from dashboard.routing import ensure_app_entry
+from dashboard.state import atlas, baseline, session, share
+from dashboard.widgets import drilldown
+from dashboard.widgets.controls import CONTROL_DEFAULTS, PChoice, held_choice, p_controls
+from dashboard.widgets.export import csv_download, file_stem, provenance, report_download, show_figure
+from dashboard.widgets.headline import (
     explorer_headline,
     headline_sentence,
     kind_shares,
     kind_shares_sentence,
     total_texts,
 )
-from dashboard.live_total import live_total
-from dashboard.numbers import comparison_sentence, format_number
-from dashboard.presentation import headline, let_headline_through, on_demand
-from dashboard.routing import ensure_app_entry
-from dashboard.tables import EXPLORER_TABLES_KEY, show_table
-from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, bound_note
+from dashboard.widgets.live_total import live_total
+from dashboard.widgets.presentation import headline, let_headline_through, on_demand
+from dashboard.widgets.tables import EXPLORER_TABLES_KEY, show_table
+from dashboard.wording.numbers import comparison_sentence, format_number
+from dashboard.wording.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, bound_note
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundTerms, PAssignment
 from specbound.core.logspace import exp_array

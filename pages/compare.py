@@ -9,13 +9,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import atlas, baseline, drilldown, session, share
-from dashboard.export import clickable_cells, provenance, report_download, show_figure
-from dashboard.numbers import comparison_sentence, format_change, format_integer
-from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
-from dashboard.tables import show_table
-from dashboard.text import bound_note, plain
+from dashboard.state import atlas, baseline, session, share
+from dashboard.widgets import drilldown
+from dashboard.widgets.export import clickable_cells, provenance, report_download, show_figure
+from dashboard.widgets.presentation import folded, headline, metric_row
+from dashboard.widgets.tables import show_table
+from dashboard.wording.numbers import comparison_sentence, format_change, format_integer
+from dashboard.wording.text import bound_note, plain
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.logspace import exp_array

@@ -3,7 +3,7 @@
 Three views: one run through training (every bound term and the errors per saved step, a step slider
 for the spectra and the p* map there, and opening that step as the model of the other pages); the
 sweep (each measure against the gap over the final checkpoints, with its τ); and training one small
-run now. Data, caches and the training thread live in :mod:`dashboard.lab`.
+run now. Data, caches and the training thread live in :mod:`dashboard.services.lab`.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ import math
 
 import streamlit as st
 
-from dashboard import lab as service
-from dashboard import share
-from dashboard.export import csv_download, show_figure, show_panels
-from dashboard.numbers import format_count
-from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
-from dashboard.tables import draw_table
-from dashboard.text import bound_note, plain
-from dashboard.vocabulary import measure_name
+from dashboard.services import lab as service
+from dashboard.state import share
+from dashboard.widgets.export import csv_download, show_figure, show_panels
+from dashboard.widgets.presentation import folded
+from dashboard.widgets.tables import draw_table
+from dashboard.wording.numbers import format_count
+from dashboard.wording.text import bound_note, plain
+from dashboard.wording.vocabulary import measure_name
 from specbound.core.logspace import LN_10
 from specbound.present.figures import trajectory as trajectory_figures
 from specbound.present.figures.spectra import PANEL_COLUMNS, singular_value_profiles

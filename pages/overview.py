@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, data, session, vocabulary
-from dashboard.headline import headline_sentence
-from dashboard.numbers import times_in_words
-from dashboard.presentation import folded, headline, metric_row
 from dashboard.routing import ensure_app_entry
-from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, model_card_caption, plain
+from dashboard.state import atlas, data, session
+from dashboard.widgets.headline import headline_sentence
+from dashboard.widgets.presentation import folded, headline, metric_row
+from dashboard.wording import vocabulary
+from dashboard.wording.numbers import times_in_words
+from dashboard.wording.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, model_card_caption, plain
 from specbound.io.families import family_name
 from specbound.present.numbers import format_log
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, safety, share
-from dashboard import runs as service
-from dashboard.experts import expert_picker
-from dashboard.export import csv_download, show_figure, show_panels
-from dashboard.lab import model_label
-from dashboard.numbers import format_count
+from dashboard import safety
 from dashboard.routing import ensure_app_entry
-from dashboard.text import bound_note, plain
-from dashboard.vocabulary import measure_name
+from dashboard.services import runs as service
+from dashboard.services.lab import model_label
+from dashboard.state import atlas, share
+from dashboard.widgets.experts import expert_picker
+from dashboard.widgets.export import csv_download, show_figure, show_panels
+from dashboard.wording.numbers import format_count
+from dashboard.wording.text import bound_note, plain
+from dashboard.wording.vocabulary import measure_name
 from specbound.core.logspace import LOG10_E
 from specbound.present.figures import bounds as bound_figures
 from specbound.present.figures import trajectory as trajectory_figures

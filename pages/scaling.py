@@ -1,7 +1,7 @@
 """Scaling: how the proxies grow with depth L and width N over the BERT Miniatures available here, or
 over the lab's trained encoders or decoders (shipped, so the study works with no network).
 
-Models come from the session's atlas file and the Hugging Face cache (see :mod:`dashboard.scaling`
+Models come from the session's atlas file and the Hugging Face cache (see :mod:`dashboard.services.scaling`
 for how a model is placed at its (L, N) and which ones count as the family); missing miniatures are
 listed with how to get them, and can be downloaded on request.
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, session, share
-from dashboard import scaling as service
-from dashboard.export import csv_download, file_stem, show_panels
-from dashboard.numbers import MISSING, format_count
 from dashboard.routing import ensure_app_entry
-from dashboard.tables import draw_table
-from dashboard.text import bound_note, plain
+from dashboard.services import scaling as service
+from dashboard.state import atlas, session, share
+from dashboard.widgets.export import csv_download, file_stem, show_panels
+from dashboard.widgets.tables import draw_table
+from dashboard.wording.numbers import MISSING, format_count
+from dashboard.wording.text import bound_note, plain
 from specbound.present.figures.scaling import growth_figure_depth, growth_figure_width, growth_panel_columns
 from specbound.present.figures.style import split_panels
 from specbound.studies.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import atlas, drilldown, session, share
-from dashboard.controls import layer_label
-from dashboard.experts import expert_picker
-from dashboard.export import (
+from dashboard.routing import ensure_app_entry
+from dashboard.state import atlas, session, share
+from dashboard.widgets import drilldown
+from dashboard.widgets.controls import layer_label
+from dashboard.widgets.experts import expert_picker
+from dashboard.widgets.export import (
     clickable_cells,
     csv_download,
     file_stem,
@@ -20,10 +22,9 @@ from dashboard.export import (
     show_figure,
     show_panels,
 )
-from dashboard.presentation import folded
-from dashboard.routing import ensure_app_entry
-from dashboard.tables import show_table
-from dashboard.text import bound_note, code
+from dashboard.widgets.presentation import folded
+from dashboard.widgets.tables import show_table
+from dashboard.wording.text import bound_note, code
 from specbound.core.architecture import DECODER, ENCODER, HEAD_KINDS, Kind
 from specbound.present.figures import spectra as figures
 from specbound.present.figures.html_report import ReportSection

@@ -8,14 +8,14 @@ import math
 
 import streamlit as st
 
-from dashboard import atlas, session, share
-from dashboard import theory as live
-from dashboard.controls import DEFAULT_P
-from dashboard.export import show_panels
-from dashboard.numbers import format_number, format_p
-from dashboard.presentation import folded
 from dashboard.routing import ensure_app_entry
-from dashboard.text import bound_note, code
+from dashboard.services import theory as live
+from dashboard.state import atlas, session, share
+from dashboard.widgets.controls import DEFAULT_P
+from dashboard.widgets.export import show_panels
+from dashboard.widgets.presentation import folded
+from dashboard.wording.numbers import format_number, format_p
+from dashboard.wording.text import bound_note, code
 from specbound.core.architecture import Kind
 from specbound.core.bounds import grid_resolution, snap_to_grid
 from specbound.core.defaults import L_PHI, P_MAX, RANK_TOL

@@ -6,9 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import atlas, data, drilldown, lab, session, share
-from dashboard.experts import expert_picker
-from dashboard.export import (
+from dashboard.routing import ensure_app_entry
+from dashboard.services import lab
+from dashboard.state import atlas, data, session, share
+from dashboard.widgets import drilldown
+from dashboard.widgets.experts import expert_picker
+from dashboard.widgets.export import (
     clickable_cells,
     csv_download,
     file_stem,
@@ -17,11 +20,10 @@ from dashboard.export import (
     show_figure,
     show_panels,
 )
-from dashboard.numbers import format_integer, format_p
-from dashboard.presentation import folded
-from dashboard.routing import ensure_app_entry
-from dashboard.tables import show_table
-from dashboard.text import bound_note, plain
+from dashboard.widgets.presentation import folded
+from dashboard.widgets.tables import show_table
+from dashboard.wording.numbers import format_integer, format_p
+from dashboard.wording.text import bound_note, plain
 from specbound.core.architecture import Kind
 from specbound.present.explain import break_even
 from specbound.present.figures import bounds as figures

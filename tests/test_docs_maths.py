@@ -65,7 +65,7 @@ def test_the_maths_page_writes_each_family_from_the_theory_page_code(hook, monke
     html = hook.to_mathml(_html(page))
     assert "\\[" not in html and "\\(" not in html and html.count("<math ") >= 2 * len(hook.MATHS_FAMILIES) + 20
 
-    import dashboard.theory
+    import dashboard.services.theory
 
-    monkeypatch.setattr(dashboard.theory, "alpha_latex", lambda shape: r"\alpha = \mathrm{changed}")
+    monkeypatch.setattr(dashboard.services.theory, "alpha_latex", lambda shape: r"\alpha = \mathrm{changed}")
     assert hook.maths_page().count(r"\alpha = \mathrm{changed}") == len(hook.MATHS_FAMILIES)

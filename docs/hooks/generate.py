@@ -249,13 +249,13 @@ MATHS_FAMILIES_MARK = "<!-- each family's alpha and gamma -->"
 
 def maths_page() -> str:
     """The hand-written maths (``maths-text.md``) with, at its mark, each family's α and γ as the
-    dashboard's Theory page writes them (:mod:`dashboard.theory`), for transformers' default config of a
+    dashboard's Theory page writes them (:mod:`dashboard.services.theory`), for transformers' default config of a
     few model types: the formulas come from the code that computes the Theory page, not from a copy."""
     import transformers
 
     if str(ROOT) not in sys.path:  # the dashboard is a folder of the repository, not an installed package
         sys.path.insert(0, str(ROOT))
-    from dashboard.theory import alpha_latex, gamma_latex
+    from dashboard.services.theory import alpha_latex, gamma_latex
     from specbound.io.families import ADAPTERS
     from specbound.io.families.registry import family_name
 

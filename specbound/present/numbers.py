@@ -1,6 +1,6 @@
 """How every number is written: on the dashboard's pages, in its tables and figures, in reports and exports.
 
-One rule, decided here once (the dashboard's :mod:`dashboard.numbers` and the figures of
+One rule, decided here once (the dashboard's :mod:`dashboard.wording.numbers` and the figures of
 :mod:`specbound.present.figures` write with these functions; the package itself never imports the dashboard):
 
 * :data:`DIGITS` (4) significant digits; more only where a change must show (the headline's total,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from dashboard.text import WORD_JOINER
+from dashboard.wording.text import WORD_JOINER
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 #: The first run computes the bundled model's spectra into the test cache (about a second).
@@ -34,7 +34,7 @@ def decode_arrays(value: Any) -> Any:
 
 
 def unescaped(markdown: str) -> str:
-    """Text escaped by :func:`dashboard.text.plain`, as the page shows it and a person reads it
+    """Text escaped by :func:`dashboard.wording.text.plain`, as the page shows it and a person reads it
     (backslash escapes and the invisible word joiners that break bare URLs removed)."""
     return re.sub(r"\\(.)", r"\1", markdown).replace(WORD_JOINER, "")
 
@@ -108,7 +108,7 @@ def table_columns(element) -> dict[str, dict[str, Any]]:
 
 def drawn_width(element, *, selectable: bool = False) -> int:
     """The pixels a drawn table asks for: its columns' widths (and the row-selection column)."""
-    from dashboard.tables import SELECT_COLUMN_PX
+    from dashboard.widgets.tables import SELECT_COLUMN_PX
 
     widths = [int(spec["width"]) for spec in table_columns(element).values()]
     return sum(widths) + (SELECT_COLUMN_PX if selectable else 0)
@@ -118,7 +118,7 @@ def as_shown(values, kind: str = "number") -> np.ndarray:
     """``values`` as a table sends them to the browser: each written by the one number format (``kind``:
     'number', 'log10', 'p', ...) and read back, so a page's table can be checked against the package's
     numbers exactly, digit for digit of what it shows."""
-    from dashboard.numbers import shown_value, styled_writers
+    from dashboard.wording.numbers import shown_value, styled_writers
 
     write = styled_writers()[kind]
     return np.array([shown_value(write(v)) for v in np.asarray(values, dtype=float).tolist()])

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from app_harness import as_shown, drawn_width, forbid_recomputation, run_clean, table_columns
 
-from dashboard.headline import total_texts
-from dashboard.numbers import DIGITS, format_against, significant_digits
-from dashboard.tables import EXPLORER_TABLES_KEY, TABLE_WIDTH_PX
-from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL
+from dashboard.widgets.headline import total_texts
+from dashboard.widgets.tables import EXPLORER_TABLES_KEY, TABLE_WIDTH_PX
+from dashboard.wording.numbers import DIGITS, format_against, significant_digits
+from dashboard.wording.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundTerms, PAssignment
 from specbound.core.logspace import to_log10 as log10
@@ -381,8 +381,8 @@ def test_a_shared_link_draws_its_widgets_without_a_session_state_clash(monkeypat
 
 
 def test_the_headline_compares_with_the_random_twin(bounds_app, rerun, minilm) -> None:
-    from dashboard.baseline import CONTROLS_SECTION_KEY, TWIN_KEY, twin_analysis
-    from dashboard.headline import BASELINE_LABEL
+    from dashboard.state.baseline import CONTROLS_SECTION_KEY, TWIN_KEY, twin_analysis
+    from dashboard.widgets.headline import BASELINE_LABEL
     from specbound.studies.compare import compare
 
     at = bounds_app

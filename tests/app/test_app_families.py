@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from app_harness import forbid_recomputation, open_directory, page_text, run_clean
 
-from dashboard.headline import total_texts
-from dashboard.text import TOTAL_LABEL
+from dashboard.widgets.headline import total_texts
+from dashboard.wording.text import TOTAL_LABEL
 from specbound.core.bounds import BoundAnalysis, snap_to_grid
 from specbound.io.loading import load_profile
 

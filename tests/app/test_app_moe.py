@@ -55,8 +55,8 @@ def test_every_report_opens_with_the_model_card_and_its_adaptations(moe_dir) -> 
     """A report read away from the dashboard names the family, the shape and every adaptation of the proxy
     with its plain explanation (a Mixtral-like report used to name none of causal, rotary, grouped, gated,
     router)."""
-    from dashboard.export import model_card_section
-    from dashboard.text import model_card_caption
+    from dashboard.widgets.export import model_card_section
+    from dashboard.wording.text import model_card_caption
     from specbound.io.loading import load_profile
     from specbound.present.figures.html_report import html_report
 

@@ -42,7 +42,7 @@ def test_the_model_card_counts_both_stacks_and_names_the_adaptation(landing_app,
     assert "2 encoder and 3 decoder layers" in text
     # the card and the glossary name the cross-attention's kinds
     assert "74 proxy matrices (QK, V, QK_x and V_x per query head (QK_x and V_x in the decoder layers only)" in text
-    from dashboard.vocabulary import glossary_markdown
+    from dashboard.wording.vocabulary import glossary_markdown
 
     assert all(f"**{kind}**" in glossary_markdown() for kind in ("QK\\_x", "V\\_x", "expert"))
 
@@ -74,7 +74,7 @@ def test_every_page_works_on_an_encoder_decoder(landing_app, t5_dir, page: str) 
         assert not at.error, [e.value for e in at.error]
         assert _chart_titles(at, "head_heatmaps") == ["QK_x heads of the decoder: layer × head"]
     if page == "theory":  # the cross-attention's factor and the MLP's, beside the formulas that use them
-        from dashboard import theory as live
+        from dashboard.services import theory as live
 
         labels = {m.label: m.value for m in at.metric}
         assert live.CROSS_FACTOR_LABEL in labels and live.MLP_FACTOR_LABEL in labels

@@ -8,8 +8,8 @@ from pathlib import Path
 from app_harness import APP, TIMEOUT_S, run_clean, unescaped
 from streamlit.testing.v1 import AppTest
 
-from dashboard.sidebar import CACHED_MARK, DOWNLOAD_MARK
-from dashboard.text import TOTAL_LABEL
+from dashboard.widgets.sidebar import CACHED_MARK, DOWNLOAD_MARK
+from dashboard.wording.text import TOTAL_LABEL
 
 
 def _open(at, rerun, source: str, **inputs) -> None:

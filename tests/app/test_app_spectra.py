@@ -146,7 +146,7 @@ def test_matrix_table_is_the_profile_frame_with_readable_headers(app, minilm) ->
 
 
 def test_a_matrix_opens_with_its_spectrum_curve_and_terms(app, rerun, figure_titled, minilm) -> None:
-    from dashboard.drilldown import GAMMA_LABEL, P_OPT_LABEL, SHARE_LABEL
+    from dashboard.widgets.drilldown import GAMMA_LABEL, P_OPT_LABEL, SHARE_LABEL
 
     i = minilm.profile.index(MatrixId(1, Kind.QK, 4))
     app.selectbox(key="matrix").set_value(i)

@@ -51,7 +51,7 @@ def test_a_baseline_of_another_shape_says_why_in_one_line() -> None:
 def test_the_bound_explorer_switches_to_the_centred_bound_and_back(figure_titled) -> None:
     """With a matching baseline pinned, the explorer's switch (kept in the link) makes every term the
     centred one: the headline total at p* is ours centred, the drill-down shows the difference's spectrum."""
-    from dashboard.text import OPTIMAL_LABEL
+    from dashboard.wording.text import OPTIMAL_LABEL
 
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
     at.query_params.update({"model": LORA_NAME, "baseline": BASE_NAME, "centred": "1"})
@@ -83,7 +83,7 @@ def test_a_cell_of_what_changed_opens_its_spectrum_beside_the_difference(figure_
     """The map's drill-down (SPEC §14): a head's cell and an MLP cell locate their matrices, and the
     opened matrix (kept in the link) shows the weights' singular values beside the difference's, whose
     count is the difference's rank: 4 for a feed-forward matrix of the rank-4 adapter."""
-    from dashboard.drilldown import change_cell
+    from dashboard.widgets.drilldown import change_cell
 
     expected = specbound.analyze(LORA_NAME, use_cache=False).centred
     profile = expected.profile

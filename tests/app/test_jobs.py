@@ -1,4 +1,4 @@
-"""The Lab page's training jobs (dashboard.jobs): a run trained in a thread into the store it is given,
+"""The Lab page's training jobs (dashboard.services.jobs): a run trained in a thread into the store it is given,
 one job per run, at most the board's limit at once, and the board's version bumped when a job ends."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.jobs import JobBoard, JobState, LabBusy
+from dashboard.services.jobs import JobBoard, JobState, LabBusy
 from specbound_lab.records import finished_run
 from specbound_lab.train import RunSpec, TrainSettings
 

@@ -13,11 +13,11 @@ import pytest
 from app_harness import APP, TIMEOUT_S, run_clean, table_columns
 from streamlit.testing.v1 import AppTest
 
-from dashboard import lab as service
-from dashboard.numbers import shown_value
-from dashboard.tables import CELL_PAD_PX, CHAR_PX
-from dashboard.text import OPTIMAL_LABEL, plain
-from dashboard.vocabulary import measure_name
+from dashboard.services import lab as service
+from dashboard.widgets.tables import CELL_PAD_PX, CHAR_PX
+from dashboard.wording.numbers import shown_value
+from dashboard.wording.text import OPTIMAL_LABEL, plain
+from dashboard.wording.vocabulary import measure_name
 from specbound.core.bounds import BoundAnalysis
 from specbound.io.atlas import load_atlas
 from specbound.present.numbers import format_log
@@ -383,7 +383,7 @@ def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -
     at = lab_app
     at.radio(key="lab_view").set_value("Sweep: measures against the gap")
     run_clean(at)
-    from dashboard.text import plain
+    from dashboard.wording.text import plain
 
     shown_text = " ".join(m.value for m in at.markdown)
     assert plain(grokking_sentence(runs, measure_name)) in shown_text  # shown as text, never as markdown
@@ -393,7 +393,7 @@ def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -
     at.radio(key="lab_grok_seed").set_value(2)
     run_clean(at)
     assert any("Grokking: seed 2 groks" in f["layout"]["title"]["text"] for f in plotly_specs(at))
-    from dashboard.lab import GROKKING_COLUMNS
+    from dashboard.services.lab import GROKKING_COLUMNS
 
     shown = _dataframe(at, GROKKING_COLUMNS["median_lead"]).reset_index(drop=True)
     summaries = grokking_summary(runs)

@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from dashboard.numbers import (
+from dashboard.widgets.tables import as_text_frame
+from dashboard.wording.numbers import (
     DIGITS,
     MAX_DIGITS,
     MISSING,
@@ -24,7 +25,6 @@ from dashboard.numbers import (
     styled_table,
     times_in_words,
 )
-from dashboard.tables import as_text_frame
 from specbound.present.numbers import format_log
 
 

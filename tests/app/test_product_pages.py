@@ -9,10 +9,10 @@ import re
 import pytest
 from app_harness import run_clean
 
-from dashboard import sidebar
 from dashboard.safety import SERVER_PATHS_ENV
-from dashboard.sidebar import OFFLINE_NOTE, visitor_advice
-from dashboard.text import plain
+from dashboard.widgets import sidebar
+from dashboard.widgets.sidebar import OFFLINE_NOTE, visitor_advice
+from dashboard.wording.text import plain
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from app_harness import run_clean
 
-from dashboard import runs as service
 from dashboard.safety import SERVER_PATHS_ENV
-from dashboard.text import plain
+from dashboard.services import runs as service
+from dashboard.wording.text import plain
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.logspace import LOG10_E, to_log10
@@ -56,7 +56,7 @@ def test_a_shipped_grokking_run_is_drawn_with_its_jump_and_its_measured_accuraci
 ) -> None:
     """SPEC §13: the Training runs page draws a grokking run offline: accuracies and every proxy on one
     step axis, the fit and the jump marked, the rule's reading in words; the proxies from its spectra."""
-    from dashboard.vocabulary import measure_name
+    from dashboard.wording.vocabulary import measure_name
     from specbound_lab import reference
     from specbound_lab.grokking import grokking_runs, run_sentence
 

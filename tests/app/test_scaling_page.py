@@ -11,10 +11,10 @@ import pytest
 from app_harness import APP, TIMEOUT_S, as_shown, run_clean, table_columns, unescaped
 from streamlit.testing.v1 import AppTest
 
-from dashboard.atlas import model_name
-from dashboard.numbers import shown_value
-from dashboard.scaling import EXPONENT_ORDER
-from dashboard.text import BOUND_NOTE
+from dashboard.services.scaling import EXPONENT_ORDER
+from dashboard.state.atlas import model_name
+from dashboard.wording.numbers import shown_value
+from dashboard.wording.text import BOUND_NOTE
 from specbound.core.bounds import BoundAnalysis
 from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
 
@@ -135,7 +135,7 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
 
 
 def test_the_exponents_table_writes_plain_names_and_a_dash_for_empty_cells(study) -> None:
-    from dashboard.scaling import exponents_shown
+    from dashboard.services.scaling import exponents_shown
 
     frame = study.exponents_frame()
     assert frame["fixed"].isna().any() and frame["slope_se"].isna().any()  # pooled fits, two-point fits
@@ -162,7 +162,7 @@ def test_the_exponents_table_writes_plain_names_and_a_dash_for_empty_cells(study
 
 
 def test_the_models_table_names_each_proxy_plainly(scaling_app, study) -> None:
-    from dashboard.scaling import models_shown
+    from dashboard.services.scaling import models_shown
 
     (element,) = [d for d in scaling_app.dataframe if "ours_log10" in d.value.columns]
     headers = {name: spec["label"] for name, spec in json.loads(element.proto.columns).items() if "label" in spec}
@@ -226,7 +226,7 @@ def test_two_models_of_one_shape_are_refused_plainly(scaling_app, family, plotly
 
 
 def test_atlas_export_of_the_study(scaling_app, family, tmp_path) -> None:
-    from dashboard.atlas import atlas_bytes
+    from dashboard.state.atlas import atlas_bytes
     from specbound.io.atlas import load_atlas
 
     at = scaling_app

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from app_harness import as_shown, drawn_width, table_columns
 
-from dashboard.baseline import PIN_KEY, TWIN_KEY, twin_analysis
-from dashboard.drilldown import head_cell, p_star_cell
-from dashboard.numbers import format_change
-from dashboard.tables import TABLE_WIDTH_PX
-from dashboard.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
-from dashboard.vocabulary import TERMS
+from dashboard.state.baseline import PIN_KEY, TWIN_KEY, twin_analysis
+from dashboard.widgets.drilldown import head_cell, p_star_cell
+from dashboard.widgets.tables import TABLE_WIDTH_PX
+from dashboard.wording.numbers import format_change
+from dashboard.wording.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
+from dashboard.wording.vocabulary import TERMS
 from pages.compare import WHY_AGREE
 from pages.overview import HOW_TO_READ, P_STAR_LABEL, PRODUCT_NAME, RATIO_LABEL, TOUR, WHAT_P_IS
 from specbound.core.architecture import Kind
@@ -90,7 +90,7 @@ def test_why_page_shows_p_star_ranks_and_break_even(landing_app, rerun, figure_t
 
 def test_why_page_offers_a_model_where_p_star_varies(landing_app, rerun) -> None:
     """Every p* of the bundled model is 0: the page says why and opens a shipped lab model whose p* vary."""
-    from dashboard import lab
+    from dashboard.services import lab
 
     at = landing_app
     at.switch_page("pages/why.py")
@@ -102,7 +102,7 @@ def test_why_page_offers_a_model_where_p_star_varies(landing_app, rerun) -> None
     rerun(at)
     assert not at.error and not any("matrices take p* =" in i.value for i in at.info)  # the map is drawn
     assert any("How often each p* wins" in c.proto.spec for c in at.get("plotly_chart"))
-    from dashboard.atlas import LABEL_KEY
+    from dashboard.state.atlas import LABEL_KEY
 
     assert at.session_state[LABEL_KEY] == lab.model_label(run.spec)  # the lab's run is the session's model
 
@@ -187,8 +187,8 @@ def test_presentation_mode_folds_notes_and_tables_and_is_in_the_link(landing_app
 def test_a_link_names_a_server_directory_as_the_baseline_under_the_model_s_rule(make_checkpoint, monkeypatch) -> None:
     """A baseline directory in a link opens exactly where ``model=`` would: only when the operator allows
     server paths; a link the app writes (pinning a local model) is a link it reopens."""
-    from dashboard.baseline import BASELINE_CODEC, Baseline
     from dashboard.safety import SERVER_PATHS_ENV
+    from dashboard.state.baseline import BASELINE_CODEC, Baseline
 
     directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
     assert BASELINE_CODEC.parse("twin:minilm-l6") == Baseline("minilm-l6", twin=True)
@@ -205,7 +205,7 @@ def test_a_link_names_a_server_directory_as_the_baseline_under_the_model_s_rule(
 def test_the_twin_takes_the_initializer_range_of_the_model(make_checkpoint, tmp_path) -> None:
     import json
 
-    from dashboard.baseline import initializer_range
+    from dashboard.state.baseline import initializer_range
     from specbound.core.defaults import BERT_INITIALIZER_RANGE
 
     directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)

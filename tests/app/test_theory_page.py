@@ -8,11 +8,11 @@ import pytest
 from app_harness import APP, TIMEOUT_S, run_clean
 from streamlit.testing.v1 import AppTest
 
-from dashboard import theory as live
-from dashboard.atlas import model_name
-from dashboard.controls import OWN
-from dashboard.numbers import format_against
-from dashboard.text import TOTAL_LABEL
+from dashboard.services import theory as live
+from dashboard.state.atlas import model_name
+from dashboard.widgets.controls import OWN
+from dashboard.wording.numbers import format_against
+from dashboard.wording.text import TOTAL_LABEL
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis, PAssignment
 from specbound.present.numbers import format_log

@@ -12,8 +12,9 @@ import pytest
 from app_harness import APP, TIMEOUT_S, run_clean, unescaped
 from streamlit.testing.v1 import AppTest
 
-from dashboard import atlas, safety
-from dashboard import lab as lab_service
+from dashboard import safety
+from dashboard.services import lab as lab_service
+from dashboard.state import atlas
 from specbound.io import atlas as sb_atlas
 from specbound.io.atlas import save_atlas
 from specbound.io.loading import load_profile

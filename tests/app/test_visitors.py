@@ -19,8 +19,9 @@ import pytest
 from app_harness import APP, TIMEOUT_S, run_clean, unescaped
 from streamlit.testing.v1 import AppTest
 
-from dashboard import atlas, safety
-from dashboard.text import plain
+from dashboard import safety
+from dashboard.state import atlas
+from dashboard.wording.text import plain
 from specbound.io.atlas import save_atlas
 from specbound.io.loading import load_profile
 
@@ -55,7 +56,7 @@ SERVER_PATHS = (
     "/proc/self/environ",
 )
 #: Hub ids that are also relative paths on the server: opened as Hub ids, the disk is not looked at.
-HUB_SHAPED_PATHS = ("tests/app", "dashboard/data.py", "owner/surely-absent-model")
+HUB_SHAPED_PATHS = ("tests/app", "dashboard/safety.py", "owner/surely-absent-model")
 #: Every ASCII punctuation character, each of which may start markup: escaped means preceded by "\".
 _PUNCTUATION = r"[!-/:-@\[-`{-~]"
 
@@ -364,7 +365,7 @@ def test_an_unexpected_error_while_opening_keeps_the_previous_model(monkeypatch,
 
 
 def test_a_source_that_raises_leaves_the_sidebar_standing(monkeypatch) -> None:
-    from dashboard import data
+    from dashboard.state import data
 
     def broken():
         raise OSError(13, "Permission denied", "/root/.cache/huggingface/hub")

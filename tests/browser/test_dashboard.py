@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 
-from dashboard.text import OPTIMAL_LABEL, TOTAL_LABEL
+from dashboard.wording.text import OPTIMAL_LABEL, TOTAL_LABEL
 from pages.overview import PRODUCT_NAME
 
 pytestmark = pytest.mark.browser
@@ -228,7 +228,7 @@ def test_the_total_follows_a_slider_before_the_server_answers(
     server: str, browser_page, link: str, slider: str
 ) -> None:
     """With the server's messages held back, a key press on a p slider still shows the new total and
-    its change; once they arrive, the server's rerun draws the same texts (dashboard/live_total.py)."""
+    its change; once they arrive, the server's rerun draws the same texts (dashboard/widgets/live_total.py)."""
     page = browser_page
     relay = HeldServer()
     page.route_web_socket(re.compile(r".*/_stcore/stream"), relay.route)

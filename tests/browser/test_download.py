@@ -12,7 +12,7 @@ from local_hub import LocalHub
 from streamlit_page import assert_no_errors, screenshot, wait_idle
 from streamlit_server import serve_dashboard
 
-from dashboard.sidebar import CACHED_MARK
+from dashboard.widgets.sidebar import CACHED_MARK
 from specbound.io.models import miniature_repo_id
 
 pytestmark = pytest.mark.browser

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 
-from dashboard.lab import LAB_MODEL_LABEL
+from dashboard.services.lab import LAB_MODEL_LABEL
 
 pytestmark = pytest.mark.browser
 

@@ -9,8 +9,8 @@ import pytest
 from miniature_family import family_atlas
 from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 
-from dashboard.atlas import model_name
-from dashboard.text import TOTAL_LABEL
+from dashboard.state.atlas import model_name
+from dashboard.wording.text import TOTAL_LABEL
 
 pytestmark = pytest.mark.browser
 

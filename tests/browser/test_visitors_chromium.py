@@ -14,7 +14,7 @@ from streamlit_page import screenshot, wait_idle
 from streamlit_server import serve_dashboard
 
 from dashboard.safety import PATHS_OFF, SERVER_PATHS_ENV
-from dashboard.text import WORD_JOINER
+from dashboard.wording.text import WORD_JOINER
 from specbound.io.atlas import save_atlas
 from specbound.io.loading import load_profile
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.controls import (
+from dashboard.widgets.controls import (
     GLOBAL_KEY,
     INHERIT,
     KIND_KEY,

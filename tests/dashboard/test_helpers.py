@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from dashboard import atlas
-from dashboard.controls import MODE_CODEC, OPTIMAL, OWN
-from dashboard.scaling import family_member
-from dashboard.share import BOOL, P_VALUE
+from dashboard.services.scaling import family_member
+from dashboard.state import atlas
+from dashboard.state.share import BOOL, P_VALUE
+from dashboard.widgets.controls import MODE_CODEC, OPTIMAL, OWN
 from specbound.core.architecture import ModelShape
 from specbound.core.profile import SpectralProfile
 from specbound.io.atlas import save_atlas

@@ -1,5 +1,5 @@
-"""The session's model has one owner: :mod:`dashboard.session` alone writes which model the pages show,
-the last opening error and the pending download; :func:`dashboard.atlas.use` alone writes the label of
+"""The session's model has one owner: :mod:`dashboard.state.session` alone writes which model the pages show,
+the last opening error and the pending download; :func:`dashboard.state.atlas.use` alone writes the label of
 the session's atlas. The picker, a shared link and the Lab page call them (their flows are driven in
 ``tests/app``); this test holds every other module to that, by reading the source."""
 
@@ -8,15 +8,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from dashboard import atlas, session
+from dashboard.state import atlas, session
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The session-state keys of the model state, by the module that owns each.
 OWNED = {
-    session.MODEL_KEY: "dashboard/session.py",
-    session.ERROR_KEY: "dashboard/session.py",
-    session.PENDING_KEY: "dashboard/session.py",
-    atlas.LABEL_KEY: "dashboard/atlas.py",
+    session.MODEL_KEY: "dashboard/state/session.py",
+    session.ERROR_KEY: "dashboard/state/session.py",
+    session.PENDING_KEY: "dashboard/state/session.py",
+    atlas.LABEL_KEY: "dashboard/state/atlas.py",
 }
 #: How a module names those keys: the constants' names as well as their values.
 NAMES = {"MODEL_KEY": session.MODEL_KEY, "ERROR_KEY": session.ERROR_KEY, "PENDING_KEY": session.PENDING_KEY}
@@ -71,7 +71,7 @@ def writes(path: Path) -> list[tuple[str, int]]:
 
 
 def test_only_the_owner_writes_each_key_of_the_model_state() -> None:
-    sources = [ROOT / "app.py", *sorted((ROOT / "dashboard").glob("*.py")), *sorted((ROOT / "pages").glob("*.py"))]
+    sources = [ROOT / "app.py", *sorted((ROOT / "dashboard").rglob("*.py")), *sorted((ROOT / "pages").glob("*.py"))]
     by_key: dict[str, set[str]] = {}
     for path in sources:
         for key, _ in writes(path):

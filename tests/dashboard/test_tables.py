@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.tables import (
+from dashboard.widgets.tables import (
     CELL_PAD_PX,
     CHAR_PX,
     HEADER_PAD_PX,
@@ -85,8 +85,8 @@ def test_a_table_without_a_row_name_pins_nothing() -> None:
 
 def test_cells_written_once_send_the_same_values() -> None:
     """show_table writes its cells once, for the widths and for the values sent: the same as writing them twice."""
-    from dashboard.numbers import styled_table
-    from dashboard.tables import _cell_texts, number_formats
+    from dashboard.widgets.tables import _cell_texts, number_formats
+    from dashboard.wording.numbers import styled_table
 
     shown = for_display(_frame().assign(share=[0.657439, 0.0004]))
     formats = number_formats(shown)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hand_profiles import make_profile
 
-from dashboard.theory import alpha_latex, gamma_latex
+from dashboard.services.theory import alpha_latex, gamma_latex
 from specbound.core.architecture import Kind, Mlp, ModelShape, Residual
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.profile import MatrixId

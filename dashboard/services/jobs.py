@@ -4,7 +4,7 @@ A :class:`TrainingJob` trains and analyses one run (:func:`specbound_lab.sweep.r
 thread and publishes its status under a lock; a :class:`JobBoard` is the server's list of running jobs,
 shared by every session, which refuses a run already being trained and more than its limit at once
 (:data:`specbound_lab.limits.VISITOR_CAPS`). Nothing here draws: the page reads a job's
-:class:`JobStatus` and polls it (``dashboard.lab.progress_panel``).
+:class:`JobStatus` and polls it (``dashboard.services.lab.progress_panel``).
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from dashboard import safety
 from specbound.core.errors import SpecboundError
 from specbound.core.progress import ProgressEvent
 from specbound.present.numbers import format_count
 from specbound_lab.limits import VISITOR_CAPS
 from specbound_lab.sweep import run_sweep
 from specbound_lab.train import RunSpec, TrainingCancelled
-
-from . import safety
 
 
 class JobState(StrEnum):

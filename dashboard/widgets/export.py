@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
-from .mode import presenting
+from dashboard.state.mode import presenting
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: Session-state key of the sidebar's choice of image format for Plotly's download button.
 FIGURE_FORMAT_KEY = "figure_format"
 FIGURE_FORMATS = ("png", "svg")
-#: Session-state key of presentation mode (:data:`dashboard.presentation.PRESENT_KEY`; a test keeps them equal).
+#: Session-state key of presentation mode (:data:`dashboard.widgets.presentation.PRESENT_KEY`; a test keeps them equal).
 PRESENT_KEY = "present"
 
 
@@ -64,7 +64,8 @@ def show_figure(
     # the saved file names the model it shows: the subtitle starts with it (see provenance)
     model = str(fig.layout.title.subtitle.text or "").split(" · ")[0]
     filename = f"{_safe(model)}-{key}" if model else key
-    if st.session_state.get(PRESENT_KEY, False):  # presentation mode (dashboard.presentation, which imports this)
+    # presentation mode (dashboard.widgets.presentation, which imports this)
+    if st.session_state.get(PRESENT_KEY, False):
         fig = for_projector(fig, min(width, 0.5))
     else:
         fig = fit_share(fig, width)
@@ -184,9 +185,8 @@ def model_card_section(shape: ModelShape, grid_m: int) -> ReportSection:
     the dashboard says which formulas its numbers come from."""
     import pandas as pd
 
+    from dashboard.wording.text import model_card_caption
     from specbound.present.figures.html_report import ReportSection
-
-    from .text import model_card_caption
 
     if shape.is_bert_like:
         return ReportSection(
@@ -222,16 +222,15 @@ def report_download(
 
     The report is built only when the button is pressed (``sections`` is called then), never on a rerun.
     It opens with the model card (:func:`model_card_section`); its tables are written as the page shows
-    them (:func:`dashboard.tables.as_text_frame`: the same headers, the same number format, "—" for an
+    them (:func:`dashboard.widgets.tables.as_text_frame`: the same headers, the same number format, "—" for an
     empty cell), so the report reads like the page.
     """
 
     def build() -> str:
         from dataclasses import replace
 
+        from dashboard.widgets.tables import as_text_frame
         from specbound.present.figures.html_report import html_report
-
-        from .tables import as_text_frame
 
         every = [model_card_section(shape, grid_m), *sections()]
         shown = [replace(s, tables=[as_text_frame(t) for t in s.tables]) for s in every]

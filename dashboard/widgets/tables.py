@@ -3,7 +3,7 @@
 The package's frames (:mod:`specbound.present.report`, :meth:`SpectralProfile.to_frame`) keep their
 snake_case columns, which the CSV downloads carry for scripts; :func:`show_table` only changes how a
 frame is drawn. Every column the package writes has one entry in :data:`COLUMNS`. Numbers are written by
-:mod:`dashboard.numbers` (a pandas Styler: the cells show the text, and each value is sent as its text
+:mod:`dashboard.wording.numbers` (a pandas Styler: the cells show the text, and each value is sent as its text
 shows it, so the column still sorts as numbers and the page holds no digit the screen does not show),
 and every column is as wide as its header and its widest cell, so neither is cut; the row's name stays
 pinned while a table wider than the page scrolls sideways.
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import streamlit as st
 
-from .numbers import MISSING, is_missing, shown_value, styled_table, styled_writers
+from dashboard.wording.numbers import MISSING, is_missing, shown_value, styled_table, styled_writers
 
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
@@ -29,7 +29,7 @@ EXPLORER_TABLES_KEY = "show_tables"
 
 @dataclass(frozen=True)
 class Column:
-    """How one column is shown: its header, number format (a kind of :func:`dashboard.numbers.styled_table`;
+    """How one column is shown: its header, number format (a kind of :func:`dashboard.wording.numbers.styled_table`;
     None: as is) and an explanation."""
 
     label: str
@@ -236,10 +236,10 @@ def _numbers_as_text(column: pd.Series) -> bool:
 
 
 def draw_table(styled: Styler, *, column_config: Mapping[str, Any] | None = None, **options: Any) -> Any:
-    """``st.dataframe`` for a table written by :func:`~dashboard.numbers.styled_table`, the one way a page
+    """``st.dataframe`` for a table written by :func:`~dashboard.wording.numbers.styled_table`, the one way a page
     draws one.
 
-    A number column that :func:`~dashboard.numbers.screen_values` sends as its texts (one with an empty
+    A number column that :func:`~dashboard.wording.numbers.screen_values` sends as its texts (one with an empty
     cell, or a value a browser would write with an exponent) is drawn as text, right-aligned as the
     numbers around it are: a number column's setting would mark each text as an invalid number. An
     empty cell reads :data:`MISSING`, never the browser's "None".

@@ -4,11 +4,11 @@ A session's model state is four things, and only this module writes them: the mo
 (:func:`current_model`), the last error met while opening one (:func:`fail`, shown in the sidebar until
 the next success), a Hub download sized and waiting for the visitor's click (:func:`pending_download`),
 and, for a model opened from stored spectra, the label its atlas is shown under (given to
-:func:`open_model`, kept by :func:`dashboard.atlas.use`). The sidebar's picker, a shared link and the Lab
+:func:`open_model`, kept by :func:`dashboard.state.atlas.use`). The sidebar's picker, a shared link and the Lab
 page's "open this step" all call these functions; none of them writes the session state itself.
 
 The caches behind an opened model (profiles, analyses, explanations shared by all sessions) are
-:mod:`dashboard.data`'s.
+:mod:`dashboard.state.data`'s.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from dashboard import safety
+from dashboard.state import atlas, data
+from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import DEFAULT_MODEL
 from specbound.core.errors import SpecboundError
 from specbound.core.progress import ProgressCallback, silent
-
-from . import atlas, data, safety
-from .text import plain
 
 #: Session-state key holding the name of the model the pages show.
 MODEL_KEY = "model"
@@ -51,11 +51,11 @@ def current_model() -> str:
 def open_model(name: str, progress: ProgressCallback = silent, *, label: str | None = None) -> BoundAnalysis:
     """Open a model for this session: on success it becomes the current model, and the last error and
     any pending download are forgotten. ``label`` names the atlas a model of stored spectra is shown
-    under (:func:`dashboard.atlas.use`), in place of its file's name.
+    under (:func:`dashboard.state.atlas.use`), in place of its file's name.
 
     Raises :class:`SpecboundError` (with a message for people) and leaves the current model as it was.
     Opening is an explicit request, so the in-memory caches for this name are dropped first
-    (:func:`dashboard.data.reopen`).
+    (:func:`dashboard.state.data.reopen`).
     """
     name = name.strip()
     result = data.reopen(name, progress)
@@ -86,7 +86,7 @@ def ask_before_download(name: str) -> bool:
     """True if opening ``name`` needs a download, which is then left for the visitor to confirm
     (:func:`pending_download`).
 
-    Raises what :func:`dashboard.data.download_plan` raises (a download above the cap, no network, not
+    Raises what :func:`dashboard.state.data.download_plan` raises (a download above the cap, no network, not
     an encoder).
     """
     plan = data.download_plan(name)

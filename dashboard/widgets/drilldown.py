@@ -15,6 +15,10 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.state import share
+from dashboard.widgets import tables
+from dashboard.widgets.export import show_figure
+from dashboard.wording.numbers import format_log10, format_p, format_percent
 from specbound.core.architecture import SELF_KINDS, Expert, Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis, BoundTerms
 from specbound.core.logspace import to_log10
@@ -22,10 +26,6 @@ from specbound.core.profile import MatrixId, SpectralProfile
 from specbound.present.figures import bounds as bound_figures
 from specbound.present.figures import spectra as spectra_figures
 from specbound.present.numbers import format_log
-
-from . import share, tables
-from .export import show_figure
-from .numbers import format_log10, format_p, format_percent
 
 #: Session-state key (and link parameter) of the open matrix: its profile-order index, or None.
 MATRIX_KEY = "matrix"

@@ -27,6 +27,10 @@ import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
 
+from dashboard import safety
+from dashboard.state import atlas, data, session, share
+from dashboard.wording.numbers import styled_table
+from dashboard.wording.text import plain
 from specbound.core.architecture import ModelShape
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import DEFAULT_MODEL
@@ -47,10 +51,6 @@ from specbound.present.figures.scaling import PROXY_LABELS
 from specbound.present.numbers import format_count
 from specbound.studies.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, Proxy, summarize
 from specbound_lab import reference as lab_reference
-
-from . import atlas, data, safety, session, share
-from .numbers import styled_table
-from .text import plain
 
 #: The study's models in a link: each by the name a link carries (an uploaded atlas by its digest).
 MODELS_CODEC = share.Codec(

@@ -15,11 +15,10 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.state import share
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis, PAssignment, snap_to_grid
 from specbound.core.defaults import P_MAX
-
-from . import share
 
 #: Decimals, and so step, of the sliders when p is free (not snapped to P_m).
 FREE_DECIMALS = 2

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from . import share
-from .mode import PRESENT_KEY, presenting
+from dashboard.state import share
+from dashboard.state.mode import PRESENT_KEY, presenting
 
 #: Key of the container that holds a page's headline numbers (CSS class ``st-key-headline``).
 HEADLINE_KEY = "headline"
-#: Key of the element of the explorer's live-total script (:mod:`dashboard.live_total`): it shows
+#: Key of the element of the explorer's live-total script (:mod:`dashboard.widgets.live_total`): it shows
 #: nothing of its own, so its element is hidden and takes no room.
 LIVE_TOTAL_KEY = "live_total"
 #: Key of the element of the sidebar script (:func:`page_script`), hidden like the live total's.
@@ -172,7 +172,7 @@ def let_headline_through() -> None:
     and the browser paints it only after re-drawing every Plotly chart (100 to 250 ms of its main
     thread on a two-core machine). Pausing here releases the interpreter, so the headline is sent and
     painted on its own first; the figures follow a moment later. (The total itself is already on
-    screen by then, written in the browser as the slider moved: :mod:`dashboard.live_total`; the
+    screen by then, written in the browser as the slider moved: :mod:`dashboard.widgets.live_total`; the
     headline's change colour, caption and baseline come with this rerun.) The dashboard benchmark
     (``benchmarks/bench_dashboard.py``) measures the effect: key press to the server's redrawn headline.
     """

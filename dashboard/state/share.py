@@ -10,7 +10,7 @@ drops every other parameter, so the address bar always holds a link that reprodu
 nothing else (:func:`begin_run` forgets the widgets of the pages visited before).
 
 The model parameter carries any model name of :func:`specbound.io.models.resolve`; an uploaded atlas
-travels as its content digest (:func:`dashboard.atlas.link_form`), never as a server path.
+travels as its content digest (:func:`dashboard.state.atlas.link_form`), never as a server path.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.state import atlas, session
 from specbound.core.defaults import DEFAULT_MODEL, P_MAX
-
-from . import atlas, session
 
 MODEL_PARAM = "model"
 #: Session-state keys: the parameters of the link the session was opened with (consumed as widgets
@@ -125,7 +124,7 @@ def begin_run() -> None:
 def restore() -> str | None:
     """On the session's first run: keep the link's parameters for the widgets that will ask for them
     (:func:`shared`) and return the model the link names as the link wrote it; None on later runs and
-    for a link without a model. Opening it is the sidebar's (:func:`dashboard.sidebar.open_linked`)."""
+    for a link without a model. Opening it is the sidebar's (:func:`dashboard.widgets.sidebar.open_linked`)."""
     if _LINK_KEY in st.session_state:
         return None
     params = {key: st.query_params.get(key) for key in st.query_params}

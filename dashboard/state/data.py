@@ -1,5 +1,5 @@
 """Streamlit caches wrapped around the specbound package (which model a session shows is
-:mod:`dashboard.session`'s).
+:mod:`dashboard.state.session`'s).
 
 Two layers of caching, both keyed by the model name (any name of :func:`specbound.io.models.resolve`,
 atlas models included):
@@ -23,14 +23,13 @@ import contextvars
 
 import streamlit as st
 
+from dashboard import safety
+from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.profile import SpectralProfile
 from specbound.core.progress import ProgressCallback, ProgressEvent, format_eta, silent
 from specbound.io import checkpoints, loading, models
 from specbound.present.explain import PStarSummary, explain_p_star, p_star_summary
-
-from . import safety
-from .text import plain
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -128,7 +127,7 @@ def reopen(name: str, progress: ProgressCallback = silent) -> BoundAnalysis:
     first, so a checkpoint rewritten in place since (a directory after more training) is read again,
     while an unchanged one comes back from specbound's disk cache, keyed by its revision, in
     milliseconds. The catalog's offline marks are read again too (a download may have changed them).
-    Which model a session shows is :mod:`dashboard.session`'s."""
+    Which model a session shows is :mod:`dashboard.state.session`'s."""
     profile_for.clear(name)
     analysis_for.clear(name)
     explanation_for.clear(name)

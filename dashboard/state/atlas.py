@@ -24,6 +24,10 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import numpy as np
 import streamlit as st
 
+from dashboard import safety
+from dashboard.state.upload_store import DIGEST_CHARS, upload_dir
+from dashboard.widgets import export
+from dashboard.wording.text import plain
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.io import atlas as sb_atlas
@@ -31,10 +35,6 @@ from specbound.io.atlas import AtlasError
 from specbound.io.files import atomic_write
 from specbound.io.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
 from specbound.present.numbers import format_count
-
-from . import export, safety
-from .text import plain
-from .upload_store import DIGEST_CHARS, upload_dir
 
 #: Session-state keys: the path of the session's atlas file, and the name it is shown under.
 FILE_KEY = "atlas_file"

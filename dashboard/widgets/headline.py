@@ -1,7 +1,7 @@
 """The headline numbers: the Overview's summary and the Bound explorer's sticky row of totals.
 
 Values come from the package (``BoundTerms.log_total``, ``BoundAnalysis.log_edelman``, a
-:class:`~specbound.studies.compare.Comparison`) and are written by :mod:`dashboard.numbers`; the total at the
+:class:`~specbound.studies.compare.Comparison`) and are written by :mod:`dashboard.wording.numbers`; the total at the
 chosen p carries its change against p* (and the baseline row its change against the model), each
 written with the digits that change needs.
 """
@@ -12,13 +12,8 @@ import math
 
 import streamlit as st
 
-from specbound.core.architecture import Kind
-from specbound.core.bounds import BoundAnalysis, BoundTerms
-from specbound.core.logspace import to_log10
-from specbound.present.numbers import format_log
-from specbound.studies.compare import Comparison
-
-from .numbers import (
+from dashboard.widgets.presentation import metric_row
+from dashboard.wording.numbers import (
     DIGITS,
     comparison_sentence,
     format_against,
@@ -26,8 +21,12 @@ from .numbers import (
     format_number,
     format_percent,
 )
-from .presentation import metric_row
-from .text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, plain
+from dashboard.wording.text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, plain
+from specbound.core.architecture import Kind
+from specbound.core.bounds import BoundAnalysis, BoundTerms
+from specbound.core.logspace import to_log10
+from specbound.present.numbers import format_log
+from specbound.studies.compare import Comparison
 
 BASELINE_LABEL = "Baseline at the same p"
 #: How the Overview and the explorer name the two proxies in sentences.
@@ -68,7 +67,7 @@ def total_texts(log_total: float, log_optimal: float) -> tuple[str, str]:
     layer's p moved away from p* shows in the total, while a total twelve decades above p* reads
     '4.415 × 10¹²', not ten digits. The change itself is written to :data:`DIGITS` significant digits.
     One function for the metric and for the table the browser shows while a slider moves
-    (:mod:`dashboard.live_total`), so the two agree to the character.
+    (:mod:`dashboard.widgets.live_total`), so the two agree to the character.
     """
     return format_against(log_total, log_optimal), f"{format_change(log_total, log_optimal, DIGITS)} vs p*"
 

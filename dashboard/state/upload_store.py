@@ -1,7 +1,7 @@
 """Where uploaded atlases are kept: one folder of the profile cache, one file per content digest.
 
 Both the visitor rules (:mod:`dashboard.safety`, which accepts a model of an uploaded atlas from the
-text of its name alone) and the atlas source (:mod:`dashboard.atlas`, which stores the uploads) need
+text of its name alone) and the atlas source (:mod:`dashboard.state.atlas`, which stores the uploads) need
 the store's location; it lives here, below both, so neither imports the other for it.
 """
 

@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from dashboard.wording.text import plain
 from specbound_lab.registry import MEASURES
-
-from .text import plain
 
 
 @dataclass(frozen=True)

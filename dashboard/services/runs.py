@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from dashboard.safety import redact_paths
 from specbound.api.analysis import Analysis
 from specbound.api.runs import ATLAS_FILE, TABLE_FILE, parse_step, step_row, steps_of
 from specbound.core.bounds import BoundAnalysis
@@ -31,8 +32,6 @@ from specbound.core.profile import SpectralProfile
 from specbound.io.atlas import AtlasError, load_atlas
 from specbound_lab import reference as lab_reference
 from specbound_lab.trajectory import RunTrajectory
-
-from .safety import redact_paths
 
 #: Environment variable naming the operator's directory of trajectories (read when a page asks).
 RUNS_DIR_ENV = "SPECBOUND_RUNS_DIR"

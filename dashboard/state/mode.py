@@ -1,6 +1,6 @@
 """Whether the session is in presentation mode: a leaf module, so that any module (the figures'
-subtitles in :mod:`dashboard.export` among them) can ask without importing the page machinery of
-:mod:`dashboard.presentation`, which draws the toggle."""
+subtitles in :mod:`dashboard.widgets.export` among them) can ask without importing the page machinery of
+:mod:`dashboard.widgets.presentation`, which draws the toggle."""
 
 from __future__ import annotations
 

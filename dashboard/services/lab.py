@@ -10,13 +10,13 @@ store is the only place the page trains into or reads checkpoints from. A run is
 may share its name with a reference run (same spec, fewer test samples).
 
 Training. A visitor's run is held to :data:`VISITOR_CAPS` (about a minute of CPU at most). It runs in
-a daemon thread (:class:`dashboard.jobs.TrainingJob`) calling :func:`specbound_lab.sweep.run_sweep`,
+a daemon thread (:class:`dashboard.services.jobs.TrainingJob`) calling :func:`specbound_lab.sweep.run_sweep`,
 with a ``threading.Event`` as the cancel hook and progress written under a lock; the page polls it from
 a fragment. A session has at most one job, the server at most ``VISITOR_CAPS.max_jobs`` at once (the
-:class:`dashboard.jobs.JobBoard`, shared by all sessions); two jobs never train the same run.
+:class:`dashboard.services.jobs.JobBoard`, shared by all sessions); two jobs never train the same run.
 
 Opening as a model. A step's profile is written as a one-model atlas into the upload store
-(:func:`dashboard.atlas.store_upload`), so the other pages open it like any uploaded atlas and a
+(:func:`dashboard.state.atlas.store_upload`), so the other pages open it like any uploaded atlas and a
 shared link carries its digest, never a server path.
 """
 
@@ -31,6 +31,13 @@ import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
 
+from dashboard import safety
+from dashboard.services.jobs import JobBoard, JobState, JobStatus, LabBusy, TrainingJob
+from dashboard.state import atlas, session
+from dashboard.state.share import Codec
+from dashboard.widgets.tables import column_width
+from dashboard.wording.numbers import styled_table
+from dashboard.wording.vocabulary import measure_name
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.core.values import check_number
@@ -57,13 +64,6 @@ from specbound_lab.tasks import ThresholdTask
 from specbound_lab.train import LabError, RunSpec, TrainSettings
 from specbound_lab.trajectory import RunTrajectory
 from specbound_lab.verdict import EnvironmentVerdict, robust_view
-
-from . import atlas, safety, session
-from .jobs import JobBoard, JobState, JobStatus, LabBusy, TrainingJob
-from .numbers import styled_table
-from .share import Codec
-from .tables import column_width
-from .vocabulary import measure_name
 
 _MODEL_WORDS = {"bert": "encoder", "gpt2": "GPT-2 decoder", "llama": "Llama decoder", "neox": "GPT-NeoX decoder"}
 _TASK_WORDS = {
@@ -475,7 +475,7 @@ def correlation_table(table: tuple[MeasureCorrelation, ...]) -> pd.DataFrame:
 
 def correlation_view(table: tuple[MeasureCorrelation, ...]) -> Styler:
     """:func:`correlation_table` as the page shows it: each measure in plain words, not its short name,
-    and each τ and ψ signed to three decimals (:func:`dashboard.numbers.styled_table`, which also sends
+    and each τ and ψ signed to three decimals (:func:`dashboard.wording.numbers.styled_table`, which also sends
     them as shown); ``correlations.csv`` keeps every digit."""
     frame = correlation_table(table)
     signed = {
@@ -638,7 +638,7 @@ def open_as_model(key: str, step: int) -> None:
 
     Runs before the next script run, so the sidebar's picker can still be set to it.
     """
-    from .sidebar import show_in_picker
+    from dashboard.widgets.sidebar import show_in_picker
 
     run = available_runs().get(key)
     try:

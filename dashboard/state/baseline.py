@@ -1,7 +1,7 @@
 """The session's baseline: another opened model, or the random-initialised twin of one, pinned for comparison.
 
 The baseline lives in the session state (key :data:`BASELINE_KEY`) and in the link, like a widget: a
-model travels as its link form (:func:`dashboard.atlas.link_form`), a twin as ``twin:`` and the link
+model travels as its link form (:func:`dashboard.state.atlas.link_form`), a twin as ``twin:`` and the link
 form of the model it copies. A twin is made in memory by :func:`specbound.studies.twin.random_twin_of` with
 the model's own ``initializer_range`` (its config's, which the spectral profile's shape records; BERT's
 0.02 for a profile that does not say) and the default seed, and cached for every session.
@@ -14,14 +14,14 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from dashboard import safety
+from dashboard.safety import ServerPathRefused
+from dashboard.state import atlas, data, session, share
+from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from specbound.core.errors import SpecboundError
 from specbound.studies.twin import random_twin_of, twin_name
-
-from . import atlas, data, safety, session, share
-from .safety import ServerPathRefused
-from .text import plain
 
 #: Session-state key (and link parameter) of the baseline.
 BASELINE_KEY = "baseline"
@@ -68,7 +68,7 @@ BASELINE_CODEC = share.Codec(_parse, _format)
 def initializer_range(model: str) -> float:
     """σ of the model's weight initialisation, from its profile's shape (which read it from the config);
     BERT's default when the model cannot be opened. The model goes through the visitor rules of
-    :func:`dashboard.data.analysis_for`, like every name a visitor gives."""
+    :func:`dashboard.state.data.analysis_for`, like every name a visitor gives."""
     try:
         return data.analysis_for(model).profile.shape.initializer_range
     except (SpecboundError, OSError):

@@ -10,9 +10,8 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.state import share
 from specbound.core.architecture import Expert, ModelShape, expert_label
-
-from . import share
 
 HELP = (
     "A mixture of experts has one MLP per expert in each layer; this page shows one expert's. Every "

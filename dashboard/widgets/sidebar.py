@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from dashboard import safety
+from dashboard.state import atlas, data, session
+from dashboard.wording import vocabulary
+from dashboard.wording.text import adapted_proxy_note, code, plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import DEFAULT_MODEL
 from specbound.io.families import FAMILY_NAMES, family_name
@@ -24,9 +28,6 @@ from specbound.io.models import (
     parse_miniature_alias,
 )
 from specbound.present.report import ffn_widths
-
-from . import atlas, data, safety, session, vocabulary
-from .text import adapted_proxy_note, code, plain
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
 
@@ -227,7 +228,7 @@ def show_in_picker(name: str) -> None:
 
 
 def open_linked(linked: str | None) -> None:
-    """Open the model a shared link names (``linked`` as the link wrote it, :func:`dashboard.share.restore`)
+    """Open the model a shared link names (``linked`` as the link wrote it, :func:`dashboard.state.share.restore`)
     and show it in the picker; a Hub model not here yet is only sized: a link alone never starts a
     download. A model that cannot be opened is said once, and the session keeps its model."""
     model = atlas.from_link(linked or "")

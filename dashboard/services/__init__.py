@@ -1,0 +1,4 @@
+"""One module of data per page that needs more than the session's model: the Lab (and its
+training jobs), the Training runs, the Scaling study and the Theory page's live numbers. Each reads
+the package and the session state, and draws nothing.
+"""

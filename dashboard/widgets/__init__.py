@@ -1,0 +1,3 @@
+"""What the pages draw with: the sidebar, the p controls, drill-downs, tables, exports, the
+headline, the page look and the scripts that run in the browser.
+"""
