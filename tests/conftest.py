@@ -18,6 +18,7 @@ os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 import sys  # noqa: E402
 
 import pytest  # noqa: E402
+from tiny_models import save_tiny  # noqa: E402
 
 #: The test process's own __main__: Streamlit's AppTest runs app.py as __main__ and leaves it there, and
 #: a process started with "spawn" (worker processes, Dask's nannies) would run that script again.
@@ -34,7 +35,8 @@ def own_main_module():
 
 @pytest.fixture
 def make_checkpoint(tmp_path: Path):
-    """Write a tiny randomly initialised encoder with ``save_pretrained`` and return its directory.
+    """Write a tiny randomly initialised encoder with ``save_pretrained`` and return its directory
+    (:func:`tiny_models.save_tiny`, the suite's one factory of tiny checkpoints).
 
     family: "bert", "roberta" or "distilbert"; safe: model.safetensors (True) or pytorch_model.bin.
     """
@@ -50,43 +52,8 @@ def make_checkpoint(tmp_path: Path):
         seed: int = 0,
         name: str | None = None,
     ) -> Path:
-        import torch
-        import transformers
-
-        torch.manual_seed(seed)
-        if family == "distilbert":
-            config = transformers.DistilBertConfig(
-                vocab_size=50, n_layers=layers, dim=hidden, n_heads=heads, hidden_dim=ffn, max_position_embeddings=16
-            )
-            model = transformers.DistilBertModel(config)
-        elif family == "roberta":
-            config = transformers.RobertaConfig(
-                vocab_size=50,
-                num_hidden_layers=layers,
-                hidden_size=hidden,
-                num_attention_heads=heads,
-                intermediate_size=ffn,
-                max_position_embeddings=24,
-            )
-            model = transformers.RobertaModel(config)
-        else:
-            config = transformers.BertConfig(
-                vocab_size=50,
-                num_hidden_layers=layers,
-                hidden_size=hidden,
-                num_attention_heads=heads,
-                intermediate_size=ffn,
-                max_position_embeddings=16,
-            )
-            model = transformers.BertModel(config)
         directory = tmp_path / (name or f"{family}-L{layers}-N{hidden}-H{heads}-{'st' if safe else 'pt'}")
-        model.save_pretrained(directory)
-        if not safe:
-            # transformers 5 writes only safetensors; a PyTorch-format checkpoint is the same config
-            # beside the state dict pickled as transformers 4 wrote it.
-            (directory / "model.safetensors").unlink()
-            torch.save(model.state_dict(), directory / "pytorch_model.bin")
-        return directory
+        return save_tiny(directory, family, safe=safe, layers=layers, hidden=hidden, heads=heads, ffn=ffn, seed=seed)
 
     return make
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cli_runner import run_main, strict_json
+from tiny_models import tiny_model
 
 import specbound
 from specbound.core.architecture import Kind
@@ -24,22 +25,11 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _tiny(kind: str):
-    import torch
-    import transformers
-
-    torch.manual_seed(3)
     if kind == "bert":
-        config = transformers.BertConfig(
-            vocab_size=40, num_hidden_layers=2, hidden_size=32, num_attention_heads=4, intermediate_size=48
-        )
-        return transformers.BertModel(config)
+        return tiny_model(vocab_size=40, seed=3)
     if kind == "gpt2":
-        return transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=40, n_layer=2, n_embd=32, n_head=4))
-    config = transformers.LlamaConfig(
-        vocab_size=40, num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
-        intermediate_size=48, head_dim=12,
-    )  # fmt: skip
-    return transformers.LlamaForCausalLM(config)
+        return tiny_model("gpt2", head="GPT2LMHeadModel", ffn=None, seed=3)
+    return tiny_model("llama", head="LlamaForCausalLM", num_key_value_heads=2, head_dim=12, seed=3)
 
 
 def _without_name(obj: dict[str, Any]) -> dict[str, Any]:

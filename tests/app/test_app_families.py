@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from app_harness import forbid_recomputation, open_directory, page_text, run_clean
+from tiny_models import save_tiny
 
 from dashboard.widgets.headline import total_texts
 from dashboard.wording.text import TOTAL_LABEL
@@ -18,35 +19,19 @@ from specbound.core.bounds import BoundAnalysis, snap_to_grid
 from specbound.io.loading import load_profile
 
 
-def _save(model, directory: Path) -> Path:
-    model.save_pretrained(directory)
-    return directory
-
-
 @pytest.fixture(scope="module")
 def llama_dir(tmp_path_factory) -> Path:
-    import torch
-    import transformers
-
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=40, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=32,
-    )  # fmt: skip
-    return _save(transformers.LlamaForCausalLM(config), tmp_path_factory.mktemp("llama") / "tiny-llama")
+    directory = tmp_path_factory.mktemp("llama") / "tiny-llama"
+    return save_tiny(directory, "llama", head="LlamaForCausalLM", num_key_value_heads=2)
 
 
 @pytest.fixture(scope="module")
 def neox_dir(tmp_path_factory) -> Path:
-    import torch
-    import transformers
-
-    torch.manual_seed(1)
-    config = transformers.GPTNeoXConfig(
-        vocab_size=40, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        max_position_embeddings=32, use_parallel_residual=True,
+    directory = tmp_path_factory.mktemp("neox") / "tiny-neox"
+    return save_tiny(
+        directory, "gpt_neox", head="GPTNeoXForCausalLM", ffn=64, vocab_size=40, max_position_embeddings=32,
+        use_parallel_residual=True, seed=1,
     )  # fmt: skip
-    return _save(transformers.GPTNeoXForCausalLM(config), tmp_path_factory.mktemp("neox") / "tiny-neox")
 
 
 def test_the_model_card_names_the_family_and_its_adaptations(landing_app, llama_dir) -> None:

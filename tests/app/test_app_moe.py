@@ -9,22 +9,16 @@ from pathlib import Path
 
 import pytest
 from app_harness import open_directory, page_text, run_clean
+from tiny_models import save_tiny
 
 
 @pytest.fixture(scope="module")
 def moe_dir(tmp_path_factory) -> Path:
-    import torch
-    import transformers
-
-    torch.manual_seed(0)
-    config = transformers.Qwen2MoeConfig(
-        vocab_size=40, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+    return save_tiny(
+        tmp_path_factory.mktemp("moe") / "tiny-qwen-moe", "qwen2_moe", head="Qwen2MoeForCausalLM",
         num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24,
-        shared_expert_intermediate_size=40, max_position_embeddings=32,
+        shared_expert_intermediate_size=40,
     )  # fmt: skip
-    directory = tmp_path_factory.mktemp("moe") / "tiny-qwen-moe"
-    transformers.Qwen2MoeForCausalLM(config).save_pretrained(directory)
-    return directory
 
 
 def test_the_model_card_counts_the_experts_and_names_the_router(landing_app, moe_dir) -> None:

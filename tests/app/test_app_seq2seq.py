@@ -11,19 +11,14 @@ from pathlib import Path
 
 import pytest
 from app_harness import open_directory, page_text, run_clean
+from tiny_models import tiny_model
 
 
 @pytest.fixture(scope="module")
 def t5_dir(tmp_path_factory) -> Path:
     import torch
-    import transformers
 
-    torch.manual_seed(0)
-    config = transformers.T5Config(
-        vocab_size=40, d_model=32, d_kv=8, d_ff=48, num_layers=2, num_decoder_layers=3, num_heads=4,
-        decoder_start_token_id=0,
-    )  # fmt: skip
-    model = transformers.T5ForConditionalGeneration(config)
+    model = tiny_model("t5", head="T5ForConditionalGeneration", d_kv=8, num_decoder_layers=3)
     with torch.no_grad():  # weights at which p* takes several values, so the p* map is drawn
         for parameter in model.parameters():
             if parameter.ndim >= 2:

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tiny_models import tiny_model
 
 from specbound.api.integrations import LOG_PREFIX, SpecboundCallback
 from specbound.core.errors import SpecboundError
@@ -24,15 +25,10 @@ LOGGER = "specbound.api.integrations"
 
 
 def _bert(seed: int = 0):
-    import torch
-    import transformers
-
-    torch.manual_seed(seed)
-    config = transformers.BertConfig(
-        vocab_size=30, num_hidden_layers=1, hidden_size=16, num_attention_heads=2, intermediate_size=24, num_labels=2,
-        max_position_embeddings=16,
+    return tiny_model(
+        layers=1, hidden=16, heads=2, ffn=24, vocab_size=30, num_labels=2, seed=seed,
+        head="BertForSequenceClassification",
     )  # fmt: skip
-    return transformers.BertForSequenceClassification(config)
 
 
 def _trainer(tmp_path: Path, model=None, *, logging_steps: float = 4, callbacks=None, data=None):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import run_cli
+from tiny_models import save_tiny
 
 import specbound
 from specbound.core.bounds import PAssignment
@@ -162,14 +163,7 @@ def test_the_bounds_of_the_range_are_taken() -> None:
 
 
 def _neox(tmp_path: Path, **overrides) -> Path:
-    import transformers
-
-    config = transformers.GPTNeoXConfig(
-        vocab_size=32, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-        max_position_embeddings=16,
-    )  # fmt: skip
-    directory = tmp_path / "neox"
-    transformers.GPTNeoXModel(config).save_pretrained(directory)
+    directory = save_tiny(tmp_path / "neox", "gpt_neox", layers=1, hidden=16, heads=2, ffn=32)
     values = json.loads((directory / "config.json").read_text())
     values.update(overrides)
     (directory / "config.json").write_text(json.dumps(values))

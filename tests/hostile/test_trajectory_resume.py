@@ -19,6 +19,7 @@ import pytest
 from cli_runner import run_cli
 from hand_profiles import ONE_LAYER, make_profile
 from hostile_helpers import write_atlas
+from tiny_models import save_tiny
 
 import specbound
 from specbound.api.runs import RunSettings, checkpoint_of, run_trajectory
@@ -30,17 +31,9 @@ STEPS = (2, 4, 6)
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """checkpoint-2, -4 and -6 of a tiny BERT encoder whose weights move between steps."""
-    import torch
-    import transformers
-
     out = tmp_path_factory.mktemp("trajectory") / "run"
-    config = transformers.BertConfig(
-        vocab_size=30, num_hidden_layers=1, hidden_size=16, num_attention_heads=2, intermediate_size=24,
-        max_position_embeddings=16,
-    )  # fmt: skip
     for step in STEPS:
-        torch.manual_seed(step)
-        transformers.BertModel(config).save_pretrained(out / f"checkpoint-{step}")
+        save_tiny(out / f"checkpoint-{step}", layers=1, hidden=16, heads=2, ffn=24, vocab_size=30, seed=step)
     return out
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
+from tiny_models import tiny_model
 
 from specbound import Kind, MatrixId, ModelShape, load_profile
 from specbound.core.errors import CheckpointError
@@ -104,19 +105,8 @@ def test_pytorch_and_safetensors_formats_give_the_same_profile(make_checkpoint):
 
 
 def test_sharded_safetensors_checkpoint_loads(tmp_path):
-    import torch
-    import transformers
 
-    torch.manual_seed(1)
-    config = transformers.BertConfig(
-        vocab_size=50,
-        num_hidden_layers=3,
-        hidden_size=32,
-        num_attention_heads=4,
-        intermediate_size=48,
-        max_position_embeddings=16,
-    )
-    model = transformers.BertModel(config)
+    model = tiny_model(layers=3, seed=1)
     model.save_pretrained(tmp_path, max_shard_size="20KB")
     index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
     shards = sorted(set(index["weight_map"].values()))
@@ -129,19 +119,8 @@ def test_sharded_safetensors_checkpoint_loads(tmp_path):
 
 
 def test_prefixed_keys_of_a_masked_lm_head_checkpoint_load(tmp_path):
-    import torch
-    import transformers
 
-    torch.manual_seed(2)
-    config = transformers.BertConfig(
-        vocab_size=50,
-        num_hidden_layers=2,
-        hidden_size=32,
-        num_attention_heads=2,
-        intermediate_size=40,
-        max_position_embeddings=16,
-    )
-    model = transformers.BertForMaskedLM(config)
+    model = tiny_model(heads=2, ffn=40, seed=2, head="BertForMaskedLM")
     model.save_pretrained(tmp_path)
     from safetensors import safe_open
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from cli_runner import assert_one_line_error, run_cli
 from local_hub import LocalHub
+from tiny_models import save_tiny
 
 from specbound import compute_profile, load_profile
 from specbound.core.architecture import ModelShape
@@ -37,21 +38,10 @@ LAYERS = 4
 
 def write_llama(directory: Path, *, dtype: str = "bfloat16", shard: str = "24KB", seed: int = 0) -> Path:
     """A 4-layer Llama-shaped decoder (grouped-query, gated MLP), bf16, in several safetensors shards."""
-    import torch
-    import transformers
-
-    torch.manual_seed(seed)
-    config = transformers.LlamaConfig(
-        vocab_size=32,
-        num_hidden_layers=LAYERS,
-        hidden_size=48,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=80,
-        max_position_embeddings=32,
-    )
-    model = transformers.LlamaModel(config).to(getattr(torch, dtype))
-    model.save_pretrained(directory, max_shard_size=shard)
+    save_tiny(
+        directory, "llama", layers=LAYERS, hidden=48, heads=4, ffn=80, num_key_value_heads=2, vocab_size=32,
+        seed=seed, dtype=dtype, max_shard_size=shard,
+    )  # fmt: skip
     assert len(list(directory.glob("model-*.safetensors"))) >= 3
     return directory
 

@@ -1,0 +1,102 @@
+"""Tiny checkpoints of every family the suite builds, from one table (family → config): real models of
+transformers' own classes, saved by its own ``save_pretrained``.
+
+:func:`tiny_model` builds one in memory, :func:`save_tiny` writes it; both take the four sizes by their
+common names (``layers``, ``hidden``, ``heads``, ``ffn``), translated into the family's own config
+fields, and any other config field as it is (``num_key_value_heads=2``). The weights are torch's default
+initialisation after ``torch.manual_seed(seed)``, so a checkpoint is rebuilt bit for bit from its
+arguments. The per-family descriptions of where each weight sits, for the parity tests of every family,
+are ``tests/io/families/family_models.py``'s. For example ``save_tiny(tmp / "llama", "llama", layers=1,
+num_key_value_heads=2)`` writes a one-layer grouped-query Llama.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TinyFamily:
+    """How to build a tiny model of one family: its classes and its config's fields."""
+
+    config_class: str
+    model_class: str  # the bare model; a head class may be asked for instead
+    #: the config's names of the number of layers, the width, the heads and the feed-forward width
+    sizes: tuple[str, str, str, str] = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
+    #: every other field the tiny model sets
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+
+
+FAMILIES: dict[str, TinyFamily] = {
+    "bert": TinyFamily("BertConfig", "BertModel", fixed={"vocab_size": 50, "max_position_embeddings": 16}),
+    "roberta": TinyFamily("RobertaConfig", "RobertaModel", fixed={"vocab_size": 50, "max_position_embeddings": 24}),
+    "distilbert": TinyFamily(
+        "DistilBertConfig",
+        "DistilBertModel",
+        sizes=("n_layers", "dim", "n_heads", "hidden_dim"),
+        fixed={"vocab_size": 50, "max_position_embeddings": 16},
+    ),
+    "gpt2": TinyFamily(
+        "GPT2Config", "GPT2Model", sizes=("n_layer", "n_embd", "n_head", "n_inner"), fixed={"vocab_size": 40}
+    ),
+    "gpt_neox": TinyFamily("GPTNeoXConfig", "GPTNeoXModel", fixed={"vocab_size": 32, "max_position_embeddings": 16}),
+    "llama": TinyFamily("LlamaConfig", "LlamaModel", fixed={"vocab_size": 40, "max_position_embeddings": 32}),
+    "qwen2_moe": TinyFamily("Qwen2MoeConfig", "Qwen2MoeModel", fixed={"vocab_size": 40, "max_position_embeddings": 32}),
+    "t5": TinyFamily(
+        "T5Config",
+        "T5Model",
+        sizes=("num_layers", "d_model", "num_heads", "d_ff"),
+        fixed={"vocab_size": 40, "decoder_start_token_id": 0},
+    ),
+}
+
+
+def tiny_model(
+    family: str = "bert",
+    *,
+    layers: int = 2,
+    hidden: int = 32,
+    heads: int = 4,
+    ffn: int | None = 48,
+    seed: int = 0,
+    head: str | None = None,
+    **fields: Any,
+) -> Any:
+    """A randomly initialised model of ``family`` (:data:`FAMILIES`), of class ``head`` if given
+    (``"BertForSequenceClassification"``); ``ffn=None`` leaves the family's default width."""
+    import torch
+    import transformers
+
+    spec = FAMILIES[family]
+    sizes = dict(zip(spec.sizes, (layers, hidden, heads, ffn), strict=True))
+    if ffn is None:
+        del sizes[spec.sizes[3]]
+    torch.manual_seed(seed)
+    config = getattr(transformers, spec.config_class)(**{**spec.fixed, **sizes, **fields})
+    return getattr(transformers, head or spec.model_class)(config)
+
+
+def save_tiny(
+    directory: Path,
+    family: str = "bert",
+    *,
+    safe: bool = True,
+    dtype: str | None = None,
+    max_shard_size: str | None = None,
+    **model: Any,
+) -> Path:
+    """:func:`tiny_model` saved into ``directory`` (in ``dtype``, in shards of at most ``max_shard_size``);
+    ``safe=False`` writes the state dict pickled as transformers 4 wrote it (``pytorch_model.bin``)."""
+    import torch
+
+    built = tiny_model(family, **model)
+    if dtype is not None:
+        built = built.to(getattr(torch, dtype))
+    built.save_pretrained(directory, **({} if max_shard_size is None else {"max_shard_size": max_shard_size}))
+    if not safe:  # transformers 5 writes only safetensors: the same config beside the pickled state dict
+        (directory / "model.safetensors").unlink()
+        torch.save(built.state_dict(), directory / "pytorch_model.bin")
+    return directory
