@@ -104,7 +104,7 @@ class RunFacts(Protocol):
 
 
 class StepFacts(Protocol):
-    """What a DERIVED measure sees of one saved step (a :class:`~specbound_lab.trajectory.StepTerms`)."""
+    """What a DERIVED measure sees of one saved step (a :class:`~specbound_lab.trajectory.StepRecord`)."""
 
     def value(self, name: str) -> float: ...
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from specbound.core import (
     LOG10_E,
+    PROXIES,
     BoundAnalysis,
     BoundSettings,
     ProgressCallback,
@@ -31,6 +32,7 @@ from specbound.core import (
     silent,
 )
 from specbound.io import difference_profile, load_profile, open_weights
+from specbound.studies import StepTerms
 
 from .registry import centred_measures, checkpoint_measures, recorded_measures
 from .tasks import task_from_dict
@@ -43,12 +45,15 @@ _CORE = ("step", "train_loss", "train_error", "test_error", "test_samples", "che
 
 
 @dataclass(frozen=True)
-class StepTerms:
-    """Errors and bound terms of one saved checkpoint (``checkpoint`` relative to the run directory).
+class StepRecord:
+    """Errors and bound terms of one saved checkpoint (``checkpoint`` relative to the run directory), as
+    the run's record holds them.
 
     ``values`` holds every measure of :data:`specbound_lab.registry.MEASURES` recorded at this step, by
     measure name (CHECKPOINT measures at every step, MODEL measures at the final step); a measure the
-    step lacks (an older record, or a MODEL measure before the end) is absent and reads as NaN.
+    step lacks (an older record, or a MODEL measure before the end) is absent and reads as NaN. The
+    bound's own terms among them (each proxy, p*, log10 α) are :attr:`terms`, the library's
+    :class:`~specbound.studies.StepTerms`, as every trajectory has them.
     """
 
     step: int
@@ -63,6 +68,11 @@ class StepTerms:
     values: Mapping[str, float] = field(default_factory=dict, hash=False)
     test_loss: float = math.nan  # mean cross-entropy on the test set (NaN in records older than §13)
     loss_gap: bool = False  # next-token prediction: the gap is test loss minus training loss
+
+    @property
+    def terms(self) -> StepTerms:
+        """The bound's terms at this step, as the library follows any run (``trajectory.csv``'s)."""
+        return StepTerms(self.step, {proxy: self.value(proxy.key) for proxy in PROXIES}, self.p_opt, self.log10_alpha)
 
     @property
     def gap(self) -> float:
@@ -100,7 +110,7 @@ class StepTerms:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> StepTerms:
+    def from_dict(cls, data: Mapping[str, Any]) -> StepRecord:
         """The terms as a record stores them, checked (ValueError): a record is a file, not a promise.
 
         Integers must be genuine and non-negative, every number finite, errors in [0, 1], each p* on
@@ -163,7 +173,7 @@ class RunTrajectory:
     params: int
     seconds: float  # wall time of training and measuring the errors (analysis excluded)
     matrices: tuple[str, ...]  # labels of the proxy matrices ("L0 QK h1", ...), the order of p_opt
-    steps: tuple[StepTerms, ...]
+    steps: tuple[StepRecord, ...]
     model_seconds: float = 0.0  # the MODEL measures on the final checkpoint (0 in older records)
     analysis_seconds: float = 0.0  # the checkpoints' analysis (0 in older records)
 
@@ -177,7 +187,7 @@ class RunTrajectory:
         return self.spec.name
 
     @property
-    def final(self) -> StepTerms:
+    def final(self) -> StepRecord:
         return self.steps[-1]
 
     @property
@@ -217,7 +227,7 @@ class RunTrajectory:
         if not isinstance(matrices, list) or not matrices or not all(isinstance(m, str) for m in matrices):
             raise ValueError("matrices must be a non-empty list of labels")
         spec = spec_from_dict(data["spec"])
-        steps = tuple(replace(StepTerms.from_dict(s), loss_gap=spec.task.causal) for s in data["steps"])
+        steps = tuple(replace(StepRecord.from_dict(s), loss_gap=spec.task.causal) for s in data["steps"])
         if spec.task.causal and not all(math.isfinite(s.test_loss) for s in steps):
             raise ValueError("a next-token run needs the test loss at every step")
         if not steps or [s.step for s in steps] != sorted({s.step for s in steps}):
@@ -262,7 +272,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> RunSpec:
     )
 
 
-def step_terms(
+def step_record(
     analysis: BoundAnalysis,
     *,
     step: int,
@@ -275,7 +285,7 @@ def step_terms(
     test_loss: float = math.nan,
     loss_gap: bool = False,
     centred: BoundAnalysis | None = None,
-) -> StepTerms:
+) -> StepRecord:
     """The terms of one analysed checkpoint beside its measured errors: every CHECKPOINT measure of the
     registry, every CENTRED measure when ``centred`` (the same checkpoint's analysis against the run's
     first step) is given, and the MODEL measures in ``model_values`` (given for the final checkpoint)."""
@@ -283,7 +293,7 @@ def step_terms(
     if centred is not None:
         values.update({m.name: float(m.compute(centred)) for m in centred_measures()})
     values.update(model_values or {})
-    return StepTerms(
+    return StepRecord(
         step=step,
         train_loss=train_loss,
         train_error=train_error,
@@ -310,7 +320,7 @@ def analyse_run(
     """Analyse every saved checkpoint of a trained run (checkpoints relative to ``run_dir``)."""
     run_dir = Path(run_dir)
     started = time.perf_counter()
-    steps: list[StepTerms] = []
+    steps: list[StepRecord] = []
     labels: tuple[str, ...] = ()
     initial = open_weights(str(run_dir / result.steps[0].checkpoint)) if centred_measures() else None
     for index, record in enumerate(result.steps, start=1):
@@ -323,7 +333,7 @@ def analyse_run(
             centred = BoundAnalysis.from_profile(profile, settings, delta=delta)
         labels = tuple(matrix.label for matrix in profile.ids)
         steps.append(
-            step_terms(
+            step_record(
                 analysis,
                 centred=centred,
                 step=record.step,

@@ -49,8 +49,8 @@ def trajectory_frame(run: RunTrajectory) -> pd.DataFrame:
             "gap": s.gap,
         }
         row.update({m.column: s.value(m.name) for m in recorded_measures()})
-        row["p_opt_mean"] = float(np.mean(s.p_opt))
-        row.update({f"log10_alpha_L{layer}": value for layer, value in enumerate(s.log10_alpha)})
+        row["p_opt_mean"] = s.terms.p_opt_mean
+        row.update(s.terms.alpha_columns())
         rows.append(row)
     return pd.DataFrame(rows)
 

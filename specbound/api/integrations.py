@@ -23,17 +23,18 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from ..core.bounds import BoundSettings
 from ..core.errors import SpecboundError
 from ..core.logspace import to_log10
 from ..core.profile import SpectralProfile
+from ..core.proxies import Proxy
 from ..core.text import described, quoted
 from ..core.values import is_genuine_int
 from ..io.files import require_parent
 from ..io.models import REVISION_SEP
+from ..studies.trajectory import StepTerms
 from .analysis import Analysis, analyze
 
 logger = logging.getLogger(__name__)
@@ -47,25 +48,24 @@ def log_values(result: Analysis) -> dict[str, float]:
     the largest depth factor; centred at a reference, also both centred proxies (log10) and the
     distance travelled, Σ_W ‖W - W⁰‖_F over the proxy matrices, in all and per kind (Jiang et al.'s
     distance from initialization, on the matrices the bound reads)."""
-    terms = result.optimal_terms
+    step = StepTerms.of(0, result.bounds, result.centred)  # the step is the Trainer's, logged beside
     values = {
-        "ours_log10": result.ours_log10,
-        "edelman_log10": result.edelman_log10,
-        "p_opt_mean": float(np.mean(result.bounds.p_opt)),
-        "p_opt_zero_share": float(np.mean(result.bounds.p_opt == 0)),
-        "log10_alpha_max": float(np.max(to_log10(result.bounds.log_alpha))),
+        Proxy.OURS.column: step.proxies[Proxy.OURS],
+        Proxy.EDELMAN.column: step.proxies[Proxy.EDELMAN],
+        "p_opt_mean": step.p_opt_mean,
+        "p_opt_zero_share": step.p_opt_zero_share,
+        "log10_alpha_max": max(step.log10_alpha),
     }
     if math.isfinite(result.ours):
         values["ours"] = result.ours
-    for kind, log_sum in terms.log_per_kind().items():
+    for kind, log_sum in result.optimal_terms.log_per_kind().items():
         values[f"sum_c_{kind.value}_log10"] = float(to_log10(log_sum))
-    if result.centred is not None:  # how far the weights travelled from the reference (SPEC §14)
-        delta = result.centred.schatten_profile
-        values["ours_centred_log10"] = result.ours_centred_log10
-        values["edelman_centred_log10"] = result.edelman_centred_log10
-        values["distance_frobenius"] = float(delta.frobenius_norm.sum())
-        for kind in delta.model_kinds:
-            values[f"distance_frobenius_{kind.value}"] = float(delta.frobenius_norm[delta.mask(kind)].sum())
+    if step.centred is not None:  # how far the weights travelled from the reference (SPEC §14)
+        values["ours_centred_log10"] = step.centred.ours_log10
+        values["edelman_centred_log10"] = step.centred.edelman_log10
+        values["distance_frobenius"] = step.centred.distance_frobenius
+        for kind, distance in step.centred.distance_by_kind.items():
+            values[f"distance_frobenius_{kind.value}"] = distance
     return {LOG_PREFIX + key: value for key, value in values.items()}
 
 

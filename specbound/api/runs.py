@@ -36,9 +36,7 @@ import numpy as np
 
 from ..core.errors import SpecboundError
 from ..core.limits import LIMITS
-from ..core.logspace import to_log10
 from ..core.profile import SpectralProfile
-from ..core.proxies import FIXED_P_PROXIES, Proxy
 from ..core.text import quoted
 from ..core.values import is_genuine_int, is_real_number
 from ..io.files import (
@@ -54,6 +52,7 @@ from ..io.models import PYTHIA_REVISIONS, REVISION_SEP
 from ..io.options import ComputeOptions
 from ..studies.parallel import Executor
 from ..studies.resumable import run_resumable
+from ..studies.trajectory import StepTerms
 from .analysis import Analysis
 
 #: Bump when a step's record changes: older records are then analysed again, not trusted.
@@ -256,33 +255,12 @@ def _row_of(
 
 
 def step_row(step: int, result: Analysis, logged: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """One step's numbers: ours at p* and at p = 0, 1, 2, Edelman's, p* statistics, log10 α per layer,
-    and the losses logged there (None where not logged). The columns of ``trajectory.csv``; centred at a
-    reference also ``ours_centred_log10``, ``edelman_centred_log10``, ``distance_frobenius`` (Σ_W ‖W - W⁰‖_F
-    over the proxy matrices) and ``changed_matrices``."""
-    bounds = result.bounds
-    row: dict[str, Any] = {
-        "step": step,
-        Proxy.OURS.column: result.ours_log10,
-        Proxy.EDELMAN.column: result.edelman_log10,
-    }
-    for proxy in FIXED_P_PROXIES:
-        row[proxy.column] = float(to_log10(bounds.evaluate(proxy.fixed_p).log_total))
-    row |= {
-        "p_opt_mean": float(np.mean(bounds.p_opt)),
-        "p_opt_median": float(np.median(bounds.p_opt)),
-        "p_opt_zero_share": float(np.mean(bounds.p_opt == 0)),
-    }
-    row |= {f"log10_alpha_L{layer}": float(v) for layer, v in enumerate(to_log10(bounds.log_alpha))}
-    if result.centred is not None:  # how far the step's weights are from the run's reference (SPEC §14)
-        delta = result.centred.schatten_profile
-        row |= {
-            "ours_centred_log10": result.ours_centred_log10,
-            "edelman_centred_log10": result.edelman_centred_log10,
-            "distance_frobenius": float(delta.frobenius_norm.sum()),
-            "changed_matrices": int((delta.rank > 0).sum()),
-        }
-    return row | {key: (logged or {}).get(key) for key in ("loss", "eval_loss")}
+    """One step's row of ``trajectory.csv``: its :class:`~specbound.studies.trajectory.StepTerms` (ours at
+    p* and at p = 0, 1, 2, Edelman's, p* statistics, log10 α per layer; centred at a reference also both
+    centred proxies, Σ_W ‖W - W⁰‖_F over the proxy matrices and the matrices that changed), then the
+    losses logged there (None where not logged)."""
+    terms = StepTerms.of(step, result.bounds, result.centred)
+    return terms.row() | {key: (logged or {}).get(key) for key in ("loss", "eval_loss")}
 
 
 #: A step as the package writes it: ASCII digits, at most 18 of them (so int() never refuses it and

@@ -19,7 +19,7 @@ from .limits import LIMITS
 from .logspace import LOG10_E
 from .profile import MatrixId, SpectralProfile
 from .progress import ProgressCallback, ProgressEvent, silent
-from .proxies import FIXED_P_PROXIES, Proxy
+from .proxies import FIXED_P_PROXIES, PROXIES, Proxy
 from .text import quoted
 from .threads import torch_threads
 from .values import check_number, is_genuine_int, is_real_number
@@ -29,6 +29,7 @@ __all__ = [
     "FIXED_P_PROXIES",
     "LIMITS",
     "LOG10_E",
+    "PROXIES",
     "BackendSpec",
     "BoundAnalysis",
     "BoundSettings",

@@ -12,11 +12,14 @@ from __future__ import annotations
 from .parallel import Executor, run_tasks
 from .resumable import Outcome, run_resumable
 from .status import Status
+from .trajectory import CentredTerms, StepTerms
 
 __all__ = [
+    "CentredTerms",
     "Executor",
     "Outcome",
     "Status",
+    "StepTerms",
     "run_resumable",
     "run_tasks",
 ]

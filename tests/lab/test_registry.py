@@ -16,7 +16,7 @@ from specbound_lab import records, reference, tables, views
 from specbound_lab.grid import preset_grid
 from specbound_lab.registry import MEASURES, MeasureInput, RunMeasure, correlated_measures, recorded_measures, register
 from specbound_lab.sweep import run_sweep
-from specbound_lab.trajectory import StepTerms
+from specbound_lab.trajectory import StepRecord
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +119,10 @@ def test_a_record_with_every_measure_is_finished(fresh_runs, tmp_path: Path) -> 
 def test_steps_round_trip_and_leave_out_what_is_not_finite() -> None:
     values = {m.name: float(i) for i, m in enumerate(recorded_measures())}
     values["sharpness"] = math.inf
-    step = StepTerms(500, 0.1, 0.0, 0.2, 100, "checkpoints/step-000500", 7, (0.5,), (1.0, 2.0), values)
+    step = StepRecord(500, 0.1, 0.0, 0.2, 100, "checkpoints/step-000500", 7, (0.5,), (1.0, 2.0), values)
     data = step.to_dict()
     assert MEASURES["sharpness"].column not in data and data["ours_log10"] == values["ours"]
-    back = StepTerms.from_dict(json.loads(json.dumps(data, allow_nan=False)))
+    back = StepRecord.from_dict(json.loads(json.dumps(data, allow_nan=False)))
     assert math.isnan(back.value("sharpness")) and back.value("alpha") == values["alpha"]
     assert back.gap == pytest.approx(0.2) and back.p_opt == (1.0, 2.0)
     assert [m.name for m in correlated_measures()] == [n for n, m in MEASURES.items() if m.correlated]
