@@ -46,8 +46,9 @@ LOG_PREFIX = "specbound/"
 def log_values(result: Analysis) -> dict[str, float]:
     """The numbers one analysis adds to the logs: both proxies (log10), p* statistics, per-kind sums,
     the largest depth factor; centred at a reference, also both centred proxies (log10) and the
-    distance travelled, Σ_W ‖W - W⁰‖_F over the proxy matrices, in all and per kind (Jiang et al.'s
-    distance from initialization, on the matrices the bound reads)."""
+    distance travelled, Σ_W ‖W - W⁰‖_F over the proxy matrices, in all and per kind (each matrix's
+    Frobenius distance summed unsquared: not the lab's measure of the same name, Jiang et al.'s squared
+    Σ ‖W - W⁰‖_F², see :class:`~specbound.studies.trajectory.CentredTerms`)."""
     step = StepTerms.of(0, result.bounds, result.centred)  # the step is the Trainer's, logged beside
     values = {
         Proxy.OURS.column: step.proxies[Proxy.OURS],

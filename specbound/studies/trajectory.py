@@ -35,7 +35,11 @@ from ..core.proxies import FIXED_P_PROXIES, Proxy
 @dataclass(frozen=True)
 class CentredTerms:
     """How far a step's weights are from the run's reference W⁰ (SPEC §14): both proxies centred at it
-    (log10) and the distance travelled over the proxy matrices, Σ_W ‖W − W⁰‖_F, in all and per kind."""
+    (log10) and the distance travelled over the proxy matrices, Σ_W ‖W − W⁰‖_F, in all and per kind.
+
+    The distance sums each matrix's Frobenius distance unsquared. The lab's ``distance_frobenius``
+    measure is Jiang et al.'s Σ ‖W − W⁰‖_F² (squared), a different number under the same name: a
+    trajectory's column and a lab table's are not to be compared as one quantity."""
 
     ours_log10: float
     edelman_log10: float
