@@ -39,7 +39,7 @@ def _bounded(
     convert: Callable[[str], Any], low: float, high: float, *, high_open: bool = False
 ) -> Callable[[str], Any]:
     """An argparse type: ``convert`` the text and require low <= value <= high (< high if high_open),
-    by :func:`~specbound.core.values.check_number`."""
+    by :func:`~specbound.core.check_number`."""
     integer = convert is int
 
     def parse(text: str) -> Any:

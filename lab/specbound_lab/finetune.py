@@ -19,7 +19,7 @@ not to read it. The names :data:`BASE_NAME`, :data:`FULL_NAME` and :data:`LORA_N
 anywhere a model name is taken (CLI, notebook, dashboard).
 
 Example:
-    >>> from specbound.io.models import resolve
+    >>> from specbound.io import resolve
     >>> resolve(LORA_NAME).path.name
     'lora'
 """

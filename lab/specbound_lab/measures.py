@@ -1,6 +1,6 @@
 """Classical complexity measures a generalization course compares with the bound proxies.
 
-All are computed from a :class:`specbound.core.profile.SpectralProfile` (spectral norms, Frobenius norms and
+All are computed from a :class:`specbound.core.SpectralProfile` (spectral norms, Frobenius norms and
 (2,1) norms of the L (2H + 2) proxy matrices), so they see exactly the matrices the bound sees:
 
 * ``frobenius``: sum over all proxy matrices of ||W||_F^2.

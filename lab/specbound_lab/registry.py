@@ -11,7 +11,7 @@ function and one :func:`register` call below.
 Inputs, one class each, so every ``compute`` is typed by what it reads:
 
 * :class:`CheckpointMeasure` (``CHECKPOINT``): a function of the checkpoint's
-  :class:`~specbound.core.bounds.BoundAnalysis` (its spectral profile), recorded at every saved step;
+  :class:`~specbound.core.BoundAnalysis` (its spectral profile), recorded at every saved step;
 * :class:`CentredMeasure` (``CENTRED``): a function of the checkpoint's analysis centred at the run's
   first saved step (SPEC §14: ``delta`` holds the profile of W - W⁰, W⁰ the initialization, or the
   pretrained base of a fine-tuning run), recorded at every saved step: Jiang et al.'s "distance from

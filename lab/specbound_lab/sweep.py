@@ -61,7 +61,7 @@ def run_sweep(
     line per run; ``should_stop`` is the cancel hook, checked between training steps. On cancellation
     the tables are rebuilt from the finished runs and TrainingCancelled is raised. ``executor`` runs
     the runs in worker processes or on a Dask cluster. The batch is
-    :func:`specbound.studies.resumable.run_resumable`'s: a run is claimed (:func:`~specbound_lab.claims.claim`)
+    :func:`specbound.studies.run_resumable`'s: a run is claimed (:func:`~specbound_lab.claims.claim`)
     before it is touched, and its record written here as it finishes.
     """
     out = Path(out)

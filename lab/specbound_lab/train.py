@@ -174,7 +174,7 @@ class TrainSettings:
 
 
 def _check_int(name: str, value: int, low: int, high: int) -> None:
-    """An integer setting of a run: :func:`~specbound.core.values.check_number`, refused as a LabError."""
+    """An integer setting of a run: :func:`~specbound.core.check_number`, refused as a LabError."""
     check_number(value, name, low, high, integer=True, error=LabError)
 
 

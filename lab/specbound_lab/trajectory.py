@@ -1,12 +1,12 @@
 """Every bound term of a run at every saved step, through the normal analysis path.
 
-Each checkpoint directory goes through :func:`specbound.io.loading.load_profile` (so the profile cache
-is used, exactly as ``specbound analyze DIR`` would) and :class:`specbound.core.bounds.BoundAnalysis`. Per
+Each checkpoint directory goes through :func:`specbound.io.load_profile` (so the profile cache
+is used, exactly as ``specbound analyze DIR`` would) and :class:`specbound.core.BoundAnalysis`. Per
 step: the measured errors; log10 of the bound's layer constant α per layer; p* of every matrix; and
 every CHECKPOINT measure of :mod:`specbound_lab.registry` (ours at p* and at p = 0, 1, 2, the
 Edelman-style proxy, the comparison measures, the power-law exponents of the spectra), and every
 CENTRED measure, read against the run's first saved step (its initialization, or the pretrained base
-of a fine-tuning run: :func:`specbound.io.loading.difference_profile`, SPEC §14). The MODEL
+of a fine-tuning run: :func:`specbound.io.difference_profile`, SPEC §14). The MODEL
 measures (flatness, sharpness), computed when the run was trained, join the final step. Proxies are
 kept as log10 (they are compared by rank, and log10 never overflows).
 """

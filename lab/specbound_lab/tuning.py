@@ -1,7 +1,7 @@
 """Fine-tuning runs: a lab run that starts from a pretrained base instead of a fresh initialization.
 
 A :class:`FineTuning` on a :class:`~specbound_lab.train.RunSpec` makes its run load ``base`` (a model
-name, by default the lab's shipped base :data:`specbound.io.models.FINETUNE_BASE`, a 2-layer BERT of
+name, by default the lab's shipped base :data:`specbound.io.FINETUNE_BASE`, a 2-layer BERT of
 width 64 pretrained on the threshold task at positions 0, 5, 9) and train it on the run's own task,
 
 * in full (``rank`` 0): every weight trained, or
