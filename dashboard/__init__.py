@@ -2,10 +2,11 @@
 
 - :mod:`dashboard.state`: what a session holds (its model, with :mod:`~dashboard.state.session` its one
   owner; the caches behind it; its baseline, its atlas, the link to its view);
-- :mod:`dashboard.widgets`: what the pages draw with (the sidebar, the p controls, drill-downs, tables,
-  exports, the page look);
+- :mod:`dashboard.widgets`: what the pages draw with (the sidebar and its atlas source, the p controls,
+  drill-downs, tables, exports, the page look);
 - :mod:`dashboard.services`: the data of the pages that need more than the session's model (the Lab,
-  the Training runs, Scaling, Theory), drawing nothing;
+  the Training runs, Scaling, Theory); they draw only the progress of their own long work (the Lab's
+  training panel, the Scaling study's summarising and downloads);
 - :mod:`dashboard.wording`: how things are said (shared wording, the number format, the vocabulary);
 - :mod:`dashboard.safety` (what a visitor may make the server do), :mod:`dashboard.routing` and
   :mod:`dashboard.serve` (starting the server) beside them.

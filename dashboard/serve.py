@@ -36,6 +36,7 @@ LANDING_MODULES: tuple[str, ...] = (
     "specbound.studies.compare",
     "specbound.present.numbers",
     "dashboard.state.atlas",
+    "dashboard.widgets.atlas_files",
     "dashboard.state.data",
     "dashboard.widgets.export",
     "dashboard.widgets.headline",

@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard.routing import ensure_app_entry
 from dashboard.services import scaling as service
 from dashboard.state import atlas, session, share
+from dashboard.widgets import atlas_files
 from dashboard.widgets.export import csv_download, file_stem, show_panels
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import MISSING, format_count
@@ -219,7 +220,7 @@ st.caption(
 )
 left, right = st.columns(2)
 with left:
-    atlas.export_button(
+    atlas_files.export_button(
         profiles,
         "scaling-atlas.npz",
         "export_scaling_atlas",
@@ -227,7 +228,7 @@ with left:
     )
 with right:
     current = session.current_analysis()
-    atlas.export_button(
+    atlas_files.export_button(
         [current.profile],
         f"{file_stem(current.profile)}-atlas.npz",
         "export_current_atlas",

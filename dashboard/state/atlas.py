@@ -1,4 +1,4 @@
-"""Atlas files in the dashboard: open one as the session's atlas, name its models, export profiles.
+"""Atlas files in the dashboard: open one as the session's atlas, name its models, pack profiles into one.
 
 An atlas (:mod:`specbound.io.atlas`) holds the spectral profiles of several models, so its models open
 with no checkpoint and no network. Its models are ordinary model references of the package,
@@ -26,15 +26,12 @@ import streamlit as st
 
 from dashboard import safety
 from dashboard.state.upload_store import DIGEST_CHARS, upload_dir
-from dashboard.widgets import export
-from dashboard.wording.text import plain
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.io import atlas as sb_atlas
 from specbound.io.atlas import AtlasError
 from specbound.io.files import atomic_write
 from specbound.io.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
-from specbound.present.numbers import format_count
 
 #: Session-state keys: the path of the session's atlas file, and the name it is shown under.
 FILE_KEY = "atlas_file"
@@ -253,70 +250,3 @@ def atlas_bytes(profiles: Iterable[SpectralProfile]) -> bytes:
     """An atlas file holding these profiles (one per model and revision), as bytes for a download."""
     kept = tuple(_unique(profiles))
     return _atlas_bytes(tuple(profile_digest(p) for p in kept), kept)
-
-
-def export_button(profiles: Iterable[SpectralProfile], file_name: str, key: str, label: str) -> None:
-    """A download button for an atlas of ``profiles`` (disabled when there are none)."""
-    profiles = list(profiles)
-    if not profiles:
-        st.download_button(label, b"", file_name=file_name, key=key, disabled=True)
-        return
-    st.download_button(
-        label,
-        atlas_bytes(profiles),
-        file_name=file_name,
-        mime="application/octet-stream",
-        key=key,
-        on_click=export.NO_RERUN,
-        help="An atlas file (.npz): the spectral profiles, which open offline in "
-        "this dashboard (source 'Atlas file') and with `specbound atlas show`.",
-    )
-
-
-# --- the sidebar source ---------------------------------------------------------------------------
-
-
-def _describe(profile: SpectralProfile) -> str:
-    shape = profile.shape
-    return f"{member_label(profile.model)} (L = {shape.num_layers}, N = {shape.hidden_size}, {shape.num_heads} heads)"
-
-
-def pick_from_atlas() -> str | None:
-    """Sidebar inputs of the "Atlas file" source: upload or path, then one of its models."""
-    uploaded = st.file_uploader(
-        "Atlas file (.npz)",
-        type=["npz"],
-        key=UPLOAD_KEY,
-        help="Spectral profiles exported by `specbound grid --atlas` or "
-        "`specbound atlas export`; its models open with no checkpoint.",
-    )
-    path = ""
-    if safety.server_paths_allowed():
-        path = st.text_input("…or its path on the server", key=PATH_INPUT_KEY, placeholder="atlas.npz")
-    cap = safety.max_upload_bytes()
-    with safety.guarded("reading an atlas", lambda message: st.error(f"Could not read the atlas: {message}")):
-        if uploaded is not None and uploaded.size > cap:  # before its bytes are read
-            st.error(
-                f"{plain(uploaded.name)} is {uploaded.size / 2**20:.1f} MB, more than the "
-                f"{cap / 2**20:.0f} MB an upload may have."
-            )
-        elif uploaded is not None:
-            use_upload(uploaded.name, uploaded.getvalue())
-        elif safety.server_paths_allowed() and st.button("Read the atlas", key=READ_KEY, disabled=not path.strip()):
-            use(path.strip())
-    profiles, file = loaded(), loaded_file()
-    if not profiles or file is None:
-        st.caption("No atlas loaded. " + HOW_TO_MAKE)
-        return None
-    by_name = {p.model: p for p in profiles}
-    label = plain(st.session_state.get(LABEL_KEY, "atlas"))
-    st.caption(
-        f"{label}: {format_count(len(profiles), 'model')}, opened from the stored spectra (no checkpoint). "
-        f"The Scaling page uses {'it' if len(profiles) == 1 else 'all of them'}."
-    )
-    if st.session_state.get(MODEL_PICK_KEY) not in by_name:
-        st.session_state.pop(MODEL_PICK_KEY, None)
-    member = st.selectbox(
-        "Model in the atlas", list(by_name), key=MODEL_PICK_KEY, format_func=lambda name: _describe(by_name[name])
-    )
-    return model_name(file, member)

@@ -1,11 +1,12 @@
 """The session's model: the one owner of which model the pages show.
 
-A session's model state is four things, and only this module writes them: the model's name
+A session's model state is four things. This module alone writes three of them: the model's name
 (:func:`current_model`), the last error met while opening one (:func:`fail`, shown in the sidebar until
-the next success), a Hub download sized and waiting for the visitor's click (:func:`pending_download`),
-and, for a model opened from stored spectra, the label its atlas is shown under (given to
-:func:`open_model`, kept by :func:`dashboard.state.atlas.use`). The sidebar's picker, a shared link and the Lab
-page's "open this step" all call these functions; none of them writes the session state itself.
+the next success) and a Hub download sized and waiting for the visitor's click
+(:func:`pending_download`). The fourth, the label the atlas of a model of stored spectra is shown under,
+is given to :func:`open_model` and kept by :func:`dashboard.state.atlas.use`, its one writer. The
+sidebar's picker, a shared link and the Lab page's "open this step" all call these functions; none of
+them writes the session state itself (``tests/dashboard/test_session.py``).
 
 The caches behind an opened model (profiles, analyses, explanations shared by all sessions) are
 :mod:`dashboard.state.data`'s.

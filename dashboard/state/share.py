@@ -3,7 +3,8 @@
 The page is already in the URL path (each page's ``url_path``). A widget becomes part of the link
 where it is created: the page calls :func:`shared` with the widget's key, a :class:`Codec` and the
 default, just before drawing the widget (with ``key=`` and no ``value=``). On the session's first
-run :func:`restore` keeps the link's parameters and opens the model it names; :func:`shared` then
+run :func:`restore` keeps the link's parameters and returns the model it names, which the sidebar opens
+(:func:`dashboard.widgets.sidebar.open_linked`); :func:`shared` then
 seeds each widget from them the first time the widget appears. After the page has drawn,
 :func:`publish` writes back the values registered in this run that differ from their defaults and
 drops every other parameter, so the address bar always holds a link that reproduces the view and

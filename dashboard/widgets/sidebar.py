@@ -14,6 +14,7 @@ import streamlit as st
 
 from dashboard import safety
 from dashboard.state import atlas, data, session
+from dashboard.widgets import atlas_files
 from dashboard.wording import vocabulary
 from dashboard.wording.text import adapted_proxy_note, code, plain
 from specbound.core.bounds import BoundAnalysis
@@ -193,7 +194,7 @@ MODEL_SOURCES: list[ModelSource] = [
     ModelSource(MINIATURE, _pick_miniature),
     ModelSource(OTHER, _pick_other_family),
     ModelSource(CUSTOM, _pick_custom),
-    ModelSource(ATLAS, atlas.pick_from_atlas),
+    ModelSource(ATLAS, atlas_files.pick_from_atlas),
 ]
 #: Session-state key of the source radio.
 SOURCE_KEY = "model_source"
@@ -231,7 +232,9 @@ def open_linked(linked: str | None) -> None:
     """Open the model a shared link names (``linked`` as the link wrote it, :func:`dashboard.state.share.restore`)
     and show it in the picker; a Hub model not here yet is only sized: a link alone never starts a
     download. A model that cannot be opened is said once, and the session keeps its model."""
-    model = atlas.from_link(linked or "")
+    if linked is None:  # a later run, or a link without a model
+        return
+    model = atlas.from_link(linked)
     if not model or model == session.current_model():
         return
     # an atlas model by its file name; anything else as the link wrote it (never the upload store's path)

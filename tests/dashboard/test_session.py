@@ -39,7 +39,8 @@ def _is_session_state(node: ast.expr) -> bool:
 
 
 def writes(path: Path) -> list[tuple[str, int]]:
-    """(key, line) of every write of a model-state key in one file: an assignment, a ``del``, ``pop``."""
+    """(key, line) of every write of a model-state key in one file: an assignment (to an item or an
+    attribute of the session state, augmented too), a ``del``, ``pop``, ``setdefault`` or ``update``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     local = {  # the module's own constants: a page's PENDING_KEY is its own key, not the session's
         target.id: node.value.value
@@ -50,23 +51,34 @@ def writes(path: Path) -> list[tuple[str, int]]:
     }
     found = []
     for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        else:
+            targets = []
         for target in targets:
-            if (
-                isinstance(target, ast.Subscript)
-                and _is_session_state(target.value)
-                and (key := _key(target.slice, local))
-            ):
+            if isinstance(target, ast.Subscript) and _is_session_state(target.value):
+                key = _key(target.slice, local)
+            elif isinstance(target, ast.Attribute) and _is_session_state(target.value):  # session_state.model = ...
+                key = target.attr if target.attr in OWNED else None
+            else:
+                key = None
+            if key:
                 found.append((key, node.lineno))
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("pop", "setdefault", "update")
-            and _is_session_state(node.func.value)
-            and node.args
-            and (key := _key(node.args[0], local))
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_session_state(node.func.value)
         ):
-            found.append((key, node.lineno))
+            continue
+        if node.func.attr in ("pop", "setdefault", "__setitem__", "__delitem__") and node.args:
+            keys = [_key(node.args[0], local)]
+        elif node.func.attr == "update":  # update({KEY: ...}) or update(model=...)
+            literal = node.args[0] if node.args and isinstance(node.args[0], ast.Dict) else None
+            keys = [_key(k, local) for k in (literal.keys if literal else []) if k is not None]
+            keys += [k.arg if k.arg in OWNED else None for k in node.keywords]
+        else:
+            keys = []
+        found += [(key, node.lineno) for key in keys if key]
     return found
 
 
@@ -88,10 +100,17 @@ def test_the_reader_finds_a_write_in_each_form(tmp_path: Path) -> None:
         "del st.session_state[PENDING_KEY]\n"
         "st.session_state['other'] = 1\n"
         "st.session_state[OWN_KEY] = 2\n"
+        "st.session_state.model = 'y'\n"
+        "st.session_state.update({'model_error': 'z'}, download_pending=None)\n"
+        "st.session_state['model'] += 'w'\n"
     )
     assert sorted(writes(source), key=lambda write: write[1]) == [
         ("model", 4),
         ("model_error", 5),
         ("download_pending", 6),
         ("model", 8),
+        ("model", 9),
+        ("model_error", 10),
+        ("download_pending", 10),
+        ("model", 11),
     ]
