@@ -692,15 +692,16 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_plugin_commands(commands: argparse._SubParsersAction) -> None:
     """The commands of every installed package registered under :data:`COMMAND_PLUGINS`, by name.
 
-    A plugin that cannot be imported (its own dependencies missing) is left out with one stderr line,
-    so that the library's own commands keep working."""
+    A plugin that fails to load or to add its commands (its own dependencies missing, a command name
+    already taken) is left out with one stderr line, so that the library's own commands keep working."""
     for entry in sorted(entry_points(group=COMMAND_PLUGINS), key=lambda e: e.name):
         try:
-            add_commands = entry.load()
-        except ImportError as exc:
-            _fail(f"warning: the '{entry.name}' commands of {entry.value} are unavailable: {exc}")
-            continue
-        add_commands(commands)
+            entry.load()(commands)
+        except Exception as exc:  # someone else's code: whatever it raises, the library's commands stay
+            first = " ".join(str(exc).split())[:200]
+            _fail(
+                f"warning: the '{entry.name}' commands of {entry.value} are unavailable: {type(exc).__name__}: {first}"
+            )
 
 
 def _guard_standard_streams() -> bool:

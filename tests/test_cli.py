@@ -484,3 +484,22 @@ def test_zero_query_weight_through_the_cli(make_checkpoint, capsys):
     zeros = [m for m in out["matrices"] if m["layer"] == 1 and m["kind"] == "QK"]
     assert [(m["rank"], m["contribution"], m["contribution_at_p"]) for m in zeros] == [(0, 0.0, 0.0)] * 4
     assert all(m["contribution"] > 0 for m in out["matrices"] if m not in zeros)
+
+
+def test_commands_come_from_installed_plugins_and_a_broken_one_is_left_out(monkeypatch, capsys) -> None:
+    """``specbound lab`` is the lab's entry point in the ``specbound.commands`` group; a plugin that fails
+    to load costs its own commands and one warning, never the library's."""
+    from importlib.metadata import EntryPoint
+
+    import specbound.cli as cli_module
+
+    installed = cli_module.entry_points(group=cli_module.COMMAND_PLUGINS)
+    assert [(e.name, e.value) for e in installed] == [("lab", "specbound_lab.cli:add_lab_commands")]
+    broken = EntryPoint(name="broken", value="no_such_plugin_module:add", group=cli_module.COMMAND_PLUGINS)
+    monkeypatch.setattr(cli_module, "entry_points", lambda group: [broken, *installed])
+    parser = cli_module.build_parser()
+    warning = capsys.readouterr().err
+    assert warning.startswith("specbound: warning: the 'broken' commands of no_such_plugin_module:add are unavailable")
+    assert "ModuleNotFoundError" in warning and warning.count("\n") == 1
+    assert parser.parse_args(["lab", "show"]).prints_result == "lab show"  # the others are all there
+    assert parser.parse_args(["analyze"]).prints_result == "analyze"
