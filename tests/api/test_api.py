@@ -26,7 +26,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def _tiny(kind: str):
     if kind == "bert":
-        return tiny_model(vocab_size=40, seed=3)
+        return tiny_model(vocab_size=40, max_position_embeddings=512, seed=3)
     if kind == "gpt2":
         return tiny_model("gpt2", head="GPT2LMHeadModel", ffn=None, seed=3)
     return tiny_model("llama", head="LlamaForCausalLM", num_key_value_heads=2, head_dim=12, seed=3)

@@ -29,7 +29,13 @@ def test_each_proxy_has_the_names_its_files_have_always_had() -> None:
 
 def test_the_study_the_trajectories_the_figures_and_the_lab_read_it(minilm) -> None:
     assert scaling.Proxy is Proxy and scaling.PROXIES == PROXIES
-    assert {proxy: proxy.study_label for proxy in PROXIES} == scaling_figures.PROXY_LABELS
+    assert list(scaling_figures.PROXY_LABELS.values()) == [
+        "ours (p*)",
+        "Edelman et al.",
+        "p = 0 (rank)",
+        "p = 1 (nuclear)",
+        "p = 2 (Frobenius)",
+    ]
     row = step_row(0, Analysis(minilm))
     assert {proxy.column for proxy in PROXIES} <= set(row)
     for proxy in FIXED_P_PROXIES:  # the column holds that proxy's value, not a neighbour's
