@@ -228,21 +228,21 @@ def _stderr_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 def test_remeasure_refuses_in_the_cli_s_one_line_and_names_the_file_it_cannot_write(tmp_path: Path, capsys) -> None:
     """A measure that is not recomputable is refused by name, with the ones that are, in the line every
-    error of the CLI has; a write that fails names the file (a directory where grokking.csv goes)."""
+    error of the CLI has; a write that fails names the file (a directory where runs.csv goes)."""
     import shutil
 
-    copy = tmp_path / "grok"
-    shutil.copytree(reference.GROKKING_REFERENCE_DIR, copy)
-    for run in sorted((copy / "runs").iterdir())[1:]:  # one seed is enough to write grokking.csv, and quick
+    copy = tmp_path / "class"
+    shutil.copytree(reference.REFERENCE_DIR, copy)
+    for run in sorted((copy / "runs").iterdir())[1:]:  # one run of a few steps is enough to write the tables
         shutil.rmtree(run)
     assert main(["lab", "remeasure", str(copy), "--measure", "alpha", "no_such_measure"]) == 1
     line = _stderr_line(capsys)
     assert line.startswith("specbound: error: 'no_such_measure' cannot be recomputed from stored spectra"), line
     assert "alpha_hat" in line and str(tmp_path) not in line
-    (copy / "grokking.csv").unlink()
-    (copy / "grokking.csv").mkdir()
+    (copy / "runs.csv").unlink()
+    (copy / "runs.csv").mkdir()
     assert main(["lab", "remeasure", str(copy), "--measure", "alpha"]) == 1
-    assert _stderr_line(capsys) == "specbound: error: grokking.csv: Is a directory"
+    assert _stderr_line(capsys) == "specbound: error: runs.csv: Is a directory"
     assert not list(copy.glob(".specbound-tmp.*"))  # the temporary file went with the failed write
 
 
