@@ -49,8 +49,9 @@ def trajectory_frame(run: RunTrajectory) -> pd.DataFrame:
             "gap": s.gap,
         }
         row.update({m.column: s.value(m.name) for m in recorded_measures()})
-        row["p_opt_mean"] = s.terms.p_opt_mean
-        row.update(s.terms.alpha_columns())
+        terms = s.terms
+        row["p_opt_mean"] = terms.p_opt_mean
+        row.update(terms.alpha_columns())
         rows.append(row)
     return pd.DataFrame(rows)
 

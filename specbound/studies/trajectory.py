@@ -29,7 +29,7 @@ import numpy as np
 from ..core.architecture import Kind
 from ..core.bounds import BoundAnalysis
 from ..core.logspace import to_log10
-from ..core.proxies import FIXED_P_PROXIES, Proxy
+from ..core.proxies import FIXED_P_PROXIES, PROXIES, Proxy
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,7 @@ class StepTerms:
         median and share at 0, ``log10_alpha_L{l}``; centred at a reference also ``ours_centred_log10``,
         ``edelman_centred_log10``, ``distance_frobenius`` and ``changed_matrices``."""
         row: dict[str, Any] = {"step": self.step}
-        row |= {proxy.column: self.proxies.get(proxy, math.nan) for proxy in (Proxy.OURS, Proxy.EDELMAN)}
-        row |= {proxy.column: self.proxies.get(proxy, math.nan) for proxy in FIXED_P_PROXIES}
+        row |= {proxy.column: self.proxies.get(proxy, math.nan) for proxy in PROXIES}  # ours, Edelman's, p = 0, 1, 2
         row |= {"p_opt_mean": self.p_opt_mean, "p_opt_median": self.p_opt_median}
         row |= {"p_opt_zero_share": self.p_opt_zero_share} | self.alpha_columns()
         if self.centred is not None:
