@@ -48,6 +48,7 @@ LANDING_MODULES: tuple[str, ...] = (
     "dashboard.state.share",
     "dashboard.widgets.sidebar",
     "dashboard.wording.text",
+    "dashboard.wording.totals",
     "dashboard.state.upload_store",
     "dashboard.wording.vocabulary",
 )

@@ -6,11 +6,11 @@ import streamlit as st
 
 from dashboard.routing import ensure_app_entry
 from dashboard.state import atlas, data, session
-from dashboard.widgets.headline import headline_sentence
 from dashboard.widgets.presentation import folded, headline, metric_row
 from dashboard.wording import vocabulary
 from dashboard.wording.numbers import times_in_words
 from dashboard.wording.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, model_card_caption, plain
+from dashboard.wording.totals import headline_sentence
 from specbound.io.families import family_name
 from specbound.present.numbers import format_log
 

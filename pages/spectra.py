@@ -10,25 +10,16 @@ import streamlit as st
 
 from dashboard.routing import ensure_app_entry
 from dashboard.state import atlas, session, share
+from dashboard.views.spectra import P_TEXT, TITLE, spectra_view
 from dashboard.widgets import drilldown
 from dashboard.widgets.controls import layer_label
 from dashboard.widgets.experts import expert_picker
-from dashboard.widgets.export import (
-    clickable_cells,
-    csv_download,
-    file_stem,
-    provenance,
-    report_download,
-    show_figure,
-    show_panels,
-)
+from dashboard.widgets.export import csv_download, file_stem, provenance, report_download, show_figure, show_panels
 from dashboard.widgets.presentation import folded
 from dashboard.widgets.tables import show_table
 from dashboard.wording.text import bound_note, code
-from specbound.core.architecture import DECODER, ENCODER, HEAD_KINDS, Kind
-from specbound.present.figures import spectra as figures
-from specbound.present.figures.html_report import ReportSection
-from specbound.present.figures.style import split_panels
+from specbound.core.architecture import HEAD_KINDS, Kind
+from specbound.present.figures.spectra import PANEL_COLUMNS, esd_figure
 from specbound.present.report import singular_values_frame
 
 ensure_app_entry()
@@ -42,9 +33,9 @@ shape = profile.shape
 name = atlas.display_name(session.current_model())
 all_layers = list(range(shape.num_layers))
 all_kinds = [kind.value for kind in profile.model_kinds]
-source = provenance(name, "spectra, independent of p")
+source = provenance(name, f"spectra, {P_TEXT}")
 
-st.title("Spectra")
+st.title(TITLE)
 st.caption(
     f"{code(name)}: singular values of its {shape.matrix_count_formula} = {shape.num_matrices} proxy matrices "
     f"({', '.join(k.value for k in shape.head_kinds)} per query head, "
@@ -79,45 +70,37 @@ heads = head_col.multiselect(
 )
 expert = expert_picker(shape, "spectra_expert")
 normalise = st.toggle("Normalise by σ₁", key="spectra_normalise")
-experts = None if expert is None else [expert]
-
-profiles = energy = None
-if layers and kinds:
-    chosen_heads = heads or None
-    profiles = split_panels(
-        figures.singular_value_profiles(
-            profile, layers, kinds, normalise=normalise, heads=chosen_heads, experts=experts, source=source
-        )
-    )
-    show_panels(profiles, "sv_profiles", per_row=figures.PANEL_COLUMNS)
-    energy = split_panels(
-        figures.cumulative_energy_curves(profile, layers, kinds, heads=chosen_heads, experts=experts, source=source)
-    )
-    show_panels(energy, "cumulative_energy", per_row=figures.PANEL_COLUMNS)
-else:
-    st.caption("Choose at least one layer and one kind to draw the profiles.")
+profiles_place = st.container()
 
 st.subheader("Per head: rank, stable rank, spectral norm")
 head_kinds = [kind.value for kind in shape.head_kinds]
 if st.session_state["heatmap_kind"] not in head_kinds:  # QK_x from a link made on an encoder-decoder
     st.session_state["heatmap_kind"] = Kind.QK.value
 head_kind = Kind(st.radio("Heads of", head_kinds, horizontal=True, key="heatmap_kind"))
+
+view = spectra_view(
+    analysis,
+    model=name,
+    layers=layers,
+    kinds=kinds,
+    heads=heads,
+    experts=None if expert is None else [expert],
+    normalise=normalise,
+    head_kind=head_kind,
+    source=source,
+)
+with profiles_place:
+    if view.profiles:
+        show_panels(view.profiles, "sv_profiles", per_row=PANEL_COLUMNS)
+        show_panels(view.energy, "cumulative_energy", per_row=PANEL_COLUMNS)
+    else:
+        st.caption("Choose at least one layer and one kind to draw the profiles.")
 st.caption("Click a cell to open that matrix below.")
-if shape.encoder_decoder:  # the encoder's heads and the decoder's side by side (the cross-attention: decoder only)
-    stacks = [stack for stack in (ENCODER, DECODER) if figures.head_layers(profile, head_kind, stack)]
-    heatmaps = [clickable_cells(figures.head_heatmaps(profile, head_kind, source=source, stack=s)) for s in stacks]
-    panel_options = {"per_row": 2}
-else:
-    heatmaps = split_panels(
-        clickable_cells(figures.head_heatmaps(profile, head_kind, source=source)),
-        titles=[f"{head_kind.value} heads: {quantity}" for quantity in figures.HEATMAP_QUANTITIES],
-    )
-    panel_options = {}
 show_panels(
-    heatmaps,
+    view.heatmaps,
     HEATMAP_KEY,
+    per_row=view.heatmaps_per_row,
     on_select=lambda n: lambda: drilldown.from_chart(f"{HEATMAP_KEY}_{n}", analysis, drilldown.head_cell(head_kind)),
-    **panel_options,
 )
 
 st.subheader("One matrix")
@@ -132,23 +115,22 @@ if index is not None:
             "their upper tail (from the dashed x_min on): a smaller α is a heavier tail. Every matrix's α: "
             "`specbound analyze MODEL --power-law` or `Analysis.power_law_frame()`."
         )
-        show_figure(figures.esd_figure(profile, index, source=source), "esd")
+        show_figure(esd_figure(profile, index, source=source), "esd")
 
 st.subheader("Every matrix")
-table = profile.to_frame()
 with folded("Norms and ranks (table)"):
     st.caption(
         "Sizes, ranks and norms of each matrix (scroll sideways; the matrix stays in view). "
         "Click a row to open that matrix above."
     )
     show_table(
-        table.assign(matrix=[m.label for m in profile.ids]),
+        view.table.assign(matrix=[m.label for m in profile.ids]),
         "spectra_table",
         on_select=lambda: drilldown.from_table("spectra_table"),
     )
     left, right = st.columns(2)
     with left:
-        csv_download(table, f"{file_stem(profile)}-matrices.csv", "download_matrices", "Download this table (CSV)")
+        csv_download(view.table, f"{file_stem(profile)}-matrices.csv", "download_matrices", "Download this table (CSV)")
     with right:
         csv_download(
             lambda: singular_values_frame(profile),
@@ -157,16 +139,4 @@ with folded("Norms and ranks (table)"):
             "Download every singular value (CSV)",
         )
 
-report_download(
-    "Spectra",
-    lambda: [
-        ReportSection("Singular values", [*(profiles or []), *(energy or [])]),
-        ReportSection(f"{head_kind.value} heads", heatmaps),
-        ReportSection("Every matrix", tables=[table]),
-    ],
-    model=name,
-    p_text="independent of p",
-    key="report_spectra",
-    shape=analysis.profile.shape,
-    grid_m=analysis.grid_m,
-)
+report_download(view, key="report_spectra")

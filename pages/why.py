@@ -3,32 +3,21 @@ s_W against the break-even scale below which some p > 0 would beat counting rank
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from dashboard.routing import ensure_app_entry
 from dashboard.services import lab
 from dashboard.state import atlas, data, session, share
+from dashboard.views.why import TITLE, why_view
 from dashboard.widgets import drilldown
 from dashboard.widgets.experts import expert_picker
-from dashboard.widgets.export import (
-    clickable_cells,
-    csv_download,
-    file_stem,
-    provenance,
-    report_download,
-    show_figure,
-    show_panels,
-)
+from dashboard.widgets.export import csv_download, file_stem, provenance, report_download, show_figure, show_panels
 from dashboard.widgets.presentation import folded
 from dashboard.widgets.tables import show_table
 from dashboard.wording.numbers import format_integer, format_p
 from dashboard.wording.text import bound_note, plain
 from specbound.core.architecture import Kind
-from specbound.present.explain import break_even
-from specbound.present.figures import bounds as figures
-from specbound.present.figures.html_report import ReportSection
-from specbound.present.figures.spectra import rank_against_maximum
+from specbound.present.figures.bounds import PStarPanels
 
 ensure_app_entry()
 
@@ -42,15 +31,13 @@ name = atlas.display_name(session.current_model())
 summary, sentence = data.explanation_for(session.current_model())
 source = provenance(name, "p*")
 
-st.title("Why p* wins")
+st.title(TITLE)
 st.markdown(f"**{plain(summary.headline())}.** {plain(sentence)}")
 bound_note(analysis.profile.shape)
 
-st.subheader("p* of every matrix")
-used = summary.used()
-p_star_figures = []
-if len(used) == 1:  # one value for all: the map would be one block, the histogram one bar
-    (only,) = used
+
+def one_p_star(only: float) -> None:
+    """Every matrix takes ``only``: say so instead of a map of one colour, and offer a model where p* varies."""
     st.info(
         f"All {format_integer(summary.total)} matrices take p* = {format_p(only).rstrip('0').rstrip('.') or '0'}: "
         "the map of p* would be one block of colour and its histogram one bar, so neither is drawn. "
@@ -70,12 +57,10 @@ if len(used) == 1:  # one value for all: the map would be one block, the histogr
         )
     if message := st.session_state.pop(lab.OPEN_ERROR_KEY, None):
         st.error(plain(message))
-else:
-    st.caption("Click a cell to open that matrix below.")
-    map_expert = expert_picker(profile.shape, "p_star_expert")
-    # the encoder's map and the decoder's (with QK_x, V_x) side by side, or one map's panels
-    panels = figures.p_star_map_panels(analysis, source=source, expert=map_expert, prepare=clickable_cells)
-    p_map = list(panels.figures)
+
+
+def show_p_star_map(panels: PStarPanels, map_expert: object) -> None:
+    """The p* map (its cells open a matrix); an encoder-decoder's encoder map beside its decoder map."""
 
     def locate(n: int) -> drilldown.Locate:
         stack = panels.stacks[n]
@@ -84,14 +69,22 @@ else:
         return drilldown.p_star_panel_cell(n, map_expert)
 
     show_panels(
-        p_map,
+        list(panels.figures),
         P_STAR_MAP_KEY,
         widths=panels.widths,
         on_select=lambda n: lambda: drilldown.from_chart(f"{P_STAR_MAP_KEY}_{n}", analysis, locate(n)),
     )
-    histogram = figures.p_star_histogram(analysis, source=source)
-    show_figure(histogram, "p_star_histogram")
-    p_star_figures = [*p_map, histogram]
+
+
+st.subheader("p* of every matrix")
+used = summary.used()
+map_expert = None
+if len(used) == 1:
+    one_p_star(next(iter(used)))
+else:
+    st.caption("Click a cell to open that matrix below.")
+    map_expert = expert_picker(profile.shape, "p_star_expert")
+map_place = st.container()
 
 st.subheader("Rank against its structural maximum")
 st.caption(
@@ -104,8 +97,13 @@ share.shared(RANK_KIND_KEY, RANK_KIND_CODEC, Kind.QK.value)
 if st.session_state[RANK_KIND_KEY] not in model_kinds:  # M_gate from a link made on a gated model
     st.session_state[RANK_KIND_KEY] = Kind.QK.value
 rank_kind = st.radio("Kind", model_kinds, horizontal=True, key=RANK_KIND_KEY)
-ranks = rank_against_maximum(profile, rank_kind, source=source)
-show_figure(ranks, "rank_against_maximum")
+
+view = why_view(analysis, summary, sentence, model=name, map_expert=map_expert, rank_kind=rank_kind, source=source)
+if view.p_map is not None and view.histogram is not None:
+    with map_place:
+        show_p_star_map(view.p_map, map_expert)
+        show_figure(view.histogram, "p_star_histogram")
+show_figure(view.ranks, "rank_against_maximum")
 
 st.subheader("Scale against break-even")
 st.caption(
@@ -116,30 +114,11 @@ st.caption(
         "A column of points means the matrices share one break-even scale."
     )
 )
-even_figure = figures.break_even_figure(analysis, source=source)
-show_figure(even_figure, "break_even")
-even = break_even(analysis)
-table = pd.DataFrame(
-    {
-        "matrix": [m.label for m in profile.ids],
-        "p_opt": analysis.p_opt,
-        "log10_scale": even.log10_scale,
-        "log10_break_even": even.log10_break_even,
-        "decades_above": even.decades_above,
-        "first_winning_p": even.first_winning_p,
-        "rank": profile.rank,
-    }
-)
-# on screen, "p = 0 wins" instead of an empty (NaN) cell, and the columns that fit a projector: the
-# decades above s*_W are the difference of the two scales shown, the ranks are in the chart above;
-# the CSV keeps every column, and NaN
-shown = table.drop(columns=["decades_above", "rank"]).assign(
-    first_winning_p=[format_p(p) if p == p else "none: p = 0 wins" for p in table["first_winning_p"]]
-)
+show_figure(view.break_even, "break_even")
 with folded("Per matrix (table)"):
-    show_table(shown, "break_even_table", on_select=lambda: drilldown.from_table("break_even_table"))
+    show_table(view.shown_table, "break_even_table", on_select=lambda: drilldown.from_table("break_even_table"))
     csv_download(
-        table, f"{file_stem(profile)}-break-even.csv", "download_break_even", "Download the break-even table (CSV)"
+        view.table, f"{file_stem(profile)}-break-even.csv", "download_break_even", "Download the break-even table (CSV)"
     )
 
 st.subheader("One matrix")
@@ -147,16 +126,4 @@ index = drilldown.picker(analysis)
 if index is not None:
     drilldown.detail(analysis, index, analysis.optimal, source)
 
-report_download(
-    "Why p* wins",
-    lambda: [
-        ReportSection("p* of every matrix", p_star_figures, note=f"{summary.headline()}. {sentence}"),
-        ReportSection("Rank against its structural maximum", [ranks]),
-        ReportSection("Scale against break-even", [even_figure], [table]),
-    ],
-    model=name,
-    p_text="p*",
-    key="report_why",
-    shape=analysis.profile.shape,
-    grid_m=analysis.grid_m,
-)
+report_download(view, key="report_why")

@@ -10,7 +10,6 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import streamlit as st
 
 from dashboard.state.mode import presenting
@@ -19,6 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import plotly.graph_objects as go
 
+    from dashboard.views.common import PageView
     from specbound.core.architecture import ModelShape
     from specbound.core.profile import SpectralProfile
     from specbound.present.figures.html_report import ReportSection
@@ -117,37 +117,6 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "model"
 
 
-def clickable_cells(fig: go.Figure) -> go.Figure:
-    """Make every heatmap cell clickable: an invisible marker on each cell, one trace per heatmap, in order.
-
-    Plotly selects points of scatter traces only, so a click on a bare heatmap reaches no ``on_select``
-    callback. The markers' trace numbers follow the heatmaps' (heatmap n gets trace H + n, where H is
-    the number of heatmaps), with the cell's x and y.
-    """
-    import plotly.graph_objects as go
-
-    heatmaps = [trace for trace in fig.data if trace.type == "heatmap"]
-    for trace in heatmaps:
-        z = np.asarray(trace.z)  # (rows, columns)
-        xs = list(trace.x) if trace.x is not None else list(range(z.shape[1]))
-        ys = list(trace.y) if trace.y is not None else list(range(z.shape[0]))
-        fig.add_trace(
-            go.Scatter(
-                x=[x for _ in ys for x in xs],
-                y=[y for y in ys for _ in xs],
-                mode="markers",
-                name=f"{trace.name} cells",
-                marker={"size": 16, "opacity": 0},
-                hoverinfo="none",
-                showlegend=False,
-                xaxis=trace.xaxis,
-                yaxis=trace.yaxis,
-            )
-        )
-    fig.update_layout(clickmode="event+select")
-    return fig
-
-
 def file_stem(profile: SpectralProfile) -> str:
     """A safe file-name stem for downloads about one model: its own name with anything odd replaced."""
     return _safe(profile.model)
@@ -208,23 +177,17 @@ def model_card_section(shape: ModelShape, grid_m: int) -> ReportSection:
     )
 
 
-def report_download(
-    title: str,
-    sections: Callable[[], Sequence[ReportSection]],
-    *,
-    model: str,
-    p_text: str,
-    key: str,
-    shape: ModelShape,
-    grid_m: int,
-) -> None:
-    """A button that saves a self-contained HTML report (figures and tables, opens offline) of this view.
+def report_download(view: PageView, *, key: str) -> None:
+    """A button that saves a self-contained HTML report (figures and tables, opens offline) of ``view``.
 
-    The report is built only when the button is pressed (``sections`` is called then), never on a rerun.
-    It opens with the model card (:func:`model_card_section`); its tables are written as the page shows
-    them (:func:`dashboard.widgets.tables.as_text_frame`: the same headers, the same number format, "—" for an
+    The report is the page's own view (:mod:`dashboard.views`): its sections hold the very figures and
+    tables the page draws, so it cannot show anything else. It is written only when the button is
+    pressed (``view.report()`` is called then), never on a rerun. It opens with the model card
+    (:func:`model_card_section`); its tables are written as the page shows them
+    (:func:`dashboard.widgets.tables.as_text_frame`: the same headers, the same number format, "—" for an
     empty cell), so the report reads like the page.
     """
+    heading = view.heading
 
     def build() -> str:
         from dataclasses import replace
@@ -232,14 +195,14 @@ def report_download(
         from dashboard.widgets.tables import as_text_frame
         from specbound.present.figures.html_report import html_report
 
-        every = [model_card_section(shape, grid_m), *sections()]
+        every = [model_card_section(heading.shape, heading.grid_m), *view.report()]
         shown = [replace(s, tables=[as_text_frame(t) for t in s.tables]) for s in every]
-        return html_report(title, shown, model=model, p=p_text)
+        return html_report(heading.title, shown, model=heading.model, p=heading.p_text)
 
     st.download_button(
         "Download this view as an HTML report",
         build,
-        file_name=f"{_safe(model)}-{_safe(title)}.html",
+        file_name=f"{_safe(heading.model)}-{_safe(heading.title)}.html",
         mime="text/html",
         key=key,
         on_click=NO_RERUN,

@@ -4,7 +4,7 @@ A slider move otherwise waits for a round trip: the browser sends the value, the
 the browser renders the page two or three times before it paints the new total (about 100 ms on a
 two-core machine, most of it in the browser, whatever the page holds). Here the server sends, with
 each run, the total and its change against p* at every position within :data:`REACH` steps of each
-slider that moves the total, formatted by :func:`dashboard.widgets.headline.total_texts` exactly as the
+slider that moves the total, formatted by :func:`dashboard.wording.totals.total_texts` exactly as the
 metric shows them; a small script (``live_total.js``, a Streamlit component without a view of its
 own) writes the position's texts into the metric as soon as the slider's value changes. The server's
 rerun then draws the same texts and updates everything else as before. The numbers come from
@@ -23,9 +23,9 @@ import numpy as np
 import streamlit as st
 
 from dashboard.widgets.controls import PChoice, moving_sliders, slider_positions, slider_step
-from dashboard.widgets.headline import total_texts
 from dashboard.widgets.presentation import LIVE_TOTAL_KEY
 from dashboard.wording.text import TOTAL_LABEL
+from dashboard.wording.totals import total_texts
 from specbound.core.bounds import BoundAnalysis, BoundTerms
 
 #: Slider positions on either side of the current one that the browser can show without the server;

@@ -1,3 +1,3 @@
-"""How the dashboard says things: shared wording, the one number format and the vocabulary
-that explains every symbol.
+"""How the dashboard says things: shared wording, the one number format, the totals in words and the
+vocabulary that explains every symbol.
 """

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from app_harness import as_shown, drawn_width, forbid_recomputation, run_clean, table_columns
 
-from dashboard.widgets.headline import total_texts
 from dashboard.widgets.tables import EXPLORER_TABLES_KEY, TABLE_WIDTH_PX
 from dashboard.wording.numbers import DIGITS, format_against, significant_digits
 from dashboard.wording.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, TOTAL_LABEL
+from dashboard.wording.totals import total_texts
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundTerms, PAssignment
 from specbound.core.logspace import to_log10 as log10

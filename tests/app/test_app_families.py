@@ -13,8 +13,8 @@ import pytest
 from app_harness import forbid_recomputation, open_directory, page_text, run_clean
 from tiny_models import save_tiny
 
-from dashboard.widgets.headline import total_texts
 from dashboard.wording.text import TOTAL_LABEL
+from dashboard.wording.totals import total_texts
 from specbound.core.bounds import BoundAnalysis, snap_to_grid
 from specbound.io.loading import load_profile
 

@@ -8,12 +8,12 @@ import pytest
 from app_harness import as_shown, drawn_width, table_columns
 
 from dashboard.state.baseline import PIN_KEY, TWIN_KEY, twin_analysis
+from dashboard.views.compare import WHY_AGREE
 from dashboard.widgets.drilldown import head_cell, p_star_cell
 from dashboard.widgets.tables import TABLE_WIDTH_PX
 from dashboard.wording.numbers import format_change
 from dashboard.wording.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, plain
 from dashboard.wording.vocabulary import TERMS
-from pages.compare import WHY_AGREE
 from pages.overview import HOW_TO_READ, P_STAR_LABEL, PRODUCT_NAME, RATIO_LABEL, TOUR, WHAT_P_IS
 from specbound.core.architecture import Kind
 from specbound.core.logspace import to_log10

@@ -20,9 +20,9 @@ import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 from test_dashboard import CUT_FORMULAS, CUT_LABELS, TRUNCATED_METRICS, _whole_page_screenshot
 
+from dashboard.views.compare import WHY_AGREE
 from dashboard.wording.numbers import DIGITS, MAX_DIGITS
 from dashboard.wording.text import TOTAL_LABEL
-from pages.compare import WHY_AGREE
 from pages.overview import PRODUCT_NAME
 from specbound.core.architecture import Kind
 from specbound.present.figures.style import KIND_COLORS, PROJECTOR_FONT_PX

@@ -1,0 +1,173 @@
+"""The Bound explorer's view at one p assignment: its sentences, figures and tables, and its report.
+
+Everything here follows from the analysis, the terms at the chosen p (``analysis.evaluate``) and the
+page's three choices that are not p: how the per-layer sums are drawn, which matrices' curves are
+drawn, and nothing else. The depth factors do not depend on p, so the page builds them once per run
+(:func:`depth_figure`) and every view at a new p reuses them.
+
+Example (what the page does after its widgets, and what a test does without them):
+
+    >>> import specbound
+    >>> from specbound.core.bounds import BoundAnalysis, PAssignment
+    >>> analysis = BoundAnalysis.from_profile(specbound.analyze("minilm-l6").profile)
+    >>> half = PAssignment(default=0.5)
+    >>> view = explorer_view(analysis, analysis.evaluate(half), assignment=half, p_text="default p = 0.5",
+    ...                      model="minilm", sums_view=figures.SumsView.LOG, curve_rows=[0, 1],
+    ...                      depth=depth_figure(analysis, "minilm"), source="minilm · default p = 0.5")
+    >>> view.kind_table["kind"].tolist()
+    ['QK', 'V', 'M_in', 'M_out']
+    >>> [section.heading for section in view.report()][:2]  # the report: the same figures and tables
+    ['Totals', 'Where the total comes from']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard.views.common import ReportHeading
+from dashboard.wording.numbers import comparison_sentence, format_number
+from dashboard.wording.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL
+from dashboard.wording.totals import headline_sentence, kind_shares, kind_shares_sentence, total_texts
+from specbound.core.architecture import Kind
+from specbound.core.bounds import BoundAnalysis, BoundTerms, PAssignment
+from specbound.core.logspace import exp_array
+from specbound.present.figures import bounds as figures
+from specbound.present.figures.html_report import ReportSection
+from specbound.present.figures.style import Quantity
+from specbound.present.numbers import format_log
+from specbound.present.report import layer_frame, terms_frame
+
+#: The report's title and the page's.
+TITLE = "Bound explorer"
+#: The per-layer table's headers on screen, under a caption that says they are sums of c(W; p).
+LAYER_TABLE_LABELS = {f"sum_c_{kind.value}": kind.value for kind in Kind} | {"sum_c": "all kinds"}
+
+
+def depth_figure(analysis: BoundAnalysis, source: str) -> go.Figure:
+    """α⁽ℓ⁾ and ξ⁽ℓ⁾ per layer: independent of p, so built once per page run, not once per p."""
+    return figures.depth_factors(analysis, source=source)
+
+
+def choice_sentence(analysis: BoundAnalysis, terms: BoundTerms, assignment: PAssignment) -> str:
+    """How ours at the chosen p compares with the Edelman-style proxy; at the defaults (every matrix at
+    its p*) the Overview's headline sentence, so the two pages say it alike."""
+    if assignment == PAssignment():
+        return headline_sentence(analysis)
+    return comparison_sentence("Ours at the chosen p", terms.log_total, "the Edelman-style proxy", analysis.log_edelman)
+
+
+@dataclass(frozen=True)
+class ExplorerView:
+    """The Bound explorer at ``terms``: the figures as drawn and the tables on demand.
+
+    The tables cost a frame per matrix, so they are built the first time they are read (the page reads
+    them only while their section is open; the report always does), then kept with the view.
+    """
+
+    heading: ReportHeading
+    analysis: BoundAnalysis
+    terms: BoundTerms
+    #: ours at the chosen p against the Edelman-style proxy, in words
+    sentence: str
+    #: ours at p, ours at p* and the Edelman-style proxy side by side
+    proxies: go.Figure
+    #: Σ c(W; p) per layer and kind, drawn as the page's choice says
+    sums: go.Figure
+    #: "Share of the total by kind: QK 38.8 % · …"
+    shares_sentence: str
+    #: c(W; p) against p for the chosen matrices; None when none is chosen
+    curves: go.Figure | None
+    #: α⁽ℓ⁾ and ξ⁽ℓ⁾ per layer (:func:`depth_figure`)
+    depth: go.Figure
+
+    @property
+    def totals(self) -> list[tuple[str, str]]:
+        """The headline's numbers as the page writes them: ours at p (with its change against p*), ours
+        at p*, the Edelman-style proxy and √L."""
+        value, change = total_texts(self.terms.log_total, self.analysis.optimal.log_total)
+        return [
+            (TOTAL_LABEL, f"{value} ({change})"),
+            (OPTIMAL_LABEL, format_log(self.analysis.optimal.log_total)),
+            (EDELMAN_LABEL, format_log(self.analysis.log_edelman)),
+            (SQRT_DEPTH_LABEL, format_number(self.terms.sqrt_depth)),
+        ]
+
+    @cached_property
+    def terms_table(self) -> pd.DataFrame:
+        """Every term per matrix (:func:`specbound.present.report.terms_frame`), named by matrix."""
+        table = terms_frame(self.analysis, self.terms)
+        table.insert(0, "matrix", [matrix.label for matrix in self.analysis.profile.ids])
+        return table
+
+    @cached_property
+    def layer_table(self) -> pd.DataFrame:
+        """Σ c(W; p) per layer and kind, log10 α⁽ℓ⁾ and Edelman's ξ⁽ℓ⁾
+        (:func:`~specbound.present.report.layer_frame`)."""
+        return layer_frame(self.analysis, self.terms)
+
+    @cached_property
+    def kind_table(self) -> pd.DataFrame:
+        """Σ c(W; p) per kind and its share of the total (the numbers of :attr:`shares_sentence`)."""
+        log_sums, shares = self.terms.log_per_kind(), kind_shares(self.terms)
+        kinds = self.terms.model_kinds
+        return pd.DataFrame(
+            {
+                "kind": [k.value for k in kinds],
+                "sum_c": exp_array([log_sums[k] for k in kinds]),
+                "share": [shares[k] for k in kinds],
+            }
+        )
+
+    def report(self) -> Sequence[ReportSection]:
+        """The page's sections in its order, with its figures and tables."""
+        return [
+            ReportSection("Totals", [self.proxies], note=f"{self.sentence} {BOUND_NOTE}", totals=self.totals),
+            ReportSection("Where the total comes from", [self.sums], [self.kind_table]),
+            ReportSection("c(W; p) against p", [self.curves] if self.curves is not None else []),
+            ReportSection(
+                "Every term",
+                tables=[self.terms_table, self.layer_table],
+                table_captions=["Per matrix", "Per layer"],
+            ),
+            ReportSection("Depth factors", [self.depth]),
+        ]
+
+
+def explorer_view(
+    analysis: BoundAnalysis,
+    terms: BoundTerms,
+    *,
+    assignment: PAssignment,
+    p_text: str,
+    model: str,
+    sums_view: figures.SumsView,
+    curve_rows: Sequence[int],
+    depth: go.Figure,
+    source: str,
+) -> ExplorerView:
+    """The explorer at ``terms`` (the analysis evaluated at ``assignment``, described as ``p_text``):
+    the per-layer sums drawn as ``sums_view``, the curves of the matrices at ``curve_rows`` (none: no
+    curves), every figure subtitled ``source``."""
+    return ExplorerView(
+        heading=ReportHeading(TITLE, model, p_text, analysis.profile.shape, analysis.grid_m),
+        analysis=analysis,
+        terms=terms,
+        sentence=choice_sentence(analysis, terms, assignment),
+        proxies=figures.proxy_comparison(
+            {
+                Quantity.OURS_AT_P: terms.log_total,
+                Quantity.OURS: analysis.optimal.log_total,
+                Quantity.EDELMAN: analysis.log_edelman,
+            },
+            source=source,
+        ),
+        sums=figures.term_sums(analysis, terms, sums_view, source=source),
+        shares_sentence=kind_shares_sentence(terms),
+        curves=figures.contribution_curves(analysis, list(curve_rows), terms, source=source) if curve_rows else None,
+        depth=depth,
+    )

@@ -1,0 +1,108 @@
+"""The Compare page's view: the model against its baseline at p*, the per-kind and per-layer sums, the
+overlaid spectra and the centred reading, and a report made of the same objects."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dashboard.views.compare import (
+    BASELINE_LABEL,
+    CENTRED_LABEL,
+    CHANGE_LABEL,
+    MODEL_LABEL,
+    TITLE,
+    WHY_AGREE,
+    compare_view,
+    overlay_kinds,
+    overlay_layers,
+    why_totals_agree,
+)
+from dashboard.wording.numbers import format_change
+from specbound.core.bounds import BoundAnalysis
+from specbound.present.numbers import format_log
+
+SOURCE = "a against b · p*"
+
+
+def view_of(model: BoundAnalysis, base: BoundAnalysis, centred: BoundAnalysis | str = "no weights", **choice):
+    options = {"overlay_kind": "M_in", "overlay_layer": 0} | choice
+    return compare_view(model, base, name="model", base_name="base", centred=centred, source=SOURCE, **options)
+
+
+def test_the_totals_and_the_tables_are_model_against_baseline(minilm, twin) -> None:
+    view = view_of(minilm, twin)
+    ours, theirs = minilm.optimal.log_total, twin.optimal.log_total
+    assert view.totals == [
+        (MODEL_LABEL, format_log(ours)),
+        (BASELINE_LABEL, format_log(theirs)),
+        (CHANGE_LABEL, format_change(ours, theirs)),
+    ]
+    kinds = view.kinds
+    assert list(kinds["kind"]) == ["QK", "V", "M_in", "M_out"]
+    np.testing.assert_allclose(kinds["difference"], kinds["model"] - kinds["baseline"], rtol=1e-12, atol=1e-9)
+    model_sums = minilm.optimal.log_per_kind()
+    np.testing.assert_allclose(kinds["model"], [math.exp(model_sums[k]) for k in minilm.profile.model_kinds])
+    assert view.layers is not None and len(view.layers) == 6
+    np.testing.assert_allclose(view.layers["model"], minilm.optimal.per_layer(6), rtol=1e-12)
+    np.testing.assert_allclose(view.layers["baseline"], twin.optimal.per_layer(6), rtol=1e-12)
+
+
+def test_a_twin_at_rank_counting_p_star_says_why_the_totals_agree(minilm, twin) -> None:
+    """MiniLM and its twin: every matrix at p* = 0 and full rank, so the totals at p* are equal."""
+    assert minilm.optimal.log_total == pytest.approx(twin.optimal.log_total, rel=1e-12)
+    view = view_of(minilm, twin)
+    assert view.why == why_totals_agree(minilm, twin, "base")
+    assert view.why is not None and view.why.startswith(f"**{WHY_AGREE}**") and "156 matrices" in view.why
+
+
+def test_models_that_differ_say_nothing_about_agreeing(finetune_full, finetune_base) -> None:
+    assert view_of(finetune_full, finetune_base).why is None
+
+
+def test_different_depths_have_no_per_layer_table(minilm, finetune_base) -> None:
+    view = view_of(finetune_base, minilm)
+    assert view.layers is None and overlay_layers(finetune_base, minilm) == [0, 1]
+    (_, per_kind, _) = view.report()
+    assert len(per_kind.tables) == 1 and list(per_kind.table_captions) == ["Σ c(W; p*) per kind"]
+
+
+def test_the_overlay_draws_the_chosen_kind_and_layer(minilm, twin) -> None:
+    assert overlay_kinds(minilm, twin) == ["QK", "V", "M_in", "M_out"]
+    view = view_of(minilm, twin, overlay_kind="V", overlay_layer=3)
+    assert "V" in view.overlay.layout.title.text and "3" in view.overlay.layout.title.text
+
+
+def test_the_centred_reading_counts_the_changed_matrices(finetune_full, finetune_base, centred_full) -> None:
+    view = view_of(finetune_full, finetune_base, centred_full)
+    centred = view.centred
+    assert not isinstance(centred, str)
+    changed = int((centred_full.schatten_profile.rank > 0).sum())
+    assert 0 < changed <= 12
+    assert centred.totals == [
+        (CENTRED_LABEL, format_log(centred_full.optimal.log_total)),
+        (MODEL_LABEL, format_log(finetune_full.optimal.log_total)),
+        ("Matrices changed", f"{changed} of 12"),
+    ]
+    cells = [trace for trace in centred.changes.data if trace.type == "scatter" and trace.name.endswith("cells")]
+    assert cells and len(cells) == sum(trace.type == "heatmap" for trace in centred.changes.data)  # clickable
+
+
+def test_the_report_is_the_view(finetune_full, finetune_base, centred_full) -> None:
+    view = view_of(finetune_full, finetune_base, centred_full)
+    sections = view.report()
+    assert [s.heading for s in sections] == [
+        "Totals",
+        "Per kind and per layer",
+        "Spectra overlaid",
+        "What changed, centred at the base",
+    ]
+    assert not isinstance(view.centred, str)
+    figures = [fig for s in sections for fig in s.figures]
+    assert [id(f) for f in figures] == [id(view.bars), id(view.overlay), id(view.centred.changes)]
+    assert [id(t) for t in sections[1].tables] == [id(view.kinds), id(view.layers)]
+    assert sections[0].totals == view.totals and sections[-1].note == "Reference W⁰: base"
+    assert view.heading.title == TITLE and view.heading.model == "model" and view.heading.p_text == "p*"
+    assert len(view_of(finetune_full, finetune_base, "no weights").report()) == 3  # no centred reading

@@ -1,0 +1,72 @@
+"""The Spectra page's view: one panel per chosen kind, the head heatmaps of one head kind (clickable),
+the matrix table, and a report made of the same objects."""
+
+from __future__ import annotations
+
+import pandas as pd
+from tiny_models import tiny_model
+
+from dashboard.views.spectra import P_TEXT, TITLE, spectra_view
+from specbound.core.architecture import Kind
+from specbound.core.bounds import BoundAnalysis
+from specbound.io.loading import profile_in_memory
+
+
+def view_of(analysis: BoundAnalysis, layers=(0, 5), kinds=("QK", "M_in"), head_kind=Kind.QK, **choice):
+    options = {"heads": [], "experts": None, "normalise": False} | choice
+    return spectra_view(
+        analysis,
+        model="minilm",
+        layers=list(layers),
+        kinds=list(kinds),
+        head_kind=head_kind,
+        source="minilm · spectra",
+        **options,
+    )
+
+
+def test_one_panel_per_chosen_kind(minilm) -> None:
+    view = view_of(minilm)
+    assert len(view.profiles) == 2 and len(view.energy) == 2
+    assert "QK" in view.profiles[0].layout.title.text and "M_in" in view.profiles[1].layout.title.text
+    normalised = view_of(minilm, normalise=True).profiles[0]
+    drawn = [y for trace in normalised.data if trace.y is not None for y in trace.y if y is not None]
+    assert max(drawn) == 1.0  # σ_i / σ₁: the top singular value reads 1
+
+
+def test_nothing_chosen_draws_no_profile(minilm) -> None:
+    view = view_of(minilm, layers=())
+    assert view.profiles == () and view.energy == ()
+    assert view.report()[0].figures == []
+
+
+def test_the_heatmaps_are_three_clickable_panels_of_the_chosen_kind(minilm) -> None:
+    view = view_of(minilm, head_kind=Kind.V)
+    assert len(view.heatmaps) == 3 and view.heatmaps_per_row is None
+    for panel in view.heatmaps:
+        (heatmap,) = [trace for trace in panel.data if trace.type == "heatmap"]
+        (cells,) = [trace for trace in panel.data if trace.type == "scatter"]
+        assert len(heatmap.z) == 6 and len(heatmap.z[0]) == 12  # layers × heads
+        assert len(cells.x) == 6 * 12  # a marker on every layer × head cell
+    assert "V heads" in view.heatmaps[0].layout.title.text
+
+
+def test_an_encoder_decoder_shows_its_two_stacks_side_by_side() -> None:
+    model = tiny_model("t5", layers=2, hidden=32, heads=4, ffn=48)
+    profile = profile_in_memory(model.config.to_dict(), model.state_dict(), name="tiny-t5")
+    analysis = BoundAnalysis.from_profile(profile)
+    assert len(view_of(analysis, layers=(0,), kinds=("QK",)).heatmaps) == 2  # the encoder's, the decoder's
+    assert view_of(analysis, layers=(0,), kinds=("QK",)).heatmaps_per_row == 2
+    assert len(view_of(analysis, layers=(0,), kinds=("QK",), head_kind=Kind.QK_X).heatmaps) == 1  # decoder only
+
+
+def test_the_report_is_the_view(minilm) -> None:
+    view = view_of(minilm)
+    sections = view.report()
+    assert [s.heading for s in sections] == ["Singular values", "QK heads", "Every matrix"]
+    assert [id(f) for f in sections[0].figures] == [id(f) for f in (*view.profiles, *view.energy)]
+    assert [id(f) for f in sections[1].figures] == [id(f) for f in view.heatmaps]
+    (table,) = sections[2].tables
+    assert table is view.table
+    pd.testing.assert_frame_equal(view.table, minilm.profile.to_frame())
+    assert view.heading.title == TITLE and view.heading.p_text == P_TEXT == "independent of p"

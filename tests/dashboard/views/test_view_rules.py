@@ -1,0 +1,76 @@
+"""The views are the pages' one source of figures: they draw nothing (no Streamlit, no widget, no session
+state), their examples run, and every page with a report draws a view and hands that view to the report."""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+VIEWS = sorted((ROOT / "dashboard" / "views").glob("*.py"))
+#: The pages that offer an HTML report, each with its view builder.
+REPORT_PAGES = {"bounds": "explorer_view", "compare": "compare_view", "spectra": "spectra_view", "why": "why_view"}
+#: What a view may not import: it would draw, or read the session.
+DRAWING = ("streamlit", "dashboard.widgets", "dashboard.state", "dashboard.services", "dashboard.routing", "pages")
+
+
+def imported_modules(tree: ast.AST) -> set[str]:
+    """Every module an AST imports, at the top or inside a function."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def draws(module: str) -> bool:
+    return any(module == bad or module.startswith(f"{bad}.") for bad in DRAWING)
+
+
+def test_the_rule_recognises_a_drawing_import() -> None:
+    tree = ast.parse("import math\ndef f():\n    from dashboard.widgets.export import show_figure\n")
+    assert {m for m in imported_modules(tree) if draws(m)} == {"dashboard.widgets.export"}
+    assert not draws("dashboard.views.common") and not draws("streamlitish") and draws("streamlit.runtime")
+
+
+@pytest.mark.parametrize("path", VIEWS, ids=lambda p: p.stem)
+def test_a_view_draws_nothing(path: Path) -> None:
+    imports = imported_modules(ast.parse(path.read_text(encoding="utf-8")))
+    assert not {m for m in imports if draws(m)}, path.name
+
+
+@pytest.mark.parametrize("name", [p.stem for p in VIEWS if p.stem not in ("__init__", "common")])
+def test_the_examples_run(name: str) -> None:
+    module = importlib.import_module(f"dashboard.views.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.attempted > 0, f"{name} has no example"
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} failed"
+
+
+@pytest.mark.parametrize(("page", "builder"), REPORT_PAGES.items())
+def test_a_report_page_hands_its_view_to_the_report(page: str, builder: str) -> None:
+    """The page builds one view and gives that view to ``report_download``: it makes no report section
+    and no figure of its own for the report."""
+    source = (ROOT / "pages" / f"{page}.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    assert "ReportSection" not in source and "html_report" not in source
+    built = [
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+        for target in node.targets
+        if isinstance(target, ast.Name) and getattr(node.value.func, "id", None) == builder
+    ]
+    assert built == ["view"], built
+    reports = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "report_download"
+    ]
+    assert len(reports) == 1 and [ast.unparse(a) for a in reports[0].args] == ["view"]
