@@ -251,6 +251,7 @@ elif view == SWEEP_VIEW:
     with folded("The robust view (table)"):
         draw_table(service.robust_view_frame(robust_rows), hide_index=True, key="lab_robust_table")
     if grokking := service.grokking_reference():
+        summaries = service.grokking_summaries()
         st.subheader("Grokking: does a measure move before the jump?")
         st.caption(
             "Modular addition mod 97 on 30 % of its pairs, a one-layer GPT-2 decoder, full-batch AdamW with weight "
@@ -262,7 +263,7 @@ elif view == SWEEP_VIEW:
             "verdict needs ten seeds (SPEC §13b)."
         )
         with st.container(key="lab_grokking"):
-            st.markdown(plain(grokking_sentence(grokking, measure_name)))
+            st.markdown(plain(grokking_sentence(grokking, measure_name, summaries=summaries)))
         seeds = [run.seed for run in grokking]
         share.shared(GROK_SEED_KEY, share.Codec(int, str), seeds[0])
         if st.session_state[GROK_SEED_KEY] not in seeds:
@@ -271,7 +272,7 @@ elif view == SWEEP_VIEW:
         shown = next(run for run in grokking if run.seed == seed)
         show_figure(figures.grokking_figure(shown), "lab_grokking_figure")
         with folded("Each measure's lead (table)"):
-            draw_table(service.grokking_view_frame(grokking), hide_index=True, key="lab_grokking_table")
+            draw_table(service.grokking_view_frame(summaries), hide_index=True, key="lab_grokking_table")
     st.caption(f"Reproducibility. {service.REPRODUCIBILITY}")
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")

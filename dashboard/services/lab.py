@@ -46,7 +46,7 @@ from specbound.present.numbers import format_count
 from specbound_lab import reference as lab_reference
 from specbound_lab import views
 from specbound_lab.correlation import MeasureCorrelation, TauDifference, Verdict
-from specbound_lab.grokking import RunGrokking, grokking_runs, grokking_summary, summary_frame
+from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_runs, grokking_summary, summary_frame
 from specbound_lab.limits import VISITOR_CAPS, VisitorCaps
 from specbound_lab.records import read_runs
 from specbound_lab.registry import correlated_measures, is_baseline
@@ -394,6 +394,14 @@ def grokking_reference() -> tuple[RunGrokking, ...]:
     return grokking_runs(reference(GROKKING).runs)
 
 
+@st.cache_resource(show_spinner=False)
+def grokking_summaries() -> tuple[LeadSummary, ...]:
+    """Each measure's leads over the shipped grokking runs, with the 95th percentile of its
+    time-permutation null: seconds of permutations, so computed once per server, not on every rerun
+    of the sweep view (a seed picked, a table unfolded)."""
+    return grokking_summary(grokking_reference())
+
+
 #: grokking_summary.csv's columns as the page heads them.
 GROKKING_COLUMNS: dict[str, str] = {
     "measure": "Measure",
@@ -407,10 +415,10 @@ GROKKING_COLUMNS: dict[str, str] = {
 }
 
 
-def grokking_view_frame(runs: tuple[RunGrokking, ...]) -> Styler:
+def grokking_view_frame(summaries: tuple[LeadSummary, ...]) -> Styler:
     """grokking_summary.csv as the page shows it: columns and measures in words, leads in whole steps
     (a lead is a difference of saved steps), the share of seeds as a percentage."""
-    frame = summary_frame(grokking_summary(runs))
+    frame = summary_frame(summaries)
     frame = frame.assign(measure=[measure_name(m) for m in frame["measure"]])
     for column in ("median_lead", "lowest_lead", "highest_lead", "null_p95"):
         frame[column] = frame[column].round().astype("Int64")  # a median of two leads may end in .5: rounded

@@ -375,11 +375,20 @@ def summary_frame(summaries: Sequence[LeadSummary]) -> pd.DataFrame:
     )
 
 
-def grokking_sentence(runs: Sequence[RunGrokking], name_of: Callable[[str], str] = str, ours: str = "ours") -> str:
+def grokking_sentence(
+    runs: Sequence[RunGrokking],
+    name_of: Callable[[str], str] = str,
+    ours: str = "ours",
+    *,
+    summaries: Sequence[LeadSummary] | None = None,
+) -> str:
     """What the runs show, in words computed from their numbers: how many grokked and when; which
     measures moved before the jump beyond their time-permutation null, or, under :data:`MIN_SEEDS`
     seeds, that no verdict is given; and the leads of ours at p* and of the positive control against
-    their nulls."""
+    their nulls.
+
+    ``summaries``: :func:`grokking_summary` of ``runs``, when the caller holds it already (its null
+    permutes every measure's curves a thousand times: seconds for ten seeds); computed here otherwise."""
     grokked = [run for run in runs if run.event.grokked]
     if not grokked:
         return f"None of the {len(runs)} runs grokked, so no measure can be said to move before a jump."
@@ -389,7 +398,8 @@ def grokking_sentence(runs: Sequence[RunGrokking], name_of: Callable[[str], str]
         f"{len(grokked)} of {len(runs)} seeds grok: training accuracy reaches {SATURATION:g} by step {saturation:,} "
         f"and test accuracy moves at step {jump:,} (medians)."
     )
-    summaries = grokking_summary(runs)
+    if summaries is None:
+        summaries = grokking_summary(runs)
     if len(grokked) < MIN_SEEDS:
         middle = (
             f" With {len(grokked)} seed{'s' if len(grokked) != 1 else ''} that grokked (a verdict needs {MIN_SEEDS}), "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -210,10 +211,19 @@ def test_the_sentence_says_what_every_seed_supports() -> None:
     assert "With 2 seeds that grokked (a verdict needs 10), no measure is said to move before the jump" in text
     from specbound_lab.grokking import grokking_summary
 
-    ours = next(s for s in grokking_summary(runs) if s.measure == "ours")
+    summaries = grokking_summary(runs)
+    ours = next(s for s in summaries if s.measure == "ours")
     assert text.endswith(
         f"Ours at p*: median lead +0 steps (from -200 to +200), against {ours.null_p95:+,.0f} for the null's "
         "95th percentile."
+    )
+    # a caller that holds the summaries already (the dashboard, once per server) gets the same words
+    names = {"ours": "ours at p*", "edelman": "Edelman"}.__getitem__
+    assert grokking_sentence(runs, name_of=names, summaries=summaries) == text
+    # and the words are those summaries': another null reads as another percentile
+    moved = tuple(replace(s, null_p95=s.null_p95 + 1000) if s.measure == "ours" else s for s in summaries)
+    assert f"against {ours.null_p95 + 1000:+,.0f} for the null's" in grokking_sentence(
+        runs, name_of=names, summaries=moved
     )
     assert grokking_sentence(runs[2:]) == "None of the 1 runs grokked, so no measure can be said to move before a jump."
 
