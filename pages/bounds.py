@@ -23,9 +23,8 @@ from dashboard.widgets.controls import CONTROL_DEFAULTS, PChoice, held_choice, p
 from dashboard.widgets.export import csv_download, file_stem, provenance, report_download, show_figure
 from dashboard.widgets.headline import explorer_headline
 from dashboard.widgets.live_total import live_total
-from dashboard.widgets.presentation import headline, let_headline_through, on_demand
+from dashboard.widgets.presentation import bound_note, headline, let_headline_through, on_demand
 from dashboard.widgets.tables import EXPLORER_TABLES_KEY, show_table
-from dashboard.wording.text import bound_note
 from specbound.core.bounds import BoundTerms
 from specbound.io.centred import ReferenceKind
 from specbound.present.figures.bounds import SumsView

@@ -10,9 +10,9 @@ from dashboard.state import atlas, baseline, session, share
 from dashboard.views.compare import CENTRED, TITLE, CentredView, compare_view, overlay_kinds, overlay_layers
 from dashboard.widgets import drilldown
 from dashboard.widgets.export import provenance, report_download, show_figure
-from dashboard.widgets.presentation import folded, headline, metric_row
+from dashboard.widgets.presentation import bound_note, folded, headline, metric_row
 from dashboard.widgets.tables import show_table
-from dashboard.wording.text import bound_note, plain
+from dashboard.wording.text import plain
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis
 
@@ -36,16 +36,12 @@ def overlay_choice(base_analysis: BoundAnalysis) -> tuple[str, int]:
     """The kind and layer whose spectra are overlaid (a link's choice the two models lack falls back)."""
     kind_col, layer_col = st.columns(2)
     with kind_col:
-        both = overlay_kinds(analysis, base_analysis)
-        share.shared(OVERLAY_KIND_KEY, OVERLAY_KIND_CODEC, Kind.M_IN.value)
-        if st.session_state[OVERLAY_KIND_KEY] not in both:  # a kind only one of the two models has
-            st.session_state[OVERLAY_KIND_KEY] = Kind.M_IN.value
+        both = overlay_kinds(analysis, base_analysis)  # a kind only one of the two models has is not offered
+        share.shared_choice(OVERLAY_KIND_KEY, OVERLAY_KIND_CODEC, both, Kind.M_IN.value)
         kind = st.radio("Kind", both, horizontal=True, key=OVERLAY_KIND_KEY)
     with layer_col:
         common_layers = overlay_layers(analysis, base_analysis)
-        share.shared(OVERLAY_LAYER_KEY, share.Codec(int, str), 0)
-        if st.session_state[OVERLAY_LAYER_KEY] not in common_layers:
-            st.session_state[OVERLAY_LAYER_KEY] = 0
+        share.shared_choice(OVERLAY_LAYER_KEY, share.Codec(int, str), common_layers, 0)
         layer = st.selectbox("Layer", common_layers, key=OVERLAY_LAYER_KEY)
     return kind, int(layer)
 
@@ -71,7 +67,7 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
         base_name=base_name,
         overlay_kind=kind,
         overlay_layer=layer,
-        centred=baseline.centred_reading(session.current_model(), base, base_analysis),
+        centred=lambda: baseline.centred_reading(session.current_model(), base, base_analysis),
         source=source,
     )
 

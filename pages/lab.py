@@ -17,10 +17,10 @@ from dashboard.safety import public_message
 from dashboard.services import lab as service
 from dashboard.state import share
 from dashboard.widgets.export import csv_download, show_figure, show_panels
-from dashboard.widgets.presentation import folded
+from dashboard.widgets.presentation import bound_note, folded
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import format_count
-from dashboard.wording.text import bound_note, plain
+from dashboard.wording.text import plain
 from dashboard.wording.vocabulary import measure_name
 from specbound.core.logspace import LN_10
 from specbound.present.figures import trajectory as trajectory_figures
@@ -65,15 +65,11 @@ share.shared(VIEW_KEY, share.choice_codec({RUN_VIEW: "run", SWEEP_VIEW: "sweep",
 view = st.radio("View", [RUN_VIEW, SWEEP_VIEW, TRAIN_VIEW], key=VIEW_KEY, horizontal=True, label_visibility="collapsed")
 
 if view == RUN_VIEW:
-    share.shared(RUN_KEY, service.run_codec(keys), service.default_run(keys))
-    if st.session_state.get(RUN_KEY) not in runs:
-        st.session_state[RUN_KEY] = service.default_run(keys)
+    share.shared_choice(RUN_KEY, service.run_codec(keys), keys, service.default_run(keys))
     key = st.selectbox("Run", keys, key=RUN_KEY, format_func=lambda k: service.describe(k, runs[k]))
     run = runs[key]
     steps = [s.step for s in run.steps]
-    share.shared(STEP_KEY, service.STEP, steps[-1])
-    if st.session_state.get(STEP_KEY) not in steps:
-        st.session_state[STEP_KEY] = steps[-1]
+    share.shared_choice(STEP_KEY, service.STEP, steps, steps[-1])
     step = st.select_slider(
         "Training step",
         steps,
@@ -170,9 +166,7 @@ elif view == SWEEP_VIEW:
     shipped = [o for o in service.SWEEPS if len(service.reference(o).runs) >= 2]
     origins = shipped + ([service.HERE] if len(here) >= 2 else [])
     every = (*service.SWEEPS, service.HERE)
-    share.shared(SWEEP_KEY, share.choice_codec({o: o for o in every}), origins[0])
-    if st.session_state.get(SWEEP_KEY) not in origins:
-        st.session_state[SWEEP_KEY] = origins[0]
+    share.shared_choice(SWEEP_KEY, share.choice_codec({o: o for o in every}), origins, origins[0])
     origin = st.radio(
         "Runs",
         origins,
@@ -265,9 +259,7 @@ elif view == SWEEP_VIEW:
         with st.container(key="lab_grokking"):
             st.markdown(plain(grokking_sentence(grokking, measure_name, summaries=summaries)))
         seeds = [run.seed for run in grokking]
-        share.shared(GROK_SEED_KEY, share.Codec(int, str), seeds[0])
-        if st.session_state[GROK_SEED_KEY] not in seeds:
-            st.session_state[GROK_SEED_KEY] = seeds[0]
+        share.shared_choice(GROK_SEED_KEY, share.Codec(int, str), seeds, seeds[0])
         seed = st.radio("Seed", seeds, key=GROK_SEED_KEY, horizontal=True)
         shown = next(run for run in grokking if run.seed == seed)
         show_figure(figures.grokking_figure(shown), "lab_grokking_figure")

@@ -12,8 +12,9 @@ from dashboard.services.lab import model_label
 from dashboard.state import atlas, share
 from dashboard.widgets.experts import expert_picker
 from dashboard.widgets.export import csv_download, show_figure, show_panels
+from dashboard.widgets.presentation import bound_note
 from dashboard.wording.numbers import format_count
-from dashboard.wording.text import bound_note, plain
+from dashboard.wording.text import plain
 from dashboard.wording.vocabulary import measure_name
 from specbound.core.logspace import LOG10_E
 from specbound.present.figures import bounds as bound_figures
@@ -71,9 +72,7 @@ def run_choice(key: str) -> str:
     return f"{run.name} ({format_count(len(run.steps), 'step')}, {origin})"
 
 
-share.shared(RUN_KEY, share.Codec(str, str), next(iter(runs)))
-if st.session_state[RUN_KEY] not in runs:
-    st.session_state[RUN_KEY] = next(iter(runs))
+share.shared_choice(RUN_KEY, share.Codec(str, str), list(runs), next(iter(runs)))
 key = st.selectbox(
     "Run",
     list(runs),
@@ -82,9 +81,7 @@ key = st.selectbox(
 )
 run = runs[key]
 steps = list(run.steps)
-share.shared(STEP_KEY, share.Codec(int, str), steps[-1])
-if st.session_state[STEP_KEY] not in steps:
-    st.session_state[STEP_KEY] = steps[-1]
+share.shared_choice(STEP_KEY, share.Codec(int, str), steps, steps[-1])
 step = st.select_slider("Step", steps, key=STEP_KEY) if len(steps) > 1 else steps[0]
 
 frame = service.trajectory_frame(run.cache_key, run)

@@ -15,9 +15,10 @@ from dashboard.services import scaling as service
 from dashboard.state import atlas, session, share
 from dashboard.widgets import atlas_files
 from dashboard.widgets.export import csv_download, file_stem, show_panels
+from dashboard.widgets.presentation import bound_note
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import MISSING, format_count
-from dashboard.wording.text import bound_note, plain
+from dashboard.wording.text import plain
 from specbound.present.figures.scaling import growth_figure_depth, growth_figure_width, growth_panel_columns
 from specbound.present.figures.style import split_panels
 from specbound.studies.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy

@@ -15,9 +15,9 @@ from dashboard.widgets import drilldown
 from dashboard.widgets.controls import layer_label
 from dashboard.widgets.experts import expert_picker
 from dashboard.widgets.export import csv_download, file_stem, provenance, report_download, show_figure, show_panels
-from dashboard.widgets.presentation import folded
+from dashboard.widgets.presentation import bound_note, folded
 from dashboard.widgets.tables import show_table
-from dashboard.wording.text import bound_note, code
+from dashboard.wording.text import code
 from specbound.core.architecture import HEAD_KINDS, Kind
 from specbound.present.figures.spectra import PANEL_COLUMNS, esd_figure
 from specbound.present.report import singular_values_frame
@@ -54,7 +54,7 @@ for key, codec, offered in (
     chosen = share.shared(key, codec, offered if key != "spectra_heads" else [])
     st.session_state[key] = [item for item in chosen if item in offered]  # a link made on a larger model
 share.shared("spectra_normalise", share.BOOL, False)
-share.shared("heatmap_kind", HEATMAP_KIND_CODEC, Kind.QK.value)
+share.shared("heatmap_kind", HEATMAP_KIND_CODEC, Kind.QK.value)  # in the link beside the other choices
 
 layer_col, kind_col, head_col = st.columns(3)  # the toggle on its own line: a fourth column cut its label at 1024 px
 layers = layer_col.multiselect(
@@ -73,9 +73,8 @@ normalise = st.toggle("Normalise by σ₁", key="spectra_normalise")
 profiles_place = st.container()
 
 st.subheader("Per head: rank, stable rank, spectral norm")
-head_kinds = [kind.value for kind in shape.head_kinds]
-if st.session_state["heatmap_kind"] not in head_kinds:  # QK_x from a link made on an encoder-decoder
-    st.session_state["heatmap_kind"] = Kind.QK.value
+head_kinds = [kind.value for kind in shape.head_kinds]  # QK_x from a link made on an encoder-decoder: QK
+share.shared_choice("heatmap_kind", HEATMAP_KIND_CODEC, head_kinds, Kind.QK.value)
 head_kind = Kind(st.radio("Heads of", head_kinds, horizontal=True, key="heatmap_kind"))
 
 view = spectra_view(

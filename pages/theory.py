@@ -13,9 +13,9 @@ from dashboard.services import theory as live
 from dashboard.state import atlas, session, share
 from dashboard.widgets.controls import DEFAULT_P
 from dashboard.widgets.export import show_panels
-from dashboard.widgets.presentation import folded
+from dashboard.widgets.presentation import bound_note, folded
 from dashboard.wording.numbers import format_number, format_p
-from dashboard.wording.text import bound_note, code
+from dashboard.wording.text import code
 from specbound.core.architecture import Kind
 from specbound.core.bounds import grid_resolution, snap_to_grid
 from specbound.core.defaults import L_PHI, P_MAX, RANK_TOL

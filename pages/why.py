@@ -8,14 +8,14 @@ import streamlit as st
 from dashboard.routing import ensure_app_entry
 from dashboard.services import lab
 from dashboard.state import atlas, data, session, share
-from dashboard.views.why import TITLE, why_view
+from dashboard.views.why import TITLE, p_star_varies, why_view
 from dashboard.widgets import drilldown
 from dashboard.widgets.experts import expert_picker
 from dashboard.widgets.export import csv_download, file_stem, provenance, report_download, show_figure, show_panels
-from dashboard.widgets.presentation import folded
+from dashboard.widgets.presentation import bound_note, folded
 from dashboard.widgets.tables import show_table
 from dashboard.wording.numbers import format_integer, format_p
-from dashboard.wording.text import bound_note, plain
+from dashboard.wording.text import plain
 from specbound.core.architecture import Kind
 from specbound.present.figures.bounds import PStarPanels
 
@@ -77,10 +77,9 @@ def show_p_star_map(panels: PStarPanels, map_expert: object) -> None:
 
 
 st.subheader("p* of every matrix")
-used = summary.used()
 map_expert = None
-if len(used) == 1:
-    one_p_star(next(iter(used)))
+if not p_star_varies(summary):
+    one_p_star(next(iter(summary.used())))
 else:
     st.caption("Click a cell to open that matrix below.")
     map_expert = expert_picker(profile.shape, "p_star_expert")
@@ -93,9 +92,7 @@ st.caption(
     "matrix pays the full √(rank · N) at p = 0."
 )
 model_kinds = [kind.value for kind in profile.model_kinds]
-share.shared(RANK_KIND_KEY, RANK_KIND_CODEC, Kind.QK.value)
-if st.session_state[RANK_KIND_KEY] not in model_kinds:  # M_gate from a link made on a gated model
-    st.session_state[RANK_KIND_KEY] = Kind.QK.value
+share.shared_choice(RANK_KIND_KEY, RANK_KIND_CODEC, model_kinds, Kind.QK.value)  # M_gate from a gated model's link
 rank_kind = st.radio("Kind", model_kinds, horizontal=True, key=RANK_KIND_KEY)
 
 view = why_view(analysis, summary, sentence, model=name, map_expert=map_expert, rank_kind=rank_kind, source=source)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +110,22 @@ def shared(key: str, codec: Codec, default: Any, *, initial: Callable[[], Any] |
             with contextlib.suppress(ValueError):  # a hand-edited link with a bad value keeps the default
                 value = codec.parse(raw)
         st.session_state[key] = value
+    return st.session_state[key]
+
+
+def shared_choice(key: str, codec: Codec, offered: Sequence[Any], default: Any) -> Any:
+    """:func:`shared`, for a widget that offers only ``offered``: a value it does not offer (from a link
+    made on another model, or left by a model opened before) falls back to ``default``, which must be
+    offered. Returns the value the widget will show.
+
+    Example: a link made on an encoder-decoder names the heads ``QK_x``; an encoder does not have them::
+
+        kind = shared_choice("heatmap_kind", KIND_CODEC, ["QK", "V"], "QK")  # "QK"
+        st.radio("Heads of", ["QK", "V"], key="heatmap_kind")
+    """
+    shared(key, codec, default)
+    if st.session_state.get(key) not in offered:
+        st.session_state[key] = default
     return st.session_state[key]
 
 

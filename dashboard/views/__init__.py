@@ -1,10 +1,12 @@
 """What a page shows, built in one call from the page's choices: its figures, tables and sentences.
 
 A page with a report is drawn in three steps: its widgets give the choices; one call here builds the
-view (a frozen dataclass); the page renders the view, and its HTML report is the same view
-(``view.report()``), so a figure or a table is made once and the report cannot drift from the page.
-Views draw nothing and never import Streamlit (a test holds them to it): they are tested without a
-browser, on real analyses.
+view (a frozen dataclass); the page draws the view, and its HTML report is the same view
+(``view.report()``): each figure is made once, and the report holds the very figure the page draws.
+A report's tables are the full tables behind the page's (as the CSV downloads hold them: every
+column, empty cells empty), where the page may show fewer columns or words in empty cells. Views draw
+nothing and load no Streamlit (a test holds them to it), so they are tested on real analyses without
+a browser or a session.
 
 - :mod:`~dashboard.views.bounds`: the Bound explorer at one p assignment;
 - :mod:`~dashboard.views.compare`: the open model against its baseline;

@@ -1,8 +1,8 @@
 """The Bound explorer's view at one p assignment: its sentences, figures and tables, and its report.
 
 Everything here follows from the analysis, the terms at the chosen p (``analysis.evaluate``) and the
-page's three choices that are not p: how the per-layer sums are drawn, which matrices' curves are
-drawn, and nothing else. The depth factors do not depend on p, so the page builds them once per run
+page's two choices that are not p: how the per-layer sums are drawn, and which matrices' curves are
+drawn. The depth factors do not depend on p, so the page builds them once per run
 (:func:`depth_figure`) and every view at a new p reuses them.
 
 Example (what the page does after its widgets, and what a test does without them):
@@ -152,7 +152,7 @@ def explorer_view(
 ) -> ExplorerView:
     """The explorer at ``terms`` (the analysis evaluated at ``assignment``, described as ``p_text``):
     the per-layer sums drawn as ``sums_view``, the curves of the matrices at ``curve_rows`` (none: no
-    curves), every figure subtitled ``source``."""
+    curves), every figure built here subtitled ``source``; ``depth`` is the page's, built once per run."""
     return ExplorerView(
         heading=ReportHeading(TITLE, model, p_text, analysis.profile.shape, analysis.grid_m),
         analysis=analysis,

@@ -12,7 +12,7 @@ Example, MiniLM against its random-initialised twin (no weights, so no centred r
     >>> model = BoundAnalysis.from_profile(specbound.analyze("minilm-l6").profile)
     >>> twin = BoundAnalysis.from_profile(random_twin_of(model.profile, initializer_range=0.02))
     >>> view = compare_view(model, twin, name="minilm", base_name="its twin", overlay_kind="M_in",
-    ...                     overlay_layer=0, centred="a twin has no weights", source="minilm against its twin")
+    ...                     overlay_layer=0, centred=lambda: "a twin has no weights", source="minilm against its twin")
     >>> view.why.startswith("**Why the totals agree:**")  # both count ranks at p* = 0
     True
     >>> [section.heading for section in view.report()]
@@ -22,8 +22,9 @@ Example, MiniLM against its random-initialised twin (no weights, so no centred r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -136,8 +137,12 @@ class CompareView:
     """The model against its baseline at p*: what the Compare page draws and its report holds."""
 
     heading: ReportHeading
+    model: BoundAnalysis
+    base: BoundAnalysis
     comparison: Comparison
     base_name: str
+    #: every figure's subtitle
+    source: str
     #: (label, value) of the headline: the model's total, the baseline's, their change
     totals: list[tuple[str, str]]
     #: the two totals and the two Edelman-style proxies compared, in words (plain text)
@@ -150,8 +155,18 @@ class CompareView:
     #: the same per layer; None when the depths differ (the layers do not correspond)
     layers: pd.DataFrame | None
     overlay: go.Figure
-    #: the centred reading, or why there is none
-    centred: CentredView | str
+    #: gives the model's analysis centred at the baseline, or why there is none (:attr:`centred` reads it)
+    centred_reading: Callable[[], BoundAnalysis | str]
+
+    @cached_property
+    def centred(self) -> CentredView | str:
+        """The centred reading (:func:`centred_view`), or why there is none: read the first time it is
+        asked for, since it opens both checkpoints and takes the spectra of their difference (seconds,
+        when not cached), so a page draws everything above it first."""
+        reading = self.centred_reading()
+        if isinstance(reading, str):
+            return reading
+        return centred_view(self.model, self.base, reading, self.base_name, self.source)
 
     def report(self) -> Sequence[ReportSection]:
         """The page's sections in its order, with its figures and tables."""
@@ -202,12 +217,13 @@ def compare_view(
     base_name: str,
     overlay_kind: str,
     overlay_layer: int,
-    centred: BoundAnalysis | str,
+    centred: Callable[[], BoundAnalysis | str],
     source: str,
 ) -> CompareView:
     """``model`` (named ``name``) against ``base`` (``base_name``), each at its own p*, with the spectra of
-    ``overlay_kind`` in ``overlay_layer`` overlaid and ``centred`` (the model's analysis centred at the
-    baseline, or why there is none); every figure subtitled ``source``."""
+    ``overlay_kind`` in ``overlay_layer`` overlaid; ``centred`` gives the model's analysis centred at the
+    baseline, or why there is none, when the view's :attr:`~CompareView.centred` is first read. Every
+    figure is subtitled ``source``."""
     comparison = compare(model, base, None, None)
     ours, theirs = comparison.model, comparison.baseline
     sentence = (
@@ -217,8 +233,11 @@ def compare_view(
     )
     return CompareView(
         heading=ReportHeading(TITLE, name, "p*", model.profile.shape, model.grid_m),
+        model=model,
+        base=base,
         comparison=comparison,
         base_name=base_name,
+        source=source,
         totals=[
             (MODEL_LABEL, format_log(ours.log_ours_opt)),
             (BASELINE_LABEL, format_log(theirs.log_ours_opt)),
@@ -230,5 +249,5 @@ def compare_view(
         kinds=_kind_table(comparison),
         layers=_layer_table(comparison),
         overlay=overlaid_spectra(model.profile, base.profile, overlay_kind, overlay_layer, source=source),
-        centred=centred if isinstance(centred, str) else centred_view(model, base, centred, base_name, source),
+        centred_reading=centred,
     )

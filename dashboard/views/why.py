@@ -94,6 +94,12 @@ def break_even_table(analysis: BoundAnalysis) -> pd.DataFrame:
     )
 
 
+def p_star_varies(summary: PStarSummary) -> bool:
+    """Whether the matrices take more than one p*: with one value for all, the map would be one block of
+    colour and the histogram one bar, so neither is drawn (the page says so instead)."""
+    return len(summary.used()) > 1
+
+
 def why_view(
     analysis: BoundAnalysis,
     summary: PStarSummary,
@@ -107,7 +113,7 @@ def why_view(
     """Why p* wins in ``analysis`` (``summary`` and ``sentence``: its p* pattern and the sentence that
     explains it), the map's MLP strip of ``map_expert`` in a mixture of experts, the ranks of
     ``rank_kind``; every figure subtitled ``source``."""
-    varied = len(summary.used()) > 1  # one value for all: the map would be one block, the histogram one bar
+    varied = p_star_varies(summary)
     return WhyView(
         heading=ReportHeading(TITLE, model, "p*", analysis.profile.shape, analysis.grid_m),
         summary=summary,

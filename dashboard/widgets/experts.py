@@ -26,8 +26,6 @@ def expert_picker(shape: ModelShape, key: str, container: Any = st) -> Expert:
         return None
     labels = [expert_label(expert) for expert in shape.experts]
     codec = share.choice_codec({label: str(expert) for label, expert in zip(labels, shape.experts, strict=True)})
-    share.shared(key, codec, labels[0])
-    if st.session_state.get(key) not in labels:  # a link made on a model with more experts
-        st.session_state[key] = labels[0]
+    share.shared_choice(key, codec, labels, labels[0])  # a link made on a model with more experts: the first
     label = container.selectbox("Expert", labels, key=key, help=HELP)
     return shape.experts[labels.index(label)]

@@ -19,6 +19,8 @@ import streamlit as st
 
 from dashboard.state import share
 from dashboard.state.mode import PRESENT_KEY, presenting
+from dashboard.wording.text import BOUND_NOTE, adapted_proxy_note, plain
+from specbound.core.architecture import ModelShape
 
 #: Key of the container that holds a page's headline numbers (CSS class ``st-key-headline``).
 HEADLINE_KEY = "headline"
@@ -177,3 +179,11 @@ def let_headline_through() -> None:
     (``benchmarks/bench_dashboard.py``) measures the effect: key press to the server's redrawn headline.
     """
     time.sleep(HEADLINE_LEAD_S)
+
+
+def bound_note(shape: ModelShape | None = None) -> None:
+    """The one-line reminder placed under every bound number or chart; for a model that is not a BERT
+    encoder (``shape`` with adaptations, SPEC §11) it also says which adapted proxy the numbers are."""
+    st.caption(BOUND_NOTE)
+    if shape is not None and not shape.is_bert_like:
+        st.caption(plain(adapted_proxy_note(shape)))

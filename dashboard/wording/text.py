@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import streamlit as st
-
 from specbound.core.architecture import ModelShape
 from specbound.present.report import ffn_widths
 
@@ -57,14 +55,6 @@ def code(text: str) -> str:
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def bound_note(shape: ModelShape | None = None) -> None:
-    """The one-line reminder placed under every bound number or chart; for a model that is not a BERT
-    encoder (``shape`` with adaptations, SPEC §11) it also says which adapted proxy the numbers are."""
-    st.caption(BOUND_NOTE)
-    if shape is not None and not shape.is_bert_like:
-        st.caption(plain(adapted_proxy_note(shape)))
 
 
 def adapted_proxy_note(shape: ModelShape) -> str:

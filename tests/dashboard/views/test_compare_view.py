@@ -20,7 +20,7 @@ from dashboard.views.compare import (
     overlay_layers,
     why_totals_agree,
 )
-from dashboard.wording.numbers import format_change
+from dashboard.wording.numbers import comparison_sentence, format_change
 from specbound.core.bounds import BoundAnalysis
 from specbound.present.numbers import format_log
 
@@ -29,7 +29,7 @@ SOURCE = "a against b · p*"
 
 def view_of(model: BoundAnalysis, base: BoundAnalysis, centred: BoundAnalysis | str = "no weights", **choice):
     options = {"overlay_kind": "M_in", "overlay_layer": 0} | choice
-    return compare_view(model, base, name="model", base_name="base", centred=centred, source=SOURCE, **options)
+    return compare_view(model, base, name="model", base_name="base", centred=lambda: centred, source=SOURCE, **options)
 
 
 def test_the_totals_and_the_tables_are_model_against_baseline(minilm, twin) -> None:
@@ -106,3 +106,45 @@ def test_the_report_is_the_view(finetune_full, finetune_base, centred_full) -> N
     assert sections[0].totals == view.totals and sections[-1].note == "Reference W⁰: base"
     assert view.heading.title == TITLE and view.heading.model == "model" and view.heading.p_text == "p*"
     assert len(view_of(finetune_full, finetune_base, "no weights").report()) == 3  # no centred reading
+
+
+def test_the_sentences_compare_the_two_models_in_words(finetune_full, finetune_base, centred_full) -> None:
+    view = view_of(finetune_full, finetune_base, centred_full)
+    ours, theirs = view.comparison.model, view.comparison.baseline
+    assert view.sentence == (
+        comparison_sentence("Ours at p* for model", ours.log_ours_opt, "its baseline's", theirs.log_ours_opt)
+        + " "
+        + comparison_sentence("Its Edelman-style proxy", ours.log_edelman, "the baseline's", theirs.log_edelman)
+    )
+    assert not isinstance(view.centred, str)
+    assert view.centred.sentence.startswith("Centred at the base (SPEC §14): each c(W; p) takes S_p")
+    assert view.centred.sentence.endswith(
+        comparison_sentence(
+            "Centred", centred_full.optimal.log_total, "the uncentred total", finetune_full.optimal.log_total
+        )
+    )
+    for figure in (view.bars, view.overlay, view.centred.changes):
+        assert figure.layout.title.subtitle.text == SOURCE
+
+
+def test_the_centred_reading_is_taken_when_first_read_and_once(finetune_full, finetune_base, centred_full) -> None:
+    """Taking it opens both checkpoints: the page draws everything above it first, and reads it once."""
+    calls = []
+
+    def reading() -> BoundAnalysis:
+        calls.append(1)
+        return centred_full
+
+    view = compare_view(
+        finetune_full,
+        finetune_base,
+        name="model",
+        base_name="base",
+        overlay_kind="M_in",
+        overlay_layer=0,
+        centred=reading,
+        source=SOURCE,
+    )
+    assert calls == []  # the totals, tables and overlay need no centred reading
+    first = view.centred
+    assert view.centred is first and len(view.report()) == 4 and calls == [1]

@@ -70,3 +70,36 @@ def test_the_report_is_the_view(minilm) -> None:
     assert table is view.table
     pd.testing.assert_frame_equal(view.table, minilm.profile.to_frame())
     assert view.heading.title == TITLE and view.heading.p_text == P_TEXT == "independent of p"
+
+
+def test_chosen_heads_are_drawn_one_by_one(minilm) -> None:
+    banded = view_of(minilm, layers=(0,), kinds=("QK",)).profiles[0]
+    heads = view_of(minilm, layers=(0,), kinds=("QK",), heads=[0, 3]).profiles[0]
+    named = [trace.name for trace in heads.data if trace.name]
+    assert "L0 QK h0" in named and "L0 QK h3" in named, named
+    assert not any("L0 QK h" in (trace.name or "") for trace in banded.data)  # the median and its band only
+
+
+def test_a_mixture_of_experts_draws_the_chosen_experts_mlp() -> None:
+    model = tiny_model(
+        "qwen2_moe",
+        layers=1,
+        hidden=32,
+        heads=4,
+        ffn=48,
+        num_key_value_heads=2,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=24,
+    )
+    profile = profile_in_memory(model.config.to_dict(), model.state_dict(), name="tiny-moe")
+    analysis = BoundAnalysis.from_profile(profile)
+    one, other = (view_of(analysis, layers=(0,), kinds=("M_in",), experts=[e]).profiles[0] for e in (0, 1))
+    ys = [[y for t in fig.data if t.y is not None for y in t.y if y is not None] for fig in (one, other)]
+    assert ys[0] and ys[1] and ys[0] != ys[1]  # each expert's own singular values
+
+
+def test_every_figure_carries_the_source(minilm) -> None:
+    view = view_of(minilm)
+    for figure in (*view.profiles, *view.energy, *view.heatmaps):
+        assert "minilm · spectra" in (figure.layout.title.subtitle.text or ""), figure.layout.title.text

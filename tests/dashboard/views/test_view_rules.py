@@ -1,11 +1,15 @@
-"""The views are the pages' one source of figures: they draw nothing (no Streamlit, no widget, no session
-state), their examples run, and every page with a report draws a view and hands that view to the report."""
+"""The views are the pages' one source of figures: they draw nothing (no Streamlit loaded, no widget, no
+session state), their examples run, and every page with a report draws its view's figures and hands
+that view to the report."""
 
 from __future__ import annotations
 
 import ast
 import doctest
 import importlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,6 +49,18 @@ def test_a_view_draws_nothing(path: Path) -> None:
     assert not {m for m in imports if draws(m)}, path.name
 
 
+def test_the_views_and_the_wording_load_no_streamlit() -> None:
+    """Not even through a module they import (the wording used to hold a note that drew itself)."""
+    modules = [f"dashboard.views.{p.stem}" for p in VIEWS if p.stem != "__init__"]
+    modules += [f"dashboard.wording.{p.stem}" for p in (ROOT / "dashboard" / "wording").glob("*.py")]
+    script = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(sorted({{n.split('.')[0] for n in sys.modules}}))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "lab")])}
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    loaded = done.stdout
+    assert "'dashboard'" in loaded and "'plotly'" in loaded  # the modules were imported
+    assert "'streamlit'" not in loaded
+
+
 @pytest.mark.parametrize("name", [p.stem for p in VIEWS if p.stem not in ("__init__", "common")])
 def test_the_examples_run(name: str) -> None:
     module = importlib.import_module(f"dashboard.views.{name}")
@@ -74,3 +90,27 @@ def test_a_report_page_hands_its_view_to_the_report(page: str, builder: str) -> 
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "report_download"
     ]
     assert len(reports) == 1 and [ast.unparse(a) for a in reports[0].args] == ["view"]
+
+
+#: What each report page draws with ``show_figure`` or ``show_panels``: its view's figures (or a part of
+#: its view: Compare's centred reading, the p* map's panels), and on Spectra one figure the report leaves
+#: out on purpose, the eigenvalue spectrum of the one matrix opened in the drill-down.
+DRAWN = {
+    "bounds": {"view.proxies", "view.sums", "view.curves", "depth"},
+    "compare": {"view.bars", "view.overlay", "centred.changes"},
+    "spectra": {"view.profiles", "view.energy", "view.heatmaps", "esd_figure(profile, index, source=source)"},
+    "why": {"list(panels.figures)", "view.histogram", "view.ranks", "view.break_even"},
+}
+
+
+@pytest.mark.parametrize("page", REPORT_PAGES)
+def test_a_report_page_draws_the_figures_of_its_view(page: str) -> None:
+    """A figure a page built inline would be drawn and left out of the report: each figure it draws is
+    named here, and (the drill-down's apart) each comes from its view."""
+    tree = ast.parse((ROOT / "pages" / f"{page}.py").read_text(encoding="utf-8"))
+    drawn = {
+        ast.unparse(node.args[0])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("show_figure", "show_panels")
+    }
+    assert drawn == DRAWN[page]
