@@ -1,5 +1,5 @@
-"""Profiles with prescribed singular values, for the tests of the bound terms, their tables and the
-closed forms behind the explanations."""
+"""Profiles and matrices with prescribed singular values, for the tests of the spectra, the bound terms,
+their tables and the closed forms behind the explanations; the rank SPEC §3 counts."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import numpy as np
 
 from specbound.core.architecture import ModelShape
 from specbound.core.profile import SpectralProfile, full_dims_of, matrix_ids
+from specbound.core.spectrum import rank_threshold
 
 
 def make_profile(
@@ -83,3 +84,16 @@ def flat_one_layer(
     Then s_W = 2 v m_out m_in (QK), m_out m_in (V), m_out (M_in), 1 (M_out), and S_p = rank sigma^p.
     """
     return profile_from_spectra(ONE_LAYER, [[sigma] * rank for sigma in (qk, v, m_in, m_out)], model)
+
+
+def numerical_rank(sv: np.ndarray, k: int) -> int:
+    """SPEC §3's rank: #{i : sigma_i > tau k max(sigma_1, 1)}, through the package's threshold."""
+    return int(np.count_nonzero(sv > rank_threshold(sv.max(initial=0.0), k)))
+
+
+def with_singular_values(sigma: np.ndarray, rows: int, cols: int, seed: int = 0) -> np.ndarray:
+    """A rows x cols matrix U diag(sigma) V^T with random orthonormal U, V."""
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.standard_normal((rows, len(sigma))))
+    v, _ = np.linalg.qr(rng.standard_normal((cols, len(sigma))))
+    return (u * sigma) @ v.T
