@@ -53,6 +53,7 @@ from .defaults import P_MAX
 from .limits import LIMITS
 from .logspace import LOG_TINY, exp_array, exp_or_inf, logsumexp, safe_log
 from .profile import MatrixId, SpectralProfile
+from .values import is_genuine_int, is_real_number
 
 # --- elementary formulas: arrays in, numbers out --------------------------------------------------
 
@@ -367,14 +368,10 @@ class BoundSettings:
 
     def __post_init__(self) -> None:
         if self.l_phi is not None and not (
-            isinstance(self.l_phi, float | int) and math.isfinite(self.l_phi) and 0 < self.l_phi <= LIMITS.max_l_phi
+            is_real_number(self.l_phi, finite=True) and 0 < self.l_phi <= LIMITS.max_l_phi
         ):
             raise ValueError(f"L_phi must be a positive number of at most {LIMITS.max_l_phi:g}, got {self.l_phi}")
-        if self.grid_m is not None and (
-            not isinstance(self.grid_m, int | np.integer)
-            or isinstance(self.grid_m, bool)
-            or not 1 <= self.grid_m <= LIMITS.max_grid_m
-        ):
+        if self.grid_m is not None and not (is_genuine_int(self.grid_m) and 1 <= self.grid_m <= LIMITS.max_grid_m):
             raise ValueError(
                 f"the grid resolution m must be an integer from 1 to {LIMITS.max_grid_m}, got {self.grid_m}"
             )

@@ -217,7 +217,16 @@ def test_numeric_options_have_upper_bounds(args):
 
 @pytest.mark.parametrize(
     "settings",
-    [{"grid_m": 10**9}, {"grid_m": 1001}, {"grid_m": True}, {"grid_m": 2.0}, {"l_phi": 1e300}, {"l_phi": float("nan")}],
+    [
+        {"grid_m": 10**9},
+        {"grid_m": 1001},
+        {"grid_m": True},
+        {"grid_m": 2.0},
+        {"l_phi": 1e300},
+        {"l_phi": float("nan")},
+        {"l_phi": True},  # a bool is not a Lipschitz constant (it was read as 1)
+        {"l_phi": "1.13"},
+    ],
 )
 def test_bound_settings_enforce_the_same_bounds(settings):
     with pytest.raises(ValueError):
