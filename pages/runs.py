@@ -8,23 +8,16 @@ import streamlit as st
 from dashboard import safety
 from dashboard.routing import ensure_app_entry
 from dashboard.services import runs as service
-from dashboard.services.lab import model_label
 from dashboard.state import atlas, share
+from dashboard.views.runs import run_step_view
 from dashboard.widgets.experts import expert_picker
 from dashboard.widgets.export import csv_download, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note
 from dashboard.wording.numbers import format_count
 from dashboard.wording.text import plain
-from dashboard.wording.vocabulary import measure_name
-from specbound.core.logspace import LOG10_E
-from specbound.present.figures import bounds as bound_figures
-from specbound.present.figures import trajectory as trajectory_figures
-from specbound.present.figures.spectra import PANEL_COLUMNS, singular_value_profiles
-from specbound.present.figures.style import split_panels
-from specbound.present.numbers import format_log
-from specbound_lab import figures as lab_figures
-from specbound_lab import views as lab_views
-from specbound_lab.grokking import SATURATION, run_grokking, run_sentence
+from dashboard.wording.vocabulary import model_label
+from specbound.present.figures.spectra import PANEL_COLUMNS
+from specbound_lab.grokking import SATURATION
 
 ensure_app_entry()
 RUN_KEY, STEP_KEY, UPLOAD_KEY = "runs_run", "runs_step", "runs_upload"
@@ -85,28 +78,26 @@ share.shared_choice(STEP_KEY, share.Codec(int, str), steps, steps[-1])
 step = st.select_slider("Step", steps, key=STEP_KEY) if len(steps) > 1 else steps[0]
 
 frame = service.trajectory_frame(run.cache_key, run)
-row = frame.loc[frame["step"] == step].iloc[0]
-total_col, edelman_col, p_col = st.columns(3)
-total_col.metric("Ours at p*", format_log(float(row["ours_log10"]) / LOG10_E))
-edelman_col.metric("Edelman-style proxy", format_log(float(row["edelman_log10"]) / LOG10_E))
-p_col.metric("Mean p*", f"{float(row['p_opt_mean']):.3g}")
+head, through_training = st.columns(3), st.container()
+st.subheader(f"At step {step}")
+analysis = service.step_analysis(run.cache_key, step, run.steps[step])
+# the stacks and experts of this step's model (a run's steps may even differ in shape)
+expert = expert_picker(analysis.profile.shape, "runs_expert")
+view = run_step_view(run.name, run.lab, frame, step, analysis, expert)
 
-left, right = st.columns(2)
-with left:
-    show_figure(trajectory_figures.proxies_figure(frame, step), "runs_proxies", half=True)
-with right:
-    show_figure(trajectory_figures.alpha_figure(frame, step), "runs_alpha", half=True)
-if run.lab is not None:  # the lab measured errors and losses at every saved step
-    lab = run.lab
-    st.caption(
-        f"`{run.name}`: a {model_label(lab.spec)} ({plain(lab.spec.task.describe())}), not a released model; "
-        "its errors and losses were measured on its training set and on fresh test samples at every saved step."
-    )
-    floor = getattr(lab.spec.task, "optimal_loss", None)
-    errors = lab_figures.errors_figure(lab_views.trajectory_frame(lab), step, loss_gap=lab.final.loss_gap, floor=floor)
-    show_figure(errors, "runs_errors")
-    if lab.spec.task.kind == "modular":
-        grokking = run_grokking(lab)
+for column, (label, value) in zip(head, view.totals, strict=True):
+    column.metric(label, value)
+with through_training:
+    left, right = st.columns(2)
+    with left:
+        show_figure(view.proxies, "runs_proxies", half=True)
+    with right:
+        show_figure(view.alpha, "runs_alpha", half=True)
+    if view.lab_caption is not None:
+        st.caption(view.lab_caption)
+    if view.errors is not None:
+        show_figure(view.errors, "runs_errors")
+    if view.grokking is not None and view.grokking_sentence is not None:
         st.subheader("Grokking: does a measure move before the jump?")
         st.caption(
             f"Every curve, smoothed by a running median over three checkpoints, is read from the step training "
@@ -115,23 +106,12 @@ if run.lab is not None:  # the lab measured errors and losses at every saved ste
             "verdict: the Lab page's sweep view reads the seeds together, against a time-permutation null."
         )
         with st.container(key="runs_grokking"):
-            st.markdown(plain(run_sentence(grokking, measure_name)))
-        show_figure(lab_figures.grokking_figure(grokking), "runs_grokking_figure")
-elif (losses := trajectory_figures.loss_figure(frame, step)) is not None:
-    show_figure(losses, "runs_losses")
+            st.markdown(plain(view.grokking_sentence))
+        show_figure(view.grokking, "runs_grokking_figure")
+    if view.losses is not None:
+        show_figure(view.losses, "runs_losses")
 
-st.subheader(f"At step {step}")
-analysis = service.step_analysis(run.cache_key, step, run.steps[step])
-profile = analysis.profile
-# the stacks and experts of this step's model (a run's steps may even differ in shape)
-expert = expert_picker(profile.shape, "runs_expert")
-p_map = bound_figures.p_star_map_panels(analysis, source=f"{run.name} at step {step}", expert=expert)
-show_panels(list(p_map.figures), "runs_p_map", widths=p_map.widths)
-experts = None if expert is None else [expert]
-show_panels(
-    split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads), experts=experts)),
-    "runs_spectra",
-    per_row=PANEL_COLUMNS,
-)
-bound_note(profile.shape)
+show_panels(list(view.p_map.figures), "runs_p_map", widths=view.p_map.widths)
+show_panels(view.spectra, "runs_spectra", per_row=PANEL_COLUMNS)
+bound_note(analysis.profile.shape)
 csv_download(frame, f"{run.name}-trajectory.csv", "runs_download", "Download the trajectory (CSV)")

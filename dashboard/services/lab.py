@@ -37,7 +37,7 @@ from dashboard.state import atlas, session
 from dashboard.state.share import Codec
 from dashboard.widgets.tables import column_width
 from dashboard.wording.numbers import styled_table
-from dashboard.wording.vocabulary import measure_name
+from dashboard.wording.vocabulary import measure_name, model_label
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.core.values import check_number
@@ -64,22 +64,6 @@ from specbound_lab.tasks import ThresholdTask
 from specbound_lab.train import LabError, RunSpec, TrainSettings
 from specbound_lab.trajectory import RunTrajectory
 from specbound_lab.verdict import EnvironmentVerdict, robust_view
-
-_MODEL_WORDS = {"bert": "encoder", "gpt2": "GPT-2 decoder", "llama": "Llama decoder", "neox": "GPT-NeoX decoder"}
-_TASK_WORDS = {
-    "threshold": "sparse threshold",
-    "parity": "parity",
-    "modular": "modular addition",
-    "markov": "Markov next-token",
-}
-
-
-def model_label(spec: RunSpec, *, plural: bool = False) -> str:
-    """How a lab model (or, ``plural``, a sweep of them) is named wherever it is shown (never as a BERT
-    Miniature or a released model)."""
-    model = _MODEL_WORDS.get(spec.family, spec.family) + ("s" if plural else "")
-    return f"small {model} trained by the lab on the {_TASK_WORDS.get(spec.task.kind, spec.task.kind)} task"
-
 
 #: The label of the runs a visitor trains here, and of the first reference: BERT encoders, threshold task.
 LAB_MODEL_LABEL = model_label(RunSpec(layers=1, hidden=32, heads=2, n_train=1, seed=0))

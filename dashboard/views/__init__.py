@@ -12,5 +12,7 @@ a browser or a session.
 - :mod:`~dashboard.views.compare`: the open model against its baseline;
 - :mod:`~dashboard.views.spectra`: singular-value profiles, head heatmaps, the matrix table;
 - :mod:`~dashboard.views.why`: why p* takes the values it takes;
+- :mod:`~dashboard.views.runs`: a training run and one of its saved steps (the Training runs page,
+  which offers no report but is drawn the same way);
 - :mod:`~dashboard.views.common`: what they share (the report's heading, clickable heatmap cells).
 """

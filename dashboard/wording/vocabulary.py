@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from dashboard.wording.text import plain
 from specbound_lab.registry import MEASURES
+
+if TYPE_CHECKING:
+    from specbound_lab.train import RunSpec
 
 
 @dataclass(frozen=True)
@@ -132,3 +136,20 @@ def glossary_markdown() -> str:
     """The glossary as a markdown list (the Overview's). Symbols and meanings are escaped: the stars of
     "s*_W" and "p*" would otherwise pair into italics."""
     return "\n".join(f"- **{plain(term.symbol)}**: {plain(term.meaning)}" for term in TERMS.values())
+
+
+#: How the lab's model families and tasks are named in words.
+_MODEL_WORDS = {"bert": "encoder", "gpt2": "GPT-2 decoder", "llama": "Llama decoder", "neox": "GPT-NeoX decoder"}
+_TASK_WORDS = {
+    "threshold": "sparse threshold",
+    "parity": "parity",
+    "modular": "modular addition",
+    "markov": "Markov next-token",
+}
+
+
+def model_label(spec: RunSpec, *, plural: bool = False) -> str:
+    """How a lab model (or, ``plural``, a sweep of them) is named wherever it is shown (never as a BERT
+    Miniature or a released model)."""
+    model = _MODEL_WORDS.get(spec.family, spec.family) + ("s" if plural else "")
+    return f"small {model} trained by the lab on the {_TASK_WORDS.get(spec.task.kind, spec.task.kind)} task"
