@@ -8,25 +8,21 @@ run now. Data, caches and the training thread live in :mod:`dashboard.services.l
 
 from __future__ import annotations
 
-import math
-
 import streamlit as st
 
 from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.services import lab as service
 from dashboard.state import share
+from dashboard.views.lab import lab_run_view
 from dashboard.widgets.export import csv_download, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note, folded
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import format_count
 from dashboard.wording.text import plain
-from dashboard.wording.vocabulary import measure_name
-from specbound.core.logspace import LN_10
-from specbound.present.figures import trajectory as trajectory_figures
-from specbound.present.figures.spectra import PANEL_COLUMNS, singular_value_profiles
+from dashboard.wording.vocabulary import measure_name, model_label
+from specbound.present.figures.spectra import PANEL_COLUMNS
 from specbound.present.figures.style import split_panels
-from specbound.present.numbers import format_log
 from specbound_lab import figures, views
 from specbound_lab.grid import AXES
 from specbound_lab.grokking import grokking_sentence
@@ -76,72 +72,34 @@ if view == RUN_VIEW:
         key=STEP_KEY,
         help="The spectra and the p* map below are those of the checkpoint saved at this step.",
     )
-    record = next(s for s in run.steps if s.step == step)
-    label = service.model_label(run.spec)
-    not_a = "not a BERT Miniature" if run.spec.family == "bert" else "not a released model"
-    st.caption(
-        f"`{run.name}`: a {label} ({plain(run.spec.task.describe())}), {not_a}; {run.params:,} parameters, "
-        f"{len(run.matrices)} proxy matrices; test error at step {step} measured on "
-        f"{format_count(record.test_samples, service.test_unit(run))}, standard error {record.test_error_se:.4f}"
-        f"{service.standard_error_note(run)}."
-    )
-
-    with st.container(key="lab_step_metrics"):
-        total_col, edelman_col, train_col, test_col, gap_col = st.columns(5)
-        total_col.metric("Total (ours at p*)", format_log(record.ours_log10 * LN_10))
-        edelman_col.metric("Edelman-style proxy", format_log(record.edelman_log10 * LN_10))
-        train_col.metric("Train error", f"{record.train_error:.4f}")
-        test_col.metric(
-            "Test error",
-            f"{record.test_error:.4f}",
-            help=f"± {record.test_error_se:.4f} (one standard error over "
-            f"{format_count(record.test_samples, service.test_unit(run))})",
-        )
-        gap_col.metric(
-            "Gap",
-            f"{record.gap:+.4f}",
-            help="Test loss − training loss (nats): next-token prediction."
-            if record.loss_gap
-            else "Test − train error.",
-        )
-
-    final = run.final
-    flatness = ", ".join(
-        f"{views.MEASURE_LABELS[name][0]} {final.value(name):.4g}"
-        for name in ("pacbayes_flatness", "sharpness")
-        if math.isfinite(final.value(name))
-    )
-    st.caption(
-        f"On the final checkpoint (step {final.step}), from the trained model and its training set: {flatness}."
-        if flatness
-        else "This run's record predates the flatness and sharpness measures."
-    )
-
     frame = service.trajectory(key, run)
+    try:
+        profile, unreadable = service.step_profile(key, step, run), None
+    except LabError as exc:
+        profile, unreadable = None, public_message(exc)
+    shown = lab_run_view(run, frame, step, profile)
+    st.caption(shown.caption)
+    with st.container(key="lab_step_metrics"):
+        for column, (label, value, help_text) in zip(st.columns(5), shown.totals, strict=True):
+            column.metric(label, value, help=help_text)
+    st.caption(shown.flatness)
     left, right = st.columns(2)
     with left:
-        show_figure(trajectory_figures.proxies_figure(frame, step), "lab_proxies", half=True)
-        show_figure(trajectory_figures.alpha_figure(frame, step), "lab_alpha", half=True)
+        show_figure(shown.proxies, "lab_proxies", half=True)
+        show_figure(shown.alpha, "lab_alpha", half=True)
     with right:
-        floor = getattr(run.spec.task, "optimal_loss", None)
-        show_figure(figures.errors_figure(frame, step, loss_gap=record.loss_gap, floor=floor), "lab_errors", half=True)
-        show_figure(figures.p_star_distribution_figure(run, step), "lab_p_distribution", half=True)
-    show_figure(figures.power_law_figure(frame, step), "lab_power_law")
+        show_figure(shown.errors, "lab_errors", half=True)
+        show_figure(shown.p_distribution, "lab_p_distribution", half=True)
+    show_figure(shown.power_law, "lab_power_law")
 
     st.subheader(f"At step {step}")
-    try:
-        profile = service.step_profile(key, step, run)
-    except LabError as exc:
-        profile = None
-        st.error(f"The spectra of this step cannot be read: {plain(public_message(exc))}")
+    if unreadable is not None:
+        st.error(f"The spectra of this step cannot be read: {plain(unreadable)}")
     left, right = st.columns(2)
     with left:
-        show_figure(figures.p_star_map_figure(views.p_star_map(run, step)), "lab_p_map", half=True)
+        show_figure(shown.p_map, "lab_p_map", half=True)
     with right:
-        st.markdown(
-            f"Each cell is the p* that minimises that matrix's term at step {step}: 0 counts the rank, "
-            f"1 the nuclear norm, 2 the Frobenius norm. {service.p_star_reading(run)}"
-        )
+        st.markdown(shown.p_map_reading)
         if message := st.session_state.pop(service.OPEN_ERROR_KEY, None):
             st.error(plain(message))
         st.button(
@@ -154,10 +112,9 @@ if view == RUN_VIEW:
             help="Make this run at this step the model of the other pages (Spectra, Bound explorer, …), "
             "opened from its stored spectra; a link to it works on this server.",
         )
-        st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {label}.")
-    if profile is not None:
-        spectra = split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads)))
-        show_panels(spectra, "lab_spectra", per_row=PANEL_COLUMNS)
+        st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {model_label(run.spec)}.")
+    if shown.spectra:
+        show_panels(shown.spectra, "lab_spectra", per_row=PANEL_COLUMNS)
     bound_note()
     csv_download(frame, f"{run.name}-trajectory.csv", "lab_download_trajectory", "Download the trajectory (CSV)")
 

@@ -223,33 +223,6 @@ def sweep_choice(origin: str) -> str:
     return f"the {format_count(len(store_runs()), 'run')} trained here"
 
 
-def test_unit(run: RunTrajectory) -> str:
-    """What one test sample of the run's task is: a sequence for next-token prediction, else an example."""
-    return "fresh sequence" if run.final.loss_gap else "fresh sample"
-
-
-def standard_error_note(run: RunTrajectory) -> str:
-    """Why the standard error of a next-token task counts sequences, not tokens, where it applies."""
-    if not run.final.loss_gap:
-        return ""
-    return (
-        " (computed over sequences, the independent units: the predictions within one sequence are "
-        "correlated, so this is an upper bound on the error's standard error)"
-    )
-
-
-def p_star_reading(run: RunTrajectory) -> str:
-    """Where this run's p* start and end, from its own records."""
-    first, last = run.steps[0], run.final
-    start = (
-        f"At step {first.step} every p* of this run is 2"
-        if all(p == 2.0 for p in first.p_opt)
-        else f"At step {first.step} the mean p* is {sum(first.p_opt) / len(first.p_opt):.3g}"
-    )
-    moved = sum(p != 2.0 for p in last.p_opt)
-    return f"{start}; at step {last.step}, {moved} of {len(last.p_opt)} matrices have p* below 2."
-
-
 #: The run shown first: the widest, deepest reference run with the fewest examples, so the gap is visible.
 DEFAULT_RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
 

@@ -1,0 +1,71 @@
+"""The Lab page's view of one run at one saved step: its record's numbers as the page writes them, what
+the run is, how its test error was measured, its p* reading, and its spectra when they can be read."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.views.lab import (
+    EDELMAN_LABEL,
+    GAP_LABEL,
+    TEST_LABEL,
+    TOTAL_LABEL,
+    TRAIN_LABEL,
+    lab_run_view,
+    p_star_reading,
+)
+from dashboard.wording.vocabulary import model_label
+from specbound.core.logspace import LN_10
+from specbound.present.numbers import format_log
+from specbound_lab import reference
+from specbound_lab import views as lab_views
+
+DEFAULT_RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
+
+
+@pytest.fixture(scope="module")
+def encoder_run():
+    return reference.load_reference().run(DEFAULT_RUN)
+
+
+def test_the_totals_are_the_records_numbers(encoder_run) -> None:
+    run = encoder_run
+    step = run.steps[1].step
+    record = run.steps[1]
+    view = lab_run_view(run, lab_views.trajectory_frame(run), step, None)
+    assert view.totals == [
+        (TOTAL_LABEL, format_log(record.ours_log10 * LN_10), None),
+        (EDELMAN_LABEL, format_log(record.edelman_log10 * LN_10), None),
+        (TRAIN_LABEL, f"{record.train_error:.4f}", None),
+        (TEST_LABEL, f"{record.test_error:.4f}", f"± {record.test_error_se:.4f} (one standard error over "
+         f"{record.test_samples:,} fresh samples)"),
+        (GAP_LABEL, f"{record.gap:+.4f}", "Test − train error."),
+    ]  # fmt: skip
+    assert view.caption.startswith(f"`{run.name}`: a {model_label(run.spec)} (")
+    assert f"{run.params:,} parameters" in view.caption and "not a BERT Miniature" in view.caption
+    assert view.spectra == ()  # the step's spectra could not be read: no profiles
+
+
+def test_the_p_star_reading_counts_the_matrices_that_left_two(encoder_run) -> None:
+    run = encoder_run
+    moved = sum(p != 2.0 for p in run.final.p_opt)
+    assert p_star_reading(run).endswith(f"{moved} of {len(run.final.p_opt)} matrices have p* below 2.")
+    view = lab_run_view(run, lab_views.trajectory_frame(run), run.final.step, None)
+    assert view.p_map_reading.endswith(p_star_reading(run))
+    assert f"at step {run.final.step}: 0 counts the rank" in view.p_map_reading
+
+
+def test_the_steps_spectra_are_drawn_when_read(encoder_run) -> None:
+    run = encoder_run
+    profile = reference.step_profile(reference.REFERENCE_DIR, run, run.final.step)
+    view = lab_run_view(run, lab_views.trajectory_frame(run), run.final.step, profile)
+    assert len(view.spectra) == 4  # QK, V, M_in, M_out
+    assert all(f.layout.title.text for f in (view.proxies, view.alpha, view.errors, view.power_law, view.p_map))
+
+
+def test_a_next_token_run_counts_sequences_and_its_gap_in_nats() -> None:
+    run = reference.load_reference(reference.FIT_MARKOV_REFERENCE_DIR).runs[0]
+    view = lab_run_view(run, lab_views.trajectory_frame(run), run.final.step, None)
+    assert "fresh sequences" in view.caption and "computed over sequences, the independent units" in view.caption
+    assert "not a released model" in view.caption
+    assert view.totals[-1][2] == "Test loss − training loss (nats): next-token prediction."
