@@ -22,7 +22,6 @@ shared link carries its digest, never a server path.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ from specbound.io.cache import default_cache_dir
 from specbound.present.numbers import format_count
 from specbound_lab import reference as lab_reference
 from specbound_lab import views
-from specbound_lab.correlation import MeasureCorrelation, TauDifference, Verdict
+from specbound_lab.correlation import MeasureCorrelation, TauDifference
 from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_runs, grokking_summary, summary_frame
 from specbound_lab.limits import VISITOR_CAPS, VisitorCaps
 from specbound_lab.records import read_runs
@@ -447,64 +446,6 @@ def correlation_view(table: tuple[MeasureCorrelation, ...]) -> Styler:
         c: "signed" for c in frame.columns if pd.api.types.is_float_dtype(frame[c]) and not c.startswith("groups")
     }
     return styled_table(frame.assign(measure=[measure_name(m) for m in frame["measure"]]), signed)
-
-
-#: The measure the lab's sweep reads the others against: the spectrum-adaptive proxy at p*.
-BASELINE_MEASURE = "ours"
-
-
-def sweep_reading(table: tuple[MeasureCorrelation, ...], differences: tuple[TauDifference, ...]) -> str:
-    """How to read the sweep's correlation table (over all its runs, fitted or not), from its own numbers:
-    what τ is, which measure (the trivial baselines apart) orders the runs most like their gaps, where
-    ours at p* stands, whether the paired bootstrap tells the two apart, and the strongest baseline's τ."""
-    defined = [c for c in table if math.isfinite(c.kendall_tau)]
-    ranked = sorted((c for c in defined if not is_baseline(c.measure)), key=lambda c: -c.kendall_tau)
-    baselines = [c for c in defined if is_baseline(c.measure)]
-    meaning = (
-        "Kendall τ is the share of pairs of runs that a measure orders as their measured gaps, minus the "
-        "share it orders the other way: +1 always alike, 0 as by chance. This table reads every run, fitted "
-        "or not; the verdict below reads the fitted ones."
-    )
-    ours = next((c for c in ranked if c.measure == BASELINE_MEASURE), None)
-    if not ranked or ours is None:
-        return meaning
-    best = ranked[0]
-    place = ranked.index(ours) + 1
-    paired = None
-    if best is ours:
-        runner = ranked[1] if len(ranked) > 1 else None
-        after = f", ahead of **{measure_name(runner.measure)}** (τ = {runner.kendall_tau:.2f})" if runner else ""
-        sentence = (
-            f"{meaning} In this sweep **{measure_name(BASELINE_MEASURE)}** orders the runs most like their gaps "
-            f"(τ = {ours.kendall_tau:.2f}){after}."
-        )
-    else:
-        sentence = (
-            f"{meaning} In this sweep **{measure_name(best.measure)}** tracks the measured gap best "
-            f"(τ = {best.kendall_tau:.2f}); **{measure_name(BASELINE_MEASURE)}** comes {_ordinal(place)} of "
-            f"{len(ranked)} (τ = {ours.kendall_tau:.2f}), so here it orders the runs less like their gaps."
-        )
-        paired = next((d for d in differences if d.measure == best.measure and d.other == BASELINE_MEASURE), None)
-    if paired is not None and paired.runs >= 2:
-        low, high = paired.kendall_tau_ci.low, paired.kendall_tau_ci.high
-        told = paired.kendall_verdict is not Verdict.INDISTINGUISHABLE
-        sentence += (
-            f" The paired bootstrap {'does' if told else 'does not'} tell the two apart: the difference in τ "
-            f"lies between {low:+.2f} and {high:+.2f} (95\u00a0%)."
-        )
-    if baselines:
-        strongest = max(baselines, key=lambda c: abs(c.kendall_tau))
-        either = ", read either way" if strongest.kendall_tau < 0 else ""
-        beaten = best.kendall_tau > abs(strongest.kendall_tau)
-        sentence += (
-            f" Of the trivial baselines, **{measure_name(strongest.measure)}** has τ = {strongest.kendall_tau:.2f}"
-            f"{either}: {'below' if beaten else 'at least'} the best measure's."
-        )
-    return sentence + " A proxy of a bound can hold for every run and still rank them poorly: τ asks a harder question."
-
-
-def _ordinal(place: int) -> str:
-    return {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(place, f"{place}th")
 
 
 def correlation_columns(columns: pd.Index) -> dict[str, object]:

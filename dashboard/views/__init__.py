@@ -14,6 +14,7 @@ a browser or a session.
 - :mod:`~dashboard.views.why`: why p* takes the values it takes;
 - :mod:`~dashboard.views.runs`: a training run and one of its saved steps (the Training runs page,
   which offers no report but is drawn the same way);
-- :mod:`~dashboard.views.lab`: one lab run and one of its saved steps (the Lab page's first view);
+- :mod:`~dashboard.views.lab`: the Lab page's two views, one run at one of its saved steps and a sweep
+  (its measures against the gap, its verdicts, the robust view, the grokking runs);
 - :mod:`~dashboard.views.common`: what they share (the report's heading, clickable heatmap cells).
 """

@@ -1,6 +1,8 @@
-"""The Lab page's view of one run through training and one of its saved steps: what the run is, the
-step's totals and errors, the proxies, α, errors, p* and the power-law α through training, the p* map
-at the step, how this run's p* moved, and the step's singular-value profiles.
+"""The Lab page's two views. One run through training at one of its saved steps (:func:`lab_run_view`):
+what the run is, the step's totals and errors, the proxies, α, errors, p* and the power-law α through
+training, the p* map at the step, how this run's p* moved, and the step's singular-value profiles. A
+sweep (:func:`lab_sweep_view`): how to read its correlation table, each measure against the gap, each
+against ours at p*, each environment's verdict, the robust view and the grokking runs' reading.
 
 Example, the reference's default run at its last saved step:
 
@@ -19,13 +21,14 @@ Example, the reference's default run at its last saved step:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.wording.text import plain
-from dashboard.wording.vocabulary import model_label
+from dashboard.wording.vocabulary import measure_name, model_label
 from specbound.core.logspace import LN_10
 from specbound.core.profile import SpectralProfile
 from specbound.present.figures import trajectory as trajectory_figures
@@ -34,7 +37,12 @@ from specbound.present.figures.style import split_panels
 from specbound.present.numbers import format_count, format_log
 from specbound_lab import figures
 from specbound_lab import views as lab_views
+from specbound_lab.correlation import MeasureCorrelation, TauDifference, Verdict
+from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_sentence
+from specbound_lab.registry import is_baseline
+from specbound_lab.robust import RobustSummary
 from specbound_lab.trajectory import RunTrajectory
+from specbound_lab.verdict import EnvironmentVerdict
 
 #: The step's totals, in the order the page shows them.
 TOTAL_LABEL, EDELMAN_LABEL, TRAIN_LABEL, TEST_LABEL, GAP_LABEL = (
@@ -146,4 +154,123 @@ def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int, profile: Sp
             f"1 the nuclear norm, 2 the Frobenius norm. {p_star_reading(run)}"
         ),
         spectra=tuple(spectra),
+    )
+
+
+# --- a sweep ----------------------------------------------------------------------------------------
+
+#: The measure the lab's sweep reads the others against: the spectrum-adaptive proxy at p*.
+BASELINE_MEASURE = "ours"
+
+
+def sweep_reading(table: tuple[MeasureCorrelation, ...], differences: tuple[TauDifference, ...]) -> str:
+    """How to read the sweep's correlation table (over all its runs, fitted or not), from its own numbers:
+    what τ is, which measure (the trivial baselines apart) orders the runs most like their gaps, where
+    ours at p* stands, whether the paired bootstrap tells the two apart, and the strongest baseline's τ."""
+    defined = [c for c in table if math.isfinite(c.kendall_tau)]
+    ranked = sorted((c for c in defined if not is_baseline(c.measure)), key=lambda c: -c.kendall_tau)
+    baselines = [c for c in defined if is_baseline(c.measure)]
+    meaning = (
+        "Kendall τ is the share of pairs of runs that a measure orders as their measured gaps, minus the "
+        "share it orders the other way: +1 always alike, 0 as by chance. This table reads every run, fitted "
+        "or not; the verdict below reads the fitted ones."
+    )
+    ours = next((c for c in ranked if c.measure == BASELINE_MEASURE), None)
+    if not ranked or ours is None:
+        return meaning
+    best = ranked[0]
+    place = ranked.index(ours) + 1
+    paired = None
+    if best is ours:
+        runner = ranked[1] if len(ranked) > 1 else None
+        after = f", ahead of **{measure_name(runner.measure)}** (τ = {runner.kendall_tau:.2f})" if runner else ""
+        sentence = (
+            f"{meaning} In this sweep **{measure_name(BASELINE_MEASURE)}** orders the runs most like their gaps "
+            f"(τ = {ours.kendall_tau:.2f}){after}."
+        )
+    else:
+        sentence = (
+            f"{meaning} In this sweep **{measure_name(best.measure)}** tracks the measured gap best "
+            f"(τ = {best.kendall_tau:.2f}); **{measure_name(BASELINE_MEASURE)}** comes {_ordinal(place)} of "
+            f"{len(ranked)} (τ = {ours.kendall_tau:.2f}), so here it orders the runs less like their gaps."
+        )
+        paired = next((d for d in differences if d.measure == best.measure and d.other == BASELINE_MEASURE), None)
+    if paired is not None and paired.runs >= 2:
+        low, high = paired.kendall_tau_ci.low, paired.kendall_tau_ci.high
+        told = paired.kendall_verdict is not Verdict.INDISTINGUISHABLE
+        sentence += (
+            f" The paired bootstrap {'does' if told else 'does not'} tell the two apart: the difference in τ "
+            f"lies between {low:+.2f} and {high:+.2f} (95\u00a0%)."
+        )
+    if baselines:
+        strongest = max(baselines, key=lambda c: abs(c.kendall_tau))
+        either = ", read either way" if strongest.kendall_tau < 0 else ""
+        beaten = best.kendall_tau > abs(strongest.kendall_tau)
+        sentence += (
+            f" Of the trivial baselines, **{measure_name(strongest.measure)}** has τ = {strongest.kendall_tau:.2f}"
+            f"{either}: {'below' if beaten else 'at least'} the best measure's."
+        )
+    return sentence + " A proxy of a bound can hold for every run and still rank them poorly: τ asks a harder question."
+
+
+def _ordinal(place: int) -> str:
+    return {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(place, f"{place}th")
+
+
+@dataclass(frozen=True)
+class LabSweepView:
+    """A sweep's measures against the gap, its verdicts, the robust view and the grokking runs."""
+
+    #: the final checkpoints the table reads
+    runs: int
+    #: how to read the correlation table, from its own numbers (markdown, names in bold)
+    reading: str
+    #: each measure against the gap, one panel each (the legend of training-set sizes on the first only)
+    measures: tuple[go.Figure, ...]
+    #: each measure's τ minus ours at p*, paired-bootstrapped
+    differences: go.Figure
+    #: each of those differences in words
+    comparisons: tuple[str, ...]
+    #: (the sweep it comes from, the environment's verdict, the verdict in words) per environment
+    verdicts: tuple[tuple[str, EnvironmentVerdict, str], ...]
+    #: the robust view in words, and its distribution of sign-errors (None without a coupling)
+    robust_sentence: str
+    robust_cdf: go.Figure | None
+    #: the grokking runs' reading in words and the chosen seed's figure; None without grokking runs
+    grokking_sentence: str | None
+    grokking: go.Figure | None
+
+
+def lab_sweep_view(
+    frame: pd.DataFrame,
+    table: Sequence[MeasureCorrelation],
+    differences: Sequence[TauDifference],
+    verdicts: Sequence[tuple[str, EnvironmentVerdict]],
+    robust_rows: Sequence[RobustSummary],
+    grokking: Sequence[RunGrokking],
+    summaries: Sequence[LeadSummary],
+    seed: int | None,
+) -> LabSweepView:
+    """The sweep of final checkpoints ``frame`` (:func:`specbound_lab.views.sweep_frame`) with its
+    correlation ``table`` and paired ``differences`` against ours, the ``verdicts`` of its environments
+    (each with its sweep in words), the ``robust_rows`` over them, and the shipped ``grokking`` runs
+    with their lead ``summaries``, the figure drawn for the run of ``seed``."""
+    titles, subtitles = figures.measure_panel_texts(table)
+    measures = split_panels(figures.measures_figure(frame, table), titles=titles, subtitles=subtitles)
+    for part in measures[1:]:
+        part.update_layout(showlegend=False)  # the training-set sizes' legend once, with the first
+    chosen = next((run for run in grokking if run.seed == seed), None)
+    return LabSweepView(
+        runs=len(frame),
+        reading=sweep_reading(tuple(table), tuple(differences)),
+        measures=tuple(measures),
+        differences=figures.difference_forest(differences, measure_name),
+        comparisons=tuple(lab_views.comparison_sentence(d, measure_name) for d in differences),
+        verdicts=tuple(
+            (source, env, " ".join(lab_views.verdict_sentences(env, measure_name))) for source, env in verdicts
+        ),
+        robust_sentence=lab_views.robust_sentence(robust_rows, measure_name),
+        robust_cdf=figures.robust_cdf_figure(robust_rows) if any(r.couplings for r in robust_rows) else None,
+        grokking_sentence=grokking_sentence(grokking, measure_name, summaries=summaries) if grokking else None,
+        grokking=figures.grokking_figure(chosen) if chosen is not None else None,
     )

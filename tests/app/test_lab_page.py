@@ -14,6 +14,7 @@ from app_harness import APP, TIMEOUT_S, run_clean, table_columns
 from streamlit.testing.v1 import AppTest
 
 from dashboard.services import lab as service
+from dashboard.views.lab import sweep_reading
 from dashboard.widgets.tables import CELL_PAD_PX, CHAR_PX
 from dashboard.wording.numbers import shown_value
 from dashboard.wording.text import OPTIMAL_LABEL, plain
@@ -165,8 +166,7 @@ def test_the_sweep_view_reads_the_shipped_decoder_sweep(lab_app) -> None:
     table = reference.load_reference(reference.FIT_MARKOV_REFERENCE_DIR).correlations
     reading = " ".join(m.value for m in at.markdown)
     assert (
-        service.sweep_reading(table, comparisons(reference.load_reference(reference.FIT_MARKOV_REFERENCE_DIR).runs))
-        in reading
+        sweep_reading(table, comparisons(reference.load_reference(reference.FIT_MARKOV_REFERENCE_DIR).runs)) in reading
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashboard.services.lab import sweep_reading
+from dashboard.views.lab import sweep_reading
 from specbound_lab.correlation import Interval, MeasureCorrelation, TauDifference
 
 

@@ -12,13 +12,19 @@ from dashboard.views.lab import (
     TOTAL_LABEL,
     TRAIN_LABEL,
     lab_run_view,
+    lab_sweep_view,
     p_star_reading,
+    sweep_reading,
 )
-from dashboard.wording.vocabulary import model_label
+from dashboard.wording.vocabulary import measure_name, model_label
 from specbound.core.logspace import LN_10
 from specbound.present.numbers import format_log
 from specbound_lab import reference
 from specbound_lab import views as lab_views
+from specbound_lab.figures import measure_panel_texts
+from specbound_lab.grokking import grokking_runs, grokking_sentence, grokking_summary
+from specbound_lab.tables import comparisons, environment_verdicts
+from specbound_lab.verdict import robust_view
 
 DEFAULT_RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
 
@@ -69,3 +75,45 @@ def test_a_next_token_run_counts_sequences_and_its_gap_in_nats() -> None:
     assert "fresh sequences" in view.caption and "computed over sequences, the independent units" in view.caption
     assert "not a released model" in view.caption
     assert view.totals[-1][2] == "Test loss − training loss (nats): next-token prediction."
+
+
+@pytest.fixture(scope="module")
+def fit_sweep():
+    """The shipped ``fit`` sweep: its final checkpoints, correlation table, paired differences, verdicts
+    and robust view, as the Lab page's service gives them."""
+    shipped = reference.load_reference(reference.FIT_REFERENCE_DIR)
+    verdicts = tuple(("the fit sweep", v) for v in environment_verdicts(shipped.runs))
+    return (
+        lab_views.sweep_frame(shipped.runs),
+        shipped.correlations,
+        comparisons(shipped.runs),
+        verdicts,
+        robust_view([v for _, v in verdicts]),
+    )
+
+
+def test_a_sweep_reads_its_own_numbers(fit_sweep) -> None:
+    frame, table, differences, verdicts, robust_rows = fit_sweep
+    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, (), (), None)
+    assert view.runs == len(frame) == 120
+    assert view.reading == sweep_reading(table, differences)
+    titles, _ = measure_panel_texts(table)
+    assert len(view.measures) == len(titles) and view.measures[0].layout.showlegend is not False
+    assert all(part.layout.showlegend is False for part in view.measures[1:])  # the sizes' legend once
+    assert view.comparisons == tuple(lab_views.comparison_sentence(d, measure_name) for d in differences)
+    assert [(source, env) for source, env, _ in view.verdicts] == list(verdicts)
+    assert view.verdicts[0][2] == " ".join(lab_views.verdict_sentences(verdicts[0][1], measure_name))
+    assert view.robust_sentence == lab_views.robust_sentence(robust_rows, measure_name)
+    assert (view.robust_cdf is None) == (not any(r.couplings for r in robust_rows))
+    assert view.grokking_sentence is None and view.grokking is None  # no grokking runs given
+
+
+def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep) -> None:
+    frame, table, differences, verdicts, robust_rows = fit_sweep
+    runs = grokking_runs(reference.load_reference(reference.GROKKING_REFERENCE_DIR).runs[:2])
+    summaries = grokking_summary(runs, permutations=50)
+    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, runs, summaries, runs[1].seed)
+    assert view.grokking_sentence == grokking_sentence(runs, measure_name, summaries=summaries)
+    assert view.grokking is not None and f"seed {runs[1].seed}" in view.grokking.layout.title.text
+    unchosen = lab_sweep_view(frame, table, differences, verdicts, robust_rows, runs, summaries, None)
+    assert unchosen.grokking is None and unchosen.grokking_sentence == view.grokking_sentence

@@ -110,6 +110,19 @@ DRAWN = {
         "list(view.p_map.figures)",
         "view.spectra",
     },
+    "lab": {
+        "shown.proxies",
+        "shown.alpha",
+        "shown.errors",
+        "shown.p_distribution",
+        "shown.power_law",
+        "shown.p_map",
+        "shown.spectra",
+        "sweep.measures",
+        "sweep.differences",
+        "sweep.robust_cdf",
+        "sweep.grokking",
+    },
 }
 
 
