@@ -13,14 +13,14 @@ import streamlit as st
 from dashboard.routing import ensure_app_entry
 from dashboard.services import scaling as service
 from dashboard.state import atlas, session, share
+from dashboard.views.scaling import scaling_view
 from dashboard.widgets import atlas_files
 from dashboard.widgets.export import csv_download, file_stem, show_panels
 from dashboard.widgets.presentation import bound_note
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import MISSING, format_count
 from dashboard.wording.text import plain
-from specbound.present.figures.scaling import growth_figure_depth, growth_figure_width, growth_panel_columns
-from specbound.present.figures.style import split_panels
+from specbound.present.figures.scaling import growth_panel_columns
 from specbound.studies.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
 from specbound_lab.reference import DECODER_REFERENCE, THRESHOLD_REFERENCE
 
@@ -46,6 +46,8 @@ LAB_FAMILIES = {
     LAB_FAMILY: (THRESHOLD_REFERENCE.key, LAB_MODELS_KEY),
     LAB_DECODERS: (DECODER_REFERENCE.key, LAB_DECODER_MODELS_KEY),
 }
+#: The chart keys of the growth against each axis.
+GROWTH_KEYS = {Axis.WIDTH: "growth_width", Axis.DEPTH: "growth_depth"}
 
 st.title("Scaling")
 st.caption(
@@ -122,23 +124,14 @@ else:
         st.error(f"{plain(str(exc))}: deselect one of them above.")
 
 if study is not None:
-    for note in study.notes:
+    view = scaling_view(study, proxies)
+    for note in view.notes:
         st.warning(plain(note))
-    exponents = [e for e in study.exponents if e.proxy in proxies]
-    for axis, figure, key in (
-        (Axis.WIDTH, growth_figure_width, "growth_width"),
-        (Axis.DEPTH, growth_figure_depth, "growth_depth"),
-    ):
-        curves = [c for c in study.curves(axis) if c.proxy in proxies]
-        if curves:
-            panels = split_panels(figure(curves, exponents))  # one figure per panel: a phone stacks them
-            show_panels(panels, key, per_row=growth_panel_columns(len(panels)))
-        else:
-            fixed = "depth L" if axis is Axis.WIDTH else "width N"
-            st.info(
-                f"No curve against {axis.value}: it needs two models of the same {fixed} with different "
-                f"{axis.value}, one of them at the reference {axis.value} = {study.reference(axis)}."
-            )
+    for growth in view.growth:
+        if growth.panels:  # one figure per panel: a phone stacks them
+            show_panels(growth.panels, GROWTH_KEYS[growth.axis], per_row=growth_panel_columns(len(growth.panels)))
+        elif growth.missing is not None:
+            st.info(growth.missing)
     bound_note()
 
     st.subheader("Fitted growth exponents")
@@ -152,22 +145,19 @@ if study is not None:
         f"± is one standard error; fits on fewer than {MIN_SIZES} sizes are flagged, since two "
         "points fit any law exactly."
     )
-    exponents_table = study.exponents_frame()
-    exponents_table = exponents_table[exponents_table["proxy"].isin([p.value for p in proxies])]
     draw_table(
-        service.exponents_shown(exponents_table),
+        service.exponents_shown(view.exponents),
         hide_index=True,
         key="scaling_exponents",
         column_config=service.exponent_columns(),
         column_order=service.EXPONENT_ORDER,
     )
-    csv_download(exponents_table, "growth-exponents.csv", "download_exponents", "Download the exponents (CSV)")
+    csv_download(view.exponents, "growth-exponents.csv", "download_exponents", "Download the exponents (CSV)")
 
     st.subheader("The models")
-    models_table = study.models_frame()
-    shown_models, model_columns = service.models_shown(models_table)
+    shown_models, model_columns = service.models_shown(view.models)
     draw_table(shown_models, hide_index=True, key="scaling_models_table", column_config=model_columns)
-    csv_download(models_table, "scaling-models.csv", "download_scaling_models", "Download the proxies (CSV)")
+    csv_download(view.models, "scaling-models.csv", "download_scaling_models", "Download the proxies (CSV)")
 
 st.subheader("Not available here")
 missing = service.missing_miniatures(available)

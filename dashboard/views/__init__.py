@@ -16,5 +16,6 @@ a browser or a session.
   which offers no report but is drawn the same way);
 - :mod:`~dashboard.views.lab`: the Lab page's two views, one run at one of its saved steps and a sweep
   (its measures against the gap, its verdicts, the robust view, the grokking runs);
+- :mod:`~dashboard.views.scaling`: one growth study, for the proxies shown;
 - :mod:`~dashboard.views.common`: what they share (the report's heading, clickable heatmap cells).
 """

@@ -110,6 +110,7 @@ DRAWN = {
         "list(view.p_map.figures)",
         "view.spectra",
     },
+    "scaling": {"growth.panels"},
     "lab": {
         "shown.proxies",
         "shown.alpha",
