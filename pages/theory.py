@@ -11,6 +11,7 @@ import streamlit as st
 from dashboard.routing import ensure_app_entry
 from dashboard.services import theory as live
 from dashboard.state import atlas, session, share
+from dashboard.views.theory import playground_view
 from dashboard.widgets.controls import DEFAULT_P
 from dashboard.widgets.export import show_panels
 from dashboard.widgets.presentation import bound_note, folded
@@ -20,9 +21,7 @@ from specbound.core.architecture import Kind
 from specbound.core.bounds import grid_resolution, snap_to_grid
 from specbound.core.defaults import L_PHI, P_MAX, RANK_TOL
 from specbound.core.profile import MatrixId
-from specbound.core.synthetic import Decay, contribution_curve, synthetic_spectrum
-from specbound.present.figures.style import split_panels
-from specbound.present.figures.theory import PLAYGROUND_TITLES, playground_figure
+from specbound.core.synthetic import Decay
 from specbound.present.numbers import format_log, format_power
 from specbound.present.report import ffn_widths
 
@@ -257,15 +256,9 @@ grid_m = st.slider(
     key="play_m",
     help=f"Default ⌈L + ln N⌉ with the current model's depth L = {shape.num_layers} and this width.",
 )
-spectrum = synthetic_spectrum(int(rank), decay, float(rate), float(top))
-curve = contribution_curve(spectrum, hidden_size=max(int(width), int(rank)), scale=float(scale), grid_m=int(grid_m))
-st.metric(PLAYGROUND_P_LABEL, format_p(curve.p_opt))
-regime = (
-    "the rank end (p = 0)"
-    if curve.p_opt == 0
-    else "the Frobenius end (p = 2)"
-    if curve.p_opt == P_MAX
-    else "in between: neither rank nor Frobenius alone"
+playground = playground_view(
+    int(rank), decay, float(rate), float(top), scale=float(scale), width=int(width), grid_m=int(grid_m)
 )
-st.caption(f"Winner: {regime}. Numerical rank {curve.rank}; N = {max(int(width), int(rank))} (at least the rank).")
-show_panels(split_panels(playground_figure(spectrum, curve), titles=PLAYGROUND_TITLES), "playground")
+st.metric(PLAYGROUND_P_LABEL, playground.p_opt)
+st.caption(playground.sentence)
+show_panels(playground.panels, "playground")

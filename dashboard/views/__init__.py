@@ -17,5 +17,6 @@ a browser or a session.
 - :mod:`~dashboard.views.lab`: the Lab page's two views, one run at one of its saved steps and a sweep
   (its measures against the gap, its verdicts, the robust view, the grokking runs);
 - :mod:`~dashboard.views.scaling`: one growth study, for the proxies shown;
+- :mod:`~dashboard.views.theory`: the Theory page's playground of a synthetic spectrum;
 - :mod:`~dashboard.views.common`: what they share (the report's heading, clickable heatmap cells).
 """

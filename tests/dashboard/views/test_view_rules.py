@@ -111,6 +111,7 @@ DRAWN = {
         "view.spectra",
     },
     "scaling": {"growth.panels"},
+    "theory": {"playground.panels"},
     "lab": {
         "shown.proxies",
         "shown.alpha",
@@ -138,3 +139,14 @@ def test_a_page_draws_the_figures_of_its_view(page: str) -> None:
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("show_figure", "show_panels")
     }
     assert drawn == DRAWN[page]
+
+
+def test_every_page_that_draws_a_figure_is_held_to_its_view() -> None:
+    """A new page that draws figures joins :data:`DRAWN`, so its figures are held to come from a view."""
+    drawing = set()
+    for path in sorted((ROOT / "pages").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        if any(getattr(call.func, "id", None) in ("show_figure", "show_panels") for call in calls):
+            drawing.add(path.stem)
+    assert drawing == set(DRAWN)
