@@ -14,7 +14,7 @@ from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.services import lab as service
 from dashboard.state import share
-from dashboard.views.lab import lab_run_view, lab_sweep_view
+from dashboard.views.lab import lab_run_view, lab_sweep_view, step_spectra
 from dashboard.widgets.export import csv_download, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note, folded
 from dashboard.widgets.tables import draw_table
@@ -70,11 +70,7 @@ if view == RUN_VIEW:
         help="The spectra and the p* map below are those of the checkpoint saved at this step.",
     )
     frame = service.trajectory(key, run)
-    try:
-        profile, unreadable = service.step_profile(key, step, run), None
-    except LabError as exc:
-        profile, unreadable = None, public_message(exc)
-    shown = lab_run_view(run, frame, step, profile)
+    shown = lab_run_view(run, frame, step)
     st.caption(shown.caption)
     with st.container(key="lab_step_metrics"):
         for column, (label, value, help_text) in zip(st.columns(5), shown.totals, strict=True):
@@ -90,8 +86,11 @@ if view == RUN_VIEW:
     show_figure(shown.power_law, "lab_power_law")
 
     st.subheader(f"At step {step}")
-    if unreadable is not None:
-        st.error(f"The spectra of this step cannot be read: {plain(unreadable)}")
+    try:
+        profile = service.step_profile(key, step, run)
+    except LabError as exc:
+        profile = None
+        st.error(f"The spectra of this step cannot be read: {plain(public_message(exc))}")
     left, right = st.columns(2)
     with left:
         show_figure(shown.p_map, "lab_p_map", half=True)
@@ -110,8 +109,8 @@ if view == RUN_VIEW:
             "opened from its stored spectra; a link to it works on this server.",
         )
         st.caption(f"Opens `{run.name}` at step {step} on every page, labelled as a {model_label(run.spec)}.")
-    if shown.spectra:
-        show_panels(shown.spectra, "lab_spectra", per_row=PANEL_COLUMNS)
+    if profile is not None:
+        show_panels(step_spectra(profile), "lab_spectra", per_row=PANEL_COLUMNS)
     bound_note()
     csv_download(frame, f"{run.name}-trajectory.csv", "lab_download_trajectory", "Download the trajectory (CSV)")
 
@@ -129,107 +128,97 @@ elif view == SWEEP_VIEW:
         format_func=service.sweep_choice,
     )
     sweep_frame, table = service.sweep(origin)
+    st.caption(
+        f"Over the final checkpoints of {format_count(len(sweep_frame), 'run')}. Kendall τ: τ-b over all runs; "
+        "granulated "
+        f"τ (Jiang et al. 2020): the mean over the hyperparameter axes "
+        f"({', '.join(a for a in AXES if a != 'seed')}) of the mean τ among runs that differ in that axis "
+        "alone; the seed's ψ is reported apart, as seed noise. A measure that predicts generalization ranks "
+        "the runs as their gaps do (τ near +1). The intervals are 95 % percentile bootstraps over "
+        "configurations (the seeds of one configuration drawn together), the granulated τ from the same "
+        "draws for every axis. The verdict below reads fitted runs only."
+    )
     grokking = service.grokking_reference()
     summaries = service.grokking_summaries() if grokking else ()
-    above = st.container()  # everything down to the grokking runs' reading; then the seed picked, its figure
-    seed = None
-    if grokking:
-        seeds = [run.seed for run in grokking]
-        share.shared_choice(GROK_SEED_KEY, share.Codec(int, str), seeds, seeds[0])
-        seed = st.radio("Seed", seeds, key=GROK_SEED_KEY, horizontal=True)
     robust_rows = service.robust_rows(origin)
     sweep = lab_sweep_view(
-        sweep_frame,
-        table,
-        service.against_baseline(origin),
-        service.verdicts(origin),
-        robust_rows,
-        grokking,
-        summaries,
-        seed,
+        sweep_frame, table, service.against_baseline(origin), service.verdicts(origin), robust_rows, grokking, summaries
     )
-    with above:
+    st.markdown(sweep.reading)
+    st.markdown(
+        f"**Each measure against the gap over the final checkpoints of {format_count(sweep.runs, 'run')}, "
+        "fitted or not** (descriptive: the verdict below reads the fitted runs alone)"
+    )
+    show_panels(sweep.measures, "lab_measures", per_row=3)
+    st.subheader("Rank correlation with the gap")
+    correlation_table = service.correlation_table(table)
+    with folded("Rank correlation with the gap (table)"):  # folded on a projector, like every table
+        draw_table(
+            service.correlation_view(table),
+            hide_index=True,
+            key="lab_correlations",
+            column_config=service.correlation_columns(correlation_table.columns),
+        )
+    st.subheader("Against ours at p*")
+    st.caption(
+        "Paired bootstrap of each measure's τ minus ours at p*, over the same draws of runs (and of groups "
+        "for the granulated τ): distinguishable when the 95 % interval of the difference excludes 0. In the "
+        "chart, a point right of 0 is a measure that orders the runs more like their gaps than ours does."
+    )
+    show_figure(sweep.differences, "lab_differences")
+    with folded("Each difference in words"), st.container(key="lab_comparisons"):
+        st.markdown("\n".join(f"- {sentence}" for sentence in sweep.comparisons))
+    st.subheader("The verdict: what it stands on")
+    st.caption(
+        "SPEC §13b: a classification run counts when it fitted its training set (cross-entropy ≤ 0.01, or "
+        "every label, flipped ones included, memorised); an environment where fewer than 80 % fitted is "
+        '"not fitted" and kept out of the robust view. The trivial baselines (1/n, the optimisation steps, '
+        "the final training loss, the parameter count) are rows beside the measures, and so are the "
+        "measures' normalised forms √(C / n). τ within n and within parameter count: τ over the pairs of "
+        "runs that share n (the parameter count): what a measure says beyond ordering data or model size."
+    )
+    for number, (source, env, sentence) in enumerate(sweep.verdicts):
+        with st.container(key=f"lab_verdict_{number}"):
+            st.markdown(f"**{plain(source)}.** " + plain(sentence))
+        with folded(f"The verdict of {env.environment}: {source} (table)"):
+            draw_table(service.verdict_view_frame(env), hide_index=True, key=f"lab_verdict_table_{number}")
+    st.subheader("Robust across controlled experiments")
+    st.caption(
+        "Dziugaite et al. (2020): a coupling is two configurations that differ in one hyperparameter, "
+        "compared seed for seed; on each pair the sign-error is 0 when the measure orders the two runs as "
+        "their gaps, 1 when against, 1/2 on a tie; pairs whose gaps differ by less than 1.96 standard errors "
+        "are left out, and a coupling needs two pairs. A measure is judged by the distribution of its "
+        "sign-errors over the couplings of the fitted environments: its mean, 90th percentile and worst. For "
+        "a shipped reference the couplings of every shipped sweep count together; more environments join "
+        "with `specbound lab sweep --task ... --family ...`."
+    )
+    with st.container(key="lab_robust"):
+        st.markdown(plain(sweep.robust_sentence))
+    if sweep.robust_cdf is not None:
+        show_figure(sweep.robust_cdf, "lab_robust_cdf")
+    with folded("The robust view (table)"):
+        draw_table(service.robust_view_frame(robust_rows), hide_index=True, key="lab_robust_table")
+    if sweep.grokking_sentence is not None:
+        st.subheader("Grokking: does a measure move before the jump?")
         st.caption(
-            f"Over the final checkpoints of {format_count(sweep.runs, 'run')}. Kendall τ: τ-b over all runs; "
-            "granulated "
-            f"τ (Jiang et al. 2020): the mean over the hyperparameter axes "
-            f"({', '.join(a for a in AXES if a != 'seed')}) of the mean τ among runs that differ in that axis "
-            "alone; the seed's ψ is reported apart, as seed noise. A measure that predicts generalization ranks "
-            "the runs as their gaps do (τ near +1). The intervals are 95 % percentile bootstraps over "
-            "configurations (the seeds of one configuration drawn together), the granulated τ from the same "
-            "draws for every axis. The verdict below reads fitted runs only."
+            "Modular addition mod 97 on 30 % of its pairs, a one-layer GPT-2 decoder, full-batch AdamW with "
+            "weight decay 1 (`specbound lab sweep --preset grok --task modular --family gpt2`): training "
+            "accuracy saturates early, test accuracy jumps much later. Every curve, smoothed by a running "
+            "median over three checkpoints, is read from the step training accuracy reaches 0.99; it moves "
+            "when it has covered half its excursion from there. A measure's lead is test accuracy's move step "
+            "minus its own (positive: it moved first); the null is what the same rule gives on that measure's "
+            "curves permuted in time, and a verdict needs ten seeds (SPEC §13b)."
         )
-        st.markdown(sweep.reading)
-        st.markdown(
-            f"**Each measure against the gap over the final checkpoints of {format_count(sweep.runs, 'run')}, "
-            "fitted or not** (descriptive: the verdict below reads the fitted runs alone)"
-        )
-        show_panels(sweep.measures, "lab_measures", per_row=3)
-        st.subheader("Rank correlation with the gap")
-        correlation_table = service.correlation_table(table)
-        with folded("Rank correlation with the gap (table)"):  # folded on a projector, like every table
-            draw_table(
-                service.correlation_view(table),
-                hide_index=True,
-                key="lab_correlations",
-                column_config=service.correlation_columns(correlation_table.columns),
-            )
-        st.subheader("Against ours at p*")
-        st.caption(
-            "Paired bootstrap of each measure's τ minus ours at p*, over the same draws of runs (and of groups "
-            "for the granulated τ): distinguishable when the 95 % interval of the difference excludes 0. In the "
-            "chart, a point right of 0 is a measure that orders the runs more like their gaps than ours does."
-        )
-        show_figure(sweep.differences, "lab_differences")
-        with folded("Each difference in words"), st.container(key="lab_comparisons"):
-            st.markdown("\n".join(f"- {sentence}" for sentence in sweep.comparisons))
-        st.subheader("The verdict: what it stands on")
-        st.caption(
-            "SPEC §13b: a classification run counts when it fitted its training set (cross-entropy ≤ 0.01, or "
-            "every label, flipped ones included, memorised); an environment where fewer than 80 % fitted is "
-            '"not fitted" and kept out of the robust view. The trivial baselines (1/n, the optimisation steps, '
-            "the final training loss, the parameter count) are rows beside the measures, and so are the "
-            "measures' normalised forms √(C / n). τ within n and within parameter count: τ over the pairs of "
-            "runs that share n (the parameter count): what a measure says beyond ordering data or model size."
-        )
-        for number, (source, env, sentence) in enumerate(sweep.verdicts):
-            with st.container(key=f"lab_verdict_{number}"):
-                st.markdown(f"**{plain(source)}.** " + plain(sentence))
-            with folded(f"The verdict of {env.environment}: {source} (table)"):
-                draw_table(service.verdict_view_frame(env), hide_index=True, key=f"lab_verdict_table_{number}")
-        st.subheader("Robust across controlled experiments")
-        st.caption(
-            "Dziugaite et al. (2020): a coupling is two configurations that differ in one hyperparameter, "
-            "compared seed for seed; on each pair the sign-error is 0 when the measure orders the two runs as "
-            "their gaps, 1 when against, 1/2 on a tie; pairs whose gaps differ by less than 1.96 standard errors "
-            "are left out, and a coupling needs two pairs. A measure is judged by the distribution of its "
-            "sign-errors over the couplings of the fitted environments: its mean, 90th percentile and worst. For "
-            "a shipped reference the couplings of every shipped sweep count together; more environments join "
-            "with `specbound lab sweep --task ... --family ...`."
-        )
-        with st.container(key="lab_robust"):
-            st.markdown(plain(sweep.robust_sentence))
-        if sweep.robust_cdf is not None:
-            show_figure(sweep.robust_cdf, "lab_robust_cdf")
-        with folded("The robust view (table)"):
-            draw_table(service.robust_view_frame(robust_rows), hide_index=True, key="lab_robust_table")
-        if sweep.grokking_sentence is not None:
-            st.subheader("Grokking: does a measure move before the jump?")
-            st.caption(
-                "Modular addition mod 97 on 30 % of its pairs, a one-layer GPT-2 decoder, full-batch AdamW with "
-                "weight decay 1 (`specbound lab sweep --preset grok --task modular --family gpt2`): training "
-                "accuracy saturates early, test accuracy jumps much later. Every curve, smoothed by a running "
-                "median over three checkpoints, is read from the step training accuracy reaches 0.99; it moves "
-                "when it has covered half its excursion from there. A measure's lead is test accuracy's move step "
-                "minus its own (positive: it moved first); the null is what the same rule gives on that measure's "
-                "curves permuted in time, and a verdict needs ten seeds (SPEC §13b)."
-            )
-            with st.container(key="lab_grokking"):
-                st.markdown(plain(sweep.grokking_sentence))
-    if sweep.grokking is not None:
-        show_figure(sweep.grokking, "lab_grokking_figure")
+        with st.container(key="lab_grokking"):
+            st.markdown(plain(sweep.grokking_sentence))
+        seeds = [run.seed for run in sweep.grokking_runs]
+        share.shared_choice(GROK_SEED_KEY, share.Codec(int, str), seeds, seeds[0])
+        seed = st.radio("Seed", seeds, key=GROK_SEED_KEY, horizontal=True)
+        show_figure(sweep.grokking_figure(seed), "lab_grokking_figure")
         with folded("Each measure's lead (table)"):
-            draw_table(service.grokking_view_frame(summaries), hide_index=True, key="lab_grokking_table")
+            draw_table(
+                service.grokking_view_frame(service.grokking_summaries()), hide_index=True, key="lab_grokking_table"
+            )
     st.caption(f"Reproducibility. {service.REPRODUCIBILITY}")
     bound_note()
     csv_download(correlation_table, "correlations.csv", "lab_download_correlations", "Download the table (CSV)")

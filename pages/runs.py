@@ -9,7 +9,7 @@ from dashboard import safety
 from dashboard.routing import ensure_app_entry
 from dashboard.services import runs as service
 from dashboard.state import atlas, share
-from dashboard.views.runs import run_step_view
+from dashboard.views.runs import run_view, step_view
 from dashboard.widgets.experts import expert_picker
 from dashboard.widgets.export import csv_download, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note
@@ -78,40 +78,38 @@ share.shared_choice(STEP_KEY, share.Codec(int, str), steps, steps[-1])
 step = st.select_slider("Step", steps, key=STEP_KEY) if len(steps) > 1 else steps[0]
 
 frame = service.trajectory_frame(run.cache_key, run)
-head, through_training = st.columns(3), st.container()
+view = run_view(run.name, run.lab, frame, step)
+for column, (label, value) in zip(st.columns(3), view.totals, strict=True):
+    column.metric(label, value)
+left, right = st.columns(2)
+with left:
+    show_figure(view.proxies, "runs_proxies", half=True)
+with right:
+    show_figure(view.alpha, "runs_alpha", half=True)
+if view.lab_caption is not None:
+    st.caption(view.lab_caption)
+if view.errors is not None:
+    show_figure(view.errors, "runs_errors")
+if view.grokking is not None and view.grokking_sentence is not None:
+    st.subheader("Grokking: does a measure move before the jump?")
+    st.caption(
+        f"Every curve, smoothed by a running median over three checkpoints, is read from the step training "
+        f"accuracy reaches {SATURATION:g}; it moves when it has covered half its excursion from there. A "
+        "measure's lead is test accuracy's move step minus its own (positive: it moved first). One seed is no "
+        "verdict: the Lab page's sweep view reads the seeds together, against a time-permutation null."
+    )
+    with st.container(key="runs_grokking"):
+        st.markdown(plain(view.grokking_sentence))
+    show_figure(view.grokking, "runs_grokking_figure")
+if view.losses is not None:
+    show_figure(view.losses, "runs_losses")
+
 st.subheader(f"At step {step}")
 analysis = service.step_analysis(run.cache_key, step, run.steps[step])
 # the stacks and experts of this step's model (a run's steps may even differ in shape)
 expert = expert_picker(analysis.profile.shape, "runs_expert")
-view = run_step_view(run.name, run.lab, frame, step, analysis, expert)
-
-for column, (label, value) in zip(head, view.totals, strict=True):
-    column.metric(label, value)
-with through_training:
-    left, right = st.columns(2)
-    with left:
-        show_figure(view.proxies, "runs_proxies", half=True)
-    with right:
-        show_figure(view.alpha, "runs_alpha", half=True)
-    if view.lab_caption is not None:
-        st.caption(view.lab_caption)
-    if view.errors is not None:
-        show_figure(view.errors, "runs_errors")
-    if view.grokking is not None and view.grokking_sentence is not None:
-        st.subheader("Grokking: does a measure move before the jump?")
-        st.caption(
-            f"Every curve, smoothed by a running median over three checkpoints, is read from the step training "
-            f"accuracy reaches {SATURATION:g}; it moves when it has covered half its excursion from there. A "
-            "measure's lead is test accuracy's move step minus its own (positive: it moved first). One seed is no "
-            "verdict: the Lab page's sweep view reads the seeds together, against a time-permutation null."
-        )
-        with st.container(key="runs_grokking"):
-            st.markdown(plain(view.grokking_sentence))
-        show_figure(view.grokking, "runs_grokking_figure")
-    if view.losses is not None:
-        show_figure(view.losses, "runs_losses")
-
-show_panels(list(view.p_map.figures), "runs_p_map", widths=view.p_map.widths)
-show_panels(view.spectra, "runs_spectra", per_row=PANEL_COLUMNS)
+at_step = step_view(run.name, step, analysis, expert)
+show_panels(list(at_step.p_map.figures), "runs_p_map", widths=at_step.p_map.widths)
+show_panels(at_step.spectra, "runs_spectra", per_row=PANEL_COLUMNS)
 bound_note(analysis.profile.shape)
 csv_download(frame, f"{run.name}-trajectory.csv", "runs_download", "Download the trajectory (CSV)")

@@ -10,11 +10,10 @@ Example, the reference's default run at its last saved step:
     >>> from specbound_lab import views as lab_views
     >>> run = reference.load_reference().run("lab-L2-N64-H2-n100-q0-s0-t500")
     >>> step = run.final.step
-    >>> profile = reference.step_profile(reference.REFERENCE_DIR, run, step)
-    >>> view = lab_run_view(run, lab_views.trajectory_frame(run), step, profile)
+    >>> view = lab_run_view(run, lab_views.trajectory_frame(run), step)
     >>> [label for label, _, _ in view.totals]
     ['Total (ours at p*)', 'Edelman-style proxy', 'Train error', 'Test error', 'Gap']
-    >>> len(view.spectra)  # QK, V, M_in, M_out
+    >>> len(step_spectra(reference.step_profile(reference.REFERENCE_DIR, run, step)))  # QK, V, M_in, M_out
     4
 """
 
@@ -112,13 +111,18 @@ class LabRunView:
     p_map: go.Figure
     #: what the p* map shows, and where this run's p* start and end
     p_map_reading: str
-    #: the step's singular-value profiles, every head drawn; empty when its spectra cannot be read
-    spectra: tuple[go.Figure, ...]
 
 
-def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int, profile: SpectralProfile | None) -> LabRunView:
+def step_spectra(profile: SpectralProfile) -> tuple[go.Figure, ...]:
+    """A saved step's singular-value profiles, every head drawn, one panel per kind. Apart from
+    :func:`lab_run_view` because the step's profile is read from its checkpoint or its atlas (seconds
+    for a run trained here), after the page has drawn the run's records."""
+    return tuple(split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads))))
+
+
+def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int) -> LabRunView:
     """``run`` through its trajectory ``frame`` (:func:`specbound_lab.views.trajectory_frame`), at the saved
-    ``step``, whose spectral profile is ``profile`` (None: it could not be read, so no profiles)."""
+    ``step``: everything its records hold (the step's spectra: :func:`step_spectra`)."""
     record = next(s for s in run.steps if s.step == step)
     not_a = "not a BERT Miniature" if run.spec.family == "bert" else "not a released model"
     samples = format_count(record.test_samples, test_unit(run))
@@ -130,9 +134,6 @@ def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int, profile: Sp
     test_help = f"± {record.test_error_se:.4f} (one standard error over {samples})"
     gap_help = "Test loss − training loss (nats): next-token prediction." if record.loss_gap else "Test − train error."
     floor = getattr(run.spec.task, "optimal_loss", None)
-    spectra = (
-        () if profile is None else split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads)))
-    )
     return LabRunView(
         caption=caption,
         totals=[
@@ -153,7 +154,6 @@ def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int, profile: Sp
             f"Each cell is the p* that minimises that matrix's term at step {step}: 0 counts the rank, "
             f"1 the nuclear norm, 2 the Frobenius norm. {p_star_reading(run)}"
         ),
-        spectra=tuple(spectra),
     )
 
 
@@ -236,9 +236,14 @@ class LabSweepView:
     #: the robust view in words, and its distribution of sign-errors (None without a coupling)
     robust_sentence: str
     robust_cdf: go.Figure | None
-    #: the grokking runs' reading in words and the chosen seed's figure; None without grokking runs
+    #: the grokking runs' reading in words; None without grokking runs
     grokking_sentence: str | None
-    grokking: go.Figure | None
+    #: the grokking runs, one per seed (:meth:`grokking_figure` draws one)
+    grokking_runs: tuple[RunGrokking, ...]
+
+    def grokking_figure(self, seed: int) -> go.Figure:
+        """The curves of the grokking run of ``seed`` against its steps (one seed is picked at a time)."""
+        return figures.grokking_figure(next(run for run in self.grokking_runs if run.seed == seed))
 
 
 def lab_sweep_view(
@@ -249,17 +254,15 @@ def lab_sweep_view(
     robust_rows: Sequence[RobustSummary],
     grokking: Sequence[RunGrokking],
     summaries: Sequence[LeadSummary],
-    seed: int | None,
 ) -> LabSweepView:
     """The sweep of final checkpoints ``frame`` (:func:`specbound_lab.views.sweep_frame`) with its
     correlation ``table`` and paired ``differences`` against ours, the ``verdicts`` of its environments
     (each with its sweep in words), the ``robust_rows`` over them, and the shipped ``grokking`` runs
-    with their lead ``summaries``, the figure drawn for the run of ``seed``."""
+    with their lead ``summaries``."""
     titles, subtitles = figures.measure_panel_texts(table)
     measures = split_panels(figures.measures_figure(frame, table), titles=titles, subtitles=subtitles)
     for part in measures[1:]:
         part.update_layout(showlegend=False)  # the training-set sizes' legend once, with the first
-    chosen = next((run for run in grokking if run.seed == seed), None)
     return LabSweepView(
         runs=len(frame),
         reading=sweep_reading(tuple(table), tuple(differences)),
@@ -272,5 +275,5 @@ def lab_sweep_view(
         robust_sentence=lab_views.robust_sentence(robust_rows, measure_name),
         robust_cdf=figures.robust_cdf_figure(robust_rows) if any(r.couplings for r in robust_rows) else None,
         grokking_sentence=grokking_sentence(grokking, measure_name, summaries=summaries) if grokking else None,
-        grokking=figures.grokking_figure(chosen) if chosen is not None else None,
+        grokking_runs=tuple(grokking),
     )

@@ -1,10 +1,12 @@
-"""The Training runs page's view of one run at one saved step: the proxies through training, α, the
-run's errors (a shipped lab run) or logged losses, a grokking run's reading, and at the chosen step
-its p* map and singular-value profiles.
+"""The Training runs page's two views: one run through training (:func:`run_view`: the proxies, α, the
+run's errors for a shipped lab run or its logged losses, a grokking run's reading) and one of its saved
+steps (:func:`step_view`: its p* map and singular-value profiles). Two, because the page's expert
+picker sits between them and depends on the step's model.
 
 Example, a shipped grokking seed at its last two saved steps:
 
     >>> import pandas as pd
+    >>> from specbound.core.bounds import BoundAnalysis
     >>> from specbound.api.analysis import Analysis
     >>> from specbound.api.runs import step_row
     >>> from specbound_lab import reference
@@ -14,9 +16,11 @@ Example, a shipped grokking seed at its last two saved steps:
     ...             for s in run.steps[-2:]}
     >>> frame = pd.DataFrame([step_row(step, Analysis(a)) for step, a in analyses.items()])
     >>> last = max(analyses)
-    >>> view = run_step_view(run.name, run, frame, last, analyses[last], None)
+    >>> view = run_view(run.name, run, frame, last)
     >>> [label for label, _ in view.totals], view.grokking is not None, view.losses is None
     (['Ours at p*', 'Edelman-style proxy', 'Mean p*'], True, True)
+    >>> len(step_view(run.name, last, analyses[last], None).spectra)  # QK, V, M_in, M_out
+    4
 """
 
 from __future__ import annotations
@@ -47,8 +51,8 @@ OURS_LABEL, EDELMAN_LABEL, MEAN_P_LABEL = "Ours at p*", "Edelman-style proxy", "
 
 
 @dataclass(frozen=True)
-class RunStepView:
-    """One run through training, and one of its saved steps."""
+class RunView:
+    """One run through training, the chosen step marked."""
 
     #: (label, value): ours at p*, the Edelman-style proxy and the mean p* at the step
     totals: list[tuple[str, str]]
@@ -65,6 +69,12 @@ class RunStepView:
     grokking: go.Figure | None
     #: the losses a trajectory logged (a run that is not the lab's), None when it logged none
     losses: go.Figure | None
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One saved step of a run: its p* map and its spectra."""
+
     #: the step's p* map (its panels side by side)
     p_map: bound_figures.PStarPanels
     #: the step's singular-value profiles, every head drawn, one panel per kind
@@ -80,17 +90,9 @@ def _totals(frame: pd.DataFrame, step: int) -> list[tuple[str, str]]:
     ]
 
 
-def run_step_view(
-    name: str,
-    lab: RunTrajectory | None,
-    frame: pd.DataFrame,
-    step: int,
-    analysis: BoundAnalysis,
-    expert: Expert,
-) -> RunStepView:
+def run_view(name: str, lab: RunTrajectory | None, frame: pd.DataFrame, step: int) -> RunView:
     """Run ``name`` (``lab``: the lab's record of a shipped run, else None) through its trajectory
-    ``frame`` (:func:`specbound.api.runs.step_row` per saved step), at ``step``, whose analysis is
-    ``analysis``; a mixture of experts' MLPs drawn for ``expert``."""
+    ``frame`` (:func:`specbound.api.runs.step_row` per saved step), ``step`` marked."""
     errors = grokking = sentence = caption = losses = None
     if lab is not None:  # the lab measured errors and losses at every saved step
         caption = (
@@ -106,9 +108,7 @@ def run_step_view(
             sentence, grokking = run_sentence(read, measure_name), lab_figures.grokking_figure(read)
     else:
         losses = trajectory_figures.loss_figure(frame, step)
-    profile = analysis.profile
-    experts: Sequence[Expert] | None = None if expert is None else [expert]
-    return RunStepView(
+    return RunView(
         totals=_totals(frame, step),
         proxies=trajectory_figures.proxies_figure(frame, step),
         alpha=trajectory_figures.alpha_figure(frame, step),
@@ -117,6 +117,15 @@ def run_step_view(
         grokking_sentence=sentence,
         grokking=grokking,
         losses=losses,
+    )
+
+
+def step_view(name: str, step: int, analysis: BoundAnalysis, expert: Expert) -> StepView:
+    """Run ``name`` at ``step``, whose analysis is ``analysis``; a mixture of experts' MLPs drawn for
+    ``expert`` (the page's picker, which offers the step's own experts)."""
+    profile = analysis.profile
+    experts: Sequence[Expert] | None = None if expert is None else [expert]
+    return StepView(
         p_map=bound_figures.p_star_map_panels(analysis, source=f"{name} at step {step}", expert=expert),
         spectra=tuple(
             split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads), experts=experts))

@@ -14,15 +14,17 @@ from dashboard.views.lab import (
     lab_run_view,
     lab_sweep_view,
     p_star_reading,
-    sweep_reading,
+    step_spectra,
 )
 from dashboard.wording.vocabulary import measure_name, model_label
+from specbound.core.bounds import BoundAnalysis
 from specbound.core.logspace import LN_10
 from specbound.present.numbers import format_log
 from specbound_lab import reference
 from specbound_lab import views as lab_views
 from specbound_lab.figures import measure_panel_texts
-from specbound_lab.grokking import grokking_runs, grokking_sentence, grokking_summary
+from specbound_lab.grokking import grokking_runs, grokking_summary
+from specbound_lab.registry import is_baseline
 from specbound_lab.tables import comparisons, environment_verdicts
 from specbound_lab.verdict import robust_view
 
@@ -38,7 +40,7 @@ def test_the_totals_are_the_records_numbers(encoder_run) -> None:
     run = encoder_run
     step = run.steps[1].step
     record = run.steps[1]
-    view = lab_run_view(run, lab_views.trajectory_frame(run), step, None)
+    view = lab_run_view(run, lab_views.trajectory_frame(run), step)
     assert view.totals == [
         (TOTAL_LABEL, format_log(record.ours_log10 * LN_10), None),
         (EDELMAN_LABEL, format_log(record.edelman_log10 * LN_10), None),
@@ -49,14 +51,14 @@ def test_the_totals_are_the_records_numbers(encoder_run) -> None:
     ]  # fmt: skip
     assert view.caption.startswith(f"`{run.name}`: a {model_label(run.spec)} (")
     assert f"{run.params:,} parameters" in view.caption and "not a BERT Miniature" in view.caption
-    assert view.spectra == ()  # the step's spectra could not be read: no profiles
 
 
 def test_the_p_star_reading_counts_the_matrices_that_left_two(encoder_run) -> None:
     run = encoder_run
-    moved = sum(p != 2.0 for p in run.final.p_opt)
-    assert p_star_reading(run).endswith(f"{moved} of {len(run.final.p_opt)} matrices have p* below 2.")
-    view = lab_run_view(run, lab_views.trajectory_frame(run), run.final.step, None)
+    final = reference.step_profile(reference.REFERENCE_DIR, run, run.final.step)  # from the stored spectra
+    moved = int((BoundAnalysis.from_profile(final).p_opt < 2.0).sum())
+    assert p_star_reading(run).endswith(f"{moved} of {final.shape.num_matrices} matrices have p* below 2.")
+    view = lab_run_view(run, lab_views.trajectory_frame(run), run.final.step)
     assert view.p_map_reading.endswith(p_star_reading(run))
     assert f"at step {run.final.step}: 0 counts the rank" in view.p_map_reading
 
@@ -64,14 +66,14 @@ def test_the_p_star_reading_counts_the_matrices_that_left_two(encoder_run) -> No
 def test_the_steps_spectra_are_drawn_when_read(encoder_run) -> None:
     run = encoder_run
     profile = reference.step_profile(reference.REFERENCE_DIR, run, run.final.step)
-    view = lab_run_view(run, lab_views.trajectory_frame(run), run.final.step, profile)
-    assert len(view.spectra) == 4  # QK, V, M_in, M_out
+    assert len(step_spectra(profile)) == 4  # QK, V, M_in, M_out
+    view = lab_run_view(run, lab_views.trajectory_frame(run), run.final.step)
     assert all(f.layout.title.text for f in (view.proxies, view.alpha, view.errors, view.power_law, view.p_map))
 
 
 def test_a_next_token_run_counts_sequences_and_its_gap_in_nats() -> None:
     run = reference.load_reference(reference.FIT_MARKOV_REFERENCE_DIR).runs[0]
-    view = lab_run_view(run, lab_views.trajectory_frame(run), run.final.step, None)
+    view = lab_run_view(run, lab_views.trajectory_frame(run), run.final.step)
     assert "fresh sequences" in view.caption and "computed over sequences, the independent units" in view.caption
     assert "not a released model" in view.caption
     assert view.totals[-1][2] == "Test loss − training loss (nats): next-token prediction."
@@ -94,26 +96,29 @@ def fit_sweep():
 
 def test_a_sweep_reads_its_own_numbers(fit_sweep) -> None:
     frame, table, differences, verdicts, robust_rows = fit_sweep
-    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, (), (), None)
+    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, (), ())
     assert view.runs == len(frame) == 120
-    assert view.reading == sweep_reading(table, differences)
+    # the reading names the measure (the trivial baselines apart) with the highest τ, and that τ
+    best = max((c for c in table if not is_baseline(c.measure) and c.kendall_tau == c.kendall_tau),
+               key=lambda c: c.kendall_tau)  # fmt: skip
+    assert f"**{measure_name(best.measure)}**" in view.reading and f"τ = {best.kendall_tau:.2f}" in view.reading
     titles, _ = measure_panel_texts(table)
     assert len(view.measures) == len(titles) and view.measures[0].layout.showlegend is not False
     assert all(part.layout.showlegend is False for part in view.measures[1:])  # the sizes' legend once
-    assert view.comparisons == tuple(lab_views.comparison_sentence(d, measure_name) for d in differences)
+    assert len(view.comparisons) == len(differences) >= 1
+    assert all(measure_name(d.measure) in text for d, text in zip(differences, view.comparisons, strict=True))
     assert [(source, env) for source, env, _ in view.verdicts] == list(verdicts)
-    assert view.verdicts[0][2] == " ".join(lab_views.verdict_sentences(verdicts[0][1], measure_name))
-    assert view.robust_sentence == lab_views.robust_sentence(robust_rows, measure_name)
-    assert (view.robust_cdf is None) == (not any(r.couplings for r in robust_rows))
-    assert view.grokking_sentence is None and view.grokking is None  # no grokking runs given
+    assert all(sentence for _, _, sentence in view.verdicts)
+    assert view.robust_cdf is not None  # the fit sweep's environments fitted, with couplings
+    assert view.grokking_sentence is None and view.grokking_runs == ()  # no grokking runs given
 
 
 def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep) -> None:
     frame, table, differences, verdicts, robust_rows = fit_sweep
     runs = grokking_runs(reference.load_reference(reference.GROKKING_REFERENCE_DIR).runs[:2])
     summaries = grokking_summary(runs, permutations=50)
-    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, runs, summaries, runs[1].seed)
-    assert view.grokking_sentence == grokking_sentence(runs, measure_name, summaries=summaries)
-    assert view.grokking is not None and f"seed {runs[1].seed}" in view.grokking.layout.title.text
-    unchosen = lab_sweep_view(frame, table, differences, verdicts, robust_rows, runs, summaries, None)
-    assert unchosen.grokking is None and unchosen.grokking_sentence == view.grokking_sentence
+    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, runs, summaries)
+    assert view.grokking_sentence is not None and view.grokking_sentence.startswith("2 of 2 seeds grok")
+    assert "a verdict needs 10" in view.grokking_sentence  # two seeds are measurements, not a verdict
+    for run in runs:
+        assert f"seed {run.seed}" in view.grokking_figure(run.seed).layout.title.text
