@@ -1,6 +1,6 @@
-"""The examples in the public API's docstrings run as written (doctest), on the bundled model and the
-lab's shipped fine-tuning trio (offline, a second or two each): a changed return value or a renamed
-argument fails here before a reader meets it."""
+"""The examples in the public API's docstrings and in the dashboard's views run as written (doctest), on
+the bundled model, the lab's shipped references and its fine-tuning trio (offline, a second or two
+each): a changed return value or a renamed argument fails here before a reader meets it."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ MODULES = (
     "specbound_lab.finetune",
     "specbound.present.figures.bounds",
     "specbound.present.figures.spectra",
+    # the dashboard's views: what each page draws, built without Streamlit
+    "dashboard.views.bounds",
+    "dashboard.views.compare",
+    "dashboard.views.lab",
+    "dashboard.views.runs",
+    "dashboard.views.scaling",
+    "dashboard.views.spectra",
+    "dashboard.views.theory",
+    "dashboard.views.why",
 )
 
 

@@ -1,12 +1,10 @@
 """The views are the pages' one source of figures: they draw nothing (no Streamlit loaded, no widget, no
-session state), their examples run, and every page with a report draws its view's figures and hands
-that view to the report."""
+session state), and every page with a report draws its view's figures and hands that view to the
+report. Their examples run with the package's others (``tests/test_docstring_examples.py``)."""
 
 from __future__ import annotations
 
 import ast
-import doctest
-import importlib
 import os
 import subprocess
 import sys
@@ -59,14 +57,6 @@ def test_the_views_and_the_wording_load_no_streamlit() -> None:
     loaded = done.stdout
     assert "'dashboard'" in loaded and "'plotly'" in loaded  # the modules were imported
     assert "'streamlit'" not in loaded
-
-
-@pytest.mark.parametrize("name", [p.stem for p in VIEWS if p.stem not in ("__init__", "common")])
-def test_the_examples_run(name: str) -> None:
-    module = importlib.import_module(f"dashboard.views.{name}")
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
-    assert result.attempted > 0, f"{name} has no example"
-    assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} failed"
 
 
 @pytest.mark.parametrize(("page", "builder"), REPORT_PAGES.items())
