@@ -54,7 +54,8 @@ for key, codec, offered in (
     chosen = share.shared(key, codec, offered if key != "spectra_heads" else [])
     st.session_state[key] = [item for item in chosen if item in offered]  # a link made on a larger model
 share.shared("spectra_normalise", share.BOOL, False)
-share.shared("heatmap_kind", HEATMAP_KIND_CODEC, Kind.QK.value)  # in the link beside the other choices
+head_kinds = [kind.value for kind in shape.head_kinds]  # QK_x from a link made on an encoder-decoder: QK
+share.shared_choice("heatmap_kind", HEATMAP_KIND_CODEC, head_kinds, Kind.QK.value)
 
 layer_col, kind_col, head_col = st.columns(3)  # the toggle on its own line: a fourth column cut its label at 1024 px
 layers = layer_col.multiselect(
@@ -73,8 +74,6 @@ normalise = st.toggle("Normalise by σ₁", key="spectra_normalise")
 profiles_place = st.container()
 
 st.subheader("Per head: rank, stable rank, spectral norm")
-head_kinds = [kind.value for kind in shape.head_kinds]  # QK_x from a link made on an encoder-decoder: QK
-share.shared_choice("heatmap_kind", HEATMAP_KIND_CODEC, head_kinds, Kind.QK.value)
 head_kind = Kind(st.radio("Heads of", head_kinds, horizontal=True, key="heatmap_kind"))
 
 view = spectra_view(
