@@ -14,7 +14,8 @@ from dashboard.routing import ensure_app_entry
 from dashboard.safety import public_message
 from dashboard.services import lab as service
 from dashboard.state import share
-from dashboard.views.lab import lab_run_view, lab_sweep_view, step_spectra
+from dashboard.views.common import step_spectra
+from dashboard.views.lab import lab_run_view, lab_sweep_view
 from dashboard.widgets.export import csv_download, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note, folded
 from dashboard.widgets.tables import draw_table

@@ -1,4 +1,5 @@
-"""What every page view shares: the heading of its HTML report, and heatmaps whose cells can be clicked."""
+"""What every page view shares: the heading of its HTML report, heatmaps whose cells can be clicked, and a
+saved step's spectra with every head drawn."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from specbound.core.architecture import ModelShape
+    from specbound.core.architecture import Expert, ModelShape
+    from specbound.core.profile import SpectralProfile
     from specbound.present.figures.html_report import ReportSection
 
 
@@ -67,3 +69,13 @@ def clickable_cells(fig: go.Figure) -> go.Figure:
         )
     fig.update_layout(clickmode="event+select")
     return fig
+
+
+def step_spectra(profile: SpectralProfile, experts: Sequence[Expert] | None = None) -> tuple[go.Figure, ...]:
+    """A training step's singular-value profiles, every head drawn one by one, one panel per kind (the
+    MLPs of ``experts`` in a mixture of experts): what the Lab and Training runs pages show at a step."""
+    from specbound.present.figures.spectra import singular_value_profiles
+    from specbound.present.figures.style import split_panels
+
+    heads = range(profile.shape.num_heads)
+    return tuple(split_panels(singular_value_profiles(profile, heads=heads, experts=experts)))

@@ -8,6 +8,7 @@ Example, the reference's default run at its last saved step:
 
     >>> from specbound_lab import reference
     >>> from specbound_lab import views as lab_views
+    >>> from dashboard.views.common import step_spectra
     >>> run = reference.load_reference().run("lab-L2-N64-H2-n100-q0-s0-t500")
     >>> step = run.final.step
     >>> view = lab_run_view(run, lab_views.trajectory_frame(run), step)
@@ -29,9 +30,7 @@ import plotly.graph_objects as go
 from dashboard.wording.text import plain
 from dashboard.wording.vocabulary import measure_name, model_label
 from specbound.core.logspace import LN_10
-from specbound.core.profile import SpectralProfile
 from specbound.present.figures import trajectory as trajectory_figures
-from specbound.present.figures.spectra import singular_value_profiles
 from specbound.present.figures.style import split_panels
 from specbound.present.numbers import format_count, format_log
 from specbound_lab import figures
@@ -113,16 +112,10 @@ class LabRunView:
     p_map_reading: str
 
 
-def step_spectra(profile: SpectralProfile) -> tuple[go.Figure, ...]:
-    """A saved step's singular-value profiles, every head drawn, one panel per kind. Apart from
-    :func:`lab_run_view` because the step's profile is read from its checkpoint or its atlas (seconds
-    for a run trained here), after the page has drawn the run's records."""
-    return tuple(split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads))))
-
-
 def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int) -> LabRunView:
     """``run`` through its trajectory ``frame`` (:func:`specbound_lab.views.trajectory_frame`), at the saved
-    ``step``: everything its records hold (the step's spectra: :func:`step_spectra`)."""
+    ``step``: everything its records hold (the step's spectra, read from its checkpoint or atlas
+    afterwards: :func:`dashboard.views.common.step_spectra`)."""
     record = next(s for s in run.steps if s.step == step)
     not_a = "not a BERT Miniature" if run.spec.family == "bert" else "not a released model"
     samples = format_count(record.test_samples, test_unit(run))

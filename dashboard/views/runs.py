@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.views.common import step_spectra
 from dashboard.wording.text import plain
 from dashboard.wording.vocabulary import measure_name, model_label
 from specbound.core.architecture import Expert
@@ -38,8 +39,6 @@ from specbound.core.bounds import BoundAnalysis
 from specbound.core.logspace import LOG10_E
 from specbound.present.figures import bounds as bound_figures
 from specbound.present.figures import trajectory as trajectory_figures
-from specbound.present.figures.spectra import singular_value_profiles
-from specbound.present.figures.style import split_panels
 from specbound.present.numbers import format_log
 from specbound_lab import figures as lab_figures
 from specbound_lab import views as lab_views
@@ -123,11 +122,8 @@ def run_view(name: str, lab: RunTrajectory | None, frame: pd.DataFrame, step: in
 def step_view(name: str, step: int, analysis: BoundAnalysis, expert: Expert) -> StepView:
     """Run ``name`` at ``step``, whose analysis is ``analysis``; a mixture of experts' MLPs drawn for
     ``expert`` (the page's picker, which offers the step's own experts)."""
-    profile = analysis.profile
     experts: Sequence[Expert] | None = None if expert is None else [expert]
     return StepView(
         p_map=bound_figures.p_star_map_panels(analysis, source=f"{name} at step {step}", expert=expert),
-        spectra=tuple(
-            split_panels(singular_value_profiles(profile, heads=range(profile.shape.num_heads), experts=experts))
-        ),
+        spectra=step_spectra(analysis.profile, experts),
     )

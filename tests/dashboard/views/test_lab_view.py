@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dashboard.views.common import step_spectra
 from dashboard.views.lab import (
     EDELMAN_LABEL,
     GAP_LABEL,
@@ -14,7 +15,6 @@ from dashboard.views.lab import (
     lab_run_view,
     lab_sweep_view,
     p_star_reading,
-    step_spectra,
 )
 from dashboard.wording.vocabulary import measure_name, model_label
 from specbound.core.bounds import BoundAnalysis
