@@ -65,6 +65,8 @@ _seed = _bounded(int, 0, LAB_LIMITS.max_seed)
 _workers = _bounded(int, 1, LAB_LIMITS.max_workers)
 _test_samples = _bounded(int, 1, LAB_LIMITS.max_test_samples)
 _learning_rate = _bounded(float, LAB_LIMITS.min_learning_rate, LAB_LIMITS.max_learning_rate)
+_batch_size = _bounded(int, 1, LAB_LIMITS.max_train)
+_weight_decay = _bounded(float, 0.0, 1.0)
 #: The help of ``--until-fit`` (train and sweep).
 _UNTIL_FIT_HELP = (
     "train each classification run until it fits its training set (cross-entropy <= 0.01 on the whole set, "
@@ -374,7 +376,17 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         grid = read_grid(args.grid, base) if args.grid else base
         overrides: dict[str, Any] = {
             axis: tuple(dict.fromkeys(getattr(args, axis)))
-            for axis in ("layers", "hidden", "heads", "n_train", "label_noise", "learning_rates", "seeds")
+            for axis in (
+                "layers",
+                "hidden",
+                "heads",
+                "n_train",
+                "label_noise",
+                "learning_rates",
+                "batch_sizes",
+                "weight_decays",
+                "seeds",
+            )
             if getattr(args, axis)
         }
         chosen = ("steps", "save_every", "until_fit", "fit_every")
@@ -547,7 +559,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         "--grid",
         metavar="FILE.json",
         default=None,
-        help="a JSON grid (axis lists layers, hidden, heads, n_train, label_noise, learning_rates, seeds; "
+        help="a JSON grid (axis lists layers, hidden, heads, n_train, label_noise, learning_rates, batch_sizes, "
+        "weight_decays, seeds; "
         "optional settings and task objects) overriding the preset",
     )
     sweep.add_argument("--layers", type=_layers, nargs="+", help="replace the depth axis")
@@ -562,6 +575,20 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         type=_learning_rate,
         nargs="+",
         help="the optimisation axis: one run per learning rate (default: the preset's one)",
+    )
+    sweep.add_argument(
+        "--batch-sizes",
+        dest="batch_sizes",
+        type=_batch_size,
+        nargs="+",
+        help="an optimisation axis: one run per batch size (default: the preset's one)",
+    )
+    sweep.add_argument(
+        "--weight-decays",
+        dest="weight_decays",
+        type=_weight_decay,
+        nargs="+",
+        help="an optimisation axis: one run per AdamW weight decay in [0, 1] (default: the preset's one)",
     )
     sweep.add_argument("--until-fit", action="store_true", help=_UNTIL_FIT_HELP)
     sweep.add_argument("--fit-every", type=_steps, default=None, help=_FIT_EVERY_HELP)

@@ -25,8 +25,9 @@ from .train import FAMILIES, LabError, RunSpec, TrainSettings
 from .tuning import FineTuning
 
 #: The hyperparameter axes of a sweep (also the axes of the granulated tau): architecture, data, the
-#: optimisation axis (the learning rate, SPEC §13b), how a fine-tuning run adapts its base (``full`` or
-#: ``lora{r}``; :data:`FROM_SCRATCH` for a run trained from a fresh initialization) and the seed.
+#: optimisation axes (the learning rate, the weight decay and the batch size, SPEC §13b), how a fine-tuning
+#: run adapts its base (``full`` or ``lora{r}``; :data:`FROM_SCRATCH` for a run trained from a fresh
+#: initialization) and the seed.
 AXES: tuple[str, ...] = (
     "layers",
     "hidden",
@@ -35,6 +36,8 @@ AXES: tuple[str, ...] = (
     "label_noise",
     "learning_rate",
     "fine_tuning",
+    "weight_decay",
+    "batch_size",
     "seed",
 )
 #: The hyperparameter axes, the seed apart: the granulated τ's axes and the first columns of a configuration.
@@ -59,15 +62,29 @@ class SweepGrid:
     task: LabTask = field(default_factory=ThresholdTask)
     settings: TrainSettings = field(default_factory=TrainSettings)
     family: str = "bert"
-    #: the optimisation axis (SPEC §13b); empty: the one learning rate of ``settings``
+    #: the optimisation axes (SPEC §13b); each empty: the one value of ``settings``
     learning_rates: tuple[float, ...] = ()
+    batch_sizes: tuple[int, ...] = ()
+    weight_decays: tuple[float, ...] = ()
     #: how each run starts: None from a fresh initialization, a FineTuning from a pretrained base
     fine_tunings: tuple[FineTuning | None, ...] = (None,)
 
     def specs(self) -> tuple[RunSpec, ...]:
         """Every run of the grid (LabError if one is invalid or there are too many)."""
         rates = self.learning_rates or (self.settings.learning_rate,)
-        axes = (self.layers, self.hidden, self.heads, self.n_train, self.label_noise, rates, self.fine_tunings)
+        batches = self.batch_sizes or (self.settings.batch_size,)
+        decays = self.weight_decays or (self.settings.weight_decay,)
+        axes = (
+            self.layers,
+            self.hidden,
+            self.heads,
+            self.n_train,
+            self.label_noise,
+            rates,
+            batches,
+            decays,
+            self.fine_tunings,
+        )
         count = math.prod(len(v) for v in (*axes, self.seeds))
         if count == 0:
             raise LabError("the grid is empty: every axis needs at least one value")
@@ -82,11 +99,11 @@ class SweepGrid:
                     n_train=n,
                     seed=s,
                     task=replace(self.task, label_noise=q),
-                    settings=replace(self.settings, learning_rate=rate),
+                    settings=replace(self.settings, learning_rate=rate, batch_size=batch, weight_decay=decay),
                     family=self.family,
                     fine_tuning=tuning,
                 )
-                for depth, width, h, n, q, rate, tuning, s in itertools.product(*axes, self.seeds)
+                for depth, width, h, n, q, rate, batch, decay, tuning, s in itertools.product(*axes, self.seeds)
             )
         except ValueError as exc:
             raise LabError(str(exc)) from None
@@ -262,12 +279,15 @@ _GRID_AXES = {
     "n_train": int,
     "label_noise": float,
     "learning_rates": float,
+    "batch_sizes": int,
+    "weight_decays": float,
     "seeds": int,
 }
 
 
 def grid_from_dict(data: Mapping[str, Any], base: SweepGrid | None = None) -> SweepGrid:
-    """A grid from JSON-like data: axis lists (layers, hidden, heads, n_train, label_noise, learning_rates, seeds),
+    """A grid from JSON-like data: axis lists (layers, hidden, heads, n_train, label_noise, learning_rates,
+    batch_sizes, weight_decays, seeds),
     optional ``settings`` (fields of TrainSettings) and ``task`` (vocab_size, length, positions,
     threshold). Missing entries come from ``base`` (default: the smoke preset)."""
     base = base or PRESETS["smoke"]

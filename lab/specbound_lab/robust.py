@@ -44,7 +44,7 @@ NOISE_Z: float = 1.96
 MIN_COUPLED_PAIRS: int = 2
 #: The columns of runs.csv that make a configuration (every hyperparameter but the seed); those a
 #: table lacks (an older one) are left out.
-CONFIGURATION_COLUMNS: tuple[str, ...] = (*HYPERPARAMETER_AXES, "weight_decay", "batch_size", "steps", "until_fit")
+CONFIGURATION_COLUMNS: tuple[str, ...] = (*HYPERPARAMETER_AXES, "steps", "until_fit")
 
 
 def configuration_columns(frame: pd.DataFrame) -> list[str]:

@@ -172,9 +172,10 @@ class LabResults:
 
 def axis_values(spec: RunSpec) -> dict[str, Any]:
     """The run's value on each axis of :data:`AXES` (layers, hidden, heads, n_train, label_noise, the
-    learning rate, seed)."""
-    values = {axis: getattr(spec, axis) for axis in AXES if axis not in ("learning_rate", "fine_tuning")}
-    values["learning_rate"] = spec.settings.learning_rate
+    learning rate, the batch size, the weight decay, how it started, seed)."""
+    optimisation = ("learning_rate", "weight_decay", "batch_size")
+    values = {axis: getattr(spec, axis) for axis in AXES if axis not in (*optimisation, "fine_tuning")}
+    values.update({axis: getattr(spec.settings, axis) for axis in optimisation})
     values["fine_tuning"] = spec.fine_tuning.label if spec.fine_tuning is not None else FROM_SCRATCH
     return {axis: values[axis] for axis in AXES}
 
@@ -192,9 +193,12 @@ def _group_key(run: RunTrajectory) -> dict[str, Any]:
 
 def sweep_axes(runs: Sequence[RunTrajectory]) -> tuple[str, ...]:
     """The axes of :data:`AXES` a set of runs is read along: ``fine_tuning`` only where some run was
-    fine-tuned (the tables of a sweep trained from scratch keep the columns they had before)."""
+    fine-tuned, the batch size and the weight decay only where they vary (the tables of a sweep that
+    did not sweep them keep the columns they had before those axes existed)."""
     tuned = any(r.spec.fine_tuning is not None for r in runs)
-    return tuple(a for a in AXES if a != "fine_tuning" or tuned)
+    optional = ("weight_decay", "batch_size")
+    varied = {axis for axis in optional if len({getattr(r.spec.settings, axis) for r in runs}) > 1}
+    return tuple(a for a in AXES if (a != "fine_tuning" or tuned) and (a not in optional or a in varied))
 
 
 def configuration(run: RunTrajectory) -> str:
