@@ -197,10 +197,15 @@ def _print_verdicts(results: Any) -> None:
 
     for env in getattr(results, "verdicts", ()):
         fitted = "fixed budget" if env.fitted_runs is None else f"{env.fitted_runs} of {env.runs} runs fitted"
+        from .robust import MIN_COUPLED_PAIRS
+
+        counted = "" if env.counted else f"; shown, not counted ({env.not_counted_because}): not a verdict"
         print(
             f"Verdict (SPEC §13b) of {env.environment}: {env.status} ({fitted}); {env.configurations} configurations "
-            f"x up to {env.seeds} seeds; {env.couplings} couplings, {env.coupled_pairs} seed pairs, "
-            f"{env.noise_pairs} within noise" + (" (a loss gap: no noise filter)" if env.loss_gap else "")
+            f"x up to {env.seeds} seeds; {env.couplings} couplings (at least {MIN_COUPLED_PAIRS} pairs each to "
+            f"count), {env.coupled_pairs} seed pairs, {env.noise_pairs} within noise"
+            + (" (a loss gap: no noise filter)" if env.loss_gap else "")
+            + counted
         )
         width = max(len(m.measure) for m in env.measures) + 2
         in_fit = f"  {'in fit':>6}" if env.loss_gap else ""
@@ -242,21 +247,24 @@ def _print_robust(results: Any) -> None:
     if not rows:
         print(f"Robust view (Dziugaite et al. 2020): {robust_sentence(rows)}")
         return
+    from .robust import MIN_COUPLED_PAIRS
+
     print(
         "Robust view (Dziugaite et al. 2020): sign-error on couplings (two configurations differing in one "
-        "hyperparameter, seed for seed; a tie 1/2; pairs within noise left out) over the fitted environments"
+        f"hyperparameter, seed for seed; a tie 1/2; pairs within noise left out; at least {MIN_COUPLED_PAIRS} pairs "
+        "per coupling) over the environments that count (fitted, at least 5 seeds); worst case first"
     )
     axes = list(dict.fromkeys(axis for r in rows for axis in r.axes))
     width = max(len(r.measure) for r in rows) + 2
     columns = "  ".join(f"{axis:>11}" for axis in axes)
-    print(f"{'measure':>{width}}  {'coupl':>5}  {'mean':>6}  {'p90':>6}  {'max':>6}  {columns}")
+    print(f"{'measure':>{width}}  {'coupl':>5}  {'worst':>6}  {'p90':>6}  {'mean':>6}  {columns}")
     for r in rows:
         by_axis = r.by_axis()
         mark = " *" if is_baseline(r.measure) else "  "
         cells = "  ".join(_cell(by_axis.get(axis, math.nan), 11) for axis in axes)
         print(
-            f"{r.measure + mark:>{width}}  {r.couplings:>5}  {_cell(r.mean, 6)}  {_cell(r.p90, 6)}  "
-            f"{_cell(r.max, 6)}  {cells}"
+            f"{r.measure + mark:>{width}}  {r.couplings:>5}  {_cell(r.max, 6)}  {_cell(r.p90, 6)}  "
+            f"{_cell(r.mean, 6)}  {cells}"
         )
     print(f"  {robust_sentence(rows)}")
 

@@ -48,7 +48,7 @@ from specbound.io import (
 from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED, CONFIDENCE
 from .flatness import DEFAULT_FLATNESS
 from .records import LAB_LABEL, RUNS_DIR, read_runs, record_measures, record_path, write_record
-from .registry import MEASURES, CheckpointMeasure, RunMeasure, step_value
+from .registry import MEASURES, BoundPower, CheckpointMeasure, RunMeasure, step_value
 from .robust import environment_name
 from .tables import LabResults, read_results, write_tables
 from .tables import environment as environment_of_spec
@@ -249,11 +249,11 @@ RETRAIN_TOLERANCE: dict[str, float] = {
     "steps": 0.0,
     "train_loss": 0.3,  # 0.190 (log10)
 }
-#: A normalised form √(C / n) moves half as far as log10 C (n is the same).
+#: A normalised form moves as far as log10 C (C / √n: n is the same) or half as far (√(C / n)).
 RETRAIN_TOLERANCE |= {
-    f"{name}_per_n": tolerance / 2
+    f"{name}_per_n": tolerance * (1.0 if MEASURES[name].bound_power is BoundPower.UNSQUARED else 0.5)
     for name, tolerance in RETRAIN_TOLERANCE.items()
-    if name in MEASURES and MEASURES[name].bounds_gap_times_sqrt_n
+    if name in MEASURES and MEASURES[name].bound_power is not None
 }
 
 

@@ -22,7 +22,23 @@ Inputs, one class each, so every ``compute`` is typed by what it reads:
 * :class:`RunMeasure` (``RUN``): a property of the run as a whole (:class:`RunFacts`: its parameter count,
   training-set size, optimisation steps and final training loss);
 * :class:`DerivedMeasure` (``DERIVED``): a function of another measure's value at the same step and of
-  the run (Dziugaite et al.'s normalised form √(C / n) of a measure that bounds the gap times √n).
+  the run (the normalised form of a measure that comes from a bound, ``<name>_per_n``).
+
+**Normalised forms** (SPEC §13b, measure hygiene). A measure that comes from a generalization bound
+enters comparisons across n in the form of that bound, which follows from its power in it, declared
+once per measure as a :class:`BoundPower`:
+
+* ``UNSQUARED``: the bound is C / √n (the proxies of the paper at p* and at a fixed p, Edelman et
+  al.'s, the product of spectral norms, Bartlett et al.'s spectral complexity, and their forms centred
+  at initialization): the normalised form is C / √n, log10 C − ½ log10 n;
+* ``SQUARED``: C enters the bound squared, under the root, √(C / n) (Σ‖W‖_F², a distance Σ‖W − W⁰‖_F²,
+  the parameter count of a VC bound √(d / n), a KL divergence, and Jiang et al.'s centred spectral
+  measure Π‖W‖₂² Σ‖W − W⁰‖_F² / ‖W‖₂², the square of a spectral complexity): the normalised form is
+  √(C / n), ½ (log10 C − log10 n), what Dziugaite et al.'s ``adjust_measure`` does for theirs.
+
+The columns keep their names (``<name>_per_n_log10``); only the unsquared ones' values changed when
+the power was declared (they had been √(C / n), which halves C's spread against n's and so inflates
+their τ across n).
 
 **Trivial baselines** (SPEC §13b) are measures like any other, flagged ``baseline``: 1/n, the number of
 optimisation steps, the final training loss and the parameter count. They sit in every table beside
@@ -73,6 +89,34 @@ class MeasureInput(str, Enum):
     MODEL = "model"  # compute(probe: ModelProbe), the final checkpoint, when the run is trained
     RUN = "run"  # compute(run: RunFacts), one value per run
     DERIVED = "derived"  # compute(step: StepFacts, run: RunFacts), from another measure at the same step
+
+
+class BoundPower(str, Enum):
+    """How a complexity C enters the generalization bound it comes from, and so its normalised form.
+
+    ``UNSQUARED``: gap ≲ C / √n, normalised as C / √n. ``SQUARED``: gap ≲ √(C / n), normalised as
+    √(C / n). Both are read in log10 (every normalised column is a log10):
+
+    >>> BoundPower.UNSQUARED.normalised(2.0, 100)  # log10 (100 / √100) = 2 − 1
+    1.0
+    >>> BoundPower.SQUARED.normalised(2.0, 100)  # log10 √(100 / 100)
+    0.0
+    """
+
+    UNSQUARED = "unsquared"
+    SQUARED = "squared"
+
+    def normalised(self, log10_value: float, n: int) -> float:
+        """log10 of the normalised form of a measure whose log10 is ``log10_value``, at training-set size n:
+        log10 C − ½ log10 n (``UNSQUARED``), ½ (log10 C − log10 n) (``SQUARED``)."""
+        if self is BoundPower.UNSQUARED:
+            return log10_value - 0.5 * math.log10(n)
+        return 0.5 * (log10_value - math.log10(n))
+
+    @property
+    def form(self) -> str:
+        """The normalised form in words: "C / √n" or "√(C / n)"."""
+        return "C / √n" if self is BoundPower.UNSQUARED else "√(C / n)"
 
 
 @dataclass(frozen=True)
@@ -130,9 +174,14 @@ class Measure:
     integer: bool = False
     #: a trivial baseline (SPEC §13b): 1/n, the steps, the training loss, the parameter count
     baseline: bool = False
-    #: a bound on the gap times √n, also read in Dziugaite et al.'s normalised form √(C / n)
-    #: (a :class:`DerivedMeasure` named ``<name>_per_n``)
-    bounds_gap_times_sqrt_n: bool = False
+    #: the measure's power in the generalization bound it comes from (None: it comes from no bound of
+    #: the gap against n, and has no normalised form); a measure with one is also read in its
+    #: normalised form (a :class:`DerivedMeasure` named ``<name>_per_n``, :meth:`BoundPower.normalised`)
+    bound_power: BoundPower | None = None
+    #: the direction in which the measure is read, declared once: +1 when a larger value should mean a
+    #: larger gap, −1 when a smaller one should (a trivial baseline is read in this direction only, never
+    #: in whichever direction the data favour)
+    orientation: int = 1
     #: values at which the measure is censored (a search that hit an end of its range): such a run's value
     #: is only a bound, counted and shown, never ranked (SPEC §13b)
     censored_at: tuple[float, ...] = ()
@@ -265,23 +314,28 @@ def _log10_value(value: float, linear_axis: bool) -> float:
 
 
 def _register_normalised(measure: Measure) -> None:
-    """√(C / n) of a measure C that bounds the gap times √n (Dziugaite et al. 2020, ``adjust_measure``), as
-    log10 √(C / n) = (log10 C − log10 n) / 2."""
+    """The normalised form of a measure C that comes from a bound, by its declared power
+    (:class:`BoundPower`): C / √n for an unsquared complexity, √(C / n) for a squared one (Dziugaite et
+    al. 2020, ``adjust_measure``), in log10."""
+    power = measure.bound_power
+    assert power is not None
 
     def compute(step: StepFacts, run: RunFacts) -> float:
         value = float(measure.compute(run)) if isinstance(measure, RunMeasure) else step.value(measure.name)
-        return 0.5 * (_log10_value(value, measure.linear_axis) - math.log10(run.n_train))
+        return power.normalised(_log10_value(value, measure.linear_axis), run.n_train)
 
+    unsquared = power is BoundPower.UNSQUARED
     register(
         DerivedMeasure(
             name=f"{measure.name}_per_n",
             column=f"{measure.name}_per_n_log10",
-            label=f"log10 √({measure.name} / n)",
-            screen_name=f"√({measure.screen_name} / n)",
+            label=f"log10 {measure.name} / √n" if unsquared else f"log10 √({measure.name} / n)",
+            screen_name=f"{measure.screen_name} / √n" if unsquared else f"√({measure.screen_name} / n)",
             linear_axis=True,
-            definition=f"√(C / n) of {measure.screen_name}: its normalised form (Dziugaite et al. 2020)",
+            definition=f"{power.form} of {measure.screen_name}: its normalised form, as its bound falls with n",
             compute=compute,
             baseline=measure.baseline,  # √(params / n) is made of two trivial baselines: one itself
+            orientation=measure.orientation,
         )
     )
 
@@ -297,7 +351,7 @@ def _sharpness(probe: ModelProbe) -> float:
 register(
     CheckpointMeasure(
         name=Proxy.OURS.key,
-        bounds_gap_times_sqrt_n=True,
+        bound_power=BoundPower.UNSQUARED,
         column=Proxy.OURS.column,
         label=f"log10 {Proxy.OURS.label}",
         screen_name=Proxy.OURS.described,
@@ -318,12 +372,13 @@ for _proxy in FIXED_P_PROXIES:
             linear_axis=True,
             definition=f"the proxy with every matrix at p = {_proxy.fixed_p:g}",
             compute=_at_p(_proxy.fixed_p),
+            bound_power=BoundPower.UNSQUARED,
         )
     )
 register(
     CheckpointMeasure(
         name=Proxy.EDELMAN.key,
-        bounds_gap_times_sqrt_n=True,
+        bound_power=BoundPower.UNSQUARED,
         column=Proxy.EDELMAN.column,
         label=f"log10 {Proxy.EDELMAN.label}",
         screen_name=Proxy.EDELMAN.described,
@@ -344,13 +399,13 @@ register(
         compute=_params,
         integer=True,
         baseline=True,
-        bounds_gap_times_sqrt_n=True,  # a VC-type bound √(d / n)
+        bound_power=BoundPower.SQUARED,  # a VC-type bound √(d / n)
     )
 )
 register(
     CheckpointMeasure(
         name="frobenius",
-        bounds_gap_times_sqrt_n=True,
+        bound_power=BoundPower.SQUARED,
         column="frobenius",
         label="Σ‖W‖_F²",
         screen_name="sum of squared Frobenius norms",
@@ -362,7 +417,7 @@ register(
 register(
     CheckpointMeasure(
         name="spectral_product",
-        bounds_gap_times_sqrt_n=True,
+        bound_power=BoundPower.UNSQUARED,
         column="spectral_product_log10",
         label="log10 Π‖W‖₂",
         screen_name="product of spectral norms",
@@ -374,7 +429,7 @@ register(
 register(
     CheckpointMeasure(
         name="bartlett",
-        bounds_gap_times_sqrt_n=True,
+        bound_power=BoundPower.UNSQUARED,
         column="bartlett_log10",
         label="log10 Bartlett et al.",
         screen_name="Bartlett et al. spectral bound",
@@ -470,7 +525,7 @@ def _centred_total(analysis: BoundAnalysis) -> float:
 register(
     CentredMeasure(
         name="ours_init",
-        bounds_gap_times_sqrt_n=True,
+        bound_power=BoundPower.UNSQUARED,
         column="ours_init_log10",
         label="log10 ours centred at init",
         screen_name="ours centred at initialization",
@@ -487,6 +542,7 @@ register(
         name="distance_frobenius",
         column="distance_frobenius",
         label="Σ‖W − W⁰‖_F²",
+        bound_power=BoundPower.SQUARED,
         screen_name="Frobenius distance from initialization",
         linear_axis=False,
         definition="Σ ‖W − W⁰‖_F² over the proxy matrices, W⁰ the run's first checkpoint (Jiang et al. 2020)",
@@ -496,7 +552,7 @@ register(
 register(
     CentredMeasure(
         name="spectral_init",
-        bounds_gap_times_sqrt_n=True,
+        bound_power=BoundPower.SQUARED,
         column="spectral_init_log10",
         label="log10 Π‖W‖₂² Σ‖W − W⁰‖_F²/‖W‖₂²",
         screen_name="spectral norms, centred at initialization",
@@ -511,7 +567,7 @@ register(
 register(
     CentredMeasure(
         name="bartlett_init",
-        bounds_gap_times_sqrt_n=True,
+        bound_power=BoundPower.UNSQUARED,
         column="bartlett_init_log10",
         label="log10 Bartlett et al., reference at init",
         screen_name="Bartlett et al. bound, reference at initialization",
@@ -559,7 +615,9 @@ register(
         definition="the training cross-entropy at the last checkpoint",
         compute=lambda run: run.final_train_loss,
         baseline=True,
+        # a closer fit of the training sample (a lower loss: memorising) should mean a larger gap
+        orientation=-1,
     )
 )
-for _measure in [m for m in MEASURES.values() if m.bounds_gap_times_sqrt_n]:
+for _measure in [m for m in MEASURES.values() if m.bound_power is not None]:
     _register_normalised(_measure)

@@ -29,8 +29,8 @@ from .grid import AXES, FROM_SCRATCH, SEED_AXIS
 from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
 from .records import RUNS_DIR, read_runs, write_text
 from .registry import MEASURES, Measure, correlated_measures, is_baseline, step_value
-from .robust import RobustSummary, environment_name, split_environment
-from .train import LabError, RunSpec
+from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, split_environment
+from .train import LabError, RunSpec, fits_training_set
 from .trajectory import RunTrajectory
 from .verdict import EnvironmentVerdict, robust_view, verdicts
 
@@ -64,6 +64,8 @@ _HEAD_COLUMNS: tuple[str, ...] = (
     "until_fit",
     "fine_tuning",
     "final",
+    "fitted",
+    "fit_step",
     "train_loss",
     "train_error",
     "test_error",
@@ -84,12 +86,20 @@ _TAIL_COLUMNS: tuple[str, ...] = (
 )
 
 
+def censored_column(measure: Measure) -> str:
+    """The column of runs.csv that says whether a search measure's value is censored (``<name>_censored``)."""
+    return f"{measure.name}_censored"
+
+
 def run_columns() -> tuple[str, ...]:
     """Every column of runs.csv, in order: the run and its errors, each registered measure's columns in
-    registration order, then p* and the checkpoint."""
+    registration order (a search measure's followed by its censored flag, :func:`censored_column`), then
+    p* and the checkpoint."""
     columns: list[str] = []
     for m in MEASURES.values():
         columns += [m.linear_column, m.column] if m.linear_column else [m.column]
+        if m.censored_at:
+            columns.append(censored_column(m))
     return (*_HEAD_COLUMNS, *columns, *_TAIL_COLUMNS)
 
 
@@ -300,6 +310,7 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
     rows = []
     for run in runs:
         spec = run.spec
+        fitted, fit_step = fit_of(run)
         for s in run.steps:
             p = np.asarray(s.p_opt)
             row: dict[str, Any] = {
@@ -314,6 +325,8 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
                 "batch_size": spec.settings.batch_size,
                 "until_fit": spec.settings.until_fit,
                 "final": s is run.final,
+                "fitted": fitted,
+                "fit_step": fit_step,
                 "train_loss": s.train_loss,
                 "train_error": s.train_error,
                 "test_error": s.test_error,
@@ -329,6 +342,8 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
                 row[m.column] = value
                 if m.linear_column:
                     row[m.linear_column] = _pow10(value)
+                if m.censored_at:  # a flag where there is a value (the final step), else empty
+                    row[censored_column(m)] = m.is_censored(value) if math.isfinite(value) else None
             row.update(
                 {
                     "grid_m": s.grid_m,
@@ -344,7 +359,28 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
     for m in MEASURES.values():
         if m.integer:
             frame[m.column] = frame[m.column].astype("Int64")  # a count (empty where a record lacks it)
+        if m.censored_at:
+            frame[censored_column(m)] = frame[censored_column(m)].astype("boolean")
+    frame["fitted"] = frame["fitted"].astype("boolean")  # empty for next-token prediction (it cannot fit)
+    frame["fit_step"] = frame["fit_step"].astype("Int64")  # empty where the run never fitted
     return frame
+
+
+def fit_of(run: RunTrajectory) -> tuple[bool | None, int | None]:
+    """(fitted, fit step) of a run (SPEC §13b): whether its final checkpoint fits its training set
+    (:func:`~specbound_lab.train.fits_training_set`), and the first saved step that does, which for a run
+    trained ``until_fit`` is the check at which it stopped (None where no saved step fits). A next-token
+    run cannot fit: (None, None).
+
+    A run trained to a fit stops at its first fitting check, so its fit step is its last step; a run of a
+    fixed budget reports the first saved checkpoint that fits (a bound on the fit step, at the saving
+    cadence)."""
+    if run.spec.task.causal:
+        return None, None
+    noise = run.spec.label_noise
+    fitted = fits_training_set(run.final.train_loss, run.final.train_error, noise)
+    first = next((s.step for s in run.steps if fits_training_set(s.train_loss, s.train_error, noise)), None)
+    return fitted, first
 
 
 def _pow10(log10_value: float) -> float:
@@ -405,9 +441,10 @@ def environments_frame(environments: Sequence[EnvironmentCorrelations]) -> pd.Da
 
 
 def robust_frame(rows: Sequence[RobustSummary]) -> pd.DataFrame:
-    """robust.csv: ``measure, baseline, couplings, mean_sign_error, p90_sign_error, max_sign_error``, then
-    the mean sign-error per hyperparameter axis (``mean_sign_error_<axis>``) and the couplings of each
-    (``couplings_<axis>``), over the couplings of the fitted environments."""
+    """robust.csv: ``measure, baseline, couplings, min_pairs`` (the seed pairs a coupling needs to count),
+    then the worst case first (``max_sign_error, p90_sign_error, mean_sign_error``), then the mean sign-error
+    per hyperparameter axis (``mean_sign_error_<axis>``) and the couplings of each (``couplings_<axis>``),
+    over the couplings of the environments that count (fitted, at least five seeds)."""
     import pandas as pd
 
     axes = list(dict.fromkeys(axis for r in rows for axis in r.axes))
@@ -417,25 +454,30 @@ def robust_frame(rows: Sequence[RobustSummary]) -> pd.DataFrame:
             "measure": r.measure,
             "baseline": is_baseline(r.measure),
             "couplings": r.couplings,
-            "mean_sign_error": r.mean,
-            "p90_sign_error": r.p90,
+            "min_pairs": MIN_COUPLED_PAIRS,
             "max_sign_error": r.max,
+            "p90_sign_error": r.p90,
+            "mean_sign_error": r.mean,
         }
         by_axis = r.by_axis()
         for axis in axes:
             record[f"mean_sign_error_{axis}"] = by_axis.get(axis, math.nan)
             record[f"couplings_{axis}"] = sum(a == axis for a in r.axes)
         records.append(record)
-    columns = ["measure", "baseline", "couplings", "mean_sign_error", "p90_sign_error", "max_sign_error"]
+    columns = ["measure", "baseline", "couplings", "min_pairs", "max_sign_error", "p90_sign_error", "mean_sign_error"]
     return pd.DataFrame(records, columns=list(dict.fromkeys([*columns, *(k for rec in records for k in rec)])))
 
 
 def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
     """verdict.csv: one row per environment and measure (SPEC §13b): what the verdict stands on (status,
-    runs, fitted runs, configurations x seeds, couplings and their pairs), then the measure's τ with its
+    whether it is counted (fitted, at least five seeds: else shown, not a verdict), runs, fitted runs,
+    configurations x seeds, couplings, the minimum seed pairs of one, and their pairs), then the measure,
+    read in its declared direction (the final training loss turned round), with its
     configuration-bootstrap interval, granulated τ (hyperparameter axes) with its joint interval, seed
-    noise, τ within strata of n and of the parameter count, the pooled sign-error with its tied pairs,
-    censored runs, and its coupled sign-errors' count, mean, 90th percentile and maximum."""
+    noise, τ within strata of n and of the parameter count, the test against the strongest trivial baseline
+    (its name, the τ_b difference, Holm's p-value over the candidates and their number; empty on a
+    baseline's row), the pooled sign-error with its tied pairs, censored runs, and its coupled
+    sign-errors' count, mean, 90th percentile and maximum."""
     import pandas as pd
 
     rows = []
@@ -445,6 +487,7 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
             "family": env.family,
             **({"fine_tuned": True} if env.fine_tuned else {}),  # absent from the tables of runs from scratch
             "status": env.status,
+            "counted": env.counted,
             "runs": env.runs,
             "fitted_runs": env.fitted_runs,
             "configurations": env.configurations,
@@ -452,11 +495,13 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
             "entropy_rate": env.entropy_rate,
             "below_entropy_rate": env.below_entropy if env.loss_gap else None,
             "couplings": env.couplings,
+            "min_pairs": MIN_COUPLED_PAIRS,
             "coupled_pairs": env.coupled_pairs,
             "noise_pairs": env.noise_pairs,
         }
         for m in env.measures:
             coupled = m.coupled_summary
+            test = env.test_of(m.measure)
             rows.append(
                 {
                     **head,
@@ -474,6 +519,10 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
                     "tau_within_n": m.tau_within_n,
                     "tau_within_params": m.tau_within_params,
                     "tau_within_training_loss": m.tau_within_fit,
+                    "vs_baseline": test.other if test is not None else None,
+                    "vs_baseline_tau_difference": test.difference if test is not None else math.nan,
+                    "vs_baseline_p_holm": test.p_holm if test is not None else math.nan,
+                    "vs_baseline_candidates": test.family if test is not None else None,
                     "pooled_sign_error": m.pooled_sign_error,
                     "pairs": m.pairs,
                     "tied_pairs": m.tied_pairs,
@@ -484,7 +533,7 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
                 }
             )
     frame = pd.DataFrame(rows)
-    for column in ("fitted_runs", "below_entropy_rate"):
+    for column in ("fitted_runs", "below_entropy_rate", "vs_baseline_candidates"):
         if column in frame:
             frame[column] = frame[column].astype("Int64")
     return frame
@@ -510,6 +559,7 @@ def couplings_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
                         "low": c.coupling.low,
                         "high": c.coupling.high,
                         "pairs": len(c.coupling.pairs),
+                        "min_pairs": MIN_COUPLED_PAIRS,
                         "noise_pairs": sum(c.coupling.noise),
                         "measure": m.measure,
                         "kept_pairs": c.kept,
@@ -517,7 +567,7 @@ def couplings_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
                         "sign_error": c.sign_error,
                     }
                 )
-    columns = ["task", "family", "status", "axis", "low", "high", "pairs", "noise_pairs", "measure"]
+    columns = ["task", "family", "status", "axis", "low", "high", "pairs", "min_pairs", "noise_pairs", "measure"]
     return pd.DataFrame(rows, columns=[*columns, "kept_pairs", "censored_pairs", "sign_error"])
 
 

@@ -47,7 +47,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .correlation import Interval, TauDifference, compare, correlate, kendall_tau_a
+from .correlation import (
+    Interval,
+    PairedTest,
+    TauDifference,
+    compare,
+    correlate,
+    kendall_tau_a,
+    paired_tests,
+    tau_b_differences,
+)
 from .grid import HYPERPARAMETER_AXES, SEED_AXIS
 from .registry import Measure, correlated_measures, is_baseline
 from .robust import (
@@ -67,6 +76,9 @@ if TYPE_CHECKING:
 
 #: An environment is fitted when at least this share of its runs fitted.
 MIN_FITTED_SHARE: float = 0.8
+#: An environment counts (its table is a verdict, its couplings join the robust view) with at least this
+#: many seeds per configuration (SPEC §13b); one with fewer is shown, not counted.
+MIN_SEEDS: int = 5
 #: A next-token environment's runs fall into this many strata of equal size by their final training loss
 #: minus the entropy rate (SPEC §13b: "τ also within strata of it").
 FIT_STRATA: int = 3
@@ -156,9 +168,32 @@ class EnvironmentVerdict:
     coupled_pairs: int
     noise_pairs: int
     measures: tuple[MeasureVerdict, ...]
-    #: the measure with the highest τ (the baselines apart) against the strongest trivial baseline (by |τ|,
-    #: read in its better direction), paired-bootstrapped over configurations; None without both
+    #: the measure with the highest τ (the baselines apart) against the strongest trivial baseline (the
+    #: highest τ read in its declared direction), paired-bootstrapped over configurations; None without both
     against_baseline: TauDifference | None = None
+    #: every measure (the baselines apart) against that baseline on τ_b, paired over configurations and
+    #: Holm-adjusted over the measures compared (:func:`~specbound_lab.correlation.paired_tests`)
+    baseline_tests: tuple[PairedTest, ...] = ()
+
+    @property
+    def counted(self) -> bool:
+        """Whether its table is a verdict and its couplings join the robust view: fitted (or a fixed budget)
+        with at least :data:`MIN_SEEDS` seeds per configuration."""
+        return self.fitted and self.seeds >= MIN_SEEDS
+
+    @property
+    def not_counted_because(self) -> str:
+        """Why it is shown and not counted, in words ("" when it counts)."""
+        reasons = []
+        if not self.fitted:
+            reasons.append(f"under {MIN_FITTED_SHARE:.0%} of its runs fitted")
+        if self.seeds < MIN_SEEDS:
+            reasons.append(f"{self.seeds} seed{'s' if self.seeds != 1 else ''} per configuration, under {MIN_SEEDS}")
+        return " and ".join(reasons)
+
+    def test_of(self, name: str) -> PairedTest | None:
+        """The Holm-adjusted test of measure ``name`` against the strongest baseline (None if it has none)."""
+        return next((t for t in self.baseline_tests if t.measure == name), None)
 
     @property
     def fitted(self) -> bool:
@@ -190,9 +225,11 @@ class EnvironmentVerdict:
 
 
 def _measure_values(frame: pd.DataFrame, measure: Measure) -> tuple[np.ndarray, int]:
-    """The measure's column as floats, censored values as NaN, and how many were censored."""
-    values = frame[measure.column].to_numpy(dtype=np.float64).copy()
-    censored = np.array([math.isfinite(v) and measure.is_censored(v) for v in values], dtype=bool)
+    """The measure's column as floats read in its declared direction (times its ``orientation``: the final
+    training loss turned round), censored values as NaN, and how many were censored."""
+    raw = frame[measure.column].to_numpy(dtype=np.float64)
+    censored = np.array([math.isfinite(v) and measure.is_censored(v) for v in raw], dtype=bool)
+    values = raw * float(measure.orientation)
     values[censored] = math.nan
     return values, int(censored.sum())
 
@@ -262,6 +299,7 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
             )
         )
     against = _against_baseline(per_measure, values_of, gap, keys, axes, configs)
+    tests = _baseline_tests(per_measure, values_of, gap, configs)
     design = frame.reset_index(drop=True)  # configurations and seeds of every run, fitted or not
     every = [json.dumps({c: design.at[i, c] for c in columns}, default=str) for i in range(len(design))]
     seeds = max((len(v) for v in _seeds_by_config(every, design).values()), default=0)
@@ -279,6 +317,7 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
         sum(sum(c.noise) for c in found),
         tuple(per_measure),
         against,
+        tests,
     )
 
 
@@ -290,26 +329,46 @@ def _against_baseline(
     axes: Sequence[str],
     configs: Sequence[str],
 ) -> TauDifference | None:
-    """τ(best measure) − τ(strongest baseline, turned to its better direction), paired over configurations."""
-    defined = [m for m in measures if np.isfinite(m.kendall_tau)]
-    candidates = [m for m in defined if not is_baseline(m.measure)]
-    baselines = [m for m in defined if is_baseline(m.measure)]
-    if not candidates or not baselines:
+    """τ(best measure) − τ(strongest baseline), paired over configurations; every measure is read in its
+    declared direction (the values already are), so a baseline is never turned to suit the data."""
+    floor = strongest_baseline(measures)
+    candidates = [m for m in measures if np.isfinite(m.kendall_tau) and not is_baseline(m.measure)]
+    if not candidates or floor is None:
         return None
     best = max(candidates, key=lambda m: m.kendall_tau)
-    floor = max(baselines, key=lambda m: abs(m.kendall_tau))
-    turned = values_of[floor.measure] * (-1.0 if floor.kendall_tau < 0 else 1.0)
     return compare(
         best.measure,
         values_of[best.measure],
         floor.measure,
-        turned,
+        values_of[floor.measure],
         gap,
         keys,
         axes,
         noise_axes=(SEED_AXIS,),
         clusters=configs,
     )
+
+
+def strongest_baseline(measures: Sequence[MeasureVerdict]) -> MeasureVerdict | None:
+    """The trivial baseline with the highest τ, each read in its declared direction (None without one)."""
+    baselines = [m for m in measures if np.isfinite(m.kendall_tau) and is_baseline(m.measure)]
+    return max(baselines, key=lambda m: m.kendall_tau) if baselines else None
+
+
+def _baseline_tests(
+    measures: Sequence[MeasureVerdict], values_of: dict[str, np.ndarray], gap: np.ndarray, configs: Sequence[str]
+) -> tuple[PairedTest, ...]:
+    """Every measure with a τ (the baselines apart) against the strongest baseline: τ_b difference paired over
+    configurations, Holm-adjusted over the measures compared (so a "beats" among many candidates is one
+    the family-wise error rate allows)."""
+    floor = strongest_baseline(measures)
+    candidates = [m.measure for m in measures if np.isfinite(m.kendall_tau) and not is_baseline(m.measure)]
+    if floor is None or not candidates:
+        return ()
+    differences = tau_b_differences(
+        {name: values_of[name] for name in candidates}, values_of[floor.measure], gap, clusters=configs
+    )
+    return paired_tests(differences, floor.measure)
 
 
 def _seeds_by_config(configs: Sequence[str], frame: pd.DataFrame) -> dict[str, set[int]]:
@@ -329,9 +388,10 @@ def verdicts(final_rows: pd.DataFrame) -> tuple[EnvironmentVerdict, ...]:
 
 
 def robust_view(verdicts: Sequence[EnvironmentVerdict]) -> tuple[RobustSummary, ...]:
-    """Each measure's coupled sign-errors over the environments whose runs fitted (a not-fitted one is
-    kept out of every summary), in the order of the measures."""
-    fitted_envs = [v for v in verdicts if v.fitted]
+    """Each measure's coupled sign-errors over the environments that count (fitted, at least
+    :data:`MIN_SEEDS` seeds per configuration; one that does not is kept out of every summary), in the
+    order of the measures."""
+    fitted_envs = [v for v in verdicts if v.counted]
     if not fitted_envs:
         return ()
     coupled: dict[str, list[CoupledSignError]] = {m.measure: [] for m in fitted_envs[0].measures}

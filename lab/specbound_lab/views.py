@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .correlation import TauDifference, Verdict
+from .correlation import PairedTest, TauDifference, Verdict
 from .registry import MEASURES, is_baseline, recorded_measures
-from .robust import RobustSummary
+from .robust import MIN_COUPLED_PAIRS, RobustSummary, robust_verdict
 from .tables import axis_values, measure_value
 from .trajectory import RunTrajectory
 from .verdict import EnvironmentVerdict
@@ -149,46 +149,71 @@ def comparison_sentence(difference: TauDifference, name: Callable[[str], str] | 
     return f"{label}: {tau}; {granulated}."
 
 
+def _names(rows: Sequence[RobustSummary], name: Callable[[str], str], most: int = 4) -> str:
+    """The rows' measures in words, a baseline marked, at most ``most`` of them and a count of the rest."""
+    words = [name(r.measure) + (" (a baseline)" if is_baseline(r.measure) else "") for r in rows[:most]]
+    rest = len(rows) - most
+    return ", ".join(words) + (f" and {rest} more" if rest > 0 else "")
+
+
+def _paired_words(test: PairedTest) -> str:
+    return f"{_signed(test.difference)} (95 % over configurations {_signed(test.ci.low)} to {_signed(test.ci.high)})"
+
+
 def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | None = None) -> str:
-    """Sentences from the robust view's numbers (Dziugaite et al.'s couplings over the fitted
-    environments): how many couplings, the measure with the smallest mean coupled sign-error, its 90th
-    percentile and worst; ours at p*'s; and the best trivial baseline's, said against the best measure.
-    Only measures on every coupling are compared; those recorded in fewer environments are named apart."""
+    """Sentences from the robust view's numbers (Dziugaite et al.'s couplings over the environments that
+    count), in SPEC §13's order (:func:`~specbound_lab.robust.robust_verdict`): the smallest worst case
+    and 90th percentile, baselines included; the smallest mean, named "best" only where its paired
+    interval against the runner-up excludes 0; ours at p*; and the best trivial baseline (read in its
+    declared direction) against the leader. Measures recorded in fewer environments are named apart."""
     name = name or (lambda measure: measure)
-    counted = [r for r in rows if r.couplings]
-    if not counted:
+    reading = robust_verdict(rows)
+    if reading is None:
         return (
-            "No fitted environment has a coupling (two configurations differing in one hyperparameter, with at "
-            "least two seed pairs outside noise) yet: there is no robust view."
+            "No environment that counts (fitted, at least five seeds) has a coupling (two configurations "
+            f"differing in one hyperparameter, with at least {MIN_COUPLED_PAIRS} seed pairs outside noise) yet: "
+            "there is no robust view."
         )
-    total = max(r.couplings for r in counted)
-    # measures recorded in fewer environments (newer than some references) have fewer couplings: a mean
-    # over other couplings is not compared with the rest
-    full = [r for r in counted if r.couplings == total]
-    measures = [r for r in full if not is_baseline(r.measure)]
-    baselines = [r for r in full if is_baseline(r.measure)]
-    best = min(measures or full, key=lambda r: (r.mean, r.max))
+    total = reading.couplings
+    worst, p90 = reading.worst[0].max, reading.p90[0].p90
     sentence = (
-        f"Over {total} coupling{'s' if total != 1 else ''} of the fitted environments, {name(best.measure)} has the "
-        f"smallest mean sign-error, {best.mean:.2f} (90th percentile {best.p90:.2f}, worst {best.max:.2f})"
+        f"Over {total} coupling{'s' if total != 1 else ''} of the environments that count (each with at least "
+        f"{MIN_COUPLED_PAIRS} seed pairs outside noise), the smallest worst case, SPEC §13's criterion, is "
+        f"{worst:.2f} ({_names(reading.worst, name)}), and the smallest 90th percentile {p90:.2f} "
+        f"({_names(reading.p90, name)})."
     )
-    ours = next((r for r in counted if r.measure == "ours"), None)
-    if ours is not None and ours is not best:
-        sentence += f"; {name('ours')} {ours.mean:.2f} (90th percentile {ours.p90:.2f}, worst {ours.max:.2f})"
-    sentence += "."
-    if baselines:  # a baseline in its better direction: a sign-error e read the other way round is 1 - e
-        floor = min(baselines, key=lambda r: min(r.mean, 1.0 - r.mean))
-        oriented = min(floor.mean, 1.0 - floor.mean)
-        turned = " read the other way round" if oriented < floor.mean else ""
-        relation = (
-            "no measure has a smaller one, so none is shown to beat this baseline"
-            if oriented <= best.mean
-            else f"above {name(best.measure)}'s"
+    leader, runner = reading.leader, reading.runner_up
+    sentence += f" The smallest mean of a measure is {name(leader.measure)}'s, {leader.mean:.2f}"
+    if runner is not None and reading.against_runner_up is not None:
+        verdict = (
+            f"so {name(leader.measure)} is the best measure on the mean"
+            if reading.best is not None
+            else "so no measure is told apart as the best"
         )
         sentence += (
-            f" The best trivial baseline, {name(floor.measure)}{turned}, has a mean of {oriented:.2f}: {relation}."
+            f"; the runner-up, {name(runner.measure)}, has {runner.mean:.2f}: its mean exceeds the leader's by "
+            f"{_paired_words(reading.against_runner_up)}, {verdict}"
         )
-    fewer = [r for r in counted if r.couplings < total]
+    ours = next((r for r in rows if r.measure == "ours" and r.couplings), None)
+    if ours is not None and ours is not leader:
+        sentence += f". {name('ours')}: mean {ours.mean:.2f}, 90th percentile {ours.p90:.2f}, worst {ours.max:.2f}"
+    sentence += "."
+    if reading.baseline is not None:
+        floor = reading.baseline
+        sentence += (
+            f" The best trivial baseline, {name(floor.measure)} (read in its declared direction), has a mean of "
+            f"{floor.mean:.2f} (90th percentile {floor.p90:.2f}, worst {floor.max:.2f})"
+        )
+        test = reading.against_baseline
+        if test is not None:
+            words = {
+                Verdict.BETTER: f"{name(leader.measure)} beats it",
+                Verdict.WORSE: f"{name(leader.measure)} does worse than it",
+                Verdict.INDISTINGUISHABLE: f"{name(leader.measure)} is not told apart from it",
+            }[test.verdict]
+            sentence += f"; its mean exceeds the leader's by {_paired_words(test)}, so {words}"
+        sentence += "."
+    fewer = [r for r in rows if r.couplings and r.couplings < total]
     if fewer:
         sentence += (
             f" {len(fewer)} measure{'s' if len(fewer) != 1 else ''} recorded in fewer environments "
@@ -215,11 +240,11 @@ def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None
             f"{env.environment}: {env.fitted_runs} of {env.runs} runs fitted their training set "
             f"({env.configurations} configurations × up to {env.seeds} seeds)"
         )
+        stands += "."
+    if not env.counted:
         stands += (
-            "."
-            if env.fitted
-            else ": not fitted (under 80 %); it is kept out of the robust view, and its τ are "
-            "over the fitted runs only."
+            f" It is shown, not counted ({env.not_counted_because}): kept out of the robust view, and its "
+            "table is no verdict."
         )
     if env.configurations < 2:
         return (stands, "One configuration: its runs differ only by their seed, so there is no verdict here.")
@@ -227,28 +252,33 @@ def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None
     if not defined:
         return (stands, "No measure has a defined τ here.")
     measures = [m for m in defined if not is_baseline(m.measure)]
-    baselines = [m for m in defined if is_baseline(m.measure)]
     out = [stands]
     if measures:
         best = max(measures, key=lambda m: m.kendall_tau)
         text = f"The highest τ of a measure is {name(best.measure)}'s, {best.kendall_tau:+.2f}"
-        paired = env.against_baseline
-        if baselines and paired is not None:  # the baseline in its better direction: runs can be ordered either way
-            floor = next(m for m in baselines if m.measure == paired.other)
-            either = ", read either way" if floor.kendall_tau < 0 else ""
-            interval = f"{_signed(paired.kendall_tau_ci.low)} to {_signed(paired.kendall_tau_ci.high)}"
+        test = env.test_of(best.measure)
+        floor = env.measure(test.other) if test is not None else None
+        if test is not None and floor is not None:
+            turned = (
+                " (a lower value read as a larger gap, as declared)" if MEASURES[floor.measure].orientation < 0 else ""
+            )
             verdict = {
                 Verdict.BETTER: "beats",
                 Verdict.WORSE: "does worse than",
                 Verdict.INDISTINGUISHABLE: "is not told apart from",
-            }[paired.kendall_verdict]
+            }[test.verdict]
             text += (
-                f"; it {verdict} the strongest trivial baseline, {name(floor.measure)} ({floor.kendall_tau:+.2f}"
-                f"{either}): the paired difference in τ is {_signed(paired.kendall_tau)} (95 % over configurations "
-                f"{interval})"
+                f"; it {verdict} the strongest trivial baseline, {name(floor.measure)}{turned} "
+                f"({floor.kendall_tau:+.2f}): "
+                f"the paired difference in τ is {_paired_words(test)}, Holm-adjusted over the {test.family} measures "
+                f"compared with it (p = {test.p_holm:.2g})"
             )
-            if paired.kendall_verdict is not Verdict.BETTER:
-                text += ", so no measure here is shown to beat that baseline"
+            beat = sum(t.verdict is Verdict.BETTER for t in env.baseline_tests)
+            worse = sum(t.verdict is Verdict.WORSE for t in env.baseline_tests)
+            text += (
+                f"; of the {test.family}, {beat} beat{'s' if beat == 1 else ''} it and {worse} "
+                f"do{'es' if worse == 1 else ''} worse"
+            )
         out.append(text + ".")
     ours = next((m for m in env.measures if m.measure == "ours"), None)
     if ours is not None and np.isfinite(ours.kendall_tau):
@@ -298,6 +328,9 @@ def verdict_report(
         if sources is not None:
             lines += [f"## {sources[number]}", ""]
         lines += [" ".join(verdict_sentences(env)), ""]
+        if not env.counted:  # shown, not counted: its numbers stay in verdict.csv, no table reads as a verdict
+            lines += ["(Its table is in its `verdict.csv`; it is not printed here as a verdict.)", ""]
+            continue
         fit_head, fit_rule = (" τ within training loss |", "---|") if env.loss_gap else ("", "")
         lines += [
             f"| measure | τ | 95 % (configurations) | τ within n | τ within params |{fit_head} granulated τ "
@@ -324,11 +357,27 @@ def verdict_report(
         lines.append("")
     lines += [f"**Robust view.** {robust_sentence(robust)}", ""]
     if any(r.couplings for r in robust):
-        lines += ["| measure | couplings | mean | 90th percentile | worst |", "|---|---|---|---|---|"]
+        lines += [
+            f"| measure | couplings (≥ {MIN_COUPLED_PAIRS} pairs each) | worst | 90th percentile | mean |",
+            "|---|---|---|---|---|",
+        ]
         for r in robust:
             name = f"`{r.measure}`" + (" (baseline)" if is_baseline(r.measure) else "")
             lines.append(
-                f"| {name} | {r.couplings} | {_cell(r.mean, False)} | {_cell(r.p90, False)} | {_cell(r.max, False)} |"
+                f"| {name} | {r.couplings} | {_cell(r.max, False)} | {_cell(r.p90, False)} | {_cell(r.mean, False)} |"
             )
+        lines.append("")
+        axes = list(dict.fromkeys(axis for r in robust for axis in r.axes))
+        counts = {axis: max(sum(a == axis for a in r.axes) for r in robust) for axis in axes}
+        lines += [
+            "Per hyperparameter axis, the mean coupled sign-error (couplings along it):",
+            "",
+            "| measure | " + " | ".join(f"{axis} ({counts[axis]})" for axis in axes) + " |",
+            "|---|" + "---|" * len(axes),
+        ]
+        for r in robust:
+            by_axis = r.by_axis()
+            name = f"`{r.measure}`" + (" (baseline)" if is_baseline(r.measure) else "")
+            lines.append(f"| {name} | " + " | ".join(_cell(by_axis.get(a, np.nan), False) for a in axes) + " |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -180,3 +180,58 @@ def test_paired_differences() -> None:
     holes = noisy.copy()
     holes[:5] = np.nan
     assert compare("holes", holes, "noisy", noisy, gap, keys, ("a", "b")).runs == 35
+
+
+# --- paired tests and Holm's adjustment ------------------------------------------------------------------
+
+
+def test_holm_multiplies_the_k_th_smallest_p_value_by_m_minus_k_plus_one_and_keeps_the_order() -> None:
+    from specbound_lab.correlation import holm
+
+    adjusted = holm([0.04, 0.001, 0.03, math.nan, 0.2])  # m = 4 (the NaN is not a test)
+    # sorted 0.001, 0.03, 0.04, 0.2 -> 0.004, 0.09, max(0.08, 0.09) = 0.09, max(0.2, 0.09) = 0.2
+    np.testing.assert_allclose(adjusted[[1, 2, 0, 4]], [0.004, 0.09, 0.09, 0.2], rtol=0, atol=1e-12)
+    assert math.isnan(adjusted[3])
+    np.testing.assert_allclose(holm([0.3, 0.2]), [0.4, 0.4], rtol=0, atol=1e-12)  # 0.2 x 2, then max(0.3, 0.4)
+    assert holm([0.9, 0.8]).tolist() == [1.0, 1.0]  # capped at 1
+
+
+def test_the_bootstrap_p_value_is_twice_the_smaller_tail_with_the_add_one_correction() -> None:
+    from specbound_lab.correlation import bootstrap_p_value
+
+    draws = np.array([-0.2, 0.1, 0.3, 0.4, 0.5, 0.0, 0.7, 0.9, 1.1])  # two draws ≤ 0 of nine
+    assert bootstrap_p_value(draws) == pytest.approx(2 * 3 / 10, abs=1e-12)
+    assert bootstrap_p_value(np.full(19, 1.0)) == pytest.approx(0.1, abs=1e-12)  # 2 (0 + 1) / 20
+    assert math.isnan(bootstrap_p_value([math.nan]))
+
+
+def test_a_candidate_that_clears_alone_is_not_said_to_beat_among_twenty() -> None:
+    """Twenty candidates, one of them with a bootstrap p-value of 0.01: alone it beats the baseline; among
+    twenty, Holm multiplies its p-value by 20 and it no longer does, and the family is stated."""
+    from specbound_lab.correlation import PairedTest, Verdict, paired_tests
+
+    rng = np.random.default_rng(1)
+    lucky = np.concatenate([np.full(9, -0.01), rng.uniform(0.01, 0.2, 990)])  # 9 of 999 at or below 0
+    alone = paired_tests({"lucky": (0.1, lucky)}, "inverse_n")
+    assert alone[0].p_value == pytest.approx(2 * 10 / 1000, abs=1e-12) and alone[0].verdict is Verdict.BETTER
+    others = {f"m{k}": (0.0, rng.normal(0.0, 0.05, 999)) for k in range(19)}
+    among: tuple[PairedTest, ...] = paired_tests({"lucky": (0.1, lucky), **others}, "inverse_n")
+    test = next(t for t in among if t.measure == "lucky")
+    assert test.family == 20 and test.p_holm == pytest.approx(20 * test.p_value, abs=1e-12)
+    assert test.verdict is Verdict.INDISTINGUISHABLE
+    # a sign-error: lower is better, so the tests see the difference turned
+    (lower,) = paired_tests({"a": (-0.3, np.full(99, -0.3))}, "b", higher_is_better=False)
+    assert lower.difference == pytest.approx(0.3) and lower.verdict is Verdict.BETTER
+
+
+def test_tau_b_differences_are_paired_over_the_same_configuration_draws() -> None:
+    from specbound_lab.correlation import cluster_counts, tau_b_differences, tau_b_draws
+
+    rng = np.random.default_rng(2)
+    gap = rng.normal(size=12)
+    a, b = gap + rng.normal(0, 0.3, 12), rng.normal(size=12)
+    clusters = [k // 3 for k in range(12)]
+    observed, sample = tau_b_differences({"a": a}, b, gap, clusters=clusters, draws=300, seed=5)["a"]
+    assert observed == pytest.approx(kendall_tau_b(a, gap) - kendall_tau_b(b, gap), abs=1e-12)
+    counts = cluster_counts(clusters, 12, 300, 5)
+    np.testing.assert_allclose(sample, tau_b_draws(a, gap, counts) - tau_b_draws(b, gap, counts), atol=1e-12)

@@ -10,11 +10,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from specbound_lab import records, reference, tables, views
 from specbound_lab.grid import preset_grid
-from specbound_lab.registry import MEASURES, MeasureInput, RunMeasure, correlated_measures, recorded_measures, register
+from specbound_lab.registry import (
+    MEASURES,
+    BoundPower,
+    MeasureInput,
+    RunMeasure,
+    correlated_measures,
+    recorded_measures,
+    register,
+)
 from specbound_lab.sweep import run_sweep
 from specbound_lab.trajectory import StepRecord
 
@@ -35,7 +44,8 @@ def fresh_runs(tmp_path_factory):
 def test_every_measure_reaches_every_table(name: str, runs, fresh_runs) -> None:
     measure = MEASURES[name]
     if not math.isfinite(tables.measure_value(runs[0], measure)):  # registered after the shipped records
-        assert measure.computed_from is MeasureInput.CENTRED or name.endswith("_init_per_n")
+        centred = {m.name for m in MEASURES.values() if m.computed_from is MeasureInput.CENTRED}
+        assert name in centred or name.removesuffix("_per_n") in centred
         runs = fresh_runs
         assert all(math.isfinite(tables.measure_value(r, measure)) for r in runs)
     assert measure.column in tables.RUN_COLUMNS and measure.definition and measure.label
@@ -126,3 +136,67 @@ def test_steps_round_trip_and_leave_out_what_is_not_finite() -> None:
     assert math.isnan(back.value("sharpness")) and back.value("alpha") == values["alpha"]
     assert back.gap == pytest.approx(0.2) and back.p_opt == (1.0, 2.0)
     assert [m.name for m in correlated_measures()] == [n for n, m in MEASURES.items() if m.correlated]
+
+
+# --- the normalised forms follow each measure's power in its bound (SPEC §13b) ----------------------------
+
+#: Each measure's power in the bound it comes from, written out here (not read from the registry): the
+#: unsquared complexities bound the gap as C / √n, the squared ones as √(C / n).
+_POWERS = {
+    "ours": BoundPower.UNSQUARED,
+    "ours_p0": BoundPower.UNSQUARED,
+    "ours_p1": BoundPower.UNSQUARED,
+    "ours_p2": BoundPower.UNSQUARED,
+    "edelman": BoundPower.UNSQUARED,
+    "spectral_product": BoundPower.UNSQUARED,
+    "bartlett": BoundPower.UNSQUARED,
+    "ours_init": BoundPower.UNSQUARED,
+    "bartlett_init": BoundPower.UNSQUARED,
+    "params": BoundPower.SQUARED,
+    "frobenius": BoundPower.SQUARED,
+    "distance_frobenius": BoundPower.SQUARED,
+    "spectral_init": BoundPower.SQUARED,  # Π‖W‖₂² Σ‖W − W⁰‖_F² / ‖W‖₂²: a squared spectral complexity
+}
+
+
+def test_exactly_the_measures_from_a_bound_declare_a_power() -> None:
+    declared = {name: m.bound_power for name, m in MEASURES.items() if m.bound_power is not None}
+    assert declared == _POWERS
+    assert {f"{name}_per_n" for name in _POWERS} == {n for n in MEASURES if n.endswith("_per_n")}
+
+
+@pytest.mark.parametrize("name", sorted(_POWERS))
+def test_each_normalised_form_is_its_bound_s_form(name: str, runs, fresh_runs) -> None:
+    """log10 (C / √n) = log10 C − ½ log10 n for an unsquared C, log10 √(C / n) = ½ (log10 C − log10 n) for
+    a squared one, on real runs of two training-set sizes (so a wrong factor of log10 n shows)."""
+    measure, normalised = MEASURES[name], MEASURES[f"{name}_per_n"]
+    chosen = runs if math.isfinite(tables.measure_value(runs[0], measure)) else fresh_runs
+    for run in chosen:
+        value = tables.measure_value(run, measure)
+        log10_c = value if measure.linear_axis else math.log10(value)
+        n = run.n_train
+        unsquared = _POWERS[name] is BoundPower.UNSQUARED
+        expected = log10_c - 0.5 * math.log10(n) if unsquared else 0.5 * (log10_c - math.log10(n))
+        assert tables.measure_value(run, normalised) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert normalised.baseline == measure.baseline and normalised.orientation == measure.orientation
+    assert ("/ √n" in normalised.screen_name) == (_POWERS[name] is BoundPower.UNSQUARED)
+
+
+def test_ours_normalised_tau_on_the_fit_reference_is_that_of_c_over_root_n() -> None:
+    """The issue's number: on the shipped threshold/bert `fit` sweep (120 fitted runs), τ_b of ours / √n with
+    the gap is +0.50 (√(ours / n) gave +0.76), Edelman's +0.47 (not +0.61); recomputed here with scipy from
+    the raw columns of its runs.csv, and compared with the registry's column built from its records."""
+    from scipy.stats import kendalltau
+
+    shipped = pd.read_csv(reference.FIT_REFERENCE_DIR / tables.RUNS_CSV)
+    shipped = shipped[shipped["final"]].sort_values("run").reset_index(drop=True)
+    assert len(shipped) == 120 and (shipped["train_loss"] <= 0.01).all()  # every run fitted
+    rebuilt = tables.final_rows(reference.load_reference(reference.FIT_REFERENCE_DIR).runs)
+    rebuilt = rebuilt.sort_values("run").reset_index(drop=True)
+    assert list(rebuilt["run"]) == list(shipped["run"])
+    for name, expected in (("ours", 0.50), ("edelman", 0.47)):
+        by_hand = shipped[f"{name}_log10"] - 0.5 * np.log10(shipped["n_train"])
+        tau = kendalltau(by_hand, shipped["gap"]).statistic  # τ-b
+        assert tau == pytest.approx(expected, abs=0.005)
+        np.testing.assert_allclose(rebuilt[f"{name}_per_n_log10"], by_hand, rtol=0, atol=1e-9)
+        assert kendalltau(rebuilt[f"{name}_per_n_log10"], rebuilt["gap"]).statistic == pytest.approx(tau, abs=1e-12)

@@ -10,13 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from specbound_lab.correlation import Verdict
 from specbound_lab.robust import (
     MIN_COUPLED_PAIRS,
     NOISE_Z,
     RobustSummary,
     coupled_sign_errors,
     couplings,
+    mean_difference_draws,
     robust_summaries,
+    robust_verdict,
 )
 
 
@@ -119,20 +122,62 @@ def test_an_exact_tie_of_the_gaps_is_never_a_kept_pair() -> None:
     assert layers_100.noise == (True, False)
 
 
+def _row(measure: str, errors: tuple[float, ...], axis: str = "n_train") -> RobustSummary:
+    """A measure's sign-errors on couplings of distinct configurations (coupling k: c{2k} against c{2k+1})."""
+    sides = tuple((f"c{2 * k}", f"c{2 * k + 1}") for k in range(len(errors)))
+    return RobustSummary(measure, errors, (axis,) * len(errors), ("threshold/bert",) * len(errors), sides)
+
+
 def test_the_robust_sentence_compares_measures_on_the_same_couplings() -> None:
     """A measure recorded in fewer environments (fewer couplings) is not crowned on its own couplings:
-    the best is the best among the measures on every coupling, and the others are named apart."""
+    the leader is the leader among the measures on every coupling, and the others are named apart."""
     from specbound_lab.views import robust_sentence
 
-    def row(measure: str, errors: tuple[float, ...]) -> RobustSummary:
-        return RobustSummary(measure, errors, ("n_train",) * len(errors), ("threshold/bert",) * len(errors))
-
     rows = [
-        row("ours", (0.2, 0.4, 0.0, 0.2)),
-        row("edelman", (0.5, 0.5, 0.5, 0.5)),
-        row("inverse_n", (0.5, 0.5, 0.5, 0.5)),
-        row("ours_init", (0.0,)),  # perfect, on one coupling only
+        _row("ours", (0.2, 0.4, 0.0, 0.2)),
+        _row("edelman", (0.5, 0.5, 0.5, 0.5)),
+        _row("inverse_n", (0.5, 0.5, 0.5, 0.5)),
+        _row("ours_init", (0.0,)),  # perfect, on one coupling only
     ]
     text = robust_sentence(rows)
-    assert text.startswith("Over 4 couplings of the fitted environments, ours has the smallest mean sign-error, 0.20")
+    assert text.startswith("Over 4 couplings of the environments that count")
+    assert "the smallest worst case, SPEC §13's criterion, is 0.40 (ours)" in text
+    assert "The smallest mean of a measure is ours's, 0.20; the runner-up, edelman, has 0.50" in text
     assert "1 measure recorded in fewer environments (ours_init) stands on fewer couplings and is left out" in text
+
+
+def test_the_robust_view_leads_with_the_worst_case_and_names_baselines_there() -> None:
+    """1/n never errs worse than chance (0.5 on every coupling, a tie in a coupling along another axis) while
+    a measure that is right on average errs fully on one coupling: the worst case names 1/n, the mean ours."""
+    reading = robust_verdict([_row("ours", (0.0,) * 9 + (1.0,)), _row("inverse_n", (0.5,) * 10)])
+    assert reading is not None
+    assert [r.measure for r in reading.worst] == ["inverse_n"] and reading.worst[0].max == 0.5
+    assert reading.leader.measure == "ours" and reading.leader.mean == pytest.approx(0.1, abs=1e-12)
+    assert reading.baseline is not None and reading.baseline.measure == "inverse_n"
+
+
+def test_a_best_is_named_only_where_its_paired_interval_excludes_the_runner_up() -> None:
+    clear = robust_verdict([_row("ours", (0.0,) * 12), _row("edelman", (0.5,) * 12)])
+    assert clear is not None and clear.best is not None and clear.best.measure == "ours"
+    test = clear.against_runner_up
+    assert test is not None and test.difference == pytest.approx(0.5, abs=1e-12)  # runner-up − leader
+    assert test.ci.low == pytest.approx(0.5, abs=1e-12) and test.verdict is Verdict.BETTER
+    # a leader by 0.05 on average whose coupling-to-coupling differences swing by ±0.5: not told apart
+    close = robust_verdict([_row("ours", (0.0, 1.0) * 6), _row("edelman", (0.55, 0.55) * 6)])
+    assert close is not None and close.leader.measure == "ours" and close.best is None
+    assert close.against_runner_up is not None and close.against_runner_up.ci.low < 0 < close.against_runner_up.ci.high
+
+
+def test_the_paired_interval_resamples_configurations_so_couplings_sharing_one_move_together() -> None:
+    """Two couplings share configuration "b" (a–b and b–c): a draw weighs a coupling by the product of its
+    two configurations' multiplicities, so a draw's mean is Σ w e / Σ w with those weights, exactly."""
+    sides = (("a", "b"), ("b", "c"))
+    one = RobustSummary("x", (1.0, 0.0), ("n_train",) * 2, ("e",) * 2, sides)
+    two = RobustSummary("y", (0.0, 0.0), ("n_train",) * 2, ("e",) * 2, sides)
+    observed, sample = mean_difference_draws(one, two, draws=200, seed=3)
+    assert observed == pytest.approx(0.5, abs=1e-12)
+    counts = np.random.default_rng(3).multinomial(3, np.full(3, 1 / 3), size=200).astype(float)  # a, b, c
+    w_ab, w_bc = counts[:, 0] * counts[:, 1], counts[:, 1] * counts[:, 2]
+    total = w_ab + w_bc
+    expected = np.divide(w_ab * 1.0, total, out=np.full(200, np.nan), where=total > 0)
+    np.testing.assert_allclose(sample, expected, rtol=0, atol=1e-12)

@@ -29,7 +29,7 @@ from specbound_lab.verdict import (
     robust_view,
     stratified_tau,
 )
-from specbound_lab.views import robust_sentence, verdict_sentences
+from specbound_lab.views import robust_sentence, verdict_report, verdict_sentences
 
 # --- the pieces ----------------------------------------------------------------------------------------
 
@@ -118,6 +118,7 @@ def test_the_pooled_sign_error_counts_a_tie_as_half() -> None:
 
 
 def _environment(train_losses: list[float], flatness: list[float] | None = None) -> pd.DataFrame:
+    """Four configurations (layers x n), run k of seed k // 4: 8 runs give 2 seeds, 20 give 5."""
     rows = []
     for k, loss in enumerate(train_losses):
         rows.append(
@@ -134,14 +135,47 @@ def _environment(train_losses: list[float], flatness: list[float] | None = None)
 
 
 def test_an_environment_under_80_percent_fitted_is_not_fitted_and_kept_out_of_the_robust_view() -> None:
-    fitted_env = environment_verdict(_environment([0.001] * 7 + [0.5]))  # 7 of 8: 87.5 %
-    assert (fitted_env.fitted_runs, fitted_env.status, fitted_env.fitted) == (7, "fitted", True)
-    assert fitted_env.measure("ours").runs == 7  # the verdict reads the fitted runs
-    unfitted = environment_verdict(_environment([0.001] * 6 + [0.5] * 2))  # 6 of 8: 75 %
-    assert (unfitted.status, unfitted.fitted) == ("not fitted", False)
+    fitted_env = environment_verdict(_environment([0.001] * 17 + [0.5] * 3))  # 17 of 20: 85 %, 5 seeds
+    assert (fitted_env.fitted_runs, fitted_env.status, fitted_env.fitted, fitted_env.counted) == (
+        17,
+        "fitted",
+        True,
+        True,
+    )
+    assert fitted_env.measure("ours").runs == 17  # the verdict reads the fitted runs
+    unfitted = environment_verdict(_environment([0.001] * 15 + [0.5] * 5))  # 15 of 20: 75 %
+    assert (unfitted.status, unfitted.fitted, unfitted.counted) == ("not fitted", False, False)
     assert robust_view([unfitted]) == ()
     assert {r.measure for r in robust_view([fitted_env, unfitted])} == {m.measure for m in fitted_env.measures}
-    assert "not fitted (under 80 %)" in verdict_sentences(unfitted)[0]
+    assert "shown, not counted (under 80% of its runs fitted)" in verdict_sentences(unfitted)[0]
+
+
+def test_an_environment_with_fewer_than_five_seeds_is_shown_not_counted_and_its_table_is_no_verdict() -> None:
+    two_seeds = environment_verdict(_environment([0.001] * 8))  # every run fitted, 2 seeds per configuration
+    assert (two_seeds.fitted, two_seeds.seeds, two_seeds.counted) == (True, 2, False)
+    assert robust_view([two_seeds]) == ()
+    assert "shown, not counted (2 seeds per configuration, under 5)" in verdict_sentences(two_seeds)[0]
+    report = verdict_report([two_seeds], robust_view([two_seeds]))
+    assert "| measure | τ |" not in report and "not printed here as a verdict" in report
+
+
+def test_a_baseline_is_read_in_its_declared_direction_and_every_beat_is_holm_adjusted() -> None:
+    """The final training loss is declared as "lower, larger gap": its τ in the verdict is that of its
+    negation, whatever the data favour; the measures are tested against the strongest baseline with
+    Holm's adjustment over all of them, and the sentence states how many."""
+    frame = _environment([0.001] * 20)
+    frame["train_loss"] = [0.001 * (20 - k) for k in range(20)]  # falls as the gap rises (gap = 0.1 k)
+    frame["final_train_loss"] = frame["train_loss"]
+    verdict = environment_verdict(frame)
+    assert MEASURES["train_loss"].orientation == -1
+    assert verdict.measure("train_loss").kendall_tau == pytest.approx(1.0, abs=1e-12)  # τ of −loss
+    tests = verdict.baseline_tests
+    candidates = [m for m in verdict.measures if not MEASURES[m.measure].baseline and np.isfinite(m.kendall_tau)]
+    assert len(tests) == len(candidates) and all(t.family == len(candidates) for t in tests)
+    best = max(candidates, key=lambda m: m.kendall_tau)
+    sentence = verdict_sentences(verdict)[1]
+    assert f"Holm-adjusted over the {len(candidates)} measures compared with it" in sentence
+    assert f"the strongest trivial baseline, {verdict.test_of(best.measure).other}" in sentence
 
 
 def test_a_censored_search_is_counted_and_never_ranked() -> None:
@@ -165,17 +199,20 @@ def _sign(v: float) -> float:
     return float(np.sign(v))
 
 
-def _by_hand(frame: pd.DataFrame, column: str, loss_gap: bool, censored_at: tuple[float, ...] = ()) -> dict[str, float]:
+def _by_hand(
+    frame: pd.DataFrame, column: str, loss_gap: bool, censored_at: tuple[float, ...] = (), orientation: int = 1
+) -> dict[str, float]:
     """τ-b, τ-b within strata of n, the pooled sign-error and the mean coupled sign-error of one measure,
-    by loops over pairs as SPEC §13b states them; a value at a search bound (``censored_at``) is no
-    value at all (censored: never ranked, never a tie)."""
+    by loops over pairs as SPEC §13b states them, the measure read in its declared direction
+    (``orientation``); a value at a search bound (``censored_at``) is no value at all (censored: never
+    ranked, never a tie)."""
     from scipy.stats import kendalltau
 
     frame = frame.copy()
     frame[column] = [
         math.nan if any(math.isclose(v, b, rel_tol=1e-9) for b in censored_at) else v for v in frame[column]
     ]
-    x, y = frame[column].to_numpy(float), frame["gap"].to_numpy(float)
+    x, y = frame[column].to_numpy(float) * orientation, frame["gap"].to_numpy(float)
     keep = np.isfinite(x) & np.isfinite(y)
     sub = frame[keep].reset_index(drop=True)
     x, y = x[keep], y[keep]
@@ -200,7 +237,8 @@ def _by_hand(frame: pd.DataFrame, column: str, loss_gap: bool, censored_at: tupl
     if "fine_tuning" in frame.columns and (frame["fine_tuning"] != "scratch").any():  # how a fine-tune adapts
         columns.append("fine_tuning")
     config = [tuple(r) for r in frame[columns].itertuples(index=False)]
-    values, gaps, se = frame[column].to_numpy(float), frame["gap"].to_numpy(float), frame["test_error_se"].to_numpy()
+    values, gaps = frame[column].to_numpy(float) * orientation, frame["gap"].to_numpy(float)
+    se = frame["test_error_se"].to_numpy()
     errors = []
     for a, b in itertools.combinations(sorted(set(config)), 2):
         if sum(u != v for u, v in zip(a, b, strict=True)) != 1:
@@ -243,7 +281,7 @@ def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped) ->
     assert (verdict["configurations"] == len(designs)).all()
     for row in verdict.itertuples():
         measure = MEASURES[row.measure]
-        expected = _by_hand(used, measure.column, loss_gap, tuple(measure.censored_at))
+        expected = _by_hand(used, measure.column, loss_gap, tuple(measure.censored_at), measure.orientation)
         for name, value in expected.items():
             assert getattr(row, name) == pytest.approx(value, abs=1e-12, nan_ok=True), (row.measure, name)
     couplings = pd.read_csv(shipped.directory / COUPLINGS_CSV)
@@ -252,30 +290,30 @@ def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped) ->
 
 def test_the_shipped_sentences_are_the_numbers_of_the_shipped_tables() -> None:
     results = read_results(reference.DECODER_REFERENCE_DIR)
-    (markov,) = results.verdicts
-    sentences = verdict_sentences(markov)
-    best = max((m for m in markov.measures if not MEASURES[m.measure].baseline), key=lambda m: m.kendall_tau)
+    (env,) = results.verdicts
+    sentences = verdict_sentences(env)
+    best = max((m for m in env.measures if not MEASURES[m.measure].baseline), key=lambda m: m.kendall_tau)
     assert f"The highest τ of a measure is {best.measure}'s, {best.kendall_tau:+.2f}" in sentences[1]
-    strongest = max((m for m in markov.measures if MEASURES[m.measure].baseline), key=lambda m: abs(m.kendall_tau))
-    paired = markov.against_baseline
-    assert paired is not None and (paired.measure, paired.other) == (best.measure, strongest.measure)
+    # the strongest baseline is the highest τ of a baseline read in its declared direction, never turned
+    strongest = max((m for m in env.measures if MEASURES[m.measure].baseline), key=lambda m: m.kendall_tau)
+    test = env.test_of(best.measure)
+    assert test is not None and test.other == strongest.measure
     words = {"better": "beats", "worse": "does worse than", "indistinguishable": "is not told apart from"}
-    assert (
-        f"it {words[paired.kendall_verdict.value]} the strongest trivial baseline, {strongest.measure}" in sentences[1]
-    )
-    # the baseline read in its better direction: its τ is negative here, so its values are turned round
+    assert f"it {words[test.verdict.value]} the strongest trivial baseline, {strongest.measure}" in sentences[1]
+    assert f"Holm-adjusted over the {test.family} measures compared with it" in sentences[1]
     from specbound_lab.correlation import kendall_tau_b
 
     frame = _final_rows(reference.DECODER_REFERENCE_DIR)
     gap = frame["gap"].to_numpy(float)
-    turned = -frame[MEASURES[strongest.measure].column].to_numpy(float)
-    direct = kendall_tau_b(frame[MEASURES[best.measure].column].to_numpy(float), gap) - kendall_tau_b(turned, gap)
-    assert paired.kendall_tau == pytest.approx(direct, abs=1e-12) and strongest.kendall_tau < 0
+    declared = frame[MEASURES[strongest.measure].column].to_numpy(float) * MEASURES[strongest.measure].orientation
+    direct = kendall_tau_b(frame[MEASURES[best.measure].column].to_numpy(float), gap) - kendall_tau_b(declared, gap)
+    assert test.difference == pytest.approx(direct, abs=1e-12)
     text = robust_sentence(results.robust)
     shipped = pd.read_csv(reference.DECODER_REFERENCE_DIR / "robust.csv").set_index("measure")
-    lowest = shipped[~shipped["baseline"]]["mean_sign_error"].idxmin()
+    full = shipped[(shipped["couplings"] == shipped["couplings"].max())]
+    lowest = full[~full["baseline"]]["mean_sign_error"].idxmin()
     assert text.startswith(f"Over {int(shipped['couplings'].max())} couplings") and lowest in text
-    assert f"{shipped.loc[lowest, 'mean_sign_error']:.2f}" in text
+    assert f"{full['max_sign_error'].min():.2f}" in text and f"{shipped.loc[lowest, 'mean_sign_error']:.2f}" in text
     assert json.loads(json.dumps(sentences))  # plain text
 
 
@@ -325,3 +363,30 @@ def test_the_manual_s_counts_of_fitted_runs_are_the_shipped_tables() -> None:
             f"the slowest {int(steps.max()):,})"
         )
         assert said in readme, said
+
+
+def test_runs_csv_says_per_run_whether_and_when_it_fitted_and_whether_each_search_is_censored() -> None:
+    """`fitted` and `fit_step` per run (a run trained until it fits stops at its fit step; a fixed-budget run
+    reports its first fitting checkpoint; a next-token run has neither), and a censored flag per search."""
+    from specbound_lab.tables import final_rows, runs_frame
+
+    fit_runs = read_results(reference.FIT_REFERENCE_DIR).runs
+    final = final_rows(fit_runs)
+    assert final["fitted"].all() and (final["fit_step"] == final["step"]).all()  # every fit run stops at its fit
+    for name in ("pacbayes_flatness", "sharpness"):
+        values = final[MEASURES[name].column].to_numpy(float)
+        expected = [MEASURES[name].is_censored(v) for v in values]
+        assert final[f"{name}_censored"].tolist() == expected
+    whole = runs_frame(fit_runs[:2])
+    assert whole[~whole["final"]]["pacbayes_flatness_censored"].isna().all()  # no value before the final step
+    class_runs = read_results(reference.REFERENCE_DIR).runs  # a fixed budget of 500 steps, mostly not fitted
+    frame = runs_frame(class_runs)
+    for run in class_runs:
+        rows = frame[frame["run"] == run.name]
+        fits = [fits_training_set(r.train_loss, r.train_error, r.label_noise) for r in rows.itertuples()]
+        assert bool(rows["fitted"].iloc[-1]) == fits[-1]
+        first = next((int(s) for s, f in zip(rows["step"], fits, strict=True) if f), None)
+        assert (None if pd.isna(rows["fit_step"].iloc[0]) else int(rows["fit_step"].iloc[0])) == first
+    assert not frame["fitted"].all() and frame["fitted"].any()
+    markov = final_rows(read_results(reference.FIT_MARKOV_REFERENCE.directory).runs)
+    assert markov["fitted"].isna().all() and markov["fit_step"].isna().all()
