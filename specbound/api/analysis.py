@@ -160,6 +160,11 @@ class Analysis:
     def to_frame(self) -> pd.DataFrame:
         """One row per matrix: layer, head, kind, rank, norms, γ, s_W, p*, c(W; p*), and p and c(W; p).
 
+        Centred (``base=``), the difference's columns follow, named as every table names them
+        (:data:`specbound.present.report.CENTRED_PREFIX`): ``delta_rank``, ``delta_spectral_norm``,
+        ``delta_frobenius_norm``, ``delta_nuclear_norm``, ``delta_norm_21``, ``delta_p_opt``,
+        ``delta_contribution`` (c_ref(W; p*)) and ``delta_contribution_at_p`` (c_ref(W; p)).
+
         ``scale`` is s_W (inf where it overflows; ``log10_scale`` stands beside it); without a given p,
         ``p`` and ``contribution`` repeat p* and c(W; p*). ``tensors`` names the checkpoint tensors each
         matrix is built from, as the family saves them (``encoder.layer.0.attention.self.query.weight``
@@ -189,6 +194,7 @@ class Analysis:
 
             for column, values in delta_columns(self.centred).items():
                 frame[column] = values
+            frame["delta_contribution_at_p"] = self.centred.evaluate(self.p).contribution
         return frame
 
     def power_law_frame(self) -> pd.DataFrame:
@@ -292,8 +298,9 @@ def analyze(
 
     ``source``: a path or name (:func:`specbound.io.models.resolve`: a directory, ``owner/name``,
     ``owner/name@REVISION``, ``L4-H256``, ``atlas:FILE#MODEL``, ``minilm-l6``, a LoRA adapter directory),
-    a transformers ``PreTrainedModel``, a peft ``PeftModel``, or a ``state_dict`` (then ``config``, a ``PretrainedConfig`` or its dict, is
-    required). ``p``: an index for every matrix or a PAssignment, besides p*. ``l_phi``: L_φ (default:
+    a transformers ``PreTrainedModel``, a peft ``PeftModel``, or a ``state_dict`` (then ``config``, a
+    ``PretrainedConfig`` or its dict, is required).
+    ``p``: an index for every matrix or a PAssignment, besides p*. ``l_phi``: L_φ (default:
     the activation's constant). ``name``: how a model in memory is labelled (default: its config's
     ``_name_or_path``, else its class). A named model's profile is cached on disk; one in memory never is.
     ``backend`` ("numpy" or "torch") and ``device`` ("cpu", "cuda", "cuda:1", ...) choose where the

@@ -251,8 +251,8 @@ def locate_adapter_base(directory: Path, given: str | None = None) -> str:
     ``base_model_name_or_path`` its config records, taken relative to the adapter's own folder and
     the :data:`ADAPTER_BASE_LEVELS_UP` folders above it (peft writes the path it was given, relative to
     where training ran: ``"models/my-base"`` beside ``models/my-lora`` is found from the folder above
-    the adapter's), then relative to the working directory, then as a Hub id (from the Hub cache, or
-    downloaded unless offline). Where none holds it, one line names the
+    the adapter's), then relative to the working directory, then as a catalog name (``minilm-l6``, the
+    lab's ``finetune-base``) or a Hub id (from the Hub cache, or downloaded unless offline). Where none holds it, one line names the
     adapter, every place looked at and ``--base`` (a :class:`CheckpointError`).
 
     Example:
@@ -282,7 +282,9 @@ def locate_adapter_base(directory: Path, given: str | None = None) -> str:
 
     try:
         ref = parse_name(recorded)
-        if ref is not None and ref.source is Source.HUB:
+        if ref is not None and ref.source is not Source.HUB:  # a catalog name: the bundled model, the lab's trio
+            return recorded
+        if ref is not None:
             fetch(ref)  # from the Hub cache, or downloaded; offline, it says so
             return recorded
         looked.append("the Hugging Face Hub (not a Hub id)")
