@@ -144,13 +144,13 @@ def explorer() -> None:
             baseline.controls()
 
     totals_place = st.container()
-    st.subheader("Where the total comes from")
+    st.subheader(with_centring("Where the total comes from", centred_at))
     share.shared(SUMS_VIEW_KEY, SUMS_CODEC, SumsView.LOG)
     sums_view = st.radio(
         "Per-layer sums", list(SUMS_VIEWS), format_func=SUMS_VIEWS.__getitem__, horizontal=True, key=SUMS_VIEW_KEY
     )
     sums_place = st.container()
-    st.subheader("c(W; p) against p")
+    st.subheader(with_centring("c(W; p) against p", centred_at))
     curve_rows = chosen_curves()
 
     source = provenance(model, with_centring(choice.summary, centred_at))
@@ -175,12 +175,12 @@ def explorer() -> None:
     if view.curves is not None:
         show_figure(view.curves, "contribution_curves")
 
-    st.subheader("One matrix")
+    st.subheader(with_centring("One matrix", centred_at))
     index = drilldown.picker(analysis)
     if index is not None:
         drilldown.detail(analysis, index, terms, source, centred_at)
 
-    st.subheader("Every term")
+    st.subheader(with_centring("Every term", centred_at))
     if (box := on_demand("Tables per matrix, per layer and per kind (CSV)", EXPLORER_TABLES_KEY)) is not None:
         with box:
             every_term(view)
@@ -191,5 +191,5 @@ def explorer() -> None:
 
 explorer()
 
-st.subheader("Depth factors")
+st.subheader(with_centring("Depth factors", centred_at))
 show_figure(depth, "depth_factors")
