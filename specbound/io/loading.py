@@ -252,8 +252,8 @@ def locate_adapter_base(directory: Path, given: str | None = None) -> str:
     the :data:`ADAPTER_BASE_LEVELS_UP` folders above it (peft writes the path it was given, relative to
     where training ran: ``"models/my-base"`` beside ``models/my-lora`` is found from the folder above
     the adapter's), then relative to the working directory, then as a catalog name (``minilm-l6``, the
-    lab's ``finetune-base``) or a Hub id (from the Hub cache, or downloaded unless offline). Where none holds it, one line names the
-    adapter, every place looked at and ``--base`` (a :class:`CheckpointError`).
+    lab's ``finetune-base``) or a Hub id (from the Hub cache, or downloaded unless offline). Where none
+    holds it, one line names the adapter, every place looked at and ``--base`` (a :class:`CheckpointError`).
 
     Example:
         >>> import json, pathlib, tempfile
