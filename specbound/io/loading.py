@@ -292,7 +292,8 @@ def locate_adapter_base(directory: Path, given: str | None = None) -> str:
         looked.append(f"the Hugging Face Hub ({str(exc).split(';')[0]})")
     raise CheckpointError(
         f"the base of the adapter {directory.name}, '{quoted(recorded)}' (base_model_name_or_path), is not found: "
-        f"looked at {'; '.join(looked)}: give the base with --base (base= in Python)"
+        f"looked at {'; '.join(looked)}: give the base with --base "
+        "(base= in Python, the base field in the dashboard)"
     )
 
 

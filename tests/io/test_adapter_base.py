@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cli_runner import assert_one_line_error, cli, strict_json
+from peft_projects import ADAPTER, BASE, llama, make_project
 
 import specbound
 from specbound.io.loading import ADAPTER_BASE_LEVELS_UP, locate_adapter_base
@@ -27,38 +28,15 @@ peft = pytest.importorskip("peft")
 
 #: Agreement with peft's merged model (SPEC §14).
 RTOL = 1e-10
-_CONFIG = dict(
-    vocab_size=64,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    intermediate_size=48,
-    pad_token_id=0,
-)
-_LORA = dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False)
-
-
-def _llama(seed: int) -> Any:
-    torch.manual_seed(seed)
-    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**_CONFIG))
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    """A training folder as a researcher leaves it: ``models/my-base`` and ``models/my-lora``, the
-    adapter written by peft's own ``save_pretrained`` while the working directory was the project's,
-    so it records the relative path ``models/my-base``."""
-    root = tmp_path_factory.mktemp("project")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(root)
-        _llama(0).save_pretrained("models/my-base")
-        base = transformers.LlamaForCausalLM.from_pretrained("models/my-base")
-        torch.manual_seed(1)
-        peft.get_peft_model(base, peft.LoraConfig(**_LORA)).save_pretrained("models/my-lora")
-    assert json.loads((root / "models/my-lora/adapter_config.json").read_text())["base_model_name_or_path"] == (
-        "models/my-base"
-    )
+    """``models/my-base`` and ``models/my-lora``, the adapter written by peft's own ``save_pretrained``
+    from inside the project, so it records the relative path ``models/my-base`` (tests/peft_projects.py)."""
+    root = make_project(tmp_path_factory.mktemp("project"))
+    recorded = json.loads((root / ADAPTER / "adapter_config.json").read_text())["base_model_name_or_path"]
+    assert recorded == BASE == "models/my-base"
     return root
 
 
@@ -134,7 +112,7 @@ def test_an_explicit_base_is_the_one_merged_into_and_centred_at(project, tmp_pat
     """``--base`` / ``base=`` wins over the recorded path: the adapter is merged into THAT base (on disk
     or in memory), which is also the reference; peft's merge into the same base gives the same numbers."""
     adapter = project / "models" / "my-lora"
-    other = _llama(7)
+    other = llama(7)
     other.save_pretrained(tmp_path / "other-base")
     expected = specbound.analyze(_peft_merged(adapter, other), base=other.to(torch.float64))
     in_memory = specbound.analyze(str(adapter), base=other)
