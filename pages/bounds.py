@@ -34,7 +34,6 @@ from dashboard.widgets.presentation import bound_note, headline, let_headline_th
 from dashboard.widgets.tables import EXPLORER_TABLES_KEY, show_table
 from dashboard.wording.text import with_centring
 from specbound.core.bounds import BoundTerms
-from specbound.io.centred import ReferenceKind
 from specbound.present.figures.bounds import SumsView
 from specbound.present.report import centred_label
 from specbound.studies.compare import compare
@@ -75,7 +74,7 @@ def show_headline(slot: DeltaGenerator, choice: PChoice) -> BoundTerms:
     elapsed_ms = 1e3 * (time.perf_counter() - start)
     pinned = None if centring is not None else baseline.current_analysis()  # centred: the baseline is W⁰
     comparison = compare(analysis, pinned[1], choice.assignment) if pinned else None
-    centred = "" if centring is None else f" · {ReferenceKind.BASE.adaptation} {centring[1]}"
+    centred = "" if centred_at is None else f" · {centred_at}"
     with slot.container():
         explorer_headline(
             analysis,

@@ -43,6 +43,7 @@ def make_project(root: Path) -> Path:
     import torch
     import transformers
 
+    root.mkdir(parents=True, exist_ok=True)
     before = Path.cwd()
     os.chdir(root)
     try:
