@@ -366,7 +366,7 @@ def opening_error() -> None:
     """Why the model asked for last could not be opened, in the page's main area (where the eye is,
     and a narrow sidebar would cut it), until another opens; the page below stays usable."""
     if message := session.error():
-        st.error(message, icon=":material/error:")
+        st.error(message)
 
 
 def render_sidebar() -> BoundAnalysis:

@@ -263,6 +263,7 @@ def locate_adapter_base(directory: Path, given: str | None = None) -> str:
         ...     json.dumps({"peft_type": "LORA", "lora_alpha": 8, "base_model_name_or_path": "../base"}))
         >>> locate_adapter_base(root / "runs" / "lora") == str((root / "runs" / "base").resolve())
         True
+        >>> import shutil; shutil.rmtree(root)
     """
     if given is not None:
         return given
