@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,30 @@ def test_an_explicit_base_is_the_one_merged_into_and_centred_at(project, tmp_pat
     # the recorded base gives other numbers: the explicit one was used, not subtracted after the fact
     recorded = specbound.analyze(str(adapter), use_cache=False)
     assert abs(recorded.ours - expected.ours) > 1e-6 * expected.ours
+
+
+def test_a_base_recorded_as_a_hub_id_opens_from_the_hub_cache_offline(project, tmp_path, monkeypatch):
+    """Last in the order: the recorded name as a Hub id (``models/my-base`` is one), here from the Hub
+    cache with the network off; found nowhere nearer, it is the Hub's copy that is merged into."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    repo = Path(constants.HF_HUB_CACHE) / "models--models--my-base"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    try:
+        for name in ("config.json", "model.safetensors"):
+            shutil.copyfile(project / BASE / name, snapshot / name)
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text(commit)
+        lone = tmp_path / "lone" / "my-lora"
+        shutil.copytree(project / ADAPTER, lone)
+        monkeypatch.chdir(tmp_path)
+        assert locate_adapter_base(lone) == BASE  # the Hub id, as recorded
+        result = specbound.analyze(str(lone), use_cache=False)
+        assert result.reference.model == BASE
+        expected = specbound.analyze(str(project / ADAPTER), use_cache=False)
+        assert result.ours_centred == pytest.approx(expected.ours_centred, rel=RTOL)
+    finally:
+        shutil.rmtree(repo, ignore_errors=True)
