@@ -20,7 +20,7 @@ from dashboard.state import atlas, session, share
 from dashboard.widgets import link_guard
 from dashboard.widgets.export import figure_format_picker
 from dashboard.widgets.presentation import inject_style, page_script, presentation_toggle
-from dashboard.widgets.sidebar import open_linked, render_sidebar
+from dashboard.widgets.sidebar import open_linked, opening_error, render_sidebar
 
 FAVICON = Path(__file__).with_name("dashboard") / "favicon.svg"
 
@@ -58,5 +58,6 @@ with st.sidebar:
     figure_format_picker()
 inject_style()
 page_script()
+opening_error()  # in the main area, above the page, which still shows the model that is open
 drawn = safety.run_page(page, atlas.display_name(session.current_model()))
 share.publish(with_model=drawn)  # keep the address bar a link to this view (without a model that failed)

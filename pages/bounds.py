@@ -20,14 +20,22 @@ from dashboard.state import atlas, baseline, session, share
 from dashboard.views.bounds import LAYER_TABLE_LABELS, TITLE, ExplorerView, depth_figure, explorer_view
 from dashboard.widgets import drilldown
 from dashboard.widgets.controls import CONTROL_DEFAULTS, PChoice, held_choice, p_controls
-from dashboard.widgets.export import csv_download, file_stem, provenance, report_download, show_figure
+from dashboard.widgets.export import (
+    csv_download,
+    file_stem,
+    provenance,
+    report_download,
+    safe_file_part,
+    show_figure,
+)
 from dashboard.widgets.headline import explorer_headline
 from dashboard.widgets.live_total import live_total
 from dashboard.widgets.presentation import bound_note, headline, let_headline_through, on_demand
 from dashboard.widgets.tables import EXPLORER_TABLES_KEY, show_table
+from dashboard.wording.text import with_centring
 from specbound.core.bounds import BoundTerms
-from specbound.io.centred import ReferenceKind
 from specbound.present.figures.bounds import SumsView
+from specbound.present.report import centred_label
 from specbound.studies.compare import compare
 
 ensure_app_entry()
@@ -47,12 +55,14 @@ model = atlas.display_name(session.current_model())
 st.title(TITLE)
 #: with the switch on, the whole page reads the bound centred at the pinned baseline (SPEC §14)
 centring = baseline.explorer_centring(session.current_model())
+#: "centred at BASE" while the switch is on: every metric, chart subtitle, table and file name says it
+centred_at = None if centring is None else centred_label(centring[1])
 if centring is not None:
     analysis = centring[0]
 labels = [matrix.label for matrix in profile.ids]
-model_file = file_stem(profile)
+model_file = file_stem(profile) + ("" if centred_at is None else f"-{safe_file_part(centred_at)}")
 #: the depth factors do not depend on p: drawn below the explorer, built once per run
-depth = depth_figure(analysis, provenance(model, "independent of p"))
+depth = depth_figure(analysis, provenance(model, with_centring("independent of p", centred_at)))
 
 bound_note(analysis.profile.shape)
 
@@ -64,7 +74,7 @@ def show_headline(slot: DeltaGenerator, choice: PChoice) -> BoundTerms:
     elapsed_ms = 1e3 * (time.perf_counter() - start)
     pinned = None if centring is not None else baseline.current_analysis()  # centred: the baseline is W⁰
     comparison = compare(analysis, pinned[1], choice.assignment) if pinned else None
-    centred = "" if centring is None else f" · {ReferenceKind.BASE.adaptation} {centring[1]}"
+    centred = "" if centred_at is None else f" · {centred_at}"
     with slot.container():
         explorer_headline(
             analysis,
@@ -72,6 +82,7 @@ def show_headline(slot: DeltaGenerator, choice: PChoice) -> BoundTerms:
             comparison,
             baseline.name_of(pinned[0]) if pinned else None,
             f"{choice.summary}{centred} · terms evaluated in {elapsed_ms:.2f} ms from the cached spectra",
+            centred_at,
         )
     return terms
 
@@ -132,16 +143,16 @@ def explorer() -> None:
             baseline.controls()
 
     totals_place = st.container()
-    st.subheader("Where the total comes from")
+    st.subheader(with_centring("Where the total comes from", centred_at))
     share.shared(SUMS_VIEW_KEY, SUMS_CODEC, SumsView.LOG)
     sums_view = st.radio(
         "Per-layer sums", list(SUMS_VIEWS), format_func=SUMS_VIEWS.__getitem__, horizontal=True, key=SUMS_VIEW_KEY
     )
     sums_place = st.container()
-    st.subheader("c(W; p) against p")
+    st.subheader(with_centring("c(W; p) against p", centred_at))
     curve_rows = chosen_curves()
 
-    source = provenance(model, choice.summary)
+    source = provenance(model, with_centring(choice.summary, centred_at))
     view = explorer_view(
         analysis,
         terms,
@@ -152,6 +163,7 @@ def explorer() -> None:
         curve_rows=curve_rows,
         depth=depth,
         source=source,
+        centring=centred_at,
     )
     totals_place.caption(view.sentence)
     with totals_place:
@@ -162,12 +174,12 @@ def explorer() -> None:
     if view.curves is not None:
         show_figure(view.curves, "contribution_curves")
 
-    st.subheader("One matrix")
+    st.subheader(with_centring("One matrix", centred_at))
     index = drilldown.picker(analysis)
     if index is not None:
-        drilldown.detail(analysis, index, terms, source)
+        drilldown.detail(analysis, index, terms, source, centred_at)
 
-    st.subheader("Every term")
+    st.subheader(with_centring("Every term", centred_at))
     if (box := on_demand("Tables per matrix, per layer and per kind (CSV)", EXPLORER_TABLES_KEY)) is not None:
         with box:
             every_term(view)
@@ -178,5 +190,5 @@ def explorer() -> None:
 
 explorer()
 
-st.subheader("Depth factors")
+st.subheader(with_centring("Depth factors", centred_at))
 show_figure(depth, "depth_factors")

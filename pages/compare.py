@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard.routing import ensure_app_entry
 from dashboard.state import atlas, baseline, session, share
-from dashboard.views.compare import CENTRED, TITLE, CentredView, compare_view, overlay_kinds, overlay_layers
+from dashboard.views.compare import TITLE, CentredView, compare_view, overlay_kinds, overlay_layers
 from dashboard.widgets import drilldown
 from dashboard.widgets.export import provenance, report_download, show_figure
 from dashboard.widgets.presentation import bound_note, folded, headline, metric_row
@@ -15,6 +15,7 @@ from dashboard.widgets.tables import show_table
 from dashboard.wording.text import plain
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis
+from specbound.present.report import centred_label
 
 ensure_app_entry()
 
@@ -97,7 +98,7 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
                     )
     show_figure(view.overlay, "overlaid_spectra")
 
-    st.subheader("Centred at the baseline: what changed")
+    st.subheader(f"{plain(centred_label(base_name)).capitalize()}: what changed")
     if isinstance(view.centred, str):
         st.caption(f"No centred reading against {plain(base_name)}: {plain(view.centred)}.")
     else:
@@ -122,7 +123,9 @@ def show_centred(centred: CentredView, base_analysis: BoundAnalysis, source: str
     )
     index = drilldown.picker(centred.analysis)
     if index is not None:
-        drilldown.detail(centred.analysis, index, centred.analysis.optimal, f"{source} · {CENTRED}")
+        drilldown.detail(
+            centred.analysis, index, centred.analysis.optimal, f"{source} · {centred.label}", centred.label
+        )
 
 
 if pinned is None:

@@ -298,7 +298,14 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from .present.report import analysis_json, layer_frame, singular_values_frame, terms_frame, to_json_text
+    from .present.report import (
+        CENTRED_PREFIX,
+        analysis_json,
+        layer_frame,
+        singular_values_frame,
+        terms_frame,
+        to_json_text,
+    )
 
     out = Path(args.out)
     if not out.is_dir():
@@ -310,6 +317,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
         "layers": layer_frame(analysis, terms),
         "singular_values": singular_values_frame(analysis),
     }
+    centred = _centred(args, analysis)
+    reference = {} if centred is None else {"centred": centred[0], "reference": centred[1]}
+    if centred is not None:  # the centred columns beside the weights' own, named as to_frame names them
+        at_p = centred[0].evaluate(args.p)
+        for name, frame in (("matrices", terms_frame(centred[0], at_p)), ("layers", layer_frame(centred[0], at_p))):
+            added = [c for c in frame.columns if c.startswith(CENTRED_PREFIX)]
+            tables[name] = tables[name].assign(**{c: frame[c].to_numpy() for c in added})
     texts = {
         f"{name}.{args.format}": frame.to_csv(index=False)
         if args.format == "csv"
@@ -317,7 +331,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         for name, frame in tables.items()
     }
     texts["summary.json"] = to_json_text(
-        {k: v for k, v in analysis_json(analysis, args.p).items() if k != "matrices"}, indent=1
+        {k: v for k, v in analysis_json(analysis, args.p, **reference).items() if k != "matrices"}, indent=1
     )
     output_dir(out, "output directory")
     try:
@@ -655,14 +669,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     model_options(analyze)
     analyze.add_argument("--json", action="store_true", help="print the JSON object of SPEC §5")
-    analyze.add_argument(
-        "--base",
-        metavar="REF",
-        default=None,
-        help="also the proxies centred at the reference REF (a pretrained base of the same family and "
-        "dimensions, named as MODEL is): S_p of W - W0, the scales of W (SPEC §14). A LoRA adapter "
-        "directory as MODEL is merged into REF, and without --base into the base its config names",
-    )
+    _base_option(analyze)
     analyze.add_argument(
         "--power-law",
         action="store_true",
@@ -683,10 +690,24 @@ def build_parser() -> argparse.ArgumentParser:
     model_options(export)
     export.add_argument("--format", choices=("csv", "json"), default="csv")
     export.add_argument("--out", required=True, help="output directory")
+    _base_option(export, "; the tables gain the centred columns (delta_*) and summary.json the reference")
     export.set_defaults(handler=_cmd_export)
     _add_batch_commands(commands)
     _add_plugin_commands(commands)
     return parser
+
+
+def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
+    """``--base REF``: the reference of the centred proxies, and the base a LoRA adapter is merged into."""
+    command.add_argument(
+        "--base",
+        metavar="REF",
+        default=None,
+        help="also the proxies centred at the reference REF (a pretrained base of the same family and "
+        "dimensions, named as MODEL is): S_p of W - W0, the scales of W (SPEC §14). A LoRA adapter "
+        "directory as MODEL is merged into REF; without --base into the base its config records, looked "
+        "for beside the adapter, in the working directory, then on the Hub" + more,
+    )
 
 
 def _add_plugin_commands(commands: argparse._SubParsersAction) -> None:

@@ -12,6 +12,7 @@ import pytest
 from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
 from cli_runner import cli, run_cli, run_main
 
+import specbound
 from specbound.cli import main
 
 NUMBER = float
@@ -341,6 +342,35 @@ def test_export_writes_tables_that_match_the_json(make_checkpoint, tmp_path, cap
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary == {k: v for k, v in reference.items() if k != "matrices"}
+
+
+def test_export_with_a_base_writes_the_centred_columns_of_the_json(tmp_path, capsys):
+    """``export --base``: every matrix's delta_* columns are the JSON's ``"delta"`` fields (and at --p the
+    centred contribution at p), beside the weights' own columns; summary.json names the reference."""
+    assert main(["analyze", "finetune-full", "--base", "finetune-base", "--json", "--p", "0.5"]) == 0
+    reference = json.loads(capsys.readouterr().out)
+    out = tmp_path / "out"
+    assert main(["export", "finetune-full", "--base", "finetune-base", "--out", str(out), "--p", "0.5"]) == 0
+    matrices = pd.read_csv(out / "matrices.csv")
+    for name in ("rank", "spectral_norm", "frobenius_norm", "nuclear_norm", "norm_21", "p_opt", "contribution"):
+        np.testing.assert_allclose(
+            matrices[f"delta_{name}"].to_numpy(dtype=float),
+            [m["delta"][name] for m in reference["matrices"]],
+            rtol=1e-15,
+            err_msg=name,
+        )
+    np.testing.assert_array_equal(matrices["rank"], [m["rank"] for m in reference["matrices"]])  # the weights'
+    centred = specbound.analyze("finetune-full", base="finetune-base", p=0.5).to_frame()
+    np.testing.assert_allclose(matrices["delta_contribution_at_p"], centred["delta_contribution_at_p"], rtol=1e-15)
+    layers = pd.read_csv(out / "layers.csv")
+    np.testing.assert_allclose(
+        layers["delta_sum_c"],
+        centred.groupby("layer")["delta_contribution_at_p"].sum().to_numpy(),
+        rtol=1e-12,
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reference"] == reference["reference"] and summary["reference"]["model"] == "finetune-base"
+    assert summary["proxies"]["ours_centred"] == pytest.approx(reference["proxies"]["ours_centred"], rel=1e-15)
 
 
 def test_export_to_an_unwritable_place(make_checkpoint, tmp_path, capsys):

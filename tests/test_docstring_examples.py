@@ -31,6 +31,9 @@ MODULES = (
     "specbound_lab.finetune",
     "specbound.present.figures.bounds",
     "specbound.present.figures.spectra",
+    "specbound.present.report",
+    "dashboard.state.adapters",
+    "dashboard.wording.text",
     # the dashboard's views: what each page draws, built without Streamlit
     "dashboard.views.bounds",
     "dashboard.views.compare",

@@ -21,6 +21,7 @@ from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from specbound.core.errors import SpecboundError
+from specbound.present.report import short_model_name
 from specbound.studies.twin import random_twin_of, twin_name
 
 #: Session-state key (and link parameter) of the baseline.
@@ -184,7 +185,7 @@ def explorer_centring(model: str) -> tuple[BoundAnalysis, str] | None:
         return None
     name = name_of(pinned)
     on = st.toggle(
-        f"Centred at the baseline, {plain(name)}",
+        f"Centred at the baseline, {plain(short_model_name(name))}",
         key=CENTRED_KEY,
         help="S_p, rank and p* of the difference W − W⁰ from the baseline; the scales s_W of the open "
         "model's weights (SPEC §14). A matrix left unchanged adds nothing.",

@@ -24,12 +24,23 @@ import contextvars
 import streamlit as st
 
 from dashboard import safety
+from dashboard.state import adapters
 from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.profile import SpectralProfile
 from specbound.core.progress import ProgressCallback, ProgressEvent, format_eta, silent
 from specbound.io import checkpoints, loading, models
+from specbound.io.models import ModelRef
 from specbound.present.explain import PStarSummary, explain_p_star, p_star_summary
+
+
+def _adapter_pair(name: str) -> tuple[ModelRef, str | None]:
+    """The model a name opens and, for a LoRA adapter opened on a given base
+    (:mod:`dashboard.state.adapters`), that base's name; both through the visitor rules."""
+    model, base = adapters.split_base(name)
+    if base is not None:
+        safety.model_ref(base)  # a base too is a name a visitor gives
+    return safety.model_ref(model), base
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -38,7 +49,8 @@ def profile_for(name: str, _progress: ProgressCallback = silent) -> SpectralProf
 
     The name goes through :func:`dashboard.safety.model_ref`: what a visitor may open is decided there.
     """
-    return loading.load_profile(safety.model_ref(name), progress=_progress)
+    ref, base = _adapter_pair(name)
+    return loading.load_profile(ref, progress=_progress, adapter_base=base)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -52,8 +64,9 @@ def centred_for(name: str, base: str) -> BoundAnalysis:
     """The model's bound centred at ``base`` (SPEC §14): the scales of its own analysis, S_p of the
     difference of the two checkpoints' weights, shared by all sessions. Both names go through the
     visitor rules; a reference that does not match raises the package's one-line error."""
-    tuned = loading.open_weights(safety.model_ref(name))
-    reference = loading.open_weights(safety.model_ref(base))
+    (model, model_base), (reference_model, reference_base) = _adapter_pair(name), _adapter_pair(base)
+    tuned = loading.open_weights(model, adapter_base=model_base)
+    reference = loading.open_weights(reference_model, adapter_base=reference_base)
     delta = loading.difference_profile(tuned, reference, model=f"{name} - {base}")
     return BoundAnalysis.from_profile(analysis_for(name).profile, delta=delta)
 
@@ -112,7 +125,7 @@ def download_plan(name: str) -> checkpoints.DownloadPlan | None:
     size can be shown before any weight is fetched; raises LimitExceededError above the download cap
     (``SPECBOUND_MAX_DOWNLOAD_MB``, :mod:`specbound.core.limits`) and the errors of a download otherwise.
     """
-    ref = safety.model_ref(name)
+    ref = _adapter_pair(name)[0]
     if ref.source is not models.Source.HUB or ref.repo_id is None or checkpoints.is_cached(ref.repo_id):
         return None
     if checkpoints.offline_mode():

@@ -31,7 +31,14 @@ import plotly.graph_objects as go
 
 from dashboard.views.common import ReportHeading
 from dashboard.wording.numbers import comparison_sentence, format_number
-from dashboard.wording.text import BOUND_NOTE, EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL
+from dashboard.wording.text import (
+    BOUND_NOTE,
+    EDELMAN_LABEL,
+    OPTIMAL_LABEL,
+    SQRT_DEPTH_LABEL,
+    TOTAL_LABEL,
+    with_centring,
+)
 from dashboard.wording.totals import headline_sentence, kind_shares, kind_shares_sentence, total_texts
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis, BoundTerms, PAssignment
@@ -40,7 +47,7 @@ from specbound.present.figures import bounds as figures
 from specbound.present.figures.html_report import ReportSection
 from specbound.present.figures.style import Quantity
 from specbound.present.numbers import format_log
-from specbound.present.report import layer_frame, terms_frame
+from specbound.present.report import CENTRED_PREFIX, layer_frame, terms_frame
 
 #: The report's title and the page's.
 TITLE = "Bound explorer"
@@ -53,12 +60,19 @@ def depth_figure(analysis: BoundAnalysis, source: str) -> go.Figure:
     return figures.depth_factors(analysis, source=source)
 
 
-def choice_sentence(analysis: BoundAnalysis, terms: BoundTerms, assignment: PAssignment) -> str:
+def choice_sentence(
+    analysis: BoundAnalysis, terms: BoundTerms, assignment: PAssignment, centring: str | None = None
+) -> str:
     """How ours at the chosen p compares with the Edelman-style proxy; at the defaults (every matrix at
-    its p*) the Overview's headline sentence, so the two pages say it alike."""
+    its p*) the Overview's headline sentence, so the two pages say it alike. Centred, the sentence
+    begins by saying so (``centring``: "centred at BASE")."""
+    if centring is not None:
+        return f"{with_centring('Both proxies', centring)}. " + comparison_sentence(
+            TOTAL_LABEL, terms.log_total, "the Edelman-style proxy", analysis.log_edelman
+        )
     if assignment == PAssignment():
         return headline_sentence(analysis)
-    return comparison_sentence("Ours at the chosen p", terms.log_total, "the Edelman-style proxy", analysis.log_edelman)
+    return comparison_sentence(TOTAL_LABEL, terms.log_total, "the Edelman-style proxy", analysis.log_edelman)
 
 
 @dataclass(frozen=True)
@@ -84,16 +98,19 @@ class ExplorerView:
     curves: go.Figure | None
     #: α⁽ℓ⁾ and ξ⁽ℓ⁾ per layer (:func:`depth_figure`)
     depth: go.Figure
+    #: "centred at BASE" when the analysis is centred (SPEC §14): every label, heading and table says it
+    centring: str | None = None
 
     @property
     def totals(self) -> list[tuple[str, str]]:
         """The headline's numbers as the page writes them: ours at p (with its change against p*), ours
         at p*, the Edelman-style proxy and √L."""
         value, change = total_texts(self.terms.log_total, self.analysis.optimal.log_total)
+        centring = self.centring
         return [
-            (TOTAL_LABEL, f"{value} ({change})"),
-            (OPTIMAL_LABEL, format_log(self.analysis.optimal.log_total)),
-            (EDELMAN_LABEL, format_log(self.analysis.log_edelman)),
+            (with_centring(TOTAL_LABEL, centring), f"{value} ({change})"),
+            (with_centring(OPTIMAL_LABEL, centring), format_log(self.analysis.optimal.log_total)),
+            (with_centring(EDELMAN_LABEL, centring), format_log(self.analysis.log_edelman)),
             (SQRT_DEPTH_LABEL, format_number(self.terms.sqrt_depth)),
         ]
 
@@ -112,29 +129,39 @@ class ExplorerView:
 
     @cached_property
     def kind_table(self) -> pd.DataFrame:
-        """Σ c(W; p) per kind and its share of the total (the numbers of :attr:`shares_sentence`)."""
+        """Σ c(W; p) per kind and its share of the total (the numbers of :attr:`shares_sentence`);
+        centred, its columns are named as every centred column is (``delta_sum_c``, ``delta_share``)."""
         log_sums, shares = self.terms.log_per_kind(), kind_shares(self.terms)
         kinds = self.terms.model_kinds
+        prefix = "" if self.centring is None else CENTRED_PREFIX
         return pd.DataFrame(
             {
                 "kind": [k.value for k in kinds],
-                "sum_c": exp_array([log_sums[k] for k in kinds]),
-                "share": [shares[k] for k in kinds],
+                f"{prefix}sum_c": exp_array([log_sums[k] for k in kinds]),
+                f"{prefix}share": [shares[k] for k in kinds],
             }
         )
 
     def report(self) -> Sequence[ReportSection]:
         """The page's sections in its order, with its figures and tables."""
+        centring = self.centring
         return [
-            ReportSection("Totals", [self.proxies], note=f"{self.sentence} {BOUND_NOTE}", totals=self.totals),
-            ReportSection("Where the total comes from", [self.sums], [self.kind_table]),
-            ReportSection("c(W; p) against p", [self.curves] if self.curves is not None else []),
             ReportSection(
-                "Every term",
+                with_centring("Totals", centring),
+                [self.proxies],
+                note=f"{self.sentence} {BOUND_NOTE}",
+                totals=self.totals,
+            ),
+            ReportSection(with_centring("Where the total comes from", centring), [self.sums], [self.kind_table]),
+            ReportSection(
+                with_centring("c(W; p) against p", centring), [self.curves] if self.curves is not None else []
+            ),
+            ReportSection(
+                with_centring("Every term", centring),
                 tables=[self.terms_table, self.layer_table],
                 table_captions=["Per matrix", "Per layer"],
             ),
-            ReportSection("Depth factors", [self.depth]),
+            ReportSection(with_centring("Depth factors", centring), [self.depth]),
         ]
 
 
@@ -149,15 +176,19 @@ def explorer_view(
     curve_rows: Sequence[int],
     depth: go.Figure,
     source: str,
+    centring: str | None = None,
 ) -> ExplorerView:
     """The explorer at ``terms`` (the analysis evaluated at ``assignment``, described as ``p_text``):
     the per-layer sums drawn as ``sums_view``, the curves of the matrices at ``curve_rows`` (none: no
-    curves), every figure built here subtitled ``source``; ``depth`` is the page's, built once per run."""
+    curves), every figure built here subtitled ``source``; ``depth`` is the page's, built once per run.
+    ``centring`` ("centred at BASE", :func:`specbound.present.report.centred_label`) when ``analysis`` is
+    centred: the report's title and headings, the totals' labels and the tables' columns say it (the
+    figures say it through ``source``)."""
     return ExplorerView(
-        heading=ReportHeading(TITLE, model, p_text, analysis.profile.shape, analysis.grid_m),
+        heading=ReportHeading(with_centring(TITLE, centring), model, p_text, analysis.profile.shape, analysis.grid_m),
         analysis=analysis,
         terms=terms,
-        sentence=choice_sentence(analysis, terms, assignment),
+        sentence=choice_sentence(analysis, terms, assignment, centring),
         proxies=figures.proxy_comparison(
             {
                 Quantity.OURS_AT_P: terms.log_total,
@@ -170,4 +201,5 @@ def explorer_view(
         shares_sentence=kind_shares_sentence(terms),
         curves=figures.contribution_curves(analysis, list(curve_rows), terms, source=source) if curve_rows else None,
         depth=depth,
+        centring=centring,
     )

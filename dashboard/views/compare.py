@@ -35,11 +35,11 @@ from dashboard.wording.numbers import comparison_sentence, format_change, format
 from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.logspace import exp_array
-from specbound.io.centred import ReferenceKind
 from specbound.present.figures import bounds as figures
 from specbound.present.figures.html_report import ReportSection
 from specbound.present.figures.spectra import change_heatmaps, overlaid_spectra
 from specbound.present.numbers import format_log
+from specbound.present.report import centred_label
 from specbound.studies.compare import Comparison, compare, totals_agree
 
 #: The report's title and the page's.
@@ -49,9 +49,8 @@ MODEL_LABEL, BASELINE_LABEL, CHANGE_LABEL = "Ours at p*: model", "Ours at p*: ba
 FIXED_P = 1.0
 #: The sentence that explains equal totals begins so (tests read it).
 WHY_AGREE = "Why the totals agree:"
-#: The adaptation's name on this page: the baseline is the reference W⁰ (SPEC §14).
-CENTRED = ReferenceKind.BASE.adaptation
-CENTRED_LABEL = "Ours centred at the baseline"
+#: The centred total's label begins so; the rest names the baseline (:func:`centred_label`).
+CENTRED_LABEL = "Ours"
 
 
 def why_totals_agree(model: BoundAnalysis, base: BoundAnalysis, base_name: str) -> str | None:
@@ -97,6 +96,8 @@ class CentredView:
 
     #: the model's analysis centred at the baseline: S_p, rank and p* of W − W⁰, the model's own scales
     analysis: BoundAnalysis
+    #: "centred at BASE": what every centred number here says it is (:func:`specbound.present.report.centred_label`)
+    label: str
     #: (label, value) for the centred total, the model's own total and the matrices changed
     totals: list[tuple[str, str]]
     #: what the centred reading is, and the two totals compared (plain text)
@@ -105,7 +106,7 @@ class CentredView:
     changes: go.Figure
 
     def section(self, base_name: str) -> ReportSection:
-        return ReportSection(f"What changed, {CENTRED}", [self.changes], note=f"Reference W⁰: {base_name}")
+        return ReportSection(f"What changed, {self.label}", [self.changes], note=f"Reference W⁰: {base_name}")
 
 
 def centred_view(
@@ -114,21 +115,23 @@ def centred_view(
     """The centred reading of ``model`` at ``base`` (``centred``: the analysis of W − W⁰)."""
     delta = centred.schatten_profile
     changed = int((delta.rank > 0).sum())
+    label = centred_label(base_name)
     sentence = (
-        f"{CENTRED.capitalize()} (SPEC §14): each c(W; p) takes S_p, the rank and p* of the difference "
+        f"{label[0].upper()}{label[1:]} (SPEC §14): each c(W; p) takes S_p, the rank and p* of the difference "
         f"W − W⁰ from the baseline, {base_name}, and keeps the scale s_W of the open model's own weights; "
         "a matrix left unchanged has rank 0 and adds nothing. "
         + comparison_sentence("Centred", centred.optimal.log_total, "the uncentred total", model.optimal.log_total)
     )
     return CentredView(
         analysis=centred,
+        label=label,
         totals=[
-            (CENTRED_LABEL, format_log(centred.optimal.log_total)),
+            (f"{CENTRED_LABEL} {label}", format_log(centred.optimal.log_total)),
             (MODEL_LABEL, format_log(model.optimal.log_total)),
             ("Matrices changed", f"{format_integer(changed)} of {format_integer(delta.rank.size)}"),
         ],
         sentence=sentence,
-        changes=clickable_cells(change_heatmaps(base.profile, delta, source=source)),
+        changes=clickable_cells(change_heatmaps(base.profile, delta, source=f"{source} · {label}")),
     )
 
 

@@ -19,6 +19,7 @@ from dashboard.state import share
 from dashboard.widgets import tables
 from dashboard.widgets.export import show_figure
 from dashboard.wording.numbers import format_log10, format_p, format_percent
+from dashboard.wording.text import with_centring
 from specbound.core.architecture import SELF_KINDS, Expert, Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis, BoundTerms
 from specbound.core.logspace import to_log10
@@ -158,12 +159,13 @@ def picker(analysis: BoundAnalysis) -> int | None:
     )
 
 
-def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) -> None:
+def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str, centring: str | None = None) -> None:
     """Everything about one matrix at the current assignment ``terms``, in a container that a click which
-    opened it scrolls into view and outlines for a moment (the click is often far above)."""
+    opened it scrolls into view and outlines for a moment (the click is often far above). A centred
+    analysis's p*, c(W; p) and share say what they are centred at (``centring``, "centred at BASE")."""
     st.html(f"<style>{FOCUS_CSS}</style>")
     with st.container(key=DETAIL_KEY):
-        _detail(analysis, index, terms, source)
+        _detail(analysis, index, terms, source, centring)
     clicks = st.session_state.get(FOCUS_KEY)
     if clicks is not None:
         _focus_script(
@@ -171,16 +173,18 @@ def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) 
         )
 
 
-def _detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str) -> None:
+def _detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str, centring: str | None) -> None:
     profile = analysis.schatten_profile  # centred at a reference: the difference's spectrum, whose S_p counts
     matrix = profile.ids[index]
     log_share = float(terms.log_contribution[index]) - terms.log_total
     p_col, c_col, share_col, gamma_col, scale_col = st.columns(5)
     p_col.metric(
-        P_OPT_LABEL, format_p(float(analysis.p_opt[index])), help=f"current p = {format_p(float(terms.p[index]))}"
+        with_centring(P_OPT_LABEL, centring),
+        format_p(float(analysis.p_opt[index])),
+        help=f"current p = {format_p(float(terms.p[index]))}",
     )
-    c_col.metric(C_LABEL, format_log(float(terms.log_contribution[index])))
-    share_col.metric(SHARE_LABEL, format_percent(math.exp(log_share)))
+    c_col.metric(with_centring(C_LABEL, centring), format_log(float(terms.log_contribution[index])))
+    share_col.metric(with_centring(SHARE_LABEL, centring), format_percent(math.exp(log_share)))
     gamma_col.metric(GAMMA_LABEL, format_log(float(analysis.log_gamma[index])))
     scale_col.metric(SCALE_LABEL, format_log10(float(to_log10(analysis.log_scale[index]))))
     spectrum_col, curve_col = st.columns(2)

@@ -117,6 +117,11 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "model"
 
 
+def safe_file_part(text: str) -> str:
+    """Words as one safe part of a file name: ``"centred at my-base"`` -> ``centred-at-my-base``."""
+    return _safe("-".join(text.split()))
+
+
 def file_stem(profile: SpectralProfile) -> str:
     """A safe file-name stem for downloads about one model: its own name with anything odd replaced."""
     return _safe(profile.model)

@@ -12,7 +12,14 @@ import streamlit as st
 
 from dashboard.widgets.presentation import metric_row
 from dashboard.wording.numbers import format_against, format_change, format_number
-from dashboard.wording.text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL, plain
+from dashboard.wording.text import (
+    EDELMAN_LABEL,
+    OPTIMAL_LABEL,
+    SQRT_DEPTH_LABEL,
+    TOTAL_LABEL,
+    plain,
+    with_centring,
+)
 from dashboard.wording.totals import total_texts
 from specbound.core.bounds import BoundAnalysis, BoundTerms
 from specbound.core.logspace import to_log10
@@ -30,26 +37,34 @@ def _delta_style(log_value: float, log_reference: float) -> dict[str, str]:
 
 
 def explorer_headline(
-    analysis: BoundAnalysis, terms: BoundTerms, comparison: Comparison | None, baseline_name: str | None, caption: str
+    analysis: BoundAnalysis,
+    terms: BoundTerms,
+    comparison: Comparison | None,
+    baseline_name: str | None,
+    caption: str,
+    centring: str | None = None,
 ) -> None:
     """The explorer's row of totals, drawn where the caller is (its sticky headline container).
 
     Ours at the chosen p (change against p*), ours at p*, Edelman-style, and the baseline at the same p
-    (change: model minus baseline), or √L when there is no baseline.
+    (change: model minus baseline), or √L when there is no baseline. A centred analysis's totals say
+    what they are centred at in their labels (``centring``, "centred at BASE"), not only in the caption.
     """
     optimal = analysis.optimal
     value, change = total_texts(terms.log_total, optimal.log_total)
     row = metric_row()
     row.metric(
-        TOTAL_LABEL,
+        with_centring(TOTAL_LABEL, centring),
         value,
         delta=change,
         **_delta_style(terms.log_total, optimal.log_total),
         help="Σ c(W; p) + √L at the p the controls set; the change is against the same sum at p*.",
     )
-    row.metric(OPTIMAL_LABEL, format_log(optimal.log_total))
+    row.metric(with_centring(OPTIMAL_LABEL, centring), format_log(optimal.log_total))
     row.metric(
-        EDELMAN_LABEL, format_log(analysis.log_edelman), help=f"log10 = {float(to_log10(analysis.log_edelman)):.2f}"
+        with_centring(EDELMAN_LABEL, centring),
+        format_log(analysis.log_edelman),
+        help=f"log10 = {float(to_log10(analysis.log_edelman)):.2f}",
     )
     if comparison is None:
         row.metric(SQRT_DEPTH_LABEL, format_number(terms.sqrt_depth))

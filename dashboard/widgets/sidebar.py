@@ -13,12 +13,14 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import safety
-from dashboard.state import atlas, data, session
+from dashboard.state import adapters, atlas, baseline, data, session
 from dashboard.widgets import atlas_files
 from dashboard.wording import vocabulary
 from dashboard.wording.text import adapted_proxy_note, code, plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import DEFAULT_MODEL
+from specbound.core.errors import SpecboundError
+from specbound.io import loading
 from specbound.io.families import FAMILY_NAMES, family_name
 from specbound.io.models import (
     MINIATURE_LAYERS,
@@ -28,7 +30,7 @@ from specbound.io.models import (
     miniature_alias,
     parse_miniature_alias,
 )
-from specbound.present.report import ffn_widths
+from specbound.present.report import ffn_widths, short_model_name
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
 
@@ -145,7 +147,48 @@ def _pick_custom() -> str | None:
             ":material/cloud_off: This server cannot reach the Hugging Face Hub now: "
             "only Hub models already on it open."
         )
-    return name.strip() or None
+    return _adapter_base(name.strip()) if name.strip() else None
+
+
+#: Session-state keys of the base field of a LoRA adapter, and of "use the pinned baseline as its base".
+ADAPTER_BASE_KEY, ADAPTER_PINNED_KEY = "adapter_base", "adapter_base_pinned"
+
+
+def _adapter_base(name: str) -> str:
+    """For a LoRA adapter directory: its base, typed or the pinned baseline, drawn below the name.
+
+    Left empty, the adapter opens on the base its ``adapter_config.json`` records (found beside the
+    adapter, in the server's working directory or on the Hub); given, the adapter is merged into that
+    base, and the pair is one model (:mod:`dashboard.state.adapters`). Any other name: as it is."""
+    try:
+        directory = loading.adapter_directory(safety.model_ref(name))
+    except SpecboundError:
+        directory = None
+    if directory is None:
+        return name
+    pinned = baseline.current()
+    usable = pinned is not None and not pinned.twin
+    use_pinned = st.checkbox(
+        "Use the pinned baseline as its base"
+        + (f" ({plain(short_model_name(baseline.name_of(pinned)))})" if usable and pinned else ""),
+        key=ADAPTER_PINNED_KEY,
+        disabled=not usable,
+        help="Merge the adapter into the model pinned as the baseline (Compare), which is then its "
+        "reference too: switch the Bound explorer to the bound centred at it."
+        if usable
+        else "Pin a model (not a twin) as the baseline first, on the Compare page.",
+    )
+    typed = st.text_input(
+        "Base of this LoRA adapter",
+        key=ADAPTER_BASE_KEY,
+        disabled=use_pinned and usable,
+        placeholder="as its adapter_config.json records it",
+        help="Empty: the base_model_name_or_path the adapter records, looked for beside the adapter, in "
+        "the server's working directory, then on the Hub. A model name or directory: the adapter is "
+        "merged into that base instead.",
+    )
+    base = pinned.model if use_pinned and usable and pinned else typed.strip() or None
+    return name if base is None else adapters.with_base(name, base)
 
 
 def bring_your_own() -> None:
@@ -225,7 +268,9 @@ def show_in_picker(name: str) -> None:
     elif name in _other_family_entries():
         state[SOURCE_KEY], state["other_family_model"] = OTHER, name
     else:
-        state[SOURCE_KEY], state["model_custom"] = CUSTOM, name
+        adapter, base = adapters.split_base(name)
+        state[SOURCE_KEY], state["model_custom"] = CUSTOM, adapter
+        state[ADAPTER_BASE_KEY], state[ADAPTER_PINNED_KEY] = base or "", False
 
 
 def open_linked(linked: str | None) -> None:
@@ -317,6 +362,13 @@ def _shape_summary(analysis: BoundAnalysis) -> None:
         st.caption(plain(adapted_proxy_note(shape)))
 
 
+def opening_error() -> None:
+    """Why the model asked for last could not be opened, in the page's main area (where the eye is,
+    and a narrow sidebar would cut it), until another opens; the page below stays usable."""
+    if message := session.error():
+        st.error(message)
+
+
 def render_sidebar() -> BoundAnalysis:
     """Draw the model picker and return the analysis of the model the pages should show."""
     with st.sidebar:
@@ -333,8 +385,8 @@ def render_sidebar() -> BoundAnalysis:
             session.forget_pending_download()
             _open(name)
         _confirm_download(name)
-        if message := session.error():
-            st.error(message)
+        if session.error():
+            st.caption(":material/error: It could not be opened: the reason is on the page.")
         try:
             analysis = session.current_analysis(on_error=st.error)
         except Exception as exc:  # not even the bundled model opens: nothing to show

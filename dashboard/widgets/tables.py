@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.wording.numbers import MISSING, is_missing, shown_value, styled_table, styled_writers
+from specbound.core.architecture import Kind
 
 if TYPE_CHECKING:
     from pandas.io.formats.style import Styler
@@ -44,6 +45,14 @@ COLUMNS: dict[str, Column] = {
     "contribution": Column("c(W; p)", help="The matrix's contribution at its current p."),
     "p_opt": Column("p*", "p", "The grid index that minimises c(W; p)."),
     "contribution_at_p_opt": Column("c(W; p*)"),
+    # centred at a reference (SPEC §14): headed by the package's own names, as in the CSV and to_frame()
+    "delta_contribution_at_p": Column(
+        "delta_contribution_at_p", help="c_ref(W; p): S_p of W − W⁰ from the reference, s_W of W, at the current p."
+    ),
+    "delta_p_opt": Column("delta_p_opt", "p", "The grid index that minimises c_ref(W; p)."),
+    "delta_contribution": Column("delta_contribution", help="c_ref(W; p*): the centred contribution at its p*."),
+    "delta_schatten_p": Column("delta_schatten_p", help="S_p(W − W⁰): Σ σᵢᵖ of the difference from the reference."),
+    "delta_share": Column("delta_share", "percent", "c_ref(W; p) over the centred total at the current p."),
     "share": Column("share of total", "percent", "c(W; p) over the total at the current p."),
     "schatten_p": Column("S_p(W)", help="Σ σᵢᵖ over the singular values above the rank threshold."),
     "log10_scale": Column("log10 s_W", "log10", "s_W = γ α⁽ℓ⁾ L."),
@@ -65,6 +74,11 @@ COLUMNS: dict[str, Column] = {
     "stable_rank": Column("stable rank", "log10", "‖W‖_F² / σ₁²."),
     "norm_21": Column("‖W‖₂,₁"),
     "norm_11": Column("‖W‖₁,₁"),
+    "delta_rank": Column("delta_rank", "integer", "Numerical rank of W − W⁰ (0: the matrix is unchanged)."),
+    "delta_spectral_norm": Column("delta_spectral_norm", help="‖W − W⁰‖₂"),
+    "delta_frobenius_norm": Column("delta_frobenius_norm", help="‖W − W⁰‖_F"),
+    "delta_nuclear_norm": Column("delta_nuclear_norm", help="‖W − W⁰‖_*"),
+    "delta_norm_21": Column("delta_norm_21", help="‖W − W⁰‖₂,₁"),
     "sum_c": Column("Σ c(W; p)"),
     "sum_c_QK": Column("Σ c, QK"),
     "sum_c_V": Column("Σ c, V"),
@@ -72,6 +86,14 @@ COLUMNS: dict[str, Column] = {
     "sum_c_M_in": Column("Σ c, M_in"),
     "sum_c_M_out": Column("Σ c, M_out"),
     "log10_xi": Column("log10 ξ⁽ℓ⁾", "log10", "Edelman's layer sum."),
+    "delta_sum_c": Column("delta_sum_c", help="Σ c_ref(W; p) of the layer."),
+    **{
+        f"delta_sum_c_{kind.value}": Column(
+            f"delta_sum_c_{kind.value}", help=f"Σ c_ref(W; p) of the layer's {kind.value} matrices."
+        )
+        for kind in Kind
+    },
+    "delta_log10_xi": Column("delta_log10_xi", "log10", "Edelman's layer sum of W − W⁰."),
 }
 
 

@@ -21,6 +21,18 @@ EDELMAN_LABEL = "Edelman-style proxy"
 SQRT_DEPTH_LABEL = "√L"
 
 
+def with_centring(label: str, centring: str | None) -> str:
+    """A label of a number that may be centred: ``label`` as it is, or followed by what it is centred
+    at (``"Ours at the chosen p, centred at my-base"``), so the number never leaves its centring behind
+    (a metric, a report heading, a chart's title).
+
+    Example:
+        >>> with_centring(TOTAL_LABEL, "centred at my-base"), with_centring(TOTAL_LABEL, None)
+        ('Ours at the chosen p, centred at my-base', 'Ours at the chosen p')
+    """
+    return label if centring is None else f"{label}, {centring}"
+
+
 #: Every ASCII punctuation character: CommonMark lets each be escaped with a backslash, and each may
 #: start markup in Streamlit's markdown (links, images, emphasis, code, HTML, LaTeX $, :emoji: and
 #: :color[...] directives, tables, headings, lists).

@@ -160,6 +160,11 @@ class Analysis:
     def to_frame(self) -> pd.DataFrame:
         """One row per matrix: layer, head, kind, rank, norms, γ, s_W, p*, c(W; p*), and p and c(W; p).
 
+        Centred (``base=``), the difference's columns follow, named as every table names them
+        (:data:`specbound.present.report.CENTRED_PREFIX`): ``delta_rank``, ``delta_spectral_norm``,
+        ``delta_frobenius_norm``, ``delta_nuclear_norm``, ``delta_norm_21``, ``delta_p_opt``,
+        ``delta_contribution`` (c_ref(W; p*)) and ``delta_contribution_at_p`` (c_ref(W; p)).
+
         ``scale`` is s_W (inf where it overflows; ``log10_scale`` stands beside it); without a given p,
         ``p`` and ``contribution`` repeat p* and c(W; p*). ``tensors`` names the checkpoint tensors each
         matrix is built from, as the family saves them (``encoder.layer.0.attention.self.query.weight``
@@ -189,6 +194,7 @@ class Analysis:
 
             for column, values in delta_columns(self.centred).items():
                 frame[column] = values
+            frame["delta_contribution_at_p"] = self.centred.evaluate(self.p).contribution
         return frame
 
     def power_law_frame(self) -> pd.DataFrame:
@@ -291,9 +297,10 @@ def analyze(
     """Analyse a model and return its :class:`Analysis`.
 
     ``source``: a path or name (:func:`specbound.io.models.resolve`: a directory, ``owner/name``,
-    ``owner/name@REVISION``, ``L4-H256``, ``atlas:FILE#MODEL``, ``minilm-l6``), a transformers
-    ``PreTrainedModel``, or a ``state_dict`` (then ``config``, a ``PretrainedConfig`` or its dict, is
-    required). ``p``: an index for every matrix or a PAssignment, besides p*. ``l_phi``: L_φ (default:
+    ``owner/name@REVISION``, ``L4-H256``, ``atlas:FILE#MODEL``, ``minilm-l6``, a LoRA adapter directory),
+    a transformers ``PreTrainedModel``, a peft ``PeftModel``, or a ``state_dict`` (then ``config``, a
+    ``PretrainedConfig`` or its dict, is required).
+    ``p``: an index for every matrix or a PAssignment, besides p*. ``l_phi``: L_φ (default:
     the activation's constant). ``name``: how a model in memory is labelled (default: its config's
     ``_name_or_path``, else its class). A named model's profile is cached on disk; one in memory never is.
     ``backend`` ("numpy" or "torch") and ``device`` ("cpu", "cuda", "cuda:1", ...) choose where the
@@ -306,6 +313,15 @@ def analyze(
     :mod:`specbound.io.centred`): ``ours_centred``, ``edelman_centred`` and the difference's columns of
     :meth:`Analysis.to_frame`.
 
+    A LoRA adapter directory as ``source`` is merged into ``base`` when one is given (a name, a path, or
+    a model in memory: that base is then also the reference), else into the base its config records,
+    looked for beside the adapter, then in the working directory, then on the Hub
+    (:func:`specbound.io.loading.locate_adapter_base`); either way it is centred at that base. A peft
+    ``PeftModel`` held in memory is read as its merged model (its active adapter merged by peft's own
+    ``merge_and_unload``, on a copy) and, like an adapter on disk, centred at its own base unless
+    ``base`` names another (:mod:`specbound.io.checkpoints.peft_model`); for the uncentred numbers
+    alone, give ``peft_model.merge_and_unload()``.
+
     Example::
 
         >>> result = specbound.analyze("minilm-l6", p=1.0)
@@ -317,19 +333,40 @@ def analyze(
     """
     settings = BoundSettings(l_phi=l_phi, grid_m=grid_m)
     compute = ComputeOptions(BackendSpec(backend, device), layer_workers, large_norm_11=large_norm_11)
-    if base is None and isinstance(source, str | Path):
-        from ..io.loading import adapter_base
+    base_name: str | None = None
+    reference: Checkpoint | None = None
+    tuned: Checkpoint | None = None
+    from ..io.checkpoints.peft_model import is_peft_model
 
-        base = adapter_base(str(source))  # a LoRA adapter is read against its base
-    profile = _profile(
-        source,
-        config=config,
-        name=name,
-        progress=progress,
-        use_cache=use_cache,
-        compute=compute,
-        adapter_base=str(base) if isinstance(base, str | Path) else None,
-    )
+    if is_peft_model(source):  # its merged model, centred at its own base unless another is given
+        from ..io.checkpoints.peft_model import peft_parts
+
+        parts = peft_parts(source, name)
+        source, name = parts.merged, parts.model_name
+        if base is None:
+            base, base_name = parts.base, parts.base_name
+    adapter = _adapter_directory(source)
+    if adapter is not None and (base is None or isinstance(base, str | Path)):
+        from ..io.loading import locate_adapter_base
+
+        base = locate_adapter_base(adapter, None if base is None else str(base))  # read against its base
+    if adapter is not None and base is not None and not isinstance(base, str | Path):
+        # merged into the base in memory, which is also its reference (never the base its config names)
+        reference = _checkpoint(base, base_config, base_name, compute, progress)
+        tuned = _adapted(adapter, reference)
+        from ..io.loading import checkpoint_profile
+
+        profile = checkpoint_profile(tuned, name=name or str(adapter), options=compute, progress=progress)
+    else:
+        profile = _profile(
+            source,
+            config=config,
+            name=name,
+            progress=progress,
+            use_cache=use_cache,
+            compute=compute,
+            adapter_base=str(base) if isinstance(base, str | Path) else None,
+        )
     bounds = BoundAnalysis.from_profile(profile, settings)
     if base is None:
         if base_config is not None:
@@ -337,8 +374,9 @@ def analyze(
         return Analysis(bounds).at(p)
     from ..io.loading import difference_profile
 
-    tuned = _checkpoint(source, config, profile.model, compute, progress, adapter_base=base)
-    reference = _checkpoint(base, base_config, None, compute, progress)
+    if tuned is None or reference is None:
+        tuned = _checkpoint(source, config, profile.model, compute, progress, adapter_base=base)
+        reference = _checkpoint(base, base_config, base_name, compute, progress)
     delta = difference_profile(
         tuned,
         reference,
@@ -349,6 +387,21 @@ def analyze(
     centred = BoundAnalysis.from_profile(profile, settings, delta=delta)
     label = str(base) if isinstance(base, str | Path) else reference.where
     return Analysis(bounds, None, centred, Reference(label, ReferenceKind.BASE)).at(p)
+
+
+def _adapter_directory(source: Any) -> Path | None:
+    """The LoRA adapter directory ``source`` names, else None (a model in memory, any other name)."""
+    if not isinstance(source, str | Path):
+        return None
+    from ..io.loading import adapter_directory
+
+    return adapter_directory(str(source))
+
+
+def _adapted(directory: Path, base: Checkpoint) -> Checkpoint:
+    from ..io.checkpoints.lora import open_adapter
+
+    return open_adapter(directory, base)
 
 
 def _checkpoint(

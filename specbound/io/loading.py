@@ -30,6 +30,7 @@ from ..core.errors import CheckpointError
 from ..core.matrices import LayerSource
 from ..core.profile import SpectralProfile
 from ..core.progress import ProgressCallback, silent
+from ..core.text import quoted
 from .cache import ProfileCache
 from .checkpoints.checkpoint import (
     Checkpoint,
@@ -47,7 +48,7 @@ from .checkpoints.lora import (
     open_adapter,
     read_adapter_config,
 )
-from .models import ModelRef, Source, resolve
+from .models import ModelRef, Source, parse_name, resolve
 from .options import DEFAULT_COMPUTE, ComputeOptions
 
 #: The revision recorded for a model analysed in memory (its weights are not a file that could change).
@@ -113,6 +114,18 @@ def profile_in_memory(
     state dict, streamed in place one layer (and one feed-forward matrix) at a time; nothing is
     written to disk or cached. ``options`` as :func:`load_profile`'s (its download cap unused)."""
     checkpoint = Checkpoint.from_state_dict(config, state, f"the model {name}")
+    return checkpoint_profile(checkpoint, name=name, options=options, progress=progress)
+
+
+def checkpoint_profile(
+    checkpoint: Checkpoint,
+    *,
+    name: str,
+    options: ComputeOptions = DEFAULT_COMPUTE,
+    progress: ProgressCallback = silent,
+) -> SpectralProfile:
+    """The profile of a checkpoint opened already (a model in memory, an adapter merged into a base in
+    memory), never cached: its weights are no file whose revision could be checked."""
     return compute_profile(
         checkpoint.stream(),
         checkpoint.shape,
@@ -220,18 +233,77 @@ def adapter_directory(model: str | ModelRef) -> Path | None:
     return None
 
 
-def adapter_base(model: str | ModelRef) -> str | None:
-    """The base a LoRA adapter directory names (``base_model_name_or_path``); None for any other model."""
+def adapter_base(model: str | ModelRef, given: str | None = None) -> str | None:
+    """The base a LoRA adapter directory is read against, as a model name that opens it (a directory's
+    full path or a Hub id; :func:`locate_adapter_base`); None for any other model."""
     directory = adapter_directory(model)
-    return None if directory is None else base_reference(directory, read_adapter_config(directory))
+    return None if directory is None else locate_adapter_base(directory, given)
+
+
+#: How many folders above an adapter's own its recorded relative base is looked for in (training ran in one).
+ADAPTER_BASE_LEVELS_UP = 3
+
+
+def locate_adapter_base(directory: Path, given: str | None = None) -> str:
+    """Where the base of the adapter in ``directory`` is, as a model name that opens it.
+
+    In this order: ``given`` (``--base``, ``base=``, the dashboard's field), as any model name; else the
+    ``base_model_name_or_path`` its config records, taken relative to the adapter's own folder and
+    the :data:`ADAPTER_BASE_LEVELS_UP` folders above it (peft writes the path it was given, relative to
+    where training ran: ``"models/my-base"`` beside ``models/my-lora`` is found from the folder above
+    the adapter's), then relative to the working directory, then as a catalog name (``minilm-l6``, the
+    lab's ``finetune-base``) or a Hub id (from the Hub cache, or downloaded unless offline). Where none
+    holds it, one line names the adapter, every place looked at and ``--base`` (a :class:`CheckpointError`).
+
+    Example:
+        >>> import json, pathlib, tempfile
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> (root / "runs" / "lora").mkdir(parents=True); (root / "runs" / "base").mkdir()
+        >>> _ = (root / "runs" / "lora" / "adapter_config.json").write_text(
+        ...     json.dumps({"peft_type": "LORA", "lora_alpha": 8, "base_model_name_or_path": "../base"}))
+        >>> locate_adapter_base(root / "runs" / "lora") == str((root / "runs" / "base").resolve())
+        True
+        >>> import shutil; shutil.rmtree(root)
+    """
+    if given is not None:
+        return given
+    recorded = base_reference(directory, read_adapter_config(directory))
+    looked: list[str] = []
+    try:
+        path = Path(recorded).expanduser()
+        folders = [directory, *list(directory.resolve().parents)[:ADAPTER_BASE_LEVELS_UP], Path.cwd()]
+        places = [path] if path.is_absolute() else list(dict.fromkeys(folder / path for folder in folders))
+        for place in places:
+            looked.append(str(place))
+            if place.is_dir():
+                return str(place.resolve())
+    except (OSError, RuntimeError):  # a name the file system cannot look up: perhaps a Hub id
+        pass
+    from ..core.errors import ModelNotFoundError, OfflineError
+
+    try:
+        ref = parse_name(recorded)
+        if ref is not None and ref.source is not Source.HUB:  # a catalog name: the bundled model, the lab's trio
+            return recorded
+        if ref is not None:
+            fetch(ref)  # from the Hub cache, or downloaded; offline, it says so
+            return recorded
+        looked.append("the Hugging Face Hub (not a Hub id)")
+    except (ModelNotFoundError, OfflineError) as exc:
+        looked.append(f"the Hugging Face Hub ({str(exc).split(';')[0]})")
+    raise CheckpointError(
+        f"the base of the adapter {directory.name}, '{quoted(recorded)}' (base_model_name_or_path), is not found: "
+        f"looked at {'; '.join(looked)}: give the base with --base "
+        "(base= in Python, the base field in the dashboard)"
+    )
 
 
 def _open_adapter(
     directory: Path, base: str | None, progress: ProgressCallback, max_download_bytes: int | None
 ) -> tuple[Checkpoint, str]:
-    """The adapted model (merged into ``base``, or into the base its config names) and its revision:
-    the adapter's files and the base's together."""
-    name = base or base_reference(directory, read_adapter_config(directory))
+    """The adapted model (merged into ``base``, else into the base :func:`locate_adapter_base` finds)
+    and its revision: the adapter's files and the base's together."""
+    name = locate_adapter_base(directory, base)
     ref = resolve(name)
     if ref.source is Source.ATLAS or (ref.path is not None and is_adapter_directory(ref.path)):
         raise CheckpointError(f"the base of the adapter {directory.name} must be a model with weights, not {name}")

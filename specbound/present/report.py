@@ -55,6 +55,37 @@ def to_json_text(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(finite_only(obj), allow_nan=False, indent=indent)
 
 
+#: How a centred column is named in every table (SPEC §14, the one scheme): its name in the JSON's
+#: ``"delta"`` object (:func:`delta_fields`), or the uncentred column's, after this prefix.
+CENTRED_PREFIX = "delta_"
+
+
+def short_model_name(name: str) -> str:
+    """A model's name short enough for a label and free of any folder: a path's last component (a
+    directory named ``/data/runs/my-base`` or ``./runs/my-base`` is ``my-base``); a Hub id
+    (``owner/name``), an alias or a name in memory as it is.
+
+    Example:
+        >>> short_model_name("/data/runs/my-base"), short_model_name("google/gemma-2-2b"), short_model_name("L2-H128")
+        ('my-base', 'google/gemma-2-2b', 'L2-H128')
+    """
+    text = name.strip().rstrip("/")
+    if text.startswith(("/", "~", ".", "\\")) or text.count("/") > 1 or "\\" in text:
+        return text.replace("\\", "/").rpartition("/")[2] or text
+    return text
+
+
+def centred_label(reference: str) -> str:
+    """What every centred number says it is: ``centred at BASE``, BASE the reference's short name
+    (:func:`short_model_name`), never a folder of the machine it was read on.
+
+    Example:
+        >>> centred_label("/data/runs/my-base")
+        'centred at my-base'
+    """
+    return f"centred at {short_model_name(reference)}"
+
+
 def delta_fields(centred: BoundAnalysis) -> dict[str, np.ndarray]:
     """Per matrix, what the difference W - W⁰ from the reference is (SPEC §14): its rank, norms, p*
     and contribution c_ref(W; p*) to the centred proxy. The names of :func:`analysis_json`'s ``"delta"``
@@ -73,7 +104,7 @@ def delta_fields(centred: BoundAnalysis) -> dict[str, np.ndarray]:
 
 def delta_columns(centred: BoundAnalysis) -> dict[str, np.ndarray]:
     """:func:`delta_fields` as frame columns: ``delta_rank``, ``delta_spectral_norm``, ..."""
-    return {f"delta_{name}": values for name, values in delta_fields(centred).items()}
+    return {f"{CENTRED_PREFIX}{name}": values for name, values in delta_fields(centred).items()}
 
 
 def _centred_json(centred: BoundAnalysis, reference: Reference) -> dict[str, Any]:
@@ -247,13 +278,27 @@ def adaptations_line(shape: ModelShape) -> str | None:
 
 
 def terms_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
-    """Per-matrix table: norms, rank, gamma, scale, p, S_p and c(W; p) (plus p* and c at p*)."""
+    """Per-matrix table: norms, rank, gamma, scale, p, S_p and c(W; p) (plus p* and c at p*).
+
+    A centred analysis (``analysis.delta``, SPEC §14) keeps the weights' own columns (rank and norms
+    of W, log10 α, γ, log10 s_W, p) under their names, and names every quantity of the difference
+    W - W⁰ or of the centred proxy with :data:`CENTRED_PREFIX`, as :meth:`specbound.Analysis.to_frame`
+    does: ``delta_rank``, the ``delta_*_norm`` columns, ``delta_p_opt``, ``delta_contribution``
+    (c_ref(W; p*)), then ``delta_schatten_p`` and ``delta_contribution_at_p`` at the chosen p. So no
+    column mixes the weights' rank with the difference's contribution under one plain name.
+    """
     frame = analysis.profile.to_frame()
     optimal = analysis.evaluate()
     frame["log10_alpha"] = to_log10(analysis.log_alpha)[analysis.profile.layers]
     frame["gamma"] = analysis.gamma
     frame["log10_scale"] = to_log10(analysis.log_scale)
     frame["p"] = terms.p
+    if analysis.delta is not None:
+        for column, values in delta_columns(analysis).items():
+            frame[column] = values
+        frame[f"{CENTRED_PREFIX}schatten_p"] = terms.schatten
+        frame[f"{CENTRED_PREFIX}contribution_at_p"] = terms.contribution
+        return frame
     frame["schatten_p"] = terms.schatten
     frame["contribution"] = terms.contribution
     frame["p_opt"] = analysis.p_opt
@@ -263,7 +308,9 @@ def terms_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
 
 def layer_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
     """Per-layer table: log10 alpha, the sum of c(W; p) by kind and in total, and Edelman's xi (an
-    encoder-decoder's layers in series, each with its stack; QK_x and V_x empty in the encoder's)."""
+    encoder-decoder's layers in series, each with its stack; QK_x and V_x empty in the encoder's).
+    Centred (``analysis.delta``), the sums and ξ are the difference's: ``delta_sum_c_QK``, ...,
+    ``delta_sum_c``, ``delta_log10_xi`` (:func:`terms_frame`)."""
     import pandas as pd
 
     profile = analysis.profile
@@ -274,6 +321,8 @@ def layer_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
     table.insert(0, "log10_alpha", to_log10(analysis.log_alpha))
     table["sum_c"] = terms.per_layer(profile.shape.num_layers)
     table["log10_xi"] = to_log10(analysis.log_xi)
+    if analysis.delta is not None:  # the sums of c_ref and ξ of W - W⁰: named as centred (terms_frame)
+        table.columns = [c if c == "log10_alpha" else f"{CENTRED_PREFIX}{c}" for c in table.columns]
     table = table.reset_index()
     if profile.shape.encoder_decoder:  # each layer's stack and number within it, beside the layer in series
         shape = profile.shape

@@ -421,7 +421,7 @@ def test_compare_centred_at_the_base_at_every_width(server: str, browser_page) -
                 "() => document.querySelector('[data-testid=stSidebar]').dataset.collapsed === 'true'"
             )
             page.wait_for_timeout(1500)
-        page.get_by_text("Ours centred at the baseline").first.wait_for()
+        page.get_by_text(f"Ours centred at {BASE_NAME}").first.wait_for()
         assert_no_errors(page)
         _check_numbers(page, where)
         chart = page.locator(".js-plotly-plot", has_text="What changed")
@@ -442,7 +442,7 @@ def test_compare_centred_at_the_base_at_every_width(server: str, browser_page) -
             assert_no_errors(page)
             _whole_page_screenshot(page, "product-compare-centred-drill", viewport)
         _open(page, f"{server}/bounds?model={FULL_NAME}&baseline={BASE_NAME}&centred=1{suffix}", "Bound explorer")
-        page.get_by_text("centred at the base").first.wait_for()
+        page.get_by_text(f"centred at {BASE_NAME}").first.wait_for()
         assert_no_errors(page)
         _check_numbers(page, f"explorer centred at {width}")
         _whole_page_screenshot(page, f"product-bounds-centred-{width}", viewport)

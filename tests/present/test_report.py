@@ -73,3 +73,57 @@ def test_analysis_json_is_strict_json_with_log10_twins(hand: BoundAnalysis) -> N
     assert [m["p_opt"] for m in data["matrices"]] == hand.p_opt.tolist()
     second = data["matrices"][1]
     assert (second["layer"], second["head"], second["kind"], second["rank"]) == (0, 1, "QK", 1)
+
+
+# --- centred at a reference: one naming scheme (issue 56) -------------------------------------------------
+
+
+def test_a_centred_table_names_the_difference_delta_and_keeps_the_weights_own() -> None:
+    """The shipped LoRA adapter centred at its base: the weights' rank and norms under their own names,
+    every quantity of W - W⁰ or of c_ref under delta_*, each the centred analysis's own number."""
+    import specbound
+    from specbound.present.report import CENTRED_PREFIX
+
+    result = specbound.analyze("finetune-lora")
+    centred = result.centred
+    assert centred is not None
+    terms = centred.evaluate(0.5)
+    frame = terms_frame(centred, terms)
+    assert not {"schatten_p", "contribution", "p_opt", "contribution_at_p_opt"} & set(frame.columns)
+    np.testing.assert_array_equal(frame["rank"], result.profile.rank)  # the weights' rank
+    np.testing.assert_array_equal(frame["delta_rank"], centred.schatten_profile.rank)  # the difference's
+    assert (frame["rank"] > frame["delta_rank"]).any()  # a rank-4 update of a full-rank weight
+    np.testing.assert_allclose(frame["spectral_norm"], result.profile.spectral_norm, rtol=0)
+    np.testing.assert_allclose(frame["delta_spectral_norm"], centred.schatten_profile.spectral_norm, rtol=0)
+    np.testing.assert_allclose(frame["delta_p_opt"], centred.p_opt, rtol=0)
+    np.testing.assert_allclose(frame["delta_contribution"], centred.optimal.contribution, rtol=0)
+    np.testing.assert_allclose(frame["delta_contribution_at_p"], terms.contribution, rtol=0)
+    np.testing.assert_allclose(frame["delta_schatten_p"], terms.schatten, rtol=0)
+    assert frame["p"].tolist() == [0.5] * len(frame)
+    assert set(frame.columns) >= set(result.to_frame().filter(like=CENTRED_PREFIX).columns)
+    layers = layer_frame(centred, terms)
+    uncentred = layer_frame(result.bounds, result.bounds.evaluate(0.5))
+    np.testing.assert_allclose(layers["delta_sum_c"], terms.per_layer(result.shape.num_layers), rtol=0)
+    np.testing.assert_allclose(layers["log10_alpha"], uncentred["log10_alpha"], rtol=0)  # α of the weights
+    assert [c for c in layers.columns if not c.startswith(CENTRED_PREFIX)] == ["layer", "log10_alpha"]
+    assert not [c for c in uncentred.columns if c.startswith(CENTRED_PREFIX)]  # uncentred: unchanged
+
+
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        ("/data/runs/my-base", "my-base"),
+        ("/data/runs/my-base/", "my-base"),
+        ("./runs/my-base", "my-base"),
+        ("~/models/base", "base"),
+        ("a/b/c", "c"),
+        ("google/gemma-2-2b", "google/gemma-2-2b"),
+        ("finetune-base", "finetune-base"),
+        ("models/my-base (in memory)", "models/my-base (in memory)"),
+    ],
+)
+def test_the_centring_is_named_by_the_references_short_name(name: str, short: str) -> None:
+    from specbound.present.report import centred_label, short_model_name
+
+    assert short_model_name(name) == short
+    assert centred_label(name) == f"centred at {short}"

@@ -82,7 +82,7 @@ def test_the_centred_reading_counts_the_changed_matrices(finetune_full, finetune
     changed = int((centred_full.schatten_profile.rank > 0).sum())
     assert 0 < changed <= 12
     assert centred.totals == [
-        (CENTRED_LABEL, format_log(centred_full.optimal.log_total)),
+        (f"{CENTRED_LABEL} centred at base", format_log(centred_full.optimal.log_total)),
         (MODEL_LABEL, format_log(finetune_full.optimal.log_total)),
         ("Matrices changed", f"{changed} of 12"),
     ]
@@ -97,7 +97,7 @@ def test_the_report_is_the_view(finetune_full, finetune_base, centred_full) -> N
         "Totals",
         "Per kind and per layer",
         "Spectra overlaid",
-        "What changed, centred at the base",
+        "What changed, centred at base",
     ]
     assert not isinstance(view.centred, str)
     figures = [fig for s in sections for fig in s.figures]
@@ -117,14 +117,15 @@ def test_the_sentences_compare_the_two_models_in_words(finetune_full, finetune_b
         + comparison_sentence("Its Edelman-style proxy", ours.log_edelman, "the baseline's", theirs.log_edelman)
     )
     assert not isinstance(view.centred, str)
-    assert view.centred.sentence.startswith("Centred at the base (SPEC §14): each c(W; p) takes S_p")
+    assert view.centred.sentence.startswith("Centred at base (SPEC §14): each c(W; p) takes S_p")
     assert view.centred.sentence.endswith(
         comparison_sentence(
             "Centred", centred_full.optimal.log_total, "the uncentred total", finetune_full.optimal.log_total
         )
     )
-    for figure in (view.bars, view.overlay, view.centred.changes):
+    for figure in (view.bars, view.overlay):
         assert figure.layout.title.subtitle.text == SOURCE
+    assert view.centred.changes.layout.title.subtitle.text == f"{SOURCE} · centred at base"  # so its PNG says it
 
 
 def test_the_centred_reading_is_taken_when_first_read_and_once(finetune_full, finetune_base, centred_full) -> None:
