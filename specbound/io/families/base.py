@@ -11,6 +11,7 @@ the adapters names a weight. The config readers the adapters share are :mod:`spe
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -83,6 +84,8 @@ class FamilyAdapter(ABC):
     prefixes: ClassVar[tuple[str, ...]]
     #: whether the family's layers hold experts (a config declaring experts is refused otherwise)
     reads_experts: ClassVar[bool] = False
+    #: whether every weight of the family's layers is a transformers ``Conv1D``, stored (in, out) (GPT-2)
+    conv1d_layers: ClassVar[bool] = False
 
     @abstractmethod
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
@@ -204,6 +207,24 @@ class FamilyAdapter(ABC):
         else:
             chosen = list(self.mlp_roles(mlp_field(matrix.kind, matrix.expert), shape))
         return tuple(f"{layout.root}.{layer}.{layout.tensors[role].name}" for role in chosen if role in layout.tensors)
+
+    def stores_in_out(self, key: str) -> bool:
+        """Whether the weight under checkpoint key ``key`` belongs to a ``Conv1D`` module, stored (in, out),
+        rather than to an ``nn.Linear``, stored (out, in). peft decides the layout of a LoRA update from
+        this type when it loads an adapter (``fan_in_fan_out``), whatever the adapter's config says, so
+        specbound decides it here: a family with :attr:`conv1d_layers` has it for every weight of its
+        layers (``{prefix}{root}.{layer}.….weight``), and no other weight (a task head) is one.
+
+        Example:
+            >>> from specbound.io.families.gpt2 import GPT2Adapter
+            >>> gpt2 = GPT2Adapter()
+            >>> gpt2.stores_in_out("transformer.h.0.attn.c_proj.weight"), gpt2.stores_in_out("score.weight")
+            (True, False)
+        """
+        if not self.conv1d_layers:
+            return False
+        layer = re.compile(rf"{re.escape(self.root)}\.\d+\..+\.weight")
+        return any(key.startswith(prefix) and layer.fullmatch(key[len(prefix) :]) for prefix in self.prefixes)
 
     def init_scale(self, field: str, shape: ModelShape) -> float:
         """Factor on σ with which the family initialises one canonical weight (a LayerWeights field)."""
