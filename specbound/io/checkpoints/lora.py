@@ -130,7 +130,7 @@ class ModuleSettings:
                     else is_real_number(value, finite=True)
                 )
                 if not ok:
-                    raise CheckpointError(f"{where}: {name} gives {quoted(key)} {described(value)}, not {wanted}")
+                    raise CheckpointError(f"{where}: {name}'s {quoted(key)} is {described(value)}, not {wanted}")
                 patterns[name].append((_pattern(key, name, where), value))
         return cls(
             int(rank),
