@@ -277,13 +277,13 @@ def difference_profile(
 
     The reference must have the model's family and every dimension
     (:class:`~specbound.io.centred.ReferenceMismatchError` naming the first difference); different
-    storage types get one warning with the rounding's size. The result has the model's shape; it is
+    storage types get one warning with the rounding's size, once the difference is computed (a pair
+    refused on the way, for a NaN, gets the refusal alone). The result has the model's shape; it is
     never cached (it belongs to the pair).
     """
     from .centred import check_reference, difference_layers, difference_shape, warn_if_dtypes_differ
 
     check_reference(tuned.shape, base.shape, tuned.where, base.where)
-    warn_if_dtypes_differ(tuned, base)
     delta = compute_profile(
         difference_layers(tuned, base),
         difference_shape(tuned.shape),
@@ -291,4 +291,5 @@ def difference_profile(
         progress=progress,
         **_computing(options),
     )
+    warn_if_dtypes_differ(tuned, base)  # about a difference that exists: not before a refusal (a NaN)
     return dataclasses.replace(delta, shape=tuned.shape)
