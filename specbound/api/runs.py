@@ -362,23 +362,24 @@ def run_trajectory(
 def _check_reference(settings: RunSettings, checkpoints: Sequence[SavedStep]) -> str | None:
     """The reference's content fingerprint (None without a reference, or where it cannot be known
     without fetching), once it is found readable as weights of the run's family and dimensions: an
-    unreadable or mismatched reference is one line here, before any step, not a reason repeated
-    for every step after which none could be analysed."""
+    unreadable or mismatched reference is one line here, before any step, not a reason repeated for
+    every step after which none could be analysed. Only files already here are opened: a Hub model
+    not in the cache is fetched where the steps are analysed, as before."""
     if settings.reference is None:
         return None
     from ..io.centred import check_reference
-    from ..io.loading import open_weights
+    from ..io.loading import content_revision, open_weights
 
-    cap = settings.compute.max_download_bytes
     try:
-        reference = open_weights(settings.reference, max_download_bytes=cap)
-        if checkpoints:
-            first = min(checkpoints, key=lambda c: c.step)
-            tuned = open_weights(first.source, max_download_bytes=cap)
-            check_reference(tuned.shape, reference.shape, f"step {first.step}", "it")
+        fingerprint = content_revision(settings.reference)  # a name that is no model: refused here
+        if fingerprint is not None:
+            reference = open_weights(settings.reference)
+            first = min(checkpoints, key=lambda c: c.step) if checkpoints else None
+            if first is not None and content_revision(first.source) is not None:
+                check_reference(open_weights(first.source).shape, reference.shape, f"step {first.step}", "it")
     except SpecboundError as exc:
         raise SpecboundError(f"the reference {quoted(settings.reference)} cannot be used: {exc}") from None
-    return _fingerprint(settings.reference)
+    return fingerprint
 
 
 def _run(
