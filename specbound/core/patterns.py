@@ -9,8 +9,9 @@ from an adapter's config, that is from whoever hands the adapter over, and Pytho
 engine takes exponential time on some short ones: ``([\\w.]|[\\w.])*X`` (17 characters) against a
 41-character name runs for minutes. So a key is never given to that engine here:
 
-- a key without a regular-expression metacharacter (``query``, ``c_attn``) is matched as a plain
-  suffix at a dot boundary, which is what the expression above means for it;
+- a key of plain characters and dots (``query``, ``c_attn``, ``layers.0.self_attn.q_proj``) has one
+  length, so it is compared with the end of the name at that length, a dot matching any character
+  but a line break as in the expression (a plain suffix at a dot boundary);
 - any other key is parsed by Python's own parser (so it means exactly what it means to peft) and run
   as a Thompson automaton (Thompson 1968; Cox, "Regular Expression Matching Can Be Simple And Fast",
   2007): one pass over the name that keeps the set of automaton states alive, at most
@@ -57,6 +58,10 @@ _CATEGORIES: dict[str, str] = {
 
 class PatternError(ValueError):
     """A pattern that is not a regular expression, or uses what a bounded matcher cannot run."""
+
+
+class PatternTooLarge(PatternError):
+    """A pattern whose automaton would have more states than it may."""
 
 
 @lru_cache(maxsize=4096)
@@ -122,13 +127,13 @@ _UNSUPPORTED = {
 class _Builder:
     """Thompson's construction, built backwards: each item is given the state that follows it."""
 
-    def __init__(self) -> None:
-        self.count = 0
+    def __init__(self, max_states: int) -> None:
+        self.count, self.max_states = 0, max_states
 
     def state(self, **kwargs: Any) -> _State:
         self.count += 1
-        if self.count > MAX_STATES:
-            raise PatternError(f"unrolls to more than {MAX_STATES} automaton states")
+        if self.count > self.max_states:
+            raise PatternTooLarge(f"unrolls to more than {self.max_states} automaton states")
         return _State(**kwargs)
 
     def sequence(self, items: Any, then: _State) -> _State:
@@ -205,18 +210,23 @@ class SuffixPattern:
     uses what the automaton cannot run."""
 
     key: str
+    #: at most this many automaton states (:data:`MAX_STATES`; less where several keys share a budget)
+    max_states: int = MAX_STATES
     plain: bool = field(init=False)
+    states: int = field(init=False)  # the automaton's size; 0 for a plain key
     _automaton: tuple[_State, _State] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        plain = re.escape(self.key) == self.key and bool(self.key)
+        plain = bool(self.key) and all(c == "." or re.escape(c) == c for c in self.key)
+        automaton = None if plain else _compile(self.key, self.max_states)
         object.__setattr__(self, "plain", plain)
-        object.__setattr__(self, "_automaton", None if plain else _compile(self.key))
+        object.__setattr__(self, "_automaton", automaton)
+        object.__setattr__(self, "states", 0 if automaton is None else _size(automaton[0]))
 
-    @property
-    def states(self) -> int:
-        """The automaton's size (0 for a plain suffix): a match costs at most (len(name) + 1) times this."""
-        return 0 if self._automaton is None else _size(self._automaton[0])
+    def cost(self, name: str) -> int:
+        """An upper bound of the steps :meth:`matches` takes on ``name``: the key's length for a plain
+        key, else one visit of each state at each position of the name."""
+        return len(self.key) + 1 if self.plain else (len(name) + 1) * self.states
 
     def matches(self, name: str) -> bool:
         """Whether ``re.match(rf"(.*\\.)?({key})$", name)`` would match, computed without backtracking."""
@@ -235,7 +245,7 @@ class SuffixPattern:
         return False
 
 
-def _compile(key: str) -> tuple[_State, _State]:
+def _compile(key: str, max_states: int) -> tuple[_State, _State]:
     """The automaton of peft's expression around ``key``: its start and its accepting state."""
     try:
         parsed = _parser.parse(rf"(.*\.)?({key})$")
@@ -244,7 +254,7 @@ def _compile(key: str) -> tuple[_State, _State]:
     if parsed.state.flags & ~_DEFAULT_FLAGS:
         raise PatternError("sets flags")
     accept = _State()
-    return _Builder().sequence(list(parsed), accept), accept
+    return _Builder(max_states).sequence(list(parsed), accept), accept
 
 
 def _size(start: _State) -> int:
@@ -259,13 +269,16 @@ def _size(start: _State) -> int:
 
 
 def _plain_match(key: str, name: str) -> bool:
-    """``(.*\\.)?(key)$`` for a key without metacharacters: the name is the key, or ends with a dot and
-    the key, with no line break before (``.`` stops at one), and ``$`` also before a final line break."""
+    """``(.*\\.)?(key)$`` for a key of plain characters and dots: the name ends with ``len(key)``
+    characters that match the key (a dot any character but a line break), after nothing or after a
+    dot with no line break before it (``.*`` stops at one); ``$`` also before a final line break."""
     ends = [len(name)] + ([len(name) - 1] if name.endswith("\n") else [])
     for end in ends:
-        body = name[:end]
-        if body.endswith(key):
-            prefix = body[: len(body) - len(key)]
+        start = end - len(key)
+        if start < 0:
+            continue
+        if all(c == k or (k == "." and c != "\n") for c, k in zip(name[start:end], key, strict=True)):
+            prefix = name[:start]
             if prefix == "" or (prefix.endswith(".") and "\n" not in prefix):
                 return True
     return False

@@ -60,14 +60,32 @@ def test_random_keys_match_as_pythons_engine_matches_them(seed):
     assert checked > 3000  # most keys are valid expressions
 
 
-@pytest.mark.parametrize("key", ["query", "c_attn", "q_proj", "layer", "dense"])
+@pytest.mark.parametrize("key", ["query", "c_attn", "q_proj", "layer", "dense", "h.0.attn.c_attn", "0.q_proj", "."])
 @pytest.mark.parametrize(
     "name",
-    ["query", "x.query", "xquery", "x.query\n", "a\nb.query", "query\n", ".query", "x.c_attn", "h.0.attn.c_attn"],
+    [
+        "query",
+        "x.query",
+        "xquery",
+        "x.query\n",
+        "a\nb.query",
+        "query\n",
+        ".query",
+        "x.c_attn",
+        "h.0.attn.c_attn",
+        "transformer.h-0-attn-c_attn",
+        "transformer.h.0\nattn.c_attn",
+        "model.layers.0.q_proj",
+        "model.layers.10.q_proj",
+        "",
+        "a.",
+    ],
 )
 def test_a_plain_key_is_a_suffix_at_a_dot_as_the_expression_says(key, name):
+    """Plain characters and dots (any character but a line break, as in the expression): one length,
+    compared with the end of the name, no automaton."""
     matcher = SuffixPattern(key)
-    assert matcher.plain and matcher.states == 0
+    assert matcher.plain and matcher.states == 0 and matcher.cost(name) == len(key) + 1
     assert matcher.matches(name) == _peft(key, name)
 
 

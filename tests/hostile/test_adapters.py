@@ -147,3 +147,30 @@ def test_factors_of_another_rank_than_the_config_gives_are_refused_as_peft_refus
     assert "encoder.layer.0.attention.self.query" in line
     by_pattern = _copy(adapter, tmp_path / "p", rank_pattern={"intermediate.dense": 3})
     assert_one_line_error(cli("analyze", str(by_pattern), "--no-cache"), "intermediate.dense", "rank 3")
+
+
+def test_the_steps_of_matching_are_bounded_before_any_is_run(adapter, tmp_path, monkeypatch):
+    """What runs is bounded before it runs: the steps every key may take on every module (its length
+    for a plain key) are summed first, and above the limit the adapter is refused in one line. Here 50
+    plain keys of 5 characters against the adapter's 4 modules: 4 x 50 x 6 = 1,200 steps."""
+    from specbound.io.checkpoints import lora
+
+    keys = {f"k{i:04d}": 2 for i in range(50)}
+    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_200)
+    within = _copy(adapter, tmp_path / "within", alpha_pattern=keys)
+    specbound.analyze(str(within), use_cache=False)  # exactly at the limit: read
+    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_199)
+    assert_one_line_error(
+        cli("analyze", str(within), "--no-cache"), "would take up to 1,200 steps to match its 4 modules"
+    )
+
+
+def test_the_keys_of_a_config_share_one_budget_of_automaton_states(adapter, tmp_path):
+    """Each key may unroll to 10,000 states, all of a config's keys to 100,000 together: eleven keys
+    of 9,802 states each are refused at the eleventh, before it is built whole."""
+    keys = {f"(a{{99}}){{99}}x{i}": 2 for i in range(11)}
+    assert patterns.SuffixPattern("(a{99}){99}x0").states < 10_000
+    handed = _copy(adapter, tmp_path, alpha_pattern=keys)
+    assert_one_line_error(
+        cli("analyze", str(handed), "--no-cache"), "unroll to more than 100000 automaton states together"
+    )

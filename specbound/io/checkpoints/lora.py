@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import CheckpointError, UnsupportedModelError
-from ...core.patterns import PatternError, SuffixPattern
+from ...core.patterns import MAX_STATES, PatternError, PatternTooLarge, SuffixPattern
 from ...core.text import described, quoted
 from ...core.values import is_genuine_int, is_real_number
 from ..families.base import FamilyAdapter
@@ -50,6 +50,12 @@ PEFT_PREFIX = "base_model.model."
 _OTHER_METHODS: dict[str, str] = {"use_dora": "DoRA", "use_qalora": "QALoRA"}
 #: At most this many characters in a rank or alpha pattern (they are regular expressions).
 _MAX_PATTERN_CHARS = 200
+#: The automaton states all of a config's pattern keys may unroll to together (each key at most
+#: :data:`~specbound.core.patterns.MAX_STATES`), and the steps matching them to the adapter's modules
+#: may take at most (:meth:`~specbound.core.patterns.SuffixPattern.cost`, summed before any is run):
+#: a config of a hundred thousand keys is refused, not matched for an hour. A per-module rank_pattern
+#: of a 7B model (224 dotted keys) costs about 2 million steps.
+_MAX_PATTERN_STATES, _MAX_MATCH_STEPS = 100_000, 20_000_000
 #: The config's settings peft reads as flags: each a JSON boolean where given (null: peft's default, false).
 _FLAGS = ("use_rslora", "fan_in_fan_out", "use_dora", "use_qalora", "lora_bias", "inference_mode")
 #: peft's rank where a config gives no ``r`` (``LoraConfig.r``).
@@ -117,6 +123,7 @@ class ModuleSettings:
         if not is_real_number(alpha, finite=True):
             raise CheckpointError(f"{where}: lora_alpha must be a number, got {described(alpha)}")
         patterns: dict[str, list[tuple[SuffixPattern, Any]]] = {}
+        budget = _MAX_PATTERN_STATES
         for name in ("rank_pattern", "alpha_pattern"):
             given = config.get(name) or {}
             if not isinstance(given, dict):
@@ -131,7 +138,9 @@ class ModuleSettings:
                 )
                 if not ok:
                     raise CheckpointError(f"{where}: {name}'s {quoted(key)} is {described(value)}, not {wanted}")
-                patterns[name].append((_pattern(key, name, where), value))
+                pattern = _pattern(key, name, where, min(MAX_STATES, budget))
+                budget -= pattern.states
+                patterns[name].append((pattern, value))
         return cls(
             int(rank),
             float(alpha),
@@ -139,6 +148,10 @@ class ModuleSettings:
             tuple((key, int(value)) for key, value in patterns["rank_pattern"]),
             tuple((key, float(value)) for key, value in patterns["alpha_pattern"]),
         )
+
+    def match_steps(self, module: str) -> int:
+        """An upper bound of the steps :meth:`rank_of` and :meth:`scale_of` take on ``module``."""
+        return sum(key.cost(module) for key, _ in (*self.rank_pattern, *self.alpha_pattern))
 
     def rank_of(self, module: str) -> int:
         """The rank peft gives ``module`` (the factors it stores must have it)."""
@@ -150,14 +163,21 @@ class ModuleSettings:
         return alpha / math.sqrt(rank) if self.rslora else alpha / rank
 
 
-def _pattern(key: object, name: str, where: str) -> SuffixPattern:
+def _pattern(key: object, name: str, where: str, max_states: int = MAX_STATES) -> SuffixPattern:
     """One key of ``rank_pattern`` or ``alpha_pattern``, ready to match in bounded time (one line if not)."""
     if not isinstance(key, str):
         raise CheckpointError(f"{where}: {name} must map module patterns to numbers")
     if len(key) > _MAX_PATTERN_CHARS:
         raise CheckpointError(f"{where}: a key of {name} has {len(key)} characters, more than {_MAX_PATTERN_CHARS}")
     try:
-        return SuffixPattern(key)
+        return SuffixPattern(key, max(max_states, 0))
+    except PatternTooLarge as exc:
+        if max_states < MAX_STATES:  # the keys before took the rest of the budget
+            raise CheckpointError(
+                f"{where}: the keys of rank_pattern and alpha_pattern unroll to more than {_MAX_PATTERN_STATES} "
+                "automaton states together"
+            ) from None
+        raise CheckpointError(f"{where}: the {name} key {quoted(key)} {exc}") from None
     except PatternError as exc:
         raise CheckpointError(f"{where}: the {name} key {quoted(key)} {exc}") from None
 
@@ -263,6 +283,12 @@ def read_updates(
                 name = module_key.replace(".modules_to_save.default", "")
                 if name in names:
                     replaced[name] = stored.get(key)
+    steps = sum(settings.match_steps(module) for module in factors)
+    if steps > _MAX_MATCH_STEPS:
+        raise CheckpointError(
+            f"the adapter {directory.name}'s rank_pattern and alpha_pattern would take up to {steps:,} steps to "
+            f"match its {len(factors)} modules, more than {_MAX_MATCH_STEPS:,}: too many keys, or keys too complex"
+        )
     updates = {}
     for module, pair in factors.items():
         if set(pair) != {"lora_A", "lora_B"}:
