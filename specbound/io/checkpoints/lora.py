@@ -5,10 +5,13 @@ targeted module it stores ``lora_A`` (r x in) and ``lora_B`` (out x r), and the 
 
     W = W⁰ + scale · B A,      scale = lora_alpha / r      (lora_alpha / √r with ``use_rslora``),
 
-with r the module's rank (``rank_pattern`` may give some modules another; the stored ``lora_A`` says
-which) and lora_alpha the config's or ``alpha_pattern``'s for that module. A module stored (in, out),
-GPT-2's Conv1D, takes the update transposed, (B A)ᵀ (peft's ``fan_in_fan_out``, which peft sets from
-the module's type whatever the config says, and so does specbound). A fused
+with r the module's rank (the config's ``r``, or ``rank_pattern``'s for that module: stored factors of
+another rank are refused, as peft refuses to load them) and lora_alpha the config's or
+``alpha_pattern``'s for that module (:class:`ModuleSettings`; pattern keys matched in bounded time by
+:mod:`specbound.core.patterns`). A module stored (in, out), GPT-2's Conv1D, takes the update
+transposed, (B A)ᵀ (peft's ``fan_in_fan_out``, which peft sets from the module's type whatever the
+config says, and so does specbound: where the two could read an adapter differently, peft's reading
+is the reference). The config's flags are JSON booleans, its numbers real numbers. A fused
 target (GPT-2's ``c_attn``, Phi-3's ``qkv_proj``, ``gate_up_proj``) is one stored tensor like any
 other: the update is added to it before the family adapter splits it into its parts, so the analysis
 sees exactly the merged model. Weights the adapter saves whole (``modules_to_save``) replace the
