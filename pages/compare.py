@@ -128,6 +128,8 @@ def show_centred(centred: CentredView, base_analysis: BoundAnalysis, source: str
         )
 
 
+if pinned is None and (refused := baseline.link_refusal()) is not None:
+    st.warning(plain(refused), icon=":material/link_off:")
 if pinned is None:
     st.info(
         "No baseline yet. Pin the open model (then open another one in the sidebar), or make its "

@@ -76,6 +76,14 @@ def _checked(convert: Callable[[str], Any], accept: Callable[[Any], bool], requi
     return parse
 
 
+def _reference(text: str) -> str:
+    """An argparse type for a model given as a reference (``--base``, ``--reference``): refused when
+    empty or blank, as an unset shell variable gives it, rather than read as no reference at all."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the model given is empty: name a model or a directory")
+    return text
+
+
 _p_value = _checked(float, lambda v: 0.0 <= v <= P_MAX, f"p must lie in [0, {P_MAX:g}]")
 _l_phi = _checked(
     float,
@@ -517,6 +525,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
     trajectory.add_argument(
         "--reference",
         metavar="REF",
+        type=_reference,
         default=None,
         help="also read every step against W0 (SPEC §14): 'init' for the run's first saved step, or a base "
         "model's name; the table gains ours_centred_log10, edelman_centred_log10, distance_frobenius "
@@ -702,6 +711,7 @@ def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
     command.add_argument(
         "--base",
         metavar="REF",
+        type=_reference,
         default=None,
         help="also the proxies centred at the reference REF (a pretrained base of the same family and "
         "dimensions, named as MODEL is): S_p of W - W0, the scales of W (SPEC §14). A LoRA adapter "

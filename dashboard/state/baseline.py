@@ -45,15 +45,16 @@ class Baseline:
 def _parse(text: str) -> Baseline:
     """A baseline from a link, through the visitor rules of :func:`dashboard.safety.model_ref` like every
     name a visitor gives, so under the same rule as the link's ``model=``: a directory on the server
-    opens only where the operator allows server paths (a link the app writes is a link it reopens)."""
+    opens only where the operator allows server paths (a link the app writes is a link it reopens).
+    A refused one raises ValueError saying why (:func:`link_refusal` shows it on the Compare page)."""
     twin = text.startswith(TWIN_PREFIX)
     name = atlas.from_link(text.removeprefix(TWIN_PREFIX).strip())
     if not name:
-        raise ValueError(text)
+        raise ValueError("it names no model")
     try:
         safety.model_ref(name)
-    except ServerPathRefused:
-        raise ValueError(text) from None
+    except ServerPathRefused as exc:
+        raise ValueError(safety.public_message(exc)) from None
     except SpecboundError:
         pass  # a Hub id that may not exist: opening it says so
     return Baseline(name, twin)
@@ -117,7 +118,15 @@ def current_analysis(on_error: Callable[[str], None] = st.warning) -> tuple[Base
         return None
 
 
+def link_refusal() -> str | None:
+    """Why the link's ``baseline=`` was not used, in a sentence for the page; None when it was, or
+    when the link named none. Once the visitor pins a baseline of their own it is not said again."""
+    reason = share.refusal(BASELINE_KEY)
+    return None if reason is None else f"The link's baseline was not used: {reason}."
+
+
 def _set(baseline: Baseline | None) -> None:
+    share.forget_refusal(BASELINE_KEY)
     st.session_state[BASELINE_KEY] = baseline
 
 
@@ -157,7 +166,9 @@ def centred_reading(model: str, pinned: Baseline, base_analysis: BoundAnalysis) 
     if any(name.startswith(atlas.ATLAS_PREFIX) for name in (model, pinned.model)):
         return "an atlas keeps spectra, not weights, so the difference of the two cannot be formed"
     try:
-        check_reference(data.analysis_for(model).profile.shape, base_analysis.profile.shape, "it", "the baseline")
+        check_reference(
+            data.analysis_for(model).profile.shape, base_analysis.profile.shape, "the open model", "the baseline"
+        )
         with st.spinner(f"Subtracting {plain(name_of(pinned))} from the open model, layer by layer"):
             return data.centred_for(model, pinned.model)
     except (SpecboundError, OSError) as exc:

@@ -16,7 +16,6 @@ travels as its content digest (:func:`dashboard.state.atlas.link_form`), never a
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,8 @@ MODEL_PARAM = "model"
 #: appear), and the registry of shareable widget keys with their codecs and defaults.
 _LINK_KEY = "_share_link"
 _REGISTRY_KEY = "_share_registry"
+#: Session-state key of the link values a codec refused, by widget key, with the codec's reason.
+_REFUSED_KEY = "_share_refused"
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,24 @@ def shared(key: str, codec: Codec, default: Any, *, initial: Callable[[], Any] |
         raw = st.session_state.get(_LINK_KEY, {}).pop(key, None)
         value = initial() if initial is not None and raw is None else default
         if raw is not None:
-            with contextlib.suppress(ValueError):  # a hand-edited link with a bad value keeps the default
+            try:
                 value = codec.parse(raw)
+            except ValueError as exc:  # a hand-edited link with a bad value keeps the default
+                st.session_state.setdefault(_REFUSED_KEY, {})[key] = str(exc)
         st.session_state[key] = value
     return st.session_state[key]
+
+
+def refusal(key: str) -> str | None:
+    """Why the link's value of the shared widget ``key`` was not used (its codec's ValueError, for a
+    page that says so where the value would have shown), or None when the link's value was taken or
+    there was none. :func:`forget_refusal` once the widget has a value of the visitor's own."""
+    return st.session_state.get(_REFUSED_KEY, {}).get(key)
+
+
+def forget_refusal(key: str) -> None:
+    """Drop the link's refused value of ``key`` from what :func:`refusal` reports."""
+    st.session_state.get(_REFUSED_KEY, {}).pop(key, None)
 
 
 def shared_choice(key: str, codec: Codec, offered: Sequence[Any], default: Any) -> Any:

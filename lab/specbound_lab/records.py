@@ -127,6 +127,21 @@ def _order(run: RunTrajectory) -> tuple[Any, ...]:
 
 
 def read_runs(out: Path | str) -> tuple[RunTrajectory, ...]:
-    """Every finished run in a lab directory, in grid order (see :func:`_order`)."""
-    runs = (read_record(p) for p in (Path(out) / RUNS_DIR).glob(f"*/{RECORD_FILE}"))
-    return tuple(sorted((r for r in runs if r is not None), key=_order))
+    """Every finished run in a lab directory, in grid order (see :func:`_order`).
+
+    A run's record lives in the folder of its name (:func:`record_path`); a run found in two folders
+    (a run folder copied inside ``runs/``) is refused in one line naming the folder that is not its
+    own, the copy, rather than later as two rows of runs.csv that nothing tells apart."""
+    found: dict[str, list[tuple[Path, RunTrajectory]]] = {}
+    for path in sorted((Path(out) / RUNS_DIR).glob(f"*/{RECORD_FILE}")):
+        run = read_record(path)
+        if run is not None:
+            found.setdefault(run.name, []).append((path.parent, run))
+    for name, places in found.items():
+        if len(places) > 1:
+            copies = [folder.name for folder, _ in places if folder.name != name] or [places[-1][0].name]
+            raise LabError(
+                f"the run {name} is recorded twice: {RUNS_DIR}/{copies[0]} holds a copy of its record "
+                f"(its own folder is {RUNS_DIR}/{name}); remove the copied folder or move it to another lab directory"
+            )
+    return tuple(sorted((places[0][1] for places in found.values()), key=_order))

@@ -88,15 +88,27 @@ class FineTuning:
 
 def start_model(tuning: FineTuning, expected: Any, class_name: str, seed: int) -> Any:
     """The model a fine-tuning run trains: the base loaded with transformers' own ``from_pretrained``,
-    checked against the run's configuration ``expected`` (the first differing dimension named), as the
-    run's transformers class ``class_name``, and for LoRA wrapped by peft (its random factors drawn from ``seed``)."""
+    checked against the run's configuration ``expected`` (its family, then the first differing
+    dimension named: a base of another family with the same sizes would load none of its tensors and
+    the run would train from random weights), as the run's transformers class ``class_name``, and for
+    LoRA wrapped by peft (its random factors drawn from ``seed``). A LoRA adapter is no base (one line)."""
     import torch
     import transformers
 
-    from specbound.io import fetch, resolve
+    from specbound.io import adapter_directory, fetch, resolve
 
+    if adapter_directory(tuning.base) is not None:  # transformers would refuse it with its own ValueError
+        raise FineTuningError(
+            f"the base {tuning.base} is a LoRA adapter, not a model: a fine-tuning run starts from a model's "
+            "weights; give the model it adapts (its adapter_config.json names it) or the adapter merged into it"
+        )
     path = fetch(resolve(tuning.base))  # a local directory as it is; a Hub name downloaded (offline rules)
     config = transformers.AutoConfig.from_pretrained(path)
+    if config.model_type != expected.model_type:  # from_pretrained would load none of its tensors, silently
+        raise FineTuningError(
+            f"the base {tuning.base} is a {config.model_type} model and the run a {expected.model_type} one: "
+            "a fine-tuning run starts from a base of its own family"
+        )
     for name in _SHAPE_FIELDS:
         mine, theirs = getattr(expected, name, None), getattr(config, name, None)
         if mine != theirs:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -103,8 +104,7 @@ class SpecboundCallback(TrainerCallback):
         grid_m: int | None = None,
         reference: Any = None,
     ) -> None:
-        if isinstance(reference, str) and not reference:
-            raise ValueError('reference must be "init", a model name or path, or a model in memory, not ""')
+        _check_reference(reference)
         if every_steps is not None and not (is_genuine_int(every_steps) and every_steps >= 0):
             raise ValueError(
                 f"every_steps must be a whole number of steps, at least 0 (0: never on a step), "
@@ -248,6 +248,33 @@ class SpecboundCallback(TrainerCallback):
             )
             return
         self.profiles = kept
+
+
+def _check_reference(reference: Any) -> None:
+    """``reference=`` as :func:`specbound.analyze`'s ``base=`` takes it, checked when the callback is
+    made (one line), not at every step: None, ``"init"``, a model name or path (not empty), or a model
+    in memory (a ``PreTrainedModel``: its ``state_dict()`` and ``config``). A state dict alone has no
+    config to read it by."""
+    if (
+        reference is None
+        or isinstance(reference, Path)
+        or (hasattr(reference, "state_dict") and hasattr(reference, "config"))
+    ):
+        return
+    if isinstance(reference, str):
+        if reference.strip():
+            return
+        raise ValueError(
+            f'reference must be "init", a model name or path, or a model in memory, not {described(reference)}'
+        )
+    if isinstance(reference, Mapping):
+        raise ValueError(
+            "reference must be a model in memory with its config: give the PreTrainedModel, not its state_dict"
+        )
+    raise ValueError(
+        f'reference must be "init", a model name or path, or a model in memory (a PreTrainedModel), '
+        f"not {described(reference)} ({type(reference).__name__})"
+    )
 
 
 #: ``reference=`` for the weights as training begins (Jiang et al.'s distance from initialization).

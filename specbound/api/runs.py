@@ -13,10 +13,14 @@ directories. Each step is one task (:mod:`specbound.studies.parallel`); the driv
     trajectory.npz         an atlas of every step's profile, members ``NAME@STEP``
 
 A re-run trusts no step file: a step counts as done only when its record names this step, source and
-settings, its profile file has the digest the record gives and passes the atlas's checks under the
-name ``NAME@STEP``; its row is then computed again from that profile (no SVD), so an edited row is
-never taken. Anything else is analysed again. When the steps together are above what an atlas may
-hold, ``trajectory.npz`` is not written (a line says so) and the steps' own files remain.
+settings, the content fingerprints of the step's weights and of the reference's as they are now (the
+profile cache's, :func:`specbound.io.loading.content_revision`: weights replaced by others of the same
+sizes are a new step), its profile file has the digest the record gives and passes the atlas's checks
+under the name ``NAME@STEP``; its row is then computed again from that profile (no SVD), so an edited
+row is never taken. Anything else is analysed again. A reference is checked once, before any step:
+readable, and of the run's family and dimensions (one line otherwise). When the steps together are
+above what an atlas may hold, ``trajectory.npz`` is not written (a line says so) and the steps' own
+files remain.
 
 This is an edge module (it reads and writes files); the numbers come from :mod:`specbound.api.analysis`.
 """
@@ -57,7 +61,8 @@ from .analysis import Analysis
 
 #: Bump when a step's record changes: older records are then analysed again, not trusted.
 #: 2: the record carries its step and the SHA-256 of its profile file.
-ROW_SCHEMA = 2
+#: 3: and the content fingerprints of the step's weights and of the reference's (``fingerprints``).
+ROW_SCHEMA = 3
 STEPS_DIR = "steps"
 TABLE_FILE, ATLAS_FILE = "trajectory.csv", "trajectory.npz"
 #: The Trainer's name for its checkpoint folders, and for the state it saves in each.
@@ -208,14 +213,31 @@ class _StepAnswer:
     profile: Any = None  # SpectralProfile, named NAME@STEP
     reason: str = ""
     delta: Any = None  # the profile of W - W⁰ when the run has a reference, named NAME@STEP too
+    #: the content fingerprint of the step's weights, taken before they were read (:func:`_fingerprint`)
+    fingerprint: str | None = None
+
+
+def _fingerprint(source: str) -> str | None:
+    """The content fingerprint of a step's or a reference's files
+    (:func:`specbound.io.loading.content_revision`: the profile cache's), None when it cannot be known
+    without fetching (a Hub revision not in the cache) or the files cannot be read."""
+    from ..io.loading import content_revision
+
+    try:
+        return content_revision(source)
+    except (SpecboundError, OSError):
+        return None
 
 
 def _analyse_step(task: _StepTask) -> _StepAnswer:
-    """Analyse one saved step (anywhere: in this process, a worker process or a Dask worker)."""
+    """Analyse one saved step (anywhere: in this process, a worker process or a Dask worker). Its
+    files' fingerprint is taken before they are read: weights replaced meanwhile make the record
+    disagree with them next time, and the step is analysed again."""
     from ..io.loading import difference_profile, load_profile, open_weights
 
     checkpoint, settings = task.checkpoint, task.settings
     name = step_name(settings.name, checkpoint.step)
+    before = _fingerprint(checkpoint.source)
     try:
         loaded = load_profile(checkpoint.source, settings.compute, use_cache=settings.use_cache)
         profile = dataclasses.replace(loaded, model=name)
@@ -228,7 +250,8 @@ def _analyse_step(task: _StepTask) -> _StepAnswer:
         row = _row_of(checkpoint, profile, settings, delta)
     except SpecboundError as exc:
         return _StepAnswer(checkpoint.step, reason=str(exc))
-    return _StepAnswer(checkpoint.step, row, profile, delta=delta)
+    fingerprint = before if before is not None else _fingerprint(checkpoint.source)  # a Hub step, fetched now
+    return _StepAnswer(checkpoint.step, row, profile, delta=delta, fingerprint=fingerprint)
 
 
 def step_name(name: str, step: int) -> str:
@@ -325,14 +348,38 @@ def run_trajectory(
     """
 
     out = Path(out)
+    reference = _check_reference(settings, checkpoints)  # before anything is written
     steps_dir = output_dir(output_dir(out, "output directory") / STEPS_DIR, "steps directory")
     lock = lock_output(out)
     try:
         for directory in (out, steps_dir):
             remove_stale_temps(directory)
-        return _run(checkpoints, out, steps_dir, settings, executor, report)
+        return _run(checkpoints, out, steps_dir, settings, executor, report, reference)
     finally:
         lock.release()
+
+
+def _check_reference(settings: RunSettings, checkpoints: Sequence[SavedStep]) -> str | None:
+    """The reference's content fingerprint (None without a reference, or where it cannot be known
+    without fetching), once it is found readable as weights of the run's family and dimensions: an
+    unreadable or mismatched reference is one line here, before any step, not a reason repeated for
+    every step after which none could be analysed. Only files already here are opened: a Hub model
+    not in the cache is fetched where the steps are analysed, as before."""
+    if settings.reference is None:
+        return None
+    from ..io.centred import check_reference
+    from ..io.loading import content_revision, open_weights
+
+    try:
+        fingerprint = content_revision(settings.reference)  # a name that is no model: refused here
+        if fingerprint is not None:
+            reference = open_weights(settings.reference)
+            first = min(checkpoints, key=lambda c: c.step) if checkpoints else None
+            if first is not None and content_revision(first.source) is not None:
+                check_reference(open_weights(first.source).shape, reference.shape, f"step {first.step}", "it")
+    except SpecboundError as exc:
+        raise SpecboundError(f"the reference {quoted(settings.reference)} cannot be used: {exc}") from None
+    return fingerprint
 
 
 def _run(
@@ -342,13 +389,19 @@ def _run(
     settings: RunSettings,
     executor: Executor,
     report: Callable[[str], None],
+    reference: str | None,
 ) -> TrajectoryResult:
-    """:func:`run_trajectory` with the output directory made and locked."""
+    """:func:`run_trajectory` with the output directory made and locked; ``reference`` the content
+    fingerprint of the run's reference."""
     from ..io.atlas import AtlasError, save_atlas
 
     if len({c.step for c in checkpoints}) != len(checkpoints):
         raise SpecboundError("two checkpoints have the same step")
-    done = {c.step: found for c in checkpoints if (found := _read_step(steps_dir, c, settings)) is not None}
+    done = {
+        c.step: found
+        for c in checkpoints
+        if (found := _read_step(steps_dir, c, settings, _fingerprints(_fingerprint(c.source), reference))) is not None
+    }
     for c in checkpoints:
         if c.step in done:
             report(f"step {c.step}: skipped, already done ({STEPS_DIR}/step-{c.step}.json)")
@@ -360,7 +413,7 @@ def _run(
         if answer.row is None:
             return None
         try:
-            _write_step(steps_dir, answer, settings)
+            _write_step(steps_dir, answer, settings, _fingerprints(answer.fingerprint, reference))
         except OSError as exc:
             raise SpecboundError(f"cannot write step {answer.step} to {out.name}: {describe_os_error(exc)}") from None
         return answer.row, answer.profile
@@ -398,6 +451,13 @@ def _settings_key(settings: RunSettings) -> dict[str, Any]:
     return key
 
 
+def _fingerprints(source: str | None, reference: str | None) -> dict[str, str | None]:
+    """A step record's ``fingerprints``: the content fingerprints of the step's weights and of the
+    run's reference (None: none, or not known without fetching; a record with an unknown one is
+    never trusted)."""
+    return {"source": source, "reference": reference}
+
+
 def _step_files(steps_dir: Path, step: int) -> tuple[Path, Path]:
     """(record, profile) of one step."""
     return steps_dir / f"step-{step}.json", steps_dir / f"step-{step}.npz"
@@ -408,9 +468,11 @@ def _delta_file(steps_dir: Path, step: int) -> Path:
     return steps_dir / f"step-{step}.delta.npz"
 
 
-def _write_step(steps_dir: Path, answer: _StepAnswer, settings: RunSettings) -> None:
-    """The step's profile, then its record (with the profile file's SHA-256): a step whose record
-    exists is complete."""
+def _write_step(
+    steps_dir: Path, answer: _StepAnswer, settings: RunSettings, fingerprints: dict[str, str | None]
+) -> None:
+    """The step's profile, then its record (with the profile file's SHA-256 and the content
+    fingerprints of the files it was computed from): a step whose record exists is complete."""
     from ..io.atlas import save_atlas
 
     assert answer.row is not None
@@ -421,6 +483,7 @@ def _write_step(steps_dir: Path, answer: _StepAnswer, settings: RunSettings) -> 
         "settings": _settings_key(settings),
         "step": answer.step,
         "source": answer.row["source"],
+        "fingerprints": fingerprints,
         "profile_sha256": file_sha256(profile_path, profile_path.name, LIMITS.max_atlas_file_bytes),
         "row": answer.row,
     }
@@ -432,10 +495,11 @@ def _write_step(steps_dir: Path, answer: _StepAnswer, settings: RunSettings) -> 
 
 
 def _read_step(
-    steps_dir: Path, checkpoint: SavedStep, settings: RunSettings
+    steps_dir: Path, checkpoint: SavedStep, settings: RunSettings, fingerprints: dict[str, str | None]
 ) -> tuple[dict[str, Any], SpectralProfile] | None:
-    """(row, profile) of a step finished by an earlier run with these settings, or None (analyse it
-    again): see the module docstring for what is checked. The row is recomputed from the profile."""
+    """(row, profile) of a step finished by an earlier run with these settings, from the files whose
+    content ``fingerprints`` gives (the step's and the reference's now), or None (analyse it again):
+    see the module docstring for what is checked. The row is recomputed from the profile."""
     from ..io.atlas import atlas_member
 
     record_path, profile_path = _step_files(steps_dir, checkpoint.step)
@@ -448,6 +512,9 @@ def _read_step(
         key = (record.get("schema"), record.get("settings"), int(record["step"]), record.get("source"))
         if key != (ROW_SCHEMA, _settings_key(settings), checkpoint.step, checkpoint.source):
             return None
+        wanted = fingerprints if settings.reference is not None else {**fingerprints, "reference": None}
+        if fingerprints["source"] is None or record.get("fingerprints") != wanted:
+            return None  # weights replaced since (by others of the same sizes), or not known without fetching
         if record.get("profile_sha256") != file_sha256(profile_path, profile_path.name, LIMITS.max_atlas_file_bytes):
             return None
         profile = atlas_member(profile_path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .atlas import atlas_member, save_atlas
 from .checkpoints.hub import fetch
 from .files import DirectoryLock, DirectoryLocked, atomic_write, describe_os_error, read_json
-from .loading import difference_profile, load_profile, open_weights
+from .loading import adapter_directory, difference_profile, load_profile, open_weights
 from .models import FINETUNE_BASE, FINETUNE_FULL, FINETUNE_LORA, FINETUNE_TRIO_DIR, resolve
 from .options import ComputeOptions
 
@@ -24,6 +24,7 @@ __all__ = [
     "ComputeOptions",
     "DirectoryLock",
     "DirectoryLocked",
+    "adapter_directory",
     "atlas_member",
     "atomic_write",
     "describe_os_error",

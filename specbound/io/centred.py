@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .checkpoints.checkpoint import Checkpoint
 
 __all__ = [
+    "DIMENSIONS",
     "DifferenceLayer",
     "MappedDifference",
     "Reference",
@@ -97,23 +98,49 @@ class ReferenceMismatchError(CheckpointError):
     """The reference does not have the model's family or dimensions: W - W⁰ has no meaning."""
 
 
-#: The shape's fields compared one by one, the first difference named (after the family).
-_COMPARED = tuple(f.name for f in dataclasses.fields(ModelShape) if f.name not in ("family", "adaptations"))
+#: The shape's dimensions compared one by one after the family, the first difference named: the sizes
+#: of the proxy matrices and which of them exist. Not the activation, the residual wiring, the routing
+#: or the initialisation's σ (``initializer_range``, which only the random twin reads): a base differing
+#: in those still has every matrix W⁰ that W - W⁰ needs (SPEC §14: "same family and every dimension").
+DIMENSIONS = (
+    "num_layers",
+    "hidden_size",
+    "num_heads",
+    "ffn_size",
+    "num_kv_heads",
+    "head_dim",
+    "mlp",
+    "num_experts",
+    "shared_expert_size",
+    "encoder_layers",
+    "decoder_ffn_size",
+)
 
 
 def check_reference(shape: ModelShape, reference: ModelShape, model: str, base: str) -> None:
-    """Nothing when ``reference`` has ``shape``'s family and every dimension; else one line naming
-    the first difference (:class:`ReferenceMismatchError`)."""
+    """Nothing when ``reference`` has ``shape``'s family and every one of its :data:`DIMENSIONS`; else one
+    line naming the first difference (:class:`ReferenceMismatchError`). ``model`` and ``base`` name the
+    two in the message, which reads whole with a path (``/models/base``) or words (``the baseline``).
+
+    Example:
+        >>> from specbound.core.architecture import ModelShape
+        >>> check_reference(ModelShape(2, 32, 4, 64), ModelShape(2, 32, 4, 64, initializer_range=0.05), "a", "b")
+        >>> check_reference(ModelShape(2, 32, 4, 64), ModelShape(3, 32, 4, 64), "the model", "the base")
+        Traceback (most recent call last):
+        ...
+        specbound.io.centred.ReferenceMismatchError: the base cannot be the reference of the model: num_layers is 3...
+    """
     if shape.family != reference.family:
         raise ReferenceMismatchError(
-            f"the reference {base} is a {reference.family} model and {model} a {shape.family} one: "
-            "a centred bound needs the same family"
+            f"{base} is a {reference.family} model and {model} a {shape.family} one: a centred bound needs "
+            "a reference of the same family"
         )
-    for name in _COMPARED:
+    for name in DIMENSIONS:
         ours, theirs = getattr(shape, name), getattr(reference, name)
         if ours != theirs:
+            shown = (theirs.value, ours.value) if isinstance(ours, Enum) else (theirs, ours)
             raise ReferenceMismatchError(
-                f"the reference {base} does not match {model}: {name} is {theirs} there and {ours} here"
+                f"{base} cannot be the reference of {model}: {name} is {shown[0]} there and {shown[1]} here"
             )
 
 

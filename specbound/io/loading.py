@@ -349,13 +349,13 @@ def difference_profile(
 
     The reference must have the model's family and every dimension
     (:class:`~specbound.io.centred.ReferenceMismatchError` naming the first difference); different
-    storage types get one warning with the rounding's size. The result has the model's shape; it is
+    storage types get one warning with the rounding's size, once the difference is computed (a pair
+    refused on the way, for a NaN, gets the refusal alone). The result has the model's shape; it is
     never cached (it belongs to the pair).
     """
     from .centred import check_reference, difference_layers, difference_shape, warn_if_dtypes_differ
 
     check_reference(tuned.shape, base.shape, tuned.where, base.where)
-    warn_if_dtypes_differ(tuned, base)
     delta = compute_profile(
         difference_layers(tuned, base),
         difference_shape(tuned.shape),
@@ -363,4 +363,39 @@ def difference_profile(
         progress=progress,
         **_computing(options),
     )
+    warn_if_dtypes_differ(tuned, base)  # about a difference that exists: not before a refusal (a NaN)
     return dataclasses.replace(delta, shape=tuned.shape)
+
+
+def content_revision(model: str | ModelRef) -> str | None:
+    """The content fingerprint of the files a model name reads, as the profile cache keys them
+    (:func:`~specbound.io.checkpoints.checkpoint.fingerprint`: names, sizes, times and a content sample
+    of the config and weights; for a LoRA adapter its files' and its base's, as :func:`load_profile`
+    caches the pair), found without fetching or analysing anything. A Hub model's is its cached
+    snapshot's; None when it is not cached (nothing can be said of it without fetching it).
+
+    A record that caches work done on files (a trajectory's steps) keeps this beside its result, so
+    weights replaced by others of the same sizes are analysed again, not taken for the old ones.
+
+    Example:
+        >>> content_revision("minilm-l6") == content_revision("minilm-l6")  # the bundled model's files
+        True
+    """
+    from .checkpoints.hub import _cached_snapshot
+
+    ref = resolve(model) if isinstance(model, str) else model
+    if ref.source is Source.ATLAS:
+        assert ref.path is not None
+        return files_fingerprint(ref.path.parent, [ref.path])
+    if (directory := adapter_directory(ref)) is not None:
+        base_ref = resolve(base_reference(directory, read_adapter_config(directory)))
+        if adapter_directory(base_ref) is not None:
+            return None  # not a base: opening the pair refuses it
+        base = content_revision(base_ref)
+        adapter_files = [directory / ADAPTER_CONFIG, directory / ADAPTER_WEIGHTS]
+        return None if base is None else files_fingerprint(directory, adapter_files) + "+" + base
+    if ref.path is not None:
+        return fingerprint(ref.path)
+    assert ref.repo_id is not None
+    snapshot = _cached_snapshot(ref.repo_id, ref.revision)
+    return None if snapshot is None else fingerprint(snapshot)

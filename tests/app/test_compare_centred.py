@@ -45,7 +45,8 @@ def test_a_twin_or_the_model_itself_has_no_centred_reading() -> None:
 def test_a_baseline_of_another_shape_says_why_in_one_line() -> None:
     at = _compare(FULL_NAME, "minilm-l6")
     text = page_text(at)
-    assert "No centred reading against" in text and "does not match" in text
+    assert "No centred reading against" in text and "the baseline cannot be the reference of the open model" in text
+    assert "there and" in text and "the reference the baseline" not in text
 
 
 def test_the_bound_explorer_switches_to_the_centred_bound_and_back(figure_titled) -> None:
@@ -105,3 +106,22 @@ def test_a_cell_of_what_changed_opens_its_spectrum_beside_the_difference(figure_
     assert len(difference["y"]) == int(delta.rank[index]) == 4
     np.testing.assert_allclose(difference["y"], delta.singular_values[index, :4], rtol=1e-12)
     assert len(weights["y"]) == int(profile.rank[index])
+
+
+@pytest.mark.parametrize(
+    ("given", "why"), [("SERVER", "does not open files or directories on its server"), ("twin:", "names no model")]
+)
+def test_a_refused_baseline_link_says_why_not_no_baseline_yet(monkeypatch, tmp_path, given: str, why: str) -> None:
+    """A link whose ``baseline=`` the visitor rules refuse (a directory of the server, a twin of
+    nothing) is not silently taken for no baseline: the page says the link's baseline was not used, and why."""
+    from dashboard.safety import SERVER_PATHS_ENV
+
+    monkeypatch.delenv(SERVER_PATHS_ENV)  # as a visitor opens the link, server paths off
+    given = str(tmp_path) if given == "SERVER" else given  # a directory that exists on the server
+    at = _compare(FULL_NAME, given)
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert len(warnings) == 1 and "The link's baseline was not used" in warnings[0] and why in warnings[0]
+    assert str(tmp_path) not in page_text(at).replace("\\", "")
+    at.button(key="baseline_pin").click()
+    at = run_clean(at)
+    assert not at.warning  # a baseline of the visitor's own: the link's refusal is not said again

@@ -75,6 +75,15 @@ def _warnings(caplog) -> list[str]:
         ({"l_phi": float("nan")}, "L_phi"),
         ({"grid_m": "5"}, "grid resolution"),
         ({"atlas": ""}, "atlas must be a file path"),
+        (
+            {"reference": 42},
+            'reference must be "init", a model name or path, or a model in memory (a PreTrainedModel), not 42',
+        ),
+        ({"reference": 3.5}, "not 3.5 (float)"),
+        ({"reference": ["init"]}, "(list)"),
+        ({"reference": True}, "not true (bool)"),
+        ({"reference": "  "}, "a model in memory, not the string ''"),
+        ({"reference": {"bert.weight": 0}}, "give the PreTrainedModel, not its state_dict"),
     ],
 )
 def test_arguments_that_cannot_work_are_refused_when_the_callback_is_made(arguments, words) -> None:

@@ -224,3 +224,65 @@ def test_the_rows_equal_an_analysis_of_each_step(run_dir: Path, tmp_path: Path) 
     for row in result.rows:
         direct = specbound.analyze(run_dir / f"checkpoint-{row['step']}", use_cache=False)
         assert row["ours_log10"] == pytest.approx(direct.ours_log10, rel=1e-15)
+
+
+# --- records keyed by the files' contents, the reference checked once (issue 59) ------------------------
+
+
+def _replace_weights(directory: Path, seed: int) -> None:
+    """Weights of the same sizes and names, other values: what a path and settings cannot tell apart."""
+    replacement = directory.parent / f"replacement-{seed}"
+    save_tiny(replacement, layers=1, hidden=16, heads=2, ffn=24, vocab_size=30, seed=seed)
+    for path in replacement.iterdir():
+        shutil.copyfile(path, directory / path.name)
+    shutil.rmtree(replacement)
+
+
+def test_a_step_whose_weights_were_replaced_is_analysed_again(run_dir: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    out = tmp_path / "t"
+    _run(run, out)
+    _replace_weights(run / "checkpoint-4", seed=40)
+    again, lines = _run(run, out)
+    assert again.analysed == 1 and "step 4: done" in "\n".join(lines)
+    row = next(r for r in again.rows if r["step"] == 4)
+    expected = specbound.analyze(str(run / "checkpoint-4"), use_cache=False)
+    assert row["ours_log10"] == pytest.approx(expected.ours_log10, rel=1e-12)
+
+
+def test_a_reference_whose_weights_were_replaced_analyses_every_step_again(run_dir: Path, tmp_path: Path) -> None:
+    run, base = tmp_path / "run", tmp_path / "base"
+    shutil.copytree(run_dir, run)
+    save_tiny(base, layers=1, hidden=16, heads=2, ffn=24, vocab_size=30, seed=99)
+    out = tmp_path / "t"
+    settings = RunSettings(name="run", reference=str(base))
+    run_trajectory(_checkpoints(run), out, settings)
+    _replace_weights(base, seed=98)
+    again = run_trajectory(_checkpoints(run), out, settings)
+    assert again.analysed == 3
+    expected = specbound.analyze(str(run / "checkpoint-6"), base=str(base), use_cache=False)
+    row = next(r for r in again.rows if r["step"] == 6)
+    assert row["ours_centred_log10"] == pytest.approx(expected.ours_centred_log10, rel=1e-12)
+    record = json.loads(_record(out, 6).read_text())
+    assert set(record["fingerprints"]) == {"source", "reference"} and all(record["fingerprints"].values())
+
+
+def test_an_unreadable_reference_is_one_line_before_any_step(run_dir: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    out = tmp_path / "t"
+    result = run_cli("trajectory", str(run_dir), "--out", str(out), "--reference", str(broken))
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("specbound") and "the reference" in line and "cannot be used" in line
+    assert not out.exists()  # nothing written
+
+
+def test_a_reference_of_other_dimensions_is_one_line_before_any_step(run_dir: Path, tmp_path: Path) -> None:
+    wider = tmp_path / "wider"
+    save_tiny(wider, layers=1, hidden=32, heads=2, ffn=24, vocab_size=30, seed=1)
+    with pytest.raises(specbound.SpecboundError, match="hidden_size is 32 there and 16 here") as caught:
+        run_trajectory(_checkpoints(run_dir), tmp_path / "t", RunSettings(name="run", reference=str(wider)))
+    assert "\n" not in str(caught.value) and not (tmp_path / "t").exists()

@@ -12,6 +12,7 @@ expert, which must come out with rank 0 and contribution 0.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from pathlib import Path
@@ -25,7 +26,7 @@ from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import p_grid
 from specbound.core.errors import SpecboundWarning
 from specbound.core.matrices import LayerWeights, head_rows, mlp_field
-from specbound.io.centred import ReferenceMismatchError, stacked_attention
+from specbound.io.centred import ReferenceMismatchError, check_reference, stacked_attention
 from specbound.io.checkpoints import open_checkpoint
 from specbound.io.loading import difference_profile, load_profile
 
@@ -237,6 +238,23 @@ def test_a_reference_that_does_not_match_is_refused_naming_the_difference(pairs,
         specbound.analyze(str(tuned), base=str(tmp_path / "four-kv"), use_cache=False)
     with pytest.raises(ReferenceMismatchError, match=r"gpt2 model and .* a llama one"):
         specbound.analyze(str(tuned), base=str(pairs["gpt2"][1]), use_cache=False)
+
+
+def test_a_reference_is_checked_on_its_family_and_dimensions_only(pairs, tmp_path):
+    """The manual promises family and dimensions: a base differing in the initialisation's σ (which
+    only the random twin reads) or in the activation still has every W⁰, and is taken; the centred
+    numbers are those of the same base with the model's own config."""
+    tuned, base = pairs["llama"]
+    model = transformers.LlamaForCausalLM.from_pretrained(base)
+    model.config.initializer_range, model.config.hidden_act = 0.05, "gelu"
+    model.save_pretrained(tmp_path / "other-sigma")
+    other = specbound.analyze(str(tuned), base=str(tmp_path / "other-sigma"), use_cache=False)
+    same = specbound.analyze(str(tuned), base=str(base), use_cache=False)
+    assert other.ours_centred == pytest.approx(same.ours_centred, rel=1e-12)
+    wider = ModelShape(2, 32, 4, 48, num_kv_heads=2, initializer_range=0.05, activation="gelu", family="llama")
+    narrower = dataclasses.replace(wider, ffn_size=40)
+    with pytest.raises(ReferenceMismatchError, match=r"^the base cannot be the reference of the model: ffn_size is 40"):
+        check_reference(wider, narrower, "the model", "the base")
 
 
 def test_another_storage_type_warns_once_with_the_rounding(pairs, tmp_path):

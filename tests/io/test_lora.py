@@ -11,6 +11,7 @@ centred numbers: GPT-2's fused ``c_attn`` (Conv1D, ``fan_in_fan_out``) with ``ra
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from cli_runner import assert_one_line_error, cli, strict_json
 
 import specbound
+from specbound.io.loading import open_weights
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -170,3 +172,61 @@ def test_an_adapter_without_a_base_or_on_the_wrong_base_says_so(adapters, tmp_pa
     (orphan / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": None}))
     assert_one_line_error(cli("analyze", str(orphan)), "does not name its base", "--base")
     assert_one_line_error(cli("analyze", str(adapter), "--base", str(adapters["llama"][1])), "c_attn")
+
+
+#: Square targets, where no shape tells the layouts apart, with a config whose ``fan_in_fan_out``
+#: contradicts the module's type: peft follows the type (BERT's Linear, GPT-2's Conv1D) and so must we.
+CONTRARY: dict[str, tuple[str, str, dict[str, Any], str, bool, str]] = {
+    "bert-query": (
+        "BertConfig",
+        "BertModel",
+        dict(_SMALL, intermediate_size=48),
+        "query",
+        True,
+        "encoder.layer.0.attention.self.query.weight",
+    ),
+    "gpt2-c_proj": (
+        "GPT2Config",
+        "GPT2LMHeadModel",
+        dict(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16),
+        "attn.c_proj",
+        False,
+        "transformer.h.0.attn.c_proj.weight",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CONTRARY)
+def test_the_layout_of_an_update_follows_the_module_type_as_peft_reads_it(tmp_path, case):
+    """peft sets ``fan_in_fan_out`` from the base module's type when it loads an adapter (a warning
+    says so); read as the config says, the square update would be merged transposed, silently."""
+    config_class, model_class, fields, target, written, key = CONTRARY[case]
+
+    def base_model() -> Any:
+        torch.manual_seed(0)
+        return getattr(transformers, model_class)(getattr(transformers, config_class)(**fields))
+
+    base_dir, adapter_dir = tmp_path / "base", tmp_path / "adapter"
+    base_model().save_pretrained(base_dir)
+    torch.manual_seed(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # peft on GPT-2's Conv1D: fan_in_fan_out set for us
+        wrapped = peft.get_peft_model(
+            base_model(), peft.LoraConfig(r=2, lora_alpha=4, target_modules=[target], init_lora_weights=False)
+        )
+    wrapped.save_pretrained(adapter_dir)
+    config = json.loads((adapter_dir / "adapter_config.json").read_text())
+    config.update(fan_in_fan_out=written, base_model_name_or_path=str(base_dir))  # the contrary setting
+    (adapter_dir / "adapter_config.json").write_text(json.dumps(config))
+
+    base64 = getattr(transformers, model_class).from_pretrained(base_dir).to(torch.float64)
+    with pytest.warns(UserWarning, match="fan_in_fan_out"):  # peft overrides the config, and says so
+        merged = peft.PeftModel.from_pretrained(base64, adapter_dir).merge_and_unload()
+    theirs = merged.state_dict()[key].numpy()
+    update = theirs - getattr(transformers, model_class).from_pretrained(base_dir).state_dict()[key].double().numpy()
+    # the update read the other way round would differ by far more than rounding: the test can tell
+    assert np.abs(update - update.T).max() > 0.1 * np.abs(update).max()
+
+    ours = open_weights(str(adapter_dir)).reader.get(key)  # the base found through the adapter's config
+    assert ours.shape == theirs.shape == (32, 32)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=RTOL * np.abs(theirs).max())

@@ -76,3 +76,22 @@ def test_runs_are_listed_in_grid_order_whatever_the_order_they_were_written(tmp_
 def test_each_family_is_labelled_as_the_labs_not_a_released_model() -> None:
     assert lab_label("bert") == LAB_LABEL and "not a BERT Miniature" in LAB_LABEL
     assert lab_label("gpt2") == "small GPT-2 decoder trained by the specbound lab (not a released model)"
+
+
+def test_a_run_folder_copied_inside_runs_is_blamed_by_name_not_runs_csv(tmp_path: Path, shipped_runs) -> None:
+    """A copy of a run's folder holds a record of the same run: refused in one line naming the copy
+    (the folder that is not the run's own), not as two rows of runs.csv that nothing tells apart."""
+    import shutil
+
+    from specbound_lab.train import LabError
+
+    for run in shipped_runs:
+        write_record(tmp_path, run)
+    name = shipped_runs[1].name
+    shutil.copytree(tmp_path / "runs" / name, tmp_path / "runs" / f"{name} (copy)")
+    with pytest.raises(LabError) as caught:
+        read_runs(tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message and "runs.csv" not in message
+    assert message.startswith(f"the run {name} is recorded twice: runs/{name} (copy) holds a copy of its record")
+    assert f"its own folder is runs/{name}" in message

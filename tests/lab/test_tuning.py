@@ -111,6 +111,30 @@ def test_what_cannot_be_fine_tuned_is_refused_in_one_line(tmp_path: Path) -> Non
         run_sweep([narrow], tmp_path)
 
 
+def test_a_base_of_another_family_or_a_lora_adapter_is_refused_naming_it(tmp_path: Path) -> None:
+    """A Llama with every size of the run's BERT passes a check of sizes, and transformers'
+    ``from_pretrained`` then loads none of its tensors: the run would train from random weights under
+    the Llama's name. A LoRA adapter has no config.json: transformers' own ValueError said so."""
+    import transformers
+
+    from specbound_lab.train import model_config
+
+    bert = model_config(_spec(0))
+    llama = transformers.LlamaConfig(
+        **{name: getattr(bert, name) for name in ("num_hidden_layers", "hidden_size", "num_attention_heads")},
+        intermediate_size=bert.intermediate_size,
+        vocab_size=bert.vocab_size,
+    )
+    transformers.LlamaForCausalLM(llama).save_pretrained(tmp_path / "llama")
+    other = replace(_spec(0), fine_tuning=FineTuning(base=str(tmp_path / "llama")))
+    with pytest.raises(LabError, match=r"^the base .*llama is a llama model and the run a bert one") as caught:
+        run_sweep([other], tmp_path / "out")
+    assert "\n" not in str(caught.value)
+    adapter = replace(_spec(0), fine_tuning=FineTuning(base="finetune-lora"))
+    with pytest.raises(LabError, match="the base finetune-lora is a LoRA adapter, not a model"):
+        run_sweep([adapter], tmp_path / "out2")
+
+
 def test_the_finetune_preset() -> None:
     grid = preset_grid(FINETUNE)
     specs = grid.specs()

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...core.errors import CheckpointError, UnsupportedModelError
+from ...core.errors import CheckpointError
 from ...core.limits import LIMITS, LimitExceededError
 from ...core.text import quoted
 from ...core.values import is_genuine_int
@@ -383,10 +383,7 @@ class SlicedTensors:
         if piece is None:
             return self._source.info(name)
         whole = self._source.info(piece.source)
-        if whole.shape != piece.whole:
-            raise UnsupportedModelError(
-                f"fused weight '{quoted(piece.source)}' has shape {whole.shape}, but config.json implies {piece.whole}"
-            )
+        piece.check(whole.shape)
         return TensorInfo(whole.dtype, piece.shape)
 
     def get(self, name: str) -> np.ndarray:

@@ -11,6 +11,7 @@ the adapters names a weight. The config readers the adapters share are :mod:`spe
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,8 +20,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...core.architecture import Kind, ModelShape
+from ...core.errors import UnsupportedModelError
 from ...core.matrices import CROSS_FIELDS, LayerWeights, mlp_field, mlp_fields
 from ...core.profile import MatrixId
+from ...core.text import quoted
 
 #: The attention fields of each per-head kind (the cross-attention's kinds read the same fields of its roles).
 _HEAD_FIELDS: dict[Kind, tuple[str, ...]] = {Kind.QK: ("query", "key"), Kind.V: ("value", "attn_out")}
@@ -56,6 +59,26 @@ class TensorSlice:
         rows = self.whole[1] if self.rows is None else self.rows[1] - self.rows[0]
         return rows, self.whole[2]
 
+    def check(self, stored: tuple[int, ...], config: str = "config.json") -> None:
+        """Nothing when the fused tensor has the shape its model's ``config`` implies (:attr:`whole`);
+        else one line naming both (:class:`~specbound.core.errors.UnsupportedModelError`). The one check
+        of a fused tensor, on disk from the file's header before a byte is read and in memory before a
+        view of it is made: a tensor of more rows than 2 d_ff would otherwise give views that silently
+        leave rows out.
+
+        Example:
+            >>> piece = TensorSlice("experts.gate_up_proj", 0, (0, 4), (2, 8, 3))
+            >>> piece.check((2, 10, 3), "the config")
+            Traceback (most recent call last):
+            ...
+            specbound.core.errors.UnsupportedModelError: fused weight 'experts.gate_up_proj' has shape (2, 10, 3)...
+            >>> piece.check((2, 8, 3))  # as the config implies: nothing
+        """
+        if tuple(stored) != self.whole:
+            raise UnsupportedModelError(
+                f"fused weight '{quoted(self.source)}' has shape {tuple(stored)}, but {config} implies {self.whole}"
+            )
+
     def take(self, fused: Any) -> Any:
         """The matrix as a view of the fused tensor (a numpy array, a memory map or a torch tensor)."""
         block = fused[self.index]  # (rows, columns) of one expert
@@ -83,6 +106,8 @@ class FamilyAdapter(ABC):
     prefixes: ClassVar[tuple[str, ...]]
     #: whether the family's layers hold experts (a config declaring experts is refused otherwise)
     reads_experts: ClassVar[bool] = False
+    #: whether every weight of the family's layers is a transformers ``Conv1D``, stored (in, out) (GPT-2)
+    conv1d_layers: ClassVar[bool] = False
 
     @abstractmethod
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
@@ -120,13 +145,13 @@ class FamilyAdapter(ABC):
     def state_views(self, state: Mapping[str, Any], shape: ModelShape) -> Mapping[str, Any]:
         """A model's state dict as this adapter reads it: itself, plus a view under its declared key of
         every matrix that :meth:`fused_slices` finds fused (transformers holds the experts of a mixture
-        of experts fused in memory). A fused tensor that is not 3-D, or has fewer blocks than the config
-        declares, gives no view: the missing key is then refused by name, as any missing weight is."""
+        of experts fused in memory). A fused tensor of another shape than the config implies is refused
+        in one line by :meth:`TensorSlice.check`, the check a fused tensor on disk passes."""
         views: dict[str, Any] = {}
         for key, piece in self.fused_slices([name for name in state if isinstance(name, str)], shape).items():
             fused = state[piece.source]
-            if getattr(fused, "ndim", 0) == 3 and piece.index < int(fused.shape[0]):
-                views[key] = piece.take(fused)
+            piece.check(tuple(int(n) for n in getattr(fused, "shape", ())), "the model's config")
+            views[key] = piece.take(fused)
         return {**state, **views} if views else state
 
     def mlp_roles(self, field: str, shape: ModelShape) -> tuple[str, ...]:
@@ -204,6 +229,24 @@ class FamilyAdapter(ABC):
         else:
             chosen = list(self.mlp_roles(mlp_field(matrix.kind, matrix.expert), shape))
         return tuple(f"{layout.root}.{layer}.{layout.tensors[role].name}" for role in chosen if role in layout.tensors)
+
+    def stores_in_out(self, key: str) -> bool:
+        """Whether the weight under checkpoint key ``key`` belongs to a ``Conv1D`` module, stored (in, out),
+        rather than to an ``nn.Linear``, stored (out, in). peft decides the layout of a LoRA update from
+        this type when it loads an adapter (``fan_in_fan_out``), whatever the adapter's config says, so
+        specbound decides it here: a family with :attr:`conv1d_layers` has it for every weight of its
+        layers (``{prefix}{root}.{layer}.….weight``), and no other weight (a task head) is one.
+
+        Example:
+            >>> from specbound.io.families.gpt2 import GPT2Adapter
+            >>> gpt2 = GPT2Adapter()
+            >>> gpt2.stores_in_out("transformer.h.0.attn.c_proj.weight"), gpt2.stores_in_out("score.weight")
+            (True, False)
+        """
+        if not self.conv1d_layers:
+            return False
+        layer = re.compile(rf"{re.escape(self.root)}\.\d+\..+\.weight")
+        return any(key.startswith(prefix) and layer.fullmatch(key[len(prefix) :]) for prefix in self.prefixes)
 
     def init_scale(self, field: str, shape: ModelShape) -> float:
         """Factor on σ with which the family initialises one canonical weight (a LayerWeights field)."""

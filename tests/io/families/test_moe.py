@@ -435,16 +435,29 @@ def test_a_config_with_bad_expert_fields_is_refused_in_one_line(saved, tmp_path,
     assert words in line, line
 
 
-def test_fused_experts_of_the_wrong_shape_are_refused_in_one_line(saved):
-    from specbound.core.errors import CheckpointError
+@pytest.mark.parametrize(
+    ("cut", "stored"),
+    [
+        (lambda t: t[:, :-1], "(4, 95, 32)"),  # one row short: the up projection no longer has d_ff rows
+        (lambda t: torch.cat([t, t[:, :2]], dim=1), "(4, 98, 32)"),  # two rows more: views would drop them
+        (lambda t: t[:3], "(3, 96, 32)"),  # an expert fewer than the config declares
+        (lambda t: t[0], "(96, 32)"),  # not 3-D
+    ],
+)
+def test_fused_experts_in_memory_of_another_shape_are_refused_as_on_disk(saved, cut, stored):
+    """One check for a fused tensor in memory and on disk (TensorSlice.check): (E, 2 d_ff + 2, N) in a
+    state dict was taken, its views leaving the two extra rows out, where the same on disk is refused."""
+    from specbound.core.errors import UnsupportedModelError
 
     model, _ = saved["mixtral"]
     state = dict(model.state_dict())
     key = "model.layers.1.mlp.experts.gate_up_proj"
-    state[key] = state[key][:, :-1]  # one row short: the up projection no longer has d_ff rows
-    with pytest.raises(CheckpointError) as caught:
+    state[key] = cut(state[key])
+    with pytest.raises(UnsupportedModelError) as caught:
         Checkpoint.from_state_dict(model.config.to_dict(), state, "the model").layer(1)
-    assert "\n" not in str(caught.value) and "w3" in str(caught.value)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message == f"fused weight '{key}' has shape {stored}, but the model's config implies (4, 96, 32)"
 
 
 # --- experts saved fused on disk (transformers' save_original_format=False) -----------------------

@@ -1,0 +1,169 @@
+"""Module-name patterns matched as peft matches them, in bounded time (specbound.core.patterns).
+
+The reference is peft's own expression, ``re.match(rf"(.*\\.)?({key})$", name)``, run by Python's
+engine on keys where it is quick: every random key of a small grammar and every name of a small
+alphabet must get the same answer. Keys on which that engine backtracks for minutes are matched
+without it, each step visiting at most the automaton's states; what no automaton runs is refused.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from specbound.core import patterns
+from specbound.core.patterns import MAX_STATES, PatternError, SuffixPattern
+
+#: The 17-character key of issue 59, on which re.match runs for minutes against a 41-character name.
+EVIL = r"([\w.]|[\w.])*X"
+
+
+def _peft(key: str, name: str) -> bool:
+    return re.match(rf"(.*\.)?({key})$", name) is not None
+
+
+_ATOMS = ["a", "b", ".", r"\.", r"\w", r"\d", "[ab]", "[^a]", "[a-c_]", "(a|b)", "(ab|a)", "_", r"\b", r"\B", "^", "$"]
+_REPEATS = ["", "", "*", "+", "?", "{2}", "{1,3}", "*?", "{0,2}?"]
+
+
+def _random_key(rng: random.Random, depth: int = 0) -> str:
+    key = ""
+    for _ in range(rng.randint(1, 4)):
+        if depth < 2 and rng.random() < 0.2:
+            inner = _random_key(rng, depth + 1)
+            atom = f"({inner}|{_random_key(rng, depth + 1)})" if rng.random() < 0.5 else f"({inner})"
+        else:
+            atom = rng.choice(_ATOMS)
+        key += atom + rng.choice(_REPEATS)
+    return key
+
+
+@pytest.mark.parametrize("seed", [59, 60, 61])
+def test_random_keys_match_as_pythons_engine_matches_them(seed):
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(1500):
+        key = _random_key(rng)
+        try:
+            re.compile(key)
+        except re.error:  # "nothing to repeat" and the like: refused, as peft's re would refuse it
+            with pytest.raises(PatternError, match="not a valid regular expression"):
+                SuffixPattern(key)
+            continue
+        matcher = SuffixPattern(key)
+        for _ in range(6):
+            name = "".join(rng.choice("ab._x1\n") for _ in range(rng.randint(0, 9)))
+            assert matcher.matches(name) == _peft(key, name), (key, name)
+            checked += 1
+    assert checked > 3000  # most keys are valid expressions
+
+
+@pytest.mark.parametrize("key", ["query", "c_attn", "q_proj", "layer", "dense", "h.0.attn.c_attn", "0.q_proj", "."])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "query",
+        "x.query",
+        "xquery",
+        "x.query\n",
+        "a\nb.query",
+        "query\n",
+        ".query",
+        "x.c_attn",
+        "h.0.attn.c_attn",
+        "transformer.h-0-attn-c_attn",
+        "transformer.h.0\nattn.c_attn",
+        "model.layers.0.q_proj",
+        "model.layers.10.q_proj",
+        "",
+        "a.",
+    ],
+)
+def test_a_plain_key_is_a_suffix_at_a_dot_as_the_expression_says(key, name):
+    """Plain characters and dots (any character but a line break, as in the expression): one length,
+    compared with the end of the name, no automaton."""
+    matcher = SuffixPattern(key)
+    assert matcher.plain and matcher.states == 0 and matcher.cost(name) == len(key) + 1
+    assert matcher.matches(name) == _peft(key, name)
+
+
+@pytest.mark.parametrize(
+    ("key", "name", "expected"),
+    [
+        (r"h.1.attn.c_attn", "transformer.h.1.attn.c_attn", True),  # the dots are any character, as for peft
+        (r"h.1.attn.c_attn", "transformer.h-1-attn-c_attn", True),
+        (r"h\.1\.attn\.c_attn", "transformer.h-1-attn-c_attn", False),
+        (r"layers\.\d+\.mlp\.down_proj", "model.layers.12.mlp.down_proj", True),
+        (r"(q|v)_proj", "model.layers.0.self_attn.k_proj", False),
+    ],
+)
+def test_regular_keys_mean_what_they_mean_to_peft(key, name, expected):
+    assert SuffixPattern(key).matches(name) is expected
+    assert _peft(key, name) is expected
+
+
+def test_the_key_that_hangs_re_is_matched_in_steps_bounded_by_the_name(monkeypatch):
+    """What runs: one closure per position of the name, each over at most the automaton's states
+    (a dozen here), never Python's backtracking engine on the key."""
+    matcher = SuffixPattern(EVIL)
+    assert 0 < matcher.states < 20
+    closures = []
+    original = patterns._closure
+
+    def counted(states, text, at):
+        reached = original(states, text, at)
+        closures.append(len(reached))
+        return reached
+
+    def no_backtracking(pattern, *args, **kwargs):
+        assert "X" not in str(pattern), "the key went to Python's backtracking engine"
+        return real(pattern, *args, **kwargs)
+
+    real = re.match
+    monkeypatch.setattr(patterns, "_closure", counted)
+    monkeypatch.setattr(re, "match", no_backtracking)
+    name = "model.layers.0.self_attn.q_proj.lora_A.xy"  # 41 characters, as in the issue
+    assert len(name) == 41
+    assert matcher.matches(name) is False
+    assert len(closures) <= len(name) + 1 and max(closures) <= matcher.states
+    closures.clear()
+    long_name = "a.b" * 3000 + "X"
+    assert matcher.matches(long_name) is True
+    assert len(closures) <= len(long_name) + 1 and max(closures) <= matcher.states
+
+
+@pytest.mark.parametrize(
+    ("key", "words"),
+    [
+        (r"(a)\1", "backreference"),
+        (r"(?=query)query", "lookaround"),
+        (r"(?<!x)query", "lookaround"),
+        (r"a*+", "possessive"),
+        (r"(?>a)", "atomic group"),
+        (r"(?i:query)", "flags"),
+        (r"(a{100}){200}", f"more than {MAX_STATES}"),
+        (r"(", "not a valid regular expression"),
+        (r"[z-a]", "not a valid regular expression"),
+    ],
+)
+def test_what_no_bounded_matcher_runs_is_refused(key, words):
+    with pytest.raises(PatternError, match=re.escape(words)):
+        SuffixPattern(key)
+
+
+def test_a_repeat_that_unrolls_too_far_is_refused_before_it_is_built(monkeypatch):
+    """The size is counted as the automaton is built: ``(a{1000}){1000}`` stops at the limit, it does
+    not build a million states first."""
+    built = []
+    original = patterns._Builder.state
+
+    def counted(self, **kwargs):
+        built.append(1)
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(patterns._Builder, "state", counted)
+    with pytest.raises(PatternError):
+        SuffixPattern("(a{1000}){1000}")
+    assert len(built) == MAX_STATES + 1

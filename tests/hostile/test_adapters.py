@@ -1,0 +1,176 @@
+"""Hostile LoRA adapter configs (issue 59): every value is what it says, every pattern runs in
+bounded time, and factors the config does not describe are refused as peft refuses them.
+
+The adapter is peft's own (``get_peft_model`` on a tiny BERT, saved with ``save_pretrained``); each
+case edits one field of its ``adapter_config.json``, as someone handing it over might.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cli_runner import assert_one_line_error, cli
+
+import specbound
+from specbound.core import patterns
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+peft = pytest.importorskip("peft")
+
+_FIELDS = dict(
+    vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48, pad_token_id=0
+)
+#: The 17-character key of issue 59 (Python's re backtracks for minutes on a 41-character name).
+EVIL = r"([\w.]|[\w.])*X"
+
+
+@pytest.fixture(scope="module")
+def adapter(tmp_path_factory) -> Path:
+    """peft's adapter on ``query`` and ``intermediate.dense`` of a tiny BERT whose folder it names."""
+    root = tmp_path_factory.mktemp("adapters")
+    torch.manual_seed(0)
+    transformers.BertModel(transformers.BertConfig(**_FIELDS)).save_pretrained(root / "base")
+    torch.manual_seed(0)
+    model = transformers.BertModel(transformers.BertConfig(**_FIELDS))
+    config = peft.LoraConfig(r=2, lora_alpha=4, target_modules=["query", "intermediate.dense"], init_lora_weights=False)
+    peft.get_peft_model(model, config).save_pretrained(root / "adapter")
+    _edit(root / "adapter", base_model_name_or_path=str(root / "base"))
+    return root / "adapter"
+
+
+def _edit(directory: Path, **fields: Any) -> Path:
+    path = directory / "adapter_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+    return directory
+
+
+def _copy(adapter: Path, tmp_path: Path, **fields: Any) -> Path:
+    copy = tmp_path / "handed-over"
+    shutil.copytree(adapter, copy)
+    return _edit(copy, **fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"use_rslora": "false"}, ("use_rslora must be true or false", "the string 'false'")),
+        ({"fan_in_fan_out": "true"}, ("fan_in_fan_out must be true or false",)),
+        ({"use_dora": "false"}, ("use_dora must be true or false",)),  # not read as DoRA
+        ({"use_rslora": 0}, ("use_rslora must be true or false",)),
+        ({"alpha_pattern": {"query": True}}, ("alpha_pattern's query is true, not a number",)),
+        ({"alpha_pattern": {"query": "8"}}, ("alpha_pattern's query is the string '8'",)),
+        ({"rank_pattern": {"query": 2.5}}, ("rank_pattern's query is 2.5, not a positive integer",)),
+        ({"rank_pattern": {"query": True}}, ("rank_pattern's query is true",)),
+        ({"r": True}, ("r must be a positive integer, got true",)),
+        ({"r": 0}, ("r must be a positive integer, got 0",)),
+        ({"lora_alpha": True}, ("lora_alpha must be a number, got true",)),
+    ],
+)
+def test_a_config_value_of_the_wrong_type_is_refused_not_read_as_something_else(adapter, tmp_path, fields, words):
+    """``"false"`` is a true value in Python and ``true`` the number 1: read so, the update doubles
+    (``use_rslora``) or takes α = 1, and nothing says so."""
+    handed = _copy(adapter, tmp_path, **fields)
+    assert_one_line_error(cli("analyze", str(handed), "--no-cache"), "adapter_config.json", *words)
+
+
+def test_the_key_that_hangs_re_never_reaches_it_and_the_adapter_reads_as_without_it(adapter, tmp_path, monkeypatch):
+    """What runs: the key is matched by the automaton, never by Python's backtracking engine (which
+    takes minutes on it); it matches no module, so the adapter reads exactly as without the key."""
+    real = {name: getattr(re, name) for name in ("match", "fullmatch", "search", "compile")}
+
+    def guarded(name):
+        def call(pattern, *args, **kwargs):
+            assert EVIL not in str(pattern), f"the adapter's key reached re.{name}"
+            return real[name](pattern, *args, **kwargs)
+
+        return call
+
+    for name in real:
+        monkeypatch.setattr(re, name, guarded(name))
+    handed = _copy(adapter, tmp_path, alpha_pattern={EVIL: 3}, rank_pattern={EVIL: 7})
+    hostile = specbound.analyze(str(handed), use_cache=False)
+    plain = specbound.analyze(str(adapter), use_cache=False)
+    np.testing.assert_array_equal(hostile.profile.singular_values, plain.profile.singular_values)
+    assert hostile.ours_centred == pytest.approx(plain.ours_centred, rel=1e-15)
+    assert patterns.SuffixPattern(EVIL).states < 20  # each of the name's steps visits fewer states than this
+
+
+@pytest.mark.parametrize(
+    ("key", "words"),
+    [
+        (r"(a{100}){200}", "more than 10000 automaton states"),
+        (r"(?=query)query", "a lookaround"),
+        (r"(query)\1", "a backreference"),
+        (r"query(", "is not a valid regular expression"),
+    ],
+)
+def test_a_pattern_no_bounded_matcher_runs_is_refused_in_one_line(adapter, tmp_path, key, words):
+    handed = _copy(adapter, tmp_path, alpha_pattern={key: 3})
+    assert_one_line_error(cli("analyze", str(handed), "--no-cache"), "alpha_pattern key", words)
+
+
+def test_a_matching_regular_pattern_gives_its_alpha_as_peft_does(adapter, tmp_path):
+    """A key with metacharacters that matches layer 1's query only: its update is scaled by 12 / 2
+    instead of 4 / 2, the centred distance of that layer alone changes, by exactly that factor."""
+    handed = _copy(adapter, tmp_path, alpha_pattern={r"layer\.1\.attention\.self\.q\w+": 12})
+    base = str(json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"])
+    from specbound.io.loading import open_weights
+
+    key = "encoder.layer.{}.attention.self.query.weight"
+    plain, scaled, w0 = open_weights(str(adapter)).reader, open_weights(str(handed)).reader, open_weights(base).reader
+    np.testing.assert_allclose(
+        scaled.get(key.format(1)) - w0.get(key.format(1)),
+        3 * (plain.get(key.format(1)) - w0.get(key.format(1))),
+        rtol=1e-12,
+        atol=0,
+    )
+    np.testing.assert_array_equal(scaled.get(key.format(0)), plain.get(key.format(0)))
+
+
+def test_factors_of_another_rank_than_the_config_gives_are_refused_as_peft_refuses_them(adapter, tmp_path):
+    """peft builds r x in factors from the config and refuses to load others; read at the stored rank,
+    the scale α / r would be the wrong one."""
+    handed = _copy(adapter, tmp_path, r=4)
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        base = transformers.BertModel.from_pretrained(
+            json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"]
+        )
+        peft.PeftModel.from_pretrained(base, handed)
+    line = assert_one_line_error(cli("analyze", str(handed), "--no-cache"), "at rank 2", "rank 4", "peft")
+    assert "encoder.layer.0.attention.self.query" in line
+    by_pattern = _copy(adapter, tmp_path / "p", rank_pattern={"intermediate.dense": 3})
+    assert_one_line_error(cli("analyze", str(by_pattern), "--no-cache"), "intermediate.dense", "rank 3")
+
+
+def test_the_steps_of_matching_are_bounded_before_any_is_run(adapter, tmp_path, monkeypatch):
+    """What runs is bounded before it runs: the steps every key may take on every module (its length
+    for a plain key) are summed first, and above the limit the adapter is refused in one line. Here 50
+    plain keys of 5 characters against the adapter's 4 modules: 4 x 50 x 6 = 1,200 steps."""
+    from specbound.io.checkpoints import lora
+
+    keys = {f"k{i:04d}": 2 for i in range(50)}
+    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_200)
+    within = _copy(adapter, tmp_path / "within", alpha_pattern=keys)
+    specbound.analyze(str(within), use_cache=False)  # exactly at the limit: read
+    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_199)
+    assert_one_line_error(
+        cli("analyze", str(within), "--no-cache"), "would take up to 1,200 steps to match its 4 modules"
+    )
+
+
+def test_the_keys_of_a_config_share_one_budget_of_automaton_states(adapter, tmp_path):
+    """Each key may unroll to 10,000 states, all of a config's keys to 100,000 together: eleven keys
+    of 9,802 states each are refused at the eleventh, before it is built whole."""
+    keys = {f"(a{{99}}){{99}}x{i}": 2 for i in range(11)}
+    assert patterns.SuffixPattern("(a{99}){99}x0").states < 10_000
+    handed = _copy(adapter, tmp_path, alpha_pattern=keys)
+    assert_one_line_error(
+        cli("analyze", str(handed), "--no-cache"), "unroll to more than 100000 automaton states together"
+    )
