@@ -31,6 +31,7 @@ MODULES = (
     "specbound.studies.resumable",
     "specbound.studies.trajectory",
     "specbound_lab.finetune",
+    "specbound_lab.study",
     "specbound.present.figures.bounds",
     "specbound.present.figures.spectra",
     "specbound.present.report",

@@ -667,3 +667,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         help="CHECKPOINT measures to recompute (default: alpha alpha_hat alpha_skipped)",
     )
     remeasure.set_defaults(handler=_cmd_remeasure)
+
+    from .study_cli import add_study_command
+
+    add_study_command(actions, _workers, _bounded(float, 1.0, 60.0 * 24 * 30))
