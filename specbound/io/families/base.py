@@ -83,6 +83,10 @@ class FamilyAdapter(ABC):
     prefixes: ClassVar[tuple[str, ...]]
     #: whether the family's layers hold experts (a config declaring experts is refused otherwise)
     reads_experts: ClassVar[bool] = False
+    #: whether the family's feed-forward modules store their weights (in, out), as GPT-2's ``Conv1D``
+    #: does, rather than ``nn.Linear``'s (out, in): the layout peft reads them in, whose left singular
+    #: vectors the intruder dimensions compare (SPEC §14b, :mod:`specbound.core.directions`)
+    module_in_out: ClassVar[bool] = False
 
     @abstractmethod
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:

@@ -24,6 +24,7 @@ class GPT2Adapter(FamilyAdapter):
     label = "GPT-2"
     root = "h"
     prefixes = ("", "transformer.")
+    module_in_out = True  # Conv1D
 
     def shape(self, config: Mapping[str, Any], where: str) -> ModelShape:
         hidden = positive_int(config, "n_embd", where)
