@@ -270,8 +270,11 @@ class Directions:
         }
 
 
+Attention = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (query, key, value, attn_out), (out, in)
+
+
 def _head_directions(
-    tuned: tuple[np.ndarray, ...], base: tuple[np.ndarray, ...], shape: ModelShape, settings: DirectionSettings
+    tuned: Attention, base: Attention, shape: ModelShape, settings: DirectionSettings
 ) -> Iterator[MatrixDirection]:
     """QK_h for every query head, then V_h, of one attention (self or cross), from the factors."""
     for heads, heads0 in zip(attention_heads(*tuned, shape), attention_heads(*base, shape), strict=True):
@@ -313,7 +316,7 @@ def layer_directions(
         weights, weights0 = read(), read0()
         if weights is None or weights0 is None:  # no cross-attention in this layer
             continue
-        found.extend(_head_directions(tuple(weights), tuple(weights0), shape, settings))
+        found.extend(_head_directions(weights, weights0, shape, settings))
     for expert in shape.experts:
         for kind in shape.layer_kinds:
             field = mlp_field(kind, expert)
