@@ -17,6 +17,7 @@ MODULES = (
     "specbound.api.runs",
     "specbound.core.architecture",
     "specbound.core.bounds",
+    "specbound.core.directions",
     "specbound.core.engine",
     "specbound.core.errors",
     "specbound.core.profile",
