@@ -35,7 +35,7 @@ def test_a_fine_tune_against_its_base_shows_what_changed(model, figure_titled) -
     )
     assert "centred at the base (spec §14)" in page_text(at).lower()
     # beside it, where the fine-tune points (SPEC §14b): the per-head intruder counts
-    intruders = figure_titled(at, "Where it points: intruder dimensions (top k = 10, |cos| < 0.5)")
+    intruders = figure_titled(at, "Intruders: top 10, |cos| < 0.5")
     qk_count = next(t for t in intruders["data"] if "intruders in QK" in t["hovertemplate"])
     np.testing.assert_array_equal(
         np.asarray(qk_count["z"], dtype=float), base.per_head(expected.directions.intruders, specbound.Kind.QK)

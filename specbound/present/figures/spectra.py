@@ -699,8 +699,9 @@ def intruder_heatmaps(base: SpectralProfile, directions: Directions, *, source: 
         mlp_value="intruders in the top k",
         extra="%{customdata}",
         colour_title="intruders",
+        colour_side="right",  # beside the bar: its top tick is k, where a title on top would sit
         top=float(settings.k),
-        title=f"Where it points: intruder dimensions (top k = {settings.k}, |cos| < {settings.eps:g})",
+        title=f"Intruders: top {settings.k}, |cos| < {settings.eps:g}",  # as short as the map of sizes' title
         source=source,
     )
 
@@ -717,6 +718,7 @@ def _matrix_maps(
     top: float,
     title: str,
     source: str | None,
+    colour_side: str = "top",
 ) -> go.Figure:
     """One value per proxy matrix (M,) as heatmaps: a layer x head panel for each per-head kind and a
     layer x matrix panel for the feed-forward matrices, one colour range [0, ``top``]; ``cells`` (M,)
@@ -768,7 +770,11 @@ def _matrix_maps(
                 "text": hover_grid(z),
                 "customdata": r,
                 "hovertemplate": f"layer %{{y}}, %{{x}}<br>{mlp_value} = %{{text}}<br>{extra}<extra></extra>",
-                **{**common, "showscale": True, "colorbar": {"thickness": 10, "title": {"text": colour_title}}},
+                **{
+                    **common,
+                    "showscale": True,
+                    "colorbar": {"thickness": 10, "title": {"text": colour_title, "side": colour_side}},
+                },
             },
             col,
         )

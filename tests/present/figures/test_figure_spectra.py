@@ -176,7 +176,7 @@ def test_intruder_maps_lay_out_the_counts_as_the_change_maps_do(profile) -> None
     mlp = np.stack([profile.per_layer(directions.intruders, kind) for kind in (Kind.M_IN, Kind.M_OUT)], axis=1)
     np.testing.assert_array_equal(heat[2].z, mlp)
     assert all(t.zmin == 0.0 and t.zmax == 4.0 for t in heat)
-    assert "top k = 4, |cos| < 0.3" in fig.layout.title.text
+    assert fig.layout.title.text.startswith("Intruders: top 4, |cos| < 0.3")
     cells = [c for t in heat for row in np.asarray(t.customdata) for c in row]
     assert sum("near-tied" in c for c in cells) == 1
     first = profile.per_head(np.arange(profile.shape.num_matrices), Kind.QK)[0, 0]
