@@ -32,7 +32,8 @@ above §3's rank threshold, in descending order) and k' = min(k, rank W):
 <= d), from their factors: A = Q₁ R₁ and Bᵀ = Q₂ R₂ give A B = Q₁ (R₁ R₂ᵀ) Q₂ᵀ, so the SVD of the
 d x d core, C = U_c S V_cᵀ, gives U = Q₁ U_c and V = Q₂ V_c exactly, never an N x N product. A
 feed-forward or expert matrix in the module's own weight layout, as peft reads it: (out, in) for an
-``nn.Linear``, (in, out) for GPT-2's ``Conv1D`` (``module_in_out``), by a dense thin SVD.
+``nn.Linear``, (in, out) for GPT-2's ``Conv1D`` (``module_in_out``), through the eigenvectors of its
+smaller Gram matrix (:func:`gram_vectors`; a thin SVD where the matrix is ill-conditioned).
 
 Example:
     A base W⁰ (6 x 3) with left vectors e₁, e₂, e₃; its second left vector turned into e₅ (orthogonal to
@@ -72,6 +73,7 @@ __all__ = [
     "compare",
     "dense_vectors",
     "factored_vectors",
+    "gram_vectors",
     "layer_directions",
 ]
 
@@ -133,6 +135,41 @@ def dense_vectors(matrix: np.ndarray) -> SingularVectors:
     matrix = np.asarray(matrix, dtype=np.float64)
     u, s, vt = np.linalg.svd(matrix, full_matrices=False)  # (n, r), (r,), (r, m)
     return _compact(u, s, vt.T, min(matrix.shape))
+
+
+#: The Gram route is used while σ_min / σ_max of the kept values stays above this; below it the
+#: eigenvectors of σ² lose digits (their error grows as ε (σ₁ / σ_i)²) and the SVD itself is taken.
+GRAM_CONDITION: float = 1e-5
+
+
+def gram_vectors(matrix: np.ndarray) -> SingularVectors:
+    """The compact SVD of a matrix through the eigen-decomposition of its smaller Gram matrix: with
+    M Mᵀ = U S² Uᵀ (rows <= columns), V = Mᵀ U S⁻¹; with MᵀM = V S² Vᵀ, U = M V S⁻¹. Forming the
+    Gram matrix and one product costs 2 m n min(m, n) operations against a thin SVD's many more (an
+    SVD of a 3072 x 768 matrix computing U is about 15 times slower on two cores). A matrix whose kept
+    values span more than 1 / :data:`GRAM_CONDITION` (where the eigenvectors lose digits) goes through
+    :func:`dense_vectors` instead.
+
+    Example:
+        >>> m = np.random.default_rng(0).standard_normal((9, 4))
+        >>> found, exact = gram_vectors(m), dense_vectors(m)
+        >>> bool(np.allclose(np.abs(found.u.T @ exact.u), np.eye(4), atol=1e-10))
+        True
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    wide = matrix.shape[0] <= matrix.shape[1]
+    gram = matrix @ matrix.T if wide else matrix.T @ matrix  # (min(m, n), min(m, n))
+    eigenvalues, vectors = np.linalg.eigh(gram)  # ascending
+    order = np.argsort(eigenvalues)[::-1]
+    s = np.sqrt(np.clip(eigenvalues[order], 0.0, None))
+    vectors = vectors[:, order]
+    found = _compact(vectors, s, vectors, min(matrix.shape))  # the kept values and their eigenvectors
+    if found.rank == 0:
+        return SingularVectors(np.zeros((matrix.shape[0], 0)), found.s, np.zeros((matrix.shape[1], 0)))
+    if found.s[-1] < GRAM_CONDITION * found.s[0]:
+        return dense_vectors(matrix)
+    other = (matrix.T @ found.u if wide else matrix @ found.u) / found.s  # the other side's vectors
+    return SingularVectors(found.u, found.s, other) if wide else SingularVectors(other, found.s, found.u)
 
 
 def factored_vectors(left: np.ndarray, right: np.ndarray) -> SingularVectors:
@@ -326,5 +363,5 @@ def layer_directions(
             if np.array_equal(weight, weight0):
                 found.append(MatrixDirection.unchanged(min(settings.k, min(weight.shape)), weight.shape[0]))
                 continue
-            found.append(compare(dense_vectors(weight), dense_vectors(weight0), settings))
+            found.append(compare(gram_vectors(weight), gram_vectors(weight0), settings))
     return found

@@ -238,3 +238,25 @@ def test_conv1d_layout_reads_the_transposed_matrix():
     linear = layer_directions(tuned, base, shape, settings)[4]
     assert linear.overlap_left == pytest.approx(stored.overlap_right, abs=TOL)  # the two layouts swap sides
     assert stored.chance_cosine == pytest.approx(math.sqrt(2 * math.log(4) / 8), rel=1e-15)
+
+
+@pytest.mark.parametrize("rows, cols", [(40, 12), (12, 40)])
+def test_the_gram_route_gives_the_svd_and_falls_back_where_it_would_lose_digits(rows, cols):
+    """gram_vectors, the feed-forward matrices' route: the SVD's values and (up to sign) vectors on a
+    well-conditioned matrix; on a rank-deficient one (values spanning beyond GRAM_CONDITION) the SVD's own."""
+    from specbound.core.directions import GRAM_CONDITION, gram_vectors
+
+    rng = np.random.default_rng(rows)
+    m = rng.standard_normal((rows, cols))
+    found, exact = gram_vectors(m), dense_vectors(m)
+    np.testing.assert_allclose(found.s, exact.s, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(found.u * exact.u, axis=0)), 1.0, atol=1e-10)
+    np.testing.assert_allclose(np.abs(np.sum(found.v * exact.v, axis=0)), 1.0, atol=1e-10)
+    low = m.copy()
+    low[:, 3:] = 0.0 if rows > cols else low[:, 3:]
+    low[3:, :] = 0.0 if rows <= cols else low[3:, :]  # rank 3
+    deficient = gram_vectors(low)
+    assert deficient.rank == 3 and deficient.s[-1] > GRAM_CONDITION * deficient.s[0]
+    np.testing.assert_allclose(deficient.u @ np.diag(deficient.s) @ deficient.v.T, low, atol=1e-12)
+    spread = m @ np.diag(np.logspace(0, -7, min(rows, cols))) if rows > cols else np.diag(np.logspace(0, -7, rows)) @ m
+    np.testing.assert_allclose(gram_vectors(spread).s, dense_vectors(spread).s, rtol=1e-9)  # the SVD's own
