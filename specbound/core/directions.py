@@ -62,6 +62,7 @@ from .architecture import ModelShape
 from .defaults import INTRUDER_EPS, INTRUDER_K, NEAR_TIE_GAP, RANK_TOL
 from .matrices import LayerSource, attention_heads, mlp_field
 from .spectrum import rank_threshold
+from .threads import serial_blas
 from .values import check_number
 
 __all__ = [
@@ -335,7 +336,9 @@ def layer_directions(
     """:func:`compare` for every proxy matrix of one layer, in profile order (the heads' QK then V,
     a decoder layer's QK_x then V_x, then each expert's MLP kinds), W read from ``tuned`` and W⁰ from
     ``base``. ``module_in_out``: the family stores its feed-forward weights (in, out), as GPT-2's
-    ``Conv1D`` does, and peft reads them so (module docstring).
+    ``Conv1D`` does, and peft reads them so (module docstring). Its LAPACK calls run on one BLAS thread,
+    as the engine's small ones do (:func:`~specbound.core.threads.serial_blas`): a head's QR of an
+    N x d factor was 60 times slower on two threads of a busy two-core machine.
 
     Example:
         >>> from specbound.core.matrices import LayerWeights
@@ -345,6 +348,13 @@ def layer_directions(
         >>> [d.intruders for d in layer_directions(layer, layer, ModelShape(1, 8, 2, 16))]
         [0, 0, 0, 0, 0, 0]
     """
+    with serial_blas():
+        return _layer_directions(tuned, base, shape, settings, module_in_out)
+
+
+def _layer_directions(
+    tuned: LayerSource, base: LayerSource, shape: ModelShape, settings: DirectionSettings, module_in_out: bool
+) -> list[MatrixDirection]:
     found: list[MatrixDirection] = []
     for read, read0 in (
         (tuned.attention_weights, base.attention_weights),
