@@ -10,7 +10,10 @@ cache, interleaved over ``--rounds``, each measured for wall time, CPU time and 
 fine-tune twice (its own profile, then the difference) and the base once: about three analyses'
 reading, and the difference's heads are twice as wide (2d), so a ratio near 2-3 in time is the
 expectation, and the memory target is about one analysis's peak (the feed-forward differences are
-subtracted block by block from both memory maps, neither model held whole).
+subtracted block by block from both memory maps, neither model held whole). The centred run also
+reads where each matrix points (intruder dimensions, SPEC §14b), a pass of its own over both models
+(``bench_directions.py`` times it against the difference pass: about 1.4 times it on BERT-base), and
+that pass holds a feed-forward matrix of each model whole in float64.
 """
 
 from __future__ import annotations

@@ -7,7 +7,14 @@ import streamlit as st
 
 from dashboard.routing import ensure_app_entry
 from dashboard.state import atlas, baseline, session, share
-from dashboard.views.compare import TITLE, CentredView, compare_view, overlay_kinds, overlay_layers
+from dashboard.views.compare import (
+    CHANGED_HEADING,
+    TITLE,
+    CentredView,
+    compare_view,
+    overlay_kinds,
+    overlay_layers,
+)
 from dashboard.widgets import drilldown
 from dashboard.widgets.export import provenance, report_download, show_figure
 from dashboard.widgets.presentation import bound_note, folded, headline, metric_row
@@ -21,8 +28,8 @@ ensure_app_entry()
 
 OVERLAY_KIND_KEY, OVERLAY_LAYER_KEY = "overlay_kind", "overlay_layer"
 OVERLAY_KIND_CODEC = share.choice_codec({kind.value: kind.value.lower() for kind in Kind})
-#: Key of the "what changed" map (its clicks open a matrix).
-CHANGE_MAP_KEY = "change_heatmaps"
+#: Keys of the "what changed" maps, in size and in direction (their clicks open a matrix).
+CHANGE_MAP_KEY, INTRUDER_MAP_KEY = "change_heatmaps", "intruder_heatmaps"
 
 analysis = session.current_analysis()
 name = atlas.display_name(session.current_model())
@@ -70,6 +77,7 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
         overlay_layer=layer,
         centred=lambda: baseline.centred_reading(session.current_model(), base, base_analysis),
         source=source,
+        directions=lambda: baseline.directions_reading(session.current_model(), base),
     )
 
     with head:
@@ -98,7 +106,7 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
                     )
     show_figure(view.overlay, "overlaid_spectra")
 
-    st.subheader(f"{plain(centred_label(base_name)).capitalize()}: what changed")
+    st.subheader(f"{plain(centred_label(base_name)).capitalize()}. {CHANGED_HEADING}")
     if isinstance(view.centred, str):
         st.caption(f"No centred reading against {plain(base_name)}: {plain(view.centred)}.")
     else:
@@ -108,7 +116,8 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
 
 
 def show_centred(centred: CentredView, base_analysis: BoundAnalysis, source: str) -> None:
-    """The bound centred at the baseline, the map of what changed (its cells open a matrix) and that matrix."""
+    """The bound centred at the baseline, the maps of what changed in size and in direction side by side
+    (their cells open a matrix) and that matrix."""
     with st.container():
         row = metric_row()
         for label, value in centred.totals:
@@ -116,11 +125,24 @@ def show_centred(centred: CentredView, base_analysis: BoundAnalysis, source: str
     st.markdown(plain(centred.sentence))
     st.caption("Click a cell to open that matrix below: its spectrum beside the difference's, and its term.")
     locate = drilldown.change_cell(base_analysis.profile)
-    show_figure(
-        centred.changes,
-        CHANGE_MAP_KEY,
-        on_select=lambda: drilldown.from_chart(CHANGE_MAP_KEY, centred.analysis, locate),
-    )
+    size_col, direction_col = st.columns(2)
+    with size_col:
+        show_figure(
+            centred.changes,
+            CHANGE_MAP_KEY,
+            on_select=lambda: drilldown.from_chart(CHANGE_MAP_KEY, centred.analysis, locate),
+        )
+    with direction_col:
+        if isinstance(centred.intruders, str):
+            st.caption(f"No map of directions: {plain(centred.intruders)}.")
+        else:
+            show_figure(
+                centred.intruders,
+                INTRUDER_MAP_KEY,
+                on_select=lambda: drilldown.from_chart(INTRUDER_MAP_KEY, centred.analysis, locate),
+            )
+    if centred.direction_sentence:
+        st.caption(plain(centred.direction_sentence))
     index = drilldown.picker(centred.analysis)
     if index is not None:
         drilldown.detail(

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._version import __version__
-from .core.defaults import DEFAULT_MODEL, L_PHI, LARGE_NORM_11, P_MAX
+from .core.defaults import DEFAULT_MODEL, INTRUDER_EPS, INTRUDER_K, L_PHI, LARGE_NORM_11, P_MAX
 from .core.errors import SpecboundError
 from .core.limits import LIMITS
 from .core.progress import ProgressCallback, ProgressEvent, format_eta, silent
@@ -102,6 +102,10 @@ _grid_m = _checked(
     f"the grid resolution m must be an integer from 1 to {LIMITS.max_grid_m}",
 )
 _positive_int = _checked(int, lambda v: 1 <= v <= 1024, "the number of workers must be an integer from 1 to 1024")
+_intruder_k = _checked(int, lambda v: 1 <= v <= 100_000, "the intruders' k must be an integer from 1 to 100000")
+_intruder_eps = _checked(
+    float, lambda v: math.isfinite(v) and 0 < v <= 1, "the intruders' eps must be a number in (0, 1]"
+)
 
 
 class _TerminalProgress:
@@ -140,11 +144,13 @@ def _analysis(args: argparse.Namespace) -> BoundAnalysis:
     return BoundAnalysis.from_profile(profile, BoundSettings(l_phi=args.l_phi, grid_m=args.grid_m))
 
 
-def _centred(args: argparse.Namespace, analysis: BoundAnalysis) -> tuple[BoundAnalysis, Any] | None:
-    """With ``--base REF``: the analysis centred at REF (SPEC §14) and the reference; a LoRA adapter
-    as the model is centred at its base (REF, else the one its config names); else None."""
+def _centred(args: argparse.Namespace, analysis: BoundAnalysis) -> tuple[BoundAnalysis, Any, Any] | None:
+    """With ``--base REF``: the analysis centred at REF (SPEC §14), the reference and where each matrix
+    moved (SPEC §14b, with ``--intruder-k`` and ``--intruder-eps``); a LoRA adapter as the model is
+    centred at its base (REF, else the one its config names); else None."""
     from .core.bounds import BoundAnalysis
-    from .io.centred import Reference
+    from .core.directions import DirectionSettings
+    from .io.centred import Reference, directions_of
     from .io.loading import adapter_base, difference_profile, open_weights
 
     reference = args.base or adapter_base(args.model)
@@ -161,11 +167,17 @@ def _centred(args: argparse.Namespace, analysis: BoundAnalysis) -> tuple[BoundAn
         options=options,
         progress=_progress(),
     )
-    return BoundAnalysis.from_profile(analysis.profile, analysis.settings, delta=delta), Reference(reference)
+    directions = directions_of(tuned, base, DirectionSettings(args.intruder_k, args.intruder_eps), progress=_progress())
+    return (
+        BoundAnalysis.from_profile(analysis.profile, analysis.settings, delta=delta),
+        Reference(reference),
+        directions,
+    )
 
 
-def _centred_lines(centred: BoundAnalysis, reference: Any) -> list[str]:
-    """The centred proxies and how many matrices the reference left unchanged, for the text report."""
+def _centred_lines(centred: BoundAnalysis, reference: Any, directions: Any) -> list[str]:
+    """The centred proxies, how many matrices the reference left unchanged and how many have intruder
+    dimensions (SPEC §14b), for the text report."""
     from .core.logspace import to_log10 as log10
     from .present.numbers import format_log
 
@@ -177,7 +189,20 @@ def _centred_lines(centred: BoundAnalysis, reference: Any) -> list[str]:
         f"  edelman_centred:               {format_log(centred.log_edelman)}  (log10 {log10(centred.log_edelman):.4f})",
         f"  {changed} of {delta.shape.num_matrices} matrices differ from the reference "
         f"(the others have rank 0 and add nothing)",
+        _intruders_line(directions),
     ]
+
+
+def _intruders_line(directions: Any) -> str:
+    """How many intruder dimensions, in how many matrices, with the settings and the near ties."""
+    settings = directions.settings
+    with_any = int((directions.intruders > 0).sum())
+    ties = int(directions.near_tie.sum())
+    return (
+        f"  intruder dimensions (top k={settings.k} left singular vectors with |cos| < {settings.eps:g} to every "
+        f"one of the reference's): {int(directions.intruders.sum())} in {with_any} matrices"
+        + (f"; {ties} matrices have near-tied singular values (their counts may depend on the solver)" if ties else "")
+    )
 
 
 def _compute_options(args: argparse.Namespace) -> ComputeOptions:
@@ -252,7 +277,9 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         laws = power_law_table(analysis.profile.singular_values, analysis.profile.above_threshold)
     centred = _centred(args, analysis)
     if args.json:
-        reference = {} if centred is None else {"centred": centred[0], "reference": centred[1]}
+        reference = (
+            {} if centred is None else {"centred": centred[0], "reference": centred[1], "directions": centred[2]}
+        )
         _write_stdout(to_json_text(analysis_json(analysis, args.p, power_law=laws, **reference)) + "\n")
         return 0
     shape = analysis.profile.shape
@@ -679,6 +706,22 @@ def build_parser() -> argparse.ArgumentParser:
     model_options(analyze)
     analyze.add_argument("--json", action="store_true", help="print the JSON object of SPEC §5")
     _base_option(analyze)
+    analyze.add_argument(
+        "--intruder-k",
+        type=_intruder_k,
+        default=INTRUDER_K,
+        metavar="K",
+        help=f"with a reference: compare the top K singular vectors of each matrix with the reference's "
+        f"(intruder dimensions and subspace overlaps, SPEC §14b; default {INTRUDER_K}, peft's; capped at the rank)",
+    )
+    analyze.add_argument(
+        "--intruder-eps",
+        type=_intruder_eps,
+        default=INTRUDER_EPS,
+        metavar="EPS",
+        help=f"a top singular vector whose best |cosine| with the reference's is below EPS is an intruder "
+        f"(default {INTRUDER_EPS:g}, peft's)",
+    )
     analyze.add_argument(
         "--power-law",
         action="store_true",

@@ -18,6 +18,7 @@ MODULES = (
     "specbound.core.architecture",
     "specbound.core.patterns",
     "specbound.core.bounds",
+    "specbound.core.directions",
     "specbound.core.engine",
     "specbound.core.errors",
     "specbound.core.profile",

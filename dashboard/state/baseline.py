@@ -20,6 +20,7 @@ from dashboard.state import atlas, data, session, share
 from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
+from specbound.core.directions import Directions
 from specbound.core.errors import SpecboundError
 from specbound.present.report import short_model_name
 from specbound.studies.twin import random_twin_of, twin_name
@@ -171,6 +172,16 @@ def centred_reading(model: str, pinned: Baseline, base_analysis: BoundAnalysis) 
         )
         with st.spinner(f"Subtracting {plain(name_of(pinned))} from the open model, layer by layer"):
             return data.centred_for(model, pinned.model)
+    except (SpecboundError, OSError) as exc:
+        return safety.public_message(exc)
+
+
+def directions_reading(model: str, pinned: Baseline) -> Directions | str:
+    """Where the open model's singular vectors moved from the pinned baseline's (SPEC §14b), or why that
+    is not known; asked for only once :func:`centred_reading` found the baseline a reference."""
+    try:
+        with st.spinner(f"Comparing the singular vectors of the open model with {plain(name_of(pinned))}'s"):
+            return data.directions_for(model, pinned.model)
     except (SpecboundError, OSError) as exc:
         return safety.public_message(exc)
 

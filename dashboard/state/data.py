@@ -27,9 +27,11 @@ from dashboard import safety
 from dashboard.state import adapters
 from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
+from specbound.core.directions import Directions
 from specbound.core.profile import SpectralProfile
 from specbound.core.progress import ProgressCallback, ProgressEvent, format_eta, silent
 from specbound.io import checkpoints, loading, models
+from specbound.io.centred import directions_of
 from specbound.io.models import ModelRef
 from specbound.present.explain import PStarSummary, explain_p_star, p_star_summary
 
@@ -69,6 +71,15 @@ def centred_for(name: str, base: str) -> BoundAnalysis:
     reference = loading.open_weights(reference_model, adapter_base=reference_base)
     delta = loading.difference_profile(tuned, reference, model=f"{name} - {base}")
     return BoundAnalysis.from_profile(analysis_for(name).profile, delta=delta)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def directions_for(name: str, base: str) -> Directions:
+    """Where the model's singular vectors moved from ``base``'s (SPEC §14b): intruder dimensions and
+    top-k subspace overlaps at peft's k and ε, shared by all sessions; names as :func:`centred_for`'s."""
+    tuned = loading.open_weights(safety.model_ref(name))
+    reference = loading.open_weights(safety.model_ref(base))
+    return directions_of(tuned, reference)
 
 
 @st.cache_data(show_spinner=False)

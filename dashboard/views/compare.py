@@ -2,7 +2,8 @@
 
 Its totals, sentences (and, when the two totals agree, why), the per-kind and per-layer sums, the
 spectra of one kind and layer overlaid, and, when the baseline's weights can be a reference W⁰ for the
-model's, the bound centred at it with a map of what changed (SPEC §14).
+model's, the bound centred at it with a map of what changed, in size (SPEC §14) and in direction
+(intruder dimensions of the singular vectors, SPEC §14b).
 
 Example, MiniLM against its random-initialised twin (no weights, so no centred reading):
 
@@ -34,10 +35,11 @@ from dashboard.views.common import ReportHeading, clickable_cells
 from dashboard.wording.numbers import comparison_sentence, format_change, format_integer
 from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
+from specbound.core.directions import Directions
 from specbound.core.logspace import exp_array
 from specbound.present.figures import bounds as figures
 from specbound.present.figures.html_report import ReportSection
-from specbound.present.figures.spectra import change_heatmaps, overlaid_spectra
+from specbound.present.figures.spectra import change_heatmaps, intruder_heatmaps, overlaid_spectra
 from specbound.present.numbers import format_log
 from specbound.present.report import centred_label
 from specbound.studies.compare import Comparison, compare, totals_agree
@@ -51,6 +53,9 @@ FIXED_P = 1.0
 WHY_AGREE = "Why the totals agree:"
 #: The centred total's label begins so; the rest names the baseline (:func:`centred_label`).
 CENTRED_LABEL = "Ours"
+#: The heading of the centred reading's section, on the page and in its report.
+CHANGED_HEADING = "What changed: size and direction"
+INTRUDERS_LABEL = "Intruder dimensions"
 
 
 def why_totals_agree(model: BoundAnalysis, base: BoundAnalysis, base_name: str) -> str | None:
@@ -104,15 +109,46 @@ class CentredView:
     sentence: str
     #: where W − W⁰ is large, per layer and head (its cells clickable)
     changes: go.Figure
+    #: where W points away from W⁰: intruder dimensions per layer and head (SPEC §14b), or why there are none
+    intruders: go.Figure | str = "not computed"
+    #: what the intruder map counts (plain text); empty without it
+    direction_sentence: str = ""
 
     def section(self, base_name: str) -> ReportSection:
-        return ReportSection(f"What changed, {self.label}", [self.changes], note=f"Reference W⁰: {base_name}")
+        figures = [self.changes] + ([self.intruders] if isinstance(self.intruders, go.Figure) else [])
+        note = f"Reference W⁰: {base_name}" + (f". {self.direction_sentence}" if self.direction_sentence else "")
+        return ReportSection(f"{CHANGED_HEADING}, {self.label}", figures, note=note)
+
+
+def direction_sentence(directions: Directions) -> str:
+    """What the intruder map counts, with its settings and how many matrices have any (plain text)."""
+    settings = directions.settings
+    with_any = int((directions.intruders > 0).sum())
+    ties = int(directions.near_tie.sum())
+    return (
+        f"Intruder dimensions (Shuttleworth et al. 2025, as peft defines them): of the top k = {settings.k} "
+        "left singular vectors of each matrix, those whose best |cosine| with every singular vector of the "
+        f"baseline's is below ε = {settings.eps:g}; {format_integer(int(directions.intruders.sum()))} in "
+        f"{format_integer(with_any)} of {format_integer(directions.intruders.size)} matrices. A random "
+        "direction's best cosine is about √(2 ln k / D) (an approximation, in each cell's hover)."
+        + (
+            f" {format_integer(ties)} matrices have near-tied singular values: their counts may depend on the solver."
+            if ties
+            else ""
+        )
+    )
 
 
 def centred_view(
-    model: BoundAnalysis, base: BoundAnalysis, centred: BoundAnalysis, base_name: str, source: str
+    model: BoundAnalysis,
+    base: BoundAnalysis,
+    centred: BoundAnalysis,
+    base_name: str,
+    source: str,
+    directions: Directions | str = "not computed",
 ) -> CentredView:
-    """The centred reading of ``model`` at ``base`` (``centred``: the analysis of W − W⁰)."""
+    """The centred reading of ``model`` at ``base`` (``centred``: the analysis of W − W⁰; ``directions``:
+    where each matrix of the model points away from the baseline's, or why that is not known)."""
     delta = centred.schatten_profile
     changed = int((delta.rank > 0).sum())
     label = centred_label(base_name)
@@ -132,6 +168,10 @@ def centred_view(
         ],
         sentence=sentence,
         changes=clickable_cells(change_heatmaps(base.profile, delta, source=f"{source} · {label}")),
+        intruders=directions
+        if isinstance(directions, str)
+        else clickable_cells(intruder_heatmaps(base.profile, directions, source=f"{source} · {label}")),
+        direction_sentence="" if isinstance(directions, str) else direction_sentence(directions),
     )
 
 
@@ -160,6 +200,8 @@ class CompareView:
     overlay: go.Figure
     #: gives the model's analysis centred at the baseline, or why there is none (:attr:`centred` reads it)
     centred_reading: Callable[[], BoundAnalysis | str]
+    #: gives where the model's singular vectors moved from the baseline's (SPEC §14b), or why not known
+    directions_reading: Callable[[], Directions | str] | None = None
 
     @cached_property
     def centred(self) -> CentredView | str:
@@ -169,7 +211,8 @@ class CompareView:
         reading = self.centred_reading()
         if isinstance(reading, str):
             return reading
-        return centred_view(self.model, self.base, reading, self.base_name, self.source)
+        directions = "not computed" if self.directions_reading is None else self.directions_reading()
+        return centred_view(self.model, self.base, reading, self.base_name, self.source, directions)
 
     def report(self) -> Sequence[ReportSection]:
         """The page's sections in its order, with its figures and tables."""
@@ -222,11 +265,12 @@ def compare_view(
     overlay_layer: int,
     centred: Callable[[], BoundAnalysis | str],
     source: str,
+    directions: Callable[[], Directions | str] | None = None,
 ) -> CompareView:
     """``model`` (named ``name``) against ``base`` (``base_name``), each at its own p*, with the spectra of
     ``overlay_kind`` in ``overlay_layer`` overlaid; ``centred`` gives the model's analysis centred at the
-    baseline, or why there is none, when the view's :attr:`~CompareView.centred` is first read. Every
-    figure is subtitled ``source``."""
+    baseline, or why there is none, when the view's :attr:`~CompareView.centred` is first read, and
+    ``directions`` then where its singular vectors moved (SPEC §14b). Every figure is subtitled ``source``."""
     comparison = compare(model, base, None, None)
     ours, theirs = comparison.model, comparison.baseline
     sentence = (
@@ -253,4 +297,5 @@ def compare_view(
         layers=_layer_table(comparison),
         overlay=overlaid_spectra(model.profile, base.profile, overlay_kind, overlay_layer, source=source),
         centred_reading=centred,
+        directions_reading=directions,
     )

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ from specbound.io import FINETUNE_LORA as LORA_NAME
 from specbound.io import FINETUNE_TRIO_DIR as TRIO_DIR
 
 from .tasks import ThresholdTask
-from .train import LabError, RunSpec, _measure, _training_context, build_model, model_inputs
+from .train import LabError, RunSpec, _measure, _training_context, build_model, model_class_name, model_inputs
 from .tuning import LORA_TARGETS
 
 #: The pretraining and fine-tuning tasks: one rule at two sets of positions.
@@ -122,6 +123,32 @@ def make_trio(out: Path = TRIO_DIR) -> list[TrioRecord]:
     (out / "lora" / "README.md").unlink(missing_ok=True)  # peft's blank model card
     (out / "trio.json").write_text(json.dumps([r.__dict__ for r in records], indent=1) + "\n")
     return records
+
+
+#: Fresh samples of the base's task on which a fine-tune's forgetting is measured.
+FORGETTING_SAMPLES = 2000
+
+
+def base_task_error(directory: Path, spec: RunSpec) -> float:
+    """Forgetting: the error of the checkpoint in ``directory`` on the task its fine-tuning run's base
+    was trained on, on :data:`FORGETTING_SAMPLES` fresh samples drawn with the run's seed. Known for a
+    fine-tune of the lab's shipped base (:data:`BASE_NAME`, trained on :data:`BASE_TASK`); NaN for a
+    run trained from scratch or from another base, whose own task the lab does not know.
+
+    Its rise from the run's first checkpoint (the base itself: its own test error) to the last is how
+    much of the base's task the fine-tune forgot (Shuttleworth et al. 2025 tie it to intruder
+    dimensions, SPEC §14b).
+    """
+    if spec.fine_tuning is None or spec.fine_tuning.base != BASE_NAME or spec.task.causal:
+        return math.nan
+    import transformers
+
+    _, test = BASE_TASK.datasets(1, FORGETTING_SAMPLES, spec.seed)
+    ids, labels = model_inputs(test, BASE_TASK.vocab_size, spec.family)
+    with _training_context(spec.settings.threads):
+        model = getattr(transformers, model_class_name(spec)).from_pretrained(directory)
+        _, error = _measure(model, ids, labels)
+    return float(error)
 
 
 def _named(record: TrioRecord, name: str) -> TrioRecord:

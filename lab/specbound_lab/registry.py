@@ -15,7 +15,8 @@ Inputs, one class each, so every ``compute`` is typed by what it reads:
 * :class:`CentredMeasure` (``CENTRED``): a function of the checkpoint's analysis centred at the run's
   first saved step (SPEC §14: ``delta`` holds the profile of W - W⁰, W⁰ the initialization, or the
   pretrained base of a fine-tuning run), recorded at every saved step: Jiang et al.'s "distance from
-  initialization" family;
+  initialization" family; a :class:`DirectionMeasure` is centred the same way but reads where the
+  singular vectors moved (SPEC §14b, :class:`specbound.core.Directions`: intruder dimensions);
 * :class:`ModelMeasure` (``MODEL``): a function of the trained model and its training set
   (:class:`ModelProbe`), computed when the run is trained, on the final checkpoint only (other steps
   do not have it);
@@ -60,6 +61,7 @@ from specbound.core import (
     FIXED_P_PROXIES,
     LOG10_E,
     BoundAnalysis,
+    Directions,
     Proxy,
     SpectralProfile,
     SpectrumAlphas,
@@ -209,6 +211,16 @@ class CentredMeasure(Measure):
 
 
 @dataclass(frozen=True, kw_only=True)
+class DirectionMeasure(Measure):
+    """A function of where one checkpoint's singular vectors moved from the run's first saved step's
+    (SPEC §14b: intruder dimensions, subspace overlaps), recorded at every saved step beside the
+    CENTRED measures and, like them, centred at that step."""
+
+    computed_from: ClassVar[MeasureInput] = MeasureInput.CENTRED
+    compute: Callable[[Directions], float]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelMeasure(Measure):
     """A function of the trained model and its training set, on the final checkpoint."""
 
@@ -251,7 +263,8 @@ def correlated_measures() -> tuple[Measure, ...]:
 
 def recorded_measures() -> tuple[Measure, ...]:
     """The measures kept per step in a run's record (CHECKPOINT, CENTRED and MODEL inputs)."""
-    return tuple(m for m in MEASURES.values() if isinstance(m, CheckpointMeasure | CentredMeasure | ModelMeasure))
+    kept = CheckpointMeasure | CentredMeasure | DirectionMeasure | ModelMeasure
+    return tuple(m for m in MEASURES.values() if isinstance(m, kept))
 
 
 def step_value(measure: Measure, step: StepFacts, run: RunFacts) -> float:
@@ -283,6 +296,11 @@ def checkpoint_measures() -> tuple[CheckpointMeasure, ...]:
 def centred_measures() -> tuple[CentredMeasure, ...]:
     """The CENTRED measures, in registration order."""
     return tuple(m for m in MEASURES.values() if isinstance(m, CentredMeasure))
+
+
+def direction_measures() -> tuple[DirectionMeasure, ...]:
+    """The CENTRED measures that read singular vectors (:class:`DirectionMeasure`), in registration order."""
+    return tuple(m for m in MEASURES.values() if isinstance(m, DirectionMeasure))
 
 
 def model_measures() -> tuple[ModelMeasure, ...]:
@@ -577,6 +595,23 @@ register(
             "as reference matrices, over the 4L blocks"
         ),
         compute=lambda analysis: log_bartlett_init(analysis.profile, _delta(analysis)) * LOG10_E,
+    )
+)
+register(
+    DirectionMeasure(
+        name="intruders",
+        column="intruders",
+        label="intruder dimensions",
+        screen_name="intruder dimensions against the first checkpoint",
+        linear_axis=True,
+        integer=True,
+        definition=(
+            "Σ over the proxy matrices of the top-10 left singular vectors of W whose best |cosine| with every "
+            "singular vector of W⁰ (the run's first checkpoint: its initialization, or the pretrained base of a "
+            "fine-tune) is below 0.5: Shuttleworth et al.'s (2025) intruder dimensions as peft detects them "
+            "(SPEC §14b)"
+        ),
+        compute=lambda directions: float(directions.intruders.sum()),
     )
 )
 

@@ -75,6 +75,7 @@ _HEAD_COLUMNS: tuple[str, ...] = (
     "test_loss",
     "optimal_loss",
     "excess_loss",
+    "base_task_error",  # a fine-tune's error on its base's own task: forgetting
 )
 _TAIL_COLUMNS: tuple[str, ...] = (
     "grid_m",
@@ -336,6 +337,7 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
                 "test_loss": s.test_loss,
                 "optimal_loss": spec.task.optimal_loss,
                 "excess_loss": s.test_loss - spec.task.optimal_loss,
+                "base_task_error": s.base_task_error,
             }
             for m in MEASURES.values():
                 value = step_value(m, s, run)
@@ -612,7 +614,7 @@ def read_runs_csv(path: Path | str) -> pd.DataFrame:
     if "fine_tuning" not in frame.columns:
         frame["fine_tuning"] = FROM_SCRATCH
     measure_columns = [c for m in MEASURES.values() for c in (m.column, m.linear_column) if c]
-    for column in ("test_loss", "optimal_loss", "excess_loss", *measure_columns):
+    for column in ("test_loss", "optimal_loss", "excess_loss", "base_task_error", *measure_columns):
         if column not in frame.columns:
             frame[column] = math.nan
     known = [c for c in RUN_COLUMNS if c in frame.columns]

@@ -25,16 +25,17 @@ from specbound.core import (
     PROXIES,
     BoundAnalysis,
     BoundSettings,
+    Directions,
     ProgressCallback,
     ProgressEvent,
     is_genuine_int,
     is_real_number,
     silent,
 )
-from specbound.io import difference_profile, load_profile, open_weights
+from specbound.io import difference_profile, directions_of, load_profile, open_weights
 from specbound.studies import StepTerms
 
-from .registry import centred_measures, checkpoint_measures, recorded_measures
+from .registry import centred_measures, checkpoint_measures, direction_measures, recorded_measures
 from .tasks import task_from_dict
 from .train import RunSpec, TrainResult, TrainSettings, standard_error
 from .tuning import FineTuning
@@ -68,6 +69,9 @@ class StepRecord:
     values: Mapping[str, float] = field(default_factory=dict, hash=False)
     test_loss: float = math.nan  # mean cross-entropy on the test set (NaN in records older than §13)
     loss_gap: bool = False  # next-token prediction: the gap is test loss minus training loss
+    #: a fine-tune's error on its base's own task (forgetting, :func:`specbound_lab.finetune.base_task_error`);
+    #: NaN for a run from scratch and in older records
+    base_task_error: float = math.nan
 
     @property
     def terms(self) -> StepTerms:
@@ -103,6 +107,8 @@ class StepRecord:
         out["log10_alpha"], out["p_opt"] = list(self.log10_alpha), list(self.p_opt)
         if math.isfinite(self.test_loss):
             out["test_loss"] = float(self.test_loss)
+        if math.isfinite(self.base_task_error):
+            out["base_task_error"] = float(self.base_task_error)
         for measure in recorded_measures():
             value = self.values.get(measure.name)
             if value is not None and math.isfinite(value):
@@ -143,12 +149,16 @@ class StepRecord:
         test_loss = data.get("test_loss", math.nan)
         if "test_loss" in data and (not is_real_number(test_loss, finite=True)):
             raise ValueError("test_loss must be a finite number")
+        base_task_error = data.get("base_task_error", math.nan)
+        if "base_task_error" in data and not (is_real_number(base_task_error) and 0.0 <= base_task_error <= 1.0):
+            raise ValueError("base_task_error must lie in [0, 1]")
         return cls(
             **core,
             log10_alpha=_finite_tuple(data["log10_alpha"], "log10_alpha"),
             p_opt=p_opt,
             values=values,
             test_loss=float(test_loss),
+            base_task_error=float(base_task_error),
         )
 
 
@@ -285,13 +295,19 @@ def step_record(
     test_loss: float = math.nan,
     loss_gap: bool = False,
     centred: BoundAnalysis | None = None,
+    directions: Directions | None = None,
+    base_task_error: float = math.nan,
 ) -> StepRecord:
     """The terms of one analysed checkpoint beside its measured errors: every CHECKPOINT measure of the
     registry, every CENTRED measure when ``centred`` (the same checkpoint's analysis against the run's
-    first step) is given, and the MODEL measures in ``model_values`` (given for the final checkpoint)."""
+    first step) is given and those that read singular vectors when ``directions`` (where they moved from
+    that step's, SPEC §14b) is, and the MODEL measures in ``model_values`` (given for the final
+    checkpoint); ``base_task_error``: a fine-tune's error on its base's own task (forgetting)."""
     values = {m.name: float(m.compute(analysis)) for m in checkpoint_measures()}
     if centred is not None:
         values.update({m.name: float(m.compute(centred)) for m in centred_measures()})
+    if directions is not None:
+        values.update({m.name: float(m.compute(directions)) for m in direction_measures()})
     values.update(model_values or {})
     return StepRecord(
         step=step,
@@ -306,6 +322,7 @@ def step_record(
         values=values,
         test_loss=test_loss,
         loss_gap=loss_gap,
+        base_task_error=base_task_error,
     )
 
 
@@ -317,7 +334,11 @@ def analyse_run(
     progress: ProgressCallback = silent,
     use_cache: bool = True,
 ) -> RunTrajectory:
-    """Analyse every saved checkpoint of a trained run (checkpoints relative to ``run_dir``)."""
+    """Analyse every saved checkpoint of a trained run (checkpoints relative to ``run_dir``): its bound
+    terms, centred at its first checkpoint also where its singular vectors moved (intruder dimensions,
+    SPEC §14b), and for a fine-tune of the lab's base its error on the base's own task (forgetting)."""
+    from .finetune import base_task_error
+
     run_dir = Path(run_dir)
     started = time.perf_counter()
     steps: list[StepRecord] = []
@@ -327,15 +348,18 @@ def analyse_run(
         where = str(run_dir / record.checkpoint)
         profile = load_profile(where, use_cache=use_cache)
         analysis = BoundAnalysis.from_profile(profile, settings)
-        centred = None
+        centred, directions = None, None
         if initial is not None:
             delta = difference_profile(open_weights(where), initial, model=f"{result.spec.name} - step 0")
             centred = BoundAnalysis.from_profile(profile, settings, delta=delta)
+            directions = directions_of(open_weights(where), initial) if direction_measures() else None
         labels = tuple(matrix.label for matrix in profile.ids)
         steps.append(
             step_record(
                 analysis,
                 centred=centred,
+                directions=directions,
+                base_task_error=base_task_error(Path(where), result.spec),
                 step=record.step,
                 train_loss=record.train_loss,
                 train_error=record.train_error,

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from ..core.architecture import Adaptation, ModelShape
 from ..core.backend import DEFAULT_BACKEND, DEFAULT_DEVICE, BackendName, BackendSpec
 from ..core.bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
-from ..core.defaults import LARGE_NORM_11
+from ..core.defaults import INTRUDER_EPS, INTRUDER_K, LARGE_NORM_11
+from ..core.directions import Directions, DirectionSettings
 from ..core.logspace import exp_array, to_log10
 from ..core.profile import SpectralProfile
 from ..core.progress import ProgressCallback, silent
-from ..io.centred import Reference, ReferenceKind
+from ..io.centred import Reference, ReferenceKind, directions_of
 from ..io.options import ComputeOptions
 
 if TYPE_CHECKING:
@@ -54,6 +55,9 @@ class Analysis:
     centred: BoundAnalysis | None = None
     #: what it is centred at (the model read as W⁰, and whether a base or the initialization)
     reference: Reference | None = None
+    #: where each matrix moved (SPEC §14b): intruder dimensions and top-k subspace overlaps of W
+    #: against W⁰; None without a reference
+    directions: Directions | None = None
 
     # --- what the model is -----------------------------------------------------------------------
     @property
@@ -154,11 +158,14 @@ class Analysis:
         if p is not None and not isinstance(p, PAssignment):
             p = float(p)
         self.bounds.evaluate(p)  # a p outside [0, 2] is refused here, not when a total is asked for
-        return Analysis(self.bounds, p, self.centred, self.reference)
+        return Analysis(self.bounds, p, self.centred, self.reference, self.directions)
 
     # --- tables and JSON -------------------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:
-        """One row per matrix: layer, head, kind, rank, norms, γ, s_W, p*, c(W; p*), and p and c(W; p).
+        """One row per matrix: layer, head, kind, rank, norms, γ, s_W, p*, c(W; p*), and p and c(W; p);
+        centred at a reference, the difference's ``delta_*`` columns too, where it points among them
+        (``delta_intruders``, ``delta_min_cosine``, ``delta_overlap_left``, ``delta_overlap_right``,
+        ``delta_chance_cosine``, ``delta_near_tie``, ``delta_top_k``: SPEC §14b).
 
         Centred (``base=``), the difference's columns follow, named as every table names them
         (:data:`specbound.present.report.CENTRED_PREFIX`): ``delta_rank``, ``delta_spectral_norm``,
@@ -192,7 +199,7 @@ class Analysis:
         if self.centred is not None:
             from ..present.report import delta_columns
 
-            for column, values in delta_columns(self.centred).items():
+            for column, values in delta_columns(self.centred, self.directions).items():
                 frame[column] = values
             frame["delta_contribution_at_p"] = self.centred.evaluate(self.p).contribution
         return frame
@@ -247,7 +254,7 @@ class Analysis:
         """
         from ..present.report import analysis_json, finite_only
 
-        return dict(finite_only(analysis_json(self.bounds, self.p, centred=self.centred, reference=self.reference)))
+        return dict(finite_only(analysis_json(self.bounds, self.p, **self._centred_parts())))
 
     def to_json(self, *, indent: int | None = None) -> str:
         """Strict JSON of :meth:`to_dict`: the text ``specbound analyze --json`` prints, without its newline.
@@ -260,9 +267,11 @@ class Analysis:
         """
         from ..present.report import analysis_json, to_json_text
 
-        return to_json_text(
-            analysis_json(self.bounds, self.p, centred=self.centred, reference=self.reference), indent=indent
-        )
+        return to_json_text(analysis_json(self.bounds, self.p, **self._centred_parts()), indent=indent)
+
+    def _centred_parts(self) -> dict[str, Any]:
+        """The centred analysis, its reference and its directions, as :func:`analysis_json` takes them."""
+        return {"centred": self.centred, "reference": self.reference, "directions": self.directions}
 
     def __repr__(self) -> str:
         shape = self.shape
@@ -293,6 +302,8 @@ def analyze(
     large_norm_11: bool = LARGE_NORM_11,
     base: Any = None,
     base_config: Any = None,
+    intruder_k: int = INTRUDER_K,
+    intruder_eps: float = INTRUDER_EPS,
 ) -> Analysis:
     """Analyse a model and return its :class:`Analysis`.
 
@@ -311,7 +322,9 @@ def analyze(
     ``base``: a reference W⁰ of the same family and dimensions (a name or path, a ``PreTrainedModel``,
     or a state_dict with ``base_config``), for the proxies centred at it (SPEC §14,
     :mod:`specbound.io.centred`): ``ours_centred``, ``edelman_centred`` and the difference's columns of
-    :meth:`Analysis.to_frame`.
+    :meth:`Analysis.to_frame`, and where each matrix moved (SPEC §14b, :attr:`Analysis.directions`):
+    intruder dimensions among the top ``intruder_k`` left singular vectors of W whose best |cosine|
+    with W⁰'s is below ``intruder_eps`` (peft's defaults 10 and 0.5), and the top-k subspace overlaps.
 
     A LoRA adapter directory as ``source`` is merged into ``base`` when one is given (a name, a path, or
     a model in memory: that base is then also the reference), else into the base its config records,
@@ -332,6 +345,7 @@ def analyze(
         ('centred at the base', True)
     """
     settings = BoundSettings(l_phi=l_phi, grid_m=grid_m)
+    vectors = DirectionSettings(intruder_k, intruder_eps)  # refused here, before anything is read
     compute = ComputeOptions(BackendSpec(backend, device), layer_workers, large_norm_11=large_norm_11)
     base_name: str | None = None
     reference: Checkpoint | None = None
@@ -385,8 +399,9 @@ def analyze(
         progress=progress,
     )
     centred = BoundAnalysis.from_profile(profile, settings, delta=delta)
+    directions = directions_of(tuned, reference, vectors, progress=progress)
     label = str(base) if isinstance(base, str | Path) else reference.where
-    return Analysis(bounds, None, centred, Reference(label, ReferenceKind.BASE)).at(p)
+    return Analysis(bounds, None, centred, Reference(label, ReferenceKind.BASE), directions).at(p)
 
 
 def _adapter_directory(source: Any) -> Path | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from .backend import BackendSpec
 from .bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from .defaults import FIXED_P
+from .directions import Directions, DirectionSettings
 from .errors import SpecboundError
 from .heavy_tail import SpectrumAlphas, spectrum_alphas
 from .limits import LIMITS
@@ -34,6 +35,8 @@ __all__ = [
     "BoundAnalysis",
     "BoundSettings",
     "BoundTerms",
+    "DirectionSettings",
+    "Directions",
     "MatrixId",
     "PAssignment",
     "ProgressCallback",

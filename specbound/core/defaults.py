@@ -43,3 +43,12 @@ LARGE_NORM_11: bool = False
 
 #: Seed of the random-initialised twin when none is given.
 TWIN_SEED: int = 0
+
+#: Intruder dimensions (SPEC §14b), peft's defaults (``peft.tuners.lora.intruders``): the top k left
+#: singular vectors of a fine-tuned matrix are compared with its reference's, and one whose best
+#: |cosine| with any of them is below ε is an intruder.
+INTRUDER_K: int = 10
+INTRUDER_EPS: float = 0.5
+#: A relative gap (σ_i - σ_{i+1}) / σ_i below this among the top-k singular values flags a near tie:
+#: the singular vectors there are not unique, so a count may depend on the solver.
+NEAR_TIE_GAP: float = 1e-8

@@ -10,6 +10,7 @@ lab beside it, ``specbound_lab``) imports, and all it may import (``tests/lab/te
 from __future__ import annotations
 
 from .atlas import atlas_member, save_atlas
+from .centred import directions_of
 from .checkpoints.hub import fetch
 from .files import DirectoryLock, DirectoryLocked, atomic_write, describe_os_error, read_json
 from .loading import adapter_directory, difference_profile, load_profile, open_weights
@@ -29,6 +30,7 @@ __all__ = [
     "atomic_write",
     "describe_os_error",
     "difference_profile",
+    "directions_of",
     "fetch",
     "load_profile",
     "open_weights",

@@ -47,7 +47,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.architecture import ModelShape
+from ..core.directions import DEFAULT_DIRECTIONS, Directions, DirectionSettings, layer_directions
 from ..core.errors import CheckpointError, SpecboundWarning
+from ..core.progress import ProgressCallback, ProgressEvent, silent
 
 if TYPE_CHECKING:
     from ..core.matrices import BlockMatrix, LayerSource
@@ -62,6 +64,7 @@ __all__ = [
     "ReferenceMismatchError",
     "check_reference",
     "difference_layers",
+    "directions_of",
     "stacked_attention",
 ]
 
@@ -283,3 +286,26 @@ def warn_if_dtypes_differ(tuned: Checkpoint, base: Checkpoint) -> None:
         SpecboundWarning,
         stacklevel=2,
     )
+
+
+def directions_of(
+    tuned: Checkpoint,
+    base: Checkpoint,
+    settings: DirectionSettings = DEFAULT_DIRECTIONS,
+    *,
+    progress: ProgressCallback = silent,
+) -> Directions:
+    """Where each proxy matrix of ``tuned`` moved from ``base``'s (SPEC §14b,
+    :mod:`specbound.core.directions`): intruder dimensions, the smallest best-match cosine, the top-k
+    subspace overlaps and the near-tie flag, in profile order. Both checkpoints are streamed layer by
+    layer side by side; the heads come from their factors, each feed-forward matrix by a dense SVD in
+    the layout its module stores it (GPT-2's ``Conv1D``: (in, out)). The reference must match
+    (:func:`check_reference`).
+    """
+    check_reference(tuned.shape, base.shape, tuned.where, base.where)
+    shape, found = tuned.shape, []
+    in_out = tuned.adapter.conv1d_layers
+    for index, (layer, reference) in enumerate(zip(tuned.stream(), base.stream(), strict=True)):
+        found.extend(layer_directions(layer, reference, shape, settings, module_in_out=in_out))
+        progress(ProgressEvent("analyse", index + 1, shape.num_layers, f"singular vectors, layer {index + 1}"))
+    return Directions.of(found, settings)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..core.architecture import DECODER, ENCODER, ModelShape
 from ..core.bounds import BoundAnalysis, BoundTerms, PAssignment
+from ..core.defaults import NEAR_TIE_GAP
 from ..core.logspace import to_log10
 from ..core.profile import MatrixId
 from ..core.spectrum import cumulative_energy
@@ -28,6 +29,7 @@ POWER_LAW_RULE: str = (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..core.directions import Directions
     from ..core.heavy_tail import PowerLawTable
     from ..io.centred import Reference
 
@@ -86,12 +88,15 @@ def centred_label(reference: str) -> str:
     return f"centred at {short_model_name(reference)}"
 
 
-def delta_fields(centred: BoundAnalysis) -> dict[str, np.ndarray]:
+def delta_fields(centred: BoundAnalysis, directions: Directions | None = None) -> dict[str, np.ndarray]:
     """Per matrix, what the difference W - W⁰ from the reference is (SPEC §14): its rank, norms, p*
-    and contribution c_ref(W; p*) to the centred proxy. The names of :func:`analysis_json`'s ``"delta"``
-    objects and, prefixed ``delta_``, of :meth:`specbound.Analysis.to_frame`'s columns."""
+    and contribution c_ref(W; p*) to the centred proxy; with ``directions``, where it points (SPEC
+    §14b: ``intruders``, ``min_cosine``, ``overlap_left``, ``overlap_right``, ``chance_cosine``,
+    ``near_tie``, ``top_k``, :class:`~specbound.core.directions.Directions`). The names of
+    :func:`analysis_json`'s ``"delta"`` objects and, prefixed ``delta_``, of
+    :meth:`specbound.Analysis.to_frame`'s columns."""
     delta = centred.schatten_profile
-    return {
+    values = {
         "rank": delta.rank,
         "spectral_norm": delta.spectral_norm,
         "frobenius_norm": delta.frobenius_norm,
@@ -100,11 +105,25 @@ def delta_fields(centred: BoundAnalysis) -> dict[str, np.ndarray]:
         "p_opt": centred.p_opt,
         "contribution": centred.optimal.contribution,
     }
+    return values if directions is None else {**values, **directions.fields()}
 
 
-def delta_columns(centred: BoundAnalysis) -> dict[str, np.ndarray]:
-    """:func:`delta_fields` as frame columns: ``delta_rank``, ``delta_spectral_norm``, ..."""
-    return {f"{CENTRED_PREFIX}{name}": values for name, values in delta_fields(centred).items()}
+def directions_json(directions: Directions) -> dict[str, Any]:
+    """The JSON's ``"directions"`` object: the settings the intruders were counted with and what the
+    chance level is (SPEC §14b)."""
+    return {
+        "k": directions.settings.k,
+        "eps": directions.settings.eps,
+        "near_tie_gap": NEAR_TIE_GAP,
+        "chance_cosine": "sqrt(2 ln k / D), an approximation of a random unit vector's best |cos| in R^D",
+        "layout": "per head the proxy's N x N product; feed-forward matrices as their module stores them",
+    }
+
+
+def delta_columns(centred: BoundAnalysis, directions: Directions | None = None) -> dict[str, np.ndarray]:
+    """:func:`delta_fields` as frame columns: ``delta_rank``, ``delta_spectral_norm``, ...,
+    ``delta_intruders``, ``delta_overlap_left``, ..."""
+    return {f"{CENTRED_PREFIX}{name}": values for name, values in delta_fields(centred, directions).items()}
 
 
 def _centred_json(centred: BoundAnalysis, reference: Reference) -> dict[str, Any]:
@@ -127,6 +146,7 @@ def analysis_json(
     power_law: PowerLawTable | None = None,
     centred: BoundAnalysis | None = None,
     reference: Reference | None = None,
+    directions: Directions | None = None,
 ) -> dict[str, Any]:
     """The object printed by ``specbound analyze MODEL --json [--p P]`` (SPEC §5), field for field.
 
@@ -136,14 +156,18 @@ def analysis_json(
     ``power_law`` entry naming the rule. With ``centred`` and its ``reference`` (``--base``, SPEC §14)
     the object gains ``"reference"`` (model, kind, adaptation), the proxies ``ours_centred`` and
     ``edelman_centred`` (and their log10) in ``"proxies"``, the adaptation in ``"adaptations"``, and each
-    matrix a ``"delta"`` object (:func:`delta_fields`).
+    matrix a ``"delta"`` object (:func:`delta_fields`); with ``directions`` (SPEC §14b) each ``"delta"``
+    also holds ``intruders``, ``min_cosine``, ``overlap_left``, ``overlap_right``, ``chance_cosine``,
+    ``near_tie`` and ``top_k``, and the object a ``"directions"`` entry (:func:`directions_json`).
     """
     profile, shape = analysis.profile, analysis.profile.shape
     optimal = analysis.evaluate()
     fixed = analysis.evaluate(at_p) if at_p is not None else None
     if (centred is None) != (reference is None):
         raise ValueError("a centred analysis and its reference come together")
-    deltas = None if centred is None else delta_fields(centred)
+    if directions is not None and centred is None:
+        raise ValueError("singular-vector directions belong to a centred analysis")
+    deltas = None if centred is None else delta_fields(centred, directions)
     matrices = []
     for i, matrix in enumerate(profile.ids):
         expert = {"expert": matrix.expert} if shape.moe else {}  # SPEC §12: 0..E-1 or "shared", null for a head
@@ -207,14 +231,17 @@ def analysis_json(
         "activation": shape.activation,
         "adaptations": [a.value for a in shape.adaptations] + ([] if reference is None else [reference.adaptation]),
         **({} if reference is None else {"reference": centred_parts["reference"]}),
+        **({} if directions is None else {"directions": directions_json(directions)}),
         **moe_json(shape),
         **stacks_json(shape),
         **({} if power_law is None else {"power_law": POWER_LAW_RULE}),
     }
 
 
-def _plain(value: Any) -> int | float | None:
-    """A numpy scalar as JSON holds it: an int stays one, a float that overflows is null."""
+def _plain(value: Any) -> bool | int | float | None:
+    """A numpy scalar as JSON holds it: an int or a bool stays one, a float that overflows is null."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
     if isinstance(value, np.integer):
         return int(value)
     return finite_or_none(float(value))

@@ -34,6 +34,14 @@ def test_a_fine_tune_against_its_base_shows_what_changed(model, figure_titled) -
         np.asarray(qk["z"], dtype=float), base.per_head(delta.spectral_norm / base.spectral_norm, specbound.Kind.QK)
     )
     assert f"centred at {BASE_NAME} (spec §14)" in page_text(at).lower()
+    # beside it, where the fine-tune points (SPEC §14b): the per-head intruder counts
+    intruders = figure_titled(at, "Intruders: top 10, |cos| < 0.5")
+    qk_count = next(t for t in intruders["data"] if "intruders in QK" in t["hovertemplate"])
+    np.testing.assert_array_equal(
+        np.asarray(qk_count["z"], dtype=float), base.per_head(expected.directions.intruders, specbound.Kind.QK)
+    )
+    assert any("What changed: size and direction" in h.value for h in at.subheader)
+    assert "Intruder dimensions (Shuttleworth et al. 2025, as peft defines them): of the top k = 10" in page_text(at)
 
 
 def test_a_twin_or_the_model_itself_has_no_centred_reading() -> None:

@@ -199,9 +199,29 @@ def test_the_command_line_against_itself_gives_sqrt_depth(pairs):
     data = strict_json(cli("analyze", str(tuned), "--base", str(tuned), "--json", "--no-cache").stdout)
     assert data["proxies"]["ours_centred"] == math.sqrt(data["num_layers"])
     assert all(m["delta"]["rank"] == 0 and m["delta"]["contribution"] == 0.0 for m in data["matrices"])
+    # unchanged: no intruders and overlap 1 by definition (SPEC §14b)
+    assert all(m["delta"]["intruders"] == 0 and m["delta"]["overlap_left"] == 1.0 for m in data["matrices"])
     assert data["reference"]["kind"] == "base" and data["adaptations"][-1] == "centred at the base"
     text = cli("analyze", str(tuned), "--base", str(tuned), "--no-cache").stdout
     assert f"0 of {len(data['matrices'])} matrices differ from the reference" in text
+    assert "intruder dimensions (top k=10 left singular vectors with |cos| < 0.5" in text
+    assert "'s): 0 in 0 matrices" in text
+
+
+def test_the_command_line_sets_the_intruders_k_and_eps(pairs):
+    from cli_runner import assert_one_line_error, cli, strict_json
+
+    tuned, base = pairs["llama"]
+    args = ("analyze", str(tuned), "--base", str(base), "--json", "--no-cache")
+    data = strict_json(cli(*args, "--intruder-k", "3", "--intruder-eps", "0.9").stdout)
+    assert data["directions"]["k"] == 3 and data["directions"]["eps"] == 0.9
+    assert max(m["delta"]["top_k"] for m in data["matrices"]) == 3
+    api = specbound.analyze(str(tuned), base=str(base), use_cache=False, intruder_k=3, intruder_eps=0.9)
+    assert [m["delta"]["intruders"] for m in data["matrices"]] == api.directions.intruders.tolist()
+    assert_one_line_error(cli(*args, "--intruder-eps", "1.5"), "eps must be a number in (0, 1]", status=2)
+    assert_one_line_error(cli(*args, "--intruder-k", "0"), "k must be an integer from 1", status=2)
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
+        specbound.analyze(str(tuned), base=str(base), use_cache=False, intruder_k=0)
 
 
 def test_a_model_against_itself_changes_nothing(pairs):
@@ -286,10 +306,17 @@ def test_the_frames_and_json_carry_the_difference(pairs):
     assert data["proxies"]["ours_centred"] == pytest.approx(analysis.ours_centred, rel=1e-15)
     assert data["proxies"]["edelman_centred_log10"] == pytest.approx(analysis.edelman_centred_log10, rel=1e-15)
     first = data["matrices"][0]["delta"]
-    assert set(first) == {"rank", "spectral_norm", "frobenius_norm", "nuclear_norm", "norm_21", "p_opt", "contribution"}
+    schatten = {"rank", "spectral_norm", "frobenius_norm", "nuclear_norm", "norm_21", "p_opt", "contribution"}
+    vectors = {"intruders", "min_cosine", "overlap_left", "overlap_right", "chance_cosine", "near_tie", "top_k"}
+    assert set(first) == schatten | vectors  # SPEC §14b's fields beside §14's
     assert [m["delta"]["rank"] for m in data["matrices"]] == delta.rank.tolist()
+    assert [m["delta"]["intruders"] for m in data["matrices"]] == analysis.directions.intruders.tolist()
+    assert {f"delta_{name}" for name in vectors} <= set(frame.columns)
     expert = next(m for m in data["matrices"] if m.get("expert") == 1 and m["layer"] == 1)
     assert expert["delta"]["rank"] == 0 and expert["delta"]["contribution"] == 0.0  # the frozen expert
+    frozen = expert["delta"]
+    assert (frozen["intruders"], frozen["min_cosine"], frozen["overlap_left"], frozen["overlap_right"]) == (0, 1, 1, 1)
+    assert data["directions"]["k"] == 10 and data["directions"]["eps"] == 0.5  # peft's defaults
 
 
 def test_without_a_base_nothing_is_centred(pairs):

@@ -16,7 +16,7 @@ from specbound.io.atlas import load_atlas, read_manifest
 from specbound.io.models import parse_miniature_alias
 from specbound_lab import reference
 from specbound_lab.records import LAB_LABEL
-from specbound_lab.registry import centred_measures, correlated_measures
+from specbound_lab.registry import centred_measures, correlated_measures, direction_measures
 from specbound_lab.sweep import run_sweep
 from specbound_lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV, measure_value, read_results, read_runs_csv
 from specbound_lab.train import LabError
@@ -32,7 +32,9 @@ _NEW_COLUMNS = (
     "optimal_loss",
     "excess_loss",
     "fine_tuning",
+    "base_task_error",  # forgetting, recorded by fine-tunes of the shipped base
     *(c for m in centred_measures() for c in (m.column, f"{m.name}_per_n_log10")),
+    *(m.column for m in direction_measures()),  # intruder dimensions (SPEC §14b)
 )
 
 

@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from specbound.io import directions_of, open_weights
 from specbound.io.models import resolve
-from specbound_lab.finetune import BASE_NAME, FINE_TUNE_TASK
+from specbound_lab.finetune import BASE_NAME, FINE_TUNE_TASK, base_task_error
 from specbound_lab.grid import FINETUNE, preset_grid
 from specbound_lab.robust import couplings
 from specbound_lab.sweep import run_sweep
 from specbound_lab.tables import final_rows, runs_frame
 from specbound_lab.train import LabError, RunSpec, TrainSettings
-from specbound_lab.trajectory import spec_from_dict
+from specbound_lab.trajectory import StepRecord, spec_from_dict
 from specbound_lab.tuning import LORA_TARGETS, FineTuning, FineTuningError
 
 #: The shipped base's sizes: 2 layers of width 64, feed-forward 256, a two-class head.
@@ -81,6 +82,43 @@ def test_a_run_read_against_its_first_step_is_centred_at_the_base(trained) -> No
         assert math.isfinite(run.final.value("bartlett_init")) and math.isfinite(run.final.value("spectral_init"))
     full = next(r for r in runs if r.spec.fine_tuning == FineTuning(rank=0))
     assert full.params == sum(v.size for v in _weights(resolve(BASE_NAME).path).values())  # every weight trained
+
+
+def test_intruders_are_recorded_at_every_step_against_the_base(trained) -> None:
+    """SPEC §14b in the fine-tuning environment: at every saved step the count of intruder dimensions
+    of the checkpoint against the run's first (the base), as specbound finds it; none at step 0."""
+    out, runs = trained
+    for run in runs:
+        assert run.steps[0].value("intruders") == 0.0  # the base against itself
+        first = open_weights(str(out / "runs" / run.name / run.steps[0].checkpoint))
+        for step in run.steps:
+            tuned = open_weights(str(out / "runs" / run.name / step.checkpoint))
+            assert step.value("intruders") == float(directions_of(tuned, first).intruders.sum())
+    frame = runs_frame(runs)
+    assert frame["intruders"].notna().all() and str(frame["intruders"].dtype) == "Int64"
+    assert frame[frame["final"]]["intruders"].sum() > 0  # the fine-tunes did move some directions
+
+
+def test_forgetting_is_the_error_on_the_base_task_at_every_step(trained, tmp_path) -> None:
+    """The base's own task (positions 0, 5, 9), not the fine-tuning task: the base itself (step 0)
+    is near-perfect there (0 of 4,000 wrong when it was shipped) while it is far off the new rule."""
+    out, runs = trained
+    for run in runs:
+        start = run.steps[0]
+        assert start.base_task_error <= 0.01 < 0.1 < start.test_error
+        assert all(0.0 <= s.base_task_error <= 1.0 for s in run.steps)
+        again = spec_from_dict(run.spec.to_dict())
+        assert base_task_error(out / "runs" / run.name / run.final.checkpoint, again) == run.final.base_task_error
+    frame = runs_frame(runs)
+    np.testing.assert_array_equal(
+        frame["base_task_error"].to_numpy(), [s.base_task_error for r in runs for s in r.steps]
+    )
+    record = runs[0].final.to_dict()
+    assert StepRecord.from_dict(record).base_task_error == runs[0].final.base_task_error
+    scratch = replace(_spec(0), fine_tuning=None)
+    assert math.isnan(base_task_error(tmp_path, scratch))  # a run from scratch has no base task: nothing read
+    with pytest.raises(ValueError, match="base_task_error must lie in"):
+        StepRecord.from_dict({**record, "base_task_error": 1.5})
 
 
 def test_fine_tuning_is_an_axis_of_its_own_environment(trained) -> None:

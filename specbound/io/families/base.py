@@ -106,7 +106,8 @@ class FamilyAdapter(ABC):
     prefixes: ClassVar[tuple[str, ...]]
     #: whether the family's layers hold experts (a config declaring experts is refused otherwise)
     reads_experts: ClassVar[bool] = False
-    #: whether every weight of the family's layers is a transformers ``Conv1D``, stored (in, out) (GPT-2)
+    #: whether every weight of the family's layers is a transformers ``Conv1D``, stored (in, out) (GPT-2): the layout
+    #: peft reads a LoRA update and the intruder dimensions' singular vectors in (SPEC §14b)
     conv1d_layers: ClassVar[bool] = False
 
     @abstractmethod

@@ -20,6 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ...core.architecture import Expert, Kind, expert_label
+from ...core.directions import Directions
 from ...core.profile import HEAD_KINDS, SpectralProfile
 from ...core.spectrum import cumulative_energy
 from ..explain import rank_and_maximum
@@ -640,19 +641,98 @@ def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: st
         >>> [trace.hovertemplate.split("<br>")[1].split(" =")[0] for trace in figure.data][:2]
         ['‖ΔQK‖₂ / ‖QK⁰‖₂', '‖ΔV‖₂ / ‖V⁰‖₂']
     """
+    ratio = relative_change(base, delta)
+    finite = ratio[np.isfinite(ratio)]
+    top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    return _matrix_maps(
+        base,
+        ratio,
+        delta.rank,
+        head_value=lambda kind: f"‖Δ{kind.value}‖₂ / ‖{kind.value}⁰‖₂",
+        mlp_value="‖ΔW‖₂ / ‖W⁰‖₂",
+        extra="rank of the difference %{customdata}",
+        colour_title="‖ΔW‖₂/‖W⁰‖₂",
+        top=top,
+        title="What changed: ‖W − W⁰‖₂ / ‖W⁰‖₂",
+        source=source,
+    )
+
+
+def intruder_heatmaps(base: SpectralProfile, directions: Directions, *, source: str | None = None) -> go.Figure:
+    """Where a fine-tune pointed (SPEC §14b): the number of intruder dimensions of every proxy matrix,
+    laid out as :func:`change_heatmaps` (a layer x head panel per per-head kind, a layer x matrix panel
+    for the feed-forward matrices), one colour range from 0 to k. The hover gives the smallest
+    best-match cosine, the top-k overlaps of the left and right singular subspaces, the chance level
+    √(2 ln k / D) beside them and a near tie where there is one. ``directions`` is
+    :attr:`specbound.Analysis.directions`.
+
+    Example::
+
+        >>> lora = specbound.analyze("finetune-lora")  # the lab's shipped adapter, against its base
+        >>> base = specbound.analyze("finetune-base").profile
+        >>> figure = intruder_heatmaps(base, lora.directions)
+        >>> figure.data[0].hovertemplate.split("<br>")[1]
+        "intruders in QK's top k = %{text}"
+    """
+    extra = np.array(
+        [
+            f"smallest best-match |cos| {c:.3f} (chance ≈ {chance:.2f})<br>overlap of the top-{k} subspaces: "
+            f"left {left:.3f}, right {right:.3f}" + ("<br>near-tied singular values" if tie else "")
+            for c, chance, k, left, right, tie in zip(
+                directions.min_cosine,
+                directions.chance_cosine,
+                directions.top_k,
+                directions.overlap_left,
+                directions.overlap_right,
+                directions.near_tie,
+                strict=True,
+            )
+        ],
+        dtype=object,
+    )
+    settings = directions.settings
+    return _matrix_maps(
+        base,
+        directions.intruders.astype(float),
+        extra,
+        head_value=lambda kind: f"intruders in {kind.value}'s top k",
+        mlp_value="intruders in the top k",
+        extra="%{customdata}",
+        colour_title="intruders",
+        colour_side="right",  # beside the bar: its top tick is k, where a title on top would sit
+        top=float(settings.k),
+        title=f"Intruders: top {settings.k}, |cos| < {settings.eps:g}",  # as short as the map of sizes' title
+        source=source,
+    )
+
+
+def _matrix_maps(
+    base: SpectralProfile,
+    value: np.ndarray,
+    cells: np.ndarray,
+    *,
+    head_value: Callable[[Kind], str],
+    mlp_value: str,
+    extra: str,
+    colour_title: str,
+    top: float,
+    title: str,
+    source: str | None,
+    colour_side: str = "top",
+) -> go.Figure:
+    """One value per proxy matrix (M,) as heatmaps: a layer x head panel for each per-head kind and a
+    layer x matrix panel for the feed-forward matrices, one colour range [0, ``top``]; ``cells`` (M,)
+    is each cell's customdata, which the hover line ``extra`` may show."""
     shape = base.shape
-    ratio, rank = relative_change(base, delta), delta.rank
     head_kinds = [kind for kind in base.model_kinds if kind.per_head]
     titles = [kind.value for kind in head_kinds] + ["MLP"]  # short enough side by side on a phone
     layout = panel_grid(1, len(titles), titles=titles, horizontal_spacing=0.06)
-    finite = ratio[np.isfinite(ratio)]
-    top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     common = {"colorscale": SEQUENTIAL, "zmin": 0.0, "zmax": top, "showscale": False}
     traces = []
     for col, kind in enumerate(head_kinds, start=1):
         x_axis, y_axis = panel_ref(col)
         layers = list(shape.layers_with(kind))
-        z, r = base.per_head(ratio, kind), base.per_head(rank, kind)
+        z, r = base.per_head(value, kind), base.per_head(cells, kind)
         traces.append(
             on_panel(
                 {
@@ -662,8 +742,8 @@ def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: st
                     "y": layers,
                     "text": hover_grid(z),
                     "customdata": r,
-                    "hovertemplate": f"layer %{{y}}, head %{{x}}<br>‖Δ{kind.value}‖₂ / ‖{kind.value}⁰‖₂ = %{{text}}"
-                    "<br>rank of the difference %{customdata}<extra></extra>",
+                    "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{head_value(kind)} = %{{text}}"
+                    f"<br>{extra}<extra></extra>",
                     **common,
                 },
                 col,
@@ -678,8 +758,8 @@ def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: st
     labelled = change_columns(base)
     columns = [(kind, expert) for _, kind, expert in labelled]
     labels = [label for label, _, _ in labelled]
-    z = np.stack([base.per_layer(ratio, kind, expert) for kind, expert in columns], axis=1)  # (L, columns)
-    r = np.stack([base.per_layer(rank, kind, expert) for kind, expert in columns], axis=1)
+    z = np.stack([base.per_layer(value, kind, expert) for kind, expert in columns], axis=1)  # (L, columns)
+    r = np.stack([base.per_layer(cells, kind, expert) for kind, expert in columns], axis=1)
     traces.append(
         on_panel(
             {
@@ -689,9 +769,12 @@ def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: st
                 "y": np.arange(shape.num_layers),
                 "text": hover_grid(z),
                 "customdata": r,
-                "hovertemplate": "layer %{y}, %{x}<br>‖ΔW‖₂ / ‖W⁰‖₂ = %{text}<br>rank of the difference "
-                "%{customdata}<extra></extra>",
-                **{**common, "showscale": True, "colorbar": {"thickness": 10, "title": {"text": "‖ΔW‖₂/‖W⁰‖₂"}}},
+                "hovertemplate": f"layer %{{y}}, %{{x}}<br>{mlp_value} = %{{text}}<br>{extra}<extra></extra>",
+                **{
+                    **common,
+                    "showscale": True,
+                    "colorbar": {"thickness": 10, "title": {"text": colour_title, "side": colour_side}},
+                },
             },
             col,
         )
@@ -701,7 +784,7 @@ def change_heatmaps(base: SpectralProfile, delta: SpectralProfile, *, source: st
     layout[y_axis].update(layer_rows_axis("", every_layer, [shape.stack_layer(i) for i in every_layer], first=col == 1))
     return figure(
         traces,
-        "What changed: ‖W − W⁰‖₂ / ‖W⁰‖₂",
+        title,
         source=source,
         height=360 + 12 * shape.num_layers,
         layout=layout,

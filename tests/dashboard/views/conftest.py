@@ -31,3 +31,11 @@ def centred_full(finetune_full: BoundAnalysis) -> BoundAnalysis:
     """The fine-tune's bound centred at its base (SPEC §14), as the dashboard forms it."""
     delta = difference_profile(open_weights("finetune-full"), open_weights("finetune-base"), model="full - base")
     return BoundAnalysis.from_profile(finetune_full.profile, delta=delta)
+
+
+@pytest.fixture(scope="module")
+def directions_full():
+    """Where the fine-tune's singular vectors moved from its base's (SPEC §14b), as the dashboard finds it."""
+    from specbound.io.centred import directions_of
+
+    return directions_of(open_weights("finetune-full"), open_weights("finetune-base"))

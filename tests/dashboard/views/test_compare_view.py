@@ -21,15 +21,21 @@ from dashboard.views.compare import (
     why_totals_agree,
 )
 from dashboard.wording.numbers import comparison_sentence, format_change
+from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis
 from specbound.present.numbers import format_log
 
 SOURCE = "a against b · p*"
 
 
-def view_of(model: BoundAnalysis, base: BoundAnalysis, centred: BoundAnalysis | str = "no weights", **choice):
+def view_of(
+    model: BoundAnalysis, base: BoundAnalysis, centred: BoundAnalysis | str = "no weights", directions=None, **choice
+):
     options = {"overlay_kind": "M_in", "overlay_layer": 0} | choice
-    return compare_view(model, base, name="model", base_name="base", centred=lambda: centred, source=SOURCE, **options)
+    found = None if directions is None else (lambda: directions)
+    return compare_view(
+        model, base, name="model", base_name="base", centred=lambda: centred, source=SOURCE, directions=found, **options
+    )
 
 
 def test_the_totals_and_the_tables_are_model_against_baseline(minilm, twin) -> None:
@@ -97,7 +103,7 @@ def test_the_report_is_the_view(finetune_full, finetune_base, centred_full) -> N
         "Totals",
         "Per kind and per layer",
         "Spectra overlaid",
-        "What changed, centred at base",
+        "What changed: size and direction, centred at base",
     ]
     assert not isinstance(view.centred, str)
     figures = [fig for s in sections for fig in s.figures]
@@ -149,3 +155,27 @@ def test_the_centred_reading_is_taken_when_first_read_and_once(finetune_full, fi
     assert calls == []  # the totals, tables and overlay need no centred reading
     first = view.centred
     assert view.centred is first and len(view.report()) == 4 and calls == [1]
+
+
+def test_the_centred_reading_maps_the_intruders_beside_the_changes(
+    finetune_full, finetune_base, centred_full, directions_full
+) -> None:
+    """SPEC §14b on the page: the per-head intruder map beside the map of sizes, in the report too."""
+    view = view_of(finetune_full, finetune_base, centred_full, directions_full)
+    centred = view.centred
+    assert not isinstance(centred, str) and not isinstance(centred.intruders, str)
+    heat = [t for t in centred.intruders.data if t.type == "heatmap"]
+    qk = finetune_base.profile.per_head(directions_full.intruders, Kind.QK)
+    np.testing.assert_array_equal(heat[0].z, qk)
+    total, with_any = int(directions_full.intruders.sum()), int((directions_full.intruders > 0).sum())
+    assert total > 0
+    assert f"{total} in {with_any} of 12 matrices" in centred.direction_sentence
+    assert "top k = 10" in centred.direction_sentence and "ε = 0.5" in centred.direction_sentence
+    section = view.report()[-1]
+    assert [id(f) for f in section.figures] == [id(centred.changes), id(centred.intruders)]
+    assert section.note.startswith("Reference W⁰: base. Intruder dimensions (SPEC §14b")
+    cells = [trace for trace in centred.intruders.data if trace.type == "scatter" and trace.name.endswith("cells")]
+    assert len(cells) == len(heat)  # clickable as the map of sizes is
+    unknown = view_of(finetune_full, finetune_base, centred_full, "the weights could not be read").centred
+    assert not isinstance(unknown, str) and unknown.intruders == "the weights could not be read"
+    assert [id(f) for f in unknown.section("base").figures] == [id(unknown.changes)]

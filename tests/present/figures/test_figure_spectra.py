@@ -140,3 +140,61 @@ def test_esd_figure_draws_the_eigenvalues_and_the_fitted_tail(profile) -> None:
     reach = 1.0 - (edges[-1] / fit.xmin) ** (1.0 - fit.alpha)
     assert float(np.sum(law[0].y)) == pytest.approx(fit.tail * reach, rel=1e-12)
     assert fig.layout.shapes[0].x0 == fit.xmin and f"α = {fit.alpha:.2f}" in fig.layout.title.text
+
+
+def _directions(profile):
+    """Directions with a distinct count per matrix (0..k, cycling) and a near tie on matrix 5."""
+    from specbound.core.directions import Directions, DirectionSettings
+
+    m = profile.shape.num_matrices
+    intruders = np.arange(m) % 5
+    return Directions(
+        intruders=intruders,
+        min_cosine=np.linspace(0.1, 0.9, m),
+        overlap_left=np.full(m, 0.75),
+        overlap_right=np.full(m, 0.5),
+        chance_cosine=np.full(m, 0.25),
+        near_tie=np.arange(m) == 5,
+        top_k=np.full(m, 4),
+        settings=DirectionSettings(k=4, eps=0.3),
+    )
+
+
+def test_intruder_maps_lay_out_the_counts_as_the_change_maps_do(profile) -> None:
+    """SPEC §14b's per-head map: each head's count in its cell, the feed-forward matrices by layer, one
+    colour range from 0 to k, the cosines and overlaps in the hover."""
+    directions = _directions(profile)
+    fig = figures.intruder_heatmaps(profile, directions)
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    assert [t.hovertemplate.split("<br>")[1].split(" =")[0] for t in heat] == [
+        "intruders in QK's top k",
+        "intruders in V's top k",
+        "intruders in the top k",
+    ]
+    np.testing.assert_array_equal(heat[0].z, profile.per_head(directions.intruders, Kind.QK))
+    np.testing.assert_array_equal(heat[1].z, profile.per_head(directions.intruders, Kind.V))
+    mlp = np.stack([profile.per_layer(directions.intruders, kind) for kind in (Kind.M_IN, Kind.M_OUT)], axis=1)
+    np.testing.assert_array_equal(heat[2].z, mlp)
+    assert all(t.zmin == 0.0 and t.zmax == 4.0 for t in heat)
+    assert fig.layout.title.text.startswith("Intruders: top 4, |cos| < 0.3")
+    cells = [c for t in heat for row in np.asarray(t.customdata) for c in row]
+    assert sum("near-tied" in c for c in cells) == 1
+    first = profile.per_head(np.arange(profile.shape.num_matrices), Kind.QK)[0, 0]
+    want = f"{directions.min_cosine[first]:.3f} (chance ≈ 0.25)"
+    assert want in heat[0].customdata[0][0] and "left 0.750, right 0.500" in heat[0].customdata[0][0]
+
+
+def test_change_maps_keep_their_values_and_hover(profile) -> None:
+    """The map of sizes shares the intruder map's layout code: its values and words are unchanged."""
+    delta = random_twin(SHAPE, model="delta", seed=3)
+    fig = figures.change_heatmaps(profile, delta)
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    ratio = delta.spectral_norm / profile.spectral_norm
+    np.testing.assert_allclose(heat[0].z, profile.per_head(ratio, Kind.QK), rtol=1e-15)
+    assert heat[0].hovertemplate == (
+        "layer %{y}, head %{x}<br>‖ΔQK‖₂ / ‖QK⁰‖₂ = %{text}<br>rank of the difference %{customdata}<extra></extra>"
+    )
+    assert heat[2].hovertemplate == (
+        "layer %{y}, %{x}<br>‖ΔW‖₂ / ‖W⁰‖₂ = %{text}<br>rank of the difference %{customdata}<extra></extra>"
+    )
+    assert heat[2].zmax == pytest.approx(float(ratio.max()), rel=1e-15)
