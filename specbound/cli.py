@@ -707,22 +707,6 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--json", action="store_true", help="print the JSON object of SPEC §5")
     _base_option(analyze)
     analyze.add_argument(
-        "--intruder-k",
-        type=_intruder_k,
-        default=INTRUDER_K,
-        metavar="K",
-        help=f"with a reference: compare the top K singular vectors of each matrix with the reference's "
-        f"(intruder dimensions and subspace overlaps, SPEC §14b; default {INTRUDER_K}, peft's; capped at the rank)",
-    )
-    analyze.add_argument(
-        "--intruder-eps",
-        type=_intruder_eps,
-        default=INTRUDER_EPS,
-        metavar="EPS",
-        help=f"a top singular vector whose best |cosine| with the reference's is below EPS is an intruder "
-        f"(default {INTRUDER_EPS:g}, peft's)",
-    )
-    analyze.add_argument(
         "--power-law",
         action="store_true",
         help="also fit each matrix's eigenvalue spectrum with a power law as WeightWatcher 0.7.7 does "
@@ -750,7 +734,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
-    """``--base REF``: the reference of the centred proxies, and the base a LoRA adapter is merged into."""
+    """``--base REF``: the reference of the centred proxies, and the base a LoRA adapter is merged into;
+    with it, ``--intruder-k`` and ``--intruder-eps`` of the singular vectors' comparison (SPEC §14b)."""
     command.add_argument(
         "--base",
         metavar="REF",
@@ -760,6 +745,22 @@ def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
         "dimensions, named as MODEL is): S_p of W - W0, the scales of W (SPEC §14). A LoRA adapter "
         "directory as MODEL is merged into REF; without --base into the base its config records, looked "
         "for beside the adapter, in the working directory, then on the Hub" + more,
+    )
+    command.add_argument(
+        "--intruder-k",
+        type=_intruder_k,
+        default=INTRUDER_K,
+        metavar="K",
+        help=f"with a reference: compare the top K singular vectors of each matrix with the reference's "
+        f"(intruder dimensions and subspace overlaps, SPEC §14b; default {INTRUDER_K}, peft's; capped at the rank)",
+    )
+    command.add_argument(
+        "--intruder-eps",
+        type=_intruder_eps,
+        default=INTRUDER_EPS,
+        metavar="EPS",
+        help=f"a top singular vector whose best |cosine| with the reference's is below EPS is an intruder "
+        f"(default {INTRUDER_EPS:g}, peft's)",
     )
 
 
