@@ -356,7 +356,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
     reference = {} if centred is None else {"centred": centred[0], "reference": centred[1]}
     if centred is not None:  # the centred columns beside the weights' own, named as to_frame names them
         at_p = centred[0].evaluate(args.p)
-        for name, frame in (("matrices", terms_frame(centred[0], at_p)), ("layers", layer_frame(centred[0], at_p))):
+        centred_tables = (
+            ("matrices", terms_frame(centred[0], at_p, centred[2])),
+            ("layers", layer_frame(centred[0], at_p)),
+        )
+        for name, frame in centred_tables:
             added = [c for c in frame.columns if c.startswith(CENTRED_PREFIX)]
             tables[name] = tables[name].assign(**{c: frame[c].to_numpy() for c in added})
     texts = {

@@ -304,7 +304,7 @@ def adaptations_line(shape: ModelShape) -> str | None:
     return "adapted proxy (" + shape.family + "): " + ", ".join(a.value for a in shape.adaptations)
 
 
-def terms_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
+def terms_frame(analysis: BoundAnalysis, terms: BoundTerms, directions: Directions | None = None) -> pd.DataFrame:
     """Per-matrix table: norms, rank, gamma, scale, p, S_p and c(W; p) (plus p* and c at p*).
 
     A centred analysis (``analysis.delta``, SPEC §14) keeps the weights' own columns (rank and norms
@@ -312,7 +312,9 @@ def terms_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
     W - W⁰ or of the centred proxy with :data:`CENTRED_PREFIX`, as :meth:`specbound.Analysis.to_frame`
     does: ``delta_rank``, the ``delta_*_norm`` columns, ``delta_p_opt``, ``delta_contribution``
     (c_ref(W; p*)), then ``delta_schatten_p`` and ``delta_contribution_at_p`` at the chosen p. So no
-    column mixes the weights' rank with the difference's contribution under one plain name.
+    column mixes the weights' rank with the difference's contribution under one plain name. With the
+    singular vectors' comparison (``directions``, SPEC §14b) the table gains its ``delta_intruders``,
+    ``delta_overlap_left``, ... columns, as ``to_frame()`` does.
     """
     frame = analysis.profile.to_frame()
     optimal = analysis.evaluate()
@@ -321,7 +323,7 @@ def terms_frame(analysis: BoundAnalysis, terms: BoundTerms) -> pd.DataFrame:
     frame["log10_scale"] = to_log10(analysis.log_scale)
     frame["p"] = terms.p
     if analysis.delta is not None:
-        for column, values in delta_columns(analysis).items():
+        for column, values in delta_columns(analysis, directions).items():
             frame[column] = values
         frame[f"{CENTRED_PREFIX}schatten_p"] = terms.schatten
         frame[f"{CENTRED_PREFIX}contribution_at_p"] = terms.contribution

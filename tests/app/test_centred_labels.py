@@ -154,7 +154,9 @@ SURFACES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "compare centred metric": lambda pg: [
         m.label for m in pg["compare"].metric if m.label not in UNCENTRED_METRICS and "baseline" not in m.label
     ],
-    "compare centred heading": lambda pg: [s.value for s in pg["compare"].subheader if "what changed" in s.value],
+    "compare centred heading": lambda pg: [
+        s.value for s in pg["compare"].subheader if "what changed" in s.value.lower()
+    ],
     "compare map of what changed": lambda pg: [t for t in _titles(pg["compare"]) if "W⁰" in t],
     "JSON reference": lambda pg: [f"centred at {Path(pg['json']['reference']['model']).name}"],
 }

@@ -88,7 +88,7 @@ def test_a_centred_table_names_the_difference_delta_and_keeps_the_weights_own() 
     centred = result.centred
     assert centred is not None
     terms = centred.evaluate(0.5)
-    frame = terms_frame(centred, terms)
+    frame = terms_frame(centred, terms, result.directions)
     assert not {"schatten_p", "contribution", "p_opt", "contribution_at_p_opt"} & set(frame.columns)
     np.testing.assert_array_equal(frame["rank"], result.profile.rank)  # the weights' rank
     np.testing.assert_array_equal(frame["delta_rank"], centred.schatten_profile.rank)  # the difference's

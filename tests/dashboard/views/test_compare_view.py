@@ -173,7 +173,7 @@ def test_the_centred_reading_maps_the_intruders_beside_the_changes(
     assert "top k = 10" in centred.direction_sentence and "ε = 0.5" in centred.direction_sentence
     section = view.report()[-1]
     assert [id(f) for f in section.figures] == [id(centred.changes), id(centred.intruders)]
-    assert section.note.startswith("Reference W⁰: base. Intruder dimensions (SPEC §14b")
+    assert section.note.startswith("Reference W⁰: base. Intruder dimensions (Shuttleworth et al. 2025")
     cells = [trace for trace in centred.intruders.data if trace.type == "scatter" and trace.name.endswith("cells")]
     assert len(cells) == len(heat)  # clickable as the map of sizes is
     unknown = view_of(finetune_full, finetune_base, centred_full, "the weights could not be read").centred
