@@ -195,7 +195,7 @@ def test_a_curve_without_its_reference_model_is_left_out_with_a_note(scaling_app
     ]
     depth = growth_figure(at, "with depth L")
     assert {tuple(t["x"]) for t in depth["data"]} == {(1, 2, 3)}  # N = 16 only
-    assert depth["layout"]["yaxis"]["title"]["text"] == "proxy / proxy at L = 1"
+    assert depth["layout"]["yaxis"]["title"]["text"] == "ratio to L = 1"
 
 
 def test_missing_miniatures_are_listed_with_how_to_get_them(scaling_app) -> None:
