@@ -1,6 +1,8 @@
 """Lab: small encoders and decoders trained by the lab on synthetic tasks, with their measured gaps.
 
-Three views: one run through training (every bound term and the errors per saved step, a step slider
+It opens on its answer: does the bound predict the gap? One sentence and a forest plot of τ against
+the trivial baselines, read from the shipped verdict tables. Below it, what was trained (folded), then
+three views: one run through training (every bound term and the errors per saved step, a step slider
 for the spectra and the p* map there, and opening that step as the model of the other pages); the
 sweep (each measure against the gap over the final checkpoints, with its τ); and training one small
 run now. Data, caches and the training thread live in :mod:`dashboard.services.lab`.
@@ -15,7 +17,7 @@ from dashboard.safety import public_message
 from dashboard.services import lab as service
 from dashboard.state import share
 from dashboard.views.common import step_spectra
-from dashboard.views.lab import lab_run_view, lab_sweep_view
+from dashboard.views.lab import lab_answer_view, lab_run_view, lab_sweep_view
 from dashboard.widgets.export import csv_download, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note, folded
 from dashboard.widgets.tables import draw_table
@@ -34,12 +36,21 @@ GROK_SEED_KEY = "lab_grok_seed"
 caps = service.VISITOR_CAPS
 
 st.title("Lab")
-st.caption(
-    "Every model here is small and trained by the specbound lab from transformers' own classes, not a BERT "
-    "Miniature or a released model. Each task's population is known, so the generalization gap is measured, "
-    "not guessed: test error on fresh samples minus training error, or for next-token prediction test loss "
-    f"minus training loss. Shipped: {service.shipped_summary()}."
-)
+answer = lab_answer_view(service.answer())
+with st.container(key="lab_answer"):
+    st.markdown(f"**{plain(answer.sentence)}**")
+show_figure(answer.forest, "lab_answer_forest")
+st.caption(answer.caption)
+with st.expander("What the lab trained, and how it measures a gap"):
+    shipped = service.shipped_items()
+    st.markdown(
+        "Every model here is small and trained by the specbound lab from transformers' own classes, not a "
+        "BERT Miniature or a released model. Each task's population is known, so the generalization gap is "
+        "measured, not guessed: test error on fresh samples minus training error, or for next-token "
+        "prediction test loss minus training loss. Shipped:\n\n"
+        + ("\n".join(f"- {item}" for item in shipped) if shipped else "no reference (built without its lab data)")
+    )
+st.subheader("Behind the answer")
 
 for kept in (RUN_KEY, STEP_KEY):  # Streamlit drops a widget's state while it is not drawn: keep the choice
     if kept in st.session_state:

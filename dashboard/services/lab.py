@@ -44,6 +44,7 @@ from specbound.io.cache import default_cache_dir
 from specbound.present.numbers import format_count
 from specbound_lab import reference as lab_reference
 from specbound_lab import views
+from specbound_lab.answer import LabAnswer, shipped_answer
 from specbound_lab.correlation import MeasureCorrelation, TauDifference
 from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_runs, grokking_summary, summary_frame
 from specbound_lab.limits import VISITOR_CAPS, VisitorCaps
@@ -202,16 +203,24 @@ def describe(key: str, run: RunTrajectory) -> str:
     )
 
 
-def shipped_summary() -> str:
-    """What the package ships, in words: each reference's model, task and run count."""
-    parts = []
+def shipped_items() -> list[str]:
+    """What the package ships, one line per reference: its run count, preset, models and task ("120 runs
+    of the `fit` sweep: BERT encoders, threshold task"); empty when the package was built without them."""
+    items = []
     for origin in SHIPPED:
         runs = reference(origin).runs
         if runs:
-            preset = SHIPPED[origin].preset
-            what = "the grokking preset" if origin == GROKKING else f"the `{preset}` sweep"
-            parts.append(f"{format_count(len(runs), 'run')} of {what}, {model_label(runs[0].spec, plural=True)}")
-    return "; ".join(parts) if parts else "no reference (this package was built without its lab data)"
+            shipped = SHIPPED[origin]
+            what = "the grokking preset" if origin == GROKKING else f"the `{shipped.preset}` sweep"
+            items.append(f"{format_count(len(runs), 'run')} of {what}: {shipped.models}, {shipped.task} task")
+    return items
+
+
+@st.cache_resource(show_spinner=False)
+def answer() -> LabAnswer:
+    """The lab's answer to "does the bound predict the gap?", read from ``verdict.csv`` of every shipped
+    sweep once per server (:mod:`specbound_lab.answer`): no bootstrap, no run record."""
+    return shipped_answer()
 
 
 def sweep_choice(origin: str) -> str:

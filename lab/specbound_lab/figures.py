@@ -10,6 +10,7 @@ of that step's profile: the lab adds no second way to draw a spectrum.
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -40,6 +41,7 @@ from specbound.present.figures import (
     step_layout,
 )
 
+from .answer import LabAnswer
 from .correlation import Interval, MeasureCorrelation, TauDifference
 from .grokking import POSITIVE_CONTROL, RunGrokking, excursion_shares
 from .registry import MEASURES, is_baseline
@@ -499,5 +501,94 @@ def difference_forest(
         f"Against {other}: difference in τ",  # short enough for a phone; the caption says how to read it
         source=source,
         height=max(260, 40 + 26 * len(rows)),
+        layout=layout,
+    )
+
+
+def verdict_forest(
+    answer: LabAnswer, name_of: Callable[[str], str] | None = None, *, source: str | None = None
+) -> go.Figure:
+    """The lab's answer as a forest plot (:mod:`specbound_lab.answer`): τ with the gap and its 95 %
+    interval over configurations, one row per measure (ours at p* on top, Edelman's proxy, then the
+    trivial baselines, marked), one colour per shipped sweep, a line at 0. An environment that is not
+    fitted is drawn hollow and named so in the legend: shown, not counted.
+
+    Example::
+
+        >>> from specbound_lab.answer import shipped_answer
+        >>> fig = verdict_forest(shipped_answer())
+        >>> fig.layout.yaxis.ticktext[0]
+        'ours at p*'
+    """
+    name_of = name_of or _screen_name
+    rows = [r for r in answer.rows if math.isfinite(r.tau)]
+    measures = list(dict.fromkeys(sorted((r.measure for r in rows), key=lambda m: (is_baseline(m), m != "ours"))))
+    sweeps = answer.sweeps
+    position = {m: len(measures) - 1 - k for k, m in enumerate(measures)}  # top to bottom
+    step = 0.7 / max(len(sweeps), 1)
+    traces = []
+    for number, sweep in enumerate(sweeps):
+        mine = [r for r in rows if r.sweep == sweep]
+        if not mine:
+            continue
+        counted = mine[0].counted
+        offset = (len(sweeps) - 1) / 2 * step - number * step
+        colour = palette_color(number)
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [r.tau for r in mine],
+                "y": [position[r.measure] + offset for r in mine],
+                "mode": "markers",
+                "name": sweep if counted else f"{sweep} (not fitted: not counted)",
+                "marker": {
+                    "color": colour if counted else "white",
+                    "line": {"color": colour, "width": 1.5},
+                    "symbol": ["diamond" if r.baseline else "circle" for r in mine],
+                    "size": 8,
+                },
+                "error_x": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [r.high - r.tau for r in mine],
+                    "arrayminus": [r.tau - r.low for r in mine],
+                    "color": colour,
+                    "thickness": 1.2,
+                    "width": 0,
+                },
+                "customdata": [[name_of(r.measure), r.low, r.high] for r in mine],
+                "hovertemplate": f"{html.escape(sweep)}<br>%{{customdata[0]}}<br>τ %{{x:+.2f}}, 95 %: "
+                "%{customdata[1]:+.2f} to %{customdata[2]:+.2f}<extra></extra>",
+            }
+        )
+    layout = {
+        "xaxis": axis_title("Kendall τ with the gap, 95 % over configurations", range=[-1.05, 1.05]),
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": [position[m] for m in measures],
+            "ticktext": [name_of(m) + (" (baseline)" if is_baseline(m) else "") for m in measures],
+            "range": [-0.6, len(measures) - 0.4],
+            "automargin": True,
+            "showgrid": False,
+        },
+        "legend": {"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
+        "shapes": [
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": 0,
+                "x1": 0,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": NEUTRAL},
+            }
+        ],
+    }
+    return figure(
+        traces,
+        "τ with the gap: the bound against the trivial baselines",
+        source=source,
+        height=max(300, 90 + 34 * len(measures) + 20 * len(sweeps)),
         layout=layout,
     )

@@ -142,7 +142,7 @@ class PredictedGrowth:
 
     A power law B ∝ size^``exponent``: drawn beside a measured curve normalised at the reference size
     r, it is (size / r)^``exponent``, so measured and predicted start together at 1 and their slopes
-    on log-log axes compare directly. ``law`` is the exponent as a reader writes it (√L, L^{3/2}).
+    on log-log axes compare directly. ``law`` is the law as plain text writes it (√L, L^(3/2)).
     """
 
     proxy: Proxy
@@ -155,7 +155,7 @@ class PredictedGrowth:
         """(size / reference)^exponent for each size: the predicted curve, normalised as the measured ones.
 
         Example:
-            >>> PREDICTED_GROWTH[1].ratio([1, 2, 4], 1)  # Edelman et al.: L^{3/2}
+            >>> PREDICTED_GROWTH[1].ratio([1, 2, 4], 1)  # Edelman et al.: L^(3/2)
             [1.0, 2.8284271247461903, 8.0]
         """
         return [(float(size) / float(reference)) ** self.exponent for size in sizes]
@@ -178,7 +178,7 @@ PREDICTED_GROWTH: tuple[PredictedGrowth, ...] = (
         Proxy.EDELMAN,
         Axis.DEPTH,
         1.5,
-        "L^{3/2}",
+        "L^(3/2)",
         "Edelman et al.'s norm-based bound under the same fixed per-layer radii: the sum over L layers "
         "inside the power 3/2",
     ),

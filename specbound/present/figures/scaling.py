@@ -77,8 +77,9 @@ def _legend_name(proxy: Proxy, fit: GrowthExponent | None) -> str:
 
 
 def predicted_label(guide: PredictedGrowth) -> str:
-    """A predicted law as a legend writes it: "√L", "L<sup>3/2</sup>"."""
-    return guide.law.replace("^{", "<sup>").replace("}", "</sup>")
+    """A predicted law as a legend writes it: "√L", "L<sup>3/2</sup>" (from "L^(3/2)")."""
+    base, power, exponent = guide.law.partition("^")
+    return f"{base}<sup>{exponent.strip('()')}</sup>" if power else base
 
 
 def growth_panel_columns(panels: int) -> int:

@@ -1,0 +1,106 @@
+"""The lab's answer (specbound_lab/answer.py): its rows are the shipped verdict.csv's, its headline word
+follows from two counts per counted environment, and an environment that is not fitted is shown, never
+counted. The forest plot draws those rows and nothing else."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specbound_lab.answer import LabAnswer, TauRow, answer_sentence, read_answer, shipped_answer
+from specbound_lab.figures import verdict_forest
+from specbound_lab.reference import SWEEP_REFERENCES
+from specbound_lab.registry import MEASURES, is_baseline
+from specbound_lab.tables import VERDICT_CSV
+
+
+def _rows(*envs: tuple[str, str, float, float, float, float]) -> LabAnswer:
+    """(sweep, status, ours τ, ours low, ours high, strongest baseline τ) per environment."""
+    rows = []
+    for sweep, status, tau, low, high, base in envs:
+        rows.append(TauRow(sweep, "threshold/bert", status, "ours", False, tau, low, high))
+        rows.append(TauRow(sweep, "threshold/bert", status, "inverse_n", True, base, base - 0.1, base + 0.1))
+        rows.append(TauRow(sweep, "threshold/bert", status, "steps", True, 0.05, -0.1, 0.2))
+    return LabAnswer(tuple(rows))
+
+
+def test_the_rows_are_verdict_csv_of_every_shipped_sweep() -> None:
+    answer = shipped_answer()
+    assert len(answer.sweeps) == len(SWEEP_REFERENCES)
+    for shipped, sweep in zip(SWEEP_REFERENCES, answer.sweeps, strict=True):
+        table = pd.read_csv(shipped.directory / VERDICT_CSV)
+        kept = table[table["measure"].isin(["ours", "edelman"]) | table["baseline"]]
+        mine = [r for r in answer.rows if r.sweep == sweep]
+        assert [r.measure for r in mine] == list(kept["measure"])
+        np.testing.assert_allclose([r.tau for r in mine], kept["kendall_tau"], rtol=1e-12)
+        np.testing.assert_allclose([r.low for r in mine], kept["kendall_tau_ci_low"], rtol=1e-12)
+        np.testing.assert_allclose([r.high for r in mine], kept["kendall_tau_ci_high"], rtol=1e-12)
+        assert all(r.baseline == is_baseline(r.measure) for r in mine)
+        assert {r.status for r in mine} == set(table["status"])
+
+
+def test_the_shipped_answer_counts_fitted_environments_only() -> None:
+    answer = shipped_answer()
+    counted = answer.environments()
+    statuses = {sweep: {r.status for r in answer.rows if r.sweep == sweep} for sweep in answer.sweeps}
+    assert {e.sweep for e in counted} == {s for s, st in statuses.items() if st != {"not fitted"}}
+    for env in counted:  # the strongest baseline is the largest |τ| among the baselines of that sweep
+        baselines = [r for r in answer.rows if r.sweep == env.sweep and r.baseline and math.isfinite(r.tau)]
+        assert env.strongest is not None and abs(env.strongest.tau) == max(abs(r.tau) for r in baselines)
+    sentence = answer.sentence()
+    taus = [e.ours.tau for e in counted]
+    assert f"τ from {min(taus):+.2f} to {max(taus):+.2f}" in sentence
+    assert f"interval above 0 in {sum(e.ours.low > 0 for e in counted)}" in sentence
+
+
+@pytest.mark.parametrize(
+    "envs, headline",
+    [
+        ((("a", "fitted", 0.1, -0.2, 0.4, 0.8), ("b", "fitted", 0.3, -0.1, 0.5, 0.1)), "No"),
+        ((("a", "fitted", 0.5, 0.2, 0.7, -0.8), ("b", "fitted", 0.3, -0.1, 0.5, 0.1)), "Not beyond the trivial"),
+        ((("a", "fitted", 0.5, 0.2, 0.7, -0.3), ("b", "fixed budget", 0.6, 0.4, 0.8, 0.1)), "Yes"),
+        ((("a", "fitted", 0.5, 0.2, 0.7, -0.3), ("b", "fitted", 0.3, 0.1, 0.5, 0.6)), "In part"),
+    ],
+)
+def test_the_headline_word_follows_from_the_two_counts(envs, headline) -> None:
+    sentence = answer_sentence(_rows(*envs), str)
+    assert sentence.startswith(f"Does the bound predict the gap here? {headline}")
+
+
+def test_an_unfitted_environment_is_named_but_not_counted() -> None:
+    """Its τ of +0.90 would make the range and the count: it enters neither."""
+    answer = _rows(("a", "fitted", 0.5, 0.2, 0.7, -0.8), ("b", "not fitted", 0.9, 0.8, 0.95, 0.0))
+    assert [e.sweep for e in answer.environments()] == ["a"]
+    sentence = answer_sentence(answer, str)
+    assert "the 1 of 2 shipped environments that count (1 not fitted)" in sentence
+    assert "τ from +0.50 to +0.50" in sentence and "+0.90" not in sentence
+    assert "(inverse_n; |τ| up to 0.80)" in sentence
+    nothing = _rows(("b", "not fitted", 0.9, 0.8, 0.95, 0.0))
+    assert "No shipped environment counts yet" in answer_sentence(nothing, str)
+
+
+def test_a_directory_without_its_table_adds_nothing(tmp_path) -> None:
+    assert read_answer([("empty", tmp_path)]).rows == ()
+
+
+def test_the_forest_draws_every_row_at_its_tau_and_interval() -> None:
+    answer = shipped_answer()
+    figure = verdict_forest(answer)
+    assert [t.name.split(" (not fitted")[0] for t in figure.data] == list(answer.sweeps)
+    labels = dict(zip(figure.layout.yaxis.tickvals, figure.layout.yaxis.ticktext, strict=True))
+    assert labels[max(labels)] == "ours at p*"  # the bound on top
+    for trace, sweep in zip(figure.data, answer.sweeps, strict=True):
+        rows = [r for r in answer.rows if r.sweep == sweep and math.isfinite(r.tau)]
+        np.testing.assert_allclose(trace.x, [r.tau for r in rows], rtol=1e-12)
+        np.testing.assert_allclose(np.add(trace.x, trace.error_x.array), [r.high for r in rows], rtol=1e-12)
+        np.testing.assert_allclose(np.subtract(trace.x, trace.error_x.arrayminus), [r.low for r in rows], rtol=1e-12)
+        # each point sits within its measure's row (offset by its sweep, less than half a row)
+        assert [labels[round(y)] for y in trace.y] == [
+            MEASURES[r.measure].screen_name + (" (baseline)" if r.baseline else "") for r in rows
+        ]
+        assert all(abs(y - round(y)) < 0.5 for y in trace.y)
+        hollow = trace.marker.color == "white"
+        assert hollow == (rows[0].status == "not fitted")
