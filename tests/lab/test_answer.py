@@ -104,3 +104,25 @@ def test_the_forest_draws_every_row_at_its_tau_and_interval() -> None:
         assert all(abs(y - round(y)) < 0.5 for y in trace.y)
         hollow = trace.marker.color == "white"
         assert hollow == (rows[0].status == "not fitted")
+
+
+def test_the_site_s_verdict_page_opens_on_the_same_sentence() -> None:
+    """docs/hooks/generate.py puts the answer right under the verdict page's title, escaped so that the
+    star of p* stays a star, before any of the prose."""
+    import importlib.util
+    from pathlib import Path
+
+    pytest.importorskip("mkdocs")
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("docs_hooks_generate", root / "docs" / "hooks" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    intro = (root / "docs" / "lab" / "verdict-text.md").read_text(encoding="utf-8")
+    page = generate.answer_first(intro)
+    title, blank, first = page.split("\n")[:3]
+    assert (title, blank) == (intro.split("\n")[0], "")
+    assert first == "**" + shipped_answer().sentence().replace("*", "\\*") + "**"
+    assert intro.split("\n", 1)[1].strip() in page  # the prose follows, whole
+    with pytest.raises(RuntimeError):
+        generate.answer_first("no title here\n")
