@@ -182,7 +182,7 @@ elif view == SWEEP_VIEW:
         st.markdown("\n".join(f"- {sentence}" for sentence in sweep.comparisons))
     st.subheader("The verdict: what it stands on")
     st.caption(
-        "SPEC §13b: a classification run counts when it fitted its training set (cross-entropy ≤ 0.01, or "
+        "The rules: a classification run counts when it fitted its training set (cross-entropy ≤ 0.01, or "
         "every label, flipped ones included, memorised); an environment where fewer than 80 % fitted is "
         '"not fitted" and kept out of the robust view. The trivial baselines (1/n, the optimisation steps, '
         "the final training loss, the parameter count) are rows beside the measures, and so are the "
@@ -219,7 +219,7 @@ elif view == SWEEP_VIEW:
             "median over three checkpoints, is read from the step training accuracy reaches 0.99; it moves "
             "when it has covered half its excursion from there. A measure's lead is test accuracy's move step "
             "minus its own (positive: it moved first); the null is what the same rule gives on that measure's "
-            "curves permuted in time, and a verdict needs ten seeds (SPEC §13b)."
+            "curves permuted in time, and a verdict needs ten seeds."
         )
         with st.container(key="lab_grokking"):
             st.markdown(plain(sweep.grokking_sentence))

@@ -164,7 +164,7 @@ def _centred_lines(centred: BoundAnalysis, reference: Any) -> list[str]:
     optimal, delta = centred.optimal, centred.schatten_profile
     changed = int((delta.rank > 0).sum())
     return [
-        f"\n{reference.adaptation} {echoed(reference.model)} (S_p of W - W0, s_W of W; SPEC §14):",
+        f"\n{reference.adaptation} {echoed(reference.model)} (S_p of W - W0, s_W of W):",
         f"  ours_centred:                  {format_log(optimal.log_total)}  (log10 {log10(optimal.log_total):.4f})",
         f"  edelman_centred:               {format_log(centred.log_edelman)}  (log10 {log10(centred.log_edelman):.4f})",
         f"  {changed} of {delta.shape.num_matrices} matrices differ from the reference "
@@ -504,7 +504,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
         "--reference",
         metavar="REF",
         default=None,
-        help="also read every step against W0 (SPEC §14): 'init' for the run's first saved step, or a base "
+        help="also read every step against W0: 'init' for the run's first saved step, or a base "
         "model's name; the table gains ours_centred_log10, edelman_centred_log10, distance_frobenius "
         "(sum over the proxy matrices of ||W - W0||_F) and changed_matrices",
     )
@@ -654,13 +654,15 @@ def build_parser() -> argparse.ArgumentParser:
         "analyze", parents=[_debug_option()], help="analyse a model and print its bound terms"
     )
     model_options(analyze)
-    analyze.add_argument("--json", action="store_true", help="print the JSON object of SPEC §5")
+    analyze.add_argument(
+        "--json", action="store_true", help="print one JSON object (its fields: the manual's JSON output page)"
+    )
     analyze.add_argument(
         "--base",
         metavar="REF",
         default=None,
         help="also the proxies centred at the reference REF (a pretrained base of the same family and "
-        "dimensions, named as MODEL is): S_p of W - W0, the scales of W (SPEC §14). A LoRA adapter "
+        "dimensions, named as MODEL is): S_p of W - W0, the scales of W. A LoRA adapter "
         "directory as MODEL is merged into REF, and without --base into the base its config names",
     )
     analyze.add_argument(

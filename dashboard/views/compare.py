@@ -115,7 +115,7 @@ def centred_view(
     delta = centred.schatten_profile
     changed = int((delta.rank > 0).sum())
     sentence = (
-        f"{CENTRED.capitalize()} (SPEC §14): each c(W; p) takes S_p, the rank and p* of the difference "
+        f"{CENTRED.capitalize()}: each c(W; p) takes S_p, the rank and p* of the difference "
         f"W − W⁰ from the baseline, {base_name}, and keeps the scale s_W of the open model's own weights; "
         "a matrix left unchanged has rank 0 and adds nothing. "
         + comparison_sentence("Centred", centred.optimal.log_total, "the uncentred total", model.optimal.log_total)

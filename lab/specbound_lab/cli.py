@@ -69,7 +69,7 @@ _learning_rate = _bounded(float, LAB_LIMITS.min_learning_rate, LAB_LIMITS.max_le
 _UNTIL_FIT_HELP = (
     "train each classification run until it fits its training set (cross-entropy <= 0.01 on the whole set, "
     "or no training error with noisy labels; checked every --fit-every steps), --steps being the cap; a "
-    "next-token run trains its steps (SPEC §13b)"
+    "next-token run trains its steps"
 )
 #: The help of ``--fit-every`` (train and sweep).
 _FIT_EVERY_HELP = (
@@ -196,7 +196,7 @@ def _print_verdicts(results: Any) -> None:
     for env in getattr(results, "verdicts", ()):
         fitted = "fixed budget" if env.fitted_runs is None else f"{env.fitted_runs} of {env.runs} runs fitted"
         print(
-            f"Verdict (SPEC §13b) of {env.environment}: {env.status} ({fitted}); {env.configurations} configurations "
+            f"Verdict of {env.environment}: {env.status} ({fitted}); {env.configurations} configurations "
             f"x up to {env.seeds} seeds; {env.couplings} couplings, {env.coupled_pairs} seed pairs, "
             f"{env.noise_pairs} within noise" + (" (a loss gap: no noise filter)" if env.loss_gap else "")
         )
@@ -600,7 +600,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     sweep.set_defaults(handler=_cmd_sweep)
 
     show = actions.add_parser(
-        "show", help="print a lab directory's correlation table, its verdicts (SPEC §13b) and the robust view"
+        "show", help="print a lab directory's correlation table, its verdicts and the robust view"
     )
     show.add_argument("dir", nargs="?", default=None, help="lab directory (default: the shipped reference)")
     show.add_argument("--runs", action="store_true", help="also list every run's final errors and proxies")
@@ -615,7 +615,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
 
     report = actions.add_parser(
         "report",
-        help="the verdict (SPEC §13b) of lab directories as Markdown, every sentence computed from the tables",
+        help="the verdict of lab directories as Markdown, every sentence computed from the tables",
     )
     report.add_argument("dirs", nargs="*", help="lab directories (default: every reference shipped in the package)")
     report.set_defaults(handler=_cmd_report)

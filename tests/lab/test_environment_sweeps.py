@@ -88,7 +88,7 @@ def two_environments(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for task, family in (("modular", "llama"), ("markov", "gpt2")):
         out = root / f"{task}-{family}"
         text = _sweep(out, task, family)
-        assert f"Verdict (SPEC §13b) of {task}/{family}" in text
+        assert f"Verdict of {task}/{family}" in text
         runs = pd.read_csv(out / RUNS_CSV)
         assert tuple(runs.columns) == RUN_COLUMNS
         assert set(runs["task"]) == {task} and set(runs["family"]) == {family}
