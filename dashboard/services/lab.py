@@ -36,7 +36,7 @@ from dashboard.state import atlas, session
 from dashboard.state.share import Codec
 from dashboard.widgets.tables import column_width
 from dashboard.wording.numbers import styled_table
-from dashboard.wording.vocabulary import measure_name, model_label
+from dashboard.wording.vocabulary import measure_name, model_label, spec_words
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.core.values import check_number
@@ -192,15 +192,11 @@ def describe(key: str, run: RunTrajectory) -> str:
     """A run as the picker lists it: its model and task where they are not the first reference's, its
     hyperparameters (the learning rate too: the fit sweeps have two) and where it comes from (which
     shipped sweep: the same run name can be in two of them)."""
-    s = run.spec
     source = split_key(key)[0]
     origin = f"shipped {SHIPPED[source].preset} sweep" if source in SHIPPED else "trained here"
+    s = run.spec
     environment = "" if (s.family, s.task.kind) == ("bert", "threshold") else f"{model_label(s)}: "
-    noise = f", noise {s.label_noise:g}" if s.task.kind in ("threshold", "parity") else ""
-    return (
-        f"{environment}L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}{noise}, "
-        f"lr {s.settings.learning_rate:g}, seed {s.seed}, {format_count(s.settings.steps, 'step')} ({origin})"
-    )
+    return f"{environment}{spec_words(s)} ({origin})"
 
 
 def shipped_items() -> list[str]:
