@@ -142,8 +142,8 @@ if study is not None:
         "between groups that their own intercepts absorb. Against L each proxy is also fitted "
         "**log-linearly** (ln proxy against L, a growth rate per layer: the right law for exponential "
         "growth such as Edelman's), and 'Better fit' names the law with the smaller residual variance. "
-        f"± is one standard error; fits on fewer than {MIN_SIZES} sizes are flagged, since two "
-        "points fit any law exactly."
+        f"± is one standard error; fits on fewer than {MIN_SIZES} sizes are flagged and get no interval, "
+        "since two points fit any law exactly."
     )
     draw_table(
         service.exponents_shown(view.exponents),

@@ -208,9 +208,9 @@ def read_answer(sources: Sequence[tuple[str, Path]]) -> LabAnswer:
 
 
 def sweep_words(shipped: ShippedReference) -> str:
-    """A shipped sweep as the answer names it: its models, task and preset ("GPT-2 decoders, markov task,
-    fit preset")."""
-    return f"{shipped.models}, {shipped.task} task, {shipped.preset} preset"
+    """A shipped sweep as the answer names it, short enough for a legend on a projector: its environment
+    as the tables write it and its preset ("markov/gpt2 (fit)", "threshold/bert fine-tuned (finetune)")."""
+    return f"{shipped.environment} ({shipped.preset})"
 
 
 def shipped_answer() -> LabAnswer:

@@ -562,7 +562,7 @@ def verdict_forest(
             }
         )
     layout = {
-        "xaxis": axis_title("Kendall τ with the gap, 95 % over configurations", range=[-1.05, 1.05]),
+        "xaxis": {"range": [-1.05, 1.05], "zeroline": False},
         "yaxis": {
             "tickmode": "array",
             "tickvals": [position[m] for m in measures],
@@ -571,7 +571,7 @@ def verdict_forest(
             "automargin": True,
             "showgrid": False,
         },
-        "legend": {"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
+        "legend": {"orientation": "h", "yanchor": "top", "y": -0.08, "x": 0},
         "shapes": [
             {
                 "type": "line",
@@ -585,10 +585,11 @@ def verdict_forest(
             }
         ],
     }
+    note = "Kendall τ with the gap and its 95 % interval over configurations; hollow: not fitted, not counted"
     return figure(
         traces,
         "τ with the gap: the bound against the trivial baselines",
-        source=source,
-        height=max(300, 90 + 34 * len(measures) + 20 * len(sweeps)),
+        source=f"{source} · {note}" if source else note,
+        height=max(280, 90 + 30 * len(measures) + 10 * len(sweeps)),
         layout=layout,
     )
