@@ -180,8 +180,8 @@ def lab_answer_view(answer: LabAnswer) -> LabAnswerView:
             "with its 95 % interval over configurations (verdict.csv, the table `specbound lab report` "
             f"prints). A point right of 0 orders the runs as their gaps do; {counted} "
             f"environment{'s' if counted != 1 else ''} count, a hollow one was not fitted and is shown only. "
-            "The trivial baselines (diamonds) are what a measure should beat. Each environment's full "
-            "verdict is in the Sweep view below."
+            "The trivial baselines (diamonds) are what a measure should beat; the bound's proxy is the top "
+            "row. Each environment's full verdict is in the Sweep view below."
         ),
     )
 

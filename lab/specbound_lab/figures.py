@@ -508,70 +508,81 @@ def difference_forest(
 def verdict_forest(
     answer: LabAnswer, name_of: Callable[[str], str] | None = None, *, source: str | None = None
 ) -> go.Figure:
-    """The lab's answer as a forest plot (:mod:`specbound_lab.answer`): τ with the gap and its 95 %
-    interval over configurations, one row per measure (ours at p* on top, Edelman's proxy, then the
-    trivial baselines, marked), one colour per shipped sweep, a line at 0. An environment that is not
-    fitted is drawn hollow and named so in the legend: shown, not counted.
+    """The lab's answer as a forest plot (:mod:`specbound_lab.answer`): one row per shipped sweep, and in
+    it τ with the gap and its 95 % interval over configurations for the bound's proxy (ours at p*), for
+    Edelman's proxy and for that sweep's strongest trivial baseline, read in its better direction (a
+    negative τ drawn as -τ with its interval turned: a baseline may order the runs either way, as the
+    sentence reads it), with a line at 0. A sweep that is not fitted is drawn hollow, named so and put
+    last: shown, not counted. Three marks and a few rows, so that on a projector the sentence and the plot fit the
+    first screen; every measure's τ is in the sweep view's tables.
 
     Example::
 
         >>> from specbound_lab.answer import shipped_answer
         >>> fig = verdict_forest(shipped_answer())
-        >>> fig.layout.yaxis.ticktext[0]
-        'ours at p*'
+        >>> [trace.name for trace in fig.data]
+        ['ours at p*', 'Edelman-style proxy', 'strongest trivial baseline (|τ|)']
     """
     name_of = name_of or _screen_name
-    rows = [r for r in answer.rows if math.isfinite(r.tau)]
-    measures = list(dict.fromkeys(sorted((r.measure for r in rows), key=lambda m: (is_baseline(m), m != "ours"))))
-    sweeps = answer.sweeps
-    position = {m: len(measures) - 1 - k for k, m in enumerate(measures)}  # top to bottom
-    step = 0.7 / max(len(sweeps), 1)
+    finite = [r for r in answer.rows if math.isfinite(r.tau)]
+    counted = {r.sweep for r in finite if r.counted}
+    sweeps = sorted(answer.sweeps, key=lambda sweep: sweep not in counted)  # those not counted at the bottom
+    position = {sweep: len(sweeps) - 1 - k for k, sweep in enumerate(sweeps)}  # the first sweep on top
+    strongest = {
+        sweep: max(baselines, key=lambda r: abs(r.tau))
+        for sweep in sweeps
+        if (baselines := [r for r in finite if r.sweep == sweep and r.baseline])
+    }
+    marks = (
+        ("ours", "circle", quantity_color(Quantity.OURS), 0.18),
+        ("edelman", "square", quantity_color(Quantity.EDELMAN), 0.0),
+        (None, "diamond", NEUTRAL, -0.18),
+    )
     traces = []
-    for number, sweep in enumerate(sweeps):
-        mine = [r for r in rows if r.sweep == sweep]
-        if not mine:
-            continue
-        counted = mine[0].counted
-        offset = (len(sweeps) - 1) / 2 * step - number * step
-        colour = palette_color(number)
+    for measure, symbol, colour, offset in marks:
+        rows = [r for r in finite if r.measure == measure] if measure else list(strongest.values())
+        rows.sort(key=lambda r: -position[r.sweep])  # top first: the legend draws the first point's style
+        flip = [measure is None and r.tau < 0 for r in rows]
+        tau = [-r.tau if f else r.tau for r, f in zip(rows, flip, strict=True)]
+        low = [-r.high if f else r.low for r, f in zip(rows, flip, strict=True)]
+        high = [-r.low if f else r.high for r, f in zip(rows, flip, strict=True)]
+        fill = [colour if r.counted else "white" for r in rows]
         traces.append(
             {
                 "type": "scatter",
-                "x": [r.tau for r in mine],
-                "y": [position[r.measure] + offset for r in mine],
+                "x": tau,
+                "y": [position[r.sweep] + offset for r in rows],
                 "mode": "markers",
-                "name": sweep if counted else f"{sweep} (not fitted: not counted)",
-                "marker": {
-                    "color": colour if counted else "white",
-                    "line": {"color": colour, "width": 1.5},
-                    "symbol": ["diamond" if r.baseline else "circle" for r in mine],
-                    "size": 8,
-                },
+                "name": name_of(measure) if measure else "strongest trivial baseline (|τ|)",
+                "marker": {"symbol": symbol, "size": 9, "color": fill, "line": {"color": colour, "width": 1.5}},
                 "error_x": {
                     "type": "data",
                     "symmetric": False,
-                    "array": [r.high - r.tau for r in mine],
-                    "arrayminus": [r.tau - r.low for r in mine],
+                    "array": [h - t for h, t in zip(high, tau, strict=True)],
+                    "arrayminus": [t - lo for t, lo in zip(tau, low, strict=True)],
                     "color": colour,
-                    "thickness": 1.2,
+                    "thickness": 1.5,
                     "width": 0,
                 },
-                "customdata": [[name_of(r.measure), r.low, r.high] for r in mine],
-                "hovertemplate": f"{html.escape(sweep)}<br>%{{customdata[0]}}<br>τ %{{x:+.2f}}, 95 %: "
-                "%{customdata[1]:+.2f} to %{customdata[2]:+.2f}<extra></extra>",
+                "customdata": [
+                    [html.escape(r.sweep), name_of(r.measure) + (", read the other way" if f else ""), lo, h]
+                    for r, f, lo, h in zip(rows, flip, low, high, strict=True)
+                ],
+                "hovertemplate": "%{customdata[0]}<br>%{customdata[1]}<br>τ %{x:+.2f}, 95 %: "
+                "%{customdata[2]:+.2f} to %{customdata[3]:+.2f}<extra></extra>",
             }
         )
     layout = {
         "xaxis": {"range": [-1.05, 1.05], "zeroline": False},
         "yaxis": {
             "tickmode": "array",
-            "tickvals": [position[m] for m in measures],
-            "ticktext": [name_of(m) + (" (baseline)" if is_baseline(m) else "") for m in measures],
-            "range": [-0.6, len(measures) - 0.4],
+            "tickvals": [position[s] for s in sweeps],
+            "ticktext": [s if s in counted else f"{s}, not fitted" for s in sweeps],
+            "range": [-0.6, len(sweeps) - 0.4],
             "automargin": True,
             "showgrid": False,
         },
-        "legend": {"orientation": "h", "yanchor": "top", "y": -0.08, "x": 0},
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
         "shapes": [
             {
                 "type": "line",
@@ -585,11 +596,10 @@ def verdict_forest(
             }
         ],
     }
-    note = "Kendall τ with the gap and its 95 % interval over configurations; hollow: not fitted, not counted"
     return figure(
         traces,
-        "τ with the gap: the bound against the trivial baselines",
-        source=f"{source} · {note}" if source else note,
-        height=max(280, 90 + 30 * len(measures) + 10 * len(sweeps)),
+        "Kendall τ with the gap, 95 % intervals",  # one line on a projector; the caption says the rest
+        source=source,
+        height=max(300, 150 + 34 * len(sweeps)),
         layout=layout,
     )

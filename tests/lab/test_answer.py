@@ -13,7 +13,7 @@ import pytest
 from specbound_lab.answer import LabAnswer, TauRow, answer_sentence, read_answer, shipped_answer
 from specbound_lab.figures import verdict_forest
 from specbound_lab.reference import SWEEP_REFERENCES
-from specbound_lab.registry import MEASURES, is_baseline
+from specbound_lab.registry import is_baseline
 from specbound_lab.tables import VERDICT_CSV
 
 
@@ -86,24 +86,39 @@ def test_a_directory_without_its_table_adds_nothing(tmp_path) -> None:
     assert read_answer([("empty", tmp_path)]).rows == ()
 
 
-def test_the_forest_draws_every_row_at_its_tau_and_interval() -> None:
+def test_the_forest_draws_each_sweep_s_bound_edelman_and_strongest_baseline() -> None:
+    """One row per sweep (those not fitted last, hollow); in it ours, Edelman's and the strongest trivial
+    baseline by |τ|, the baseline read in its better direction: a negative τ drawn as -τ, its interval
+    turned, so that right of 0 always means 'orders the runs as their gaps'."""
     answer = shipped_answer()
     figure = verdict_forest(answer)
-    assert [t.name.split(" (not fitted")[0] for t in figure.data] == list(answer.sweeps)
+    ours, edelman, baseline = figure.data
+    assert [t.name for t in figure.data] == ["ours at p*", "Edelman-style proxy", "strongest trivial baseline (|τ|)"]
     labels = dict(zip(figure.layout.yaxis.tickvals, figure.layout.yaxis.ticktext, strict=True))
-    assert labels[max(labels)] == "ours at p*"  # the bound on top
-    for trace, sweep in zip(figure.data, answer.sweeps, strict=True):
-        rows = [r for r in answer.rows if r.sweep == sweep and math.isfinite(r.tau)]
-        np.testing.assert_allclose(trace.x, [r.tau for r in rows], rtol=1e-12)
-        np.testing.assert_allclose(np.add(trace.x, trace.error_x.array), [r.high for r in rows], rtol=1e-12)
-        np.testing.assert_allclose(np.subtract(trace.x, trace.error_x.arrayminus), [r.low for r in rows], rtol=1e-12)
-        # each point sits within its measure's row (offset by its sweep, less than half a row)
-        assert [labels[round(y)] for y in trace.y] == [
-            MEASURES[r.measure].screen_name + (" (baseline)" if r.baseline else "") for r in rows
-        ]
-        assert all(abs(y - round(y)) < 0.5 for y in trace.y)
-        hollow = trace.marker.color == "white"
-        assert hollow == (rows[0].status == "not fitted")
+    fitted = [s for s in answer.sweeps if any(r.sweep == s and r.counted for r in answer.rows)]
+    assert [labels[v] for v in sorted(labels, reverse=True)] == fitted + [
+        f"{s}, not fitted" for s in answer.sweeps if s not in fitted
+    ]
+    for trace, measure in ((ours, "ours"), (edelman, "edelman")):
+        rows = [r for r in answer.rows if r.measure == measure]
+        by_row = {labels[round(y)].removesuffix(", not fitted"): x for x, y in zip(trace.x, trace.y, strict=True)}
+        assert by_row == pytest.approx({r.sweep: r.tau for r in rows}, rel=1e-12)
+        spans = {labels[round(y)].removesuffix(", not fitted"): (x - lo, x + hi) for x, y, lo, hi in
+                 zip(trace.x, trace.y, trace.error_x.arrayminus, trace.error_x.array, strict=True)}  # fmt: skip
+        for r in rows:
+            assert spans[r.sweep] == pytest.approx((r.low, r.high), rel=1e-12)
+    turned = 0
+    for x, y, lo, hi in zip(baseline.x, baseline.y, baseline.error_x.arrayminus, baseline.error_x.array, strict=True):
+        sweep = labels[round(y)].removesuffix(", not fitted")
+        rows = [r for r in answer.rows if r.sweep == sweep and r.baseline and math.isfinite(r.tau)]
+        strongest = max(rows, key=lambda r: abs(r.tau))
+        assert x == pytest.approx(abs(strongest.tau), rel=1e-12)
+        edges = (strongest.low, strongest.high) if strongest.tau > 0 else (-strongest.high, -strongest.low)
+        assert (x - lo, x + hi) == pytest.approx(edges, rel=1e-12)
+        turned += strongest.tau < 0
+    assert turned >= 1  # the final training loss orders the Markov runs against their gaps: read the other way
+    hollow = [c == "white" for c in ours.marker.color]
+    assert hollow == [labels[round(y)].endswith(", not fitted") for y in ours.y] and any(hollow)
 
 
 def test_the_site_s_verdict_page_opens_on_the_same_sentence() -> None:
