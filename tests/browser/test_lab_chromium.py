@@ -43,7 +43,8 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
     screenshot(page, "lab", full_page=True)
 
     page.get_by_text("Sweep: measures against the gap").click()
-    page.locator(".st-key-lab_measures_0 .js-plotly-plot").wait_for()  # one chart per measure
+    # one chart per measure; the first switch computes every sweep's bootstraps (a minute on a loaded machine)
+    page.locator(".st-key-lab_measures_0 .js-plotly-plot").wait_for(timeout=180_000)
     page.locator(".st-key-lab_robust_cdf .js-plotly-plot").wait_for()  # the robust view's CDF over couplings
     wait_idle(page)
     wait_for_link(page, "lab_view=sweep")
