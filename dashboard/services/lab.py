@@ -288,7 +288,10 @@ def sweep(origin: str) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
     return _sweep(origin, version, runs)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+# The paired bootstraps and the verdicts are frozen dataclasses, never changed once computed: held as they
+# are (cache_resource), not pickled and copied on every rerun as cache_data would (a warm switch to the
+# sweep read the six shipped sweeps' verdicts twice, about 0.8 s of copies).
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _comparisons(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[TauDifference, ...]:
     return comparisons(_runs)
 
@@ -299,7 +302,7 @@ def against_baseline(origin: str) -> tuple[TauDifference, ...]:
     return _comparisons(origin, version, runs)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _verdicts(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[EnvironmentVerdict, ...]:
     return environment_verdicts(_runs)
 
@@ -316,6 +319,11 @@ def verdicts(origin: str) -> tuple[tuple[str, EnvironmentVerdict], ...]:
 
 def robust_rows(origin: str) -> tuple[RobustSummary, ...]:
     """Dziugaite et al.'s robust view over the couplings of the fitted environments of :func:`verdicts`."""
+    return _robust_rows(origin, _origin_runs(origin)[1])
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _robust_rows(origin: str, version: int) -> tuple[RobustSummary, ...]:
     return robust_view([verdict for _, verdict in verdicts(origin)])
 
 
