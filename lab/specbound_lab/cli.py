@@ -538,7 +538,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         choices=PRESET_NAMES,
         default="smoke",
         help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores; fit: 120 runs trained "
-        "until they fit their training set, 5 seeds, 2 learning rates (SPEC 13b); study: 480 runs held to the same "
+        "until they fit their training set, 5 seeds, 2 learning rates; study: 480 runs held to the same "
         "rules (depth 1-4, width 32-128, n 100-2700), hours: see the manual (docs/lab); finetune: 80 runs "
         "fine-tuning the shipped base in full and through LoRA adapters of rank 1, 4, 16; grok: ten seeds of a "
         "one-layer model on modular addition with weight decay 1 (--task modular), which grok (see the manual)",
