@@ -19,7 +19,7 @@ from dashboard.state import share
 from dashboard.views.common import step_spectra
 from dashboard.views.lab import lab_answer_view, lab_run_view, lab_sweep_view
 from dashboard.widgets.export import csv_download, show_figure, show_panels
-from dashboard.widgets.presentation import bound_note, folded
+from dashboard.widgets.presentation import bound_note, folded, on_demand
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import format_count
 from dashboard.wording.text import plain
@@ -192,8 +192,10 @@ elif view == SWEEP_VIEW:
     for number, (source, env, sentence) in enumerate(sweep.verdicts):
         with st.container(key=f"lab_verdict_{number}"):
             st.markdown(f"**{plain(source)}.** " + plain(sentence))
-        with folded(f"The verdict of {env.environment}: {source} (table)"):
-            draw_table(service.verdict_view_frame(env), hide_index=True, key=f"lab_verdict_table_{number}")
+        # each table drawn only while its fold is open: six styled tables were a third of a switch to this view
+        if box := on_demand(f"The verdict of {env.environment}: {source} (table)", f"lab_verdict_fold_{number}"):
+            with box:
+                draw_table(service.verdict_view_frame(env), hide_index=True, key=f"lab_verdict_table_{number}")
     st.subheader("Robust across controlled experiments")
     st.caption(
         "Dziugaite et al. (2020): a coupling is two configurations that differ in one hyperparameter, "

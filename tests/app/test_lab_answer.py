@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.services import lab as service
 from dashboard.wording.vocabulary import measure_name
 from specbound_lab.answer import shipped_answer
+from specbound_lab.registry import is_baseline
 
 
 @pytest.fixture
@@ -73,3 +74,23 @@ def test_the_answer_computes_nothing_the_tables_hold(monkeypatch) -> None:
     run_clean(at)
     assert unescaped(at.main.markdown[0].value).startswith("**Does the bound predict the gap here?")
     assert not at.error
+
+
+def test_each_environment_s_verdict_table_is_drawn_when_its_fold_opens(lab_app) -> None:
+    """The sweep view's six verdict tables wait behind their folds (drawn on demand: they were a third of
+    a switch to the view); opening one draws that environment's table, with its measures in words."""
+    at = lab_app
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    assert not [d for d in at.dataframe if "τ within n" in d.value.columns]  # folded: nothing drawn yet
+    at.session_state["lab_verdict_fold_1"] = True  # the fold opened, as a click on it does
+    run_clean(at)
+    (table,) = [d.value for d in at.dataframe if "τ within n" in d.value.columns]
+    verdicts = service.verdicts(service.SWEEPS[0])
+    _, env = verdicts[1]
+    assert list(table["Measure"]) == [
+        measure_name(m.measure) + (" (trivial baseline)" if is_baseline(m.measure) else "") for m in env.measures
+    ]
+    np.testing.assert_allclose(
+        [float(v) for v in table["τ"]], [m.kendall_tau for m in env.measures], atol=5e-4
+    )  # shown to three decimals
