@@ -20,7 +20,7 @@ from dashboard.widgets.presentation import bound_note
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import MISSING, format_count
 from dashboard.wording.text import plain
-from specbound.present.figures.scaling import growth_panel_columns
+from specbound.present.figures.scaling import growth_panel_columns, predicted_note
 from specbound.studies.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
 from specbound_lab.reference import DECODER_REFERENCE, THRESHOLD_REFERENCE
 
@@ -132,6 +132,7 @@ if study is not None:
             show_panels(growth.panels, GROWTH_KEYS[growth.axis], per_row=growth_panel_columns(len(growth.panels)))
         elif growth.missing is not None:
             st.info(growth.missing)
+    st.caption(plain(predicted_note()))
     bound_note()
 
     st.subheader("Fitted growth exponents")

@@ -16,6 +16,7 @@ from dashboard.state.atlas import model_name
 from dashboard.wording.numbers import shown_value
 from dashboard.wording.text import BOUND_NOTE
 from specbound.core.bounds import BoundAnalysis
+from specbound.present.figures.scaling import predicted_note
 from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
 
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
@@ -60,12 +61,18 @@ def growth_figure(plotly_specs):
 
 
 def _traces(figure: dict) -> dict[tuple[str, tuple[int, ...], tuple[str, ...]], np.ndarray]:
+    """The measured curves (the dotted predictions apart: :func:`_predicted`)."""
     return {
         (t["legendgroup"], tuple(int(x) for x in t["x"]), tuple(str(c[0]) for c in t["customdata"])): np.asarray(
             t["y"], dtype=float
         )
         for t in figure["data"]
+        if not t["legendgroup"].startswith("predicted")
     }
+
+
+def _predicted(figure: dict) -> list[dict]:
+    return [t for t in figure["data"] if t["legendgroup"].startswith("predicted")]
 
 
 def _check_curves(figure: dict, study: ScalingStudy, axis: Axis, proxies) -> None:
@@ -101,7 +108,18 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     assert [c.value for c in at.caption].count(BOUND_NOTE) == 1  # the proxies' note once, not per section
 
     _check_curves(growth_figure(at, "with width N"), study, Axis.WIDTH, SHOWN)
-    _check_curves(growth_figure(at, "with depth L"), study, Axis.DEPTH, SHOWN)
+    depth = growth_figure(at, "with depth L")
+    _check_curves(depth, study, Axis.DEPTH, SHOWN)
+    # beside them, dotted, the laws the theory predicts against depth: (L / L_ref)^a, √L for ours, L^(3/2)
+    # for Edelman's, from the study's reference; none against width
+    assert not _predicted(growth_figure(at, "with width N"))
+    guides = _predicted(depth)
+    assert {t["legendgroup"] for t in guides} == {"predicted-ours", "predicted-edelman"}
+    reference = study.reference(Axis.DEPTH)
+    for guide in guides:
+        exponent = 0.5 if guide["legendgroup"] == "predicted-ours" else 1.5
+        np.testing.assert_allclose(guide["y"], (np.asarray(guide["x"], float) / reference) ** exponent, rtol=1e-12)
+    assert any(unescaped(c.value) == predicted_note() for c in at.caption)  # each law with its assumption
 
     table = _exponents_table(at).reset_index(drop=True)
     expected = study.exponents_frame()

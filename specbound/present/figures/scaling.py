@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 import plotly.graph_objects as go
 
 from ...studies.scaling import (
+    PREDICTED_GROWTH,
     Axis,
     BetterFit,
     GrowthCurve,
@@ -80,6 +81,21 @@ def predicted_label(guide: PredictedGrowth) -> str:
     """A predicted law as a legend writes it: "√L", "L<sup>3/2</sup>" (from "L^(3/2)")."""
     base, power, exponent = guide.law.partition("^")
     return f"{base}<sup>{exponent.strip('()')}</sup>" if power else base
+
+
+def predicted_note(predicted: Iterable[PredictedGrowth] = PREDICTED_GROWTH) -> str:
+    """What the dotted lines of a growth figure are, each prediction with its assumption, in one caption.
+
+    Example:
+        >>> predicted_note().startswith("Dotted: the growth in depth L the theory predicts")
+        True
+    """
+    laws = "; ".join(f"{g.law}, {g.assumption}" for g in predicted)
+    return (
+        f"Dotted: the growth in depth L the theory predicts, from the same start: {laws}. Measured curves "
+        "steeper than their line leave those assumptions (a depth factor α that grows with L, norms that "
+        "grow with the model); no single law is predicted against width N."
+    )
 
 
 def growth_panel_columns(panels: int) -> int:
@@ -197,14 +213,22 @@ def growth_figure(
 
 
 def growth_figure_depth(
-    curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *, source: str | None = None
+    curves: Sequence[GrowthCurve],
+    exponents: Iterable[GrowthExponent] = (),
+    *,
+    source: str | None = None,
+    predicted: Iterable[PredictedGrowth] = (),
 ) -> go.Figure:
     """Growth against depth L, one panel per width N."""
-    return growth_figure(curves, Axis.DEPTH, exponents, source=source)
+    return growth_figure(curves, Axis.DEPTH, exponents, source=source, predicted=predicted)
 
 
 def growth_figure_width(
-    curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *, source: str | None = None
+    curves: Sequence[GrowthCurve],
+    exponents: Iterable[GrowthExponent] = (),
+    *,
+    source: str | None = None,
+    predicted: Iterable[PredictedGrowth] = (),
 ) -> go.Figure:
     """Growth against width N, one panel per depth L."""
-    return growth_figure(curves, Axis.WIDTH, exponents, source=source)
+    return growth_figure(curves, Axis.WIDTH, exponents, source=source, predicted=predicted)
