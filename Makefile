@@ -18,7 +18,7 @@ LAB_DIR ?= lab-class
 # at the end, so that a regression shows.
 TEST_WORKERS ?= 2
 
-.PHONY: run test lint docs docs-serve bench clean browser lab-reference lab-finetune
+.PHONY: run test lint docs docs-serve notebooks bench clean browser lab-reference lab-finetune
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ docs: $(DOCS_STAMP)
 
 docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+# Run the documentation's notebooks and store them with their outputs (what the site shows); the test
+# suite runs them again and compares, so run this after a change that moves one of their numbers.
+notebooks: $(DOCS_STAMP)
+	$(BIN)/python docs/hooks/notebooks.py
 
 # ruff (lint and format) and mypy, configured in pyproject.toml; any finding fails the target.
 lint: $(STAMP)

@@ -1,6 +1,8 @@
 """Lab: small encoders and decoders trained by the lab on synthetic tasks, with their measured gaps.
 
-Three views: one run through training (every bound term and the errors per saved step, a step slider
+It opens on its answer: does the bound predict the gap? One sentence and a forest plot of τ against
+the trivial baselines, read from the shipped verdict tables. Below it, what was trained (folded), then
+three views: one run through training (every bound term and the errors per saved step, a step slider
 for the spectra and the p* map there, and opening that step as the model of the other pages); the
 sweep (each measure against the gap over the final checkpoints, with its τ); and training one small
 run now. Data, caches and the training thread live in :mod:`dashboard.services.lab`.
@@ -15,9 +17,9 @@ from dashboard.safety import public_message
 from dashboard.services import lab as service
 from dashboard.state import share
 from dashboard.views.common import step_spectra
-from dashboard.views.lab import lab_run_view, lab_sweep_view
+from dashboard.views.lab import lab_answer_view, lab_run_view, lab_sweep_view
 from dashboard.widgets.export import csv_download, show_figure, show_panels
-from dashboard.widgets.presentation import bound_note, folded
+from dashboard.widgets.presentation import bound_note, folded, on_demand
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import format_count
 from dashboard.wording.text import plain
@@ -34,12 +36,21 @@ GROK_SEED_KEY = "lab_grok_seed"
 caps = service.VISITOR_CAPS
 
 st.title("Lab")
-st.caption(
-    "Every model here is small and trained by the specbound lab from transformers' own classes, not a BERT "
-    "Miniature or a released model. Each task's population is known, so the generalization gap is measured, "
-    "not guessed: test error on fresh samples minus training error, or for next-token prediction test loss "
-    f"minus training loss. Shipped: {service.shipped_summary()}."
-)
+answer = lab_answer_view(service.answer())
+with st.container(key="lab_answer"):
+    st.markdown(f"**{plain(answer.sentence)}**")
+show_figure(answer.forest, "lab_answer_forest")
+st.caption(answer.caption)
+with st.expander("What the lab trained, and how it measures a gap"):
+    shipped = service.shipped_items()
+    st.markdown(
+        "Every model here is small and trained by the specbound lab from transformers' own classes, not a "
+        "BERT Miniature or a released model. Each task's population is known, so the generalization gap is "
+        "measured, not guessed: test error on fresh samples minus training error, or for next-token "
+        "prediction test loss minus training loss. Shipped:\n\n"
+        + ("\n".join(f"- {item}" for item in shipped) if shipped else "no reference (built without its lab data)")
+    )
+st.subheader("Behind the answer")
 
 for kept in (RUN_KEY, STEP_KEY):  # Streamlit drops a widget's state while it is not drawn: keep the choice
     if kept in st.session_state:
@@ -171,7 +182,7 @@ elif view == SWEEP_VIEW:
         st.markdown("\n".join(f"- {sentence}" for sentence in sweep.comparisons))
     st.subheader("The verdict: what it stands on")
     st.caption(
-        "SPEC §13b: a classification run counts when it fitted its training set (cross-entropy ≤ 0.01, or "
+        "The rules: a classification run counts when it fitted its training set (cross-entropy ≤ 0.01, or "
         "every label, flipped ones included, memorised); an environment where fewer than 80 % fitted is "
         '"not fitted" and kept out of the robust view. The trivial baselines (1/n, the optimisation steps, '
         "the final training loss, the parameter count) are rows beside the measures, and so are the "
@@ -181,8 +192,10 @@ elif view == SWEEP_VIEW:
     for number, (source, env, sentence) in enumerate(sweep.verdicts):
         with st.container(key=f"lab_verdict_{number}"):
             st.markdown(f"**{plain(source)}.** " + plain(sentence))
-        with folded(f"The verdict of {env.environment}: {source} (table)"):
-            draw_table(service.verdict_view_frame(env), hide_index=True, key=f"lab_verdict_table_{number}")
+        # each table drawn only while its fold is open: six styled tables were a third of a switch to this view
+        if box := on_demand(f"The verdict of {env.environment}: {source} (table)", f"lab_verdict_fold_{number}"):
+            with box:
+                draw_table(service.verdict_view_frame(env), hide_index=True, key=f"lab_verdict_table_{number}")
     st.subheader("Robust across controlled experiments")
     st.caption(
         "Dziugaite et al. (2020): a coupling is two configurations that differ in one hyperparameter, "
@@ -208,7 +221,7 @@ elif view == SWEEP_VIEW:
             "median over three checkpoints, is read from the step training accuracy reaches 0.99; it moves "
             "when it has covered half its excursion from there. A measure's lead is test accuracy's move step "
             "minus its own (positive: it moved first); the null is what the same rule gives on that measure's "
-            "curves permuted in time, and a verdict needs ten seeds (SPEC §13b)."
+            "curves permuted in time, and a verdict needs ten seeds."
         )
         with st.container(key="lab_grokking"):
             st.markdown(plain(sweep.grokking_sentence))

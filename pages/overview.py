@@ -31,7 +31,7 @@ TOUR: tuple[tuple[str, str, str, str], ...] = (
         "pages/why.py",
         "2 · Why p* wins",
         ":material/lightbulb:",
-        "Which p each matrix picks, and the scale s_W at which a p above 0 would start to win.",
+        "Which p each matrix picks, and the scale $s_W$ at which a p above 0 would start to win.",
     ),
     (
         "pages/compare.py",
@@ -50,10 +50,10 @@ PURPOSE = (
 )
 #: What p is, beside the headline (the bound's one free choice, which the lesson turns on).
 WHAT_P_IS = (
-    "Each weight matrix enters *ours* through a Schatten quantity S_p = Σ σᵢᵖ of its singular values, with "
-    "its own p between 0 (S_0 counts the rank) and 2 (S_2 is the squared Frobenius norm); p* is the p that "
-    "makes that matrix's term smallest, chosen after training from the grid P_m on which the theorem's "
-    "guarantee holds."
+    r"Each weight matrix enters *ours* through a Schatten quantity $S_p = \sum_i \sigma_i^{\,p}$ of its singular "
+    r"values, with its own $p$ between 0 ($S_0$ counts the rank) and 2 ($S_2$ is the squared Frobenius norm); "
+    r"p\* is the $p$ that makes that matrix's term smallest, chosen after training from the grid $P_m$ on "
+    "which the theorem's guarantee holds."
 )
 #: How to read the three numbers.
 HOW_TO_READ = (

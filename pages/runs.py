@@ -15,7 +15,7 @@ from dashboard.widgets.export import csv_download, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note
 from dashboard.wording.numbers import format_count
 from dashboard.wording.text import plain
-from dashboard.wording.vocabulary import model_label
+from dashboard.wording.vocabulary import model_label, spec_words
 from specbound.present.figures.spectra import PANEL_COLUMNS
 from specbound_lab.grokking import SATURATION
 
@@ -59,10 +59,12 @@ if not runs:
 
 
 def run_choice(key: str) -> str:
-    """A run as the picker lists it; a shipped run with the model it is."""
+    """A run as the picker lists it; a shipped run by the model it is and its hyperparameters, not its id."""
     run = runs[key]
-    origin = f"shipped: {model_label(run.lab.spec)}" if run.lab is not None else run.origin
-    return f"{run.name} ({format_count(len(run.steps), 'step')}, {origin})"
+    if run.lab is not None:
+        spec = run.lab.spec
+        return f"{model_label(spec)}: {spec_words(spec)} ({format_count(len(run.steps), 'saved step')}, shipped)"
+    return f"{run.name} ({format_count(len(run.steps), 'step')}, {run.origin})"
 
 
 share.shared_choice(RUN_KEY, share.Codec(str, str), list(runs), next(iter(runs)))

@@ -20,7 +20,7 @@ from dashboard.widgets.presentation import bound_note
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import MISSING, format_count
 from dashboard.wording.text import plain
-from specbound.present.figures.scaling import growth_panel_columns
+from specbound.present.figures.scaling import growth_panel_columns, predicted_note
 from specbound.studies.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
 from specbound_lab.reference import DECODER_REFERENCE, THRESHOLD_REFERENCE
 
@@ -132,6 +132,7 @@ if study is not None:
             show_panels(growth.panels, GROWTH_KEYS[growth.axis], per_row=growth_panel_columns(len(growth.panels)))
         elif growth.missing is not None:
             st.info(growth.missing)
+    st.caption(plain(predicted_note()))
     bound_note()
 
     st.subheader("Fitted growth exponents")
@@ -142,8 +143,8 @@ if study is not None:
         "between groups that their own intercepts absorb. Against L each proxy is also fitted "
         "**log-linearly** (ln proxy against L, a growth rate per layer: the right law for exponential "
         "growth such as Edelman's), and 'Better fit' names the law with the smaller residual variance. "
-        f"± is one standard error; fits on fewer than {MIN_SIZES} sizes are flagged, since two "
-        "points fit any law exactly."
+        f"± is one standard error; fits on fewer than {MIN_SIZES} sizes are flagged and get no interval, "
+        "since two points fit any law exactly."
     )
     draw_table(
         service.exponents_shown(view.exponents),

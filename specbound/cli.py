@@ -184,7 +184,7 @@ def _centred_lines(centred: BoundAnalysis, reference: Any, directions: Any) -> l
     optimal, delta = centred.optimal, centred.schatten_profile
     changed = int((delta.rank > 0).sum())
     return [
-        f"\n{reference.adaptation} {echoed(reference.model)} (S_p of W - W0, s_W of W; SPEC §14):",
+        f"\n{reference.adaptation} {echoed(reference.model)} (S_p of W - W0, s_W of W):",
         f"  ours_centred:                  {format_log(optimal.log_total)}  (log10 {log10(optimal.log_total):.4f})",
         f"  edelman_centred:               {format_log(centred.log_edelman)}  (log10 {log10(centred.log_edelman):.4f})",
         f"  {changed} of {delta.shape.num_matrices} matrices differ from the reference "
@@ -558,7 +558,7 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
         metavar="REF",
         type=_reference,
         default=None,
-        help="also read every step against W0 (SPEC §14): 'init' for the run's first saved step, or a base "
+        help="also read every step against W0: 'init' for the run's first saved step, or a base "
         "model's name; the table gains ours_centred_log10, edelman_centred_log10, distance_frobenius "
         "(sum over the proxy matrices of ||W - W0||_F) and changed_matrices",
     )
@@ -708,7 +708,9 @@ def build_parser() -> argparse.ArgumentParser:
         "analyze", parents=[_debug_option()], help="analyse a model and print its bound terms"
     )
     model_options(analyze)
-    analyze.add_argument("--json", action="store_true", help="print the JSON object of SPEC §5")
+    analyze.add_argument(
+        "--json", action="store_true", help="print one JSON object (its fields: the manual's JSON output page)"
+    )
     _base_option(analyze)
     analyze.add_argument(
         "--power-law",
@@ -746,7 +748,7 @@ def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
         type=_reference,
         default=None,
         help="also the proxies centred at the reference REF (a pretrained base of the same family and "
-        "dimensions, named as MODEL is): S_p of W - W0, the scales of W (SPEC §14). A LoRA adapter "
+        "dimensions, named as MODEL is): S_p of W - W0, the scales of W. A LoRA adapter "
         "directory as MODEL is merged into REF; without --base into the base its config records, looked "
         "for beside the adapter, in the working directory, then on the Hub" + more,
     )
@@ -756,7 +758,7 @@ def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
         default=INTRUDER_K,
         metavar="K",
         help=f"with a reference: compare the top K singular vectors of each matrix with the reference's "
-        f"(intruder dimensions and subspace overlaps, SPEC §14b; default {INTRUDER_K}, peft's; capped at the rank)",
+        f"(intruder dimensions and subspace overlaps; default {INTRUDER_K}, peft's; capped at the rank)",
     )
     command.add_argument(
         "--intruder-eps",

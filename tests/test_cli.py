@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -533,3 +534,23 @@ def test_commands_come_from_installed_plugins_and_a_broken_one_is_left_out(monke
     assert "ModuleNotFoundError" in warning and warning.count("\n") == 1
     assert parser.parse_args(["lab", "show"]).prints_result == "lab show"  # the others are all there
     assert parser.parse_args(["analyze"]).prints_result == "analyze"
+
+
+def test_no_help_text_sends_a_user_to_the_specification() -> None:
+    """Every command's --help (the lab's too) speaks for itself: the specification is the developers'
+    document, not something a user has, so no help names it ("SPEC §14", "SPEC 13b")."""
+    import argparse
+
+    from specbound.cli import build_parser
+
+    def helps(parser: argparse.ArgumentParser) -> list[str]:
+        found = [parser.format_help()]
+        for action in parser._actions:  # argparse keeps the sub-commands here and nowhere public
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    found += helps(sub)
+        return found
+
+    texts = helps(build_parser())
+    assert len(texts) > 10 and any("lab" in text for text in texts)  # every command, the lab's included
+    assert not [text.splitlines()[0] for text in texts if re.search(r"\bSPEC\b", text)]  # SPECBOUND_… may stay

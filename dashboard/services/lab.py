@@ -36,7 +36,7 @@ from dashboard.state import atlas, session
 from dashboard.state.share import Codec
 from dashboard.widgets.tables import column_width
 from dashboard.wording.numbers import styled_table
-from dashboard.wording.vocabulary import measure_name, model_label
+from dashboard.wording.vocabulary import measure_name, model_label, spec_words
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.core.values import check_number
@@ -44,6 +44,7 @@ from specbound.io.cache import default_cache_dir
 from specbound.present.numbers import format_count
 from specbound_lab import reference as lab_reference
 from specbound_lab import views
+from specbound_lab.answer import LabAnswer, shipped_answer
 from specbound_lab.correlation import MeasureCorrelation, TauDifference
 from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_runs, grokking_summary, summary_frame
 from specbound_lab.limits import VISITOR_CAPS, VisitorCaps
@@ -191,27 +192,31 @@ def describe(key: str, run: RunTrajectory) -> str:
     """A run as the picker lists it: its model and task where they are not the first reference's, its
     hyperparameters (the learning rate too: the fit sweeps have two) and where it comes from (which
     shipped sweep: the same run name can be in two of them)."""
-    s = run.spec
     source = split_key(key)[0]
     origin = f"shipped {SHIPPED[source].preset} sweep" if source in SHIPPED else "trained here"
+    s = run.spec
     environment = "" if (s.family, s.task.kind) == ("bert", "threshold") else f"{model_label(s)}: "
-    noise = f", noise {s.label_noise:g}" if s.task.kind in ("threshold", "parity") else ""
-    return (
-        f"{environment}L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}{noise}, "
-        f"lr {s.settings.learning_rate:g}, seed {s.seed}, {format_count(s.settings.steps, 'step')} ({origin})"
-    )
+    return f"{environment}{spec_words(s)} ({origin})"
 
 
-def shipped_summary() -> str:
-    """What the package ships, in words: each reference's model, task and run count."""
-    parts = []
+def shipped_items() -> list[str]:
+    """What the package ships, one line per reference: its run count, preset, models and task ("120 runs
+    of the `fit` sweep: BERT encoders, threshold task"); empty when the package was built without them."""
+    items = []
     for origin in SHIPPED:
         runs = reference(origin).runs
         if runs:
-            preset = SHIPPED[origin].preset
-            what = "the grokking preset" if origin == GROKKING else f"the `{preset}` sweep"
-            parts.append(f"{format_count(len(runs), 'run')} of {what}, {model_label(runs[0].spec, plural=True)}")
-    return "; ".join(parts) if parts else "no reference (this package was built without its lab data)"
+            shipped = SHIPPED[origin]
+            what = "the grokking preset" if origin == GROKKING else f"the `{shipped.preset}` sweep"
+            items.append(f"{format_count(len(runs), 'run')} of {what}: {shipped.models}, {shipped.task} task")
+    return items
+
+
+@st.cache_resource(show_spinner=False)
+def answer() -> LabAnswer:
+    """The lab's answer to "does the bound predict the gap?", read from ``verdict.csv`` of every shipped
+    sweep once per server (:mod:`specbound_lab.answer`): no bootstrap, no run record."""
+    return shipped_answer()
 
 
 def sweep_choice(origin: str) -> str:
@@ -283,7 +288,10 @@ def sweep(origin: str) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
     return _sweep(origin, version, runs)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+# The paired bootstraps and the verdicts are frozen dataclasses, never changed once computed: held as they
+# are (cache_resource), not pickled and copied on every rerun as cache_data would (a warm switch to the
+# sweep read the six shipped sweeps' verdicts twice, about 0.8 s of copies).
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _comparisons(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[TauDifference, ...]:
     return comparisons(_runs)
 
@@ -294,7 +302,7 @@ def against_baseline(origin: str) -> tuple[TauDifference, ...]:
     return _comparisons(origin, version, runs)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _verdicts(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[EnvironmentVerdict, ...]:
     return environment_verdicts(_runs)
 
@@ -311,6 +319,11 @@ def verdicts(origin: str) -> tuple[tuple[str, EnvironmentVerdict], ...]:
 
 def robust_rows(origin: str) -> tuple[RobustSummary, ...]:
     """Dziugaite et al.'s robust view over the couplings of the fitted environments of :func:`verdicts`."""
+    return _robust_rows(origin, _origin_runs(origin)[1])
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _robust_rows(origin: str, version: int) -> tuple[RobustSummary, ...]:
     return robust_view([verdict for _, verdict in verdicts(origin)])
 
 

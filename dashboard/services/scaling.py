@@ -227,10 +227,18 @@ EXPONENT_ORDER = (
 )
 
 
+#: The columns of an exponent's uncertainty, left empty ("—") on screen for a fit on too few sizes.
+NO_INTERVAL_FROM_FEW = ("slope_se", "ci_low", "ci_high")
+
+
 def exponents_shown(frame: pd.DataFrame) -> Styler:
     """The exponents table as the page shows it: proxies by their plain names, numbers in the project's
     format and "—" in empty cells (the fixed size of a pooled fit, a standard error without residual
-    degrees of freedom), the values themselves kept so that the columns sort as numbers."""
+    degrees of freedom, and the interval of a fit on fewer than three sizes), the values themselves kept
+    so that the columns sort as numbers."""
+    frame = frame.copy()
+    # no interval from fewer than MIN_SIZES sizes: two points fit any law, and their spread says nothing
+    frame.loc[frame["few_points"].astype(bool), list(NO_INTERVAL_FROM_FEW)] = float("nan")
     numbers = {column: "number" for column in ("slope", "slope_se", "ci_low", "ci_high", "r_squared_within")}
     counts = {column: "integer" for column in ("fixed", "residual_df", "num_sizes", "num_points", "num_groups")}
     styler = styled_table(frame, numbers | counts)

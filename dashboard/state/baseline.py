@@ -210,6 +210,6 @@ def explorer_centring(model: str) -> tuple[BoundAnalysis, str] | None:
         f"Centred at the baseline, {plain(short_model_name(name))}",
         key=CENTRED_KEY,
         help="S_p, rank and p* of the difference W − W⁰ from the baseline; the scales s_W of the open "
-        "model's weights (SPEC §14). A matrix left unchanged adds nothing.",
+        "model's weights. A matrix left unchanged adds nothing.",
     )
     return (reading, name) if on else None

@@ -153,7 +153,7 @@ def centred_view(
     changed = int((delta.rank > 0).sum())
     label = centred_label(base_name)
     sentence = (
-        f"{label[0].upper()}{label[1:]} (SPEC §14): each c(W; p) takes S_p, the rank and p* of the difference "
+        f"{label[0].upper()}{label[1:]}: each c(W; p) takes S_p, the rank and p* of the difference "
         f"W − W⁰ from the baseline, {base_name}, and keeps the scale s_W of the open model's own weights; "
         "a matrix left unchanged has rank 0 and adds nothing. "
         + comparison_sentence("Centred", centred.optimal.log_total, "the uncentred total", model.optimal.log_total)

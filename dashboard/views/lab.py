@@ -1,8 +1,10 @@
-"""The Lab page's two views. One run through training at one of its saved steps (:func:`lab_run_view`):
-what the run is, the step's totals and errors, the proxies, α, errors, p* and the power-law α through
-training, the p* map at the step, how this run's p* moved, and the step's singular-value profiles. A
-sweep (:func:`lab_sweep_view`): how to read its correlation table, each measure against the gap, each
-against ours at p*, each environment's verdict, the robust view and the grokking runs' reading.
+"""The Lab page: its answer first (:func:`lab_answer_view`: the sentence and the forest plot, read from
+the shipped tables), then its two views. One run through training at one of its saved steps
+(:func:`lab_run_view`): what the run is, the step's totals and errors, the proxies, α, errors, p* and
+the power-law α through training, the p* map at the step, how this run's p* moved, and the step's
+singular-value profiles. A sweep (:func:`lab_sweep_view`): how to read its correlation table, each
+measure against the gap, each against ours at p*, each environment's verdict, the robust view and the
+grokking runs' reading.
 
 Example, the reference's default run at its last saved step:
 
@@ -35,6 +37,7 @@ from specbound.present.figures.style import split_panels
 from specbound.present.numbers import format_count, format_log
 from specbound_lab import figures
 from specbound_lab import views as lab_views
+from specbound_lab.answer import LabAnswer
 from specbound_lab.correlation import MeasureCorrelation, TauDifference, Verdict
 from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_sentence
 from specbound_lab.registry import is_baseline
@@ -146,6 +149,39 @@ def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int) -> LabRunVi
         p_map_reading=(
             f"Each cell is the p* that minimises that matrix's term at step {step}: 0 counts the rank, "
             f"1 the nuclear norm, 2 the Frobenius norm. {p_star_reading(run)}"
+        ),
+    )
+
+
+# --- the answer -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabAnswerView:
+    """What the page opens on: the answer in one sentence and the τ it stands on."""
+
+    #: the question and its answer, computed from the shipped verdict tables (plain text)
+    sentence: str
+    #: τ with its interval per measure and shipped sweep: the bound, Edelman's, the trivial baselines
+    forest: go.Figure
+    #: how to read the forest and where its numbers come from
+    caption: str
+
+
+def lab_answer_view(answer: LabAnswer) -> LabAnswerView:
+    """The lab's answer (:func:`specbound_lab.answer.shipped_answer`, read from the tables) as the page
+    opens on it: nothing here bootstraps or reads a run."""
+    counted = sum(1 for e in answer.environments())
+    return LabAnswerView(
+        sentence=answer.sentence(measure_name),
+        forest=figures.verdict_forest(answer, measure_name),
+        caption=(
+            "Kendall τ between each measure and the measured gap over the fitted runs of each shipped sweep, "
+            "with its 95 % interval over configurations (verdict.csv, the table `specbound lab report` "
+            f"prints). A point right of 0 orders the runs as their gaps do; {counted} "
+            f"environment{'s' if counted != 1 else ''} count, a hollow one was not fitted and is shown only. "
+            "The trivial baselines (diamonds) are what a measure should beat; the bound's proxy is the top "
+            "row. Each environment's full verdict is in the Sweep view below."
         ),
     )
 

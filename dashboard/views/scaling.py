@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 
 from specbound.present.figures.scaling import growth_figure_depth, growth_figure_width
 from specbound.present.figures.style import split_panels
-from specbound.studies.scaling import Axis, Proxy, ScalingStudy
+from specbound.studies.scaling import PREDICTED_GROWTH, Axis, Proxy, ScalingStudy
 
 #: How each axis is drawn: the growth against width at fixed depth, then against depth at fixed width.
 GROWTH_FIGURES = {Axis.WIDTH: growth_figure_width, Axis.DEPTH: growth_figure_depth}
@@ -66,7 +66,9 @@ def _growth(study: ScalingStudy, axis: Axis, proxies: Sequence[Proxy]) -> Growth
         )
         return Growth(axis, (), missing)
     exponents = [e for e in study.exponents if e.proxy in proxies]
-    return Growth(axis, tuple(split_panels(GROWTH_FIGURES[axis](curves, exponents))), None)
+    # the laws the theory predicts (against depth; none is stated against width), drawn dotted
+    figure = GROWTH_FIGURES[axis](curves, exponents, predicted=PREDICTED_GROWTH)
+    return Growth(axis, tuple(split_panels(figure)), None)
 
 
 def scaling_view(study: ScalingStudy, proxies: Sequence[Proxy]) -> ScalingView:

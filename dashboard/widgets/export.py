@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from dashboard.state.atlas import member_label
 from dashboard.state.mode import presenting
 
 if TYPE_CHECKING:
@@ -123,8 +124,10 @@ def safe_file_part(text: str) -> str:
 
 
 def file_stem(profile: SpectralProfile) -> str:
-    """A safe file-name stem for downloads about one model: its own name with anything odd replaced."""
-    return _safe(profile.model)
+    """A safe file-name stem for downloads about one model: its short name (a local directory's last
+    component, never the server's path to it: ``my-lora``, not ``tmp_abc_my-lora``) with anything odd
+    replaced."""
+    return _safe(member_label(profile.model))
 
 
 #: What a download button does to the page when pressed: nothing. The file is made by a callable

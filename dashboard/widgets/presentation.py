@@ -85,6 +85,8 @@ BASE_CSS = f"""
 [data-testid="stMultiSelect"] div:has(> [data-testid="stMultiSelectTagsContainer"]) {{
   max-height: none; height: auto;
 }}
+/* above the title, the toolbar's height and a little: not Streamlit's 6rem blank band */
+[data-testid="stMainBlockContainer"] {{ padding-top: 4rem; }}
 .katex-display {{ overflow-x: auto; overflow-y: hidden; padding-bottom: 0.35rem;
   scrollbar-width: thin; scrollbar-color: #9aa0a6 transparent; }}
 """

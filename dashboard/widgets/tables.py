@@ -243,11 +243,14 @@ def show_table(
 
 
 def _numbers_as_text(column: pd.Series) -> bool:
-    """Whether a sent column holds numbers written as text: every cell a number's text or :data:`MISSING`."""
+    """Whether a sent column holds numbers written as text: every cell a number's text or :data:`MISSING`
+    (a column whose every cell is :data:`MISSING`, as the interval of fits on two sizes, too)."""
     if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
         return False
     cells = [cell for cell in column.tolist() if cell != MISSING]
-    if not cells or not all(isinstance(cell, str) for cell in cells):
+    if not cells:
+        return len(column) > 0
+    if not all(isinstance(cell, str) for cell in cells):
         return False
     try:
         for cell in cells:

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dashboard.wording.text import plain
+from specbound.present.numbers import format_count
 from specbound_lab.registry import MEASURES
 
 if TYPE_CHECKING:
@@ -153,3 +154,13 @@ def model_label(spec: RunSpec, *, plural: bool = False) -> str:
     Miniature or a released model)."""
     model = _MODEL_WORDS.get(spec.family, spec.family) + ("s" if plural else "")
     return f"small {model} trained by the lab on the {_TASK_WORDS.get(spec.task.kind, spec.task.kind)} task"
+
+
+def spec_words(s: RunSpec) -> str:
+    """A lab run's hyperparameters in words, where a picker would otherwise show its run id: "L = 1,
+    N = 64, H = 4, n = 2823, lr 0.001, seed 0, 3,000 steps"."""
+    noise = f", noise {s.label_noise:g}" if s.task.kind in ("threshold", "parity") else ""
+    return (
+        f"L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}{noise}, "
+        f"lr {s.settings.learning_rate:g}, seed {s.seed}, {format_count(s.settings.steps, 'step')}"
+    )

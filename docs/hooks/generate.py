@@ -218,7 +218,23 @@ def lab_verdict_page() -> str:
         raise RuntimeError(f"specbound lab report failed (status {status}): the shipped references are incomplete")
     report = out.getvalue().replace("# ", "## ", 1)
     intro = (ROOT / "docs" / "lab" / "verdict-text.md").read_text(encoding="utf-8")
-    return intro.rstrip() + "\n\n" + report + "\n" + grokking_section()
+    return answer_first(intro).rstrip() + "\n\n" + report + "\n" + grokking_section()
+
+
+def answer_first(intro: str) -> str:
+    """The verdict page's prose with the lab's answer right under its title: the one sentence
+    :func:`specbound_lab.answer.shipped_answer` computes from the shipped ``verdict.csv`` tables, as the
+    Lab page opens on it."""
+    from specbound_lab.answer import shipped_answer
+
+    title, _, rest = intro.partition("\n")
+    if not title.startswith("# "):
+        raise RuntimeError("docs/lab/verdict-text.md must open with its title")
+    answer = shipped_answer().sentence().replace("*", "\\*")  # p* is not emphasis
+    return (
+        f"{title}\n\n**{answer}**\n\nComputed from the shipped tables when this page was built; the τ of every "
+        "measure in every environment, and the rules behind them, follow.\n" + rest
+    )
 
 
 def grokking_section() -> str:
@@ -334,13 +350,40 @@ PAGES: dict[str, Callable[[], str]] = {
 }
 
 
+def _notebooks() -> Any:
+    """``notebooks.py`` beside this hook (how the stored notebooks are shown), loaded by its path: mkdocs
+    loads a hook as a file, not as a package."""
+    import importlib.util
+
+    if "specbound_docs_notebooks" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "specbound_docs_notebooks", Path(__file__).with_name("notebooks.py")
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return sys.modules["specbound_docs_notebooks"]
+
+
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Add the generated pages to the site (mkdocs hook)."""
+    """Add the generated pages to the site, and the plotly.js the notebooks' figures draw with (mkdocs
+    hook)."""
     for uri, write in PAGES.items():
         files.append(File.generated(config, uri, content=write()))
+    notebooks = _notebooks()
+    files.append(File.generated(config, notebooks.PLOTLY_JS, content=notebooks.plotly_js()))
     return files
 
 
-def on_page_content(html: str, **_: Any) -> str:
-    """Render the page's maths as MathML (mkdocs hook)."""
+def on_page_content(html: str, page: Any, **_: Any) -> str:
+    """Render the page's maths as MathML; on a notebook, its markdown cells' maths too, and load plotly.js
+    before its figures (mkdocs hook)."""
+    if page.file.src_uri.endswith(".ipynb"):
+        from mkdocs.utils import get_relative_url
+
+        notebooks = _notebooks()
+        html = notebooks.with_plotly_script(
+            notebooks.notebook_maths(html), get_relative_url(notebooks.PLOTLY_JS, page.url)
+        )
     return to_mathml(html)

@@ -71,7 +71,7 @@ _weight_decay = _bounded(float, 0.0, 1.0)
 _UNTIL_FIT_HELP = (
     "train each classification run until it fits its training set (cross-entropy <= 0.01 on the whole set, "
     "or no training error with noisy labels; checked every --fit-every steps), --steps being the cap; a "
-    "next-token run trains its steps (SPEC §13b)"
+    "next-token run trains its steps"
 )
 #: The help of ``--fit-every`` (train and sweep).
 _FIT_EVERY_HELP = (
@@ -201,7 +201,7 @@ def _print_verdicts(results: Any) -> None:
 
         counted = "" if env.counted else f"; shown, not counted ({env.not_counted_because}): not a verdict"
         print(
-            f"Verdict (SPEC §13b) of {env.environment}: {env.status} ({fitted}); {env.configurations} configurations "
+            f"Verdict of {env.environment}: {env.status} ({fitted}); {env.configurations} configurations "
             f"x up to {env.seeds} seeds; {env.couplings} couplings (at least {MIN_COUPLED_PAIRS} pairs each to "
             f"count), {env.coupled_pairs} seed pairs, {env.noise_pairs} within noise"
             + (" (a loss gap: no noise filter)" if env.loss_gap else "")
@@ -558,7 +558,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         choices=PRESET_NAMES,
         default="smoke",
         help="smoke: 4 runs in about a minute; class: 48 runs within 15 minutes on 2 cores; fit: 120 runs trained "
-        "until they fit their training set, 5 seeds, 2 learning rates (SPEC 13b); study: 480 runs held to the same "
+        "until they fit their training set, 5 seeds, 2 learning rates; study: 480 runs held to the same "
         "rules (depth 1-4, width 32-128, n 100-2700), hours: see the manual (docs/lab); finetune: 80 runs "
         "fine-tuning the shipped base in full and through LoRA adapters of rank 1, 4, 16; grok: ten seeds of a "
         "one-layer model on modular addition with weight decay 1 (--task modular), which grok (see the manual)",
@@ -635,7 +635,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     sweep.set_defaults(handler=_cmd_sweep)
 
     show = actions.add_parser(
-        "show", help="print a lab directory's correlation table, its verdicts (SPEC §13b) and the robust view"
+        "show", help="print a lab directory's correlation table, its verdicts and the robust view"
     )
     show.add_argument("dir", nargs="?", default=None, help="lab directory (default: the shipped reference)")
     show.add_argument("--runs", action="store_true", help="also list every run's final errors and proxies")
@@ -650,7 +650,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
 
     report = actions.add_parser(
         "report",
-        help="the verdict (SPEC §13b) of lab directories as Markdown, every sentence computed from the tables",
+        help="the verdict of lab directories as Markdown, every sentence computed from the tables",
     )
     report.add_argument("dirs", nargs="*", help="lab directories (default: every reference shipped in the package)")
     report.set_defaults(handler=_cmd_report)

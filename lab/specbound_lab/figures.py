@@ -10,6 +10,7 @@ of that step's profile: the lab adds no second way to draw a spectrum.
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -40,6 +41,7 @@ from specbound.present.figures import (
     step_layout,
 )
 
+from .answer import LabAnswer
 from .correlation import Interval, MeasureCorrelation, TauDifference
 from .grokking import POSITIVE_CONTROL, RunGrokking, excursion_shares
 from .registry import MEASURES, is_baseline
@@ -499,5 +501,105 @@ def difference_forest(
         f"Against {other}: difference in τ",  # short enough for a phone; the caption says how to read it
         source=source,
         height=max(260, 40 + 26 * len(rows)),
+        layout=layout,
+    )
+
+
+def verdict_forest(
+    answer: LabAnswer, name_of: Callable[[str], str] | None = None, *, source: str | None = None
+) -> go.Figure:
+    """The lab's answer as a forest plot (:mod:`specbound_lab.answer`): one row per shipped sweep, and in
+    it τ with the gap and its 95 % interval over configurations for the bound's proxy (ours at p*), for
+    Edelman's proxy and for that sweep's strongest trivial baseline, read in its better direction (a
+    negative τ drawn as -τ with its interval turned: a baseline may order the runs either way, as the
+    sentence reads it), with a line at 0. A sweep that is not fitted is drawn hollow, named so and put
+    last: shown, not counted. Three marks and a few rows, so that on a projector the sentence and the plot fit the
+    first screen; every measure's τ is in the sweep view's tables.
+
+    Example::
+
+        >>> from specbound_lab.answer import shipped_answer
+        >>> fig = verdict_forest(shipped_answer())
+        >>> [trace.name for trace in fig.data]
+        ['ours at p*', 'Edelman-style proxy', 'strongest trivial baseline (|τ|)']
+    """
+    name_of = name_of or _screen_name
+    finite = [r for r in answer.rows if math.isfinite(r.tau)]
+    counted = {r.sweep for r in finite if r.counted}
+    sweeps = sorted(answer.sweeps, key=lambda sweep: sweep not in counted)  # those not counted at the bottom
+    position = {sweep: len(sweeps) - 1 - k for k, sweep in enumerate(sweeps)}  # the first sweep on top
+    strongest = {
+        sweep: max(baselines, key=lambda r: abs(r.tau))
+        for sweep in sweeps
+        if (baselines := [r for r in finite if r.sweep == sweep and r.baseline])
+    }
+    marks = (
+        ("ours", "circle", quantity_color(Quantity.OURS), 0.18),
+        ("edelman", "square", quantity_color(Quantity.EDELMAN), 0.0),
+        (None, "diamond", NEUTRAL, -0.18),
+    )
+    traces = []
+    for measure, symbol, colour, offset in marks:
+        rows = [r for r in finite if r.measure == measure] if measure else list(strongest.values())
+        rows.sort(key=lambda r: -position[r.sweep])  # top first: the legend draws the first point's style
+        flip = [measure is None and r.tau < 0 for r in rows]
+        tau = [-r.tau if f else r.tau for r, f in zip(rows, flip, strict=True)]
+        low = [-r.high if f else r.low for r, f in zip(rows, flip, strict=True)]
+        high = [-r.low if f else r.high for r, f in zip(rows, flip, strict=True)]
+        fill = [colour if r.counted else "white" for r in rows]
+        traces.append(
+            {
+                "type": "scatter",
+                "x": tau,
+                "y": [position[r.sweep] + offset for r in rows],
+                "mode": "markers",
+                "name": name_of(measure) if measure else "strongest trivial baseline (|τ|)",
+                "marker": {"symbol": symbol, "size": 9, "color": fill, "line": {"color": colour, "width": 1.5}},
+                "error_x": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [h - t for h, t in zip(high, tau, strict=True)],
+                    "arrayminus": [t - lo for t, lo in zip(tau, low, strict=True)],
+                    "color": colour,
+                    "thickness": 1.5,
+                    "width": 0,
+                },
+                "customdata": [
+                    [html.escape(r.sweep), name_of(r.measure) + (", read the other way" if f else ""), lo, h]
+                    for r, f, lo, h in zip(rows, flip, low, high, strict=True)
+                ],
+                "hovertemplate": "%{customdata[0]}<br>%{customdata[1]}<br>τ %{x:+.2f}, 95 %: "
+                "%{customdata[2]:+.2f} to %{customdata[3]:+.2f}<extra></extra>",
+            }
+        )
+    layout = {
+        "xaxis": {"range": [-1.05, 1.05], "zeroline": False},
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": [position[s] for s in sweeps],
+            "ticktext": [s if s in counted else f"{s}, not fitted" for s in sweeps],
+            "range": [-0.6, len(sweeps) - 0.4],
+            "automargin": True,
+            "showgrid": False,
+        },
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
+        "shapes": [
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": 0,
+                "x1": 0,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": NEUTRAL},
+            }
+        ],
+    }
+    return figure(
+        traces,
+        "Kendall τ with the gap, 95 % intervals",  # one line on a projector; the caption says the rest
+        source=source,
+        height=max(300, 150 + 34 * len(sweeps)),
         layout=layout,
     )

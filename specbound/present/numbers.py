@@ -12,7 +12,9 @@ One rule, decided here once (the dashboard's :mod:`dashboard.wording.numbers` an
   natural log that specbound carries for such totals);
 * shares as percentages with one decimal and a thin space: "65.7 %";
 * a missing value as :data:`MISSING` ("—"), never "None", "nan" or "<NA>";
-* factors in words up to trillions ("3.2 million times"), then as a power of ten ("5.0 × 10²⁰ times").
+* factors by the same rule: plain or in thousands below the top of :data:`PLAIN_RANGE` ("7.3 times",
+  "12.5 thousand times"), else as a power of ten ("3.4 × 10¹⁴ times", never "343.5 trillion times"
+  beside a total written "6.854 × 10²⁸").
 """
 
 from __future__ import annotations
@@ -31,14 +33,10 @@ PLAIN_RANGE = (1e-3, 1e5)
 MISSING = "—"
 #: The minus sign (U+2212), as typeset.
 MINUS = "−"
-#: Ratios written in words ("3.2 million times"); from RATIO_POWER_FROM on, as a power of ten.
-RATIO_WORDS: tuple[tuple[float, str], ...] = (
-    (1e3, " thousand"),
-    (1e6, " million"),
-    (1e9, " billion"),
-    (1e12, " trillion"),
-)
-RATIO_POWER_FROM: float = 1e15
+#: Ratios written in words ("12.5 thousand times"); from RATIO_POWER_FROM on, as a power of ten, where
+#: every other number on the page turns to one too (the top of PLAIN_RANGE).
+RATIO_WORDS: tuple[tuple[float, str], ...] = ((1e3, " thousand"),)
+RATIO_POWER_FROM: float = PLAIN_RANGE[1]
 
 _SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
@@ -134,7 +132,7 @@ def format_log10(log10: float) -> str:
 
 
 def times_in_words(log_ratio: float) -> str:
-    """A factor exp(log_ratio) >= 1 in plain words: '7.3 times', '3.2 million times', '5.0 × 10²⁰ times'."""
+    """A factor exp(log_ratio) >= 1 in plain words: '7.3 times', '12.5 thousand times', '3.4 × 10¹⁴ times'."""
     ratio_log10 = log_ratio * LOG10_E
     if ratio_log10 >= math.log10(RATIO_POWER_FROM):
         return f"{format_log(log_ratio, 2)} times"

@@ -133,6 +133,69 @@ def summarize(analysis: BoundAnalysis, name: str | None = None, fixed_p: Iterabl
     )
 
 
+# --- what the bounds predict ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PredictedGrowth:
+    """The growth in one size that a bound's theory predicts for its complexity, and what it assumes.
+
+    A power law B ∝ size^``exponent``: drawn beside a measured curve normalised at the reference size
+    r, it is (size / r)^``exponent``, so measured and predicted start together at 1 and their slopes
+    on log-log axes compare directly. ``law`` is the law as plain text writes it (√L, L^(3/2)).
+    """
+
+    proxy: Proxy
+    against: Axis
+    exponent: float
+    law: str
+    assumption: str
+
+    def ratio(self, sizes: Iterable[float], reference: float) -> list[float]:
+        """(size / reference)^exponent for each size: the predicted curve, normalised as the measured ones.
+
+        Example:
+            >>> PREDICTED_GROWTH[1].ratio([1, 2, 4], 1)  # Edelman et al.: L^(3/2)
+            [1.0, 2.8284271247461903, 8.0]
+        """
+        return [(float(size) / float(reference)) ** self.exponent for size in sizes]
+
+
+#: The depth dependence the paper's theoretical comparison states (Sakai & Imaizumi 2026, the comparison
+#: with Edelman et al. 2022 in their representative regimes): √L or better for the spectrum-adaptive bound,
+#: L^{3/2} for the norm-based one. Width has no such single exponent: in N both depend on how the spectra
+#: spread, so no prediction is drawn against N.
+PREDICTED_GROWTH: tuple[PredictedGrowth, ...] = (
+    PredictedGrowth(
+        Proxy.OURS,
+        Axis.DEPTH,
+        0.5,
+        "√L",
+        "the spectrum-adaptive bound in the paper's representative regimes (each layer's Frobenius norm, "
+        "rank or spectral norm held at a fixed radius as L grows): √L or better, depending on the spectra",
+    ),
+    PredictedGrowth(
+        Proxy.EDELMAN,
+        Axis.DEPTH,
+        1.5,
+        "L^(3/2)",
+        "Edelman et al.'s norm-based bound under the same fixed per-layer radii: the sum over L layers "
+        "inside the power 3/2",
+    ),
+)
+
+
+def predicted_growth(proxy: Proxy | str, against: Axis | str) -> PredictedGrowth | None:
+    """The prediction for ``proxy`` against ``against``, or None where the theory states none.
+
+    Example:
+        >>> predicted_growth("ours", "L").law, predicted_growth("ours", "N") is None
+        ('√L', True)
+    """
+    key = (Proxy(proxy), Axis(against))
+    return next((g for g in PREDICTED_GROWTH if (g.proxy, g.against) == key), None)
+
+
 # --- grouping -----------------------------------------------------------------------------------
 
 

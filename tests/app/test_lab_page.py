@@ -366,6 +366,9 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     curve = next(t for t in cdf["data"] if t["name"].startswith(f"{measure_name('ours')} (mean"))
     steps = [y for x, y in zip(curve["x"], curve["y"], strict=True) if x == max(ours.errors)]
     assert max(steps) == pytest.approx(1.0) and curve["line"]["width"] == 3
+    for number in range(len(judged)):  # each verdict's table is drawn when its fold opens
+        at.session_state[f"lab_verdict_fold_{number}"] = True
+    run_clean(at)
     tables = [d.value for d in at.dataframe if "Coupled sign-error: mean" in d.value.columns]  # one per verdict
     assert len(tables) == len(judged) == 6
     for table, env in zip(tables, judged, strict=True):

@@ -90,7 +90,10 @@ def test_signed_differences_exist_past_float64() -> None:
 
 def test_ratios_in_plain_words() -> None:
     assert times_in_words(math.log(7.3)) == "7.3 times"
-    assert times_in_words(math.log(3.2e6)) == "3.2 million times"
+    assert times_in_words(math.log(12_500.0)) == "12.5 thousand times"
+    # from 10⁵ on, where every number of the page is a power of ten, a factor is one too
+    assert times_in_words(math.log(3.435e14)) == "3.4 × 10¹⁴ times"  # never "343.5 trillion times"
+    assert times_in_words(math.log(3.2e6)) == "3.2 × 10⁶ times"
     assert times_in_words(math.log(10.0) * 24.49) == "3.1 × 10²⁴ times"
     assert (
         comparison_sentence("Ours at p*", math.log(20573.03), "the Edelman-style proxy", math.log(6.8537e28))

@@ -46,9 +46,15 @@ def test_without_a_trajectory_of_ones_own_the_page_says_how_and_shows_the_shippe
     assert any("No trajectory of your own here yet" in i.value for i in landing_app.info)
     options = landing_app.selectbox(key="runs_run").options
     # the grokking preset's ten seeds, then one run per depth x width of the decoder and threshold sweeps
-    assert len(options) == 10 + 4 + 4 and all("shipped: small " in o for o in options)
+    assert len(options) == 10 + 4 + 4 and all(o.startswith("small ") and o.endswith(", shipped)") for o in options)
     assert sum("GPT-2 decoder trained by the lab on the modular addition task" in o for o in options) == 10
     assert sum("GPT-2 decoder trained by the lab on the Markov next-token task" in o for o in options) == 4
+    # each by what it is, never by its run id: the ten grokking seeds differ by their seed alone
+    records = [run.lab for run in service.shipped_runs()]
+    assert not any(record.name in o for record, o in zip(records, options, strict=True))
+    assert [f"seed {r.spec.seed}," in o and f"L = {r.spec.layers}, N = {r.spec.hidden}" in o
+            for r, o in zip(records, options, strict=True)] == [True] * len(options)  # fmt: skip
+    assert len(set(options)) == len(options)
 
 
 def test_a_shipped_grokking_run_is_drawn_with_its_jump_and_its_measured_accuracies(

@@ -16,6 +16,7 @@ from dashboard.state.atlas import model_name
 from dashboard.wording.numbers import shown_value
 from dashboard.wording.text import BOUND_NOTE
 from specbound.core.bounds import BoundAnalysis
+from specbound.present.figures.scaling import predicted_note
 from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
 
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
@@ -60,12 +61,18 @@ def growth_figure(plotly_specs):
 
 
 def _traces(figure: dict) -> dict[tuple[str, tuple[int, ...], tuple[str, ...]], np.ndarray]:
+    """The measured curves (the dotted predictions apart: :func:`_predicted`)."""
     return {
         (t["legendgroup"], tuple(int(x) for x in t["x"]), tuple(str(c[0]) for c in t["customdata"])): np.asarray(
             t["y"], dtype=float
         )
         for t in figure["data"]
+        if not t["legendgroup"].startswith("predicted")
     }
+
+
+def _predicted(figure: dict) -> list[dict]:
+    return [t for t in figure["data"] if t["legendgroup"].startswith("predicted")]
 
 
 def _check_curves(figure: dict, study: ScalingStudy, axis: Axis, proxies) -> None:
@@ -101,7 +108,18 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     assert [c.value for c in at.caption].count(BOUND_NOTE) == 1  # the proxies' note once, not per section
 
     _check_curves(growth_figure(at, "with width N"), study, Axis.WIDTH, SHOWN)
-    _check_curves(growth_figure(at, "with depth L"), study, Axis.DEPTH, SHOWN)
+    depth = growth_figure(at, "with depth L")
+    _check_curves(depth, study, Axis.DEPTH, SHOWN)
+    # beside them, dotted, the laws the theory predicts against depth: (L / L_ref)^a, √L for ours, L^(3/2)
+    # for Edelman's, from the study's reference; none against width
+    assert not _predicted(growth_figure(at, "with width N"))
+    guides = _predicted(depth)
+    assert {t["legendgroup"] for t in guides} == {"predicted-ours", "predicted-edelman"}
+    reference = study.reference(Axis.DEPTH)
+    for guide in guides:
+        exponent = 0.5 if guide["legendgroup"] == "predicted-ours" else 1.5
+        np.testing.assert_allclose(guide["y"], (np.asarray(guide["x"], float) / reference) ** exponent, rtol=1e-12)
+    assert any(unescaped(c.value) == predicted_note() for c in at.caption)  # each law with its assumption
 
     table = _exponents_table(at).reset_index(drop=True)
     expected = study.exponents_frame()
@@ -112,9 +130,13 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     for column in ("model", "few_points", "residual_df", "num_sizes"):
         assert list(table[column]) == list(expected[column]), column
     assert list(table["better_fit"]) == ["—" if pd.isna(v) else v for v in expected["better_fit"]]  # as drawn
+    few = expected["few_points"].astype(bool)
+    assert few.any() and (~few).any()  # both kinds of fit are on screen
     for column in ("slope", "slope_se", "ci_low", "ci_high", "r_squared_within"):  # sent as shown: 4 digits
         sent = [shown_value(v) if isinstance(v, str) else v for v in table[column]]  # "—" where it is empty
-        np.testing.assert_array_equal(sent, as_shown(expected[column]), err_msg=column)
+        # no interval from fewer than three sizes (two points fit any law): "—" there
+        wanted = expected[column].where(~few) if column in ("slope_se", "ci_low", "ci_high") else expected[column]
+        np.testing.assert_array_equal(sent, as_shown(wanted), err_msg=column)
     pooled = study.exponent(Proxy.OURS, Axis.DEPTH)
     assert pooled.num_groups == 2 and pooled.num_points == 6 and pooled.residual_df == 3
     assert (pooled.num_sizes, pooled.few_points) == (3, False) and pooled.better_fit is not None
@@ -195,7 +217,7 @@ def test_a_curve_without_its_reference_model_is_left_out_with_a_note(scaling_app
     ]
     depth = growth_figure(at, "with depth L")
     assert {tuple(t["x"]) for t in depth["data"]} == {(1, 2, 3)}  # N = 16 only
-    assert depth["layout"]["yaxis"]["title"]["text"] == "proxy / proxy at L = 1"
+    assert depth["layout"]["yaxis"]["title"]["text"] == "ratio to L = 1"
 
 
 def test_missing_miniatures_are_listed_with_how_to_get_them(scaling_app) -> None:

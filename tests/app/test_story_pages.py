@@ -3,6 +3,8 @@ on screen is the package's own (specbound.present.explain, specbound.studies.com
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from app_harness import as_shown, drawn_width, table_columns
@@ -41,7 +43,11 @@ def test_overview_is_the_landing_page_with_the_package_numbers(landing_app, mini
     texts = [m.value for m in at.markdown]
     assert f"**{plain('Ours at p* is 3.3 × 10²⁴ times smaller than the Edelman-style proxy.')}** {HOW_TO_READ}" in texts
     assert "lower is better" in HOW_TO_READ
-    assert WHAT_P_IS in texts and "0 (S_0 counts the rank)" in WHAT_P_IS  # p defined above the fold
+    assert WHAT_P_IS in texts and "0 ($S_0$ counts the rank)" in WHAT_P_IS  # p defined above the fold
+    # subscripts are maths, not markdown underscores that would pair into italics
+    assert not re.search(
+        r"(?<![$\\])\b[SPs]_[0-9pmW]", re.sub(r"\$[^$]+\$", "", WHAT_P_IS + "".join(t[3] for t in TOUR))
+    )
     assert plain(explain_p_star(minilm)) in texts and "depth factor α" in explain_p_star(minilm)
     links = at.get("page_link")
     labels = [label for _, label, _, _ in TOUR]

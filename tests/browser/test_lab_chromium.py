@@ -1,6 +1,8 @@
 """The Lab page in a real Chromium, opened by its URL: its figures draw from the shipped reference and
 nothing fails; the sweep view draws the verdicts and the robust view's CDF; screenshots at 1440 px wide go
-to ``test-artifacts/lab.png`` and ``test-artifacts/lab-sweep.png``."""
+to ``test-artifacts/lab.png`` and ``test-artifacts/lab-sweep.png``. On a projector (1024 × 768,
+presentation mode) the first screen holds the answer: its sentence and its forest plot
+(``test-artifacts/lab-1024-present.png``)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,16 @@ pytestmark = pytest.mark.browser
 
 #: The spectra at a step are one chart per kind (QK, V, M_in, M_out: stacked on a phone).
 SPECTRA = tuple(f"lab_spectra_{n}" for n in range(4))
-FIGURES = ("lab_proxies", "lab_errors", "lab_alpha", "lab_p_distribution", "lab_power_law", "lab_p_map", *SPECTRA)
+FIGURES = (
+    "lab_answer_forest",
+    "lab_proxies",
+    "lab_errors",
+    "lab_alpha",
+    "lab_p_distribution",
+    "lab_power_law",
+    "lab_p_map",
+    *SPECTRA,
+)
 
 
 def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
@@ -32,7 +43,8 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
     screenshot(page, "lab", full_page=True)
 
     page.get_by_text("Sweep: measures against the gap").click()
-    page.locator(".st-key-lab_measures_0 .js-plotly-plot").wait_for()  # one chart per measure
+    # one chart per measure; the first switch computes every sweep's bootstraps (a minute on a loaded machine)
+    page.locator(".st-key-lab_measures_0 .js-plotly-plot").wait_for(timeout=180_000)
     page.locator(".st-key-lab_robust_cdf .js-plotly-plot").wait_for()  # the robust view's CDF over couplings
     wait_idle(page)
     wait_for_link(page, "lab_view=sweep")
@@ -41,3 +53,19 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
     assert "threshold/gpt2:" in verdicts[2] and "markov/gpt2:" in verdicts[3] and "markov/llama:" in verdicts[4]
     assert_no_errors(page)
     screenshot(page, "lab-sweep", full_page=True)
+
+
+def test_on_a_projector_the_first_screen_holds_the_answer(server: str, browser_page) -> None:
+    page = browser_page
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"{server}/lab?present=1")
+    page.locator(".st-key-lab_answer_forest .js-plotly-plot").wait_for()
+    wait_idle(page)
+    page.evaluate("window.scrollTo(0, 0)")
+    sentence = page.locator(".st-key-lab_answer")
+    assert sentence.inner_text().startswith("Does the bound predict the gap here?")
+    for element in (sentence, page.locator(".st-key-lab_answer_forest .js-plotly-plot")):
+        box = element.bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 768, box  # whole, on screen
+    assert_no_errors(page)
+    screenshot(page, "lab-1024-present")

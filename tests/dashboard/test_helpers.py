@@ -101,3 +101,24 @@ def test_an_uploaded_atlas_travels_in_links_by_digest(tmp_path) -> None:
 )
 def test_family_members_by_shape_or_a_matching_alias(shape: ModelShape, name: str, member: bool) -> None:
     assert family_member(shape, name) is member
+
+
+@pytest.mark.parametrize(
+    "model, stem",
+    [
+        ("/srv/uploads/tmp_x1/my-lora", "my-lora"),  # a server's directory: its short name, never the path
+        ("C:\\models\\fine tune", "fine_tune"),
+        ("google/bert_uncased_L-2_H-128_A-2", "google_bert_uncased_L-2_H-128_A-2"),  # a Hub id stays whole
+        ("minilm-l6", "minilm-l6"),
+    ],
+)
+def test_a_download_is_named_by_the_model_s_short_name(model: str, stem: str) -> None:
+    from dashboard.widgets.export import file_stem
+    from specbound.core.profile import full_dims_of
+
+    shape = ModelShape(2, 8, 2, 16)
+    singular = np.zeros((shape.num_matrices, shape.hidden_size))
+    singular[:, 0] = 1.0
+    ones = np.ones(shape.num_matrices)
+    profile = SpectralProfile(model, "", shape, singular, full_dims_of(shape), ones, ones)
+    assert file_stem(profile) == stem

@@ -206,7 +206,7 @@ def test_show_compare_prints_the_paired_difference(capsys) -> None:
     from specbound_lab.views import comparison_sentence
 
     assert "95 % interval" in printed and comparison_sentence(difference) in printed
-    table = printed.split("Verdict (SPEC")[0]  # the correlation table, before the verdict
+    table = printed.split("Verdict of ")[0]  # the correlation table, before the verdict
     for line in table.splitlines():  # every measure's row carries both intervals
         if line.split() and line.split()[0] == "ours":
             assert line.count("[") == 2

@@ -88,7 +88,7 @@ def two_environments(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for task, family in (("modular", "llama"), ("markov", "gpt2")):
         out = root / f"{task}-{family}"
         text = _sweep(out, task, family)
-        assert f"Verdict (SPEC §13b) of {task}/{family}" in text
+        assert f"Verdict of {task}/{family}" in text
         runs = pd.read_csv(out / RUNS_CSV)
         assert tuple(runs.columns) == RUN_COLUMNS
         assert set(runs["task"]) == {task} and set(runs["family"]) == {family}
@@ -115,7 +115,7 @@ def test_the_smoke_presets_of_two_new_environments(two_environments: Path) -> No
     with contextlib.redirect_stdout(printed):
         assert main(["lab", "show", str(two_environments / "markov-gpt2")]) == 0
     text = printed.getvalue()
-    assert "test - train loss" in text and "Verdict (SPEC §13b) of markov/gpt2: fixed budget" in text
+    assert "test - train loss" in text and "Verdict of markov/gpt2: fixed budget" in text
     assert "Robust view" in text  # a next-token environment needs no fit: its couplings make the robust view
 
 
@@ -142,7 +142,7 @@ def test_two_environments_get_one_block_each_and_a_robust_view(two_environments:
         assert main(["lab", "show", str(both)]) == 0
     text = printed.getvalue()
     assert "== environment markov/gpt2 (4 runs)" in text and "== environment modular/llama (4 runs)" in text
-    assert "Verdict (SPEC §13b) of markov/gpt2" in text and "Verdict (SPEC §13b) of modular/llama" in text
+    assert "Verdict of markov/gpt2" in text and "Verdict of modular/llama" in text
     from specbound_lab.tables import write_tables
 
     write_tables(both, read_runs(both))

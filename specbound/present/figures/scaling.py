@@ -12,7 +12,16 @@ from collections.abc import Iterable, Sequence
 
 import plotly.graph_objects as go
 
-from ...studies.scaling import Axis, BetterFit, GrowthCurve, GrowthExponent, GrowthModel, Proxy
+from ...studies.scaling import (
+    PREDICTED_GROWTH,
+    Axis,
+    BetterFit,
+    GrowthCurve,
+    GrowthExponent,
+    GrowthModel,
+    PredictedGrowth,
+    Proxy,
+)
 from .style import (
     Quantity,
     as_text,
@@ -52,11 +61,13 @@ def _quoted_fits(exponents: Iterable[GrowthExponent], against: Axis) -> dict[Pro
 
 
 def _legend_name(proxy: Proxy, fit: GrowthExponent | None) -> str:
-    """E.g. "ours (p*) ~ L^0.52 ± 0.04" or "Edelman et al. ~ e^(r·L), r = 2.30 ± 0.01"."""
+    """E.g. "ours (p*) ~ L^0.52 ± 0.04" or "Edelman et al. ~ e^(r·L), r = 2.30 ± 0.01"; a fit on fewer
+    than three sizes gets no "±" (two sizes fix a line through them: its standard error measures how the
+    groups disagree, not how well a law is known) and says how many sizes it rests on."""
     if fit is None:
         return PROXY_LABELS[proxy]
     size = fit.against.value
-    spread = f" ± {fit.slope_se:.2f}" if math.isfinite(fit.slope_se) else ""
+    spread = f" ± {fit.slope_se:.2f}" if math.isfinite(fit.slope_se) and not fit.few_points else ""
     law = (
         f"{size}<sup>{fit.slope:.2f}</sup>{spread}"
         if fit.model is GrowthModel.POWER
@@ -64,6 +75,27 @@ def _legend_name(proxy: Proxy, fit: GrowthExponent | None) -> str:
     )
     caveat = f" ({fit.num_sizes} sizes only)" if fit.few_points else ""
     return f"{PROXY_LABELS[proxy]} ~ {law}{caveat}"
+
+
+def predicted_label(guide: PredictedGrowth) -> str:
+    """A predicted law as a legend writes it: "√L", "L<sup>3/2</sup>" (from "L^(3/2)")."""
+    base, power, exponent = guide.law.partition("^")
+    return f"{base}<sup>{exponent.strip('()')}</sup>" if power else base
+
+
+def predicted_note(predicted: Iterable[PredictedGrowth] = PREDICTED_GROWTH) -> str:
+    """What the dotted lines of a growth figure are, each prediction with its assumption, in one caption.
+
+    Example:
+        >>> predicted_note().startswith("Dotted: the growth in depth L the theory predicts")
+        True
+    """
+    laws = "; ".join(f"{g.law}, {g.assumption}" for g in predicted)
+    return (
+        f"Dotted: the growth in depth L the theory predicts, from the same start: {laws}. Measured curves "
+        "steeper than their line leave those assumptions (a depth factor α that grows with L, norms that "
+        "grow with the model); no single law is predicted against width N."
+    )
 
 
 def growth_panel_columns(panels: int) -> int:
@@ -88,13 +120,16 @@ def growth_figure(
     title: str | None = None,
     *,
     source: str | None = None,
+    predicted: Iterable[PredictedGrowth] = (),
 ) -> go.Figure:
     """Normalised growth curves against ``against`` ("L" or "N"), one panel per fixed other size.
 
     y = B(x) / B(reference) on a log axis, the reference being the study's common one; a value that
     overflows float64 is left as a gap, its log10 is in the hover text. Pooled fits given in
     ``exponents`` are quoted in the legend (the law that fits better); ``source`` (which models)
-    joins the normalisation note in the subtitle.
+    joins the normalisation note in the subtitle. Each of ``predicted`` against this size
+    (:data:`specbound.studies.scaling.PREDICTED_GROWTH`) is drawn as a dotted line (x / reference)^a in
+    its proxy's colour, so a measured curve steeper than its prediction rises above it.
     """
     against = Axis(against)
     curves = [c for c in curves if c.against is against]
@@ -139,7 +174,25 @@ def growth_figure(
             }
             traces.append(on_panel(line, panel))
             shown.add(curve.proxy)
-    ratios = [r for c in curves for r in c.ratio]
+    guides = [g for g in predicted if g.against is against and any(c.proxy is g.proxy for c in curves)]
+    sizes = sorted({x for c in curves for x in c.x})
+    for panel, _ in enumerate(fixed_values, start=1):
+        for guide in guides:
+            trace = {
+                "type": "scatter",
+                "x": sizes,
+                "y": guide.ratio(sizes, curves[0].reference),
+                "mode": "lines",
+                "name": f"predicted for {PROXY_LABELS[guide.proxy]}: {predicted_label(guide)}",
+                "legendgroup": f"predicted-{guide.proxy.value}",
+                "showlegend": panel == 1,
+                "line": {"color": PROXY_STYLE[guide.proxy]["color"], "dash": "dot", "width": 1.5},
+                "hovertemplate": f"predicted {predicted_label(guide)}<br>{against.value} = %{{x}}"
+                "<br>ratio = %{y:.3g}<extra></extra>",
+            }
+            traces.append(on_panel(trace, panel))
+    predicted_ratios = [r for guide in guides for r in guide.ratio(sizes, curves[0].reference)]
+    ratios = [r for c in curves for r in c.ratio] + predicted_ratios
     y_axis = {**log_axis(ratios), "range": _log_range(ratios)}  # one scale: panels drawn apart still compare
     x_axis = axis_title(_AXIS_TITLE[against], tickmode="array", tickvals=sorted({x for c in curves for x in c.x}))
     for panel in range(1, rows * cols + 1):
@@ -147,7 +200,7 @@ def growth_figure(
         layout[x_key].update(x_axis)
         layout[y_key].update(y_axis)
         if (panel - 1) % cols == 0:
-            layout[y_key].update(axis_title(f"proxy / proxy at {reference}"))
+            layout[y_key].update(axis_title(f"ratio to {reference}"))
     note = f"normalised at {reference}; proxies, not generalization gaps"
     return figure(
         traces,
@@ -160,14 +213,22 @@ def growth_figure(
 
 
 def growth_figure_depth(
-    curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *, source: str | None = None
+    curves: Sequence[GrowthCurve],
+    exponents: Iterable[GrowthExponent] = (),
+    *,
+    source: str | None = None,
+    predicted: Iterable[PredictedGrowth] = (),
 ) -> go.Figure:
     """Growth against depth L, one panel per width N."""
-    return growth_figure(curves, Axis.DEPTH, exponents, source=source)
+    return growth_figure(curves, Axis.DEPTH, exponents, source=source, predicted=predicted)
 
 
 def growth_figure_width(
-    curves: Sequence[GrowthCurve], exponents: Iterable[GrowthExponent] = (), *, source: str | None = None
+    curves: Sequence[GrowthCurve],
+    exponents: Iterable[GrowthExponent] = (),
+    *,
+    source: str | None = None,
+    predicted: Iterable[PredictedGrowth] = (),
 ) -> go.Figure:
     """Growth against width N, one panel per depth L."""
-    return growth_figure(curves, Axis.WIDTH, exponents, source=source)
+    return growth_figure(curves, Axis.WIDTH, exponents, source=source, predicted=predicted)

@@ -123,7 +123,7 @@ def test_the_sentences_compare_the_two_models_in_words(finetune_full, finetune_b
         + comparison_sentence("Its Edelman-style proxy", ours.log_edelman, "the baseline's", theirs.log_edelman)
     )
     assert not isinstance(view.centred, str)
-    assert view.centred.sentence.startswith("Centred at base (SPEC §14): each c(W; p) takes S_p")
+    assert view.centred.sentence.startswith("Centred at base: each c(W; p) takes S_p")  # no SPEC in its words
     assert view.centred.sentence.endswith(
         comparison_sentence(
             "Centred", centred_full.optimal.log_total, "the uncentred total", finetune_full.optimal.log_total

@@ -10,7 +10,7 @@ import pytest
 
 from specbound.present.figures.scaling import growth_figure
 from specbound.present.figures.style import PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE
-from specbound.studies.scaling import Axis, ModelSummary, Proxy, ScalingStudy
+from specbound.studies.scaling import PREDICTED_GROWTH, Axis, ModelSummary, Proxy, ScalingStudy, predicted_growth
 
 
 def _study() -> ScalingStudy:
@@ -44,10 +44,10 @@ def test_growth_figure_panels_and_styles(axis: Axis, panels: int) -> None:
     legend = [t.name for t in figure.data if t.showlegend]
     assert len(legend) == len(Proxy)  # each proxy named once
     ours = next(name for name in legend if name.startswith("ours"))
-    # the pooled exponent is quoted with its standard error (exact power laws: 0)
-    depth, width = "ours (p*) ~ L<sup>0.50</sup> ± 0.00", "ours (p*) ~ N<sup>1.00</sup> ± 0.00 (2 sizes only)"
+    # the pooled exponent is quoted with its standard error (exact power laws: 0), but not from two sizes
+    depth, width = "ours (p*) ~ L<sup>0.50</sup> ± 0.00", "ours (p*) ~ N<sup>1.00</sup> (2 sizes only)"
     assert ours == (depth if axis is Axis.DEPTH else width)  # N in {128, 256}
-    assert figure.layout.yaxis.title.text == f"proxy / proxy at {axis.value} = {2 if axis is Axis.DEPTH else 128}"
+    assert figure.layout.yaxis.title.text == f"ratio to {axis.value} = {2 if axis is Axis.DEPTH else 128}"
 
 
 def _legend(study: ScalingStudy, axis: Axis) -> dict[str, str]:
@@ -76,7 +76,31 @@ def test_legend_quotes_the_better_law_with_its_uncertainty() -> None:
     assert legend["ours"] == f"ours (p*) ~ L<sup>{ours.slope:.2f}</sup> ± {ours.slope_se:.2f}"
     assert (round(ours.slope, 2), round(ours.slope_se, 2)) == (0.51, 0.04)
     two = ScalingStudy.from_summaries(s for s in study.summaries if s.num_layers in (2, 4))
-    assert _legend(two, Axis.DEPTH)["edelman"] == "Edelman et al. ~ L<sup>6.64</sup> ± 0.00 (2 sizes only)"
+    assert _legend(two, Axis.DEPTH)["edelman"] == "Edelman et al. ~ L<sup>6.64</sup> (2 sizes only)"  # no ±
+
+
+def test_predicted_laws_are_drawn_against_depth_from_the_common_reference() -> None:
+    """√L and L^{3/2} from L = 2 (the study's reference) on L in {2, 4, 6}: (L / 2)^a in every panel,
+    named once, dotted in the colour of the proxy they predict; none against N (no single law there)."""
+    study = _study()
+    depth = growth_figure(study.curves("L"), "L", study.exponents, predicted=PREDICTED_GROWTH)
+    guides = [t for t in depth.data if t.legendgroup.startswith("predicted")]
+    assert len(guides) == 2 * 2  # two predictions in each of the two panels (N = 128, 256)
+    ours = [t for t in guides if t.legendgroup == "predicted-ours"]
+    np.testing.assert_allclose(ours[0].y, [1.0, 2.0**0.5, 3.0**0.5], rtol=1e-12)
+    edelman = next(t for t in guides if t.legendgroup == "predicted-edelman")
+    np.testing.assert_allclose(edelman.y, [1.0, 2.0**1.5, 3.0**1.5], rtol=1e-12)
+    assert edelman.name == "predicted for Edelman et al.: L<sup>3/2</sup>" and edelman.line.dash == "dot"
+    assert [t.showlegend for t in ours] == [True, False]
+    assert ours[0].line.color == next(t.line.color for t in depth.data if t.legendgroup == "ours")
+    width = growth_figure(study.curves("N"), "N", study.exponents, predicted=PREDICTED_GROWTH)
+    assert not [t for t in width.data if t.legendgroup.startswith("predicted")]
+
+
+def test_a_prediction_is_looked_up_by_proxy_and_size() -> None:
+    assert predicted_growth(Proxy.EDELMAN, Axis.DEPTH).exponent == 1.5
+    assert predicted_growth("ours", "L").exponent == 0.5
+    assert predicted_growth("p=1", "L") is None and predicted_growth("edelman", "N") is None
 
 
 def test_edelman_ratio_is_finite_although_its_values_overflow() -> None:
