@@ -140,10 +140,10 @@ elif view == SWEEP_VIEW:
         "draws for every axis. The verdict below reads fitted runs only."
     )
     grokking = service.grokking_reference()
-    summaries = service.grokking_summaries() if grokking else ()
+    checked = service.grokking_checked() if grokking else None
     robust_rows = service.robust_rows(origin)
     sweep = lab_sweep_view(
-        sweep_frame, table, service.against_baseline(origin), service.verdicts(origin), robust_rows, grokking, summaries
+        sweep_frame, table, service.against_baseline(origin), service.verdicts(origin), robust_rows, grokking, checked
     )
     st.markdown(sweep.reading)
     st.markdown(
@@ -208,7 +208,9 @@ elif view == SWEEP_VIEW:
             "median over three checkpoints, is read from the step training accuracy reaches 0.99; it moves "
             "when it has covered half its excursion from there. A measure's lead is test accuracy's move step "
             "minus its own (positive: it moved first); the null is what the same rule gives on that measure's "
-            "curves permuted in time, and a verdict needs ten seeds (SPEC §13b)."
+            "curves shifted circularly within a window around each jump, a verdict needs ten seeds, and where "
+            "the positive control (the weight norm) or the power check (a synthetic leading curve) fails, "
+            "every verdict is inconclusive (SPEC §13b)."
         )
         with st.container(key="lab_grokking"):
             st.markdown(plain(sweep.grokking_sentence))

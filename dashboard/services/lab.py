@@ -45,7 +45,14 @@ from specbound.present.numbers import format_count
 from specbound_lab import reference as lab_reference
 from specbound_lab import views
 from specbound_lab.correlation import MeasureCorrelation, TauDifference
-from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_runs, grokking_summary, summary_frame
+from specbound_lab.grokking import (
+    GrokkingVerdict,
+    LeadSummary,
+    RunGrokking,
+    grokking_runs,
+    grokking_verdict,
+    summary_frame,
+)
 from specbound_lab.limits import VISITOR_CAPS, VisitorCaps
 from specbound_lab.records import read_runs
 from specbound_lab.registry import correlated_measures, is_baseline
@@ -351,11 +358,16 @@ def grokking_reference() -> tuple[RunGrokking, ...]:
 
 
 @st.cache_resource(show_spinner=False)
+def grokking_checked() -> GrokkingVerdict:
+    """The shipped grokking runs' verdict: each measure's leads with the 95th percentile of its
+    circular-shift null, the positive control and the power check: seconds of shifts, so computed once
+    per server, not on every rerun of the sweep view (a seed picked, a table unfolded)."""
+    return grokking_verdict(grokking_reference())
+
+
 def grokking_summaries() -> tuple[LeadSummary, ...]:
-    """Each measure's leads over the shipped grokking runs, with the 95th percentile of its
-    time-permutation null: seconds of permutations, so computed once per server, not on every rerun
-    of the sweep view (a seed picked, a table unfolded)."""
-    return grokking_summary(grokking_reference())
+    """Each measure's row of :func:`grokking_checked`."""
+    return grokking_checked().summaries
 
 
 #: grokking_summary.csv's columns as the page heads them.
@@ -367,6 +379,8 @@ GROKKING_COLUMNS: dict[str, str] = {
     "highest_lead": "Highest lead (steps)",
     "share_before": "Seeds where it moved first",
     "null_p95": "Null: 95th percentile of the median lead (steps)",
+    "rule_verdict": "The rule alone",
+    "powered": "Design can answer (control and power check)",
     "verdict": "Verdict",
 }
 

@@ -36,7 +36,7 @@ from specbound.present.numbers import format_count, format_log
 from specbound_lab import figures
 from specbound_lab import views as lab_views
 from specbound_lab.correlation import MeasureCorrelation, TauDifference, Verdict
-from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_sentence
+from specbound_lab.grokking import GrokkingVerdict, RunGrokking, grokking_sentence
 from specbound_lab.registry import is_baseline
 from specbound_lab.robust import RobustSummary
 from specbound_lab.trajectory import RunTrajectory
@@ -246,12 +246,12 @@ def lab_sweep_view(
     verdicts: Sequence[tuple[str, EnvironmentVerdict]],
     robust_rows: Sequence[RobustSummary],
     grokking: Sequence[RunGrokking],
-    summaries: Sequence[LeadSummary],
+    checked: GrokkingVerdict | None,
 ) -> LabSweepView:
     """The sweep of final checkpoints ``frame`` (:func:`specbound_lab.views.sweep_frame`) with its
     correlation ``table`` and paired ``differences`` against ours, the ``verdicts`` of its environments
     (each with its sweep in words), the ``robust_rows`` over them, and the shipped ``grokking`` runs
-    with their lead ``summaries``."""
+    with their verdict ``checked`` (the leads, the null, the positive control and the power check)."""
     titles, subtitles = figures.measure_panel_texts(table)
     measures = split_panels(figures.measures_figure(frame, table), titles=titles, subtitles=subtitles)
     for part in measures[1:]:
@@ -267,6 +267,6 @@ def lab_sweep_view(
         ),
         robust_sentence=lab_views.robust_sentence(robust_rows, measure_name),
         robust_cdf=figures.robust_cdf_figure(robust_rows) if any(r.couplings for r in robust_rows) else None,
-        grokking_sentence=grokking_sentence(grokking, measure_name, summaries=summaries) if grokking else None,
+        grokking_sentence=grokking_sentence(grokking, measure_name, verdict=checked) if grokking else None,
         grokking_runs=tuple(grokking),
     )

@@ -375,7 +375,7 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
 
 
 def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -> None:
-    from specbound_lab.grokking import grokking_runs, grokking_sentence, grokking_summary
+    from specbound_lab.grokking import grokking_runs, grokking_sentence, grokking_verdict
     from specbound_lab.records import read_runs
 
     runs = grokking_runs(read_runs(reference.GROKKING_REFERENCE_DIR))
@@ -386,8 +386,9 @@ def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -
     from dashboard.wording.text import plain
 
     shown_text = " ".join(m.value for m in at.markdown)
-    summaries = grokking_summary(runs)  # the null's permutations, computed here apart from the page's
-    sentence = grokking_sentence(runs, measure_name, summaries=summaries)
+    checked = grokking_verdict(runs)  # the null's shifts, computed here apart from the page's
+    summaries = checked.summaries
+    sentence = grokking_sentence(runs, measure_name, verdict=checked)
     assert plain(sentence) in shown_text  # shown as text, never as markdown
     assert sentence.startswith("10 of 10 seeds grok")
     titles = [f["layout"]["title"]["text"] for f in plotly_specs(at)]
