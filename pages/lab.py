@@ -172,11 +172,14 @@ elif view == SWEEP_VIEW:
     st.subheader("The verdict: what it stands on")
     st.caption(
         "SPEC §13b: a classification run counts when it fitted its training set (cross-entropy ≤ 0.01, or "
-        "every label, flipped ones included, memorised); an environment where fewer than 80 % fitted is "
-        '"not fitted" and kept out of the robust view. The trivial baselines (1/n, the optimisation steps, '
-        "the final training loss, the parameter count) are rows beside the measures, and so are the "
-        "measures' normalised forms √(C / n). τ within n and within parameter count: τ over the pairs of "
-        "runs that share n (the parameter count): what a measure says beyond ordering data or model size."
+        "every label, flipped ones included, memorised); an environment where fewer than 80 % fitted, or "
+        "with fewer than five seeds per configuration, is shown, not counted: kept out of the robust view, "
+        "and its table is no verdict. The trivial baselines (1/n, the optimisation steps, the final "
+        "training loss, the parameter count) are rows beside the measures, each read in one declared "
+        "direction, and so are the measures' normalised forms: C / √n for an unsquared complexity, "
+        "√(C / n) for a squared one. Each measure is tested against the strongest baseline, Holm-adjusted "
+        "over every measure compared. τ within n and within parameter count: τ over the pairs of runs that "
+        "share n (the parameter count): what a measure says beyond ordering data or model size."
     )
     for number, (source, env, sentence) in enumerate(sweep.verdicts):
         with st.container(key=f"lab_verdict_{number}"):
@@ -189,7 +192,9 @@ elif view == SWEEP_VIEW:
         "compared seed for seed; on each pair the sign-error is 0 when the measure orders the two runs as "
         "their gaps, 1 when against, 1/2 on a tie; pairs whose gaps differ by less than 1.96 standard errors "
         "are left out, and a coupling needs two pairs. A measure is judged by the distribution of its "
-        "sign-errors over the couplings of the fitted environments: its mean, 90th percentile and worst. For "
+        "sign-errors over the couplings of the environments that count: its worst case first, then its 90th "
+        "percentile and mean; a best is named only where the paired interval (resampling configurations) of "
+        "its mean against the runner-up's excludes 0. For "
         "a shipped reference the couplings of every shipped sweep count together; more environments join "
         "with `specbound lab sweep --task ... --family ...`."
     )

@@ -325,7 +325,8 @@ def verdict_view_frame(env: EnvironmentVerdict) -> Styler:
     """One environment's rows of ``verdict.csv`` as the page shows them: each measure in plain words (a
     trivial baseline marked), τ with its interval over configurations, τ within strata of n and of the
     parameter count, the granulated τ and the seed noise, the pooled sign-error, tied pairs, censored
-    runs and the coupled sign-errors."""
+    runs and the coupled sign-errors, and the measure's paired difference in τ from the strongest trivial
+    baseline with its Holm-adjusted p-value (empty on a baseline's row)."""
     frame = verdict_frame((env,))
     columns = {
         "measure": "Measure",
@@ -336,6 +337,8 @@ def verdict_view_frame(env: EnvironmentVerdict) -> Styler:
         "tau_within_params": "τ within parameter count",
         "granulated_tau": "Granulated τ",
         "seed_noise": "Seed noise ψ",
+        "vs_baseline_tau_difference": "τ minus the strongest baseline's",
+        "vs_baseline_p_holm": "Holm-adjusted p against it",
         "pooled_sign_error": "Pooled sign-error",
         "tied_pairs": "Tied pairs",
         "censored": "Censored runs",
@@ -405,6 +408,7 @@ def robust_columns(columns: Iterable[str]) -> dict[str, str]:
         "measure": "Measure",
         "baseline": "Trivial baseline",
         "couplings": "Couplings",
+        "min_pairs": "Seed pairs a coupling needs",
         "mean_sign_error": "Mean sign-error",
         "p90_sign_error": "90th percentile",
         "max_sign_error": "Worst",

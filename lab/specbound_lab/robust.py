@@ -103,7 +103,7 @@ class Coupling:
     noise: tuple[bool, ...]  # per pair, whether its gap difference is within noise
 
 
-def _order(value: object) -> float:
+def setting_order(value: object) -> float:
     """Where an axis value sits on its axis: the number itself, and for the ``fine_tuning`` axis the
     trained rank (``lora{r}`` at r, ``full`` above every rank), so a coupling's "low" side is the smaller."""
     if isinstance(value, str):
@@ -138,7 +138,7 @@ def couplings(frame: pd.DataFrame, noise_filter: bool = True) -> tuple[Coupling,
                 continue
             axis = differing[0]
             position = columns.index(axis)
-            low, high = (a, b) if _order(a[position]) < _order(b[position]) else (b, a)
+            low, high = (a, b) if setting_order(a[position]) < setting_order(b[position]) else (b, a)
             seeds = sorted(set(configs[low]) & set(configs[high]))
             if not seeds:
                 continue  # no seed in common: nothing to compare seed for seed

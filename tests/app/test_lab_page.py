@@ -339,7 +339,8 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
         assert plain(" ".join(views.verdict_sentences(env, measure_name))) in shown_text
     assert plain(views.robust_sentence(rows, measure_name)) in shown_text
     class_sweep, fit_sweep, fit_decoders, *markov, fine_tuned = judged
-    assert class_sweep.status == "not fitted" and "not fitted (under 80" in views.verdict_sentences(class_sweep)[0]
+    assert class_sweep.status == "not fitted" and not class_sweep.counted
+    assert "shown, not counted (under 80% of its runs fitted" in views.verdict_sentences(class_sweep)[0]
     for fitted in (fit_sweep, fit_decoders):
         assert fitted.status == "fitted" and fitted.seeds == 5 and fitted.configurations == 24
     assert fine_tuned.seeds == 5 and fine_tuned.configurations == 16  # full and three LoRA ranks x n x rate
@@ -353,7 +354,7 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
         "threshold/bert fine-tuned",
     }
     assert sum(r.couplings for r in rows if r.measure == "ours") == sum(
-        v.measure("ours").coupled_summary.couplings for v in judged if v.fitted
+        v.measure("ours").coupled_summary.couplings for v in judged if v.counted
     )  # the class sweep's couplings are kept out
     shown = _dataframe(at, "Mean sign-error").reset_index(drop=True)
     assert list(shown["Measure"]) == [measure_name(r.measure) for r in rows]
@@ -371,7 +372,7 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     for table, env in zip(tables, judged, strict=True):
         baselines = [m for m in table["Measure"] if m.endswith("(trivial baseline)")]
         assert len(baselines) == 5 and len(table) == len(env.measures)  # √(params / n) is one too
-    assert len(fine_tuned.measures) == len(class_sweep.measures) + 7  # the measures centred at the first step
+    assert len(fine_tuned.measures) == len(class_sweep.measures) + 8  # the measures centred at the first step
 
 
 def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -> None:
