@@ -184,7 +184,12 @@ elif view == SWEEP_VIEW:
     for number, (source, env, sentence) in enumerate(sweep.verdicts):
         with st.container(key=f"lab_verdict_{number}"):
             st.markdown(f"**{plain(source)}.** " + plain(sentence))
-        with folded(f"The verdict of {env.environment}: {source} (table)"):
+        title = (
+            f"The verdict of {env.environment}: {source} (table)"
+            if env.counted
+            else f"The table of {env.environment}: {source} (shown, not counted: {env.not_counted_because})"
+        )
+        with folded(title):
             draw_table(service.verdict_view_frame(env), hide_index=True, key=f"lab_verdict_table_{number}")
     st.subheader("Robust across controlled experiments")
     st.caption(
