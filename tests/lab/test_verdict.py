@@ -290,7 +290,7 @@ def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped) ->
 
 
 def test_the_shipped_sentences_are_the_numbers_of_the_shipped_tables() -> None:
-    results = read_results(reference.DECODER_REFERENCE_DIR)
+    results = read_results(reference.FIT_DECODER_REFERENCE.directory)
     (env,) = results.verdicts
     sentences = verdict_sentences(env)
     best = max((m for m in env.measures if not MEASURES[m.measure].baseline), key=lambda m: m.kendall_tau)
@@ -304,18 +304,24 @@ def test_the_shipped_sentences_are_the_numbers_of_the_shipped_tables() -> None:
     assert f"Holm-adjusted over the {test.family} measures compared with it" in sentences[1]
     from specbound_lab.correlation import kendall_tau_b
 
-    frame = _final_rows(reference.DECODER_REFERENCE_DIR)
+    frame = _final_rows(reference.FIT_DECODER_REFERENCE.directory)
     gap = frame["gap"].to_numpy(float)
     declared = frame[MEASURES[strongest.measure].column].to_numpy(float) * MEASURES[strongest.measure].orientation
     direct = kendall_tau_b(frame[MEASURES[best.measure].column].to_numpy(float), gap) - kendall_tau_b(declared, gap)
     assert test.difference == pytest.approx(direct, abs=1e-12)
     text = robust_sentence(results.robust)
-    shipped = pd.read_csv(reference.DECODER_REFERENCE_DIR / "robust.csv").set_index("measure")
+    shipped = pd.read_csv(reference.FIT_DECODER_REFERENCE.directory / "robust.csv").set_index("measure")
     full = shipped[(shipped["couplings"] == shipped["couplings"].max())]
     lowest = full[~full["baseline"]]["mean_sign_error"].idxmin()
     assert text.startswith(f"Over {int(shipped['couplings'].max())} couplings") and lowest in text
     assert f"{full['max_sign_error'].min():.2f}" in text and f"{shipped.loc[lowest, 'mean_sign_error']:.2f}" in text
     assert json.loads(json.dumps(sentences))  # plain text
+    # the Markov class sweep has three seeds per configuration: shown, not counted, no robust view
+    (three_seeds,) = read_results(reference.DECODER_REFERENCE_DIR).verdicts
+    assert three_seeds.seeds == 3 and not three_seeds.counted
+    assert robust_sentence(read_results(reference.DECODER_REFERENCE_DIR).robust).startswith(
+        "No environment that counts (fitted, at least five seeds) has a coupling"
+    )
 
 
 def test_the_site_s_verdict_page_is_what_lab_report_prints(capsys) -> None:
