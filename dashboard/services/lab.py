@@ -317,7 +317,7 @@ def verdicts(origin: str) -> tuple[tuple[str, EnvironmentVerdict], ...]:
 
 
 def robust_rows(origin: str) -> tuple[RobustSummary, ...]:
-    """Dziugaite et al.'s robust view over the couplings of the fitted environments of :func:`verdicts`."""
+    """Dziugaite et al.'s robust view over the couplings of the environments of :func:`verdicts` that count."""
     return robust_view([verdict for _, verdict in verdicts(origin)])
 
 

@@ -240,7 +240,7 @@ def _print_verdicts(results: Any) -> None:
 
 
 def _print_robust(results: Any) -> None:
-    """Dziugaite et al.'s robust view over the couplings of the fitted environments (:mod:`.robust`)."""
+    """Dziugaite et al.'s robust view over the couplings of the environments that count (:mod:`.robust`)."""
     from .registry import is_baseline
     from .views import robust_sentence
 
