@@ -211,7 +211,10 @@ def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | 
                 Verdict.WORSE: f"{name(leader.measure)} does worse than it",
                 Verdict.INDISTINGUISHABLE: f"{name(leader.measure)} is not told apart from it",
             }[test.verdict]
-            sentence += f"; its mean exceeds the leader's by {_paired_words(test)}, so {words}"
+            sentence += (
+                f"; its mean exceeds the leader's by {_paired_words(test)}, Holm-adjusted over the {test.family} "
+                f"measures compared with it (p = {test.p_holm:.2g}), so {words}"
+            )
         sentence += "."
     fewer = [r for r in rows if r.couplings and r.couplings < total]
     if fewer:
