@@ -151,10 +151,10 @@ elif view == SWEEP_VIEW:
         "draws for every axis. The verdict below reads fitted runs only."
     )
     grokking = service.grokking_reference()
-    summaries = service.grokking_summaries() if grokking else ()
+    checked = service.grokking_checked() if grokking else None
     robust_rows = service.robust_rows(origin)
     sweep = lab_sweep_view(
-        sweep_frame, table, service.against_baseline(origin), service.verdicts(origin), robust_rows, grokking, summaries
+        sweep_frame, table, service.against_baseline(origin), service.verdicts(origin), robust_rows, grokking, checked
     )
     st.markdown(sweep.reading)
     st.markdown(
@@ -183,17 +183,25 @@ elif view == SWEEP_VIEW:
     st.subheader("The verdict: what it stands on")
     st.caption(
         "The rules: a classification run counts when it fitted its training set (cross-entropy ≤ 0.01, or "
-        "every label, flipped ones included, memorised); an environment where fewer than 80 % fitted is "
-        '"not fitted" and kept out of the robust view. The trivial baselines (1/n, the optimisation steps, '
-        "the final training loss, the parameter count) are rows beside the measures, and so are the "
-        "measures' normalised forms √(C / n). τ within n and within parameter count: τ over the pairs of "
-        "runs that share n (the parameter count): what a measure says beyond ordering data or model size."
+        "every label, flipped ones included, memorised); an environment where fewer than 80 % fitted, or "
+        "with fewer than five seeds per configuration, is shown, not counted: kept out of the robust view, "
+        "and its table is no verdict. The trivial baselines (1/n, the optimisation steps, the final "
+        "training loss, the parameter count) are rows beside the measures, each read in one declared "
+        "direction, and so are the measures' normalised forms: C / √n for an unsquared complexity, "
+        "√(C / n) for a squared one. Each measure is tested against the strongest baseline, Holm-adjusted "
+        "over every measure compared. τ within n and within parameter count: τ over the pairs of runs that "
+        "share n (the parameter count): what a measure says beyond ordering data or model size."
     )
     for number, (source, env, sentence) in enumerate(sweep.verdicts):
         with st.container(key=f"lab_verdict_{number}"):
             st.markdown(f"**{plain(source)}.** " + plain(sentence))
+        title = (
+            f"The verdict of {env.environment}: {source} (table)"
+            if env.counted
+            else f"The table of {env.environment}: {source} (shown, not counted: {env.not_counted_because})"
+        )
         # each table drawn only while its fold is open: six styled tables were a third of a switch to this view
-        if box := on_demand(f"The verdict of {env.environment}: {source} (table)", f"lab_verdict_fold_{number}"):
+        if box := on_demand(title, f"lab_verdict_fold_{number}"):
             with box:
                 draw_table(service.verdict_view_frame(env), hide_index=True, key=f"lab_verdict_table_{number}")
     st.subheader("Robust across controlled experiments")
@@ -202,7 +210,9 @@ elif view == SWEEP_VIEW:
         "compared seed for seed; on each pair the sign-error is 0 when the measure orders the two runs as "
         "their gaps, 1 when against, 1/2 on a tie; pairs whose gaps differ by less than 1.96 standard errors "
         "are left out, and a coupling needs two pairs. A measure is judged by the distribution of its "
-        "sign-errors over the couplings of the fitted environments: its mean, 90th percentile and worst. For "
+        "sign-errors over the couplings of the environments that count: its worst case first, then its 90th "
+        "percentile and mean; a best is named only where the paired interval (resampling configurations) of "
+        "its mean against the runner-up's excludes 0. For "
         "a shipped reference the couplings of every shipped sweep count together; more environments join "
         "with `specbound lab sweep --task ... --family ...`."
     )
@@ -221,7 +231,9 @@ elif view == SWEEP_VIEW:
             "median over three checkpoints, is read from the step training accuracy reaches 0.99; it moves "
             "when it has covered half its excursion from there. A measure's lead is test accuracy's move step "
             "minus its own (positive: it moved first); the null is what the same rule gives on that measure's "
-            "curves permuted in time, and a verdict needs ten seeds."
+            "curves shifted circularly within a window around each jump, a verdict needs ten seeds, and where "
+            "the positive control (the weight norm) or the power check (a synthetic leading curve) fails, "
+            "every verdict is inconclusive."
         )
         with st.container(key="lab_grokking"):
             st.markdown(plain(sweep.grokking_sentence))

@@ -98,7 +98,8 @@ if view.grokking is not None and view.grokking_sentence is not None:
         f"Every curve, smoothed by a running median over three checkpoints, is read from the step training "
         f"accuracy reaches {SATURATION:g}; it moves when it has covered half its excursion from there. A "
         "measure's lead is test accuracy's move step minus its own (positive: it moved first). One seed is no "
-        "verdict: the Lab page's sweep view reads the seeds together, against a time-permutation null."
+        "verdict: the Lab page's sweep view reads the seeds together, against a circular-shift null, with a "
+        "positive control and a power check."
     )
     with st.container(key="runs_grokking"):
         st.markdown(plain(view.grokking_sentence))

@@ -46,7 +46,14 @@ from specbound_lab import reference as lab_reference
 from specbound_lab import views
 from specbound_lab.answer import LabAnswer, shipped_answer
 from specbound_lab.correlation import MeasureCorrelation, TauDifference
-from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_runs, grokking_summary, summary_frame
+from specbound_lab.grokking import (
+    GrokkingVerdict,
+    LeadSummary,
+    RunGrokking,
+    grokking_runs,
+    grokking_verdict,
+    summary_frame,
+)
 from specbound_lab.limits import VISITOR_CAPS, VisitorCaps
 from specbound_lab.records import read_runs
 from specbound_lab.registry import correlated_measures, is_baseline
@@ -318,7 +325,7 @@ def verdicts(origin: str) -> tuple[tuple[str, EnvironmentVerdict], ...]:
 
 
 def robust_rows(origin: str) -> tuple[RobustSummary, ...]:
-    """Dziugaite et al.'s robust view over the couplings of the fitted environments of :func:`verdicts`."""
+    """Dziugaite et al.'s robust view over the couplings of the environments of :func:`verdicts` that count."""
     return _robust_rows(origin, _origin_runs(origin)[1])
 
 
@@ -331,7 +338,8 @@ def verdict_view_frame(env: EnvironmentVerdict) -> Styler:
     """One environment's rows of ``verdict.csv`` as the page shows them: each measure in plain words (a
     trivial baseline marked), τ with its interval over configurations, τ within strata of n and of the
     parameter count, the granulated τ and the seed noise, the pooled sign-error, tied pairs, censored
-    runs and the coupled sign-errors."""
+    runs and the coupled sign-errors, and the measure's paired difference in τ from the strongest trivial
+    baseline with its Holm-adjusted p-value (empty on a baseline's row)."""
     frame = verdict_frame((env,))
     columns = {
         "measure": "Measure",
@@ -342,6 +350,8 @@ def verdict_view_frame(env: EnvironmentVerdict) -> Styler:
         "tau_within_params": "τ within parameter count",
         "granulated_tau": "Granulated τ",
         "seed_noise": "Seed noise ψ",
+        "vs_baseline_tau_difference": "τ minus the strongest baseline's",
+        "vs_baseline_p_holm": "Holm-adjusted p against it",
         "pooled_sign_error": "Pooled sign-error",
         "tied_pairs": "Tied pairs",
         "censored": "Censored runs",
@@ -364,11 +374,16 @@ def grokking_reference() -> tuple[RunGrokking, ...]:
 
 
 @st.cache_resource(show_spinner=False)
+def grokking_checked() -> GrokkingVerdict:
+    """The shipped grokking runs' verdict: each measure's leads with the 95th percentile of its
+    circular-shift null, the positive control and the power check: seconds of shifts, so computed once
+    per server, not on every rerun of the sweep view (a seed picked, a table unfolded)."""
+    return grokking_verdict(grokking_reference())
+
+
 def grokking_summaries() -> tuple[LeadSummary, ...]:
-    """Each measure's leads over the shipped grokking runs, with the 95th percentile of its
-    time-permutation null: seconds of permutations, so computed once per server, not on every rerun
-    of the sweep view (a seed picked, a table unfolded)."""
-    return grokking_summary(grokking_reference())
+    """Each measure's row of :func:`grokking_checked`."""
+    return grokking_checked().summaries
 
 
 #: grokking_summary.csv's columns as the page heads them.
@@ -380,6 +395,8 @@ GROKKING_COLUMNS: dict[str, str] = {
     "highest_lead": "Highest lead (steps)",
     "share_before": "Seeds where it moved first",
     "null_p95": "Null: 95th percentile of the median lead (steps)",
+    "rule_verdict": "The rule alone",
+    "powered": "Design can answer (control and power check)",
     "verdict": "Verdict",
 }
 
@@ -404,6 +421,7 @@ def robust_columns(columns: Iterable[str]) -> dict[str, str]:
         "measure": "Measure",
         "baseline": "Trivial baseline",
         "couplings": "Couplings",
+        "min_pairs": "Seed pairs a coupling needs",
         "mean_sign_error": "Mean sign-error",
         "p90_sign_error": "90th percentile",
         "max_sign_error": "Worst",

@@ -39,8 +39,8 @@ from specbound_lab import figures
 from specbound_lab import views as lab_views
 from specbound_lab.answer import LabAnswer
 from specbound_lab.correlation import MeasureCorrelation, TauDifference, Verdict
-from specbound_lab.grokking import LeadSummary, RunGrokking, grokking_sentence
-from specbound_lab.registry import is_baseline
+from specbound_lab.grokking import GrokkingVerdict, RunGrokking, grokking_sentence
+from specbound_lab.registry import MEASURES, is_baseline
 from specbound_lab.robust import RobustSummary
 from specbound_lab.trajectory import RunTrajectory
 from specbound_lab.verdict import EnvironmentVerdict
@@ -231,13 +231,16 @@ def sweep_reading(table: tuple[MeasureCorrelation, ...], differences: tuple[TauD
             f" The paired bootstrap {'does' if told else 'does not'} tell the two apart: the difference in τ "
             f"lies between {low:+.2f} and {high:+.2f} (95\u00a0%)."
         )
-    if baselines:
-        strongest = max(baselines, key=lambda c: abs(c.kendall_tau))
-        either = ", read either way" if strongest.kendall_tau < 0 else ""
-        beaten = best.kendall_tau > abs(strongest.kendall_tau)
+    if baselines:  # each baseline read in the one direction the registry declares for it, never turned
+        strongest = max(baselines, key=lambda c: c.kendall_tau * MEASURES[c.measure].orientation)
+        declared = strongest.kendall_tau * MEASURES[strongest.measure].orientation
+        turned = (
+            " (a lower value read as a larger gap, as declared)" if MEASURES[strongest.measure].orientation < 0 else ""
+        )
+        beaten = best.kendall_tau > declared
         sentence += (
-            f" Of the trivial baselines, **{measure_name(strongest.measure)}** has τ = {strongest.kendall_tau:.2f}"
-            f"{either}: {'below' if beaten else 'at least'} the best measure's."
+            f" Of the trivial baselines, **{measure_name(strongest.measure)}**{turned} has τ = {declared:.2f}: "
+            f"{'below' if beaten else 'at least'} the best measure's (the verdict below tests the difference)."
         )
     return sentence + " A proxy of a bound can hold for every run and still rank them poorly: τ asks a harder question."
 
@@ -282,12 +285,12 @@ def lab_sweep_view(
     verdicts: Sequence[tuple[str, EnvironmentVerdict]],
     robust_rows: Sequence[RobustSummary],
     grokking: Sequence[RunGrokking],
-    summaries: Sequence[LeadSummary],
+    checked: GrokkingVerdict | None,
 ) -> LabSweepView:
     """The sweep of final checkpoints ``frame`` (:func:`specbound_lab.views.sweep_frame`) with its
     correlation ``table`` and paired ``differences`` against ours, the ``verdicts`` of its environments
     (each with its sweep in words), the ``robust_rows`` over them, and the shipped ``grokking`` runs
-    with their lead ``summaries``."""
+    with their verdict ``checked`` (the leads, the null, the positive control and the power check)."""
     titles, subtitles = figures.measure_panel_texts(table)
     measures = split_panels(figures.measures_figure(frame, table), titles=titles, subtitles=subtitles)
     for part in measures[1:]:
@@ -303,6 +306,6 @@ def lab_sweep_view(
         ),
         robust_sentence=lab_views.robust_sentence(robust_rows, measure_name),
         robust_cdf=figures.robust_cdf_figure(robust_rows) if any(r.couplings for r in robust_rows) else None,
-        grokking_sentence=grokking_sentence(grokking, measure_name, summaries=summaries) if grokking else None,
+        grokking_sentence=grokking_sentence(grokking, measure_name, verdict=checked) if grokking else None,
         grokking_runs=tuple(grokking),
     )

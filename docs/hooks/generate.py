@@ -239,7 +239,7 @@ def answer_first(intro: str) -> str:
 
 def grokking_section() -> str:
     """The shipped grokking seeds as ``specbound lab show`` reads them: each seed's saturation and jump,
-    and every measure's lead against its time-permutation null."""
+    and every measure's lead against its circular-shift null, the positive control and the power check."""
     from specbound.cli import main
     from specbound_lab.reference import GROKKING_REFERENCE_DIR
 

@@ -132,7 +132,7 @@ _GROK_RUNS_LISTED = 12
 def _print_grokking(results: Any) -> None:
     """For the modular task's runs: when each fitted and jumped, and each measure's lead over the seeds
     that grokked (:mod:`specbound_lab.grokking`)."""
-    from .grokking import grokking_runs, grokking_summary
+    from .grokking import grokking_runs, grokking_sentence, grokking_verdict
 
     runs = grokking_runs(results.runs)
     if not runs:
@@ -140,8 +140,9 @@ def _print_grokking(results: Any) -> None:
     print(
         "Grokking (modular task): a curve (a running median over 3 checkpoints) moves when it has covered half "
         "its excursion from the step training accuracy reaches 0.99; lead = test accuracy's move step - the "
-        "measure's (positive: earlier); null: the 95th percentile of the median lead over curves permuted in time; "
-        "a verdict needs 10 seeds"
+        "measure's (positive: earlier); null: the 95th percentile of the median lead over curves shifted circularly "
+        "within a window around each jump; a verdict needs 10 seeds, and is inconclusive where the positive "
+        "control or the power check fails"
     )
     grokked = sum(run.event.grokked for run in runs)
     listed = len(runs) <= _GROK_RUNS_LISTED
@@ -161,7 +162,8 @@ def _print_grokking(results: Any) -> None:
             f"{event.test_accuracy_at_saturation:.3f} then; test accuracy {moves} and ends at "
             f"{event.final_test_accuracy:.3f}"
         )
-    summaries = grokking_summary(runs)
+    checked = grokking_verdict(runs)
+    summaries = checked.summaries
     if not summaries:
         print("  no run grokked: there is no lead to report")
         return
@@ -178,6 +180,7 @@ def _print_grokking(results: Any) -> None:
             f"{s.measure:>{width}}  {len(s.leads):>5}  {median:>11}  {span:>17}  {s.share_before:>6.2f}  {null:>8}  "
             f"{s.verdict}"
         )
+    print(f"  {grokking_sentence(runs, verdict=checked)}")
 
 
 def _cell(value: float, size: int, signed: bool = False) -> str:
@@ -239,7 +242,7 @@ def _print_verdicts(results: Any) -> None:
 
 
 def _print_robust(results: Any) -> None:
-    """Dziugaite et al.'s robust view over the couplings of the fitted environments (:mod:`.robust`)."""
+    """Dziugaite et al.'s robust view over the couplings of the environments that count (:mod:`.robust`)."""
     from .registry import is_baseline
     from .views import robust_sentence
 

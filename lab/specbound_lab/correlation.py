@@ -534,11 +534,16 @@ def tau_b_differences(
     """
     b, y = np.asarray(other, dtype=np.float64), np.asarray(gap, dtype=np.float64)
     out: dict[str, tuple[float, np.ndarray]] = {}
+    reference: dict[bytes, tuple[np.ndarray, float, np.ndarray]] = {}  # rows -> (counts, τ_b, draws) of other
     for name, values in candidates.items():
         a = np.asarray(values, dtype=np.float64)
         rows = _finite_rows(a, b, y)
-        kept = None if clusters is None else [clusters[int(i)] for i in rows]
-        counts = cluster_counts(kept, rows.size, draws, seed)
-        sample = tau_b_draws(a[rows], y[rows], counts) - tau_b_draws(b[rows], y[rows], counts)
-        out[name] = (kendall_tau_b(a[rows], y[rows]) - kendall_tau_b(b[rows], y[rows]), sample)
+        key = rows.tobytes()
+        if key not in reference:  # the candidates mostly share their finite runs: other's draws once
+            kept = None if clusters is None else [clusters[int(i)] for i in rows]
+            counts = cluster_counts(kept, rows.size, draws, seed)
+            reference[key] = (counts, kendall_tau_b(b[rows], y[rows]), tau_b_draws(b[rows], y[rows], counts))
+        counts, tau_other, other_draws = reference[key]
+        sample = tau_b_draws(a[rows], y[rows], counts) - other_draws
+        out[name] = (kendall_tau_b(a[rows], y[rows]) - tau_other, sample)
     return out

@@ -27,18 +27,35 @@ module states the rule by which "before" is decided and applies it to a run's tr
 Across seeds a measure's row gives the median, lowest and highest lead and the share of seeds in
 which it moved first. A verdict needs at least :data:`MIN_SEEDS` = 10 seeds that grokked, and "before"
 needs more than a positive median lead: the median lead must exceed the 95th percentile of the same
-statistic under a **null** in which each seed's curve of that measure is permuted in time after
-saturation (:data:`NULL_PERMUTATIONS` permutations, seeded): a curve whose steps carry no order moves
-"first" by chance often, and the null says how often. The weight norm (here Σ‖W‖_F² of the proxy
-matrices, :data:`POSITIVE_CONTROL`), a known progress measure of grokking under weight decay (Nanda et
-al. 2023), is read as a positive control: if it does not beat its null either, the runs cannot tell.
+statistic under a **null that can reject**: each seed's curve has its **increments shifted circularly
+within a window around its jump** (from saturation to as far past the jump, :func:`jump_window`; a random
+shift of at least one checkpoint, :data:`NULL_PERMUTATIONS` draws, seeded; :func:`shift_increments`).
+The shifted curve keeps its shape (its steps and their sizes, and no wrap-around jump, which shifting the
+values themselves would add) and its values outside the window, and loses its timing against the jump:
+under the null a move lands anywhere in the window, as often after the jump as before it. (An earlier
+null permuted each curve in time: its steps then carry no order, the running median moves at once, and
+the null's 95th percentile sat at the largest lead the data allow, so nothing could ever be called
+"before".)
+
+Two checks say whether the design can answer at all, and where either fails every verdict but "never"
+and "too few seeds" is **inconclusive**:
+
+* a **positive control**, a known progress measure of grokking under weight decay (Nanda et al. 2023:
+  the weight norm; here Σ‖W‖_F² of the proxy matrices, :data:`POSITIVE_CONTROL`, the one recorded at
+  every checkpoint): it must itself be called "before";
+* a **power check** (:func:`power_check`): on the runs' own checkpoints and jumps, a synthetic curve (a
+  logistic step) that moves :data:`POWER_LEAD_SHARE` of the way from saturation to the jump before the
+  jump must be called "before", and one that moves at the jump must not.
+
+A measure whose median lead is positive but inside its null is inconclusive too (the null could not
+reject); "not before" is said only of a median lead at or below 0, in a design that passes both checks.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,11 +76,15 @@ SMOOTHING_WINDOW: int = 3
 ORIGIN_CHECKPOINTS: int = 1
 #: Seeds that grokked a verdict needs (SPEC §13b).
 MIN_SEEDS: int = 10
-#: Time permutations of each seed's curve behind the null, and the seed of their generator.
+#: Draws of the circular-shift null (each seed's curve shifted at random within its window), and the seed.
 NULL_PERMUTATIONS: int = 1000
 NULL_SEED: int = 0
 #: The positive control: Σ‖W‖_F² of the proxy matrices, a weight norm.
 POSITIVE_CONTROL: str = "frobenius"
+#: The power check's synthetic curve moves this share of the way from saturation to the jump before the jump.
+POWER_LEAD_SHARE: float = 0.75
+#: The verdicts a measure's row can carry.
+BEFORE, NOT_BEFORE, INCONCLUSIVE, NEVER, TOO_FEW = "before", "not before", "inconclusive", "never", "too few seeds"
 
 
 def running_median(values: Sequence[float] | np.ndarray, window: int = SMOOTHING_WINDOW) -> np.ndarray:
@@ -199,6 +220,9 @@ class LeadSummary:
     measure: str
     leads: tuple[float, ...]
     null_p95: float = math.nan
+    #: whether the design can answer (the positive control is "before" and the power check passes);
+    #: where it cannot, every verdict but "never" and "too few seeds" is "inconclusive"
+    powered: bool = True
 
     @property
     def finite(self) -> np.ndarray:
@@ -224,15 +248,26 @@ class LeadSummary:
         return float(np.mean([lead > 0 for lead in self.leads])) if self.leads else math.nan
 
     @property
-    def verdict(self) -> str:
-        """ "never" when it never moved; "too few seeds" under :data:`MIN_SEEDS`; else "before" when its
-        median lead is positive and above the time-permutation null's 95th percentile, "not before"
-        otherwise (SPEC §13b)."""
+    def rule_verdict(self) -> str:
+        """The rule alone, before the design's checks: "never", "too few seeds", "before" (a positive median
+        lead above the null's 95th percentile), "inconclusive" (positive, inside the null, or no null)
+        or "not before" (a median lead at or below 0)."""
         if not self.finite.size:
-            return "never"
+            return NEVER
         if len(self.leads) < MIN_SEEDS:
-            return "too few seeds"
-        return "before" if self.median > 0 and self.median > self.null_p95 else "not before"
+            return TOO_FEW
+        if self.median > 0:
+            return BEFORE if math.isfinite(self.null_p95) and self.median > self.null_p95 else INCONCLUSIVE
+        return NOT_BEFORE
+
+    @property
+    def verdict(self) -> str:
+        """:attr:`rule_verdict`, made "inconclusive" where the design cannot answer (``powered`` False)
+        (SPEC §13b)."""
+        verdict = self.rule_verdict
+        if not self.powered and verdict in (BEFORE, NOT_BEFORE):
+            return INCONCLUSIVE
+        return verdict
 
 
 def summarize_leads(per_seed: Sequence[Sequence[MeasureLead]]) -> tuple[LeadSummary, ...]:
@@ -279,25 +314,49 @@ def run_grokking(run: RunTrajectory, measures: Sequence[str] | None = None) -> R
     return RunGrokking(run.name, run.spec.seed, steps, train, test, curves, event, measure_leads(steps, curves, event))
 
 
+def jump_window(run: RunGrokking) -> np.ndarray:
+    """The indices of the saved steps in the run's window around its jump: from saturation to as far past
+    the jump as the jump is past saturation (clipped at the last step), so the jump sits at its middle."""
+    start, jump = run.event.saturation_step, run.event.jump_step
+    if start is None or jump is None:
+        return np.zeros(0, dtype=np.int64)
+    end = 2 * jump - start
+    return np.flatnonzero([start <= s <= end for s in run.steps])
+
+
+def shift_increments(curve: np.ndarray, window: np.ndarray, shift: int) -> np.ndarray:
+    """The curve with its increments inside ``window`` (contiguous indices) rotated by ``shift``: the value at
+    the window's start stays, each later one is that start plus the rotated increments' running sum, so the
+    curve keeps its shape (its steps, their sizes, no wrap-around jump) and its values outside the window
+    (the increments sum to the same), and its moves land elsewhere in the window.
+
+    >>> shift_increments(np.array([0.0, 0.0, 1.0, 1.0, 1.0]), np.arange(5), 2).tolist()  # the step moves by 2
+    [0.0, 0.0, 0.0, 0.0, 1.0]
+    """
+    out = np.asarray(curve, dtype=np.float64).copy()
+    if window.size < 3 or not np.isfinite(out[window]).all():
+        return out
+    increments = np.diff(out[window])  # (w − 1,)
+    out[window[1:]] = out[window[0]] + np.cumsum(np.roll(increments, shift))
+    return out
+
+
 def null_median_leads(
     runs: Sequence[RunGrokking], measure: str, permutations: int = NULL_PERMUTATIONS, seed: int = NULL_SEED
 ) -> np.ndarray:
-    """(permutations,) the median lead over ``runs`` of ``measure`` when each run's curve is permuted in
-    time after its saturation step (the values before it, and the jump, stay): the rule applied to
-    curves whose order carries nothing. NaN where no permuted curve moves."""
+    """(permutations,) the median lead over ``runs`` of ``measure`` when each run's curve has its increments
+    shifted circularly within its window around the jump (:func:`jump_window`, :func:`shift_increments`) by
+    a random shift of 1 to w − 2 checkpoints (the values outside the window, and the jump, stay): the rule
+    applied to curves of the same shape whose timing is taken away from the jump. NaN where no shifted
+    curve moves."""
     rng = np.random.default_rng([seed, sum(ord(c) for c in measure)])
     medians = np.full(permutations, np.nan)
-    prepared = []
-    for run in runs:
-        start = run.event.saturation_step
-        after = np.array([start is not None and s >= start for s in run.steps])
-        prepared.append((run, np.asarray(run.curves[measure], dtype=float), np.flatnonzero(after)))
+    prepared = [(run, np.asarray(run.curves[measure], dtype=float), jump_window(run)) for run in runs]
     for b in range(permutations):
         leads = []
-        for run, curve, after in prepared:
-            permuted = curve.copy()
-            permuted[after] = curve[after][rng.permutation(after.size)]
-            moved = move_step(run.steps, permuted.tolist(), run.event.saturation_step)
+        for run, curve, window in prepared:
+            shift = int(rng.integers(1, window.size - 1)) if window.size >= 3 else 0
+            moved = move_step(run.steps, shift_increments(curve, window, shift).tolist(), run.event.saturation_step)
             if moved is not None and run.event.jump_step is not None:
                 leads.append(run.event.jump_step - moved)
         if leads:
@@ -305,16 +364,100 @@ def null_median_leads(
     return medians
 
 
+def _summary(runs: Sequence[RunGrokking], measure: str, permutations: int, powered: bool = True) -> LeadSummary:
+    """One measure's leads over ``runs`` (which grokked) with its circular-shift null's 95th percentile."""
+    leads = tuple(next(m.lead for m in run.leads if m.measure == measure) for run in runs)
+    null = null_median_leads(runs, measure, permutations)
+    p95 = float(np.percentile(null[np.isfinite(null)], 95)) if np.isfinite(null).any() else math.nan
+    return LeadSummary(measure, leads, p95, powered)
+
+
+def synthetic_curve(steps: Sequence[int], move: float, width: float) -> tuple[float, ...]:
+    """A logistic step 1 / (1 + exp(−(s − move) / width)) at each step: a curve that moves at ``move``."""
+    s = np.asarray(steps, dtype=np.float64)
+    return tuple(float(v) for v in 1.0 / (1.0 + np.exp(-np.clip((s - move) / width, -50.0, 50.0))))
+
+
+def with_synthetic(runs: Sequence[RunGrokking], name: str, lead_share: float) -> tuple[RunGrokking, ...]:
+    """The runs with one more curve ``name``: a logistic step that moves ``lead_share`` of the way from each
+    run's saturation to its jump before the jump (0: at the jump; negative: after it), two checkpoints wide."""
+    out = []
+    for run in runs:
+        start, jump = run.event.saturation_step, run.event.jump_step
+        assert start is not None and jump is not None
+        spacing = float(np.median(np.diff(run.steps))) if len(run.steps) > 1 else 1.0
+        curve = synthetic_curve(run.steps, jump - lead_share * (jump - start), 2.0 * spacing)
+        curves = {**run.curves, name: curve}
+        lead = MeasureLead(name, move_step(run.steps, curve, start), jump)
+        out.append(replace(run, curves=curves, leads=(*run.leads, lead)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class PowerCheck:
+    """The rule and its null on synthetic curves laid on the runs' own checkpoints and jumps: one that leads
+    by ``lead_share`` of the way from saturation to the jump, and one that moves at the jump."""
+
+    lead_share: float
+    leading: LeadSummary
+    at_jump: LeadSummary
+
+    @property
+    def passes(self) -> bool:
+        """The leading curve is called "before" and the one at the jump is not."""
+        return self.leading.rule_verdict == BEFORE and self.at_jump.rule_verdict != BEFORE
+
+
+def power_check(
+    runs: Sequence[RunGrokking], lead_share: float = POWER_LEAD_SHARE, permutations: int = NULL_PERMUTATIONS
+) -> PowerCheck:
+    """Whether the rule and its null find a lead these runs could show (:class:`PowerCheck`); ``runs`` are
+    those that grokked."""
+    grokked = with_synthetic(with_synthetic(runs, "synthetic_leading", lead_share), "synthetic_at_jump", 0.0)
+    return PowerCheck(
+        lead_share,
+        _summary(grokked, "synthetic_leading", permutations),
+        _summary(grokked, "synthetic_at_jump", permutations),
+    )
+
+
+@dataclass(frozen=True)
+class GrokkingVerdict:
+    """Every measure's row over the seeds that grokked, with the design's two checks: the positive control's
+    own row (read by the rule alone) and the power check. ``powered``: both pass."""
+
+    summaries: tuple[LeadSummary, ...]
+    control: LeadSummary | None
+    power: PowerCheck | None
+
+    @property
+    def powered(self) -> bool:
+        return (
+            self.control is not None
+            and self.control.rule_verdict == BEFORE
+            and self.power is not None
+            and self.power.passes
+        )
+
+
+def grokking_verdict(runs: Sequence[RunGrokking], permutations: int = NULL_PERMUTATIONS) -> GrokkingVerdict:
+    """The rule, its null and the design's checks over the runs that grokked (none: an empty verdict)."""
+    grokked = [run for run in runs if run.event.grokked]
+    if not grokked:
+        return GrokkingVerdict((), None, None)
+    names = [lead.measure for lead in grokked[0].leads]
+    raw = [_summary(grokked, name, permutations) for name in names]
+    control = next((s for s in raw if s.measure == POSITIVE_CONTROL), None)
+    power = power_check(grokked, permutations=permutations) if len(grokked) >= MIN_SEEDS else None
+    checked = GrokkingVerdict(tuple(raw), control, power)
+    powered = checked.powered
+    return GrokkingVerdict(tuple(replace(s, powered=powered) for s in raw), control, power)
+
+
 def grokking_summary(runs: Sequence[RunGrokking], permutations: int = NULL_PERMUTATIONS) -> tuple[LeadSummary, ...]:
     """Per measure, its leads over the runs that grokked (none: an empty table), with the 95th percentile
-    of its time-permutation null (:func:`null_median_leads`)."""
-    grokked = [run for run in runs if run.event.grokked]
-    out = []
-    for summary in summarize_leads([run.leads for run in grokked]):
-        null = null_median_leads(grokked, summary.measure, permutations)
-        p95 = float(np.percentile(null[np.isfinite(null)], 95)) if np.isfinite(null).any() else math.nan
-        out.append(LeadSummary(summary.measure, summary.leads, p95))
-    return tuple(out)
+    of its circular-shift null and the design's checks applied (:func:`grokking_verdict`)."""
+    return grokking_verdict(runs, permutations).summaries
 
 
 # --- tables ----------------------------------------------------------------------------------------
@@ -353,9 +496,26 @@ def leads_frame(runs: Sequence[RunGrokking]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _summary_row(s: LeadSummary) -> list[object]:
+    """One row of :func:`summary_frame`, in its columns' order."""
+    return [
+        s.measure,
+        len(s.leads),
+        s.median,
+        s.low,
+        s.high,
+        s.share_before,
+        s.null_p95,
+        s.rule_verdict,
+        s.powered,
+        s.verdict,
+    ]
+
+
 def summary_frame(summaries: Sequence[LeadSummary]) -> pd.DataFrame:
     """One row per measure: its leads over the seeds that grokked, their median, range, the share of
-    seeds in which it moved first, the time-permutation null's 95th percentile of the median lead, and
+    seeds in which it moved first, the circular-shift null's 95th percentile of the median lead, what the
+    rule alone says, whether the design can answer (the positive control and the power check pass), and
     the verdict."""
     import pandas as pd
 
@@ -367,10 +527,12 @@ def summary_frame(summaries: Sequence[LeadSummary]) -> pd.DataFrame:
         "highest_lead",
         "share_before",
         "null_p95",
+        "rule_verdict",
+        "powered",
         "verdict",
     ]
     return pd.DataFrame(
-        [[s.measure, len(s.leads), s.median, s.low, s.high, s.share_before, s.null_p95, s.verdict] for s in summaries],
+        [_summary_row(s) for s in summaries],
         columns=columns,
     )
 
@@ -381,14 +543,17 @@ def grokking_sentence(
     ours: str = "ours",
     *,
     summaries: Sequence[LeadSummary] | None = None,
+    verdict: GrokkingVerdict | None = None,
 ) -> str:
-    """What the runs show, in words computed from their numbers: how many grokked and when; which
-    measures moved before the jump beyond their time-permutation null, or, under :data:`MIN_SEEDS`
-    seeds, that no verdict is given; and the leads of ours at p* and of the positive control against
-    their nulls.
+    """What the runs show, in words computed from their numbers: how many grokked and when; whether the
+    design can answer (the positive control and the power check); which measures moved before the jump
+    beyond their circular-shift null, or that the verdicts are inconclusive, or, under :data:`MIN_SEEDS`
+    seeds, that no verdict is given; and the leads of ours at p* and of the positive control against their
+    nulls.
 
-    ``summaries``: :func:`grokking_summary` of ``runs``, when the caller holds it already (its null
-    permutes every measure's curves a thousand times: seconds for ten seeds); computed here otherwise."""
+    ``verdict``: :func:`grokking_verdict` of ``runs``, when the caller holds it already (its null shifts
+    every measure's curves a thousand times: seconds for ten seeds); computed here otherwise
+    (``summaries``, the older argument, is read as that verdict's rows)."""
     grokked = [run for run in runs if run.event.grokked]
     if not grokked:
         return f"None of the {len(runs)} runs grokked, so no measure can be said to move before a jump."
@@ -398,34 +563,60 @@ def grokking_sentence(
         f"{len(grokked)} of {len(runs)} seeds grok: training accuracy reaches {SATURATION:g} by step {saturation:,} "
         f"and test accuracy moves at step {jump:,} (medians)."
     )
-    if summaries is None:
-        summaries = grokking_summary(runs)
+    if verdict is None:
+        verdict = grokking_verdict(runs) if summaries is None else GrokkingVerdict(tuple(summaries), None, None)
+    rows = verdict.summaries
     if len(grokked) < MIN_SEEDS:
         middle = (
             f" With {len(grokked)} seed{'s' if len(grokked) != 1 else ''} that grokked (a verdict needs {MIN_SEEDS}), "
             "no measure is said to move before the jump; the leads below are measurements, set against what "
-            "time-permuted curves give."
+            "circularly shifted curves give."
         )
     else:
-        first = [s for s in summaries if s.verdict == "before"]
-        names = ", ".join(
-            f"{name_of(s.measure)} (median {s.median:+,.0f} steps, null 95th percentile {s.null_p95:+,.0f})"
-            for s in first
-        )
-        middle = (
-            f" Moved before the jump beyond the time-permutation null: {names}."
-            if first
-            else " No measure's median lead beats its time-permutation null."
-        )
+        middle = ""
+        power = verdict.power
+        if power is not None:
+            share = f"{power.lead_share:.0%} of the way from saturation to the jump"
+            middle += (
+                f" Power check: a synthetic curve that moves {share} (median lead {power.leading.median:+,.0f} "
+                f"steps, null 95th percentile {power.leading.null_p95:+,.0f}) is "
+                f"{'called' if power.leading.rule_verdict == BEFORE else 'not called'} before, and one that moves "
+                f"at the jump is {'not ' if power.at_jump.rule_verdict != BEFORE else ''}called before"
+                f"{'' if power.passes else ': the rule cannot find a lead these runs could show'}."
+            )
+        control = verdict.control
+        if control is not None:
+            middle += (
+                f" The positive control, {name_of(control.measure)}, is "
+                f"{'called' if control.rule_verdict == BEFORE else 'not called'} before (median lead "
+                f"{control.median:+,.0f} steps, null 95th percentile {control.null_p95:+,.0f})."
+            )
+        first = [s for s in rows if s.verdict == BEFORE]
+        open_rows = [s for s in rows if s.verdict == INCONCLUSIVE]
+        if verdict.control is not None and not verdict.powered:
+            middle += (
+                f" So the design cannot answer: every measure that moved is inconclusive ({len(open_rows)} of "
+                f"{len(rows)}), none is said to move before the jump or not."
+            )
+        elif first:
+            names = ", ".join(
+                f"{name_of(s.measure)} (median {s.median:+,.0f} steps, null 95th percentile {s.null_p95:+,.0f})"
+                for s in first
+            )
+            middle += f" Moved before the jump beyond the circular-shift null: {names}."
+        else:
+            middle += " No measure's median lead beats its circular-shift null."
+        if verdict.powered and open_rows:
+            middle += f" Inconclusive (a positive median lead inside its null): {len(open_rows)} measures."
     closing = ""
     for measure in (ours, POSITIVE_CONTROL):
-        own = next((s for s in summaries if s.measure == measure), None)
-        if own is None or not own.finite.size:
+        own = next((s for s in rows if s.measure == measure), None)
+        if own is None or not own.finite.size or (measure == POSITIVE_CONTROL and verdict.control is not None):
             continue
         subject = name_of(measure) + (" (the positive control)" if measure == POSITIVE_CONTROL else "")
         closing += (
             f" {subject[:1].upper()}{subject[1:]}: median lead {own.median:+,.0f} steps (from {own.low:+,.0f} to "
-            f"{own.high:+,.0f}), against {own.null_p95:+,.0f} for the null's 95th percentile."
+            f"{own.high:+,.0f}), against {own.null_p95:+,.0f} for the null's 95th percentile: {own.verdict}."
         )
     return opening + middle + closing
 

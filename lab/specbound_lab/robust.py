@@ -103,7 +103,7 @@ class Coupling:
     noise: tuple[bool, ...]  # per pair, whether its gap difference is within noise
 
 
-def _order(value: object) -> float:
+def setting_order(value: object) -> float:
     """Where an axis value sits on its axis: the number itself, and for the ``fine_tuning`` axis the
     trained rank (``lora{r}`` at r, ``full`` above every rank), so a coupling's "low" side is the smaller."""
     if isinstance(value, str):
@@ -138,7 +138,7 @@ def couplings(frame: pd.DataFrame, noise_filter: bool = True) -> tuple[Coupling,
                 continue
             axis = differing[0]
             position = columns.index(axis)
-            low, high = (a, b) if _order(a[position]) < _order(b[position]) else (b, a)
+            low, high = (a, b) if setting_order(a[position]) < setting_order(b[position]) else (b, a)
             seeds = sorted(set(configs[low]) & set(configs[high]))
             if not seeds:
                 continue  # no seed in common: nothing to compare seed for seed
@@ -291,7 +291,7 @@ class RobustVerdict:
     leader errs less), and ``best`` is the leader only where it is ``BETTER`` (its interval excludes 0;
     None otherwise: no measure is told apart). ``baseline`` is the trivial baseline with the smallest
     mean (read in its declared direction), and ``against_baseline`` the leader against it, paired the
-    same way.
+    same way and Holm-adjusted over every measure compared with that baseline (its ``family``).
     """
 
     couplings: int
@@ -339,5 +339,13 @@ def robust_verdict(rows: Sequence[RobustSummary]) -> RobustVerdict | None:
         runner_up,
         _paired(leader, runner_up) if runner_up is not None else None,
         baseline,
-        _paired(leader, baseline) if baseline is not None and baseline is not leader else None,
+        _against(leader, measures, baseline) if baseline is not None and baseline is not leader else None,
     )
+
+
+def _against(leader: RobustSummary, measures: Sequence[RobustSummary], baseline: RobustSummary) -> PairedTest:
+    """The leader against the baseline on the mean sign-error, Holm-adjusted over every measure compared
+    with that baseline (the leader was picked among them, so its test is one of a family)."""
+    differences = {r.measure: mean_difference_draws(r, baseline) for r in measures if r is not baseline}
+    tests = paired_tests(differences, baseline.measure, higher_is_better=False)
+    return next(t for t in tests if t.measure == leader.measure)

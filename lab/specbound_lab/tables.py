@@ -2,7 +2,7 @@
 measure's tau with the gap, one block per environment: task × family), verdict.csv (SPEC §13b's
 verdict of each measure in each environment, :mod:`specbound_lab.verdict`), couplings.csv (each
 measure's sign-error on every coupling of Dziugaite et al.'s robust view) and robust.csv (each
-measure's coupled sign-errors summarised over the fitted environments, :mod:`specbound_lab.robust`),
+measure's coupled sign-errors summarised over the environments that count, :mod:`specbound_lab.robust`),
 the comparisons against the baseline measure, and reading results back.
 
 runs.csv has ``task`` and ``family`` columns (SPEC §13); one written before them (the shipped reference)
@@ -265,7 +265,8 @@ def environment_verdicts(runs: Sequence[RunTrajectory]) -> tuple[EnvironmentVerd
 
 
 def robust(runs: Sequence[RunTrajectory]) -> tuple[RobustSummary, ...]:
-    """Dziugaite et al.'s robust view of every correlated measure over the fitted environments' couplings."""
+    """Dziugaite et al.'s robust view of every correlated measure over the couplings of the environments that
+    count (fitted, at least five seeds)."""
     return robust_view(environment_verdicts(runs))
 
 

@@ -57,7 +57,7 @@ from .correlation import (
     paired_tests,
     tau_b_differences,
 )
-from .grid import HYPERPARAMETER_AXES, SEED_AXIS
+from .grid import FROM_SCRATCH, HYPERPARAMETER_AXES, SEED_AXIS
 from .registry import Measure, correlated_measures, is_baseline
 from .robust import (
     CoupledSignError,
@@ -67,6 +67,7 @@ from .robust import (
     couplings,
     environment_of,
     robust_summaries,
+    setting_order,
     split_environment,
 )
 from .train import fits_training_set
@@ -153,6 +154,49 @@ class MeasureVerdict:
 
 
 @dataclass(frozen=True)
+class DesignGap:
+    """The mean gap of one adaptation (``lora4``, ``full``) at one n, over its fitted runs only: what a
+    fine-tuning design shows before any measure is read."""
+
+    n_train: int
+    setting: str
+    runs: int
+    fitted_runs: int
+    mean_gap: float  # over the fitted runs (NaN when none fitted)
+
+
+def design_gaps(frame: pd.DataFrame) -> tuple[DesignGap, ...]:
+    """Per n and per fine-tuning setting (by trained rank, ``full`` last), the fitted runs' mean gap, from an
+    environment's final runs.csv rows (empty for runs trained from scratch). Read per n, since n moves the
+    gap more than any setting does and the unfitted runs are not spread evenly over n."""
+    if "fine_tuning" not in frame.columns:
+        return ()
+    tuned = frame[frame["fine_tuning"].astype(str) != FROM_SCRATCH]
+    if tuned.empty:
+        return ()
+    fits = np.array(
+        [
+            fits_training_set(float(r.train_loss), float(r.train_error), float(r.label_noise))
+            for r in tuned.itertuples()
+        ],
+        dtype=bool,
+    )
+    out = []
+    for n in sorted(set(tuned["n_train"])):
+        at_n = (tuned["n_train"] == n).to_numpy()
+        for setting in sorted(set(tuned["fine_tuning"][at_n]), key=setting_order):
+            rows = at_n & (tuned["fine_tuning"] == setting).to_numpy()
+            gaps = tuned["gap"].to_numpy(dtype=np.float64)[rows & fits]
+            out.append(
+                DesignGap(
+                    int(n), str(setting), int(rows.sum()), int((rows & fits).sum()),
+                    float(gaps.mean()) if gaps.size else math.nan,
+                )
+            )  # fmt: skip
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class EnvironmentVerdict:
     """Every measure's verdict in one environment, and what the verdict stands on."""
 
@@ -174,6 +218,8 @@ class EnvironmentVerdict:
     #: every measure (the baselines apart) against that baseline on τ_b, paired over configurations and
     #: Holm-adjusted over the measures compared (:func:`~specbound_lab.correlation.paired_tests`)
     baseline_tests: tuple[PairedTest, ...] = ()
+    #: a fine-tuning environment's mean gap per n and setting over its fitted runs (:func:`design_gaps`)
+    design: tuple[DesignGap, ...] = ()
 
     @property
     def counted(self) -> bool:
@@ -318,6 +364,7 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
         tuple(per_measure),
         against,
         tests,
+        design_gaps(frame),
     )
 
 

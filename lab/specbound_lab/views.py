@@ -211,7 +211,10 @@ def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | 
                 Verdict.WORSE: f"{name(leader.measure)} does worse than it",
                 Verdict.INDISTINGUISHABLE: f"{name(leader.measure)} is not told apart from it",
             }[test.verdict]
-            sentence += f"; its mean exceeds the leader's by {_paired_words(test)}, so {words}"
+            sentence += (
+                f"; its mean exceeds the leader's by {_paired_words(test)}, Holm-adjusted over the {test.family} "
+                f"measures compared with it (p = {test.p_holm:.2g}), so {words}"
+            )
         sentence += "."
     fewer = [r for r in rows if r.couplings and r.couplings < total]
     if fewer:
@@ -222,6 +225,26 @@ def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | 
             f"{'are' if len(fewer) != 1 else 'is'} left out of this comparison."
         )
     return sentence + " A sign-error of 0.5 is chance; a tie counts 0.5."
+
+
+def design_sentence(env: EnvironmentVerdict) -> str:
+    """What a fine-tuning design shows before any measure is read, from its fitted runs only and per n
+    (:func:`~specbound_lab.verdict.design_gaps`): the mean gap of each setting, with how many of its runs
+    fitted, and the settings ordered by it at each n."""
+    parts = []
+    for n in dict.fromkeys(d.n_train for d in env.design):
+        at_n = [d for d in env.design if d.n_train == n]
+        cells = ", ".join(
+            f"{d.setting} {d.mean_gap:.3f}"
+            + (f" ({d.fitted_runs} of {d.runs} fitted)" if d.fitted_runs < d.runs else "")
+            if d.fitted_runs
+            else f"{d.setting} none fitted"
+            for d in at_n
+        )
+        ranked = sorted((d for d in at_n if d.fitted_runs), key=lambda d: d.mean_gap)
+        order = " < ".join(d.setting for d in ranked)
+        parts.append(f"at n = {n:,}, {cells} (smallest first: {order})")
+    return "Mean gap over the fitted runs only, per n: " + "; ".join(parts) + "."
 
 
 def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None = None) -> tuple[str, ...]:
@@ -253,6 +276,8 @@ def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None
         return (stands, "No measure has a defined τ here.")
     measures = [m for m in defined if not is_baseline(m.measure)]
     out = [stands]
+    if env.design:
+        out.append(design_sentence(env))
     if measures:
         best = max(measures, key=lambda m: m.kendall_tau)
         text = f"The highest τ of a measure is {name(best.measure)}'s, {best.kendall_tau:+.2f}"
@@ -292,6 +317,20 @@ def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None
                 else f" and {_signed(ours.tau_within_params)} within strata of the parameter count."
             )
         )
+        normalised = next((m for m in env.measures if m.measure == "ours_per_n"), None)
+        test = env.test_of("ours_per_n")
+        if normalised is not None and np.isfinite(normalised.kendall_tau) and test is not None:
+            verdict = {
+                Verdict.BETTER: "beats",
+                Verdict.WORSE: "does worse than",
+                Verdict.INDISTINGUISHABLE: "is not told apart from",
+            }[test.verdict]
+            out.append(
+                f"In its normalised form, {name('ours_per_n')} (C / √n, as its bound falls with n), τ is "
+                f"{normalised.kendall_tau:+.2f} (95 % over configurations {_signed(normalised.kendall_tau_ci.low)} to "
+                f"{_signed(normalised.kendall_tau_ci.high)}); it {verdict} {name(test.other)} (Holm-adjusted over "
+                f"{test.family}, p = {test.p_holm:.2g})."
+            )
     return tuple(out)
 
 

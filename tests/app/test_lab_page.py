@@ -309,10 +309,12 @@ def test_the_sweep_view_is_the_reference_correlation_table(lab_app, plotly_specs
     assert f"**{measure_name(best.measure)}** tracks the measured gap best (τ = {best.kendall_tau:.2f})" in reading
     assert f"(τ = {ours.kendall_tau:.2f}), so here it orders the runs less like their gaps" in reading
     assert "This table reads every run, fitted or not" in reading
-    strongest = max((c for c in table if MEASURES[c.measure].baseline), key=lambda c: abs(c.kendall_tau))
-    assert f"Of the trivial baselines, **{measure_name(strongest.measure)}** has τ = {strongest.kendall_tau:.2f}" in (
-        reading
-    )
+    # each baseline in its declared direction (the final training loss turned round), never |τ|
+    baselines = [c for c in table if MEASURES[c.measure].baseline]
+    strongest = max(baselines, key=lambda c: c.kendall_tau * MEASURES[c.measure].orientation)
+    declared = strongest.kendall_tau * MEASURES[strongest.measure].orientation
+    assert f"Of the trivial baselines, **{measure_name(strongest.measure)}**" in reading
+    assert f"has τ = {declared:.2f}" in reading
 
 
 def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_sweeps(lab_app, figure_titled) -> None:
@@ -339,7 +341,8 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
         assert plain(" ".join(views.verdict_sentences(env, measure_name))) in shown_text
     assert plain(views.robust_sentence(rows, measure_name)) in shown_text
     class_sweep, fit_sweep, fit_decoders, *markov, fine_tuned = judged
-    assert class_sweep.status == "not fitted" and "not fitted (under 80" in views.verdict_sentences(class_sweep)[0]
+    assert class_sweep.status == "not fitted" and not class_sweep.counted
+    assert "shown, not counted (under 80% of its runs fitted" in views.verdict_sentences(class_sweep)[0]
     for fitted in (fit_sweep, fit_decoders):
         assert fitted.status == "fitted" and fitted.seeds == 5 and fitted.configurations == 24
     assert fine_tuned.seeds == 5 and fine_tuned.configurations == 16  # full and three LoRA ranks x n x rate
@@ -353,7 +356,7 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
         "threshold/bert fine-tuned",
     }
     assert sum(r.couplings for r in rows if r.measure == "ours") == sum(
-        v.measure("ours").coupled_summary.couplings for v in judged if v.fitted
+        v.measure("ours").coupled_summary.couplings for v in judged if v.counted
     )  # the class sweep's couplings are kept out
     shown = _dataframe(at, "Mean sign-error").reset_index(drop=True)
     assert list(shown["Measure"]) == [measure_name(r.measure) for r in rows]
@@ -374,11 +377,11 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     for table, env in zip(tables, judged, strict=True):
         baselines = [m for m in table["Measure"] if m.endswith("(trivial baseline)")]
         assert len(baselines) == 5 and len(table) == len(env.measures)  # √(params / n) is one too
-    assert len(fine_tuned.measures) == len(class_sweep.measures) + 7  # the measures centred at the first step
+    assert len(fine_tuned.measures) == len(class_sweep.measures) + 8  # the measures centred at the first step
 
 
 def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -> None:
-    from specbound_lab.grokking import grokking_runs, grokking_sentence, grokking_summary
+    from specbound_lab.grokking import grokking_runs, grokking_sentence, grokking_verdict
     from specbound_lab.records import read_runs
 
     runs = grokking_runs(read_runs(reference.GROKKING_REFERENCE_DIR))
@@ -389,8 +392,9 @@ def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -
     from dashboard.wording.text import plain
 
     shown_text = " ".join(m.value for m in at.markdown)
-    summaries = grokking_summary(runs)  # the null's permutations, computed here apart from the page's
-    sentence = grokking_sentence(runs, measure_name, summaries=summaries)
+    checked = grokking_verdict(runs)  # the null's shifts, computed here apart from the page's
+    summaries = checked.summaries
+    sentence = grokking_sentence(runs, measure_name, verdict=checked)
     assert plain(sentence) in shown_text  # shown as text, never as markdown
     assert sentence.startswith("10 of 10 seeds grok")
     titles = [f["layout"]["title"]["text"] for f in plotly_specs(at)]

@@ -26,6 +26,20 @@ def test_another_measure_first_names_it_and_where_ours_stands() -> None:
     assert "does not tell the two apart" in untold
 
 
+def test_a_baseline_is_read_in_its_declared_direction_not_turned_to_suit_the_data() -> None:
+    """The final training loss is declared "lower, larger gap": its τ of −0.70 reads as +0.70 as declared,
+    and 1/n's τ of −0.80 stays −0.80 (it is not turned round because the data would favour that)."""
+    table = (
+        _correlation("ours", 0.31),
+        _correlation("spectral_product", 0.56),
+        _correlation("train_loss", -0.70),
+        _correlation("inverse_n", -0.80),
+    )
+    told = sweep_reading(table, ())
+    assert "**final training loss** (a lower value read as a larger gap, as declared) has τ = 0.70" in told
+    assert "at least the best measure's" in told
+
+
 def test_ours_first_says_so() -> None:
     table = (_correlation("ours", 0.62), _correlation("edelman", 0.40))
     assert (

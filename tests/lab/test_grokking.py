@@ -117,33 +117,117 @@ def test_the_summary_over_seeds_says_only_what_every_seed_supports() -> None:
     assert LeadSummary("d", (math.nan,)).verdict == "never"
 
 
-def test_before_needs_ten_seeds_and_a_median_lead_above_the_time_permutation_null() -> None:
+def test_before_needs_ten_seeds_and_a_median_lead_above_the_null_and_a_lead_inside_it_is_inconclusive() -> None:
     from specbound_lab.grokking import MIN_SEEDS
 
     leads = tuple(float(v) for v in range(100, 100 + 50 * MIN_SEEDS, 50))  # median +325
     assert LeadSummary("m", leads, null_p95=300.0).verdict == "before"
-    assert LeadSummary("m", leads, null_p95=400.0).verdict == "not before"  # what shuffled curves get as often
+    # a positive lead that shifted curves reach as often: the null could not reject, so no claim either way
+    assert LeadSummary("m", leads, null_p95=400.0).verdict == "inconclusive"
     assert LeadSummary("m", tuple(-v for v in leads), null_p95=-500.0).verdict == "not before"  # after the jump
     assert LeadSummary("m", leads[:-1], null_p95=0.0).verdict == "too few seeds"
+    # a design that cannot answer (a failed control or power check) says so for every measure that moved
+    assert LeadSummary("m", leads, null_p95=300.0, powered=False).verdict == "inconclusive"
+    assert LeadSummary("m", tuple(-v for v in leads), null_p95=-500.0, powered=False).verdict == "inconclusive"
+    assert LeadSummary("m", (math.nan,) * MIN_SEEDS, powered=False).verdict == "never"
 
 
-def test_the_null_is_the_rule_on_curves_permuted_in_time_after_saturation() -> None:
-    from specbound_lab.grokking import null_median_leads
+def test_the_null_shifts_each_curve_s_increments_circularly_within_the_window_around_its_jump() -> None:
+    from specbound_lab.grokking import jump_window, null_median_leads, shift_increments
 
-    run = _hand_run()  # saturates at 300, jumps at 700
+    step = np.array([5.0, 0.0, 0.0, 1.0, 3.0, 3.0, 7.0])  # a window over indices 1..5 (the ends stay)
+    shifted = shift_increments(step, np.arange(1, 6), 1)  # increments (0, 1, 2, 0) -> (0, 0, 1, 2)
+    assert shifted.tolist() == [5.0, 0.0, 0.0, 0.0, 1.0, 3.0, 7.0]
+
+    run = _hand_run()  # saturates at 300, jumps at 700: the window runs from 300 to 1100 (clipped at 1000)
+    window = jump_window(run)
+    assert [run.steps[i] for i in window] == [300, 400, 500, 600, 700, 800, 900, 1000]
     draws = null_median_leads([run], "ours", permutations=40, seed=5)
     rng = np.random.default_rng([5, sum(ord(c) for c in "ours")])
     curve = np.asarray(run.curves["ours"])
-    after = np.flatnonzero(np.asarray(run.steps) >= 300)
     for drawn in draws:
-        permuted = curve.copy()
-        permuted[after] = curve[after][rng.permutation(after.size)]
-        moved = move_step(run.steps, permuted.tolist(), 300)
-        if moved is None:  # a permuted curve that stays constant gives no lead
+        shifted = shift_increments(curve, window, int(rng.integers(1, window.size - 1)))
+        moved = move_step(run.steps, shifted.tolist(), 300)
+        if moved is None:
             assert math.isnan(drawn)
         else:
             assert drawn == 700 - moved
-    assert np.all(np.isin(draws[np.isfinite(draws)], [700 - s for s in run.steps]))
+    assert np.isfinite(draws).all() and len(set(draws.tolist())) > 1  # the shift moves the move step
+
+
+#: A fine grid of checkpoints (every 20 steps), as the grokking preset saves around the jump.
+FINE = list(range(0, 3000, 20))
+
+
+def _fine_runs(leads: dict[str, float], seeds: int = 10) -> list:
+    """Ten seeds that saturate near step 160 and jump at 1,100 to 1,640; each named curve moves ``lead`` steps
+    before its seed's jump (a logistic step of about two checkpoints), plus a little seeded noise."""
+    from specbound_lab.grokking import RunGrokking, synthetic_curve
+
+    rng = np.random.default_rng(7)
+    out = []
+    for seed in range(seeds):
+        jump = 1100.0 + 60.0 * seed
+        train = synthetic_curve(FINE, 100.0, 20.0)
+        test = tuple(0.01 + 0.98 * v for v in synthetic_curve(FINE, jump, 20.0))
+        curves = {
+            name: tuple(v + rng.normal(0.0, 0.01) for v in synthetic_curve(FINE, jump - lead, 40.0))
+            for name, lead in leads.items()
+        }
+        event = grok_event(FINE, train, test)
+        out.append(RunGrokking(f"s{seed}", seed, tuple(FINE), train, test, curves, event,
+                               measure_leads(FINE, curves, event)))  # fmt: skip
+    return out
+
+
+def test_the_power_check_calls_a_curve_that_leads_before_and_one_that_does_not_not() -> None:
+    """On the runs' own checkpoints and jumps, a synthetic curve that leads by 3/4 of the way from saturation
+    to the jump beats its null (the null can reject: its 95th percentile sits below the lead); one that moves
+    at the jump is not called before."""
+    from specbound_lab.grokking import power_check
+
+    runs = _fine_runs({"frobenius": 800.0})
+    assert all(run.event.grokked for run in runs)
+    check = power_check(runs, permutations=200)
+    assert check.leading.median > 700 and check.leading.null_p95 < check.leading.median
+    assert check.leading.rule_verdict == "before" and check.at_jump.rule_verdict != "before"
+    assert abs(check.at_jump.median) <= 40  # it moves at the jump, to within two checkpoints
+    assert check.passes
+
+
+def test_a_leading_measure_is_before_and_a_late_one_not_before_when_the_control_behaves() -> None:
+    from specbound_lab.grokking import grokking_sentence, grokking_verdict
+
+    runs = _fine_runs({"frobenius": 800.0, "ours": 700.0, "edelman": -300.0})
+    verdict = grokking_verdict(runs, permutations=200)
+    rows = {s.measure: s for s in verdict.summaries}
+    assert verdict.control is not None and verdict.control.rule_verdict == "before" and verdict.powered
+    assert rows["ours"].verdict == "before" and rows["edelman"].verdict == "not before"
+    assert rows["ours"].median == pytest.approx(700.0, abs=40.0)  # the lead it was built with
+    text = grokking_sentence(runs, verdict=verdict)
+    assert "The positive control, frobenius, is called before" in text
+    assert "Moved before the jump beyond the circular-shift null: frobenius (median +780 steps" in text
+    assert f"ours (median +680 steps, null 95th percentile {rows['ours'].null_p95:+,.0f})" in text
+
+
+def test_a_failed_positive_control_makes_every_verdict_inconclusive() -> None:
+    """The weight norm keeps growing after the jump (it moves 300 steps after it): the design cannot show a
+    known progress measure moving first, so even a measure that leads is not called "before"."""
+    from specbound_lab.grokking import grokking_sentence, grokking_verdict
+
+    runs = _fine_runs({"frobenius": -300.0, "ours": 700.0, "edelman": -300.0})
+    verdict = grokking_verdict(runs, permutations=200)
+    assert verdict.control is not None and verdict.control.rule_verdict == "not before" and not verdict.powered
+    assert verdict.power is not None and verdict.power.passes  # the power check alone would pass
+    assert {s.measure: s.verdict for s in verdict.summaries} == {
+        "frobenius": "inconclusive",
+        "ours": "inconclusive",
+        "edelman": "inconclusive",
+    }
+    assert next(s for s in verdict.summaries if s.measure == "ours").rule_verdict == "before"
+    text = grokking_sentence(runs, verdict=verdict)
+    assert "The positive control, frobenius, is not called before" in text
+    assert "So the design cannot answer: every measure that moved is inconclusive (3 of 3)" in text
 
 
 def _hand_run():
@@ -215,7 +299,7 @@ def test_the_sentence_says_what_every_seed_supports() -> None:
     ours = next(s for s in summaries if s.measure == "ours")
     assert text.endswith(
         f"Ours at p*: median lead +0 steps (from -200 to +200), against {ours.null_p95:+,.0f} for the null's "
-        "95th percentile."
+        "95th percentile: too few seeds."
     )
     # a caller that holds the summaries already (the dashboard, once per server) gets the same words
     names = {"ours": "ours at p*", "edelman": "Edelman"}.__getitem__

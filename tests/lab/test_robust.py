@@ -181,3 +181,15 @@ def test_the_paired_interval_resamples_configurations_so_couplings_sharing_one_m
     total = w_ab + w_bc
     expected = np.divide(w_ab * 1.0, total, out=np.full(200, np.nan), where=total > 0)
     np.testing.assert_allclose(sample, expected, rtol=0, atol=1e-12)
+
+
+def test_the_leader_against_the_best_baseline_is_holm_adjusted_over_every_measure_compared() -> None:
+    """The leader is picked among the measures, so its test against the baseline is one of a family: with
+    twenty measures its p-value is multiplied by up to twenty, and the family is stated."""
+    rows = [_row("inverse_n", (0.5,) * 12), _row("ours", (0.0,) * 12)]
+    rows += [_row(f"m{k}", (0.5,) * 12) for k in range(19)]  # nineteen more measures at chance
+    reading = robust_verdict(rows)
+    assert reading is not None and reading.baseline is not None and reading.baseline.measure == "inverse_n"
+    test = reading.against_baseline
+    assert test is not None and test.measure == "ours" and test.family == 20
+    assert test.p_holm == pytest.approx(min(1.0, 20 * test.p_value), abs=1e-12) and test.verdict is Verdict.BETTER

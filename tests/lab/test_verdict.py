@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -289,7 +290,7 @@ def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped) ->
 
 
 def test_the_shipped_sentences_are_the_numbers_of_the_shipped_tables() -> None:
-    results = read_results(reference.DECODER_REFERENCE_DIR)
+    results = read_results(reference.FIT_DECODER_REFERENCE.directory)
     (env,) = results.verdicts
     sentences = verdict_sentences(env)
     best = max((m for m in env.measures if not MEASURES[m.measure].baseline), key=lambda m: m.kendall_tau)
@@ -303,18 +304,24 @@ def test_the_shipped_sentences_are_the_numbers_of_the_shipped_tables() -> None:
     assert f"Holm-adjusted over the {test.family} measures compared with it" in sentences[1]
     from specbound_lab.correlation import kendall_tau_b
 
-    frame = _final_rows(reference.DECODER_REFERENCE_DIR)
+    frame = _final_rows(reference.FIT_DECODER_REFERENCE.directory)
     gap = frame["gap"].to_numpy(float)
     declared = frame[MEASURES[strongest.measure].column].to_numpy(float) * MEASURES[strongest.measure].orientation
     direct = kendall_tau_b(frame[MEASURES[best.measure].column].to_numpy(float), gap) - kendall_tau_b(declared, gap)
     assert test.difference == pytest.approx(direct, abs=1e-12)
     text = robust_sentence(results.robust)
-    shipped = pd.read_csv(reference.DECODER_REFERENCE_DIR / "robust.csv").set_index("measure")
+    shipped = pd.read_csv(reference.FIT_DECODER_REFERENCE.directory / "robust.csv").set_index("measure")
     full = shipped[(shipped["couplings"] == shipped["couplings"].max())]
     lowest = full[~full["baseline"]]["mean_sign_error"].idxmin()
     assert text.startswith(f"Over {int(shipped['couplings'].max())} couplings") and lowest in text
     assert f"{full['max_sign_error'].min():.2f}" in text and f"{shipped.loc[lowest, 'mean_sign_error']:.2f}" in text
     assert json.loads(json.dumps(sentences))  # plain text
+    # the Markov class sweep has three seeds per configuration: shown, not counted, no robust view
+    (three_seeds,) = read_results(reference.DECODER_REFERENCE_DIR).verdicts
+    assert three_seeds.seeds == 3 and not three_seeds.counted
+    assert robust_sentence(read_results(reference.DECODER_REFERENCE_DIR).robust).startswith(
+        "No environment that counts (fitted, at least five seeds) has a coupling"
+    )
 
 
 def test_the_site_s_verdict_page_is_what_lab_report_prints(capsys) -> None:
@@ -390,3 +397,39 @@ def test_runs_csv_says_per_run_whether_and_when_it_fitted_and_whether_each_searc
     assert not frame["fitted"].all() and frame["fitted"].any()
     markov = final_rows(read_results(reference.FIT_MARKOV_REFERENCE.directory).runs)
     assert markov["fitted"].isna().all() and markov["fit_step"].isna().all()
+
+
+def test_the_fine_tuning_design_is_said_from_fitted_runs_per_n() -> None:
+    """The mean gap of each adaptation is over its fitted runs, at each n (pooled over n, the six unfitted
+    rank-1 runs on 100 examples tilt the ranks: rank 1 then looks better than rank 4)."""
+    frame = _final_rows(reference.FINETUNE_REFERENCE.directory)
+    fits = frame["train_loss"] <= FIT_LOSS
+    (env,) = read_results(reference.FINETUNE_REFERENCE.directory).verdicts
+    sentence = verdict_sentences(env)[1]
+    assert sentence.startswith("Mean gap over the fitted runs only, per n:")
+    for (n, setting), group in frame.groupby(["n_train", "fine_tuning"]):
+        fitted = group[fits[group.index]]
+        cell = f"{setting} {fitted['gap'].mean():.3f}"
+        if len(fitted) < len(group):
+            cell += f" ({len(fitted)} of {len(group)} fitted)"
+        assert cell in sentence.split(f"at n = {n:,}, ")[1].split(";")[0], cell
+    assert "at n = 300, lora1 0.064 (9 of 10 fitted), lora4 0.085" in sentence  # rank 1 below rank 4 at n = 300
+    page = (Path(__file__).resolve().parents[2] / "docs" / "lab" / "verdict-text.md").read_text(encoding="utf-8")
+    assert "0.186" not in page  # the pooled, unfitted mean the manual once printed
+
+
+def test_the_verdict_says_ours_normalised_tau_as_c_over_root_n() -> None:
+    """On the threshold/bert `fit` reference the sentence gives ours / √n's τ, +0.50 (√(ours / n) gave +0.76)."""
+    from scipy.stats import kendalltau
+
+    frame = _final_rows(reference.FIT_REFERENCE_DIR)
+    by_hand = kendalltau(frame["ours_log10"] - 0.5 * np.log10(frame["n_train"]), frame["gap"]).statistic
+    assert by_hand == pytest.approx(0.50, abs=0.005)
+    (env,) = read_results(reference.FIT_REFERENCE_DIR).verdicts
+    assert env.measure("ours_per_n").kendall_tau == pytest.approx(by_hand, abs=1e-12)
+    sentence = verdict_sentences(env)[-1]
+    assert sentence.startswith(
+        f"In its normalised form, ours_per_n (C / √n, as its bound falls with n), τ is {by_hand:+.2f}"
+    )
+    test = env.test_of("ours_per_n")
+    assert test is not None and f"Holm-adjusted over {test.family}" in sentence
