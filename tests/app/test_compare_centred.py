@@ -33,7 +33,7 @@ def test_a_fine_tune_against_its_base_shows_what_changed(model, figure_titled) -
     np.testing.assert_allclose(
         np.asarray(qk["z"], dtype=float), base.per_head(delta.spectral_norm / base.spectral_norm, specbound.Kind.QK)
     )
-    assert f"centred at {BASE_NAME} (spec §14)" in page_text(at).lower()
+    assert f"centred at {BASE_NAME}: each c(w; p) takes s_p" in page_text(at).lower()
     # beside it, where the fine-tune points (SPEC §14b): the per-head intruder counts
     intruders = figure_titled(at, "Intruders: top 10, |cos| < 0.5")
     qk_count = next(t for t in intruders["data"] if "intruders in QK" in t["hovertemplate"])

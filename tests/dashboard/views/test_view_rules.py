@@ -87,7 +87,7 @@ def test_a_report_page_hands_its_view_to_the_report(page: str, builder: str) -> 
 #: out on purpose, the eigenvalue spectrum of the one matrix opened in the drill-down.
 DRAWN = {
     "bounds": {"view.proxies", "view.sums", "view.curves", "depth"},
-    "compare": {"view.bars", "view.overlay", "centred.changes"},
+    "compare": {"view.bars", "view.overlay", "centred.changes", "centred.intruders"},
     "spectra": {"view.profiles", "view.energy", "view.heatmaps", "esd_figure(profile, index, source=source)"},
     "why": {"list(panels.figures)", "view.histogram", "view.ranks", "view.break_even"},
     # no report, but one view all the same
@@ -103,6 +103,7 @@ DRAWN = {
     "scaling": {"growth.panels"},
     "theory": {"playground.panels"},
     "lab": {
+        "answer.forest",
         "shown.proxies",
         "shown.alpha",
         "shown.errors",
