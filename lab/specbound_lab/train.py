@@ -485,8 +485,9 @@ def _measure(
     import torch
 
     loss_sum, wrong, count = 0.0, 0, 0
+    training = model.training  # restored after: an evaluation graph stays in eval mode
     model.eval()
-    with torch.no_grad():
+    with torch.inference_mode():  # no autograd state at all (and the compiled graph's mode)
         for start in range(0, ids.shape[0], chunk):
             logits = model(input_ids=ids[start : start + chunk]).logits  # (chunk, C) or (chunk, T, V)
             target = labels[start : start + chunk]
@@ -496,8 +497,22 @@ def _measure(
             loss_sum += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
             wrong += int((logits.argmax(dim=1) != target).sum())
             count += int(target.shape[0])
-    model.train()
+    model.train(training)
     return loss_sum / count, wrong / count
+
+
+_SAID: set[str] = set()
+
+
+def _once(notice: Callable[[str], None]) -> Callable[[str], None]:
+    """``notice``, passed each line once per process (a sweep's runs share the reason)."""
+
+    def say(line: str) -> None:
+        if line not in _SAID:
+            _SAID.add(line)
+            notice(line)
+
+    return say
 
 
 def _probe_model(model: Any, ids: torch.Tensor, labels: torch.Tensor, causal: bool) -> tuple[Any, Any, Any]:
@@ -548,13 +563,22 @@ def train_run(
     *,
     progress: ProgressCallback = silent,
     should_stop: Callable[[], bool] = lambda: False,
+    compile: bool = True,
+    graph_runs: int = 1,
+    notice: Callable[[str], None] = lambda line: None,
 ) -> TrainResult:
     """Train one run, saving checkpoints under ``directory`` and measuring errors at each saved step.
 
     ``progress`` receives ("train", step, steps) events; ``should_stop`` is checked between steps and
-    raises :class:`TrainingCancelled` when it returns True.
+    raises :class:`TrainingCancelled` when it returns True. The passes without gradients (fit checks,
+    error measurements, the flatness searches' errors) run through the process's compiled graph of
+    the architecture (:mod:`~specbound_lab.compiled`) when ``compile`` is True and compiling pays over
+    ``graph_runs`` runs of it; ``notice`` receives one line when a requested compilation is not used
+    (why), once per reason and process. Training steps are eager (compiled, they measured slower).
     """
     import torch
+
+    from .compiled import evaluation_graph
 
     directory = Path(directory)
     settings = spec.settings
@@ -579,20 +603,39 @@ def train_run(
         )
         batches = torch.Generator().manual_seed(spec.seed)
         batch = min(settings.batch_size, spec.n_train)
-        report_every = max(1, settings.steps // PROGRESS_EVENTS)
+        graph, why = evaluation_graph(spec, model, compile=compile, runs=graph_runs, notice=_once(notice))
+        if compile and why is not None:
+            _once(notice)(why)
+
+        def load() -> Any:
+            """The evaluation graph with the model's current weights copied in."""
+            if graph is not model:
+                with torch.no_grad():
+                    graph.module.load_state_dict(model.state_dict())
+            return graph
+
+        def measure(ids: torch.Tensor, labels: torch.Tensor, *, fresh: bool) -> tuple[float, float]:
+            """(loss, error) of the current weights through the evaluation graph; ``fresh``: copy them in
+            first (once per step, however many sets are measured there)."""
+            return _measure(load() if fresh else graph, ids, labels, chunk, causal)
+
         model.train()
         check_fit = settings.until_fit and not causal
+        fit_every = settings.fit_check_every
+        report_every = max(1, settings.steps // PROGRESS_EVENTS)
+        full_batch = batch == spec.n_train
+        all_rows = torch.arange(spec.n_train)
         for step in range(settings.steps + 1):
-            checked = check_fit and step % settings.fit_check_every == 0
+            checked = check_fit and step % fit_every == 0
             if checked:
-                train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
+                train_loss, train_error = measure(train_ids, train_labels, fresh=True)
             fitted = checked and fits_training_set(train_loss, train_error, spec.label_noise)
             if step in save_at or fitted:
                 relative = checkpoint_dir(step)
                 merged(model).save_pretrained(directory / relative)
                 if not checked:  # the training set was not measured at this step yet
-                    train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
-                test_loss, test_error = _measure(model, test_ids, test_labels, chunk, causal)
+                    train_loss, train_error = measure(train_ids, train_labels, fresh=True)
+                test_loss, test_error = measure(test_ids, test_labels, fresh=False)
                 records.append(
                     StepRecord(step, train_loss, train_error, test_error, test_count, relative, test_loss, causal)
                 )
@@ -602,8 +645,8 @@ def train_run(
                 break
             if should_stop():
                 raise TrainingCancelled(f"training of {spec.name} was cancelled at step {step}")
-            if batch == spec.n_train:
-                rows = torch.arange(spec.n_train)
+            if full_batch:
+                rows = all_rows
             else:
                 rows = torch.randint(0, spec.n_train, (batch,), generator=batches)  # (B,)
             loss = model(input_ids=train_ids[rows], labels=train_labels[rows]).loss
@@ -614,7 +657,8 @@ def train_run(
                 detail = f"{spec.name} loss {float(loss.detach()):.3f}"
                 progress(ProgressEvent("train", step + 1, settings.steps, detail))
         trained = time.perf_counter()
-        probe = ModelProbe(*_probe_model(merged(model), train_ids, train_labels, causal), spec.seed)
+        searched = merged(model) if graph is model else load()
+        probe = ModelProbe(*_probe_model(searched, train_ids, train_labels, causal), spec.seed)
         values = {m.name: float(m.compute(probe)) for m in model_measures()}
     finished = time.perf_counter()
     return TrainResult(spec, int(params), tuple(records), trained - started, values, finished - trained)
