@@ -28,6 +28,10 @@ with standard error sqrt(e (1 - e) / m). After the last step, the measures that 
 on the final weights and the training set. Checkpoints are written with ``save_pretrained``
 (config.json + model.safetensors) at step 0 and every ``save_every`` steps, and at the last step.
 
+The passes without gradients (fit checks, error measurements, the searches' errors) run under
+``torch.inference_mode``, through the process's compiled graph of the architecture where compiling pays
+(:mod:`~specbound_lab.compiled`; ``compile=False``: eagerly); training steps are eager.
+
 torch and transformers are imported inside the functions that train, so reading lab results stays light.
 """
 

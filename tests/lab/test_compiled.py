@@ -41,7 +41,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     clear_graphs()
     out = tmp_path_factory.mktemp("compiled")
     compiled_before = compilations()
-    alone = train_run(SPEC, out / "alone", compile=True, graph_runs=MANY)
+    with pytest.MonkeyPatch.context() as patch:  # a training set this small would not compile otherwise
+        patch.setattr(compiled, "MIN_COMPILED_EXAMPLES", 0)
+        alone = train_run(SPEC, out / "alone", compile=True, graph_runs=MANY)
     traced = _traced()
     with pytest.MonkeyPatch.context() as patch:  # its searches are not what this run is for
         patch.setattr(train, "model_measures", lambda: ())
@@ -93,7 +95,7 @@ def test_a_run_where_compiling_does_not_pay_evaluates_eagerly_and_says_why(
     assert not compile_pays(SPEC)  # one run of it alone
     lines: list[str] = []
     result = train_run(SPEC, tmp_path / "auto", notice=lines.append)
-    assert lines == ["evaluating eagerly: compiling would cost more than this run's evaluations save"]
+    assert lines == ["evaluating eagerly: compiling the evaluation graph would cost more than it saves here"]
     assert compilations() == 0 and compiled.cached_graphs() == 0
     assert result.steps == runs.eager.steps and dict(result.model_values) == dict(runs.eager.model_values)
 
@@ -120,6 +122,7 @@ def test_a_compilation_that_fails_falls_back_to_eager_with_one_line(
     monkeypatch.setattr(train, "_SAID", set())
     monkeypatch.setattr(compiled, "_GRAPHS", compiled._Graphs())
     monkeypatch.setattr(torch, "compile", broken)
+    monkeypatch.setattr(compiled, "MIN_COMPILED_EXAMPLES", 0)
     lines: list[str] = []
     fallen = train_run(SPEC, tmp_path / "fallen", graph_runs=MANY, notice=lines.append)
     assert lines == ["compiling the evaluation graph failed (RuntimeError): evaluating eagerly"]
