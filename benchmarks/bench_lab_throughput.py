@@ -197,8 +197,8 @@ def compile_graph(spec: Any) -> float:
 
     started = time.perf_counter()
     # in a run's global state (deterministic kernels: a graph guards on it) on a normal tensor, as a run's
-    with _training_context(spec.settings.threads):
-        graph, why = evaluation_graph(spec, build_model(spec), compile=True, runs=10**9)
+    lent = evaluation_graph(spec, build_model(spec), compile=True, runs=10**9)
+    with _training_context(spec.settings.threads), lent as (graph, why):
         assert why is None, why
         ids = torch.randint(0, spec.task.vocab_size, (4, GraphKey.of(spec).tokens))
         with torch.inference_mode():

@@ -17,7 +17,7 @@ Shapes: the sequence length and the architecture are fixed per graph (:class:`Gr
 dimension is dynamic (``dynamic=True``), so the training sets of every n and the test set share one
 graph without padding; a chunk of one example (which a dynamic graph specialises) is padded to two.
 
-Reuse: :func:`evaluation_graph` returns the process's graph of a run's architecture with the run's
+Reuse: :func:`evaluation_graph` lends a run the process's graph of a run's architecture with the run's
 weights copied in (``load_state_dict``; the graph's parameters are its inputs, so new values do not
 recompile it). A sweep's worker process, local or on a Dask cluster, keeps its graphs across the runs it
 is given (the cache is this module's, per process).
@@ -29,8 +29,7 @@ operation): :func:`evaluation_graph` then gives the eager model and one line say
 
 Example (compiles for a minute on one core, so not run as a doctest)::
 
-    graph, why = evaluation_graph(spec, model, compile=True)
-    with torch.inference_mode():
+    with evaluation_graph(spec, model, compile=True) as (graph, why), torch.inference_mode():
         logits = graph(input_ids=ids).logits  # the compiled graph, with the model's weights
 
 torch is imported inside the functions, so reading lab results stays light.
@@ -38,7 +37,9 @@ torch is imported inside the functions, so reading lab results stays light.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +138,8 @@ class _Graphs:
         self.graphs: dict[GraphKey, Any] = {}
         self.failed: dict[GraphKey, str] = {}
         self.compilations = 0  # graphs compiled in this process (a test and the benchmark read it)
+        self.held: set[GraphKey] = set()  # graphs a run is using now
+        self.lock = threading.Lock()
 
 
 _GRAPHS = _Graphs()
@@ -222,6 +225,7 @@ def _evaluation_module() -> type:
 _EvaluationGraph: type | None = None
 
 
+@contextmanager
 def evaluation_graph(
     spec: RunSpec,
     model: Any,
@@ -229,36 +233,52 @@ def evaluation_graph(
     compile: bool,
     runs: int = 1,
     notice: Callable[[str], None] = lambda line: None,
-) -> tuple[Any, str | None]:
-    """The model to evaluate ``spec``'s ``model`` with, and why it is eager (None when compiled).
+) -> Iterator[tuple[Any, str | None]]:
+    """The model to evaluate ``spec``'s ``model`` with, and why it is eager (None when compiled), held
+    for the block.
 
     Compiled: the process's :class:`EvaluationGraph` of the run's architecture (built once, its
-    compilation happening on its first inference pass), with the model's current weights copied in;
-    call it again after the weights change. Eager: the model itself, when ``compile`` is False, the
-    run fine-tunes a base, compiling does not pay (:func:`compile_pays` over ``runs`` runs, unless the
-    graph is already compiled) or failed before in this process. ``notice`` receives the line of a
-    compilation that fails on first use.
+    compilation happening on its first inference pass), with the model's current weights copied in
+    (copy them again after they change: ``graph.module.load_state_dict``). The graph is the block's
+    alone: a run of the same architecture in another thread meanwhile (the dashboard trains in
+    threads) evaluates eagerly rather than overwrite its weights. Eager: the model itself, when
+    ``compile`` is False, the run fine-tunes a base, the graph is held by another run, compiling does
+    not pay (:func:`compile_pays` over ``runs`` runs, unless the graph is already compiled) or failed
+    before in this process. ``notice`` receives the line of a compilation that fails on first use.
     """
     import torch
 
     from .train import build_model
 
     if not compile:
-        return model, "--no-compile: evaluating eagerly"
+        yield model, "--no-compile: evaluating eagerly"
+        return
     if spec.fine_tuning is not None:
-        return model, "a fine-tuning run evaluates eagerly"
+        yield model, "a fine-tuning run evaluates eagerly"
+        return
     key = GraphKey.of(spec)
-    if key in _GRAPHS.failed:
-        return model, _GRAPHS.failed[key]
-    graph = _GRAPHS.graphs.get(key)
-    if graph is None:
-        if not compile_pays(spec, runs):
-            return model, "evaluating eagerly: compiling the evaluation graph would cost more than it saves here"
-        with torch.random.fork_rng(devices=[]):  # building the twin leaves the run's random stream alone
-            twin = build_model(spec).eval()
-        graph = _evaluation_module()(twin, key)
-        _GRAPHS.graphs[key] = graph
-    object.__setattr__(graph, "notice", notice)
-    with torch.no_grad():
-        graph.module.load_state_dict(model.state_dict())
-    return graph, None
+    with _GRAPHS.lock:
+        why = _GRAPHS.failed.get(key)
+        if why is None and key in _GRAPHS.held:
+            why = "evaluating eagerly: another run of this architecture holds its graph"
+        graph = _GRAPHS.graphs.get(key)
+        if why is None and graph is None and not compile_pays(spec, runs):
+            why = "evaluating eagerly: compiling the evaluation graph would cost more than it saves here"
+        if why is None:
+            _GRAPHS.held.add(key)
+    if why is not None:
+        yield model, why
+        return
+    try:
+        if graph is None:
+            with torch.random.fork_rng(devices=[]):  # building the twin leaves the run's random stream alone
+                twin = build_model(spec).eval()
+            graph = _evaluation_module()(twin, key)
+            _GRAPHS.graphs[key] = graph
+        object.__setattr__(graph, "notice", notice)
+        with torch.no_grad():
+            graph.module.load_state_dict(model.state_dict())
+        yield graph, None
+    finally:
+        with _GRAPHS.lock:
+            _GRAPHS.held.discard(key)

@@ -42,7 +42,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -595,7 +595,7 @@ def train_run(
     chunk = eval_chunk(spec)
     records: list[StepRecord] = []
     started = time.perf_counter()
-    with _training_context(settings.threads):
+    with _training_context(settings.threads), ExitStack() as held:
         torch.manual_seed(spec.seed)
         model = build_model(spec) if spec.fine_tuning is None else _fine_tuning_model(spec)
         params = trained_parameters(model)
@@ -607,7 +607,8 @@ def train_run(
         )
         batches = torch.Generator().manual_seed(spec.seed)
         batch = min(settings.batch_size, spec.n_train)
-        graph, why = evaluation_graph(spec, model, compile=compile, runs=graph_runs, notice=_once(notice))
+        lent = evaluation_graph(spec, model, compile=compile, runs=graph_runs, notice=_once(notice))
+        graph, why = held.enter_context(lent)  # the graph is this run's until it ends
         if compile and why is not None:
             _once(notice)(why)
 

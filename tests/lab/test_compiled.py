@@ -135,6 +135,25 @@ def test_a_compilation_that_fails_falls_back_to_eager_with_one_line(
     assert again == [] and compilations() == 0  # no second try, and the reason was given once
 
 
+def test_a_graph_is_lent_to_one_run_at_a_time(runs) -> None:
+    """Two runs of one architecture at once (the dashboard trains in threads): the second evaluates
+    eagerly instead of overwriting the first's weights in the shared graph; the graph is lent again
+    once the first is done."""
+    from specbound_lab.compiled import evaluation_graph
+    from specbound_lab.train import build_model
+
+    first, second = build_model(SPEC), build_model(SPEC)
+    with evaluation_graph(SPEC, first, compile=True, runs=MANY) as (graph, why):
+        assert why is None and graph is not first
+        assert all(torch.equal(a, b) for a, b in zip(graph.parameters(), first.parameters(), strict=True))
+        with evaluation_graph(SPEC, second, compile=True, runs=MANY) as (other, other_why):
+            assert other is second
+            assert other_why == "evaluating eagerly: another run of this architecture holds its graph"
+    with evaluation_graph(SPEC, second, compile=True, runs=MANY) as (again, why):
+        assert again is graph and why is None
+        assert all(torch.equal(a, b) for a, b in zip(again.parameters(), second.parameters(), strict=True))
+
+
 def test_forward_flops_count_the_architecture() -> None:
     """t = 17 tokens, N = 16: 2 t (4 N²) projections + 2 t (2 · 4 N²) feed-forward + 4 t² N attention."""
     t, n = 17, 16
