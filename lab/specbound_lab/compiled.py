@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .train import RunSpec
 
-#: Seconds a graph takes to compile on one loaded core (measured 17-45 s for BERT L = 1-2, N = 32-64).
+#: Seconds a graph takes to compile on one loaded core (measured 20-90 s for BERT L = 1-4, N = 32-64).
 COMPILE_SECONDS: float = 30.0
 #: FLOP/s of an eager evaluation pass on one core (measured 20-35 GFLOP/s at the lab's sizes).
 EAGER_FLOPS: float = 2.5e10
