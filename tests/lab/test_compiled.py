@@ -161,3 +161,25 @@ def test_forward_flops_count_the_architecture() -> None:
     llama = RunSpec(layers=2, hidden=16, heads=2, n_train=8, family="llama")  # 1 kv head, gated MLP
     per_layer = 2 * t * (2 * n * n + 2 * n * 8) + 2 * t * 3 * 4 * n * n + 4 * t * t * n
     assert forward_flops(llama) == 2 * per_layer
+
+
+def test_no_compile_reaches_the_run_from_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+    import io
+
+    from specbound.cli import main
+    from specbound_lab import sweep
+
+    asked: list[bool] = []
+
+    def recorded(*args, **kwargs):
+        asked.append(kwargs["compile"])
+        return train_run(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "train_run", recorded)
+    monkeypatch.setattr(train, "model_measures", lambda: ())
+    tiny = ["lab", "train", "--layers", "1", "--hidden", "8", "--heads", "2", "--n-train", "16", "--steps", "2"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main([*tiny, "--out", str(tmp_path / "eager"), "--no-compile"]) == 0
+        assert main([*tiny, "--out", str(tmp_path / "default")]) == 0
+    assert asked == [False, True]
