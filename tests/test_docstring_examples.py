@@ -28,6 +28,7 @@ MODULES = (
     "specbound.io.options",
     "specbound.studies.resumable",
     "specbound.studies.trajectory",
+    "specbound_lab.compiled",
     "specbound_lab.finetune",
     "specbound.present.figures.bounds",
     "specbound.present.figures.spectra",
