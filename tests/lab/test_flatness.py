@@ -35,6 +35,13 @@ class OneWeight(torch.nn.Module):
         return SimpleNamespace(logits=torch.stack([torch.zeros_like(x), self.w * x], dim=1))  # (n, 2)
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """The searches on one thread, as in a run (two threads on a loaded machine wait on each other)."""
+    with torch_threads(1):
+        yield
+
+
 IDS = torch.tensor([0, 1] * 20)
 LABELS = IDS.clone()
 
@@ -153,11 +160,6 @@ def _sharpness_afresh(model, ids, labels, settings: FlatnessSettings) -> float:
 def test_the_hoisted_ascent_equals_the_search_computed_afresh(family: str) -> None:
     """The first iterate (u = 0) computed once per search gives the bisection of every step recomputing
     it, bit for bit, on a partly trained classifier of each family (its weights are restored too)."""
-    with torch_threads(1):  # as in a run (two threads on a loaded machine wait on each other)
-        _check_hoisted_ascent(family)
-
-
-def _check_hoisted_ascent(family: str) -> None:
     from specbound_lab.train import RunSpec, TrainSettings, build_model, model_inputs
 
     spec = RunSpec(layers=1, hidden=8, heads=2, n_train=96, family=family, settings=TrainSettings(steps=1))
