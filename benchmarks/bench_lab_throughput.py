@@ -12,7 +12,9 @@ trained twice, on one thread, in this process:
 * **after**: the path as it is: fit checks, error measurements and the searches' errors through the
   process's compiled evaluation graph of the architecture (:mod:`specbound_lab.compiled`) under
   ``torch.inference_mode``, the ascent's first iterate computed once. The graph's compilation is
-  timed apart and charged to the runs of the preset that share it (a sweep's worker compiles it once).
+  timed apart and charged to the runs of the preset that share it (a sweep's worker compiles it once);
+  where compiling does not pay (:func:`specbound_lab.compiled.compile_pays` over those runs, e.g. a
+  training set under 256 examples) the run evaluates eagerly, as a sweep would.
 
 Both must end every run at the same fitted step (or within one fit-check interval: compiled kernels
 sum in another order, which can move a loss across the 0.01 threshold at a check) with every measure
@@ -138,7 +140,7 @@ def training_flops(spec: Any, result: Any) -> float:
     return forward_flops(spec) * (3 * batch * steps + evaluated)
 
 
-def run_once(spec: Any, directory: Path, *, before: bool) -> tuple[Phases, tuple, Any]:
+def run_once(spec: Any, directory: Path, *, before: bool, sharing: int = 1) -> tuple[Phases, tuple, Any]:
     """Train and analyse one run by one route: its phases' seconds, its final values and its result."""
     import torch
 
@@ -151,7 +153,7 @@ def run_once(spec: Any, directory: Path, *, before: bool) -> tuple[Phases, tuple
             stack.enter_context(mock.patch.object(registry, "sharpness_alpha", _old_sharpness_alpha))
             stack.enter_context(mock.patch.object(flatness, "_error", _old_error))
             stack.enter_context(mock.patch.object(torch, "inference_mode", torch.no_grad))
-        result = train_run(spec, directory, compile=not before, graph_runs=10**9)
+        result = train_run(spec, directory, compile=not before, graph_runs=sharing)
     trajectory = analyse_run(result, directory, use_cache=False)
     final = trajectory.final
     measures = tuple(sorted(result.model_values.items()))
@@ -216,7 +218,7 @@ def traced_graphs() -> int:
 def main() -> int:
     from specbound.core import torch_threads
     from specbound_lab import compiled
-    from specbound_lab.compiled import GraphKey
+    from specbound_lab.compiled import GraphKey, compile_pays
     from specbound_lab.grid import preset_grid
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -241,11 +243,14 @@ def main() -> int:
                 compiled.clear_graphs()
                 with tempfile.TemporaryDirectory() as tmp:
                     then, then_values, then_result = run_once(spec, Path(tmp) / "before", before=True)
-                    before_compiles = compiled.compilations()
-                    compile_seconds = compile_graph(spec)  # timed apart: a sweep's worker pays it once
-                    assert compiled.compilations() == before_compiles + 1, "the graph did not compile"
+                    shared = sharing[GraphKey.of(spec)]
+                    compile_seconds = 0.0  # where compiling does not pay, "after" evaluates eagerly, as a sweep would
+                    if compile_pays(spec, shared):
+                        before_compiles = compiled.compilations()
+                        compile_seconds = compile_graph(spec)  # timed apart: a sweep's worker pays it once
+                        assert compiled.compilations() == before_compiles + 1, "the graph did not compile"
                     traced = traced_graphs()
-                    now, now_values, now_result = run_once(spec, Path(tmp) / "after", before=False)
+                    now, now_values, now_result = run_once(spec, Path(tmp) / "after", before=False, sharing=shared)
                     assert traced_graphs() == traced, "the run recompiled its graph"
                 why = agree(then_values, now_values, spec.settings.fit_check_every)
                 if why is not None:
