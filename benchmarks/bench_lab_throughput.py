@@ -215,6 +215,17 @@ def traced_graphs() -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
+def warm_up() -> None:
+    """One tiny run through both routes first, so that neither pays the process's first-use costs
+    (imports, kernel initialisation) inside its timings."""
+    from specbound_lab.train import RunSpec, TrainSettings
+
+    tiny = RunSpec(layers=1, hidden=8, heads=2, n_train=16, settings=TrainSettings(steps=2, save_every=1))
+    with tempfile.TemporaryDirectory() as tmp:
+        run_once(tiny, Path(tmp) / "before", before=True)
+        run_once(tiny, Path(tmp) / "after", before=False)
+
+
 def main() -> int:
     from specbound.core import torch_threads
     from specbound_lab import compiled
@@ -230,6 +241,7 @@ def main() -> int:
     with torch_threads(1):
         peak = matmul_flops()
         print(f"single-core float32 matmul: {peak / 1e9:.1f} GFLOP/s (1024^3, best of 5)", flush=True)
+        warm_up()
         failures = 0
         for preset in args.preset:
             grid = preset_grid(preset, family=args.family)
