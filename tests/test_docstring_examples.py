@@ -33,6 +33,7 @@ MODULES = (
     "specbound.studies.scaling",
     "specbound.studies.trajectory",
     "specbound_lab.answer",
+    "specbound_lab.compiled",
     "specbound_lab.finetune",
     "specbound_lab.study",
     "specbound.present.figures.bounds",

@@ -68,6 +68,10 @@ _learning_rate = _bounded(float, LAB_LIMITS.min_learning_rate, LAB_LIMITS.max_le
 _batch_size = _bounded(int, 1, LAB_LIMITS.max_train)
 _weight_decay = _bounded(float, 0.0, 1.0)
 #: The help of ``--until-fit`` (train and sweep).
+_NO_COMPILE_HELP = (
+    "evaluate eagerly: no torch.compile'd evaluation graph for the fit checks, error measurements and "
+    "flatness searches (by default one per architecture and process, used where compiling pays)"
+)
 _UNTIL_FIT_HELP = (
     "train each classification run until it fits its training set (cross-entropy <= 0.01 on the whole set, "
     "or no training error with noisy labels; checked every --fit-every steps), --steps being the cap; a "
@@ -346,7 +350,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
         family=args.family,
     )
     print(f"{spec.name}: {spec.task.describe()}", flush=True)
-    result = run_sweep([spec], Path(args.out), use_cache=not args.no_cache, progress=_progress, report=_report)
+    result = run_sweep(
+        [spec],
+        Path(args.out),
+        use_cache=not args.no_cache,
+        progress=_progress,
+        report=_report,
+        compile=not args.no_compile,
+    )
     run = result.results.run(spec.name)
     print(
         f"{'step':>6} {'train_err':>9} {'test_err':>9} {'se':>7} {'gap':>8} {'log10 ours':>10} "
@@ -416,6 +427,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         progress=_progress,
         report=_report,
         executor=Executor(workers=args.workers, dask=args.dask),
+        compile=not args.no_compile,
     )
     done = sum(o.status is Status.DONE for o in result.outcomes)
     print(
@@ -553,6 +565,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--family", choices=list(FAMILIES), default="bert", help=_FAMILY_HELP)
     train.add_argument("--out", required=True, help="lab directory (the run joins any runs already there)")
     train.add_argument("--no-cache", action="store_true", help="analyse checkpoints without the profile cache")
+    train.add_argument("--no-compile", action="store_true", help=_NO_COMPILE_HELP)
     train.set_defaults(handler=_cmd_train)
 
     sweep = actions.add_parser("sweep", help="train and analyse a grid of runs (resumable)")
@@ -622,6 +635,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         help="also write the results (no weights) as the reference shipped inside the package",
     )
     sweep.add_argument("--no-cache", action="store_true", help="analyse checkpoints without the profile cache")
+    sweep.add_argument("--no-compile", action="store_true", help=_NO_COMPILE_HELP)
     sweep.add_argument(
         "--workers",
         type=_workers,

@@ -29,6 +29,12 @@ each rise being at least −L̂(w)), or once the rises so far plus the most the 
 the error by more than δ (the worst iterate counts). ``early_stop=False`` runs every draw and step,
 for a benchmark or a check of that claim.
 
+Nothing is computed twice: the sharpness ascent starts from u = 0 for every α, so its first iterate's
+error and gradient signs are computed once per search (not once per bisection step: a third of the
+ascent's gradient passes), and |w| + ε and w² are computed once; every error is measured under
+``torch.inference_mode``, through a compiled graph when the model is one
+(:mod:`~specbound_lab.compiled`). The results are those of computing everything afresh, bit for bit.
+
 torch is imported inside the functions; the model's weights are restored after every probe.
 """
 
@@ -82,11 +88,12 @@ def bisect_scale(fits: Callable[[float], bool], settings: FlatnessSettings = DEF
 
 
 def _error(model: Any, ids: torch.Tensor, labels: torch.Tensor) -> float:
-    """The error rate of the model on a labelled set (no gradients)."""
+    """The error rate of the model on a labelled set, under ``torch.inference_mode`` (no autograd state;
+    a :mod:`~specbound_lab.compiled` evaluation graph runs compiled there)."""
     import torch
 
     wrong = 0
-    with torch.no_grad():
+    with torch.inference_mode():
         for start in range(0, ids.shape[0], _CHUNK):
             logits = model(input_ids=ids[start : start + _CHUNK]).logits  # (chunk, 2)
             wrong += int((logits.argmax(dim=1) != labels[start : start + _CHUNK]).sum())
@@ -124,13 +131,14 @@ def pacbayes_sigma(
         ]
 
         allowed = settings.target * settings.draws  # the most the rises may add up to
+        squares = [w.square() for w in weights]  # hoisted: the same w² for every σ and draw
 
         def fits(sigma: float) -> bool:
             rise = 0.0
             for index, draw in enumerate(noise):
                 with torch.no_grad():
-                    for p, w, z in zip(parameters, weights, draw, strict=True):
-                        p.copy_(w + torch.sqrt(sigma**2 * w.square() + settings.epsilon**2) * z)
+                    for p, w, w2, z in zip(parameters, weights, squares, draw, strict=True):
+                        p.copy_(w + torch.sqrt(sigma**2 * w2 + settings.epsilon**2) * z)
                 rise += _error(model, ids, labels) - base
                 if settings.early_stop:  # a margin leaves near-ties to the full sum below
                     left = settings.draws - index - 1
@@ -154,12 +162,26 @@ def sharpness_alpha(
     parameters = list(model.parameters())
     base = _error(model, ids, labels)
     with _restored(parameters) as weights:
+        # the first iterate is u = 0 for every α: its error and gradient signs are computed once
+        model.zero_grad(set_to_none=True)
+        logits = model(input_ids=ids).logits  # (n, 2)
+        first_rise = float((logits.argmax(dim=1) != labels).double().mean()) - base
+        torch.nn.functional.cross_entropy(logits, labels).backward()
+        first_signs = [p.grad.sign() if p.grad is not None else torch.zeros_like(p) for p in parameters]
+        model.zero_grad(set_to_none=True)
+        del logits
+        magnitudes = [w.abs() + settings.epsilon for w in weights]  # hoisted: |w| + ε for every α
 
         def fits(alpha: float) -> bool:
-            boxes = [alpha * (w.abs() + settings.epsilon) for w in weights]
-            shifts = [torch.zeros_like(w) for w in weights]
-            worst = 0.0
-            for _ in range(settings.ascent_steps):
+            boxes = [alpha * m for m in magnitudes]
+            worst = max(0.0, first_rise)
+            if settings.early_stop and worst > settings.target:
+                return False
+            shifts = []
+            for box, sign in zip(boxes, first_signs, strict=True):
+                u = 2.0 * box / settings.ascent_steps * sign  # from u = 0: the first step of the ascent
+                shifts.append(torch.minimum(torch.maximum(u, -box), box))
+            for _ in range(1, settings.ascent_steps):
                 with torch.no_grad():
                     for p, w, u in zip(parameters, weights, shifts, strict=True):
                         p.copy_(w + u)

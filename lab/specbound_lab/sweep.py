@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from specbound.io import describe_os_error
 from specbound.studies import Executor, Status, run_resumable
 
 from .claims import claim, tables_lock
+from .compiled import GraphKey
 from .records import RUNS_DIR, finished_run, read_runs, write_record
 from .tables import LabResults, lab_results, write_results, write_tables
 from .train import LabError, RunSpec, TrainingCancelled, train_run
@@ -54,15 +56,18 @@ def run_sweep(
     report: Callable[[str], None] = lambda line: None,
     should_stop: Callable[[], bool] = lambda: False,
     executor: Executor = Executor(),
+    compile: bool = True,
 ) -> SweepResult:
     """Train and analyse every run not finished in ``out`` yet, then rebuild the tables.
 
     ``progress(name)`` gives the callback of one run (train, then analyse events); ``report`` gets one
     line per run; ``should_stop`` is the cancel hook, checked between training steps. On cancellation
     the tables are rebuilt from the finished runs and TrainingCancelled is raised. ``executor`` runs
-    the runs in worker processes or on a Dask cluster. The batch is
-    :func:`specbound.studies.run_resumable`'s: a run is claimed (:func:`~specbound_lab.claims.claim`)
-    before it is touched, and its record written here as it finishes.
+    the runs in worker processes or on a Dask cluster, each process keeping its compiled evaluation
+    graphs (:mod:`~specbound_lab.compiled`; ``compile=False``: none) across the runs it is given. The
+    batch is :func:`specbound.studies.run_resumable`'s: a run is claimed
+    (:func:`~specbound_lab.claims.claim`) before it is touched, and its record written here as it
+    finishes.
     """
     out = Path(out)
     specs = tuple(dict.fromkeys(specs))
@@ -71,13 +76,25 @@ def run_sweep(
         (out / RUNS_DIR).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LabError(f"cannot create the lab directory {out}: {exc.strerror}") from None
-    tasks = [_RunTask(spec, out / RUNS_DIR / spec.name, bound_settings, use_cache) for spec in specs]
+    sharing = Counter(GraphKey.of(spec) for spec in specs)  # the runs that may reuse one compiled graph
+    tasks = [
+        _RunTask(spec, out / RUNS_DIR / spec.name, bound_settings, use_cache, compile, sharing[GraphKey.of(spec)])
+        for spec in specs
+    ]
     prefixes = {task.spec: f"[{index}/{len(specs)}] {task.spec.name}" for index, task in enumerate(tasks, start=1)}
 
     def in_process(task: _RunTask) -> tuple[RunTrajectory, float]:
         """A run trained here: with its progress callback, cancellable between training steps."""
         run_started, callback = time.perf_counter(), progress(task.spec.name)
-        result = train_run(task.spec, task.run_dir, progress=callback, should_stop=should_stop)
+        result = train_run(
+            task.spec,
+            task.run_dir,
+            progress=callback,
+            should_stop=should_stop,
+            compile=task.compile,
+            graph_runs=task.graph_runs,
+            notice=report,
+        )
         trajectory = analyse_run(result, task.run_dir, settings=bound_settings, progress=callback, use_cache=use_cache)
         return trajectory, time.perf_counter() - run_started
 
@@ -137,13 +154,17 @@ class _RunTask:
     run_dir: Path
     bound_settings: BoundSettings
     use_cache: bool
+    compile: bool = True  # evaluate through the process's compiled graphs where that pays
+    graph_runs: int = 1  # runs of the sweep that share this run's graph (compiling pays over them)
 
 
 def _train_and_analyse(task: _RunTask) -> tuple[RunTrajectory, float]:
     """Train one run into its directory and analyse it (in a worker process or on a Dask worker, one
-    thread each, seeded as in a serial sweep); the record is the driver's to write. The workers write
-    the checkpoints into the sweep's directory, so a Dask cluster's workers must share its file system."""
+    thread each, seeded as in a serial sweep); the record is the driver's to write. The worker process
+    keeps its compiled evaluation graphs (a module-level cache) for the next run it is given. The
+    workers write the checkpoints into the sweep's directory, so a Dask cluster's workers must share
+    its file system."""
     started = time.perf_counter()
-    result = train_run(task.spec, task.run_dir)
+    result = train_run(task.spec, task.run_dir, compile=task.compile, graph_runs=task.graph_runs)
     trajectory = analyse_run(result, task.run_dir, settings=task.bound_settings, use_cache=task.use_cache)
     return trajectory, time.perf_counter() - started

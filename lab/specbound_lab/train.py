@@ -28,6 +28,10 @@ with standard error sqrt(e (1 - e) / m). After the last step, the measures that 
 on the final weights and the training set. Checkpoints are written with ``save_pretrained``
 (config.json + model.safetensors) at step 0 and every ``save_every`` steps, and at the last step.
 
+The passes without gradients (fit checks, error measurements, the searches' errors) run under
+``torch.inference_mode``, through the process's compiled graph of the architecture where compiling pays
+(:mod:`~specbound_lab.compiled`; ``compile=False``: eagerly); training steps are eager.
+
 torch and transformers are imported inside the functions that train, so reading lab results stays light.
 """
 
@@ -38,7 +42,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -485,8 +489,9 @@ def _measure(
     import torch
 
     loss_sum, wrong, count = 0.0, 0, 0
+    training = model.training  # restored after: an evaluation graph stays in eval mode
     model.eval()
-    with torch.no_grad():
+    with torch.inference_mode():  # no autograd state at all (and the compiled graph's mode)
         for start in range(0, ids.shape[0], chunk):
             logits = model(input_ids=ids[start : start + chunk]).logits  # (chunk, C) or (chunk, T, V)
             target = labels[start : start + chunk]
@@ -496,8 +501,22 @@ def _measure(
             loss_sum += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
             wrong += int((logits.argmax(dim=1) != target).sum())
             count += int(target.shape[0])
-    model.train()
+    model.train(training)
     return loss_sum / count, wrong / count
+
+
+_SAID: set[str] = set()
+
+
+def _once(notice: Callable[[str], None]) -> Callable[[str], None]:
+    """``notice``, passed each line once per process (a sweep's runs share the reason)."""
+
+    def say(line: str) -> None:
+        if line not in _SAID:
+            _SAID.add(line)
+            notice(line)
+
+    return say
 
 
 def _probe_model(model: Any, ids: torch.Tensor, labels: torch.Tensor, causal: bool) -> tuple[Any, Any, Any]:
@@ -548,13 +567,22 @@ def train_run(
     *,
     progress: ProgressCallback = silent,
     should_stop: Callable[[], bool] = lambda: False,
+    compile: bool = True,
+    graph_runs: int = 1,
+    notice: Callable[[str], None] = lambda line: None,
 ) -> TrainResult:
     """Train one run, saving checkpoints under ``directory`` and measuring errors at each saved step.
 
     ``progress`` receives ("train", step, steps) events; ``should_stop`` is checked between steps and
-    raises :class:`TrainingCancelled` when it returns True.
+    raises :class:`TrainingCancelled` when it returns True. The passes without gradients (fit checks,
+    error measurements, the flatness searches' errors) run through the process's compiled graph of
+    the architecture (:mod:`~specbound_lab.compiled`) when ``compile`` is True and compiling pays over
+    ``graph_runs`` runs of it; ``notice`` receives one line when a requested compilation is not used
+    (why), once per reason and process. Training steps are eager (compiled, they measured slower).
     """
     import torch
+
+    from .compiled import evaluation_graph
 
     directory = Path(directory)
     settings = spec.settings
@@ -567,7 +595,7 @@ def train_run(
     chunk = eval_chunk(spec)
     records: list[StepRecord] = []
     started = time.perf_counter()
-    with _training_context(settings.threads):
+    with _training_context(settings.threads), ExitStack() as held:
         torch.manual_seed(spec.seed)
         model = build_model(spec) if spec.fine_tuning is None else _fine_tuning_model(spec)
         params = trained_parameters(model)
@@ -579,20 +607,40 @@ def train_run(
         )
         batches = torch.Generator().manual_seed(spec.seed)
         batch = min(settings.batch_size, spec.n_train)
-        report_every = max(1, settings.steps // PROGRESS_EVENTS)
+        lent = evaluation_graph(spec, model, compile=compile, runs=graph_runs, notice=_once(notice))
+        graph, why = held.enter_context(lent)  # the graph is this run's until it ends
+        if compile and why is not None:
+            _once(notice)(why)
+
+        def load() -> Any:
+            """The evaluation graph with the model's current weights copied in."""
+            if graph is not model:
+                with torch.no_grad():
+                    graph.module.load_state_dict(model.state_dict())
+            return graph
+
+        def measure(ids: torch.Tensor, labels: torch.Tensor, *, fresh: bool) -> tuple[float, float]:
+            """(loss, error) of the current weights through the evaluation graph; ``fresh``: copy them in
+            first (once per step, however many sets are measured there)."""
+            return _measure(load() if fresh else graph, ids, labels, chunk, causal)
+
         model.train()
         check_fit = settings.until_fit and not causal
+        fit_every = settings.fit_check_every
+        report_every = max(1, settings.steps // PROGRESS_EVENTS)
+        full_batch = batch == spec.n_train
+        all_rows = torch.arange(spec.n_train)
         for step in range(settings.steps + 1):
-            checked = check_fit and step % settings.fit_check_every == 0
+            checked = check_fit and step % fit_every == 0
             if checked:
-                train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
+                train_loss, train_error = measure(train_ids, train_labels, fresh=True)
             fitted = checked and fits_training_set(train_loss, train_error, spec.label_noise)
             if step in save_at or fitted:
                 relative = checkpoint_dir(step)
                 merged(model).save_pretrained(directory / relative)
                 if not checked:  # the training set was not measured at this step yet
-                    train_loss, train_error = _measure(model, train_ids, train_labels, chunk, causal)
-                test_loss, test_error = _measure(model, test_ids, test_labels, chunk, causal)
+                    train_loss, train_error = measure(train_ids, train_labels, fresh=True)
+                test_loss, test_error = measure(test_ids, test_labels, fresh=False)
                 records.append(
                     StepRecord(step, train_loss, train_error, test_error, test_count, relative, test_loss, causal)
                 )
@@ -602,8 +650,8 @@ def train_run(
                 break
             if should_stop():
                 raise TrainingCancelled(f"training of {spec.name} was cancelled at step {step}")
-            if batch == spec.n_train:
-                rows = torch.arange(spec.n_train)
+            if full_batch:
+                rows = all_rows
             else:
                 rows = torch.randint(0, spec.n_train, (batch,), generator=batches)  # (B,)
             loss = model(input_ids=train_ids[rows], labels=train_labels[rows]).loss
@@ -614,7 +662,8 @@ def train_run(
                 detail = f"{spec.name} loss {float(loss.detach()):.3f}"
                 progress(ProgressEvent("train", step + 1, settings.steps, detail))
         trained = time.perf_counter()
-        probe = ModelProbe(*_probe_model(merged(model), train_ids, train_labels, causal), spec.seed)
+        searched = merged(model) if graph is model else load()
+        probe = ModelProbe(*_probe_model(searched, train_ids, train_labels, causal), spec.seed)
         values = {m.name: float(m.compute(probe)) for m in model_measures()}
     finished = time.perf_counter()
     return TrainResult(spec, int(params), tuple(records), trained - started, values, finished - trained)

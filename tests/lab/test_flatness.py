@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from specbound.core import torch_threads
 from specbound_lab.flatness import (
     DEFAULT_FLATNESS,
     FlatnessSettings,
@@ -32,6 +33,13 @@ class OneWeight(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor) -> SimpleNamespace:
         x = 2.0 * input_ids.double() - 1.0  # (n,)
         return SimpleNamespace(logits=torch.stack([torch.zeros_like(x), self.w * x], dim=1))  # (n, 2)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """The searches on one thread, as in a run (two threads on a loaded machine wait on each other)."""
+    with torch_threads(1):
+        yield
 
 
 IDS = torch.tensor([0, 1] * 20)
@@ -109,3 +117,67 @@ def test_early_stops_change_no_result_on_a_trained_classifier(monkeypatch: pytes
     assert sigma == pacbayes_sigma(model, ids, labels, seed=3, settings=full)
     assert quick_passes < len(passes) - quick_passes  # some probe did stop early
     assert sharpness_alpha(model, ids, labels, settings=quick) == sharpness_alpha(model, ids, labels, settings=full)
+
+
+def _sharpness_afresh(model, ids, labels, settings: FlatnessSettings) -> float:
+    """The sharpness search with nothing hoisted: every bisection step runs its whole ascent from u = 0
+    (the search as first written, the dense reference of :func:`sharpness_alpha`)."""
+    from specbound_lab.flatness import _error, _restored
+
+    model.eval()
+    parameters = list(model.parameters())
+    base = _error(model, ids, labels)
+    with _restored(parameters) as weights:
+
+        def fits(alpha: float) -> bool:
+            boxes = [alpha * (w.abs() + settings.epsilon) for w in weights]
+            shifts = [torch.zeros_like(w) for w in weights]
+            worst = 0.0
+            for _ in range(settings.ascent_steps):
+                with torch.no_grad():
+                    for p, w, u in zip(parameters, weights, shifts, strict=True):
+                        p.copy_(w + u)
+                model.zero_grad(set_to_none=True)
+                logits = model(input_ids=ids).logits  # (n, 2)
+                worst = max(worst, float((logits.argmax(dim=1) != labels).double().mean()) - base)
+                torch.nn.functional.cross_entropy(logits, labels).backward()
+                with torch.no_grad():
+                    for p, u, box in zip(parameters, shifts, boxes, strict=True):
+                        grad = p.grad if p.grad is not None else torch.zeros_like(u)
+                        u.add_(2.0 * box / settings.ascent_steps * grad.sign())
+                        torch.minimum(torch.maximum(u, -box), box, out=u)
+            with torch.no_grad():
+                for p, w, u in zip(parameters, weights, shifts, strict=True):
+                    p.copy_(w + u)
+            worst = max(worst, _error(model, ids, labels) - base)
+            model.zero_grad(set_to_none=True)
+            return worst <= settings.target
+
+        return bisect_scale(fits, settings)
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2", "llama", "neox"])
+def test_the_hoisted_ascent_equals_the_search_computed_afresh(family: str) -> None:
+    """The first iterate (u = 0) computed once per search gives the bisection of every step recomputing
+    it, bit for bit, on a partly trained classifier of each family (its weights are restored too)."""
+    from specbound_lab.train import RunSpec, TrainSettings, build_model, model_inputs
+
+    spec = RunSpec(layers=1, hidden=8, heads=2, n_train=96, family=family, settings=TrainSettings(steps=1))
+    train, _ = spec.task.datasets(spec.n_train, 1, 0)
+    ids, labels = model_inputs(train, spec.task.vocab_size, family)
+    torch.manual_seed(0)
+    model = build_model(spec)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-2)
+    for _ in range(30):  # a partly fitted model: some steps of the bisection pass, others fail
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    before = [p.detach().clone() for p in model.parameters()]
+    settings = FlatnessSettings(halvings=6, early_stop=False)
+    hoisted = sharpness_alpha(model, ids, labels, settings=settings)
+    afresh = _sharpness_afresh(model, ids, labels, settings)
+    assert all(torch.equal(p, w) for p, w in zip(model.parameters(), before, strict=True))
+    assert hoisted == afresh
+    low, high = 2.0**settings.low, 2.0**settings.high
+    assert low < hoisted < high  # a search that moved: both ends are censored answers

@@ -3,7 +3,8 @@
 Wall times aside (they are measured, not computed), ``runs.csv`` and ``correlations.csv`` of a small
 sweep (four short runs of the smoke task) trained by two local worker processes, and by a real
 ``dask.distributed.LocalCluster`` of two workers on the loopback interface, equal those of the same
-sweep trained serially.
+sweep trained serially; and a Dask worker given all four runs keeps the evaluation graphs it builds
+(one per architecture) across them, with the same tables.
 """
 
 from __future__ import annotations
@@ -35,9 +36,27 @@ def _tables(directory: Path) -> tuple[pd.DataFrame, str]:
     return runs, (directory / "correlations.csv").read_text()
 
 
+def _graphs_on_every_worker() -> None:
+    """On a Dask worker: compiling pays for every run, and "compiling" is instant (the graph's forward is
+    the eager module's, so its records are the eager ones bit for bit): what is tested is the cache."""
+    import torch
+
+    from specbound_lab import compiled
+
+    compiled.COMPILE_SECONDS = 0.0
+    compiled.MIN_COMPILED_EXAMPLES = 0
+    torch.compile = lambda module, **options: module
+
+
+def _graphs_held() -> tuple[int, int]:
+    from specbound_lab import compiled
+
+    return compiled.compilations(), compiled.cached_graphs()
+
+
 @pytest.mark.slow
 def test_workers_and_a_cluster_train_the_runs_of_a_serial_sweep(tmp_path: Path, own_main_module) -> None:
-    from distributed import LocalCluster
+    from distributed import Client, LocalCluster
 
     _sweep(tmp_path / "serial")
     serial_runs, serial_correlations = _tables(tmp_path / "serial")
@@ -45,7 +64,13 @@ def test_workers_and_a_cluster_train_the_runs_of_a_serial_sweep(tmp_path: Path, 
     assert "runs to train in 2 worker processes" in printed
     with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster:
         _sweep(tmp_path / "dask", "--dask", cluster.scheduler_address)
-    for kind in ("local", "dask"):
+    # one worker given all four runs of two architectures keeps its graphs: built two, reused by two
+    one = LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
+    with one as cluster, Client(cluster) as client:
+        client.run(_graphs_on_every_worker)
+        _sweep(tmp_path / "graphs", "--dask", cluster.scheduler_address)
+        assert list(client.run(_graphs_held).values()) == [(2, 2)]  # (graphs compiled, graphs held)
+    for kind in ("local", "dask", "graphs"):
         runs, correlations = _tables(tmp_path / kind)
         pd.testing.assert_frame_equal(runs, serial_runs)
         assert correlations == serial_correlations
