@@ -245,3 +245,27 @@ def test_the_model_given_is_left_as_it_was(merge):
     assert all(torch.equal(v, weights[k]) and v.dtype == dtypes[k] for k, v in model.state_dict().items())
     assert model.active_adapter == "default" and _merged_layers(model) == merged
     assert any(merged.values()) == merge
+
+
+def _lora_holders(tmp_path: Any) -> dict[str, tuple[Any, Any]]:
+    """What holds LoRA layers without being a PeftModel: (source, config) as given to analyze."""
+    base = _llama()
+    model = _llama_lora(base)
+    model.save_pretrained(tmp_path / "lora")
+    attached = copy.deepcopy(base)
+    attached.load_adapter(str(tmp_path / "lora"))  # transformers' own PEFT integration
+    return {
+        "transformers load_adapter": (attached, None),
+        "LoraModel": (model.base_model, None),
+        "PeftModel state_dict": (model.state_dict(), base.config),
+    }
+
+
+@pytest.mark.parametrize("kind", ["transformers load_adapter", "LoraModel", "PeftModel state_dict"])
+def test_lora_layers_outside_a_peft_model_are_refused_in_one_line_that_says_what_to_give(kind, tmp_path):
+    source, config = _lora_holders(tmp_path)[kind]
+    with pytest.raises(UnsupportedModelError, match=r"holds LoRA layers \('[^']*(base_layer|lora_A)") as caught:
+        specbound.analyze(source, config=config)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert all(word in message for word in ("the PeftModel itself", "merge_and_unload()", "save_pretrained"))
