@@ -269,3 +269,44 @@ def test_lora_layers_outside_a_peft_model_are_refused_in_one_line_that_says_what
     message = str(caught.value)
     assert "\n" not in message
     assert all(word in message for word in ("the PeftModel itself", "merge_and_unload()", "save_pretrained"))
+
+
+@pytest.mark.parametrize("merge", [False, True], ids=["unmerged", "merged"])
+@pytest.mark.parametrize(
+    ("targets", "lora_bias", "changed_keys"),
+    [
+        (["c_attn", "c_fc", "wte"], False, ("wte.weight", "ln_f.weight", "c_attn.weight", "c_fc.weight")),
+        (["c_attn", "c_fc"], True, ("c_fc.bias", "c_attn.bias", "ln_f.weight", "c_attn.weight")),  # peft: no embedding
+    ],
+    ids=["embedding", "lora-bias"],
+)
+def test_every_tensor_equals_peft_merge_in_float64(merge, targets, lora_bias, changed_keys):
+    """Tensor by tensor, as peft lays each update out: Conv1D (fan_in_fan_out), an embedding, a
+    ``lora_bias`` and ``modules_to_save``: the tuned state dict is peft's ``merge_and_unload`` of a
+    float64 copy, the base the original tensors (float32, so any rounding shows as a difference)."""
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16, tie_word_embeddings=False
+    )
+    base = transformers.GPT2LMHeadModel(config)
+    lora = _lora(target_modules=targets, lora_bias=lora_bias, modules_to_save=["ln_f"])
+    torch.manual_seed(1)
+    model = peft.get_peft_model(copy.deepcopy(base), lora)
+    _move_saved_copies(model)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name and name.endswith("bias"):
+                parameter.add_(torch.randn_like(parameter))
+    expected = copy.deepcopy(model).double().merge_and_unload().state_dict()
+    if merge:
+        model.merge_adapter()
+    parts = peft_parts(model)
+    assert set(parts.tuned) == set(parts.base) == set(expected) == set(base.state_dict())
+    for key, tensor in expected.items():
+        # merged in float32, W⁰ comes back to the merge's own rounding: one float32 ulp of the merged
+        # tensor's largest entry (2^-23 of it); unmerged, W⁰ is the stored tensor itself
+        ulp = 2.0**-23 * float(tensor.abs().max()) if merge else 0.0
+        torch.testing.assert_close(parts.tuned[key].double(), tensor, rtol=1e-12, atol=ulp + 1e-15)
+        torch.testing.assert_close(parts.base[key].double(), base.state_dict()[key].double(), rtol=0, atol=ulp)
+    changed = {key for key in expected if not torch.equal(parts.tuned[key].double(), parts.base[key].double())}
+    assert all(any(key.endswith(f".{name}") for key in changed) for name in changed_keys)
