@@ -151,11 +151,8 @@ def _adapted_tensors(inner: Any, adapter: str) -> dict[str, dict[str, tuple[Any,
 
 def _lora_layer(module: Any, module_name: str, adapter: str) -> dict[str, tuple[Any, Any]]:
     """(W⁰, W) of one LoRA layer's tensors (module docstring): W⁰ its base layer's (recovered if
-    adapters are merged in), W = W⁰ + scale · B A in float64 where the active adapter adapts it."""
-    import torch
-
-    base_layer = module.get_base_layer()
-    stored = dict(base_layer.state_dict())
+    adapters are merged in), W = W⁰ + scale · B A in float64 where the active adapter adapts it; a
+    bias likewise, where an adapter has ``lora_bias`` (its ``lora_B`` bias times the scale)."""
     merged = list(getattr(module, "merged_adapters", []))
     for name in [*merged, adapter]:
         if name in getattr(module, "lora_variant", {}):
@@ -163,24 +160,26 @@ def _lora_layer(module: Any, module_name: str, adapter: str) -> dict[str, tuple[
                 f"the PeftModel's layer '{quoted(module_name)}' holds adapter '{quoted(name)}' as a LoRA variant "
                 f"({type(module.lora_variant[name]).__name__}): specbound reads plain LoRA adapters only"
             )
+    stored = dict(module.get_base_layer().state_dict())
     parts: dict[str, tuple[Any, Any]] = {leaf: (tensor, tensor) for leaf, tensor in stored.items()}
-    weight = stored["weight"]
-    if merged:
-        weight = _unmerged(module, module_name, weight, merged)
+    weight = _unmerged(module, module_name, stored["weight"], merged) if merged else stored["weight"]
     bias = stored.get("bias")
-    biased = {name for name in [*merged, adapter] if getattr(module, "lora_bias", {}).get(name, False)}
-    if bias is not None and merged:
-        bias = bias.double() - sum((_bias_delta(module, name) for name in merged if name in biased), torch.zeros(()))
-    if _has_adapter(module, adapter):
-        parts["weight"] = (weight, weight.double() + _delta(module, module_name, adapter))
-        if bias is not None:
-            lora_bias = _bias_delta(module, adapter) if adapter in biased else 0.0
-            parts["bias"] = (bias, bias.double() + lora_bias)
-    else:
-        parts["weight"] = (weight, weight)
-        if bias is not None:
-            parts["bias"] = (bias, bias)
+    biased = [name for name in merged if _has_lora_bias(module, name)]
+    if bias is not None and biased:
+        bias = bias.double() - sum(_bias_delta(module, name) for name in biased)
+    adapted = _has_adapter(module, adapter)
+    parts["weight"] = (weight, weight.double() + _delta(module, module_name, adapter) if adapted else weight)
+    if bias is not None:
+        parts["bias"] = (
+            bias,
+            bias.double() + _bias_delta(module, adapter) if _has_lora_bias(module, adapter) else bias,
+        )
     return parts
+
+
+def _has_lora_bias(module: Any, adapter: str) -> bool:
+    """Whether ``adapter`` trains a bias in LoRA layer ``module`` (peft's ``lora_bias``)."""
+    return bool(getattr(module, "lora_bias", {}).get(adapter, False))
 
 
 def _has_adapter(module: Any, adapter: str) -> bool:
