@@ -87,7 +87,7 @@ def peft_parts(model: Any, name: str | None = None) -> PeftParts:
         base: dict[str, Any] = {}
         tuned: dict[str, Any] = {}
         for key, tensor in inner.state_dict().items():
-            if not any(key.startswith(f"{module}.") for module in changed):
+            if not _inside(key, changed):
                 base[key] = tuned[key] = tensor
         for module, tensors in changed.items():
             for leaf, (before, after) in tensors.items():
@@ -132,7 +132,7 @@ def _adapted_tensors(inner: Any, adapter: str) -> dict[str, dict[str, tuple[Any,
 
     changed: dict[str, dict[str, tuple[Any, Any]]] = {}
     for module_name, module in inner.named_modules():
-        if any(module_name.startswith(f"{outer}.") for outer in changed):
+        if _inside(module_name, changed):
             continue  # inside a peft module already read (its base layer, its adapters)
         if isinstance(module, LoraLayer):
             changed[module_name] = _lora_layer(module, module_name, adapter)
@@ -147,6 +147,13 @@ def _adapted_tensors(inner: Any, adapter: str) -> dict[str, dict[str, tuple[Any,
                 "(trainable tokens): specbound reads LoRA layers and modules_to_save only"
             )
     return changed
+
+
+def _inside(name: str, modules: Mapping[str, Any]) -> bool:
+    """Whether the dotted ``name`` lies inside one of ``modules`` (by name): one look-up per prefix,
+    so a model's tensors are sorted in time linear in their count."""
+    parts = name.split(".")
+    return any(".".join(parts[:end]) in modules for end in range(1, len(parts)))
 
 
 def _lora_layer(module: Any, module_name: str, adapter: str) -> dict[str, tuple[Any, Any]]:
