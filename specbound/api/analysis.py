@@ -330,10 +330,11 @@ def analyze(
     a model in memory: that base is then also the reference), else into the base its config records,
     looked for beside the adapter, then in the working directory, then on the Hub
     (:func:`specbound.io.loading.locate_adapter_base`); either way it is centred at that base. A peft
-    ``PeftModel`` held in memory is read as its merged model (its active adapter merged by peft's own
-    ``merge_and_unload``, on a copy) and, like an adapter on disk, centred at its own base unless
-    ``base`` names another (:mod:`specbound.io.checkpoints.peft_model`); for the uncentred numbers
-    alone, give ``peft_model.merge_and_unload()``.
+    ``PeftModel`` held in memory is read from its active adapter's own factors, ``W = W⁰ + scale · B A``
+    in float64 per LoRA layer (W⁰ recovered where ``merge_adapter()`` merged it in; ``modules_to_save``
+    read as trained copies of their originals) and, like an adapter on disk, centred at its own base
+    unless ``base`` names another (:mod:`specbound.io.checkpoints.peft_model`); the model is left as it
+    was.
 
     Example::
 
@@ -352,13 +353,15 @@ def analyze(
     tuned: Checkpoint | None = None
     from ..io.checkpoints.peft_model import is_peft_model
 
-    if is_peft_model(source):  # its merged model, centred at its own base unless another is given
+    if is_peft_model(source):  # its tuned weights, centred at its own base unless another is given
         from ..io.checkpoints.peft_model import peft_parts
 
+        if config is not None:
+            raise TypeError("a PeftModel brings its own config: give config only with a state_dict")
         parts = peft_parts(source, name)
-        source, name = parts.merged, parts.model_name
+        source, config, name = parts.tuned, parts.config, parts.model_name
         if base is None:
-            base, base_name = parts.base, parts.base_name
+            base, base_config, base_name = parts.base, parts.config, parts.base_name
     adapter = _adapter_directory(source)
     if adapter is not None and (base is None or isinstance(base, str | Path)):
         from ..io.loading import locate_adapter_base

@@ -268,13 +268,17 @@ def locate_adapter_base(directory: Path, given: str | None = None) -> str:
     if given is not None:
         return given
     recorded = base_reference(directory, read_adapter_config(directory))
+    shown = quoted(recorded)
+    long = shown != recorded  # shown once, shortened: the places looked at are then named by their folders
     looked: list[str] = []
     try:
         path = Path(recorded).expanduser()
         folders = [directory, *list(directory.resolve().parents)[:ADAPTER_BASE_LEVELS_UP], Path.cwd()]
-        places = [path] if path.is_absolute() else list(dict.fromkeys(folder / path for folder in folders))
-        for place in places:
-            looked.append(str(place))
+        places: dict[Path, str] = {path: "its own path"} if path.is_absolute() else {}
+        for folder in [] if path.is_absolute() else folders:
+            places.setdefault(folder / path, str(folder))
+        for place, within in places.items():
+            looked.append(quoted(within) if long else str(place))
             if place.is_dir():
                 return str(place.resolve())
     except (OSError, RuntimeError):  # a name the file system cannot look up: perhaps a Hub id
@@ -290,10 +294,11 @@ def locate_adapter_base(directory: Path, given: str | None = None) -> str:
             return recorded
         looked.append("the Hugging Face Hub (not a Hub id)")
     except (ModelNotFoundError, OfflineError) as exc:
-        looked.append(f"the Hugging Face Hub ({str(exc).split(';')[0]})")
+        hub = str(exc).split(";")[0]
+        looked.append(f"the Hugging Face Hub ({hub.replace(repr(shown), 'the name') if long else hub})")
     raise CheckpointError(
-        f"the base of the adapter {directory.name}, '{quoted(recorded)}' (base_model_name_or_path), is not found: "
-        f"looked at {'; '.join(looked)}: give the base with --base "
+        f"the base of the adapter {quoted(directory.name)}, '{shown}' (base_model_name_or_path), is not found: "
+        f"looked {'for it in' if long else 'at'} {'; '.join(looked)}: give the base with --base "
         "(base= in Python, the base field in the dashboard)"
     )
 

@@ -156,3 +156,29 @@ def test_a_base_recorded_as_a_hub_id_opens_from_the_hub_cache_offline(project, t
         assert result.ours_centred == pytest.approx(expected.ours_centred, rel=RTOL)
     finally:
         shutil.rmtree(repo, ignore_errors=True)
+
+
+def test_an_adapter_folder_that_also_holds_a_config_json_is_named_as_an_adapter(project, tmp_path):
+    folder = tmp_path / "with-config"
+    shutil.copytree(project / ADAPTER, folder)
+    shutil.copy(project / BASE / "config.json", folder / "config.json")
+    words = ("with-config", "peft adapter (adapter_config.json)", "config.json", "move the config.json out")
+    assert_one_line_error(cli("analyze", str(folder)), *words)
+    with pytest.raises(specbound.SpecboundError) as caught:
+        specbound.analyze(str(folder), use_cache=False)
+    assert all(word in str(caught.value) for word in words)
+
+
+def test_a_very_long_recorded_base_is_shown_once_and_shortened(project, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder = tmp_path / "long-base"
+    shutil.copytree(project / ADAPTER, folder)
+    config = json.loads((folder / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = "models/" + "x" * 5000
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    line = assert_one_line_error(cli("analyze", str(folder)), "the base of the adapter long-base", "--base")
+    with pytest.raises(specbound.SpecboundError) as caught:
+        specbound.analyze(str(folder), use_cache=False)
+    for message in (line, str(caught.value)):
+        assert message.count("models/xxx") == 1 and "x" * 200 not in message  # once, shortened
+        assert len(message) < 600 and "\n" not in message

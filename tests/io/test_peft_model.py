@@ -1,8 +1,12 @@
-"""A peft ``PeftModel`` held in memory (issue 56): read as its merged model, centred at its base.
+"""A peft ``PeftModel`` held in memory (issue 56): read from its adapter's factors, centred at its base.
 
-The model is built with peft's own classes; the reference is peft's own ``merge_and_unload`` of the
-same model (in float64) analysed against the same base. Several adapters: the active one, named;
-several active ones, or one that is not LoRA, are refused in one line; the model given is unchanged.
+The models are built with peft's own classes; the references are peft's own ``merge_and_unload`` of
+the same model in float64 analysed against the same base, and the same adapter written by peft's
+``save_pretrained`` and read from its folder. In float32 (the difference is rank r, not the rounding
+of a float32 merge), after ``merge_adapter()`` (the numbers of the model before merging), with
+``modules_to_save`` (changed matrices) and with several adapters (the active one, named); several
+active ones, one that is not LoRA, or merged weights whose base cannot be recovered are refused in
+one line; the model given is unchanged.
 """
 
 from __future__ import annotations
@@ -95,3 +99,214 @@ def test_several_active_adapters_or_another_kind_are_refused_in_one_line(wrapped
 
 def test_only_peft_models_are_taken_apart(wrapped):
     assert is_peft_model(wrapped) and not is_peft_model(_gpt2()) and not is_peft_model({})
+
+
+# --- Read from the adapter's own factors (float32, merged, modules_to_save, several adapters) ---
+
+LLAMA_R = 4
+#: Same weights read from memory and from disk: both form W⁰ + scale · B A in float64 from the same
+#: stored numbers, so they agree to the last few bits of the float64 sums.
+DISK_RTOL = 1e-9
+COLUMNS = ("spectral_norm", "frobenius_norm", "contribution", "delta_rank", "delta_spectral_norm", "delta_contribution")
+
+
+def _llama(dtype: Any = torch.float32, seed: int = 0) -> Any:
+    torch.manual_seed(seed)
+    config = transformers.LlamaConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        vocab_size=100,
+    )
+    return transformers.LlamaForCausalLM(config).to(dtype)
+
+
+def _llama_lora(base: Any, seed: int = 1, **fields: Any) -> Any:
+    """A LoRA of rank 4 on ``q_proj``, ``v_proj`` and ``down_proj`` (or ``fields``' targets), with
+    random factors and every ``modules_to_save`` copy moved off the original."""
+    settings = dict(r=LLAMA_R, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False)
+    torch.manual_seed(seed)
+    model = peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(**{**settings, **fields}))
+    _move_saved_copies(model)
+    return model
+
+
+def _move_saved_copies(model: Any) -> None:
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if ".modules_to_save." in name:
+                parameter.add_(0.05 * torch.randn_like(parameter))
+
+
+def _assert_same_numbers(result: Any, expected: Any, rtol: float) -> None:
+    for proxy in ("ours", "edelman", "ours_centred", "edelman_centred"):
+        assert getattr(result, proxy) == pytest.approx(getattr(expected, proxy), rel=rtol), proxy
+    ours, theirs = result.to_frame(), expected.to_frame()
+    for column in COLUMNS:
+        np.testing.assert_allclose(ours[column].to_numpy(float), theirs[column].to_numpy(float), rtol=rtol, atol=0)
+
+
+def _from_disk(model: Any, base: Any, folder: Any, adapter: str = "default") -> Any:
+    """The same adapter saved by peft's ``save_pretrained`` and read back from its folder by specbound."""
+    base.save_pretrained(folder / "base")
+    model.save_pretrained(folder / "lora", selected_adapters=[adapter])
+    saved = folder / "lora" if adapter == "default" else folder / "lora" / adapter
+    return specbound.analyze(str(saved), base=str(folder / "base"))
+
+
+def _state(model: Any) -> dict[str, Any]:
+    return {key: value.clone() for key, value in model.state_dict().items()}
+
+
+def _merged_layers(model: Any) -> dict[str, list[str]]:
+    return {name: list(m.merged_adapters) for name, m in model.named_modules() if hasattr(m, "merged_adapters")}
+
+
+def test_a_float32_peft_model_reads_its_factors_as_the_same_adapter_on_disk(tmp_path):
+    base = _llama()
+    model = _llama_lora(base)
+    result = specbound.analyze(model)
+    frame = result.to_frame()
+    assert set(frame.loc[frame.kind == "M_out", "delta_rank"]) == {LLAMA_R}  # down_proj: rank r, not rounding noise
+    assert set(frame.loc[frame.kind == "M_in", "delta_rank"]) == {0}  # up_proj untouched
+    _assert_same_numbers(result, _from_disk(model, base, tmp_path), DISK_RTOL)
+    exact = copy.deepcopy(model).double().merge_and_unload()  # peft's merge, in float64
+    uncentred = specbound.analyze(exact)
+    assert result.ours == pytest.approx(uncentred.ours, rel=RTOL)
+    assert result.edelman == pytest.approx(uncentred.edelman, rel=RTOL)
+    assert result.ours_centred == pytest.approx(specbound.analyze(exact, base=base.double()).ours_centred, rel=RTOL)
+
+
+@pytest.mark.parametrize(
+    ("build", "rtol"),
+    [
+        # float64: W⁰ comes back to the last bit or two of the subtraction
+        (lambda: _llama_lora(_llama(torch.float64)), 1e-12),
+        (lambda: peft.get_peft_model(_gpt2(), _lora()), 1e-12),  # Conv1D, fan_in_fan_out
+        # float32: the merge itself rounded W⁰ + ΔW to float32; W⁰ is recovered to that rounding
+        (lambda: _llama_lora(_llama(torch.float32)), 1e-6),
+    ],
+    ids=["llama-float64", "gpt2-conv1d-float64", "llama-float32"],
+)
+def test_after_merge_adapter_the_numbers_are_those_before_merging(build, rtol):
+    model = build()
+    before = specbound.analyze(model)
+    model.merge_adapter()
+    weights, merged = _state(model), _merged_layers(model)
+    after = specbound.analyze(model)
+    _assert_same_numbers(after, before, rtol)
+    assert set(after.to_frame().delta_rank) == set(before.to_frame().delta_rank)
+    assert _merged_layers(model) == merged and all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
+
+
+def test_merged_weights_whose_base_cannot_be_recovered_are_refused_in_one_line():
+    model = _llama_lora(_llama(torch.bfloat16))
+    model.merge_adapter()  # bfloat16 keeps 8 bits: W⁰ + ΔW rounded there does not give W⁰ back
+    with pytest.raises(UnsupportedModelError, match=r"merged into its bfloat16 weights .* cannot be recovered exactly"):
+        specbound.analyze(model)
+
+
+def test_modules_to_save_count_as_changed_as_on_disk(tmp_path):
+    base = _llama()
+    model = _llama_lora(base, target_modules=["q_proj"], modules_to_save=["down_proj"])
+    result = specbound.analyze(model)
+    frame = result.to_frame()
+    assert set(frame.loc[frame.kind == "M_out", "delta_rank"]) == {32}  # the trained copy (32 × 64), full rank
+    _assert_same_numbers(result, _from_disk(model, base, tmp_path), DISK_RTOL)
+
+
+def test_of_two_adapters_the_active_one_is_read(tmp_path):
+    base = _llama()
+    model = _llama_lora(base, target_modules=["q_proj", "down_proj"], modules_to_save=["gate_proj"])
+    torch.manual_seed(3)
+    model.add_adapter("other", peft.LoraConfig(r=2, lora_alpha=4, target_modules=["up_proj"], init_lora_weights=False))
+    model.set_adapter("other")
+    result = specbound.analyze(model)
+    assert "LoRA 'other'" in result.model
+    frame = result.to_frame()
+    assert set(frame.loc[frame.kind == "M_in", "delta_rank"]) == {2}  # up_proj, the active adapter's r
+    assert set(frame.loc[frame.kind.isin(["M_out", "M_gate"]), "delta_rank"]) == {0}  # the other adapter's
+    _assert_same_numbers(result, _from_disk(model, base, tmp_path / "other", "other"), DISK_RTOL)
+    model.set_adapter("default")
+    _assert_same_numbers(specbound.analyze(model), _from_disk(model, base, tmp_path / "default"), DISK_RTOL)
+
+
+@pytest.mark.parametrize("merge", [False, True], ids=["unmerged", "merged"])
+def test_the_model_given_is_left_as_it_was(merge):
+    model = _llama_lora(_llama(), target_modules=["q_proj", "down_proj"], modules_to_save=["gate_proj"])
+    model.add_adapter("other", peft.LoraConfig(r=2, target_modules=["up_proj"], init_lora_weights=False))
+    if merge:
+        model.merge_adapter()
+    weights, merged = _state(model), _merged_layers(model)
+    dtypes = {k: v.dtype for k, v in model.state_dict().items()}
+    specbound.analyze(model)
+    assert all(torch.equal(v, weights[k]) and v.dtype == dtypes[k] for k, v in model.state_dict().items())
+    assert model.active_adapter == "default" and _merged_layers(model) == merged
+    assert any(merged.values()) == merge
+
+
+def _lora_holders(tmp_path: Any) -> dict[str, tuple[Any, Any]]:
+    """What holds LoRA layers without being a PeftModel: (source, config) as given to analyze."""
+    base = _llama()
+    model = _llama_lora(base)
+    model.save_pretrained(tmp_path / "lora")
+    attached = copy.deepcopy(base)
+    attached.load_adapter(str(tmp_path / "lora"))  # transformers' own PEFT integration
+    return {
+        "transformers load_adapter": (attached, None),
+        "LoraModel": (model.base_model, None),
+        "PeftModel state_dict": (model.state_dict(), base.config),
+    }
+
+
+@pytest.mark.parametrize("kind", ["transformers load_adapter", "LoraModel", "PeftModel state_dict"])
+def test_lora_layers_outside_a_peft_model_are_refused_in_one_line_that_says_what_to_give(kind, tmp_path):
+    source, config = _lora_holders(tmp_path)[kind]
+    with pytest.raises(UnsupportedModelError, match=r"holds LoRA layers \('[^']*(base_layer|lora_A)") as caught:
+        specbound.analyze(source, config=config)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert all(word in message for word in ("the PeftModel itself", "merge_and_unload()", "save_pretrained"))
+
+
+@pytest.mark.parametrize("merge", [False, True], ids=["unmerged", "merged"])
+@pytest.mark.parametrize(
+    ("targets", "lora_bias", "changed_keys"),
+    [
+        (["c_attn", "c_fc", "wte"], False, ("wte.weight", "ln_f.weight", "c_attn.weight", "c_fc.weight")),
+        (["c_attn", "c_fc"], True, ("c_fc.bias", "c_attn.bias", "ln_f.weight", "c_attn.weight")),  # peft: no embedding
+    ],
+    ids=["embedding", "lora-bias"],
+)
+def test_every_tensor_equals_peft_merge_in_float64(merge, targets, lora_bias, changed_keys):
+    """Tensor by tensor, as peft lays each update out: Conv1D (fan_in_fan_out), an embedding, a
+    ``lora_bias`` and ``modules_to_save``: the tuned state dict is peft's ``merge_and_unload`` of a
+    float64 copy, the base the original tensors (float32, so any rounding shows as a difference)."""
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16, tie_word_embeddings=False
+    )
+    base = transformers.GPT2LMHeadModel(config)
+    lora = _lora(target_modules=targets, lora_bias=lora_bias, modules_to_save=["ln_f"])
+    torch.manual_seed(1)
+    model = peft.get_peft_model(copy.deepcopy(base), lora)
+    _move_saved_copies(model)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name and name.endswith("bias"):
+                parameter.add_(torch.randn_like(parameter))
+    expected = copy.deepcopy(model).double().merge_and_unload().state_dict()
+    if merge:
+        model.merge_adapter()
+    parts = peft_parts(model)
+    assert set(parts.tuned) == set(parts.base) == set(expected) == set(base.state_dict())
+    for key, tensor in expected.items():
+        # merged in float32, W⁰ comes back to the merge's own rounding: one float32 ulp of the merged
+        # tensor's largest entry (2^-23 of it); unmerged, W⁰ is the stored tensor itself
+        ulp = 2.0**-23 * float(tensor.abs().max()) if merge else 0.0
+        torch.testing.assert_close(parts.tuned[key].double(), tensor, rtol=1e-12, atol=ulp + 1e-15)
+        torch.testing.assert_close(parts.base[key].double(), base.state_dict()[key].double(), rtol=0, atol=ulp)
+    changed = {key for key in expected if not torch.equal(parts.tuned[key].double(), parts.base[key].double())}
+    assert all(any(key.endswith(f".{name}") for key in changed) for name in changed_keys)

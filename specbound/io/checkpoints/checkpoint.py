@@ -125,7 +125,15 @@ def weight_files(directory: Path) -> list[Path]:
     """
     first = _find_weights(directory)
     if first is None:
-        raise CheckpointError(f"no weights in {directory.name}: expected one of {', '.join(WEIGHT_FILES)}")
+        from .lora import ADAPTER_CONFIG
+
+        if (directory / ADAPTER_CONFIG).is_file():  # an adapter folder that a config.json makes read as a model
+            raise CheckpointError(
+                f"no weights in {quoted(directory.name)}: it holds a peft adapter ({ADAPTER_CONFIG}) beside a "
+                f"model's config.json, so it is read as a model and needs one of {', '.join(WEIGHT_FILES)}; to read "
+                "it as an adapter, move the config.json out of the folder"
+            )
+        raise CheckpointError(f"no weights in {quoted(directory.name)}: expected one of {', '.join(WEIGHT_FILES)}")
     if first.name.endswith(".index.json"):
         shards = sorted(set(read_index(first).values()))
         return [_contained(directory, shard, f"the shard index {first.name}") for shard in shards]
@@ -277,7 +285,10 @@ class Checkpoint:
     @classmethod
     def from_state_dict(cls, config: Mapping[str, Any], state: Mapping[str, Any], where: str) -> Checkpoint:
         """A model in memory: its config (as ``PretrainedConfig.to_dict()`` gives it) and its state dict,
-        whose tensors stay where they are (any device) until a layer is read."""
+        whose tensors stay where they are (any device) until a layer is read. A state dict that holds
+        LoRA layers (a transformers model with an adapter attached, peft's ``LoraModel``, a
+        ``PeftModel``'s state dict) is refused in one line that says what to give instead."""
+        _refuse_lora_layers(state, where)
         adapter = adapter_of_config(config, where)
         shape = adapter.shape(config, where)
         check_encoder_shape(shape, where, stored_shapes(adapter, shape), adapter.mlp_tensor_roles(shape))
@@ -509,6 +520,32 @@ class MappedMatrix:
             block = widen(part, self.dtype)
             _check_values(block, self.label)
             yield block
+
+
+#: The name parts of the tensors peft's LoRA layers add to a model (``q_proj.base_layer.weight``,
+#: ``q_proj.lora_A.default.weight``, ...); no family's own tensor is named so.
+LORA_LAYER_PARTS = frozenset({"base_layer", "lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B"})
+
+
+def _refuse_lora_layers(state: Mapping[str, Any], where: str) -> None:
+    """One line, where a state dict is first read, when it holds LoRA layers: their base weights sit
+    under ``base_layer`` beside factors no family reads, so the family's layout would not match, and
+    merging them is what a ``PeftModel`` (or an adapter's folder) is read for.
+
+    Example::
+
+        >>> _refuse_lora_layers({"h.0.attn.c_attn.base_layer.weight": None}, "the model m")
+        Traceback (most recent call last):
+        ...
+        specbound.core.errors.UnsupportedModelError: the model m holds LoRA layers ('h.0.attn.c_attn.base_layer...): ...
+    """
+    for key in state:
+        if isinstance(key, str) and not LORA_LAYER_PARTS.isdisjoint(key.split(".")):
+            tail = key if len(key) <= LIMITS.max_quoted_chars else "..." + key[3 - LIMITS.max_quoted_chars :]
+            raise UnsupportedModelError(  # the key's end names the LoRA part: shortened at its start
+                f"{where} holds LoRA layers ('{quoted(tail)}'): give specbound.analyze the PeftModel itself, or its "
+                "merge_and_unload(), or save the adapter (save_pretrained) and give its folder"
+            )
 
 
 def _check_values(array: np.ndarray, label: str) -> None:
