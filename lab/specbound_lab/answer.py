@@ -10,12 +10,13 @@ environment.
 The answer is said over the environments that count (SPEC §13b: fitted, or a next-token task's fixed
 budget; an environment where fewer than 80 % of the runs fitted is shown, not counted). For each, two
 questions: does ours order the runs like their gaps (its interval above 0), and does it order them
-better than the strongest trivial baseline (its τ above that baseline's |τ|: a baseline may be read
-either way)? The headline word follows from the two counts:
+better than the strongest trivial baseline (its τ above that baseline's, each baseline read in the one
+direction the measure registry declares for it, never turned to suit the data)? The headline word
+follows from the two counts:
 
 * "No": in no counted environment is ours' interval above 0;
 * "Not beyond the trivial baselines": it is in some, but in none is ours' τ above the strongest
-  baseline's |τ|;
+  baseline's;
 * "Yes": in every counted environment both hold;
 * "In part": anything between.
 
@@ -73,7 +74,7 @@ class EnvironmentAnswer:
     sweep: str
     environment: str
     ours: TauRow
-    #: the trivial baseline with the largest |τ| there (None where the table has none)
+    #: the trivial baseline with the largest τ there, read in its declared direction (None without one)
     strongest: TauRow | None
 
     @property
@@ -82,7 +83,7 @@ class EnvironmentAnswer:
 
     @property
     def beyond_baselines(self) -> bool:
-        return self.strongest is None or self.ours.tau > abs(self.strongest.tau)
+        return self.strongest is None or self.ours.tau > self.strongest.tau
 
 
 def _label(measure: str) -> str:
@@ -109,7 +110,7 @@ class LabAnswer:
             if ours is None:
                 continue
             baselines = [r for r in mine if r.baseline]
-            strongest = max(baselines, key=lambda r: abs(r.tau)) if baselines else None
+            strongest = max(baselines, key=lambda r: r.tau) if baselines else None
             out.append(EnvironmentAnswer(sweep, ours.environment, ours, strongest))
         return tuple(out)
 
@@ -125,7 +126,7 @@ def answer_sentence(answer: LabAnswer, name: Callable[[str], str] | None = None)
 
         >>> rows = (
         ...     TauRow("a", "threshold/bert", "fitted", "ours", False, 0.5, 0.2, 0.7),
-        ...     TauRow("a", "threshold/bert", "fitted", "inverse_n", True, -0.8, -0.9, -0.6),
+        ...     TauRow("a", "threshold/bert", "fitted", "inverse_n", True, 0.8, 0.6, 0.9),
         ...     TauRow("b", "markov/gpt2", "fixed budget", "ours", False, 0.6, 0.4, 0.8),
         ...     TauRow("b", "markov/gpt2", "fixed budget", "inverse_n", True, 0.3, 0.1, 0.5),
         ... )
@@ -134,7 +135,7 @@ def answer_sentence(answer: LabAnswer, name: Callable[[str], str] | None = None)
         Does the bound predict the gap here? In part
         in the 2 shipped environments, ours has τ from +0.50 to +0.60 with the gap, its 95 % interval above 0 in 2
         in 1 of them a trivial baseline orders the runs at least as well (inverse_n
-        |τ| up to 0.80)
+        τ up to 0.80)
         in 1 it orders them like their gaps and better than every trivial baseline.
     """
     name = name or _label
@@ -170,8 +171,8 @@ def answer_sentence(answer: LabAnswer, name: Callable[[str], str] | None = None)
         names = ", ".join(dict.fromkeys(name(r.measure) for r in strongest))
         where = "every one" if len(behind) == len(envs) else f"{len(behind)} of them"
         text += (
-            f"; in {where} a trivial baseline orders the runs at least as well ({names}; |τ| up to "
-            f"{max(abs(r.tau) for r in strongest):.2f})"
+            f"; in {where} a trivial baseline orders the runs at least as well ({names}; τ up to "
+            f"{max(r.tau for r in strongest):.2f})"
         )
     if beyond:
         text += f"; in {beyond} it orders them like their gaps and better than every trivial baseline"

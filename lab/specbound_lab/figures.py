@@ -510,18 +510,18 @@ def verdict_forest(
 ) -> go.Figure:
     """The lab's answer as a forest plot (:mod:`specbound_lab.answer`): one row per shipped sweep, and in
     it τ with the gap and its 95 % interval over configurations for the bound's proxy (ours at p*), for
-    Edelman's proxy and for that sweep's strongest trivial baseline, read in its better direction (a
-    negative τ drawn as -τ with its interval turned: a baseline may order the runs either way, as the
-    sentence reads it), with a line at 0. A sweep that is not fitted is drawn hollow, named so and put
-    last: shown, not counted. Three marks and a few rows, so that on a projector the sentence and the plot fit the
-    first screen; every measure's τ is in the sweep view's tables.
+    Edelman's proxy and for that sweep's strongest trivial baseline (the largest τ, each baseline read in
+    the direction the measure registry declares for it, as the sentence reads it), with a line at 0. A
+    sweep that is not fitted is drawn hollow, named so and put last: shown, not counted. Three marks and
+    a few rows, so that on a projector the sentence and the plot fit the first screen; every measure's τ
+    is in the sweep view's tables.
 
     Example::
 
         >>> from specbound_lab.answer import shipped_answer
         >>> fig = verdict_forest(shipped_answer())
         >>> [trace.name for trace in fig.data]
-        ['ours at p*', 'Edelman-style proxy', 'strongest trivial baseline (|τ|)']
+        ['ours at p*', 'Edelman-style proxy', 'strongest trivial baseline']
     """
     name_of = name_of or _screen_name
     finite = [r for r in answer.rows if math.isfinite(r.tau)]
@@ -529,7 +529,7 @@ def verdict_forest(
     sweeps = sorted(answer.sweeps, key=lambda sweep: sweep not in counted)  # those not counted at the bottom
     position = {sweep: len(sweeps) - 1 - k for k, sweep in enumerate(sweeps)}  # the first sweep on top
     strongest = {
-        sweep: max(baselines, key=lambda r: abs(r.tau))
+        sweep: max(baselines, key=lambda r: r.tau)
         for sweep in sweeps
         if (baselines := [r for r in finite if r.sweep == sweep and r.baseline])
     }
@@ -542,10 +542,7 @@ def verdict_forest(
     for measure, symbol, colour, offset in marks:
         rows = [r for r in finite if r.measure == measure] if measure else list(strongest.values())
         rows.sort(key=lambda r: -position[r.sweep])  # top first: the legend draws the first point's style
-        flip = [measure is None and r.tau < 0 for r in rows]
-        tau = [-r.tau if f else r.tau for r, f in zip(rows, flip, strict=True)]
-        low = [-r.high if f else r.low for r, f in zip(rows, flip, strict=True)]
-        high = [-r.low if f else r.high for r, f in zip(rows, flip, strict=True)]
+        tau, low, high = [r.tau for r in rows], [r.low for r in rows], [r.high for r in rows]
         fill = [colour if r.counted else "white" for r in rows]
         traces.append(
             {
@@ -553,7 +550,7 @@ def verdict_forest(
                 "x": tau,
                 "y": [position[r.sweep] + offset for r in rows],
                 "mode": "markers",
-                "name": name_of(measure) if measure else "strongest trivial baseline (|τ|)",
+                "name": name_of(measure) if measure else "strongest trivial baseline",
                 "marker": {"symbol": symbol, "size": 9, "color": fill, "line": {"color": colour, "width": 1.5}},
                 "error_x": {
                     "type": "data",
@@ -565,8 +562,7 @@ def verdict_forest(
                     "width": 0,
                 },
                 "customdata": [
-                    [html.escape(r.sweep), name_of(r.measure) + (", read the other way" if f else ""), lo, h]
-                    for r, f, lo, h in zip(rows, flip, low, high, strict=True)
+                    [html.escape(r.sweep), name_of(r.measure), lo, h] for r, lo, h in zip(rows, low, high, strict=True)
                 ],
                 "hovertemplate": "%{customdata[0]}<br>%{customdata[1]}<br>τ %{x:+.2f}, 95 %: "
                 "%{customdata[2]:+.2f} to %{customdata[3]:+.2f}<extra></extra>",

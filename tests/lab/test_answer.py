@@ -47,9 +47,9 @@ def test_the_shipped_answer_counts_fitted_environments_only() -> None:
     counted = answer.environments()
     statuses = {sweep: {r.status for r in answer.rows if r.sweep == sweep} for sweep in answer.sweeps}
     assert {e.sweep for e in counted} == {s for s, st in statuses.items() if st != {"not fitted"}}
-    for env in counted:  # the strongest baseline is the largest |τ| among the baselines of that sweep
+    for env in counted:  # the strongest baseline is the largest τ (its declared direction) of that sweep
         baselines = [r for r in answer.rows if r.sweep == env.sweep and r.baseline and math.isfinite(r.tau)]
-        assert env.strongest is not None and abs(env.strongest.tau) == max(abs(r.tau) for r in baselines)
+        assert env.strongest is not None and env.strongest.tau == max(r.tau for r in baselines)
     sentence = answer.sentence()
     taus = [e.ours.tau for e in counted]
     assert f"τ from {min(taus):+.2f} to {max(taus):+.2f}" in sentence
@@ -60,8 +60,9 @@ def test_the_shipped_answer_counts_fitted_environments_only() -> None:
     "envs, headline",
     [
         ((("a", "fitted", 0.1, -0.2, 0.4, 0.8), ("b", "fitted", 0.3, -0.1, 0.5, 0.1)), "No"),
-        ((("a", "fitted", 0.5, 0.2, 0.7, -0.8), ("b", "fitted", 0.3, -0.1, 0.5, 0.1)), "Not beyond the trivial"),
-        ((("a", "fitted", 0.5, 0.2, 0.7, -0.3), ("b", "fixed budget", 0.6, 0.4, 0.8, 0.1)), "Yes"),
+        ((("a", "fitted", 0.5, 0.2, 0.7, 0.8), ("b", "fitted", 0.3, -0.1, 0.5, 0.1)), "Not beyond the trivial"),
+        # a baseline's τ of -0.8 in its declared direction orders the runs against their gaps: it is not strong
+        ((("a", "fitted", 0.5, 0.2, 0.7, -0.8), ("b", "fixed budget", 0.6, 0.4, 0.8, 0.1)), "Yes"),
         ((("a", "fitted", 0.5, 0.2, 0.7, -0.3), ("b", "fitted", 0.3, 0.1, 0.5, 0.6)), "In part"),
     ],
 )
@@ -72,12 +73,12 @@ def test_the_headline_word_follows_from_the_two_counts(envs, headline) -> None:
 
 def test_an_unfitted_environment_is_named_but_not_counted() -> None:
     """Its τ of +0.90 would make the range and the count: it enters neither."""
-    answer = _rows(("a", "fitted", 0.5, 0.2, 0.7, -0.8), ("b", "not fitted", 0.9, 0.8, 0.95, 0.0))
+    answer = _rows(("a", "fitted", 0.5, 0.2, 0.7, 0.8), ("b", "not fitted", 0.9, 0.8, 0.95, 0.0))
     assert [e.sweep for e in answer.environments()] == ["a"]
     sentence = answer_sentence(answer, str)
     assert "the 1 of 2 shipped environments that count (1 not fitted)" in sentence
     assert "τ from +0.50 to +0.50" in sentence and "+0.90" not in sentence
-    assert "(inverse_n; |τ| up to 0.80)" in sentence
+    assert "(inverse_n; τ up to 0.80)" in sentence
     nothing = _rows(("b", "not fitted", 0.9, 0.8, 0.95, 0.0))
     assert "No shipped environment counts yet" in answer_sentence(nothing, str)
 
@@ -88,12 +89,12 @@ def test_a_directory_without_its_table_adds_nothing(tmp_path) -> None:
 
 def test_the_forest_draws_each_sweep_s_bound_edelman_and_strongest_baseline() -> None:
     """One row per sweep (those not fitted last, hollow); in it ours, Edelman's and the strongest trivial
-    baseline by |τ|, the baseline read in its better direction: a negative τ drawn as -τ, its interval
-    turned, so that right of 0 always means 'orders the runs as their gaps'."""
+    baseline by τ, each baseline read in the direction the registry declares for it (never turned to suit
+    the data), so that right of 0 always means 'orders the runs as their gaps'."""
     answer = shipped_answer()
     figure = verdict_forest(answer)
     ours, edelman, baseline = figure.data
-    assert [t.name for t in figure.data] == ["ours at p*", "Edelman-style proxy", "strongest trivial baseline (|τ|)"]
+    assert [t.name for t in figure.data] == ["ours at p*", "Edelman-style proxy", "strongest trivial baseline"]
     labels = dict(zip(figure.layout.yaxis.tickvals, figure.layout.yaxis.ticktext, strict=True))
     fitted = [s for s in answer.sweeps if any(r.sweep == s and r.counted for r in answer.rows)]
     assert [labels[v] for v in sorted(labels, reverse=True)] == fitted + [
@@ -107,16 +108,12 @@ def test_the_forest_draws_each_sweep_s_bound_edelman_and_strongest_baseline() ->
                  zip(trace.x, trace.y, trace.error_x.arrayminus, trace.error_x.array, strict=True)}  # fmt: skip
         for r in rows:
             assert spans[r.sweep] == pytest.approx((r.low, r.high), rel=1e-12)
-    turned = 0
     for x, y, lo, hi in zip(baseline.x, baseline.y, baseline.error_x.arrayminus, baseline.error_x.array, strict=True):
         sweep = labels[round(y)].removesuffix(", not fitted")
         rows = [r for r in answer.rows if r.sweep == sweep and r.baseline and math.isfinite(r.tau)]
-        strongest = max(rows, key=lambda r: abs(r.tau))
-        assert x == pytest.approx(abs(strongest.tau), rel=1e-12)
-        edges = (strongest.low, strongest.high) if strongest.tau > 0 else (-strongest.high, -strongest.low)
-        assert (x - lo, x + hi) == pytest.approx(edges, rel=1e-12)
-        turned += strongest.tau < 0
-    assert turned >= 1  # the final training loss orders the Markov runs against their gaps: read the other way
+        strongest = max(rows, key=lambda r: r.tau)  # in its declared direction: never turned to suit the data
+        assert x == pytest.approx(strongest.tau, rel=1e-12)
+        assert (x - lo, x + hi) == pytest.approx((strongest.low, strongest.high), rel=1e-12)
     hollow = [c == "white" for c in ours.marker.color]
     assert hollow == [labels[round(y)].endswith(", not fitted") for y in ours.y] and any(hollow)
 
