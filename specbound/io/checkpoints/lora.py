@@ -352,7 +352,7 @@ class Targeting:
             return False
         if isinstance(self.exclude, _Names) and self.exclude.ends(module):
             return False
-        if any(pattern.matches(module) for pattern in self.saved):
+        if self.saved_whole(module):
             return False
         if self.targets is None:
             return True
@@ -363,6 +363,10 @@ class Targeting:
         if not self.targets.ends(module):
             return False
         return self.layers is None or self.layer_of(module) in self.layers
+
+    def saved_whole(self, module: str) -> bool:
+        """Whether a ``modules_to_save`` entry covers ``module`` as peft keeps LoRA off it (rule 2)."""
+        return any(pattern.matches(module) for pattern in self.saved)
 
     def layer_of(self, module: str) -> int | None:
         r"""The layer index peft reads in a module's name: the first number part after a part matching
@@ -496,6 +500,17 @@ class BaseNames:
                 node[2] = name
             node[3] = name
 
+    def __contains__(self, name: object) -> bool:
+        """Whether the base has a tensor of exactly this name."""
+        if not isinstance(name, str):
+            return False
+        node = self._root
+        for part in reversed(name.split(".")):
+            node = node[0].get(part)
+            if node is None:
+                return False
+        return node[3] is not None
+
     def weight_of(self, module: str) -> str | None:
         """The base's weight tensor of an adapted module by the rule above, or None."""
         found, node = None, self._root
@@ -517,14 +532,17 @@ def read_updates(
 
     - **Which factors count**: those of the modules the config targets (:class:`Targeting`, peft's own
       rules); peft loads no other factor, so neither does specbound. A config that targets none of the
-      stored modules is refused in one line (peft refuses to load an adapter that targets nothing).
+      stored modules is refused in one line (peft refuses to load an adapter that targets nothing), and
+      so is one whose ``modules_to_save`` covers a module the file stores factors of and not weights for
+      (peft wraps the module, looks for its saved weights and stops with a ``KeyError``).
     - **Which base weight** a stored module changes: :meth:`BaseNames.weight_of` (a suffix at a dot, so a
       base saved under another task class's prefix is read right); a module without one is refused.
-    - **Weights saved whole** (``modules_to_save``) are matched to the base by the same rule, where the
-      config's ``modules_to_save`` wraps their module as peft's does (a saved tensor it does not wrap,
-      peft does not load either); one that matches no base weight is refused in one line naming it, but
-      a task's head (``classifier``, ``score``, ``qa_outputs``) that the base has not got is left out: it
-      is new in the task model, and the analysis never reads it.
+    - **Weights saved whole** (``modules_to_save``: a module's weight and bias) are matched to the base
+      by the same rule, where the config's ``modules_to_save`` wraps their module as peft's does (a
+      saved tensor it does not wrap, peft does not load either); one that matches no base weight is
+      refused in one line naming it, but a task's head (``classifier``, ``score``, ``qa_outputs``) that
+      the base has not got is left out: it is new in the task model, and the analysis never reads it.
+      Two stored modules that would change the same base weight are refused.
     - **Layout**: as peft does when it loads the adapter, each update's layout follows the type of the
       module it changes (``family``'s :meth:`~specbound.io.families.base.FamilyAdapter.stores_in_out`:
       GPT-2's ``Conv1D`` stores (in, out), ``nn.Linear`` (out, in)), not the config's ``fan_in_fan_out``,
@@ -550,7 +568,7 @@ def read_updates(
             f"than the {LIMITS.max_tensor_name_chars:,} a module's may have"
         )
     factors: dict[str, dict[str, str]] = {}  # module -> lora_A / lora_B -> its key in the file
-    saved: dict[str, str] = {}  # module saved whole -> the key of its weight
+    saved: dict[str, dict[str, str]] = {}  # module saved whole -> weight / bias -> its key in the file
     for key in keys:
         module_key = key.removeprefix(PEFT_PREFIX)
         for part in ("lora_A", "lora_B"):
@@ -558,8 +576,9 @@ def read_updates(
                 factors.setdefault(module_key.removesuffix(f".{part}.weight"), {})[part] = key
                 break
         else:
-            if module_key.endswith(".weight") and "lora_" not in module_key:  # a module saved whole
-                saved[module_key.removesuffix(".weight").replace(".modules_to_save.default", "")] = key
+            module, _, parameter = module_key.replace(".modules_to_save.default", "").rpartition(".")
+            if parameter in ("weight", "bias") and module and "lora_" not in module_key:  # a module saved whole
+                saved.setdefault(module, {})[parameter] = key
     steps = sum(settings.match_steps(module) + targeting.cost(module) for module in factors)
     steps += sum(0 if targeting.saved_names is None else targeting.saved_names.cost(module) for module in saved)
     if steps > _MAX_MATCH_STEPS:
@@ -568,10 +587,16 @@ def read_updates(
             f"{len(factors)} modules, more than {_MAX_MATCH_STEPS:,}: too many keys, or keys too complex"
         )
     adapted = {module: pair for module, pair in factors.items() if targeting.adapts(module)}
+    unsaved = next((m for m in factors if m not in adapted and m not in saved and targeting.saved_whole(m)), None)
+    if unsaved is not None:  # peft wraps the module to load its weights, and finds none (a KeyError)
+        raise CheckpointError(
+            f"the adapter {directory.name}'s config saves {quoted(unsaved)} whole (modules_to_save), but its file "
+            "holds that module's LoRA factors, not its weights, so peft would not load it"
+        )
     if factors and not adapted:
         raise CheckpointError(
             f"the adapter {directory.name}'s config targets none of the {len(factors)} modules it stores factors "
-            "for (target_modules, exclude_modules, modules_to_save, layers_to_transform), so peft would not load it"
+            "for (target_modules, exclude_modules, modules_to_save, layers_to_transform): peft would load none of them"
         )
     names = BaseNames(base.names())
     updates = {}
@@ -605,22 +630,29 @@ def read_updates(
                 f"the adapter {directory.name}'s update of {quoted(module)} has shape {produced}, but the base's "
                 f"{target} has {tuple(base.info(target).shape)}: is it the base this adapter was trained on?"
             )
+        if target in updates:
+            raise CheckpointError(
+                f"the adapter {directory.name} stores two modules that change its base's {quoted(target)}: "
+                f"{quoted(module)} is one"
+            )
         updates[target] = update
     replaced: dict[str, np.ndarray] = {}
-    for module, key in saved.items():
+    for module, parameters in saved.items():
         if not targeting.saves(module):
             continue  # peft wraps no such module, so it loads no such tensor
-        target = names.weight_of(module)
-        if target is None:
-            if module.rsplit(".", 1)[-1] in TASK_HEADS:
-                continue  # a task's new head: not in the base, never read by the analysis
-            raise CheckpointError(
-                f"the adapter {directory.name} saves {quoted(module)} whole (modules_to_save), but its base has "
-                "no weight for that module: is it the base this adapter was trained on?"
-            )
-        if tuple(stored.info(key).shape) != tuple(base.info(target).shape):
-            raise CheckpointError(f"the adapter {directory.name} saves {target} with another shape than its base's")
-        replaced[target] = stored.get(key)
+        weight = names.weight_of(module)
+        if weight is None and module.rsplit(".", 1)[-1] in TASK_HEADS:
+            continue  # a task's new head: not in the base, never read by the analysis
+        for parameter, key in sorted(parameters.items(), reverse=True):  # the weight first
+            target = None if weight is None else weight.removesuffix("weight") + parameter
+            if target is None or target not in names:
+                raise CheckpointError(
+                    f"the adapter {directory.name} saves {quoted(module)} whole (modules_to_save), but its base "
+                    f"has no {parameter} for that module: is it the base this adapter was trained on?"
+                )
+            if tuple(stored.info(key).shape) != tuple(base.info(target).shape):
+                raise CheckpointError(f"the adapter {directory.name} saves {target} with another shape than its base's")
+            replaced[target] = stored.get(key)
     if not updates:
         raise CheckpointError(f"the adapter {directory.name} holds no lora_A / lora_B pair")
     return updates, replaced
