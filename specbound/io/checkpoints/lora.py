@@ -15,7 +15,9 @@ is the reference). The config's flags are JSON booleans, its numbers real number
 target (GPT-2's ``c_attn``, Phi-3's ``qkv_proj``, ``gate_up_proj``) is one stored tensor like any
 other: the update is added to it before the family adapter splits it into its parts, so the analysis
 sees exactly the merged model. Weights the adapter saves whole (``modules_to_save``) replace the
-base's.
+base's. Only the modules the config targets as peft decides it (:class:`Targeting`: ``target_modules``,
+``exclude_modules``, ``modules_to_save``, ``layers_to_transform``) are merged, as peft loads no other
+factor; every stored module finds its base weight by a suffix at a dot (:class:`BaseNames`).
 
 The base comes from ``base_model_name_or_path`` (a local directory or a Hub id, under the same offline
 rules as any model name) or is given. :class:`LoraTensors` lays the updates over the base's tensors:
@@ -76,7 +78,8 @@ def read_adapter_config(directory: Path) -> dict[str, Any]:
     """The adapter's config, checked to be a LoRA adapter that specbound can merge (one line otherwise):
     its flags JSON booleans (a string ``"false"`` is not false), ``r`` a positive integer, ``lora_alpha``
     and every ``rank_pattern`` / ``alpha_pattern`` value a real number (not a boolean), each pattern a
-    regular expression the bounded matcher runs (:class:`~specbound.core.patterns.SuffixPattern`)."""
+    regular expression the bounded matcher runs (:class:`~specbound.core.patterns.SuffixPattern`). Which
+    modules it targets is checked where its factors are read (:func:`read_updates`)."""
     where = f"{ADAPTER_CONFIG} in {directory.name}"
     config = read_config_object(directory / ADAPTER_CONFIG, where)
     kind = config.get("peft_type")
