@@ -193,6 +193,7 @@ def _base_of(adapter: Path) -> Any:
         # peft wraps the attention block to load its saved weights, and the file has none
         ({"modules_to_save": ["layer.1.attention"]}, ("saves", "layer.1.attention.self.query", "modules_to_save")),
         ({"target_modules": ".*query", "layers_to_transform": [0]}, ("layers_to_transform cannot be used",)),
+        ({"target_modules": "all-linear", "layers_to_transform": [0]}, ("layers_to_transform cannot be used",)),
         ({"layers_pattern": "layer"}, ("layers_pattern is given without layers_to_transform",)),
     ],
 )

@@ -250,8 +250,9 @@ class Targeting:
        ``layers_to_transform`` gives (an int or a list of ints), the layer being the first number part
        that follows ``layers_pattern`` (or, without one, any part after the first).
 
-    A string or ``layers_pattern`` with ``target_modules`` a string, and ``layers_pattern`` without
-    ``layers_to_transform``, are refused as peft's ``LoraConfig`` refuses them. The rules are applied to
+    ``layers_to_transform`` or ``layers_pattern`` with ``target_modules`` a string (``"all-linear"``
+    too), and ``layers_pattern`` without ``layers_to_transform``, are refused as peft's ``LoraConfig``
+    refuses them. The rules are applied to
     the modules the file stores factors for, which are named as peft named them when it saved the
     adapter. peft creates LoRA layers on the targeted modules only and loads no factor of another one
     (``load_state_dict`` sets unexpected keys aside), so its loaded model is the base plus the targeted
@@ -294,7 +295,7 @@ class Targeting:
         if isinstance(given, str):
             targets = None if given.lower() == ALL_LINEAR else expression("{}", given, "target_modules")
             for field in ("layers_to_transform", "layers_pattern"):
-                if config.get(field) is not None and targets is not None:
+                if config.get(field) is not None:  # "all-linear" too: peft's LoraConfig checks the string
                     raise CheckpointError(
                         f"{where}: {field} cannot be used when target_modules is a string (peft refuses it too)"
                     )
