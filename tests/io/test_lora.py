@@ -349,3 +349,34 @@ def test_a_saved_module_finds_its_base_weight_under_the_task_models_prefix(tmp_p
     direct = specbound.analyze(str(tmp_path / "adapter"), use_cache=False)
     frame = direct.to_frame()
     assert frame[(frame.layer == 1) & (frame.kind == "M_out")].delta_rank.tolist() == [32]
+
+
+def _weight_by_scanning(module: str, names: set[str]) -> str | None:
+    """The rule of :class:`BaseNames`, written as its definition (a scan of every name at every split
+    point: quadratic, the reference only)."""
+    parts = module.split(".")
+    for start in range(len(parts)):
+        candidate = ".".join(parts[start:]) + ".weight"
+        if candidate in names:
+            return candidate
+        prefixed = [name for name in names if name.endswith("." + candidate)]
+        if len(prefixed) == 1:
+            return prefixed[0]
+    return None
+
+
+def test_the_suffix_index_finds_what_the_rule_defines():
+    """On random names over a few parts (prefixes either way, ambiguous suffixes, repeated parts), the
+    index answers as a scan of every name would."""
+    from specbound.io.checkpoints.lora import BaseNames
+
+    rng = np.random.default_rng(0)
+    vocabulary = ["bert", "encoder", "layer", "0", "1", "dense", "output", "a", ""]
+    for _ in range(200):
+        names = {
+            ".".join(rng.choice(vocabulary, size=rng.integers(1, 6))) + ".weight" for _ in range(rng.integers(1, 12))
+        }
+        index = BaseNames(sorted(names))
+        for _ in range(20):
+            module = ".".join(rng.choice(vocabulary, size=rng.integers(1, 7)))
+            assert index.weight_of(module) == _weight_by_scanning(module, names), (module, names)

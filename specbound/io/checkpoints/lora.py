@@ -517,9 +517,9 @@ class BaseNames:
 
     def weight_of(self, module: str) -> str | None:
         """The base's weight tensor of an adapted module by the rule above, or None."""
-        found, node = None, self._root
-        for part in reversed([*module.split("."), "weight"]):
-            node = node[0].get(part)
+        found, node = None, self._root[0].get("weight")
+        for part in reversed(module.split(".")):  # a candidate holds at least one of the module's parts
+            node = None if node is None else node[0].get(part)
             if node is None:
                 break
             # the name itself, else the one name that ends with it after a dot
