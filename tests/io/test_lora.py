@@ -380,3 +380,38 @@ def test_the_suffix_index_finds_what_the_rule_defines():
         for _ in range(20):
             module = ".".join(rng.choice(vocabulary, size=rng.integers(1, 7)))
             assert index.weight_of(module) == _weight_by_scanning(module, names), (module, names)
+
+
+def test_the_targeting_decides_as_peft_decides_on_random_names_and_configs():
+    """:class:`Targeting` against peft's own ``check_target_module_exists`` on random module names and
+    configs (lists, expressions, exclusions, saved modules, layer indexes and patterns)."""
+    from peft.tuners.tuners_utils import check_target_module_exists
+
+    from specbound.io.checkpoints.lora import Targeting
+
+    rng = np.random.default_rng(1)
+    parts = ["model", "transformer", "h", "layers", "0", "1", "12", "attn", "c_attn", "mlp", "c_fc", "q_proj"]
+
+    def some(size: int) -> list[str]:
+        return [".".join(rng.choice(parts, size=rng.integers(1, 3))) for _ in range(size)]
+
+    choices: dict[str, list[Any]] = {
+        "target_modules": [some(1), some(3), r".*\.(c_attn|q_proj)", r"model\..*", ".*attn.*"],
+        "exclude_modules": [None, some(1), r".*\.1\..*"],
+        "modules_to_save": [None, some(1)],
+        "layers_to_transform": [None, [0], [1, 12], 1, []],
+        "layers_pattern": [None, "h", ["layers", "h"], "model.layers"],
+    }
+    compared, adapted = 0, 0
+    for _ in range(300):
+        fields = {name: values[rng.integers(len(values))] for name, values in choices.items()}
+        try:
+            config = peft.LoraConfig(**fields)
+        except ValueError:
+            continue  # a config peft refuses: its refusals have their own tests
+        targeting = Targeting.of(fields)
+        for _ in range(20):
+            key = ".".join(rng.choice(parts, size=rng.integers(1, 7)))
+            assert targeting.adapts(key) == bool(check_target_module_exists(config, key)), (fields, key)
+            compared, adapted = compared + 1, adapted + targeting.adapts(key)
+    assert compared > 2000 and adapted > 50  # both answers, many times
