@@ -111,6 +111,10 @@ class Limits:
     max_l_phi: float = 1e6
     #: characters of a model name typed by a user (a Hub id has at most 96)
     max_model_name_chars: int = 4096
+    #: characters of one tensor name in an adapter file (peft's ``base_model.model.`` prefix included):
+    #: the longest of a 70B-class decoder's LoRA factors has under 100, so a longer name is no module's
+    #: and is refused before any name is matched (a suffix search over it costs its length times its parts)
+    max_tensor_name_chars: int = 1024
     #: characters of user- or file-supplied text quoted in an error message
     max_quoted_chars: int = 60
     #: temporary files of an interrupted atomic write older than this are removed

@@ -152,16 +152,17 @@ def test_factors_of_another_rank_than_the_config_gives_are_refused_as_peft_refus
 def test_the_steps_of_matching_are_bounded_before_any_is_run(adapter, tmp_path, monkeypatch):
     """What runs is bounded before it runs: the steps every key may take on every module (its length
     for a plain key) are summed first, and above the limit the adapter is refused in one line. Here 50
-    plain keys of 5 characters against the adapter's 4 modules: 4 x 50 x 6 = 1,200 steps."""
+    plain keys of 5 characters against the adapter's 4 modules, 4 x 50 x 6 = 1,200 steps, and one set
+    look-up per length of target_modules' names (5 and 18), 4 x 2 = 8 more."""
     from specbound.io.checkpoints import lora
 
     keys = {f"k{i:04d}": 2 for i in range(50)}
-    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_200)
+    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_208)
     within = _copy(adapter, tmp_path / "within", alpha_pattern=keys)
     specbound.analyze(str(within), use_cache=False)  # exactly at the limit: read
-    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_199)
+    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_207)
     assert_one_line_error(
-        cli("analyze", str(within), "--no-cache"), "would take up to 1,200 steps to match its 4 modules"
+        cli("analyze", str(within), "--no-cache"), "would take up to 1,208 steps to match its 4 modules"
     )
 
 
@@ -173,4 +174,166 @@ def test_the_keys_of_a_config_share_one_budget_of_automaton_states(adapter, tmp_
     handed = _copy(adapter, tmp_path, alpha_pattern=keys)
     assert_one_line_error(
         cli("analyze", str(handed), "--no-cache"), "unroll to more than 100000 automaton states together"
+    )
+
+
+def _base_of(adapter: Path) -> Any:
+    return transformers.BertModel.from_pretrained(
+        json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        # a string is matched whole (re.fullmatch): "query" names no module, so nothing is targeted
+        ({"target_modules": "query"}, ("targets none of the 4 modules", "peft would load none of them")),
+        ({"exclude_modules": ["query", "dense"]}, ("targets none of the 4 modules",)),
+        ({"layers_to_transform": [5]}, ("targets none of the 4 modules",)),
+        # peft wraps the attention block to load its saved weights, and the file has none
+        ({"modules_to_save": ["layer.1.attention"]}, ("saves", "layer.1.attention.self.query", "modules_to_save")),
+        ({"target_modules": ".*query", "layers_to_transform": [0]}, ("layers_to_transform cannot be used",)),
+        ({"target_modules": "all-linear", "layers_to_transform": [0]}, ("layers_to_transform cannot be used",)),
+        ({"layers_pattern": "layer"}, ("layers_pattern is given without layers_to_transform",)),
+    ],
+)
+def test_a_config_peft_would_not_load_is_refused_in_one_line(adapter, tmp_path, fields, words):
+    """Where peft refuses to load the adapter (checked: it raises), specbound refuses in one line."""
+    handed = _copy(adapter, tmp_path, **fields)
+    with pytest.raises((ValueError, KeyError)):
+        peft.PeftModel.from_pretrained(_base_of(adapter), handed)
+    assert_one_line_error(cli("analyze", str(handed), "--no-cache"), *words)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        # peft loads it with none of the stored updates (and the key projections' LoRA as initialised)
+        ({"target_modules": ["key"]}, ("targets none of the 4 modules",)),
+        (
+            {"target_modules": 3},
+            ("adapter_config.json", "target_modules must be a string or a list of strings", "got 3"),
+        ),
+        (
+            {"target_modules": None},
+            (
+                "adapter_config.json",
+                "target_modules is not given",
+            ),
+        ),
+        ({"target_modules": "query("}, ("adapter_config.json", "target_modules", "is not a valid regular expression")),
+        ({"target_modules": r"(?=query).*"}, ("adapter_config.json", "target_modules", "a lookaround")),
+        (
+            {"exclude_modules": [1]},
+            (
+                "adapter_config.json",
+                "exclude_modules must be a string or a list of strings",
+            ),
+        ),
+        (
+            {"layers_to_transform": ["0"]},
+            (
+                "adapter_config.json",
+                "layers_to_transform must be a layer index or a list of them",
+            ),
+        ),
+        (
+            {"layers_to_transform": [0], "layers_pattern": "la.*r"},
+            (
+                "adapter_config.json",
+                "layers_pattern must name the layers' list",
+            ),
+        ),
+    ],
+)
+def test_a_targeting_value_specbound_cannot_follow_as_peft_does_is_refused(adapter, tmp_path, fields, words):
+    handed = _copy(adapter, tmp_path, **fields)
+    assert_one_line_error(cli("analyze", str(handed), "--no-cache"), *words)
+
+
+def test_a_target_expression_that_hangs_re_runs_in_bounded_time_as_peft_means_it(adapter, tmp_path, monkeypatch):
+    """A ``target_modules`` string is a full match (peft's ``re.fullmatch``): the branch that backtracks
+    for minutes matches nothing, the other the queries, so the adapter reads as if it targeted
+    ``query`` alone, and the expression never reaches Python's matching engine."""
+    real = {name: getattr(re, name) for name in ("match", "fullmatch", "search")}
+
+    def guarded(name):
+        def call(pattern, *args, **kwargs):
+            assert EVIL not in str(pattern), f"the adapter's expression reached re.{name}"
+            return real[name](pattern, *args, **kwargs)
+
+        return call
+
+    for name in real:
+        monkeypatch.setattr(re, name, guarded(name))
+    hostile = _copy(adapter, tmp_path / "hostile", target_modules=rf"{EVIL}|.*\.query")
+    plain = _copy(adapter, tmp_path / "plain", target_modules=["query"])
+    ours = specbound.analyze(str(hostile), use_cache=False)
+    theirs = specbound.analyze(str(plain), use_cache=False)
+    np.testing.assert_array_equal(ours.profile.singular_values, theirs.profile.singular_values)
+    assert ours.ours_centred == pytest.approx(theirs.ours_centred, rel=1e-15)
+    frame = ours.to_frame()
+    assert (frame[frame.kind == "M_in"].delta_rank == 0).all()  # intermediate.dense's factors ignored
+
+
+def test_a_module_saved_whole_that_the_base_lacks_is_refused_naming_it(tmp_path):
+    """A weight saved whole (``modules_to_save``) for a module the base has not got (here a pooler,
+    on a base saved without one) is refused, not silently dropped."""
+    torch.manual_seed(0)
+    transformers.BertModel(transformers.BertConfig(**_FIELDS), add_pooling_layer=False).save_pretrained(tmp_path / "b")
+    torch.manual_seed(0)
+    model = transformers.BertModel(transformers.BertConfig(**_FIELDS))
+    config = peft.LoraConfig(
+        r=2, lora_alpha=4, target_modules=["query"], modules_to_save=["pooler.dense"], init_lora_weights=False
+    )
+    peft.get_peft_model(model, config).save_pretrained(tmp_path / "adapter")
+    _edit(tmp_path / "adapter", base_model_name_or_path=str(tmp_path / "b"))
+    assert_one_line_error(
+        cli("analyze", str(tmp_path / "adapter"), "--no-cache"), "saves pooler.dense whole", "no weight"
+    )
+
+
+def _with_factors(adapter: Path, tmp_path: Path, module: str) -> Path:
+    """The adapter, handed over with factors of one more module, named ``module``."""
+    from safetensors.numpy import load_file, save_file
+
+    handed = _copy(adapter, tmp_path)
+    tensors = load_file(handed / "adapter_model.safetensors")
+    tensors[f"base_model.model.{module}.lora_A.weight"] = np.zeros((2, 32), np.float32)
+    tensors[f"base_model.model.{module}.lora_B.weight"] = np.zeros((32, 2), np.float32)
+    save_file(tensors, handed / "adapter_model.safetensors")
+    return handed
+
+
+def test_a_tensor_name_over_the_limit_is_refused_before_any_name_is_matched(adapter, tmp_path, monkeypatch):
+    """Matching a name costs its length times its parts where base names are scanned at each split
+    point (a 200 KB name took minutes): a name over ``max_tensor_name_chars`` is refused first."""
+    from specbound.core.errors import CheckpointError
+    from specbound.core.limits import LIMITS
+    from specbound.io.checkpoints import lora
+    from specbound.io.loading import open_weights
+
+    module = "a." * 5_000 + "query"
+    handed = _with_factors(adapter, tmp_path, module)
+    length = len(f"base_model.model.{module}.lora_A.weight")
+
+    class Unreachable:
+        def __init__(self, names: Any) -> None:
+            raise AssertionError("a name was matched")
+
+    monkeypatch.setattr(lora, "BaseNames", Unreachable)
+    with pytest.raises(
+        CheckpointError, match=f"a tensor of {length:,} characters .* more than the {LIMITS.max_tensor_name_chars:,}"
+    ):
+        open_weights(str(handed))
+    line = assert_one_line_error(cli("analyze", str(handed), "--no-cache"), f"{length:,} characters", "1,024")
+    assert len(line) < 400
+
+
+def test_two_stored_modules_on_one_base_weight_are_refused(adapter, tmp_path):
+    """A module under a bogus prefix resolves, by the suffix rule, to a weight another module changes:
+    merged twice, or the last one kept, the number would be silently wrong."""
+    handed = _with_factors(adapter, tmp_path, "x." * 400 + "encoder.layer.0.attention.self.query")
+    assert_one_line_error(
+        cli("analyze", str(handed), "--no-cache"), "stores two modules", "encoder.layer.0.attention.self.query"
     )

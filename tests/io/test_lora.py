@@ -11,6 +11,7 @@ centred numbers: GPT-2's fused ``c_attn`` (Conv1D, ``fan_in_fan_out``) with ``ra
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -230,3 +231,187 @@ def test_the_layout_of_an_update_follows_the_module_type_as_peft_reads_it(tmp_pa
     ours = open_weights(str(adapter_dir)).reader.get(key)  # the base found through the adapter's config
     assert ours.shape == theirs.shape == (32, 32)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=RTOL * np.abs(theirs).max())
+
+
+def _merged_by_peft(model_class: str, base_dir: Path, adapter_dir: Path) -> dict[str, np.ndarray]:
+    """peft's own reading of the adapter: loaded onto the base in float64 and merged."""
+    base64 = getattr(transformers, model_class).from_pretrained(base_dir).to(torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fan_in_fan_out on Conv1D, unexpected adapter keys: peft's own notes
+        merged = peft.PeftModel.from_pretrained(base64, adapter_dir).merge_and_unload()
+    return {name: tensor.numpy() for name, tensor in merged.state_dict().items()}
+
+
+def _assert_reads_as_peft(adapter_dir: Path, theirs: dict[str, np.ndarray]) -> int:
+    """Every base tensor read through the adapter equals peft's merged one (RTOL of the largest entry);
+    the number of tensors compared."""
+    reader = open_weights(str(adapter_dir)).reader
+    compared = [name for name in reader.names() if name in theirs]
+    for name in compared:
+        ours = reader.get(name)
+        np.testing.assert_allclose(ours, theirs[name], rtol=0, atol=RTOL * max(np.abs(theirs[name]).max(), 1.0))
+    return len(compared)
+
+
+_GPT2 = dict(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16)
+
+
+@pytest.fixture(scope="module")
+def gpt2_adapter(tmp_path_factory) -> tuple[Path, Path]:
+    """peft's adapter on every linear module of a tiny GPT-2 (c_attn, attn.c_proj, c_fc, mlp.c_proj),
+    and the base it names."""
+    root = tmp_path_factory.mktemp("targeting")
+    torch.manual_seed(0)
+    transformers.GPT2LMHeadModel(transformers.GPT2Config(**_GPT2)).save_pretrained(root / "base")
+    base = transformers.GPT2LMHeadModel.from_pretrained(root / "base")
+    torch.manual_seed(1)
+    lora = peft.LoraConfig(r=2, lora_alpha=4, target_modules=["c_attn", "c_proj", "c_fc"], init_lora_weights=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # fan_in_fan_out set for GPT-2's Conv1D
+        peft.get_peft_model(base, lora).save_pretrained(root / "adapter")
+    config = json.loads((root / "adapter" / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = str(root / "base")
+    (root / "adapter" / "adapter_config.json").write_text(json.dumps(config))
+    return root / "adapter", root / "base"
+
+
+#: Configs that target fewer modules than the file stores factors for: peft loads those only.
+TARGETING: dict[str, dict[str, Any]] = {
+    "a list": {"target_modules": ["c_attn"]},
+    "a list with a dotted name": {"target_modules": ["mlp.c_proj", "c_attn"]},
+    "a regular expression, matched whole": {"target_modules": r".*\.h\.1\.(attn\.c_attn|mlp\.c_fc)"},
+    "all-linear": {"target_modules": "All-Linear", "exclude_modules": ["attn.c_proj"]},
+    "exclude_modules, a list": {"exclude_modules": ["c_fc"]},
+    "exclude_modules, an expression": {"exclude_modules": r".*h\.0\..*"},
+    "layers_to_transform": {"layers_to_transform": [0]},
+    "layers_to_transform, an int": {"layers_to_transform": 1},
+    "layers_pattern": {"layers_to_transform": [1], "layers_pattern": "h"},
+    "a name given whole escapes the layers": {
+        "target_modules": ["transformer.h.0.attn.c_attn", "c_fc"],
+        "layers_to_transform": [1],
+    },
+}
+
+
+@pytest.mark.parametrize("case", TARGETING)
+def test_only_the_modules_peft_targets_are_merged(gpt2_adapter, tmp_path, case):
+    """peft puts LoRA layers on the modules its config targets and loads no factor of another one: the
+    adapter read directly is exactly peft's merged model, though the file stores factors of all 8."""
+    adapter, base = gpt2_adapter
+    edited = tmp_path / "edited"
+    shutil.copytree(adapter, edited)
+    config = json.loads((edited / "adapter_config.json").read_text())
+    (edited / "adapter_config.json").write_text(json.dumps({**config, **TARGETING[case]}))
+    theirs = _merged_by_peft("GPT2LMHeadModel", base, edited)
+    everything = _merged_by_peft("GPT2LMHeadModel", base, adapter)
+    ignored = [name for name in everything if not np.array_equal(everything[name], theirs[name])]
+    assert ignored  # peft ignored some of the stored factors: merging them all would differ
+    assert _assert_reads_as_peft(edited, theirs) >= 8
+
+
+def test_a_saved_module_finds_its_base_weight_under_the_task_models_prefix(tmp_path):
+    """An adapter trained on ``BertForSequenceClassification`` (``bert.encoder.layer...``) over a base
+    saved as ``BertModel`` (``encoder.layer...``), saving ``layer.1.output.dense`` whole and, as its task
+    type adds, the classifier: the saved dense replaces the base's, as in peft's merged model (it was
+    dropped, the centred numbers silently smaller); the new classifier, which the base has not got and
+    the analysis never reads, is left out."""
+    torch.manual_seed(0)
+    fields = dict(_SMALL, intermediate_size=48)
+    transformers.BertModel(transformers.BertConfig(**fields)).save_pretrained(tmp_path / "base")
+    classifier = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "base", num_labels=2)
+    torch.manual_seed(1)
+    lora = peft.LoraConfig(
+        r=2,
+        lora_alpha=4,
+        target_modules=["query", "value"],
+        modules_to_save=["layer.1.output.dense"],
+        task_type="SEQ_CLS",
+        init_lora_weights=False,
+    )
+    wrapped = peft.get_peft_model(classifier, lora)
+    with torch.no_grad():
+        for name, parameter in wrapped.named_parameters():
+            if "modules_to_save" in name:
+                parameter.add_(0.1 * torch.randn_like(parameter))
+    wrapped.save_pretrained(tmp_path / "adapter")
+    config = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text())
+    (tmp_path / "adapter" / "adapter_config.json").write_text(
+        json.dumps({**config, "base_model_name_or_path": str(tmp_path / "base")})
+    )
+
+    base64 = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "base", num_labels=2).double()
+    merged = peft.PeftModel.from_pretrained(base64, tmp_path / "adapter").merge_and_unload()
+    theirs = {name.removeprefix("bert."): tensor.numpy() for name, tensor in merged.state_dict().items()}
+    dense = "encoder.layer.1.output.dense.weight"
+    w0 = transformers.BertModel.from_pretrained(tmp_path / "base").state_dict()[dense].double().numpy()
+    assert np.abs(theirs[dense] - w0).max() > 0.01  # peft loaded the saved dense
+    assert _assert_reads_as_peft(tmp_path / "adapter", theirs) >= 12
+    direct = specbound.analyze(str(tmp_path / "adapter"), use_cache=False)
+    frame = direct.to_frame()
+    assert frame[(frame.layer == 1) & (frame.kind == "M_out")].delta_rank.tolist() == [32]
+
+
+def _weight_by_scanning(module: str, names: set[str]) -> str | None:
+    """The rule of :class:`BaseNames`, written as its definition (a scan of every name at every split
+    point: quadratic, the reference only)."""
+    parts = module.split(".")
+    for start in range(len(parts)):
+        candidate = ".".join(parts[start:]) + ".weight"
+        if candidate in names:
+            return candidate
+        prefixed = [name for name in names if name.endswith("." + candidate)]
+        if len(prefixed) == 1:
+            return prefixed[0]
+    return None
+
+
+def test_the_suffix_index_finds_what_the_rule_defines():
+    """On random names over a few parts (prefixes either way, ambiguous suffixes, repeated parts), the
+    index answers as a scan of every name would."""
+    from specbound.io.checkpoints.lora import BaseNames
+
+    rng = np.random.default_rng(0)
+    vocabulary = ["bert", "encoder", "layer", "0", "1", "dense", "output", "a", ""]
+    for _ in range(200):
+        names = {
+            ".".join(rng.choice(vocabulary, size=rng.integers(1, 6))) + ".weight" for _ in range(rng.integers(1, 12))
+        }
+        index = BaseNames(sorted(names))
+        for _ in range(20):
+            module = ".".join(rng.choice(vocabulary, size=rng.integers(1, 7)))
+            assert index.weight_of(module) == _weight_by_scanning(module, names), (module, names)
+
+
+def test_the_targeting_decides_as_peft_decides_on_random_names_and_configs():
+    """:class:`Targeting` against peft's own ``check_target_module_exists`` on random module names and
+    configs (lists, expressions, exclusions, saved modules, layer indexes and patterns)."""
+    from peft.tuners.tuners_utils import check_target_module_exists
+
+    from specbound.io.checkpoints.lora import Targeting
+
+    rng = np.random.default_rng(1)
+    parts = ["model", "transformer", "h", "layers", "0", "1", "12", "attn", "c_attn", "mlp", "c_fc", "q_proj"]
+
+    def some(size: int) -> list[str]:
+        return [".".join(rng.choice(parts, size=rng.integers(1, 3))) for _ in range(size)]
+
+    choices: dict[str, list[Any]] = {
+        "target_modules": [some(1), some(3), r".*\.(c_attn|q_proj)", r"model\..*", ".*attn.*"],
+        "exclude_modules": [None, some(1), r".*\.1\..*"],
+        "modules_to_save": [None, some(1)],
+        "layers_to_transform": [None, [0], [1, 12], 1, []],
+        "layers_pattern": [None, "h", ["layers", "h"], "model.layers"],
+    }
+    compared, adapted = 0, 0
+    for _ in range(300):
+        fields = {name: values[rng.integers(len(values))] for name, values in choices.items()}
+        try:
+            config = peft.LoraConfig(**fields)
+        except ValueError:
+            continue  # a config peft refuses: its refusals have their own tests
+        targeting = Targeting.of(fields)
+        for _ in range(20):
+            key = ".".join(rng.choice(parts, size=rng.integers(1, 7)))
+            assert targeting.adapts(key) == bool(check_target_module_exists(config, key)), (fields, key)
+            compared, adapted = compared + 1, adapted + targeting.adapts(key)
+    assert compared > 2000 and adapted > 50  # both answers, many times
