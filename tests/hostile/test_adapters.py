@@ -80,6 +80,20 @@ def test_a_config_value_of_the_wrong_type_is_refused_not_read_as_something_else(
     assert_one_line_error(cli("analyze", str(handed), "--no-cache"), "adapter_config.json", *words)
 
 
+def test_a_whole_number_beyond_64_bits_is_a_number_as_peft_reads_it(adapter, tmp_path):
+    """JSON's integers have no size and peft takes ``lora_alpha: 100000000000000000000`` as the number it
+    is: so does specbound (an update 5e19 times B A), with no TypeError from numpy; one beyond float64's
+    range is refused with the line of any other value that is not a number."""
+    big = _copy(adapter, tmp_path / "big", lora_alpha=10**20, alpha_pattern={"query": 10**20})
+    result = cli("analyze", str(big), "--no-cache", "--json")
+    assert result.returncode == 0, result.stderr
+    assert np.isfinite(json.loads(result.stdout)["proxies"]["ours_centred_log10"])
+    huge = _copy(adapter, tmp_path / "huge", lora_alpha=10**400)
+    assert_one_line_error(cli("analyze", str(huge), "--no-cache"), "lora_alpha must be a number, got 1000")
+    in_pattern = _copy(adapter, tmp_path / "pattern", alpha_pattern={"query": 10**400})
+    assert_one_line_error(cli("analyze", str(in_pattern), "--no-cache"), "alpha_pattern's query is 1000")
+
+
 def test_the_key_that_hangs_re_never_reaches_it_and_the_adapter_reads_as_without_it(adapter, tmp_path, monkeypatch):
     """What runs: the key is matched by the automaton, never by Python's backtracking engine (which
     takes minutes on it); it matches no module, so the adapter reads exactly as without the key."""

@@ -9,7 +9,9 @@ internal error and never taken as they are. Whatever the tool writes as an atlas
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 import shutil
 from pathlib import Path
@@ -266,6 +268,19 @@ def test_a_reference_whose_weights_were_replaced_analyses_every_step_again(run_d
     assert row["ours_centred_log10"] == pytest.approx(expected.ours_centred_log10, rel=1e-12)
     record = json.loads(_record(out, 6).read_text())
     assert set(record["fingerprints"]) == {"source", "reference"} and all(record["fingerprints"].values())
+
+
+def test_a_logged_loss_beyond_64_bits_is_a_number_not_an_internal_error(run_dir: Path, tmp_path: Path) -> None:
+    """trainer_state.json is JSON: a loss logged as the whole number 10^20 is read as the number it is."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    state = {"global_step": 4, "log_history": [{"step": 4, "loss": 10**20, "eval_loss": 10**400}]}
+    (run / "checkpoint-4" / "trainer_state.json").write_text(json.dumps(state))
+    out = tmp_path / "t"
+    result = run_cli("trajectory", str(run), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    row = next(r for r in csv.DictReader(io.StringIO((out / "trajectory.csv").read_text())) if r["step"] == "4")
+    assert float(row["loss"]) == 1e20 and row.get("eval_loss", "") == ""  # beyond float64's range: not logged
 
 
 def test_an_unreadable_reference_is_one_line_before_any_step(run_dir: Path, tmp_path: Path) -> None:
