@@ -109,6 +109,16 @@ class Limits:
     max_grid_m: int = 1000
     #: Lipschitz constant of the activation (GELU's is 1.13): anything above is a typo
     max_l_phi: float = 1e6
+    #: automaton states all of a LoRA adapter config's ``rank_pattern`` and ``alpha_pattern`` keys may
+    #: unroll to together (each key at most :data:`specbound.core.patterns.MAX_STATES`)
+    max_pattern_states: int = 20_000
+    #: steps matching those keys to the adapter's module names may take, summed from
+    #: :meth:`specbound.core.patterns.SuffixPattern.cost` before any is run. A step has a bounded cost
+    #: whatever the key (a character class is one membership test, however many items it lists):
+    #: 120 to 275 ns on a busy two-core machine (``benchmarks/bench_patterns.py``), so the worst config
+    #: admitted runs in about half a second at most, where 9 keys ``(?:[^\n]*){4900}ZZ`` took 99 s. A
+    #: per-module rank_pattern of a 7B model (224 dotted keys on its 224 modules) costs 0.75 million.
+    max_pattern_match_steps: int = 2_000_000
     #: characters of a model name typed by a user (a Hub id has at most 96)
     max_model_name_chars: int = 4096
     #: characters of one tensor name in an adapter file (peft's ``base_model.model.`` prefix included):

@@ -8,7 +8,7 @@ config's fields, :class:`specbound.core.architecture.ModelShape` for a stored sh
 
 from __future__ import annotations
 
-from typing import TypeGuard
+from typing import TypeGuard, cast
 
 import numpy as np
 
@@ -22,12 +22,25 @@ def is_real_number(value: object, *, finite: bool = False) -> TypeGuard[int | fl
     """A number as a file or a caller gives one: an int or a float (numpy's too), never a bool (which
     Python counts as an int), a string or None; with ``finite``, not NaN or infinite either.
 
+    A Python int has no size limit (JSON's ``100000000000000000000`` is one), while everything after
+    this check computes in float64: an int is a real number when it converts to a (necessarily finite)
+    float, so ``10**20`` is one and ``10**400`` is not. It is tested by that conversion, never by
+    numpy, which has no dtype for an int beyond 64 bits and raises TypeError on it.
+
     Example:
         >>> is_real_number(2.0), is_real_number(True), is_real_number("2"), is_real_number(float("nan"), finite=True)
         (True, False, False, False)
+        >>> is_real_number(10**20, finite=True), is_real_number(10**400)
+        (True, False)
     """
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         return False
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            return False
+        return True
     return not finite or bool(np.isfinite(value))
 
 
@@ -71,7 +84,8 @@ def check_number(
         where = f"a finite {kind.removeprefix('a ').removeprefix('an ')}"
     ok = is_genuine_int(value) if integer else is_real_number(value, finite=True)
     if ok:
-        number = float(value)  # type: ignore[arg-type]
+        # compared as it is, never through float(): Python compares an int of any size with a float exactly
+        number = cast(float, value)
         ok = (low is None or (number > low if open_low else number >= low)) and (
             high is None or (number < high if open_high else number <= high)
         )

@@ -244,7 +244,7 @@ def adapter_base(model: str | ModelRef, given: str | None = None) -> str | None:
 ADAPTER_BASE_LEVELS_UP = 3
 
 
-def locate_adapter_base(directory: Path, given: str | None = None) -> str:
+def locate_adapter_base(directory: Path, given: str | None = None, *, fetch_hub: bool = True) -> str:
     """Where the base of the adapter in ``directory`` is, as a model name that opens it.
 
     In this order: ``given`` (``--base``, ``base=``, the dashboard's field), as any model name; else the
@@ -254,6 +254,8 @@ def locate_adapter_base(directory: Path, given: str | None = None) -> str:
     the adapter's), then relative to the working directory, then as a catalog name (``minilm-l6``, the
     lab's ``finetune-base``) or a Hub id (from the Hub cache, or downloaded unless offline). Where none
     holds it, one line names the adapter, every place looked at and ``--base`` (a :class:`CheckpointError`).
+    With ``fetch_hub`` False a Hub id is returned as it is, neither looked up nor downloaded (what
+    :func:`content_revision` needs: the same base, found without fetching anything).
 
     Example:
         >>> import json, pathlib, tempfile
@@ -290,7 +292,8 @@ def locate_adapter_base(directory: Path, given: str | None = None) -> str:
         if ref is not None and ref.source is not Source.HUB:  # a catalog name: the bundled model, the lab's trio
             return recorded
         if ref is not None:
-            fetch(ref)  # from the Hub cache, or downloaded; offline, it says so
+            if fetch_hub:
+                fetch(ref)  # from the Hub cache, or downloaded; offline, it says so
             return recorded
         looked.append("the Hugging Face Hub (not a Hub id)")
     except (ModelNotFoundError, OfflineError) as exc:
@@ -376,7 +379,8 @@ def content_revision(model: str | ModelRef) -> str | None:
     """The content fingerprint of the files a model name reads, as the profile cache keys them
     (:func:`~specbound.io.checkpoints.checkpoint.fingerprint`: names, sizes, times and a content sample
     of the config and weights; for a LoRA adapter its files' and its base's, as :func:`load_profile`
-    caches the pair), found without fetching or analysing anything. A Hub model's is its cached
+    caches the pair, the base located by :func:`locate_adapter_base` as the analysis locates it),
+    found without fetching or analysing anything. A Hub model's is its cached
     snapshot's; None when it is not cached (nothing can be said of it without fetching it).
 
     A record that caches work done on files (a trajectory's steps) keeps this beside its result, so
@@ -393,7 +397,8 @@ def content_revision(model: str | ModelRef) -> str | None:
         assert ref.path is not None
         return files_fingerprint(ref.path.parent, [ref.path])
     if (directory := adapter_directory(ref)) is not None:
-        base_ref = resolve(base_reference(directory, read_adapter_config(directory)))
+        # the base the analysis opens, found where the loader finds it (not from the working directory)
+        base_ref = resolve(locate_adapter_base(directory, fetch_hub=False))
         if adapter_directory(base_ref) is not None:
             return None  # not a base: opening the pair refuses it
         base = content_revision(base_ref)

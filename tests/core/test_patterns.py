@@ -85,7 +85,7 @@ def test_a_plain_key_is_a_suffix_at_a_dot_as_the_expression_says(key, name):
     """Plain characters and dots (any character but a line break, as in the expression): one length,
     compared with the end of the name, no automaton."""
     matcher = SuffixPattern(key)
-    assert matcher.plain and matcher.states == 0 and matcher.cost(name) == len(key) + 1
+    assert matcher.plain and matcher.states == 0
     assert matcher.matches(name) == _peft(key, name)
 
 
@@ -105,33 +105,84 @@ def test_regular_keys_mean_what_they_mean_to_peft(key, name, expected):
 
 
 def test_the_key_that_hangs_re_is_matched_in_steps_bounded_by_the_name(monkeypatch):
-    """What runs: one closure per position of the name, each over at most the automaton's states
-    (a dozen here), never Python's backtracking engine on the key."""
+    """What runs: the steps the automaton counts as it runs (each state and edge once per position,
+    each alive state's test once) stay within its cost, linear in the name, and the key never reaches
+    Python's backtracking engine."""
     matcher = SuffixPattern(EVIL)
     assert 0 < matcher.states < 20
-    closures = []
-    original = patterns._closure
-
-    def counted(states, text, at):
-        reached = original(states, text, at)
-        closures.append(len(reached))
-        return reached
 
     def no_backtracking(pattern, *args, **kwargs):
         assert "X" not in str(pattern), "the key went to Python's backtracking engine"
         return real(pattern, *args, **kwargs)
 
     real = re.match
-    monkeypatch.setattr(patterns, "_closure", counted)
     monkeypatch.setattr(re, "match", no_backtracking)
     name = "model.layers.0.self_attn.q_proj.lora_A.xy"  # 41 characters, as in the issue
     assert len(name) == 41
-    assert matcher.matches(name) is False
-    assert len(closures) <= len(name) + 1 and max(closures) <= matcher.states
-    closures.clear()
+    assert matcher.work(name) == (False, matcher.work(name)[1])
+    assert matcher.work(name)[1] <= matcher.cost(name) <= 100 * (len(name) + 1)
     long_name = "a.b" * 3000 + "X"
-    assert matcher.matches(long_name) is True
-    assert len(closures) <= len(long_name) + 1 and max(closures) <= matcher.states
+    matched, steps = matcher.work(long_name)
+    assert matched is True and steps <= matcher.cost(long_name) <= 100 * (len(long_name) + 1)
+
+
+@pytest.mark.parametrize("seed", [59, 60])
+def test_the_steps_taken_never_exceed_the_cost_counted_before(seed):
+    """The budget is summed from :meth:`SuffixPattern.cost` before any key runs: what a match then
+    counts as it runs (every pop of a state, every test, every segment compared) is never more, for
+    random keys of the parity grammar, plain keys, and names with line breaks, dots and long runs
+    (Python's engine backtracks for minutes on some of them: only the counts are compared here)."""
+    rng = random.Random(seed)
+    names = ["", "\n", "a.b.query", "x.query\n", "a\nb.query", "." * 12, "ab" * 8 + ".query\n"]
+    keys = ["query", "a.b", ".", "h.0.attn.c_attn", EVIL, r"(?:[^\n]*){40}Z", r"[\w.]*(q|k)_proj"]
+    keys += [_random_key(rng) for _ in range(400)]
+    checked = 0
+    for key in keys:
+        try:
+            matcher = SuffixPattern(key)
+        except PatternError:
+            continue
+        for name in [*names, "".join(rng.choice("ab._x1\n") for _ in range(rng.randint(0, 12)))]:
+            matched, steps = matcher.work(name)  # the answers: the parity tests above
+            assert matched == matcher.matches(name) and 0 < steps <= matcher.cost(name), (key, name)
+            checked += 1
+        long_name = "ab." * 700 + "query\n"
+        assert 0 < matcher.work(long_name)[1] <= matcher.cost(long_name), key
+    assert checked > 1000
+
+
+def test_a_class_is_one_membership_test_however_many_items_it_lists(monkeypatch):
+    """What runs: a class of 150 single characters (the review's key that took 462 s) is compiled
+    once for every copy of its repeat and tried once per position of the name, each try a set lookup
+    and a bisection, never a predicate per item; the steps are those of a class of one item."""
+    punctuation = "".join(c for c in map(chr, range(0x21, 0x7F)) if not c.isalnum() and c not in "\\]^-[._")
+    items = punctuation + "".join(chr(0x100 + 2 * i) for i in range(150 - len(punctuation)))
+    tries = []
+    original = patterns.CharClass.__call__
+
+    def counted(self, char):
+        tries.append(char)
+        return original(self, char)
+
+    monkeypatch.setattr(patterns.CharClass, "__call__", counted)
+    name = "transformer.h.0.attn.c_attn"
+    wide, narrow = SuffixPattern(f"(?:[^{items}]*){{300}}Z"), SuffixPattern("(?:[^!]*){300}Z")
+    assert wide.states == narrow.states
+    assert wide.work(name) == narrow.work(name)  # the same answer in the same steps
+    # once per position, not once per copy (300) or item (150); [^!] is a single NOT_LITERAL, no class
+    assert len(tries) == len(name)
+
+
+def test_a_class_answers_as_pythons_engine_on_every_code_point():
+    """``\\d``, ``\\s``, ``\\w`` and their complements are one set of kinds of a character: the same
+    answer as ``re`` on all 1,114,112 code points, alone and combined with ranges and negation."""
+    import sys
+
+    for expression in (r"\w", r"[\d\s]", r"[^\w\s]", r"[\D\W]", r"[^\S\da-f\x80-\u0400]"):
+        compiled = re.compile(expression)
+        member = patterns.CharClass(patterns._parser.parse(expression)[0][1])
+        wrong = [code for code in range(sys.maxunicode + 1) if member(chr(code)) != bool(compiled.fullmatch(chr(code)))]
+        assert wrong == [], (expression, wrong[:5])
 
 
 @pytest.mark.parametrize(

@@ -51,3 +51,15 @@ def test_the_caller_chooses_the_error() -> None:
 
     with pytest.raises(Refused, match="steps"):
         check_number(-1, "steps", 1, integer=True, error=Refused)
+
+
+def test_an_int_is_a_real_number_when_it_converts_to_a_float() -> None:
+    """JSON's integers have no size: one beyond 2^63 (numpy has no dtype for it) is a number when it
+    fits a float, and one beyond float64's range is not, each answered without an exception."""
+    assert is_real_number(10**20, finite=True) and is_real_number(2**64) and is_real_number(-(10**300), finite=True)
+    assert not is_real_number(10**400) and not is_real_number(-(10**400), finite=True)
+    with pytest.raises(ValueError, match=r"^x must be a number in \[0, 1\], got 1000"):
+        check_number(10**400, "x", 0, 1)
+    with pytest.raises(ValueError, match=r"^x must be an integer in \[1, 12\], got 1000"):
+        check_number(10**400, "x", 1, 12, integer=True)
+    check_number(10**20, "x", 0)

@@ -80,6 +80,20 @@ def test_a_config_value_of_the_wrong_type_is_refused_not_read_as_something_else(
     assert_one_line_error(cli("analyze", str(handed), "--no-cache"), "adapter_config.json", *words)
 
 
+def test_a_whole_number_beyond_64_bits_is_a_number_as_peft_reads_it(adapter, tmp_path):
+    """JSON's integers have no size and peft takes ``lora_alpha: 100000000000000000000`` as the number it
+    is: so does specbound (an update 5e19 times B A), with no TypeError from numpy; one beyond float64's
+    range is refused with the line of any other value that is not a number."""
+    big = _copy(adapter, tmp_path / "big", lora_alpha=10**20, alpha_pattern={"query": 10**20})
+    result = cli("analyze", str(big), "--no-cache", "--json")
+    assert result.returncode == 0, result.stderr
+    assert np.isfinite(json.loads(result.stdout)["proxies"]["ours_centred_log10"])
+    huge = _copy(adapter, tmp_path / "huge", lora_alpha=10**400)
+    assert_one_line_error(cli("analyze", str(huge), "--no-cache"), "lora_alpha must be a number, got 1000")
+    in_pattern = _copy(adapter, tmp_path / "pattern", alpha_pattern={"query": 10**400})
+    assert_one_line_error(cli("analyze", str(in_pattern), "--no-cache"), "alpha_pattern's query is 1000")
+
+
 def test_the_key_that_hangs_re_never_reaches_it_and_the_adapter_reads_as_without_it(adapter, tmp_path, monkeypatch):
     """What runs: the key is matched by the automaton, never by Python's backtracking engine (which
     takes minutes on it); it matches no module, so the adapter reads exactly as without the key."""
@@ -150,30 +164,59 @@ def test_factors_of_another_rank_than_the_config_gives_are_refused_as_peft_refus
 
 
 def test_the_steps_of_matching_are_bounded_before_any_is_run(adapter, tmp_path, monkeypatch):
-    """What runs is bounded before it runs: the steps every key may take on every module (its length
-    for a plain key) are summed first, and above the limit the adapter is refused in one line. Here 50
-    plain keys of 5 characters against the adapter's 4 modules, 4 x 50 x 6 = 1,200 steps, and one set
-    look-up per length of target_modules' names (5 and 18), 4 x 2 = 8 more."""
+    """What runs is bounded before it runs: the steps every key may take on every module are summed
+    first, and above the limit the adapter is refused in one line. Here 50 plain keys of one segment
+    against the adapter's 4 modules: 4 x 50 x 12 = 2,400 steps (4 for the call, at most two ends of
+    the name tried, each 2 steps and 2 for the segment), and one set look-up per length of
+    target_modules' names (5 and 18), 4 x 2 = 8 more."""
     from specbound.io.checkpoints import lora
 
     keys = {f"k{i:04d}": 2 for i in range(50)}
-    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_208)
+    assert patterns.SuffixPattern("k0000").cost("encoder.layer.0.attention.self.query") == 12
+    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 2_408)
     within = _copy(adapter, tmp_path / "within", alpha_pattern=keys)
     specbound.analyze(str(within), use_cache=False)  # exactly at the limit: read
-    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 1_207)
+    monkeypatch.setattr(lora, "_MAX_MATCH_STEPS", 2_407)
     assert_one_line_error(
-        cli("analyze", str(within), "--no-cache"), "would take up to 1,208 steps to match its 4 modules"
+        cli("analyze", str(within), "--no-cache"), "would take up to 2,408 steps to match its 4 modules"
     )
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        r"(?:[^\n]*){4900}ZZ",  # the review's: 9 such keys ran for 99 s, each step a few microseconds
+        "(?:[^"
+        + "".join(c for c in map(chr, range(0x21, 0x7F)) if not c.isalnum() and c not in "\\]^-[._")
+        + "]*){4900}Z",
+    ],
+)
+def test_a_key_whose_steps_would_take_seconds_is_refused_in_one_line_at_once(adapter, tmp_path, key):
+    """One such key of 9,800 states on the adapter's 4 module names costs about 5 million steps:
+    the 20 million the budget had before admitted configs that ran for minutes (a step cost a few
+    microseconds, a step through a class one predicate per item); the budget of 2 million steps of
+    bounded cost refuses it before any key is matched, in one line. The same key repeated 1,000 times
+    (about 1 million steps) is read, and the review's nine keys are refused by the state budget."""
+    from specbound.core.limits import LIMITS
+
+    within = _copy(adapter, tmp_path / "within", alpha_pattern={key.replace("4900", "1000"): 3})
+    assert cli("analyze", str(within), "--no-cache").returncode == 0
+    one = _copy(adapter, tmp_path / "one", alpha_pattern={key: 3})
+    assert_one_line_error(
+        cli("analyze", str(one), "--no-cache"), "steps to match its 4 modules", f"{LIMITS.max_pattern_match_steps:,}"
+    )
+    nine = _copy(adapter, tmp_path / "nine", alpha_pattern={key + "Z" * i: 3 for i in range(9)})
+    assert_one_line_error(cli("analyze", str(nine), "--no-cache"), "automaton states together")
+
+
 def test_the_keys_of_a_config_share_one_budget_of_automaton_states(adapter, tmp_path):
-    """Each key may unroll to 10,000 states, all of a config's keys to 100,000 together: eleven keys
-    of 9,802 states each are refused at the eleventh, before it is built whole."""
-    keys = {f"(a{{99}}){{99}}x{i}": 2 for i in range(11)}
+    """Each key may unroll to 10,000 states, all of a config's keys to 20,000 together: three keys
+    of 9,802 states each are refused at the third, before it is built whole."""
+    keys = {f"(a{{99}}){{99}}x{i}": 2 for i in range(3)}
     assert patterns.SuffixPattern("(a{99}){99}x0").states < 10_000
     handed = _copy(adapter, tmp_path, alpha_pattern=keys)
     assert_one_line_error(
-        cli("analyze", str(handed), "--no-cache"), "unroll to more than 100000 automaton states together"
+        cli("analyze", str(handed), "--no-cache"), "unroll to more than 20000 automaton states together"
     )
 
 

@@ -20,6 +20,7 @@ from cli_runner import assert_one_line_error, cli, run_cli, run_cli_measured
 from hostile_helpers import hand_profile, npy_bytes, npy_header_only, write_atlas, write_safetensors
 from local_hub import COMMIT, LocalHub
 
+import specbound
 from specbound.core.bounds import BoundSettings
 from specbound.core.errors import ModelNotFoundError
 from specbound.core.limits import LIMITS
@@ -226,11 +227,18 @@ def test_numeric_options_have_upper_bounds(args):
         {"l_phi": float("nan")},
         {"l_phi": True},  # a bool is not a Lipschitz constant (it was read as 1)
         {"l_phi": "1.13"},
+        {"l_phi": 10**20},  # a whole number beyond 2^63: refused as too large, not a TypeError from numpy
+        {"l_phi": 10**400},  # beyond float64's range
     ],
 )
 def test_bound_settings_enforce_the_same_bounds(settings):
     with pytest.raises(ValueError):
         BoundSettings(**settings)
+
+
+def test_analyze_refuses_a_whole_number_beyond_64_bits_as_any_other_too_large_l_phi(make_checkpoint):
+    with pytest.raises(ValueError, match="L_phi must be a positive number of at most"):
+        specbound.analyze(str(make_checkpoint()), l_phi=10**20, use_cache=False)
 
 
 def test_the_largest_grid_is_allowed_and_cheap(make_checkpoint):

@@ -9,7 +9,9 @@ internal error and never taken as they are. Whatever the tool writes as an atlas
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 import shutil
 from pathlib import Path
@@ -266,6 +268,66 @@ def test_a_reference_whose_weights_were_replaced_analyses_every_step_again(run_d
     assert row["ours_centred_log10"] == pytest.approx(expected.ours_centred_log10, rel=1e-12)
     record = json.loads(_record(out, 6).read_text())
     assert set(record["fingerprints"]) == {"source", "reference"} and all(record["fingerprints"].values())
+
+
+def test_a_logged_loss_beyond_64_bits_is_a_number_not_an_internal_error(run_dir: Path, tmp_path: Path) -> None:
+    """trainer_state.json is JSON: a loss logged as the whole number 10^20 is read as the number it is."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    state = {"global_step": 4, "log_history": [{"step": 4, "loss": 10**20, "eval_loss": 10**400}]}
+    (run / "checkpoint-4" / "trainer_state.json").write_text(json.dumps(state))
+    out = tmp_path / "t"
+    result = run_cli("trajectory", str(run), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    row = next(r for r in csv.DictReader(io.StringIO((out / "trajectory.csv").read_text())) if r["step"] == "4")
+    assert float(row["loss"]) == 1e20 and row.get("eval_loss", "") == ""  # beyond float64's range: not logged
+
+
+@pytest.fixture
+def adapter_run(tmp_path: Path) -> Path:
+    """A project as peft leaves it (``models/my-base``, ``models/my-lora`` recording the relative path
+    ``models/my-base``) and a run of two adapter checkpoints under ``outputs/run`` that record it too."""
+    pytest.importorskip("peft")
+    from peft_projects import ADAPTER, make_project
+
+    root = make_project(tmp_path / "project")
+    for step in (1, 2):
+        shutil.copytree(root / ADAPTER, root / "outputs" / "run" / f"checkpoint-{step}")
+    return root
+
+
+def _adapter_steps(root: Path, out: Path):
+    steps = [checkpoint_of(root / "outputs" / "run" / f"checkpoint-{s}", default_step=s) for s in (1, 2)]
+    return run_trajectory(steps, out, RunSettings(name="run"))
+
+
+@pytest.mark.parametrize("elsewhere_has_a_base", [True, False])
+def test_an_adapter_steps_record_holds_the_base_the_analysis_uses(
+    adapter_run, tmp_path, monkeypatch, elsewhere_has_a_base
+):
+    """A LoRA step's fingerprint covers the base the analysis merges it into, found as the loader
+    finds it (beside the adapter's folders, before the working directory): run from another folder,
+    a re-run skips the unchanged steps (their fingerprints were unknown, so every re-run analysed
+    every step again), and replacing the real base's weights analyses them again (a folder holding a
+    ``models/my-base`` of its own gave the fingerprint of that one, and the old numbers were kept)."""
+    from peft_projects import BASE, llama
+
+    elsewhere = tmp_path / "elsewhere"
+    if elsewhere_has_a_base:
+        llama(5).save_pretrained(elsewhere / BASE)
+    elsewhere.mkdir(exist_ok=True)
+    monkeypatch.chdir(elsewhere)
+    out = tmp_path / "t"
+    assert _adapter_steps(adapter_run, out).analysed == 2
+    assert _adapter_steps(adapter_run, out).analysed == 0  # nothing changed: both skipped
+    record = json.loads(_record(out, 2).read_text())
+    assert record["fingerprints"]["source"] is not None
+    llama(7).save_pretrained(adapter_run / BASE)  # the base the analysis really uses, same sizes
+    again = _adapter_steps(adapter_run, out)
+    assert again.analysed == 2
+    expected = specbound.analyze(str(adapter_run / "outputs" / "run" / "checkpoint-2"), use_cache=False)
+    row = next(r for r in again.rows if r["step"] == 2)
+    assert row["ours_log10"] == pytest.approx(expected.ours_log10, rel=1e-12)
 
 
 def test_an_unreadable_reference_is_one_line_before_any_step(run_dir: Path, tmp_path: Path) -> None:

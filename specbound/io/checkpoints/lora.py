@@ -57,12 +57,9 @@ PEFT_PREFIX = "base_model.model."
 _OTHER_METHODS: dict[str, str] = {"use_dora": "DoRA", "use_qalora": "QALoRA"}
 #: At most this many characters in a rank or alpha pattern (they are regular expressions).
 _MAX_PATTERN_CHARS = 200
-#: The automaton states all of a config's pattern keys may unroll to together (each key at most
-#: :data:`~specbound.core.patterns.MAX_STATES`), and the steps matching them to the adapter's modules
-#: may take at most (:meth:`~specbound.core.patterns.SuffixPattern.cost`, summed before any is run):
-#: a config of a hundred thousand keys is refused, not matched for an hour. A per-module rank_pattern
-#: of a 7B model (224 dotted keys) costs about 2 million steps.
-_MAX_PATTERN_STATES, _MAX_MATCH_STEPS = 100_000, 20_000_000
+#: The automaton states all of a config's pattern keys may unroll to together, and the steps matching
+#: them to the adapter's modules may take, each of bounded time (:class:`~specbound.core.limits.Limits`).
+_MAX_PATTERN_STATES, _MAX_MATCH_STEPS = LIMITS.max_pattern_states, LIMITS.max_pattern_match_steps
 #: The config's settings peft reads as flags: each a JSON boolean where given (null: peft's default, false).
 _FLAGS = ("use_rslora", "fan_in_fan_out", "use_dora", "use_qalora", "lora_bias", "inference_mode")
 #: peft's rank where a config gives no ``r`` (``LoraConfig.r``).
