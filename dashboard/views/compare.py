@@ -167,10 +167,10 @@ def centred_view(
             ("Matrices changed", f"{format_integer(changed)} of {format_integer(delta.rank.size)}"),
         ],
         sentence=sentence,
-        changes=clickable_cells(change_heatmaps(base.profile, delta, source=f"{source} · {label}")),
+        changes=clickable_cells(change_heatmaps(base.profile, delta, source=label)),
         intruders=directions
         if isinstance(directions, str)
-        else clickable_cells(intruder_heatmaps(base.profile, directions, source=f"{source} · {label}")),
+        else clickable_cells(intruder_heatmaps(base.profile, directions, source=label)),
         direction_sentence="" if isinstance(directions, str) else direction_sentence(directions),
     )
 

@@ -36,6 +36,8 @@ from .tensors import ShardArrival, SlicedTensors, StateDictTensors, TensorSource
 
 CONFIG_FILE = "config.json"
 #: Weight files in order of preference: safetensors before pickles, single files before shards.
+#: The file that makes a folder a peft adapter (its LoRA factors are read by :mod:`.lora`).
+ADAPTER_CONFIG = "adapter_config.json"
 WEIGHT_FILES: tuple[str, ...] = (
     "model.safetensors",
     "model.safetensors.index.json",
@@ -125,8 +127,6 @@ def weight_files(directory: Path) -> list[Path]:
     """
     first = _find_weights(directory)
     if first is None:
-        from .lora import ADAPTER_CONFIG
-
         if (directory / ADAPTER_CONFIG).is_file():  # an adapter folder that a config.json makes read as a model
             raise CheckpointError(
                 f"no weights in {quoted(directory.name)}: it holds a peft adapter ({ADAPTER_CONFIG}) beside a "

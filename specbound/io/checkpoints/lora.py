@@ -46,10 +46,9 @@ from ...core.patterns import MAX_STATES, PatternError, PatternTooLarge, SuffixPa
 from ...core.text import described, quoted
 from ...core.values import is_genuine_int, is_real_number
 from ..families.base import FamilyAdapter
-from .checkpoint import Checkpoint, read_config_object
+from .checkpoint import ADAPTER_CONFIG, Checkpoint, read_config_object
 from .tensors import SafetensorsFile, TensorInfo, TensorSource
 
-ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 #: The key prefix peft puts before every module of the wrapped model.
 PEFT_PREFIX = "base_model.model."

@@ -23,7 +23,7 @@ from specbound.present.numbers import format_log
 from specbound_lab import reference
 from specbound_lab import views as lab_views
 from specbound_lab.figures import measure_panel_texts
-from specbound_lab.grokking import grokking_runs, grokking_summary
+from specbound_lab.grokking import grokking_runs, grokking_verdict
 from specbound_lab.registry import is_baseline
 from specbound_lab.tables import comparisons, environment_verdicts
 from specbound_lab.verdict import robust_view
@@ -116,8 +116,8 @@ def test_a_sweep_reads_its_own_numbers(fit_sweep) -> None:
 def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep) -> None:
     frame, table, differences, verdicts, robust_rows = fit_sweep
     runs = grokking_runs(reference.load_reference(reference.GROKKING_REFERENCE_DIR).runs[:2])
-    summaries = grokking_summary(runs, permutations=50)
-    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, runs, summaries)
+    checked = grokking_verdict(runs, permutations=50)
+    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, runs, checked)
     assert view.grokking_sentence is not None and view.grokking_sentence.startswith("2 of 2 seeds grok")
     assert "a verdict needs 10" in view.grokking_sentence  # two seeds are measurements, not a verdict
     for run in runs:
