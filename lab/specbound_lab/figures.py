@@ -50,6 +50,20 @@ from .trajectory import RunTrajectory
 from .views import MEASURE_LABELS, PStarMap
 
 
+def _zero_line() -> dict[str, Any]:
+    """A vertical line at x = 0 across the plot: where a τ or a difference of τ changes sign."""
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": 0,
+        "x1": 0,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": NEUTRAL},
+    }
+
+
 def power_law_figure(frame: pd.DataFrame, step: int | None = None) -> go.Figure:
     """The mean power-law exponent α of the matrices' spectra and its weighted form α̂ = α log10 λ_max
     against the training step (NaN steps, where no matrix could be fitted, are gaps)."""
@@ -483,18 +497,7 @@ def difference_forest(
     layout = {
         "xaxis": axis_title("difference in τ, 95 % paired bootstrap"),
         "yaxis": {"automargin": True},
-        "shapes": [
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": 0,
-                "x1": 0,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": NEUTRAL},
-            }
-        ],
+        "shapes": [_zero_line()],
     }
     return figure(
         [trace],
@@ -579,18 +582,7 @@ def verdict_forest(
             "showgrid": False,
         },
         "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0},
-        "shapes": [
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": 0,
-                "x1": 0,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": NEUTRAL},
-            }
-        ],
+        "shapes": [_zero_line()],
     }
     return figure(
         traces,
