@@ -11,19 +11,10 @@ from pathlib import Path
 
 import pytest
 from cli_runner import assert_one_line_error, cli
+from peft_projects import LLAMA
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-
-_FIELDS = dict(
-    vocab_size=64,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    intermediate_size=48,
-    pad_token_id=0,
-)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +22,7 @@ def llamas(tmp_path_factory) -> dict[str, Path]:
     """A float32 base, the same with one NaN, and a bf16 copy of the base."""
     root = tmp_path_factory.mktemp("references")
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**_FIELDS))
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**LLAMA))
     model.save_pretrained(root / "base")
     model.to(torch.bfloat16).save_pretrained(root / "bf16")
     model = model.to(torch.float32)
