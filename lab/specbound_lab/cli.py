@@ -8,6 +8,7 @@ the progress bar goes to stderr only when it is a terminal.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -490,11 +491,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
     judged = [(f"{s.models} on the {s.task} task, `--preset {s.preset}`", load_reference(s.directory).verdicts)
               for s in SWEEP_REFERENCES]  # fmt: skip
     every = [v for _, verdicts in judged for v in verdicts]
-    print(
-        verdict_report(every, robust_view(every), REPORT_TITLE, sources=[name for name, vs in judged for _ in vs]),
-        end="",
-    )
+    report = verdict_report(every, robust_view(every), None, sources=[name for name, vs in judged for _ in vs])
+    print(REPORT_TITLE + "\n" + shipped_study_section() + report, end="")
     return 0
+
+
+def shipped_study_section() -> str:
+    """The shipped study's answer as Markdown, first in the report (empty while no corpus is shipped)."""
+    from .study import STUDY_CORPUS_DIR, answer_markdown
+    from .study_cli import ANSWER_FILE
+
+    path = STUDY_CORPUS_DIR / ANSWER_FILE
+    if not path.is_file():
+        return ""
+    return answer_markdown(json.loads(path.read_text(encoding="utf-8"))) + "\n"
 
 
 def _cmd_remeasure(args: argparse.Namespace) -> int:

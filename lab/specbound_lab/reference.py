@@ -390,6 +390,7 @@ def export_reference(
     regenerate: str = REGENERATE,
     max_steps: int | None = None,
     environment: str | None = None,
+    step_profiles: bool = True,
 ) -> tuple[Path, ...]:
     """Write the reference (records, tables, atlas, manifest) of a finished sweep into ``dest``, replacing it.
 
@@ -397,7 +398,9 @@ def export_reference(
     to their run names, so the atlas never carries a local path. With ``max_steps`` each run keeps at
     most that many saved steps (:func:`shipped_steps`); with ``environment`` (``task/family``, with
     `` fine-tuned`` for fine-tuning runs) only that environment's runs are exported, so several
-    environments may share one sweep directory.
+    environments may share one sweep directory. ``step_profiles=False`` leaves out the per-run atlases of
+    every saved step (a corpus of thousands of runs keeps their records, whose bound terms summarise the
+    spectra, and the family's atlas).
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
     runs = tuple(
@@ -422,7 +425,7 @@ def export_reference(
     if (dest / RUNS_DIR).exists():
         shutil.rmtree(dest / RUNS_DIR)
     files = [write_record(dest, run) for run in runs]
-    for run in runs:  # every saved step, so the Lab page can show the spectra along the trajectory
+    for run in runs if step_profiles else ():  # every saved step: the Lab page's spectra along the trajectory
         run_dir = sweep_dir / RUNS_DIR / run.name
         files.append(
             save_atlas(
@@ -454,7 +457,9 @@ def export_reference(
         "bootstrap": {"draws": BOOTSTRAP_DRAWS, "seed": BOOTSTRAP_SEED, "confidence": CONFIDENCE},
         "flatness_searches": asdict(DEFAULT_FLATNESS),
         "atlas_models": [r.name for r in members],
-        "step_atlases": f"{RUNS_DIR}/<run>/{STEPS_ATLAS_FILE}, members <run>{STEP_SEP}<step>",
+        "step_atlases": (
+            f"{RUNS_DIR}/<run>/{STEPS_ATLAS_FILE}, members <run>{STEP_SEP}<step>" if step_profiles else None
+        ),
         "steps_per_run": "every saved step"
         if max_steps is None
         else f"at most {max_steps} of the saved steps, the first and the last always",

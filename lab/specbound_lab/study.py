@@ -37,7 +37,7 @@ the mean over K independent cells divides it by K): an approximation, stated as 
 Example:
 
 >>> DESIGN.configurations, DESIGN.runs_per_environment, DESIGN.runs
-(144, 1440, 4320)
+(72, 720, 2160)
 >>> round(minimum_detectable_difference(0.01, endpoints=6), 4)
 0.0348
 """
@@ -50,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import NormalDist
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -76,6 +76,14 @@ from .verdict import MIN_FITTED_SHARE
 
 if TYPE_CHECKING:
     import pandas as pd
+
+#: Where the study's corpus ships, inside the lab: one lab reference per environment and ``answer.json``.
+STUDY_CORPUS_DIR = Path(__file__).parent / "study_corpus"
+
+#: The commit that registered the study (``docs/lab/preregistration.md``), before its first run.
+REGISTRATION_COMMIT = "unregistered"
+#: The registration's page in the manual, from the lab's pages.
+PREREGISTRATION_PAGE = "preregistration.md"
 
 #: The measure the study is about: the spectrum-adaptive proxy at p* (SPEC §3).
 SUBJECT = "ours"
@@ -143,10 +151,18 @@ ENVIRONMENTS: tuple[StudyEnvironment, ...] = (
 
 @dataclass(frozen=True)
 class StudyDesign:
-    """The factorial design of every environment: n strata x depth x width x learning rate x batch size x
-    weight decay, with several seeds per configuration; every run trained until it fits (at most
-    ``settings.steps`` steps, the fit checked every ``settings.fit_every``), a checkpoint only at the
-    start and at the fit (the study reads final values alone)."""
+    """The design of every environment: n strata x depth x width x the optimisation settings, with several
+    seeds per configuration; every run trained until it fits (at most the environment's ``max_steps``,
+    the fit checked every ``settings.fit_every`` steps), a checkpoint only at the start and at the fit
+    (the study reads final values alone), the MODEL measures not computed (no endpoint reads them).
+
+    The optimisation settings are a **half fraction** of learning rate x batch size x weight decay
+    (:meth:`in_fraction`): at the outer learning rates batch size and weight decay move together, at the
+    inner ones against each other, so each learning rate meets two of the four (batch, decay) pairs and
+    each pair two learning rates. The three main effects stay unconfounded with one another; their only
+    alias is the (batch x decay) interaction with the learning rate's curvature. It halves the cost of
+    the full factorial, which this project's machine could not train in a few days.
+    """
 
     strata: tuple[int, ...] = (100, 300)
     layers: tuple[int, ...] = (1, 2, 4)
@@ -158,13 +174,41 @@ class StudyDesign:
     batch_sizes: tuple[int, ...] = (32, 64)
     weight_decays: tuple[float, ...] = (0.01, 0.1)
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    settings: TrainSettings = field(default_factory=lambda: TrainSettings(fit_every=100, until_fit=True))
+    #: train the half fraction of the optimisation settings (:meth:`in_fraction`); False: all of them
+    half_fraction: bool = True
+    settings: TrainSettings = field(
+        default_factory=lambda: TrainSettings(fit_every=100, until_fit=True, model_measures=False)
+    )
+
+    def in_fraction(self, settings: TrainSettings) -> bool:
+        """Whether an optimisation setting belongs to the design: every one of the full factorial, or, in
+        the half fraction, those where "batch size and weight decay at the same end of their ranges"
+        holds exactly at the outer learning rates (the smallest and the largest).
+
+        >>> [(s.learning_rate, s.batch_size, s.weight_decay) for s in DESIGN.optimisation_settings()][:4]
+        [(6e-05, 32, 0.01), (6e-05, 64, 0.1), (0.00013, 32, 0.1), (0.00013, 64, 0.01)]
+        """
+        if not self.half_fraction:
+            return True
+        rate = self.learning_rates.index(settings.learning_rate)
+        outer = rate in (0, len(self.learning_rates) - 1)
+        same_end = self.batch_sizes.index(settings.batch_size) == self.weight_decays.index(settings.weight_decay)
+        return outer == same_end
+
+    def optimisation_settings(self) -> tuple[TrainSettings, ...]:
+        """The design's (learning rate, batch size, weight decay) settings, learning rate first."""
+        every = (
+            replace(self.settings, learning_rate=rate, batch_size=batch, weight_decay=decay)
+            for rate in self.learning_rates
+            for batch in self.batch_sizes
+            for decay in self.weight_decays
+        )
+        return tuple(s for s in every if self.in_fraction(s))
 
     @property
     def configurations(self) -> int:
         """Configurations per stratum and environment (every hyperparameter but n and the seed)."""
-        axes = (self.layers, self.hidden, self.learning_rates, self.batch_sizes, self.weight_decays)
-        return math.prod(len(axis) for axis in axes)
+        return len(self.layers) * len(self.hidden) * len(self.optimisation_settings())
 
     @property
     def runs_per_environment(self) -> int:
@@ -180,30 +224,34 @@ class StudyDesign:
         steps = environment.max_steps
         return replace(self.settings, steps=steps, save_every=steps)
 
-    def grids(self, environment: StudyEnvironment) -> tuple[SweepGrid, ...]:
-        """The environment's runs as one grid per seed, seed 0 first: a study stopped part-way holds whole
-        seeds of every configuration, which is what its cluster bootstrap resamples."""
-        return tuple(
-            SweepGrid(
-                layers=self.layers,
-                hidden=self.hidden,
-                heads=(self.heads,),
-                n_train=self.strata,
-                label_noise=(environment.label_noise,),
-                seeds=(seed,),
-                task=environment.task,
-                settings=self.settings_of(environment),
-                family=environment.family,
-                learning_rates=self.learning_rates,
-                batch_sizes=self.batch_sizes,
-                weight_decays=self.weight_decays,
-            )
-            for seed in self.seeds
+    def grid(self, environment: StudyEnvironment, seed: int) -> SweepGrid:
+        """The full factorial of one seed of the environment (:meth:`specs` keeps the design's fraction)."""
+        return SweepGrid(
+            layers=self.layers,
+            hidden=self.hidden,
+            heads=(self.heads,),
+            n_train=self.strata,
+            label_noise=(environment.label_noise,),
+            seeds=(seed,),
+            task=environment.task,
+            settings=self.settings_of(environment),
+            family=environment.family,
+            learning_rates=self.learning_rates,
+            batch_sizes=self.batch_sizes,
+            weight_decays=self.weight_decays,
         )
 
-    def specs(self, environment: StudyEnvironment) -> tuple[RunSpec, ...]:
-        """Every run of the environment, seed-major."""
-        return tuple(spec for grid in self.grids(environment) for spec in grid.specs())
+    def specs(self, environment: StudyEnvironment, seeds: Sequence[int] | None = None) -> tuple[RunSpec, ...]:
+        """The environment's runs of ``seeds`` (default: all), seed-major: a study stopped part-way holds
+        whole seeds of every configuration, which is what its cluster bootstrap resamples.
+
+        >>> len(DESIGN.specs(ENVIRONMENTS[0], seeds=[0])) == DESIGN.configurations * len(DESIGN.strata)
+        True
+        """
+        chosen = self.seeds if seeds is None else tuple(seeds)
+        return tuple(
+            spec for seed in chosen for spec in self.grid(environment, seed).specs() if self.in_fraction(spec.settings)
+        )
 
     def corners(self, environment: StudyEnvironment) -> tuple[RunSpec, ...]:
         """The pilot's runs of an environment: at each n, seed 0, the smallest and the largest model, each
@@ -211,31 +259,22 @@ class StudyDesign:
         the largest (with the smallest batch and weight decay: the least stable). Where the design does not
         fit, it fails here first.
 
-        >>> [(s.layers, s.hidden, s.settings.learning_rate) for s in DESIGN.corners(ENVIRONMENTS[0])][:4]
-        [(1, 32, 6e-05), (1, 32, 0.0006), (4, 128, 6e-05), (4, 128, 0.0006)]
+        >>> [(s.n_train, s.layers, s.hidden, s.settings.learning_rate) for s in DESIGN.corners(ENVIRONMENTS[0])][::3]
+        [(100, 1, 32, 6e-05), (300, 1, 32, 0.0006), (300, 4, 128, 6e-05)]
         """
         slow = (min(self.learning_rates), max(self.batch_sizes), max(self.weight_decays))
         unstable = (max(self.learning_rates), min(self.batch_sizes), min(self.weight_decays))
         models = ((min(self.layers), min(self.hidden)), (max(self.layers), max(self.hidden)))
+        corners = {(n, *model, *setting) for n in self.strata for model in models for setting in (slow, unstable)}
         return tuple(
-            SweepGrid(
-                layers=(layers,),
-                hidden=(hidden,),
-                heads=(self.heads,),
-                n_train=(n,),
-                label_noise=(environment.label_noise,),
-                seeds=(0,),
-                task=environment.task,
-                settings=self.settings_of(environment),
-                family=environment.family,
-                learning_rates=(rate,),
-                batch_sizes=(batch,),
-                weight_decays=(decay,),
-            ).specs()[0]
-            for n in self.strata
-            for layers, hidden in models
-            for rate, batch, decay in (slow, unstable)
+            spec
+            for spec in self.specs(environment, seeds=self.seeds[:1])
+            if (spec.n_train, spec.layers, spec.hidden, *_optimisation(spec.settings)) in corners
         )
+
+
+def _optimisation(settings: TrainSettings) -> tuple[float, int, float]:
+    return settings.learning_rate, settings.batch_size, settings.weight_decay
 
 
 #: The pre-registered design.
@@ -321,12 +360,20 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class StudyAnswer:
-    """The pre-registered answer: the cells, the environments left out (not fitted), the endpoints."""
+    """The pre-registered answer: the cells, the environments left out (not fitted), the endpoints; the
+    runs trained and, where given, the runs the design plans (fewer trained: an *interim* answer)."""
 
     cells: tuple[Cell, ...]
     not_fitted: tuple[str, ...]
     endpoints: tuple[Endpoint, ...]
     draws: int
+    trained: int = 0
+    planned: int | None = None
+
+    @property
+    def interim(self) -> bool:
+        """Whether the design is not complete yet, so the answer is not the pre-registered one."""
+        return self.planned is not None and self.trained < self.planned
 
     @property
     def runs(self) -> int:
@@ -355,6 +402,11 @@ class StudyAnswer:
         left_out = (
             [f"Not fitted, left out: {', '.join(self.not_fitted)}."] if self.not_fitted else []
         )  # SPEC §13b's 80 % rule
+        if self.interim:
+            headline = (
+                f"Interim, not the pre-registered answer: {self.trained:,} of the design's {self.planned:,} runs "
+                f"are trained. {headline}"
+            )
         return (headline, *left_out, *(e.sentence() for e in self.endpoints))
 
 
@@ -379,9 +431,11 @@ def study_answer(
     comparators: Sequence[Comparator] = COMPARATORS,
     draws: int = BOOTSTRAP_DRAWS,
     seed: int = BOOTSTRAP_SEED,
+    planned: int | None = None,
 ) -> StudyAnswer:
     """The pre-registered endpoints from each environment's final runs.csv rows (``frames``: environment
-    key to rows, one per run, e.g. :func:`read_final_rows`).
+    key to rows, one per run, e.g. :func:`read_final_rows`); ``planned``: the design's run count, which
+    marks an answer from fewer runs as interim.
 
     Cells with fewer than two fitted configurations are left out (no τ can be resampled there)."""
     names = (SUBJECT, *(c.measure for c in comparators))
@@ -428,6 +482,8 @@ def study_answer(
             for (c, d, i, s, p), a in zip(endpoints, adjusted, strict=True)
         ),
         draws,
+        trained=sum(len(frame) for frame in frames.values()),
+        planned=planned,
     )
 
 
@@ -511,3 +567,53 @@ def read_final_rows(directory: Path | str) -> dict[str, pd.DataFrame]:
         known = ", ".join(e.key for e in ENVIRONMENTS)
         raise LabError(f"{directory.name} holds no study environment with a {RUNS_CSV} (expected folders: {known})")
     return frames
+
+
+def answer_markdown(data: Mapping[str, Any]) -> str:
+    """The study's answer as Markdown, from its JSON form (``answer.json`` of a corpus, what
+    ``study analyse --json`` prints): the sentences first, then the endpoints' table and the cells'. The
+    report and the site print it before the shipped sweeps' verdicts, computing nothing again."""
+    title = "## The pre-registered study" + (" (interim)" if data["interim"] else "")
+    lines = [
+        title,
+        "",
+        f"Registered in the manual's [pre-registration]({PREREGISTRATION_PAGE}) before its first run "
+        f"(commit `{REGISTRATION_COMMIT}`); {data['runs_trained']:,} of the design's {data['runs_planned']:,} "
+        f"runs trained; {data['draws']:,} bootstrap draws.",
+        "",
+        " ".join(data["sentences"]),
+        "",
+    ]
+    if data["endpoints"]:
+        lines += [
+            "| endpoint | Δτ | 95 % (configurations) | Holm-adjusted p | detectable \\|Δτ\\| (80 %) |",
+            "|---|---|---|---|---|",
+        ]
+        words = {c.hypothesis: c.words for c in COMPARATORS}
+        for e in data["endpoints"]:
+            lines.append(
+                f"| ({e['hypothesis']}) {words.get(e['hypothesis'], e['comparator'])} | {_signed(e['delta_tau'])} "
+                f"| {_signed(e['ci_low'])} to {_signed(e['ci_high'])} | {_plain(e['p_holm'], '.3g')} "
+                f"| {_plain(e['detectable'], '.3f')} |"
+            )
+        lines.append("")
+    if data["cells"]:
+        lines += [
+            "| environment | n | runs | fitted | configurations | τ of ours with the gap |",
+            "|---|---|---|---|---|---|",
+        ]
+        for c in data["cells"]:
+            lines.append(
+                f"| {c['environment']} | {c['n_train']} | {c['runs']} | {c['fitted']} | {c['configurations']} "
+                f"| {_signed(c['tau_b'].get(SUBJECT))} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.3f}"
+
+
+def _plain(value: float | None, spec: str) -> str:
+    return "–" if value is None else format(value, spec)

@@ -16,6 +16,7 @@ from .study import (
     DESIGN,
     ENVIRONMENTS,
     PILOT_REFERENCES,
+    STUDY_CORPUS_DIR,
     StudyAnswer,
     environment_by_key,
     pilot_rows,
@@ -69,6 +70,20 @@ def add_study_command(actions: Any, workers: Any, minutes: Any) -> None:
     pilot.add_argument("--workers", type=workers, default=1, metavar="N", help="train N runs at once (default 1)")
     pilot.set_defaults(handler=_cmd_pilot)
 
+    corpus = verbs.add_parser(
+        "corpus",
+        help="ship a study directory as a corpus: one lab reference per environment (every run's record, "
+        "runs.csv and the other tables, the depth x width family's atlas; no weights) and the answer as answer.json",
+    )
+    corpus.add_argument("dir", help="the study's directory (the one given to study run --out)")
+    corpus.add_argument(
+        "dest",
+        nargs="?",
+        default=str(STUDY_CORPUS_DIR),
+        help="the corpus' directory, its environments' folders replaced (default: the one shipped with the lab)",
+    )
+    corpus.set_defaults(handler=_cmd_corpus)
+
     analyse = verbs.add_parser("analyse", help="the pre-registered endpoints of a study directory")
     analyse.add_argument("dir", help="the study's directory")
     analyse.add_argument("--json", action="store_true", help="print the endpoints as one JSON object")
@@ -77,9 +92,10 @@ def add_study_command(actions: Any, workers: Any, minutes: Any) -> None:
 
 def _cmd_design(args: argparse.Namespace) -> int:
     d = DESIGN
+    fraction = " (a half fraction of the optimisation settings)" if d.half_fraction else ""
     print(
-        f"{len(ENVIRONMENTS)} environments x {len(d.strata)} n strata x {d.configurations} configurations x "
-        f"{len(d.seeds)} seeds = {d.runs} runs ({d.runs_per_environment} per environment)"
+        f"{len(ENVIRONMENTS)} environments x {len(d.strata)} n strata x {d.configurations} configurations{fraction} "
+        f"x {len(d.seeds)} seeds = {d.runs} runs ({d.runs_per_environment} per environment)"
     )
     for environment in ENVIRONMENTS:
         print(f"  {environment.key}: {environment.words}")
@@ -112,26 +128,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     deadline = math.inf if args.minutes is None else started + 60.0 * args.minutes
-    keys = args.environment or [e.key for e in ENVIRONMENTS]
-    for key in keys:
-        environment = environment_by_key(key)
-        specs = DESIGN.specs(environment)
+    environments = [environment_by_key(key) for key in args.environment or [e.key for e in ENVIRONMENTS]]
+    executor = Executor(workers=args.workers, dask=args.dask)
+    for environment in environments:
         out = Path(args.out) / environment.key
-        print(f"{environment.key}: {len(specs)} runs of {environment.words}; results in {out}", flush=True)
-        try:
-            result = run_sweep(
-                specs,
-                out,
-                progress=_progress,
-                report=_report,
-                should_stop=lambda: time.perf_counter() > deadline,
-                executor=Executor(workers=args.workers, dask=args.dask),
-            )
-        except TrainingCancelled:
-            print(f"stopped after {args.minutes:g} minutes; the tables hold the finished runs", flush=True)
-            return 0
-        done = sum(o.status is Status.DONE for o in result.outcomes)
-        print(f"{environment.key}: {done} trained now, {len(specs) - done} already done", flush=True)
+        print(f"{environment.key}: {len(DESIGN.specs(environment))} runs of {environment.words}; results in {out}")
+    # seed by seed across the environments: a study stopped part-way holds whole seeds of every one
+    for seed in DESIGN.seeds:
+        for environment in environments:
+            specs = DESIGN.specs(environment, seeds=[seed])
+            out = Path(args.out) / environment.key
+            print(f"{environment.key}, seed {seed}: {len(specs)} runs", flush=True)
+            try:
+                result = run_sweep(
+                    specs,
+                    out,
+                    progress=_progress,
+                    report=_report,
+                    should_stop=lambda: time.perf_counter() > deadline,
+                    executor=executor,
+                )
+            except TrainingCancelled:
+                print(f"stopped after {args.minutes:g} minutes; the tables hold the finished runs", flush=True)
+                return 0
+            done = sum(o.status is Status.DONE for o in result.outcomes)
+            print(f"{environment.key}, seed {seed}: {done} trained now, {len(specs) - done} already done", flush=True)
     print(f"study runs finished in {time.perf_counter() - started:.1f} s", flush=True)
     return 0
 
@@ -164,7 +185,7 @@ def _cmd_pilot(args: argparse.Namespace) -> int:
 
 
 def _cmd_analyse(args: argparse.Namespace) -> int:
-    answer = study_answer(read_final_rows(args.dir))
+    answer = study_answer(read_final_rows(args.dir), planned=DESIGN.runs)
     if args.json:
         print(json.dumps(answer_dict(answer), indent=1, allow_nan=False))
         return 0
@@ -180,6 +201,28 @@ def _cmd_analyse(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The corpus' file holding the answer computed from its runs.csv files (``study analyse --json``).
+ANSWER_FILE = "answer.json"
+
+
+def _cmd_corpus(args: argparse.Namespace) -> int:
+    from specbound.io import atomic_write
+
+    from .reference import export_reference
+
+    source, dest = Path(args.dir), Path(args.dest)
+    frames = read_final_rows(source)  # LabError when no environment has runs yet
+    for key in frames:
+        regenerate = f"specbound lab study run --out STUDY --environment {key}"
+        files = export_reference(source / key, dest / key, regenerate=regenerate, step_profiles=False)
+        print(f"{key}: {len(files)} files in {dest / key}", flush=True)
+    answer = study_answer(read_final_rows(dest), planned=DESIGN.runs)
+    with atomic_write(dest / ANSWER_FILE) as f:
+        f.write(json.dumps(answer_dict(answer), indent=1, allow_nan=False).encode("utf-8"))
+    print(f"the answer, {'interim' if answer.interim else 'complete'}: {dest / ANSWER_FILE}")
+    return 0
+
+
 def _number(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
@@ -190,6 +233,9 @@ def answer_dict(answer: StudyAnswer) -> dict[str, Any]:
         raise LabError("the study has no finished run yet")
     return {
         "draws": answer.draws,
+        "interim": answer.interim,
+        "runs_trained": answer.trained,
+        "runs_planned": answer.planned,
         "sentences": list(answer.sentences()),
         "not_fitted": list(answer.not_fitted),
         "endpoints": [

@@ -109,8 +109,8 @@ def memory_estimate(spec: RunSpec) -> int:
 
 
 def _settings_dict(settings: TrainSettings) -> dict[str, Any]:
-    """The settings as a record stores them; ``until_fit``, ``fit_every`` and ``adam_beta2`` only when they
-    differ from their defaults (older records have none of them)."""
+    """The settings as a record stores them; ``until_fit``, ``fit_every``, ``adam_beta2`` and
+    ``model_measures`` only when they differ from their defaults (older records have none of them)."""
     values = asdict(settings)
     if not values["until_fit"]:
         del values["until_fit"]
@@ -118,6 +118,8 @@ def _settings_dict(settings: TrainSettings) -> dict[str, Any]:
         del values["fit_every"]
     if values["adam_beta2"] == ADAM_BETA2:
         del values["adam_beta2"]
+    if values["model_measures"]:
+        del values["model_measures"]
     return values
 
 
@@ -151,6 +153,10 @@ class TrainSettings:
     #: al. 2022, Nanda et al. 2023), with which full-batch training does not fall back to high training
     #: error mid-run the way it does at 0.999
     adam_beta2: float = ADAM_BETA2
+    #: compute the MODEL measures (the PAC-Bayes flatness and sharpness searches) on the final weights.
+    #: They take most of a fitted run's time; a study whose endpoints read none of them (the
+    #: pre-registered one) turns them off, and its records hold NaN for them, as every earlier step does
+    model_measures: bool = True
 
     def __post_init__(self) -> None:
         _check_int("steps", self.steps, 1, LAB_LIMITS.max_steps)
@@ -164,6 +170,8 @@ class TrainSettings:
         if not isinstance(self.until_fit, bool):
             raise LabError(f"until_fit must be true or false, got {self.until_fit!r}")
         _check_int("fit_every", self.fit_every, 0, LAB_LIMITS.max_steps)
+        if not isinstance(self.model_measures, bool):
+            raise LabError(f"model_measures must be true or false, got {self.model_measures!r}")
         check_number(self.adam_beta2, "adam_beta2", 0, 1, open_low=True, open_high=True, error=LabError)
 
     @property
@@ -662,8 +670,10 @@ def train_run(
                 detail = f"{spec.name} loss {float(loss.detach()):.3f}"
                 progress(ProgressEvent("train", step + 1, settings.steps, detail))
         trained = time.perf_counter()
-        searched = merged(model) if graph is model else load()
-        probe = ModelProbe(*_probe_model(searched, train_ids, train_labels, causal), spec.seed)
-        values = {m.name: float(m.compute(probe)) for m in model_measures()}
+        values: dict[str, float] = {}
+        if settings.model_measures:
+            searched = merged(model) if graph is model else load()
+            probe = ModelProbe(*_probe_model(searched, train_ids, train_labels, causal), spec.seed)
+            values = {m.name: float(m.compute(probe)) for m in model_measures()}
     finished = time.perf_counter()
     return TrainResult(spec, int(params), tuple(records), trained - started, values, finished - trained)

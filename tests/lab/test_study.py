@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +149,16 @@ def test_runs_that_did_not_fit_are_left_out_and_an_unfitted_environment_is_named
     assert study_answer({"noisy-bert": memorised}, draws=50).not_fitted == ()
 
 
+def test_an_answer_is_interim_until_every_planned_run_is_trained() -> None:
+    frame = _synthetic_environment(np.random.default_rng(2))  # 2 n x 6 configurations x 3 seeds
+    assert len(frame) == 36
+    complete = study_answer({"threshold-bert": frame}, draws=50, planned=36)
+    assert not complete.interim and complete.sentences()[0].startswith("Over 36 fitted runs")
+    partial = study_answer({"threshold-bert": frame}, draws=50, planned=37)
+    assert partial.interim and partial.sentences()[0].startswith("Interim, not the pre-registered answer: 36 of")
+    assert not study_answer({"threshold-bert": frame}, draws=50).interim  # no plan given: nothing to compare
+
+
 def test_holm_and_the_bootstrap_p_value_in_closed_form() -> None:
     assert list(holm((0.01, 0.04, 0.03))) == pytest.approx([0.03, 0.06, 0.06])
     assert list(holm((0.2, math.nan, 0.01))) == pytest.approx([0.2, math.nan, 0.02], nan_ok=True)
@@ -169,7 +180,8 @@ def test_power_in_closed_form() -> None:
 
 def test_the_design_is_the_registered_one() -> None:
     text = PREREGISTRATION.read_text(encoding="utf-8")
-    assert DESIGN.configurations == 144 and DESIGN.runs_per_environment == 1440 and DESIGN.runs == 4320
+    assert DESIGN.configurations == 72 and DESIGN.runs_per_environment == 720 and DESIGN.runs == 2160
+    assert DESIGN.half_fraction and "**half fraction**" in text and not DESIGN.settings.model_measures
     assert f"**{DESIGN.configurations} configurations**" in text and f"**{DESIGN.runs:,} runs**" in text
     assert f"**{len(DESIGN.seeds)} seeds**" in text
     factors = dict(re.findall(r"^\| ([A-Za-z n()]+?) \| (.+?) \|$", text, flags=re.MULTILINE))
@@ -206,17 +218,40 @@ def test_the_registered_power_table_is_what_the_pilot_gives() -> None:
 
 def test_the_design_trains_seed_by_seed_within_the_grid_limit() -> None:
     environment = ENVIRONMENTS[2]
-    grids = DESIGN.grids(environment)
-    assert [g.seeds for g in grids] == [(s,) for s in DESIGN.seeds]
-    assert all(
-        len(g.specs()) == DESIGN.runs_per_environment // len(DESIGN.seeds) <= LAB_LIMITS.max_grid_runs for g in grids
-    )
+    full = DESIGN.grid(environment, seed=0)
+    assert full.seeds == (0,) and len(full.specs()) == 2 * DESIGN.configurations * len(DESIGN.strata)
+    assert len(full.specs()) <= LAB_LIMITS.max_grid_runs
     specs = DESIGN.specs(environment)
     assert len(specs) == len({s.name for s in specs}) == DESIGN.runs_per_environment
     assert {s.settings.batch_size for s in specs} == set(DESIGN.batch_sizes)
     assert {s.settings.weight_decay for s in specs} == set(DESIGN.weight_decays)
     assert {s.label_noise for s in specs} == {0.15} and {s.family for s in specs} == {"bert"}
-    assert [s.seed for s in specs[:288]] == [0] * 288
+    per_seed = DESIGN.configurations * len(DESIGN.strata)
+    assert [s.seed for s in specs] == [seed for seed in DESIGN.seeds for _ in range(per_seed)]
+    assert DESIGN.specs(environment, seeds=[3]) == specs[3 * per_seed : 4 * per_seed]
+    assert not any(s.settings.model_measures for s in specs)
+
+
+def test_the_half_fraction_meets_every_pair_at_two_learning_rates_and_keeps_the_corners() -> None:
+    settings = DESIGN.optimisation_settings()
+    assert len(settings) == 8 == len(set(settings))
+    pairs: dict[tuple[int, float], set[float]] = {}
+    rates: dict[float, set[tuple[int, float]]] = {}
+    for s in settings:
+        pairs.setdefault((s.batch_size, s.weight_decay), set()).add(s.learning_rate)
+        rates.setdefault(s.learning_rate, set()).add((s.batch_size, s.weight_decay))
+    assert len(pairs) == 4 and all(len(r) == 2 for r in pairs.values())
+    assert set(rates) == set(DESIGN.learning_rates) and all(len(p) == 2 for p in rates.values())
+    # every main effect balanced: each batch size and each decay at every learning rate once
+    for values in rates.values():
+        assert {b for b, _ in values} == set(DESIGN.batch_sizes) and {d for _, d in values} == set(DESIGN.weight_decays)
+    # the outer rates pair "same end" settings, the inner ones opposite ends
+    assert rates[6e-5] == rates[6e-4] == {(32, 0.01), (64, 0.1)}
+    assert rates[1.3e-4] == rates[2.8e-4] == {(32, 0.1), (64, 0.01)}
+    full = replace(DESIGN, half_fraction=False)
+    assert full.configurations == 144 and len(full.specs(ENVIRONMENTS[0], seeds=[0])) == 288
+    for environment in ENVIRONMENTS:
+        assert set(DESIGN.corners(environment)) <= set(DESIGN.specs(environment, seeds=[0]))
 
 
 def test_study_analyse_prints_the_answer_and_json(tmp_path: Path, capsys) -> None:
@@ -228,12 +263,15 @@ def test_study_analyse_prints_the_answer_and_json(tmp_path: Path, capsys) -> Non
         )
     assert main(["lab", "study", "analyse", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("Over 72 fitted runs in 4 cells")
+    # 72 of the design's 2,160 runs: an interim answer, said first
+    assert printed.startswith("Interim, not the pre-registered answer: 72 of the design's 2,160 runs are trained. ")
+    assert "Over 72 fitted runs in 4 cells" in printed.splitlines()[0]
     assert "(d) Ours orders the gap better than the Edelman-style proxy" in printed
     assert main(["lab", "study", "analyse", str(tmp_path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [e["hypothesis"] for e in data["endpoints"]] == ["a", "b", "c", "d", "e", "f"]
-    assert len(data["cells"]) == 4 and data["sentences"][0].startswith("Over 72 fitted runs")
+    assert len(data["cells"]) == 4 and data["sentences"][0].startswith("Interim")
+    assert data["interim"] is True and (data["runs_trained"], data["runs_planned"]) == (72, 2160)
 
 
 def test_study_analyse_refuses_a_directory_without_a_study_in_one_line(tmp_path: Path, capsys) -> None:
@@ -245,7 +283,10 @@ def test_study_analyse_refuses_a_directory_without_a_study_in_one_line(tmp_path:
 def test_study_design_prints_the_size_and_the_projected_power(capsys) -> None:
     assert main(["lab", "study", "design"]) == 0
     printed = capsys.readouterr().out
-    assert "3 environments x 2 n strata x 144 configurations x 5 seeds = 4320 runs" in printed
+    assert (
+        "3 environments x 2 n strata x 72 configurations (a half fraction of the optimisation settings) x 5 seeds "
+        "= 2160 runs" in printed
+    )
     assert "(f) the same proxy at p = 2" in printed
 
 
@@ -270,9 +311,32 @@ def test_study_run_trains_the_design_into_one_folder_per_environment_and_resumes
     assert main(["lab", "study", "run", "--out", str(tmp_path), "--environment", "threshold-bert"]) == 0
     runs = pd.read_csv(tmp_path / "threshold-bert" / RUNS_CSV)
     assert sorted(runs.loc[runs["final"], "seed"]) == [0, 1] and set(runs["batch_size"]) == {8}
-    assert "threshold-bert: 2 trained now, 0 already done" in capsys.readouterr().out
+    # the study computes no MODEL measure: NaN in the table, recorded as switched off
+    assert runs["pacbayes_flatness"].isna().all() and runs["sharpness"].isna().all()
+    record = json.loads(next((tmp_path / "threshold-bert" / "runs").glob("*/trajectory.json")).read_text())
+    assert record["spec"]["settings"]["model_measures"] is False and record["model_seconds"] < 0.05
+    printed = capsys.readouterr().out
+    assert "threshold-bert, seed 0: 1 trained now, 0 already done" in printed
+    assert "threshold-bert, seed 1: 1 trained now, 0 already done" in printed
+    assert printed.index("seed 0: 1 trained") < printed.index("seed 1: 1 trained")
     assert main(["lab", "study", "run", "--out", str(tmp_path), "--environment", "threshold-bert"]) == 0
-    assert "threshold-bert: 0 trained now, 2 already done" in capsys.readouterr().out
+    assert "threshold-bert, seed 1: 0 trained now, 1 already done" in capsys.readouterr().out
+
+    # the corpus: a reference per environment (records and tables, no per-step atlases), no weights, the answer
+    corpus = tmp_path / "corpus"
+    assert main(["lab", "study", "corpus", str(tmp_path), str(corpus)]) == 0
+    shipped = corpus / "threshold-bert"
+    assert pd.read_csv(shipped / RUNS_CSV).equals(pd.read_csv(tmp_path / "threshold-bert" / RUNS_CSV))
+    manifest = json.loads((shipped / "manifest.json").read_text())
+    assert manifest["weights_shipped"] is False and manifest["runs"] == 2
+    assert manifest["regenerate"] == "specbound lab study run --out STUDY --environment threshold-bert"
+    assert len(list(shipped.glob("runs/*/trajectory.json"))) == 2 and manifest["step_atlases"] is None
+    assert not list(shipped.glob("runs/*/profiles.npz")) and not list(corpus.rglob("*.safetensors"))
+    assert (shipped / "atlas.npz").is_file()
+    answer = json.loads((corpus / "answer.json").read_text())
+    # 20 steps fit nothing: the environment is shown as not fitted, and 2 of the tiny design's 6 runs are in
+    assert answer["interim"] is True and (answer["runs_trained"], answer["runs_planned"]) == (2, 6)
+    assert answer["not_fitted"] == ["threshold-bert (0% fitted)"] and answer["cells"] == []
 
 
 def test_the_pilot_runs_the_corners_of_every_environment() -> None:
@@ -285,3 +349,30 @@ def test_the_pilot_runs_the_corners_of_every_environment() -> None:
         }
         assert {(s.layers, s.hidden) for s in corners} == {(1, 32), (4, 128)}
         assert {s.label_noise for s in corners} == {environment.label_noise}
+
+
+def test_the_report_leads_with_the_shipped_study_answer(tmp_path: Path, monkeypatch, capsys) -> None:
+    import specbound_lab.study as study
+    from specbound_lab.study_cli import ANSWER_FILE, answer_dict
+
+    rng = np.random.default_rng(4)
+    answer = study_answer({"threshold-bert": _synthetic_environment(rng, configurations=8)}, draws=200, planned=48)
+    data = answer_dict(answer)
+    markdown = study.answer_markdown(data)
+    assert markdown.startswith("## The pre-registered study\n") and "(interim)" not in markdown.splitlines()[0]
+    assert " ".join(answer.sentences()) in markdown
+    edelman = next(e for e in answer.endpoints if e.comparator.measure == "edelman")
+    row = next(line for line in markdown.splitlines() if line.startswith("| (d) the Edelman-style proxy |"))
+    assert f"| {edelman.delta_tau:+.3f} | {edelman.interval.low:+.3f} to {edelman.interval.high:+.3f} |" in row
+    assert f"| {edelman.detectable:.3f} |" in row
+    assert markdown.count("| threshold-bert |") == 2  # a row per cell
+    partial = study.answer_markdown({**data, "interim": True, "runs_trained": 24})
+    assert partial.startswith("## The pre-registered study (interim)\n") and "24 of the design's 48 runs" in partial
+
+    (tmp_path / ANSWER_FILE).write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setattr(study, "STUDY_CORPUS_DIR", tmp_path)
+    assert main(["lab", "report"]) == 0
+    report = capsys.readouterr().out
+    first_sweep = report.index("\n## ", report.index("## The pre-registered study") + 5)
+    assert report.index("## The pre-registered study") < first_sweep
+    assert report.startswith("# The lab's verdict on the shipped sweeps")
