@@ -81,7 +81,7 @@ if TYPE_CHECKING:
 STUDY_CORPUS_DIR = Path(__file__).parent / "study_corpus"
 
 #: The commit that registered the study (``docs/lab/preregistration.md``), before its first run.
-REGISTRATION_COMMIT = "unregistered"
+REGISTRATION_COMMIT = "f9bf6fc42c0f12270ce51a5abf1d1f94efde5d21"
 #: The registration's page in the manual, from the lab's pages.
 PREREGISTRATION_PAGE = "preregistration.md"
 
