@@ -28,6 +28,7 @@ from specbound_lab.study import (
     pilot_rows,
     power_projection,
     projected_standard_error,
+    read_final_rows,
     study_answer,
 )
 from specbound_lab.tables import RUNS_CSV
@@ -376,3 +377,60 @@ def test_the_report_leads_with_the_shipped_study_answer(tmp_path: Path, monkeypa
     first_sweep = report.index("\n## ", report.index("## The pre-registered study") + 5)
     assert report.index("## The pre-registered study") < first_sweep
     assert report.startswith("# The lab's verdict on the shipped sweeps")
+
+
+#: The endpoint measures' runs.csv columns and the direction in which each predicts a larger gap, as the
+#: pre-registration states them (written out here, not read from the registry).
+REGISTERED_COLUMNS = {
+    "ours": ("ours_log10", 1),
+    "params": ("params", 1),
+    "steps": ("optimisation_steps", 1),
+    "train_loss": ("final_train_loss", -1),
+    "edelman": ("edelman_log10", 1),
+    "ours_p0": ("ours_p0_log10", 1),
+    "ours_p2": ("ours_p2_log10", 1),
+}
+
+
+def test_the_shipped_corpus_endpoints_are_re_computed_with_scipy_alone() -> None:
+    from specbound_lab.study import STUDY_CORPUS_DIR
+    from specbound_lab.study_cli import ANSWER_FILE, answer_dict
+
+    shipped = json.loads((STUDY_CORPUS_DIR / ANSWER_FILE).read_text(encoding="utf-8"))
+    cells, deltas = [], {c.measure: [] for c in COMPARATORS}
+    trained = 0
+    for environment in ENVIRONMENTS:
+        path = STUDY_CORPUS_DIR / environment.key / RUNS_CSV
+        if not path.is_file():
+            continue
+        final = pd.read_csv(path).query("final")
+        trained += len(final)
+        # the fit rule: cross-entropy at most 0.01, or with flipped labels no training error
+        fitted = final[(final["train_loss"] <= 0.01) | ((final["label_noise"] > 0) & (final["train_error"] == 0))]
+        if len(fitted) < 0.8 * len(final):
+            continue  # not fitted: left out of every endpoint
+        for n_train, cell in fitted.groupby("n_train"):
+            configurations = cell.groupby(["layers", "hidden", "learning_rate", "batch_size", "weight_decay"]).ngroups
+            if configurations < 2:
+                continue
+            tau = {
+                name: kendalltau(sign * cell[column], cell["gap"], variant="b").statistic
+                for name, (column, sign) in REGISTERED_COLUMNS.items()
+            }
+            cells.append((environment.key, int(n_train), len(cell), tau))
+            for measure in deltas:
+                deltas[measure].append(tau["ours"] - tau[measure])
+    assert trained == shipped["runs_trained"] > 0 and shipped["runs_planned"] == DESIGN.runs
+    assert [(c["environment"], c["n_train"], c["fitted"]) for c in shipped["cells"]] == [c[:3] for c in cells]
+    for published, (*_, tau) in zip(shipped["cells"], cells, strict=True):
+        assert published["tau_b"]["ours"] == pytest.approx(tau["ours"], abs=1e-9)
+    for endpoint in shipped["endpoints"]:
+        assert endpoint["delta_tau"] == pytest.approx(float(np.mean(deltas[endpoint["comparator"]])), abs=1e-9)
+    # and the whole answer, intervals and adjusted p-values included, is the analysis of the shipped tables
+    again = answer_dict(study_answer(read_final_rows(STUDY_CORPUS_DIR), planned=DESIGN.runs))
+    assert again["sentences"] == shipped["sentences"] and len(again["cells"]) == len(shipped["cells"])
+    for mine, theirs in zip(again["cells"], shipped["cells"], strict=True):
+        assert mine["tau_b"] == pytest.approx(theirs["tau_b"], abs=1e-9)
+        assert {k: v for k, v in mine.items() if k != "tau_b"} == {k: v for k, v in theirs.items() if k != "tau_b"}
+    for mine, theirs in zip(again["endpoints"], shipped["endpoints"], strict=True):
+        assert mine == pytest.approx(theirs, abs=1e-9)  # another machine's floats: a tolerance, never ==
