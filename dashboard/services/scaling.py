@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
+from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import safety
 from dashboard.state import atlas, data, session, share
@@ -321,17 +322,20 @@ def summary_for(
 
 
 def summarise(
-    names: Sequence[str], shown: Mapping[str, str] | None = None
-) -> tuple[list[ModelSummary], list[SpectralProfile], list[str]]:
-    """(summaries, profiles, names that failed) of the chosen models, with a progress bar; ``shown``
-    names models on screen where :func:`atlas.display_name` would not say what they are.
+    names: Sequence[str], bar: DeltaGenerator, shown: Mapping[str, str] | None = None
+) -> tuple[list[ModelSummary], list[SpectralProfile], dict[str, str]]:
+    """(summaries, profiles, the message of each name that failed) of the chosen models, their progress
+    written into the page's placeholder ``bar`` (emptied at the end); ``shown`` names models on screen
+    where :func:`atlas.display_name` would not say what they are.
 
-    A model that cannot be opened is shown in an error box and left out; the others go on.
+    A model that cannot be opened is left out with its message, for the page to show; the others go on.
     """
-    summaries, profiles, failed = [], [], []
+    summaries: list[ModelSummary] = []
+    profiles: list[SpectralProfile] = []
+    failed: dict[str, str] = {}
     if not names:
         return summaries, profiles, failed
-    bar = st.progress(0.0, text="Summarising the models")
+    bar.progress(0.0, text="Summarising the models")
     for index, name in enumerate(names):
         given = (shown or {}).get(name)
         label = given or atlas.display_name(name)
@@ -339,8 +343,7 @@ def summarise(
         try:
             summary, profile = summary_for(name, data.bar_progress(bar, label), given)
         except (SpecboundError, OSError) as exc:
-            failed.append(name)
-            st.error(f"{plain(label)} left out of the study: {plain(safety.public_message(exc))}")
+            failed[name] = f"{plain(label)} left out of the study: {plain(safety.public_message(exc))}"
             continue
         summaries.append(summary)
         profiles.append(profile)
@@ -367,9 +370,12 @@ def plan_downloads(names: Sequence[str]) -> tuple[list[str], int, list[str]]:
     return needed, total, errors
 
 
-def download(names: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Download and analyse miniatures with a progress bar: (names obtained, error messages)."""
-    got, errors, bar = [], [], st.progress(0.0, text="Starting the downloads")
+def download(names: Sequence[str], bar: DeltaGenerator) -> tuple[list[str], list[str]]:
+    """Download and analyse miniatures, their progress written into the page's placeholder ``bar``
+    (emptied at the end): (names obtained, error messages)."""
+    got: list[str] = []
+    errors: list[str] = []
+    bar.progress(0.0, text="Starting the downloads")
     for name in names:
         try:
             data.profile_for(name, data.progress_outside_cache(data.bar_progress(bar, name)))

@@ -84,6 +84,9 @@ BOOL = Codec(_parse_bool, lambda v: "1" if v else "0")
 INTS = list_codec(int)
 TEXTS = list_codec(str)
 P_VALUE = Codec(_parse_p, lambda v: f"{float(v):.6g}")
+#: One text or one whole number, as written (a widget that offers only some falls back with :func:`shared_choice`).
+TEXT = Codec(str, str)
+INT = Codec(int, str)
 
 
 #: The registered default of a widget whose first value depends on the server: never equal to a
