@@ -27,6 +27,7 @@ from dashboard.widgets.presentation import bound_note, folded, on_demand
 from dashboard.widgets.tables import draw_table
 from dashboard.wording import lab as words
 from dashboard.wording.text import plain
+from specbound.core.profile import SpectralProfile
 from specbound.present.figures.spectra import PANEL_COLUMNS
 from specbound_lab.limits import VISITOR_CAPS
 from specbound_lab.train import LabError
@@ -91,6 +92,7 @@ if view == RUN_VIEW:
     show_figure(shown.power_law, "lab_power_law")
 
     st.subheader(f"At step {step}")
+    profile: SpectralProfile | None
     try:
         profile = service.step_profile(key, step, run)
     except LabError as exc:

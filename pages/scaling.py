@@ -20,8 +20,9 @@ from dashboard.widgets.presentation import bound_note
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import MISSING, format_count
 from dashboard.wording.text import plain
+from specbound.core.proxies import Proxy
 from specbound.present.figures.scaling import growth_panel_columns, predicted_note
-from specbound.studies.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
+from specbound.studies.scaling import MIN_SIZES, Axis, ScalingStudy
 from specbound_lab.reference import DECODER_REFERENCE, THRESHOLD_REFERENCE
 
 ensure_app_entry()

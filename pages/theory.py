@@ -229,8 +229,10 @@ st.info(
 left, middle, right = st.columns(3)
 rank = left.slider("Rank", 1, 512, 64, key="play_rank")
 # opens on a power-law decay, where p* lies between the rank and the Frobenius ends and moves with each control
-decay = left.selectbox(
-    "Decay law", list(Decay), index=list(Decay).index(Decay.POWER), format_func=lambda d: d.value, key="play_decay"
+decay = Decay(
+    left.selectbox(
+        "Decay law", list(Decay), index=list(Decay).index(Decay.POWER), format_func=lambda d: d.value, key="play_decay"
+    )
 )
 rate = middle.slider(
     "Decay rate",

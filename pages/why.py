@@ -16,7 +16,7 @@ from dashboard.widgets.presentation import bound_note, folded
 from dashboard.widgets.tables import show_table
 from dashboard.wording.numbers import format_integer, format_p
 from dashboard.wording.text import plain
-from specbound.core.architecture import Kind
+from specbound.core.architecture import Expert, Kind
 from specbound.present.figures.bounds import PStarPanels
 
 ensure_app_entry()
@@ -47,7 +47,7 @@ def one_p_star(only: float) -> None:
     lab_widgets.open_varied_button()
 
 
-def show_p_star_map(panels: PStarPanels, map_expert: object) -> None:
+def show_p_star_map(panels: PStarPanels, map_expert: Expert) -> None:
     """The p* map (its cells open a matrix); an encoder-decoder's encoder map beside its decoder map."""
 
     def locate(n: int) -> drilldown.Locate:

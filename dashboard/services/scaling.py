@@ -38,6 +38,7 @@ from specbound.core.defaults import DEFAULT_MODEL
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.core.progress import ProgressCallback, silent
+from specbound.core.proxies import Proxy
 from specbound.io import atlas as sb_atlas
 from specbound.io.models import (
     MINIATURE_HEAD_SIZE,
@@ -50,7 +51,7 @@ from specbound.io.models import (
 )
 from specbound.present.figures.scaling import PROXY_LABELS
 from specbound.present.numbers import format_count
-from specbound.studies.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, Proxy, summarize
+from specbound.studies.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, summarize
 from specbound_lab import reference as lab_reference
 
 #: The study's models in a link: each by the name a link carries (an uploaded atlas by its digest).
@@ -302,7 +303,7 @@ def exponent_columns() -> dict[str, Any]:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _summary_record(name: str, shown: str, revision: str, content: str, _profile: SpectralProfile) -> dict:
+def _summary_record(name: str, shown: str, revision: str, content: str, _profile: SpectralProfile) -> dict[str, Any]:
     """The summary as a plain dict (cacheable), named ``shown``; keyed by name, revision and content."""
     return summarize(BoundAnalysis.from_profile(_profile), name=shown).to_dict()
 

@@ -123,7 +123,8 @@ def refusal(key: str) -> str | None:
     """Why the link's value of the shared widget ``key`` was not used (its codec's ValueError, for a
     page that says so where the value would have shown), or None when the link's value was taken or
     there was none. :func:`forget_refusal` once the widget has a value of the visitor's own."""
-    return st.session_state.get(_REFUSED_KEY, {}).get(key)
+    reason: str | None = st.session_state.get(_REFUSED_KEY, {}).get(key)
+    return reason
 
 
 def forget_refusal(key: str) -> None:
