@@ -20,7 +20,7 @@ from dashboard.services import lab as service
 from dashboard.services.jobs import JobState, LabBusy, RunRequest
 from dashboard.state import choices, share
 from dashboard.views.common import step_spectra
-from dashboard.views.lab import lab_answer_view, lab_run_view, lab_sweep_view
+from dashboard.views.lab import lab_answer_view, lab_inventory, lab_run_view, lab_sweep_view
 from dashboard.widgets import lab as lab_widgets
 from dashboard.widgets.export import csv_download, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note, folded, on_demand
@@ -40,13 +40,13 @@ GROK_SEED_KEY = "lab_grok_seed"
 caps = VISITOR_CAPS
 
 st.title("Lab")
-answer = lab_answer_view(service.answer(), service.shipped_counts())
+answer = lab_answer_view(service.answer())
 with st.container(key="lab_answer"):
     st.markdown(f"**{plain(answer.sentence)}**")
 show_figure(answer.forest, "lab_answer_forest")
 st.caption(answer.caption)
 with st.expander("What the lab trained, and how it measures a gap"):
-    st.markdown(answer.inventory)
+    st.markdown(lab_inventory(service.shipped_counts()))
 st.subheader("Behind the answer")
 
 choices.keep((RUN_KEY, STEP_KEY))  # Streamlit drops a widget's state while it is not drawn: keep the choice

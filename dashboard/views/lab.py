@@ -173,17 +173,13 @@ class LabAnswerView:
     forest: go.Figure
     #: how to read the forest and where its numbers come from
     caption: str
-    #: what the lab trained and how it measures a gap, then each shipped reference (markdown)
-    inventory: str
 
 
-def lab_answer_view(answer: LabAnswer, shipped: Sequence[tuple[ShippedReference, int]] = ()) -> LabAnswerView:
+def lab_answer_view(answer: LabAnswer) -> LabAnswerView:
     """The lab's answer (:func:`specbound_lab.answer.shipped_answer`, read from the tables) as the page
-    opens on it, and what it stands on: each ``shipped`` reference with its number of runs (one with none
-    is left out). Nothing here bootstraps or reads a run."""
+    opens on it: nothing here bootstraps or reads a run."""
     counted = sum(1 for e in answer.environments())
     return LabAnswerView(
-        inventory=words.trained([words.shipped_item(reference, runs) for reference, runs in shipped if runs]),
         sentence=answer.sentence(measure_name),
         forest=figures.verdict_forest(answer, measure_name),
         caption=(
@@ -195,6 +191,13 @@ def lab_answer_view(answer: LabAnswer, shipped: Sequence[tuple[ShippedReference,
             "row. Each environment's full verdict is in the Sweep view below."
         ),
     )
+
+
+def lab_inventory(shipped: Sequence[tuple[ShippedReference, int]]) -> str:
+    """What the lab trained and how it measures a gap, then each ``shipped`` reference with its number of
+    runs (one with none is left out), in markdown: the fold under the answer. Apart from the answer,
+    since counting the runs reads every shipped reference's records, which the answer never waits for."""
+    return words.trained([words.shipped_item(reference, runs) for reference, runs in shipped if runs])
 
 
 # --- a sweep ----------------------------------------------------------------------------------------
