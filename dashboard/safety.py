@@ -174,7 +174,7 @@ def max_upload_bytes() -> int:
 
 
 @contextmanager
-def guarded(what: str, on_error: Callable[[str], None]) -> Iterator[None]:
+def guarded(what: str, on_error: Callable[[str], object]) -> Iterator[None]:
     """Run the block; an exception becomes one message passed to ``on_error`` (markdown-safe text).
 
     ``what`` names the step for the server log. Anything that is not a SpecboundError is logged with

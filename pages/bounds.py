@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard.routing import ensure_app_entry
-from dashboard.state import atlas, baseline, session, share
+from dashboard.state import atlas, baseline, choices, session, share
 from dashboard.views.bounds import LAYER_TABLE_LABELS, TITLE, ExplorerView, depth_figure, explorer_view
 from dashboard.widgets import drilldown
 from dashboard.widgets.controls import CONTROL_DEFAULTS, PChoice, held_choice, p_controls
@@ -92,8 +92,7 @@ def chosen_curves() -> list[int]:
     top_layer_rows = profile.rows_of(layers=[profile.shape.num_layers - 1], heads=[0])
     default_rows = [labels[i] for i in top_layer_rows]
     # a selection made on another model keeps the matrices this one has, else falls back to the default
-    kept = [label for label in share.shared("curve_matrices", share.TEXTS, default_rows) if label in labels]
-    st.session_state["curve_matrices"] = kept or default_rows
+    choices.trimmed("curve_matrices", share.shared("curve_matrices", share.TEXTS, default_rows), labels, default_rows)
     return [labels.index(label) for label in st.multiselect("Matrices", labels, key="curve_matrices")]
 
 

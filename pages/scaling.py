@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard.routing import ensure_app_entry
 from dashboard.services import scaling as service
-from dashboard.state import atlas, session, share
+from dashboard.state import atlas, choices, session, share
 from dashboard.views.scaling import scaling_view
 from dashboard.widgets import atlas_files
 from dashboard.widgets.export import csv_download, file_stem, show_panels
@@ -20,8 +20,9 @@ from dashboard.widgets.presentation import bound_note
 from dashboard.widgets.tables import draw_table
 from dashboard.wording.numbers import MISSING, format_count
 from dashboard.wording.text import plain
+from specbound.core.proxies import Proxy
 from specbound.present.figures.scaling import growth_panel_columns, predicted_note
-from specbound.studies.scaling import MIN_SIZES, Axis, Proxy, ScalingStudy
+from specbound.studies.scaling import MIN_SIZES, Axis, ScalingStudy
 from specbound_lab.reference import DECODER_REFERENCE, THRESHOLD_REFERENCE
 
 ensure_app_entry()
@@ -80,13 +81,13 @@ family = st.radio(
 lab_family = family in LAB_FAMILIES
 available = service.lab_candidates(LAB_FAMILIES[family][0]) if lab_family else service.candidates()
 by_name = {c.name: c for c in available}
-if downloaded := st.session_state.pop(DOWNLOADED_KEY, None):  # join the study once they are available
-    st.session_state[MODELS_KEY] = list(dict.fromkeys([*st.session_state.get(MODELS_KEY, []), *downloaded]))
+if downloaded := choices.take(DOWNLOADED_KEY):  # join the study once they are available
+    choices.choose({MODELS_KEY: list(dict.fromkeys([*st.session_state.get(MODELS_KEY, []), *downloaded]))})
 models_key = LAB_FAMILIES[family][1] if lab_family else MODELS_KEY
 linked = share.shared(models_key, service.MODELS_CODEC, service.default_selection(available))
-st.session_state[models_key] = [name for name in linked if name in by_name]  # a link names what this server has
-if len(st.session_state[models_key]) < len(linked):
-    st.caption(f"{len(linked) - len(st.session_state[models_key])} of the linked models are not available here.")
+here = choices.trimmed(models_key, linked, by_name)  # a link names what this server has
+if len(here) < len(linked):
+    st.caption(f"{len(linked) - len(here)} of the linked models are not available here.")
 chosen = st.multiselect(
     "Models in the study",
     list(by_name),
@@ -107,7 +108,9 @@ show_fixed = st.toggle(
 )
 proxies = [Proxy.OURS, Proxy.EDELMAN] + ([Proxy.P0, Proxy.P1, Proxy.P2] if show_fixed else [])
 
-summaries, profiles, failed = service.summarise(chosen, {c.name: c.label for c in available if c.shown})
+summaries, profiles, failed = service.summarise(chosen, st.empty(), {c.name: c.label for c in available if c.shown})
+for message in failed.values():
+    st.error(message)
 
 study = None
 if len(summaries) < 2:
@@ -187,8 +190,8 @@ else:
         requested = st.form_submit_button("Check the download size")
     if requested and wanted:  # sizes first, from config.json and the Hub's metadata: no weight is fetched yet
         needed, size, errors = service.plan_downloads(wanted)
-        st.session_state[DOWNLOAD_ERRORS_KEY] = errors
-        st.session_state[PENDING_KEY] = (needed, size)
+        choices.hold(DOWNLOAD_ERRORS_KEY, errors)
+        choices.hold(PENDING_KEY, (needed, size))
     if pending := st.session_state.get(PENDING_KEY):
         needed, size = pending
         if needed and st.button(
@@ -196,11 +199,11 @@ else:
             key="scaling_confirm_download",
             type="primary",
         ):
-            st.session_state.pop(PENDING_KEY)
-            got, errors = service.download(needed)
-            st.session_state[DOWNLOAD_ERRORS_KEY] = errors
+            choices.take(PENDING_KEY)
+            got, errors = service.download(needed, st.empty())
+            choices.hold(DOWNLOAD_ERRORS_KEY, errors)
             if got:
-                st.session_state[DOWNLOADED_KEY] = got
+                choices.hold(DOWNLOADED_KEY, got)
                 st.rerun()  # the new models are now in the cache: list them and add them to the study
     for message in st.session_state.get(DOWNLOAD_ERRORS_KEY, []):
         st.error(message)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.routing import ensure_app_entry
-from dashboard.state import atlas, session, share
+from dashboard.state import atlas, choices, session, share
 from dashboard.views.spectra import P_TEXT, TITLE, spectra_view
 from dashboard.widgets import drilldown
 from dashboard.widgets.controls import layer_label
@@ -52,7 +52,7 @@ for key, codec, offered in (
     ("spectra_heads", share.INTS, all_heads),
 ):
     chosen = share.shared(key, codec, offered if key != "spectra_heads" else [])
-    st.session_state[key] = [item for item in chosen if item in offered]  # a link made on a larger model
+    choices.trimmed(key, chosen, offered)  # a link made on a larger model
 share.shared("spectra_normalise", share.BOOL, False)
 head_kinds = [kind.value for kind in shape.head_kinds]  # QK_x from a link made on an encoder-decoder: QK
 share.shared_choice("heatmap_kind", HEATMAP_KIND_CODEC, head_kinds, Kind.QK.value)

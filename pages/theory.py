@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard.routing import ensure_app_entry
 from dashboard.services import theory as live
-from dashboard.state import atlas, session, share
+from dashboard.state import atlas, choices, session, share
 from dashboard.views.theory import playground_view
 from dashboard.widgets.controls import DEFAULT_P
 from dashboard.widgets.export import show_panels
@@ -74,10 +74,9 @@ st.caption(
 )
 pick_col, p_col = st.columns([2, 3])
 default_index = profile.index(MatrixId(shape.num_layers - 1, Kind.M_IN, expert=shape.experts[0]))  # top layer's M_in
-if st.session_state.get("theory_matrix") not in range(shape.num_matrices):
-    st.session_state["theory_matrix"] = default_index
+choices.settled("theory_matrix", range(shape.num_matrices), default_index)
 index = pick_col.selectbox("Matrix W", range(shape.num_matrices), format_func=labels.__getitem__, key="theory_matrix")
-st.session_state["theory_p"] = float(snap_to_grid(share.shared("theory_p", share.P_VALUE, DEFAULT_P), analysis.grid_m))
+choices.choose({"theory_p": float(snap_to_grid(share.shared("theory_p", share.P_VALUE, DEFAULT_P), analysis.grid_m))})
 p_value = p_col.slider(
     "Schatten index p (snapped to P_m)", 0.0, P_MAX, step=1.0 / analysis.grid_m, format="%.3f", key="theory_p"
 )
@@ -230,8 +229,10 @@ st.info(
 left, middle, right = st.columns(3)
 rank = left.slider("Rank", 1, 512, 64, key="play_rank")
 # opens on a power-law decay, where p* lies between the rank and the Frobenius ends and moves with each control
-decay = left.selectbox(
-    "Decay law", list(Decay), index=list(Decay).index(Decay.POWER), format_func=lambda d: d.value, key="play_decay"
+decay = Decay(
+    left.selectbox(
+        "Decay law", list(Decay), index=list(Decay).index(Decay.POWER), format_func=lambda d: d.value, key="play_decay"
+    )
 )
 rate = middle.slider(
     "Decay rate",

@@ -6,17 +6,17 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.routing import ensure_app_entry
-from dashboard.services import lab
 from dashboard.state import atlas, data, session, share
 from dashboard.views.why import TITLE, p_star_varies, why_view
 from dashboard.widgets import drilldown
+from dashboard.widgets import lab as lab_widgets
 from dashboard.widgets.experts import expert_picker
 from dashboard.widgets.export import csv_download, file_stem, provenance, report_download, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note, folded
 from dashboard.widgets.tables import show_table
 from dashboard.wording.numbers import format_integer, format_p
 from dashboard.wording.text import plain
-from specbound.core.architecture import Kind
+from specbound.core.architecture import Expert, Kind
 from specbound.present.figures.bounds import PStarPanels
 
 ensure_app_entry()
@@ -44,22 +44,10 @@ def one_p_star(only: float) -> None:
         "The scales below show how far each matrix is from choosing another p.",
         icon=":material/info:",
     )
-    varied = lab.varied_p_star_run()
-    if varied is not None:
-        key, step = varied
-        st.button(
-            "Open a model where p* varies",
-            key="why_open_varied",
-            on_click=lab.open_as_model,
-            args=(key, step),
-            help=f"A small Transformer trained by the lab and shipped with specbound ({lab.split_key(key)[1]}, step "
-            f"{step}), whose matrices take different p*.",
-        )
-    if message := st.session_state.pop(lab.OPEN_ERROR_KEY, None):
-        st.error(plain(message))
+    lab_widgets.open_varied_button()
 
 
-def show_p_star_map(panels: PStarPanels, map_expert: object) -> None:
+def show_p_star_map(panels: PStarPanels, map_expert: Expert) -> None:
     """The p* map (its cells open a matrix); an encoder-decoder's encoder map beside its decoder map."""
 
     def locate(n: int) -> drilldown.Locate:

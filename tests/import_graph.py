@@ -33,9 +33,16 @@ def _imported(module: str, path: Path, node: ast.ImportFrom, modules: dict[str, 
     return {f"{source}.{a.name}" if f"{source}.{a.name}" in modules else source for a in node.names}
 
 
-def import_graph(package: Path) -> dict[str, set[str]]:
-    """module -> the modules of the same package it imports, anywhere in its source."""
+def import_graph(package: Path, beside: tuple[Path, ...] = ()) -> dict[str, set[str]]:
+    """module -> the modules of the same package it imports, anywhere in its source.
+
+    ``beside`` adds folders and files next to the package that use it without being part of it (a
+    folder of scripts such as the dashboard's ``pages/``, an entry script such as ``app.py``): their
+    modules join the graph under their dotted names from the package's parent (``pages.lab``, ``app``).
+    """
     modules = _modules(package)
+    for extra in beside:
+        modules |= _modules(extra) if extra.is_dir() else {extra.stem: extra}
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
         found: set[str] = set()

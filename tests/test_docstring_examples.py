@@ -41,10 +41,12 @@ MODULES = (
     "specbound.present.report",
     "dashboard.state.adapters",
     "dashboard.wording.text",
+    "dashboard.wording.lab",
     # the dashboard's views: what each page draws, built without Streamlit
     "dashboard.views.bounds",
     "dashboard.views.compare",
     "dashboard.views.lab",
+    "dashboard.views.lab_tables",
     "dashboard.views.runs",
     "dashboard.views.scaling",
     "dashboard.views.spectra",

@@ -1,10 +1,12 @@
 """The Lab page's training jobs: runs trained in background threads, at most a few at once per server.
 
-A :class:`TrainingJob` trains and analyses one run (:func:`specbound_lab.sweep.run_sweep`) in a daemon
-thread and publishes its status under a lock; a :class:`JobBoard` is the server's list of running jobs,
-shared by every session, which refuses a run already being trained and more than its limit at once
-(:data:`specbound_lab.limits.VISITOR_CAPS`). Nothing here draws: the page reads a job's
-:class:`JobStatus` and polls it (``dashboard.services.lab.progress_panel``).
+A :class:`RunRequest` is what a visitor's form asks for, checked against the visitor caps before a job
+starts (:meth:`RunRequest.spec`). A :class:`TrainingJob` trains and analyses one run
+(:func:`specbound_lab.sweep.run_sweep`) in a daemon thread and publishes its status under a lock; a
+:class:`JobBoard` is the server's list of running jobs, shared by every session, which refuses a run
+already being trained and more than its limit at once (:data:`specbound_lab.limits.VISITOR_CAPS`).
+Nothing here draws: the page reads a job's :class:`JobStatus` and polls it
+(``dashboard.widgets.lab.progress_panel``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from pathlib import Path
 from dashboard import safety
 from specbound.core.errors import SpecboundError
 from specbound.core.progress import ProgressEvent
+from specbound.core.values import check_number
 from specbound.present.numbers import format_count
-from specbound_lab.limits import VISITOR_CAPS
+from specbound_lab.limits import VISITOR_CAPS, VisitorCaps
 from specbound_lab.sweep import run_sweep
-from specbound_lab.train import RunSpec, TrainingCancelled
+from specbound_lab.tasks import ThresholdTask
+from specbound_lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings
 
 
 class JobState(StrEnum):
@@ -100,6 +104,49 @@ class TrainingJob:
             self._set(JobState.FAILED, self.status().fraction, f"{self.name} failed ({type(exc).__name__})")
         finally:
             self._on_end(self)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the form asks for; :meth:`spec` checks it against the caps."""
+
+    layers: int = 1
+    hidden: int = 32
+    heads: int = 2
+    n_train: int = 400
+    label_noise: float = 0.0
+    steps: int = 300
+    seed: int = 0
+
+    def spec(self, caps: VisitorCaps = VISITOR_CAPS) -> RunSpec:
+        """The run to train (LabError when a value is outside the caps)."""
+        check_number(self.layers, "layers", 1, caps.max_layers, integer=True, error=LabError)
+        if self.hidden not in caps.widths:
+            raise LabError(f"the width must be one of {caps.widths}")
+        if self.heads not in caps.heads:
+            raise LabError(f"the heads must be one of {caps.heads}")
+        check_number(self.n_train, "n", 1, caps.max_n_train, integer=True, error=LabError)
+        check_number(self.label_noise, "the label noise", 0.0, caps.max_label_noise, error=LabError)
+        check_number(self.steps, "steps", 1, caps.max_steps, integer=True, error=LabError)
+        check_number(self.seed, "the seed", 0, caps.max_seed, integer=True, error=LabError)
+        settings = TrainSettings(
+            steps=self.steps,
+            save_every=max(1, self.steps // caps.checkpoints),
+            test_samples=caps.test_samples,
+            threads=1,
+        )
+        return RunSpec(
+            layers=self.layers,
+            hidden=self.hidden,
+            heads=self.heads,
+            n_train=self.n_train,
+            seed=self.seed,
+            task=ThresholdTask(label_noise=self.label_noise),
+            settings=settings,
+        )
+
+
+DEFAULT_REQUEST = RunRequest()
 
 
 class LabBusy(SpecboundError):

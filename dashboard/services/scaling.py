@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
+from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import safety
 from dashboard.state import atlas, data, session, share
@@ -37,6 +38,7 @@ from specbound.core.defaults import DEFAULT_MODEL
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
 from specbound.core.progress import ProgressCallback, silent
+from specbound.core.proxies import Proxy
 from specbound.io import atlas as sb_atlas
 from specbound.io.models import (
     MINIATURE_HEAD_SIZE,
@@ -49,7 +51,7 @@ from specbound.io.models import (
 )
 from specbound.present.figures.scaling import PROXY_LABELS
 from specbound.present.numbers import format_count
-from specbound.studies.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, Proxy, summarize
+from specbound.studies.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, summarize
 from specbound_lab import reference as lab_reference
 
 #: The study's models in a link: each by the name a link carries (an uploaded atlas by its digest).
@@ -301,7 +303,7 @@ def exponent_columns() -> dict[str, Any]:
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _summary_record(name: str, shown: str, revision: str, content: str, _profile: SpectralProfile) -> dict:
+def _summary_record(name: str, shown: str, revision: str, content: str, _profile: SpectralProfile) -> dict[str, Any]:
     """The summary as a plain dict (cacheable), named ``shown``; keyed by name, revision and content."""
     return summarize(BoundAnalysis.from_profile(_profile), name=shown).to_dict()
 
@@ -321,17 +323,20 @@ def summary_for(
 
 
 def summarise(
-    names: Sequence[str], shown: Mapping[str, str] | None = None
-) -> tuple[list[ModelSummary], list[SpectralProfile], list[str]]:
-    """(summaries, profiles, names that failed) of the chosen models, with a progress bar; ``shown``
-    names models on screen where :func:`atlas.display_name` would not say what they are.
+    names: Sequence[str], bar: DeltaGenerator, shown: Mapping[str, str] | None = None
+) -> tuple[list[ModelSummary], list[SpectralProfile], dict[str, str]]:
+    """(summaries, profiles, the message of each name that failed) of the chosen models, their progress
+    written into the page's placeholder ``bar`` (emptied at the end); ``shown`` names models on screen
+    where :func:`atlas.display_name` would not say what they are.
 
-    A model that cannot be opened is shown in an error box and left out; the others go on.
+    A model that cannot be opened is left out with its message, for the page to show; the others go on.
     """
-    summaries, profiles, failed = [], [], []
+    summaries: list[ModelSummary] = []
+    profiles: list[SpectralProfile] = []
+    failed: dict[str, str] = {}
     if not names:
         return summaries, profiles, failed
-    bar = st.progress(0.0, text="Summarising the models")
+    bar.progress(0.0, text="Summarising the models")
     for index, name in enumerate(names):
         given = (shown or {}).get(name)
         label = given or atlas.display_name(name)
@@ -339,8 +344,7 @@ def summarise(
         try:
             summary, profile = summary_for(name, data.bar_progress(bar, label), given)
         except (SpecboundError, OSError) as exc:
-            failed.append(name)
-            st.error(f"{plain(label)} left out of the study: {plain(safety.public_message(exc))}")
+            failed[name] = f"{plain(label)} left out of the study: {plain(safety.public_message(exc))}"
             continue
         summaries.append(summary)
         profiles.append(profile)
@@ -367,9 +371,12 @@ def plan_downloads(names: Sequence[str]) -> tuple[list[str], int, list[str]]:
     return needed, total, errors
 
 
-def download(names: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Download and analyse miniatures with a progress bar: (names obtained, error messages)."""
-    got, errors, bar = [], [], st.progress(0.0, text="Starting the downloads")
+def download(names: Sequence[str], bar: DeltaGenerator) -> tuple[list[str], list[str]]:
+    """Download and analyse miniatures, their progress written into the page's placeholder ``bar``
+    (emptied at the end): (names obtained, error messages)."""
+    got: list[str] = []
+    errors: list[str] = []
+    bar.progress(0.0, text="Starting the downloads")
     for name in names:
         try:
             data.profile_for(name, data.progress_outside_cache(data.bar_progress(bar, name)))

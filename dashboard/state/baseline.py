@@ -22,6 +22,7 @@ from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from specbound.core.directions import Directions
 from specbound.core.errors import SpecboundError
+from specbound.io.models import ATLAS_PREFIX
 from specbound.present.report import short_model_name
 from specbound.studies.twin import random_twin_of, twin_name
 
@@ -99,10 +100,11 @@ def analysis_of(baseline: Baseline) -> BoundAnalysis:
 
 def current() -> Baseline | None:
     """The session's baseline (declared shareable here), or None."""
-    return share.shared(BASELINE_KEY, BASELINE_CODEC, None)
+    baseline: Baseline | None = share.shared(BASELINE_KEY, BASELINE_CODEC, None)
+    return baseline
 
 
-def current_analysis(on_error: Callable[[str], None] = st.warning) -> tuple[Baseline, BoundAnalysis] | None:
+def current_analysis(on_error: Callable[[str], object] = st.warning) -> tuple[Baseline, BoundAnalysis] | None:
     """(baseline, its analysis), or None when there is none or it cannot be opened (then it is dropped)."""
     baseline = current()
     if baseline is None:
@@ -164,7 +166,7 @@ def centred_reading(model: str, pinned: Baseline, base_analysis: BoundAnalysis) 
 
     if pinned.twin:
         return "the random-initialised twin is drawn as spectra, without weights to subtract"
-    if any(name.startswith(atlas.ATLAS_PREFIX) for name in (model, pinned.model)):
+    if any(name.startswith(ATLAS_PREFIX) for name in (model, pinned.model)):
         return "an atlas keeps spectra, not weights, so the difference of the two cannot be formed"
     try:
         check_reference(

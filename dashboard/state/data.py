@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextvars
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from dashboard import safety
 from dashboard.state import adapters
@@ -106,7 +107,7 @@ def _megabytes(n: float | None) -> str:
     return "?" if n is None else f"{n / 1e6:.1f} MB"
 
 
-def bar_progress(bar, model: str) -> ProgressCallback:
+def bar_progress(bar: DeltaGenerator, model: str) -> ProgressCallback:
     """Show specbound's progress events for ``model`` in an ``st.progress`` bar.
 
     Downloads report bytes of each file, the analysis its layers.

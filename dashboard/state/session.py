@@ -46,7 +46,7 @@ class PendingDownload:
 
 def current_model() -> str:
     """The name of the model the pages show (the bundled one until another is opened)."""
-    return st.session_state.get(MODEL_KEY, DEFAULT_MODEL)
+    return str(st.session_state.get(MODEL_KEY, DEFAULT_MODEL))
 
 
 def open_model(name: str, progress: ProgressCallback = silent, *, label: str | None = None) -> BoundAnalysis:
@@ -107,7 +107,7 @@ def forget_pending_download() -> None:
     st.session_state.pop(PENDING_KEY, None)
 
 
-def current_analysis(on_error: Callable[[str], None] | None = None) -> BoundAnalysis:
+def current_analysis(on_error: Callable[[str], object] | None = None) -> BoundAnalysis:
     """The analysis of the session's model (a cache hit after the first time).
 
     If it cannot be opened any more (a deleted directory after the cache was evicted), the session falls

@@ -84,6 +84,9 @@ BOOL = Codec(_parse_bool, lambda v: "1" if v else "0")
 INTS = list_codec(int)
 TEXTS = list_codec(str)
 P_VALUE = Codec(_parse_p, lambda v: f"{float(v):.6g}")
+#: One text or one whole number, as written (a widget that offers only some falls back with :func:`shared_choice`).
+TEXT = Codec(str, str)
+INT = Codec(int, str)
 
 
 #: The registered default of a widget whose first value depends on the server: never equal to a
@@ -120,7 +123,8 @@ def refusal(key: str) -> str | None:
     """Why the link's value of the shared widget ``key`` was not used (its codec's ValueError, for a
     page that says so where the value would have shown), or None when the link's value was taken or
     there was none. :func:`forget_refusal` once the widget has a value of the visitor's own."""
-    return st.session_state.get(_REFUSED_KEY, {}).get(key)
+    reason: str | None = st.session_state.get(_REFUSED_KEY, {}).get(key)
+    return reason
 
 
 def forget_refusal(key: str) -> None:

@@ -15,7 +15,8 @@ a browser or a session.
 - :mod:`~dashboard.views.runs`: a training run and one of its saved steps (the Training runs page,
   which offers no report but is drawn the same way);
 - :mod:`~dashboard.views.lab`: the Lab page's two views, one run at one of its saved steps and a sweep
-  (its measures against the gap, its verdicts, the robust view, the grokking runs);
+  (its measures against the gap, its verdicts, the robust view, the grokking runs), its tables as the
+  page shows them in :mod:`~dashboard.views.lab_tables`;
 - :mod:`~dashboard.views.scaling`: one growth study, for the proxies shown;
 - :mod:`~dashboard.views.theory`: the Theory page's playground of a synthetic spectrum;
 - :mod:`~dashboard.views.common`: what they share (the report's heading, clickable heatmap cells).

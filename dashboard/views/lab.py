@@ -23,12 +23,15 @@ Example, the reference's default run at its last saved step:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
+from pandas.io.formats.style import Styler
 
+from dashboard.views import lab_tables
+from dashboard.wording import lab as words
 from dashboard.wording.text import plain
 from dashboard.wording.vocabulary import measure_name, model_label
 from specbound.core.logspace import LN_10
@@ -40,6 +43,7 @@ from specbound_lab import views as lab_views
 from specbound_lab.answer import LabAnswer
 from specbound_lab.correlation import MeasureCorrelation, TauDifference, Verdict
 from specbound_lab.grokking import GrokkingVerdict, RunGrokking, grokking_sentence
+from specbound_lab.reference import ShippedReference
 from specbound_lab.registry import MEASURES, is_baseline
 from specbound_lab.robust import RobustSummary
 from specbound_lab.trajectory import RunTrajectory
@@ -113,6 +117,8 @@ class LabRunView:
     p_map: go.Figure
     #: what the p* map shows, and where this run's p* start and end
     p_map_reading: str
+    #: what "Open as a model" opens, and under which label
+    open_caption: str
 
 
 def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int) -> LabRunView:
@@ -150,6 +156,7 @@ def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int) -> LabRunVi
             f"Each cell is the p* that minimises that matrix's term at step {step}: 0 counts the rank, "
             f"1 the nuclear norm, 2 the Frobenius norm. {p_star_reading(run)}"
         ),
+        open_caption=f"Opens `{run.name}` at step {step} on every page, labelled as a {model_label(run.spec)}.",
     )
 
 
@@ -184,6 +191,13 @@ def lab_answer_view(answer: LabAnswer) -> LabAnswerView:
             "row. Each environment's full verdict is in the Sweep view below."
         ),
     )
+
+
+def lab_inventory(shipped: Sequence[tuple[ShippedReference, int]]) -> str:
+    """What the lab trained and how it measures a gap, then each ``shipped`` reference with its number of
+    runs (one with none is left out), in markdown: the fold under the answer. Apart from the answer,
+    since counting the runs reads every shipped reference's records, which the answer never waits for."""
+    return words.trained([words.shipped_item(reference, runs) for reference, runs in shipped if runs])
 
 
 # --- a sweep ----------------------------------------------------------------------------------------
@@ -250,62 +264,136 @@ def _ordinal(place: int) -> str:
 
 
 @dataclass(frozen=True)
+class SweepSource:
+    """Where a sweep's runs come from: a shipped reference, or this server's store (``shipped`` None)."""
+
+    shipped: ShippedReference | None
+    runs: tuple[RunTrajectory, ...]
+
+    @property
+    def words(self) -> str:
+        """The sweep as the page names it (its Runs choice)."""
+        return words.sweep_choice(self.shipped, self.runs)
+
+
+@dataclass(frozen=True, eq=False)
+class SweepData:
+    """What the sweep view reads about one choice of runs (the Lab page's service caches each part)."""
+
+    #: one row per final checkpoint (:func:`specbound_lab.views.sweep_frame`)
+    frame: pd.DataFrame
+    #: each measure's τ with the gap over every run, fitted or not
+    table: tuple[MeasureCorrelation, ...]
+    #: each measure against ours at p*, paired-bootstrapped
+    differences: tuple[TauDifference, ...]
+    #: (the origin of the sweep it comes from, one environment's verdict)
+    verdicts: tuple[tuple[str, EnvironmentVerdict], ...]
+    #: each origin of :attr:`verdicts`
+    sources: Mapping[str, SweepSource]
+    #: Dziugaite et al.'s robust view over the environments that count
+    robust: tuple[RobustSummary, ...]
+    #: the shipped grokking runs (none when the package ships none) and their verdict
+    grokking: tuple[RunGrokking, ...] = ()
+    grokking_checked: GrokkingVerdict | None = None
+
+
+@dataclass(frozen=True)
+class VerdictShown:
+    """One environment's verdict as the page shows it."""
+
+    #: the sweep it comes from, in words
+    source: str
+    verdict: EnvironmentVerdict
+    #: the verdict in sentences
+    sentence: str
+    #: the title of its table's fold: a verdict, or a table shown and not counted
+    title: str
+
+
+@dataclass(frozen=True, eq=False)
 class LabSweepView:
-    """A sweep's measures against the gap, its verdicts, the robust view and the grokking runs."""
+    """A sweep's measures against the gap, its verdicts, the robust view and the grokking runs: every
+    sentence, figure and table of the page's Sweep view."""
 
     #: the final checkpoints the table reads
     runs: int
+    #: how the correlation table is computed (the caption under the Runs choice)
+    method: str
     #: how to read the correlation table, from its own numbers (markdown, names in bold)
     reading: str
+    #: the bold line above the measures' panels
+    measures_heading: str
     #: each measure against the gap, one panel each (the legend of training-set sizes on the first only)
     measures: tuple[go.Figure, ...]
+    #: the correlation table as ``correlations.csv`` holds it (the download), and as the page shows it
+    correlation_table: pd.DataFrame
+    correlations: Styler
     #: each measure's τ minus ours at p*, paired-bootstrapped
     differences: go.Figure
     #: each of those differences in words
     comparisons: tuple[str, ...]
-    #: (the sweep it comes from, the environment's verdict, the verdict in words) per environment
-    verdicts: tuple[tuple[str, EnvironmentVerdict, str], ...]
-    #: the robust view in words, and its distribution of sign-errors (None without a coupling)
+    #: each environment's verdict, in words, with its table's title (:meth:`verdict_table` builds the table)
+    verdicts: tuple[VerdictShown, ...]
+    #: the robust view in words, its distribution of sign-errors (None without a coupling) and its table
     robust_sentence: str
     robust_cdf: go.Figure | None
+    robust_table: Styler
     #: the grokking runs' reading in words; None without grokking runs
     grokking_sentence: str | None
     #: the grokking runs, one per seed (:meth:`grokking_figure` draws one)
     grokking_runs: tuple[RunGrokking, ...]
+    #: each measure's lead (None without the grokking verdict)
+    grokking_table: Styler | None
 
     def grokking_figure(self, seed: int) -> go.Figure:
         """The curves of the grokking run of ``seed`` against its steps (one seed is picked at a time)."""
         return figures.grokking_figure(next(run for run in self.grokking_runs if run.seed == seed))
 
+    def verdict_table(self, number: int) -> Styler:
+        """The table of the verdict ``number`` (built when its fold opens: six styled tables were a third
+        of a switch to this view)."""
+        return lab_tables.verdict_view_frame(self.verdicts[number].verdict)
 
-def lab_sweep_view(
-    frame: pd.DataFrame,
-    table: Sequence[MeasureCorrelation],
-    differences: Sequence[TauDifference],
-    verdicts: Sequence[tuple[str, EnvironmentVerdict]],
-    robust_rows: Sequence[RobustSummary],
-    grokking: Sequence[RunGrokking],
-    checked: GrokkingVerdict | None,
-) -> LabSweepView:
-    """The sweep of final checkpoints ``frame`` (:func:`specbound_lab.views.sweep_frame`) with its
-    correlation ``table`` and paired ``differences`` against ours, the ``verdicts`` of its environments
-    (each with its sweep in words), the ``robust_rows`` over them, and the shipped ``grokking`` runs
-    with their verdict ``checked`` (the leads, the null, the positive control and the power check)."""
+
+def verdict_title(source: str, env: EnvironmentVerdict) -> str:
+    """The fold of one environment's table: its verdict, or a table shown and not counted, and why."""
+    if env.counted:
+        return f"The verdict of {env.environment}: {source} (table)"
+    return f"The table of {env.environment}: {source} (shown, not counted: {env.not_counted_because})"
+
+
+def lab_sweep_view(data: SweepData) -> LabSweepView:
+    """The sweep ``data``: its final checkpoints with their correlation table and paired differences
+    against ours, the verdicts of its environments (each with the sweep it comes from), the robust view
+    over them, and the shipped grokking runs with their verdict (the leads, the null, the positive
+    control and the power check)."""
+    frame, table, differences = data.frame, data.table, data.differences
     titles, subtitles = figures.measure_panel_texts(table)
     measures = split_panels(figures.measures_figure(frame, table), titles=titles, subtitles=subtitles)
     for part in measures[1:]:
         part.update_layout(showlegend=False)  # the training-set sizes' legend once, with the first
+    shown = []
+    for origin, env in data.verdicts:
+        source = data.sources[origin].words
+        sentence = " ".join(lab_views.verdict_sentences(env, measure_name))
+        shown.append(VerdictShown(source, env, sentence, verdict_title(source, env)))
+    robust = data.robust
+    grokking, checked = data.grokking, data.grokking_checked
     return LabSweepView(
         runs=len(frame),
+        method=words.sweep_method(len(frame)),
         reading=sweep_reading(tuple(table), tuple(differences)),
+        measures_heading=words.measures_heading(len(frame)),
         measures=tuple(measures),
+        correlation_table=lab_tables.correlation_table(table),
+        correlations=lab_tables.correlation_view(table),
         differences=figures.difference_forest(differences, measure_name),
         comparisons=tuple(lab_views.comparison_sentence(d, measure_name) for d in differences),
-        verdicts=tuple(
-            (source, env, " ".join(lab_views.verdict_sentences(env, measure_name))) for source, env in verdicts
-        ),
-        robust_sentence=lab_views.robust_sentence(robust_rows, measure_name),
-        robust_cdf=figures.robust_cdf_figure(robust_rows) if any(r.couplings for r in robust_rows) else None,
+        verdicts=tuple(shown),
+        robust_sentence=lab_views.robust_sentence(robust, measure_name),
+        robust_cdf=figures.robust_cdf_figure(robust) if any(r.couplings for r in robust) else None,
+        robust_table=lab_tables.robust_view_frame(robust),
         grokking_sentence=grokking_sentence(grokking, measure_name, verdict=checked) if grokking else None,
         grokking_runs=tuple(grokking),
+        grokking_table=lab_tables.grokking_view_frame(checked.summaries) if grokking and checked else None,
     )

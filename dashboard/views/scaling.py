@@ -24,9 +24,10 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
+from specbound.core.proxies import Proxy
 from specbound.present.figures.scaling import growth_figure_depth, growth_figure_width
 from specbound.present.figures.style import split_panels
-from specbound.studies.scaling import PREDICTED_GROWTH, Axis, Proxy, ScalingStudy
+from specbound.studies.scaling import PREDICTED_GROWTH, Axis, ScalingStudy
 
 #: How each axis is drawn: the growth against width at fixed depth, then against depth at fixed width.
 GROWTH_FIGURES = {Axis.WIDTH: growth_figure_width, Axis.DEPTH: growth_figure_depth}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import streamlit as st
 
@@ -110,7 +110,7 @@ def _p_slider(
     snap: bool,
     *,
     disabled: bool = False,
-    label_visibility: str = "visible",
+    label_visibility: Literal["visible", "hidden", "collapsed"] = "visible",
     shown_instead: str | None = None,
 ) -> None:
     """A p slider in [0, P_MAX]; steps of 1/m and snapped to P_m, or steps of FREE_STEP when free.
@@ -155,7 +155,7 @@ def _describe(value: float | None) -> str:
     return "p*" if value is None else f"p = {value:.3g}"
 
 
-def held_choice(analysis: BoundAnalysis, state: Mapping[str, Any]) -> PChoice | None:
+def held_choice(analysis: BoundAnalysis, state: Mapping[Any, Any]) -> PChoice | None:
     """The assignment the controls hold in ``state`` (the session state), read without drawing them.
 
     When a control moves, its new value is in the session state before the page runs, so the explorer

@@ -150,13 +150,14 @@ def picker(analysis: BoundAnalysis) -> int | None:
     chosen = share.shared(MATRIX_KEY, MATRIX_CODEC, None)
     if chosen is not None and not 0 <= int(chosen) < len(labels):  # a link made on a larger model
         st.session_state[MATRIX_KEY] = None
-    return st.selectbox(
+    index: int | None = st.selectbox(
         "Open one matrix",
         [None, *range(len(labels))],
         key=MATRIX_KEY,
         format_func=lambda i: "none" if i is None else labels[i],
         placeholder="none: click a table row or a heatmap cell, or choose here",
     )
+    return index
 
 
 def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str, centring: str | None = None) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 import streamlit as st
 
@@ -71,16 +71,12 @@ def show_figure(
     else:
         fig = fit_share(fig, width)
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
-    selection = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
-    st.plotly_chart(
-        fig,
-        key=key,
-        config={
-            "displaylogo": False,
-            "toImageButtonOptions": {"format": image_format, "filename": filename, "scale": 2},
-        },
-        **selection,
-    )
+    selection: dict[str, Any] = {"on_select": on_select, "selection_mode": "points"} if on_select is not None else {}
+    config: dict[str, Any] = {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": image_format, "filename": filename, "scale": 2},
+    }
+    st.plotly_chart(fig, key=key, config=config, **selection)
 
 
 def show_panels(
@@ -133,7 +129,7 @@ def file_stem(profile: SpectralProfile) -> str:
 #: What a download button does to the page when pressed: nothing. The file is made by a callable
 #: when the button is pressed; a rerun would only redraw the view and give every button on it a new
 #: file id, and a second button pressed during that rerun would ask for an id already dropped.
-NO_RERUN = "ignore"
+NO_RERUN: Final = "ignore"
 
 
 def csv_download(
@@ -144,7 +140,7 @@ def csv_download(
 
     def write() -> bytes:
         table = frame() if callable(frame) else frame
-        return table.to_csv(index=False).encode()
+        return str(table.to_csv(index=False)).encode()
 
     st.download_button(label, write, file_name=filename, mime="text/csv", key=key, on_click=NO_RERUN)
 

@@ -8,6 +8,8 @@ written with the digits that change needs (:mod:`dashboard.wording.totals`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from dashboard.widgets.presentation import metric_row
@@ -29,7 +31,7 @@ from specbound.studies.compare import Comparison
 BASELINE_LABEL = "Baseline at the same p"
 
 
-def _delta_style(log_value: float, log_reference: float) -> dict[str, str]:
+def _delta_style(log_value: float, log_reference: float) -> dict[str, Any]:
     """Arrow and colour of a change of a bound (lower is better): red up, green down, grey and no arrow for none."""
     if log_value == log_reference:
         return {"delta_color": "off", "delta_arrow": "off"}

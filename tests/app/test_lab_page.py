@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.services import lab as service
 from dashboard.views.lab import sweep_reading
 from dashboard.widgets.tables import CELL_PAD_PX, CHAR_PX
+from dashboard.wording import lab as words
 from dashboard.wording.numbers import shown_value
 from dashboard.wording.text import OPTIMAL_LABEL, plain
 from dashboard.wording.vocabulary import measure_name
@@ -71,7 +72,7 @@ def test_a_reference_run_shows_the_reference_numbers(lab_app, runs_csv, figure_t
     assert not at.error
     assert at.selectbox(key="lab_run").value == RUN_KEY
     assert at.select_slider(key="lab_step").value == 500
-    assert any(service.LAB_MODEL_LABEL in c.value and "not a BERT Miniature" in c.value for c in at.caption)
+    assert any(words.LAB_MODEL_LABEL in c.value and "not a BERT Miniature" in c.value for c in at.caption)
     final = _row(runs_csv, RUN, 500)
     assert _metric(at, "Total (ours at p*)") == format_log(math.log(final["ours"]))
     assert _metric(at, "Edelman-style proxy") == format_log(math.log(final["edelman"]))
@@ -402,7 +403,7 @@ def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -
     at.radio(key="lab_grok_seed").set_value(2)
     run_clean(at)
     assert any("Grokking: seed 2 groks" in f["layout"]["title"]["text"] for f in plotly_specs(at))
-    from dashboard.services.lab import GROKKING_COLUMNS
+    from dashboard.views.lab_tables import GROKKING_COLUMNS
 
     shown = _dataframe(at, GROKKING_COLUMNS["median_lead"]).reset_index(drop=True)
     assert list(shown[GROKKING_COLUMNS["measure"]]) == [measure_name(s.measure) for s in summaries]
@@ -444,7 +445,7 @@ def test_a_tiny_run_trains_from_the_form_and_joins_the_picker(lab_app) -> None:
     assert at.radio(key="lab_view").value == "One run through training"
     picker = at.selectbox(key="lab_run")
     trained = read_results(service.store_dir()).run(name)
-    assert picker.value == key and picker.options[-1] == service.describe(key, trained)
+    assert picker.value == key and picker.options[-1] == words.run_choice(None, trained)
     assert picker.options[-1].endswith("20 steps (trained here)")
     shipped = sum(len(reference.load_reference(r.directory).runs) for r in reference.SHIPPED)
     assert len(picker.options) == shipped + 1 == 48 + 36 + 10 + 4 * 120 + 80 + 1  # the shipped references stay
@@ -494,7 +495,7 @@ def test_open_as_a_model_makes_that_step_the_current_model(lab_app, runs_csv) ->
     profile = reference.step_profile(reference.REFERENCE_DIR, reference.load_reference().run(RUN), 250)
     assert expected == format_log(BoundAnalysis.from_profile(profile).evaluate().log_total)
     shown = " ".join(m.value for m in at.sidebar.markdown)
-    assert f"{RUN}@250 (atlas {service.LAB_MODEL_LABEL})" in shown
+    assert f"{RUN}@250 (atlas {words.LAB_MODEL_LABEL})" in shown
     assert "/" not in at.query_params["model"].split("#")[0].removeprefix("atlas:")  # a digest, no path
 
 

@@ -13,8 +13,8 @@ from app_harness import APP, TIMEOUT_S, run_clean, unescaped
 from streamlit.testing.v1 import AppTest
 
 from dashboard import safety
-from dashboard.services import lab as lab_service
 from dashboard.state import atlas
+from dashboard.widgets.lab import OPEN_ERROR_KEY
 from specbound.io import atlas as sb_atlas
 from specbound.io.atlas import save_atlas
 from specbound.io.loading import load_profile
@@ -173,4 +173,4 @@ def test_the_labs_open_as_a_model_error_shows_no_os_path(monkeypatch, visitor_de
     shown = " ".join(unescaped(e.value) for e in at.error)
     assert "Could not open" in shown and "Permission denied" in shown
     _assert_no_store_path(shown, visitor_defaults)
-    assert str(target) not in shown and lab_service.OPEN_ERROR_KEY not in at.session_state
+    assert str(target) not in shown and OPEN_ERROR_KEY not in at.session_state

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 
-from dashboard.services.lab import LAB_MODEL_LABEL
+from dashboard.wording.lab import LAB_MODEL_LABEL
 
 pytestmark = pytest.mark.browser
 

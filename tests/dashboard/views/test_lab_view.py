@@ -3,6 +3,8 @@ the run is, how its test error was measured, its p* reading, and its spectra whe
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dashboard.views.common import step_spectra
@@ -12,6 +14,8 @@ from dashboard.views.lab import (
     TEST_LABEL,
     TOTAL_LABEL,
     TRAIN_LABEL,
+    SweepData,
+    SweepSource,
     lab_run_view,
     lab_sweep_view,
     p_star_reading,
@@ -84,19 +88,20 @@ def fit_sweep():
     """The shipped ``fit`` sweep: its final checkpoints, correlation table, paired differences, verdicts
     and robust view, as the Lab page's service gives them."""
     shipped = reference.load_reference(reference.FIT_REFERENCE_DIR)
-    verdicts = tuple(("the fit sweep", v) for v in environment_verdicts(shipped.runs))
-    return (
-        lab_views.sweep_frame(shipped.runs),
-        shipped.correlations,
-        comparisons(shipped.runs),
-        verdicts,
-        robust_view([v for _, v in verdicts]),
+    verdicts = tuple((reference.FIT_REFERENCE.key, v) for v in environment_verdicts(shipped.runs))
+    return SweepData(
+        frame=lab_views.sweep_frame(shipped.runs),
+        table=shipped.correlations,
+        differences=comparisons(shipped.runs),
+        verdicts=verdicts,
+        sources={reference.FIT_REFERENCE.key: SweepSource(reference.FIT_REFERENCE, shipped.runs)},
+        robust=robust_view([v for _, v in verdicts]),
     )
 
 
 def test_a_sweep_reads_its_own_numbers(fit_sweep) -> None:
-    frame, table, differences, verdicts, robust_rows = fit_sweep
-    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, (), ())
+    frame, table, differences, verdicts = fit_sweep.frame, fit_sweep.table, fit_sweep.differences, fit_sweep.verdicts
+    view = lab_sweep_view(fit_sweep)
     assert view.runs == len(frame) == 120
     # the reading names the measure (the trivial baselines apart) with the highest τ, and that τ
     best = max((c for c in table if not is_baseline(c.measure) and c.kendall_tau == c.kendall_tau),
@@ -107,18 +112,32 @@ def test_a_sweep_reads_its_own_numbers(fit_sweep) -> None:
     assert all(part.layout.showlegend is False for part in view.measures[1:])  # the sizes' legend once
     assert len(view.comparisons) == len(differences) >= 1
     assert all(measure_name(d.measure) in text for d, text in zip(differences, view.comparisons, strict=True))
-    assert [(source, env) for source, env, _ in view.verdicts] == list(verdicts)
-    assert all(sentence for _, _, sentence in view.verdicts)
+    words = f"{model_label(fit_sweep.sources[reference.FIT_REFERENCE.key].runs[0].spec, plural=True)} ("
+    assert [shown.verdict for shown in view.verdicts] == [env for _, env in verdicts]
+    assert all(shown.source.startswith(words) and shown.source.endswith("shipped)") for shown in view.verdicts)
+    assert all(shown.sentence for shown in view.verdicts)
+    assert all(shown.title.startswith(f"The verdict of {shown.verdict.environment}: {shown.source}")
+               for shown in view.verdicts if shown.verdict.counted)  # fmt: skip
     assert view.robust_cdf is not None  # the fit sweep's environments fitted, with couplings
-    assert view.grokking_sentence is None and view.grokking_runs == ()  # no grokking runs given
+    assert view.grokking_sentence is None and view.grokking_runs == () and view.grokking_table is None
+    # the tables as the page shows them: one row per measure of the table, the measures in words
+    assert list(view.correlations.data["measure"]) == [measure_name(c.measure) for c in table]
+    assert list(view.correlation_table["measure"]) == [c.measure for c in table]  # the CSV keeps the names
+    measures = [m.measure for m in verdicts[0][1].measures]
+    assert len(view.verdict_table(0).data) == len(measures)
+    assert list(view.robust_table.data["Measure"]) == [measure_name(r.measure) for r in fit_sweep.robust]
+    assert view.method.startswith(f"Over the final checkpoints of {len(frame)} runs.")
 
 
 def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep) -> None:
-    frame, table, differences, verdicts, robust_rows = fit_sweep
     runs = grokking_runs(reference.load_reference(reference.GROKKING_REFERENCE_DIR).runs[:2])
     checked = grokking_verdict(runs, permutations=50)
-    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, runs, checked)
+    view = lab_sweep_view(replace(fit_sweep, grokking=runs, grokking_checked=checked))
     assert view.grokking_sentence is not None and view.grokking_sentence.startswith("2 of 2 seeds grok")
     assert "a verdict needs 10" in view.grokking_sentence  # two seeds are measurements, not a verdict
     for run in runs:
         assert f"seed {run.seed}" in view.grokking_figure(run.seed).layout.title.text
+    # each measure's lead as the page shows it, in whole steps
+    shown = view.grokking_table.data
+    assert list(shown["Measure"]) == [measure_name(s.measure) for s in checked.summaries]
+    assert shown["Median lead (steps)"].dtype == "Int64"
