@@ -77,7 +77,7 @@ steps = list(run.steps)
 share.shared_choice(STEP_KEY, share.Codec(int, str), steps, steps[-1])
 step = st.select_slider("Step", steps, key=STEP_KEY) if len(steps) > 1 else steps[0]
 
-frame = service.trajectory_frame(run.cache_key, run)
+frame = service.trajectory_csv_frame(run.cache_key, run)
 view = run_view(run.name, run.lab, frame, step)
 for column, (label, value) in zip(st.columns(3), view.totals, strict=True):
     column.metric(label, value)

@@ -127,7 +127,7 @@ def bar_progress(bar, model: str) -> ProgressCallback:
     return update
 
 
-def download_plan(name: str) -> checkpoints.DownloadPlan | None:
+def hub_download_plan(name: str) -> checkpoints.DownloadPlan | None:
     """What opening ``name`` would download from the Hub, or None when nothing (not a Hub model, cached).
 
     Fetches and checks the model's config.json and sizes its weights from the Hub's metadata, so the

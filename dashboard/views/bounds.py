@@ -30,7 +30,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.views.common import ReportHeading
-from dashboard.wording.numbers import format_number, comparison_sentence
+from dashboard.wording.numbers import format_number, ratio_sentence
 from dashboard.wording.text import (
     BOUND_NOTE,
     EDELMAN_LABEL,
@@ -68,12 +68,12 @@ def choice_sentence(
     its p*) the Overview's headline sentence, so the two pages say it alike. Centred, the sentence
     begins by saying so (``centring``: "centred at BASE")."""
     if centring is not None:
-        return f"{with_centring('Both proxies', centring)}. " + comparison_sentence(
+        return f"{with_centring('Both proxies', centring)}. " + ratio_sentence(
             TOTAL_LABEL, terms.log_total, "the Edelman-style proxy", analysis.log_edelman
         )
     if assignment == PAssignment():
         return headline_sentence(analysis)
-    return comparison_sentence(TOTAL_LABEL, terms.log_total, "the Edelman-style proxy", analysis.log_edelman)
+    return ratio_sentence(TOTAL_LABEL, terms.log_total, "the Edelman-style proxy", analysis.log_edelman)
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,6 @@ def step_view(name: str, step: int, analysis: BoundAnalysis, expert: Expert) -> 
     ``expert`` (the page's picker, which offers the step's own experts)."""
     experts: Sequence[Expert] | None = None if expert is None else [expert]
     return StepView(
-        p_map=bound_figures.p_star_map_panels(analysis, source=f"{name} at step {step}", expert=expert),
+        p_map=bound_figures.p_star_heatmap_panels(analysis, source=f"{name} at step {step}", expert=expert),
         spectra=step_spectra(analysis.profile, experts),
     )

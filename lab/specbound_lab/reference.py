@@ -359,7 +359,7 @@ def _earlier_sweep_seconds(dest: Path, runs: int, training_seconds: float) -> fl
     the exporting command cannot time it; the same runs with the same training time are the same sweep.
     """
     try:
-        earlier = read_manifest(dest)
+        earlier = read_reference_manifest(dest)
     except (OSError, ValueError):
         return None
     same = earlier.get("runs") == runs and earlier.get("training_seconds") == training_seconds
@@ -462,7 +462,7 @@ def export_reference(
     return (dest / MANIFEST_FILE, *files)
 
 
-def read_manifest(directory: Path | str = REFERENCE_DIR) -> dict[str, Any]:
+def read_reference_manifest(directory: Path | str = REFERENCE_DIR) -> dict[str, Any]:
     """The reference's manifest (ValueError if it is missing or not a lab reference)."""
     try:
         data = read_json(Path(directory) / MANIFEST_FILE, MANIFEST_FILE, LIMITS.max_manifest_bytes)

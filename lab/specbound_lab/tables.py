@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .correlation import MeasureCorrelation, TauDifference, compare, correlate
+from .correlation import MeasureCorrelation, TauDifference, compare_taus, correlate
 from .grid import AXES, FROM_SCRATCH, SEED_AXIS
 from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
 from .records import RUNS_DIR, read_runs, write_text
@@ -287,7 +287,7 @@ def comparison(runs: Sequence[RunTrajectory], measure: str, other: str) -> TauDi
         if name not in MEASURES or not MEASURES[name].correlated:
             known = ", ".join(m.name for m in correlated_measures())
             raise LabError(f"unknown measure {name!r} (known: {known})")
-    return compare(
+    return compare_taus(
         measure,
         [measure_value(r, MEASURES[measure]) for r in runs],
         other,

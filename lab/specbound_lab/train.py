@@ -397,7 +397,7 @@ def standard_error(error: float, samples: int) -> float:
 
 
 @dataclass(frozen=True)
-class SavedStep:
+class StepErrors:
     """Errors measured at one saved step while training; ``checkpoint`` is relative to the run directory.
     The record adds the bound's terms and the measures to it (:class:`~specbound_lab.trajectory.StepRecord`)."""
 
@@ -424,7 +424,7 @@ class SavedStep:
 class TrainResult:
     spec: RunSpec
     params: int  # every parameter of the model (embeddings, pooler, head included)
-    steps: tuple[SavedStep, ...]
+    steps: tuple[StepErrors, ...]
     seconds: float  # training and measuring the errors
     #: the MODEL measures of :mod:`specbound_lab.registry` on the final checkpoint, by name
     model_values: Mapping[str, float] = field(default_factory=dict, hash=False)
@@ -678,7 +678,7 @@ def train_run(
     test_count = int(test_ids.shape[0])  # fewer than test_samples when the population runs out (modular)
     save_at = set(settings.save_steps)
     chunk = eval_chunk(spec)
-    records: list[SavedStep] = []
+    records: list[StepErrors] = []
     started = time.perf_counter()
     with _training_context(settings.threads), ExitStack() as held:
         torch.manual_seed(spec.seed)
@@ -727,7 +727,7 @@ def train_run(
                     train_loss, train_error = measure(train_ids, train_labels, fresh=True)
                 test_loss, test_error = measure(test_ids, test_labels, fresh=False)
                 records.append(
-                    SavedStep(step, train_loss, train_error, test_error, test_count, relative, test_loss, causal)
+                    StepErrors(step, train_loss, train_error, test_error, test_count, relative, test_loss, causal)
                 )
             if fitted:
                 break  # fitted: the run ends at this check, saved as its last checkpoint

@@ -51,7 +51,7 @@ from .correlation import (
     Interval,
     PairedTest,
     TauDifference,
-    compare,
+    compare_taus,
     correlate,
     kendall_tau_a,
     paired_tests,
@@ -384,7 +384,7 @@ def _against_baseline(
     if not candidates or floor is None:
         return None
     best = max(candidates, key=lambda m: m.kendall_tau)
-    return compare(
+    return compare_taus(
         best.measure,
         values_of[best.measure],
         floor.measure,

@@ -215,13 +215,13 @@ def test_a_link_names_a_server_directory_as_the_baseline_under_the_model_s_rule(
 def test_the_twin_takes_the_initializer_range_of_the_model(make_checkpoint, tmp_path) -> None:
     import json
 
-    from dashboard.state.baseline import initializer_range
+    from dashboard.state.baseline import model_initializer_range
     from specbound.core.defaults import BERT_INITIALIZER_RANGE
 
     directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
     config = json.loads((directory / "config.json").read_text())
     config["initializer_range"] = 0.05
     (directory / "config.json").write_text(json.dumps(config))
-    assert initializer_range(str(directory)) == 0.05
-    assert initializer_range("minilm-l6") == BERT_INITIALIZER_RANGE  # all-MiniLM-L6-v2's config says 0.02
-    assert initializer_range(str(tmp_path / "nowhere")) == BERT_INITIALIZER_RANGE  # nothing on disk: the default
+    assert model_initializer_range(str(directory)) == 0.05
+    assert model_initializer_range("minilm-l6") == BERT_INITIALIZER_RANGE  # all-MiniLM-L6-v2's config says 0.02
+    assert model_initializer_range(str(tmp_path / "nowhere")) == BERT_INITIALIZER_RANGE  # nothing on disk: the default

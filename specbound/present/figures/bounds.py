@@ -346,7 +346,7 @@ P_STAR_PANEL_TITLES: tuple[str, ...] = ("p* of QK heads", "p* of V heads", "p* p
 P_STAR_PANEL_WIDTHS: tuple[float, ...] = (1.6, 1.6, 1.7)
 
 
-def p_star_map(
+def p_star_heatmap(
     analysis: BoundAnalysis, *, source: str | None = None, expert: Expert = None, stack: str | None = None
 ) -> go.Figure:
     """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out (in a
@@ -361,7 +361,7 @@ def p_star_map(
     Example::
 
         >>> analysis = specbound.analyze("minilm-l6").bounds
-        >>> figure = p_star_map(analysis)
+        >>> figure = p_star_heatmap(analysis)
         >>> figure.layout.title.text.startswith("p*")
         True
     """
@@ -468,14 +468,14 @@ class PStarPanels:
 STACK_PANEL_WIDTHS: tuple[float, float] = (2.0, 3.0)
 
 
-def p_star_map_panels(
+def p_star_heatmap_panels(
     analysis: BoundAnalysis,
     *,
     source: str | None = None,
     expert: Expert = None,
     prepare: Callable[[go.Figure], go.Figure] = lambda fig: fig,
 ) -> PStarPanels:
-    """:func:`p_star_map` laid out for the model it is given (SPEC §12: stacks and experts come from the
+    """:func:`p_star_heatmap` laid out for the model it is given (SPEC §12: stacks and experts come from the
     model): an encoder-decoder's encoder map beside its decoder map (with QK_x and V_x); any other
     model's one map split into its panels (:func:`~specbound.present.figures.style.split_panels`), with the
     MLP strip of ``expert`` in a mixture of experts. ``prepare`` is applied to each whole map before
@@ -484,9 +484,9 @@ def p_star_map_panels(
     shape = analysis.profile.shape
     if shape.encoder_decoder:
         stacks = (ENCODER, DECODER)
-        maps = tuple(prepare(p_star_map(analysis, source=source, stack=stack)) for stack in stacks)
+        maps = tuple(prepare(p_star_heatmap(analysis, source=source, stack=stack)) for stack in stacks)
         return PStarPanels(maps, STACK_PANEL_WIDTHS, stacks)
-    whole = prepare(p_star_map(analysis, source=source, expert=expert))
+    whole = prepare(p_star_heatmap(analysis, source=source, expert=expert))
     parts = tuple(split_panels(whole, titles=P_STAR_PANEL_TITLES))
     return PStarPanels(parts, P_STAR_PANEL_WIDTHS, (None,) * len(parts))
 

@@ -77,7 +77,7 @@ def test_contribution_curves_mark_p_star_and_the_current_p(mixed: BoundAnalysis)
 
 def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
     prof, grid = mixed.profile, mixed.grid
-    fig = figures.p_star_map(mixed)
+    fig = figures.p_star_heatmap(mixed)
     qk, v, mlp = fig.data
     np.testing.assert_array_equal(qk.z, prof.per_head(mixed.p_opt, Kind.QK))
     np.testing.assert_array_equal(v.z, prof.per_head(mixed.p_opt, Kind.V))
@@ -159,7 +159,7 @@ def test_compare_bars_show_both_models(mixed: BoundAnalysis) -> None:
         lambda a: figures.depth_factors(a, source="S"),
         lambda a: figures.contribution_curves(a, [0], a.optimal, source="S"),
         lambda a: figures.proxy_comparison({Proxy.OURS: a.optimal.log_total}, source="S"),
-        lambda a: figures.p_star_map(a, source="S"),
+        lambda a: figures.p_star_heatmap(a, source="S"),
         lambda a: figures.p_star_histogram(a, source="S"),
         lambda a: figures.break_even_figure(a, source="S"),
     ],
