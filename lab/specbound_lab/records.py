@@ -28,7 +28,7 @@ from specbound.core import LIMITS
 from specbound.io import atomic_write, read_json
 
 from .registry import recorded_measures
-from .train import Family, LabError, RunSpec
+from .train import Family, LabError, RunSpec, family_of
 from .trajectory import RunTrajectory
 
 RUNS_DIR = "runs"
@@ -42,15 +42,18 @@ RECORD_SCHEMA = 1
 LAB_LABEL = f"small {Family.BERT.words} trained by the specbound lab (not a BERT Miniature)"
 
 
-def lab_label(family: Family) -> str:
-    """The label of a lab model of ``family``: :data:`LAB_LABEL` for bert.
+def lab_label(family: Family | str) -> str:
+    """The label of a lab model of ``family`` (a Family or its name): :data:`LAB_LABEL` for bert.
 
-    >>> lab_label(Family.GPT2)
-    'small GPT-2 decoder trained by the specbound lab (not a released model)'
+    >>> lab_label(Family.GPT2) == lab_label("gpt2")
+    True
+    >>> lab_label("llama")
+    'small Llama decoder trained by the specbound lab (not a released model)'
     """
-    if family is Family.BERT:
+    member = family_of(family)
+    if member is Family.BERT:
         return LAB_LABEL
-    return f"small {family.words} trained by the specbound lab (not a released model)"
+    return f"small {member.words} trained by the specbound lab (not a released model)"
 
 
 def write_text(path: Path, text: str) -> None:
