@@ -524,7 +524,7 @@ def build_model(spec: RunSpec) -> Any:
 
 
 def model_inputs(
-    sample: LabeledSample, vocab_size: int, family: Family = Family.BERT, causal: bool = False
+    sample: LabeledSample, vocab_size: int, family: Family | str = Family.BERT, causal: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """input_ids and labels of a sample.
 
@@ -539,7 +539,7 @@ def model_inputs(
         return tokens, tokens
     n = sample.tokens.shape[0]
     summary = np.full((n, 1), vocab_size, dtype=np.int64)
-    parts = [sample.tokens, summary] if family.decoder else [summary, sample.tokens]
+    parts = [sample.tokens, summary] if family_of(family).decoder else [summary, sample.tokens]
     ids = np.concatenate(parts, axis=1)  # (n, T + 1)
     return torch.from_numpy(ids), torch.from_numpy(sample.labels)
 
