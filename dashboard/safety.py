@@ -39,6 +39,7 @@ from streamlit.navigation.page import StreamlitPage
 from dashboard.state.upload_store import upload_dir
 from dashboard.wording.text import plain
 from specbound.core.errors import SpecboundError
+from specbound.core.limits import format_megabytes
 from specbound.io.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, parse_name, resolve
 
 #: The operator's switch: "1" lets page visitors open local checkpoint directories and atlas files.
@@ -169,8 +170,18 @@ def public_message(exc: BaseException) -> str:
 
 
 def max_upload_bytes() -> int:
-    """The upload cap: Streamlit's ``server.maxUploadSize`` (megabytes, .streamlit/config.toml)."""
+    """The upload cap: Streamlit's ``server.maxUploadSize`` (its megabytes are 2^20 bytes, .streamlit/config.toml)."""
     return int(st.get_option("server.maxUploadSize")) * 1024 * 1024
+
+
+def upload_refusal(name: str, size: int) -> str | None:
+    """Why an upload of ``size`` bytes is refused before its bytes are read (markdown-safe), or None when
+    it is within :func:`max_upload_bytes`; every uploader of the dashboard asks here. Sizes are written
+    in the package's one megabyte (:func:`~specbound.core.limits.format_megabytes`, 10^6 bytes)."""
+    cap = max_upload_bytes()
+    if size <= cap:
+        return None
+    return f"{plain(name)} is {format_megabytes(size)}, more than the {format_megabytes(cap, 0)} an upload may have."
 
 
 @contextmanager

@@ -72,7 +72,7 @@ def show_headline(slot: DeltaGenerator, choice: PChoice) -> BoundTerms:
     start = time.perf_counter()
     terms = analysis.evaluate(choice.assignment)
     elapsed_ms = 1e3 * (time.perf_counter() - start)
-    pinned = None if centring is not None else baseline.current_analysis()  # centred: the baseline is W⁰
+    pinned = None if centring is not None else baseline.pinned_analysis()  # centred: the baseline is W⁰
     comparison = compare(analysis, pinned[1], choice.assignment) if pinned else None
     centred = "" if centred_at is None else f" · {centred_at}"
     with slot.container():

@@ -37,7 +37,7 @@ name = atlas.display_name(session.current_model())
 st.title(TITLE)
 st.caption(f"The open model, {plain(name)}, against a baseline, each at its own p*.")
 baseline.controls()
-pinned = baseline.current_analysis()
+pinned = baseline.pinned_analysis()
 
 
 def overlay_choice(base_analysis: BoundAnalysis) -> tuple[str, int]:

@@ -37,12 +37,10 @@ uploaded = st.file_uploader(
     help="trajectory.npz from specbound trajectory, or the atlas= file of the Trainer callback: members NAME@STEP.",
 )
 if uploaded is not None:
-    cap = safety.max_upload_bytes()
+    refusal = safety.upload_refusal(uploaded.name, uploaded.size)
     with safety.guarded("reading a trajectory atlas", lambda message: st.error(f"Could not read the atlas: {message}")):
-        if uploaded.size > cap:  # before its bytes are read
-            st.error(
-                f"{plain(uploaded.name)} is {uploaded.size / 2**20:.1f} MB, more than the {cap / 2**20:.0f} MB allowed."
-            )
+        if refusal is not None:  # before its bytes are read
+            st.error(refusal)
         else:
             atlas.use_upload(uploaded.name, uploaded.getvalue())
 
@@ -79,7 +77,7 @@ steps = list(run.steps)
 share.shared_choice(STEP_KEY, share.Codec(int, str), steps, steps[-1])
 step = st.select_slider("Step", steps, key=STEP_KEY) if len(steps) > 1 else steps[0]
 
-frame = service.trajectory_frame(run.cache_key, run)
+frame = service.trajectory_csv_frame(run.cache_key, run)
 view = run_view(run.name, run.lab, frame, step)
 for column, (label, value) in zip(st.columns(3), view.totals, strict=True):
     column.metric(label, value)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ._version import __version__
 from .core.defaults import DEFAULT_MODEL, INTRUDER_EPS, INTRUDER_K, L_PHI, LARGE_NORM_11, P_MAX
 from .core.errors import SpecboundError
-from .core.limits import LIMITS
+from .core.limits import LIMITS, MEGABYTE, format_megabytes
 from .core.progress import ProgressCallback, ProgressEvent, format_eta, silent
 from .core.text import echoed, printable, quoted
 from .io.files import describe_os_error, output_dir, require_parent, write_text_atomic
@@ -116,7 +116,7 @@ class _TerminalProgress:
         fraction = event.fraction
         bar = "" if fraction is None else "#" * int(30 * fraction) + "-" * (30 - int(30 * fraction))
         amount = (
-            f"{event.done / 1e6:.1f}/{(event.total or 0) / 1e6:.1f} MB"
+            f"{event.done / MEGABYTE:.1f}/{format_megabytes(event.total or 0)}"
             if event.stage == "download"
             else f"{event.done:.0f}/{event.total or 0:.0f} {format_eta(event.eta_s)}"
         )

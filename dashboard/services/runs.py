@@ -162,7 +162,7 @@ def uploaded_runs(profiles: tuple[SpectralProfile, ...], version: str = "") -> l
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def trajectory_frame(key: str, _run: Run) -> pd.DataFrame:
+def trajectory_csv_frame(key: str, _run: Run) -> pd.DataFrame:
     """One row per step of a run (the columns of trajectory.csv), from its stored spectra; ``key`` is
     the run's :attr:`~Run.cache_key`."""
     rows = [

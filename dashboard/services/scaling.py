@@ -356,13 +356,13 @@ def plan_downloads(names: Sequence[str]) -> tuple[list[str], int, list[str]]:
     """Before any weight is fetched: (names that need a download, their total bytes, error messages).
 
     Each model's config.json is fetched and checked and its weights sized from the Hub's metadata
-    (:func:`data.download_plan`); a model above the download cap, or one that cannot be reached, is
+    (:func:`data.hub_download_plan`); a model above the download cap, or one that cannot be reached, is
     reported and left out.
     """
     needed, total, errors = [], 0, []
     for name in names:
         try:
-            plan = data.download_plan(name)
+            plan = data.hub_download_plan(name)
         except (SpecboundError, OSError) as exc:
             errors.append(f"Could not get {plain(name)}: {plain(safety.public_message(exc))}")
             continue

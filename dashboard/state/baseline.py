@@ -69,7 +69,7 @@ def _format(baseline: Baseline) -> str:
 BASELINE_CODEC = share.Codec(_parse, _format)
 
 
-def initializer_range(model: str) -> float:
+def model_initializer_range(model: str) -> float:
     """σ of the model's weight initialisation, from its profile's shape (which read it from the config);
     BERT's default when the model cannot be opened. The model goes through the visitor rules of
     :func:`dashboard.state.data.analysis_for`, like every name a visitor gives."""
@@ -88,13 +88,13 @@ def twin_analysis(model: str, sigma: float, seed: int = TWIN_SEED) -> BoundAnaly
 def name_of(baseline: Baseline) -> str:
     """How the baseline is named on screen: the model, or "random twin of MODEL (seed 0, σ = 0.02)"."""
     shown = atlas.display_name(baseline.model)
-    return twin_name(shown, initializer_range(baseline.model), TWIN_SEED) if baseline.twin else shown
+    return twin_name(shown, model_initializer_range(baseline.model), TWIN_SEED) if baseline.twin else shown
 
 
 def analysis_of(baseline: Baseline) -> BoundAnalysis:
     """The baseline's analysis (a cache hit after the first time); raises SpecboundError if it cannot open."""
     if baseline.twin:
-        return twin_analysis(baseline.model, initializer_range(baseline.model))
+        return twin_analysis(baseline.model, model_initializer_range(baseline.model))
     return data.analysis_for(baseline.model)
 
 
@@ -104,7 +104,7 @@ def current() -> Baseline | None:
     return baseline
 
 
-def current_analysis(on_error: Callable[[str], object] = st.warning) -> tuple[Baseline, BoundAnalysis] | None:
+def pinned_analysis(on_error: Callable[[str], object] = st.warning) -> tuple[Baseline, BoundAnalysis] | None:
     """(baseline, its analysis), or None when there is none or it cannot be opened (then it is dropped)."""
     baseline = current()
     if baseline is None:
@@ -152,7 +152,7 @@ def controls() -> None:
             args=(Baseline(model, twin=True),),
             disabled=pinned == Baseline(model, twin=True),
             type="primary",
-            help=f"Same shape, weights drawn from N(0, σ²) with σ = {initializer_range(model):g} "
+            help=f"Same shape, weights drawn from N(0, σ²) with σ = {model_initializer_range(model):g} "
             f"(initializer_range), seed {TWIN_SEED}: an untrained model made in memory.",
         )
         st.button("Clear the baseline", key=CLEAR_KEY, on_click=_set, args=(None,), disabled=pinned is None)

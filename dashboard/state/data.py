@@ -29,6 +29,7 @@ from dashboard.state import adapters
 from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.directions import Directions
+from specbound.core.limits import format_megabytes
 from specbound.core.profile import SpectralProfile
 from specbound.core.progress import ProgressCallback, ProgressEvent, format_eta, silent
 from specbound.io import checkpoints, loading, models
@@ -103,10 +104,6 @@ def progress_outside_cache(callback: ProgressCallback) -> ProgressCallback:
     return forward
 
 
-def _megabytes(n: float | None) -> str:
-    return "?" if n is None else f"{n / 1e6:.1f} MB"
-
-
 def bar_progress(bar: DeltaGenerator, model: str) -> ProgressCallback:
     """Show specbound's progress events for ``model`` in an ``st.progress`` bar.
 
@@ -116,7 +113,8 @@ def bar_progress(bar: DeltaGenerator, model: str) -> ProgressCallback:
 
     def update(event: ProgressEvent) -> None:
         if event.stage == "download":
-            text = f"{shown}: downloading {plain(event.detail)}, {_megabytes(event.done)} of {_megabytes(event.total)}"
+            done, total = format_megabytes(event.done), format_megabytes(event.total)
+            text = f"{shown}: downloading {plain(event.detail)}, {done} of {total}"
         else:
             text = (
                 f"{shown}: computing spectra, {plain(event.detail)} of {event.total:g}"
@@ -130,7 +128,7 @@ def bar_progress(bar: DeltaGenerator, model: str) -> ProgressCallback:
     return update
 
 
-def download_plan(name: str) -> checkpoints.DownloadPlan | None:
+def hub_download_plan(name: str) -> checkpoints.DownloadPlan | None:
     """What opening ``name`` would download from the Hub, or None when nothing (not a Hub model, cached).
 
     Fetches and checks the model's config.json and sizes its weights from the Hub's metadata, so the

@@ -87,10 +87,10 @@ def ask_before_download(name: str) -> bool:
     """True if opening ``name`` needs a download, which is then left for the visitor to confirm
     (:func:`pending_download`).
 
-    Raises what :func:`dashboard.state.data.download_plan` raises (a download above the cap, no network, not
+    Raises what :func:`dashboard.state.data.hub_download_plan` raises (a download above the cap, no network, not
     an encoder).
     """
-    plan = data.download_plan(name)
+    plan = data.hub_download_plan(name)
     if plan is None:
         return False
     st.session_state[PENDING_KEY] = PendingDownload(name.strip(), plan.total_bytes, plan.cap_bytes)

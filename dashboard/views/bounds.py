@@ -30,7 +30,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.views.common import ReportHeading
-from dashboard.wording.numbers import comparison_sentence, format_number
+from dashboard.wording.numbers import format_number, ratio_sentence
 from dashboard.wording.text import (
     BOUND_NOTE,
     EDELMAN_LABEL,
@@ -43,6 +43,7 @@ from dashboard.wording.totals import headline_sentence, kind_shares, kind_shares
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis, BoundTerms, PAssignment
 from specbound.core.logspace import exp_array
+from specbound.core.proxies import Proxy
 from specbound.present.figures import bounds as figures
 from specbound.present.figures.html_report import ReportSection
 from specbound.present.figures.style import Quantity
@@ -67,12 +68,12 @@ def choice_sentence(
     its p*) the Overview's headline sentence, so the two pages say it alike. Centred, the sentence
     begins by saying so (``centring``: "centred at BASE")."""
     if centring is not None:
-        return f"{with_centring('Both proxies', centring)}. " + comparison_sentence(
+        return f"{with_centring('Both proxies', centring)}. " + ratio_sentence(
             TOTAL_LABEL, terms.log_total, "the Edelman-style proxy", analysis.log_edelman
         )
     if assignment == PAssignment():
         return headline_sentence(analysis)
-    return comparison_sentence(TOTAL_LABEL, terms.log_total, "the Edelman-style proxy", analysis.log_edelman)
+    return ratio_sentence(TOTAL_LABEL, terms.log_total, "the Edelman-style proxy", analysis.log_edelman)
 
 
 @dataclass(frozen=True)
@@ -192,8 +193,8 @@ def explorer_view(
         proxies=figures.proxy_comparison(
             {
                 Quantity.OURS_AT_P: terms.log_total,
-                Quantity.OURS: analysis.optimal.log_total,
-                Quantity.EDELMAN: analysis.log_edelman,
+                Proxy.OURS: analysis.optimal.log_total,
+                Proxy.EDELMAN: analysis.log_edelman,
             },
             source=source,
         ),

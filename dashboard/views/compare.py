@@ -32,7 +32,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.views.common import ReportHeading, clickable_cells
-from dashboard.wording.numbers import comparison_sentence, format_change, format_integer
+from dashboard.wording.numbers import format_change, format_integer, ratio_sentence
 from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.directions import Directions
@@ -156,7 +156,7 @@ def centred_view(
         f"{label[0].upper()}{label[1:]}: each c(W; p) takes S_p, the rank and p* of the difference "
         f"W − W⁰ from the baseline, {base_name}, and keeps the scale s_W of the open model's own weights; "
         "a matrix left unchanged has rank 0 and adds nothing. "
-        + comparison_sentence("Centred", centred.optimal.log_total, "the uncentred total", model.optimal.log_total)
+        + ratio_sentence("Centred", centred.optimal.log_total, "the uncentred total", model.optimal.log_total)
     )
     return CentredView(
         analysis=centred,
@@ -274,9 +274,9 @@ def compare_view(
     comparison = compare(model, base, None, None)
     ours, theirs = comparison.model, comparison.baseline
     sentence = (
-        comparison_sentence(f"Ours at p* for {name}", ours.log_ours_opt, "its baseline's", theirs.log_ours_opt)
+        ratio_sentence(f"Ours at p* for {name}", ours.log_ours_opt, "its baseline's", theirs.log_ours_opt)
         + " "
-        + comparison_sentence("Its Edelman-style proxy", ours.log_edelman, "the baseline's", theirs.log_edelman)
+        + ratio_sentence("Its Edelman-style proxy", ours.log_edelman, "the baseline's", theirs.log_edelman)
     )
     return CompareView(
         heading=ReportHeading(TITLE, name, "p*", model.profile.shape, model.grid_m),

@@ -43,6 +43,7 @@ from specbound.present.numbers import format_log
 from specbound_lab import figures as lab_figures
 from specbound_lab import views as lab_views
 from specbound_lab.grokking import run_grokking, run_sentence
+from specbound_lab.tasks import Task
 from specbound_lab.trajectory import RunTrajectory
 
 #: The headline's labels.
@@ -102,7 +103,7 @@ def run_view(name: str, lab: RunTrajectory | None, frame: pd.DataFrame, step: in
         errors = lab_figures.errors_figure(
             lab_views.trajectory_frame(lab), step, loss_gap=lab.final.loss_gap, floor=floor
         )
-        if lab.spec.task.kind == "modular":
+        if lab.spec.task.kind is Task.MODULAR:
             read = run_grokking(lab)
             sentence, grokking = run_sentence(read, measure_name), lab_figures.grokking_figure(read)
     else:
@@ -124,6 +125,6 @@ def step_view(name: str, step: int, analysis: BoundAnalysis, expert: Expert) -> 
     ``expert`` (the page's picker, which offers the step's own experts)."""
     experts: Sequence[Expert] | None = None if expert is None else [expert]
     return StepView(
-        p_map=bound_figures.p_star_map_panels(analysis, source=f"{name} at step {step}", expert=expert),
+        p_map=bound_figures.p_star_heatmap_panels(analysis, source=f"{name} at step {step}", expert=expert),
         spectra=step_spectra(analysis.profile, experts),
     )

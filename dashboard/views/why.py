@@ -119,7 +119,7 @@ def why_view(
         summary=summary,
         sentence=sentence,
         p_map=(
-            figures.p_star_map_panels(analysis, source=source, expert=map_expert, prepare=clickable_cells)
+            figures.p_star_heatmap_panels(analysis, source=source, expert=map_expert, prepare=clickable_cells)
             if varied
             else None
         ),

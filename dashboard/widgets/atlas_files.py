@@ -65,13 +65,10 @@ def pick_from_atlas() -> str | None:
     path = ""
     if safety.server_paths_allowed():
         path = st.text_input("…or its path on the server", key=PATH_INPUT_KEY, placeholder="atlas.npz")
-    cap = safety.max_upload_bytes()
+    refusal = None if uploaded is None else safety.upload_refusal(uploaded.name, uploaded.size)
     with safety.guarded("reading an atlas", lambda message: st.error(f"Could not read the atlas: {message}")):
-        if uploaded is not None and uploaded.size > cap:  # before its bytes are read
-            st.error(
-                f"{plain(uploaded.name)} is {uploaded.size / 2**20:.1f} MB, more than the "
-                f"{cap / 2**20:.0f} MB an upload may have."
-            )
+        if refusal is not None:  # before its bytes are read
+            st.error(refusal)
         elif uploaded is not None:
             use_upload(uploaded.name, uploaded.getvalue())
         elif safety.server_paths_allowed() and st.button("Read the atlas", key=READ_KEY, disabled=not path.strip()):

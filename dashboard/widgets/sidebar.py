@@ -20,7 +20,8 @@ from dashboard.wording.text import adapted_proxy_note, code, plain
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import DEFAULT_MODEL
 from specbound.core.errors import SpecboundError
-from specbound.io import loading
+from specbound.core.limits import format_megabytes
+from specbound.io import checkpoints, loading
 from specbound.io.families import FAMILY_NAMES, family_name
 from specbound.io.models import (
     MINIATURE_LAYERS,
@@ -84,10 +85,9 @@ HUB_HOST, HUB_PORT, HUB_TIMEOUT_S = "huggingface.co", 443, 1.5
 @st.cache_data(ttl=300, show_spinner=False)
 def hub_reachable() -> bool:
     """Whether this server can reach the Hugging Face Hub now (asked at most every five minutes)."""
-    import os
     import socket
 
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+    if checkpoints.offline_mode():
         return False
     try:
         with socket.create_connection((HUB_HOST, HUB_PORT), timeout=HUB_TIMEOUT_S):
@@ -220,7 +220,7 @@ def visitor_advice(message: str) -> str:
     """A message about opening a model, without advice the visitor cannot follow (naming a server path)."""
     if safety.server_paths_allowed():
         return message
-    for advice in ("\\, or pass a local checkpoint directory", ", or pass a local checkpoint directory"):
+    for advice in ("\\" + checkpoints.LOCAL_DIRECTORY_ADVICE, checkpoints.LOCAL_DIRECTORY_ADVICE):  # escaped, plain
         message = message.replace(advice, "")
     return message
 
@@ -326,18 +326,14 @@ def _confirm_download(name: str | None) -> None:
     pending = session.pending_download()
     if pending is None or pending.name.lower() != (name or "").strip().lower():
         return
-    size = _megabytes(pending.size_bytes)
+    size = format_megabytes(pending.size_bytes)
     st.info(
         f"{plain(atlas.display_name(pending.name))} is not on this server yet: opening it downloads {size} of "
-        f"weights from the Hugging Face Hub (at most {_megabytes(pending.cap_bytes)} are allowed)."
+        f"weights from the Hugging Face Hub (at most {format_megabytes(pending.cap_bytes)} are allowed)."
     )
     if st.button(f"Download {size} and open", key="confirm_download"):
         session.forget_pending_download()
         _open(pending.name, confirmed=True)
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 1e6:,.1f} MB"
 
 
 def _shape_summary(analysis: BoundAnalysis) -> None:

@@ -40,7 +40,6 @@ __all__ = [
     "DIGITS",
     "MAX_DIGITS",
     "MISSING",
-    "comparison_sentence",
     "digits_to_resolve",
     "format_against",
     "format_change",
@@ -52,6 +51,7 @@ __all__ = [
     "format_p",
     "format_percent",
     "log_difference",
+    "ratio_sentence",
     "screen_values",
     "shown_value",
     "significant_digits",
@@ -92,7 +92,7 @@ def format_change(log_value: float, log_reference: float, digits: int = 3) -> st
 ABOUT_THE_SAME_BELOW: float = 1.05
 
 
-def comparison_sentence(name: str, log_value: float, other: str, log_other: float) -> str:
+def ratio_sentence(name: str, log_value: float, other: str, log_other: float) -> str:
     """'Ours at p* is 5.0 × 10²⁰ times smaller than the Edelman-style proxy.' (or larger, or equal); within
     a factor :data:`ABOUT_THE_SAME_BELOW`, 'A is about the same as B, 0.3 % smaller.'"""
     if log_value == log_other:

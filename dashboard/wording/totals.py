@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from dashboard.wording.numbers import DIGITS, comparison_sentence, format_against, format_change, format_percent
+from dashboard.wording.numbers import DIGITS, format_against, format_change, format_percent, ratio_sentence
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis, BoundTerms
 
@@ -19,7 +19,7 @@ OURS_NAME, EDELMAN_NAME = "Ours at p*", "the Edelman-style proxy"
 
 def headline_sentence(analysis: BoundAnalysis) -> str:
     """ "Ours at p* is 10^20.7 times smaller than the Edelman-style proxy." for this model."""
-    return comparison_sentence(OURS_NAME, analysis.optimal.log_total, EDELMAN_NAME, analysis.log_edelman)
+    return ratio_sentence(OURS_NAME, analysis.optimal.log_total, EDELMAN_NAME, analysis.log_edelman)
 
 
 def kind_shares(terms: BoundTerms) -> dict[Kind, float]:

@@ -139,27 +139,18 @@ def glossary_markdown() -> str:
     return "\n".join(f"- **{plain(term.symbol)}**: {plain(term.meaning)}" for term in TERMS.values())
 
 
-#: How the lab's model families and tasks are named in words.
-_MODEL_WORDS = {"bert": "encoder", "gpt2": "GPT-2 decoder", "llama": "Llama decoder", "neox": "GPT-NeoX decoder"}
-_TASK_WORDS = {
-    "threshold": "sparse threshold",
-    "parity": "parity",
-    "modular": "modular addition",
-    "markov": "Markov next-token",
-}
-
-
 def model_label(spec: RunSpec, *, plural: bool = False) -> str:
     """How a lab model (or, ``plural``, a sweep of them) is named wherever it is shown (never as a BERT
-    Miniature or a released model)."""
-    model = _MODEL_WORDS.get(spec.family, spec.family) + ("s" if plural else "")
-    return f"small {model} trained by the lab on the {_TASK_WORDS.get(spec.task.kind, spec.task.kind)} task"
+    Miniature or a released model); the words are the lab's own (:attr:`~specbound_lab.train.Family.short_words`,
+    :attr:`~specbound_lab.tasks.Task.words`)."""
+    model = spec.family.short_words + ("s" if plural else "")
+    return f"small {model} trained by the lab on the {spec.task.kind.words} task"
 
 
 def spec_words(s: RunSpec) -> str:
     """A lab run's hyperparameters in words, where a picker would otherwise show its run id: "L = 1,
     N = 64, H = 4, n = 2823, lr 0.001, seed 0, 3,000 steps"."""
-    noise = f", noise {s.label_noise:g}" if s.task.kind in ("threshold", "parity") else ""
+    noise = f", noise {s.label_noise:g}" if s.task.kind.noisy else ""
     return (
         f"L = {s.layers}, N = {s.hidden}, H = {s.heads}, n = {s.n_train}{noise}, "
         f"lr {s.settings.learning_rate:g}, seed {s.seed}, {format_count(s.settings.steps, 'step')}"

@@ -20,8 +20,8 @@ from typing import Any
 from specbound.core import ProgressCallback, ProgressEvent, check_number, silent
 
 from .limits import LAB_LIMITS
-from .tasks import TASKS
-from .train import FAMILIES, TrainSettings
+from .tasks import Task
+from .train import FAMILIES, Family, TrainSettings, family_of, task_of
 
 _DEFAULTS = TrainSettings()
 LAB_MODELS = "small BERT encoders trained by the specbound lab on the sparse threshold task (not BERT Miniatures)"
@@ -112,19 +112,22 @@ def _interval(low: float, high: float) -> str:
     return "n/a" if math.isnan(low) or math.isnan(high) else f"[{low:+.3f}, {high:+.3f}]"
 
 
+def _gap_words(causal: bool) -> str:
+    """The gap a table correlates with: on the loss for next-token prediction, else on the error."""
+    return "test - train loss" if causal else "test - train error"
+
+
 def _print_correlations(results: Any) -> None:
     """The correlation table of each environment (one block when the directory has one), then the
     robust view when there are several."""
-    environments = getattr(results, "environments", ())
+    environments: tuple[Any, ...] = tuple(getattr(results, "environments", ()))
     if len(environments) <= 1:
-        gap = "test - train loss" if environments and environments[0].task == "markov" else "test - train error"
-        _print_table(results.correlations, len(results.runs), gap)
+        causal = bool(environments) and environments[0].task.causal
+        _print_table(results.correlations, len(results.runs), _gap_words(causal))
     else:
         for env in environments:
             print(f"== environment {env.environment} ({env.runs} runs)")
-            _print_table(
-                env.correlations, env.runs, "test - train loss" if env.task == "markov" else "test - train error"
-            )
+            _print_table(env.correlations, env.runs, _gap_words(env.task.causal))
     _print_verdicts(results)
     _print_robust(results)
     _print_grokking(results)
@@ -338,17 +341,18 @@ def _cmd_train(args: argparse.Namespace) -> int:
         until_fit=args.until_fit,
         fit_every=args.fit_every or 0,
     )
+    task = task_of(args.task)
     spec = RunSpec(
         layers=args.layers,
         hidden=args.hidden,
         heads=args.heads,
         n_train=args.n_train,
         seed=args.seed,
-        task=replace(TASKS[args.task], label_noise=args.label_noise)
-        if args.task != "threshold"
+        task=replace(task.default, label_noise=args.label_noise)
+        if task is not Task.THRESHOLD
         else ThresholdTask(label_noise=args.label_noise),
         settings=settings,
-        family=args.family,
+        family=family_of(args.family),
     )
     print(f"{spec.name}: {spec.task.describe()}", flush=True)
     result = run_sweep(
@@ -384,8 +388,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from .sweep import run_sweep
     from .train import DECODERS, LabError
 
-    tasks, families = _names(args.task), _names(args.family)
-    environments = [(t, f) for t in tasks for f in families if not TASKS[t].causal or f in DECODERS]
+    tasks, families = [task_of(t) for t in _names(args.task)], [family_of(f) for f in _names(args.family)]
+    environments = [(t, f) for t in tasks for f in families if not t.causal or f.decoder]
     if not environments:
         raise LabError(f"the {', '.join(tasks)} task(s) need a decoder family ({', '.join(sorted(DECODERS))})")
     if args.export_reference and len(environments) > 1:
@@ -571,8 +575,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         help=f"fresh samples for the test error (default {_DEFAULTS.test_samples}, "
         f"at most {LAB_LIMITS.max_test_samples})",
     )
-    train.add_argument("--task", choices=list(TASKS), default="threshold", help=_TASK_HELP)
-    train.add_argument("--family", choices=list(FAMILIES), default="bert", help=_FAMILY_HELP)
+    train.add_argument("--task", choices=list(Task), default=Task.THRESHOLD, help=_TASK_HELP)
+    train.add_argument("--family", choices=list(FAMILIES), default=Family.BERT, help=_FAMILY_HELP)
     train.add_argument("--out", required=True, help="lab directory (the run joins any runs already there)")
     train.add_argument("--no-cache", action="store_true", help="analyse checkpoints without the profile cache")
     train.add_argument("--no-compile", action="store_true", help=_NO_COMPILE_HELP)
@@ -630,14 +634,14 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--save-every", type=_steps, default=None, help="checkpoint every k steps")
     sweep.add_argument(
         "--task",
-        choices=list(TASKS),
+        choices=list(Task),
         nargs="+",
-        default=["threshold"],
+        default=[Task.THRESHOLD],
         help=_TASK_HELP + "; the preset's axes follow the task. Several tasks and families sweep every "
         "environment task x family (markov with the decoders only), e.g. a study for a cluster: --preset study "
         "--task threshold parity modular markov --family bert gpt2 llama neox --dask ADDRESS",
     )
-    sweep.add_argument("--family", choices=list(FAMILIES), nargs="+", default=["bert"], help=_FAMILY_HELP)
+    sweep.add_argument("--family", choices=list(FAMILIES), nargs="+", default=[Family.BERT], help=_FAMILY_HELP)
     sweep.add_argument("--out", required=True, help="lab directory (a re-run skips the runs finished there)")
     sweep.add_argument(
         "--export-reference",

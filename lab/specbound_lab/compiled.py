@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .train import RunSpec
+    from .train import Family, RunSpec
 
 #: Seconds a graph takes to compile on one loaded core (measured 20-90 s for BERT L = 1-4, N = 32-64).
 COMPILE_SECONDS: float = 30.0
@@ -65,7 +65,7 @@ _SEARCH_PASSES_PER_HALVING: int = 11
 class GraphKey:
     """What a compiled graph is specialised to: the model's class and sizes and the sequence length."""
 
-    family: str
+    family: Family
     causal: bool
     layers: int
     hidden: int
@@ -98,7 +98,7 @@ def forward_flops(spec: RunSpec) -> float:
     key = GraphKey.of(spec)
     t, width = key.tokens, spec.hidden
     kv_width = width * spec.kv_heads // spec.heads
-    matrices = 3 if spec.family == "llama" else 2
+    matrices = 3 if spec.family.gated_mlp else 2
     layer = 2 * t * (2 * width * width + 2 * width * kv_width) + 2 * t * matrices * 4 * width * width
     layer += 4 * t * t * width
     head = 2 * t * width * (key.vocab + 2) if key.causal else 0

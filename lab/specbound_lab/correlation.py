@@ -378,7 +378,7 @@ class TauDifference:
         return self._verdict(self.granulated_tau_ci)
 
 
-def compare(
+def compare_taus(
     measure: str,
     values: Sequence[float] | np.ndarray,
     other: str,

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from specbound.core import Proxy
 from specbound.present import format_count
 from specbound.present.figures import (
     GREYED,
@@ -96,7 +97,7 @@ def p_star_distribution_figure(run: RunTrajectory, step: int | None = None) -> g
     """The p* of every proxy matrix at each saved step: one box with all its points per step."""
     boxes = []
     for record in run.steps:
-        color = quantity_color(Quantity.OURS) if record.step == step else palette_color(0)
+        color = quantity_color(Proxy.OURS) if record.step == step else palette_color(0)
         boxes.append(
             {
                 "type": "box",
@@ -298,7 +299,7 @@ def _grokking_line(measure: str, index: int) -> dict[str, Any]:
     """Ours at p* in its own colour and thick, the positive control in black, every other measure grey and
     thin, dashed in turn so that the grey ones can still be told apart."""
     if measure == "ours":
-        return {"color": quantity_color(Quantity.OURS), "width": 3}
+        return {"color": quantity_color(Proxy.OURS), "width": 3}
     if measure == POSITIVE_CONTROL:
         return {"color": OKABE_ITO["black"], "width": 2}
     return {"color": GREYED, "width": 1, "dash": _DASHES[index % len(_DASHES)]}  # context, not the point
@@ -537,8 +538,8 @@ def verdict_forest(
         if (baselines := [r for r in finite if r.sweep == sweep and r.baseline])
     }
     marks = (
-        ("ours", "circle", quantity_color(Quantity.OURS), 0.18),
-        ("edelman", "square", quantity_color(Quantity.EDELMAN), 0.0),
+        (Proxy.OURS.key, "circle", quantity_color(Proxy.OURS), 0.18),
+        (Proxy.EDELMAN.key, "square", quantity_color(Proxy.EDELMAN), 0.0),
         (None, "diamond", NEUTRAL, -0.18),
     )
     traces = []

@@ -20,8 +20,8 @@ from specbound.io import describe_os_error, read_json
 
 from .finetune import FINE_TUNE_TASK
 from .limits import LAB_LIMITS
-from .tasks import TASKS, LabTask, ThresholdTask
-from .train import FAMILIES, LabError, RunSpec, TrainSettings
+from .tasks import TASKS, LabTask, Task, ThresholdTask
+from .train import Family, LabError, RunSpec, TrainSettings, family_of, task_of
 from .tuning import FineTuning
 
 #: The hyperparameter axes of a sweep (also the axes of the granulated tau): architecture, data, the
@@ -61,13 +61,17 @@ class SweepGrid:
     seeds: tuple[int, ...] = (0,)
     task: LabTask = field(default_factory=ThresholdTask)
     settings: TrainSettings = field(default_factory=TrainSettings)
-    family: str = "bert"
+    #: the model family, or its name (read as a Family on construction: LabError for an unknown one)
+    family: Family | str = Family.BERT
     #: the optimisation axes (SPEC §13b); each empty: the one value of ``settings``
     learning_rates: tuple[float, ...] = ()
     batch_sizes: tuple[int, ...] = ()
     weight_decays: tuple[float, ...] = ()
     #: how each run starts: None from a fresh initialization, a FineTuning from a pretrained base
     fine_tunings: tuple[FineTuning | None, ...] = (None,)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "family", family_of(self.family))
 
     def specs(self) -> tuple[RunSpec, ...]:
         """Every run of the grid (LabError if one is invalid or there are too many)."""
@@ -100,7 +104,7 @@ class SweepGrid:
                     seed=s,
                     task=replace(self.task, label_noise=q),
                     settings=replace(self.settings, learning_rate=rate, batch_size=batch, weight_decay=decay),
-                    family=self.family,
+                    family=family_of(self.family),
                     fine_tuning=tuning,
                 )
                 for depth, width, h, n, q, rate, batch, decay, tuning, s in itertools.product(*axes, self.seeds)
@@ -193,7 +197,7 @@ GROK_GRID = SweepGrid(
     heads=(4,),
     n_train=(_GROK_TRAIN,),
     seeds=tuple(range(10)),
-    task=TASKS["modular"],
+    task=TASKS[Task.MODULAR],
     settings=TrainSettings(
         steps=3500,
         save_every=20,
@@ -210,14 +214,14 @@ PRESET_NAMES: tuple[str, ...] = (*sorted(PRESETS), FINETUNE, GROK)
 #: Per task other than the threshold task, the axes each preset changes: the modular task's n_train is
 #: a number of its 97² = 9409 pairs and the Markov task's a number of sequences; neither has label noise,
 #: so its noise axis is 0 alone and seeds take its place.
-_TASK_AXES: dict[str, dict[str, dict[str, Any]]] = {
-    "parity": {},
-    "modular": {
+_TASK_AXES: dict[Task, dict[str, dict[str, Any]]] = {
+    Task.PARITY: {},
+    Task.MODULAR: {
         "smoke": {"n_train": (1000, 4000), "label_noise": (0.0,), "seeds": (0, 1)},
         "class": {"n_train": (1000, 2500, 5000), "label_noise": (0.0,), "seeds": (0, 1, 2, 3)},
         "study": {"n_train": (1000, 2500, 5000, 7500), "label_noise": (0.0,), "seeds": (0, 1, 2, 3, 4)},
     },
-    "markov": {
+    Task.MARKOV: {
         "smoke": {"n_train": (16, 128), "label_noise": (0.0,), "seeds": (0, 1)},
         "class": {"n_train": (16, 64, 256), "label_noise": (0.0,), "seeds": (0, 1, 2)},
         # next-token prediction cannot fit: the study's axes on a fixed budget of 500 steps
@@ -238,33 +242,30 @@ _TASK_AXES: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 #: Smoke runs of a decoder or another task: fewer test samples (a Markov test sample is 32 predictions).
-_SMOKE_TEST_SAMPLES: dict[str, int] = {"markov": 500}
+_SMOKE_TEST_SAMPLES: dict[Task, int] = {Task.MARKOV: 500}
 #: The Markov task's class and study presets: 1,000 test sequences (31,000 predictions).
 _MARKOV_TEST_SAMPLES = 1000
 
 
-def preset_grid(name: str, task: str = "threshold", family: str = "bert") -> SweepGrid:
+def preset_grid(name: str, task: Task | str = Task.THRESHOLD, family: Family | str = Family.BERT) -> SweepGrid:
     """A preset for one environment: ``PRESETS[name]`` on the default instance of ``task`` (the threshold
-    task's presets are unchanged) for ``family`` (LabError for an unknown name)."""
+    task's presets are unchanged) for ``family`` (each a member or its name; LabError for an unknown name)."""
     if name not in PRESET_NAMES:
         raise LabError(f"unknown preset {name!r} (known: {', '.join(PRESET_NAMES)})")
-    if task not in TASKS:
-        raise LabError(f"unknown task {task!r} (known: {', '.join(TASKS)})")
-    if family not in FAMILIES:
-        raise LabError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
+    task, family = task_of(task), family_of(family)
     if name == GROK:
-        if task != "modular":
+        if task is not Task.MODULAR:
             raise LabError(f"the {GROK} preset trains on the modular task: give --task modular, not {task}")
         return replace(GROK_GRID, family=family)
     if name == FINETUNE:
-        if (task, family) != ("threshold", "bert"):
+        if (task, family) != (Task.THRESHOLD, Family.BERT):
             raise LabError(f"the {FINETUNE} preset fine-tunes the shipped BERT base on the threshold task")
         return FINETUNE_GRID
     grid = replace(PRESETS[name], family=family)
-    if task == "threshold":
+    if task is Task.THRESHOLD:
         return grid
     grid = replace(grid, task=TASKS[task], **_TASK_AXES[task].get(name, {}))
-    if task == "markov" and name != "smoke":
+    if task is Task.MARKOV and name != "smoke":
         grid = replace(grid, settings=replace(grid.settings, test_samples=_MARKOV_TEST_SAMPLES))
     if name == "smoke":  # seconds, not a minute: 100 steps, checkpoints at 0, 50 and 100
         test_samples = _SMOKE_TEST_SAMPLES.get(task, grid.settings.test_samples)

@@ -60,6 +60,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .tasks import Task
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -468,7 +470,7 @@ GROKKING_CSV, GROKKING_SUMMARY_CSV = "grokking.csv", "grokking_summary.csv"
 
 def grokking_runs(runs: Sequence[RunTrajectory]) -> tuple[RunGrokking, ...]:
     """The rule applied to every run of the modular task (the task on which models grok), in order."""
-    return tuple(run_grokking(run) for run in runs if run.spec.task.kind == "modular")
+    return tuple(run_grokking(run) for run in runs if run.spec.task.kind is Task.MODULAR)
 
 
 def leads_frame(runs: Sequence[RunGrokking]) -> pd.DataFrame:

@@ -28,7 +28,7 @@ from specbound.core import LIMITS
 from specbound.io import atomic_write, read_json
 
 from .registry import recorded_measures
-from .train import LabError, RunSpec
+from .train import Family, LabError, RunSpec, family_of
 from .trajectory import RunTrajectory
 
 RUNS_DIR = "runs"
@@ -39,14 +39,21 @@ RECORD_FORMAT = "specbound-lab-run"
 #: measures it holds under "measures"; a sweep retrains it so the new measure is filled in.
 RECORD_SCHEMA = 1
 #: A label that travels with every record and reference file.
-LAB_LABEL = "small BERT encoder trained by the specbound lab (not a BERT Miniature)"
-_FAMILY_WORDS = {"gpt2": "GPT-2 decoder", "llama": "Llama decoder", "neox": "GPT-NeoX decoder"}
+LAB_LABEL = f"small {Family.BERT.words} trained by the specbound lab (not a BERT Miniature)"
 
 
-def lab_label(family: str) -> str:
-    """The label of a lab model of ``family``: :data:`LAB_LABEL` for bert."""
-    words = _FAMILY_WORDS.get(family)
-    return LAB_LABEL if words is None else f"small {words} trained by the specbound lab (not a released model)"
+def lab_label(family: Family | str) -> str:
+    """The label of a lab model of ``family`` (a Family or its name): :data:`LAB_LABEL` for bert.
+
+    >>> lab_label(Family.GPT2) == lab_label("gpt2")
+    True
+    >>> lab_label("llama")
+    'small Llama decoder trained by the specbound lab (not a released model)'
+    """
+    member = family_of(family)
+    if member is Family.BERT:
+        return LAB_LABEL
+    return f"small {member.words} trained by the specbound lab (not a released model)"
 
 
 def write_text(path: Path, text: str) -> None:
@@ -113,7 +120,7 @@ def _order(run: RunTrajectory) -> tuple[Any, ...]:
     """Runs in grid order: by environment (threshold/bert first), the axes (numerically), then the rest."""
     s = run.spec
     return (
-        (s.family, s.task.kind) != ("bert", "threshold"),
+        not s.default_environment,
         s.task.kind,
         s.family,
         s.layers,

@@ -52,7 +52,8 @@ from .registry import MEASURES, BoundPower, CheckpointMeasure, RunMeasure, step_
 from .robust import environment_name
 from .tables import LabResults, read_results, write_tables
 from .tables import environment as environment_of_spec
-from .train import LabError
+from .tasks import Task
+from .train import Family, LabError
 from .trajectory import DEFAULT_BOUNDS, RunTrajectory
 
 REFERENCE_DIR = Path(__file__).parent / "reference"
@@ -64,12 +65,6 @@ STEPS_ATLAS_FILE = "profiles.npz"
 STEP_SEP = "@"
 REFERENCE_FORMAT = "specbound-lab-reference"
 REGENERATE = "specbound lab sweep --preset class --out DIR --export-reference"
-_MODEL_CLASSES = {
-    "bert": "BERT encoders",
-    "gpt2": "GPT-2 decoders",
-    "llama": "Llama decoders",
-    "neox": "GPT-NeoX decoders",
-}
 
 
 @dataclass(frozen=True)
@@ -83,8 +78,8 @@ class ShippedReference:
     key: str
     directory: Path
     preset: str
-    task: str
-    family: str
+    task: Task
+    family: Family
     #: what sets it apart from another reference of its environment, in a few words (the Lab page's choice)
     note: str = ""
     #: at most this many saved steps of a run are shipped (:func:`shipped_steps`); None: every one
@@ -100,28 +95,27 @@ class ShippedReference:
     @property
     def regenerate(self) -> str:
         """The command that retrains and re-exports it."""
-        environment = (
-            "" if (self.task, self.family) == ("threshold", "bert") else f" --task {self.task} --family {self.family}"
-        )
+        default = (self.task, self.family) == (Task.THRESHOLD, Family.BERT)
+        environment = "" if default else f" --task {self.task} --family {self.family}"
         return f"specbound lab sweep --preset {self.preset}{environment} --out DIR --export-reference"
 
     @property
     def models(self) -> str:
         """The models it holds, in words ("GPT-2 decoders", "BERT encoders fine-tuned from finetune-base")."""
-        models = _MODEL_CLASSES.get(self.family, self.family)
+        models = f"{self.family.words}s"
         return f"{models} fine-tuned from {FINETUNE_BASE}" if self.fine_tuned else models
 
 
 #: The threshold task's class sweep on BERT encoders (SPEC §10), the first reference.
-THRESHOLD_REFERENCE = ShippedReference("reference", REFERENCE_DIR, "class", "threshold", "bert")
+THRESHOLD_REFERENCE = ShippedReference("reference", REFERENCE_DIR, "class", Task.THRESHOLD, Family.BERT)
 #: A decoder environment (SPEC §13): the Markov task's class sweep on GPT-2 decoders, so that a visitor
 #: without network sees trained decoders, their gaps (on the loss) and their p*.
 DECODER_REFERENCE_DIR = Path(__file__).parent / "reference_decoder"
-DECODER_REFERENCE = ShippedReference("decoder", DECODER_REFERENCE_DIR, "class", "markov", "gpt2")
+DECODER_REFERENCE = ShippedReference("decoder", DECODER_REFERENCE_DIR, "class", Task.MARKOV, Family.GPT2)
 #: The grokking reference: the ``grok`` preset's three seeds (SPEC §13), so that the Lab and Training
 #: runs pages show a run that groks without training one.
 GROKKING_REFERENCE_DIR = Path(__file__).parent / "reference_grokking"
-GROKKING_REFERENCE = ShippedReference("grokking", GROKKING_REFERENCE_DIR, "grok", "modular", "gpt2")
+GROKKING_REFERENCE = ShippedReference("grokking", GROKKING_REFERENCE_DIR, "grok", Task.MODULAR, Family.GPT2)
 #: The threshold task's ``fit`` sweep (SPEC §13b): every run trained until it fits its training set, five
 #: seeds per configuration and two learning rates, so that a verdict stands on fitted runs.
 FIT_REFERENCE_DIR = Path(__file__).parent / "reference_fit"
@@ -129,8 +123,8 @@ FIT_REFERENCE = ShippedReference(
     "fit",
     FIT_REFERENCE_DIR,
     "fit",
-    "threshold",
-    "bert",
+    Task.THRESHOLD,
+    Family.BERT,
     "trained until they fit, 5 seeds, 2 learning rates",
     max_steps=11,  # at most eleven of a run's checkpoints keep the package small
 )
@@ -140,8 +134,8 @@ FIT_DECODER_REFERENCE = ShippedReference(
     "fit-decoder",
     FIT_DECODER_REFERENCE_DIR,
     "fit",
-    "threshold",
-    "gpt2",
+    Task.THRESHOLD,
+    Family.GPT2,
     "trained until they fit, 5 seeds, 2 learning rates",
     max_steps=11,
 )
@@ -152,8 +146,8 @@ FIT_MARKOV_REFERENCE = ShippedReference(
     "fit-markov",
     FIT_MARKOV_REFERENCE_DIR,
     "fit",
-    "markov",
-    "gpt2",
+    Task.MARKOV,
+    Family.GPT2,
     "a fixed budget, 5 seeds, 2 learning rates",
     max_steps=3,  # steps 0, 250 and 500 of each run keep the package small
 )
@@ -164,8 +158,8 @@ FIT_MARKOV_LLAMA_REFERENCE = ShippedReference(
     "fit-markov-llama",
     FIT_MARKOV_LLAMA_REFERENCE_DIR,
     "fit",
-    "markov",
-    "llama",
+    Task.MARKOV,
+    Family.LLAMA,
     "a fixed budget, 5 seeds, 2 learning rates",
     max_steps=3,
 )
@@ -176,8 +170,8 @@ FINETUNE_REFERENCE = ShippedReference(
     "finetune",
     FINETUNE_REFERENCE_DIR,
     "finetune",
-    "threshold",
-    "bert",
+    Task.THRESHOLD,
+    Family.BERT,
     "fine-tuned from the shipped base: full and LoRA ranks 1, 4, 16",
     max_steps=11,
     fine_tuned=True,
@@ -209,7 +203,9 @@ SWEEP_REFERENCES: tuple[ShippedReference, ...] = (
 )
 
 
-def shipped_reference(preset: str, task: str = "threshold", family: str = "bert") -> ShippedReference:
+def shipped_reference(
+    preset: str, task: Task | str = Task.THRESHOLD, family: Family | str = Family.BERT
+) -> ShippedReference:
     """The shipped reference a sweep of ``preset`` on ``task`` x ``family`` regenerates (LabError for an
     environment no reference is shipped for: exporting it would replace another environment's)."""
     for shipped in SHIPPED:
@@ -363,7 +359,7 @@ def _earlier_sweep_seconds(dest: Path, runs: int, training_seconds: float) -> fl
     the exporting command cannot time it; the same runs with the same training time are the same sweep.
     """
     try:
-        earlier = read_manifest(dest)
+        earlier = read_reference_manifest(dest)
     except (OSError, ValueError):
         return None
     same = earlier.get("runs") == runs and earlier.get("training_seconds") == training_seconds
@@ -435,7 +431,8 @@ def export_reference(
         )
     files += write_tables(dest, runs)
     files.append(save_atlas(profiles, dest / ATLAS_FILE))
-    family_class = _MODEL_CLASSES.get(runs[0].spec.family, runs[0].spec.family)
+    run_family = runs[0].spec.family
+    family_class = f"{run_family.words}s"
     trained = "trained by the specbound lab on a synthetic task"
     if runs[0].spec.fine_tuning is not None:
         trained = (
@@ -443,7 +440,7 @@ def export_reference(
         )
     manifest: dict[str, Any] = {
         "format": REFERENCE_FORMAT,
-        "label": LAB_LABEL if runs[0].spec.family == "bert" else f"small {family_class} trained by the specbound lab",
+        "label": LAB_LABEL if run_family is Family.BERT else f"small {family_class} trained by the specbound lab",
         "created_by": f"specbound {__version__}",
         "description": f"Small {family_class} (transformers' own classes) {trained}; results and spectral "
         "profiles only, no weights.",
@@ -470,7 +467,7 @@ def export_reference(
     return (dest / MANIFEST_FILE, *files)
 
 
-def read_manifest(directory: Path | str = REFERENCE_DIR) -> dict[str, Any]:
+def read_reference_manifest(directory: Path | str = REFERENCE_DIR) -> dict[str, Any]:
     """The reference's manifest (ValueError if it is missing or not a lab reference)."""
     try:
         data = read_json(Path(directory) / MANIFEST_FILE, MANIFEST_FILE, LIMITS.max_manifest_bytes)

@@ -6,7 +6,7 @@ label, and plain words for the dashboard's tables and sentences) and whether it 
 axis (a log10, an exponent) or a log axis (a positive number spanning decades). Everything else (the
 record's fields, the tables' columns, the correlations, the CLI, the Lab page's labels, names and
 figures) is derived from :data:`MEASURES`, in registration order. Adding a measure means writing its
-function and one :func:`register` call below.
+function and one :func:`register_measure` call below.
 
 Inputs, one class each, so every ``compute`` is typed by what it reads:
 
@@ -248,7 +248,7 @@ class DerivedMeasure(Measure):
 MEASURES: dict[str, Measure] = {}
 
 
-def register(measure: Measure) -> Measure:
+def register_measure(measure: Measure) -> Measure:
     """Add a measure to :data:`MEASURES` (ValueError on a repeated name or column)."""
     if measure.name in MEASURES or any(m.column == measure.column for m in MEASURES.values()):
         raise ValueError(f"a measure named {measure.name} or with column {measure.column} is registered already")
@@ -343,7 +343,7 @@ def _register_normalised(measure: Measure) -> None:
         return power.normalised(_log10_value(value, measure.linear_axis), run.n_train)
 
     unsquared = power is BoundPower.UNSQUARED
-    register(
+    register_measure(
         DerivedMeasure(
             name=f"{measure.name}_per_n",
             column=f"{measure.name}_per_n_log10",
@@ -366,7 +366,7 @@ def _sharpness(probe: ModelProbe) -> float:
     return inverse_square(sharpness_alpha(probe.model, probe.ids, probe.labels))
 
 
-register(
+register_measure(
     CheckpointMeasure(
         name=Proxy.OURS.key,
         bound_power=BoundPower.UNSQUARED,
@@ -381,7 +381,7 @@ register(
 )
 for _proxy in FIXED_P_PROXIES:
     assert _proxy.fixed_p is not None
-    register(
+    register_measure(
         CheckpointMeasure(
             name=_proxy.key,
             column=_proxy.column,
@@ -393,7 +393,7 @@ for _proxy in FIXED_P_PROXIES:
             bound_power=BoundPower.UNSQUARED,
         )
     )
-register(
+register_measure(
     CheckpointMeasure(
         name=Proxy.EDELMAN.key,
         bound_power=BoundPower.UNSQUARED,
@@ -406,7 +406,7 @@ register(
         linear_column="edelman",
     )
 )
-register(
+register_measure(
     RunMeasure(
         name="params",
         column="params",
@@ -420,7 +420,7 @@ register(
         bound_power=BoundPower.SQUARED,  # a VC-type bound √(d / n)
     )
 )
-register(
+register_measure(
     CheckpointMeasure(
         name="frobenius",
         bound_power=BoundPower.SQUARED,
@@ -432,7 +432,7 @@ register(
         compute=lambda analysis: frobenius_sum(analysis.profile),
     )
 )
-register(
+register_measure(
     CheckpointMeasure(
         name="spectral_product",
         bound_power=BoundPower.UNSQUARED,
@@ -444,7 +444,7 @@ register(
         compute=lambda analysis: log_spectral_product(analysis.profile) * LOG10_E,
     )
 )
-register(
+register_measure(
     CheckpointMeasure(
         name="bartlett",
         bound_power=BoundPower.UNSQUARED,
@@ -456,7 +456,7 @@ register(
         compute=lambda analysis: log_bartlett(analysis.profile) * LOG10_E,
     )
 )
-register(
+register_measure(
     CheckpointMeasure(
         name="alpha",
         column="alpha",
@@ -470,7 +470,7 @@ register(
         compute=lambda analysis: _alphas(analysis).mean_alpha,
     )
 )
-register(
+register_measure(
     CheckpointMeasure(
         name="alpha_hat",
         column="alpha_hat",
@@ -483,7 +483,7 @@ register(
         compute=lambda analysis: _alphas(analysis).mean_weighted,
     )
 )
-register(
+register_measure(
     CheckpointMeasure(
         name="alpha_skipped",
         column="alpha_skipped",
@@ -496,7 +496,7 @@ register(
         integer=True,
     )
 )
-register(
+register_measure(
     ModelMeasure(
         name="pacbayes_flatness",
         censored_at=censoring_values(),
@@ -511,7 +511,7 @@ register(
         compute=_pacbayes,
     )
 )
-register(
+register_measure(
     ModelMeasure(
         name="sharpness",
         censored_at=censoring_values(),
@@ -540,7 +540,7 @@ def _centred_total(analysis: BoundAnalysis) -> float:
     return analysis.evaluate().log_total
 
 
-register(
+register_measure(
     CentredMeasure(
         name="ours_init",
         bound_power=BoundPower.UNSQUARED,
@@ -555,7 +555,7 @@ register(
         compute=lambda analysis: _centred_total(analysis) * LOG10_E,
     )
 )
-register(
+register_measure(
     CentredMeasure(
         name="distance_frobenius",
         column="distance_frobenius",
@@ -567,7 +567,7 @@ register(
         compute=lambda analysis: frobenius_distance(_delta(analysis)),
     )
 )
-register(
+register_measure(
     CentredMeasure(
         name="spectral_init",
         bound_power=BoundPower.SQUARED,
@@ -582,7 +582,7 @@ register(
         compute=lambda analysis: log_spectral_init(analysis.profile, _delta(analysis)) * LOG10_E,
     )
 )
-register(
+register_measure(
     CentredMeasure(
         name="bartlett_init",
         bound_power=BoundPower.UNSQUARED,
@@ -597,7 +597,7 @@ register(
         compute=lambda analysis: log_bartlett_init(analysis.profile, _delta(analysis)) * LOG10_E,
     )
 )
-register(
+register_measure(
     DirectionMeasure(
         name="intruders",
         column="intruders",
@@ -615,7 +615,7 @@ register(
     )
 )
 
-register(
+register_measure(
     RunMeasure(
         name="inverse_n",
         column="inverse_n",
@@ -627,7 +627,7 @@ register(
         baseline=True,
     )
 )
-register(
+register_measure(
     RunMeasure(
         name="steps",
         column="optimisation_steps",
@@ -640,7 +640,7 @@ register(
         baseline=True,
     )
 )
-register(
+register_measure(
     RunMeasure(
         name="train_loss",
         column="final_train_loss",

@@ -49,7 +49,8 @@ from .correlation import (
 )
 from .grid import FROM_SCRATCH, HYPERPARAMETER_AXES, SEED_AXIS
 from .registry import is_baseline
-from .train import LabError
+from .tasks import Task
+from .train import Family, LabError, family_of, task_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,16 +73,25 @@ def configuration_columns(frame: pd.DataFrame) -> list[str]:
     return columns
 
 
-def environment_name(task: str, family: str, fine_tuned: bool = False) -> str:
-    """``task/family``, and `` fine-tuned`` for runs that start from a pretrained base."""
+def environment_name(task: Task | str, family: Family | str, fine_tuned: bool = False) -> str:
+    """``task/family``, and `` fine-tuned`` for runs that start from a pretrained base.
+
+    >>> environment_name(Task.MARKOV, Family.GPT2), environment_name("threshold", "bert", fine_tuned=True)
+    ('markov/gpt2', 'threshold/bert fine-tuned')
+    """
     return f"{task}/{family}" + (" fine-tuned" if fine_tuned else "")
 
 
-def split_environment(name: str) -> tuple[str, str, bool]:
-    """(task, family, fine-tuned) of an environment's name (:func:`environment_name`)."""
+def split_environment(name: str) -> tuple[Task, Family, bool]:
+    """(task, family, fine-tuned) of an environment's name (:func:`environment_name`; LabError for an
+    unknown task or family).
+
+    >>> split_environment("markov/gpt2")
+    (<Task.MARKOV: 'markov'>, <Family.GPT2: 'gpt2'>, False)
+    """
     task, _, rest = name.partition("/")
     family, _, tuned = rest.partition(" ")
-    return task, family, tuned == "fine-tuned"
+    return task_of(task), family_of(family), tuned == "fine-tuned"
 
 
 def environment_of(row: pd.Series) -> str:

@@ -24,13 +24,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .correlation import MeasureCorrelation, TauDifference, compare, correlate
+from .correlation import MeasureCorrelation, TauDifference, compare_taus, correlate
 from .grid import AXES, FROM_SCRATCH, SEED_AXIS
 from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
 from .records import RUNS_DIR, read_runs, write_text
 from .registry import MEASURES, Measure, correlated_measures, is_baseline, step_value
 from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, split_environment
-from .train import LabError, RunSpec, fits_training_set
+from .tasks import Task
+from .train import Family, LabError, RunSpec, fits_training_set
 from .trajectory import RunTrajectory
 from .verdict import EnvironmentVerdict, robust_view, verdicts
 
@@ -43,7 +44,7 @@ VERDICT_CSV = "verdict.csv"
 COUPLINGS_CSV = "couplings.csv"
 ROBUST_CSV = "robust.csv"
 #: The environment of a runs.csv or record written before §13.
-DEFAULT_TASK, DEFAULT_FAMILY = "threshold", "bert"
+DEFAULT_TASK, DEFAULT_FAMILY = Task.THRESHOLD, Family.BERT
 
 #: Columns of runs.csv before the measures, and after them; the measures' columns come from the registry.
 _HEAD_COLUMNS: tuple[str, ...] = (
@@ -127,12 +128,12 @@ class EnvironmentCorrelations:
     correlations: tuple[MeasureCorrelation, ...]
 
     @property
-    def task(self) -> str:
+    def task(self) -> Task:
         return split_environment(self.environment)[0]
 
     @property
-    def family(self) -> str:
-        """The model family alone ("bert"), a fine-tuning environment's too."""
+    def family(self) -> Family:
+        """The model family alone (bert), a fine-tuning environment's too."""
         return split_environment(self.environment)[1]
 
     @property
@@ -197,7 +198,7 @@ def _group_key(run: RunTrajectory) -> dict[str, Any]:
     task = {k: v for k, v in spec.task.to_dict().items() if k != "label_noise"}
     settings = {k: v for k, v in spec.to_dict()["settings"].items() if k not in AXES}
     fixed: dict[str, Any] = {"task": task, "settings": settings}
-    if spec.family != DEFAULT_FAMILY:
+    if spec.family is not DEFAULT_FAMILY:
         fixed["family"] = spec.family
     return {**axis_values(spec), "fixed": json.dumps(fixed, sort_keys=True)}
 
@@ -286,7 +287,7 @@ def comparison(runs: Sequence[RunTrajectory], measure: str, other: str) -> TauDi
         if name not in MEASURES or not MEASURES[name].correlated:
             known = ", ".join(m.name for m in correlated_measures())
             raise LabError(f"unknown measure {name!r} (known: {known})")
-    return compare(
+    return compare_taus(
         measure,
         [measure_value(r, MEASURES[measure]) for r in runs],
         other,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from typing import ClassVar
 
 import numpy as np
@@ -33,6 +33,58 @@ from specbound.core import check_number
 from .limits import LAB_LIMITS
 
 _TIE_ATOL = 1e-12
+
+
+class Task(StrEnum):
+    """A task of the lab by its kind: the ``task`` column of runs.csv, the CLI's ``--task``, the first half
+    of an environment's name (``threshold/bert``) and a task class's :attr:`~ThresholdTask.kind`.
+
+    A :class:`~enum.StrEnum`, so it is written as that name wherever it goes (a CSV cell, a record, an
+    f-string) and equals it: the tables and records read the same as when the kinds were plain strings.
+    Its words (the dashboard's name for it) live here and nowhere else.
+
+    Examples:
+        >>> Task("markov") is Task.MARKOV, f"{Task.MARKOV}", Task.MARKOV.words
+        (True, 'markov', 'Markov next-token')
+        >>> Task.MARKOV.causal, Task.THRESHOLD.causal, Task.PARITY.noisy, Task.MODULAR.noisy
+        (True, False, True, False)
+        >>> Task.MODULAR.default
+        ModularTask(modulus=97, label_noise=0.0)
+    """
+
+    THRESHOLD = "threshold"
+    PARITY = "parity"
+    MODULAR = "modular"
+    MARKOV = "markov"
+
+    @property
+    def words(self) -> str:
+        """Its name in a sentence: ``sparse threshold``, ``Markov next-token``."""
+        return _TASK_WORDS[self]
+
+    @property
+    def default(self) -> LabTask:
+        """The task's default instance (what ``--task`` trains on)."""
+        return TASKS[self]
+
+    @property
+    def causal(self) -> bool:
+        """Next-token prediction (the Markov task): trained by decoders only, its gap on the loss."""
+        return self.default.causal
+
+    @property
+    def noisy(self) -> bool:
+        """Whether it takes label noise (the threshold and parity tasks; the modular and Markov tasks
+        reject any)."""
+        return self in (Task.THRESHOLD, Task.PARITY)
+
+
+_TASK_WORDS: dict[Task, str] = {
+    Task.THRESHOLD: "sparse threshold",
+    Task.PARITY: "parity",
+    Task.MODULAR: "modular addition",
+    Task.MARKOV: "Markov next-token",
+}
 
 
 class Stream(IntEnum):
@@ -81,7 +133,7 @@ class ThresholdTask:
     threshold: int | None = None
     label_noise: float = 0.0
 
-    kind: ClassVar[str] = "threshold"
+    kind: ClassVar[Task] = Task.THRESHOLD
     num_labels: ClassVar[int | None] = 2
     causal: ClassVar[bool] = False
     optimal_loss: ClassVar[float] = math.nan  # the least expected loss is not needed: the gap is on errors
@@ -203,7 +255,7 @@ class ParityTask:
     positions: tuple[int, ...] = (0, 5, 9)
     label_noise: float = 0.0
 
-    kind: ClassVar[str] = "parity"
+    kind: ClassVar[Task] = Task.PARITY
     num_labels: ClassVar[int | None] = 2
     causal: ClassVar[bool] = False
     optimal_loss: ClassVar[float] = math.nan
@@ -285,7 +337,7 @@ class ModularTask:
     modulus: int = 97
     label_noise: float = 0.0
 
-    kind: ClassVar[str] = "modular"
+    kind: ClassVar[Task] = Task.MODULAR
     causal: ClassVar[bool] = False
     optimal_loss: ClassVar[float] = math.nan
 
@@ -432,7 +484,7 @@ class MarkovTask:
     chain_seed: int = 0
     label_noise: float = 0.0
 
-    kind: ClassVar[str] = "markov"
+    kind: ClassVar[Task] = Task.MARKOV
     num_labels: ClassVar[int | None] = None
     causal: ClassVar[bool] = True
 
@@ -521,11 +573,11 @@ class MarkovTask:
 #: A task of the lab.
 LabTask = ThresholdTask | ParityTask | ModularTask | MarkovTask
 #: Each task by its kind (the ``task`` column of runs.csv and the CLI's ``--task``), its default instance.
-TASKS: dict[str, LabTask] = {
-    "threshold": ThresholdTask(),
-    "parity": ParityTask(),
-    "modular": ModularTask(),
-    "markov": MarkovTask(),
+TASKS: dict[Task, LabTask] = {
+    Task.THRESHOLD: ThresholdTask(),
+    Task.PARITY: ParityTask(),
+    Task.MODULAR: ModularTask(),
+    Task.MARKOV: MarkovTask(),
 }
 _BY_NAME: dict[str, type] = {
     "sparse-threshold": ThresholdTask,

@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,7 @@ from specbound.core import ProgressCallback, ProgressEvent, SpecboundError, chec
 
 from .limits import LAB_LIMITS
 from .registry import ModelProbe, model_measures
-from .tasks import LabeledSample, LabTask, ThresholdTask
+from .tasks import LabeledSample, LabTask, Task, ThresholdTask
 from .tuning import FineTuning, FineTuningError, merged, start_model, trained_parameters
 
 if TYPE_CHECKING:
@@ -70,10 +71,65 @@ _FIRST_FIT_CADENCE: int = 100
 #: AdamW's moment decays: torch's defaults (beta2 is a setting, :attr:`TrainSettings.adam_beta2`).
 ADAM_BETA1: float = 0.9
 ADAM_BETA2: float = 0.999
-#: The model families of the lab (SPEC §13), by the name ``--family`` takes; bert is the default.
-FAMILIES: tuple[str, ...] = ("bert", "gpt2", "llama", "neox")
+
+
+class Family(StrEnum):
+    """A model family of the lab (SPEC §13), by the name ``--family`` takes, the ``family`` column of
+    runs.csv and a record's ``family`` key; bert is the default.
+
+    A :class:`~enum.StrEnum`, so it is written as that name wherever it goes and equals it (records and
+    tables read the same as when families were plain strings). A family's name in words lives here and
+    nowhere else.
+
+    Examples:
+        >>> Family("gpt2") is Family.GPT2, f"{Family.GPT2}", Family.GPT2.decoder, Family.BERT.decoder
+        (True, 'gpt2', True, False)
+        >>> Family.NEOX.words, Family.BERT.words, Family.BERT.short_words
+        ('GPT-NeoX decoder', 'BERT encoder', 'encoder')
+    """
+
+    BERT = "bert"
+    GPT2 = "gpt2"
+    LLAMA = "llama"
+    NEOX = "neox"
+
+    @property
+    def decoder(self) -> bool:
+        """A causal decoder: the only families trained on next-token prediction."""
+        return self is not Family.BERT
+
+    @property
+    def words(self) -> str:
+        """One model of the family in words: ``BERT encoder``, ``GPT-2 decoder`` (a label, a sentence)."""
+        return _FAMILY_WORDS[self]
+
+    @property
+    def short_words(self) -> str:
+        """:attr:`words` on the dashboard: the lab's default family is ``encoder`` there, so that its
+        small models never read as the BERT Miniatures the other pages open."""
+        return "encoder" if self is Family.BERT else self.words
+
+    @property
+    def grouped_query(self) -> bool:
+        """Llama's grouped-query attention: H / 2 key/value heads, so H must be even."""
+        return self is Family.LLAMA
+
+    @property
+    def gated_mlp(self) -> bool:
+        """Llama's gated MLP: three feed-forward matrices (gate, up, down) where the others have two."""
+        return self is Family.LLAMA
+
+
+_FAMILY_WORDS: dict[Family, str] = {
+    Family.BERT: "BERT encoder",
+    Family.GPT2: "GPT-2 decoder",
+    Family.LLAMA: "Llama decoder",
+    Family.NEOX: "GPT-NeoX decoder",
+}
+#: The model families of the lab, in the order ``--family`` lists them.
+FAMILIES: tuple[Family, ...] = tuple(Family)
 #: The decoders among them (the only ones trained on next-token prediction).
-DECODERS: frozenset[str] = frozenset({"gpt2", "llama", "neox"})
+DECODERS: frozenset[Family] = frozenset(f for f in Family if f.decoder)
 CHECKPOINTS_DIR = "checkpoints"
 #: About this many progress events per run (often enough for a bar, rare enough to cost nothing).
 PROGRESS_EVENTS: int = 100
@@ -125,6 +181,30 @@ def _settings_dict(settings: TrainSettings) -> dict[str, Any]:
 
 class LabError(SpecboundError):
     """A lab setting or file that cannot be used."""
+
+
+def family_of(name: str) -> Family:
+    """The :class:`Family` of ``name`` (a Family or its name), LabError for an unknown one.
+
+    >>> family_of("llama") is Family.LLAMA
+    True
+    """
+    try:
+        return Family(name)
+    except ValueError:
+        raise LabError(f"unknown family {name!r} (known: {', '.join(FAMILIES)})") from None
+
+
+def task_of(name: str) -> Task:
+    """The :class:`~specbound_lab.tasks.Task` of ``name`` (a Task or its kind), LabError for an unknown one.
+
+    >>> task_of("parity") is Task.PARITY
+    True
+    """
+    try:
+        return Task(name)
+    except ValueError:
+        raise LabError(f"unknown task {name!r} (known: {', '.join(Task)})") from None
 
 
 class TrainingCancelled(SpecboundError):
@@ -201,7 +281,8 @@ class RunSpec:
     seed: int = 0
     task: LabTask = field(default_factory=ThresholdTask)
     settings: TrainSettings = field(default_factory=TrainSettings)
-    family: str = "bert"
+    #: the model family (its name is read too: ``family="gpt2"`` is Family.GPT2)
+    family: Family = Family.BERT
     #: start from a pretrained base (:mod:`specbound_lab.tuning`) instead of a fresh initialization
     fine_tuning: FineTuning | None = None
 
@@ -213,18 +294,17 @@ class RunSpec:
         _check_int("seed", self.seed, 0, LAB_LIMITS.max_seed)
         if self.hidden % self.heads:
             raise LabError(f"the width {self.hidden} is not divisible by {self.heads} heads")
-        if self.family not in FAMILIES:
-            raise LabError(f"unknown family {self.family!r} (known: {', '.join(FAMILIES)})")
-        if self.task.causal and self.family not in DECODERS:
+        object.__setattr__(self, "family", family_of(self.family))
+        if self.task.causal and not self.family.decoder:
             raise LabError(
                 f"the {self.task.kind} task is next-token prediction: use a decoder family "
                 f"({', '.join(sorted(DECODERS))})"
             )
         if self.fine_tuning is not None and not isinstance(self.fine_tuning, FineTuning):
             raise LabError("fine_tuning must be a FineTuning")
-        if self.fine_tuning is not None and self.fine_tuning.lora and self.family != "bert":
+        if self.fine_tuning is not None and self.fine_tuning.lora and self.family is not Family.BERT:
             raise LabError(f"the lab's LoRA runs adapt BERT's modules: a {self.family} run can be fine-tuned in full")
-        if self.family == "llama" and (self.heads < 2 or self.heads % 2):
+        if self.family.grouped_query and (self.heads < 2 or self.heads % 2):
             raise LabError(f"a llama run has H / 2 key/value heads (grouped-query): H must be even, got {self.heads}")
         try:
             self.task.check_n_train(self.n_train)
@@ -246,6 +326,12 @@ class RunSpec:
         return self.task.label_noise
 
     @property
+    def default_environment(self) -> bool:
+        """A bert run on the threshold task: the lab's first environment, whose names and records carry
+        neither (records and run names older than the other environments stay valid)."""
+        return (self.family, self.task.kind) == (Family.BERT, Task.THRESHOLD)
+
+    @property
     def name(self) -> str:
         """``lab-L{L}-N{N}-H{H}-n{n}-q{q}-s{seed}-t{steps}``: always marked as a lab model; a run of
         another family or task than bert on the threshold task is ``lab-{family}-{task}-L{L}-...``.
@@ -255,9 +341,7 @@ class RunSpec:
         checkpoint schedule, the test sample size and the thread count do not change the trained
         model and are not part of the name (a run differing only there replaces the earlier one).
         """
-        environment = (
-            "" if (self.family, self.task.kind) == ("bert", "threshold") else f"{self.family}-{self.task.kind}-"
-        )
+        environment = "" if self.default_environment else f"{self.family}-{self.task.kind}-"
         name = (
             f"lab-{environment}L{self.layers}-N{self.hidden}-H{self.heads}-n{self.n_train}-q{self.label_noise:g}"
             f"-s{self.seed}-t{self.settings.steps}"
@@ -285,10 +369,10 @@ class RunSpec:
         return {**variant, "fit": True if cadence == _FIRST_FIT_CADENCE else cadence}
 
     @staticmethod
-    def _default_variant(task: LabTask, family: str) -> dict[str, Any]:
+    def _default_variant(task: LabTask, family: Family) -> dict[str, Any]:
         """The variant of the default task of the same kind (the threshold task for a bert run, as always)."""
         default = type(task)()
-        heads = 2 if family == "llama" else 1
+        heads = 2 if family.grouped_query else 1
         return RunSpec(layers=1, hidden=2, heads=heads, n_train=1, task=default, family=family)._variant()
 
     def to_dict(self) -> dict[str, Any]:
@@ -303,7 +387,7 @@ class RunSpec:
             "task": self.task.to_dict(),
             "settings": _settings_dict(self.settings),
         }
-        if self.family != "bert":
+        if self.family is not Family.BERT:
             out["family"] = self.family
         if self.fine_tuning is not None:
             out["fine_tuning"] = self.fine_tuning.to_dict()
@@ -312,7 +396,7 @@ class RunSpec:
     @property
     def kv_heads(self) -> int:
         """Key/value heads: H / 2 for llama (grouped-query attention), H otherwise."""
-        return self.heads // 2 if self.family == "llama" else self.heads
+        return self.heads // 2 if self.family.grouped_query else self.heads
 
 
 def standard_error(error: float, samples: int) -> float:
@@ -321,8 +405,9 @@ def standard_error(error: float, samples: int) -> float:
 
 
 @dataclass(frozen=True)
-class StepRecord:
-    """Errors measured at one saved step; ``checkpoint`` is relative to the run directory."""
+class StepErrors:
+    """Errors measured at one saved step while training; ``checkpoint`` is relative to the run directory.
+    The record adds the bound's terms and the measures to it (:class:`~specbound_lab.trajectory.StepRecord`)."""
 
     step: int
     train_loss: float  # mean cross-entropy on the training set
@@ -347,7 +432,7 @@ class StepRecord:
 class TrainResult:
     spec: RunSpec
     params: int  # every parameter of the model (embeddings, pooler, head included)
-    steps: tuple[StepRecord, ...]
+    steps: tuple[StepErrors, ...]
     seconds: float  # training and measuring the errors
     #: the MODEL measures of :mod:`specbound_lab.registry` on the final checkpoint, by name
     model_values: Mapping[str, float] = field(default_factory=dict, hash=False)
@@ -380,12 +465,12 @@ def model_config(spec: RunSpec) -> Any:
     V + 2 with the padding id V + 1 that never occurs)."""
     import transformers
 
-    if spec.family == "bert":
+    if spec.family is Family.BERT:
         return bert_config(spec)
     vocab, positions = spec.task.vocab_size, spec.task.length + 1
     labels: dict[str, Any] = {} if spec.task.causal else {"num_labels": spec.task.num_labels}
     common: dict[str, Any] = {"vocab_size": vocab + 2, "pad_token_id": vocab + 1, **labels}
-    if spec.family == "gpt2":
+    if spec.family is Family.GPT2:
         return transformers.GPT2Config(
             n_embd=spec.hidden,
             n_layer=spec.layers,
@@ -397,7 +482,7 @@ def model_config(spec: RunSpec) -> Any:
             attn_pdrop=0.0,
             **common,
         )
-    if spec.family == "llama":
+    if spec.family is Family.LLAMA:
         return transformers.LlamaConfig(
             hidden_size=spec.hidden,
             num_hidden_layers=spec.layers,
@@ -423,14 +508,14 @@ def model_config(spec: RunSpec) -> Any:
     )
 
 
-_CLASSES = {
-    ("bert", False): "BertForSequenceClassification",
-    ("gpt2", False): "GPT2ForSequenceClassification",
-    ("gpt2", True): "GPT2LMHeadModel",
-    ("llama", False): "LlamaForSequenceClassification",
-    ("llama", True): "LlamaForCausalLM",
-    ("neox", False): "GPTNeoXForSequenceClassification",
-    ("neox", True): "GPTNeoXForCausalLM",
+_CLASSES: dict[tuple[Family, bool], str] = {
+    (Family.BERT, False): "BertForSequenceClassification",
+    (Family.GPT2, False): "GPT2ForSequenceClassification",
+    (Family.GPT2, True): "GPT2LMHeadModel",
+    (Family.LLAMA, False): "LlamaForSequenceClassification",
+    (Family.LLAMA, True): "LlamaForCausalLM",
+    (Family.NEOX, False): "GPTNeoXForSequenceClassification",
+    (Family.NEOX, True): "GPTNeoXForCausalLM",
 }
 
 
@@ -447,7 +532,7 @@ def build_model(spec: RunSpec) -> Any:
 
 
 def model_inputs(
-    sample: LabeledSample, vocab_size: int, family: str = "bert", causal: bool = False
+    sample: LabeledSample, vocab_size: int, family: Family | str = Family.BERT, causal: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """input_ids and labels of a sample.
 
@@ -462,7 +547,7 @@ def model_inputs(
         return tokens, tokens
     n = sample.tokens.shape[0]
     summary = np.full((n, 1), vocab_size, dtype=np.int64)
-    parts = [summary, sample.tokens] if family == "bert" else [sample.tokens, summary]
+    parts = [sample.tokens, summary] if family_of(family).decoder else [summary, sample.tokens]
     ids = np.concatenate(parts, axis=1)  # (n, T + 1)
     return torch.from_numpy(ids), torch.from_numpy(sample.labels)
 
@@ -601,7 +686,7 @@ def train_run(
     test_count = int(test_ids.shape[0])  # fewer than test_samples when the population runs out (modular)
     save_at = set(settings.save_steps)
     chunk = eval_chunk(spec)
-    records: list[StepRecord] = []
+    records: list[StepErrors] = []
     started = time.perf_counter()
     with _training_context(settings.threads), ExitStack() as held:
         torch.manual_seed(spec.seed)
@@ -650,7 +735,7 @@ def train_run(
                     train_loss, train_error = measure(train_ids, train_labels, fresh=True)
                 test_loss, test_error = measure(test_ids, test_labels, fresh=False)
                 records.append(
-                    StepRecord(step, train_loss, train_error, test_error, test_count, relative, test_loss, causal)
+                    StepErrors(step, train_loss, train_error, test_error, test_count, relative, test_loss, causal)
                 )
             if fitted:
                 break  # fitted: the run ends at this check, saved as its last checkpoint

@@ -37,7 +37,7 @@ from specbound.studies import StepTerms
 
 from .registry import centred_measures, checkpoint_measures, direction_measures, recorded_measures
 from .tasks import task_from_dict
-from .train import RunSpec, TrainResult, TrainSettings, standard_error
+from .train import Family, RunSpec, TrainResult, TrainSettings, family_of, standard_error
 from .tuning import FineTuning
 
 #: The bound's constants used by the lab unless told otherwise (those of specbound.core.defaults).
@@ -265,7 +265,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> RunSpec:
         raise ValueError("a run's sizes, seed and task must be integers")
     if task.get("task", "sparse-threshold") == "sparse-threshold" and "threshold" not in task:
         raise ValueError("a threshold task is stored with its threshold")
-    family = data.get("family", "bert")
+    family = data.get("family", Family.BERT)
     if not isinstance(family, str):
         raise ValueError("family must be a name")
     fine_tuning = FineTuning.from_dict(data["fine_tuning"]) if "fine_tuning" in data else None
@@ -277,7 +277,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> RunSpec:
         seed=int(data["seed"]),
         task=task_from_dict(task),
         settings=TrainSettings(**data["settings"]),
-        family=family,
+        family=family_of(family),
         fine_tuning=fine_tuning,
     )
 

@@ -51,7 +51,7 @@ from .correlation import (
     Interval,
     PairedTest,
     TauDifference,
-    compare,
+    compare_taus,
     correlate,
     kendall_tau_a,
     paired_tests,
@@ -70,7 +70,8 @@ from .robust import (
     setting_order,
     split_environment,
 )
-from .train import fits_training_set
+from .tasks import Task
+from .train import Family, fits_training_set
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -253,12 +254,12 @@ class EnvironmentVerdict:
         return "fitted" if self.fitted else "not fitted"
 
     @property
-    def task(self) -> str:
+    def task(self) -> Task:
         return split_environment(self.environment)[0]
 
     @property
-    def family(self) -> str:
-        """The model family alone ("bert"), a fine-tuning environment's too."""
+    def family(self) -> Family:
+        """The model family alone (bert), a fine-tuning environment's too."""
         return split_environment(self.environment)[1]
 
     @property
@@ -287,7 +288,7 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
     has no verdict there: it is left out, not shown as an empty row."""
     measures = tuple(measures) if measures is not None else correlated_measures()
     measures = tuple(m for m in measures if m.column in frame.columns and frame[m.column].notna().any())
-    loss_gap = frame["task"].iloc[0] == "markov"
+    loss_gap = Task(frame["task"].iloc[0]).causal
     if loss_gap:
         used, fitted_runs = frame, None
         entropy = float(frame["optimal_loss"].iloc[0])
@@ -383,7 +384,7 @@ def _against_baseline(
     if not candidates or floor is None:
         return None
     best = max(candidates, key=lambda m: m.kendall_tau)
-    return compare(
+    return compare_taus(
         best.measure,
         values_of[best.measure],
         floor.measure,

@@ -16,7 +16,7 @@ from .defaults import FIXED_P
 from .directions import Directions, DirectionSettings
 from .errors import SpecboundError
 from .heavy_tail import SpectrumAlphas, spectrum_alphas
-from .limits import LIMITS
+from .limits import LIMITS, MEGABYTE, format_megabytes
 from .logspace import LOG10_E
 from .profile import MatrixId, SpectralProfile
 from .progress import ProgressCallback, ProgressEvent, silent
@@ -30,6 +30,7 @@ __all__ = [
     "FIXED_P_PROXIES",
     "LIMITS",
     "LOG10_E",
+    "MEGABYTE",
     "PROXIES",
     "BackendSpec",
     "BoundAnalysis",
@@ -46,6 +47,7 @@ __all__ = [
     "SpectralProfile",
     "SpectrumAlphas",
     "check_number",
+    "format_megabytes",
     "is_genuine_int",
     "is_real_number",
     "quoted",

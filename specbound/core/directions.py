@@ -42,11 +42,11 @@ Example:
     >>> import numpy as np
     >>> base = np.zeros((6, 3)); base[[0, 1, 2], [0, 1, 2]] = [3.0, 2.0, 1.0]
     >>> rotated = base.copy(); rotated[1, 1], rotated[4, 1] = 0.0, 2.0
-    >>> found = compare(dense_vectors(rotated), dense_vectors(base), DirectionSettings(k=2))
+    >>> found = compare_directions(dense_vectors(rotated), dense_vectors(base), DirectionSettings(k=2))
     >>> found.intruders, found.min_cosine, round(found.overlap_left, 6), found.overlap_right
     (1, 0.0, 0.5, 1.0)
     >>> rescaled = base * np.array([5.0, 4.0, 1.0])
-    >>> compare(dense_vectors(rescaled), dense_vectors(base), DirectionSettings(k=2)).intruders
+    >>> compare_directions(dense_vectors(rescaled), dense_vectors(base), DirectionSettings(k=2)).intruders
     0
 """
 
@@ -71,7 +71,7 @@ __all__ = [
     "Directions",
     "MatrixDirection",
     "SingularVectors",
-    "compare",
+    "compare_directions",
     "dense_vectors",
     "factored_vectors",
     "gram_vectors",
@@ -193,7 +193,7 @@ def factored_vectors(left: np.ndarray, right: np.ndarray) -> SingularVectors:
 
 @dataclass(frozen=True)
 class MatrixDirection:
-    """What :func:`compare` finds for one matrix (module docstring); NaN where W has rank 0."""
+    """What :func:`compare_directions` finds for one matrix (module docstring); NaN where W has rank 0."""
 
     intruders: int
     min_cosine: float
@@ -232,13 +232,13 @@ def _overlap(a: np.ndarray, b: np.ndarray, k: int) -> float:
     return float(np.minimum(cosines, 1.0).sum() / k)
 
 
-def compare(tuned: SingularVectors, base: SingularVectors, settings: DirectionSettings) -> MatrixDirection:
+def compare_directions(tuned: SingularVectors, base: SingularVectors, settings: DirectionSettings) -> MatrixDirection:
     """Intruder count, smallest best-match cosine, overlaps and the near-tie flag of W against W⁰
     (module docstring), from their compact SVDs.
 
     Example:
         >>> m = np.diag([3.0, 2.0, 1.0])
-        >>> compare(dense_vectors(m), dense_vectors(m), DirectionSettings()).overlap_left   # k capped at 3
+        >>> compare_directions(dense_vectors(m), dense_vectors(m), DirectionSettings()).overlap_left   # k capped at 3
         1.0
     """
     k = min(settings.k, tuned.rank)
@@ -322,7 +322,7 @@ def _head_directions(
             if np.array_equal(a, a0) and np.array_equal(b, b0):
                 yield MatrixDirection.unchanged(min(settings.k, shape.head_dim), a.shape[0])
                 continue
-            yield compare(factored_vectors(a, b), factored_vectors(a0, b0), settings)
+            yield compare_directions(factored_vectors(a, b), factored_vectors(a0, b0), settings)
 
 
 def layer_directions(
@@ -333,7 +333,7 @@ def layer_directions(
     *,
     module_in_out: bool = False,
 ) -> list[MatrixDirection]:
-    """:func:`compare` for every proxy matrix of one layer, in profile order (the heads' QK then V,
+    """:func:`compare_directions` for every proxy matrix of one layer, in profile order (the heads' QK then V,
     a decoder layer's QK_x then V_x, then each expert's MLP kinds), W read from ``tuned`` and W⁰ from
     ``base``. ``module_in_out``: the family stores its feed-forward weights (in, out), as GPT-2's
     ``Conv1D`` does, and peft reads them so (module docstring). Its LAPACK calls run on one BLAS thread,
@@ -373,5 +373,5 @@ def _layer_directions(
             if np.array_equal(weight, weight0):
                 found.append(MatrixDirection.unchanged(min(settings.k, min(weight.shape)), weight.shape[0]))
                 continue
-            found.append(compare(gram_vectors(weight), gram_vectors(weight0), settings))
+            found.append(compare_directions(gram_vectors(weight), gram_vectors(weight0), settings))
     return found

@@ -29,6 +29,9 @@ from .architecture import ModelShape
 from .errors import SpecboundError
 from .values import is_genuine_int
 
+#: The megabyte of every size the package writes or reads from a person (caps, downloads, uploads):
+#: 10^6 bytes, as the Hugging Face Hub and disk makers count (a configured 2^20-byte cap is shown in it too).
+MEGABYTE: int = 10**6
 #: Environment variable that overrides the download cap, in megabytes (10^6 bytes).
 MAX_DOWNLOAD_ENV_VAR = "SPECBOUND_MAX_DOWNLOAD_MB"
 #: Default download cap: enough for BERT-large in either format (1.34 GB), not for a multi-GB LLM.
@@ -150,18 +153,30 @@ def download_cap_bytes(gigabytes: float) -> int:
     return int(gigabytes * 10**9)
 
 
+def format_megabytes(size: float | None, digits: int = 1) -> str:
+    """A number of bytes in :data:`MEGABYTE` units, the one way every page and message writes a size;
+    "?" when it is not known (a download whose server gives no length).
+
+    >>> format_megabytes(12_345_678), format_megabytes(5e9, digits=0), format_megabytes(50 * 2**20, 0)
+    ('12.3 MB', '5,000 MB', '52 MB')
+    >>> format_megabytes(None)
+    '?'
+    """
+    return "?" if size is None else f"{size / MEGABYTE:,.{digits}f} MB"
+
+
 def max_download_bytes() -> int:
     """The download cap in bytes: ``$SPECBOUND_MAX_DOWNLOAD_MB`` megabytes, else the default."""
     text = os.environ.get(MAX_DOWNLOAD_ENV_VAR, "").strip()
     if not text:
-        return DEFAULT_MAX_DOWNLOAD_MB * 10**6
+        return DEFAULT_MAX_DOWNLOAD_MB * MEGABYTE
     try:
         megabytes = float(text)
     except ValueError:
         raise SpecboundError(f"{MAX_DOWNLOAD_ENV_VAR} must be a number of megabytes, got '{text[:40]}'") from None
     if not (megabytes >= 0 and megabytes < 1e9):
         raise SpecboundError(f"{MAX_DOWNLOAD_ENV_VAR} must be between 0 and 1e9 megabytes, got '{text[:40]}'")
-    return int(megabytes * 10**6)
+    return int(megabytes * MEGABYTE)
 
 
 #: Each declared size and the limit it must not exceed (head_dim is at most a width).

@@ -21,6 +21,7 @@ import numpy as np
 from ..core.architecture import Kind
 from ..core.bounds import BoundAnalysis, BoundTerms, PAssignment
 from ..core.logspace import exp_array, exp_or_inf, to_log10
+from ..core.proxies import Proxy
 
 #: What ``compare`` evaluates: a PAssignment, one p for every matrix, a per-matrix array, or None for p*.
 PChoice = PAssignment | np.ndarray | float | None
@@ -36,22 +37,25 @@ class ProxyTotals:
     log_edelman: float
 
     @property
-    def log10(self) -> dict[str, float]:
-        """log10 of each proxy: keys 'ours_opt', 'ours_at', 'edelman'."""
-        return {
-            "ours_opt": float(to_log10(self.log_ours_opt)),
-            "ours_at": float(to_log10(self.log_ours_at)),
-            "edelman": float(to_log10(self.log_edelman)),
-        }
+    def log10(self) -> dict[Proxy, float]:
+        """log10 of each proxy at its own optimum, by :class:`~specbound.core.proxies.Proxy`: ours at p*
+        and the Edelman-style proxy (ours at the chosen assignment is :attr:`log10_at`)."""
+        return {Proxy.OURS: float(to_log10(self.log_ours_opt)), Proxy.EDELMAN: float(to_log10(self.log_edelman))}
 
     @property
-    def plain(self) -> dict[str, float]:
-        """The same proxies as plain numbers (inf where they overflow float64)."""
-        return {
-            "ours_opt": exp_or_inf(self.log_ours_opt),
-            "ours_at": exp_or_inf(self.log_ours_at),
-            "edelman": exp_or_inf(self.log_edelman),
-        }
+    def log10_at(self) -> float:
+        """log10 of ours at the chosen assignment of p."""
+        return float(to_log10(self.log_ours_at))
+
+    @property
+    def plain(self) -> dict[Proxy, float]:
+        """:attr:`log10`'s proxies as plain numbers (inf where they overflow float64)."""
+        return {Proxy.OURS: exp_or_inf(self.log_ours_opt), Proxy.EDELMAN: exp_or_inf(self.log_edelman)}
+
+    @property
+    def plain_at(self) -> float:
+        """Ours at the chosen assignment as a plain number (inf where it overflows float64)."""
+        return exp_or_inf(self.log_ours_at)
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,10 +73,15 @@ class Comparison:
     log_layer_sums_baseline: np.ndarray  # (L_baseline,)
 
     @property
-    def log10_ratio(self) -> dict[str, float]:
-        """log10(model / baseline) for each proxy ('ours_opt', 'ours_at', 'edelman')."""
+    def log10_ratio(self) -> dict[Proxy, float]:
+        """log10(model / baseline) of each proxy at its optimum (ours at p*, Edelman-style)."""
         a, b = self.model.log10, self.baseline.log10
-        return {key: a[key] - b[key] for key in a}
+        return {proxy: a[proxy] - b[proxy] for proxy in a}
+
+    @property
+    def log10_ratio_at(self) -> float:
+        """log10(model / baseline) of ours at the chosen assignments."""
+        return self.model.log10_at - self.baseline.log10_at
 
     @property
     def kinds(self) -> tuple[Kind, ...]:

@@ -60,7 +60,7 @@ def test_the_answer_computes_nothing_the_tables_hold(monkeypatch) -> None:
         correlation.bootstrap_counts,
         correlation.cluster_counts,
         correlation.correlate,
-        correlation.compare,
+        correlation.compare_taus,
         tables.environment_verdicts,
         tables.comparisons,
         verdict.environment_verdict,

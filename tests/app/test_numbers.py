@@ -13,12 +13,12 @@ from dashboard.wording.numbers import (
     DIGITS,
     MAX_DIGITS,
     MISSING,
-    comparison_sentence,
     format_against,
     format_change,
     format_number,
     format_percent,
     log_difference,
+    ratio_sentence,
     screen_values,
     shown_value,
     significant_digits,
@@ -96,14 +96,14 @@ def test_ratios_in_plain_words() -> None:
     assert times_in_words(math.log(3.2e6)) == "3.2 × 10⁶ times"
     assert times_in_words(math.log(10.0) * 24.49) == "3.1 × 10²⁴ times"
     assert (
-        comparison_sentence("Ours at p*", math.log(20573.03), "the Edelman-style proxy", math.log(6.8537e28))
+        ratio_sentence("Ours at p*", math.log(20573.03), "the Edelman-style proxy", math.log(6.8537e28))
         == "Ours at p* is 3.3 × 10²⁴ times smaller than the Edelman-style proxy."
     )
-    assert comparison_sentence("A", 2.0, "B", 1.0).endswith("times larger than B.")
+    assert ratio_sentence("A", 2.0, "B", 1.0).endswith("times larger than B.")
     # within 5 %: the difference in percent, not "1.0 times smaller"
-    assert comparison_sentence("A", math.log(0.997), "B", 0.0) == "A is about the same as B, 0.3 % smaller."
-    assert comparison_sentence("A", math.log(1.0004), "B", 0.0) == "A is about the same as B, 0.04 % larger."
-    assert comparison_sentence("A", math.log(1.06), "B", 0.0) == "A is 1.1 times larger than B."
+    assert ratio_sentence("A", math.log(0.997), "B", 0.0) == "A is about the same as B, 0.3 % smaller."
+    assert ratio_sentence("A", math.log(1.0004), "B", 0.0) == "A is about the same as B, 0.04 % larger."
+    assert ratio_sentence("A", math.log(1.06), "B", 0.0) == "A is 1.1 times larger than B."
 
 
 def test_tables_in_reports_read_like_the_page() -> None:

@@ -120,7 +120,7 @@ def test_an_uploaded_atlas_is_grouped_into_runs_by_member_name(tmp_path) -> None
     profiles = _trajectory(tmp_path / "one")
     (run,) = service.uploaded_runs(tuple(profiles))
     assert (run.name, list(run.steps), run.origin) == ("tiny-run", [0, 50, 100], service.UPLOADED)
-    frame = service.trajectory_frame.__wrapped__(run.key, run)  # type: ignore[attr-defined]
+    frame = service.trajectory_csv_frame.__wrapped__(run.key, run)  # type: ignore[attr-defined]
     assert list(frame["step"]) == [0, 50, 100]
     assert frame["ours_log10"].tolist() == pytest.approx(
         [float(to_log10(BoundAnalysis.from_profile(p).optimal.log_total)) for p in profiles], rel=1e-15

@@ -20,6 +20,7 @@ from pages.overview import HOW_TO_READ, P_STAR_LABEL, PRODUCT_NAME, RATIO_LABEL,
 from specbound.core.architecture import Kind
 from specbound.core.logspace import to_log10
 from specbound.core.profile import MatrixId
+from specbound.core.proxies import Proxy
 from specbound.present.explain import break_even, explain_p_star, p_star_by_kind, p_star_summary
 from specbound.present.numbers import format_log
 from specbound.studies.compare import compare
@@ -147,7 +148,10 @@ def test_compare_with_the_random_twin(landing_app, rerun, figure_titled, minilm)
     assert plain("9,216") in why and plain(format_log(comparison.baseline.log_edelman)) in why
     assert any(plain("random twin of minilm-l6 (seed 0, σ = 0.02)") in m.value for m in at.markdown)
     bars = figure_titled(at, "Model against baseline")["data"]
-    np.testing.assert_allclose(bars[1]["x"], [comparison.baseline.log10[k] for k in ("ours_opt", "ours_at", "edelman")])
+    np.testing.assert_allclose(
+        bars[1]["x"],
+        [comparison.baseline.log10[Proxy.OURS], comparison.baseline.log10_at, comparison.baseline.log10[Proxy.EDELMAN]],
+    )
     (layers,) = [d.value for d in at.dataframe if "layer" in d.value.columns]
     np.testing.assert_allclose(layers["difference"], comparison.per_layer_difference, atol=1e-9)
     # Σ c(W; p*) per kind in the one format, as on screen: 72 sqrt(32 · 384) = 7,981.29... and 6 · 384
@@ -211,13 +215,13 @@ def test_a_link_names_a_server_directory_as_the_baseline_under_the_model_s_rule(
 def test_the_twin_takes_the_initializer_range_of_the_model(make_checkpoint, tmp_path) -> None:
     import json
 
-    from dashboard.state.baseline import initializer_range
+    from dashboard.state.baseline import model_initializer_range
     from specbound.core.defaults import BERT_INITIALIZER_RANGE
 
     directory = make_checkpoint("bert", layers=2, hidden=32, heads=4, ffn=48)
     config = json.loads((directory / "config.json").read_text())
     config["initializer_range"] = 0.05
     (directory / "config.json").write_text(json.dumps(config))
-    assert initializer_range(str(directory)) == 0.05
-    assert initializer_range("minilm-l6") == BERT_INITIALIZER_RANGE  # all-MiniLM-L6-v2's config says 0.02
-    assert initializer_range(str(tmp_path / "nowhere")) == BERT_INITIALIZER_RANGE  # nothing on disk: the default
+    assert model_initializer_range(str(directory)) == 0.05
+    assert model_initializer_range("minilm-l6") == BERT_INITIALIZER_RANGE  # all-MiniLM-L6-v2's config says 0.02
+    assert model_initializer_range(str(tmp_path / "nowhere")) == BERT_INITIALIZER_RANGE  # nothing on disk: the default

@@ -14,7 +14,7 @@ import pytest
 from specbound.core.architecture import ModelShape
 from specbound.core.directions import (
     DirectionSettings,
-    compare,
+    compare_directions,
     dense_vectors,
     factored_vectors,
     layer_directions,
@@ -50,7 +50,7 @@ def test_a_planted_rotation_is_found(base):
     w0, u, v, rest = base
     rotated = u.copy()
     rotated[:, 1] = rest[:, 0]
-    found = compare(dense_vectors(rotated @ np.diag(VALUES) @ v.T), dense_vectors(w0), DirectionSettings())
+    found = compare_directions(dense_vectors(rotated @ np.diag(VALUES) @ v.T), dense_vectors(w0), DirectionSettings())
     assert found.intruders == 1
     assert found.min_cosine == pytest.approx(0.0, abs=1e-12)
     assert found.overlap_left == pytest.approx(0.9, abs=1e-12)
@@ -65,15 +65,15 @@ def test_a_rotation_below_the_top_k_is_not_counted(base):
     rotated = u.copy()
     rotated[:, 10] = rest[:, 3]
     tuned = dense_vectors(rotated @ np.diag(VALUES) @ v.T)
-    assert compare(tuned, dense_vectors(w0), DirectionSettings()).intruders == 0
-    assert compare(tuned, dense_vectors(w0), DirectionSettings(k=11)).intruders == 1
+    assert compare_directions(tuned, dense_vectors(w0), DirectionSettings()).intruders == 0
+    assert compare_directions(tuned, dense_vectors(w0), DirectionSettings(k=11)).intruders == 1
 
 
 def test_a_planted_rescaling_is_not_found(base):
     """New singular values (reordered too) on the same vectors: no intruder, every cosine 1."""
     w0, u, v, _ = base
     values = VALUES[::-1] * 3.0 + np.arange(12)  # increasing: the order of the vectors changes
-    found = compare(dense_vectors(u @ np.diag(values) @ v.T), dense_vectors(w0), DirectionSettings())
+    found = compare_directions(dense_vectors(u @ np.diag(values) @ v.T), dense_vectors(w0), DirectionSettings())
     assert found.intruders == 0
     assert found.min_cosine == pytest.approx(1.0, abs=1e-12)
     # the top 10 of W are base vectors 3..12, the base's top 10 are 1..10: they share 8 directions
@@ -87,7 +87,9 @@ def test_a_partial_rotation_has_the_cosine_it_was_given(base, cosine, eps, intru
     w0, u, v, rest = base
     rotated = u.copy()
     rotated[:, 2] = cosine * u[:, 2] + math.sqrt(1 - cosine**2) * rest[:, 0]
-    found = compare(dense_vectors(rotated @ np.diag(VALUES) @ v.T), dense_vectors(w0), DirectionSettings(eps=eps))
+    found = compare_directions(
+        dense_vectors(rotated @ np.diag(VALUES) @ v.T), dense_vectors(w0), DirectionSettings(eps=eps)
+    )
     assert found.min_cosine == pytest.approx(cosine, abs=1e-12)
     assert found.intruders == intruders
     # the principal angles of the top-10 spaces: nine of cosine 1 and one of cos θ
@@ -99,7 +101,9 @@ def test_k_is_capped_at_the_rank_and_the_chance_level_follows():
     w0 = u @ np.diag([3.0, 2.0, 1.0]) @ v.T  # rank 3
     turned = u.copy()
     turned[:, 0] = rest[:, 0]
-    found = compare(dense_vectors(turned @ np.diag([3.0, 2.0, 1.0]) @ v.T), dense_vectors(w0), DirectionSettings())
+    found = compare_directions(
+        dense_vectors(turned @ np.diag([3.0, 2.0, 1.0]) @ v.T), dense_vectors(w0), DirectionSettings()
+    )
     assert found.top_k == 3 and found.intruders == 1
     assert found.overlap_left == pytest.approx(2 / 3, abs=1e-12)
     assert found.chance_cosine == pytest.approx(math.sqrt(2 * math.log(3) / 30), rel=1e-15)
@@ -109,12 +113,12 @@ def test_a_near_tie_is_flagged_not_resolved():
     u, v, _ = planted(20, 6, np.ones(6), seed=2)
     tied = u @ np.diag([5.0, 4.0, 4.0 * (1 + 1e-10), 3.0, 2.0, 1.0]) @ v.T
     apart = u @ np.diag([5.0, 4.0, 3.9, 3.0, 2.0, 1.0]) @ v.T
-    assert compare(dense_vectors(tied), dense_vectors(apart), DirectionSettings(k=3)).near_tie
-    assert compare(dense_vectors(apart), dense_vectors(tied), DirectionSettings(k=3)).near_tie  # W⁰'s too
-    assert not compare(dense_vectors(apart), dense_vectors(apart), DirectionSettings(k=3)).near_tie
+    assert compare_directions(dense_vectors(tied), dense_vectors(apart), DirectionSettings(k=3)).near_tie
+    assert compare_directions(dense_vectors(apart), dense_vectors(tied), DirectionSettings(k=3)).near_tie  # W⁰'s too
+    assert not compare_directions(dense_vectors(apart), dense_vectors(apart), DirectionSettings(k=3)).near_tie
     # a tie below the top k + 1 values does not matter
     late = u @ np.diag([5.0, 4.0, 3.0, 2.0, 1.0, 1.0]) @ v.T
-    assert not compare(dense_vectors(late), dense_vectors(apart), DirectionSettings(k=3)).near_tie
+    assert not compare_directions(dense_vectors(late), dense_vectors(apart), DirectionSettings(k=3)).near_tie
 
 
 def test_a_direction_in_the_null_space_of_a_rank_deficient_reference_is_an_intruder():
@@ -124,7 +128,7 @@ def test_a_direction_in_the_null_space_of_a_rank_deficient_reference_is_an_intru
     w0[0, 0], w0[1, 1] = 3.0, 2.0
     w = w0.copy()
     w[4, 2] = 2.5  # a new top-2 direction e₅, outside the range of W⁰
-    found = compare(dense_vectors(w), dense_vectors(w0), DirectionSettings(k=3))
+    found = compare_directions(dense_vectors(w), dense_vectors(w0), DirectionSettings(k=3))
     assert dense_vectors(w0).rank == 2
     assert found.intruders == 1 and found.min_cosine == 0.0
     assert found.overlap_left == pytest.approx(2 / 3, abs=1e-12)  # W⁰ has only two top directions
@@ -165,7 +169,7 @@ def _dense_layer_reference(tuned: LayerWeights, base: LayerWeights, shape: Model
             pairs.append((product(tuned), product(base)))
     for field in ("ffn_in", "ffn_out"):
         pairs.append((getattr(tuned, field), getattr(base, field)))  # (out, in), nn.Linear's layout
-    return [compare(dense_vectors(w), dense_vectors(w0), settings) for w, w0 in pairs]
+    return [compare_directions(dense_vectors(w), dense_vectors(w0), settings) for w, w0 in pairs]
 
 
 def _layer(rng: np.random.Generator, shape: ModelShape) -> LayerWeights:
@@ -232,7 +236,7 @@ def test_conv1d_layout_reads_the_transposed_matrix():
     tuned = LayerWeights(base.query, base.key, base.value, base.attn_out, ffn_in=ffn_in, ffn_out=base.ffn_out)
     settings = DirectionSettings(k=4)
     stored = layer_directions(tuned, base, shape, settings, module_in_out=True)[4]
-    want = compare(dense_vectors(ffn_in.T), dense_vectors(base.ffn_in.T), settings)
+    want = compare_directions(dense_vectors(ffn_in.T), dense_vectors(base.ffn_in.T), settings)
     assert stored.min_cosine == pytest.approx(want.min_cosine, abs=TOL)
     assert stored.overlap_left == pytest.approx(want.overlap_left, abs=TOL)
     linear = layer_directions(tuned, base, shape, settings)[4]

@@ -266,7 +266,7 @@ def test_intruder_counts_equal_peft_detection_on_a_full_finetune(full_finetune, 
 def test_per_head_overlaps_equal_a_dense_svd_of_each_product(adapters):
     """The factored route (QR cores, never an N x N product) against LAPACK's SVD of each merged head's
     dense product, on the grouped-query Llama adapter: overlaps and cosines to 1e-10."""
-    from specbound.core.directions import DirectionSettings, compare, dense_vectors
+    from specbound.core.directions import DirectionSettings, compare_directions, dense_vectors
 
     adapter, base = adapters["llama-gqa"]
     frame = specbound.analyze(str(adapter), use_cache=False, intruder_k=5).to_frame()
@@ -275,7 +275,9 @@ def test_per_head_overlaps_equal_a_dense_svd_of_each_product(adapters):
     for layer in range(2):
         tuned_heads, base_heads = _head_products(merged, "llama", layer), _head_products(reference, "llama", layer)
         for (kind, head), product in tuned_heads.items():
-            want = compare(dense_vectors(product), dense_vectors(base_heads[kind, head]), DirectionSettings(k=5))
+            want = compare_directions(
+                dense_vectors(product), dense_vectors(base_heads[kind, head]), DirectionSettings(k=5)
+            )
             row = _ours(frame, layer, kind, head)
             assert row["delta_overlap_left"] == pytest.approx(want.overlap_left, abs=TOL)
             assert row["delta_overlap_right"] == pytest.approx(want.overlap_right, abs=TOL)

@@ -11,7 +11,7 @@ import pytest
 from specbound_lab.correlation import (
     Verdict,
     bootstrap_counts,
-    compare,
+    compare_taus,
     correlate,
     granulated_tau,
     group_mean_draws,
@@ -164,22 +164,22 @@ def test_paired_differences() -> None:
     keys = [{"a": i % 4, "b": i // 4} for i in range(40)]
     noisy = gap + 0.3 * rng.standard_normal(40)
     (single,) = correlate({"noisy": noisy}, gap, keys, ("a", "b"))
-    itself = compare("noisy", noisy, "noisy", noisy, gap, keys, ("a", "b"))
+    itself = compare_taus("noisy", noisy, "noisy", noisy, gap, keys, ("a", "b"))
     assert (itself.kendall_tau, itself.kendall_tau_ci.low, itself.kendall_tau_ci.high) == (0.0, 0.0, 0.0)
     assert itself.kendall_verdict is Verdict.INDISTINGUISHABLE
     # against its own negation: tau - (-tau) = 2 tau on every draw, so the interval doubles too
-    mirrored = compare("noisy", noisy, "negated", -noisy, gap, keys, ("a", "b"))
+    mirrored = compare_taus("noisy", noisy, "negated", -noisy, gap, keys, ("a", "b"))
     assert mirrored.kendall_tau == pytest.approx(2 * single.kendall_tau)
     assert mirrored.kendall_tau_ci.low == pytest.approx(2 * single.kendall_tau_ci.low)
     assert mirrored.kendall_tau_ci.high == pytest.approx(2 * single.kendall_tau_ci.high)
     assert mirrored.granulated_tau == pytest.approx(2 * single.granulated_tau)
     assert mirrored.kendall_verdict is Verdict.BETTER and mirrored.granulated_verdict is Verdict.BETTER
-    worse = compare("random", rng.random(40), "gap", gap, gap, keys, ("a", "b"))
+    worse = compare_taus("random", rng.random(40), "gap", gap, gap, keys, ("a", "b"))
     assert worse.kendall_verdict is Verdict.WORSE and worse.kendall_tau_ci.high < 0
     # runs where either measure is missing are left out of both
     holes = noisy.copy()
     holes[:5] = np.nan
-    assert compare("holes", holes, "noisy", noisy, gap, keys, ("a", "b")).runs == 35
+    assert compare_taus("holes", holes, "noisy", noisy, gap, keys, ("a", "b")).runs == 35
 
 
 # --- paired tests and Holm's adjustment ------------------------------------------------------------------

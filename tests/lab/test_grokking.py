@@ -265,13 +265,14 @@ def test_the_grokking_figure_marks_the_fit_and_the_jump_on_one_step_axis() -> No
     assert fig["layout"]["xaxis2"]["matches"] == "x"
     assert "seed 3 groks" in fig["layout"]["title"]["text"]
     # ours stands out (its own colour, thick); every other measure is grey, none takes an accuracy's blue
-    from specbound.present.figures.style import Quantity, quantity_color
+    from specbound.core import Proxy
+    from specbound.present.figures.style import quantity_color
 
     by_name = {trace["name"]: trace["line"] for trace in fig["data"]}
     accuracy_colours = {by_name["train accuracy"]["color"], by_name["test accuracy"]["color"]}
     measures = [trace for trace in fig["data"][2:]]
     ours = [t["line"] for t in measures if t["name"] == "ours at p*"]
-    assert ours == [{"color": quantity_color(Quantity.OURS), "width": 3}]
+    assert ours == [{"color": quantity_color(Proxy.OURS), "width": 3}]
     assert all(t["line"]["color"] not in accuracy_colours for t in measures)
     assert all(t["line"]["width"] == 1 for t in measures if t["name"] != "ours at p*")
 

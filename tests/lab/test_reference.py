@@ -39,7 +39,7 @@ _NEW_COLUMNS = (
 
 
 def _check_reference(directory: Path, shipped: reference.ShippedReference = reference.THRESHOLD_REFERENCE) -> None:
-    manifest = reference.read_manifest(directory)
+    manifest = reference.read_reference_manifest(directory)
     if shipped.family == "bert":
         assert manifest["label"] == LAB_LABEL and "not a BERT Miniature" in manifest["label"]
     else:
@@ -96,9 +96,9 @@ def test_export_of_the_smoke_sweep(smoke_sweep, tmp_path: Path) -> None:
     written = reference.export_reference(smoke_sweep.out, tmp_path / "ref", sweep_seconds=12.5)
     assert written[0].name == reference.MANIFEST_FILE
     _check_reference(tmp_path / "ref")
-    assert reference.read_manifest(tmp_path / "ref")["sweep_seconds"] == 12.5
+    assert reference.read_reference_manifest(tmp_path / "ref")["sweep_seconds"] == 12.5
     reference.export_reference(smoke_sweep.out, tmp_path / "ref")  # again, untimed: the same runs keep it
-    assert reference.read_manifest(tmp_path / "ref")["sweep_seconds"] == 12.5
+    assert reference.read_reference_manifest(tmp_path / "ref")["sweep_seconds"] == 12.5
     # a lab directory with checkpoints and no steps atlas: the profile comes from the checkpoint
     run = read_results(smoke_sweep.out).runs[0]
     from_checkpoint = reference.step_profile(smoke_sweep.out, run, run.final.step)
@@ -142,7 +142,7 @@ def test_the_shipped_reference_parses_and_is_labelled_as_lab_models(capsys) -> N
     assert main(["lab", "show"]) == 0
     printed = capsys.readouterr().out
     assert "trained by the specbound lab" in printed and "not BERT Miniatures" in printed
-    manifest = reference.read_manifest()
+    manifest = reference.read_reference_manifest()
     assert manifest["runs"] == len(reference.load_reference().runs) >= 40
     assert "sparse-threshold" in manifest["task"]
     size = sum(p.stat().st_size for p in reference.REFERENCE_DIR.rglob("*") if p.is_file())
@@ -156,7 +156,7 @@ RETRAINED = ("lab-L1-N32-H2-n100-q0-s0-t500", "lab-L1-N32-H2-n400-q0.1-s1-t500")
 @pytest.mark.slow  # trains two reference runs (about 15 s on 2 cores)
 def test_retrained_reference_runs_land_within_the_stated_tolerance(tmp_path: Path) -> None:
     shipped = reference.load_reference()
-    same_platform = reference.read_manifest().get("platform") == reference.platform_fingerprint()
+    same_platform = reference.read_reference_manifest().get("platform") == reference.platform_fingerprint()
     specs = [shipped.run(name).spec for name in RETRAINED]
     retrained = run_sweep(specs, tmp_path).results
     for name in RETRAINED:
@@ -260,6 +260,6 @@ def test_a_shipped_run_keeps_its_first_last_and_evenly_spaced_steps() -> None:
     assert reference.shipped_steps(long, None) is long and reference.shipped_steps(run, 11) is run
     assert reference.FIT_REFERENCE.max_steps == 11 and reference.GROKKING_REFERENCE.max_steps is None
     fit = reference.load_reference(reference.FIT_REFERENCE_DIR)
-    assert all(len(r.steps) <= 11 for r in fit.runs) and reference.read_manifest(reference.FIT_REFERENCE_DIR)[
+    assert all(len(r.steps) <= 11 for r in fit.runs) and reference.read_reference_manifest(reference.FIT_REFERENCE_DIR)[
         "steps_per_run"
     ].startswith("at most 11")

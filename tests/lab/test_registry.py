@@ -22,7 +22,7 @@ from specbound_lab.registry import (
     RunMeasure,
     correlated_measures,
     recorded_measures,
-    register,
+    register_measure,
 )
 from specbound_lab.sweep import run_sweep
 from specbound_lab.trajectory import StepRecord
@@ -72,7 +72,7 @@ def scratch_registry():
 
 def test_one_registration_adds_a_measure_everywhere(runs, scratch_registry) -> None:
     count = len(MEASURES)
-    twice = register(
+    twice = register_measure(
         RunMeasure(
             name="twice_params",
             column="twice_params",
@@ -92,7 +92,7 @@ def test_one_registration_adds_a_measure_everywhere(runs, scratch_registry) -> N
     assert table["twice_params"].kendall_tau_ci == table["params"].kendall_tau_ci  # the same seeded draws
     assert tables.comparison(runs, "twice_params", "params").kendall_tau == 0.0
     with pytest.raises(ValueError, match="registered already"):
-        register(twice)
+        register_measure(twice)
 
 
 def test_a_record_written_before_a_measure_still_loads(runs, tmp_path: Path) -> None:

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from specbound_lab.limits import LAB_LIMITS
-from specbound_lab.tasks import Stream, ThresholdTask, balanced_threshold, sum_distribution
+from specbound_lab.tasks import (
+    TASKS,
+    MarkovTask,
+    ModularTask,
+    ParityTask,
+    Stream,
+    Task,
+    ThresholdTask,
+    balanced_threshold,
+    sum_distribution,
+)
 
 
 @pytest.mark.parametrize(("vocab", "terms"), [(8, 3), (5, 2), (3, 4), (10, 1)])
@@ -104,3 +116,25 @@ def test_a_markov_chain_s_law_is_solved_once_per_process(monkeypatch) -> None:
     assert rate == tasks.entropy_rate(tasks._draw_transition(LAB_LIMITS.max_vocab, task.support, 11))
     assert tasks.MarkovTask(states=16, chain_seed=11).optimal_loss != rate  # another chain, another law
     tasks.chain_law.cache_clear()
+
+
+def test_a_task_kind_is_its_name_in_every_table_and_record() -> None:
+    """Task is a StrEnum: it writes as the kind that runs.csv, records and ``--task`` always had."""
+    assert [t.value for t in Task] == ["threshold", "parity", "modular", "markov"]
+    assert [f"{t}" for t in Task] == ["threshold", "parity", "modular", "markov"]
+    assert json.dumps({"task": Task.MARKOV}) == '{"task": "markov"}'
+    assert Task("markov") is Task.MARKOV and Task.MARKOV == "markov"
+    assert [type(t).kind for t in (ThresholdTask(), ParityTask(), ModularTask(), MarkovTask())] == list(Task)
+    assert all(TASKS[t].kind is t and t.default is TASKS[t] for t in Task)
+
+
+def test_a_task_s_words_and_traits_come_from_its_kind() -> None:
+    assert [t.words for t in Task] == ["sparse threshold", "parity", "modular addition", "Markov next-token"]
+    assert [t.causal for t in Task] == [False, False, False, True]
+    assert [t.noisy for t in Task] == [True, True, False, False]
+    for task in Task:  # a task that is not noisy refuses label noise; a noisy one takes it
+        if task.noisy:
+            assert replace(task.default, label_noise=0.1).label_noise == pytest.approx(0.1, abs=0.0)
+        else:
+            with pytest.raises(ValueError, match="no label noise"):
+                replace(task.default, label_noise=0.1)

@@ -3,13 +3,33 @@ on the same machine (one thread; across machines the lab states a tolerance inst
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from specbound_lab.tasks import ThresholdTask
-from specbound_lab.train import LabError, RunSpec, TrainingCancelled, TrainSettings, standard_error, train_run
+from specbound.io import FINETUNE_BASE
+from specbound_lab.records import LAB_LABEL, lab_label
+from specbound_lab.reference import (
+    DECODER_REFERENCE,
+    FINETUNE_REFERENCE,
+    FIT_MARKOV_LLAMA_REFERENCE,
+    THRESHOLD_REFERENCE,
+)
+from specbound_lab.robust import environment_name, split_environment
+from specbound_lab.tasks import MarkovTask, Task, ThresholdTask
+from specbound_lab.train import (
+    Family,
+    LabError,
+    RunSpec,
+    TrainingCancelled,
+    TrainSettings,
+    model_class_name,
+    standard_error,
+    train_run,
+)
+from specbound_lab.trajectory import spec_from_dict
 
 SHORT = TrainSettings(steps=150, save_every=50, test_samples=1000)
 
@@ -182,3 +202,49 @@ def test_adam_beta2_reaches_the_optimiser(tmp_path) -> None:
     b = train_run(replace(spec, settings=replace(spec.settings, adam_beta2=0.5)), tmp_path / "b")
     assert a.steps[0].train_loss == b.steps[0].train_loss  # the same model at step 0
     assert a.steps[-1].train_loss != b.steps[-1].train_loss
+
+
+def test_a_family_is_its_name_in_run_names_and_records() -> None:
+    """Family is a StrEnum: a spec given the name holds the member, and names and records read as before."""
+    spec = RunSpec(layers=1, hidden=16, heads=2, n_train=4, task=MarkovTask(), family="gpt2")
+    assert spec.family is Family.GPT2 and spec.family == "gpt2"
+    assert spec.name == "lab-gpt2-markov-L1-N16-H2-n4-q0-s0-t600"
+    assert json.dumps(spec.to_dict()["family"]) == '"gpt2"'
+    assert "family" not in RunSpec(layers=1, hidden=16, heads=2, n_train=4).to_dict()  # bert, as records always had
+    assert spec_from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    assert spec_from_dict({k: v for k, v in RunSpec(1, 16, 2, 4).to_dict().items()}).family is Family.BERT
+    with pytest.raises(LabError, match=r"^unknown family 'gpt3' \(known: bert, gpt2, llama, neox\)$"):
+        RunSpec(layers=1, hidden=16, heads=2, n_train=4, family="gpt3")  # type: ignore[arg-type]
+    with pytest.raises(
+        LabError, match=r"the markov task is next-token prediction: use a decoder family \(gpt2, llama, neox\)"
+    ):
+        RunSpec(layers=1, hidden=16, heads=2, n_train=4, task=MarkovTask())
+    with pytest.raises(LabError, match="H must be even, got 3"):
+        RunSpec(layers=1, hidden=12, heads=3, n_train=4, family=Family.LLAMA)
+    assert RunSpec(layers=1, hidden=16, heads=4, n_train=4, family=Family.LLAMA).kv_heads == 2
+    assert RunSpec(layers=1, hidden=16, heads=4, n_train=4, family=Family.NEOX).kv_heads == 4
+
+
+def test_a_family_s_words_live_in_one_place() -> None:
+    assert [f.value for f in Family] == ["bert", "gpt2", "llama", "neox"]
+    assert [f.words for f in Family] == ["BERT encoder", "GPT-2 decoder", "Llama decoder", "GPT-NeoX decoder"]
+    assert [f.decoder for f in Family] == [False, True, True, True]
+    assert (
+        lab_label(Family.BERT) == LAB_LABEL == "small BERT encoder trained by the specbound lab (not a BERT Miniature)"
+    )
+    assert lab_label(Family.NEOX) == "small GPT-NeoX decoder trained by the specbound lab (not a released model)"
+    assert (DECODER_REFERENCE.models, FIT_MARKOV_LLAMA_REFERENCE.models) == ("GPT-2 decoders", "Llama decoders")
+    assert FINETUNE_REFERENCE.models == f"BERT encoders fine-tuned from {FINETUNE_BASE}"
+    assert DECODER_REFERENCE.regenerate == (
+        "specbound lab sweep --preset class --task markov --family gpt2 --out DIR --export-reference"
+    )
+    assert THRESHOLD_REFERENCE.regenerate == "specbound lab sweep --preset class --out DIR --export-reference"
+    assert model_class_name(RunSpec(1, 16, 2, 4, task=MarkovTask(), family="neox")) == "GPTNeoXForCausalLM"
+
+
+def test_an_environment_s_name_splits_into_its_members() -> None:
+    task, family, tuned = split_environment("markov/llama")
+    assert (task, family, tuned) == (Task.MARKOV, Family.LLAMA, False) and task.causal and family.gated_mlp
+    assert environment_name(Task.THRESHOLD, Family.BERT, fine_tuned=True) == "threshold/bert fine-tuned"
+    with pytest.raises(LabError, match=r"unknown task 'sorting' \(known: threshold, parity, modular, markov\)"):
+        split_environment("sorting/bert")

@@ -10,6 +10,7 @@ from hand_profiles import flat_one_layer, profile_from_spectra
 
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis, PAssignment
+from specbound.core.proxies import Proxy
 from specbound.studies.compare import compare
 
 TWO_LAYERS = ModelShape(num_layers=2, hidden_size=4, num_heads=1, ffn_size=4)
@@ -27,11 +28,14 @@ def test_totals_and_kind_sums_at_p_zero_by_hand() -> None:
     )
     result = compare(model, baseline, p=0.0)
     assert result.model.model == "A" and result.baseline.model == "B"
-    assert result.model.plain["ours_at"] == pytest.approx(4 * 4 + 1)
+    assert result.model.plain_at == pytest.approx(4 * 4 + 1)
     base = 2 * (1 + math.sqrt(2) + math.sqrt(3) + 2) + 1  # sqrt(r * 4) summed, plus sqrt(L) = 1
-    assert result.baseline.plain["ours_at"] == pytest.approx(base)
-    assert result.log10_ratio["ours_at"] == pytest.approx(math.log10(17 / base))
-    assert result.log10_ratio["edelman"] == pytest.approx((model.log_edelman - baseline.log_edelman) / math.log(10))
+    assert result.baseline.plain_at == pytest.approx(base)
+    assert result.log10_ratio_at == pytest.approx(math.log10(17 / base))
+    assert set(result.log10_ratio) == {Proxy.OURS, Proxy.EDELMAN}
+    ours = (model.optimal.log_total - baseline.optimal.log_total) / math.log(10)
+    assert result.log10_ratio[Proxy.OURS] == pytest.approx(ours)
+    assert result.log10_ratio[Proxy.EDELMAN] == pytest.approx((model.log_edelman - baseline.log_edelman) / math.log(10))
     expected = {Kind.QK: 4 - 2, Kind.V: 4 - 2 * math.sqrt(2), Kind.M_IN: 4 - 2 * math.sqrt(3), Kind.M_OUT: 0.0}
     for kind, value in expected.items():
         assert result.kind_difference[kind] == pytest.approx(value, abs=1e-12)
@@ -46,7 +50,8 @@ def test_change_against_p_star() -> None:
     # at p = 2: c = sqrt(||W||_F s_W) N^(3/4) with ||W||_F = sqrt(4) * 2 = 4 and s_W = 16, 4, 2, 1
     at_two = sum(math.sqrt(4 * s) * 4**0.75 for s in (16, 4, 2, 1)) + 1
     result = compare(model, model, p=2.0)
-    assert result.model.plain["ours_at"] == pytest.approx(at_two)
+    assert result.model.plain_at == pytest.approx(at_two)
+    assert result.model.plain[Proxy.OURS] == pytest.approx(17)  # p* = 0 everywhere: 4 matrices of c = 4, plus 1
     assert result.change_against_p_opt == pytest.approx(at_two - 17)
     assert result.change_against_baseline == 0.0
     at_star = compare(model, model, p=2.0, baseline_p=PAssignment())  # the baseline at its own p*

@@ -26,6 +26,7 @@ from .checkpoint import (
     weight_files,
 )
 from .hub import (
+    LOCAL_DIRECTORY_ADVICE,
     DownloadPlan,
     ShardDownloads,
     download_plan,
@@ -39,6 +40,7 @@ from .tensors import ShardArrival, TensorInfo, safetensors_header, widen
 
 __all__ = [
     "CONFIG_FILE",
+    "LOCAL_DIRECTORY_ADVICE",
     "WEIGHT_FILES",
     "Checkpoint",
     "DownloadPlan",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ...core.errors import CheckpointError, ModelNotFoundError, OfflineError
-from ...core.limits import LIMITS, MAX_DOWNLOAD_ENV_VAR, LimitExceededError, max_download_bytes
+from ...core.limits import LIMITS, MAX_DOWNLOAD_ENV_VAR, LimitExceededError, format_megabytes, max_download_bytes
 from ...core.progress import ProgressCallback, ProgressEvent, silent
 from ..files import describe_os_error
 from ..models import ModelRef, Source, check_repo_id
@@ -239,8 +239,9 @@ class DownloadPlan:
     def check_cap(self) -> None:
         if not self.within_cap:
             raise LimitExceededError(
-                f"'{self.repo_id}' needs {self.total_bytes / 1e6:,.0f} MB of weights, more than the download "
-                f"cap of {self.cap_bytes / 1e6:,.0f} MB (raise it with --max-download-gb or {MAX_DOWNLOAD_ENV_VAR})"
+                f"'{self.repo_id}' needs {format_megabytes(self.total_bytes, 0)} of weights, more than the "
+                f"download cap of {format_megabytes(self.cap_bytes, 0)} (raise it with --max-download-gb or "
+                f"{MAX_DOWNLOAD_ENV_VAR})"
             )
 
 
@@ -378,10 +379,15 @@ def _check_reachable(ref: ModelRef) -> None:
         raise OfflineError(_offline_message(ref, f"the Hub cannot be reached ({type(exc).__name__})")) from None
 
 
+#: The end of an offline message that names a path on the machine: a page whose visitors cannot name
+#: one cuts it (``dashboard.widgets.sidebar.visitor_advice``).
+LOCAL_DIRECTORY_ADVICE = ", or pass a local checkpoint directory"
+
+
 def _offline_message(ref: ModelRef, why: str) -> str:
     return (
         f"model '{ref.name}' is not in the local Hugging Face cache and {why}; connect to the "
-        f"internet and retry to download it once, or pass a local checkpoint directory"
+        f"internet and retry to download it once{LOCAL_DIRECTORY_ADVICE}"
     )
 
 

@@ -61,10 +61,10 @@ STAR_SIZES: tuple[int, ...] = (18, 14, 10, 7)
 #: Line styles of c(W; p) curves of one kind (which share the kind's colour), in order.
 CURVE_DASHES: tuple[str, ...] = ("solid", "dash", "dot", "dashdot")
 #: The proxies of :func:`proxy_comparison` and :func:`compare_bars` as the figures name them.
-PROXY_LABELS: Mapping[Quantity, str] = {
+PROXY_LABELS: Mapping[Quantity | Proxy, str] = {
     Quantity.OURS_AT_P: "ours at the chosen p",
-    Quantity.OURS: Proxy.OURS.label,
-    Quantity.EDELMAN: Proxy.EDELMAN.label,
+    Proxy.OURS: Proxy.OURS.label,
+    Proxy.EDELMAN: Proxy.EDELMAN.label,
 }
 
 
@@ -180,7 +180,7 @@ def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.F
             "x": layers,
             "y": to_log10(analysis.log_xi),
             "name": "log10 ξ<sup>(ℓ)</sup> (Edelman)",
-            "marker": {"color": quantity_color(Quantity.EDELMAN)},
+            "marker": {"color": quantity_color(Proxy.EDELMAN)},
             "hovertemplate": "layer %{x}<br>log10 ξ = %{y:.4g}<extra></extra>",
         },
     ]
@@ -296,7 +296,7 @@ def labelled_bar_axis(values: ArrayLike, title: str) -> dict[str, Any]:
     return axis_title(title, range=[low - (LABEL_ROOM * span if low < 0 else 0.0), high + LABEL_ROOM * span])
 
 
-def proxy_comparison(log_values: Mapping[Quantity, float], *, source: str | None = None) -> go.Figure:
+def proxy_comparison(log_values: Mapping[Quantity | Proxy, float], *, source: str | None = None) -> go.Figure:
     """Horizontal bars of log10 of each proxy (natural logs in: ours at p, at p*, Edelman), each in its
     colour, its value written past the bar's end (inside the chart at any width and type size)."""
     quantities = list(log_values)
@@ -346,7 +346,7 @@ P_STAR_PANEL_TITLES: tuple[str, ...] = ("p* of QK heads", "p* of V heads", "p* p
 P_STAR_PANEL_WIDTHS: tuple[float, ...] = (1.6, 1.6, 1.7)
 
 
-def p_star_map(
+def p_star_heatmap(
     analysis: BoundAnalysis, *, source: str | None = None, expert: Expert = None, stack: str | None = None
 ) -> go.Figure:
     """p* of every matrix: layer x head heatmaps for QK and V, a layer strip for M_in and M_out (in a
@@ -361,7 +361,7 @@ def p_star_map(
     Example::
 
         >>> analysis = specbound.analyze("minilm-l6").bounds
-        >>> figure = p_star_map(analysis)
+        >>> figure = p_star_heatmap(analysis)
         >>> figure.layout.title.text.startswith("p*")
         True
     """
@@ -468,14 +468,14 @@ class PStarPanels:
 STACK_PANEL_WIDTHS: tuple[float, float] = (2.0, 3.0)
 
 
-def p_star_map_panels(
+def p_star_heatmap_panels(
     analysis: BoundAnalysis,
     *,
     source: str | None = None,
     expert: Expert = None,
     prepare: Callable[[go.Figure], go.Figure] = lambda fig: fig,
 ) -> PStarPanels:
-    """:func:`p_star_map` laid out for the model it is given (SPEC §12: stacks and experts come from the
+    """:func:`p_star_heatmap` laid out for the model it is given (SPEC §12: stacks and experts come from the
     model): an encoder-decoder's encoder map beside its decoder map (with QK_x and V_x); any other
     model's one map split into its panels (:func:`~specbound.present.figures.style.split_panels`), with the
     MLP strip of ``expert`` in a mixture of experts. ``prepare`` is applied to each whole map before
@@ -484,9 +484,9 @@ def p_star_map_panels(
     shape = analysis.profile.shape
     if shape.encoder_decoder:
         stacks = (ENCODER, DECODER)
-        maps = tuple(prepare(p_star_map(analysis, source=source, stack=stack)) for stack in stacks)
+        maps = tuple(prepare(p_star_heatmap(analysis, source=source, stack=stack)) for stack in stacks)
         return PStarPanels(maps, STACK_PANEL_WIDTHS, stacks)
-    whole = prepare(p_star_map(analysis, source=source, expert=expert))
+    whole = prepare(p_star_heatmap(analysis, source=source, expert=expert))
     parts = tuple(split_panels(whole, titles=P_STAR_PANEL_TITLES))
     return PStarPanels(parts, P_STAR_PANEL_WIDTHS, (None,) * len(parts))
 
@@ -601,22 +601,24 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
 
 # --- a model against its baseline --------------------------------------------------------------
 
-#: The proxies of :func:`compare_bars`, in order: key of ProxyTotals.log10 -> label.
-COMPARED_PROXIES: Mapping[str, str] = {
-    "ours_opt": PROXY_LABELS[Quantity.OURS],
-    "ours_at": PROXY_LABELS[Quantity.OURS_AT_P],
-    "edelman": PROXY_LABELS[Quantity.EDELMAN],
-}
+#: The bars of :func:`compare_bars`, in order: ours at p*, ours at the chosen p, the Edelman-style proxy.
+COMPARED_PROXIES: tuple[Proxy | Quantity, ...] = (Proxy.OURS, Quantity.OURS_AT_P, Proxy.EDELMAN)
+
+
+def compared_values(at_optimum: Mapping[Proxy, float], at_chosen: float) -> list[float]:
+    """The values of :data:`COMPARED_PROXIES` in order, from a comparison's proxies at their optimum
+    (``ProxyTotals.log10``, ``Comparison.log10_ratio``) and ours at the chosen p."""
+    return [at_optimum[q] if isinstance(q, Proxy) else at_chosen for q in COMPARED_PROXIES]
 
 
 def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Figure:
     """log10 of each proxy for the model and the baseline, side by side, the ratio in the hover."""
-    labels = list(COMPARED_PROXIES.values())
+    labels = [PROXY_LABELS[q] for q in COMPARED_PROXIES]
     ratio = comparison.log10_ratio
     bars = []
     drawn: list[float] = []
     for n, totals in enumerate((comparison.model, comparison.baseline)):
-        values = [totals.log10[key] for key in COMPARED_PROXIES]
+        values = compared_values(totals.log10, totals.log10_at)
         drawn += values
         bars.append(
             {
@@ -629,7 +631,7 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
                 "text": [format_power(float(v), DIGITS) for v in values],
                 "textposition": "outside",
                 "cliponaxis": False,
-                "customdata": [ratio[key] for key in COMPARED_PROXIES],
+                "customdata": compared_values(ratio, comparison.log10_ratio_at),
                 "hovertemplate": f"{as_text(totals.model)}<br>%{{y}}: log10 = %{{x:.4g}}"
                 "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>",
             }

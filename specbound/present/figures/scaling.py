@@ -23,7 +23,6 @@ from ...studies.scaling import (
     Proxy,
 )
 from .style import (
-    Quantity,
     as_text,
     axis_title,
     figure,
@@ -39,8 +38,8 @@ from .style import (
 #: Line style per proxy: the two proxies the paper compares solid in their colours, the fixed-p regimes
 #: dashed in the colour of their p (the p* map's scale).
 PROXY_STYLE: dict[Proxy, dict[str, str]] = {
-    Proxy.OURS: {"color": quantity_color(Quantity.OURS), "dash": "solid"},
-    Proxy.EDELMAN: {"color": quantity_color(Quantity.EDELMAN), "dash": "solid"},
+    Proxy.OURS: {"color": quantity_color(Proxy.OURS), "dash": "solid"},
+    Proxy.EDELMAN: {"color": quantity_color(Proxy.EDELMAN), "dash": "solid"},
     Proxy.P0: {"color": p_color(0.0), "dash": "dash"},
     Proxy.P1: {"color": p_color(1.0), "dash": "dash"},
     Proxy.P2: {"color": p_color(2.0), "dash": "dash"},

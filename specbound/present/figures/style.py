@@ -24,6 +24,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from ...core.architecture import Kind, ModelShape
+from ...core.proxies import Proxy
 from ..numbers import format_number
 
 #: Okabe-Ito colours by name.
@@ -56,11 +57,11 @@ KIND_COLORS: Mapping[Kind, str] = {
 
 
 class Quantity(str, Enum):
-    """The quantities drawn on more than one page, each in one colour everywhere (:data:`QUANTITY_COLORS`)."""
+    """The quantities drawn on more than one page that are not a proxy, each in one colour everywhere
+    (:data:`QUANTITY_COLORS`); the proxies are :class:`~specbound.core.proxies.Proxy`'s (ours at p* is
+    ``Proxy.OURS``, Edelman's baseline and its layer sums ξ ``Proxy.EDELMAN``), named there once."""
 
-    OURS = "ours"  # the spectrum-adaptive proxy at p*
-    OURS_AT_P = "ours at the chosen p"  # the same sum at the sliders' p: a paler shade of ours
-    EDELMAN = "Edelman"  # the norm-based baseline, and its layer sums ξ
+    OURS_AT_P = "ours at the chosen p"  # ours at the sliders' p: a paler shade of ours
     ALPHA = "α"  # the depth factor shared by both proxies
     SQRT_DEPTH = "√L"
     TRAIN_ERROR = "train error"
@@ -71,10 +72,10 @@ class Quantity(str, Enum):
 #: The colour of each :class:`Quantity`. Ours and Edelman's proxy take colours no matrix kind has, so
 #: a chart of both never reads as one of kinds; the errors of the lab, drawn only beside each other,
 #: reuse two of the palette's.
-QUANTITY_COLORS: Mapping[Quantity, str] = {
-    Quantity.OURS: OKABE_ITO["vermillion"],
+QUANTITY_COLORS: Mapping[Quantity | Proxy, str] = {
+    Proxy.OURS: OKABE_ITO["vermillion"],
     Quantity.OURS_AT_P: "#EBA477",  # vermillion mixed half with white
-    Quantity.EDELMAN: OKABE_ITO["black"],
+    Proxy.EDELMAN: OKABE_ITO["black"],
     Quantity.ALPHA: "#777777",
     Quantity.SQRT_DEPTH: "#999999",
     Quantity.TRAIN_ERROR: OKABE_ITO["sky blue"],
@@ -89,8 +90,12 @@ GREYED: str = "#C8C8C8"
 INK: str = OKABE_ITO["black"]
 
 
-def quantity_color(quantity: Quantity) -> str:
-    """The one colour of ``quantity`` in every figure."""
+def quantity_color(quantity: Quantity | Proxy) -> str:
+    """The one colour of ``quantity`` (a proxy or another drawn quantity) in every figure.
+
+    >>> quantity_color(Proxy.OURS) == OKABE_ITO["vermillion"], quantity_color(Quantity.OURS_AT_P)
+    (True, '#EBA477')
+    """
     return QUANTITY_COLORS[quantity]
 
 

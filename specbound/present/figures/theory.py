@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ...core.proxies import Proxy
 from ...core.synthetic import SyntheticCurve
-from .style import PROJECTOR_TEXT_COLOR, Quantity, axis_title, figure, log_axis, on_panel, panel_grid, quantity_color
+from .style import PROJECTOR_TEXT_COLOR, axis_title, figure, log_axis, on_panel, panel_grid, quantity_color
 
 #: The playground's two panels as separate figures (stacked on a phone).
 PLAYGROUND_TITLES: tuple[str, str] = ("Synthetic singular values", "Which p wins: c(W; p)")
@@ -33,7 +34,7 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
             "y": curve.contribution,
             "mode": "lines",
             "name": "c(W; p)",
-            "line": {"color": quantity_color(Quantity.OURS)},
+            "line": {"color": quantity_color(Proxy.OURS)},
         },
         {
             "type": "scatter",
@@ -41,7 +42,7 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
             "y": curve.grid_contribution,
             "mode": "markers",
             "name": "grid P_m",
-            "marker": {"size": 7, "symbol": "circle-open", "color": quantity_color(Quantity.OURS)},
+            "marker": {"size": 7, "symbol": "circle-open", "color": quantity_color(Proxy.OURS)},
         },
         {
             "type": "scatter",
@@ -52,7 +53,7 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
             "marker": {
                 "size": 14,
                 "symbol": "star",
-                "color": quantity_color(Quantity.OURS),
+                "color": quantity_color(Proxy.OURS),
                 "line": {"color": "black", "width": 1},
             },
         },

@@ -19,8 +19,8 @@ from .style import NEUTRAL, Quantity, axis_title, figure, p_color, palette_color
 #: (column of the table, legend name, colour, dash) per proxy line: ours and Edelman's in their colours,
 #: ours at a fixed p in the colour of that p.
 _PROXY_LINES: tuple[tuple[str, str, str, str], ...] = (
-    (Proxy.OURS.column, Proxy.OURS.label, quantity_color(Quantity.OURS), "solid"),
-    (Proxy.EDELMAN.column, Proxy.EDELMAN.label, quantity_color(Quantity.EDELMAN), "solid"),
+    (Proxy.OURS.column, Proxy.OURS.label, quantity_color(Proxy.OURS), "solid"),
+    (Proxy.EDELMAN.column, Proxy.EDELMAN.label, quantity_color(Proxy.EDELMAN), "solid"),
     *((proxy.column, proxy.label, p_color(proxy.fixed_p or 0.0), "dot") for proxy in FIXED_P_PROXIES),
 )
 STEP_AXIS = "training step"

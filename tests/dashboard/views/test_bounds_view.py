@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dashboard.views.bounds import TITLE, choice_sentence, depth_figure, explorer_view
-from dashboard.wording.numbers import comparison_sentence
+from dashboard.wording.numbers import ratio_sentence
 from dashboard.wording.text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL
 from dashboard.wording.totals import headline_sentence, kind_shares_sentence, total_texts
 from specbound.core.bounds import BoundAnalysis, PAssignment
@@ -38,7 +38,7 @@ def view_at(analysis: BoundAnalysis, assignment: PAssignment, curve_rows=(0, 1),
 def test_the_sentence_at_p_star_is_the_overviews_and_elsewhere_compares_with_edelman(minilm) -> None:
     assert choice_sentence(minilm, minilm.optimal, PAssignment()) == headline_sentence(minilm)
     terms = minilm.evaluate(HALF)
-    assert choice_sentence(minilm, terms, HALF) == comparison_sentence(
+    assert choice_sentence(minilm, terms, HALF) == ratio_sentence(
         "Ours at the chosen p", terms.log_total, "the Edelman-style proxy", minilm.log_edelman
     )
     assert view_at(minilm, HALF).sentence == choice_sentence(minilm, terms, HALF)

@@ -20,7 +20,7 @@ from dashboard.views.compare import (
     overlay_layers,
     why_totals_agree,
 )
-from dashboard.wording.numbers import comparison_sentence, format_change
+from dashboard.wording.numbers import format_change, ratio_sentence
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis
 from specbound.present.numbers import format_log
@@ -118,14 +118,14 @@ def test_the_sentences_compare_the_two_models_in_words(finetune_full, finetune_b
     view = view_of(finetune_full, finetune_base, centred_full)
     ours, theirs = view.comparison.model, view.comparison.baseline
     assert view.sentence == (
-        comparison_sentence("Ours at p* for model", ours.log_ours_opt, "its baseline's", theirs.log_ours_opt)
+        ratio_sentence("Ours at p* for model", ours.log_ours_opt, "its baseline's", theirs.log_ours_opt)
         + " "
-        + comparison_sentence("Its Edelman-style proxy", ours.log_edelman, "the baseline's", theirs.log_edelman)
+        + ratio_sentence("Its Edelman-style proxy", ours.log_edelman, "the baseline's", theirs.log_edelman)
     )
     assert not isinstance(view.centred, str)
     assert view.centred.sentence.startswith("Centred at base: each c(W; p) takes S_p")  # no SPEC in its words
     assert view.centred.sentence.endswith(
-        comparison_sentence(
+        ratio_sentence(
             "Centred", centred_full.optimal.log_total, "the uncentred total", finetune_full.optimal.log_total
         )
     )

@@ -530,19 +530,19 @@ def test_figures_draw_each_stack_with_its_kinds():
     shape = ModelShape(3, 4, 2, 4, family="t5", activation="relu", encoder_layers=1)
     profile = make_profile(shape, [[1.0 + i % 5, 0.5] for i in range(shape.num_matrices)])
     analysis = BoundAnalysis.from_profile(profile)
-    decoder = bound_figures.p_star_map(analysis, stack=DECODER)
+    decoder = bound_figures.p_star_heatmap(analysis, stack=DECODER)
     assert [t.name for t in decoder.data] == ["QK", "V", "QK_x", "V_x", "M_in, M_out"]
     # drawn beside the encoder's at about half the width: panels named by kind alone, every MLP tick kept
     assert [note.text for note in decoder.layout.annotations] == ["QK", "V", "QK_x", "V_x", "MLP"]
     assert decoder.layout.xaxis5.tickangle == -90
     assert list(decoder.data[2].y) == [1, 2] and list(decoder.layout.yaxis.ticktext) == ["0", "1"]
     np.testing.assert_array_equal(decoder.data[2].z, profile.per_head(analysis.p_opt, Kind.QK_X))
-    encoder = bound_figures.p_star_map(analysis, stack=ENCODER)
+    encoder = bound_figures.p_star_heatmap(analysis, stack=ENCODER)
     assert [t.name for t in encoder.data] == ["QK", "V", "M_in, M_out"] and list(encoder.data[0].y) == [0]
     # the encoder's strip keeps its share of the cells (2 of 2 * 2 + 2) however few heads it has
     strip = encoder.layout.xaxis3.domain
     assert strip[1] - strip[0] > (encoder.layout.xaxis.domain[1] - encoder.layout.xaxis.domain[0]) / 2
-    whole = bound_figures.p_star_map(analysis)  # in series: the encoder's rows of QK_x are empty
+    whole = bound_figures.p_star_heatmap(analysis)  # in series: the encoder's rows of QK_x are empty
     assert np.isnan(np.asarray(whole.data[2].z, dtype=float)[0]).all()
     (cross,) = [spectra_figures.head_heatmaps(profile, Kind.V_X, stack=DECODER)]
     assert list(cross.data[0].y) == [1, 2]

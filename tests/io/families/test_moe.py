@@ -403,7 +403,7 @@ def test_figures_draw_one_expert_or_every_expert_as_asked():
     assert drawn == ["L0 M_in e2"]
     assert [a.text for a in curves.layout.annotations if "M_in" in a.text] == ["M_in of expert 2 · 2 zero σ not drawn"]
     analysis = BoundAnalysis.from_profile(profile)
-    strip = bound_figures.p_star_map(analysis, expert="shared").data[2]
+    strip = bound_figures.p_star_heatmap(analysis, expert="shared").data[2]
     np.testing.assert_array_equal(
         strip.z, np.stack([profile.per_layer(analysis.p_opt, k, "shared") for k in shape.layer_kinds], axis=1)
     )

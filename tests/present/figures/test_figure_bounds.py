@@ -9,13 +9,13 @@ import pytest
 
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis
+from specbound.core.proxies import Proxy
 from specbound.present.explain import break_even
 from specbound.present.figures import bounds as figures
 from specbound.present.figures.style import (
     CELL_TEXT_PX,
     KIND_COLORS,
     PALETTE,
-    Quantity,
     colorbar_gap,
     for_projector,
     log_axis_ticks,
@@ -77,7 +77,7 @@ def test_contribution_curves_mark_p_star_and_the_current_p(mixed: BoundAnalysis)
 
 def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
     prof, grid = mixed.profile, mixed.grid
-    fig = figures.p_star_map(mixed)
+    fig = figures.p_star_heatmap(mixed)
     qk, v, mlp = fig.data
     np.testing.assert_array_equal(qk.z, prof.per_head(mixed.p_opt, Kind.QK))
     np.testing.assert_array_equal(v.z, prof.per_head(mixed.p_opt, Kind.V))
@@ -143,8 +143,11 @@ def test_compare_bars_show_both_models(mixed: BoundAnalysis) -> None:
     fig = figures.compare_bars(result, source="tiny · p = 1")
     model, baseline = fig.data
     assert model.name == mixed.profile.model and baseline.name == other.profile.model
-    np.testing.assert_allclose(model.x, [result.model.log10[k] for k in figures.COMPARED_PROXIES])
-    np.testing.assert_allclose(baseline.customdata, [result.log10_ratio[k] for k in figures.COMPARED_PROXIES])
+    model_log10 = result.model.log10
+    np.testing.assert_allclose(model.x, [model_log10[Proxy.OURS], result.model.log10_at, model_log10[Proxy.EDELMAN]])
+    ratio = [result.log10_ratio[Proxy.OURS], result.log10_ratio_at, result.log10_ratio[Proxy.EDELMAN]]
+    np.testing.assert_allclose(baseline.customdata, ratio)
+    assert list(model.y) == ["ours at p*", "ours at the chosen p", "Edelman-style"]
     assert [model.marker.color, baseline.marker.color] == list(PALETTE[:2])
     assert fig.layout.title.subtitle.text == "tiny · p = 1"
 
@@ -155,8 +158,8 @@ def test_compare_bars_show_both_models(mixed: BoundAnalysis) -> None:
         lambda a: figures.term_sums(a, a.optimal, source="S"),
         lambda a: figures.depth_factors(a, source="S"),
         lambda a: figures.contribution_curves(a, [0], a.optimal, source="S"),
-        lambda a: figures.proxy_comparison({Quantity.OURS: a.optimal.log_total}, source="S"),
-        lambda a: figures.p_star_map(a, source="S"),
+        lambda a: figures.proxy_comparison({Proxy.OURS: a.optimal.log_total}, source="S"),
+        lambda a: figures.p_star_heatmap(a, source="S"),
         lambda a: figures.p_star_histogram(a, source="S"),
         lambda a: figures.break_even_figure(a, source="S"),
     ],

@@ -18,6 +18,7 @@ import pytest
 
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis
+from specbound.core.proxies import Proxy
 from specbound.core.synthetic import Decay, contribution_curve, synthetic_spectrum
 from specbound.present.figures import bounds, scaling, spectra, theory, trajectory
 from specbound.present.figures.style import KIND_COLORS, QUANTITY_COLORS, Quantity, p_color
@@ -37,8 +38,8 @@ NAMED: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^ours at p = 1|^p = 1 \(nuclear\)"), p_color(1.0)),
     (re.compile(r"^ours at p = 2|^p = 2 \(Frobenius\)"), p_color(2.0)),
     (re.compile(r"^ours at the chosen p"), QUANTITY_COLORS[Quantity.OURS_AT_P]),
-    (re.compile(r"^ours( at p\*| \(p\*\))"), QUANTITY_COLORS[Quantity.OURS]),
-    (re.compile(r"Edelman|ξ"), QUANTITY_COLORS[Quantity.EDELMAN]),
+    (re.compile(r"^ours( at p\*| \(p\*\))"), QUANTITY_COLORS[Proxy.OURS]),
+    (re.compile(r"Edelman|ξ"), QUANTITY_COLORS[Proxy.EDELMAN]),
     (re.compile(r"^log10 α"), QUANTITY_COLORS[Quantity.ALPHA]),
     (re.compile(r"^√L$"), QUANTITY_COLORS[Quantity.SQRT_DEPTH]),
     (re.compile(r"^train error"), QUANTITY_COLORS[Quantity.TRAIN_ERROR]),
@@ -103,7 +104,7 @@ def every_figure(analysis: BoundAnalysis) -> Iterator[tuple[str, go.Figure]]:
     yield (
         "proxy_comparison",
         bounds.proxy_comparison(
-            {Quantity.OURS_AT_P: terms.log_total, Quantity.OURS: analysis.optimal.log_total, Quantity.EDELMAN: 9.0}
+            {Quantity.OURS_AT_P: terms.log_total, Proxy.OURS: analysis.optimal.log_total, Proxy.EDELMAN: 9.0}
         ),
     )
     yield "p_star_histogram", bounds.p_star_histogram(analysis)
@@ -136,7 +137,7 @@ def test_every_figure_draws_each_quantity_in_its_one_colour(mixed: BoundAnalysis
 
 
 def test_the_palette_gives_distinct_colours_to_the_kinds_and_proxies() -> None:
-    shown_together = [*KIND_COLORS.values(), QUANTITY_COLORS[Quantity.OURS], QUANTITY_COLORS[Quantity.EDELMAN]]
+    shown_together = [*KIND_COLORS.values(), QUANTITY_COLORS[Proxy.OURS], QUANTITY_COLORS[Proxy.EDELMAN]]
     assert len({c.upper() for c in shown_together}) == len(shown_together)
     assert len({p_color(p) for p in (0.0, 1.0, 2.0)}) == 3  # three places along the p scale
 
