@@ -443,6 +443,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             regenerate=shipped.regenerate,
             max_steps=shipped.max_steps,
             environment=shipped.environment,
+            stands_for=shipped.stands_for or None,
         )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0

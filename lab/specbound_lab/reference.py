@@ -14,12 +14,13 @@ Layout of ``lab/specbound_lab/reference/`` (the same layout as a lab directory, 
                                   (noise 0, first seed, largest n), named by their run (``lab-L2-N64-...``)
 
 One atlas per run keeps each file far below the atlas's model limit and lets a page read only the run
-it shows. Eight references are shipped (:data:`SHIPPED`): the threshold task's class sweep on BERT
+it shows. Nine references are shipped (:data:`SHIPPED`): the threshold task's class sweep on BERT
 encoders (``reference/``), the Markov task's class sweep on GPT-2 decoders (``reference_decoder/``), the
 grokking preset (``reference_grokking/``), the fit preset's four environments (``reference_fit/``,
-``reference_fit_decoder/``, ``reference_fit_markov/``, ``reference_fit_markov_llama/``) and the
-fine-tuning environment (``reference_finetune/``). Each regenerates with its sweep and
-``--export-reference`` (``make lab-reference``).
+``reference_fit_decoder/``, ``reference_fit_markov/``, ``reference_fit_markov_llama/``), the
+fine-tuning environment (``reference_finetune/``) and the scaling grid (``reference_scaling/``, four
+depths by three widths: the Scaling page's offline stand-in for the BERT Miniatures). Each regenerates
+with its sweep and ``--export-reference`` (``make lab-reference``).
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class ShippedReference:
     max_steps: int | None = None
     #: its runs start from a pretrained base (the ``finetune`` preset)
     fine_tuned: bool = False
+    #: what it stands in for, when it stands in for released models (written into its manifest)
+    stands_for: str = ""
 
     @property
     def environment(self) -> str:
@@ -182,6 +185,22 @@ FINETUNE_REFERENCE = ShippedReference(
     max_steps=11,
     fine_tuned=True,
 )
+#: The ``scaling`` preset (SPEC §3's growth study, offline): one BERT encoder per depth L in {1, 2, 4, 8}
+#: and width N in {32, 64, 128}, one seed, 500 steps on the threshold task. It stands in for the 24 BERT
+#: Miniatures (L in {2, ..., 12}, N in {128, ..., 768}) where the Hub is out of reach: four depths and
+#: three widths are the fewest that give a growth exponent along each size an interval (MIN_SIZES).
+SCALING_REFERENCE_DIR = Path(__file__).parent / "reference_scaling"
+SCALING_REFERENCE = ShippedReference(
+    "scaling",
+    SCALING_REFERENCE_DIR,
+    "scaling",
+    "threshold",
+    "bert",
+    "the scaling grid: depth 1-8 x width 32-128, one seed",
+    stands_for="a stand-in for the 24 BERT Miniatures (depth 2-12, width 128-768) of the paper's growth "
+    "study, for where the Hugging Face Hub is out of reach: one encoder per depth and width, one seed "
+    "(an exponent is fitted across the grid), trained here, not released models",
+)
 #: Every shipped reference, the threshold sweep first.
 SHIPPED: tuple[ShippedReference, ...] = (
     THRESHOLD_REFERENCE,
@@ -192,6 +211,7 @@ SHIPPED: tuple[ShippedReference, ...] = (
     FIT_MARKOV_REFERENCE,
     FIT_MARKOV_LLAMA_REFERENCE,
     FINETUNE_REFERENCE,
+    SCALING_REFERENCE,
 )
 #: The shipped references whose runs form a sweep (the grokking preset's seeds do not), whose verdicts
 #: ``specbound lab report`` and the Lab page give, each sweep read as its own: the four environments
@@ -390,6 +410,7 @@ def export_reference(
     regenerate: str = REGENERATE,
     max_steps: int | None = None,
     environment: str | None = None,
+    stands_for: str | None = None,
 ) -> tuple[Path, ...]:
     """Write the reference (records, tables, atlas, manifest) of a finished sweep into ``dest``, replacing it.
 
@@ -397,7 +418,8 @@ def export_reference(
     to their run names, so the atlas never carries a local path. With ``max_steps`` each run keeps at
     most that many saved steps (:func:`shipped_steps`); with ``environment`` (``task/family``, with
     `` fine-tuned`` for fine-tuning runs) only that environment's runs are exported, so several
-    environments may share one sweep directory.
+    environments may share one sweep directory. ``stands_for`` says in the manifest which released
+    models the reference stands in for (the scaling grid: the BERT Miniatures).
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
     runs = tuple(
@@ -460,6 +482,8 @@ def export_reference(
         else f"at most {max_steps} of the saved steps, the first and the last always",
         "weights_shipped": False,
     }
+    if stands_for:
+        manifest["stands_for"] = stands_for
     with atomic_write(dest / MANIFEST_FILE) as f:
         f.write(json.dumps(manifest, indent=1, allow_nan=False).encode("utf-8"))
     return (dest / MANIFEST_FILE, *files)
