@@ -42,7 +42,7 @@ FAMILY_KEY, LAB_MODELS_KEY, LAB_DECODER_MODELS_KEY, LAB_GRID_MODELS_KEY = (
     "scaling_lab_grid_models",
 )
 MINIATURES = "BERT Miniatures"
-LAB_GRID = "Lab scaling grid (the Miniatures' stand-in: BERT encoders trained by the lab, L 1–8, N 32–128)"
+LAB_GRID = "Lab scaling grid (the Miniatures' stand-in: BERT encoders trained by the lab, L 1–4, N 32–128)"
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
 LAB_DECODERS = "Lab decoders (GPT-2, trained by the specbound lab on the Markov task)"
 #: Each lab family: the key of its shipped reference and of its model choice.
@@ -81,7 +81,7 @@ family = st.radio(
     horizontal=True,
     help="The lab's families are small BERT encoders and GPT-2 decoders trained by the specbound lab on "
     "synthetic tasks, shipped with the package: growth curves of trained models with no network. The "
-    "scaling grid (depth 1, 2, 4, 8 by width 32, 64, 128, one seed) stands in for the 24 Miniatures; the "
+    "scaling grid (depth 1, 2, 3, 4 by width 32, 64, 128, one seed) stands in for the 24 Miniatures; the "
     "encoders and decoders (depth 1–2, width 32–64) are the class sweeps' families. None of them are BERT "
     "Miniatures or released models.",
 )

@@ -185,7 +185,7 @@ FINETUNE_REFERENCE = ShippedReference(
     max_steps=11,
     fine_tuned=True,
 )
-#: The ``scaling`` preset (SPEC §3's growth study, offline): one BERT encoder per depth L in {1, 2, 4, 8}
+#: The ``scaling`` preset (SPEC §3's growth study, offline): one BERT encoder per depth L in {1, 2, 3, 4}
 #: and width N in {32, 64, 128}, one seed, 500 steps on the threshold task. It stands in for the 24 BERT
 #: Miniatures (L in {2, ..., 12}, N in {128, ..., 768}) where the Hub is out of reach: four depths and
 #: three widths are the fewest that give a growth exponent along each size an interval (MIN_SIZES).
@@ -196,7 +196,7 @@ SCALING_REFERENCE = ShippedReference(
     "scaling",
     "threshold",
     "bert",
-    "the scaling grid: depth 1-8 x width 32-128, one seed",
+    "the scaling grid: depth 1-4 x width 32-128, one seed",
     stands_for="a stand-in for the 24 BERT Miniatures (depth 2-12, width 128-768) of the paper's growth "
     "study, for where the Hugging Face Hub is out of reach: one encoder per depth and width, one seed "
     "(an exponent is fitted across the grid), trained here, not released models",
