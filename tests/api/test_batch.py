@@ -158,7 +158,7 @@ def test_every_model_of_an_atlas_joins_the_study_and_each_exponent_meets_its_pre
     assert width["ci_low"].isna().all() and set(width["agreement"]) == {"not predicted"}  # two widths: no interval
     assert set(depth["agreement"]) <= {"holds", "steeper", "flatter"}
     sentences = [line for line in printed.splitlines() if " in depth L: " in line or " in width N: " in line]
-    assert len(sentences) == 4 and sentences[0].startswith("ours (p*) in depth L: L^")
+    assert len(sentences) == 4 and sentences[0].startswith("ours (p*) in depth L: measured L^")
     assert "95 % t-interval" in sentences[0] and "t-interval" not in sentences[2]  # none from two widths
     assert "predicted √L (L^0.5)" in sentences[0]
 

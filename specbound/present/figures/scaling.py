@@ -123,7 +123,7 @@ def measured_sentence(row: MeasuredGrowth) -> str:
         >>> family = [ModelSummary(f"L{l}N{n}", l, n, 0.5 * math.log(l) + 0.01 * (l % 3), 1.5 * math.log(l))
         ...           for l in (1, 2, 4, 8) for n in (32, 64, 128)]
         >>> print(measured_sentence(measured_growth(ScalingStudy.from_summaries(family))[0]))
-        ours (p*) in depth L: L^0.50, 95 % t-interval [0.50, 0.51] on 4 depths (12 models); predicted √L \
+        ours (p*) in depth L: measured L^0.50, 95 % t-interval [0.50, 0.51] on 4 depths (12 models); predicted √L \
 (L^0.5): the interval holds the predicted exponent.
     """
     noun, nouns = _SIZE_NOUNS[row.against]
@@ -134,7 +134,7 @@ def measured_sentence(row: MeasuredGrowth) -> str:
         return f"{head}: not fitted (no fixed {row.against.other.value} with two {nouns})."
     interval = row.interval
     spread = "" if interval is None else f", {CONFIDENCE * 100:.0f} % t-interval [{interval[0]:.2f}, {interval[1]:.2f}]"
-    measured = f"{size}^{fit.slope:.2f}{spread} on {fit.num_sizes} {nouns} ({fit.num_points} models)"
+    measured = f"measured {size}^{fit.slope:.2f}{spread} on {fit.num_sizes} {nouns} ({fit.num_points} models)"
     predicted = "" if row.predicted is None else f"; predicted {row.predicted.law} ({size}^{row.predicted.exponent:g})"
     return f"{head}: {measured}{predicted}: {_AGREEMENT_WORDS[row.agreement]}."
 
