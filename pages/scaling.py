@@ -42,7 +42,7 @@ FAMILY_KEY, LAB_MODELS_KEY, LAB_DECODER_MODELS_KEY, LAB_GRID_MODELS_KEY = (
     "scaling_lab_grid_models",
 )
 MINIATURES = "BERT Miniatures"
-LAB_GRID = "Lab scaling grid (the Miniatures' stand-in: BERT encoders trained by the lab, L 1–4, N 32–128)"
+LAB_GRID = "Lab scaling grid (the Miniatures' stand-in, L 1–4 × N 32–128)"
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
 LAB_DECODERS = "Lab decoders (GPT-2, trained by the specbound lab on the Markov task)"
 #: Each lab family: the key of its shipped reference and of its model choice.

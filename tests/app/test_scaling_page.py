@@ -20,7 +20,7 @@ from specbound.present.figures.scaling import predicted_note
 from specbound.studies.scaling import Axis, Proxy, ScalingStudy, measured_growth, measured_growth_frame, summarize
 
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
-LAB_GRID = "Lab scaling grid (the Miniatures' stand-in: BERT encoders trained by the lab, L 1–4, N 32–128)"
+LAB_GRID = "Lab scaling grid (the Miniatures' stand-in, L 1–4 × N 32–128)"
 MINIATURES = "BERT Miniatures"
 SHOWN = (Proxy.OURS, Proxy.EDELMAN)
 
