@@ -38,6 +38,7 @@ MODULES = (
     "specbound_lab.study",
     "specbound.present.figures.bounds",
     "specbound.present.figures.spectra",
+    "specbound.present.figures.scaling",
     "specbound.present.report",
     "dashboard.state.adapters",
     "dashboard.wording.text",
