@@ -154,7 +154,7 @@ def candidates() -> list[Candidate]:
 @st.cache_resource(show_spinner=False)
 def _lab_family_file(key: str) -> Path:
     """A shipped lab sweep's family atlas in the upload store (written once per store)."""
-    shipped = next(s for s in lab_reference.SHIPPED if s.key == key)
+    shipped = next(s for s in lab_reference.EXPORTED if s.key == key)
     source = shipped.directory / lab_reference.ATLAS_FILE
     return atlas.store_upload(source.name, source.read_bytes())
 

@@ -14,13 +14,15 @@ Layout of ``lab/specbound_lab/reference/`` (the same layout as a lab directory, 
                                   (noise 0, first seed, largest n), named by their run (``lab-L2-N64-...``)
 
 One atlas per run keeps each file far below the atlas's model limit and lets a page read only the run
-it shows. Nine references are shipped (:data:`SHIPPED`): the threshold task's class sweep on BERT
-encoders (``reference/``), the Markov task's class sweep on GPT-2 decoders (``reference_decoder/``), the
-grokking preset (``reference_grokking/``), the fit preset's four environments (``reference_fit/``,
-``reference_fit_decoder/``, ``reference_fit_markov/``, ``reference_fit_markov_llama/``), the
-fine-tuning environment (``reference_finetune/``) and the scaling grid (``reference_scaling/``, four
-depths by three widths: the Scaling page's offline stand-in for the BERT Miniatures). Each regenerates
-with its sweep and ``--export-reference`` (``make lab-reference``).
+it shows. Nine references are shipped (:data:`EXPORTED`). Eight are the sweeps the Lab and Training runs
+pages list (:data:`SHIPPED`): the threshold task's class sweep on BERT encoders (``reference/``), the
+Markov task's class sweep on GPT-2 decoders (``reference_decoder/``), the grokking preset
+(``reference_grokking/``), the fit preset's four environments (``reference_fit/``,
+``reference_fit_decoder/``, ``reference_fit_markov/``, ``reference_fit_markov_llama/``) and the
+fine-tuning environment (``reference_finetune/``). The ninth is the scaling grid
+(:data:`SCALING_REFERENCE`, ``reference_scaling/``, four depths by three widths), the Scaling page's
+offline stand-in for the BERT Miniatures, read by that page alone. Each regenerates with its sweep and
+``--export-reference`` (``make lab-reference``).
 """
 
 from __future__ import annotations
@@ -211,8 +213,9 @@ SHIPPED: tuple[ShippedReference, ...] = (
     FIT_MARKOV_REFERENCE,
     FIT_MARKOV_LLAMA_REFERENCE,
     FINETUNE_REFERENCE,
-    SCALING_REFERENCE,
 )
+#: Every reference ``--export-reference`` regenerates: the sweeps of :data:`SHIPPED` and the scaling grid.
+EXPORTED: tuple[ShippedReference, ...] = (*SHIPPED, SCALING_REFERENCE)
 #: The shipped references whose runs form a sweep (the grokking preset's seeds do not), whose verdicts
 #: ``specbound lab report`` and the Lab page give, each sweep read as its own: the four environments
 #: of the fit preset (five seeds per configuration, SPEC §13b), the fine-tuning environment, and the
@@ -232,10 +235,10 @@ SWEEP_REFERENCES: tuple[ShippedReference, ...] = (
 def shipped_reference(preset: str, task: str = "threshold", family: str = "bert") -> ShippedReference:
     """The shipped reference a sweep of ``preset`` on ``task`` x ``family`` regenerates (LabError for an
     environment no reference is shipped for: exporting it would replace another environment's)."""
-    for shipped in SHIPPED:
+    for shipped in EXPORTED:
         if (shipped.preset, shipped.task, shipped.family) == (preset, task, family):
             return shipped
-    known = "; ".join(f"--preset {s.preset} --task {s.task} --family {s.family}" for s in SHIPPED)
+    known = "; ".join(f"--preset {s.preset} --task {s.task} --family {s.family}" for s in EXPORTED)
     raise LabError(
         f"no reference is shipped for --preset {preset} --task {task} --family {family} "
         f"(--export-reference regenerates one of: {known}); without it the sweep's results stay in --out"
