@@ -85,6 +85,7 @@ lab-reference: $(STAMP)
 	$(BIN)/specbound lab sweep --preset fit --task markov --family gpt2 --out $(LAB_DIR)-fit --workers 2 --export-reference
 	$(BIN)/specbound lab sweep --preset fit --task markov --family llama --out $(LAB_DIR)-fit --workers 2 --export-reference
 	$(BIN)/specbound lab sweep --preset finetune --out $(LAB_DIR)-finetune --workers 2 --export-reference
+	$(BIN)/specbound lab sweep --preset scaling --out $(LAB_DIR)-scaling --export-reference
 
 clean:
 	rm -rf $(VENV) .pytest_cache test-artifacts

@@ -1,5 +1,7 @@
 """Scaling: how the proxies grow with depth L and width N over the BERT Miniatures available here, or
-over the lab's trained encoders or decoders (shipped, so the study works with no network).
+over the lab's trained models (shipped, so the study works with no network): its scaling grid (four
+depths by three widths, the Miniatures' stand-in), its encoders or its decoders. Each measured exponent
+is set beside the one the bounds predict.
 
 Models come from the session's atlas file and the Hugging Face cache (see :mod:`dashboard.services.scaling`
 for how a model is placed at its (L, N) and which ones count as the family); missing miniatures are
@@ -23,7 +25,7 @@ from dashboard.wording.text import plain
 from specbound.core.proxies import Proxy
 from specbound.present.figures.scaling import growth_panel_columns, predicted_note
 from specbound.studies.scaling import MIN_SIZES, Axis, ScalingStudy
-from specbound_lab.reference import DECODER_REFERENCE, THRESHOLD_REFERENCE
+from specbound_lab.reference import DECODER_REFERENCE, SCALING_REFERENCE, THRESHOLD_REFERENCE
 
 ensure_app_entry()
 
@@ -34,16 +36,19 @@ MODELS_KEY, DOWNLOADED_KEY = "scaling_models", "scaling_downloaded"
 #: Session-state key of the models whose download size was shown and awaits a click, with that size.
 PENDING_KEY = "scaling_pending_download"
 #: The family radio, and each lab family's own model choice (its options are other models).
-FAMILY_KEY, LAB_MODELS_KEY, LAB_DECODER_MODELS_KEY = (
+FAMILY_KEY, LAB_MODELS_KEY, LAB_DECODER_MODELS_KEY, LAB_GRID_MODELS_KEY = (
     "scaling_family",
     "scaling_lab_models",
     "scaling_lab_decoder_models",
+    "scaling_lab_grid_models",
 )
 MINIATURES = "BERT Miniatures"
+LAB_GRID = "Lab scaling grid (the Miniatures' stand-in, L 1–4 × N 32–128)"
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
 LAB_DECODERS = "Lab decoders (GPT-2, trained by the specbound lab on the Markov task)"
 #: Each lab family: the key of its shipped reference and of its model choice.
 LAB_FAMILIES = {
+    LAB_GRID: (SCALING_REFERENCE.key, LAB_GRID_MODELS_KEY),
     LAB_FAMILY: (THRESHOLD_REFERENCE.key, LAB_MODELS_KEY),
     LAB_DECODERS: (DECODER_REFERENCE.key, LAB_DECODER_MODELS_KEY),
 }
@@ -59,24 +64,27 @@ st.caption(
 
 
 def first_family() -> str:
-    """The miniatures if at least two are here; else the lab's family, shipped, so a study shows at once."""
-    return MINIATURES if len(service.default_selection(service.candidates())) >= 2 else LAB_FAMILY
+    """The miniatures if at least two are here; else the lab's scaling grid, shipped, so a study with
+    intervals shows at once."""
+    return MINIATURES if len(service.default_selection(service.candidates())) >= 2 else LAB_GRID
 
 
 share.shared(
     FAMILY_KEY,
-    share.choice_codec({MINIATURES: "mini", LAB_FAMILY: "lab", LAB_DECODERS: "lab-decoders"}),
+    share.choice_codec({MINIATURES: "mini", LAB_GRID: "lab-grid", LAB_FAMILY: "lab", LAB_DECODERS: "lab-decoders"}),
     MINIATURES,
     initial=first_family,
 )
 family = st.radio(
     "Family",
-    [MINIATURES, LAB_FAMILY, LAB_DECODERS],
+    [MINIATURES, LAB_GRID, LAB_FAMILY, LAB_DECODERS],
     key=FAMILY_KEY,
     horizontal=True,
-    help="The lab's encoders and decoders are small BERT encoders and GPT-2 decoders trained by the specbound "
-    "lab on synthetic tasks (depth 1–2, width 32–64), shipped with the package: growth curves of trained "
-    "models with no network. They are not BERT Miniatures or released models.",
+    help="The lab's families are small BERT encoders and GPT-2 decoders trained by the specbound lab on "
+    "synthetic tasks, shipped with the package: growth curves of trained models with no network. The "
+    "scaling grid (depth 1, 2, 3, 4 by width 32, 64, 128, one seed) stands in for the 24 Miniatures; the "
+    "encoders and decoders (depth 1–2, width 32–64) are the class sweeps' families. None of them are BERT "
+    "Miniatures or released models.",
 )
 lab_family = family in LAB_FAMILIES
 available = service.lab_candidates(LAB_FAMILIES[family][0]) if lab_family else service.candidates()
@@ -137,6 +145,24 @@ if study is not None:
             st.info(growth.missing)
     st.caption(plain(predicted_note()))
     bound_note()
+
+    if not view.measured.empty:
+        st.subheader("Measured beside predicted")
+        st.caption(
+            "Each proxy's pooled power-law exponent (one slope of ln proxy against ln L or ln N shared by "
+            "the groups, an intercept per group) beside the exponent its bound predicts. The interval is "
+            "Student-t on the slope's residual degrees of freedom, assuming normal, independent scatter of "
+            f"the models about the law; it is given from {MIN_SIZES} sizes up, never from two. Ours is "
+            "predicted √L or better, so an interval below its line agrees with the theory."
+        )
+        draw_table(
+            service.measured_shown(view.measured),
+            hide_index=True,
+            key="scaling_measured",
+            column_config=service.measured_columns(),
+            column_order=service.MEASURED_ORDER,
+        )
+        st.markdown("\n".join(f"- {plain(sentence)}" for sentence in view.measured_sentences))
 
     st.subheader("Fitted growth exponents")
     st.caption(

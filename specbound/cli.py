@@ -388,8 +388,9 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     from .core.bounds import BoundSettings
     from .studies.status import Status
 
-    names = miniature_names(args.layers, args.widths) if (args.layers or args.widths or not args.models) else []
-    names += [m for m in args.models or [] if m not in names]
+    given = [*(args.models or []), *_atlas_members(args.from_atlas)]
+    names = miniature_names(args.layers, args.widths) if (args.layers or args.widths or not given) else []
+    names += [m for m in given if m not in names]
     if args.atlas is not None:
         require_parent(Path(args.atlas), "atlas")  # before hours of analysis, not after
     result = run_grid(
@@ -411,7 +412,25 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     )
     if result.missing:
         _say(f"missing models are listed with how to get them in {Path(args.out) / 'missing.csv'}")
+    if result.study is not None:
+        from .present.figures.scaling import measured_sentence
+        from .studies.scaling import measured_growth
+
+        _say("measured beside predicted (predicted.csv):")
+        for row in measured_growth(result.study):
+            _say(f"  {measured_sentence(row)}")
     return 0
+
+
+def _atlas_members(path: str | None) -> list[str]:
+    """Every model of the atlas file ``path`` as ``atlas:FILE#MODEL`` (none without a file), read before any
+    analysis so that an unreadable atlas fails at once."""
+    if path is None:
+        return []
+    from .io.atlas import read_manifest
+    from .io.models import atlas_reference
+
+    return [atlas_reference(path, entry.name) for entry in read_manifest(path).entries]
 
 
 def _cmd_trajectory(args: argparse.Namespace) -> int:
@@ -529,6 +548,13 @@ def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
         nargs="+",
         metavar="NAME",
         help="any model names or local directories (instead of, or besides, the miniatures)",
+    )
+    grid.add_argument(
+        "--from-atlas",
+        default=None,
+        metavar="FILE",
+        help="every model of this atlas file joins the study (offline: the lab's scaling grid, "
+        "specbound_lab/reference_scaling/atlas.npz, a stand-in for the miniatures)",
     )
     grid.add_argument("--out", required=True, help="output directory (a re-run skips models done there)")
     grid.add_argument("--atlas", default=None, metavar="FILE", help="also export the profiles to this atlas")

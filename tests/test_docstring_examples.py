@@ -44,6 +44,7 @@ MODULES = (
     "specbound.present.figures.bounds",
     "specbound.present.figures.spectra",
     "specbound.present.figures.style",
+    "specbound.present.figures.scaling",
     "specbound.present.report",
     "dashboard.state.adapters",
     "dashboard.wording.text",

@@ -11,7 +11,9 @@ Hub cache).
 
 The other families are the lab's (:func:`lab_candidates`): the final checkpoints of the depth x width
 family of a shipped lab sweep, small encoders (the threshold task) or GPT-2 decoders (the Markov task)
-trained by the specbound lab, so a class sees growth curves of trained models with no network. Their
+trained by the specbound lab, so a class sees growth curves of trained models with no network. The
+scaling grid (four depths by three widths) stands in for the Miniatures offline: the fewest sizes from
+which a growth exponent along either size has an interval. Their
 atlas is put in the upload store like an uploaded one, so they are opened by the same names as any
 uploaded atlas model.
 """
@@ -51,7 +53,7 @@ from specbound.io.models import (
 )
 from specbound.present.figures.scaling import PROXY_LABELS
 from specbound.present.numbers import format_count
-from specbound.studies.scaling import CONFIDENCE, MIN_SIZES, ModelSummary, summarize
+from specbound.studies.scaling import CONFIDENCE, MEASURED_COLUMNS, MIN_SIZES, ModelSummary, summarize
 from specbound_lab import reference as lab_reference
 
 #: The study's models in a link: each by the name a link carries (an uploaded atlas by its digest).
@@ -67,6 +69,8 @@ LAB_ORIGINS: dict[str, str] = {
     lab_reference.THRESHOLD_REFERENCE.key: LAB_REFERENCE,
     lab_reference.DECODER_REFERENCE.key: "a GPT-2 decoder trained by the specbound lab on the Markov task, "
     "not a released model",
+    lab_reference.SCALING_REFERENCE.key: "the lab's scaling grid, trained on the sparse threshold task as a "
+    "stand-in for the BERT Miniatures, not one of them",
 }
 
 
@@ -152,7 +156,7 @@ def candidates() -> list[Candidate]:
 @st.cache_resource(show_spinner=False)
 def _lab_family_file(key: str) -> Path:
     """A shipped lab sweep's family atlas in the upload store (written once per store)."""
-    shipped = next(s for s in lab_reference.SHIPPED if s.key == key)
+    shipped = next(s for s in lab_reference.EXPORTED if s.key == key)
     source = shipped.directory / lab_reference.ATLAS_FILE
     return atlas.store_upload(source.name, source.read_bytes())
 
@@ -295,6 +299,51 @@ def exponent_columns() -> dict[str, Any]:
             "Better fit",
             help="The law with the smaller residual variance (against L only); undecided with "
             f"fewer than {MIN_SIZES} sizes or a tie.",
+        ),
+    }
+
+
+# --- measured beside predicted ----------------------------------------------------------------
+
+#: Columns of the measured-beside-predicted table (:func:`specbound.studies.scaling.measured_growth_frame`).
+MEASURED_ORDER = MEASURED_COLUMNS
+
+
+def measured_shown(frame: pd.DataFrame) -> Styler:
+    """The measured-beside-predicted table as the page shows it: proxies by their plain names, exponents
+    in the project's number format, "—" where no law is predicted or no interval is honest."""
+    numbers = {column: "number" for column in ("predicted_exponent", "measured_exponent", "ci_low", "ci_high")}
+    counts = {column: "integer" for column in ("num_sizes", "num_points")}
+    styler = styled_table(frame, numbers | counts)
+    return styler.format(lambda value: PROXY_LABELS.get(Proxy(value), str(value)), subset=["proxy"])
+
+
+def measured_columns() -> dict[str, Any]:
+    """Readable headers (and help) for the measured-beside-predicted table."""
+    level = f"{CONFIDENCE:.0%}"
+    number = st.column_config.NumberColumn
+    return {
+        "proxy": st.column_config.TextColumn("Proxy", pinned=True),
+        "against": st.column_config.TextColumn("Against", help="The size that varies: depth L or width N."),
+        "predicted_law": st.column_config.TextColumn(
+            "Predicted law", help="What the bound's theory predicts under fixed per-layer norm radii; none in N."
+        ),
+        "predicted_exponent": number("Predicted exponent"),
+        "measured_exponent": number(
+            "Measured exponent", help="The pooled slope of ln proxy against ln size: one slope, an intercept per group."
+        ),
+        "ci_low": number(
+            f"{level} CI low",
+            help=f"Student-t interval on the slope's residual degrees of freedom; none from fewer than {MIN_SIZES} "
+            "sizes, through which any law fits.",
+        ),
+        "ci_high": number(f"{level} CI high"),
+        "num_sizes": number("Sizes"),
+        "num_points": number("Models"),
+        "agreement": st.column_config.TextColumn(
+            "Against the prediction",
+            help="holds: the interval contains the predicted exponent; steeper or flatter: the whole interval "
+            "lies above or below it (ours is predicted √L or better: flatter agrees with the theory).",
         ),
     }
 

@@ -14,6 +14,8 @@ Example, the lab's shipped encoders (the final checkpoints of its depth x width 
     >>> view = scaling_view(study, [Proxy.OURS, Proxy.EDELMAN])
     >>> [(growth.axis.value, len(growth.panels) > 0) for growth in view.growth]
     [('N', True), ('L', True)]
+    >>> list(view.measured["agreement"])  # two depths and two widths: a slope, but no interval
+    ['no interval', 'no interval', 'not predicted', 'not predicted']
 """
 
 from __future__ import annotations
@@ -25,9 +27,16 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specbound.core.proxies import Proxy
-from specbound.present.figures.scaling import growth_figure_depth, growth_figure_width
+from specbound.present.figures.scaling import growth_figure_depth, growth_figure_width, measured_sentence
 from specbound.present.figures.style import split_panels
-from specbound.studies.scaling import PREDICTED_GROWTH, Axis, ScalingStudy
+from specbound.studies.scaling import (
+    COMPARED,
+    PREDICTED_GROWTH,
+    Axis,
+    ScalingStudy,
+    measured_growth,
+    measured_growth_frame,
+)
 
 #: How each axis is drawn: the growth against width at fixed depth, then against depth at fixed width.
 GROWTH_FIGURES = {Axis.WIDTH: growth_figure_width, Axis.DEPTH: growth_figure_depth}
@@ -55,6 +64,10 @@ class ScalingView:
     exponents: pd.DataFrame
     #: one row per model: its (L, N) and every proxy
     models: pd.DataFrame
+    #: ours and Edelman's measured exponent in L and in N beside the predicted one (the study's
+    #: :func:`~specbound.studies.scaling.measured_growth`), and the same in sentences
+    measured: pd.DataFrame
+    measured_sentences: tuple[str, ...]
 
 
 def _growth(study: ScalingStudy, axis: Axis, proxies: Sequence[Proxy]) -> Growth:
@@ -75,9 +88,12 @@ def _growth(study: ScalingStudy, axis: Axis, proxies: Sequence[Proxy]) -> Growth
 def scaling_view(study: ScalingStudy, proxies: Sequence[Proxy]) -> ScalingView:
     """``study`` for ``proxies`` (ours and Edelman's, and the fixed-p regimes when asked for)."""
     exponents = study.exponents_frame()
+    measured = measured_growth(study, [p for p in COMPARED if p in proxies])
     return ScalingView(
         notes=tuple(study.notes),
         growth=tuple(_growth(study, axis, proxies) for axis in GROWTH_FIGURES),
         exponents=exponents[exponents["proxy"].isin([p.value for p in proxies])],
         models=study.models_frame(),
+        measured=measured_growth_frame(measured),
+        measured_sentences=tuple(measured_sentence(row) for row in measured),
     )

@@ -448,6 +448,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             regenerate=shipped.regenerate,
             max_steps=shipped.max_steps,
             environment=shipped.environment,
+            stands_for=shipped.stands_for or None,
         )
         print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0
@@ -591,7 +592,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         "until they fit their training set, 5 seeds, 2 learning rates; study: 480 runs held to the same "
         "rules (depth 1-4, width 32-128, n 100-2700), hours: see the manual (docs/lab); finetune: 80 runs "
         "fine-tuning the shipped base in full and through LoRA adapters of rank 1, 4, 16; grok: ten seeds of a "
-        "one-layer model on modular addition with weight decay 1 (--task modular), which grok (see the manual)",
+        "one-layer model on modular addition with weight decay 1 (--task modular), which grok (see the manual); "
+        "scaling: 12 runs, one per depth 1-4 and width 32-128, the Scaling page's stand-in for the BERT Miniatures",
     )
     sweep.add_argument(
         "--grid",

@@ -133,6 +133,20 @@ PRESETS: dict[str, SweepGrid] = {
         seeds=(0, 1),
         settings=TrainSettings(steps=500, save_every=125),
     ),
+    # 12 runs, one per (depth, width): the scaling grid, a stand-in for the 24 BERT Miniatures (depth 2-12,
+    # width 128-768) that the Scaling page reads offline. Four depths (1-4) and three widths (32, 64, 128,
+    # evenly spaced on a log axis, where a growth exponent is a slope) are the fewest that give a slope
+    # along either size an interval (three sizes at least); the class preset's 500 steps; one seed, one n
+    # and no label noise: an exponent is fitted across the grid, not within a configuration.
+    "scaling": SweepGrid(
+        layers=(1, 2, 3, 4),
+        hidden=(32, 64, 128),
+        heads=(2,),
+        n_train=(400,),
+        label_noise=(0.0,),
+        seeds=(0,),
+        settings=TrainSettings(steps=500, save_every=250),
+    ),
     # 120 runs held to SPEC §13b: every run trained until it fits its training set (cross-entropy <= 0.01
     # on the whole set, checked every 100 steps, at most 6,000), five seeds per configuration, and an
     # optimisation axis (two learning rates, both below the 3e-3 at which width-64 runs diverged). A

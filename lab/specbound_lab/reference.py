@@ -14,11 +14,14 @@ Layout of ``lab/specbound_lab/reference/`` (the same layout as a lab directory, 
                                   (noise 0, first seed, largest n), named by their run (``lab-L2-N64-...``)
 
 One atlas per run keeps each file far below the atlas's model limit and lets a page read only the run
-it shows. Eight references are shipped (:data:`SHIPPED`): the threshold task's class sweep on BERT
-encoders (``reference/``), the Markov task's class sweep on GPT-2 decoders (``reference_decoder/``), the
-grokking preset (``reference_grokking/``), the fit preset's four environments (``reference_fit/``,
+it shows. Nine references are shipped (:data:`EXPORTED`). Eight are the sweeps the Lab and Training runs
+pages list (:data:`SHIPPED`): the threshold task's class sweep on BERT encoders (``reference/``), the
+Markov task's class sweep on GPT-2 decoders (``reference_decoder/``), the grokking preset
+(``reference_grokking/``), the fit preset's four environments (``reference_fit/``,
 ``reference_fit_decoder/``, ``reference_fit_markov/``, ``reference_fit_markov_llama/``) and the
-fine-tuning environment (``reference_finetune/``). Each regenerates with its sweep and
+fine-tuning environment (``reference_finetune/``). The ninth is the scaling grid
+(:data:`SCALING_REFERENCE`, ``reference_scaling/``, four depths by three widths), the Scaling page's
+offline stand-in for the BERT Miniatures, read by that page alone. Each regenerates with its sweep and
 ``--export-reference`` (``make lab-reference``).
 """
 
@@ -86,6 +89,8 @@ class ShippedReference:
     max_steps: int | None = None
     #: its runs start from a pretrained base (the ``finetune`` preset)
     fine_tuned: bool = False
+    #: what it stands in for, when it stands in for released models (written into its manifest)
+    stands_for: str = ""
 
     @property
     def environment(self) -> str:
@@ -176,6 +181,22 @@ FINETUNE_REFERENCE = ShippedReference(
     max_steps=11,
     fine_tuned=True,
 )
+#: The ``scaling`` preset (SPEC §3's growth study, offline): one BERT encoder per depth L in {1, 2, 3, 4}
+#: and width N in {32, 64, 128}, one seed, 500 steps on the threshold task. It stands in for the 24 BERT
+#: Miniatures (L in {2, ..., 12}, N in {128, ..., 768}) where the Hub is out of reach: four depths and
+#: three widths are the fewest that give a growth exponent along each size an interval (MIN_SIZES).
+SCALING_REFERENCE_DIR = Path(__file__).parent / "reference_scaling"
+SCALING_REFERENCE = ShippedReference(
+    "scaling",
+    SCALING_REFERENCE_DIR,
+    "scaling",
+    Task.THRESHOLD,
+    Family.BERT,
+    "the scaling grid: depth 1-4 x width 32-128, one seed",
+    stands_for="a stand-in for the 24 BERT Miniatures (depth 2-12, width 128-768) of the paper's growth "
+    "study, for where the Hugging Face Hub is out of reach: one encoder per depth and width, one seed "
+    "(an exponent is fitted across the grid), trained here, not released models",
+)
 #: Every shipped reference, the threshold sweep first.
 SHIPPED: tuple[ShippedReference, ...] = (
     THRESHOLD_REFERENCE,
@@ -187,6 +208,8 @@ SHIPPED: tuple[ShippedReference, ...] = (
     FIT_MARKOV_LLAMA_REFERENCE,
     FINETUNE_REFERENCE,
 )
+#: Every reference ``--export-reference`` regenerates: the sweeps of :data:`SHIPPED` and the scaling grid.
+EXPORTED: tuple[ShippedReference, ...] = (*SHIPPED, SCALING_REFERENCE)
 #: The shipped references whose runs form a sweep (the grokking preset's seeds do not), whose verdicts
 #: ``specbound lab report`` and the Lab page give, each sweep read as its own: the four environments
 #: of the fit preset (five seeds per configuration, SPEC §13b), the fine-tuning environment, and the
@@ -208,10 +231,10 @@ def shipped_reference(
 ) -> ShippedReference:
     """The shipped reference a sweep of ``preset`` on ``task`` x ``family`` regenerates (LabError for an
     environment no reference is shipped for: exporting it would replace another environment's)."""
-    for shipped in SHIPPED:
+    for shipped in EXPORTED:
         if (shipped.preset, shipped.task, shipped.family) == (preset, task, family):
             return shipped
-    known = "; ".join(f"--preset {s.preset} --task {s.task} --family {s.family}" for s in SHIPPED)
+    known = "; ".join(f"--preset {s.preset} --task {s.task} --family {s.family}" for s in EXPORTED)
     raise LabError(
         f"no reference is shipped for --preset {preset} --task {task} --family {family} "
         f"(--export-reference regenerates one of: {known}); without it the sweep's results stay in --out"
@@ -387,6 +410,7 @@ def export_reference(
     max_steps: int | None = None,
     environment: str | None = None,
     step_profiles: bool = True,
+    stands_for: str | None = None,
 ) -> tuple[Path, ...]:
     """Write the reference (records, tables, atlas, manifest) of a finished sweep into ``dest``, replacing it.
 
@@ -396,7 +420,8 @@ def export_reference(
     `` fine-tuned`` for fine-tuning runs) only that environment's runs are exported, so several
     environments may share one sweep directory. ``step_profiles=False`` leaves out the per-run atlases of
     every saved step (a corpus of thousands of runs keeps their records, whose bound terms summarise the
-    spectra, and the family's atlas).
+    spectra, and the family's atlas). ``stands_for`` says in the manifest which released models the
+    reference stands in for (the scaling grid: the BERT Miniatures).
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
     runs = tuple(
@@ -462,6 +487,8 @@ def export_reference(
         else f"at most {max_steps} of the saved steps, the first and the last always",
         "weights_shipped": False,
     }
+    if stands_for:
+        manifest["stands_for"] = stands_for
     with atomic_write(dest / MANIFEST_FILE) as f:
         f.write(json.dumps(manifest, indent=1, allow_nan=False).encode("utf-8"))
     return (dest / MANIFEST_FILE, *files)

@@ -9,6 +9,8 @@ This is an edge module (it writes files); the maths is in :mod:`specbound.core.b
     matrices.csv                 every per-matrix table, with a model column
     curves.csv, exponents.csv    normalised growth curves (with their common reference size) and fitted
                                  growth laws (slope, standard error, interval, within-group r², flags)
+    predicted.csv                ours and Edelman's measured exponent in L and in N beside the one their
+                                 bound predicts (√L, L^{3/2}), with its t-interval from three sizes up
     growth_L.html, growth_N.html self-contained Plotly figures (work offline)
     notes.txt                    what had to be left out (e.g. curves without a model at the reference)
     missing.csv                  models that could not be analysed, why, and how to get them
@@ -49,7 +51,14 @@ from ..io.models import MINIATURE_LAYERS, MINIATURE_WIDTHS, ModelRef, miniature_
 from ..io.options import ComputeOptions
 from ..studies.parallel import Executor
 from ..studies.resumable import run_resumable
-from ..studies.scaling import ModelSummary, ScalingStudy, summarize
+from ..studies.scaling import (
+    PREDICTED_GROWTH,
+    ModelSummary,
+    ScalingStudy,
+    measured_growth,
+    measured_growth_frame,
+    summarize,
+)
 from ..studies.status import Status
 
 #: Bump when the per-model record changes: older records are then recomputed, not trusted.
@@ -62,6 +71,7 @@ OUTPUT_FILES = frozenset(
         "matrices.csv",
         "curves.csv",
         "exponents.csv",
+        "predicted.csv",
         "growth_L.html",
         "growth_N.html",
         "notes.txt",
@@ -397,7 +407,8 @@ def _write_tables(out: Path, summaries: Sequence[ModelSummary]) -> list[Path]:
 
 
 def _write_study(out: Path, study: ScalingStudy, notes: list[str]) -> list[Path]:
-    """curves.csv, exponents.csv and the self-contained growth figures growth_L.html, growth_N.html.
+    """curves.csv, exponents.csv, predicted.csv and the self-contained growth figures growth_L.html,
+    growth_N.html (the predicted laws drawn dotted).
 
     The study's own notes (curves left out for want of a model at the common reference) join ``notes``.
     """
@@ -405,12 +416,13 @@ def _write_study(out: Path, study: ScalingStudy, notes: list[str]) -> list[Path]
 
     write_text_atomic(out / "curves.csv", study.curves_frame().to_csv(index=False))
     write_text_atomic(out / "exponents.csv", study.exponents_frame().to_csv(index=False))
-    files = [out / "curves.csv", out / "exponents.csv"]
+    write_text_atomic(out / "predicted.csv", measured_growth_frame(measured_growth(study)).to_csv(index=False))
+    files = [out / "curves.csv", out / "exponents.csv", out / "predicted.csv"]
     notes.extend(study.notes)
     if not study.curves_depth and not study.curves_width and not study.notes:
         notes.append("no growth curves: no two models share a depth or a width")
     for axis in ("L", "N"):
-        figure = growth_figure(study.curves(axis), axis, study.exponents)
+        figure = growth_figure(study.curves(axis), axis, study.exponents, predicted=PREDICTED_GROWTH)
         write_text_atomic(out / f"growth_{axis}.html", figure.to_html(include_plotlyjs=True))
         files.append(out / f"growth_{axis}.html")
     return files

@@ -18,6 +18,10 @@ From a set of summaries this module computes, in log space so that nothing overf
   r², the standard error of its slope with a Student-t interval, a flag when it rests on fewer
   than three sizes, and which law fits better (:class:`GrowthExponent`).
 
+Beside the fits, what the bounds predict (:data:`PREDICTED_GROWTH`: √L for ours, L^{3/2} for Edelman's,
+under fixed per-layer norm radii) and where each measured exponent's interval lies against it
+(:func:`measured_growth`).
+
 Proxies: "ours" (every matrix at its post-hoc p*), "edelman", and the fixed-index regimes "p=0"
 (rank), "p=1" (nuclear) and "p=2" (Frobenius), each with every matrix at that p.
 """
@@ -604,6 +608,124 @@ class ScalingStudy:
 
     def exponents_frame(self) -> pd.DataFrame:
         return exponents_frame(self.exponents)
+
+
+# --- measured beside predicted ------------------------------------------------------------------
+
+
+class Agreement(str, Enum):
+    """Where a measured exponent's interval lies against the exponent a bound predicts."""
+
+    HOLDS = "holds"  # the interval contains the predicted exponent
+    STEEPER = "steeper"  # the whole interval lies above it: the proxy grows faster than predicted
+    FLATTER = "flatter"  # the whole interval lies below it: slower than predicted ("or better" for ours)
+    NO_INTERVAL = "no interval"  # fewer than MIN_SIZES sizes, or no residual degree of freedom
+    NOT_PREDICTED = "not predicted"  # the theory states no single exponent along this size
+
+
+@dataclass(frozen=True)
+class MeasuredGrowth:
+    """One proxy's measured power-law exponent along one size, beside the exponent its bound predicts.
+
+    ``fit`` is the pooled power-law fit (one slope shared by the groups at each fixed other size, an
+    intercept per group), or the one group's fit when the study has a single group; None when no
+    group has two sizes. Its interval is the Student-t interval of :class:`GrowthExponent` on the
+    residual degrees of freedom (normal, independent residuals around a power law: one model per
+    (L, N), so the scatter of the models about the law is all the noise there is), given only from
+    :data:`MIN_SIZES` sizes up: through two sizes any law fits and "±" would measure nothing.
+
+    Example, a family whose proxy grows exactly like √L · N:
+
+        >>> family = [ModelSummary(f"L{l}N{n}", l, n, 0.5 * math.log(l) + math.log(n), 1.5 * math.log(l))
+        ...           for l in (1, 2, 4, 8) for n in (32, 64, 128)]
+        >>> row = measured_growth(ScalingStudy.from_summaries(family))[0]
+        >>> (row.proxy.value, row.against.value, round(row.fit.slope, 6), row.predicted.law)
+        ('ours', 'L', 0.5, '√L')
+    """
+
+    proxy: Proxy
+    against: Axis
+    fit: GrowthExponent | None
+    predicted: PredictedGrowth | None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The slope's interval at :data:`CONFIDENCE`, or None where none is honest (fewer than three sizes)."""
+        fit = self.fit
+        if fit is None or fit.few_points or not (math.isfinite(fit.ci_low) and math.isfinite(fit.ci_high)):
+            return None
+        return fit.ci_low, fit.ci_high
+
+    @property
+    def agreement(self) -> Agreement:
+        """Whether the interval holds the predicted exponent, or lies above or below it."""
+        if self.predicted is None:
+            return Agreement.NOT_PREDICTED
+        interval = self.interval
+        if interval is None:
+            return Agreement.NO_INTERVAL
+        if interval[0] > self.predicted.exponent:
+            return Agreement.STEEPER
+        if interval[1] < self.predicted.exponent:
+            return Agreement.FLATTER
+        return Agreement.HOLDS
+
+
+#: The proxies the paper compares, whose growth is set beside its prediction.
+COMPARED: tuple[Proxy, ...] = (Proxy.OURS, Proxy.EDELMAN)
+
+
+def measured_growth(study: ScalingStudy, proxies: Iterable[Proxy | str] = COMPARED) -> tuple[MeasuredGrowth, ...]:
+    """Each proxy's power-law exponent in depth L, then in width N, beside :func:`predicted_growth`."""
+    rows = []
+    for axis in (Axis.DEPTH, Axis.WIDTH):
+        for proxy in map(Proxy, proxies):
+            fits = [e for e in study.exponents if (e.proxy, e.against, e.model) == (proxy, axis, GrowthModel.POWER)]
+            pooled = next((e for e in fits if e.fixed is None), None)
+            fit = pooled if pooled is not None else (fits[0] if len(fits) == 1 else None)
+            rows.append(MeasuredGrowth(proxy, axis, fit, predicted_growth(proxy, axis)))
+    return tuple(rows)
+
+
+#: Columns of :func:`measured_growth_frame`.
+MEASURED_COLUMNS: tuple[str, ...] = (
+    "proxy",
+    "against",
+    "predicted_law",
+    "predicted_exponent",
+    "measured_exponent",
+    "ci_low",
+    "ci_high",
+    "num_sizes",
+    "num_points",
+    "agreement",
+)
+
+
+def measured_growth_frame(rows: Iterable[MeasuredGrowth]) -> pd.DataFrame:
+    """One row per proxy and size: the predicted law and exponent (empty where none is stated), the
+    measured exponent, its interval (empty below three sizes), the sizes and models it rests on, and
+    :class:`Agreement`."""
+    import pandas as pd
+
+    records = []
+    for row in rows:
+        interval = row.interval
+        records.append(
+            {
+                "proxy": row.proxy.value,
+                "against": row.against.value,
+                "predicted_law": None if row.predicted is None else row.predicted.law,
+                "predicted_exponent": math.nan if row.predicted is None else row.predicted.exponent,
+                "measured_exponent": math.nan if row.fit is None else row.fit.slope,
+                "ci_low": math.nan if interval is None else interval[0],
+                "ci_high": math.nan if interval is None else interval[1],
+                "num_sizes": 0 if row.fit is None else row.fit.num_sizes,
+                "num_points": 0 if row.fit is None else row.fit.num_points,
+                "agreement": row.agreement.value,
+            }
+        )
+    return pd.DataFrame(records, columns=list(MEASURED_COLUMNS))
 
 
 # --- table edges --------------------------------------------------------------------------------

@@ -18,7 +18,15 @@ from specbound.io.loading import load_profile
 
 DEPTHS = (1, 2, 3)
 WIDTHS = (16, 32)
-OUTPUTS = ("models.csv", "matrices.csv", "curves.csv", "exponents.csv", "growth_L.html", "growth_N.html")
+OUTPUTS = (
+    "models.csv",
+    "matrices.csv",
+    "curves.csv",
+    "exponents.csv",
+    "predicted.csv",
+    "growth_L.html",
+    "growth_N.html",
+)
 
 
 @pytest.fixture
@@ -113,6 +121,56 @@ def test_grid_writes_every_output_with_the_direct_numbers(family, tmp_path: Path
     for profile in imported:
         original = load_profile(profile.model)
         assert profile.singular_values.tobytes() == original.singular_values.tobytes()
+
+
+def test_every_model_of_an_atlas_joins_the_study_and_each_exponent_meets_its_prediction(
+    family, tmp_path: Path, capsys
+) -> None:
+    """``--from-atlas``: the offline route (the lab's scaling grid is an atlas); predicted.csv holds the
+    pooled power-law slopes of exponents.csv beside √L and L^(3/2), an interval from three depths, none
+    from two widths, and the command prints each as a sentence."""
+    from specbound.io.atlas import save_atlas
+
+    atlas = tmp_path / "family.npz"
+    save_atlas([load_profile(str(d)) for d in family.values()], atlas)
+    out = tmp_path / "study"
+    assert main(["grid", "--from-atlas", str(atlas), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "6 of 6 models available" in printed and "L2-H128" not in printed  # no miniature asked for
+    predicted = pd.read_csv(out / "predicted.csv")
+    exponents = pd.read_csv(out / "exponents.csv")
+    pooled = exponents[exponents["fixed"].isna() & (exponents["model"] == "power")].set_index(["proxy", "against"])
+    assert [tuple(r) for r in predicted[["proxy", "against"]].itertuples(index=False)] == [
+        ("ours", "L"),
+        ("edelman", "L"),
+        ("ours", "N"),
+        ("edelman", "N"),
+    ]
+    for row in predicted.itertuples():
+        fit = pooled.loc[(row.proxy, row.against)]
+        assert row.measured_exponent == pytest.approx(fit["slope"], rel=1e-12)
+        assert (row.num_sizes, row.num_points) == (fit["num_sizes"], fit["num_points"])
+    depth, width = predicted[predicted["against"] == "L"], predicted[predicted["against"] == "N"]
+    assert list(depth["predicted_exponent"]) == [0.5, 1.5] and list(depth["predicted_law"]) == ["√L", "L^(3/2)"]
+    assert (depth["num_sizes"] == 3).all() and (depth["ci_low"] < depth["measured_exponent"]).all()
+    keys = list(zip(depth["proxy"], depth["against"], strict=True))
+    np.testing.assert_allclose(depth["ci_high"], pooled.loc[keys]["ci_high"], rtol=1e-12)
+    assert width["ci_low"].isna().all() and set(width["agreement"]) == {"not predicted"}  # two widths: no interval
+    assert set(depth["agreement"]) <= {"holds", "steeper", "flatter"}
+    sentences = [line for line in printed.splitlines() if " in depth L: " in line or " in width N: " in line]
+    assert len(sentences) == 4 and sentences[0].startswith("ours (p*) in depth L: measured L^")
+    assert "95 % t-interval" in sentences[0] and "t-interval" not in sentences[2]  # none from two widths
+    assert "predicted √L (L^0.5)" in sentences[0]
+
+
+def test_an_unreadable_atlas_fails_in_one_line_before_anything_is_written(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not an atlas")
+    out = tmp_path / "study"
+    assert main(["grid", "--from-atlas", str(bad), "--out", str(out)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("specbound")
+    assert not out.exists()
 
 
 def test_a_rerun_skips_what_is_done(family, tmp_path: Path, capsys) -> None:

@@ -17,9 +17,10 @@ from dashboard.wording.numbers import shown_value
 from dashboard.wording.text import BOUND_NOTE
 from specbound.core.bounds import BoundAnalysis
 from specbound.present.figures.scaling import predicted_note
-from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
+from specbound.studies.scaling import Axis, Proxy, ScalingStudy, measured_growth, measured_growth_frame, summarize
 
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
+LAB_GRID = "Lab scaling grid (the Miniatures' stand-in, L 1–4 × N 32–128)"
 MINIATURES = "BERT Miniatures"
 SHOWN = (Proxy.OURS, Proxy.EDELMAN)
 
@@ -277,16 +278,81 @@ def test_the_chosen_models_travel_in_the_link(scaling_app, family) -> None:
     assert again.multiselect(key="scaling_models").value == chosen
 
 
-def test_with_no_miniatures_here_the_page_opens_on_the_lab_family(growth_figure) -> None:
-    """No atlas and an empty Hub cache: the study opens on the lab's shipped family, and the link says so."""
+def _offline_scaling_page() -> AppTest:
+    """The Scaling page where no miniature is here: no atlas and an empty Hub cache."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
     run_clean(at)
     at.switch_page("pages/scaling.py")
+    return run_clean(at)
+
+
+def _measured_table(at) -> pd.DataFrame:
+    (element,) = [d for d in at.dataframe if "measured_exponent" in d.value.columns]
+    return element.value.reset_index(drop=True)
+
+
+def _grid_study() -> ScalingStudy:
+    """The package's study of the shipped scaling grid, named as the page names its models."""
+    from specbound.io.atlas import load_atlas
+    from specbound_lab.reference import ATLAS_FILE, SCALING_REFERENCE
+
+    profiles = load_atlas(SCALING_REFERENCE.directory / ATLAS_FILE)
+    return ScalingStudy.from_summaries(summarize(BoundAnalysis.from_profile(p)) for p in profiles)
+
+
+def test_with_no_miniatures_here_the_page_opens_on_the_lab_grid_with_predicted_beside_fitted(growth_figure) -> None:
+    """Offline, the study opens on the shipped scaling grid (at least 4 depths by 3 widths): each proxy's
+    fitted exponent with its t-interval beside the exponent its bound predicts, the laws drawn dotted."""
+    at = _offline_scaling_page()
+    assert at.radio(key="scaling_family").value == LAB_GRID
+    assert at.query_params["scaling_family"] == "lab-grid"
+    assert len(at.multiselect(key="scaling_lab_grid_models").value) == 12
+    (models,) = [d.value for d in at.dataframe if "ours_log10" in d.value.columns]
+    assert models["L"].nunique() >= 4 and models["N"].nunique() == 3 and len(models) == 12
+
+    depth = growth_figure(at, "with depth L")
+    assert depth["panels"] == 3  # one panel per width, each curve through every depth
+    assert all(len(t["x"]) >= 4 for t in depth["data"] if not t["legendgroup"].startswith("predicted"))
+    assert {t["legendgroup"] for t in _predicted(depth)} == {"predicted-ours", "predicted-edelman"}
+    assert depth["layout"]["yaxis"]["title"]["text"] == "ratio to L = 1"  # the whole title, not cut
+
+    study = _grid_study()
+    table = _measured_table(at)
+    assert [tuple(r) for r in table[["against", "predicted_law"]].itertuples(index=False)] == [
+        ("L", "√L"),
+        ("L", "L^(3/2)"),
+        ("N", "—"),
+        ("N", "—"),
+    ]
+    expected = measured_growth_frame(measured_growth(study))
+    for column in ("predicted_exponent", "measured_exponent", "ci_low", "ci_high"):  # predicted beside fitted
+        sent = [shown_value(v) if isinstance(v, str) else v for v in table[column]]  # "—" where it is empty
+        np.testing.assert_array_equal(sent, as_shown(expected[column]), err_msg=column)
+    assert [shown_value(v) for v in table["predicted_exponent"][:2]] == [0.5, 1.5]
+    assert (table["num_sizes"][:2] >= 4).all() and (table["num_sizes"][2:] == 3).all()
+    assert list(table["agreement"]) == list(expected["agreement"])
+    assert set(table["agreement"][2:]) == {"not predicted"}
+    sentences = [unescaped(m.value) for m in at.markdown if "in depth L:" in unescaped(m.value)]
+    assert len(sentences) == 1 and sentences[0].count("95 % t-interval") == 4
+
+
+def test_the_lab_encoders_two_sizes_get_no_interval_anywhere(growth_figure) -> None:
+    """The class sweep's family has two depths and two widths: a slope, but no "±" and no interval in the
+    legend, the measured table or its sentences; the exponents table sends its empty cells as the dash."""
+    at = _offline_scaling_page()
+    at.radio(key="scaling_family").set_value(LAB_FAMILY)
     run_clean(at)
-    assert at.radio(key="scaling_family").value == LAB_FAMILY
     assert len(at.multiselect(key="scaling_lab_models").value) == 4
-    assert growth_figure(at, "with width N")["data"]  # a study is drawn at once
     assert at.query_params["scaling_family"] == "lab"
+    for axis in ("with width N", "with depth L"):
+        names = [t["name"] for t in growth_figure(at, axis)["data"]]
+        assert names and not any("±" in name for name in names)
+        assert any("(2 sizes only)" in name for name in names)
+    table = _measured_table(at)
+    assert table["ci_low"].eq("—").all() and table["ci_high"].eq("—").all()
+    assert list(table["agreement"]) == ["no interval", "no interval", "not predicted", "not predicted"]
+    sentences = " ".join(unescaped(m.value) for m in at.markdown if "in depth L:" in unescaped(m.value))
+    assert "in depth L: measured L^" in sentences and "interval [" not in sentences and "±" not in sentences
     # the lab's two-point fits have no standard error: those cells are sent as the dash drawn, and the
     # column is set as text (right-aligned), so that the browser neither says "None" nor flags a bad number
     (exponents,) = [d for d in at.dataframe if "slope_se" in d.value.columns]

@@ -14,6 +14,8 @@ from specbound.core.bounds import BoundAnalysis
 from specbound.core.profile import SpectralProfile
 from specbound.studies.scaling import (
     CONFIDENCE,
+    MEASURED_COLUMNS,
+    Agreement,
     Axis,
     BetterFit,
     GrowthModel,
@@ -22,6 +24,8 @@ from specbound.studies.scaling import (
     ScalingStudy,
     growth_curves,
     growth_exponents,
+    measured_growth,
+    measured_growth_frame,
     summarize,
     t_critical,
 )
@@ -365,3 +369,88 @@ def test_summary_of_a_real_analysis_matches_closed_forms() -> None:
     p2 = (np.sqrt(np.sqrt((sv**2).sum(axis=1)) * s_w) * 4**0.75).sum() + 1.0
     assert summary.log_fixed[2.0] == pytest.approx(math.log(p2), rel=1e-13)
     assert summary.log_proxy("p=1") == analysis.evaluate(1.0).log_total
+
+
+# --- measured beside predicted ------------------------------------------------------------------
+
+
+def _noisy_family(depth_power: float, depths=DEPTHS, widths=WIDTHS, seed: int = 3) -> list[ModelSummary]:
+    """ln ours = depth_power ln L + 0.75 ln N + noise (sd 0.05), ln Edelman = 1.5 ln L exactly."""
+    rng = np.random.default_rng(seed)
+    return [
+        ModelSummary(
+            f"L{l}-N{n}",
+            l,
+            n,
+            depth_power * math.log(l) + 0.75 * math.log(n) + 0.05 * rng.standard_normal(),
+            1.5 * math.log(l) + 2.0 * math.log(n),
+        )
+        for l in depths
+        for n in widths
+    ]
+
+
+def test_measured_growth_sets_the_pooled_slope_and_its_t_interval_beside_the_prediction() -> None:
+    family = _noisy_family(0.5)
+    study = ScalingStudy.from_summaries(family)
+    ours_l, edelman_l, ours_n, edelman_n = measured_growth(study)
+    assert [(r.proxy, r.against) for r in (ours_l, edelman_l, ours_n, edelman_n)] == [
+        (Proxy.OURS, Axis.DEPTH),
+        (Proxy.EDELMAN, Axis.DEPTH),
+        (Proxy.OURS, Axis.WIDTH),
+        (Proxy.EDELMAN, Axis.WIDTH),
+    ]
+    # the pooled slope by an independent route: least squares with one dummy intercept per width
+    x = np.array([math.log(s.num_layers) for s in study.summaries])
+    y = np.array([s.log_ours for s in study.summaries])
+    dummies = np.array([[s.hidden_size == n for n in WIDTHS] for s in study.summaries], dtype=float)
+    design = np.column_stack([x, dummies])
+    coef, (ss_res,), *_ = np.linalg.lstsq(design, y, rcond=None)
+    df = len(y) - len(WIDTHS) - 1  # 12 models, 3 intercepts, 1 slope: 8
+    se = math.sqrt(ss_res / df * np.linalg.inv(design.T @ design)[0, 0])  # s² (XᵀX)⁻¹ of the slope
+    assert ours_l.fit is not None and ours_l.fit.slope == pytest.approx(coef[0], rel=1e-10)
+    low, high = ours_l.interval
+    assert (high - low) / 2 == pytest.approx(2.306004135204166 * se, rel=1e-8)  # t(0.975, 8)
+    assert ours_l.predicted is not None and (ours_l.predicted.exponent, ours_l.predicted.law) == (0.5, "√L")
+    assert low < 0.5 < high and ours_l.agreement is Agreement.HOLDS
+    # Edelman's exact L^(3/2): a zero-width interval on the prediction holds it
+    assert edelman_l.fit.slope == pytest.approx(1.5, abs=1e-12) and edelman_l.agreement is Agreement.HOLDS
+    assert edelman_n.fit.slope == pytest.approx(2.0, abs=1e-12)
+    assert ours_n.predicted is None and ours_n.agreement is Agreement.NOT_PREDICTED
+    assert ours_n.interval is not None and ours_n.fit.num_sizes == 3  # three widths: an interval, no prediction
+
+
+@pytest.mark.parametrize(("power", "agreement"), [(1.2, Agreement.STEEPER), (0.1, Agreement.FLATTER)])
+def test_an_interval_away_from_the_prediction_says_which_side(power: float, agreement: Agreement) -> None:
+    (ours_l, *_) = measured_growth(ScalingStudy.from_summaries(_noisy_family(power)))
+    assert ours_l.agreement is agreement
+    low, high = ours_l.interval
+    assert (low > 0.5) if agreement is Agreement.STEEPER else (high < 0.5)
+
+
+def test_no_interval_is_given_from_two_sizes() -> None:
+    """Two depths at each width: a pooled fit with residual degrees of freedom (6 - 3 - 1 = 2) and a finite
+    standard error, yet no interval, since a line through two sizes fits any law."""
+    study = ScalingStudy.from_summaries(_noisy_family(0.5, depths=(2, 4)))
+    ours_l = measured_growth(study)[0]
+    assert ours_l.fit.num_sizes == 2 and ours_l.fit.residual_df == 2 and math.isfinite(ours_l.fit.slope_se)
+    assert ours_l.interval is None and ours_l.agreement is Agreement.NO_INTERVAL
+    frame = measured_growth_frame(measured_growth(study))
+    assert list(frame.columns) == list(MEASURED_COLUMNS)
+    depth = frame[frame["against"] == "L"]
+    assert depth["ci_low"].isna().all() and depth["ci_high"].isna().all()
+    assert list(depth["agreement"]) == ["no interval", "no interval"]
+    assert list(depth["predicted_law"]) == ["√L", "L^(3/2)"]
+    width = frame[frame["against"] == "N"]  # three widths: intervals, no law predicted
+    assert width["ci_low"].notna().all() and width["predicted_exponent"].isna().all()
+
+
+def test_a_single_group_is_quoted_by_its_own_fit() -> None:
+    """One width only: no pooled fit, the group's fit is the one set beside the prediction."""
+    study = ScalingStudy.from_summaries(_noisy_family(0.5, widths=(128,)))
+    ours_l = measured_growth(study, [Proxy.OURS])[0]
+    assert ours_l.fit is not None and ours_l.fit.fixed == 128 and ours_l.fit.residual_df == 2
+    assert ours_l.fit.slope == pytest.approx(
+        np.polyfit(np.log(DEPTHS), [s.log_ours for s in study.summaries], 1)[0], rel=1e-10
+    )
+    assert measured_growth(study, [Proxy.OURS])[1].fit is None  # one width: nothing fitted against N

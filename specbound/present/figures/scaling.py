@@ -13,12 +13,16 @@ from collections.abc import Iterable, Sequence
 import plotly.graph_objects as go
 
 from ...studies.scaling import (
+    CONFIDENCE,
+    MIN_SIZES,
     PREDICTED_GROWTH,
+    Agreement,
     Axis,
     BetterFit,
     GrowthCurve,
     GrowthExponent,
     GrowthModel,
+    MeasuredGrowth,
     PredictedGrowth,
     Proxy,
 )
@@ -95,6 +99,43 @@ def predicted_note(predicted: Iterable[PredictedGrowth] = PREDICTED_GROWTH) -> s
         "steeper than their line leave those assumptions (a depth factor α that grows with L, norms that "
         "grow with the model); no single law is predicted against width N."
     )
+
+
+#: The words for where a measured exponent's interval lies against its prediction (ours is predicted
+#: "√L or better", so an interval below its line still agrees with the theory).
+_AGREEMENT_WORDS: dict[Agreement, str] = {
+    Agreement.HOLDS: "the interval holds the predicted exponent",
+    Agreement.STEEPER: "steeper than predicted: the whole interval lies above it",
+    Agreement.FLATTER: "flatter than predicted: the whole interval lies below it",
+    Agreement.NO_INTERVAL: f"no interval: a slope through fewer than {MIN_SIZES} sizes fits any law",
+    Agreement.NOT_PREDICTED: "no single exponent is predicted along this size",
+}
+_SIZE_NOUNS = {Axis.DEPTH: ("depth", "depths"), Axis.WIDTH: ("width", "widths")}
+
+
+def measured_sentence(row: MeasuredGrowth) -> str:
+    """One proxy's measured exponent along one size beside its prediction, in one plain-text sentence.
+
+    Example:
+        >>> import math
+        >>> from specbound.studies.scaling import ModelSummary, ScalingStudy, measured_growth
+        >>> family = [ModelSummary(f"L{l}N{n}", l, n, 0.5 * math.log(l) + 0.01 * (l % 3), 1.5 * math.log(l))
+        ...           for l in (1, 2, 4, 8) for n in (32, 64, 128)]
+        >>> print(measured_sentence(measured_growth(ScalingStudy.from_summaries(family))[0]))
+        ours (p*) in depth L: measured L^0.50, 95 % t-interval [0.50, 0.51] on 4 depths (12 models); predicted √L \
+(L^0.5): the interval holds the predicted exponent.
+    """
+    noun, nouns = _SIZE_NOUNS[row.against]
+    size = row.against.value
+    head = f"{PROXY_LABELS[row.proxy]} in {noun} {size}"
+    fit = row.fit
+    if fit is None:
+        return f"{head}: not fitted (no fixed {row.against.other.value} with two {nouns})."
+    interval = row.interval
+    spread = "" if interval is None else f", {CONFIDENCE * 100:.0f} % t-interval [{interval[0]:.2f}, {interval[1]:.2f}]"
+    measured = f"measured {size}^{fit.slope:.2f}{spread} on {fit.num_sizes} {nouns} ({fit.num_points} models)"
+    predicted = "" if row.predicted is None else f"; predicted {row.predicted.law} ({size}^{row.predicted.exponent:g})"
+    return f"{head}: {measured}{predicted}: {_AGREEMENT_WORDS[row.agreement]}."
 
 
 def growth_panel_columns(panels: int) -> int:
