@@ -333,8 +333,9 @@ def analyze(
     ``PeftModel`` held in memory is read from its active adapter's own factors, ``W = W⁰ + scale · B A``
     in float64 per LoRA layer (W⁰ recovered where ``merge_adapter()`` merged it in; ``modules_to_save``
     read as trained copies of their originals) and, like an adapter on disk, centred at its own base
-    unless ``base`` names another (:mod:`specbound.io.checkpoints.peft_model`); the model is left as it
-    was.
+    unless ``base`` names another (:mod:`specbound.io.checkpoints.peft_model`); inside peft's
+    ``disable_adapter()`` context it is read as its base, as peft's forward computes it (every
+    difference of rank 0); the model is left as it was.
 
     Example::
 
