@@ -146,8 +146,8 @@ def _analysis(args: argparse.Namespace) -> BoundAnalysis:
 
 def _centred(args: argparse.Namespace, analysis: BoundAnalysis) -> tuple[BoundAnalysis, Any, Any] | None:
     """With ``--base REF``: the analysis centred at REF (SPEC §14), the reference and where each matrix
-    moved (SPEC §14b, with ``--intruder-k`` and ``--intruder-eps``); a LoRA adapter as the model is
-    centred at its base (REF, else the one its config names); else None."""
+    moved (SPEC §14b, with ``--intruder-k`` and ``--intruder-eps``; None with ``--no-directions``); a
+    LoRA adapter as the model is centred at its base (REF, else the one its config names); else None."""
     from .core.bounds import BoundAnalysis
     from .core.directions import DirectionSettings
     from .io.centred import Reference, directions_of
@@ -167,7 +167,11 @@ def _centred(args: argparse.Namespace, analysis: BoundAnalysis) -> tuple[BoundAn
         options=options,
         progress=_progress(),
     )
-    directions = directions_of(tuned, base, DirectionSettings(args.intruder_k, args.intruder_eps), progress=_progress())
+    directions = (
+        None
+        if args.no_directions
+        else directions_of(tuned, base, DirectionSettings(args.intruder_k, args.intruder_eps), progress=_progress())
+    )
     return (
         BoundAnalysis.from_profile(analysis.profile, analysis.settings, delta=delta),
         Reference(reference),
@@ -194,7 +198,10 @@ def _centred_lines(centred: BoundAnalysis, reference: Any, directions: Any) -> l
 
 
 def _intruders_line(directions: Any) -> str:
-    """How many intruder dimensions, in how many matrices, with the settings and the near ties."""
+    """How many intruder dimensions, in how many matrices, with the settings and the near ties (or that
+    the singular vectors were not compared, with ``--no-directions``)."""
+    if directions is None:
+        return "  intruder dimensions: not compared (--no-directions)"
     settings = directions.settings
     with_any = int((directions.intruders > 0).sum())
     ties = int(directions.near_tie.sum())
@@ -767,7 +774,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
     """``--base REF``: the reference of the centred proxies, and the base a LoRA adapter is merged into;
-    with it, ``--intruder-k`` and ``--intruder-eps`` of the singular vectors' comparison (SPEC §14b)."""
+    with it, ``--intruder-k`` and ``--intruder-eps`` of the singular vectors' comparison (SPEC §14b), or
+    ``--no-directions`` to skip that comparison (refused beside either of the two)."""
     command.add_argument(
         "--base",
         metavar="REF",
@@ -779,7 +787,14 @@ def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
         "for beside the adapter, in the working directory, then on the Hub" + more,
     )
     command.add_argument(
+        "--no-directions",
+        action=_SkipDirections,
+        help="with a reference: skip the comparison of singular vectors (intruder dimensions and subspace "
+        "overlaps, about as long again as the centred reading); the centred proxies are unchanged",
+    )
+    command.add_argument(
         "--intruder-k",
+        action=_DirectionSetting,
         type=_intruder_k,
         default=INTRUDER_K,
         metavar="K",
@@ -788,12 +803,41 @@ def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
     )
     command.add_argument(
         "--intruder-eps",
+        action=_DirectionSetting,
         type=_intruder_eps,
         default=INTRUDER_EPS,
         metavar="EPS",
         help=f"a top singular vector whose best |cosine| with the reference's is below EPS is an intruder "
         f"(default {INTRUDER_EPS:g}, peft's)",
     )
+
+
+class _DirectionSetting(argparse.Action):
+    """``--intruder-k`` / ``--intruder-eps``: stored, and refused as a usage error beside ``--no-directions``
+    (which skips the comparison they set), in either order."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        if getattr(namespace, "no_directions", False):
+            parser.error(f"{option} sets the comparison of singular vectors that --no-directions skips")
+        setattr(namespace, self.dest, values)
+        namespace.direction_setting = option
+
+
+class _SkipDirections(argparse.Action):
+    """``--no-directions``: a flag, refused as a usage error beside ``--intruder-k`` or ``--intruder-eps``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        given = getattr(namespace, "direction_setting", None)
+        if given:
+            parser.error(f"{given} sets the comparison of singular vectors that --no-directions skips")
+        setattr(namespace, self.dest, True)
 
 
 def _add_plugin_commands(commands: argparse._SubParsersAction) -> None:

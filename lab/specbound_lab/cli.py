@@ -129,8 +129,39 @@ def _print_correlations(results: Any) -> None:
             print(f"== environment {env.environment} ({env.runs} runs)")
             _print_table(env.correlations, env.runs, _gap_words(env.task.causal))
     _print_verdicts(results)
+    _print_forgetting(results)
     _print_robust(results)
     _print_grokking(results)
+
+
+def _print_forgetting(results: Any) -> None:
+    """In a fine-tuning environment whose runs recorded forgetting: whether intruder dimensions and the
+    centred proxies order it and the gap (:func:`~specbound_lab.verdict.forgetting_verdicts`), a table of
+    each measure's τ with both, its interval and its Holm-adjusted test, then the sentences."""
+    from .registry import is_baseline
+    from .views import forgetting_sentences
+
+    for row in getattr(results, "forgetting", ()):
+        print(f"Forgetting (error on the base's own task) and the gap in {row.environment}:")
+        if row.counted:
+            width = max(len(m.measure) for m in row.forgetting.measures) + 2
+            print(
+                f"{'measure':>{width}}  {'tau forg':>8}  {'95 % (configs)':>15}  {'vs base':>8}  "
+                f"{'tau gap':>8}  {'95 % (configs)':>15}  {'vs base':>8}  {'tied':>5}"
+            )
+            for m in row.forgetting.measures:
+                cells = []
+                for env in (row.forgetting, row.gap):
+                    n = env.measure(m.measure)
+                    test = env.test_of(m.measure)
+                    interval = _interval(n.kendall_tau_ci.low, n.kendall_tau_ci.high)
+                    against = "" if test is None else test.verdict.value[:8]
+                    cells.append(f"{_cell(n.kendall_tau, 8, True)}  {interval:>15}  {against:>8}")
+                mark = " *" if is_baseline(m.measure) else "  "
+                print(f"{m.measure + mark:>{width}}  {cells[0]}  {cells[1]}  {m.tied_pairs:>5}")
+            print("  (* a trivial baseline; vs base: against the strongest one, Holm-adjusted over the candidates)")
+        for sentence in forgetting_sentences(row):
+            print(f"  {sentence}")
 
 
 #: At most this many runs are listed one by one in the grokking view (a class sweep has 48).
@@ -485,19 +516,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from .reference import SWEEP_REFERENCES, load_reference
     from .tables import lab_results, read_results
     from .verdict import robust_view
-    from .views import REPORT_TITLE, verdict_report
+    from .views import REPORT_TITLE, forgetting_report, verdict_report
 
     if args.dirs:
         results = lab_results(tuple(r for d in args.dirs for r in read_results(Path(d)).runs))
         print(verdict_report(results.verdicts, results.robust), end="")
+        print(forgetting_report(results.forgetting), end="")
         return 0
     # each shipped sweep read as its own (two sweeps of one environment are two designs), the robust view
     # over the fitted environments of them all
-    judged = [(f"{s.models} on the {s.task} task, `--preset {s.preset}`", load_reference(s.directory).verdicts)
-              for s in SWEEP_REFERENCES]  # fmt: skip
+    loaded = [(s, load_reference(s.directory)) for s in SWEEP_REFERENCES]
+    judged = [(f"{s.models} on the {s.task} task, `--preset {s.preset}`", results.verdicts) for s, results in loaded]
     every = [v for _, verdicts in judged for v in verdicts]
     report = verdict_report(every, robust_view(every), None, sources=[name for name, vs in judged for _ in vs])
     print(REPORT_TITLE + "\n" + shipped_study_section() + report, end="")
+    print(forgetting_report([row for _, results in loaded for row in results.forgetting]), end="")
     return 0
 
 

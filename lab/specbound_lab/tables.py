@@ -33,7 +33,7 @@ from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, split_en
 from .tasks import Task
 from .train import Family, LabError, RunSpec, fits_training_set
 from .trajectory import RunTrajectory
-from .verdict import EnvironmentVerdict, robust_view, verdicts
+from .verdict import EnvironmentVerdict, ForgettingVerdict, forgetting_verdicts, robust_view, verdicts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +43,8 @@ CORRELATIONS_CSV = "correlations.csv"
 VERDICT_CSV = "verdict.csv"
 COUPLINGS_CSV = "couplings.csv"
 ROBUST_CSV = "robust.csv"
+#: A fine-tuning sweep's verdict on forgetting (:func:`forgetting_frame`), beside verdict.csv.
+FORGETTING_CSV = "forgetting.csv"
 #: The environment of a runs.csv or record written before §13.
 DEFAULT_TASK, DEFAULT_FAMILY = Task.THRESHOLD, Family.BERT
 
@@ -174,6 +176,12 @@ class LabResults:
     @cached_property
     def robust(self) -> tuple[RobustSummary, ...]:
         return robust_view(self.verdicts)
+
+    @cached_property
+    def forgetting(self) -> tuple[ForgettingVerdict, ...]:
+        """Per fine-tuning environment whose runs recorded forgetting, whether intruder dimensions and the
+        centred proxies order it and the gap (:func:`~specbound_lab.verdict.forgetting_verdicts`)."""
+        return forgetting_verdicts(final_rows(self.runs)) if self.runs else ()
 
     def run(self, name: str) -> RunTrajectory:
         for run in self.runs:
@@ -543,6 +551,23 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
     return frame
 
 
+def forgetting_frame(rows: Sequence[ForgettingVerdict]) -> pd.DataFrame:
+    """forgetting.csv: verdict.csv's columns (:func:`verdict_frame`) for the measures of
+    :data:`~specbound_lab.verdict.DIRECTION_CANDIDATES` and the trivial baselines, one block per
+    fine-tuning environment and outcome, led by ``outcome``: ``base_task_error`` (forgetting) or ``gap``."""
+    import pandas as pd
+
+    blocks = [
+        verdict_frame([verdict]).assign(outcome=verdict.outcome.column)
+        for row in rows
+        for verdict in (row.forgetting, row.gap)
+    ]
+    if not blocks:
+        return pd.DataFrame(columns=["outcome"])
+    frame = pd.concat(blocks, ignore_index=True)
+    return frame[["outcome", *(c for c in frame.columns if c != "outcome")]]
+
+
 def couplings_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
     """couplings.csv: one row per environment, coupling and measure: the axis the two configurations
     differ in, both configurations, the seed pairs, those within noise, those kept and censored, and
@@ -586,7 +611,7 @@ def write_tables(
 
 def write_results(out: Path, results: LabResults) -> tuple[Path, ...]:
     """runs.csv, correlations.csv, verdict.csv, couplings.csv and robust.csv of ``results`` (see
-    :func:`write_tables`), and, when
+    :func:`write_tables`), forgetting.csv when a fine-tuning environment's runs recorded forgetting, and, when
     the directory holds runs of the modular task, grokking.csv (each run's saturation, jump and every
     measure's lead) and grokking_summary.csv (each measure over the seeds that grokked)."""
     write_text(out / RUNS_CSV, runs_frame(results.runs).to_csv(index=False))
@@ -595,6 +620,9 @@ def write_results(out: Path, results: LabResults) -> tuple[Path, ...]:
     write_text(out / COUPLINGS_CSV, couplings_frame(results.verdicts).to_csv(index=False))
     write_text(out / ROBUST_CSV, robust_frame(results.robust).to_csv(index=False))
     written = [out / RUNS_CSV, out / CORRELATIONS_CSV, out / VERDICT_CSV, out / COUPLINGS_CSV, out / ROBUST_CSV]
+    if results.forgetting:
+        write_text(out / FORGETTING_CSV, forgetting_frame(results.forgetting).to_csv(index=False))
+        written.append(out / FORGETTING_CSV)
     if grokking := grokking_runs(results.runs):
         write_text(out / GROKKING_CSV, leads_frame(grokking).to_csv(index=False))
         write_text(out / GROKKING_SUMMARY_CSV, summary_frame(grokking_summary(grokking)).to_csv(index=False))

@@ -43,6 +43,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,7 +59,7 @@ from .correlation import (
     tau_b_differences,
 )
 from .grid import FROM_SCRATCH, HYPERPARAMETER_AXES, SEED_AXIS
-from .registry import Measure, correlated_measures, is_baseline
+from .registry import MEASURES, Measure, baseline_measures, correlated_measures, is_baseline
 from .robust import (
     CoupledSignError,
     RobustSummary,
@@ -71,7 +72,7 @@ from .robust import (
     split_environment,
 )
 from .tasks import Task
-from .train import Family, fits_training_set
+from .train import Family, fits_training_set, standard_error
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,6 +87,40 @@ MIN_SEEDS: int = 5
 FIT_STRATA: int = 3
 #: The hyperparameter axes of the granulated τ (the seed is its noise axis).
 GRANULATED_AXES: tuple[str, ...] = HYPERPARAMETER_AXES
+
+
+class Outcome(Enum):
+    """What a verdict asks its measures to order, a column of runs.csv: the generalization gap (every
+    environment, SPEC §13b) or, for a fine-tune of the lab's base, forgetting, its error on the base's own
+    task (``base_task_error``, SPEC §14b: Shuttleworth et al. 2025 tie intruder dimensions to it).
+
+    >>> Outcome.FORGETTING.column, Outcome.FORGETTING.noun
+    ('base_task_error', 'forgetting')
+    """
+
+    GAP = "gap"
+    FORGETTING = "base_task_error"
+
+    @property
+    def column(self) -> str:
+        """Its column in runs.csv."""
+        return self.value
+
+    @property
+    def noun(self) -> str:
+        """Its name in a sentence."""
+        return "the gap" if self is Outcome.GAP else "forgetting"
+
+    def standard_errors(self, frame: pd.DataFrame) -> np.ndarray:
+        """Each run's standard error of the outcome, for the couplings' noise filter: the gap's is the test
+        error's (runs.csv's ``test_error_se``); forgetting's is √(e (1 − e) / m) of an error e measured on
+        m = :data:`~specbound_lab.finetune.FORGETTING_SAMPLES` fresh samples of the base's task."""
+        if self is Outcome.GAP:
+            return frame["test_error_se"].to_numpy(dtype=np.float64)
+        from .finetune import FORGETTING_SAMPLES
+
+        errors = frame[self.column].to_numpy(dtype=np.float64)
+        return np.array([standard_error(e, FORGETTING_SAMPLES) if math.isfinite(e) else math.nan for e in errors])
 
 
 # --- τ within strata and the pooled sign-error --------------------------------------------------------
@@ -166,10 +201,11 @@ class DesignGap:
     mean_gap: float  # over the fitted runs (NaN when none fitted)
 
 
-def design_gaps(frame: pd.DataFrame) -> tuple[DesignGap, ...]:
-    """Per n and per fine-tuning setting (by trained rank, ``full`` last), the fitted runs' mean gap, from an
-    environment's final runs.csv rows (empty for runs trained from scratch). Read per n, since n moves the
-    gap more than any setting does and the unfitted runs are not spread evenly over n."""
+def design_gaps(frame: pd.DataFrame, outcome: Outcome = Outcome.GAP) -> tuple[DesignGap, ...]:
+    """Per n and per fine-tuning setting (by trained rank, ``full`` last), the fitted runs' mean gap (or
+    mean ``outcome``: forgetting), from an environment's final runs.csv rows (empty for runs trained from
+    scratch). Read per n, since n moves the gap more than any setting does and the unfitted runs are not
+    spread evenly over n."""
     if "fine_tuning" not in frame.columns:
         return ()
     tuned = frame[frame["fine_tuning"].astype(str) != FROM_SCRATCH]
@@ -187,7 +223,8 @@ def design_gaps(frame: pd.DataFrame) -> tuple[DesignGap, ...]:
         at_n = (tuned["n_train"] == n).to_numpy()
         for setting in sorted(set(tuned["fine_tuning"][at_n]), key=setting_order):
             rows = at_n & (tuned["fine_tuning"] == setting).to_numpy()
-            gaps = tuned["gap"].to_numpy(dtype=np.float64)[rows & fits]
+            gaps = tuned[outcome.column].to_numpy(dtype=np.float64)[rows & fits]
+            gaps = gaps[np.isfinite(gaps)]
             out.append(
                 DesignGap(
                     int(n), str(setting), int(rows.sum()), int((rows & fits).sum()),
@@ -221,6 +258,8 @@ class EnvironmentVerdict:
     baseline_tests: tuple[PairedTest, ...] = ()
     #: a fine-tuning environment's mean gap per n and setting over its fitted runs (:func:`design_gaps`)
     design: tuple[DesignGap, ...] = ()
+    #: what the measures are asked to order (the gap; forgetting in :func:`forgetting_verdicts`)
+    outcome: Outcome = Outcome.GAP
 
     @property
     def counted(self) -> bool:
@@ -281,8 +320,12 @@ def _measure_values(frame: pd.DataFrame, measure: Measure) -> tuple[np.ndarray, 
     return values, int(censored.sum())
 
 
-def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None = None) -> EnvironmentVerdict:
-    """The verdict of one environment from its final runs.csv rows (every row of ``frame`` one run).
+def environment_verdict(
+    frame: pd.DataFrame, measures: Sequence[Measure] | None = None, outcome: Outcome = Outcome.GAP
+) -> EnvironmentVerdict:
+    """The verdict of one environment from its final runs.csv rows (every row of ``frame`` one run): how
+    each measure orders the gap, or another ``outcome`` (forgetting), under the same rules (fitted runs,
+    intervals over configurations, the couplings' noise filter on that outcome's standard error).
 
     A measure that no run of the environment recorded (a runs.csv written before the measure existed)
     has no verdict there: it is left out, not shown as an empty row."""
@@ -309,8 +352,12 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
         {**{a: used.at[i, a] for a in axes}, "fixed": json.dumps({c: used.at[i, c] for c in fixed}, default=str)}
         for i in range(len(used))
     ]
-    found = couplings(used, noise_filter=not loss_gap)
-    gap = used["gap"].to_numpy(dtype=np.float64)
+    if outcome is Outcome.GAP:
+        found = couplings(used, noise_filter=not loss_gap)
+    else:  # the couplings read the outcome as the gap, its standard error as the test error's
+        outcome_view = used.assign(gap=used[outcome.column], test_error_se=outcome.standard_errors(used))
+        found = couplings(outcome_view, noise_filter=not loss_gap)
+    gap = used[outcome.column].to_numpy(dtype=np.float64)
     per_measure = []
     values_of: dict[str, np.ndarray] = {}
     for measure in measures:
@@ -365,7 +412,8 @@ def environment_verdict(frame: pd.DataFrame, measures: Sequence[Measure] | None 
         tuple(per_measure),
         against,
         tests,
-        design_gaps(frame),
+        design_gaps(frame, outcome),
+        outcome,
     )
 
 
@@ -433,6 +481,66 @@ def verdicts(final_rows: pd.DataFrame) -> tuple[EnvironmentVerdict, ...]:
     return tuple(
         environment_verdict(frame[[environment_of(row) == name for _, row in frame.iterrows()]]) for name in names
     )
+
+
+#: The measures a fine-tuning environment asks whether they order forgetting and the gap (SPEC §14b):
+#: intruder dimensions and the proxies centred at the base. Beside them sit the trivial baselines (among
+#: them the trained-parameter count, which orders LoRA's ranks below full fine-tuning, and the optimisation
+#: steps), and Holm's adjustment runs over these candidates only.
+DIRECTION_CANDIDATES: tuple[str, ...] = (
+    "intruders",
+    "ours_init",
+    "distance_frobenius",
+    "spectral_init",
+    "bartlett_init",
+)
+
+
+@dataclass(frozen=True)
+class ForgettingVerdict:
+    """Whether intruder dimensions and the centred proxies order forgetting and the gap in one fine-tuning
+    environment: two verdicts (:func:`environment_verdict`, SPEC §13b's rules: fitted runs, intervals over
+    configurations, ties, the minimum seeds, Holm over :data:`DIRECTION_CANDIDATES` against the strongest
+    trivial baseline) over the same runs and the same measures, one per outcome."""
+
+    forgetting: EnvironmentVerdict
+    gap: EnvironmentVerdict
+
+    @property
+    def environment(self) -> str:
+        return self.forgetting.environment
+
+    @property
+    def counted(self) -> bool:
+        """Whether it is a verdict (fitted, at least :data:`MIN_SEEDS` seeds per configuration)."""
+        return self.forgetting.counted
+
+
+def forgetting_verdicts(final_rows: pd.DataFrame) -> tuple[ForgettingVerdict, ...]:
+    """The forgetting verdict of every fine-tuning environment of a runs.csv's final rows whose runs
+    recorded their error on the base's task (``base_task_error``; none in a runs.csv written before it),
+    environments in table order.
+
+    >>> import pandas as pd
+    >>> forgetting_verdicts(pd.DataFrame({"gap": [0.1]}))  # no base_task_error column: no verdict
+    ()
+    """
+    frame = final_rows.reset_index(drop=True)
+    if "base_task_error" not in frame.columns:
+        return ()
+    measures = (*(MEASURES[name] for name in DIRECTION_CANDIDATES), *baseline_measures())
+    environments = [environment_of(row) for _, row in frame.iterrows()]
+    out = []
+    for name in dict.fromkeys(environments):
+        rows = frame[[e == name for e in environments]]
+        if not split_environment(name)[2] or not rows[Outcome.FORGETTING.column].notna().any():
+            continue
+        out.append(
+            ForgettingVerdict(
+                environment_verdict(rows, measures, Outcome.FORGETTING), environment_verdict(rows, measures)
+            )
+        )
+    return tuple(out)
 
 
 def robust_view(verdicts: Sequence[EnvironmentVerdict]) -> tuple[RobustSummary, ...]:

@@ -20,7 +20,7 @@ from .registry import MEASURES, is_baseline, recorded_measures
 from .robust import MIN_COUPLED_PAIRS, RobustSummary, robust_verdict
 from .tables import axis_values, measure_value
 from .trajectory import RunTrajectory
-from .verdict import EnvironmentVerdict
+from .verdict import DIRECTION_CANDIDATES, EnvironmentVerdict, ForgettingVerdict, Outcome
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -244,7 +244,8 @@ def design_sentence(env: EnvironmentVerdict) -> str:
         ranked = sorted((d for d in at_n if d.fitted_runs), key=lambda d: d.mean_gap)
         order = " < ".join(d.setting for d in ranked)
         parts.append(f"at n = {n:,}, {cells} (smallest first: {order})")
-    return "Mean gap over the fitted runs only, per n: " + "; ".join(parts) + "."
+    what = "gap" if env.outcome is Outcome.GAP else "forgetting (error on the base's own task)"
+    return f"Mean {what} over the fitted runs only, per n: " + "; ".join(parts) + "."
 
 
 def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None = None) -> tuple[str, ...]:
@@ -332,6 +333,111 @@ def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None
                 f"{test.family}, p = {test.p_holm:.2g})."
             )
     return tuple(out)
+
+
+_VERDICT_WORDS = {
+    Verdict.BETTER: "beats",
+    Verdict.WORSE: "does worse than",
+    Verdict.INDISTINGUISHABLE: "is not told apart from",
+}
+
+
+def _orders(env: EnvironmentVerdict, measure: str, name: Callable[[str], str]) -> str:
+    """How one candidate orders ``env``'s outcome: its τ, interval and tied pairs, and its Holm-adjusted
+    test against the strongest trivial baseline."""
+    m = env.measure(measure)
+    text = (
+        f"{name(measure)} orders {env.outcome.noun} with τ {_signed(m.kendall_tau)} (95 % over configurations "
+        f"{_signed(m.kendall_tau_ci.low)} to {_signed(m.kendall_tau_ci.high)}; {m.tied_pairs} of {m.pairs} pairs "
+        "tied in it)"
+    )
+    test = env.test_of(measure)
+    if test is None:
+        return text
+    floor = env.measure(test.other)
+    return (
+        f"{text} and {_VERDICT_WORDS[test.verdict]} the strongest trivial baseline, {name(test.other)} "
+        f"(τ {_signed(floor.kendall_tau)}; difference {_paired_words(test)}, Holm-adjusted over the "
+        f"{test.family} candidates, p = {test.p_holm:.2g})"
+    )
+
+
+def forgetting_sentences(row: ForgettingVerdict, name: Callable[[str], str] | None = None) -> tuple[str, ...]:
+    """Whether intruder dimensions (and the centred proxies) order forgetting and the gap in one
+    fine-tuning environment, in sentences computed from its two verdicts
+    (:class:`~specbound_lab.verdict.ForgettingVerdict`): what they stand on, the mean forgetting per
+    setting, then per outcome the intruders' τ and test against the strongest trivial baseline and how
+    many of the centred proxies beat it."""
+    name = name or (lambda measure: f"`{measure}`")
+    forgetting, gap = row.forgetting, row.gap
+    recorded = forgetting.measures[0].runs if forgetting.measures else 0
+    stands = (
+        f"Forgetting in {row.environment}: {forgetting.fitted_runs} of {forgetting.runs} runs fitted their training "
+        f"set ({forgetting.configurations} configurations × up to {forgetting.seeds} seeds), {recorded} with their "
+        "error on the base's own task recorded; intruder dimensions and the centred proxies are asked to order it "
+        "and the gap, beside the trivial baselines."
+    )
+    if not forgetting.counted:
+        return (stands + f" It is shown, not counted ({forgetting.not_counted_because}): no verdict.",)
+    out = [stands]
+    if forgetting.design:
+        out.append(design_sentence(forgetting))
+    present = [c for c in DIRECTION_CANDIDATES if any(m.measure == c for m in forgetting.measures)]
+    for env in (forgetting, gap):
+        if "intruders" in present and np.isfinite(env.measure("intruders").kendall_tau):
+            out.append(f"{_orders(env, 'intruders', name)}.")
+        tests = {c: t for c in present if c != "intruders" and (t := env.test_of(c)) is not None}
+        if tests:
+            beat = sum(t.verdict is Verdict.BETTER for t in tests.values())
+            worse = sum(t.verdict is Verdict.WORSE for t in tests.values())
+            best = max(tests, key=lambda c: env.measure(c).kendall_tau)
+            out.append(
+                f"Of the {len(tests)} centred proxies, {beat} beat{'s' if beat == 1 else ''} the strongest trivial "
+                f"baseline on {env.outcome.noun} and {worse} do{'es' if worse == 1 else ''} worse; the highest τ is "
+                f"{name(best)}'s, {_signed(env.measure(best).kendall_tau)}."
+            )
+    return tuple(out)
+
+
+def forgetting_report(
+    rows: Sequence[ForgettingVerdict], heading: str = "## Intruders, the centred proxies and forgetting"
+) -> str:
+    """The forgetting verdicts as Markdown (``specbound lab report``): per fine-tuning environment the
+    sentences of :func:`forgetting_sentences` and, where it counts, one table with each measure's τ with
+    forgetting and with the gap, its interval and its Holm-adjusted test against the strongest baseline;
+    "" when no environment recorded forgetting."""
+    if not rows:
+        return ""
+    lines = [
+        heading,
+        "",
+        "Forgetting is a fine-tune's error on fresh samples of its base's own task (`base_task_error` in "
+        "`runs.csv`); intruder dimensions are counted against the run's first checkpoint, the base (SPEC §14b). "
+        "Both outcomes are read over the same fitted runs, and Holm's adjustment runs over the "
+        f"{len(DIRECTION_CANDIDATES)} candidates.",
+        "",
+    ]
+    for row in rows:
+        lines += [" ".join(forgetting_sentences(row)), ""]
+        if not row.counted:
+            continue
+        lines += [
+            "| measure | τ with forgetting | 95 % (configurations) | against the baseline (Holm p) "
+            "| τ with the gap | 95 % (configurations) | against the baseline (Holm p) | tied pairs |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for m in row.forgetting.measures:
+            cells = []
+            for env in (row.forgetting, row.gap):
+                n = env.measure(m.measure)
+                test = env.test_of(m.measure)
+                against = "–" if test is None else f"{_VERDICT_WORDS[test.verdict]} `{test.other}` ({test.p_holm:.2g})"
+                interval = f"{_cell(n.kendall_tau_ci.low)} to {_cell(n.kendall_tau_ci.high)}"
+                cells.append(f"{_cell(n.kendall_tau)} | {interval} | {against}")
+            label = f"`{m.measure}`" + (" (baseline)" if is_baseline(m.measure) else "")
+            lines.append(f"| {label} | {cells[0]} | {cells[1]} | {m.tied_pairs} |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _cell(value: float, signed: bool = True) -> str:

@@ -20,7 +20,7 @@ from ..core.architecture import Adaptation, ModelShape
 from ..core.backend import DEFAULT_BACKEND, DEFAULT_DEVICE, BackendName, BackendSpec
 from ..core.bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
 from ..core.defaults import INTRUDER_EPS, INTRUDER_K, LARGE_NORM_11
-from ..core.directions import Directions, DirectionSettings
+from ..core.directions import DEFAULT_DIRECTIONS, Directions, DirectionSettings
 from ..core.logspace import exp_array, to_log10
 from ..core.profile import SpectralProfile
 from ..core.progress import ProgressCallback, silent
@@ -304,6 +304,7 @@ def analyze(
     base_config: Any = None,
     intruder_k: int = INTRUDER_K,
     intruder_eps: float = INTRUDER_EPS,
+    directions: bool = True,
 ) -> Analysis:
     """Analyse a model and return its :class:`Analysis`.
 
@@ -325,6 +326,9 @@ def analyze(
     :meth:`Analysis.to_frame`, and where each matrix moved (SPEC §14b, :attr:`Analysis.directions`):
     intruder dimensions among the top ``intruder_k`` left singular vectors of W whose best |cosine|
     with W⁰'s is below ``intruder_eps`` (peft's defaults 10 and 0.5), and the top-k subspace overlaps.
+    That comparison of singular vectors takes about as long again as the centred reading itself:
+    ``directions=False`` skips it (:attr:`Analysis.directions` is then None and the centred numbers
+    are unchanged; ``intruder_k`` and ``intruder_eps`` then have nothing to set and must stay default).
 
     A LoRA adapter directory as ``source`` is merged into ``base`` when one is given (a name, a path, or
     a model in memory: that base is then also the reference), else into the base its config records,
@@ -333,8 +337,9 @@ def analyze(
     ``PeftModel`` held in memory is read from its active adapter's own factors, ``W = W⁰ + scale · B A``
     in float64 per LoRA layer (W⁰ recovered where ``merge_adapter()`` merged it in; ``modules_to_save``
     read as trained copies of their originals) and, like an adapter on disk, centred at its own base
-    unless ``base`` names another (:mod:`specbound.io.checkpoints.peft_model`); the model is left as it
-    was.
+    unless ``base`` names another (:mod:`specbound.io.checkpoints.peft_model`); inside peft's
+    ``disable_adapter()`` context it is read as its base, as peft's forward computes it (every
+    difference of rank 0); the model is left as it was.
 
     Example::
 
@@ -347,6 +352,8 @@ def analyze(
     """
     settings = BoundSettings(l_phi=l_phi, grid_m=grid_m)
     vectors = DirectionSettings(intruder_k, intruder_eps)  # refused here, before anything is read
+    if not directions and vectors != DEFAULT_DIRECTIONS:
+        raise ValueError("intruder_k and intruder_eps set the singular vectors' comparison that directions=False skips")
     compute = ComputeOptions(BackendSpec(backend, device), layer_workers, large_norm_11=large_norm_11)
     base_name: str | None = None
     reference: Checkpoint | None = None
@@ -402,9 +409,9 @@ def analyze(
         progress=progress,
     )
     centred = BoundAnalysis.from_profile(profile, settings, delta=delta)
-    directions = directions_of(tuned, reference, vectors, progress=progress)
+    moved = directions_of(tuned, reference, vectors, progress=progress) if directions else None
     label = str(base) if isinstance(base, str | Path) else reference.where
-    return Analysis(bounds, None, centred, Reference(label, ReferenceKind.BASE), directions).at(p)
+    return Analysis(bounds, None, centred, Reference(label, ReferenceKind.BASE), moved).at(p)
 
 
 def _adapter_directory(source: Any) -> Path | None:

@@ -224,6 +224,44 @@ def test_the_command_line_sets_the_intruders_k_and_eps(pairs):
         specbound.analyze(str(tuned), base=str(base), use_cache=False, intruder_k=0)
 
 
+def test_the_singular_vectors_comparison_can_be_skipped_and_nothing_else_changes(pairs, monkeypatch, tmp_path):
+    """``directions=False`` / ``--no-directions`` skip the comparison of singular vectors (it never runs:
+    its entry point raises here) and leave every centred number as it is with the comparison."""
+    from cli_runner import assert_one_line_error, cli, strict_json
+
+    tuned, base = pairs["llama"]
+    full = specbound.analyze(str(tuned), base=str(base), use_cache=False)
+    args = ("analyze", str(tuned), "--base", str(base), "--no-cache")
+    with_vectors = strict_json(cli(*args, "--json").stdout)
+
+    def never(*_: Any, **__: Any) -> None:
+        raise AssertionError("the singular vectors were compared")
+
+    monkeypatch.setattr("specbound.io.centred.directions_of", never)
+    monkeypatch.setattr("specbound.api.analysis.directions_of", never)
+    skipped = specbound.analyze(str(tuned), base=str(base), use_cache=False, directions=False)
+    assert skipped.directions is None and full.directions is not None
+    assert skipped.ours_centred == full.ours_centred and skipped.edelman_centred == full.edelman_centred
+    frame, complete = skipped.to_frame(), full.to_frame()
+    assert "delta_intruders" in complete.columns and "delta_intruders" not in frame.columns
+    for column in frame.columns:  # every other column, the centred ones included, as with the comparison
+        assert frame[column].equals(complete[column]), column
+    data = strict_json(cli(*args, "--json", "--no-directions").stdout)
+    assert "directions" in with_vectors and "directions" not in data
+    assert all("intruders" not in m["delta"] for m in data["matrices"])
+    assert data["proxies"] == with_vectors["proxies"]
+    assert [m["delta"]["contribution"] for m in data["matrices"]] == [
+        m["delta"]["contribution"] for m in with_vectors["matrices"]
+    ]
+    assert "intruder dimensions: not compared (--no-directions)" in cli(*args, "--no-directions").stdout
+    out = tmp_path / "export"
+    assert cli("export", str(tuned), "--base", str(base), "--out", str(out), "--no-directions").returncode == 0
+    assert "delta_contribution" in (out / "matrices.csv").read_text().splitlines()[0]
+    assert_one_line_error(cli(*args, "--no-directions", "--intruder-k", "3"), "--no-directions skips", status=2)
+    with pytest.raises(ValueError, match="directions=False skips"):
+        specbound.analyze(str(tuned), base=str(base), use_cache=False, directions=False, intruder_eps=0.9)
+
+
 def test_a_model_against_itself_changes_nothing(pairs):
     tuned, _ = pairs["llama"]
     analysis = specbound.analyze(str(tuned), base=str(tuned), use_cache=False)

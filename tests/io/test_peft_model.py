@@ -310,3 +310,52 @@ def test_every_tensor_equals_peft_merge_in_float64(merge, targets, lora_bias, ch
         torch.testing.assert_close(parts.base[key].double(), base.state_dict()[key].double(), rtol=0, atol=ulp)
     changed = {key for key in expected if not torch.equal(parts.tuned[key].double(), parts.base[key].double())}
     assert all(any(key.endswith(f".{name}") for key in changed) for name in changed_keys)
+
+
+# --- Inside peft's disable_adapter(): the base, as peft's forward computes it ---
+
+
+@pytest.mark.parametrize("merge", [False, True], ids=["unmerged", "merged"])
+def test_inside_disable_adapter_the_model_reads_as_its_base(merge):
+    """peft's ``disable_adapter()`` context makes every layer compute its base (LoRA factors and
+    ``modules_to_save`` copies skipped, a merged layer unmerged): read there, the model's numbers are the
+    base's (1e-10), centred at itself every difference has rank 0 and no intruder, and on leaving the
+    context the adapter's numbers come back."""
+    base = _llama(torch.float64)
+    model = _llama_lora(base, target_modules=["q_proj", "down_proj"], modules_to_save=["gate_proj"])
+    adapted = specbound.analyze(model)
+    if merge:
+        model.merge_adapter()
+    tokens = torch.arange(12).reshape(2, 6)
+    with model.disable_adapter():
+        torch.testing.assert_close(model(tokens).logits, base(tokens).logits, rtol=1e-12, atol=1e-12)  # peft's base
+        disabled = specbound.analyze(model)
+        parts = peft_parts(model)
+    plain = specbound.analyze(base)
+    assert disabled.ours == pytest.approx(plain.ours, rel=RTOL)
+    assert disabled.edelman == pytest.approx(plain.edelman, rel=RTOL)
+    scale = plain.profile.spectral_norm.max()
+    np.testing.assert_allclose(
+        disabled.profile.singular_values, plain.profile.singular_values, rtol=0, atol=RTOL * scale
+    )
+    frame = disabled.to_frame()
+    assert set(frame.delta_rank) == {0} and set(frame.delta_intruders) == {0}  # W = W⁰ everywhere
+    assert adapted.to_frame().delta_rank.max() > 0  # whereas the adapter changes q_proj, down_proj, gate_proj
+    assert disabled.ours_centred < adapted.ours_centred
+    assert "adapters disabled" in disabled.model and "adapters disabled" not in adapted.model
+    for key, tensor in base.state_dict().items():  # tensor by tensor: the base itself (recovered when merged)
+        torch.testing.assert_close(parts.tuned[key].double(), tensor, rtol=1e-12, atol=1e-15)
+    _assert_same_numbers(specbound.analyze(model), adapted, 1e-12)  # enabled again on leaving the context
+
+
+def test_one_layer_disabled_is_read_as_its_base_the_others_adapted():
+    """peft's forward reads each layer's own flag: a layer whose adapters are disabled computes its base
+    while the others stay adapted, and the model is read the same way (not named "adapters disabled")."""
+    base = _llama(torch.float64)
+    model = _llama_lora(base, target_modules=["q_proj", "down_proj"])
+    layer = model.base_model.model.model.layers[0].mlp.down_proj
+    layer.enable_adapters(False)
+    frame = specbound.analyze(model).to_frame()
+    down = frame[frame.kind == "M_out"].sort_values("layer")
+    assert list(down.delta_rank) == [0, LLAMA_R]  # layer 0's down_proj disabled, layer 1's adapted
+    assert "adapters disabled" not in specbound.analyze(model).model

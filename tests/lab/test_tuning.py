@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from safetensors.numpy import load_file
 
@@ -17,7 +18,7 @@ from specbound_lab.finetune import BASE_NAME, FINE_TUNE_TASK, base_task_error
 from specbound_lab.grid import FINETUNE, preset_grid
 from specbound_lab.robust import couplings
 from specbound_lab.sweep import run_sweep
-from specbound_lab.tables import final_rows, runs_frame
+from specbound_lab.tables import FORGETTING_CSV, final_rows, lab_results, runs_frame, write_results
 from specbound_lab.train import LabError, RunSpec, TrainSettings
 from specbound_lab.trajectory import StepRecord, spec_from_dict
 from specbound_lab.tuning import LORA_TARGETS, FineTuning, FineTuningError
@@ -129,6 +130,33 @@ def test_fine_tuning_is_an_axis_of_its_own_environment(trained) -> None:
     (coupling,) = couplings(final, noise_filter=False)  # the two runs differ in how they adapt alone
     assert coupling.axis == "fine_tuning" and coupling.environment == "threshold/bert fine-tuned"
     assert '"lora2"' in coupling.low and '"full"' in coupling.high  # a rank below training in full
+
+
+def test_a_fine_tuning_sweep_writes_shows_and_reports_its_forgetting_verdict(trained, tmp_path) -> None:
+    """The forgetting verdict of real fine-tuning runs (one seed: shown, not counted), its forgetting.csv
+    (both outcomes, over the fitted runs only) and the section lab show and lab report print from them;
+    its numbers are recomputed with scipy in tests/lab/test_forgetting_verdict.py."""
+    from cli_runner import run_main
+
+    out, runs = trained
+    results = lab_results(runs)
+    (row,) = results.forgetting
+    assert row.environment == "threshold/bert fine-tuned" and not row.counted  # one seed per configuration
+    written = write_results(tmp_path, results)
+    assert tmp_path / FORGETTING_CSV in written
+    table = pd.read_csv(tmp_path / FORGETTING_CSV)
+    final = final_rows(runs)
+    fitted = int(final["fitted"].astype(bool).sum())
+    assert list(table["outcome"].unique()) == ["base_task_error", "gap"]
+    assert set(table[table["measure"] == "intruders"]["runs_used"]) == {fitted}  # fitted runs only
+    assert set(table["fitted_runs"]) == {fitted} and set(table["runs"]) == {len(runs)}
+    assert "Forgetting (error on the base's own task) and the gap in threshold/bert fine-tuned" in run_main(
+        "lab", "show", str(out)
+    )
+    report = run_main("lab", "report", str(out))
+    assert "## Intruders, the centred proxies and forgetting" in report
+    assert "1 seed per configuration, under 5" in report and "no verdict" in report
+    assert f"{fitted} of {len(runs)} runs fitted their training set" in report
 
 
 def test_a_spec_round_trips_with_its_fine_tuning_and_is_named_by_it() -> None:

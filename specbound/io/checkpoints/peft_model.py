@@ -23,6 +23,12 @@ noise of full rank where it is exactly rank ≤ r):
   ``modules_to_save[adapter]``'s (the original where the active adapter has no copy).
 - everything else: the base's tensors, unchanged, in both.
 
+Inside peft's ``disable_adapter()`` context (or after ``disable_adapter_layers()``) a layer computes its
+base alone, so it is read as its base: W = W⁰ there (peft's forward skips both the LoRA factors and a
+``modules_to_save`` copy of a disabled layer, and unmerges a merged one). Each layer is read by its own
+flag, as peft's forward reads it; a model whose every layer is disabled is named "adapters disabled",
+and its analysis is the base's, centred at itself: every difference of rank 0.
+
 Only the active adapter is read, and named; several active adapters, an adapter that is not plain
 LoRA (DoRA, IA³, prompts), or LoRA on a layer kind whose update is not a matrix product (convolutions,
 attention modules) is refused in one line. The model given is left as it was: nothing is merged,
@@ -95,7 +101,8 @@ def peft_parts(model: Any, name: str | None = None) -> PeftParts:
     recorded = getattr(config, "base_model_name_or_path", None)
     base_label = recorded if isinstance(recorded, str) and recorded else type(inner).__name__
     base_name = f"{quoted(base_label)} (in memory)"
-    model_name = name or f"{quoted(base_label)} + LoRA '{quoted(adapter)}' (in memory)"
+    state = "adapters disabled, " if _all_disabled(inner) else ""
+    model_name = name or f"{quoted(base_label)} + LoRA '{quoted(adapter)}' ({state}in memory)"
     return PeftParts(tuned, base, inner.config, adapter, model_name, base_name)
 
 
@@ -139,7 +146,7 @@ def _adapted_tensors(inner: Any, adapter: str) -> dict[str, dict[str, tuple[Any,
         elif isinstance(module, ModulesToSaveWrapper):
             original = module.original_module.state_dict()
             copies = module.modules_to_save
-            trained = copies[adapter].state_dict() if adapter in copies else original
+            trained = copies[adapter].state_dict() if adapter in copies and not _disabled(module) else original
             changed[module_name] = {leaf: (tensor, trained[leaf]) for leaf, tensor in original.items()}
         elif isinstance(module, AuxiliaryTrainingWrapper):
             raise UnsupportedModelError(
@@ -147,6 +154,21 @@ def _adapted_tensors(inner: Any, adapter: str) -> dict[str, dict[str, tuple[Any,
                 "(trainable tokens): specbound reads LoRA layers and modules_to_save only"
             )
     return changed
+
+
+def _disabled(module: Any) -> bool:
+    """Whether peft module ``module`` (a LoRA layer, a ``modules_to_save`` wrapper) has its adapters
+    disabled (peft's ``disable_adapter()`` context, ``disable_adapter_layers()``): its forward is its base's."""
+    return bool(getattr(module, "disable_adapters", False))
+
+
+def _all_disabled(inner: Any) -> bool:
+    """Whether every peft module of the model has its adapters disabled (and there is at least one)."""
+    from peft.tuners.lora import LoraLayer
+    from peft.utils import ModulesToSaveWrapper
+
+    flags = [_disabled(m) for m in inner.modules() if isinstance(m, LoraLayer | ModulesToSaveWrapper)]
+    return bool(flags) and all(flags)
 
 
 def _inside(name: str, modules: Mapping[str, Any]) -> bool:
@@ -158,8 +180,9 @@ def _inside(name: str, modules: Mapping[str, Any]) -> bool:
 
 def _lora_layer(module: Any, module_name: str, adapter: str) -> dict[str, tuple[Any, Any]]:
     """(W⁰, W) of one LoRA layer's tensors (module docstring): W⁰ its base layer's (recovered if
-    adapters are merged in), W = W⁰ + scale · B A in float64 where the active adapter adapts it; a
-    bias likewise, where an adapter has ``lora_bias`` (its ``lora_B`` bias times the scale)."""
+    adapters are merged in), W = W⁰ + scale · B A in float64 where the active adapter adapts it and the
+    layer's adapters are not disabled (else W = W⁰); a bias likewise, where an adapter has ``lora_bias``
+    (its ``lora_B`` bias times the scale)."""
     merged = list(getattr(module, "merged_adapters", []))
     for name in [*merged, adapter]:
         if name in getattr(module, "lora_variant", {}):
@@ -174,12 +197,12 @@ def _lora_layer(module: Any, module_name: str, adapter: str) -> dict[str, tuple[
     biased = [name for name in merged if _has_lora_bias(module, name)]
     if bias is not None and biased:
         bias = bias.double() - sum(_bias_delta(module, name) for name in biased)
-    adapted = _has_adapter(module, adapter)
+    adapted = _has_adapter(module, adapter) and not _disabled(module)
     parts["weight"] = (weight, weight.double() + _delta(module, module_name, adapter) if adapted else weight)
     if bias is not None:
         parts["bias"] = (
             bias,
-            bias.double() + _bias_delta(module, adapter) if _has_lora_bias(module, adapter) else bias,
+            bias.double() + _bias_delta(module, adapter) if adapted and _has_lora_bias(module, adapter) else bias,
         )
     return parts
 
