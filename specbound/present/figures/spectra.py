@@ -779,7 +779,7 @@ def _matrix_maps(
             col,
         )
     )
-    layout[x_axis].update({"title": {"text": ""}, "tickangle": -45 if len(labels) > 3 else 0})
+    layout[x_axis].update({"title": {"text": ""}, "tickangle": -90 if len(labels) > 1 else 0})
     every_layer = list(range(shape.num_layers))
     layout[y_axis].update(layer_rows_axis("", every_layer, [shape.stack_layer(i) for i in every_layer], first=col == 1))
     return figure(
