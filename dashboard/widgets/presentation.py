@@ -104,8 +104,10 @@ BASE_CSS = f"""
 [data-testid="stMultiSelect"] div:has(> [data-testid="stMultiSelectTagsContainer"]) {{
   max-height: none; height: auto;
 }}
-/* above the title, the toolbar's height and a little: not Streamlit's 6rem blank band */
+/* above the title, the toolbar's height and a little: not Streamlit's 6rem blank band, nor the title's
+   own 1.25rem above its text */
 [data-testid="stMainBlockContainer"] {{ padding-top: 4rem; }}
+[data-testid="stMain"] h1 {{ padding-top: 0.25rem; }}
 .katex-display {{ overflow-x: auto; overflow-y: hidden; padding-bottom: 0.35rem;
   scrollbar-width: thin; scrollbar-color: #9aa0a6 transparent; }}
 """
