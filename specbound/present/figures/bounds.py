@@ -27,6 +27,7 @@ from ...core.proxies import Proxy
 from ...studies.compare import Comparison
 from ..explain import break_even
 from ..numbers import DIGITS, format_count, format_percent, format_power
+from ..report import short_model_name
 from .style import (
     CELL_TEXT_PX,
     KIND_COLORS,
@@ -637,19 +638,20 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
     for n, totals in enumerate((comparison.model, comparison.baseline)):
         values = [totals.log10[key] for key in COMPARED_PROXIES]
         drawn += values
+        name = as_text(short_model_name(totals.model))  # a directory by its name, not the server's path to it
         bars.append(
             {
                 "type": "bar",
                 "y": labels,
                 "x": values,
                 "orientation": "h",
-                "name": as_text(totals.model),
+                "name": name,
                 "marker": {"color": palette_color(n)},
                 "text": [format_power(float(v), DIGITS) for v in values],
                 "textposition": "outside",
                 "cliponaxis": False,
                 "customdata": [ratio[key] for key in COMPARED_PROXIES],
-                "hovertemplate": f"{as_text(totals.model)}<br>%{{y}}: log10 = %{{x:.4g}}"
+                "hovertemplate": f"{name}<br>%{{y}}: log10 = %{{x:.4g}}"
                 "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>",
             }
         )

@@ -25,6 +25,7 @@ from ...core.profile import HEAD_KINDS, SpectralProfile
 from ...core.spectrum import cumulative_energy
 from ..explain import rank_and_maximum
 from ..numbers import format_count, format_integer
+from ..report import short_model_name
 from .style import (
     INK,
     KIND_COLORS,
@@ -470,10 +471,11 @@ def overlaid_spectra(
         width = max(int(profile.rank[rows].max()), 1)
         x, y = np.arange(1, width + 1), _masked_singular_values(profile, rows, normalise)[:, :width]
         what = "σᵢ / σ₁" if normalise else "σᵢ"
+        name = as_text(short_model_name(profile.model))  # a directory by its name, not the server's path to it
         model_traces = (
-            _median_band(x, y, as_text(profile.model), palette_color(n), profile.model, what)
+            _median_band(x, y, name, palette_color(n), profile.model, what)
             if len(rows) > 1  # the heads of QK and V, or the experts of a mixture of experts' MLP kinds
-            else [_line(x, y[0], as_text(profile.model), palette_color(n), profile.model, what)]
+            else [_line(x, y[0], name, palette_color(n), profile.model, what)]
         )
         model_traces[-1]["showlegend"] = True
         traces += model_traces
