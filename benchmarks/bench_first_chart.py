@@ -1,0 +1,91 @@
+"""Benchmark: time to the first chart of every dashboard page in a fresh tab, warm, against a bare page.
+
+Run with ``python benchmarks/bench_first_chart.py`` (Debian's Chromium must be installed). It serves the
+dashboard as ``make run`` does on a fresh profile cache and opens every page once in the browser, so the
+server's caches (the bundled model's spectra and terms, the lab's tables) and the browser's cache of
+Streamlit's and Plotly's code are warm. Then, for each page, it opens the page in a new tab of the same
+browser context :data:`REPEATS` times and takes, in that tab, the time from the start of its navigation
+(``performance.now()``) to the first Plotly chart drawn on the page (its SVG present: a skeleton, which
+Streamlit draws while a chart's code loads, is not a chart). The same is measured in the same run on a bare
+Streamlit page with a title and one chart (``bare_chart_app.py``), served the same way: what any Streamlit
+page pays on this machine at this moment. It prints each page's median, its ratio to the bare page's and
+whether it meets the target of :data:`TARGET_S` seconds (the claim "first charts under 3 s warm on every
+page").
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]  # the dashboard and the browser-test launchers
+
+from streamlit_server import CHROMIUM, launch_chromium, serve_dashboard  # noqa: E402
+
+#: Each page's path (the pages of the navigation, in its order; "" is the Overview).
+PAGES: tuple[str, ...] = ("", "bounds", "why", "compare", "spectra", "scaling", "theory", "lab", "runs")
+REPEATS = 3
+TARGET_S = 3.0
+#: A chart drawn: Plotly's SVG inside a Streamlit chart element.
+CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
+BARE_APP = Path(__file__).with_name("bare_chart_app.py")
+VIEWPORT = {"width": 1440, "height": 900}
+
+
+def first_chart_seconds(context, url: str) -> float:
+    """Seconds from a new tab's navigation start to its first drawn chart, timed in the page."""
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(url)
+        page.locator(CHART).first.wait_for()
+        return page.evaluate("() => performance.now()") / 1000
+    finally:
+        page.close()
+
+
+def measure(browser, url: str, paths: tuple[str, ...]) -> dict[str, list[float]]:
+    """Warm every page once (not timed), then time :data:`REPEATS` fresh tabs of each."""
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        for path in paths:
+            first_chart_seconds(context, f"{url}/{path}")
+        return {path: [first_chart_seconds(context, f"{url}/{path}") for _ in range(REPEATS)] for path in paths}
+    finally:
+        context.close()
+
+
+def main() -> int:
+    if not CHROMIUM.is_file():
+        print(f"Debian's chromium is not installed at {CHROMIUM}", file=sys.stderr)
+        return 1
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as scratch, sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            (Path(scratch) / "bare").mkdir()
+            (Path(scratch) / "dashboard").mkdir()
+            with serve_dashboard(Path(scratch) / "bare", script=str(BARE_APP)) as bare:
+                baseline = statistics.median(measure(browser, bare.url, ("",))[""])
+            with serve_dashboard(Path(scratch) / "dashboard") as server:
+                times = measure(browser, server.url, PAGES)
+        finally:
+            browser.close()
+    print(f"first chart in a fresh tab, warm, median of {REPEATS}; bare Streamlit page with one chart: {baseline:.2f} s")
+    print(f"{'page':<10} {'seconds':>8} {'× bare':>7}  target {TARGET_S:g} s")
+    failed = []
+    for path, seconds in times.items():
+        median = statistics.median(seconds)
+        met = median <= TARGET_S
+        failed += [] if met else [path or "overview"]
+        print(f"{path or 'overview':<10} {median:>8.2f} {median / baseline:>7.2f}  {'met' if met else 'MISSED'}")
+    print("every page meets the target" if not failed else f"missed on: {', '.join(failed)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
