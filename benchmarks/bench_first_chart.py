@@ -75,7 +75,7 @@ def main() -> int:
                 times = measure(browser, server.url, PAGES)
         finally:
             browser.close()
-    print(f"first chart in a fresh tab, warm, median of {REPEATS}; bare Streamlit page with one chart: {baseline:.2f} s")
+    print(f"first chart in a fresh tab, warm, median of {REPEATS}; a bare Streamlit page's: {baseline:.2f} s")
     print(f"{'page':<10} {'seconds':>8} {'× bare':>7}  target {TARGET_S:g} s")
     failed = []
     for path, seconds in times.items():

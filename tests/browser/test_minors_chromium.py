@@ -11,6 +11,7 @@ named by the folder alone on every label, and an uploaded atlas opens without a 
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from urllib.parse import quote
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.browser
 #: Every label, value and change of the sticky headline's metrics: [metric, part, left, top, width, height,
 #: clipped] where clipped says the text is wider than its box or cut with an ellipsis.
 HEADLINE_PARTS = """() => [...document.querySelectorAll('.st-key-headline [data-testid="stMetric"]')].flatMap((m, i) =>
-    [...m.querySelectorAll('[data-testid="stMetricLabel"], [data-testid="stMetricValue"], [data-testid="stMetricDelta"]')]
+    [...m.querySelectorAll(['Label', 'Value', 'Delta'].map(part => `[data-testid="stMetric${part}"]`).join(', '))]
     .map(e => {
         const b = e.getBoundingClientRect();
         const cut = [e, ...e.querySelectorAll('*')].some(x => x.scrollWidth > x.clientWidth + 1
@@ -37,8 +38,10 @@ HEADLINE_PARTS = """() => [...document.querySelectorAll('.st-key-headline [data-
     }))"""
 #: The sticky band (the headline's wrapper) and its caption: [band top, band bottom, caption top, caption bottom].
 HEADLINE_BAND = """() => {
-    const band = document.querySelector('[data-testid="stLayoutWrapper"]:has(> .st-key-headline)').getBoundingClientRect();
-    const caption = document.querySelector('.st-key-headline [data-testid="stCaptionContainer"]').getBoundingClientRect();
+    const band = document.querySelector('[data-testid="stLayoutWrapper"]:has(> .st-key-headline)')
+        .getBoundingClientRect();
+    const caption = document.querySelector('.st-key-headline [data-testid="stCaptionContainer"]')
+        .getBoundingClientRect();
     return [band.top, band.bottom, caption.top, caption.bottom];
 }"""
 #: Texts of the chart in the element keyed by the argument, chosen by a CSS selector, whose boxes overlap.
@@ -79,7 +82,8 @@ TEXTS_WITH = """(needle) => {
     const hits = [];
     const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
     for (let t = walk.nextNode(); t; t = walk.nextNode()) {
-        if (t.textContent.includes(needle) && !t.parentElement.closest('script, style')) hits.push(t.textContent.slice(0, 120));
+        const shown = t.textContent.includes(needle) && !t.parentElement.closest('script, style');
+        if (shown) hits.push(t.textContent.slice(0, 120));
     }
     for (const e of document.querySelectorAll('[title], [aria-label]')) for (const a of ['title', 'aria-label']) {
         const v = e.getAttribute(a);
@@ -119,7 +123,7 @@ def test_the_sticky_headline_aligns_its_four_values_at_1024(server: str, browser
         assert max(heights) - min(heights) <= ALIGNED_PX, (suffix, row)
     lefts = sorted(box[0] for box in values)
     widths = {box[0]: box[2] for box in values}
-    assert all(a + widths[a] <= b + 1 for a, b in zip(lefts, lefts[1:], strict=False)), values  # side by side
+    assert all(a + widths[a] <= b + 1 for a, b in itertools.pairwise(lefts)), values  # side by side
     band = page.evaluate(HEADLINE_BAND)
     assert band[0] <= band[2] and band[3] <= band[1] + 1, band  # the caption inside its band
     page.mouse.move(PROJECTOR["width"] - 40, PROJECTOR["height"] // 2)
@@ -238,7 +242,7 @@ def test_an_uploaded_atlas_opens_without_a_click(server: str, browser_page) -> N
     page.set_viewport_size({"width": 1440, "height": 900})
     _open(page, f"{server}/", PRODUCT_NAME)
     sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("Atlas file", exact=True).click()
+    sidebar.get_by_role("radiogroup", name="Source").get_by_text("Atlas file").click()
     wait_idle(page)
     sidebar.locator('input[type="file"]').set_input_files(str(REFERENCE_DIR / "atlas.npz"))
     page.wait_for_function(
