@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]  # the dashboard and the browser-test launchers
@@ -35,7 +36,7 @@ BARE_APP = Path(__file__).with_name("bare_chart_app.py")
 VIEWPORT = {"width": 1440, "height": 900}
 
 
-def first_chart_seconds(context, url: str) -> float:
+def first_chart_seconds(context: Any, url: str) -> float:
     """Seconds from a new tab's navigation start to its first drawn chart, timed in the page."""
     page = context.new_page()
     page.set_default_timeout(120_000)
@@ -47,7 +48,7 @@ def first_chart_seconds(context, url: str) -> float:
         page.close()
 
 
-def measure(browser, url: str, paths: tuple[str, ...]) -> dict[str, list[float]]:
+def measure(browser: Any, url: str, paths: tuple[str, ...]) -> dict[str, list[float]]:
     """Warm every page once (not timed), then time :data:`REPEATS` fresh tabs of each."""
     context = browser.new_context(viewport=VIEWPORT)
     try:
