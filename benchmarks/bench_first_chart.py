@@ -6,7 +6,8 @@ server's caches (the bundled model's spectra and terms, the lab's tables) and th
 Streamlit's and Plotly's code are warm. Then, for each page, it opens the page in a new tab of the same
 browser context :data:`REPEATS` times and takes, in that tab, the time from the start of its navigation
 (``performance.now()``) to the first Plotly chart drawn on the page (its SVG present: a skeleton, which
-Streamlit draws while a chart's code loads, is not a chart). The same is measured in the same run on a bare
+Streamlit draws while a chart's code loads, is not a chart; the Overview, which draws no chart, is timed
+to its first headline number). The same is measured in the same run on a bare
 Streamlit page with a title and one chart (``bare_chart_app.py``), served the same way: what any Streamlit
 page pays on this machine at this moment. It prints each page's median, its ratio to the bare page's and
 whether it meets the target of :data:`TARGET_S` seconds (the claim "first charts under 3 s warm on every
@@ -48,7 +49,6 @@ TARGET_S = 3.0
 #: counts instead (the argument is the CSS selector of what counts).
 CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 NUMBER = '[data-testid="stMain"] [data-testid="stMetricValue"]'
-OVERVIEW_HAS_NO_CHART = True
 SHOWN = """(css) => [...document.querySelectorAll(css)].some(e => e.getBoundingClientRect().width > 0)"""
 #: A page that shows no chart in this many seconds counts as missing the target, with no time.
 GIVE_UP_S = 60
@@ -71,7 +71,8 @@ def first_chart_seconds(context: Any, url: str, css: str = CHART) -> float:
 
 
 def _shown(path: str) -> str:
-    return NUMBER if path == "" and OVERVIEW_HAS_NO_CHART else CHART
+    """What counts as the page's first useful thing: a chart, or on the Overview (which has none) a number."""
+    return NUMBER if path == "" else CHART
 
 
 def measure(browser: Any, url: str, paths: tuple[str, ...], bare: bool = False) -> dict[str, list[float]]:
