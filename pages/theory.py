@@ -222,19 +222,20 @@ st.divider()
 st.subheader("Playground: a synthetic spectrum")
 st.info(
     "**Synthetic, not from any model.** Choose how the singular values of an imaginary matrix decay and "
-    "watch c(W; p) over p: a sharply low-rank spectrum favours small p, a large scale s_W pushes p* "
-    "down and a small one pushes it up, towards the Frobenius end.",
+    "watch which p wins.",
     icon=":material/science:",
 )
-left, middle, right = st.columns(3)
-rank = left.slider("Rank", 1, 512, 64, key="play_rank")
+# controls in two rows of four columns and p* beside the grid's slider, so that on a 1024 x 768 screen the
+# charts they move sit on the same screen as them
+spectrum_col, rate_col, scale_col, grid_col = st.columns(4)
+rank = spectrum_col.slider("Rank", 1, 512, 64, key="play_rank")
 # opens on a power-law decay, where p* lies between the rank and the Frobenius ends and moves with each control
 decay = Decay(
-    left.selectbox(
+    spectrum_col.selectbox(
         "Decay law", list(Decay), index=list(Decay).index(Decay.POWER), format_func=lambda d: d.value, key="play_decay"
     )
 )
-rate = middle.slider(
+rate = rate_col.slider(
     "Decay rate",
     0.0,
     3.0,
@@ -244,22 +245,27 @@ rate = middle.slider(
     help="power law: σᵢ = σ₁ · i to the power −rate; exponential: σᵢ = σ₁ · e to the power −rate · (i − 1); "
     "step: σ₁ for the first quarter, σ₁ · 10 to the power −rate after; flat ignores it.",
 )
-top = middle.number_input("Top value σ₁", min_value=1e-3, max_value=1e3, value=1.0, key="play_top")
-scale = right.select_slider(
+top = rate_col.number_input("Top value σ₁", min_value=1e-3, max_value=1e3, value=1.0, key="play_top")
+scale = scale_col.select_slider(
     "Scale s_W", PLAYGROUND_SCALES, value=1.0, key="play_scale", format_func=lambda s: format_power(math.log10(s), 1)
 )
-width = right.number_input("Width N", min_value=2, max_value=8192, value=512, step=64, key="play_width")
-grid_m = st.slider(
-    "Grid resolution m of P_m",
+width = scale_col.number_input("Width N", min_value=2, max_value=8192, value=512, step=64, key="play_width")
+grid_m = grid_col.slider(
+    "Grid m of P_m",
     1,
     40,
     grid_resolution(shape.num_layers, int(width)),
     key="play_m",
-    help=f"Default ⌈L + ln N⌉ with the current model's depth L = {shape.num_layers} and this width.",
+    help=f"The grid's resolution m. Default ⌈L + ln N⌉ with the current model's depth L = {shape.num_layers} "
+    "and this width.",
 )
 playground = playground_view(
     int(rank), decay, float(rate), float(top), scale=float(scale), width=int(width), grid_m=int(grid_m)
 )
-st.metric(PLAYGROUND_P_LABEL, playground.p_opt)
-st.caption(playground.sentence)
+grid_col.metric(PLAYGROUND_P_LABEL, playground.p_opt)
 show_panels(playground.panels, "playground")
+st.caption(playground.sentence)
+st.caption(
+    "A sharply low-rank spectrum favours small p; a large scale s_W pushes p* down and a small one pushes it "
+    "up, towards the Frobenius end."
+)

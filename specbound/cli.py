@@ -486,7 +486,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
 
 
 def _cmd_atlas_export(args: argparse.Namespace) -> int:
-    from .io.atlas import save_atlas
+    from .io.atlas import member_names, save_atlas
     from .io.loading import load_profile
 
     require_parent(Path(args.out), "atlas")  # before the analyses, not after them
@@ -502,7 +502,8 @@ def _cmd_atlas_export(args: argparse.Namespace) -> int:
     if not profiles:
         raise SpecboundError("no profile to export: none of the models could be analysed")
     try:
-        path = save_atlas(profiles, args.out)
+        # a model exported from a folder is stored under the folder's name, not this machine's path to it
+        path = save_atlas(profiles, args.out, names=member_names([p.model for p in profiles]))
     except OSError as exc:
         raise SpecboundError(f"cannot write the atlas {Path(args.out).name}: {describe_os_error(exc)}") from None
     _say(f"wrote {len(profiles)} profile(s) to {path}" + (f"; left out: {', '.join(failed)}" if failed else ""))

@@ -32,10 +32,14 @@ from specbound.io import atlas as sb_atlas
 from specbound.io.atlas import AtlasError
 from specbound.io.files import atomic_write
 from specbound.io.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
+from specbound.present.report import short_model_name
 
 #: Session-state keys: the path of the session's atlas file, and the name it is shown under.
 FILE_KEY = "atlas_file"
 LABEL_KEY = "atlas_label"
+#: Session-state key: an atlas was just uploaded (a file new to the session), and the sidebar opens the
+#: model it picks at once, as a file dropped on the page is expected to open (:func:`take_new_upload`).
+NEW_UPLOAD_KEY = "_atlas_new_upload"
 #: Beside an upload ``<digest>.npz`` in the store, ``<digest>.name`` holds the file name it was uploaded under.
 UPLOAD_NAME_SUFFIX = ".name"
 #: At most this many characters of an uploaded file's name are kept and shown.
@@ -94,10 +98,12 @@ def upload_label(path: Path) -> str | None:
 
 
 def display_name(name: str) -> str:
-    """How a model is named on screen: an atlas model as ``MODEL (atlas FILE)``, never with its folder."""
+    """How a model is named on screen: an atlas model as ``MODEL (atlas FILE)``, a model opened from a
+    directory of the server by that directory's name (:func:`~specbound.present.report.short_model_name`:
+    ``/srv/runs/my-lora`` is ``my-lora``), never with its folders; a Hub id or an alias as it is."""
     ref = atlas_ref(name)
     if ref is None or ref.path is None:
-        return name
+        return short_model_name(name)
     label = st.session_state.get(LABEL_KEY) if str(ref.path) == st.session_state.get(FILE_KEY) else None
     member = member_label(ref.member) if ref.member else "its model"
     return f"{member} (atlas {label or upload_label(ref.path) or ref.path.name})"
@@ -201,6 +207,17 @@ def use_upload(file_name: str, content: bytes) -> tuple[SpectralProfile, ...]:
         target.unlink(missing_ok=True)
         target.with_suffix(UPLOAD_NAME_SUFFIX).unlink(missing_ok=True)
         raise
+
+
+def mark_new_upload() -> None:
+    """Note that the sidebar's atlas source has just read a file new to the session (:func:`take_new_upload`)."""
+    st.session_state[NEW_UPLOAD_KEY] = True
+
+
+def take_new_upload() -> bool:
+    """Whether the sidebar's atlas source read a newly uploaded atlas since the last call (then the sidebar
+    opens its chosen model without waiting for "Open model"); True once per upload."""
+    return bool(st.session_state.pop(NEW_UPLOAD_KEY, False))
 
 
 def loaded() -> tuple[SpectralProfile, ...]:

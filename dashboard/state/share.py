@@ -119,6 +119,13 @@ def shared(key: str, codec: Codec, default: Any, *, initial: Callable[[], Any] |
     return st.session_state[key]
 
 
+def from_link(key: str) -> bool:
+    """Whether the shared widget ``key`` is still to take its first value from the session's link (call
+    before :func:`shared`, which consumes it): a page that opens what the link names (a matrix) can then
+    bring it into view, as a click would."""
+    return key not in st.session_state and key in st.session_state.get(_LINK_KEY, {})
+
+
 def refusal(key: str) -> str | None:
     """Why the link's value of the shared widget ``key`` was not used (its codec's ValueError, for a
     page that says so where the value would have shown), or None when the link's value was taken or

@@ -19,6 +19,7 @@ from dashboard.state.atlas import (
     atlas_bytes,
     loaded,
     loaded_file,
+    mark_new_upload,
     member_label,
     model_name,
     use,
@@ -70,7 +71,10 @@ def pick_from_atlas() -> str | None:
         if refusal is not None:  # before its bytes are read
             st.error(refusal)
         elif uploaded is not None:
+            before = loaded_file()
             use_upload(uploaded.name, uploaded.getvalue())
+            if loaded_file() != before:  # a new file, not the same one the uploader hands every rerun
+                mark_new_upload()
         elif safety.server_paths_allowed() and st.button("Read the atlas", key=READ_KEY, disabled=not path.strip()):
             use(path.strip())
     profiles, file = loaded(), loaded_file()

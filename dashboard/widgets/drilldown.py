@@ -35,10 +35,14 @@ MATRIX_CODEC = share.Codec(int, str)
 DETAIL_KEY = "drilldown"
 #: Key of the element of the script that scrolls the detail into view (it shows nothing of its own).
 FOCUS_SCRIPT_KEY = "drilldown_focus"
-#: Session-state key: a click opened a matrix, and the next run brings its detail into view (a counter).
+#: Session-state key: a click, or the link the page was opened with, opened a matrix, and the next run
+#: brings its detail into view (a counter).
 FOCUS_KEY = "_drilldown_focus"
 #: How long the opened detail stays outlined, in milliseconds.
 FLASH_MS = 1800
+#: For how long after it is brought into view the detail is kept there while the charts above it are
+#: still drawn and grow (a page opened from a link), in milliseconds; the reader's own scroll ends it.
+SETTLE_MS = 6000
 #: The detail's look while it is outlined, and its distance from the top when scrolled to (the sticky
 #: header and headline stay above it).
 FOCUS_CSS = f"""
@@ -147,9 +151,12 @@ def picker(analysis: BoundAnalysis) -> int | None:
     """The shareable matrix picker; returns the open matrix's index or None."""
     profile = analysis.profile
     labels = [m.label for m in profile.ids]
+    linked = share.from_link(MATRIX_KEY)
     chosen = share.shared(MATRIX_KEY, MATRIX_CODEC, None)
     if chosen is not None and not 0 <= int(chosen) < len(labels):  # a link made on a larger model
         st.session_state[MATRIX_KEY] = None
+    elif chosen is not None and linked:  # a shared link names the matrix: open the page at its detail
+        st.session_state[FOCUS_KEY] = st.session_state.get(FOCUS_KEY, 0) + 1
     index: int | None = st.selectbox(
         "Open one matrix",
         [None, *range(len(labels))],
@@ -162,7 +169,8 @@ def picker(analysis: BoundAnalysis) -> int | None:
 
 def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str, centring: str | None = None) -> None:
     """Everything about one matrix at the current assignment ``terms``, in a container that a click which
-    opened it scrolls into view and outlines for a moment (the click is often far above). A centred
+    opened it (or a shared link naming it) scrolls into view and outlines for a moment (the click is
+    often far above, and a link's matrix screens down the page). A centred
     analysis's p*, c(W; p) and share say what they are centred at (``centring``, "centred at BASE")."""
     st.html(f"<style>{FOCUS_CSS}</style>")
     with st.container(key=DETAIL_KEY):
@@ -170,7 +178,13 @@ def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str, 
     clicks = st.session_state.get(FOCUS_KEY)
     if clicks is not None:
         _focus_script(
-            key=FOCUS_SCRIPT_KEY, data={"target": f".st-key-{DETAIL_KEY}", "nonce": int(clicks), "flash_ms": FLASH_MS}
+            key=FOCUS_SCRIPT_KEY,
+            data={
+                "target": f".st-key-{DETAIL_KEY}",
+                "nonce": int(clicks),
+                "flash_ms": FLASH_MS,
+                "settle_ms": SETTLE_MS,
+            },
         )
 
 

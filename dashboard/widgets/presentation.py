@@ -70,10 +70,29 @@ BASE_CSS = f"""
 .st-key-{HEADLINE_KEY} [data-testid="stMetricValue"] {{ font-size: clamp(1.05rem, 1.7vw, 1.6rem); }}
 .st-key-{HEADLINE_KEY} [data-testid="stMetricDelta"] {{ font-size: 0.8rem; white-space: nowrap; }}
 .st-key-{HEADLINE_KEY} [data-testid="stCaptionContainer"] {{
-  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-size: 0.75rem;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-size: 0.75rem; margin-bottom: 0;
 }}
 @media (min-width: {NARROW_PX}px) {{
-  .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] {{ flex-wrap: nowrap; }}
+  .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] {{
+    display: grid; grid-auto-flow: column; grid-auto-columns: auto; grid-template-rows: repeat(3, auto);
+    row-gap: 0;
+  }}
+  .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] > [data-testid="stElementContainer"],
+  .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] [data-testid="stMetric"],
+  .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] [data-testid="stMetric"] > div {{
+    display: grid; grid-row: span 3; grid-template-rows: subgrid; grid-template-columns: minmax(0, 1fr);
+    row-gap: 0; width: auto; min-width: 0;
+  }}
+  .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] [data-testid="stMetric"] > div > :first-child {{
+    grid-column: auto;
+  }}
+  .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] [data-testid="stMetricDelta"] {{
+    justify-self: start; width: max-content; max-width: 100%; min-width: 0; white-space: normal;
+    font-size: 0.72rem; line-height: 1.25; padding-top: 0.05rem; padding-bottom: 0.05rem;
+  }}
+  .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] [data-testid="stMetricDelta"] * {{
+    white-space: normal !important; overflow: visible; text-overflow: clip;
+  }}
 }}
 @media (max-width: {NARROW_PX - 0.02}px) {{
   [data-stuck] .st-key-{HEADLINE_KEY} [data-testid="stHorizontalBlock"] > :not(:first-child),
@@ -85,8 +104,10 @@ BASE_CSS = f"""
 [data-testid="stMultiSelect"] div:has(> [data-testid="stMultiSelectTagsContainer"]) {{
   max-height: none; height: auto;
 }}
-/* above the title, the toolbar's height and a little: not Streamlit's 6rem blank band */
+/* above the title, the toolbar's height and a little: not Streamlit's 6rem blank band, nor the title's
+   own 1.25rem above its text */
 [data-testid="stMainBlockContainer"] {{ padding-top: 4rem; }}
+[data-testid="stMain"] h1 {{ padding-top: 0.25rem; }}
 .katex-display {{ overflow-x: auto; overflow-y: hidden; padding-bottom: 0.35rem;
   scrollbar-width: thin; scrollbar-color: #9aa0a6 transparent; }}
 """

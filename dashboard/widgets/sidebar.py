@@ -377,7 +377,8 @@ def render_sidebar() -> BoundAnalysis:
             lambda message: st.error(f"This source cannot be used now: {message}"),
         ):
             name = MODEL_SOURCES[labels.index(chosen)].pick()
-        if st.button("Open model", key="open_model", disabled=not name, type="primary") and name:
+        clicked = st.button("Open model", key="open_model", disabled=not name, type="primary")
+        if name and (clicked or atlas.take_new_upload()):  # an atlas just uploaded opens as it arrives
             session.forget_pending_download()
             _open(name)
         _confirm_download(name)

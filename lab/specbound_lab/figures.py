@@ -343,11 +343,17 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
         )
         for index, lead in enumerate(run.leads)
     ]
-    layout = panel_grid(2, 1, titles=["Accuracy", "Each measure's move since saturation"], vertical_spacing=0.16)
+    # the top panel goes untitled (its y axis says "accuracy"): the marks' labels sit where its title would,
+    # and a title centred over a jump near the middle of training printed over "test jumps"
+    layout = panel_grid(2, 1, titles=["", "Each measure's move since saturation"], vertical_spacing=0.16)
     layout["yaxis"] = {**layout.get("yaxis", {}), **axis_title("accuracy"), "range": [0, 1.02]}
     layout["yaxis2"] = {**layout.get("yaxis2", {}), **axis_title("share of the excursion"), "range": [0, 1.02]}
     layout["xaxis2"] = {**layout.get("xaxis2", {}), **axis_title(STEP_AXIS), "matches": "x"}
-    marks = [(run.event.saturation_step, "train fits", "dot"), (run.event.jump_step, "test jumps", "dash")]
+    # (step, label, dash, side of its line the label is written on): facing away, so two close marks part
+    marks = [
+        (run.event.saturation_step, "train fits", "dot", "right"),
+        (run.event.jump_step, "test jumps", "dash", "left"),
+    ]
     layout["shapes"] = [
         {
             "type": "line",
@@ -359,7 +365,7 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
             "y1": 1,
             "line": {"color": NEUTRAL, "dash": dash, "width": 1},
         }
-        for step, _, dash in marks
+        for step, _, dash, _ in marks
         if step is not None
     ] + [
         {
@@ -383,11 +389,11 @@ def grokking_figure(run: RunGrokking) -> go.Figure:
                 "yref": "y",
                 "text": text,
                 "showarrow": False,
-                "xanchor": "left",
+                "xanchor": anchor,
                 "yanchor": "bottom",
                 "font": {"size": 11},
             }
-            for step, text, _ in marks
+            for step, text, _, anchor in marks
             if step is not None
         ),
     ]

@@ -30,9 +30,10 @@ show`` runs exactly the same checks.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ from .files import (
     parse_json,
     require_parent,
 )
+from .models import short_model_name
 
 FORMAT = "specbound-atlas"
 #: Bump when the layout changes; older readers then refuse newer files with a clear message.
@@ -110,11 +112,44 @@ def _key(index: int, field_name: str) -> str:
 # --- export -------------------------------------------------------------------------------------
 
 
-def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str) -> Path:
-    """Write profiles to one atlas file (atomically: a temporary file renamed into place)."""
+def member_names(names: Sequence[str]) -> list[str]:
+    """The names an atlas stores its models under when they are exported from a machine's folders: each
+    folder by its own name (:func:`~specbound.io.models.short_model_name`), not the exporting machine's
+    path to it, which a reader of the file elsewhere has no use for (and should not be shown). Names that
+    would then collide keep as many trailing folders as tell them apart (the whole name where nothing
+    does); a Hub id or an alias stays as it is.
+
+    Example::
+
+        >>> member_names(["/data/runs/a/my-lora", "/data/runs/b/my-lora", "/data/base", "google/bert"])
+        ['a/my-lora', 'b/my-lora', 'base', 'google/bert']
+    """
+    short = [short_model_name(name) for name in names]
+    parts = [name.replace("\\", "/").rstrip("/").split("/") for name in names]
+    shown = []
+    for i, name in enumerate(names):
+        clashing = [j for j, other in enumerate(short) if other == short[i] and j != i]
+        depth = next(
+            (d for d in range(2, len(parts[i]) + 1) if all(parts[j][-d:] != parts[i][-d:] for j in clashing)), None
+        )
+        shown.append(short[i] if not clashing else name if depth is None else "/".join(parts[i][-depth:]))
+    # a shortened name that meets another model's own name: both keep their whole names
+    return [name if shown.count(s) > 1 else s for name, s in zip(names, shown, strict=True)]
+
+
+def save_atlas(profiles: Iterable[SpectralProfile], path: Path | str, *, names: Sequence[str] | None = None) -> Path:
+    """Write profiles to one atlas file (atomically: a temporary file renamed into place).
+
+    ``names``, when given, are the names the models are stored under, one per profile in order
+    (:func:`member_names`: a folder's name rather than the path to it); by default each profile's own.
+    """
     profiles = list(profiles)
     if not profiles:
         raise ValueError("an atlas needs at least one profile")
+    if names is not None:
+        if len(names) != len(profiles) or len(set(names)) != len(names):
+            raise ValueError(f"{len(profiles)} profiles need as many distinct names, not {list(names)}")
+        profiles = [dataclasses.replace(p, model=name) for p, name in zip(profiles, names, strict=True)]
     seen: set[tuple[str, str]] = set()
     arrays: dict[str, np.ndarray] = {}
     models: list[dict[str, Any]] = []

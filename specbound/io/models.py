@@ -388,3 +388,18 @@ def _bundled_present() -> bool:
         return bundled_model_dir().is_dir()
     except ModelNotFoundError:
         return False
+
+
+def short_model_name(name: str) -> str:
+    """A model's name short enough for a label and free of any folder: a path's last component (a
+    directory named ``/data/runs/my-base`` or ``./runs/my-base`` is ``my-base``); a Hub id
+    (``owner/name``), an alias or a name in memory as it is.
+
+    Example:
+        >>> short_model_name("/data/runs/my-base"), short_model_name("google/gemma-2-2b"), short_model_name("L2-H128")
+        ('my-base', 'google/gemma-2-2b', 'L2-H128')
+    """
+    text = name.strip().rstrip("/")
+    if text.startswith(("/", "~", ".", "\\")) or text.count("/") > 1 or "\\" in text:
+        return text.replace("\\", "/").rpartition("/")[2] or text
+    return text

@@ -20,6 +20,7 @@ from ..core.defaults import NEAR_TIE_GAP
 from ..core.logspace import to_log10
 from ..core.profile import MatrixId
 from ..core.spectrum import cumulative_energy
+from ..io.models import short_model_name
 
 #: What ``--power-law`` adds to the JSON names its fit: WeightWatcher 0.7.7's, on the eigenvalues σ² of WᵀW.
 POWER_LAW_RULE: str = (
@@ -60,21 +61,6 @@ def to_json_text(obj: Any, *, indent: int | None = None) -> str:
 #: How a centred column is named in every table (SPEC §14, the one scheme): its name in the JSON's
 #: ``"delta"`` object (:func:`delta_fields`), or the uncentred column's, after this prefix.
 CENTRED_PREFIX = "delta_"
-
-
-def short_model_name(name: str) -> str:
-    """A model's name short enough for a label and free of any folder: a path's last component (a
-    directory named ``/data/runs/my-base`` or ``./runs/my-base`` is ``my-base``); a Hub id
-    (``owner/name``), an alias or a name in memory as it is.
-
-    Example:
-        >>> short_model_name("/data/runs/my-base"), short_model_name("google/gemma-2-2b"), short_model_name("L2-H128")
-        ('my-base', 'google/gemma-2-2b', 'L2-H128')
-    """
-    text = name.strip().rstrip("/")
-    if text.startswith(("/", "~", ".", "\\")) or text.count("/") > 1 or "\\" in text:
-        return text.replace("\\", "/").rpartition("/")[2] or text
-    return text
 
 
 def centred_label(reference: str) -> str:

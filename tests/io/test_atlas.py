@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zipfile
 from pathlib import Path
@@ -14,7 +15,7 @@ from specbound.core.architecture import ModelShape
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
-from specbound.io.atlas import AtlasError, atlas_member, load_atlas, read_manifest, save_atlas
+from specbound.io.atlas import AtlasError, atlas_member, load_atlas, member_names, read_manifest, save_atlas
 from specbound.io.loading import load_profile
 from specbound.io.loading import load_profile as load_by_name
 from specbound.io.models import Source, atlas_reference, resolve
@@ -158,10 +159,11 @@ def test_cli_export_and_show(make_checkpoint, tmp_path: Path, capsys) -> None:
     assert main(["atlas", "export", "--models", str(small), "no-such-model", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "no-such-model: missing" in printed and "wrote 1 profile(s)" in printed
-    _assert_identical(load_atlas(out)[0], load_profile(str(small)))
+    # stored under the folder's name, not this machine's path to it
+    _assert_identical(load_atlas(out)[0], dataclasses.replace(load_profile(str(small)), model=small.name))
     assert main(["atlas", "show", str(out)]) == 0
     shown = capsys.readouterr().out
-    assert "1 model(s)" in shown and str(small.resolve()) in shown
+    assert "1 model(s)" in shown and shown.splitlines()[2].split()[-1] == small.name  # no folder of this machine
     header, row = shown.splitlines()[1:3]
     assert header.split()[:2] == ["family", "L"] and row.split()[:2] == ["bert", "1"]  # the family of each model
     bad = tmp_path / "bad.npz"
@@ -169,6 +171,25 @@ def test_cli_export_and_show(make_checkpoint, tmp_path: Path, capsys) -> None:
     assert main(["atlas", "show", str(bad)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a specbound atlas" in err[0]
+
+
+def test_export_names_members_by_their_folders_and_keeps_them_apart(make_checkpoint, tmp_path: Path, capsys) -> None:
+    """Two checkpoints in folders of the same name keep the parent folder that tells them apart; a Hub-style
+    name is stored as it is; no member names the exporting machine's path."""
+    first = make_checkpoint(layers=1, hidden=16, heads=2, ffn=24, name="a/run")
+    second = make_checkpoint(layers=1, hidden=16, heads=2, ffn=32, name="b/run")
+    alone = make_checkpoint(layers=1, hidden=16, heads=2, ffn=40, name="base")
+    out = tmp_path / "atlas.npz"
+    assert main(["atlas", "export", "--models", str(first), str(second), str(alone), "--out", str(out)]) == 0
+    capsys.readouterr()
+    names = [profile.model for profile in load_atlas(out)]
+    assert names == ["a/run", "b/run", "base"]
+    assert [profile.shape.ffn_size for profile in load_atlas(out)] == [24, 32, 40]  # each under its own name
+    assert member_names(["/srv/x/m", "/srv/y/m", "/srv/y/n", "owner/model"]) == ["x/m", "y/m", "n", "owner/model"]
+    assert member_names(["/a/x/m", "/b/x/m", "/c/y/m"]) == ["a/x/m", "b/x/m", "y/m"]
+    assert member_names(["/a/x/m", "x/m", "m"]) == ["/a/x/m", "x/m", "m"]  # nothing shorter is unique
+    with pytest.raises(ValueError, match="distinct names"):
+        save_atlas(load_atlas(out)[:2], tmp_path / "twice.npz", names=["same", "same"])
 
 
 def test_an_atlas_of_schema_1_still_opens_as_bert_encoders(tmp_path: Path) -> None:

@@ -264,6 +264,14 @@ def test_the_grokking_figure_marks_the_fit_and_the_jump_on_one_step_axis() -> No
     assert lines == [run.event.saturation_step, run.event.jump_step] == [300, 700]
     assert fig["layout"]["xaxis2"]["matches"] == "x"
     assert "seed 3 groks" in fig["layout"]["title"]["text"]
+    # the marks' labels face away from each other above the top panel, which has no title to print over
+    labels = {note["text"]: note for note in fig["layout"]["annotations"] if note.get("xref") == "x"}
+    assert {text: (note["x"], note["xanchor"]) for text, note in labels.items()} == {
+        "train fits": (300, "right"),
+        "test jumps": (700, "left"),
+    }
+    titles = [note.get("text", "") for note in fig["layout"]["annotations"] if note.get("xref") != "x"]
+    assert titles == ["Each measure's move since saturation"]
     # ours stands out (its own colour, thick); every other measure is grey, none takes an accuracy's blue
     from specbound.core import Proxy
     from specbound.present.figures.style import quantity_color

@@ -27,6 +27,7 @@ from ...core.proxies import Proxy
 from ...studies.compare import Comparison
 from ..explain import break_even
 from ..numbers import DIGITS, format_count, format_percent, format_power
+from ..report import short_model_name
 from .style import (
     CELL_TEXT_PX,
     KIND_COLORS,
@@ -510,12 +511,31 @@ def p_star_histogram(analysis: BoundAnalysis, *, source: str | None = None) -> g
         }
         for kind in prof.model_kinds
     ]
+    tallest = int(np.sum(list(counts.values()), axis=0).max()) if counts else 0
     layout = {
         "barmode": "stack",
         "xaxis": axis_title("p* (grid P_m)", range=[grid[0] - 0.1, grid[-1] + 0.1]),
-        "yaxis": axis_title("matrices"),
+        "yaxis": axis_title("matrices", **count_ticks(tallest)),
     }
     return figure(bars, "How often each p* wins", source=source, height=340, legend_title="kind", layout=layout)
+
+
+def count_ticks(tallest: int, most: int = 6) -> dict[str, Any]:
+    """Ticks of an axis of counts up to ``tallest``: whole numbers only, at most about ``most`` of them,
+    and a range with a tenth of room above the tallest bar, so nothing written at the top of the plot
+    (a subtitle, a legend) sits on a bar. Plotly's own ticks step by 0.5 below a count of about 4.
+
+    The step is the smallest of 1, 2, 5, 10, 20, 50, ... that gives at most ``most`` ticks above zero::
+
+        >>> count_ticks(3)
+        {'dtick': 1, 'tick0': 0, 'tickformat': ',d', 'range': [0, 3.3]}
+        >>> count_ticks(40)["dtick"]
+        10
+    """
+    scale = 1
+    while (step := next((m * scale for m in (1, 2, 5) if tallest <= most * m * scale), 0)) == 0:
+        scale *= 10
+    return {"dtick": step, "tick0": 0, "tickformat": ",d", "range": [0, round(max(tallest, 1) * 1.1, 6)]}
 
 
 def _fitted_range(values: np.ndarray) -> tuple[float, float]:
@@ -620,19 +640,20 @@ def compare_bars(comparison: Comparison, *, source: str | None = None) -> go.Fig
     for n, totals in enumerate((comparison.model, comparison.baseline)):
         values = compared_values(totals.log10, totals.log10_at)
         drawn += values
+        name = as_text(short_model_name(totals.model))  # a directory by its name, not the server's path to it
         bars.append(
             {
                 "type": "bar",
                 "y": labels,
                 "x": values,
                 "orientation": "h",
-                "name": as_text(totals.model),
+                "name": name,
                 "marker": {"color": palette_color(n)},
                 "text": [format_power(float(v), DIGITS) for v in values],
                 "textposition": "outside",
                 "cliponaxis": False,
                 "customdata": compared_values(ratio, comparison.log10_ratio_at),
-                "hovertemplate": f"{as_text(totals.model)}<br>%{{y}}: log10 = %{{x:.4g}}"
+                "hovertemplate": f"{name}<br>%{{y}}: log10 = %{{x:.4g}}"
                 "<br>log10(model / baseline) = %{customdata:.3g}<extra></extra>",
             }
         )

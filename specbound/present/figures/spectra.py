@@ -25,6 +25,7 @@ from ...core.profile import HEAD_KINDS, SpectralProfile
 from ...core.spectrum import cumulative_energy
 from ..explain import rank_and_maximum
 from ..numbers import format_count, format_integer
+from ..report import short_model_name
 from .style import (
     INK,
     KIND_COLORS,
@@ -470,10 +471,11 @@ def overlaid_spectra(
         width = max(int(profile.rank[rows].max()), 1)
         x, y = np.arange(1, width + 1), _masked_singular_values(profile, rows, normalise)[:, :width]
         what = "σᵢ / σ₁" if normalise else "σᵢ"
+        name = as_text(short_model_name(profile.model))  # a directory by its name, not the server's path to it
         model_traces = (
-            _median_band(x, y, as_text(profile.model), palette_color(n), profile.model, what)
+            _median_band(x, y, name, palette_color(n), profile.model, what)
             if len(rows) > 1  # the heads of QK and V, or the experts of a mixture of experts' MLP kinds
-            else [_line(x, y[0], as_text(profile.model), palette_color(n), profile.model, what)]
+            else [_line(x, y[0], name, palette_color(n), profile.model, what)]
         )
         model_traces[-1]["showlegend"] = True
         traces += model_traces
@@ -779,7 +781,7 @@ def _matrix_maps(
             col,
         )
     )
-    layout[x_axis].update({"title": {"text": ""}, "tickangle": -45 if len(labels) > 3 else 0})
+    layout[x_axis].update({"title": {"text": ""}, "tickangle": -90 if len(labels) > 1 else 0})
     every_layer = list(range(shape.num_layers))
     layout[y_axis].update(layer_rows_axis("", every_layer, [shape.stack_layer(i) for i in every_layer], first=col == 1))
     return figure(

@@ -68,4 +68,5 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
         log_axis(np.concatenate([curve.contribution, curve.grid_contribution]), title={"text": "c(W; p)"})
     )
     traces = [on_panel(spectrum, 1), *(on_panel(trace, 2) for trace in contribution)]
-    return figure(traces, "Which p wins for this spectrum", source=source, height=440, layout=layout)
+    # 340 px: the playground's two rows of controls and its charts share one 768-px screen
+    return figure(traces, "Which p wins for this spectrum", source=source, height=340, layout=layout)

@@ -104,6 +104,16 @@ def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
     total = sum(np.asarray(t.y) for t in hist.data)
     np.testing.assert_array_equal(total, np.bincount(mixed.p_opt_index, minlength=len(grid)))
     assert sum(total) == SHAPE.num_matrices
+    # counts tick in whole numbers (Plotly steps by 0.5 below about 4), with a tenth of room above the top bar
+    tallest = int(total.max())
+    assert (hist.layout.yaxis.dtick, hist.layout.yaxis.tick0, hist.layout.yaxis.tickformat) == (
+        figures.count_ticks(tallest)["dtick"],
+        0,
+        ",d",
+    )
+    assert hist.layout.yaxis.range[1] == pytest.approx(1.1 * tallest, rel=1e-9)
+    steps = {n: figures.count_ticks(n)["dtick"] for n in (0, 1, 2, 3, 6, 7, 12, 13, 30, 31, 61, 1000)}
+    assert steps == {0: 1, 1: 1, 2: 1, 3: 1, 6: 1, 7: 2, 12: 2, 13: 5, 30: 5, 31: 10, 61: 20, 1000: 200}
 
 
 def test_break_even_figure_plots_scale_against_break_even(mixed: BoundAnalysis) -> None:
