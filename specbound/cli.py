@@ -501,7 +501,7 @@ def _cmd_atlas_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
+def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     """The scaling-study commands: ``grid`` and ``atlas export | show``."""
     from .io.models import MINIATURE_LAYERS, MINIATURE_WIDTHS
 
@@ -770,7 +770,7 @@ def _base_option(command: argparse.ArgumentParser, more: str = "") -> None:
     )
 
 
-def _add_plugin_commands(commands: argparse._SubParsersAction) -> None:
+def _add_plugin_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     """The commands of every installed package registered under :data:`COMMAND_PLUGINS`, by name.
 
     A plugin that fails to load or to add its commands (its own dependencies missing, a command name

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import plotly.graph_objects as go
 
+from ...core.proxies import Proxy
 from ...studies.scaling import (
     PREDICTED_GROWTH,
     Axis,
@@ -20,7 +21,6 @@ from ...studies.scaling import (
     GrowthExponent,
     GrowthModel,
     PredictedGrowth,
-    Proxy,
 )
 from .style import (
     Quantity,
