@@ -9,6 +9,7 @@ must train exactly as it would without the callback.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from specbound.io.atlas import load_atlas
 STEPS = 24
 
 
-def _trainer(tmp_path: Path, *, report_to: list[str], seed: int = 0, save_steps: int = 12):
+def _trainer(tmp_path: Path, *, report_to: list[str], seed: int = 0, save_steps: int = 12) -> Any:
     import torch
     import transformers
 

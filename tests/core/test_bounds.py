@@ -280,7 +280,11 @@ def test_overflow_is_carried_in_logs() -> None:
 # --- the whole pipeline against a dense reference ---------------------------------------------------
 
 
-def dense_reference(layers: list[LayerWeights], shape: ModelShape, l_phi: float = L_PHI):
+#: (alpha_l per layer, gamma per matrix, scale per matrix, the dense matrices, Edelman's total)
+DenseReference = tuple[list[float], list[float], list[float], list[np.ndarray], float]
+
+
+def dense_reference(layers: list[LayerWeights], shape: ModelShape, l_phi: float = L_PHI) -> DenseReference:
     """Every proxy matrix formed densely from the HF weights, then the SPEC formulas as loops."""
     d = shape.head_dim
     mats = []

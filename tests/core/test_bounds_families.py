@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hand_profiles import make_profile
 
-from specbound.core.architecture import Kind, Mlp, ModelShape, Residual
+from specbound.core.architecture import Adaptation, Kind, Mlp, ModelShape, Residual
 from specbound.core.bounds import BoundAnalysis, BoundSettings
 from specbound.core.logspace import to_log10
 
@@ -23,7 +23,7 @@ L_PHI_SILU = 1.0998
 # Order per layer: QK h0, QK h1, V h0, V h1, M_gate, M_in, M_out.
 GATED = ModelShape(
     2, 4, 2, 6, num_kv_heads=1, mlp=Mlp.GATED, family="llama", activation="silu",
-    adaptations=("causal", "rotary", "grouped-query attention", "gated MLP"),
+    adaptations=(Adaptation.CAUSAL, Adaptation.ROTARY, Adaptation.GROUPED_QUERY, Adaptation.GATED_MLP),
 )  # fmt: skip
 GATED_SPECTRA = [
     [2.0, 1.0], [3.0], [1.0, 0.5], [2.0], [1.5, 1.0, 0.2], [4.0, 2.0, 1.0], [3.0, 1.0, 0.5],
@@ -32,7 +32,7 @@ GATED_SPECTRA = [
 GATED_NORM21 = [0.5 * (i + 1) for i in range(14)]
 
 # The same attention, a plain MLP and a parallel residual (GPT-NeoX with use_parallel_residual).
-PARALLEL = ModelShape(2, 4, 2, 6, residual=Residual.PARALLEL, family="gpt_neox", adaptations=("causal",))
+PARALLEL = ModelShape(2, 4, 2, 6, residual=Residual.PARALLEL, family="gpt_neox", adaptations=(Adaptation.CAUSAL,))
 PARALLEL_SPECTRA = [s for i, s in enumerate(GATED_SPECTRA) if i % 7 != 4]  # drop both M_gate rows
 PARALLEL_NORM21 = [0.5 * (i + 1) for i in range(12)]
 

@@ -13,9 +13,9 @@ import pytest
 
 from specbound.core import engine
 from specbound.core.architecture import ModelShape
-from specbound.core.backend import get_backend
+from specbound.core.backend import Backend, get_backend
 from specbound.core.engine import LayerSpectra, analyse_layer, compute_profile, default_workers
-from specbound.core.matrices import LayerWeights
+from specbound.core.matrices import LayerSource, LayerWeights
 
 N, D_FF = 8, 12
 #: four query heads of d = 2 sharing two key/value heads (grouped-query attention: g(h) = h // 2)
@@ -94,7 +94,7 @@ class DictCache:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_layer_cache_is_read_first_and_written_after(monkeypatch, workers: int) -> None:
+def test_a_layer_cache_is_read_first_and_written_after(monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
     cache = DictCache()
     first = compute_profile(layers(), GQA, workers=workers, layer_cache=cache)
     assert cache.loads == [0, 1, 2] and cache.saves == [0, 1, 2]
@@ -102,7 +102,14 @@ def test_a_layer_cache_is_read_first_and_written_after(monkeypatch, workers: int
     computed: list[int] = []
     original = engine.analyse_layer
 
-    def counting(layer, shape, backend=None, *, index=None, large_norm_11=False):
+    def counting(
+        layer: LayerSource,
+        shape: ModelShape,
+        backend: Backend | None = None,
+        *,
+        index: int | None = None,
+        large_norm_11: bool = False,
+    ) -> LayerSpectra:
         computed.append(index)
         return original(layer, shape, backend, index=index, large_norm_11=large_norm_11)
 
@@ -115,7 +122,7 @@ def test_a_layer_cache_is_read_first_and_written_after(monkeypatch, workers: int
     assert events[0].eta_s is None and events[1].eta_s is not None  # an estimate once one layer was timed
 
 
-def test_how_many_layers_run_at_once(monkeypatch) -> None:
+def test_how_many_layers_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     numpy = get_backend()
     monkeypatch.setattr(engine.os, "cpu_count", lambda: 2)
     assert default_workers(GQA, numpy) == 2  # small layers: one per core

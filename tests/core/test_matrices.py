@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbound.core.architecture import Kind, ModelShape
+from specbound.core.architecture import Kind, Mlp, ModelShape
 from specbound.core.matrices import LayerWeights, head_rows, layer_factors
 
 
@@ -114,10 +114,10 @@ def test_a_gated_mlp_has_its_gate_first_in_row_vector_form() -> None:
     rng = np.random.default_rng(2)
     w = random_layer(n, ffn)
     gated = LayerWeights(**{**w.__dict__, "gate": rng.standard_normal((ffn, n))})
-    f = layer_factors(gated, ModelShape(1, n, 2, ffn, mlp="gated"))
+    f = layer_factors(gated, ModelShape(1, n, 2, ffn, mlp=Mlp.GATED))
     assert list(f.mlp) == [Kind.M_GATE, Kind.M_IN, Kind.M_OUT]
     x = rng.standard_normal(n)
     np.testing.assert_allclose(x @ f.mlp[Kind.M_GATE], gated.gate @ x)
     np.testing.assert_allclose(x @ f.mlp[Kind.M_IN], w.ffn_in @ x)
     with pytest.raises(ValueError, match="gate"):
-        layer_factors(w, ModelShape(1, n, 2, ffn, mlp="gated"))
+        layer_factors(w, ModelShape(1, n, 2, ffn, mlp=Mlp.GATED))

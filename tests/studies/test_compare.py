@@ -10,12 +10,13 @@ from hand_profiles import flat_one_layer, profile_from_spectra
 
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis, PAssignment
+from specbound.core.profile import SpectralProfile
 from specbound.studies.compare import compare
 
 TWO_LAYERS = ModelShape(num_layers=2, hidden_size=4, num_heads=1, ffn_size=4)
 
 
-def analysis_of(profile) -> BoundAnalysis:
+def analysis_of(profile: SpectralProfile) -> BoundAnalysis:
     return BoundAnalysis.from_profile(profile)
 
 

@@ -85,7 +85,7 @@ def test_in_process_replaces_the_work_in_a_serial_run_only() -> None:
 
 
 @pytest.mark.slow
-def test_in_worker_processes_every_item_is_held_before_any_is_dispatched_and_kept_here(own_main_module) -> None:
+def test_in_worker_processes_every_item_is_held_before_any_is_dispatched_and_kept_here(own_main_module: None) -> None:
     journal = Journal(done_before={2}, done_while_waiting={3})
     dispatched: list[list[int]] = []
     outcomes = list(

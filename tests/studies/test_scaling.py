@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -12,13 +13,13 @@ import pytest
 from specbound.core.architecture import ModelShape
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.profile import SpectralProfile
+from specbound.core.proxies import Proxy
 from specbound.studies.scaling import (
     CONFIDENCE,
     Axis,
     BetterFit,
     GrowthModel,
     ModelSummary,
-    Proxy,
     ScalingStudy,
     growth_curves,
     growth_exponents,
@@ -214,7 +215,11 @@ def test_two_point_fits_are_flagged_and_have_no_uncertainty() -> None:
     )
 
 
-def _growth_family(log_b, layers=(2, 4, 6, 8, 10, 12), widths=(128, 256, 512, 768)) -> list[ModelSummary]:
+def _growth_family(
+    log_b: Callable[[int, int], float],
+    layers: tuple[int, ...] = (2, 4, 6, 8, 10, 12),
+    widths: tuple[int, ...] = (128, 256, 512, 768),
+) -> list[ModelSummary]:
     return [
         ModelSummary(f"L{l}-H{n}", l, n, log_ours=log_b(l, n), log_edelman=log_b(l, n)) for l in layers for n in widths
     ]

@@ -18,7 +18,7 @@ from specbound_lab.reference import FIT_REFERENCE_DIR, load_reference, step_prof
 LN10 = np.log(10.0)
 
 
-def test_each_term_is_the_analysis_own(minilm) -> None:
+def test_each_term_is_the_analysis_own(minilm: BoundAnalysis) -> None:
     terms = StepTerms.of(7, minilm)
     assert terms.proxies[Proxy.OURS] == pytest.approx(minilm.optimal.log_total / LN10, rel=1e-15)
     assert terms.proxies[Proxy.EDELMAN] == pytest.approx(minilm.log_edelman / LN10, rel=1e-15)
@@ -32,7 +32,7 @@ def test_each_term_is_the_analysis_own(minilm) -> None:
     assert terms.centred is None
 
 
-def test_the_row_is_trajectory_csvs(minilm) -> None:
+def test_the_row_is_trajectory_csvs(minilm: BoundAnalysis) -> None:
     row = StepTerms.of(7, minilm).row()
     assert list(row) == [  # the header of every trajectory.csv written so far
         "step",

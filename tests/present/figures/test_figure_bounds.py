@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from specbound.core.architecture import Kind, ModelShape
@@ -35,7 +37,7 @@ def mixed() -> BoundAnalysis:
     return analysis
 
 
-def _bars(fig) -> dict[str, np.ndarray]:
+def _bars(fig: go.Figure) -> dict[str, np.ndarray]:
     return {t.name: np.asarray(t.y, dtype=float) for t in fig.data}
 
 
@@ -161,7 +163,7 @@ def test_compare_bars_show_both_models(mixed: BoundAnalysis) -> None:
         lambda a: figures.break_even_figure(a, source="S"),
     ],
 )
-def test_every_builder_carries_its_source(mixed: BoundAnalysis, build) -> None:
+def test_every_builder_carries_its_source(mixed: BoundAnalysis, build: Callable[[BoundAnalysis], go.Figure]) -> None:
     fig = build(mixed)
     assert fig.layout.title.subtitle.text == "S" and len(fig.layout.title.text) <= 40
     assert fig.layout.legend.orientation == "h"

@@ -8,9 +8,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from specbound.core.proxies import Proxy
 from specbound.present.figures.scaling import growth_figure
 from specbound.present.figures.style import PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE
-from specbound.studies.scaling import PREDICTED_GROWTH, Axis, ModelSummary, Proxy, ScalingStudy, predicted_growth
+from specbound.studies.scaling import PREDICTED_GROWTH, Axis, ModelSummary, ScalingStudy, predicted_growth
 
 
 def _study() -> ScalingStudy:
