@@ -20,7 +20,9 @@ import specbound
 from specbound.cli import main
 
 NUMBER = float
-TOP_LEVEL = {
+#: A JSON object's keys and the Python types its values may have (isinstance's second argument).
+Schema = dict[str, type | tuple[type, ...]]
+TOP_LEVEL: Schema = {
     "model": str,
     "num_layers": int,
     "hidden_size": int,
@@ -40,7 +42,7 @@ TOP_LEVEL = {
     "activation": str,
     "adaptations": list,
 }
-PROXIES = {
+PROXIES: Schema = {
     "ours": NUMBER,
     "ours_log10": NUMBER,
     "edelman": NUMBER,
@@ -48,7 +50,7 @@ PROXIES = {
     "at_p": (NUMBER, type(None)),
     "at_p_log10": (NUMBER, type(None)),
 }
-MATRIX = {
+MATRIX: Schema = {
     "layer": int,
     "head": (int, type(None)),
     "kind": str,
@@ -67,7 +69,7 @@ MATRIX = {
 }
 
 
-def assert_types(obj: dict[str, Any], schema: dict[str, type | tuple[type, ...]], where: str) -> None:
+def assert_types(obj: dict[str, Any], schema: Schema, where: str) -> None:
     assert set(obj) == set(schema), where
     for key, expected in schema.items():
         value = obj[key]

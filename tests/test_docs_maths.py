@@ -27,11 +27,12 @@ def hook() -> ModuleType:
 
 def _html(text: str) -> str:
     """Markdown as the site converts it (arithmatex in generic mode marks the maths)."""
-    return markdown.markdown(
+    html: str = markdown.markdown(
         text,
         extensions=["tables", "pymdownx.arithmatex"],
         extension_configs={"pymdownx.arithmatex": {"generic": True}},
     )
+    return html
 
 
 def test_inline_and_display_maths_become_mathml(hook: ModuleType) -> None:

@@ -56,11 +56,12 @@ def test_a_state_dict_with_its_config_as_object_or_dict() -> None:
         assert frame.equals(reference)
 
 
-class _Watched(Mapping):
+class _Watched(Mapping[str, Any]):
     """A state dict that records which tensors are read."""
 
     def __init__(self, state: Mapping[str, Any]) -> None:
-        self.state, self.read = state, set()
+        self.state: Mapping[str, Any] = state
+        self.read: set[str] = set()
 
     def __getitem__(self, name: str) -> Any:
         self.read.add(name)

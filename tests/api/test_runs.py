@@ -35,7 +35,7 @@ def trainer_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.manual_seed(0)
     config = transformers.BertConfig(
         vocab_size=30, num_hidden_layers=2, hidden_size=32, num_attention_heads=4, intermediate_size=48,
-        max_position_embeddings=16, num_labels=2,
+        max_position_embeddings=16,  # two labels: the default
     )  # fmt: skip
     model = transformers.BertForSequenceClassification(config)
     ids = torch.randint(1, 30, (48, 8), generator=torch.Generator().manual_seed(0))
@@ -108,6 +108,7 @@ def test_a_trajectory_reads_every_step_against_its_first_or_a_base(trainer_run: 
     for step in (8, 12):
         expected = specbound.analyze(trainer_run / f"checkpoint-{step}", base=str(first), use_cache=False)
         assert float(rows[step]["ours_centred_log10"]) == pytest.approx(expected.ours_centred_log10, rel=1e-12)
+        assert expected.centred is not None
         delta = expected.centred.schatten_profile
         assert float(rows[step]["distance_frobenius"]) == pytest.approx(delta.frobenius_norm.sum(), rel=1e-12)
     assert float(rows[12]["distance_frobenius"]) > float(rows[8]["distance_frobenius"]) > 0

@@ -38,7 +38,7 @@ class NumpyWithout(NumpyBackend):
 
 def _layer(seed: int = 0) -> LayerWeights:
     rng = np.random.default_rng(seed)
-    return LayerWeights(**{k: rng.normal(0, 0.1, s) for k, s in LayerWeights.expected_shapes(SHAPE).items()})
+    return LayerWeights.of_fields({k: rng.normal(0, 0.1, s) for k, s in LayerWeights.expected_shapes(SHAPE).items()})
 
 
 def test_the_numpy_backend_can_do_everything_and_the_torch_one_none_of_it() -> None:
@@ -53,7 +53,12 @@ def test_products_are_formed_with_numpy_only_on_a_backend_with_host_products(mon
     whole = head_spectra(products)
     calls: list[str] = []
     original = factored._entrywise_norms_whole
-    monkeypatch.setattr(factored, "_entrywise_norms_whole", lambda p: calls.append("whole") or original(p))
+
+    def whole_norms(p: FactoredHeads) -> tuple[np.ndarray, np.ndarray]:
+        calls.append("whole")
+        return original(p)
+
+    monkeypatch.setattr(factored, "_entrywise_norms_whole", whole_norms)
     head_spectra(products, NumpyWithout())
     assert calls == []  # the spec's name is still "numpy": the capability decided
     blocked = head_spectra(products, NumpyWithout())
@@ -145,7 +150,12 @@ def test_an_analysis_whose_gram_matrices_go_to_torch_is_recorded_as_computed_by_
     monkeypatch.setattr(backend, "LARGE_EIGEN_ORDER", 32)  # SHAPE's feed-forward Gram matrices are 32 x 32
     solved: list[tuple[int, ...]] = []
     original = backend.large_eigvalsh
-    monkeypatch.setattr(backend, "large_eigvalsh", lambda t: solved.append(t.shape) or original(t))
+
+    def large(t: np.ndarray) -> np.ndarray:
+        solved.append(t.shape)
+        return original(t)
+
+    monkeypatch.setattr(backend, "large_eigvalsh", large)
     cache = ProfileCache(tmp_path)
     layers = [_revisioned(i) for i in range(SHAPE.num_layers)]
     entries = loading.ResumeEntries(cache, "m", SHAPE, get_backend())

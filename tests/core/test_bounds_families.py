@@ -8,6 +8,7 @@ computed here from SPEC §11 with plain Python loops, independently of :mod:`spe
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import numpy as np
 import pytest
@@ -41,7 +42,16 @@ def _layer_norms(spectra: list[list[float]], per_layer: int, layer: int) -> list
     return [max(s) for s in spectra[layer * per_layer : (layer + 1) * per_layer]]
 
 
-def expected_gated(l_phi: float = L_PHI_SILU) -> dict[str, object]:
+class Expected(TypedDict):
+    """α per layer, γ per matrix, ξ per layer and the Edelman-style total, written out by hand."""
+
+    alpha: list[float]
+    gamma: list[float]
+    xi: list[float]
+    edelman: float
+
+
+def expected_gated(l_phi: float = L_PHI_SILU) -> Expected:
     """α, γ and the Edelman-style proxy of GATED from SPEC §11, written out."""
     norms = [_layer_norms(GATED_SPECTRA, 7, layer) for layer in range(2)]
     factors, gammas = [], []
@@ -58,7 +68,7 @@ def expected_gated(l_phi: float = L_PHI_SILU) -> dict[str, object]:
             terms += (gamma_e * GATED_NORM21[7 * layer + j]) ** (2 / 3)
         xi.append(terms)
     edelman = (1 + sum(a ** (2 / 3) * x for a, x in zip(alpha, xi, strict=True))) ** 1.5
-    return {"alpha": alpha, "gamma": gammas, "xi": xi, "edelman": edelman}
+    return Expected(alpha=alpha, gamma=gammas, xi=xi, edelman=edelman)
 
 
 def test_a_gated_grouped_query_block_takes_nu_in_alpha_and_its_own_local_factors() -> None:

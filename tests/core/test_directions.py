@@ -14,6 +14,7 @@ import pytest
 from specbound.core.architecture import ModelShape
 from specbound.core.directions import (
     DirectionSettings,
+    MatrixDirection,
     compare,
     dense_vectors,
     factored_vectors,
@@ -86,7 +87,9 @@ def test_a_planted_rescaling_is_not_found(base: Planted) -> None:
 
 
 @pytest.mark.parametrize("cosine, eps, intruders", [(0.6, 0.5, 0), (0.6, 0.7, 1), (0.3, 0.5, 1)])
-def test_a_partial_rotation_has_the_cosine_it_was_given(base, cosine: float, eps: float, intruders: int) -> None:
+def test_a_partial_rotation_has_the_cosine_it_was_given(
+    base: Planted, cosine: float, eps: float, intruders: int
+) -> None:
     """u₃ turned to cos θ u₃ + sin θ w (w outside W⁰'s columns): c₃ = cos θ, an intruder iff below ε."""
     w0, u, v, rest = base
     rotated = u.copy()
@@ -154,7 +157,7 @@ def test_factored_vectors_are_a_compact_svd_of_the_product() -> None:
 
 def _dense_layer_reference(
     tuned: LayerWeights, base: LayerWeights, shape: ModelShape, settings: DirectionSettings
-) -> list[tuple[np.ndarray, np.ndarray]]:
+) -> list[MatrixDirection]:
     """Each head's QK_h and V_h formed as the dense N x N product, then LAPACK's SVD of it."""
     d, group = shape.head_dim, shape.queries_per_kv_head
     pairs = []
@@ -165,8 +168,10 @@ def _dense_layer_reference(
 
             def product(w: LayerWeights, kind: str = kind, s: slice = s, t: slice = t) -> np.ndarray:
                 if kind == "QK":
-                    return w.query[s].T @ w.key[t]  # (N, N)
-                return w.value[t].T @ w.attn_out[:, s].T  # (N, N)
+                    qk: np.ndarray = w.query[s].T @ w.key[t]  # (N, N)
+                    return qk
+                v: np.ndarray = w.value[t].T @ w.attn_out[:, s].T  # (N, N)
+                return v
 
             pairs.append((product(tuned), product(base)))
     for field in ("ffn_in", "ffn_out"):
@@ -194,6 +199,7 @@ def test_per_head_directions_equal_a_dense_svd_of_each_product(kv_heads: int) ->
     rng = np.random.default_rng(kv_heads)
     base = _layer(rng, shape)
     step = _layer(rng, shape)
+    assert base.ffn_in is not None and step.ffn_in is not None  # _layer's dense MLP
     tuned = LayerWeights(
         **{f: getattr(base, f) + 0.6 * getattr(step, f) for f in ("query", "key", "value", "attn_out")},
         ffn_in=base.ffn_in + 0.6 * step.ffn_in,
@@ -234,6 +240,7 @@ def test_conv1d_layout_reads_the_transposed_matrix() -> None:
     shape = ModelShape(1, 8, 2, 16)
     rng = np.random.default_rng(6)
     base = _layer(rng, shape)
+    assert base.ffn_in is not None  # _layer's dense MLP
     ffn_in = base.ffn_in + rng.standard_normal(base.ffn_in.shape)
     tuned = LayerWeights(base.query, base.key, base.value, base.attn_out, ffn_in=ffn_in, ffn_out=base.ffn_out)
     settings = DirectionSettings(k=4)

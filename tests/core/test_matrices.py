@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -57,6 +59,7 @@ def test_v_is_the_value_path_of_each_head_through_the_output_projection(n: int, 
 def test_feed_forward_matrices_in_row_vector_form() -> None:
     n, ffn = 12, 30
     w = random_layer(n, ffn)
+    assert w.ffn_in is not None and w.ffn_out is not None  # random_layer's dense MLP
     f = layer_factors(w, ModelShape(1, n, 3, ffn))
     x = np.random.default_rng(5).standard_normal(n)
     assert f.m_in.shape == (n, ffn) and f.m_out.shape == (ffn, n)
@@ -113,7 +116,9 @@ def test_a_gated_mlp_has_its_gate_first_in_row_vector_form() -> None:
     n, ffn = 8, 12
     rng = np.random.default_rng(2)
     w = random_layer(n, ffn)
-    gated = LayerWeights(**{**w.__dict__, "gate": rng.standard_normal((ffn, n))})
+    assert w.ffn_in is not None  # random_layer's dense MLP
+    gated = dataclasses.replace(w, gate=rng.standard_normal((ffn, n)))
+    assert gated.gate is not None
     f = layer_factors(gated, ModelShape(1, n, 2, ffn, mlp=Mlp.GATED))
     assert list(f.mlp) == [Kind.M_GATE, Kind.M_IN, Kind.M_OUT]
     x = rng.standard_normal(n)

@@ -112,9 +112,9 @@ def test_the_key_that_hangs_re_is_matched_in_steps_bounded_by_the_name(monkeypat
     matcher = SuffixPattern(EVIL)
     assert 0 < matcher.states < 20
 
-    def no_backtracking(pattern: object, *args: Any, **kwargs: Any) -> re.Match[str] | None:
+    def no_backtracking(pattern: str | re.Pattern[str], string: str, flags: int = 0) -> re.Match[str] | None:
         assert "X" not in str(pattern), "the key went to Python's backtracking engine"
-        return real(pattern, *args, **kwargs)
+        return real(pattern, string, flags)
 
     real = re.match
     monkeypatch.setattr(re, "match", no_backtracking)

@@ -36,7 +36,8 @@ def test_totals_and_kind_sums_at_p_zero_by_hand() -> None:
     expected = {Kind.QK: 4 - 2, Kind.V: 4 - 2 * math.sqrt(2), Kind.M_IN: 4 - 2 * math.sqrt(3), Kind.M_OUT: 0.0}
     for kind, value in expected.items():
         assert result.kind_difference[kind] == pytest.approx(value, abs=1e-12)
-    np.testing.assert_allclose(result.per_layer_difference, [16 - (base - 1)])
+    assert result.per_layer_difference is not None
+    np.testing.assert_allclose(result.per_layer_difference, np.array([16 - (base - 1)]))
     assert result.change_against_baseline == pytest.approx(17 - base)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 import pytest
@@ -51,12 +52,14 @@ def _summary(layers: int, width: int) -> ModelSummary:
         hidden_size=width,
         log_ours=_log_proxy(Proxy.OURS, layers, width),
         log_edelman=_log_proxy(Proxy.EDELMAN, layers, width),
-        log_fixed={p.fixed_p: _log_proxy(p, layers, width) for p in (Proxy.P0, Proxy.P1, Proxy.P2)},
+        log_fixed={
+            fixed: _log_proxy(p, layers, width) for p, fixed in ((Proxy.P0, 0.0), (Proxy.P1, 1.0), (Proxy.P2, 2.0))
+        },
         num_heads=width // 64,
     )
 
 
-def _family(skip: set[tuple[int, int]] = frozenset()) -> list[ModelSummary]:
+def _family(skip: AbstractSet[tuple[int, int]] = frozenset()) -> list[ModelSummary]:
     return [_summary(l, n) for l in DEPTHS for n in WIDTHS if (l, n) not in skip]
 
 
@@ -122,7 +125,7 @@ def test_pooled_slope_is_the_within_group_slope_when_groups_differ() -> None:
     assert pooled.r_squared > 0.99  # the group intercepts counted as explained
     assert pooled.residual_df == 3 and pooled.slope_se == pytest.approx(1 / math.sqrt(3), rel=1e-12)
     half = 3.182446305284263 / math.sqrt(3)  # t quantile at 0.975 with 3 degrees of freedom
-    assert (pooled.ci_low, pooled.ci_high) == (pytest.approx(2 - half, rel=1e-12), pytest.approx(2 + half, rel=1e-12))
+    assert (pooled.ci_low, pooled.ci_high) == pytest.approx((2 - half, 2 + half), rel=1e-12)
     assert fits[16].residual_df == 1 and fits[16].slope_se == pytest.approx(0.0, abs=1e-12)
 
 

@@ -55,6 +55,7 @@ def test_centred_terms_are_those_of_the_difference() -> None:
     terms = StepTerms.of(3, result.bounds, result.centred)
     assert terms.centred is not None and row["ours_centred_log10"] == terms.centred.ours_log10
     assert terms.centred.ours_log10 == pytest.approx(result.ours_centred_log10)
+    assert result.centred is not None
     delta = result.centred.schatten_profile
     assert terms.centred.distance_frobenius == pytest.approx(float(delta.frobenius_norm.sum()), rel=1e-15)
     assert sum(terms.centred.distance_by_kind.values()) == pytest.approx(terms.centred.distance_frobenius)

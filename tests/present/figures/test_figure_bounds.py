@@ -103,7 +103,7 @@ def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
 
     hist = figures.p_star_histogram(mixed)
     assert hist.layout.barmode == "stack"
-    total = sum(np.asarray(t.y) for t in hist.data)
+    total = np.sum([np.asarray(t.y) for t in hist.data], axis=0)
     np.testing.assert_array_equal(total, np.bincount(mixed.p_opt_index, minlength=len(grid)))
     assert sum(total) == SHAPE.num_matrices
 

@@ -11,6 +11,7 @@ from hand_profiles import profile_from_spectra
 
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis
+from specbound.core.directions import Directions
 from specbound.core.profile import SpectralProfile
 from specbound.core.spectrum import cumulative_energy
 from specbound.present.figures import spectra as figures
@@ -95,7 +96,7 @@ def test_head_heatmaps_rank_colours_span_zero_to_d(profile: SpectralProfile) -> 
     np.testing.assert_array_equal(rank.z, profile.per_head(profile.rank, Kind.V))
 
 
-def test_head_heatmaps_stay_readable_side_by_side(profile, minilm: BoundAnalysis) -> None:
+def test_head_heatmaps_stay_readable_side_by_side(profile: SpectralProfile, minilm: BoundAnalysis) -> None:
     """Cell numbers up to MAX_LABELLED_HEADS heads (4 here), not for MiniLM's 12; layer ticks on panel 1 only."""
     few = figures.head_heatmaps(profile, "QK", source="tiny · p*")
     many = figures.head_heatmaps(minilm.profile, "QK", source="minilm-l6 · p*")
@@ -149,7 +150,7 @@ def test_esd_figure_draws_the_eigenvalues_and_the_fitted_tail(profile: SpectralP
 
 def _directions(profile: SpectralProfile) -> Directions:
     """Directions with a distinct count per matrix (0..k, cycling) and a near tie on matrix 5."""
-    from specbound.core.directions import Directions, DirectionSettings
+    from specbound.core.directions import DirectionSettings
 
     m = profile.shape.num_matrices
     intruders = np.arange(m) % 5
