@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
+from atlas_files import write_atlas
 from cli_runner import assert_one_line_error, cli, run_cli
-from hostile_helpers import hand_profile, write_atlas
+from hostile_helpers import hand_profile
 from tiny_models import MakeCheckpoint
 
 from specbound.core.errors import SpecboundError

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from atlas_files import write_atlas
 from cli_runner import assert_one_line_error, cli, run_cli, run_cli_measured
-from hostile_helpers import hand_profile, npy_bytes, npy_header_only, write_atlas, write_safetensors
+from hostile_helpers import hand_profile, npy_bytes, npy_header_only, write_safetensors
 from local_hub import COMMIT, LocalHub
 from tiny_models import MakeCheckpoint
 

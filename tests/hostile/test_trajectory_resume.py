@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from atlas_files import write_atlas
 from cli_runner import run_cli
 from hand_profiles import ONE_LAYER, make_profile
-from hostile_helpers import write_atlas
 from tiny_models import save_tiny
 
 import specbound

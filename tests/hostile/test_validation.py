@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from atlas_files import write_atlas
 from cli_runner import assert_one_line_error, cli
-from hostile_helpers import hand_profile, write_atlas
+from hostile_helpers import hand_profile
 from tiny_models import MakeCheckpoint
 
 from specbound.core.architecture import ModelShape
