@@ -85,7 +85,7 @@ def gram_by_blocks(blocks: Iterable[np.ndarray], shape: tuple[int, int]) -> Gram
     matrix (360 MB in float64) is read in 32 MiB blocks beside its 134 MB Gram matrix. The (2,1)
     norm sums whole columns' norms (columns within a column block, squared sums across row blocks).
     """
-    from scipy.linalg.blas import dsyrk  # type: ignore[import-untyped]
+    from scipy.linalg.blas import dsyrk
 
     n, m = shape
     columns = n <= m
