@@ -3,6 +3,7 @@ the run is, how its test error was measured, its p* reading, and its spectra whe
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from dashboard.views.common import step_spectra
@@ -22,21 +23,24 @@ from specbound.core.logspace import LN_10
 from specbound.present.numbers import format_log
 from specbound_lab import reference
 from specbound_lab import views as lab_views
+from specbound_lab.correlation import MeasureCorrelation, TauDifference
 from specbound_lab.figures import measure_panel_texts
 from specbound_lab.grokking import grokking_runs, grokking_verdict
 from specbound_lab.registry import is_baseline
+from specbound_lab.robust import RobustSummary
 from specbound_lab.tables import comparisons, environment_verdicts
-from specbound_lab.verdict import robust_view
+from specbound_lab.trajectory import RunTrajectory
+from specbound_lab.verdict import EnvironmentVerdict, robust_view
 
 DEFAULT_RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
 
 
 @pytest.fixture(scope="module")
-def encoder_run():
+def encoder_run() -> RunTrajectory:
     return reference.load_reference().run(DEFAULT_RUN)
 
 
-def test_the_totals_are_the_records_numbers(encoder_run) -> None:
+def test_the_totals_are_the_records_numbers(encoder_run: RunTrajectory) -> None:
     run = encoder_run
     step = run.steps[1].step
     record = run.steps[1]
@@ -53,7 +57,7 @@ def test_the_totals_are_the_records_numbers(encoder_run) -> None:
     assert f"{run.params:,} parameters" in view.caption and "not a BERT Miniature" in view.caption
 
 
-def test_the_p_star_reading_counts_the_matrices_that_left_two(encoder_run) -> None:
+def test_the_p_star_reading_counts_the_matrices_that_left_two(encoder_run: RunTrajectory) -> None:
     run = encoder_run
     final = reference.step_profile(reference.REFERENCE_DIR, run, run.final.step)  # from the stored spectra
     moved = int((BoundAnalysis.from_profile(final).p_opt < 2.0).sum())
@@ -63,7 +67,7 @@ def test_the_p_star_reading_counts_the_matrices_that_left_two(encoder_run) -> No
     assert f"at step {run.final.step}: 0 counts the rank" in view.p_map_reading
 
 
-def test_the_steps_spectra_are_drawn_when_read(encoder_run) -> None:
+def test_the_steps_spectra_are_drawn_when_read(encoder_run: RunTrajectory) -> None:
     run = encoder_run
     profile = reference.step_profile(reference.REFERENCE_DIR, run, run.final.step)
     assert len(step_spectra(profile)) == 4  # QK, V, M_in, M_out
@@ -79,8 +83,18 @@ def test_a_next_token_run_counts_sequences_and_its_gap_in_nats() -> None:
     assert view.totals[-1][2] == "Test loss − training loss (nats): next-token prediction."
 
 
+#: (final checkpoints, correlation table, paired differences, verdicts by environment, robust rows)
+FitSweep = tuple[
+    pd.DataFrame,
+    tuple[MeasureCorrelation, ...],
+    tuple[TauDifference, ...],
+    tuple[tuple[str, EnvironmentVerdict], ...],
+    tuple[RobustSummary, ...],
+]
+
+
 @pytest.fixture(scope="module")
-def fit_sweep():
+def fit_sweep() -> FitSweep:
     """The shipped ``fit`` sweep: its final checkpoints, correlation table, paired differences, verdicts
     and robust view, as the Lab page's service gives them."""
     shipped = reference.load_reference(reference.FIT_REFERENCE_DIR)
@@ -94,9 +108,9 @@ def fit_sweep():
     )
 
 
-def test_a_sweep_reads_its_own_numbers(fit_sweep) -> None:
+def test_a_sweep_reads_its_own_numbers(fit_sweep: FitSweep) -> None:
     frame, table, differences, verdicts, robust_rows = fit_sweep
-    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, (), ())
+    view = lab_sweep_view(frame, table, differences, verdicts, robust_rows, (), None)
     assert view.runs == len(frame) == 120
     # the reading names the measure (the trivial baselines apart) with the highest τ, and that τ
     best = max((c for c in table if not is_baseline(c.measure) and c.kendall_tau == c.kendall_tau),
@@ -113,7 +127,7 @@ def test_a_sweep_reads_its_own_numbers(fit_sweep) -> None:
     assert view.grokking_sentence is None and view.grokking_runs == ()  # no grokking runs given
 
 
-def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep) -> None:
+def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep: FitSweep) -> None:
     frame, table, differences, verdicts, robust_rows = fit_sweep
     runs = grokking_runs(reference.load_reference(reference.GROKKING_REFERENCE_DIR).runs[:2])
     checked = grokking_verdict(runs, permutations=50)
