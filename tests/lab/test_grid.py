@@ -35,5 +35,5 @@ def test_a_grid_that_does_not_vary_the_batch_or_the_decay_keeps_its_axes() -> No
     plain = SweepGrid(layers=(1, 2), hidden=(32,), heads=(2,), n_train=(64,)).specs()
     assert "batch_size" not in sweep_axes([_Run(s) for s in plain])  # type: ignore[misc]  # a stand-in with the one field read
     varied = SweepGrid(layers=(1,), hidden=(32,), heads=(2,), n_train=(64,), weight_decays=(0.0, 0.1)).specs()
-    axes = sweep_axes([_Run(s) for s in varied])  # type: ignore[misc]  # as above
+    axes = sweep_axes([_Run(s) for s in varied])  # type: ignore[misc]  # a stand-in with the one field read
     assert "weight_decay" in axes and "batch_size" not in axes
