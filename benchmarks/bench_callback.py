@@ -27,7 +27,7 @@ def train(directory: Path, *, with_callback: bool) -> float:
     torch.manual_seed(0)
     config = transformers.BertConfig(
         vocab_size=64, num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=256,
-        num_labels=2, max_position_embeddings=32,
+        max_position_embeddings=32,  # and two labels, the default
     )  # fmt: skip
     model = transformers.BertForSequenceClassification(config)
     generator = torch.Generator().manual_seed(0)

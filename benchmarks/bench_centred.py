@@ -23,6 +23,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -70,7 +71,7 @@ def compare(work: Path, label: str, base: Path, tuned: Path, rounds: int) -> Non
     plain = ["-m", "specbound.cli", "analyze", str(tuned), "--json", "--no-cache"]
     centred = [*plain, "--base", str(base)]
     print(f"\n== {label}: centred at the base against uncentred ==", flush=True)
-    rows: dict[str, list[dict]] = {}
+    rows: dict[str, list[dict[str, Any]]] = {}
     for _ in range(rounds):
         for name, command in (("uncentred", plain), ("centred", centred)):
             result = measured([sys.executable, *command], specbound_env(fresh(work)), name)

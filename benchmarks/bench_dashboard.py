@@ -36,6 +36,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Page
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "browser")]  # the dashboard and the browser-test launchers
@@ -74,7 +78,7 @@ def resident_mb(pid: int, field: str = "VmRSS") -> float:
     raise RuntimeError(f"no {field} for process {pid}")
 
 
-def open_explorer(browser, url: str, link: str = EXPLORER_LINK):
+def open_explorer(browser: Browser, url: str, link: str = EXPLORER_LINK) -> Page:
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     page.set_default_timeout(120_000)
     page.goto(f"{url}{link}")
@@ -109,7 +113,7 @@ SHOWN_AT = """([label, oldTotal, oldCaption]) => new Promise((resolve, reject) =
 })""".replace("READ", READ_HEADLINE, 1)
 
 
-def move_slider(page, key: str) -> tuple[float, float | None]:
+def move_slider(page: Page, key: str) -> tuple[float, float | None]:
     """Press one arrow key on the global p slider: seconds from the key press to the frame with the new
     total, and to the frame with the server's redrawn headline (None on the bare page).
 
@@ -131,7 +135,7 @@ def move_slider(page, key: str) -> tuple[float, float | None]:
     return (total_at - key_at) / 1e3, None if headline_at < 0 else (headline_at - key_at) / 1e3
 
 
-def slider_moves(page) -> tuple[list[float], list[float]]:
+def slider_moves(page: Page) -> tuple[list[float], list[float]]:
     """Seconds of :data:`SLIDER_MOVES` moves of the global slider, right and left in turn: to the new
     total, and to the server's redrawn headline (empty on the bare page)."""
     moves = [move_slider(page, "ArrowLeft" if i % 2 else "ArrowRight") for i in range(SLIDER_MOVES)]
@@ -152,7 +156,7 @@ HEADLINE_AFTER_CLICK = """(label) => new Promise((resolve, reject) => {
 })"""
 
 
-def click_to_explorer(browser, url: str) -> tuple[list[float], list[float]]:
+def click_to_explorer(browser: Browser, url: str) -> tuple[list[float], list[float]]:
     """Seconds from a click on "Bound explorer" in the navigation (on the landing page) to the frame that
     shows the total, and to the settled page; :data:`PAGE_CLICKS` clicks, each from a fresh landing page."""
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
@@ -179,7 +183,9 @@ def click_to_explorer(browser, url: str) -> tuple[list[float], list[float]]:
     return to_headline, to_settled
 
 
-def first_useful_page(browser, scratch: Path, script: str | None = None, returning=None) -> tuple[float, float]:
+def first_useful_page(
+    browser: Browser, scratch: Path, script: str | None = None, returning: tuple[BrowserContext, int] | None = None
+) -> tuple[float, float]:
     """(seconds from process start, seconds from the server's first answer) to the first useful view of "/".
 
     The visitor's browser is running with an empty tab before the server starts, as when someone

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -35,27 +36,29 @@ def _layer(rng: np.random.Generator, shape: ModelShape) -> LayerWeights:
     n, d, f = shape.hidden_size, shape.head_dim, shape.ffn_size
     fields = {f_: (f, n) for f_ in ("ffn_in", "gate")} if shape.gated else {"ffn_in": (f, n)}
     weights = {name: rng.standard_normal(size) * 0.02 for name, size in fields.items()}
-    return LayerWeights(
-        query=rng.standard_normal((shape.num_heads * d, n)) * 0.02,
-        key=rng.standard_normal((shape.num_kv_heads * d, n)) * 0.02,
-        value=rng.standard_normal((shape.num_kv_heads * d, n)) * 0.02,
-        attn_out=rng.standard_normal((n, shape.num_heads * d)) * 0.02,
-        ffn_out=rng.standard_normal((n, f)) * 0.02,
-        **weights,
+    return LayerWeights.of_fields(
+        {
+            "query": rng.standard_normal((shape.num_heads * d, n)) * 0.02,
+            "key": rng.standard_normal((shape.num_kv_heads * d, n)) * 0.02,
+            "value": rng.standard_normal((shape.num_kv_heads * d, n)) * 0.02,
+            "attn_out": rng.standard_normal((n, shape.num_heads * d)) * 0.02,
+            "ffn_out": rng.standard_normal((n, f)) * 0.02,
+            **weights,
+        }
     )
 
 
 def _moved(rng: np.random.Generator, layer: LayerWeights) -> LayerWeights:
     names = ("query", "key", "value", "attn_out", "ffn_in", "ffn_out", "gate")
-    moved = {}
+    moved: dict[str, np.ndarray] = {}
     for name in names:
         weight = getattr(layer, name)
         if weight is not None:
             moved[name] = weight + 0.1 * weight.std() * rng.standard_normal(weight.shape)
-    return LayerWeights(**moved)
+    return LayerWeights.of_fields(moved)
 
 
-def _best(run, rounds: int) -> float:
+def _best(run: Callable[[], object], rounds: int) -> float:
     times = []
     for _ in range(rounds):
         start = time.perf_counter()

@@ -30,6 +30,8 @@ def build(kind: str, directory: Path) -> Path:
     import transformers
 
     torch.manual_seed(0)
+    config: transformers.PretrainedConfig
+    model: transformers.PreTrainedModel
     if kind == "bert":
         config = transformers.BertConfig(
             vocab_size=128, num_hidden_layers=LAYERS, hidden_size=HIDDEN, num_attention_heads=HEADS,

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from specbound import ModelShape
+from specbound.core.architecture import Mlp
 from specbound.core.backend import get_backend
 from specbound.core.engine import LayerSpectra, analyse_layer
 from specbound.core.factored import head_spectra
@@ -35,14 +36,14 @@ from specbound.core.spectrum import norm_11, norm_21, singular_values
 
 SEED = 0
 SHAPES = {
-    "Llama-7B-shaped slice": (ModelShape(2, 4096, 32, 11008, num_kv_heads=8, mlp="gated", activation="silu"), 2),
-    "Llama-70B-shaped layer": (ModelShape(1, 8192, 64, 28672, num_kv_heads=8, mlp="gated", activation="silu"), 1),
+    "Llama-7B-shaped slice": (ModelShape(2, 4096, 32, 11008, num_kv_heads=8, mlp=Mlp.GATED, activation="silu"), 2),
+    "Llama-70B-shaped layer": (ModelShape(1, 8192, 64, 28672, num_kv_heads=8, mlp=Mlp.GATED, activation="silu"), 1),
 }
 
 
 def layer_weights(shape: ModelShape, seed: int) -> LayerWeights:
     rng = np.random.default_rng(seed)
-    return LayerWeights(**{k: rng.normal(0.0, 0.02, s) for k, s in LayerWeights.expected_shapes(shape).items()})
+    return LayerWeights.of_fields({k: rng.normal(0.0, 0.02, s) for k, s in LayerWeights.expected_shapes(shape).items()})
 
 
 def worst_disagreement(ours: LayerSpectra, reference: LayerSpectra) -> tuple[float, float]:
@@ -64,6 +65,7 @@ def cpu_reference(weights: LayerWeights, shape: ModelShape, full: bool) -> tuple
         spectra = analyse_layer(weights, shape, cpu)
         return spectra, list(range(shape.matrices_per_layer))
     parts = [head_spectra(heads, cpu) for heads in attention_heads(*weights.attention_weights(), shape)]
+    assert weights.ffn_out is not None  # a dense layer has its M_out
     m_out = weights.ffn_out.T  # (d_ff, N)
     sv = np.concatenate([np.pad(p.singular_values, ((0, 0), (0, shape.hidden_size - p.singular_values.shape[1])))
                          for p in parts] + [singular_values(m_out, cpu)[None, :]])  # fmt: skip

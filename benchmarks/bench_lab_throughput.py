@@ -65,7 +65,7 @@ def _old_error(model: Any, ids: Any, labels: Any) -> float:
         for start in range(0, ids.shape[0], 4096):
             logits = model(input_ids=ids[start : start + 4096]).logits
             wrong += int((logits.argmax(dim=1) != labels[start : start + 4096]).sum())
-    return wrong / ids.shape[0]
+    return wrong / int(ids.shape[0])
 
 
 def _old_sharpness_alpha(model: Any, ids: Any, labels: Any, *, settings: Any = None) -> float:
@@ -105,7 +105,7 @@ def _old_sharpness_alpha(model: Any, ids: Any, labels: Any, *, settings: Any = N
                     p.copy_(w + u)
             worst = max(worst, _old_error(model, ids, labels) - base)
             model.zero_grad(set_to_none=True)
-            return worst <= settings.target
+            return bool(worst <= settings.target)
 
         return bisect_scale(fits, settings)
 
@@ -137,10 +137,14 @@ def training_flops(spec: Any, result: Any) -> float:
     batch = min(settings.batch_size, spec.n_train)
     checks = steps // settings.fit_check_every + 1 if settings.until_fit else 0
     evaluated = checks * spec.n_train + len(result.steps) * (spec.n_train + result.steps[-1].test_samples)
-    return forward_flops(spec) * (3 * batch * steps + evaluated)
+    return float(forward_flops(spec) * (3 * batch * steps + evaluated))
 
 
-def run_once(spec: Any, directory: Path, *, before: bool, sharing: int = 1) -> tuple[Phases, tuple, Any]:
+#: A run's final values: (step, training loss, test error, log10 ours, the model measures by name).
+FinalValues = tuple[int, float, float, float, tuple[tuple[str, float], ...]]
+
+
+def run_once(spec: Any, directory: Path, *, before: bool, sharing: int = 1) -> tuple[Phases, FinalValues, Any]:
     """Train and analyse one run by one route: its phases' seconds, its final values and its result."""
     import torch
 
@@ -157,11 +161,11 @@ def run_once(spec: Any, directory: Path, *, before: bool, sharing: int = 1) -> t
     trajectory = analyse_run(result, directory, use_cache=False)
     final = trajectory.final
     measures = tuple(sorted(result.model_values.items()))
-    values = (final.step, final.train_loss, final.test_error, final.ours_log10, measures)
+    values: FinalValues = (final.step, final.train_loss, final.test_error, final.ours_log10, measures)
     return Phases(result.seconds, result.model_seconds, trajectory.analysis_seconds), values, result
 
 
-def agree(then: tuple, now: tuple, fit_every: int) -> str | None:
+def agree(then: FinalValues, now: FinalValues, fit_every: int) -> str | None:
     """Why the two routes' final values disagree beyond the stated tolerances (None: they agree)."""
     if abs(then[0] - now[0]) > fit_every:
         return f"fitted at step {then[0]} before and {now[0]} after"
@@ -286,10 +290,10 @@ def main() -> int:
                     flush=True,
                 )
             rates = {route: 3600.0 * len(seconds) / sum(seconds) for route, seconds in totals.items()}
-            for route, phases in shares.items():
-                whole = sum(p.total for p in phases)
+            for route, route_phases in shares.items():
+                whole = sum(p.total for p in route_phases)
                 parts = ", ".join(
-                    f"{name} {sum(getattr(p, name) for p in phases) / whole:.0%}"
+                    f"{name} {sum(getattr(p, name) for p in route_phases) / whole:.0%}"
                     for name in ("training", "searches", "analysis")
                 )
                 floor = sum(floors[route]) / len(floors[route])

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -72,11 +73,11 @@ def bench_home() -> Path:
     return Path(os.environ.get("SPECBOUND_BENCH_HOME", Path.home() / ".cache" / "specbound-bench")).expanduser()
 
 
-def measured(command: list[str], env: dict[str, str] | None = None, tag: str = "run") -> dict:
+def measured(command: list[str], env: dict[str, str] | None = None, tag: str = "run") -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / f"{tag}.json"
         subprocess.run([sys.executable, "-c", MEASURE, str(report), *command], env=env, check=True)
-        result = json.loads(report.read_text())
+        result: dict[str, Any] = json.loads(report.read_text())
         result["stdout"] = Path(str(report) + ".out").read_text()
     if result["status"] != 0:
         raise SystemExit(f"{tag} failed with status {result['status']}")
@@ -193,12 +194,12 @@ def dense_check(directory: Path, cache: Path) -> float:
     return worst
 
 
-def bench_slice(work: Path, rounds: int) -> dict:
+def bench_slice(work: Path, rounds: int) -> dict[str, Any]:
     directory = build_slice(work / "llama7b-slice")
     python = weightwatcher_python()
     cli = [sys.executable, "-m", "specbound.cli", "analyze", str(directory), "--json", "--no-cache"]
     commands = {"specbound": cli, "specbound --backend torch": [*cli, "--backend", "torch"]}
-    runs: dict[str, list[dict]] = {name: [] for name in (*commands, "weightwatcher")}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in (*commands, "weightwatcher")}
     for r in range(rounds):  # interleaved, so that a change in the machine's load hits every tool
         for name, command in commands.items():
             print(f"round {r + 1}: {name} ...", flush=True)
@@ -304,7 +305,7 @@ def bench_bert(work: Path, baseline: str) -> None:
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
     cli = ["-m", "specbound.cli", "analyze", str(directory), "--json", "--no-cache"]
     print(f"\n== BERT-large shape (L=24, N=1024, H=16, d_ff=4096): now against {baseline} ==", flush=True)
-    rows = {}
+    rows: dict[str, list[dict[str, Any]]] = {}
     for name, path in (("baseline", old), ("now", ROOT), ("baseline", old), ("now", ROOT)):
         result = measured([sys.executable, *cli], specbound_env(fresh(work), path), name)
         rows.setdefault(name, []).append(result)
@@ -328,7 +329,7 @@ def bench_cores() -> None:
     rng = np.random.default_rng(SEED)
     shape = ModelShape(12, 768, 12, 3072)
     layers = [
-        LayerWeights(**{k: rng.normal(0, 0.02, s) for k, s in LayerWeights.expected_shapes(shape).items()})
+        LayerWeights.of_fields({k: rng.normal(0, 0.02, s) for k, s in LayerWeights.expected_shapes(shape).items()})
         for _ in range(shape.num_layers)
     ]
     cores = os.cpu_count() or 1

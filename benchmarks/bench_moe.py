@@ -35,6 +35,7 @@ import resource
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -163,7 +164,7 @@ def build_llama(directory: Path) -> Path:
 # --- checks -----------------------------------------------------------------------------------------------
 
 
-def json_check(report: dict) -> list[str]:
+def json_check(report: dict[str, Any]) -> list[str]:
     """What is wrong with the specbound JSON of the Mixtral slice (nothing: an empty list)."""
     problems = []
     matrices = report["matrices"]
@@ -191,10 +192,21 @@ def stored_tensor(directory: Path, name: str) -> np.ndarray:
 
     file = json.loads((directory / "model.safetensors.index.json").read_text())["weight_map"][name]
     with safe_open(str(directory / file), framework="pt") as shards:
-        return shards.get_tensor(name).double().numpy()
+        tensor: np.ndarray = shards.get_tensor(name).double().numpy()
+    return tensor
 
 
-def dense_check(directory: Path, work: Path, report: dict | None) -> dict:
+class DenseCheck(TypedDict):
+    """What :func:`dense_check` measured: the seconds of each layer, the two spectra's lengths, and the worst
+    |Δσ| / σ₁ of the stored profile and (``json``, when a report was given) of the report's norms."""
+
+    seconds: list[float]
+    count: tuple[int, int]
+    worst: float
+    json: NotRequired[float]
+
+
+def dense_check(directory: Path, work: Path, report: dict[str, Any] | None) -> DenseCheck:
     """Expert 3's M_in (``w3``, the up projection) of layer 0: the stored profile's singular values and the
     measured run's JSON norms against numpy's dense SVD, as |Δ| / σ₁."""
     cache = fresh(work)
@@ -207,20 +219,20 @@ def dense_check(directory: Path, work: Path, report: dict | None) -> dict:
     dense = stored_tensor(directory, f"model.layers.0.block_sparse_moe.experts.{CHECKED_EXPERT}.w3.weight")
     reference = np.linalg.svd(dense, compute_uv=False)
     del dense
-    result = {"seconds": seconds, "count": (ours.size, reference.size)}
-    result["worst"] = float(np.max(np.abs(ours - reference)) / reference[0]) if ours.size == reference.size else np.inf
+    worst = float(np.max(np.abs(ours - reference)) / reference[0]) if ours.size == reference.size else np.inf
+    result: DenseCheck = {"seconds": seconds, "count": (ours.size, reference.size), "worst": worst}
     if report is not None:  # the measured run's own numbers for the same matrix
         row = next(m for m in report["matrices"] if m.get("expert") == CHECKED_EXPERT and m["kind"] == "M_in")
         norms = {"spectral_norm": reference[0], "frobenius_norm": np.sqrt(np.sum(reference**2))}
         norms["nuclear_norm"] = np.sum(reference)
-        result["json"] = max(abs(row[k] - v) / reference[0] for k, v in norms.items())
+        result["json"] = float(max(abs(row[k] - v) / reference[0] for k, v in norms.items()))
     return result
 
 
 # --- the benchmark ----------------------------------------------------------------------------------------
 
 
-def weightwatcher(python: Path, directory: Path) -> dict:
+def weightwatcher(python: Path, directory: Path) -> dict[str, Any]:
     """One measured WeightWatcher run, its report parsed; a failure is reported, not raised."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
@@ -233,7 +245,7 @@ def weightwatcher(python: Path, directory: Path) -> dict:
     return {**run, **json.loads(lines[-1])}
 
 
-def describe_ww(result: dict) -> None:
+def describe_ww(result: dict[str, Any]) -> None:
     if not result["ok"]:
         print(f"WeightWatcher {WW_VERSION} FAILED on the Mixtral slice: {result['error']}")
         if result.get("traceback"):
@@ -264,7 +276,7 @@ def main() -> int:
     mixtral = build_mixtral(home / "mixtral8x7b-slice-1layer") if parts & {"mixtral", "ww"} else None
     llama = build_llama(home / "llama7b-slice-1layer") if "llama" in parts else None
     python = weightwatcher_python() if "ww" in parts else None
-    runs: dict[str, list[dict]] = {name: [] for name in ("mixtral", "llama", "ww") if name in parts}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in ("mixtral", "llama", "ww") if name in parts}
     with tempfile.TemporaryDirectory(prefix="specbound-moe-") as tmp:
         work = Path(tmp)
         for r in range(args.rounds):  # interleaved, so that a change in the machine's load hits every run
@@ -275,10 +287,12 @@ def main() -> int:
                     runs[name].append(measured(cli, specbound_env(fresh(work)), f"specbound-{name}"))
             if "ww" in parts:
                 print(f"round {r + 1}: WeightWatcher {WW_VERSION} on the mixtral slice ...", flush=True)
+                assert python is not None and mixtral is not None  # both made above when "ww" is asked for
                 runs["ww"].append(weightwatcher(python, mixtral))
         report = json.loads(runs["mixtral"][0]["stdout"]) if "mixtral" in parts else None
         if "mixtral" in parts:
             print("checking expert 3's M_in against a dense SVD ...", flush=True)
+            assert mixtral is not None  # made above when "mixtral" is asked for
             checked = dense_check(mixtral, work, report)
 
     labels = {
@@ -321,6 +335,7 @@ def main() -> int:
                 f"(3 x {N} x {MIX_FFN} x 8 bytes = {EXPERT_MB:.0f} MB), i.e. <= {bound:.0f} MB: "
                 f"{verdict[mem_sb <= bound]}"
             )
+        assert report is not None  # read above from the mixtral runs
         problems = json_check(report)
         print(f"JSON: {len(report['matrices'])} matrices, expected {LAYERS} x (2 x {HEADS} + 3 x {EXPERTS}) = ", end="")
         print(f"{LAYERS * (2 * HEADS + 3 * EXPERTS)}, every MLP one with its expert:", verdict[not problems])

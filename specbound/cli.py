@@ -528,7 +528,7 @@ def _cmd_atlas_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_batch_commands(commands: argparse._SubParsersAction) -> None:
+def _add_batch_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     """The scaling-study commands: ``grid`` and ``atlas export | show``."""
     from .io.models import MINIATURE_LAYERS, MINIATURE_WIDTHS
 
@@ -841,7 +841,7 @@ class _SkipDirections(argparse.Action):
         setattr(namespace, self.dest, True)
 
 
-def _add_plugin_commands(commands: argparse._SubParsersAction) -> None:
+def _add_plugin_commands(commands: argparse._SubParsersAction[_Parser]) -> None:
     """The commands of every installed package registered under :data:`COMMAND_PLUGINS`, by name.
 
     A plugin that fails to load or to add its commands (its own dependencies missing, a command name

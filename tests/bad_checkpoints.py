@@ -6,12 +6,17 @@ Shared by the package tests (``test_checkpoints.py``) and the command-line tests
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specbound.core.errors import CheckpointError, InvalidWeightsError, UnsupportedModelError
 
+if TYPE_CHECKING:
+    import torch
 
-def edit_config(directory: Path, **changes) -> None:
+
+def edit_config(directory: Path, **changes: object) -> None:
     path = directory / "config.json"
     config = json.loads(path.read_text())
     for key, value in changes.items():
@@ -22,7 +27,7 @@ def edit_config(directory: Path, **changes) -> None:
     path.write_text(json.dumps(config))
 
 
-def edit_weights(directory: Path, edit) -> None:
+def edit_weights(directory: Path, edit: Callable[[dict[str, torch.Tensor]], None]) -> None:
     """Rewrite model.safetensors after ``edit(state)`` changes the dict of torch tensors in place."""
     from safetensors.torch import load_file, save_file
 
@@ -71,14 +76,14 @@ def _heads_not_dividing(d: Path) -> None:
 
 
 def _nan_weight(d: Path) -> None:
-    def edit(state):
+    def edit(state: dict[str, torch.Tensor]) -> None:
         state["encoder.layer.1.attention.self.key.weight"][3, 4] = float("nan")
 
     edit_weights(d, edit)
 
 
 def _inf_weight(d: Path) -> None:
-    def edit(state):
+    def edit(state: dict[str, torch.Tensor]) -> None:
         state["encoder.layer.0.output.dense.weight"][0, 0] = float("-inf")
 
     edit_weights(d, edit)
@@ -87,14 +92,14 @@ def _inf_weight(d: Path) -> None:
 def _wrong_shape(d: Path) -> None:
     import torch
 
-    def edit(state):
+    def edit(state: dict[str, torch.Tensor]) -> None:
         state["encoder.layer.1.intermediate.dense.weight"] = torch.zeros(40, 32)
 
     edit_weights(d, edit)
 
 
 def _layer_missing(d: Path) -> None:
-    def edit(state):
+    def edit(state: dict[str, torch.Tensor]) -> None:
         for name in [n for n in state if n.startswith("encoder.layer.1.")]:
             del state[name]
 
@@ -102,7 +107,7 @@ def _layer_missing(d: Path) -> None:
 
 
 def _not_a_bert_layout(d: Path) -> None:
-    def edit(state):
+    def edit(state: dict[str, torch.Tensor]) -> None:
         for name in [n for n in state if n.startswith("encoder.layer.")]:
             state[name.replace("encoder.layer.", "blocks.")] = state.pop(name)
 

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
 from specbound.cli import main
 
@@ -31,7 +32,7 @@ def run_cli(
     cwd: Path | None = None,
     timeout: float = 300,
     unset: tuple[str, ...] = (),
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[str]:
     """``specbound ARGS`` in a subprocess, as a user runs it: ``env`` added to this environment, ``unset`` removed."""
     environment = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
@@ -46,7 +47,7 @@ def run_cli(
 
 def run_cli_measured(
     tmp_path: Path, *args: str, env: dict[str, str] | None = None
-) -> tuple[subprocess.CompletedProcess, float]:
+) -> tuple[subprocess.CompletedProcess[str], float]:
     """Run the CLI and return its result and its peak resident memory in MB."""
     report = tmp_path / "peak-rss.txt"
     result = subprocess.run(
@@ -59,14 +60,14 @@ def run_cli_measured(
     return result, int(report.read_text()) / 1024
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The CLI in this process (fast): its status and what it wrote, as run_cli reports them."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             status = main(list(args))
         except SystemExit as exc:  # argparse's usage errors
-            status = exc.code
+            status = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1  # as Python exits
     return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
 
 
@@ -78,7 +79,7 @@ def run_main(*argv: str) -> str:
     return out.getvalue()
 
 
-def assert_one_line_error(result: subprocess.CompletedProcess, *words: str, status: int = 1) -> str:
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str, status: int = 1) -> str:
     """Exit status, empty stdout, exactly one stderr line without a traceback, containing ``words``."""
     assert result.returncode == status, result.stderr
     assert result.stdout == ""
@@ -91,10 +92,10 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *words: str, stat
     return lines[0]
 
 
-def strict_json(text: str):
+def strict_json(text: str) -> Any:
     """json.loads that refuses NaN and Infinity, as RFC 8259 parsers do."""
 
-    def refuse(constant: str):
+    def refuse(constant: str) -> NoReturn:
         raise ValueError(f"non-standard JSON constant {constant}")
 
     return json.loads(text, parse_constant=refuse)

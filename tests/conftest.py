@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="specbound-tests-"))
 os.environ["SPECBOUND_CACHE"] = str(_SCRATCH / "profiles")
@@ -18,15 +20,18 @@ os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 import sys  # noqa: E402
 
 import pytest  # noqa: E402
-from tiny_models import save_tiny  # noqa: E402
+from tiny_models import MakeCheckpoint, save_tiny  # noqa: E402
 
 #: The test process's own __main__: Streamlit's AppTest runs app.py as __main__ and leaves it there, and
 #: a process started with "spawn" (worker processes, Dask's nannies) would run that script again.
 MAIN_MODULE = sys.modules["__main__"]
 
+if TYPE_CHECKING:
+    from specbound.core.bounds import BoundAnalysis
+
 
 @pytest.fixture(scope="module")
-def own_main_module():
+def own_main_module() -> Iterator[None]:
     """sys.modules["__main__"] restored to the test process's own, for tests that spawn processes."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(sys.modules, "__main__", MAIN_MODULE)
@@ -34,7 +39,7 @@ def own_main_module():
 
 
 @pytest.fixture
-def make_checkpoint(tmp_path: Path):
+def make_checkpoint(tmp_path: Path) -> MakeCheckpoint:
     """Write a tiny randomly initialised encoder with ``save_pretrained`` and return its directory
     (:func:`tiny_models.save_tiny`, the suite's one factory of tiny checkpoints).
 
@@ -59,7 +64,7 @@ def make_checkpoint(tmp_path: Path):
 
 
 @pytest.fixture(scope="session")
-def minilm():
+def minilm() -> BoundAnalysis:
     """The package's analysis of the bundled MiniLM, computed once per test session (every test folder).
 
     It is the reference the CLI and the dashboard must agree with; the first call fills the test

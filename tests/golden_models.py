@@ -9,6 +9,7 @@ generator), written into a transformers model's state dict and saved with ``save
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
@@ -20,13 +21,24 @@ GOLDEN_MODELS: dict[str, tuple[str, int, int, int, int, bool]] = {
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
 
+class EncoderSizes(TypedDict):
+    """The keyword arguments of ``transformers.BertConfig`` / ``RobertaConfig`` a golden checkpoint sets."""
+
+    vocab_size: int
+    num_hidden_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    intermediate_size: int
+    max_position_embeddings: int
+
+
 def write_golden_checkpoint(name: str, directory: Path) -> Path:
     """Write the checkpoint ``name`` of :data:`GOLDEN_MODELS` into ``directory / name``."""
     import torch
     import transformers
 
     family, layers, hidden, heads, ffn, safe = GOLDEN_MODELS[name]
-    common = dict(
+    common = EncoderSizes(
         vocab_size=40,
         num_hidden_layers=layers,
         hidden_size=hidden,
@@ -35,7 +47,7 @@ def write_golden_checkpoint(name: str, directory: Path) -> Path:
         max_position_embeddings=24,
     )
     if family == "roberta":
-        model: torch.nn.Module = transformers.RobertaModel(transformers.RobertaConfig(**common))
+        model: transformers.PreTrainedModel = transformers.RobertaModel(transformers.RobertaConfig(**common))
     else:
         model = transformers.BertModel(transformers.BertConfig(**common))
     rng = np.random.default_rng(sum(map(ord, name)))

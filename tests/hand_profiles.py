@@ -96,4 +96,5 @@ def with_singular_values(sigma: np.ndarray, rows: int, cols: int, seed: int = 0)
     rng = np.random.default_rng(seed)
     u, _ = np.linalg.qr(rng.standard_normal((rows, len(sigma))))
     v, _ = np.linalg.qr(rng.standard_normal((cols, len(sigma))))
-    return (u * sigma) @ v.T
+    matrix: np.ndarray = (u * sigma) @ v.T
+    return matrix

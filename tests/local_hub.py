@@ -34,7 +34,7 @@ def commit_of(revision: str) -> str:
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
 
-    def log_message(self, *args) -> None:  # keep test output clean
+    def log_message(self, *args: object) -> None:  # keep test output clean
         pass
 
     def _file(self) -> tuple[Path | None, int, str | None, str]:
@@ -135,6 +135,6 @@ class LocalHub:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()

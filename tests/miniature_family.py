@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from tiny_models import MakeCheckpoint
+
 from specbound.core.profile import SpectralProfile
 from specbound.io.atlas import save_atlas
 from specbound.io.loading import load_profile
@@ -20,7 +22,7 @@ WIDTHS = (16, 32)
 HEADS = 2
 
 
-def family_profiles(make_checkpoint) -> list[SpectralProfile]:
+def family_profiles(make_checkpoint: MakeCheckpoint) -> list[SpectralProfile]:
     profiles = []
     for layers in LAYERS:
         for width in WIDTHS:
@@ -32,7 +34,7 @@ def family_profiles(make_checkpoint) -> list[SpectralProfile]:
     return profiles
 
 
-def family_atlas(make_checkpoint, directory: Path) -> tuple[Path, list[SpectralProfile]]:
+def family_atlas(make_checkpoint: MakeCheckpoint, directory: Path) -> tuple[Path, list[SpectralProfile]]:
     """(atlas path, the profiles in it) for the whole family."""
     profiles = family_profiles(make_checkpoint)
     return save_atlas(profiles, directory / "family.npz"), profiles

@@ -10,10 +10,32 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
+
+
+class LlamaSizes(TypedDict):
+    """The keyword arguments of ``transformers.LlamaConfig`` that :data:`LLAMA` sets."""
+
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    pad_token_id: int
+
+
+class LoraSettings(TypedDict):
+    """The keyword arguments of ``peft.LoraConfig`` that :data:`LORA` sets."""
+
+    r: int
+    lora_alpha: int
+    target_modules: list[str]
+    init_lora_weights: bool
+
 
 #: The tiny Llama's config (GQA: 4 query heads on 2 key/value heads).
-LLAMA = dict(
+LLAMA = LlamaSizes(
     vocab_size=64,
     hidden_size=32,
     num_hidden_layers=2,
@@ -23,7 +45,7 @@ LLAMA = dict(
     pad_token_id=0,
 )
 #: The adapter: M_out (down_proj) changes with rank 4, M_gate and M_in (gate_proj, up_proj) not at all.
-LORA = dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False)
+LORA = LoraSettings(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False)
 #: Where the base and the adapter are, inside the project, and what the adapter records.
 BASE, ADAPTER = "models/my-base", "models/my-lora"
 

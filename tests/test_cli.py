@@ -6,18 +6,23 @@ import itertools
 import json
 import math
 import re
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
 from cli_runner import cli, run_cli, run_main
+from tiny_models import MakeCheckpoint
 
 import specbound
 from specbound.cli import main
 
 NUMBER = float
-TOP_LEVEL = {
+#: A JSON object's keys and the Python types its values may have (isinstance's second argument).
+Schema = dict[str, type | tuple[type, ...]]
+TOP_LEVEL: Schema = {
     "model": str,
     "num_layers": int,
     "hidden_size": int,
@@ -37,7 +42,7 @@ TOP_LEVEL = {
     "activation": str,
     "adaptations": list,
 }
-PROXIES = {
+PROXIES: Schema = {
     "ours": NUMBER,
     "ours_log10": NUMBER,
     "edelman": NUMBER,
@@ -45,7 +50,7 @@ PROXIES = {
     "at_p": (NUMBER, type(None)),
     "at_p_log10": (NUMBER, type(None)),
 }
-MATRIX = {
+MATRIX: Schema = {
     "layer": int,
     "head": (int, type(None)),
     "kind": str,
@@ -64,7 +69,7 @@ MATRIX = {
 }
 
 
-def assert_types(obj: dict, schema: dict, where: str) -> None:
+def assert_types(obj: dict[str, Any], schema: Schema, where: str) -> None:
     assert set(obj) == set(schema), where
     for key, expected in schema.items():
         value = obj[key]
@@ -73,7 +78,7 @@ def assert_types(obj: dict, schema: dict, where: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def minilm_json():
+def minilm_json() -> tuple[dict[str, Any], dict[str, Any]]:
     """`analyze minilm-l6 --json` without and with --p 1 (the profile cache makes the second cheap)."""
     return json.loads(run_main("analyze", "minilm-l6", "--json")), json.loads(
         run_main("analyze", "minilm-l6", "--json", "--p", "1")
@@ -81,7 +86,7 @@ def minilm_json():
 
 
 def expected_order(layers: int, heads: int) -> list[tuple[int, int | None, str]]:
-    order = []
+    order: list[tuple[int, int | None, str]] = []
     for layer in range(layers):
         order += [(layer, h, "QK") for h in range(heads)] + [(layer, h, "V") for h in range(heads)]
         order += [(layer, None, "M_in"), (layer, None, "M_out")]
@@ -91,7 +96,7 @@ def expected_order(layers: int, heads: int) -> list[tuple[int, int | None, str]]
 # --- analyze --json (SPEC §5) ---------------------------------------------------------------------
 
 
-def test_analyze_json_matches_the_interface(minilm_json):
+def test_analyze_json_matches_the_interface(minilm_json: tuple[dict[str, Any], dict[str, Any]]) -> None:
     out, _ = minilm_json
     assert_types(out, TOP_LEVEL, "top")
     assert_types(out["proxies"], PROXIES, "proxies")
@@ -135,7 +140,7 @@ def test_analyze_json_matches_the_interface(minilm_json):
     assert proxies["edelman"] > proxies["ours"]
 
 
-def test_analyze_json_with_p(minilm_json):
+def test_analyze_json_with_p(minilm_json: tuple[dict[str, Any], dict[str, Any]]) -> None:
     plain, at_one = minilm_json
     assert_types(at_one["proxies"], PROXIES, "proxies")
     proxies = at_one["proxies"]
@@ -161,7 +166,7 @@ def test_analyze_json_with_p(minilm_json):
     assert proxies["at_p_log10"] == pytest.approx(math.log10(total), rel=1e-12)
 
 
-def test_analyze_json_at_p_zero_counts_rank():
+def test_analyze_json_at_p_zero_counts_rank() -> None:
     out = json.loads(run_main("analyze", "minilm-l6", "--json", "--p", "0"))
     for m in out["matrices"]:
         assert m["contribution_at_p"] == pytest.approx(math.sqrt(m["rank"] * 384), rel=1e-12)
@@ -169,7 +174,7 @@ def test_analyze_json_at_p_zero_counts_rank():
     assert out["proxies"]["at_p"] == pytest.approx(expected, rel=1e-12)
 
 
-def test_l_phi_and_grid_m_options(minilm_json):
+def test_l_phi_and_grid_m_options(minilm_json: tuple[dict[str, Any], dict[str, Any]]) -> None:
     plain, at_one = minilm_json
     out = json.loads(run_main("analyze", "minilm-l6", "--json", "--l-phi", "2", "--grid-m", "5", "--p", "1"))
     assert out["l_phi"] == 2.0 and type(out["l_phi"]) is float
@@ -195,7 +200,9 @@ def test_l_phi_and_grid_m_options(minilm_json):
         assert new["contribution_at_p"] == pytest.approx(old["contribution_at_p"] * 10 ** (shift / 3), rel=1e-9)
 
 
-def test_analyze_json_on_a_local_checkpoint(make_checkpoint, capsys):
+def test_analyze_json_on_a_local_checkpoint(
+    make_checkpoint: MakeCheckpoint, capsys: pytest.CaptureFixture[str]
+) -> None:
     directory = make_checkpoint(layers=3, hidden=32, heads=4, ffn=48)
     capsys.readouterr()  # drop what save_pretrained printed
     assert main(["analyze", str(directory), "--json", "--p", "2"]) == 0
@@ -214,12 +221,14 @@ def test_analyze_json_on_a_local_checkpoint(make_checkpoint, capsys):
         assert m["contribution_at_p"] == pytest.approx(expected, rel=1e-9)
 
 
-def test_default_model_is_the_bundled_one(capsys):
+def test_default_model_is_the_bundled_one(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model"] == "minilm-l6"
 
 
-def test_no_cache_recomputes_the_same_numbers(make_checkpoint, capsys):
+def test_no_cache_recomputes_the_same_numbers(
+    make_checkpoint: MakeCheckpoint, capsys: pytest.CaptureFixture[str]
+) -> None:
     directory = make_checkpoint()
     assert main(["analyze", str(directory), "--json"]) == 0
     cached = capsys.readouterr().out
@@ -230,7 +239,7 @@ def test_no_cache_recomputes_the_same_numbers(make_checkpoint, capsys):
 # --- human output -------------------------------------------------------------------------------
 
 
-def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
+def test_human_output_mentions_the_proxies(make_checkpoint: MakeCheckpoint, capsys: pytest.CaptureFixture[str]) -> None:
     directory = make_checkpoint(layers=2)
     assert main(["analyze", str(directory), "--json", "--p", "0.5"]) == 0
     numbers = json.loads(capsys.readouterr().out)["proxies"]
@@ -261,7 +270,7 @@ def test_human_output_mentions_the_proxies(make_checkpoint, capsys):
 # --- models ---------------------------------------------------------------------------------------
 
 
-def test_models_lists_the_bundled_model_the_miniatures_and_other_families(capsys):
+def test_models_lists_the_bundled_model_the_miniatures_and_other_families(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["name", "L", "N", "H", "offline", "source"]
@@ -289,7 +298,9 @@ def test_models_lists_the_bundled_model_the_miniatures_and_other_families(capsys
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
-def test_export_writes_tables_that_match_the_json(make_checkpoint, tmp_path, capsys, fmt):
+def test_export_writes_tables_that_match_the_json(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
     directory = make_checkpoint(layers=2, seed=9)
     assert main(["analyze", str(directory), "--json", "--p", "1.5"]) == 0
     reference = json.loads(capsys.readouterr().out)
@@ -345,7 +356,9 @@ def test_export_writes_tables_that_match_the_json(make_checkpoint, tmp_path, cap
     assert summary == {k: v for k, v in reference.items() if k != "matrices"}
 
 
-def test_export_with_a_base_writes_the_centred_columns_of_the_json(tmp_path, capsys):
+def test_export_with_a_base_writes_the_centred_columns_of_the_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``export --base``: every matrix's delta_* columns are the JSON's ``"delta"`` fields (and at --p the
     centred contribution at p), beside the weights' own columns; summary.json names the reference."""
     assert main(["analyze", "finetune-full", "--base", "finetune-base", "--json", "--p", "0.5"]) == 0
@@ -374,7 +387,9 @@ def test_export_with_a_base_writes_the_centred_columns_of_the_json(tmp_path, cap
     assert summary["proxies"]["ours_centred"] == pytest.approx(reference["proxies"]["ours_centred"], rel=1e-15)
 
 
-def test_export_to_an_unwritable_place(make_checkpoint, tmp_path, capsys):
+def test_export_to_an_unwritable_place(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     directory = make_checkpoint()
@@ -413,7 +428,7 @@ def test_export_to_an_unwritable_place(make_checkpoint, tmp_path, capsys):
         (["bogus"], "specbound: error: argument command: invalid choice: 'bogus'"),
     ],
 )
-def test_bad_arguments_exit_2_with_one_line(args, message):
+def test_bad_arguments_exit_2_with_one_line(args: list[str], message: str) -> None:
     result = run_cli(*args)
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.splitlines()
@@ -421,7 +436,7 @@ def test_bad_arguments_exit_2_with_one_line(args, message):
     assert lines[0].startswith(message)
 
 
-def test_bad_p_through_main(capsys):
+def test_bad_p_through_main(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["analyze", "--json", "--p", "3"])
     assert info.value.code == 2
@@ -444,13 +459,13 @@ def test_bad_p_through_main(capsys):
         ),
     ],
 )
-def test_unknown_models_exit_1_with_one_line(name, message):
+def test_unknown_models_exit_1_with_one_line(name: str, message: str) -> None:
     result = run_cli("analyze", name, "--json", env={"HF_HUB_OFFLINE": "1"})
     assert result.returncode == 1 and result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(message)
 
 
-def test_main_reports_errors_on_stderr(capsys, tmp_path):
+def test_main_reports_errors_on_stderr(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["analyze", str(tmp_path)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -462,7 +477,9 @@ def test_main_reports_errors_on_stderr(capsys, tmp_path):
 # --- atlas models ---------------------------------------------------------------------------------
 
 
-def test_analyze_and_export_open_an_atlas_model(make_checkpoint, tmp_path, capsys):
+def test_analyze_and_export_open_an_atlas_model(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from specbound.io.atlas import save_atlas
     from specbound.io.loading import load_profile
 
@@ -487,7 +504,7 @@ def test_analyze_and_export_open_an_atlas_model(make_checkpoint, tmp_path, capsy
 
 
 @pytest.mark.parametrize("case", list(BAD_CHECKPOINTS))
-def test_bad_checkpoint_is_one_line_with_exit_1(make_checkpoint, case):
+def test_bad_checkpoint_is_one_line_with_exit_1(make_checkpoint: MakeCheckpoint, case: str) -> None:
     spoil, _, words = BAD_CHECKPOINTS[case]
     directory = make_checkpoint()
     spoil(directory)
@@ -499,14 +516,14 @@ def test_bad_checkpoint_is_one_line_with_exit_1(make_checkpoint, case):
         assert word in line
 
 
-def test_zero_query_weight_through_the_cli(make_checkpoint, capsys):
+def test_zero_query_weight_through_the_cli(make_checkpoint: MakeCheckpoint, capsys: pytest.CaptureFixture[str]) -> None:
     import torch
 
     from specbound.cli import main
 
     directory = make_checkpoint()
 
-    def edit(state):
+    def edit(state: dict[str, torch.Tensor]) -> None:
         state["encoder.layer.1.attention.self.query.weight"] = torch.zeros(32, 32)
 
     edit_weights(directory, edit)
@@ -517,14 +534,16 @@ def test_zero_query_weight_through_the_cli(make_checkpoint, capsys):
     assert all(m["contribution"] > 0 for m in out["matrices"] if m not in zeros)
 
 
-def test_commands_come_from_installed_plugins_and_a_broken_one_is_left_out(monkeypatch, capsys) -> None:
+def test_commands_come_from_installed_plugins_and_a_broken_one_is_left_out(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``specbound lab`` is the lab's entry point in the ``specbound.commands`` group; a plugin that fails
     to load costs its own commands and one warning, never the library's."""
-    from importlib.metadata import EntryPoint
+    from importlib.metadata import EntryPoint, entry_points
 
     import specbound.cli as cli_module
 
-    installed = cli_module.entry_points(group=cli_module.COMMAND_PLUGINS)
+    installed = entry_points(group=cli_module.COMMAND_PLUGINS)  # what the command line reads
     assert [(e.name, e.value) for e in installed] == [("lab", "specbound_lab.cli:add_lab_commands")]
     broken = EntryPoint(name="broken", value="no_such_plugin_module:add", group=cli_module.COMMAND_PLUGINS)
     monkeypatch.setattr(cli_module, "entry_points", lambda group: [broken, *installed])

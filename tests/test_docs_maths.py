@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def hook():
+def hook() -> ModuleType:
     spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "hooks" / "generate.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -26,14 +27,15 @@ def hook():
 
 def _html(text: str) -> str:
     """Markdown as the site converts it (arithmatex in generic mode marks the maths)."""
-    return markdown.markdown(
+    html: str = markdown.markdown(
         text,
         extensions=["tables", "pymdownx.arithmatex"],
         extension_configs={"pymdownx.arithmatex": {"generic": True}},
     )
+    return html
 
 
-def test_inline_and_display_maths_become_mathml(hook) -> None:
+def test_inline_and_display_maths_become_mathml(hook: ModuleType) -> None:
     html = hook.to_mathml(_html("Here $a < b$ holds.\n\n$$\n\\begin{aligned} x &= 1 \\\\ y &= 2 \\end{aligned}\n$$\n"))
     assert "arithmatex" not in html and "\\(" not in html and "\\[" not in html
     inline, block = re.findall(r'<math [^>]*display="(\w+)"', html)
@@ -44,7 +46,7 @@ def test_inline_and_display_maths_become_mathml(hook) -> None:
     assert '<mtd columnalign="right" style="text-align: right">' in table
 
 
-def test_gathered_lines_are_rows_and_cases_keep_their_columns(hook) -> None:
+def test_gathered_lines_are_rows_and_cases_keep_their_columns(hook: ModuleType) -> None:
     html = hook.to_mathml(
         _html(
             "$$\n\\begin{gathered} \\gamma = \\begin{cases} a & b \\\\ c & d \\end{cases} \\\\ s = 1"
@@ -55,7 +57,9 @@ def test_gathered_lines_are_rows_and_cases_keep_their_columns(hook) -> None:
     assert html.count('style="text-align: left"') == 4
 
 
-def test_the_maths_page_writes_each_family_from_the_theory_page_code(hook, monkeypatch) -> None:
+def test_the_maths_page_writes_each_family_from_the_theory_page_code(
+    hook: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     page = hook.maths_page()
     assert hook.MATHS_FAMILIES_MARK not in page
     for model_type in hook.MATHS_FAMILIES:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,28 @@ FAMILIES: dict[str, TinyFamily] = {
         fixed={"vocab_size": 40, "decoder_start_token_id": 0},
     ),
 }
+
+
+class MakeCheckpoint(Protocol):
+    """The ``make_checkpoint`` fixture (tests/conftest.py): a tiny encoder of ``family`` ("bert", "roberta" or
+    "distilbert") saved under the test's temporary folder, its directory returned; ``safe`` picks
+    model.safetensors (True) or pytorch_model.bin.
+
+    >>> make_checkpoint("roberta", layers=1, safe=False)  # doctest: +SKIP
+    """
+
+    def __call__(
+        self,
+        family: str = "bert",
+        *,
+        layers: int = 2,
+        hidden: int = 32,
+        heads: int = 4,
+        ffn: int = 48,
+        safe: bool = True,
+        seed: int = 0,
+        name: str | None = None,
+    ) -> Path: ...
 
 
 def tiny_model(

@@ -556,7 +556,7 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_lab_commands(commands: argparse._SubParsersAction) -> None:
+def add_lab_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``lab train | sweep | show | remeasure`` under the main parser's subcommands."""
     from .grid import PRESET_NAMES
 

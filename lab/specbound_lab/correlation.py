@@ -155,7 +155,10 @@ def tau_b_draws(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndarray:
     untied_x = ((counts @ np.abs(sx)) * counts).sum(axis=1)  # (B,)
     untied_y = ((counts @ np.abs(sy)) * counts).sum(axis=1)  # (B,)
     denominator = np.sqrt(untied_x * untied_y)
-    return np.divide(concordance, denominator, out=np.full(concordance.shape, np.nan), where=denominator > 0)
+    result: np.ndarray = np.divide(
+        concordance, denominator, out=np.full(concordance.shape, np.nan), where=denominator > 0
+    )
+    return result
 
 
 def group_mean_draws(values: np.ndarray, draws: int = BOOTSTRAP_DRAWS, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
@@ -163,7 +166,8 @@ def group_mean_draws(values: np.ndarray, draws: int = BOOTSTRAP_DRAWS, seed: int
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return np.full(draws, np.nan)
-    return bootstrap_counts(values.size, draws, seed) @ values / values.size
+    result: np.ndarray = bootstrap_counts(values.size, draws, seed) @ values / values.size
+    return result
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,8 @@ def _weighted_group_tau(
     pairs = w.sum(axis=1) ** 2 - (w**2).sum(axis=1)
     present = np.stack([w[:, [v == value for v in values]].sum(axis=1) > 0 for value in dict.fromkeys(values)])
     valid = (present.sum(axis=0) >= 2) & (pairs > 0)
-    return np.divide(concordance, pairs, out=np.full(concordance.shape, np.nan), where=valid)
+    result: np.ndarray = np.divide(concordance, pairs, out=np.full(concordance.shape, np.nan), where=valid)
+    return result
 
 
 def _nanmean_rows(stack: list[np.ndarray], draws: int) -> np.ndarray:
@@ -239,7 +244,8 @@ def _nanmean_rows(stack: list[np.ndarray], draws: int) -> np.ndarray:
     finite = np.isfinite(values)
     total = np.where(finite, values, 0.0).sum(axis=0)
     count = finite.sum(axis=0)
-    return np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+    result: np.ndarray = np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+    return result
 
 
 def _granulated(

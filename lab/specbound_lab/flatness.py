@@ -84,7 +84,8 @@ def bisect_scale(fits: Callable[[float], bool], settings: FlatnessSettings = DEF
             low = middle
         else:
             high = middle
-    return 2.0**low
+    result: float = 2.0**low
+    return result
 
 
 def _error(model: Any, ids: torch.Tensor, labels: torch.Tensor) -> float:

@@ -100,7 +100,8 @@ def running_median(values: Sequence[float] | np.ndarray, window: int = SMOOTHING
         middle = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))  # median of three
         return np.concatenate([[(v[0] + v[1]) / 2], middle, [(v[-2] + v[-1]) / 2]])
     padded = np.concatenate([np.full(half, np.nan), v, np.full(half, np.nan)])
-    return np.nanmedian(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)  # (n,)
+    result: np.ndarray = np.nanmedian(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)  # (n,)
+    return result
 
 
 def excursion_shares(
@@ -229,7 +230,8 @@ class LeadSummary:
     @property
     def finite(self) -> np.ndarray:
         values = np.asarray(self.leads, dtype=float)
-        return values[np.isfinite(values)]
+        result: np.ndarray = values[np.isfinite(values)]
+        return result
 
     @property
     def median(self) -> float:

@@ -397,7 +397,8 @@ def fit_of(run: RunTrajectory) -> tuple[bool | None, int | None]:
 
 def _pow10(log10_value: float) -> float:
     try:
-        return 10.0**log10_value
+        result: float = 10.0**log10_value
+        return result
     except OverflowError:
         return math.inf
 

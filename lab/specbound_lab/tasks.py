@@ -282,7 +282,8 @@ class ParityTask:
 
     def label(self, tokens: np.ndarray) -> np.ndarray:
         """The clean label of each row of ``tokens`` (n, T): (n,) int64."""
-        return (tokens[:, list(self.positions)].sum(axis=1) % 2).astype(np.int64)
+        result: np.ndarray = (tokens[:, list(self.positions)].sum(axis=1) % 2).astype(np.int64)
+        return result
 
     def sample(self, n: int, seed: int, stream: Stream = Stream.TRAIN) -> LabeledSample:
         if n < 0:
@@ -410,7 +411,8 @@ def stationary_distribution(transition: np.ndarray) -> np.ndarray:
     target = np.concatenate([np.zeros(v), [1.0]])
     pi = np.linalg.lstsq(system, target, rcond=None)[0]
     pi = np.clip(pi, 0.0, None)
-    return pi / pi.sum()
+    result: np.ndarray = pi / pi.sum()
+    return result
 
 
 def entropy_rate(transition: np.ndarray, stationary: np.ndarray | None = None) -> float:

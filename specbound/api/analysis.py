@@ -506,7 +506,8 @@ def _config_dict(config: Any) -> dict[str, Any]:
         values = dict(config)
     else:
         raise TypeError(f"config must be a PretrainedConfig or a dict, not {type(config).__name__}")
-    return json.loads(json.dumps(values, default=str))  # plain JSON values, as read from a file
+    result: dict[str, Any] = json.loads(json.dumps(values, default=str))  # plain JSON values, as read from a file
+    return result
 
 
 def _default_name(config: Mapping[str, Any], fallback: str) -> str:

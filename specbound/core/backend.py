@@ -235,22 +235,26 @@ class NumpyBackend(Backend):
 
     def gram(self, matrix: np.ndarray) -> np.ndarray:
         n, m = matrix.shape
-        return matrix @ matrix.T if n <= m else matrix.T @ matrix  # (min(n, m), min(n, m)): BLAS syrk
+        result: np.ndarray = matrix @ matrix.T if n <= m else matrix.T @ matrix  # (min(n, m), min(n, m)): BLAS syrk
+        return result
 
     def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return a @ b
+        result: np.ndarray = a @ b
+        return result
 
     def transpose(self, t: np.ndarray) -> np.ndarray:
         return np.swapaxes(t, -1, -2)
 
     def column_norm_sum(self, t: np.ndarray) -> np.ndarray:
-        return np.linalg.norm(t, axis=-2).sum(axis=-1)
+        result: np.ndarray = np.linalg.norm(t, axis=-2).sum(axis=-1)
+        return result
 
     def abs_sum(self, t: np.ndarray) -> float:
         return float(np.abs(t).sum())
 
     def take(self, t: np.ndarray, index: np.ndarray) -> np.ndarray:
-        return t[index]
+        result: np.ndarray = t[index]
+        return result
 
     @contextlib.contextmanager
     def serial_lapack(self) -> Iterator[None]:
@@ -281,7 +285,8 @@ class TorchBackend(Backend):
         return t.to(self._device) if self._device.type != "cpu" else t
 
     def numpy(self, t: Any) -> np.ndarray:
-        return t.detach().to("cpu").numpy().astype(np.float64, copy=False)
+        result: np.ndarray = t.detach().to("cpu").numpy().astype(np.float64, copy=False)
+        return result
 
     def qr_r(self, t: Any) -> Any:
         return self._torch.linalg.qr(t, mode="r")[1]

@@ -119,7 +119,8 @@ def _log_schatten_counted(values: np.ndarray, rows: np.ndarray, p: np.ndarray) -
 def log_contribution(log_s_p: np.ndarray, log_scale: np.ndarray, p: np.ndarray | float, hidden_size: int) -> np.ndarray:
     """ln c(W; p) = [ln S_p + p ln s_W + (p + 1) ln N] / (p + 2)."""
     p = np.asarray(p, dtype=np.float64)
-    return (log_s_p + p * log_scale + (p + 1.0) * math.log(hidden_size)) / (p + 2.0)
+    result: np.ndarray = (log_s_p + p * log_scale + (p + 1.0) * math.log(hidden_size)) / (p + 2.0)
+    return result
 
 
 #: Two contributions within this relative distance count as a tie, resolved to the smaller p: the
@@ -130,7 +131,8 @@ TIE_RTOL: float = 1e-12
 def optimal_index(log_c_grid: np.ndarray) -> np.ndarray:
     """Index of the smallest c(W; p) along the last axis, ties (within TIE_RTOL) to the smaller p."""
     best = np.min(log_c_grid, axis=-1, keepdims=True)
-    return np.argmax(log_c_grid <= best + TIE_RTOL, axis=-1)
+    result: np.ndarray = np.argmax(log_c_grid <= best + TIE_RTOL, axis=-1)
+    return result
 
 
 def log_contribution_table(
@@ -167,8 +169,10 @@ def log_mlp_factor(spec: Mapping[Kind, np.ndarray], shape: ModelShape) -> np.nda
         return log_each
     routed = log_each[:, : shape.num_experts].max(axis=1)  # (L,) the largest routed expert
     if shape.shared_expert_size:
-        return np.logaddexp(routed, log_each[:, shape.num_experts])  # + the shared expert
-    return routed
+        result: np.ndarray = np.logaddexp(routed, log_each[:, shape.num_experts])  # + the shared expert
+        return result
+    result = routed
+    return result
 
 
 def log_attention_factor(spec_v: np.ndarray, spec_qk: np.ndarray) -> np.ndarray:
@@ -203,8 +207,10 @@ def log_layer_factors(
     log_attention = log_attention_factor(spec_v, spec_qk)  # (L,)
     log_mlp = math.log(l_phi) + log_phi  # (L,)
     if parallel:
-        return np.logaddexp(log_mlp, log_attention)
-    return log_mlp + log_attention + (0.0 if log_cross is None else log_cross)
+        result: np.ndarray = np.logaddexp(log_mlp, log_attention)
+        return result
+    result = log_mlp + log_attention + (0.0 if log_cross is None else log_cross)
+    return result
 
 
 def log_alpha(log_factors: np.ndarray) -> np.ndarray:
@@ -550,7 +556,8 @@ class BoundAnalysis:
     @cached_property
     def p_opt(self) -> np.ndarray:
         """(M,) the post-hoc optimum p*_W of every matrix (the grid point at ``p_opt_index``)."""
-        return self.grid[self.p_opt_index]
+        result: np.ndarray = self.grid[self.p_opt_index]
+        return result
 
     @cached_property
     def log_contribution_opt(self) -> np.ndarray:

@@ -119,7 +119,8 @@ def _left_limit_distances(x: np.ndarray, starts: np.ndarray, alphas: np.ndarray)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         fitted = 1.0 - np.power(x[None, :] / x[starts][:, None], -alphas[:, None] + 1.0)  # (K, m)
         gaps = np.abs(fitted - offset / n[:, None])  # (K, m)
-    return np.where(offset >= 0, gaps, -np.inf).max(axis=1)  # (K,)
+    result: np.ndarray = np.where(offset >= 0, gaps, -np.inf).max(axis=1)  # (K,)
+    return result
 
 
 def fit_weightwatcher(values: np.ndarray) -> PowerLawFit | None:
@@ -237,7 +238,8 @@ class PowerLawTable:
     @property
     def skipped(self) -> np.ndarray:
         """(M,) True where the rule fitted nothing (too few eigenvalues above its floor)."""
-        return np.isnan(self.alpha)
+        result: np.ndarray = np.isnan(self.alpha)
+        return result
 
 
 def power_law_table(

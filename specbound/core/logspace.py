@@ -54,7 +54,8 @@ def logsumexp(x: ArrayLike, axis: int | None = None) -> NDArray[np.float64]:
     top = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(divide="ignore"):
         out = np.log(np.exp(values - top).sum(axis=axis, keepdims=True)) + top
-    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+    result: NDArray[np.float64] = np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+    return result
 
 
 def safe_log(x: ArrayLike) -> NDArray[np.float64]:

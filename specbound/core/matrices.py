@@ -169,11 +169,13 @@ class LayerFactors:
 
     def qk(self) -> np.ndarray:
         """Dense QK matrices, (H, N, N). For norms and tests, never for singular values."""
-        return self.qk_left @ self.qk_right
+        result: np.ndarray = self.qk_left @ self.qk_right
+        return result
 
     def v(self) -> np.ndarray:
         """Dense V matrices, (H, N, N)."""
-        return self.v_left @ self.v_right
+        result: np.ndarray = self.v_left @ self.v_right
+        return result
 
 
 #: Each self-attention field of :class:`LayerWeights` and its cross-attention counterpart.

@@ -299,7 +299,8 @@ class SpectralProfile:
 
     def mask(self, kind: Kind) -> np.ndarray:
         """(M,) True for the matrices of one kind."""
-        return self.kinds == Kind(kind).value
+        result: np.ndarray = self.kinds == Kind(kind).value
+        return result
 
     def index(self, matrix: MatrixId) -> int:
         """Row of a matrix in profile order."""
@@ -330,7 +331,8 @@ class SpectralProfile:
     def per_head(self, values: np.ndarray, kind: Kind) -> np.ndarray:
         """The (M,) per-matrix ``values`` of a per-head kind as a layer x head grid, (L, H); for QK_x and
         V_x of an encoder-decoder the decoder's layers only, (L_dec, H)."""
-        return np.asarray(values)[self.head_rows(kind)]
+        result: np.ndarray = np.asarray(values)[self.head_rows(kind)]
+        return result
 
     def per_layer(self, values: np.ndarray, kind: Kind, expert: Expert = None) -> np.ndarray:
         """The (M,) per-matrix ``values`` of a per-layer kind (M_gate, M_in or M_out), one per layer, (L,);
@@ -409,18 +411,21 @@ class SpectralProfile:
 
     @cached_property
     def frobenius_norm(self) -> np.ndarray:
-        return np.sqrt(np.square(self.singular_values).sum(axis=1))
+        result: np.ndarray = np.sqrt(np.square(self.singular_values).sum(axis=1))
+        return result
 
     @cached_property
     def nuclear_norm(self) -> np.ndarray:
-        return self.singular_values.sum(axis=1)
+        result: np.ndarray = self.singular_values.sum(axis=1)
+        return result
 
     @cached_property
     def stable_rank(self) -> np.ndarray:
         """||W||_F^2 / sigma_1^2 (0 for a zero matrix)."""
         sq = np.square(self.frobenius_norm)
         top = np.square(self.spectral_norm)
-        return np.divide(sq, top, out=np.zeros_like(sq), where=top > 0)
+        result: np.ndarray = np.divide(sq, top, out=np.zeros_like(sq), where=top > 0)
+        return result
 
     @cached_property
     def rank_thresholds(self) -> np.ndarray:
@@ -433,7 +438,8 @@ class SpectralProfile:
 
     @cached_property
     def rank(self) -> np.ndarray:
-        return self.above_threshold.sum(axis=1)
+        result: np.ndarray = self.above_threshold.sum(axis=1)
+        return result
 
     def singular_values_of(self, matrix: MatrixId | int) -> np.ndarray:
         """The min(rows, cols) singular values of one matrix, descending, zeros included."""

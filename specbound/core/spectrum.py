@@ -58,7 +58,7 @@ def gram_singular_values(gram: object, shape: tuple[int, int], backend: Backend 
     n, m = shape
     with be.serial_lapack():
         eig = be.numpy(be.eigvalsh(gram))[::-1]
-    sv = np.sqrt(np.clip(eig, 0.0, None))
+    sv: np.ndarray = np.sqrt(np.clip(eig, 0.0, None))
     if sv.size and sv[-1] > 0.0:
         error_bound = max(n, m) * _EPS * sv[0] ** 2 / sv[-1]
         if error_bound <= GRAM_RTOL * sv[0]:
@@ -85,7 +85,7 @@ def gram_by_blocks(blocks: Iterable[np.ndarray], shape: tuple[int, int]) -> Gram
     matrix (360 MB in float64) is read in 32 MiB blocks beside its 134 MB Gram matrix. The (2,1)
     norm sums whole columns' norms (columns within a column block, squared sums across row blocks).
     """
-    from scipy.linalg.blas import dsyrk  # type: ignore[import-untyped]
+    from scipy.linalg.blas import dsyrk
 
     n, m = shape
     columns = n <= m
@@ -119,8 +119,10 @@ def norm_21(matrix: np.ndarray) -> np.ndarray:
     if matrix.ndim == 2 and matrix.nbytes > PRODUCT_BLOCK_BYTES:
         width = _block_columns(matrix)
         columns = [np.linalg.norm(matrix[:, j : j + width], axis=0) for j in range(0, matrix.shape[1], width)]
-        return np.concatenate(columns).sum()
-    return np.linalg.norm(matrix, axis=-2).sum(axis=-1)
+        total: np.ndarray = np.concatenate(columns).sum()
+        return total
+    result: np.ndarray = np.linalg.norm(matrix, axis=-2).sum(axis=-1)
+    return result
 
 
 def norm_11(matrix: np.ndarray) -> np.ndarray:
@@ -129,11 +131,12 @@ def norm_11(matrix: np.ndarray) -> np.ndarray:
     if matrix.ndim == 2 and matrix.nbytes > PRODUCT_BLOCK_BYTES:
         width = _block_columns(matrix)
         return np.asarray(sum(float(np.abs(matrix[:, j : j + width]).sum()) for j in range(0, matrix.shape[1], width)))
-    return np.abs(matrix).sum(axis=(-2, -1))
+    result: np.ndarray = np.abs(matrix).sum(axis=(-2, -1))
+    return result
 
 
 def _block_columns(matrix: np.ndarray) -> int:
-    return max(1, PRODUCT_BLOCK_BYTES // (8 * matrix.shape[0]))
+    return max(1, PRODUCT_BLOCK_BYTES // (8 * int(matrix.shape[0])))
 
 
 def cumulative_energy(sv: np.ndarray) -> np.ndarray:
@@ -143,4 +146,5 @@ def cumulative_energy(sv: np.ndarray) -> np.ndarray:
     """
     energy = np.cumsum(np.square(sv), axis=-1)
     total = energy[..., -1:]
-    return np.divide(energy, total, out=np.zeros_like(energy), where=total > 0)
+    result: np.ndarray = np.divide(energy, total, out=np.zeros_like(energy), where=total > 0)
+    return result

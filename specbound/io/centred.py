@@ -246,7 +246,8 @@ class DifferenceLayer:
         return stacked_attention(list(tuned), list(base), self.shape)
 
     def mlp_weight(self, field: str) -> np.ndarray:
-        return self.tuned.mlp_weight(field) - self.base.mlp_weight(field)
+        result: np.ndarray = self.tuned.mlp_weight(field) - self.base.mlp_weight(field)
+        return result
 
     def mlp_mapped(self, field: str) -> MappedDifference | None:
         tuned = self.tuned.mlp_mapped(field)

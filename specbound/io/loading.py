@@ -33,6 +33,7 @@ from ..core.progress import ProgressCallback, silent
 from ..core.text import quoted
 from .cache import ProfileCache
 from .checkpoints.checkpoint import (
+    ADAPTER_CONFIG,
     Checkpoint,
     files_fingerprint,
     fingerprint,
@@ -41,7 +42,6 @@ from .checkpoints.checkpoint import (
 )
 from .checkpoints.hub import fetch, start_download
 from .checkpoints.lora import (
-    ADAPTER_CONFIG,
     ADAPTER_WEIGHTS,
     base_reference,
     is_adapter_directory,

@@ -56,7 +56,8 @@ def log_break_even_table(
     log_s = log_schatten_table(singular_values, counted, ps)  # (M, len(ps))
     table = ((ps + 2.0) / 2.0 * log_rank[:, None] - log_s) / ps - 0.5 * math.log(hidden_size)
     table[rank == 0] = -np.inf
-    return table
+    result: np.ndarray = table
+    return result
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,13 +77,15 @@ class BreakEven:
     @property
     def p_zero_wins(self) -> np.ndarray:
         """(M,) True where no p > 0 beats p = 0 (s_W >= s*_W): exactly where p* = 0."""
-        return np.isnan(self.first_winning_p)
+        result: np.ndarray = np.isnan(self.first_winning_p)
+        return result
 
     @property
     def decades_above(self) -> np.ndarray:
         """(M,) log10 s_W - log10 s*_W: how many decades the scale lies above its break-even (inf for rank 0)."""
         with np.errstate(invalid="ignore"):
-            return self.log10_scale - self.log10_break_even
+            result: np.ndarray = self.log10_scale - self.log10_break_even
+            return result
 
 
 def break_even(analysis: BoundAnalysis) -> BreakEven:

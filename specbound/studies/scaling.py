@@ -241,7 +241,7 @@ def t_critical(confidence: float, df: int) -> float:
     scipy's ``t.ppf`` at (1 + confidence) / 2."""
     if not 0.0 < confidence < 1.0 or df < 1:
         raise ValueError(f"need 0 < confidence < 1 and df >= 1, got {confidence} and {df}")
-    from scipy.stats import t  # type: ignore[import-untyped]
+    from scipy.stats import t
 
     return float(t.ppf(0.5 + 0.5 * confidence, df))
 

@@ -19,12 +19,12 @@ from tiny_models import tiny_model
 
 import specbound
 from specbound.core.architecture import Kind
-from specbound.core.bounds import PAssignment
+from specbound.core.bounds import BoundAnalysis, PAssignment
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def _tiny(kind: str):
+def _tiny(kind: str) -> Any:
     if kind == "bert":
         return tiny_model(vocab_size=40, max_position_embeddings=512, seed=3)
     if kind == "gpt2":
@@ -56,11 +56,12 @@ def test_a_state_dict_with_its_config_as_object_or_dict() -> None:
         assert frame.equals(reference)
 
 
-class _Watched(Mapping):
+class _Watched(Mapping[str, Any]):
     """A state dict that records which tensors are read."""
 
     def __init__(self, state: Mapping[str, Any]) -> None:
-        self.state, self.read = state, set()
+        self.state: Mapping[str, Any] = state
+        self.read: set[str] = set()
 
     def __getitem__(self, name: str) -> Any:
         self.read.add(name)
@@ -86,7 +87,7 @@ def test_the_model_is_read_in_place_and_left_as_it_was() -> None:
     assert all(".h." in name for name in watched.read)
 
 
-def test_to_frame_has_one_row_per_matrix_with_the_named_columns(minilm) -> None:
+def test_to_frame_has_one_row_per_matrix_with_the_named_columns(minilm: BoundAnalysis) -> None:
     result = specbound.analyze("minilm-l6", p=1.0)
     frame = result.to_frame()
     assert len(frame) == 6 * (2 * 12 + 2)
@@ -112,7 +113,7 @@ def test_to_frame_has_one_row_per_matrix_with_the_named_columns(minilm) -> None:
     ]
 
 
-def test_at_gives_other_indices_from_the_same_spectra(minilm) -> None:
+def test_at_gives_other_indices_from_the_same_spectra(minilm: BoundAnalysis) -> None:
     result = specbound.analyze("minilm-l6")
     assert result.at_p is None and result.at(None).at_p is None
     assignment = PAssignment(default=1.0, by_kind={Kind.QK: 0.0})
@@ -161,7 +162,7 @@ def test_a_state_dict_of_odd_tensors_converts_or_says_why() -> None:
         specbound.analyze(meta, config=model.config)
 
 
-def test_power_law_frame_fits_each_matrix_as_the_json_does(minilm) -> None:
+def test_power_law_frame_fits_each_matrix_as_the_json_does(minilm: BoundAnalysis) -> None:
     import json
 
     from specbound.cli import main

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from tiny_models import MakeCheckpoint
 
 from specbound.api.batch import record_slug
 from specbound.cli import main
@@ -30,7 +31,7 @@ OUTPUTS = (
 
 
 @pytest.fixture
-def family(make_checkpoint) -> dict[tuple[int, int], Path]:
+def family(make_checkpoint: MakeCheckpoint) -> dict[tuple[int, int], Path]:
     """Six tiny BERT encoders, L in {1, 2, 3} by N in {16, 32}, two heads each."""
     return {
         (l, n): make_checkpoint(layers=l, hidden=n, heads=2, ffn=24, seed=10 * l + n) for l in DEPTHS for n in WIDTHS
@@ -41,7 +42,9 @@ def _record_files(out: Path) -> dict[str, int]:
     return {p.name: p.stat().st_mtime_ns for p in sorted((out / "models").iterdir())}
 
 
-def test_grid_writes_every_output_with_the_direct_numbers(family, tmp_path: Path, capsys) -> None:
+def test_grid_writes_every_output_with_the_direct_numbers(
+    family: dict[tuple[int, int], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out, atlas = tmp_path / "study", tmp_path / "study.npz"
     dirs = [str(d) for d in family.values()]
     assert main(["grid", "--models", *dirs, "--out", str(out), "--atlas", str(atlas)]) == 0
@@ -173,7 +176,9 @@ def test_an_unreadable_atlas_fails_in_one_line_before_anything_is_written(tmp_pa
     assert not out.exists()
 
 
-def test_a_rerun_skips_what_is_done(family, tmp_path: Path, capsys) -> None:
+def test_a_rerun_skips_what_is_done(
+    family: dict[tuple[int, int], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "study"
     args = ["grid", "--models", *map(str, family.values()), "--out", str(out)]
     assert main(args) == 0
@@ -203,7 +208,12 @@ def test_a_rerun_skips_what_is_done(family, tmp_path: Path, capsys) -> None:
     assert (out / "models.csv").read_text() == first_models
 
 
-def test_missing_models_are_listed_and_the_others_succeed(family, tmp_path: Path, capsys, monkeypatch) -> None:
+def test_missing_models_are_listed_and_the_others_succeed(
+    family: dict[tuple[int, int], Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the miniature is not in the (test) Hub cache
     out = tmp_path / "study"
     good = [str(family[1, 16]), str(family[2, 16])]
@@ -223,7 +233,9 @@ def test_missing_models_are_listed_and_the_others_succeed(family, tmp_path: Path
     assert set(curves["against"]) == {"L"} and set(curves["fixed"]) == {16}
 
 
-def test_curves_without_the_reference_model_are_left_out_with_a_note(family, tmp_path: Path, capsys) -> None:
+def test_curves_without_the_reference_model_are_left_out_with_a_note(
+    family: dict[tuple[int, int], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Without the L = 1, N = 32 model, the curve against L at N = 32 is not normalised at L = 2."""
     out = tmp_path / "study"
     dirs = [str(d) for key, d in family.items() if key != (1, 32)]
@@ -246,7 +258,7 @@ def test_curves_without_the_reference_model_are_left_out_with_a_note(family, tmp
     assert not (out / "notes.txt").exists()
 
 
-def test_nothing_analysed_is_an_error(tmp_path: Path, capsys) -> None:
+def test_nothing_analysed_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "study"
     assert main(["grid", "--models", "no-such-model", "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()

@@ -9,6 +9,7 @@ must train exactly as it would without the callback.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,14 +20,14 @@ from specbound.io.atlas import load_atlas
 STEPS = 24
 
 
-def _trainer(tmp_path: Path, *, report_to: list[str], seed: int = 0, save_steps: int = 12):
+def _trainer(tmp_path: Path, *, report_to: list[str], seed: int = 0, save_steps: int = 12) -> Any:
     import torch
     import transformers
 
     torch.manual_seed(seed)
     config = transformers.BertConfig(
-        vocab_size=30, num_hidden_layers=2, hidden_size=32, num_attention_heads=4, intermediate_size=48, num_labels=2,
-        max_position_embeddings=16,
+        vocab_size=30, num_hidden_layers=2, hidden_size=32, num_attention_heads=4, intermediate_size=48,
+        max_position_embeddings=16,  # two labels: the default
     )  # fmt: skip
     model = transformers.BertForSequenceClassification(config)
     generator = torch.Generator().manual_seed(seed)
@@ -112,6 +113,7 @@ def test_the_callback_logs_the_distance_from_initialization(tmp_path: Path) -> N
     for step in (12, 24):
         saved = specbound.analyze(tmp_path / "out" / f"checkpoint-{step}", base=str(tmp_path / "init"), use_cache=False)
         assert logged[step][f"{LOG_PREFIX}ours_centred_log10"] == pytest.approx(saved.ours_centred_log10, rel=1e-12)
+        assert saved.centred is not None
         delta = saved.centred.schatten_profile
         assert logged[step][f"{LOG_PREFIX}distance_frobenius"] == pytest.approx(delta.frobenius_norm.sum(), rel=1e-12)
         qk = logged[step][f"{LOG_PREFIX}distance_frobenius_QK"]

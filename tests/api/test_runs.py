@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_runner import run_cli, run_main
 from local_hub import LocalHub
+from tiny_models import MakeCheckpoint
 
 import specbound
 from specbound.api.runs import TRAINER_STATE, hub_checkpoints
@@ -25,7 +27,7 @@ STEPS, SAVE_EVERY = 12, 4
 
 
 @pytest.fixture(scope="module")
-def trainer_run(tmp_path_factory) -> Path:
+def trainer_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Trainer output directory with checkpoint-4, -8 and -12 (losses and eval losses logged at each)."""
     import torch
     import transformers
@@ -33,7 +35,7 @@ def trainer_run(tmp_path_factory) -> Path:
     torch.manual_seed(0)
     config = transformers.BertConfig(
         vocab_size=30, num_hidden_layers=2, hidden_size=32, num_attention_heads=4, intermediate_size=48,
-        max_position_embeddings=16, num_labels=2,
+        max_position_embeddings=16,  # two labels: the default
     )  # fmt: skip
     model = transformers.BertForSequenceClassification(config)
     ids = torch.randint(1, 30, (48, 8), generator=torch.Generator().manual_seed(0))
@@ -49,7 +51,7 @@ def trainer_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster(own_main_module):
+def cluster(own_main_module: None) -> Iterator[str]:
     """A dask.distributed LocalCluster of two worker processes on the loopback interface."""
     from distributed import LocalCluster
 
@@ -106,6 +108,7 @@ def test_a_trajectory_reads_every_step_against_its_first_or_a_base(trainer_run: 
     for step in (8, 12):
         expected = specbound.analyze(trainer_run / f"checkpoint-{step}", base=str(first), use_cache=False)
         assert float(rows[step]["ours_centred_log10"]) == pytest.approx(expected.ours_centred_log10, rel=1e-12)
+        assert expected.centred is not None
         delta = expected.centred.schatten_profile
         assert float(rows[step]["distance_frobenius"]) == pytest.approx(delta.frobenius_norm.sum(), rel=1e-12)
     assert float(rows[12]["distance_frobenius"]) > float(rows[8]["distance_frobenius"]) > 0
@@ -147,7 +150,7 @@ def _same_files(a: Path, b: Path, names: list[str]) -> None:
 
 
 def test_workers_and_a_dask_cluster_write_the_files_of_a_serial_run(
-    trainer_run: Path, tmp_path: Path, cluster, own_main_module
+    trainer_run: Path, tmp_path: Path, cluster: str, own_main_module: None
 ) -> None:
     serial, local, dask = tmp_path / "serial", tmp_path / "local", tmp_path / "dask"
     run_main("trajectory", str(trainer_run), "--out", str(serial))
@@ -161,7 +164,7 @@ def test_workers_and_a_dask_cluster_write_the_files_of_a_serial_run(
 
 
 def test_grid_in_parallel_writes_the_files_of_a_serial_run(
-    make_checkpoint, tmp_path: Path, cluster, own_main_module
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, cluster: str, own_main_module: None
 ) -> None:
     models = [str(make_checkpoint(layers=layers, hidden=hidden, name=f"m{layers}{hidden}")) for layers, hidden in
               ((1, 16), (2, 16), (1, 32), (2, 32))]  # fmt: skip

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -15,7 +19,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 ERROR_SELECTORS = ('[data-testid="stException"]', '[data-testid="stAlertContentError"]')
 
 
-def assert_no_errors(page) -> None:
+def assert_no_errors(page: Page) -> None:
     for selector in ERROR_SELECTORS:
         found = page.locator(selector)
         assert found.count() == 0, found.all_inner_texts()
@@ -26,7 +30,7 @@ def assert_no_errors(page) -> None:
 PLACEHOLDER = "[data-testid=stSkeleton]"
 
 
-def wait_idle(page) -> None:
+def wait_idle(page: Page) -> None:
     """Wait until the script run is over and everything it sent is drawn.
 
     The status widget shows 'Running' while a rerun is on, but only after a moment, and a chart shows
@@ -39,7 +43,7 @@ def wait_idle(page) -> None:
     )
 
 
-def wait_for_link(page, *parts: str, timeout: float = 30_000) -> None:
+def wait_for_link(page: Page, *parts: str, timeout: float = 30_000) -> None:
     """Wait until the page's address holds every one of ``parts``: the link follows a setting in a
     rerun of its own, after the widget's change is already drawn, and more slowly on a loaded machine."""
     page.wait_for_function(
@@ -47,7 +51,7 @@ def wait_for_link(page, *parts: str, timeout: float = 30_000) -> None:
     )
 
 
-def screenshot(page, name: str, *, full_page: bool = False) -> Path:
+def screenshot(page: Page, name: str, *, full_page: bool = False) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{slug(name)}.png"
     page.screenshot(path=str(path), full_page=full_page)

@@ -8,6 +8,7 @@ its base, pinned as the baseline: the page draws without an error and its headli
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import pytest
@@ -21,11 +22,14 @@ from dashboard.wording.text import OPTIMAL_LABEL, with_centring
 from specbound.present.numbers import format_log
 from specbound.present.report import centred_label
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
 pytestmark = pytest.mark.browser
 pytest.importorskip("peft")
 
 
-def test_an_adapter_with_a_relative_base_opens_centred_in_the_browser(tmp_path: Path, browser_page) -> None:
+def test_an_adapter_with_a_relative_base_opens_centred_in_the_browser(tmp_path: Path, browser_page: Page) -> None:
     project = make_project(tmp_path / "project")
     adapter, base = project / ADAPTER, project / BASE
     expected = specbound.analyze(str(adapter), use_cache=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
@@ -18,9 +19,13 @@ from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idl
 from dashboard.wording.text import OPTIMAL_LABEL, TOTAL_LABEL
 from pages.overview import PRODUCT_NAME
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Page, ViewportSize, WebSocketRoute
+
 pytestmark = pytest.mark.browser
 
-WIDE, PROJECTOR = {"width": 1440, "height": 900}, {"width": 1024, "height": 768}
+WIDE: ViewportSize = {"width": 1440, "height": 900}
+PROJECTOR: ViewportSize = {"width": 1024, "height": 768}
 
 #: Elements whose text is cut (ellipsis or clipping): each headline value and everything inside it.
 TRUNCATED_METRICS = """() => [...document.querySelectorAll(
@@ -47,12 +52,12 @@ BROKEN_VALUES = """() => [...document.querySelectorAll('[data-testid="stMetricVa
     }).map(value => value.innerText)"""
 
 
-def _total(page) -> str:
+def _total(page: Page) -> str:
     metric = page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL)
     return metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
-def _open(page, url: str, heading: str) -> None:
+def _open(page: Page, url: str, heading: str) -> None:
     page.goto(url)
     page.get_by_role("heading", name=heading).first.wait_for()
     wait_idle(page)
@@ -61,7 +66,7 @@ def _open(page, url: str, heading: str) -> None:
     page.wait_for_timeout(300)
 
 
-def _whole_page_screenshot(page, name: str, viewport: dict[str, int]) -> None:
+def _whole_page_screenshot(page: Page, name: str, viewport: ViewportSize) -> None:
     """The page's whole height at this width (Streamlit scrolls inside its main block, not the document)."""
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": viewport["width"], "height": min(max(height, viewport["height"]), 6000)})
@@ -70,7 +75,7 @@ def _whole_page_screenshot(page, name: str, viewport: dict[str, int]) -> None:
     page.set_viewport_size(viewport)
 
 
-def test_pages_by_their_address_and_views_kept_in_links(server: str, browser_page) -> None:
+def test_pages_by_their_address_and_views_kept_in_links(server: str, browser_page: Page) -> None:
     page = browser_page
 
     # "/" is the Overview itself (no forwarding round trip); "/overview" forwards to it
@@ -136,7 +141,7 @@ def test_pages_by_their_address_and_views_kept_in_links(server: str, browser_pag
     _whole_page_screenshot(page, "compare-twin-present-1024", PROJECTOR)
 
 
-def test_the_slider_moves_the_total(server: str, browser_page) -> None:
+def test_the_slider_moves_the_total(server: str, browser_page: Page) -> None:
     page = browser_page
     _open(page, f"{server}/bounds?p_optimal=0", "Bound explorer")
     page.locator('[data-testid="stMetric"]', has_text=TOTAL_LABEL).wait_for()
@@ -192,15 +197,16 @@ class HeldServer:
 
     def __init__(self) -> None:
         self.held: list[str | bytes] | None = None
-        self._page_side = None
+        self._page_side: WebSocketRoute | None = None
 
-    def route(self, socket) -> None:
+    def route(self, socket: WebSocketRoute) -> None:
         """Playwright's handler for the page's websocket (``page.route_web_socket``)."""
         self._page_side = socket
         server = socket.connect_to_server()  # what the page sends goes on to the server as it is
         server.on_message(self._to_page)
 
     def _to_page(self, message: str | bytes) -> None:
+        assert self._page_side is not None  # routed before any message
         if self.held is None:
             self._page_side.send(message)
         else:
@@ -215,6 +221,7 @@ class HeldServer:
         Playwright delivers the server's new messages while a send is under way; they join the queue
         (still held), so nothing overtakes an older message.
         """
+        assert self._page_side is not None  # routed before any message
         while self.held:
             self._page_side.send(self.held.pop(0))
         self.held = None
@@ -225,7 +232,7 @@ class HeldServer:
     [("p_optimal=0", "p_global"), ("p_optimal=0&p_snap=0&p_kinds=1&p_kind_QK_mode=own", "p_kind_QK")],
 )
 def test_the_total_follows_a_slider_before_the_server_answers(
-    server: str, browser_page, link: str, slider: str
+    server: str, browser_page: Page, link: str, slider: str
 ) -> None:
     """With the server's messages held back, a key press on a p slider still shows the new total and
     its change; once they arrive, the server's rerun draws the same texts (dashboard/widgets/live_total.py)."""
@@ -268,7 +275,7 @@ def test_the_total_follows_a_slider_before_the_server_answers(
     assert_no_errors(page)
 
 
-def test_tables_and_reports_download_the_view_they_show(server: str, browser_page) -> None:
+def test_tables_and_reports_download_the_view_they_show(server: str, browser_page: Page) -> None:
     """The CSV and the HTML report are written when their button is pressed, at the p the page shows."""
     page = browser_page
     page.set_viewport_size(WIDE)

@@ -6,14 +6,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from local_hub import LocalHub
 from streamlit_page import assert_no_errors, screenshot, wait_idle
 from streamlit_server import serve_dashboard
+from tiny_models import MakeCheckpoint
 
 from dashboard.widgets.sidebar import CACHED_MARK
 from specbound.io.models import miniature_repo_id
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
@@ -22,7 +27,7 @@ PUBLISHED = ((2, 128), (4, 128))
 
 
 @pytest.fixture
-def hub_server(make_checkpoint, tmp_path: Path) -> Iterator[str]:
+def hub_server(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> Iterator[str]:
     """A dashboard whose Hub is a local server publishing the PUBLISHED miniatures."""
     with LocalHub(tmp_path / "hub") as hub:
         for layers, width in PUBLISHED:
@@ -35,7 +40,7 @@ def hub_server(make_checkpoint, tmp_path: Path) -> Iterator[str]:
             yield server.url
 
 
-def choose(page, key: str, *options: str) -> None:
+def choose(page: Page, key: str, *options: str) -> None:
     """Pick options of a selectbox or multiselect (a combo box: open its list, click each option)."""
     for option in options:
         page.locator(f".st-key-{key} [role='combobox']").click()
@@ -43,7 +48,7 @@ def choose(page, key: str, *options: str) -> None:
         wait_idle(page)
 
 
-def test_a_miniature_is_downloaded_when_opened(browser_page, hub_server: str) -> None:
+def test_a_miniature_is_downloaded_when_opened(browser_page: Page, hub_server: str) -> None:
     page = browser_page
     page.goto(f"{hub_server}/spectra")
     page.locator(".st-key-sv_profiles_0 .js-plotly-plot").wait_for()  # the profiles, one chart per kind
@@ -67,7 +72,7 @@ def test_a_miniature_is_downloaded_when_opened(browser_page, hub_server: str) ->
     screenshot(page, "download-miniature")
 
 
-def test_the_scaling_page_downloads_the_chosen_miniatures(browser_page, hub_server: str) -> None:
+def test_the_scaling_page_downloads_the_chosen_miniatures(browser_page: Page, hub_server: str) -> None:
     page = browser_page
     page.goto(f"{hub_server}/scaling?scaling_family=mini")  # none cached: it would open on the lab's family
     page.get_by_text("The study needs at least two models").wait_for()

@@ -6,10 +6,15 @@ presentation mode) the first screen holds the answer: its sentence and its fores
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
 
 from dashboard.wording.lab import LAB_MODEL_LABEL
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +32,7 @@ FIGURES = (
 )
 
 
-def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
+def test_the_lab_page_opens_by_its_url(server: str, browser_page: Page) -> None:
     page = browser_page
     page.set_viewport_size({"width": 1440, "height": 2900})
     page.goto(f"{server}/lab")
@@ -55,7 +60,7 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page) -> None:
     screenshot(page, "lab-sweep", full_page=True)
 
 
-def test_on_a_projector_the_first_screen_holds_the_answer(server: str, browser_page) -> None:
+def test_on_a_projector_the_first_screen_holds_the_answer(server: str, browser_page: Page) -> None:
     page = browser_page
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto(f"{server}/lab?present=1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import pytest
@@ -14,6 +15,9 @@ from streamlit_page import screenshot, wait_idle
 from streamlit_server import serve_dashboard
 
 from dashboard.safety import SERVER_PATHS_ENV
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +36,9 @@ def _junk(count: int) -> str:
 
 
 @pytest.mark.parametrize("extra", [CLIENT_STATE_QUERY_STRING_MAX_FIELDS, 5000])
-def test_a_link_beyond_the_parameter_limit_is_said_so_and_cleared(visitor_server, browser_page, extra) -> None:
+def test_a_link_beyond_the_parameter_limit_is_said_so_and_cleared(
+    visitor_server: str, browser_page: Page, extra: int
+) -> None:
     page = browser_page
     page.goto(f"{visitor_server}/bounds?p_global=0.5&{_junk(extra)}")
     warning = page.locator(WARNING_BOX).filter(has_text="query parameters")
@@ -49,7 +55,7 @@ def test_a_link_beyond_the_parameter_limit_is_said_so_and_cleared(visitor_server
     assert page.locator(WARNING_BOX).filter(has_text="query parameters").count() == 0
 
 
-def test_a_link_within_the_limit_keeps_its_settings_and_drops_the_junk(visitor_server, browser_page) -> None:
+def test_a_link_within_the_limit_keeps_its_settings_and_drops_the_junk(visitor_server: str, browser_page: Page) -> None:
     page = browser_page
     page.goto(
         f"{visitor_server}/bounds?{urlencode({'p_global': '0.5'})}&{_junk(CLIENT_STATE_QUERY_STRING_MAX_FIELDS - 2)}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
@@ -27,6 +28,9 @@ from dashboard.wording.text import TOTAL_LABEL
 from pages.overview import PRODUCT_NAME
 from specbound.core.architecture import Kind
 from specbound.present.figures.style import KIND_COLORS, PROJECTOR_FONT_PX
+
+if TYPE_CHECKING:
+    from playwright.sync_api import FloatRect, Locator, Page, ViewportSize
 
 pytestmark = pytest.mark.browser
 
@@ -41,7 +45,9 @@ PAGES: tuple[tuple[str, str], ...] = (
     ("lab", "Lab"),
     ("runs", "Training runs"),
 )
-PROJECTOR, LAPTOP, PHONE = {"width": 1024, "height": 768}, {"width": 1440, "height": 900}, {"width": 390, "height": 844}
+PROJECTOR: ViewportSize = {"width": 1024, "height": 768}
+LAPTOP: ViewportSize = {"width": 1440, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 #: The sticky headline's height at most, in px: at 1024, and at 1024 in presentation mode.
 HEADLINE_MAX_PX = {"1024": 90, "1024-present": 120}
 #: [font size of the first headline number, font size of the root (body) text], in px.
@@ -120,13 +126,20 @@ HEADLINE_TOPS = """() => [...document.querySelectorAll('.st-key-headline [data-t
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?: × 10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?")
 
 
+def _box(locator: Locator) -> FloatRect:
+    """Where a drawn element is (it is drawn: a hidden one has no box)."""
+    box = locator.bounding_box()
+    assert box is not None, locator
+    return box
+
+
 def _significant(text: str) -> int:
     mantissa = text.split("×")[0].replace(",", "").strip()
     digits = mantissa.replace(".", "").lstrip("0")
     return len(digits) if "." in mantissa else len(digits.rstrip("0") or "0")
 
 
-def _open(page, url: str, heading: str) -> None:
+def _open(page: Page, url: str, heading: str) -> None:
     page.goto(url)
     page.get_by_role("heading", name=heading).first.wait_for()
     wait_idle(page)
@@ -148,9 +161,9 @@ TABLES_HAVE_CELLS = """() => {
 }"""
 
 
-def _check_table_cells(page, where: str) -> list[str]:
+def _check_table_cells(page: Page, where: str) -> list[str]:
     """No table cell in the page carries more digits than the screen shows, an exponent or "None"."""
-    cells = page.evaluate(TABLE_CELLS)
+    cells: list[str] = page.evaluate(TABLE_CELLS)
     for cell in cells:
         assert cell not in ("None", "nan", "NaN", "<NA>") and not re.search(r"\d[eE][+-]?\d", cell), (where, cell)
         for number in re.findall(r"\d+\.\d+", cell):
@@ -158,7 +171,7 @@ def _check_table_cells(page, where: str) -> list[str]:
     return cells
 
 
-def _check_numbers(page, where: str) -> None:
+def _check_numbers(page: Page, where: str) -> None:
     _check_table_cells(page, where)
     text, charts = page.evaluate(PAGE_TEXT)
     for shown in (text, charts):
@@ -176,7 +189,7 @@ def _check_numbers(page, where: str) -> None:
     assert page.evaluate(CUT_FORMULAS) == [], (where, page.evaluate(CUT_FORMULAS))  # a phone's too: no sideways
 
 
-def _sidebar_open(page) -> bool:
+def _sidebar_open(page: Page) -> bool:
     return page.locator('[data-testid="stSidebar"]').get_attribute("data-collapsed") == "false"
 
 
@@ -186,7 +199,7 @@ def _sidebar_open(page) -> bool:
     ids=["1024", "1440", "390", "1024-present"],
 )
 def test_every_page_at_three_widths_and_on_a_projector(
-    server: str, browser_page, viewport: dict[str, int], suffix: str, width: str
+    server: str, browser_page: Page, viewport: ViewportSize, suffix: str, width: str
 ) -> None:
     page = browser_page
     page.set_viewport_size(viewport)
@@ -222,7 +235,7 @@ def test_every_page_at_three_widths_and_on_a_projector(
         _whole_page_screenshot(page, f"product-{path or 'overview'}-{width}", viewport)
 
 
-def test_on_a_phone_choosing_a_page_closes_the_navigation(server: str, browser_page) -> None:
+def test_on_a_phone_choosing_a_page_closes_the_navigation(server: str, browser_page: Page) -> None:
     page = browser_page
     page.set_viewport_size(PHONE)
     _open(page, f"{server}/", PRODUCT_NAME)
@@ -237,7 +250,7 @@ def test_on_a_phone_choosing_a_page_closes_the_navigation(server: str, browser_p
 
 
 @pytest.mark.parametrize("path", ["", "bounds"])
-def test_on_a_phone_the_stuck_headline_folds_to_its_total(server: str, browser_page, path: str) -> None:
+def test_on_a_phone_the_stuck_headline_folds_to_its_total(server: str, browser_page: Page, path: str) -> None:
     """On a phone the sticky headline would take a fifth of the screen: once it sticks under the header it
     shows its first metric alone (the total and its change), and unfolds when the page is scrolled back.
     At 1024 it never folds."""
@@ -247,12 +260,12 @@ def test_on_a_phone_the_stuck_headline_folds_to_its_total(server: str, browser_p
         _open(page, f"{server}/{path}", PRODUCT_NAME if path == "" else "Bound explorer")
         headline = page.locator(".st-key-headline")
         whole = page.evaluate(SHOWN_HEADLINE_METRICS)
-        height = headline.bounding_box()["height"]
+        height = _box(headline)["height"]
         assert len(whole) >= 3, whole
         page.mouse.move(viewport["width"] - 40, viewport["height"] // 2)  # over the page, not the sidebar
         page.mouse.wheel(0, 1500)
         page.wait_for_timeout(600)
-        box = headline.bounding_box()
+        box = _box(headline)
         assert box["y"] < 100, box  # stuck under the header
         if viewport is PHONE:
             assert page.evaluate(SHOWN_HEADLINE_METRICS) == whole[:1]
@@ -265,7 +278,7 @@ def test_on_a_phone_the_stuck_headline_folds_to_its_total(server: str, browser_p
         assert page.evaluate(SHOWN_HEADLINE_METRICS) == whole
 
 
-def test_in_presentation_mode_choosing_a_page_closes_the_navigation(server: str, browser_page) -> None:
+def test_in_presentation_mode_choosing_a_page_closes_the_navigation(server: str, browser_page: Page) -> None:
     """On a projector the sidebar opened to navigate closes again once a page is chosen, so the p* map's
     three panels keep the width of the screen."""
     page = browser_page
@@ -282,7 +295,7 @@ def test_in_presentation_mode_choosing_a_page_closes_the_navigation(server: str,
     screenshot(page, "product-present-after-navigation")
 
 
-def test_the_twin_and_the_report_explain_themselves(server: str, browser_page, tmp_path: Path) -> None:
+def test_the_twin_and_the_report_explain_themselves(server: str, browser_page: Page, tmp_path: Path) -> None:
     page = browser_page
     page.set_viewport_size(PROJECTOR)
     _open(page, f"{server}/compare?baseline=twin:minilm-l6", "Compare")
@@ -308,7 +321,9 @@ def test_the_twin_and_the_report_explain_themselves(server: str, browser_page, t
     assert len(report.encode()) < REPORT_MAX_BYTES, len(report.encode())  # it was 4.9 MB
 
     # the file opens offline and draws every figure (plotly.js and the figures are packed inside it)
-    offline = page.context.browser.new_context(offline=True)
+    browser = page.context.browser
+    assert browser is not None  # a page of a launched browser
+    offline = browser.new_context(offline=True)
     try:
         opened = offline.new_page()
         fetched: list[str] = []
@@ -330,7 +345,7 @@ DRILL_SPECTRUM = """() => {
 }"""
 
 
-def test_a_click_brings_the_drill_down_into_view(server: str, browser_page) -> None:
+def test_a_click_brings_the_drill_down_into_view(server: str, browser_page: Page) -> None:
     """A heat-map cell far above opens its matrix: the detail scrolls into view and is outlined for a
     moment; its one-matrix spectrum has no legend and the colour of its kind."""
     page = browser_page
@@ -371,7 +386,7 @@ CHART_TEXTS = ".gtitle, .gtitle-subtitle, .annotation-text, .colorbar text"
 LAB_MODEL = "lab-L2-N32-H2-n1600-q0-s0-t500"
 
 
-def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page) -> None:
+def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page: Page) -> None:
     """On a model whose p* vary, at 1024, in presentation mode and on a phone: no chart text past its
     chart (the Edelman bar's "× 10²⁸"), no title over a colour bar, panels stacked on a phone."""
     from specbound_lab.reference import REFERENCE_DIR
@@ -398,15 +413,16 @@ def test_charts_keep_their_texts_inside_and_apart(server: str, browser_page) -> 
             assert page.evaluate(OVERLAPPING, CHART_TEXTS) == [], (where, page.evaluate(OVERLAPPING, CHART_TEXTS))
             assert page.evaluate(WIDE_TITLES) == [], where
             if path == "why" and width == "390":  # the p* map's panels one under the other
-                tops = [page.locator(f".st-key-p_star_map_{n}").bounding_box()["y"] for n in range(3)]
+                tops = [_box(page.locator(f".st-key-p_star_map_{n}"))["y"] for n in range(3)]
                 assert tops == sorted(tops) and len(set(tops)) == 3, tops
             _whole_page_screenshot(page, f"product-lab-model-{path}-{width}", viewport)
 
 
-def test_compare_centred_at_the_base_at_every_width(server: str, browser_page) -> None:
+def test_compare_centred_at_the_base_at_every_width(server: str, browser_page: Page) -> None:
     """The shipped fine-tune against its base (offline): the centred total and what changed, its chart's
     texts inside and apart at 1024, 1440, on a phone and in presentation mode."""
-    from specbound_lab.finetune import BASE_NAME, FULL_NAME
+    from specbound.io import FINETUNE_BASE as BASE_NAME
+    from specbound.io import FINETUNE_FULL as FULL_NAME
 
     page = browser_page
     for viewport, suffix, width in (
@@ -458,7 +474,7 @@ TABLE_WIDTHS = """(where) => Object.fromEntries(Object.entries(where).map(([name
 }))"""
 
 
-def test_tables_that_fit_a_projector_show_every_column(server: str, browser_page) -> None:
+def test_tables_that_fit_a_projector_show_every_column(server: str, browser_page: Page) -> None:
     """At 1024 x 768 with the sidebar open, the break-even table, the per-layer sums and the kinds' sums
     show every column without a sideways scroll, on the bundled model and on a lab model."""
     from specbound_lab.reference import REFERENCE_DIR
@@ -485,7 +501,7 @@ def test_tables_that_fit_a_projector_show_every_column(server: str, browser_page
                 assert needed <= visible + 1, (path, name, query, shown)
 
 
-def test_the_training_progress_shows_near_the_button(server: str, browser_page) -> None:
+def test_the_training_progress_shows_near_the_button(server: str, browser_page: Page) -> None:
     """At 1024 x 768 the Lab's progress bar appears in view when Train is pressed (it was below the fold)."""
     page = browser_page
     page.set_viewport_size(PROJECTOR)

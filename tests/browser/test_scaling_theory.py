@@ -3,19 +3,27 @@ server, a model in it and p settings; screenshots go to ``test-artifacts/``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import pytest
 from miniature_family import family_atlas
 from streamlit_page import assert_no_errors, screenshot, wait_for_link, wait_idle
+from tiny_models import MakeCheckpoint
 
 from dashboard.state.atlas import model_name
 from dashboard.wording.text import TOTAL_LABEL
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
 pytestmark = pytest.mark.browser
 
 
-def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkpoint, tmp_path) -> None:
+def test_scaling_theory_and_a_shared_link(
+    server: str, browser_page: Page, make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     page = browser_page
     path, _ = family_atlas(make_checkpoint, tmp_path)
     model = model_name(path, "L2-H32")

@@ -7,16 +7,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
 import pytest
 from streamlit_page import screenshot, wait_idle
 from streamlit_server import serve_dashboard
+from tiny_models import MakeCheckpoint
 
 from dashboard.safety import PATHS_OFF, SERVER_PATHS_ENV
 from dashboard.wording.text import WORD_JOINER
 from specbound.io.atlas import save_atlas
 from specbound.io.loading import load_profile
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
@@ -38,13 +43,13 @@ def visitor_server(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def requests_seen(browser_page) -> list[str]:
+def requests_seen(browser_page: Page) -> list[str]:
     seen: list[str] = []
     browser_page.on("request", lambda request: seen.append(request.url))
     return seen
 
 
-def _assert_nothing_rendered(page) -> None:
+def _assert_nothing_rendered(page: Page) -> None:
     """No link or image to another host, no LaTeX, no traceback anywhere on the page."""
     for link in page.locator("a[href]").all():
         href = link.get_attribute("href") or ""
@@ -57,7 +62,7 @@ def _assert_nothing_rendered(page) -> None:
     assert "Traceback" not in page.locator("body").inner_text()
 
 
-def _error_after(page, url: str) -> str:
+def _error_after(page: Page, url: str) -> str:
     page.goto(url)
     page.locator(ERROR_BOX).first.wait_for()
     page.get_by_text(SIDEBAR_SHAPE).wait_for()  # the sidebar is there, on the previous model
@@ -68,7 +73,9 @@ def _error_after(page, url: str) -> str:
     return " ".join(boxes[0].replace(WORD_JOINER, "").split())
 
 
-def test_a_hostile_link_is_shown_as_text_and_fetches_nothing(visitor_server, browser_page, requests_seen) -> None:
+def test_a_hostile_link_is_shown_as_text_and_fetches_nothing(
+    visitor_server: str, browser_page: Page, requests_seen: list[str]
+) -> None:
     page = browser_page
     for injection in INJECTIONS:
         text = _error_after(page, f"{visitor_server}/?{urlencode({'model': injection})}")
@@ -83,7 +90,7 @@ def test_a_hostile_link_is_shown_as_text_and_fetches_nothing(visitor_server, bro
 
 
 def test_an_uploaded_file_name_with_markup_is_text(
-    visitor_server, browser_page, requests_seen, make_checkpoint, tmp_path
+    visitor_server: str, browser_page: Page, requests_seen: list[str], make_checkpoint: MakeCheckpoint, tmp_path: Path
 ) -> None:
     page = browser_page
     profile = load_profile(str(make_checkpoint(layers=2, hidden=32, heads=4, ffn=48)), use_cache=False)

@@ -5,6 +5,7 @@ MLPs, the weights a layer holds, the checks on a shape, and its file form."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -77,7 +78,7 @@ def test_the_weights_a_layer_holds() -> None:
         ({"activation": "swish7"}, "no known Lipschitz constant"),
     ],
 )
-def test_a_shape_that_cannot_be_is_refused(fields: dict, message: str) -> None:
+def test_a_shape_that_cannot_be_is_refused(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ModelShape(**{"num_layers": 12, "hidden_size": 768, "num_heads": 12, "ffn_size": 3072} | fields)
 

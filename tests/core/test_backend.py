@@ -4,6 +4,7 @@ library solves its large eigenproblems (a recorded choice of the spec, said in w
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ class NumpyWithout(NumpyBackend):
 
 def _layer(seed: int = 0) -> LayerWeights:
     rng = np.random.default_rng(seed)
-    return LayerWeights(**{k: rng.normal(0, 0.1, s) for k, s in LayerWeights.expected_shapes(SHAPE).items()})
+    return LayerWeights.of_fields({k: rng.normal(0, 0.1, s) for k, s in LayerWeights.expected_shapes(SHAPE).items()})
 
 
 def test_the_numpy_backend_can_do_everything_and_the_torch_one_none_of_it() -> None:
@@ -46,13 +47,18 @@ def test_the_numpy_backend_can_do_everything_and_the_torch_one_none_of_it() -> N
     assert (torch.host_products, torch.reads_mapped_blocks, torch.layers_in_threads) == (False, False, False)
 
 
-def test_products_are_formed_with_numpy_only_on_a_backend_with_host_products(monkeypatch) -> None:
+def test_products_are_formed_with_numpy_only_on_a_backend_with_host_products(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(1)
     products = FactoredHeads.unshared(rng.standard_normal((3, 20, 5)), rng.standard_normal((3, 5, 30)))
     whole = head_spectra(products)
     calls: list[str] = []
     original = factored._entrywise_norms_whole
-    monkeypatch.setattr(factored, "_entrywise_norms_whole", lambda p: calls.append("whole") or original(p))
+
+    def whole_norms(p: FactoredHeads) -> tuple[np.ndarray, np.ndarray]:
+        calls.append("whole")
+        return original(p)
+
+    monkeypatch.setattr(factored, "_entrywise_norms_whole", whole_norms)
     head_spectra(products, NumpyWithout())
     assert calls == []  # the spec's name is still "numpy": the capability decided
     blocked = head_spectra(products, NumpyWithout())
@@ -71,7 +77,9 @@ class MappedSpy(LayerWeights):
 
 
 @pytest.mark.parametrize(("be", "asked"), [(NumpyBackend(), ["ffn_in", "ffn_out"]), (NumpyWithout(), [])])
-def test_mapped_blocks_are_asked_for_only_by_a_backend_that_reads_them(monkeypatch, be, asked) -> None:
+def test_mapped_blocks_are_asked_for_only_by_a_backend_that_reads_them(
+    monkeypatch: pytest.MonkeyPatch, be: NumpyBackend, asked: list[str]
+) -> None:
     monkeypatch.setattr(engine, "MAPPED_MATRIX_BYTES", 0)  # every feed-forward matrix counts as large
     layer = MappedSpy(**vars(_layer()))
     layer.asked = []
@@ -136,11 +144,18 @@ def _revisioned(index: int) -> RevisionedLayer:
     return layer
 
 
-def test_an_analysis_whose_gram_matrices_go_to_torch_is_recorded_as_computed_by_both(monkeypatch, tmp_path) -> None:
+def test_an_analysis_whose_gram_matrices_go_to_torch_is_recorded_as_computed_by_both(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(backend, "LARGE_EIGEN_ORDER", 32)  # SHAPE's feed-forward Gram matrices are 32 x 32
     solved: list[tuple[int, ...]] = []
     original = backend.large_eigvalsh
-    monkeypatch.setattr(backend, "large_eigvalsh", lambda t: solved.append(t.shape) or original(t))
+
+    def large(t: np.ndarray) -> np.ndarray:
+        solved.append(t.shape)
+        return original(t)
+
+    monkeypatch.setattr(backend, "large_eigvalsh", large)
     cache = ProfileCache(tmp_path)
     layers = [_revisioned(i) for i in range(SHAPE.num_layers)]
     entries = loading.ResumeEntries(cache, "m", SHAPE, get_backend())
@@ -158,7 +173,9 @@ def test_an_analysis_whose_gram_matrices_go_to_torch_is_recorded_as_computed_by_
     assert np.max(np.abs(by_torch.singular_values - sv)) <= 1e-12 * sv.max()
 
 
-def test_an_entry_stored_under_the_label_of_before_is_recomputed_not_trusted(monkeypatch, tmp_path) -> None:
+def test_an_entry_stored_under_the_label_of_before_is_recomputed_not_trusted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """A layer entry of a large model from before the hand-off was recorded says only "numpy": it no
     longer matches, so that layer is computed again (and nothing fails)."""
     monkeypatch.setattr(backend, "LARGE_EIGEN_ORDER", 32)

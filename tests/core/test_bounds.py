@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any, TypedDict
 
 import numpy as np
 import pytest
@@ -34,7 +35,7 @@ def hand() -> BoundAnalysis:
 
 
 def c_closed(s_p: float, scale: float, p: float, n: int) -> float:
-    return s_p ** (1 / (p + 2)) * scale ** (p / (p + 2)) * n ** ((p + 1) / (p + 2))
+    return float(s_p ** (1 / (p + 2)) * scale ** (p / (p + 2)) * n ** ((p + 1) / (p + 2)))
 
 
 def test_alpha_gamma_scale_by_hand(hand: BoundAnalysis) -> None:
@@ -146,7 +147,7 @@ def test_grid_resolution_and_snapping() -> None:
     assert grid_resolution(12, 768) == 19  # ceil(12 + 6.64)
     assert grid_resolution(1, 1) == 2  # ln max(N, 2) = ln 2
     np.testing.assert_allclose(p_grid(3), [0, 1 / 3, 2 / 3, 1, 4 / 3, 5 / 3, 2])
-    np.testing.assert_allclose(snap_to_grid([0.1, 0.2, 1.9, 2.5], 3), [0.0, 1 / 3, 2.0, 2.0])
+    np.testing.assert_allclose(snap_to_grid(np.array([0.1, 0.2, 1.9, 2.5]), 3), np.array([0.0, 1 / 3, 2.0, 2.0]))
     with pytest.raises(ValueError):
         p_grid(0)
 
@@ -167,7 +168,7 @@ def test_transformer_lens_names_its_ov_circuit_our_v(hand: BoundAnalysis) -> Non
         Kind("MLP")
     by_alias = hand.evaluate(PAssignment(by_kind={"OV": 0.5}))  # type: ignore[dict-item]
     np.testing.assert_array_equal(by_alias.p, hand.evaluate(PAssignment(by_kind={Kind.V: 0.5})).p)
-    np.testing.assert_array_equal(hand.profile.mask("OV"), hand.profile.mask(Kind.V))
+    np.testing.assert_array_equal(hand.profile.mask("OV"), hand.profile.mask(Kind.V))  # type: ignore[arg-type]  # the alias a user may type
 
 
 def test_p_assignment_precedence(hand: BoundAnalysis) -> None:
@@ -193,7 +194,7 @@ SETTINGS = PAssignment(
 )
 
 
-def _moved(assignment: PAssignment, setting: dict, p: float) -> PAssignment:
+def _moved(assignment: PAssignment, setting: dict[str, Any], p: float) -> PAssignment:
     """``assignment`` with one setting (the default, a kind or a layer) set to p."""
     if "kind" in setting:
         return replace(assignment, by_kind={**assignment.by_kind, setting["kind"]: p})
@@ -207,7 +208,7 @@ def _moved(assignment: PAssignment, setting: dict, p: float) -> PAssignment:
     [({}, [4, 5]), ({"kind": Kind.QK}, [0, 1]), ({"kind": Kind.V}, [2, 3]), ({"layer": 1}, [6, 7, 8, 9, 11])],
 )
 def test_a_setting_decides_the_matrices_no_more_specific_one_covers(
-    hand: BoundAnalysis, setting: dict, rows: list[int]
+    hand: BoundAnalysis, setting: dict[str, Any], rows: list[int]
 ) -> None:
     decided = SETTINGS.decided_by(hand.profile, **setting)
     np.testing.assert_array_equal(np.flatnonzero(decided), rows)
@@ -223,7 +224,7 @@ def test_a_setting_names_a_kind_or_a_layer_not_both(hand: BoundAnalysis) -> None
 
 
 @pytest.mark.parametrize("setting", [{}, {"kind": Kind.QK}, {"kind": Kind.V}, {"layer": 1}, {"layer": 0}])
-def test_a_sweep_gives_the_totals_of_evaluate_bit_for_bit(hand: BoundAnalysis, setting: dict) -> None:
+def test_a_sweep_gives_the_totals_of_evaluate_bit_for_bit(hand: BoundAnalysis, setting: dict[str, Any]) -> None:
     ps = np.array([0.0, 0.1, 0.5, 1.0, 4 / 3, 2.0])
     sweep = hand.sweep(hand.evaluate(SETTINGS), SETTINGS.decided_by(hand.profile, **setting), ps)
     np.testing.assert_array_equal(sweep.ps, ps)
@@ -280,16 +281,35 @@ def test_overflow_is_carried_in_logs() -> None:
 # --- the whole pipeline against a dense reference ---------------------------------------------------
 
 
-def dense_reference(layers: list[LayerWeights], shape: ModelShape, l_phi: float = L_PHI):
+class _DenseLayer(TypedDict):
+    """One layer's proxy matrices formed densely: per head QK_h and V_h, then M_in and M_out."""
+
+    QK: list[np.ndarray]
+    V: list[np.ndarray]
+    M_in: np.ndarray
+    M_out: np.ndarray
+
+
+#: (alpha_l per layer, gamma per matrix, scale per matrix, the dense matrices, Edelman's total)
+DenseReference = tuple[list[float], list[float], list[float], list[np.ndarray], float]
+
+
+def dense_reference(layers: list[LayerWeights], shape: ModelShape, l_phi: float = L_PHI) -> DenseReference:
     """Every proxy matrix formed densely from the HF weights, then the SPEC formulas as loops."""
     d = shape.head_dim
-    mats = []
+    mats: list[_DenseLayer] = []
     for w in layers:
+        assert w.ffn_in is not None and w.ffn_out is not None  # a dense MLP
         qk = [w.query[h * d : (h + 1) * d].T @ w.key[h * d : (h + 1) * d] for h in range(shape.num_heads)]
         v = [w.value[h * d : (h + 1) * d].T @ w.attn_out.T[h * d : (h + 1) * d] for h in range(shape.num_heads)]
-        mats.append({"QK": qk, "V": v, "M_in": w.ffn_in.T, "M_out": w.ffn_out.T})
-    spec = lambda m: np.linalg.svd(m, compute_uv=False)[0]  # noqa: E731
-    n21 = lambda m: np.linalg.norm(m, axis=0).sum()  # noqa: E731
+        mats.append(_DenseLayer(QK=qk, V=v, M_in=w.ffn_in.T, M_out=w.ffn_out.T))
+
+    def spec(m: np.ndarray) -> float:
+        return float(np.linalg.svd(m, compute_uv=False)[0])
+
+    def n21(m: np.ndarray) -> float:
+        return float(np.linalg.norm(m, axis=0).sum())
+
     factors = [
         l_phi
         * spec(m["M_in"])
@@ -298,7 +318,9 @@ def dense_reference(layers: list[LayerWeights], shape: ModelShape, l_phi: float 
         for m in mats
     ]
     alphas = [math.prod(factors[k] for k in range(layer + 1, len(mats))) for layer in range(len(mats))]
-    gammas, matrices, edelman = [], [], 1.0
+    gammas: list[float] = []
+    matrices: list[np.ndarray] = []
+    edelman = 1.0
     for layer, m in enumerate(mats):
         mlp = spec(m["M_out"]) * spec(m["M_in"])
         gammas += [2 * spec(m["V"][h]) * mlp for h in range(shape.num_heads)] + [mlp] * shape.num_heads

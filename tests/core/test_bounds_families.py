@@ -8,12 +8,13 @@ computed here from SPEC §11 with plain Python loops, independently of :mod:`spe
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import numpy as np
 import pytest
 from hand_profiles import make_profile
 
-from specbound.core.architecture import Kind, Mlp, ModelShape, Residual
+from specbound.core.architecture import Adaptation, Kind, Mlp, ModelShape, Residual
 from specbound.core.bounds import BoundAnalysis, BoundSettings
 from specbound.core.logspace import to_log10
 
@@ -23,7 +24,7 @@ L_PHI_SILU = 1.0998
 # Order per layer: QK h0, QK h1, V h0, V h1, M_gate, M_in, M_out.
 GATED = ModelShape(
     2, 4, 2, 6, num_kv_heads=1, mlp=Mlp.GATED, family="llama", activation="silu",
-    adaptations=("causal", "rotary", "grouped-query attention", "gated MLP"),
+    adaptations=(Adaptation.CAUSAL, Adaptation.ROTARY, Adaptation.GROUPED_QUERY, Adaptation.GATED_MLP),
 )  # fmt: skip
 GATED_SPECTRA = [
     [2.0, 1.0], [3.0], [1.0, 0.5], [2.0], [1.5, 1.0, 0.2], [4.0, 2.0, 1.0], [3.0, 1.0, 0.5],
@@ -32,7 +33,7 @@ GATED_SPECTRA = [
 GATED_NORM21 = [0.5 * (i + 1) for i in range(14)]
 
 # The same attention, a plain MLP and a parallel residual (GPT-NeoX with use_parallel_residual).
-PARALLEL = ModelShape(2, 4, 2, 6, residual=Residual.PARALLEL, family="gpt_neox", adaptations=("causal",))
+PARALLEL = ModelShape(2, 4, 2, 6, residual=Residual.PARALLEL, family="gpt_neox", adaptations=(Adaptation.CAUSAL,))
 PARALLEL_SPECTRA = [s for i, s in enumerate(GATED_SPECTRA) if i % 7 != 4]  # drop both M_gate rows
 PARALLEL_NORM21 = [0.5 * (i + 1) for i in range(12)]
 
@@ -41,7 +42,16 @@ def _layer_norms(spectra: list[list[float]], per_layer: int, layer: int) -> list
     return [max(s) for s in spectra[layer * per_layer : (layer + 1) * per_layer]]
 
 
-def expected_gated(l_phi: float = L_PHI_SILU) -> dict[str, object]:
+class Expected(TypedDict):
+    """α per layer, γ per matrix, ξ per layer and the Edelman-style total, written out by hand."""
+
+    alpha: list[float]
+    gamma: list[float]
+    xi: list[float]
+    edelman: float
+
+
+def expected_gated(l_phi: float = L_PHI_SILU) -> Expected:
     """α, γ and the Edelman-style proxy of GATED from SPEC §11, written out."""
     norms = [_layer_norms(GATED_SPECTRA, 7, layer) for layer in range(2)]
     factors, gammas = [], []
@@ -58,7 +68,7 @@ def expected_gated(l_phi: float = L_PHI_SILU) -> dict[str, object]:
             terms += (gamma_e * GATED_NORM21[7 * layer + j]) ** (2 / 3)
         xi.append(terms)
     edelman = (1 + sum(a ** (2 / 3) * x for a, x in zip(alpha, xi, strict=True))) ** 1.5
-    return {"alpha": alpha, "gamma": gammas, "xi": xi, "edelman": edelman}
+    return Expected(alpha=alpha, gamma=gammas, xi=xi, edelman=edelman)
 
 
 def test_a_gated_grouped_query_block_takes_nu_in_alpha_and_its_own_local_factors() -> None:

@@ -14,6 +14,7 @@ import pytest
 from specbound.core.architecture import ModelShape
 from specbound.core.directions import (
     DirectionSettings,
+    MatrixDirection,
     compare_directions,
     dense_vectors,
     factored_vectors,
@@ -37,14 +38,18 @@ def planted(rows: int, cols: int, values: np.ndarray, seed: int) -> tuple[np.nda
 VALUES = np.array([10.0, 8.0, 7.0, 5.0, 4.0, 3.5, 3.0, 2.0, 1.5, 1.0, 0.8, 0.5])
 
 
+#: (W⁰, U, V, the unit vectors orthogonal to W⁰'s column space)
+Planted = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 @pytest.fixture
-def base() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def base() -> Planted:
     """W⁰ = U diag(VALUES) Vᵀ, 40 x 12, and the 28 unit vectors orthogonal to its column space."""
     u, v, rest = planted(40, 12, VALUES, seed=0)
     return u @ np.diag(VALUES) @ v.T, u, v, rest
 
 
-def test_a_planted_rotation_is_found(base):
+def test_a_planted_rotation_is_found(base: Planted) -> None:
     """u₂ replaced by a vector orthogonal to every left vector of W⁰: one intruder of cosine 0; the top
     10 left subspaces share 9 directions (overlap 9/10), the right ones all 10."""
     w0, u, v, rest = base
@@ -59,7 +64,7 @@ def test_a_planted_rotation_is_found(base):
     assert found.chance_cosine == pytest.approx(math.sqrt(2 * math.log(10) / 40), rel=1e-15)
 
 
-def test_a_rotation_below_the_top_k_is_not_counted(base):
+def test_a_rotation_below_the_top_k_is_not_counted(base: Planted) -> None:
     """The same rotation of u₁₁ lies outside the top 10: no intruder; with k = 11 it is one."""
     w0, u, v, rest = base
     rotated = u.copy()
@@ -69,7 +74,7 @@ def test_a_rotation_below_the_top_k_is_not_counted(base):
     assert compare_directions(tuned, dense_vectors(w0), DirectionSettings(k=11)).intruders == 1
 
 
-def test_a_planted_rescaling_is_not_found(base):
+def test_a_planted_rescaling_is_not_found(base: Planted) -> None:
     """New singular values (reordered too) on the same vectors: no intruder, every cosine 1."""
     w0, u, v, _ = base
     values = VALUES[::-1] * 3.0 + np.arange(12)  # increasing: the order of the vectors changes
@@ -82,7 +87,9 @@ def test_a_planted_rescaling_is_not_found(base):
 
 
 @pytest.mark.parametrize("cosine, eps, intruders", [(0.6, 0.5, 0), (0.6, 0.7, 1), (0.3, 0.5, 1)])
-def test_a_partial_rotation_has_the_cosine_it_was_given(base, cosine, eps, intruders):
+def test_a_partial_rotation_has_the_cosine_it_was_given(
+    base: Planted, cosine: float, eps: float, intruders: int
+) -> None:
     """u₃ turned to cos θ u₃ + sin θ w (w outside W⁰'s columns): c₃ = cos θ, an intruder iff below ε."""
     w0, u, v, rest = base
     rotated = u.copy()
@@ -96,7 +103,7 @@ def test_a_partial_rotation_has_the_cosine_it_was_given(base, cosine, eps, intru
     assert found.overlap_left == pytest.approx((9 + cosine) / 10, abs=1e-12)
 
 
-def test_k_is_capped_at_the_rank_and_the_chance_level_follows():
+def test_k_is_capped_at_the_rank_and_the_chance_level_follows() -> None:
     u, v, rest = planted(30, 8, np.array([3.0, 2.0, 1.0]), seed=1)
     w0 = u @ np.diag([3.0, 2.0, 1.0]) @ v.T  # rank 3
     turned = u.copy()
@@ -109,7 +116,7 @@ def test_k_is_capped_at_the_rank_and_the_chance_level_follows():
     assert found.chance_cosine == pytest.approx(math.sqrt(2 * math.log(3) / 30), rel=1e-15)
 
 
-def test_a_near_tie_is_flagged_not_resolved():
+def test_a_near_tie_is_flagged_not_resolved() -> None:
     u, v, _ = planted(20, 6, np.ones(6), seed=2)
     tied = u @ np.diag([5.0, 4.0, 4.0 * (1 + 1e-10), 3.0, 2.0, 1.0]) @ v.T
     apart = u @ np.diag([5.0, 4.0, 3.9, 3.0, 2.0, 1.0]) @ v.T
@@ -121,7 +128,7 @@ def test_a_near_tie_is_flagged_not_resolved():
     assert not compare_directions(dense_vectors(late), dense_vectors(apart), DirectionSettings(k=3)).near_tie
 
 
-def test_a_direction_in_the_null_space_of_a_rank_deficient_reference_is_an_intruder():
+def test_a_direction_in_the_null_space_of_a_rank_deficient_reference_is_an_intruder() -> None:
     """W⁰ of rank 2 in R^6: its other four 'singular vectors' are any basis of its null space, so the
     best match is taken over its range only, and a new direction there has cosine 0."""
     w0 = np.zeros((6, 6))
@@ -134,14 +141,14 @@ def test_a_direction_in_the_null_space_of_a_rank_deficient_reference_is_an_intru
     assert found.overlap_left == pytest.approx(2 / 3, abs=1e-12)  # W⁰ has only two top directions
 
 
-def test_settings_are_checked():
+def test_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="eps must be a number in"):
         DirectionSettings(eps=0.0)
     with pytest.raises(ValueError, match=r"k must be an integer >= 1, got 2\.5"):
         DirectionSettings(k=2.5)  # type: ignore[arg-type]
 
 
-def test_factored_vectors_are_a_compact_svd_of_the_product():
+def test_factored_vectors_are_a_compact_svd_of_the_product() -> None:
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((24, 6)), rng.standard_normal((6, 24))
     found = factored_vectors(a, b)
@@ -152,7 +159,9 @@ def test_factored_vectors_are_a_compact_svd_of_the_product():
     np.testing.assert_allclose(found.s, np.linalg.svd(a @ b, compute_uv=False)[:6], rtol=1e-12)
 
 
-def _dense_layer_reference(tuned: LayerWeights, base: LayerWeights, shape: ModelShape, settings: DirectionSettings):
+def _dense_layer_reference(
+    tuned: LayerWeights, base: LayerWeights, shape: ModelShape, settings: DirectionSettings
+) -> list[MatrixDirection]:
     """Each head's QK_h and V_h formed as the dense N x N product, then LAPACK's SVD of it."""
     d, group = shape.head_dim, shape.queries_per_kv_head
     pairs = []
@@ -161,10 +170,12 @@ def _dense_layer_reference(tuned: LayerWeights, base: LayerWeights, shape: Model
             g = h // group  # the key/value head query head h reads
             s, t = slice(h * d, (h + 1) * d), slice(g * d, (g + 1) * d)
 
-            def product(w: LayerWeights, kind=kind, s=s, t=t) -> np.ndarray:
+            def product(w: LayerWeights, kind: str = kind, s: slice = s, t: slice = t) -> np.ndarray:
                 if kind == "QK":
-                    return w.query[s].T @ w.key[t]  # (N, N)
-                return w.value[t].T @ w.attn_out[:, s].T  # (N, N)
+                    qk: np.ndarray = w.query[s].T @ w.key[t]  # (N, N)
+                    return qk
+                v: np.ndarray = w.value[t].T @ w.attn_out[:, s].T  # (N, N)
+                return v
 
             pairs.append((product(tuned), product(base)))
     for field in ("ffn_in", "ffn_out"):
@@ -185,13 +196,14 @@ def _layer(rng: np.random.Generator, shape: ModelShape) -> LayerWeights:
 
 
 @pytest.mark.parametrize("kv_heads", [4, 2])
-def test_per_head_directions_equal_a_dense_svd_of_each_product(kv_heads):
+def test_per_head_directions_equal_a_dense_svd_of_each_product(kv_heads: int) -> None:
     """Grouped-query heads of size d = 6 in N = 24 (rank-deficient products): the factored route gives
     the dense SVD's counts, cosines and overlaps to 1e-10."""
     shape = ModelShape(1, 24, 4, 40, num_kv_heads=kv_heads)
     rng = np.random.default_rng(kv_heads)
     base = _layer(rng, shape)
     step = _layer(rng, shape)
+    assert base.ffn_in is not None and step.ffn_in is not None  # _layer's dense MLP
     tuned = LayerWeights(
         **{f: getattr(base, f) + 0.6 * getattr(step, f) for f in ("query", "key", "value", "attn_out")},
         ffn_in=base.ffn_in + 0.6 * step.ffn_in,
@@ -210,7 +222,7 @@ def test_per_head_directions_equal_a_dense_svd_of_each_product(kv_heads):
     assert (ours[-1].intruders, ours[-1].min_cosine, ours[-1].overlap_left) == (0, 1.0, 1.0)  # M_out unchanged
 
 
-def test_an_unchanged_head_has_no_intruders_and_overlap_one():
+def test_an_unchanged_head_has_no_intruders_and_overlap_one() -> None:
     shape = ModelShape(1, 12, 3, 20)
     base = _layer(np.random.default_rng(5), shape)
     query = base.query.copy()
@@ -227,11 +239,12 @@ def test_an_unchanged_head_has_no_intruders_and_overlap_one():
         )
 
 
-def test_conv1d_layout_reads_the_transposed_matrix():
+def test_conv1d_layout_reads_the_transposed_matrix() -> None:
     """GPT-2 stores its feed-forward weights (in, out): the left vectors peft compares are the input's."""
     shape = ModelShape(1, 8, 2, 16)
     rng = np.random.default_rng(6)
     base = _layer(rng, shape)
+    assert base.ffn_in is not None  # _layer's dense MLP
     ffn_in = base.ffn_in + rng.standard_normal(base.ffn_in.shape)
     tuned = LayerWeights(base.query, base.key, base.value, base.attn_out, ffn_in=ffn_in, ffn_out=base.ffn_out)
     settings = DirectionSettings(k=4)
@@ -245,7 +258,7 @@ def test_conv1d_layout_reads_the_transposed_matrix():
 
 
 @pytest.mark.parametrize("rows, cols", [(40, 12), (12, 40)])
-def test_the_gram_route_gives_the_svd_and_falls_back_where_it_would_lose_digits(rows, cols):
+def test_the_gram_route_gives_the_svd_and_falls_back_where_it_would_lose_digits(rows: int, cols: int) -> None:
     """gram_vectors, the feed-forward matrices' route: the SVD's values and (up to sign) vectors on a
     well-conditioned matrix; on a rank-deficient one (values spanning beyond GRAM_CONDITION) the SVD's own."""
     from specbound.core.directions import GRAM_CONDITION, gram_vectors

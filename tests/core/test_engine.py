@@ -7,15 +7,17 @@ written after; progress counts every layer; and how many layers run at once."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 import pytest
 
 from specbound.core import engine
 from specbound.core.architecture import ModelShape
-from specbound.core.backend import get_backend
+from specbound.core.backend import Backend, get_backend
 from specbound.core.engine import LayerSpectra, analyse_layer, compute_profile, default_workers
-from specbound.core.matrices import LayerWeights
+from specbound.core.matrices import LayerSource, LayerWeights
+from specbound.core.progress import ProgressEvent
 
 N, D_FF = 8, 12
 #: four query heads of d = 2 sharing two key/value heads (grouped-query attention: g(h) = h // 2)
@@ -94,20 +96,27 @@ class DictCache:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_layer_cache_is_read_first_and_written_after(monkeypatch, workers: int) -> None:
+def test_a_layer_cache_is_read_first_and_written_after(monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
     cache = DictCache()
     first = compute_profile(layers(), GQA, workers=workers, layer_cache=cache)
     assert cache.loads == [0, 1, 2] and cache.saves == [0, 1, 2]
     del cache.kept[1]  # an analysis interrupted in layer 1: layers 0 and 2 are kept
-    computed: list[int] = []
+    computed: list[int | None] = []
     original = engine.analyse_layer
 
-    def counting(layer, shape, backend=None, *, index=None, large_norm_11=False):
+    def counting(
+        layer: LayerSource,
+        shape: ModelShape,
+        backend: Backend | None = None,
+        *,
+        index: int | None = None,
+        large_norm_11: bool = False,
+    ) -> LayerSpectra:
         computed.append(index)
         return original(layer, shape, backend, index=index, large_norm_11=large_norm_11)
 
     monkeypatch.setattr(engine, "analyse_layer", counting)
-    events = []
+    events: list[ProgressEvent] = []
     resumed = compute_profile(layers(), GQA, workers=workers, layer_cache=cache, progress=events.append)
     assert computed == [1] and cache.saves == [0, 1, 2, 1]
     np.testing.assert_array_equal(resumed.singular_values, first.singular_values)
@@ -115,12 +124,12 @@ def test_a_layer_cache_is_read_first_and_written_after(monkeypatch, workers: int
     assert events[0].eta_s is None and events[1].eta_s is not None  # an estimate once one layer was timed
 
 
-def test_how_many_layers_run_at_once(monkeypatch) -> None:
+def test_how_many_layers_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     numpy = get_backend()
-    monkeypatch.setattr(engine.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # the os module the engine asks
     assert default_workers(GQA, numpy) == 2  # small layers: one per core
     assert default_workers(dataclasses.replace(GQA, num_layers=1), numpy) == 1  # no more than the layers
-    monkeypatch.setattr(engine.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
     assert default_workers(ModelShape(24, 64, 4, 256), numpy) == engine.MAX_LAYER_WORKERS
     large = ModelShape(32, 8192, 64, 28672)  # a layer of a 70B-class decoder: analysed alone
     assert default_workers(large, numpy) == 1

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from specbound.core.architecture import Kind, ModelShape
+from specbound.core.architecture import Kind, Mlp, ModelShape
 from specbound.core.matrices import LayerWeights, head_rows, layer_factors
 
 
@@ -57,6 +59,7 @@ def test_v_is_the_value_path_of_each_head_through_the_output_projection(n: int, 
 def test_feed_forward_matrices_in_row_vector_form() -> None:
     n, ffn = 12, 30
     w = random_layer(n, ffn)
+    assert w.ffn_in is not None and w.ffn_out is not None  # random_layer's dense MLP
     f = layer_factors(w, ModelShape(1, n, 3, ffn))
     x = np.random.default_rng(5).standard_normal(n)
     assert f.m_in.shape == (n, ffn) and f.m_out.shape == (ffn, n)
@@ -113,11 +116,13 @@ def test_a_gated_mlp_has_its_gate_first_in_row_vector_form() -> None:
     n, ffn = 8, 12
     rng = np.random.default_rng(2)
     w = random_layer(n, ffn)
-    gated = LayerWeights(**{**w.__dict__, "gate": rng.standard_normal((ffn, n))})
-    f = layer_factors(gated, ModelShape(1, n, 2, ffn, mlp="gated"))
+    assert w.ffn_in is not None  # random_layer's dense MLP
+    gated = dataclasses.replace(w, gate=rng.standard_normal((ffn, n)))
+    assert gated.gate is not None
+    f = layer_factors(gated, ModelShape(1, n, 2, ffn, mlp=Mlp.GATED))
     assert list(f.mlp) == [Kind.M_GATE, Kind.M_IN, Kind.M_OUT]
     x = rng.standard_normal(n)
     np.testing.assert_allclose(x @ f.mlp[Kind.M_GATE], gated.gate @ x)
     np.testing.assert_allclose(x @ f.mlp[Kind.M_IN], w.ffn_in @ x)
     with pytest.raises(ValueError, match="gate"):
-        layer_factors(w, ModelShape(1, n, 2, ffn, mlp="gated"))
+        layer_factors(w, ModelShape(1, n, 2, ffn, mlp=Mlp.GATED))

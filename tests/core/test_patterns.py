@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ def _random_key(rng: random.Random, depth: int = 0) -> str:
 
 
 @pytest.mark.parametrize("seed", [59, 60, 61])
-def test_random_keys_match_as_pythons_engine_matches_them(seed):
+def test_random_keys_match_as_pythons_engine_matches_them(seed: int) -> None:
     rng = random.Random(seed)
     checked = 0
     for _ in range(1500):
@@ -81,7 +82,7 @@ def test_random_keys_match_as_pythons_engine_matches_them(seed):
         "a.",
     ],
 )
-def test_a_plain_key_is_a_suffix_at_a_dot_as_the_expression_says(key, name):
+def test_a_plain_key_is_a_suffix_at_a_dot_as_the_expression_says(key: str, name: str) -> None:
     """Plain characters and dots (any character but a line break, as in the expression): one length,
     compared with the end of the name, no automaton."""
     matcher = SuffixPattern(key)
@@ -99,21 +100,21 @@ def test_a_plain_key_is_a_suffix_at_a_dot_as_the_expression_says(key, name):
         (r"(q|v)_proj", "model.layers.0.self_attn.k_proj", False),
     ],
 )
-def test_regular_keys_mean_what_they_mean_to_peft(key, name, expected):
+def test_regular_keys_mean_what_they_mean_to_peft(key: str, name: str, expected: bool) -> None:
     assert SuffixPattern(key).matches(name) is expected
     assert _peft(key, name) is expected
 
 
-def test_the_key_that_hangs_re_is_matched_in_steps_bounded_by_the_name(monkeypatch):
+def test_the_key_that_hangs_re_is_matched_in_steps_bounded_by_the_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """What runs: the steps the automaton counts as it runs (each state and edge once per position,
     each alive state's test once) stay within its cost, linear in the name, and the key never reaches
     Python's backtracking engine."""
     matcher = SuffixPattern(EVIL)
     assert 0 < matcher.states < 20
 
-    def no_backtracking(pattern, *args, **kwargs):
+    def no_backtracking(pattern: str | re.Pattern[str], string: str, flags: int = 0) -> re.Match[str] | None:
         assert "X" not in str(pattern), "the key went to Python's backtracking engine"
-        return real(pattern, *args, **kwargs)
+        return real(pattern, string, flags)
 
     real = re.match
     monkeypatch.setattr(re, "match", no_backtracking)
@@ -127,7 +128,7 @@ def test_the_key_that_hangs_re_is_matched_in_steps_bounded_by_the_name(monkeypat
 
 
 @pytest.mark.parametrize("seed", [59, 60])
-def test_the_steps_taken_never_exceed_the_cost_counted_before(seed):
+def test_the_steps_taken_never_exceed_the_cost_counted_before(seed: int) -> None:
     """The budget is summed from :meth:`SuffixPattern.cost` before any key runs: what a match then
     counts as it runs (every pop of a state, every test, every segment compared) is never more, for
     random keys of the parity grammar, plain keys, and names with line breaks, dots and long runs
@@ -151,7 +152,7 @@ def test_the_steps_taken_never_exceed_the_cost_counted_before(seed):
     assert checked > 1000
 
 
-def test_a_class_is_one_membership_test_however_many_items_it_lists(monkeypatch):
+def test_a_class_is_one_membership_test_however_many_items_it_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     """What runs: a class of 150 single characters (the review's key that took 462 s) is compiled
     once for every copy of its repeat and tried once per position of the name, each try a set lookup
     and a bisection, never a predicate per item; the steps are those of a class of one item."""
@@ -160,7 +161,7 @@ def test_a_class_is_one_membership_test_however_many_items_it_lists(monkeypatch)
     tries = []
     original = patterns.CharClass.__call__
 
-    def counted(self, char):
+    def counted(self: patterns.CharClass, char: str) -> bool:
         tries.append(char)
         return original(self, char)
 
@@ -173,7 +174,7 @@ def test_a_class_is_one_membership_test_however_many_items_it_lists(monkeypatch)
     assert len(tries) == len(name)
 
 
-def test_a_class_answers_as_pythons_engine_on_every_code_point():
+def test_a_class_answers_as_pythons_engine_on_every_code_point() -> None:
     """``\\d``, ``\\s``, ``\\w`` and their complements are one set of kinds of a character: the same
     answer as ``re`` on all 1,114,112 code points, alone and combined with ranges and negation."""
     import sys
@@ -199,18 +200,18 @@ def test_a_class_answers_as_pythons_engine_on_every_code_point():
         (r"[z-a]", "not a valid regular expression"),
     ],
 )
-def test_what_no_bounded_matcher_runs_is_refused(key, words):
+def test_what_no_bounded_matcher_runs_is_refused(key: str, words: str) -> None:
     with pytest.raises(PatternError, match=re.escape(words)):
         SuffixPattern(key)
 
 
-def test_a_repeat_that_unrolls_too_far_is_refused_before_it_is_built(monkeypatch):
+def test_a_repeat_that_unrolls_too_far_is_refused_before_it_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """The size is counted as the automaton is built: ``(a{1000}){1000}`` stops at the limit, it does
     not build a million states first."""
     built = []
     original = patterns._Builder.state
 
-    def counted(self, **kwargs):
+    def counted(self: patterns._Builder, **kwargs: Any) -> patterns._State:
         built.append(1)
         return original(self, **kwargs)
 

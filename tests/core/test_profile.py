@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specbound.core.architecture import Kind, ModelShape
+from specbound.core.architecture import Adaptation, Kind, Mlp, ModelShape
 from specbound.core.profile import MatrixId, SpectralProfile, matrix_ids
 
 
@@ -126,7 +126,7 @@ def test_rows_of_selects_layers_kinds_and_heads() -> None:
 
 def test_a_gated_grouped_query_model_lists_m_gate_before_m_in_and_m_out() -> None:
     """Row order within a layer: QK and V per query head, then M_gate, M_in, M_out (L (2H + 3) rows)."""
-    shape = ModelShape(num_layers=2, hidden_size=8, num_heads=4, ffn_size=12, num_kv_heads=2, mlp="gated")
+    shape = ModelShape(num_layers=2, hidden_size=8, num_heads=4, ffn_size=12, num_kv_heads=2, mlp=Mlp.GATED)
     assert shape.kinds == (Kind.QK, Kind.V, Kind.M_GATE, Kind.M_IN, Kind.M_OUT)
     assert shape.num_matrices == 2 * (2 * 4 + 3)
     profile = _profile_with_row_numbers(shape)
@@ -149,10 +149,10 @@ def test_the_shape_round_trips_through_its_dict_and_reads_the_old_four_sizes() -
         40,
         num_kv_heads=2,
         head_dim=6,
-        mlp="gated",
+        mlp=Mlp.GATED,
         family="llama",
         activation="silu",
-        adaptations=("causal", "rotary"),
+        adaptations=(Adaptation.CAUSAL, Adaptation.ROTARY),
     )
     assert ModelShape.from_dict(shape.to_dict()) == shape
     assert ModelShape.from_dict({"num_layers": 2, "hidden_size": 16, "num_heads": 4, "ffn_size": 40}) == ModelShape(

@@ -8,6 +8,7 @@ import pytest
 
 from specbound.api.analysis import Analysis
 from specbound.api.runs import step_row
+from specbound.core.bounds import BoundAnalysis
 from specbound.core.proxies import FIXED_P_PROXIES, PROXIES, Proxy
 from specbound.present.figures import scaling as scaling_figures
 from specbound.studies import scaling
@@ -27,8 +28,8 @@ def test_each_proxy_has_the_names_its_files_have_always_had() -> None:
     assert Proxy.OURS.fixed_p is None and Proxy.EDELMAN.fixed_p is None
 
 
-def test_the_study_the_trajectories_the_figures_and_the_lab_read_it(minilm) -> None:
-    assert scaling.Proxy is Proxy and scaling.PROXIES == PROXIES
+def test_the_study_the_trajectories_the_figures_and_the_lab_read_it(minilm: BoundAnalysis) -> None:
+    assert vars(scaling)["Proxy"] is Proxy and vars(scaling)["PROXIES"] == PROXIES  # the names the study reads
     assert list(scaling_figures.PROXY_LABELS.values()) == [
         "ours (p*)",
         "Edelman et al.",

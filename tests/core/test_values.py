@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -32,7 +33,9 @@ def test_a_file_s_number_is_never_a_bool_or_a_string() -> None:
         (2e-10, {"low": 1e-9, "high": 1.0}, "x must be a number in [1e-09, 1], got 2e-10"),
     ],
 )
-def test_a_number_outside_its_interval_is_refused_in_one_line(value, options, message) -> None:
+def test_a_number_outside_its_interval_is_refused_in_one_line(
+    value: object, options: dict[str, Any], message: str
+) -> None:
     with pytest.raises(ValueError) as refused:
         check_number(value, "x", **options)
     assert str(refused.value).startswith(message)

@@ -23,14 +23,15 @@ from dashboard.widgets.controls import (
     slider_step,
 )
 from specbound.core.architecture import Kind
+from specbound.core.bounds import BoundAnalysis
 
 
-def test_nothing_is_held_before_the_controls_are_first_drawn(minilm) -> None:
+def test_nothing_is_held_before_the_controls_are_first_drawn(minilm: BoundAnalysis) -> None:
     assert held_choice(minilm, {}) is None
     assert held_choice(minilm, {GLOBAL_KEY: 0.5}) is None  # a link's value waits for the controls
 
 
-def test_the_default_is_p_star_or_the_global_p_on_the_grid(minilm) -> None:
+def test_the_default_is_p_star_or_the_global_p_on_the_grid(minilm: BoundAnalysis) -> None:
     assert minilm.grid_m == 12
     at_p_star = held_choice(minilm, {OPTIMAL_KEY: True, GLOBAL_KEY: 0.5})
     assert at_p_star is not None and at_p_star.assignment.default is None and at_p_star.summary == "default p*"
@@ -41,7 +42,7 @@ def test_the_default_is_p_star_or_the_global_p_on_the_grid(minilm) -> None:
     assert free is not None and free.assignment.default == 0.34 and free.summary == "default p = 0.34"
 
 
-def test_overrides_count_only_behind_their_toggle_and_layers_after_kinds(minilm) -> None:
+def test_overrides_count_only_behind_their_toggle_and_layers_after_kinds(minilm: BoundAnalysis) -> None:
     state = {
         OPTIMAL_KEY: False,
         GLOBAL_KEY: 1.0,
@@ -78,8 +79,8 @@ def test_slider_positions_near_the_value_and_at_both_ends_with_the_p_the_page_co
     assert list(whole) == list(range(25))  # the reach clipped to [0, 2]
 
 
-def test_the_sliders_that_move_the_total(minilm) -> None:
-    state = {OPTIMAL_KEY: False, GLOBAL_KEY: 1.0, KINDS_KEY: True, LAYERS_KEY: True}
+def test_the_sliders_that_move_the_total(minilm: BoundAnalysis) -> None:
+    state: dict[str, object] = {OPTIMAL_KEY: False, GLOBAL_KEY: 1.0, KINDS_KEY: True, LAYERS_KEY: True}
     state |= {KIND_KEY.format("QK") + "_mode": OWN, KIND_KEY.format("QK"): 0.5}
     state |= {KIND_KEY.format("V") + "_mode": OPTIMAL, LAYER_KEY.format(2) + "_mode": OWN, LAYER_KEY.format(2): 2.0}
     choice = held_choice(minilm, state)

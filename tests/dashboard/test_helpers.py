@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dashboard.services.scaling import family_member
 from dashboard.state import atlas
-from dashboard.state.share import BOOL, P_VALUE
+from dashboard.state.share import BOOL, P_VALUE, Codec
 from dashboard.widgets.controls import MODE_CODEC, OPTIMAL, OWN
 from specbound.core.architecture import ModelShape
 from specbound.core.profile import SpectralProfile
@@ -29,7 +30,7 @@ from specbound.present.numbers import format_log
         (MODE_CODEC, OPTIMAL, "optimal"),
     ],
 )
-def test_codecs_write_and_read_link_values(codec, value, text) -> None:
+def test_codecs_write_and_read_link_values(codec: Codec, value: object, text: str) -> None:
     assert codec.format(value) == text
     expected = pytest.approx(value, rel=1e-6) if isinstance(value, float) else value
     assert codec.parse(text) == expected
@@ -47,7 +48,7 @@ def test_codecs_write_and_read_link_values(codec, value, text) -> None:
         (MODE_CODEC, "mine"),
     ],
 )
-def test_codecs_refuse_junk(codec, junk) -> None:
+def test_codecs_refuse_junk(codec: Codec, junk: str) -> None:
     with pytest.raises(ValueError):
         codec.parse(junk)
 
@@ -74,7 +75,7 @@ def _profile(name: str) -> SpectralProfile:
     return SpectralProfile(name, "r", shape, np.ones((m, 1)), np.full(m, 4), np.ones(m), np.ones(m))
 
 
-def test_an_uploaded_atlas_travels_in_links_by_digest(tmp_path) -> None:
+def test_an_uploaded_atlas_travels_in_links_by_digest(tmp_path: Path) -> None:
     content = save_atlas([_profile("L2-H128")], tmp_path / "a.npz").read_bytes()
     stored = atlas.store_upload("class.npz", content)
     name = atlas.model_name(stored, "L2-H128")

@@ -39,4 +39,4 @@ def test_every_visitor_name_goes_through_the_one_policy() -> None:
 def test_the_figures_know_the_presentation_key() -> None:
     from dashboard.widgets import export, presentation
 
-    assert export.PRESENT_KEY == presentation.PRESENT_KEY
+    assert vars(presentation)["PRESENT_KEY"] == export.PRESENT_KEY  # the name the widget reads

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dashboard import serve
+from specbound.core.bounds import BoundAnalysis
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +32,7 @@ print(json.dumps({"late": late, "errors": [str(e.value) for e in at.exception], 
 """
 
 
-def test_the_landing_page_imports_nothing_the_launcher_did_not_preload(minilm) -> None:
+def test_the_landing_page_imports_nothing_the_launcher_did_not_preload(minilm: BoundAnalysis) -> None:
     """LANDING_MODULES is complete: the Overview's first run (warm profile cache) imports none of ours."""
     assert minilm.profile.shape.num_layers == 6  # the session's profile cache now holds the bundled model
     done = subprocess.run(
@@ -61,7 +62,12 @@ def test_the_preload_waits_for_the_server_to_run(monkeypatch: pytest.MonkeyPatch
 def test_the_preload_gives_up_on_a_server_that_never_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[bool] = []
     imported: list[str] = []
-    monkeypatch.setattr(serve, "server_running", lambda: asked.append(False) or False)
+
+    def never_running() -> bool:
+        asked.append(False)
+        return False
+
+    monkeypatch.setattr(serve, "server_running", never_running)
     monkeypatch.setattr(serve, "POLL_S", 0.0)
     monkeypatch.setattr(serve, "GIVE_UP_S", 0.05)
     monkeypatch.setattr(serve, "preload", lambda modules: imported.extend(modules))

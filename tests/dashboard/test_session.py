@@ -6,7 +6,9 @@ the session's atlas. The picker, a shared link and the Lab page call them (their
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from dashboard.state import atlas, session
 
@@ -23,7 +25,7 @@ NAMES = {"MODEL_KEY": session.MODEL_KEY, "ERROR_KEY": session.ERROR_KEY, "PENDIN
 NAMES |= {"LABEL_KEY": atlas.LABEL_KEY}
 
 
-def _key(node: ast.expr, local: dict[str, object]) -> str | None:
+def _key(node: ast.expr, local: Mapping[str, Any]) -> str | None:
     """The model-state key an expression names (a literal, ``module.KEY``, or ``KEY``: the module's own
     constant of that name first), else None."""
     if isinstance(node, ast.Name) and node.id in local:
@@ -65,6 +67,7 @@ def writes(path: Path) -> list[tuple[str, int]]:
             else:
                 key = None
             if key:
+                assert isinstance(node, ast.stmt)  # only statements have targets
                 found.append((key, node.lineno))
         if not (
             isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_session_state(node.func.value)

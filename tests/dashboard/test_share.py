@@ -3,6 +3,8 @@ falls back to its default for one it does not offer (a link or a model opened be
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -32,7 +34,7 @@ def _page() -> None:
         ({}, {"kind": "junk"}, "QK"),  # a hand-edited link
     ],
 )
-def test_a_shared_choice_keeps_only_what_is_offered(session: dict, link: dict, shown: str) -> None:
+def test_a_shared_choice_keeps_only_what_is_offered(session: dict[str, Any], link: dict[str, str], shown: str) -> None:
     at = AppTest.from_function(_page)
     for key, value in session.items():
         at.session_state[key] = value

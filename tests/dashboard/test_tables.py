@@ -3,6 +3,8 @@ the width a table needs is known before it is drawn."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from dashboard.widgets.tables import (
@@ -62,7 +64,7 @@ def test_the_row_name_leads_and_the_width_adds_up() -> None:
     assert table_width(frame) == total and table_width(frame, selectable=True) == total + SELECT_COLUMN_PX
 
 
-def _pinned(frame: pd.DataFrame, **options) -> list[str]:
+def _pinned(frame: pd.DataFrame, **options: Any) -> list[str]:
     return [name for name, spec in column_config(for_display(frame), **options).items() if spec["pinned"]]
 
 

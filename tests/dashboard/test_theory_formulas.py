@@ -43,7 +43,7 @@ MOE = ModelShape(2, 8, 2, 12, mlp=Mlp.GATED, num_experts=3, experts_per_token=2,
     ],
     ids=["bert", "parallel-gated", "encoder-decoder", "moe"],
 )
-def test_each_family_gets_its_own_cases(shape, present, absent) -> None:
+def test_each_family_gets_its_own_cases(shape: ModelShape, present: list[str], absent: list[str]) -> None:
     text = gamma_latex(shape) + alpha_latex(shape)
     for fragment in present:
         assert fragment in text, fragment
@@ -59,10 +59,10 @@ def test_the_written_local_factors_are_the_ones_the_bound_uses() -> None:
     analysis = BoundAnalysis.from_profile(profile)
     s = profile.spectral_norm
     layer = 3  # a decoder layer: self-attention, cross-attention, MLP
-    norm = {
-        key: s[profile.index(MatrixId(layer, *key))]
-        for key in [(Kind.QK, 0), (Kind.V, 0), (Kind.QK_X, 0), (Kind.V_X, 0), (Kind.M_IN,), (Kind.M_OUT,)]
-    }
+    keys: list[tuple[Kind] | tuple[Kind, int]] = [
+        (Kind.QK, 0), (Kind.V, 0), (Kind.QK_X, 0), (Kind.V_X, 0), (Kind.M_IN,), (Kind.M_OUT,)
+    ]  # fmt: skip
+    norm = {key: s[profile.index(MatrixId(layer, key[0], key[1] if len(key) == 2 else None))] for key in keys}
     cross = sum(
         s[profile.index(MatrixId(layer, Kind.V_X, h))] * (1 + 4 * s[profile.index(MatrixId(layer, Kind.QK_X, h))])
         for h in range(shape.num_heads)

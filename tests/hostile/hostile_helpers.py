@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from specbound.core.profile import SpectralProfile
 
 
-def write_safetensors(path: Path, header: dict, data: bytes = b"", *, declared_length: int | None = None) -> Path:
+def write_safetensors(
+    path: Path, header: dict[str, Any], data: bytes = b"", *, declared_length: int | None = None
+) -> Path:
     """A safetensors file with exactly this header (8-byte little-endian length, JSON) and data."""
     raw = json.dumps(header).encode()
     length = len(raw) if declared_length is None else declared_length
@@ -14,31 +22,7 @@ def write_safetensors(path: Path, header: dict, data: bytes = b"", *, declared_l
     return path
 
 
-def write_atlas(path: Path, profiles, edit=None) -> Path:
-    """An atlas in the real format whose manifest and arrays ``edit(manifest, arrays)`` may change
-    first; the SHA-256 sums are recomputed afterwards, as a careful tamperer would."""
-    import hashlib
-
-    import numpy as np
-
-    from specbound.io.atlas import save_atlas
-
-    save_atlas(profiles, path)
-    with np.load(path, allow_pickle=False) as data:
-        arrays = {k: data[k] for k in data.files}
-    manifest = json.loads(str(arrays.pop("manifest")))
-    if edit is not None:
-        edit(manifest, arrays)
-    for model in manifest["models"]:
-        for field, key in model["arrays"].items():
-            if key in arrays:
-                model["sha256"][field] = hashlib.sha256(np.ascontiguousarray(arrays[key]).tobytes()).hexdigest()
-    with open(path, "wb") as f:
-        np.savez(f, manifest=np.array(json.dumps(manifest)), **arrays)
-    return path
-
-
-def npy_bytes(array) -> bytes:
+def npy_bytes(array: np.ndarray) -> bytes:
     import io
 
     import numpy as np
@@ -59,7 +43,9 @@ def npy_header_only(shape: tuple[int, ...], dtype: str = "<f8") -> bytes:
     return buffer.getvalue()
 
 
-def hand_profile(layers: int = 1, hidden: int = 16, heads: int = 2, ffn: int = 24, seed: int = 0, name: str = "hand"):
+def hand_profile(
+    layers: int = 1, hidden: int = 16, heads: int = 2, ffn: int = 24, seed: int = 0, name: str = "hand"
+) -> SpectralProfile:
     """A valid profile with random descending spectra, built without any checkpoint."""
     import numpy as np
 

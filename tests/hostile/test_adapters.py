@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ EVIL = r"([\w.]|[\w.])*X"
 
 
 @pytest.fixture(scope="module")
-def adapter(tmp_path_factory) -> Path:
+def adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """peft's adapter on ``query`` and ``intermediate.dense`` of a tiny BERT whose folder it names."""
     root = tmp_path_factory.mktemp("adapters")
     torch.manual_seed(0)
@@ -73,14 +74,16 @@ def _copy(adapter: Path, tmp_path: Path, **fields: Any) -> Path:
         ({"lora_alpha": True}, ("lora_alpha must be a number, got true",)),
     ],
 )
-def test_a_config_value_of_the_wrong_type_is_refused_not_read_as_something_else(adapter, tmp_path, fields, words):
+def test_a_config_value_of_the_wrong_type_is_refused_not_read_as_something_else(
+    adapter: Path, tmp_path: Path, fields: dict[str, Any], words: tuple[str, ...]
+) -> None:
     """``"false"`` is a true value in Python and ``true`` the number 1: read so, the update doubles
     (``use_rslora``) or takes α = 1, and nothing says so."""
     handed = _copy(adapter, tmp_path, **fields)
     assert_one_line_error(cli("analyze", str(handed), "--no-cache"), "adapter_config.json", *words)
 
 
-def test_a_whole_number_beyond_64_bits_is_a_number_as_peft_reads_it(adapter, tmp_path):
+def test_a_whole_number_beyond_64_bits_is_a_number_as_peft_reads_it(adapter: Path, tmp_path: Path) -> None:
     """JSON's integers have no size and peft takes ``lora_alpha: 100000000000000000000`` as the number it
     is: so does specbound (an update 5e19 times B A), with no TypeError from numpy; one beyond float64's
     range is refused with the line of any other value that is not a number."""
@@ -94,13 +97,15 @@ def test_a_whole_number_beyond_64_bits_is_a_number_as_peft_reads_it(adapter, tmp
     assert_one_line_error(cli("analyze", str(in_pattern), "--no-cache"), "alpha_pattern's query is 1000")
 
 
-def test_the_key_that_hangs_re_never_reaches_it_and_the_adapter_reads_as_without_it(adapter, tmp_path, monkeypatch):
+def test_the_key_that_hangs_re_never_reaches_it_and_the_adapter_reads_as_without_it(
+    adapter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What runs: the key is matched by the automaton, never by Python's backtracking engine (which
     takes minutes on it); it matches no module, so the adapter reads exactly as without the key."""
     real = {name: getattr(re, name) for name in ("match", "fullmatch", "search", "compile")}
 
-    def guarded(name):
-        def call(pattern, *args, **kwargs):
+    def guarded(name: str) -> Callable[..., Any]:
+        def call(pattern: object, *args: Any, **kwargs: Any) -> Any:
             assert EVIL not in str(pattern), f"the adapter's key reached re.{name}"
             return real[name](pattern, *args, **kwargs)
 
@@ -125,12 +130,14 @@ def test_the_key_that_hangs_re_never_reaches_it_and_the_adapter_reads_as_without
         (r"query(", "is not a valid regular expression"),
     ],
 )
-def test_a_pattern_no_bounded_matcher_runs_is_refused_in_one_line(adapter, tmp_path, key, words):
+def test_a_pattern_no_bounded_matcher_runs_is_refused_in_one_line(
+    adapter: Path, tmp_path: Path, key: str, words: str
+) -> None:
     handed = _copy(adapter, tmp_path, alpha_pattern={key: 3})
     assert_one_line_error(cli("analyze", str(handed), "--no-cache"), "alpha_pattern key", words)
 
 
-def test_a_matching_regular_pattern_gives_its_alpha_as_peft_does(adapter, tmp_path):
+def test_a_matching_regular_pattern_gives_its_alpha_as_peft_does(adapter: Path, tmp_path: Path) -> None:
     """A key with metacharacters that matches layer 1's query only: its update is scaled by 12 / 2
     instead of 4 / 2, the centred distance of that layer alone changes, by exactly that factor."""
     handed = _copy(adapter, tmp_path, alpha_pattern={r"layer\.1\.attention\.self\.q\w+": 12})
@@ -148,7 +155,9 @@ def test_a_matching_regular_pattern_gives_its_alpha_as_peft_does(adapter, tmp_pa
     np.testing.assert_array_equal(scaled.get(key.format(0)), plain.get(key.format(0)))
 
 
-def test_factors_of_another_rank_than_the_config_gives_are_refused_as_peft_refuses_them(adapter, tmp_path):
+def test_factors_of_another_rank_than_the_config_gives_are_refused_as_peft_refuses_them(
+    adapter: Path, tmp_path: Path
+) -> None:
     """peft builds r x in factors from the config and refuses to load others; read at the stored rank,
     the scale α / r would be the wrong one."""
     handed = _copy(adapter, tmp_path, r=4)
@@ -163,7 +172,9 @@ def test_factors_of_another_rank_than_the_config_gives_are_refused_as_peft_refus
     assert_one_line_error(cli("analyze", str(by_pattern), "--no-cache"), "intermediate.dense", "rank 3")
 
 
-def test_the_steps_of_matching_are_bounded_before_any_is_run(adapter, tmp_path, monkeypatch):
+def test_the_steps_of_matching_are_bounded_before_any_is_run(
+    adapter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What runs is bounded before it runs: the steps every key may take on every module are summed
     first, and above the limit the adapter is refused in one line. Here 50 plain keys of one segment
     against the adapter's 4 modules: 4 x 50 x 12 = 2,400 steps (4 for the call, at most two ends of
@@ -191,7 +202,9 @@ def test_the_steps_of_matching_are_bounded_before_any_is_run(adapter, tmp_path, 
         + "]*){4900}Z",
     ],
 )
-def test_a_key_whose_steps_would_take_seconds_is_refused_in_one_line_at_once(adapter, tmp_path, key):
+def test_a_key_whose_steps_would_take_seconds_is_refused_in_one_line_at_once(
+    adapter: Path, tmp_path: Path, key: str
+) -> None:
     """One such key of 9,800 states on the adapter's 4 module names costs about 5 million steps:
     the 20 million the budget had before admitted configs that ran for minutes (a step cost a few
     microseconds, a step through a class one predicate per item); the budget of 2 million steps of
@@ -209,7 +222,7 @@ def test_a_key_whose_steps_would_take_seconds_is_refused_in_one_line_at_once(ada
     assert_one_line_error(cli("analyze", str(nine), "--no-cache"), "automaton states together")
 
 
-def test_the_keys_of_a_config_share_one_budget_of_automaton_states(adapter, tmp_path):
+def test_the_keys_of_a_config_share_one_budget_of_automaton_states(adapter: Path, tmp_path: Path) -> None:
     """Each key may unroll to 10,000 states, all of a config's keys to 20,000 together: three keys
     of 9,802 states each are refused at the third, before it is built whole."""
     keys = {f"(a{{99}}){{99}}x{i}": 2 for i in range(3)}
@@ -240,7 +253,9 @@ def _base_of(adapter: Path) -> Any:
         ({"layers_pattern": "layer"}, ("layers_pattern is given without layers_to_transform",)),
     ],
 )
-def test_a_config_peft_would_not_load_is_refused_in_one_line(adapter, tmp_path, fields, words):
+def test_a_config_peft_would_not_load_is_refused_in_one_line(
+    adapter: Path, tmp_path: Path, fields: dict[str, Any], words: tuple[str, ...]
+) -> None:
     """Where peft refuses to load the adapter (checked: it raises), specbound refuses in one line."""
     handed = _copy(adapter, tmp_path, **fields)
     with pytest.raises((ValueError, KeyError)):
@@ -289,19 +304,23 @@ def test_a_config_peft_would_not_load_is_refused_in_one_line(adapter, tmp_path, 
         ),
     ],
 )
-def test_a_targeting_value_specbound_cannot_follow_as_peft_does_is_refused(adapter, tmp_path, fields, words):
+def test_a_targeting_value_specbound_cannot_follow_as_peft_does_is_refused(
+    adapter: Path, tmp_path: Path, fields: dict[str, Any], words: tuple[str, ...]
+) -> None:
     handed = _copy(adapter, tmp_path, **fields)
     assert_one_line_error(cli("analyze", str(handed), "--no-cache"), *words)
 
 
-def test_a_target_expression_that_hangs_re_runs_in_bounded_time_as_peft_means_it(adapter, tmp_path, monkeypatch):
+def test_a_target_expression_that_hangs_re_runs_in_bounded_time_as_peft_means_it(
+    adapter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A ``target_modules`` string is a full match (peft's ``re.fullmatch``): the branch that backtracks
     for minutes matches nothing, the other the queries, so the adapter reads as if it targeted
     ``query`` alone, and the expression never reaches Python's matching engine."""
     real = {name: getattr(re, name) for name in ("match", "fullmatch", "search")}
 
-    def guarded(name):
-        def call(pattern, *args, **kwargs):
+    def guarded(name: str) -> Callable[..., Any]:
+        def call(pattern: object, *args: Any, **kwargs: Any) -> Any:
             assert EVIL not in str(pattern), f"the adapter's expression reached re.{name}"
             return real[name](pattern, *args, **kwargs)
 
@@ -319,7 +338,7 @@ def test_a_target_expression_that_hangs_re_runs_in_bounded_time_as_peft_means_it
     assert (frame[frame.kind == "M_in"].delta_rank == 0).all()  # intermediate.dense's factors ignored
 
 
-def test_a_module_saved_whole_that_the_base_lacks_is_refused_naming_it(tmp_path):
+def test_a_module_saved_whole_that_the_base_lacks_is_refused_naming_it(tmp_path: Path) -> None:
     """A weight saved whole (``modules_to_save``) for a module the base has not got (here a pooler,
     on a base saved without one) is refused, not silently dropped."""
     torch.manual_seed(0)
@@ -348,7 +367,9 @@ def _with_factors(adapter: Path, tmp_path: Path, module: str) -> Path:
     return handed
 
 
-def test_a_tensor_name_over_the_limit_is_refused_before_any_name_is_matched(adapter, tmp_path, monkeypatch):
+def test_a_tensor_name_over_the_limit_is_refused_before_any_name_is_matched(
+    adapter: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Matching a name costs its length times its parts where base names are scanned at each split
     point (a 200 KB name took minutes): a name over ``max_tensor_name_chars`` is refused first."""
     from specbound.core.errors import CheckpointError
@@ -373,7 +394,7 @@ def test_a_tensor_name_over_the_limit_is_refused_before_any_name_is_matched(adap
     assert len(line) < 400
 
 
-def test_two_stored_modules_on_one_base_weight_are_refused(adapter, tmp_path):
+def test_two_stored_modules_on_one_base_weight_are_refused(adapter: Path, tmp_path: Path) -> None:
     """A module under a bogus prefix resolves, by the suffix rule, to a weight another module changes:
     merged twice, or the last one kept, the number would be silently wrong."""
     handed = _with_factors(adapter, tmp_path, "x." * 400 + "encoder.layer.0.attention.self.query")

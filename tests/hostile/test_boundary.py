@@ -6,6 +6,7 @@ traceback only under --debug; a reader that goes away (``| head``) ends the prog
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import assert_one_line_error, cli, run_cli
+from tiny_models import MakeCheckpoint
 
 import specbound.cli
 
@@ -32,7 +34,7 @@ def _config(directory: Path, text: str) -> None:
         ('{"model_type": "bert\\n\\u001b[31mred", "hidden_size": 32}', "is not supported"),
     ],
 )
-def test_a_hostile_config_is_one_line(make_checkpoint, text, words):
+def test_a_hostile_config_is_one_line(make_checkpoint: MakeCheckpoint, text: str, words: str) -> None:
     directory = make_checkpoint()
     if text.startswith("\xff"):
         (directory / "config.json").write_bytes(b"\xff\xfe not utf-8")
@@ -43,7 +45,9 @@ def test_a_hostile_config_is_one_line(make_checkpoint, text, words):
 
 
 @pytest.mark.parametrize("scale, where", [(1e299, None), (1e150, None), (-1e200, (0, 0)), (1e101, (3, 4))])
-def test_finite_but_huge_weights_are_too_large_to_analyse(make_checkpoint, scale, where):
+def test_finite_but_huge_weights_are_too_large_to_analyse(
+    make_checkpoint: MakeCheckpoint, scale: float, where: tuple[int, int] | None
+) -> None:
     from safetensors.torch import load_file, save_file
 
     directory = make_checkpoint()
@@ -63,7 +67,7 @@ def test_finite_but_huge_weights_are_too_large_to_analyse(make_checkpoint, scale
 
 
 @pytest.mark.parametrize("shard", [5, None, ["a"], {"x": 1}, True, 1.5])
-def test_a_shard_index_with_a_non_string_file_name(make_checkpoint, shard):
+def test_a_shard_index_with_a_non_string_file_name(make_checkpoint: MakeCheckpoint, shard: object) -> None:
     directory = make_checkpoint()
     (directory / "model.safetensors").unlink()
     index = {"metadata": {}, "weight_map": {"encoder.layer.0.attention.self.query.weight": shard}}
@@ -72,7 +76,7 @@ def test_a_shard_index_with_a_non_string_file_name(make_checkpoint, shard):
 
 
 @pytest.mark.parametrize("index", ['{"weight_map": ' + "[" * 100_000, '{"weight_map": 7}', "[]", "null"])
-def test_a_malformed_shard_index(make_checkpoint, index):
+def test_a_malformed_shard_index(make_checkpoint: MakeCheckpoint, index: str) -> None:
     directory = make_checkpoint()
     (directory / "model.safetensors").unlink()
     (directory / "model.safetensors.index.json").write_text(index)
@@ -80,7 +84,7 @@ def test_a_malformed_shard_index(make_checkpoint, index):
 
 
 @pytest.mark.parametrize("name", ["a/b--c", "owner/" + "x" * 97, "a/b.git", "a/..b", "owner/-x", "o/x.", "o/" + "é"])
-def test_invalid_hub_ids_are_refused_without_a_request(name, tmp_path):
+def test_invalid_hub_ids_are_refused_without_a_request(name: str, tmp_path: Path) -> None:
     # an endpoint where nothing listens: an attempt to reach it would be an offline error instead
     result = run_cli("analyze", name, env={"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path)}, cwd=tmp_path)
     line = assert_one_line_error(result)
@@ -88,12 +92,12 @@ def test_invalid_hub_ids_are_refused_without_a_request(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["x" * 300, "dir/" + "y" * 300, "/" + "z" * 5000, "a" * 10_000])
-def test_names_too_long_for_the_file_system(name, tmp_path):
+def test_names_too_long_for_the_file_system(name: str, tmp_path: Path) -> None:
     result = cli("analyze", str(tmp_path / name) if not name.startswith("/") else name)
     assert_one_line_error(result, "...")
 
 
-def test_a_closed_pipe_ends_quietly(make_checkpoint):
+def test_a_closed_pipe_ends_quietly(make_checkpoint: MakeCheckpoint) -> None:
     """`specbound analyze ... | head -c 0`: the reader is gone before the first byte."""
     directory = make_checkpoint()
     cli("analyze", str(directory))  # fill the profile cache, so the child only writes
@@ -102,6 +106,7 @@ def test_a_closed_pipe_ends_quietly(make_checkpoint):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    assert process.stdout is not None and process.stderr is not None  # piped
     process.stdout.close()
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=120) in (0, 1)
@@ -109,7 +114,7 @@ def test_a_closed_pipe_ends_quietly(make_checkpoint):
 
 
 @pytest.mark.parametrize("args", [["analyze", "--json"], ["analyze"], ["models"]])
-def test_a_full_disk_on_stdout_is_one_line(make_checkpoint, args):
+def test_a_full_disk_on_stdout_is_one_line(make_checkpoint: MakeCheckpoint, args: list[str]) -> None:
     directory = make_checkpoint()
     argv = [*args, str(directory)] if args[0] == "analyze" else args
     with open("/dev/full", "w") as full:
@@ -120,8 +125,10 @@ def test_a_full_disk_on_stdout_is_one_line(make_checkpoint, args):
     assert result.stderr == "specbound: error: no space left on the device\n"
 
 
-def test_a_bug_is_one_line_and_its_traceback_needs_debug(monkeypatch, capsys):
-    def broken(args):
+def test_a_bug_is_one_line_and_its_traceback_needs_debug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(args: argparse.Namespace) -> int:
         raise RuntimeError("something\nunexpected")
 
     monkeypatch.setattr(specbound.cli, "_cmd_models", broken)
@@ -147,8 +154,10 @@ def test_a_bug_is_one_line_and_its_traceback_needs_debug(monkeypatch, capsys):
         (TypeError("unhashable type: 'list'"), "internal error: TypeError", 3),
     ],
 )
-def test_every_kind_of_failure_has_its_line(monkeypatch, capsys, exc, words, status):
-    def failing(args):
+def test_every_kind_of_failure_has_its_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], exc: BaseException, words: str, status: int
+) -> None:
+    def failing(args: argparse.Namespace) -> int:
         raise exc
 
     monkeypatch.setattr(specbound.cli, "_cmd_models", failing)

@@ -12,26 +12,35 @@ import dataclasses
 import logging
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tiny_models import tiny_model
 
 from specbound.api.integrations import LOG_PREFIX, SpecboundCallback
 from specbound.core.errors import SpecboundError
+from specbound.core.limits import LIMITS
 from specbound.io.atlas import load_atlas
 
 STEPS = 12
 LOGGER = "specbound.api.integrations"
 
 
-def _bert(seed: int = 0):
+def _bert(seed: int = 0) -> Any:
     return tiny_model(
         layers=1, hidden=16, heads=2, ffn=24, vocab_size=30, num_labels=2, seed=seed,
         head="BertForSequenceClassification",
     )  # fmt: skip
 
 
-def _trainer(tmp_path: Path, model=None, *, logging_steps: float = 4, callbacks=None, data=None):
+def _trainer(
+    tmp_path: Path,
+    model: Any = None,
+    *,
+    logging_steps: float = 4,
+    callbacks: list[Any] | None = None,
+    data: list[dict[str, Any]] | None = None,
+) -> Any:
     import torch
     import transformers
 
@@ -52,11 +61,11 @@ def _trainer(tmp_path: Path, model=None, *, logging_steps: float = 4, callbacks=
     return transformers.Trainer(model=model, args=args, train_dataset=data, callbacks=callbacks)
 
 
-def _logged_steps(trainer) -> list[int]:
+def _logged_steps(trainer: Any) -> list[int]:
     return [e["step"] for e in trainer.state.log_history if f"{LOG_PREFIX}ours_log10" in e]
 
 
-def _warnings(caplog) -> list[str]:
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == LOGGER and r.levelno == logging.WARNING]
 
 
@@ -86,7 +95,9 @@ def _warnings(caplog) -> list[str]:
         ({"reference": {"bert.weight": 0}}, "give the PreTrainedModel, not its state_dict"),
     ],
 )
-def test_arguments_that_cannot_work_are_refused_when_the_callback_is_made(arguments, words) -> None:
+def test_arguments_that_cannot_work_are_refused_when_the_callback_is_made(
+    arguments: dict[str, Any], words: str
+) -> None:
     with pytest.raises(ValueError) as caught:
         SpecboundCallback(**arguments)
     assert words in str(caught.value)
@@ -101,7 +112,7 @@ def test_an_atlas_in_a_missing_folder_or_that_is_a_folder_is_refused_before_trai
         SpecboundCallback(atlas=tmp_path / "runs")
 
 
-def _tiny_xlnet():
+def _tiny_xlnet() -> Any:
     """A model of a family specbound does not read (XLNet), small enough to train in a test."""
     import torch
     import transformers
@@ -113,7 +124,9 @@ def _tiny_xlnet():
     return model, [{"input_ids": i, "labels": i.flip(0)} for i in ids]
 
 
-def test_a_family_the_analysis_refuses_is_refused_at_attach_and_idle_in_callbacks(tmp_path: Path, caplog) -> None:
+def test_a_family_the_analysis_refuses_is_refused_at_attach_and_idle_in_callbacks(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     model, data = _tiny_xlnet()
     trainer = _trainer(tmp_path / "a", model, data=data)
     with pytest.raises(SpecboundError, match=r"cannot analyse this model: model type 'xlnet' is not supported"):
@@ -136,12 +149,12 @@ def test_a_family_the_analysis_refuses_is_refused_at_attach_and_idle_in_callback
 class _PoisonAt:
     """A callback that turns one weight NaN after optimizer step ``step`` (before ours measures it)."""
 
-    def __new__(cls, step: int):
+    def __new__(cls, step: int) -> Any:
         import torch
         from transformers import TrainerCallback
 
         class Poison(TrainerCallback):
-            def on_step_end(self, args, state, control, model=None, **kwargs):
+            def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> Any:
                 if state.global_step == step:
                     with torch.no_grad():
                         model.bert.encoder.layer[0].attention.self.query.weight[0, 0] = float("nan")
@@ -150,7 +163,9 @@ class _PoisonAt:
         return Poison()
 
 
-def test_weights_that_turn_nan_mid_run_give_one_warning_per_step_and_training_ends(tmp_path: Path, caplog) -> None:
+def test_weights_that_turn_nan_mid_run_give_one_warning_per_step_and_training_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     trainer = _trainer(tmp_path, callbacks=[_PoisonAt(6)])
     callback = SpecboundCallback.attach(trainer, every_steps=4, atlas=tmp_path / "trajectory.npz", name="run")
     with caplog.at_level(logging.WARNING, logger=LOGGER):
@@ -171,14 +186,16 @@ def test_a_fractional_logging_steps_is_a_share_of_the_run(tmp_path: Path) -> Non
     assert _logged_steps(trainer) == [3, 6, 9, 12]
 
 
-def test_an_atlas_whose_folder_disappears_mid_run_is_one_warning(tmp_path: Path, caplog) -> None:
+def test_an_atlas_whose_folder_disappears_mid_run_is_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from transformers import TrainerCallback
 
     folder = tmp_path / "atlases"
     folder.mkdir()
 
     class RemoveFolder(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
             if state.global_step == 5:
                 shutil.rmtree(folder)
             return control
@@ -194,10 +211,12 @@ def test_an_atlas_whose_folder_disappears_mid_run_is_one_warning(tmp_path: Path,
     assert sorted(callback.profiles) == [4]  # what the atlas last held
 
 
-def test_an_atlas_that_would_pass_its_limits_keeps_the_steps_before(tmp_path: Path, caplog, monkeypatch) -> None:
+def test_an_atlas_that_would_pass_its_limits_keeps_the_steps_before(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import specbound.io.atlas as atlas_module
 
-    monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(atlas_module.LIMITS, max_atlas_models=2))
+    monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(LIMITS, max_atlas_models=2))
     trainer = _trainer(tmp_path)
     SpecboundCallback.attach(trainer, every_steps=3, atlas=tmp_path / "trajectory.npz", name="run")
     with caplog.at_level(logging.WARNING, logger=LOGGER):

@@ -9,12 +9,16 @@ import json
 import os
 import subprocess
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
+from atlas_files import write_atlas
 from cli_runner import assert_one_line_error, cli, run_cli
-from hostile_helpers import hand_profile, write_atlas
+from hostile_helpers import hand_profile
+from tiny_models import MakeCheckpoint
 
 from specbound.core.errors import SpecboundError
 from specbound.core.limits import LIMITS, derived_max_abs_weight
@@ -25,7 +29,7 @@ from specbound.io.loading import load_profile
 # --- class 1: tensors that are not plain dense arrays ------------------------------------------------
 
 
-def _pickled(directory: Path, edit) -> Path:
+def _pickled(directory: Path, edit: Callable[[dict[str, torch.Tensor]], object]) -> Path:
     """Rewrite the checkpoint's pytorch_model.bin after ``edit(state)``; returns the directory."""
     import torch
 
@@ -35,10 +39,13 @@ def _pickled(directory: Path, edit) -> Path:
     return directory
 
 
+if TYPE_CHECKING:
+    import torch
+
 QUERY = "encoder.layer.0.attention.self.query.weight"
 
 
-def _parameters(state):
+def _parameters(state: dict[str, torch.Tensor]) -> None:
     import torch
 
     for name in list(state):
@@ -57,7 +64,11 @@ def _parameters(state):
     ],
     ids=["nn.Parameter", "sparse coo", "sparse csr", "sparse csc", "column-major", "bfloat16"],
 )
-def test_every_dense_equivalent_tensor_kind_analyses_like_the_plain_one(make_checkpoint, convert, request):
+def test_every_dense_equivalent_tensor_kind_analyses_like_the_plain_one(
+    make_checkpoint: MakeCheckpoint,
+    convert: Callable[[dict[str, torch.Tensor]], object],
+    request: pytest.FixtureRequest,
+) -> None:
     import torch
 
     plain = make_checkpoint(safe=False, name="plain")
@@ -73,7 +84,7 @@ def test_every_dense_equivalent_tensor_kind_analyses_like_the_plain_one(make_che
     assert isinstance(state[QUERY], torch.Tensor)
 
 
-def test_a_state_dict_of_parameters_in_a_real_process_gives_its_json(make_checkpoint):
+def test_a_state_dict_of_parameters_in_a_real_process_gives_its_json(make_checkpoint: MakeCheckpoint) -> None:
     directory = _pickled(make_checkpoint(safe=False), _parameters)
     result = run_cli("analyze", str(directory), "--json", "--no-cache")
     assert result.returncode == 0, result.stderr
@@ -91,7 +102,9 @@ def test_a_state_dict_of_parameters_in_a_real_process_gives_its_json(make_checkp
     ],
     ids=["quantized", "complex", "float8", "sparse values only", "a list"],
 )
-def test_tensor_kinds_without_a_float_matrix_get_one_line(make_checkpoint, tensor, words):
+def test_tensor_kinds_without_a_float_matrix_get_one_line(
+    make_checkpoint: MakeCheckpoint, tensor: Callable[[torch.Tensor], torch.Tensor], words: list[str]
+) -> None:
     directory = make_checkpoint(safe=False)
     _pickled(directory, lambda s: s.update({QUERY: tensor(s[QUERY])}))
     line = assert_one_line_error(cli("analyze", str(directory), "--no-cache"), *words)
@@ -101,7 +114,7 @@ def test_tensor_kinds_without_a_float_matrix_get_one_line(make_checkpoint, tenso
 # --- class 2: finite but huge weights ----------------------------------------------------------------
 
 
-def _scaled_bert(make_checkpoint, value: float, *, heads: int = 1, name: str) -> Path:
+def _scaled_bert(make_checkpoint: MakeCheckpoint, value: float, *, heads: int = 1, name: str) -> Path:
     """A tiny BERT (save_pretrained) whose every encoder weight matrix is filled with ``value``:
     rank-one matrices of equal entries make every sum in the norms as large as it can be."""
     import torch
@@ -116,7 +129,7 @@ def _scaled_bert(make_checkpoint, value: float, *, heads: int = 1, name: str) ->
     return directory
 
 
-def test_the_weight_cap_is_what_float64_carries_for_the_largest_shapes():
+def test_the_weight_cap_is_what_float64_carries_for_the_largest_shapes() -> None:
     cap, n = LIMITS.max_abs_weight, LIMITS.max_hidden_size
     assert cap == derived_max_abs_weight() == 1e71
     largest = float(np.finfo(np.float64).max)
@@ -127,7 +140,9 @@ def test_the_weight_cap_is_what_float64_carries_for_the_largest_shapes():
 
 
 @pytest.mark.parametrize("heads", [1, 4])
-def test_weights_just_under_the_cap_analyse_and_just_over_get_its_message(make_checkpoint, heads):
+def test_weights_just_under_the_cap_analyse_and_just_over_get_its_message(
+    make_checkpoint: MakeCheckpoint, heads: int
+) -> None:
     cap = LIMITS.max_abs_weight
     under = _scaled_bert(make_checkpoint, 0.999 * cap, heads=heads, name=f"under-{heads}")
     result = cli("analyze", str(under), "--json", "--no-cache")
@@ -140,7 +155,9 @@ def test_weights_just_under_the_cap_analyse_and_just_over_get_its_message(make_c
 
 
 @pytest.mark.parametrize("value", [1e80, -1e80, 1e72, 1e300])
-def test_huge_finite_weights_of_the_first_round_examples_get_the_cap_message(make_checkpoint, value):
+def test_huge_finite_weights_of_the_first_round_examples_get_the_cap_message(
+    make_checkpoint: MakeCheckpoint, value: float
+) -> None:
     directory = _scaled_bert(make_checkpoint, value, name="huge")
     line = assert_one_line_error(cli("analyze", str(directory), "--no-cache"), "too large to analyse")
     assert "internal error" not in line
@@ -155,7 +172,7 @@ def _fifo(path: Path) -> Path:
     return path
 
 
-def _run_without_hanging(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _run_without_hanging(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The CLI in a real process with a deadline: a FIFO read would block it forever."""
     return run_cli(*args, env=env, timeout=60)
 
@@ -191,7 +208,9 @@ def _run_without_hanging(*args: str, env: dict[str, str] | None = None) -> subpr
     ],
     ids=["fifo weights", "fifo config", "fifo shard", "fifo index", "fifo pickle", "link to /dev/zero", "a directory"],
 )
-def test_special_files_in_a_checkpoint_are_refused_without_hanging(make_checkpoint, tmp_path, spoil, words):
+def test_special_files_in_a_checkpoint_are_refused_without_hanging(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, spoil: Callable[[Path], object], words: list[str]
+) -> None:
     directory = make_checkpoint()
     spoil(directory)
     result = _run_without_hanging("analyze", str(directory))
@@ -199,7 +218,7 @@ def test_special_files_in_a_checkpoint_are_refused_without_hanging(make_checkpoi
     assert str(tmp_path) not in line
 
 
-def test_a_shard_linked_to_a_device_outside_the_directory_is_never_opened(make_checkpoint):
+def test_a_shard_linked_to_a_device_outside_the_directory_is_never_opened(make_checkpoint: MakeCheckpoint) -> None:
     """/dev/zero is outside the directory: refused as such, never opened."""
     directory = make_checkpoint()
     (directory / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {QUERY: "zero"}}))
@@ -208,7 +227,7 @@ def test_a_shard_linked_to_a_device_outside_the_directory_is_never_opened(make_c
     assert_one_line_error(_run_without_hanging("analyze", str(directory)), "outside the checkpoint directory")
 
 
-def test_an_atlas_that_is_a_fifo_or_a_device(tmp_path):
+def test_an_atlas_that_is_a_fifo_or_a_device(tmp_path: Path) -> None:
     fifo = _fifo(tmp_path / "class.npz")
     with pytest.raises(AtlasError, match="named pipe"):
         load_atlas(fifo)
@@ -218,7 +237,7 @@ def test_an_atlas_that_is_a_fifo_or_a_device(tmp_path):
     assert_one_line_error(_run_without_hanging("analyze", f"atlas:{device}"), "device", "not a regular file")
 
 
-def test_json_readers_take_regular_files_only(tmp_path):
+def test_json_readers_take_regular_files_only(tmp_path: Path) -> None:
     with pytest.raises(NotRegularFileError, match="named pipe"):
         read_json(_fifo(tmp_path / "config.json"), "config.json", 100)
     with pytest.raises(NotRegularFileError, match="device"):
@@ -230,7 +249,9 @@ def test_json_readers_take_regular_files_only(tmp_path):
 # --- class 4: names taken exactly ------------------------------------------------------------------------
 
 
-def test_a_directory_name_with_a_trailing_space_is_not_its_stripped_twin(make_checkpoint, tmp_path):
+def test_a_directory_name_with_a_trailing_space_is_not_its_stripped_twin(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     real = make_checkpoint(name="dir")
     line = assert_one_line_error(cli("analyze", f"{real} ", "--json"), "white space")
     assert "'" in line
@@ -241,7 +262,7 @@ def test_a_directory_name_with_a_trailing_space_is_not_its_stripped_twin(make_ch
     assert result.returncode == 1 and "white space" in result.stderr
 
 
-def test_catalog_names_still_ignore_surrounding_space():
+def test_catalog_names_still_ignore_surrounding_space() -> None:
     from specbound.io.models import resolve
 
     assert resolve(" minilm-l6 ").name == "minilm-l6"
@@ -251,7 +272,7 @@ def test_catalog_names_still_ignore_surrounding_space():
 
 
 @pytest.mark.parametrize("where", ["atlas", "cache"])
-def test_a_tilde_user_without_a_home_is_one_line(tmp_path, where):
+def test_a_tilde_user_without_a_home_is_one_line(tmp_path: Path, where: str) -> None:
     nobody = "~no-such-user-specbound"
     if where == "atlas":
         result = run_cli("analyze", f"atlas:{nobody}/class.npz#m")
@@ -262,7 +283,7 @@ def test_a_tilde_user_without_a_home_is_one_line(tmp_path, where):
     assert_one_line_error(result, *words)
 
 
-def test_a_model_name_with_a_hash_opens_again_from_its_atlas(make_checkpoint, tmp_path):
+def test_a_model_name_with_a_hash_opens_again_from_its_atlas(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     directory = make_checkpoint(name="run#3")
     atlas = tmp_path / "with#hash.npz"
     assert cli("atlas", "export", "--models", str(directory), "--out", str(atlas)).returncode == 0
@@ -274,7 +295,7 @@ def test_a_model_name_with_a_hash_opens_again_from_its_atlas(make_checkpoint, tm
     assert_one_line_error(cli("analyze", f"atlas:{atlas}#other#name"), "holds no model", "other#name")
 
 
-def test_hand_profiles_with_hashes_in_names_round_trip(tmp_path):
+def test_hand_profiles_with_hashes_in_names_round_trip(tmp_path: Path) -> None:
     names = ["a#b", "#lead", "trail#", "x##y"]
     path = save_atlas([hand_profile(name=n, seed=i) for i, n in enumerate(names)], tmp_path / "h.npz")
     for name in names:
@@ -318,7 +339,9 @@ def _rewrite_members(source: Path, target: Path, *, flag_bits: int = 0, compress
     ],
     ids=["encrypted member", "corrupt deflate stream", "bzip2 members", "lzma members"],
 )
-def test_library_errors_of_the_atlas_reader_are_atlas_errors(tmp_path, spoil, words):
+def test_library_errors_of_the_atlas_reader_are_atlas_errors(
+    tmp_path: Path, spoil: Callable[[Path, Path], Path], words: list[str]
+) -> None:
     source = save_atlas([hand_profile()], tmp_path / "good.npz")
     damaged = spoil(source, tmp_path / "damaged.npz")
     try:
@@ -342,7 +365,7 @@ def _corrupt_deflate(path: Path) -> Path:
     return path
 
 
-def test_an_encrypted_atlas_member_is_one_line_in_a_real_process(tmp_path):
+def test_an_encrypted_atlas_member_is_one_line_in_a_real_process(tmp_path: Path) -> None:
     source = write_atlas(tmp_path / "good.npz", [hand_profile()])
     damaged = _rewrite_members(source, tmp_path / "locked.npz", flag_bits=0x1)
     result = run_cli("atlas", "show", str(damaged))
@@ -351,7 +374,7 @@ def test_an_encrypted_atlas_member_is_one_line_in_a_real_process(tmp_path):
     assert_one_line_error(result, "encrypted")
 
 
-def test_readers_never_raise_foreign_exceptions_on_random_bytes(tmp_path):
+def test_readers_never_raise_foreign_exceptions_on_random_bytes(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     good = save_atlas([hand_profile()], tmp_path / "good.npz").read_bytes()
     for trial in range(40):

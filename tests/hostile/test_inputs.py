@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ def test_an_address_dask_itself_cannot_parse_is_one_line(tmp_path: Path) -> None
 
 
 @contextlib.contextmanager
-def _read_only(directory: Path, monkeypatch):
+def _read_only(directory: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The cache directory made unwritable: by its mode for an ordinary user; as root (whom modes do
     not stop) every removal and creation of a file in it fails as the kernel fails it, EACCES."""
     if os.geteuid() != 0:
@@ -90,27 +91,29 @@ def _read_only(directory: Path, monkeypatch):
     import errno
     import tempfile
 
-    def refuse(path) -> bool:
+    def refuse(path: str | os.PathLike[str]) -> bool:
         return Path(path).resolve().parent == directory.resolve()
 
     real_unlink, real_mkstemp = Path.unlink, tempfile.mkstemp
 
-    def unlink(self, missing_ok=False):
+    def unlink(self: Path, missing_ok: bool = False) -> None:
         if refuse(self):
             raise PermissionError(errno.EACCES, "Permission denied", str(self))
         return real_unlink(self, missing_ok=missing_ok)
 
-    def mkstemp(*args, dir=None, **kwargs):
+    def mkstemp(
+        suffix: str | None = None, prefix: str | None = None, dir: str | Path | None = None, text: bool = False
+    ) -> tuple[int, str]:
         if dir is not None and Path(dir).resolve() == directory.resolve():
             raise PermissionError(errno.EACCES, "Permission denied", str(dir))
-        return real_mkstemp(*args, dir=dir, **kwargs)
+        return real_mkstemp(suffix, prefix, dir, text)
 
     monkeypatch.setattr(Path, "unlink", unlink)
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     yield
 
 
-def test_a_damaged_entry_in_a_read_only_cache_is_passed_over(tmp_path: Path, monkeypatch) -> None:
+def test_a_damaged_entry_in_a_read_only_cache_is_passed_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache_dir = tmp_path / "cache"
     monkeypatch.setenv("SPECBOUND_CACHE", str(cache_dir))
     good = specbound.analyze("minilm-l6")
@@ -125,7 +128,9 @@ def test_a_damaged_entry_in_a_read_only_cache_is_passed_over(tmp_path: Path, mon
     shutil.rmtree(cache_dir)
 
 
-def test_the_command_line_with_a_read_only_damaged_cache_succeeds(tmp_path: Path, monkeypatch) -> None:
+def test_the_command_line_with_a_read_only_damaged_cache_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if os.geteuid() == 0:
         pytest.skip("file modes do not stop root; the simulated case is the test above")
     cache_dir = tmp_path / "cache"
@@ -162,7 +167,7 @@ def test_the_bounds_of_the_range_are_taken() -> None:
 # --- a value given as a string is called one -----------------------------------------------------------
 
 
-def _neox(tmp_path: Path, **overrides) -> Path:
+def _neox(tmp_path: Path, **overrides: object) -> Path:
     directory = save_tiny(tmp_path / "neox", "gpt_neox", layers=1, hidden=16, heads=2, ffn=32)
     values = json.loads((directory / "config.json").read_text())
     values.update(overrides)
@@ -170,7 +175,7 @@ def _neox(tmp_path: Path, **overrides) -> Path:
     return directory
 
 
-def _rotary(value) -> dict:
+def _rotary(value: object) -> dict[str, object]:
     return {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": value}}
 
 
@@ -185,7 +190,9 @@ def _rotary(value) -> dict:
         ({"num_attention_heads": None}, "lacks a positive integer 'num_attention_heads'"),
     ],
 )
-def test_a_config_value_of_the_wrong_type_is_named_by_its_type(tmp_path: Path, override, words) -> None:
+def test_a_config_value_of_the_wrong_type_is_named_by_its_type(
+    tmp_path: Path, override: dict[str, object], words: str
+) -> None:
     result = run_cli("analyze", str(_neox(tmp_path, **override)), env={"SPECBOUND_CACHE": str(tmp_path / "c")})
     assert result.returncode == 1
     assert words in result.stderr, result.stderr

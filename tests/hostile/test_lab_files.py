@@ -9,10 +9,13 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_runner import assert_one_line_error, cli, run_cli
+from tiny_models import MakeCheckpoint
 
 from specbound.core.limits import LIMITS
 from specbound.io.files import OUTPUT_LOCK_FILE as LOCK_FILE
@@ -82,7 +85,7 @@ def _grid_file(tmp_path: Path, text: str, name: str = "grid.json") -> Path:
         "escape in a key",
     ],
 )
-def test_hostile_grid_files_get_one_line_before_any_work(tmp_path, text, words):
+def test_hostile_grid_files_get_one_line_before_any_work(tmp_path: Path, text: str, words: list[str]) -> None:
     grid = _grid_file(tmp_path, text)
     out = tmp_path / "lab"
     line = assert_one_line_error(cli("lab", "sweep", "--grid", str(grid), "--out", str(out)), *words)
@@ -90,7 +93,7 @@ def test_hostile_grid_files_get_one_line_before_any_work(tmp_path, text, words):
     assert not out.exists()
 
 
-def test_a_grid_file_that_is_a_fifo_a_device_or_too_large(tmp_path):
+def test_a_grid_file_that_is_a_fifo_a_device_or_too_large(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
     assert_one_line_error(
@@ -105,7 +108,7 @@ def test_a_grid_file_that_is_a_fifo_a_device_or_too_large(tmp_path):
     assert_one_line_error(cli("lab", "sweep", "--grid", str(big), "--out", str(tmp_path / "c")), "larger than")
 
 
-def test_limits_each_in_range_are_refused_together_by_their_product(tmp_path):
+def test_limits_each_in_range_are_refused_together_by_their_product(tmp_path: Path) -> None:
     """Sequence length 512 and 200,000 test samples are each allowed; together they need gigabytes."""
     grid = _grid_file(
         tmp_path,
@@ -133,14 +136,14 @@ def test_limits_each_in_range_are_refused_together_by_their_product(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def finished_lab(tmp_path_factory) -> Path:
+def finished_lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A lab directory with one finished tiny run (trained once for the module)."""
     out = tmp_path_factory.mktemp("lab") / "lab"
     run_sweep([TINY_SPEC], out)
     return out
 
 
-def _tampered(finished_lab: Path, tmp_path: Path, edit) -> Path:
+def _tampered(finished_lab: Path, tmp_path: Path, edit: Callable[[dict[str, Any]], object]) -> Path:
     import shutil
 
     out = tmp_path / "lab"
@@ -187,7 +190,9 @@ def _tampered(finished_lab: Path, tmp_path: Path, edit) -> Path:
         "inf seconds",
     ],
 )
-def test_hostile_records_are_not_finished_runs(finished_lab, tmp_path, edit):
+def test_hostile_records_are_not_finished_runs(
+    finished_lab: Path, tmp_path: Path, edit: Callable[[dict[str, Any]], object]
+) -> None:
     out = _tampered(finished_lab, tmp_path, edit)
     assert read_record(out / RUNS_DIR / TINY_SPEC.name / RECORD_FILE) is None
     assert read_runs(out) == ()
@@ -196,12 +201,12 @@ def test_hostile_records_are_not_finished_runs(finished_lab, tmp_path, edit):
     assert "0 finished run(s)" in result.stdout and "internal error" not in result.stderr
 
 
-def test_the_untampered_record_reads_back(finished_lab):
+def test_the_untampered_record_reads_back(finished_lab: Path) -> None:
     (run,) = read_runs(finished_lab)
     assert run.name == TINY_SPEC.name and len(run.final.p_opt) == len(run.matrices) > 0
 
 
-def test_a_record_that_is_a_fifo_or_a_device_is_skipped_without_hanging(finished_lab, tmp_path):
+def test_a_record_that_is_a_fifo_or_a_device_is_skipped_without_hanging(finished_lab: Path, tmp_path: Path) -> None:
     import shutil
 
     out = tmp_path / "lab"
@@ -220,7 +225,7 @@ def test_a_record_that_is_a_fifo_or_a_device_is_skipped_without_hanging(finished
 # --- class 10: concurrent writers ---------------------------------------------------------------------------
 
 
-def _sweep(grid: Path, out: Path) -> subprocess.Popen:
+def _sweep(grid: Path, out: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "specbound.cli", "lab", "sweep", "--grid", str(grid), "--out", str(out)],
         stdout=subprocess.PIPE,
@@ -229,7 +234,7 @@ def _sweep(grid: Path, out: Path) -> subprocess.Popen:
     )
 
 
-def test_two_sweeps_into_one_directory_train_each_run_once_and_lose_nothing(tmp_path):
+def test_two_sweeps_into_one_directory_train_each_run_once_and_lose_nothing(tmp_path: Path) -> None:
     grid = _grid_file(tmp_path, json.dumps(TINY_GRID))
     out = tmp_path / "lab"
     first, second = _sweep(grid, out), _sweep(grid, out)
@@ -244,7 +249,7 @@ def test_two_sweeps_into_one_directory_train_each_run_once_and_lose_nothing(tmp_
     assert "1 finished run(s)" in cli("lab", "show", str(out)).stdout
 
 
-def test_a_sweep_waits_for_a_run_claimed_by_another_writer_and_deletes_nothing_meanwhile(tmp_path):
+def test_a_sweep_waits_for_a_run_claimed_by_another_writer_and_deletes_nothing_meanwhile(tmp_path: Path) -> None:
     grid = _grid_file(tmp_path, json.dumps(TINY_GRID))
     out = tmp_path / "lab"
     spec_name = "lab-L1-N8-H1-n16-q0-s0-t100"
@@ -258,6 +263,7 @@ def test_a_sweep_waits_for_a_run_claimed_by_another_writer_and_deletes_nothing_m
         waited = ""
         deadline = time.monotonic() + 120
         while "waiting" not in waited and time.monotonic() < deadline:
+            assert sweep.stdout is not None  # piped
             waited += sweep.stdout.readline()
         assert "being trained by another writer" in waited, waited
         time.sleep(1.5)  # it keeps waiting: the run in progress is untouched
@@ -270,7 +276,9 @@ def test_a_sweep_waits_for_a_run_claimed_by_another_writer_and_deletes_nothing_m
     assert not in_progress.exists()
 
 
-def test_a_grid_run_into_a_directory_being_written_stops_with_one_line(make_checkpoint, tmp_path):
+def test_a_grid_run_into_a_directory_being_written_stops_with_one_line(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     out = tmp_path / "study"
     out.mkdir()
     lock = DirectoryLock(out / LOCK_FILE, "the output directory study").acquire(wait=False)
@@ -286,7 +294,7 @@ def test_a_grid_run_into_a_directory_being_written_stops_with_one_line(make_chec
 # --- class 11: temporary files of other programs -------------------------------------------------------------
 
 
-def test_grid_removes_only_its_own_temporary_files(make_checkpoint, tmp_path):
+def test_grid_removes_only_its_own_temporary_files(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     out = tmp_path / "study"
     (out / "models").mkdir(parents=True)
     old = time.time() - LIMITS.stale_temp_seconds - 60
@@ -315,7 +323,7 @@ def test_grid_removes_only_its_own_temporary_files(make_checkpoint, tmp_path):
     assert young.exists()
 
 
-def test_atomic_writes_use_the_package_prefix(tmp_path):
+def test_atomic_writes_use_the_package_prefix(tmp_path: Path) -> None:
     from specbound.io.files import atomic_write
 
     target = tmp_path / ("n" * 250)  # a long name still leaves room for the prefix

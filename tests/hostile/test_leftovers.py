@@ -10,10 +10,12 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from cli_runner import assert_one_line_error, cli, run_cli
+from tiny_models import MakeCheckpoint
 
 from specbound.core.limits import LIMITS
 from specbound.io.cache import ProfileCache
@@ -31,7 +33,9 @@ def _temp(directory: Path, name: str, *, old: bool) -> Path:
     return path
 
 
-def test_the_cache_removes_stale_temporary_files_and_keeps_young_ones(make_checkpoint, tmp_path):
+def test_the_cache_removes_stale_temporary_files_and_keeps_young_ones(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     cache = ProfileCache(tmp_path / "profiles")
     cache.directory.mkdir()
     stale = [_temp(cache.directory, f".{i}.npz.abc{i}.tmp", old=True) for i in range(3)]
@@ -42,7 +46,7 @@ def test_the_cache_removes_stale_temporary_files_and_keeps_young_ones(make_check
     assert young.exists() and unrelated.exists()
 
 
-def test_a_grid_run_removes_stale_temporary_files(make_checkpoint, tmp_path):
+def test_a_grid_run_removes_stale_temporary_files(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     from specbound.api.batch import run_grid
 
     out = tmp_path / "study"
@@ -57,7 +61,9 @@ def test_a_grid_run_removes_stale_temporary_files(make_checkpoint, tmp_path):
     assert not list(out.rglob(".*.tmp"))
 
 
-def test_a_writer_killed_mid_write_leaves_a_file_the_next_writer_removes(make_checkpoint, tmp_path):
+def test_a_writer_killed_mid_write_leaves_a_file_the_next_writer_removes(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     cache_dir = tmp_path / "profiles"
     cache_dir.mkdir()
     script = (
@@ -66,6 +72,7 @@ def test_a_writer_killed_mid_write_leaves_a_file_the_next_writer_removes(make_ch
         "    f.write(b'x' * 4096); f.flush(); print('writing', flush=True); time.sleep(60)\n"
     )
     writer = subprocess.Popen([sys.executable, "-c", script, str(cache_dir)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None  # piped
     assert writer.stdout.readline().strip() == "writing"
     writer.send_signal(signal.SIGKILL)
     writer.wait(timeout=30)
@@ -76,7 +83,7 @@ def test_a_writer_killed_mid_write_leaves_a_file_the_next_writer_removes(make_ch
     assert not list(cache_dir.glob(".*.tmp"))
 
 
-def test_remove_stale_temps_on_a_missing_directory(tmp_path):
+def test_remove_stale_temps_on_a_missing_directory(tmp_path: Path) -> None:
     assert remove_stale_temps(tmp_path / "absent") == 0
 
 
@@ -89,7 +96,7 @@ class _RunsCode:
     def __init__(self, marker: Path) -> None:
         self.marker = marker
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str], int], tuple[str]]:
         return (os.system, (f"touch {self.marker}",))
 
 
@@ -120,7 +127,7 @@ def _zip_with_object(path: Path, marker: Path) -> None:
     torch.save({"x": _Custom(), "encoder.layer.0.attention.self.query.weight": torch.zeros(2)}, path)
 
 
-def test_a_raw_pickle_in_a_real_process_prints_one_line_only(make_checkpoint, tmp_path):
+def test_a_raw_pickle_in_a_real_process_prints_one_line_only(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     directory = make_checkpoint(safe=False)
     marker = tmp_path / "code-ran"
     _raw_pickle(directory / "pytorch_model.bin", marker)
@@ -131,7 +138,9 @@ def test_a_raw_pickle_in_a_real_process_prints_one_line_only(make_checkpoint, tm
 
 
 @pytest.mark.parametrize("write", [_raw_pickle, _zip_with_code, _legacy_with_object, _zip_with_object])
-def test_a_hostile_pickle_is_one_line_without_torch_warnings_or_advice(make_checkpoint, tmp_path, write):
+def test_a_hostile_pickle_is_one_line_without_torch_warnings_or_advice(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, write: Callable[[Path, Path], None]
+) -> None:
     directory = make_checkpoint(safe=False)
     marker = tmp_path / "code-ran"
     write(directory / "pytorch_model.bin", marker)
@@ -145,7 +154,9 @@ def test_a_hostile_pickle_is_one_line_without_torch_warnings_or_advice(make_chec
     assert not marker.exists()
 
 
-def test_a_state_dict_holding_a_non_tensor_where_a_weight_belongs(make_checkpoint, tmp_path):
+def test_a_state_dict_holding_a_non_tensor_where_a_weight_belongs(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     import torch
 
     directory = make_checkpoint(safe=False)

@@ -12,18 +12,23 @@ import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from atlas_files import write_atlas
 from cli_runner import assert_one_line_error, cli, run_cli, run_cli_measured
-from hostile_helpers import hand_profile, npy_bytes, npy_header_only, write_atlas, write_safetensors
+from hostile_helpers import hand_profile, npy_bytes, npy_header_only, write_safetensors
 from local_hub import COMMIT, LocalHub
+from tiny_models import MakeCheckpoint
 
 import specbound
 from specbound.core.bounds import BoundSettings
 from specbound.core.errors import ModelNotFoundError
 from specbound.core.limits import LIMITS
+from specbound.core.profile import SpectralProfile
 from specbound.io.atlas import AtlasError, load_atlas, read_manifest
 from specbound.io.files import NpzArchive
 
@@ -33,12 +38,12 @@ RSS_CEILING_MB = 400
 
 
 @pytest.fixture(scope="module")
-def profile():
+def profile() -> SpectralProfile:
     return hand_profile()
 
 
 @pytest.fixture(scope="module")
-def deflate_bomb(tmp_path_factory) -> Path:
+def deflate_bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 300 MiB member of zeros deflated to about 300 kB, under an atlas member's name."""
     path = tmp_path_factory.mktemp("bomb") / "bomb.npz"
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
@@ -55,7 +60,7 @@ def deflate_bomb(tmp_path_factory) -> Path:
 # --- atlas files ----------------------------------------------------------------------------------
 
 
-def test_a_deflate_bomb_is_refused_from_the_zip_directory(deflate_bomb, tmp_path):
+def test_a_deflate_bomb_is_refused_from_the_zip_directory(deflate_bomb: Path, tmp_path: Path) -> None:
     result, peak = run_cli_measured(tmp_path, "atlas", "show", str(deflate_bomb))
     assert_one_line_error(result, "bomb.npz is not a valid specbound atlas", "expands to", "above the limit")
     assert peak < RSS_CEILING_MB
@@ -64,7 +69,9 @@ def test_a_deflate_bomb_is_refused_from_the_zip_directory(deflate_bomb, tmp_path
 
 
 @pytest.mark.parametrize("shape", [(10**7, 10**7), (2**40,), (8, 2**61)])
-def test_an_npy_header_declaring_a_huge_array_allocates_nothing(profile, tmp_path, shape):
+def test_an_npy_header_declaring_a_huge_array_allocates_nothing(
+    profile: SpectralProfile, tmp_path: Path, shape: tuple[int, ...]
+) -> None:
     path = write_atlas(tmp_path / "huge.npz", [profile])
     rewritten = tmp_path / "rewritten.npz"
     with zipfile.ZipFile(path) as source, zipfile.ZipFile(rewritten, "w") as target:
@@ -87,8 +94,10 @@ def test_an_npy_header_declaring_a_huge_array_allocates_nothing(profile, tmp_pat
         {"num_heads": 10**4, "hidden_size": 10**4},
     ],
 )
-def test_a_manifest_declaring_absurd_sizes_is_refused_before_its_arrays(profile, tmp_path, sizes):
-    def edit(manifest, arrays):
+def test_a_manifest_declaring_absurd_sizes_is_refused_before_its_arrays(
+    profile: SpectralProfile, tmp_path: Path, sizes: dict[str, int]
+) -> None:
+    def edit(manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         manifest["models"][0]["shape"].update(sizes)
 
     path = write_atlas(tmp_path / "absurd.npz", [profile], edit)
@@ -96,7 +105,7 @@ def test_a_manifest_declaring_absurd_sizes_is_refused_before_its_arrays(profile,
         read_manifest(path)
 
 
-def test_an_oversized_manifest_member_is_refused(tmp_path):
+def test_an_oversized_manifest_member_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "manifest.npz"
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("manifest.npy", npy_bytes(np.array("x" * (LIMITS.max_manifest_bytes + 1))))
@@ -113,7 +122,9 @@ def test_an_oversized_manifest_member_is_refused(tmp_path):
         ({"max_file_bytes": 100}, "the file is"),
     ],
 )
-def test_archive_caps_are_checked_from_the_zip_directory(profile, tmp_path, caps, message):
+def test_archive_caps_are_checked_from_the_zip_directory(
+    profile: SpectralProfile, tmp_path: Path, caps: dict[str, int], message: str
+) -> None:
     path = write_atlas(tmp_path / "ok.npz", [profile])
     limits = {"max_file_bytes": 10**9, "max_total_bytes": 10**9, "max_member_bytes": 10**9, "max_members": 100}
     with pytest.raises(ValueError, match=message):
@@ -123,7 +134,9 @@ def test_archive_caps_are_checked_from_the_zip_directory(profile, tmp_path, caps
 # --- checkpoints ----------------------------------------------------------------------------------
 
 
-def test_a_wrong_shape_tensor_is_refused_from_the_header_before_conversion(make_checkpoint, tmp_path):
+def test_a_wrong_shape_tensor_is_refused_from_the_header_before_conversion(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     """A 128 MB uint8 tensor where a (48, 32) weight belongs: float64 would be 1 GB."""
     from safetensors.numpy import load_file, save_file
 
@@ -139,7 +152,9 @@ def test_a_wrong_shape_tensor_is_refused_from_the_header_before_conversion(make_
 
 
 @pytest.mark.parametrize("dtype, words", [("U8", "dtype U8"), ("I64", "dtype I64"), ("BOOL", "dtype BOOL")])
-def test_a_weight_of_an_integer_dtype_is_refused_from_the_header(make_checkpoint, dtype, words):
+def test_a_weight_of_an_integer_dtype_is_refused_from_the_header(
+    make_checkpoint: MakeCheckpoint, dtype: str, words: str
+) -> None:
     from safetensors.numpy import load_file, save_file
 
     directory = make_checkpoint()
@@ -166,7 +181,9 @@ def test_a_weight_of_an_integer_dtype_is_refused_from_the_header(make_checkpoint
         ({"w": "nonsense"}, None, ["malformed entry"]),
     ],
 )
-def test_lying_safetensors_headers_are_refused(make_checkpoint, header, declared, words):
+def test_lying_safetensors_headers_are_refused(
+    make_checkpoint: MakeCheckpoint, header: dict[str, Any], declared: int | None, words: list[str]
+) -> None:
     directory = make_checkpoint()
     write_safetensors(directory / "model.safetensors", header, b"\0" * 4, declared_length=declared)
     assert_one_line_error(cli("analyze", str(directory), "--no-cache"), *words)
@@ -183,7 +200,9 @@ def test_lying_safetensors_headers_are_refused(make_checkpoint, header, declared
         ({"num_hidden_layers": 96, "num_attention_heads": 256, "hidden_size": 4096}, ["spectral profile of"]),
     ],
 )
-def test_absurd_config_sizes_are_refused_before_any_weight_is_read(make_checkpoint, changes, words):
+def test_absurd_config_sizes_are_refused_before_any_weight_is_read(
+    make_checkpoint: MakeCheckpoint, changes: dict[str, int], words: list[str]
+) -> None:
     directory = make_checkpoint()
     config = json.loads((directory / "config.json").read_text())
     (directory / "config.json").write_text(json.dumps({**config, **changes}))
@@ -191,7 +210,7 @@ def test_absurd_config_sizes_are_refused_before_any_weight_is_read(make_checkpoi
     assert_one_line_error(cli("analyze", str(directory)), *words)
 
 
-def test_an_oversized_config_is_not_read_whole(make_checkpoint):
+def test_an_oversized_config_is_not_read_whole(make_checkpoint: MakeCheckpoint) -> None:
     directory = make_checkpoint()
     (directory / "config.json").write_text('{"model_type": "bert", "pad": "' + "x" * LIMITS.max_config_bytes + '"}')
     assert_one_line_error(cli("analyze", str(directory)), "is larger than 1048576 bytes")
@@ -212,7 +231,7 @@ def test_an_oversized_config_is_not_read_whole(make_checkpoint):
         ["--p", "1e308"],
     ],
 )
-def test_numeric_options_have_upper_bounds(args):
+def test_numeric_options_have_upper_bounds(args: list[str]) -> None:
     assert_one_line_error(cli("analyze", "minilm-l6", *args), "error: argument", status=2)
 
 
@@ -231,17 +250,19 @@ def test_numeric_options_have_upper_bounds(args):
         {"l_phi": 10**400},  # beyond float64's range
     ],
 )
-def test_bound_settings_enforce_the_same_bounds(settings):
+def test_bound_settings_enforce_the_same_bounds(settings: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         BoundSettings(**settings)
 
 
-def test_analyze_refuses_a_whole_number_beyond_64_bits_as_any_other_too_large_l_phi(make_checkpoint):
+def test_analyze_refuses_a_whole_number_beyond_64_bits_as_any_other_too_large_l_phi(
+    make_checkpoint: MakeCheckpoint,
+) -> None:
     with pytest.raises(ValueError, match="L_phi must be a positive number of at most"):
         specbound.analyze(str(make_checkpoint()), l_phi=10**20, use_cache=False)
 
 
-def test_the_largest_grid_is_allowed_and_cheap(make_checkpoint):
+def test_the_largest_grid_is_allowed_and_cheap(make_checkpoint: MakeCheckpoint) -> None:
     result = cli("analyze", str(make_checkpoint()), "--json", "--grid-m", str(LIMITS.max_grid_m))
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["grid_m"] == 1000
@@ -251,7 +272,7 @@ def test_the_largest_grid_is_allowed_and_cheap(make_checkpoint):
 
 
 @pytest.fixture
-def hub(tmp_path: Path):
+def hub(tmp_path: Path) -> Iterator[LocalHub]:
     with LocalHub(tmp_path / "hub") as running:
         yield running
 
@@ -291,7 +312,9 @@ def _sharded(directory: Path, shards: int) -> dict[str, bytes]:
     return files
 
 
-def test_an_unsupported_family_costs_one_config_download(hub, tmp_path, make_checkpoint):
+def test_an_unsupported_family_costs_one_config_download(
+    hub: LocalHub, tmp_path: Path, make_checkpoint: MakeCheckpoint
+) -> None:
     source = make_checkpoint(name="xlnet")
     files = _sharded(source, 20)
     config = json.loads((source / "config.json").read_text())
@@ -302,7 +325,9 @@ def test_an_unsupported_family_costs_one_config_download(hub, tmp_path, make_che
     assert downloaded(tmp_path, "someone/xlnet-sharded") == ["config.json"]
 
 
-def test_a_config_with_absurd_sizes_stops_before_the_weights(hub, tmp_path, make_checkpoint):
+def test_a_config_with_absurd_sizes_stops_before_the_weights(
+    hub: LocalHub, tmp_path: Path, make_checkpoint: MakeCheckpoint
+) -> None:
     source = make_checkpoint(name="big")
     config = json.loads((source / "config.json").read_text())
     (source / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 5000}))
@@ -312,7 +337,9 @@ def test_a_config_with_absurd_sizes_stops_before_the_weights(hub, tmp_path, make
 
 
 @pytest.mark.parametrize("shards", [1, 3])
-def test_a_download_above_the_cap_is_refused_before_any_weight(hub, tmp_path, make_checkpoint, shards):
+def test_a_download_above_the_cap_is_refused_before_any_weight(
+    hub: LocalHub, tmp_path: Path, make_checkpoint: MakeCheckpoint, shards: int
+) -> None:
     source = make_checkpoint(name=f"capped{shards}")
     extra = _sharded(source, shards) if shards > 1 else None
     repo = hub.add(f"someone/capped-{shards}", source, extra_files=extra)
@@ -340,13 +367,17 @@ def test_a_download_above_the_cap_is_refused_before_any_weight(hub, tmp_path, ma
 
 
 @pytest.mark.parametrize("value", ["lots", "-5", "nan"])
-def test_a_malformed_download_cap_is_one_line(hub, tmp_path, make_checkpoint, value):
+def test_a_malformed_download_cap_is_one_line(
+    hub: LocalHub, tmp_path: Path, make_checkpoint: MakeCheckpoint, value: str
+) -> None:
     hub.add("someone/tiny", make_checkpoint(name="t"))
     result = run_cli("analyze", "someone/tiny", env=hub_env(hub, tmp_path, SPECBOUND_MAX_DOWNLOAD_MB=value))
     assert_one_line_error(result, "SPECBOUND_MAX_DOWNLOAD_MB must be")
 
 
-def test_download_cap_default_and_a_local_model_has_nothing_to_download(monkeypatch, make_checkpoint):
+def test_download_cap_default_and_a_local_model_has_nothing_to_download(
+    monkeypatch: pytest.MonkeyPatch, make_checkpoint: MakeCheckpoint
+) -> None:
     from specbound.core.limits import DEFAULT_MAX_DOWNLOAD_MB, max_download_bytes
     from specbound.io.checkpoints import download_plan
     from specbound.io.models import resolve

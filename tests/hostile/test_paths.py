@@ -4,10 +4,12 @@ parent directories, and error messages name files, not the server's absolute pat
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from cli_runner import assert_one_line_error, cli
+from tiny_models import MakeCheckpoint
 
 from specbound.core.errors import CheckpointError
 from specbound.io.checkpoints import weight_files
@@ -31,7 +33,7 @@ def _index(directory: Path, shard: str) -> None:
         "~/model.safetensors",
     ],
 )
-def test_shard_names_leading_out_of_the_directory_are_refused(make_checkpoint, shard):
+def test_shard_names_leading_out_of_the_directory_are_refused(make_checkpoint: MakeCheckpoint, shard: str) -> None:
     directory = make_checkpoint()
     _index(directory, shard)
     if shard.startswith("~"):  # a literal '~' is a plain folder name inside the directory, never expanded
@@ -44,7 +46,7 @@ def test_shard_names_leading_out_of_the_directory_are_refused(make_checkpoint, s
 
 
 @pytest.mark.parametrize("link", ["shard", "single", "config"])
-def test_links_escaping_the_directory_are_refused(make_checkpoint, tmp_path, link):
+def test_links_escaping_the_directory_are_refused(make_checkpoint: MakeCheckpoint, tmp_path: Path, link: str) -> None:
     directory = make_checkpoint()
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -66,7 +68,7 @@ def _index_only(directory: Path, shard: str) -> None:
     (directory / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
 
 
-def test_links_inside_the_directory_are_fine(make_checkpoint):
+def test_links_inside_the_directory_are_fine(make_checkpoint: MakeCheckpoint) -> None:
     directory = make_checkpoint()
     (directory / "weights").mkdir()
     (directory / "model.safetensors").rename(directory / "weights" / "model.safetensors")
@@ -87,7 +89,9 @@ def test_links_inside_the_directory_are_fine(make_checkpoint):
     ],
     ids=["atlas export", "grid --out", "grid --atlas", "export --out"],
 )
-def test_outputs_never_create_parent_directories(make_checkpoint, tmp_path, command):
+def test_outputs_never_create_parent_directories(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, command: list[str]
+) -> None:
     checkpoint = make_checkpoint()
     work = tmp_path / "work"
     work.mkdir()
@@ -96,7 +100,7 @@ def test_outputs_never_create_parent_directories(make_checkpoint, tmp_path, comm
     assert sorted(p.name for p in work.iterdir()) == []  # nothing created, not even the study directory
 
 
-def test_the_last_directory_is_created(make_checkpoint, tmp_path):
+def test_the_last_directory_is_created(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     out = tmp_path / "new-results"
     assert cli("export", str(make_checkpoint()), "--out", str(out)).returncode == 0
     assert (out / "summary.json").is_file()
@@ -116,7 +120,9 @@ def test_the_last_directory_is_created(make_checkpoint, tmp_path):
     ],
     ids=["no config", "no weights", "corrupt weights", "bad json", "incomplete config"],
 )
-def test_errors_do_not_embed_the_absolute_directory(make_checkpoint, spoil):
+def test_errors_do_not_embed_the_absolute_directory(
+    make_checkpoint: MakeCheckpoint, spoil: Callable[[Path], object]
+) -> None:
     directory = make_checkpoint()
     spoil(directory)
     line = assert_one_line_error(cli("analyze", str(directory), "--no-cache"))

@@ -18,7 +18,7 @@ transformers = pytest.importorskip("transformers")
 
 
 @pytest.fixture(scope="module")
-def llamas(tmp_path_factory) -> dict[str, Path]:
+def llamas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A float32 base, the same with one NaN, and a bf16 copy of the base."""
     root = tmp_path_factory.mktemp("references")
     torch.manual_seed(0)
@@ -34,12 +34,12 @@ def llamas(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.mark.parametrize("flag", ["--base"])
 @pytest.mark.parametrize("given", ["", "   "])
-def test_an_empty_reference_is_refused_not_dropped(llamas, flag, given):
+def test_an_empty_reference_is_refused_not_dropped(llamas: dict[str, Path], flag: str, given: str) -> None:
     line = assert_one_line_error(cli("analyze", str(llamas["base"]), flag, given, "--no-cache"), flag, status=2)
     assert "empty" in line
 
 
-def test_an_empty_trajectory_reference_is_refused_the_same_way(llamas, tmp_path):
+def test_an_empty_trajectory_reference_is_refused_the_same_way(llamas: dict[str, Path], tmp_path: Path) -> None:
     line = assert_one_line_error(
         cli("trajectory", str(llamas["base"]), "--out", str(tmp_path / "out"), "--reference", ""), status=2
     )
@@ -47,7 +47,7 @@ def test_an_empty_trajectory_reference_is_refused_the_same_way(llamas, tmp_path)
     assert not (tmp_path / "out").exists()
 
 
-def test_a_bf16_fine_tune_against_a_base_with_a_nan_is_one_line(llamas):
+def test_a_bf16_fine_tune_against_a_base_with_a_nan_is_one_line(llamas: dict[str, Path]) -> None:
     line = assert_one_line_error(cli("analyze", str(llamas["bf16"]), "--base", str(llamas["nan-base"]), "--no-cache"))
     assert "NaN" in line or "nan" in line.lower()
     assert "rounding" not in line

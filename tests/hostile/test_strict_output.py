@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_runner import assert_one_line_error, cli, strict_json
+from tiny_models import MakeCheckpoint
 
 from specbound.present.report import finite_only, to_json_text
 
@@ -44,7 +45,7 @@ def zero_weights(directory: Path, names: list[str]) -> None:
 
 
 @pytest.mark.parametrize("case", list(ZEROED))
-def test_zero_matrices_give_strict_json_with_null_log10(make_checkpoint, case):
+def test_zero_matrices_give_strict_json_with_null_log10(make_checkpoint: MakeCheckpoint, case: str) -> None:
     directory = make_checkpoint(layers=3)
     zero_weights(directory, ZEROED[case])
     result = cli("analyze", str(directory), "--json", "--p", "1")
@@ -58,7 +59,9 @@ def test_zero_matrices_give_strict_json_with_null_log10(make_checkpoint, case):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
-def test_export_of_a_zero_matrix_model_writes_standard_json(make_checkpoint, tmp_path, fmt):
+def test_export_of_a_zero_matrix_model_writes_standard_json(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, fmt: str
+) -> None:
     directory = make_checkpoint(layers=3)
     zero_weights(directory, ZEROED["M_in of layer 1"])
     out = tmp_path / "results"
@@ -73,10 +76,12 @@ def test_export_of_a_zero_matrix_model_writes_standard_json(make_checkpoint, tmp
     assert not list(out.glob(".*.tmp"))
 
 
-def test_nothing_reaches_stdout_when_building_the_object_fails(make_checkpoint, monkeypatch):
+def test_nothing_reaches_stdout_when_building_the_object_fails(
+    make_checkpoint: MakeCheckpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import specbound.present.report
 
-    def failing(*args, **kwargs):
+    def failing(*args: object, **kwargs: object) -> str:
         raise ValueError("Out of range float values are not JSON compliant: -inf")
 
     monkeypatch.setattr(specbound.present.report, "to_json_text", failing)
@@ -85,7 +90,7 @@ def test_nothing_reaches_stdout_when_building_the_object_fails(make_checkpoint, 
     assert result.returncode == 3 and len(result.stderr.splitlines()) == 1
 
 
-def test_a_failing_export_leaves_earlier_files_whole(make_checkpoint, tmp_path):
+def test_a_failing_export_leaves_earlier_files_whole(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     """summary.json cannot be written (a directory is in its place): the other files are whole and
     no temporary file is left."""
     out = tmp_path / "results"
@@ -112,12 +117,12 @@ def test_a_failing_export_leaves_earlier_files_whole(make_checkpoint, tmp_path):
         ("NaN", "NaN"),
     ],
 )
-def test_non_finite_values_become_null(value, expected):
+def test_non_finite_values_become_null(value: object, expected: object) -> None:
     assert finite_only(value) == expected
     strict_json(to_json_text({"v": value}))
 
 
-def test_grid_outputs_are_complete_and_leave_no_temporary_file(make_checkpoint, tmp_path):
+def test_grid_outputs_are_complete_and_leave_no_temporary_file(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     models = [str(make_checkpoint(layers=layers, seed=layers, name=f"m{layers}")) for layers in (1, 2)]
     out = tmp_path / "study"
     result = cli("grid", "--models", *models, "--out", str(out), "--atlas", str(tmp_path / "a.npz"))

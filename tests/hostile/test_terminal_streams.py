@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_one_line_error, cli, run_cli, strict_json
 from hostile_helpers import hand_profile
+from tiny_models import MakeCheckpoint
 
 from specbound.io.atlas import load_atlas, save_atlas
 
@@ -19,7 +20,7 @@ from specbound.io.atlas import load_atlas, save_atlas
 RAW_CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e")
 
 
-def _with_closed(streams: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def _with_closed(streams: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``specbound ARGS`` with the shell's redirections ``streams`` (e.g. ``>&-``) applied first."""
     script = f'exec "$0" -m specbound.cli "$@" {streams}'
     return subprocess.run(
@@ -35,7 +36,9 @@ def _with_closed(streams: str, *args: str, cwd: Path | None = None) -> subproces
     [["analyze", "{ckpt}", "--json"], ["analyze", "{ckpt}"], ["models"], ["atlas", "show", "{atlas}"], ["lab", "show"]],
     ids=["analyze --json", "analyze", "models", "atlas show", "lab show"],
 )
-def test_a_command_whose_result_is_its_output_stops_when_stdout_is_closed(make_checkpoint, tmp_path, args):
+def test_a_command_whose_result_is_its_output_stops_when_stdout_is_closed(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, args: list[str]
+) -> None:
     atlas = save_atlas([hand_profile()], tmp_path / "a.npz")
     argv = [a.format(ckpt=make_checkpoint(), atlas=atlas) for a in args]
     result = _with_closed(">&-", *argv)
@@ -46,7 +49,9 @@ def test_a_command_whose_result_is_its_output_stops_when_stdout_is_closed(make_c
     ]
 
 
-def test_commands_whose_result_is_files_write_them_with_stdout_closed(make_checkpoint, tmp_path):
+def test_commands_whose_result_is_files_write_them_with_stdout_closed(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     checkpoint = make_checkpoint()
     result = _with_closed(">&-", "export", str(checkpoint), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
@@ -57,25 +62,25 @@ def test_commands_whose_result_is_files_write_them_with_stdout_closed(make_check
     assert [p.model for p in load_atlas(atlas)] == [str(checkpoint)]  # no stray bytes in fd 1's old place
 
 
-def test_with_stderr_closed_an_error_never_goes_to_stdout(tmp_path):
+def test_with_stderr_closed_an_error_never_goes_to_stdout(tmp_path: Path) -> None:
     for args, status in ((["analyze", str(tmp_path / "absent"), "--json"], 1), (["analyze", "--p", "9"], 2)):
         result = _with_closed("2>&-", *args)
         assert result.returncode == status
         assert result.stdout == ""
 
 
-def test_with_stderr_closed_the_result_is_still_written(make_checkpoint):
+def test_with_stderr_closed_the_result_is_still_written(make_checkpoint: MakeCheckpoint) -> None:
     result = _with_closed("2>&-", "analyze", str(make_checkpoint()), "--json")
     assert result.returncode == 0
     assert strict_json(result.stdout)["num_heads"] == 4
 
 
-def test_with_both_streams_closed_only_the_status_speaks(tmp_path):
+def test_with_both_streams_closed_only_the_status_speaks(tmp_path: Path) -> None:
     result = _with_closed(">&- 2>&-", "analyze", str(tmp_path / "absent"))
     assert (result.returncode, result.stdout, result.stderr) == (1, "", "")
 
 
-def test_a_stdout_that_is_full_or_gone(make_checkpoint):
+def test_a_stdout_that_is_full_or_gone(make_checkpoint: MakeCheckpoint) -> None:
     directory = make_checkpoint()
     with open("/dev/full", "w") as full:
         result = subprocess.run(
@@ -101,6 +106,7 @@ def test_a_stdout_that_is_full_or_gone(make_checkpoint):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    assert reader.stdout is not None and reader.stderr is not None  # piped
     reader.stdout.close()  # the reader went away before the first byte
     assert reader.wait(timeout=120) == 1
     assert reader.stderr.read() == b""
@@ -126,7 +132,7 @@ def _assert_no_raw_controls(text: str) -> None:
     ],
     ids=["unrecognized", "invalid choice", "long bad number", "lab C1 and bidi", "long choice", "long unknown option"],
 )
-def test_usage_errors_echo_input_escaped_and_shortened(args):
+def test_usage_errors_echo_input_escaped_and_shortened(args: list[str]) -> None:
     result = run_cli(*args)
     assert result.returncode == 2 and result.stdout == ""
     lines = result.stderr.splitlines()
@@ -136,7 +142,7 @@ def test_usage_errors_echo_input_escaped_and_shortened(args):
     assert lines[0].endswith("--help)")
 
 
-def test_a_model_name_from_an_atlas_is_escaped_on_stdout(tmp_path):
+def test_a_model_name_from_an_atlas_is_escaped_on_stdout(tmp_path: Path) -> None:
     name = "evil\x1b[2J\x1b]0;owned\x07\u202egnp.exe\x9b31m"
     path = save_atlas([hand_profile(name=name)], tmp_path / "evil.npz")
     result = cli("analyze", f"atlas:{path}")
@@ -150,7 +156,7 @@ def test_a_model_name_from_an_atlas_is_escaped_on_stdout(tmp_path):
     _assert_no_raw_controls(shown.stdout)
 
 
-def test_report_lines_of_batch_commands_are_escaped(make_checkpoint, tmp_path):
+def test_report_lines_of_batch_commands_are_escaped(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     bad = "no-such\x1b[31m-model\x07"
     result = cli("grid", "--models", str(make_checkpoint()), bad, "--out", str(tmp_path / "study"))
     assert result.returncode == 0, result.stderr
@@ -163,7 +169,7 @@ def test_report_lines_of_batch_commands_are_escaped(make_checkpoint, tmp_path):
     _assert_no_raw_controls(result.stdout)
 
 
-def test_error_lines_are_escaped_and_shortened(tmp_path):
+def test_error_lines_are_escaped_and_shortened(tmp_path: Path) -> None:
     result = run_cli("analyze", str(tmp_path / ("\x1b[5m" + "d" * 3000)))
     line = assert_one_line_error(result)
     _assert_no_raw_controls(line)

@@ -14,24 +14,28 @@ import dataclasses
 import io
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from atlas_files import write_atlas
 from cli_runner import run_cli
 from hand_profiles import ONE_LAYER, make_profile
-from hostile_helpers import write_atlas
 from tiny_models import save_tiny
 
 import specbound
-from specbound.api.runs import RunSettings, checkpoint_of, run_trajectory
+from specbound.api.runs import RunSettings, SavedStep, TrajectoryResult, checkpoint_of, run_trajectory
+from specbound.core.limits import LIMITS
+from specbound.core.profile import SpectralProfile
 from specbound.io.atlas import AtlasError, load_atlas, save_atlas
 
 STEPS = (2, 4, 6)
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """checkpoint-2, -4 and -6 of a tiny BERT encoder whose weights move between steps."""
     out = tmp_path_factory.mktemp("trajectory") / "run"
     for step in STEPS:
@@ -39,11 +43,11 @@ def run_dir(tmp_path_factory) -> Path:
     return out
 
 
-def _checkpoints(run_dir: Path):
+def _checkpoints(run_dir: Path) -> list[SavedStep]:
     return [checkpoint_of(run_dir / f"checkpoint-{s}", default_step=s) for s in STEPS]
 
 
-def _run(run_dir: Path, out: Path):
+def _run(run_dir: Path, out: Path) -> tuple[TrajectoryResult, list[str]]:
     lines: list[str] = []
     result = run_trajectory(_checkpoints(run_dir), out, RunSettings(name="run"), report=lines.append)
     return result, lines
@@ -64,28 +68,30 @@ def test_a_clean_rerun_skips_every_step_and_writes_the_same_table(run_dir: Path,
     assert [p.model for p in load_atlas(out / "trajectory.npz")] == ["run@2", "run@4", "run@6"]
 
 
-def _drop_step(record: dict) -> None:
+def _drop_step(record: dict[str, Any]) -> None:
     del record["step"]
 
 
-def _step_as_text(record: dict) -> None:
+def _step_as_text(record: dict[str, Any]) -> None:
     record["step"] = "4"
 
 
-def _edit_row(record: dict) -> None:
+def _edit_row(record: dict[str, Any]) -> None:
     record["row"]["ours_log10"] = -99.0
 
 
-def _no_digest(record: dict) -> None:
+def _no_digest(record: dict[str, Any]) -> None:
     del record["profile_sha256"]
 
 
-def _old_schema(record: dict) -> None:
+def _old_schema(record: dict[str, Any]) -> None:
     record["schema"] = 1
 
 
 @pytest.mark.parametrize("edit", [_drop_step, _step_as_text, _no_digest, _old_schema, lambda r: r.clear()])
-def test_a_record_that_is_not_the_steps_own_is_analysed_again(run_dir: Path, tmp_path: Path, edit) -> None:
+def test_a_record_that_is_not_the_steps_own_is_analysed_again(
+    run_dir: Path, tmp_path: Path, edit: Callable[[dict[str, Any]], object]
+) -> None:
     out = tmp_path / "t"
     _run(run_dir, out)
     table = (out / "trajectory.csv").read_bytes()
@@ -134,7 +140,9 @@ def test_an_edited_profile_is_analysed_again(run_dir: Path, tmp_path: Path) -> N
     table = (out / "trajectory.csv").read_bytes()
     profile = load_atlas(out / "steps" / "step-4.npz")[0]
 
-    def scale(manifest, arrays):  # a careful tamperer: the atlas's own checksums are recomputed
+    def scale(
+        manifest: dict[str, Any], arrays: dict[str, np.ndarray]
+    ) -> None:  # a careful tamperer: the atlas's own checksums are recomputed
         arrays["m0_singular_values"] = arrays["m0_singular_values"] * 2
 
     write_atlas(out / "steps" / "step-4.npz", [profile], edit=scale)
@@ -147,7 +155,7 @@ def test_an_edited_profile_is_analysed_again(run_dir: Path, tmp_path: Path) -> N
 # --- atlases the tool writes, it reads back ---------------------------------------------------------------
 
 
-def _tiny(name: str):
+def _tiny(name: str) -> SpectralProfile:
     return dataclasses.replace(make_profile(ONE_LAYER, [[1.0], [1.0], [1.0], [1.0]]), model=name)
 
 
@@ -169,10 +177,12 @@ def test_a_three_hundred_step_atlas_is_written_and_read_back(tmp_path: Path) -> 
         ("max_atlas_file_bytes", 1000, "it would take"),
     ],
 )
-def test_an_atlas_above_a_limit_is_refused_before_it_is_written(tmp_path: Path, monkeypatch, limit, value, words):
+def test_an_atlas_above_a_limit_is_refused_before_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, value: int, words: str
+) -> None:
     import specbound.io.atlas as atlas_module
 
-    monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(atlas_module.LIMITS, **{limit: value}))
+    monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(LIMITS, **{limit: value}))
     path = tmp_path / "a.npz"
     with pytest.raises(AtlasError, match=r"a\.npz is not written") as caught:
         save_atlas([_tiny(f"run@{i}") for i in range(3)], path)
@@ -180,7 +190,9 @@ def test_an_atlas_above_a_limit_is_refused_before_it_is_written(tmp_path: Path, 
     assert list(tmp_path.iterdir()) == []  # nothing written, no temporary file left
 
 
-def test_each_limit_checked_on_writing_is_one_the_reader_applies(tmp_path: Path, monkeypatch) -> None:
+def test_each_limit_checked_on_writing_is_one_the_reader_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Just below each limit the writer writes, and the reader (with the same limits) reads it back."""
     import specbound.io.atlas as atlas_module
 
@@ -192,7 +204,7 @@ def test_each_limit_checked_on_writing_is_one_the_reader_applies(tmp_path: Path,
 
     sizes = {key: _npy_bytes(array) for key, array in members.items()}
     tight = dataclasses.replace(
-        atlas_module.LIMITS,
+        LIMITS,
         max_atlas_models=3,
         max_atlas_member_bytes=max(sizes.values()),
         max_atlas_total_bytes=sum(sizes.values()),
@@ -204,14 +216,14 @@ def test_each_limit_checked_on_writing_is_one_the_reader_applies(tmp_path: Path,
 
 
 def test_a_trajectory_above_the_atlas_limits_keeps_its_table_and_step_files(
-    run_dir: Path, tmp_path: Path, monkeypatch
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import specbound.io.atlas as atlas_module
 
     out = tmp_path / "t"
     _run(run_dir, out)
     assert (out / "trajectory.npz").is_file()
-    monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(atlas_module.LIMITS, max_atlas_models=2))
+    monkeypatch.setattr(atlas_module, "LIMITS", dataclasses.replace(LIMITS, max_atlas_models=2))
     result, lines = _run(run_dir, out)
     assert [row["step"] for row in result.rows] == [2, 4, 6]
     assert not (out / "trajectory.npz").exists()  # never an older atlas beside a newer table
@@ -296,15 +308,15 @@ def adapter_run(tmp_path: Path) -> Path:
     return root
 
 
-def _adapter_steps(root: Path, out: Path):
+def _adapter_steps(root: Path, out: Path) -> TrajectoryResult:
     steps = [checkpoint_of(root / "outputs" / "run" / f"checkpoint-{s}", default_step=s) for s in (1, 2)]
     return run_trajectory(steps, out, RunSettings(name="run"))
 
 
 @pytest.mark.parametrize("elsewhere_has_a_base", [True, False])
 def test_an_adapter_steps_record_holds_the_base_the_analysis_uses(
-    adapter_run, tmp_path, monkeypatch, elsewhere_has_a_base
-):
+    adapter_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, elsewhere_has_a_base: bool
+) -> None:
     """A LoRA step's fingerprint covers the base the analysis merges it into, found as the loader
     finds it (beside the adapter's folders, before the working directory): run from another folder,
     a re-run skips the unchanged steps (their fingerprints were unknown, so every re-run analysed

@@ -6,11 +6,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from atlas_files import write_atlas
 from cli_runner import assert_one_line_error, cli
-from hostile_helpers import hand_profile, write_atlas
+from hostile_helpers import hand_profile
+from tiny_models import MakeCheckpoint
 
 from specbound.core.architecture import ModelShape
 from specbound.core.profile import SpectralProfile, validate_profile
@@ -20,25 +25,25 @@ from specbound.io.checkpoints import fingerprint
 from specbound.io.loading import load_profile
 
 
-def _with(profile: SpectralProfile, **changes) -> dict:
+def _with(profile: SpectralProfile, **changes: object) -> dict[str, Any]:
     fields = {f.name: getattr(profile, f.name) for f in dataclasses.fields(SpectralProfile)}
     return {**fields, **changes}
 
 
-def _sv(profile: SpectralProfile, edit) -> np.ndarray:
+def _sv(profile: SpectralProfile, edit: Callable[[np.ndarray], object]) -> np.ndarray:
     sv = profile.singular_values.copy()
     edit(sv)
     return sv
 
 
-def _set(array: np.ndarray, index, value) -> np.ndarray:
+def _set(array: np.ndarray, index: int | tuple[int, ...], value: object) -> np.ndarray:
     array = array.astype(np.result_type(array, type(value))).copy()
     array[index] = value
     return array
 
 
 #: name -> profile fields that break exactly one rule
-BROKEN = {
+BROKEN: dict[str, Callable[[SpectralProfile], dict[str, Any]]] = {
     "NaN singular value": lambda p: {"singular_values": _sv(p, lambda s: s.__setitem__((0, 0), np.nan))},
     "infinite singular value": lambda p: {"singular_values": _sv(p, lambda s: s.__setitem__((3, 1), np.inf))},
     "negative singular value": lambda p: {"singular_values": _sv(p, lambda s: s.__setitem__((1, 2), -0.5))},
@@ -52,7 +57,7 @@ BROKEN = {
     "NaN norm": lambda p: {"norm_21": _set(p.norm_21, 0, np.nan)},
     "negative norm": lambda p: {"norm_11": _set(p.norm_11, 1, -1.0)},
     "norms of the wrong length": lambda p: {"norm_11": p.norm_11[:-1]},
-    "num_layers 2.0": lambda p: {"shape": ModelShape(1.0, 16, 2, 24)},
+    "num_layers 2.0": lambda p: {"shape": ModelShape(1.0, 16, 2, 24)},  # type: ignore[arg-type]  # the float refused
     "hidden_size True": lambda p: {"shape": ModelShape(1, 16, True, 24)},
     "integer singular values": lambda p: {"singular_values": p.singular_values.astype(np.int64)},
     "model name not a string": lambda p: {"model": 7},
@@ -60,13 +65,13 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("case", list(BROKEN))
-def test_the_validator_refuses_each_broken_rule(case):
+def test_the_validator_refuses_each_broken_rule(case: str) -> None:
     profile = hand_profile(ffn=12)  # d_ff < N: M_in and M_out have min(N, d_ff) = 12 singular values
     with pytest.raises(ValueError):
         SpectralProfile(**_with(profile, **BROKEN[case](profile)))
 
 
-def test_narrow_rows_are_valid_but_not_full_width():
+def test_narrow_rows_are_valid_but_not_full_width() -> None:
     profile = hand_profile()
     narrow = SpectralProfile(**_with(profile, singular_values=profile.singular_values[:, :10].copy()))
     with pytest.raises(ValueError, match="exactly 16"):
@@ -76,7 +81,7 @@ def test_narrow_rows_are_valid_but_not_full_width():
 # --- the cache ------------------------------------------------------------------------------------
 
 
-def _rewrite_entry(path, edit) -> None:
+def _rewrite_entry(path: Path, edit: Callable[[dict[str, np.ndarray]], object]) -> None:
     """Change a cache entry's arrays while keeping it a well-formed .npz with the same meta."""
     with np.load(path, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
@@ -100,7 +105,7 @@ TAMPERED_ENTRIES = {
 
 
 @pytest.mark.parametrize("case", list(TAMPERED_ENTRIES))
-def test_a_tampered_cache_entry_is_recomputed(make_checkpoint, tmp_path, case):
+def test_a_tampered_cache_entry_is_recomputed(make_checkpoint: MakeCheckpoint, tmp_path: Path, case: str) -> None:
     cache = ProfileCache(tmp_path / "profiles")
     directory = make_checkpoint()
     good = load_profile(str(directory), cache=cache)
@@ -116,8 +121,8 @@ def test_a_tampered_cache_entry_is_recomputed(make_checkpoint, tmp_path, case):
 # --- atlases whose checksums were recomputed -----------------------------------------------------
 
 
-def _edit_sv(edit):
-    def change(manifest, arrays):
+def _edit_sv(edit: Callable[[np.ndarray], object]) -> Callable[[dict[str, Any], dict[str, np.ndarray]], None]:
+    def change(manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         edit(arrays["m0_singular_values"])
 
     return change
@@ -146,7 +151,7 @@ TAMPERED_ATLASES = {
 
 
 @pytest.mark.parametrize("case", list(TAMPERED_ATLASES))
-def test_a_tampered_atlas_is_refused_by_loading_and_by_show(tmp_path, case):
+def test_a_tampered_atlas_is_refused_by_loading_and_by_show(tmp_path: Path, case: str) -> None:
     edit, words = TAMPERED_ATLASES[case]
     path = write_atlas(tmp_path / "tampered.npz", [hand_profile(name="a"), hand_profile(seed=1, name="b")], edit)
     with pytest.raises(AtlasError, match=r"tampered\.npz is not a valid specbound atlas") as info:
@@ -158,7 +163,7 @@ def test_a_tampered_atlas_is_refused_by_loading_and_by_show(tmp_path, case):
     assert_one_line_error(cli("atlas", "show", str(path)), words)
 
 
-def test_an_untouched_atlas_passes_both(tmp_path):
+def test_an_untouched_atlas_passes_both(tmp_path: Path) -> None:
     path = write_atlas(tmp_path / "fine.npz", [hand_profile(name="a"), hand_profile(seed=1, name="b")])
     assert [p.model for p in load_atlas(path)] == ["a", "b"]
     assert cli("atlas", "show", str(path)).returncode == 0
@@ -167,7 +172,7 @@ def test_an_untouched_atlas_passes_both(tmp_path):
 # --- revision keys that follow the content -------------------------------------------------------
 
 
-def test_cp_p_of_other_weights_is_not_served_stale(make_checkpoint, tmp_path):
+def test_cp_p_of_other_weights_is_not_served_stale(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     cache = ProfileCache(tmp_path / "profiles")
     target = make_checkpoint(seed=1, name="target")
     other = make_checkpoint(seed=2, name="other")
@@ -183,7 +188,7 @@ def test_cp_p_of_other_weights_is_not_served_stale(make_checkpoint, tmp_path):
 
 
 @pytest.mark.parametrize("where", ["start", "middle", "end"])
-def test_one_changed_byte_with_restored_mtime_is_a_new_revision(make_checkpoint, where):
+def test_one_changed_byte_with_restored_mtime_is_a_new_revision(make_checkpoint: MakeCheckpoint, where: str) -> None:
     directory = make_checkpoint(hidden=64, heads=4, ffn=256, layers=4)  # large enough to be sampled, not hashed whole
     weights = directory / "model.safetensors"
     before, stat = fingerprint(directory), weights.stat()

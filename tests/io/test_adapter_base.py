@@ -32,7 +32,7 @@ RTOL = 1e-10
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``models/my-base`` and ``models/my-lora``, the adapter written by peft's own ``save_pretrained``
     from inside the project, so it records the relative path ``models/my-base`` (tests/peft_projects.py)."""
     root = make_project(tmp_path_factory.mktemp("project"))
@@ -49,6 +49,7 @@ def _peft_merged(adapter: Path, base: Any) -> Any:
 def _assert_same(ours: specbound.Analysis, theirs: specbound.Analysis) -> None:
     scale = theirs.profile.spectral_norm.max()
     np.testing.assert_allclose(ours.profile.singular_values, theirs.profile.singular_values, rtol=0, atol=RTOL * scale)
+    assert ours.centred is not None and theirs.centred is not None
     d_ours, d_theirs = ours.centred.schatten_profile, theirs.centred.schatten_profile
     np.testing.assert_array_equal(d_ours.rank, d_theirs.rank)
     np.testing.assert_allclose(d_ours.singular_values, d_theirs.singular_values, rtol=0, atol=RTOL * scale)
@@ -57,7 +58,9 @@ def _assert_same(ours: specbound.Analysis, theirs: specbound.Analysis) -> None:
     assert (d_ours.rank > 0).any() and (d_ours.rank == 0).any()  # M_in (gate, up) untouched: rank 0
 
 
-def test_a_relative_base_is_found_from_another_working_directory(project, tmp_path, monkeypatch):
+def test_a_relative_base_is_found_from_another_working_directory(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -75,7 +78,9 @@ def test_a_relative_base_is_found_from_another_working_directory(project, tmp_pa
     assert data["proxies"]["ours_centred"] == pytest.approx(expected.ours_centred, rel=RTOL)
 
 
-def test_the_working_directory_is_looked_at_after_the_adapters_folders(project, tmp_path, monkeypatch):
+def test_the_working_directory_is_looked_at_after_the_adapters_folders(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An adapter copied away from its project opens from the project's folder (the working directory)."""
     moved = tmp_path / "far" / "away" / "deep" / "down" / "my-lora"
     moved.parent.mkdir(parents=True)
@@ -86,7 +91,9 @@ def test_the_working_directory_is_looked_at_after_the_adapters_folders(project, 
     assert locate_adapter_base(moved) == str((project / "models" / "my-base").resolve())
 
 
-def test_a_base_found_nowhere_names_the_adapter_every_place_and_base(project, tmp_path, monkeypatch):
+def test_a_base_found_nowhere_names_the_adapter_every_place_and_base(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     lone = tmp_path / "lone" / "my-lora"
     lone.mkdir(parents=True)
@@ -109,7 +116,7 @@ def test_a_base_found_nowhere_names_the_adapter_every_place_and_base(project, tm
         specbound.analyze(str(lone), use_cache=False)
 
 
-def test_an_explicit_base_is_the_one_merged_into_and_centred_at(project, tmp_path):
+def test_an_explicit_base_is_the_one_merged_into_and_centred_at(project: Path, tmp_path: Path) -> None:
     """``--base`` / ``base=`` wins over the recorded path: the adapter is merged into THAT base (on disk
     or in memory), which is also the reference; peft's merge into the same base gives the same numbers."""
     adapter = project / "models" / "my-lora"
@@ -120,6 +127,7 @@ def test_an_explicit_base_is_the_one_merged_into_and_centred_at(project, tmp_pat
     _assert_same(in_memory, expected)
     on_disk = specbound.analyze(str(adapter), base=str(tmp_path / "other-base"), use_cache=False)
     _assert_same(on_disk, expected)
+    assert on_disk.reference is not None
     assert on_disk.reference.model == str(tmp_path / "other-base")
     data = strict_json(
         cli("analyze", str(adapter), "--base", str(tmp_path / "other-base"), "--json", "--no-cache").stdout
@@ -131,7 +139,9 @@ def test_an_explicit_base_is_the_one_merged_into_and_centred_at(project, tmp_pat
     assert abs(recorded.ours - expected.ours) > 1e-6 * expected.ours
 
 
-def test_a_base_recorded_as_a_hub_id_opens_from_the_hub_cache_offline(project, tmp_path, monkeypatch):
+def test_a_base_recorded_as_a_hub_id_opens_from_the_hub_cache_offline(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Last in the order: the recorded name as a Hub id (``models/my-base`` is one), here from the Hub
     cache with the network off; found nowhere nearer, it is the Hub's copy that is merged into."""
     from huggingface_hub import constants
@@ -151,6 +161,7 @@ def test_a_base_recorded_as_a_hub_id_opens_from_the_hub_cache_offline(project, t
         monkeypatch.chdir(tmp_path)
         assert locate_adapter_base(lone) == BASE  # the Hub id, as recorded
         result = specbound.analyze(str(lone), use_cache=False)
+        assert result.reference is not None
         assert result.reference.model == BASE
         expected = specbound.analyze(str(project / ADAPTER), use_cache=False)
         assert result.ours_centred == pytest.approx(expected.ours_centred, rel=RTOL)
@@ -158,7 +169,7 @@ def test_a_base_recorded_as_a_hub_id_opens_from_the_hub_cache_offline(project, t
         shutil.rmtree(repo, ignore_errors=True)
 
 
-def test_an_adapter_folder_that_also_holds_a_config_json_is_named_as_an_adapter(project, tmp_path):
+def test_an_adapter_folder_that_also_holds_a_config_json_is_named_as_an_adapter(project: Path, tmp_path: Path) -> None:
     folder = tmp_path / "with-config"
     shutil.copytree(project / ADAPTER, folder)
     shutil.copy(project / BASE / "config.json", folder / "config.json")
@@ -169,7 +180,9 @@ def test_an_adapter_folder_that_also_holds_a_config_json_is_named_as_an_adapter(
     assert all(word in str(caught.value) for word in words)
 
 
-def test_a_very_long_recorded_base_is_shown_once_and_shortened(project, tmp_path, monkeypatch):
+def test_a_very_long_recorded_base_is_shown_once_and_shortened(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     folder = tmp_path / "long-base"
     shutil.copytree(project / ADAPTER, folder)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from tiny_models import MakeCheckpoint
 
 from specbound.cli import main
-from specbound.core.architecture import ModelShape
+from specbound.core.architecture import Adaptation, Mlp, ModelShape
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
@@ -24,7 +27,7 @@ FIELDS = ("singular_values", "full_dims", "norm_21", "norm_11")
 
 
 @pytest.fixture
-def profiles(make_checkpoint) -> list[SpectralProfile]:
+def profiles(make_checkpoint: MakeCheckpoint) -> list[SpectralProfile]:
     return [
         load_profile(str(make_checkpoint(layers=2, hidden=32, heads=4, seed=1))),
         load_profile(str(make_checkpoint(layers=1, hidden=16, heads=2, ffn=24, safe=False, seed=2))),
@@ -39,7 +42,7 @@ def _assert_identical(a: SpectralProfile, b: SpectralProfile) -> None:
         assert x.tobytes() == y.tobytes()  # bit for bit
 
 
-def test_round_trip_gives_identical_profiles_and_bound_terms(profiles, tmp_path: Path) -> None:
+def test_round_trip_gives_identical_profiles_and_bound_terms(profiles: list[SpectralProfile], tmp_path: Path) -> None:
     path = save_atlas(profiles, tmp_path / "class.npz")
     loaded = load_atlas(path)
     assert len(loaded) == 2
@@ -65,7 +68,9 @@ def test_round_trip_gives_identical_profiles_and_bound_terms(profiles, tmp_path:
         atlas_member(path)
 
 
-def test_an_atlas_model_is_a_model_reference_that_load_profile_opens(profiles, tmp_path: Path) -> None:
+def test_an_atlas_model_is_a_model_reference_that_load_profile_opens(
+    profiles: list[SpectralProfile], tmp_path: Path
+) -> None:
     path = save_atlas(profiles, tmp_path / "with # in name.npz")
     name = atlas_reference(path, profiles[1].model)
     ref = resolve(name)
@@ -75,7 +80,7 @@ def test_an_atlas_model_is_a_model_reference_that_load_profile_opens(profiles, t
     _assert_identical(load_by_name(f"atlas:{single}"), profiles[0])
 
 
-def test_the_file_is_a_plain_npz_with_a_json_manifest(profiles, tmp_path: Path) -> None:
+def test_the_file_is_a_plain_npz_with_a_json_manifest(profiles: list[SpectralProfile], tmp_path: Path) -> None:
     path = save_atlas(profiles, tmp_path / "a.npz")
     with np.load(path, allow_pickle=False) as data:
         manifest = json.loads(str(data["manifest"]))
@@ -86,7 +91,7 @@ def test_the_file_is_a_plain_npz_with_a_json_manifest(profiles, tmp_path: Path) 
         assert data[manifest["models"][0]["arrays"]["singular_values"]].dtype == np.float64
 
 
-def _rewrite(source: Path, target: Path, change) -> Path:
+def _rewrite(source: Path, target: Path, change: Callable[[str, bytes], bytes | None]) -> Path:
     """Copy an atlas archive member by member, letting ``change(name, bytes)`` alter or drop members."""
     with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w") as zout:
         for item in zin.infolist():
@@ -104,7 +109,7 @@ def _npy(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def test_damaged_or_foreign_files_are_refused(profiles, tmp_path: Path) -> None:
+def test_damaged_or_foreign_files_are_refused(profiles: list[SpectralProfile], tmp_path: Path) -> None:
     good = save_atlas(profiles, tmp_path / "good.npz")
     not_zip = tmp_path / "text.npz"
     not_zip.write_text("hello, not an atlas")
@@ -153,7 +158,9 @@ def test_damaged_or_foreign_files_are_refused(profiles, tmp_path: Path) -> None:
     assert issubclass(AtlasError, SpecboundError)
 
 
-def test_cli_export_and_show(make_checkpoint, tmp_path: Path, capsys) -> None:
+def test_cli_export_and_show(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     small = make_checkpoint(layers=1, hidden=16, heads=2, ffn=24)
     out = tmp_path / "atlas.npz"
     assert main(["atlas", "export", "--models", str(small), "no-such-model", "--out", str(out)]) == 0
@@ -194,13 +201,13 @@ def test_export_names_members_by_their_folders_and_keeps_them_apart(make_checkpo
 
 def test_an_atlas_of_schema_1_still_opens_as_bert_encoders(tmp_path: Path) -> None:
     """Schema 1 (before other families were read) stored the four sizes of a BERT encoder."""
-    from hostile.hostile_helpers import write_atlas
+    from atlas_files import write_atlas
 
     from specbound.studies.twin import random_twin
 
     profile = random_twin(ModelShape(2, 16, 2, 24), model="old")
 
-    def as_schema_1(manifest: dict, arrays: dict) -> None:
+    def as_schema_1(manifest: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         manifest["schema"] = 1
         for model in manifest["models"]:
             model["shape"] = {k: model["shape"][k] for k in ("num_layers", "hidden_size", "num_heads", "ffn_size")}
@@ -221,10 +228,10 @@ def test_an_atlas_keeps_a_gated_grouped_query_model_whole(tmp_path: Path) -> Non
         24,
         num_kv_heads=2,
         head_dim=6,
-        mlp="gated",
+        mlp=Mlp.GATED,
         family="llama",
         activation="silu",
-        adaptations=("causal", "rotary", "grouped-query attention", "gated MLP"),
+        adaptations=(Adaptation.CAUSAL, Adaptation.ROTARY, Adaptation.GROUPED_QUERY, Adaptation.GATED_MLP),
     )
     profile = random_twin(shape, model="tiny-llama")
     (loaded,) = load_atlas(save_atlas([profile], tmp_path / "llama.npz"))

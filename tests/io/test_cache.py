@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 import pytest
+from tiny_models import MakeCheckpoint
 
 from specbound import Kind, MatrixId, ModelShape, load_profile
 from specbound.core.errors import CheckpointError
+from specbound.core.profile import SpectralProfile
 from specbound.io.cache import ProfileCache, default_cache_dir
 from specbound.io.checkpoints import fingerprint
 
 
-def assert_same_profile(a, b) -> None:
+def assert_same_profile(a: SpectralProfile, b: SpectralProfile | None) -> None:
+    assert b is not None  # found
     assert (a.model, a.revision, a.shape) == (b.model, b.revision, b.shape)
     for name in ("singular_values", "full_dims", "norm_21", "norm_11"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
@@ -24,7 +28,9 @@ def cache_entry(directory: Path, cache: ProfileCache) -> Path:
     return cache.path(str(directory.resolve()), fingerprint(directory))
 
 
-def test_second_load_is_a_cache_hit_that_does_not_open_the_checkpoint(make_checkpoint, tmp_path, monkeypatch):
+def test_second_load_is_a_cache_hit_that_does_not_open_the_checkpoint(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = ProfileCache(tmp_path / "profiles")
     directory = make_checkpoint(seed=4)
     first = load_profile(str(directory), cache=cache)
@@ -32,7 +38,7 @@ def test_second_load_is_a_cache_hit_that_does_not_open_the_checkpoint(make_check
     assert entry.is_file() and list(cache.directory.iterdir()) == [entry]
     written = entry.stat().st_mtime_ns
 
-    def no_opening(directory):
+    def no_opening(directory: Path) -> NoReturn:
         raise AssertionError("a cache hit opened the checkpoint")
 
     monkeypatch.setattr("specbound.io.loading.open_checkpoint", no_opening)
@@ -42,7 +48,9 @@ def test_second_load_is_a_cache_hit_that_does_not_open_the_checkpoint(make_check
     assert entry.stat().st_mtime_ns == written  # not rewritten
 
 
-def test_a_rewrite_with_the_same_size_and_mtime_is_a_new_revision(make_checkpoint, tmp_path):
+def test_a_rewrite_with_the_same_size_and_mtime_is_a_new_revision(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     """`cp -p` of other weights over the checkpoint: the stale entry must not be served."""
     cache = ProfileCache(tmp_path / "profiles")
     directory = make_checkpoint(seed=4)
@@ -56,7 +64,7 @@ def test_a_rewrite_with_the_same_size_and_mtime_is_a_new_revision(make_checkpoin
         load_profile(str(directory), cache=cache)
 
 
-def test_changed_weights_change_the_revision_and_miss(make_checkpoint, tmp_path):
+def test_changed_weights_change_the_revision_and_miss(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     from safetensors.torch import load_file, save_file
 
     cache = ProfileCache(tmp_path / "profiles")
@@ -85,7 +93,7 @@ def test_changed_weights_change_the_revision_and_miss(make_checkpoint, tmp_path)
     np.testing.assert_array_equal(after.singular_values[unchanged], before.singular_values[unchanged])
 
 
-def test_touching_the_weight_file_is_a_new_revision(make_checkpoint):
+def test_touching_the_weight_file_is_a_new_revision(make_checkpoint: MakeCheckpoint) -> None:
     directory = make_checkpoint()
     key = fingerprint(directory)
     weights = directory / "model.safetensors"
@@ -97,7 +105,9 @@ def test_touching_the_weight_file_is_a_new_revision(make_checkpoint):
 
 
 @pytest.mark.parametrize("garbage", [b"", b"not an npz file", b"PK\x03\x04" + b"\0" * 64])
-def test_corrupt_entry_is_recomputed_and_replaced(make_checkpoint, tmp_path, garbage):
+def test_corrupt_entry_is_recomputed_and_replaced(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, garbage: bytes
+) -> None:
     cache = ProfileCache(tmp_path / "profiles")
     directory = make_checkpoint(seed=6)
     good = load_profile(str(directory), cache=cache)
@@ -113,7 +123,7 @@ def test_corrupt_entry_is_recomputed_and_replaced(make_checkpoint, tmp_path, gar
     assert_same_profile(good, cache.load(good.model, good.revision))
 
 
-def test_entry_of_another_model_under_this_key_is_not_trusted(make_checkpoint, tmp_path):
+def test_entry_of_another_model_under_this_key_is_not_trusted(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     cache = ProfileCache(tmp_path / "profiles")
     a = load_profile(str(make_checkpoint(seed=1, name="a")), cache=cache)
     b_dir = make_checkpoint(seed=2, name="b")
@@ -125,25 +135,26 @@ def test_entry_of_another_model_under_this_key_is_not_trusted(make_checkpoint, t
     assert_same_profile(b, cache.load(b.model, b.revision))
 
 
-def test_round_trip_keeps_every_array_exactly(make_checkpoint, tmp_path):
+def test_round_trip_keeps_every_array_exactly(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     cache = ProfileCache(tmp_path / "profiles")
     profile = load_profile(str(make_checkpoint("distilbert", layers=3)), use_cache=False)
     path = cache.save(profile)
     assert path.suffix == ".npz" and not list(cache.directory.glob("*.tmp"))
     loaded = cache.load(profile.model, profile.revision)
     assert_same_profile(profile, loaded)
+    assert loaded is not None
     assert loaded.shape == ModelShape(3, 32, 4, 48, family="distilbert")
     assert cache.load(profile.model, "another-revision") is None
     assert cache.load("another-model", profile.revision) is None
 
 
-def test_no_cache_neither_reads_nor_writes(make_checkpoint, tmp_path):
+def test_no_cache_neither_reads_nor_writes(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     cache = ProfileCache(tmp_path / "profiles")
     load_profile(str(make_checkpoint()), cache=cache, use_cache=False)
     assert not cache.directory.exists()
 
 
-def test_unwritable_cache_directory_only_costs_speed(make_checkpoint, tmp_path):
+def test_unwritable_cache_directory_only_costs_speed(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     cache = ProfileCache(blocker / "profiles")  # cannot be created: its parent is a file
@@ -151,7 +162,9 @@ def test_unwritable_cache_directory_only_costs_speed(make_checkpoint, tmp_path):
     assert profile.shape.num_matrices == 20
 
 
-def test_default_profile_cache_follows_specbound_cache(make_checkpoint, tmp_path, monkeypatch):
+def test_default_profile_cache_follows_specbound_cache(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SPECBOUND_CACHE", str(tmp_path / "mine"))
     assert default_cache_dir() == tmp_path / "mine"
     assert ProfileCache().directory == tmp_path / "mine"
@@ -159,7 +172,7 @@ def test_default_profile_cache_follows_specbound_cache(make_checkpoint, tmp_path
     assert len(list((tmp_path / "mine").glob("*.npz"))) == 1
 
 
-def test_cache_directory_resolution(tmp_path, monkeypatch):
+def test_cache_directory_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPECBOUND_CACHE", "~/profiles")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
@@ -174,7 +187,7 @@ def test_cache_directory_resolution(tmp_path, monkeypatch):
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "specbound"
 
 
-def test_cache_keys_depend_on_model_and_revision(tmp_path):
+def test_cache_keys_depend_on_model_and_revision(tmp_path: Path) -> None:
     cache = ProfileCache(tmp_path)
     keys = {cache.path(m, r) for m in ("a", "b") for r in ("1", "2")}
     assert len(keys) == 4
@@ -182,7 +195,9 @@ def test_cache_keys_depend_on_model_and_revision(tmp_path):
     assert cache.path("a", "1") == ProfileCache(tmp_path).path("a", "1")
 
 
-def test_an_entry_of_the_previous_schema_still_opens_as_a_bert_encoder(make_checkpoint, tmp_path, monkeypatch):
+def test_an_entry_of_the_previous_schema_still_opens_as_a_bert_encoder(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Version 2 entries (written before other families were read) held the four sizes of a BERT:
     they are read as such, bit for bit, and never recomputed."""
     import json
@@ -193,7 +208,7 @@ def test_an_entry_of_the_previous_schema_still_opens_as_a_bert_encoder(make_chec
     cache = ProfileCache(tmp_path / "profiles")
     profile = load_profile(str(make_checkpoint(layers=2)), use_cache=False)
     arrays = cache_module._stored_arrays(profile)
-    meta = {
+    meta: dict[str, Any] = {
         "schema": 2,
         "model": profile.model,
         "revision": profile.revision,
@@ -210,7 +225,7 @@ def test_an_entry_of_the_previous_schema_still_opens_as_a_bert_encoder(make_chec
     assert_same_profile(profile, loaded)
 
 
-def test_an_entry_of_schema_3_still_opens_with_its_block(make_checkpoint, tmp_path):
+def test_an_entry_of_schema_3_still_opens_with_its_block(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     """Version 3 entries (before experts) described the block without experts: a dense model's entry
     is read as it was written, bit for bit, and never recomputed."""
     import json
@@ -221,7 +236,7 @@ def test_an_entry_of_schema_3_still_opens_with_its_block(make_checkpoint, tmp_pa
     cache = ProfileCache(tmp_path / "profiles")
     profile = load_profile(str(make_checkpoint(layers=2)), use_cache=False)
     arrays = cache_module._stored_arrays(profile)
-    meta = {
+    meta: dict[str, Any] = {
         "schema": 3,
         "model": profile.model,
         "revision": profile.revision,

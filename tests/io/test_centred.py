@@ -80,7 +80,7 @@ def _fine_tune(base: Any, name: str, seed: int = 1) -> Any:
 
 
 @pytest.fixture(scope="module")
-def pairs(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+def pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
     """name -> (fine-tune directory, base directory), saved by transformers in float64."""
     root = tmp_path_factory.mktemp("centred")
     saved = {}
@@ -113,7 +113,9 @@ def dense_difference(tuned: Path, base: Path) -> list[np.ndarray]:
         wa, wb = a.layer(layer), b.layer(layer)
         attentions = [(wa.attention_weights(), wb.attention_weights())]
         if shape.has_cross(layer):
-            attentions.append((wa.cross_attention_weights(), wb.cross_attention_weights()))
+            cross_a, cross_b = wa.cross_attention_weights(), wb.cross_attention_weights()
+            assert cross_a is not None and cross_b is not None
+            attentions.append((cross_a, cross_b))
         for ours, theirs in attentions:
             pairs = list(zip(_dense_heads(ours, shape), _dense_heads(theirs, shape), strict=True))
             matrices += [x[0] - y[0] for x, y in pairs] + [x[1] - y[1] for x, y in pairs]
@@ -140,7 +142,7 @@ def _reference_contribution(sv: np.ndarray, log_scale: float, shape: ModelShape,
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_every_difference_equals_a_dense_computation(pairs, name):
+def test_every_difference_equals_a_dense_computation(pairs: dict[str, tuple[Path, Path]], name: str) -> None:
     tuned, base = pairs[name]
     analysis = specbound.analyze(str(tuned), base=str(base), use_cache=False)
     centred, shape = analysis.centred, analysis.shape
@@ -173,7 +175,7 @@ def test_every_difference_equals_a_dense_computation(pairs, name):
     np.testing.assert_allclose(delta.norm_21, [np.linalg.norm(m, axis=0).sum() for m in dense], rtol=RTOL, atol=1e-300)
 
 
-def test_a_wrong_head_slice_or_sign_would_fail():
+def test_a_wrong_head_slice_or_sign_would_fail() -> None:
     """The stacked factors give QK_h - QK⁰_h; a sign or a neighbouring head's rows would not."""
     shape = ModelShape(1, 8, 2, 16, num_kv_heads=1)
     rng = np.random.default_rng(3)
@@ -192,7 +194,7 @@ def test_a_wrong_head_slice_or_sign_would_fail():
         assert not np.allclose(qk, other, atol=1e-3)
 
 
-def test_the_command_line_against_itself_gives_sqrt_depth(pairs):
+def test_the_command_line_against_itself_gives_sqrt_depth(pairs: dict[str, tuple[Path, Path]]) -> None:
     from cli_runner import cli, strict_json
 
     tuned, _ = pairs["t5"]
@@ -208,7 +210,7 @@ def test_the_command_line_against_itself_gives_sqrt_depth(pairs):
     assert "'s): 0 in 0 matrices" in text
 
 
-def test_the_command_line_sets_the_intruders_k_and_eps(pairs):
+def test_the_command_line_sets_the_intruders_k_and_eps(pairs: dict[str, tuple[Path, Path]]) -> None:
     from cli_runner import assert_one_line_error, cli, strict_json
 
     tuned, base = pairs["llama"]
@@ -217,6 +219,7 @@ def test_the_command_line_sets_the_intruders_k_and_eps(pairs):
     assert data["directions"]["k"] == 3 and data["directions"]["eps"] == 0.9
     assert max(m["delta"]["top_k"] for m in data["matrices"]) == 3
     api = specbound.analyze(str(tuned), base=str(base), use_cache=False, intruder_k=3, intruder_eps=0.9)
+    assert api.directions is not None
     assert [m["delta"]["intruders"] for m in data["matrices"]] == api.directions.intruders.tolist()
     assert_one_line_error(cli(*args, "--intruder-eps", "1.5"), "eps must be a number in (0, 1]", status=2)
     assert_one_line_error(cli(*args, "--intruder-k", "0"), "k must be an integer from 1", status=2)
@@ -262,9 +265,10 @@ def test_the_singular_vectors_comparison_can_be_skipped_and_nothing_else_changes
         specbound.analyze(str(tuned), base=str(base), use_cache=False, directions=False, intruder_eps=0.9)
 
 
-def test_a_model_against_itself_changes_nothing(pairs):
+def test_a_model_against_itself_changes_nothing(pairs: dict[str, tuple[Path, Path]]) -> None:
     tuned, _ = pairs["llama"]
     analysis = specbound.analyze(str(tuned), base=str(tuned), use_cache=False)
+    assert analysis.centred is not None
     delta = analysis.centred.schatten_profile
     assert (delta.rank == 0).all() and (delta.singular_values == 0).all() and (delta.norm_21 == 0).all()
     assert analysis.ours_centred == math.sqrt(analysis.shape.num_layers)
@@ -272,7 +276,9 @@ def test_a_model_against_itself_changes_nothing(pairs):
     assert analysis.ours_centred < analysis.ours
 
 
-def test_the_streamed_block_difference_equals_the_whole_one(pairs, monkeypatch):
+def test_the_streamed_block_difference_equals_the_whole_one(
+    pairs: dict[str, tuple[Path, Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A memory-mapped feed-forward pair is subtracted block by block (neither held whole): the same spectra."""
     import specbound.core.engine as engine
 
@@ -286,7 +292,9 @@ def test_the_streamed_block_difference_equals_the_whole_one(pairs, monkeypatch):
     np.testing.assert_allclose(blocked.norm_21, whole.norm_21, rtol=1e-13)
 
 
-def test_a_reference_that_does_not_match_is_refused_naming_the_difference(pairs, tmp_path):
+def test_a_reference_that_does_not_match_is_refused_naming_the_difference(
+    pairs: dict[str, tuple[Path, Path]], tmp_path: Path
+) -> None:
     tuned, _ = pairs["llama"]
     other = _model("llama", 0)
     other.config.num_key_value_heads = 4
@@ -298,7 +306,9 @@ def test_a_reference_that_does_not_match_is_refused_naming_the_difference(pairs,
         specbound.analyze(str(tuned), base=str(pairs["gpt2"][1]), use_cache=False)
 
 
-def test_a_reference_is_checked_on_its_family_and_dimensions_only(pairs, tmp_path):
+def test_a_reference_is_checked_on_its_family_and_dimensions_only(
+    pairs: dict[str, tuple[Path, Path]], tmp_path: Path
+) -> None:
     """The manual promises family and dimensions: a base differing in the initialisation's σ (which
     only the random twin reads) or in the activation still has every W⁰, and is taken; the centred
     numbers are those of the same base with the model's own config."""
@@ -315,7 +325,7 @@ def test_a_reference_is_checked_on_its_family_and_dimensions_only(pairs, tmp_pat
         check_reference(wider, narrower, "the model", "the base")
 
 
-def test_another_storage_type_warns_once_with_the_rounding(pairs, tmp_path):
+def test_another_storage_type_warns_once_with_the_rounding(pairs: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
     _tuned, base = pairs["llama"]
     model = transformers.LlamaForCausalLM.from_pretrained(base).to(torch.bfloat16)
     model.save_pretrained(tmp_path / "bf16")
@@ -331,10 +341,11 @@ def test_another_storage_type_warns_once_with_the_rounding(pairs, tmp_path):
     assert not [w for w in caught if issubclass(w.category, SpecboundWarning)]
 
 
-def test_the_frames_and_json_carry_the_difference(pairs):
+def test_the_frames_and_json_carry_the_difference(pairs: dict[str, tuple[Path, Path]]) -> None:
     tuned, base = pairs["mixtral"]
     analysis = specbound.analyze(str(tuned), base=str(base), use_cache=False)
     frame = analysis.to_frame()
+    assert analysis.centred is not None
     delta = analysis.centred.schatten_profile
     np.testing.assert_array_equal(frame["delta_rank"], delta.rank)
     np.testing.assert_array_equal(frame["delta_contribution"], analysis.centred.optimal.contribution)
@@ -348,6 +359,7 @@ def test_the_frames_and_json_carry_the_difference(pairs):
     vectors = {"intruders", "min_cosine", "overlap_left", "overlap_right", "chance_cosine", "near_tie", "top_k"}
     assert set(first) == schatten | vectors  # SPEC §14b's fields beside §14's
     assert [m["delta"]["rank"] for m in data["matrices"]] == delta.rank.tolist()
+    assert analysis.directions is not None
     assert [m["delta"]["intruders"] for m in data["matrices"]] == analysis.directions.intruders.tolist()
     assert {f"delta_{name}" for name in vectors} <= set(frame.columns)
     expert = next(m for m in data["matrices"] if m.get("expert") == 1 and m["layer"] == 1)
@@ -357,14 +369,14 @@ def test_the_frames_and_json_carry_the_difference(pairs):
     assert data["directions"]["k"] == 10 and data["directions"]["eps"] == 0.5  # peft's defaults
 
 
-def test_without_a_base_nothing_is_centred(pairs):
+def test_without_a_base_nothing_is_centred(pairs: dict[str, tuple[Path, Path]]) -> None:
     analysis = specbound.analyze(str(pairs["gpt2"][0]), use_cache=False)
     assert analysis.centred is None and "reference" not in analysis.to_dict()
     with pytest.raises(ValueError, match="no reference"):
         _ = analysis.ours_centred
 
 
-def test_a_base_in_memory_equals_the_same_base_on_disk(pairs):
+def test_a_base_in_memory_equals_the_same_base_on_disk(pairs: dict[str, tuple[Path, Path]]) -> None:
     tuned, base = pairs["t5"]
     on_disk = specbound.analyze(str(tuned), base=str(base), use_cache=False)
     in_memory = specbound.analyze(
@@ -372,10 +384,11 @@ def test_a_base_in_memory_equals_the_same_base_on_disk(pairs):
         base=transformers.T5ForConditionalGeneration.from_pretrained(base).to(torch.float64),
     )
     assert in_memory.ours_centred == pytest.approx(on_disk.ours_centred, rel=1e-12)
+    assert in_memory.centred is not None and on_disk.centred is not None
     np.testing.assert_array_equal(in_memory.centred.schatten_profile.rank, on_disk.centred.schatten_profile.rank)
 
 
-def test_an_atlas_member_cannot_be_a_reference(pairs, tmp_path):
+def test_an_atlas_member_cannot_be_a_reference(pairs: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
     from specbound.core.errors import CheckpointError
     from specbound.io.atlas import save_atlas
 
@@ -385,11 +398,11 @@ def test_an_atlas_member_cannot_be_a_reference(pairs, tmp_path):
         specbound.analyze(str(pairs["gpt2"][0]), base=f"atlas:{tmp_path / 'a.npz'}#{profile.model}", use_cache=False)
 
 
-def test_layer_weights_are_a_layer_source():
+def test_layer_weights_are_a_layer_source() -> None:
     """The in-memory layer reads like a streamed one (the protocol the difference layers wrap)."""
     shape = ModelShape(1, 4, 2, 8)
     rng = np.random.default_rng(0)
-    attention = (rng.normal(size=(4, 4)) for _ in range(4))
-    weights = LayerWeights(*attention, ffn_in=rng.normal(size=(8, 4)), ffn_out=rng.normal(size=(4, 8)))
-    assert weights.mlp_mapped("ffn_in") is None
+    query, key, value, out = (rng.normal(size=(4, 4)) for _ in range(4))
+    weights = LayerWeights(query, key, value, out, ffn_in=rng.normal(size=(8, 4)), ffn_out=rng.normal(size=(4, 8)))
+    assert weights.mlp_mapped("ffn_in") is None  # type: ignore[func-returns-value]  # the None it promises
     assert len(stacked_attention(weights.attention_weights(), weights.attention_weights(), shape)) == 4

@@ -8,15 +8,18 @@ numpy's dense SVD gives their singular values.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
-from tiny_models import tiny_model
+from tiny_models import MakeCheckpoint, tiny_model
 
 from specbound import Kind, MatrixId, ModelShape, load_profile
 from specbound.core.errors import CheckpointError
+from specbound.core.profile import SpectralProfile
 from specbound.io.checkpoints import fingerprint, open_checkpoint, weight_files
 
 #: (out, in) weight names per family, relative to one layer.
@@ -41,10 +44,12 @@ DISTIL_KEYS = (
 # --- a reference built from the model's own weights ----------------------------------------------
 
 
-def dense_reference(state: dict, shape: ModelShape, root: str, keys: tuple[str, ...]) -> dict:
+def dense_reference(
+    state: Mapping[str, Any], shape: ModelShape, root: str, keys: tuple[str, ...]
+) -> dict[MatrixId, tuple[np.ndarray, np.ndarray]]:
     """MatrixId -> (dense proxy matrix, its singular values from numpy's dense SVD)."""
     H, d = shape.num_heads, shape.head_dim
-    out = {}
+    out: dict[MatrixId, np.ndarray] = {}
     for layer in range(shape.num_layers):
         wq, wk, wv, wo, w_int, w_out = (state[f"{root}.{layer}.{k}"].detach().double().numpy() for k in keys)
         for h in range(H):
@@ -56,7 +61,7 @@ def dense_reference(state: dict, shape: ModelShape, root: str, keys: tuple[str, 
     return {key: (m, np.linalg.svd(m, compute_uv=False)) for key, m in out.items()}
 
 
-def assert_profile_matches(profile, reference: dict) -> None:
+def assert_profile_matches(profile: SpectralProfile, reference: dict[MatrixId, tuple[np.ndarray, np.ndarray]]) -> None:
     assert len(reference) == profile.shape.num_matrices
     for i, matrix in enumerate(profile.ids):
         dense, sv = reference[matrix]
@@ -67,10 +72,11 @@ def assert_profile_matches(profile, reference: dict) -> None:
         np.testing.assert_allclose(profile.norm_11[i], np.abs(dense).sum(), rtol=1e-12)
 
 
-def reload_state(directory: Path) -> dict:
+def reload_state(directory: Path) -> dict[str, Any]:
     import transformers
 
-    return transformers.AutoModel.from_pretrained(directory).state_dict()
+    state: dict[str, Any] = transformers.AutoModel.from_pretrained(directory).state_dict()
+    return state
 
 
 # --- loading ------------------------------------------------------------------------------------
@@ -78,7 +84,9 @@ def reload_state(directory: Path) -> dict:
 
 @pytest.mark.parametrize("family", ["bert", "roberta", "distilbert"])
 @pytest.mark.parametrize("safe", [True, False], ids=["safetensors", "pytorch"])
-def test_checkpoint_loads_with_its_shape_and_exact_spectra(make_checkpoint, family, safe):
+def test_checkpoint_loads_with_its_shape_and_exact_spectra(
+    make_checkpoint: MakeCheckpoint, family: str, safe: bool
+) -> None:
     directory = make_checkpoint(family, layers=2, hidden=32, heads=4, ffn=48, safe=safe)
     expected_file = "model.safetensors" if safe else "pytorch_model.bin"
     assert [p.name for p in weight_files(directory)] == [expected_file]
@@ -97,14 +105,14 @@ def test_checkpoint_loads_with_its_shape_and_exact_spectra(make_checkpoint, fami
     assert profile.rank.tolist() == ([8] * 8 + [32, 32]) * 2
 
 
-def test_pytorch_and_safetensors_formats_give_the_same_profile(make_checkpoint):
+def test_pytorch_and_safetensors_formats_give_the_same_profile(make_checkpoint: MakeCheckpoint) -> None:
     safe = load_profile(str(make_checkpoint(seed=3, name="st")), use_cache=False)
     pickle = load_profile(str(make_checkpoint(seed=3, safe=False, name="pt")), use_cache=False)
     np.testing.assert_array_equal(safe.singular_values, pickle.singular_values)
     np.testing.assert_array_equal(safe.norm_21, pickle.norm_21)
 
 
-def test_sharded_safetensors_checkpoint_loads(tmp_path):
+def test_sharded_safetensors_checkpoint_loads(tmp_path: Path) -> None:
 
     model = tiny_model(layers=3, seed=1)
     model.save_pretrained(tmp_path, max_shard_size="20KB")
@@ -118,7 +126,7 @@ def test_sharded_safetensors_checkpoint_loads(tmp_path):
     assert_profile_matches(profile, dense_reference(model.state_dict(), profile.shape, "encoder.layer", BERT_KEYS))
 
 
-def test_prefixed_keys_of_a_masked_lm_head_checkpoint_load(tmp_path):
+def test_prefixed_keys_of_a_masked_lm_head_checkpoint_load(tmp_path: Path) -> None:
 
     model = tiny_model(heads=2, ffn=40, seed=2, head="BertForMaskedLM")
     model.save_pretrained(tmp_path)
@@ -136,10 +144,11 @@ def test_prefixed_keys_of_a_masked_lm_head_checkpoint_load(tmp_path):
     assert_profile_matches(profile, reference)
 
 
-def test_layers_are_read_one_at_a_time_as_float64(make_checkpoint):
+def test_layers_are_read_one_at_a_time_as_float64(make_checkpoint: MakeCheckpoint) -> None:
     checkpoint = open_checkpoint(make_checkpoint(layers=3))
     layers = checkpoint.layers()
     first = next(layers)
+    assert first.ffn_in is not None and first.ffn_out is not None
     assert first.query.dtype == np.float64 and first.ffn_in.shape == (48, 32) and first.ffn_out.shape == (32, 48)
     assert len(list(layers)) == 2
 
@@ -147,7 +156,7 @@ def test_layers_are_read_one_at_a_time_as_float64(make_checkpoint):
 # --- the bundled, trained MiniLM ------------------------------------------------------------------
 
 
-def test_bundled_minilm_profile():
+def test_bundled_minilm_profile() -> None:
     from safetensors.numpy import load_file
 
     from specbound.io.models import bundled_model_dir
@@ -189,7 +198,7 @@ def test_bundled_minilm_profile():
 
 
 @pytest.mark.parametrize("case", list(BAD_CHECKPOINTS))
-def test_bad_checkpoint_gives_its_specific_error(make_checkpoint, case):
+def test_bad_checkpoint_gives_its_specific_error(make_checkpoint: MakeCheckpoint, case: str) -> None:
     spoil, error, words = BAD_CHECKPOINTS[case]
     directory = make_checkpoint()
     spoil(directory)
@@ -201,7 +210,7 @@ def test_bad_checkpoint_gives_its_specific_error(make_checkpoint, case):
     assert "\n" not in message
 
 
-def test_corrupt_pytorch_zip_archive(make_checkpoint):
+def test_corrupt_pytorch_zip_archive(make_checkpoint: MakeCheckpoint) -> None:
     directory = make_checkpoint(safe=False)
     data = (directory / "pytorch_model.bin").read_bytes()
     (directory / "pytorch_model.bin").write_bytes(data[: len(data) // 3])
@@ -209,7 +218,7 @@ def test_corrupt_pytorch_zip_archive(make_checkpoint):
         load_profile(str(directory))
 
 
-def test_bad_shard_index(make_checkpoint):
+def test_bad_shard_index(make_checkpoint: MakeCheckpoint) -> None:
     directory = make_checkpoint()
     (directory / "model.safetensors").unlink()
     (directory / "model.safetensors.index.json").write_text('{"metadata": {}}')
@@ -217,14 +226,14 @@ def test_bad_shard_index(make_checkpoint):
         load_profile(str(directory))
 
 
-def test_zero_query_weight_gives_rank_zero_and_zero_contribution(make_checkpoint):
+def test_zero_query_weight_gives_rank_zero_and_zero_contribution(make_checkpoint: MakeCheckpoint) -> None:
     import torch
 
     from specbound import BoundAnalysis
 
     directory = make_checkpoint()
 
-    def edit(state):
+    def edit(state: dict[str, torch.Tensor]) -> None:
         state["encoder.layer.0.attention.self.query.weight"] = torch.zeros(32, 32)
 
     edit_weights(directory, edit)

@@ -157,7 +157,7 @@ def _load64(directory: Path, name: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def adapters(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+def adapters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
     """name -> (adapter directory written by peft, its base directory)."""
     root = tmp_path_factory.mktemp("intruders")
     made = {}
@@ -188,7 +188,9 @@ def _ours(frame: Any, layer: int, kind: str, head: int | None = None) -> Any:
 
 @pytest.mark.parametrize("k, eps", SETTINGS)
 @pytest.mark.parametrize("name", CASES)
-def test_intruder_counts_equal_peft_detection_on_adapters_it_wrote(adapters, name, k, eps):
+def test_intruder_counts_equal_peft_detection_on_adapters_it_wrote(
+    adapters: dict[str, tuple[Path, Path]], name: str, k: int, eps: float
+) -> None:
     adapter, base = adapters[name]
     family = _family(name)
     frame = specbound.analyze(str(adapter), use_cache=False, intruder_k=k, intruder_eps=eps).to_frame()
@@ -224,7 +226,7 @@ def test_intruder_counts_equal_peft_detection_on_adapters_it_wrote(adapters, nam
 
 
 @pytest.fixture(scope="module")
-def full_finetune(tmp_path_factory) -> tuple[Path, Path]:
+def full_finetune(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A BERT classifier (one head, d = N) and its full fine-tune: 30 Adam steps on random labels."""
     root = tmp_path_factory.mktemp("full")
     config = transformers.BertConfig(**CASES["bert"][2], num_labels=2)
@@ -244,7 +246,9 @@ def full_finetune(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("k, eps", SETTINGS)
-def test_intruder_counts_equal_peft_detection_on_a_full_finetune(full_finetune, k, eps):
+def test_intruder_counts_equal_peft_detection_on_a_full_finetune(
+    full_finetune: tuple[Path, Path], k: int, eps: float
+) -> None:
     tuned_dir, base_dir = full_finetune
     frame = specbound.analyze(str(tuned_dir), base=str(base_dir), use_cache=False, intruder_k=k, intruder_eps=eps)
     frame = frame.to_frame()
@@ -263,7 +267,7 @@ def test_intruder_counts_equal_peft_detection_on_a_full_finetune(full_finetune, 
         assert frame["delta_intruders"].sum() > 0
 
 
-def test_per_head_overlaps_equal_a_dense_svd_of_each_product(adapters):
+def test_per_head_overlaps_equal_a_dense_svd_of_each_product(adapters: dict[str, tuple[Path, Path]]) -> None:
     """The factored route (QR cores, never an N x N product) against LAPACK's SVD of each merged head's
     dense product, on the grouped-query Llama adapter: overlaps and cosines to 1e-10."""
     from specbound.core.directions import DirectionSettings, compare_directions, dense_vectors

@@ -11,10 +11,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from local_hub import COMMIT, LocalHub
+from tiny_models import MakeCheckpoint
 
 from specbound.io.models import miniature_repo_id
 
@@ -29,12 +31,12 @@ print(json.dumps({"shape": [profile.shape.num_layers, profile.shape.hidden_size,
 
 
 @pytest.fixture
-def hub(tmp_path: Path):
+def hub(tmp_path: Path) -> Iterator[LocalHub]:
     with LocalHub(tmp_path / "hub") as running:
         yield running
 
 
-def run(hub: LocalHub, tmp_path: Path, *args: str, offline: bool = False) -> subprocess.CompletedProcess:
+def run(hub: LocalHub, tmp_path: Path, *args: str, offline: bool = False) -> subprocess.CompletedProcess[str]:
     env = dict(
         os.environ, HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"), SPECBOUND_CACHE=str(tmp_path / "profiles")
     )
@@ -48,7 +50,9 @@ def snapshot(tmp_path: Path, repo_id: str) -> Path:
     return tmp_path / "hf" / "hub" / f"models--{repo_id.replace('/', '--')}" / "snapshots" / COMMIT
 
 
-def test_download_reports_progress_and_fills_the_hub_cache(hub, tmp_path, make_checkpoint) -> None:
+def test_download_reports_progress_and_fills_the_hub_cache(
+    hub: LocalHub, tmp_path: Path, make_checkpoint: MakeCheckpoint
+) -> None:
     hub.add("someone/tiny-bert", make_checkpoint("bert", layers=2, hidden=32, heads=4))
     result = run(hub, tmp_path, "-c", REPORT_DOWNLOADS, "someone/tiny-bert")
     assert result.returncode == 0, result.stderr
@@ -69,7 +73,7 @@ def test_download_reports_progress_and_fills_the_hub_cache(hub, tmp_path, make_c
     assert json.loads(again.stdout)["num_layers"] == 2
 
 
-def test_only_the_needed_files_are_downloaded(hub, tmp_path, make_checkpoint) -> None:
+def test_only_the_needed_files_are_downloaded(hub: LocalHub, tmp_path: Path, make_checkpoint: MakeCheckpoint) -> None:
     # like most miniature repositories: a PyTorch pickle only, beside files the analysis never reads
     hub.add(
         "someone/pickled",
@@ -84,7 +88,9 @@ def test_only_the_needed_files_are_downloaded(hub, tmp_path, make_checkpoint) ->
     ]
 
 
-def test_a_miniature_alias_downloads_and_is_then_listed_offline(hub, tmp_path, make_checkpoint) -> None:
+def test_a_miniature_alias_downloads_and_is_then_listed_offline(
+    hub: LocalHub, tmp_path: Path, make_checkpoint: MakeCheckpoint
+) -> None:
     repo = miniature_repo_id(2, 128)
     hub.add(repo, make_checkpoint("bert", layers=2, hidden=128, heads=2, ffn=256))
     result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "L2-H128", "--json")
@@ -95,7 +101,7 @@ def test_a_miniature_alias_downloads_and_is_then_listed_offline(hub, tmp_path, m
     assert rows["L2-H128"] == "yes" and rows["L4-H128"] == "no"
 
 
-def test_a_repository_that_does_not_exist(hub, tmp_path) -> None:
+def test_a_repository_that_does_not_exist(hub: LocalHub, tmp_path: Path) -> None:
     result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/missing")
     assert result.returncode == 1
     assert result.stderr == (
@@ -103,7 +109,7 @@ def test_a_repository_that_does_not_exist(hub, tmp_path) -> None:
     )
 
 
-def test_a_repository_without_weights(hub, tmp_path, make_checkpoint) -> None:
+def test_a_repository_without_weights(hub: LocalHub, tmp_path: Path, make_checkpoint: MakeCheckpoint) -> None:
     repo = hub.add("someone/config-only", make_checkpoint("bert"))
     (repo / "model.safetensors").unlink()
     result = run(hub, tmp_path, "-m", "specbound.cli", "analyze", "someone/config-only")
@@ -114,7 +120,7 @@ def test_a_repository_without_weights(hub, tmp_path, make_checkpoint) -> None:
 
 
 def test_two_revisions_of_one_repository_are_downloaded_cached_and_analysed_apart(
-    hub, tmp_path, make_checkpoint
+    hub: LocalHub, tmp_path: Path, make_checkpoint: MakeCheckpoint
 ) -> None:
     """``owner/name@REVISION`` (Pythia's step1000, ...): each revision its own snapshot and profile."""
     early, late = make_checkpoint(layers=2, seed=1, name="early"), make_checkpoint(layers=2, seed=2, name="late")

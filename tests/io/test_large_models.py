@@ -14,23 +14,26 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from cli_runner import assert_one_line_error, run_cli
 from local_hub import LocalHub
-from tiny_models import save_tiny
+from tiny_models import MakeCheckpoint, save_tiny
 
 from specbound import compute_profile, load_profile
-from specbound.core.architecture import ModelShape
-from specbound.core.backend import BackendError, BackendSpec, get_backend
+from specbound.core.architecture import Mlp, ModelShape
+from specbound.core.backend import Backend, BackendError, BackendSpec, get_backend
+from specbound.core.engine import LayerSpectra
 from specbound.core.errors import SpecboundError
 from specbound.core.factored import FactoredHeads, head_spectra
 from specbound.core.limits import LIMITS, check_encoder_shape, layer_peak_bytes
-from specbound.core.matrices import attention_heads, layer_factors
+from specbound.core.matrices import LayerSource, attention_heads, layer_factors
 from specbound.core.progress import ProgressEvent, format_eta
 from specbound.io.cache import ProfileCache
-from specbound.io.checkpoints import open_checkpoint, read_config
+from specbound.io.checkpoints import StreamedLayer, open_checkpoint, read_config
+from specbound.io.checkpoints.tensors import WeightFiles
 from specbound.io.options import ComputeOptions
 
 LAYERS = 4
@@ -53,7 +56,7 @@ def write_sharded_bin(directory: Path, shards: int = 4) -> Path:
     write_llama(directory / "st", dtype="float32")
     from safetensors.torch import load_file
 
-    state: dict = {}
+    state: dict[str, Any] = {}
     for path in sorted((directory / "st").glob("model-*.safetensors")):
         state.update(load_file(path))
     names = sorted(state, key=lambda n: (int(n.split(".")[1]) if n.startswith("layers.") else -1, n))
@@ -70,7 +73,7 @@ def write_sharded_bin(directory: Path, shards: int = 4) -> Path:
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory) -> Path:
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_llama(tmp_path_factory.mktemp("llama") / "llama")
 
 
@@ -88,7 +91,7 @@ def dense_matrices(directory: Path) -> list[np.ndarray]:
 # --- the backends ------------------------------------------------------------------------------------
 
 
-def test_torch_on_the_cpu_equals_numpy_to_1e_12_of_sigma_1(llama) -> None:
+def test_torch_on_the_cpu_equals_numpy_to_1e_12_of_sigma_1(llama: Path) -> None:
     numpy_profile = load_profile(str(llama), use_cache=False)
     torch_profile = load_profile(str(llama), ComputeOptions(BackendSpec("torch", "cpu")), use_cache=False)
     assert numpy_profile.shape.num_matrices == torch_profile.shape.num_matrices == LAYERS * (2 * 4 + 3)
@@ -110,7 +113,7 @@ def test_torch_on_the_cpu_equals_numpy_to_1e_12_of_sigma_1(llama) -> None:
 @pytest.mark.skipif(
     not __import__("torch").cuda.is_available(), reason="needs a CUDA device (benchmarks/bench_gpu.py on one)"
 )
-def test_cuda_equals_the_cpu_to_1e_12_of_sigma_1(llama) -> None:
+def test_cuda_equals_the_cpu_to_1e_12_of_sigma_1(llama: Path) -> None:
     cpu = load_profile(str(llama), use_cache=False)
     cuda = load_profile(str(llama), ComputeOptions(BackendSpec("torch", "cuda")), use_cache=False)
     sigma_1 = cpu.singular_values[:, :1]
@@ -119,7 +122,7 @@ def test_cuda_equals_the_cpu_to_1e_12_of_sigma_1(llama) -> None:
     np.testing.assert_allclose(cuda.norm_11, cpu.norm_11, rtol=1e-12)
 
 
-def test_large_eigen_solves_of_the_numpy_backend_go_through_torchs_lapack(monkeypatch) -> None:
+def test_large_eigen_solves_of_the_numpy_backend_go_through_torchs_lapack(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     import specbound.core.backend as backend
@@ -141,7 +144,7 @@ def test_large_eigen_solves_of_the_numpy_backend_go_through_torchs_lapack(monkey
         backend.large_eigvalsh(gram)
 
 
-def test_a_large_qr_batch_is_factored_one_matrix_at_a_time_with_the_same_bits(monkeypatch) -> None:
+def test_a_large_qr_batch_is_factored_one_matrix_at_a_time_with_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
     import specbound.core.backend as backend
 
     rng = np.random.default_rng(5)
@@ -162,7 +165,7 @@ def test_backend_choices_are_checked() -> None:
             get_backend("torch", "cuda")
 
 
-def test_cli_backend_options(llama) -> None:
+def test_cli_backend_options(llama: Path) -> None:
     numpy_json = json.loads(run_cli("analyze", str(llama), "--json", "--no-cache").stdout)
     torch_run = run_cli("analyze", str(llama), "--json", "--no-cache", "--backend", "torch", "--device", "cpu")
     assert torch_run.returncode == 0, torch_run.stderr
@@ -178,7 +181,7 @@ def test_cli_backend_options(llama) -> None:
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["one factor per head", "grouped-query"])
-def test_blocked_norms_of_factored_products_equal_dense(monkeypatch, shared: bool) -> None:
+def test_blocked_norms_of_factored_products_equal_dense(monkeypatch: pytest.MonkeyPatch, shared: bool) -> None:
     import specbound.core.factored as factored
 
     rng = np.random.default_rng(7)
@@ -202,7 +205,9 @@ def test_blocked_norms_of_factored_products_equal_dense(monkeypatch, shared: boo
     np.testing.assert_array_equal(whole.singular_values, blocked.singular_values)
 
 
-def test_the_large_norm_11_is_opt_in_from_the_command_line_to_the_cache(llama, monkeypatch, tmp_path) -> None:
+def test_the_large_norm_11_is_opt_in_from_the_command_line_to_the_cache(
+    llama: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """With every QK and V product of the fixture over the buffer: null in the JSON by default, the
     dense value on request; a cached profile without it is computed again when it is asked for."""
     import specbound
@@ -230,7 +235,7 @@ def test_the_large_norm_11_is_opt_in_from_the_command_line_to_the_cache(llama, m
 
 
 @pytest.mark.parametrize("dims", [(48, 80), (80, 48)], ids=["M_in-shaped", "M_out-shaped"])
-def test_the_gram_matrix_by_blocks_is_the_lower_triangle_of_the_whole_one(dims) -> None:
+def test_the_gram_matrix_by_blocks_is_the_lower_triangle_of_the_whole_one(dims: tuple[int, int]) -> None:
     from specbound.core.spectrum import gram_by_blocks
 
     rng = np.random.default_rng(11)
@@ -255,7 +260,9 @@ def test_the_gram_matrix_by_blocks_is_the_lower_triangle_of_the_whole_one(dims) 
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
-def test_large_feed_forward_matrices_are_read_block_by_block_from_the_memory_map(dtype, monkeypatch, tmp_path) -> None:
+def test_large_feed_forward_matrices_are_read_block_by_block_from_the_memory_map(
+    dtype: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Every feed-forward matrix over the threshold: read from its mapped tensor in blocks of 3
     columns or rows, never whole; the profile agrees with dense SVDs of the matrices."""
     import specbound.core.engine as engine
@@ -266,9 +273,12 @@ def test_large_feed_forward_matrices_are_read_block_by_block_from_the_memory_map
     monkeypatch.setattr(engine, "PRODUCT_BLOCK_BYTES", 8 * 48 * 3)
     whole_reads: list[str] = []
     original = checkpoints.StreamedLayer.mlp_weight
-    monkeypatch.setattr(
-        checkpoints.StreamedLayer, "mlp_weight", lambda self, field: whole_reads.append(field) or original(self, field)
-    )
+
+    def counted(self: checkpoints.StreamedLayer, field: str) -> np.ndarray:
+        whole_reads.append(field)
+        return original(self, field)
+
+    monkeypatch.setattr(checkpoints.StreamedLayer, "mlp_weight", counted)
     profile = load_profile(str(directory), use_cache=False)
     assert whole_reads == []
     dense = dense_matrices(directory)
@@ -281,7 +291,7 @@ def test_large_feed_forward_matrices_are_read_block_by_block_from_the_memory_map
         assert profile.norm_11[i] == pytest.approx(np.abs(matrix).sum(), rel=1e-12)
 
 
-def test_a_bad_value_in_a_mapped_block_is_refused_by_name(monkeypatch, tmp_path) -> None:
+def test_a_bad_value_in_a_mapped_block_is_refused_by_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -300,7 +310,7 @@ def test_a_bad_value_in_a_mapped_block_is_refused_by_name(monkeypatch, tmp_path)
         load_profile(str(directory), use_cache=False)
 
 
-def test_norms_of_large_feed_forward_matrices_by_blocks_of_columns(monkeypatch) -> None:
+def test_norms_of_large_feed_forward_matrices_by_blocks_of_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     import specbound.core.spectrum as spectrum
 
     matrix = np.random.default_rng(3).standard_normal((40, 70)).T  # a transposed view, as M_in is
@@ -310,7 +320,7 @@ def test_norms_of_large_feed_forward_matrices_by_blocks_of_columns(monkeypatch) 
     assert float(spectrum.norm_11(matrix)) == pytest.approx(whole_11, rel=1e-14)
 
 
-def test_bfloat16_weights_are_widened_exactly_as_torch_does(llama) -> None:
+def test_bfloat16_weights_are_widened_exactly_as_torch_does(llama: Path) -> None:
     from safetensors.torch import load_file
 
     checkpoint = open_checkpoint(llama)
@@ -324,7 +334,7 @@ def test_bfloat16_weights_are_widened_exactly_as_torch_does(llama) -> None:
         np.testing.assert_array_equal(ours[role], reference.double().numpy())
 
 
-def test_shared_key_value_factors_are_the_same_matrices_as_repeated_ones(llama) -> None:
+def test_shared_key_value_factors_are_the_same_matrices_as_repeated_ones(llama: Path) -> None:
     checkpoint = open_checkpoint(llama)
     weights, shape = checkpoint.layer(1), checkpoint.shape
     qk, v = attention_heads(*weights.attention_weights(), shape)
@@ -338,7 +348,7 @@ def test_shared_key_value_factors_are_the_same_matrices_as_repeated_ones(llama) 
 # --- streaming -------------------------------------------------------------------------------------------
 
 
-def test_streamed_layers_give_the_profile_of_whole_layers(llama) -> None:
+def test_streamed_layers_give_the_profile_of_whole_layers(llama: Path) -> None:
     checkpoint = open_checkpoint(llama)
     whole = compute_profile(checkpoint.layers(), checkpoint.shape, workers=1)
     streamed = compute_profile(open_checkpoint(llama).stream(), checkpoint.shape, workers=1)
@@ -346,10 +356,11 @@ def test_streamed_layers_give_the_profile_of_whole_layers(llama) -> None:
     np.testing.assert_array_equal(whole.norm_11, streamed.norm_11)
 
 
-def test_pickled_shards_are_released_after_their_last_layer(tmp_path) -> None:
+def test_pickled_shards_are_released_after_their_last_layer(tmp_path: Path) -> None:
     directory = write_sharded_bin(tmp_path)
     checkpoint = open_checkpoint(directory)
     reader = checkpoint._reader
+    assert isinstance(reader, WeightFiles)  # the shard reader that lets go of what it read
     assert reader.held() == []  # nothing is loaded before a layer needs it
     held = []
     last_layer = {}
@@ -370,7 +381,7 @@ def test_pickled_shards_are_released_after_their_last_layer(tmp_path) -> None:
     np.testing.assert_array_equal(profile.singular_values, reference.singular_values)
 
 
-def test_progress_reports_every_layer_with_a_time_left(llama) -> None:
+def test_progress_reports_every_layer_with_a_time_left(llama: Path) -> None:
     events: list[ProgressEvent] = []
     load_profile(str(llama), ComputeOptions(workers=1), use_cache=False, progress=events.append)
     analysed = [e for e in events if e.stage == "analyse"]
@@ -380,7 +391,7 @@ def test_progress_reports_every_layer_with_a_time_left(llama) -> None:
     assert format_eta(3725) == "ETA 1 h 02 min" and format_eta(200) == "ETA 3 min 20 s" and format_eta(None) == ""
 
 
-def test_layers_in_parallel_give_the_same_bits(llama, make_checkpoint) -> None:
+def test_layers_in_parallel_give_the_same_bits(llama: Path, make_checkpoint: MakeCheckpoint) -> None:
     for directory in (llama, make_checkpoint("bert", layers=3)):
         checkpoint = open_checkpoint(directory)
         one = compute_profile(checkpoint.stream(), checkpoint.shape, workers=1)
@@ -393,7 +404,7 @@ def test_layers_in_parallel_give_the_same_bits(llama, make_checkpoint) -> None:
 # --- the notebook API, batch commands and the command line -------------------------------------------------
 
 
-def test_analyze_takes_the_backend_and_the_layer_workers(llama) -> None:
+def test_analyze_takes_the_backend_and_the_layer_workers(llama: Path) -> None:
     import specbound
 
     reference = specbound.analyze(str(llama), use_cache=False)
@@ -407,7 +418,9 @@ def test_analyze_takes_the_backend_and_the_layer_workers(llama) -> None:
         specbound.analyze(str(llama), use_cache=False, device="cuda")
 
 
-def test_a_model_in_memory_streams_one_layer_at_a_time_and_is_never_cached(llama, monkeypatch) -> None:
+def test_a_model_in_memory_streams_one_layer_at_a_time_and_is_never_cached(
+    llama: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import transformers
 
     import specbound
@@ -417,8 +430,11 @@ def test_a_model_in_memory_streams_one_layer_at_a_time_and_is_never_cached(llama
     seen: list[str] = []
     original = engine.analyse_layer
 
-    def recording(layer, shape, backend=None, **options):
+    def recording(
+        layer: LayerSource, shape: ModelShape, backend: Backend | None = None, **options: Any
+    ) -> LayerSpectra:
         seen.append(type(layer).__name__)
+        assert isinstance(layer, StreamedLayer)
         assert layer.revision is None  # no files: nothing to key a resumed layer by
         return original(layer, shape, backend, **options)
 
@@ -442,7 +458,7 @@ def test_batch_tasks_side_by_side_analyse_one_layer_at_a_time() -> None:
     assert Executor(dask="tcp://127.0.0.1:8786").compute_options(None).workers == 1
 
 
-def test_grid_and_trajectory_take_the_compute_options(llama, tmp_path) -> None:
+def test_grid_and_trajectory_take_the_compute_options(llama: Path, tmp_path: Path) -> None:
     reference = load_profile(str(llama), use_cache=False)
     grid = run_cli(
         "grid", "--models", str(llama), "--out", str(tmp_path / "grid"), "--atlas", str(tmp_path / "grid.npz"),
@@ -474,7 +490,7 @@ def test_grid_and_trajectory_take_the_compute_options(llama, tmp_path) -> None:
 #: layer (its gate matrix), after its attention heads are done.
 KILLED_IN_LAYER_2 = """
 import os, signal, sys
-from specbound.core.backend import NumpyBackend
+from specbound.core.backend import Backend, NumpyBackend
 from specbound.io.loading import load_profile
 from specbound.io.options import ComputeOptions
 
@@ -507,7 +523,7 @@ print(json.dumps(computed))
 
 
 @pytest.mark.slow
-def test_a_killed_analysis_resumes_at_the_next_layer_with_a_byte_identical_result(llama, tmp_path) -> None:
+def test_a_killed_analysis_resumes_at_the_next_layer_with_a_byte_identical_result(llama: Path, tmp_path: Path) -> None:
     fresh = {"SPECBOUND_CACHE": str(tmp_path / "uninterrupted")}
     uninterrupted = run_cli("analyze", str(llama), "--json", env=fresh)
     assert uninterrupted.returncode == 0, uninterrupted.stderr
@@ -529,9 +545,9 @@ def test_a_killed_analysis_resumes_at_the_next_layer_with_a_byte_identical_resul
     assert again.stdout == uninterrupted.stdout  # byte for byte
 
 
-def test_a_layer_entry_of_a_wide_model_reads_back(tmp_path) -> None:
+def test_a_layer_entry_of_a_wide_model_reads_back(tmp_path: Path) -> None:
     # 66 rows of 2048 values: a member of 1.08 MB, past the size of the small JSON records
-    shape = ModelShape(1, 2048, 32, 64, mlp="gated", activation="silu")
+    shape = ModelShape(1, 2048, 32, 64, mlp=Mlp.GATED, activation="silu")
     rows, n = shape.matrices_per_layer, shape.hidden_size
     sv = np.sort(np.random.default_rng(0).random((rows, n)), axis=1)[:, ::-1].copy()
     sv[2 * shape.num_heads :, 64:] = 0.0  # the MLP kinds have min(N, d_ff) = 64 values
@@ -542,7 +558,7 @@ def test_a_layer_entry_of_a_wide_model_reads_back(tmp_path) -> None:
     np.testing.assert_array_equal(found[0], sv)
 
 
-def test_a_corrupt_layer_entry_is_recomputed(llama, tmp_path) -> None:
+def test_a_corrupt_layer_entry_is_recomputed(llama: Path, tmp_path: Path) -> None:
     cache = ProfileCache(tmp_path / "cache")
     checkpoint = open_checkpoint(llama)
     shape = checkpoint.shape
@@ -576,7 +592,7 @@ print(json.dumps(events))
 
 
 @pytest.mark.slow
-def test_hub_shards_are_fetched_in_layer_order_while_the_first_layers_are_analysed(llama, tmp_path) -> None:
+def test_hub_shards_are_fetched_in_layer_order_while_the_first_layers_are_analysed(llama: Path, tmp_path: Path) -> None:
     with LocalHub(tmp_path / "hub") as hub:
         repo = hub.add("someone/sharded-llama", llama)
         shards = sorted(p.name for p in repo.glob("model-*.safetensors"))
@@ -607,7 +623,7 @@ def test_hub_shards_are_fetched_in_layer_order_while_the_first_layers_are_analys
     assert first_layer < last_done  # layer 1 was analysed while the last shard was still coming
 
 
-def test_the_command_line_download_cap(llama, tmp_path) -> None:
+def test_the_command_line_download_cap(llama: Path, tmp_path: Path) -> None:
     with LocalHub(tmp_path / "hub") as hub:
         hub.add("someone/sharded-llama", llama)
         env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf"), "SPECBOUND_CACHE": str(tmp_path / "p")}
@@ -627,7 +643,7 @@ def test_the_command_line_download_cap(llama, tmp_path) -> None:
 # --- limits from the family's shapes ------------------------------------------------------------------------
 
 
-def test_70b_class_shapes_are_within_the_limits(tmp_path) -> None:
+def test_70b_class_shapes_are_within_the_limits(tmp_path: Path) -> None:
     config = {
         "model_type": "llama",
         "num_hidden_layers": 80,
@@ -646,4 +662,4 @@ def test_70b_class_shapes_are_within_the_limits(tmp_path) -> None:
     # the whole layer in float64 at once would be 6.8 GB
     assert 8 * shape.layer_weight_values > 2 * peak
     with pytest.raises(SpecboundError, match="GiB in float64"):
-        check_encoder_shape(ModelShape(80, 8192, 64, 28672, num_kv_heads=64, head_dim=1024, mlp="gated"), "test")
+        check_encoder_shape(ModelShape(80, 8192, 64, 28672, num_kv_heads=64, head_dim=1024, mlp=Mlp.GATED), "test")

@@ -7,25 +7,32 @@ same model saved; one ``ComputeOptions`` reaches the engine whole."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from tiny_models import MakeCheckpoint
 
 import specbound.io.loading as loading
+from specbound.core.architecture import ModelShape
 from specbound.core.engine import compute_profile
+from specbound.core.matrices import LayerSource
+from specbound.core.profile import SpectralProfile
 from specbound.io.cache import ProfileCache
 from specbound.io.checkpoints.checkpoint import open_checkpoint
 from specbound.io.options import ComputeOptions
 
 
-def _same(a, b) -> None:
+def _same(a: SpectralProfile, b: SpectralProfile) -> None:
     np.testing.assert_array_equal(a.singular_values, b.singular_values)
     np.testing.assert_array_equal(a.norm_21, b.norm_21)
     np.testing.assert_array_equal(a.norm_11, b.norm_11)
     assert a.shape == b.shape
 
 
-def test_a_directory_gives_the_engines_profile_of_its_layers(make_checkpoint, tmp_path) -> None:
+def test_a_directory_gives_the_engines_profile_of_its_layers(make_checkpoint: MakeCheckpoint, tmp_path: Path) -> None:
     directory = make_checkpoint(layers=2, hidden=32, heads=4, ffn=48)
     profile = loading.load_profile(str(directory), cache=ProfileCache(tmp_path / "cache"))
     checkpoint = open_checkpoint(directory)
@@ -34,13 +41,20 @@ def test_a_directory_gives_the_engines_profile_of_its_layers(make_checkpoint, tm
     assert profile.model == str(directory) and profile.revision  # named as asked, with the files' revision
 
 
-def test_the_cache_answers_while_the_checkpoint_is_unchanged(make_checkpoint, tmp_path, monkeypatch) -> None:
+def test_the_cache_answers_while_the_checkpoint_is_unchanged(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     directory = make_checkpoint(layers=2, hidden=32, heads=4, ffn=48)
     cache = ProfileCache(tmp_path / "cache")
     first = loading.load_profile(str(directory), cache=cache)
     calls: list[str] = []
-    original = loading.compute_profile
-    monkeypatch.setattr(loading, "compute_profile", lambda *a, **k: calls.append("computed") or original(*a, **k))
+    original = compute_profile  # what loading calls
+
+    def counted(*args: Any, **kwargs: Any) -> SpectralProfile:
+        calls.append("computed")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(loading, "compute_profile", counted)
     again = loading.load_profile(str(directory), cache=cache)
     assert calls == [] and again.revision == first.revision
     _same(again, first)
@@ -53,7 +67,9 @@ def test_the_cache_answers_while_the_checkpoint_is_unchanged(make_checkpoint, tm
     assert calls == ["computed", "computed"]  # use_cache=False computes even with a fresh entry
 
 
-def test_a_model_in_memory_gives_the_profile_of_the_same_model_saved(make_checkpoint, tmp_path) -> None:
+def test_a_model_in_memory_gives_the_profile_of_the_same_model_saved(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path
+) -> None:
     transformers = pytest.importorskip("transformers")
     directory = make_checkpoint(layers=2, hidden=32, heads=4, ffn=48)
     model = transformers.AutoModel.from_pretrained(directory)
@@ -63,13 +79,15 @@ def test_a_model_in_memory_gives_the_profile_of_the_same_model_saved(make_checkp
     assert in_memory.revision == loading.IN_MEMORY_REVISION and in_memory.model == "mine"
 
 
-def test_one_compute_options_reaches_the_engine_whole(make_checkpoint, tmp_path, monkeypatch) -> None:
+def test_one_compute_options_reaches_the_engine_whole(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     directory = make_checkpoint(layers=2, hidden=32, heads=4, ffn=48)
     monkeypatch.setenv("SPECBOUND_CACHE", str(tmp_path / "cache"))
     seen: dict[str, object] = {}
-    original = loading.compute_profile
+    original = compute_profile  # what loading calls
 
-    def recording(layers, shape, **options):
+    def recording(layers: Iterable[LayerSource], shape: ModelShape, **options: Any) -> SpectralProfile:
         seen.update(options)
         return original(layers, shape, **options)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def _base(name: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def adapters(tmp_path_factory) -> dict[str, tuple[Path, Path, Path]]:
+def adapters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path, Path]]:
     """name -> (adapter directory, its base directory, peft's merged model in float64)."""
     root = tmp_path_factory.mktemp("lora")
     made = {}
@@ -94,7 +95,7 @@ def adapters(tmp_path_factory) -> dict[str, tuple[Path, Path, Path]]:
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_an_adapter_reads_as_peft_merges_it(adapters, name):
+def test_an_adapter_reads_as_peft_merges_it(adapters: dict[str, tuple[Path, Path, Path]], name: str) -> None:
     adapter, base, merged = adapters[name]
     direct = specbound.analyze(str(adapter), use_cache=False)  # its base found through its config
     reference = specbound.analyze(str(merged), base=str(base), use_cache=False)
@@ -102,6 +103,7 @@ def test_an_adapter_reads_as_peft_merges_it(adapters, name):
     ours, theirs = direct.profile, reference.profile
     scale = theirs.spectral_norm.max()
     np.testing.assert_allclose(ours.singular_values, theirs.singular_values, rtol=0, atol=RTOL * scale)
+    assert direct.centred is not None and reference.centred is not None
     d_ours, d_theirs = direct.centred.schatten_profile, reference.centred.schatten_profile
     np.testing.assert_array_equal(d_ours.rank, d_theirs.rank)
     np.testing.assert_allclose(d_ours.singular_values, d_theirs.singular_values, rtol=0, atol=RTOL * scale)
@@ -113,12 +115,12 @@ def test_an_adapter_reads_as_peft_merges_it(adapters, name):
     assert (d_ours.rank > 0).any()
 
 
-def test_the_ranks_are_those_of_the_updates(adapters):
+def test_the_ranks_are_those_of_the_updates(adapters: dict[str, tuple[Path, Path, Path]]) -> None:
     """A rank-r update of M_in has rank r; of a query or value weight, QK_h and V_h change with rank
     <= 2r and <= r (ΔQK = ΔQ K + Q ΔK + ΔQ ΔK, ΔV = ΔW_V W_O)."""
     analysis = specbound.analyze(str(adapters["gpt2"][0]), use_cache=False)
     frame = analysis.to_frame()
-    by = {(row.layer, row.kind): [] for row in frame.itertuples()}
+    by: dict[tuple[Any, Any], list[Any]] = {(row.layer, row.kind): [] for row in frame.itertuples()}
     for row in frame.itertuples():
         by[(row.layer, row.kind)].append(row.delta_rank)
     assert by[(0, "M_in")] == [4] and by[(1, "M_in")] == [4]  # c_fc, r = 4
@@ -127,7 +129,7 @@ def test_the_ranks_are_those_of_the_updates(adapters):
     assert all(r <= 8 for r in by[(0, "QK")]) and all(r <= 4 for r in by[(1, "QK")])
 
 
-def test_the_command_line_reads_an_adapter_against_its_base(adapters):
+def test_the_command_line_reads_an_adapter_against_its_base(adapters: dict[str, tuple[Path, Path, Path]]) -> None:
     adapter, base, merged = adapters["llama"]
     data = strict_json(cli("analyze", str(adapter), "--json", "--no-cache").stdout)
     assert data["reference"] == {"model": str(base), "kind": "base", "adaptation": "centred at the base"}
@@ -139,7 +141,7 @@ def test_the_command_line_reads_an_adapter_against_its_base(adapters):
     assert given["proxies"]["ours_centred"] == pytest.approx(data["proxies"]["ours_centred"], rel=1e-15)
 
 
-def test_an_adapter_is_cached_as_the_pair(adapters):
+def test_an_adapter_is_cached_as_the_pair(adapters: dict[str, tuple[Path, Path, Path]]) -> None:
     adapter = adapters["gpt2"][0]
     first = specbound.analyze(str(adapter))
     again = specbound.analyze(str(adapter))
@@ -158,13 +160,17 @@ def test_an_adapter_is_cached_as_the_pair(adapters):
         ),
     ],
 )
-def test_other_adapter_kinds_are_refused_by_name(adapters, tmp_path, config, words):
+def test_other_adapter_kinds_are_refused_by_name(
+    adapters: dict[str, tuple[Path, Path, Path]], tmp_path: Path, config: Callable[[], Any], words: tuple[str, ...]
+) -> None:
     wrapped = peft.get_peft_model(_base("llama"), config())
     wrapped.save_pretrained(tmp_path / "other")
     assert_one_line_error(cli("analyze", str(tmp_path / "other"), "--base", str(adapters["llama"][1])), *words)
 
 
-def test_an_adapter_without_a_base_or_on_the_wrong_base_says_so(adapters, tmp_path):
+def test_an_adapter_without_a_base_or_on_the_wrong_base_says_so(
+    adapters: dict[str, tuple[Path, Path, Path]], tmp_path: Path
+) -> None:
     adapter = adapters["gpt2"][0]
     config = json.loads((adapter / "adapter_config.json").read_text())
     orphan = tmp_path / "orphan"
@@ -198,7 +204,7 @@ CONTRARY: dict[str, tuple[str, str, dict[str, Any], str, bool, str]] = {
 
 
 @pytest.mark.parametrize("case", CONTRARY)
-def test_the_layout_of_an_update_follows_the_module_type_as_peft_reads_it(tmp_path, case):
+def test_the_layout_of_an_update_follows_the_module_type_as_peft_reads_it(tmp_path: Path, case: str) -> None:
     """peft sets ``fan_in_fan_out`` from the base module's type when it loads an adapter (a warning
     says so); read as the config says, the square update would be merged transposed, silently."""
     config_class, model_class, fields, target, written, key = CONTRARY[case]
@@ -257,7 +263,7 @@ _GPT2 = dict(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16)
 
 
 @pytest.fixture(scope="module")
-def gpt2_adapter(tmp_path_factory) -> tuple[Path, Path]:
+def gpt2_adapter(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """peft's adapter on every linear module of a tiny GPT-2 (c_attn, attn.c_proj, c_fc, mlp.c_proj),
     and the base it names."""
     root = tmp_path_factory.mktemp("targeting")
@@ -294,7 +300,7 @@ TARGETING: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.parametrize("case", TARGETING)
-def test_only_the_modules_peft_targets_are_merged(gpt2_adapter, tmp_path, case):
+def test_only_the_modules_peft_targets_are_merged(gpt2_adapter: tuple[Path, Path], tmp_path: Path, case: str) -> None:
     """peft puts LoRA layers on the modules its config targets and loads no factor of another one: the
     adapter read directly is exactly peft's merged model, though the file stores factors of all 8."""
     adapter, base = gpt2_adapter
@@ -309,7 +315,7 @@ def test_only_the_modules_peft_targets_are_merged(gpt2_adapter, tmp_path, case):
     assert _assert_reads_as_peft(edited, theirs) >= 8
 
 
-def test_a_saved_module_finds_its_base_weight_under_the_task_models_prefix(tmp_path):
+def test_a_saved_module_finds_its_base_weight_under_the_task_models_prefix(tmp_path: Path) -> None:
     """An adapter trained on ``BertForSequenceClassification`` (``bert.encoder.layer...``) over a base
     saved as ``BertModel`` (``encoder.layer...``), saving ``layer.1.output.dense`` whole and, as its task
     type adds, the classifier: the saved dense replaces the base's, as in peft's merged model (it was
@@ -365,7 +371,7 @@ def _weight_by_scanning(module: str, names: set[str]) -> str | None:
     return None
 
 
-def test_the_suffix_index_finds_what_the_rule_defines():
+def test_the_suffix_index_finds_what_the_rule_defines() -> None:
     """On random names over a few parts (prefixes either way, ambiguous suffixes, repeated parts), the
     index answers as a scan of every name would."""
     from specbound.io.checkpoints.lora import BaseNames
@@ -382,7 +388,7 @@ def test_the_suffix_index_finds_what_the_rule_defines():
             assert index.weight_of(module) == _weight_by_scanning(module, names), (module, names)
 
 
-def test_the_targeting_decides_as_peft_decides_on_random_names_and_configs():
+def test_the_targeting_decides_as_peft_decides_on_random_names_and_configs() -> None:
     """:class:`Targeting` against peft's own ``check_target_module_exists`` on random module names and
     configs (lists, expressions, exclusions, saved modules, layer indexes and patterns)."""
     from peft.tuners.tuners_utils import check_target_module_exists

@@ -12,10 +12,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pytest
+from tiny_models import MakeCheckpoint
 
 from specbound import ModelShape, load_profile
 from specbound.core.defaults import DEFAULT_MODEL
@@ -40,8 +43,21 @@ def hub_cache_dir() -> Path:
     return Path(constants.HF_HUB_CACHE)
 
 
+class PutInHub(Protocol):
+    """The ``hub_entry`` fixture: a checkpoint directory's ``files`` put into the Hub cache as ``repo_id``
+    at ``commit``; returns the snapshot folder."""
+
+    def __call__(
+        self,
+        repo_id: str,
+        source: Path,
+        files: tuple[str, ...] = ("config.json", "model.safetensors"),
+        commit: str = "0123456789abcdef0123456789abcdef01234567",
+    ) -> Path: ...
+
+
 @pytest.fixture
-def hub_entry():
+def hub_entry() -> Iterator[PutInHub]:
     """Put a checkpoint directory's files into the Hub cache as ``repo_id`` (removed afterwards)."""
     made: list[Path] = []
 
@@ -73,7 +89,7 @@ def hub_entry():
 # --- names ---------------------------------------------------------------------------------------
 
 
-def test_bundled_alias_resolves_to_the_installed_package():
+def test_bundled_alias_resolves_to_the_installed_package() -> None:
     ref = resolve(" MiniLM-L6 ")
     assert (ref.name, ref.source, ref.repo_id) == (DEFAULT_MODEL, Source.BUNDLED, BUNDLED_REPO_ID)
     assert ref.path == bundled_model_dir()
@@ -88,12 +104,12 @@ def test_bundled_alias_resolves_to_the_installed_package():
         ("L2-H128", "L2-H128", "google/bert_uncased_L-2_H-128_A-2"),
     ],
 )
-def test_miniature_aliases(name, alias, repo):
+def test_miniature_aliases(name: str, alias: str, repo: str) -> None:
     ref = resolve(name, revision="abc")
     assert (ref.name, ref.source, ref.repo_id, ref.path, ref.revision) == (alias, Source.HUB, repo, None, "abc")
 
 
-def test_hub_id_and_local_directory(tmp_path):
+def test_hub_id_and_local_directory(tmp_path: Path) -> None:
     ref = resolve("prajjwal1/bert-tiny")
     assert (ref.name, ref.source, ref.repo_id, ref.path) == (
         "prajjwal1/bert-tiny",
@@ -126,7 +142,9 @@ def test_hub_id_and_local_directory(tmp_path):
         ("owner/..", "'owner/..' is not a valid Hub repository id"),
     ],
 )
-def test_nonsense_names_are_rejected_with_a_specific_message(name, message, tmp_path, monkeypatch):
+def test_nonsense_names_are_rejected_with_a_specific_message(
+    name: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     empty = tmp_path / "cwd"
     empty.mkdir()
     monkeypatch.chdir(empty)  # relative names such as ../x must not find a real directory
@@ -137,7 +155,7 @@ def test_nonsense_names_are_rejected_with_a_specific_message(name, message, tmp_
         load_profile(name)
 
 
-def test_a_file_is_not_a_checkpoint_directory(make_checkpoint):
+def test_a_file_is_not_a_checkpoint_directory(make_checkpoint: MakeCheckpoint) -> None:
     weights = make_checkpoint() / "model.safetensors"
     with pytest.raises(ModelNotFoundError, match="is a file; give the checkpoint directory that holds it"):
         resolve(str(weights))
@@ -146,7 +164,7 @@ def test_a_file_is_not_a_checkpoint_directory(make_checkpoint):
 # --- the catalog ---------------------------------------------------------------------------------
 
 
-def test_catalog_lists_the_bundled_model_then_24_miniatures_then_other_families():
+def test_catalog_lists_the_bundled_model_then_24_miniatures_then_other_families() -> None:
     entries = catalog(is_cached)
     assert len(entries) == 25 + len(OTHER_FAMILY_MODELS)
     others = entries[25:]
@@ -178,7 +196,9 @@ def test_catalog_lists_the_bundled_model_then_24_miniatures_then_other_families(
 # --- models in the Hub cache ---------------------------------------------------------------------
 
 
-def test_cached_miniature_is_offline_in_the_catalog_and_loads_offline(make_checkpoint, hub_entry, monkeypatch):
+def test_cached_miniature_is_offline_in_the_catalog_and_loads_offline(
+    make_checkpoint: MakeCheckpoint, hub_entry: PutInHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = "google/bert_uncased_L-2_H-128_A-2"
     source = make_checkpoint(layers=2, hidden=128, heads=2, ffn=512, seed=7)
     assert not is_cached(repo)
@@ -214,7 +234,9 @@ def test_cached_miniature_is_offline_in_the_catalog_and_loads_offline(make_check
     assert rows["L2-H256"][4] == "no"
 
 
-def test_any_cached_hub_repository_loads_offline(make_checkpoint, hub_entry, monkeypatch):
+def test_any_cached_hub_repository_loads_offline(
+    make_checkpoint: MakeCheckpoint, hub_entry: PutInHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     source = make_checkpoint("roberta", layers=1, hidden=16, heads=2, ffn=24)
     hub_entry("someone/tiny-roberta", source)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -224,7 +246,9 @@ def test_any_cached_hub_repository_loads_offline(make_checkpoint, hub_entry, mon
     assert profile.rank.tolist() == [8] * 4 + [16, 16]
 
 
-def test_cached_repository_needs_no_network_even_when_online_mode_is_on(make_checkpoint, hub_entry, monkeypatch):
+def test_cached_repository_needs_no_network_even_when_online_mode_is_on(
+    make_checkpoint: MakeCheckpoint, hub_entry: PutInHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With HF_HUB_OFFLINE unset, a cached model is still opened from the cache without a request."""
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     hub_entry("someone/tiny-bert", make_checkpoint(layers=1))
@@ -232,7 +256,9 @@ def test_cached_repository_needs_no_network_even_when_online_mode_is_on(make_che
     assert profile.shape == ModelShape(1, 32, 4, 48)
 
 
-def test_cache_entry_without_weights_is_not_cached(make_checkpoint, hub_entry, monkeypatch):
+def test_cache_entry_without_weights_is_not_cached(
+    make_checkpoint: MakeCheckpoint, hub_entry: PutInHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from specbound.core.errors import OfflineError
 
     hub_entry("someone/config-only", make_checkpoint(), files=("config.json",))
@@ -242,7 +268,9 @@ def test_cache_entry_without_weights_is_not_cached(make_checkpoint, hub_entry, m
         load_profile("someone/config-only")
 
 
-def test_cached_pytorch_format_repository(make_checkpoint, hub_entry, monkeypatch):
+def test_cached_pytorch_format_repository(
+    make_checkpoint: MakeCheckpoint, hub_entry: PutInHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Most miniatures ship pytorch_model.bin only; a cached one loads weights-only from the pickle."""
     source = make_checkpoint(layers=2, hidden=32, heads=4, safe=False)
     hub_entry("someone/bin-only", source, files=("config.json", "pytorch_model.bin"))
@@ -252,7 +280,7 @@ def test_cached_pytorch_format_repository(make_checkpoint, hub_entry, monkeypatc
     assert profile.rank.tolist() == ([8] * 8 + [32, 32]) * 2
 
 
-def test_parse_miniature_alias():
+def test_parse_miniature_alias() -> None:
     from specbound.io.models import parse_miniature_alias
 
     assert parse_miniature_alias("L4-H256") == (4, 256)

@@ -12,6 +12,8 @@ one line; the model given is unchanged.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,7 +51,7 @@ def wrapped() -> Any:
     return model
 
 
-def test_a_peft_model_reads_as_its_merged_model_centred_at_its_base(wrapped):
+def test_a_peft_model_reads_as_its_merged_model_centred_at_its_base(wrapped: Any) -> None:
     before = {k: v.clone() for k, v in wrapped.state_dict().items()}
     result = specbound.analyze(wrapped)
     merged = copy.deepcopy(wrapped).merge_and_unload(adapter_names=["default"])
@@ -61,16 +63,18 @@ def test_a_peft_model_reads_as_its_merged_model_centred_at_its_base(wrapped):
     assert result.ours == pytest.approx(expected.ours, rel=RTOL)
     assert result.edelman == pytest.approx(expected.edelman, rel=RTOL)
     assert result.ours_centred == pytest.approx(expected.ours_centred, rel=RTOL)
+    assert result.centred is not None
     delta = result.centred.schatten_profile
     frame = result.to_frame()
     assert set(frame.loc[frame.kind == "M_in", "delta_rank"]) == {4}  # c_fc, r = 4
     assert set(frame.loc[frame.kind == "M_out", "delta_rank"]) == {0}  # c_proj untouched
     assert (delta.rank > 0).sum() == (frame.delta_rank > 0).sum()
+    assert result.reference is not None
     assert "LoRA 'default'" in result.model and result.reference.model.endswith("(in memory)")
     assert all(torch.equal(v, before[k]) for k, v in wrapped.state_dict().items())  # left as it was
 
 
-def test_the_active_adapter_is_the_one_read(wrapped):
+def test_the_active_adapter_is_the_one_read(wrapped: Any) -> None:
     wrapped.set_adapter("second")
     result = specbound.analyze(wrapped)
     assert "LoRA 'second'" in result.model
@@ -80,14 +84,14 @@ def test_the_active_adapter_is_the_one_read(wrapped):
     assert result.ours_centred == pytest.approx(specbound.analyze(merged, base=_gpt2()).ours_centred, rel=RTOL)
 
 
-def test_a_given_base_replaces_its_own_as_the_reference(wrapped):
+def test_a_given_base_replaces_its_own_as_the_reference(wrapped: Any) -> None:
     other = _gpt2(seed=9)
     result = specbound.analyze(wrapped, base=other)
     merged = copy.deepcopy(wrapped).merge_and_unload(adapter_names=["default"])
     assert result.ours_centred == pytest.approx(specbound.analyze(merged, base=other).ours_centred, rel=RTOL)
 
 
-def test_several_active_adapters_or_another_kind_are_refused_in_one_line(wrapped):
+def test_several_active_adapters_or_another_kind_are_refused_in_one_line(wrapped: Any) -> None:
     wrapped.base_model.set_adapter(["default", "second"])
     with pytest.raises(UnsupportedModelError, match=r"2 active adapters .*set_adapter") as caught:
         specbound.analyze(wrapped)
@@ -97,7 +101,7 @@ def test_several_active_adapters_or_another_kind_are_refused_in_one_line(wrapped
         peft_parts(ia3)
 
 
-def test_only_peft_models_are_taken_apart(wrapped):
+def test_only_peft_models_are_taken_apart(wrapped: Any) -> None:
     assert is_peft_model(wrapped) and not is_peft_model(_gpt2()) and not is_peft_model({})
 
 
@@ -164,7 +168,7 @@ def _merged_layers(model: Any) -> dict[str, list[str]]:
     return {name: list(m.merged_adapters) for name, m in model.named_modules() if hasattr(m, "merged_adapters")}
 
 
-def test_a_float32_peft_model_reads_its_factors_as_the_same_adapter_on_disk(tmp_path):
+def test_a_float32_peft_model_reads_its_factors_as_the_same_adapter_on_disk(tmp_path: Path) -> None:
     base = _llama()
     model = _llama_lora(base)
     result = specbound.analyze(model)
@@ -190,7 +194,7 @@ def test_a_float32_peft_model_reads_its_factors_as_the_same_adapter_on_disk(tmp_
     ],
     ids=["llama-float64", "gpt2-conv1d-float64", "llama-float32"],
 )
-def test_after_merge_adapter_the_numbers_are_those_before_merging(build, rtol):
+def test_after_merge_adapter_the_numbers_are_those_before_merging(build: Callable[[], Any], rtol: float) -> None:
     model = build()
     before = specbound.analyze(model)
     model.merge_adapter()
@@ -201,14 +205,14 @@ def test_after_merge_adapter_the_numbers_are_those_before_merging(build, rtol):
     assert _merged_layers(model) == merged and all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
 
 
-def test_merged_weights_whose_base_cannot_be_recovered_are_refused_in_one_line():
+def test_merged_weights_whose_base_cannot_be_recovered_are_refused_in_one_line() -> None:
     model = _llama_lora(_llama(torch.bfloat16))
     model.merge_adapter()  # bfloat16 keeps 8 bits: W⁰ + ΔW rounded there does not give W⁰ back
     with pytest.raises(UnsupportedModelError, match=r"merged into its bfloat16 weights .* cannot be recovered exactly"):
         specbound.analyze(model)
 
 
-def test_modules_to_save_count_as_changed_as_on_disk(tmp_path):
+def test_modules_to_save_count_as_changed_as_on_disk(tmp_path: Path) -> None:
     base = _llama()
     model = _llama_lora(base, target_modules=["q_proj"], modules_to_save=["down_proj"])
     result = specbound.analyze(model)
@@ -217,7 +221,7 @@ def test_modules_to_save_count_as_changed_as_on_disk(tmp_path):
     _assert_same_numbers(result, _from_disk(model, base, tmp_path), DISK_RTOL)
 
 
-def test_of_two_adapters_the_active_one_is_read(tmp_path):
+def test_of_two_adapters_the_active_one_is_read(tmp_path: Path) -> None:
     base = _llama()
     model = _llama_lora(base, target_modules=["q_proj", "down_proj"], modules_to_save=["gate_proj"])
     torch.manual_seed(3)
@@ -234,7 +238,7 @@ def test_of_two_adapters_the_active_one_is_read(tmp_path):
 
 
 @pytest.mark.parametrize("merge", [False, True], ids=["unmerged", "merged"])
-def test_the_model_given_is_left_as_it_was(merge):
+def test_the_model_given_is_left_as_it_was(merge: bool) -> None:
     model = _llama_lora(_llama(), target_modules=["q_proj", "down_proj"], modules_to_save=["gate_proj"])
     model.add_adapter("other", peft.LoraConfig(r=2, target_modules=["up_proj"], init_lora_weights=False))
     if merge:
@@ -262,7 +266,9 @@ def _lora_holders(tmp_path: Any) -> dict[str, tuple[Any, Any]]:
 
 
 @pytest.mark.parametrize("kind", ["transformers load_adapter", "LoraModel", "PeftModel state_dict"])
-def test_lora_layers_outside_a_peft_model_are_refused_in_one_line_that_says_what_to_give(kind, tmp_path):
+def test_lora_layers_outside_a_peft_model_are_refused_in_one_line_that_says_what_to_give(
+    kind: str, tmp_path: Path
+) -> None:
     source, config = _lora_holders(tmp_path)[kind]
     with pytest.raises(UnsupportedModelError, match=r"holds LoRA layers \('[^']*(base_layer|lora_A)") as caught:
         specbound.analyze(source, config=config)
@@ -280,7 +286,9 @@ def test_lora_layers_outside_a_peft_model_are_refused_in_one_line_that_says_what
     ],
     ids=["embedding", "lora-bias"],
 )
-def test_every_tensor_equals_peft_merge_in_float64(merge, targets, lora_bias, changed_keys):
+def test_every_tensor_equals_peft_merge_in_float64(
+    merge: bool, targets: list[str], lora_bias: bool, changed_keys: tuple[str, ...]
+) -> None:
     """Tensor by tensor, as peft lays each update out: Conv1D (fan_in_fan_out), an embedding, a
     ``lora_bias`` and ``modules_to_save``: the tuned state dict is peft's ``merge_and_unload`` of a
     float64 copy, the base the original tensors (float32, so any rounding shows as a difference)."""

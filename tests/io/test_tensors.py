@@ -58,7 +58,9 @@ def test_a_safetensors_tensor_reads_as_float64_and_maps_as_stored(safetensors_fi
     a = file.get("a")
     assert a.dtype == np.float64 and np.array_equal(a, A.astype(np.float64))  # float32 widens exactly
     assert np.array_equal(file.get("b"), B.astype(np.float64))
-    mapped, dtype = file.mapped("a")
+    found = file.mapped("a")
+    assert found is not None
+    mapped, dtype = found
     assert dtype == "F32" and mapped.dtype == np.float32 and np.array_equal(mapped, A)
     assert file.mapped("steps") is None  # an integer tensor has no float view to map
 
@@ -71,7 +73,9 @@ def test_bfloat16_widens_exactly_without_torch(tmp_path: Path) -> None:
     file = SafetensorsFile(path)
     assert file.info("w") == TensorInfo("BF16", (2, 3), file.info("w").offset)
     assert np.array_equal(file.get("w"), exact)
-    bits, dtype = file.mapped("w")
+    found = file.mapped("w")
+    assert found is not None
+    bits, dtype = found
     assert dtype == "BF16" and np.array_equal(widen(np.asarray(bits), dtype), exact)
 
 

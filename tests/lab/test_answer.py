@@ -5,6 +5,7 @@ counted. The forest plot draws those rows and nothing else."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -66,7 +67,9 @@ def test_the_shipped_answer_counts_fitted_environments_only() -> None:
         ((("a", "fitted", 0.5, 0.2, 0.7, -0.3), ("b", "fitted", 0.3, 0.1, 0.5, 0.6)), "In part"),
     ],
 )
-def test_the_headline_word_follows_from_the_two_counts(envs, headline) -> None:
+def test_the_headline_word_follows_from_the_two_counts(
+    envs: tuple[tuple[str, str, float, float, float, float], ...], headline: str
+) -> None:
     sentence = answer_sentence(_rows(*envs), str)
     assert sentence.startswith(f"Does the bound predict the gap here? {headline}")
 
@@ -83,7 +86,7 @@ def test_an_unfitted_environment_is_named_but_not_counted() -> None:
     assert "No shipped environment counts yet" in answer_sentence(nothing, str)
 
 
-def test_a_directory_without_its_table_adds_nothing(tmp_path) -> None:
+def test_a_directory_without_its_table_adds_nothing(tmp_path: Path) -> None:
     assert read_answer([("empty", tmp_path)]).rows == ()
 
 

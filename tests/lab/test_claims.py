@@ -17,7 +17,9 @@ def test_a_claim_is_a_lock_file_beside_the_runs(tmp_path: Path) -> None:
     assert claim_path(tmp_path, "lab-L1") == tmp_path / "runs" / ".lab-L1.lock"
 
 
-def test_a_held_claim_makes_a_second_writer_wait_and_say_so_once(tmp_path: Path, monkeypatch) -> None:
+def test_a_held_claim_makes_a_second_writer_wait_and_say_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "runs").mkdir()
     monkeypatch.setattr(claims, "CLAIM_POLL_SECONDS", 0.0)
     said: list[str] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
@@ -12,9 +13,12 @@ from specbound_lab.records import read_runs
 from specbound_lab.registry import correlated_measures
 from specbound_lab.tables import CORRELATIONS_CSV, RUNS_CSV
 
+if TYPE_CHECKING:
+    from .conftest import SmokeSweep
+
 
 @pytest.mark.slow  # the smoke sweep behind them trains six small runs
-def test_smoke_sweep_writes_every_file(smoke_sweep) -> None:
+def test_smoke_sweep_writes_every_file(smoke_sweep: SmokeSweep) -> None:
     out = smoke_sweep.out
     assert "4 runs (4 trained now, 0 already done)" in smoke_sweep.stdout
     runs = pd.read_csv(out / RUNS_CSV)
@@ -27,7 +31,7 @@ def test_smoke_sweep_writes_every_file(smoke_sweep) -> None:
 
 
 @pytest.mark.slow  # the smoke sweep behind them trains six small runs
-def test_rerunning_the_smoke_sweep_trains_nothing(smoke_sweep, capsys) -> None:
+def test_rerunning_the_smoke_sweep_trains_nothing(smoke_sweep: SmokeSweep, capsys: pytest.CaptureFixture[str]) -> None:
     before = {p: p.stat().st_mtime_ns for p in smoke_sweep.out.rglob("trajectory.json")}
     assert main(["lab", "sweep", "--preset", "smoke", "--out", str(smoke_sweep.out)]) == 0
     printed = capsys.readouterr().out
@@ -36,7 +40,7 @@ def test_rerunning_the_smoke_sweep_trains_nothing(smoke_sweep, capsys) -> None:
 
 
 @pytest.mark.slow  # the smoke sweep behind them trains six small runs
-def test_show_prints_the_correlation_table(smoke_sweep, capsys) -> None:
+def test_show_prints_the_correlation_table(smoke_sweep: SmokeSweep, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lab", "show", str(smoke_sweep.out), "--runs"]) == 0
     printed = capsys.readouterr().out
     assert "final checkpoints of all 4 runs, fitted or not" in printed
@@ -47,7 +51,7 @@ def test_show_prints_the_correlation_table(smoke_sweep, capsys) -> None:
     assert printed.count("lab-L2-N32-H2-") == 4
 
 
-def test_train_joins_a_lab_directory(tmp_path: Path, capsys) -> None:
+def test_train_joins_a_lab_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "lab"
     assert (
         main(
@@ -88,7 +92,7 @@ def test_train_joins_a_lab_directory(tmp_path: Path, capsys) -> None:
     assert list(rows["step"]) == [0, 10, 20] and rows["checkpoint"].str.startswith(f"runs/{name}/").all()
 
 
-def test_train_until_fit_checks_between_saves(tmp_path: Path, capsys) -> None:
+def test_train_until_fit_checks_between_saves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "lab"
     args = ["--layers", "1", "--hidden", "16", "--heads", "2", "--n-train", "32", "--seed", "4", "--steps", "3000"]
     saves = ["--save-every", "1000", "--until-fit", "--fit-every", "50", "--test-samples", "200"]
@@ -100,7 +104,7 @@ def test_train_until_fit_checks_between_saves(tmp_path: Path, capsys) -> None:
     assert run.final.train_loss <= 0.01  # it ended where it fitted, between two saves
 
 
-def test_sweep_axes_and_settings_replace_the_preset(tmp_path: Path, capsys) -> None:
+def test_sweep_axes_and_settings_replace_the_preset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     grid = tmp_path / "grid.json"
     grid.write_text('{"n_train": [64, 32], "settings": {"test_samples": 300}}')
     assert (
@@ -158,7 +162,7 @@ def test_sweep_axes_and_settings_replace_the_preset(tmp_path: Path, capsys) -> N
         (["sweep", "--preset", "huge", "--out", "x"], "invalid choice"),
     ],
 )
-def test_usage_errors_are_one_line(argv: list[str], message: str, capsys) -> None:
+def test_usage_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["lab", *argv])
     assert exit_info.value.code == 2
@@ -166,7 +170,7 @@ def test_usage_errors_are_one_line(argv: list[str], message: str, capsys) -> Non
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_lab_errors_are_one_line(tmp_path: Path, capsys) -> None:
+def test_lab_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         main(
             [
@@ -194,7 +198,7 @@ def test_lab_errors_are_one_line(tmp_path: Path, capsys) -> None:
     assert capsys.readouterr().err.strip() == "specbound: error: a grid must be a JSON object"
 
 
-def test_show_compare_prints_the_paired_difference(capsys) -> None:
+def test_show_compare_prints_the_paired_difference(capsys: pytest.CaptureFixture[str]) -> None:
     from specbound_lab import reference
     from specbound_lab.tables import comparison
 

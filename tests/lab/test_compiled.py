@@ -8,9 +8,11 @@ fixture: about half a minute on a loaded core); every other test reuses it or ne
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any, NoReturn
 
 import pytest
 import torch
@@ -18,7 +20,7 @@ import torch._dynamo.utils
 
 from specbound_lab import compiled, train
 from specbound_lab.compiled import GraphKey, clear_graphs, compilations, compile_pays, forward_flops
-from specbound_lab.train import RunSpec, TrainSettings, train_run
+from specbound_lab.train import RunSpec, TrainResult, TrainSettings, train_run
 
 SETTINGS = TrainSettings(steps=200, save_every=100, fit_every=25, until_fit=True, test_samples=300, learning_rate=5e-3)
 SPEC = RunSpec(layers=1, hidden=16, heads=2, n_train=128, settings=SETTINGS)
@@ -36,7 +38,7 @@ def _traced() -> int:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
     """SPEC compiled fresh (alone), then OTHER and SPEC again through the same graph, and SPEC eager."""
     clear_graphs()
     out = tmp_path_factory.mktemp("compiled")
@@ -62,14 +64,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     clear_graphs()
 
 
-def test_one_graph_serves_runs_of_other_n_and_learning_rate_each_with_its_own_record(runs) -> None:
+def test_one_graph_serves_runs_of_other_n_and_learning_rate_each_with_its_own_record(runs: SimpleNamespace) -> None:
     assert runs.compiled == 1 and runs.retraced == 0  # compiled once, never again (dynamic batch)
     assert runs.again.steps == runs.alone.steps  # every float of every step, bit for bit
     assert dict(runs.again.model_values) == dict(runs.alone.model_values)
     assert runs.other.spec == OTHER and runs.other.steps != runs.alone.steps  # its own run, not a copy
 
 
-def test_compiled_evaluations_give_the_eager_record_within_tolerance(runs) -> None:
+def test_compiled_evaluations_give_the_eager_record_within_tolerance(runs: SimpleNamespace) -> None:
     """Compiled kernels sum in another order: the fitted step may move by one fit check (a loss within
     rounding of 0.01 at a check), losses agree to 1e-4 relative, error rates to one example, and the
     flatness measures to 0.05 in log2 (a probe meeting an error one example apart near δ moves the
@@ -88,7 +90,7 @@ def test_compiled_evaluations_give_the_eager_record_within_tolerance(runs) -> No
 
 
 def test_a_run_where_compiling_does_not_pay_evaluates_eagerly_and_says_why(
-    runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    runs: SimpleNamespace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(train, "_SAID", set())
     monkeypatch.setattr(compiled, "_GRAPHS", compiled._Graphs())  # a process that holds no graph yet
@@ -100,7 +102,9 @@ def test_a_run_where_compiling_does_not_pay_evaluates_eagerly_and_says_why(
     assert result.steps == runs.eager.steps and dict(result.model_values) == dict(runs.eager.model_values)
 
 
-def test_no_compile_says_nothing_and_compiles_nothing(runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_compile_says_nothing_and_compiles_nothing(
+    runs: SimpleNamespace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(train, "_SAID", set())
     monkeypatch.setattr(compiled, "_GRAPHS", compiled._Graphs())
     monkeypatch.setattr(train, "model_measures", lambda: ())
@@ -111,10 +115,10 @@ def test_no_compile_says_nothing_and_compiles_nothing(runs, tmp_path: Path, monk
 
 
 def test_a_compilation_that_fails_falls_back_to_eager_with_one_line(
-    runs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    runs: SimpleNamespace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(module, **options):
-        def call(**inputs):
+    def broken(module: Any, **options: Any) -> Callable[..., Any]:
+        def call(**inputs: Any) -> NoReturn:
             raise RuntimeError("no C compiler")
 
         return call
@@ -135,7 +139,7 @@ def test_a_compilation_that_fails_falls_back_to_eager_with_one_line(
     assert again == [] and compilations() == 0  # no second try, and the reason was given once
 
 
-def test_a_graph_is_lent_to_one_run_at_a_time(runs) -> None:
+def test_a_graph_is_lent_to_one_run_at_a_time(runs: SimpleNamespace) -> None:
     """Two runs of one architecture at once (the dashboard trains in threads): the second evaluates
     eagerly instead of overwriting the first's weights in the shared graph; the graph is lent again
     once the first is done."""
@@ -172,7 +176,7 @@ def test_no_compile_reaches_the_run_from_the_command_line(tmp_path: Path, monkey
 
     asked: list[bool] = []
 
-    def recorded(*args, **kwargs):
+    def recorded(*args: Any, **kwargs: Any) -> TrainResult:
         asked.append(kwargs["compile"])
         return train_run(*args, **kwargs)
 

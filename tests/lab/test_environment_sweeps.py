@@ -35,7 +35,9 @@ _TINY = TrainSettings(steps=4, save_every=2, test_samples=64)
 @pytest.mark.parametrize(
     ("family", "task"), [("llama", ModularTask()), ("neox", MarkovTask(length=8)), ("gpt2", MarkovTask(length=8))]
 )
-def test_a_decoder_checkpoint_analysed_by_the_lab_is_specbound_analyze(tmp_path: Path, family: str, task) -> None:
+def test_a_decoder_checkpoint_analysed_by_the_lab_is_specbound_analyze(
+    tmp_path: Path, family: str, task: ModularTask | MarkovTask
+) -> None:
     spec = RunSpec(layers=2, hidden=16, heads=2, n_train=32, task=task, family=family, settings=_TINY)
     result = train_run(spec, tmp_path)
     run = analyse_run(result, tmp_path, use_cache=False)
@@ -227,6 +229,7 @@ def test_the_grok_preset_is_the_known_recipe_on_the_modular_task() -> None:
     assert GROK in PRESET_NAMES
     grid = preset_grid(GROK, "modular", "gpt2")
     (spec, *others) = grid.specs()
+    assert isinstance(spec.task, ModularTask)
     assert len(others) == 9 and [s.seed for s in grid.specs()] == list(range(10))  # SPEC §13b: ten seeds
     assert (spec.family, spec.task.kind, spec.task.modulus, spec.layers, spec.hidden, spec.heads) == (
         "gpt2", "modular", 97, 1, 64, 4,

@@ -9,6 +9,7 @@ import pytest
 
 from specbound_lab.tasks import (
     TASKS,
+    LabeledSample,
     MarkovTask,
     ModularTask,
     ParityTask,
@@ -72,7 +73,10 @@ def test_modular_split_sizes_and_labels() -> None:
     n = int(0.3 * task.pairs)
     train, test = task.datasets(n, 100_000, seed=2)
     assert train.tokens.shape == (n, 2) and test.tokens.shape == (task.pairs - n, 2)  # every held-out pair
-    index = lambda s: set((s.tokens[:, 0] * 97 + s.tokens[:, 1]).tolist())  # noqa: E731
+
+    def index(s: LabeledSample) -> set[int]:
+        return set((s.tokens[:, 0] * 97 + s.tokens[:, 1]).tolist())
+
     assert len(index(train)) == n and index(train).isdisjoint(index(test))
     assert index(train) | index(test) == set(range(task.pairs))
     assert np.array_equal(train.labels, train.tokens.sum(axis=1) % 97)

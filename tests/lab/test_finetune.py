@@ -10,8 +10,12 @@ import pytest
 from cli_runner import run_cli, strict_json
 
 import specbound
+from specbound.io import FINETUNE_BASE as BASE_NAME
+from specbound.io import FINETUNE_FULL as FULL_NAME
+from specbound.io import FINETUNE_LORA as LORA_NAME
+from specbound.io import FINETUNE_TRIO_DIR as TRIO_DIR
 from specbound.io.models import Source, resolve
-from specbound_lab.finetune import BASE_NAME, FULL_NAME, LORA_NAME, LORA_RANK, TRIO_DIR
+from specbound_lab.finetune import LORA_RANK
 
 
 def test_the_three_open_offline_by_name_from_a_fresh_process() -> None:
@@ -44,6 +48,7 @@ def test_the_lora_adapter_changes_what_its_rank_allows() -> None:
     assert (frame[frame["kind"] == "V"]["delta_rank"] <= 2 * LORA_RANK).all()  # ΔW_V and ΔW_O, r each
     assert lora.ours_centred < lora.ours
     full = specbound.analyze(FULL_NAME, base=BASE_NAME, use_cache=False)
+    assert full.centred is not None
     assert (full.centred.schatten_profile.rank > 2 * LORA_RANK).all()  # a full fine-tune moves every direction
 
 
@@ -58,6 +63,7 @@ def test_the_shipped_adapter_reads_as_peft_merges_it() -> None:
     expected = specbound.analyze(merged, base=reference)
     direct = specbound.analyze(LORA_NAME, use_cache=False)
     assert direct.ours_centred == pytest.approx(expected.ours_centred, rel=1e-10)
+    assert direct.centred is not None and expected.centred is not None
     np.testing.assert_array_equal(direct.centred.schatten_profile.rank, expected.centred.schatten_profile.rank)
 
 

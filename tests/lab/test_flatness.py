@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Iterator
+from functools import partial
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
@@ -36,7 +40,7 @@ class OneWeight(torch.nn.Module):
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
+def _one_thread() -> Iterator[None]:
     """The searches on one thread, as in a run (two threads on a loaded machine wait on each other)."""
     with torch_threads(1):
         yield
@@ -48,7 +52,7 @@ LABELS = IDS.clone()
 
 def test_bisection_finds_a_threshold_within_its_resolution() -> None:
     for threshold in (0.003, 0.3, 1.5):
-        found = bisect_scale(lambda s, t=threshold: s <= t)
+        found = bisect_scale(partial(operator.ge, threshold))  # s <= threshold
         assert threshold / RESOLUTION <= found <= threshold
     assert bisect_scale(lambda s: True) == pytest.approx(2.0 / RESOLUTION)  # fits everywhere: just below the top
     assert bisect_scale(lambda s: False) == 2.0**DEFAULT_FLATNESS.low  # fits nowhere: the bottom
@@ -109,7 +113,12 @@ def test_early_stops_change_no_result_on_a_trained_classifier(monkeypatch: pytes
 
     passes: list[int] = []
     error = flatness._error
-    monkeypatch.setattr(flatness, "_error", lambda *args: passes.append(1) or error(*args))
+
+    def counted(*args: Any) -> float:
+        passes.append(1)
+        return error(*args)
+
+    monkeypatch.setattr(flatness, "_error", counted)
     quick = FlatnessSettings(halvings=6)
     full = FlatnessSettings(halvings=6, early_stop=False)
     sigma = pacbayes_sigma(model, ids, labels, seed=3, settings=quick)
@@ -119,7 +128,7 @@ def test_early_stops_change_no_result_on_a_trained_classifier(monkeypatch: pytes
     assert sharpness_alpha(model, ids, labels, settings=quick) == sharpness_alpha(model, ids, labels, settings=full)
 
 
-def _sharpness_afresh(model, ids, labels, settings: FlatnessSettings) -> float:
+def _sharpness_afresh(model: Any, ids: torch.Tensor, labels: torch.Tensor, settings: FlatnessSettings) -> float:
     """The sharpness search with nothing hoisted: every bisection step runs its whole ascent from u = 0
     (the search as first written, the dense reference of :func:`sharpness_alpha`)."""
     from specbound_lab.flatness import _error, _restored

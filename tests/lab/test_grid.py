@@ -6,7 +6,7 @@ import pytest
 
 from specbound_lab.grid import SweepGrid, grid_from_dict
 from specbound_lab.tables import sweep_axes
-from specbound_lab.train import LabError
+from specbound_lab.train import LabError, RunSpec
 
 
 def test_batch_size_and_weight_decay_are_axes_of_a_grid_and_of_a_grid_file() -> None:
@@ -29,11 +29,11 @@ def test_batch_size_and_weight_decay_are_axes_of_a_grid_and_of_a_grid_file() -> 
 
 def test_a_grid_that_does_not_vary_the_batch_or_the_decay_keeps_its_axes() -> None:
     class _Run:
-        def __init__(self, spec):
+        def __init__(self, spec: RunSpec) -> None:
             self.spec = spec
 
     plain = SweepGrid(layers=(1, 2), hidden=(32,), heads=(2,), n_train=(64,)).specs()
-    assert "batch_size" not in sweep_axes([_Run(s) for s in plain])
+    assert "batch_size" not in sweep_axes([_Run(s) for s in plain])  # type: ignore[misc]  # a stand-in with the one field read
     varied = SweepGrid(layers=(1,), hidden=(32,), heads=(2,), n_train=(64,), weight_decays=(0.0, 0.1)).specs()
-    axes = sweep_axes([_Run(s) for s in varied])
+    axes = sweep_axes([_Run(s) for s in varied])  # type: ignore[misc]  # a stand-in with the one field read
     assert "weight_decay" in axes and "batch_size" not in axes

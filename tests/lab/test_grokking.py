@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -12,6 +13,7 @@ from specbound_lab.grokking import (
     GrokEvent,
     LeadSummary,
     MeasureLead,
+    RunGrokking,
     grok_event,
     measure_leads,
     move_step,
@@ -25,7 +27,7 @@ def _sigmoid(center: float, *, low: float = 0.0, high: float = 1.0, width: float
     return [low + (high - low) / (1 + math.exp(-(s - center) / width)) for s in STEPS]
 
 
-def _raw(steps, values, start=None):
+def _raw(steps: Sequence[int], values: Sequence[float], start: int | None = None) -> int | None:
     """The rule on the raw curve: no smoothing, the origin the value at ``start``."""
     return move_step(steps, values, start, window=1, origin_checkpoints=1)
 
@@ -159,7 +161,7 @@ def test_the_null_shifts_each_curve_s_increments_circularly_within_the_window_ar
 FINE = list(range(0, 3000, 20))
 
 
-def _fine_runs(leads: dict[str, float], seeds: int = 10) -> list:
+def _fine_runs(leads: dict[str, float], seeds: int = 10) -> list[RunGrokking]:
     """Ten seeds that saturate near step 160 and jump at 1,100 to 1,640; each named curve moves ``lead`` steps
     before its seed's jump (a logistic step of about two checkpoints), plus a little seeded noise."""
     from specbound_lab.grokking import RunGrokking, synthetic_curve
@@ -230,7 +232,7 @@ def test_a_failed_positive_control_makes_every_verdict_inconclusive() -> None:
     assert "So the design cannot answer: every measure that moved is inconclusive (3 of 3)" in text
 
 
-def _hand_run():
+def _hand_run() -> RunGrokking:
     from specbound_lab.grokking import RunGrokking
 
     train = _sigmoid(150.0, low=0.01, high=1.0)
@@ -325,7 +327,7 @@ def test_one_runs_sentence_gives_its_own_steps_and_leads() -> None:
     from specbound_lab.grokking import RunGrokking, run_sentence
 
     run = _hand_run()  # saturates at 300, jumps at 700; ours moves at 400, Edelman's at 900
-    text = run_sentence(run, name_of={"ours": "ours at p*", "edelman": "Edelman"}.get)
+    text = run_sentence(run, name_of={"ours": "ours at p*", "edelman": "Edelman"}.__getitem__)
     at_fit = run.test_accuracy[STEPS.index(300)]
     assert text == (
         f"Training accuracy reaches 0.99 at step 300, when test accuracy is {at_fit:.3f}; test accuracy moves at "

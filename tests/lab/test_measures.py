@@ -4,22 +4,24 @@ checkpoint's weights."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
+from tiny_models import MakeCheckpoint
 
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.heavy_tail import fit_power_law
 from specbound.io.loading import load_profile
 from specbound_lab.measures import frobenius_sum, log_bartlett, log_spectral_product
-from specbound_lab.registry import MEASURES, centred_measures
+from specbound_lab.registry import MEASURES, CheckpointMeasure, centred_measures
 
 #: The CENTRED measures by name, typed.
 CENTRED = {m.name: m for m in centred_measures()}
 
 
-def test_measures_match_dense_matrices(make_checkpoint) -> None:
+def test_measures_match_dense_matrices(make_checkpoint: MakeCheckpoint) -> None:
     layers, hidden, heads = 2, 16, 2
     directory = make_checkpoint(layers=layers, hidden=hidden, heads=heads, ffn=24, seed=3)
     weights = {k: v.astype(np.float64) for k, v in load_file(directory / "model.safetensors").items()}
@@ -55,7 +57,14 @@ def test_measures_match_dense_matrices(make_checkpoint) -> None:
     assert log_bartlett(profile) == pytest.approx(log_prod + 1.5 * math.log(ratios), rel=1e-10)
 
 
-def _dense_proxies(directory, layers: int, hidden: int, heads: int) -> list[np.ndarray]:
+def _of_checkpoint(name: str) -> CheckpointMeasure:
+    """A registered measure computed from one checkpoint's analysis."""
+    measure = MEASURES[name]
+    assert isinstance(measure, CheckpointMeasure)
+    return measure
+
+
+def _dense_proxies(directory: Path, layers: int, hidden: int, heads: int) -> list[np.ndarray]:
     """Every proxy matrix of a checkpoint, dense: per head QK = W_Q^h^T W_K^h and V, then M_in, M_out."""
     weights = {k: v.astype(np.float64) for k, v in load_file(directory / "model.safetensors").items()}
     d = hidden // heads
@@ -73,7 +82,7 @@ def _dense_proxies(directory, layers: int, hidden: int, heads: int) -> list[np.n
 
 
 @pytest.mark.parametrize("hidden, heads", [(32, 2), (16, 4)])  # d = 16, or d = 4: WeightWatcher fits 4 values
-def test_power_law_measures_match_dense_spectra(make_checkpoint, hidden: int, heads: int) -> None:
+def test_power_law_measures_match_dense_spectra(make_checkpoint: MakeCheckpoint, hidden: int, heads: int) -> None:
     directory = make_checkpoint(layers=2, hidden=hidden, heads=heads, ffn=48, seed=5)
     alphas, weighted, small = [], [], 0
     for matrix in _dense_proxies(directory, 2, hidden, heads):
@@ -86,12 +95,12 @@ def test_power_law_measures_match_dense_spectra(make_checkpoint, hidden: int, he
         alphas.append(fit.alpha)
         weighted.append(fit.alpha * math.log10(eigenvalues.max()))
     analysis = BoundAnalysis.from_profile(load_profile(str(directory)))
-    assert small == 0 and MEASURES["alpha_skipped"].compute(analysis) == 0
-    assert MEASURES["alpha"].compute(analysis) == pytest.approx(np.mean(alphas), rel=1e-6)
-    assert MEASURES["alpha_hat"].compute(analysis) == pytest.approx(np.mean(weighted), rel=1e-6)
+    assert small == 0 and _of_checkpoint("alpha_skipped").compute(analysis) == 0
+    assert _of_checkpoint("alpha").compute(analysis) == pytest.approx(np.mean(alphas), rel=1e-6)
+    assert _of_checkpoint("alpha_hat").compute(analysis) == pytest.approx(np.mean(weighted), rel=1e-6)
 
 
-def _dense_blocks(directory, layers: int, hidden: int, heads: int) -> list[list[np.ndarray]]:
+def _dense_blocks(directory: Path, layers: int, hidden: int, heads: int) -> list[list[np.ndarray]]:
     """The 4L blocks of a checkpoint, each the list of its heads' dense matrices (one for M_in, M_out)."""
     proxies = _dense_proxies(directory, layers, hidden, heads)
     per_layer = 2 * heads + 2
@@ -102,7 +111,7 @@ def _dense_blocks(directory, layers: int, hidden: int, heads: int) -> list[list[
     return blocks
 
 
-def test_measures_centred_at_a_reference_match_dense_differences(make_checkpoint) -> None:
+def test_measures_centred_at_a_reference_match_dense_differences(make_checkpoint: MakeCheckpoint) -> None:
     """Σ‖W − W⁰‖_F², Jiang et al.'s spectral measure centred at init and Bartlett et al.'s bound with the
     reference's blocks as reference matrices, against dense per-head differences QK_h − QK⁰_h."""
     from specbound.io.loading import difference_profile, open_weights
@@ -136,7 +145,7 @@ def test_measures_centred_at_a_reference_match_dense_differences(make_checkpoint
     assert CENTRED["ours_init"].compute(centred) * ln10 == pytest.approx(centred.evaluate().log_total, rel=1e-12)
 
 
-def test_a_checkpoint_at_its_reference_is_at_distance_zero(make_checkpoint) -> None:
+def test_a_checkpoint_at_its_reference_is_at_distance_zero(make_checkpoint: MakeCheckpoint) -> None:
     """At the run's first step the difference is 0: distance 0, the centred bounds' logs -inf, and ours
     centred at init √L (every matrix rank 0)."""
     from specbound.io.loading import difference_profile, open_weights

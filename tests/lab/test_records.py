@@ -5,7 +5,9 @@ finished only with the same spec and every recorded measure, and runs are listed
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,15 +23,18 @@ from specbound_lab.records import (
     write_record,
 )
 from specbound_lab.registry import recorded_measures
+from specbound_lab.trajectory import RunTrajectory
 
 
 @pytest.fixture(scope="module")
-def shipped_runs():
+def shipped_runs() -> tuple[RunTrajectory, ...]:
     """Three shipped reference runs, in the reference's order."""
     return reference.load_reference().runs[:3]
 
 
-def test_a_record_reads_back_as_the_run_it_was_written_from(tmp_path: Path, shipped_runs) -> None:
+def test_a_record_reads_back_as_the_run_it_was_written_from(
+    tmp_path: Path, shipped_runs: tuple[RunTrajectory, ...]
+) -> None:
     run = shipped_runs[0]
     path = write_record(tmp_path, run)
     assert path == record_path(tmp_path, run.name) == tmp_path / "runs" / run.name / "trajectory.json"
@@ -49,7 +54,9 @@ def test_a_record_reads_back_as_the_run_it_was_written_from(tmp_path: Path, ship
         lambda r: r.update(name="another-run"),  # its name disagrees with its spec's
     ],
 )
-def test_a_record_that_is_not_this_labs_is_not_a_run(tmp_path: Path, shipped_runs, edit) -> None:
+def test_a_record_that_is_not_this_labs_is_not_a_run(
+    tmp_path: Path, shipped_runs: tuple[RunTrajectory, ...], edit: Callable[[dict[str, Any]], object]
+) -> None:
     path = write_record(tmp_path, shipped_runs[0])
     record = json.loads(path.read_text(encoding="utf-8"))
     edit(record)
@@ -57,7 +64,9 @@ def test_a_record_that_is_not_this_labs_is_not_a_run(tmp_path: Path, shipped_run
     assert read_record(path) is None
 
 
-def test_a_run_is_finished_with_its_own_spec_and_every_recorded_measure(tmp_path: Path, shipped_runs) -> None:
+def test_a_run_is_finished_with_its_own_spec_and_every_recorded_measure(
+    tmp_path: Path, shipped_runs: tuple[RunTrajectory, ...]
+) -> None:
     run, other = shipped_runs[0], shipped_runs[1]
     write_record(tmp_path, run)
     assert finished_run(tmp_path, run.spec) is not None
@@ -66,7 +75,9 @@ def test_a_run_is_finished_with_its_own_spec_and_every_recorded_measure(tmp_path
     assert finished_run(tmp_path, run.spec) is None  # done again, so its measures are filled in
 
 
-def test_runs_are_listed_in_grid_order_whatever_the_order_they_were_written(tmp_path: Path, shipped_runs) -> None:
+def test_runs_are_listed_in_grid_order_whatever_the_order_they_were_written(
+    tmp_path: Path, shipped_runs: tuple[RunTrajectory, ...]
+) -> None:
     for run in reversed(shipped_runs):
         write_record(tmp_path, run)
     (tmp_path / "runs" / "not-a-run").mkdir()  # a folder without a record is skipped
@@ -78,7 +89,9 @@ def test_each_family_is_labelled_as_the_labs_not_a_released_model() -> None:
     assert lab_label("gpt2") == "small GPT-2 decoder trained by the specbound lab (not a released model)"
 
 
-def test_a_run_folder_copied_inside_runs_is_blamed_by_name_not_runs_csv(tmp_path: Path, shipped_runs) -> None:
+def test_a_run_folder_copied_inside_runs_is_blamed_by_name_not_runs_csv(
+    tmp_path: Path, shipped_runs: tuple[RunTrajectory, ...]
+) -> None:
     """A copy of a run's folder holds a record of the same run: refused in one line naming the copy
     (the folder that is not the run's own), not as two rows of runs.csv that nothing tells apart."""
     import shutil

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
@@ -20,7 +21,10 @@ from specbound_lab.registry import centred_measures, correlated_measures, direct
 from specbound_lab.sweep import run_sweep
 from specbound_lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV, measure_value, read_results, read_runs_csv
 from specbound_lab.train import LabError
-from specbound_lab.trajectory import DEFAULT_BOUNDS
+from specbound_lab.trajectory import DEFAULT_BOUNDS, RunTrajectory
+
+if TYPE_CHECKING:
+    from .conftest import SmokeSweep
 
 #: The columns of SPEC §13 that a runs.csv or correlations.csv written before it lacks.
 #: Columns a rewritten runs.csv has beside a shipped one written before them: the environment, the loss
@@ -74,7 +78,7 @@ def _check_reference(directory: Path, shipped: reference.ShippedReference = refe
     _check_step_atlases(directory, results.runs)
 
 
-def _check_step_atlases(directory: Path, runs) -> None:
+def _check_step_atlases(directory: Path, runs: tuple[RunTrajectory, ...]) -> None:
     """Every saved step of every run has its profile (by name, in step order), and a step's profile is
     found by :func:`reference.step_profile` (the first, a middle and the last step of each run: each
     lookup reads the run's atlas again, and the grokking runs have 176 steps)."""
@@ -92,7 +96,7 @@ def _check_step_atlases(directory: Path, runs) -> None:
         reference.step_profile(directory, runs[0], 7)
 
 
-def test_export_of_the_smoke_sweep(smoke_sweep, tmp_path: Path) -> None:
+def test_export_of_the_smoke_sweep(smoke_sweep: SmokeSweep, tmp_path: Path) -> None:
     written = reference.export_reference(smoke_sweep.out, tmp_path / "ref", sweep_seconds=12.5)
     assert written[0].name == reference.MANIFEST_FILE
     _check_reference(tmp_path / "ref")
@@ -137,7 +141,7 @@ def test_an_export_names_the_shipped_reference_of_its_environment_and_refuses_th
         reference.shipped_reference("class", "modular", "llama")  # it would have replaced the threshold reference
 
 
-def test_the_shipped_reference_parses_and_is_labelled_as_lab_models(capsys) -> None:
+def test_the_shipped_reference_parses_and_is_labelled_as_lab_models(capsys: pytest.CaptureFixture[str]) -> None:
     _check_reference(reference.REFERENCE_DIR)
     assert main(["lab", "show"]) == 0
     printed = capsys.readouterr().out
@@ -192,7 +196,9 @@ def _same_numbers(shipped: object, now: object, where: str) -> None:
         assert now == shipped, where
 
 
-def test_remeasure_recomputes_only_the_named_measures_from_the_stored_spectra(tmp_path: Path, capsys) -> None:
+def test_remeasure_recomputes_only_the_named_measures_from_the_stored_spectra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The shipped files hold what the code computes now: to rounding on any machine (another BLAS kernel
     moves the last bit of a bootstrap interval), and bit for bit between two recomputations in one run."""
     import json
@@ -228,7 +234,9 @@ def _stderr_line(capsys: pytest.CaptureFixture[str]) -> str:
     return line
 
 
-def test_remeasure_refuses_in_the_cli_s_one_line_and_names_the_file_it_cannot_write(tmp_path: Path, capsys) -> None:
+def test_remeasure_refuses_in_the_cli_s_one_line_and_names_the_file_it_cannot_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A measure that is not recomputable is refused by name, with the ones that are, in the line every
     error of the CLI has; a write that fails names the file (a directory where runs.csv goes)."""
     import shutil

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,23 +26,25 @@ from specbound_lab.registry import (
     register_measure,
 )
 from specbound_lab.sweep import run_sweep
-from specbound_lab.trajectory import StepRecord
+from specbound_lab.trajectory import RunTrajectory, StepRecord
 
 
 @pytest.fixture(scope="module")
-def runs():
+def runs() -> tuple[RunTrajectory, ...]:
     return reference.load_reference().runs
 
 
 @pytest.fixture(scope="module")
-def fresh_runs(tmp_path_factory):
+def fresh_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunTrajectory, ...]:
     """Three short runs trained now, so they have every measure (the shipped records predate the CENTRED ones)."""
     specs = [replace(s, settings=replace(s.settings, steps=20, save_every=10)) for s in preset_grid("smoke").specs()]
     return run_sweep(specs[:3], tmp_path_factory.mktemp("fresh")).results.runs
 
 
 @pytest.mark.parametrize("name", list(MEASURES))
-def test_every_measure_reaches_every_table(name: str, runs, fresh_runs) -> None:
+def test_every_measure_reaches_every_table(
+    name: str, runs: tuple[RunTrajectory, ...], fresh_runs: tuple[RunTrajectory, ...]
+) -> None:
     measure = MEASURES[name]
     if not math.isfinite(tables.measure_value(runs[0], measure)):  # registered after the shipped records
         centred = {m.name for m in MEASURES.values() if m.computed_from is MeasureInput.CENTRED}
@@ -62,7 +65,7 @@ def test_every_measure_reaches_every_table(name: str, runs, fresh_runs) -> None:
 
 
 @pytest.fixture
-def scratch_registry():
+def scratch_registry() -> Iterator[None]:
     """The registry as it is; whatever a test registers is gone afterwards."""
     saved = dict(MEASURES)
     yield
@@ -70,7 +73,7 @@ def scratch_registry():
     MEASURES.update(saved)
 
 
-def test_one_registration_adds_a_measure_everywhere(runs, scratch_registry) -> None:
+def test_one_registration_adds_a_measure_everywhere(runs: tuple[RunTrajectory, ...], scratch_registry: None) -> None:
     count = len(MEASURES)
     twice = register_measure(
         RunMeasure(
@@ -95,7 +98,7 @@ def test_one_registration_adds_a_measure_everywhere(runs, scratch_registry) -> N
         register_measure(twice)
 
 
-def test_a_record_written_before_a_measure_still_loads(runs, tmp_path: Path) -> None:
+def test_a_record_written_before_a_measure_still_loads(runs: tuple[RunTrajectory, ...], tmp_path: Path) -> None:
     shutil.copytree(reference.REFERENCE_DIR / "runs", tmp_path / "runs")
     old = runs[0]
     path = records.record_path(tmp_path, old.name)
@@ -119,7 +122,7 @@ def test_a_record_written_before_a_measure_still_loads(runs, tmp_path: Path) -> 
     assert records.finished_run(tmp_path, old.spec) is None  # a sweep does it again, to fill the measures in
 
 
-def test_a_record_with_every_measure_is_finished(fresh_runs, tmp_path: Path) -> None:
+def test_a_record_with_every_measure_is_finished(fresh_runs: tuple[RunTrajectory, ...], tmp_path: Path) -> None:
     records.write_record(tmp_path, fresh_runs[0])
     finished = records.finished_run(tmp_path, fresh_runs[0].spec)
     assert finished is not None and finished.final == fresh_runs[0].final
@@ -166,7 +169,9 @@ def test_exactly_the_measures_from_a_bound_declare_a_power() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(_POWERS))
-def test_each_normalised_form_is_its_bound_s_form(name: str, runs, fresh_runs) -> None:
+def test_each_normalised_form_is_its_bound_s_form(
+    name: str, runs: tuple[RunTrajectory, ...], fresh_runs: tuple[RunTrajectory, ...]
+) -> None:
     """log10 (C / √n) = log10 C − ½ log10 n for an unsquared C, log10 √(C / n) = ½ (log10 C − log10 n) for
     a squared one, on real runs of two training-set sizes (so a wrong factor of log10 n shows)."""
     measure, normalised = MEASURES[name], MEASURES[f"{name}_per_n"]

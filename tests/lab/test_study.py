@@ -37,7 +37,9 @@ PREREGISTRATION = Path(__file__).parents[2] / "docs" / "lab" / "preregistration.
 COLUMNS = {name: MEASURES[name].column for name in (SUBJECT, *(c.measure for c in COMPARATORS))}
 
 
-def _synthetic_environment(rng: np.random.Generator, *, configurations: int = 6, seeds: int = 3, noise: float = 0.0):
+def _synthetic_environment(
+    rng: np.random.Generator, *, configurations: int = 6, seeds: int = 3, noise: float = 0.0
+) -> pd.DataFrame:
     """Final runs.csv rows of one environment: two n strata, ``configurations`` x ``seeds`` runs each, every
     run fitted; ours follows the gap closely, the parameter count loosely, the rest is noise."""
     rows = []
@@ -255,7 +257,7 @@ def test_the_half_fraction_meets_every_pair_at_two_learning_rates_and_keeps_the_
         assert set(DESIGN.corners(environment)) <= set(DESIGN.specs(environment, seeds=[0]))
 
 
-def test_study_analyse_prints_the_answer_and_json(tmp_path: Path, capsys) -> None:
+def test_study_analyse_prints_the_answer_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(5)
     for key in ("threshold-bert", "noisy-bert"):
         (tmp_path / key).mkdir()
@@ -275,13 +277,15 @@ def test_study_analyse_prints_the_answer_and_json(tmp_path: Path, capsys) -> Non
     assert data["interim"] is True and (data["runs_trained"], data["runs_planned"]) == (72, 2160)
 
 
-def test_study_analyse_refuses_a_directory_without_a_study_in_one_line(tmp_path: Path, capsys) -> None:
+def test_study_analyse_refuses_a_directory_without_a_study_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["lab", "study", "analyse", str(tmp_path)]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("specbound") and "threshold-bert" in err[0]
 
 
-def test_study_design_prints_the_size_and_the_projected_power(capsys) -> None:
+def test_study_design_prints_the_size_and_the_projected_power(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lab", "study", "design"]) == 0
     printed = capsys.readouterr().out
     assert (
@@ -292,7 +296,7 @@ def test_study_design_prints_the_size_and_the_projected_power(capsys) -> None:
 
 
 def test_study_run_trains_the_design_into_one_folder_per_environment_and_resumes(
-    tmp_path: Path, monkeypatch, capsys
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import specbound_lab.study_cli as study_cli
     from specbound_lab.study import StudyDesign, StudyEnvironment

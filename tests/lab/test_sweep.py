@@ -13,6 +13,7 @@ from specbound_lab import records, sweep, tables
 from specbound_lab.grid import PRESETS, SweepGrid, grid_from_dict, preset_grid, read_grid
 from specbound_lab.registry import correlated_measures
 from specbound_lab.tables import CORRELATIONS_CSV, RUN_COLUMNS, RUNS_CSV
+from specbound_lab.tasks import ThresholdTask
 from specbound_lab.train import LabError, TrainingCancelled, TrainSettings
 
 TINY = SweepGrid(
@@ -124,6 +125,7 @@ def test_presets_and_custom_grids(tmp_path: Path) -> None:
     grid = read_grid(path)
     specs = grid.specs()
     assert len(specs) == 4 and {s.settings.steps for s in specs} == {40}
+    assert isinstance(specs[0].task, ThresholdTask)
     assert {s.task.vocab_size for s in specs} == {6} and specs[0].task.positions == (1, 2)
     assert {s.label_noise for s in specs} == {0.0, 0.1} and specs[0].heads == PRESETS["smoke"].heads[0]
     for bad in (

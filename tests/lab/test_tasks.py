@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -92,19 +93,24 @@ def test_label_noise_flips_at_rate_q(q: float) -> None:
         {"threshold": 22},
     ],
 )
-def test_invalid_tasks_are_refused(kwargs: dict) -> None:
+def test_invalid_tasks_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         ThresholdTask(**kwargs)
 
 
-def test_a_markov_chain_s_law_is_solved_once_per_process(monkeypatch) -> None:
+def test_a_markov_chain_s_law_is_solved_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """At the vocabulary limit the stationary law is a 1,025 x 1,024 solve: a table asks for the entropy
     rate at every saved step, so it is computed once per chain (and equals the uncached formula)."""
     from specbound_lab import tasks
 
-    solved = []
+    solved: list[tuple[int, ...]] = []
     original = tasks.stationary_distribution
-    monkeypatch.setattr(tasks, "stationary_distribution", lambda p: solved.append(p.shape) or original(p))
+
+    def counted(p: np.ndarray) -> np.ndarray:
+        solved.append(p.shape)
+        return original(p)
+
+    monkeypatch.setattr(tasks, "stationary_distribution", counted)
     tasks.chain_law.cache_clear()
     task = tasks.MarkovTask(states=LAB_LIMITS.max_vocab, chain_seed=11)
     rates = {tasks.MarkovTask(states=LAB_LIMITS.max_vocab, chain_seed=11).optimal_loss for _ in range(50)}

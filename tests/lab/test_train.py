@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from specbound.core.progress import ProgressEvent
 from specbound.io import FINETUNE_BASE
 from specbound_lab.records import LAB_LABEL, lab_label
 from specbound_lab.reference import (
@@ -36,7 +38,7 @@ SHORT = TrainSettings(steps=150, save_every=50, test_samples=1000)
 
 def test_a_short_run_lowers_the_training_error(tmp_path: Path) -> None:
     spec = RunSpec(layers=2, hidden=32, heads=2, n_train=256, seed=0, settings=SHORT)
-    events = []
+    events: list[ProgressEvent] = []
     result = train_run(spec, tmp_path, progress=events.append)
     assert [s.step for s in result.steps] == [0, 50, 100, 150]
     first, last = result.steps[0], result.steps[-1]
@@ -88,7 +90,7 @@ def test_the_cancel_hook_stops_between_steps(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kwargs", [{"hidden": 30, "heads": 4}, {"layers": 0}, {"layers": 99}, {"n_train": 0}])
-def test_invalid_runs_are_refused(kwargs: dict) -> None:
+def test_invalid_runs_are_refused(kwargs: dict[str, Any]) -> None:
     values = {"layers": 1, "hidden": 16, "heads": 2, "n_train": 10, **kwargs}
     with pytest.raises(LabError):
         RunSpec(**values)
@@ -191,7 +193,7 @@ def test_adam_beta2_is_a_setting_that_names_its_runs_only_when_it_differs() -> N
         TrainSettings(adam_beta2=1.0)
 
 
-def test_adam_beta2_reaches_the_optimiser(tmp_path) -> None:
+def test_adam_beta2_reaches_the_optimiser(tmp_path: Path) -> None:
     """Two runs that differ in beta2 alone train differently from the first steps on."""
     from dataclasses import replace
 

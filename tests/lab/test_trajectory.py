@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -15,10 +16,13 @@ import pytest
 
 from specbound_lab.records import read_runs
 
+if TYPE_CHECKING:
+    from .conftest import SmokeSweep
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def analyze_json(checkpoint: Path, *extra: str) -> dict:
+def analyze_json(checkpoint: Path, *extra: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "specbound.cli", "analyze", str(checkpoint), "--json", *extra],
         check=False,
@@ -28,10 +32,11 @@ def analyze_json(checkpoint: Path, *extra: str) -> dict:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
 
 
-def dense_measures(matrices: list[dict], layers: int) -> tuple[float, float, float]:
+def dense_measures(matrices: list[dict[str, Any]], layers: int) -> tuple[float, float, float]:
     """(sum ||W||_F^2, log10 prod of block spectral norms, log10 Bartlett) from the JSON's per-matrix norms."""
     frob = sum(m["frobenius_norm"] ** 2 for m in matrices)
     log_prod, ratios = 0.0, 0.0
@@ -44,7 +49,7 @@ def dense_measures(matrices: list[dict], layers: int) -> tuple[float, float, flo
     return frob, log_prod, log_prod + 1.5 * math.log10(ratios)
 
 
-def test_terms_equal_the_analyze_command(smoke_sweep) -> None:
+def test_terms_equal_the_analyze_command(smoke_sweep: SmokeSweep) -> None:
     out = smoke_sweep.out
     run = read_runs(out)[0]
     table = pd.read_csv(out / "runs.csv")

@@ -12,15 +12,16 @@ import pandas as pd
 import pytest
 from safetensors.numpy import load_file
 
+from specbound.io import FINETUNE_BASE as BASE_NAME
 from specbound.io import directions_of, open_weights
 from specbound.io.models import resolve
-from specbound_lab.finetune import BASE_NAME, FINE_TUNE_TASK, base_task_error
+from specbound_lab.finetune import FINE_TUNE_TASK, base_task_error
 from specbound_lab.grid import FINETUNE, preset_grid
 from specbound_lab.robust import couplings
 from specbound_lab.sweep import run_sweep
 from specbound_lab.tables import FORGETTING_CSV, final_rows, lab_results, runs_frame, write_results
 from specbound_lab.train import LabError, RunSpec, TrainSettings
-from specbound_lab.trajectory import StepRecord, spec_from_dict
+from specbound_lab.trajectory import RunTrajectory, StepRecord, spec_from_dict
 from specbound_lab.tuning import LORA_TARGETS, FineTuning, FineTuningError
 
 #: The shipped base's sizes: 2 layers of width 64, feed-forward 256, a two-class head.
@@ -41,20 +42,29 @@ def _spec(rank: int, seed: int = 0) -> RunSpec:
     )
 
 
+def _base_path() -> Path:
+    """The fine-tuning base's folder (shipped, so never None)."""
+    path = resolve(BASE_NAME).path
+    assert path is not None
+    return path
+
+
 def _weights(directory: Path) -> dict[str, np.ndarray]:
     return {k: v.astype(np.float64) for k, v in load_file(directory / "model.safetensors").items()}
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> tuple[Path, tuple]:
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, tuple[RunTrajectory, ...]]:
     out = tmp_path_factory.mktemp("tuned")
     return out, run_sweep([_spec(0), _spec(2)], out).results.runs
 
 
-def test_a_lora_run_changes_its_targets_by_rank_r_and_nothing_else(trained) -> None:
+def test_a_lora_run_changes_its_targets_by_rank_r_and_nothing_else(
+    trained: tuple[Path, tuple[RunTrajectory, ...]],
+) -> None:
     out, runs = trained
     run = next(r for r in runs if r.spec.fine_tuning == FineTuning(rank=2))
-    base = _weights(resolve(BASE_NAME).path)
+    base = _weights(_base_path())
     start, end = (_weights(out / "runs" / run.name / s.checkpoint) for s in (run.steps[0], run.final))
     assert start.keys() == base.keys()
     assert all(np.array_equal(start[k], base[k]) for k in base)  # step 0 is the base, bit for bit
@@ -73,7 +83,9 @@ def test_a_lora_run_changes_its_targets_by_rank_r_and_nothing_else(trained) -> N
     assert run.params == 2 * LAYERS * per_layer + (HIDDEN * 2 + 2)
 
 
-def test_a_run_read_against_its_first_step_is_centred_at_the_base(trained) -> None:
+def test_a_run_read_against_its_first_step_is_centred_at_the_base(
+    trained: tuple[Path, tuple[RunTrajectory, ...]],
+) -> None:
     _, runs = trained
     for run in runs:
         first = run.steps[0]
@@ -82,10 +94,10 @@ def test_a_run_read_against_its_first_step_is_centred_at_the_base(trained) -> No
         assert run.final.value("distance_frobenius") > 0
         assert math.isfinite(run.final.value("bartlett_init")) and math.isfinite(run.final.value("spectral_init"))
     full = next(r for r in runs if r.spec.fine_tuning == FineTuning(rank=0))
-    assert full.params == sum(v.size for v in _weights(resolve(BASE_NAME).path).values())  # every weight trained
+    assert full.params == sum(int(v.size) for v in _weights(_base_path()).values())  # every weight trained
 
 
-def test_intruders_are_recorded_at_every_step_against_the_base(trained) -> None:
+def test_intruders_are_recorded_at_every_step_against_the_base(trained: tuple[Path, tuple[RunTrajectory, ...]]) -> None:
     """SPEC §14b in the fine-tuning environment: at every saved step the count of intruder dimensions
     of the checkpoint against the run's first (the base), as specbound finds it; none at step 0."""
     out, runs = trained
@@ -100,7 +112,9 @@ def test_intruders_are_recorded_at_every_step_against_the_base(trained) -> None:
     assert frame[frame["final"]]["intruders"].sum() > 0  # the fine-tunes did move some directions
 
 
-def test_forgetting_is_the_error_on_the_base_task_at_every_step(trained, tmp_path) -> None:
+def test_forgetting_is_the_error_on_the_base_task_at_every_step(
+    trained: tuple[Path, tuple[RunTrajectory, ...]], tmp_path: Path
+) -> None:
     """The base's own task (positions 0, 5, 9), not the fine-tuning task: the base itself (step 0)
     is near-perfect there (0 of 4,000 wrong when it was shipped) while it is far off the new rule."""
     out, runs = trained
@@ -122,7 +136,7 @@ def test_forgetting_is_the_error_on_the_base_task_at_every_step(trained, tmp_pat
         StepRecord.from_dict({**record, "base_task_error": 1.5})
 
 
-def test_fine_tuning_is_an_axis_of_its_own_environment(trained) -> None:
+def test_fine_tuning_is_an_axis_of_its_own_environment(trained: tuple[Path, tuple[RunTrajectory, ...]]) -> None:
     _, runs = trained
     frame = runs_frame(runs)
     assert set(frame["fine_tuning"]) == {"full", "lora2"}

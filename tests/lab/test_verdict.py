@@ -21,6 +21,7 @@ from specbound_lab.correlation import (
     kendall_tau_a,
 )
 from specbound_lab.flatness import censoring_values
+from specbound_lab.reference import ShippedReference
 from specbound_lab.registry import MEASURES, baseline_measures
 from specbound_lab.tables import COUPLINGS_CSV, RUNS_CSV, VERDICT_CSV, read_results, read_runs_csv
 from specbound_lab.train import FIT_LOSS, fits_training_set
@@ -114,7 +115,7 @@ def test_fit_strata_are_equal_terciles_of_the_excess_loss() -> None:
 def test_the_pooled_sign_error_counts_a_tie_as_half() -> None:
     x, y = np.array([1.0, 1.0, 2.0]), np.array([0.1, 0.2, 0.3])
     # pairs: (0,1) tied in x -> 1/2; (0,2) and (1,2) concordant -> 0
-    assert pooled_sign_error(x, y) == (pytest.approx(0.5 / 3), 3, 1)
+    assert pooled_sign_error(x, y) == pytest.approx((0.5 / 3, 3, 1))
     assert pooled_sign_error(x, y)[0] == pytest.approx((1 - kendall_tau_a(x, y)) / 2)
 
 
@@ -176,7 +177,9 @@ def test_a_baseline_is_read_in_its_declared_direction_and_every_beat_is_holm_adj
     best = max(candidates, key=lambda m: m.kendall_tau)
     sentence = verdict_sentences(verdict)[1]
     assert f"Holm-adjusted over the {len(candidates)} measures compared with it" in sentence
-    assert f"the strongest trivial baseline, {verdict.test_of(best.measure).other}" in sentence
+    test = verdict.test_of(best.measure)
+    assert test is not None
+    assert f"the strongest trivial baseline, {test.other}" in sentence
 
 
 def test_a_censored_search_is_counted_and_never_ranked() -> None:
@@ -191,7 +194,7 @@ def test_a_censored_search_is_counted_and_never_ranked() -> None:
 # --- the shipped verdicts, recomputed from the shipped runs.csv ---------------------------------------
 
 
-def _final_rows(directory) -> pd.DataFrame:
+def _final_rows(directory: Path) -> pd.DataFrame:
     frame = read_runs_csv(directory / RUNS_CSV)
     return frame[frame["final"]].reset_index(drop=True)
 
@@ -261,7 +264,7 @@ def _by_hand(
 
 
 @pytest.mark.parametrize("shipped", reference.SWEEP_REFERENCES, ids=lambda s: s.key)
-def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped) -> None:
+def test_the_shipped_verdict_is_recomputed_from_the_shipped_runs_csv(shipped: ShippedReference) -> None:
     pytest.importorskip("scipy")
     frame = _final_rows(shipped.directory)
     verdict = pd.read_csv(shipped.directory / VERDICT_CSV)
@@ -324,7 +327,7 @@ def test_the_shipped_sentences_are_the_numbers_of_the_shipped_tables() -> None:
     )
 
 
-def test_the_site_s_verdict_page_is_what_lab_report_prints(capsys) -> None:
+def test_the_site_s_verdict_page_is_what_lab_report_prints(capsys: pytest.CaptureFixture[str]) -> None:
     """The documentation site's verdict page is `specbound lab report`'s output, written when the site
     is built: the words cannot drift from the shipped tables."""
     import importlib.util

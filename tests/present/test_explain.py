@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import numpy as np
 import pytest
@@ -39,7 +40,18 @@ def test_flat_spectrum_break_even_is_sqrt_rank_over_n_over_sigma(sigma: float, r
 
 
 # Flat spectra of rank 4 = N on one layer: s* = 1 / sigma; s_W = 2 v m_out m_in, m_out m_in, m_out, 1.
-MIXED = {"qk": 0.2, "v": 2.0, "m_in": 1.5, "m_out": 0.5}  # s_W sigma = 0.6, 1.5, 0.75, 0.5
+
+
+class FlatValues(TypedDict):
+    """The four values of :func:`hand_profiles.flat_one_layer`'s matrices."""
+
+    qk: float
+    v: float
+    m_in: float
+    m_out: float
+
+
+MIXED = FlatValues(qk=0.2, v=2.0, m_in=1.5, m_out=0.5)  # s_W sigma = 0.6, 1.5, 0.75, 0.5
 
 
 def test_break_even_predicts_the_analysis_p_star_on_flat_spectra() -> None:

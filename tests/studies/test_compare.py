@@ -10,13 +10,14 @@ from hand_profiles import flat_one_layer, profile_from_spectra
 
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis, PAssignment
+from specbound.core.profile import SpectralProfile
 from specbound.core.proxies import Proxy
 from specbound.studies.compare import compare
 
 TWO_LAYERS = ModelShape(num_layers=2, hidden_size=4, num_heads=1, ffn_size=4)
 
 
-def analysis_of(profile) -> BoundAnalysis:
+def analysis_of(profile: SpectralProfile) -> BoundAnalysis:
     return BoundAnalysis.from_profile(profile)
 
 
@@ -39,7 +40,8 @@ def test_totals_and_kind_sums_at_p_zero_by_hand() -> None:
     expected = {Kind.QK: 4 - 2, Kind.V: 4 - 2 * math.sqrt(2), Kind.M_IN: 4 - 2 * math.sqrt(3), Kind.M_OUT: 0.0}
     for kind, value in expected.items():
         assert result.kind_difference[kind] == pytest.approx(value, abs=1e-12)
-    np.testing.assert_allclose(result.per_layer_difference, [16 - (base - 1)])
+    assert result.per_layer_difference is not None
+    np.testing.assert_allclose(result.per_layer_difference, np.array([16 - (base - 1)]))
     assert result.change_against_baseline == pytest.approx(17 - base)
 
 

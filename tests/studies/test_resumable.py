@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 
 import pytest
@@ -21,7 +22,9 @@ def square_with_pid(n: int) -> tuple[int, int]:
 class Journal:
     """A batch's callbacks that write down, in order, what the driver asked of them."""
 
-    def __init__(self, done_before: set[int] = frozenset(), done_while_waiting: set[int] = frozenset()) -> None:
+    def __init__(
+        self, done_before: AbstractSet[int] = frozenset(), done_while_waiting: AbstractSet[int] = frozenset()
+    ) -> None:
         self.events: list[str] = []
         self.kept: dict[int, int] = {}
         self.done_before, self.done_while_waiting = set(done_before), set(done_while_waiting)
@@ -85,7 +88,7 @@ def test_in_process_replaces_the_work_in_a_serial_run_only() -> None:
 
 
 @pytest.mark.slow
-def test_in_worker_processes_every_item_is_held_before_any_is_dispatched_and_kept_here(own_main_module) -> None:
+def test_in_worker_processes_every_item_is_held_before_any_is_dispatched_and_kept_here(own_main_module: None) -> None:
     journal = Journal(done_before={2}, done_while_waiting={3})
     dispatched: list[list[int]] = []
     outcomes = list(
@@ -109,7 +112,9 @@ def test_in_worker_processes_every_item_is_held_before_any_is_dispatched_and_kep
         3: (Status.SKIPPED, None),
         4: (Status.DONE, 16),
     }
-    assert {by_item[n].answer[1] for n in (1, 4)} != {os.getpid()}  # computed elsewhere ...
+    first, fourth = by_item[1].answer, by_item[4].answer
+    assert first is not None and fourth is not None
+    assert {first[1], fourth[1]} != {os.getpid()}  # computed elsewhere ...
     assert journal.kept == {1: 1, 4: 16}  # ... and kept here
     first_work = min(journal.events.index(f"keep {n}") for n in (1, 4))
     assert journal.events.index("hold 4") < first_work and journal.events.index("prepare 4") < first_work

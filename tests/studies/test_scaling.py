@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from specbound.core.architecture import ModelShape
 from specbound.core.bounds import BoundAnalysis
 from specbound.core.profile import SpectralProfile
+from specbound.core.proxies import Proxy
 from specbound.studies.scaling import (
     CONFIDENCE,
     MEASURED_COLUMNS,
@@ -20,7 +23,6 @@ from specbound.studies.scaling import (
     BetterFit,
     GrowthModel,
     ModelSummary,
-    Proxy,
     ScalingStudy,
     growth_curves,
     growth_exponents,
@@ -54,12 +56,14 @@ def _summary(layers: int, width: int) -> ModelSummary:
         hidden_size=width,
         log_ours=_log_proxy(Proxy.OURS, layers, width),
         log_edelman=_log_proxy(Proxy.EDELMAN, layers, width),
-        log_fixed={p.fixed_p: _log_proxy(p, layers, width) for p in (Proxy.P0, Proxy.P1, Proxy.P2)},
+        log_fixed={
+            fixed: _log_proxy(p, layers, width) for p, fixed in ((Proxy.P0, 0.0), (Proxy.P1, 1.0), (Proxy.P2, 2.0))
+        },
         num_heads=width // 64,
     )
 
 
-def _family(skip: set[tuple[int, int]] = frozenset()) -> list[ModelSummary]:
+def _family(skip: AbstractSet[tuple[int, int]] = frozenset()) -> list[ModelSummary]:
     return [_summary(l, n) for l in DEPTHS for n in WIDTHS if (l, n) not in skip]
 
 
@@ -125,7 +129,7 @@ def test_pooled_slope_is_the_within_group_slope_when_groups_differ() -> None:
     assert pooled.r_squared > 0.99  # the group intercepts counted as explained
     assert pooled.residual_df == 3 and pooled.slope_se == pytest.approx(1 / math.sqrt(3), rel=1e-12)
     half = 3.182446305284263 / math.sqrt(3)  # t quantile at 0.975 with 3 degrees of freedom
-    assert (pooled.ci_low, pooled.ci_high) == (pytest.approx(2 - half, rel=1e-12), pytest.approx(2 + half, rel=1e-12))
+    assert (pooled.ci_low, pooled.ci_high) == pytest.approx((2 - half, 2 + half), rel=1e-12)
     assert fits[16].residual_df == 1 and fits[16].slope_se == pytest.approx(0.0, abs=1e-12)
 
 
@@ -218,7 +222,11 @@ def test_two_point_fits_are_flagged_and_have_no_uncertainty() -> None:
     )
 
 
-def _growth_family(log_b, layers=(2, 4, 6, 8, 10, 12), widths=(128, 256, 512, 768)) -> list[ModelSummary]:
+def _growth_family(
+    log_b: Callable[[int, int], float],
+    layers: tuple[int, ...] = (2, 4, 6, 8, 10, 12),
+    widths: tuple[int, ...] = (128, 256, 512, 768),
+) -> list[ModelSummary]:
     return [
         ModelSummary(f"L{l}-H{n}", l, n, log_ours=log_b(l, n), log_edelman=log_b(l, n)) for l in layers for n in widths
     ]

@@ -18,7 +18,7 @@ from specbound_lab.reference import FIT_REFERENCE_DIR, load_reference, step_prof
 LN10 = np.log(10.0)
 
 
-def test_each_term_is_the_analysis_own(minilm) -> None:
+def test_each_term_is_the_analysis_own(minilm: BoundAnalysis) -> None:
     terms = StepTerms.of(7, minilm)
     assert terms.proxies[Proxy.OURS] == pytest.approx(minilm.optimal.log_total / LN10, rel=1e-15)
     assert terms.proxies[Proxy.EDELMAN] == pytest.approx(minilm.log_edelman / LN10, rel=1e-15)
@@ -32,7 +32,7 @@ def test_each_term_is_the_analysis_own(minilm) -> None:
     assert terms.centred is None
 
 
-def test_the_row_is_trajectory_csvs(minilm) -> None:
+def test_the_row_is_trajectory_csvs(minilm: BoundAnalysis) -> None:
     row = StepTerms.of(7, minilm).row()
     assert list(row) == [  # the header of every trajectory.csv written so far
         "step",
@@ -55,6 +55,7 @@ def test_centred_terms_are_those_of_the_difference() -> None:
     terms = StepTerms.of(3, result.bounds, result.centred)
     assert terms.centred is not None and row["ours_centred_log10"] == terms.centred.ours_log10
     assert terms.centred.ours_log10 == pytest.approx(result.ours_centred_log10)
+    assert result.centred is not None
     delta = result.centred.schatten_profile
     assert terms.centred.distance_frobenius == pytest.approx(float(delta.frobenius_norm.sum()), rel=1e-15)
     assert sum(terms.centred.distance_by_kind.values()) == pytest.approx(terms.centred.distance_frobenius)

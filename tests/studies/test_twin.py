@@ -33,6 +33,7 @@ def test_label_and_revision_say_what_it_is() -> None:
 def test_weights_are_bert_initialisation_one_layer_at_a_time() -> None:
     layers = twin_layers(SMALL, 0.02, seed=3)
     first = next(layers)  # a generator: the second layer is not drawn yet
+    assert first.ffn_in is not None and first.ffn_out is not None  # BERT's dense MLP
     assert first.ffn_in.shape == (48, 32) and first.ffn_out.shape == (32, 48) and first.query.shape == (32, 32)
     everything = np.concatenate(
         [w.ravel() for w in (first.query, first.key, first.value, first.attn_out, first.ffn_in, first.ffn_out)]

@@ -52,14 +52,14 @@ def _forwarding_tqdm(progress: ProgressCallback, filename: str) -> type:
     """A tqdm class that stays silent and forwards byte counts to ``progress``."""
     from tqdm.std import tqdm
 
-    class ForwardingTqdm(tqdm):
+    class ForwardingTqdm(tqdm):  # type: ignore[misc]  # tqdm ships no types (no stubs installed): its class is Any
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs["file"] = io.StringIO()
             super().__init__(*args, **kwargs)
             progress(ProgressEvent("download", self.n, self.total, filename))
 
         def update(self, n: float | None = 1) -> bool | None:
-            shown = super().update(n)
+            shown: bool | None = super().update(n)
             progress(ProgressEvent("download", self.n, self.total, filename))
             return shown
 

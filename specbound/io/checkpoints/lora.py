@@ -429,7 +429,8 @@ class LoraUpdate:
 
     def dense(self) -> np.ndarray:
         delta = self.scale * (self.b @ self.a)  # (out, in)
-        return delta.T if self.transposed else delta
+        result: np.ndarray = delta.T if self.transposed else delta
+        return result
 
 
 class LoraTensors:

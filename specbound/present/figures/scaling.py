@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import plotly.graph_objects as go
 
+from ...core.proxies import Proxy
 from ...studies.scaling import (
     CONFIDENCE,
     MIN_SIZES,
@@ -24,7 +25,6 @@ from ...studies.scaling import (
     GrowthModel,
     MeasuredGrowth,
     PredictedGrowth,
-    Proxy,
 )
 from .style import (
     as_text,

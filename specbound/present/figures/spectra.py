@@ -82,7 +82,7 @@ def _kinds_present(profile: SpectralProfile, rows: np.ndarray) -> list[Kind]:
     return [kind for kind in Kind if kind.value in present]
 
 
-def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> list[dict]:
+def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> list[dict[str, Any]]:
     """Median over rows of y (NaN ignored) with a min-max band: lower edge, upper edge (filled), median.
 
     Traces are plain dicts: plotly validates them once, when they join the figure.
@@ -117,7 +117,7 @@ def _median_band(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str
     ]
 
 
-def _line(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> dict:
+def _line(x: np.ndarray, y: np.ndarray, name: str, color: str, group: str, y_title: str) -> dict[str, Any]:
     keep = np.isfinite(y)
     return {
         "type": "scatter",
@@ -164,7 +164,7 @@ def _per_kind_lines(
     chosen = None if heads is None else set(heads)
     # one matrix (a drill-down): drawn in its kind's colour, with no legend of layers to explain
     single = len(kinds) == 1 and _drawn_count(profile, rows, chosen) == 1
-    traces: list[dict] = []
+    traces: list[dict[str, Any]] = []
     in_legend: set[int] = set()
     for panel, kind in enumerate(kinds, start=1):
         x_axis, y_axis_key = panel_ref(panel)
@@ -462,7 +462,7 @@ def overlaid_spectra(
     """σ_i of one kind and layer of two models on the same log-log axes (median and min-max band over
     heads, or over experts for the MLP kinds of a mixture of experts)."""
     kind = Kind(kind)
-    traces: list[dict] = []
+    traces: list[dict[str, Any]] = []
     drawn = []
     for n, profile in enumerate((profile_a, profile_b)):
         if not 0 <= layer < profile.shape.num_layers:

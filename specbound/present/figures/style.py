@@ -226,7 +226,8 @@ def palette_color(n: int) -> str:
 
 def sequential_colors(count: int) -> list[str]:
     """``count`` colours along :data:`SEQUENTIAL`, dark to light (stops short of the palest end)."""
-    return sample_colorscale(SEQUENTIAL, np.linspace(0.0, 0.9, max(count, 1)).tolist())
+    result: list[str] = sample_colorscale(SEQUENTIAL, np.linspace(0.0, 0.9, max(count, 1)).tolist())
+    return result
 
 
 def transparent(color: str, opacity: float) -> str:

@@ -4,11 +4,12 @@ its report holds the very objects the page draws."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
-from dashboard.views.bounds import TITLE, choice_sentence, depth_figure, explorer_view
+from dashboard.views.bounds import TITLE, ExplorerView, choice_sentence, depth_figure, explorer_view
 from dashboard.wording.numbers import ratio_sentence
 from dashboard.wording.text import EDELMAN_LABEL, OPTIMAL_LABEL, SQRT_DEPTH_LABEL, TOTAL_LABEL
 from dashboard.wording.totals import headline_sentence, kind_shares_sentence, total_texts
@@ -19,7 +20,12 @@ from specbound.present.numbers import format_log
 HALF = PAssignment(default=0.5)
 
 
-def view_at(analysis: BoundAnalysis, assignment: PAssignment, curve_rows=(0, 1), sums_view=SumsView.LOG):
+def view_at(
+    analysis: BoundAnalysis,
+    assignment: PAssignment,
+    curve_rows: Sequence[int] = (0, 1),
+    sums_view: SumsView = SumsView.LOG,
+) -> ExplorerView:
     terms = analysis.evaluate(assignment)
     depth = depth_figure(analysis, "minilm · independent of p")
     return explorer_view(
@@ -35,7 +41,7 @@ def view_at(analysis: BoundAnalysis, assignment: PAssignment, curve_rows=(0, 1),
     )
 
 
-def test_the_sentence_at_p_star_is_the_overviews_and_elsewhere_compares_with_edelman(minilm) -> None:
+def test_the_sentence_at_p_star_is_the_overviews_and_elsewhere_compares_with_edelman(minilm: BoundAnalysis) -> None:
     assert choice_sentence(minilm, minilm.optimal, PAssignment()) == headline_sentence(minilm)
     terms = minilm.evaluate(HALF)
     assert choice_sentence(minilm, terms, HALF) == ratio_sentence(
@@ -44,7 +50,7 @@ def test_the_sentence_at_p_star_is_the_overviews_and_elsewhere_compares_with_ede
     assert view_at(minilm, HALF).sentence == choice_sentence(minilm, terms, HALF)
 
 
-def test_the_totals_are_the_headlines_numbers(minilm) -> None:
+def test_the_totals_are_the_headlines_numbers(minilm: BoundAnalysis) -> None:
     view = view_at(minilm, HALF)
     value, change = total_texts(view.terms.log_total, minilm.optimal.log_total)
     assert view.totals == [
@@ -55,7 +61,7 @@ def test_the_totals_are_the_headlines_numbers(minilm) -> None:
     ]
 
 
-def test_the_kind_table_sums_to_the_total_less_the_depth_term(minilm) -> None:
+def test_the_kind_table_sums_to_the_total_less_the_depth_term(minilm: BoundAnalysis) -> None:
     """Σ_kinds Σ c(W; p) + √L is the total, so the shares add up to 1 − √L / total."""
     view = view_at(minilm, HALF)
     table = view.kind_table
@@ -67,7 +73,7 @@ def test_the_kind_table_sums_to_the_total_less_the_depth_term(minilm) -> None:
     assert view.shares_sentence == kind_shares_sentence(view.terms)
 
 
-def test_the_terms_table_holds_every_matrix_at_the_chosen_p(minilm) -> None:
+def test_the_terms_table_holds_every_matrix_at_the_chosen_p(minilm: BoundAnalysis) -> None:
     view = view_at(minilm, HALF)
     table = view.terms_table
     assert len(table) == 156 and list(table["matrix"]) == [m.label for m in minilm.profile.ids]
@@ -78,7 +84,7 @@ def test_the_terms_table_holds_every_matrix_at_the_chosen_p(minilm) -> None:
     np.testing.assert_allclose(view.layer_table["sum_c"], view.terms.per_layer(6), rtol=1e-12)
 
 
-def test_the_curves_follow_the_chosen_matrices(minilm) -> None:
+def test_the_curves_follow_the_chosen_matrices(minilm: BoundAnalysis) -> None:
     assert view_at(minilm, HALF, curve_rows=()).curves is None
     two = view_at(minilm, HALF, curve_rows=(0, 150)).curves
     assert two is not None
@@ -87,13 +93,13 @@ def test_the_curves_follow_the_chosen_matrices(minilm) -> None:
     assert any(minilm.profile.ids[150].label in name for name in names), names
 
 
-def test_the_sums_view_changes_the_figure(minilm) -> None:
+def test_the_sums_view_changes_the_figure(minilm: BoundAnalysis) -> None:
     log_axis = view_at(minilm, HALF, sums_view=SumsView.LOG).sums
     stacked = view_at(minilm, HALF, sums_view=SumsView.LINEAR).sums
     assert log_axis.layout.yaxis.type == "log" and stacked.layout.barmode == "stack"
 
 
-def test_the_report_is_the_view(minilm) -> None:
+def test_the_report_is_the_view(minilm: BoundAnalysis) -> None:
     """Every figure and table of the report is the object the page draws (no second build)."""
     view = view_at(minilm, HALF)
     sections = view.report()

@@ -4,6 +4,7 @@ overlaid spectra and the centred reading, and a report made of the same objects.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from dashboard.views.compare import (
     MODEL_LABEL,
     TITLE,
     WHY_AGREE,
+    CompareView,
     compare_view,
     overlay_kinds,
     overlay_layers,
@@ -23,22 +25,27 @@ from dashboard.views.compare import (
 from dashboard.wording.numbers import format_change, ratio_sentence
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis
+from specbound.core.directions import Directions
 from specbound.present.numbers import format_log
 
 SOURCE = "a against b · p*"
 
 
 def view_of(
-    model: BoundAnalysis, base: BoundAnalysis, centred: BoundAnalysis | str = "no weights", directions=None, **choice
-):
-    options = {"overlay_kind": "M_in", "overlay_layer": 0} | choice
+    model: BoundAnalysis,
+    base: BoundAnalysis,
+    centred: BoundAnalysis | str = "no weights",
+    directions: Directions | str | None = None,
+    **choice: Any,
+) -> CompareView:
+    options: dict[str, Any] = {"overlay_kind": "M_in", "overlay_layer": 0} | choice
     found = None if directions is None else (lambda: directions)
     return compare_view(
         model, base, name="model", base_name="base", centred=lambda: centred, source=SOURCE, directions=found, **options
     )
 
 
-def test_the_totals_and_the_tables_are_model_against_baseline(minilm, twin) -> None:
+def test_the_totals_and_the_tables_are_model_against_baseline(minilm: BoundAnalysis, twin: BoundAnalysis) -> None:
     view = view_of(minilm, twin)
     ours, theirs = minilm.optimal.log_total, twin.optimal.log_total
     assert view.totals == [
@@ -56,7 +63,7 @@ def test_the_totals_and_the_tables_are_model_against_baseline(minilm, twin) -> N
     np.testing.assert_allclose(view.layers["baseline"], twin.optimal.per_layer(6), rtol=1e-12)
 
 
-def test_a_twin_at_rank_counting_p_star_says_why_the_totals_agree(minilm, twin) -> None:
+def test_a_twin_at_rank_counting_p_star_says_why_the_totals_agree(minilm: BoundAnalysis, twin: BoundAnalysis) -> None:
     """MiniLM and its twin: every matrix at p* = 0 and full rank, so the totals at p* are equal."""
     assert minilm.optimal.log_total == pytest.approx(twin.optimal.log_total, rel=1e-12)
     view = view_of(minilm, twin)
@@ -64,24 +71,28 @@ def test_a_twin_at_rank_counting_p_star_says_why_the_totals_agree(minilm, twin) 
     assert view.why is not None and view.why.startswith(f"**{WHY_AGREE}**") and "156 matrices" in view.why
 
 
-def test_models_that_differ_say_nothing_about_agreeing(finetune_full, finetune_base) -> None:
+def test_models_that_differ_say_nothing_about_agreeing(
+    finetune_full: BoundAnalysis, finetune_base: BoundAnalysis
+) -> None:
     assert view_of(finetune_full, finetune_base).why is None
 
 
-def test_different_depths_have_no_per_layer_table(minilm, finetune_base) -> None:
+def test_different_depths_have_no_per_layer_table(minilm: BoundAnalysis, finetune_base: BoundAnalysis) -> None:
     view = view_of(finetune_base, minilm)
     assert view.layers is None and overlay_layers(finetune_base, minilm) == [0, 1]
     (_, per_kind, _) = view.report()
     assert len(per_kind.tables) == 1 and list(per_kind.table_captions) == ["Σ c(W; p*) per kind"]
 
 
-def test_the_overlay_draws_the_chosen_kind_and_layer(minilm, twin) -> None:
+def test_the_overlay_draws_the_chosen_kind_and_layer(minilm: BoundAnalysis, twin: BoundAnalysis) -> None:
     assert overlay_kinds(minilm, twin) == ["QK", "V", "M_in", "M_out"]
     view = view_of(minilm, twin, overlay_kind="V", overlay_layer=3)
     assert "V" in view.overlay.layout.title.text and "3" in view.overlay.layout.title.text
 
 
-def test_the_centred_reading_counts_the_changed_matrices(finetune_full, finetune_base, centred_full) -> None:
+def test_the_centred_reading_counts_the_changed_matrices(
+    finetune_full: BoundAnalysis, finetune_base: BoundAnalysis, centred_full: BoundAnalysis
+) -> None:
     view = view_of(finetune_full, finetune_base, centred_full)
     centred = view.centred
     assert not isinstance(centred, str)
@@ -96,7 +107,9 @@ def test_the_centred_reading_counts_the_changed_matrices(finetune_full, finetune
     assert cells and len(cells) == sum(trace.type == "heatmap" for trace in centred.changes.data)  # clickable
 
 
-def test_the_report_is_the_view(finetune_full, finetune_base, centred_full) -> None:
+def test_the_report_is_the_view(
+    finetune_full: BoundAnalysis, finetune_base: BoundAnalysis, centred_full: BoundAnalysis
+) -> None:
     view = view_of(finetune_full, finetune_base, centred_full)
     sections = view.report()
     assert [s.heading for s in sections] == [
@@ -114,7 +127,9 @@ def test_the_report_is_the_view(finetune_full, finetune_base, centred_full) -> N
     assert len(view_of(finetune_full, finetune_base, "no weights").report()) == 3  # no centred reading
 
 
-def test_the_sentences_compare_the_two_models_in_words(finetune_full, finetune_base, centred_full) -> None:
+def test_the_sentences_compare_the_two_models_in_words(
+    finetune_full: BoundAnalysis, finetune_base: BoundAnalysis, centred_full: BoundAnalysis
+) -> None:
     view = view_of(finetune_full, finetune_base, centred_full)
     ours, theirs = view.comparison.model, view.comparison.baseline
     assert view.sentence == (
@@ -136,7 +151,9 @@ def test_the_sentences_compare_the_two_models_in_words(finetune_full, finetune_b
     assert view.centred.changes.layout.title.subtitle.text == "centred at base"
 
 
-def test_the_centred_reading_is_taken_when_first_read_and_once(finetune_full, finetune_base, centred_full) -> None:
+def test_the_centred_reading_is_taken_when_first_read_and_once(
+    finetune_full: BoundAnalysis, finetune_base: BoundAnalysis, centred_full: BoundAnalysis
+) -> None:
     """Taking it opens both checkpoints: the page draws everything above it first, and reads it once."""
     calls = []
 
@@ -160,7 +177,7 @@ def test_the_centred_reading_is_taken_when_first_read_and_once(finetune_full, fi
 
 
 def test_the_centred_reading_maps_the_intruders_beside_the_changes(
-    finetune_full, finetune_base, centred_full, directions_full
+    finetune_full: BoundAnalysis, finetune_base: BoundAnalysis, centred_full: BoundAnalysis, directions_full: Directions
 ) -> None:
     """SPEC §14b on the page: the per-head intruder map beside the map of sizes, in the report too."""
     view = view_of(finetune_full, finetune_base, centred_full, directions_full)

@@ -30,17 +30,18 @@ from specbound_lab.figures import measure_panel_texts
 from specbound_lab.grokking import grokking_runs, grokking_verdict
 from specbound_lab.registry import is_baseline
 from specbound_lab.tables import comparisons, environment_verdicts
+from specbound_lab.trajectory import RunTrajectory
 from specbound_lab.verdict import robust_view
 
 DEFAULT_RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
 
 
 @pytest.fixture(scope="module")
-def encoder_run():
+def encoder_run() -> RunTrajectory:
     return reference.load_reference().run(DEFAULT_RUN)
 
 
-def test_the_totals_are_the_records_numbers(encoder_run) -> None:
+def test_the_totals_are_the_records_numbers(encoder_run: RunTrajectory) -> None:
     run = encoder_run
     step = run.steps[1].step
     record = run.steps[1]
@@ -57,7 +58,7 @@ def test_the_totals_are_the_records_numbers(encoder_run) -> None:
     assert f"{run.params:,} parameters" in view.caption and "not a BERT Miniature" in view.caption
 
 
-def test_the_p_star_reading_counts_the_matrices_that_left_two(encoder_run) -> None:
+def test_the_p_star_reading_counts_the_matrices_that_left_two(encoder_run: RunTrajectory) -> None:
     run = encoder_run
     final = reference.step_profile(reference.REFERENCE_DIR, run, run.final.step)  # from the stored spectra
     moved = int((BoundAnalysis.from_profile(final).p_opt < 2.0).sum())
@@ -67,7 +68,7 @@ def test_the_p_star_reading_counts_the_matrices_that_left_two(encoder_run) -> No
     assert f"at step {run.final.step}: 0 counts the rank" in view.p_map_reading
 
 
-def test_the_steps_spectra_are_drawn_when_read(encoder_run) -> None:
+def test_the_steps_spectra_are_drawn_when_read(encoder_run: RunTrajectory) -> None:
     run = encoder_run
     profile = reference.step_profile(reference.REFERENCE_DIR, run, run.final.step)
     assert len(step_spectra(profile)) == 4  # QK, V, M_in, M_out
@@ -84,7 +85,7 @@ def test_a_next_token_run_counts_sequences_and_its_gap_in_nats() -> None:
 
 
 @pytest.fixture(scope="module")
-def fit_sweep():
+def fit_sweep() -> SweepData:
     """The shipped ``fit`` sweep: its final checkpoints, correlation table, paired differences, verdicts
     and robust view, as the Lab page's service gives them."""
     shipped = reference.load_reference(reference.FIT_REFERENCE_DIR)
@@ -99,7 +100,7 @@ def fit_sweep():
     )
 
 
-def test_a_sweep_reads_its_own_numbers(fit_sweep) -> None:
+def test_a_sweep_reads_its_own_numbers(fit_sweep: SweepData) -> None:
     frame, table, differences, verdicts = fit_sweep.frame, fit_sweep.table, fit_sweep.differences, fit_sweep.verdicts
     view = lab_sweep_view(fit_sweep)
     assert view.runs == len(frame) == 120
@@ -129,7 +130,7 @@ def test_a_sweep_reads_its_own_numbers(fit_sweep) -> None:
     assert view.method.startswith(f"Over the final checkpoints of {len(frame)} runs.")
 
 
-def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep) -> None:
+def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep: SweepData) -> None:
     runs = grokking_runs(reference.load_reference(reference.GROKKING_REFERENCE_DIR).runs[:2])
     checked = grokking_verdict(runs, permutations=50)
     view = lab_sweep_view(replace(fit_sweep, grokking=runs, grokking_checked=checked))

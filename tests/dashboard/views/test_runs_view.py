@@ -14,10 +14,14 @@ from specbound.core.bounds import BoundAnalysis
 from specbound.present.numbers import format_log
 from specbound_lab import reference
 from specbound_lab.grokking import run_grokking
+from specbound_lab.trajectory import RunTrajectory
+
+#: (the run, its last two steps' rows, their analyses by step)
+GrokkingSeed = tuple[RunTrajectory, pd.DataFrame, dict[int, BoundAnalysis]]
 
 
 @pytest.fixture(scope="module")
-def grokking_seed():
+def grokking_seed() -> GrokkingSeed:
     """The first shipped grokking seed at its last two saved steps: (run, frame, analyses by step)."""
     directory = reference.GROKKING_REFERENCE.directory
     run = reference.load_reference(directory).runs[0]
@@ -28,7 +32,7 @@ def grokking_seed():
     return run, frame, analyses
 
 
-def test_a_grokking_seed_reads_its_record_and_the_rule(grokking_seed) -> None:
+def test_a_grokking_seed_reads_its_record_and_the_rule(grokking_seed: GrokkingSeed) -> None:
     run, frame, analyses = grokking_seed
     step = max(analyses)
     view = run_view(run.name, run, frame, step)
@@ -51,7 +55,7 @@ def test_a_grokking_seed_reads_its_record_and_the_rule(grokking_seed) -> None:
     assert all(f"{run.name} at step {step}" in (f.layout.title.subtitle.text or "") for f in at_step.p_map.figures)
 
 
-def test_a_trajectory_of_its_own_shows_its_logged_losses(minilm, twin) -> None:
+def test_a_trajectory_of_its_own_shows_its_logged_losses(minilm: BoundAnalysis, twin: BoundAnalysis) -> None:
     """Two steps, the untrained twin then MiniLM, with the losses a Trainer logged."""
     logged = {0: {"loss": 2.5, "eval_loss": 2.7}, 100: {"loss": 0.4, "eval_loss": 0.9}}
     frame = pd.DataFrame([step_row(step, Analysis(a), logged[step]) for step, a in ((0, twin), (100, minilm))])

@@ -7,7 +7,8 @@ import pytest
 
 from dashboard.views.scaling import scaling_view
 from specbound.core.bounds import BoundAnalysis
-from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
+from specbound.core.proxies import Proxy
+from specbound.studies.scaling import Axis, ModelSummary, ScalingStudy, summarize
 from specbound_lab import reference
 from specbound_lab.reference import THRESHOLD_REFERENCE
 
@@ -15,14 +16,14 @@ SHOWN = [Proxy.OURS, Proxy.EDELMAN]
 
 
 @pytest.fixture(scope="module")
-def summaries():
+def summaries() -> list[ModelSummary]:
     directory = THRESHOLD_REFERENCE.directory
     runs = reference.family(reference.load_reference(directory).runs)
     profiles = [reference.step_profile(directory, run, run.final.step) for run in runs]
     return [summarize(BoundAnalysis.from_profile(p)) for p in profiles]
 
 
-def test_both_axes_grow_and_only_the_shown_proxies_are_fitted(summaries) -> None:
+def test_both_axes_grow_and_only_the_shown_proxies_are_fitted(summaries: list[ModelSummary]) -> None:
     study = ScalingStudy.from_summaries(summaries)
     view = scaling_view(study, SHOWN)
     assert [g.axis for g in view.growth] == [Axis.WIDTH, Axis.DEPTH]
@@ -33,7 +34,7 @@ def test_both_axes_grow_and_only_the_shown_proxies_are_fitted(summaries) -> None
     assert len(view.models) == len(summaries)
 
 
-def test_an_axis_without_two_sizes_says_why_it_has_no_curve(summaries) -> None:
+def test_an_axis_without_two_sizes_says_why_it_has_no_curve(summaries: list[ModelSummary]) -> None:
     depth_one = [s for s in summaries if s.num_layers == min(m.num_layers for m in summaries)]
     assert len({s.hidden_size for s in depth_one}) >= 2  # widths vary at this depth, depths do not
     view = scaling_view(ScalingStudy.from_summaries(depth_one), SHOWN)

@@ -3,17 +3,26 @@ the matrix table, and a report made of the same objects."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pandas as pd
 from tiny_models import tiny_model
 
-from dashboard.views.spectra import P_TEXT, TITLE, spectra_view
+from dashboard.views.spectra import P_TEXT, TITLE, SpectraView, spectra_view
 from specbound.core.architecture import Kind
 from specbound.core.bounds import BoundAnalysis
 from specbound.io.loading import profile_in_memory
 
 
-def view_of(analysis: BoundAnalysis, layers=(0, 5), kinds=("QK", "M_in"), head_kind=Kind.QK, **choice):
-    options = {"heads": [], "experts": None, "normalise": False} | choice
+def view_of(
+    analysis: BoundAnalysis,
+    layers: Sequence[int] = (0, 5),
+    kinds: Sequence[str] = ("QK", "M_in"),
+    head_kind: Kind = Kind.QK,
+    **choice: Any,
+) -> SpectraView:
+    options: dict[str, Any] = {"heads": [], "experts": None, "normalise": False} | choice
     return spectra_view(
         analysis,
         model="minilm",
@@ -25,7 +34,7 @@ def view_of(analysis: BoundAnalysis, layers=(0, 5), kinds=("QK", "M_in"), head_k
     )
 
 
-def test_one_panel_per_chosen_kind(minilm) -> None:
+def test_one_panel_per_chosen_kind(minilm: BoundAnalysis) -> None:
     view = view_of(minilm)
     assert len(view.profiles) == 2 and len(view.energy) == 2
     assert "QK" in view.profiles[0].layout.title.text and "M_in" in view.profiles[1].layout.title.text
@@ -34,13 +43,13 @@ def test_one_panel_per_chosen_kind(minilm) -> None:
     assert max(drawn) == 1.0  # σ_i / σ₁: the top singular value reads 1
 
 
-def test_nothing_chosen_draws_no_profile(minilm) -> None:
+def test_nothing_chosen_draws_no_profile(minilm: BoundAnalysis) -> None:
     view = view_of(minilm, layers=())
     assert view.profiles == () and view.energy == ()
     assert view.report()[0].figures == []
 
 
-def test_the_heatmaps_are_three_clickable_panels_of_the_chosen_kind(minilm) -> None:
+def test_the_heatmaps_are_three_clickable_panels_of_the_chosen_kind(minilm: BoundAnalysis) -> None:
     view = view_of(minilm, head_kind=Kind.V)
     assert len(view.heatmaps) == 3 and view.heatmaps_per_row is None
     for panel in view.heatmaps:
@@ -60,7 +69,7 @@ def test_an_encoder_decoder_shows_its_two_stacks_side_by_side() -> None:
     assert len(view_of(analysis, layers=(0,), kinds=("QK",), head_kind=Kind.QK_X).heatmaps) == 1  # decoder only
 
 
-def test_the_report_is_the_view(minilm) -> None:
+def test_the_report_is_the_view(minilm: BoundAnalysis) -> None:
     view = view_of(minilm)
     sections = view.report()
     assert [s.heading for s in sections] == ["Singular values", "QK heads", "Every matrix"]
@@ -72,7 +81,7 @@ def test_the_report_is_the_view(minilm) -> None:
     assert view.heading.title == TITLE and view.heading.p_text == P_TEXT == "independent of p"
 
 
-def test_chosen_heads_are_drawn_one_by_one(minilm) -> None:
+def test_chosen_heads_are_drawn_one_by_one(minilm: BoundAnalysis) -> None:
     banded = view_of(minilm, layers=(0,), kinds=("QK",)).profiles[0]
     heads = view_of(minilm, layers=(0,), kinds=("QK",), heads=[0, 3]).profiles[0]
     named = [trace.name for trace in heads.data if trace.name]
@@ -99,7 +108,7 @@ def test_a_mixture_of_experts_draws_the_chosen_experts_mlp() -> None:
     assert ys[0] and ys[1] and ys[0] != ys[1]  # each expert's own singular values
 
 
-def test_every_figure_carries_the_source(minilm) -> None:
+def test_every_figure_carries_the_source(minilm: BoundAnalysis) -> None:
     view = view_of(minilm)
     for figure in (*view.profiles, *view.energy, *view.heatmaps):
         assert "minilm · spectra" in (figure.layout.title.subtitle.text or ""), figure.layout.title.text

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from dashboard.views.why import NONE_WINS, TITLE, break_even_table, why_view
+from dashboard.views.why import NONE_WINS, TITLE, WhyView, break_even_table, why_view
 from specbound.core.bounds import BoundAnalysis
 from specbound.present.explain import break_even, explain_p_star, p_star_summary
 
 
-def view_of(analysis: BoundAnalysis, rank_kind: str = "QK"):
+def view_of(analysis: BoundAnalysis, rank_kind: str = "QK") -> WhyView:
     return why_view(
         analysis,
         p_star_summary(analysis),
@@ -22,14 +22,14 @@ def view_of(analysis: BoundAnalysis, rank_kind: str = "QK"):
     )
 
 
-def test_one_p_star_for_all_draws_no_map(minilm) -> None:
+def test_one_p_star_for_all_draws_no_map(minilm: BoundAnalysis) -> None:
     view = view_of(minilm)
     assert set(minilm.p_opt) == {0.0}
     assert view.p_map is None and view.histogram is None
     assert view.report()[0].figures == []
 
 
-def test_a_varied_p_star_draws_the_map_and_the_histogram(finetune_base) -> None:
+def test_a_varied_p_star_draws_the_map_and_the_histogram(finetune_base: BoundAnalysis) -> None:
     view = view_of(finetune_base)
     assert view.p_map is not None and view.histogram is not None
     assert len(view.p_map.figures) == len(view.p_map.widths) == len(view.p_map.stacks) >= 2
@@ -39,7 +39,7 @@ def test_a_varied_p_star_draws_the_map_and_the_histogram(finetune_base) -> None:
     assert clickable  # a click on a cell opens the matrix
 
 
-def test_the_break_even_table_is_the_explanations_numbers(finetune_base) -> None:
+def test_the_break_even_table_is_the_explanations_numbers(finetune_base: BoundAnalysis) -> None:
     table = break_even_table(finetune_base)
     even = break_even(finetune_base)
     np.testing.assert_array_equal(table["p_opt"], finetune_base.p_opt)
@@ -51,7 +51,7 @@ def test_the_break_even_table_is_the_explanations_numbers(finetune_base) -> None
     assert (table.loc[~at_zero, "first_winning_p"] <= table.loc[~at_zero, "p_opt"] + 1e-12).all()
 
 
-def test_the_shown_table_words_the_empty_cells(finetune_base) -> None:
+def test_the_shown_table_words_the_empty_cells(finetune_base: BoundAnalysis) -> None:
     view = view_of(finetune_base)
     shown = view.shown_table
     assert list(shown.columns) == ["matrix", "p_opt", "log10_scale", "log10_break_even", "first_winning_p"]
@@ -60,7 +60,7 @@ def test_the_shown_table_words_the_empty_cells(finetune_base) -> None:
     assert (shown.loc[~none_wins, "first_winning_p"] != NONE_WINS).all()
 
 
-def test_the_report_is_the_view(finetune_base) -> None:
+def test_the_report_is_the_view(finetune_base: BoundAnalysis) -> None:
     view = view_of(finetune_base, rank_kind="V")
     sections = view.report()
     assert [s.heading for s in sections] == [

@@ -204,7 +204,7 @@ def _falcon(name: str, **fields: Any) -> Family:
 
 #: the query and key norms the proxies leave out, switched off for the parity run
 _QK_NORMS = {"self_attn.q_norm": IDENTITY, "self_attn.k_norm": IDENTITY}
-_GEMMA = {"activation": "gelu_pytorch_tanh", "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0}
+_GEMMA: dict[str, Any] = {"activation": "gelu_pytorch_tanh", "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0}
 
 
 FAMILIES: dict[str, Family] = {
@@ -671,8 +671,8 @@ def _attention_weights(family: Family, weight: Any, sizes: Sizes, config: Any) -
         # The (3N, N) output features are viewed per head as (H, 3 d): feature h*3d + c*d + e is
         # part c (0 query, 1 key, 2 value), component e of head h.
         fused = weight("qkv")
-        rows = [np.array([head * 3 * d + part * d + e for head in range(h) for e in range(d)]) for part in range(3)]
-        return fused[rows[0]], fused[rows[1]], fused[rows[2]], weight("attn_out")
+        parts = [np.array([head * 3 * d + part * d + e for head in range(h) for e in range(d)]) for part in range(3)]
+        return fused[parts[0]], fused[parts[1]], fused[parts[2]], weight("attn_out")
     if family.layout == "falcon":
         # FalconAttention._split_heads: the output features viewed as (H_kv, H / H_kv + 2, d) (the new
         # architecture), (H + 2, d) (multi-query: queries, one key, one value) or (H, 3, d) (per head).

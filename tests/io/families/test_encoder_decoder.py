@@ -127,7 +127,7 @@ def make_model(name: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory) -> dict[str, tuple[Any, Path]]:
+def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, Path]]:
     return save_each(make_model, FAMILIES, tmp_path_factory.mktemp("seq2seq"))
 
 
@@ -153,10 +153,10 @@ def _projections(name: str) -> tuple[str, str, str]:
     return ("q", "k", "o") if is_t5(name) else ("q_proj", "k_proj", "out_proj")
 
 
-def trace(model: Any, name: str) -> dict[tuple[str, int, str], Any]:
+def trace(model: Any, name: str) -> dict[tuple[str | None, int, str], Any]:
     """One forward pass of the whole model; per (stack, layer, part): the attention's query and key
     inputs and its output before the residual ("self", "cross"), or the MLP's input and output."""
-    captured: dict[tuple[str, int, str], Any] = {}
+    captured: dict[tuple[str | None, int, str], Any] = {}
     hooks = []
     q, k, o = _projections(name)
     stacks = {ENCODER: EXPECTED[name][0], DECODER: EXPECTED[name][1]}
@@ -206,16 +206,21 @@ def _attend(x_q: np.ndarray, x_kv: np.ndarray, qk: np.ndarray, v: np.ndarray, sc
         logits = np.where(np.triu(np.ones(logits.shape[1:], dtype=bool), 1), -np.inf, logits)
     weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
     weights /= weights.sum(axis=-1, keepdims=True)
-    return np.einsum("hts,sn,hnm->tm", weights, x_kv, v)
+    out: np.ndarray = np.einsum("hts,sn,hnm->tm", weights, x_kv, v)
+    return out
 
 
 def _dense(factors: Any) -> tuple[np.ndarray, np.ndarray]:
     return factors.qk_left @ factors.qk_right, factors.v_left @ factors.v_right  # (H, N, N) each
 
 
-def _cross(weights: LayerWeights, shape: ModelShape, *, key_value: tuple[np.ndarray, np.ndarray] | None = None):
+def _cross(
+    weights: LayerWeights, shape: ModelShape, *, key_value: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """QK_x and V_x as dense (H, N, N), from the cross-attention's weights (or with another key, value)."""
-    query, key, value, out = weights.cross_attention_weights()
+    cross = weights.cross_attention_weights()
+    assert cross is not None  # a decoder layer
+    query, key, value, out = cross
     if key_value is not None:
         key, value = key_value
     return _dense(
@@ -231,11 +236,14 @@ def _mlp(name: str, weights: LayerWeights, shape: ModelShape, x: np.ndarray) -> 
         hidden = act(torch.from_numpy(x @ factors.mlp[Kind.M_GATE])) * up
     else:
         hidden = act(up)
-    return hidden.numpy() @ factors.mlp[Kind.M_OUT]
+    result: np.ndarray = hidden.numpy() @ factors.mlp[Kind.M_OUT]
+    return result
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_every_matrix_reproduces_its_module_and_wrong_readings_fail(saved, name):
+def test_every_matrix_reproduces_its_module_and_wrong_readings_fail(
+    saved: dict[str, tuple[Any, Path]], name: str
+) -> None:
     model, directory = saved[name]
     checkpoint = open_checkpoint(directory)
     shape = checkpoint.shape
@@ -277,7 +285,7 @@ def test_every_matrix_reproduces_its_module_and_wrong_readings_fail(saved, name)
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_counts_stacks_and_json_fields(saved, name):
+def test_counts_stacks_and_json_fields(saved: dict[str, tuple[Any, Path]], name: str) -> None:
     _, directory = saved[name]
     encoder, decoder, gated, activation, extra = EXPECTED[name]
     analysis = specbound.analyze(directory, use_cache=False)
@@ -316,14 +324,14 @@ def test_counts_stacks_and_json_fields(saved, name):
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_model_in_memory_equals_its_directory(saved, name):
+def test_model_in_memory_equals_its_directory(saved: dict[str, tuple[Any, Path]], name: str) -> None:
     model, directory = saved[name]
     from_disk = json.loads(specbound.analyze(directory, use_cache=False).to_json())
     in_memory = json.loads(specbound.analyze(model).to_json())
     assert in_memory["matrices"] == from_disk["matrices"] and in_memory["proxies"] == from_disk["proxies"]
 
 
-def test_every_weight_format_reads_alike(saved, tmp_path):
+def test_every_weight_format_reads_alike(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     model, directory = saved["t5-gated"]
     reference = json.loads(specbound.analyze(directory, use_cache=False).to_json())
     model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
@@ -334,7 +342,7 @@ def test_every_weight_format_reads_alike(saved, tmp_path):
         assert data["matrices"] == reference["matrices"], form
 
 
-def test_a_t5_encoder_alone_names_the_missing_decoder(saved, tmp_path):
+def test_a_t5_encoder_alone_names_the_missing_decoder(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     model, _ = saved["t5"]
     encoder = transformers.T5EncoderModel(model.config).to(torch.float64)
     encoder.save_pretrained(tmp_path / "encoder")
@@ -345,7 +353,7 @@ def test_a_t5_encoder_alone_names_the_missing_decoder(saved, tmp_path):
 # --- the adaptation "in series" in closed form ------------------------------------------------------
 
 
-def test_alpha_and_gamma_in_series_in_closed_form():
+def test_alpha_and_gamma_in_series_in_closed_form() -> None:
     """One encoder and one decoder layer, one head (d = N = 2), d_ff = 2, a plain ReLU MLP."""
     shape = ModelShape(
         num_layers=2, hidden_size=2, num_heads=1, ffn_size=2, activation="relu", family="t5", encoder_layers=1
@@ -384,7 +392,7 @@ def test_alpha_and_gamma_in_series_in_closed_form():
 # --- downstream: the command line, the atlas, the cache, the random twin and the callback --------
 
 
-def test_cli_header_and_tables_carry_the_stacks(saved):
+def test_cli_header_and_tables_carry_the_stacks(saved: dict[str, tuple[Any, Path]]) -> None:
     from cli_runner import cli
 
     _, directory = saved["bart"]
@@ -401,7 +409,7 @@ def test_cli_header_and_tables_carry_the_stacks(saved):
     assert all(float(row[i]) > 0 for row in rows[2:] for i in cross)
 
 
-def test_export_writes_each_matrix_with_its_stack(saved, tmp_path):
+def test_export_writes_each_matrix_with_its_stack(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     import pandas as pd
     from cli_runner import cli
 
@@ -420,7 +428,9 @@ def test_export_writes_each_matrix_with_its_stack(saved, tmp_path):
     assert (summary["encoder_layers"], summary["decoder_layers"]) == (2, 2)
 
 
-def test_trajectory_follows_an_encoder_decoder_through_its_checkpoints(saved, tmp_path):
+def test_trajectory_follows_an_encoder_decoder_through_its_checkpoints(
+    saved: dict[str, tuple[Any, Path]], tmp_path: Path
+) -> None:
     import copy
 
     from cli_runner import cli
@@ -443,7 +453,7 @@ def test_trajectory_follows_an_encoder_decoder_through_its_checkpoints(saved, tm
     assert expected[1].edelman_log10 > expected[0].edelman_log10
 
 
-def test_atlas_and_cache_keep_the_stacks(saved, tmp_path):
+def test_atlas_and_cache_keep_the_stacks(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     from specbound.io.atlas import load_atlas, read_manifest, save_atlas
     from specbound.io.cache import ProfileCache
 
@@ -463,7 +473,9 @@ def test_atlas_and_cache_keep_the_stacks(saved, tmp_path):
     assert "encoder_layers" not in ModelShape(2, 8, 2, 4).to_dict()  # a one-stack shape is written as before
 
 
-def test_a_decoder_of_its_own_width_round_trips_and_is_refused_by_older_readers(saved, tmp_path, monkeypatch):
+def test_a_decoder_of_its_own_width_round_trips_and_is_refused_by_older_readers(
+    saved: dict[str, tuple[Any, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """BART's encoder_ffn_dim ≠ decoder_ffn_dim: the shape keeps both (``decoder_ffn_size``), the atlas is
     schema 5 (a reader of schema 4 refuses it by name instead of misreading its MLP widths), the cache
     and the CLI's header carry both, and a shape of one width is written as before."""
@@ -499,7 +511,7 @@ def test_a_decoder_of_its_own_width_round_trips_and_is_refused_by_older_readers(
         ModelShape(2, 32, 4, 48, decoder_ffn_size=24)
 
 
-def test_random_twin_of_an_encoder_decoder_draws_t5s_own_scales(saved):
+def test_random_twin_of_an_encoder_decoder_draws_t5s_own_scales(saved: dict[str, tuple[Any, Path]]) -> None:
     from specbound.studies.twin import random_twin
 
     _, directory = saved["t5-gated"]
@@ -513,7 +525,7 @@ def test_random_twin_of_an_encoder_decoder_draws_t5s_own_scales(saved):
     assert 0.1 < float(np.median(qk)) < 1.2
 
 
-def test_the_trainer_callback_reads_an_encoder_decoder_as_it_trains(tmp_path):
+def test_the_trainer_callback_reads_an_encoder_decoder_as_it_trains(tmp_path: Path) -> None:
     from trainer_runs import train_with_callback
 
     model = make_model("t5").to(torch.float32)
@@ -523,7 +535,7 @@ def test_the_trainer_callback_reads_an_encoder_decoder_as_it_trains(tmp_path):
     assert saved.shape.encoder_layers == 2
 
 
-def test_figures_draw_each_stack_with_its_kinds():
+def test_figures_draw_each_stack_with_its_kinds() -> None:
     from specbound.present.figures import bounds as bound_figures
     from specbound.present.figures import spectra as spectra_figures
 
@@ -557,7 +569,9 @@ def test_figures_draw_each_stack_with_its_kinds():
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_every_matrix_names_the_checkpoint_tensors_it_is_built_from(saved, name):
+def test_every_matrix_names_the_checkpoint_tensors_it_is_built_from(
+    saved: dict[str, tuple[Any, Path]], name: str
+) -> None:
     from family_models import assert_matrix_tensors_exist
 
     assert_matrix_tensors_exist(saved[name][1])

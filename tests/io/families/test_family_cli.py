@@ -5,9 +5,11 @@ model, and the text header names every adaptation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from cli_runner import cli, strict_json
-from family_models import FAMILIES
+from family_models import FAMILIES, Built
 
 from specbound.io.checkpoints import open_checkpoint
 
@@ -41,7 +43,7 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", EXPECTED)
-def test_analyze_json_has_the_family_fields(tiny, name):
+def test_analyze_json_has_the_family_fields(tiny: Callable[[str], Built], name: str) -> None:
     family, heads, kv_heads, head_dim, mlp, residual, activation, l_phi, adaptations = EXPECTED[name]
     result = cli("analyze", str(tiny(name).dirs["safetensors"]), "--json")
     assert result.returncode == 0, result.stderr
@@ -59,7 +61,7 @@ def test_analyze_json_has_the_family_fields(tiny, name):
     assert report["proxies"]["ours"] > 0 and report["proxies"]["edelman"] > 0
 
 
-def test_gated_model_lists_m_gate_with_its_own_numbers(tiny):
+def test_gated_model_lists_m_gate_with_its_own_numbers(tiny: Callable[[str], Built]) -> None:
     report = strict_json(cli("analyze", str(tiny("llama").dirs["safetensors"]), "--json").stdout)
     gates = [m for m in report["matrices"] if m["kind"] == "M_gate"]
     ups = [m for m in report["matrices"] if m["kind"] == "M_in"]
@@ -71,7 +73,7 @@ def test_gated_model_lists_m_gate_with_its_own_numbers(tiny):
 
 
 @pytest.mark.parametrize("name", ["llama", "gpt_neox"])
-def test_analyze_header_names_the_adaptations(tiny, name):
+def test_analyze_header_names_the_adaptations(tiny: Callable[[str], Built], name: str) -> None:
     result = cli("analyze", str(tiny(name).dirs["safetensors"]))
     assert result.returncode == 0, result.stderr
     header = result.stdout.splitlines()[:2]
@@ -79,14 +81,14 @@ def test_analyze_header_names_the_adaptations(tiny, name):
     assert header[1] == f"adapted proxy ({family}): " + ", ".join(adaptations)
 
 
-def test_bert_family_header_has_no_adaptation_line(tiny):
+def test_bert_family_header_has_no_adaptation_line(tiny: Callable[[str], Built]) -> None:
     result = cli("analyze", str(tiny("roberta").dirs["safetensors"]))
     assert result.returncode == 0, result.stderr
     assert "adapted proxy" not in result.stdout
 
 
 @pytest.mark.parametrize("name", [n for n in FAMILIES if n not in EXPECTED and FAMILIES[n].causal])
-def test_analyze_json_works_for_every_decoder_family(tiny, name):
+def test_analyze_json_works_for_every_decoder_family(tiny: Callable[[str], Built], name: str) -> None:
     """Every other decoder of family_models: the JSON names its family, heads and adaptations as read."""
     directory = tiny(name).dirs["safetensors"]
     result = cli("analyze", str(directory), "--json")
@@ -104,7 +106,7 @@ def test_analyze_json_works_for_every_decoder_family(tiny, name):
 
 
 @pytest.mark.parametrize("name", ["gemma2", "bloom", "olmo"])
-def test_analyze_header_names_the_new_adaptations(tiny, name):
+def test_analyze_header_names_the_new_adaptations(tiny: Callable[[str], Built], name: str) -> None:
     """SPEC §12's adaptations (softcapping, sliding window, ALiBi, clipped QKV) in the text header."""
     directory = tiny(name).dirs["safetensors"]
     result = cli("analyze", str(directory))

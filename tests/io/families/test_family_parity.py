@@ -26,6 +26,7 @@ import copy
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from unittest import mock
 
 import numpy as np
@@ -35,6 +36,9 @@ from family_models import FAMILIES, IDENTITY, Built, Family, Sizes
 from specbound.core.architecture import Kind, ModelShape
 from specbound.core.matrices import LayerFactors, LayerWeights, layer_factors
 from specbound.io.checkpoints import open_checkpoint
+
+if TYPE_CHECKING:
+    import torch
 
 #: Relative error a right reading stays below: float64 end to end, except that several eager
 #: attentions (Llama's, OPT's, GPT-NeoX's, ViT's) take the softmax in float32, which leaves ~1e-7
@@ -72,7 +76,7 @@ class Trace:
         return [layer_factors(w, self.shape) for w in self.weights]
 
 
-def _inputs(built: Built, tokens: int) -> dict:
+def _inputs(built: Built, tokens: int) -> dict[str, Any]:
     import torch
 
     generator = torch.Generator().manual_seed(tokens)
@@ -99,10 +103,10 @@ def _softmax_scale(built: Built, layer: int) -> float:
         scale = scale if config.scale_attn_weights else 1.0
         if config.scale_attn_by_inverse_layer_idx:
             scale /= layer + 1
-    return scale
+    return float(scale)
 
 
-def _run(model, family: Family, inputs: dict) -> list[LayerTrace]:
+def _run(model: Any, family: Family, inputs: dict[str, Any]) -> list[LayerTrace]:
     """One forward pass with hooks on every layer's attention and MLP modules."""
     import torch
 
@@ -114,7 +118,7 @@ def _run(model, family: Family, inputs: dict) -> list[LayerTrace]:
         for role in {family.attention_input, "attn_out", family.mlp_input, "ffn_out"}:
             module = base.get_submodule(family.module(role).format(i=i))
 
-            def hook(module, args, output, key=(i, role)):
+            def hook(module: Any, args: tuple[Any, ...], output: Any, key: tuple[int, str] = (i, role)) -> None:
                 captured[key] = (args[0].detach().numpy().copy(), output.detach().numpy().copy())
 
             handles.append(module.register_forward_hook(hook))
@@ -137,7 +141,7 @@ def _run(model, family: Family, inputs: dict) -> list[LayerTrace]:
     ]
 
 
-def _left_out(model, family: Family) -> None:
+def _left_out(model: Any, family: Family) -> None:
     """Switch off, in the copy that runs, what the proxies leave out and the checks cannot see past:
     query/key norms, a logit softcap, a clamp (``Family.parity_off``, ``Family.parity_config``)."""
     import torch
@@ -160,7 +164,7 @@ def _position_free(family: Family) -> Iterator[None]:
         return
     import torch
 
-    def zero_alibi(attention_mask, num_heads, dtype):
+    def zero_alibi(attention_mask: torch.Tensor, num_heads: int, dtype: torch.dtype) -> torch.Tensor:
         batch, tokens = attention_mask.shape
         return torch.zeros(batch * num_heads, 1, tokens, dtype=dtype)
 
@@ -188,7 +192,7 @@ def trace(built: Built) -> Trace:
 
 
 @pytest.fixture(scope="module")
-def traced(tiny) -> Callable[[str], Trace]:
+def traced(tiny: Callable[[str], Built]) -> Callable[[str], Trace]:
     done: dict[str, Trace] = {}
 
     def get(name: str) -> Trace:
@@ -213,8 +217,10 @@ def _activation(name: str, z: np.ndarray) -> np.ndarray:
     if name == "bloom_gelu":  # BloomGelu: the tanh approximation with its own rounded constant
         from transformers.models.bloom.modeling_bloom import bloom_gelu_forward
 
-        return bloom_gelu_forward(torch.from_numpy(z)).numpy()
-    return ACT2FN[name](torch.from_numpy(z)).numpy()
+        bloom: np.ndarray = bloom_gelu_forward(torch.from_numpy(z)).numpy()
+        return bloom
+    activated: np.ndarray = ACT2FN[name](torch.from_numpy(z)).numpy()
+    return activated
 
 
 def parity_errors(trace: Trace, factors: list[LayerFactors]) -> dict[str, float]:
@@ -258,7 +264,7 @@ def assert_fails(errors: dict[str, float], *checks: str) -> None:
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_proxy_matrices_reproduce_the_hugging_face_forward_pass(traced, name):
+def test_proxy_matrices_reproduce_the_hugging_face_forward_pass(traced: Callable[[str], Trace], name: str) -> None:
     trace = traced(name)
     errors = parity_errors(trace, trace.factors)
     assert all(errors[check] < PASS[check] for check in PASS), errors
@@ -268,7 +274,7 @@ def test_proxy_matrices_reproduce_the_hugging_face_forward_pass(traced, name):
 
 
 @pytest.mark.parametrize("name", [n for n, f in FAMILIES.items() if not f.vision])
-def test_one_token_attention_output_is_the_sum_of_the_v_matrices(traced, name):
+def test_one_token_attention_output_is_the_sum_of_the_v_matrices(traced: Callable[[str], Trace], name: str) -> None:
     """With one token the attention weight is 1, so the output projection gives Σ_h x V_h exactly."""
     trace = traced(name)
     assert trace.one_token is not None
@@ -290,7 +296,7 @@ def _roll(array: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_heads_rolled_by_one_fail(traced, name):
+def test_heads_rolled_by_one_fail(traced: Callable[[str], Trace], name: str) -> None:
     trace = traced(name)
     rolled = [
         dataclasses.replace(
@@ -304,7 +310,7 @@ def test_heads_rolled_by_one_fail(traced, name):
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_output_projection_of_the_next_head_fails(traced, name):
+def test_output_projection_of_the_next_head_fails(traced: Callable[[str], Trace], name: str) -> None:
     trace = traced(name)
     shifted = [dataclasses.replace(f, v_right=_roll(f.v_right)) for f in trace.factors]
     errors = parity_errors(trace, shifted)
@@ -313,12 +319,12 @@ def test_output_projection_of_the_next_head_fails(traced, name):
 
 
 @pytest.mark.parametrize("name", [n for n, f in FAMILIES.items() if f.layout == "neox"])
-def test_neox_fused_qkv_read_as_three_blocks_fails(traced, name):
+def test_neox_fused_qkv_read_as_three_blocks_fails(traced: Callable[[str], Trace], name: str) -> None:
     """Rebuild the stored fused weight from the canonical heads, then split it into Q | K | V row blocks."""
     trace = traced(name)
     shape = trace.shape
     h, d, n = shape.num_heads, shape.head_dim, shape.hidden_size
-    wrong = []
+    wrong: list[LayerFactors] = []
     for w in trace.weights:
         heads = [m.reshape(h, d, n) for m in (w.query, w.key, w.value)]  # 3 x (H, d, N)
         fused = np.stack(heads, axis=1).reshape(3 * n, n)  # (H, 3, d, N) -> (3N, N), as stored
@@ -332,7 +338,8 @@ def test_neox_fused_qkv_read_as_three_blocks_fails(traced, name):
 def _stored(trace: Trace, role: str, layer: int) -> np.ndarray:
     """A layer's weight as the checkpoint stores it, from the model in memory."""
     module = trace.built.model.base_model.get_submodule(trace.built.family.module(role).format(i=layer))
-    return module.weight.detach().double().numpy()
+    stored: np.ndarray = module.weight.detach().double().numpy()
+    return stored
 
 
 @pytest.mark.parametrize(
@@ -343,7 +350,7 @@ def _stored(trace: Trace, role: str, layer: int) -> np.ndarray:
         if 1 < f.config.get("num_key_value_heads", f.config.get("num_kv_heads", 0)) < f.config["num_attention_heads"]
     ],
 )
-def test_grouped_query_heads_by_modulo_fail(traced, name):
+def test_grouped_query_heads_by_modulo_fail(traced: Callable[[str], Trace], name: str) -> None:
     """Query head h reading key/value head h mod H_kv (interleaved groups) instead of ⌊h / (H / H_kv)⌋."""
     trace = traced(name)
     shape = trace.shape
@@ -359,7 +366,7 @@ def test_grouped_query_heads_by_modulo_fail(traced, name):
 
 
 @pytest.mark.parametrize("name", [n for n, f in FAMILIES.items() if f.gated])
-def test_gate_and_up_swapped_fail(traced, name):
+def test_gate_and_up_swapped_fail(traced: Callable[[str], Trace], name: str) -> None:
     trace = traced(name)
     swapped = [layer_factors(dataclasses.replace(w, gate=w.ffn_in, ffn_in=w.gate), trace.shape) for w in trace.weights]
     errors = parity_errors(trace, swapped)
@@ -368,7 +375,7 @@ def test_gate_and_up_swapped_fail(traced, name):
 
 
 @pytest.mark.parametrize("name", [n for n, f in FAMILIES.items() if f.layout == "phi3"])
-def test_phi3_fused_weights_read_the_other_way_fail(traced, name):
+def test_phi3_fused_weights_read_the_other_way_fail(traced: Callable[[str], Trace], name: str) -> None:
     """Phi-3's stored gate_up_proj read as up | gate (gate and up swapped), and its qkv_proj read as
     if interleaved per key/value group (each group's queries, then its key, then its value), fail."""
     trace = traced(name)
@@ -392,7 +399,7 @@ def test_phi3_fused_weights_read_the_other_way_fail(traced, name):
 @pytest.mark.parametrize(
     "name", [n for n, f in FAMILIES.items() if f.layout == "falcon" and f.config.get("new_decoder_architecture")]
 )
-def test_falcon_groups_read_as_blocks_or_per_head_fail(traced, name):
+def test_falcon_groups_read_as_blocks_or_per_head_fail(traced: Callable[[str], Trace], name: str) -> None:
     """Falcon's new-architecture query_key_value, (H_kv, H / H_kv + 2, d, N) by group, read as if its
     rows were Q (H d) | K (H_kv d) | V (H_kv d) blocks (Phi-3's layout), or as if each group's rows were
     one query head's (q, k, v) triple after another (the per-head reading, group by group), fails."""

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_runner import assert_one_line_error, cli
+from family_models import Built
 
 from specbound.core.errors import UnsupportedModelError
 from specbound.io.checkpoints import open_checkpoint
@@ -58,12 +61,12 @@ SUPPORTED = (
 SUPPORTED_LINE = "supported families: " + ", ".join(SUPPORTED)
 
 
-def _save(model, directory: Path) -> Path:
+def _save(model: Any, directory: Path) -> Path:
     model.save_pretrained(directory)
     return directory
 
 
-def _edited(source: Path, directory: Path, **fields) -> Path:
+def _edited(source: Path, directory: Path, **fields: object) -> Path:
     shutil.copytree(source, directory)
     config = json.loads((directory / "config.json").read_text())
     (directory / "config.json").write_text(json.dumps({**config, **fields}))
@@ -71,14 +74,14 @@ def _edited(source: Path, directory: Path, **fields) -> Path:
 
 
 @pytest.fixture(scope="module")
-def refused(tiny, tmp_path_factory) -> dict[str, Path]:
+def refused(tiny: Callable[[str], Built], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """name -> a checkpoint directory that must be refused."""
     import torch
     import transformers as tf
 
     torch.manual_seed(0)
     root = tmp_path_factory.mktemp("refused")
-    small = {"vocab_size": 64, "d_model": 32}
+    small: dict[str, Any] = {"vocab_size": 64, "d_model": 32}
     return {
         "xlnet": _save(
             tf.XLNetModel(tf.XLNetConfig(vocab_size=64, d_model=32, n_layer=1, n_head=4, d_inner=64)), root / "xlnet"
@@ -130,7 +133,7 @@ REFUSALS = {
 
 
 @pytest.mark.parametrize("name", REFUSALS)
-def test_unsupported_architecture_is_refused_naming_the_supported_families(refused, name):
+def test_unsupported_architecture_is_refused_naming_the_supported_families(refused: dict[str, Path], name: str) -> None:
     with pytest.raises(UnsupportedModelError) as caught:
         open_checkpoint(refused[name])
     message = str(caught.value)
@@ -143,12 +146,12 @@ def test_unsupported_architecture_is_refused_naming_the_supported_families(refus
 
 
 @pytest.mark.parametrize("name", REFUSALS)
-def test_cli_refuses_with_one_line(refused, name):
+def test_cli_refuses_with_one_line(refused: dict[str, Path], name: str) -> None:
     line = assert_one_line_error(cli("analyze", str(refused[name])), SUPPORTED_LINE, *REFUSALS[name])
     assert line.count("supported families") == 1
 
 
-def test_an_encoder_decoder_whose_stacks_differ_in_heads_is_refused_in_one_line(refused):
+def test_an_encoder_decoder_whose_stacks_differ_in_heads_is_refused_in_one_line(refused: dict[str, Path]) -> None:
     """Every layer's QK and V are read with one H; the feed-forward widths may differ (test_encoder_decoder)."""
     words = ("encoder 4 and the decoder 2 attention heads", "one number of heads for both stacks")
     with pytest.raises(UnsupportedModelError, match="one number of heads for both stacks"):
@@ -156,7 +159,7 @@ def test_an_encoder_decoder_whose_stacks_differ_in_heads_is_refused_in_one_line(
     assert_one_line_error(cli("analyze", str(refused["bart-two-sizes"])), *words)
 
 
-def test_unknown_activation_is_refused_by_name(refused):
+def test_unknown_activation_is_refused_by_name(refused: dict[str, Path]) -> None:
     with pytest.raises(UnsupportedModelError, match="activation 'tanh'"):
         open_checkpoint(refused["gpt2-tanh"])
     assert_one_line_error(

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
+from family_models import Built
 
-from specbound.core.architecture import Adaptation
+from specbound.core.architecture import Adaptation, ModelShape
 from specbound.core.bounds import BoundAnalysis
 from specbound.io.checkpoints import open_checkpoint
 from specbound.io.loading import load_profile
@@ -125,7 +129,7 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", EXPECTED)
-def test_shape_read_from_the_config(tiny, name):
+def test_shape_read_from_the_config(tiny: Callable[[str], Built], name: str) -> None:
     label, family, n, h, kv, d, ffn, mlp, residual, activation, l_phi, adaptations = EXPECTED[name]
     checkpoint = open_checkpoint(tiny(name).dirs["safetensors"])
     shape = checkpoint.shape
@@ -140,12 +144,14 @@ def test_shape_read_from_the_config(tiny, name):
 
 
 @pytest.mark.parametrize("name", ["opt", "llama", "gpt_neox"])
-def test_the_bound_uses_the_family_activation_constant(tiny, name):
+def test_the_bound_uses_the_family_activation_constant(tiny: Callable[[str], Built], name: str) -> None:
     analysis = BoundAnalysis.from_profile(load_profile(str(tiny(name).dirs["safetensors"]), use_cache=False))
     assert analysis.l_phi == EXPECTED[name][10]
 
 
-def _with_config(tiny, name: str, tmp_path, edit) -> object:
+def _with_config(
+    tiny: Callable[[str], Built], name: str, tmp_path: Path, edit: Callable[[dict[str, Any]], None]
+) -> ModelShape:
     """The shape of a copy of a built checkpoint whose config.json was rewritten by ``edit(config)``."""
     directory = tmp_path / name
     shutil.copytree(tiny(name).dirs["safetensors"], directory)
@@ -156,8 +162,10 @@ def _with_config(tiny, name: str, tmp_path, edit) -> object:
 
 
 @pytest.mark.parametrize(("rotary_pct", "rotary"), [(0.25, PARTIAL), (1.0, ROTARY)])
-def test_neox_configs_with_the_older_rotary_pct_key(tiny, tmp_path, rotary_pct, rotary):
-    def legacy(config):
+def test_neox_configs_with_the_older_rotary_pct_key(
+    tiny: Callable[[str], Built], tmp_path: Path, rotary_pct: float, rotary: Adaptation
+) -> None:
+    def legacy(config: dict[str, Any]) -> None:
         del config["rope_parameters"]
         config["rotary_pct"] = rotary_pct
 
@@ -165,13 +173,13 @@ def test_neox_configs_with_the_older_rotary_pct_key(tiny, tmp_path, rotary_pct, 
     assert shape.adaptations == (CAUSAL, rotary, PARALLEL)
 
 
-def test_neox_parallel_residual_defaults_to_true(tiny, tmp_path):
+def test_neox_parallel_residual_defaults_to_true(tiny: Callable[[str], Built], tmp_path: Path) -> None:
     shape = _with_config(tiny, "gpt_neox-sequential", tmp_path, lambda config: config.pop("use_parallel_residual"))
     assert shape.residual.value == "parallel" and PARALLEL in shape.adaptations
 
 
-def test_llama_config_without_kv_heads_has_one_per_query_head(tiny, tmp_path):
-    def multi_head(config):
+def test_llama_config_without_kv_heads_has_one_per_query_head(tiny: Callable[[str], Built], tmp_path: Path) -> None:
+    def multi_head(config: dict[str, Any]) -> None:
         del config["num_key_value_heads"]
 
     # the weights still have H_kv = 2 heads, so only the shape is read here, not a layer
@@ -180,51 +188,51 @@ def test_llama_config_without_kv_heads_has_one_per_query_head(tiny, tmp_path):
     assert shape.adaptations == (CAUSAL, ROTARY, GATED)
 
 
-def test_olmo_without_clip_qkv_has_no_clamp(tiny, tmp_path):
+def test_olmo_without_clip_qkv_has_no_clamp(tiny: Callable[[str], Built], tmp_path: Path) -> None:
     shape = _with_config(tiny, "olmo", tmp_path, lambda config: config.update(clip_qkv=None))
     assert shape.adaptations == LLAMA
 
 
-def test_gemma2_without_softcapping_and_window(tiny, tmp_path):
-    def plain(config):
+def test_gemma2_without_softcapping_and_window(tiny: Callable[[str], Built], tmp_path: Path) -> None:
+    def plain(config: dict[str, Any]) -> None:
         config.update(attn_logit_softcapping=None, layer_types=["full_attention"] * 2)
 
     assert _with_config(tiny, "gemma2", tmp_path, plain).adaptations == LLAMA
 
 
-def test_gemma_bad_softcap_is_refused_naming_the_field(tiny, tmp_path):
+def test_gemma_bad_softcap_is_refused_naming_the_field(tiny: Callable[[str], Built], tmp_path: Path) -> None:
     from specbound.core.errors import CheckpointError
 
     with pytest.raises(CheckpointError, match="'attn_logit_softcapping'"):
         _with_config(tiny, "gemma2", tmp_path, lambda config: config.update(attn_logit_softcapping="big"))
 
 
-def test_embedding_gemma_is_not_causal(tiny, tmp_path):
+def test_embedding_gemma_is_not_causal(tiny: Callable[[str], Built], tmp_path: Path) -> None:
     shape = _with_config(tiny, "gemma3_text", tmp_path, lambda config: config.update(use_bidirectional_attention=True))
     assert CAUSAL not in shape.adaptations and ROTARY in shape.adaptations
 
 
-def test_phi3_partial_rotary_factor(tiny, tmp_path):
-    def partial(config):
+def test_phi3_partial_rotary_factor(tiny: Callable[[str], Built], tmp_path: Path) -> None:
+    def partial(config: dict[str, Any]) -> None:
         config.setdefault("rope_parameters", {})["partial_rotary_factor"] = 0.75
 
     assert _with_config(tiny, "phi3", tmp_path, partial).adaptations == (CAUSAL, PARTIAL, GQA, GATED)
 
 
-def test_gptj_rotary_on_every_feature_when_rotary_dim_is_null(tiny, tmp_path):
+def test_gptj_rotary_on_every_feature_when_rotary_dim_is_null(tiny: Callable[[str], Built], tmp_path: Path) -> None:
     shape = _with_config(tiny, "gptj", tmp_path, lambda config: config.update(rotary_dim=None))
     assert shape.adaptations == (CAUSAL, ROTARY, PARALLEL)
 
 
-def test_phi_qk_layernorm_is_named(tiny, tmp_path):
+def test_phi_qk_layernorm_is_named(tiny: Callable[[str], Built], tmp_path: Path) -> None:
     shape = _with_config(tiny, "phi", tmp_path, lambda config: config.update(qk_layernorm=True))
     assert shape.adaptations == (CAUSAL, PARTIAL, PARALLEL, QK_NORM)
 
 
-def test_falcon_configs_with_the_older_keys(tiny, tmp_path):
+def test_falcon_configs_with_the_older_keys(tiny: Callable[[str], Built], tmp_path: Path) -> None:
     """Falcon-RW and the first Falcon-40B configs name the heads n_head and n_head_kv, the layers n_layer."""
 
-    def legacy(config):
+    def legacy(config: dict[str, Any]) -> None:
         config["n_head"], config["n_head_kv"] = config.pop("num_attention_heads"), config.pop("num_kv_heads")
         config["n_layer"] = config.pop("num_hidden_layers")
 
@@ -232,12 +240,12 @@ def test_falcon_configs_with_the_older_keys(tiny, tmp_path):
     assert (shape.num_layers, shape.num_heads, shape.num_kv_heads) == (2, 6, 2)
 
 
-def test_gpt2_inner_size_from_n_inner(tiny, tmp_path):
+def test_gpt2_inner_size_from_n_inner(tiny: Callable[[str], Built], tmp_path: Path) -> None:
     shape = _with_config(tiny, "gpt2", tmp_path, lambda config: config.update(n_inner=96))
     assert shape.ffn_size == 96
 
 
-def test_phi3_fused_gate_up_counts_as_the_mlp_in_the_layer_peak(tiny):
+def test_phi3_fused_gate_up_counts_as_the_mlp_in_the_layer_peak(tiny: Callable[[str], Built]) -> None:
     """The per-layer memory peak reads Phi-3's fused gate_up as one MLP tensor, not as attention."""
     from specbound.core.limits import layer_peak_bytes
     from specbound.io.checkpoints import stored_shapes
@@ -253,7 +261,7 @@ def test_phi3_fused_gate_up_counts_as_the_mlp_in_the_layer_peak(tiny):
 
 
 @pytest.mark.parametrize("name", EXPECTED)
-def test_every_matrix_names_the_checkpoint_tensors_it_is_built_from(tiny, name):
+def test_every_matrix_names_the_checkpoint_tensors_it_is_built_from(tiny: Callable[[str], Built], name: str) -> None:
     """Analysis frames carry the module names a notebook user knows (TransformerLens, the checkpoint)."""
     from family_models import assert_matrix_tensors_exist
 

@@ -10,13 +10,15 @@ specbound's adapters. The profile is specbound's whole path: ``load_profile(dir)
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import numpy as np
 import pytest
-from family_models import FAMILIES, FORMATS, Sizes, layer_prefix, proxy_matrices, read_state
+from family_models import FAMILIES, FORMATS, Built, Sizes, layer_prefix, proxy_matrices, read_state
 
 from specbound.core.defaults import RANK_TOL
 from specbound.core.engine import compute_profile
+from specbound.core.profile import SpectralProfile
 from specbound.io.checkpoints import StreamedLayer, open_checkpoint, safetensors_header
 from specbound.io.loading import load_profile
 
@@ -26,13 +28,15 @@ def _kinds_of_a_layer(heads: int, gated: bool) -> list[str]:
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_every_singular_value_matches_a_dense_svd(tiny, name):
+def test_every_singular_value_matches_a_dense_svd(tiny: Callable[[str], Built], name: str) -> None:
     built = tiny(name)
     _check_against_dense(built, load_profile(str(built.dirs["safetensors"]), use_cache=False))
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_feed_forward_matrices_read_by_blocks_from_the_memory_map_match_a_dense_svd(tiny, name, monkeypatch):
+def test_feed_forward_matrices_read_by_blocks_from_the_memory_map_match_a_dense_svd(
+    tiny: Callable[[str], Built], name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The route of a large model's feed-forward matrices (each adapter's stored orientation viewed
     through the memory map, widened block by block), forced here on every family's tiny model."""
     import specbound.core.engine as engine
@@ -40,7 +44,7 @@ def test_feed_forward_matrices_read_by_blocks_from_the_memory_map_match_a_dense_
     monkeypatch.setattr(engine, "MAPPED_MATRIX_BYTES", 0)
     monkeypatch.setattr(engine, "PRODUCT_BLOCK_BYTES", 8 * 64 * 5)  # blocks of a few columns or rows
 
-    def whole(layer, field):
+    def whole(layer: StreamedLayer, field: str) -> np.ndarray:
         raise AssertionError(f"{field} was read whole")
 
     monkeypatch.setattr(StreamedLayer, "mlp_weight", whole)
@@ -48,7 +52,7 @@ def test_feed_forward_matrices_read_by_blocks_from_the_memory_map_match_a_dense_
     _check_against_dense(built, load_profile(str(built.dirs["safetensors"]), use_cache=False))
 
 
-def _check_against_dense(built, profile) -> None:
+def _check_against_dense(built: Built, profile: SpectralProfile) -> None:
     directory = built.dirs["safetensors"]
     reference = proxy_matrices(built, read_state(directory), "safetensors")
     sizes, layers, gated = Sizes.of(built.config), built.config.num_hidden_layers, built.family.gated
@@ -75,7 +79,7 @@ def _check_against_dense(built, profile) -> None:
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_every_weight_format_gives_the_same_profile(tiny, name):
+def test_every_weight_format_gives_the_same_profile(tiny: Callable[[str], Built], name: str) -> None:
     built = tiny(name)
     dirs = built.dirs
     _assert_formats_are_what_they_claim(built)
@@ -90,7 +94,7 @@ def test_every_weight_format_gives_the_same_profile(tiny, name):
             assert np.array_equal(getattr(profile, field), getattr(first, field)), (fmt, field)
 
 
-def _assert_formats_are_what_they_claim(built) -> None:
+def _assert_formats_are_what_they_claim(built: Built) -> None:
     """Each directory holds only its own format, the shards are several, and the head's prefix is there."""
     dirs = built.dirs
     names = {fmt: sorted(p.name for p in dirs[fmt].iterdir()) for fmt in FORMATS}

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -36,6 +37,9 @@ from specbound.core.errors import UnsupportedModelError
 from specbound.core.matrices import LayerWeights, attention_heads, mlp_field
 from specbound.core.profile import MatrixId
 from specbound.io.checkpoints import Checkpoint, open_checkpoint
+
+if TYPE_CHECKING:
+    import torch
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -92,7 +96,7 @@ def make_model(name: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory) -> dict[str, tuple[Any, Path]]:
+def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, Path]]:
     return save_each(make_model, FAMILIES, tmp_path_factory.mktemp("moe"))
 
 
@@ -100,7 +104,7 @@ def saved(tmp_path_factory) -> dict[str, tuple[Any, Path]]:
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_shape_counts_and_json_fields(saved, name):
+def test_shape_counts_and_json_fields(saved: dict[str, tuple[Any, Path]], name: str) -> None:
     _, directory = saved[name]
     experts, ffn, shared, extra = EXPECTED[name]
     analysis = specbound.analyze(directory, use_cache=False)
@@ -132,7 +136,7 @@ def test_shape_counts_and_json_fields(saved, name):
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_model_in_memory_equals_its_directory(saved, name):
+def test_model_in_memory_equals_its_directory(saved: dict[str, tuple[Any, Path]], name: str) -> None:
     model, directory = saved[name]
     assert any("experts.gate_up_proj" in key for key in model.state_dict())  # transformers holds them fused
     on_disk = specbound.analyze(directory, use_cache=False).profile
@@ -143,7 +147,7 @@ def test_model_in_memory_equals_its_directory(saved, name):
     assert in_memory.ids == on_disk.ids
 
 
-def test_sharded_and_bin_checkpoints_read_as_one_file(saved, tmp_path):
+def test_sharded_and_bin_checkpoints_read_as_one_file(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     model, directory = saved["mixtral"]
     model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
     assert len(list((tmp_path / "sharded").glob("*.safetensors"))) > 2
@@ -164,7 +168,8 @@ def _expert_matrices(weights: LayerWeights, expert: Any) -> dict[Kind, np.ndarra
 
 def _gated(x: np.ndarray, m: dict[Kind, np.ndarray]) -> np.ndarray:
     gate = x @ m[Kind.M_GATE]
-    return (gate / (1.0 + np.exp(-gate)) * (x @ m[Kind.M_IN])) @ m[Kind.M_OUT]  # SiLU gate
+    out: np.ndarray = (gate / (1.0 + np.exp(-gate)) * (x @ m[Kind.M_IN])) @ m[Kind.M_OUT]  # SiLU gate
+    return out
 
 
 def _relative(predicted: np.ndarray, reference: np.ndarray) -> float:
@@ -176,11 +181,14 @@ def _expert_output(block: Any, x: np.ndarray, expert: int) -> np.ndarray:
     tokens = torch.from_numpy(x)
     index = torch.full((len(x), 1), expert, dtype=torch.long)
     with torch.no_grad():
-        return block.experts(tokens, index, torch.ones(len(x), 1, dtype=torch.float64)).numpy()
+        out: np.ndarray = block.experts(tokens, index, torch.ones(len(x), 1, dtype=torch.float64)).numpy()
+    return out
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_every_expert_reproduces_its_module_and_wrong_readings_fail(saved, name):
+def test_every_expert_reproduces_its_module_and_wrong_readings_fail(
+    saved: dict[str, tuple[Any, Path]], name: str
+) -> None:
     model, directory = saved[name]
     checkpoint = open_checkpoint(directory)
     x = np.random.default_rng(0).normal(size=(5, 32))
@@ -210,7 +218,7 @@ def _left_out_norms(model: Any) -> None:
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_qk_and_v_reproduce_the_attention_logits_and_output(saved, name):
+def test_qk_and_v_reproduce_the_attention_logits_and_output(saved: dict[str, tuple[Any, Path]], name: str) -> None:
     model, directory = saved[name]
     model = make_model(name)  # a fresh copy whose norms may be taken out
     _left_out_norms(model)
@@ -222,7 +230,7 @@ def test_qk_and_v_reproduce_the_attention_logits_and_output(saved, name):
     attention = model.model.layers[0].self_attn
     cos = torch.ones(1, tokens, shape.head_dim, dtype=torch.float64)  # rotation at offset 0
     sin = torch.zeros(1, tokens, shape.head_dim, dtype=torch.float64)
-    captured = {}
+    captured: dict[str, np.ndarray] = {}
     hook = attention.o_proj.register_forward_hook(lambda _m, args, out: captured.update(out=out[0].numpy()))
     with torch.no_grad():
         _, probabilities = attention(torch.from_numpy(x)[None], (cos, sin), attention_mask=None)
@@ -249,14 +257,14 @@ def test_qk_and_v_reproduce_the_attention_logits_and_output(saved, name):
 # --- the bound's MoE factor in closed form -------------------------------------------------------
 
 
-def test_moe_phi_is_the_largest_expert_plus_the_shared_one():
+def test_moe_phi_is_the_largest_expert_plus_the_shared_one() -> None:
     """One layer, one head (d = N = 2), two routed experts and a shared one, d_ff = 2 each."""
     shape = ModelShape(
         num_layers=2,
         hidden_size=2,
         num_heads=1,
         ffn_size=2,
-        mlp="gated",
+        mlp=Mlp.GATED,
         num_experts=2,
         experts_per_token=1,
         shared_expert_size=2,
@@ -288,8 +296,8 @@ def _fields(shape: ModelShape) -> dict[str, Any]:
     return {**shape.to_dict(), "mlp": shape.mlp, "adaptations": shape.adaptations}
 
 
-def test_expert_matrices_are_found_by_expert():
-    shape = ModelShape(2, 8, 2, 4, mlp="gated", num_experts=3, experts_per_token=2, activation="silu")
+def test_expert_matrices_are_found_by_expert() -> None:
+    shape = ModelShape(2, 8, 2, 4, mlp=Mlp.GATED, num_experts=3, experts_per_token=2, activation="silu")
     profile = make_profile(shape, [[1.0 + i] for i in range(shape.num_matrices)])
     row = profile.index(MatrixId(1, Kind.M_IN, expert=2))
     assert row == shape.matrices_per_layer + 2 * 2 + 2 * 3 + 1
@@ -304,17 +312,17 @@ def test_expert_matrices_are_found_by_expert():
     assert len(profile.rows_of(kinds=[Kind.M_GATE], experts=[0, 2])) == 4
 
 
-def test_shape_round_trips_and_dense_files_are_unchanged():
-    shape = ModelShape(2, 8, 2, 4, mlp="gated", num_experts=3, experts_per_token=2, shared_expert_size=6)
+def test_shape_round_trips_and_dense_files_are_unchanged() -> None:
+    shape = ModelShape(2, 8, 2, 4, mlp=Mlp.GATED, num_experts=3, experts_per_token=2, shared_expert_size=6)
     assert ModelShape.from_dict(json.loads(json.dumps(shape.to_dict()))) == shape
     dense = ModelShape(2, 8, 2, 4)
     assert "num_experts" not in dense.to_dict()
     assert dense.matrix_count_formula == "L(2H + 2)" and shape.matrix_count_formula == "L(2H + 3E + 3)"
     with pytest.raises(ValueError, match=r"routed to 1\.\.3"):
-        ModelShape(2, 8, 2, 4, mlp="gated", num_experts=3, experts_per_token=4)
+        ModelShape(2, 8, 2, 4, mlp=Mlp.GATED, num_experts=3, experts_per_token=4)
 
 
-def test_qwen_moe_with_dense_layers_is_refused(tmp_path):
+def test_qwen_moe_with_dense_layers_is_refused(tmp_path: Path) -> None:
     config = transformers.Qwen2MoeConfig(**_COMMON, **FAMILIES["qwen2_moe"][2], mlp_only_layers=[1])
     (tmp_path / "config.json").write_text(config.to_json_string())
     with pytest.raises(UnsupportedModelError, match="mlp_only_layers"):
@@ -324,7 +332,7 @@ def test_qwen_moe_with_dense_layers_is_refused(tmp_path):
 # --- downstream: the command line, the atlas, the cache and the random twin -----------------------
 
 
-def test_cli_header_json_and_tables_carry_the_experts(saved):
+def test_cli_header_json_and_tables_carry_the_experts(saved: dict[str, tuple[Any, Path]]) -> None:
     from cli_runner import cli
 
     _, directory = saved["qwen2_moe"]
@@ -336,7 +344,7 @@ def test_cli_header_json_and_tables_carry_the_experts(saved):
     assert data["num_experts"] == 4 and len(data["matrices"]) == 46
 
 
-def test_atlas_and_cache_keep_the_experts(saved, tmp_path):
+def test_atlas_and_cache_keep_the_experts(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     from specbound.io.atlas import load_atlas, read_manifest, save_atlas
     from specbound.io.cache import ProfileCache
 
@@ -355,7 +363,7 @@ def test_atlas_and_cache_keep_the_experts(saved, tmp_path):
     np.testing.assert_array_equal(cached.singular_values, profile.singular_values)
 
 
-def test_random_twin_of_a_mixture_of_experts_has_every_expert(saved):
+def test_random_twin_of_a_mixture_of_experts_has_every_expert(saved: dict[str, tuple[Any, Path]]) -> None:
     from specbound.studies.twin import random_twin
 
     _, directory = saved["olmoe"]
@@ -366,7 +374,7 @@ def test_random_twin_of_a_mixture_of_experts_has_every_expert(saved):
     assert ranks.tolist() == [32] * (2 * 4)  # every expert's M_out of every layer, full rank
 
 
-def test_the_trainer_callback_reads_a_mixture_of_experts_as_it_trains(tmp_path):
+def test_the_trainer_callback_reads_a_mixture_of_experts_as_it_trains(tmp_path: Path) -> None:
     """transformers trains the fused experts; the callback's values at a save equal the saved checkpoint's."""
     from trainer_runs import train_with_callback
 
@@ -377,24 +385,24 @@ def test_the_trainer_callback_reads_a_mixture_of_experts_as_it_trains(tmp_path):
     assert saved.shape.num_experts == 4
 
 
-def test_the_layer_limit_counts_one_expert_not_all_of_them():
+def test_the_layer_limit_counts_one_expert_not_all_of_them() -> None:
     from specbound.core.limits import LIMITS, LimitExceededError, check_declared_sizes, layer_peak_bytes
 
-    sizes = dict(num_heads=32, num_kv_heads=8, mlp="gated", activation="silu")
+    sizes: dict[str, Any] = dict(num_heads=32, num_kv_heads=8, mlp=Mlp.GATED, activation="silu")
     mixtral = ModelShape(32, 4096, ffn_size=14336, num_experts=8, experts_per_token=2, **sizes)
     dense = ModelShape(32, 4096, ffn_size=14336, **sizes)  # one MLP of an expert's width
     assert layer_peak_bytes(mixtral) == layer_peak_bytes(dense) == 8 * (4096 * 14336 + 2 * 4096**2)
-    shared = ModelShape(2, 64, 4, 32, mlp="gated", num_experts=4, experts_per_token=1, shared_expert_size=128)
+    shared = ModelShape(2, 64, 4, 32, mlp=Mlp.GATED, num_experts=4, experts_per_token=1, shared_expert_size=128)
     assert layer_peak_bytes(shared) == 8 * (64 * 128 + 2 * 64**2)  # the wider shared expert sets the peak
     with pytest.raises(LimitExceededError, match="num_experts"):
         check_declared_sizes({"num_experts": LIMITS.max_experts + 1}, "config.json")
 
 
-def test_figures_draw_one_expert_or_every_expert_as_asked():
+def test_figures_draw_one_expert_or_every_expert_as_asked() -> None:
     from specbound.present.figures import bounds as bound_figures
     from specbound.present.figures import spectra as spectra_figures
 
-    shape = ModelShape(2, 8, 2, 4, mlp="gated", num_experts=3, experts_per_token=2, shared_expert_size=6)
+    shape = ModelShape(2, 8, 2, 4, mlp=Mlp.GATED, num_experts=3, experts_per_token=2, shared_expert_size=6)
     profile = make_profile(shape, [[1.0 + i % 5, 0.5] for i in range(shape.num_matrices)])
     (heatmap,) = spectra_figures.rank_against_maximum(profile, Kind.M_OUT).data
     assert heatmap.z.shape == (2, 4) and list(heatmap.x) == ["expert 0", "expert 1", "expert 2", "shared expert"]
@@ -419,7 +427,9 @@ def test_figures_draw_one_expert_or_every_expert_as_asked():
         ({"num_local_experts": None}, "num_local_experts"),
     ],
 )
-def test_a_config_with_bad_expert_fields_is_refused_in_one_line(saved, tmp_path, fields, words):
+def test_a_config_with_bad_expert_fields_is_refused_in_one_line(
+    saved: dict[str, tuple[Any, Path]], tmp_path: Path, fields: dict[str, Any], words: str
+) -> None:
     import shutil
 
     from cli_runner import cli
@@ -444,7 +454,9 @@ def test_a_config_with_bad_expert_fields_is_refused_in_one_line(saved, tmp_path,
         (lambda t: t[0], "(96, 32)"),  # not 3-D
     ],
 )
-def test_fused_experts_in_memory_of_another_shape_are_refused_as_on_disk(saved, cut, stored):
+def test_fused_experts_in_memory_of_another_shape_are_refused_as_on_disk(
+    saved: dict[str, tuple[Any, Path]], cut: Callable[[torch.Tensor], torch.Tensor], stored: str
+) -> None:
     """One check for a fused tensor in memory and on disk (TensorSlice.check): (E, 2 d_ff + 2, N) in a
     state dict was taken, its views leaving the two extra rows out, where the same on disk is refused."""
     from specbound.core.errors import UnsupportedModelError
@@ -465,7 +477,9 @@ def test_fused_experts_in_memory_of_another_shape_are_refused_as_on_disk(saved, 
 
 @pytest.mark.parametrize("weights", ["safetensors", "pickle"])
 @pytest.mark.parametrize("name", FAMILIES)
-def test_experts_saved_fused_on_disk_read_as_the_stored_layout(saved, tmp_path, name, weights):
+def test_experts_saved_fused_on_disk_read_as_the_stored_layout(
+    saved: dict[str, tuple[Any, Path]], tmp_path: Path, name: str, weights: str
+) -> None:
     """The 3-D ``experts.gate_up_proj`` / ``experts.down_proj`` that transformers writes with
     ``save_original_format=False`` give every expert's matrices exactly as the per-expert layout does."""
     from safetensors import safe_open
@@ -485,7 +499,7 @@ def test_experts_saved_fused_on_disk_read_as_the_stored_layout(saved, tmp_path, 
     np.testing.assert_allclose(profile.norm_11, reference.norm_11, rtol=1e-12)
 
 
-def test_a_fused_expert_is_read_alone_from_its_memory_map(saved, tmp_path):
+def test_a_fused_expert_is_read_alone_from_its_memory_map(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     """From safetensors an expert's slice is a view of the file's memory map (one expert widened at a
     time): the gate is rows [0, d_ff) of gate_up_proj[e], the up projection rows [d_ff, 2 d_ff)."""
     model, _ = saved["mixtral"]
@@ -518,7 +532,9 @@ def test_a_fused_expert_is_read_alone_from_its_memory_map(saved, tmp_path):
         ({"intermediate_size": 40}, "but config.json implies (4, 80, 32)"),
     ],
 )  # fmt: skip
-def test_fused_experts_on_disk_that_disagree_with_the_config_are_refused_in_one_line(saved, tmp_path, fields, words):
+def test_fused_experts_on_disk_that_disagree_with_the_config_are_refused_in_one_line(
+    saved: dict[str, tuple[Any, Path]], tmp_path: Path, fields: dict[str, Any], words: str
+) -> None:
     from cli_runner import cli
 
     model, _ = saved["mixtral"]
@@ -533,7 +549,9 @@ def test_fused_experts_on_disk_that_disagree_with_the_config_are_refused_in_one_
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_every_matrix_names_the_checkpoint_tensors_it_is_built_from(saved, name):
+def test_every_matrix_names_the_checkpoint_tensors_it_is_built_from(
+    saved: dict[str, tuple[Any, Path]], name: str
+) -> None:
     from family_models import assert_matrix_tensors_exist
 
     assert_matrix_tensors_exist(saved[name][1])

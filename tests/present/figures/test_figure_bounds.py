@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from specbound.core.architecture import Kind, ModelShape
@@ -35,7 +37,7 @@ def mixed() -> BoundAnalysis:
     return analysis
 
 
-def _bars(fig) -> dict[str, np.ndarray]:
+def _bars(fig: go.Figure) -> dict[str, np.ndarray]:
     return {t.name: np.asarray(t.y, dtype=float) for t in fig.data}
 
 
@@ -101,7 +103,7 @@ def test_p_star_map_and_histogram(mixed: BoundAnalysis) -> None:
 
     hist = figures.p_star_histogram(mixed)
     assert hist.layout.barmode == "stack"
-    total = sum(np.asarray(t.y) for t in hist.data)
+    total = np.sum([np.asarray(t.y) for t in hist.data], axis=0)
     np.testing.assert_array_equal(total, np.bincount(mixed.p_opt_index, minlength=len(grid)))
     assert sum(total) == SHAPE.num_matrices
     # counts tick in whole numbers (Plotly steps by 0.5 below about 4), with a tenth of room above the top bar
@@ -174,7 +176,7 @@ def test_compare_bars_show_both_models(mixed: BoundAnalysis) -> None:
         lambda a: figures.break_even_figure(a, source="S"),
     ],
 )
-def test_every_builder_carries_its_source(mixed: BoundAnalysis, build) -> None:
+def test_every_builder_carries_its_source(mixed: BoundAnalysis, build: Callable[[BoundAnalysis], go.Figure]) -> None:
     fig = build(mixed)
     assert fig.layout.title.subtitle.text == "S" and len(fig.layout.title.text) <= 40
     assert fig.layout.legend.orientation == "h"

@@ -8,9 +8,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from specbound.core.proxies import Proxy
 from specbound.present.figures.scaling import growth_figure
 from specbound.present.figures.style import PANEL_TITLE_ROOM, TOP_MARGIN_SUBTITLE
-from specbound.studies.scaling import PREDICTED_GROWTH, Axis, ModelSummary, Proxy, ScalingStudy, predicted_growth
+from specbound.studies.scaling import PREDICTED_GROWTH, Axis, ModelSummary, ScalingStudy, predicted_growth
 
 
 def _study() -> ScalingStudy:
@@ -98,8 +99,9 @@ def test_predicted_laws_are_drawn_against_depth_from_the_common_reference() -> N
 
 
 def test_a_prediction_is_looked_up_by_proxy_and_size() -> None:
-    assert predicted_growth(Proxy.EDELMAN, Axis.DEPTH).exponent == 1.5
-    assert predicted_growth("ours", "L").exponent == 0.5
+    edelman, ours = predicted_growth(Proxy.EDELMAN, Axis.DEPTH), predicted_growth("ours", "L")
+    assert edelman is not None and edelman.exponent == 1.5
+    assert ours is not None and ours.exponent == 0.5
     assert predicted_growth("p=1", "L") is None and predicted_growth("edelman", "N") is None
 
 

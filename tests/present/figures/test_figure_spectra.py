@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 from hand_profiles import profile_from_spectra
 
 from specbound.core.architecture import Kind, ModelShape
+from specbound.core.bounds import BoundAnalysis
+from specbound.core.directions import Directions
+from specbound.core.profile import SpectralProfile
 from specbound.core.spectrum import cumulative_energy
 from specbound.present.figures import spectra as figures
 from specbound.present.figures.style import (
@@ -23,15 +29,15 @@ SHAPE = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
 
 
 @pytest.fixture(scope="module")
-def profile():
+def profile() -> SpectralProfile:
     return random_twin(SHAPE, model="tiny")
 
 
-def _named(fig) -> dict[str, object]:
+def _named(fig: go.Figure) -> dict[str, Any]:
     return {t.name: t for t in fig.data}
 
 
-def test_default_draws_median_and_band_per_layer_and_kind(profile) -> None:
+def test_default_draws_median_and_band_per_layer_and_kind(profile: SpectralProfile) -> None:
     fig = figures.singular_value_profiles(profile)
     # per layer: QK and V 3 traces each (min, max, median), M_in and M_out 1 each, one legend stand-in
     assert len(fig.data) == SHAPE.num_layers * (3 + 3 + 1 + 1 + 1)
@@ -47,21 +53,21 @@ def test_default_draws_median_and_band_per_layer_and_kind(profile) -> None:
     assert f"QK · {2 * 4 * (32 - 8):,} zero σ not drawn" in titles
 
 
-def test_heads_on_demand_draw_each_chosen_head(profile) -> None:
+def test_heads_on_demand_draw_each_chosen_head(profile: SpectralProfile) -> None:
     fig = figures.singular_value_profiles(profile, layers=[0], kinds=["QK", "M_out"], heads=[1, 3], normalise=True)
     lines = sorted(t.name for t in fig.data if t.name.startswith("L"))
     assert lines == ["L0 M_out", "L0 QK h1", "L0 QK h3"]
     assert all(t.y[0] == 1.0 for t in fig.data if t.name.startswith("L"))
 
 
-def test_log_axes_carry_ticks_from_the_data_range(profile) -> None:
+def test_log_axes_carry_ticks_from_the_data_range(profile: SpectralProfile) -> None:
     fig = figures.singular_value_profiles(profile, kinds=["V"])
     drawn = np.concatenate([np.asarray(t.y, dtype=float) for t in fig.data if t.y is not None and t.y[0] is not None])
     assert list(fig.layout.yaxis.tickvals) == log_axis_ticks(drawn.min(), drawn.max())[0]
     assert list(fig.layout.xaxis.tickvals) == log_axis_ticks(1, 8)[0] == [2.0, 4.0, 6.0, 8.0]  # d = 8 < 10
 
 
-def test_cumulative_energy_median_ends_at_one(profile) -> None:
+def test_cumulative_energy_median_ends_at_one(profile: SpectralProfile) -> None:
     fig = figures.cumulative_energy_curves(profile, layers=[1], kinds=["V", "M_in"])
     traces = _named(fig)
     v = profile.per_head(np.arange(SHAPE.num_matrices), Kind.V)[1]
@@ -70,7 +76,7 @@ def test_cumulative_energy_median_ends_at_one(profile) -> None:
     assert traces["L1 M_in"].y[-1] == pytest.approx(1.0)
 
 
-def test_rank_against_maximum_fixes_the_colour_range(profile) -> None:
+def test_rank_against_maximum_fixes_the_colour_range(profile: SpectralProfile) -> None:
     fig = figures.rank_against_maximum(profile, Kind.QK, source="tiny")
     (heatmap,) = fig.data
     assert heatmap.zmin == 0 and heatmap.zmax == 8 and np.asarray(heatmap.z).shape == (2, 4)
@@ -84,13 +90,13 @@ def test_rank_against_maximum_fixes_the_colour_range(profile) -> None:
     assert deficient.layout.title.text == "QK: 0 of 1 matrix at maximum rank"
 
 
-def test_head_heatmaps_rank_colours_span_zero_to_d(profile) -> None:
+def test_head_heatmaps_rank_colours_span_zero_to_d(profile: SpectralProfile) -> None:
     rank, _, norm = figures.head_heatmaps(profile, "V").data
     assert (rank.zmin, rank.zmax) == (0, 8) and norm.zmin is None
     np.testing.assert_array_equal(rank.z, profile.per_head(profile.rank, Kind.V))
 
 
-def test_head_heatmaps_stay_readable_side_by_side(profile, minilm) -> None:
+def test_head_heatmaps_stay_readable_side_by_side(profile: SpectralProfile, minilm: BoundAnalysis) -> None:
     """Cell numbers up to MAX_LABELLED_HEADS heads (4 here), not for MiniLM's 12; layer ticks on panel 1 only."""
     few = figures.head_heatmaps(profile, "QK", source="tiny · p*")
     many = figures.head_heatmaps(minilm.profile, "QK", source="minilm-l6 · p*")
@@ -109,7 +115,7 @@ def test_head_heatmaps_stay_readable_side_by_side(profile, minilm) -> None:
     assert list(many.layout.yaxis.range) == [-0.5, 5.5] and few.layout.xaxis3.dtick == 1
 
 
-def test_overlaid_spectra_of_two_models(profile) -> None:
+def test_overlaid_spectra_of_two_models(profile: SpectralProfile) -> None:
     other = random_twin(ModelShape(3, 32, 4, 48), model="other", initializer_range=0.05)
     fig = figures.overlaid_spectra(profile, other, "V", 1, source="tiny vs other")
     legend = [t for t in fig.data if t.showlegend]
@@ -122,7 +128,7 @@ def test_overlaid_spectra_of_two_models(profile) -> None:
         figures.overlaid_spectra(other, profile, "V", 2)
 
 
-def test_esd_figure_draws_the_eigenvalues_and_the_fitted_tail(profile) -> None:
+def test_esd_figure_draws_the_eigenvalues_and_the_fitted_tail(profile: SpectralProfile) -> None:
     from specbound.core.heavy_tail import fit_power_law
 
     index = 0
@@ -142,9 +148,9 @@ def test_esd_figure_draws_the_eigenvalues_and_the_fitted_tail(profile) -> None:
     assert fig.layout.shapes[0].x0 == fit.xmin and f"α = {fit.alpha:.2f}" in fig.layout.title.text
 
 
-def _directions(profile):
+def _directions(profile: SpectralProfile) -> Directions:
     """Directions with a distinct count per matrix (0..k, cycling) and a near tie on matrix 5."""
-    from specbound.core.directions import Directions, DirectionSettings
+    from specbound.core.directions import DirectionSettings
 
     m = profile.shape.num_matrices
     intruders = np.arange(m) % 5
@@ -160,7 +166,7 @@ def _directions(profile):
     )
 
 
-def test_intruder_maps_lay_out_the_counts_as_the_change_maps_do(profile) -> None:
+def test_intruder_maps_lay_out_the_counts_as_the_change_maps_do(profile: SpectralProfile) -> None:
     """SPEC §14b's per-head map: each head's count in its cell, the feed-forward matrices by layer, one
     colour range from 0 to k, the cosines and overlaps in the hover."""
     directions = _directions(profile)
@@ -184,7 +190,7 @@ def test_intruder_maps_lay_out_the_counts_as_the_change_maps_do(profile) -> None
     assert want in heat[0].customdata[0][0] and "left 0.750, right 0.500" in heat[0].customdata[0][0]
 
 
-def test_change_maps_keep_their_values_and_hover(profile) -> None:
+def test_change_maps_keep_their_values_and_hover(profile: SpectralProfile) -> None:
     """The map of sizes shares the intruder map's layout code: its values and words are unchanged."""
     delta = random_twin(SHAPE, model="delta", seed=3)
     fig = figures.change_heatmaps(profile, delta)
