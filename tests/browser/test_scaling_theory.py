@@ -3,6 +3,7 @@ server, a model in it and p settings; screenshots go to ``test-artifacts/``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -15,7 +16,9 @@ from dashboard.wording.text import TOTAL_LABEL
 pytestmark = pytest.mark.browser
 
 
-def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkpoint, tmp_path) -> None:
+def test_scaling_theory_and_a_shared_link(
+    server: str, server_log: Path, browser_page, make_checkpoint, tmp_path
+) -> None:
     page = browser_page
     path, _ = family_atlas(make_checkpoint, tmp_path)
     model = model_name(path, "L2-H32")
@@ -58,6 +61,6 @@ def test_scaling_theory_and_a_shared_link(server: str, browser_page, make_checkp
     assert page.get_by_text("L2-H32 (atlas family.npz)").count() >= 1
     wait_for_link(page, "p_global=0.5", "p_kind_V_mode=own")
     # issue 10: the link's widgets are drawn without value=, so no session-state clash is logged
-    assert "created with a default value" not in (tmp_path / "streamlit.log").read_text()
+    assert "created with a default value" not in server_log.read_text()
     assert_no_errors(page)
     screenshot(page, "shared-link", full_page=True)
