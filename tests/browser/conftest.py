@@ -7,37 +7,25 @@ One server and one Chromium serve the tests of a module, each test getting a pag
 browser context of its own (no cookie, storage or Streamlit session is shared): a module pays once for
 what a server does before its first page (Python, Streamlit, the library, the default model's profile)
 and for a browser's start, not once per test. Every module starts its own, so a module's first test
-meets a fresh server.
+meets a fresh server; test_product.py gives each of its tests a fresh server and browser (its reason is
+written there).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from streamlit_server import CHROMIUM, launch_chromium, serve_dashboard
-
-from dashboard.safety import SERVER_PATHS_ENV
-
-
-@dataclass(frozen=True)
-class ModuleServer:
-    url: str
-    log: Path
+from streamlit_server import ModuleServer, dashboard_server, headless_chromium
 
 
 @pytest.fixture(scope="module")
 def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleServer]:
-    """The dashboard served for the tests of one module; always stopped, even when a test fails.
-
-    Its operator lets visitors name server paths: the tests open atlases from temporary folders.
-    The default settings are tested in test_visitors.py.
-    """
-    scratch = tmp_path_factory.mktemp("dashboard")
-    with serve_dashboard(scratch, {SERVER_PATHS_ENV: "1"}) as running:
-        yield ModuleServer(running.url, scratch / "streamlit.log")
+    """The dashboard served for the tests of one module."""
+    with dashboard_server(tmp_path_factory.mktemp("dashboard")) as running:
+        yield running
 
 
 @pytest.fixture
@@ -53,17 +41,10 @@ def server_log(module_server: ModuleServer) -> Path:
 
 
 @pytest.fixture(scope="module")
-def chromium():
+def chromium() -> Iterator[Any]:
     """Debian's headless Chromium, started once for the tests of one module."""
-    if not CHROMIUM.is_file():
-        pytest.skip(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with headless_chromium() as browser:
+        yield browser
 
 
 @pytest.fixture
