@@ -17,29 +17,38 @@ LAB_DIR ?= lab-class
 # server or a subprocess, so two workers nearly halve it on two cores. The ten slowest tests are listed
 # at the end, so that a regression shows.
 TEST_WORKERS ?= 2
+# How the tests are dealt to the workers: each gets one half of the suite, in order, and an idle worker
+# takes the last half of what another has left ("worksteal"). A module's tests then mostly run in one
+# process, which pays once for the module's fixtures (a trained sweep, a model, a page's cached
+# bootstraps); "load" deals out runs of tests that shrink towards the end, where the lab's sweeps are,
+# splitting a module at every run's end and making both workers pay for its fixtures.
+TEST_DIST ?= worksteal
 
 .PHONY: run test lint docs docs-serve notebooks bench clean browser lab-reference lab-finetune
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# --no-compile: pip would byte-compile every module it installs (about 20,000 files with the documentation's,
+# a minute of one core); Python compiles those that are imported (about 4,200 for the whole suite) when
+# they first are, and keeps them.
 $(STAMP): requirements.txt pyproject.toml lab/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e . -e ./lab
 	touch $(STAMP)
 
 # The documentation toolchain (mkdocs-material, mkdocstrings, mkdocs-jupyter) and the notebooks' kernel,
 # from their own pinned file: the package's install stays as it is.
 $(DOCS_STAMP): requirements-docs.txt $(STAMP)
-	$(BIN)/python -m pip install --quiet -r requirements-docs.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements-docs.txt
 	touch $(DOCS_STAMP)
 
 run: $(STAMP)
 	$(BIN)/python -m dashboard.serve --server.address $(HOST) --server.port $(PORT)
 
 test: lint docs browser
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=10
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist $(TEST_DIST) --durations=10
 
 # The site in site/, offline; --strict fails on any warning (a broken link, an unresolved reference).
 docs: $(DOCS_STAMP)

@@ -4,6 +4,7 @@ a step opens as the model of the other pages, and the Scaling page draws the lab
 
 from __future__ import annotations
 
+import io
 import math
 import time
 
@@ -25,7 +26,14 @@ from specbound.io.atlas import load_atlas
 from specbound.present.numbers import format_log
 from specbound.studies.scaling import Axis, Proxy, ScalingStudy, summarize
 from specbound_lab import reference, views
-from specbound_lab.tables import CORRELATIONS_CSV, RUNS_CSV, comparisons, environment_verdicts, read_results
+from specbound_lab.tables import (
+    CORRELATIONS_CSV,
+    RUNS_CSV,
+    VERDICT_CSV,
+    comparisons,
+    read_results,
+    verdict_frame,
+)
 
 RUN = "lab-L2-N64-H2-n100-q0-s0-t500"
 RUN_KEY = service.run_key(service.REFERENCE, RUN)
@@ -326,8 +334,16 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     at = lab_app
     at.radio(key="lab_view").set_value("Sweep: measures against the gap")
     run_clean(at)
-    sweeps = reference.SWEEP_REFERENCES
-    judged = [v for s in sweeps for v in environment_verdicts(reference.load_reference(s.directory).runs)]
+    # the verdicts the page drew (the service's, computed by the switch above): each sweep's are its shipped
+    # verdict.csv, read here rather than bootstrapped a second time
+    drawn = service.verdicts(service.REFERENCE)
+    for shipped in reference.SWEEP_REFERENCES:
+        own = [v for sweep, v in drawn if sweep == service.sweep_choice(shipped.key)]
+        written = pd.read_csv(io.StringIO(verdict_frame(own).to_csv(index=False)))
+        pd.testing.assert_frame_equal(
+            written, pd.read_csv(shipped.directory / VERDICT_CSV), check_exact=False, rtol=0, atol=1e-12
+        )
+    judged = [v for _, v in drawn]
     assert [v.environment for v in judged] == [
         "threshold/bert",
         "threshold/bert",

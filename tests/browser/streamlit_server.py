@@ -16,10 +16,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from dashboard.safety import SERVER_PATHS_ENV
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Playwright
+
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -90,3 +93,36 @@ def serve_dashboard(
 def launch_chromium(playwright: Playwright) -> Browser:
     """Debian's Chromium, headless, through Playwright (never a browser download of its own)."""
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+
+
+@dataclass(frozen=True)
+class ModuleServer:
+    url: str
+    log: Path
+
+
+@contextmanager
+def dashboard_server(scratch: Path) -> Iterator[ModuleServer]:
+    """The dashboard served from ``scratch``; always stopped, even when a test fails.
+
+    Its operator lets visitors name server paths: the tests open atlases from temporary folders.
+    The default settings are tested in test_visitors.py.
+    """
+    with serve_dashboard(scratch, {SERVER_PATHS_ENV: "1"}) as running:
+        yield ModuleServer(running.url, scratch / "streamlit.log")
+
+
+@contextmanager
+def headless_chromium() -> Iterator[Any]:
+    """Debian's headless Chromium through Playwright (the test is skipped when either is missing)."""
+    import pytest
+
+    if not CHROMIUM.is_file():
+        pytest.skip(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()

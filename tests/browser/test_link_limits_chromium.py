@@ -5,7 +5,6 @@ cleared from the address bar; a link within the limit keeps its own settings."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
@@ -25,9 +24,10 @@ WARNING_BOX = '[data-testid="stAlertContentWarning"]'
 SIDEBAR_SHAPE = "L = 6 layers · N = 384"
 
 
-@pytest.fixture
-def visitor_server(tmp_path: Path) -> Iterator[str]:
-    with serve_dashboard(tmp_path, {SERVER_PATHS_ENV: ""}) as running:
+@pytest.fixture(scope="module")
+def visitor_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A dashboard with the settings a server starts with (server paths off), for this module's tests."""
+    with serve_dashboard(tmp_path_factory.mktemp("visitors"), {SERVER_PATHS_ENV: ""}) as running:
         yield running.url
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_scaling_theory_and_a_shared_link(
-    server: str, browser_page: Page, make_checkpoint: MakeCheckpoint, tmp_path: Path
+    server: str, server_log: Path, browser_page: Page, make_checkpoint: MakeCheckpoint, tmp_path: Path
 ) -> None:
     page = browser_page
     path, _ = family_atlas(make_checkpoint, tmp_path)
@@ -66,6 +66,6 @@ def test_scaling_theory_and_a_shared_link(
     assert page.get_by_text("L2-H32 (atlas family.npz)").count() >= 1
     wait_for_link(page, "p_global=0.5", "p_kind_V_mode=own")
     # issue 10: the link's widgets are drawn without value=, so no session-state clash is logged
-    assert "created with a default value" not in (tmp_path / "streamlit.log").read_text()
+    assert "created with a default value" not in server_log.read_text()
     assert_no_errors(page)
     screenshot(page, "shared-link", full_page=True)

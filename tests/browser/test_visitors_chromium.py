@@ -35,10 +35,10 @@ ERROR_BOX = '[data-testid="stAlertContentError"]'
 SIDEBAR_SHAPE = "L = 6 layers · N = 384"
 
 
-@pytest.fixture
-def visitor_server(tmp_path: Path) -> Iterator[str]:
-    """A dashboard with the settings a server starts with (server paths off)."""
-    with serve_dashboard(tmp_path, {SERVER_PATHS_ENV: ""}) as running:
+@pytest.fixture(scope="module")
+def visitor_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A dashboard with the settings a server starts with (server paths off), for this module's tests."""
+    with serve_dashboard(tmp_path_factory.mktemp("visitors"), {SERVER_PATHS_ENV: ""}) as running:
         yield running.url
 
 

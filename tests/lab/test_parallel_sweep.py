@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,14 @@ def _graphs_held() -> tuple[int, int]:
     return compiled.compilations(), compiled.cached_graphs()
 
 
+def _wait_for_workers(client, count: int, timeout_s: float = 120.0) -> None:
+    """Until the scheduler knows exactly ``count`` workers (a scaled-down worker leaves in the background)."""
+    deadline = time.monotonic() + timeout_s
+    while len(client.scheduler_info()["workers"]) != count:
+        assert time.monotonic() < deadline, f"the cluster still has {len(client.scheduler_info()['workers'])} workers"
+        time.sleep(0.1)
+
+
 @pytest.mark.slow
 def test_workers_and_a_cluster_train_the_runs_of_a_serial_sweep(tmp_path: Path, own_main_module: None) -> None:
     from distributed import Client, LocalCluster
@@ -67,11 +76,14 @@ def test_workers_and_a_cluster_train_the_runs_of_a_serial_sweep(tmp_path: Path, 
     serial_runs, serial_correlations = _tables(tmp_path / "serial")
     printed = _sweep(tmp_path / "local", "--workers", "2")
     assert "runs to train in 2 worker processes" in printed
-    with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster:
+    two = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
+    with two as cluster, Client(cluster) as client:
         _sweep(tmp_path / "dask", "--dask", cluster.scheduler_address)
-    # one worker given all four runs of two architectures keeps its graphs: built two, reused by two
-    one = LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
-    with one as cluster, Client(cluster) as client:
+        # one worker given all four runs of two architectures keeps its graphs: built two, reused by two (the
+        # cluster scaled down to one rather than a second cluster started; the sweep above compiled nothing)
+        assert list(client.run(_graphs_held).values()) == [(0, 0), (0, 0)]
+        cluster.scale(1)
+        _wait_for_workers(client, 1)
         client.run(_graphs_on_every_worker)
         _sweep(tmp_path / "graphs", "--dask", cluster.scheduler_address)
         assert list(client.run(_graphs_held).values()) == [(2, 2)]  # (graphs compiled, graphs held)
