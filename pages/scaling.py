@@ -24,6 +24,7 @@ from dashboard.wording.numbers import MISSING, format_count
 from dashboard.wording.text import plain
 from specbound.core.proxies import Proxy
 from specbound.present.figures.scaling import growth_panel_columns, predicted_note
+from specbound.present.numbers import raised_powers
 from specbound.studies.scaling import MIN_SIZES, Axis, ScalingStudy
 from specbound_lab.reference import DECODER_REFERENCE, SCALING_REFERENCE, THRESHOLD_REFERENCE
 
@@ -143,7 +144,7 @@ if study is not None:
             show_panels(growth.panels, GROWTH_KEYS[growth.axis], per_row=growth_panel_columns(len(growth.panels)))
         elif growth.missing is not None:
             st.info(growth.missing)
-    st.caption(plain(predicted_note()))
+    st.caption(plain(raised_powers(predicted_note())))
     bound_note()
 
     if not view.measured.empty:
@@ -162,7 +163,7 @@ if study is not None:
             column_config=service.measured_columns(),
             column_order=service.MEASURED_ORDER,
         )
-        st.markdown("\n".join(f"- {plain(sentence)}" for sentence in view.measured_sentences))
+        st.markdown("\n".join(f"- {plain(raised_powers(sentence))}" for sentence in view.measured_sentences))
 
     st.subheader("Fitted growth exponents")
     st.caption(

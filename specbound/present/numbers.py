@@ -20,6 +20,7 @@ One rule, decided here once (the dashboard's :mod:`dashboard.wording.numbers` an
 from __future__ import annotations
 
 import math
+import re
 
 from ..core.logspace import LOG10_E, LOG_MAX
 
@@ -44,6 +45,21 @@ _SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 def superscript(exponent: int) -> str:
     """An integer as superscript digits: 28 -> '²⁸', -4 -> '⁻⁴'."""
     return str(exponent).translate(_SUPERSCRIPTS)
+
+
+_EXPONENT_CHARACTERS = str.maketrans("0123456789-./", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·ᐟ")
+_WRITTEN_POWER = re.compile(r"\^(\(-?[0-9./]+\)|-?[0-9]+(?:\.[0-9]+)?)")
+
+
+def raised_powers(text: str) -> str:
+    """``text`` with every numeric power written with a caret raised in superscript, as a page shows it
+    (a caret is plain text's notation, not the page's): "L^0.52" -> "L⁰·⁵²", "L^(3/2)" -> "L³ᐟ²". A power
+    that is not a number ("e^(r·L)") stays as written.
+
+    >>> raised_powers("measured L^1.15; predicted L^(3/2) (L^1.5), e^(r·L) per layer")
+    'measured L¹·¹⁵; predicted L³ᐟ² (L¹·⁵), e^(r·L) per layer'
+    """
+    return _WRITTEN_POWER.sub(lambda m: m.group(1).strip("()").translate(_EXPONENT_CHARACTERS), text)
 
 
 def power_of_ten(mantissa: str, exponent: int) -> str:

@@ -17,6 +17,7 @@ from dashboard.wording.numbers import shown_value
 from dashboard.wording.text import BOUND_NOTE
 from specbound.core.bounds import BoundAnalysis
 from specbound.present.figures.scaling import predicted_note
+from specbound.present.numbers import raised_powers
 from specbound.studies.scaling import Axis, Proxy, ScalingStudy, measured_growth, measured_growth_frame, summarize
 
 LAB_FAMILY = "Lab encoders (trained by the specbound lab on the sparse threshold task)"
@@ -120,7 +121,8 @@ def test_growth_curves_and_exponents_match_the_package(scaling_app, family, stud
     for guide in guides:
         exponent = 0.5 if guide["legendgroup"] == "predicted-ours" else 1.5
         np.testing.assert_allclose(guide["y"], (np.asarray(guide["x"], float) / reference) ** exponent, rtol=1e-12)
-    assert any(unescaped(c.value) == predicted_note() for c in at.caption)  # each law with its assumption
+    # each law with its assumption, its powers raised as the page writes them (no caret)
+    assert any(unescaped(c.value) == raised_powers(predicted_note()) for c in at.caption)
 
     table = _exponents_table(at).reset_index(drop=True)
     expected = study.exponents_frame()
@@ -352,7 +354,8 @@ def test_the_lab_encoders_two_sizes_get_no_interval_anywhere(growth_figure) -> N
     assert table["ci_low"].eq("—").all() and table["ci_high"].eq("—").all()
     assert list(table["agreement"]) == ["no interval", "no interval", "not predicted", "not predicted"]
     sentences = " ".join(unescaped(m.value) for m in at.markdown if "in depth L:" in unescaped(m.value))
-    assert "in depth L: measured L^" in sentences and "interval [" not in sentences and "±" not in sentences
+    assert "in depth L: measured L" in sentences and "interval [" not in sentences and "±" not in sentences
+    assert "^" not in sentences  # powers raised, as the page writes every number
     # the lab's two-point fits have no standard error: those cells are sent as the dash drawn, and the
     # column is set as text (right-aligned), so that the browser neither says "None" nor flags a bad number
     (exponents,) = [d for d in at.dataframe if "slope_se" in d.value.columns]
