@@ -40,9 +40,11 @@ GROK_SEED_KEY = "lab_grok_seed"
 caps = VISITOR_CAPS
 
 st.title("Lab")
-answer = lab_answer_view(service.answer())
+answer = lab_answer_view(service.answer(), service.study())
 with st.container(key="lab_answer"):
     st.markdown(f"**{plain(answer.sentence)}**")
+    if answer.study is not None:
+        st.markdown(answer.study)
 show_figure(answer.forest, "lab_answer_forest")
 st.caption(answer.caption)
 with st.expander("What the lab trained, and how it measures a gap"):

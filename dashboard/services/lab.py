@@ -29,6 +29,7 @@ shared link carries its digest, never a server path.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -49,6 +50,7 @@ from specbound_lab.limits import VISITOR_CAPS
 from specbound_lab.records import read_runs
 from specbound_lab.reference import ShippedReference
 from specbound_lab.robust import RobustSummary
+from specbound_lab.study import shipped_study_answer
 from specbound_lab.tables import LabResults, comparisons, correlations, environment_verdicts
 from specbound_lab.train import LabError
 from specbound_lab.trajectory import RunTrajectory
@@ -143,6 +145,13 @@ def answer() -> LabAnswer:
     """The lab's answer to "does the bound predict the gap?", read from ``verdict.csv`` of every shipped
     sweep once per server (:mod:`specbound_lab.answer`): no bootstrap, no run record."""
     return shipped_answer()
+
+
+@st.cache_data(show_spinner=False)
+def study() -> dict[str, Any] | None:
+    """The shipped pre-registered study's answer (``answer.json``), once per server; None while none is
+    shipped."""
+    return shipped_study_answer()
 
 
 #: The run shown first: the widest, deepest reference run with the fewest examples, so the gap is visible.

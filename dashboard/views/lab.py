@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -46,6 +47,7 @@ from specbound_lab.grokking import GrokkingVerdict, RunGrokking, grokking_senten
 from specbound_lab.reference import ShippedReference
 from specbound_lab.registry import MEASURES, is_baseline
 from specbound_lab.robust import RobustSummary
+from specbound_lab.study import study_status
 from specbound_lab.trajectory import RunTrajectory
 from specbound_lab.verdict import EnvironmentVerdict
 
@@ -173,13 +175,17 @@ class LabAnswerView:
     forest: go.Figure
     #: how to read the forest and where its numbers come from
     caption: str
+    #: where the pre-registered study stands (:func:`specbound_lab.study.study_status`), when one is shipped
+    study: str | None = None
 
 
-def lab_answer_view(answer: LabAnswer) -> LabAnswerView:
+def lab_answer_view(answer: LabAnswer, study: Mapping[str, Any] | None = None) -> LabAnswerView:
     """The lab's answer (:func:`specbound_lab.answer.shipped_answer`, read from the tables) as the page
-    opens on it: nothing here bootstraps or reads a run."""
+    opens on it, and where the pre-registered study stands (``study``: its ``answer.json``, read as
+    shipped): nothing here bootstraps or reads a run."""
     counted = sum(1 for e in answer.environments())
     return LabAnswerView(
+        study=None if study is None else study_status(study),
         sentence=answer.sentence(measure_name),
         forest=figures.verdict_forest(answer, measure_name),
         caption=(

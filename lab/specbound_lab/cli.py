@@ -8,7 +8,6 @@ the progress bar goes to stderr only when it is a terminal.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -536,13 +535,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def shipped_study_section() -> str:
     """The shipped study's answer as Markdown, first in the report (empty while no corpus is shipped)."""
-    from .study import STUDY_CORPUS_DIR, answer_markdown
-    from .study_cli import ANSWER_FILE
+    from .study import answer_markdown, shipped_study_answer
 
-    path = STUDY_CORPUS_DIR / ANSWER_FILE
-    if not path.is_file():
-        return ""
-    return answer_markdown(json.loads(path.read_text(encoding="utf-8"))) + "\n"
+    data = shipped_study_answer()
+    return "" if data is None else answer_markdown(data) + "\n"
 
 
 def _cmd_remeasure(args: argparse.Namespace) -> int:

@@ -80,6 +80,9 @@ if TYPE_CHECKING:
 #: Where the study's corpus ships, inside the lab: one lab reference per environment and ``answer.json``.
 STUDY_CORPUS_DIR = Path(__file__).parent / "study_corpus"
 
+#: The corpus' file holding the answer computed from its runs.csv files (``study analyse --json``).
+ANSWER_FILE = "answer.json"
+
 #: The commit that registered the study (``docs/lab/preregistration.md``), before its first run.
 REGISTRATION_COMMIT = "f9bf6fc42c0f12270ce51a5abf1d1f94efde5d21"
 #: The registration's page in the manual, from the lab's pages.
@@ -609,6 +612,34 @@ def answer_markdown(data: Mapping[str, Any]) -> str:
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def study_status(data: Mapping[str, Any]) -> str:
+    """Where the pre-registered study stands, in one sentence, from its JSON answer: its answer's headline
+    once the design is complete; before, how many runs are trained and where the interim endpoints are
+    (no claim rests on them, so no page opens on them).
+
+    >>> interim = {"interim": True, "runs_trained": 432, "runs_planned": 2160, "sentences": ["Interim ..."]}
+    >>> study_status(interim).split(". ")[0]
+    'The pre-registered study (registered before its first run) is under way: 432 of its 2,160 runs are trained'
+    """
+    if data["interim"]:
+        return (
+            f"The pre-registered study (registered before its first run) is under way: {data['runs_trained']:,} "
+            f"of its {data['runs_planned']:,} runs are trained. Its answer will open this page once the design "
+            "is complete; its interim endpoints, on which no claim rests, are in `specbound lab report`."
+        )
+    return f"The pre-registered study: {data['sentences'][0]}"
+
+
+def shipped_study_answer() -> dict[str, Any] | None:
+    """The shipped corpus' answer (``answer.json``, as ``study analyse --json`` prints it), or None while
+    no corpus is shipped."""
+    path = STUDY_CORPUS_DIR / ANSWER_FILE
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 def _signed(value: float | None) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .study import (
+    ANSWER_FILE,
     DESIGN,
     ENVIRONMENTS,
     PILOT_REFERENCES,
@@ -199,10 +200,6 @@ def _cmd_analyse(args: argparse.Namespace) -> int:
             f"{cell.environment:<16} {cell.n_train:>5} {cell.runs:>5} {cell.fitted:>7} {cell.configurations:>8}  {taus}"
         )
     return 0
-
-
-#: The corpus' file holding the answer computed from its runs.csv files (``study analyse --json``).
-ANSWER_FILE = "answer.json"
 
 
 def _cmd_corpus(args: argparse.Namespace) -> int:

@@ -358,7 +358,8 @@ def test_the_pilot_runs_the_corners_of_every_environment() -> None:
 
 def test_the_report_leads_with_the_shipped_study_answer(tmp_path: Path, monkeypatch, capsys) -> None:
     import specbound_lab.study as study
-    from specbound_lab.study_cli import ANSWER_FILE, answer_dict
+    from specbound_lab.study import ANSWER_FILE
+    from specbound_lab.study_cli import answer_dict
 
     rng = np.random.default_rng(4)
     answer = study_answer({"threshold-bert": _synthetic_environment(rng, configurations=8)}, draws=200, planned=48)
@@ -397,8 +398,8 @@ REGISTERED_COLUMNS = {
 
 
 def test_the_shipped_corpus_endpoints_are_re_computed_with_scipy_alone() -> None:
-    from specbound_lab.study import STUDY_CORPUS_DIR
-    from specbound_lab.study_cli import ANSWER_FILE, answer_dict
+    from specbound_lab.study import ANSWER_FILE, STUDY_CORPUS_DIR
+    from specbound_lab.study_cli import answer_dict
 
     shipped = json.loads((STUDY_CORPUS_DIR / ANSWER_FILE).read_text(encoding="utf-8"))
     cells, deltas = [], {c.measure: [] for c in COMPARATORS}

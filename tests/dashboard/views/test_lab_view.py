@@ -142,3 +142,18 @@ def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep: SweepDa
     shown = view.grokking_table.data
     assert list(shown["Measure"]) == [measure_name(s.measure) for s in checked.summaries]
     assert shown["Median lead (steps)"].dtype == "Int64"
+
+
+def test_the_answer_says_where_the_pre_registered_study_stands() -> None:
+    from specbound_lab.answer import shipped_answer
+    from specbound_lab.study import study_status
+
+    answer = shipped_answer()
+    assert lab_answer_view(answer).study is None  # no corpus shipped: nothing said
+    interim = {"interim": True, "runs_trained": 432, "runs_planned": 2160, "sentences": ["Interim, not ..."]}
+    view = lab_answer_view(answer, interim)
+    assert view.study == study_status(interim) and "432 of its 2,160 runs are trained" in view.study
+    assert "Interim" not in view.study  # an interim answer is never what the page opens on
+    complete = {**interim, "interim": False, "runs_trained": 2160, "sentences": ["Over 2,000 fitted runs ..."]}
+    assert lab_answer_view(answer, complete).study == "The pre-registered study: Over 2,000 fitted runs ..."
+    assert lab_answer_view(answer, complete).sentence == view.sentence  # the lab's own answer unchanged
