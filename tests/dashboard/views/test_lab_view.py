@@ -145,6 +145,7 @@ def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep: SweepDa
 
 
 def test_the_answer_says_where_the_pre_registered_study_stands() -> None:
+    from dashboard.views.lab import lab_answer_view
     from specbound_lab.answer import shipped_answer
     from specbound_lab.study import study_status
 
