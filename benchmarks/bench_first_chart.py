@@ -63,7 +63,8 @@ def first_chart_seconds(context: Any, url: str, css: str = CHART) -> float:
     try:
         page.goto(url)
         page.wait_for_function(SHOWN, arg=css, polling="raf")
-        return page.evaluate("() => performance.now()") / 1000
+        now_ms: float = page.evaluate("() => performance.now()")  # the page's clock, in milliseconds
+        return now_ms / 1000
     except PlaywrightTimeout:
         return math.inf
     finally:

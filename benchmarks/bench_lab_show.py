@@ -28,10 +28,10 @@ def build(directory: Path, steps: int) -> None:
     1,024-state chain is what a record may declare, and a researcher's script may train)."""
     from specbound_lab.sweep import run_sweep
     from specbound_lab.tasks import MarkovTask
-    from specbound_lab.train import RunSpec, TrainSettings
+    from specbound_lab.train import Family, RunSpec, TrainSettings
 
     settings = TrainSettings(steps=steps, save_every=1, batch_size=8, test_samples=8)
-    spec = RunSpec(1, 16, 2, 8, task=MarkovTask(states=STATES), settings=settings, family="gpt2")
+    spec = RunSpec(1, 16, 2, 8, task=MarkovTask(states=STATES), settings=settings, family=Family.GPT2)
     run_sweep([spec], directory, use_cache=False)
 
 

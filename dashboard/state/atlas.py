@@ -31,8 +31,7 @@ from specbound.core.profile import SpectralProfile
 from specbound.io import atlas as sb_atlas
 from specbound.io.atlas import AtlasError
 from specbound.io.files import atomic_write
-from specbound.io.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference
-from specbound.present.report import short_model_name
+from specbound.io.models import ATLAS_MEMBER_SEP, ATLAS_PREFIX, ModelRef, Source, atlas_reference, short_model_name
 
 #: Session-state keys: the path of the session's atlas file, and the name it is shown under.
 FILE_KEY = "atlas_file"
@@ -99,7 +98,7 @@ def upload_label(path: Path) -> str | None:
 
 def display_name(name: str) -> str:
     """How a model is named on screen: an atlas model as ``MODEL (atlas FILE)``, a model opened from a
-    directory of the server by that directory's name (:func:`~specbound.present.report.short_model_name`:
+    directory of the server by that directory's name (:func:`~specbound.io.models.short_model_name`:
     ``/srv/runs/my-lora`` is ``my-lora``), never with its folders; a Hub id or an alias as it is."""
     ref = atlas_ref(name)
     if ref is None or ref.path is None:

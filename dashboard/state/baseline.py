@@ -22,8 +22,7 @@ from specbound.core.bounds import BoundAnalysis
 from specbound.core.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
 from specbound.core.directions import Directions
 from specbound.core.errors import SpecboundError
-from specbound.io.models import ATLAS_PREFIX
-from specbound.present.report import short_model_name
+from specbound.io.models import ATLAS_PREFIX, short_model_name
 from specbound.studies.twin import random_twin_of, twin_name
 
 #: Session-state key (and link parameter) of the baseline.

@@ -30,8 +30,9 @@ from specbound.io.models import (
     is_miniature,
     miniature_alias,
     parse_miniature_alias,
+    short_model_name,
 )
-from specbound.present.report import ffn_widths, short_model_name
+from specbound.present.report import ffn_widths
 
 CACHED_MARK, DOWNLOAD_MARK = "●", "○"
 

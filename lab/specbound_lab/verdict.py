@@ -116,7 +116,8 @@ class Outcome(Enum):
         error's (runs.csv's ``test_error_se``); forgetting's is √(e (1 − e) / m) of an error e measured on
         m = :data:`~specbound_lab.finetune.FORGETTING_SAMPLES` fresh samples of the base's task."""
         if self is Outcome.GAP:
-            return frame["test_error_se"].to_numpy(dtype=np.float64)
+            gap_errors: np.ndarray = frame["test_error_se"].to_numpy(dtype=np.float64)
+            return gap_errors
         from .finetune import FORGETTING_SAMPLES
 
         errors = frame[self.column].to_numpy(dtype=np.float64)

@@ -127,7 +127,7 @@ def test_grid_writes_every_output_with_the_direct_numbers(
 
 
 def test_every_model_of_an_atlas_joins_the_study_and_each_exponent_meets_its_prediction(
-    family, tmp_path: Path, capsys
+    family: dict[tuple[int, int], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``--from-atlas``: the offline route (the lab's scaling grid is an atlas); predicted.csv holds the
     pooled power-law slopes of exponents.csv beside √L and L^(3/2), an interval from three depths, none
@@ -166,7 +166,9 @@ def test_every_model_of_an_atlas_joins_the_study_and_each_exponent_meets_its_pre
     assert "predicted √L (L^0.5)" in sentences[0]
 
 
-def test_an_unreadable_atlas_fails_in_one_line_before_anything_is_written(tmp_path: Path, capsys) -> None:
+def test_an_unreadable_atlas_fails_in_one_line_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not an atlas")
     out = tmp_path / "study"

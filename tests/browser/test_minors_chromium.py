@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import pytest
@@ -23,6 +24,9 @@ from test_product import LAB_MODEL, PAGES, PHONE, PROJECTOR, _open
 
 from dashboard.wording.text import TOTAL_LABEL
 from pages.overview import PRODUCT_NAME
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
@@ -95,7 +99,7 @@ TEXTS_WITH = """(needle) => {
 ALIGNED_PX = 1.5
 
 
-def _headline_rows(page) -> dict[str, list[list[float]]]:
+def _headline_rows(page: Page) -> dict[str, list[list[float]]]:
     parts = page.evaluate(HEADLINE_PARTS)
     rows: dict[str, list[list[float]]] = {}
     for _metric, part, left, top, width, height, cut in parts:
@@ -105,7 +109,7 @@ def _headline_rows(page) -> dict[str, list[list[float]]]:
 
 
 @pytest.mark.parametrize("suffix", ["", "&present=1"], ids=["1024", "1024-present"])
-def test_the_sticky_headline_aligns_its_four_values_at_1024(server: str, browser_page, suffix: str) -> None:
+def test_the_sticky_headline_aligns_its_four_values_at_1024(server: str, browser_page: Page, suffix: str) -> None:
     """p far from p* (a change of 10¹⁶) and the twin pinned: four values, their tops and heights equal, none
     of the labels, values or changes cut, and the caption inside the sticky band, scrolled or not."""
     page = browser_page
@@ -136,11 +140,12 @@ def test_the_sticky_headline_aligns_its_four_values_at_1024(server: str, browser
 
 
 def test_on_a_phone_the_change_map_labels_stay_apart_and_a_matrix_link_opens_at_its_matrix(
-    server: str, browser_page
+    server: str, browser_page: Page
 ) -> None:
     """The shipped fine-tune against its base at 390 px: the tick labels of the map of what changed and of the
     map of intruders do not overprint ("M_inM_out"); a link naming a matrix opens with its detail on screen."""
-    from specbound_lab.finetune import BASE_NAME, FULL_NAME
+    from specbound.io import FINETUNE_BASE as BASE_NAME
+    from specbound.io import FINETUNE_FULL as FULL_NAME
 
     page = browser_page
     page.set_viewport_size(PHONE)
@@ -171,7 +176,7 @@ def test_on_a_phone_the_change_map_labels_stay_apart_and_a_matrix_link_opens_at_
         screenshot(page, f"minors-matrix-link-{heading.lower().replace(' ', '-')}-390")
 
 
-def test_titles_sit_under_the_toolbar_on_every_page(server: str, browser_page) -> None:
+def test_titles_sit_under_the_toolbar_on_every_page(server: str, browser_page: Page) -> None:
     """No blank band above a page's title: its text starts within 40 px of the toolbar's bottom edge."""
     page = browser_page
     page.set_viewport_size(PROJECTOR)
@@ -182,7 +187,7 @@ def test_titles_sit_under_the_toolbar_on_every_page(server: str, browser_page) -
         assert 0 <= title - toolbar <= 40, (path, toolbar, title)
 
 
-def test_the_histogram_the_grokking_figure_and_the_playground_read_cleanly(server: str, browser_page) -> None:
+def test_the_histogram_the_grokking_figure_and_the_playground_read_cleanly(server: str, browser_page: Page) -> None:
     """A lab model's p* histogram counts 0, 1, 2, ... with no text over a bar, in presentation mode too; the
     shipped grokking run's marks ("train fits", "test jumps") and titles do not overlap; on Theory at 1024 ×
     768 the playground's first control and the bottom of its charts fit one screen."""
@@ -219,7 +224,7 @@ def test_the_histogram_the_grokking_figure_and_the_playground_read_cleanly(serve
     screenshot(page, "minors-playground-1024")
 
 
-def test_a_model_from_a_folder_is_named_by_the_folder(tmp_path: Path, server: str, browser_page) -> None:
+def test_a_model_from_a_folder_is_named_by_the_folder(tmp_path: Path, server: str, browser_page: Page) -> None:
     """A LoRA adapter and its base opened from folders of the server, on every page that names them: no
     text, legend, subtitle, button or tooltip holds the path to them, where the folder's name does."""
     project = make_project(tmp_path / "project")
@@ -234,7 +239,7 @@ def test_a_model_from_a_folder_is_named_by_the_folder(tmp_path: Path, server: st
         assert page.evaluate(TEXTS_WITH, adapter.name), path  # named, by its folder
 
 
-def test_an_uploaded_atlas_opens_without_a_click(server: str, browser_page) -> None:
+def test_an_uploaded_atlas_opens_without_a_click(server: str, browser_page: Page) -> None:
     """Choosing the atlas source and uploading the shipped reference atlas opens its first model at once."""
     from specbound_lab.reference import REFERENCE_DIR
 

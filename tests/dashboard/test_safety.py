@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -15,15 +16,15 @@ from specbound.io.checkpoints import LOCAL_DIRECTORY_ADVICE, fetch
 from specbound.io.models import parse_name
 
 
-def test_an_upload_over_the_cap_is_refused_in_the_package_s_megabytes(monkeypatch) -> None:
+def test_an_upload_over_the_cap_is_refused_in_the_package_s_megabytes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(safety, "max_upload_bytes", lambda: 50 * 2**20)  # Streamlit's 50 "MB" are MiB
     assert safety.upload_refusal("atlas.npz", 50 * 2**20) is None  # at the cap: accepted
     refused = safety.upload_refusal("big_atlas*.npz", 60_000_000)
     assert refused == f"{plain('big_atlas*.npz')} is 60.0 MB, more than the 52 MB an upload may have."
 
 
-def test_the_sidebar_asks_the_package_whether_it_is_offline(monkeypatch) -> None:
-    def no_socket(*args, **kwargs):
+def test_the_sidebar_asks_the_package_whether_it_is_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_socket(*args: object, **kwargs: object) -> socket.socket:
         raise AssertionError("an offline server must not try the network")
 
     monkeypatch.setattr(socket, "create_connection", no_socket)
@@ -38,7 +39,9 @@ def test_the_sidebar_asks_the_package_whether_it_is_offline(monkeypatch) -> None
     sidebar.hub_reachable.clear()
 
 
-def test_a_visitor_s_message_loses_the_package_s_own_advice_about_local_folders(monkeypatch, tmp_path) -> None:
+def test_a_visitor_s_message_loses_the_package_s_own_advice_about_local_folders(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))  # an empty cache: nothing of the model is here
     monkeypatch.delenv(SERVER_PATHS_ENV, raising=False)

@@ -180,7 +180,9 @@ def test_cli_export_and_show(
     assert len(err) == 1 and "not a specbound atlas" in err[0]
 
 
-def test_export_names_members_by_their_folders_and_keeps_them_apart(make_checkpoint, tmp_path: Path, capsys) -> None:
+def test_export_names_members_by_their_folders_and_keeps_them_apart(
+    make_checkpoint: MakeCheckpoint, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Two checkpoints in folders of the same name keep the parent folder that tells them apart; a Hub-style
     name is stored as it is; no member names the exporting machine's path."""
     first = make_checkpoint(layers=1, hidden=16, heads=2, ffn=24, name="a/run")

@@ -227,7 +227,9 @@ def test_the_command_line_sets_the_intruders_k_and_eps(pairs: dict[str, tuple[Pa
         specbound.analyze(str(tuned), base=str(base), use_cache=False, intruder_k=0)
 
 
-def test_the_singular_vectors_comparison_can_be_skipped_and_nothing_else_changes(pairs, monkeypatch, tmp_path):
+def test_the_singular_vectors_comparison_can_be_skipped_and_nothing_else_changes(
+    pairs: dict[str, tuple[Path, Path]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """``directions=False`` / ``--no-directions`` skip the comparison of singular vectors (it never runs:
     its entry point raises here) and leave every centred number as it is with the comparison."""
     from cli_runner import assert_one_line_error, cli, strict_json

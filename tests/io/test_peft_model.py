@@ -324,7 +324,7 @@ def test_every_tensor_equals_peft_merge_in_float64(
 
 
 @pytest.mark.parametrize("merge", [False, True], ids=["unmerged", "merged"])
-def test_inside_disable_adapter_the_model_reads_as_its_base(merge):
+def test_inside_disable_adapter_the_model_reads_as_its_base(merge: bool) -> None:
     """peft's ``disable_adapter()`` context makes every layer compute its base (LoRA factors and
     ``modules_to_save`` copies skipped, a merged layer unmerged): read there, the model's numbers are the
     base's (1e-10), centred at itself every difference has rank 0 and no intruder, and on leaving the
@@ -356,7 +356,7 @@ def test_inside_disable_adapter_the_model_reads_as_its_base(merge):
     _assert_same_numbers(specbound.analyze(model), adapted, 1e-12)  # enabled again on leaving the context
 
 
-def test_one_layer_disabled_is_read_as_its_base_the_others_adapted():
+def test_one_layer_disabled_is_read_as_its_base_the_others_adapted() -> None:
     """peft's forward reads each layer's own flag: a layer whose adapters are disabled computes its base
     while the others stay adapted, and the model is read the same way (not named "adapters disabled")."""
     base = _llama(torch.float64)

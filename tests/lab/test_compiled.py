@@ -20,7 +20,7 @@ import torch._dynamo.utils
 
 from specbound_lab import compiled, train
 from specbound_lab.compiled import GraphKey, clear_graphs, compilations, compile_pays, forward_flops
-from specbound_lab.train import RunSpec, TrainResult, TrainSettings, train_run
+from specbound_lab.train import Family, RunSpec, TrainResult, TrainSettings, train_run
 
 SETTINGS = TrainSettings(steps=200, save_every=100, fit_every=25, until_fit=True, test_samples=300, learning_rate=5e-3)
 SPEC = RunSpec(layers=1, hidden=16, heads=2, n_train=128, settings=SETTINGS)
@@ -162,7 +162,7 @@ def test_forward_flops_count_the_architecture() -> None:
     """t = 17 tokens, N = 16: 2 t (4 N²) projections + 2 t (2 · 4 N²) feed-forward + 4 t² N attention."""
     t, n = 17, 16
     assert forward_flops(SPEC) == 2 * t * 4 * n * n + 2 * t * 2 * 4 * n * n + 4 * t * t * n
-    llama = RunSpec(layers=2, hidden=16, heads=2, n_train=8, family="llama")  # 1 kv head, gated MLP
+    llama = RunSpec(layers=2, hidden=16, heads=2, n_train=8, family=Family.LLAMA)  # 1 kv head, gated MLP
     per_layer = 2 * t * (2 * n * n + 2 * n * 8) + 2 * t * 3 * 4 * n * n + 4 * t * t * n
     assert forward_flops(llama) == 2 * per_layer
 

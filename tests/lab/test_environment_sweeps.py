@@ -26,7 +26,7 @@ from specbound_lab.tables import (
     read_runs_csv,
 )
 from specbound_lab.tasks import MarkovTask, ModularTask
-from specbound_lab.train import LabError, RunSpec, TrainSettings, train_run
+from specbound_lab.train import Family, LabError, RunSpec, TrainSettings, train_run
 from specbound_lab.trajectory import analyse_run
 
 _TINY = TrainSettings(steps=4, save_every=2, test_samples=64)
@@ -38,7 +38,7 @@ _TINY = TrainSettings(steps=4, save_every=2, test_samples=64)
 def test_a_decoder_checkpoint_analysed_by_the_lab_is_specbound_analyze(
     tmp_path: Path, family: str, task: ModularTask | MarkovTask
 ) -> None:
-    spec = RunSpec(layers=2, hidden=16, heads=2, n_train=32, task=task, family=family, settings=_TINY)
+    spec = RunSpec(layers=2, hidden=16, heads=2, n_train=32, task=task, family=Family(family), settings=_TINY)
     result = train_run(spec, tmp_path)
     run = analyse_run(result, tmp_path, use_cache=False)
     final = run.final
@@ -58,10 +58,10 @@ def test_markov_runs_need_a_decoder_and_llama_an_even_head_count() -> None:
     with pytest.raises(LabError, match="decoder family"):
         RunSpec(layers=1, hidden=16, heads=2, n_train=8, task=MarkovTask())
     with pytest.raises(LabError, match="H must be even"):
-        RunSpec(layers=1, hidden=15, heads=3, n_train=8, family="llama")
+        RunSpec(layers=1, hidden=15, heads=3, n_train=8, family=Family.LLAMA)
     with pytest.raises(LabError, match="n_train"):
-        RunSpec(layers=1, hidden=16, heads=2, n_train=97**2, task=ModularTask(), family="gpt2")
-    name = RunSpec(layers=1, hidden=16, heads=2, n_train=8, task=MarkovTask(), family="gpt2").name
+        RunSpec(layers=1, hidden=16, heads=2, n_train=97**2, task=ModularTask(), family=Family.GPT2)
+    name = RunSpec(layers=1, hidden=16, heads=2, n_train=8, task=MarkovTask(), family=Family.GPT2).name
     assert name.startswith("lab-gpt2-markov-L1-N16-H2-n8-") and "-v" not in name  # the default chain
 
 

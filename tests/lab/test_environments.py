@@ -14,6 +14,7 @@ from specbound_lab.tasks import (
     ModularTask,
     ParityTask,
     Stream,
+    Task,
     entropy_rate,
     stationary_distribution,
     task_from_dict,
@@ -89,6 +90,6 @@ def test_modular_split_sizes_and_labels() -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(TASKS))
-def test_every_task_round_trips(kind: str) -> None:
+def test_every_task_round_trips(kind: Task) -> None:
     task = TASKS[kind]
     assert task.kind == kind and task_from_dict(task.to_dict()) == task

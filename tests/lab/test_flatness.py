@@ -169,9 +169,9 @@ def _sharpness_afresh(model: Any, ids: torch.Tensor, labels: torch.Tensor, setti
 def test_the_hoisted_ascent_equals_the_search_computed_afresh(family: str) -> None:
     """The first iterate (u = 0) computed once per search gives the bisection of every step recomputing
     it, bit for bit, on a partly trained classifier of each family (its weights are restored too)."""
-    from specbound_lab.train import RunSpec, TrainSettings, build_model, model_inputs
+    from specbound_lab.train import Family, RunSpec, TrainSettings, build_model, model_inputs
 
-    spec = RunSpec(layers=1, hidden=8, heads=2, n_train=96, family=family, settings=TrainSettings(steps=1))
+    spec = RunSpec(layers=1, hidden=8, heads=2, n_train=96, family=Family(family), settings=TrainSettings(steps=1))
     train, _ = spec.task.datasets(spec.n_train, 1, 0)
     ids, labels = model_inputs(train, spec.task.vocab_size, family)
     torch.manual_seed(0)

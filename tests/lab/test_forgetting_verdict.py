@@ -12,6 +12,7 @@ intruders order by construction, and one drawn independently of everything.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,7 @@ from specbound_lab.tables import RUNS_CSV, forgetting_frame, read_runs_csv
 from specbound_lab.verdict import (
     DIRECTION_CANDIDATES,
     MIN_SEEDS,
+    ForgettingVerdict,
     Outcome,
     forgetting_verdicts,
 )
@@ -33,7 +35,7 @@ from specbound_lab.views import forgetting_report, forgetting_sentences
 TAU_ATOL = 1e-12
 
 
-def _final_rows(directory=FINETUNE_REFERENCE_DIR) -> pd.DataFrame:
+def _final_rows(directory: Path = FINETUNE_REFERENCE_DIR) -> pd.DataFrame:
     frame = read_runs_csv(directory / RUNS_CSV)
     return frame[frame["final"]].reset_index(drop=True)
 
@@ -50,7 +52,7 @@ def _planted(ordered: bool, seed: int = 0) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def ordered() -> tuple[pd.DataFrame, object]:
+def ordered() -> tuple[pd.DataFrame, ForgettingVerdict]:
     frame = _planted(ordered=True)
     (row,) = forgetting_verdicts(frame)
     return frame, row
@@ -68,7 +70,9 @@ def _scipy_tau(frame: pd.DataFrame, measure: str, outcome: str) -> tuple[float, 
     return float(kendalltau(x, y, variant="b").statistic), int(x.size), int(tied)
 
 
-def test_every_tau_equals_scipys_over_the_fitted_runs_for_both_outcomes(ordered) -> None:
+def test_every_tau_equals_scipys_over_the_fitted_runs_for_both_outcomes(
+    ordered: tuple[pd.DataFrame, ForgettingVerdict],
+) -> None:
     frame, row = ordered
     assert int(frame["fitted"].sum()) == 73 and len(frame) == 80  # the shipped design
     for verdict, outcome in ((row.forgetting, "base_task_error"), (row.gap, "gap")):
@@ -83,7 +87,9 @@ def test_every_tau_equals_scipys_over_the_fitted_runs_for_both_outcomes(ordered)
             assert (m.runs, m.tied_pairs, m.pairs) == (runs, tied, runs * (runs - 1) // 2), (outcome, m.measure)
 
 
-def test_the_baseline_is_the_strongest_in_its_declared_direction_and_holm_runs_over_the_candidates(ordered) -> None:
+def test_the_baseline_is_the_strongest_in_its_declared_direction_and_holm_runs_over_the_candidates(
+    ordered: tuple[pd.DataFrame, ForgettingVerdict],
+) -> None:
     frame, row = ordered
     for verdict, outcome in ((row.forgetting, "base_task_error"), (row.gap, "gap")):
         baselines = {
@@ -101,17 +107,21 @@ def test_the_baseline_is_the_strongest_in_its_declared_direction_and_holm_runs_o
         assert all(verdict.test_of(name) is None for name in baselines)
 
 
-def test_planted_intruders_order_forgetting_and_an_independent_outcome_is_not_ordered(ordered) -> None:
+def test_planted_intruders_order_forgetting_and_an_independent_outcome_is_not_ordered(
+    ordered: tuple[pd.DataFrame, ForgettingVerdict],
+) -> None:
     _, row = ordered
     intruders = row.forgetting.measure("intruders")
     assert intruders.kendall_tau > 0.6 and intruders.kendall_tau_ci.low > 0.4
-    assert row.forgetting.test_of("intruders").verdict.value == "better"
+    test = row.forgetting.test_of("intruders")
+    assert test is not None and test.verdict.value == "better"
     (null,) = forgetting_verdicts(_planted(ordered=False, seed=1))
     assert abs(null.forgetting.measure("intruders").kendall_tau) < 0.15
-    assert all(null.forgetting.test_of(c).verdict.value != "better" for c in DIRECTION_CANDIDATES)
+    tests = [null.forgetting.test_of(c) for c in DIRECTION_CANDIDATES]
+    assert all(t is not None and t.verdict.value != "better" for t in tests)
 
 
-def test_an_unfitted_run_does_not_move_the_verdict(ordered) -> None:
+def test_an_unfitted_run_does_not_move_the_verdict(ordered: tuple[pd.DataFrame, ForgettingVerdict]) -> None:
     frame, row = ordered
     moved = frame.copy()
     unfitted = ~moved["fitted"].astype(bool)
@@ -137,7 +147,7 @@ def test_only_fine_tuning_environments_with_forgetting_recorded_have_a_verdict()
     assert forgetting_verdicts(scratch.assign(base_task_error=0.1, intruders=1.0)) == ()  # from scratch
 
 
-def test_the_words_and_the_table_are_the_numbers(ordered) -> None:
+def test_the_words_and_the_table_are_the_numbers(ordered: tuple[pd.DataFrame, ForgettingVerdict]) -> None:
     frame, row = ordered
     sentences = " ".join(forgetting_sentences(row))
     tau_forgetting = _scipy_tau(frame, "intruders", "base_task_error")[0]
@@ -146,6 +156,7 @@ def test_the_words_and_the_table_are_the_numbers(ordered) -> None:
     assert f"`intruders` orders the gap with τ {tau_gap:+.2f}" in sentences
     assert "73 of 80 runs fitted" in sentences and "16 configurations × up to 5 seeds" in sentences
     test = row.forgetting.test_of("intruders")
+    assert test is not None
     assert f"beats the strongest trivial baseline, `{test.other}`" in sentences
     assert f"Holm-adjusted over the {len(DIRECTION_CANDIDATES)} candidates, p = {test.p_holm:.2g}" in sentences
     report = forgetting_report([row])

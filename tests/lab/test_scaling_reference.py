@@ -13,8 +13,9 @@ import pytest
 from scipy.stats import t as student_t
 
 from specbound.core.bounds import BoundAnalysis
+from specbound.core.proxies import Proxy
 from specbound.io.atlas import load_atlas
-from specbound.studies.scaling import Agreement, Axis, Proxy, ScalingStudy, measured_growth, summarize
+from specbound.studies.scaling import Agreement, Axis, ScalingStudy, measured_growth, summarize
 from specbound_lab import reference
 from specbound_lab.grid import preset_grid
 from specbound_lab.tables import RUNS_CSV
@@ -39,7 +40,7 @@ def study() -> ScalingStudy:
     return ScalingStudy.from_summaries(summarize(BoundAnalysis.from_profile(p)) for p in profiles)
 
 
-def test_the_grid_is_four_depths_by_three_widths_of_one_environment_and_one_seed(final) -> None:
+def test_the_grid_is_four_depths_by_three_widths_of_one_environment_and_one_seed(final: pd.DataFrame) -> None:
     depths, widths = sorted(set(final["layers"])), sorted(set(final["hidden"]))
     assert len(depths) >= 4 and len(widths) == 3
     assert len(final) == len(depths) * len(widths)  # one run per (L, N)
@@ -49,7 +50,7 @@ def test_the_grid_is_four_depths_by_three_widths_of_one_environment_and_one_seed
 
 
 def test_the_manifest_says_what_it_stands_in_for_and_what_it_cost() -> None:
-    manifest = reference.read_manifest(GRID.directory)
+    manifest = reference.read_reference_manifest(GRID.directory)
     assert "stand-in for the 24 BERT Miniatures" in manifest["stands_for"]
     assert "not a BERT Miniature" in manifest["label"]
     assert manifest["training_seconds"] > 0  # the cost: the runs' own training and measuring time
@@ -77,7 +78,9 @@ SIZES = [(Axis.DEPTH, "layers", "hidden"), (Axis.WIDTH, "hidden", "layers")]
 
 @pytest.mark.parametrize("proxy", [Proxy.OURS, Proxy.EDELMAN], ids=lambda p: p.value)
 @pytest.mark.parametrize(("axis", "size", "other"), SIZES, ids=["L", "N"])
-def test_fitted_exponents_match_polyfit_on_the_shipped_tables(final, study, proxy, axis, size, other) -> None:
+def test_fitted_exponents_match_polyfit_on_the_shipped_tables(
+    final: pd.DataFrame, study: ScalingStudy, proxy: Proxy, axis: Axis, size: str, other: str
+) -> None:
     log_b = final[COLUMNS[proxy]].to_numpy() * math.log(10)  # ln B, the study's scale
     log_size = np.log(final[size].to_numpy(dtype=float))
     for fixed, rows in final.groupby(other):  # each group's own line: np.polyfit, degree 1
@@ -92,6 +95,7 @@ def test_fitted_exponents_match_polyfit_on_the_shipped_tables(final, study, prox
     assert row.fit.num_sizes == final[size].nunique() >= 3  # never an interval from two sizes
     if axis is Axis.DEPTH:
         assert row.predicted is not None and row.predicted.exponent == (0.5 if proxy is Proxy.OURS else 1.5)
+        assert row.interval is not None
         low, high = row.interval
         side = Agreement.STEEPER if low > row.predicted.exponent else Agreement.FLATTER
         expected = Agreement.HOLDS if low <= row.predicted.exponent <= high else side

@@ -356,7 +356,9 @@ def test_the_pilot_runs_the_corners_of_every_environment() -> None:
         assert {s.label_noise for s in corners} == {environment.label_noise}
 
 
-def test_the_report_leads_with_the_shipped_study_answer(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_the_report_leads_with_the_shipped_study_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import specbound_lab.study as study
     from specbound_lab.study import ANSWER_FILE
     from specbound_lab.study_cli import answer_dict
@@ -402,7 +404,8 @@ def test_the_shipped_corpus_endpoints_are_re_computed_with_scipy_alone() -> None
     from specbound_lab.study_cli import answer_dict
 
     shipped = json.loads((STUDY_CORPUS_DIR / ANSWER_FILE).read_text(encoding="utf-8"))
-    cells, deltas = [], {c.measure: [] for c in COMPARATORS}
+    cells: list[tuple[str, int, int, dict[str, float]]] = []  # (environment, n, fitted runs, τ_b by measure)
+    deltas: dict[str, list[float]] = {c.measure: [] for c in COMPARATORS}
     trained = 0
     for environment in ENVIRONMENTS:
         path = STUDY_CORPUS_DIR / environment.key / RUNS_CSV

@@ -20,7 +20,7 @@ from specbound_lab.grid import FINETUNE, preset_grid
 from specbound_lab.robust import couplings
 from specbound_lab.sweep import run_sweep
 from specbound_lab.tables import FORGETTING_CSV, final_rows, lab_results, runs_frame, write_results
-from specbound_lab.train import LabError, RunSpec, TrainSettings
+from specbound_lab.train import Family, LabError, RunSpec, TrainSettings
 from specbound_lab.trajectory import RunTrajectory, StepRecord, spec_from_dict
 from specbound_lab.tuning import LORA_TARGETS, FineTuning, FineTuningError
 
@@ -146,7 +146,9 @@ def test_fine_tuning_is_an_axis_of_its_own_environment(trained: tuple[Path, tupl
     assert '"lora2"' in coupling.low and '"full"' in coupling.high  # a rank below training in full
 
 
-def test_a_fine_tuning_sweep_writes_shows_and_reports_its_forgetting_verdict(trained, tmp_path) -> None:
+def test_a_fine_tuning_sweep_writes_shows_and_reports_its_forgetting_verdict(
+    trained: tuple[Path, tuple[RunTrajectory, ...]], tmp_path: Path
+) -> None:
     """The forgetting verdict of real fine-tuning runs (one seed: shown, not counted), its forgetting.csv
     (both outcomes, over the fitted runs only) and the section lab show and lab report print from them;
     its numbers are recomputed with scipy in tests/lab/test_forgetting_verdict.py."""
@@ -185,7 +187,7 @@ def test_what_cannot_be_fine_tuned_is_refused_in_one_line(tmp_path: Path) -> Non
     with pytest.raises(FineTuningError, match="LoRA rank"):
         FineTuning(rank=-1)
     with pytest.raises(LabError, match="can be fine-tuned in full"):
-        RunSpec(layers=2, hidden=64, heads=2, n_train=100, family="gpt2", fine_tuning=FineTuning(rank=4))
+        RunSpec(layers=2, hidden=64, heads=2, n_train=100, family=Family.GPT2, fine_tuning=FineTuning(rank=4))
     narrow = replace(_spec(0), hidden=32)
     with pytest.raises(LabError, match="the base finetune-base has hidden_size 64, the run needs 32"):
         run_sweep([narrow], tmp_path)

@@ -123,7 +123,8 @@ def test_a_centred_table_names_the_difference_delta_and_keeps_the_weights_own() 
     ],
 )
 def test_the_centring_is_named_by_the_references_short_name(name: str, short: str) -> None:
-    from specbound.present.report import centred_label, short_model_name
+    from specbound.io.models import short_model_name
+    from specbound.present.report import centred_label
 
     assert short_model_name(name) == short
     assert centred_label(name) == f"centred at {short}"

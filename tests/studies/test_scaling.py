@@ -382,7 +382,9 @@ def test_summary_of_a_real_analysis_matches_closed_forms() -> None:
 # --- measured beside predicted ------------------------------------------------------------------
 
 
-def _noisy_family(depth_power: float, depths=DEPTHS, widths=WIDTHS, seed: int = 3) -> list[ModelSummary]:
+def _noisy_family(
+    depth_power: float, depths: tuple[int, ...] = DEPTHS, widths: tuple[int, ...] = WIDTHS, seed: int = 3
+) -> list[ModelSummary]:
     """ln ours = depth_power ln L + 0.75 ln N + noise (sd 0.05), ln Edelman = 1.5 ln L exactly."""
     rng = np.random.default_rng(seed)
     return [
@@ -417,11 +419,13 @@ def test_measured_growth_sets_the_pooled_slope_and_its_t_interval_beside_the_pre
     df = len(y) - len(WIDTHS) - 1  # 12 models, 3 intercepts, 1 slope: 8
     se = math.sqrt(ss_res / df * np.linalg.inv(design.T @ design)[0, 0])  # s² (XᵀX)⁻¹ of the slope
     assert ours_l.fit is not None and ours_l.fit.slope == pytest.approx(coef[0], rel=1e-10)
+    assert ours_l.interval is not None
     low, high = ours_l.interval
     assert (high - low) / 2 == pytest.approx(2.306004135204166 * se, rel=1e-8)  # t(0.975, 8)
     assert ours_l.predicted is not None and (ours_l.predicted.exponent, ours_l.predicted.law) == (0.5, "√L")
     assert low < 0.5 < high and ours_l.agreement is Agreement.HOLDS
     # Edelman's exact L^(3/2): a zero-width interval on the prediction holds it
+    assert edelman_l.fit is not None and edelman_n.fit is not None and ours_n.fit is not None
     assert edelman_l.fit.slope == pytest.approx(1.5, abs=1e-12) and edelman_l.agreement is Agreement.HOLDS
     assert edelman_n.fit.slope == pytest.approx(2.0, abs=1e-12)
     assert ours_n.predicted is None and ours_n.agreement is Agreement.NOT_PREDICTED
@@ -431,7 +435,7 @@ def test_measured_growth_sets_the_pooled_slope_and_its_t_interval_beside_the_pre
 @pytest.mark.parametrize(("power", "agreement"), [(1.2, Agreement.STEEPER), (0.1, Agreement.FLATTER)])
 def test_an_interval_away_from_the_prediction_says_which_side(power: float, agreement: Agreement) -> None:
     (ours_l, *_) = measured_growth(ScalingStudy.from_summaries(_noisy_family(power)))
-    assert ours_l.agreement is agreement
+    assert ours_l.agreement is agreement and ours_l.interval is not None
     low, high = ours_l.interval
     assert (low > 0.5) if agreement is Agreement.STEEPER else (high < 0.5)
 
@@ -441,6 +445,7 @@ def test_no_interval_is_given_from_two_sizes() -> None:
     standard error, yet no interval, since a line through two sizes fits any law."""
     study = ScalingStudy.from_summaries(_noisy_family(0.5, depths=(2, 4)))
     ours_l = measured_growth(study)[0]
+    assert ours_l.fit is not None
     assert ours_l.fit.num_sizes == 2 and ours_l.fit.residual_df == 2 and math.isfinite(ours_l.fit.slope_se)
     assert ours_l.interval is None and ours_l.agreement is Agreement.NO_INTERVAL
     frame = measured_growth_frame(measured_growth(study))

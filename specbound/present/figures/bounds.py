@@ -24,10 +24,10 @@ from ...core.bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ...core.logspace import to_log10
 from ...core.profile import MatrixId
 from ...core.proxies import Proxy
+from ...io.models import short_model_name
 from ...studies.compare import Comparison
 from ..explain import break_even
 from ..numbers import DIGITS, format_count, format_percent, format_power
-from ..report import short_model_name
 from .style import (
     CELL_TEXT_PX,
     KIND_COLORS,

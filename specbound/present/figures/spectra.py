@@ -23,9 +23,9 @@ from ...core.architecture import Expert, Kind, expert_label
 from ...core.directions import Directions
 from ...core.profile import HEAD_KINDS, SpectralProfile
 from ...core.spectrum import cumulative_energy
+from ...io.models import short_model_name
 from ..explain import rank_and_maximum
 from ..numbers import format_count, format_integer
-from ..report import short_model_name
 from .style import (
     INK,
     KIND_COLORS,

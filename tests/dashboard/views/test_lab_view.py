@@ -139,6 +139,7 @@ def test_the_grokking_runs_are_read_and_the_chosen_seed_drawn(fit_sweep: SweepDa
     for run in runs:
         assert f"seed {run.seed}" in view.grokking_figure(run.seed).layout.title.text
     # each measure's lead as the page shows it, in whole steps
+    assert view.grokking_table is not None
     shown = view.grokking_table.data
     assert list(shown["Measure"]) == [measure_name(s.measure) for s in checked.summaries]
     assert shown["Median lead (steps)"].dtype == "Int64"
