@@ -31,7 +31,11 @@ def test_a_failed_build_is_built_again(tmp_path_factory: pytest.TempPathFactory)
 
     with pytest.raises(RuntimeError, match="the training failed"):
         built_once(tmp_path_factory, "once-failing", fail)
-    folder = built_once(tmp_path_factory, "once-failing", lambda f: (f / "whole.txt").write_text("whole"))
+
+    def build(folder: Path) -> None:
+        (folder / "whole.txt").write_text("whole")
+
+    folder = built_once(tmp_path_factory, "once-failing", build)
     assert sorted(p.name for p in folder.iterdir()) == sorted([FINISHED, "whole.txt"])  # the half build is gone
 
 

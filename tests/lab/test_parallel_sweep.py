@@ -13,12 +13,15 @@ import contextlib
 import io
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
 
 from specbound.cli import main
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 #: Four runs of 30 steps: two depths, two seeds.
 SMALL = ("--layers", "1", "2", "--hidden", "16", "--n-train", "64", "--label-noise", "0", "--seeds", "0", "1",
@@ -60,7 +63,7 @@ def _graphs_held() -> tuple[int, int]:
     return compiled.compilations(), compiled.cached_graphs()
 
 
-def _wait_for_workers(client, count: int, timeout_s: float = 120.0) -> None:
+def _wait_for_workers(client: Client, count: int, timeout_s: float = 120.0) -> None:
     """Until the scheduler knows exactly ``count`` workers (a scaled-down worker leaves in the background)."""
     deadline = time.monotonic() + timeout_s
     while len(client.scheduler_info()["workers"]) != count:
