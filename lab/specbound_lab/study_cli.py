@@ -25,6 +25,7 @@ from .study import (
     read_final_rows,
     study_answer,
 )
+from .tables import COUPLINGS_CSV
 from .train import LabError, TrainingCancelled, fits_training_set
 
 
@@ -212,7 +213,10 @@ def _cmd_corpus(args: argparse.Namespace) -> int:
     for key in frames:
         regenerate = f"specbound lab study run --out STUDY --environment {key}"
         files = export_reference(source / key, dest / key, regenerate=regenerate, step_profiles=False)
-        print(f"{key}: {len(files)} files in {dest / key}", flush=True)
+        # the couplings table grows as the square of a cell's runs (tens of MB at the design's size) and
+        # no endpoint reads it: the corpus leaves it out; write_tables rebuilds it from the records
+        (dest / key / COUPLINGS_CSV).unlink(missing_ok=True)
+        print(f"{key}: {len(files) - 1} files in {dest / key}", flush=True)
     answer = study_answer(read_final_rows(dest), planned=DESIGN.runs)
     with atomic_write(dest / ANSWER_FILE) as f:
         f.write(json.dumps(answer_dict(answer), indent=1, allow_nan=False).encode("utf-8"))

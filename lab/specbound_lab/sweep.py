@@ -118,6 +118,7 @@ def run_sweep(
             hold=lambda task: claim(out, task.spec.name, prefixes[task.spec], report, should_stop),
             prepare=prepare,
             on_dispatch=lambda todo: report(f"{len(todo)} runs to train {executor.describe()}"),
+            should_stop=should_stop,
         ):
             prefix = prefixes[outcome.item.spec]
             if outcome.status is Status.SKIPPED:
@@ -133,6 +134,8 @@ def run_sweep(
                 f"test error {final.test_error:.4f} (se {final.test_error_se:.4f}), "
                 f"log10 ours {final.ours_log10:.4f}"
             )
+        if len(outcomes) < len(tasks):  # worker processes stopped starting runs when should_stop said so
+            raise TrainingCancelled(f"the sweep stopped after {len(outcomes)} of its {len(tasks)} runs")
     except TrainingCancelled:
         with tables_lock(out):
             write_tables(out, read_runs(out))

@@ -110,25 +110,44 @@ class Executor:
         return "in this process" if self.workers == 1 else f"in {self.workers} worker processes"
 
 
-def run_tasks(task: Callable[[T], R], items: Sequence[T], executor: Executor = Executor()) -> Iterator[tuple[int, R]]:
+def run_tasks(
+    task: Callable[[T], R],
+    items: Sequence[T],
+    executor: Executor = Executor(),
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> Iterator[tuple[int, R]]:
     """(index, result) of ``task(item)`` for every item: in order when serial, as they finish otherwise.
 
     ``task`` must be a module-level function and its items and results picklable, for the processes
     and the cluster. An exception in a task propagates (tasks report expected failures in their result).
+    ``should_stop`` is asked after each result: once it says True, no further item is started (in
+    worker processes, the items already running finish and are yielded; the queued ones are cancelled),
+    so a caller can stop a long batch between items whatever the executor (a Dask cluster's queue
+    is not cancelled: it runs to its end).
     """
     if not items:
         return
     if executor.serial:
         for index, item in enumerate(items):
             yield index, task(item)
+            if should_stop():
+                return
     elif executor.dask is not None:
         yield from _on_dask(task, items, executor.dask)
     else:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=min(executor.workers, len(items)), mp_context=context) as pool:
             futures = {pool.submit(_single_threaded, task, item): index for index, item in enumerate(items)}
+            stopping = False
             for future in as_completed(futures):
+                if future.cancelled():
+                    continue
                 yield futures[future], future.result()
+                if not stopping and should_stop():
+                    stopping = True
+                    for queued in futures:
+                        queued.cancel()  # a running task cannot be cancelled: it finishes and is yielded
 
 
 def _on_dask(task: Callable[[T], R], items: Sequence[T], address: str) -> Iterator[tuple[int, R]]:

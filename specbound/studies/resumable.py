@@ -70,6 +70,7 @@ def run_resumable(
     hold: Callable[[Item], AbstractContextManager[Any]] = _no_hold,
     prepare: Callable[[Item], None] | None = None,
     on_dispatch: Callable[[Sequence[Item]], None] | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> Iterator[Outcome[Item, Answer, Kept]]:
     """Each item's :class:`Outcome`, as it happens: in order when serial, as the work finishes otherwise.
 
@@ -80,6 +81,8 @@ def run_resumable(
     holds nothing to keep (MISSING: it says why). ``finished(item)`` says whether an earlier invocation
     finished the item; ``prepare(item)`` clears what an unfinished one left, once the item is held.
     ``on_dispatch(todo)`` hears which items go to other processes before any does (parallel only).
+    ``should_stop()`` is asked between items: once True, no further item starts (in parallel, the items
+    already running finish and are kept; :func:`~specbound.studies.parallel.run_tasks`).
     Exceptions of ``work``, ``keep`` and ``hold`` propagate: the items kept so far stay kept.
     """
     prepare = prepare or (lambda item: None)
@@ -101,7 +104,7 @@ def run_resumable(
             todo.append(index)
         if on_dispatch is not None:
             on_dispatch([items[index] for index in todo])
-        for position, answer in run_tasks(work, [items[index] for index in todo], executor):
+        for position, answer in run_tasks(work, [items[index] for index in todo], executor, should_stop=should_stop):
             index = todo[position]
             yield _kept(index, items[index], answer, keep)
 

@@ -337,7 +337,7 @@ def test_study_run_trains_the_design_into_one_folder_per_environment_and_resumes
     assert manifest["regenerate"] == "specbound lab study run --out STUDY --environment threshold-bert"
     assert len(list(shipped.glob("runs/*/trajectory.json"))) == 2 and manifest["step_atlases"] is None
     assert not list(shipped.glob("runs/*/profiles.npz")) and not list(corpus.rglob("*.safetensors"))
-    assert (shipped / "atlas.npz").is_file()
+    assert (shipped / "atlas.npz").is_file() and not (shipped / "couplings.csv").exists()  # rebuilt from records
     answer = json.loads((corpus / "answer.json").read_text())
     # 20 steps fit nothing: the environment is shown as not fitted, and 2 of the tiny design's 6 runs are in
     assert answer["interim"] is True and (answer["runs_trained"], answer["runs_planned"]) == (2, 6)

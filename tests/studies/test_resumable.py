@@ -4,6 +4,7 @@ worker processes, and that the answers of other processes are kept in this one."
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
@@ -17,6 +18,12 @@ from specbound.studies.resumable import ALREADY_DONE, DONE_BY_OTHER_WRITER, run_
 def square_with_pid(n: int) -> tuple[int, int]:
     """n², and the process that computed it (module-level: it travels to worker processes)."""
     return n * n, os.getpid()
+
+
+def slow_square(n: int) -> int:
+    """n², after half a second (module-level: it travels to worker processes)."""
+    time.sleep(0.5)
+    return n * n
 
 
 class Journal:
@@ -120,3 +127,24 @@ def test_in_worker_processes_every_item_is_held_before_any_is_dispatched_and_kep
     assert journal.events.index("hold 4") < first_work and journal.events.index("prepare 4") < first_work
     assert "work 1" not in journal.events
     assert journal.events[-3:] == ["release 4", "release 3", "release 1"]  # held to the end, released last first
+
+
+@pytest.mark.slow
+def test_in_worker_processes_no_item_starts_once_should_stop_says_so(own_main_module: None) -> None:
+    """A long batch stopped between items (``study run --minutes`` with workers): after the first answer
+    nothing more is started; what the two workers already hold (one running each, and up to workers + 1
+    items already in the process pool's call queue) finishes and is kept; the rest is cancelled."""
+    kept: list[int] = []
+    outcomes = list(
+        run_resumable(
+            list(range(12)),
+            slow_square,
+            lambda n, answer: kept.append(n) or answer,
+            executor=Executor(workers=2),
+            should_stop=lambda: bool(kept),
+        )
+    )
+    assert 1 <= len(outcomes) <= 2 + (2 + 1) + 1 < 12 and len(kept) == len(outcomes)
+    assert all(o.status is Status.DONE and o.kept == o.item**2 for o in outcomes)
+    # without the stop, every item is computed
+    assert len(list(run_resumable(list(range(6)), square_with_pid, lambda n, a: a, executor=Executor(workers=2)))) == 6
