@@ -135,11 +135,16 @@ def test_in_worker_processes_no_item_starts_once_should_stop_says_so(own_main_mo
     nothing more is started; what the two workers already hold (one running each, and up to workers + 1
     items already in the process pool's call queue) finishes and is kept; the rest is cancelled."""
     kept: list[int] = []
+
+    def keep(n: int, answer: int) -> int:
+        kept.append(n)
+        return answer
+
     outcomes = list(
         run_resumable(
             list(range(12)),
             slow_square,
-            lambda n, answer: kept.append(n) or answer,
+            keep,
             executor=Executor(workers=2),
             should_stop=lambda: bool(kept),
         )
