@@ -43,10 +43,10 @@ st.title("Lab")
 answer = lab_answer_view(service.answer(), service.study())
 with st.container(key="lab_answer"):
     st.markdown(f"**{plain(answer.sentence)}**")
-    if answer.study is not None:
-        st.markdown(answer.study)
 show_figure(answer.forest, "lab_answer_forest")
 st.caption(answer.caption)
+if answer.study is not None:  # under the forest: the first screen holds the answer and the τ it stands on
+    st.caption(answer.study)
 with st.expander("What the lab trained, and how it measures a gap"):
     st.markdown(lab_inventory(service.shipped_counts()))
 st.subheader("Behind the answer")

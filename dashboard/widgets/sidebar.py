@@ -314,7 +314,7 @@ def _open(name: str, *, confirmed: bool = False) -> None:
         bar.empty()
     if failures:
         session.fail(
-            f"Could not open {shown}: {visitor_advice(failures[0])}. "
+            f"Could not open {plain(name)}: {visitor_advice(failures[0])}. "  # as typed: it opened as nothing
             f"Still showing {plain(atlas.display_name(session.current_model()))}."
         )
         return

@@ -11,6 +11,7 @@ named by the folder alone on every label, and an uploaded atlas opens without a 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from pathlib import Path
@@ -183,6 +184,12 @@ def test_titles_sit_under_the_toolbar_on_every_page(server: str, browser_page: P
     for path, heading in PAGES:
         page.goto(f"{server}/{path}")
         page.get_by_role("heading", name=heading).first.wait_for()
+        # while the script still runs, elements above the title (a model's progress bar) come and go:
+        # measure once the layout has settled, or after 20 s whatever it is
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        with contextlib.suppress(PlaywrightTimeout):
+            page.wait_for_function(f"() => {{ const [t, h] = ({TITLE_GAP})(); return h - t <= 40; }}", timeout=20_000)
         toolbar, title = page.evaluate(TITLE_GAP)
         assert 0 <= title - toolbar <= 40, (path, toolbar, title)
 
