@@ -147,6 +147,24 @@ def model_label(spec: RunSpec, *, plural: bool = False) -> str:
     return f"small {model} trained by the lab on the {spec.task.kind.words} task"
 
 
+def run_name(spec: RunSpec, step: int | None = None) -> str:
+    """A lab run's short name, wherever a label, subtitle, legend, button or file name would otherwise show
+    its run id (``lab-gpt2-modular-L1-N64-H4-n2823-…``): the lab's words for its model and task
+    (:attr:`~specbound_lab.train.Family.short_words`, :attr:`~specbound_lab.tasks.Task.words`), its size,
+    training set and seed, and the saved ``step`` shown.
+
+    Example:
+        >>> from specbound_lab.train import RunSpec
+        >>> run_name(RunSpec(layers=2, hidden=64, heads=2, n_train=300, seed=1), 500)
+        'lab encoder (L = 2, N = 64, H = 2, n = 300, seed 1) on the sparse threshold task, step 500'
+    """
+    at = "" if step is None else f", step {step}"
+    return (
+        f"lab {spec.family.short_words} (L = {spec.layers}, N = {spec.hidden}, H = {spec.heads}, "
+        f"n = {spec.n_train}, seed {spec.seed}) on the {spec.task.kind.words} task{at}"
+    )
+
+
 def spec_words(s: RunSpec) -> str:
     """A lab run's hyperparameters in words, where a picker would otherwise show its run id: "L = 1,
     N = 64, H = 4, n = 2823, lr 0.001, seed 0, 3,000 steps"."""
