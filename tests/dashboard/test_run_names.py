@@ -7,21 +7,22 @@ import pytest
 from dashboard.state.run_names import RUN_ID, short_name
 from dashboard.wording.vocabulary import run_name
 from specbound_lab import reference as lab_reference
+from specbound_lab.trajectory import RunTrajectory
 
 
 @pytest.fixture(scope="module")
-def shipped_run():
+def shipped_run() -> RunTrajectory:
     """A run of the decoder sweep the lab ships (a GPT-2 run on a task other than the default)."""
     return lab_reference.load_reference(lab_reference.DECODER_REFERENCE.directory).runs[0]
 
 
-def test_a_shipped_runs_step_is_named_by_its_spec(shipped_run) -> None:
+def test_a_shipped_runs_step_is_named_by_its_spec(shipped_run: RunTrajectory) -> None:
     step = shipped_run.final.step
     member = lab_reference.step_member(shipped_run.name, step)
     assert RUN_ID.fullmatch(shipped_run.name)
-    assert short_name(member) == run_name(shipped_run.spec, step)
+    shown = short_name(member)
+    assert shown == run_name(shipped_run.spec, step) and shipped_run.name not in shown
     assert short_name(shipped_run.name) == run_name(shipped_run.spec)  # a run of a grid, no step
-    assert shipped_run.name not in short_name(member)
 
 
 def test_a_run_of_the_scaling_grid_is_named_too() -> None:
