@@ -12,7 +12,7 @@ server), keeps its name.
 Example::
 
     >>> # short_name("lab-gpt2-modular-L1-N64-H4-n2823-q0-s0-t3000@3000")
-    >>> # 'lab GPT-2 decoder (L = 1, N = 64, H = 4, n = 2823, seed 0) on the modular arithmetic task, step 3000'
+    >>> # 'lab GPT-2 decoder L1 N64 H4 n2823 seed 0, modular addition task, step 3000'
 """
 
 from __future__ import annotations

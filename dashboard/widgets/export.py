@@ -128,7 +128,7 @@ def file_stem(profile: SpectralProfile) -> str:
 
 def name_stem(name: str) -> str:
     """A name as a safe file-name stem: every run of characters other than letters, digits, dots,
-    hyphens and underscores one underscore (``lab encoder (L = 2, …)`` -> ``lab_encoder_L_2_…``)."""
+    hyphens and underscores one underscore (``lab encoder L2 N64 …, step 500`` -> ``lab_encoder_L2_N64_…_step_500``)."""
     return _safe(name)
 
 
