@@ -16,6 +16,7 @@ page").
 
 from __future__ import annotations
 
+import argparse
 import math
 import statistics
 import sys
@@ -92,7 +93,18 @@ def measure(browser: Any, url: str, paths: tuple[str, ...], bare: bool = False) 
         context.close()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument(
+        "--pages",
+        nargs="+",
+        metavar="PATH",
+        help="only these pages, by the first word of their path (bounds why); the bare page is always timed",
+    )
+    args = parser.parse_args(argv)
+    pages = PAGES if not args.pages else tuple(p for p in PAGES if (p.split("?")[0] or "overview") in args.pages)
+    if args.pages and len(pages) != len(args.pages):
+        parser.error(f"--pages takes among: {', '.join(p.split('?')[0] or 'overview' for p in PAGES)}")
     if not CHROMIUM.is_file():
         print(f"Debian's chromium is not installed at {CHROMIUM}", file=sys.stderr)
         return 1
@@ -106,7 +118,7 @@ def main() -> int:
             with serve_dashboard(Path(scratch) / "bare", script=str(BARE_APP)) as bare:
                 baseline = statistics.median(measure(browser, bare.url, ("",), bare=True)[""])
             with serve_dashboard(Path(scratch) / "dashboard") as server:
-                times = measure(browser, server.url, PAGES)
+                times = measure(browser, server.url, pages)
         finally:
             browser.close()
     print(f"first chart in a fresh tab, warm, median of {REPEATS}; a bare Streamlit page's: {baseline:.2f} s")

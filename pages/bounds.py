@@ -11,6 +11,7 @@ the page costs the browser work on each move (see :func:`dashboard.widgets.prese
 from __future__ import annotations
 
 import time
+from functools import cache
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -61,8 +62,8 @@ if centring is not None:
     analysis = centring[0]
 labels = [matrix.label for matrix in profile.ids]
 model_file = file_stem(profile) + ("" if centred_at is None else f"-{safe_file_part(centred_at)}")
-#: the depth factors do not depend on p: drawn below the explorer, built once per run
-depth = depth_figure(analysis, provenance(model, with_centring("independent of p", centred_at)))
+#: the depth factors do not depend on p: drawn below the explorer, built there once per run (after the first chart)
+depth = cache(lambda: depth_figure(analysis, provenance(model, with_centring("independent of p", centred_at))))
 
 bound_note(analysis.profile.shape)
 
@@ -190,4 +191,4 @@ def explorer() -> None:
 explorer()
 
 st.subheader(with_centring("Depth factors", centred_at))
-show_figure(depth, "depth_factors")
+show_figure(depth(), "depth_factors")

@@ -68,6 +68,7 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
     head, totals_place = headline(), st.container()  # the sticky headline stays a child of the page
     st.subheader("Spectra overlaid")
     kind, layer = overlay_choice(base_analysis)
+    directions = baseline.directions_wanted()  # the switch is drawn beside the maps; its value decides this
     view = compare_view(
         analysis,
         base_analysis,
@@ -77,7 +78,7 @@ def show(base: baseline.Baseline, base_analysis: BoundAnalysis) -> None:
         overlay_layer=layer,
         centred=lambda: baseline.centred_reading(session.current_model(), base, base_analysis),
         source=source,
-        directions=lambda: baseline.directions_reading(session.current_model(), base),
+        directions=(lambda: baseline.directions_reading(session.current_model(), base)) if directions else None,
     )
 
     with head:
@@ -123,6 +124,7 @@ def show_centred(centred: CentredView, base_analysis: BoundAnalysis, source: str
         for label, value in centred.totals:
             row.metric(label, value)
     st.markdown(plain(centred.sentence))
+    baseline.directions_switch()
     st.caption("Click a cell to open that matrix below: its spectrum beside the difference's, and its term.")
     locate = drilldown.change_cell(base_analysis.profile)
     size_col, direction_col = st.columns(2)

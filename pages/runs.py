@@ -11,7 +11,7 @@ from dashboard.services import runs as service
 from dashboard.state import atlas, share
 from dashboard.views.runs import run_view, step_view
 from dashboard.widgets.experts import expert_picker
-from dashboard.widgets.export import csv_download, show_figure, show_panels
+from dashboard.widgets.export import csv_download, name_stem, show_figure, show_panels
 from dashboard.widgets.presentation import bound_note
 from dashboard.wording.numbers import format_count
 from dashboard.wording.text import plain
@@ -62,7 +62,7 @@ def run_choice(key: str) -> str:
     if run.lab is not None:
         spec = run.lab.spec
         return f"{model_label(spec)}: {spec_words(spec)} ({format_count(len(run.steps), 'saved step')}, shipped)"
-    return f"{run.name} ({format_count(len(run.steps), 'step')}, {run.origin})"
+    return f"{run.shown} ({format_count(len(run.steps), 'step')}, {run.origin})"
 
 
 share.shared_choice(RUN_KEY, share.Codec(str, str), list(runs), next(iter(runs)))
@@ -78,7 +78,7 @@ share.shared_choice(STEP_KEY, share.Codec(int, str), steps, steps[-1])
 step = st.select_slider("Step", steps, key=STEP_KEY) if len(steps) > 1 else steps[0]
 
 frame = service.trajectory_csv_frame(run.cache_key, run)
-view = run_view(run.name, run.lab, frame, step)
+view = run_view(run.shown, run.lab, frame, step)
 for column, (label, value) in zip(st.columns(3), view.totals, strict=True):
     column.metric(label, value)
 left, right = st.columns(2)
@@ -109,8 +109,8 @@ st.subheader(f"At step {step}")
 analysis = service.step_analysis(run.cache_key, step, run.steps[step])
 # the stacks and experts of this step's model (a run's steps may even differ in shape)
 expert = expert_picker(analysis.profile.shape, "runs_expert")
-at_step = step_view(run.name, step, analysis, expert)
+at_step = step_view(run.shown, step, analysis, expert)
 show_panels(list(at_step.p_map.figures), "runs_p_map", widths=at_step.p_map.widths)
 show_panels(at_step.spectra, "runs_spectra", per_row=PANEL_COLUMNS)
 bound_note(analysis.profile.shape)
-csv_download(frame, f"{run.name}-trajectory.csv", "runs_download", "Download the trajectory (CSV)")
+csv_download(frame, f"{name_stem(run.shown)}-trajectory.csv", "runs_download", "Download the trajectory (CSV)")

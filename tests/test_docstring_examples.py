@@ -49,6 +49,7 @@ MODULES = (
     "dashboard.state.adapters",
     "dashboard.wording.text",
     "dashboard.wording.lab",
+    "dashboard.wording.vocabulary",
     # the dashboard's views: what each page draws, built without Streamlit
     "dashboard.views.bounds",
     "dashboard.views.compare",

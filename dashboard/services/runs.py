@@ -25,6 +25,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.safety import redact_paths
+from dashboard.state import atlas
+from dashboard.wording.vocabulary import run_name
 from specbound.api.analysis import Analysis
 from specbound.api.runs import ATLAS_FILE, TABLE_FILE, parse_step, step_row, steps_of
 from specbound.core.bounds import BoundAnalysis
@@ -55,6 +57,13 @@ class Run:
     #: Two runs of one name (a trajectory rewritten in place, another upload) are two entries of the
     #: page's caches, so a step is never drawn from another run's spectra.
     version: str = ""
+
+    @property
+    def shown(self) -> str:
+        """How the run is named on screen and in file names: a lab run by its words, never its run id
+        (:func:`~dashboard.wording.vocabulary.run_name`; an upload of a lab run's steps too,
+        :func:`~dashboard.state.atlas.shown_member`), any other by its name."""
+        return run_name(self.lab.spec) if self.lab is not None else atlas.shown_member(self.name)
 
     @property
     def key(self) -> str:

@@ -172,7 +172,7 @@ def lab_candidates(key: str = lab_reference.THRESHOLD_REFERENCE.key) -> list[Can
             entry.shape.hidden_size,
             LAB_ORIGINS[key],
             True,
-            shown=entry.name,
+            shown=atlas.shown_member(entry.name),  # the run's words, not its run id
         )
         for entry in sb_atlas.read_manifest(path).entries
     ]

@@ -25,6 +25,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import safety
+from dashboard.state import run_names
 from dashboard.state.upload_store import DIGEST_CHARS, upload_dir
 from specbound.core.errors import SpecboundError
 from specbound.core.profile import SpectralProfile
@@ -96,13 +97,22 @@ def upload_label(path: Path) -> str | None:
         return None
 
 
+def shown_member(member: str) -> str:
+    """An atlas member as every label names it: a lab run's saved step by the run's short name, never its
+    run id (:func:`dashboard.state.run_names.short_name`), any other by :func:`member_label`."""
+    return run_names.short_name(member) or member_label(member)
+
+
 def display_name(name: str) -> str:
-    """How a model is named on screen: an atlas model as ``MODEL (atlas FILE)``, a model opened from a
-    directory of the server by that directory's name (:func:`~specbound.io.models.short_model_name`:
-    ``/srv/runs/my-lora`` is ``my-lora``), never with its folders; a Hub id or an alias as it is."""
+    """How a model is named on screen: an atlas model as ``MODEL (atlas FILE)``, a lab run's step by the
+    run's short name alone (:func:`shown_member`), a model opened from a directory of the server by that
+    directory's name (:func:`~specbound.io.models.short_model_name`: ``/srv/runs/my-lora`` is
+    ``my-lora``), never with its folders; a Hub id or an alias as it is."""
     ref = atlas_ref(name)
     if ref is None or ref.path is None:
         return short_model_name(name)
+    if ref.member and (lab_run := run_names.short_name(ref.member)) is not None:
+        return lab_run
     label = st.session_state.get(LABEL_KEY) if str(ref.path) == st.session_state.get(FILE_KEY) else None
     member = member_label(ref.member) if ref.member else "its model"
     return f"{member} (atlas {label or upload_label(ref.path) or ref.path.name})"

@@ -19,7 +19,7 @@ from dashboard.safety import ServerPathRefused
 from dashboard.state import atlas, data, session, share
 from dashboard.wording.text import plain
 from specbound.core.bounds import BoundAnalysis
-from specbound.core.defaults import BERT_INITIALIZER_RANGE, TWIN_SEED
+from specbound.core.defaults import BERT_INITIALIZER_RANGE, DIRECTIONS, TWIN_SEED
 from specbound.core.directions import Directions
 from specbound.core.errors import SpecboundError
 from specbound.io.models import ATLAS_PREFIX, short_model_name
@@ -185,6 +185,31 @@ def directions_reading(model: str, pinned: Baseline) -> Directions | str:
             return data.directions_for(model, pinned.model)
     except (SpecboundError, OSError) as exc:
         return safety.public_message(exc)
+
+
+#: Key (and link parameter) of the Compare page's switch that also compares singular vectors.
+DIRECTIONS_KEY = "directions"
+
+
+def directions_wanted() -> bool:
+    """Whether the Compare page also compares singular vectors (SPEC §14b): the value of its switch
+    (:func:`directions_switch`), shared in the link, by default the library's
+    (:data:`~specbound.core.defaults.DIRECTIONS`, as ``analyze(..., directions=...)`` and ``--no-directions``).
+    Read before the comparison is built, since it decides what the comparison computes; the switch is
+    drawn later, beside the maps it governs."""
+    wanted: bool = share.shared(DIRECTIONS_KEY, share.BOOL, DIRECTIONS)
+    return wanted
+
+
+def directions_switch() -> None:
+    """The Compare page's switch for the comparison of singular vectors (its value: :func:`directions_wanted`)."""
+    st.toggle(
+        "Where the weights point: compare singular vectors",
+        key=DIRECTIONS_KEY,
+        help="Intruder dimensions per matrix and head: the top singular vectors of the open model "
+        "against the baseline's. This comparison takes longer than the centred reading itself; switched "
+        "off, the map of intruders is not drawn and everything else stays as it is. Kept in the link.",
+    )
 
 
 #: Key (and link parameter) of the Bound explorer's switch to the bound centred at the baseline.

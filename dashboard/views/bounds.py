@@ -22,7 +22,7 @@ Example (what the page does after its widgets, and what a test does without them
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -89,18 +89,37 @@ class ExplorerView:
     terms: BoundTerms
     #: ours at the chosen p against the Edelman-style proxy, in words
     sentence: str
-    #: ours at p, ours at p* and the Edelman-style proxy side by side
+    #: ours at p, ours at p* and the Edelman-style proxy side by side (the page's first chart)
     proxies: go.Figure
-    #: Σ c(W; p) per layer and kind, drawn as the page's choice says
-    sums: go.Figure
     #: "Share of the total by kind: QK 38.8 % · …"
     shares_sentence: str
-    #: c(W; p) against p for the chosen matrices; None when none is chosen
-    curves: go.Figure | None
-    #: α⁽ℓ⁾ and ξ⁽ℓ⁾ per layer (:func:`depth_figure`)
-    depth: go.Figure
+    #: how the per-layer sums are drawn, the rows of the matrices whose curves are drawn, every subtitle
+    sums_view: figures.SumsView
+    curve_rows: Sequence[int]
+    source: str
+    #: α⁽ℓ⁾ and ξ⁽ℓ⁾ per layer (:func:`depth_figure`), or what builds it (drawn at the foot of the page)
+    depth_source: go.Figure | Callable[[], go.Figure]
     #: "centred at BASE" when the analysis is centred (SPEC §14): every label, heading and table says it
     centring: str | None = None
+
+    # The figures below the first chart are built the first time they are read, so the page sends its
+    # first chart (:attr:`proxies`) before computing them.
+    @cached_property
+    def sums(self) -> go.Figure:
+        """Σ c(W; p) per layer and kind, drawn as the page's choice says."""
+        return figures.term_sums(self.analysis, self.terms, self.sums_view, source=self.source)
+
+    @cached_property
+    def curves(self) -> go.Figure | None:
+        """c(W; p) against p for the chosen matrices; None when none is chosen."""
+        if not self.curve_rows:
+            return None
+        return figures.contribution_curves(self.analysis, list(self.curve_rows), self.terms, source=self.source)
+
+    @cached_property
+    def depth(self) -> go.Figure:
+        """α⁽ℓ⁾ and ξ⁽ℓ⁾ per layer."""
+        return self.depth_source if isinstance(self.depth_source, go.Figure) else self.depth_source()
 
     @property
     def totals(self) -> list[tuple[str, str]]:
@@ -175,13 +194,15 @@ def explorer_view(
     model: str,
     sums_view: figures.SumsView,
     curve_rows: Sequence[int],
-    depth: go.Figure,
+    depth: go.Figure | Callable[[], go.Figure],
     source: str,
     centring: str | None = None,
 ) -> ExplorerView:
     """The explorer at ``terms`` (the analysis evaluated at ``assignment``, described as ``p_text``):
     the per-layer sums drawn as ``sums_view``, the curves of the matrices at ``curve_rows`` (none: no
-    curves), every figure built here subtitled ``source``; ``depth`` is the page's, built once per run.
+    curves), every figure built here subtitled ``source``; ``depth`` is the page's, built once per run (or
+    what builds it, called when the report or the page's foot first reads :attr:`ExplorerView.depth`).
+    The sums, the curves and the depth factors are built when first read, after the first chart is drawn.
     ``centring`` ("centred at BASE", :func:`specbound.present.report.centred_label`) when ``analysis`` is
     centred: the report's title and headings, the totals' labels and the tables' columns say it (the
     figures say it through ``source``)."""
@@ -198,9 +219,10 @@ def explorer_view(
             },
             source=source,
         ),
-        sums=figures.term_sums(analysis, terms, sums_view, source=source),
         shares_sentence=kind_shares_sentence(terms),
-        curves=figures.contribution_curves(analysis, list(curve_rows), terms, source=source) if curve_rows else None,
-        depth=depth,
+        sums_view=sums_view,
+        curve_rows=tuple(curve_rows),
+        source=source,
+        depth_source=depth,
         centring=centring,
     )

@@ -55,6 +55,8 @@ WHY_AGREE = "Why the totals agree:"
 CENTRED_LABEL = "Ours"
 #: The heading of the centred reading's section, on the page and in its report.
 CHANGED_HEADING = "What changed: size and direction"
+#: Why there is no map of directions when the page's switch turned the comparison of singular vectors off.
+DIRECTIONS_OFF = "the comparison of singular vectors is switched off"
 INTRUDERS_LABEL = "Intruder dimensions"
 
 
@@ -110,7 +112,7 @@ class CentredView:
     #: where W − W⁰ is large, per layer and head (its cells clickable)
     changes: go.Figure
     #: where W points away from W⁰: intruder dimensions per layer and head (SPEC §14b), or why there are none
-    intruders: go.Figure | str = "not computed"
+    intruders: go.Figure | str = DIRECTIONS_OFF
     #: what the intruder map counts (plain text); empty without it
     direction_sentence: str = ""
 
@@ -145,7 +147,7 @@ def centred_view(
     centred: BoundAnalysis,
     base_name: str,
     source: str,
-    directions: Directions | str = "not computed",
+    directions: Directions | str = DIRECTIONS_OFF,
 ) -> CentredView:
     """The centred reading of ``model`` at ``base`` (``centred``: the analysis of W − W⁰; ``directions``:
     where each matrix of the model points away from the baseline's, or why that is not known)."""
@@ -200,7 +202,8 @@ class CompareView:
     overlay: go.Figure
     #: gives the model's analysis centred at the baseline, or why there is none (:attr:`centred` reads it)
     centred_reading: Callable[[], BoundAnalysis | str]
-    #: gives where the model's singular vectors moved from the baseline's (SPEC §14b), or why not known
+    #: gives where the model's singular vectors moved from the baseline's (SPEC §14b), or why not known;
+    #: None when the page's switch turned that comparison off (:data:`DIRECTIONS_OFF`)
     directions_reading: Callable[[], Directions | str] | None = None
 
     @cached_property
@@ -211,7 +214,7 @@ class CompareView:
         reading = self.centred_reading()
         if isinstance(reading, str):
             return reading
-        directions = "not computed" if self.directions_reading is None else self.directions_reading()
+        directions = DIRECTIONS_OFF if self.directions_reading is None else self.directions_reading()
         return centred_view(self.model, self.base, reading, self.base_name, self.source, directions)
 
     def report(self) -> Sequence[ReportSection]:
@@ -270,7 +273,9 @@ def compare_view(
     """``model`` (named ``name``) against ``base`` (``base_name``), each at its own p*, with the spectra of
     ``overlay_kind`` in ``overlay_layer`` overlaid; ``centred`` gives the model's analysis centred at the
     baseline, or why there is none, when the view's :attr:`~CompareView.centred` is first read, and
-    ``directions`` then where its singular vectors moved (SPEC §14b). Every figure is subtitled ``source``."""
+    ``directions`` then where its singular vectors moved (SPEC §14b; None: not compared, the page's switch
+    off, and the centred reading is the same without its map of intruders). Every figure is subtitled
+    ``source``."""
     comparison = compare(model, base, None, None)
     ours, theirs = comparison.model, comparison.baseline
     sentence = (

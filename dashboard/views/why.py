@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -52,10 +53,21 @@ class WhyView:
     histogram: go.Figure | None
     #: each head (or layer) matrix's rank against its structural maximum, for the chosen kind
     ranks: go.Figure
-    #: s_W against s*_W, one point per matrix
-    break_even: go.Figure
-    #: per matrix: p*, both scales, decades between them, the first p > 0 that wins (NaN: none), rank
-    table: pd.DataFrame
+    #: the analysis the scales below are read from, and every figure's subtitle
+    analysis: BoundAnalysis
+    source: str
+
+    # The scales against break-even are drawn below the first charts (the p* map, or the ranks): built the
+    # first time they are read, so the page sends its first chart before computing them.
+    @cached_property
+    def break_even(self) -> go.Figure:
+        """s_W against s*_W, one point per matrix."""
+        return figures.break_even_figure(self.analysis, source=self.source)
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """Per matrix: p*, both scales, decades between them, the first p > 0 that wins (NaN: none), rank."""
+        return break_even_table(self.analysis)
 
     @property
     def shown_table(self) -> pd.DataFrame:
@@ -125,6 +137,6 @@ def why_view(
         ),
         histogram=figures.p_star_histogram(analysis, source=source) if varied else None,
         ranks=rank_against_maximum(analysis.profile, rank_kind, source=source),
-        break_even=figures.break_even_figure(analysis, source=source),
-        table=break_even_table(analysis),
+        analysis=analysis,
+        source=source,
     )

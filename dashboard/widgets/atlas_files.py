@@ -20,8 +20,8 @@ from dashboard.state.atlas import (
     loaded,
     loaded_file,
     mark_new_upload,
-    member_label,
     model_name,
+    shown_member,
     use,
     use_upload,
 )
@@ -51,7 +51,7 @@ def export_button(profiles: Iterable[SpectralProfile], file_name: str, key: str,
 
 def _describe(profile: SpectralProfile) -> str:
     shape = profile.shape
-    return f"{member_label(profile.model)} (L = {shape.num_layers}, N = {shape.hidden_size}, {shape.num_heads} heads)"
+    return f"{shown_member(profile.model)} (L = {shape.num_layers}, N = {shape.hidden_size}, {shape.num_heads} heads)"
 
 
 def pick_from_atlas() -> str | None:

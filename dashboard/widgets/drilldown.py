@@ -18,8 +18,9 @@ import streamlit as st
 from dashboard.state import share
 from dashboard.widgets import tables
 from dashboard.widgets.export import show_figure
+from dashboard.widgets.presentation import HEADLINE_KEY
 from dashboard.wording.numbers import format_log10, format_p, format_percent
-from dashboard.wording.text import with_centring
+from dashboard.wording.text import plain, with_centring
 from specbound.core.architecture import SELF_KINDS, Expert, Kind, ModelShape
 from specbound.core.bounds import BoundAnalysis, BoundTerms
 from specbound.core.logspace import to_log10
@@ -43,10 +44,14 @@ FLASH_MS = 1800
 #: For how long after it is brought into view the detail is kept there while the charts above it are
 #: still drawn and grow (a page opened from a link), in milliseconds; the reader's own scroll ends it.
 SETTLE_MS = 6000
-#: The detail's look while it is outlined, and its distance from the top when scrolled to (the sticky
-#: header and headline stay above it).
+#: Pixels between the bottom of the sticky band (the toolbar, and the page's headline where it has one)
+#: and the top of the detail brought into view (``drill_focus.js`` measures the band's height).
+BAND_GAP_PX = 12
+#: The detail's look while it is outlined; its distance from the top when scrolled to before the band is
+#: measured (the script then puts it :data:`BAND_GAP_PX` under the band, however tall the band is).
 FOCUS_CSS = f"""
 .st-key-{DETAIL_KEY} {{ scroll-margin-top: 9rem; border-radius: 0.5rem; transition: box-shadow 0.4s ease-out; }}
+.st-key-{DETAIL_KEY} h4 {{ padding: 0.25rem 0 0 0; }}
 .st-key-{DETAIL_KEY}.specbound-focus {{ box-shadow: 0 0 0 3px #0072B2, 0 0 0 8px rgba(0, 114, 178, 0.18); }}
 .st-key-{FOCUS_SCRIPT_KEY} {{ display: none; }}
 """
@@ -184,6 +189,8 @@ def detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str, 
                 "nonce": int(clicks),
                 "flash_ms": FLASH_MS,
                 "settle_ms": SETTLE_MS,
+                "gap_px": BAND_GAP_PX,
+                "headline": HEADLINE_KEY,
             },
         )
 
@@ -192,6 +199,7 @@ def _detail(analysis: BoundAnalysis, index: int, terms: BoundTerms, source: str,
     profile = analysis.schatten_profile  # centred at a reference: the difference's spectrum, whose S_p counts
     matrix = profile.ids[index]
     log_share = float(terms.log_contribution[index]) - terms.log_total
+    st.markdown(f"#### {plain(with_centring(matrix.label, centring))}")  # what a link or a click opened
     p_col, c_col, share_col, gamma_col, scale_col = st.columns(5)
     p_col.metric(
         with_centring(P_OPT_LABEL, centring),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import streamlit as st
 
-from dashboard.state.atlas import member_label
+from dashboard.state.atlas import shown_member
 from dashboard.state.mode import presenting
 
 if TYPE_CHECKING:
@@ -121,9 +121,15 @@ def safe_file_part(text: str) -> str:
 
 def file_stem(profile: SpectralProfile) -> str:
     """A safe file-name stem for downloads about one model: its short name (a local directory's last
-    component, never the server's path to it: ``my-lora``, not ``tmp_abc_my-lora``) with anything odd
-    replaced."""
-    return _safe(member_label(profile.model))
+    component, never the server's path to it: ``my-lora``, not ``tmp_abc_my-lora``; a lab run's words,
+    not its run id: :func:`~dashboard.state.atlas.shown_member`) with anything odd replaced."""
+    return name_stem(shown_member(profile.model))
+
+
+def name_stem(name: str) -> str:
+    """A name as a safe file-name stem: every run of characters other than letters, digits, dots,
+    hyphens and underscores one underscore (``lab encoder L2 N64 …, step 500`` -> ``lab_encoder_L2_N64_…_step_500``)."""
+    return _safe(name)
 
 
 #: What a download button does to the page when pressed: nothing. The file is made by a callable

@@ -147,6 +147,28 @@ def model_label(spec: RunSpec, *, plural: bool = False) -> str:
     return f"small {model} trained by the lab on the {spec.task.kind.words} task"
 
 
+def run_name(spec: RunSpec, step: int | None = None) -> str:
+    """A lab run's short name, wherever a label, subtitle, legend, button or file name would otherwise show
+    its run id (``lab-gpt2-modular-L1-N64-H4-n2823-…``): the lab's words for its model
+    (:attr:`~specbound_lab.train.Family.short_words`), its depth, width, heads, training set and seed, the
+    task in the lab's words (:attr:`~specbound_lab.tasks.Task.words`) where it is not the lab's first
+    environment's (as :func:`dashboard.wording.lab.run_choice` leaves it out), and the saved ``step``
+    shown. Short enough for a chart's subtitle on a projector's narrow panels.
+
+    Example:
+        >>> from specbound_lab.tasks import ModularTask
+        >>> from specbound_lab.train import RunSpec
+        >>> run_name(RunSpec(layers=2, hidden=64, heads=2, n_train=300, seed=1), 500)
+        'lab encoder L2 N64 H2 n300 seed 1, step 500'
+        >>> run_name(RunSpec(layers=1, hidden=64, heads=4, n_train=2823, task=ModularTask(), family="gpt2"))
+        'lab GPT-2 decoder L1 N64 H4 n2823 seed 0, modular addition task'
+    """
+    task = "" if spec.default_environment else f", {spec.task.kind.words} task"
+    at = "" if step is None else f", step {step}"
+    size = f"L{spec.layers} N{spec.hidden} H{spec.heads} n{spec.n_train}"
+    return f"lab {spec.family.short_words} {size} seed {spec.seed}{task}{at}"
+
+
 def spec_words(s: RunSpec) -> str:
     """A lab run's hyperparameters in words, where a picker would otherwise show its run id: "L = 1,
     N = 64, H = 4, n = 2823, lr 0.001, seed 0, 3,000 steps"."""

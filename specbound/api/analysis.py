@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.architecture import Adaptation, ModelShape
 from ..core.backend import DEFAULT_BACKEND, DEFAULT_DEVICE, BackendName, BackendSpec
 from ..core.bounds import BoundAnalysis, BoundSettings, BoundTerms, PAssignment
-from ..core.defaults import INTRUDER_EPS, INTRUDER_K, LARGE_NORM_11
+from ..core.defaults import DIRECTIONS, INTRUDER_EPS, INTRUDER_K, LARGE_NORM_11
 from ..core.directions import DEFAULT_DIRECTIONS, Directions, DirectionSettings
 from ..core.logspace import exp_array, to_log10
 from ..core.profile import SpectralProfile
@@ -304,7 +304,7 @@ def analyze(
     base_config: Any = None,
     intruder_k: int = INTRUDER_K,
     intruder_eps: float = INTRUDER_EPS,
-    directions: bool = True,
+    directions: bool = DIRECTIONS,
 ) -> Analysis:
     """Analyse a model and return its :class:`Analysis`.
 

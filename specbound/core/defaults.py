@@ -49,6 +49,10 @@ TWIN_SEED: int = 0
 #: |cosine| with any of them is below ε is an intruder.
 INTRUDER_K: int = 10
 INTRUDER_EPS: float = 0.5
+#: Whether a centred analysis also compares singular vectors (intruder dimensions and subspace overlaps,
+#: SPEC §14b). On by default; it takes about as long again as the centred reading, so the API's
+#: ``directions=False``, the CLI's ``--no-directions`` and the Compare page's switch turn it off.
+DIRECTIONS: bool = True
 #: A relative gap (σ_i - σ_{i+1}) / σ_i below this among the top-k singular values flags a near tie:
 #: the singular vectors there are not unique, so a count may depend on the solver.
 NEAR_TIE_GAP: float = 1e-8

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from app_harness import APP, TIMEOUT_S, page_text, run_clean, unescaped
@@ -133,3 +135,55 @@ def test_a_refused_baseline_link_says_why_not_no_baseline_yet(monkeypatch, tmp_p
     at.button(key="baseline_pin").click()
     at = run_clean(at)
     assert not at.warning  # a baseline of the visitor's own: the link's refusal is not said again
+
+
+def test_the_directions_switch_leaves_out_the_map_of_intruders_and_nothing_else(monkeypatch) -> None:
+    """The Compare page's switch for the comparison of singular vectors (issue 56): on by default, as the
+    library's ``analyze(..., directions=...)`` is; off (kept in the link), the map of intruders and its
+    sentence are gone, nothing of the singular vectors is computed, and every other metric, figure and
+    text of the page is as it was."""
+    import inspect
+
+    from dashboard.state import baseline, data
+    from dashboard.views.compare import DIRECTIONS_OFF
+
+    def charts(at: AppTest) -> dict[str, str]:
+        specs = {}
+        for chart in at.get("plotly_chart"):
+            title = json.loads(chart.proto.spec)["layout"].get("title", {}).get("text", "")
+            specs[title] = chart.proto.spec
+        return specs
+
+    at = _compare(LORA_NAME, BASE_NAME)
+    assert at.toggle(key=baseline.DIRECTIONS_KEY).value is True
+    assert inspect.signature(specbound.analyze).parameters["directions"].default is True
+    on_charts, on_metrics = charts(at), [(m.label, m.value) for m in at.metric]
+    on_text = page_text(at)
+    intruders = [title for title in on_charts if "Intruders: top 10" in title]
+    assert len(intruders) == 1 and "Intruder dimensions (Shuttleworth" in on_text
+
+    at.toggle(key=baseline.DIRECTIONS_KEY).set_value(False)
+    run_clean(at)
+    assert at.query_params.get(baseline.DIRECTIONS_KEY) == "0"
+    off_charts, off_text = charts(at), page_text(at)
+    assert [(m.label, m.value) for m in at.metric] == on_metrics
+    assert set(off_charts) == set(on_charts) - set(intruders)
+    assert all(off_charts[title] == on_charts[title] for title in off_charts)  # the same figures, byte for byte
+    off_caption = f"No map of directions: {DIRECTIONS_OFF}."
+    assert "Intruder dimensions (Shuttleworth" not in off_text and off_caption in off_text
+    assert off_text.replace(f"{off_caption}\n", "") == "\n".join(
+        line for line in on_text.split("\n") if not line.startswith("Intruder dimensions (Shuttleworth")
+    )
+
+    # a link with the switch off, in a session of its own: the singular vectors are never compared
+    def forbidden(*_: object) -> None:
+        raise AssertionError("the singular vectors were compared with the switch off")
+
+    monkeypatch.setattr(data, "directions_for", forbidden)
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.query_params.update({"model": LORA_NAME, "baseline": BASE_NAME, baseline.DIRECTIONS_KEY: "0"})
+    run_clean(at)
+    at.switch_page("pages/compare.py")
+    run_clean(at)
+    assert at.toggle(key=baseline.DIRECTIONS_KEY).value is False and not at.error
+    assert set(charts(at)) == set(off_charts)

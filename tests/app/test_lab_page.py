@@ -511,7 +511,9 @@ def test_open_as_a_model_makes_that_step_the_current_model(lab_app, runs_csv) ->
     profile = reference.step_profile(reference.REFERENCE_DIR, reference.load_reference().run(RUN), 250)
     assert expected == format_log(BoundAnalysis.from_profile(profile).evaluate().log_total)
     shown = " ".join(m.value for m in at.sidebar.markdown)
-    assert f"{RUN}@250 (atlas {words.LAB_MODEL_LABEL})" in shown
+    from dashboard.wording.vocabulary import run_name
+
+    assert run_name(reference.load_reference().run(RUN).spec, 250) in shown and RUN not in shown  # words, not its id
     assert "/" not in at.query_params["model"].split("#")[0].removeprefix("atlas:")  # a digest, no path
 
 

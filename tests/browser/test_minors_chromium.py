@@ -96,6 +96,15 @@ TEXTS_WITH = """(needle) => {
     }
     return hits;
 }"""
+#: The open matrix's heading against what stays on top of the page: [heading top, heading bottom, bottom of the
+#: toolbar and of the sticky headline's band (where the page has one), window height].
+DETAIL_HEADING = """() => {
+    const heading = document.querySelector('.st-key-drilldown h4').getBoundingClientRect();
+    const header = document.querySelector('[data-testid="stHeader"]').getBoundingClientRect();
+    const band = document.querySelector('[data-testid="stLayoutWrapper"]:has(> .st-key-headline)');
+    const bottom = Math.max(header.bottom, band ? band.getBoundingClientRect().bottom : 0);
+    return [heading.top, heading.bottom, bottom, window.innerHeight];
+}"""
 #: The headline's tolerance: boxes of one row agree to within this many px.
 ALIGNED_PX = 1.5
 
@@ -144,7 +153,9 @@ def test_on_a_phone_the_change_map_labels_stay_apart_and_a_matrix_link_opens_at_
     server: str, browser_page: Page
 ) -> None:
     """The shipped fine-tune against its base at 390 px: the tick labels of the map of what changed and of the
-    map of intruders do not overprint ("M_inM_out"); a link naming a matrix opens with its detail on screen."""
+    map of intruders do not overprint ("M_inM_out"). A link naming a matrix opens with its detail's heading
+    on screen, below the sticky band (the toolbar, and the headline on the pages that have one), at 390 and
+    at 1024 px."""
     from specbound.io import FINETUNE_BASE as BASE_NAME
     from specbound.io import FINETUNE_FULL as FULL_NAME
 
@@ -160,21 +171,35 @@ def test_on_a_phone_the_change_map_labels_stay_apart_and_a_matrix_link_opens_at_
         assert page.locator(f".st-key-{key} .xaxislayer-above text", has_text="M_out").count() == 1, key
     screenshot(page, "minors-change-map-390")
 
-    for path, heading in (
-        ("bounds?matrix=3", "Bound explorer"),
-        (f"compare?model={FULL_NAME}&baseline={BASE_NAME}&matrix=3", "Compare"),
-    ):
-        page.goto(f"{server}/{path}")
-        page.get_by_role("heading", name=heading).first.wait_for()
-        detail = page.locator(".st-key-drilldown")
-        detail.wait_for()
-        wait_idle(page)
-        page.wait_for_timeout(1500)
-        box = detail.bounding_box()
-        assert box is not None and 0 <= box["y"] < PHONE["height"], (path, box)  # on screen, not screens below
-        first = detail.locator('[data-testid="stMetric"]').first.bounding_box()
-        assert first is not None and first["y"] + first["height"] <= PHONE["height"], (path, first)
-        screenshot(page, f"minors-matrix-link-{heading.lower().replace(' ', '-')}-390")
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for viewport, width in ((PHONE, "390"), (PROJECTOR, "1024")):
+        page.set_viewport_size(viewport)
+        for path, heading in (
+            ("bounds?matrix=3", "Bound explorer"),
+            ("why?matrix=3", "Why p* wins"),
+            (f"compare?model={FULL_NAME}&baseline={BASE_NAME}&matrix=3", "Compare"),
+        ):
+            where = f"{path} at {width}"
+            page.goto(f"{server}/{path}")
+            page.get_by_role("heading", name=heading).first.wait_for()
+            detail = page.locator(".st-key-drilldown")
+            detail.wait_for()
+            wait_idle(page)
+            page.wait_for_timeout(1500)
+            # the heading of the matrix the link names, below the sticky band (toolbar and headline), on screen
+            with contextlib.suppress(PlaywrightTimeout):
+                page.wait_for_function(
+                    f"() => {{ const [t, b, band, h] = ({DETAIL_HEADING})(); return t >= band && b <= h; }}",
+                    timeout=8_000,
+                )
+            top, bottom, band, height = page.evaluate(DETAIL_HEADING)
+            assert band <= top and bottom <= height, (where, top, bottom, band, height)
+            assert top - band <= 0.25 * height, (where, top, band)  # brought up to the band, not left screens below
+            assert re.match(r"L\d+ (QK|V|M_)", detail.locator("h4").first.inner_text()), where  # the matrix named
+            first = detail.locator('[data-testid="stMetric"]').first.bounding_box()
+            assert first is not None and first["y"] + first["height"] <= height, (where, first)
+            screenshot(page, f"minors-matrix-link-{heading.lower().replace(' ', '-').replace('*', '')}-{width}")
 
 
 def test_titles_sit_under_the_toolbar_on_every_page(server: str, browser_page: Page) -> None:

@@ -21,3 +21,15 @@ def test_label_noise_is_named_for_the_tasks_that_take_it() -> None:
     assert spec_words(noisy).startswith("L = 1, N = 32, H = 2, n = 1, noise 0.1, lr ")
     modular = RunSpec(layers=1, hidden=32, heads=2, n_train=1, task=ModularTask(), family=Family.GPT2)
     assert "noise" not in spec_words(modular)
+
+
+def test_a_lab_run_has_a_short_name_in_the_labs_words() -> None:
+    """What labels, subtitles and file names show in place of a run id: the model in the lab's words, size,
+    training set and seed, the task where it is not the first environment's, and the step shown."""
+    from dashboard.wording.vocabulary import run_name
+
+    gpt2 = RunSpec(layers=1, hidden=64, heads=4, n_train=2823, seed=3, task=ModularTask(), family=Family.GPT2)
+    assert run_name(gpt2, 3000) == "lab GPT-2 decoder L1 N64 H4 n2823 seed 3, modular addition task, step 3000"
+    encoder = RunSpec(layers=2, hidden=32, heads=2, n_train=400)  # the lab's first environment: no task words
+    assert run_name(encoder) == "lab encoder L2 N32 H2 n400 seed 0"
+    assert gpt2.name.startswith("lab-gpt2-modular-L1-N64-H4-n2823") and gpt2.name not in run_name(gpt2)
