@@ -16,8 +16,9 @@ may share its name with a reference run (same spec, fewer test samples).
 
 What a view reads. A shipped sweep's numbers are read from the tables its sweep wrote
 (:mod:`specbound_lab.readback`: correlations.csv, comparisons.csv, verdict.csv, couplings.csv and a
-fine-tuning sweep's forgetting.csv), never recomputed from its records: a fresh server's first switch to
-the sweep view resamples nothing those tables hold. The store's numbers are computed from its records,
+fine-tuning sweep's forgetting.csv, the grokking runs' grokking_summary.csv and grokking_power.csv),
+never recomputed from its records: a fresh server's first switch to the sweep view resamples nothing
+those tables hold. The store's numbers are computed from its records,
 as ``lab sweep`` computes them (a visitor's run may have joined them a moment ago).
 
 Training. A visitor's run is held to :data:`VISITOR_CAPS` (about a minute of CPU at most). It runs in a
@@ -304,7 +305,8 @@ def grokking_checked() -> GrokkingVerdict:
     """The shipped grokking runs' verdict: each measure's leads with the 95th percentile of its
     circular-shift null, the positive control and the power check: seconds of shifts, so computed once
     per server, not on every rerun of the sweep view (a seed picked, a table unfolded)."""
-    return grokking_verdict(grokking_reference())
+    shipped = readback.read_grokking(SHIPPED[GROKKING].directory)  # the tables the grok sweep wrote
+    return shipped if shipped is not None else grokking_verdict(grokking_reference())
 
 
 def forgetting_file(origin: str) -> Path:

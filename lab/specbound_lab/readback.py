@@ -13,7 +13,10 @@ recompute from the run records with thousands of bootstrap draws each:
   (:func:`read_verdicts`); its measures carry no per-coupling sign-errors (``coupled`` is empty): those
   are in ``couplings.csv``, read by
 * :func:`read_robust` → Dziugaite et al.'s :class:`~specbound_lab.robust.RobustSummary` per measure over
-  the couplings of the environments that count, as :func:`~specbound_lab.verdict.robust_view` builds it.
+  the couplings of the environments that count, as :func:`~specbound_lab.verdict.robust_view` builds it;
+* ``grokking.csv``, ``grokking_summary.csv`` and ``grokking_power.csv`` → the grokking runs'
+  :class:`~specbound_lab.grokking.GrokkingVerdict` (:func:`read_grokking`): the leads, each measure's
+  circular-shift null and the design's checks, which take seconds of shifts to compute.
 
 Written → read → written gives the table back (the tests compare every column to 1e-12): a float goes
 through ``repr`` in the CSV and back exactly; only what a table does not hold is absent (an axis's run
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +44,17 @@ import pandas as pd
 
 from .correlation import UNDEFINED, AxisTau, Interval, MeasureCorrelation, PairedTest, TauDifference
 from .grid import SEED_AXIS
+from .grokking import (
+    AT_JUMP_CURVE,
+    GROKKING_CSV,
+    GROKKING_POWER_CSV,
+    GROKKING_SUMMARY_CSV,
+    LEADING_CURVE,
+    POSITIVE_CONTROL,
+    GrokkingVerdict,
+    LeadSummary,
+    PowerCheck,
+)
 from .records import RUNS_DIR
 from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, environment_of
 from .tables import (
@@ -58,7 +73,7 @@ from .tables import (
 from .tasks import Task
 from .verdict import EnvironmentVerdict, MeasureVerdict, design_gaps
 
-__all__ = ["read_comparisons", "read_correlations", "read_robust", "read_table", "read_verdicts"]
+__all__ = ["read_comparisons", "read_correlations", "read_grokking", "read_robust", "read_table", "read_verdicts"]
 
 #: The prefix of an axis's ψ column in correlations.csv (``psi_layers``, ``psi_seed``, ...).
 _PSI = "psi_"
@@ -288,3 +303,36 @@ def read_robust(directories: tuple[Path | str, ...]) -> tuple[RobustSummary, ...
         )
         for measure, rows in errors.items()
     )
+
+
+# --- the grokking tables ----------------------------------------------------------------------------------
+
+
+def read_grokking(directory: Path | str) -> GrokkingVerdict | None:
+    """The grokking verdict of a lab directory's modular runs (:func:`~specbound_lab.grokking.grokking_verdict`)
+    from grokking.csv (each grokked seed's lead per measure, in run order), grokking_summary.csv (each
+    measure's null and whether the design can answer) and grokking_power.csv (the power check); None when
+    the directory has no grokking_power.csv (written before it, or no modular runs)."""
+    directory = Path(directory)
+    if not (directory / GROKKING_POWER_CSV).is_file():
+        return None
+    rows = pd.read_csv(directory / GROKKING_SUMMARY_CSV).to_dict("records")
+    leads = pd.read_csv(directory / GROKKING_CSV)
+    grokked = leads[leads["grokked"].astype(bool)]
+    runs = list(dict.fromkeys(grokked["run"]))
+    summaries = []
+    for row in rows:
+        own = grokked[grokked["measure"] == row["measure"]].set_index("run")["lead"]
+        values = tuple(_float(own.get(run)) for run in runs)
+        summaries.append(LeadSummary(str(row["measure"]), values, _float(row["null_p95"]), bool(row["powered"])))
+    control = next((replace(s, powered=True) for s in summaries if s.measure == POSITIVE_CONTROL), None)
+    power = pd.read_csv(directory / GROKKING_POWER_CSV)
+    check = None
+    if len(power):
+        curves = {
+            name: LeadSummary(name, tuple(float(v) for v in block["lead"]), _float(block["null_p95"].iloc[0]))
+            for name, block in ((c, power[power["curve"] == c]) for c in (LEADING_CURVE, AT_JUMP_CURVE))
+        }
+        share = float(power[power["curve"] == LEADING_CURVE]["lead_share"].iloc[0])
+        check = PowerCheck(share, curves[LEADING_CURVE], curves[AT_JUMP_CURVE])
+    return GrokkingVerdict(tuple(summaries), control if summaries else None, check)

@@ -27,7 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 from .correlation import MeasureCorrelation, TauDifference, compare_taus, correlate
 from .grid import AXES, FROM_SCRATCH, SEED_AXIS
-from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
+from .grokking import (
+    GROKKING_CSV,
+    GROKKING_POWER_CSV,
+    GROKKING_SUMMARY_CSV,
+    grokking_runs,
+    grokking_verdict,
+    leads_frame,
+    power_frame,
+    summary_frame,
+)
 from .records import RUNS_DIR, read_runs, write_text
 from .registry import MEASURES, Measure, correlated_measures, is_baseline, step_value
 from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, split_environment
@@ -668,9 +677,10 @@ def write_tables(
 
 def write_results(out: Path, results: LabResults) -> tuple[Path, ...]:
     """runs.csv, correlations.csv, verdict.csv, couplings.csv, robust.csv and comparisons.csv of ``results`` (see
-    :func:`write_tables`), forgetting.csv when a fine-tuning environment's runs recorded forgetting, and, when
-    the directory holds runs of the modular task, grokking.csv (each run's saturation, jump and every
-    measure's lead) and grokking_summary.csv (each measure over the seeds that grokked)."""
+        :func:`write_tables`), forgetting.csv when a fine-tuning environment's runs recorded forgetting, and, when
+        the directory holds runs of the modular task, grokking.csv (each run's saturation, jump and every
+        measure's lead), grokking_summary.csv (each measure over the seeds that grokked) and grokking_power.csv
+    (the power check's synthetic curves)."""
     write_text(out / RUNS_CSV, runs_frame(results.runs).to_csv(index=False))
     write_text(out / CORRELATIONS_CSV, environments_frame(results.environments).to_csv(index=False))
     write_text(out / VERDICT_CSV, verdict_frame(results.verdicts).to_csv(index=False))
@@ -683,9 +693,12 @@ def write_results(out: Path, results: LabResults) -> tuple[Path, ...]:
         write_text(out / FORGETTING_CSV, forgetting_frame(results.forgetting).to_csv(index=False))
         written.append(out / FORGETTING_CSV)
     if grokking := grokking_runs(results.runs):
+        checked = grokking_verdict(grokking)
+        seeds = [run.seed for run in grokking if run.event.grokked]
         write_text(out / GROKKING_CSV, leads_frame(grokking).to_csv(index=False))
-        write_text(out / GROKKING_SUMMARY_CSV, summary_frame(grokking_summary(grokking)).to_csv(index=False))
-        written += [out / GROKKING_CSV, out / GROKKING_SUMMARY_CSV]
+        write_text(out / GROKKING_SUMMARY_CSV, summary_frame(checked.summaries).to_csv(index=False))
+        write_text(out / GROKKING_POWER_CSV, power_frame(checked.power, seeds).to_csv(index=False))
+        written += [out / GROKKING_CSV, out / GROKKING_SUMMARY_CSV, out / GROKKING_POWER_CSV]
     return tuple(written)
 
 

@@ -98,3 +98,44 @@ def test_the_robust_view_over_several_sweeps_joins_their_couplings_in_order() ->
     class_sweep = readback.read_verdicts(reference.THRESHOLD_REFERENCE.directory)[0]
     assert not class_sweep.counted and "threshold/bert" in ours.environments  # from the fit sweep, not the class one
     assert ours.couplings == sum(rows["ours"].couplings for rows in each[1:] if "ours" in rows)
+
+
+def _grokking_frames(verdict, seeds):
+    from specbound_lab.grokking import power_frame, summary_frame
+
+    return summary_frame(verdict.summaries), power_frame(verdict.power, seeds)
+
+
+def test_the_grokking_tables_read_back_write_themselves() -> None:
+    from specbound_lab.grokking import GROKKING_POWER_CSV, GROKKING_SUMMARY_CSV, POSITIVE_CONTROL, POWER_LEAD_SHARE
+
+    directory = reference.GROKKING_REFERENCE.directory
+    read = readback.read_grokking(directory)
+    assert read is not None and read.power is not None and read.control is not None
+    power = pd.read_csv(directory / GROKKING_POWER_CSV)
+    seeds = list(power[power["curve"] == "synthetic_leading"]["seed"])
+    summary, powered = _grokking_frames(read, seeds)
+    assert_same_table(summary, pd.read_csv(directory / GROKKING_SUMMARY_CSV))
+    assert_same_table(powered, power)
+    assert read.control.measure == POSITIVE_CONTROL and read.power.lead_share == POWER_LEAD_SHARE
+    assert len(seeds) == len(read.control.leads) == 10  # the ten seeds grokked
+    assert all(len(s.leads) == len(seeds) for s in read.summaries)
+    assert readback.read_grokking(reference.FIT_REFERENCE.directory) is None  # no modular runs
+
+
+@pytest.mark.slow
+def test_the_grokking_verdict_read_back_is_the_one_computed_from_the_records() -> None:
+    """The leads, each measure's circular-shift null (its seeded permutations), the positive control and the
+    power check, computed again from the shipped records, say word for word what the tables read back say."""
+    from specbound_lab.grokking import grokking_runs, grokking_sentence, grokking_verdict
+
+    directory = reference.GROKKING_REFERENCE.directory
+    runs = grokking_runs(read_runs(directory))
+    computed = grokking_verdict(runs)
+    read = readback.read_grokking(directory)
+    assert read is not None
+    seeds = [run.seed for run in runs if run.event.grokked]
+    for mine, theirs in zip(_grokking_frames(read, seeds), _grokking_frames(computed, seeds), strict=True):
+        assert_same_table(mine, theirs)
+    assert read.powered == computed.powered
+    assert grokking_sentence(runs, verdict=read) == grokking_sentence(runs, verdict=computed)
