@@ -8,10 +8,9 @@ recompute from the run records with thousands of bootstrap draws each:
   (:func:`read_correlations`);
 * ``comparisons.csv`` → each measure's :class:`~specbound_lab.correlation.TauDifference` from ours at p*
   (:func:`read_comparisons`);
-* ``verdict.csv`` (with ``runs.csv`` for the fine-tuning design's mean gaps, a mean over rows, no
-  resampling) → each environment's :class:`~specbound_lab.verdict.EnvironmentVerdict`
-  (:func:`read_verdicts`); its measures carry no per-coupling sign-errors (``coupled`` is empty): those
-  are in ``couplings.csv``, read by
+* ``verdict.csv`` and ``couplings.csv`` (with ``runs.csv`` for the fine-tuning design's mean gaps, a
+  mean over rows, and the couplings' seed pairs, a grouping of rows: no resampling) → each environment's
+  :class:`~specbound_lab.verdict.EnvironmentVerdict` (:func:`read_verdicts`);
 * :func:`read_robust` → Dziugaite et al.'s :class:`~specbound_lab.robust.RobustSummary` per measure over
   the couplings of the environments that count, as :func:`~specbound_lab.verdict.robust_view` builds it;
 * ``grokking.csv``, ``grokking_summary.csv`` and ``grokking_power.csv`` → the grokking runs'
@@ -20,7 +19,7 @@ recompute from the run records with thousands of bootstrap draws each:
 
 Written → read → written gives the table back (the tests compare every column to 1e-12): a float goes
 through ``repr`` in the CSV and back exactly; only what a table does not hold is absent (an axis's run
-count in a correlation, the pair indices of a coupling).
+count in a correlation, the single best-against-baseline difference of a verdict).
 
 Example, the shipped fit sweep:
 
@@ -56,7 +55,14 @@ from .grokking import (
     PowerCheck,
 )
 from .records import RUNS_DIR
-from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, environment_of
+from .robust import (
+    MIN_COUPLED_PAIRS,
+    CoupledSignError,
+    RobustSummary,
+    couplings,
+    environment_name,
+    environment_of,
+)
 from .tables import (
     CI_HIGH,
     CI_LOW,
@@ -71,7 +77,7 @@ from .tables import (
     read_runs_csv,
 )
 from .tasks import Task
-from .verdict import EnvironmentVerdict, MeasureVerdict, design_gaps
+from .verdict import EnvironmentVerdict, MeasureVerdict, design_gaps, verdict_rows
 
 __all__ = ["read_comparisons", "read_correlations", "read_grokking", "read_robust", "read_table", "read_verdicts"]
 
@@ -192,7 +198,7 @@ def read_comparisons(directory: Path | str, environment: str | None = None) -> t
 # --- verdict.csv ------------------------------------------------------------------------------------------
 
 
-def _measure_verdict(row: Mapping[str, Any]) -> MeasureVerdict:
+def _measure_verdict(row: Mapping[str, Any], coupled: tuple[CoupledSignError, ...] = ()) -> MeasureVerdict:
     return MeasureVerdict(
         str(row["measure"]),
         int(row["runs_used"]),
@@ -207,7 +213,7 @@ def _measure_verdict(row: Mapping[str, Any]) -> MeasureVerdict:
         _float(row["pooled_sign_error"]),
         int(row["pairs"]),
         int(row["tied_pairs"]),
-        (),  # per coupling: couplings.csv (read_robust)
+        coupled,
         _float(row.get("tau_within_training_loss")),
     )
 
@@ -228,12 +234,32 @@ def _test(row: Mapping[str, Any]) -> PairedTest | None:
     )
 
 
+def _coupled(block: pd.DataFrame, members: pd.DataFrame) -> dict[str, tuple[CoupledSignError, ...]]:
+    """Each measure's sign-errors on the couplings of one environment, from its rows of couplings.csv, on
+    the couplings themselves (their seed pairs' row indices, which the table does not hold) found again in
+    runs.csv's rows the verdict reads (:func:`~specbound_lab.verdict.verdict_rows`): a grouping of rows,
+    no resampling."""
+    if members.empty or block.empty:
+        return {}
+    used, fitted = verdict_rows(members)
+    found = {(c.axis, c.low, c.high): c for c in couplings(used, noise_filter=fitted is not None)}
+    out: dict[str, list[CoupledSignError]] = {}
+    for row in block.to_dict("records"):
+        coupling = found[(str(row["axis"]), str(row["low"]), str(row["high"]))]
+        error = CoupledSignError(
+            coupling, _float(row["sign_error"]), int(row["kept_pairs"]), int(row["censored_pairs"])
+        )
+        out.setdefault(str(row["measure"]), []).append(error)
+    return {measure: tuple(errors) for measure, errors in out.items()}
+
+
 def read_verdicts(directory: Path | str) -> tuple[EnvironmentVerdict, ...]:
     """verdict.csv of a lab directory: each environment's verdict (SPEC §13b) as
     :func:`~specbound_lab.tables.environment_verdicts` computed it, its tests against the strongest trivial
-    baseline included (their interval NaN in a table written before it held one), the fine-tuning
-    design's mean gaps from runs.csv, and no per-coupling sign-errors (:func:`read_robust` reads those)."""
+    baseline included (their interval NaN in a table written before it held one), each measure's
+    sign-errors on the couplings from couplings.csv, and the fine-tuning design's mean gaps from runs.csv."""
     frame = read_table(directory, VERDICT_CSV)
+    coupling_rows = read_table(directory, COUPLINGS_CSV)
     finals = _final_rows(directory)
     environments = [environment_of(row) for _, row in finals.iterrows()]
     out = []
@@ -244,6 +270,7 @@ def read_verdicts(directory: Path | str) -> tuple[EnvironmentVerdict, ...]:
         below = _float(head.get("below_entropy_rate"))
         tests = tuple(t for t in (_test(r) for r in rows) if t is not None)
         members = finals[[e == name for e in environments]]
+        coupled = _coupled(coupling_rows[coupling_rows["environment"] == name], members)
         out.append(
             EnvironmentVerdict(
                 name,
@@ -257,7 +284,7 @@ def read_verdicts(directory: Path | str) -> tuple[EnvironmentVerdict, ...]:
                 int(head["couplings"]),
                 int(head["coupled_pairs"]),
                 int(head["noise_pairs"]),
-                tuple(_measure_verdict(r) for r in rows),
+                tuple(_measure_verdict(r, coupled.get(str(r["measure"]), ())) for r in rows),
                 None,  # the single best-against-baseline difference: not in the table, shown by no page
                 tests,
                 design_gaps(members) if len(members) else (),

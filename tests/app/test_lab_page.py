@@ -625,11 +625,13 @@ def _clear_sweep_caches() -> None:
 
 def test_switching_to_each_shipped_sweep_computes_nothing_the_tables_hold(monkeypatch) -> None:
     """With every computation of what the shipped tables hold made to raise (the correlations, the paired
-    comparisons, the verdicts), a fresh server's switch to the sweep view and to each shipped sweep draws
-    them all: correlations.csv, comparisons.csv, verdict.csv and couplings.csv, read back."""
+    comparisons, the verdicts, the grokking runs' nulls and power check), a fresh server's switch to the
+    sweep view and to each shipped sweep draws them all: correlations.csv, comparisons.csv, verdict.csv,
+    couplings.csv and the grokking tables, read back."""
     import sys
 
     import specbound_lab.correlation as correlation
+    import specbound_lab.grokking as grokking
     import specbound_lab.tables as tables
     import specbound_lab.verdict as verdict
 
@@ -643,12 +645,15 @@ def test_switching_to_each_shipped_sweep_computes_nothing_the_tables_hold(monkey
         tables.environment_verdicts,
         tables.comparisons,
         verdict.environment_verdict,
+        grokking.grokking_verdict,
+        grokking.null_median_leads,
     ]
     for holder in [m for key, m in list(sys.modules.items()) if key.split(".")[0] in ("specbound_lab", "dashboard")]:
         for alias, value in list(vars(holder).items()):
             if any(value is original for original in originals):  # under every name it is imported as
                 monkeypatch.setattr(holder, alias, forbidden)
     _clear_sweep_caches()
+    service.grokking_checked.clear()
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
     run_clean(at)
     at.switch_page("pages/lab.py")

@@ -1,5 +1,5 @@
 """The tables of a lab directory read back (:mod:`specbound_lab.readback`): every shipped sweep's
-correlations.csv, verdict.csv, couplings.csv (through robust.csv) and comparisons.csv give, written again by
+correlations.csv, verdict.csv, couplings.csv, robust.csv and comparisons.csv give, written again by
 the lab's own writers, the table they were read from; comparisons.csv is what the code computes from the
 shipped records; and a verdict read back says, word for word, what the verdict computed from the records
 says.
@@ -18,24 +18,26 @@ import pandas as pd
 import pytest
 
 from specbound_lab import readback, reference
+from specbound_lab.grokking import GrokkingVerdict
 from specbound_lab.records import read_runs
 from specbound_lab.tables import (
     COMPARISONS_CSV,
     CORRELATIONS_CSV,
+    COUPLINGS_CSV,
     ROBUST_CSV,
     VERDICT_CSV,
     comparisons_frame,
+    couplings_frame,
     environment_verdicts,
     environments_frame,
     lab_results,
     robust_frame,
     verdict_frame,
 )
+from specbound_lab.verdict import robust_view
 from specbound_lab.views import verdict_sentences
 
 ATOL = 1e-12
-#: verdict.csv's per-coupling summaries: read back from couplings.csv by read_robust, not into the verdicts.
-COUPLED = ("coupled_couplings", "coupled_mean", "coupled_p90", "coupled_max")
 SWEEPS = [pytest.param(s.directory, id=s.key) for s in reference.SWEEP_REFERENCES]
 
 
@@ -58,10 +60,12 @@ def test_each_shipped_table_read_back_writes_itself(directory: Path) -> None:
     correlations = readback.read_correlations(directory)
     assert_same_table(environments_frame(correlations), pd.read_csv(directory / CORRELATIONS_CSV))
     verdicts = readback.read_verdicts(directory)
-    assert_same_table(verdict_frame(verdicts), pd.read_csv(directory / VERDICT_CSV), drop=COUPLED)
+    assert_same_table(verdict_frame(verdicts), pd.read_csv(directory / VERDICT_CSV))
+    assert_same_table(couplings_frame(verdicts), pd.read_csv(directory / COUPLINGS_CSV))
     robust = readback.read_robust((directory,))
     assert_same_table(robust_frame(robust), pd.read_csv(directory / ROBUST_CSV))
     assert bool(robust) == any(v.counted for v in verdicts)  # a sweep shown, not counted, has no robust view
+    assert robust_frame(robust_view(verdicts)).equals(robust_frame(robust))  # the same view either way
     shipped = pd.read_csv(directory / COMPARISONS_CSV)
     read = [(env.environment, readback.read_comparisons(directory, env.environment)) for env in verdicts]
     assert_same_table(comparisons_frame(read), shipped)
@@ -100,7 +104,7 @@ def test_the_robust_view_over_several_sweeps_joins_their_couplings_in_order() ->
     assert ours.couplings == sum(rows["ours"].couplings for rows in each[1:] if "ours" in rows)
 
 
-def _grokking_frames(verdict, seeds):
+def _grokking_frames(verdict: GrokkingVerdict, seeds: list[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
     from specbound_lab.grokking import power_frame, summary_frame
 
     return summary_frame(verdict.summaries), power_frame(verdict.power, seeds)
