@@ -20,7 +20,7 @@ and the Lab page opened in Chromium at 1440 × 900. It times, from the click on 
 
 * the new view's first chart drawn (its Plotly SVG shown: the sweep's first measure panel, the run's
   proxies), and
-* the run over (Streamlit's status widget gone, every chart drawn),
+* the run over (the app root's script state back to ``notRunning``, every chart drawn),
 
 for the cold first switch to the sweep and then SWITCHES warm switches each way; the baseline, in the
 same run and the same tab, is a plain rerun of the opening view (Streamlit's "R" shortcut) timed to the
@@ -32,7 +32,6 @@ reads the shipped tables (:mod:`specbound_lab.readback`), not even the cold swit
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import sys
 import tempfile
@@ -50,11 +49,11 @@ RUN_VIEW, SWEEP_VIEW = "One run through training", "Sweep: measures against the 
 FIRST_CHART = {RUN_VIEW: "lab_proxies", SWEEP_VIEW: "lab_measures_0"}
 GIVE_UP_S = 300
 WIDTH, HEIGHT = 1440, 900
-STATUS = "[data-testid=stStatusWidget]"
 PLACEHOLDER = '[data-testid="stSkeleton"]'
-#: How long the status widget may take to show after an action (Streamlit shows it after a moment; a run
-#: over before then never shows it).
-STATUS_SHOWS_S = 1.5
+#: The script run's state as the app root states it (``running``, ``notRunning``, ...).
+SCRIPT_STATE = "document.querySelector('[data-testid=stApp]')?.dataset.testScriptState"
+#: How long a click or the rerun shortcut may take to start a run (a run that never starts is an error).
+RUN_STARTS_S = 10
 
 
 def server_times() -> dict[str, Any]:
@@ -91,15 +90,15 @@ def server_times() -> dict[str, Any]:
     return {"open": cold_open, "cold": cold_sweep, "to_sweep": to_sweep, "to_run": to_run, "rerun": rerun}
 
 
-def _run_over(page: Any, start: float) -> float:
-    """Seconds from ``start`` until the script run is over and drawn: the status widget, once shown (if it
-    shows within :data:`STATUS_SHOWS_S`), gone, and no chart placeholder left."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    with contextlib.suppress(PlaywrightTimeout):  # over before the widget showed
-        page.wait_for_selector(STATUS, timeout=STATUS_SHOWS_S * 1000)
+def _run_over(page: Any, start: float, *, started: bool = False) -> float:
+    """Seconds from ``start`` until the script run the action started is over and drawn: Streamlit's app
+    root says ``data-test-script-state="running"`` from the rerun request to the run's end (waited for
+    first, so a run that has not begun yet is not taken for one that ended), then ``notRunning``, with no
+    chart placeholder left. ``started``: the run is known to have begun (its first chart is drawn)."""
+    if not started:
+        page.wait_for_function(f"() => {SCRIPT_STATE} !== 'notRunning'", polling="raf", timeout=RUN_STARTS_S * 1000)
     page.wait_for_function(
-        f"() => !document.querySelector('{STATUS}') && !document.querySelector('{PLACEHOLDER}')",
+        f"() => {SCRIPT_STATE} === 'notRunning' && !document.querySelector('{PLACEHOLDER}')",
         polling="raf",
         timeout=GIVE_UP_S * 1000,
     )
@@ -114,12 +113,12 @@ def switch(page: Any, view: str) -> tuple[float, float]:
         state="visible", timeout=GIVE_UP_S * 1000
     )
     first = time.perf_counter() - start
-    return first, _run_over(page, start)
+    return first, _run_over(page, start, started=True)
 
 
 def rerun(page: Any) -> float:
     """Seconds from Streamlit's rerun shortcut to the run over (the opening view, nothing switched)."""
-    page.locator("body").click(position={"x": 5, "y": 400})  # the shortcut needs the page, not a widget
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")  # the shortcut, not a widget
     start = time.perf_counter()
     page.keyboard.press("r")
     return _run_over(page, start)
@@ -139,7 +138,7 @@ def browser_times() -> dict[str, Any]:
                 start = time.perf_counter()
                 page.goto(f"{server.url}/lab")
                 page.locator(f".st-key-{FIRST_CHART[RUN_VIEW]} .js-plotly-plot .main-svg").first.wait_for()
-                opened = _run_over(page, start)
+                opened = _run_over(page, start, started=True)
                 cold = switch(page, SWEEP_VIEW)
                 switch(page, RUN_VIEW)
                 to_sweep, to_run, reruns = [], [], []
