@@ -3,8 +3,8 @@ the shipped tables), then its two views. One run through training at one of its 
 (:func:`lab_run_view`): what the run is, the step's totals and errors, the proxies, α, errors, p* and
 the power-law α through training, the p* map at the step, how this run's p* moved, and the step's
 singular-value profiles. A sweep (:func:`lab_sweep_view`): how to read its correlation table, each
-measure against the gap, each against ours at p*, each environment's verdict, the robust view and the
-grokking runs' reading.
+measure against the gap, each against ours at p*, each environment's verdict, the robust view, the
+grokking runs' reading and, for a sweep of fine-tunes, its forgetting verdict.
 
 Example, the reference's default run at its last saved step:
 
