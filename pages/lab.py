@@ -161,6 +161,14 @@ elif view == SWEEP_VIEW:
         if box := on_demand(shown_verdict.title, f"lab_verdict_fold_{number}"):
             with box:
                 draw_table(sweep.verdict_table(number), hide_index=True, key=f"lab_verdict_table_{number}")
+    if sweep.forgetting_sentence is not None:  # a sweep of fine-tunes: does anything order forgetting?
+        st.subheader("Forgetting: what orders a fine-tune's loss of its base's task")
+        st.caption(words.FORGETTING_METHOD)
+        with st.container(key="lab_forgetting"):
+            st.markdown(plain(sweep.forgetting_sentence))
+        if sweep.forgetting_table is not None:
+            with folded("Forgetting and the gap, each measure (table)"):
+                draw_table(sweep.forgetting_table, hide_index=True, key="lab_forgetting_table")
     st.subheader("Robust across controlled experiments")
     st.caption(words.ROBUST_METHOD)
     with st.container(key="lab_robust"):

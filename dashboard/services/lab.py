@@ -14,6 +14,13 @@ is the only place the page trains into or reads checkpoints from. A run is chose
 ``<origin>:<run>`` (``reference:``, ``decoder:``, ``grokking:`` or ``here:``), since a run trained here
 may share its name with a reference run (same spec, fewer test samples).
 
+What a view reads. A shipped sweep's numbers are read from the tables its sweep wrote
+(:mod:`specbound_lab.readback`: correlations.csv, comparisons.csv, verdict.csv, couplings.csv and a
+fine-tuning sweep's forgetting.csv, the grokking runs' grokking_summary.csv and grokking_power.csv),
+never recomputed from its records: a fresh server's first switch to the sweep view resamples nothing
+those tables hold. The store's numbers are computed from its records,
+as ``lab sweep`` computes them (a visitor's run may have joined them a moment ago).
+
 Training. A visitor's run is held to :data:`VISITOR_CAPS` (about a minute of CPU at most). It runs in a
 daemon thread (:class:`dashboard.services.jobs.TrainingJob`) calling
 :func:`specbound_lab.sweep.run_sweep`, with a ``threading.Event`` as the cancel hook and progress
@@ -41,17 +48,24 @@ from dashboard.wording.vocabulary import model_label
 from specbound.core.profile import SpectralProfile
 from specbound.io.cache import default_cache_dir
 from specbound.present.numbers import format_count
+from specbound_lab import readback, views
 from specbound_lab import reference as lab_reference
-from specbound_lab import views
 from specbound_lab.answer import LabAnswer, shipped_answer
 from specbound_lab.correlation import MeasureCorrelation, TauDifference
 from specbound_lab.grokking import GrokkingVerdict, RunGrokking, grokking_runs, grokking_verdict
 from specbound_lab.limits import VISITOR_CAPS
 from specbound_lab.records import read_runs
 from specbound_lab.reference import ShippedReference
-from specbound_lab.robust import RobustSummary
+from specbound_lab.robust import RobustSummary, RobustVerdict, robust_verdict
 from specbound_lab.study import shipped_study_answer
-from specbound_lab.tables import LabResults, comparisons, correlations, environment_verdicts
+from specbound_lab.tables import (
+    FORGETTING_CSV,
+    VERDICT_CSV,
+    LabResults,
+    comparisons,
+    correlations,
+    environment_verdicts,
+)
 from specbound_lab.train import LabError
 from specbound_lab.trajectory import RunTrajectory
 from specbound_lab.verdict import EnvironmentVerdict, robust_view
@@ -179,7 +193,11 @@ def step_profile(key: str, step: int, _run: RunTrajectory) -> SpectralProfile:
 def _sweep(
     origin: str, version: int, _runs: tuple[RunTrajectory, ...]
 ) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
-    table = reference(origin).correlations if origin in SHIPPED else correlations(_runs)
+    if origin in SHIPPED:  # the first environment's block of the shipped correlations.csv
+        environments = readback.read_correlations(SHIPPED[origin].directory)
+        table = environments[0].correlations if environments else ()
+    else:
+        table = correlations(_runs)
     return views.sweep_frame(_runs), table
 
 
@@ -199,6 +217,8 @@ def sweep(origin: str) -> tuple[pd.DataFrame, tuple[MeasureCorrelation, ...]]:
 # sweep read the six shipped sweeps' verdicts twice, about 0.8 s of copies).
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _comparisons(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[TauDifference, ...]:
+    if origin in SHIPPED and (shipped := readback.read_comparisons(SHIPPED[origin].directory)):
+        return shipped  # comparisons.csv, written by the sweep
     return comparisons(_runs)
 
 
@@ -210,7 +230,27 @@ def against_baseline(origin: str) -> tuple[TauDifference, ...]:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _verdicts(origin: str, version: int, _runs: tuple[RunTrajectory, ...]) -> tuple[EnvironmentVerdict, ...]:
+    if origin in SHIPPED:  # verdict.csv, written by the sweep
+        return readback.read_verdicts(SHIPPED[origin].directory) if _runs else ()
     return environment_verdicts(_runs)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _shipped_verdict_tables(origin: str) -> tuple[pd.DataFrame, ...]:
+    """Each environment's rows of a shipped sweep's verdict.csv, in the order of its verdicts."""
+    if not reference(origin).runs:
+        return ()
+    frame = readback.read_table(SHIPPED[origin].directory, VERDICT_CSV)
+    names = dict.fromkeys(frame["environment"])
+    return tuple(frame[frame["environment"] == name].drop(columns="environment") for name in names)
+
+
+def verdict_tables(origin: str) -> tuple[pd.DataFrame, ...]:
+    """The rows of verdict.csv of each verdict of :func:`verdicts`, in its order: the shipped tables as
+    written; empty for the store (the view writes its rows from the verdicts)."""
+    if origin not in SHIPPED:
+        return ()
+    return tuple(table for s in SWEEPS for table in _shipped_verdict_tables(s))
 
 
 def verdicts(origin: str) -> tuple[tuple[str, EnvironmentVerdict], ...]:
@@ -223,14 +263,34 @@ def verdicts(origin: str) -> tuple[tuple[str, EnvironmentVerdict], ...]:
     return tuple((origin, v) for v in _verdicts(origin, version, runs))
 
 
+#: The cache key of every shipped origin's robust view: one view over every shipped sweep.
+_ALL_SHIPPED = "shipped"
+
+
+def _robust_key(origin: str) -> tuple[str, int]:
+    return (_ALL_SHIPPED, 0) if origin in SHIPPED else (origin, _origin_runs(origin)[1])
+
+
 def robust_rows(origin: str) -> tuple[RobustSummary, ...]:
     """Dziugaite et al.'s robust view over the couplings of the environments of :func:`verdicts` that count."""
-    return _robust_rows(origin, _origin_runs(origin)[1])
+    return _robust_rows(*_robust_key(origin))
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _robust_rows(origin: str, version: int) -> tuple[RobustSummary, ...]:
+    if origin == _ALL_SHIPPED:  # the couplings.csv of every shipped sweep
+        return readback.read_robust(tuple(SHIPPED[s].directory for s in SWEEPS))
     return robust_view([verdict for _, verdict in verdicts(origin)])
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _robust_reading(origin: str, version: int) -> RobustVerdict | None:
+    return robust_verdict(_robust_rows(origin, version))
+
+
+def robust_reading(origin: str) -> RobustVerdict | None:
+    """The robust view's reading (its paired bootstrap of the two smallest means), once per robust view."""
+    return _robust_reading(*_robust_key(origin))
 
 
 @st.cache_resource(show_spinner=False)
@@ -245,7 +305,25 @@ def grokking_checked() -> GrokkingVerdict:
     """The shipped grokking runs' verdict: each measure's leads with the 95th percentile of its
     circular-shift null, the positive control and the power check: seconds of shifts, so computed once
     per server, not on every rerun of the sweep view (a seed picked, a table unfolded)."""
-    return grokking_verdict(grokking_reference())
+    shipped = readback.read_grokking(SHIPPED[GROKKING].directory)  # the tables the grok sweep wrote
+    return shipped if shipped is not None else grokking_verdict(grokking_reference())
+
+
+def forgetting_file(origin: str) -> Path:
+    """Where the forgetting verdict of ``origin``'s runs is written (forgetting.csv beside its tables)."""
+    return (SHIPPED[origin].directory if origin in SHIPPED else store_dir()) / FORGETTING_CSV
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _forgetting(path: str, stamp: float) -> pd.DataFrame | None:
+    return pd.read_csv(path) if stamp else None
+
+
+def forgetting(origin: str) -> pd.DataFrame | None:
+    """forgetting.csv of ``origin`` as written by the lab (:func:`specbound_lab.tables.forgetting_frame`),
+    read once per version of the file; None where its runs recorded no forgetting."""
+    path = forgetting_file(origin)
+    return _forgetting(str(path), path.stat().st_mtime if path.is_file() else 0.0)
 
 
 def source(origin: str) -> SweepSource:
@@ -269,6 +347,9 @@ def sweep_data(origin: str) -> SweepData:
         robust=robust_rows(origin),
         grokking=grokking,
         grokking_checked=grokking_checked() if grokking else None,
+        verdict_tables=verdict_tables(origin),
+        robust_reading=robust_reading(origin),
+        forgetting=forgetting(origin),
     )
 
 

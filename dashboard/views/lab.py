@@ -3,8 +3,8 @@ the shipped tables), then its two views. One run through training at one of its 
 (:func:`lab_run_view`): what the run is, the step's totals and errors, the proxies, α, errors, p* and
 the power-law α through training, the p* map at the step, how this run's p* moved, and the step's
 singular-value profiles. A sweep (:func:`lab_sweep_view`): how to read its correlation table, each
-measure against the gap, each against ours at p*, each environment's verdict, the robust view and the
-grokking runs' reading.
+measure against the gap, each against ours at p*, each environment's verdict, the robust view, the
+grokking runs' reading and, for a sweep of fine-tunes, its forgetting verdict.
 
 Example, the reference's default run at its last saved step:
 
@@ -43,11 +43,13 @@ from specbound_lab import figures
 from specbound_lab import views as lab_views
 from specbound_lab.answer import LabAnswer
 from specbound_lab.correlation import MeasureCorrelation, TauDifference, Verdict
+from specbound_lab.grid import FROM_SCRATCH
 from specbound_lab.grokking import GrokkingVerdict, RunGrokking, grokking_sentence
 from specbound_lab.reference import ShippedReference
 from specbound_lab.registry import MEASURES, is_baseline
-from specbound_lab.robust import RobustSummary
+from specbound_lab.robust import RobustSummary, RobustVerdict
 from specbound_lab.study import study_status
+from specbound_lab.tables import verdict_frame
 from specbound_lab.trajectory import RunTrajectory
 from specbound_lab.verdict import EnvironmentVerdict
 
@@ -301,9 +303,17 @@ class SweepData:
     #: the shipped grokking runs (none when the package ships none) and their verdict
     grokking: tuple[RunGrokking, ...] = ()
     grokking_checked: GrokkingVerdict | None = None
+    #: each verdict's rows of verdict.csv, in the order of :attr:`verdicts` (as shipped; empty: built here
+    #: from the verdicts by :func:`~specbound_lab.tables.verdict_frame`)
+    verdict_tables: tuple[pd.DataFrame, ...] = ()
+    #: the robust view's reading (:func:`~specbound_lab.robust.robust_verdict` of :attr:`robust`, a paired
+    #: bootstrap) when the service holds it; None: read here
+    robust_reading: RobustVerdict | None = None
+    #: forgetting.csv of a fine-tuning sweep whose runs recorded forgetting (None: not recorded)
+    forgetting: pd.DataFrame | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class VerdictShown:
     """One environment's verdict as the page shows it."""
 
@@ -314,6 +324,8 @@ class VerdictShown:
     sentence: str
     #: the title of its table's fold: a verdict, or a table shown and not counted
     title: str
+    #: its rows of verdict.csv
+    table: pd.DataFrame
 
 
 @dataclass(frozen=True, eq=False)
@@ -350,6 +362,10 @@ class LabSweepView:
     grokking_runs: tuple[RunGrokking, ...]
     #: each measure's lead (None without the grokking verdict)
     grokking_table: Styler | None
+    #: a fine-tuning sweep's forgetting verdict in one sentence (or why there is none yet) and its table
+    #: (None: not a fine-tuning sweep; the table None while its runs recorded no forgetting)
+    forgetting_sentence: str | None = None
+    forgetting_table: Styler | None = None
 
     def grokking_figure(self, seed: int) -> go.Figure:
         """The curves of the grokking run of ``seed`` against its steps (one seed is picked at a time)."""
@@ -358,7 +374,7 @@ class LabSweepView:
     def verdict_table(self, number: int) -> Styler:
         """The table of the verdict ``number`` (built when its fold opens: six styled tables were a third
         of a switch to this view)."""
-        return lab_tables.verdict_view_frame(self.verdicts[number].verdict)
+        return lab_tables.verdict_view_frame(self.verdicts[number].table)
 
 
 def verdict_title(source: str, env: EnvironmentVerdict) -> str:
@@ -379,10 +395,11 @@ def lab_sweep_view(data: SweepData) -> LabSweepView:
     for part in measures[1:]:
         part.update_layout(showlegend=False)  # the training-set sizes' legend once, with the first
     shown = []
-    for origin, env in data.verdicts:
+    tables = data.verdict_tables or tuple(verdict_frame((env,)) for _, env in data.verdicts)
+    for (origin, env), rows in zip(data.verdicts, tables, strict=True):
         source = data.sources[origin].words
         sentence = " ".join(lab_views.verdict_sentences(env, measure_name))
-        shown.append(VerdictShown(source, env, sentence, verdict_title(source, env)))
+        shown.append(VerdictShown(source, env, sentence, verdict_title(source, env), rows))
     robust = data.robust
     grokking, checked = data.grokking, data.grokking_checked
     return LabSweepView(
@@ -396,10 +413,25 @@ def lab_sweep_view(data: SweepData) -> LabSweepView:
         differences=figures.difference_forest(differences, measure_name),
         comparisons=tuple(lab_views.comparison_sentence(d, measure_name) for d in differences),
         verdicts=tuple(shown),
-        robust_sentence=lab_views.robust_sentence(robust, measure_name),
+        robust_sentence=lab_views.robust_sentence(robust, measure_name, reading=data.robust_reading),
         robust_cdf=figures.robust_cdf_figure(robust) if any(r.couplings for r in robust) else None,
         robust_table=lab_tables.robust_view_frame(robust),
         grokking_sentence=grokking_sentence(grokking, measure_name, verdict=checked) if grokking else None,
         grokking_runs=tuple(grokking),
         grokking_table=lab_tables.grokking_view_frame(checked.summaries) if grokking and checked else None,
+        **_forgetting_shown(frame, data.forgetting),
     )
+
+
+def _forgetting_shown(frame: pd.DataFrame, table: pd.DataFrame | None) -> dict[str, Any]:
+    """The forgetting section's sentence and table: for a sweep of fine-tunes only, from its forgetting.csv
+    (the sentence saying there is none yet while its runs predate it)."""
+    tuned = "fine_tuning" in frame.columns and bool((frame["fine_tuning"] != FROM_SCRATCH).any())
+    if not tuned:
+        return {}
+    if table is None or table.empty:
+        return {"forgetting_sentence": words.FORGETTING_NOT_RECORDED}
+    return {
+        "forgetting_sentence": words.forgetting_sentence(table, measure_name),
+        "forgetting_table": lab_tables.forgetting_view_frame(table),
+    }

@@ -24,8 +24,7 @@ from specbound_lab.correlation import MeasureCorrelation
 from specbound_lab.grokking import LeadSummary, summary_frame
 from specbound_lab.registry import is_baseline
 from specbound_lab.robust import RobustSummary
-from specbound_lab.tables import correlations_frame, robust_frame, verdict_frame
-from specbound_lab.verdict import EnvironmentVerdict
+from specbound_lab.tables import correlations_frame, robust_frame
 
 
 def correlation_table(table: Sequence[MeasureCorrelation]) -> pd.DataFrame:
@@ -46,13 +45,14 @@ def correlation_view(table: Sequence[MeasureCorrelation]) -> Styler:
     return styled_table(frame.assign(measure=[measure_name(m) for m in frame["measure"]]), signed)
 
 
-def verdict_view_frame(env: EnvironmentVerdict) -> Styler:
-    """One environment's rows of ``verdict.csv`` as the page shows them: each measure in plain words (a
-    trivial baseline marked), τ with its interval over configurations, τ within strata of n and of the
-    parameter count, the granulated τ and the seed noise, the pooled sign-error, tied pairs, censored
-    runs and the coupled sign-errors, and the measure's paired difference in τ from the strongest trivial
-    baseline with its Holm-adjusted p-value (empty on a baseline's row)."""
-    frame = verdict_frame((env,))
+def verdict_view_frame(frame: pd.DataFrame) -> Styler:
+    """One environment's rows of ``verdict.csv`` (as shipped, or :func:`~specbound_lab.tables.verdict_frame`
+    of a verdict computed here) as the page shows them: each measure in plain words (a trivial baseline
+    marked), τ with its interval over configurations, τ within strata of n and of the parameter count, the
+    granulated τ and the seed noise, the pooled sign-error, tied pairs, censored runs and the coupled
+    sign-errors, and the measure's paired difference in τ from the strongest trivial baseline with its
+    Holm-adjusted p-value (empty on a baseline's row)."""
+    frame = frame.reset_index(drop=True)
     columns = {
         "measure": "Measure",
         "kendall_tau": "τ",
@@ -138,3 +138,30 @@ def robust_view_frame(rows: Sequence[RobustSummary]) -> Styler:
     plain = {c: "number" for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
     names = robust_columns(frame.columns)
     return styled_table(frame.rename(columns=names), {names[c]: kind for c, kind in plain.items()})
+
+
+#: forgetting.csv's columns as the page heads them.
+FORGETTING_COLUMNS: dict[str, str] = {
+    "outcome": "Ordered",
+    "measure": "Measure",
+    "kendall_tau": "τ",
+    "kendall_tau_ci_low": "τ: 95 % low",
+    "kendall_tau_ci_high": "τ: 95 % high",
+    "vs_baseline_tau_difference": "τ minus the strongest baseline's",
+    "vs_baseline_p_holm": "Holm-adjusted p against it",
+    "runs_used": "Runs",
+}
+#: Each outcome of forgetting.csv in words.
+OUTCOME_WORDS: dict[str, str] = {"base_task_error": "forgetting", "gap": "the gap"}
+
+
+def forgetting_view_frame(frame: pd.DataFrame) -> Styler:
+    """forgetting.csv as the page shows it: per outcome (forgetting, then the gap) each measure in plain
+    words (a trivial baseline marked), its τ with its interval over configurations and its Holm-adjusted
+    difference from the strongest trivial baseline (empty on a baseline's row)."""
+    shown = frame[list(FORGETTING_COLUMNS)].rename(columns=FORGETTING_COLUMNS)
+    shown["Ordered"] = [OUTCOME_WORDS.get(o, o) for o in frame["outcome"]]
+    shown["Measure"] = [measure_name(m) + (" (trivial baseline)" if is_baseline(m) else "") for m in frame["measure"]]
+    signed = {c: "signed" for c in shown.columns if pd.api.types.is_float_dtype(shown[c])}
+    signed["Holm-adjusted p against it"] = "p"
+    return styled_table(shown.reset_index(drop=True), signed)

@@ -17,7 +17,9 @@ Example, the verdict's rules as the page states them:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import pandas as pd
 
 from dashboard.wording.vocabulary import model_label, spec_words
 from specbound.present.numbers import format_count
@@ -202,3 +204,72 @@ OPEN_HELP = (
     "Make this run at this step the model of the other pages (Spectra, Bound explorer, …), "
     "opened from its stored spectra; a link to it works on this server."
 )
+
+
+#: What the fine-tuning sweep's forgetting section says when its runs predate the forgetting outcome.
+FORGETTING_NOT_RECORDED = (
+    "This sweep's runs were trained before the lab recorded forgetting (a fine-tune's error on its base's "
+    "own task), so there is no forgetting table for it yet: `specbound lab sweep --preset finetune` records "
+    "it, and the sweep's tables then hold forgetting.csv, shown here."
+)
+
+FORGETTING_METHOD = (
+    "Forgetting is a fine-tune's error on its base's own task. The same rules as the verdict above (fitted "
+    f"runs, {_LEVEL} intervals over configurations, at least {spelled(MIN_SEEDS)} seeds per configuration), "
+    "with forgetting in place of the gap: do intruder dimensions (Shuttleworth et al. 2025) and the centred "
+    "proxies order it, and do they beat the strongest trivial baseline (Holm-adjusted over the candidates)?"
+)
+
+
+def forgetting_sentence(frame: pd.DataFrame, name: Callable[[str], str]) -> str:
+    """The forgetting verdict in one sentence, computed from forgetting.csv's rows of the ``base_task_error``
+    outcome: what it stands on, the candidate (trivial baselines apart) with the highest τ, its 95 % interval,
+    and its Holm-adjusted test against the strongest trivial baseline; "shown, not counted" where the
+    environment does not count.
+
+    >>> rows = pd.DataFrame({
+    ...     "outcome": ["base_task_error"] * 2, "counted": [True] * 2, "runs": [80] * 2, "fitted_runs": [73] * 2,
+    ...     "seeds": [5] * 2, "measure": ["intruders", "inverse_n"], "baseline": [False, True],
+    ...     "kendall_tau": [0.61, 0.05], "kendall_tau_ci_low": [0.45, -0.1], "kendall_tau_ci_high": [0.72, 0.2],
+    ...     "vs_baseline": ["inverse_n", None], "vs_baseline_tau_difference": [0.56, float("nan")],
+    ...     "vs_baseline_p_holm": [0.002, float("nan")],
+    ... })
+    >>> for part in forgetting_sentence(rows, str).split(", "):
+    ...     print(part)
+    Over 73 of 80 fine-tunes that fitted
+    intruders orders forgetting best
+    τ +0.61 (95 % +0.45 to +0.72)
+    and beats the strongest trivial baseline
+    inverse_n (τ +0.05): τ 0.56 above it
+    Holm-adjusted p = 0.002.
+    """
+    rows = frame[frame["outcome"] == "base_task_error"]
+    head = rows.iloc[0]
+    stands = f"Over {int(head['fitted_runs'])} of {int(head['runs'])} fine-tunes that fitted"
+    if not bool(head["counted"]):
+        return (
+            f"{stands} (up to {int(head['seeds'])} seeds per configuration), forgetting is shown, not counted: "
+            f"a verdict needs {spelled(MIN_SEEDS)} seeds per configuration and {_percent(MIN_FITTED_SHARE)} of "
+            "the runs fitted."
+        )
+    candidates = rows[~rows["baseline"].astype(bool) & rows["kendall_tau"].notna()]
+    if candidates.empty:
+        return f"{stands}, no candidate measure has a defined τ with forgetting."
+    best = candidates.loc[candidates["kendall_tau"].idxmax()]
+    low, high = float(best["kendall_tau_ci_low"]), float(best["kendall_tau_ci_high"])
+    sentence = (
+        f"{stands}, {name(str(best['measure']))} orders forgetting best, τ {float(best['kendall_tau']):+.2f} "
+        f"({_LEVEL} {low:+.2f} to {high:+.2f})"
+    )
+    other = best["vs_baseline"]
+    if not isinstance(other, str):
+        return sentence + "."
+    floor = rows[rows["measure"] == other].iloc[0]
+    difference, p_holm = float(best["vs_baseline_tau_difference"]), float(best["vs_baseline_p_holm"])
+    told = p_holm <= 1.0 - CONFIDENCE
+    verdict = ("beats" if difference > 0 else "does worse than") if told else "is not told apart from"
+    floor_tau = float(floor["kendall_tau"])
+    return (
+        f"{sentence}, and {verdict} the strongest trivial baseline, {name(other)} (τ {floor_tau:+.2f}): "
+        f"τ {abs(difference):.2f} {'above' if difference > 0 else 'below'} it, Holm-adjusted p = {p_holm:.2g}."
+    )

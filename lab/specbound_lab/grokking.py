@@ -468,6 +468,10 @@ def grokking_summary(runs: Sequence[RunGrokking], permutations: int = NULL_PERMU
 
 #: The files a lab directory gains when it holds runs of the modular task.
 GROKKING_CSV, GROKKING_SUMMARY_CSV = "grokking.csv", "grokking_summary.csv"
+#: The power check's two synthetic curves over the runs that grokked (:func:`power_frame`).
+GROKKING_POWER_CSV = "grokking_power.csv"
+#: The power check's curves as :func:`power_frame` names them.
+LEADING_CURVE, AT_JUMP_CURVE = "synthetic_leading", "synthetic_at_jump"
 
 
 def grokking_runs(runs: Sequence[RunTrajectory]) -> tuple[RunGrokking, ...]:
@@ -539,6 +543,25 @@ def summary_frame(summaries: Sequence[LeadSummary]) -> pd.DataFrame:
         [_summary_row(s) for s in summaries],
         columns=columns,
     )
+
+
+def power_frame(power: PowerCheck | None, seeds: Sequence[int]) -> pd.DataFrame:
+    """grokking_power.csv: the power check's two synthetic curves (:func:`power_check`), one row per curve
+    and seed that grokked (``seeds``, in the order of the check's leads): ``curve`` (``synthetic_leading``,
+    ``synthetic_at_jump``), ``lead_share`` (how far before the jump the curve moves), ``seed``, the curve's
+    ``lead`` on that seed and its null's 95th percentile of the median lead (``null_p95``); no rows
+    without a check (fewer seeds grokked than a verdict needs)."""
+    import pandas as pd
+
+    columns = ["curve", "lead_share", "seed", "lead", "null_p95"]
+    if power is None:
+        return pd.DataFrame(columns=columns)
+    rows = [
+        [curve, power.lead_share if curve == LEADING_CURVE else 0.0, seed, lead, summary.null_p95]
+        for curve, summary in ((LEADING_CURVE, power.leading), (AT_JUMP_CURVE, power.at_jump))
+        for seed, lead in zip(seeds, summary.leads, strict=True)
+    ]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def grokking_sentence(

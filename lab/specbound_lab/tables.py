@@ -3,7 +3,8 @@ measure's tau with the gap, one block per environment: task × family), verdict.
 verdict of each measure in each environment, :mod:`specbound_lab.verdict`), couplings.csv (each
 measure's sign-error on every coupling of Dziugaite et al.'s robust view) and robust.csv (each
 measure's coupled sign-errors summarised over the environments that count, :mod:`specbound_lab.robust`),
-the comparisons against the baseline measure, and reading results back.
+comparisons.csv (each measure's τ minus ours at p*'s, paired-bootstrapped per environment), and reading
+results back (the tables themselves read back as results: :mod:`specbound_lab.readback`).
 
 runs.csv has ``task`` and ``family`` columns (SPEC §13); one written before them (the shipped reference)
 reads back through :func:`read_runs_csv` as threshold/bert. The gap is test minus training error, or
@@ -26,7 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 from .correlation import MeasureCorrelation, TauDifference, compare_taus, correlate
 from .grid import AXES, FROM_SCRATCH, SEED_AXIS
-from .grokking import GROKKING_CSV, GROKKING_SUMMARY_CSV, grokking_runs, grokking_summary, leads_frame, summary_frame
+from .grokking import (
+    GROKKING_CSV,
+    GROKKING_POWER_CSV,
+    GROKKING_SUMMARY_CSV,
+    grokking_runs,
+    grokking_verdict,
+    leads_frame,
+    power_frame,
+    summary_frame,
+)
 from .records import RUNS_DIR, read_runs, write_text
 from .registry import MEASURES, Measure, correlated_measures, is_baseline, step_value
 from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, split_environment
@@ -43,6 +53,8 @@ CORRELATIONS_CSV = "correlations.csv"
 VERDICT_CSV = "verdict.csv"
 COUPLINGS_CSV = "couplings.csv"
 ROBUST_CSV = "robust.csv"
+#: Each measure's τ minus ours at p*'s, paired-bootstrapped per environment (:func:`comparisons_frame`).
+COMPARISONS_CSV = "comparisons.csv"
 #: A fine-tuning sweep's verdict on forgetting (:func:`forgetting_frame`), beside verdict.csv.
 FORGETTING_CSV = "forgetting.csv"
 #: The environment of a runs.csv or record written before §13.
@@ -176,6 +188,12 @@ class LabResults:
     @cached_property
     def robust(self) -> tuple[RobustSummary, ...]:
         return robust_view(self.verdicts)
+
+    @cached_property
+    def comparisons(self) -> tuple[tuple[str, tuple[TauDifference, ...]], ...]:
+        """Per environment (in :func:`split_environments` order), every other correlated measure against
+        ours at p* (:func:`comparisons`), paired-bootstrapped over that environment's runs."""
+        return tuple((name, comparisons(members)) for name, members in split_environments(self.runs).items())
 
     @cached_property
     def forgetting(self) -> tuple[ForgettingVerdict, ...]:
@@ -536,6 +554,9 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
                     "vs_baseline_tau_difference": test.difference if test is not None else math.nan,
                     "vs_baseline_p_holm": test.p_holm if test is not None else math.nan,
                     "vs_baseline_candidates": test.family if test is not None else None,
+                    "vs_baseline_ci_low": test.ci.low if test is not None else math.nan,
+                    "vs_baseline_ci_high": test.ci.high if test is not None else math.nan,
+                    "vs_baseline_p_value": test.p_value if test is not None else math.nan,
                     "pooled_sign_error": m.pooled_sign_error,
                     "pairs": m.pairs,
                     "tied_pairs": m.tied_pairs,
@@ -569,6 +590,49 @@ def forgetting_frame(rows: Sequence[ForgettingVerdict]) -> pd.DataFrame:
     return frame[["outcome", *(c for c in frame.columns if c != "outcome")]]
 
 
+#: comparisons.csv's columns after the environment's ``task`` and ``family``.
+COMPARISON_COLUMNS: tuple[str, ...] = (
+    "measure",
+    "other",
+    "runs",
+    "kendall_tau_difference",
+    "kendall_tau_difference" + CI_LOW,
+    "kendall_tau_difference" + CI_HIGH,
+    "granulated_tau_difference",
+    "granulated_tau_difference" + CI_LOW,
+    "granulated_tau_difference" + CI_HIGH,
+)
+
+
+def comparisons_frame(environments: Sequence[tuple[str, Sequence[TauDifference]]]) -> pd.DataFrame:
+    """comparisons.csv: one row per environment and measure, τ(measure) − τ(ours at p*) over every run of
+    the environment (fitted or not, as correlations.csv), τ_b's and the granulated τ's, each with its 95 %
+    paired interval over configurations (:func:`comparisons`), led by the environment's ``task`` and
+    ``family`` (and ``fine_tuned`` for a fine-tuning environment). What the Lab page's "Against ours at
+    p*" reads, so that no page bootstraps what a sweep already wrote."""
+    import pandas as pd
+
+    rows = []
+    for environment_of_rows, differences in environments:
+        task, family, fine_tuned = split_environment(environment_of_rows)
+        for d in differences:
+            values = (
+                d.measure,
+                d.other,
+                d.runs,
+                d.kendall_tau,
+                d.kendall_tau_ci.low,
+                d.kendall_tau_ci.high,
+                d.granulated_tau,
+                d.granulated_tau_ci.low,
+                d.granulated_tau_ci.high,
+            )
+            head = {"task": task, "family": family, **({"fine_tuned": True} if fine_tuned else {})}
+            rows.append({**head, **dict(zip(COMPARISON_COLUMNS, values, strict=True))})
+    tuned = ["fine_tuned"] if any("fine_tuned" in row for row in rows) else []  # absent for runs from scratch
+    return pd.DataFrame(rows, columns=["task", "family", *tuned, *COMPARISON_COLUMNS])
+
+
 def couplings_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
     """couplings.csv: one row per environment, coupling and measure: the axis the two configurations
     differ in, both configurations, the seed pairs, those within noise, those kept and censored, and
@@ -597,8 +661,9 @@ def couplings_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
                         "sign_error": c.sign_error,
                     }
                 )
-    columns = ["task", "family", "status", "axis", "low", "high", "pairs", "min_pairs", "noise_pairs", "measure"]
-    return pd.DataFrame(rows, columns=[*columns, "kept_pairs", "censored_pairs", "sign_error"])
+    tuned = ["fine_tuned"] if any(env.fine_tuned for env in environments) else []  # as verdict.csv has it
+    columns = ["task", "family", *tuned, "status", "axis", "low", "high", "pairs", "min_pairs", "noise_pairs"]
+    return pd.DataFrame(rows, columns=[*columns, "measure", "kept_pairs", "censored_pairs", "sign_error"])
 
 
 def write_tables(
@@ -611,23 +676,29 @@ def write_tables(
 
 
 def write_results(out: Path, results: LabResults) -> tuple[Path, ...]:
-    """runs.csv, correlations.csv, verdict.csv, couplings.csv and robust.csv of ``results`` (see
-    :func:`write_tables`), forgetting.csv when a fine-tuning environment's runs recorded forgetting, and, when
-    the directory holds runs of the modular task, grokking.csv (each run's saturation, jump and every
-    measure's lead) and grokking_summary.csv (each measure over the seeds that grokked)."""
+    """runs.csv, correlations.csv, verdict.csv, couplings.csv, robust.csv and comparisons.csv of ``results`` (see
+        :func:`write_tables`), forgetting.csv when a fine-tuning environment's runs recorded forgetting, and, when
+        the directory holds runs of the modular task, grokking.csv (each run's saturation, jump and every
+        measure's lead), grokking_summary.csv (each measure over the seeds that grokked) and grokking_power.csv
+    (the power check's synthetic curves)."""
     write_text(out / RUNS_CSV, runs_frame(results.runs).to_csv(index=False))
     write_text(out / CORRELATIONS_CSV, environments_frame(results.environments).to_csv(index=False))
     write_text(out / VERDICT_CSV, verdict_frame(results.verdicts).to_csv(index=False))
     write_text(out / COUPLINGS_CSV, couplings_frame(results.verdicts).to_csv(index=False))
     write_text(out / ROBUST_CSV, robust_frame(results.robust).to_csv(index=False))
+    write_text(out / COMPARISONS_CSV, comparisons_frame(results.comparisons).to_csv(index=False))
     written = [out / RUNS_CSV, out / CORRELATIONS_CSV, out / VERDICT_CSV, out / COUPLINGS_CSV, out / ROBUST_CSV]
+    written.append(out / COMPARISONS_CSV)
     if results.forgetting:
         write_text(out / FORGETTING_CSV, forgetting_frame(results.forgetting).to_csv(index=False))
         written.append(out / FORGETTING_CSV)
     if grokking := grokking_runs(results.runs):
+        checked = grokking_verdict(grokking)
+        seeds = [run.seed for run in grokking if run.event.grokked]
         write_text(out / GROKKING_CSV, leads_frame(grokking).to_csv(index=False))
-        write_text(out / GROKKING_SUMMARY_CSV, summary_frame(grokking_summary(grokking)).to_csv(index=False))
-        written += [out / GROKKING_CSV, out / GROKKING_SUMMARY_CSV]
+        write_text(out / GROKKING_SUMMARY_CSV, summary_frame(checked.summaries).to_csv(index=False))
+        write_text(out / GROKKING_POWER_CSV, power_frame(checked.power, seeds).to_csv(index=False))
+        written += [out / GROKKING_CSV, out / GROKKING_SUMMARY_CSV, out / GROKKING_POWER_CSV]
     return tuple(written)
 
 

@@ -321,6 +321,18 @@ def _measure_values(frame: pd.DataFrame, measure: Measure) -> tuple[np.ndarray, 
     return values, int(censored.sum())
 
 
+def verdict_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int | None]:
+    """The rows of one environment's final runs.csv rows that its verdict reads, renumbered from 0, and
+    the number of fitted runs: the runs that fitted their training set, or every run of a next-token task
+    (a fixed budget: None fitted)."""
+    if Task(frame["task"].iloc[0]).causal:
+        return frame.reset_index(drop=True), None
+    fits = [
+        fits_training_set(float(r.train_loss), float(r.train_error), float(r.label_noise)) for r in frame.itertuples()
+    ]
+    return frame[fits].reset_index(drop=True), int(sum(fits))
+
+
 def environment_verdict(
     frame: pd.DataFrame, measures: Sequence[Measure] | None = None, outcome: Outcome = Outcome.GAP
 ) -> EnvironmentVerdict:
@@ -333,18 +345,12 @@ def environment_verdict(
     measures = tuple(measures) if measures is not None else correlated_measures()
     measures = tuple(m for m in measures if m.column in frame.columns and frame[m.column].notna().any())
     loss_gap = Task(frame["task"].iloc[0]).causal
+    used, fitted_runs = verdict_rows(frame)
     if loss_gap:
-        used, fitted_runs = frame, None
         entropy = float(frame["optimal_loss"].iloc[0])
         below = int((frame["train_loss"] < entropy).sum())
     else:
-        fits = [
-            fits_training_set(float(r.train_loss), float(r.train_error), float(r.label_noise))
-            for r in frame.itertuples()
-        ]
-        used, fitted_runs = frame[fits], int(sum(fits))
         entropy, below = math.nan, 0
-    used = used.reset_index(drop=True)
     columns = configuration_columns(used)
     configs = [json.dumps({c: used.at[i, c] for c in columns}, default=str) for i in range(len(used))]
     axes = [a for a in (*GRANULATED_AXES, SEED_AXIS) if a in used.columns]

@@ -17,7 +17,7 @@ import numpy as np
 
 from .correlation import PairedTest, TauDifference, Verdict
 from .registry import MEASURES, is_baseline, recorded_measures
-from .robust import MIN_COUPLED_PAIRS, RobustSummary, robust_verdict
+from .robust import MIN_COUPLED_PAIRS, RobustSummary, RobustVerdict, robust_verdict
 from .tables import axis_values, measure_value
 from .trajectory import RunTrajectory
 from .verdict import DIRECTION_CANDIDATES, EnvironmentVerdict, ForgettingVerdict, Outcome
@@ -160,14 +160,18 @@ def _paired_words(test: PairedTest) -> str:
     return f"{_signed(test.difference)} (95 % over configurations {_signed(test.ci.low)} to {_signed(test.ci.high)})"
 
 
-def robust_sentence(rows: Sequence[RobustSummary], name: Callable[[str], str] | None = None) -> str:
+def robust_sentence(
+    rows: Sequence[RobustSummary], name: Callable[[str], str] | None = None, *, reading: RobustVerdict | None = None
+) -> str:
     """Sentences from the robust view's numbers (Dziugaite et al.'s couplings over the environments that
     count), in SPEC §13's order (:func:`~specbound_lab.robust.robust_verdict`): the smallest worst case
     and 90th percentile, baselines included; the smallest mean, named "best" only where its paired
     interval against the runner-up excludes 0; ours at p*; and the best trivial baseline (read in its
-    declared direction) against the leader. Measures recorded in fewer environments are named apart."""
+    declared direction) against the leader. Measures recorded in fewer environments are named apart.
+    ``reading``: :func:`~specbound_lab.robust.robust_verdict` of ``rows`` when the caller holds it already
+    (its paired bootstrap is the costly part; a page computes it once per sweep, not on every rerun)."""
     name = name or (lambda measure: measure)
-    reading = robust_verdict(rows)
+    reading = reading if reading is not None else robust_verdict(rows)
     if reading is None:
         return (
             "No environment that counts (fitted, at least five seeds) has a coupling (two configurations "

@@ -609,3 +609,141 @@ def test_on_a_projector_the_lab_s_tables_are_folded(lab_app) -> None:
     for label in ("Rank correlation with the gap (table)", "The robust view (table)", "Each measure's lead (table)"):
         assert label in labels, label
     assert any(label.startswith("The verdict of") for label in labels)
+
+
+def _clear_sweep_caches() -> None:
+    """A fresh server's caches of the sweep view (what its first switch fills)."""
+    for cached in (
+        service._sweep,
+        service._comparisons,
+        service._verdicts,
+        service._shipped_verdict_tables,
+        service._robust_rows,
+        service._robust_reading,
+        service._forgetting,
+    ):
+        cached.clear()
+
+
+def test_switching_to_each_shipped_sweep_computes_nothing_the_tables_hold(monkeypatch) -> None:
+    """With every computation of what the shipped tables hold made to raise (the correlations, the paired
+    comparisons, the verdicts, the grokking runs' nulls and power check), a fresh server's switch to the
+    sweep view and to each shipped sweep draws them all: correlations.csv, comparisons.csv, verdict.csv,
+    couplings.csv and the grokking tables, read back."""
+    import sys
+
+    import specbound_lab.correlation as correlation
+    import specbound_lab.grokking as grokking
+    import specbound_lab.tables as tables
+    import specbound_lab.verdict as verdict
+
+    def forbidden(*_, **__):
+        raise AssertionError("the sweep view recomputed what the shipped tables hold")
+
+    originals = [
+        correlation.correlate,
+        correlation.compare_taus,
+        tables.correlations,
+        tables.environment_verdicts,
+        tables.comparisons,
+        verdict.environment_verdict,
+        grokking.grokking_verdict,
+        grokking.null_median_leads,
+    ]
+    for holder in [m for key, m in list(sys.modules.items()) if key.split(".")[0] in ("specbound_lab", "dashboard")]:
+        for alias, value in list(vars(holder).items()):
+            if any(value is original for original in originals):  # under every name it is imported as
+                monkeypatch.setattr(holder, alias, forbidden)
+    _clear_sweep_caches()
+    service.grokking_checked.clear()
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    run_clean(at)
+    at.switch_page("pages/lab.py")
+    run_clean(at)
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    for origin in service.SWEEPS:
+        at.radio(key="lab_sweep").set_value(origin)
+        run_clean(at)
+        expected = pd.read_csv(
+            reference.SHIPPED[[s.key for s in reference.SHIPPED].index(origin)].directory / CORRELATIONS_CSV
+        )
+        shown = _dataframe(at, "granulated_tau")
+        assert list(shown["measure"]) == [measure_name(m) for m in expected["measure"]][: len(shown)]
+        text = " ".join(m.value for m in at.markdown)
+        assert all(plain(v.sentence) in text for v in lab_views_verdicts(origin))
+    _clear_sweep_caches()  # the next test's server computes as it likes
+
+
+def lab_views_verdicts(origin: str):
+    """The verdicts the sweep view of ``origin`` shows, in words (read back from the shipped tables)."""
+    from dashboard.views.lab import lab_sweep_view
+
+    return lab_sweep_view(service.sweep_data(origin)).verdicts
+
+
+def _planted_forgetting(directory) -> pd.DataFrame:
+    """forgetting.csv as the lab writes it (:func:`specbound_lab.tables.forgetting_frame`) over the shipped
+    fine-tuning runs' final rows, with the intruder count and the forgetting outcome planted by a seeded
+    generator (the shipped runs were trained before either was recorded): forgetting rises with the
+    intruders, plus noise, as in tests/lab/test_forgetting_verdict.py."""
+    from specbound_lab.tables import FORGETTING_CSV, forgetting_frame, read_runs_csv
+    from specbound_lab.verdict import forgetting_verdicts
+
+    frame = read_runs_csv(reference.FINETUNE_REFERENCE.directory / RUNS_CSV)
+    frame = frame[frame["final"]].reset_index(drop=True)
+    rng = np.random.default_rng(0)
+    intruders = rng.integers(0, 6, len(frame)).astype(float)
+    forgetting = np.clip(0.05 + 0.03 * intruders + rng.normal(0.0, 0.02, len(frame)), 0.0, 1.0)
+    table = forgetting_frame(forgetting_verdicts(frame.assign(intruders=intruders, base_task_error=forgetting)))
+    (directory / FORGETTING_CSV).write_text(table.to_csv(index=False))
+    return pd.read_csv(directory / FORGETTING_CSV)
+
+
+def test_the_fine_tuning_sweep_shows_its_forgetting_verdict_from_forgetting_csv(monkeypatch, tmp_path) -> None:
+    """The fine-tuning sweep's view reads its forgetting.csv: the sentence is computed from the file's rows,
+    and the table shows each of its rows, the measure in words and τ to the three decimals shown."""
+    written = _planted_forgetting(tmp_path)
+    monkeypatch.setattr(service, "forgetting_file", lambda origin: tmp_path / "forgetting.csv")
+    _clear_sweep_caches()
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    run_clean(at)
+    at.switch_page("pages/lab.py")
+    run_clean(at)
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    at.radio(key="lab_sweep").set_value(service.FINETUNE)
+    run_clean(at)
+    text = " ".join(m.value for m in at.markdown)
+    sentence = words.forgetting_sentence(written, measure_name)
+    assert plain(sentence) in text
+    best = written[(written["outcome"] == "base_task_error") & ~written["baseline"]].sort_values("kendall_tau").iloc[-1]
+    assert best["measure"] == "intruders" and f"τ {best['kendall_tau']:+.2f}" in sentence  # planted to order it
+    assert "beats the strongest trivial baseline" in sentence
+    shown = _dataframe(at, "Ordered").reset_index(drop=True)
+    assert len(shown) == len(written)
+    assert list(shown["Ordered"]) == [
+        {"base_task_error": "forgetting", "gap": "the gap"}[o] for o in written["outcome"]
+    ]
+    pairs = zip(written["measure"], written["baseline"], strict=True)
+    named = [measure_name(m) + (" (trivial baseline)" if b else "") for m, b in pairs]
+    assert list(shown["Measure"]) == named
+    taus = shown["τ"].map(lambda v: shown_value(v) if isinstance(v, str) else v)
+    np.testing.assert_allclose(taus, written["kendall_tau"].round(3), atol=1e-12)  # every cell, to what is shown
+    (row,) = written.index[(written["outcome"] == "base_task_error") & (written["measure"] == "intruders")]
+    assert shown.at[row, "Measure"] == measure_name("intruders") and shown.at[row, "Ordered"] == "forgetting"
+    assert taus[row] == pytest.approx(round(float(written.at[row, "kendall_tau"]), 3), abs=1e-12)
+    _clear_sweep_caches()
+
+
+def test_a_sweep_without_forgetting_says_so_and_one_from_scratch_has_no_such_section(lab_app) -> None:
+    at = lab_app
+    _clear_sweep_caches()
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    assert "Forgetting: what orders a fine-tune's loss of its base's task" not in [h.value for h in at.subheader]
+    at.radio(key="lab_sweep").set_value(service.FINETUNE)
+    run_clean(at)
+    assert "Forgetting: what orders a fine-tune's loss of its base's task" in [h.value for h in at.subheader]
+    assert plain(words.FORGETTING_NOT_RECORDED) in " ".join(m.value for m in at.markdown)
+    assert not [d for d in at.dataframe if "Ordered" in d.value.columns]

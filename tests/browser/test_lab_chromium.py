@@ -48,7 +48,7 @@ def test_the_lab_page_opens_by_its_url(server: str, browser_page: Page) -> None:
     screenshot(page, "lab", full_page=True)
 
     page.get_by_text("Sweep: measures against the gap").click()
-    # one chart per measure; the first switch computes every sweep's bootstraps (a minute on a loaded machine)
+    # one chart per measure; the first switch reads every shipped sweep's tables (no bootstrap)
     page.locator(".st-key-lab_measures_0 .js-plotly-plot").wait_for(timeout=180_000)
     page.locator(".st-key-lab_robust_cdf .js-plotly-plot").wait_for()  # the robust view's CDF over couplings
     wait_idle(page)

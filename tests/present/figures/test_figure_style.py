@@ -215,3 +215,20 @@ def test_split_panels_gives_each_panel_its_own_figure() -> None:
     assert all(p.layout.yaxis.showticklabels for p in heatmaps)
     single = bounds.p_star_histogram(analysis)
     assert split_panels(single) == [single]
+
+
+def test_a_split_part_is_its_validated_figure() -> None:
+    """The parts are built without plotly's validation (their values come out of a validated figure): each
+    one's JSON equals that of the same figure built with validation, for line panels with stand-in legend
+    entries and for heatmaps with colour bars."""
+    from specbound.core.architecture import ModelShape
+    from specbound.core.bounds import BoundAnalysis
+    from specbound.present.figures.style import split_panels
+    from specbound.studies.twin import random_twin
+
+    shape = ModelShape(num_layers=2, hidden_size=32, num_heads=4, ffn_size=48)
+    analysis = BoundAnalysis.from_profile(random_twin(shape, model="tiny", initializer_range=0.08))
+    profiles = split_panels(spectra.singular_value_profiles(analysis.profile, source="tiny · spectra"))
+    heatmaps = split_panels(spectra.head_heatmaps(analysis.profile, "QK"), titles=["a", "b", "c"], subtitles="xyz")
+    for part in (*profiles, *heatmaps):
+        assert part.to_plotly_json() == go.Figure(part.to_plotly_json()).to_plotly_json()
