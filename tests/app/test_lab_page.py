@@ -15,6 +15,7 @@ from app_harness import APP, TIMEOUT_S, run_clean, table_columns
 from streamlit.testing.v1 import AppTest
 
 from dashboard.services import lab as service
+from dashboard.state.atlas import shown_member
 from dashboard.views.lab import sweep_reading
 from dashboard.widgets.tables import CELL_PAD_PX, CHAR_PX
 from dashboard.wording import lab as words
@@ -538,7 +539,9 @@ def test_the_scaling_page_draws_each_lab_family(plotly_specs, family, shipped, m
     profiles = load_atlas(shipped.directory / reference.ATLAS_FILE)
     assert len(at.multiselect(key=models_key).value) == len(profiles) == 4
     assert {p.shape.family for p in profiles} == {"bert" if shipped.family == "bert" else "gpt2"}
-    study = ScalingStudy.from_summaries(summarize(BoundAnalysis.from_profile(p), name=p.model) for p in profiles)
+    shown = {p.model: shown_member(p.model) for p in profiles}  # each run by its words, as the page names it
+    assert not any(name.startswith("lab-") for name in shown.values())
+    study = ScalingStudy.from_summaries(summarize(BoundAnalysis.from_profile(p), name=shown[p.model]) for p in profiles)
     for axis, title in ((Axis.WIDTH, "with width N"), (Axis.DEPTH, "with depth L")):
         panels = [f for f in plotly_specs(at) if title in f["layout"]["title"]["text"].replace("<br>", " ")]
         assert panels  # one figure per panel, stacked on a phone
@@ -555,7 +558,7 @@ def test_the_scaling_page_draws_each_lab_family(plotly_specs, family, shipped, m
         for curve in expected:
             np.testing.assert_allclose(traces[(curve.proxy.value, curve.models)], curve.ratio, rtol=1e-12)
     models = _dataframe(at, "p=2_log10")
-    assert sorted(models["name"]) == sorted(p.model for p in profiles)
+    assert sorted(models["name"]) == sorted(shown.values())
     assert at.query_params["scaling_family"] == link
 
 

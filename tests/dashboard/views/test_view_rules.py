@@ -86,7 +86,7 @@ def test_a_report_page_hands_its_view_to_the_report(page: str, builder: str) -> 
 #: its view: Compare's centred reading, the p* map's panels), and on Spectra one figure the report leaves
 #: out on purpose, the eigenvalue spectrum of the one matrix opened in the drill-down.
 DRAWN = {
-    "bounds": {"view.proxies", "view.sums", "view.curves", "depth"},
+    "bounds": {"view.proxies", "view.sums", "view.curves", "depth()"},
     "compare": {"view.bars", "view.overlay", "centred.changes", "centred.intruders"},
     "spectra": {"view.profiles", "view.energy", "view.heatmaps", "esd_figure(profile, index, source=source)"},
     "why": {"list(panels.figures)", "view.histogram", "view.ranks", "view.break_even"},
