@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
 
-from ...core.architecture import DECODER, ENCODER, Expert, Kind, expert_label
+from ...core.architecture import DECODER, ENCODER, Expert, Kind, ModelShape, expert_label
 from ...core.bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ...core.logspace import to_log10
 from ...core.profile import MatrixId
@@ -366,15 +366,48 @@ def p_star_heatmap(
         >>> figure.layout.title.text.startswith("p*")
         True
     """
-    grid = analysis.grid
-    profile = analysis.profile
-    shape = profile.shape
-    p_opt = analysis.p_opt
+    grid, shape = analysis.grid, analysis.profile.shape
     H = shape.num_heads
     layers = list(shape.layers_of(stack))
     if not layers:
         raise ValueError(f"this model has no {stack} layers")
-    head_kinds = shape.stack_head_kinds(stack)
+    panels, mlp_title = _p_star_panels(analysis, layers, stack, expert)
+    where = f"{stack} " if stack else ""
+    layout = _p_star_layout(shape, stack, mlp_title)
+    zmin, zmax = p_star_range(grid)
+    height = 320 + 14 * len(layers)
+    gap = colorbar_gap(height, TOP_MARGIN_SUBTITLE if source else TOP_MARGIN, CELL_TEXT_PX) * (zmax - zmin) / 0.8
+    used = spaced_ticks(np.union1d(analysis.p_opt, [grid[0], grid[-1]]), gap)
+    # cell labels only while they fit; the hover always carries the value
+    labels = cell_labels(H * len(shape.stack_head_kinds(stack)) // 2)
+    common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": layers, **labels}
+    last = len(panels)
+    numbers = [shape.stack_layer(layer) for layer in layers]
+    strip = {"range": [-0.5, len(shape.layer_kinds) - 0.5], **({"tickangle": -90} if stack else {})}  # every kind named
+    heatmaps = []
+    for col, (z, x, name) in enumerate(panels, start=1):
+        trace = _p_star_trace(z, x, name, numbers=numbers, where=where, ticks=used, scale=col == last)
+        heatmaps.append(on_panel({**trace, **common}, col))
+        x_axis, y_axis = panel_ref(col)
+        layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))
+        layout[x_axis].update(cell_axis("head", H) if col < last else strip)
+    title = f"p* of every matrix of the {stack}" if stack else "p* of every matrix"
+    return figure(heatmaps, title, source=source, height=height, layout=layout)
+
+
+#: One panel of the p* map: its cells (layers, columns), the columns' labels, its name.
+_Panel = tuple[np.ndarray, np.ndarray | list[str], str]
+
+
+def _p_star_panels(
+    analysis: BoundAnalysis, layers: list[int], stack: str | None, expert: Expert
+) -> tuple[list[_Panel], str]:
+    """The p* map's panels, left to right: per head kind of ``stack`` a (layers, H) grid of p*, NaN in
+    a layer without the kind; then the MLP strip, (layers, kinds), of ``expert``'s matrices in a mixture
+    of experts (expert 0 when not given). Also the strip's title, the kinds it holds (and the expert)."""
+    profile, p_opt = analysis.profile, analysis.p_opt
+    shape = profile.shape
+    H = shape.num_heads
     mlp_kinds = shape.layer_kinds
     mlp_title = ", ".join(kind.value for kind in mlp_kinds)
     if shape.moe:
@@ -395,13 +428,20 @@ def p_star_heatmap(
     mlp_grid = np.array(
         [[p_opt[profile.index(MatrixId(layer, kind, expert=expert))] for kind in mlp_kinds] for layer in layers]
     )  # (layers, 2) or (layers, 3)
+    panels: list[_Panel] = [(head_grid(kind), np.arange(H), kind.value) for kind in shape.stack_head_kinds(stack)]
+    panels.append((mlp_grid, [k.value for k in mlp_kinds], mlp_title))
+    return panels, mlp_title
+
+
+def _p_star_layout(shape: ModelShape, stack: str | None, mlp_title: str) -> dict[str, Any]:
+    """The p* map's panel grid: one panel per head kind, then the MLP strip, with their widths and titles."""
+    head_kinds, mlp_kinds, H = shape.stack_head_kinds(stack), shape.layer_kinds, shape.num_heads
     heads = len(head_kinds)
     # the MLP strip's share of the width: 0.12, or on one stack's (narrower) map at least its share of the
     # cells, so that a small model's strip keeps room for every kind's tick
     strip_width = max(0.12, len(mlp_kinds) / (heads * H + len(mlp_kinds))) if stack else 0.12
     head_width = (1.0 - strip_width) / heads
-    where = f"{stack} " if stack else ""
-    layout = panel_grid(
+    return panel_grid(
         1,
         heads + 1,
         column_widths=[head_width] * heads + [strip_width],
@@ -411,48 +451,39 @@ def p_star_heatmap(
         titles=[kind.value if stack else f"{kind.value} (layer × head)" for kind in head_kinds]
         + ["MLP" if stack else mlp_title],
     )
-    zmin, zmax = p_star_range(grid)
-    height = 320 + 14 * len(layers)
-    gap = colorbar_gap(height, TOP_MARGIN_SUBTITLE if source else TOP_MARGIN, CELL_TEXT_PX) * (zmax - zmin) / 0.8
-    used = spaced_ticks(np.union1d(p_opt, [grid[0], grid[-1]]), gap)
-    # cell labels only while they fit; the hover always carries the value
-    labels = cell_labels(H * heads // 2)
-    common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": layers, **labels}
-    panels: list[tuple[np.ndarray, np.ndarray | list[str], str]] = [
-        (head_grid(kind), np.arange(H), kind.value) for kind in head_kinds
-    ]
-    panels.append((mlp_grid, [k.value for k in mlp_kinds], mlp_title))
-    last = len(panels)
-    numbers = [shape.stack_layer(layer) for layer in layers]
-    heatmaps = []
-    for col, (z, x, name) in enumerate(panels, start=1):
-        heatmap = {
-            "type": "heatmap",
-            "z": z,
-            "x": x,
-            "name": name,
-            "showscale": col == last,
-            "colorbar": {
-                "title": {"text": "p*"},
-                # from the bottom up to 4/5 of the plot: its title stays below the titles above the plot
-                "len": 0.8,
-                "y": 0,
-                "yanchor": "bottom",
-                "thickness": 10,
-                "tickvals": used,
-                "ticktext": [f"{p:.3g}" for p in used],
-            },
-            "customdata": np.repeat(np.array(numbers)[:, None], z.shape[1], axis=1),
-            "hovertemplate": f"{name}<br>{where}layer %{{customdata}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
-            **common,
-        }
-        heatmaps.append(on_panel(heatmap, col))
-        x_axis, y_axis = panel_ref(col)
-        layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))
-        strip = {"range": [-0.5, len(mlp_kinds) - 0.5], **({"tickangle": -90} if stack else {})}  # every kind named
-        layout[x_axis].update(cell_axis("head", H) if col < last else strip)
-    title = f"p* of every matrix of the {stack}" if stack else "p* of every matrix"
-    return figure(heatmaps, title, source=source, height=height, layout=layout)
+
+
+def _p_star_trace(
+    z: np.ndarray,
+    x: np.ndarray | list[str],
+    name: str,
+    *,
+    numbers: list[int],
+    where: str,
+    ticks: np.ndarray,
+    scale: bool,
+) -> dict[str, Any]:
+    """One panel's heatmap: its cells, the hover (the layer by its number in its stack, ``numbers``), and
+    the colour bar (``scale``: on the last panel only) with the grid values ``ticks``."""
+    return {
+        "type": "heatmap",
+        "z": z,
+        "x": x,
+        "name": name,
+        "showscale": scale,
+        "colorbar": {
+            "title": {"text": "p*"},
+            # from the bottom up to 4/5 of the plot: its title stays below the titles above the plot
+            "len": 0.8,
+            "y": 0,
+            "yanchor": "bottom",
+            "thickness": 10,
+            "tickvals": ticks,
+            "ticktext": [f"{p:.3g}" for p in ticks],
+        },
+        "customdata": np.repeat(np.array(numbers)[:, None], z.shape[1], axis=1),
+        "hovertemplate": f"{name}<br>{where}layer %{{customdata}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
+    }
 
 
 @dataclass(frozen=True)
