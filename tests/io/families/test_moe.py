@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 from family_models import save_each
 from hand_profiles import make_profile
+from tiny_models import save_model, transformers_model
 
 import specbound
 from specbound.core.architecture import SHARED_EXPERT, Adaptation, Kind, Mlp, ModelShape
@@ -83,11 +84,13 @@ RIGHT, WRONG = 1e-10, 1e-2
 
 def make_model(name: str) -> Any:
     config_class, model_class, extra = FAMILIES[name]
-    torch.manual_seed(sorted(FAMILIES).index(name))
-    config = getattr(transformers, config_class)(**_COMMON, **extra)
-    config._attn_implementation = "eager"
-    config._experts_implementation = "eager"  # the loop over experts (grouped GEMMs refuse float64)
-    model = getattr(transformers, model_class)(config).to(torch.float64).eval()
+    # eager attention, and the loop over experts (grouped GEMMs refuse float64)
+    eager = {"_attn_implementation": "eager", "_experts_implementation": "eager"}
+    seed = sorted(FAMILIES).index(name)
+    model = transformers_model(
+        config_class, model_class, {**_COMMON, **extra}, seed=seed, dtype="float64", set_after=eager
+    )
+    model.eval()
     with torch.no_grad():  # scale the weights so that every matrix has a spectrum worth reading
         for parameter in model.parameters():
             if parameter.ndim >= 2:
@@ -149,9 +152,9 @@ def test_model_in_memory_equals_its_directory(saved: dict[str, tuple[Any, Path]]
 
 def test_sharded_and_bin_checkpoints_read_as_one_file(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     model, directory = saved["mixtral"]
-    model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
+    save_model(model, tmp_path / "sharded", max_shard_size="20KB")
     assert len(list((tmp_path / "sharded").glob("*.safetensors"))) > 2
-    model.save_pretrained(tmp_path / "bin", safe_serialization=False)
+    save_model(model, tmp_path / "bin", safe=False)
     reference = specbound.analyze(directory, use_cache=False).profile.singular_values
     for variant in ("sharded", "bin"):
         profile = specbound.analyze(tmp_path / variant, use_cache=False).profile
@@ -222,7 +225,7 @@ def test_qk_and_v_reproduce_the_attention_logits_and_output(saved: dict[str, tup
     model, directory = saved[name]
     model = make_model(name)  # a fresh copy whose norms may be taken out
     _left_out_norms(model)
-    model.save_pretrained(directory.parent / f"{name}-attention")
+    save_model(model, directory.parent / f"{name}-attention")
     checkpoint = open_checkpoint(directory.parent / f"{name}-attention")
     shape = checkpoint.shape
     tokens = 6
