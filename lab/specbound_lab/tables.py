@@ -32,7 +32,7 @@ from .registry import MEASURES, Measure, correlated_measures, is_baseline, step_
 from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, split_environment
 from .tasks import Task
 from .train import Family, LabError, RunSpec, fits_training_set
-from .trajectory import RunTrajectory
+from .trajectory import RunTrajectory, StepRecord
 from .verdict import EnvironmentVerdict, ForgettingVerdict, forgetting_verdicts, robust_view, verdicts
 
 if TYPE_CHECKING:
@@ -315,58 +315,12 @@ def comparisons(runs: Sequence[RunTrajectory], baseline: str = BASELINE) -> tupl
 
 def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
     """One row per run and saved step (columns RUN_COLUMNS); checkpoints relative to the lab directory."""
-    import numpy as np
     import pandas as pd
 
     rows = []
     for run in runs:
-        spec = run.spec
         fitted, fit_step = fit_of(run)
-        for s in run.steps:
-            p = np.asarray(s.p_opt)
-            row: dict[str, Any] = {
-                "run": run.name,
-                "task": spec.task.kind,
-                "family": spec.family,
-                **axis_values(spec),
-                "step": s.step,
-                "steps": spec.settings.steps,
-                "learning_rate": spec.settings.learning_rate,
-                "weight_decay": spec.settings.weight_decay,
-                "batch_size": spec.settings.batch_size,
-                "until_fit": spec.settings.until_fit,
-                "final": s is run.final,
-                "fitted": fitted,
-                "fit_step": fit_step,
-                "train_loss": s.train_loss,
-                "train_error": s.train_error,
-                "test_error": s.test_error,
-                "test_error_se": s.test_error_se,
-                "gap": s.gap,
-                "test_samples": s.test_samples,
-                "test_loss": s.test_loss,
-                "optimal_loss": spec.task.optimal_loss,
-                "excess_loss": s.test_loss - spec.task.optimal_loss,
-                "base_task_error": s.base_task_error,
-            }
-            for m in MEASURES.values():
-                value = step_value(m, s, run)
-                row[m.column] = value
-                if m.linear_column:
-                    row[m.linear_column] = _pow10(value)
-                if m.censored_at:  # a flag where there is a value (the final step), else empty
-                    row[censored_column(m)] = m.is_censored(value) if math.isfinite(value) else None
-            row.update(
-                {
-                    "grid_m": s.grid_m,
-                    "p_opt_mean": float(p.mean()),
-                    "p_opt_min": float(p.min()),
-                    "p_opt_max": float(p.max()),
-                    "p_opt_zero_fraction": float((p == 0).mean()),
-                    "checkpoint": f"{RUNS_DIR}/{run.name}/{s.checkpoint}",
-                }
-            )
-            rows.append(row)
+        rows += [_step_row(run, step, fitted, fit_step) for step in run.steps]
     frame = pd.DataFrame(rows, columns=list(run_columns()))
     for m in MEASURES.values():
         if m.integer:
@@ -376,6 +330,59 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
     frame["fitted"] = frame["fitted"].astype("boolean")  # empty for next-token prediction (it cannot fit)
     frame["fit_step"] = frame["fit_step"].astype("Int64")  # empty where the run never fitted
     return frame
+
+
+def _step_row(run: RunTrajectory, s: StepRecord, fitted: bool | None, fit_step: int | None) -> dict[str, Any]:
+    """One saved step of a run as a row of :func:`runs_frame`: the run's axes and settings, the step's errors
+    and losses, every measure of :data:`MEASURES` (its linear value and censoring flag where it has them),
+    p*'s summary and the checkpoint's path."""
+    import numpy as np
+
+    spec = run.spec
+    p = np.asarray(s.p_opt)
+    row: dict[str, Any] = {
+        "run": run.name,
+        "task": spec.task.kind,
+        "family": spec.family,
+        **axis_values(spec),
+        "step": s.step,
+        "steps": spec.settings.steps,
+        "learning_rate": spec.settings.learning_rate,
+        "weight_decay": spec.settings.weight_decay,
+        "batch_size": spec.settings.batch_size,
+        "until_fit": spec.settings.until_fit,
+        "final": s is run.final,
+        "fitted": fitted,
+        "fit_step": fit_step,
+        "train_loss": s.train_loss,
+        "train_error": s.train_error,
+        "test_error": s.test_error,
+        "test_error_se": s.test_error_se,
+        "gap": s.gap,
+        "test_samples": s.test_samples,
+        "test_loss": s.test_loss,
+        "optimal_loss": spec.task.optimal_loss,
+        "excess_loss": s.test_loss - spec.task.optimal_loss,
+        "base_task_error": s.base_task_error,
+    }
+    for m in MEASURES.values():
+        value = step_value(m, s, run)
+        row[m.column] = value
+        if m.linear_column:
+            row[m.linear_column] = _pow10(value)
+        if m.censored_at:  # a flag where there is a value (the final step), else empty
+            row[censored_column(m)] = m.is_censored(value) if math.isfinite(value) else None
+    row.update(
+        {
+            "grid_m": s.grid_m,
+            "p_opt_mean": float(p.mean()),
+            "p_opt_min": float(p.min()),
+            "p_opt_max": float(p.max()),
+            "p_opt_zero_fraction": float((p == 0).mean()),
+            "checkpoint": f"{RUNS_DIR}/{run.name}/{s.checkpoint}",
+        }
+    )
+    return row
 
 
 def fit_of(run: RunTrajectory) -> tuple[bool | None, int | None]:
