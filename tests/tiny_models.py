@@ -152,11 +152,14 @@ def save_model(
     safe: bool = True,
     dtype: str | None = None,
     max_shard_size: str | None = None,
+    original_format: bool = True,
 ) -> Path:
     """A transformers model in memory written into ``directory`` by its own ``save_pretrained`` (cast to
     ``dtype`` first, in shards of at most ``max_shard_size``); ``safe=False`` writes the state dict pickled
     as transformers 4 wrote it (``pytorch_model.bin``), which transformers 5 no longer does itself (it
-    writes safetensors whatever ``safe_serialization`` says). The directory is returned.
+    writes safetensors whatever ``safe_serialization`` says). ``original_format=False`` keeps the layout
+    transformers holds in memory (a mixture's experts fused, 3-D) where it would write each expert's own
+    matrices. The directory is returned.
 
     >>> save_model(tiny_model("gpt2", layers=1), tmp / "gpt2", safe=False)  # doctest: +SKIP
     """
@@ -165,7 +168,8 @@ def save_model(
     directory = Path(directory)
     if dtype is not None:
         model = model.to(getattr(torch, dtype))
-    model.save_pretrained(directory, **({} if max_shard_size is None else {"max_shard_size": max_shard_size}))
+    options: dict[str, Any] = {} if max_shard_size is None else {"max_shard_size": max_shard_size}
+    model.save_pretrained(directory, save_original_format=original_format, **options)
     if not safe:  # the same config beside the pickled state dict
         for shard in directory.glob("*.safetensors*"):
             shard.unlink()

@@ -489,7 +489,7 @@ def test_experts_saved_fused_on_disk_read_as_the_stored_layout(
 
     model, directory = saved[name]
     fused = tmp_path / "fused"
-    model.save_pretrained(fused, save_original_format=False, safe_serialization=weights == "safetensors")
+    save_model(model, fused, original_format=False, safe=weights == "safetensors")
     if weights == "safetensors":
         with safe_open(str(fused / "model.safetensors"), framework="np") as f:
             assert "model.layers.0.mlp.experts.gate_up_proj" in f.keys()  # noqa: SIM118 (not a dict)
@@ -506,7 +506,7 @@ def test_a_fused_expert_is_read_alone_from_its_memory_map(saved: dict[str, tuple
     """From safetensors an expert's slice is a view of the file's memory map (one expert widened at a
     time): the gate is rows [0, d_ff) of gate_up_proj[e], the up projection rows [d_ff, 2 d_ff)."""
     model, _ = saved["mixtral"]
-    model.save_pretrained(tmp_path / "fused", save_original_format=False)
+    save_model(model, tmp_path / "fused", original_format=False)
     checkpoint = open_checkpoint(tmp_path / "fused")
     layer = next(checkpoint.stream())
     state = model.state_dict()
@@ -542,7 +542,7 @@ def test_fused_experts_on_disk_that_disagree_with_the_config_are_refused_in_one_
 
     model, _ = saved["mixtral"]
     fused = tmp_path / "fused"
-    model.save_pretrained(fused, save_original_format=False)
+    save_model(model, fused, original_format=False)
     config = json.loads((fused / "config.json").read_text())
     (fused / "config.json").write_text(json.dumps({**config, **fields}))
     result = cli("analyze", str(fused), "--no-cache")
