@@ -149,10 +149,7 @@ def analysis_json(
     profile, shape = analysis.profile, analysis.profile.shape
     optimal = analysis.evaluate()
     fixed = analysis.evaluate(at_p) if at_p is not None else None
-    if (centred is None) != (reference is None):
-        raise ValueError("a centred analysis and its reference come together")
-    if directions is not None and centred is None:
-        raise ValueError("singular-vector directions belong to a centred analysis")
+    _check_centred(centred, reference, directions)
     deltas = None if centred is None else delta_fields(centred, directions)
     matrices = [_matrix_json(analysis, i, optimal, fixed, power_law, deltas) for i in range(len(profile.ids))]
     centred_parts = {} if centred is None or reference is None else _centred_json(centred, reference)
@@ -190,6 +187,14 @@ def analysis_json(
         **stacks_json(shape),
         **({} if power_law is None else {"power_law": POWER_LAW_RULE}),
     }
+
+
+def _check_centred(centred: BoundAnalysis | None, reference: Reference | None, directions: Directions | None) -> None:
+    """A centred analysis comes with its reference, and singular-vector directions with a centred analysis."""
+    if (centred is None) != (reference is None):
+        raise ValueError("a centred analysis and its reference come together")
+    if directions is not None and centred is None:
+        raise ValueError("singular-vector directions belong to a centred analysis")
 
 
 def _matrix_json(

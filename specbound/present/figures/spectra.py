@@ -365,30 +365,13 @@ def head_heatmaps(
         raise ValueError(f"the {stack} has no {kind.value} matrices")
     numbers = [shape.stack_layer(layer) for layer in layers]
     where = f"{stack} " if stack else ""
-    # the hover names a layer by its y, or on one stack's figure by its number in the stack
-    layer_ref = "%{y}" if stack is None else "%{customdata}"
-    stack_numbers = {} if stack is None else {"customdata": np.repeat(np.array(numbers)[:, None], len(heads), axis=1)}
     ranges = {"numerical rank": (0, shape.head_dim), "stable rank": (0, shape.head_dim)}
     heatmaps = []
     for col, (name, z) in enumerate(quantities.items(), start=1):
         x_axis, y_axis = panel_ref(col)
-        zmin, zmax = ranges.get(name, (None, None))
-        heatmap = {
-            "type": "heatmap",
-            "z": z,
-            "x": heads,
-            "y": layers,
-            "name": name,
-            "colorscale": SEQUENTIAL,
-            "zmin": zmin,
-            "zmax": zmax,
-            "colorbar": {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9},
-            "text": [[format_integer(v) for v in row] for row in z] if name == "numerical rank" else hover_grid(z),
-            "hovertemplate": f"{where}layer {layer_ref}, head %{{x}}<br>{name} = %{{text}}<extra></extra>",
-            **stack_numbers,
-            **labels,
-        }
-        heatmaps.append(on_panel(heatmap, col))
+        colorbar = {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9}
+        heatmap = _head_trace(name, z, heads, layers, numbers=numbers, stack=stack, zrange=ranges.get(name))
+        heatmaps.append(on_panel({**heatmap, "colorbar": colorbar, **labels}, col))
         layout[x_axis].update(cell_axis("head", len(heads)))
         layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))
     title = f"{kind.value} heads of the {stack}: layer × head" if stack else f"{kind.value} heads: layer × head"
@@ -399,6 +382,38 @@ def head_heatmaps(
         height=360 + 12 * len(layers),
         layout=layout,
     )
+
+
+def _head_trace(
+    name: str,
+    z: np.ndarray,
+    heads: np.ndarray,
+    layers: list[int],
+    *,
+    numbers: list[int],
+    stack: str | None,
+    zrange: tuple[int, int] | None,
+) -> dict[str, Any]:
+    """One quantity's layer x head heatmap: its colour range (both ranks share [0, d]), each cell's value as
+    the hover writes it (in ``text``), and the hover naming a layer by its y, or on one stack's figure by its
+    number in the stack (``numbers``, in ``customdata``)."""
+    where = f"{stack} " if stack else ""
+    layer_ref = "%{y}" if stack is None else "%{customdata}"
+    stack_numbers = {} if stack is None else {"customdata": np.repeat(np.array(numbers)[:, None], len(heads), axis=1)}
+    zmin, zmax = zrange or (None, None)
+    return {
+        "type": "heatmap",
+        "z": z,
+        "x": heads,
+        "y": layers,
+        "name": name,
+        "colorscale": SEQUENTIAL,
+        "zmin": zmin,
+        "zmax": zmax,
+        "text": [[format_integer(v) for v in row] for row in z] if name == "numerical rank" else hover_grid(z),
+        "hovertemplate": f"{where}layer {layer_ref}, head %{{x}}<br>{name} = %{{text}}<extra></extra>",
+        **stack_numbers,
+    }
 
 
 def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: str | None = None) -> go.Figure:
