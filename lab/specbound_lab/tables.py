@@ -33,7 +33,7 @@ from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, split_en
 from .tasks import Task
 from .train import Family, LabError, RunSpec, fits_training_set
 from .trajectory import RunTrajectory, StepRecord
-from .verdict import EnvironmentVerdict, ForgettingVerdict, forgetting_verdicts, robust_view, verdicts
+from .verdict import EnvironmentVerdict, ForgettingVerdict, MeasureVerdict, forgetting_verdicts, robust_view, verdicts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -500,63 +500,67 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
     sign-errors' count, mean, 90th percentile and maximum."""
     import pandas as pd
 
-    rows = []
-    for env in environments:
-        head = {
-            "task": env.task,
-            "family": env.family,
-            **({"fine_tuned": True} if env.fine_tuned else {}),  # absent from the tables of runs from scratch
-            "status": env.status,
-            "counted": env.counted,
-            "runs": env.runs,
-            "fitted_runs": env.fitted_runs,
-            "configurations": env.configurations,
-            "seeds": env.seeds,
-            "entropy_rate": env.entropy_rate,
-            "below_entropy_rate": env.below_entropy if env.loss_gap else None,
-            "couplings": env.couplings,
-            "min_pairs": MIN_COUPLED_PAIRS,
-            "coupled_pairs": env.coupled_pairs,
-            "noise_pairs": env.noise_pairs,
-        }
-        for m in env.measures:
-            coupled = m.coupled_summary
-            test = env.test_of(m.measure)
-            rows.append(
-                {
-                    **head,
-                    "measure": m.measure,
-                    "baseline": is_baseline(m.measure),
-                    "runs_used": m.runs,
-                    "censored": m.censored,
-                    "kendall_tau": m.kendall_tau,
-                    "kendall_tau" + CI_LOW: m.kendall_tau_ci.low,
-                    "kendall_tau" + CI_HIGH: m.kendall_tau_ci.high,
-                    "granulated_tau": m.granulated_tau,
-                    "granulated_tau" + CI_LOW: m.granulated_tau_ci.low,
-                    "granulated_tau" + CI_HIGH: m.granulated_tau_ci.high,
-                    "seed_noise": m.seed_noise,
-                    "tau_within_n": m.tau_within_n,
-                    "tau_within_params": m.tau_within_params,
-                    "tau_within_training_loss": m.tau_within_fit,
-                    "vs_baseline": test.other if test is not None else None,
-                    "vs_baseline_tau_difference": test.difference if test is not None else math.nan,
-                    "vs_baseline_p_holm": test.p_holm if test is not None else math.nan,
-                    "vs_baseline_candidates": test.family if test is not None else None,
-                    "pooled_sign_error": m.pooled_sign_error,
-                    "pairs": m.pairs,
-                    "tied_pairs": m.tied_pairs,
-                    "coupled_couplings": coupled.couplings,
-                    "coupled_mean": coupled.mean,
-                    "coupled_p90": coupled.p90,
-                    "coupled_max": coupled.max,
-                }
-            )
+    rows = [{**_environment_fields(env), **_measure_fields(env, m)} for env in environments for m in env.measures]
     frame = pd.DataFrame(rows)
     for column in ("fitted_runs", "below_entropy_rate", "vs_baseline_candidates"):
         if column in frame:
             frame[column] = frame[column].astype("Int64")
     return frame
+
+
+def _environment_fields(env: EnvironmentVerdict) -> dict[str, Any]:
+    """What an environment's verdict stands on, the first columns of each of its rows in verdict.csv."""
+    return {
+        "task": env.task,
+        "family": env.family,
+        **({"fine_tuned": True} if env.fine_tuned else {}),  # absent from the tables of runs from scratch
+        "status": env.status,
+        "counted": env.counted,
+        "runs": env.runs,
+        "fitted_runs": env.fitted_runs,
+        "configurations": env.configurations,
+        "seeds": env.seeds,
+        "entropy_rate": env.entropy_rate,
+        "below_entropy_rate": env.below_entropy if env.loss_gap else None,
+        "couplings": env.couplings,
+        "min_pairs": MIN_COUPLED_PAIRS,
+        "coupled_pairs": env.coupled_pairs,
+        "noise_pairs": env.noise_pairs,
+    }
+
+
+def _measure_fields(env: EnvironmentVerdict, m: MeasureVerdict) -> dict[str, Any]:
+    """One measure's columns of verdict.csv: its τ and intervals, τ within strata, its test against the
+    strongest trivial baseline (empty on a baseline's row), its pooled and coupled sign-errors."""
+    coupled = m.coupled_summary
+    test = env.test_of(m.measure)
+    return {
+        "measure": m.measure,
+        "baseline": is_baseline(m.measure),
+        "runs_used": m.runs,
+        "censored": m.censored,
+        "kendall_tau": m.kendall_tau,
+        "kendall_tau" + CI_LOW: m.kendall_tau_ci.low,
+        "kendall_tau" + CI_HIGH: m.kendall_tau_ci.high,
+        "granulated_tau": m.granulated_tau,
+        "granulated_tau" + CI_LOW: m.granulated_tau_ci.low,
+        "granulated_tau" + CI_HIGH: m.granulated_tau_ci.high,
+        "seed_noise": m.seed_noise,
+        "tau_within_n": m.tau_within_n,
+        "tau_within_params": m.tau_within_params,
+        "tau_within_training_loss": m.tau_within_fit,
+        "vs_baseline": test.other if test is not None else None,
+        "vs_baseline_tau_difference": test.difference if test is not None else math.nan,
+        "vs_baseline_p_holm": test.p_holm if test is not None else math.nan,
+        "vs_baseline_candidates": test.family if test is not None else None,
+        "pooled_sign_error": m.pooled_sign_error,
+        "pairs": m.pairs,
+        "tied_pairs": m.tied_pairs,
+        "coupled_couplings": coupled.couplings,
+        "coupled_mean": coupled.mean,
+        "coupled_p90": coupled.p90,
+        "coupled_max": coupled.max,
+    }
 
 
 def forgetting_frame(rows: Sequence[ForgettingVerdict]) -> pd.DataFrame:
