@@ -4,4 +4,5 @@ import sys
 
 from .program import main
 
-sys.exit(main())
+if __name__ == "__main__":  # imported (a tool listing every module), it runs nothing
+    sys.exit(main())
