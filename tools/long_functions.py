@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -93,10 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent, help="repository root")
     args = parser.parse_args(argv)
     found = long_functions(args.root, args.limit, with_docstrings=args.with_docstrings)
-    print(f"{len(found)} functions over {args.limit} lines" + (", docstrings counted" if args.with_docstrings else ""))
-    if not args.quiet:
-        for f in found:
-            print(f"  {f.lines:>3}  {f.path}:{f.line}  {f.name}")
+    counted = ", docstrings counted" if args.with_docstrings else ""
+    lines = [f"{len(found)} functions over {args.limit} lines{counted}"]
+    lines += [] if args.quiet else [f"  {f.lines:>3}  {f.path}:{f.line}  {f.name}" for f in found]
+    try:
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # read by `| head`: the reader has what it wanted; the flush at exit stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
