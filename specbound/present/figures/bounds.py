@@ -113,30 +113,10 @@ def term_sums(
     sums = kind_layer_sums(terms, num_layers)
     layer_total = sum(sums.values())  # (L,)
     share_of_total = 100.0 * layer_total / terms.total if np.isfinite(terms.total) else np.full(num_layers, np.nan)
-    traces: list[dict[str, Any]] = []
     layer_shares = [format_percent(float(s) / 100.0) for s in np.atleast_1d(share_of_total)]
-    for kind, values in sums.items():
-        if view is SumsView.SHARE:
-            y = 100.0 * np.divide(values, layer_total, out=np.zeros_like(values), where=layer_total > 0)
-            shown = [format_percent(v / 100.0) for v in y]
-            hover = (
-                f"%{{x}}<br>{kind.value}: %{{customdata[1]}} of the layer<br>"
-                f"layer: %{{customdata[0]}} of the total<extra></extra>"
-            )
-        else:
-            y, shown = values, hover_numbers(values)
-            hover = f"%{{x}}<br>Σ c({kind.value}) = %{{customdata[1]}}<extra></extra>"
-        traces.append(
-            {
-                "type": "bar",
-                "x": categories[:-1],
-                "y": _finite_or_gap(y),
-                "name": kind.value,
-                "marker": {"color": KIND_COLORS[kind]},
-                "customdata": [[share, value] for share, value in zip(layer_shares, shown, strict=True)],
-                "hovertemplate": hover,
-            }
-        )
+    traces = [
+        _kind_sums_bar(kind, values, layer_total, layer_shares, categories[:-1], view) for kind, values in sums.items()
+    ]
     if view is not SumsView.SHARE:
         traces.append(
             {
@@ -162,6 +142,37 @@ def term_sums(
         **stack_marks(analysis.profile.shape),  # the ℓ-th category is layer ℓ
     }
     return figure(traces, "Σ c(W; p) by layer and kind", source=source, height=400, legend_title="kind", layout=layout)
+
+
+def _kind_sums_bar(
+    kind: Kind,
+    values: np.ndarray,
+    layer_total: np.ndarray | float,
+    layer_shares: list[str],
+    layers: list[str],
+    view: SumsView,
+) -> dict[str, Any]:
+    """One kind's bars of :func:`term_sums`, a bar per layer: its Σ c(W; p), or with ``view`` SHARE its
+    percentage of the layer's sum; the hover adds the layer's share of the total (``layer_shares``)."""
+    if view is SumsView.SHARE:
+        y = 100.0 * np.divide(values, layer_total, out=np.zeros_like(values), where=layer_total > 0)
+        shown = [format_percent(v / 100.0) for v in y]
+        hover = (
+            f"%{{x}}<br>{kind.value}: %{{customdata[1]}} of the layer<br>"
+            f"layer: %{{customdata[0]}} of the total<extra></extra>"
+        )
+    else:
+        y, shown = values, hover_numbers(values)
+        hover = f"%{{x}}<br>Σ c({kind.value}) = %{{customdata[1]}}<extra></extra>"
+    return {
+        "type": "bar",
+        "x": layers,
+        "y": _finite_or_gap(y),
+        "name": kind.value,
+        "marker": {"color": KIND_COLORS[kind]},
+        "customdata": [[share, value] for share, value in zip(layer_shares, shown, strict=True)],
+        "hovertemplate": hover,
+    }
 
 
 def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
