@@ -629,6 +629,20 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
         "line": {"color": NEUTRAL, "dash": "dash"},
         "hoverinfo": "skip",
     }
+    annotations = _break_even_notes(x_low, x_high, y_low, y_high)
+    layout = {
+        "annotations": annotations,
+        "xaxis": axis_title("log10 break-even scale s*_W", range=[x_low, x_high]),
+        "yaxis": axis_title("log10 s_W", range=[y_low, y_high]),
+    }
+    return figure(
+        [*points, diagonal], "Scale against break-even", source=source, height=420, legend_title="kind", layout=layout
+    )
+
+
+def _break_even_notes(x_low: float, x_high: float, y_low: float, y_high: float) -> list[dict[str, Any]]:
+    """The corners' words of :func:`break_even_figure` for the axes' ranges: which side of the diagonal
+    s_W = s*_W each corner in view lies on, or that the whole view lies above it."""
     corner = {"xref": "paper", "yref": "paper", "showarrow": False}
     annotations = []
     if y_high > x_low:  # the top-left corner lies above the diagonal
@@ -651,14 +665,7 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
             {**corner, "x": 0.98, "y": 0.02, "xanchor": "right", "yanchor": "bottom",
              "text": "the line s_W = s*_W lies below this view: every matrix is above it"}
         )  # fmt: skip
-    layout = {
-        "annotations": annotations,
-        "xaxis": axis_title("log10 break-even scale s*_W", range=[x_low, x_high]),
-        "yaxis": axis_title("log10 s_W", range=[y_low, y_high]),
-    }
-    return figure(
-        [*points, diagonal], "Scale against break-even", source=source, height=420, legend_title="kind", layout=layout
-    )
+    return annotations
 
 
 # --- a model against its baseline --------------------------------------------------------------
