@@ -240,58 +240,88 @@ def contribution_curves(
         label, color = matrix.label, KIND_COLORS[matrix.kind]
         dash = CURVE_DASHES[seen.get(matrix.kind, 0) % len(CURVE_DASHES)]
         seen[matrix.kind] = seen.get(matrix.kind, 0) + 1
-        best = int(analysis.p_opt_index[i])
-        point = {"type": "scatter", "mode": "markers", "legendgroup": label, "showlegend": False}
-        traces += [
-            {
-                "type": "scatter",
-                "x": ps,
-                "y": _finite_or_gap(curves[n]),
-                "mode": "lines",
-                "name": label,
-                "legendgroup": label,
-                "line": {"color": color, "dash": dash},
-                "customdata": hover_numbers(curves[n]),
-                "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
-            },
-            {
-                **point,
-                "x": grid,
-                "y": _finite_or_gap(on_grid[n]),
-                "name": f"{label} on P_m",
-                "marker": {"color": color, "size": 4},
-                "hoverinfo": "skip",
-            },
-            {
-                **point,
-                "x": [grid[best]],
-                "y": _finite_or_gap([on_grid[n, best]]),
-                "name": f"{label} p*",
-                "marker": {
-                    "color": color,
-                    "size": STAR_SIZES[n % len(STAR_SIZES)],
-                    "symbol": "star",
-                    "line": {"color": "black", "width": 1},
-                },
-                "customdata": hover_numbers([on_grid[n, best]]),
-                "hovertemplate": f"{label}<br>p* = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
-            },
-            {
-                **point,
-                "x": [float(terms.p[i])],
-                "y": _finite_or_gap([at_p[n]]),
-                "name": f"{label} current p",
-                "marker": {"color": "white", "size": 11, "symbol": "diamond", "line": {"color": color, "width": 2}},
-                "customdata": hover_numbers([at_p[n]]),
-                "hovertemplate": f"{label}<br>current p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
-            },
-        ]
+        traces += _curve_traces(
+            label,
+            {"color": color, "dash": dash},
+            ps=ps,
+            curve=curves[n],
+            grid=grid,
+            on_grid=on_grid[n],
+            best=int(analysis.p_opt_index[i]),
+            current_p=float(terms.p[i]),
+            at_p=at_p[n],
+            star_size=STAR_SIZES[n % len(STAR_SIZES)],
+        )
     layout = {
         "xaxis": axis_title("Schatten index p"),
         "yaxis": log_axis(np.concatenate([curves.ravel(), on_grid.ravel(), at_p]), title={"text": "c(W; p)"}),
         "showlegend": len(chosen) > 1,  # one matrix (a drill-down) is named by the subtitle
     }
     return figure(traces, "c(W; p) against p (★ p*, ◇ current p)", source=source, height=420, layout=layout)
+
+
+def _curve_traces(
+    label: str,
+    line: dict[str, str],
+    *,
+    ps: np.ndarray,
+    curve: np.ndarray,
+    grid: np.ndarray,
+    on_grid: np.ndarray,
+    best: int,
+    current_p: float,
+    at_p: float,
+    star_size: int,
+) -> list[dict[str, Any]]:
+    """One matrix's traces of :func:`contribution_curves`, in its colour and dash (``line``): c on the fine
+    p axis, its dots on the grid P_m, the star at p* (grid index ``best``, of size ``star_size`` so stars
+    at one point nest) and the open diamond at the p it uses now."""
+    color = line["color"]
+    point = {"type": "scatter", "mode": "markers", "legendgroup": label, "showlegend": False}
+    return [
+        {
+            "type": "scatter",
+            "x": ps,
+            "y": _finite_or_gap(curve),
+            "mode": "lines",
+            "name": label,
+            "legendgroup": label,
+            "line": line,
+            "customdata": hover_numbers(curve),
+            "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
+        },
+        {
+            **point,
+            "x": grid,
+            "y": _finite_or_gap(on_grid),
+            "name": f"{label} on P_m",
+            "marker": {"color": color, "size": 4},
+            "hoverinfo": "skip",
+        },
+        {
+            **point,
+            "x": [grid[best]],
+            "y": _finite_or_gap([on_grid[best]]),
+            "name": f"{label} p*",
+            "marker": {
+                "color": color,
+                "size": star_size,
+                "symbol": "star",
+                "line": {"color": "black", "width": 1},
+            },
+            "customdata": hover_numbers([on_grid[best]]),
+            "hovertemplate": f"{label}<br>p* = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
+        },
+        {
+            **point,
+            "x": [current_p],
+            "y": _finite_or_gap([at_p]),
+            "name": f"{label} current p",
+            "marker": {"color": "white", "size": 11, "symbol": "diamond", "line": {"color": color, "width": 2}},
+            "customdata": hover_numbers([at_p]),
+            "hovertemplate": f"{label}<br>current p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
+        },
+    ]
 
 
 #: Room past the longest bar of a labelled bar chart, as a fraction of its length: the value written
