@@ -279,17 +279,7 @@ def _curve_traces(
     color = line["color"]
     point = {"type": "scatter", "mode": "markers", "legendgroup": label, "showlegend": False}
     return [
-        {
-            "type": "scatter",
-            "x": ps,
-            "y": _finite_or_gap(curve),
-            "mode": "lines",
-            "name": label,
-            "legendgroup": label,
-            "line": line,
-            "customdata": hover_numbers(curve),
-            "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
-        },
+        _curve_line(label, line, ps, curve),
         {
             **point,
             "x": grid,
@@ -322,6 +312,21 @@ def _curve_traces(
             "hovertemplate": f"{label}<br>current p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
         },
     ]
+
+
+def _curve_line(label: str, line: dict[str, str], ps: np.ndarray, curve: np.ndarray) -> dict[str, Any]:
+    """c(W; p) of one matrix on the fine p axis ``ps``, the line its legend entry names."""
+    return {
+        "type": "scatter",
+        "x": ps,
+        "y": _finite_or_gap(curve),
+        "mode": "lines",
+        "name": label,
+        "legendgroup": label,
+        "line": line,
+        "customdata": hover_numbers(curve),
+        "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
+    }
 
 
 #: Room past the longest bar of a labelled bar chart, as a fraction of its length: the value written
