@@ -14,7 +14,7 @@ heads whose rank reaches i.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -47,6 +47,9 @@ from .style import (
     sequential_colors,
     transparent,
 )
+
+if TYPE_CHECKING:
+    from ...core.heavy_tail import PowerLawFit
 
 #: The per-head quantities of :func:`head_heatmaps`, in panel order.
 HEATMAP_QUANTITIES: tuple[str, ...] = ("numerical rank", "stable rank", "spectral norm σ₁")
@@ -586,33 +589,9 @@ def esd_figure(profile: SpectralProfile, index: int, *, source: str | None = Non
     title = f"ESD of {matrix.label}: {format_count(positive.size, 'eigenvalue')} λ = σ²"
     shapes: list[dict[str, Any]] = []
     if fit is not None:
-        tail_edges = np.clip(edges, fit.xmin, None)
-        cdf = 1.0 - np.power(tail_edges / fit.xmin, 1.0 - fit.alpha)
-        expected = fit.tail * np.diff(cdf)  # (bins,) zero below x_min
-        shown = edges[1:] > fit.xmin
-        traces.append(
-            {
-                "type": "scatter",
-                "x": centres[shown],
-                "y": expected[shown],
-                "mode": "lines+markers",
-                "name": f"power law, α = {fit.alpha:.2f}",
-                "line": {"color": INK, "width": 2},
-                "hovertemplate": "fitted: %{y:.2f} eigenvalues<extra></extra>",
-            }
-        )
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": fit.xmin,
-                "x1": fit.xmin,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": NEUTRAL, "dash": "dash", "width": 1},
-            }
-        )
+        curve, x_min = _power_law_marks(fit, edges, centres)
+        traces.append(curve)
+        shapes.append(x_min)
         title += f"<br>α = {fit.alpha:.2f} from x_min = {fit.xmin:.3g} ({fit.tail} in the tail), WeightWatcher's fit"
     else:
         title += "<br>too few eigenvalues for WeightWatcher's fit"
@@ -623,6 +602,36 @@ def esd_figure(profile: SpectralProfile, index: int, *, source: str | None = Non
         "bargap": 0,
     }
     return figure(traces, title, source=source, height=380, layout=layout)
+
+
+def _power_law_marks(fit: PowerLawFit, edges: np.ndarray, centres: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fitted power law drawn over the ESD's bins from x_min on, as the count each bin would hold,
+    n_tail · [P(λ ≤ right edge) − P(λ ≤ left edge)] with P(λ) = 1 − (λ / x_min)^(1 − α); and a dashed
+    vertical line at x_min."""
+    tail_edges = np.clip(edges, fit.xmin, None)
+    cdf = 1.0 - np.power(tail_edges / fit.xmin, 1.0 - fit.alpha)
+    expected = fit.tail * np.diff(cdf)  # (bins,) zero below x_min
+    shown = edges[1:] > fit.xmin
+    curve = {
+        "type": "scatter",
+        "x": centres[shown],
+        "y": expected[shown],
+        "mode": "lines+markers",
+        "name": f"power law, α = {fit.alpha:.2f}",
+        "line": {"color": INK, "width": 2},
+        "hovertemplate": "fitted: %{y:.2f} eigenvalues<extra></extra>",
+    }
+    x_min = {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": fit.xmin,
+        "x1": fit.xmin,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": NEUTRAL, "dash": "dash", "width": 1},
+    }
+    return curve, x_min
 
 
 def relative_change(base: SpectralProfile, delta: SpectralProfile) -> np.ndarray:
