@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypedDict
 
 import numpy as np
+from tiny_models import save_model
 
 #: name -> (family, layers, hidden, heads, ffn, safetensors?)
 GOLDEN_MODELS: dict[str, tuple[str, int, int, int, int, bool]] = {
@@ -59,7 +60,7 @@ def write_golden_checkpoint(name: str, directory: Path) -> Path:
         state[key] = torch.from_numpy(values.astype(np.float32))
     model.load_state_dict(state)
     out = directory / name
-    model.save_pretrained(out)
+    save_model(model, out)
     if not safe:
         (out / "model.safetensors").unlink()
         torch.save(model.state_dict(), out / "pytorch_model.bin")

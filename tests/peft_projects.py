@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Any, TypedDict
 
+from tiny_models import save_model
+
 
 class LlamaSizes(TypedDict):
     """The keyword arguments of ``transformers.LlamaConfig`` that :data:`LLAMA` sets."""
@@ -69,7 +71,7 @@ def make_project(root: Path) -> Path:
     before = Path.cwd()
     os.chdir(root)
     try:
-        llama(0).save_pretrained(BASE)
+        save_model(llama(0), BASE)
         base = transformers.LlamaForCausalLM.from_pretrained(BASE)
         torch.manual_seed(1)
         peft.get_peft_model(base, peft.LoraConfig(**LORA)).save_pretrained(ADAPTER)

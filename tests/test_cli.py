@@ -542,11 +542,12 @@ def test_commands_come_from_installed_plugins_and_a_broken_one_is_left_out(
     from importlib.metadata import EntryPoint, entry_points
 
     import specbound.cli as cli_module
+    import specbound.cli.program
 
     installed = entry_points(group=cli_module.COMMAND_PLUGINS)  # what the command line reads
     assert [(e.name, e.value) for e in installed] == [("lab", "specbound_lab.cli:add_lab_commands")]
     broken = EntryPoint(name="broken", value="no_such_plugin_module:add", group=cli_module.COMMAND_PLUGINS)
-    monkeypatch.setattr(cli_module, "entry_points", lambda group: [broken, *installed])
+    monkeypatch.setattr(specbound.cli.program, "entry_points", lambda group: [broken, *installed])
     parser = cli_module.build_parser()
     warning = capsys.readouterr().err
     assert warning.startswith("specbound: warning: the 'broken' commands of no_such_plugin_module:add are unavailable")

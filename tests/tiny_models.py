@@ -5,8 +5,12 @@ transformers' own classes, saved by its own ``save_pretrained``.
 common names (``layers``, ``hidden``, ``heads``, ``ffn``), translated into the family's own config
 fields, and any other config field as it is (``num_key_value_heads=2``). The weights are torch's default
 initialisation after ``torch.manual_seed(seed)``, so a checkpoint is rebuilt bit for bit from its
-arguments. The per-family descriptions of where each weight sits, for the parity tests of every family,
-are ``tests/io/families/family_models.py``'s. For example ``save_tiny(tmp / "llama", "llama", layers=1,
+arguments. A model whose config a test writes out in full (a head class, a family outside the table) is
+:func:`transformers_model`'s, by the names of its classes; and every checkpoint a test writes, of a model
+built here or changed in memory after (fine-tuned, perturbed, cast), goes through :func:`save_model`
+(adapters are written by peft's own ``save_pretrained``, which is what they test). The per-family
+descriptions of where each weight sits, for the parity tests of every family, are
+``tests/io/families/family_models.py``'s. For example ``save_tiny(tmp / "llama", "llama", layers=1,
 num_key_value_heads=2)`` writes a one-layer grouped-query Llama.
 """
 
@@ -89,16 +93,42 @@ def tiny_model(
 ) -> Any:
     """A randomly initialised model of ``family`` (:data:`FAMILIES`), of class ``head`` if given
     (``"BertForSequenceClassification"``); ``ffn=None`` leaves the family's default width."""
-    import torch
-    import transformers
 
     spec = FAMILIES[family]
     sizes = dict(zip(spec.sizes, (layers, hidden, heads, ffn), strict=True))
     if ffn is None:
         del sizes[spec.sizes[3]]
-    torch.manual_seed(seed)
-    config = getattr(transformers, spec.config_class)(**{**spec.fixed, **sizes, **fields})
-    return getattr(transformers, head or spec.model_class)(config)
+    return transformers_model(spec.config_class, head or spec.model_class, {**spec.fixed, **sizes, **fields}, seed=seed)
+
+
+def transformers_model(
+    config_class: str,
+    model_class: str,
+    fields: Mapping[str, Any],
+    *,
+    seed: int | None = 0,
+    dtype: str | None = None,
+    set_after: Mapping[str, Any] | None = None,
+) -> Any:
+    """A randomly initialised ``model_class`` of transformers configured by ``config_class(**fields)``, both
+    named as transformers exports them, after ``torch.manual_seed(seed)`` (None: torch's generator as it
+    stands), cast to ``dtype`` ("float64") if given. ``set_after`` holds the config's attributes its
+    constructor does not take, set before the model is built (``{"_attn_implementation": "eager"}``).
+
+    >>> sizes = dict(num_hidden_layers=1, hidden_size=8, num_attention_heads=2, intermediate_size=16, vocab_size=20)
+    >>> transformers_model("BertConfig", "BertModel", sizes).config.hidden_size  # doctest: +SKIP
+    8
+    """
+    import torch
+    import transformers
+
+    if seed is not None:
+        torch.manual_seed(seed)
+    config = getattr(transformers, config_class)(**fields)
+    for attribute, value in (set_after or {}).items():
+        setattr(config, attribute, value)
+    model = getattr(transformers, model_class)(config)
+    return model if dtype is None else model.to(getattr(torch, dtype))
 
 
 def save_tiny(
@@ -112,13 +142,36 @@ def save_tiny(
 ) -> Path:
     """:func:`tiny_model` saved into ``directory`` (in ``dtype``, in shards of at most ``max_shard_size``);
     ``safe=False`` writes the state dict pickled as transformers 4 wrote it (``pytorch_model.bin``)."""
+    return save_model(tiny_model(family, **model), directory, safe=safe, dtype=dtype, max_shard_size=max_shard_size)
+
+
+def save_model(
+    model: Any,
+    directory: Path | str,
+    *,
+    safe: bool = True,
+    dtype: str | None = None,
+    max_shard_size: str | None = None,
+    original_format: bool = True,
+) -> Path:
+    """A transformers model in memory written into ``directory`` by its own ``save_pretrained`` (cast to
+    ``dtype`` first, in shards of at most ``max_shard_size``); ``safe=False`` writes the state dict pickled
+    as transformers 4 wrote it (``pytorch_model.bin``), which transformers 5 no longer does itself (it
+    writes safetensors whatever ``safe_serialization`` says). ``original_format=False`` keeps the layout
+    transformers holds in memory (a mixture's experts fused, 3-D) where it would write each expert's own
+    matrices. The directory is returned.
+
+    >>> save_model(tiny_model("gpt2", layers=1), tmp / "gpt2", safe=False)  # doctest: +SKIP
+    """
     import torch
 
-    built = tiny_model(family, **model)
+    directory = Path(directory)
     if dtype is not None:
-        built = built.to(getattr(torch, dtype))
-    built.save_pretrained(directory, **({} if max_shard_size is None else {"max_shard_size": max_shard_size}))
-    if not safe:  # transformers 5 writes only safetensors: the same config beside the pickled state dict
-        (directory / "model.safetensors").unlink()
-        torch.save(built.state_dict(), directory / "pytorch_model.bin")
+        model = model.to(getattr(torch, dtype))
+    options: dict[str, Any] = {} if max_shard_size is None else {"max_shard_size": max_shard_size}
+    model.save_pretrained(directory, save_original_format=original_format, **options)
+    if not safe:  # the same config beside the pickled state dict
+        for shard in directory.glob("*.safetensors*"):
+            shard.unlink()
+        torch.save(model.state_dict(), directory / "pytorch_model.bin")
     return directory

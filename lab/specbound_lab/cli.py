@@ -11,16 +11,24 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specbound.core import ProgressCallback, ProgressEvent, check_number, silent
 
 from .limits import LAB_LIMITS
 from .tasks import Task
 from .train import FAMILIES, Family, TrainSettings, family_of, task_of
+
+if TYPE_CHECKING:
+    from .correlation import MeasureCorrelation
+    from .grokking import LeadSummary, RunGrokking
+    from .reference import ShippedReference
+    from .tables import LabResults
+    from .train import RunSpec
+    from .trajectory import RunTrajectory
 
 _DEFAULTS = TrainSettings()
 LAB_MODELS = "small BERT encoders trained by the specbound lab on the sparse threshold task (not BERT Miniatures)"
@@ -116,10 +124,10 @@ def _gap_words(causal: bool) -> str:
     return "test - train loss" if causal else "test - train error"
 
 
-def _print_correlations(results: Any) -> None:
+def _print_correlations(results: LabResults) -> None:
     """The correlation table of each environment (one block when the directory has one), then the
     robust view when there are several."""
-    environments: tuple[Any, ...] = tuple(getattr(results, "environments", ()))
+    environments = results.environments
     if len(environments) <= 1:
         causal = bool(environments) and environments[0].task.causal
         _print_table(results.correlations, len(results.runs), _gap_words(causal))
@@ -133,14 +141,14 @@ def _print_correlations(results: Any) -> None:
     _print_grokking(results)
 
 
-def _print_forgetting(results: Any) -> None:
+def _print_forgetting(results: LabResults) -> None:
     """In a fine-tuning environment whose runs recorded forgetting: whether intruder dimensions and the
     centred proxies order it and the gap (:func:`~specbound_lab.verdict.forgetting_verdicts`), a table of
     each measure's τ with both, its interval and its Holm-adjusted test, then the sentences."""
     from .registry import is_baseline
     from .views import forgetting_sentences
 
-    for row in getattr(results, "forgetting", ()):
+    for row in results.forgetting:
         print(f"Forgetting (error on the base's own task) and the gap in {row.environment}:")
         if row.counted:
             width = max(len(m.measure) for m in row.forgetting.measures) + 2
@@ -167,7 +175,7 @@ def _print_forgetting(results: Any) -> None:
 _GROK_RUNS_LISTED = 12
 
 
-def _print_grokking(results: Any) -> None:
+def _print_grokking(results: LabResults) -> None:
     """For the modular task's runs: when each fitted and jumped, and each measure's lead over the seeds
     that grokked (:mod:`specbound_lab.grokking`)."""
     from .grokking import grokking_runs, grokking_sentence, grokking_verdict
@@ -182,6 +190,17 @@ def _print_grokking(results: Any) -> None:
         "within a window around each jump; a verdict needs 10 seeds, and is inconclusive where the positive "
         "control or the power check fails"
     )
+    _print_grokking_runs(runs)
+    checked = grokking_verdict(runs)
+    if not checked.summaries:
+        print("  no run grokked: there is no lead to report")
+        return
+    _print_leads(checked.summaries)
+    print(f"  {grokking_sentence(runs, verdict=checked)}")
+
+
+def _print_grokking_runs(runs: Sequence[RunGrokking]) -> None:
+    """How many runs grok, then (at most :data:`_GROK_RUNS_LISTED` of them) when each fitted and jumped."""
     grokked = sum(run.event.grokked for run in runs)
     listed = len(runs) <= _GROK_RUNS_LISTED
     print(f"  {grokked} of {len(runs)} runs grok" + (":" if listed else f" (listed when at most {_GROK_RUNS_LISTED})"))
@@ -200,11 +219,10 @@ def _print_grokking(results: Any) -> None:
             f"{event.test_accuracy_at_saturation:.3f} then; test accuracy {moves} and ends at "
             f"{event.final_test_accuracy:.3f}"
         )
-    checked = grokking_verdict(runs)
-    summaries = checked.summaries
-    if not summaries:
-        print("  no run grokked: there is no lead to report")
-        return
+
+
+def _print_leads(summaries: Sequence[LeadSummary]) -> None:
+    """Each measure's lead over the seeds that grokked: median, range, share before, the null's p95, verdict."""
     width = max(len(s.measure) for s in summaries)
     print(
         f"{'measure':>{width}}  {'seeds':>5}  {'median lead':>11}  {'range':>17}  {'before':>6}  {'null p95':>8}  "
@@ -218,7 +236,6 @@ def _print_grokking(results: Any) -> None:
             f"{s.measure:>{width}}  {len(s.leads):>5}  {median:>11}  {span:>17}  {s.share_before:>6.2f}  {null:>8}  "
             f"{s.verdict}"
         )
-    print(f"  {grokking_sentence(runs, verdict=checked)}")
 
 
 def _cell(value: float, size: int, signed: bool = False) -> str:
@@ -227,7 +244,7 @@ def _cell(value: float, size: int, signed: bool = False) -> str:
     return f"{value:>+{size}.3f}" if signed else f"{value:>{size}.3f}"
 
 
-def _print_verdicts(results: Any) -> None:
+def _print_verdicts(results: LabResults) -> None:
     """SPEC §13b's verdict of each environment (:mod:`.verdict`): what it stands on, then per measure
     (the trivial baselines marked) τ with its configuration-bootstrap interval, τ within strata of n
     and of the parameter count, the granulated τ and the seed noise, the pooled sign-error with its
@@ -236,7 +253,7 @@ def _print_verdicts(results: Any) -> None:
     from .registry import is_baseline
     from .views import verdict_sentences
 
-    for env in getattr(results, "verdicts", ()):
+    for env in results.verdicts:
         fitted = "fixed budget" if env.fitted_runs is None else f"{env.fitted_runs} of {env.runs} runs fitted"
         from .robust import MIN_COUPLED_PAIRS
 
@@ -279,12 +296,12 @@ def _print_verdicts(results: Any) -> None:
             print(f"  {sentence}")
 
 
-def _print_robust(results: Any) -> None:
+def _print_robust(results: LabResults) -> None:
     """Dziugaite et al.'s robust view over the couplings of the environments that count (:mod:`.robust`)."""
     from .registry import is_baseline
     from .views import robust_sentence
 
-    rows = getattr(results, "robust", ())
+    rows = results.robust
     if not rows:
         print(f"Robust view (Dziugaite et al. 2020): {robust_sentence(rows)}")
         return
@@ -310,7 +327,7 @@ def _print_robust(results: Any) -> None:
     print(f"  {robust_sentence(rows)}")
 
 
-def _print_table(correlations: Any, runs: int, gap: str) -> None:
+def _print_table(correlations: Sequence[MeasureCorrelation], runs: int, gap: str) -> None:
     from .correlation import BOOTSTRAP_DRAWS, BOOTSTRAP_SEED
 
     if runs < 2:
@@ -343,7 +360,7 @@ def _print_table(correlations: Any, runs: int, gap: str) -> None:
         )
 
 
-def _print_comparison(results: Any, measure: str, other: str) -> None:
+def _print_comparison(results: LabResults, measure: str, other: str) -> None:
     from .tables import comparison
     from .views import comparison_sentence
 
@@ -359,6 +376,28 @@ def _print_comparison(results: Any, measure: str, other: str) -> None:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from .sweep import run_sweep
+
+    spec = _train_spec(args)
+    print(f"{spec.name}: {spec.task.describe()}", flush=True)
+    result = run_sweep(
+        [spec],
+        Path(args.out),
+        use_cache=not args.no_cache,
+        progress=_progress,
+        report=_report,
+        compile=not args.no_compile,
+    )
+    _print_steps(result.results.run(spec.name))
+    print(
+        f"{result.results.run(spec.name).params} parameters; test error on {spec.settings.test_samples} fresh "
+        f"samples; checkpoints, runs.csv and correlations.csv in {args.out} ({len(result.results.runs)} run(s) there)"
+    )
+    return 0
+
+
+def _train_spec(args: argparse.Namespace) -> RunSpec:
+    """The one run ``lab train`` asks for: its architecture, data, task and family, and its settings (a
+    checkpoint every quarter of the steps unless ``--save-every`` says otherwise)."""
     from .tasks import ThresholdTask
     from .train import RunSpec
 
@@ -372,7 +411,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         fit_every=args.fit_every or 0,
     )
     task = task_of(args.task)
-    spec = RunSpec(
+    return RunSpec(
         layers=args.layers,
         hidden=args.hidden,
         heads=args.heads,
@@ -384,16 +423,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
         settings=settings,
         family=family_of(args.family),
     )
-    print(f"{spec.name}: {spec.task.describe()}", flush=True)
-    result = run_sweep(
-        [spec],
-        Path(args.out),
-        use_cache=not args.no_cache,
-        progress=_progress,
-        report=_report,
-        compile=not args.no_compile,
-    )
-    run = result.results.run(spec.name)
+
+
+def _print_steps(run: RunTrajectory) -> None:
+    """One line per saved step of a run: its errors, the gap and the proxies."""
     print(
         f"{'step':>6} {'train_err':>9} {'test_err':>9} {'se':>7} {'gap':>8} {'log10 ours':>10} "
         f"{'log10 Edelman':>13} {'mean p*':>7}"
@@ -403,58 +436,18 @@ def _cmd_train(args: argparse.Namespace) -> int:
             f"{s.step:>6} {s.train_error:>9.4f} {s.test_error:>9.4f} {s.test_error_se:>7.4f} {s.gap:>+8.4f} "
             f"{s.ours_log10:>10.4f} {s.edelman_log10:>13.4f} {sum(s.p_opt) / len(s.p_opt):>7.3f}"
         )
-    print(
-        f"{run.params} parameters; test error on {settings.test_samples} fresh samples; checkpoints, "
-        f"runs.csv and correlations.csv in {args.out} ({len(result.results.runs)} run(s) there)"
-    )
-    return 0
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from specbound.studies import Status
+    from specbound.studies import Executor, Status
 
-    from .grid import GROK, preset_grid, read_grid
-    from .reference import export_reference, shipped_reference
+    from .reference import shipped_reference
     from .sweep import run_sweep
-    from .train import DECODERS, LabError
 
-    tasks, families = [task_of(t) for t in _names(args.task)], [family_of(f) for f in _names(args.family)]
-    environments = [(t, f) for t in tasks for f in families if not t.causal or f.decoder]
-    if not environments:
-        raise LabError(f"the {', '.join(tasks)} task(s) need a decoder family ({', '.join(sorted(DECODERS))})")
-    if args.export_reference and len(environments) > 1:
-        raise LabError("--export-reference takes one environment (one --task and one --family)")
-    if args.until_fit and args.preset == GROK:
-        raise LabError(f"the {GROK} preset trains past the fit on purpose (to see the jump): --until-fit would stop it")
+    environments = _environments(args)
     shipped = shipped_reference(args.preset, *environments[0]) if args.export_reference else None
-    specs: list[Any] = []
-    for task, family in environments:
-        base = preset_grid(args.preset, task, family)
-        grid = read_grid(args.grid, base) if args.grid else base
-        overrides: dict[str, Any] = {
-            axis: tuple(dict.fromkeys(getattr(args, axis)))
-            for axis in (
-                "layers",
-                "hidden",
-                "heads",
-                "n_train",
-                "label_noise",
-                "learning_rates",
-                "batch_sizes",
-                "weight_decays",
-                "seeds",
-            )
-            if getattr(args, axis)
-        }
-        chosen = ("steps", "save_every", "until_fit", "fit_every")
-        settings = {name: getattr(args, name) for name in chosen if getattr(args, name)}
-        overrides["settings"] = replace(grid.settings, **settings)
-        grid = replace(grid, **overrides)
-        specs += grid.specs()
-        print(f"{len(grid.specs())} runs of {family} on {grid.task.describe()}; results in {args.out}", flush=True)
+    specs = [spec for task, family in environments for spec in _environment_specs(args, task, family)]
     started = time.perf_counter()
-    from specbound.studies import Executor
-
     result = run_sweep(
         specs,
         Path(args.out),
@@ -471,17 +464,77 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     )
     _print_correlations(result.results)
     if shipped is not None:
-        written = export_reference(
-            Path(args.out),
-            shipped.directory,
-            sweep_seconds=time.perf_counter() - started if done == len(specs) else None,
-            regenerate=shipped.regenerate,
-            max_steps=shipped.max_steps,
-            environment=shipped.environment,
-            stands_for=shipped.stands_for or None,
+        _export_reference(
+            Path(args.out), shipped, seconds=time.perf_counter() - started if done == len(specs) else None
         )
-        print(f"exported the reference ({len(written)} files) to {written[0].parent}")
     return 0
+
+
+def _environments(args: argparse.Namespace) -> list[tuple[Task, Family]]:
+    """Every task x family that ``lab sweep`` is given and that can be trained (a causal task on the
+    decoders only), checked against ``--export-reference`` (one environment) and ``--until-fit`` (not
+    with the grokking preset, which trains past the fit on purpose)."""
+    from .grid import GROK
+    from .train import DECODERS, LabError
+
+    tasks, families = [task_of(t) for t in _names(args.task)], [family_of(f) for f in _names(args.family)]
+    environments = [(t, f) for t in tasks for f in families if not t.causal or f.decoder]
+    if not environments:
+        raise LabError(f"the {', '.join(tasks)} task(s) need a decoder family ({', '.join(sorted(DECODERS))})")
+    if args.export_reference and len(environments) > 1:
+        raise LabError("--export-reference takes one environment (one --task and one --family)")
+    if args.until_fit and args.preset == GROK:
+        raise LabError(f"the {GROK} preset trains past the fit on purpose (to see the jump): --until-fit would stop it")
+    return environments
+
+
+def _environment_specs(args: argparse.Namespace, task: Task, family: Family) -> list[RunSpec]:
+    """The runs of one environment: the preset's grid (or ``--grid``'s), its axes and settings replaced
+    by those given on the command line; says how many and where."""
+    from .grid import preset_grid, read_grid
+
+    base = preset_grid(args.preset, task, family)
+    grid = read_grid(args.grid, base) if args.grid else base
+    overrides: dict[str, Any] = {
+        axis: tuple(dict.fromkeys(getattr(args, axis)))
+        for axis in (
+            "layers",
+            "hidden",
+            "heads",
+            "n_train",
+            "label_noise",
+            "learning_rates",
+            "batch_sizes",
+            "weight_decays",
+            "seeds",
+        )
+        if getattr(args, axis)
+    }
+    chosen = ("steps", "save_every", "until_fit", "fit_every")
+    settings = {name: getattr(args, name) for name in chosen if getattr(args, name)}
+    overrides["settings"] = replace(grid.settings, **settings)
+    grid = replace(grid, **overrides)
+    specs = list(grid.specs())
+    print(f"{len(specs)} runs of {family} on {grid.task.describe()}; results in {args.out}", flush=True)
+    return specs
+
+
+def _export_reference(out: Path, shipped: ShippedReference, *, seconds: float | None) -> None:
+    """``--export-reference``: the sweep's results in ``out`` (no weights) written as the reference shipped
+    inside the package for its preset and environment; ``seconds``, the sweep's time when every run was
+    trained now."""
+    from .reference import export_reference
+
+    written = export_reference(
+        out,
+        shipped.directory,
+        sweep_seconds=seconds,
+        regenerate=shipped.regenerate,
+        max_steps=shipped.max_steps,
+        environment=shipped.environment,
+        stands_for=shipped.stands_for or None,
+    )
+    print(f"exported the reference ({len(written)} files) to {written[0].parent}")
 
 
 def _names(values: list[str] | str) -> list[str]:
@@ -553,16 +606,23 @@ def _cmd_remeasure(args: argparse.Namespace) -> int:
 
 
 def add_lab_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``lab train | sweep | show | remeasure`` under the main parser's subcommands."""
-    from .grid import PRESET_NAMES
-
+    """``lab train | sweep | show | report | remeasure | study`` under the main parser's subcommands."""
     lab = commands.add_parser(
         "lab",
         help="train small Transformers (BERT encoders; GPT-2, Llama, GPT-NeoX decoders) on synthetic tasks and set "
         "bounds beside their measured gaps",
     )
     actions = lab.add_subparsers(dest="lab_command", required=True)
+    _add_train_command(actions)
+    _add_sweep_command(actions)
+    _add_reading_commands(actions)
+    from .study_cli import add_study_command
 
+    add_study_command(actions, _workers, _bounded(float, 1.0, 60.0 * 24 * 30))
+
+
+def _add_train_command(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``lab train``: one run's architecture, data, task and family, its optimisation and where it goes."""
     train = actions.add_parser("train", help="train one run, saving checkpoints and every bound term per step")
     limits = LAB_LIMITS
     train.add_argument("--layers", type=_layers, required=True, help=f"encoder layers L (1..{limits.max_layers})")
@@ -612,6 +672,11 @@ def add_lab_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
     train.add_argument("--no-compile", action="store_true", help=_NO_COMPILE_HELP)
     train.set_defaults(handler=_cmd_train)
 
+
+def _add_sweep_command(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``lab sweep``: a preset or a JSON grid, its axes replaced, the environments, and where and how it runs."""
+    from .grid import PRESET_NAMES
+
     sweep = actions.add_parser("sweep", help="train and analyse a grid of runs (resumable)")
     sweep.add_argument(
         "--preset",
@@ -632,6 +697,29 @@ def add_lab_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "weight_decays, seeds; "
         "optional settings and task objects) overriding the preset",
     )
+    _sweep_axis_options(sweep)
+    sweep.add_argument("--until-fit", action="store_true", help=_UNTIL_FIT_HELP)
+    sweep.add_argument("--fit-every", type=_steps, default=None, help=_FIT_EVERY_HELP)
+    sweep.add_argument("--steps", type=_steps, default=None, help="optimiser steps per run")
+    sweep.add_argument("--save-every", type=_steps, default=None, help="checkpoint every k steps")
+    sweep.add_argument(
+        "--task",
+        choices=list(Task),
+        nargs="+",
+        default=[Task.THRESHOLD],
+        help=_TASK_HELP + "; the preset's axes follow the task. Several tasks and families sweep every "
+        "environment task x family (markov with the decoders only), e.g. a study for a cluster: --preset study "
+        "--task threshold parity modular markov --family bert gpt2 llama neox --dask ADDRESS",
+    )
+    sweep.add_argument("--family", choices=list(FAMILIES), nargs="+", default=[Family.BERT], help=_FAMILY_HELP)
+    sweep.add_argument("--out", required=True, help="lab directory (a re-run skips the runs finished there)")
+    _sweep_running_options(sweep)
+    sweep.set_defaults(handler=_cmd_sweep)
+
+
+def _sweep_axis_options(sweep: argparse.ArgumentParser) -> None:
+    """The axes of a sweep's grid the command line replaces: depth, width, heads, n, noise, seeds, and the
+    optimisation's (learning rate, batch size, weight decay)."""
     sweep.add_argument("--layers", type=_layers, nargs="+", help="replace the depth axis")
     sweep.add_argument("--hidden", type=_hidden, nargs="+", help="replace the width axis")
     sweep.add_argument("--heads", type=_heads, nargs="+", help="replace the heads axis")
@@ -659,21 +747,11 @@ def add_lab_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         nargs="+",
         help="an optimisation axis: one run per AdamW weight decay in [0, 1] (default: the preset's one)",
     )
-    sweep.add_argument("--until-fit", action="store_true", help=_UNTIL_FIT_HELP)
-    sweep.add_argument("--fit-every", type=_steps, default=None, help=_FIT_EVERY_HELP)
-    sweep.add_argument("--steps", type=_steps, default=None, help="optimiser steps per run")
-    sweep.add_argument("--save-every", type=_steps, default=None, help="checkpoint every k steps")
-    sweep.add_argument(
-        "--task",
-        choices=list(Task),
-        nargs="+",
-        default=[Task.THRESHOLD],
-        help=_TASK_HELP + "; the preset's axes follow the task. Several tasks and families sweep every "
-        "environment task x family (markov with the decoders only), e.g. a study for a cluster: --preset study "
-        "--task threshold parity modular markov --family bert gpt2 llama neox --dask ADDRESS",
-    )
-    sweep.add_argument("--family", choices=list(FAMILIES), nargs="+", default=[Family.BERT], help=_FAMILY_HELP)
-    sweep.add_argument("--out", required=True, help="lab directory (a re-run skips the runs finished there)")
+
+
+def _sweep_running_options(sweep: argparse.ArgumentParser) -> None:
+    """What a sweep writes beside its results (the shipped reference) and how it runs: the profile cache,
+    compiled evaluation, local workers or a Dask scheduler."""
     sweep.add_argument(
         "--export-reference",
         action="store_true",
@@ -694,8 +772,10 @@ def add_lab_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         metavar="ADDRESS",
         help="train on a running dask.distributed scheduler (its workers must share the lab directory's file system)",
     )
-    sweep.set_defaults(handler=_cmd_sweep)
 
+
+def _add_reading_commands(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``lab show``, ``lab report`` and ``lab remeasure``: what lab directories hold, read back."""
     show = actions.add_parser(
         "show", help="print a lab directory's correlation table, its verdicts and the robust view"
     )
@@ -729,7 +809,3 @@ def add_lab_commands(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="CHECKPOINT measures to recompute (default: alpha alpha_hat alpha_skipped)",
     )
     remeasure.set_defaults(handler=_cmd_remeasure)
-
-    from .study_cli import add_study_command
-
-    add_study_command(actions, _workers, _bounded(float, 1.0, 60.0 * 24 * 30))

@@ -132,34 +132,8 @@ def errors_figure(
     line = {"type": "scatter", "x": frame["step"], "mode": "lines+markers"}
     gap = {**line, "y": frame["gap"], "line": {"color": quantity_color(Quantity.GAP), "dash": "dash"}}
     if loss_gap:
-        lines = [
-            {
-                **line,
-                "y": frame["train_loss"],
-                "name": "train loss",
-                "line": {"color": quantity_color(Quantity.TRAIN_ERROR)},
-            },
-            {
-                **line,
-                "y": frame["test_loss"],
-                "name": "test loss",
-                "line": {"color": quantity_color(Quantity.TEST_ERROR)},
-            },
-            {**gap, "name": "gap = test − train loss"},
-        ]
-        if floor is not None and math.isfinite(floor):
-            lines.append(
-                {
-                    "type": "scatter",
-                    "x": [frame["step"].min(), frame["step"].max()],
-                    "y": [floor, floor],
-                    "mode": "lines",
-                    "name": f"entropy rate {floor:.3f}",
-                    "line": {"color": NEUTRAL, "dash": "dot"},
-                }
-            )
         layout = step_layout(step, yaxis=axis_title("cross-entropy (nats)"))
-        return figure(lines, "Losses and gap through training", layout=layout)
+        return figure(_loss_lines(frame, line, gap, floor), "Losses and gap through training", layout=layout)
     lines = [
         {
             **line,
@@ -177,6 +151,40 @@ def errors_figure(
         {**gap, "name": "gap = test − train"},
     ]
     return figure(lines, "Errors and gap through training", layout=step_layout(step, yaxis=axis_title("error rate")))
+
+
+def _loss_lines(
+    frame: pd.DataFrame, line: dict[str, Any], gap: dict[str, Any], floor: float | None
+) -> list[dict[str, Any]]:
+    """The training and test losses and their gap through training, and the entropy rate ``floor`` as a
+    dotted line where it is known (``line``, ``gap``: the step axis and the gap's style, as for the errors)."""
+    lines = [
+        {
+            **line,
+            "y": frame["train_loss"],
+            "name": "train loss",
+            "line": {"color": quantity_color(Quantity.TRAIN_ERROR)},
+        },
+        {
+            **line,
+            "y": frame["test_loss"],
+            "name": "test loss",
+            "line": {"color": quantity_color(Quantity.TEST_ERROR)},
+        },
+        {**gap, "name": "gap = test − train loss"},
+    ]
+    if floor is not None and math.isfinite(floor):
+        lines.append(
+            {
+                "type": "scatter",
+                "x": [frame["step"].min(), frame["step"].max()],
+                "y": [floor, floor],
+                "mode": "lines",
+                "name": f"entropy rate {floor:.3f}",
+                "line": {"color": NEUTRAL, "dash": "dot"},
+            }
+        )
+    return lines
 
 
 def p_star_map_figure(p_map: PStarMap) -> go.Figure:

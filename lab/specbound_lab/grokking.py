@@ -600,41 +600,55 @@ def grokking_sentence(
             "circularly shifted curves give."
         )
     else:
-        middle = ""
-        power = verdict.power
-        if power is not None:
-            share = f"{power.lead_share:.0%} of the way from saturation to the jump"
-            middle += (
-                f" Power check: a synthetic curve that moves {share} (median lead {power.leading.median:+,.0f} "
-                f"steps, null 95th percentile {power.leading.null_p95:+,.0f}) is "
-                f"{'called' if power.leading.rule_verdict == BEFORE else 'not called'} before, and one that moves "
-                f"at the jump is {'not ' if power.at_jump.rule_verdict != BEFORE else ''}called before"
-                f"{'' if power.passes else ': the rule cannot find a lead these runs could show'}."
-            )
-        control = verdict.control
-        if control is not None:
-            middle += (
-                f" The positive control, {name_of(control.measure)}, is "
-                f"{'called' if control.rule_verdict == BEFORE else 'not called'} before (median lead "
-                f"{control.median:+,.0f} steps, null 95th percentile {control.null_p95:+,.0f})."
-            )
-        first = [s for s in rows if s.verdict == BEFORE]
-        open_rows = [s for s in rows if s.verdict == INCONCLUSIVE]
-        if verdict.control is not None and not verdict.powered:
-            middle += (
-                f" So the design cannot answer: every measure that moved is inconclusive ({len(open_rows)} of "
-                f"{len(rows)}), none is said to move before the jump or not."
-            )
-        elif first:
-            names = ", ".join(
-                f"{name_of(s.measure)} (median {s.median:+,.0f} steps, null 95th percentile {s.null_p95:+,.0f})"
-                for s in first
-            )
-            middle += f" Moved before the jump beyond the circular-shift null: {names}."
-        else:
-            middle += " No measure's median lead beats its circular-shift null."
-        if verdict.powered and open_rows:
-            middle += f" Inconclusive (a positive median lead inside its null): {len(open_rows)} measures."
+        middle = _design_words(verdict, name_of)
+    return opening + middle + _own_leads(rows, verdict, name_of, ours)
+
+
+def _design_words(verdict: GrokkingVerdict, name_of: Callable[[str], str]) -> str:
+    """Whether the design can answer (the power check, the positive control), then which measures moved
+    before the jump beyond their null, or that none did, and how many are inconclusive."""
+    rows = verdict.summaries
+    middle = ""
+    power = verdict.power
+    if power is not None:
+        share = f"{power.lead_share:.0%} of the way from saturation to the jump"
+        middle += (
+            f" Power check: a synthetic curve that moves {share} (median lead {power.leading.median:+,.0f} "
+            f"steps, null 95th percentile {power.leading.null_p95:+,.0f}) is "
+            f"{'called' if power.leading.rule_verdict == BEFORE else 'not called'} before, and one that moves "
+            f"at the jump is {'not ' if power.at_jump.rule_verdict != BEFORE else ''}called before"
+            f"{'' if power.passes else ': the rule cannot find a lead these runs could show'}."
+        )
+    control = verdict.control
+    if control is not None:
+        middle += (
+            f" The positive control, {name_of(control.measure)}, is "
+            f"{'called' if control.rule_verdict == BEFORE else 'not called'} before (median lead "
+            f"{control.median:+,.0f} steps, null 95th percentile {control.null_p95:+,.0f})."
+        )
+    first = [s for s in rows if s.verdict == BEFORE]
+    open_rows = [s for s in rows if s.verdict == INCONCLUSIVE]
+    if verdict.control is not None and not verdict.powered:
+        middle += (
+            f" So the design cannot answer: every measure that moved is inconclusive ({len(open_rows)} of "
+            f"{len(rows)}), none is said to move before the jump or not."
+        )
+    elif first:
+        names = ", ".join(
+            f"{name_of(s.measure)} (median {s.median:+,.0f} steps, null 95th percentile {s.null_p95:+,.0f})"
+            for s in first
+        )
+        middle += f" Moved before the jump beyond the circular-shift null: {names}."
+    else:
+        middle += " No measure's median lead beats its circular-shift null."
+    if verdict.powered and open_rows:
+        middle += f" Inconclusive (a positive median lead inside its null): {len(open_rows)} measures."
+    return middle
+
+
+def _own_leads(rows: Sequence[LeadSummary], verdict: GrokkingVerdict, name_of: Callable[[str], str], ours: str) -> str:
+    """The leads of ours at p* and of the positive control (where the design's check has not named it
+    already) against their nulls' 95th percentiles."""
     closing = ""
     for measure in (ours, POSITIVE_CONTROL):
         own = next((s for s in rows if s.measure == measure), None)
@@ -645,7 +659,7 @@ def grokking_sentence(
             f" {subject[:1].upper()}{subject[1:]}: median lead {own.median:+,.0f} steps (from {own.low:+,.0f} to "
             f"{own.high:+,.0f}), against {own.null_p95:+,.0f} for the null's 95th percentile: {own.verdict}."
         )
-    return opening + middle + closing
+    return closing
 
 
 def run_sentence(run: RunGrokking, name_of: Callable[[str], str] = str, ours: str = "ours") -> str:

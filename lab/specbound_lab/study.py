@@ -465,17 +465,7 @@ def study_answer(
                 point[name].append(taus[name])
                 resampled[name].append(tau_b_draws(values, gap, counts))
             cells.append(Cell(key, int(str(n_train)), total, len(rows), configurations, taus))
-    endpoints = []
-    for comparator in comparators:
-        if not cells:
-            break
-        delta = float(np.mean(np.subtract(point[SUBJECT], point[comparator.measure])))
-        difference = np.mean(np.subtract(resampled[SUBJECT], resampled[comparator.measure]), axis=0)  # (draws,)
-        finite = difference[np.isfinite(difference)]
-        se = float(np.std(finite, ddof=1)) if finite.size > 1 else math.nan
-        endpoints.append(
-            (comparator, delta, percentile_interval(difference, CONFIDENCE), se, bootstrap_p_value(difference))
-        )
+    endpoints = [_endpoint(comparator, point, resampled) for comparator in comparators] if cells else []
     adjusted = holm([p for *_, p in endpoints])
     return StudyAnswer(
         tuple(cells),
@@ -488,6 +478,18 @@ def study_answer(
         trained=sum(len(frame) for frame in frames.values()),
         planned=planned,
     )
+
+
+def _endpoint(
+    comparator: Comparator, point: Mapping[str, list[float]], resampled: Mapping[str, list[np.ndarray]]
+) -> tuple[Comparator, float, Interval, float, float]:
+    """One endpoint before Holm's adjustment: the mean over cells of τ(ours) − τ(comparator), its percentile
+    interval over the cluster bootstrap's draws, their standard error and the bootstrap p-value."""
+    delta = float(np.mean(np.subtract(point[SUBJECT], point[comparator.measure])))
+    difference = np.mean(np.subtract(resampled[SUBJECT], resampled[comparator.measure]), axis=0)  # (draws,)
+    finite = difference[np.isfinite(difference)]
+    se = float(np.std(finite, ddof=1)) if finite.size > 1 else math.nan
+    return comparator, delta, percentile_interval(difference, CONFIDENCE), se, bootstrap_p_value(difference)
 
 
 def _fitted_share(frame: pd.DataFrame) -> float:

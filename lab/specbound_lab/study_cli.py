@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,13 @@ from .tables import COUPLINGS_CSV
 from .train import LabError, TrainingCancelled, fits_training_set
 
 
-def add_study_command(actions: Any, workers: Any, minutes: Any) -> None:
-    """``study design | run | analyse`` under ``specbound lab``; ``workers`` and ``minutes`` are the
-    argparse types of ``--workers`` and ``--minutes``."""
+def add_study_command(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser],
+    workers: Callable[[str], Any],
+    minutes: Callable[[str], Any],
+) -> None:
+    """``study design | run | pilot | corpus | analyse`` under ``specbound lab``; ``workers`` and ``minutes``
+    are the argparse types of ``--workers`` and ``--minutes``."""
     study = actions.add_parser(
         "study",
         help="the pre-registered study (docs/lab/preregistration.md): its design and power, its runs, its answer",
@@ -39,7 +44,16 @@ def add_study_command(actions: Any, workers: Any, minutes: Any) -> None:
     verbs = study.add_subparsers(dest="study_command", required=True)
     design = verbs.add_parser("design", help="print the design, its size and its power projected from the pilot")
     design.set_defaults(handler=_cmd_design)
+    _add_training_verbs(verbs, workers, minutes)
+    _add_reading_verbs(verbs)
 
+
+def _add_training_verbs(
+    verbs: argparse._SubParsersAction[argparse.ArgumentParser],
+    workers: Callable[[str], Any],
+    minutes: Callable[[str], Any],
+) -> None:
+    """``study run`` (the study's runs, resumable, within ``--minutes``) and ``study pilot`` (its corners)."""
     run = verbs.add_parser("run", help="train the study's runs (resumable), one lab directory per environment")
     run.add_argument("--out", required=True, help="the study's directory (a re-run skips the finished runs)")
     run.add_argument(
@@ -72,6 +86,9 @@ def add_study_command(actions: Any, workers: Any, minutes: Any) -> None:
     pilot.add_argument("--workers", type=workers, default=1, metavar="N", help="train N runs at once (default 1)")
     pilot.set_defaults(handler=_cmd_pilot)
 
+
+def _add_reading_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``study corpus`` (a study directory shipped as lab references) and ``study analyse`` (its endpoints)."""
     corpus = verbs.add_parser(
         "corpus",
         help="ship a study directory as a corpus: one lab reference per environment (every run's record, "

@@ -42,8 +42,8 @@ from .registry import MEASURES, Measure, correlated_measures, is_baseline, step_
 from .robust import MIN_COUPLED_PAIRS, RobustSummary, environment_name, split_environment
 from .tasks import Task
 from .train import Family, LabError, RunSpec, fits_training_set
-from .trajectory import RunTrajectory
-from .verdict import EnvironmentVerdict, ForgettingVerdict, forgetting_verdicts, robust_view, verdicts
+from .trajectory import RunTrajectory, StepRecord
+from .verdict import EnvironmentVerdict, ForgettingVerdict, MeasureVerdict, forgetting_verdicts, robust_view, verdicts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -333,58 +333,12 @@ def comparisons(runs: Sequence[RunTrajectory], baseline: str = BASELINE) -> tupl
 
 def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
     """One row per run and saved step (columns RUN_COLUMNS); checkpoints relative to the lab directory."""
-    import numpy as np
     import pandas as pd
 
     rows = []
     for run in runs:
-        spec = run.spec
         fitted, fit_step = fit_of(run)
-        for s in run.steps:
-            p = np.asarray(s.p_opt)
-            row: dict[str, Any] = {
-                "run": run.name,
-                "task": spec.task.kind,
-                "family": spec.family,
-                **axis_values(spec),
-                "step": s.step,
-                "steps": spec.settings.steps,
-                "learning_rate": spec.settings.learning_rate,
-                "weight_decay": spec.settings.weight_decay,
-                "batch_size": spec.settings.batch_size,
-                "until_fit": spec.settings.until_fit,
-                "final": s is run.final,
-                "fitted": fitted,
-                "fit_step": fit_step,
-                "train_loss": s.train_loss,
-                "train_error": s.train_error,
-                "test_error": s.test_error,
-                "test_error_se": s.test_error_se,
-                "gap": s.gap,
-                "test_samples": s.test_samples,
-                "test_loss": s.test_loss,
-                "optimal_loss": spec.task.optimal_loss,
-                "excess_loss": s.test_loss - spec.task.optimal_loss,
-                "base_task_error": s.base_task_error,
-            }
-            for m in MEASURES.values():
-                value = step_value(m, s, run)
-                row[m.column] = value
-                if m.linear_column:
-                    row[m.linear_column] = _pow10(value)
-                if m.censored_at:  # a flag where there is a value (the final step), else empty
-                    row[censored_column(m)] = m.is_censored(value) if math.isfinite(value) else None
-            row.update(
-                {
-                    "grid_m": s.grid_m,
-                    "p_opt_mean": float(p.mean()),
-                    "p_opt_min": float(p.min()),
-                    "p_opt_max": float(p.max()),
-                    "p_opt_zero_fraction": float((p == 0).mean()),
-                    "checkpoint": f"{RUNS_DIR}/{run.name}/{s.checkpoint}",
-                }
-            )
-            rows.append(row)
+        rows += [_step_row(run, step, fitted, fit_step) for step in run.steps]
     frame = pd.DataFrame(rows, columns=list(run_columns()))
     for m in MEASURES.values():
         if m.integer:
@@ -394,6 +348,59 @@ def runs_frame(runs: Sequence[RunTrajectory]) -> pd.DataFrame:
     frame["fitted"] = frame["fitted"].astype("boolean")  # empty for next-token prediction (it cannot fit)
     frame["fit_step"] = frame["fit_step"].astype("Int64")  # empty where the run never fitted
     return frame
+
+
+def _step_row(run: RunTrajectory, s: StepRecord, fitted: bool | None, fit_step: int | None) -> dict[str, Any]:
+    """One saved step of a run as a row of :func:`runs_frame`: the run's axes and settings, the step's errors
+    and losses, every measure of :data:`MEASURES` (its linear value and censoring flag where it has them),
+    p*'s summary and the checkpoint's path."""
+    import numpy as np
+
+    spec = run.spec
+    p = np.asarray(s.p_opt)
+    row: dict[str, Any] = {
+        "run": run.name,
+        "task": spec.task.kind,
+        "family": spec.family,
+        **axis_values(spec),
+        "step": s.step,
+        "steps": spec.settings.steps,
+        "learning_rate": spec.settings.learning_rate,
+        "weight_decay": spec.settings.weight_decay,
+        "batch_size": spec.settings.batch_size,
+        "until_fit": spec.settings.until_fit,
+        "final": s is run.final,
+        "fitted": fitted,
+        "fit_step": fit_step,
+        "train_loss": s.train_loss,
+        "train_error": s.train_error,
+        "test_error": s.test_error,
+        "test_error_se": s.test_error_se,
+        "gap": s.gap,
+        "test_samples": s.test_samples,
+        "test_loss": s.test_loss,
+        "optimal_loss": spec.task.optimal_loss,
+        "excess_loss": s.test_loss - spec.task.optimal_loss,
+        "base_task_error": s.base_task_error,
+    }
+    for m in MEASURES.values():
+        value = step_value(m, s, run)
+        row[m.column] = value
+        if m.linear_column:
+            row[m.linear_column] = _pow10(value)
+        if m.censored_at:  # a flag where there is a value (the final step), else empty
+            row[censored_column(m)] = m.is_censored(value) if math.isfinite(value) else None
+    row.update(
+        {
+            "grid_m": s.grid_m,
+            "p_opt_mean": float(p.mean()),
+            "p_opt_min": float(p.min()),
+            "p_opt_max": float(p.max()),
+            "p_opt_zero_fraction": float((p == 0).mean()),
+            "checkpoint": f"{RUNS_DIR}/{run.name}/{s.checkpoint}",
+        }
+    )
+    return row
 
 
 def fit_of(run: RunTrajectory) -> tuple[bool | None, int | None]:
@@ -511,66 +518,70 @@ def verdict_frame(environments: Sequence[EnvironmentVerdict]) -> pd.DataFrame:
     sign-errors' count, mean, 90th percentile and maximum."""
     import pandas as pd
 
-    rows = []
-    for env in environments:
-        head = {
-            "task": env.task,
-            "family": env.family,
-            **({"fine_tuned": True} if env.fine_tuned else {}),  # absent from the tables of runs from scratch
-            "status": env.status,
-            "counted": env.counted,
-            "runs": env.runs,
-            "fitted_runs": env.fitted_runs,
-            "configurations": env.configurations,
-            "seeds": env.seeds,
-            "entropy_rate": env.entropy_rate,
-            "below_entropy_rate": env.below_entropy if env.loss_gap else None,
-            "couplings": env.couplings,
-            "min_pairs": MIN_COUPLED_PAIRS,
-            "coupled_pairs": env.coupled_pairs,
-            "noise_pairs": env.noise_pairs,
-        }
-        for m in env.measures:
-            coupled = m.coupled_summary
-            test = env.test_of(m.measure)
-            rows.append(
-                {
-                    **head,
-                    "measure": m.measure,
-                    "baseline": is_baseline(m.measure),
-                    "runs_used": m.runs,
-                    "censored": m.censored,
-                    "kendall_tau": m.kendall_tau,
-                    "kendall_tau" + CI_LOW: m.kendall_tau_ci.low,
-                    "kendall_tau" + CI_HIGH: m.kendall_tau_ci.high,
-                    "granulated_tau": m.granulated_tau,
-                    "granulated_tau" + CI_LOW: m.granulated_tau_ci.low,
-                    "granulated_tau" + CI_HIGH: m.granulated_tau_ci.high,
-                    "seed_noise": m.seed_noise,
-                    "tau_within_n": m.tau_within_n,
-                    "tau_within_params": m.tau_within_params,
-                    "tau_within_training_loss": m.tau_within_fit,
-                    "vs_baseline": test.other if test is not None else None,
-                    "vs_baseline_tau_difference": test.difference if test is not None else math.nan,
-                    "vs_baseline_p_holm": test.p_holm if test is not None else math.nan,
-                    "vs_baseline_candidates": test.family if test is not None else None,
-                    "vs_baseline_ci_low": test.ci.low if test is not None else math.nan,
-                    "vs_baseline_ci_high": test.ci.high if test is not None else math.nan,
-                    "vs_baseline_p_value": test.p_value if test is not None else math.nan,
-                    "pooled_sign_error": m.pooled_sign_error,
-                    "pairs": m.pairs,
-                    "tied_pairs": m.tied_pairs,
-                    "coupled_couplings": coupled.couplings,
-                    "coupled_mean": coupled.mean,
-                    "coupled_p90": coupled.p90,
-                    "coupled_max": coupled.max,
-                }
-            )
+    rows = [{**_environment_fields(env), **_measure_fields(env, m)} for env in environments for m in env.measures]
     frame = pd.DataFrame(rows)
     for column in ("fitted_runs", "below_entropy_rate", "vs_baseline_candidates"):
         if column in frame:
             frame[column] = frame[column].astype("Int64")
     return frame
+
+
+def _environment_fields(env: EnvironmentVerdict) -> dict[str, Any]:
+    """What an environment's verdict stands on, the first columns of each of its rows in verdict.csv."""
+    return {
+        "task": env.task,
+        "family": env.family,
+        **({"fine_tuned": True} if env.fine_tuned else {}),  # absent from the tables of runs from scratch
+        "status": env.status,
+        "counted": env.counted,
+        "runs": env.runs,
+        "fitted_runs": env.fitted_runs,
+        "configurations": env.configurations,
+        "seeds": env.seeds,
+        "entropy_rate": env.entropy_rate,
+        "below_entropy_rate": env.below_entropy if env.loss_gap else None,
+        "couplings": env.couplings,
+        "min_pairs": MIN_COUPLED_PAIRS,
+        "coupled_pairs": env.coupled_pairs,
+        "noise_pairs": env.noise_pairs,
+    }
+
+
+def _measure_fields(env: EnvironmentVerdict, m: MeasureVerdict) -> dict[str, Any]:
+    """One measure's columns of verdict.csv: its τ and intervals, τ within strata, its test against the
+    strongest trivial baseline (empty on a baseline's row), its pooled and coupled sign-errors."""
+    coupled = m.coupled_summary
+    test = env.test_of(m.measure)
+    return {
+        "measure": m.measure,
+        "baseline": is_baseline(m.measure),
+        "runs_used": m.runs,
+        "censored": m.censored,
+        "kendall_tau": m.kendall_tau,
+        "kendall_tau" + CI_LOW: m.kendall_tau_ci.low,
+        "kendall_tau" + CI_HIGH: m.kendall_tau_ci.high,
+        "granulated_tau": m.granulated_tau,
+        "granulated_tau" + CI_LOW: m.granulated_tau_ci.low,
+        "granulated_tau" + CI_HIGH: m.granulated_tau_ci.high,
+        "seed_noise": m.seed_noise,
+        "tau_within_n": m.tau_within_n,
+        "tau_within_params": m.tau_within_params,
+        "tau_within_training_loss": m.tau_within_fit,
+        "vs_baseline": test.other if test is not None else None,
+        "vs_baseline_tau_difference": test.difference if test is not None else math.nan,
+        "vs_baseline_p_holm": test.p_holm if test is not None else math.nan,
+        "vs_baseline_candidates": test.family if test is not None else None,
+        "vs_baseline_ci_low": test.ci.low if test is not None else math.nan,
+        "vs_baseline_ci_high": test.ci.high if test is not None else math.nan,
+        "vs_baseline_p_value": test.p_value if test is not None else math.nan,
+        "pooled_sign_error": m.pooled_sign_error,
+        "pairs": m.pairs,
+        "tied_pairs": m.tied_pairs,
+        "coupled_couplings": coupled.couplings,
+        "coupled_mean": coupled.mean,
+        "coupled_p90": coupled.p90,
+        "coupled_max": coupled.max,
+    }
 
 
 def forgetting_frame(rows: Sequence[ForgettingVerdict]) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from .registry import MEASURES, is_baseline, recorded_measures
 from .robust import MIN_COUPLED_PAIRS, RobustSummary, RobustVerdict, robust_verdict
 from .tables import axis_values, measure_value
 from .trajectory import RunTrajectory
-from .verdict import DIRECTION_CANDIDATES, EnvironmentVerdict, ForgettingVerdict, Outcome
+from .verdict import DIRECTION_CANDIDATES, EnvironmentVerdict, ForgettingVerdict, MeasureVerdict, Outcome
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -186,8 +186,25 @@ def robust_sentence(
         f"{worst:.2f} ({_names(reading.worst, name)}), and the smallest 90th percentile {p90:.2f} "
         f"({_names(reading.p90, name)})."
     )
+    sentence += _leader_words(reading, rows, name)
+    if reading.baseline is not None:
+        sentence += _baseline_words(reading, reading.baseline, name)
+    fewer = [r for r in rows if r.couplings and r.couplings < total]
+    if fewer:
+        sentence += (
+            f" {len(fewer)} measure{'s' if len(fewer) != 1 else ''} recorded in fewer environments "
+            f"({', '.join(name(r.measure) for r in fewer[:3])}{', ...' if len(fewer) > 3 else ''}) "
+            f"{'stand' if len(fewer) != 1 else 'stands'} on fewer couplings and "
+            f"{'are' if len(fewer) != 1 else 'is'} left out of this comparison."
+        )
+    return sentence + " A sign-error of 0.5 is chance; a tie counts 0.5."
+
+
+def _leader_words(reading: RobustVerdict, rows: Sequence[RobustSummary], name: Callable[[str], str]) -> str:
+    """The measure with the smallest mean coupled sign-error, against the runner-up (named best only where
+    their paired interval excludes 0); then ours at p*, when it is not the leader."""
     leader, runner = reading.leader, reading.runner_up
-    sentence += f" The smallest mean of a measure is {name(leader.measure)}'s, {leader.mean:.2f}"
+    sentence = f" The smallest mean of a measure is {name(leader.measure)}'s, {leader.mean:.2f}"
     if runner is not None and reading.against_runner_up is not None:
         verdict = (
             f"so {name(leader.measure)} is the best measure on the mean"
@@ -201,34 +218,24 @@ def robust_sentence(
     ours = next((r for r in rows if r.measure == "ours" and r.couplings), None)
     if ours is not None and ours is not leader:
         sentence += f". {name('ours')}: mean {ours.mean:.2f}, 90th percentile {ours.p90:.2f}, worst {ours.max:.2f}"
-    sentence += "."
-    if reading.baseline is not None:
-        floor = reading.baseline
+    return sentence + "."
+
+
+def _baseline_words(reading: RobustVerdict, floor: RobustSummary, name: Callable[[str], str]) -> str:
+    """The best trivial baseline (``floor``, in its declared direction) and the leader's paired test against it."""
+    leader = reading.leader
+    sentence = (
+        f" The best trivial baseline, {name(floor.measure)} (read in its declared direction), has a mean of "
+        f"{floor.mean:.2f} (90th percentile {floor.p90:.2f}, worst {floor.max:.2f})"
+    )
+    test = reading.against_baseline
+    if test is not None:
+        words = f"{name(leader.measure)} {_VERDICT_WORDS[test.verdict]} it"
         sentence += (
-            f" The best trivial baseline, {name(floor.measure)} (read in its declared direction), has a mean of "
-            f"{floor.mean:.2f} (90th percentile {floor.p90:.2f}, worst {floor.max:.2f})"
+            f"; its mean exceeds the leader's by {_paired_words(test)}, Holm-adjusted over the {test.family} "
+            f"measures compared with it (p = {test.p_holm:.2g}), so {words}"
         )
-        test = reading.against_baseline
-        if test is not None:
-            words = {
-                Verdict.BETTER: f"{name(leader.measure)} beats it",
-                Verdict.WORSE: f"{name(leader.measure)} does worse than it",
-                Verdict.INDISTINGUISHABLE: f"{name(leader.measure)} is not told apart from it",
-            }[test.verdict]
-            sentence += (
-                f"; its mean exceeds the leader's by {_paired_words(test)}, Holm-adjusted over the {test.family} "
-                f"measures compared with it (p = {test.p_holm:.2g}), so {words}"
-            )
-        sentence += "."
-    fewer = [r for r in rows if r.couplings and r.couplings < total]
-    if fewer:
-        sentence += (
-            f" {len(fewer)} measure{'s' if len(fewer) != 1 else ''} recorded in fewer environments "
-            f"({', '.join(name(r.measure) for r in fewer[:3])}{', ...' if len(fewer) > 3 else ''}) "
-            f"{'stand' if len(fewer) != 1 else 'stands'} on fewer couplings and "
-            f"{'are' if len(fewer) != 1 else 'is'} left out of this comparison."
-        )
-    return sentence + " A sign-error of 0.5 is chance; a tie counts 0.5."
+    return sentence + "."
 
 
 def design_sentence(env: EnvironmentVerdict) -> str:
@@ -257,6 +264,24 @@ def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None
     (fitted runs, configurations x seeds), the measure with the highest τ against the best trivial
     baseline's, and what is left of ours at p* within strata of n and of the parameter count."""
     name = name or (lambda measure: measure)
+    stands = _stands_sentence(env)
+    if env.configurations < 2:
+        return (stands, "One configuration: its runs differ only by their seed, so there is no verdict here.")
+    defined = [m for m in env.measures if np.isfinite(m.kendall_tau)]
+    if not defined:
+        return (stands, "No measure has a defined τ here.")
+    measures = [m for m in defined if not is_baseline(m.measure)]
+    out = [stands]
+    if env.design:
+        out.append(design_sentence(env))
+    if measures:
+        out.append(_highest_tau_sentence(env, max(measures, key=lambda m: m.kendall_tau), name))
+    return (*out, *_ours_sentences(env, name))
+
+
+def _stands_sentence(env: EnvironmentVerdict) -> str:
+    """What an environment's verdict stands on: its runs (fitted, or a fixed budget and how many memorise),
+    its configurations and seeds, and whether it counts."""
     if env.fitted_runs is None:
         stands = (
             f"{env.environment}: {env.runs} runs ({env.configurations} configurations × up to {env.seeds} seeds), "
@@ -274,71 +299,61 @@ def verdict_sentences(env: EnvironmentVerdict, name: Callable[[str], str] | None
             f" It is shown, not counted ({env.not_counted_because}): kept out of the robust view, and its "
             "table is no verdict."
         )
-    if env.configurations < 2:
-        return (stands, "One configuration: its runs differ only by their seed, so there is no verdict here.")
-    defined = [m for m in env.measures if np.isfinite(m.kendall_tau)]
-    if not defined:
-        return (stands, "No measure has a defined τ here.")
-    measures = [m for m in defined if not is_baseline(m.measure)]
-    out = [stands]
-    if env.design:
-        out.append(design_sentence(env))
-    if measures:
-        best = max(measures, key=lambda m: m.kendall_tau)
-        text = f"The highest τ of a measure is {name(best.measure)}'s, {best.kendall_tau:+.2f}"
-        test = env.test_of(best.measure)
-        floor = env.measure(test.other) if test is not None else None
-        if test is not None and floor is not None:
-            turned = (
-                " (a lower value read as a larger gap, as declared)" if MEASURES[floor.measure].orientation < 0 else ""
-            )
-            verdict = {
-                Verdict.BETTER: "beats",
-                Verdict.WORSE: "does worse than",
-                Verdict.INDISTINGUISHABLE: "is not told apart from",
-            }[test.verdict]
-            text += (
-                f"; it {verdict} the strongest trivial baseline, {name(floor.measure)}{turned} "
-                f"({floor.kendall_tau:+.2f}): "
-                f"the paired difference in τ is {_paired_words(test)}, Holm-adjusted over the {test.family} measures "
-                f"compared with it (p = {test.p_holm:.2g})"
-            )
-            beat = sum(t.verdict is Verdict.BETTER for t in env.baseline_tests)
-            worse = sum(t.verdict is Verdict.WORSE for t in env.baseline_tests)
-            text += (
-                f"; of the {test.family}, {beat} beat{'s' if beat == 1 else ''} it and {worse} "
-                f"do{'es' if worse == 1 else ''} worse"
-            )
-        out.append(text + ".")
-    ours = next((m for m in env.measures if m.measure == "ours"), None)
-    if ours is not None and np.isfinite(ours.kendall_tau):
-        out.append(
-            f"{name('ours')}: τ {ours.kendall_tau:+.2f} (95 % over configurations {_signed(ours.kendall_tau_ci.low)} "
-            f"to {_signed(ours.kendall_tau_ci.high)}), {_signed(ours.tau_within_n)} within strata of n"
-            + (
-                f", {_signed(ours.tau_within_params)} within strata of the parameter count and "
-                f"{_signed(ours.tau_within_fit)} within terciles of the training loss against the entropy rate."
-                if env.loss_gap
-                else f" and {_signed(ours.tau_within_params)} within strata of the parameter count."
-            )
+    return stands
+
+
+def _highest_tau_sentence(env: EnvironmentVerdict, best: MeasureVerdict, name: Callable[[str], str]) -> str:
+    """The measure with the highest τ (``best``), against the strongest trivial baseline: the paired test's
+    words and p, and how many of the measures compared beat it or do worse."""
+    text = f"The highest τ of a measure is {name(best.measure)}'s, {best.kendall_tau:+.2f}"
+    test = env.test_of(best.measure)
+    floor = env.measure(test.other) if test is not None else None
+    if test is not None and floor is not None:
+        turned = " (a lower value read as a larger gap, as declared)" if MEASURES[floor.measure].orientation < 0 else ""
+        text += (
+            f"; it {_VERDICT_WORDS[test.verdict]} the strongest trivial baseline, {name(floor.measure)}{turned} "
+            f"({floor.kendall_tau:+.2f}): "
+            f"the paired difference in τ is {_paired_words(test)}, Holm-adjusted over the {test.family} measures "
+            f"compared with it (p = {test.p_holm:.2g})"
         )
-        normalised = next((m for m in env.measures if m.measure == "ours_per_n"), None)
-        test = env.test_of("ours_per_n")
-        if normalised is not None and np.isfinite(normalised.kendall_tau) and test is not None:
-            verdict = {
-                Verdict.BETTER: "beats",
-                Verdict.WORSE: "does worse than",
-                Verdict.INDISTINGUISHABLE: "is not told apart from",
-            }[test.verdict]
-            out.append(
-                f"In its normalised form, {name('ours_per_n')} (C / √n, as its bound falls with n), τ is "
-                f"{normalised.kendall_tau:+.2f} (95 % over configurations {_signed(normalised.kendall_tau_ci.low)} to "
-                f"{_signed(normalised.kendall_tau_ci.high)}); it {verdict} {name(test.other)} (Holm-adjusted over "
-                f"{test.family}, p = {test.p_holm:.2g})."
-            )
-    return tuple(out)
+        beat = sum(t.verdict is Verdict.BETTER for t in env.baseline_tests)
+        worse = sum(t.verdict is Verdict.WORSE for t in env.baseline_tests)
+        text += (
+            f"; of the {test.family}, {beat} beat{'s' if beat == 1 else ''} it and {worse} "
+            f"do{'es' if worse == 1 else ''} worse"
+        )
+    return text + "."
 
 
+def _ours_sentences(env: EnvironmentVerdict, name: Callable[[str], str]) -> list[str]:
+    """Ours at p*: its τ with its interval and within strata (of n, of the parameter count, of the fit for a
+    loss gap); then its normalised form C / √n against the baseline it is tested with."""
+    ours = next((m for m in env.measures if m.measure == "ours"), None)
+    if ours is None or not np.isfinite(ours.kendall_tau):
+        return []
+    out = [
+        f"{name('ours')}: τ {ours.kendall_tau:+.2f} (95 % over configurations {_signed(ours.kendall_tau_ci.low)} "
+        f"to {_signed(ours.kendall_tau_ci.high)}), {_signed(ours.tau_within_n)} within strata of n"
+        + (
+            f", {_signed(ours.tau_within_params)} within strata of the parameter count and "
+            f"{_signed(ours.tau_within_fit)} within terciles of the training loss against the entropy rate."
+            if env.loss_gap
+            else f" and {_signed(ours.tau_within_params)} within strata of the parameter count."
+        )
+    ]
+    normalised = next((m for m in env.measures if m.measure == "ours_per_n"), None)
+    test = env.test_of("ours_per_n")
+    if normalised is not None and np.isfinite(normalised.kendall_tau) and test is not None:
+        out.append(
+            f"In its normalised form, {name('ours_per_n')} (C / √n, as its bound falls with n), τ is "
+            f"{normalised.kendall_tau:+.2f} (95 % over configurations {_signed(normalised.kendall_tau_ci.low)} to "
+            f"{_signed(normalised.kendall_tau_ci.high)}); it {_VERDICT_WORDS[test.verdict]} {name(test.other)} "
+            f"(Holm-adjusted over {test.family}, p = {test.p_holm:.2g})."
+        )
+    return out
+
+
+#: How a paired test's verdict reads in a sentence.
 _VERDICT_WORDS = {
     Verdict.BETTER: "beats",
     Verdict.WORSE: "does worse than",
@@ -480,53 +495,66 @@ def verdict_report(
         if not env.counted:  # shown, not counted: its numbers stay in verdict.csv, no table reads as a verdict
             lines += ["(Its table is in its `verdict.csv`; it is not printed here as a verdict.)", ""]
             continue
-        fit_head, fit_rule = (" τ within training loss |", "---|") if env.loss_gap else ("", "")
-        lines += [
-            f"| measure | τ | 95 % (configurations) | τ within n | τ within params |{fit_head} granulated τ "
-            "| seed noise | pooled sign-error (tied pairs) | coupled sign-error: mean / p90 / max (couplings) |",
-            f"|---|---|---|---|---|{fit_rule}---|---|---|---|",
-        ]
-        for m in env.measures:
-            summary = m.coupled_summary
-            coupled = (
-                f"{summary.mean:.2f} / {summary.p90:.2f} / {summary.max:.2f} ({summary.couplings})"
-                if summary.couplings
-                else "–"
-            )
-            name = f"`{m.measure}`" + (" (baseline)" if is_baseline(m.measure) else "")
-            censored = f", {m.censored} censored" if m.censored else ""
-            lines.append(
-                f"| {name} | {_cell(m.kendall_tau)} | {_cell(m.kendall_tau_ci.low)} to {_cell(m.kendall_tau_ci.high)} "
-                f"| {_cell(m.tau_within_n)} | {_cell(m.tau_within_params)} |"
-                + (f" {_cell(m.tau_within_fit)} |" if env.loss_gap else "")
-                + f" {_cell(m.granulated_tau)} "
-                f"| {_cell(m.seed_noise)} | {_cell(m.pooled_sign_error, signed=False)} ({m.tied_pairs}{censored}) "
-                f"| {coupled} |"
-            )
-        lines.append("")
+        lines += [*_verdict_table(env), ""]
     lines += [f"**Robust view.** {robust_sentence(robust)}", ""]
     if any(r.couplings for r in robust):
-        lines += [
-            f"| measure | couplings (≥ {MIN_COUPLED_PAIRS} pairs each) | worst | 90th percentile | mean |",
-            "|---|---|---|---|---|",
-        ]
-        for r in robust:
-            name = f"`{r.measure}`" + (" (baseline)" if is_baseline(r.measure) else "")
-            lines.append(
-                f"| {name} | {r.couplings} | {_cell(r.max, False)} | {_cell(r.p90, False)} | {_cell(r.mean, False)} |"
-            )
-        lines.append("")
-        axes = list(dict.fromkeys(axis for r in robust for axis in r.axes))
-        counts = {axis: max(sum(a == axis for a in r.axes) for r in robust) for axis in axes}
-        lines += [
-            "Per hyperparameter axis, the mean coupled sign-error (couplings along it):",
-            "",
-            "| measure | " + " | ".join(f"{axis} ({counts[axis]})" for axis in axes) + " |",
-            "|---|" + "---|" * len(axes),
-        ]
-        for r in robust:
-            by_axis = r.by_axis()
-            name = f"`{r.measure}`" + (" (baseline)" if is_baseline(r.measure) else "")
-            lines.append(f"| {name} | " + " | ".join(_cell(by_axis.get(a, np.nan), False) for a in axes) + " |")
-        lines.append("")
+        lines += _robust_tables(robust)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _verdict_table(env: EnvironmentVerdict) -> list[str]:
+    """One environment's verdict as a Markdown table: per measure (baselines marked) τ and its interval, τ
+    within strata, the granulated τ, the seed noise, the pooled and the coupled sign-errors."""
+    fit_head, fit_rule = (" τ within training loss |", "---|") if env.loss_gap else ("", "")
+    lines = [
+        f"| measure | τ | 95 % (configurations) | τ within n | τ within params |{fit_head} granulated τ "
+        "| seed noise | pooled sign-error (tied pairs) | coupled sign-error: mean / p90 / max (couplings) |",
+        f"|---|---|---|---|---|{fit_rule}---|---|---|---|",
+    ]
+    for m in env.measures:
+        summary = m.coupled_summary
+        coupled = (
+            f"{summary.mean:.2f} / {summary.p90:.2f} / {summary.max:.2f} ({summary.couplings})"
+            if summary.couplings
+            else "–"
+        )
+        name = f"`{m.measure}`" + (" (baseline)" if is_baseline(m.measure) else "")
+        censored = f", {m.censored} censored" if m.censored else ""
+        lines.append(
+            f"| {name} | {_cell(m.kendall_tau)} | {_cell(m.kendall_tau_ci.low)} to {_cell(m.kendall_tau_ci.high)} "
+            f"| {_cell(m.tau_within_n)} | {_cell(m.tau_within_params)} |"
+            + (f" {_cell(m.tau_within_fit)} |" if env.loss_gap else "")
+            + f" {_cell(m.granulated_tau)} "
+            f"| {_cell(m.seed_noise)} | {_cell(m.pooled_sign_error, signed=False)} ({m.tied_pairs}{censored}) "
+            f"| {coupled} |"
+        )
+    return lines
+
+
+def _robust_tables(robust: Sequence[RobustSummary]) -> list[str]:
+    """The robust view as Markdown: per measure its couplings, worst case, 90th percentile and mean; then
+    the mean per hyperparameter axis (with the couplings along it)."""
+    lines = [
+        f"| measure | couplings (≥ {MIN_COUPLED_PAIRS} pairs each) | worst | 90th percentile | mean |",
+        "|---|---|---|---|---|",
+    ]
+    for r in robust:
+        name = f"`{r.measure}`" + (" (baseline)" if is_baseline(r.measure) else "")
+        lines.append(
+            f"| {name} | {r.couplings} | {_cell(r.max, False)} | {_cell(r.p90, False)} | {_cell(r.mean, False)} |"
+        )
+    lines.append("")
+    axes = list(dict.fromkeys(axis for r in robust for axis in r.axes))
+    counts = {axis: max(sum(a == axis for a in r.axes) for r in robust) for axis in axes}
+    lines += [
+        "Per hyperparameter axis, the mean coupled sign-error (couplings along it):",
+        "",
+        "| measure | " + " | ".join(f"{axis} ({counts[axis]})" for axis in axes) + " |",
+        "|---|" + "---|" * len(axes),
+    ]
+    for r in robust:
+        by_axis = r.by_axis()
+        name = f"`{r.measure}`" + (" (baseline)" if is_baseline(r.measure) else "")
+        lines.append(f"| {name} | " + " | ".join(_cell(by_axis.get(a, np.nan), False) for a in axes) + " |")
+    lines.append("")
+    return lines

@@ -267,60 +267,110 @@ def run_grid(
     lock = lock_output(out)
     try:
         options = executor.compute_options(compute)
-        return _run_grid(names, out, settings, atlas, use_cache, progress, report, executor, options)
+        run = _GridRun(
+            names=names,
+            out=out,
+            settings=settings,
+            atlas=atlas,
+            use_cache=use_cache,
+            progress=progress,
+            report=report,
+            executor=executor,
+            compute=options,
+        )
+        return _run_grid(run)
     finally:
         lock.release()
 
 
-def _run_grid(
-    names: Sequence[str],
-    out: Path,
-    settings: BoundSettings,
-    atlas: Path | str | None,
-    use_cache: bool,
-    progress: Callable[[str], ProgressCallback],
-    report: Callable[[str], None],
-    executor: Executor,
-    compute: ComputeOptions,
-) -> GridResult:
-    """:func:`run_grid` with the output directory made and locked."""
+@dataclass(frozen=True)
+class _GridRun:
+    """One call of :func:`run_grid` once its output directory is made and locked: the models as given, where
+    their files go, the bound's settings, the atlas to export (None: none), the profile cache, the progress
+    bar of each model, the report's lines, where the analyses run and how they compute."""
+
+    names: Sequence[str]
+    out: Path
+    settings: BoundSettings
+    atlas: Path | str | None
+    use_cache: bool
+    progress: Callable[[str], ProgressCallback]
+    report: Callable[[str], None]
+    executor: Executor
+    compute: ComputeOptions
+
+    def prefix(self, requested: str) -> str:
+        """The report's words for a model: its place among those given, and its name as given."""
+        return f"[{self.names.index(requested) + 1}/{len(self.names)}] {requested}"
+
+
+#: A model's outcome in the order given, or None while it is still to be analysed.
+_Slots = list[ModelOutcome | None]
+
+
+def _run_grid(run: _GridRun) -> GridResult:
+    """:func:`run_grid` with the output directory made and locked: the models planned, the missing ones
+    analysed, then the study's files written (SpecboundError when no model could be analysed)."""
+    out = run.out
     # temporary files of a run that was killed (never another program's: see remove_stale_temps)
     remove_stale_temps(out, earlier=lambda target: target in OUTPUT_FILES)
     remove_stale_temps(out / RECORDS_DIR, earlier=lambda target: target.endswith((".json", ".matrices.csv")))
+    slots, tasks = _plan_grid(run)
+    profiles = _analyse_grid(run, slots, tasks)
+    outcomes = [outcome for outcome in slots if outcome is not None]
+    if not any(o.ok for o in outcomes):
+        _write_missing(out, outcomes)
+        total = len(run.names)
+        problem = "the model could not be analysed" if total == 1 else f"none of the {total} models could be analysed"
+        raise SpecboundError(f"{problem}; see {out / 'missing.csv'}")
+    try:
+        return _write_outputs(out, outcomes, profiles, run.atlas, run.use_cache, run.report)
+    except OSError as exc:
+        raise SpecboundError(f"cannot write to {out.name}: {describe_os_error(exc)}") from None
 
-    slots: list[ModelOutcome | None] = []  # one per model kept, in the order given; None: analysed below
+
+def _plan_grid(run: _GridRun) -> tuple[_Slots, list[tuple[int, _GridTask]]]:
+    """Each model given, in order: missing when its name does not resolve, dropped when given twice, skipped
+    when its record is in ``out`` already, else a task to run (with the index of its slot)."""
+    slots: _Slots = []
     tasks: list[tuple[int, _GridTask]] = []
     seen: set[str] = set()
-    total = len(names)
-    for index, requested in enumerate(names, start=1):
-        prefix = f"[{index}/{total}] {requested}"
+    for index, requested in enumerate(run.names, start=1):
+        prefix = f"[{index}/{len(run.names)}] {requested}"
         ref = None
         try:
             ref = resolve(requested)
         except SpecboundError as exc:
             slots.append(ModelOutcome(requested, Status.MISSING, reason=str(exc), how_to_get=how_to_get(exc, ref)))
-            report(f"{prefix}: missing: {exc}")
+            run.report(f"{prefix}: missing: {exc}")
             continue
         if ref.name in seen:
-            report(f"{prefix}: given twice, analysed once")
+            run.report(f"{prefix}: given twice, analysed once")
             continue
         seen.add(ref.name)
-        if (summary := _read_record(out, ref.name, settings)) is not None:
+        if (summary := _read_record(run.out, ref.name, run.settings)) is not None:
             slots.append(ModelOutcome(requested, Status.SKIPPED, summary))
-            report(f"{prefix}: skipped, already done ({RECORDS_DIR}/{_record_paths(out, ref.name)[0].name})")
+            run.report(f"{prefix}: skipped, already done ({RECORDS_DIR}/{_record_paths(run.out, ref.name)[0].name})")
             continue
-        tasks.append((len(slots), _GridTask(requested, ref, settings, use_cache, atlas is not None, compute)))
+        task = _GridTask(requested, ref, run.settings, run.use_cache, run.atlas is not None, run.compute)
+        tasks.append((len(slots), task))
         slots.append(None)
+    return slots, tasks
+
+
+def _analyse_grid(run: _GridRun, slots: _Slots, tasks: list[tuple[int, _GridTask]]) -> dict[str, SpectralProfile]:
+    """Run the tasks (resumably, where ``run.executor`` says), each answer's record written as it comes and
+    its outcome put in its slot; the profiles kept for the atlas, by model."""
 
     def keep(task: _GridTask, answer: _GridAnswer) -> ModelSummary | None:
         """The model's record written (None: the answer says why it is missing)."""
         if answer.summary is None:
             return None
         try:
-            _write_record(out, answer)
+            _write_record(run.out, answer)
         except OSError as exc:
             raise SpecboundError(
-                f"cannot write the results of {answer.requested} to {out.name}: {describe_os_error(exc)}"
+                f"cannot write the results of {answer.requested} to {run.out.name}: {describe_os_error(exc)}"
             ) from None
         return answer.summary
 
@@ -329,37 +379,28 @@ def _run_grid(
         [task for _, task in tasks],
         _analyse_one,
         keep,
-        executor=executor,
-        in_process=lambda task: _analyse_one(task, progress(task.requested)),  # with each model's progress bar
+        executor=run.executor,
+        in_process=lambda task: _analyse_one(task, run.progress(task.requested)),  # with each model's progress bar
     ):
         answer = outcome.answer
         assert answer is not None
-        slot, prefix = tasks[outcome.index][0], f"[{names.index(answer.requested) + 1}/{total}] {answer.requested}"
+        slot, prefix = tasks[outcome.index][0], run.prefix(answer.requested)
         if outcome.kept is None:
             slots[slot] = ModelOutcome(
                 answer.requested, Status.MISSING, reason=answer.reason, how_to_get=answer.how_to_get
             )
-            report(f"{prefix}: missing: {answer.reason}")
+            run.report(f"{prefix}: missing: {answer.reason}")
             continue
         summary = outcome.kept
         if answer.profile is not None:
             profiles[summary.name] = answer.profile
         slots[slot] = ModelOutcome(answer.requested, Status.DONE, summary)
-        report(
+        run.report(
             f"{prefix}: done, L={summary.num_layers} N={summary.hidden_size}, "
             f"log10 ours {summary.log_ours * LOG10_E:.4f}, "
             f"log10 Edelman {summary.log_edelman * LOG10_E:.4f}"
         )
-    outcomes = [outcome for outcome in slots if outcome is not None]
-
-    if not any(o.ok for o in outcomes):
-        _write_missing(out, outcomes)
-        problem = "the model could not be analysed" if total == 1 else f"none of the {total} models could be analysed"
-        raise SpecboundError(f"{problem}; see {out / 'missing.csv'}")
-    try:
-        return _write_outputs(out, outcomes, profiles, atlas, use_cache, report)
-    except OSError as exc:
-        raise SpecboundError(f"cannot write to {out.name}: {describe_os_error(exc)}") from None
+    return profiles
 
 
 def _write_missing(out: Path, outcomes: Sequence[ModelOutcome]) -> Path | None:

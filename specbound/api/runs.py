@@ -393,18 +393,9 @@ def _run(
 ) -> TrajectoryResult:
     """:func:`run_trajectory` with the output directory made and locked; ``reference`` the content
     fingerprint of the run's reference."""
-    from ..io.atlas import AtlasError, save_atlas
-
     if len({c.step for c in checkpoints}) != len(checkpoints):
         raise SpecboundError("two checkpoints have the same step")
-    done = {
-        c.step: found
-        for c in checkpoints
-        if (found := _read_step(steps_dir, c, settings, _fingerprints(_fingerprint(c.source), reference))) is not None
-    }
-    for c in checkpoints:
-        if c.step in done:
-            report(f"step {c.step}: skipped, already done ({STEPS_DIR}/step-{c.step}.json)")
+    done = _done_steps(checkpoints, steps_dir, settings, reference, report)
     todo = [c for c in checkpoints if c.step not in done]
     missing: list[tuple[int, str]] = []
 
@@ -432,16 +423,51 @@ def _run(
     if not steps:
         raise SpecboundError(f"none of the {len(checkpoints)} steps could be analysed")
     rows = [row for row, _ in steps]
+    files = _write_run(out, rows, [profile for _, profile in steps], report)
+    return TrajectoryResult(tuple(rows), tuple(sorted(missing)), tuple(files), len(todo) - len(missing))
+
+
+#: A finished step: its row of the table and its profile.
+_Done = tuple[dict[str, Any], SpectralProfile]
+
+
+def _done_steps(
+    checkpoints: Sequence[SavedStep],
+    steps_dir: Path,
+    settings: RunSettings,
+    reference: str | None,
+    report: Callable[[str], None],
+) -> dict[int, _Done]:
+    """The steps already analysed in ``steps_dir`` with these settings, the same weights and reference
+    (by step), each reported as skipped."""
+    done = {
+        c.step: found
+        for c in checkpoints
+        if (found := _read_step(steps_dir, c, settings, _fingerprints(_fingerprint(c.source), reference))) is not None
+    }
+    for c in checkpoints:
+        if c.step in done:
+            report(f"step {c.step}: skipped, already done ({STEPS_DIR}/step-{c.step}.json)")
+    return done
+
+
+def _write_run(
+    out: Path, rows: list[dict[str, Any]], profiles: list[SpectralProfile], report: Callable[[str], None]
+) -> list[Path]:
+    """The run's table and its atlas of every step's profile (left out, with a line, where one atlas cannot
+    hold them: each step's own file remains); the files written."""
+    from ..io.atlas import AtlasError, save_atlas
+
     try:
         files = [_write_table(out / TABLE_FILE, rows)]
         try:
-            files.append(save_atlas([profile for _, profile in steps], out / ATLAS_FILE))
+            files.append(save_atlas(profiles, out / ATLAS_FILE))
         except AtlasError as exc:  # too many or too large steps for one atlas: the steps' own files remain
             (out / ATLAS_FILE).unlink(missing_ok=True)  # never an older atlas beside a newer table
             report(f"{exc}; each step's profile is in {STEPS_DIR}/step-<N>.npz")
     except OSError as exc:
         raise SpecboundError(f"cannot write to {out.name}: {describe_os_error(exc)}") from None
-    return TrajectoryResult(tuple(rows), tuple(sorted(missing)), tuple(files), len(todo) - len(missing))
+    return files
 
 
 def _settings_key(settings: RunSettings) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from .checkpoints.checkpoint import (
     open_checkpoint,
     read_config,
 )
-from .checkpoints.hub import fetch, start_download
+from .checkpoints.hub import ShardDownloads, fetch, start_download
 from .checkpoints.lora import (
     ADAPTER_WEIGHTS,
     base_reference,
@@ -170,7 +170,6 @@ def load_profile(
         >>> bool(abs(on_torch.singular_values - profile.singular_values).max() < 1e-10)
         True
     """
-    large_norm_11, max_download_bytes = options.large_norm_11, options.max_download_bytes
     ref = resolve(model) if isinstance(model, str) else model
     if ref.source is Source.ATLAS:
         from .atlas import atlas_member
@@ -178,51 +177,87 @@ def load_profile(
         assert ref.path is not None
         return atlas_member(ref.path, ref.member)  # stored spectra: nothing to compute or cache
     be = options.backend if isinstance(options.backend, Backend) else get_backend(options.backend)
+    options = dataclasses.replace(options, backend=be)
     cache = cache or ProfileCache()
-    adapter = adapter_directory(ref)
-    downloads = None if adapter is not None else start_download(ref, progress, cap=max_download_bytes)
-    if adapter is not None:  # a LoRA adapter: merged into its base layer by layer, cached as the pair
-        checkpoint, revision = _open_adapter(adapter, adapter_base, progress, max_download_bytes)
-        cached = cache.load(ref.name, revision) if use_cache else None
-        if cached is not None and not (large_norm_11 and np.isnan(cached.norm_11).any()):
+    source = _weights_source(ref, adapter_base, progress, options.max_download_bytes)
+    if use_cache and source.downloads is None:  # its revision is known before reading: a stored profile may do
+        cached = cache.load(ref.name, source.revision)
+        if cached is not None and not (options.large_norm_11 and np.isnan(cached.norm_11).any()):
             return cached
-    elif downloads is None:
-        directory = fetch(ref, progress, cap=max_download_bytes)
-        read_config(directory)  # a clear message for a directory that is not a checkpoint, before anything else
-        revision = fingerprint(directory)
-        cached = cache.load(ref.name, revision) if use_cache else None
-        if cached is not None and not (large_norm_11 and np.isnan(cached.norm_11).any()):
-            return cached
-        checkpoint = open_checkpoint(directory)
-    else:
-        progress = downloads.relay(progress)
-        checkpoint = Checkpoint.from_directory(downloads.directory, arrival=downloads)
-        downloads.start(checkpoint.shard_order())
-        revision = ""
-    entries = ResumeEntries(cache, ref.name, checkpoint.shape, be, large_norm_11) if use_cache and resume else None
-    try:
-        profile = compute_profile(
-            checkpoint.stream(),
-            checkpoint.shape,
-            model=ref.name,
-            revision=revision,
-            progress=progress,
-            layer_cache=entries,
-            **_computing(dataclasses.replace(options, backend=be)),
-        )
-    except BaseException:
-        if downloads is not None:
-            downloads.stop()  # the shards still to come are not fetched for nothing
-        raise
-    if downloads is not None:
-        directory = downloads.finish()  # every shard is on disk: the revision of the whole checkpoint
-        profile = dataclasses.replace(profile, revision=fingerprint(directory))
+    checkpoint = source.opener()
+    entries = (
+        ResumeEntries(cache, ref.name, checkpoint.shape, be, options.large_norm_11) if use_cache and resume else None
+    )
+    profile = _streamed_profile(checkpoint, source, ref.name, options, entries)
     if use_cache:
         with contextlib.suppress(OSError):  # a read-only cache directory only costs speed next time
             cache.save(profile)
             if entries is not None:
                 entries.clear()
     return profile
+
+
+@dataclasses.dataclass(frozen=True)
+class _WeightsSource:
+    """Where :func:`load_profile` reads a model's weights from: ``opener`` opens them; ``revision`` is known
+    before they are read for a local directory or an adapter with its base (so a cached profile can be
+    used), and only once every shard has arrived for a sharded Hub download (``downloads``, then ""), whose
+    ``progress`` relays each shard's bytes."""
+
+    opener: Callable[[], Checkpoint]
+    revision: str
+    progress: ProgressCallback
+    downloads: ShardDownloads | None = None
+
+
+def _weights_source(
+    ref: ModelRef, base: str | None, progress: ProgressCallback, max_download_bytes: int | None
+) -> _WeightsSource:
+    """A LoRA adapter merged into its base layer by layer (cached as the pair); a directory on disk, fetched
+    whole first if it has to be; or a sharded Hub checkpoint whose shards are downloaded in layer order
+    while the layers that arrived are analysed."""
+    adapter = adapter_directory(ref)
+    if adapter is not None:
+        checkpoint, revision = _open_adapter(adapter, base, progress, max_download_bytes)
+        return _WeightsSource(lambda: checkpoint, revision, progress)
+    downloads = start_download(ref, progress, cap=max_download_bytes)
+    if downloads is None:
+        directory = fetch(ref, progress, cap=max_download_bytes)
+        read_config(directory)  # a clear message for a directory that is not a checkpoint, before anything else
+        return _WeightsSource(lambda: open_checkpoint(directory), fingerprint(directory), progress)
+    relayed = downloads.relay(progress)
+    checkpoint = Checkpoint.from_directory(downloads.directory, arrival=downloads)
+    downloads.start(checkpoint.shard_order())
+    return _WeightsSource(lambda: checkpoint, "", relayed, downloads)
+
+
+def _streamed_profile(
+    checkpoint: Checkpoint,
+    source: _WeightsSource,
+    name: str,
+    options: ComputeOptions,
+    entries: ResumeEntries | None,
+) -> SpectralProfile:
+    """The profile computed layer by layer as the checkpoint streams them (resumed from ``entries``); a
+    download whose analysis fails is stopped, and one that finishes gives the whole checkpoint's revision."""
+    try:
+        profile = compute_profile(
+            checkpoint.stream(),
+            checkpoint.shape,
+            model=name,
+            revision=source.revision,
+            progress=source.progress,
+            layer_cache=entries,
+            **_computing(options),
+        )
+    except BaseException:
+        if source.downloads is not None:
+            source.downloads.stop()  # the shards still to come are not fetched for nothing
+        raise
+    if source.downloads is None:
+        return profile
+    directory = source.downloads.finish()  # every shard is on disk: the revision of the whole checkpoint
+    return dataclasses.replace(profile, revision=fingerprint(directory))
 
 
 def adapter_directory(model: str | ModelRef) -> Path | None:

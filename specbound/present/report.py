@@ -149,44 +149,9 @@ def analysis_json(
     profile, shape = analysis.profile, analysis.profile.shape
     optimal = analysis.evaluate()
     fixed = analysis.evaluate(at_p) if at_p is not None else None
-    if (centred is None) != (reference is None):
-        raise ValueError("a centred analysis and its reference come together")
-    if directions is not None and centred is None:
-        raise ValueError("singular-vector directions belong to a centred analysis")
+    _check_centred(centred, reference, directions)
     deltas = None if centred is None else delta_fields(centred, directions)
-    matrices = []
-    for i, matrix in enumerate(profile.ids):
-        expert = {"expert": matrix.expert} if shape.moe else {}  # SPEC §12: 0..E-1 or "shared", null for a head
-        matrices.append(
-            {
-                "layer": matrix.layer,
-                **stack_fields(matrix, shape),
-                "head": matrix.head,
-                **expert,
-                "kind": matrix.kind.value,
-                "rank": int(profile.rank[i]),
-                "spectral_norm": float(profile.spectral_norm[i]),
-                "frobenius_norm": float(profile.frobenius_norm[i]),
-                "nuclear_norm": float(profile.nuclear_norm[i]),
-                "norm_21": float(profile.norm_21[i]),
-                "norm_11": finite_or_none(float(profile.norm_11[i])),  # null: not computed
-                "stable_rank": float(profile.stable_rank[i]),
-                "gamma": finite_or_none(analysis.gamma[i]),
-                "log10_scale": float(to_log10(analysis.log_scale[i])),
-                "p_opt": float(analysis.p_opt[i]),
-                "contribution": finite_or_none(optimal.contribution[i]),
-                "contribution_at_p": None if fixed is None else finite_or_none(fixed.contribution[i]),
-                **(
-                    {}
-                    if power_law is None
-                    else {
-                        "alpha": finite_or_none(power_law.alpha[i]),
-                        "alpha_weighted": finite_or_none(power_law.alpha_weighted[i]),
-                    }
-                ),
-                **({} if deltas is None else {"delta": {name: _plain(values[i]) for name, values in deltas.items()}}),
-            }
-        )
+    matrices = [_matrix_json(analysis, i, optimal, fixed, power_law, deltas) for i in range(len(profile.ids))]
     centred_parts = {} if centred is None or reference is None else _centred_json(centred, reference)
     return {
         "model": profile.model,
@@ -221,6 +186,58 @@ def analysis_json(
         **moe_json(shape),
         **stacks_json(shape),
         **({} if power_law is None else {"power_law": POWER_LAW_RULE}),
+    }
+
+
+def _check_centred(centred: BoundAnalysis | None, reference: Reference | None, directions: Directions | None) -> None:
+    """A centred analysis comes with its reference, and singular-vector directions with a centred analysis."""
+    if (centred is None) != (reference is None):
+        raise ValueError("a centred analysis and its reference come together")
+    if directions is not None and centred is None:
+        raise ValueError("singular-vector directions belong to a centred analysis")
+
+
+def _matrix_json(
+    analysis: BoundAnalysis,
+    i: int,
+    optimal: BoundTerms,
+    fixed: BoundTerms | None,
+    power_law: PowerLawTable | None,
+    deltas: dict[str, np.ndarray] | None,
+) -> dict[str, Any]:
+    """Matrix ``i``'s entry of :func:`analysis_json`'s ``"matrices"``: where it sits, its norms and rank, its
+    scale, p* and contributions (at p* and at the given p), and, when asked for, its power-law fit and its
+    ``"delta"`` from the reference."""
+    profile, shape = analysis.profile, analysis.profile.shape
+    matrix = profile.ids[i]
+    expert = {"expert": matrix.expert} if shape.moe else {}  # SPEC §12: 0..E-1 or "shared", null for a head
+    return {
+        "layer": matrix.layer,
+        **stack_fields(matrix, shape),
+        "head": matrix.head,
+        **expert,
+        "kind": matrix.kind.value,
+        "rank": int(profile.rank[i]),
+        "spectral_norm": float(profile.spectral_norm[i]),
+        "frobenius_norm": float(profile.frobenius_norm[i]),
+        "nuclear_norm": float(profile.nuclear_norm[i]),
+        "norm_21": float(profile.norm_21[i]),
+        "norm_11": finite_or_none(float(profile.norm_11[i])),  # null: not computed
+        "stable_rank": float(profile.stable_rank[i]),
+        "gamma": finite_or_none(analysis.gamma[i]),
+        "log10_scale": float(to_log10(analysis.log_scale[i])),
+        "p_opt": float(analysis.p_opt[i]),
+        "contribution": finite_or_none(optimal.contribution[i]),
+        "contribution_at_p": None if fixed is None else finite_or_none(fixed.contribution[i]),
+        **(
+            {}
+            if power_law is None
+            else {
+                "alpha": finite_or_none(power_law.alpha[i]),
+                "alpha_weighted": finite_or_none(power_law.alpha_weighted[i]),
+            }
+        ),
+        **({} if deltas is None else {"delta": {name: _plain(values[i]) for name, values in deltas.items()}}),
     }
 
 

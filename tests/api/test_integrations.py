@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tiny_models import save_model
 
 import specbound
 from specbound.api.integrations import LOG_PREFIX, SpecboundCallback
@@ -105,7 +106,7 @@ def test_the_callback_logs_the_distance_from_initialization(tmp_path: Path) -> N
     import torch
 
     trainer = _trainer(tmp_path, report_to=[])
-    trainer.model.save_pretrained(tmp_path / "init")  # the weights as training begins
+    save_model(trainer.model, tmp_path / "init")  # the weights as training begins
     SpecboundCallback.attach(trainer, every_steps=12, reference="init")
     trainer.train()
     logged = {e["step"]: e for e in trainer.state.log_history if f"{LOG_PREFIX}ours_centred_log10" in e}

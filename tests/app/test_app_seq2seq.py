@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from app_harness import open_directory, page_text, run_clean
-from tiny_models import tiny_model
+from tiny_models import save_model, tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def t5_dir(tmp_path_factory) -> Path:
             if parameter.ndim >= 2:
                 parameter.normal_(0.0, 0.05)
     directory = tmp_path_factory.mktemp("seq2seq") / "tiny-t5"
-    model.save_pretrained(directory)
+    save_model(model, directory)
     return directory
 
 

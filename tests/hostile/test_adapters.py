@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cli_runner import assert_one_line_error, cli
+from tiny_models import save_model, transformers_model
 
 import specbound
 from specbound.core import patterns
@@ -37,7 +38,7 @@ def adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """peft's adapter on ``query`` and ``intermediate.dense`` of a tiny BERT whose folder it names."""
     root = tmp_path_factory.mktemp("adapters")
     torch.manual_seed(0)
-    transformers.BertModel(transformers.BertConfig(**_FIELDS)).save_pretrained(root / "base")
+    save_model(transformers_model("BertConfig", "BertModel", _FIELDS, seed=None), root / "base")
     torch.manual_seed(0)
     model = transformers.BertModel(transformers.BertConfig(**_FIELDS))
     config = peft.LoraConfig(r=2, lora_alpha=4, target_modules=["query", "intermediate.dense"], init_lora_weights=False)
@@ -342,7 +343,7 @@ def test_a_module_saved_whole_that_the_base_lacks_is_refused_naming_it(tmp_path:
     """A weight saved whole (``modules_to_save``) for a module the base has not got (here a pooler,
     on a base saved without one) is refused, not silently dropped."""
     torch.manual_seed(0)
-    transformers.BertModel(transformers.BertConfig(**_FIELDS), add_pooling_layer=False).save_pretrained(tmp_path / "b")
+    save_model(transformers.BertModel(transformers.BertConfig(**_FIELDS), add_pooling_layer=False), tmp_path / "b")
     torch.manual_seed(0)
     model = transformers.BertModel(transformers.BertConfig(**_FIELDS))
     config = peft.LoraConfig(

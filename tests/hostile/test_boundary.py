@@ -17,6 +17,7 @@ from cli_runner import assert_one_line_error, cli, run_cli
 from tiny_models import MakeCheckpoint
 
 import specbound.cli
+import specbound.cli.analyze
 
 
 def _config(directory: Path, text: str) -> None:
@@ -131,7 +132,7 @@ def test_a_bug_is_one_line_and_its_traceback_needs_debug(
     def broken(args: argparse.Namespace) -> int:
         raise RuntimeError("something\nunexpected")
 
-    monkeypatch.setattr(specbound.cli, "_cmd_models", broken)
+    monkeypatch.setattr(specbound.cli.analyze, "_cmd_models", broken)
     assert specbound.cli.main(["models"]) == specbound.cli.EXIT_INTERNAL
     err = capsys.readouterr().err
     assert err == (
@@ -160,7 +161,7 @@ def test_every_kind_of_failure_has_its_line(
     def failing(args: argparse.Namespace) -> int:
         raise exc
 
-    monkeypatch.setattr(specbound.cli, "_cmd_models", failing)
+    monkeypatch.setattr(specbound.cli.analyze, "_cmd_models", failing)
     assert specbound.cli.main(["models"]) == status
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and words in err and "/secret" not in err and "Traceback" not in err

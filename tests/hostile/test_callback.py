@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tiny_models import tiny_model
+from tiny_models import save_model, tiny_model
 
 from specbound.api.integrations import LOG_PREFIX, SpecboundCallback
 from specbound.core.errors import SpecboundError
@@ -231,7 +231,7 @@ def test_the_default_run_name_never_shows_the_folders_of_the_machine(tmp_path: P
     from transformers import BertForSequenceClassification
 
     saved = tmp_path / "deep" / "folders" / "my-bert"
-    _bert().save_pretrained(saved)
+    save_model(_bert(), saved)
     model = BertForSequenceClassification.from_pretrained(saved)
     assert model.config._name_or_path == str(saved)  # what transformers records: the absolute path
     trainer = _trainer(tmp_path, model)

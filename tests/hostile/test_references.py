@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cli_runner import assert_one_line_error, cli
 from peft_projects import LLAMA
+from tiny_models import save_model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -23,12 +24,12 @@ def llamas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("references")
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**LLAMA))
-    model.save_pretrained(root / "base")
-    model.to(torch.bfloat16).save_pretrained(root / "bf16")
+    save_model(model, root / "base")
+    save_model(model, root / "bf16", dtype="bfloat16")
     model = model.to(torch.float32)
     with torch.no_grad():
         model.model.layers[1].mlp.down_proj.weight[3, 5] = float("nan")
-    model.save_pretrained(root / "nan-base")
+    save_model(model, root / "nan-base")
     return {path.name: path for path in root.iterdir()}
 
 

@@ -23,7 +23,7 @@ import pytest
 from atlas_files import write_atlas
 from cli_runner import run_cli
 from hand_profiles import ONE_LAYER, make_profile
-from tiny_models import save_tiny
+from tiny_models import save_model, save_tiny
 
 import specbound
 from specbound.api.runs import RunSettings, SavedStep, TrajectoryResult, checkpoint_of, run_trajectory
@@ -326,7 +326,7 @@ def test_an_adapter_steps_record_holds_the_base_the_analysis_uses(
 
     elsewhere = tmp_path / "elsewhere"
     if elsewhere_has_a_base:
-        llama(5).save_pretrained(elsewhere / BASE)
+        save_model(llama(5), elsewhere / BASE)
     elsewhere.mkdir(exist_ok=True)
     monkeypatch.chdir(elsewhere)
     out = tmp_path / "t"
@@ -334,7 +334,7 @@ def test_an_adapter_steps_record_holds_the_base_the_analysis_uses(
     assert _adapter_steps(adapter_run, out).analysed == 0  # nothing changed: both skipped
     record = json.loads(_record(out, 2).read_text())
     assert record["fingerprints"]["source"] is not None
-    llama(7).save_pretrained(adapter_run / BASE)  # the base the analysis really uses, same sizes
+    save_model(llama(7), adapter_run / BASE)  # the base the analysis really uses, same sizes
     again = _adapter_steps(adapter_run, out)
     assert again.analysed == 2
     expected = specbound.analyze(str(adapter_run / "outputs" / "run" / "checkpoint-2"), use_cache=False)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from cli_runner import assert_one_line_error, cli, strict_json
 from peft_projects import ADAPTER, BASE, llama, make_project
+from tiny_models import save_model
 
 import specbound
 from specbound.io.loading import ADAPTER_BASE_LEVELS_UP, locate_adapter_base
@@ -121,7 +122,7 @@ def test_an_explicit_base_is_the_one_merged_into_and_centred_at(project: Path, t
     or in memory), which is also the reference; peft's merge into the same base gives the same numbers."""
     adapter = project / "models" / "my-lora"
     other = llama(7)
-    other.save_pretrained(tmp_path / "other-base")
+    save_model(other, tmp_path / "other-base")
     expected = specbound.analyze(_peft_merged(adapter, other), base=other.to(torch.float64))
     in_memory = specbound.analyze(str(adapter), base=other)
     _assert_same(in_memory, expected)

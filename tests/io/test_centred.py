@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tiny_models import save_model, transformers_model
 
 import specbound
 from specbound.core.architecture import Kind, ModelShape
@@ -59,9 +60,7 @@ _FROZEN_EXPERT = ("layers.1.mlp.experts.", 1)  # transformers holds the experts 
 
 def _model(name: str, seed: int) -> Any:
     config_class, model_class, fields = MODELS[name]
-    torch.manual_seed(seed)
-    config = getattr(transformers, config_class)(**fields)
-    return getattr(transformers, model_class)(config).to(torch.float64)
+    return transformers_model(config_class, model_class, fields, seed=seed, dtype="float64")
 
 
 def _fine_tune(base: Any, name: str, seed: int = 1) -> Any:
@@ -87,8 +86,8 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Pat
     for name in MODELS:
         base = _model(name, 0)
         tuned = _fine_tune(base, name)
-        base.save_pretrained(root / f"{name}-base")
-        tuned.save_pretrained(root / f"{name}-tuned")
+        save_model(base, root / f"{name}-base")
+        save_model(tuned, root / f"{name}-tuned")
         saved[name] = (root / f"{name}-tuned", root / f"{name}-base")
     return saved
 
@@ -301,7 +300,7 @@ def test_a_reference_that_does_not_match_is_refused_naming_the_difference(
     other = _model("llama", 0)
     other.config.num_key_value_heads = 4
     wider = transformers.LlamaForCausalLM(other.config)
-    wider.save_pretrained(tmp_path / "four-kv")
+    save_model(wider, tmp_path / "four-kv")
     with pytest.raises(ReferenceMismatchError, match="num_kv_heads is 4 there and 2 here"):
         specbound.analyze(str(tuned), base=str(tmp_path / "four-kv"), use_cache=False)
     with pytest.raises(ReferenceMismatchError, match=r"gpt2 model and .* a llama one"):
@@ -317,7 +316,7 @@ def test_a_reference_is_checked_on_its_family_and_dimensions_only(
     tuned, base = pairs["llama"]
     model = transformers.LlamaForCausalLM.from_pretrained(base)
     model.config.initializer_range, model.config.hidden_act = 0.05, "gelu"
-    model.save_pretrained(tmp_path / "other-sigma")
+    save_model(model, tmp_path / "other-sigma")
     other = specbound.analyze(str(tuned), base=str(tmp_path / "other-sigma"), use_cache=False)
     same = specbound.analyze(str(tuned), base=str(base), use_cache=False)
     assert other.ours_centred == pytest.approx(same.ours_centred, rel=1e-12)
@@ -330,7 +329,7 @@ def test_a_reference_is_checked_on_its_family_and_dimensions_only(
 def test_another_storage_type_warns_once_with_the_rounding(pairs: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
     _tuned, base = pairs["llama"]
     model = transformers.LlamaForCausalLM.from_pretrained(base).to(torch.bfloat16)
-    model.save_pretrained(tmp_path / "bf16")
+    save_model(model, tmp_path / "bf16")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         specbound.analyze(str(tmp_path / "bf16"), base=str(base), use_cache=False)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from bad_checkpoints import BAD_CHECKPOINTS, edit_weights
-from tiny_models import MakeCheckpoint, tiny_model
+from tiny_models import MakeCheckpoint, save_model, tiny_model
 
 from specbound import Kind, MatrixId, ModelShape, load_profile
 from specbound.core.errors import CheckpointError
@@ -115,7 +115,7 @@ def test_pytorch_and_safetensors_formats_give_the_same_profile(make_checkpoint: 
 def test_sharded_safetensors_checkpoint_loads(tmp_path: Path) -> None:
 
     model = tiny_model(layers=3, seed=1)
-    model.save_pretrained(tmp_path, max_shard_size="20KB")
+    save_model(model, tmp_path, max_shard_size="20KB")
     index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
     shards = sorted(set(index["weight_map"].values()))
     assert len(shards) > 1 and not (tmp_path / "model.safetensors").exists()
@@ -129,7 +129,7 @@ def test_sharded_safetensors_checkpoint_loads(tmp_path: Path) -> None:
 def test_prefixed_keys_of_a_masked_lm_head_checkpoint_load(tmp_path: Path) -> None:
 
     model = tiny_model(heads=2, ffn=40, seed=2, head="BertForMaskedLM")
-    model.save_pretrained(tmp_path)
+    save_model(model, tmp_path)
     from safetensors import safe_open
 
     with safe_open(str(tmp_path / "model.safetensors"), framework="np") as f:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tiny_models import save_model, transformers_model
 
 import specbound
 
@@ -89,8 +90,7 @@ _LOG = re.compile(r"^(?P<name>.+): (?:No intruders|Intruders: (?P<count>\d+))$")
 
 def _model(name: str) -> Any:
     config_class, model_class, fields, _ = CASES[name]
-    torch.manual_seed(0)
-    return getattr(transformers, model_class)(getattr(transformers, config_class)(**fields))
+    return transformers_model(config_class, model_class, fields)
 
 
 def peft_detection(peft_model: Any, k: int, eps: float) -> dict[str, int]:
@@ -163,7 +163,7 @@ def adapters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
     made = {}
     for name, (_, _, _, lora) in CASES.items():
         base_dir, adapter_dir = root / f"{name}-base", root / f"{name}-adapter"
-        _model(name).save_pretrained(base_dir)
+        save_model(_model(name), base_dir)
         torch.manual_seed(1)
         wrapped = peft.get_peft_model(_model(name), peft.LoraConfig(init_lora_weights=False, **lora))
         wrapped.save_pretrained(adapter_dir)
@@ -232,7 +232,7 @@ def full_finetune(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     config = transformers.BertConfig(**CASES["bert"][2], num_labels=2)
     torch.manual_seed(0)
     model = transformers.BertForSequenceClassification(config)
-    model.save_pretrained(root / "base")
+    save_model(model, root / "base")
     optimiser = torch.optim.Adam(model.parameters(), lr=3e-2)
     generator = torch.Generator().manual_seed(2)
     tokens = torch.randint(0, 40, (16, 8), generator=generator)
@@ -241,7 +241,7 @@ def full_finetune(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
         optimiser.zero_grad()
         model(input_ids=tokens, labels=labels).loss.backward()
         optimiser.step()
-    model.save_pretrained(root / "tuned")
+    save_model(model, root / "tuned")
     return root / "tuned", root / "base"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cli_runner import assert_one_line_error, cli, strict_json
+from tiny_models import save_model, transformers_model
 
 import specbound
 from specbound.io.loading import open_weights
@@ -69,8 +70,7 @@ CASES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
 
 def _base(name: str) -> Any:
     config_class, model_class, fields, _ = CASES[name]
-    torch.manual_seed(0)
-    return getattr(transformers, model_class)(getattr(transformers, config_class)(**fields))
+    return transformers_model(config_class, model_class, fields)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def adapters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
     made = {}
     for name, (_, model_class, _, lora) in CASES.items():
         base_dir, adapter_dir, merged_dir = root / f"{name}-base", root / f"{name}-adapter", root / f"{name}-merged"
-        _base(name).save_pretrained(base_dir)
+        save_model(_base(name), base_dir)
         torch.manual_seed(1)
         wrapped = peft.get_peft_model(_base(name), peft.LoraConfig(init_lora_weights=False, **lora))
         wrapped.save_pretrained(adapter_dir)
@@ -89,7 +89,7 @@ def adapters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
         (adapter_dir / "adapter_config.json").write_text(json.dumps(config))
         base64 = getattr(transformers, model_class).from_pretrained(base_dir).to(torch.float64)
         merged = peft.PeftModel.from_pretrained(base64, adapter_dir).merge_and_unload()
-        merged.save_pretrained(merged_dir)
+        save_model(merged, merged_dir)
         made[name] = (adapter_dir, base_dir, merged_dir)
     return made
 
@@ -210,11 +210,10 @@ def test_the_layout_of_an_update_follows_the_module_type_as_peft_reads_it(tmp_pa
     config_class, model_class, fields, target, written, key = CONTRARY[case]
 
     def base_model() -> Any:
-        torch.manual_seed(0)
-        return getattr(transformers, model_class)(getattr(transformers, config_class)(**fields))
+        return transformers_model(config_class, model_class, fields)
 
     base_dir, adapter_dir = tmp_path / "base", tmp_path / "adapter"
-    base_model().save_pretrained(base_dir)
+    save_model(base_model(), base_dir)
     torch.manual_seed(1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # peft on GPT-2's Conv1D: fan_in_fan_out set for us
@@ -268,7 +267,7 @@ def gpt2_adapter(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     and the base it names."""
     root = tmp_path_factory.mktemp("targeting")
     torch.manual_seed(0)
-    transformers.GPT2LMHeadModel(transformers.GPT2Config(**_GPT2)).save_pretrained(root / "base")
+    save_model(transformers_model("GPT2Config", "GPT2LMHeadModel", _GPT2, seed=None), root / "base")
     base = transformers.GPT2LMHeadModel.from_pretrained(root / "base")
     torch.manual_seed(1)
     lora = peft.LoraConfig(r=2, lora_alpha=4, target_modules=["c_attn", "c_proj", "c_fc"], init_lora_weights=False)
@@ -323,7 +322,7 @@ def test_a_saved_module_finds_its_base_weight_under_the_task_models_prefix(tmp_p
     the analysis never reads, is left out."""
     torch.manual_seed(0)
     fields = dict(_SMALL, intermediate_size=48)
-    transformers.BertModel(transformers.BertConfig(**fields)).save_pretrained(tmp_path / "base")
+    save_model(transformers_model("BertConfig", "BertModel", fields, seed=None), tmp_path / "base")
     classifier = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "base", num_labels=2)
     torch.manual_seed(1)
     lora = peft.LoraConfig(

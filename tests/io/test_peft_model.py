@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tiny_models import save_model
 
 import specbound
 from specbound.core.errors import UnsupportedModelError
@@ -154,7 +155,7 @@ def _assert_same_numbers(result: Any, expected: Any, rtol: float) -> None:
 
 def _from_disk(model: Any, base: Any, folder: Any, adapter: str = "default") -> Any:
     """The same adapter saved by peft's ``save_pretrained`` and read back from its folder by specbound."""
-    base.save_pretrained(folder / "base")
+    save_model(base, folder / "base")
     model.save_pretrained(folder / "lora", selected_adapters=[adapter])
     saved = folder / "lora" if adapter == "default" else folder / "lora" / adapter
     return specbound.analyze(str(saved), base=str(folder / "base"))

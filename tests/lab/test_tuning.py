@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from safetensors.numpy import load_file
+from tiny_models import save_model
 
 from specbound.io import FINETUNE_BASE as BASE_NAME
 from specbound.io import directions_of, open_weights
@@ -207,7 +208,7 @@ def test_a_base_of_another_family_or_a_lora_adapter_is_refused_naming_it(tmp_pat
         intermediate_size=bert.intermediate_size,
         vocab_size=bert.vocab_size,
     )
-    transformers.LlamaForCausalLM(llama).save_pretrained(tmp_path / "llama")
+    save_model(transformers.LlamaForCausalLM(llama), tmp_path / "llama")
     other = replace(_spec(0), fine_tuning=FineTuning(base=str(tmp_path / "llama")))
     with pytest.raises(LabError, match=r"^the base .*llama is a llama model and the run a bert one") as caught:
         run_sweep([other], tmp_path / "out")

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.colors import sample_colorscale
 
-from ...core.architecture import DECODER, ENCODER, Expert, Kind, expert_label
+from ...core.architecture import DECODER, ENCODER, Expert, Kind, ModelShape, expert_label
 from ...core.bounds import BoundAnalysis, BoundTerms, fine_p_axis
 from ...core.logspace import to_log10
 from ...core.profile import MatrixId
@@ -113,30 +113,10 @@ def term_sums(
     sums = kind_layer_sums(terms, num_layers)
     layer_total = sum(sums.values())  # (L,)
     share_of_total = 100.0 * layer_total / terms.total if np.isfinite(terms.total) else np.full(num_layers, np.nan)
-    traces: list[dict[str, Any]] = []
     layer_shares = [format_percent(float(s) / 100.0) for s in np.atleast_1d(share_of_total)]
-    for kind, values in sums.items():
-        if view is SumsView.SHARE:
-            y = 100.0 * np.divide(values, layer_total, out=np.zeros_like(values), where=layer_total > 0)
-            shown = [format_percent(v / 100.0) for v in y]
-            hover = (
-                f"%{{x}}<br>{kind.value}: %{{customdata[1]}} of the layer<br>"
-                f"layer: %{{customdata[0]}} of the total<extra></extra>"
-            )
-        else:
-            y, shown = values, hover_numbers(values)
-            hover = f"%{{x}}<br>Σ c({kind.value}) = %{{customdata[1]}}<extra></extra>"
-        traces.append(
-            {
-                "type": "bar",
-                "x": categories[:-1],
-                "y": _finite_or_gap(y),
-                "name": kind.value,
-                "marker": {"color": KIND_COLORS[kind]},
-                "customdata": [[share, value] for share, value in zip(layer_shares, shown, strict=True)],
-                "hovertemplate": hover,
-            }
-        )
+    traces = [
+        _kind_sums_bar(kind, values, layer_total, layer_shares, categories[:-1], view) for kind, values in sums.items()
+    ]
     if view is not SumsView.SHARE:
         traces.append(
             {
@@ -162,6 +142,37 @@ def term_sums(
         **stack_marks(analysis.profile.shape),  # the ℓ-th category is layer ℓ
     }
     return figure(traces, "Σ c(W; p) by layer and kind", source=source, height=400, legend_title="kind", layout=layout)
+
+
+def _kind_sums_bar(
+    kind: Kind,
+    values: np.ndarray,
+    layer_total: np.ndarray | float,
+    layer_shares: list[str],
+    layers: list[str],
+    view: SumsView,
+) -> dict[str, Any]:
+    """One kind's bars of :func:`term_sums`, a bar per layer: its Σ c(W; p), or with ``view`` SHARE its
+    percentage of the layer's sum; the hover adds the layer's share of the total (``layer_shares``)."""
+    if view is SumsView.SHARE:
+        y = 100.0 * np.divide(values, layer_total, out=np.zeros_like(values), where=layer_total > 0)
+        shown = [format_percent(v / 100.0) for v in y]
+        hover = (
+            f"%{{x}}<br>{kind.value}: %{{customdata[1]}} of the layer<br>"
+            f"layer: %{{customdata[0]}} of the total<extra></extra>"
+        )
+    else:
+        y, shown = values, hover_numbers(values)
+        hover = f"%{{x}}<br>Σ c({kind.value}) = %{{customdata[1]}}<extra></extra>"
+    return {
+        "type": "bar",
+        "x": layers,
+        "y": _finite_or_gap(y),
+        "name": kind.value,
+        "marker": {"color": KIND_COLORS[kind]},
+        "customdata": [[share, value] for share, value in zip(layer_shares, shown, strict=True)],
+        "hovertemplate": hover,
+    }
 
 
 def depth_factors(analysis: BoundAnalysis, *, source: str | None = None) -> go.Figure:
@@ -229,58 +240,93 @@ def contribution_curves(
         label, color = matrix.label, KIND_COLORS[matrix.kind]
         dash = CURVE_DASHES[seen.get(matrix.kind, 0) % len(CURVE_DASHES)]
         seen[matrix.kind] = seen.get(matrix.kind, 0) + 1
-        best = int(analysis.p_opt_index[i])
-        point = {"type": "scatter", "mode": "markers", "legendgroup": label, "showlegend": False}
-        traces += [
-            {
-                "type": "scatter",
-                "x": ps,
-                "y": _finite_or_gap(curves[n]),
-                "mode": "lines",
-                "name": label,
-                "legendgroup": label,
-                "line": {"color": color, "dash": dash},
-                "customdata": hover_numbers(curves[n]),
-                "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
-            },
-            {
-                **point,
-                "x": grid,
-                "y": _finite_or_gap(on_grid[n]),
-                "name": f"{label} on P_m",
-                "marker": {"color": color, "size": 4},
-                "hoverinfo": "skip",
-            },
-            {
-                **point,
-                "x": [grid[best]],
-                "y": _finite_or_gap([on_grid[n, best]]),
-                "name": f"{label} p*",
-                "marker": {
-                    "color": color,
-                    "size": STAR_SIZES[n % len(STAR_SIZES)],
-                    "symbol": "star",
-                    "line": {"color": "black", "width": 1},
-                },
-                "customdata": hover_numbers([on_grid[n, best]]),
-                "hovertemplate": f"{label}<br>p* = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
-            },
-            {
-                **point,
-                "x": [float(terms.p[i])],
-                "y": _finite_or_gap([at_p[n]]),
-                "name": f"{label} current p",
-                "marker": {"color": "white", "size": 11, "symbol": "diamond", "line": {"color": color, "width": 2}},
-                "customdata": hover_numbers([at_p[n]]),
-                "hovertemplate": f"{label}<br>current p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
-            },
-        ]
+        traces += _curve_traces(
+            label,
+            {"color": color, "dash": dash},
+            ps=ps,
+            curve=curves[n],
+            grid=grid,
+            on_grid=on_grid[n],
+            best=int(analysis.p_opt_index[i]),
+            current_p=float(terms.p[i]),
+            at_p=at_p[n],
+            star_size=STAR_SIZES[n % len(STAR_SIZES)],
+        )
     layout = {
         "xaxis": axis_title("Schatten index p"),
         "yaxis": log_axis(np.concatenate([curves.ravel(), on_grid.ravel(), at_p]), title={"text": "c(W; p)"}),
         "showlegend": len(chosen) > 1,  # one matrix (a drill-down) is named by the subtitle
     }
     return figure(traces, "c(W; p) against p (★ p*, ◇ current p)", source=source, height=420, layout=layout)
+
+
+def _curve_traces(
+    label: str,
+    line: dict[str, str],
+    *,
+    ps: np.ndarray,
+    curve: np.ndarray,
+    grid: np.ndarray,
+    on_grid: np.ndarray,
+    best: int,
+    current_p: float,
+    at_p: float,
+    star_size: int,
+) -> list[dict[str, Any]]:
+    """One matrix's traces of :func:`contribution_curves`, in its colour and dash (``line``): c on the fine
+    p axis, its dots on the grid P_m, the star at p* (grid index ``best``, of size ``star_size`` so stars
+    at one point nest) and the open diamond at the p it uses now."""
+    color = line["color"]
+    point = {"type": "scatter", "mode": "markers", "legendgroup": label, "showlegend": False}
+    return [
+        _curve_line(label, line, ps, curve),
+        {
+            **point,
+            "x": grid,
+            "y": _finite_or_gap(on_grid),
+            "name": f"{label} on P_m",
+            "marker": {"color": color, "size": 4},
+            "hoverinfo": "skip",
+        },
+        {
+            **point,
+            "x": [grid[best]],
+            "y": _finite_or_gap([on_grid[best]]),
+            "name": f"{label} p*",
+            "marker": {
+                "color": color,
+                "size": star_size,
+                "symbol": "star",
+                "line": {"color": "black", "width": 1},
+            },
+            "customdata": hover_numbers([on_grid[best]]),
+            "hovertemplate": f"{label}<br>p* = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
+        },
+        {
+            **point,
+            "x": [current_p],
+            "y": _finite_or_gap([at_p]),
+            "name": f"{label} current p",
+            "marker": {"color": "white", "size": 11, "symbol": "diamond", "line": {"color": color, "width": 2}},
+            "customdata": hover_numbers([at_p]),
+            "hovertemplate": f"{label}<br>current p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
+        },
+    ]
+
+
+def _curve_line(label: str, line: dict[str, str], ps: np.ndarray, curve: np.ndarray) -> dict[str, Any]:
+    """c(W; p) of one matrix on the fine p axis ``ps``, the line its legend entry names."""
+    return {
+        "type": "scatter",
+        "x": ps,
+        "y": _finite_or_gap(curve),
+        "mode": "lines",
+        "name": label,
+        "legendgroup": label,
+        "line": line,
+        "customdata": hover_numbers(curve),
+        "hovertemplate": f"{label}<br>p = %{{x:.3f}}<br>c = %{{customdata}}<extra></extra>",
+    }
 
 
 #: Room past the longest bar of a labelled bar chart, as a fraction of its length: the value written
@@ -366,15 +412,48 @@ def p_star_heatmap(
         >>> figure.layout.title.text.startswith("p*")
         True
     """
-    grid = analysis.grid
-    profile = analysis.profile
-    shape = profile.shape
-    p_opt = analysis.p_opt
+    grid, shape = analysis.grid, analysis.profile.shape
     H = shape.num_heads
     layers = list(shape.layers_of(stack))
     if not layers:
         raise ValueError(f"this model has no {stack} layers")
-    head_kinds = shape.stack_head_kinds(stack)
+    panels, mlp_title = _p_star_panels(analysis, layers, stack, expert)
+    where = f"{stack} " if stack else ""
+    layout = _p_star_layout(shape, stack, mlp_title)
+    zmin, zmax = p_star_range(grid)
+    height = 320 + 14 * len(layers)
+    gap = colorbar_gap(height, TOP_MARGIN_SUBTITLE if source else TOP_MARGIN, CELL_TEXT_PX) * (zmax - zmin) / 0.8
+    used = spaced_ticks(np.union1d(analysis.p_opt, [grid[0], grid[-1]]), gap)
+    # cell labels only while they fit; the hover always carries the value
+    labels = cell_labels(H * len(shape.stack_head_kinds(stack)) // 2)
+    common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": layers, **labels}
+    last = len(panels)
+    numbers = [shape.stack_layer(layer) for layer in layers]
+    strip = {"range": [-0.5, len(shape.layer_kinds) - 0.5], **({"tickangle": -90} if stack else {})}  # every kind named
+    heatmaps = []
+    for col, (z, x, name) in enumerate(panels, start=1):
+        trace = _p_star_trace(z, x, name, numbers=numbers, where=where, ticks=used, scale=col == last)
+        heatmaps.append(on_panel({**trace, **common}, col))
+        x_axis, y_axis = panel_ref(col)
+        layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))
+        layout[x_axis].update(cell_axis("head", H) if col < last else strip)
+    title = f"p* of every matrix of the {stack}" if stack else "p* of every matrix"
+    return figure(heatmaps, title, source=source, height=height, layout=layout)
+
+
+#: One panel of the p* map: its cells (layers, columns), the columns' labels, its name.
+_Panel = tuple[np.ndarray, np.ndarray | list[str], str]
+
+
+def _p_star_panels(
+    analysis: BoundAnalysis, layers: list[int], stack: str | None, expert: Expert
+) -> tuple[list[_Panel], str]:
+    """The p* map's panels, left to right: per head kind of ``stack`` a (layers, H) grid of p*, NaN in
+    a layer without the kind; then the MLP strip, (layers, kinds), of ``expert``'s matrices in a mixture
+    of experts (expert 0 when not given). Also the strip's title, the kinds it holds (and the expert)."""
+    profile, p_opt = analysis.profile, analysis.p_opt
+    shape = profile.shape
+    H = shape.num_heads
     mlp_kinds = shape.layer_kinds
     mlp_title = ", ".join(kind.value for kind in mlp_kinds)
     if shape.moe:
@@ -395,13 +474,20 @@ def p_star_heatmap(
     mlp_grid = np.array(
         [[p_opt[profile.index(MatrixId(layer, kind, expert=expert))] for kind in mlp_kinds] for layer in layers]
     )  # (layers, 2) or (layers, 3)
+    panels: list[_Panel] = [(head_grid(kind), np.arange(H), kind.value) for kind in shape.stack_head_kinds(stack)]
+    panels.append((mlp_grid, [k.value for k in mlp_kinds], mlp_title))
+    return panels, mlp_title
+
+
+def _p_star_layout(shape: ModelShape, stack: str | None, mlp_title: str) -> dict[str, Any]:
+    """The p* map's panel grid: one panel per head kind, then the MLP strip, with their widths and titles."""
+    head_kinds, mlp_kinds, H = shape.stack_head_kinds(stack), shape.layer_kinds, shape.num_heads
     heads = len(head_kinds)
     # the MLP strip's share of the width: 0.12, or on one stack's (narrower) map at least its share of the
     # cells, so that a small model's strip keeps room for every kind's tick
     strip_width = max(0.12, len(mlp_kinds) / (heads * H + len(mlp_kinds))) if stack else 0.12
     head_width = (1.0 - strip_width) / heads
-    where = f"{stack} " if stack else ""
-    layout = panel_grid(
+    return panel_grid(
         1,
         heads + 1,
         column_widths=[head_width] * heads + [strip_width],
@@ -411,48 +497,39 @@ def p_star_heatmap(
         titles=[kind.value if stack else f"{kind.value} (layer × head)" for kind in head_kinds]
         + ["MLP" if stack else mlp_title],
     )
-    zmin, zmax = p_star_range(grid)
-    height = 320 + 14 * len(layers)
-    gap = colorbar_gap(height, TOP_MARGIN_SUBTITLE if source else TOP_MARGIN, CELL_TEXT_PX) * (zmax - zmin) / 0.8
-    used = spaced_ticks(np.union1d(p_opt, [grid[0], grid[-1]]), gap)
-    # cell labels only while they fit; the hover always carries the value
-    labels = cell_labels(H * heads // 2)
-    common = {"colorscale": p_star_colorscale(grid), "zmin": zmin, "zmax": zmax, "y": layers, **labels}
-    panels: list[tuple[np.ndarray, np.ndarray | list[str], str]] = [
-        (head_grid(kind), np.arange(H), kind.value) for kind in head_kinds
-    ]
-    panels.append((mlp_grid, [k.value for k in mlp_kinds], mlp_title))
-    last = len(panels)
-    numbers = [shape.stack_layer(layer) for layer in layers]
-    heatmaps = []
-    for col, (z, x, name) in enumerate(panels, start=1):
-        heatmap = {
-            "type": "heatmap",
-            "z": z,
-            "x": x,
-            "name": name,
-            "showscale": col == last,
-            "colorbar": {
-                "title": {"text": "p*"},
-                # from the bottom up to 4/5 of the plot: its title stays below the titles above the plot
-                "len": 0.8,
-                "y": 0,
-                "yanchor": "bottom",
-                "thickness": 10,
-                "tickvals": used,
-                "ticktext": [f"{p:.3g}" for p in used],
-            },
-            "customdata": np.repeat(np.array(numbers)[:, None], z.shape[1], axis=1),
-            "hovertemplate": f"{name}<br>{where}layer %{{customdata}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
-            **common,
-        }
-        heatmaps.append(on_panel(heatmap, col))
-        x_axis, y_axis = panel_ref(col)
-        layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))
-        strip = {"range": [-0.5, len(mlp_kinds) - 0.5], **({"tickangle": -90} if stack else {})}  # every kind named
-        layout[x_axis].update(cell_axis("head", H) if col < last else strip)
-    title = f"p* of every matrix of the {stack}" if stack else "p* of every matrix"
-    return figure(heatmaps, title, source=source, height=height, layout=layout)
+
+
+def _p_star_trace(
+    z: np.ndarray,
+    x: np.ndarray | list[str],
+    name: str,
+    *,
+    numbers: list[int],
+    where: str,
+    ticks: np.ndarray,
+    scale: bool,
+) -> dict[str, Any]:
+    """One panel's heatmap: its cells, the hover (the layer by its number in its stack, ``numbers``), and
+    the colour bar (``scale``: on the last panel only) with the grid values ``ticks``."""
+    return {
+        "type": "heatmap",
+        "z": z,
+        "x": x,
+        "name": name,
+        "showscale": scale,
+        "colorbar": {
+            "title": {"text": "p*"},
+            # from the bottom up to 4/5 of the plot: its title stays below the titles above the plot
+            "len": 0.8,
+            "y": 0,
+            "yanchor": "bottom",
+            "thickness": 10,
+            "tickvals": ticks,
+            "ticktext": [f"{p:.3g}" for p in ticks],
+        },
+        "customdata": np.repeat(np.array(numbers)[:, None], z.shape[1], axis=1),
+        "hovertemplate": f"{name}<br>{where}layer %{{customdata}}, %{{x}}<br>p* = %{{z:.4g}}<extra></extra>",
+    }
 
 
 @dataclass(frozen=True)
@@ -587,6 +664,20 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
         "line": {"color": NEUTRAL, "dash": "dash"},
         "hoverinfo": "skip",
     }
+    annotations = _break_even_notes(x_low, x_high, y_low, y_high)
+    layout = {
+        "annotations": annotations,
+        "xaxis": axis_title("log10 break-even scale s*_W", range=[x_low, x_high]),
+        "yaxis": axis_title("log10 s_W", range=[y_low, y_high]),
+    }
+    return figure(
+        [*points, diagonal], "Scale against break-even", source=source, height=420, legend_title="kind", layout=layout
+    )
+
+
+def _break_even_notes(x_low: float, x_high: float, y_low: float, y_high: float) -> list[dict[str, Any]]:
+    """The corners' words of :func:`break_even_figure` for the axes' ranges: which side of the diagonal
+    s_W = s*_W each corner in view lies on, or that the whole view lies above it."""
     corner = {"xref": "paper", "yref": "paper", "showarrow": False}
     annotations = []
     if y_high > x_low:  # the top-left corner lies above the diagonal
@@ -609,14 +700,7 @@ def break_even_figure(analysis: BoundAnalysis, *, source: str | None = None) -> 
             {**corner, "x": 0.98, "y": 0.02, "xanchor": "right", "yanchor": "bottom",
              "text": "the line s_W = s*_W lies below this view: every matrix is above it"}
         )  # fmt: skip
-    layout = {
-        "annotations": annotations,
-        "xaxis": axis_title("log10 break-even scale s*_W", range=[x_low, x_high]),
-        "yaxis": axis_title("log10 s_W", range=[y_low, y_high]),
-    }
-    return figure(
-        [*points, diagonal], "Scale against break-even", source=source, height=420, legend_title="kind", layout=layout
-    )
+    return annotations
 
 
 # --- a model against its baseline --------------------------------------------------------------

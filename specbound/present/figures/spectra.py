@@ -14,7 +14,7 @@ heads whose rank reaches i.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -47,6 +47,9 @@ from .style import (
     sequential_colors,
     transparent,
 )
+
+if TYPE_CHECKING:
+    from ...core.heavy_tail import PowerLawFit
 
 #: The per-head quantities of :func:`head_heatmaps`, in panel order.
 HEATMAP_QUANTITIES: tuple[str, ...] = ("numerical rank", "stable rank", "spectral norm σ₁")
@@ -365,30 +368,13 @@ def head_heatmaps(
         raise ValueError(f"the {stack} has no {kind.value} matrices")
     numbers = [shape.stack_layer(layer) for layer in layers]
     where = f"{stack} " if stack else ""
-    # the hover names a layer by its y, or on one stack's figure by its number in the stack
-    layer_ref = "%{y}" if stack is None else "%{customdata}"
-    stack_numbers = {} if stack is None else {"customdata": np.repeat(np.array(numbers)[:, None], len(heads), axis=1)}
     ranges = {"numerical rank": (0, shape.head_dim), "stable rank": (0, shape.head_dim)}
     heatmaps = []
     for col, (name, z) in enumerate(quantities.items(), start=1):
         x_axis, y_axis = panel_ref(col)
-        zmin, zmax = ranges.get(name, (None, None))
-        heatmap = {
-            "type": "heatmap",
-            "z": z,
-            "x": heads,
-            "y": layers,
-            "name": name,
-            "colorscale": SEQUENTIAL,
-            "zmin": zmin,
-            "zmax": zmax,
-            "colorbar": {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9},
-            "text": [[format_integer(v) for v in row] for row in z] if name == "numerical rank" else hover_grid(z),
-            "hovertemplate": f"{where}layer {layer_ref}, head %{{x}}<br>{name} = %{{text}}<extra></extra>",
-            **stack_numbers,
-            **labels,
-        }
-        heatmaps.append(on_panel(heatmap, col))
+        colorbar = {"x": layout[x_axis]["domain"][1] + 0.005, "thickness": 10, "len": 0.9}
+        heatmap = _head_trace(name, z, heads, layers, numbers=numbers, stack=stack, zrange=ranges.get(name))
+        heatmaps.append(on_panel({**heatmap, "colorbar": colorbar, **labels}, col))
         layout[x_axis].update(cell_axis("head", len(heads)))
         layout[y_axis].update(layer_rows_axis(where, layers, numbers, first=col == 1))
     title = f"{kind.value} heads of the {stack}: layer × head" if stack else f"{kind.value} heads: layer × head"
@@ -399,6 +385,38 @@ def head_heatmaps(
         height=360 + 12 * len(layers),
         layout=layout,
     )
+
+
+def _head_trace(
+    name: str,
+    z: np.ndarray,
+    heads: np.ndarray,
+    layers: list[int],
+    *,
+    numbers: list[int],
+    stack: str | None,
+    zrange: tuple[int, int] | None,
+) -> dict[str, Any]:
+    """One quantity's layer x head heatmap: its colour range (both ranks share [0, d]), each cell's value as
+    the hover writes it (in ``text``), and the hover naming a layer by its y, or on one stack's figure by its
+    number in the stack (``numbers``, in ``customdata``)."""
+    where = f"{stack} " if stack else ""
+    layer_ref = "%{y}" if stack is None else "%{customdata}"
+    stack_numbers = {} if stack is None else {"customdata": np.repeat(np.array(numbers)[:, None], len(heads), axis=1)}
+    zmin, zmax = zrange or (None, None)
+    return {
+        "type": "heatmap",
+        "z": z,
+        "x": heads,
+        "y": layers,
+        "name": name,
+        "colorscale": SEQUENTIAL,
+        "zmin": zmin,
+        "zmax": zmax,
+        "text": [[format_integer(v) for v in row] for row in z] if name == "numerical rank" else hover_grid(z),
+        "hovertemplate": f"{where}layer {layer_ref}, head %{{x}}<br>{name} = %{{text}}<extra></extra>",
+        **stack_numbers,
+    }
 
 
 def rank_against_maximum(profile: SpectralProfile, kind: Kind | str, *, source: str | None = None) -> go.Figure:
@@ -571,33 +589,9 @@ def esd_figure(profile: SpectralProfile, index: int, *, source: str | None = Non
     title = f"ESD of {matrix.label}: {format_count(positive.size, 'eigenvalue')} λ = σ²"
     shapes: list[dict[str, Any]] = []
     if fit is not None:
-        tail_edges = np.clip(edges, fit.xmin, None)
-        cdf = 1.0 - np.power(tail_edges / fit.xmin, 1.0 - fit.alpha)
-        expected = fit.tail * np.diff(cdf)  # (bins,) zero below x_min
-        shown = edges[1:] > fit.xmin
-        traces.append(
-            {
-                "type": "scatter",
-                "x": centres[shown],
-                "y": expected[shown],
-                "mode": "lines+markers",
-                "name": f"power law, α = {fit.alpha:.2f}",
-                "line": {"color": INK, "width": 2},
-                "hovertemplate": "fitted: %{y:.2f} eigenvalues<extra></extra>",
-            }
-        )
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": fit.xmin,
-                "x1": fit.xmin,
-                "y0": 0,
-                "y1": 1,
-                "line": {"color": NEUTRAL, "dash": "dash", "width": 1},
-            }
-        )
+        curve, x_min = _power_law_marks(fit, edges, centres)
+        traces.append(curve)
+        shapes.append(x_min)
         title += f"<br>α = {fit.alpha:.2f} from x_min = {fit.xmin:.3g} ({fit.tail} in the tail), WeightWatcher's fit"
     else:
         title += "<br>too few eigenvalues for WeightWatcher's fit"
@@ -608,6 +602,36 @@ def esd_figure(profile: SpectralProfile, index: int, *, source: str | None = Non
         "bargap": 0,
     }
     return figure(traces, title, source=source, height=380, layout=layout)
+
+
+def _power_law_marks(fit: PowerLawFit, edges: np.ndarray, centres: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fitted power law drawn over the ESD's bins from x_min on, as the count each bin would hold,
+    n_tail · [P(λ ≤ right edge) − P(λ ≤ left edge)] with P(λ) = 1 − (λ / x_min)^(1 − α); and a dashed
+    vertical line at x_min."""
+    tail_edges = np.clip(edges, fit.xmin, None)
+    cdf = 1.0 - np.power(tail_edges / fit.xmin, 1.0 - fit.alpha)
+    expected = fit.tail * np.diff(cdf)  # (bins,) zero below x_min
+    shown = edges[1:] > fit.xmin
+    curve = {
+        "type": "scatter",
+        "x": centres[shown],
+        "y": expected[shown],
+        "mode": "lines+markers",
+        "name": f"power law, α = {fit.alpha:.2f}",
+        "line": {"color": INK, "width": 2},
+        "hovertemplate": "fitted: %{y:.2f} eigenvalues<extra></extra>",
+    }
+    x_min = {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": fit.xmin,
+        "x1": fit.xmin,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": NEUTRAL, "dash": "dash", "width": 1},
+    }
+    return curve, x_min
 
 
 def relative_change(base: SpectralProfile, delta: SpectralProfile) -> np.ndarray:

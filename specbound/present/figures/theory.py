@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -17,7 +19,6 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
     """Left: the synthetic singular values (log y). Right: c(W; p) against p, P_m and p* marked."""
     layout = panel_grid(1, 2, titles=("synthetic singular values", "c(W; p) against p"))
     positive = sv[sv > 0]
-    best = curve.p_opt_index
     spectrum = {
         "type": "scatter",
         "x": np.arange(1, positive.size + 1),
@@ -27,7 +28,25 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
         "marker": {"size": 4},
         "line": {"color": PROJECTOR_TEXT_COLOR},
     }
-    contribution = [
+    if positive.size:
+        layout["xaxis"].update(log_axis(np.arange(1, positive.size + 1)))
+        layout["yaxis"].update(log_axis(positive))
+    layout["xaxis"].update(axis_title("index i"))
+    layout["yaxis"].update(axis_title("σᵢ"))
+    layout["xaxis2"].update(axis_title("Schatten index p"))
+    layout["yaxis2"].update(
+        log_axis(np.concatenate([curve.contribution, curve.grid_contribution]), title={"text": "c(W; p)"})
+    )
+    traces = [on_panel(spectrum, 1), *(on_panel(trace, 2) for trace in _contribution_traces(curve))]
+    # 340 px: the playground's two rows of controls and its charts share one 768-px screen
+    return figure(traces, "Which p wins for this spectrum", source=source, height=340, layout=layout)
+
+
+def _contribution_traces(curve: SyntheticCurve) -> list[dict[str, Any]]:
+    """The playground's right panel: c(W; p) on the fine p axis, its values on the grid P_m, and a star
+    at p* (the grid's minimum)."""
+    best = curve.p_opt_index
+    return [
         {
             "type": "scatter",
             "x": curve.p,
@@ -58,15 +77,3 @@ def playground_figure(sv: np.ndarray, curve: SyntheticCurve, *, source: str | No
             },
         },
     ]
-    if positive.size:
-        layout["xaxis"].update(log_axis(np.arange(1, positive.size + 1)))
-        layout["yaxis"].update(log_axis(positive))
-    layout["xaxis"].update(axis_title("index i"))
-    layout["yaxis"].update(axis_title("σᵢ"))
-    layout["xaxis2"].update(axis_title("Schatten index p"))
-    layout["yaxis2"].update(
-        log_axis(np.concatenate([curve.contribution, curve.grid_contribution]), title={"text": "c(W; p)"})
-    )
-    traces = [on_panel(spectrum, 1), *(on_panel(trace, 2) for trace in contribution)]
-    # 340 px: the playground's two rows of controls and its charts share one 768-px screen
-    return figure(traces, "Which p wins for this spectrum", source=source, height=340, layout=layout)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from tiny_models import save_model, transformers_model
 
 #: The weight formats of one model, in the order the tests list them.
 FORMATS: tuple[str, ...] = ("safetensors", "sharded-safetensors", "bin", "sharded-bin", "bare")
@@ -566,11 +567,8 @@ def _seed(name: str) -> int:
 def make_model(family: Family) -> Any:
     """A randomly initialised head model of ``family`` with every bias set to zero, in eval mode."""
     import torch
-    import transformers
 
-    torch.manual_seed(_seed(family.name))
-    config = getattr(transformers, family.config_class)(**family.config)
-    model = getattr(transformers, family.head_class)(config)
+    model = transformers_model(family.config_class, family.head_class, family.config, seed=_seed(family.name))
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if name.endswith("bias"):
@@ -602,8 +600,8 @@ def build(family: Family, root: Path) -> Built:
     """Write ``family``'s tiny model under ``root`` in every format of :data:`FORMATS`."""
     model = make_model(family)
     dirs = {fmt: root / fmt for fmt in FORMATS}
-    model.save_pretrained(dirs["safetensors"])
-    model.save_pretrained(dirs["sharded-safetensors"], max_shard_size="16KB")
+    save_model(model, dirs["safetensors"])
+    save_model(model, dirs["sharded-safetensors"], max_shard_size="16KB")
     shards = list(dirs["sharded-safetensors"].glob("model-*-of-*.safetensors"))
     assert len(shards) >= 2, f"{family.name}: expected several safetensors shards, got {len(shards)}"
     # The keys exactly as transformers writes them (the in-memory names may differ, see Family.modules).
@@ -614,7 +612,7 @@ def build(family: Family, root: Path) -> Built:
         model.config.save_pretrained(dirs[fmt])
         _save_bin(state, dirs[fmt], shard_count)
     assert type(model.base_model).__name__ == family.base_class
-    model.base_model.save_pretrained(dirs["bare"])
+    save_model(model.base_model, dirs["bare"])
     return Built(family, model, dirs)
 
 
@@ -623,7 +621,7 @@ def save_each(make: Callable[[str], Any], names: Iterable[str], root: Path) -> d
     saved = {}
     for name in names:
         model = make(name)
-        model.save_pretrained(root / name)
+        save_model(model, root / name)
         saved[name] = (model, root / name)
     return saved
 

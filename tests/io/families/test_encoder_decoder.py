@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from family_models import save_each
 from hand_profiles import make_profile
+from tiny_models import save_model, transformers_model
 
 import specbound
 from specbound.core.architecture import DECODER, ENCODER, Adaptation, Kind, ModelShape
@@ -111,12 +112,14 @@ def is_t5(name: str) -> bool:
 
 def make_model(name: str) -> Any:
     config_class, model_class, extra = FAMILIES[name]
-    torch.manual_seed(sorted(FAMILIES).index(name))
     common = dict(vocab_size=64, d_model=N, decoder_start_token_id=0, pad_token_id=1, eos_token_id=2)
     sizes = {"num_heads": H} if is_t5(name) else {}
-    config = getattr(transformers, config_class)(**common, **sizes, **extra)
-    config._attn_implementation = "eager"
-    model = getattr(transformers, model_class)(config).to(torch.float64).eval()
+    eager = {"_attn_implementation": "eager"}
+    seed = sorted(FAMILIES).index(name)
+    model = transformers_model(
+        config_class, model_class, {**common, **sizes, **extra}, seed=seed, dtype="float64", set_after=eager
+    )
+    model.eval()
     with torch.no_grad():
         for key, parameter in model.named_parameters():
             if "relative_attention_bias" in key or key.endswith(".bias"):
@@ -334,8 +337,8 @@ def test_model_in_memory_equals_its_directory(saved: dict[str, tuple[Any, Path]]
 def test_every_weight_format_reads_alike(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     model, directory = saved["t5-gated"]
     reference = json.loads(specbound.analyze(directory, use_cache=False).to_json())
-    model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
-    model.save_pretrained(tmp_path / "bin", safe_serialization=False)
+    save_model(model, tmp_path / "sharded", max_shard_size="20KB")
+    save_model(model, tmp_path / "bin", safe=False)
     assert len(list((tmp_path / "sharded").glob("*.safetensors"))) > 2
     for form in ("sharded", "bin"):
         data = json.loads(specbound.analyze(tmp_path / form, use_cache=False).to_json())
@@ -345,7 +348,7 @@ def test_every_weight_format_reads_alike(saved: dict[str, tuple[Any, Path]], tmp
 def test_a_t5_encoder_alone_names_the_missing_decoder(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     model, _ = saved["t5"]
     encoder = transformers.T5EncoderModel(model.config).to(torch.float64)
-    encoder.save_pretrained(tmp_path / "encoder")
+    save_model(encoder, tmp_path / "encoder")
     with pytest.raises(specbound.SpecboundError, match=r"decoder\.block\.0\..*missing.*2 encoder and 3 decoder"):
         specbound.analyze(tmp_path / "encoder", use_cache=False)
 
@@ -440,7 +443,7 @@ def test_trajectory_follows_an_encoder_decoder_through_its_checkpoints(
         with torch.no_grad():
             for parameter in model.parameters():
                 parameter.mul_(1.5)  # each step scales every weight, so the norm-based proxy grows
-        model.save_pretrained(tmp_path / "run" / f"checkpoint-{step}")
+        save_model(model, tmp_path / "run" / f"checkpoint-{step}")
     result = cli("trajectory", str(tmp_path / "run"), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     import pandas as pd

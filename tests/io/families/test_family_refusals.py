@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from cli_runner import assert_one_line_error, cli
 from family_models import Built
+from tiny_models import save_model
 
 from specbound.core.errors import UnsupportedModelError
 from specbound.io.checkpoints import open_checkpoint
@@ -62,7 +63,7 @@ SUPPORTED_LINE = "supported families: " + ", ".join(SUPPORTED)
 
 
 def _save(model: Any, directory: Path) -> Path:
-    model.save_pretrained(directory)
+    save_model(model, directory)
     return directory
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 from family_models import save_each
 from hand_profiles import make_profile
+from tiny_models import save_model, transformers_model
 
 import specbound
 from specbound.core.architecture import SHARED_EXPERT, Adaptation, Kind, Mlp, ModelShape
@@ -83,11 +84,13 @@ RIGHT, WRONG = 1e-10, 1e-2
 
 def make_model(name: str) -> Any:
     config_class, model_class, extra = FAMILIES[name]
-    torch.manual_seed(sorted(FAMILIES).index(name))
-    config = getattr(transformers, config_class)(**_COMMON, **extra)
-    config._attn_implementation = "eager"
-    config._experts_implementation = "eager"  # the loop over experts (grouped GEMMs refuse float64)
-    model = getattr(transformers, model_class)(config).to(torch.float64).eval()
+    # eager attention, and the loop over experts (grouped GEMMs refuse float64)
+    eager = {"_attn_implementation": "eager", "_experts_implementation": "eager"}
+    seed = sorted(FAMILIES).index(name)
+    model = transformers_model(
+        config_class, model_class, {**_COMMON, **extra}, seed=seed, dtype="float64", set_after=eager
+    )
+    model.eval()
     with torch.no_grad():  # scale the weights so that every matrix has a spectrum worth reading
         for parameter in model.parameters():
             if parameter.ndim >= 2:
@@ -149,9 +152,9 @@ def test_model_in_memory_equals_its_directory(saved: dict[str, tuple[Any, Path]]
 
 def test_sharded_and_bin_checkpoints_read_as_one_file(saved: dict[str, tuple[Any, Path]], tmp_path: Path) -> None:
     model, directory = saved["mixtral"]
-    model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
+    save_model(model, tmp_path / "sharded", max_shard_size="20KB")
     assert len(list((tmp_path / "sharded").glob("*.safetensors"))) > 2
-    model.save_pretrained(tmp_path / "bin", safe_serialization=False)
+    save_model(model, tmp_path / "bin", safe=False)
     reference = specbound.analyze(directory, use_cache=False).profile.singular_values
     for variant in ("sharded", "bin"):
         profile = specbound.analyze(tmp_path / variant, use_cache=False).profile
@@ -222,7 +225,7 @@ def test_qk_and_v_reproduce_the_attention_logits_and_output(saved: dict[str, tup
     model, directory = saved[name]
     model = make_model(name)  # a fresh copy whose norms may be taken out
     _left_out_norms(model)
-    model.save_pretrained(directory.parent / f"{name}-attention")
+    save_model(model, directory.parent / f"{name}-attention")
     checkpoint = open_checkpoint(directory.parent / f"{name}-attention")
     shape = checkpoint.shape
     tokens = 6
@@ -486,7 +489,7 @@ def test_experts_saved_fused_on_disk_read_as_the_stored_layout(
 
     model, directory = saved[name]
     fused = tmp_path / "fused"
-    model.save_pretrained(fused, save_original_format=False, safe_serialization=weights == "safetensors")
+    save_model(model, fused, original_format=False, safe=weights == "safetensors")
     if weights == "safetensors":
         with safe_open(str(fused / "model.safetensors"), framework="np") as f:
             assert "model.layers.0.mlp.experts.gate_up_proj" in f.keys()  # noqa: SIM118 (not a dict)
@@ -503,7 +506,7 @@ def test_a_fused_expert_is_read_alone_from_its_memory_map(saved: dict[str, tuple
     """From safetensors an expert's slice is a view of the file's memory map (one expert widened at a
     time): the gate is rows [0, d_ff) of gate_up_proj[e], the up projection rows [d_ff, 2 d_ff)."""
     model, _ = saved["mixtral"]
-    model.save_pretrained(tmp_path / "fused", save_original_format=False)
+    save_model(model, tmp_path / "fused", original_format=False)
     checkpoint = open_checkpoint(tmp_path / "fused")
     layer = next(checkpoint.stream())
     state = model.state_dict()
@@ -539,7 +542,7 @@ def test_fused_experts_on_disk_that_disagree_with_the_config_are_refused_in_one_
 
     model, _ = saved["mixtral"]
     fused = tmp_path / "fused"
-    model.save_pretrained(fused, save_original_format=False)
+    save_model(model, fused, original_format=False)
     config = json.loads((fused / "config.json").read_text())
     (fused / "config.json").write_text(json.dumps({**config, **fields}))
     result = cli("analyze", str(fused), "--no-cache")
