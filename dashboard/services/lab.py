@@ -42,7 +42,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.services.jobs import JobBoard, JobState, JobStatus, LabBusy, RunRequest, TrainingJob
-from dashboard.state import atlas, session
+from dashboard.state import atlas, run_names, session
 from dashboard.views.lab import SweepData, SweepSource
 from dashboard.wording.vocabulary import model_label
 from specbound.core.profile import SpectralProfile
@@ -415,6 +415,7 @@ def open_step(key: str, step: int) -> str:
     if run is None:
         raise LabError("that run is no longer available here")
     profile = step_profile(key, step, run)
+    run_names.remember(run.spec)  # a run trained here has no shipped record to read its words from
     path = atlas.store_upload(f"{profile.model}.npz", atlas.atlas_bytes([profile]))
     name = atlas.model_name(path, profile.model)
     session.open_model(name, label=model_label(run.spec))

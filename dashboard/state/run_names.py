@@ -6,8 +6,8 @@ The lab names a run by its id, ``lab-gpt2-modular-L1-N64-H4-n2823-q0-s0-t3000`` 
 (the Lab page's "Open as a model", the Why page's "Open a model where p* varies") and of the shipped
 scaling grid. Labels, subtitles, legends, buttons and file names show the run's short name instead
 (:func:`dashboard.wording.vocabulary.run_name`), read from the run's record among the references the
-lab ships; a name that is no lab run's, or a run whose record is not shipped (one trained on this
-server), keeps its name.
+lab ships, or among the runs trained on this server that a page opened (:func:`remember`); a name that
+is no lab run's keeps its name.
 
 Example::
 
@@ -43,6 +43,18 @@ def _shipped_spec(run: str) -> RunSpec | None:
     return None
 
 
+@st.cache_resource(show_spinner=False)
+def _trained_here() -> dict[str, RunSpec]:
+    """The specs of the runs trained on this server that a page opened as a model, by run id (their
+    records are in the server's store, not among the shipped references); one dict per server."""
+    return {}
+
+
+def remember(spec: RunSpec) -> None:
+    """Name the run ``spec`` (trained on this server) by its words too, wherever its saved steps show."""
+    _trained_here()[spec.name] = spec
+
+
 def short_name(member: str) -> str | None:
     """The short name of the lab model named ``member`` (``RUN`` or ``RUN@STEP``), or None when it is no
     shipped lab run's."""
@@ -52,5 +64,5 @@ def short_name(member: str) -> str | None:
         run = member
     if RUN_ID.fullmatch(run) is None:
         return None
-    spec = _shipped_spec(run)
+    spec = _trained_here().get(run) or _shipped_spec(run)
     return None if spec is None else run_name(spec, step)

@@ -20,7 +20,7 @@ from dashboard.state import choices
 from dashboard.widgets.sidebar import show_in_picker
 from dashboard.widgets.tables import column_width
 from dashboard.wording.text import plain
-from dashboard.wording.vocabulary import measure_name
+from dashboard.wording.vocabulary import measure_name, run_name
 from specbound.core.errors import SpecboundError
 from specbound_lab.registry import correlated_measures
 
@@ -54,13 +54,15 @@ def open_varied_button() -> None:
     varied = service.varied_p_star_run()
     if varied is not None:
         key, step = varied
+        run = service.available_runs().get(key)
+        named = run_name(run.spec, step) if run is not None else f"{service.split_key(key)[1]}, step {step}"
         st.button(
             "Open a model where p* varies",
             key="why_open_varied",
             on_click=open_as_model,
             args=(key, step),
-            help=f"A small Transformer trained by the lab and shipped with specbound ({service.split_key(key)[1]}, "
-            f"step {step}), whose matrices take different p*.",
+            help=f"A small Transformer trained by the lab and shipped with specbound ({named}), whose matrices "
+            "take different p*.",
         )
     open_error()
 

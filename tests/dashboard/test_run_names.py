@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.state.run_names import RUN_ID, short_name
+from dashboard.state.run_names import RUN_ID, remember, short_name
 from dashboard.wording.vocabulary import run_name
 from specbound_lab import reference as lab_reference
 from specbound_lab.trajectory import RunTrajectory
@@ -42,3 +42,19 @@ def test_a_run_of_the_scaling_grid_is_named_too() -> None:
 )
 def test_any_other_member_keeps_its_name(member: str) -> None:
     assert short_name(member) is None
+
+
+def test_a_run_trained_on_this_server_is_named_once_a_page_opened_it(shipped_run: RunTrajectory) -> None:
+    """Its record is in the server's store, not shipped: opening it remembers its spec (a new seed here,
+    so that no shipped record holds it)."""
+    from dataclasses import replace
+
+    spec = replace(shipped_run.spec, seed=shipped_run.spec.seed + 977)
+    member = lab_reference.step_member(spec.name, 500)
+    assert short_name(member) is None
+    remember(spec)
+    assert (
+        short_name(member) == run_name(spec, 500)
+        and "seed" in short_name(member)
+        and spec.name not in short_name(member)
+    )
