@@ -53,8 +53,5 @@ def test_a_run_trained_on_this_server_is_named_once_a_page_opened_it(shipped_run
     member = lab_reference.step_member(spec.name, 500)
     assert short_name(member) is None
     remember(spec)
-    assert (
-        short_name(member) == run_name(spec, 500)
-        and "seed" in short_name(member)
-        and spec.name not in short_name(member)
-    )
+    shown = short_name(member)
+    assert shown == run_name(spec, 500) and "seed" in shown and spec.name not in shown
