@@ -654,6 +654,58 @@ def _fine_tuning_model(spec: RunSpec) -> Any:
         raise LabError(str(exc)) from None
 
 
+#: Training steps whose minibatches are drawn and gathered at once (:func:`_hoisted_batches`), fewer
+#: where their inputs would take more than :data:`_BLOCK_BYTES`.
+BATCH_BLOCK: int = 100
+_BLOCK_BYTES: int = 16 * 1024**2
+
+
+def _hoisted_batches(
+    ids: torch.Tensor, labels: torch.Tensor, batch: int, generator: torch.Generator
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Each training step's (input_ids, labels): the whole training set when it is no larger than the
+    batch, else ``batch`` rows drawn with replacement, :data:`BATCH_BLOCK` steps' rows in one draw.
+
+    One draw of (k, B) indices takes from the generator the same numbers, in the same order, as k draws
+    of (B,) (a serial kernel: one 32-bit number per index), so every step's rows are the per-step
+    loop's (:func:`_per_step_batches`); a run that ends within a block leaves the rest unused (the
+    generator serves nothing else).
+
+    >>> import torch
+    >>> ids, labels = torch.arange(30).reshape(10, 3), torch.arange(10)
+    >>> a = _hoisted_batches(ids, labels, 4, torch.Generator().manual_seed(0))
+    >>> b = _per_step_batches(ids, labels, 4, torch.Generator().manual_seed(0))
+    >>> all(torch.equal(x, y) for _ in range(150) for x, y in zip(next(a), next(b)))
+    True
+    """
+    import torch
+
+    n = int(ids.shape[0])
+    if batch >= n:
+        while True:
+            yield ids, labels
+    steps = max(1, min(BATCH_BLOCK, _BLOCK_BYTES // (ids[0].numel() * ids.element_size() * batch)))
+    while True:
+        rows = torch.randint(0, n, (steps, batch), generator=generator)  # (k, B)
+        block_ids, block_labels = ids[rows], labels[rows]  # (k, B, T + 1), (k, B)
+        for i in range(steps):
+            yield block_ids[i], block_labels[i]
+
+
+def _per_step_batches(
+    ids: torch.Tensor, labels: torch.Tensor, batch: int, generator: torch.Generator
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """The former loop's minibatches: one draw and one gather per step (the reference of
+    :func:`_hoisted_batches`)."""
+    import torch
+
+    n = int(ids.shape[0])
+    all_rows = torch.arange(n)
+    while True:
+        rows = all_rows if batch == n else torch.randint(0, n, (batch,), generator=generator)  # (B,)
+        yield ids[rows], labels[rows]
+
+
 def train_run(
     spec: RunSpec,
     directory: Path | str,
@@ -663,6 +715,7 @@ def train_run(
     compile: bool = True,
     graph_runs: int = 1,
     notice: Callable[[str], None] = lambda line: None,
+    hoisted: bool = True,
 ) -> TrainResult:
     """Train one run, saving checkpoints under ``directory`` and measuring errors at each saved step.
 
@@ -672,6 +725,13 @@ def train_run(
     the architecture (:mod:`~specbound_lab.compiled`) when ``compile`` is True and compiling pays over
     ``graph_runs`` runs of it; ``notice`` receives one line when a requested compilation is not used
     (why), once per reason and process. Training steps are eager (compiled, they measured slower).
+
+    The loop does per step only what a step needs (:func:`_hoisted_batches`): the minibatches' rows
+    are drawn :data:`BATCH_BLOCK` steps at a time and their inputs gathered at once, and AdamW runs its
+    multi-tensor (``foreach``) update; both give the per-step loop's weights bit for bit (the same draws
+    from the same generator, the same arithmetic per element). ``hoisted=False`` runs the former loop
+    (a draw and a gather per step, the per-parameter AdamW), kept as the reference of the equivalence
+    test and the benchmark.
     """
     import torch
 
@@ -697,9 +757,14 @@ def train_run(
             lr=settings.learning_rate,
             weight_decay=settings.weight_decay,
             betas=(ADAM_BETA1, settings.adam_beta2),
+            foreach=hoisted,  # the multi-tensor update: the same arithmetic per element, fewer dispatches
         )
         batches = torch.Generator().manual_seed(spec.seed)
         batch = min(settings.batch_size, spec.n_train)
+        if hoisted:
+            minibatches = _hoisted_batches(train_ids, train_labels, batch, batches)
+        else:
+            minibatches = _per_step_batches(train_ids, train_labels, batch, batches)
         lent = evaluation_graph(spec, model, compile=compile, runs=graph_runs, notice=_once(notice))
         graph, why = held.enter_context(lent)  # the graph is this run's until it ends
         if compile and why is not None:
@@ -721,8 +786,6 @@ def train_run(
         check_fit = settings.until_fit and not causal
         fit_every = settings.fit_check_every
         report_every = max(1, settings.steps // PROGRESS_EVENTS)
-        full_batch = batch == spec.n_train
-        all_rows = torch.arange(spec.n_train)
         for step in range(settings.steps + 1):
             checked = check_fit and step % fit_every == 0
             if checked:
@@ -743,11 +806,8 @@ def train_run(
                 break
             if should_stop():
                 raise TrainingCancelled(f"training of {spec.name} was cancelled at step {step}")
-            if full_batch:
-                rows = all_rows
-            else:
-                rows = torch.randint(0, spec.n_train, (batch,), generator=batches)  # (B,)
-            loss = model(input_ids=train_ids[rows], labels=train_labels[rows]).loss
+            batch_ids, batch_labels = next(minibatches)  # (B, T + 1), (B,)
+            loss = model(input_ids=batch_ids, labels=batch_labels).loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
