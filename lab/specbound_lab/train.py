@@ -615,9 +615,12 @@ def _once(notice: Callable[[str], None]) -> Callable[[str], None]:
 def _probe_model(model: Any, ids: torch.Tensor, labels: torch.Tensor, causal: bool) -> tuple[Any, Any, Any]:
     """What the MODEL measures see: the model itself for a classifier; for next-token prediction a view
     of the language model that predicts each training sequence's last token from the others (so a
-    probe's error is the next-token error at the last position)."""
+    probe's error is the next-token error at the last position): the model itself when it computes the
+    last position's logits alone (a summary forward, :func:`~specbound_lab.compiled.summary_route`)."""
     if not causal:
         return model, ids, labels
+    if getattr(model, "summary", False) is True:
+        return model, ids[:, :-1].contiguous(), ids[:, -1].contiguous()
     import torch
 
     class _LastToken(torch.nn.Module):
@@ -816,9 +819,14 @@ def train_run(
                 progress(ProgressEvent("train", step + 1, settings.steps, detail))
         trained = time.perf_counter()
         values: dict[str, float] = {}
-        if settings.model_measures:
-            searched = merged(model) if graph is model else load()
-            probe = ModelProbe(*_probe_model(searched, train_ids, train_labels, causal), spec.seed)
-            values = {m.name: float(m.compute(probe)) for m in model_measures()}
+        if settings.model_measures:  # through the summary-position forward where the family has one
+            lent = evaluation_graph(
+                spec, merged(model), compile=compile, runs=graph_runs, notice=_once(notice), summary=True
+            )
+            with lent as (searched, why):
+                if compile and why is not None:
+                    _once(notice)(why)
+                probe = ModelProbe(*_probe_model(searched, train_ids, train_labels, causal), spec.seed)
+                values = {m.name: float(m.compute(probe)) for m in model_measures()}
     finished = time.perf_counter()
     return TrainResult(spec, int(params), tuple(records), trained - started, values, finished - trained)
