@@ -11,12 +11,14 @@ far more than the tolerance.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+from specbound.core import torch_threads
 from specbound_lab import train
 from specbound_lab.compiled import forward_flops, summary_flops, summary_route
 from specbound_lab.flatness import FlatnessSettings, pacbayes_sigma, sharpness_alpha
@@ -25,6 +27,13 @@ from specbound_lab.train import Family, RunSpec, TrainSettings, _probe_model, bu
 
 #: |summary − full| on logits of order one (float32; the sums of the last layer run in another order).
 TOLERANCE = 1e-5
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    """One thread, as a run searches (several threads on a loaded machine wait on each other per op)."""
+    with torch_threads(1):
+        yield
 
 
 def _model_and_inputs(family: Family, layers: int, causal: bool) -> tuple[Any, torch.Tensor, torch.Tensor]:
