@@ -17,6 +17,12 @@ Shapes: the sequence length and the architecture are fixed per graph (:class:`Gr
 dimension is dynamic (``dynamic=True``), so the training sets of every n and the test set share one
 graph without padding; a chunk of one example (which a dynamic graph specialises) is padded to two.
 
+The searches' own graph: a classifier reads one position of its last layer, so the flatness and
+sharpness searches evaluate a summary forward (:func:`summary_route`: the last layer at that position
+alone, the same logits up to float reordering) in a second graph per architecture
+(``GraphKey.summary``); the fit checks and error measurements, which decide a run's record, keep the
+full model's graph.
+
 Reuse: :func:`evaluation_graph` lends a run the process's graph of a run's architecture with the run's
 weights copied in (``load_state_dict``; the graph's parameters are its inputs, so new values do not
 recompile it). A sweep's worker process, local or on a Dask cluster, keeps its graphs across the runs it
