@@ -7,20 +7,25 @@ sharpness are searched with Jiang et al.'s budget and its saved checkpoints are 
 trained twice, on one thread, in this process:
 
 * **before**: the path the lab ran before its evaluations were compiled: every evaluation eager under
-  ``torch.no_grad``, and the searches as they were (the sharpness ascent recomputing its first iterate,
-  u = 0, at every bisection step): ``train_run(compile=False)`` with the former searches, kept below;
-* **after**: the path as it is: fit checks, error measurements and the searches' errors through the
-  process's compiled evaluation graph of the architecture (:mod:`specbound_lab.compiled`) under
-  ``torch.inference_mode``, the ascent's first iterate computed once. The graph's compilation is
-  timed apart and charged to the runs of the preset that share it (a sweep's worker compiles it once);
-  where compiling does not pay (:func:`specbound_lab.compiled.compile_pays` over those runs, e.g. a
-  training set under 256 examples) the run evaluates eagerly, as a sweep would.
+  ``torch.no_grad``, the searches as they were (the sharpness ascent recomputing its first iterate,
+  u = 0, at every bisection step; every error a pass of the full model) and the former training loop
+  (a minibatch drawn and gathered per step, the per-parameter AdamW): ``train_run(compile=False,
+  hoisted=False)`` with the former searches, kept below;
+* **after**: the path as it is: the hoisted training loop (bit-identical to the former one), fit
+  checks and error measurements through the process's compiled evaluation graph of the architecture
+  (:mod:`specbound_lab.compiled`) under ``torch.inference_mode``, the searches through the summary
+  forward (the last layer at the summary position alone, :func:`specbound_lab.compiled.summary_route`)
+  in a compiled graph of its own, the ascent's first iterate computed once. The graphs' compilation
+  is timed apart and charged to the runs of the preset that share them (a sweep's worker compiles
+  each once); where compiling does not pay (:func:`specbound_lab.compiled.compile_pays` over those
+  runs, e.g. a training set under 256 examples) the run evaluates eagerly, as a sweep would.
 
 Both must end every run at the same fitted step (or within one fit-check interval: compiled kernels
 sum in another order, which can move a loss across the 0.01 threshold at a check) with every measure
-within a tolerance (printed). Printed per run: the seconds in training (steps, fit checks, checkpoints
-and their error measurements), searches and analysis; per preset: runs per core-hour before and after
-and the ratio; and the floor: the fraction of this machine's single-core matmul FLOP/s (a 1024³ float32
+within a tolerance (printed); the summary forward's logits are the full model's up to float
+reordering. Printed per run: the seconds in training (steps, fit checks, checkpoints and their error
+measurements), searches and analysis; per preset: runs per core-hour before and after and the ratio;
+and the floor: the fraction of this machine's single-core matmul FLOP/s (a 1024³ float32
 product, measured here) that the training phase reaches, its FLOPs counted from the architecture
 (:func:`specbound_lab.compiled.forward_flops`: 3 forwards per training example, 1 per evaluated one).
 """
@@ -110,6 +115,11 @@ def _old_sharpness_alpha(model: Any, ids: Any, labels: Any, *, settings: Any = N
         return bisect_scale(fits, settings)
 
 
+def _full_route(model: Any) -> tuple[Any, str | None]:
+    """The searches' model before the summary forward: the model itself, evaluated in full."""
+    return model, None if getattr(model, "summary", False) is True else "the full model (the former route)"
+
+
 # --- measuring ----------------------------------------------------------------------------------------
 
 
@@ -148,7 +158,7 @@ def run_once(spec: Any, directory: Path, *, before: bool, sharing: int = 1) -> t
     """Train and analyse one run by one route: its phases' seconds, its final values and its result."""
     import torch
 
-    from specbound_lab import flatness, registry
+    from specbound_lab import compiled, flatness, registry
     from specbound_lab.train import train_run
     from specbound_lab.trajectory import analyse_run
 
@@ -157,7 +167,8 @@ def run_once(spec: Any, directory: Path, *, before: bool, sharing: int = 1) -> t
             stack.enter_context(mock.patch.object(registry, "sharpness_alpha", _old_sharpness_alpha))
             stack.enter_context(mock.patch.object(flatness, "_error", _old_error))
             stack.enter_context(mock.patch.object(torch, "inference_mode", torch.no_grad))
-        result = train_run(spec, directory, compile=not before, graph_runs=sharing)
+            stack.enter_context(mock.patch.object(compiled, "summary_route", _full_route))
+        result = train_run(spec, directory, compile=not before, graph_runs=sharing, hoisted=not before)
     trajectory = analyse_run(result, directory, use_cache=False)
     final = trajectory.final
     measures = tuple(sorted(result.model_values.items()))
@@ -194,8 +205,9 @@ def chosen_specs(preset: str, family: str, configs: int) -> list[Any]:
     return [specs[int((i + 0.5) / configs * len(specs))] for i in range(min(configs, len(specs)))]
 
 
-def compile_graph(spec: Any) -> float:
-    """Seconds to build and compile the evaluation graph of the run's architecture (its first pass)."""
+def compile_graph(spec: Any, summary: bool = False) -> float:
+    """Seconds to build and compile the evaluation graph of the run's architecture (its first pass);
+    ``summary``: the searches' summary-forward graph."""
     import torch
 
     from specbound_lab.compiled import GraphKey, evaluation_graph
@@ -203,10 +215,11 @@ def compile_graph(spec: Any) -> float:
 
     started = time.perf_counter()
     # in a run's global state (deterministic kernels: a graph guards on it) on a normal tensor, as a run's
-    lent = evaluation_graph(spec, build_model(spec), compile=True, runs=10**9)
+    lent = evaluation_graph(spec, build_model(spec), compile=True, runs=10**9, summary=summary)
     with _training_context(spec.settings.threads), lent as (graph, why):
         assert why is None, why
-        ids = torch.randint(0, spec.task.vocab_size, (4, GraphKey.of(spec).tokens))
+        tokens = GraphKey.of(spec).tokens - (1 if summary and spec.task.causal else 0)  # a probe's inputs
+        ids = torch.randint(0, spec.task.vocab_size, (4, tokens))
         with torch.inference_mode():
             graph(input_ids=ids)
     return time.perf_counter() - started
@@ -235,6 +248,7 @@ def main() -> int:
     from specbound_lab import compiled
     from specbound_lab.compiled import GraphKey, compile_pays
     from specbound_lab.grid import preset_grid
+    from specbound_lab.train import build_model
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", nargs="+", default=["fit", "study"], help="presets to time (fit, study)")
@@ -261,10 +275,12 @@ def main() -> int:
                     then, then_values, then_result = run_once(spec, Path(tmp) / "before", before=True)
                     shared = sharing[GraphKey.of(spec)]
                     compile_seconds = 0.0  # where compiling does not pay, "after" evaluates eagerly, as a sweep would
-                    if compile_pays(spec, shared):
-                        before_compiles = compiled.compilations()
-                        compile_seconds = compile_graph(spec)  # timed apart: a sweep's worker pays it once
-                        assert compiled.compilations() == before_compiles + 1, "the graph did not compile"
+                    searched = spec.settings.model_measures and compiled.summary_route(build_model(spec))[1] is None
+                    for summary in (False, True) if searched else (False,):
+                        if compile_pays(spec, shared, summary):
+                            before_compiles = compiled.compilations()
+                            compile_seconds += compile_graph(spec, summary)  # timed apart: paid once a worker
+                            assert compiled.compilations() == before_compiles + 1, "the graph did not compile"
                     traced = traced_graphs()
                     now, now_values, now_result = run_once(spec, Path(tmp) / "after", before=False, sharing=shared)
                     assert traced_graphs() == traced, "the run recompiled its graph"

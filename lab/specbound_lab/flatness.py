@@ -34,6 +34,10 @@ error and gradient signs are computed once per search (not once per bisection st
 ascent's gradient passes), and |w| + ε and w² are computed once; every error is measured under
 ``torch.inference_mode``, through a compiled graph when the model is one
 (:mod:`~specbound_lab.compiled`). The results are those of computing everything afresh, bit for bit.
+A run's searches are given its summary forward (:func:`~specbound_lab.compiled.summary_route`: the last
+layer computed at the position the classifier reads alone), the same logits up to float reordering.
+The noise draws of one σ are evaluated one after another: batched through ``torch.func.vmap`` (each
+draw's weights stacked) they measured 0.7x as fast on one core (BERT L = 2, N = 64, 300 examples).
 
 torch is imported inside the functions; the model's weights are restored after every probe.
 """

@@ -165,8 +165,9 @@ def memory_estimate(spec: RunSpec) -> int:
 
 
 def _settings_dict(settings: TrainSettings) -> dict[str, Any]:
-    """The settings as a record stores them; ``until_fit``, ``fit_every``, ``adam_beta2`` and
-    ``model_measures`` only when they differ from their defaults (older records have none of them)."""
+    """The settings as a record stores them; ``until_fit``, ``fit_every``, ``adam_beta2``,
+    ``model_measures`` and ``fused_adam`` only when they differ from their defaults (older records have
+    none of them)."""
     values = asdict(settings)
     if not values["until_fit"]:
         del values["until_fit"]
@@ -176,6 +177,8 @@ def _settings_dict(settings: TrainSettings) -> dict[str, Any]:
         del values["adam_beta2"]
     if values["model_measures"]:
         del values["model_measures"]
+    if not values["fused_adam"]:
+        del values["fused_adam"]
     return values
 
 
@@ -237,6 +240,12 @@ class TrainSettings:
     #: They take most of a fitted run's time; a study whose endpoints read none of them (the
     #: pre-registered one) turns them off, and its records hold NaN for them, as every earlier step does
     model_measures: bool = True
+    #: AdamW's fused kernel (torch's ``fused=True``): its update step took 0.4x the time of the
+    #: per-parameter one on one core (BERT L = 2, N = 64), but it rounds differently, so its weights
+    #: drift from the default loop's (by up to 7e-3 after 60 steps there) and the trajectory with them
+    #: (a tiny bert run fitted at step 160 instead of 180, a gpt2 run's training loss at step 100 was
+    #: 0.14 instead of 0.26): off by default, and a run with it is another run (its name says so)
+    fused_adam: bool = False
 
     def __post_init__(self) -> None:
         _check_int("steps", self.steps, 1, LAB_LIMITS.max_steps)
@@ -252,6 +261,8 @@ class TrainSettings:
         _check_int("fit_every", self.fit_every, 0, LAB_LIMITS.max_steps)
         if not isinstance(self.model_measures, bool):
             raise LabError(f"model_measures must be true or false, got {self.model_measures!r}")
+        if not isinstance(self.fused_adam, bool):
+            raise LabError(f"fused_adam must be true or false, got {self.fused_adam!r}")
         check_number(self.adam_beta2, "adam_beta2", 0, 1, open_low=True, open_high=True, error=LabError)
 
     @property
@@ -359,6 +370,8 @@ class RunSpec:
         variant = {"task": task, "lr": s.learning_rate, "wd": s.weight_decay, "batch": s.batch_size}
         if s.adam_beta2 != ADAM_BETA2:  # another optimiser; the default keeps every earlier name
             variant["beta2"] = s.adam_beta2
+        if s.fused_adam:  # another rounding of the same optimiser: other weights, another run
+            variant["fused"] = True
         if self.fine_tuning is not None:  # another starting point
             variant["base"] = self.fine_tuning.base
         if not s.until_fit:
@@ -615,9 +628,12 @@ def _once(notice: Callable[[str], None]) -> Callable[[str], None]:
 def _probe_model(model: Any, ids: torch.Tensor, labels: torch.Tensor, causal: bool) -> tuple[Any, Any, Any]:
     """What the MODEL measures see: the model itself for a classifier; for next-token prediction a view
     of the language model that predicts each training sequence's last token from the others (so a
-    probe's error is the next-token error at the last position)."""
+    probe's error is the next-token error at the last position): the model itself when it computes the
+    last position's logits alone (a summary forward, :func:`~specbound_lab.compiled.summary_route`)."""
     if not causal:
         return model, ids, labels
+    if getattr(model, "summary", False) is True:
+        return model, ids[:, :-1].contiguous(), ids[:, -1].contiguous()
     import torch
 
     class _LastToken(torch.nn.Module):
@@ -654,6 +670,58 @@ def _fine_tuning_model(spec: RunSpec) -> Any:
         raise LabError(str(exc)) from None
 
 
+#: Training steps whose minibatches are drawn and gathered at once (:func:`_hoisted_batches`), fewer
+#: where their inputs would take more than :data:`_BLOCK_BYTES`.
+BATCH_BLOCK: int = 100
+_BLOCK_BYTES: int = 16 * 1024**2
+
+
+def _hoisted_batches(
+    ids: torch.Tensor, labels: torch.Tensor, batch: int, generator: torch.Generator
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Each training step's (input_ids, labels): the whole training set when it is no larger than the
+    batch, else ``batch`` rows drawn with replacement, :data:`BATCH_BLOCK` steps' rows in one draw.
+
+    One draw of (k, B) indices takes from the generator the same numbers, in the same order, as k draws
+    of (B,) (a serial kernel: one 32-bit number per index), so every step's rows are the per-step
+    loop's (:func:`_per_step_batches`); a run that ends within a block leaves the rest unused (the
+    generator serves nothing else).
+
+    >>> import torch
+    >>> ids, labels = torch.arange(30).reshape(10, 3), torch.arange(10)
+    >>> a = _hoisted_batches(ids, labels, 4, torch.Generator().manual_seed(0))
+    >>> b = _per_step_batches(ids, labels, 4, torch.Generator().manual_seed(0))
+    >>> all(torch.equal(x, y) for _ in range(150) for x, y in zip(next(a), next(b)))
+    True
+    """
+    import torch
+
+    n = int(ids.shape[0])
+    if batch >= n:
+        while True:
+            yield ids, labels
+    steps = max(1, min(BATCH_BLOCK, _BLOCK_BYTES // (ids[0].numel() * ids.element_size() * batch)))
+    while True:
+        rows = torch.randint(0, n, (steps, batch), generator=generator)  # (k, B)
+        block_ids, block_labels = ids[rows], labels[rows]  # (k, B, T + 1), (k, B)
+        for i in range(steps):
+            yield block_ids[i], block_labels[i]
+
+
+def _per_step_batches(
+    ids: torch.Tensor, labels: torch.Tensor, batch: int, generator: torch.Generator
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """The former loop's minibatches: one draw and one gather per step (the reference of
+    :func:`_hoisted_batches`)."""
+    import torch
+
+    n = int(ids.shape[0])
+    all_rows = torch.arange(n)
+    while True:
+        rows = all_rows if batch == n else torch.randint(0, n, (batch,), generator=generator)  # (B,)
+        yield ids[rows], labels[rows]
+
+
 def train_run(
     spec: RunSpec,
     directory: Path | str,
@@ -663,6 +731,7 @@ def train_run(
     compile: bool = True,
     graph_runs: int = 1,
     notice: Callable[[str], None] = lambda line: None,
+    hoisted: bool = True,
 ) -> TrainResult:
     """Train one run, saving checkpoints under ``directory`` and measuring errors at each saved step.
 
@@ -672,6 +741,13 @@ def train_run(
     the architecture (:mod:`~specbound_lab.compiled`) when ``compile`` is True and compiling pays over
     ``graph_runs`` runs of it; ``notice`` receives one line when a requested compilation is not used
     (why), once per reason and process. Training steps are eager (compiled, they measured slower).
+
+    The loop does per step only what a step needs (:func:`_hoisted_batches`): the minibatches' rows
+    are drawn :data:`BATCH_BLOCK` steps at a time and their inputs gathered at once, and AdamW runs its
+    multi-tensor (``foreach``) update; both give the per-step loop's weights bit for bit (the same draws
+    from the same generator, the same arithmetic per element). ``hoisted=False`` runs the former loop
+    (a draw and a gather per step, the per-parameter AdamW), kept as the reference of the equivalence
+    test and the benchmark.
     """
     import torch
 
@@ -697,9 +773,15 @@ def train_run(
             lr=settings.learning_rate,
             weight_decay=settings.weight_decay,
             betas=(ADAM_BETA1, settings.adam_beta2),
+            # the multi-tensor update: the same arithmetic per element, fewer dispatches; fused: another rounding
+            **({"fused": True} if settings.fused_adam else {"foreach": hoisted}),
         )
         batches = torch.Generator().manual_seed(spec.seed)
         batch = min(settings.batch_size, spec.n_train)
+        if hoisted:
+            minibatches = _hoisted_batches(train_ids, train_labels, batch, batches)
+        else:
+            minibatches = _per_step_batches(train_ids, train_labels, batch, batches)
         lent = evaluation_graph(spec, model, compile=compile, runs=graph_runs, notice=_once(notice))
         graph, why = held.enter_context(lent)  # the graph is this run's until it ends
         if compile and why is not None:
@@ -721,8 +803,6 @@ def train_run(
         check_fit = settings.until_fit and not causal
         fit_every = settings.fit_check_every
         report_every = max(1, settings.steps // PROGRESS_EVENTS)
-        full_batch = batch == spec.n_train
-        all_rows = torch.arange(spec.n_train)
         for step in range(settings.steps + 1):
             checked = check_fit and step % fit_every == 0
             if checked:
@@ -743,11 +823,8 @@ def train_run(
                 break
             if should_stop():
                 raise TrainingCancelled(f"training of {spec.name} was cancelled at step {step}")
-            if full_batch:
-                rows = all_rows
-            else:
-                rows = torch.randint(0, spec.n_train, (batch,), generator=batches)  # (B,)
-            loss = model(input_ids=train_ids[rows], labels=train_labels[rows]).loss
+            batch_ids, batch_labels = next(minibatches)  # (B, T + 1), (B,)
+            loss = model(input_ids=batch_ids, labels=batch_labels).loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -756,9 +833,14 @@ def train_run(
                 progress(ProgressEvent("train", step + 1, settings.steps, detail))
         trained = time.perf_counter()
         values: dict[str, float] = {}
-        if settings.model_measures:
-            searched = merged(model) if graph is model else load()
-            probe = ModelProbe(*_probe_model(searched, train_ids, train_labels, causal), spec.seed)
-            values = {m.name: float(m.compute(probe)) for m in model_measures()}
+        if settings.model_measures:  # through the summary-position forward where the family has one
+            lent = evaluation_graph(
+                spec, merged(model), compile=compile, runs=graph_runs, notice=_once(notice), summary=True
+            )
+            with lent as (searched, why):
+                if compile and why is not None:
+                    _once(notice)(why)
+                probe = ModelProbe(*_probe_model(searched, train_ids, train_labels, causal), spec.seed)
+                values = {m.name: float(m.compute(probe)) for m in model_measures()}
     finished = time.perf_counter()
     return TrainResult(spec, int(params), tuple(records), trained - started, values, finished - trained)

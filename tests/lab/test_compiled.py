@@ -65,7 +65,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
 
 
 def test_one_graph_serves_runs_of_other_n_and_learning_rate_each_with_its_own_record(runs: SimpleNamespace) -> None:
-    assert runs.compiled == 1 and runs.retraced == 0  # compiled once, never again (dynamic batch)
+    # compiled once, never again (dynamic batch): the evaluations' graph and the searches' summary graph
+    assert runs.compiled == 2 and runs.retraced == 0
+    assert {GraphKey.of(SPEC), GraphKey.of(SPEC, summary=True)} <= compiled._GRAPHS.graphs.keys()
     assert runs.again.steps == runs.alone.steps  # every float of every step, bit for bit
     assert dict(runs.again.model_values) == dict(runs.alone.model_values)
     assert runs.other.spec == OTHER and runs.other.steps != runs.alone.steps  # its own run, not a copy

@@ -82,14 +82,15 @@ def test_workers_and_a_cluster_train_the_runs_of_a_serial_sweep(tmp_path: Path, 
     two = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None)
     with two as cluster, Client(cluster) as client:
         _sweep(tmp_path / "dask", "--dask", cluster.scheduler_address)
-        # one worker given all four runs of two architectures keeps its graphs: built two, reused by two (the
+        # one worker given all four runs of two architectures keeps its graphs: built two pairs, reused (the
         # cluster scaled down to one rather than a second cluster started; the sweep above compiled nothing)
         assert list(client.run(_graphs_held).values()) == [(0, 0), (0, 0)]
         cluster.scale(1)
         _wait_for_workers(client, 1)
         client.run(_graphs_on_every_worker)
         _sweep(tmp_path / "graphs", "--dask", cluster.scheduler_address)
-        assert list(client.run(_graphs_held).values()) == [(2, 2)]  # (graphs compiled, graphs held)
+        # (graphs compiled, graphs held): per architecture the evaluations' graph and the searches' summary graph
+        assert list(client.run(_graphs_held).values()) == [(4, 4)]
     for kind in ("local", "dask", "graphs"):
         runs, correlations = _tables(tmp_path / kind)
         pd.testing.assert_frame_equal(runs, serial_runs)
