@@ -395,7 +395,8 @@ def test_the_sweep_view_shows_the_verdicts_and_the_robust_view_over_the_shipped_
     for table, env in zip(tables, judged, strict=True):
         baselines = [m for m in table["Measure"] if m.endswith("(trivial baseline)")]
         assert len(baselines) == 5 and len(table) == len(env.measures)  # √(params / n) is one too
-    assert len(fine_tuned.measures) == len(class_sweep.measures) + 8  # the measures centred at the first step
+    # the measures centred at the first step: four proxies and their /√n forms, and the intruder count
+    assert len(fine_tuned.measures) == len(class_sweep.measures) + 9
 
 
 def test_the_sweep_view_shows_the_shipped_grokking_runs(lab_app, plotly_specs) -> None:
@@ -688,7 +689,7 @@ def lab_views_verdicts(origin: str):
 def _planted_forgetting(directory) -> pd.DataFrame:
     """forgetting.csv as the lab writes it (:func:`specbound_lab.tables.forgetting_frame`) over the shipped
     fine-tuning runs' final rows, with the intruder count and the forgetting outcome planted by a seeded
-    generator (the shipped runs were trained before either was recorded): forgetting rises with the
+    generator (a planted pair that the candidates must order, beside the shipped real one): forgetting rises with the
     intruders, plus noise, as in tests/lab/test_forgetting_verdict.py."""
     from specbound_lab.tables import FORGETTING_CSV, forgetting_frame, read_runs_csv
     from specbound_lab.verdict import forgetting_verdicts
@@ -739,14 +740,40 @@ def test_the_fine_tuning_sweep_shows_its_forgetting_verdict_from_forgetting_csv(
     _clear_sweep_caches()
 
 
-def test_a_sweep_without_forgetting_says_so_and_one_from_scratch_has_no_such_section(lab_app) -> None:
+FORGETTING_TITLE = "Forgetting: what orders a fine-tune's loss of its base's task"
+
+
+def test_the_shipped_fine_tuning_sweep_shows_its_forgetting_and_one_from_scratch_has_no_such_section(lab_app) -> None:
+    """The shipped fine-tuning reference records forgetting: its view gives the sentence computed from its
+    forgetting.csv and every row of it; a sweep trained from scratch has no such section."""
     at = lab_app
     _clear_sweep_caches()
     at.radio(key="lab_view").set_value("Sweep: measures against the gap")
     run_clean(at)
-    assert "Forgetting: what orders a fine-tune's loss of its base's task" not in [h.value for h in at.subheader]
+    assert FORGETTING_TITLE not in [h.value for h in at.subheader]
     at.radio(key="lab_sweep").set_value(service.FINETUNE)
     run_clean(at)
-    assert "Forgetting: what orders a fine-tune's loss of its base's task" in [h.value for h in at.subheader]
+    assert FORGETTING_TITLE in [h.value for h in at.subheader]
+    shipped = pd.read_csv(reference.FINETUNE_REFERENCE.directory / "forgetting.csv")
+    text = " ".join(m.value for m in at.markdown)
+    assert plain(words.forgetting_sentence(shipped, measure_name)) in text
+    assert plain(words.FORGETTING_NOT_RECORDED) not in text
+    shown = _dataframe(at, "Ordered").reset_index(drop=True)
+    assert len(shown) == len(shipped) == 20  # 5 candidates and 5 baselines, for forgetting and for the gap
+    taus = shown["τ"].map(lambda v: shown_value(v) if isinstance(v, str) else v)
+    np.testing.assert_allclose(taus, shipped["kendall_tau"].round(3), atol=1e-12)
+
+
+def test_a_fine_tuning_sweep_without_forgetting_says_so(lab_app, monkeypatch, tmp_path) -> None:
+    """Runs that predate the forgetting outcome write no forgetting.csv: the section says so, with no table."""
+    at = lab_app
+    monkeypatch.setattr(service, "forgetting_file", lambda origin: tmp_path / "forgetting.csv")  # none written
+    _clear_sweep_caches()
+    at.radio(key="lab_view").set_value("Sweep: measures against the gap")
+    run_clean(at)
+    at.radio(key="lab_sweep").set_value(service.FINETUNE)
+    run_clean(at)
+    assert FORGETTING_TITLE in [h.value for h in at.subheader]
     assert plain(words.FORGETTING_NOT_RECORDED) in " ".join(m.value for m in at.markdown)
     assert not [d for d in at.dataframe if "Ordered" in d.value.columns]
+    _clear_sweep_caches()

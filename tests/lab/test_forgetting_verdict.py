@@ -4,9 +4,9 @@ fine-tuning environment, under §13b's rules), recomputed independently: τ_b by
 loop, the strongest baseline and Holm's family size read from those numbers.
 
 The shipped fine-tuning runs.csv gives the real design (16 configurations × 5 seeds, 73 of 80 runs
-fitted, its measures and baselines); its runs were trained before intruders and forgetting were
-recorded, so these two columns are planted here with a seeded generator: one forgetting outcome that
-intruders order by construction, and one drawn independently of everything.
+fitted, its measures and baselines) and its real intruder counts and forgetting, from which the shipped
+forgetting.csv is recomputed. Beside it, the two columns are planted with a seeded generator as controls:
+one forgetting outcome that intruders order by construction, and one drawn independently of everything.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from scipy.stats import kendalltau
 
 from specbound_lab.reference import FINETUNE_REFERENCE_DIR, REFERENCE_DIR
 from specbound_lab.registry import MEASURES, is_baseline
-from specbound_lab.tables import RUNS_CSV, forgetting_frame, read_runs_csv
+from specbound_lab.tables import FORGETTING_CSV, RUNS_CSV, forgetting_frame, read_runs_csv
 from specbound_lab.verdict import (
     DIRECTION_CANDIDATES,
     MIN_SEEDS,
@@ -142,7 +142,8 @@ def test_under_the_minimum_seeds_it_is_shown_not_counted() -> None:
 
 
 def test_only_fine_tuning_environments_with_forgetting_recorded_have_a_verdict() -> None:
-    assert forgetting_verdicts(_final_rows()) == ()  # trained before forgetting was recorded: every value NaN
+    unrecorded = _final_rows().assign(base_task_error=math.nan, intruders=math.nan)
+    assert forgetting_verdicts(unrecorded) == ()  # runs trained before forgetting was recorded: every value NaN
     scratch = _final_rows(REFERENCE_DIR)
     assert forgetting_verdicts(scratch.assign(base_task_error=0.1, intruders=1.0)) == ()  # from scratch
 
@@ -176,3 +177,24 @@ def test_forgettings_noise_filter_uses_its_binomial_standard_error() -> None:
     errors = Outcome.FORGETTING.standard_errors(pd.DataFrame({"base_task_error": [0.0, 0.1, math.nan]}))
     np.testing.assert_allclose(errors[:2], [0.0, math.sqrt(0.1 * 0.9 / FORGETTING_SAMPLES)], rtol=1e-15)
     assert math.isnan(errors[2])
+
+
+def test_the_shipped_forgetting_table_is_scipys_over_the_shipped_runs() -> None:
+    """The retrained fine-tuning reference records intruders and forgetting at every step: its
+    forgetting.csv's every τ is scipy's over the fitted final rows of its runs.csv, with the runs and tied
+    pairs counted by a loop, and step 0 (the base itself) has forgotten nothing."""
+    frame = _final_rows()
+    assert frame["base_task_error"].notna().all() and frame["intruders"].notna().all()
+    whole = read_runs_csv(FINETUNE_REFERENCE_DIR / RUNS_CSV)
+    assert (whole.loc[whole["step"] == 0, "base_task_error"] <= 0.01).all()  # the base on its own task
+    shipped = pd.read_csv(FINETUNE_REFERENCE_DIR / FORGETTING_CSV)
+    assert set(shipped["outcome"]) == {"base_task_error", "gap"}
+    assert set(DIRECTION_CANDIDATES) <= set(shipped["measure"])
+    for row in shipped.itertuples():
+        tau, runs, tied = _scipy_tau(frame, str(row.measure), str(row.outcome))
+        assert row.kendall_tau == pytest.approx(tau, abs=TAU_ATOL), (row.outcome, row.measure)
+        assert (row.runs_used, row.tied_pairs) == (runs, tied), (row.outcome, row.measure)
+    (computed,) = forgetting_verdicts(frame)
+    again = forgetting_frame([computed])
+    np.testing.assert_allclose(again["kendall_tau"], shipped["kendall_tau"], rtol=0, atol=TAU_ATOL)
+    np.testing.assert_allclose(again["vs_baseline_p_holm"], shipped["vs_baseline_p_holm"], atol=1e-12)
