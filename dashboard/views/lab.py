@@ -50,6 +50,7 @@ from specbound_lab.registry import MEASURES, is_baseline
 from specbound_lab.robust import RobustSummary, RobustVerdict
 from specbound_lab.study import study_status
 from specbound_lab.tables import verdict_frame
+from specbound_lab.train import Family
 from specbound_lab.trajectory import RunTrajectory
 from specbound_lab.verdict import EnvironmentVerdict
 
@@ -130,7 +131,7 @@ def lab_run_view(run: RunTrajectory, frame: pd.DataFrame, step: int) -> LabRunVi
     ``step``: everything its records hold (the step's spectra, read from its checkpoint or atlas
     afterwards: :func:`dashboard.views.common.step_spectra`)."""
     record = next(s for s in run.steps if s.step == step)
-    not_a = "not a BERT Miniature" if run.spec.family == "bert" else "not a released model"
+    not_a = "not a BERT Miniature" if run.spec.family is Family.BERT else "not a released model"
     samples = format_count(record.test_samples, test_unit(run))
     caption = (
         f"`{run.name}`: a {model_label(run.spec)} ({plain(run.spec.task.describe())}), {not_a}; {run.params:,} "
