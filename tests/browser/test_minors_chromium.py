@@ -272,9 +272,15 @@ def test_a_model_from_a_folder_is_named_by_the_folder(tmp_path: Path, server: st
 
 
 def test_an_uploaded_atlas_opens_without_a_click(server: str, browser_page: Page) -> None:
-    """Choosing the atlas source and uploading the shipped reference atlas opens its first model at once."""
+    """Choosing the atlas source and uploading the shipped reference atlas opens its first model at once,
+    named by its run's words (a lab run's model is never shown by its run id or a file name)."""
+    from dashboard.state.atlas import shown_member
+    from specbound.io.atlas import load_atlas
     from specbound_lab.reference import REFERENCE_DIR
 
+    first = load_atlas(REFERENCE_DIR / "atlas.npz")[0].model
+    expected = shown_member(first)
+    assert expected != first and not expected.startswith("lab-")
     page = browser_page
     page.set_viewport_size({"width": 1440, "height": 900})
     _open(page, f"{server}/", PRODUCT_NAME)
@@ -283,11 +289,12 @@ def test_an_uploaded_atlas_opens_without_a_click(server: str, browser_page: Page
     wait_idle(page)
     sidebar.locator('input[type="file"]').set_input_files(str(REFERENCE_DIR / "atlas.npz"))
     page.wait_for_function(
-        "() => document.querySelector('[data-testid=stSidebar]').innerText.includes('(atlas atlas.npz)')",
+        "(name) => document.querySelector('[data-testid=stSidebar]').innerText.includes('Current model: ' + name)",
+        arg=expected,
         timeout=90_000,
     )
     wait_idle(page)
     assert_no_errors(page)
     current = sidebar.locator('[data-testid="stMarkdownContainer"]', has_text="Current model:").first.inner_text()
-    assert "atlas.npz" in current, current
+    assert expected in current and first not in current, current
     screenshot(page, "minors-uploaded-atlas-opened")
